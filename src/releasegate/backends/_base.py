@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from ..record import Timing, Tokens
+
+__all__ = ["Backend", "Request", "Generation", "backend", "create_backend", "BACKENDS"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One case to send: chat messages or a raw prompt."""
+
+    case_id: str
+    messages: list[dict] | None = None
+    prompt: str | None = None
+
+
+@dataclass
+class Generation:
+    """What came back for one request: text (None on failure), token counts and timings."""
+
+    text: str | None
+    tokens: Tokens = field(default_factory=Tokens)
+    timing: Timing = field(default_factory=Timing)
+    error: str | None = None
+    error_message: str | None = None
+
+
+class Backend(ABC):
+    """Runs requests against one model. `batch_size` is how many requests `generate` gets at once."""
+
+    batch_size: int = 1
+
+    def load(self) -> None:
+        """Prepare the model or connection; raise TargetError if it cannot be run."""
+
+    @abstractmethod
+    def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
+        """One Generation per request, in order. Per-request failures are returned, not raised."""
+
+    def close(self) -> None:
+        """Release the model or connection."""
+
+
+# name -> "module:Class"; modules are imported on use so `releasegate --help` stays light
+BACKENDS: dict[str, str] = {
+    "hf": "releasegate.backends.hf:HFBackend",
+    "replay": "releasegate.backends.replay:ReplayBackend",
+}
+
+
+def backend(name: str):
+    """Register a Backend subclass under `name` (for backends defined outside this package)."""
+
+    def register(cls: type[Backend]) -> type[Backend]:
+        BACKENDS[name] = f"{cls.__module__}:{cls.__qualname__}"
+        return cls
+
+    return register
+
+
+def create_backend(target) -> Backend:
+    """The backend named by `target.backend`, constructed from the target config (not yet loaded)."""
+    module, _, cls = BACKENDS[target.backend].partition(":")
+    return getattr(importlib.import_module(module), cls)(target)

@@ -1,0 +1,25 @@
+"""Options shared by several commands, defined once."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+ConfigOption = Annotated[
+    Path, typer.Option("--config", "-c", help="Config file.", show_default=True, dir_okay=False)
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (human output goes to stderr).")]
+
+
+def consoles(as_json: bool) -> Console:
+    """Human output: stdout normally, stderr when stdout is reserved for JSON."""
+    return Console(stderr=as_json, highlight=False)
+
+
+def print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+from rich.console import Console
+
+from ..errors import ReleasegateError
+from . import check, gate, init, validate
+
+EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
+3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint)."""
+
+app = typer.Typer(
+    name="releasegate",
+    help="Pre-deployment evaluation and release gate for fine-tuned LLMs: quality, format, safety, latency, cost.",
+    epilog=EXIT_CODES_HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command("check", epilog=EXIT_CODES_HELP)(check.check)
+app.command("validate", epilog=EXIT_CODES_HELP)(validate.validate)
+app.command("init")(init.init)
+app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; user mistakes become one line on stderr and an exit code, never a traceback."""
+    err = Console(stderr=True, highlight=False)
+    try:
+        result = app(args=argv, prog_name="releasegate", standalone_mode=False)
+    except ReleasegateError as exc:
+        err.print("error: " + str(exc), markup=False, soft_wrap=True)
+        return exc.exit_code
+    except click.exceptions.UsageError as exc:
+        exc.show(file=sys.stderr)
+        return 2
+    except click.exceptions.ClickException as exc:
+        exc.show(file=sys.stderr)
+        return exc.exit_code if exc.exit_code else 2
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err.print("interrupted", markup=False)
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""`releasegate validate`: lint config, suites and rubric without loading any model."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from rich.table import Table
+
+from ..config import DEFAULT_CONFIG, load_config
+from ..rubric import load_rubric
+from ..suites import load_suites
+from ._common import ConfigOption, JsonOption, consoles, print_json
+
+
+def load_inputs(config_path: Path):
+    """Config, rubric and cases, each validated; raises InputError at the first problem."""
+    config = load_config(config_path)
+    rubric = load_rubric(config.rubric)
+    cases = load_suites(config.suites, config.path.parent)
+    return config, rubric, cases
+
+
+def validate(config: ConfigOption = Path(DEFAULT_CONFIG), as_json: JsonOption = False) -> int:
+    """Check config, suites and rubric (schemas, paths, regexes, metric names). Fast: no model is loaded."""
+    cfg, rubric, cases = load_inputs(config)
+    per_suite = Counter(c.suite for c in cases)
+    summary = {
+        "config": str(cfg.path),
+        "target": cfg.target.describe(),
+        "rubric": str(rubric.path),
+        "criteria": len(rubric.criteria),
+        "forbidden_rules": len(rubric.forbidden),
+        "suites": dict(per_suite),
+        "cases": len(cases),
+        "valid": True,
+    }
+    if as_json:
+        print_json(summary)
+        return 0
+    console = consoles(False)
+    table = Table(title=f"{cfg.path}: valid", title_justify="left")
+    table.add_column("suite")
+    table.add_column("cases", justify="right")
+    for name, n in per_suite.items():
+        table.add_row(name, str(n))
+    console.print(table)
+    console.print(f"target: {summary['target']}\nrubric: {rubric.path} ({len(rubric.criteria)} criteria, "
+                  f"{len(rubric.forbidden)} forbidden rules)", markup=False)
+    return 0

@@ -1,0 +1,124 @@
+"""The judging stage: a function of the run record and a rubric -> the report (verdict and metrics).
+
+It re-scores every record from disk, so `releasegate gate RUN_DIR` with a changed rubric needs no model.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .gate import EXIT_CODES, judge_criterion, overall_verdict
+from .metrics import KNOWN_METRICS, compute_metric, select
+from .record import CaseRecord, RunInfo
+from .rubric import Rubric
+from .scorers import score_record
+
+__all__ = ["judge_run", "SUMMARY_METRICS", "run_facts"]
+
+SUMMARY_METRICS = (
+    "accuracy", "format_compliance", "forbidden_rate", "error_rate",
+    "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99",
+    "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99", "output_tokens_per_s", "output_tokens_per_s_request_p50",
+    "cost_per_1m_output_tokens", "cost_usd_total",
+)
+_SLICE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95", "tpot_ms_p95")
+_MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
+
+
+def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None) -> dict:
+    """Run-level facts metrics need: generation time, system throughput, cost config."""
+    tokens = sum(r.tokens.output or 0 for r in records if r.output is not None)
+    seconds = info.generation_seconds
+    return {
+        "generation_seconds": seconds,
+        "system_output_tokens_per_s": tokens / seconds if seconds else None,
+        "cost": cost,
+        "all_records": True,
+    }
+
+
+def judge_run(info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None) -> dict:
+    """Score, measure and gate a run; return the report as a plain dict (what report.json holds)."""
+    scores = {r.case_id: score_record(r, rubric.forbidden) for r in records}
+    facts = run_facts(info, records, cost)
+    evaluate_values = _evaluate_metrics(rubric, records)
+
+    def measure(name: str, slice_: dict | None):
+        chosen = select(records, slice_)
+        if name in evaluate_values:
+            return evaluate_values[name](chosen)
+        return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_})
+
+    results = [judge_criterion(c, measure(c.metric, c.slice)) for c in rubric.criteria]
+    verdict = overall_verdict(results)
+    return {
+        "run_id": info.run_id,
+        "target": info.target,
+        "rubric": rubric.name,
+        "verdict": verdict,
+        "exit_code": EXIT_CODES[verdict],
+        "criteria": [r.as_dict() for r in results],
+        "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
+        "slices": _slices(records, scores, facts),
+        "counts": _counts(records, scores),
+        "failing_cases": _failing_cases(records, scores),
+    }
+
+
+def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:
+    if not rubric.evaluate:
+        return {}
+    from .scorers.evaluate_metric import compute_evaluate_metric, load_metric
+
+    out = {}
+    for spec in rubric.evaluate:
+        metric = load_metric(spec.module)
+
+        def run(chosen, spec=spec, metric=metric):
+            return compute_evaluate_metric(metric, select(chosen, spec.slice), key=spec.key, name=spec.name)
+
+        out[spec.name] = run
+    return out
+
+
+def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
+    """Per-slice figures for the suite and every low-cardinality tag."""
+    keys = ["suite"] + sorted({k for r in records for k in r.tags})
+    rows = []
+    for key in keys:
+        values = sorted({str(r.slice_value(key)) for r in records if r.slice_value(key) is not None})
+        if len(values) > _MAX_SLICE_VALUES:
+            continue
+        for value in values:
+            chosen = select(records, {key: value})
+            row = {"slice": f"{key}={value}", "n": len(chosen)}
+            for name in _SLICE_METRICS:
+                row[name] = compute_metric(name, chosen, scores, {**facts, "all_records": False}).value
+            rows.append(row)
+    return rows
+
+
+def _counts(records: list[CaseRecord], scores: dict) -> dict:
+    errors = Counter(r.error for r in records if r.error)
+    return {"cases": len(records), "succeeded": sum(r.output is not None for r in records), "errors": dict(errors)}
+
+
+def _failing_cases(records: list[CaseRecord], scores: dict, limit: int = 50) -> list[dict]:
+    out = []
+    for r in records:
+        s = scores[r.case_id]
+        why = []
+        if r.error:
+            why.append(f"error: {r.error}")
+        for key in ("answer", "format"):
+            if key in s and not s[key]["passed"]:
+                detail = s[key].get("detail") or "; ".join(c["detail"] for c in s[key].get("checks", []) if not c["passed"])
+                why.append(f"{key}: {detail}")
+        if s.get("forbidden", {}).get("hit"):
+            why.append("forbidden: " + ", ".join(s["forbidden"]["categories"]))
+        if why:
+            out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why})
+    return out[:limit]
+
+
+assert set(SUMMARY_METRICS) <= set(KNOWN_METRICS)

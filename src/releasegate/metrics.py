@@ -1,0 +1,113 @@
+"""Metrics computed from the run record, for all cases or a slice. Definitions are in README.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .stats import percentile, wilson
+
+__all__ = ["KNOWN_METRICS", "MetricValue", "select", "compute_metric", "LATENCY_METRICS"]
+
+_RATES = {
+    "accuracy": ("higher", "share of cases whose answer scorer passes (failed requests count as wrong)"),
+    "format_compliance": ("higher", "share of cases passing all their format checks (failed requests fail)"),
+    "forbidden_rate": ("lower", "share of outputs hitting any forbidden rule"),
+    "error_rate": ("lower", "share of requests that failed"),
+}
+LATENCY_METRICS = {"ttft_ms": "time to first token", "tpot_ms": "time per output token", "e2e_ms": "end-to-end latency"}
+KNOWN_METRICS: dict[str, tuple[str, str]] = dict(_RATES)
+for _base, _what in LATENCY_METRICS.items():
+    for _q in (50, 95, 99):
+        KNOWN_METRICS[f"{_base}_p{_q}"] = ("lower", f"P{_q} {_what}, milliseconds")
+KNOWN_METRICS["output_tokens_per_s"] = ("higher", "system throughput: total output tokens / generation wall time")
+KNOWN_METRICS["output_tokens_per_s_request_p50"] = ("higher", "median per-request decode speed")
+KNOWN_METRICS["cost_per_1m_output_tokens"] = ("lower", "USD per million output tokens")
+KNOWN_METRICS["cost_usd_total"] = ("lower", "USD for the whole run (api mode) or its generation time (self-hosted)")
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """A metric's value with its sample size and, where defined, a 95% interval."""
+
+    value: float | None
+    n: int
+    interval: tuple[float, float] | None = None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        out: dict = {"value": self.value, "n": self.n}
+        if self.interval is not None:
+            out["interval"] = [round(self.interval[0], 6), round(self.interval[1], 6)]
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def select(records: Iterable, slice_: dict | None) -> list:
+    """The records in a slice: every key (a tag or 'suite') must match; values compared as text."""
+    if not slice_:
+        return list(records)
+    return [r for r in records if all(str(r.slice_value(k)) == str(v) for k, v in slice_.items())]
+
+
+def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict) -> MetricValue:
+    """One metric over `records`; `scores` maps case id -> scores; `run` holds run-level facts."""
+    if name in _RATES:
+        return _rate(name, records, scores)
+    base, _, q = name.rpartition("_p")
+    if base in LATENCY_METRICS and q.isdigit():
+        samples = [getattr(r.timing, base) for r in records if r.output is not None]
+        samples = [s for s in samples if s is not None]
+        return MetricValue(percentile(samples, float(q)), len(samples))
+    if name == "output_tokens_per_s":
+        return _system_throughput(records, run)
+    if name == "output_tokens_per_s_request_p50":
+        speeds = [_request_speed(r) for r in records]
+        speeds = [s for s in speeds if s is not None]
+        return MetricValue(percentile(speeds, 50), len(speeds))
+    if name in ("cost_per_1m_output_tokens", "cost_usd_total"):
+        from .cost import cost_metric
+
+        return cost_metric(name, records, run)
+    raise KeyError(name)
+
+
+def _rate(name: str, records: list, scores: dict[str, dict]) -> MetricValue:
+    if name == "error_rate":
+        hits = sum(r.error is not None for r in records)
+        return _proportion(hits, len(records))
+    if name == "forbidden_rate":
+        done = [r for r in records if r.output is not None]
+        hits = sum(bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done)
+        value = _proportion(hits, len(done))
+        if hits == 0 and done:
+            return MetricValue(0.0, len(done), value.interval, note=f"0 hits; 95% upper bound about {3 / len(done):.3g}")
+        return value
+    key = "answer" if name == "accuracy" else "format"
+    judged = [r for r in records if key in scores[r.case_id] or (r.output is None and _has_check(r, key))]
+    passed = sum(bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged)
+    return _proportion(passed, len(judged))
+
+
+def _has_check(record, key: str) -> bool:
+    return bool(record.answer) if key == "answer" else bool(record.format)
+
+
+def _proportion(hits: int, n: int) -> MetricValue:
+    return MetricValue(hits / n if n else None, n, wilson(hits, n))
+
+
+def _request_speed(record) -> float | None:
+    t = record.timing
+    if record.output is None or t.tpot_ms is None or t.tpot_ms <= 0:
+        return None
+    return 1000.0 / t.tpot_ms
+
+
+def _system_throughput(records: list, run: dict) -> MetricValue:
+    seconds = run.get("generation_seconds")
+    tokens = [r.tokens.output for r in records if r.output is not None and r.tokens.output is not None]
+    if not seconds or not run.get("all_records", True):
+        return MetricValue(None, len(tokens), note="system throughput is defined for the whole run only")
+    return MetricValue(sum(tokens) / seconds, len(tokens))

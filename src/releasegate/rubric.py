@@ -1,0 +1,156 @@
+"""The rubric: the gate policy (criteria with thresholds), forbidden-response rules, extra metrics."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._loading import field_path, line_of, load_yaml, validate
+from .errors import InputError
+from .metrics import KNOWN_METRICS
+
+__all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One pass/fail rule: `metric op threshold`, on the cases of `slice` (all cases when empty)."""
+
+    name: str
+    metric: str
+    op: str
+    threshold: float
+    slice: dict = field(default_factory=dict)
+    min_samples: int = 1
+
+    def as_dict(self) -> dict:
+        out = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
+        if self.slice:
+            out["slice"] = dict(self.slice)
+        if self.min_samples != 1:
+            out["min_samples"] = self.min_samples
+        return out
+
+
+@dataclass(frozen=True)
+class ForbiddenRule:
+    """Regexes and phrases that must never appear in an output, grouped by category."""
+
+    category: str
+    regex: tuple[str, ...] = ()
+    phrases: tuple[str, ...] = ()
+    description: str = ""
+
+    def as_dict(self) -> dict:
+        out: dict = {"category": self.category}
+        if self.description:
+            out["description"] = self.description
+        if self.regex:
+            out["regex"] = list(self.regex)
+        if self.phrases:
+            out["phrases"] = list(self.phrases)
+        return out
+
+
+@dataclass(frozen=True)
+class EvaluateMetric:
+    """A metric from the `evaluate` library, by hub name, local path or `releasegate:<name>`."""
+
+    name: str
+    module: str
+    key: str | None = None
+    slice: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        out = {"name": self.name, "module": self.module}
+        if self.key:
+            out["key"] = self.key
+        if self.slice:
+            out["slice"] = dict(self.slice)
+        return out
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A validated rubric; forbidden rules inlined and module paths resolved, so a snapshot is self-contained."""
+
+    path: Path
+    name: str
+    criteria: tuple[Criterion, ...]
+    forbidden: tuple[ForbiddenRule, ...] = ()
+    evaluate: tuple[EvaluateMetric, ...] = ()
+
+    def as_dict(self) -> dict:
+        """The snapshot written into a run directory (`rubric.yaml`)."""
+        out: dict = {"name": self.name, "criteria": [c.as_dict() for c in self.criteria]}
+        if self.forbidden:
+            out["forbidden"] = [r.as_dict() for r in self.forbidden]
+        if self.evaluate:
+            out["evaluate"] = [m.as_dict() for m in self.evaluate]
+        return out
+
+
+def load_rubric(path: Path) -> Rubric:
+    """Load and validate a rubric; raise InputError naming file, line and field."""
+    path = Path(path)
+    data, node = load_yaml(path, what="rubric")
+    if not isinstance(data, dict):
+        raise InputError("a rubric must be a mapping with a 'criteria' list", file=path, line=1)
+    validate(data, "rubric", file=path, node=node)
+
+    def at(*parts: str | int) -> dict:
+        return {"file": path, "line": line_of(node, list(parts)), "field": field_path(list(parts))}
+
+    evaluate = tuple(_evaluate_metric(m, path.parent) for m in data.get("evaluate", ()))
+    known = set(KNOWN_METRICS) | {m.name for m in evaluate}
+    criteria = tuple(_criterion(c, i, known, at) for i, c in enumerate(data["criteria"]))
+    forbidden = _forbidden(data.get("forbidden"), path, at)
+    return Rubric(path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate)
+
+
+def _criterion(raw: dict, i: int, known: set[str], at) -> Criterion:
+    if raw["metric"] not in known:
+        raise InputError(
+            f"unknown metric '{raw['metric']}'", **at("criteria", i, "metric"),
+            hint="known: " + ", ".join(sorted(known)),
+        )
+    slice_ = {k: v for k, v in raw.get("slice", {}).items()}
+    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items())
+    return Criterion(
+        name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
+        slice=slice_, min_samples=raw.get("min_samples", 1),
+    )
+
+
+def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
+    if raw is None:
+        return ()
+    where = at("forbidden")
+    if isinstance(raw, str):
+        file = rubric_path.parent / raw
+        data, node = load_yaml(file, what="forbidden-rules file")
+        validate(data, "forbidden", file=file, node=node)
+        raw, where = data["rules"], {"file": file, "line": None, "field": "rules"}
+    rules = []
+    for rule in raw:
+        for pattern in rule.get("regex", ()):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise InputError(f"invalid regex {pattern!r}: {exc}", **where) from None
+        rules.append(
+            ForbiddenRule(
+                category=rule["category"], regex=tuple(rule.get("regex", ())),
+                phrases=tuple(rule.get("phrases", ())), description=rule.get("description", ""),
+            )
+        )
+    return tuple(rules)
+
+
+def _evaluate_metric(raw: dict, here: Path) -> EvaluateMetric:
+    module = raw["module"]
+    local = here / module
+    if not module.startswith("releasegate:") and local.exists():
+        module = str(local.resolve())
+    return EvaluateMetric(name=raw["name"], module=module, key=raw.get("key"), slice=dict(raw.get("slice", {})))

@@ -1,0 +1,17 @@
+"""Scorers: one registry, one module per family.
+
+    answer     accuracy: exact, normalized, label, json_fields, regex, numeric
+    format     format compliance: json, json_schema, regex, max_length
+    forbidden  forbidden responses: regex and phrase rules grouped by category
+
+A scorer is a function registered with `@scorer(family, type)`; it returns `Score`.
+Corpus-level metrics from the `evaluate` library live in `releasegate.scorers.evaluate_metric`.
+"""
+
+from __future__ import annotations
+
+from ._registry import SCORERS, Score, get_scorer, scorer
+from . import accuracy, format, forbidden  # noqa: F401,E402  (registration by import)
+from .score import score_record
+
+__all__ = ["SCORERS", "Score", "scorer", "get_scorer", "score_record"]

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["Score", "SCORERS", "scorer", "get_scorer"]
+
+
+@dataclass(frozen=True)
+class Score:
+    """The result of one check on one output."""
+
+    passed: bool
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "detail": self.detail}
+
+
+SCORERS: dict[tuple[str, str], Callable[..., Score]] = {}
+
+
+def scorer(family: str, type_: str):
+    """Register a scorer function under (family, type)."""
+
+    def register(fn: Callable[..., Score]) -> Callable[..., Score]:
+        SCORERS[(family, type_)] = fn
+        return fn
+
+    return register
+
+
+def get_scorer(family: str, type_: str) -> Callable[..., Score]:
+    try:
+        return SCORERS[(family, type_)]
+    except KeyError:
+        known = ", ".join(sorted(t for f, t in SCORERS if f == family))
+        raise KeyError(f"no {family} scorer '{type_}' (known: {known})") from None

@@ -1,0 +1,52 @@
+"""Format checks: is the output in the shape the caller parses? They feed `format_compliance`."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ._registry import Score, scorer
+
+
+@scorer("format", "json")
+def is_json(output: str, spec: dict, output_tokens: int | None) -> Score:
+    """The whole output (surrounding whitespace ignored) parses as JSON."""
+    try:
+        json.loads(output)
+    except ValueError as exc:
+        return Score(False, f"not JSON: {exc}")
+    return Score(True)
+
+
+@scorer("format", "json_schema")
+def json_schema(output: str, spec: dict, output_tokens: int | None) -> Score:
+    """The whole output parses as JSON and validates against `schema`."""
+    import jsonschema
+
+    try:
+        value = json.loads(output)
+    except ValueError as exc:
+        return Score(False, f"not JSON: {exc}")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(spec["schema"]).iter_errors(value))
+    if error is None:
+        return Score(True)
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return Score(False, f"schema: {where}: {error.message}")
+
+
+@scorer("format", "regex")
+def full_regex(output: str, spec: dict, output_tokens: int | None) -> Score:
+    """The whole output (surrounding whitespace ignored) matches `pattern`."""
+    passed = re.fullmatch(spec["pattern"], output.strip(), flags=re.DOTALL) is not None
+    return Score(passed, "" if passed else "does not match pattern")
+
+
+@scorer("format", "max_length")
+def max_length(output: str, spec: dict, output_tokens: int | None) -> Score:
+    """At most `max_chars` characters and/or `max_tokens` output tokens."""
+    problems = []
+    if "max_chars" in spec and len(output) > spec["max_chars"]:
+        problems.append(f"{len(output)} chars > {spec['max_chars']}")
+    if "max_tokens" in spec and output_tokens is not None and output_tokens > spec["max_tokens"]:
+        problems.append(f"{output_tokens} tokens > {spec['max_tokens']}")
+    return Score(not problems, "; ".join(problems))

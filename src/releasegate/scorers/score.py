@@ -1,0 +1,27 @@
+"""Score one record against its checks and the rubric's forbidden rules."""
+
+from __future__ import annotations
+
+from ..record import CaseRecord
+from ._registry import get_scorer
+from .forbidden import find_hits
+
+
+def score_record(record: CaseRecord, forbidden_rules) -> dict:
+    """The automatic scores of one record: answer, format, forbidden. Empty for a failed request."""
+    if record.output is None:
+        return {}
+    output = record.output
+    scores: dict = {}
+    if record.answer:
+        fn = get_scorer("answer", record.answer["type"])
+        scores["answer"] = fn(output, record.expected, record.answer).as_dict()
+    if record.format:
+        checks = []
+        for spec in record.format:
+            result = get_scorer("format", spec["type"])(output.strip(), spec, record.tokens.output)
+            checks.append({"type": spec["type"], **result.as_dict()})
+        scores["format"] = {"passed": all(c["passed"] for c in checks), "checks": checks}
+    hits = find_hits(output, forbidden_rules)
+    scores["forbidden"] = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits}
+    return scores
