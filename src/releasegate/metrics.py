@@ -108,6 +108,8 @@ def _request_speed(record) -> float | None:
 def _system_throughput(records: list, run: dict) -> MetricValue:
     seconds = run.get("generation_seconds")
     tokens = [r.tokens.output for r in records if r.output is not None and r.tokens.output is not None]
-    if not seconds or not run.get("all_records", True):
+    if not run.get("all_records", True):
         return MetricValue(None, len(tokens), note="system throughput is defined for the whole run only")
+    if not seconds or not tokens:
+        return MetricValue(None, len(tokens), note="no measured generation time or token counts")
     return MetricValue(sum(tokens) / seconds, len(tokens))

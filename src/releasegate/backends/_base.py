@@ -33,6 +33,8 @@ class Backend(ABC):
     """Runs requests against one model. `batch_size` is how many requests `generate` gets at once."""
 
     batch_size: int = 1
+    measures_latency: bool = True
+    """False for backends that only replay outputs: their wall time is not a throughput."""
 
     def load(self) -> None:
         """Prepare the model or connection; raise TargetError if it cannot be run."""

@@ -15,6 +15,7 @@ from ..record import Tokens
 
 class ReplayBackend(Backend):
     batch_size = 64
+    measures_latency = False
 
     def __init__(self, target) -> None:
         self.path = target.responses

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
+from typer.exceptions import TyperException
 from rich.console import Console
 
 from ..errors import ReleasegateError
@@ -35,15 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     except ReleasegateError as exc:
         err.print("error: " + str(exc), markup=False, soft_wrap=True)
         return exc.exit_code
-    except click.exceptions.UsageError as exc:
-        exc.show(file=sys.stderr)
-        return 2
-    except click.exceptions.ClickException as exc:
-        exc.show(file=sys.stderr)
-        return exc.exit_code if exc.exit_code else 2
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted", markup=False)
         return 130
+    except TyperException as exc:  # usage errors: unknown option, bad value (typer vendors click's exceptions)
+        exc.show(file=sys.stderr)
+        return getattr(exc, "exit_code", 2) or 2
     return result if isinstance(result, int) else 0
 
 

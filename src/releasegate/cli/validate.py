@@ -39,7 +39,8 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), as_json: JsonOption = 
         print_json(summary)
         return 0
     console = consoles(False)
-    table = Table(title=f"{cfg.path}: valid", title_justify="left")
+    console.print(f"{cfg.path}: valid", markup=False, soft_wrap=True)
+    table = Table()
     table.add_column("suite")
     table.add_column("cases", justify="right")
     for name, n in per_suite.items():

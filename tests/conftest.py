@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from releasegate.cli import main
+from releasegate.scaffold import scaffold
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+GOOD = '{"intent": "billing", "priority": "high"}'
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A scaffolded project switched to the replay backend, with one right and one wrong answer."""
+    scaffold(tmp_path)
+    config = tmp_path / "releasegate.yaml"
+    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
+    text = text.replace("  base: your-org/your-base-model", "")
+    config.write_text(text)
+    write_jsonl(
+        tmp_path / "responses.jsonl",
+        [{"id": "example-001", "output": GOOD}, {"id": "example-002", "output": '{"intent": "shipping", "priority": "medium"}'}],
+    )
+    return tmp_path
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str):
+        code = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def run_subprocess(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `releasegate` as a user would: a separate process, real exit code, real stderr."""
+    return subprocess.run(
+        [sys.executable, "-m", "releasegate", *map(str, args)],
+        cwd=cwd or ROOT, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=600,
+    )

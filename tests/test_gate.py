@@ -1,0 +1,123 @@
+"""Metrics and gate logic on hand-built records with hand-computed answers."""
+
+import pytest
+
+from releasegate.gate import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
+from releasegate.judge import judge_run
+from releasegate.metrics import MetricValue
+from releasegate.record import CaseRecord, RunInfo, Timing, Tokens
+from releasegate.rubric import Criterion, ForbiddenRule, Rubric
+
+RIGHT = '{"intent": "billing", "priority": "high"}'
+WRONG = '{"intent": "refund", "priority": "high"}'
+SPEC = {"type": "json_fields", "fields": ["intent", "priority"]}
+
+
+def rec(i, output, *, task="original", ttft=100.0, tpot=10.0, out_tokens=11, error=None):
+    return CaseRecord(
+        case_id=f"c{i}", suite="s", tags={"task": task}, input={"prompt": "p"},
+        expected={"intent": "billing", "priority": "high"}, answer=SPEC, format=[{"type": "json"}],
+        output=output, error=error, tokens=Tokens(input=20, output=out_tokens),
+        timing=Timing(ttft_ms=ttft, tpot_ms=tpot, e2e_ms=ttft + tpot * (out_tokens - 1)),
+    )
+
+
+def records():
+    # original: 3 right, 1 wrong; shifted: 1 right, 1 failed request
+    return [
+        rec(1, RIGHT, ttft=100), rec(2, RIGHT, ttft=200), rec(3, RIGHT, ttft=300), rec(4, WRONG, ttft=400),
+        rec(5, RIGHT + " guaranteed refund", task="shifted", ttft=500),
+        rec(6, None, task="shifted", error="generation_error"),
+    ]
+
+
+INFO = RunInfo(run_id="r", created_at="now", target="t", backend="hf", generation_seconds=2.0)
+
+
+def rubric(*criteria):
+    return Rubric(path=None, name="t", criteria=tuple(criteria), forbidden=(ForbiddenRule("promise", phrases=("guaranteed refund",)),))
+
+
+def crit(metric, op, threshold, **kw):
+    return Criterion(name=kw.pop("name", metric), metric=metric, op=op, threshold=threshold, **kw)
+
+
+def measured(report, name):
+    return next(c for c in report["criteria"] if c["name"] == name)
+
+
+def test_hand_computed_metrics():
+    report = judge_run(INFO, records(), rubric(
+        crit("accuracy", ">=", 0.5),
+        crit("accuracy", ">=", 0.75, name="orig", slice={"task": "original"}),
+        crit("forbidden_rate", "<=", 0.0),
+        crit("ttft_ms_p50", "<=", 300),
+        crit("error_rate", "<=", 0.2),
+    ), None)
+    assert measured(report, "accuracy")["value"] == pytest.approx(4 / 6)  # failed request counts as wrong
+    assert measured(report, "orig")["value"] == pytest.approx(0.75) and measured(report, "orig")["n"] == 4
+    assert measured(report, "forbidden_rate")["value"] == pytest.approx(1 / 5)  # over the 5 outputs
+    assert measured(report, "ttft_ms_p50")["value"] == pytest.approx(300.0)  # median of 100..500
+    assert measured(report, "error_rate")["value"] == pytest.approx(1 / 6)
+    assert [c["verdict"] for c in report["criteria"]] == ["pass", "pass", "fail", "pass", "pass"]
+    assert report["verdict"] == FAIL and report["exit_code"] == 1
+    # format: 4 plain JSON outputs pass, the one with trailing text fails, the failed request fails
+    assert report["metrics"]["format_compliance"]["value"] == pytest.approx(4 / 6)
+    # system throughput: (5 outputs x 11 tokens) / 2 s
+    assert report["metrics"]["output_tokens_per_s"]["value"] == pytest.approx(27.5)
+
+
+def test_pass_and_exit_zero():
+    report = judge_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 1.0), crit("tpot_ms_p99", "<", 10.5)), None)
+    assert report["verdict"] == PASS and report["exit_code"] == 0
+
+
+def test_insufficient_samples_is_inconclusive():
+    report = judge_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 0.5, min_samples=10)), None)
+    assert report["criteria"][0]["verdict"] == "insufficient"
+    assert "min_samples" in report["criteria"][0]["reason"]
+    assert report["verdict"] == INCONCLUSIVE and report["exit_code"] == 3
+
+
+def test_empty_slice_is_insufficient_not_pass():
+    report = judge_run(INFO, records(), rubric(crit("accuracy", ">=", 0.5, slice={"task": "nope"})), None)
+    assert report["criteria"][0]["verdict"] == "insufficient"
+
+
+def test_cost_self_hosted_and_api():
+    # 55 output tokens in 2 s -> 27.5 tok/s; $1/h -> 1 / (27.5 * 3600) * 1e6 = 10.101 $ per 1M
+    self_hosted = {"mode": "self_hosted", "hourly_usd": 1.0}
+    report = judge_run(INFO, records(), rubric(crit("cost_per_1m_output_tokens", "<=", 20)), self_hosted)
+    assert report["criteria"][0]["value"] == pytest.approx(1 / (27.5 * 3600) * 1e6)
+    assert report["metrics"]["cost_usd_total"]["value"] == pytest.approx(2 / 3600)
+    # api: 5 x 20 input at $1/M + 55 output at $2/M = 0.00021 $; per 1M output = 0.00021 / 55 * 1e6
+    api = {"mode": "api", "input_usd_per_1m": 1.0, "output_usd_per_1m": 2.0}
+    report = judge_run(INFO, records(), rubric(crit("cost_per_1m_output_tokens", "<=", 20)), api)
+    assert report["metrics"]["cost_usd_total"]["value"] == pytest.approx(0.00021)
+    assert report["criteria"][0]["value"] == pytest.approx(0.00021 / 55 * 1e6)
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "threshold", "verdict"),
+    [(">=", 0.9, 0.9, "pass"), (">", 0.9, 0.9, "fail"), ("<=", 5, 4, "fail"), ("<", 3, 4, "pass")],
+)
+def test_comparators(op, value, threshold, verdict):
+    result = judge_criterion(crit("accuracy", op, threshold), MetricValue(value, 10))
+    assert result.verdict == verdict
+
+
+def test_overall_precedence():
+    def r(v):
+        return judge_criterion(crit("accuracy", ">=", 0.5), MetricValue(None if v == "insufficient" else (1.0 if v == "pass" else 0.0), 5))
+
+    assert overall_verdict([r("pass"), r("insufficient"), r("fail")]) == FAIL
+    assert overall_verdict([r("pass"), r("insufficient")], review_pending=True) == NEEDS_REVIEW
+    assert overall_verdict([r("pass"), r("insufficient")]) == INCONCLUSIVE
+    assert overall_verdict([r("pass")]) == PASS
+
+
+def test_slices_table():
+    report = judge_run(INFO, records(), rubric(crit("accuracy", ">=", 0.5)), None)
+    rows = {row["slice"]: row for row in report["slices"]}
+    assert rows["task=original"]["accuracy"] == pytest.approx(0.75)
+    assert rows["task=shifted"]["error_rate"] == pytest.approx(0.5)
