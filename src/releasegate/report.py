@@ -31,7 +31,7 @@ def criteria_table(report: dict) -> Table:
     """The gate as a rich table: criterion, value, threshold, n, verdict."""
     verdict = report["verdict"]
     table = Table(title=Text(f"releasegate: {verdict}", style=_STYLE[verdict]), title_justify="left")
-    for col, kw in (("criterion", {}), ("value", {"justify": "right"}), ("threshold", {"justify": "right"}),
+    for col, kw in (("criterion", {"no_wrap": True}), ("value", {"justify": "right"}), ("threshold", {"justify": "right"}),
                     ("n", {"justify": "right"}), ("verdict", {}), ("why", {"overflow": "fold"})):
         table.add_column(col, **kw)
     for c in report["criteria"]:

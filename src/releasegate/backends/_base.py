@@ -27,6 +27,8 @@ class Generation:
     timing: Timing = field(default_factory=Timing)
     error: str | None = None
     error_message: str | None = None
+    output_ids: list[int] | None = None
+    """Generated token ids, where the backend has them (not written to the record)."""
 
 
 class Backend(ABC):

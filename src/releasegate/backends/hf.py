@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 from ..errors import TargetError
 from ..record import Timing, Tokens
@@ -29,7 +30,12 @@ class HFBackend(Backend):
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import torch
+        import transformers
 
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+        # library deprecation notices are not the user's problem and would bury the verdict
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)\.")
         torch.set_num_threads(self.target.threads)
         self.torch = torch
         self.tokenizer = self._load_tokenizer()
@@ -129,6 +135,7 @@ class HFBackend(Backend):
             text,
             tokens=Tokens(input=n_in, output=n_out, source="tokenizer"),
             timing=Timing(ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, batch_size=batch),
+            output_ids=row[:n_out],
         )
 
     def close(self) -> None:

@@ -1,0 +1,118 @@
+"""The HF backend on the real demo model and its real LoRA adapters (transformers + peft, CPU)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from conftest import ROOT
+
+from releasegate.backends import Request, create_backend
+from releasegate.config import load_config
+from releasegate.record import RunDir
+from releasegate.suites import load_suites
+
+pytestmark = pytest.mark.slow
+
+DEMO = ROOT / "releasegate.yaml"
+REGRESSED = ROOT / "examples" / "regressed.yaml"
+MERGED = ROOT / "examples" / "merged.yaml"
+
+
+def requests_of(config_path, limit=None):
+    config = load_config(config_path)
+    cases = load_suites(config.suites, config.path.parent)[:limit]
+    return config, [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
+
+
+def generate(config, requests, **target_changes):
+    backend = create_backend(dataclasses.replace(config.target, **target_changes))
+    backend.load()
+    try:
+        out = []
+        for i in range(0, len(requests), backend.batch_size):
+            out += backend.generate(requests[i : i + backend.batch_size], max_new_tokens=config.max_new_tokens)
+        return out
+    finally:
+        backend.close()
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return requests_of(DEMO)
+
+
+@pytest.fixture(scope="module")
+def adapter_outputs(demo):
+    config, requests = demo
+    return generate(config, requests)
+
+
+def test_merged_is_token_identical_to_adapter(demo, adapter_outputs):
+    config, requests = demo
+    merged = generate(config, requests, merge=True)
+    assert all(g.error is None for g in merged + adapter_outputs)
+    assert [g.output_ids for g in merged] == [g.output_ids for g in adapter_outputs]
+    assert load_config(MERGED).target.merge is True  # the documented merged config is what this test runs
+
+
+def test_batching_does_not_change_greedy_outputs(demo, adapter_outputs):
+    config, requests = demo
+    single = generate(config, requests[:12], batch_size=1)
+    assert [g.output_ids for g in single] == [g.output_ids for g in adapter_outputs[:12]]
+    assert {g.timing.batch_size for g in single} == {1}
+
+
+def test_adapter_is_applied(demo, adapter_outputs):
+    config, requests = demo
+    base = generate(config, requests, adapter=None)
+    differ = sum(a.output_ids != b.output_ids for a, b in zip(base, adapter_outputs))
+    assert differ >= 10, "the adapter should change many outputs on the shifted suite"
+
+
+def test_timings_split_prefill_and_decode(adapter_outputs):
+    for g in adapter_outputs:
+        t, n = g.timing, g.tokens.output
+        assert g.tokens.source == "tokenizer" and g.tokens.input > 10 and n >= 2
+        assert 0 < t.ttft_ms <= t.e2e_ms
+        assert t.tpot_ms > 0
+        # the last content token comes no later than the end of the stream
+        assert t.ttft_ms + t.tpot_ms * (n - 1) <= t.e2e_ms + 1e-6
+        assert t.batch_size >= 1
+
+
+def test_demo_check_passes(cli, tmp_path):
+    code, out, _ = cli("check", "-c", DEMO, "--output-dir", tmp_path, "--run-id", "good", "--no-progress", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["verdict"] == "PASS", [c for c in report["criteria"] if c["verdict"] != "pass"]
+    records = RunDir(tmp_path / "good").read_records()
+    assert len(records) == report["counts"]["cases"] >= 100
+    assert all(r.timing.ttft_ms and r.tokens.output for r in records)
+    info = json.loads((tmp_path / "good" / "run.json").read_text())
+    assert info["status"] == "complete" and info["versions"]["peft"] and info["generation_seconds"] > 0
+
+
+def test_regressed_adapter_fails_on_the_original_task(cli, tmp_path):
+    code, out, err = cli("check", "-c", REGRESSED, "--output-dir", tmp_path, "--run-id", "bad", "--no-progress", "--json")
+    report = json.loads(out)
+    failed = {c["name"] for c in report["criteria"] if c["verdict"] == "fail"}
+    assert code == 1 and report["verdict"] == "FAIL"
+    assert "original-task accuracy" in failed and "shifted-task accuracy" not in failed
+    assert "original-task accuracy" in err  # named in the table
+
+
+def test_unloadable_model_exits_4(tmp_path, cli):
+    base = tmp_path / "broken-model"
+    base.mkdir()
+    (base / "config.json").write_text('{"model_type": "llama"}')
+    config = tmp_path / "c.yaml"
+    suite = ROOT / "suites" / "demo" / "tickets.jsonl"
+    config.write_text(
+        f"target: {{backend: hf, base: {base}}}\nsuites: [{{path: {suite}, limit: 2}}]\n"
+        f"rubric: {ROOT / 'rubrics' / 'demo.yaml'}\noutput: {{dir: {tmp_path / 'reports'}, run_id: x}}\n"
+    )
+    code, _, err = cli("check", "-c", config, "--no-progress")
+    assert code == 4 and "Traceback" not in err
+    assert "cannot load" in err and len(err.strip().splitlines()) == 1
+    assert json.loads((tmp_path / "reports/x/run.json").read_text())["status"] == "failed"
