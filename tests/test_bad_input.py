@@ -1,6 +1,7 @@
 """Bad input: one line naming file, line or field; exit 2; no traceback; nothing recorded is lost."""
 
 import pytest
+
 from conftest import run_subprocess
 
 

@@ -4,7 +4,6 @@ import json
 import sys
 
 from conftest import GOOD, ROOT, run_subprocess, write_jsonl
-
 from releasegate.record import RunDir
 
 

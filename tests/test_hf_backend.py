@@ -6,8 +6,8 @@ import dataclasses
 import json
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from releasegate.backends import Request, create_backend
 from releasegate.config import load_config
 from releasegate.record import RunDir

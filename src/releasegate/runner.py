@@ -8,8 +8,7 @@ import platform
 import secrets
 import shutil
 import time
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import UTC, datetime
 
 import yaml
 from rich.console import Console
@@ -30,7 +29,7 @@ __all__ = ["run_check", "new_run_id"]
 
 def new_run_id() -> str:
     """Sortable by time, unique across concurrent runs."""
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 def run_check(
@@ -131,4 +130,4 @@ def _versions(backend: str, loaded: bool = False) -> dict[str, str]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

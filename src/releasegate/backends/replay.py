@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 
-from ..errors import InputError
 from .._loading import read_text
-from ._base import Backend, Generation, Request
+from ..errors import InputError
 from ..record import Tokens
+from ._base import Backend, Generation, Request
 
 
 class ReplayBackend(Backend):

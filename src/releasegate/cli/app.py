@@ -3,8 +3,8 @@ from __future__ import annotations
 import sys
 
 import typer
-from typer.exceptions import TyperException
 from rich.console import Console
+from typer.exceptions import TyperException
 
 from ..errors import ReleasegateError
 from . import check, gate, init, validate

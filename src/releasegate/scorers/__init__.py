@@ -10,8 +10,8 @@ Corpus-level metrics from the `evaluate` library live in `releasegate.scorers.ev
 
 from __future__ import annotations
 
+from . import accuracy, forbidden, format  # noqa: F401,E402  (registration by import)
 from ._registry import SCORERS, Score, get_scorer, scorer
-from . import accuracy, format, forbidden  # noqa: F401,E402  (registration by import)
 from .score import score_record
 
 __all__ = ["SCORERS", "Score", "scorer", "get_scorer", "score_record"]
