@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed test test-fast bench lint demo-models clean
+.PHONY: setup demo demo-regressed test test-fast bench lint demo-models chromium clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,9 @@ lint: setup
 
 demo-models: setup  ## rebuild models/demo and suites/demo deterministically
 	$(PY) scripts/build_demo_models.py
+
+chromium:  ## Debian's chromium for the HTML report's browser test (apt, needs root; skipped if installed)
+	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -399,7 +399,10 @@ def make_batch(encoded, idx, pad_id):
 
 
 def train_loop(model, params, encoded, pad_id, *, steps, batch_size, lr, warmup, seed,
-               weight_decay=0.0, label="train", log_every=100):
+               weight_decay=0.0, text_weight=0.0, label="train", log_every=100):
+    """AdamW, linear warmup + cosine decay to 10%, grad clip 1.0, fixed batch order.
+
+    Loss = mean CE over answer tokens (+ text_weight * mean CE over prompt tokens)."""
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
 
@@ -424,12 +427,19 @@ def train_loop(model, params, encoded, pad_id, *, steps, batch_size, lr, warmup,
         ids, att, lab = make_batch(encoded, idx, pad_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step)
-        out = model(input_ids=ids, attention_mask=att, labels=lab)
+        logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
+        tgt = lab[:, 1:]
+        flat = logits.reshape(-1, logits.shape[-1])
+        loss = torch.nn.functional.cross_entropy(flat, tgt.reshape(-1), ignore_index=-100)
+        if text_weight:
+            txt = torch.where((tgt == -100) & (att[:, 1:] == 1), ids[:, 1:], -100)
+            loss = loss + text_weight * torch.nn.functional.cross_entropy(
+                flat, txt.reshape(-1), ignore_index=-100)
         opt.zero_grad(set_to_none=True)
-        out.loss.backward()
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
-        last = out.loss.item()
+        last = loss.item()
         running = last if running is None else 0.95 * running + 0.05 * last
         if (step + 1) % log_every == 0 or step == 0:
             print(f"  [{label}] step {step + 1:4d}/{steps} loss {last:.4f} (ema {running:.4f})",
@@ -506,13 +516,14 @@ CFG = {
     "base_steps": 600,
     "base_batch": 32,
     "base_lr": 3e-3,
-    "good_steps": 200,
+    "base_text_weight": 0.1,
+    "good_steps": 300,
     "good_batch": 32,
-    "good_lr": 2e-3,
+    "good_lr": 5e-3,
     "good_replay_fraction": 0.5,
-    "regressed_steps": 200,
+    "regressed_steps": 300,
     "regressed_batch": 32,
-    "regressed_lr": 5e-3,
+    "regressed_lr": 8e-3,
     "lora_r": 8,
     "lora_alpha": 16,
 }
@@ -593,7 +604,7 @@ def main(argv=None) -> int:
     base_loss = train_loop(
         model, list(model.parameters()), enc_orig, pad_id, steps=CFG["base_steps"],
         batch_size=CFG["base_batch"], lr=CFG["base_lr"], warmup=50, seed=100,
-        weight_decay=0.01, label="base",
+        weight_decay=0.01, text_weight=CFG["base_text_weight"], label="base",
     )
     print(f"base trained in {time.time() - t_base:.1f}s", flush=True)
 

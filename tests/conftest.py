@@ -11,6 +11,7 @@ import pytest
 from releasegate.cli import main
 from releasegate.scaffold import scaffold
 
+pytest_plugins = ["llamacpp_fixtures"]  # llamacpp_server: a real llama.cpp server (tests/llamacpp.py)
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -13,7 +13,7 @@ from typing import Any
 from ._loading import field_path, line_of, load_yaml, validate
 from .errors import InputError
 
-__all__ = ["Config", "TargetConfig", "SuiteConfig", "CostConfig", "load_config", "DEFAULT_CONFIG"]
+__all__ = ["Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "load_config", "DEFAULT_CONFIG"]
 
 DEFAULT_CONFIG = "releasegate.yaml"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -32,10 +32,24 @@ class TargetConfig:
     batch_size: int = 8
     device: str = "cpu"
     responses: Path | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    mode: str = "chat"
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    stall_timeout_s: float = 30.0
+    connect_timeout_s: float = 5.0
+    retries: int = 2
+    client: str = "lean"
+    extra_body: dict = field(default_factory=dict)
+    tokenizer: Path | None = None
 
     def describe(self) -> str:
         if self.backend == "replay":
             return f"replay of {self.responses}"
+        if self.backend == "openai":
+            return f"{self.model} at {self.base_url} ({self.mode})"
         text = f"hf {self.base}"
         if self.adapter:
             text += f" + adapter {self.adapter}" + (" (merged)" if self.merge else "")
@@ -64,6 +78,21 @@ class CostConfig:
 
 
 @dataclass(frozen=True)
+class LoadConfig:
+    """A load profile: closed loop (concurrency), open loop (rate + arrival), or a replayed traffic log."""
+
+    concurrency: int | None = None
+    rate: float | None = None
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    replay: Path | None = None
+    requests: int | None = None
+    duration_s: float | None = None
+    warmup: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated, path-resolved `releasegate.yaml`."""
 
@@ -73,6 +102,8 @@ class Config:
     suites: tuple[SuiteConfig, ...]
     rubric: Path
     max_new_tokens: int = 64
+    generation: dict = field(default_factory=dict)
+    load: LoadConfig | None = None
     cost: CostConfig | None = None
     output_dir: Path = field(default_factory=lambda: Path("reports"))
     run_id: str | None = None
@@ -102,6 +133,8 @@ def load_config(path: Path) -> Config:
         suites=suites,
         rubric=here / data["rubric"],
         max_new_tokens=data.get("generation", {}).get("max_new_tokens", 64),
+        generation=dict(data.get("generation", {})),
+        load=_load(data.get("load"), data["target"], here, at),
         cost=_cost(data.get("cost"), here, at),
         output_dir=here / output.get("dir", "reports"),
         run_id=output.get("run_id"),
@@ -125,8 +158,40 @@ def _target(raw: dict, here: Path, at) -> TargetConfig:
     if raw.get("merge") and adapter is None:
         raise InputError("merge: true needs an adapter", **at("target", "merge"))
     responses = here / raw["responses"] if raw.get("responses") else None
-    keys = ("backend", "merge", "dtype", "threads", "batch_size", "device")
-    return TargetConfig(**{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses)
+    tokenizer = _tokenizer_file(here / raw["tokenizer"], at) if raw.get("tokenizer") else None
+    keys = (
+        "backend", "merge", "dtype", "threads", "batch_size", "device", "base_url", "model", "api_key_env", "mode",
+        "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body", "client",
+    )
+    return TargetConfig(
+        **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer
+    )
+
+
+def _tokenizer_file(path: Path, at) -> Path:
+    file = path / "tokenizer.json" if path.is_dir() else path
+    if not file.is_file():
+        raise InputError(f"no tokenizer.json at {path}", **at("target", "tokenizer"), hint="give a tokenizer.json or its directory")
+    return file
+
+
+def _load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | None:
+    if raw is None:
+        return None
+    if target["backend"] != "openai":
+        raise InputError("a load phase needs the openai backend", **at("load"), hint="remove load: or serve the model")
+    shapes = [k for k in ("concurrency", "rate", "replay") if k in raw]
+    if not shapes:
+        raise InputError("load needs concurrency, rate or replay", **at("load"))
+    if "replay" in raw and "rate" in raw:
+        raise InputError("replay sets its own arrival times; drop rate", **at("load", "rate"))
+    if "replay" not in raw and "requests" not in raw and "duration_s" not in raw:
+        raise InputError("load needs requests or duration_s (when to stop)", **at("load"))
+    replay = here / raw["replay"] if "replay" in raw else None
+    if replay is not None and not replay.is_file():
+        raise InputError(f"traffic log not found: {replay}", **at("load", "replay"))
+    keys = ("concurrency", "rate", "arrival", "burstiness", "requests", "duration_s", "warmup", "seed")
+    return LoadConfig(**{k: raw[k] for k in keys if k in raw}, replay=replay)
 
 
 def _suite(raw: dict, here: Path) -> SuiteConfig:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .gate import EXIT_CODES, judge_criterion, overall_verdict
-from .metrics import KNOWN_METRICS, compute_metric, select
+from .metrics import KNOWN_METRICS, compute_metric, is_phased, select
 from .record import CaseRecord, RunInfo
 from .rubric import Rubric
 from .scorers import score_record
@@ -18,17 +18,18 @@ __all__ = ["judge_run", "SUMMARY_METRICS", "run_facts"]
 SUMMARY_METRICS = (
     "accuracy", "format_compliance", "forbidden_rate", "error_rate",
     "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99",
-    "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99", "output_tokens_per_s", "output_tokens_per_s_request_p50",
+    "itl_ms_p50", "itl_ms_p95", "itl_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
+    "send_lag_ms_p50", "send_lag_ms_p99", "ttft_sched_ms_p95", "e2e_sched_ms_p95", "output_tokens_per_s", "output_tokens_per_s_request_p50",
     "cost_per_1m_output_tokens", "cost_usd_total",
 )
 _SLICE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95", "tpot_ms_p95")
 _MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
 
 
-def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None) -> dict:
-    """Run-level facts metrics need: generation time, system throughput, cost config."""
+def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, load: bool = False) -> dict:
+    """Run-level facts metrics need: generation time, system throughput, cost config (of one phase)."""
     tokens = sum(r.tokens.output or 0 for r in records if r.output is not None)
-    seconds = info.generation_seconds
+    seconds = (info.load_phase or {}).get("seconds") if load else info.generation_seconds
     return {
         "generation_seconds": seconds,
         "system_output_tokens_per_s": tokens / seconds if seconds else None,
@@ -37,14 +38,23 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None) -> di
     }
 
 
-def judge_run(info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None) -> dict:
-    """Score, measure and gate a run; return the report as a plain dict (what report.json holds)."""
-    scores = {r.case_id: score_record(r, rubric.forbidden) for r in records}
-    facts = run_facts(info, records, cost)
+def judge_run(
+    info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None
+) -> dict:
+    """Score, measure and gate a run; return the report as a plain dict (what report.json holds).
+
+    Quality metrics come from the quality cases; latency, throughput and cost from the phase the rubric's
+    `latency_from` names (auto: the load phase when one ran)."""
+    load_records = load_records or []
+    scores = {r.case_id: score_record(r, rubric.forbidden) for r in records + load_records}
+    phase = _latency_phase(rubric.latency_from, load_records)
+    timed = {"quality": records, "load": load_records, "both": records + load_records}[phase]
+    facts = run_facts(info, timed, cost, load=phase == "load")
     evaluate_values = _evaluate_metrics(rubric, records)
 
     def measure(name: str, slice_: dict | None):
-        chosen = select(records, slice_)
+        source = timed if is_phased(name) else records
+        chosen = select(source, slice_)
         if name in evaluate_values:
             return evaluate_values[name](chosen)
         return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_})
@@ -58,11 +68,21 @@ def judge_run(info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: di
         "verdict": verdict,
         "exit_code": EXIT_CODES[verdict],
         "criteria": [r.as_dict() for r in results],
+        "latency_from": phase,
         "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
+        "load_phase": info.load_phase,
         "slices": _slices(records, scores, facts),
         "counts": _counts(records, scores),
         "failing_cases": _failing_cases(records, scores),
     }
+
+
+def _latency_phase(latency_from: str, load_records: list) -> str:
+    if latency_from == "auto":
+        return "load" if load_records else "quality"
+    if latency_from in ("load", "both") and not load_records:
+        return "quality" if latency_from == "both" else "load"
+    return latency_from
 
 
 def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:

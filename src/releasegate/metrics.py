@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .stats import percentile, wilson
 
-__all__ = ["KNOWN_METRICS", "MetricValue", "select", "compute_metric", "LATENCY_METRICS"]
+__all__ = ["KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS"]
 
 _RATES = {
     "accuracy": ("higher", "share of cases whose answer scorer passes (failed requests count as wrong)"),
@@ -15,7 +15,16 @@ _RATES = {
     "forbidden_rate": ("lower", "share of outputs hitting any forbidden rule"),
     "error_rate": ("lower", "share of requests that failed"),
 }
-LATENCY_METRICS = {"ttft_ms": "time to first token", "tpot_ms": "time per output token", "e2e_ms": "end-to-end latency"}
+LATENCY_METRICS = {
+    "ttft_ms": "time to first token (from the actual send)",
+    "tpot_ms": "time per output token",
+    "itl_ms": "inter-token latency (streaming backends)",
+    "e2e_ms": "end-to-end latency (from the actual send)",
+    "send_lag_ms": "scheduled send -> actual send (client queueing)",
+    "ttft_sched_ms": "time to first token from the scheduled send",
+    "e2e_sched_ms": "end-to-end latency from the scheduled send",
+}
+PHASED_METRICS = {"output_tokens_per_s", "output_tokens_per_s_request_p50", "cost_per_1m_output_tokens", "cost_usd_total"}
 KNOWN_METRICS: dict[str, tuple[str, str]] = dict(_RATES)
 for _base, _what in LATENCY_METRICS.items():
     for _q in (50, 95, 99):
@@ -57,8 +66,7 @@ def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict)
         return _rate(name, records, scores)
     base, _, q = name.rpartition("_p")
     if base in LATENCY_METRICS and q.isdigit():
-        samples = [getattr(r.timing, base) for r in records if r.output is not None]
-        samples = [s for s in samples if s is not None]
+        samples = _latency_samples(records, base)
         return MetricValue(percentile(samples, float(q)), len(samples))
     if name == "output_tokens_per_s":
         return _system_throughput(records, run)
@@ -71,6 +79,24 @@ def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict)
 
         return cost_metric(name, records, run)
     raise KeyError(name)
+
+
+def is_phased(name: str) -> bool:
+    """Latency, throughput and cost metrics: measured on the quality cases, the load phase, or both."""
+    return name in PHASED_METRICS or name.rpartition("_p")[0] in LATENCY_METRICS
+
+
+def _latency_samples(records: list, base: str) -> list[float]:
+    out: list[float] = []
+    for r in records:
+        if r.output is None:
+            continue
+        value = getattr(r.timing, base)
+        if isinstance(value, list):
+            out += value
+        elif value is not None:
+            out.append(value)
+    return out
 
 
 def _rate(name: str, records: list, scores: dict[str, dict]) -> MetricValue:

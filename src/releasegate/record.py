@@ -2,6 +2,8 @@
 
     run.json        run facts: id, target, times, throughput, versions (RunInfo)
     records.jsonl   one line per case, appended as generated (CaseRecord)
+    load.jsonl      one line per load-phase request (CaseRecord), when the config has a load phase
+    server_metrics.jsonl  Prometheus samples scraped during the load phase
     config.yaml     snapshot of the config as given
     rubric.yaml     snapshot of the rubric, forbidden rules inlined
     report.json     the verdict and every metric (written by the gate)
@@ -32,7 +34,17 @@ class Timing(BaseModel):
     e2e_ms: float | None = None
     """Request start -> last token (end of stream)."""
     batch_size: int = 1
-    """How many requests shared the forward passes that produced this timing."""
+    """How many requests shared the forward passes that produced this timing (hf backend)."""
+    itl_ms: list[float] | None = None
+    """Inter-token latencies: gaps between content chunks; a chunk of k tokens gives k gaps of gap/k (openai)."""
+    send_lag_ms: float | None = None
+    """Scheduled send -> actual send: client queueing (openai). 0 when sent on time."""
+    ttft_sched_ms: float | None = None
+    """Scheduled send -> first output token: TTFT including client queueing."""
+    e2e_sched_ms: float | None = None
+    """Scheduled send -> end of stream."""
+    attempts: int = 1
+    """Requests sent for this case (retries before the first token add to it)."""
 
 
 class Tokens(BaseModel):
@@ -96,6 +108,8 @@ class RunInfo(BaseModel):
     """Wall time spent generating (model load excluded): the denominator of system throughput."""
     load_seconds: float | None = None
     """Time to load the model (and adapter, and merge)."""
+    load_phase: dict[str, Any] | None = None
+    """The load phase, when one ran: profile, seconds, requests, warm-up, server metrics summary."""
     cost: dict[str, Any] | None = None
     """The cost section of the config, resolved to prices (None: cost not measured)."""
     versions: dict[str, str] = Field(default_factory=dict)
@@ -132,18 +146,21 @@ class RunDir:
         except ValueError as exc:
             raise InputError(f"unreadable run.json: {str(exc).splitlines()[0]}", file=path) from None
 
-    def append(self, records: list[CaseRecord]) -> None:
-        with self.records_path.open("a", encoding="utf-8") as fh:
+    def append(self, records: list[CaseRecord], name: str = "records.jsonl") -> None:
+        with (self.path / name).open("a", encoding="utf-8") as fh:
             for rec in records:
                 fh.write(rec.model_dump_json() + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
-    def read_records(self) -> list[CaseRecord]:
-        if not self.records_path.exists():
-            raise InputError("run has no records.jsonl", file=self.path)
+    def read_records(self, name: str = "records.jsonl", *, required: bool = True) -> list[CaseRecord]:
+        path = self.path / name
+        if not path.exists():
+            if not required:
+                return []
+            raise InputError(f"run has no {name}", file=self.path)
         records = []
-        with self.records_path.open(encoding="utf-8") as fh:
+        with path.open(encoding="utf-8") as fh:
             for number, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
@@ -152,7 +169,7 @@ class RunDir:
                 except ValueError as exc:
                     if not line.endswith("\n"):
                         break  # a torn last line from an interrupted run: the case was not completed
-                    raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=self.records_path, line=number) from None
+                    raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=path, line=number) from None
         return records
 
     def write_text(self, name: str, text: str) -> Path:

@@ -80,10 +80,11 @@ class Rubric:
     criteria: tuple[Criterion, ...]
     forbidden: tuple[ForbiddenRule, ...] = ()
     evaluate: tuple[EvaluateMetric, ...] = ()
+    latency_from: str = "auto"
 
     def as_dict(self) -> dict:
         """The snapshot written into a run directory (`rubric.yaml`)."""
-        out: dict = {"name": self.name, "criteria": [c.as_dict() for c in self.criteria]}
+        out: dict = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
         if self.forbidden:
             out["forbidden"] = [r.as_dict() for r in self.forbidden]
         if self.evaluate:
@@ -106,7 +107,10 @@ def load_rubric(path: Path) -> Rubric:
     known = set(KNOWN_METRICS) | {m.name for m in evaluate}
     criteria = tuple(_criterion(c, i, known, at) for i, c in enumerate(data["criteria"]))
     forbidden = _forbidden(data.get("forbidden"), path, at)
-    return Rubric(path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate)
+    return Rubric(
+        path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
+        latency_from=data.get("latency_from", "auto"),
+    )
 
 
 def _criterion(raw: dict, i: int, known: set[str], at) -> Criterion:

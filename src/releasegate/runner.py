@@ -44,13 +44,17 @@ def run_check(
     run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
     run.create()
     info = _start(run, config, rubric)
-    backend = create_backend(config.target)
+    backend = create_backend(config.target, config.generation)
     try:
         _load(backend, info, run, console)
         _generate_all(backend, cases, config, rubric, run, info, console, progress)
+        if config.load is not None:
+            from .load_phase import run_load_phase
+
+            run_load_phase(backend, config, cases, run, info, console, progress)
     finally:
         backend.close()
-    report = judge_run(info, run.read_records(), rubric, info.cost)
+    report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False))
     write_reports(run, report)
     return run, report
 
@@ -60,7 +64,7 @@ def _start(run: RunDir, config: Config, rubric: Rubric) -> RunInfo:
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
         run_id=run.path.name,
-        created_at=_now(),
+        created_at=now(),
         target=config.target.describe(),
         backend=config.target.backend,
         cost=dataclasses.asdict(config.cost) if config.cost else None,
@@ -77,7 +81,7 @@ def _load(backend: Backend, info: RunInfo, run: RunDir, console: Console) -> Non
         try:
             backend.load()
         except Exception:
-            info.status, info.finished_at = "failed", _now()
+            info.status, info.finished_at = "failed", now()
             run.write_info(info)
             raise
     info.load_seconds = time.perf_counter() - started
@@ -87,7 +91,7 @@ def _load(backend: Backend, info: RunInfo, run: RunDir, console: Console) -> Non
 def _generate_all(backend, cases, config, rubric, run, info, console, show) -> None:
     size = max(1, backend.batch_size)
     started = time.perf_counter()
-    with _progress(console, show) as bar:
+    with progress_bar(console, show) as bar:
         task = bar.add_task("generating", total=len(cases))
         for i in range(0, len(cases), size):
             batch = cases[i : i + size]
@@ -97,7 +101,7 @@ def _generate_all(backend, cases, config, rubric, run, info, console, show) -> N
             bar.advance(task, len(batch))
     if backend.measures_latency:
         info.generation_seconds = time.perf_counter() - started
-    info.cases, info.status, info.finished_at = len(cases), "complete", _now()
+    info.cases, info.status, info.finished_at = len(cases), "complete", now()
     run.write_info(info)
 
 
@@ -111,7 +115,7 @@ def _record(case: Case, gen: Generation, rubric: Rubric) -> CaseRecord:
     return record
 
 
-def _progress(console: Console, show: bool) -> Progress:
+def progress_bar(console: Console, show: bool) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TimeRemainingColumn(), console=console, disable=not show, transient=False,
@@ -129,5 +133,5 @@ def _versions(backend: str, loaded: bool = False) -> dict[str, str]:
     return out
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")

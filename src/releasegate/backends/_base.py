@@ -52,6 +52,7 @@ class Backend(ABC):
 # name -> "module:Class"; modules are imported on use so `releasegate --help` stays light
 BACKENDS: dict[str, str] = {
     "hf": "releasegate.backends.hf:HFBackend",
+    "openai": "releasegate.backends.openai:OpenAIBackend",
     "replay": "releasegate.backends.replay:ReplayBackend",
 }
 
@@ -66,7 +67,7 @@ def backend(name: str):
     return register
 
 
-def create_backend(target) -> Backend:
-    """The backend named by `target.backend`, constructed from the target config (not yet loaded)."""
+def create_backend(target, generation: dict | None = None) -> Backend:
+    """The backend named by `target.backend`, constructed from the target and generation config (not loaded)."""
     module, _, cls = BACKENDS[target.backend].partition(":")
-    return getattr(importlib.import_module(module), cls)(target)
+    return getattr(importlib.import_module(module), cls)(target, generation or {})

@@ -20,7 +20,7 @@ _NS_PER_MS = 1e6
 
 
 class HFBackend(Backend):
-    def __init__(self, target) -> None:
+    def __init__(self, target, generation: dict | None = None) -> None:
         self.target = target
         self.batch_size = target.batch_size
         self.model = None

@@ -17,7 +17,7 @@ class ReplayBackend(Backend):
     batch_size = 64
     measures_latency = False
 
-    def __init__(self, target) -> None:
+    def __init__(self, target, generation: dict | None = None) -> None:
         self.path = target.responses
         self.outputs: dict[str, str] = {}
 

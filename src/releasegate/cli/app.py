@@ -7,7 +7,7 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from ..errors import ReleasegateError
-from . import check, gate, init, validate
+from . import check, gate, init, report, validate
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
 3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint)."""
@@ -25,6 +25,7 @@ app.command("check", epilog=EXIT_CODES_HELP)(check.check)
 app.command("validate", epilog=EXIT_CODES_HELP)(validate.validate)
 app.command("init")(init.init)
 app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
+app.command("report", epilog=EXIT_CODES_HELP)(report.report)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,103 @@
+"""Turning a timestamped SSE stream into text, token counts and latency, per the metric definitions.
+
+The receive loop only stores (perf_counter_ns, raw line) pairs; everything here runs after the stream ends,
+so parsing never delays the timestamp of the next event.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+__all__ = ["StreamParse", "parse_sse", "split_tokens", "stream_timing"]
+
+_NS_PER_MS = 1e6
+
+
+@dataclass
+class StreamParse:
+    """What a finished stream said: content chunks with their arrival times, usage, and how it ended."""
+
+    chunks: list[str] = field(default_factory=list)
+    chunk_ns: list[int] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finished: bool = False
+    """True when the server ended the stream properly ([DONE] or a finish_reason)."""
+    bad_event: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+
+def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
+    """Parse `data:` lines of an OpenAI-style stream; `stamps[i]` is when `lines[i]` arrived."""
+    out = StreamParse()
+    for line, stamp in zip(lines, stamps):
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            out.finished = True
+            continue
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            out.bad_event = payload[:200]
+            continue
+        _read_event(event, stamp, mode, out)
+    return out
+
+
+def _read_event(event: dict, stamp: int, mode: str, out: StreamParse) -> None:
+    usage = event.get("usage")
+    if isinstance(usage, dict):
+        out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
+        out.completion_tokens = usage.get("completion_tokens", out.completion_tokens)
+    for choice in event.get("choices") or ():
+        content = (choice.get("delta") or {}).get("content") if mode == "chat" else choice.get("text")
+        if content:
+            out.chunks.append(content)
+            out.chunk_ns.append(stamp)
+        if choice.get("finish_reason"):
+            out.finished = True
+
+
+def split_tokens(chunks: list[str], total: int | None, count=None) -> list[int]:
+    """Tokens carried by each chunk: counted with `count` (a tokenizer) when given; else one per chunk, with
+    any surplus of the server's total spread over chunks by text length (largest remainder)."""
+    if count is not None:
+        return [max(1, count(c)) for c in chunks]
+    ks = [1] * len(chunks)
+    surplus = (total or 0) - len(chunks)
+    if surplus <= 0 or not chunks:
+        return ks
+    lengths = [len(c) for c in chunks]
+    shares = [surplus * n / sum(lengths) for n in lengths]
+    for i, share in enumerate(shares):
+        ks[i] += int(share)
+    left = surplus - sum(int(s) for s in shares)
+    for i in sorted(range(len(chunks)), key=lambda i: shares[i] - int(shares[i]), reverse=True)[:left]:
+        ks[i] += 1
+    return ks
+
+
+def stream_timing(parse: StreamParse, ks: list[int], *, sent_ns: int, end_ns: int, scheduled_ns: int) -> dict:
+    """TTFT, TPOT, ITL and E2E from the actual send, plus send lag and TTFT/E2E from the scheduled send."""
+    if not parse.chunk_ns:
+        return {"e2e_ms": (end_ns - sent_ns) / _NS_PER_MS, "send_lag_ms": (sent_ns - scheduled_ns) / _NS_PER_MS}
+    first, last = parse.chunk_ns[0], parse.chunk_ns[-1]
+    n_tokens = sum(ks)
+    itl: list[float] = []
+    for prev, now, k in zip(parse.chunk_ns, parse.chunk_ns[1:], ks[1:]):
+        itl += [(now - prev) / _NS_PER_MS / k] * k
+    return {
+        "ttft_ms": (first - sent_ns) / _NS_PER_MS,
+        "tpot_ms": (last - first) / _NS_PER_MS / (n_tokens - 1) if n_tokens >= 2 else None,
+        "e2e_ms": (end_ns - sent_ns) / _NS_PER_MS,
+        "itl_ms": itl,
+        "send_lag_ms": (sent_ns - scheduled_ns) / _NS_PER_MS,
+        "ttft_sched_ms": (first - scheduled_ns) / _NS_PER_MS,
+        "e2e_sched_ms": (end_ns - scheduled_ns) / _NS_PER_MS,
+    }

@@ -1,0 +1,57 @@
+"""Reports from a judged run, one module per format:
+
+    json      report.json        the report dict as judged (machines)
+    md        report.md          verdict and criteria for a PR comment or a CI job summary (markdown)
+    html      report.html        one self-contained page with plots and every case (html, plots)
+    junit     report.junit.xml   one testcase per criterion, for CI test views (junit)
+    csv       report.csv         one row per case, for a spreadsheet (csv)
+
+plus the terminal table (terminal). Every format reads the run directory, never the model, so
+`releasegate report RUN_DIR` renders any of them again. matplotlib and jinja2 are imported only for HTML.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..record import RunDir
+from ._format import format_value
+from ._view import RunView, load_report
+from .markdown import append_step_summary, render_markdown
+from .terminal import criteria_table
+
+__all__ = ["write_reports", "render", "FORMATS", "criteria_table", "render_markdown", "format_value", "RunView"]
+
+FORMATS = {"json": "report.json", "md": "report.md", "html": "report.html", "junit": "report.junit.xml", "csv": "report.csv"}
+"""Format name -> the file `check` and `gate` write into the run directory."""
+
+
+def write_reports(run: RunDir, report: dict) -> None:
+    """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set."""
+    view = RunView.load(run, report)
+    for fmt, name in FORMATS.items():
+        run.write_text(name, render(view, fmt))
+    append_step_summary(render_markdown(report))
+
+
+def render(view: RunView | RunDir, fmt: str, *, junit_cases: bool = False) -> str:
+    """One report format as text; a RunDir is read with its saved report.json."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}")
+    if fmt in ("json", "md", "junit"):  # these need only the report, not the records
+        report = view.report if isinstance(view, RunView) else load_report(view)
+        if fmt == "json":
+            return json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n"
+        if fmt == "md":
+            return render_markdown(report)
+        from .junit import render_junit
+
+        return render_junit(report, cases=junit_cases)
+    view = view if isinstance(view, RunView) else RunView.load(view)
+    if fmt == "csv":
+        from .csv import render_csv
+
+        return render_csv(view)
+    from .html import render_html
+
+    return render_html(view)

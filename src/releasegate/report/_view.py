@@ -1,0 +1,112 @@
+"""What a report is rendered from: the judged report plus the run record it was judged from.
+
+report.json holds the verdict and the aggregates; the HTML and CSV reports also need every case (outputs, latency
+samples), so they read the run directory as well.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..record import CaseRecord, RunDir, RunInfo
+
+__all__ = ["RunView", "CaseRow", "load_report"]
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One case as the reports show it."""
+
+    case_id: str
+    suite: str
+    tags: dict[str, Any]
+    output: str | None
+    error: str | None
+    passed: bool
+    """No error, and every check that applies passed (answer, format) with no forbidden hit."""
+    checks: dict[str, bool]
+    """'answer', 'format', 'forbidden' -> passed, for the checks that apply to this case."""
+    why: list[str]
+    """Why the case failed, one phrase per problem (empty when it passed)."""
+    ttft_ms: float | None
+    tpot_ms: float | None
+    e2e_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run directory with its report, ready to render."""
+
+    path: Path
+    info: RunInfo
+    report: dict
+    records: list[CaseRecord]
+    scores: dict[str, dict]
+    """case id -> automatic scores, recomputed with the run's rubric snapshot (as `gate` does)."""
+    load_records: list[CaseRecord] = field(default_factory=list)
+    """The load phase's requests (load.jsonl), when the run had one."""
+
+    @classmethod
+    def load(cls, run: RunDir, report: dict | None = None) -> RunView:
+        """Read a run directory; `report` defaults to its report.json."""
+        from ..rubric import load_rubric
+        from ..scorers import score_record
+
+        info, records = run.read_info(), run.read_records()
+        report = report if report is not None else load_report(run)
+        forbidden = load_rubric(run.path / "rubric.yaml").forbidden
+        scores = {r.case_id: score_record(r, forbidden) for r in records}
+        load = run.read_records("load.jsonl") if (run.path / "load.jsonl").is_file() else []
+        return cls(run.path, info, report, records, scores, load)
+
+    def cases(self) -> list[CaseRow]:
+        from ..judge import _failing_cases
+
+        why = {f["case_id"]: f["why"] for f in _failing_cases(self.records, self.scores, limit=len(self.records))}
+        return [_row(r, self.scores[r.case_id], why.get(r.case_id, [])) for r in self.records]
+
+
+    def timed_records(self) -> list[CaseRecord]:
+        """The requests the report's latency figures come from: the quality cases, the load phase, or both."""
+        phase = self.report.get("latency_from", "quality")
+        return {"load": self.load_records, "both": self.records + self.load_records}.get(phase, self.records)
+
+    def latency_samples(self) -> dict[str, list[float]]:
+        """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""
+        done = [r for r in self.timed_records() if r.output is not None]
+        return {key: [v for r in done if (v := getattr(r.timing, key)) is not None] for key in ("ttft_ms", "tpot_ms", "e2e_ms")}
+
+    def prefill_decode(self) -> list[tuple[float, float]]:
+        """(TTFT, E2E - TTFT) of every answered timed request that has both."""
+        done = [r.timing for r in self.timed_records() if r.output is not None]
+        return [(t.ttft_ms, max(t.e2e_ms - t.ttft_ms, 0.0)) for t in done if t.ttft_ms is not None and t.e2e_ms is not None]
+
+
+def load_report(run: RunDir) -> dict:
+    """The saved report.json of a run directory."""
+    path = run.path / "report.json"
+    if not path.is_file():
+        run.read_info()  # not a run directory at all: say that instead
+        raise InputError("run has no report.json", file=run.path, hint=f"judge it first: releasegate gate {run.path}")
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise InputError(f"unreadable report.json: {exc}", file=path) from None
+
+
+def _row(record: CaseRecord, scores: dict, why: list[str]) -> CaseRow:
+    checks = {key: bool(scores[key]["passed"]) for key in ("answer", "format") if key in scores}
+    if "forbidden" in scores:
+        checks["forbidden"] = not scores["forbidden"]["hit"]
+    return CaseRow(
+        case_id=record.case_id, suite=record.suite, tags=record.tags, output=record.output, error=record.error,
+        passed=not why, checks=checks, why=why,
+        ttft_ms=record.timing.ttft_ms, tpot_ms=record.timing.tpot_ms, e2e_ms=record.timing.e2e_ms,
+        input_tokens=record.tokens.input, output_tokens=record.tokens.output,
+    )

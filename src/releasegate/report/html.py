@@ -1,0 +1,175 @@
+"""report.html: one self-contained page for people (verdict, criteria, slices, latency plots, cost, cases).
+
+Model outputs are untrusted text. The page is a jinja2 template with autoescape on, so every value is escaped;
+the only markup not written by the template is matplotlib's SVG, which holds no run text. A Content-Security-Policy
+forbids every script and every fetch, so even a missed escape could not run code or call out. Filtering the
+case table to failures is pure CSS (a checkbox), so the page needs no script at all.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from ..metrics import KNOWN_METRICS
+from ._format import format_interval, format_threshold, format_value
+from ._view import CaseRow, RunView
+
+__all__ = ["render_html", "CSP"]
+
+CSP = (
+    "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
+    "connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'"
+)
+OUTPUT_PREVIEW = 280
+OUTPUT_MAX = 4000
+MAX_CASE_ROWS = 1000
+_HEADLINE = (
+    ("accuracy", "accuracy", "pct"), ("format_compliance", "format compliance", "pct"),
+    ("forbidden_rate", "forbidden responses", "pct"), ("error_rate", "errors", "pct"),
+    ("ttft_ms_p95", "TTFT P95", "ms"), ("e2e_ms_p95", "E2E P95", "ms"),
+    ("output_tokens_per_s", "output tokens/s", "num"), ("cost_per_1m_output_tokens", "$ per 1M output tokens", "usd"),
+)
+_LATENCY = (
+    ("ttft_ms", "TTFT: time to first token (prefill)"), ("tpot_ms", "TPOT: time per output token (decode)"),
+    ("itl_ms", "ITL: inter-token latency"), ("e2e_ms", "E2E: end-to-end latency"),
+    ("send_lag_ms", "send lag: scheduled → actual send"), ("ttft_sched_ms", "TTFT from the scheduled send"),
+    ("e2e_sched_ms", "E2E from the scheduled send"),
+)
+
+
+def render_html(view: RunView) -> str:
+    report, info = view.report, view.info
+    cases = view.cases()
+    failing = [c for c in cases if not c.passed]
+    shown = (failing + [c for c in cases if c.passed])[:MAX_CASE_ROWS]
+    shown_ids = {c.case_id for c in shown}
+    from .plots import latency_plots
+
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        csp=CSP, css=Markup(_resource("report.css")), report=report, info=info,
+        verdict=report["verdict"], verdict_class=report["verdict"].lower().replace("_", "-"),
+        failed_criteria=[c for c in report["criteria"] if c["verdict"] == "fail"],
+        headline=_headline(report["metrics"]),
+        criteria=[_criterion(c) for c in report["criteria"]],
+        latency=_latency_rows(report["metrics"]),
+        plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
+        latency_from=report.get("latency_from", "quality"), load_phase=_as_table(report.get("load_phase")),
+        cost=_cost(view),
+        slices=_slices(report["slices"]),
+        metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
+        comparison=_as_table(_first(report, "comparison", "baseline", "variants")),
+        review=_as_table(report.get("review")),
+        cases=[_case(c) for c in cases if c.case_id in shown_ids],
+        n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
+    )
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(resources.files(__package__) / "templates")),
+        autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["num"] = format_value
+    env.filters["interval"] = format_interval
+    return env
+
+
+def _resource(name: str) -> str:
+    return (resources.files(__package__) / "templates" / name).read_text("utf-8")
+
+
+def _first(report: dict, *keys: str):
+    return next((report[k] for k in keys if report.get(k)), None)
+
+
+def _headline(metrics: dict) -> list[dict]:
+    out = []
+    for name, label, kind in _HEADLINE:
+        m = metrics.get(name)
+        if m is None or m["value"] is None:
+            continue
+        value = m["value"]
+        text = {"pct": f"{value:.1%}", "ms": f"{value:,.0f} ms" if value >= 100 else f"{value:.3g} ms",
+                "usd": f"${value:,.2f}" if value >= 1 else f"${value:.3g}", "num": format_value(value)}[kind]
+        interval = m.get("interval")
+        if interval and kind == "pct":
+            interval = f"{interval[0]:.1%}–{interval[1]:.1%}"
+        else:
+            interval = format_interval(interval)
+        out.append({"label": label, "value": text, "n": m["n"], "interval": interval})
+    return out
+
+
+def _criterion(c: dict) -> dict:
+    where = ", ".join(f"{k}={v}" for k, v in c.get("slice", {}).items())
+    return {**c, "where": where, "threshold_text": format_threshold(c), "interval_text": format_interval(c.get("interval"))}
+
+
+def _latency_rows(metrics: dict) -> list[dict]:
+    """The latency percentiles the report has, one row per measure (P50/P95/P99; '—' where not reported)."""
+    rows = []
+    for key, label in _LATENCY:
+        found = {q: metrics[f"{key}_p{q}"] for q in (50, 95, 99) if f"{key}_p{q}" in metrics}
+        if not found or all(m["value"] is None for m in found.values()):
+            continue
+        values = [found[q]["value"] if q in found else None for q in (50, 95, 99)]
+        rows.append({"label": label, "values": values, "n": max(m["n"] for m in found.values())})
+    return rows
+
+
+def _cost(view: RunView) -> dict:
+    metrics, info = view.report["metrics"], view.info
+    done = [r for r in view.timed_records() if r.output is not None]
+    return {
+        "config": info.cost,
+        "per_1m": metrics.get("cost_per_1m_output_tokens"),
+        "total": metrics.get("cost_usd_total"),
+        "input_tokens": sum(r.tokens.input or 0 for r in done),
+        "output_tokens": sum(r.tokens.output or 0 for r in done),
+        "generation_seconds": info.generation_seconds,
+        "load_seconds": info.load_seconds,
+        "throughput": metrics.get("output_tokens_per_s"),
+    }
+
+
+def _slices(rows: list[dict]) -> dict:
+    if not rows:
+        return {"columns": [], "rows": []}
+    columns = [k for k in rows[0] if k not in ("slice", "n")]
+    return {"columns": columns, "rows": rows}
+
+
+def _as_table(obj) -> dict | None:
+    """A comparison or review section of the report (shape defined by the feature that writes it) as a table."""
+    if not obj:
+        return None
+    if isinstance(obj, list) and all(isinstance(r, dict) for r in obj):
+        columns = list(dict.fromkeys(k for r in obj for k in r))
+        return {"columns": columns, "rows": [[_cell(r.get(k)) for k in columns] for r in obj]}
+    if isinstance(obj, dict) and all(isinstance(v, dict) for v in obj.values()):
+        columns = list(dict.fromkeys(k for v in obj.values() for k in v))
+        return {"columns": ["", *columns], "rows": [[k, *(_cell(v.get(c)) for c in columns)] for k, v in obj.items()]}
+    if isinstance(obj, dict):
+        return {"columns": ["", "value"], "rows": [[k, _cell(v)] for k, v in obj.items()]}
+    return {"columns": ["value"], "rows": [[_cell(obj)]]}
+
+
+def _cell(value) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return format_value(value)
+
+
+def _case(c: CaseRow) -> dict:
+    output = c.output if c.output is not None else ""
+    return {
+        "row": c, "tags": [f"{k}={v}" for k, v in c.tags.items()],
+        "preview": output if len(output) <= OUTPUT_PREVIEW else output[:OUTPUT_PREVIEW] + "…",
+        "full": output[:OUTPUT_MAX] + ("…" if len(output) > OUTPUT_MAX else "") if len(output) > OUTPUT_PREVIEW else None,
+        "chars": len(output),
+    }

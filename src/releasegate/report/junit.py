@@ -1,0 +1,79 @@
+"""report.junit.xml: the gate as JUnit XML, so CI systems list gate failures as failed tests.
+
+One <testsuite> per run, one <testcase> per criterion: a failed criterion is a <failure> naming value vs threshold,
+an insufficient one (too few samples, no value) is <skipped> with the reason. With `cases=True`, every failing
+case is a failed testcase too; by default the failing cases go to the suite's <system-out> instead, so the number
+of failed tests is the number of failed criteria and a passing gate is never shown red.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from ._format import format_interval, format_threshold, format_value
+
+__all__ = ["render_junit"]
+
+# characters XML 1.0 cannot carry at all; model outputs may contain them
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_OUTPUT_CHARS = 2000
+
+
+def render_junit(report: dict, *, cases: bool = False) -> str:
+    """The JUnit XML document for a judged report."""
+    criteria = report["criteria"]
+    failing = report["failing_cases"] if cases else []
+    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing)
+    counts = {
+        "tests": str(len(criteria) + len(failing)), "failures": str(failures), "errors": "0",
+        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria)), "time": "0",
+    }
+    root = ET.Element("testsuites", name="releasegate", **counts)
+    suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report['rubric']}"), **counts)
+    props = ET.SubElement(suite, "properties")
+    for name in ("run_id", "verdict", "exit_code", "target", "rubric"):
+        ET.SubElement(props, "property", name=name, value=_text(report[name]))
+    for c in criteria:
+        _criterion(suite, c)
+    for f in failing:
+        case = ET.SubElement(suite, "testcase", classname=_text(f"releasegate.cases.{f['suite']}"), name=_text(f["case_id"]), time="0")
+        failure = ET.SubElement(case, "failure", message=_text("; ".join(f["why"])), type="case")
+        failure.text = _text(f["output"][:_OUTPUT_CHARS])
+    if report["failing_cases"] and not cases:
+        ET.SubElement(suite, "system-out").text = _text(_failing_text(report["failing_cases"]))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _criterion(suite: ET.Element, c: dict) -> None:
+    case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=_text(c["name"]), time="0")
+    if c["verdict"] == "fail":
+        message = f"{c['metric']} = {format_value(c['value'])}, required {format_threshold(c)} (n={c['n']})"
+        failure = ET.SubElement(case, "failure", message=_text(message), type="gate")
+        failure.text = _text(_details(c))
+    elif c["verdict"] == "insufficient":
+        ET.SubElement(case, "skipped", message=_text(f"insufficient: {c.get('reason') or 'too few samples'}"))
+
+
+def _details(c: dict) -> str:
+    lines = [f"metric: {c['metric']}", f"value: {c['value']}", f"threshold: {format_threshold(c)}", f"n: {c['n']}"]
+    if c.get("interval"):
+        lines.append(f"95% interval: {format_interval(c['interval'])}")
+    if c.get("slice"):
+        lines.append("slice: " + ", ".join(f"{k}={v}" for k, v in c["slice"].items()))
+    if c.get("reason"):
+        lines.append(f"reason: {c['reason']}")
+    return "\n".join(lines)
+
+
+def _failing_text(failing: list[dict]) -> str:
+    lines = [f"failing cases ({len(failing)} listed):"]
+    for f in failing:
+        output = " ".join(f["output"].split())[:200]
+        lines.append(f"- {f['case_id']} [{f['suite']}] {'; '.join(f['why'])} | output: {output}")
+    return "\n".join(lines)
+
+
+def _text(value) -> str:
+    return _NOT_XML.sub("\ufffd", str(value))

@@ -1,0 +1,145 @@
+"""Scrape the server's Prometheus /metrics before, during and after a load phase.
+
+Series read (whatever the server exposes):
+    vLLM       vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc
+               (vllm:gpu_cache_usage_perc on older releases), vllm:time_to_first_token_seconds (histogram)
+    TGI        tgi_queue_size, tgi_batch_current_size
+    llama.cpp  llamacpp:requests_deferred, llamacpp:requests_processing, llamacpp:kv_cache_usage_ratio
+They are mapped onto one shape: queue (waiting), running, kv_cache (0..1), server TTFT sum/count.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from statistics import fmean
+
+__all__ = ["parse_prometheus", "normalise", "Scraper", "summarise"]
+
+_SERIES = {
+    "queue": ("vllm:num_requests_waiting", "tgi_queue_size", "llamacpp:requests_deferred"),
+    "running": ("vllm:num_requests_running", "tgi_batch_current_size", "llamacpp:requests_processing"),
+    "kv_cache": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
+    "ttft_sum": ("vllm:time_to_first_token_seconds_sum",),
+    "ttft_count": ("vllm:time_to_first_token_seconds_count",),
+}
+_SERVER = {"vllm:": "vllm", "tgi_": "tgi", "llamacpp:": "llama.cpp"}
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Prometheus text format -> {metric name: value}, samples of one name summed over their labels."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_part, _, rest = line.partition(" ") if "{" not in line.split(" ", 1)[0] else line.partition("} ")
+        name = name_part.split("{", 1)[0]
+        fields = rest.split()
+        try:
+            value = float(fields[0])
+        except (IndexError, ValueError):
+            continue
+        out[name] = out.get(name, 0.0) + value
+    return out
+
+
+def normalise(raw: dict[str, float]) -> dict[str, float | str]:
+    """Map server-specific series onto queue / running / kv_cache / ttft_sum / ttft_count."""
+    out: dict[str, float | str] = {}
+    for field, names in _SERIES.items():
+        for name in names:
+            if name in raw:
+                out[field] = raw[name]
+                break
+    for prefix, server in _SERVER.items():
+        if any(k.startswith(prefix) for k in raw):
+            out["server"] = server
+            break
+    return out
+
+
+class Scraper:
+    """Polls {root}/metrics on a thread every `interval` seconds; `samples` holds (seconds, normalised)."""
+
+    def __init__(self, base_url: str, interval: float = 0.5) -> None:
+        root = base_url.rstrip("/")
+        root = root[: -len("/v1")] if root.endswith("/v1") else root
+        self.url = root + "/metrics"
+        self.interval = interval
+        self.samples: list[dict] = []
+        self.error: str | None = None
+        self.marks: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._t0 = time.perf_counter()
+
+    def __enter__(self) -> Scraper:
+        self.scrape("before")
+        if self.error is None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        if self.error is None:
+            self.scrape("after")
+
+    def mark(self, name: str) -> None:
+        self.marks[name] = time.perf_counter() - self._t0
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.scrape("during")
+
+    def scrape(self, phase: str) -> None:
+        try:
+            with urllib.request.urlopen(self.url, timeout=2) as resp:  # noqa: S310 - the user's own endpoint
+                text = resp.read().decode("utf-8", "replace")
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            self.error = f"{self.url}: {getattr(exc, 'reason', exc)}"
+            return
+        self.samples.append({"t": round(time.perf_counter() - self._t0, 3), "phase": phase, **normalise(parse_prometheus(text))})
+
+
+def summarise(samples: list[dict], *, client_ttft_ms: list[float], concurrency: int | None, profile: str) -> dict:
+    """Queue and KV-cache over the run, client-minus-server TTFT, and what the queue says about scaling."""
+    during = [s for s in samples if s["phase"] == "during"] or samples
+    out: dict = {"samples": len(samples), "server": next((s["server"] for s in samples if "server" in s), None)}
+    for field in ("queue", "running", "kv_cache"):
+        values = [s[field] for s in during if field in s]
+        if values:
+            out[field] = {"max": max(values), "mean": fmean(values), "last": values[-1]}
+    out["ttft_gap_ms"] = _ttft_gap(samples, client_ttft_ms)
+    out["reading"] = _reading(during, concurrency, profile)
+    return out
+
+
+def _ttft_gap(samples: list[dict], client_ttft_ms: list[float]) -> dict | None:
+    """Mean client TTFT minus mean server TTFT over the phase (vLLM's histogram; others expose none)."""
+    have = [s for s in samples if "ttft_sum" in s and "ttft_count" in s]
+    if len(have) < 2 or not client_ttft_ms:
+        return None
+    count = have[-1]["ttft_count"] - have[0]["ttft_count"]
+    if count <= 0:
+        return None
+    server_ms = (have[-1]["ttft_sum"] - have[0]["ttft_sum"]) / count * 1000
+    client_ms = fmean(client_ttft_ms)
+    return {"client_mean_ms": client_ms, "server_mean_ms": server_ms, "gap_ms": client_ms - server_ms}
+
+
+def _reading(during: list[dict], concurrency: int | None, profile: str) -> str:
+    queue = [s["queue"] for s in during if "queue" in s]
+    if len(queue) < 3:
+        return "the server exposes no queue length: no scaling reading"
+    third = max(1, len(queue) // 3)
+    early, late = fmean(queue[:third]), fmean(queue[-third:])
+    at = f" (about {concurrency} concurrent)" if concurrency else ""
+    if max(queue) == 0:
+        return f"no queueing at this load ({profile}): headroom remains"
+    if late > early + 1:
+        return f"queue grows at this load{at}: scale out before this load ({profile})"
+    return f"requests queue but the queue is steady (mean {fmean(queue):.1f}) at this load{at}: at capacity"

@@ -1,0 +1,183 @@
+"""A real llama.cpp server for tests: the demo model exported to GGUF, served in-process by xllamacpp.
+
+`start_server()` runs llama.cpp's own HTTP server (OpenAI-compatible /v1/chat/completions, /health,
+/metrics, /tokenize, /apply-template, /lora-adapters) on a background thread of this process. The calls:
+
+    import xllamacpp as xlc
+    p = xlc.CommonParams()
+    p.model.path = "demo.gguf"                                   # from releasegate.export.gguf.export_model
+    p.lora_adapters = [xlc.CommonAdapterLoraInfo("good.gguf", 1.0)]  # adapter id 0, global scale 1
+    p.model_alias = {"demo"}                                     # the name /v1/models reports
+    p.hostnames = ["127.0.0.1"]; p.port = 0                      # 0: bind a free port, no race
+    p.n_parallel = 4; p.n_ctx = 4 * 256                          # n_ctx is split across the slots
+    p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
+    p.endpoint_metrics = True
+    server = xlc.Server(p)             # blocks until the model is loaded; raises RuntimeError if it fails
+    server.listening_address           # "http://127.0.0.1:PORT"
+    del server                         # ~Server terminates the loop and joins the thread
+
+Requests choose the adapter strength per request: `"lora": [{"id": 0, "scale": 0.0}]` is the base model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "models" / "demo"
+SUITES = [ROOT / "suites" / "demo" / "tickets.jsonl", ROOT / "suites" / "demo" / "tickets_shifted.jsonl"]
+SLOT_CTX = 256  # the demo model's max_position_embeddings
+
+
+def demo_available() -> bool:
+    return (DEMO / "base" / "config.json").is_file() and (DEMO / "adapters" / "good").is_dir()
+
+
+def export_demo(out_dir: Path, adapters: tuple[str, ...] = ("good",), outtype: str = "f32") -> tuple[Path, list[Path]]:
+    """The demo base model and the named adapters as GGUF files in out_dir.
+
+    f32 (not f16) so that llama.cpp's matmuls run in f32 like the HF float32 reference.
+    """
+    from releasegate.export.gguf import export_lora, export_model
+
+    model = export_model(DEMO / "base", out_dir / "demo-base.gguf", outtype=outtype)
+    loras = [
+        export_lora(DEMO / "adapters" / name, out_dir / f"demo-{name}.gguf", base=DEMO / "base", outtype="f32")
+        for name in adapters
+    ]
+    return model, loras
+
+
+@dataclass
+class LlamaCppServer:
+    """A running in-process llama.cpp server. `base_url` is the OpenAI-compatible root (ends in /v1)."""
+
+    base_url: str
+    root_url: str
+    model: str
+    port: int
+    model_path: Path
+    lora_paths: list[Path]
+    start_seconds: float
+    _server: Any = field(default=None, repr=False)
+
+    def stop(self) -> None:
+        """Stop serving: dropping the last reference runs ~Server, which ends the loop and joins its thread."""
+        self._server = None
+
+
+def start_server(
+    model_path: Path,
+    lora_paths: list[Path] | tuple[Path, ...] = (),
+    *,
+    alias: str = "demo",
+    n_parallel: int = 4,
+    slot_ctx: int = SLOT_CTX,
+    threads: int = 1,
+    verbosity: int = 2,
+    exact_attention: bool = True,
+) -> LlamaCppServer:
+    """Start llama.cpp's server on 127.0.0.1 and a free port; returns once /health answers ok.
+
+    verbosity: llama.cpp log threshold (1 errors, 2 + warnings, 3 + per-request info), written to stderr.
+    """
+    import xllamacpp as xlc
+
+    params = xlc.CommonParams()
+    params.model.path = str(model_path)
+    params.lora_adapters = [xlc.CommonAdapterLoraInfo(str(p), 1.0) for p in lora_paths]
+    params.model_alias = {alias}
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    params.n_parallel = n_parallel
+    params.n_ctx = n_parallel * slot_ctx
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.endpoint_metrics = True
+    # The host-RAM prompt cache (llama.cpp's --cache-ram, on by default) restores KV computed under one
+    # per-request LoRA scale for a request with another (ggml-org/llama.cpp#26207, #27148): the wrong
+    # adapter leaks into answers. Off; the per-slot prefix cache stays on and does check the LoRA.
+    params.cache_ram_mib = 0
+    params.cache_idle_slots = False
+    if exact_attention:
+        # CPU flash attention (on by default, "auto") computes in f16: logprobs drift ~2e-3 from HF float32
+        # and near-tie greedy picks flip. Without it, and with an f32 K/V cache, the drift is ~1e-5.
+        params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.cache_type_k = xlc.ggml_type.GGML_TYPE_F32
+        params.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
+    params.verbosity = verbosity
+    start = time.perf_counter()
+    server = xlc.Server(params)
+    root = server.listening_address.rstrip("/")
+    wait_healthy(root)
+    elapsed = time.perf_counter() - start
+    return LlamaCppServer(
+        base_url=root + "/v1", root_url=root, model=alias, port=int(root.rsplit(":", 1)[1]),
+        model_path=Path(model_path), lora_paths=[Path(p) for p in lora_paths], start_seconds=elapsed, _server=server,
+    )
+
+
+def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status, body = get(root_url + "/health", timeout=5)
+            if status == 200 and json.loads(body).get("status") == "ok":
+                return
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"llama.cpp server at {root_url} not healthy after {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+# --- plain HTTP (urllib), independent of releasegate's own clients ----------------------------------------
+
+
+def get(url: str, timeout: float = 30) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+
+
+def post_json(url: str, body: dict, timeout: float = 120) -> dict:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        return json.loads(r.read().decode("utf-8"))
+
+
+def stream_json(url: str, body: dict, timeout: float = 120) -> list[dict]:
+    """POST with "stream": true; the parsed `data:` events of the SSE stream, up to [DONE]."""
+    request = urllib.request.Request(
+        url, data=json.dumps({**body, "stream": True}).encode("utf-8"),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"}, method="POST",
+    )
+    events = []
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        for raw in r:
+            line = raw.decode("utf-8").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[len("data:"):].strip()
+            if data == "[DONE]":
+                break
+            events.append(json.loads(data))
+    return events
+
+
+def load_cases(limit_per_suite: int | None = None) -> list[dict]:
+    cases = []
+    for path in SUITES:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        cases += [r for r in rows if r.get("messages")][:limit_per_suite]
+    return cases

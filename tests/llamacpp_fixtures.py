@@ -1,0 +1,28 @@
+"""pytest plugin (registered in conftest.py): `llamacpp_server`, a real llama.cpp server for the session.
+
+The demo base model and its `good` adapter are exported to GGUF in a session temp dir and served in-process
+by xllamacpp on 127.0.0.1 (free port), 4 parallel slots, 1 thread, Prometheus /metrics on. The fixture yields
+a `llamacpp.LlamaCppServer`: `.base_url` ("http://127.0.0.1:PORT/v1"), `.model` ("demo"), `.port`,
+`.root_url` (no /v1: /health, /metrics, /tokenize), `.lora_paths` (adapter id = index; per request
+`"lora": [{"id": 0, "scale": 0.0}]` is the base model, scale 1.0 the `good` adapter, which is also the default).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import llamacpp
+
+
+@pytest.fixture(scope="session")
+def llamacpp_server(tmp_path_factory):
+    pytest.importorskip("xllamacpp", reason="llama.cpp bindings (pip install xllamacpp) not installed")
+    pytest.importorskip("gguf", reason="gguf (pip install gguf) not installed")
+    if not llamacpp.demo_available():
+        pytest.skip(f"demo model not built: {llamacpp.DEMO}")
+    model, loras = llamacpp.export_demo(tmp_path_factory.mktemp("llamacpp"))
+    server = llamacpp.start_server(model, loras)
+    try:
+        yield server
+    finally:
+        server.stop()
