@@ -13,7 +13,6 @@ import multiprocessing as mp
 import time
 
 from releasegate.backends import Request
-from releasegate.backends._stream import parse_sse
 from releasegate.backends.openai import OpenAIBackend, Scheduled
 from releasegate.config import TargetConfig
 from releasegate.stats import percentile

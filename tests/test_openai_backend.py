@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import write_jsonl
 
+from conftest import write_jsonl
 from releasegate.record import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 

@@ -154,7 +154,7 @@ class LeanClient:
             _, proto = await asyncio.wait_for(
                 loop.create_connection(_Response, self.host, self.port, ssl=self._ssl), self.connect_timeout
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ConnectionError(f"connect to {self.host}:{self.port} timed out") from None
         return proto
 

@@ -113,7 +113,7 @@ class StubServer:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         started = time.perf_counter()
         sent_tokens = 0
-        for i, at in enumerate(_chunk_times(b)):
+        for at in _chunk_times(b):
             await _sleep_until(started + at / 1000)
             if b.drop_after is not None and sent_tokens >= b.drop_after:
                 writer.transport.abort()
