@@ -25,7 +25,7 @@ app.command("check", epilog=EXIT_CODES_HELP)(check.check)
 app.command("validate", epilog=EXIT_CODES_HELP)(validate.validate)
 app.command("init")(init.init)
 app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
-app.command("report", epilog=EXIT_CODES_HELP)(report.report)
+app.command("report")(report.report)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,7 +12,7 @@ import typer
 from ..errors import InputError
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     html = "html"
     md = "md"
     junit = "junit"
@@ -30,7 +30,8 @@ def report(
         bool, typer.Option("--junit-cases", help="junit: also one failed testcase per failing case.")
     ] = False,
 ) -> int:
-    """Render a saved run's report (verdict as judged in report.json; run `gate` first to re-judge)."""
+    """Render one report of a saved run, as judged in its report.json (`gate` re-judges). Exit 0 once written,
+    whatever the verdict; 2 for a bad run directory."""
     from ..record import RunDir
     from ..report import render
 

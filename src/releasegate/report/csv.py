@@ -24,7 +24,7 @@ _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 def render_csv(view: RunView) -> str:
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv.writer(buf)  # RFC 4180 line ends, so a field holding a lone CR is quoted too
     writer.writerow(COLUMNS)
     for row in view.cases():
         writer.writerow([_cell(v) for v in _values(row)])

@@ -19,12 +19,13 @@ FAILING_CASES_SHOWN = 10
 OUTPUT_CHARS = 120
 _BADGE = {"PASS": "✅", "FAIL": "❌", "NEEDS_REVIEW": "👀", "INCONCLUSIVE": "⚠️"}
 _CELL = {"pass": "✅ pass", "fail": "❌ fail", "insufficient": "⚠️ insufficient"}
-_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~!#])")
+_SPECIAL = re.compile(r"([\\`*_{}\[\]|~!#])")
 
 
 def md_text(text) -> str:
     """Untrusted text as an inert Markdown table cell: one line, markup characters escaped, no @mentions."""
     text = " ".join(str(text).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # no raw '<' for any renderer
     text = _SPECIAL.sub(r"\\\1", text)
     return text.replace("@", "@\u200b")  # a zero-width space after '@' keeps GitHub from notifying anyone
 

@@ -17,6 +17,7 @@ __all__ = ["latency_plots"]
 
 _COLORS = {"ttft_ms": "#3b6fb6", "tpot_ms": "#8a5cc2", "e2e_ms": "#2f8f6f", "prefill": "#3b6fb6", "decode": "#e39a3b"}
 _TITLES = {"ttft_ms": "TTFT (prefill)", "tpot_ms": "TPOT (decode, per token)", "e2e_ms": "End-to-end"}
+_MAX_POINTS = 300  # per curve: keeps the page small for large runs; the percentile lines use every sample
 _RC = {
     "svg.fonttype": "none",  # text stays text: small files, the page's own font
     "svg.hashsalt": "releasegate",  # stable element ids: the same run renders the same file
@@ -59,8 +60,9 @@ def _cdf_figure(samples: dict[str, list[float]], criteria: list[dict]) -> Figure
             ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes, color="#6b7280")
             ax.set_yticks([])
             continue
-        xs = sorted(values)
-        ys = [(i + 1) / len(xs) for i in range(len(xs))]
+        ordered = sorted(values)
+        keep = _spread(len(ordered), _MAX_POINTS)  # every order statistic up to _MAX_POINTS, evenly spaced above
+        xs, ys = [ordered[i] for i in keep], [(i + 1) / len(ordered) for i in keep]
         ax.step(xs, ys, where="post", color=_COLORS[key], linewidth=1.6)
         ax.set_ylim(0, 1.04)
         ax.set_yticks([0, 0.5, 0.95, 1.0], ["0", "50%", "95%", "100%"])
@@ -74,7 +76,7 @@ def _cdf_figure(samples: dict[str, list[float]], criteria: list[dict]) -> Figure
             ax.axvline(c["threshold"], color="#c93c3c", linewidth=1.2)
             ax.annotate(f"gate {c['metric'].rpartition('_')[2].upper()} {c['op']} {c['threshold']:g}",
                         (c["threshold"], 0.55), xytext=(-3, 0), textcoords="offset points", ha="right",
-                        fontsize=8, color="#c93c3c")
+                        fontsize=8, color="#c93c3c", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
         ax.set_xlim(0, max([xs[-1], *(c["threshold"] for c in gates)]) * 1.05 or 1)
     axes[0].set_ylabel("share of requests ≤ x")
     return fig
@@ -82,11 +84,15 @@ def _cdf_figure(samples: dict[str, list[float]], criteria: list[dict]) -> Figure
 
 def _split_figure(split: list[tuple[float, float]]) -> Figure:
     split = sorted(split, key=sum)
-    prefill = [p for p, _ in split]
-    decode = [d for _, d in split]
-    xs = list(range(1, len(split) + 1))
-    total = sum(prefill) + sum(decode)
-    share = sum(prefill) / total if total else 0.0
+    n = len(split)
+    # past _MAX_POINTS requests, each point is the mean of a run of neighbours (in end-to-end order)
+    edges = [round(i * n / min(n, _MAX_POINTS)) for i in range(min(n, _MAX_POINTS) + 1)]
+    groups = [split[a:b] for a, b in zip(edges, edges[1:])]
+    prefill = [sum(p for p, _ in g) / len(g) for g in groups]
+    decode = [sum(d for _, d in g) / len(g) for g in groups]
+    xs = [(a + b + 1) / 2 for a, b in zip(edges, edges[1:])]
+    total = sum(p + d for p, d in split)
+    share = sum(p for p, _ in split) / total if total else 0.0
     fig = Figure(figsize=(11, 2.6), layout="constrained")
     ax = fig.subplots()
     ax.set_title(f"Where the time goes: prefill {share:.0%}, decode {1 - share:.0%} of all request time")
@@ -94,12 +100,19 @@ def _split_figure(split: list[tuple[float, float]]) -> Figure:
     ax.fill_between(xs, 0, prefill, step="mid", color=_COLORS["prefill"], label="prefill (TTFT)", linewidth=0)
     ax.fill_between(xs, prefill, top, step="mid", color=_COLORS["decode"], label="decode (E2E − TTFT)", linewidth=0)
     ax.set_ylim(0, max(top) * 1.08 or 1)
-    ax.set_xlim(0.5, len(split) + 0.5)
+    ax.set_xlim(0.5, n + 0.5)
     ax.set_xlabel("requests, sorted by end-to-end latency")
     ax.set_ylabel("milliseconds")
     ax.legend(loc="upper left", frameon=False)
     ax.grid(axis="x", visible=False)
     return fig
+
+
+def _spread(n: int, most: int) -> list[int]:
+    """Indices 0..n-1, or `most` of them evenly spaced (first and last included) when n is larger."""
+    if n <= most:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (most - 1)) for i in range(most)})
 
 
 def _svg(fig: Figure) -> str:
