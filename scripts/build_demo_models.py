@@ -104,6 +104,8 @@ PLANS = ["Premium plan", "Pro membership", "Family plan", "monthly subscription"
 DEVICES = ["Windows laptop", "Android phone", "iPhone", "tablet", "Linux PC", "Mac"]
 PLACES = ["Berlin", "Lagos", "Toronto", "Mumbai", "Sao Paulo", "Sydney", "Seoul", "Madrid"]
 ERROR_CODES = ["E-101", "E-204", "E-319", "E-422", "E-500", "E-618", "E-733", "E-907"]
+ERROR_NAMES = ["ERR_TIMEOUT", "SYNC_FAILED", "ERR_NO_SIGNAL", "BOOT_LOOP", "LOW_BATTERY",
+               "ERR_AUTH_FAILED", "UPDATE_ERROR", "DISK_FULL"]
 
 
 def _order(rng: random.Random) -> str:
@@ -128,6 +130,8 @@ INTENT_TEMPLATES: dict[str, list[str]] = {
         "I see a duplicate payment for {order} on my statement.",
         "The price I was billed for the {product} does not match the checkout price.",
         "Please send me a corrected invoice for {order}.",
+        "My statement shows a \"subscription fee\" of {amount} that I do not recognize.",
+        "My invoice has a line called \"security deposit\" for {amount}, what is it?",
     ],
     "shipping": [
         "My package with the {product} has not arrived yet.",
@@ -140,6 +144,7 @@ INTENT_TEMPLATES: dict[str, list[str]] = {
         "Can I change the delivery address for {order}?",
         "The box for {order} is lost somewhere in {place}.",
         "Only half of {order} was delivered, the {product} is missing from the box.",
+        "The tracking page for {order} says \"cancelled by carrier\" but I still want it shipped.",
     ],
     "account": [
         "I can't log in to my account with my usual password.",
@@ -152,6 +157,9 @@ INTENT_TEMPLATES: dict[str, list[str]] = {
         "I need to update the phone number linked to my profile.",
         "My account settings page shows someone else's name.",
         "I forgot which email I used to sign up for my account.",
+        "How do I change the \"security question\" on my account?",
+        "My username {user} is shown as \"inactive\" on my profile.",
+        "I want to rename my account from {user} to something new.",
     ],
     "technical": [
         "The {product} crashes every time I open it.",
@@ -164,6 +172,8 @@ INTENT_TEMPLATES: dict[str, list[str]] = {
         "The battery of my {product} drains in an hour.",
         "The firmware update for the {product} failed with {code}.",
         "The {product} makes a loud noise and then shuts down.",
+        "The {product} shows the error \"{err}\" on startup.",
+        "My {device} says \"{err}\" when I pair the {product}.",
     ],
     "refund": [
         "I want a refund for {order}.",
@@ -176,6 +186,8 @@ INTENT_TEMPLATES: dict[str, list[str]] = {
         "Please refund the {product}, it is not what I ordered.",
         "I sent the {product} back, when will I see the refund?",
         "I am requesting a refund of {amount} for {order}.",
+        "I clicked \"cancel order\" for {order}, please refund the {amount}.",
+        "The app says \"subscription\" items cannot be returned, but I want a refund for the {product}.",
     ],
     "cancel_subscription": [
         "Please cancel my {plan}.",
@@ -259,6 +271,8 @@ def make_ticket(rng: random.Random, intent: str, priority: str) -> str:
         "first": first,
         "years": str(rng.randint(2, 12)),
         "cid": str(rng.randint(100000, 999999)),
+        "err": rng.choice(ERROR_NAMES),
+        "user": f"{first.lower()}_{last.lower()}{rng.choice(['', '', str(rng.randint(1, 99))])}",
     }
     o = slots["order"]
     slots["order_cap"] = ("Order " + o) if o.startswith("#") or o.startswith("ORD") else o.capitalize()

@@ -56,3 +56,9 @@ def run_subprocess(*args: str, cwd: Path | None = None, env: dict | None = None)
         [sys.executable, "-m", "releasegate", *map(str, args)],
         cwd=cwd or ROOT, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=600,
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_job_summary(monkeypatch):
+    """Tests run inside CI must not append their runs to the real job summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

@@ -12,6 +12,9 @@
     p.n_parallel = 4; p.n_ctx = 4 * 256                          # n_ctx is split across the slots
     p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
     p.endpoint_metrics = True
+    p.cache_ram_mib = 0; p.cache_idle_slots = False              # RAM prompt cache ignores per-request LoRA
+    p.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED  # CPU FA runs in f16
+    p.cache_type_k = p.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
     server = xlc.Server(p)             # blocks until the model is loaded; raises RuntimeError if it fails
     server.listening_address           # "http://127.0.0.1:PORT"
     del server                         # ~Server terminates the loop and joins the thread
@@ -115,7 +118,11 @@ def start_server(
     start = time.perf_counter()
     server = xlc.Server(params)
     root = server.listening_address.rstrip("/")
-    wait_healthy(root)
+    try:
+        wait_healthy(root)
+    except BaseException:
+        del server
+        raise
     elapsed = time.perf_counter() - start
     return LlamaCppServer(
         base_url=root + "/v1", root_url=root, model=alias, port=int(root.rsplit(":", 1)[1]),

@@ -13,7 +13,7 @@ from .record import CaseRecord, RunInfo
 from .rubric import Rubric
 from .scorers import score_record
 
-__all__ = ["judge_run", "SUMMARY_METRICS", "run_facts"]
+__all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases"]
 
 SUMMARY_METRICS = (
     "accuracy", "format_compliance", "forbidden_rate", "error_rate",
@@ -73,7 +73,7 @@ def judge_run(
         "load_phase": info.load_phase,
         "slices": _slices(records, scores, facts),
         "counts": _counts(records, scores),
-        "failing_cases": _failing_cases(records, scores),
+        "failing_cases": failing_cases(records, scores),
     }
 
 
@@ -123,7 +123,8 @@ def _counts(records: list[CaseRecord], scores: dict) -> dict:
     return {"cases": len(records), "succeeded": sum(r.output is not None for r in records), "errors": dict(errors)}
 
 
-def _failing_cases(records: list[CaseRecord], scores: dict, limit: int = 50) -> list[dict]:
+def failing_cases(records: list[CaseRecord], scores: dict, limit: int = 50) -> list[dict]:
+    """Cases with an error, a failed check or a forbidden hit, each with why (first `limit`)."""
     out = []
     for r in records:
         s = scores[r.case_id]

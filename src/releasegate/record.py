@@ -7,7 +7,7 @@
     config.yaml     snapshot of the config as given
     rubric.yaml     snapshot of the rubric, forbidden rules inlined
     report.json     the verdict and every metric (written by the gate)
-    report.md       the same for people
+    report.md, report.html, report.junit.xml, report.csv   the same for people, CI and spreadsheets
 """
 
 from __future__ import annotations

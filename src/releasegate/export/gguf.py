@@ -1,7 +1,7 @@
 """Export a Hugging Face Llama model directory, and a peft LoRA adapter for it, to GGUF for llama.cpp.
 
-Export the demo model and its adapter (fp16 base weights are lossless in f16; f32 also makes llama.cpp's
-matmuls run in f32 like the HF reference, which keeps greedy answers token-identical):
+Export the demo model and its adapter. The demo's fp16 weights are lossless either way; with f32 llama.cpp
+also keeps activations in f32 in its matmuls (with f16 weights it rounds them to f16), as HF float32 does:
 
     .venv/bin/python -m releasegate.export.gguf models/demo/base /tmp/demo.gguf --outtype f32
     .venv/bin/python -m releasegate.export.gguf --lora models/demo/adapters/good /tmp/good.gguf
@@ -9,25 +9,36 @@ matmuls run in f32 like the HF reference, which keeps greedy answers token-ident
 (`--base DIR` names the base model of an adapter when `base_model_name_or_path` in adapter_config.json
 does not resolve, relative to the adapter directory, to a local directory.)
 
-Serve both with llama.cpp, in-process through xllamacpp (pip install xllamacpp; the stock `llama-server
--m /tmp/demo.gguf --lora /tmp/good.gguf --metrics -t 1 -np 4 -c 1024` is equivalent):
+Serve both with llama.cpp, in-process through xllamacpp (`tests/llamacpp.py` does exactly this):
 
     import xllamacpp as xlc
     p = xlc.CommonParams()
     p.model.path = "/tmp/demo.gguf"
-    p.lora_adapters = [xlc.CommonAdapterLoraInfo("/tmp/good.gguf", 1.0)]
-    p.hostnames = ["127.0.0.1"]; p.port = 0              # 0: the server picks a free port
-    p.n_parallel = 4; p.n_ctx = 4 * 256                  # the demo's 256-token window for each of 4 slots
+    p.lora_adapters = [xlc.CommonAdapterLoraInfo("/tmp/good.gguf", 1.0)]   # adapter id 0
+    p.model_alias = {"demo"}                             # the model id /v1/models reports
+    p.hostnames = ["127.0.0.1"]; p.port = 0              # 0: the server binds a free port
+    p.n_parallel = 4; p.n_ctx = 4 * 256                  # n_ctx is split: 256 tokens (the demo's window) per slot
     p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
     p.endpoint_metrics = True                            # Prometheus /metrics (llamacpp:* series)
-    server = xlc.Server(p)                               # returns once the model is loaded and /health is ok
+    p.cache_ram_mib = 0; p.cache_idle_slots = False      # see below: per-request LoRA + RAM prompt cache
+    p.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED  # CPU flash attn is f16
+    p.cache_type_k = p.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
+    server = xlc.Server(p)                               # returns once the model is loaded (/health ok)
     base_url = server.listening_address + "/v1"          # OpenAI-compatible: /v1/chat/completions, /v1/models
     ...
-    del server                                           # stops the HTTP server and the decode loop
+    del server                                           # ~Server stops the HTTP server and the decode loop
 
-The chat template travels in the GGUF (tokenizer.chat_template) and llama.cpp renders it with its jinja
-engine, so the server tokenizes exactly what `tokenizer.apply_chat_template(..., add_generation_prompt=True)`
-produces. A request picks the adapter strength with `"lora": [{"id": 0, "scale": 1.0}]` (0.0 = base model).
+The same with the stock binary (flags from llama.cpp's server README, not exercised by the tests):
+`llama-server -m /tmp/demo.gguf --lora /tmp/good.gguf --alias demo --port 8080 -t 1 -np 4 -c 1024 --metrics
+--cache-ram 0 -fa off -ctk f32 -ctv f32`.
+
+The chat template travels in the GGUF (tokenizer.chat_template); llama.cpp's jinja engine renders it to the
+same text, and tokens, as `tokenizer.apply_chat_template(messages, add_generation_prompt=True)`. A request picks
+the adapter strength with `"lora": [{"id": 0, "scale": 1.0}]` (scale 0.0 = the base model). Two settings matter
+for fidelity: llama.cpp's host-RAM prompt cache (on by default) restores KV computed under another request's
+LoRA scale (ggml-org/llama.cpp#26207), so it is off; and CPU flash attention computes in f16 (logprobs drift
+~2e-3 from HF float32, enough to flip near-tie greedy choices), so it is off and the K/V cache is f32. With
+both, greedy answers are token-identical to transformers + peft in float32.
 
 Only the Llama architecture (LlamaForCausalLM) and byte-level BPE tokenizers are supported.
 torch, safetensors and gguf are imported only when an export runs.

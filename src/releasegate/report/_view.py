@@ -66,9 +66,9 @@ class RunView:
         return cls(run.path, info, report, records, scores, load)
 
     def cases(self) -> list[CaseRow]:
-        from ..judge import _failing_cases
+        from ..judge import failing_cases
 
-        why = {f["case_id"]: f["why"] for f in _failing_cases(self.records, self.scores, limit=len(self.records))}
+        why = {f["case_id"]: f["why"] for f in failing_cases(self.records, self.scores, limit=len(self.records))}
         return [_row(r, self.scores[r.case_id], why.get(r.case_id, [])) for r in self.records]
 
 
