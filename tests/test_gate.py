@@ -121,3 +121,36 @@ def test_slices_table():
     rows = {row["slice"]: row for row in report["slices"]}
     assert rows["task=original"]["accuracy"] == pytest.approx(0.75)
     assert rows["task=shifted"]["error_rate"] == pytest.approx(0.5)
+
+
+def test_confidence_gates_on_the_bound():
+    # 3 of 3 right: point 1.0 >= 0.5 passes, but the Wilson 95% lower bound is 0.44
+    report = judge_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
+    c = report["criteria"][0]
+    assert c["verdict"] == "insufficient" and c["needed_n"] > 3 and "would decide" in c["reason"]
+    assert report["verdict"] == INCONCLUSIVE and report["exit_code"] == 3
+    # the same with the rubric allowing insufficient criteria
+    lenient = Rubric(path=None, name="t", criteria=(crit("accuracy", ">=", 0.5, confidence=0.95),), allow_insufficient=True)
+    assert judge_run(INFO, records()[:3], lenient, None)["verdict"] == PASS
+
+
+def test_forbidden_limit_too_small_for_the_suite_says_how_many_cases():
+    clean = [rec(i, RIGHT) for i in range(100)]
+    report = judge_run(INFO, clean, rubric(crit("forbidden_rate", "<=", 0.001, confidence=0.95)), None)
+    c = report["criteria"][0]
+    assert c["value"] == 0.0 and c["verdict"] == "insufficient"
+    assert c["needed_n"] == 2995 and "2995" in c["reason"]
+    assert report["verdict"] == INCONCLUSIVE
+
+
+def test_confidence_fail_when_whole_interval_misses():
+    wrong = [rec(i, WRONG) for i in range(40)]
+    report = judge_run(INFO, wrong, rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
+    assert report["criteria"][0]["verdict"] == "fail" and report["verdict"] == FAIL
+
+
+def test_latency_percentile_interval_is_bootstrap():
+    report = judge_run(INFO, records(), rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)
+    c = report["criteria"][0]
+    assert c["interval"][0] <= c["value"] <= c["interval"][1]
+    assert c["verdict"] == "pass"  # the upper bound 500 is within 1000

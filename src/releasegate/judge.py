@@ -52,15 +52,15 @@ def judge_run(
     facts = run_facts(info, timed, cost, load=phase == "load")
     evaluate_values = _evaluate_metrics(rubric, records)
 
-    def measure(name: str, slice_: dict | None):
+    def measure(name: str, slice_: dict | None, confidence: float | None = None):
         source = timed if is_phased(name) else records
         chosen = select(source, slice_)
         if name in evaluate_values:
             return evaluate_values[name](chosen)
-        return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_})
+        return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
 
-    results = [judge_criterion(c, measure(c.metric, c.slice)) for c in rubric.criteria]
-    verdict = overall_verdict(results)
+    results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in rubric.criteria]
+    verdict = overall_verdict(results, allow_insufficient=rubric.allow_insufficient)
     return {
         "run_id": info.run_id,
         "target": info.target,

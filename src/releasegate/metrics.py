@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .stats import percentile, wilson
+from .stats import bootstrap, percentile, wilson, z_value
 
 __all__ = ["KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS"]
 
@@ -62,12 +62,16 @@ def select(records: Iterable, slice_: dict | None) -> list:
 
 def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict) -> MetricValue:
     """One metric over `records`; `scores` maps case id -> scores; `run` holds run-level facts."""
+    confidence = run.get("confidence") or 0.95
     if name in _RATES:
-        return _rate(name, records, scores)
+        return _rate(name, records, scores, confidence)
     base, _, q = name.rpartition("_p")
     if base in LATENCY_METRICS and q.isdigit():
         samples = _latency_samples(records, base)
-        return MetricValue(percentile(samples, float(q)), len(samples))
+        interval = None
+        if float(q) >= 95 or run.get("confidence"):  # tails are noisy: always say how noisy
+            interval = bootstrap(samples, lambda xs: percentile(xs, float(q)), confidence=confidence, resamples=1000)
+        return MetricValue(percentile(samples, float(q)), len(samples), interval)
     if name == "output_tokens_per_s":
         return _system_throughput(records, run)
     if name == "output_tokens_per_s_request_p50":
@@ -99,29 +103,29 @@ def _latency_samples(records: list, base: str) -> list[float]:
     return out
 
 
-def _rate(name: str, records: list, scores: dict[str, dict]) -> MetricValue:
+def _rate(name: str, records: list, scores: dict[str, dict], confidence: float = 0.95) -> MetricValue:
     if name == "error_rate":
         hits = sum(r.error is not None for r in records)
-        return _proportion(hits, len(records))
+        return _proportion(hits, len(records), confidence)
     if name == "forbidden_rate":
         done = [r for r in records if r.output is not None]
         hits = sum(bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done)
-        value = _proportion(hits, len(done))
+        value = _proportion(hits, len(done), confidence)
         if hits == 0 and done:
             return MetricValue(0.0, len(done), value.interval, note=f"0 hits; 95% upper bound about {3 / len(done):.3g}")
         return value
     key = "answer" if name == "accuracy" else "format"
     judged = [r for r in records if key in scores[r.case_id] or (r.output is None and _has_check(r, key))]
     passed = sum(bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged)
-    return _proportion(passed, len(judged))
+    return _proportion(passed, len(judged), confidence)
 
 
 def _has_check(record, key: str) -> bool:
     return bool(record.answer) if key == "answer" else bool(record.format)
 
 
-def _proportion(hits: int, n: int) -> MetricValue:
-    return MetricValue(hits / n if n else None, n, wilson(hits, n))
+def _proportion(hits: int, n: int, confidence: float = 0.95) -> MetricValue:
+    return MetricValue(hits / n if n else None, n, wilson(hits, n, z_value(confidence)))
 
 
 def _request_speed(record) -> float | None:

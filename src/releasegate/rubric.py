@@ -23,11 +23,15 @@ class Criterion:
     threshold: float
     slice: dict = field(default_factory=dict)
     min_samples: int = 1
+    confidence: float | None = None
+    """Gate on the interval bound at this confidence (None: on the point value)."""
 
     def as_dict(self) -> dict:
         out = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
         if self.slice:
             out["slice"] = dict(self.slice)
+        if self.confidence:
+            out["confidence"] = self.confidence
         if self.min_samples != 1:
             out["min_samples"] = self.min_samples
         return out
@@ -81,10 +85,13 @@ class Rubric:
     forbidden: tuple[ForbiddenRule, ...] = ()
     evaluate: tuple[EvaluateMetric, ...] = ()
     latency_from: str = "auto"
+    allow_insufficient: bool = False
 
     def as_dict(self) -> dict:
         """The snapshot written into a run directory (`rubric.yaml`)."""
         out: dict = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
+        if self.allow_insufficient:
+            out["allow_insufficient"] = True
         if self.forbidden:
             out["forbidden"] = [r.as_dict() for r in self.forbidden]
         if self.evaluate:
@@ -105,15 +112,16 @@ def load_rubric(path: Path) -> Rubric:
 
     evaluate = tuple(_evaluate_metric(m, path.parent) for m in data.get("evaluate", ()))
     known = set(KNOWN_METRICS) | {m.name for m in evaluate}
-    criteria = tuple(_criterion(c, i, known, at) for i, c in enumerate(data["criteria"]))
+    default_confidence = data.get("confidence")
+    criteria = tuple(_criterion(c, i, known, at, default_confidence) for i, c in enumerate(data["criteria"]))
     forbidden = _forbidden(data.get("forbidden"), path, at)
     return Rubric(
         path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
-        latency_from=data.get("latency_from", "auto"),
+        latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
     )
 
 
-def _criterion(raw: dict, i: int, known: set[str], at) -> Criterion:
+def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float | None = None) -> Criterion:
     if raw["metric"] not in known:
         raise InputError(
             f"unknown metric '{raw['metric']}'", **at("criteria", i, "metric"),
@@ -123,7 +131,7 @@ def _criterion(raw: dict, i: int, known: set[str], at) -> Criterion:
     name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items())
     return Criterion(
         name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
-        slice=slice_, min_samples=raw.get("min_samples", 1),
+        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=raw.get("confidence", default_confidence),
     )
 
 
