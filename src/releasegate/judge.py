@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .gate import EXIT_CODES, judge_criterion, overall_verdict
-from .metrics import KNOWN_METRICS, compute_metric, is_phased, select
+from .gate import EXIT_CODES, CriterionResult, judge_criterion, overall_verdict
+from .metrics import KNOWN_METRICS, MetricValue, compute_metric, is_phased, select
 from .record import CaseRecord, RunInfo
-from .rubric import Rubric
+from .rubric import Criterion, Rubric
 from .scorers import score_record
 
 __all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases"]
@@ -60,8 +60,12 @@ def judge_run(
         return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
 
     results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in rubric.criteria]
+    comparison = _baseline_comparison(rubric, records)
+    if comparison is not None:
+        results += comparison_results(comparison)
     verdict = overall_verdict(results, allow_insufficient=rubric.allow_insufficient)
     return {
+        "comparison": comparison,
         "run_id": info.run_id,
         "target": info.target,
         "rubric": rubric.name,
@@ -75,6 +79,37 @@ def judge_run(
         "counts": _counts(records, scores),
         "failing_cases": failing_cases(records, scores),
     }
+
+
+def _baseline_comparison(rubric: Rubric, records: list[CaseRecord]) -> dict | None:
+    if not rubric.baseline:
+        return None
+    from pathlib import Path
+
+    from .compare import Margins, compare_records
+    from .record import RunDir
+
+    spec = rubric.baseline
+    margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
+    comparison = compare_records(RunDir(Path(spec["run"])).read_records(), records, rubric.forbidden, margins)
+    return {"baseline_run": spec["run"], **comparison}
+
+
+def comparison_results(comparison: dict) -> list[CriterionResult]:
+    """Each compared metric as a gate criterion: a regression beyond its margin fails."""
+    out = []
+    for row in comparison["rows"]:
+        higher = row["metric"] in ("accuracy", "format_compliance")
+        criterion = Criterion(
+            name=f"{row['metric']} vs baseline", metric=row["metric"], op=">=" if higher else "<=",
+            threshold=-row["margin"] if higher else row["margin"],
+        )
+        interval = tuple(row["interval"]) if row["interval"] else None
+        value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired")
+        p = f", McNemar p={row['p_value']:.3g}" if row["p_value"] is not None else ""
+        reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
+        out.append(CriterionResult(criterion, value, row["verdict"], reason))
+    return out
 
 
 def _latency_phase(latency_from: str, load_records: list) -> str:

@@ -86,12 +86,16 @@ class Rubric:
     evaluate: tuple[EvaluateMetric, ...] = ()
     latency_from: str = "auto"
     allow_insufficient: bool = False
+    baseline: dict | None = None
+    """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
 
     def as_dict(self) -> dict:
         """The snapshot written into a run directory (`rubric.yaml`)."""
         out: dict = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
         if self.allow_insufficient:
             out["allow_insufficient"] = True
+        if self.baseline:
+            out["baseline"] = dict(self.baseline)
         if self.forbidden:
             out["forbidden"] = [r.as_dict() for r in self.forbidden]
         if self.evaluate:
@@ -118,6 +122,7 @@ def load_rubric(path: Path) -> Rubric:
     return Rubric(
         path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
         latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
+        baseline=_baseline(data.get("baseline"), path.parent, at),
     )
 
 
@@ -158,6 +163,15 @@ def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
             )
         )
     return tuple(rules)
+
+
+def _baseline(raw: dict | None, here: Path, at) -> dict | None:
+    if raw is None:
+        return None
+    run = (here / raw["run"]).resolve()
+    if not (run / "records.jsonl").is_file():
+        raise InputError(f"baseline run has no records.jsonl: {run}", **at("baseline", "run"), hint="point at a run directory")
+    return {**raw, "run": str(run)}
 
 
 def _evaluate_metric(raw: dict, here: Path) -> EvaluateMetric:

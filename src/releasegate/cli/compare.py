@@ -1,0 +1,58 @@
+"""`releasegate compare BASELINE_RUN CANDIDATE_RUN`: paired, case by case, with a verdict per metric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..compare import DEFAULT_MARGINS, Margins, compare_records
+from ..gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS
+from ..record import RunDir
+from ..rubric import load_rubric
+from ._common import JsonOption, consoles, print_json
+
+_STYLE = {"pass": "green", "fail": "red", "insufficient": "yellow"}
+
+
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="The baseline run directory.")],
+    candidate: Annotated[Path, typer.Argument(help="The candidate run directory.")],
+    rubric: Annotated[
+        Optional[Path], typer.Option(help="Rubric for forbidden rules and baseline margins (default: the candidate's snapshot).", dir_okay=False)
+    ] = None,
+    confidence: Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence of tests and intervals.")] = 0.95,
+    as_json: JsonOption = False,
+) -> int:
+    """Compare two runs on their shared cases: exact McNemar for pass/fail metrics, paired bootstrap for latency.
+    Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided, else 0."""
+    base_run, cand_run = RunDir(baseline), RunDir(candidate)
+    base_run.read_info()
+    cand_run.read_info()
+    policy = load_rubric(rubric if rubric is not None else cand_run.path / "rubric.yaml")
+    margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
+    result = compare_records(base_run.read_records(), cand_run.read_records(), policy.forbidden, Margins(margins, confidence))
+    verdicts = {row["verdict"] for row in result["rows"]}
+    verdict = FAIL if "fail" in verdicts else INCONCLUSIVE if "insufficient" in verdicts else PASS
+    result = {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict, **result}
+    if as_json:
+        print_json(result)
+    consoles(as_json).print(_table(result))
+    return EXIT_CODES[verdict]
+
+
+def _table(result: dict) -> Table:
+    table = Table(title=f"compare: {result['verdict']} ({result['shared_cases']} shared cases)", title_justify="left")
+    for col in ("metric", "baseline", "candidate", "delta", "interval", "margin", "McNemar p", "verdict"):
+        table.add_column(col, justify="right" if col not in ("metric", "verdict") else "left")
+    for row in result["rows"]:
+        interval = f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row["interval"] else "—"
+        p = f"{row['p_value']:.3g}" if row["p_value"] is not None else "—"
+        table.add_row(
+            row["metric"], f"{row['baseline']:.4g}", f"{row['candidate']:.4g}", f"{row['delta']:+.4g}", interval,
+            f"{row['margin']:.3g}", p, Text(row["verdict"], style=_STYLE[row["verdict"]]),
+        )
+    return table

@@ -1,0 +1,132 @@
+"""Paired comparison of a candidate run with a baseline run on the cases they share.
+
+Pass/fail metrics (accuracy, format compliance, forbidden responses) use the exact McNemar test on the
+discordant pairs and a paired bootstrap interval of the difference; latency uses a paired bootstrap of the
+per-case difference. Each metric has a non-inferiority margin:
+
+    regression    (fail)          the candidate is worse by more than the margin, and significantly so
+                                  (McNemar p < 1 - confidence; for latency the whole interval is past the margin)
+    non-inferior  (pass)          the interval of the difference stays within the margin
+    inconclusive  (insufficient)  neither: more shared cases are needed
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from .metrics import select
+from .record import CaseRecord
+from .scorers import score_record
+from .stats import mcnemar_exact, paired_bootstrap_delta
+
+__all__ = ["Margins", "compare_records", "DEFAULT_MARGINS"]
+
+# rates: absolute difference; latency: share of the baseline mean
+DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.0, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+_RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False)}
+_MAX_SLICE_VALUES = 20
+
+
+@dataclass(frozen=True)
+class Margins:
+    """Non-inferiority margins and the confidence of the comparison."""
+
+    margins: dict = field(default_factory=lambda: dict(DEFAULT_MARGINS))
+    confidence: float = 0.95
+
+
+def compare_records(base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins()) -> dict:
+    """Compare on shared case ids; both runs are re-scored with the same forbidden rules."""
+    base_by_id = {r.case_id: r for r in base}
+    cand_by_id = {r.case_id: r for r in cand}
+    shared = [cid for cid in cand_by_id if cid in base_by_id]
+    scores = {("b", cid): score_record(base_by_id[cid], forbidden_rules) for cid in shared}
+    scores |= {("c", cid): score_record(cand_by_id[cid], forbidden_rules) for cid in shared}
+    pairs = [(base_by_id[cid], cand_by_id[cid], scores[("b", cid)], scores[("c", cid)]) for cid in shared]
+    rows = [_rate_row(name, pairs, margins) for name in _RATE_KEYS]
+    rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
+    return {
+        "shared_cases": len(shared),
+        "only_in_baseline": len(base_by_id) - len(shared),
+        "only_in_candidate": len(cand_by_id) - len(shared),
+        "confidence": margins.confidence,
+        "rows": [r for r in rows if r is not None],
+        "slices": _slice_rows([p for p in pairs], margins),
+    }
+
+
+def _outcome(key: str, record: CaseRecord, score: dict) -> bool | None:
+    """Did this case pass on this metric (forbidden: did it hit)? None when not judged."""
+    if record.output is None:
+        return False if key != "forbidden" and (record.answer if key == "answer" else record.format) else None
+    if key == "forbidden":
+        return bool(score.get("forbidden", {}).get("hit"))
+    return score[key]["passed"] if key in score else None
+
+
+def _rate_row(name: str, pairs, margins: Margins) -> dict | None:
+    key, higher = _RATE_KEYS[name]
+    both = [(_outcome(key, b, sb), _outcome(key, c, sc)) for b, c, sb, sc in pairs]
+    both = [(x, y) for x, y in both if x is not None and y is not None]
+    if not both:
+        return None
+    good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
+    worse = sum(good(x) and not good(y) for x, y in both)  # b: good in baseline, bad in candidate
+    better = sum(not good(x) and good(y) for x, y in both)
+    p = mcnemar_exact(worse, better)
+    xs, ys = [float(x) for x, _ in both], [float(y) for _, y in both]
+    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence)
+    margin = margins.margins.get(name, DEFAULT_MARGINS[name])
+    loss = -delta if higher else delta  # how much worse the candidate is
+    loss_hi = (-interval[0] if higher else interval[1]) if interval else loss
+    if loss > margin and p < 1 - margins.confidence:
+        verdict = "fail"
+    elif loss_hi <= margin:
+        verdict = "pass"
+    else:
+        verdict = "insufficient"
+    return {
+        "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
+        "interval": list(interval) if interval else None, "margin": margin, "p_value": p,
+        "worse": worse, "better": better, "verdict": verdict,
+    }
+
+
+def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
+    both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs if b.output is not None and c.output is not None]
+    both = [(x, y) for x, y in both if x is not None and y is not None]
+    if len(both) < 2:
+        return None
+    xs, ys = [x for x, _ in both], [y for _, y in both]
+    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence)
+    share = margins.margins.get(name, DEFAULT_MARGINS[name])
+    margin = share * fmean(xs)
+    if interval[0] > margin:
+        verdict = "fail"
+    elif interval[1] <= margin:
+        verdict = "pass"
+    else:
+        verdict = "insufficient"
+    return {
+        "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
+        "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None, "verdict": verdict,
+    }
+
+
+def _slice_rows(pairs, margins: Margins) -> list[dict]:
+    """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
+    cands = [c for _, c, _, _ in pairs]
+    keys = ["suite"] + sorted({k for r in cands for k in r.tags})
+    by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}
+    rows = []
+    for key in keys:
+        values = sorted({str(r.slice_value(key)) for r in cands if r.slice_value(key) is not None})
+        if len(values) > _MAX_SLICE_VALUES:
+            continue
+        for value in values:
+            chosen = [by_id[r.case_id] for r in select(cands, {key: value})]
+            row = _rate_row("accuracy", chosen, margins)
+            if row is not None:
+                rows.append({"slice": f"{key}={value}", **{k: row[k] for k in ("n", "baseline", "candidate", "delta", "p_value", "verdict")}})
+    return rows
