@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Sequence
 from statistics import NormalDist, fmean
-from typing import Callable, Sequence
 
 __all__ = [
     "percentile", "wilson", "z_value", "bootstrap", "mcnemar_exact", "paired_bootstrap_delta",
