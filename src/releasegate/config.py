@@ -31,6 +31,8 @@ class TargetConfig:
     threads: int = 1
     batch_size: int = 8
     device: str = "cpu"
+    quantize: str | None = None
+    draft: Path | None = None
     responses: Path | None = None
     base_url: str | None = None
     model: str | None = None
@@ -53,6 +55,10 @@ class TargetConfig:
         text = f"hf {self.base}"
         if self.adapter:
             text += f" + adapter {self.adapter}" + (" (merged)" if self.merge else "")
+        if self.quantize:
+            text += f", {self.quantize}"
+        if self.draft:
+            text += f", speculative with draft {self.draft}"
         return text
 
 
@@ -159,12 +165,16 @@ def _target(raw: dict, here: Path, at) -> TargetConfig:
         raise InputError("merge: true needs an adapter", **at("target", "merge"))
     responses = here / raw["responses"] if raw.get("responses") else None
     tokenizer = _tokenizer_file(here / raw["tokenizer"], at) if raw.get("tokenizer") else None
+    draft = here / raw["draft"] if raw.get("draft") else None
+    if draft is not None and not (draft / "config.json").exists():
+        raise InputError(f"no config.json in {draft}", **at("target", "draft"), hint="point at a model directory")
     keys = (
-        "backend", "merge", "dtype", "threads", "batch_size", "device", "base_url", "model", "api_key_env", "mode",
+        "backend", "merge", "dtype", "threads", "batch_size", "device", "quantize", "base_url", "model", "api_key_env", "mode",
         "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body", "client",
     )
     return TargetConfig(
-        **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer
+        **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,
+        draft=draft,
     )
 
 

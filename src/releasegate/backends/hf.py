@@ -41,12 +41,20 @@ class HFBackend(Backend):
         self.tokenizer = self._load_tokenizer()
         self.model = self._load_model()
         self.eos_ids = self._eos_ids()
+        self.draft = self._load_draft() if self.target.draft else None
+
+    def _tokenizer_source(self) -> str:
+        """An adapter that ships its own tokenizer (added tokens) wins over the base's."""
+        adapter = self.target.adapter
+        if adapter is not None and any((adapter / f).exists() for f in ("tokenizer.json", "tokenizer_config.json")):
+            return str(adapter)
+        return self.target.base
 
     def _load_tokenizer(self):
         from transformers import AutoTokenizer
 
         try:
-            tok = AutoTokenizer.from_pretrained(self.target.base)
+            tok = AutoTokenizer.from_pretrained(self._tokenizer_source())
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load tokenizer of {self.target.base}: {_first_line(exc)}") from None
         tok.padding_side = "left"
@@ -62,8 +70,12 @@ class HFBackend(Backend):
             model = AutoModelForCausalLM.from_pretrained(t.base, dtype=getattr(self.torch, t.dtype))
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load base model {t.base}: {_first_line(exc)}") from None
+        if len(self.tokenizer) > model.get_input_embeddings().weight.shape[0]:
+            model.resize_token_embeddings(len(self.tokenizer))  # the adapter's tokenizer added tokens
         if t.adapter is not None:
             model = self._apply_adapter(model)
+        if t.quantize == "int8":
+            model = self._int8(model)
         return model.to(t.device).eval()
 
     def _apply_adapter(self, model):
@@ -74,7 +86,45 @@ class HFBackend(Backend):
             model = PeftModel.from_pretrained(model, str(self.target.adapter))
         except (OSError, ValueError, RuntimeError, KeyError) as exc:
             raise TargetError(f"cannot apply adapter {self.target.adapter}: {_first_line(exc)}") from None
+        self._check_adapter_applied(model)
         return model.merge_and_unload() if self.target.merge else model
+
+    def _check_adapter_applied(self, model) -> None:
+        """Canary: if base and base+adapter give the same logits, the adapter did nothing: stop, don't score."""
+        torch = self.torch
+        canary = [{"role": "user", "content": "My order has not arrived and I was charged twice, please help."}]
+        ids = self.prompt_ids(Request("canary", canary)) if self.tokenizer.chat_template else self.tokenizer("Hello")["input_ids"]
+        batch = torch.tensor([ids])
+        with torch.inference_mode():
+            with model.disable_adapter():
+                base_logits = model(input_ids=batch).logits
+            adapted = model(input_ids=batch).logits
+        if torch.equal(base_logits, adapted):
+            raise TargetError(
+                f"adapter {self.target.adapter} changes nothing: base and base+adapter give identical logits "
+                "(untrained adapter, or its target modules are not in this model)"
+            )
+
+    def _int8(self, model):
+        """Dynamic int8 quantization of the Linear layers (CPU), as a deployment variant."""
+        torch = self.torch
+        if self.target.device != "cpu":
+            raise TargetError("quantize: int8 is dynamic CPU quantization; on CUDA load an 8-bit model instead")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao.quantization announces its move to torchao
+            return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+    def _load_draft(self):
+        """The draft model for assisted (speculative) generation: must share the tokenizer."""
+        from transformers import AutoModelForCausalLM
+
+        if self.batch_size != 1:
+            raise TargetError("speculative decoding (draft) generates one request at a time: set batch_size: 1")
+        try:
+            draft = AutoModelForCausalLM.from_pretrained(str(self.target.draft), dtype=getattr(self.torch, self.target.dtype))
+        except (OSError, ValueError) as exc:
+            raise TargetError(f"cannot load draft model {self.target.draft}: {_first_line(exc)}") from None
+        return draft.to(self.target.device).eval()
 
     def _eos_ids(self) -> set[int]:
         eos = self.model.generation_config.eos_token_id
@@ -109,10 +159,28 @@ class HFBackend(Backend):
             out = self.model.generate(
                 input_ids=input_ids, attention_mask=attention, max_new_tokens=max_new_tokens, do_sample=False,
                 num_beams=1, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=sorted(self.eos_ids),
-                logits_processor=LogitsProcessorList([clock]),
+                logits_processor=LogitsProcessorList([clock]), **self._assist(),
             )
+            end = time.perf_counter_ns()
         new = out[:, input_ids.shape[1]:].tolist()
+        if self.draft is not None:
+            # assisted decoding verifies several tokens per step: step stamps are not per token
+            return [self._one_assisted(new[0], len(prompts[0]), clock.stamps[0], start, end)]
         return [self._one(row, len(p), clock.stamps, start, len(requests)) for row, p in zip(new, prompts)]
+
+    def _assist(self) -> dict:
+        return {"assistant_model": self.draft} if self.draft is not None else {}
+
+    def _one_assisted(self, row: list[int], n_in: int, first: int, start: int, end: int) -> Generation:
+        end_at = next((i for i, t in enumerate(row) if t in self.eos_ids), None)
+        n_out = end_at if end_at is not None else len(row)
+        tpot = (end - first) / _NS_PER_MS / (n_out - 1) if n_out >= 2 else None
+        return Generation(
+            self.tokenizer.decode(row[:n_out], skip_special_tokens=True),
+            tokens=Tokens(input=n_in, output=n_out, source="tokenizer"),
+            timing=Timing(ttft_ms=(first - start) / _NS_PER_MS, tpot_ms=tpot, e2e_ms=(end - start) / _NS_PER_MS, batch_size=1),
+            output_ids=row[:n_out],
+        )
 
     def _left_pad(self, prompts: list[list[int]]):
         torch = self.torch

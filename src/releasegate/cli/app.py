@@ -7,7 +7,7 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from ..errors import ReleasegateError
-from . import check, compare, gate, init, report, validate
+from . import check, compare, gate, init, matrix, report, validate
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
 3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint)."""
@@ -27,6 +27,7 @@ app.command("init")(init.init)
 app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
 app.command("report")(report.report)
 app.command("compare", epilog=EXIT_CODES_HELP)(compare.compare)
+app.command("matrix")(matrix.matrix)
 
 
 def main(argv: list[str] | None = None) -> int:

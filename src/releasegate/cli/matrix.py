@@ -1,0 +1,80 @@
+"""`releasegate matrix`: the same suites through adapter / merged / int8 / speculative, compared."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from ..config import DEFAULT_CONFIG
+from ..errors import InputError
+from ..matrix import VARIANTS, matrix_rows, variant_config
+from ..record import RunDir
+from ..report import format_value
+from ._common import ConfigOption, JsonOption, consoles, print_json
+from .validate import load_inputs
+
+
+def matrix(
+    config: ConfigOption = Path(DEFAULT_CONFIG),
+    variants: Annotated[str, typer.Option(help="Comma-separated, the first is the reference.")] = ",".join(VARIANTS),
+    draft: Annotated[Optional[Path], typer.Option(help="Draft model for the speculative variant (default: target.draft).", file_okay=False)] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Name of the matrix directory under the output dir.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Run only the first N cases.")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    as_json: JsonOption = False,
+) -> int:
+    """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
+    and cost ratios, share of outputs identical to the reference. Exit 1 if a variant's quality regresses."""
+    from ..runner import new_run_id, run_check
+
+    cfg, rubric, cases = load_inputs(config)
+    cases = cases[:limit] if limit else cases
+    names = [v.strip() for v in variants.split(",") if v.strip()]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown or not names:
+        raise InputError(f"unknown variant '{unknown[0] if unknown else ''}'", field="--variants", hint="choose from " + ", ".join(VARIANTS))
+    draft = draft if draft is not None else cfg.target.draft
+    console = consoles(as_json)
+    root = cfg.output_dir / (run_id or new_run_id() + "-matrix")
+    runs, reports = {}, {}
+    for name in names:
+        console.print(f"[bold]variant {name}[/]")
+        vcfg = dataclasses.replace(variant_config(cfg, name, draft), output_dir=root)
+        runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name)
+    rows = matrix_rows(runs, reports, rubric.forbidden)
+    result = {"reference": names[0], "variants": rows, "dir": str(root)}
+    RunDir(root).write_json("matrix.json", result)
+    if as_json:
+        print_json(result)
+    console.print(_table(rows))
+    return 1 if any(r["quality_verdict"] == "fail" for r in rows) else 0
+
+
+def _table(rows: list[dict]) -> Table:
+    table = Table(title=f"variant matrix (reference: {rows[0]['variant']})", title_justify="left")
+    for col in ("variant", "accuracy (Δ, p)", "identical", "TTFT p95 ms", "TPOT p95 ms", "cost", "quality"):
+        table.add_column(col, justify="left" if col in ("variant", "quality") else "right", no_wrap=col == "variant")
+    for r in rows:
+        table.add_row(
+            r["variant"], f"{format_value(r['accuracy'])} ({_signed(r['accuracy_delta'])}, p={format_value(r['accuracy_p'])})",
+            f"{r['identical_share']:.0%}", _with_ratio(r["ttft_ms_p95"], r["ttft_ms_p95_ratio"]),
+            _with_ratio(r["tpot_ms_p95"], r["tpot_ms_p95_ratio"]), _ratio_only(r["cost_per_1m_output_tokens_ratio"]),
+            r["quality_verdict"],
+        )
+    return table
+
+
+def _signed(value) -> str:
+    return "—" if value is None else f"{value:+.3f}"
+
+
+def _with_ratio(value, ratio) -> str:
+    return "—" if value is None else f"{value:.3g} ({ratio:.2f}×)" if ratio is not None else f"{value:.3g}"
+
+
+def _ratio_only(ratio) -> str:
+    return "—" if ratio is None else f"{ratio:.2f}×"
