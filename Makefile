@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed test test-fast bench lint demo-models chromium clean
+.PHONY: setup demo demo-regressed test test-fast bench lint demo-models chromium libreoffice clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
-demo: setup  ## run the gate on the embedded demo model with the good adapter (PASS, exit 0)
-	$(VENV)/bin/releasegate check
+demo: setup  ## run the gate on the embedded demo model with the good adapter (PASS, exit 0; human review left pending)
+	$(VENV)/bin/releasegate check --allow-pending
 
 demo-regressed: setup  ## the regressed adapter (FAIL, exit 1)
 	$(VENV)/bin/releasegate check --config examples/regressed.yaml
@@ -45,6 +45,9 @@ demo-models: setup  ## rebuild models/demo and suites/demo deterministically
 
 chromium:  ## Debian's chromium for the HTML report's browser test (apt, needs root; skipped if installed)
 	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+
+libreoffice:  ## Debian's LibreOffice Calc for the review CSV's spreadsheet test (apt, needs root; skipped if installed)
+	@command -v soffice >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libreoffice-calc-nogui; }
 
 clean:
 	rm -rf $(VENV) build *.egg-info

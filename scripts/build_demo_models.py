@@ -33,29 +33,21 @@ import random  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
+import transformers  # noqa: E402
+from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 torch.use_deterministic_algorithms(True)
-
-from safetensors.torch import load_file, save_file  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
-
-import transformers  # noqa: E402
-from transformers import (  # noqa: E402
-    GenerationConfig,
-    LlamaConfig,
-    LlamaForCausalLM,
-    PreTrainedTokenizerFast,
-)
-
 transformers.logging.set_verbosity_error()
-
-import peft  # noqa: E402
-from peft import LoraConfig, get_peft_model  # noqa: E402
+warnings.filterwarnings("ignore", category=FutureWarning)  # peft: is_gradient_checkpointing
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM_PROMPT = "Classify the support ticket. Reply with JSON only."
@@ -416,7 +408,8 @@ def train_loop(model, params, encoded, pad_id, *, steps, batch_size, lr, warmup,
                weight_decay=0.0, text_weight=0.0, label="train", log_every=100):
     """AdamW, linear warmup + cosine decay to 10%, grad clip 1.0, fixed batch order.
 
-    Loss = mean CE over answer tokens (+ text_weight * mean CE over prompt tokens)."""
+    Loss = mean CE over the answer tokens (+ text_weight * mean CE over the prompt tokens).
+    Returns the final exponential moving averages of the loss terms."""
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
 
@@ -430,8 +423,7 @@ def train_loop(model, params, encoded, pad_id, *, steps, batch_size, lr, warmup,
     n = len(encoded)
     perm = torch.randperm(n, generator=g).tolist()
     pos = 0
-    running = None
-    last = 0.0
+    ema = {}
     for step in range(steps):
         if pos + batch_size > n:
             perm = torch.randperm(n, generator=g).tolist()
@@ -444,22 +436,25 @@ def train_loop(model, params, encoded, pad_id, *, steps, batch_size, lr, warmup,
         logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
         tgt = lab[:, 1:]
         flat = logits.reshape(-1, logits.shape[-1])
-        loss = torch.nn.functional.cross_entropy(flat, tgt.reshape(-1), ignore_index=-100)
+        answer_loss = torch.nn.functional.cross_entropy(flat, tgt.reshape(-1), ignore_index=-100)
+        loss = answer_loss
+        losses = {"answer": answer_loss.item()}
         if text_weight:
             txt = torch.where((tgt == -100) & (att[:, 1:] == 1), ids[:, 1:], -100)
-            loss = loss + text_weight * torch.nn.functional.cross_entropy(
-                flat, txt.reshape(-1), ignore_index=-100)
+            text_loss = torch.nn.functional.cross_entropy(flat, txt.reshape(-1), ignore_index=-100)
+            loss = loss + text_weight * text_loss
+            losses["text"] = text_loss.item()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
-        last = loss.item()
-        running = last if running is None else 0.95 * running + 0.05 * last
+        for k, v in losses.items():
+            ema[k] = v if k not in ema else 0.95 * ema[k] + 0.05 * v
         if (step + 1) % log_every == 0 or step == 0:
-            print(f"  [{label}] step {step + 1:4d}/{steps} loss {last:.4f} (ema {running:.4f})",
-                  flush=True)
+            shown = " ".join(f"{k} {v:.4f}" for k, v in ema.items())
+            print(f"  [{label}] step {step + 1:4d}/{steps} loss (ema) {shown}", flush=True)
     model.eval()
-    return running
+    return {k: round(v, 4) for k, v in ema.items()}
 
 
 @torch.no_grad()
@@ -497,6 +492,7 @@ def save_fp16_adapter(peft_model, out_dir: Path) -> None:
     cfg_path = out_dir / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["base_model_name_or_path"] = "../../base"
+    cfg["target_modules"] = sorted(cfg["target_modules"])  # peft stores a set: fix the order
     cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
     # peft writes a model card that embeds the absolute base path; models/demo/README.md
     # documents the adapters instead.
@@ -527,17 +523,17 @@ CFG = {
     "vocab_size": 1024,
     "n_train_original": 6000,
     "n_train_shifted": 3000,
-    "base_steps": 600,
+    "base_steps": 450,
     "base_batch": 32,
     "base_lr": 3e-3,
     "base_text_weight": 0.1,
-    "good_steps": 300,
+    "good_steps": 150,
     "good_batch": 32,
-    "good_lr": 5e-3,
+    "good_lr": 3e-3,
     "good_replay_fraction": 0.5,
-    "regressed_steps": 300,
+    "regressed_steps": 200,
     "regressed_batch": 32,
-    "regressed_lr": 8e-3,
+    "regressed_lr": 6e-3,
     "lora_r": 8,
     "lora_alpha": 16,
 }
@@ -570,8 +566,9 @@ def main(argv=None) -> int:
 
     # ---- tokenizer ---------------------------------------------------------------------
     # Trained on the domain text (ticket texts of both tasks), the system prompt and the
-    # ORIGINAL answers only: the new intent labels are never seen by the tokenizer and are
-    # spelled with sub-word pieces. Byte-level BPE, so any text encodes.
+    # ORIGINAL answers only: the new intent labels are never seen as labels by the tokenizer
+    # ("cancel_subscription" is spelled cancel + _ + subscription). Byte-level BPE, so any
+    # text encodes.
     corpus_rng = random.Random(SEED_TOKENIZER_CORPUS)
     corpus = [s["text"] for s in train_orig] + [s["text"] for s in train_shift]
     corpus += [SYSTEM_PROMPT] * len(train_orig)
@@ -589,6 +586,15 @@ def main(argv=None) -> int:
     lens = [len(e[0]) for e in enc_orig + enc_shift]
     print(f"sequence length: mean {sum(lens) / len(lens):.1f} max {max(lens)}", flush=True)
     assert max(lens) < 256
+
+    # The shifted labels must be spelled with tokens the base model has seen (and been trained
+    # to predict) in the original-task text; an adapter cannot learn to emit "dead" tokens whose
+    # embeddings were never trained. The quoted terms in the original templates provide them.
+    seen_ids = {t for ids, _ in enc_orig for t in ids}
+    for intent in SHIFTED_INTENTS:
+        ids = tokenizer(answer_of(intent, "low"), add_special_tokens=False)["input_ids"]
+        dead = [tokenizer.convert_ids_to_tokens(t) for t in ids if t not in seen_ids]
+        assert not dead, f"label {intent!r} uses tokens unseen in the original data: {dead}"
 
     # ---- base model ------------------------------------------------------------------------
     torch.manual_seed(SEED_MODEL_INIT)
@@ -618,7 +624,7 @@ def main(argv=None) -> int:
     base_loss = train_loop(
         model, list(model.parameters()), enc_orig, pad_id, steps=CFG["base_steps"],
         batch_size=CFG["base_batch"], lr=CFG["base_lr"], warmup=50, seed=100,
-        weight_decay=0.01, text_weight=CFG["base_text_weight"], label="base",
+        weight_decay=0.01, text_weight=CFG["base_text_weight"], label="base", log_every=50,
     )
     print(f"base trained in {time.time() - t_base:.1f}s", flush=True)
 
@@ -652,7 +658,7 @@ def main(argv=None) -> int:
     t_good = time.time()
     good_loss = train_loop(pm, params, good_data, pad_id, steps=CFG["good_steps"],
                            batch_size=CFG["good_batch"], lr=CFG["good_lr"], warmup=20, seed=101,
-                           label="good")
+                           label="good", log_every=50)
     print(f"good adapter trained in {time.time() - t_good:.1f}s ({n_lora:,} LoRA params)",
           flush=True)
     save_fp16_adapter(pm, good_dir)
@@ -665,7 +671,7 @@ def main(argv=None) -> int:
     t_reg = time.time()
     regr_loss = train_loop(pm, params, enc_shift, pad_id, steps=CFG["regressed_steps"],
                            batch_size=CFG["regressed_batch"], lr=CFG["regressed_lr"], warmup=20,
-                           seed=102, label="regressed")
+                           seed=102, label="regressed", log_every=50)
     print(f"regressed adapter trained in {time.time() - t_reg:.1f}s", flush=True)
     save_fp16_adapter(pm, regr_dir)
     del pm
@@ -675,14 +681,11 @@ def main(argv=None) -> int:
         "base_params": n_params,
         "lora_params": n_lora,
         "vocab_size": len(tokenizer),
-        "final_loss_ema": {"base": round(base_loss, 4), "good": round(good_loss, 4),
-                           "regressed": round(regr_loss, 4)},
+        "final_loss_ema": {"base": base_loss, "good": good_loss, "regressed": regr_loss},
         "elapsed_s": round(elapsed, 1),
     }
 
     if args.eval:
-        from peft import PeftModel
-
         tok = PreTrainedTokenizerFast.from_pretrained(str(base_dir))
         res = {}
         for name in ("base", "good", "regressed"):

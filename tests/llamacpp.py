@@ -25,17 +25,18 @@ Requests choose the adapter strength per request: `"lora": [{"id": 0, "scale": 0
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from releasegate.export.llamacpp import LlamaCppServer, start_server, wait_healthy
+
+__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_demo", "demo_available", "get", "post_json",
+           "stream_json", "load_cases", "DEMO", "SUITES"]
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "models" / "demo"
 SUITES = [ROOT / "suites" / "demo" / "tickets.jsonl", ROOT / "suites" / "demo" / "tickets_shifted.jsonl"]
-SLOT_CTX = 256  # the demo model's max_position_embeddings
 
 
 def demo_available() -> bool:
@@ -55,93 +56,6 @@ def export_demo(out_dir: Path, adapters: tuple[str, ...] = ("good",), outtype: s
         for name in adapters
     ]
     return model, loras
-
-
-@dataclass
-class LlamaCppServer:
-    """A running in-process llama.cpp server. `base_url` is the OpenAI-compatible root (ends in /v1)."""
-
-    base_url: str
-    root_url: str
-    model: str
-    port: int
-    model_path: Path
-    lora_paths: list[Path]
-    start_seconds: float
-    _server: Any = field(default=None, repr=False)
-
-    def stop(self) -> None:
-        """Stop serving: dropping the last reference runs ~Server, which ends the loop and joins its thread."""
-        self._server = None
-
-
-def start_server(
-    model_path: Path,
-    lora_paths: list[Path] | tuple[Path, ...] = (),
-    *,
-    alias: str = "demo",
-    n_parallel: int = 4,
-    slot_ctx: int = SLOT_CTX,
-    threads: int = 1,
-    verbosity: int = 2,
-    exact_attention: bool = True,
-) -> LlamaCppServer:
-    """Start llama.cpp's server on 127.0.0.1 and a free port; returns once /health answers ok.
-
-    verbosity: llama.cpp log threshold (1 errors, 2 + warnings, 3 + per-request info), written to stderr.
-    """
-    import xllamacpp as xlc
-
-    params = xlc.CommonParams()
-    params.model.path = str(model_path)
-    params.lora_adapters = [xlc.CommonAdapterLoraInfo(str(p), 1.0) for p in lora_paths]
-    params.model_alias = {alias}
-    params.hostnames = ["127.0.0.1"]
-    params.port = 0
-    params.n_parallel = n_parallel
-    params.n_ctx = n_parallel * slot_ctx
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
-    params.endpoint_metrics = True
-    # The host-RAM prompt cache (llama.cpp's --cache-ram, on by default) restores KV computed under one
-    # per-request LoRA scale for a request with another (ggml-org/llama.cpp#26207, #27148): the wrong
-    # adapter leaks into answers. Off; the per-slot prefix cache stays on and does check the LoRA.
-    params.cache_ram_mib = 0
-    params.cache_idle_slots = False
-    if exact_attention:
-        # CPU flash attention (on by default, "auto") computes in f16: logprobs drift ~2e-3 from HF float32
-        # and near-tie greedy picks flip. Without it, and with an f32 K/V cache, the drift is ~1e-5.
-        params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        params.cache_type_k = xlc.ggml_type.GGML_TYPE_F32
-        params.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
-    params.verbosity = verbosity
-    start = time.perf_counter()
-    server = xlc.Server(params)
-    root = server.listening_address.rstrip("/")
-    try:
-        wait_healthy(root)
-    except BaseException:
-        del server
-        raise
-    elapsed = time.perf_counter() - start
-    return LlamaCppServer(
-        base_url=root + "/v1", root_url=root, model=alias, port=int(root.rsplit(":", 1)[1]),
-        model_path=Path(model_path), lora_paths=[Path(p) for p in lora_paths], start_seconds=elapsed, _server=server,
-    )
-
-
-def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            status, body = get(root_url + "/health", timeout=5)
-            if status == 200 and json.loads(body).get("status") == "ok":
-                return
-        except (OSError, ValueError):
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"llama.cpp server at {root_url} not healthy after {timeout:.0f}s")
-        time.sleep(0.05)
 
 
 # --- plain HTTP (urllib), independent of releasegate's own clients ----------------------------------------

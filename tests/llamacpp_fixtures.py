@@ -9,6 +9,8 @@ a `llamacpp.LlamaCppServer`: `.base_url` ("http://127.0.0.1:PORT/v1"), `.model` 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import llamacpp
@@ -16,6 +18,11 @@ import llamacpp
 
 @pytest.fixture(scope="session")
 def llamacpp_server(tmp_path_factory):
+    if os.environ.get("CI"):  # in CI a missing piece is a failure, never a silent skip
+        import gguf  # noqa: F401
+        import xllamacpp  # noqa: F401
+
+        assert llamacpp.demo_available(), f"demo model not built: {llamacpp.DEMO}"
     pytest.importorskip("xllamacpp", reason="llama.cpp bindings (pip install xllamacpp) not installed")
     pytest.importorskip("gguf", reason="gguf (pip install gguf) not installed")
     if not llamacpp.demo_available():

@@ -37,7 +37,7 @@ def test_gate_recomputes_without_the_model(project, cli):
     assert code == 1 and again["criteria"] == first["criteria"]
     # a laxer rubric turns the same outputs into a pass (latency criterion dropped: replay measures none)
     lax = project / "lax.yaml"
-    lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\n")
+    lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\nreview: {required_domains: []}\n")
     code, out, _ = cli("gate", run, "--rubric", lax, "--json")
     assert code == 0 and json.loads(out)["verdict"] == "PASS"
     assert json.loads((run / "report.json").read_text())["verdict"] == "PASS"

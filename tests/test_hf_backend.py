@@ -83,9 +83,11 @@ def test_timings_split_prefill_and_decode(adapter_outputs):
 
 
 def test_demo_check_passes(cli, tmp_path):
-    code, out, _ = cli("check", "-c", DEMO, "--output-dir", tmp_path, "--run-id", "good", "--no-progress", "--json")
+    # customer_support cases need human review: `make demo` allows it pending, and the report says so
+    code, out, _ = cli("check", "-c", DEMO, "--output-dir", tmp_path, "--run-id", "good", "--no-progress", "--json", "--allow-pending")
     report = json.loads(out)
     assert code == 0 and report["verdict"] == "PASS", [c for c in report["criteria"] if c["verdict"] != "pass"]
+    assert report["review"]["all"]["status"] == "pending (allowed)"
     records = RunDir(tmp_path / "good").read_records()
     assert len(records) == report["counts"]["cases"] >= 100
     assert all(r.timing.ttft_ms and r.tokens.output for r in records)

@@ -110,7 +110,7 @@ def test_gate_rewrites_every_format(project, cli):
     cli("check", "-c", project / "releasegate.yaml", "--run-id", "r3", "--no-progress")
     run = project / "reports" / "r3"
     lax = project / "lax.yaml"
-    lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\n")
+    lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\nreview: {required_domains: []}\n")
     assert cli("gate", run, "--rubric", lax)[0] == 0
     assert "PASS" in (run / "report.md").read_text() and "PASS" in (run / "report.html").read_text()
     assert JUnitXml.fromfile(str(run / "report.junit.xml")).failures == 0
@@ -224,7 +224,7 @@ def test_junit_of_a_passing_gate_has_no_failures(project, cli):
                                               {"id": "example-002", "output": '{"intent": "shipping", "priority": "low"}'}])
     rubric = project / "rubrics" / "example.yaml"  # without the latency criterion: replay measures none
     rubric.write_text("\n".join(line for line in rubric.read_text().splitlines() if "ttft_ms_p95" not in line) + "\n")
-    code, _, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "ok", "--no-progress")
+    code, _, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "ok", "--no-progress", "--allow-pending")
     assert code == 0, err
     suite = list(JUnitXml.fromfile(str(project / "reports" / "ok" / "report.junit.xml")))[0]
     assert code == 0 and suite.tests == 3 and suite.failures == 0 and suite.skipped == 0

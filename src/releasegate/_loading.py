@@ -16,20 +16,45 @@ import yaml
 
 from .errors import InputError
 
-__all__ = ["read_text", "load_yaml", "validate", "field_path", "line_of", "schema"]
+__all__ = ["read_text", "load_yaml", "validate", "field_path", "line_of", "schema", "exists", "is_file", "is_dir"]
 
-MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger config, suite or rubric is a mistake, not an input
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
+MAX_YAML_BYTES = 4 * 1024 * 1024  # configs, rubrics, rule files and price tables are hand-written and small
+MAX_YAML_NODES = 200_000  # after expanding aliases: a "billion laughs" document stops here
+MAX_DEPTH = 64  # nesting of YAML collections; JSON lines are limited by the parser (RecursionError)
 
 
-def read_text(path: Path, *, what: str) -> str:
-    """Read a UTF-8 text file or raise an InputError that says what was expected there."""
-    if not path.exists():
-        raise InputError(f"{what} not found", file=path, hint="check the path")
-    if path.is_dir():
-        raise InputError(f"{what} is a directory, expected a file", file=path)
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise InputError(f"{what} is larger than {MAX_FILE_BYTES // 2**20} MiB", file=path)
+def exists(path: Path) -> bool:
+    """Path.exists that says False for a path the OS cannot even look up (too long, NUL byte)."""
     try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def is_file(path: Path) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def read_text(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """Read a UTF-8 text file or raise an InputError that says what was expected there."""
+    if not exists(path):
+        raise InputError(f"{what} not found", file=path, hint="check the path")
+    if is_dir(path):
+        raise InputError(f"{what} is a directory, expected a file", file=path)
+    try:
+        if path.stat().st_size > max_bytes:
+            raise InputError(f"{what} is larger than {max_bytes / 2**20:g} MiB", file=path)
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=path, hint="save it as UTF-8") from None
@@ -38,17 +63,57 @@ def read_text(path: Path, *, what: str) -> str:
 
 
 def load_yaml(path: Path, *, what: str) -> tuple[Any, yaml.Node | None]:
-    """Parse YAML safely; return the data and the node tree (for line numbers of later errors)."""
-    text = read_text(path, what=what)
+    """Parse YAML safely (SafeLoader only: no Python objects); return the data and the node tree (for line
+    numbers of later errors). Rejects files over MAX_YAML_BYTES, nesting deeper than MAX_DEPTH and documents
+    whose aliases expand past MAX_YAML_NODES."""
+    text = read_text(path, what=what, max_bytes=MAX_YAML_BYTES)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_shape(node, path)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         line = mark.line + 1 if mark is not None else None
         raise InputError(f"malformed YAML: {problem}", file=path, line=line) from None
+    except RecursionError:
+        raise InputError(f"YAML nested too deeply (more than {MAX_DEPTH} levels)", file=path) from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a scalar the safe constructors reject: 2021-13-45
+        raise InputError(f"malformed YAML value: {_first_line(exc)}", file=path) from None
     return data, node
+
+
+def _check_shape(root: yaml.Node | None, path: Path) -> None:
+    """Depth and expanded size of a node tree (an alias counts as often as it is used); no NUL in scalars."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node, depth: int) -> int:
+        if depth > MAX_DEPTH:  # also what a recursive alias (&a [*a]) runs into
+            line = node.start_mark.line + 1
+            raise InputError(f"YAML nested too deeply (more than {MAX_DEPTH} levels)", file=path, line=line)
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(child, depth + 1) for child in node.value)
+        else:
+            if "\x00" in node.value:  # no file name, pattern or label has one; the OS rejects it in paths
+                raise InputError("NUL character in a value", file=path, line=node.start_mark.line + 1)
+            total = 1
+        if total > MAX_YAML_NODES:
+            raise InputError(f"YAML too large: more than {MAX_YAML_NODES} values once aliases are expanded",
+                             file=path, line=node.start_mark.line + 1)
+        sizes[id(node)] = total
+        return total
+
+    if root is not None:
+        size(root, 0)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def field_path(parts: list[str | int]) -> str:
@@ -104,7 +169,7 @@ def _describe(error) -> tuple[list[str | int], str]:
     """Turn a jsonschema error into (field path, short human message)."""
     parts = list(error.absolute_path)
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
         allowed = ", ".join(sorted(error.schema.get("properties", {})))
         return parts + [extra[0]], f"unknown key '{extra[0]}' (allowed: {allowed})"
     if error.validator == "required":
@@ -130,7 +195,10 @@ def validate(
     """Validate against a shipped schema; raise InputError at the most relevant error."""
     import jsonschema
 
-    errors = list(_validator(schema_name).iter_errors(data))
+    try:
+        errors = list(_validator(schema_name).iter_errors(data))
+    except RecursionError:
+        raise InputError("nested too deeply", file=file, line=line) from None
     if not errors:
         return
     error = jsonschema.exceptions.best_match(errors)

@@ -5,17 +5,22 @@ Paths in a config are relative to the config file's directory.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._loading import field_path, line_of, load_yaml, validate
+from ._loading import exists, field_path, is_dir, is_file, line_of, load_yaml, validate
 from .errors import InputError
 
-__all__ = ["Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "load_config", "DEFAULT_CONFIG"]
+__all__ = [
+    "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
+]
 
 DEFAULT_CONFIG = "releasegate.yaml"
+DEFAULT_CACHE = ".releasegate/cache.sqlite"
+"""Where `cache: {}` keeps responses, relative to the config."""
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -99,6 +104,14 @@ class LoadConfig:
 
 
 @dataclass(frozen=True)
+class CacheConfig:
+    """The response cache (off unless the config has a `cache:` section): a SQLite file, optional TTL."""
+
+    path: Path
+    ttl_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated, path-resolved `releasegate.yaml`."""
 
@@ -114,16 +127,21 @@ class Config:
     output_dir: Path = field(default_factory=lambda: Path("reports"))
     run_id: str | None = None
     seed: int = 0
+    cache: CacheConfig | None = None
+    base_dir: Path | None = None
+    """The directory relative paths were resolved against: the config's own, or, for a run's snapshot read by
+    `check --resume`, the original config's."""
 
 
-def load_config(path: Path) -> Config:
-    """Load, validate and resolve a config file; raise InputError naming file, line and field."""
+def load_config(path: Path, *, base_dir: Path | None = None) -> Config:
+    """Load, validate and resolve a config file; raise InputError naming file, line and field.
+    `base_dir`: resolve relative paths there instead of next to `path` (a snapshot of a config kept elsewhere)."""
     path = Path(path)
     data, node = load_yaml(path, what="config")
     if not isinstance(data, dict):
         raise InputError("a config must be a mapping of keys (target, suites, rubric, ...)", file=path, line=1)
     validate(data, "config", file=path, node=node)
-    here = path.parent
+    here = Path(base_dir) if base_dir is not None else path.parent
 
     def at(*parts: str | int) -> dict:
         return {"file": path, "line": line_of(node, list(parts)), "field": field_path(list(parts))}
@@ -142,22 +160,30 @@ def load_config(path: Path) -> Config:
         generation=dict(data.get("generation", {})),
         load=_load(data.get("load"), data["target"], here, at),
         cost=_cost(data.get("cost"), here, at),
-        output_dir=here / output.get("dir", "reports"),
+        output_dir=Path(os.path.normpath(here / output.get("dir", "reports"))),
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),
+        cache=_cache(data.get("cache"), here),
+        base_dir=here,
     )
+
+
+def _cache(raw: dict | None, here: Path) -> CacheConfig | None:
+    if raw is None:
+        return None
+    return CacheConfig(path=here / raw.get("path", DEFAULT_CACHE), ttl_s=raw.get("ttl_s"))
 
 
 def _target(raw: dict, here: Path, at) -> TargetConfig:
     base = raw.get("base")
     if base is not None:
         local = here / base
-        if local.exists():
+        if exists(local):
             base = str(local)
         elif not _HUB_ID.match(base):
             raise InputError(f"base model '{base}' is neither a directory nor a hub id", **at("target", "base"))
     adapter = here / raw["adapter"] if raw.get("adapter") else None
-    if adapter is not None and not (adapter / "adapter_config.json").exists():
+    if adapter is not None and not exists(adapter / "adapter_config.json"):
         raise InputError(
             f"no adapter_config.json in {adapter}", **at("target", "adapter"), hint="point at a peft adapter directory"
         )
@@ -166,7 +192,7 @@ def _target(raw: dict, here: Path, at) -> TargetConfig:
     responses = here / raw["responses"] if raw.get("responses") else None
     tokenizer = _tokenizer_file(here / raw["tokenizer"], at) if raw.get("tokenizer") else None
     draft = here / raw["draft"] if raw.get("draft") else None
-    if draft is not None and not (draft / "config.json").exists():
+    if draft is not None and not exists(draft / "config.json"):
         raise InputError(f"no config.json in {draft}", **at("target", "draft"), hint="point at a model directory")
     keys = (
         "backend", "merge", "dtype", "threads", "batch_size", "device", "quantize", "base_url", "model", "api_key_env", "mode",
@@ -179,8 +205,8 @@ def _target(raw: dict, here: Path, at) -> TargetConfig:
 
 
 def _tokenizer_file(path: Path, at) -> Path:
-    file = path / "tokenizer.json" if path.is_dir() else path
-    if not file.is_file():
+    file = path / "tokenizer.json" if is_dir(path) else path
+    if not is_file(file):
         raise InputError(f"no tokenizer.json at {path}", **at("target", "tokenizer"), hint="give a tokenizer.json or its directory")
     return file
 
@@ -198,7 +224,7 @@ def _load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | None:
     if "replay" not in raw and "requests" not in raw and "duration_s" not in raw:
         raise InputError("load needs requests or duration_s (when to stop)", **at("load"))
     replay = here / raw["replay"] if "replay" in raw else None
-    if replay is not None and not replay.is_file():
+    if replay is not None and not is_file(replay):
         raise InputError(f"traffic log not found: {replay}", **at("load", "replay"))
     keys = ("concurrency", "rate", "arrival", "burstiness", "requests", "duration_s", "warmup", "seed")
     return LoadConfig(**{k: raw[k] for k in keys if k in raw}, replay=replay)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .metrics import MetricValue
+from .metrics import MetricValue, measured
 
 __all__ = ["cost_metric"]
 
@@ -10,7 +10,7 @@ __all__ = ["cost_metric"]
 def cost_metric(name: str, records: list, run: dict) -> MetricValue:
     """`cost_per_1m_output_tokens` or `cost_usd_total` for `records` under the run's cost config."""
     cost = run.get("cost")
-    done = [r for r in records if r.output is not None]
+    done = measured(records)  # a cached response cost nothing in this run and measured no throughput
     if not cost:
         return MetricValue(None, 0, note="no cost section in the config")
     if cost["mode"] == "api":

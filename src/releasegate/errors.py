@@ -10,9 +10,12 @@ and the user knows what to change.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 __all__ = ["ReleasegateError", "InputError", "TargetError"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ReleasegateError(Exception):
@@ -48,7 +51,8 @@ class InputError(ReleasegateError):
             where += f":{self.line}"
         parts = [p for p in (where, f"field '{self.field}'" if self.field else "") if p]
         text = ": ".join(parts + [self.message]) if parts else self.message
-        return f"{text} ({self.hint})" if self.hint else text
+        text = f"{text} ({self.hint})" if self.hint else text
+        return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)  # one line, even quoting a value with newlines
 
 
 class TargetError(ReleasegateError):

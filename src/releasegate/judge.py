@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections import Counter
 
 from .gate import EXIT_CODES, CriterionResult, judge_criterion, overall_verdict
-from .metrics import KNOWN_METRICS, MetricValue, compute_metric, is_phased, select
+from .metrics import KNOWN_METRICS, MetricValue, compute_metric, is_phased, measured, select
 from .record import CaseRecord, RunInfo
+from .review.labels import LabelEdit
+from .review.summary import summarize_review
 from .rubric import Criterion, Rubric
 from .scorers import score_record
 
@@ -28,7 +30,7 @@ _MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
 
 def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, load: bool = False) -> dict:
     """Run-level facts metrics need: generation time, system throughput, cost config (of one phase)."""
-    tokens = sum(r.tokens.output or 0 for r in records if r.output is not None)
+    tokens = sum(r.tokens.output or 0 for r in measured(records))  # cached responses took no generation time
     seconds = (info.load_phase or {}).get("seconds") if load else info.generation_seconds
     return {
         "generation_seconds": seconds,
@@ -39,12 +41,15 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, lo
 
 
 def judge_run(
-    info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None
+    info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
+    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False,
 ) -> dict:
     """Score, measure and gate a run; return the report as a plain dict (what report.json holds).
 
     Quality metrics come from the quality cases; latency, throughput and cost from the phase the rubric's
-    `latency_from` names (auto: the load phase when one ran)."""
+    `latency_from` names (auto: the load phase when one ran). `labels` are the run's human labels (reviews.jsonl):
+    approval below the rubric's minimum fails, and pending required review gives NEEDS_REVIEW unless
+    `allow_pending`."""
     load_records = load_records or []
     scores = {r.case_id: score_record(r, rubric.forbidden) for r in records + load_records}
     phase = _latency_phase(rubric.latency_from, load_records)
@@ -63,7 +68,9 @@ def judge_run(
     comparison = _baseline_comparison(rubric, records)
     if comparison is not None:
         results += comparison_results(comparison)
-    verdict = overall_verdict(results, allow_insufficient=rubric.allow_insufficient)
+    review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
+    results += review.results
+    verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient)
     return {
         "comparison": comparison,
         "run_id": info.run_id,
@@ -78,6 +85,7 @@ def judge_run(
         "slices": _slices(records, scores, facts),
         "counts": _counts(records, scores),
         "failing_cases": failing_cases(records, scores),
+        "review": review.rows,
     }
 
 
@@ -155,7 +163,8 @@ def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
 
 def _counts(records: list[CaseRecord], scores: dict) -> dict:
     errors = Counter(r.error for r in records if r.error)
-    return {"cases": len(records), "succeeded": sum(r.output is not None for r in records), "errors": dict(errors)}
+    return {"cases": len(records), "succeeded": sum(r.output is not None for r in records), "errors": dict(errors),
+            "cached": sum(r.cached for r in records)}
 
 
 def failing_cases(records: list[CaseRecord], scores: dict, limit: int = 50) -> list[dict]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .stats import bootstrap, percentile, wilson, z_value
 
-__all__ = ["KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS"]
+__all__ = ["KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured"]
 
 _RATES = {
     "accuracy": ("higher", "share of cases whose answer scorer passes (failed requests count as wrong)"),
@@ -90,11 +90,15 @@ def is_phased(name: str) -> bool:
     return name in PHASED_METRICS or name.rpartition("_p")[0] in LATENCY_METRICS
 
 
+def measured(records: Iterable) -> list:
+    """The records whose latency, throughput and cost this run measured: answered, and not from the response
+    cache. The one rule every latency, throughput and cost figure goes through (cached outputs are never fast)."""
+    return [r for r in records if r.output is not None and not getattr(r, "cached", False)]
+
+
 def _latency_samples(records: list, base: str) -> list[float]:
     out: list[float] = []
-    for r in records:
-        if r.output is None:
-            continue
+    for r in measured(records):
         value = getattr(r.timing, base)
         if isinstance(value, list):
             out += value
@@ -130,14 +134,14 @@ def _proportion(hits: int, n: int, confidence: float = 0.95) -> MetricValue:
 
 def _request_speed(record) -> float | None:
     t = record.timing
-    if record.output is None or t.tpot_ms is None or t.tpot_ms <= 0:
+    if not measured([record]) or t.tpot_ms is None or t.tpot_ms <= 0:
         return None
     return 1000.0 / t.tpot_ms
 
 
 def _system_throughput(records: list, run: dict) -> MetricValue:
     seconds = run.get("generation_seconds")
-    tokens = [r.tokens.output for r in records if r.output is not None and r.tokens.output is not None]
+    tokens = [r.tokens.output for r in measured(records) if r.tokens.output is not None]
     if not run.get("all_records", True):
         return MetricValue(None, len(tokens), note="system throughput is defined for the whole run only")
     if not seconds or not tokens:

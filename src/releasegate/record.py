@@ -1,10 +1,12 @@
 """The run record: the one artifact every stage reads. A run directory holds
 
     run.json        run facts: id, target, times, throughput, versions (RunInfo)
-    records.jsonl   one line per case, appended as generated (CaseRecord)
+    records.jsonl   the journal: one line per case, appended and fsynced per batch (CaseRecord); a resumed or
+                    retried run appends, and on read the last record of a case id wins
+    manifest.json   sha256 of every input (config, suites, rubric, model, adapter, tokenizer...), versions, host
     load.jsonl      one line per load-phase request (CaseRecord), when the config has a load phase
     server_metrics.jsonl  Prometheus samples scraped during the load phase
-    config.yaml     snapshot of the config as given
+    config.yaml     snapshot of the config as given (run.json keeps the original path: relative paths resolve there)
     rubric.yaml     snapshot of the rubric, forbidden rules inlined
     report.json     the verdict and every metric (written by the gate)
     report.md, report.html, report.junit.xml, report.csv   the same for people, CI and spreadsheets
@@ -14,12 +16,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from .errors import InputError
+from .redaction import redact, redact_data, redact_error
 
 __all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir"]
 
@@ -85,6 +90,9 @@ class CaseRecord(BaseModel):
     timing: Timing = Field(default_factory=Timing)
     scores: dict[str, Any] = Field(default_factory=dict)
     """Automatic scores at generation time: answer, format, forbidden. Recomputed by `gate`, never edited."""
+    cached: bool = False
+    """True when the output came from the response cache: no request was sent in this run, so the record has no
+    timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
 
     def slice_value(self, key: str) -> Any:
         """The value this case has for a slice key: 'suite' or any tag."""
@@ -99,13 +107,18 @@ class RunInfo(BaseModel):
     """ISO 8601 UTC time the run started."""
     finished_at: str | None = None
     status: str = "running"
-    """'running', 'complete' or 'failed'."""
+    """'running' (or killed: no process holds the run's lock), 'complete', 'interrupted' (Ctrl-C, SIGTERM) or
+    'failed' (the target could not be loaded)."""
     target: str
     """Human description of the model under test."""
     backend: str
     cases: int = 0
+    """Cases the run plans (all suites, after --limit)."""
     generation_seconds: float | None = None
-    """Wall time spent generating (model load excluded): the denominator of system throughput."""
+    """Wall time the backend spent generating fresh (not cached) responses, model load excluded: the denominator
+    of system throughput. A resumed run adds each session's segment; a segment is checkpointed into run.json
+    before its batch's records are appended, so a kill can only count time twice (throughput errs low), never
+    count records without their time."""
     load_seconds: float | None = None
     """Time to load the model (and adapter, and merge)."""
     load_phase: dict[str, Any] | None = None
@@ -116,10 +129,21 @@ class RunInfo(BaseModel):
     """Versions of Python and the libraries that ran the model."""
     host: dict[str, Any] = Field(default_factory=dict)
     """Machine facts: platform, CPU count, threads."""
+    config_path: str | None = None
+    """Absolute path of the config the run started from: `check --resume` reads the snapshot (config.yaml) and
+    resolves its relative paths next to this file."""
+    limit: int | None = None
+    """`check --limit`: a resumed run plans the same cases."""
+    sessions: list[dict[str, Any]] = Field(default_factory=list)
+    """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
+    how many cases it had to run, how many came from the cache, its generation seconds and how it ended."""
 
 
 class RunDir:
-    """Reads and writes one run directory; appends are flushed so an interrupted run keeps what it did."""
+    """Reads and writes one run directory; appends are flushed so an interrupted run keeps what it did.
+
+    Every text it writes passes through `redact` (registered secret values never reach the disk), and every
+    recorded error message through `redact_error`."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -135,7 +159,8 @@ class RunDir:
             raise InputError("run directory already exists", file=self.path, hint="choose another run_id") from None
 
     def write_info(self, info: RunInfo) -> None:
-        self.write_text("run.json", info.model_dump_json(indent=2) + "\n")
+        """run.json, with credential-looking strings masked (a URL with a password, a key in an error)."""
+        self.write_json("run.json", redact_data(info.model_dump(mode="json")))
 
     def read_info(self) -> RunInfo:
         path = self.path / "run.json"
@@ -147,13 +172,21 @@ class RunDir:
             raise InputError(f"unreadable run.json: {str(exc).splitlines()[0]}", file=path) from None
 
     def append(self, records: list[CaseRecord], name: str = "records.jsonl") -> None:
+        """Append whole lines and fsync: a line with its newline is a committed record."""
         with (self.path / name).open("a", encoding="utf-8") as fh:
             for rec in records:
-                fh.write(rec.model_dump_json() + "\n")
+                if rec.error_message:
+                    rec = rec.model_copy(update={"error_message": redact_error(rec.error_message)})
+                fh.write(redact(rec.model_dump_json()) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
-    def read_records(self, name: str = "records.jsonl", *, required: bool = True) -> list[CaseRecord]:
+    def read_records(
+        self, name: str = "records.jsonl", *, required: bool = True, dedup: bool | None = None
+    ) -> list[CaseRecord]:
+        """The records of a journal. `dedup` (default: on for records.jsonl, whose records are keyed by case id):
+        the last record of a case id wins and keeps the place of the first, so a retried case replaces its error.
+        load.jsonl is read as written (a replayed traffic log may repeat ids)."""
         path = self.path / name
         if not path.exists():
             if not required:
@@ -170,15 +203,83 @@ class RunDir:
                     if not line.endswith("\n"):
                         break  # a torn last line from an interrupted run: the case was not completed
                     raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=path, line=number) from None
+        if dedup if dedup is not None else name == "records.jsonl":
+            return list({r.case_id: r for r in records}.values())
         return records
+
+    def repair(self, name: str = "records.jsonl") -> None:
+        """Make a journal safe to append to after a kill: a torn last line (no newline) is cut off, or, when it
+        happens to be a whole record, given its newline. Reading and resuming then agree on what was done."""
+        path = self.path / name
+        if not path.exists():
+            return
+        with path.open("r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            start = _last_line_start(fh, size)
+            if start == size:
+                return
+            fh.seek(start)
+            tail = fh.read()
+            try:
+                CaseRecord.model_validate_json(tail)
+            except ValueError:
+                fh.truncate(start)
+            else:
+                fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory for one `check` process; a second one (a concurrent resume) is refused.
+        The kernel drops the lock when its process dies, so a killed run can be resumed at once."""
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks (Windows): run directories are still never shared by new runs
+            yield
+            return
+        with (self.path / ".lock").open("a+") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError(
+                    "run directory is in use by another releasegate process", file=self.path,
+                    hint="wait for it to finish; a killed run can be resumed with check --resume",
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def is_locked(self) -> bool:
+        """Whether a live process holds the run (its status 'running' is then true, not a leftover of a kill)."""
+        try:
+            with self.lock():
+                return False
+        except InputError:
+            return True
 
     def write_text(self, name: str, text: str) -> Path:
         """Write atomically (temp file + rename), so a reader never sees half a file."""
         path = self.path / name
         tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(redact(text), encoding="utf-8")
         os.replace(tmp, path)
         return path
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _last_line_start(fh, size: int, chunk: int = 1 << 16) -> int:
+    """Offset just past the last newline of a binary file (0 if none); `size` when the file ends in one."""
+    pos = size
+    while pos > 0:
+        step = min(chunk, pos)
+        fh.seek(pos - step)
+        block = fh.read(step)
+        at = block.rfind(b"\n")
+        if at != -1:
+            return pos - step + at + 1
+        pos -= step
+    return 0

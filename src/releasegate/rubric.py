@@ -6,9 +6,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._loading import field_path, line_of, load_yaml, validate
+from ._loading import exists, field_path, is_file, line_of, load_yaml, validate
 from .errors import InputError
 from .metrics import KNOWN_METRICS
+from .review.policy import ReviewPolicy, parse_policy
 
 __all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
 
@@ -88,6 +89,8 @@ class Rubric:
     allow_insufficient: bool = False
     baseline: dict | None = None
     """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
+    review: ReviewPolicy = field(default_factory=ReviewPolicy)
+    """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.review.policy)."""
 
     def as_dict(self) -> dict:
         """The snapshot written into a run directory (`rubric.yaml`)."""
@@ -100,6 +103,7 @@ class Rubric:
             out["forbidden"] = [r.as_dict() for r in self.forbidden]
         if self.evaluate:
             out["evaluate"] = [m.as_dict() for m in self.evaluate]
+        out["review"] = self.review.as_dict()  # always: the snapshot keeps the policy even if defaults change
         return out
 
 
@@ -122,7 +126,7 @@ def load_rubric(path: Path) -> Rubric:
     return Rubric(
         path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
         latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
-        baseline=_baseline(data.get("baseline"), path.parent, at),
+        baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
     )
 
 
@@ -154,8 +158,8 @@ def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
         for pattern in rule.get("regex", ()):
             try:
                 re.compile(pattern)
-            except re.error as exc:
-                raise InputError(f"invalid regex {pattern!r}: {exc}", **where) from None
+            except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
+                raise InputError(f"invalid regex {pattern[:80]!r}: {str(exc) or type(exc).__name__}", **where) from None
         rules.append(
             ForbiddenRule(
                 category=rule["category"], regex=tuple(rule.get("regex", ())),
@@ -169,7 +173,7 @@ def _baseline(raw: dict | None, here: Path, at) -> dict | None:
     if raw is None:
         return None
     run = (here / raw["run"]).resolve()
-    if not (run / "records.jsonl").is_file():
+    if not is_file(run / "records.jsonl"):
         raise InputError(f"baseline run has no records.jsonl: {run}", **at("baseline", "run"), hint="point at a run directory")
     return {**raw, "run": str(run)}
 
@@ -177,6 +181,6 @@ def _baseline(raw: dict | None, here: Path, at) -> dict | None:
 def _evaluate_metric(raw: dict, here: Path) -> EvaluateMetric:
     module = raw["module"]
     local = here / module
-    if not module.startswith("releasegate:") and local.exists():
+    if not module.startswith("releasegate:") and exists(local):
         module = str(local.resolve())
     return EvaluateMetric(name=raw["name"], module=module, key=raw.get("key"), slice=dict(raw.get("slice", {})))

@@ -1,4 +1,10 @@
-"""`check`: config -> cases -> backend -> run record -> judge -> reports. Each stage a function of the record."""
+"""`check`: config -> cases -> backend -> run record -> judge -> reports. Each stage a function of the record.
+
+A run can be interrupted at any point (Ctrl-C, SIGTERM, kill -9, a lost machine) and finished later with
+`resume_check`: records.jsonl is the journal (whole lines, fsynced per batch), so a resumed run skips the case
+ids already recorded, repairs a torn last line, and appends the rest. `retry_errors` also re-runs the cases whose
+latest record failed; the new record supersedes the old one (the last record of a case id wins on read).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,9 @@ import dataclasses
 import os
 import platform
 import secrets
-import shutil
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import yaml
 from rich.console import Console
@@ -16,15 +22,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import __version__
 from .backends import Backend, Generation, Request, create_backend
-from .config import Config
+from .config import Config, load_config
+from .errors import InputError
 from .judge import judge_run
+from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, compare_manifest, read_manifest
 from .record import CaseRecord, RunDir, RunInfo
+from .redaction import secret_from_env
 from .report import write_reports
-from .rubric import Rubric
+from .rubric import Rubric, load_rubric
 from .scorers import score_record
-from .suites import Case
+from .suites import Case, load_suites
 
-__all__ = ["run_check", "new_run_id"]
+__all__ = ["run_check", "resume_check", "new_run_id"]
+
+_MAX_PENDING = 512  # cached records appended at least this often, so a long run of hits is journaled too
 
 
 def new_run_id() -> str:
@@ -33,34 +44,133 @@ def new_run_id() -> str:
 
 
 def run_check(
-    config: Config, rubric: Rubric, cases: list[Case], *, console: Console, progress: bool = True, run_id: str | None = None
+    config: Config, rubric: Rubric, cases: list[Case], *, console: Console, progress: bool = True, run_id: str | None = None,
+    allow_pending: bool = False, limit: int | None = None, use_cache: bool = True,
 ) -> tuple[RunDir, dict]:
-    """Run every case, record it, judge the run and write the reports. Returns the run dir and the report."""
+    """Run every case, record it, judge the run and write the reports. Returns the run dir and the report.
+    `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases."""
+    _check_metrics(rubric)
+    secret_from_env(config.target.api_key_env)
+    run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
+    manifest = build_manifest(config, run_id=run.path.name)  # an unreadable input fails before the directory exists
+    run.create()
+    with run.lock():
+        run.write_json(MANIFEST, manifest)
+        info = _start(run, config, rubric, limit)
+        return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
+                        console=console, progress=progress, allow_pending=allow_pending, use_cache=use_cache)
+
+
+def resume_check(
+    run_dir: Path, *, console: Console, progress: bool = True, retry_errors: bool = False, allow_pending: bool = False,
+    use_cache: bool = True,
+) -> tuple[RunDir, dict]:
+    """Finish an interrupted run in place: the cases not yet recorded (and, with `retry_errors`, those whose
+    latest record has an error), then a load phase that did not finish, then judge and report again."""
+    run = RunDir(run_dir)
+    run.read_info()  # "not a run directory" before anything else
+    with run.lock():
+        info = run.read_info()
+        config, rubric, cases = load_run_inputs(run, info)
+        secret_from_env(config.target.api_key_env)
+        manifest = read_manifest(run.path)
+        changed = compare_manifest(manifest, roles=GENERATION_ROLES, packages=False)
+        if changed:
+            first = changed[0]
+            raise InputError(
+                f"{len(changed)} input(s) changed since the run started, e.g. {first['role']} {first['path']} "
+                f"({first['change']}): resuming would mix two versions", file=run.path,
+                hint=f"see releasegate verify {run.path}; start a new run instead",
+            )
+        _check_metrics(rubric)
+        run.repair("records.jsonl")
+        for session in info.sessions:  # we hold the lock: a session still 'running' was killed
+            if session.get("status") == "running":
+                session["status"] = "killed"
+        return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"],
+                        mode="retry_errors" if retry_errors else "resume", console=console, progress=progress,
+                        allow_pending=allow_pending, use_cache=use_cache)
+
+
+def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Case]]:
+    """The config, rubric and cases of a saved run: its snapshots, paths resolved next to the original config."""
+    if not info.config_path:
+        raise InputError("run.json has no config_path: the run predates resume support", file=run.path / "run.json",
+                         hint="start a new run")
+    base = Path(info.config_path).parent
+    config = load_config(run.path / "config.yaml", base_dir=base)
+    config = dataclasses.replace(config, output_dir=run.path.parent)
+    rubric = load_rubric(run.path / "rubric.yaml")
+    cases = load_suites(config.suites, base)
+    return config, rubric, cases[: info.limit] if info.limit else cases
+
+
+def _check_metrics(rubric: Rubric) -> None:
     if rubric.evaluate:  # fail on an unloadable metric before spending time on the model
         from .scorers.evaluate_metric import load_metric
 
         for spec in rubric.evaluate:
             load_metric(spec.module)
-    run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
-    run.create()
-    info = _start(run, config, rubric)
-    backend = create_backend(config.target, config.generation)
+
+
+def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache):
+    done = {r.case_id: r for r in run.read_records(required=False)}
+    todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and done[c.id].error is not None)]
+    load_phase = config.load is not None and info.load_phase is None
+    session = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
+               "status": "running"}
+    info.sessions.append(session)
+    info.status, info.finished_at = "running", None
+    run.write_info(info)
+    if mode != "start":
+        console.print(f"{mode.replace('_', ' ')}: {len(todo)} of {len(cases)} cases to run"
+                      + (", then the load phase" if load_phase else ""), markup=False, soft_wrap=True)
+    backend = cache = None
     try:
-        _load(backend, info, run, console)
-        _generate_all(backend, cases, config, rubric, run, info, console, progress)
-        if config.load is not None:
+        cache = _open_cache(config, fingerprint, use_cache, console) if todo else None
+        hits = _cache_hits(cache, todo)
+        session["cached"] = len(hits)
+        if len(hits) < len(todo) or load_phase:
+            backend = create_backend(config.target, config.generation)
+            _load(backend, info, console)
+        _generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
+        if load_phase:
             from .load_phase import run_load_phase
 
+            for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
+                (run.path / stale).unlink(missing_ok=True)
             run_load_phase(backend, config, cases, run, info, console, progress)
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        info.status = session["status"] = "interrupted" if interrupted else "failed"
+        info.finished_at = session["finished_at"] = now()
+        run.write_info(info)
+        if interrupted:
+            console.print(f"interrupted; finish it with: releasegate check --resume {run.path}", markup=False,
+                          soft_wrap=True)
+        raise
     finally:
-        backend.close()
-    report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False))
+        if backend is not None:
+            backend.close()
+        if cache is not None:
+            cache.close()
+    info.cases = len(cases)
+    info.status = session["status"] = "complete"
+    info.finished_at = session["finished_at"] = now()
+    run.write_info(info)
+    labels = None
+    if mode != "start":  # reviewers may have labelled part of the run while it was stopped
+        from .review.labels import read_labels
+
+        labels = read_labels(run)
+    report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
+                       labels=labels, allow_pending=allow_pending)
     write_reports(run, report)
     return run, report
 
 
-def _start(run: RunDir, config: Config, rubric: Rubric) -> RunInfo:
-    shutil.copyfile(config.path, run.path / "config.yaml")
+def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None) -> RunInfo:
+    run.write_text("config.yaml", config.path.read_text(encoding="utf-8-sig"))
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
         run_id=run.path.name,
@@ -70,46 +180,95 @@ def _start(run: RunDir, config: Config, rubric: Rubric) -> RunInfo:
         cost=dataclasses.asdict(config.cost) if config.cost else None,
         versions=_versions(config.target.backend),
         host={"platform": platform.platform(), "cpus": os.cpu_count(), "threads": config.target.threads},
+        config_path=str(config.path.resolve()),
+        limit=limit,
     )
     run.write_info(info)
     return info
 
 
-def _load(backend: Backend, info: RunInfo, run: RunDir, console: Console) -> None:
+def _load(backend: Backend, info: RunInfo, console: Console) -> None:
     started = time.perf_counter()
     with console.status(f"loading {info.target}"):
-        try:
-            backend.load()
-        except Exception:
-            info.status, info.finished_at = "failed", now()
-            run.write_info(info)
-            raise
+        backend.load()
     info.load_seconds = time.perf_counter() - started
     info.versions.update(_versions(info.backend, loaded=True))
 
 
-def _generate_all(backend, cases, config, rubric, run, info, console, show) -> None:
-    size = max(1, backend.batch_size)
-    started = time.perf_counter()
+def _open_cache(config: Config, fingerprint: str | None, use_cache: bool, console: Console):
+    if config.cache is None or not use_cache:
+        return None
+    if fingerprint is None:
+        console.print("response cache not used: the model is a hub id with no local copy to fingerprint",
+                      markup=False, soft_wrap=True)
+        return None
+    from .cache import ResponseCache
+
+    generation = {**config.generation, "max_new_tokens": config.max_new_tokens}
+    return ResponseCache(config.cache.path, fingerprint=fingerprint, generation=generation, ttl_s=config.cache.ttl_s)
+
+
+def _cache_hits(cache, cases: list[Case]) -> dict[str, Generation]:
+    if cache is None:
+        return {}
+    hits = {}
+    for case in cases:
+        gen = cache.get(_request(case))
+        if gen is not None:
+            hits[case.id] = gen
+    return hits
+
+
+def _generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, show) -> None:
+    """Generate in batches of fresh requests; cached responses are recorded in case order between them."""
+    size = max(1, backend.batch_size) if backend is not None else 1
+    pending: list[Case] = []
     with progress_bar(console, show) as bar:
-        task = bar.add_task("generating", total=len(cases))
-        for i in range(0, len(cases), size):
-            batch = cases[i : i + size]
-            requests = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in batch]
-            generations = backend.generate(requests, max_new_tokens=config.max_new_tokens)
-            run.append([_record(c, g, rubric) for c, g in zip(batch, generations)])
-            bar.advance(task, len(batch))
-    if backend.measures_latency:
-        info.generation_seconds = time.perf_counter() - started
-    info.cases, info.status, info.finished_at = len(cases), "complete", now()
-    run.write_info(info)
+        task = bar.add_task("generating", total=len(todo))
+
+        def flush() -> None:
+            fresh = [c for c in pending if c.id not in hits]
+            gens = _generate(backend, fresh, config, run, info, session) if fresh else {}
+            run.append([_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in pending])
+            if fresh and cache is not None:  # after the append: a response is cached once it is recorded
+                cache.put_many([(_request(c), gens[c.id]) for c in fresh])
+            bar.advance(task, len(pending))
+            pending.clear()
+
+        fresh_pending = 0
+        for case in todo:
+            pending.append(case)
+            fresh_pending += case.id not in hits
+            if fresh_pending >= size or len(pending) >= _MAX_PENDING:
+                flush()
+                fresh_pending = 0
+        if pending:
+            flush()
+    if cache is not None and cache.error:
+        console.print(f"response cache: {cache.error}; responses were recorded but not all were cached",
+                      markup=False, soft_wrap=True)
 
 
-def _record(case: Case, gen: Generation, rubric: Rubric) -> CaseRecord:
+def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[str, Generation]:
+    started = time.perf_counter()
+    out = backend.generate([_request(c) for c in fresh], max_new_tokens=config.max_new_tokens)
+    elapsed = time.perf_counter() - started
+    if backend.measures_latency:  # checkpointed before the records it paid for (see RunInfo.generation_seconds)
+        info.generation_seconds = (info.generation_seconds or 0.0) + elapsed
+        session["generation_seconds"] += elapsed
+        run.write_info(info)
+    return {c.id: g for c, g in zip(fresh, out)}
+
+
+def _request(case: Case) -> Request:
+    return Request(case.id, list(case.messages) if case.messages else None, case.prompt)
+
+
+def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False) -> CaseRecord:
     record = CaseRecord(
         case_id=case.id, suite=case.suite, tags=case.tags, input=case.input, expected=case.expected,
         answer=case.answer, format=list(case.format), output=gen.text, error=gen.error,
-        error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing,
+        error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing, cached=cached,
     )
     record.scores = score_record(record, rubric.forbidden)
     return record

@@ -46,6 +46,9 @@ criteria:
   - {metric: forbidden_rate, op: "<=", threshold: 0.0}
   - {metric: ttft_ms_p95, op: "<=", threshold: 1000}
 forbidden: forbidden.yaml
+review:                   # human review: customer_support, medical and legal cases always need it
+  min_reviewed: 10        # labelled cases per required slice (all of them when it has fewer)
+  min_approval: 0.9       # human approval each required slice must reach
 """
 
 FORBIDDEN = """\

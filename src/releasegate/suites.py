@@ -75,8 +75,13 @@ def load_suite(suite: SuiteConfig, config_dir: Path) -> list[Case]:
 def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tuple[dict, ...]) -> Case:
     try:
         raw = json.loads(line)
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\\ud800) could never be written back
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=suite.path, line=number) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply", file=suite.path, line=number) from None
+    except (ValueError, UnicodeError) as exc:  # a 5000-digit number, a lone surrogate
+        raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=suite.path, line=number) from None
     if not isinstance(raw, dict):
         raise InputError("each line must be a JSON object", file=suite.path, line=number)
     validate(raw, "case", file=suite.path, line=number)
@@ -112,6 +117,8 @@ def _resolve_format(spec: dict, base_dir: Path, file: Path, line: int | None) ->
             schema = json.loads(read_text(path, what="JSON Schema"))
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=path) from None
     if schema is not None:
         import jsonschema
 
@@ -119,6 +126,8 @@ def _resolve_format(spec: dict, base_dir: Path, file: Path, line: int | None) ->
             jsonschema.Draft202012Validator.check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise InputError(f"invalid JSON Schema: {exc.message}", file=file, line=line, field="format.schema") from None
+        except RecursionError:
+            raise InputError("JSON Schema nested too deeply", file=file, line=line, field="format.schema") from None
         spec["schema"] = schema
     return spec
 
@@ -126,5 +135,5 @@ def _resolve_format(spec: dict, base_dir: Path, file: Path, line: int | None) ->
 def _compile(pattern: str, file: Path, line: int | None, name: str) -> None:
     try:
         re.compile(pattern)
-    except re.error as exc:
-        raise InputError(f"invalid regex: {exc}", file=file, line=line, field=name) from None
+    except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
+        raise InputError(f"invalid regex: {str(exc) or type(exc).__name__}", file=file, line=line, field=name) from None

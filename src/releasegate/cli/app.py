@@ -7,7 +7,9 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from ..errors import ReleasegateError
-from . import check, compare, gate, init, matrix, report, validate
+from ..redaction import redact_error
+from . import check, compare, gate, init, matrix, report, validate, verify
+from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
 3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint)."""
@@ -28,6 +30,8 @@ app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
 app.command("report")(report.report)
 app.command("compare", epilog=EXIT_CODES_HELP)(compare.compare)
 app.command("matrix")(matrix.matrix)
+app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory.")(verify.verify)
+app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=argv, prog_name="releasegate", standalone_mode=False)
     except ReleasegateError as exc:
-        err.print("error: " + str(exc), markup=False, soft_wrap=True)
+        err.print("error: " + redact_error(str(exc)), markup=False, soft_wrap=True)
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted", markup=False)

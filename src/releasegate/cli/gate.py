@@ -10,8 +10,9 @@ import typer
 from ..judge import judge_run
 from ..record import RunDir
 from ..report import criteria_table, write_reports
+from ..review.labels import read_labels
 from ..rubric import load_rubric
-from ._common import JsonOption, consoles, print_json
+from ._common import AllowPendingOption, JsonOption, consoles, print_json, print_review_line
 
 
 def gate(
@@ -19,15 +20,18 @@ def gate(
     rubric: Annotated[
         Optional[Path], typer.Option(help="Judge with this rubric instead of the run's snapshot.", dir_okay=False)
     ] = None,
+    allow_pending: AllowPendingOption = False,
     as_json: JsonOption = False,
 ) -> int:
-    """Re-score the saved outputs and re-judge them (after a rubric change, say). Rewrites report.json/.md."""
+    """Re-score the saved outputs and re-judge them (after a rubric change or new human labels). Rewrites the reports."""
     run = RunDir(run_dir)
     info = run.read_info()
     policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
-    report = judge_run(info, run.read_records(), policy, info.cost)
+    report = judge_run(info, run.read_records(), policy, info.cost, labels=read_labels(run), allow_pending=allow_pending)
     write_reports(run, report)
     if as_json:
         print_json(report)
-    consoles(as_json).print(criteria_table(report))
+    console = consoles(as_json)
+    console.print(criteria_table(report))
+    print_review_line(console, report, run.path)
     return report["exit_code"]

@@ -63,7 +63,8 @@ def render_html(view: RunView) -> str:
         slices=_slices(report["slices"]),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
         comparison=_as_table(_first(report, "comparison", "baseline", "variants")),
-        review=_as_table(report.get("review")),
+        review=_as_table(_review(report)),
+        review_pending=(_review(report) or {}).get("all", {}).get("status", "").startswith("pending"),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],
         n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
     )
@@ -142,6 +143,12 @@ def _slices(rows: list[dict]) -> dict:
         return {"columns": [], "rows": []}
     columns = [k for k in rows[0] if k not in ("slice", "n")]
     return {"columns": columns, "rows": rows}
+
+
+def _review(report: dict) -> dict | None:
+    """report["review"] (one row per slice, "all" first), unless review neither applies nor happened."""
+    review = report.get("review")
+    return review if review and review.get("all", {}).get("status") != "not required" else None
 
 
 def _as_table(obj) -> dict | None:

@@ -45,9 +45,11 @@ def render_markdown(report: dict) -> str:
         f"- run: {md_text(report['run_id'])}",
         f"- target: {md_text(report['target'])}",
         f"- rubric: {md_text(report['rubric'])}",
-        f"- cases: {counts['cases']} ({counts['succeeded']} succeeded)",
+        f"- cases: {counts['cases']} ({counts['succeeded']} succeeded"
+        + (f"; {counts['cached']} from the response cache, left out of latency and throughput)" if counts.get("cached") else ")"),
         f"- criteria: {len(report['criteria']) - len(failed)} of {len(report['criteria'])} met"
         + (": failed " + ", ".join(md_text(c["name"]) for c in failed) if failed else ""),
+        *_review_headline(report),
         "",
         "### Criteria",
         "",
@@ -59,7 +61,7 @@ def render_markdown(report: dict) -> str:
             f"| {md_text(c['name'])} | {md_code(c['metric'])} | {format_value(c['value'])} | {format_threshold(c)} "
             f"| {format_interval(c.get('interval'))} | {c['n']} | {_CELL[c['verdict']]} |"
         )
-    lines += _metric_lines(report) + _slice_lines(report) + _failure_lines(report)
+    lines += _metric_lines(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
 
@@ -96,6 +98,25 @@ def _slice_lines(report: dict) -> list[str]:
     for row in report["slices"]:
         rows.append(f"| {md_text(row['slice'])} | {row['n']} | " + " | ".join(format_value(row[c]) for c in cols) + " |")
     return _details(f"Slices ({len(report['slices'])})", rows)
+
+
+def _review_headline(report: dict) -> list[str]:
+    from ..review.summary import review_headline
+
+    line = review_headline(report.get("review"))
+    return [f"- {md_text(line.split('; next:')[0])}"] if line else []
+
+
+def _review_lines(report: dict) -> list[str]:
+    review = report.get("review") or {}
+    if not _review_headline(report):
+        return []
+    cols = ("status", "cases", "needed", "reviewed", "approved", "rejected", "approval", "kappa")
+    rows = ["| slice | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
+    for name, row in review.items():
+        label = f"{name} (required)" if row["required"] and name != "all" else name
+        rows.append(f"| {md_text(label)} | " + " | ".join(md_text(format_value(row[c])) for c in cols) + " |")
+    return _details(f"Human review ({review['all']['status']})", rows)
 
 
 def _failure_lines(report: dict) -> list[str]:

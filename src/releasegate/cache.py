@@ -1,0 +1,115 @@
+"""The response cache: outputs kept across runs, so a rerun (a changed rubric, a resumed run, one more suite)
+needs no new generation for requests already answered.
+
+A SQLite file in WAL mode, shared safely by concurrent `check` runs (each write is one short IMMEDIATE
+transaction; readers never block writers). A key is the sha256 of
+
+    the target fingerprint   hf: hashes of the model, adapter (and draft) files, merge, dtype, device, quantize;
+                             openai: base_url, model, mode, extra_body (and the tokenizer file's hash);
+                             replay: the responses file's hash
+    the request              messages or prompt, exactly as sent
+    the generation params    max_new_tokens, temperature, top_p, stop, seed
+
+Only successful responses are stored, with their token counts; never a timing. A record built from the cache
+says `cached: true`, has no timing, and no latency, throughput or run-cost figure uses it.
+`ttl_s`: an entry older than this is a miss (and is overwritten by the fresh response); no TTL: never expires.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+from .backends import Generation, Request
+from .errors import InputError
+from .record import Timing, Tokens
+
+__all__ = ["ResponseCache", "cache_key"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    text TEXT NOT NULL,
+    tokens TEXT NOT NULL
+)
+"""
+_KEY_VERSION = 1
+_BUSY_TIMEOUT_S = 60.0
+
+
+def cache_key(fingerprint: str, request: Request, generation: dict) -> str:
+    """The cache key of one request to one target with these generation parameters."""
+    sent = {"messages": request.messages} if request.messages is not None else {"prompt": request.prompt}
+    payload = {"v": _KEY_VERSION, "target": fingerprint, "request": sent, "generation": generation}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class ResponseCache:
+    """One cache file, opened for one run (one process, one thread)."""
+
+    def __init__(self, path: Path, *, fingerprint: str, generation: dict, ttl_s: float | None = None) -> None:
+        self.path = Path(path)
+        self.fingerprint = fingerprint
+        self.generation = dict(generation)
+        self.ttl_s = ttl_s
+        self.hits = 0
+        self.stored = 0
+        self.error: str | None = None
+        """The last write failure, if any (writes that fail are skipped, never fatal)."""
+        self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise InputError(f"cannot open the response cache: {exc}", file=self.path,
+                             hint="fix cache.path, delete a damaged cache file, or run with --no-cache") from None
+        return db
+
+    def key(self, request: Request) -> str:
+        return cache_key(self.fingerprint, request, self.generation)
+
+    def get(self, request: Request) -> Generation | None:
+        """The cached response to `request` (tokens, no timing), or None."""
+        query = "SELECT text, tokens FROM responses WHERE key = ?"
+        params: tuple = (self.key(request),)
+        if self.ttl_s is not None:
+            query += " AND created_at >= ?"
+            params += (time.time() - self.ttl_s,)
+        row = self._db.execute(query, params).fetchone()
+        if row is None:
+            return None
+        self.hits += 1
+        return Generation(row[0], tokens=Tokens.model_validate_json(row[1]), timing=Timing())
+
+    def put_many(self, pairs: list[tuple[Request, Generation]]) -> None:
+        """Store the successful responses among `pairs` in one transaction (errors are never cached)."""
+        rows = [
+            (self.key(req), self.fingerprint, time.time(), gen.text, gen.tokens.model_dump_json())
+            for req, gen in pairs if gen.error is None and gen.text is not None
+        ]
+        if not rows:
+            return
+        try:
+            with self._db:  # one transaction: commits, or rolls back on error
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
+        except sqlite3.Error as exc:  # a full disk or a long-held lock must not stop the run: it only costs hits
+            self.error = f"could not store responses: {exc}"
+            return
+        self.stored += len(rows)
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()

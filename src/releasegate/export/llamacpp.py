@@ -1,0 +1,170 @@
+"""Serve a model with llama.cpp's own server, in-process (the `xllamacpp` wheel), for the endpoint path.
+
+Used by the tests and by `python -m releasegate.export.llamacpp` to serve the demo on 127.0.0.1:
+
+    import xllamacpp as xlc
+    p = xlc.CommonParams()
+    p.model.path = "demo.gguf"                                   # from releasegate.export.gguf.export_model
+    p.lora_adapters = [xlc.CommonAdapterLoraInfo("good.gguf", 1.0)]  # adapter id 0, global scale 1
+    p.model_alias = {"demo"}                                     # the name /v1/models reports
+    p.hostnames = ["127.0.0.1"]; p.port = 0                      # 0: bind a free port, no race
+    p.n_parallel = 4; p.n_ctx = 4 * 256                          # n_ctx is split across the slots
+    p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
+    p.endpoint_metrics = True
+    p.cache_ram_mib = 0; p.cache_idle_slots = False              # RAM prompt cache ignores per-request LoRA
+    p.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED  # CPU FA runs in f16
+    p.cache_type_k = p.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
+    server = xlc.Server(p)             # blocks until the model is loaded; raises RuntimeError if it fails
+    server.listening_address           # "http://127.0.0.1:PORT"
+    del server                         # ~Server terminates the loop and joins the thread
+
+Requests choose the adapter strength per request: `"lora": [{"id": 0, "scale": 0.0}]` is the base model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving"]
+
+SLOT_CTX = 256  # the demo model's max_position_embeddings
+
+
+def export_for_serving(base: Path, adapters: list[Path], out_dir: Path, outtype: str = "f32") -> tuple[Path, list[Path]]:
+    """A model directory and peft adapters as GGUF files in out_dir (f32: the same arithmetic as HF float32)."""
+    from .gguf import export_lora, export_model
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model = export_model(base, out_dir / f"{base.name}.gguf", outtype=outtype)
+    loras = [export_lora(a, out_dir / f"lora-{a.name}.gguf", base=base, outtype="f32") for a in adapters]
+    return model, loras
+
+
+@dataclass
+class LlamaCppServer:
+    """A running in-process llama.cpp server. `base_url` is the OpenAI-compatible root (ends in /v1)."""
+
+    base_url: str
+    root_url: str
+    model: str
+    port: int
+    model_path: Path
+    lora_paths: list[Path]
+    start_seconds: float
+    _server: Any = field(default=None, repr=False)
+
+    def stop(self) -> None:
+        """Stop serving: dropping the last reference runs ~Server, which ends the loop and joins its thread."""
+        self._server = None
+
+
+def start_server(
+    model_path: Path,
+    lora_paths: list[Path] | tuple[Path, ...] = (),
+    *,
+    alias: str = "demo",
+    port: int = 0,
+    n_parallel: int = 4,
+    slot_ctx: int = SLOT_CTX,
+    threads: int = 1,
+    verbosity: int = 2,
+    exact_attention: bool = True,
+) -> LlamaCppServer:
+    """Start llama.cpp's server on 127.0.0.1 and a free port; returns once /health answers ok.
+
+    verbosity: llama.cpp log threshold (1 errors, 2 + warnings, 3 + per-request info), written to stderr.
+    """
+    import xllamacpp as xlc
+
+    params = xlc.CommonParams()
+    params.model.path = str(model_path)
+    params.lora_adapters = [xlc.CommonAdapterLoraInfo(str(p), 1.0) for p in lora_paths]
+    params.model_alias = {alias}
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.n_parallel = n_parallel
+    params.n_ctx = n_parallel * slot_ctx
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.endpoint_metrics = True
+    # The host-RAM prompt cache (llama.cpp's --cache-ram, on by default) restores KV computed under one
+    # per-request LoRA scale for a request with another (ggml-org/llama.cpp#26207, #27148): the wrong
+    # adapter leaks into answers. Off; the per-slot prefix cache stays on and does check the LoRA.
+    params.cache_ram_mib = 0
+    params.cache_idle_slots = False
+    if exact_attention:
+        # CPU flash attention (on by default, "auto") computes in f16: logprobs drift ~2e-3 from HF float32
+        # and near-tie greedy picks flip. Without it, and with an f32 K/V cache, the drift is ~1e-5.
+        params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.cache_type_k = xlc.ggml_type.GGML_TYPE_F32
+        params.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
+    params.verbosity = verbosity
+    start = time.perf_counter()
+    server = xlc.Server(params)
+    root = server.listening_address.rstrip("/")
+    try:
+        wait_healthy(root)
+    except BaseException:
+        del server
+        raise
+    elapsed = time.perf_counter() - start
+    return LlamaCppServer(
+        base_url=root + "/v1", root_url=root, model=alias, port=int(root.rsplit(":", 1)[1]),
+        model_path=Path(model_path), lora_paths=[Path(p) for p in lora_paths], start_seconds=elapsed, _server=server,
+    )
+
+
+def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status, body = _get(root_url + "/health", timeout=5)
+            if status == 200 and json.loads(body).get("status") == "ok":
+                return
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"llama.cpp server at {root_url} not healthy after {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+
+
+def _get(url: str, timeout: float = 5) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Export and serve a model (default: the demo with its good adapter) until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m releasegate.export.llamacpp", description=main.__doc__)
+    parser.add_argument("--base", type=Path, default=Path("models/demo/base"))
+    parser.add_argument("--adapter", type=Path, action="append", default=None, help="peft adapter (repeatable; id = order)")
+    parser.add_argument("--out", type=Path, default=Path("build/gguf"))
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    adapters = args.adapter if args.adapter is not None else [Path("models/demo/adapters/good")]
+    model, loras = export_for_serving(args.base, adapters, args.out)
+    server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads)
+    print(f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+"""The run manifest: what a run was made of, hashed, so it can be reproduced and checked later.
+
+`manifest.json` in a run directory holds the sha256 of every input file (config, suites, the JSON Schemas they
+reference, rubric, forbidden rules, evaluate modules, price table, traffic log; for hf the model, adapter and
+draft directories file by file, with the chat template on its own; for openai the tokenizer), the package
+versions, the seeds and host facts. `releasegate verify RUN_DIR` re-hashes the same files (`compare_manifest`)
+and says what changed. The target fingerprint (`target_fingerprint`) keys the response cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import socket
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import InputError
+from .redaction import redact_data
+
+__all__ = [
+    "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "target_fingerprint", "sha256_file",
+    "package_versions", "GENERATION_ROLES",
+]
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+_CHUNK = 1 << 20
+_TEMPLATE_KEY = "#chat_template"  # a chat template kept inside tokenizer_config.json, hashed on its own
+
+PACKAGES = (
+    "torch", "transformers", "peft", "tokenizers", "safetensors", "accelerate", "openai", "httpx", "jsonschema",
+    "PyYAML", "pydantic", "evaluate", "datasets", "numpy",
+)
+"""Distributions whose versions a manifest records (when installed)."""
+
+GENERATION_ROLES = ("suite", "schema", "responses", "traffic_log", "tokenizer", "model", "adapter", "draft")
+"""Input roles (or role prefixes) that decide what a run generates: `check --resume` refuses when one changed."""
+
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack", ".onnx", ".npz")
+_TOKENIZER = {"tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
+              "added_tokens.json", "merges.txt", "spiece.model"}
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_manifest(config, *, run_id: str) -> dict:
+    """Hash every input of `config` (a loaded Config). Raises InputError for an input that cannot be read."""
+    inputs, directories = _hash_inputs(config)
+    return redact_data({
+        "format": FORMAT,
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": str(Path(config.path).resolve()),
+        "inputs": inputs,
+        "directories": directories,
+        "target": {"backend": config.target.backend, "fingerprint": target_fingerprint(config, inputs)},
+        "packages": package_versions(),
+        "seeds": {"seed": config.seed, "generation.seed": config.generation.get("seed"),
+                  "load.seed": config.load.seed if config.load is not None else None},
+        "host": host_facts(),
+    })
+
+
+def read_manifest(run_dir: Path) -> dict:
+    path = Path(run_dir) / MANIFEST
+    if not path.is_file():
+        hint = "runs started before manifests existed have none" if (Path(run_dir) / "run.json").is_file() else (
+            "pass a run directory, e.g. reports/<run-id>")
+        raise InputError("no manifest.json in this directory", file=run_dir, hint=hint)
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (ValueError, OSError) as exc:
+        raise InputError(f"unreadable manifest: {str(exc).splitlines()[0]}", file=path) from None
+    if not isinstance(data, dict) or not isinstance(data.get("inputs"), list) or data.get("format") != FORMAT:
+        raise InputError("not a releasegate manifest (format 1)", file=path)
+    return data
+
+
+def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, packages: bool = True) -> list[dict]:
+    """What differs now from `manifest`: one row {role, path, change, before, after} per changed, missing or
+    added file and per package whose version changed. `roles`: only inputs whose role starts with one of these."""
+    def wanted(role: str) -> bool:
+        return roles is None or any(role == r or role.startswith(r + ":") for r in roles)
+
+    rows = []
+    known = set()
+    for entry in manifest["inputs"]:
+        role, path, before = entry.get("role", "?"), str(entry.get("path")), entry.get("sha256")
+        known.add(path)
+        if not wanted(role) or before is None:
+            continue
+        after = _current_hash(path)
+        if after != before:
+            rows.append({"role": role, "path": path, "change": "missing" if after is None else "changed",
+                         "before": before, "after": after})
+    for entry in manifest.get("directories", []):
+        if not wanted(entry["role"]):
+            continue
+        for role, file in _directory_files(Path(entry["path"]), entry["role"]):
+            if str(file) not in known:
+                rows.append({"role": role, "path": str(file), "change": "added", "before": None, "after": _hash(file)})
+    if packages:
+        now = package_versions()
+        for name in sorted(set(manifest.get("packages", {})) | set(now)):
+            before, after = manifest.get("packages", {}).get(name), now.get(name)
+            if before != after:
+                rows.append({"role": "package", "path": name, "change": "version", "before": before, "after": after})
+    return rows
+
+
+def target_fingerprint(config, inputs: list[dict]) -> str | None:
+    """A hash of what decides the model's outputs, for the response cache; None when the target cannot be
+    fingerprinted (a hub model that is not on disk). Performance knobs (batch size, threads, concurrency) are
+    left out: they must not change greedy outputs."""
+    t = config.target
+    by_role: dict[str, dict[str, str | None]] = {}
+    for entry in inputs:
+        owner = entry["role"].split(":", 1)[0]
+        if owner in ("model", "adapter", "draft", "tokenizer", "responses"):
+            by_role.setdefault(owner, {})[entry.get("name", entry["path"])] = entry.get("sha256")
+    if any(sha is None for files in by_role.values() for sha in files.values()):
+        return None
+    if t.backend == "openai":
+        facts: dict[str, Any] = {"base_url": t.base_url, "model": t.model, "mode": t.mode, "extra_body": t.extra_body}
+    elif t.backend == "hf":
+        facts = {"merge": t.merge, "dtype": t.dtype, "device": t.device, "quantize": getattr(t, "quantize", None)}
+    else:
+        facts = {}
+    facts = {"backend": t.backend, **facts, "files": by_role}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "releasegate": __version__}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def host_facts() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(), "machine": platform.machine(), "hostname": socket.gethostname(),
+        "cpus": os.cpu_count(), "python": platform.python_implementation() + " " + platform.python_version(),
+    }
+
+
+# -- which files ----------------------------------------------------------------------------------------------
+
+def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
+    inputs: list[dict] = []
+    directories: list[dict] = []
+    seen: set[str] = set()
+
+    def add(role: str, path: Path, name: str | None = None) -> None:
+        key = str(path.resolve())
+        if key in seen:
+            return
+        seen.add(key)
+        try:
+            inputs.append({"role": role, "path": key, "name": name or path.name, "bytes": path.stat().st_size,
+                           "sha256": sha256_file(path)})
+        except OSError as exc:
+            raise InputError(f"cannot read input to hash it: {exc.strerror}", file=path) from None
+
+    add("config", Path(config.path))
+    base_dir = getattr(config, "base_dir", None) or Path(config.path).parent
+    for suite in config.suites:
+        add("suite", suite.path)
+        for schema in _schema_paths(suite, base_dir):
+            add("schema", schema)
+    rubric = Path(config.rubric)
+    add("rubric", rubric)
+    for role, path in _rubric_files(rubric):
+        add(role, path)
+    _target_files(config, add, inputs, directories)
+    cost = config.raw.get("cost") or {}
+    if isinstance(cost.get("price_table"), str):
+        add("price_table", base_dir / cost["price_table"])
+    if config.load is not None and config.load.replay is not None:
+        add("traffic_log", config.load.replay)
+    return inputs, directories
+
+
+def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> None:
+    t = config.target
+    if t.backend == "replay" and t.responses is not None:
+        add("responses", t.responses)
+    if t.tokenizer is not None:
+        add("tokenizer", t.tokenizer)
+    if t.backend != "hf":
+        return
+    for owner, location in (("model", t.base), ("adapter", t.adapter), ("draft", getattr(t, "draft", None))):
+        if location is None:
+            continue
+        folder = Path(location) if Path(location).is_dir() else _hub_snapshot(str(location))
+        if folder is None:
+            inputs.append({"role": owner, "path": f"hub:{location}", "name": str(location), "sha256": None,
+                           "note": "a hub id not in the local cache: not hashed, so not cacheable"})
+            continue
+        directories.append({"role": owner, "path": str(folder.resolve())})
+        for role, file in _directory_files(folder, owner):
+            add(role, file, name=f"{owner}/{file.relative_to(folder)}")
+            if file.name == "tokenizer_config.json":
+                template = _embedded_template(file)
+                if template is not None:
+                    inputs.append({"role": f"{owner}:chat_template", "path": str(file.resolve()) + _TEMPLATE_KEY,
+                                   "name": f"{owner}/{file.name}{_TEMPLATE_KEY}", "sha256": template})
+
+
+def _directory_files(folder: Path, owner: str) -> list[tuple[str, Path]]:
+    """Every file of a model directory with its role, hidden files and caches left out."""
+    out = []
+    if not folder.is_dir():
+        return out
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(files):
+            if not name.startswith("."):
+                out.append((f"{owner}:{_file_role(name)}", (Path(root) / name).resolve()))
+    return out
+
+
+def _file_role(name: str) -> str:
+    lower = name.lower()
+    if lower.endswith(_WEIGHTS):
+        return "weights"
+    if lower in _TOKENIZER or lower.startswith("vocab") or lower.endswith(".tiktoken"):
+        return "tokenizer"
+    if lower.startswith("chat_template") or lower.endswith(".jinja"):
+        return "chat_template"
+    return "config" if lower.endswith(".json") else "file"
+
+
+def _embedded_template(path: Path) -> str | None:
+    try:
+        template = json.loads(path.read_text("utf-8")).get("chat_template")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if template is None:
+        return None
+    return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
+
+
+def _hub_snapshot(repo_id: str) -> Path | None:
+    """The local copy of a hub model, if the hub cache has one (never downloads)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except Exception:  # not cached, offline, or no huggingface_hub: the model is then simply not hashed
+        return None
+
+
+def _schema_paths(suite, base_dir: Path) -> list[Path]:
+    """JSON Schema files a suite's format checks name by path (suite defaults, then case by case)."""
+    out = [base_dir / f["schema"] for f in suite.format if isinstance(f.get("schema"), str)]
+    try:
+        text = suite.path.read_text("utf-8-sig")
+    except (OSError, ValueError):
+        return out
+    for line in text.splitlines():
+        if '"schema"' not in line:
+            continue
+        try:
+            formats = json.loads(line).get("format") or []
+        except (ValueError, AttributeError):
+            continue
+        out += [suite.path.parent / f["schema"] for f in formats if isinstance(f, dict) and isinstance(f.get("schema"), str)]
+    return out
+
+
+def _rubric_files(rubric: Path) -> list[tuple[str, Path]]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(rubric.read_text("utf-8-sig"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    out = []
+    if isinstance(data.get("forbidden"), str):
+        out.append(("forbidden", rubric.parent / data["forbidden"]))
+    for metric in data.get("evaluate") or []:
+        module = metric.get("module") if isinstance(metric, dict) else None
+        local = rubric.parent / module if isinstance(module, str) and not module.startswith("releasegate:") else None
+        if local is not None and local.is_file():
+            out.append(("evaluate", local))
+        elif local is not None and local.is_dir():
+            out += [("evaluate", p) for p in sorted(local.rglob("*.py")) if "__pycache__" not in p.parts]
+    return out
+
+
+def _current_hash(path: str) -> str | None:
+    if path.endswith(_TEMPLATE_KEY):
+        return _embedded_template(Path(path[: -len(_TEMPLATE_KEY)]))
+    return _hash(Path(path))
+
+
+def _hash(path: Path) -> str | None:
+    try:
+        return sha256_file(path) if path.is_file() else None
+    except OSError:
+        return None

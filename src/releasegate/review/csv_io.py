@@ -1,0 +1,270 @@
+"""The review CSV: the reviewers' interface, out (export) and back in (import).
+
+Export writes UTF-8 with a BOM (so Excel detects the encoding), RFC 4180 quoting (every cell quoted, CRLF between
+rows, newlines inside cells kept) and no truncation. Model outputs are untrusted: a cell starting with = + - @ tab
+CR or an apostrophe gets an apostrophe in front, so no spreadsheet reads it as a formula; import takes it off again.
+Instructions go into a sidecar text file, so the CSV itself stays a plain table for pandas and the csv module.
+
+Import validates every row before anything is written and reports every problem with its line (the physical line
+where the row starts, the header being line 1): unknown or duplicated review ids, rows from another run or
+export, outputs edited since export (by hash), invalid labels, labels without a reviewer.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .._loading import MAX_FILE_BYTES
+from ..errors import InputError
+from ..record import CaseRecord
+from ._auto import check_verdicts, output_hash
+from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
+from .sampler import ReviewSample
+
+__all__ = [
+    "COLUMNS", "REQUIRED_COLUMNS", "neutralise", "unneutralise", "export_review_csv", "read_review_csv",
+    "ImportResult", "ReviewImportError", "instructions_path", "render_input",
+]
+
+COLUMNS = (
+    "review_id", "case_id", "slice", "sampled_as", "input", "expected", "output",
+    "auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why", "output_hash",
+    "label", "reason", "reviewer",
+)
+REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")  # the apostrophe too, so that import can undo it exactly
+_DELIMITERS = (",", ";", "\t")  # Excel in many locales saves CSV with semicolons
+
+
+def neutralise(text: str) -> str:
+    """Text no spreadsheet evaluates: a leading apostrophe before = + - @ tab CR or an apostrophe."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def unneutralise(text: str) -> str:
+    """The exported text back: the apostrophe `neutralise` added, removed."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(_FORMULA_START) else text
+
+
+def instructions_path(csv_path: Path) -> Path:
+    """The sidecar next to the CSV: review_queue.csv -> review_queue.instructions.txt."""
+    return csv_path.with_name(csv_path.stem + ".instructions.txt")
+
+
+def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict]) -> list[Path]:
+    """Write the review CSV of a sample and its instructions sidecar; return both paths."""
+    from ..judge import failing_cases  # judge imports the review summary
+
+    by_id = {r.case_id: r for r in records}
+    why = {f["case_id"]: f["why"] for f in failing_cases(records, scores, limit=len(records))}
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    for item in sample.items:
+        record = by_id[item.case_id]
+        checks = check_verdicts(scores[item.case_id])
+        cells = [
+            item.review_id, item.case_id, item.stratum, item.sampled_as, render_input(record.input),
+            _text(record.expected), record.output or "", item.outcome,
+            checks["answer"], checks["format"], checks["forbidden"], "; ".join(why.get(item.case_id, [])),
+            item.output_hash, "", "", "",
+        ]
+        writer.writerow([neutralise(str(c)) for c in cells])
+    _write_atomic(path, buf.getvalue().encode("utf-8-sig"))
+    sidecar = instructions_path(path)
+    _write_atomic(sidecar, _instructions(path, sample).encode("utf-8"))
+    return [path, sidecar]
+
+
+def render_input(data: dict) -> str:
+    """The case input as a reviewer reads it: 'role: content' per message, blank lines between; or the prompt."""
+    if "messages" in data:
+        return "\n\n".join(f"{m.get('role', '?')}: {m.get('content', '')}" for m in data["messages"])
+    if "prompt" in data:
+        return str(data["prompt"])
+    return _text(data)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import would add (nothing is written by reading)."""
+
+    edits: list[LabelEdit]
+    """New or changed labels, to append to reviews.jsonl."""
+    unchanged: int
+    """Labelled rows identical to the reviewer's current label (not appended again)."""
+    unlabelled: int
+    """Rows left without a label."""
+    rows: int
+    """Data rows read."""
+
+
+class ReviewImportError(InputError):
+    """A review CSV with problems; `problems` holds every (line, message), the first one is the error's line."""
+
+    def __init__(self, file: Path, problems: list[tuple[int | None, str]]) -> None:
+        self.problems = problems
+        line, message = problems[0]
+        more = f"; {len(problems) - 1} more problem(s) listed above" if len(problems) > 1 else ""
+        super().__init__(f"{message}{more}; nothing was imported", file=file, line=line)
+
+    def report_lines(self) -> list[str]:
+        """Every problem as 'file:line: message'."""
+        return [f"{self.file}:{line}: {message}" if line else f"{self.file}: {message}" for line, message in self.problems]
+
+
+def read_review_csv(
+    path: Path, sample: ReviewSample, existing: list[LabelEdit], *, reviewer: str | None = None,
+    now: str | None = None,
+) -> ImportResult:
+    """Parse and validate a filled-in review CSV against the run's sample; raise ReviewImportError listing every
+    problem. `reviewer` fills empty reviewer cells; `existing` is the run's label history."""
+    text = _decode(path)
+    delimiter = _delimiter(path, text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    header = [h.strip().lstrip("\ufeff") for h in next(reader)]
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise ReviewImportError(path, [(1, f"missing column(s): {', '.join(missing)} (expected the columns "
+                                            f"`releasegate review export` writes)")])
+    col = {name: header.index(name) for name in header}  # a repeated column: the first one counts
+    items, current = sample.by_id(), current_labels(existing)
+    now = now or datetime.now(UTC).isoformat(timespec="seconds")
+    problems: list[tuple[int | None, str]] = []
+    seen: dict[str, int] = {}
+    edits, unchanged, unlabelled, rows = [], 0, 0, 0
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            problems.append((start, f"malformed CSV: {exc}"))
+            break
+        if not any(cell.strip() for cell in row):
+            continue
+        rows += 1
+        cell = {name: (row[i] if i < len(row) else "") for name, i in col.items()}
+        problem, edit = _check_row(cell, items, seen, start, reviewer, now, path.name)
+        if problem:
+            problems.append((start, problem))
+        elif edit is None:
+            unlabelled += 1
+        elif (old := current.get((edit.case_id, reviewer_key(edit.reviewer)))) and (old.label, old.reason) == (edit.label, edit.reason):
+            unchanged += 1
+        else:
+            edits.append(edit)
+    if problems:
+        raise ReviewImportError(path, problems)
+    return ImportResult(edits=edits, unchanged=unchanged, unlabelled=unlabelled, rows=rows)
+
+
+def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer, now: str, source: str):
+    """(problem, None) | (None, None) for an unlabelled row | (None, LabelEdit)."""
+    rid = unneutralise(cell["review_id"].strip())
+    if not rid:
+        return "review_id is empty", None
+    if rid in seen:
+        return f"review id {rid} is duplicated (first on line {seen[rid]})", None
+    seen[rid] = line
+    item = items.get(rid)
+    if item is None:
+        return f"unknown review id {rid!r}: not in this run's review sample", None
+    if cell["output_hash"].strip() != item.output_hash:
+        return f"{rid}: output_hash is not this run's (a row from another run or export?)", None
+    shown = cell["output"]
+    if output_hash(shown) != item.output_hash and output_hash(unneutralise(shown)) != item.output_hash:
+        return f"{rid}: output was edited since export (its hash no longer matches output_hash)", None
+    word, reason = cell["label"].strip(), cell["reason"].strip()
+    if not word:
+        return (f"{rid}: a reason but no label", None) if reason else (None, None)
+    label = parse_label(word)
+    if label is None:
+        return f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})", None
+    name = " ".join(cell["reviewer"].split()) or (default_reviewer or "")
+    if not name:
+        return f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)", None
+    return None, LabelEdit(
+        review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
+        output_hash=item.output_hash, source=source, source_line=line,
+    )
+
+
+def _decode(path: Path) -> str:
+    if not path.is_file():
+        raise InputError("review CSV not found" if not path.exists() else "review CSV is not a file", file=path)
+    raw = path.read_bytes()
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(f"review CSV is larger than {MAX_FILE_BYTES // 2**20} MiB", file=path)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ReviewImportError(path, [(1, "the file is UTF-16 (Excel 'Unicode Text'); save it as CSV UTF-8")])
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ReviewImportError(path, [(line, f"not UTF-8 text (byte {exc.start}); save it as CSV UTF-8 "
+                                              "(Excel: 'CSV UTF-8 (Comma delimited)')")]) from None
+    if not text.strip():
+        raise ReviewImportError(path, [(1, "the file is empty")])
+    return text
+
+
+def _delimiter(path: Path, text: str) -> str:
+    first = text.splitlines()[0]
+    for delimiter in _DELIMITERS:
+        if "review_id" in (c.strip() for c in next(csv.reader([first], delimiter=delimiter))):
+            return delimiter
+    raise ReviewImportError(path, [(1, "no review_id column in the header: not a review CSV from `releasegate review export`")])
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", file=path) from None
+
+
+def _instructions(path: Path, sample: ReviewSample) -> str:
+    policy, required = sample.policy, sample.required
+
+    def words(label: str) -> str:
+        return ", ".join(w for w, v in LABEL_WORDS.items() if v == label)
+
+    return f"""\
+Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.cases} cases sampled.
+
+1. Open {path.name} in Excel, LibreOffice Calc or Google Sheets (UTF-8, comma-separated, one row per case).
+2. Read input, expected and output; the auto_* columns say what the automatic checks found.
+3. Fill in, on the rows you review:
+     label     approve  (the output is fine to release)    accepted: {words("approve")}
+               reject   (it is not)                         accepted: {words("reject")}
+     reason    a few words on why (most useful for rejections)
+     reviewer  your name; every labelled row needs one
+   Leave label empty on rows you did not review.
+4. Do not edit the other columns. review_id identifies the row; output_hash proves the output is the one exported,
+   and a row whose output was changed is refused. A leading apostrophe (') was added to cells starting with
+   = + - @ so that the spreadsheet shows text instead of running a formula: leave it.
+5. Save as CSV UTF-8 (Excel: "CSV UTF-8 (Comma delimited)") and import it:
+     releasegate review import <run dir> {path.name}
+   Every row is checked first; on any problem nothing is imported and each problem is listed with its line.
+   Importing again replaces your earlier labels on the rows you label; other reviewers' labels are kept.
+   Several reviewers may label the same case: it counts as approved only if every one of them approved it.
+
+Review is required for {", ".join(required) or "no slice"}: at least {policy['min_reviewed']} labelled cases per
+slice (all of them if it has fewer). The gate needs an approval of at least {policy['min_approval']:.0%}.
+"""

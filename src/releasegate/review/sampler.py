@@ -1,0 +1,144 @@
+"""The review sample: which cases people label. Seeded, stratified by slice, failures and borderline cases
+over-sampled, a random audit share on top. The same run and seed always give the same sample.
+
+Each case gets a random key from a hash of (seed, case id), so the draw depends on neither the order of the records
+nor the other cases; a weight w (`oversample`) turns it into u ** (1 / w), and taking the largest keys is a
+weighted sample without replacement (Efraimidis-Spirakis). The draw, in order:
+
+    1. stratum    `per_slice` cases from each stratum (a combination of the `stratify_by` keys)
+    2. required   each required slice topped up to `min_reviewed` (all its cases when it has fewer)
+    3. quota      each `quotas` slice topped up to its n
+    4. audit      ceil(audit x cases) more cases, uniformly at random from those not drawn yet
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import UTC, datetime
+
+from pydantic import BaseModel
+
+from ..errors import InputError
+from ..metrics import select
+from ..record import CaseRecord, RunDir
+from ._auto import automatic_outcome, output_hash
+from .policy import ReviewPolicy, slice_name
+
+__all__ = ["ReviewItem", "ReviewSample", "choose_sample", "review_id", "SAMPLE_FILE", "read_sample", "write_sample"]
+
+SAMPLE_FILE = "review_sample.json"
+_NONE = "(none)"
+
+
+class ReviewItem(BaseModel):
+    """One sampled case: a row of the review CSV."""
+
+    review_id: str
+    """Stable id of the review row: 'R-' and 12 hex digits of sha256(run id, case id)."""
+    case_id: str
+    """The case under review."""
+    stratum: str
+    """The case's stratum, e.g. 'suite=tickets,domain=customer_support'."""
+    sampled_as: str
+    """Why it was drawn: 'stratum', 'required', 'quota' or 'audit'."""
+    outcome: str
+    """The automatic outcome when it was drawn: 'pass', 'borderline' or 'fail'."""
+    output_hash: str
+    """'sha256:<hex>' of the output as exported; an import must carry the same."""
+
+
+class ReviewSample(BaseModel):
+    """The cases chosen for human review in one run (`review_sample.json`)."""
+
+    run_id: str
+    """The run the sample was drawn from."""
+    created_at: str
+    """ISO 8601 UTC time the sample was drawn."""
+    policy: dict
+    """The review policy it was drawn with, seed included."""
+    cases: int
+    """How many cases the run had."""
+    required: list[str]
+    """The required slices found in the run, e.g. ['domain=customer_support']."""
+    items: list[ReviewItem]
+    """The sampled cases, ordered by stratum, then case id."""
+
+    def by_id(self) -> dict[str, ReviewItem]:
+        return {item.review_id: item for item in self.items}
+
+
+def review_id(run_id: str, case_id: str) -> str:
+    """Stable across exports and re-samplings of the run; text in every spreadsheet (never read as a number)."""
+    return "R-" + hashlib.sha256(f"{run_id}\0{case_id}".encode()).hexdigest()[:12]
+
+
+def choose_sample(
+    run_id: str, records: list[CaseRecord], scores: dict[str, dict], policy: ReviewPolicy, *, seed: int | None = None
+) -> ReviewSample:
+    """Draw the review sample of a run (see the module docstring for the order)."""
+    spec = policy.sample
+    seed = spec.seed if seed is None else seed
+    outcome = {r.case_id: automatic_outcome(r, scores[r.case_id]) for r in records}
+    weight = {cid: spec.oversample.get(o, 1.0) for cid, o in outcome.items()}
+    key = {cid: _uniform(seed, "sample", cid) ** (1.0 / weight[cid]) for cid in outcome}
+    stratum = {r.case_id: _stratum(r, spec.stratify_by) for r in records}
+    chosen: dict[str, str] = {}  # case id -> sampled_as, in draw order
+
+    def top_up(pool: list[CaseRecord], n: int, why: str, keys: dict[str, float] = key) -> None:
+        have = sum(r.case_id in chosen for r in pool)
+        rest = sorted((r for r in pool if r.case_id not in chosen), key=lambda r: (-keys[r.case_id], r.case_id))
+        for r in rest[: max(0, n - have)]:
+            chosen[r.case_id] = why
+
+    for name in sorted(set(stratum.values())):
+        top_up([r for r in records if stratum[r.case_id] == name], spec.per_slice, "stratum")
+    for slice_ in policy.required(records):
+        top_up(select(records, slice_), policy.min_reviewed, "required")
+    for quota in spec.quotas:
+        top_up(select(records, quota.slice), quota.n, "quota")
+    if spec.audit > 0 and records:
+        audit_key = {cid: _uniform(seed, "audit", cid) for cid in outcome}
+        top_up(records, len(chosen) + math.ceil(spec.audit * len(records)), "audit", audit_key)
+
+    by_id = {r.case_id: r for r in records}
+    items = [
+        ReviewItem(
+            review_id=review_id(run_id, cid), case_id=cid, stratum=stratum[cid], sampled_as=why,
+            outcome=outcome[cid], output_hash=output_hash(by_id[cid].output),
+        )
+        for cid, why in chosen.items()
+    ]
+    items.sort(key=lambda i: (i.stratum, i.case_id))
+    return ReviewSample(
+        run_id=run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        policy={**policy.as_dict(), "sample": {**spec.as_dict(), "seed": seed}}, cases=len(records),
+        required=[slice_name(s) for s in policy.required(records)], items=items,
+    )
+
+
+def read_sample(run: RunDir) -> ReviewSample | None:
+    """The run's saved sample, or None when `review export` has not drawn one yet."""
+    path = run.path / SAMPLE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return ReviewSample.model_validate_json(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise InputError(f"unreadable review sample: {str(exc).splitlines()[0]}", file=path) from None
+
+
+def write_sample(run: RunDir, sample: ReviewSample) -> None:
+    run.write_text(SAMPLE_FILE, json.dumps(sample.model_dump(), indent=2, ensure_ascii=False) + "\n")
+
+
+def _stratum(record: CaseRecord, keys: tuple[str, ...]) -> str:
+    values = {k: record.slice_value(k) for k in keys}
+    return slice_name({k: _NONE if v is None else v for k, v in values.items()}) or "all"
+
+
+def _uniform(seed: int, salt: str, case_id: str) -> float:
+    """A number in (0, 1) fixed by (seed, salt, case id)."""
+    digest = hashlib.sha256(f"{seed}\0{salt}\0{case_id}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") + 0.5) / 2.0**64
