@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from releasegate.record import RunDir
 
 pytestmark = pytest.mark.slow

@@ -338,7 +338,7 @@ def test_duplicated_review_id(run_dir, cli, exported):
 
 def test_every_problem_is_listed_with_its_line(run_dir, cli, exported):
     path = run_dir.parent / "many.csv"
-    exported[0]["review_id"] = "R-00000000000000"
+    exported[0]["review_id"] = "R-000000000000"
     exported[1]["label"] = "maybe"
     exported[2]["reviewer"] = " "
     exported[3].update(label="", reason="forgot the label")
