@@ -1,4 +1,5 @@
-"""HF backend on the demo model: batching and LoRA serving mode, as ratios against batch-1 unmerged adapter.
+"""HF backend on the demo model: batching and the deployment variants (adapter, merged, int8, speculative),
+as ratios against the batch-1 unmerged adapter.
 
 Every variant runs the same cases in the same process, interleaved over several rounds, and the median of
 the rounds is reported, so machine noise hits all variants alike. Baseline: adapter unmerged, batch size 1.
@@ -30,7 +31,12 @@ def main() -> None:
         "adapter, batch 16": dict(batch_size=16),
         "merged, batch 1": dict(batch_size=1, merge=True),
         "merged, batch 16": dict(batch_size=16, merge=True),
+        "int8, batch 1": dict(batch_size=1, merge=True, quantize="int8"),
+        "int8, batch 16": dict(batch_size=16, merge=True, quantize="int8"),
     }
+    draft = ROOT / "models" / "demo" / "draft"
+    if (draft / "config.json").exists():
+        variants["speculative, batch 1"] = dict(batch_size=1, merge=True, draft=draft)
     backends = {}
     for name, change in variants.items():
         backends[name] = create_backend(dataclasses.replace(config.target, **change))
@@ -42,6 +48,8 @@ def main() -> None:
     base = _summary(results["adapter, batch 1 (baseline)"])
     print(f"{len(requests)} cases x {ROUNDS} rounds, 1 torch thread; ratios vs the baseline (higher is better for tok/s)")
     print(f"{'variant':30} {'tok/s':>8} {'x base':>7} {'TTFT p50 ms':>12} {'TPOT p50 ms':>12} {'x base':>7}")
+    if "speculative, batch 1" not in variants:
+        print("(no models/demo/draft: speculative variant skipped)")
     for name in variants:
         s = _summary(results[name])
         print(
