@@ -40,8 +40,9 @@ bench: setup
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts
 
-demo-models: setup  ## rebuild models/demo and suites/demo deterministically
+demo-models: setup  ## rebuild models/demo (base, adapters, draft) and suites/demo deterministically
 	$(PY) scripts/build_demo_models.py
+	$(PY) scripts/build_demo_draft.py
 
 chromium:  ## Debian's chromium for the HTML report's browser test (apt, needs root; skipped if installed)
 	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }

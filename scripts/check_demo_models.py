@@ -10,6 +10,10 @@ Also checks that
   * merging the good adapter (merge_and_unload() in float32) gives token-identical greedy outputs,
   * batched left-padded generation gives the same tokens as one-by-one generation,
   * no config under models/demo holds an absolute path,
+  * the draft model (models/demo/draft) shares the base's tokenizer and, used as the assistant
+    model for assisted (speculative) generation of the merged base + good model, gives
+    token-identical greedy outputs for every case of both suites (batch size 1); it also prints
+    the wall time of both loops and how many draft tokens the target accepted,
 and exits 1 if any of the demo targets is missed.
 
 Run with:  .venv/bin/python scripts/check_demo_models.py
@@ -150,6 +154,147 @@ def absolute_paths(models_dir: Path) -> list[str]:
     return bad
 
 
+class CallCounter:
+    """Counts forward calls of a model (a forward pre-hook)."""
+
+    def __init__(self, model):
+        self.calls = 0
+        self.handle = model.register_forward_pre_hook(self._hook)
+
+    def _hook(self, module, args):
+        self.calls += 1
+
+    def remove(self):
+        self.handle.remove()
+
+
+class DraftAcceptance:
+    """Counts the draft tokens proposed and accepted during assisted generation by wrapping
+    AssistedCandidateGenerator.get_candidates / update_candidate_strategy (batch size 1).
+    A proposed token is accepted when it equals the token the target put at that position;
+    a draft <|end|> that the target confirms counts as accepted."""
+
+    def __init__(self):
+        from transformers.generation.candidate_generator import AssistedCandidateGenerator
+
+        self.cls = AssistedCandidateGenerator
+        self.orig_get, self.orig_update = self.cls.get_candidates, self.cls.update_candidate_strategy
+        self.proposed = self.accepted = self.iterations = 0
+        self._pending = None
+        counter = self
+
+        def get_candidates(gen, input_ids, *args, **kwargs):
+            cand, logits = counter.orig_get(gen, input_ids, *args, **kwargs)
+            counter._pending = (input_ids.shape[1], cand[0, input_ids.shape[1]:].tolist())
+            return cand, logits
+
+        def update_candidate_strategy(gen, input_ids, scores, num_matches):
+            cur_len, proposal = counter._pending
+            emitted = input_ids[0, cur_len:].tolist()
+            k = 0
+            while k < min(len(proposal), len(emitted)) and proposal[k] == emitted[k]:
+                k += 1
+            counter.proposed += len(proposal)
+            counter.accepted += k
+            counter.iterations += 1
+            return counter.orig_update(gen, input_ids, scores, num_matches)
+
+        self.cls.get_candidates = get_candidates
+        self.cls.update_candidate_strategy = update_candidate_strategy
+
+    def remove(self):
+        self.cls.get_candidates, self.cls.update_candidate_strategy = self.orig_get, self.orig_update
+
+
+@torch.no_grad()
+def assisted_check(base_dir: Path, adapter_dir: Path, draft_dir: Path, suites: dict) -> tuple[bool, list[str]]:
+    """Greedy generation of base + good (merged, float32) with and without the draft as the
+    assistant model, one case at a time. Returns (all token-identical, failures)."""
+    failures = []
+    tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
+    draft_tok = AutoTokenizer.from_pretrained(str(draft_dir))
+    target = load_model(base_dir, adapter_dir, merge=True)
+    draft = load_model(draft_dir)
+    if draft_tok.get_vocab() != tokenizer.get_vocab() or draft.config.vocab_size != target.config.vocab_size:
+        failures.append("draft tokenizer/vocabulary differs from the base's")
+    n_draft = sum(p.numel() for p in draft.parameters())
+    n_target = sum(p.numel() for p in target.parameters())
+    print(f"draft: {n_draft:,} parameters (target {n_target:,}), tokenizer shared: "
+          f"{not failures}")
+
+    encoded = []
+    for suite, cases in suites.items():
+        for case in cases:
+            text = tokenizer.apply_chat_template(case["messages"], tokenize=False, add_generation_prompt=True)
+            encoded.append((suite, tokenizer(text, return_tensors="pt", add_special_tokens=False)))
+
+    def run(model, assistant):
+        kwargs = {"assistant_model": assistant} if assistant is not None else {}
+        outs = []
+        t = time.perf_counter()
+        for _, enc in encoded:
+            out = model.generate(**enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, **kwargs)
+            outs.append(out[0, enc["input_ids"].shape[1]:].tolist())
+        return outs, time.perf_counter() - t
+
+    target.generate(**encoded[0][1], max_new_tokens=4, do_sample=False)  # warm-up
+    target.generate(**encoded[0][1], max_new_tokens=4, do_sample=False, assistant_model=draft)
+    # timing: best of 3 alternating runs of each loop; counting on a separate run
+    t_plain = t_assisted = float("inf")
+    for _ in range(3):
+        plain, t = run(target, None)
+        t_plain = min(t_plain, t)
+        assisted, t = run(target, draft)
+        t_assisted = min(t_assisted, t)
+    t_calls, d_calls, acc = CallCounter(target), CallCounter(draft), DraftAcceptance()
+    try:
+        counted, _ = run(target, draft)
+    finally:
+        t_calls.remove()
+        d_calls.remove()
+        acc.remove()
+    draft_alone = [draft.generate(**enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=False)[0, enc["input_ids"].shape[1]:]
+                   .tolist() for _, enc in encoded]
+
+    n = len(encoded)
+    same = sum(a == b == c for a, b, c in zip(plain, assisted, counted))
+    for suite in suites:
+        idx = [i for i, (s, _) in enumerate(encoded) if s == suite]
+        print(f"assisted (draft) vs plain greedy, {suite}: "
+              f"{sum(plain[i] == assisted[i] for i in idx)}/{len(idx)} token-identical")
+    tokens = sum(len(o) for o in plain)
+    agree_tok = sum(sum(x == y for x, y in zip(a, b)) for a, b in zip(plain, draft_alone))
+    first_diff_ok = sum(next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                        for a, b in zip(plain, draft_alone))
+    print(f"  loops over {n} cases, {tokens} new tokens (best of 3): plain {t_plain:.2f}s, "
+          f"assisted {t_assisted:.2f}s (speed-up {t_plain / t_assisted:.2f}x)")
+    print(f"  target forwards: plain {tokens}, assisted {t_calls.calls} "
+          f"({tokens / t_calls.calls:.2f} tokens per target forward, {acc.iterations} verification steps); "
+          f"draft forwards {d_calls.calls}; draft tokens proposed {acc.proposed}, accepted {acc.accepted} "
+          f"({acc.accepted / max(1, acc.proposed):.3f})")
+    print(f"  draft alone (greedy): {sum(a == b for a, b in zip(plain, draft_alone))}/{n} outputs identical "
+          f"to the target's, {agree_tok}/{tokens} tokens equal position by position, "
+          f"{first_diff_ok}/{tokens} before the first difference")
+    if same != n:
+        failures.append(f"assisted generation with the draft differs from plain greedy in {n - same}/{n} cases")
+
+    # The draft agrees with the target almost everywhere, so the suites hardly exercise rejected
+    # drafts (target token != draft token, KV cache cropped). The base model without the adapter
+    # disagrees on every shifted intent: as an assistant it exercises that path.
+    base = load_model(base_dir)
+    acc = DraftAcceptance()
+    try:
+        with_base, _ = run(target, base)
+    finally:
+        acc.remove()
+    same_b = sum(a == b for a, b in zip(plain, with_base))
+    print(f"  base model as the assistant (rejection path): {same_b}/{n} token-identical, draft tokens "
+          f"proposed {acc.proposed}, accepted {acc.accepted}")
+    if same_b != n:
+        failures.append(f"assisted generation with the base as assistant differs in {n - same_b}/{n} cases")
+    return same == n, failures
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="check the embedded demo models")
     ap.add_argument("--root", default=str(ROOT), help="repository root holding models/ and suites/")
@@ -219,6 +364,9 @@ def main(argv=None) -> int:
     if not single_ok:
         failures.append("left-padded batched generation differs from unbatched")
     del model
+
+    _, assisted_failures = assisted_check(base_dir, adapters / "good", root / "models/demo/draft", suites)
+    failures += assisted_failures
 
     bad_paths = absolute_paths(root / "models/demo")
     print(f"absolute paths in models/demo configs: {bad_paths or 'none'}")
