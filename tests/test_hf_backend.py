@@ -118,3 +118,19 @@ def test_unloadable_model_exits_4(tmp_path, cli):
     assert code == 4 and "Traceback" not in err
     assert "cannot load" in err and len(err.strip().splitlines()) == 1
     assert json.loads((tmp_path / "reports/x/run.json").read_text())["status"] == "failed"
+
+
+def test_variant_matrix_on_the_demo(cli, tmp_path):
+    code, out, _ = cli(
+        "matrix", "-c", DEMO, "--draft", ROOT / "models/demo/draft", "--run-id", "m", "--output-dir", tmp_path,
+        "--no-progress", "--json",
+    )
+    result = json.loads(out)
+    rows = {r["variant"]: r for r in result["variants"]}
+    assert list(rows) == ["adapter", "merged", "int8", "speculative"]
+    assert rows["merged"]["identical_share"] == 1.0 and rows["speculative"]["identical_share"] == 1.0
+    assert rows["merged"]["accuracy_delta"] == 0.0 and rows["merged"]["accuracy_p"] == 1.0
+    int8 = rows["int8"]
+    assert int8["accuracy_delta"] is not None and int8["ttft_ms_p95_ratio"] > 0 and int8["tpot_ms_p95_ratio"] > 0
+    assert code in (0, 1) and code == (1 if any(r["quality_verdict"] == "fail" for r in rows.values()) else 0)
+    assert (tmp_path / "m" / "matrix.json").is_file() and (tmp_path / "m" / "speculative" / "records.jsonl").is_file()

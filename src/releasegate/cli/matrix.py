@@ -23,6 +23,9 @@ def matrix(
     variants: Annotated[str, typer.Option(help="Comma-separated, the first is the reference.")] = ",".join(VARIANTS),
     draft: Annotated[Optional[Path], typer.Option(help="Draft model for the speculative variant (default: target.draft).", file_okay=False)] = None,
     run_id: Annotated[Optional[str], typer.Option(help="Name of the matrix directory under the output dir.")] = None,
+    output_dir: Annotated[
+        Optional[Path], typer.Option(help="Where the matrix directory goes (default: output.dir of the config).", file_okay=False)
+    ] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Run only the first N cases.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     as_json: JsonOption = False,
@@ -39,7 +42,7 @@ def matrix(
         raise InputError(f"unknown variant '{unknown[0] if unknown else ''}'", field="--variants", hint="choose from " + ", ".join(VARIANTS))
     draft = draft if draft is not None else cfg.target.draft
     console = consoles(as_json)
-    root = cfg.output_dir / (run_id or new_run_id() + "-matrix")
+    root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-matrix")
     runs, reports = {}, {}
     for name in names:
         console.print(f"[bold]variant {name}[/]")
