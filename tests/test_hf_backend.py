@@ -134,3 +134,23 @@ def test_variant_matrix_on_the_demo(cli, tmp_path):
     assert int8["accuracy_delta"] is not None and int8["ttft_ms_p95_ratio"] > 0 and int8["tpot_ms_p95_ratio"] > 0
     assert code in (0, 1) and code == (1 if any(r["quality_verdict"] == "fail" for r in rows.values()) else 0)
     assert (tmp_path / "m" / "matrix.json").is_file() and (tmp_path / "m" / "speculative" / "records.jsonl").is_file()
+
+
+def test_regressed_fails_compare_against_good(cli, tmp_path):
+    for name, cfg in (("good", DEMO), ("regressed", REGRESSED)):
+        cli("check", "-c", cfg, "--output-dir", tmp_path, "--run-id", name, "--no-progress", "--allow-pending")
+    code, out, _ = cli("compare", tmp_path / "good", tmp_path / "regressed", "--json")
+    result = json.loads(out)
+    accuracy = next(r for r in result["rows"] if r["metric"] == "accuracy")
+    assert code == 1 and accuracy["verdict"] == "fail" and accuracy["p_value"] < 1e-9
+    original = next(s for s in result["slices"] if s["slice"] == "task=original")
+    assert original["delta"] == pytest.approx(-1.0, abs=0.1) and original["verdict"] == "fail"
+    # the same through the rubric's baseline: the p-value lands in the run's report
+    rubric = tmp_path / "with-baseline.yaml"
+    rubric.write_text((ROOT / "rubrics/demo.yaml").read_text().replace("forbidden: forbidden.yaml", f"forbidden: {ROOT / 'rubrics/forbidden.yaml'}")
+                      + f"baseline: {{run: {tmp_path / 'good'}}}\n")
+    code, out, _ = cli("gate", tmp_path / "regressed", "--rubric", rubric, "--allow-pending", "--json")
+    report = json.loads(out)
+    row = next(c for c in report["criteria"] if c["name"] == "accuracy vs baseline")
+    assert code == 1 and row["verdict"] == "fail" and "McNemar p=" in row["reason"]
+    assert json.loads((tmp_path / "regressed" / "report.json").read_text())["comparison"]["rows"][0]["p_value"] < 1e-9
