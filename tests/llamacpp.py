@@ -1,25 +1,6 @@
-"""A real llama.cpp server for tests: the demo model exported to GGUF, served in-process by xllamacpp.
-
-`start_server()` runs llama.cpp's own HTTP server (OpenAI-compatible /v1/chat/completions, /health,
-/metrics, /tokenize, /apply-template, /lora-adapters) on a background thread of this process. The calls:
-
-    import xllamacpp as xlc
-    p = xlc.CommonParams()
-    p.model.path = "demo.gguf"                                   # from releasegate.export.gguf.export_model
-    p.lora_adapters = [xlc.CommonAdapterLoraInfo("good.gguf", 1.0)]  # adapter id 0, global scale 1
-    p.model_alias = {"demo"}                                     # the name /v1/models reports
-    p.hostnames = ["127.0.0.1"]; p.port = 0                      # 0: bind a free port, no race
-    p.n_parallel = 4; p.n_ctx = 4 * 256                          # n_ctx is split across the slots
-    p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
-    p.endpoint_metrics = True
-    p.cache_ram_mib = 0; p.cache_idle_slots = False              # RAM prompt cache ignores per-request LoRA
-    p.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED  # CPU FA runs in f16
-    p.cache_type_k = p.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
-    server = xlc.Server(p)             # blocks until the model is loaded; raises RuntimeError if it fails
-    server.listening_address           # "http://127.0.0.1:PORT"
-    del server                         # ~Server terminates the loop and joins the thread
-
-Requests choose the adapter strength per request: `"lora": [{"id": 0, "scale": 0.0}]` is the base model.
+"""A real llama.cpp server for tests: the demo model exported to GGUF and served in-process by xllamacpp
+(`releasegate.export.llamacpp.start_server`, whose docstring lists the llama.cpp settings and why), plus plain
+urllib helpers that do not go through releasegate's own clients.
 """
 
 from __future__ import annotations
