@@ -127,6 +127,19 @@ def test_no_cache_flag_and_no_cache_section(tmp_path, cli):
         assert stub.requests == 18
 
 
+def test_a_resumed_no_cache_run_stays_off_the_cache(tmp_path, cli):
+    with StubServer(StubBehaviour(tokens=4)) as stub:
+        config = make_project(tmp_path, stub.base_url)
+        check(cli, config, "warm")  # every response is now cached
+        code, _, run, _ = check(cli, config, "measured", "--no-cache")
+        assert stub.requests == 12
+        lines = run.records_path.read_text().splitlines(keepends=True)
+        run.records_path.write_text("".join(lines[:2]))  # as if killed after two cases
+        code, report, _ = cli("check", "--resume", run.path, "--no-progress", "--json")
+        assert code == 0 and stub.requests == 16
+    assert json.loads(report)["counts"]["cached"] == 0 and not any(r.cached for r in run.read_records())
+
+
 def test_ttl_expires_entries(tmp_path, monkeypatch):
     import releasegate.cache as cache_module
 

@@ -130,6 +130,13 @@ def test_hf_model_adapter_tokenizer_and_chat_template_are_hashed(tmp_path):
     }
 
 
+def test_relative_config_path_hashes_the_same_files(tmp_path, monkeypatch):
+    absolute = build_manifest(load_config(hf_config(tmp_path)), run_id="x")
+    monkeypatch.chdir(tmp_path)
+    relative = build_manifest(load_config(Path("releasegate.yaml")), run_id="x")
+    assert relative["inputs"] == absolute["inputs"] and relative["target"] == absolute["target"]
+
+
 def test_target_fingerprint_follows_outputs_not_performance_knobs(tmp_path):
     def fingerprint(extra: str = "") -> str:
         config = load_config(hf_config(tmp_path, extra))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from releasegate.cli import main
@@ -72,7 +72,7 @@ def mutated(valid: dict, keys: list[str]) -> st.SearchStrategy:
             if isinstance(node, dict) and draw(st.integers(0, 5)) == 0:
                 del node[name]
             else:
-                node[name] = draw(text_values(keys))
+                node[name] = draw(st.sampled_from(WORDS) | text_values(keys))
             return doc
 
     return build()
@@ -149,7 +149,33 @@ def assert_clean_outcome(code: int, err: str, workspace: Path) -> None:
     assert "Traceback" not in err
 
 
+def config_with(**changes) -> bytes:
+    return yaml.safe_dump({**VALID_CONFIG, **changes}).encode()
+
+
+def rubric_with(**changes) -> bytes:
+    return yaml.safe_dump({**VALID_RUBRIC, **changes}).encode()
+
+
+def case_with(**changes) -> bytes:
+    return (json.dumps({**VALID_CASE, **changes}) + "\n").encode()
+
+
+ALIAS_BOMB = b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" .encode() + b", ".join([f"*{chr(97 + i)}".encode()] * 9) + b"]\n" for i in range(8))
+
+
+# inputs that once escaped as tracebacks, kept as fixed examples on top of the generated ones
 @PROPERTY
+@example(data=ALIAS_BOMB)  # "billion laughs": 9**9 values once aliases are expanded
+@example(data=b"a: &a [*a]\n")  # a recursive alias
+@example(data=b"[" * 3000 + b"]" * 3000)  # nesting past the YAML composer's recursion
+@example(data=config_with(seed="2021-13-45").replace(b"'2021-13-45'", b"2021-13-45"))  # a date that is no date
+@example(data=config_with(seed="1" * 5000).replace(b"'" + b"1" * 5000 + b"'", b"1" * 5000))  # past int's digit limit
+@example(data=config_with(target={"backend": "hf", "base": "x" * 300, "adapter": "y" * 300}))  # ENAMETOOLONG
+@example(data=config_with(rubric="a\x00b"))  # a NUL in a path
+@example(data=b"target: {backend: replay, responses: x}\nsuites: [{path: x}]\nrubric: x\n1: 2\n")  # int key
+@example(data=config_with(rubric="\u2028"))  # a line separator in a file name: the message stays one line
 @given(data=documents(VALID_CONFIG, CONFIG_KEYS))
 def test_config_loader_never_crashes(workspace, data):
     path = workspace / "config-under-test.yaml"
@@ -158,6 +184,12 @@ def test_config_loader_never_crashes(workspace, data):
 
 
 @PROPERTY
+@example(data=b'{"id": "a", "prompt": "p", "expected": ' + b"1" * 5000 + b"}\n")
+@example(data=b"[" * 100000 + b"]" * 100000 + b"\n")
+@example(data=b'{"id": "a", "prompt": "\\ud800", "expected": "x"}\n')  # a lone surrogate
+@example(data=case_with(answer={"type": "regex", "pattern": "a{99999999999}"}))
+@example(data=case_with(format=[{"type": "regex", "pattern": "(" * 2000 + ")" * 2000}]))
+@example(data=case_with(format=[{"type": "json_schema", "schema": "x" * 300}]))
 @given(data=documents(VALID_CASE, CASE_KEYS, lines=True))
 def test_suite_loader_never_crashes(workspace, data):
     (workspace / "suite-under-test.jsonl").write_bytes(data)
@@ -167,6 +199,11 @@ def test_suite_loader_never_crashes(workspace, data):
 
 
 @PROPERTY
+@example(data=rubric_with(forbidden=[{"category": "x", "regex": ["a{99999999999}"]}]))
+@example(data=rubric_with(forbidden=[{"category": "x", "regex": ["(" * 2000 + ")" * 2000]}]))
+@example(data=rubric_with(forbidden="x" * 300))
+@example(data=rubric_with(evaluate=[{"name": "m", "module": "x" * 300}]))
+@example(data=rubric_with(baseline={"run": "a\x00b"}))
 @given(data=documents(VALID_RUBRIC, RUBRIC_KEYS))
 def test_rubric_loader_never_crashes(workspace, data):
     (workspace / "rubric-under-test.yaml").write_bytes(data)

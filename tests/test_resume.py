@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_jsonl
+from releasegate.errors import InputError
 from releasegate.record import CaseRecord, RunDir, RunInfo
 from releasegate.testing import StubBehaviour, StubServer
 
@@ -245,6 +246,19 @@ def test_resume_refuses_when_a_suite_changed(tmp_path, cli):
     assert len(raw_ids(run)) == 1  # nothing appended
 
 
+def test_resume_refuses_when_the_target_differs_from_the_one_that_ran(tmp_path, cli):
+    # e.g. a matrix variant whose snapshot is the base config: same files, other settings
+    with StubServer(StubBehaviour(tokens=3)) as stub:
+        config = make_project(tmp_path, stub.base_url, cases=3)
+        cli("check", "-c", config, "--run-id", "r", "--no-progress")
+        run = RunDir(tmp_path / "reports" / "r")
+        interrupt_after(run, keep=1)
+        snapshot = run.path / "config.yaml"
+        snapshot.write_text(snapshot.read_text().replace("model: stub", "model: another"))
+        code, _, err = cli("check", "--resume", run.path, "--no-progress")
+    assert code == 2 and "target" in err
+
+
 def test_resume_refuses_a_run_in_use(tmp_path, cli):
     with StubServer(StubBehaviour(tokens=3)) as stub:
         config = make_project(tmp_path, stub.base_url, cases=2)
@@ -317,6 +331,29 @@ def test_repair_cuts_a_torn_line_or_completes_a_whole_one(tmp_path):
     assert [r.case_id for r in run.read_records()] == ["a", "c", "b", "d"]
     run.repair()  # nothing to do on a clean journal
     assert run.records_path.read_bytes().endswith(b"\n")
+
+
+def test_a_line_torn_inside_a_multibyte_character(tmp_path):
+    run = RunDir(tmp_path / "r")
+    run.create()
+    run.append([record("a", output="ü")])
+    whole = record("b", output="日本語").model_dump_json().encode()
+    with run.records_path.open("ab") as fh:
+        fh.write(whole[: whole.index("本".encode()) + 1])
+    assert [r.case_id for r in run.read_records()] == ["a"]
+    run.repair()
+    assert run.records_path.read_bytes().decode("utf-8").count("\n") == 1
+
+
+def test_a_corrupt_committed_line_is_input_error(tmp_path):
+    run = RunDir(tmp_path / "r")
+    run.create()
+    run.append([record("a", output="x")])
+    with run.records_path.open("ab") as fh:
+        fh.write(b"{not json\n")
+    run.append([record("b", output="y")])
+    with pytest.raises(InputError, match=r"records.jsonl:2: corrupt record"):
+        run.read_records()
 
 
 def test_run_info_round_trips_with_sessions(tmp_path):

@@ -60,20 +60,29 @@ class ResponseCache:
         self.hits = 0
         self.stored = 0
         self.error: str | None = None
-        """The last write failure, if any (writes that fail are skipped, never fatal)."""
+        """The last read or write failure, if any (failed reads are misses, failed writes are skipped: never fatal)."""
         self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise InputError(f"cannot open the response cache: {exc}", file=self.path,
-                             hint="fix cache.path, delete a damaged cache file, or run with --no-cache") from None
-        return db
+        for _attempt in range(50):  # about 5 s
+            db = None
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(_SCHEMA)
+                return db
+            except (sqlite3.Error, OSError) as exc:
+                if db is not None:
+                    db.close()
+                error = exc
+                # two runs creating the file at once: switching to WAL can be refused without waiting
+                if not (isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)):
+                    break
+                time.sleep(0.1)
+        raise InputError(f"cannot open the response cache: {error}", file=self.path,
+                         hint="fix cache.path, delete a damaged cache file, or run with --no-cache")
 
     def key(self, request: Request) -> str:
         return cache_key(self.fingerprint, request, self.generation)
@@ -85,7 +94,11 @@ class ResponseCache:
         if self.ttl_s is not None:
             query += " AND created_at >= ?"
             params += (time.time() - self.ttl_s,)
-        row = self._db.execute(query, params).fetchone()
+        try:
+            row = self._db.execute(query, params).fetchone()
+        except sqlite3.Error as exc:  # a cache that cannot be read is a miss, never a failed run
+            self.error = f"could not read responses: {exc}"
+            return None
         if row is None:
             return None
         self.hits += 1

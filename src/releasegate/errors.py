@@ -15,7 +15,7 @@ from pathlib import Path
 
 __all__ = ["ReleasegateError", "InputError", "TargetError"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every character str.splitlines() breaks at
 
 
 class ReleasegateError(Exception):

@@ -24,7 +24,7 @@ from .errors import InputError
 from .redaction import redact_data
 
 __all__ = [
-    "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "target_fingerprint", "sha256_file",
+    "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
     "package_versions", "GENERATION_ROLES",
 ]
 
@@ -120,6 +120,27 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
     return rows
 
 
+def diff_manifests(old: dict, new: dict, *, roles: tuple[str, ...]) -> list[dict]:
+    """Inputs of the given roles that differ between two manifests (same rows as `compare_manifest`), plus a
+    'target' row when the target fingerprints differ (same files, other settings: merge, dtype, endpoint...)."""
+    def entries(manifest: dict) -> dict[str, dict]:
+        return {e["path"]: e for e in manifest["inputs"]
+                if any(e["role"] == r or e["role"].startswith(r + ":") for r in roles)}
+
+    before, after = entries(old), entries(new)
+    rows = []
+    for path in sorted(set(before) | set(after)):
+        a, b = before.get(path, {}).get("sha256"), after.get(path, {}).get("sha256")
+        if a != b:
+            role = (before.get(path) or after[path])["role"]
+            change = "added" if path not in before else "missing" if path not in after else "changed"
+            rows.append({"role": role, "path": path, "change": change, "before": a, "after": b})
+    if old["target"].get("fingerprint") != new["target"].get("fingerprint"):
+        rows.append({"role": "target", "path": new["target"]["backend"], "change": "changed",
+                     "before": old["target"].get("fingerprint"), "after": new["target"].get("fingerprint")})
+    return rows
+
+
 def target_fingerprint(config, inputs: list[dict]) -> str | None:
     """A hash of what decides the model's outputs, for the response cache; None when the target cannot be
     fingerprinted (a hub model that is not on disk). Performance knobs (batch size, threads, concurrency) are
@@ -207,12 +228,13 @@ def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> N
     for owner, location in (("model", t.base), ("adapter", t.adapter), ("draft", getattr(t, "draft", None))):
         if location is None:
             continue
-        folder = Path(location) if Path(location).is_dir() else _hub_snapshot(str(location))
+        folder = Path(location).resolve() if Path(location).is_dir() else _hub_snapshot(str(location))
         if folder is None:
             inputs.append({"role": owner, "path": f"hub:{location}", "name": str(location), "sha256": None,
                            "note": "a hub id not in the local cache: not hashed, so not cacheable"})
             continue
-        directories.append({"role": owner, "path": str(folder.resolve())})
+        folder = folder.resolve()
+        directories.append({"role": owner, "path": str(folder)})
         for role, file in _directory_files(folder, owner):
             add(role, file, name=f"{owner}/{file.relative_to(folder)}")
             if file.name == "tokenizer_config.json":

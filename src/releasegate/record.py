@@ -134,6 +134,9 @@ class RunInfo(BaseModel):
     resolves its relative paths next to this file."""
     limit: int | None = None
     """`check --limit`: a resumed run plans the same cases."""
+    no_cache: bool = False
+    """`check --no-cache`: the run neither reads nor writes the response cache; a resume keeps to that unless
+    told `--cache`."""
     sessions: list[dict[str, Any]] = Field(default_factory=list)
     """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
     how many cases it had to run, how many came from the cache, its generation seconds and how it ended."""
@@ -193,14 +196,14 @@ class RunDir:
                 return []
             raise InputError(f"run has no {name}", file=self.path)
         records = []
-        with path.open(encoding="utf-8") as fh:
+        with path.open("rb") as fh:  # bytes: a kill can tear a line inside a multi-byte character
             for number, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
                 try:
                     records.append(CaseRecord.model_validate_json(line))
-                except ValueError as exc:
-                    if not line.endswith("\n"):
+                except ValueError as exc:  # pydantic's ValidationError too (bad JSON, bad UTF-8)
+                    if not line.endswith(b"\n"):
                         break  # a torn last line from an interrupted run: the case was not completed
                     raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=path, line=number) from None
         if dedup if dedup is not None else name == "records.jsonl":

@@ -25,7 +25,7 @@ from .backends import Backend, Generation, Request, create_backend
 from .config import Config, load_config
 from .errors import InputError
 from .judge import judge_run
-from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, compare_manifest, read_manifest
+from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest
 from .record import CaseRecord, RunDir, RunInfo
 from .redaction import secret_from_env
 from .report import write_reports
@@ -45,7 +45,7 @@ def new_run_id() -> str:
 
 def run_check(
     config: Config, rubric: Rubric, cases: list[Case], *, console: Console, progress: bool = True, run_id: str | None = None,
-    allow_pending: bool = False, limit: int | None = None, use_cache: bool = True,
+    allow_pending: bool = False, limit: int | None = None, use_cache: bool | None = None,
 ) -> tuple[RunDir, dict]:
     """Run every case, record it, judge the run and write the reports. Returns the run dir and the report.
     `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases."""
@@ -56,17 +56,18 @@ def run_check(
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
-        info = _start(run, config, rubric, limit)
+        info = _start(run, config, rubric, limit, no_cache=use_cache is False)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
-                        console=console, progress=progress, allow_pending=allow_pending, use_cache=use_cache)
+                        console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache)
 
 
 def resume_check(
     run_dir: Path, *, console: Console, progress: bool = True, retry_errors: bool = False, allow_pending: bool = False,
-    use_cache: bool = True,
+    use_cache: bool | None = None,
 ) -> tuple[RunDir, dict]:
     """Finish an interrupted run in place: the cases not yet recorded (and, with `retry_errors`, those whose
-    latest record has an error), then a load phase that did not finish, then judge and report again."""
+    latest record has an error), then a load phase that did not finish, then judge and report again.
+    `use_cache`: None keeps the run's own choice (`check --no-cache` stays off)."""
     run = RunDir(run_dir)
     run.read_info()  # "not a run directory" before anything else
     with run.lock():
@@ -74,7 +75,7 @@ def resume_check(
         config, rubric, cases = load_run_inputs(run, info)
         secret_from_env(config.target.api_key_env)
         manifest = read_manifest(run.path)
-        changed = compare_manifest(manifest, roles=GENERATION_ROLES, packages=False)
+        changed = diff_manifests(manifest, build_manifest(config, run_id=run.path.name), roles=GENERATION_ROLES)
         if changed:
             first = changed[0]
             raise InputError(
@@ -89,7 +90,7 @@ def resume_check(
                 session["status"] = "killed"
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"],
                         mode="retry_errors" if retry_errors else "resume", console=console, progress=progress,
-                        allow_pending=allow_pending, use_cache=use_cache)
+                        allow_pending=allow_pending, use_cache=not info.no_cache if use_cache is None else use_cache)
 
 
 def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Case]]:
@@ -120,7 +121,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     session = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
                "status": "running"}
     info.sessions.append(session)
-    info.status, info.finished_at = "running", None
+    info.cases, info.status, info.finished_at = len(cases), "running", None
     run.write_info(info)
     if mode != "start":
         console.print(f"{mode.replace('_', ' ')}: {len(todo)} of {len(cases)} cases to run"
@@ -154,7 +155,6 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             backend.close()
         if cache is not None:
             cache.close()
-    info.cases = len(cases)
     info.status = session["status"] = "complete"
     info.finished_at = session["finished_at"] = now()
     run.write_info(info)
@@ -169,7 +169,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     return run, report
 
 
-def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None) -> RunInfo:
+def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool) -> RunInfo:
     run.write_text("config.yaml", config.path.read_text(encoding="utf-8-sig"))
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
@@ -182,6 +182,7 @@ def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None) -> Ru
         host={"platform": platform.platform(), "cpus": os.cpu_count(), "threads": config.target.threads},
         config_path=str(config.path.resolve()),
         limit=limit,
+        no_cache=no_cache,
     )
     run.write_info(info)
     return info
@@ -245,7 +246,7 @@ def _generate_all(backend, todo, hits, config, rubric, run, info, session, cache
         if pending:
             flush()
     if cache is not None and cache.error:
-        console.print(f"response cache: {cache.error}; responses were recorded but not all were cached",
+        console.print(f"response cache: {cache.error}; every response was recorded; some were not cached or not looked up",
                       markup=False, soft_wrap=True)
 
 

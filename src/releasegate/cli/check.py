@@ -40,8 +40,12 @@ def check(
         bool, typer.Option("--retry-errors", help="With --resume: also re-run the cases whose record has an error.")
     ] = False,
     cache: Annotated[
-        bool, typer.Option("--cache/--no-cache", help="Use the config's response cache (cached responses never count for latency).")
-    ] = True,
+        Optional[bool], typer.Option(
+            "--cache/--no-cache", show_default=False,
+            help="Use the config's response cache (cached responses never count for latency). Default: on; a resumed "
+                 "run keeps its own choice.",
+        )
+    ] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Run the model under test on every suite, record each case, and print the gate verdict."""

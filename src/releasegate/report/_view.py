@@ -73,9 +73,12 @@ class RunView:
 
 
     def timed_records(self) -> list[CaseRecord]:
-        """The requests the report's latency figures come from: the quality cases, the load phase, or both."""
+        """The requests the report's latency figures come from: the quality cases, the load phase, or both;
+        answered and not from the response cache (`metrics.measured`)."""
+        from ..metrics import measured
+
         phase = self.report.get("latency_from", "quality")
-        return {"load": self.load_records, "both": self.records + self.load_records}.get(phase, self.records)
+        return measured({"load": self.load_records, "both": self.records + self.load_records}.get(phase, self.records))
 
     def latency_samples(self) -> dict[str, list[float]]:
         """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""
