@@ -154,3 +154,20 @@ def test_regressed_fails_compare_against_good(cli, tmp_path):
     row = next(c for c in report["criteria"] if c["name"] == "accuracy vs baseline")
     assert code == 1 and row["verdict"] == "fail" and "McNemar p=" in row["reason"]
     assert json.loads((tmp_path / "regressed" / "report.json").read_text())["comparison"]["rows"][0]["p_value"] < 1e-9
+
+
+def test_untrained_adapter_is_refused(cli, tmp_path):
+    """A LoRA whose B matrices are still zero changes nothing: the canary stops the run (exit 4)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(ROOT / "models/demo/base", dtype=torch.float32)
+    untrained = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    untrained.save_pretrained(tmp_path / "noop")
+    config = tmp_path / "c.yaml"
+    config.write_text(DEMO.read_text().replace("models/demo/adapters/good", str(tmp_path / "noop"))
+                      .replace("base: models/demo/base", f"base: {ROOT / 'models/demo/base'}")
+                      .replace("suites/demo/", f"{ROOT / 'suites/demo'}/").replace("rubric: rubrics/demo.yaml", f"rubric: {ROOT / 'rubrics/demo.yaml'}"))
+    code, _, err = cli("check", "-c", config, "--output-dir", tmp_path / "reports", "--no-progress")
+    assert code == 4 and "changes nothing" in err and "Traceback" not in err

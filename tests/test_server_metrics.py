@@ -1,0 +1,56 @@
+"""Prometheus parsing for vLLM, TGI and llama.cpp, and what the queue says about scaling."""
+
+import pytest
+
+from releasegate.server_metrics import normalise, parse_prometheus, summarise
+
+VLLM = """\
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="m"} 3.0
+vllm:num_requests_running{model_name="m"} 8.0
+vllm:kv_cache_usage_perc{model_name="m"} 0.42
+vllm:time_to_first_token_seconds_sum{model_name="m"} 1.5
+vllm:time_to_first_token_seconds_count{model_name="m"} 30.0
+vllm:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 20.0
+"""
+TGI = "tgi_queue_size 5\ntgi_batch_current_size 4\n"
+LLAMACPP = "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 2\nllamacpp:requests_deferred 1\nllamacpp:kv_cache_usage_ratio 0.25\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "server", "queue", "running", "kv"),
+    [(VLLM, "vllm", 3.0, 8.0, 0.42), (TGI, "tgi", 5.0, 4.0, None), (LLAMACPP, "llama.cpp", 1.0, 2.0, 0.25)],
+)
+def test_series_map_onto_one_shape(text, server, queue, running, kv):
+    sample = normalise(parse_prometheus(text))
+    assert sample["server"] == server and sample["queue"] == queue and sample["running"] == running
+    assert sample.get("kv_cache") == kv
+
+
+def test_labels_are_summed_and_comments_skipped():
+    raw = parse_prometheus('x{a="1"} 2\nx{a="2"} 3\n# x 100\ny 1e3\n')
+    assert raw == {"x": 5.0, "y": 1000.0}
+
+
+def _samples(queues, phase="during", **extra):
+    return [{"t": i * 0.5, "phase": phase, "queue": q, "running": 4.0, **extra} for i, q in enumerate(queues)]
+
+
+def test_growing_queue_says_scale_out():
+    out = summarise(_samples([0, 1, 3, 5, 8, 12]), client_ttft_ms=[100.0], concurrency=64, profile="closed loop")
+    assert out["queue"]["max"] == 12 and "queue grows" in out["reading"] and "64" in out["reading"]
+
+
+def test_empty_queue_says_headroom():
+    out = summarise(_samples([0, 0, 0, 0]), client_ttft_ms=[10.0], concurrency=4, profile="p")
+    assert "headroom" in out["reading"]
+
+
+def test_client_minus_server_ttft_gap():
+    before = {"t": 0, "phase": "before", "ttft_sum": 1.0, "ttft_count": 10.0}
+    after = {"t": 9, "phase": "after", "ttft_sum": 3.0, "ttft_count": 30.0}  # 20 requests, 2 s: 100 ms each
+    out = summarise([before, *_samples([0, 0, 0]), after], client_ttft_ms=[110.0, 130.0], concurrency=4, profile="p")
+    gap = out["ttft_gap_ms"]
+    assert gap["server_mean_ms"] == pytest.approx(100.0) and gap["client_mean_ms"] == pytest.approx(120.0)
+    assert gap["gap_ms"] == pytest.approx(20.0)
