@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from .metrics import select
+from .metrics import select, slices_of
 from .record import CaseRecord
 from .scorers import score_record
 from .stats import mcnemar_exact, paired_bootstrap_delta
@@ -25,7 +25,6 @@ __all__ = ["Margins", "compare_records", "DEFAULT_MARGINS"]
 # rates: absolute difference; latency: share of the baseline mean
 DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.0, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
 _RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False)}
-_MAX_SLICE_VALUES = 20
 
 
 @dataclass(frozen=True)
@@ -117,16 +116,11 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
 def _slice_rows(pairs, margins: Margins) -> list[dict]:
     """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
     cands = [c for _, c, _, _ in pairs]
-    keys = ["suite"] + sorted({k for r in cands for k in r.tags})
     by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}
     rows = []
-    for key in keys:
-        values = sorted({str(r.slice_value(key)) for r in cands if r.slice_value(key) is not None})
-        if len(values) > _MAX_SLICE_VALUES:
-            continue
-        for value in values:
-            chosen = [by_id[r.case_id] for r in select(cands, {key: value})]
-            row = _rate_row("accuracy", chosen, margins)
-            if row is not None:
-                rows.append({"slice": f"{key}={value}", **{k: row[k] for k in ("n", "baseline", "candidate", "delta", "p_value", "verdict")}})
+    for slice_ in slices_of(cands):
+        row = _rate_row("accuracy", [by_id[r.case_id] for r in select(cands, slice_)], margins)
+        if row is not None:
+            (key, value), = slice_.items()
+            rows.append({"slice": f"{key}={value}", **{k: row[k] for k in ("n", "baseline", "candidate", "delta", "p_value", "verdict")}})
     return rows

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .gate import EXIT_CODES, CriterionResult, judge_criterion, overall_verdict
-from .metrics import KNOWN_METRICS, MetricValue, compute_metric, is_phased, measured, select
+from .metrics import KNOWN_METRICS, MetricValue, compute_metric, is_phased, measured, select, slices_of
 from .record import CaseRecord, RunInfo
 from .review.labels import LabelEdit
 from .review.summary import summarize_review
@@ -25,7 +25,6 @@ SUMMARY_METRICS = (
     "cost_per_1m_output_tokens", "cost_usd_total",
 )
 _SLICE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95", "tpot_ms_p95")
-_MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
 
 
 def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, load: bool = False) -> dict:
@@ -146,18 +145,14 @@ def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:
 
 def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
     """Per-slice figures for the suite and every low-cardinality tag."""
-    keys = ["suite"] + sorted({k for r in records for k in r.tags})
     rows = []
-    for key in keys:
-        values = sorted({str(r.slice_value(key)) for r in records if r.slice_value(key) is not None})
-        if len(values) > _MAX_SLICE_VALUES:
-            continue
-        for value in values:
-            chosen = select(records, {key: value})
-            row = {"slice": f"{key}={value}", "n": len(chosen)}
-            for name in _SLICE_METRICS:
-                row[name] = compute_metric(name, chosen, scores, {**facts, "all_records": False}).value
-            rows.append(row)
+    for slice_ in slices_of(records):
+        chosen = select(records, slice_)
+        (key, value), = slice_.items()
+        row = {"slice": f"{key}={value}", "n": len(chosen)}
+        for name in _SLICE_METRICS:
+            row[name] = compute_metric(name, chosen, scores, {**facts, "all_records": False}).value
+        rows.append(row)
     return rows
 
 

@@ -60,6 +60,20 @@ def select(records: Iterable, slice_: dict | None) -> list:
     return [r for r in records if all(str(r.slice_value(k)) == str(v) for k, v in slice_.items())]
 
 
+_MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
+
+
+def slices_of(records: list) -> list[dict]:
+    """Every single-key slice worth a row: the suite and each tag with few distinct values, e.g. {'task': 'x'}."""
+    keys = ["suite"] + sorted({k for r in records for k in r.tags})
+    out = []
+    for key in keys:
+        values = sorted({str(r.slice_value(key)) for r in records if r.slice_value(key) is not None})
+        if len(values) <= _MAX_SLICE_VALUES:
+            out += [{key: value} for value in values]
+    return out
+
+
 def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict) -> MetricValue:
     """One metric over `records`; `scores` maps case id -> scores; `run` holds run-level facts."""
     confidence = run.get("confidence") or 0.95
