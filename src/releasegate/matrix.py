@@ -55,6 +55,7 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rul
         metrics, ref_metrics = reports[name]["metrics"], reports[ref_name]["metrics"]
         rows.append({
             "variant": name,
+            "batch_size": max((r.timing.batch_size for r in records), default=None),
             "verdict": reports[name]["verdict"],
             "accuracy": metrics["accuracy"]["value"],
             "accuracy_delta": acc["delta"] if acc else None,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ..config import DEFAULT_CONFIG
@@ -54,29 +55,28 @@ def matrix(
     if as_json:
         print_json(result)
     console.print(_table(rows))
+    console.print("TTFT includes the whole batch's prefill: compare it across equal batch sizes.", markup=False)
     return 1 if any(r["quality_verdict"] == "fail" for r in rows) else 0
 
 
 def _table(rows: list[dict]) -> Table:
-    table = Table(title=f"variant matrix (reference: {rows[0]['variant']})", title_justify="left")
-    for col in ("variant", "accuracy (Δ, p)", "identical", "TTFT p95 ms", "TPOT p95 ms", "cost", "quality"):
-        table.add_column(col, justify="left" if col in ("variant", "quality") else "right", no_wrap=col == "variant")
+    table = Table(
+        title=f"variant matrix (reference: {rows[0]['variant']}; × = ratio to it)", title_justify="left",
+        box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True,
+    )
+    for col in ("variant", "batch", "acc", "Δ acc", "p", "same", "TTFT95", "TPOT95", "cost", "quality"):
+        table.add_column(col, justify="left" if col in ("variant", "quality") else "right", no_wrap=True)
     for r in rows:
         table.add_row(
-            r["variant"], f"{format_value(r['accuracy'])} ({_signed(r['accuracy_delta'])}, p={format_value(r['accuracy_p'])})",
-            f"{r['identical_share']:.0%}", _with_ratio(r["ttft_ms_p95"], r["ttft_ms_p95_ratio"]),
-            _with_ratio(r["tpot_ms_p95"], r["tpot_ms_p95_ratio"]), _ratio_only(r["cost_per_1m_output_tokens_ratio"]),
-            r["quality_verdict"],
+            r["variant"], str(r["batch_size"]), format_value(r["accuracy"]), _signed(r["accuracy_delta"]),
+            format_value(r["accuracy_p"]), f"{r['identical_share']:.0%}", _ratio_only(r["ttft_ms_p95_ratio"]),
+            _ratio_only(r["tpot_ms_p95_ratio"]), _ratio_only(r["cost_per_1m_output_tokens_ratio"]), r["quality_verdict"],
         )
     return table
 
 
 def _signed(value) -> str:
     return "—" if value is None else f"{value:+.3f}"
-
-
-def _with_ratio(value, ratio) -> str:
-    return "—" if value is None else f"{value:.3g} ({ratio:.2f}×)" if ratio is not None else f"{value:.3g}"
 
 
 def _ratio_only(ratio) -> str:
