@@ -171,3 +171,29 @@ def test_untrained_adapter_is_refused(cli, tmp_path):
                       .replace("suites/demo/", f"{ROOT / 'suites/demo'}/").replace("rubric: rubrics/demo.yaml", f"rubric: {ROOT / 'rubrics/demo.yaml'}"))
     code, _, err = cli("check", "-c", config, "--output-dir", tmp_path / "reports", "--no-progress")
     assert code == 4 and "changes nothing" in err and "Traceback" not in err
+
+
+def test_adapter_with_a_larger_tokenizer_resizes_embeddings(tmp_path):
+    """An adapter trained after adding tokens ships its tokenizer and embeddings; the base must grow to match."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from releasegate.config import TargetConfig
+
+    base = ROOT / "models/demo/base"
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(base)
+    tok.add_tokens(["<|ticket_id|>"])
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    model.resize_token_embeddings(len(tok), mean_resizing=False)
+    adapter = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    adapter.save_pretrained(tmp_path / "grown", save_embedding_layers=True)
+    tok.save_pretrained(tmp_path / "grown")
+    backend = create_backend(TargetConfig(backend="hf", base=str(base), adapter=tmp_path / "grown"))
+    backend.load()
+    assert backend.model.get_input_embeddings().weight.shape[0] == len(tok) == 1025
+    gen = backend.generate([Request("x", [{"role": "user", "content": "Ticket <|ticket_id|> charged twice"}])], max_new_tokens=8)
+    assert gen[0].error is None and gen[0].tokens.output > 0
+    new_id = tok.convert_tokens_to_ids("<|ticket_id|>")
+    assert new_id in backend.prompt_ids(Request("x", [{"role": "user", "content": "<|ticket_id|>"}]))
