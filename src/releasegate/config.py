@@ -155,12 +155,12 @@ def load_config(path: Path, *, base_dir: Path | None = None) -> Config:
         raw=data,
         target=target,
         suites=suites,
-        rubric=here / data["rubric"],
+        rubric=_under(here, data["rubric"]),
         max_new_tokens=data.get("generation", {}).get("max_new_tokens", 64),
         generation=dict(data.get("generation", {})),
         load=_load(data.get("load"), data["target"], here, at),
         cost=_cost(data.get("cost"), here, at),
-        output_dir=Path(os.path.normpath(here / output.get("dir", "reports"))),
+        output_dir=_under(here, output.get("dir", "reports")),
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),
         cache=_cache(data.get("cache"), here),
@@ -171,27 +171,27 @@ def load_config(path: Path, *, base_dir: Path | None = None) -> Config:
 def _cache(raw: dict | None, here: Path) -> CacheConfig | None:
     if raw is None:
         return None
-    return CacheConfig(path=here / raw.get("path", DEFAULT_CACHE), ttl_s=raw.get("ttl_s"))
+    return CacheConfig(path=_under(here, raw.get("path", DEFAULT_CACHE)), ttl_s=raw.get("ttl_s"))
 
 
 def _target(raw: dict, here: Path, at) -> TargetConfig:
     base = raw.get("base")
     if base is not None:
-        local = here / base
+        local = _under(here, base)
         if exists(local):
             base = str(local)
         elif not _HUB_ID.match(base):
             raise InputError(f"base model '{base}' is neither a directory nor a hub id", **at("target", "base"))
-    adapter = here / raw["adapter"] if raw.get("adapter") else None
+    adapter = _under(here, raw["adapter"]) if raw.get("adapter") else None
     if adapter is not None and not exists(adapter / "adapter_config.json"):
         raise InputError(
             f"no adapter_config.json in {adapter}", **at("target", "adapter"), hint="point at a peft adapter directory"
         )
     if raw.get("merge") and adapter is None:
         raise InputError("merge: true needs an adapter", **at("target", "merge"))
-    responses = here / raw["responses"] if raw.get("responses") else None
-    tokenizer = _tokenizer_file(here / raw["tokenizer"], at) if raw.get("tokenizer") else None
-    draft = here / raw["draft"] if raw.get("draft") else None
+    responses = _under(here, raw["responses"]) if raw.get("responses") else None
+    tokenizer = _tokenizer_file(_under(here, raw["tokenizer"]), at) if raw.get("tokenizer") else None
+    draft = _under(here, raw["draft"]) if raw.get("draft") else None
     if draft is not None and not exists(draft / "config.json"):
         raise InputError(f"no config.json in {draft}", **at("target", "draft"), hint="point at a model directory")
     keys = (
@@ -223,7 +223,7 @@ def _load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | None:
         raise InputError("replay sets its own arrival times; drop rate", **at("load", "rate"))
     if "replay" not in raw and "requests" not in raw and "duration_s" not in raw:
         raise InputError("load needs requests or duration_s (when to stop)", **at("load"))
-    replay = here / raw["replay"] if "replay" in raw else None
+    replay = _under(here, raw["replay"]) if "replay" in raw else None
     if replay is not None and not is_file(replay):
         raise InputError(f"traffic log not found: {replay}", **at("load", "replay"))
     keys = ("concurrency", "rate", "arrival", "burstiness", "requests", "duration_s", "warmup", "seed")
@@ -231,7 +231,7 @@ def _load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | None:
 
 
 def _suite(raw: dict, here: Path) -> SuiteConfig:
-    path = here / raw["path"]
+    path = _under(here, raw["path"])
     return SuiteConfig(
         path=path,
         name=raw.get("name", path.stem),
@@ -258,7 +258,7 @@ def _cost(raw: dict | None, here: Path, at) -> CostConfig | None:
         return CostConfig(mode="self_hosted", hourly_usd=raw["hourly_usd"])
     prices: dict[str, Any] = {k: raw[k] for k in ("input_usd_per_1m", "output_usd_per_1m") if k in raw}
     if "price_table" in raw:
-        prices = _price_row(here / raw["price_table"], raw.get("price_model"), at)
+        prices = _price_row(_under(here, raw["price_table"]), raw.get("price_model"), at)
     missing = [k for k in ("input_usd_per_1m", "output_usd_per_1m") if k not in prices]
     if missing:
         raise InputError(
@@ -279,3 +279,8 @@ def _price_row(table: Path, model: str | None, at) -> dict:
             f"no prices for '{model}'", file=table, hint="add {model: {input_usd_per_1m: N, output_usd_per_1m: N}}"
         )
     return {k: float(row[k]) for k in ("input_usd_per_1m", "output_usd_per_1m")}
+
+
+def _under(here: Path, relative: str) -> Path:
+    """A config path resolved against the config's directory, `..` folded, so reports show clean paths."""
+    return Path(os.path.normpath(here / relative))
