@@ -197,3 +197,17 @@ def test_adapter_with_a_larger_tokenizer_resizes_embeddings(tmp_path):
     assert gen[0].error is None and gen[0].tokens.output > 0
     new_id = tok.convert_tokens_to_ids("<|ticket_id|>")
     assert new_id in backend.prompt_ids(Request("x", [{"role": "user", "content": "<|ticket_id|>"}]))
+
+
+def test_a_matrix_variant_run_resumes_as_that_variant(cli, tmp_path):
+    cli("matrix", "-c", DEMO, "--variants", "adapter,int8", "--limit", "6", "--run-id", "m", "--output-dir", tmp_path,
+        "--no-progress")
+    run = tmp_path / "m" / "int8"
+    info = json.loads((run / "run.json").read_text())
+    assert info["target_overrides"] == {"merge": True, "quantize": "int8", "draft": None}
+    lines = (run / "records.jsonl").read_text().splitlines()
+    (run / "records.jsonl").write_text("\n".join(lines[:3]) + "\n")  # as if killed half-way
+    code, out, err = cli("check", "--resume", run, "--no-progress", "--allow-pending", "--json")
+    assert code == 3 and "3 of 6 cases to run" in err, err  # 6 original-task cases: the shifted slice is empty
+    assert len(RunDir(run).read_records()) == 6
+    assert "int8" in json.loads((run / "run.json").read_text())["target"]

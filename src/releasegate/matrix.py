@@ -19,9 +19,19 @@ from .config import Config
 from .errors import InputError
 from .record import RunDir
 
-__all__ = ["VARIANTS", "variant_config", "matrix_rows"]
+__all__ = ["VARIANTS", "variant_config", "variant_changes", "matrix_rows"]
 
 VARIANTS = ("adapter", "merged", "int8", "speculative")
+
+
+def variant_changes(variant: str, draft) -> dict:
+    """How a variant's target differs from the config's (recorded in run.json so a resume rebuilds it)."""
+    return {
+        "adapter": {"merge": False, "quantize": None, "draft": None},
+        "merged": {"merge": True, "quantize": None, "draft": None},
+        "int8": {"merge": True, "quantize": "int8", "draft": None},
+        "speculative": {"merge": True, "quantize": None, "draft": draft, "batch_size": 1},
+    }[variant]
 
 
 def variant_config(config: Config, variant: str, draft) -> Config:
@@ -29,12 +39,7 @@ def variant_config(config: Config, variant: str, draft) -> Config:
     t = config.target
     if t.backend != "hf" or t.adapter is None:
         raise InputError("the variant matrix needs an hf target with an adapter", file=config.path, field="target")
-    changes = {
-        "adapter": {"merge": False, "quantize": None, "draft": None},
-        "merged": {"merge": True, "quantize": None, "draft": None},
-        "int8": {"merge": True, "quantize": "int8", "draft": None},
-        "speculative": {"merge": True, "quantize": None, "draft": draft, "batch_size": 1},
-    }[variant]
+    changes = variant_changes(variant, draft)
     if variant == "speculative" and draft is None:
         raise InputError("the speculative variant needs a draft model", field="--draft", hint="pass --draft DIR or set target.draft")
     return dataclasses.replace(config, target=dataclasses.replace(t, **changes))

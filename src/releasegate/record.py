@@ -137,6 +137,9 @@ class RunInfo(BaseModel):
     no_cache: bool = False
     """`check --no-cache`: the run neither reads nor writes the response cache; a resume keeps to that unless
     told `--cache`."""
+    target_overrides: dict[str, Any] | None = None
+    """Target settings that differ from config.yaml (a `matrix` variant: merge, quantize, draft, batch_size);
+    a resume applies them again."""
     sessions: list[dict[str, Any]] = Field(default_factory=list)
     """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
     how many cases it had to run, how many came from the cache, its generation seconds and how it ended."""

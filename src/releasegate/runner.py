@@ -46,9 +46,11 @@ def new_run_id() -> str:
 def run_check(
     config: Config, rubric: Rubric, cases: list[Case], *, console: Console, progress: bool = True, run_id: str | None = None,
     allow_pending: bool = False, limit: int | None = None, use_cache: bool | None = None,
+    target_overrides: dict | None = None,
 ) -> tuple[RunDir, dict]:
     """Run every case, record it, judge the run and write the reports. Returns the run dir and the report.
-    `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases."""
+    `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases;
+    `target_overrides` likewise records how `config.target` differs from the config file (matrix variants)."""
     _check_metrics(rubric)
     secret_from_env(config.target.api_key_env)
     run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
@@ -56,7 +58,7 @@ def run_check(
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
-        info = _start(run, config, rubric, limit, no_cache=use_cache is False)
+        info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
                         console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache)
 
@@ -101,6 +103,9 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
     base = Path(info.config_path).parent
     config = load_config(run.path / "config.yaml", base_dir=base)
     config = dataclasses.replace(config, output_dir=run.path.parent)
+    if info.target_overrides:
+        overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
+        config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
     rubric = load_rubric(run.path / "rubric.yaml")
     cases = load_suites(config.suites, base)
     return config, rubric, cases[: info.limit] if info.limit else cases
@@ -169,7 +174,9 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     return run, report
 
 
-def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool) -> RunInfo:
+def _start(
+    run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool, target_overrides: dict | None = None
+) -> RunInfo:
     run.write_text("config.yaml", config.path.read_text(encoding="utf-8-sig"))
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
@@ -183,6 +190,8 @@ def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no
         config_path=str(config.path.resolve()),
         limit=limit,
         no_cache=no_cache,
+        target_overrides={k: str(v) if isinstance(v, Path) else v for k, v in target_overrides.items()}
+        if target_overrides else None,
     )
     run.write_info(info)
     return info

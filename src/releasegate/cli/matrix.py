@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..config import DEFAULT_CONFIG
 from ..errors import InputError
-from ..matrix import VARIANTS, matrix_rows, variant_config
+from ..matrix import VARIANTS, matrix_rows, variant_changes, variant_config
 from ..record import RunDir
 from ..report import format_value
 from ._common import ConfigOption, JsonOption, consoles, print_json
@@ -48,7 +48,8 @@ def matrix(
     for name in names:
         console.print(f"[bold]variant {name}[/]")
         vcfg = dataclasses.replace(variant_config(cfg, name, draft), output_dir=root)
-        runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name)
+        runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name,
+                                              limit=limit, target_overrides=variant_changes(name, draft))
     rows = matrix_rows(runs, reports, rubric.forbidden)
     result = {"reference": names[0], "variants": rows, "dir": str(root)}
     RunDir(root).write_json("matrix.json", result)
