@@ -60,7 +60,8 @@ class Tokens(BaseModel):
     output: int | None = None
     """Generated tokens, end-of-sequence token excluded."""
     source: str = "tokenizer"
-    """'tokenizer' (the model's own tokenizer) or 'usage' (the server's usage report)."""
+    """'usage' (the server's usage report), 'tokenizer' (the model's own tokenizer) or 'chunks' (one per streamed
+    chunk: no usage and no tokenizer configured)."""
 
 
 class CaseRecord(BaseModel):
