@@ -202,3 +202,13 @@ def test_no_usage_counts_tokens_with_the_tokenizer(tmp_path, cli):
     for r in run.read_records():
         assert r.tokens.source == "tokenizer" and r.tokens.output == 6
         assert len(r.timing.itl_ms) == 3  # 2 chunks of 3 tokens: one gap split 3 ways
+
+
+def test_completion_mode_refuses_chat_cases_before_sending(tmp_path, cli):
+    with StubServer() as stub:
+        config = project(tmp_path, stub.base_url)
+        config.write_text(config.read_text().replace("client: lean", "client: lean\n  mode: completion"))
+        code, _, err = cli("check", "-c", config, "--no-progress")
+        sent = stub.requests
+    assert code == 2 and "target.mode is completion" in err and "suite.jsonl" in err
+    assert sent == 0 and not (tmp_path / "reports").exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from ..config import DEFAULT_CONFIG, load_config
+from ..errors import InputError
 from ..rubric import load_rubric
 from ..suites import load_suites
 from ._common import ConfigOption, JsonOption, consoles, print_json
@@ -18,7 +19,18 @@ def load_inputs(config_path: Path):
     config = load_config(config_path)
     rubric = load_rubric(config.rubric)
     cases = load_suites(config.suites, config.path.parent)
+    _check_mode(config, cases)
     return config, rubric, cases
+
+
+def _check_mode(config, cases) -> None:
+    """An endpoint in completion mode takes raw prompts: refuse chat cases before anything is sent."""
+    if config.target.backend == "openai" and config.target.mode == "completion":
+        chat = next((c for c in cases if c.messages is not None), None)
+        if chat is not None:
+            suite = next(s.path for s in config.suites if s.name == chat.suite)
+            raise InputError(f"case '{chat.id}' has messages but target.mode is completion", file=suite,
+                             field="messages", hint="use mode: chat, or give the case a prompt")
 
 
 def validate(config: ConfigOption = Path(DEFAULT_CONFIG), as_json: JsonOption = False) -> int:
