@@ -227,7 +227,16 @@ def test_junit_of_a_passing_gate_has_no_failures(project, cli):
     code, _, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "ok", "--no-progress", "--allow-pending")
     assert code == 0, err
     suite = list(JUnitXml.fromfile(str(project / "reports" / "ok" / "report.junit.xml")))[0]
-    assert code == 0 and suite.tests == 3 and suite.failures == 0 and suite.skipped == 0
+    # 3 criteria pass; human review of the customer_support cases is pending but allowed: a skipped test
+    assert code == 0 and suite.tests == 4 and suite.failures == 0 and suite.skipped == 1
+    review = next(case for case in suite if case.name == "human review")
+    assert "allowed by --allow-pending" in review.result[0].message
+    # without --allow-pending the same run holds at NEEDS_REVIEW, and CI sees it as a failed test
+    code, _, _ = cli("check", "-c", project / "releasegate.yaml", "--run-id", "held", "--no-progress")
+    suite = list(JUnitXml.fromfile(str(project / "reports" / "held" / "report.junit.xml")))[0]
+    assert code == 3 and suite.failures == 1
+    review = next(case for case in suite if case.name == "human review")
+    assert review.result[0].type == "review" and "domain=customer_support 0/" in review.result[0].message
 
 
 # ---------------------------------------------------------------- CSV

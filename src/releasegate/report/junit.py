@@ -1,6 +1,7 @@
 """report.junit.xml: the gate as JUnit XML, so CI systems list gate failures as failed tests.
 
-One <testsuite> per run, one <testcase> per criterion: a failed criterion is a <failure> naming value vs threshold,
+One <testsuite> per run, one <testcase> per criterion (and one for required human review: failed while it holds
+the verdict, skipped when allowed): a failed criterion is a <failure> naming value vs threshold,
 an insufficient one (too few samples, no value) is <skipped> with the reason. With `cases=True`, every failing
 case is a failed testcase too; by default the failing cases go to the suite's <system-out> instead, so the number
 of failed tests is the number of failed criteria and a passing gate is never shown red.
@@ -24,10 +25,11 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     """The JUnit XML document for a judged report."""
     criteria = report["criteria"]
     failing = report["failing_cases"] if cases else []
-    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing)
+    review = _review_status(report)
+    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing) + (review == "blocking")
     counts = {
-        "tests": str(len(criteria) + len(failing)), "failures": str(failures), "errors": "0",
-        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria)), "time": "0",
+        "tests": str(len(criteria) + len(failing) + (review is not None)), "failures": str(failures), "errors": "0",
+        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria) + (review == "allowed")), "time": "0",
     }
     root = ET.Element("testsuites", name="releasegate", **counts)
     suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report['rubric']}"), **counts)
@@ -36,6 +38,8 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
         ET.SubElement(props, "property", name=name, value=_text(report[name]))
     for c in criteria:
         _criterion(suite, c)
+    if review is not None:
+        _review_case(suite, report, review)
     for f in failing:
         case = ET.SubElement(suite, "testcase", classname=_text(f"releasegate.cases.{f['suite']}"), name=_text(f["case_id"]), time="0")
         failure = ET.SubElement(case, "failure", message=_text("; ".join(f["why"])), type="case")
@@ -54,6 +58,28 @@ def _criterion(suite: ET.Element, c: dict) -> None:
         failure.text = _text(_details(c))
     elif c["verdict"] == "insufficient":
         ET.SubElement(case, "skipped", message=_text(f"insufficient: {c.get('reason') or 'too few samples'}"))
+
+
+def _review_status(report: dict) -> str | None:
+    """None (no required review), 'done', 'blocking' (pending, holds the verdict) or 'allowed' (pending, allowed)."""
+    required = [row for row in (report.get("review") or {}).values() if row.get("required")]
+    if not required:
+        return None
+    if all(row["status"] != "pending" for row in required):
+        return "done"
+    return "blocking" if report["verdict"] == "NEEDS_REVIEW" else "allowed"
+
+
+def _review_case(suite: ET.Element, report: dict, status: str) -> None:
+    """Pending human review as its own test: failed while it holds the verdict, skipped when allowed."""
+    case = ET.SubElement(suite, "testcase", classname="releasegate.review", name="human review", time="0")
+    missing = [f"{name} {row['reviewed']}/{row['needed']}" for name, row in report["review"].items()
+               if row.get("required") and row["status"] == "pending"]
+    message = "human review pending: " + ", ".join(missing)
+    if status == "blocking":
+        ET.SubElement(case, "failure", message=_text(message), type="review")
+    elif status == "allowed":
+        ET.SubElement(case, "skipped", message=_text(message + " (allowed by --allow-pending)"))
 
 
 def _details(c: dict) -> str:
