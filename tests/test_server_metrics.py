@@ -54,3 +54,16 @@ def test_client_minus_server_ttft_gap():
     gap = out["ttft_gap_ms"]
     assert gap["server_mean_ms"] == pytest.approx(100.0) and gap["client_mean_ms"] == pytest.approx(120.0)
     assert gap["gap_ms"] == pytest.approx(20.0)
+
+
+def test_load_phase_reads_as_rows_for_people():
+    from releasegate.report._format import load_phase_rows
+
+    server = summarise(_samples([0, 2, 5, 9], kv_cache=0.5), client_ttft_ms=[50.0], concurrency=8, profile="closed loop")
+    rows = dict(load_phase_rows({"profile": "closed loop", "requests": 40, "warmup": 2, "seconds": 3.0,
+                                 "server_metrics": server}))
+    assert rows["queue length"] == "max 9 / mean 4 / last 9"
+    assert rows["KV cache use"] == "max 50% / mean 50% / last 50%"
+    assert "queue grows" in rows["scaling reading"] and rows["client − server TTFT"] == "the server exposes no TTFT"
+    assert dict(load_phase_rows({"profile": "p", "requests": 1, "server_metrics": {"error": "refused"}}))[
+        "server /metrics"] == "not scraped: refused"

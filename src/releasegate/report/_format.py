@@ -24,3 +24,29 @@ def format_interval(interval) -> str:
 def format_threshold(criterion: dict) -> str:
     """The criterion's comparison, e.g. '>= 0.9'."""
     return f"{criterion['op']} {criterion['threshold']:g}"
+
+
+def load_phase_rows(load_phase: dict | None) -> list[tuple[str, str]]:
+    """The load phase and what the server's /metrics said, as (label, text) rows for people."""
+    if not load_phase:
+        return []
+    rows = [
+        ("profile", load_phase.get("profile", "")),
+        ("requests", f"{load_phase.get('requests')} measured, {load_phase.get('warmup', 0)} warm-up (left out)"),
+        ("duration", f"{format_value(load_phase.get('seconds'))} s"),
+    ]
+    server = load_phase.get("server_metrics") or {}
+    if "error" in server or not server:
+        return rows + [("server /metrics", f"not scraped: {server.get('error') or 'no samples'}")]
+    rows.append(("server", f"{server.get('server') or 'unknown'} ({server.get('samples')} /metrics samples)"))
+    for key, label, scale in (("queue", "queue length", 1), ("running", "requests running", 1), ("kv_cache", "KV cache use", 100)):
+        stats = server.get(key)
+        unit = "%" if scale == 100 else ""
+        rows.append((label, "not exposed by the server" if not stats else
+                     " / ".join(f"{name} {format_value(stats[name] * scale)}{unit}" for name in ("max", "mean", "last"))))
+    gap = server.get("ttft_gap_ms")
+    rows.append(("client − server TTFT", "the server exposes no TTFT" if not gap else
+                 f"client {format_value(gap['client_mean_ms'])} ms, server {format_value(gap['server_mean_ms'])} ms, "
+                 f"gap {format_value(gap['gap_ms'])} ms (means)"))
+    rows.append(("scaling reading", server.get("reading", "")))
+    return rows

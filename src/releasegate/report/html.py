@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..metrics import KNOWN_METRICS
-from ._format import format_interval, format_threshold, format_value
+from ._format import format_interval, format_threshold, format_value, load_phase_rows
 from ._view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
@@ -58,7 +58,7 @@ def render_html(view: RunView) -> str:
         criteria=[_criterion(c) for c in report["criteria"]],
         latency=_latency_rows(report["metrics"]),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
-        latency_from=report.get("latency_from", "quality"), load_phase=_as_table(report.get("load_phase")),
+        latency_from=report.get("latency_from", "quality"), load_phase=_load_phase_table(report.get("load_phase")),
         cost=_cost(view),
         slices=_slices(report["slices"]),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
@@ -149,6 +149,11 @@ def _review(report: dict) -> dict | None:
     """report["review"] (one row per slice, "all" first), unless review neither applies nor happened."""
     review = report.get("review")
     return review if review and review.get("all", {}).get("status") != "not required" else None
+
+
+def _load_phase_table(load_phase: dict | None) -> dict | None:
+    rows = load_phase_rows(load_phase)
+    return {"columns": ["", "value"], "rows": [list(r) for r in rows]} if rows else None
 
 
 def _as_table(obj) -> dict | None:

@@ -11,7 +11,7 @@ import re
 import sys
 
 from ..metrics import KNOWN_METRICS
-from ._format import format_interval, format_threshold, format_value
+from ._format import format_interval, format_threshold, format_value, load_phase_rows
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_code"]
 
@@ -61,7 +61,7 @@ def render_markdown(report: dict) -> str:
             f"| {md_text(c['name'])} | {md_code(c['metric'])} | {format_value(c['value'])} | {format_threshold(c)} "
             f"| {format_interval(c.get('interval'))} | {c['n']} | {_CELL[c['verdict']]} |"
         )
-    lines += _metric_lines(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
+    lines += _metric_lines(report) + _load_lines(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
 
@@ -88,6 +88,13 @@ def _metric_lines(report: dict) -> list[str]:
         rows.append(f"| {md_code(name)} | {format_value(m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
                     f"| {md_text(meaning)} |")
     return _details("Metrics (all cases)", rows)
+
+
+def _load_lines(report: dict) -> list[str]:
+    rows = load_phase_rows(report.get("load_phase"))
+    if not rows:
+        return []
+    return ["", "## Load phase", "", "| | |", "|---|---|"] + [f"| {label} | {md_text(text)} |" for label, text in rows]
 
 
 def _slice_lines(report: dict) -> list[str]:
