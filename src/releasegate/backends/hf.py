@@ -50,13 +50,20 @@ class HFBackend(Backend):
             return str(adapter)
         return self.target.base
 
+    def _hub_hint(self) -> str:
+        from pathlib import Path
+
+        if Path(self.target.base).exists():
+            return ""
+        return " (a hub id: download the model where the hub is reachable and set target.base to its directory)"
+
     def _load_tokenizer(self):
         from transformers import AutoTokenizer
 
         try:
             tok = AutoTokenizer.from_pretrained(self._tokenizer_source())
         except (OSError, ValueError) as exc:
-            raise TargetError(f"cannot load tokenizer of {self.target.base}: {_first_line(exc)}") from None
+            raise TargetError(f"cannot load tokenizer of {self.target.base}: {_first_line(exc)}{self._hub_hint()}") from None
         tok.padding_side = "left"
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -69,7 +76,7 @@ class HFBackend(Backend):
         try:
             model = AutoModelForCausalLM.from_pretrained(t.base, dtype=getattr(self.torch, t.dtype))
         except (OSError, ValueError) as exc:
-            raise TargetError(f"cannot load base model {t.base}: {_first_line(exc)}") from None
+            raise TargetError(f"cannot load base model {t.base}: {_first_line(exc)}{self._hub_hint()}") from None
         if len(self.tokenizer) > model.get_input_embeddings().weight.shape[0]:
             model.resize_token_embeddings(len(self.tokenizer))  # the adapter's tokenizer added tokens
         if t.adapter is not None:
