@@ -102,3 +102,16 @@ def test_entry_point_exit_code_is_real(project):
     proc = run_subprocess("check", "-c", project / "releasegate.yaml", "--run-id", "r6", "--no-progress")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
+
+
+def test_gate_on_a_run_cut_short_is_never_a_pass(project, cli):
+    cli("check", "-c", project / "releasegate.yaml", "--run-id", "cut", "--no-progress")
+    run = project / "reports" / "cut"
+    lax = project / "lax.yaml"
+    lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.0}\nreview: {required_domains: []}\n")
+    assert cli("gate", run, "--rubric", lax)[0] == 0
+    lines = (run / "records.jsonl").read_text().splitlines()
+    (run / "records.jsonl").write_text(lines[0] + "\n")  # as if killed after the first case
+    code, out, err = cli("gate", run, "--rubric", lax, "--json")
+    report = json.loads(out)
+    assert code == 3 and report["verdict"] == "INCONCLUSIVE" and "1 of 2 cases" in report["incomplete"]

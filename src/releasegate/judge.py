@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .gate import EXIT_CODES, CriterionResult, judge_criterion, overall_verdict
+from .gate import EXIT_CODES, INCONCLUSIVE, PASS, CriterionResult, judge_criterion, overall_verdict
 from .metrics import KNOWN_METRICS, MetricValue, compute_metric, is_phased, measured, select, slices_of
 from .record import CaseRecord, RunInfo
 from .review.labels import LabelEdit
@@ -70,7 +70,13 @@ def judge_run(
     review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
     results += review.results
     verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient)
+    incomplete = None
+    if len(records) < info.cases or info.status in ("interrupted", "failed"):  # a run cut short passes nothing
+        incomplete = f"the run is {info.status}: {len(records)} of {info.cases} cases recorded; finish it with check --resume"
+        if verdict == PASS:
+            verdict = INCONCLUSIVE
     return {
+        "incomplete": incomplete,
         "comparison": comparison,
         "run_id": info.run_id,
         "target": info.target,

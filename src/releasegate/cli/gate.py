@@ -27,11 +27,14 @@ def gate(
     run = RunDir(run_dir)
     info = run.read_info()
     policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
-    report = judge_run(info, run.read_records(), policy, info.cost, labels=read_labels(run), allow_pending=allow_pending)
+    report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
+                       labels=read_labels(run), allow_pending=allow_pending)
     write_reports(run, report)
     if as_json:
         print_json(report)
     console = consoles(as_json)
     console.print(criteria_table(report))
     print_review_line(console, report, run.path)
+    if report["incomplete"]:
+        console.print(f"incomplete: {report['incomplete']}", markup=False, soft_wrap=True)
     return report["exit_code"]

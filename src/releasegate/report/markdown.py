@@ -50,6 +50,7 @@ def render_markdown(report: dict) -> str:
         f"- criteria: {len(report['criteria']) - len(failed)} of {len(report['criteria'])} met"
         + (": failed " + ", ".join(md_text(c["name"]) for c in failed) if failed else ""),
         *_review_headline(report),
+        *([f"- incomplete: {md_text(report['incomplete'])}"] if report.get("incomplete") else []),
         "",
         "### Criteria",
         "",
