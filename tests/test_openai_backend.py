@@ -212,3 +212,17 @@ def test_completion_mode_refuses_chat_cases_before_sending(tmp_path, cli):
         sent = stub.requests
     assert code == 2 and "target.mode is completion" in err and "suite.jsonl" in err
     assert sent == 0 and not (tmp_path / "reports").exists()
+
+
+def test_keep_alive_closed_by_the_server_is_not_an_error(tmp_path, cli):
+    # the server drops each connection after one response, unannounced, and splits the chunked terminator:
+    # the lean client re-sends on a new connection a request whose reused connection turned out closed,
+    # without counting a failure or a retry (the openai client's httpx pool reports these as connection errors,
+    # which `retries` then absorbs)
+    with StubServer(StubBehaviour(tokens=4, keepalive_max=1, split_terminator=True)) as stub:
+        config = project(tmp_path, stub.base_url, cases=12)
+        config.write_text(config.read_text().replace("retries: 2", "retries: 0").replace("concurrency: 3", "concurrency: 2"))
+        code, report, run, _ = check(cli, config)
+    records = run.read_records()
+    assert code == 0 and report["counts"]["errors"] == {}
+    assert all(r.timing.attempts == 1 and r.output.strip() == "tok tok tok tok" for r in records)

@@ -42,6 +42,7 @@ class _Response(asyncio.Protocol):
 
     def _reset(self) -> None:
         self.head, self.status, self.headers = b"", 0, {}
+        self.rx_bytes = 0
         self._pending = b""
         self._body_segments: list[tuple[int, bytes]] = []
         self._need: int | None = None  # chunk bytes still to read, None while reading a size line
@@ -53,6 +54,7 @@ class _Response(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter_ns()  # before anything else
         self.last_rx = now
+        self.rx_bytes += len(data)
         if not self.done.done():
             self._advance(now, data)
 
@@ -67,7 +69,7 @@ class _Response(asyncio.Protocol):
     # -- incremental framing (cheap: finds boundaries, copies nothing it need not) ---------------
     def _advance(self, now: int, data: bytes) -> None:
         if not self.status:
-            self.head += data
+            self.head = (self.head + data).lstrip(b"\r\n")  # RFC 9112: ignore empty lines before a status line
             end = self.head.find(b"\r\n\r\n")
             if end < 0:
                 return
@@ -95,6 +97,15 @@ class _Response(asyncio.Protocol):
         buf = self._pending + data
         pos = 0
         while pos < len(buf):
+            if self._need == -1:  # after the last chunk: trailer lines up to an empty line
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    break
+                if eol == pos:
+                    self.done.set_result(True)  # the final CRLF is consumed, so a reused connection starts clean
+                    return
+                pos = eol + 2
+                continue
             if self._need is None:
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
@@ -102,8 +113,8 @@ class _Response(asyncio.Protocol):
                 size = int(buf[pos:eol].split(b";", 1)[0] or b"0", 16)
                 pos = eol + 2
                 if size == 0:
-                    self.done.set_result(True)
-                    return
+                    self._need = -1
+                    continue
                 self._need = size + 2  # payload and its CRLF
                 continue
             take = min(self._need, len(buf) - pos)
@@ -144,11 +155,12 @@ class LeanClient:
             conn.transport.close()
         self._idle.clear()
 
-    async def _connection(self) -> _Response:
-        while self._idle:
+    async def _connection(self, *, fresh: bool = False) -> tuple[_Response, bool]:
+        """A pooled keep-alive connection (reused=True) or a new one."""
+        while self._idle and not fresh:
             conn = self._idle.pop()
-            if not conn.closed:
-                return conn
+            if not conn.closed and not conn.transport.is_closing():
+                return conn, True
         loop = asyncio.get_running_loop()
         try:
             _, proto = await asyncio.wait_for(
@@ -156,7 +168,7 @@ class LeanClient:
             )
         except TimeoutError:
             raise ConnectionError(f"connect to {self.host}:{self.port} timed out") from None
-        return proto
+        return proto, False
 
     def _request_bytes(self, path: str, body: bytes) -> bytes:
         head = (
@@ -167,12 +179,23 @@ class LeanClient:
             head += f"Authorization: Bearer {self.api_key}\r\n"
         return head.encode("latin-1") + b"\r\n" + body
 
-    async def stream(self, path: str, body: bytes) -> tuple[list[str], list[int], int]:
-        """Send; wait for the whole response; return (SSE lines, arrival ns of each line, end ns)."""
-        conn = await self._connection()
+    async def stream(self, path: str, body: bytes) -> tuple[list[str], list[int], int, int]:
+        """Send; wait for the whole response; return (SSE lines, arrival ns of each line, end ns, sent ns)."""
+        conn, reused = await self._connection()
+        try:
+            return await self._exchange(conn, path, body)
+        except StreamBroken:
+            if not reused or conn.rx_bytes:
+                raise
+        # the server closed an idle keep-alive connection just as we reused it (HTTP servers cap requests per
+        # connection): the request never got an answer, so it goes again on a new connection, not as a retry
+        conn, _ = await self._connection(fresh=True)
+        return await self._exchange(conn, path, body)
+
+    async def _exchange(self, conn: _Response, path: str, body: bytes) -> tuple[list[str], list[int], int, int]:
         conn.done = asyncio.get_running_loop().create_future()
         conn._reset()
-        conn.last_rx = time.perf_counter_ns()
+        conn.last_rx = sent = time.perf_counter_ns()
         conn.transport.write(self._request_bytes(path, body))
         try:
             await self._wait(conn)
@@ -188,7 +211,7 @@ class LeanClient:
         if conn.status != 200:
             raise HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
         lines, stamps = _lines(conn.body())
-        return lines, stamps, end
+        return lines, stamps, end, sent
 
     async def _wait(self, conn: _Response) -> None:
         stall_ns = int(self.stall_timeout * 1e9)

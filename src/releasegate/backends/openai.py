@@ -147,7 +147,8 @@ class OpenAIBackend(Backend):
             sent = time.perf_counter_ns()
             scheduled = sent if scheduled is None else scheduled
             try:
-                lines, stamps, end = await asyncio.wait_for(self._stream(client, body), self.target.timeout_s)
+                lines, stamps, end, actual = await asyncio.wait_for(self._stream(client, body), self.target.timeout_s)
+                sent = actual or sent  # the lean client knows when its bytes really left
             except Exception as exc:  # classified below; anything unexpected is recorded, never raised
                 error, retry_after = _classify(exc)
                 if error.retryable and attempt <= self.target.retries:
@@ -185,7 +186,7 @@ class OpenAIBackend(Backend):
         finally:
             if extra is not None:
                 body["extra_body"] = extra
-        return lines, stamps, time.perf_counter_ns()
+        return lines, stamps, time.perf_counter_ns(), None
 
     def _finish(self, lines, stamps, sent, end, scheduled, attempt) -> Generation:
         parse = parse_sse(lines, stamps, self.target.mode)

@@ -36,6 +36,10 @@ class StubBehaviour:
     stall_after: int | None = None
     """Stop sending (but keep the connection open) after this many tokens."""
     send_usage: bool = True
+    keepalive_max: int | None = None
+    """Close a connection, without saying so, after this many requests on it (as HTTP servers cap keep-alive)."""
+    split_terminator: bool = False
+    """Send the chunked terminator's final CRLF in a separate packet."""
 
 
 class StubServer:
@@ -79,6 +83,7 @@ class StubServer:
             server.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served = 0
         try:
             while True:
                 request = await _read_request(reader)
@@ -86,6 +91,10 @@ class StubServer:
                     break
                 method, path, body = request
                 if not await self._route(method, path, body, writer):
+                    break
+                served += 1
+                if self.behaviour.keepalive_max is not None and served >= self.behaviour.keepalive_max:
+                    await asyncio.sleep(0.005)  # close a moment later, as a server's keep-alive timer would
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -129,7 +138,13 @@ class StubServer:
         await _event(writer, {"choices": [done]})
         if b.send_usage:
             await _event(writer, {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": b.tokens}})
-        writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        if b.split_terminator:
+            writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.002)
+            writer.write(b"\r\n")
+        else:
+            writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         await writer.drain()
         return True
 
