@@ -67,3 +67,10 @@ def test_load_phase_reads_as_rows_for_people():
     assert "queue grows" in rows["scaling reading"] and rows["client − server TTFT"] == "the server exposes no TTFT"
     assert dict(load_phase_rows({"profile": "p", "requests": 1, "server_metrics": {"error": "refused"}}))[
         "server /metrics"] == "not scraped: refused"
+
+
+def test_too_short_a_phase_is_said_as_such():
+    short = summarise(_samples([0, 0]), client_ttft_ms=[1.0], concurrency=4, profile="p")
+    assert "too short" in short["reading"]
+    none = summarise([{"t": 0, "phase": "during", "running": 1.0}] * 4, client_ttft_ms=[1.0], concurrency=4, profile="p")
+    assert "exposes no queue length" in none["reading"]

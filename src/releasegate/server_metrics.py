@@ -133,8 +133,10 @@ def _ttft_gap(samples: list[dict], client_ttft_ms: list[float]) -> dict | None:
 
 def _reading(during: list[dict], concurrency: int | None, profile: str) -> str:
     queue = [s["queue"] for s in during if "queue" in s]
-    if len(queue) < 3:
+    if not queue:
         return "the server exposes no queue length: no scaling reading"
+    if len(queue) < 3:
+        return f"only {len(queue)} /metrics sample(s) during the load phase: too short for a scaling reading"
     third = max(1, len(queue) // 3)
     early, late = fmean(queue[:third]), fmean(queue[-third:])
     at = f" (about {concurrency} concurrent)" if concurrency else ""
