@@ -52,6 +52,9 @@ def test_check_reports_latency_tokens_and_server_metrics(llamacpp_server, cli, t
             assert metric["value"] > 0 and metric["n"] > 0, (base, q)
     assert report["latency_from"] == "load" and report["metrics"]["ttft_ms_p50"]["n"] == 24
     assert {r.tokens.source for r in rundir.read_records()} == {"usage"}
+    # a healthy server needs no retries: a reused keep-alive connection the server closed is not a failure
+    every = rundir.read_records() + rundir.read_records("load.jsonl")
+    assert all(r.timing.attempts == 1 for r in every), sorted({r.timing.attempts for r in every})
     server = report["load_phase"]["server_metrics"]
     assert server["server"] == "llama.cpp" and server["samples"] >= 2
     assert "queue" in server and "running" in server and server["reading"]
