@@ -63,7 +63,7 @@ def render_html(view: RunView) -> str:
         slices=_slices(report["slices"]),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
         comparison=_as_table(_first(report, "comparison", "baseline", "variants")),
-        review=_as_table(_review(report)),
+        review=_review_table(_review(report)),
         review_pending=(_review(report) or {}).get("all", {}).get("status", "").startswith("pending"),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],
         n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
@@ -149,6 +149,22 @@ def _review(report: dict) -> dict | None:
     """report["review"] (one row per slice, "all" first), unless review neither applies nor happened."""
     review = report.get("review")
     return review if review and review.get("all", {}).get("status") != "not required" else None
+
+
+_REVIEW_COLUMNS = {"status": "status", "cases": "cases", "needed": "needed", "reviewed": "reviewed",
+                   "approved": "approved", "rejected": "rejected", "approval": "approval", "min_approval": "min",
+                   "kappa": "kappa (auto vs human)"}
+
+
+def _review_table(review: dict | None) -> dict | None:
+    """Review per slice, the columns a reader needs (report.json keeps them all); required slices marked *."""
+    if not review:
+        return None
+    if not all(isinstance(row, dict) for row in review.values()):
+        return _as_table(review)  # a report.json from elsewhere: show whatever it holds
+    rows = [[f"{name} *" if row.get("required") and name != "all" else name, *(_cell(row.get(k)) for k in _REVIEW_COLUMNS)]
+            for name, row in review.items()]
+    return {"columns": ["slice (* required)", *_REVIEW_COLUMNS.values()], "rows": rows}
 
 
 def _load_phase_table(load_phase: dict | None) -> dict | None:
