@@ -62,3 +62,15 @@ def run_subprocess(*args: str, cwd: Path | None = None, env: dict | None = None)
 def _no_job_summary(monkeypatch):
     """Tests run inside CI must not append their runs to the real job summary."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def heavy_imports_after(commands: list[list[str]], modules: tuple[str, ...]) -> list[str]:
+    """Run CLI commands in a fresh interpreter (each must exit 0); which of `modules` got imported."""
+    calls = "".join(f"assert main({[str(a) for a in cmd]!r}) == 0\n" for cmd in commands)
+    probe = (
+        "import sys\nfrom releasegate.cli import main\n" + calls
+        + f"print('HEAVY', sorted(m for m in {modules!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.split("HEAVY", 1)[1].strip().replace("'", '"'))

@@ -1,9 +1,8 @@
 """The CLI on a real project on disk (replay backend): check, gate, validate, init, JSON output."""
 
 import json
-import sys
 
-from conftest import GOOD, ROOT, run_subprocess, write_jsonl
+from conftest import GOOD, ROOT, heavy_imports_after, run_subprocess, write_jsonl
 from releasegate.record import RunDir
 
 
@@ -83,19 +82,8 @@ def test_help_names_exit_codes(cli):
 
 
 def test_help_and_validate_do_not_import_torch(tmp_path):
-    import subprocess
-
-    probe = (
-        "import sys\n"
-        "from releasegate.cli import main\n"
-        "assert main(['--help']) == 0\n"
-        f"assert main(['validate', '-c', {str(ROOT / 'releasegate.yaml')!r}]) == 0\n"
-        "heavy = sorted(m for m in ('torch', 'transformers', 'peft', 'evaluate', 'datasets') if m in sys.modules)\n"
-        "print('HEAVY', heavy)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "HEAVY []" in out.stdout
+    commands = [["--help"], ["validate", "-c", ROOT / "releasegate.yaml"]]
+    assert heavy_imports_after(commands, ("torch", "transformers", "peft", "evaluate", "datasets")) == []
 
 
 def test_entry_point_exit_code_is_real(project):

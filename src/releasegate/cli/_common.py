@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -17,6 +17,12 @@ AllowPendingOption = Annotated[
     bool, typer.Option("--allow-pending", help="Do not hold the verdict for pending human review (the report still says it is pending).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (human output goes to stderr).")]
+RunIdOption = Annotated[Optional[str], typer.Option(help="Name of the directory to create under the output dir.")]
+OutputDirOption = Annotated[
+    Optional[Path], typer.Option(help="Where the run directory goes (default: output.dir of the config).", file_okay=False)
+]
+LimitOption = Annotated[Optional[int], typer.Option(min=1, help="Run only the first N cases (a quick smoke run).")]
+ProgressOption = Annotated[bool, typer.Option(help="Show progress bars.")]
 
 
 def consoles(as_json: bool) -> Console:

@@ -15,7 +15,17 @@ import typer
 from ..config import DEFAULT_CONFIG
 from ..errors import InputError
 from ..report import criteria_table
-from ._common import AllowPendingOption, JsonOption, consoles, print_json, print_review_line
+from ._common import (
+    AllowPendingOption,
+    JsonOption,
+    LimitOption,
+    OutputDirOption,
+    ProgressOption,
+    RunIdOption,
+    consoles,
+    print_json,
+    print_review_line,
+)
 from .validate import load_inputs
 
 
@@ -23,12 +33,10 @@ def check(
     config: Annotated[
         Optional[Path], typer.Option("--config", "-c", help=f"Config file (default: {DEFAULT_CONFIG}).", dir_okay=False)
     ] = None,
-    run_id: Annotated[Optional[str], typer.Option(help="Name of the run directory under the output dir.")] = None,
-    output_dir: Annotated[
-        Optional[Path], typer.Option(help="Where run directories go (default: output.dir of the config).", file_okay=False)
-    ] = None,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Run only the first N cases (a quick smoke run).")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    run_id: RunIdOption = None,
+    output_dir: OutputDirOption = None,
+    limit: LimitOption = None,
+    progress: ProgressOption = True,
     allow_pending: AllowPendingOption = False,
     resume: Annotated[
         Optional[Path], typer.Option(

@@ -15,7 +15,16 @@ from ..errors import InputError
 from ..matrix import VARIANTS, matrix_rows, variant_changes, variant_config
 from ..record import RunDir
 from ..report import format_value
-from ._common import ConfigOption, JsonOption, consoles, print_json
+from ._common import (
+    ConfigOption,
+    JsonOption,
+    LimitOption,
+    OutputDirOption,
+    ProgressOption,
+    RunIdOption,
+    consoles,
+    print_json,
+)
 from .validate import load_inputs
 
 
@@ -23,12 +32,10 @@ def matrix(
     config: ConfigOption = Path(DEFAULT_CONFIG),
     variants: Annotated[str, typer.Option(help="Comma-separated, the first is the reference.")] = ",".join(VARIANTS),
     draft: Annotated[Optional[Path], typer.Option(help="Draft model for the speculative variant (default: target.draft).", file_okay=False)] = None,
-    run_id: Annotated[Optional[str], typer.Option(help="Name of the matrix directory under the output dir.")] = None,
-    output_dir: Annotated[
-        Optional[Path], typer.Option(help="Where the matrix directory goes (default: output.dir of the config).", file_okay=False)
-    ] = None,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Run only the first N cases.")] = None,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    run_id: RunIdOption = None,
+    output_dir: OutputDirOption = None,
+    limit: LimitOption = None,
+    progress: ProgressOption = True,
     as_json: JsonOption = False,
 ) -> int:
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
