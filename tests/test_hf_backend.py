@@ -211,3 +211,59 @@ def test_a_matrix_variant_run_resumes_as_that_variant(cli, tmp_path):
     assert code == 3 and "3 of 6 cases to run" in err, err  # 6 original-task cases: the shifted slice is empty
     assert len(RunDir(run).read_records()) == 6
     assert "int8" in json.loads((run / "run.json").read_text())["target"]
+
+
+def test_step_clock_syncs_before_every_read():
+    """On CUDA the clock must wait for the queued forward before reading the time; on CPU it calls nothing."""
+    import time
+
+    from releasegate.backends.hf import _StepClock
+
+    synced = []
+    clock = _StepClock(lambda: synced.append(time.perf_counter_ns()))
+    for _ in range(5):
+        assert clock(None, "scores") == "scores"
+    assert len(synced) == len(clock.stamps) == 5
+    assert all(s <= t for s, t in zip(synced, clock.stamps))
+    assert all(t <= s for t, s in zip(clock.stamps, synced[1:]))  # one sync per read, never batched up front
+    plain = _StepClock()
+    plain(None, None)
+    assert plain.sync is None and len(plain.stamps) == 1
+
+
+def test_generate_syncs_before_start_steps_and_end(demo, monkeypatch):
+    """Through the real generate path: one sync before each read of the clock, start and end included."""
+    import time
+
+    from releasegate.backends import hf
+
+    reads, clocks = [], []
+
+    class RecordingClock(hf._StepClock):
+        def __init__(self, sync=None):
+            super().__init__(sync)
+            clocks.append(self)
+
+        def now(self):
+            t = super().now()
+            reads.append(t)
+            return t
+
+    config, requests = demo
+    backend = create_backend(config.target)
+    backend.load()
+    try:
+        assert backend.sync is None  # CPU: no sync, the clock runs as before
+        synced = []
+        backend.sync = lambda: synced.append(time.perf_counter_ns())
+        monkeypatch.setattr(hf, "_StepClock", RecordingClock)
+        gens = backend.generate(requests[:2], max_new_tokens=8)
+    finally:
+        backend.close()
+    assert all(g.error is None for g in gens)
+    (clock,) = clocks
+    assert len(synced) == len(reads) == len(clock.stamps) + 2 >= 3  # start, every step, end
+    assert all(s <= r for s, r in zip(synced, reads))
+    assert all(r <= s for r, s in zip(reads, synced[1:]))
+    start = reads[0]
+    assert gens[0].timing.ttft_ms == (clock.stamps[0] - start) / 1e6

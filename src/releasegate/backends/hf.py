@@ -3,7 +3,7 @@
 Batched greedy generation with left padding. A LogitsProcessor stamps the clock at every decoding step,
 which splits latency the way inference works: the first stamp closes the prefill (TTFT), the later ones
 are decode steps (TPOT). In a batch the prefill covers the whole batch, as in a batching server; every
-timing records its batch size.
+timing records its batch size. On CUDA every clock read waits for the device first (see `_StepClock`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ class HFBackend(Backend):
         self.batch_size = target.batch_size
         self.model = None
         self.tokenizer = None
+        self.sync = None
 
     def load(self) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -42,6 +43,15 @@ class HFBackend(Backend):
         self.model = self._load_model()
         self.eos_ids = self._eos_ids()
         self.draft = self._load_draft() if self.target.draft else None
+        self.sync = self._device_sync()
+
+    def _device_sync(self):
+        """What the clock calls before each read: wait for the GPU's queued work on CUDA, nothing on CPU."""
+        device = self.torch.device(self.target.device)
+        if device.type != "cuda":
+            return None
+        torch = self.torch
+        return lambda: torch.cuda.synchronize(device)
 
     def _tokenizer_source(self) -> str:
         """An adapter that ships its own tokenizer (added tokens) wins over the base's."""
@@ -160,15 +170,15 @@ class HFBackend(Backend):
         torch = self.torch
         prompts = [self.prompt_ids(r) for r in requests]
         input_ids, attention = self._left_pad(prompts)
-        clock = _StepClock()
+        clock = _StepClock(self.sync)
         with torch.inference_mode():
-            start = time.perf_counter_ns()
+            start = clock.now()  # on CUDA, after the input copies queued by _left_pad
             out = self.model.generate(
                 input_ids=input_ids, attention_mask=attention, max_new_tokens=max_new_tokens, do_sample=False,
                 num_beams=1, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=sorted(self.eos_ids),
                 logits_processor=LogitsProcessorList([clock]), **self._assist(),
             )
-            end = time.perf_counter_ns()
+            end = clock.now()
         new = out[:, input_ids.shape[1]:].tolist()
         if self.draft is not None:
             # assisted decoding verifies several tokens per step: step stamps are not per token
@@ -218,13 +228,26 @@ class HFBackend(Backend):
 
 
 class _StepClock:
-    """A LogitsProcessor that only reads the clock: called once per step, after that step's forward pass."""
+    """A LogitsProcessor that only reads the clock: called once per step, after that step's forward pass.
 
-    def __init__(self) -> None:
+    On CUDA the host only queues kernels: when this runs, the step's forward may still be executing, so a bare
+    host clock read would stamp the queueing, not the finish. TTFT would then miss most of the prefill's GPU
+    time, which would land in the first decode step instead. `sync` (torch.cuda.synchronize for the model's
+    device) waits for the queued work before every read, including the start and end stamps around generate.
+    On CPU the forward has already finished when this runs: `sync` is None and no call is made.
+    """
+
+    def __init__(self, sync=None) -> None:
+        self.sync = sync
         self.stamps: list[int] = []
 
+    def now(self) -> int:
+        if self.sync is not None:
+            self.sync()
+        return time.perf_counter_ns()
+
     def __call__(self, input_ids, scores):
-        self.stamps.append(time.perf_counter_ns())
+        self.stamps.append(self.now())
         return scores
 
 
