@@ -1,5 +1,7 @@
 """Metrics and gate logic on hand-built records with hand-computed answers."""
 
+import math
+
 import pytest
 
 from releasegate.gate import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
@@ -31,7 +33,7 @@ def records():
     ]
 
 
-INFO = RunInfo(run_id="r", created_at="now", target="t", backend="hf", generation_seconds=2.0)
+INFO = RunInfo(run_id="r", created_at="now", target="t", backend="hf", generation_seconds=2.0, status="complete")
 
 
 def rubric(*criteria):
@@ -124,14 +126,18 @@ def test_slices_table():
 
 
 def test_confidence_gates_on_the_bound():
-    # 3 of 3 right: point 1.0 >= 0.5 passes, but the Wilson 95% lower bound is 0.44
-    report = judge_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
+    # 2 of 2 right: point 1.0 >= 0.5 passes, but the one-sided 95% Wilson lower bound is 2 / (2 + z^2) = 0.425
+    report = judge_run(INFO, records()[:2], rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
     c = report["criteria"][0]
-    assert c["verdict"] == "insufficient" and c["needed_n"] > 3 and "would decide" in c["reason"]
+    assert c["bounds"][0] == pytest.approx(2 / (2 + 1.6448536**2), abs=1e-6)
+    assert c["verdict"] == "insufficient" and c["needed_n"] > 2 and "would decide" in c["reason"]
     assert report["verdict"] == INCONCLUSIVE and report["exit_code"] == 3
-    # the same with the rubric allowing insufficient criteria
+    # allow_insufficient lets an undecided criterion stand beside decided ones, never alone
     lenient = Rubric(path=None, name="t", criteria=(crit("accuracy", ">=", 0.5, confidence=0.95),), allow_insufficient=True)
-    assert judge_run(INFO, records()[:3], lenient, None)["verdict"] == PASS
+    assert judge_run(INFO, records()[:2], lenient, None)["verdict"] == INCONCLUSIVE
+    both = Rubric(path=None, name="t", allow_insufficient=True, criteria=(
+        crit("accuracy", ">=", 0.5, confidence=0.95), crit("accuracy", ">=", 0.5, name="point")))
+    assert judge_run(INFO, records()[:2], both, None)["verdict"] == PASS
 
 
 def test_forbidden_limit_too_small_for_the_suite_says_how_many_cases():
@@ -139,7 +145,9 @@ def test_forbidden_limit_too_small_for_the_suite_says_how_many_cases():
     report = judge_run(INFO, clean, rubric(crit("forbidden_rate", "<=", 0.001, confidence=0.95)), None)
     c = report["criteria"][0]
     assert c["value"] == 0.0 and c["verdict"] == "insufficient"
-    assert c["needed_n"] == 2995 and "2995" in c["reason"]
+    # 0 hits: the one-sided Wilson upper bound z^2 / (n + z^2) reaches 0.001 at n = z^2 (1 - 0.001) / 0.001
+    expected = math.ceil(1.6448536269514722**2 * 0.999 / 0.001)
+    assert c["needed_n"] == expected == 2703 and "2703" in c["reason"]
     assert report["verdict"] == INCONCLUSIVE
 
 
@@ -149,8 +157,13 @@ def test_confidence_fail_when_whole_interval_misses():
     assert report["criteria"][0]["verdict"] == "fail" and report["verdict"] == FAIL
 
 
-def test_latency_percentile_interval_is_bootstrap():
+def test_latency_percentile_bound_needs_enough_requests():
+    # a one-sided 95% upper bound on a P95 exists from 59 samples on (1 - 0.95^n >= 0.95): with 5 it is undecided
     report = judge_run(INFO, records(), rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)
     c = report["criteria"][0]
-    assert c["interval"][0] <= c["value"] <= c["interval"][1]
-    assert c["verdict"] == "pass"  # the upper bound 500 is within 1000
+    assert c["verdict"] == "insufficient" and c["needed_n"] == 59 and "too small" in c["reason"]
+    # with 60 requests the upper bound is an order statistic of the sample: the largest, 600 ms here
+    many = [rec(i, RIGHT, ttft=10.0 * (i + 1)) for i in range(60)]
+    c = judge_run(INFO, many, rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)["criteria"][0]
+    assert c["bounds"][1] in [10.0 * (i + 1) for i in range(60)] and c["bounds"][1] >= c["value"]
+    assert c["verdict"] == "pass"

@@ -5,9 +5,13 @@ discordant pairs and a paired bootstrap interval of the difference; latency uses
 per-case difference. Each metric has a non-inferiority margin:
 
     regression    (fail)          the candidate is worse by more than the margin, and significantly so
-                                  (McNemar p < 1 - confidence; for latency the whole interval is past the margin)
-    non-inferior  (pass)          the interval of the difference stays within the margin
+                                  (McNemar p < 1 - confidence; for latency the one-sided bound on the better
+                                  side is past the margin)
+    non-inferior  (pass)          the one-sided bound of the difference on the worse side stays within the margin
     inconclusive  (insufficient)  neither: more shared cases are needed
+
+Bounds are one-sided at the comparison's confidence. No shared case, or no metric judged on the shared cases,
+compares nothing: `comparison_verdict` is then INCONCLUSIVE, never PASS.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from .record import CaseRecord
 from .scorers import score_record
 from .stats import mcnemar_exact, paired_bootstrap_delta
 
-__all__ = ["Margins", "compare_records", "DEFAULT_MARGINS"]
+__all__ = ["Margins", "compare_records", "comparison_verdict", "DEFAULT_MARGINS"]
 
 # rates: absolute difference; latency: share of the baseline mean
 DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.0, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
@@ -55,6 +59,16 @@ def compare_records(base: list[CaseRecord], cand: list[CaseRecord], forbidden_ru
     }
 
 
+def comparison_verdict(comparison: dict) -> str:
+    """PASS, FAIL or INCONCLUSIVE for a comparison: any regression fails; an empty comparison is inconclusive."""
+    verdicts = {row["verdict"] for row in comparison["rows"]}
+    if "fail" in verdicts:
+        return "FAIL"
+    if not comparison["shared_cases"] or not verdicts or "insufficient" in verdicts:
+        return "INCONCLUSIVE"
+    return "PASS"
+
+
 def _outcome(key: str, record: CaseRecord, score: dict) -> bool | None:
     """Did this case pass on this metric (forbidden: did it hit)? None when not judged."""
     if record.output is None:
@@ -75,7 +89,7 @@ def _rate_row(name: str, pairs, margins: Margins) -> dict | None:
     better = sum(not good(x) and good(y) for x, y in both)
     p = mcnemar_exact(worse, better)
     xs, ys = [float(x) for x, _ in both], [float(y) for _, y in both]
-    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence)
+    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence, sided="one")
     margin = margins.margins.get(name, DEFAULT_MARGINS[name])
     loss = -delta if higher else delta  # how much worse the candidate is
     loss_hi = (-interval[0] if higher else interval[1]) if interval else loss
@@ -98,7 +112,7 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     if len(both) < 2:
         return None
     xs, ys = [x for x, _ in both], [y for _, y in both]
-    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence)
+    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence, sided="one")
     share = margins.margins.get(name, DEFAULT_MARGINS[name])
     margin = share * fmean(xs)
     if interval[0] > margin:

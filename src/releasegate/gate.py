@@ -1,19 +1,28 @@
-"""The gate: criteria -> per-criterion verdicts -> one overall verdict and exit code."""
+"""The gate: criteria -> per-criterion verdicts -> one overall verdict and exit code.
+
+What a PASS guarantees (README, "What a PASS guarantees"): every criterion was decided and passed; at least one
+criterion was decided at all; the run is complete (status, every planned phase, every case); the target answered
+most requests; no required human review is pending. Anything short of that is INCONCLUSIVE, NEEDS_REVIEW, FAIL
+or TARGET_ERROR, never PASS.
+"""
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
 
-from .metrics import MetricValue
-from .stats import needed_n_for_rate
+from .metrics import MetricValue, percentile_of
+from .stats import needed_n_for_rate, percentile_min_n
 
-RATE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate")
+RATE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load")
 
-__all__ = ["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "EXIT_CODES", "CriterionResult", "judge_criterion", "overall_verdict"]
+__all__ = [
+    "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "CriterionResult",
+    "judge_criterion", "overall_verdict",
+]
 
-PASS, FAIL, NEEDS_REVIEW, INCONCLUSIVE = "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE"
-EXIT_CODES = {PASS: 0, FAIL: 1, NEEDS_REVIEW: 3, INCONCLUSIVE: 3}
+PASS, FAIL, NEEDS_REVIEW, INCONCLUSIVE, TARGET_ERROR = "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"
+EXIT_CODES = {PASS: 0, FAIL: 1, NEEDS_REVIEW: 3, INCONCLUSIVE: 3, TARGET_ERROR: 4}
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -26,7 +35,7 @@ class CriterionResult:
     verdict: str
     reason: str = ""
     needed_n: int | None = None
-    """For an insufficient rate criterion: about how many cases would decide it at its confidence."""
+    """For an insufficient criterion gated at a confidence: about how many samples would decide it."""
 
     def as_dict(self) -> dict:
         out = {**self.criterion.as_dict(), **self.value.as_dict(), "verdict": self.verdict, "reason": self.reason}
@@ -38,14 +47,16 @@ class CriterionResult:
 def judge_criterion(criterion, value: MetricValue) -> CriterionResult:
     """Compare a measured value with the criterion; too few samples or no value is 'insufficient'.
 
-    With a `confidence`, the criterion gates on the interval: it passes when the bound on the safe side
-    (the lower bound for higher-is-better, the upper bound for lower-is-better) meets the threshold, fails
-    when even the other bound misses it, and is insufficient in between, with the n that would decide it."""
+    With a `confidence`, the criterion gates on one-sided bounds at that confidence: it passes when the bound on
+    the safe side (the lower bound for higher-is-better, the upper bound for lower-is-better) meets the threshold,
+    fails when the bound on the other side misses it, and is insufficient otherwise, with the n that would
+    decide it. A bound that the sample is too small to give (a P99 from 50 requests) decides nothing: the point
+    value never stands in for it."""
     if value.value is None:
         return CriterionResult(criterion, value, "insufficient", value.note or "no samples for this metric")
     if value.n < criterion.min_samples:
         return CriterionResult(criterion, value, "insufficient", f"n={value.n} < min_samples={criterion.min_samples}")
-    if criterion.confidence and value.interval is not None:
+    if criterion.confidence:
         return _judge_bound(criterion, value)
     ok = _OPS[criterion.op](value.value, criterion.threshold)
     reason = "" if ok else f"{value.value:.4g} is not {criterion.op} {criterion.threshold:g}"
@@ -55,27 +66,55 @@ def judge_criterion(criterion, value: MetricValue) -> CriterionResult:
 def _judge_bound(criterion, value: MetricValue) -> CriterionResult:
     op, threshold, conf = criterion.op, criterion.threshold, criterion.confidence
     higher = op in (">=", ">")
-    lo, hi = value.interval
+    lo, hi = value.bounds if value.bounds is not None else (None, None)
     safe, other = (lo, hi) if higher else (hi, lo)
     side = "lower" if higher else "upper"
-    if _OPS[op](safe, threshold):
-        return CriterionResult(criterion, value, "pass", f"{conf:.0%} {side} bound {safe:.4g} {op} {threshold:g}")
-    if not _OPS[op](other, threshold):
-        return CriterionResult(criterion, value, "fail", f"whole {conf:.0%} interval misses {op} {threshold:g}")
-    needed = None
+    if safe is not None and _OPS[op](safe, threshold):
+        return CriterionResult(criterion, value, "pass", f"one-sided {conf:.4g} {side} bound {safe:.4g} {op} {threshold:g}")
+    if other is not None and not _OPS[op](other, threshold):
+        other_side = "upper" if higher else "lower"
+        return CriterionResult(criterion, value, "fail",
+                               f"even the one-sided {conf:.4g} {other_side} bound {other:.4g} is not {op} {threshold:g}")
+    needed = _needed_n(criterion, value, higher)
+    more = f"; about {needed} samples would decide it" if needed else ""
+    if safe is None:
+        why = f"n={value.n} is too small for a one-sided {conf:.4g} {side} bound"
+    else:
+        why = f"cannot decide at {conf:.4g} with n={value.n}: bounds [{_fmt(lo)}, {_fmt(hi)}] straddle {threshold:g}"
+    return CriterionResult(criterion, value, "insufficient", why + more, needed)
+
+
+def _needed_n(criterion, value: MetricValue, higher: bool) -> int | None:
+    conf = criterion.confidence
     if criterion.metric in RATE_METRICS:
-        needed = needed_n_for_rate(value.value, threshold, higher_is_better=higher, confidence=conf)
-    more = f"; about {needed} cases would decide it" if needed else ""
-    reason = f"cannot decide at {conf:.0%} with n={value.n}: interval [{lo:.4g}, {hi:.4g}] straddles {threshold:g}{more}"
-    return CriterionResult(criterion, value, "insufficient", reason, needed)
+        return needed_n_for_rate(value.value, criterion.threshold, higher_is_better=higher, confidence=conf)
+    q = percentile_of(criterion.metric)
+    if q is not None and (value.bounds is None or value.bounds[1 if not higher else 0] is None):
+        needed = percentile_min_n(q, conf, side="lower" if higher else "upper")
+        return needed if needed > value.n else None
+    return None
 
 
-def overall_verdict(results: list[CriterionResult], *, review_pending: bool = False, allow_insufficient: bool = False) -> str:
-    """FAIL if any criterion fails; NEEDS_REVIEW if required review is pending; INCONCLUSIVE if any is
-    insufficient (unless the rubric allows it); else PASS."""
-    verdicts = {r.verdict for r in results}
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g}"
+
+
+def overall_verdict(
+    results: list[CriterionResult], *, review_pending: bool = False, allow_insufficient: bool = False,
+    incomplete: bool = False, target_failed: bool = False,
+) -> str:
+    """TARGET_ERROR if the target failed most requests; FAIL if any criterion fails; INCONCLUSIVE if the run is
+    incomplete or no criterion was decided; NEEDS_REVIEW if required review is pending; INCONCLUSIVE if any
+    criterion is insufficient (unless the rubric allows it); else PASS."""
+    verdicts = [r.verdict for r in results]
+    # guards (the default error-rate criterion) and human approval decide nothing about the model on their own
+    own = [r.verdict for r in results if getattr(r.criterion, "origin", "rubric") in ("rubric", "baseline")]
+    if target_failed:
+        return TARGET_ERROR
     if "fail" in verdicts:
         return FAIL
+    if incomplete or "pass" not in own:  # nothing decided is never a PASS, allow_insufficient or not
+        return INCONCLUSIVE
     if review_pending:
         return NEEDS_REVIEW
     if "insufficient" in verdicts and not allow_insufficient:

@@ -5,20 +5,38 @@ It re-scores every record from disk, so `releasegate gate RUN_DIR` with a change
 
 from __future__ import annotations
 
-from collections import Counter
-
-from .gate import EXIT_CODES, INCONCLUSIVE, PASS, CriterionResult, judge_criterion, overall_verdict
-from .metrics import KNOWN_METRICS, MetricValue, compute_metric, is_phased, measured, select, slices_of
+from .gate import (
+    EXIT_CODES,
+    FAIL,
+    INCONCLUSIVE,
+    NEEDS_REVIEW,
+    TARGET_ERROR,
+    CriterionResult,
+    judge_criterion,
+    overall_verdict,
+)
+from .health import phase_counts, run_problems, target_failure
+from .metrics import (
+    ERROR_METRICS,
+    KNOWN_METRICS,
+    MetricValue,
+    compute_metric,
+    is_phased,
+    latency_exclusions,
+    measured,
+    select,
+    slices_of,
+)
 from .record import CaseRecord, RunInfo
 from .review.labels import LabelEdit
 from .review.summary import summarize_review
 from .rubric import Criterion, Rubric
 from .scorers import score_record
 
-__all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases"]
+__all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases", "DEFAULT_ERROR_GUARD"]
 
 SUMMARY_METRICS = (
-    "accuracy", "format_compliance", "forbidden_rate", "error_rate",
+    "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load",
     "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99",
     "itl_ms_p50", "itl_ms_p95", "itl_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
     "send_lag_ms_p50", "send_lag_ms_p99", "ttft_sched_ms_p95", "e2e_sched_ms_p95", "output_tokens_per_s", "output_tokens_per_s_request_p50",
@@ -27,10 +45,18 @@ SUMMARY_METRICS = (
 _SLICE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95", "tpot_ms_p95")
 
 
-def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, load: bool = False) -> dict:
-    """Run-level facts metrics need: generation time, system throughput, cost config (of one phase)."""
+DEFAULT_ERROR_GUARD = 0.01
+"""With no error-rate criterion in the rubric, the gate adds `error_rate <= 0.01` over every phase."""
+
+
+def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, phase: str = "quality") -> dict:
+    """Run-level facts metrics need: generation time, system throughput, cost config. Tokens and seconds come
+    from the same phase (`both`: the two phases' tokens over the two phases' seconds)."""
     tokens = sum(r.tokens.output or 0 for r in measured(records))  # cached responses took no generation time
-    seconds = (info.load_phase or {}).get("seconds") if load else info.generation_seconds
+    load_seconds = (info.load_phase or {}).get("seconds")
+    seconds = {"quality": info.generation_seconds, "load": load_seconds}.get(phase)
+    if phase == "both":
+        seconds = (info.generation_seconds or 0.0) + (load_seconds or 0.0) if info.generation_seconds and load_seconds else None
     return {
         "generation_seconds": seconds,
         "system_output_tokens_per_s": tokens / seconds if seconds else None,
@@ -46,52 +72,90 @@ def judge_run(
     """Score, measure and gate a run; return the report as a plain dict (what report.json holds).
 
     Quality metrics come from the quality cases; latency, throughput and cost from the phase the rubric's
-    `latency_from` names (auto: the load phase when one ran). `labels` are the run's human labels (reviews.jsonl):
-    approval below the rubric's minimum fails, and pending required review gives NEEDS_REVIEW unless
-    `allow_pending`."""
+    `latency_from` names (auto: the load phase when one ran); error rates from every phase. Records are scored
+    per phase: a load request never shares a score with a quality case of the same id. `labels` are the run's
+    human labels (reviews.jsonl): approval below the rubric's minimum fails, and pending required review gives
+    NEEDS_REVIEW unless `allow_pending`. Run health (see `health`) and target failure override the criteria."""
     load_records = load_records or []
-    scores = {r.case_id: score_record(r, rubric.forbidden) for r in records + load_records}
+    scores = {r.case_id: score_record(r, rubric.forbidden) for r in records}  # the quality phase's, by case id
     phase = _latency_phase(rubric.latency_from, load_records)
     timed = {"quality": records, "load": load_records, "both": records + load_records}[phase]
-    facts = run_facts(info, timed, cost, load=phase == "load")
+    facts = run_facts(info, timed, cost, phase=phase)
     evaluate_values = _evaluate_metrics(rubric, records)
+    by_phase = {"error_rate": records + load_records, "error_rate_quality": records, "error_rate_load": load_records}
 
     def measure(name: str, slice_: dict | None, confidence: float | None = None):
-        source = timed if is_phased(name) else records
+        source = by_phase.get(name) or (timed if is_phased(name) else records)
         chosen = select(source, slice_)
         if name in evaluate_values:
             return evaluate_values[name](chosen)
         return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
 
-    results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in rubric.criteria]
+    criteria = rubric.criteria + _default_guards(rubric)
+    results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
     comparison = _baseline_comparison(rubric, records)
     if comparison is not None:
         results += comparison_results(comparison)
     review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
     results += review.results
-    verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient)
-    incomplete = None
-    if len(records) < info.cases or info.status in ("interrupted", "failed"):  # a run cut short passes nothing
-        incomplete = f"the run is {info.status}: {len(records)} of {info.cases} cases recorded; finish it with check --resume"
-        if verdict == PASS:
-            verdict = INCONCLUSIVE
+    problems = run_problems(info, records, load_records)
+    target = target_failure(records, load_records)
+    verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
+                              incomplete=bool(problems), target_failed=target is not None)
+    failing = failing_cases(records, scores, limit=None)
     return {
-        "incomplete": incomplete,
+        "incomplete": "; ".join(problems) or None,
+        "target_error": target,
         "comparison": comparison,
         "run_id": info.run_id,
         "target": info.target,
         "rubric": rubric.name,
         "verdict": verdict,
         "exit_code": EXIT_CODES[verdict],
+        "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking),
         "criteria": [r.as_dict() for r in results],
         "latency_from": phase,
         "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
+        "latency_excluded": latency_exclusions(timed),
         "load_phase": info.load_phase,
         "slices": _slices(records, scores, facts),
-        "counts": _counts(records, scores),
-        "failing_cases": failing_cases(records, scores),
+        "counts": _counts(records, load_records),
+        "failing_cases": failing[:FAILING_CASES_KEPT],
+        "failing_cases_total": len(failing),
+        "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
         "review": review.rows,
     }
+
+
+FAILING_CASES_KEPT = 1000
+"""report.json keeps the first this many failing cases (failing_cases_total says how many there are)."""
+
+
+def _default_guards(rubric: Rubric) -> tuple[Criterion, ...]:
+    if any(c.metric in ERROR_METRICS for c in rubric.criteria):
+        return ()
+    return (Criterion(name="error_rate (default guard)", metric="error_rate", op="<=", threshold=DEFAULT_ERROR_GUARD,
+                      origin="guard"),)
+
+
+def _verdict_reason(verdict: str, results, problems: list[str], target: str | None, pending: bool) -> str:
+    """Why the run got its verdict, in one line."""
+    if verdict == TARGET_ERROR:
+        return target or ""
+    failed = [r.criterion.name for r in results if r.verdict == "fail"]
+    if verdict == FAIL:
+        return f"{len(failed)} criterion(s) failed: " + ", ".join(failed[:5])
+    if problems:
+        return "incomplete run: " + "; ".join(problems)
+    if verdict == NEEDS_REVIEW:
+        return "required human review is pending"
+    undecided = [r.criterion.name for r in results if r.verdict == "insufficient"]
+    if verdict == INCONCLUSIVE:
+        if not any(r.verdict == "pass" and r.criterion.origin in ("rubric", "baseline") for r in results):
+            return "no criterion of the rubric was decided"
+        return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(undecided[:5])
+    allowed = f" ({len(undecided)} undecided, allowed by allow_insufficient)" if undecided else ""
+    return f"every criterion passed{allowed}"
 
 
 def _baseline_comparison(rubric: Rubric, records: list[CaseRecord]) -> dict | None:
@@ -109,16 +173,23 @@ def _baseline_comparison(rubric: Rubric, records: list[CaseRecord]) -> dict | No
 
 
 def comparison_results(comparison: dict) -> list[CriterionResult]:
-    """Each compared metric as a gate criterion: a regression beyond its margin fails."""
+    """Each compared metric as a gate criterion: a regression beyond its margin fails. A comparison with nothing
+    to compare (no shared cases, or none judged on any metric) is one insufficient criterion, never a pass."""
+    if not comparison["rows"]:
+        criterion = Criterion(name="baseline comparison", metric="baseline", op=">=", threshold=1, origin="baseline")
+        why = (f"nothing to compare: {comparison['shared_cases']} case(s) shared with the baseline run "
+               f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
+        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why)]
     out = []
     for row in comparison["rows"]:
         higher = row["metric"] in ("accuracy", "format_compliance")
         criterion = Criterion(
             name=f"{row['metric']} vs baseline", metric=row["metric"], op=">=" if higher else "<=",
-            threshold=-row["margin"] if higher else row["margin"],
+            threshold=-row["margin"] if higher else row["margin"], origin="baseline",
         )
         interval = tuple(row["interval"]) if row["interval"] else None
-        value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired")
+        value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired",
+                            confidence=comparison.get("confidence", 0.95))
         p = f", McNemar p={row['p_value']:.3g}" if row["p_value"] is not None else ""
         reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
         out.append(CriterionResult(criterion, value, row["verdict"], reason))
@@ -162,14 +233,19 @@ def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
     return rows
 
 
-def _counts(records: list[CaseRecord], scores: dict) -> dict:
-    errors = Counter(r.error for r in records if r.error)
-    return {"cases": len(records), "succeeded": sum(r.output is not None for r in records), "errors": dict(errors),
-            "cached": sum(r.cached for r in records)}
+def _counts(records: list[CaseRecord], load_records: list[CaseRecord]) -> dict:
+    """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys)."""
+    quality = phase_counts(records)
+    phases = {"quality": quality}
+    if load_records:
+        phases["load"] = phase_counts(load_records)
+    phases["all"] = phase_counts(records + load_records)
+    return {"cases": len(records), "succeeded": quality["succeeded"], "errors": quality["errors"],
+            "cached": quality["cached"], "phases": phases}
 
 
-def failing_cases(records: list[CaseRecord], scores: dict, limit: int = 50) -> list[dict]:
-    """Cases with an error, a failed check or a forbidden hit, each with why (first `limit`)."""
+def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50) -> list[dict]:
+    """Cases with an error, a failed check or a forbidden hit, each with why (first `limit`; None: all)."""
     out = []
     for r in records:
         s = scores[r.case_id]
@@ -184,7 +260,7 @@ def failing_cases(records: list[CaseRecord], scores: dict, limit: int = 50) -> l
             why.append("forbidden: " + ", ".join(s["forbidden"]["categories"]))
         if why:
             out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why})
-    return out[:limit]
+    return out if limit is None else out[:limit]
 
 
 assert set(SUMMARY_METRICS) <= set(KNOWN_METRICS)

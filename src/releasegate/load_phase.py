@@ -34,6 +34,7 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         seconds = time.perf_counter() - started
         scraper.mark("end")
     records = [_record(r, g) for r, g in zip(plan.requests, gens) if g.error != "not_sent"]
+    not_sent = len(plan.requests) - len(records)
     run.append(records, "load.jsonl")
     run.write_text("server_metrics.jsonl", "".join(_json_line(s) for s in scraper.samples))
     client_ttft = [r.timing.ttft_ms for r in records if r.timing.ttft_ms is not None]
@@ -43,6 +44,10 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         "requests": len(records),
         "warmup": len(plan.warmup),
         "concurrency": plan.concurrency,
+        "planned": len(plan.requests),
+        # a closed loop bounded by duration_s plans more than it sends: only a fixed plan can be cut short
+        "cut_short": f"{not_sent} of {len(plan.requests)} planned requests were never sent"
+        if not_sent and plan.duration_s is None else None,
         "server_metrics": summarise(scraper.samples, client_ttft_ms=client_ttft, concurrency=plan.concurrency,
                                     profile=plan.describe()) if scraper.samples else {"error": scraper.error},
     }

@@ -19,7 +19,7 @@ from .config import Config
 from .errors import InputError
 from .record import RunDir
 
-__all__ = ["VARIANTS", "variant_config", "variant_changes", "matrix_rows"]
+__all__ = ["VARIANTS", "variant_config", "variant_changes", "matrix_rows", "matrix_verdict"]
 
 VARIANTS = ("adapter", "merged", "int8", "speculative")
 
@@ -78,7 +78,24 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rul
 
 def _quality_verdict(comparison: dict) -> str:
     verdicts = [r["verdict"] for r in comparison["rows"] if r["metric"] in ("accuracy", "format_compliance", "forbidden_rate")]
-    return "fail" if "fail" in verdicts else "insufficient" if "insufficient" in verdicts else "pass"
+    if "fail" in verdicts:
+        return "fail"
+    if not verdicts or not comparison["shared_cases"] or "insufficient" in verdicts:
+        return "insufficient"  # nothing compared is never a pass
+    return "pass"
+
+
+_RANK = {"PASS": 0, "NEEDS_REVIEW": 1, "INCONCLUSIVE": 2, "FAIL": 3, "TARGET_ERROR": 4}
+
+
+def matrix_verdict(rows: list[dict]) -> str:
+    """The worst of every variant's own gate verdict and its quality comparison with the reference."""
+    worst = "PASS"
+    for row in rows:
+        quality = {"fail": "FAIL", "insufficient": "INCONCLUSIVE"}.get(row["quality_verdict"], "PASS")
+        for verdict in (row["verdict"], quality):
+            worst = verdict if _RANK.get(verdict, 3) > _RANK[worst] else worst
+    return worst if rows else "INCONCLUSIVE"
 
 
 def _ratio(metrics: dict, ref: dict, name: str) -> float | None:

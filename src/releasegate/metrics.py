@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .stats import bootstrap, percentile, wilson, z_value
+from .stats import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
 
-__all__ = ["KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured"]
+__all__ = [
+    "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
+    "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions",
+]
 
 _RATES = {
     "accuracy": ("higher", "share of cases whose answer scorer passes (failed requests count as wrong)"),
     "format_compliance": ("higher", "share of cases passing all their format checks (failed requests fail)"),
     "forbidden_rate": ("lower", "share of outputs hitting any forbidden rule"),
-    "error_rate": ("lower", "share of requests that failed"),
+    "error_rate": ("lower", "share of requests that failed, every phase (quality cases and load phase) together"),
+    "error_rate_quality": ("lower", "share of the quality cases' requests that failed"),
+    "error_rate_load": ("lower", "share of the load phase's requests that failed"),
 }
+ERROR_METRICS = ("error_rate", "error_rate_quality", "error_rate_load")
 LATENCY_METRICS = {
     "ttft_ms": "time to first token (from the actual send)",
     "tpot_ms": "time per output token",
@@ -33,24 +40,45 @@ KNOWN_METRICS["output_tokens_per_s"] = ("higher", "system throughput: total outp
 KNOWN_METRICS["output_tokens_per_s_request_p50"] = ("higher", "median per-request decode speed")
 KNOWN_METRICS["cost_per_1m_output_tokens"] = ("lower", "USD per million output tokens")
 KNOWN_METRICS["cost_usd_total"] = ("lower", "USD for the whole run (api mode) or its generation time (self-hosted)")
+BOUNDED_METRICS = set(_RATES) | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+"""Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
 
 
 @dataclass(frozen=True)
 class MetricValue:
-    """A metric's value with its sample size and, where defined, a 95% interval."""
+    """A metric's value with its sample size and, where defined, one-sided bounds at `confidence`."""
 
     value: float | None
     n: int
-    interval: tuple[float, float] | None = None
+    bounds: tuple[float | None, float | None] | None = None
+    """(lower, upper): each a one-sided bound at `confidence`; a side is None when n is too small to give it."""
     note: str = ""
+    confidence: float = 0.95
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """Both bounds, when both exist (together they cover at 2 x confidence - 1, two-sided)."""
+        if self.bounds is None or None in self.bounds:
+            return None
+        return self.bounds  # type: ignore[return-value]
 
     def as_dict(self) -> dict:
         out: dict = {"value": self.value, "n": self.n}
-        if self.interval is not None:
-            out["interval"] = [round(self.interval[0], 6), round(self.interval[1], 6)]
+        if self.bounds is not None:
+            lo, hi = self.bounds
+            if lo is not None and hi is not None:
+                out["interval"] = [round(lo, 6), round(hi, 6)]
+            out["bounds"] = [None if lo is None else round(lo, 6), None if hi is None else round(hi, 6)]
+            out["confidence"] = self.confidence
         if self.note:
             out["note"] = self.note
         return out
+
+
+def percentile_of(name: str) -> float | None:
+    """ttft_ms_p95 -> 95.0; None for a metric that is not a latency percentile."""
+    base, _, q = name.rpartition("_p")
+    return float(q) if base in LATENCY_METRICS and q.isdigit() else None
 
 
 def select(records: Iterable, slice_: dict | None) -> list:
@@ -79,13 +107,9 @@ def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict)
     confidence = run.get("confidence") or 0.95
     if name in _RATES:
         return _rate(name, records, scores, confidence)
-    base, _, q = name.rpartition("_p")
-    if base in LATENCY_METRICS and q.isdigit():
-        samples = _latency_samples(records, base)
-        interval = None
-        if float(q) >= 95 or run.get("confidence"):  # tails are noisy: always say how noisy
-            interval = bootstrap(samples, lambda xs: percentile(xs, float(q)), confidence=confidence, resamples=1000)
-        return MetricValue(percentile(samples, float(q)), len(samples), interval)
+    q = percentile_of(name)
+    if q is not None:
+        return _latency(name.rpartition("_p")[0], q, records, confidence, bounds=q >= 95 or bool(run.get("confidence")))
     if name == "output_tokens_per_s":
         return _system_throughput(records, run)
     if name == "output_tokens_per_s_request_p50":
@@ -110,31 +134,53 @@ def measured(records: Iterable) -> list:
     return [r for r in records if r.output is not None and not getattr(r, "cached", False)]
 
 
-def _latency_samples(records: list, base: str) -> list[float]:
-    out: list[float] = []
-    for r in measured(records):
-        value = getattr(r.timing, base)
-        if isinstance(value, list):
-            out += value
-        elif value is not None:
-            out.append(value)
-    return out
+def latency_exclusions(records: list) -> dict:
+    """How many requests a latency figure over `records` leaves out, and why."""
+    failed = Counter(r.error for r in records if r.output is None and r.error)
+    cached = sum(bool(getattr(r, "cached", False)) for r in records if r.output is not None)
+    return {"requests": len(records), "measured": len(measured(records)), "failed": dict(failed), "cached": cached}
+
+
+def _exclusion_note(records: list) -> str:
+    ex = latency_exclusions(records)
+    left_out = ex["requests"] - ex["measured"]
+    if not left_out:
+        return ""
+    why = [f"{n} failed ({kind})" for kind, n in sorted(ex["failed"].items())]
+    if ex["cached"]:
+        why.append(f"{ex['cached']} cached")
+    return f"{ex['measured']} of {ex['requests']} requests; left out: " + ", ".join(why)
+
+
+def _latency(base: str, q: float, records: list, confidence: float, *, bounds: bool) -> MetricValue:
+    """A latency percentile; per-request figures get order-statistic bounds, inter-token gaps a bootstrap that
+    resamples whole requests (the gaps of one request are not independent). n counts requests."""
+    done = measured(records)
+    note = _exclusion_note(records)
+    if base == "itl_ms":
+        groups = [r.timing.itl_ms for r in done if r.timing.itl_ms]
+        pooled = [x for g in groups for x in g]
+        limits = cluster_bootstrap(groups, q, confidence=confidence) if bounds else None
+        return MetricValue(percentile(pooled, q), len(groups), limits, note, confidence)
+    samples = [v for r in done if (v := getattr(r.timing, base)) is not None]
+    limits = percentile_bounds(samples, q, confidence) if bounds and samples else None
+    return MetricValue(percentile(samples, q), len(samples), limits, note, confidence)
 
 
 def _rate(name: str, records: list, scores: dict[str, dict], confidence: float = 0.95) -> MetricValue:
-    if name == "error_rate":
+    if name in ERROR_METRICS:  # the caller passes the phase's requests
         hits = sum(r.error is not None for r in records)
         return _proportion(hits, len(records), confidence)
     if name == "forbidden_rate":
         done = [r for r in records if r.output is not None]
         hits = sum(bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done)
-        value = _proportion(hits, len(done), confidence)
-        if hits == 0 and done:
-            return MetricValue(0.0, len(done), value.interval, note=f"0 hits; 95% upper bound about {3 / len(done):.3g}")
-        return value
+        return _proportion(hits, len(done), confidence)
     key = "answer" if name == "accuracy" else "format"
     judged = [r for r in records if key in scores[r.case_id] or (r.output is None and _has_check(r, key))]
+    unknown = sum(bool(scores[r.case_id].get(key, {}).get("unknown")) for r in judged)
     passed = sum(bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged)
+    if unknown:  # a check that could not be made (no token count) is not a pass, and not a model failure either
+        return MetricValue(None, len(judged), note=f"{unknown} case(s) could not be checked (e.g. token count unknown)")
     return _proportion(passed, len(judged), confidence)
 
 
@@ -143,7 +189,7 @@ def _has_check(record, key: str) -> bool:
 
 
 def _proportion(hits: int, n: int, confidence: float = 0.95) -> MetricValue:
-    return MetricValue(hits / n if n else None, n, wilson(hits, n, z_value(confidence)))
+    return MetricValue(hits / n if n else None, n, wilson_bounds(hits, n, confidence), confidence=confidence)
 
 
 def _request_speed(record) -> float | None:

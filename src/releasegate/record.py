@@ -173,6 +173,9 @@ class RunDir:
         path = self.path / "run.json"
         if not path.exists():
             raise InputError("not a run directory (no run.json)", file=self.path, hint="pass a directory under reports/")
+    phases: list[str] | None = None
+    """The phases the config plans: 'quality', and 'load' when it has a load phase. The gate calls a run whose
+    planned phase is missing or cut short INCONCLUSIVE. None in runs that predate it (`gate` reads config.yaml)."""
         try:
             return RunInfo.model_validate_json(path.read_text("utf-8"))
         except ValueError as exc:

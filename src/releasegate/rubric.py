@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._loading import exists, field_path, is_file, line_of, load_yaml, validate
 from .errors import InputError
-from .metrics import KNOWN_METRICS
+from .metrics import BOUNDED_METRICS, ERROR_METRICS, KNOWN_METRICS
 from .review.policy import ReviewPolicy, parse_policy
 
 __all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
@@ -25,10 +26,15 @@ class Criterion:
     slice: dict = field(default_factory=dict)
     min_samples: int = 1
     confidence: float | None = None
-    """Gate on the interval bound at this confidence (None: on the point value)."""
+    """Gate on the one-sided bound at this confidence (None: on the point value)."""
+    origin: str = "rubric"
+    """'rubric' (written by the user), 'guard' (the default error-rate guard), 'baseline' (a comparison with the
+    baseline run) or 'review' (human approval). Only rubric and baseline criteria can make a run PASS."""
 
     def as_dict(self) -> dict:
         out = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
+        if self.origin != "rubric":
+            out["origin"] = self.origin
         if self.slice:
             out["slice"] = dict(self.slice)
         if self.confidence:
@@ -122,6 +128,7 @@ def load_rubric(path: Path) -> Rubric:
     known = set(KNOWN_METRICS) | {m.name for m in evaluate}
     default_confidence = data.get("confidence")
     criteria = tuple(_criterion(c, i, known, at, default_confidence) for i, c in enumerate(data["criteria"]))
+    _check_satisfiable(criteria, at)
     forbidden = _forbidden(data.get("forbidden"), path, at)
     return Rubric(
         path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
@@ -138,10 +145,58 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
         )
     slice_ = {k: v for k, v in raw.get("slice", {}).items()}
     name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items())
+    confidence = raw.get("confidence")
+    if confidence is not None and raw["metric"] not in BOUNDED_METRICS:
+        raise InputError(
+            f"metric '{raw['metric']}' has no confidence bound", **at("criteria", i, "confidence"),
+            hint="remove confidence from this criterion (bounds exist for rates and latency percentiles)",
+        )
+    if confidence is None and raw["metric"] in BOUNDED_METRICS:
+        confidence = default_confidence  # the rubric-wide default applies where a bound exists
     return Criterion(
         name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
-        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=raw.get("confidence", default_confidence),
+        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence,
     )
+
+
+_SHARES = {"accuracy", "format_compliance", "forbidden_rate", *ERROR_METRICS}
+
+
+def _range_of(metric: str) -> tuple[float, float]:
+    """The values a metric can take: shares in [0, 1], latency, throughput and cost >= 0 (others: anything)."""
+    if metric in _SHARES:
+        return 0.0, 1.0
+    if metric in KNOWN_METRICS:
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def _check_satisfiable(criteria: tuple[Criterion, ...], at) -> None:
+    """Refuse a rubric that no model can pass: a threshold outside the metric's range, a bound that can never
+    reach it (a confidence bound of a share never reaches 0 or 1), or criteria on one metric and slice that
+    contradict each other."""
+    feasible: dict[tuple, tuple[float, bool, float, bool, int]] = {}
+    for i, c in enumerate(criteria):
+        low, high = _range_of(c.metric)
+        if c.confidence and c.metric in _SHARES:
+            low, high = max(low, 1e-12), min(high, 1 - 1e-12)  # Wilson bounds are strictly inside (0, 1)
+        lo, lo_open, hi, hi_open = low, False, high, False
+        if c.op in (">=", ">"):
+            lo, lo_open = c.threshold, c.op == ">"
+        else:
+            hi, hi_open = c.threshold, c.op == "<"
+        key = (c.metric, tuple(sorted((k, str(v)) for k, v in c.slice.items())))
+        plo, plo_open, phi, phi_open, _ = feasible.get(key, (low, False, high, False, i))
+        lo, lo_open = (lo, lo_open) if (lo, lo_open) > (plo, plo_open) else (plo, plo_open)
+        hi, hi_open = (hi, hi_open) if (hi, not hi_open) < (phi, not phi_open) else (phi, phi_open)
+        if lo > hi or (lo == hi and (lo_open or hi_open)) or lo > high or hi < low:
+            bound = " at its confidence bound" if c.confidence and c.metric in _SHARES else ""
+            raise InputError(
+                f"criterion '{c.name}' can never pass: {c.metric} {c.op} {c.threshold:g}{bound} "
+                f"(possible values {low:g}..{high:g}, together with the other criteria on this metric and slice)",
+                **at("criteria", i, "threshold"), hint="fix the threshold or remove the contradicting criterion",
+            )
+        feasible[key] = (lo, lo_open, hi, hi_open, i)
 
 
 def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:

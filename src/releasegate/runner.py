@@ -127,6 +127,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
                "status": "running"}
     info.sessions.append(session)
     info.cases, info.status, info.finished_at = len(cases), "running", None
+    info.phases = ["quality"] + (["load"] if config.load is not None else [])
     run.write_info(info)
     if mode != "start":
         console.print(f"{mode.replace('_', ' ')}: {len(todo)} of {len(cases)} cases to run"

@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..compare import DEFAULT_MARGINS, Margins, compare_records
-from ..gate import EXIT_CODES, FAIL, INCONCLUSIVE, PASS
+from ..compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
+from ..gate import EXIT_CODES
 from ..record import RunDir
 from ..rubric import load_rubric
 from ._common import JsonOption, consoles, print_json
@@ -28,15 +28,14 @@ def compare(
     as_json: JsonOption = False,
 ) -> int:
     """Compare two runs on their shared cases: exact McNemar for pass/fail metrics, paired bootstrap for latency.
-    Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided, else 0."""
+    Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided or nothing was shared, else 0."""
     base_run, cand_run = RunDir(baseline), RunDir(candidate)
     base_run.read_info()
     cand_run.read_info()
     policy = load_rubric(rubric if rubric is not None else cand_run.path / "rubric.yaml")
     margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
     result = compare_records(base_run.read_records(), cand_run.read_records(), policy.forbidden, Margins(margins, confidence))
-    verdicts = {row["verdict"] for row in result["rows"]}
-    verdict = FAIL if "fail" in verdicts else INCONCLUSIVE if "insufficient" in verdicts else PASS
+    verdict = comparison_verdict(result)
     result = {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict, **result}
     if as_json:
         print_json(result)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..health import planned_phases
 from ..judge import judge_run
 from ..record import RunDir
 from ..report import criteria_table, write_reports
@@ -26,6 +27,7 @@ def gate(
     """Re-score the saved outputs and re-judge them (after a rubric change or new human labels). Rewrites the reports."""
     run = RunDir(run_dir)
     info = run.read_info()
+    info.phases = planned_phases(run.path, info)
     policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
     report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
                        labels=read_labels(run), allow_pending=allow_pending)

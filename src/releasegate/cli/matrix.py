@@ -12,7 +12,8 @@ from rich.table import Table
 
 from ..config import DEFAULT_CONFIG
 from ..errors import InputError
-from ..matrix import VARIANTS, matrix_rows, variant_changes, variant_config
+from ..gate import EXIT_CODES
+from ..matrix import VARIANTS, matrix_rows, matrix_verdict, variant_changes, variant_config
 from ..record import RunDir
 from ..report import format_value
 from ._common import (
@@ -39,7 +40,8 @@ def matrix(
     as_json: JsonOption = False,
 ) -> int:
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
-    and cost ratios, share of outputs identical to the reference. Exit 1 if a variant's quality regresses."""
+    and cost ratios, share of outputs identical to the reference. Exits with the worst verdict: a variant's own gate
+    verdict or its quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
     from ..runner import new_run_id, run_check
 
     cfg, rubric, cases = load_inputs(config)
@@ -58,13 +60,16 @@ def matrix(
         runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name,
                                               limit=limit, target_overrides=variant_changes(name, draft))
     rows = matrix_rows(runs, reports, rubric.forbidden)
-    result = {"reference": names[0], "variants": rows, "dir": str(root)}
+    verdict = matrix_verdict(rows)
+    result = {"reference": names[0], "verdict": verdict, "exit_code": EXIT_CODES[verdict], "variants": rows,
+              "dir": str(root)}
     RunDir(root).write_json("matrix.json", result)
     if as_json:
         print_json(result)
     console.print(_table(rows))
     console.print("TTFT includes the whole batch's prefill: compare it across equal batch sizes.", markup=False)
-    return 1 if any(r["quality_verdict"] == "fail" for r in rows) else 0
+    console.print(f"matrix: {verdict} (the worst variant's gate verdict or quality comparison)", markup=False)
+    return EXIT_CODES[verdict]
 
 
 def _table(rows: list[dict]) -> Table:

@@ -20,7 +20,24 @@ def load_inputs(config_path: Path):
     rubric = load_rubric(config.rubric)
     cases = load_suites(config.suites, config.path.parent)
     _check_mode(config, cases)
+    _check_slices(rubric, cases)
     return config, rubric, cases
+
+
+def _check_slices(rubric, cases) -> None:
+    """A slice that matches no case decides nothing: a typo in it would silently drop a criterion or the review
+    requirement of a high-risk slice, so it is an input error."""
+    def matches(slice_: dict) -> bool:
+        return any(all(str(c.suite if k == "suite" else c.tags.get(k)) == str(v) for k, v in slice_.items())
+                   for c in cases)
+
+    named = [(f"criteria[{i}].slice", c.slice) for i, c in enumerate(rubric.criteria) if c.slice]
+    named += [(f"review.required_slices[{i}]", s) for i, s in enumerate(rubric.review.required_slices)]
+    for where, slice_ in named:
+        if not matches(slice_):
+            shown = ", ".join(f"{k}={v}" for k, v in slice_.items())
+            raise InputError(f"slice {shown} matches no case of the suites", file=rubric.path, field=where,
+                             hint="check the tag name and value against the suites' tags")
 
 
 def _check_mode(config, cases) -> None:

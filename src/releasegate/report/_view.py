@@ -48,19 +48,24 @@ class RunView:
     report: dict
     records: list[CaseRecord]
     scores: dict[str, dict]
-    """case id -> automatic scores, recomputed with the run's rubric snapshot (as `gate` does)."""
+    """case id -> automatic scores, recomputed with the forbidden rules the report was judged with."""
     load_records: list[CaseRecord] = field(default_factory=list)
     """The load phase's requests (load.jsonl), when the run had one."""
 
     @classmethod
     def load(cls, run: RunDir, report: dict | None = None) -> RunView:
         """Read a run directory; `report` defaults to its report.json."""
-        from ..rubric import load_rubric
+        from ..rubric import ForbiddenRule, load_rubric
         from ..scorers import score_record
 
         info, records = run.read_info(), run.read_records()
         report = report if report is not None else load_report(run)
-        forbidden = load_rubric(run.path / "rubric.yaml").forbidden
+        if report.get("forbidden_rules") is not None:  # the rules the report was judged with (gate --rubric X)
+            forbidden = tuple(ForbiddenRule(category=r["category"], regex=tuple(r.get("regex", ())),
+                                            phrases=tuple(r.get("phrases", ())), description=r.get("description", ""))
+                              for r in report["forbidden_rules"])
+        else:
+            forbidden = load_rubric(run.path / "rubric.yaml").forbidden
         scores = {r.case_id: score_record(r, forbidden) for r in records}
         load = run.read_records("load.jsonl") if (run.path / "load.jsonl").is_file() else []
         return cls(run.path, info, report, records, scores, load)

@@ -9,7 +9,8 @@ from ._format import format_threshold, format_value
 
 __all__ = ["criteria_table"]
 
-_STYLE = {"PASS": "bold green", "FAIL": "bold red", "NEEDS_REVIEW": "bold yellow", "INCONCLUSIVE": "bold yellow"}
+_STYLE = {"PASS": "bold green", "FAIL": "bold red", "NEEDS_REVIEW": "bold yellow", "INCONCLUSIVE": "bold yellow",
+          "TARGET_ERROR": "bold red"}
 _CELL = {"pass": "green", "fail": "red", "insufficient": "yellow"}
 
 

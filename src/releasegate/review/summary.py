@@ -3,7 +3,8 @@
 The summary is one row per slice, "all" first; every row has the same keys, so report["review"] reads as a table:
 
     required        the slice always needs review (a required domain or a `required_slices` entry)
-    status          pending | pass | fail (required slices and "all"), optional (other slices),
+    status          pending | pass | fail | unrepresentative | no cases (required slices and "all"), optional
+                    (other slices),
                     not required ("all" when nothing needs review and nothing was labelled)
     cases           cases of the run in the slice
     needed          labelled cases the slice needs: min(min_reviewed, cases) for a required slice
@@ -11,8 +12,10 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
     coverage        reviewed / needed, at most 1 (required slices)
     approved, rejected, disagreements   after the disagreement rule (any rejection rejects)
     approval        approval of the slice: each reviewed case stands for the cases of its slice with the same
-                    automatic outcome (pass, borderline, fail), so over-sampling failures does not drag it down;
-                    outcome groups with no reviewed case are left out. The gate compares this with min_approval.
+                    automatic outcome (pass, borderline, fail), so over-sampling failures does not drag it down.
+                    Every outcome group of the slice needs at least one label, or the approval is unknown
+                    (status "unrepresentative": labels on passed cases alone say nothing about the failed ones).
+                    The gate compares this with min_approval.
     approval_sample approved / reviewed, unweighted
     min_approval    the threshold, on the rows the gate judges
     kappa           Cohen's kappa between the automatic verdict (pass vs borderline/fail) and the human label
@@ -72,7 +75,7 @@ def summarize_review(
     for slice_ in required:
         row = _row(select(records, slice_), labels, outcome, policy, required=True)
         rows[slice_name(slice_)] = row
-        if row["status"] in ("pass", "fail"):
+        if row["status"] in ("pass", "fail", "no cases", "unrepresentative"):
             results.append(_result(slice_, row))
     for slice_ in _other_slices(records, policy, required):
         rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False)
@@ -80,7 +83,7 @@ def summarize_review(
     covered = sum(min(r["reviewed"], r["needed"]) for r in rows.values() if r.get("required"))
     rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending)
     pending = needed - covered
-    if rows[ALL]["status"] in ("pass", "fail"):
+    if rows[ALL]["status"] in ("pass", "fail") or (rows[ALL]["status"] == "unrepresentative" and rows[ALL]["required"]):
         results.append(_result({}, rows[ALL]))
     return ReviewSummary(rows=rows, results=results, pending=pending, allow_pending=allow_pending)
 
@@ -108,6 +111,9 @@ def review_headline(review: dict | None) -> str | None:
         return (f"human review: PENDING{allowed}: {missing} required label(s) missing ("
                 + ", ".join(f"{name} {r['reviewed']}/{r['needed']}" for name, r in waiting.items())
                 + "); next: releasegate review export RUN_DIR")
+    if row["approval"] is None or row["min_approval"] is None:
+        return (f"human review: {row['status']}: {row['reviewed']} reviewed case(s) do not cover every automatic "
+                "outcome (pass, borderline, fail); label at least one of each")
     kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
     return (f"human review: {row['status']}: approval {row['approval']:.1%} (min {row['min_approval']:.0%}) over "
             f"{row['reviewed']} reviewed case(s), {row['rejected']} rejected{kappa}")
@@ -120,10 +126,12 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
     approval = _approval(chosen, labels, outcome)
     if not required:
         status = "optional"
+    elif not chosen:
+        status = "no cases"  # a required slice that matches nothing: a typo must not drop the requirement
     elif len(reviewed) < needed:
         status = "pending"
     elif approval is None:
-        status = "no cases"
+        status = "unrepresentative"
     else:
         status = "pass" if approval >= policy.min_approval else "fail"
     return {
@@ -145,6 +153,8 @@ def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, all
     row["coverage"] = covered / needed if needed else None
     if covered < needed:
         row["status"] = "pending (allowed)" if allow else "pending"
+    elif row["reviewed"] and row["approval"] is None:
+        row["status"] = "unrepresentative"
     elif row["reviewed"]:
         row["status"] = "pass" if row["approval"] >= policy.min_approval else "fail"
         row["min_approval"] = policy.min_approval
@@ -162,10 +172,9 @@ def _approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: d
         if r.case_id in labels:
             g[1] += 1
             g[2] += labels[r.case_id].label == APPROVE
-    covered = [g for g in groups.values() if g[1]]
-    if not covered:
-        return None
-    return sum(cases * approved / reviewed for cases, reviewed, approved in covered) / sum(g[0] for g in covered)
+    if not groups or any(reviewed == 0 for _, reviewed, _ in groups.values()):
+        return None  # an outcome group nobody labelled: its approval is unknown, so the slice's is too
+    return sum(cases * approved / reviewed for cases, reviewed, approved in groups.values()) / len(chosen)
 
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
@@ -182,7 +191,16 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
     from ..rubric import Criterion  # here: the rubric module imports the review policy
 
     name = f"human approval[{slice_name(slice_)}]" if slice_ else "human approval"
-    criterion = Criterion(name=name, metric="human_approval", op=">=", threshold=row["min_approval"], slice=dict(slice_))
+    threshold = row["min_approval"] if row["min_approval"] is not None else 1.0
+    criterion = Criterion(name=name, metric="human_approval", op=">=", threshold=threshold, slice=dict(slice_),
+                          origin="review")
+    if row["status"] == "no cases":
+        why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
+        return CriterionResult(criterion, MetricValue(None, 0, note=why), "insufficient", why)
+    if row["status"] == "unrepresentative":
+        why = ("the labels do not cover every automatic outcome of the slice (pass, borderline, fail): "
+               "label at least one case of each, e.g. with a new review export")
+        return CriterionResult(criterion, MetricValue(None, row["reviewed"], note=why), "insufficient", why)
     note = f"{row['approved']} of {row['reviewed']} reviewed approved"
     result = judge_criterion(criterion, MetricValue(row["approval"], row["reviewed"]))
     return CriterionResult(criterion, result.value, result.verdict, f"{note}; {result.reason}" if result.reason else note)

@@ -12,9 +12,14 @@ class Score:
 
     passed: bool
     detail: str = ""
+    unknown: bool = False
+    """The check could not be made (e.g. max_tokens with no token count): never a pass."""
 
     def as_dict(self) -> dict:
-        return {"passed": self.passed, "detail": self.detail}
+        out = {"passed": self.passed, "detail": self.detail}
+        if self.unknown:
+            out["unknown"] = True
+        return out
 
 
 SCORERS: dict[tuple[str, str], Callable[..., Score]] = {}

@@ -49,4 +49,6 @@ def max_length(output: str, spec: dict, output_tokens: int | None) -> Score:
         problems.append(f"{len(output)} chars > {spec['max_chars']}")
     if "max_tokens" in spec and output_tokens is not None and output_tokens > spec["max_tokens"]:
         problems.append(f"{output_tokens} tokens > {spec['max_tokens']}")
+    if "max_tokens" in spec and output_tokens is None and not problems:  # unknown is not a pass
+        return Score(False, "output token count unknown: max_tokens cannot be checked", unknown=True)
     return Score(not problems, "; ".join(problems))

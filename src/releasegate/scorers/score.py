@@ -22,6 +22,8 @@ def score_record(record: CaseRecord, forbidden_rules) -> dict:
             result = get_scorer("format", spec["type"])(output.strip(), spec, record.tokens.output)
             checks.append({"type": spec["type"], **result.as_dict()})
         scores["format"] = {"passed": all(c["passed"] for c in checks), "checks": checks}
+        if any(c.get("unknown") for c in checks) and all(c["passed"] or c.get("unknown") for c in checks):
+            scores["format"]["unknown"] = True  # no check failed, but one could not be made
     hits = find_hits(output, forbidden_rules)
     scores["forbidden"] = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits}
     return scores

@@ -1,0 +1,88 @@
+"""Run health: whether a run is whole enough to be judged, and whether the target could be run at all.
+
+A verdict is only as good as the run under it. A run that is not `complete` (interrupted, failed, or killed and
+still marked `running`), that lacks a planned phase or part of one, or that lacks cases, decides nothing:
+the gate says INCONCLUSIVE and names what is missing. A target that failed most requests (connection errors,
+5xx, 429 after retries, timeouts) gets TARGET_ERROR, exit 4: the model was not measured, so it neither passed
+nor failed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from .record import CaseRecord, RunInfo
+
+__all__ = ["run_problems", "target_failure", "phase_counts", "planned_phases", "TARGET_FAILURE_SHARE"]
+
+TARGET_FAILURE_SHARE = 0.5
+"""More than this share of a run's requests failed: the target could not be run (exit 4)."""
+
+
+def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord]) -> list[str]:
+    """What keeps the run from being judged as a whole, one phrase each; empty for a healthy run."""
+    problems = []
+    if info.status != "complete":
+        state = "still running, or killed" if info.status == "running" else info.status
+        problems.append(f"the run is {state}, not complete (finish it with check --resume)")
+    if len(records) < info.cases:
+        problems.append(f"{info.cases - len(records)} of {info.cases} cases have no record")
+    if not records:
+        problems.append("no quality case was recorded")
+    if "load" in (info.phases or []):
+        problems += _load_problems(info, load_records)
+    return problems
+
+
+def _load_problems(info: RunInfo, load_records: list[CaseRecord]) -> list[str]:
+    phase = info.load_phase
+    if phase is None:
+        return ["the planned load phase did not run (or did not finish)"]
+    expected = phase.get("requests")
+    if not load_records:
+        return ["the load phase recorded no request (load.jsonl missing or empty)"]
+    if isinstance(expected, int) and len(load_records) < expected:
+        return [f"load.jsonl holds {len(load_records)} of the load phase's {expected} requests"]
+    if phase.get("cut_short"):
+        return [f"the load phase was cut short: {phase['cut_short']}"]
+    return []
+
+
+def phase_counts(records: list[CaseRecord]) -> dict:
+    """Requests of one phase: how many, how many answered, failed by error class, cached, the error rate."""
+    sent = [r for r in records if not r.cached]
+    errors = Counter(r.error for r in records if r.error)
+    failed = sum(errors.values())
+    return {
+        "requests": len(records), "succeeded": sum(r.output is not None for r in records), "failed": failed,
+        "errors": dict(sorted(errors.items())), "cached": len(records) - len(sent),
+        "error_rate": failed / len(records) if records else None,
+    }
+
+
+def target_failure(records: list[CaseRecord], load_records: list[CaseRecord]) -> str | None:
+    """A one-line reason when the target failed most of the requests sent to it; None otherwise."""
+    sent = [r for r in records + load_records if not r.cached]
+    errors = Counter(r.error for r in sent if r.error)
+    failed = sum(errors.values())
+    if not sent or failed <= TARGET_FAILURE_SHARE * len(sent):
+        return None
+    kinds = ", ".join(f"{kind} {n}" for kind, n in errors.most_common())
+    return f"the target failed {failed} of {len(sent)} requests ({kinds}): it could not be run, so nothing was measured"
+
+
+def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
+    """The phases a saved run planned: run.json's own list, else (older runs) its config.yaml snapshot's."""
+    if info.phases is not None:
+        return info.phases
+    import yaml
+
+    try:
+        data = yaml.safe_load((Path(run_path) / "config.yaml").read_text("utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        data = None
+    planned = ["quality"]
+    if (isinstance(data, dict) and data.get("load")) or info.load_phase is not None:
+        planned.append("load")
+    return planned
