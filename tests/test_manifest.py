@@ -194,3 +194,18 @@ def test_the_cli_error_line_is_redacted(tmp_path, cli, monkeypatch):
     add_secret("sk-redact-me-please-123456")
     code, _, err = cli("validate", "-c", tmp_path / "sk-redact-me-please-123456.yaml")
     assert code == 2 and "sk-redact-me-please-123456" not in err and REDACTED in err
+
+
+def test_verify_says_unverified_when_inputs_could_not_be_hashed(tmp_path, cli):
+    """A hub id that was not on disk, or the model behind an endpoint, cannot be checked: not 'nothing changed'."""
+    from releasegate.manifest import FORMAT, package_versions
+
+    for backend, inputs in (("hf", [{"role": "model", "path": "hub:org/model", "sha256": None}]), ("openai", [])):
+        run = tmp_path / backend
+        run.mkdir()
+        (run / "manifest.json").write_text(json.dumps({
+            "format": FORMAT, "inputs": inputs, "packages": package_versions(), "target": {"backend": backend}}))
+        code, out, _ = cli("verify", run, "--json")
+        result = json.loads(out)
+        assert code == 3 and result["outcome"] == "unverified" and result["changes"] == [], backend
+        assert result["not_hashed"]

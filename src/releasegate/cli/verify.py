@@ -17,14 +17,19 @@ def verify(
     as_json: JsonOption = False,
 ) -> int:
     """Re-hash every input in the run's manifest.json (config, suites, rubric, model, adapter, tokenizer, chat
-    template...) and compare package versions. Exit 0: nothing changed; 1: something changed; 2: not a run."""
+    template...) and compare package versions. Exit 0: nothing changed and everything was checked; 1: something
+    changed; 3: nothing that could be checked changed, but some inputs could not be verified (a hub id that was
+    not on disk, the model behind an endpoint); 2: not a run."""
     manifest = read_manifest(run_dir)
     rows = compare_manifest(manifest)
     checked = sum(1 for e in manifest["inputs"] if e.get("sha256"))
     unhashed = [e["path"] for e in manifest["inputs"] if not e.get("sha256")]
+    if manifest.get("target", {}).get("backend") == "openai":
+        unhashed.append("the model served behind the endpoint (its weights are not visible to releasegate)")
+    outcome = "changed" if rows else "unverified" if unhashed else "unchanged"
     if as_json:
-        print_json({"run": str(run_dir), "checked": checked, "unchanged": not rows, "changes": rows,
-                    "not_hashed": unhashed})
+        print_json({"run": str(run_dir), "outcome": outcome, "checked": checked, "unchanged": not rows,
+                    "changes": rows, "not_hashed": unhashed})
     console = consoles(as_json)
     if rows:
         base = Path(manifest.get("config", ".")).parent
@@ -42,8 +47,11 @@ def verify(
                if rows else f"{checked} input files checked, package versions compared: nothing changed")
     console.print(summary, markup=False, soft_wrap=True)
     for path in unhashed:
-        console.print(f"not hashed at run time, so not checked: {path}", markup=False, soft_wrap=True)
-    return 1 if rows else 0
+        console.print(f"could not be verified: {path}", markup=False, soft_wrap=True)
+    if outcome == "unverified":
+        console.print("outcome: unverified (nothing checked changed, but not every input could be checked)",
+                      markup=False, soft_wrap=True)
+    return {"changed": 1, "unverified": 3, "unchanged": 0}[outcome]
 
 
 def _short(value: str | None) -> str:
