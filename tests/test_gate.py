@@ -167,3 +167,40 @@ def test_latency_percentile_bound_needs_enough_requests():
     c = judge_run(INFO, many, rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)["criteria"][0]
     assert c["bounds"][1] in [10.0 * (i + 1) for i in range(60)] and c["bounds"][1] >= c["value"]
     assert c["verdict"] == "pass"
+
+
+@pytest.mark.parametrize(("criteria", "says"), [
+    ("- {metric: accuracy, op: '>=', threshold: 1.5}", "can never pass"),
+    ("- {metric: ttft_ms_p95, op: '<=', threshold: -5}", "can never pass"),
+    ("- {metric: accuracy, op: '>', threshold: 1}", "can never pass"),
+    ("- {metric: accuracy, op: '>=', threshold: 0.9}\n- {metric: accuracy, op: '<=', threshold: 0.8}", "can never pass"),
+    ("- {metric: error_rate, op: '<', threshold: 0.1, slice: {task: a}}\n"
+     "- {metric: error_rate, op: '>=', threshold: 0.1, slice: {task: a}}", "can never pass"),
+    ("- {metric: forbidden_rate, op: '<=', threshold: 0.0, confidence: 0.95}", "confidence bound"),
+    ("- {metric: accuracy, op: '>=', threshold: 1.0, confidence: 0.95}", "confidence bound"),
+    ("- {metric: output_tokens_per_s, op: '>=', threshold: 10, confidence: 0.95}", "no confidence bound"),
+])
+def test_validate_refuses_a_rubric_no_model_can_pass(tmp_path, criteria, says):
+    from releasegate.errors import InputError
+    from releasegate.rubric import load_rubric
+
+    path = tmp_path / "rubric.yaml"
+    path.write_text("criteria:\n" + "\n".join("  " + line for line in criteria.splitlines()) + "\n")
+    with pytest.raises(InputError, match=says) as caught:
+        load_rubric(path)
+    assert caught.value.file == str(path) and caught.value.line is not None
+
+
+def test_satisfiable_rubrics_still_load(tmp_path):
+    from releasegate.rubric import load_rubric
+
+    path = tmp_path / "rubric.yaml"
+    path.write_text("confidence: 0.95\ncriteria:\n"
+                    "  - {metric: accuracy, op: '>=', threshold: 0.8}\n  - {metric: accuracy, op: '<=', threshold: 0.99}\n"
+                    "  - {metric: output_tokens_per_s, op: '>=', threshold: 10}\n"
+                    "  - {metric: forbidden_rate, op: '<=', threshold: 0.01}\n")
+    rubric = load_rubric(path)
+    # the rubric-wide confidence applies where a bound exists; throughput is gated on its point value
+    assert [c.confidence for c in rubric.criteria] == [0.95, 0.95, None, 0.95]
+    path.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 1.0}\n")
+    assert load_rubric(path).criteria[0].threshold == 1.0  # every case right: possible on the point value
