@@ -14,7 +14,7 @@ import typer
 
 from ..config import DEFAULT_CONFIG
 from ..errors import InputError
-from ..report import criteria_table
+from ..report import criteria_table, verdict_lines
 from ._common import (
     AllowPendingOption,
     JsonOption,
@@ -83,6 +83,8 @@ def check(
         print_json(report)
     console.print(criteria_table(report))
     print_review_line(console, report, run.path)
+    for line in verdict_lines(report):
+        console.print(line, markup=False, soft_wrap=True)
     cached = report.get("counts", {}).get("cached")
     if cached:
         console.print(f"{cached} responses came from the response cache: no latency was measured for them",

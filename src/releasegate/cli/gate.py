@@ -10,7 +10,7 @@ import typer
 from ..health import planned_phases
 from ..judge import judge_run
 from ..record import RunDir
-from ..report import criteria_table, write_reports
+from ..report import criteria_table, verdict_lines, write_reports
 from ..review.labels import read_labels
 from ..rubric import load_rubric
 from ._common import AllowPendingOption, JsonOption, consoles, print_json, print_review_line
@@ -37,6 +37,6 @@ def gate(
     console = consoles(as_json)
     console.print(criteria_table(report))
     print_review_line(console, report, run.path)
-    if report["incomplete"]:
-        console.print(f"incomplete: {report['incomplete']}", markup=False, soft_wrap=True)
+    for line in verdict_lines(report):
+        console.print(line, markup=False, soft_wrap=True)
     return report["exit_code"]

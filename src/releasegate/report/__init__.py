@@ -18,9 +18,11 @@ from ..record import RunDir
 from ._format import format_value
 from ._view import RunView, load_report
 from .markdown import append_step_summary, render_markdown
-from .terminal import criteria_table
+from .terminal import criteria_table, verdict_lines
 
-__all__ = ["write_reports", "render", "FORMATS", "criteria_table", "render_markdown", "format_value", "RunView"]
+__all__ = [
+    "write_reports", "render", "FORMATS", "criteria_table", "verdict_lines", "render_markdown", "format_value", "RunView",
+]
 
 FORMATS = {"json": "report.json", "md": "report.md", "html": "report.html", "junit": "report.junit.xml", "csv": "report.csv"}
 """Format name -> the file `check` and `gate` write into the run directory."""
