@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
 from conftest import write_jsonl
+from releasegate.cli import main
 from releasegate.record import RunDir
 from releasegate.testing import StubBehaviour, StubServer
+from releasegate.testing.stub_server import _faulty
 
 CLIENTS = ["lean", "openai"]
 RUBRIC = """\
@@ -53,7 +57,7 @@ def test_streaming_timings_and_usage(tmp_path, cli, client):
         assert len(r.timing.itl_ms) == 7 and r.timing.tpot_ms > 0
     for name in ("ttft_ms_p50", "tpot_ms_p95", "itl_ms_p99", "e2e_ms_p95"):
         assert report["metrics"][name]["value"] is not None and report["metrics"][name]["n"] > 0
-    assert report["metrics"]["itl_ms_p50"]["n"] == 6 * 7
+    assert report["metrics"]["itl_ms_p50"]["n"] == 6  # requests: one request's gaps are not independent samples
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -61,12 +65,17 @@ def test_500s_are_retried_then_recorded(tmp_path, cli, client):
     with StubServer(StubBehaviour(fail_status=500)) as stub:
         code, report, run, _ = check(cli, project(tmp_path, stub.base_url, client=client))
         sent = stub.requests
-    assert code == 1
+    assert code == 4  # every request failed: the target could not be run, so no verdict on the model
     records = run.read_records()
     assert {r.error for r in records} == {"http_5xx"} and all(r.timing.attempts == 3 for r in records)
     assert sent == 6 * 3  # 2 retries each
     error_rate = next(c for c in report["criteria"] if c["metric"] == "error_rate")
     assert error_rate["value"] == 1.0 and error_rate["verdict"] == "fail"
+    for r in records:  # how long the user waited for the failure: two backoffs of at least 125 + 250 ms
+        t = r.timing
+        assert t.ttft_ms is None and t.retry_wait_ms >= 300 and t.e2e_ms >= t.retry_wait_ms
+        assert t.e2e_sched_ms == pytest.approx(t.e2e_ms + t.send_lag_ms, abs=1e-6)
+    assert report["metrics"]["e2e_ms_p95"]["n"] == 0  # failed requests are never latency samples
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -79,11 +88,93 @@ def test_429_then_success(tmp_path, cli, client):
 
 
 @pytest.mark.parametrize("client", CLIENTS)
+def test_retried_request_latency_counts_from_the_first_send(tmp_path, cli, client):
+    # one at a time, every 2nd request gets a 429 with retry-after 50 ms: cases 2..6 each wait once, then pass
+    with StubServer(StubBehaviour(ttft_ms=10, itl_ms=2, tokens=4, fail_status=429, fail_every=2, retry_after=0.05)) as stub:
+        config = project(tmp_path, stub.base_url, client=client)
+        config.write_text(config.read_text().replace("concurrency: 3", "concurrency: 1"))
+        code, report, run, _ = check(cli, config)
+        sent = stub.requests
+    records = run.read_records()
+    assert code == 0 and sent == 6 + 5 and all(r.error is None for r in records)
+    assert [r.timing.attempts for r in records] == [1, 2, 2, 2, 2, 2]
+    for r in records:
+        t = r.timing
+        assert t.ttft_ms == pytest.approx(t.retry_wait_ms + t.ttft_last_attempt_ms, abs=1e-6)
+        assert t.ttft_sched_ms == pytest.approx(t.ttft_ms + t.send_lag_ms, abs=1e-6)
+        assert t.e2e_ms >= t.ttft_ms
+        if t.attempts == 1:
+            assert t.retry_wait_ms == 0 and t.ttft_last_attempt_ms == t.ttft_ms
+        else:  # the user waited through the 429 and the 50 ms backoff: TTFT counts it, the last attempt's does not
+            assert t.retry_wait_ms >= 40 and t.ttft_ms >= t.retry_wait_ms and t.ttft_last_attempt_ms < t.ttft_ms
+            assert t.ttft_ms > max(u.ttft_last_attempt_ms for u in (x.timing for x in records))
+    assert report["metrics"]["ttft_ms_p50"]["value"] >= 40
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_server_dying_mid_run_gives_connection_errors(tmp_path, cli, client):
+    # the server answers 3 requests, then refuses connections: the other cases are recorded as failures
+    with StubServer(StubBehaviour(tokens=4, die_after=3)) as stub:
+        config = project(tmp_path, stub.base_url, client=client)
+        config.write_text(config.read_text().replace("retries: 2", "retries: 1"))
+        code, report, run, err = check(cli, config)
+        answered, dead = stub.requests, stub.dead
+    records = run.read_records()
+    assert code == 1 and answered == 3 and dead and "Traceback" not in err
+    assert sorted(r.error or "ok" for r in records) == ["connection_error"] * 3 + ["ok"] * 3
+    assert report["counts"]["errors"] == {"connection_error": 3}
+    for r in records:
+        if r.error is not None:  # retried once, after a backoff of at least 125 ms
+            t = r.timing
+            assert t.attempts == 2 and t.retry_wait_ms >= 100 and t.e2e_ms >= t.retry_wait_ms
+
+
+@pytest.mark.parametrize("fault, error", [
+    ({"fail_status": 503}, "http_5xx"),
+    ({"drop_after": 2}, "stream_interrupted"),
+    ({"stall_after": 1}, "stall_timeout"),
+])
+def test_fail_every_interleaves_faults(tmp_path, cli, fault, error):
+    # every 2nd request gets the fault, retries off: half the cases fail, whatever order they arrive in
+    with StubServer(StubBehaviour(tokens=4, fail_every=2, **fault)) as stub:
+        config = project(tmp_path, stub.base_url, extra="  stall_timeout_s: 0.3\n")
+        config.write_text(config.read_text().replace("retries: 2", "retries: 0"))
+        code, report, run, _ = check(cli, config)
+        sent = stub.requests
+    assert code == 1 and sent == 6
+    assert sorted(r.error or "ok" for r in run.read_records()) == sorted([error] * 3 + ["ok"] * 3)
+    assert report["metrics"]["error_rate"]["value"] == pytest.approx(0.5)
+    assert report["metrics"]["ttft_ms_p50"]["n"] == 3
+
+
+def test_fail_every_picks_every_kth_request_within_fail_count():
+    picked = lambda b, n=10: [i for i in range(n) if _faulty(b, i)]  # noqa: E731
+    assert picked(StubBehaviour(fail_every=2)) == [1, 3, 5, 7, 9]
+    assert picked(StubBehaviour(fail_every=3, fail_count=7)) == [2, 5]
+    assert len(picked(StubBehaviour(fail_every=2.5))) == 4  # 40%, spread out
+    assert picked(StubBehaviour()) == list(range(10)) and picked(StubBehaviour(fail_count=2)) == [0, 1]
+
+
+def test_stall_timeout_leaves_no_asyncio_noise(tmp_path, capfd, caplog):
+    # a stalled stream is abandoned and its connection closed: no future may be left failed and never awaited
+    caplog.set_level(logging.DEBUG, logger="asyncio")
+    with StubServer(StubBehaviour(tokens=8, stall_after=2)) as stub:
+        config = project(tmp_path, stub.base_url, client="lean", extra="  stall_timeout_s: 0.3\n")
+        code = main(["check", "-c", str(config), "--run-id", "r", "--no-progress"])
+    gc.collect()  # a leaked failed future reports itself when it is collected
+    err = capfd.readouterr().err
+    assert code != 0
+    assert {r.error for r in RunDir(tmp_path / "reports" / "r").read_records()} == {"stall_timeout"}
+    assert "never retrieved" not in err and "Exception in callback" not in err and "Traceback" not in err
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.parametrize("client", CLIENTS)
 def test_stream_dropped_half_way_is_not_retried(tmp_path, cli, client):
     with StubServer(StubBehaviour(tokens=8, drop_after=3)) as stub:
         code, report, run, _ = check(cli, project(tmp_path, stub.base_url, client=client))
         sent = stub.requests
-    assert code == 1 and sent == 6  # never resent after the first token
+    assert code == 4 and sent == 6  # never resent after the first token; every request failed: target error
     assert {r.error for r in run.read_records()} == {"stream_interrupted"}
     assert report["counts"]["errors"] == {"stream_interrupted": 6}
 
@@ -93,7 +184,7 @@ def test_stall_past_the_timeout(tmp_path, cli, client):
     with StubServer(StubBehaviour(tokens=8, stall_after=2)) as stub:
         config = project(tmp_path, stub.base_url, client=client, extra="  stall_timeout_s: 0.3\n")
         code, report, run, _ = check(cli, config)
-    assert code == 1
+    assert code == 4  # every request failed: target error
     assert {r.error for r in run.read_records()} == {"stall_timeout"}
 
 

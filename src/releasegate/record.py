@@ -33,23 +33,31 @@ class Timing(BaseModel):
     """Latency of one request, in milliseconds, measured by the backend."""
 
     ttft_ms: float | None = None
-    """Request start -> first output token (prefill). In a batch, includes the whole batch's prefill."""
+    """Request start -> first output token (prefill). In a batch, includes the whole batch's prefill. The request
+    starts at its first attempt's actual send: retries, and the backoff before them, count (openai)."""
     tpot_ms: float | None = None
     """(t_last_token - t_first_token) / (output_tokens - 1); None with fewer than 2 output tokens."""
     e2e_ms: float | None = None
-    """Request start -> last token (end of stream)."""
+    """Request start -> last token (end of stream). On a failed request: first attempt's actual send -> the
+    failure, how long the user waited for nothing (failed requests are never latency samples)."""
     batch_size: int = 1
     """How many requests shared the forward passes that produced this timing (hf backend)."""
     itl_ms: list[float] | None = None
     """Inter-token latencies: gaps between content chunks; a chunk of k tokens gives k gaps of gap/k (openai)."""
     send_lag_ms: float | None = None
-    """Scheduled send -> actual send: client queueing (openai). 0 when sent on time."""
+    """Scheduled send -> first attempt's actual send: client queueing (openai). 0 when sent on time."""
     ttft_sched_ms: float | None = None
     """Scheduled send -> first output token: TTFT including client queueing."""
     e2e_sched_ms: float | None = None
-    """Scheduled send -> end of stream."""
+    """Scheduled send -> end of stream (on a failed request: -> the failure)."""
     attempts: int = 1
     """Requests sent for this case (retries before the first token add to it)."""
+    ttft_last_attempt_ms: float | None = None
+    """Actual send of the attempt that answered -> first output token: TTFT as if it had not been retried
+    (openai). ttft_ms = retry_wait_ms + ttft_last_attempt_ms."""
+    retry_wait_ms: float | None = None
+    """First attempt's actual send -> last attempt's actual send: failed attempts plus backoff (openai). 0 when
+    the first attempt was the last."""
 
 
 class Tokens(BaseModel):

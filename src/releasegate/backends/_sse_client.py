@@ -31,11 +31,14 @@ class StreamBroken(ConnectionError):
 
 
 class _Response(asyncio.Protocol):
-    """Collects (arrival ns, bytes) pairs; decodes just enough to know when the response is complete."""
+    """Collects (arrival ns, bytes) pairs; decodes just enough to know when the response is complete.
+
+    `done` is the current exchange's future, None between exchanges: only a future someone awaits may get an
+    exception, or asyncio reports it as never retrieved when it is collected."""
 
     def __init__(self) -> None:
         self.last_rx = time.perf_counter_ns()
-        self.done: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.done: asyncio.Future | None = None
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._reset()
@@ -55,12 +58,12 @@ class _Response(asyncio.Protocol):
         now = time.perf_counter_ns()  # before anything else
         self.last_rx = now
         self.rx_bytes += len(data)
-        if not self.done.done():
+        if self.done is not None and not self.done.done():
             self._advance(now, data)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
-        if not self.done.done():
+        if self.done is not None and not self.done.done():
             if self.status and self._length is None and not self.headers.get("transfer-encoding"):
                 self.done.set_result(True)  # body delimited by close
             else:
@@ -80,7 +83,8 @@ class _Response(asyncio.Protocol):
         else:
             self._body_segments.append((now, data))
             if self._length is not None and sum(len(d) for _, d in self._body_segments) >= self._length:
-                self.done.set_result(True)
+                if not self.done.done():  # an empty body (content-length: 0) finished with the head
+                    self.done.set_result(True)
 
     def _parse_head(self, head: bytes) -> None:
         lines = head.decode("latin-1").split("\r\n")
@@ -136,13 +140,17 @@ class _Response(asyncio.Protocol):
 class LeanClient:
     """POSTs JSON and returns the response body as SSE lines with their arrival times."""
 
-    def __init__(self, base_url: str, api_key: str | None, *, connect_timeout: float, stall_timeout: float) -> None:
-        parts = urlsplit(base_url)
+    def __init__(self, base_url: str, api_key: str | None, *, connect_timeout: float, stall_timeout: float,
+                 headers: dict[str, str] | None = None) -> None:
+        parts = urlsplit(base_url)  # userinfo is ignored here: it comes as a header
         self.https = parts.scheme == "https"
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or (443 if self.https else 80)
         self.prefix = parts.path.rstrip("/")
+        self.query = f"?{parts.query}" if parts.query else ""  # sent with every request
         self.api_key = api_key
+        self.headers = dict(headers or {})
+        """Sent with every request; an Authorization here replaces the api key's Bearer."""
         self.connect_timeout, self.stall_timeout = connect_timeout, stall_timeout
         self._idle: list[_Response] = []
         self._ssl = ssl.create_default_context() if self.https else None
@@ -172,11 +180,12 @@ class LeanClient:
 
     def _request_bytes(self, path: str, body: bytes) -> bytes:
         head = (
-            f"POST {self.prefix}{path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"POST {self.prefix}{path}{self.query} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             f"Content-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {len(body)}\r\n"
         )
-        if self.api_key:
+        if self.api_key and not any(name.lower() == "authorization" for name in self.headers):
             head += f"Authorization: Bearer {self.api_key}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in self.headers.items())
         return head.encode("latin-1") + b"\r\n" + body
 
     async def stream(self, path: str, body: bytes) -> tuple[list[str], list[int], int, int]:
@@ -201,15 +210,23 @@ class LeanClient:
             await self._wait(conn)
         except BaseException as exc:
             exc.partial_lines = _lines(conn.body())[0]  # type: ignore[attr-defined]
+            exc.sent_ns = sent  # type: ignore[attr-defined]  # a retry's latency counts from the first send
+            # abandon the exchange before closing: closing makes connection_lost fail the future with StreamBroken,
+            # which nobody would ever await (asyncio then logs "Future exception was never retrieved")
+            conn.done.cancel()
+            conn.done = None
             conn.transport.close()
             raise
         end = time.perf_counter_ns()
+        conn.done = None
         if conn.headers.get("connection", "").lower() != "close" and not conn.closed:
             self._idle.append(conn)
         else:
             conn.transport.close()
         if conn.status != 200:
-            raise HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
+            error = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
+            error.sent_ns = sent  # type: ignore[attr-defined]
+            raise error
         lines, stamps = _lines(conn.body())
         return lines, stamps, end, sent
 

@@ -83,21 +83,33 @@ def split_tokens(chunks: list[str], total: int | None, count=None) -> list[int]:
     return ks
 
 
-def stream_timing(parse: StreamParse, ks: list[int], *, sent_ns: int, end_ns: int, scheduled_ns: int) -> dict:
-    """TTFT, TPOT, ITL and E2E from the actual send, plus send lag and TTFT/E2E from the scheduled send."""
+def stream_timing(
+    parse: StreamParse, ks: list[int], *, sent_ns: int, end_ns: int, scheduled_ns: int, first_sent_ns: int | None = None,
+) -> dict:
+    """TTFT, TPOT, ITL and E2E from the actual send, plus send lag and TTFT/E2E from the scheduled send.
+
+    `sent_ns` is the actual send of the attempt that answered, `first_sent_ns` that of the first attempt (default:
+    the same). TTFT and E2E run from the first attempt, as the user waits through retries; the answering attempt's
+    own TTFT and the time retries took are kept apart. TPOT and ITL only see the answering stream."""
+    first_sent = sent_ns if first_sent_ns is None else first_sent_ns
+    common = {
+        "e2e_ms": (end_ns - first_sent) / _NS_PER_MS,
+        "send_lag_ms": (first_sent - scheduled_ns) / _NS_PER_MS,
+        "e2e_sched_ms": (end_ns - scheduled_ns) / _NS_PER_MS,
+        "retry_wait_ms": (sent_ns - first_sent) / _NS_PER_MS,
+    }
     if not parse.chunk_ns:
-        return {"e2e_ms": (end_ns - sent_ns) / _NS_PER_MS, "send_lag_ms": (sent_ns - scheduled_ns) / _NS_PER_MS}
+        return common
     first, last = parse.chunk_ns[0], parse.chunk_ns[-1]
     n_tokens = sum(ks)
     itl: list[float] = []
     for prev, now, k in zip(parse.chunk_ns, parse.chunk_ns[1:], ks[1:]):
         itl += [(now - prev) / _NS_PER_MS / k] * k
     return {
-        "ttft_ms": (first - sent_ns) / _NS_PER_MS,
+        **common,
+        "ttft_ms": (first - first_sent) / _NS_PER_MS,
         "tpot_ms": (last - first) / _NS_PER_MS / (n_tokens - 1) if n_tokens >= 2 else None,
-        "e2e_ms": (end_ns - sent_ns) / _NS_PER_MS,
         "itl_ms": itl,
-        "send_lag_ms": (sent_ns - scheduled_ns) / _NS_PER_MS,
         "ttft_sched_ms": (first - scheduled_ns) / _NS_PER_MS,
-        "e2e_sched_ms": (end_ns - scheduled_ns) / _NS_PER_MS,
+        "ttft_last_attempt_ms": (first - sent_ns) / _NS_PER_MS,
     }

@@ -2,7 +2,8 @@
 
 Each request streams with `stream_options.include_usage`; the receive loop stamps every SSE line with
 `time.perf_counter_ns()` as it arrives and stores it unparsed; parsing happens after the stream ends.
-Connection errors, 429 and 5xx are retried with backoff before the first token, never after it.
+Connection errors, 429 and 5xx are retried with backoff before the first token, never after it; TTFT and E2E
+run from the first attempt's send, so the user's wait through retries is counted (see `Timing`).
 The API key is read from the environment variable named in the config and never written anywhere.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import sys
 import time
 from dataclasses import dataclass
 
@@ -139,9 +141,12 @@ class OpenAIBackend(Backend):
         return body
 
     async def _request(self, client, item: Scheduled, max_new_tokens: int) -> Generation:
+        """Send, retrying what failed before the first token. The user's clock starts at the first attempt's
+        actual send (`first`) and keeps running through retries and backoff; `sent` is the current attempt's."""
         body = self._body(item.request, max_new_tokens)
         attempt = 0
         scheduled = item.at_ns
+        first: int | None = None
         while True:
             attempt += 1
             sent = time.perf_counter_ns()
@@ -150,12 +155,16 @@ class OpenAIBackend(Backend):
                 lines, stamps, end, actual = await asyncio.wait_for(self._stream(client, body), self.target.timeout_s)
                 sent = actual or sent  # the lean client knows when its bytes really left
             except Exception as exc:  # classified below; anything unexpected is recorded, never raised
+                failed_at = time.perf_counter_ns()
+                sent = _sent_ns(exc) or sent
+                first = sent if first is None else first
                 error, retry_after = _classify(exc)
                 if error.retryable and attempt <= self.target.retries:
                     await asyncio.sleep(_backoff(attempt, retry_after))
                     continue
-                return _failed(error.name, _cause(exc), sent, scheduled, attempt)
-            return self._finish(lines, stamps, sent, end, scheduled, attempt)
+                return _failed(error.name, _cause(exc), _Clock(scheduled, first, sent, failed_at), attempt)
+            first = sent if first is None else first
+            return self._finish(lines, stamps, _Clock(scheduled, first, sent, end), attempt)
 
     async def _stream(self, client, body: dict):
         if self.target.client == "lean":
@@ -188,21 +197,33 @@ class OpenAIBackend(Backend):
                 body["extra_body"] = extra
         return lines, stamps, time.perf_counter_ns(), None
 
-    def _finish(self, lines, stamps, sent, end, scheduled, attempt) -> Generation:
+    def _finish(self, lines, stamps, clock: _Clock, attempt: int) -> Generation:
         parse = parse_sse(lines, stamps, self.target.mode)
         if parse.bad_event is not None:
-            return _failed("bad_response", f"unparseable event: {parse.bad_event}", sent, scheduled, attempt)
+            return _failed("bad_response", f"unparseable event: {parse.bad_event}", clock, attempt)
         if not parse.finished:
-            return _failed("stream_interrupted", "stream ended without [DONE] or finish_reason", sent, scheduled, attempt)
+            return _failed("stream_interrupted", "stream ended without [DONE] or finish_reason", clock, attempt)
         source = "usage" if parse.completion_tokens is not None else ("tokenizer" if self._count else "chunks")
         ks = split_tokens(parse.chunks, parse.completion_tokens, self._count if source != "usage" else None)
         output = parse.completion_tokens if source == "usage" else sum(ks)
-        timing = stream_timing(parse, ks, sent_ns=sent, end_ns=end, scheduled_ns=scheduled)
+        timing = stream_timing(parse, ks, sent_ns=clock.sent, end_ns=clock.end, scheduled_ns=clock.scheduled,
+                               first_sent_ns=clock.first)
         return Generation(
             parse.text,
             tokens=Tokens(input=parse.prompt_tokens, output=output, source=source),
             timing=Timing(**timing, attempts=attempt),
         )
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """perf_counter_ns stamps of one request: scheduled send, first and last attempt's actual send, and the end
+    (of the stream, or the failure)."""
+
+    scheduled: int
+    first: int
+    sent: int
+    end: int
 
 
 @dataclass(frozen=True)
@@ -213,9 +234,6 @@ class _ErrorClass:
 
 def _classify(exc: BaseException) -> tuple[_ErrorClass, float | None]:
     """Map an exception to an error class; retry only what failed before the first token."""
-    import openai
-
-    from ._http import httpx
     from ._sse_client import HTTPStatusError, StallTimeout
 
     started = bool(getattr(exc, "partial_lines", None))
@@ -225,13 +243,21 @@ def _classify(exc: BaseException) -> tuple[_ErrorClass, float | None]:
         return _status_class(exc.status), _retry_after(exc.headers.get("retry-after"))
     if isinstance(exc, StallTimeout):
         return _ErrorClass("stall_timeout", False), None
-    if isinstance(exc, openai.APIStatusError):
-        return _status_class(exc.status_code), _retry_after(exc.response.headers.get("retry-after"))
-    if isinstance(exc, httpx.ReadTimeout) or isinstance(exc, openai.APITimeoutError):
-        return _ErrorClass("stall_timeout", False), None
+    # only the openai client raises openai's errors, so it is imported already; importing it here would block
+    # the event loop (about half a second) mid-run and delay the timestamps of every stream in flight
+    openai = sys.modules.get("openai")
+    transport_errors: tuple[type[BaseException], ...] = (ConnectionError, OSError)
+    if openai is not None:
+        from ._http import httpx
+
+        if isinstance(exc, openai.APIStatusError):
+            return _status_class(exc.status_code), _retry_after(exc.response.headers.get("retry-after"))
+        if isinstance(exc, httpx.ReadTimeout) or isinstance(exc, openai.APITimeoutError):
+            return _ErrorClass("stall_timeout", False), None
+        transport_errors += (openai.APIConnectionError, httpx.TransportError)
     if started:  # the connection broke after the server began answering: never resent
         return _ErrorClass("stream_interrupted", False), None
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError, ConnectionError, OSError)):
+    if isinstance(exc, transport_errors):
         return _ErrorClass("connection_error", True), None
     return _ErrorClass("client_error", False), None
 
@@ -262,10 +288,19 @@ async def _sleep_until_ns(deadline: int) -> None:
         await asyncio.sleep(delay)
 
 
-def _failed(name: str, message: str, sent: int, scheduled: int, attempt: int) -> Generation:
-    lag = (sent - scheduled) / 1e6
-    return Generation(None, error=name, error_message=message[:300],
-                      timing=Timing(send_lag_ms=lag, attempts=attempt))
+def _failed(name: str, message: str, clock: _Clock, attempt: int) -> Generation:
+    """A failed request keeps what the user went through: queueing, how long they waited, attempts."""
+    ms = 1e6
+    timing = Timing(send_lag_ms=(clock.first - clock.scheduled) / ms, e2e_ms=(clock.end - clock.first) / ms,
+                    e2e_sched_ms=(clock.end - clock.scheduled) / ms, retry_wait_ms=(clock.sent - clock.first) / ms,
+                    attempts=attempt)
+    return Generation(None, error=name, error_message=message[:300], timing=timing)
+
+
+def _sent_ns(exc: BaseException) -> int | None:
+    """When a failed attempt's bytes really left, where the client knows (lean client; under a timeout, the
+    cancelled exchange it interrupted)."""
+    return getattr(exc, "sent_ns", None) or getattr(exc.__cause__, "sent_ns", None)
 
 
 def _cause(exc: BaseException) -> str:

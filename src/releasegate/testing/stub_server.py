@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -22,19 +23,36 @@ __all__ = ["StubBehaviour", "StubServer"]
 
 @dataclass(frozen=True)
 class StubBehaviour:
-    """What the stub does. Faults apply to the first `fail_count` requests (-1: all)."""
+    """What the stub does. Requests are counted from 0 in the order they reach the server (retries included);
+    GETs (/models) are never counted or faulted.
+
+    Which requests a fault hits: without `fail_every`, `fail_status` hits the first `fail_count` requests and
+    `drop_after` / `stall_after` hit every request. With `fail_every`, every fault hits only every k-th request
+    among the first `fail_count`: it fails with `fail_status` when one is set, else it is dropped or stalled; the
+    other requests are answered normally."""
 
     ttft_ms: float = 10.0
     itl_ms: float = 2.0
     tokens: int = 8
     tokens_per_chunk: int = 1
     fail_status: int | None = None
+    """Answer with this HTTP status (JSON error body, and `retry-after` when `retry_after` is set) instead of a
+    stream."""
     fail_count: int = -1
+    """Faults apply to the first `fail_count` requests (-1: all)."""
     retry_after: float | None = None
+    """Seconds sent in the `retry-after` header of a `fail_status` answer."""
     drop_after: int | None = None
     """Close the connection after this many tokens, without [DONE]."""
     stall_after: int | None = None
-    """Stop sending (but keep the connection open) after this many tokens."""
+    """Stop sending (but keep the connection open, until the client closes it) after this many tokens."""
+    fail_every: float | None = None
+    """Fault only every k-th request: requests k, 2k, 3k... (counting from 1) get the fault, the others are
+    answered normally; 2 faults half of them, interleaved. A fractional k spreads the faults evenly (2.5: 40%)."""
+    die_after: int | None = None
+    """The server dies after this many requests: it stops listening (new connections are refused) and closes
+    every connection once its answer is done; a request arriving on a connection still open is closed unanswered.
+    The first `die_after` requests are answered as usual. 0: dead from the start."""
     send_usage: bool = True
     keepalive_max: int | None = None
     """Close a connection, without saying so, after this many requests on it (as HTTP servers cap keep-alive)."""
@@ -49,10 +67,15 @@ class StubServer:
         self.behaviour = behaviour
         self.port = port
         self.requests = 0
+        """POSTs answered (a dead server's unanswered ones are not counted)."""
         self.bodies: list[dict] = []
+        self.dead = False
+        """True once `die_after` requests have come in."""
         self._counter = itertools.count()
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._idle: set[asyncio.StreamWriter] = set()  # connections waiting for their next request
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
@@ -76,21 +99,35 @@ class StubServer:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, backlog=1024)
+        self._server = server
         self.port = server.sockets[0].getsockname()[1]
+        if self.behaviour.die_after == 0:
+            self._die()
         self._ready.set()
         async with server:
             await self._stop.wait()
             server.close()
 
+    def _die(self) -> None:
+        """Stop listening and close the idle connections; busy ones close after their answer."""
+        self.dead = True
+        self._server.close()
+        for writer in list(self._idle):
+            writer.close()
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         served = 0
         try:
-            while True:
-                request = await _read_request(reader)
-                if request is None:
+            while not self.dead:
+                self._idle.add(writer)
+                try:
+                    request = await _read_request(reader)
+                finally:
+                    self._idle.discard(writer)
+                if request is None or self.dead:
                     break
                 method, path, body = request
-                if not await self._route(method, path, body, writer):
+                if not await self._route(method, path, body, reader, writer):
                     break
                 served += 1
                 if self.behaviour.keepalive_max is not None and served >= self.behaviour.keepalive_max:
@@ -98,37 +135,49 @@ class StubServer:
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # the stub is shutting down; a handler that ends cancelled gets logged by Python 3.11's server
         finally:
             writer.close()
 
-    async def _route(self, method: str, path: str, body: bytes, writer) -> bool:
+    async def _route(self, method: str, path: str, body: bytes, reader, writer) -> bool:
         if method == "GET":
             payload = {"object": "list", "data": [{"id": "stub", "object": "model"}]} if path.endswith("/models") else {"status": "ok"}
             await _send_json(writer, 200, payload)
             return True
+        b = self.behaviour
         index = next(self._counter)
+        if b.die_after is not None and index >= b.die_after:
+            return False  # raced the death: closed unanswered
+        if b.die_after is not None and index == b.die_after - 1:
+            self._die()  # this one is still answered
         self.requests += 1
         parsed = json.loads(body or b"{}")
         self.bodies.append(parsed)
-        b = self.behaviour
-        if b.fail_status is not None and (b.fail_count < 0 or index < b.fail_count):
+        faulty = _faulty(b, index)
+        if b.fail_status is not None and faulty:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
             await _send_json(writer, b.fail_status, {"error": {"message": "stub failure", "code": b.fail_status}}, headers)
-            return True
-        return await self._stream(writer, parsed.get("messages") is not None)
+            return not self.dead
+        # drop and stall: every request without fail_every (as always), only the selected ones with it
+        cut = (b.fail_every is None or (faulty and b.fail_status is None))
+        return await self._stream(reader, writer, parsed.get("messages") is not None, cut) and not self.dead
 
-    async def _stream(self, writer, chat: bool) -> bool:
+    async def _stream(self, reader, writer, chat: bool, cut: bool = True) -> bool:
         b = self.behaviour
+        drop_after, stall_after = (b.drop_after, b.stall_after) if cut else (None, None)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         started = time.perf_counter()
         sent_tokens = 0
         for at in _chunk_times(b):
             await _sleep_until(started + at / 1000)
-            if b.drop_after is not None and sent_tokens >= b.drop_after:
+            if drop_after is not None and sent_tokens >= drop_after:
                 writer.transport.abort()
                 return False
-            if b.stall_after is not None and sent_tokens >= b.stall_after:
-                await asyncio.sleep(3600)
+            if stall_after is not None and sent_tokens >= stall_after:
+                while await reader.read(1 << 16):  # silent until the client gives up and closes
+                    pass
+                return False
             n = min(b.tokens_per_chunk, b.tokens - sent_tokens)
             text = "tok " * n
             choice = {"index": 0, "delta": {"content": text}, "finish_reason": None} if chat else {"index": 0, "text": text, "finish_reason": None}
@@ -147,6 +196,15 @@ class StubServer:
             writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+def _faulty(b: StubBehaviour, index: int) -> bool:
+    """Whether request `index` (from 0) is one the faults hit (see StubBehaviour)."""
+    if b.fail_count >= 0 and index >= b.fail_count:
+        return False
+    if b.fail_every is None:
+        return True
+    return math.floor((index + 1) / b.fail_every) > math.floor(index / b.fail_every)  # a multiple of k in (i, i+1]
 
 
 def _chunk_times(b: StubBehaviour) -> list[float]:
