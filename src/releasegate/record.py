@@ -132,6 +132,9 @@ class RunInfo(BaseModel):
     """Time to load the model (and adapter, and merge)."""
     load_phase: dict[str, Any] | None = None
     """The load phase, when one ran: profile, seconds, requests, warm-up, server metrics summary."""
+    phases: list[str] | None = None
+    """The phases the config plans: 'quality', and 'load' when it has a load phase. The gate calls a run whose
+    planned phase is missing or cut short INCONCLUSIVE. None in runs that predate it (`gate` reads config.yaml)."""
     cost: dict[str, Any] | None = None
     """The cost section of the config, resolved to prices (None: cost not measured)."""
     versions: dict[str, str] = Field(default_factory=dict)
@@ -181,9 +184,6 @@ class RunDir:
         path = self.path / "run.json"
         if not path.exists():
             raise InputError("not a run directory (no run.json)", file=self.path, hint="pass a directory under reports/")
-    phases: list[str] | None = None
-    """The phases the config plans: 'quality', and 'load' when it has a load phase. The gate calls a run whose
-    planned phase is missing or cut short INCONCLUSIVE. None in runs that predate it (`gate` reads config.yaml)."""
         try:
             return RunInfo.model_validate_json(path.read_text("utf-8"))
         except ValueError as exc:
