@@ -5,13 +5,16 @@ A SQLite file in WAL mode, shared safely by concurrent `check` runs (each write 
 transaction; readers never block writers). A key is the sha256 of
 
     the target fingerprint   hf: hashes of the model, adapter (and draft) files, merge, dtype, device, quantize;
-                             openai: base_url, model, mode, extra_body (and the tokenizer file's hash);
+                             openai: base_url, model, mode, extra_body, headers, credentials masked
+                             (and the tokenizer file's hash);
                              replay: the responses file's hash
     the request              messages or prompt, exactly as sent
     the generation params    max_new_tokens, temperature, top_p, stop, seed
 
 Only successful responses are stored, with their token counts; never a timing. A record built from the cache
 says `cached: true`, has no timing, and no latency, throughput or run-cost figure uses it.
+The file holds hashes, response texts (registered secrets redacted, as in records.jsonl) and token counts only:
+no request body, header, URL or key.
 `ttl_s`: an entry older than this is a miss (and is overwritten by the fresh response); no TTL: never expires.
 """
 
@@ -26,6 +29,7 @@ from pathlib import Path
 from .backends import Generation, Request
 from .errors import InputError
 from .record import Timing, Tokens
+from .redaction import redact
 
 __all__ = ["ResponseCache", "cache_key"]
 
@@ -107,7 +111,7 @@ class ResponseCache:
     def put_many(self, pairs: list[tuple[Request, Generation]]) -> None:
         """Store the successful responses among `pairs` in one transaction (errors are never cached)."""
         rows = [
-            (self.key(req), self.fingerprint, time.time(), gen.text, gen.tokens.model_dump_json())
+            (self.key(req), self.fingerprint, time.time(), redact(gen.text), gen.tokens.model_dump_json())
             for req, gen in pairs if gen.error is None and gen.text is not None
         ]
         if not rows:

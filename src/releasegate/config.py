@@ -1,18 +1,37 @@
 """The run configuration (`releasegate.yaml`): what to run, on which suites, judged by which rubric.
 
 Paths in a config are relative to the config file's directory.
+
+Credentials a config carries (the API key's value, `target.headers`, userinfo and query tokens in
+`target.base_url`, secret-looking `extra_body` fields) are registered with `redaction` as soon as the config is
+loaded, so nothing releasegate writes afterwards holds them; `TargetConfig.describe` and `Config.snapshot_text`
+mask them by shape as well.
 """
 
 from __future__ import annotations
 
+import base64
+import copy
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ._loading import exists, field_path, is_dir, is_file, line_of, load_yaml, validate
 from .errors import InputError
+from .redaction import (
+    REDACTED,
+    URL_REDACTED,
+    add_secret,
+    is_secret_name,
+    mapping_secrets,
+    mask_mapping,
+    mask_url,
+    secret_from_env,
+    url_secrets,
+)
 
 __all__ = [
     "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
@@ -22,6 +41,8 @@ DEFAULT_CONFIG = "releasegate.yaml"
 DEFAULT_CACHE = ".releasegate/cache.sqlite"
 """Where `cache: {}` keeps responses, relative to the config."""
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_OWN_HEADERS = frozenset({"host", "content-length", "content-type", "transfer-encoding", "connection", "accept"})
+"""Headers the clients set themselves; `target.headers` may not replace them."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +72,17 @@ class TargetConfig:
     client: str = "lean"
     extra_body: dict = field(default_factory=dict)
     tokenizer: Path | None = None
+    headers: dict = field(default_factory=dict)
+    """HTTP headers sent with every request: {name: literal value} or {name: {env: VARIABLE}}."""
+    secret_keys: tuple[str, ...] = ()
+    """More header, extra_body or query names whose values are credentials (beyond the secret-looking ones)."""
 
     def describe(self) -> str:
+        """One line naming the target, for run.json and every report: credentials masked."""
         if self.backend == "replay":
             return f"replay of {self.responses}"
         if self.backend == "openai":
-            return f"{self.model} at {self.base_url} ({self.mode})"
+            return f"{self.model} at {mask_url(self.base_url, self.secret_keys)} ({self.mode})"
         text = f"hf {self.base}"
         if self.adapter:
             text += f" + adapter {self.adapter}" + (" (merged)" if self.merge else "")
@@ -65,6 +91,66 @@ class TargetConfig:
         if self.draft:
             text += f", speculative with draft {self.draft}"
         return text
+
+    # -- what the HTTP clients send -------------------------------------------------------------------------
+    def endpoint_url(self) -> str | None:
+        """`base_url` without its userinfo, query and fragment (they travel as a header and query parameters)."""
+        if not self.base_url:
+            return self.base_url
+        parts = urlsplit(self.base_url)
+        return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+    def url_query(self) -> dict[str, str]:
+        """The query parameters of `base_url`, sent with every request (`?api-version=...&sig=...`)."""
+        if not self.base_url:
+            return {}
+        return dict(parse_qsl(urlsplit(self.base_url).query, keep_blank_values=True))
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers to send with every request: `Authorization: Basic ...` from the userinfo of `base_url`
+        (when it has one), then `headers` (a same-named header replaces it, case-insensitively). Either replaces
+        the api key's `Authorization: Bearer`. Values read from the environment here; every value that is a
+        credential is registered for redaction. Raises InputError for an unset variable."""
+        out: dict[str, str] = {}
+        userinfo = _userinfo(self.base_url)
+        if userinfo is not None:
+            user, _, password = userinfo.partition(":")
+            token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+            add_secret(token)
+            out["Authorization"] = "Basic " + token
+        for name, spec in self.headers.items():
+            value = _header_value(name, spec)
+            if isinstance(spec, dict) or is_secret_name(name, self.secret_keys):
+                add_secret(value)
+            for same in [k for k in out if k.lower() == name.lower()]:
+                del out[same]
+            out["Authorization" if name.lower() == "authorization" else name] = value  # one spelling: it replaces the key's
+        return out
+
+    def secrets(self) -> list[str]:
+        """Every credential value this target carries that is known without reading the environment."""
+        extra = self.secret_keys
+        return (url_secrets(self.base_url, extra) + mapping_secrets(self.extra_body, extra)
+                + mapping_secrets(self.headers, extra))
+
+    def register_secrets(self) -> None:
+        """Register every credential of this target with `redaction`, environment values included (when set)."""
+        secret_from_env(self.api_key_env)
+        for value in self.secrets():
+            add_secret(value)
+        for spec in self.headers.values():
+            if isinstance(spec, dict):
+                secret_from_env(spec.get("env"))
+        userinfo = _userinfo(self.base_url)
+        if userinfo is not None:
+            user, _, password = userinfo.partition(":")
+            add_secret(base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii"))
+
+    def masked(self) -> dict:
+        """The target's credential-bearing settings with the credentials masked (for fingerprints and records)."""
+        extra = self.secret_keys
+        return {"base_url": mask_url(self.base_url, extra), "extra_body": mask_mapping(self.extra_body, extra),
+                "headers": mask_mapping(self.headers, extra)}
 
 
 @dataclass(frozen=True)
@@ -132,21 +218,46 @@ class Config:
     """The directory relative paths were resolved against: the config's own, or, for a run's snapshot read by
     `check --resume`, the original config's."""
 
+    def masked_raw(self) -> dict:
+        """The config as written, with the target's credentials masked (userinfo and query tokens of base_url,
+        secret header and extra_body values; `{env: NAME}` references are kept, they hold no value)."""
+        return _masked_raw(self.raw)
 
-def load_config(path: Path, *, base_dir: Path | None = None) -> Config:
+    def snapshot_text(self) -> str:
+        """The text of the run's config.yaml snapshot: the file as written when it carries no credential,
+        else the config re-written with them masked (comments are then lost)."""
+        import yaml
+
+        text = self.path.read_text(encoding="utf-8-sig")
+        masked = self.masked_raw()
+        if masked == self.raw:
+            return text
+        return ("# snapshot of the run's config, credentials masked\n"
+                + yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
+
+
+def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path | None = None) -> Config:
     """Load, validate and resolve a config file; raise InputError naming file, line and field.
-    `base_dir`: resolve relative paths there instead of next to `path` (a snapshot of a config kept elsewhere)."""
+    `base_dir`: resolve relative paths there instead of next to `path` (a snapshot of a config kept elsewhere).
+    `secrets_from`: the config a masked snapshot was made from (a run's `config_path`): its target credentials
+    replace the masked ones, when the rest of its target still matches the snapshot.
+    Every credential of the target is registered for redaction (see `redaction`), before validation even, so an
+    error quoting a value cannot show one."""
     path = Path(path)
     data, node = load_yaml(path, what="config")
     if not isinstance(data, dict):
         raise InputError("a config must be a mapping of keys (target, suites, rubric, ...)", file=path, line=1)
+    _register_raw(data.get("target"))
     validate(data, "config", file=path, node=node)
+    if secrets_from is not None:
+        data = _unmask(data, Path(secrets_from))
     here = Path(base_dir) if base_dir is not None else path.parent
 
     def at(*parts: str | int) -> dict:
         return {"file": path, "line": line_of(node, list(parts)), "field": field_path(list(parts))}
 
     target = _target(data["target"], here, at)
+    target.register_secrets()
     suites = tuple(_suite(s, here) for s in data["suites"])
     _unique_names(suites, at)
     output = data.get("output", {})
@@ -194,14 +305,100 @@ def _target(raw: dict, here: Path, at) -> TargetConfig:
     draft = _under(here, raw["draft"]) if raw.get("draft") else None
     if draft is not None and not exists(draft / "config.json"):
         raise InputError(f"no config.json in {draft}", **at("target", "draft"), hint="point at a model directory")
+    for name in raw.get("headers") or {}:
+        if name.lower() in _OWN_HEADERS:
+            raise InputError(f"header '{name}' is set by releasegate itself", **at("target", "headers", name),
+                             hint="remove it from target.headers")
     keys = (
         "backend", "merge", "dtype", "threads", "batch_size", "device", "quantize", "base_url", "model", "api_key_env", "mode",
-        "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body", "client",
+        "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body", "client", "headers",
     )
     return TargetConfig(
         **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,
-        draft=draft,
+        draft=draft, secret_keys=tuple(raw.get("secret_keys") or ()),
     )
+
+
+def _masked_raw(data: dict) -> dict:
+    raw = copy.deepcopy(data)
+    target = raw.get("target")
+    if isinstance(target, dict):
+        extra = tuple(target.get("secret_keys") or ())
+        if isinstance(target.get("base_url"), str):
+            target["base_url"] = mask_url(target["base_url"], extra)
+        for key in ("extra_body", "headers"):
+            if key in target:
+                target[key] = mask_mapping(target[key], extra)
+    return raw
+
+
+def _userinfo(url: str | None) -> str | None:
+    """The `user:password` of a URL, None when it has none (or only the mask a snapshot left)."""
+    if not url:
+        return None
+    netloc = urlsplit(url).netloc
+    if "@" not in netloc:
+        return None
+    userinfo = netloc.rpartition("@")[0]
+    return None if userinfo in (URL_REDACTED, REDACTED) else userinfo
+
+
+def _header_value(name: str, spec) -> str:
+    if isinstance(spec, dict):
+        variable = spec["env"]
+        value = os.environ.get(variable)
+        if not value:
+            raise InputError(f"environment variable {variable} is not set", field=f"target.headers.{name}",
+                             hint=f"export {variable}=...")
+        if any(c in value for c in "\r\n\0"):
+            raise InputError(f"environment variable {variable} holds a line break: not a header value",
+                             field=f"target.headers.{name}")
+    else:
+        value = str(spec)
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise InputError(f"header '{name}' has a character HTTP headers cannot carry", field=f"target.headers.{name}",
+                         hint="headers are Latin-1 text") from None
+    return value
+
+
+def _register_raw(target) -> None:
+    """Best-effort registration from the unvalidated target section (a validation error may quote a value)."""
+    if not isinstance(target, dict):
+        return
+    try:
+        extra = tuple(k for k in target.get("secret_keys") or () if isinstance(k, str))
+        if isinstance(target.get("base_url"), str):
+            for value in url_secrets(target["base_url"], extra):
+                add_secret(value)
+        for key in ("extra_body", "headers"):
+            for value in mapping_secrets(target.get(key), extra):
+                add_secret(value)
+        for spec in (target.get("headers") or {}).values() if isinstance(target.get("headers"), dict) else ():
+            if isinstance(spec, dict) and isinstance(spec.get("env"), str):
+                secret_from_env(spec["env"])
+        if isinstance(target.get("api_key_env"), str):
+            secret_from_env(target["api_key_env"])
+    except (TypeError, ValueError, AttributeError):
+        pass
+
+
+def _unmask(data: dict, original: Path) -> dict:
+    """`data` (a masked snapshot) with the target credentials of the config it was made from, when that
+    config's target, masked, is still the snapshot's: a resumed run talks to the endpoint as the run did."""
+    try:
+        source, _ = load_yaml(original, what="config")
+    except InputError:
+        return data
+    if not isinstance(source, dict) or not isinstance(source.get("target"), dict):
+        return data
+    if _masked_raw(source).get("target") != data.get("target"):
+        return data
+    _register_raw(source["target"])
+    data = dict(data)
+    data["target"] = copy.deepcopy(source["target"])
+    return data
 
 
 def _tokenizer_file(path: Path, at) -> Path:

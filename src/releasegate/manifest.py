@@ -5,6 +5,8 @@ reference, rubric, forbidden rules, evaluate modules, price table, traffic log; 
 draft directories file by file, with the chat template on its own; for openai the tokenizer), the package
 versions, the seeds and host facts. `releasegate verify RUN_DIR` re-hashes the same files (`compare_manifest`)
 and says what changed. The target fingerprint (`target_fingerprint`) keys the response cache.
+It names no credential: every string is redacted, and the fingerprint hashes the target with its credentials
+masked.
 """
 
 from __future__ import annotations
@@ -154,7 +156,12 @@ def target_fingerprint(config, inputs: list[dict]) -> str | None:
     if any(sha is None for files in by_role.values() for sha in files.values()):
         return None
     if t.backend == "openai":
-        facts: dict[str, Any] = {"base_url": t.base_url, "model": t.model, "mode": t.mode, "extra_body": t.extra_body}
+        # credentials masked: a hash of a short password can be brute-forced, and a rotated key is the same target
+        masked = t.masked() if hasattr(t, "masked") else {"base_url": t.base_url, "extra_body": t.extra_body}
+        facts: dict[str, Any] = {"base_url": masked["base_url"], "model": t.model, "mode": t.mode,
+                                 "extra_body": masked["extra_body"]}
+        if masked.get("headers"):  # a routing header can select another model; secret values stay masked
+            facts["headers"] = masked["headers"]
     elif t.backend == "hf":
         facts = {"merge": t.merge, "dtype": t.dtype, "device": t.device, "quantize": getattr(t, "quantize", None)}
     else:

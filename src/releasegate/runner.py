@@ -178,7 +178,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
 def _start(
     run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool, target_overrides: dict | None = None
 ) -> RunInfo:
-    run.write_text("config.yaml", config.path.read_text(encoding="utf-8-sig"))
+    run.write_text("config.yaml", config.snapshot_text())  # credentials masked (userinfo, tokens, secret values)
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
         run_id=run.path.name,

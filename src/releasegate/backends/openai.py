@@ -59,7 +59,7 @@ class OpenAIBackend(Backend):
 
             t = self.target
             key = self.api_key()
-            return LeanClient(t.base_url, None if key == _NO_KEY else key,
+            return LeanClient(t.base_url, None if key == _NO_KEY else key, headers=t.request_headers(),
                               connect_timeout=t.connect_timeout_s, stall_timeout=t.stall_timeout_s)
         return self.openai_client()
 
@@ -70,7 +70,8 @@ class OpenAIBackend(Backend):
 
         t = self.target
         timeout = httpx.Timeout(t.timeout_s, connect=t.connect_timeout_s, read=t.stall_timeout_s)
-        return openai.AsyncOpenAI(base_url=t.base_url, api_key=self.api_key(), max_retries=0, timeout=timeout)
+        return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=self.api_key(), max_retries=0, timeout=timeout,
+                                  default_headers=t.request_headers(), default_query=t.url_query())
 
     def load(self) -> None:
         """Check the server answers at all: an unreachable URL is exit 4, not a run full of errors."""
