@@ -16,17 +16,44 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from .errors import InputError
 from .redaction import redact, redact_data, redact_error
 
-__all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir"]
+__all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
+
+REPLACEMENT = "\ufffd"
+"""What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
+"""Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
+(U+0085, U+2028, U+2029), C1 controls and bidi controls, so a line stays one line and prints as it reads."""
+
+
+def valid_text(text: str) -> str:
+    """Text that UTF-8 can hold: UTF-16 surrogate pairs that arrived as two code points joined into their character,
+    every lone surrogate (half an emoji from a server, an invalid byte of a replayed file) replaced by U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _valid_data(data: Any) -> Any:
+    """A JSON-like value with `valid_text` applied to every string in it, keys included."""
+    if isinstance(data, str):
+        return valid_text(data)
+    if isinstance(data, dict):
+        return {_valid_data(k): _valid_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_valid_data(v) for v in data]
+    return data
 
 
 class Timing(BaseModel):
@@ -90,7 +117,7 @@ class CaseRecord(BaseModel):
     format: list[dict[str, Any]] = Field(default_factory=list)
     """The format checks that apply to this case."""
     output: str | None = None
-    """The model's response text; None when the request failed."""
+    """The model's response text; None when the request failed. Always valid Unicode: see `output_repaired`."""
     error: str | None = None
     """Error class when the request failed (e.g. 'generation_error'); None on success."""
     error_message: str | None = None
@@ -102,6 +129,25 @@ class CaseRecord(BaseModel):
     cached: bool = False
     """True when the output came from the response cache: no request was sent in this run, so the record has no
     timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
+    output_repaired: bool = False
+    """True when the output as received was not valid Unicode text: it held lone UTF-16 surrogates (a server
+    streaming half of a surrogate pair, a '\\udc80' escape in a replay file) or, from a replay file, bytes that are
+    not UTF-8. Each such code point is recorded as U+FFFD (`valid_text`), and the output is then scored like any
+    other; the flag says that the recorded text lost something of what came back. (A surrogate pair that arrived
+    as two code points, split across two stream chunks, is joined into its character: nothing lost, no flag.)"""
+
+    @field_validator("error_message")
+    @classmethod
+    def _valid_error_message(cls, value: str | None) -> str | None:
+        return valid_text(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _valid_output(self) -> CaseRecord:
+        if self.output is not None and _SURROGATE.search(self.output):
+            repaired = valid_text(self.output)
+            self.output_repaired = self.output_repaired or repaired.count(REPLACEMENT) > self.output.count(REPLACEMENT)
+            self.output = repaired
+        return self
 
     def slice_value(self, key: str) -> Any:
         """The value this case has for a slice key: 'suite' or any tag."""
@@ -195,7 +241,7 @@ class RunDir:
             for rec in records:
                 if rec.error_message:
                     rec = rec.model_copy(update={"error_message": redact_error(rec.error_message)})
-                fh.write(redact(rec.model_dump_json()) + "\n")
+                fh.write(redact(_record_json(rec)) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -278,15 +324,27 @@ class RunDir:
             return True
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write atomically (temp file + rename), so a reader never sees half a file."""
+        """Write atomically (temp file + rename), so a reader never sees half a file. A lone surrogate (which UTF-8
+        cannot hold) is written as U+FFFD."""
         path = self.path / name
         tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(redact(text), encoding="utf-8")
+        tmp.write_text(valid_text(redact(text)), encoding="utf-8")
         os.replace(tmp, path)
         return path
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _record_json(rec: CaseRecord) -> str:
+    """One journal line. The output and error message are valid text already (CaseRecord's validators); any other
+    string that is not (a case input or tag from a suite, a record changed after validation) is written with U+FFFD
+    in place of its lone surrogates rather than losing the record. `_ESCAPED` characters are written escaped."""
+    try:
+        line = rec.model_dump_json()
+    except ValueError:  # PydanticSerializationError: a lone surrogate somewhere UTF-8 cannot encode
+        line = CaseRecord.model_validate(_valid_data(rec.model_dump())).model_dump_json()
+    return _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
 
 
 def _last_line_start(fh, size: int, chunk: int = 1 << 16) -> int:

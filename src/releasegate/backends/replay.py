@@ -1,11 +1,16 @@
 """Replay backend: outputs read from a JSONL file of {"id": ..., "output": ...}.
 
 For re-gating outputs produced elsewhere. It measures nothing, so latency metrics have no samples.
+
+Outputs are data: an output that is not valid Unicode (a lone surrogate such as "\\udc80", or bytes that are not
+UTF-8 in the file) is recorded with U+FFFD in its place and flagged (`CaseRecord.output_repaired`), never a reason to
+refuse the file or to lose the other outputs.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .._loading import read_text
 from ..errors import InputError
@@ -22,7 +27,8 @@ class ReplayBackend(Backend):
         self.outputs: dict[str, str] = {}
 
     def load(self) -> None:
-        for number, line in enumerate(read_text(self.path, what="responses file").splitlines(), start=1):
+        # JSON Lines end at '\n' only: str.splitlines() would also break inside an output at U+2028, U+0085...
+        for number, line in enumerate(_read(self.path).split("\n"), start=1):
             if not line.strip():
                 continue
             try:
@@ -42,3 +48,17 @@ class ReplayBackend(Backend):
             else:
                 out.append(Generation(text, tokens=Tokens(source="none")))
         return out
+
+
+def _read(path) -> str:
+    """The responses file as text; bytes that are not UTF-8 (a model's output written raw) become lone surrogates
+    ('surrogateescape'), which the record then replaces with U+FFFD and flags."""
+    try:
+        return read_text(path, what="responses file")
+    except InputError as exc:
+        if not exc.message.startswith("not UTF-8"):
+            raise
+    try:
+        return Path(path).read_bytes().decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+    except OSError as exc:
+        raise InputError(f"cannot read responses file: {exc.strerror}", file=path) from None

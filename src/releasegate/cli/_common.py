@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+
+from ..errors import InputError
 
 ConfigOption = Annotated[
     Path, typer.Option("--config", "-c", help="Config file.", show_default=True, dir_okay=False)
@@ -17,7 +20,29 @@ AllowPendingOption = Annotated[
     bool, typer.Option("--allow-pending", help="Do not hold the verdict for pending human review (the report still says it is pending).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (human output goes to stderr).")]
-RunIdOption = Annotated[Optional[str], typer.Option(help="Name of the directory to create under the output dir.")]
+
+
+def check_run_id(value: str | None) -> str | None:
+    """`--run-id` follows the rule of the config's output.run_id (its JSON Schema: letters, digits, '_', '.', '-',
+    at most 200 characters), and is not '.' or '..': one directory name, created right under the output dir."""
+    if value is None:
+        return None
+    from .._loading import schema
+
+    rule = schema("config")["properties"]["output"]["properties"]["run_id"]
+    if len(value) > rule["maxLength"]:
+        raise InputError(f"{len(value)} characters, more than {rule['maxLength']}", field="--run-id")
+    if not re.fullmatch(rule["pattern"], value) or set(value) == {"."}:
+        raise InputError(
+            f"{value!r} is not a run id: use letters, digits, '_', '.' and '-' (one directory name, not '.' or '..')",
+            field="--run-id",
+        )
+    return value
+
+
+RunIdOption = Annotated[
+    Optional[str], typer.Option(help="Name of the directory to create under the output dir.", callback=check_run_id)
+]
 OutputDirOption = Annotated[
     Optional[Path], typer.Option(help="Where the run directory goes (default: output.dir of the config).", file_okay=False)
 ]
@@ -32,12 +57,17 @@ def consoles(as_json: bool) -> Console:
 
 def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
     """The human-review status under the criteria table, when review applies to the run."""
+    from ..report._format import inert
     from ..review.summary import review_headline
 
     line = review_headline(report.get("review"))
-    if line:
-        console.print(line.replace("RUN_DIR", str(run_dir)), markup=False, soft_wrap=True)
+    if line:  # slice names come from case tags: shown, never acted on by the terminal
+        console.print(inert(line.replace("RUN_DIR", str(run_dir)), keep=""), markup=False, soft_wrap=True)
 
 
 def print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """JSON on stdout; control, bidi and surrogate characters from run text (a model output in the report's failing
+    cases) as \\uXXXX escapes, so the terminal shows them instead of obeying them (the same JSON value)."""
+    from ..report._format import json_inert
+
+    sys.stdout.write(json_inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")

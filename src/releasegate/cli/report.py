@@ -35,8 +35,10 @@ def report(
     from ..record import RunDir
     from ..report import render
 
-    text = render(RunDir(run_dir), fmt.value, junit_cases=junit_cases)
+    text = _printable(render(RunDir(run_dir), fmt.value, junit_cases=junit_cases), fmt)
     if output is None:
+        if fmt is not Format.json and sys.stdout.isatty():  # a CR inside a CSV cell would overwrite the line shown
+            text = text.replace("\r\n", "\n").replace("\r", "\u240d")
         sys.stdout.write(text)
         return 0
     try:
@@ -44,3 +46,12 @@ def report(
     except OSError as exc:
         raise InputError(f"cannot write the report: {exc.strerror}", file=output) from None
     return 0
+
+
+def _printable(text: str, fmt: Format) -> str:
+    """The report safe to print on a terminal: no control, bidi or surrogate character from run text. The
+    renderers already show them as visible stand-ins; JSON keeps the exact values, with such characters written
+    as \\uXXXX escapes (the same JSON)."""
+    from ..report._format import inert, json_inert
+
+    return json_inert(text) if fmt is Format.json else inert(text)

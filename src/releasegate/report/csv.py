@@ -1,7 +1,9 @@
 """report.csv: one row per case, for a spreadsheet.
 
 Cells are untrusted text: one starting with = + - @ tab or CR is prefixed with an apostrophe, so a spreadsheet
-shows it as text instead of evaluating it as a formula (CSV injection).
+shows it as text instead of evaluating it as a formula (CSV injection); control and bidi characters (ESC and OSC
+sequences for a terminal that prints the file, NUL, C1, overrides) are shown as visible stand-ins (`inert`), tab,
+LF and CR kept. A cell is cut at 32,000 characters (spreadsheets hold 32,767): records.jsonl has the full output.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import csv
 import io
 import json
 
+from ._format import inert
 from ._view import CaseRow, RunView
 
 __all__ = ["render_csv", "COLUMNS", "neutralise"]
@@ -53,4 +56,4 @@ def _cell(value):
         return round(value, 3)  # numbers we measured stay numbers
     if isinstance(value, int):
         return value
-    return neutralise(str(value)[:_CELL_CHARS])
+    return neutralise(inert(value)[:_CELL_CHARS])

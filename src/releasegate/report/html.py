@@ -1,7 +1,9 @@
 """report.html: one self-contained page for people (verdict, criteria, slices, latency plots, cost, cases).
 
 Model outputs are untrusted text. The page is a jinja2 template with autoescape on, so every value is escaped;
-the only markup not written by the template is matplotlib's SVG, which holds no run text. A Content-Security-Policy
+the only markup not written by the template is matplotlib's SVG, which holds no run text. Every value the template
+prints also passes through `inert` first (the environment's `finalize`): control, bidi and surrogate characters,
+which HTML cannot hold or which reorder what the reader sees, are shown as visible stand-ins. A Content-Security-Policy
 forbids every script and every fetch, so even a missed escape could not run code or call out. Filtering the
 case table to failures is pure CSS (a checkbox), so the page needs no script at all.
 """
@@ -15,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..metrics import KNOWN_METRICS
-from ._format import format_interval, format_threshold, format_value, load_phase_rows
+from ._format import format_interval, format_threshold, format_value, inert, load_phase_rows
 from ._view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
@@ -73,11 +75,16 @@ def render_html(view: RunView) -> str:
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(resources.files(__package__) / "templates")),
-        autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_inert_text,
     )
     env.filters["num"] = format_value
     env.filters["interval"] = format_interval
     return env
+
+
+def _inert_text(value):
+    """Every printed value, before escaping: run text made `inert`; the template's own Markup (CSS, SVG) as is."""
+    return inert(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 def _resource(name: str) -> str:

@@ -5,6 +5,10 @@ the verdict, skipped when allowed): a failed criterion is a <failure> naming val
 an insufficient one (too few samples, no value) is <skipped> with the reason. With `cases=True`, every failing
 case is a failed testcase too; by default the failing cases go to the suite's <system-out> instead, so the number
 of failed tests is the number of failed criteria and a passing gate is never shown red.
+
+Every text is `inert` first (control, bidi and surrogate characters as visible stand-ins: a CI log that prints
+the file runs no escape sequence, and NUL or a lone surrogate cannot make the XML invalid); anything else XML 1.0
+cannot carry (U+FFFE, U+FFFF) becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ._format import format_interval, format_threshold, format_value
+from ._format import format_interval, format_threshold, format_value, inert
 
 __all__ = ["render_junit"]
 
@@ -102,4 +106,4 @@ def _failing_text(failing: list[dict]) -> str:
 
 
 def _text(value) -> str:
-    return _NOT_XML.sub("\ufffd", str(value))
+    return _NOT_XML.sub("\ufffd", inert(value))

@@ -1,7 +1,10 @@
 """report.md: the verdict in GitHub-flavoured Markdown, short enough for a PR comment or a job summary.
 
 Model outputs are untrusted: every text cell is one line with Markdown and HTML syntax backslash-escaped, so an
-output can neither break the table nor become a link, an image, a tag or an @mention.
+output can neither break the table nor become a link, an image, a tag or an @mention. Autolinks need no syntax
+(GitHub links bare `http://`, `www.` and e-mail addresses; linkify-it also bare domains such as `example.com`), so
+`md_text` also puts an invisible zero-width character inside each such pattern: the text reads the same, and no
+renderer finds a link in it. Control, bidi and surrogate characters are shown as visible stand-ins (`inert`).
 """
 
 from __future__ import annotations
@@ -11,23 +14,42 @@ import re
 import sys
 
 from ..metrics import KNOWN_METRICS
-from ._format import format_interval, format_threshold, format_value, load_phase_rows
+from ._format import format_interval, format_threshold, format_value, inert, load_phase_rows
 
-__all__ = ["render_markdown", "append_step_summary", "md_text", "md_code"]
+__all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
 
 FAILING_CASES_SHOWN = 10
 OUTPUT_CHARS = 120
 _BADGE = {"PASS": "✅", "FAIL": "❌", "NEEDS_REVIEW": "👀", "INCONCLUSIVE": "⚠️"}
 _CELL = {"pass": "✅ pass", "fail": "❌ fail", "insufficient": "⚠️ insufficient"}
 _SPECIAL = re.compile(r"([\\`*_{}\[\]|~!#])")
+_ZWJ = "\u200d"  # ZERO WIDTH JOINER: invisible, and neither a host character nor a scheme character to a linkifier
+_NO_AUTOLINK = (
+    (re.compile(r"/(?=/)"), "/" + _ZWJ),  # 'http://', 'ftp://', '//host': no scheme separator left
+    (re.compile(r"(?<=[^\W\d_])(?=:\S)"), _ZWJ),  # 'mailto:', 'xmpp:', any 'scheme:': no scheme left
+    (re.compile(r"(?i)(www)(?=\.)"), r"\1" + _ZWJ),  # GitHub's 'www.' autolink
+    (re.compile(r"\.(?=\w)"), "." + _ZWJ),  # 'example.com', 'a@b.org': no label is a top-level domain any more
+    (re.compile(r"(?<=#)(?=\w)"), _ZWJ),  # '#123': GitHub's issue references
+    (re.compile(r"(?i)(?<![\w-])(gh)(?=-\d)"), r"\1" + _ZWJ),  # 'GH-123' likewise
+)
 
 
 def md_text(text) -> str:
-    """Untrusted text as an inert Markdown table cell: one line, markup characters escaped, no @mentions."""
-    text = " ".join(str(text).split())
+    """Untrusted text (model outputs, anything from a case) as an inert Markdown table cell: one line, markup
+    characters escaped, no @mentions, no autolinks, controls shown as visible stand-ins."""
+    text = md_label(text)
+    for pattern, replacement in _NO_AUTOLINK:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def md_label(text) -> str:
+    """Text the user wrote (a criterion name, the target, a rubric path) as a Markdown table cell: like `md_text`,
+    but a URL in it stays a URL to copy or follow."""
+    text = inert(" ".join(str(text).split()), keep="")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # no raw '<' for any renderer
     text = _SPECIAL.sub(r"\\\1", text)
-    return text.replace("@", "@\u200b")  # a zero-width space after '@' keeps GitHub from notifying anyone
+    return text.replace("@", "@\u200b")  # a zero-width space after '@': no @mention, no e-mail autolink
 
 
 def md_code(text) -> str:
@@ -42,15 +64,15 @@ def render_markdown(report: dict) -> str:
     lines = [
         f"## {_BADGE.get(report['verdict'], '')} releasegate: **{report['verdict']}** (exit {report['exit_code']})",
         "",
-        f"- run: {md_text(report['run_id'])}",
-        f"- target: {md_text(report['target'])}",
-        f"- rubric: {md_text(report['rubric'])}",
+        f"- run: {md_label(report['run_id'])}",
+        f"- target: {md_label(report['target'])}",
+        f"- rubric: {md_label(report['rubric'])}",
         f"- cases: {counts['cases']} ({counts['succeeded']} succeeded"
         + (f"; {counts['cached']} from the response cache, left out of latency and throughput)" if counts.get("cached") else ")"),
         f"- criteria: {len(report['criteria']) - len(failed)} of {len(report['criteria'])} met"
-        + (": failed " + ", ".join(md_text(c["name"]) for c in failed) if failed else ""),
+        + (": failed " + ", ".join(md_label(c["name"]) for c in failed) if failed else ""),
         *_review_headline(report),
-        *([f"- incomplete: {md_text(report['incomplete'])}"] if report.get("incomplete") else []),
+        *([f"- incomplete: {md_label(report['incomplete'])}"] if report.get("incomplete") else []),
         "",
         "### Criteria",
         "",
@@ -59,7 +81,7 @@ def render_markdown(report: dict) -> str:
     ]
     for c in report["criteria"]:
         lines.append(
-            f"| {md_text(c['name'])} | {md_code(c['metric'])} | {format_value(c['value'])} | {format_threshold(c)} "
+            f"| {md_label(c['name'])} | {md_code(c['metric'])} | {format_value(c['value'])} | {format_threshold(c)} "
             f"| {format_interval(c.get('interval'))} | {c['n']} | {_CELL[c['verdict']]} |"
         )
     lines += _metric_lines(report) + _load_lines(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
@@ -87,7 +109,7 @@ def _metric_lines(report: dict) -> list[str]:
     for name, m in report["metrics"].items():
         meaning = KNOWN_METRICS[name][1] if name in KNOWN_METRICS else ""
         rows.append(f"| {md_code(name)} | {format_value(m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
-                    f"| {md_text(meaning)} |")
+                    f"| {md_label(meaning)} |")
     return _details("Metrics (all cases)", rows)
 
 
@@ -95,7 +117,7 @@ def _load_lines(report: dict) -> list[str]:
     rows = load_phase_rows(report.get("load_phase"))
     if not rows:
         return []
-    return ["", "## Load phase", "", "| | |", "|---|---|"] + [f"| {label} | {md_text(text)} |" for label, text in rows]
+    return ["", "## Load phase", "", "| | |", "|---|---|"] + [f"| {label} | {md_label(text)} |" for label, text in rows]
 
 
 def _slice_lines(report: dict) -> list[str]:
@@ -112,7 +134,7 @@ def _review_headline(report: dict) -> list[str]:
     from ..review.summary import review_headline
 
     line = review_headline(report.get("review"))
-    return [f"- {md_text(line.split('; next:')[0])}"] if line else []
+    return [f"- {md_label(line.split('; next:')[0])}"] if line else []
 
 
 def _review_lines(report: dict) -> list[str]:
@@ -123,7 +145,7 @@ def _review_lines(report: dict) -> list[str]:
     rows = ["| slice | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
     for name, row in review.items():
         label = f"{name} (required)" if row["required"] and name != "all" else name
-        rows.append(f"| {md_text(label)} | " + " | ".join(md_text(format_value(row[c])) for c in cols) + " |")
+        rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(row[c])) for c in cols) + " |")
     return _details(f"Human review ({review['all']['status']})", rows)
 
 

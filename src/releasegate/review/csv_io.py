@@ -1,9 +1,13 @@
 """The review CSV: the reviewers' interface, out (export) and back in (import).
 
 Export writes UTF-8 with a BOM (so Excel detects the encoding), RFC 4180 quoting (every cell quoted, CRLF between
-rows, newlines inside cells kept) and no truncation. Model outputs are untrusted: a cell starting with = + - @ tab
-CR or an apostrophe gets an apostrophe in front, so no spreadsheet reads it as a formula; import takes it off again.
-Instructions go into a sidecar text file, so the CSV itself stays a plain table for pandas and the csv module.
+rows, newlines inside cells kept) and no truncation: an output of any length round-trips (import lifts the csv
+module's 131,072-character field limit). Model outputs are untrusted: a cell starting with = + - @ tab CR or an
+apostrophe gets an apostrophe in front, so no spreadsheet reads it as a formula; control, bidi and surrogate
+characters are shown as visible stand-ins (`inert`: ESC as '␛', U+202E as '⟨U+202E⟩'), so neither a terminal
+printing the file nor a reviewer's spreadsheet acts on them. Import undoes both before it compares the output with
+the run's (by hash). Instructions go into a sidecar text file, so the CSV itself stays a plain table for pandas and
+the csv module.
 
 Import validates every row before anything is written and reports every problem with its line (the physical line
 where the row starts, the header being line 1): unknown or duplicated review ids, rows from another run or
@@ -23,6 +27,7 @@ from pathlib import Path
 from .._loading import MAX_FILE_BYTES
 from ..errors import InputError
 from ..record import CaseRecord
+from ..report._format import inert, reveal
 from ._auto import check_verdicts, output_hash
 from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
 from .sampler import ReviewSample
@@ -40,6 +45,7 @@ COLUMNS = (
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")  # the apostrophe too, so that import can undo it exactly
 _DELIMITERS = (",", ";", "\t")  # Excel in many locales saves CSV with semicolons
+SPREADSHEET_CELL_LIMIT = 32_767  # Excel's characters per cell: a longer output is cut when a spreadsheet saves it
 
 
 def neutralise(text: str) -> str:
@@ -75,7 +81,7 @@ def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord
             checks["answer"], checks["format"], checks["forbidden"], "; ".join(why.get(item.case_id, [])),
             item.output_hash, "", "", "",
         ]
-        writer.writerow([neutralise(str(c)) for c in cells])
+        writer.writerow([neutralise(inert(c)) for c in cells])
     _write_atomic(path, buf.getvalue().encode("utf-8-sig"))
     sidecar = instructions_path(path)
     _write_atomic(sidecar, _instructions(path, sample).encode("utf-8"))
@@ -127,6 +133,8 @@ def read_review_csv(
     problem. `reviewer` fills empty reviewer cells; `existing` is the run's label history."""
     text = _decode(path)
     delimiter = _delimiter(path, text)
+    if csv.field_size_limit() < MAX_FILE_BYTES:  # the default, 131,072 characters, is shorter than some outputs
+        csv.field_size_limit(MAX_FILE_BYTES)  # (the file itself is at most MAX_FILE_BYTES)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     header = [h.strip().lstrip("\ufeff") for h in next(reader)]
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
@@ -180,7 +188,11 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     if cell["output_hash"].strip() != item.output_hash:
         return f"{rid}: output_hash is not this run's (a row from another run or export?)", None
     shown = cell["output"]
-    if output_hash(shown) != item.output_hash and output_hash(unneutralise(shown)) != item.output_hash:
+    if not _shows_output(shown, item.output_hash):
+        if len(unneutralise(shown)) == SPREADSHEET_CELL_LIMIT:
+            return (f"{rid}: output has {SPREADSHEET_CELL_LIMIT:,} characters, a spreadsheet's cell limit: the "
+                    "spreadsheet cut it, so it is not the run's output (label this row in LibreOffice Calc or a text "
+                    "editor)"), None
         return f"{rid}: output was edited since export (its hash no longer matches output_hash)", None
     word, reason = cell["label"].strip(), cell["reason"].strip()
     if not word:
@@ -195,6 +207,16 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line,
     )
+
+
+def _shows_output(shown: str, expected_hash: str) -> bool:
+    """Whether an output cell is the exported output: as written, or with the export's apostrophe and visible
+    stand-ins undone. (An output holding stand-in glyphs of its own compares as written; one holding both such
+    glyphs and the characters they stand for matches neither reading and is refused, never matched wrongly.)"""
+    for text in (shown, unneutralise(shown)):
+        if output_hash(text) == expected_hash or output_hash(reveal(text)) == expected_hash:
+            return True
+    return False
 
 
 def _decode(path: Path) -> str:
@@ -258,7 +280,8 @@ Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.
    Leave label empty on rows you did not review.
 4. Do not edit the other columns. review_id identifies the row; output_hash proves the output is the one exported,
    and a row whose output was changed is refused. A leading apostrophe (') was added to cells starting with
-   = + - @ so that the spreadsheet shows text instead of running a formula: leave it.
+   = + - @ so that the spreadsheet shows text instead of running a formula: leave it. Control and bidi characters
+   in a model's output are shown as symbols (␛ for ESC, ⟨U+202E⟩ for a right-to-left override): leave them too.
 5. Save as CSV UTF-8 (Excel: "CSV UTF-8 (Comma delimited)") and import it:
      releasegate review import <run dir> {path.name}
    Every row is checked first; on any problem nothing is imported and each problem is listed with its line.
