@@ -133,7 +133,7 @@ def test_markdown_criteria_table_parses_back_to_the_criteria(tmp_path):
     run = make_run(tmp_path)
     report = report_of(run)
     rows = md_rows((run.path / "report.md").read_text(), "### Criteria")
-    assert len(rows) == len(report["criteria"]) == 6
+    assert len(rows) == len(report["criteria"]) == 7  # the rubric's six and the default error-rate guard
     for row, c in zip(rows, report["criteria"]):
         name, metric, value, threshold, interval, n, verdict = row
         assert name == c["name"]
@@ -192,7 +192,8 @@ def test_junit_is_read_back_by_junitparser(tmp_path):
     suites = list(xml)
     assert len(suites) == 1
     suite = suites[0]
-    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (6, len(failed), 0, len(insufficient))
+    # the rubric's six criteria and the default error-rate guard
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (7, len(failed), 0, len(insufficient))
     cases = list(suite)
     assert [c.name for c in cases] == [c["name"] for c in report["criteria"]]
     for case in cases:
@@ -213,7 +214,7 @@ def test_junit_is_read_back_by_junitparser(tmp_path):
     suite = list(JUnitXml.fromfile(str(with_cases)))[0]
     n_failing = len(report["failing_cases"])
     assert n_failing >= 6
-    assert (suite.tests, suite.failures) == (6 + n_failing, len(failed) + n_failing)
+    assert (suite.tests, suite.failures) == (7 + n_failing, len(failed) + n_failing)
     assert {c.name for c in suite if c.classname == "releasegate.cases.tickets"} == {f["case_id"] for f in report["failing_cases"]}
 
 
@@ -225,8 +226,9 @@ def test_junit_of_a_passing_gate_has_no_failures(project, cli):
     code, _, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "ok", "--no-progress", "--allow-pending")
     assert code == 0, err
     suite = list(JUnitXml.fromfile(str(project / "reports" / "ok" / "report.junit.xml")))[0]
-    # 3 criteria pass; human review of the customer_support cases is pending but allowed: a skipped test
-    assert code == 0 and suite.tests == 4 and suite.failures == 0 and suite.skipped == 1
+    # 3 criteria and the default error-rate guard pass; human review of the customer_support cases is pending
+    # but allowed: a skipped test
+    assert code == 0 and suite.tests == 5 and suite.failures == 0 and suite.skipped == 1
     review = next(case for case in suite if case.name == "human review")
     assert "allowed by --allow-pending" in review.result[0].message
     # without --allow-pending the same run holds at NEEDS_REVIEW, and CI sees it as a failed test
