@@ -20,7 +20,7 @@ __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_
 
 FAILING_CASES_SHOWN = 10
 OUTPUT_CHARS = 120
-_BADGE = {"PASS": "✅", "FAIL": "❌", "NEEDS_REVIEW": "👀", "INCONCLUSIVE": "⚠️"}
+_BADGE = {"PASS": "✅", "FAIL": "❌", "NEEDS_REVIEW": "👀", "INCONCLUSIVE": "⚠️", "TARGET_ERROR": "🛑"}
 _CELL = {"pass": "✅ pass", "fail": "❌ fail", "insufficient": "⚠️ insufficient"}
 _SPECIAL = re.compile(r"([\\`*_{}\[\]|~!#])")
 _ZWJ = "\u200d"  # ZERO WIDTH JOINER: invisible, and neither a host character nor a scheme character to a linkifier
