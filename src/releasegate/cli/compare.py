@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from ..compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
 from ..gate import EXIT_CODES
 from ..record import RunDir
+from ..report.terminal import Col, FitTable
 from ..rubric import load_rubric
 from ._common import JsonOption, consoles, print_json
 
@@ -43,15 +43,16 @@ def compare(
     return EXIT_CODES[verdict]
 
 
-def _table(result: dict) -> Table:
-    table = Table(title=f"compare: {result['verdict']} ({result['shared_cases']} shared cases)", title_justify="left")
-    for col in ("metric", "baseline", "candidate", "delta", "interval", "margin", "McNemar p", "verdict"):
-        table.add_column(col, justify="right" if col not in ("metric", "verdict") else "left")
+def _table(result: dict) -> FitTable:
+    """One row per metric, whole at any width (see `FitTable`)."""
+    columns = [Col("metric", "left"), *(Col(c) for c in ("baseline", "candidate", "delta", "interval", "margin", "McNemar p")),
+               Col("verdict", "left")]
+    rows = []
     for row in result["rows"]:
         interval = f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row["interval"] else "—"
         p = f"{row['p_value']:.3g}" if row["p_value"] is not None else "—"
-        table.add_row(
+        rows.append([
             row["metric"], f"{row['baseline']:.4g}", f"{row['candidate']:.4g}", f"{row['delta']:+.4g}", interval,
             f"{row['margin']:.3g}", p, Text(row["verdict"], style=_STYLE[row["verdict"]]),
-        )
-    return table
+        ])
+    return FitTable(f"compare: {result['verdict']} ({result['shared_cases']} shared cases)", columns, rows)

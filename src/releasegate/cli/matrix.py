@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich import box
-from rich.table import Table
 
 from ..config import DEFAULT_CONFIG
 from ..errors import InputError
@@ -16,6 +15,7 @@ from ..gate import EXIT_CODES
 from ..matrix import VARIANTS, matrix_rows, matrix_verdict, variant_changes, variant_config
 from ..record import RunDir
 from ..report import format_value
+from ..report.terminal import Col, FitTable
 from ._common import (
     ConfigOption,
     JsonOption,
@@ -72,20 +72,18 @@ def matrix(
     return EXIT_CODES[verdict]
 
 
-def _table(rows: list[dict]) -> Table:
-    table = Table(
-        title=f"variant matrix (reference: {rows[0]['variant']}; × = ratio to it)", title_justify="left",
-        box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True,
-    )
-    for col in ("variant", "batch", "acc", "Δ acc", "p", "same", "TTFT95", "TPOT95", "cost", "quality"):
-        table.add_column(col, justify="left" if col in ("variant", "quality") else "right", no_wrap=True)
-    for r in rows:
-        table.add_row(
-            r["variant"], str(r["batch_size"]), format_value(r["accuracy"]), _signed(r["accuracy_delta"]),
-            format_value(r["accuracy_p"]), f"{r['identical_share']:.0%}", _ratio_only(r["ttft_ms_p95_ratio"]),
-            _ratio_only(r["tpot_ms_p95_ratio"]), _ratio_only(r["cost_per_1m_output_tokens_ratio"]), r["quality_verdict"],
-        )
-    return table
+def _table(rows: list[dict]) -> FitTable:
+    """One row per variant, whole at any width (see `FitTable`)."""
+    columns = [Col(c, "left" if c in ("variant", "quality") else "right")
+               for c in ("variant", "batch", "acc", "Δ acc", "p", "same", "TTFT95", "TPOT95", "cost", "quality")]
+    cells = [
+        [r["variant"], format_value(r["batch_size"]), format_value(r["accuracy"]), _signed(r["accuracy_delta"]),
+         format_value(r["accuracy_p"]), "—" if r["identical_share"] is None else f"{r['identical_share']:.0%}", _ratio_only(r["ttft_ms_p95_ratio"]),
+         _ratio_only(r["tpot_ms_p95_ratio"]), _ratio_only(r["cost_per_1m_output_tokens_ratio"]), r["quality_verdict"]]
+        for r in rows
+    ]
+    return FitTable(f"variant matrix (reference: {rows[0]['variant']}; × = ratio to it)", columns, cells,
+                    box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
 
 
 def _signed(value) -> str:
@@ -94,3 +92,4 @@ def _signed(value) -> str:
 
 def _ratio_only(ratio) -> str:
     return "—" if ratio is None else f"{ratio:.2f}×"
+

@@ -8,10 +8,10 @@ from typing import Annotated, Optional
 import typer
 from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from ..errors import InputError
 from ..record import RunDir
+from ..report.terminal import Col, FitTable
 from ._common import JsonOption, consoles, print_json
 
 app = typer.Typer(
@@ -124,20 +124,19 @@ def status(run_dir: RunDirArg, rubric: RubricOption = None, as_json: JsonOption 
     return 0
 
 
-def review_table(rows: dict[str, dict]) -> Table:
-    """The review summary as a rich table, one row per slice."""
+def review_table(rows: dict[str, dict]) -> FitTable:
+    """The review summary, one row per slice, whole at any width (see `FitTable`)."""
     from ..report import format_value
 
-    table = Table(title="human review", title_justify="left", box=box.SIMPLE_HEAD)
     columns = {"status": "status", "cases": "cases", "needed": "need", "reviewed": "done", "rejected": "rejected",
                "approval": "approval", "kappa": "kappa"}
-    table.add_column("slice (* required)", overflow="fold", min_width=12)
-    for header in columns.values():
-        table.add_column(header, justify="left" if header == "status" else "right", no_wrap=True, min_width=len(header))
-    for name, row in rows.items():
-        label = f"{name} *" if row["required"] and name != "all" else name
-        table.add_row(label, *(format_value(row[c]) if c != "status" else row[c] for c in columns))
-    return table
+    cells = [
+        [f"{name} *" if row["required"] and name != "all" else name,
+         *(format_value(row[c]) if c != "status" else row[c] for c in columns)]
+        for name, row in rows.items()
+    ]
+    return FitTable("human review", [Col("slice (* required)", "left"), Col("status", "left"),
+                                     *(Col(h) for h in list(columns.values())[1:])], cells, box=box.SIMPLE_HEAD)
 
 
 def _load(run_dir: Path, rubric: Path | None):

@@ -1,32 +1,224 @@
-"""The gate as a rich table for the terminal (what `check` and `gate` print)."""
+"""The gate as a rich table for the terminal (what `check` and `gate` print), and `FitTable`, the table every command
+prints for people: it reads whole at the console's width."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from ._format import format_threshold, format_value
 
-__all__ = ["criteria_table", "verdict_lines", "request_summary"]
+__all__ = ["criteria_table", "verdict_lines", "request_summary", "Col", "FitTable"]
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "NEEDS_REVIEW": "bold yellow", "INCONCLUSIVE": "bold yellow",
           "TARGET_ERROR": "bold red"}
 _CELL = {"pass": "green", "fail": "red", "insufficient": "yellow"}
 
+FREE_MIN = 24
+"""The narrowest a free-text column may get inside a table; narrower, its text goes below the table instead."""
+MAX_GROUPS = 3
+"""The most tables a `FitTable` is split into; narrower than that, it prints one block per row."""
+COMPACT = {"box": box.SIMPLE_HEAD, "padding": (0, 1), "pad_edge": False, "collapse_padding": True, "show_edge": False}
+"""The table style tried when a table's own style is too wide: no borders, two spaces between columns."""
+TIGHT = {**COMPACT, "padding": 0}
+"""Then this: one space between columns."""
+_INDENT = 2
 
-def criteria_table(report: dict) -> Table:
-    """The gate as a rich table: criterion, value, threshold, n, verdict."""
+
+def criteria_table(report: dict) -> FitTable:
+    """The gate as a table: criterion, value, threshold, n, verdict, why; at any width (see `FitTable`)."""
     verdict = report["verdict"]
-    table = Table(title=Text(f"releasegate: {verdict}", style=_STYLE[verdict]), title_justify="left")
-    for col, kw in (("criterion", {"no_wrap": True}), ("value", {"justify": "right"}), ("threshold", {"justify": "right"}),
-                    ("n", {"justify": "right"}), ("verdict", {}), ("why", {"overflow": "fold"})):
-        table.add_column(col, **kw)
-    for c in report["criteria"]:
-        table.add_row(
-            c["name"], format_value(c["value"]), format_threshold(c), str(c["n"]),
-            Text(c["verdict"], style=_CELL[c["verdict"]]), c.get("reason", ""),
-        )
-    return table
+    columns = [Col("criterion", "left"), Col("value"), Col("threshold"), Col("n"), Col("verdict", "left"),
+               Col("why", "left", free=True)]
+    rows = [
+        [c["name"], format_value(c["value"]), format_threshold(c), str(c["n"]),
+         Text(c["verdict"], style=_CELL[c["verdict"]]), c.get("reason") or ""]
+        for c in report["criteria"]
+    ]
+    return FitTable(Text(f"releasegate: {verdict}", style=_STYLE[verdict]), columns, rows)
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column of a `FitTable`. `free`: free text (a reason), which may wrap at its spaces; every other column
+    holds a name or a number, which is never wrapped, folded or cut."""
+
+    header: str
+    justify: str = "right"
+    free: bool = False
+
+
+class FitTable:
+    """A table that reads whole at the console's width (the terminal's; without one, COLUMNS, else 80): no name
+    or number is ever cut to '…' or broken across lines. The first layout that fits the width:
+
+    1. the table in its own style, then compact (no borders), then tight (one space between columns), free-text
+       columns wrapping at their spaces;
+    2. the same without the free-text columns, their text on lines of its own below the table (the column's
+       header, then 'row: text' for each row that has some);
+    3. stacked: each row's key (the first column) on a line of its own, the row's other cells on the line under it,
+       then its free text;
+    4. the other columns in at most MAX_GROUPS tables, each led by the key column;
+    5. one block per row: the key on a line of its own, then one 'column: value' line per cell.
+
+    Cells are text, never rich markup: a name like 'accuracy[domain=x]' shows as it is.
+    """
+
+    def __init__(self, title: Text | str | None, columns: Sequence[Col], rows: Iterable[Sequence[Text | str]],
+                 **style) -> None:
+        self.title = Text(title, style="table.title") if isinstance(title, str) else title
+        self.columns = list(columns)
+        self.rows = [[c if isinstance(c, Text) else Text(str(c)) for c in row] for row in rows]
+        self.style = {"title_justify": "left", **style}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+
+        def fits(style: dict, which: Sequence[int]) -> bool:
+            return self._natural_width(console, options, style, which) <= width
+
+        every = list(range(len(self.columns)))
+        fixed = [i for i in every if not self.columns[i].free]
+        styles = [self.style, {**self.style, **COMPACT}, {**self.style, **TIGHT}]
+        below = self._free_below(width)
+        for which, after in ((every, []), (fixed, below)) if len(fixed) < len(every) else ((every, []),):
+            for style in styles:
+                if fits(style, which):
+                    yield self._table(style, which, title=True)
+                    yield from after
+                    return
+        for gap in (2, 1):
+            stacked = self._stacked(fixed, gap, width)
+            if stacked is not None:
+                yield from stacked
+                return
+        groups = self._groups(fits, fixed[1:], styles[1:])
+        if groups is not None:
+            style, groups = groups
+            for n, group in enumerate(groups):
+                if n:
+                    yield Text()
+                yield self._table(style, [0, *group], title=n == 0)
+            yield from below
+            return
+        yield from self._blocks()
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(min(options.max_width, FREE_MIN), options.max_width)
+
+    def _table(self, style: dict, which: Sequence[int], *, title: bool) -> Table:
+        table = Table(title=self.title if title else None, **style)
+        for i in which:
+            col = self.columns[i]
+            # a name or number column is exactly as wide as its widest cell: never wrapped, never cut
+            table.add_column(col.header, justify=col.justify, overflow="fold", width=None if col.free else self._width(i))
+        for row in self.rows:
+            table.add_row(*(row[i] for i in which))
+        return table
+
+    def _width(self, i: int) -> int:
+        cells = [Text(self.columns[i].header), *(row[i] for row in self.rows)]
+        return max(cell_len(line) for text in cells for line in text.plain.split("\n"))
+
+    def _natural_width(self, console: Console, options: ConsoleOptions, style: dict, which: Sequence[int]) -> int:
+        """The table's width with every name and number column whole and each free column at its narrowest
+        readable width (FREE_MIN, or its widest cell when that is narrower)."""
+        probe = Table(**{k: v for k, v in style.items() if k in ("box", "padding", "pad_edge", "collapse_padding", "show_edge")})
+        for i in which:
+            probe.add_column(width=min(FREE_MIN, self._width(i)) if self.columns[i].free else self._width(i))
+        return Measurement.get(console, options.update_width(10**6), probe).maximum
+
+    def _stacked(self, fixed: list[int], gap: int, width: int) -> list[RenderableType] | None:
+        """Each key on its own line, the row's other cells on the next, indented, then its free text ('why: ...'),
+        wrapped and indented: None if the cells do not fit on one line."""
+        rest = fixed[1:]
+        widths = [self._width(i) for i in rest]
+        if not rest or _INDENT + sum(widths) + gap * (len(rest) - 1) > width:
+            return None
+
+        def line(cells: list[Text]) -> Text:
+            out = Text(" " * _INDENT)
+            for n, (i, cell, w) in enumerate(zip(rest, cells, widths)):
+                cell = cell.copy()
+                cell.align(self.columns[i].justify, w)
+                out.append(" " * gap if n else "")
+                out.append_text(cell)
+            out.rstrip()
+            return out
+
+        out: list[RenderableType] = [] if self.title is None else [self.title]
+        head = Text(self.columns[0].header, style="table.header")
+        out += [head, line([Text(self.columns[i].header, style="table.header") for i in rest])]
+        out.append(Text("─" * min(width, max(cell_len(head.plain), _INDENT + sum(widths) + gap * (len(rest) - 1)))))
+        for row in self.rows:
+            out += [Text.assemble(row[0], overflow="fold"), line([row[i] for i in rest])]
+            out += [_indent(Text.assemble(f"{col.header}: ", row[i]), _INDENT)
+                    for i, col in enumerate(self.columns) if col.free and row[i].plain]
+        return out
+
+    def _groups(self, fits, rest: list[int], styles: list[dict]) -> tuple[dict, list[list[int]]] | None:
+        """`rest` cut into the fewest runs of columns (at most MAX_GROUPS) that each fit beside the key column in
+        one of `styles` (the first that needs no more runs than the others), as even in width as can be (so the
+        last is not one column alone); None when none does."""
+        best = None
+        for style in styles:
+            if not rest or not all(fits(style, [0, i]) for i in rest):
+                continue
+            for k in range(1, min(len(rest), MAX_GROUPS) + 1):
+                found = None
+                for cuts in combinations(range(1, len(rest)), k - 1):
+                    bounds = (0, *cuts, len(rest))
+                    groups = [rest[a:b] for a, b in zip(bounds, bounds[1:])]
+                    if all(fits(style, [0, *g]) for g in groups):
+                        spread = max(sum(self._width(i) for i in g) for g in groups)
+                        if found is None or spread < found[0]:
+                            found = (spread, groups)
+                if found is not None:
+                    if best is None or len(found[1]) < len(best[1]):
+                        best = (style, found[1])
+                    break
+        return best
+
+    def _free_below(self, width: int) -> list[RenderableType]:
+        """Free-text columns as lines under the table: the header, then 'key: text' for each row that has text
+        (the key on a line of its own, the text indented under it, when both do not fit on one line)."""
+        out: list[RenderableType] = []
+        for i, col in enumerate(self.columns):
+            lines = [(row[0], row[i]) for row in self.rows if row[i].plain]
+            if not col.free or not lines:
+                continue
+            out.append(Text(f"{col.header}:"))
+            for key, text in lines:
+                line = Text.assemble(key, ": ", text)
+                if _INDENT + cell_len(line.plain) <= width:
+                    out.append(_indent(line, _INDENT))
+                else:
+                    out += [_indent(Text.assemble(key, ":"), _INDENT), _indent(text.copy(), 2 * _INDENT)]
+        return out
+
+    def _blocks(self) -> Iterator[RenderableType]:
+        """One block per row: the key on its own line, then 'column: value' lines, indented."""
+        if self.title is not None:
+            yield self.title
+        for row in self.rows:
+            yield Text.assemble(row[0], overflow="fold")
+            for col, cell in zip(self.columns[1:], row[1:]):
+                if cell.plain or not col.free:
+                    yield _indent(Text.assemble(f"{col.header}: ", cell), _INDENT)
+
+
+def _indent(text: Text, n: int) -> Padding:
+    text.overflow = "fold"  # a word wider than the line is folded, never cut
+    return Padding(text, (0, 0, 0, n), expand=False)
 
 
 def request_summary(report: dict) -> str:
@@ -59,3 +251,4 @@ def verdict_lines(report: dict) -> list[str]:
     if summary:
         lines.append(summary)
     return lines
+
