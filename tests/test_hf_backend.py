@@ -77,9 +77,44 @@ def test_timings_split_prefill_and_decode(adapter_outputs):
         assert g.tokens.source == "tokenizer" and g.tokens.input > 10 and n >= 2
         assert 0 < t.ttft_ms <= t.e2e_ms
         assert t.tpot_ms > 0
-        # the last content token comes no later than the end of the stream
-        assert t.ttft_ms + t.tpot_ms * (n - 1) <= t.e2e_ms + 1e-6
+        # Output tokens include the EOS the model stopped on, so the last token of TPOT is the EOS step, which is
+        # also the end of the stream (it used to be the last text token: a step before E2E, hence `<=`).
+        assert t.ttft_ms + t.tpot_ms * (n - 1) == pytest.approx(t.e2e_ms)
         assert t.batch_size >= 1
+
+
+def test_output_tokens_include_the_eos_the_model_stopped_on(demo, adapter_outputs):
+    """One definition across backends: output tokens are the tokens generated, the end-of-sequence token included
+    when generation stopped on one, as llama.cpp's and vLLM's `usage.completion_tokens` count it."""
+    config, _ = demo
+    backend = create_backend(config.target)
+    backend.load()
+    try:
+        eos, tok = backend.eos_ids, backend.tokenizer
+        for g in adapter_outputs:
+            ids, n = g.output_ids, g.tokens.output
+            assert len(ids) == n and not eos & set(ids[:-1]), g  # nothing after the first EOS counts (padding)
+            if n < config.max_new_tokens:  # stopped on EOS: counted, decoded to no text
+                assert ids[-1] in eos and tok.decode(ids[:-1], skip_special_tokens=True) == g.text
+        # every demo answer stops on EOS: one token more per answer than its text (100 answers: 1240 text tokens,
+        # 1340 output tokens, what llama.cpp's usage reports for the same answers)
+        assert all(g.output_ids[-1] in eos for g in adapter_outputs)
+        # a stop at the token limit is not an EOS stop: exactly max_new_tokens, no extra token
+        (cut,) = backend.generate([Request("cut", [{"role": "user", "content": "I was charged twice."}])], max_new_tokens=4)
+        assert cut.tokens.output == len(cut.output_ids) == 4 and not eos & set(cut.output_ids)
+        # a first token that is already EOS: one output token, no text, no TPOT
+        first_eos = backend._one([min(eos), tok.pad_token_id], 7, [10, 20], 0, 1)
+        assert first_eos.tokens.output == 1 and first_eos.text == "" and first_eos.timing.tpot_ms is None
+    finally:
+        backend.close()
+
+
+def test_speculative_decoding_counts_output_tokens_alike(demo, adapter_outputs):
+    """Assisted generation verifies several tokens per step, yet counts the same tokens, EOS included."""
+    config, requests = demo
+    assisted = generate(config, requests[:4], merge=True, draft=ROOT / "models/demo/draft", batch_size=1)
+    assert [g.output_ids for g in assisted] == [g.output_ids for g in adapter_outputs[:4]]
+    assert [g.tokens.output for g in assisted] == [g.tokens.output for g in adapter_outputs[:4]]
 
 
 def test_demo_check_passes(cli, tmp_path):
@@ -109,9 +144,10 @@ def test_unloadable_model_exits_4(tmp_path, cli):
     base.mkdir()
     (base / "config.json").write_text('{"model_type": "llama"}')
     config = tmp_path / "c.yaml"
-    suite = ROOT / "suites" / "demo" / "tickets.jsonl"
-    config.write_text(
-        f"target: {{backend: hf, base: {base}}}\nsuites: [{{path: {suite}, limit: 2}}]\n"
+    suites = ROOT / "suites" / "demo"
+    config.write_text(  # both suites: a rubric slice that matches no case is refused (exit 2) before loading
+        f"target: {{backend: hf, base: {base}}}\nsuites: [{{path: {suites / 'tickets.jsonl'}, limit: 2}}, "
+        f"{{path: {suites / 'tickets_shifted.jsonl'}, limit: 2}}]\n"
         f"rubric: {ROOT / 'rubrics' / 'demo.yaml'}\noutput: {{dir: {tmp_path / 'reports'}, run_id: x}}\n"
     )
     code, _, err = cli("check", "-c", config, "--no-progress")

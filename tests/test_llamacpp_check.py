@@ -8,11 +8,15 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from releasegate.backends import Request, create_backend
+from releasegate.config import load_config
 from releasegate.record import RunDir
+from releasegate.suites import load_suites
 
 pytestmark = pytest.mark.slow
 
 SUITES = ROOT / "suites" / "demo"
+LIMIT = 14  # output tokens: demo answers are 13 (EOS included) or 15 tokens, so some stop on EOS and some are cut
 RUBRIC = """\
 criteria:
   - {metric: error_rate, op: "<=", threshold: 0.0}
@@ -79,6 +83,37 @@ def test_same_greedy_answers_as_the_hf_backend(llamacpp_server, cli, tmp_path):
     assert hf.keys() == lcpp.keys() and len(hf) == 100
     differences = {cid: (hf[cid].output, lcpp[cid].output) for cid in hf if hf[cid].output != lcpp[cid].output}
     assert not differences, f"{len(differences)} answers differ: {list(differences.items())[:5]}"
-    # llama.cpp's usage counts the end-of-sequence token; the hf backend does not
-    extra = {lcpp[cid].tokens.output - hf[cid].tokens.output for cid in hf}
-    assert extra <= {0, 1}
+    # one output-token count across backends: the EOS the model stopped on counts in llama.cpp's usage and in the
+    # hf backend's count alike (the hf backend used to leave it out: 1240 vs 1340 tokens on these 100 answers)
+    assert {r.tokens.source for r in lcpp.values()} == {"usage"}
+    counts = {cid: (hf[cid].tokens.output, lcpp[cid].tokens.output) for cid in hf}
+    assert all(a == b for a, b in counts.values()), {cid: c for cid, c in counts.items() if c[0] != c[1]}
+    assert sum(a for a, _ in counts.values()) == sum(b for _, b in counts.values())
+    # the same count drives TPOT: in the hf backend its last token is the EOS step, which ends the stream
+    for r in hf.values():
+        t = r.timing
+        assert t.ttft_ms + t.tpot_ms * (r.tokens.output - 1) == pytest.approx(t.e2e_ms), r.case_id
+
+
+def test_output_token_counts_agree_at_the_token_limit(llamacpp_server, tmp_path):
+    """Cut at max_new_tokens (no EOS) or stopped on EOS, a case counts the same tokens on both backends."""
+    hf_target = f"  backend: hf\n  base: {ROOT / 'models/demo/base'}\n  adapter: {ROOT / 'models/demo/adapters/good'}\n"
+    out = {}
+    for name, lines in (("hf", hf_target), ("lcpp", None)):
+        (tmp_path / name).mkdir()
+        cfg = load_config(config(tmp_path / name, llamacpp_server, backend_lines=lines))
+        cases = load_suites(cfg.suites, cfg.path.parent)[::4]
+        backend = create_backend(cfg.target)
+        backend.load()
+        try:
+            gens = []
+            for i in range(0, len(cases), backend.batch_size):
+                batch = [Request(c.id, list(c.messages)) for c in cases[i : i + backend.batch_size]]
+                gens += backend.generate(batch, max_new_tokens=LIMIT)
+        finally:
+            backend.close()
+        assert all(g.error is None for g in gens), [g.error_message for g in gens if g.error]
+        out[name] = [(g.text, g.tokens.output) for g in gens]
+    assert out["hf"] == out["lcpp"]
+    counts = [n for _, n in out["hf"]]
+    assert LIMIT in counts and min(counts) < LIMIT, counts  # both kinds of stop are in the sample

@@ -93,7 +93,7 @@ class Tokens(BaseModel):
     input: int | None = None
     """Prompt tokens, after the chat template."""
     output: int | None = None
-    """Generated tokens, end-of-sequence token excluded."""
+    """Generated tokens, the end-of-sequence token included when generation stopped on one (as servers' usage)."""
     source: str = "tokenizer"
     """'usage' (the server's usage report), 'tokenizer' (the model's own tokenizer) or 'chunks' (one per streamed
     chunk: no usage and no tokenizer configured)."""

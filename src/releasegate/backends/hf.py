@@ -4,6 +4,8 @@ Batched greedy generation with left padding. A LogitsProcessor stamps the clock 
 which splits latency the way inference works: the first stamp closes the prefill (TTFT), the later ones
 are decode steps (TPOT). In a batch the prefill covers the whole batch, as in a batching server; every
 timing records its batch size. On CUDA every clock read waits for the device first (see `_StepClock`).
+Output tokens include the end-of-sequence token when generation stopped on one, as servers' `usage` does
+(llama.cpp, vLLM): its step is the last token of TPOT and E2E.
 """
 
 from __future__ import annotations
@@ -189,15 +191,22 @@ class HFBackend(Backend):
         return {"assistant_model": self.draft} if self.draft is not None else {}
 
     def _one_assisted(self, row: list[int], n_in: int, first: int, start: int, end: int) -> Generation:
-        end_at = next((i for i, t in enumerate(row) if t in self.eos_ids), None)
-        n_out = end_at if end_at is not None else len(row)
+        n_text, n_out = self._split(row)
+        # `end` follows the last verification step, the one that produced the EOS: the span covers n_out - 1 tokens
         tpot = (end - first) / _NS_PER_MS / (n_out - 1) if n_out >= 2 else None
         return Generation(
-            self.tokenizer.decode(row[:n_out], skip_special_tokens=True),
+            self.tokenizer.decode(row[:n_text], skip_special_tokens=True),
             tokens=Tokens(input=n_in, output=n_out, source="tokenizer"),
             timing=Timing(ttft_ms=(first - start) / _NS_PER_MS, tpot_ms=tpot, e2e_ms=(end - start) / _NS_PER_MS, batch_size=1),
             output_ids=row[:n_out],
         )
+
+    def _split(self, row: list[int]) -> tuple[int, int]:
+        """(text tokens, output tokens) of one generated row. Output tokens are the tokens the model generated,
+        the end-of-sequence token included when it stopped on one: it cost a decode step, and servers (llama.cpp,
+        vLLM) count it in `usage.completion_tokens`. What follows it in a batch is padding."""
+        eos_at = next((i for i, t in enumerate(row) if t in self.eos_ids), None)
+        return (eos_at, eos_at + 1) if eos_at is not None else (len(row), len(row))
 
     def _left_pad(self, prompts: list[list[int]]):
         torch = self.torch
@@ -209,13 +218,13 @@ class HFBackend(Backend):
         return torch.tensor(ids, device=device), torch.tensor(mask, device=device)
 
     def _one(self, row: list[int], n_in: int, stamps: list[int], start: int, batch: int) -> Generation:
-        end = next((i for i, t in enumerate(row) if t in self.eos_ids), None)
-        n_out = end if end is not None else len(row)
-        last_step = end if end is not None else len(row) - 1  # the stream ends with the EOS step
-        text = self.tokenizer.decode(row[:n_out], skip_special_tokens=True)
+        n_text, n_out = self._split(row)
+        text = self.tokenizer.decode(row[:n_text], skip_special_tokens=True)
+        # stamps[i] closes the step that produced token i; the last token is the EOS when there is one
+        last = stamps[min(n_out - 1, len(stamps) - 1)]
         ttft = (stamps[0] - start) / _NS_PER_MS
-        tpot = (stamps[n_out - 1] - stamps[0]) / _NS_PER_MS / (n_out - 1) if n_out >= 2 else None
-        e2e = (stamps[min(last_step, len(stamps) - 1)] - start) / _NS_PER_MS
+        tpot = (last - stamps[0]) / _NS_PER_MS / (n_out - 1) if n_out >= 2 else None
+        e2e = (last - start) / _NS_PER_MS
         return Generation(
             text,
             tokens=Tokens(input=n_in, output=n_out, source="tokenizer"),
