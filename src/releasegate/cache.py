@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .backends import Generation, Request
 from .errors import InputError
-from .record import Timing, Tokens
+from .record import Timing, Tokens, valid_text
 from .redaction import redact
 
 __all__ = ["ResponseCache", "cache_key"]
@@ -111,7 +111,7 @@ class ResponseCache:
     def put_many(self, pairs: list[tuple[Request, Generation]]) -> None:
         """Store the successful responses among `pairs` in one transaction (errors are never cached)."""
         rows = [
-            (self.key(req), self.fingerprint, time.time(), redact(gen.text), gen.tokens.model_dump_json())
+            (self.key(req), self.fingerprint, time.time(), redact(valid_text(gen.text)), gen.tokens.model_dump_json())
             for req, gen in pairs if gen.error is None and gen.text is not None
         ]
         if not rows:

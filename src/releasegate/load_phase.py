@@ -19,7 +19,9 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         raise TypeError("a load phase needs the openai backend")
     plan = plan_load(config.load, cases)
     tokens = config.max_new_tokens
-    with Scraper(config.target.base_url) as scraper, progress_bar(console, show) as bar:
+    target = config.target
+    scraper = Scraper(target.endpoint_url(), query=target.url_query(), headers=target.request_headers())
+    with scraper, progress_bar(console, show) as bar:
         if plan.warmup:
             backend.generate(plan.warmup, max_new_tokens=tokens)
         task = bar.add_task(f"load: {plan.describe()}", total=len(plan.requests))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from statistics import fmean
 
@@ -63,10 +64,12 @@ def normalise(raw: dict[str, float]) -> dict[str, float | str]:
 class Scraper:
     """Polls {root}/metrics on a thread every `interval` seconds; `samples` holds (seconds, normalised)."""
 
-    def __init__(self, base_url: str, interval: float = 0.5) -> None:
+    def __init__(self, base_url: str, interval: float = 0.5, *, query: dict | None = None,
+                 headers: dict | None = None) -> None:
         root = base_url.rstrip("/")
         root = root[: -len("/v1")] if root.endswith("/v1") else root
-        self.url = root + "/metrics"
+        self.url = root + "/metrics" + ("?" + urllib.parse.urlencode(query) if query else "")
+        self.headers = dict(headers or {})  # a gateway in front of the server wants its credentials here too
         self.interval = interval
         self.samples: list[dict] = []
         self.error: str | None = None
@@ -97,7 +100,8 @@ class Scraper:
 
     def scrape(self, phase: str) -> None:
         try:
-            with urllib.request.urlopen(self.url, timeout=2) as resp:  # noqa: S310 - the user's own endpoint
+            request = urllib.request.Request(self.url, headers=self.headers)
+            with urllib.request.urlopen(request, timeout=2) as resp:  # noqa: S310 - the user's own endpoint
                 text = resp.read().decode("utf-8", "replace")
         except (urllib.error.URLError, OSError, ValueError) as exc:
             self.error = f"{self.url}: {getattr(exc, 'reason', exc)}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError, TargetError
 from ..record import Timing, Tokens
+from ..redaction import mask_url
 from ._base import Backend, Generation, Request
 from ._stream import parse_sse, split_tokens, stream_timing
 
@@ -90,7 +91,7 @@ class OpenAIBackend(Backend):
             try:
                 await client.models.list()
             except openai.APIConnectionError as exc:
-                raise TargetError(f"cannot reach {self.target.base_url}: {_cause(exc)}") from None
+                raise TargetError(f"cannot reach {mask_url(self.target.base_url)}: {_cause(exc)}") from None
             except openai.APIStatusError:
                 pass  # the server answers; /models may simply not exist there
 

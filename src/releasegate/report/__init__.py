@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from ..record import RunDir
-from ._format import format_value
+from ._format import format_value, json_inert
 from ._view import RunView, load_report
 from .markdown import append_step_summary, render_markdown
 from .terminal import criteria_table, verdict_lines
@@ -42,8 +42,8 @@ def render(view: RunView | RunDir, fmt: str, *, junit_cases: bool = False) -> st
         raise ValueError(f"unknown report format {fmt!r}")
     if fmt in ("json", "md", "junit"):  # these need only the report, not the records
         report = view.report if isinstance(view, RunView) else load_report(view)
-        if fmt == "json":
-            return json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n"
+        if fmt == "json":  # model text escaped where a terminal would act on it (cat report.json), same JSON value
+            return json_inert(json.dumps(report, indent=2, ensure_ascii=False, default=str)) + "\n"
         if fmt == "md":
             return render_markdown(report)
         from .junit import render_junit
