@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS responses (
     tokens TEXT NOT NULL
 )
 """
-_KEY_VERSION = 1
+_KEY_VERSION = 2  # 2: output token counts include the end-of-sequence token the model stopped on
 _BUSY_TIMEOUT_S = 60.0
 
 

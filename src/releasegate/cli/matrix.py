@@ -17,6 +17,7 @@ from ..record import RunDir
 from ..report import format_value
 from ..report.terminal import Col, FitTable
 from ._common import (
+    AllowPendingOption,
     ConfigOption,
     JsonOption,
     LimitOption,
@@ -37,6 +38,7 @@ def matrix(
     output_dir: OutputDirOption = None,
     limit: LimitOption = None,
     progress: ProgressOption = True,
+    allow_pending: AllowPendingOption = False,
     as_json: JsonOption = False,
 ) -> int:
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
@@ -58,7 +60,8 @@ def matrix(
         console.print(f"[bold]variant {name}[/]")
         vcfg = dataclasses.replace(variant_config(cfg, name, draft), output_dir=root)
         runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name,
-                                              limit=limit, target_overrides=variant_changes(name, draft))
+                                              limit=limit, target_overrides=variant_changes(name, draft),
+                                              allow_pending=allow_pending)
     rows = matrix_rows(runs, reports, rubric.forbidden)
     verdict = matrix_verdict(rows)
     result = {"reference": names[0], "verdict": verdict, "exit_code": EXIT_CODES[verdict], "variants": rows,
