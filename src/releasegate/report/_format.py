@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_value", "format_interval", "format_threshold", "inert", "reveal", "json_inert", "UNSAFE"]
+__all__ = [
+    "format_value", "format_interval", "format_threshold", "inert", "reveal", "json_inert", "UNSAFE", "bounds_note",
+]
 
 UNSAFE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
@@ -76,10 +78,12 @@ def format_value(value) -> str:
 
 
 def format_interval(interval) -> str:
-    """A 95% interval as '[lo, hi]', or '' when the metric has none."""
+    """Bounds as '[lo, hi]' ('—' for a side the sample is too small to give), or '' when the metric has none.
+    Which confidence they are at is said once per table (`bounds_note`)."""
     if not interval:
         return ""
-    return f"[{interval[0]:.3g}, {interval[1]:.3g}]"
+    lo, hi = ("—" if x is None else f"{x:.3g}" for x in interval[:2])
+    return f"[{lo}, {hi}]"
 
 
 def format_threshold(criterion: dict) -> str:
@@ -111,3 +115,14 @@ def load_phase_rows(load_phase: dict | None) -> list[tuple[str, str]]:
                  f"gap {format_value(gap['gap_ms'])} ms (means)"))
     rows.append(("scaling reading", server.get("reading", "")))
     return rows
+
+
+def bounds_note(items) -> str:
+    """What the reports' bounds mean, with the confidences really used: 'one-sided bounds at 95% (each side)'.
+    `items`: criteria or metric dicts; those with bounds carry their `confidence`."""
+    levels = sorted({float(i["confidence"]) for i in items if i.get("bounds") is not None and i.get("confidence")})
+    if not levels:
+        return ""
+    shown = ", ".join(f"{c * 100:.4g}%" for c in levels)
+    return (f"bounds: [lower, upper], each one-sided at {shown} (a missing side, '—', needs more samples); "
+            "rates: Wilson, latency percentiles: order statistics, ITL: bootstrap over requests")

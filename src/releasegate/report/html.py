@@ -17,8 +17,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..metrics import KNOWN_METRICS
-from ._format import format_interval, format_threshold, format_value, inert, load_phase_rows
+from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
 from ._view import CaseRow, RunView
+from .terminal import request_summary
 
 __all__ = ["render_html", "CSP"]
 
@@ -58,6 +59,7 @@ def render_html(view: RunView) -> str:
         failed_criteria=[c for c in report["criteria"] if c["verdict"] == "fail"],
         headline=_headline(report["metrics"]),
         criteria=[_criterion(c) for c in report["criteria"]],
+        bounds_note=bounds_note(report["criteria"]), requests=request_summary(report),
         latency=_latency_rows(report["metrics"]),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
         latency_from=report.get("latency_from", "quality"), load_phase=_load_phase_table(report.get("load_phase")),
@@ -109,13 +111,16 @@ def _headline(metrics: dict) -> list[dict]:
             interval = f"{interval[0]:.1%}–{interval[1]:.1%}"
         else:
             interval = format_interval(interval)
+        if interval:  # the bounds' real confidence, each side one-sided
+            interval = f"one-sided {m.get('confidence', 0.95):.0%} bounds {interval}"
         out.append({"label": label, "value": text, "n": m["n"], "interval": interval})
     return out
 
 
 def _criterion(c: dict) -> dict:
     where = ", ".join(f"{k}={v}" for k, v in c.get("slice", {}).items())
-    return {**c, "where": where, "threshold_text": format_threshold(c), "interval_text": format_interval(c.get("interval"))}
+    return {**c, "where": where, "threshold_text": format_threshold(c),
+            "interval_text": format_interval(c.get("interval") or c.get("bounds"))}
 
 
 def _latency_rows(metrics: dict) -> list[dict]:

@@ -17,6 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ._format import format_interval, format_threshold, format_value, inert
+from .terminal import request_summary
 
 __all__ = ["render_junit"]
 
@@ -38,8 +39,11 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     root = ET.Element("testsuites", name="releasegate", **counts)
     suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report['rubric']}"), **counts)
     props = ET.SubElement(suite, "properties")
-    for name in ("run_id", "verdict", "exit_code", "target", "rubric"):
-        ET.SubElement(props, "property", name=name, value=_text(report[name]))
+    for name in ("run_id", "verdict", "exit_code", "target", "rubric", "verdict_reason", "incomplete", "target_error"):
+        if report.get(name) is not None:
+            ET.SubElement(props, "property", name=name, value=_text(report[name]))
+    if summary := request_summary(report):
+        ET.SubElement(props, "property", name="requests", value=_text(summary))
     for c in criteria:
         _criterion(suite, c)
     if review is not None:
@@ -50,6 +54,11 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
         failure.text = _text(f["output"][:_OUTPUT_CHARS])
     if report["failing_cases"] and not cases:
         ET.SubElement(suite, "system-out").text = _text(_failing_text(report["failing_cases"]))
+    unlisted = report.get("failing_cases_total", len(report["failing_cases"])) - len(report["failing_cases"])
+    if unlisted > 0:  # report.json keeps the first FAILING_CASES_KEPT; say so instead of stopping silently
+        ET.SubElement(suite, "system-err").text = _text(
+            f"{unlisted} more failing case(s) not listed: report.json keeps the first {len(report['failing_cases'])}; "
+            "report.csv lists every case")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -88,8 +97,8 @@ def _review_case(suite: ET.Element, report: dict, status: str) -> None:
 
 def _details(c: dict) -> str:
     lines = [f"metric: {c['metric']}", f"value: {c['value']}", f"threshold: {format_threshold(c)}", f"n: {c['n']}"]
-    if c.get("interval"):
-        lines.append(f"95% interval: {format_interval(c['interval'])}")
+    if c.get("bounds"):
+        lines.append(f"bounds, each one-sided at {c.get('confidence', 0.95):.4g}: {format_interval(c['bounds'])}")
     if c.get("slice"):
         lines.append("slice: " + ", ".join(f"{k}={v}" for k, v in c["slice"].items()))
     if c.get("reason"):

@@ -14,7 +14,8 @@ import re
 import sys
 
 from ..metrics import KNOWN_METRICS
-from ._format import format_interval, format_threshold, format_value, inert, load_phase_rows
+from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
+from .terminal import request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
 
@@ -73,17 +74,21 @@ def render_markdown(report: dict) -> str:
         + (": failed " + ", ".join(md_label(c["name"]) for c in failed) if failed else ""),
         *_review_headline(report),
         *([f"- incomplete: {md_label(report['incomplete'])}"] if report.get("incomplete") else []),
+        *([f"- why: {md_label(report['verdict_reason'])}"] if report.get("verdict_reason") else []),
+        *([f"- {md_label(line)}"] if (line := request_summary(report)) else []),
         "",
         "### Criteria",
         "",
-        "| criterion | metric | value | threshold | 95% interval | n | verdict |",
+        "| criterion | metric | value | threshold | bounds | n | verdict |",
         "|---|---|---:|---:|---|---:|---|",
     ]
     for c in report["criteria"]:
         lines.append(
             f"| {md_label(c['name'])} | {md_code(c['metric'])} | {format_value(c['value'])} | {format_threshold(c)} "
-            f"| {format_interval(c.get('interval'))} | {c['n']} | {_CELL[c['verdict']]} |"
+            f"| {format_interval(c.get('interval') or c.get('bounds'))} | {c['n']} | {_CELL[c['verdict']]} |"
         )
+    if note := bounds_note(report["criteria"]):
+        lines += ["", md_label(note)]
     lines += _metric_lines(report) + _load_lines(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
@@ -105,12 +110,13 @@ def _details(summary: str, lines: list[str]) -> list[str]:
 
 
 def _metric_lines(report: dict) -> list[str]:
-    rows = ["| metric | value | n | 95% interval | meaning |", "|---|---:|---:|---|---|"]
+    rows = ["| metric | value | n | bounds | meaning |", "|---|---:|---:|---|---|"]
     for name, m in report["metrics"].items():
         meaning = KNOWN_METRICS[name][1] if name in KNOWN_METRICS else ""
         rows.append(f"| {md_code(name)} | {format_value(m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
                     f"| {md_label(meaning)} |")
-    return _details("Metrics (all cases)", rows)
+    note = bounds_note(report["metrics"].values())
+    return _details("Metrics (all cases)", rows + (["", md_label(note)] if note else []))
 
 
 def _load_lines(report: dict) -> list[str]:
