@@ -369,3 +369,16 @@ def test_html_keeps_every_failure_when_the_case_table_is_capped(tmp_path, monkey
     listed = re.findall(r'<div class="id">([^<]+)</div>', page)
     assert len(listed) == len(failing) + 2 and failing <= set(listed)
     assert f"{24 - len(failing) - 2} passing cases are not listed here" in page
+
+
+def test_a_report_json_that_is_not_a_gate_report_is_an_input_error(tmp_path, cli):
+    """Every renderer reads a report checked against the typed GateReport: a broken one is exit 2, one line."""
+    run = make_run(tmp_path)
+    report = report_of(run)
+    assert report["verdict"] in ("PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR")
+    for broken in ({k: v for k, v in report.items() if k != "criteria"}, {**report, "verdict": "MAYBE"},
+                   {**report, "counts": {"cases": "many"}}):
+        (run.path / "report.json").write_text(json.dumps(broken))
+        code, out, err = cli("report", run.path, "-f", "md")
+        assert code == 2 and "not a releasegate report" in err and len(err.strip().splitlines()) == 1, err
+        assert "Traceback" not in err

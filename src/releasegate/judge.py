@@ -15,6 +15,7 @@ from .gate import (
     judge_criterion,
     overall_verdict,
 )
+from .gate_report import typed_report
 from .health import phase_counts, run_problems, target_failure
 from .metrics import (
     ERROR_METRICS,
@@ -69,7 +70,7 @@ def judge_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
     *, labels: list[LabelEdit] | None = None, allow_pending: bool = False,
 ) -> dict:
-    """Score, measure and gate a run; return the report as a plain dict (what report.json holds).
+    """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
     Quality metrics come from the quality cases; latency, throughput and cost from the phase the rubric's
     `latency_from` names (auto: the load phase when one ran); error rates from every phase. Records are scored
@@ -103,7 +104,7 @@ def judge_run(
     verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
                               incomplete=bool(problems), target_failed=target is not None)
     failing = failing_cases(records, scores, limit=None)
-    return {
+    return typed_report({
         "incomplete": "; ".join(problems) or None,
         "target_error": target,
         "comparison": comparison,
@@ -124,7 +125,7 @@ def judge_run(
         "failing_cases_total": len(failing),
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
         "review": review.rows,
-    }
+    })
 
 
 FAILING_CASES_KEPT = 1000

@@ -103,9 +103,12 @@ def load_report(run: RunDir) -> dict:
         run.read_info()  # not a run directory at all: say that instead
         raise InputError("run has no report.json", file=run.path, hint=f"judge it first: releasegate gate {run.path}")
     try:
-        return json.loads(path.read_text("utf-8"))
+        report = json.loads(path.read_text("utf-8"))
     except ValueError as exc:
         raise InputError(f"unreadable report.json: {exc}", file=path) from None
+    from ..gate_report import typed_report
+
+    return typed_report(report, source=path)
 
 
 def _row(record: CaseRecord, scores: dict, why: list[str]) -> CaseRow:

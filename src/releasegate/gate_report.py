@@ -1,0 +1,149 @@
+"""The gate report: the one typed result of judging a run (what report.json holds).
+
+`judge_run` builds it once; report.json is its JSON form, and every renderer (terminal, Markdown, HTML, JUnit, CSV)
+renders a report validated against this model, so a hand-edited or truncated report.json is a clear input error,
+not a traceback. Every field is documented here; README's "What a PASS guarantees" says what the verdict means.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import InputError
+
+__all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
+           "typed_report"]
+
+Verdict = Literal["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
+
+
+class MetricRow(_Model):
+    """A metric's value over a set of records."""
+
+    value: float | None
+    """The point value; None when there was nothing to measure."""
+    n: int
+    """Samples behind it: cases for rates, requests for latency (ITL too), outputs for the forbidden rate."""
+    interval: list[float] | None = None
+    """[lower, upper] when both bounds exist."""
+    bounds: list[float | None] | None = None
+    """[lower, upper], each one-sided at `confidence`; a side is null when the sample is too small to give it."""
+    confidence: float | None = None
+    """The confidence of `bounds` (each side one-sided)."""
+    note: str | None = None
+    """How the value was made, or why there is none (e.g. requests left out of a latency figure)."""
+
+
+class CriterionRow(MetricRow):
+    """A criterion of the gate with its measured value and verdict."""
+
+    name: str
+    metric: str
+    op: Literal[">=", ">", "<=", "<"]
+    threshold: float
+    slice: dict[str, Any] | None = None
+    min_samples: int | None = None
+    origin: Literal["guard", "baseline", "review"] | None = None
+    """Absent for a criterion of the rubric; 'guard' (the default error-rate guard), 'baseline' (a comparison
+    with the baseline run) or 'review' (human approval)."""
+    verdict: Literal["pass", "fail", "insufficient"]
+    reason: str = ""
+    needed_n: int | None = None
+    """For an insufficient criterion gated at a confidence: about how many samples would decide it."""
+
+
+class PhaseCounts(_Model):
+    """The requests of one phase."""
+
+    requests: int
+    succeeded: int
+    failed: int
+    errors: dict[str, int]
+    """Failed requests by error class (connection_error, http_5xx, ...)."""
+    cached: int
+    error_rate: float | None
+
+
+class Counts(_Model):
+    """Cases of the quality phase (the first keys) and requests of every phase."""
+
+    cases: int
+    succeeded: int
+    errors: dict[str, int]
+    cached: int
+    phases: dict[str, PhaseCounts] = {}
+    """'quality', 'load' (when the run had a load phase) and 'all'."""
+
+
+class LatencyExcluded(_Model):
+    """How many requests the latency figures leave out, and why."""
+
+    requests: int
+    measured: int
+    failed: dict[str, int]
+    cached: int
+
+
+class FailingCase(_Model):
+    """A case with an error, a failed check or a forbidden hit."""
+
+    case_id: str
+    suite: str
+    output: str
+    """The first 300 characters of the output ('' for a failed request)."""
+    why: list[str]
+
+
+class GateReport(_Model):
+    """The verdict on one run and everything it was decided from."""
+
+    run_id: str
+    target: str
+    """The model under test, credentials masked."""
+    rubric: str
+    verdict: Verdict
+    exit_code: Literal[0, 1, 3, 4]
+    verdict_reason: str = ""
+    """Why the run got its verdict, in one line."""
+    incomplete: str | None = None
+    """What keeps the run from being judged as a whole (INCONCLUSIVE), or null."""
+    target_error: str | None = None
+    """Why the target could not be run (TARGET_ERROR), or null."""
+    comparison: dict[str, Any] | list[Any] | None = None
+    """The paired comparison with the rubric's baseline run, when it has one."""
+    criteria: list[CriterionRow]
+    latency_from: Literal["quality", "load", "both"]
+    """Which requests latency, throughput and cost come from."""
+    metrics: dict[str, MetricRow]
+    """Every summary metric over all cases."""
+    latency_excluded: LatencyExcluded | None = None
+    load_phase: dict[str, Any] | None = None
+    slices: list[dict[str, Any]]
+    """Per-slice figures: {'slice': 'task=x', 'n': ..., metric: value, ...}."""
+    counts: Counts
+    failing_cases: list[FailingCase]
+    """The first failing cases (at most 1,000; `failing_cases_total` says how many there are)."""
+    failing_cases_total: int | None = None
+    forbidden_rules: list[dict[str, Any]] | None = None
+    """The forbidden rules the run was judged with: the per-case tables of every format are scored with them."""
+    review: dict[str, Any]
+    """Human review, one row per slice ('all' first); see releasegate.review.summary."""
+
+
+def typed_report(report: dict, *, source: object = None) -> dict:
+    """`report` checked against GateReport, returned in the same JSON shape (keys it did not have stay absent).
+    A report that does not fit (a hand-edited or truncated report.json) is an InputError naming `source`."""
+    try:
+        model = GateReport.model_validate(report)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"not a releasegate report: {where}: {first['msg']}", file=source,
+                         hint="judge the run again: releasegate gate RUN_DIR") from None
+    return model.model_dump(mode="json", exclude_unset=True)
