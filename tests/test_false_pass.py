@@ -80,6 +80,8 @@ class Run:
     labels: list[tuple[str, str]] = field(default_factory=list)
     """(case id, 'approve' | 'reject'), given on the recorded output."""
     baseline: list[dict] | None = None
+    client: dict | None = None
+    """The client's lateness over the quality phase (run.json `client`)."""
 
     def build(self, root: Path) -> Path:
         root.mkdir(parents=True, exist_ok=True)
@@ -97,7 +99,8 @@ class Run:
             load_phase = {"profile": "closed loop", "seconds": 10.0, "requests": len(self.load), "cut_short": None}
         info = RunInfo(run_id="run", created_at="2026-12-01T00:00:00+00:00", status=self.status, target="corpus",
                        backend="openai", cases=len(self.records) if self.cases is None else self.cases,
-                       generation_seconds=self.generation_seconds, load_phase=load_phase, phases=phases)
+                       generation_seconds=self.generation_seconds, load_phase=load_phase, phases=phases,
+                       client=self.client)
         run.write_info(info)
         _journal(run.records_path, self.records)
         if self.load is not None:
@@ -221,6 +224,18 @@ CORPUS: dict[str, tuple[Run, str]] = {
     "criterion on a slice with no case": (
         Run(_healthy(), rubric=lenient(criteria=[
             {"metric": "accuracy", "op": ">=", "threshold": 0.8, "slice": {"task": "nope"}}])), "INCONCLUSIVE"),
+    # the client's event loop, not the target, set the latency: inflated or deflated figures decide nothing
+    "client saturated in the load phase": (
+        Run(_healthy(), load=[load_ok(i, ttft=100.0) for i in range(60)],
+            load_phase={"profile": "closed loop", "seconds": 10.0, "requests": 60,
+                        "client": {"loop_lag_ms": {"p50": 8.0, "p99": 35.0, "max": 60.0, "n": 900}, "cpu_share": 1.0}},
+            rubric=lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.8},
+                                     {"metric": "ttft_ms_p95", "op": "<=", "threshold": 90}])), "INCONCLUSIVE"),
+    "client saturated in the quality phase": (
+        Run([ok(i, ttft=100.0) for i in range(100)],
+            client={"loop_lag_ms": {"p50": 2.0, "p99": 40.0, "max": 50.0, "n": 500}, "cpu_share": 0.99},
+            rubric=lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.8},
+                                     {"metric": "ttft_ms_p50", "op": "<=", "threshold": 150}])), "INCONCLUSIVE"),
     "latency criteria on a load phase that never ran": (
         Run(_healthy(), rubric=lenient(latency_from="load", criteria=[
             {"metric": "ttft_ms_p50", "op": "<=", "threshold": 200}])), "INCONCLUSIVE"),
@@ -358,3 +373,13 @@ def test_dropping_labels_never_makes_a_pass():
     assert full == "FAIL"  # approval 7/10 x 1 + 3/10 x 0 = 0.7 < 0.9
     for keep in ([], labels[:1], labels[1:]):
         assert judge_run(info, records, rubric, None, labels=keep)["verdict"] != "PASS"
+
+
+def test_a_client_within_its_lag_budget_still_passes(tmp_path, capsys):
+    run = Run([ok(i, ttft=100.0) for i in range(100)],
+              client={"loop_lag_ms": {"p50": 0.5, "p99": 4.0, "max": 9.0, "n": 500}, "cpu_share": 0.4},
+              rubric=lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.8},
+                                       {"metric": "ttft_ms_p50", "op": "<=", "threshold": 150}]))
+    assert main(["gate", str(run.build(tmp_path)), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "PASS" and report["client_saturated"] is None

@@ -123,6 +123,9 @@ class GateReport(_Model):
     metrics: dict[str, MetricRow]
     """Every summary metric over all cases."""
     latency_excluded: LatencyExcluded | None = None
+    client_saturated: str | None = None
+    """Why latency, throughput and cost criteria are insufficient when the client was the bottleneck (its event
+    loop ran late by more than the rubric's `max_client_lag_share` of TTFT p50), or null."""
     load_phase: dict[str, Any] | None = None
     slices: list[dict[str, Any]]
     """Per-slice figures: {'slice': 'task=x', 'n': ..., metric: value, ...}."""

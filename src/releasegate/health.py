@@ -14,7 +14,9 @@ from pathlib import Path
 
 from .record import CaseRecord, RunInfo
 
-__all__ = ["run_problems", "target_failure", "phase_counts", "planned_phases", "TARGET_FAILURE_SHARE"]
+__all__ = [
+    "run_problems", "target_failure", "phase_counts", "planned_phases", "client_saturation", "TARGET_FAILURE_SHARE",
+]
 
 TARGET_FAILURE_SHARE = 0.5
 """More than this share of a run's requests failed: the target could not be run (exit 4)."""
@@ -86,3 +88,20 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
     if (isinstance(data, dict) and data.get("load")) or info.load_phase is not None:
         planned.append("load")
     return planned
+
+
+def client_saturation(info: RunInfo, phase: str, ttft_p50_ms: float | None, max_share: float) -> str | None:
+    """A one-line reason when the client, not the target, set the latency: its event loop ran late (p99) by more
+    than `max_share` of the measured TTFT p50 in the phase latency comes from. None when it did not, or when the
+    run has no client figures (the hf backend, runs that predate them)."""
+    summaries = {"quality": [info.client], "load": [(info.load_phase or {}).get("client")],
+                 "both": [info.client, (info.load_phase or {}).get("client")]}.get(phase, [])
+    lags = [s["loop_lag_ms"]["p99"] for s in summaries
+            if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
+    if not lags or not ttft_p50_ms:
+        return None
+    lag = max(lags)
+    if lag <= max_share * ttft_p50_ms:
+        return None
+    return (f"client saturated: its event loop ran {lag:.1f} ms late (p99), {lag / ttft_p50_ms:.0%} of TTFT p50 "
+            f"{ttft_p50_ms:.1f} ms (limit {max_share:.0%}); lower concurrency or add workers")

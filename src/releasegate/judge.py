@@ -16,7 +16,7 @@ from .gate import (
     overall_verdict,
 )
 from .gate_report import typed_report
-from .health import phase_counts, run_problems, target_failure
+from .health import client_saturation, phase_counts, run_problems, target_failure
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
@@ -94,6 +94,9 @@ def judge_run(
 
     criteria = rubric.criteria + _default_guards(rubric)
     results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
+    saturated = client_saturation(info, phase, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
+    if saturated:  # latency, throughput and cost were the client's, not the target's: they decide nothing
+        results = [_undecided(r, saturated) if is_phased(r.criterion.metric) else r for r in results]
     comparison = _baseline_comparison(rubric, records)
     if comparison is not None:
         results += comparison_results(comparison)
@@ -118,6 +121,7 @@ def judge_run(
         "latency_from": phase,
         "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
         "latency_excluded": latency_exclusions(timed),
+        "client_saturated": saturated,
         "load_phase": info.load_phase,
         "slices": _slices(records, scores, facts),
         "counts": _counts(records, load_records),
@@ -130,6 +134,10 @@ def judge_run(
 
 FAILING_CASES_KEPT = 1000
 """report.json keeps the first this many failing cases (failing_cases_total says how many there are)."""
+
+
+def _undecided(result: CriterionResult, why: str) -> CriterionResult:
+    return CriterionResult(result.criterion, result.value, "insufficient", why)
 
 
 def _default_guards(rubric: Rubric) -> tuple[Criterion, ...]:

@@ -178,6 +178,9 @@ class RunInfo(BaseModel):
     """Time to load the model (and adapter, and merge)."""
     load_phase: dict[str, Any] | None = None
     """The load phase, when one ran: profile, seconds, requests, warm-up, server metrics summary."""
+    client: dict[str, Any] | None = None
+    """The client's own lateness over the quality phase (openai backend): event-loop lag percentiles in ms, the
+    client process's CPU share. The load phase's is `load_phase['client']`. See `health.client_saturation`."""
     phases: list[str] | None = None
     """The phases the config plans: 'quality', and 'load' when it has a load phase. The gate calls a run whose
     planned phase is missing or cut short INCONCLUSIVE. None in runs that predate it (`gate` reads config.yaml)."""

@@ -93,6 +93,9 @@ class Rubric:
     evaluate: tuple[EvaluateMetric, ...] = ()
     latency_from: str = "auto"
     allow_insufficient: bool = False
+    max_client_lag_share: float = 0.1
+    """Latency criteria are insufficient when the client's event-loop lag p99 exceeds this share of the measured
+    TTFT p50: the client, not the target, was the bottleneck."""
     baseline: dict | None = None
     """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
@@ -103,6 +106,8 @@ class Rubric:
         out: dict = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
         if self.allow_insufficient:
             out["allow_insufficient"] = True
+        if self.max_client_lag_share != 0.1:
+            out["max_client_lag_share"] = self.max_client_lag_share
         if self.baseline:
             out["baseline"] = dict(self.baseline)
         if self.forbidden:
@@ -133,6 +138,7 @@ def load_rubric(path: Path) -> Rubric:
     return Rubric(
         path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
         latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
+        max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
         baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
     )
 

@@ -76,6 +76,7 @@ def render_markdown(report: dict) -> str:
         *([f"- incomplete: {md_label(report['incomplete'])}"] if report.get("incomplete") else []),
         *([f"- why: {md_label(report['verdict_reason'])}"] if report.get("verdict_reason") else []),
         *([f"- {md_label(line)}"] if (line := request_summary(report)) else []),
+        *([f"- {md_label(report['client_saturated'])}"] if report.get("client_saturated") else []),
         "",
         "### Criteria",
         "",

@@ -250,5 +250,7 @@ def verdict_lines(report: dict) -> list[str]:
     summary = request_summary(report)
     if summary:
         lines.append(summary)
+    if report.get("client_saturated"):
+        lines.append(report["client_saturated"])
     return lines
 
