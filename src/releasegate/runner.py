@@ -141,6 +141,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             backend = create_backend(config.target, config.generation)
             _load(backend, info, console)
         _generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
+        if getattr(backend, "client_stats", None):  # the client's own lateness over the quality phase
+            info.client = backend.client_stats
         if load_phase:
             from .load_phase import run_load_phase
 
