@@ -27,7 +27,7 @@ from .errors import InputError
 from .judge import judge_run
 from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest
 from .record import CaseRecord, RunDir, RunInfo
-from .redaction import secret_from_env
+from .redaction import redact_data, secret_from_env
 from .report import write_reports
 from .rubric import Rubric, load_rubric
 from .scorers import score_record
@@ -119,6 +119,58 @@ def _check_metrics(rubric: Rubric) -> None:
             load_metric(spec.module)
 
 
+class Interruption:
+    """The SIGINT or SIGTERM `check` is stopping for. The CLI's handler (cli/check.py) notes the signal here and
+    raises KeyboardInterrupt; should that exception be lost on its way (a library's bare `except`), `_execute`
+    raises it again at its next stage boundary, and an exit that cannot unwind (`os._exit` after a grace period
+    or a second signal) still leaves run.json saying 'interrupted' through `mark_interrupted`."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        """The first signal received; None: not interrupted."""
+        self.taken = False
+        """`_execute` caught the KeyboardInterrupt and is winding the run down: do not raise it again."""
+        self.active: tuple[RunDir, RunInfo] | None = None
+        """The run `_execute` is working on, until its reports are written or its status is."""
+
+    def raise_if_pending(self) -> None:
+        """A stage boundary: stop here if a signal came and its KeyboardInterrupt has not reached `_execute`."""
+        if self.signum is not None and not self.taken:
+            raise KeyboardInterrupt
+
+    def mark_interrupted(self) -> Path | None:
+        """Write run.json as 'interrupted' for the run in progress (from any thread, just before `os._exit`);
+        a file of its own is renamed over run.json, so a write the main thread has half done cannot mix in."""
+        if self.active is None:
+            return None
+        run, info = self.active
+        info = info.model_copy(deep=True)
+        info.status, info.finished_at = "interrupted", now()
+        if info.sessions:  # this process's session is the last one
+            info.sessions[-1].update(status="interrupted", finished_at=info.finished_at)
+        tmp = run.write_json(".run.json.interrupted", redact_data(info.model_dump(mode="json")))
+        os.replace(tmp, run.path / "run.json")
+        return run.path
+
+
+INTERRUPTION = Interruption()
+
+
+def _test_judge_delay() -> None:
+    """Test hook, not a feature: RELEASEGATE_TEST_JUDGE_DELAY_S=S makes judging S seconds longer, spent inside
+    object finalizers (where a KeyboardInterrupt is printed as "Exception ignored" and dropped), so that
+    tests/test_signals.py can interrupt judging at its worst moment. Unset (always, outside tests): nothing."""
+    delay = float(os.environ.get("RELEASEGATE_TEST_JUDGE_DELAY_S") or 0)
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline:
+        _SlowFinalizer()
+
+
+class _SlowFinalizer:
+    def __del__(self) -> None:
+        time.sleep(0.005)
+
+
 def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache):
     done = {r.case_id: r for r in run.read_records(required=False)}
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and done[c.id].error is not None)]
@@ -133,7 +185,9 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         console.print(f"{mode.replace('_', ' ')}: {len(todo)} of {len(cases)} cases to run"
                       + (", then the load phase" if load_phase else ""), markup=False, soft_wrap=True)
     backend = cache = None
+    INTERRUPTION.active = (run, info)
     try:
+        INTERRUPTION.raise_if_pending()
         cache = _open_cache(config, fingerprint, use_cache, console) if todo else None
         hits = _cache_hits(cache, todo)
         session["cached"] = len(hits)
@@ -143,38 +197,61 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         _generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
         if getattr(backend, "client_stats", None):  # the client's own lateness over the quality phase
             info.client = backend.client_stats
+        INTERRUPTION.raise_if_pending()
         if load_phase:
             from .load_phase import run_load_phase
 
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
                 (run.path / stale).unlink(missing_ok=True)
             run_load_phase(backend, config, cases, run, info, console, progress)
+        INTERRUPTION.raise_if_pending()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
+        INTERRUPTION.taken = INTERRUPTION.taken or interrupted
         info.status = session["status"] = "interrupted" if interrupted else "failed"
         info.finished_at = session["finished_at"] = now()
         run.write_info(info)
+        INTERRUPTION.active = None
         if interrupted:
-            console.print(f"interrupted; finish it with: releasegate check --resume {run.path}", markup=False,
-                          soft_wrap=True)
+            _print_resume_hint(console, run)
         raise
     finally:
         if backend is not None:
             backend.close()
         if cache is not None:
             cache.close()
+    # Every record is in, but run.json says 'complete' only from just before the reports (which show it) are
+    # written: a run stopped while judging is 'interrupted' (killed: 'running'), and `check --resume` then
+    # judges it and writes the reports without generating anything.
     info.status = session["status"] = "complete"
     info.finished_at = session["finished_at"] = now()
-    run.write_info(info)
-    labels = None
-    if mode != "start":  # reviewers may have labelled part of the run while it was stopped
-        from .review.labels import read_labels
+    try:
+        labels = None
+        if mode != "start":  # reviewers may have labelled part of the run while it was stopped
+            from .review.labels import read_labels
 
-        labels = read_labels(run)
-    report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=labels, allow_pending=allow_pending)
-    write_reports(run, report)
+            labels = read_labels(run)
+        report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
+                           labels=labels, allow_pending=allow_pending)
+        _test_judge_delay()
+        INTERRUPTION.raise_if_pending()
+        run.write_info(info)
+        write_reports(run, report)
+        INTERRUPTION.active = None
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            INTERRUPTION.taken = True
+            info.status = session["status"] = "interrupted"
+        run.write_info(info)  # any other error: 'complete', every record is in and `gate` can judge it again
+        INTERRUPTION.active = None
+        if isinstance(exc, KeyboardInterrupt):
+            _print_resume_hint(console, run)
+        raise
     return run, report
+
+
+def _print_resume_hint(console: Console, run: RunDir) -> None:
+    console.print(f"interrupted; finish it with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
 
 
 def _start(
