@@ -16,8 +16,11 @@ from releasegate.testing import StubBehaviour, StubServer
 from releasegate.testing.stub_server import _faulty
 
 CLIENTS = ["lean", "openai"]
+# the stub answers in 5-20 ms from a thread of the test process (sharing its GIL): a few ms of client loop lag are
+# expected here, and must not make the verdict insufficient (client_saturation) in tests about something else
 RUBRIC = """\
 latency_from: {phase}
+max_client_lag_share: 1
 criteria:
   - {{metric: error_rate, op: "<=", threshold: 0.0}}
   - {{metric: ttft_ms_p95, op: "<=", threshold: 5000}}

@@ -8,10 +8,11 @@ up as send lag instead of vanishing. Warm-up requests go first and are left out 
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
-import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._loading import read_text
@@ -69,13 +70,27 @@ class LoadPlan:
     """Who is sent when: warm-up requests, measured requests with offsets (None: closed loop), the cap."""
 
     warmup: list[Request]
-    requests: list[Request]
+    requests: list[Request] | None
+    """The measured requests in order; None for a closed loop bounded only by `duration_s`, whose requests are
+    made one at a time as they are sent (`iter_requests`), so none exists that is never sent."""
     offsets: list[float] | None
     concurrency: int
     duration_s: float | None
+    pool: list[Request] = field(default_factory=list)
+    """The suite's cases, cycled as prompts by `iter_requests` when `requests` is None."""
+
+    def iter_requests(self) -> Iterator[Request]:
+        """The measured requests in order: the planned list, or made on demand for as long as it is pulled."""
+        if self.requests is not None:
+            yield from self.requests
+            return
+        for i in itertools.count():
+            yield _nth(self.pool, i, "load")
 
     def describe(self) -> str:
         if self.offsets is None:
+            if self.requests is None:
+                return f"closed loop, {self.concurrency} in flight, for {self.duration_s:g} s"
             return f"closed loop, {self.concurrency} in flight, {len(self.requests)} requests"
         span = self.offsets[-1] if self.offsets else 0
         return f"open loop, {len(self.requests)} requests over {span:.1f} s, at most {self.concurrency} in flight"
@@ -100,18 +115,13 @@ def plan_load(load: LoadConfig, cases) -> LoadPlan:
             offsets = [o for o in offsets if o <= load.duration_s]
         requests = [_nth(pool, i, "load") for i in range(len(offsets))]
         return LoadPlan(warmup, requests, offsets, load.concurrency or _DEFAULT_CONCURRENCY_CAP, None)
-    n = load.requests or 100_000  # bounded by duration_s
-    return LoadPlan(warmup, [_nth(pool, i, "load") for i in range(n)], None, load.concurrency, load.duration_s)
+    if not load.requests:  # bounded by duration_s only: requests are made as they are sent
+        return LoadPlan(warmup, None, None, load.concurrency, load.duration_s, pool)
+    requests = [_nth(pool, i, "load") for i in range(load.requests)]
+    return LoadPlan(warmup, requests, None, load.concurrency, load.duration_s)
 
 
 def _nth(pool: list[Request], i: int, prefix: str) -> Request:
     base = pool[i % len(pool)]
     return Request(f"{prefix}-{i:05d}:{base.case_id}", base.messages, base.prompt)
 
-
-def schedule_ns(offsets: list[float] | None, n: int, lead_s: float = 0.05) -> list[int | None]:
-    """Absolute perf_counter_ns send times, starting `lead_s` from now (None for closed loop)."""
-    if offsets is None:
-        return [None] * n
-    start = time.perf_counter_ns() + int(lead_s * 1e9)
-    return [start + int(o * 1e9) for o in offsets]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
-from .backends.openai import OpenAIBackend, Scheduled
-from .load import plan_load, schedule_ns
+from .backends.openai import OpenAIBackend
+from .load import plan_load
 from .record import CaseRecord, RunDir, RunInfo
 from .server_metrics import Scraper, summarise
 
@@ -22,36 +20,36 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
     target = config.target
     scraper = Scraper(target.endpoint_url(), query=target.url_query(), headers=target.request_headers())
     with scraper, progress_bar(console, show) as bar:
-        if plan.warmup:
-            backend.generate(plan.warmup, max_new_tokens=tokens)
-        task = bar.add_task(f"load: {plan.describe()}", total=len(plan.requests))
-        times = schedule_ns(plan.offsets, len(plan.requests))
-        deadline = time.perf_counter_ns() + int(plan.duration_s * 1e9) if plan.duration_s else None
-        scraper.mark("start")
-        started = time.perf_counter()
-        gens = backend.run_scheduled(
-            [Scheduled(r, at) for r, at in zip(plan.requests, times)], max_new_tokens=tokens,
-            concurrency=plan.concurrency, deadline_ns=deadline, on_done=lambda: bar.advance(task),
+        planned = len(plan.requests) if plan.requests is not None else None  # None: as many as the duration allows
+        task = bar.add_task(f"load: {plan.describe()}", total=planned)
+        # warm-up, then (lean client) connections opened, then the window: all on one client, so the warm-up's
+        # connections serve the load; the schedule and the deadline start with the window
+        done = backend.run_load(
+            plan.iter_requests(), offsets=plan.offsets, concurrency=plan.concurrency, max_new_tokens=tokens,
+            duration_s=plan.duration_s, warmup=plan.warmup, on_start=lambda: scraper.mark("start"),
+            on_done=lambda: bar.advance(task),
         )
-        seconds = time.perf_counter() - started
         scraper.mark("end")
-    records = [_record(r, g) for r, g in zip(plan.requests, gens) if g.error != "not_sent"]
-    not_sent = len(plan.requests) - len(records)
+    records = [_record(r, g) for r, g in done.results if g.error != "not_sent"]
+    planned = len(done.results) if planned is None else planned
+    not_sent = planned - len(records)
     run.append(records, "load.jsonl")
     run.write_text("server_metrics.jsonl", "".join(_json_line(s) for s in scraper.samples))
     client_ttft = [r.timing.ttft_ms for r in records if r.timing.ttft_ms is not None]
     info.load_phase = {
         "profile": plan.describe(),
-        "seconds": seconds,
+        "seconds": done.seconds,
         "requests": len(records),
         "warmup": len(plan.warmup),
         "concurrency": plan.concurrency,
-        "planned": len(plan.requests),
-        # a closed loop bounded by duration_s plans more than it sends: only a fixed plan can be cut short
-        "cut_short": f"{not_sent} of {len(plan.requests)} planned requests were never sent"
+        # a closed loop bounded only by duration_s makes requests as it sends them: planned = made = sent
+        "planned": planned,
+        # a loop bounded by duration_s stops when it is over, as planned: only a fixed plan can be cut short
+        "cut_short": f"{not_sent} of {planned} planned requests were never sent"
         if not_sent and plan.duration_s is None else None,
         "server_metrics": summarise(scraper.samples, client_ttft_ms=client_ttft, concurrency=plan.concurrency,
                                     profile=plan.describe()) if scraper.samples else {"error": scraper.error},
+        "client": done.client,  # the client's own lateness over the window: see OpenAIBackend
     }
     run.write_info(info)
 

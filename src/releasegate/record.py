@@ -61,7 +61,8 @@ class Timing(BaseModel):
 
     ttft_ms: float | None = None
     """Request start -> first output token (prefill). In a batch, includes the whole batch's prefill. The request
-    starts at its first attempt's actual send: retries, and the backoff before them, count (openai)."""
+    starts at its first attempt's actual send (its last byte written: see `send_lag_ms`): retries, and the backoff
+    before them, count (openai)."""
     tpot_ms: float | None = None
     """(t_last_token - t_first_token) / (output_tokens - 1); None with fewer than 2 output tokens."""
     e2e_ms: float | None = None
@@ -72,7 +73,16 @@ class Timing(BaseModel):
     itl_ms: list[float] | None = None
     """Inter-token latencies: gaps between content chunks; a chunk of k tokens gives k gaps of gap/k (openai)."""
     send_lag_ms: float | None = None
-    """Scheduled send -> first attempt's actual send: client queueing (openai). 0 when sent on time."""
+    """Scheduled send -> the moment the first attempt's last request byte was written to the socket: client
+    queueing (openai). The scheduled send is the request's due time in an open loop or replay, and the moment a
+    slot was free in a closed loop or the quality phase; the span holds the TCP connect when the request opened a
+    connection (`connect_ms`) and the client's own work before the write. Both clients observe the write (the
+    lean client directly, the openai client through httpx's transport trace); None where it was not observed
+    (an attempt that failed before writing, e.g. connection refused): unknown, never a guessed 0."""
+    connect_ms: float | None = None
+    """TCP connect (and TLS handshake over https) of the connection the first attempt opened, part of
+    `send_lag_ms` (openai). None when it reused a pooled keep-alive connection (a load phase's connections are
+    opened before its window: their times are in run.json `load_phase.client.preconnect_ms`)."""
     ttft_sched_ms: float | None = None
     """Scheduled send -> first output token: TTFT including client queueing."""
     e2e_sched_ms: float | None = None

@@ -3,7 +3,9 @@
 The `openai` client's streaming path (httpx, line decoding, pydantic) costs about 0.4 ms of Python per event
 before we can read the clock; at 64 concurrent streams that queues into milliseconds of error on the TTFT we
 report. Here the clock is read first thing in `data_received`, bytes are stored with their arrival time, and
-HTTP chunk decoding and SSE splitting run after the stream has ended. Keep-alive connections are pooled.
+HTTP chunk decoding and SSE splitting run after the stream has ended. Keep-alive connections are pooled, and can
+be opened before a measured window (`preconnect`), so that no request's send lag holds a TCP connect it need
+not; a request that does open one reports the connect time apart (`stream`'s `connect_ns`).
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ class _Response(asyncio.Protocol):
     """Collects (arrival ns, bytes) pairs; decodes just enough to know when the response is complete.
 
     `done` is the current exchange's future, None between exchanges: only a future someone awaits may get an
-    exception, or asyncio reports it as never retrieved when it is collected."""
+    exception, or asyncio reports it as never retrieved when it is collected.
 
-    def __init__(self) -> None:
+    `probe` (a `LatenessProbe`, or None) is told when each receive callback read the clock."""
+
+    def __init__(self, probe=None) -> None:
+        self.probe = probe
         self.last_rx = time.perf_counter_ns()
         self.done: asyncio.Future | None = None
         self.transport: asyncio.Transport | None = None
@@ -59,7 +64,9 @@ class _Response(asyncio.Protocol):
         self.last_rx = now
         self.rx_bytes += len(data)
         if self.done is not None and not self.done.done():
-            self._advance(now, data)
+            self._advance(now, data)  # framing only: finds where the response ends, parses nothing
+        if self.probe is not None:
+            self.probe.rx(now)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -154,6 +161,19 @@ class LeanClient:
         self.connect_timeout, self.stall_timeout = connect_timeout, stall_timeout
         self._idle: list[_Response] = []
         self._ssl = ssl.create_default_context() if self.https else None
+        self._probe = None
+
+    @property
+    def probe(self):
+        """A `LatenessProbe` told of every receive callback's clock read, or None; set on the pooled connections
+        too (those opened before a measured window)."""
+        return self._probe
+
+    @probe.setter
+    def probe(self, probe) -> None:
+        self._probe = probe
+        for conn in self._idle:
+            conn.probe = probe
 
     async def __aenter__(self) -> LeanClient:
         return self
@@ -163,20 +183,34 @@ class LeanClient:
             conn.transport.close()
         self._idle.clear()
 
-    async def _connection(self, *, fresh: bool = False) -> tuple[_Response, bool]:
-        """A pooled keep-alive connection (reused=True) or a new one."""
+    async def preconnect(self, n: int) -> list[int]:
+        """Open connections until `n` wait idle in the pool; the connect time (ns) of each one opened. One that
+        fails to open is left out: its request will try again (and fail, or be answered) in the window."""
+        self._idle = [c for c in self._idle if not c.closed and not c.transport.is_closing()]
+        results = await asyncio.gather(*(self._open() for _ in range(n - len(self._idle))), return_exceptions=True)
+        opened = [r for r in results if isinstance(r, tuple)]
+        self._idle += [conn for conn, _ in opened]
+        return [ns for _, ns in opened]
+
+    async def _connection(self, *, fresh: bool = False) -> tuple[_Response, int | None]:
+        """A pooled keep-alive connection (connect ns None) or a new one and its TCP (+ TLS) connect time."""
         while self._idle and not fresh:
             conn = self._idle.pop()
             if not conn.closed and not conn.transport.is_closing():
-                return conn, True
+                return conn, None
+        return await self._open()
+
+    async def _open(self) -> tuple[_Response, int]:
         loop = asyncio.get_running_loop()
+        started = time.perf_counter_ns()
         try:
             _, proto = await asyncio.wait_for(
-                loop.create_connection(_Response, self.host, self.port, ssl=self._ssl), self.connect_timeout
+                loop.create_connection(lambda: _Response(self.probe), self.host, self.port, ssl=self._ssl),
+                self.connect_timeout,
             )
         except TimeoutError:
             raise ConnectionError(f"connect to {self.host}:{self.port} timed out") from None
-        return proto, False
+        return proto, time.perf_counter_ns() - started
 
     def _request_bytes(self, path: str, body: bytes) -> bytes:
         head = (
@@ -188,29 +222,36 @@ class LeanClient:
         head += "".join(f"{name}: {value}\r\n" for name, value in self.headers.items())
         return head.encode("latin-1") + b"\r\n" + body
 
-    async def stream(self, path: str, body: bytes) -> tuple[list[str], list[int], int, int]:
-        """Send; wait for the whole response; return (SSE lines, arrival ns of each line, end ns, sent ns)."""
-        conn, reused = await self._connection()
+    async def stream(self, path: str, body: bytes) -> tuple[list[str], list[int], int, int, int | None]:
+        """Send; wait for the whole response; return (SSE lines, arrival ns of each line, end ns, sent ns, connect
+        ns). `sent`: when the request's last byte was written; `connect`: the TCP (+ TLS) connect time of the
+        connection it went out on, None when a pooled one was reused. A failure carries `sent_ns` (when it got
+        that far) and `connect_ns` as attributes."""
+        conn, connect = await self._connection()
         try:
-            return await self._exchange(conn, path, body)
+            return await self._exchange(conn, path, body, connect)
         except StreamBroken:
-            if not reused or conn.rx_bytes:
+            if connect is not None or conn.rx_bytes:
                 raise
         # the server closed an idle keep-alive connection just as we reused it (HTTP servers cap requests per
         # connection): the request never got an answer, so it goes again on a new connection, not as a retry
-        conn, _ = await self._connection(fresh=True)
-        return await self._exchange(conn, path, body)
+        conn, connect = await self._connection(fresh=True)
+        return await self._exchange(conn, path, body, connect)
 
-    async def _exchange(self, conn: _Response, path: str, body: bytes) -> tuple[list[str], list[int], int, int]:
+    async def _exchange(self, conn: _Response, path: str, body: bytes,
+                        connect: int | None) -> tuple[list[str], list[int], int, int, int | None]:
         conn.done = asyncio.get_running_loop().create_future()
         conn._reset()
-        conn.last_rx = sent = time.perf_counter_ns()
+        # write() hands the bytes to the kernel at once (a request fits the socket buffer), so the stamp after it
+        # is when the last byte was written
         conn.transport.write(self._request_bytes(path, body))
+        conn.last_rx = sent = time.perf_counter_ns()
         try:
             await self._wait(conn)
         except BaseException as exc:
             exc.partial_lines = _lines(conn.body())[0]  # type: ignore[attr-defined]
             exc.sent_ns = sent  # type: ignore[attr-defined]  # a retry's latency counts from the first send
+            exc.connect_ns = connect  # type: ignore[attr-defined]
             # abandon the exchange before closing: closing makes connection_lost fail the future with StreamBroken,
             # which nobody would ever await (asyncio then logs "Future exception was never retrieved")
             conn.done.cancel()
@@ -225,10 +266,10 @@ class LeanClient:
             conn.transport.close()
         if conn.status != 200:
             error = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
-            error.sent_ns = sent  # type: ignore[attr-defined]
+            error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise error
         lines, stamps = _lines(conn.body())
-        return lines, stamps, end, sent
+        return lines, stamps, end, sent, connect
 
     async def _wait(self, conn: _Response) -> None:
         stall_ns = int(self.stall_timeout * 1e9)

@@ -5,24 +5,34 @@ Each request streams with `stream_options.include_usage`; the receive loop stamp
 Connection errors, 429 and 5xx are retried with backoff before the first token, never after it; TTFT and E2E
 run from the first attempt's send, so the user's wait through retries is counted (see `Timing`).
 The API key is read from the environment variable named in the config and never written anywhere.
+
+"Sent" means the same for both clients: the moment the request's last byte was written to the socket (the lean
+client stamps it after its write; the `openai` client's is read from httpx's transport trace). Send lag runs
+from the scheduled send (closed loop: the moment a slot was free) to it, so it holds the request's TCP connect
+when it opened one; `Timing.connect_ms` says how much that was. Every run also measures the client's own
+lateness (`_lateness.LatenessProbe`): event-loop lag, CPU share, batched stamps (see `OpenAIBackend`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import gc
 import os
 import random
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import InputError, TargetError
 from ..record import Timing, Tokens
 from ..redaction import mask_url
 from ._base import Backend, Generation, Request
+from ._lateness import LatenessProbe, loop_factory
 from ._stream import parse_sse, split_tokens, stream_timing
 
-__all__ = ["OpenAIBackend", "Scheduled"]
+__all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
 
 _NO_KEY = "not-needed"  # local servers ignore the key, but the client insists on one
 
@@ -33,15 +43,64 @@ class Scheduled:
 
     request: Request
     at_ns: int | None = None
-    """None: closed loop, send as soon as a slot is free (no schedule, so no send lag)."""
+    """None: closed loop, send as soon as a slot is free (send lag then runs from that moment)."""
+
+
+@dataclass(frozen=True)
+class LoadRun:
+    """What `run_load` measured: the requests sent (only those) with their generations, in order."""
+
+    results: list[tuple[Request, Generation]]
+    seconds: float
+    """The measured window's wall time (warm-up and pre-opened connections excluded)."""
+    client: dict | None
+    """The client's lateness over the window (see `OpenAIBackend`)."""
 
 
 class OpenAIBackend(Backend):
+    """Streams requests to an OpenAI-compatible endpoint with the lean client (default) or the `openai` package's.
+
+    Each run measures the client's own lateness over its window (`_lateness.LatenessProbe`) and leaves a summary:
+
+    client_stats: dict | None
+        Over every `generate` call so far, together: the quality phase (run.json `client`). None before the first.
+    last_run_stats: dict | None
+        Over the latest `run_scheduled` / `run_load` call alone (the load phase: run.json `load_phase.client`).
+
+    The summary (times in ms, shares in 0..1; a figure not measured is None):
+        client          'lean' or 'openai'; event_loop: 'asyncio' or 'uvloop' (used when installed)
+        window_s        wall time measured over (several windows added up for client_stats)
+        loop_lag_ms     {p50, p99, max, n}: how late the event loop reached each point of a timer grid
+                        (tick_ms apart), the points that passed while it was busy included. A stamp can be late by
+                        this much although the server was on time: compare it with TTFT.
+        cpu_share       the loop thread's CPU time / window_s; process_cpu_share: the whole process's (threads
+                        included; can pass 1.0)
+        loop_busy_share the share of window_s the loop was not waiting for events (asyncio's loop only; None on
+                        uvloop): near 1.0 the client, not the server, was the bottleneck; with cpu_share well
+                        under it, the loop was starved of CPU (a shared machine) or held by blocking calls
+        rx_dispatch_ms  {p50, p99, max, n}: the loop waking with a socket readable -> the clock read in the receive
+                        callback (lean client on asyncio's loop only; None for the openai client and on uvloop).
+                        The time before the wake-up is not observable: loop_lag_ms stands for it.
+        itl_batched_share  share of gaps between consecutive content chunks under 0.5 ms (itl_gaps: how many):
+                        near 1, events were read in batches and stamped together, so ITL is not the server's
+        connect_ms      {p50, p99, max, n} of the connections opened in the window (TCP + TLS); preconnect_ms:
+                        those the lean client opened before a load window (`run_load`); None: none opened
+
+    on_loop: called with the event loop at the start of each timed window, inside it (a hook for tests, e.g.
+    to block the loop on purpose); None by default.
+    """
+
+    on_loop: Callable[[asyncio.AbstractEventLoop], None] | None = None
+
     def __init__(self, target, generation: dict | None = None) -> None:
         self.target = target
         self.generation = generation or {}
         self.batch_size = max(64, 4 * target.concurrency)  # cases per runner batch; concurrency applies within
         self._count = None
+        self.client_stats: dict | None = None
+        self.last_run_stats: dict | None = None
+        self._quality_probe: LatenessProbe | None = None
+        self._lateness: LatenessProbe | None = None  # the probe of the window running now
 
     # -- set-up -------------------------------------------------------------------------------------
     def api_key(self) -> str:
@@ -53,8 +112,9 @@ class OpenAIBackend(Backend):
             raise InputError(f"environment variable {name} is not set", field="target.api_key_env", hint=f"export {name}=...")
         return value
 
-    def client(self):
-        """The HTTP client for a run: the lean SSE client (default) or the `openai` package's client."""
+    def client(self, concurrency: int | None = None):
+        """The HTTP client for a run (`concurrency` requests in flight at most): the lean SSE client (default) or
+        the `openai` package's client."""
         if self.target.client == "lean":
             from ._sse_client import LeanClient
 
@@ -62,17 +122,22 @@ class OpenAIBackend(Backend):
             key = self.api_key()
             return LeanClient(t.base_url, None if key == _NO_KEY else key, headers=t.request_headers(),
                               connect_timeout=t.connect_timeout_s, stall_timeout=t.stall_timeout_s)
-        return self.openai_client()
+        return self.openai_client(concurrency)
 
-    def openai_client(self):
+    def openai_client(self, concurrency: int | None = None):
         import openai
 
         from ._http import httpx
 
         t = self.target
         timeout = httpx.Timeout(t.timeout_s, connect=t.connect_timeout_s, read=t.stall_timeout_s)
+        # openai's defaults, but every connection in flight may stay open: its pool keeps 100, so more streams
+        # than that would open a new connection (a TCP connect inside the send lag) for every request past 100
+        limits = httpx.Limits(max_connections=max(1000, concurrency or 0),
+                              max_keepalive_connections=max(100, concurrency or 0))
+        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_request]}, limits=limits)
         return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=self.api_key(), max_retries=0, timeout=timeout,
-                                  default_headers=t.request_headers(), default_query=t.url_query())
+                                  default_headers=t.request_headers(), default_query=t.url_query(), http_client=http)
 
     def load(self) -> None:
         """Check the server answers at all: an unreachable URL is exit 4, not a run full of errors."""
@@ -97,33 +162,138 @@ class OpenAIBackend(Backend):
 
     # -- running --------------------------------------------------------------------------------------
     def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
-        return self.run_scheduled([Scheduled(r) for r in requests], max_new_tokens=max_new_tokens,
-                                  concurrency=self.target.concurrency)
+        """The quality cases, `target.concurrency` at a time; the client's lateness adds up in `client_stats`."""
+        if self._quality_probe is None:
+            self._quality_probe = LatenessProbe(self.target.client)
+        items = [Scheduled(r) for r in requests]
+        gens = self._run(lambda client, _: self._gather(client, items, max_new_tokens, self.target.concurrency),
+                         self._quality_probe, concurrency=self.target.concurrency)
+        self.client_stats = self._quality_probe.summary()
+        return gens
 
     def run_scheduled(
         self, items: list[Scheduled], *, max_new_tokens: int, concurrency: int,
         deadline_ns: int | None = None, on_done=None,
     ) -> list[Generation]:
         """Send each request at its time, or as soon as one of `concurrency` slots frees up; results in input
-        order. Requests not started by `deadline_ns` come back with error 'not_sent'."""
-        return asyncio.run(self._run_all(items, max_new_tokens, concurrency, deadline_ns, on_done))
+        order. Requests not started by `deadline_ns` come back with error 'not_sent'. The client's lateness over
+        the call: `last_run_stats`."""
+        probe = LatenessProbe(self.target.client)
+        gens = self._run(lambda client, _: self._gather(client, items, max_new_tokens, concurrency, deadline_ns, on_done),
+                         probe, concurrency=concurrency)
+        self.last_run_stats = probe.summary()
+        return gens
 
-    async def _run_all(self, items, max_new_tokens, concurrency, deadline_ns=None, on_done=None) -> list[Generation]:
+    def run_load(
+        self, requests: Iterable[Request], *, offsets: list[float] | None, concurrency: int, max_new_tokens: int,
+        duration_s: float | None = None, warmup: list[Request] = (), on_start=None, on_done=None, lead_s: float = 0.05,
+    ) -> LoadRun:
+        """A load phase on one client: the warm-up requests (`target.concurrency` at a time, not measured), then
+        the lean client opens connections until `concurrency` wait idle (their connect times: `preconnect_ms`),
+        then the measured window starts (`on_start()` is called) and runs
+        - a closed loop (`offsets` None): `concurrency` workers each take the next request from `requests` when
+          their last one is answered, until it runs out or `duration_s` has passed; a request is taken from the
+          iterator only when it is sent, so a duration-bounded loop makes no request it does not send;
+        - an open loop: request i is due `lead_s` + offsets[i] s after the window opens, at most `concurrency` in
+          flight (the others queue: send lag).
+        The requests sent, with their generations, come back in the order they were taken."""
+        probe = LatenessProbe(self.target.client)
+        sized = offsets is not None or isinstance(requests, (list, tuple))
+        requests = list(requests) if offsets is not None else requests
+
+        async def prepare(client) -> None:
+            if warmup:
+                await self._gather(client, [Scheduled(r) for r in warmup], max_new_tokens, self.target.concurrency)
+            if hasattr(client, "preconnect"):
+                for ns in await client.preconnect(min(concurrency, len(requests)) if sized else concurrency):
+                    probe.connected(ns / 1e6, before_window=True)
+
+        async def window(client, _):
+            if on_start is not None:
+                on_start()
+            started = time.perf_counter()
+            deadline = time.perf_counter_ns() + int(duration_s * 1e9) if duration_s else None
+            if offsets is None:
+                results = await self._closed_loop(client, iter(requests), max_new_tokens, concurrency, deadline, on_done)
+            else:
+                start = time.perf_counter_ns() + int(lead_s * 1e9)
+                items = [Scheduled(r, start + int(o * 1e9)) for r, o in zip(requests, offsets)]
+                gens = await self._gather(client, items, max_new_tokens, concurrency, deadline, on_done)
+                results = list(zip(requests, gens))
+            return results, time.perf_counter() - started
+
+        results, seconds = self._run(window, probe, prepare, concurrency=max(concurrency, self.target.concurrency))
+        self.last_run_stats = probe.summary()
+        return LoadRun(results, seconds, self.last_run_stats)
+
+    def _run(self, window, probe: LatenessProbe, prepare=None, *, concurrency: int | None = None):
+        """On a fresh event loop (uvloop's when installed) and client: `prepare(client)`, then
+        `window(client, loop)` timed by `probe`."""
+
+        async def main():
+            async with self.client(concurrency) as client:
+                if prepare is not None:
+                    await prepare(client)
+                _import_now(client, self.target.mode)
+                loop = asyncio.get_running_loop()
+                self._lateness = probe
+                if hasattr(client, "probe"):
+                    client.probe = probe
+                # what exists now lives through the window: the collector skips it, so no full collection of
+                # the whole heap (tens of ms with the openai client loaded) stops the loop mid-window (unless the
+                # program froze its own heap already: then it is not ours to unfreeze)
+                freeze = gc.get_freeze_count() == 0
+                if freeze:
+                    gc.freeze()
+                probe.start(loop)
+                if self.on_loop is not None:
+                    self.on_loop(loop)
+                try:
+                    return await window(client, loop)
+                finally:
+                    probe.stop()
+                    if freeze:
+                        gc.unfreeze()
+                    self._lateness = None
+                    if hasattr(client, "probe"):
+                        client.probe = None
+
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            return runner.run(main())
+
+    async def _gather(self, client, items, max_new_tokens, concurrency, deadline_ns=None, on_done=None) -> list[Generation]:
         slots = asyncio.Semaphore(concurrency)
-        async with self.client() as client:
 
-            async def one(item: Scheduled) -> Generation:
-                if item.at_ns is not None:
-                    await _sleep_until_ns(item.at_ns)
-                async with slots:
-                    if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
-                        return Generation(None, error="not_sent", error_message="load duration over")
-                    gen = await self._request(client, item, max_new_tokens)
+        async def one(item: Scheduled) -> Generation:
+            if item.at_ns is not None:
+                await _sleep_until_ns(item.at_ns)
+            async with slots:
+                if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
+                    return Generation(None, error="not_sent", error_message="load duration over")
+                gen = await self._request(client, item, max_new_tokens)
+            if on_done is not None:
+                on_done()
+            return gen
+
+        return list(await asyncio.gather(*(one(i) for i in items)))
+
+    async def _closed_loop(self, client, requests, max_new_tokens, concurrency, deadline_ns, on_done):
+        """`concurrency` workers pulling from one iterator until it is empty or the deadline has passed."""
+        results: list = []
+
+        async def worker() -> None:
+            while deadline_ns is None or time.perf_counter_ns() <= deadline_ns:
+                request = next(requests, None)  # one loop thread: no two workers take the same one
+                if request is None:
+                    return
+                slot = len(results)
+                results.append(None)
+                results[slot] = (request, await self._request(client, Scheduled(request), max_new_tokens))
                 if on_done is not None:
                     on_done()
-                return gen
 
-            return list(await asyncio.gather(*(one(i) for i in items)))
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return results
 
     def _body(self, request: Request, max_new_tokens: int) -> dict:
         g, t = self.generation, self.target
@@ -148,25 +318,32 @@ class OpenAIBackend(Backend):
         body = self._body(item.request, max_new_tokens)
         attempt = 0
         scheduled = item.at_ns
-        first: int | None = None
+        first: _Clock | None = None  # the first attempt's send (its `end` unused)
         while True:
             attempt += 1
             sent = time.perf_counter_ns()
             scheduled = sent if scheduled is None else scheduled
             try:
-                lines, stamps, end, actual = await asyncio.wait_for(self._stream(client, body), self.target.timeout_s)
-                sent = actual or sent  # the lean client knows when its bytes really left
+                lines, stamps, end, written, connect = await asyncio.wait_for(self._stream(client, body),
+                                                                             self.target.timeout_s)
             except Exception as exc:  # classified below; anything unexpected is recorded, never raised
                 failed_at = time.perf_counter_ns()
-                sent = _sent_ns(exc) or sent
-                first = sent if first is None else first
+                written, connect = _sent_ns(exc), _connect_ns(exc)
+                self._connected(connect)
+                first = first or _Clock(scheduled, written or sent, written or sent, 0, written is not None, connect)
                 error, retry_after = _classify(exc)
                 if error.retryable and attempt <= self.target.retries:
                     await asyncio.sleep(_backoff(attempt, retry_after))
                     continue
-                return _failed(error.name, _cause(exc), _Clock(scheduled, first, sent, failed_at), attempt)
-            first = sent if first is None else first
-            return self._finish(lines, stamps, _Clock(scheduled, first, sent, end), attempt)
+                return _failed(error.name, _cause(exc), first.attempt(written or sent, failed_at), attempt)
+            self._connected(connect)
+            # the written moment is unknown only where the client could not observe it (see `Timing.send_lag_ms`)
+            first = first or _Clock(scheduled, written or sent, written or sent, 0, written is not None, connect)
+            return self._finish(lines, stamps, first.attempt(written or sent, end), attempt)
+
+    def _connected(self, connect_ns: int | None) -> None:
+        if connect_ns is not None and self._lateness is not None:
+            self._lateness.connected(connect_ns / 1e6)
 
     async def _stream(self, client, body: dict):
         if self.target.client == "lean":
@@ -182,25 +359,33 @@ class OpenAIBackend(Backend):
         return await client.stream(path, json.dumps(payload).encode())
 
     async def _stream_openai(self, client, body: dict):
+        """As the lean client's `stream`: (lines, stamps, end ns, written ns, connect ns). The written moment and
+        the connect time come from httpx's transport trace (`_trace_request`); None when it did not say."""
         lines: list[str] = []
         stamps: list[int] = []
         api = client.chat.completions if self.target.mode == "chat" else client.completions
         extra = body.pop("extra_body", None)
+        trace: dict[str, int] = {}
+        token = _TRACE.set(trace)
         try:
             async with api.with_streaming_response.create(**body, extra_body=extra) as response:
                 async for line in response.iter_lines():
                     stamps.append(time.perf_counter_ns())  # first thing: the clock
                     lines.append(line)
-        except Exception as exc:
+        except BaseException as exc:
             exc.partial_lines = lines  # type: ignore[attr-defined]  # tells "dropped mid-stream" from "never started"
+            exc.sent_ns, exc.connect_ns = _traced(trace)  # type: ignore[attr-defined]
             raise
         finally:
+            _TRACE.reset(token)
             if extra is not None:
                 body["extra_body"] = extra
-        return lines, stamps, time.perf_counter_ns(), None
+        return lines, stamps, time.perf_counter_ns(), *_traced(trace)
 
     def _finish(self, lines, stamps, clock: _Clock, attempt: int) -> Generation:
         parse = parse_sse(lines, stamps, self.target.mode)
+        if self._lateness is not None:
+            self._lateness.chunk_gaps(parse.chunk_ns)
         if parse.bad_event is not None:
             return _failed("bad_response", f"unparseable event: {parse.bad_event}", clock, attempt)
         if not parse.finished:
@@ -210,22 +395,39 @@ class OpenAIBackend(Backend):
         output = parse.completion_tokens if source == "usage" else sum(ks)
         timing = stream_timing(parse, ks, sent_ns=clock.sent, end_ns=clock.end, scheduled_ns=clock.scheduled,
                                first_sent_ns=clock.first)
+        if not clock.written:
+            timing["send_lag_ms"] = None
         return Generation(
             parse.text,
             tokens=Tokens(input=parse.prompt_tokens, output=output, source=source),
-            timing=Timing(**timing, attempts=attempt),
+            timing=Timing(**timing, attempts=attempt, connect_ms=clock.connect_ms),
         )
 
 
 @dataclass(frozen=True)
 class _Clock:
     """perf_counter_ns stamps of one request: scheduled send, first and last attempt's actual send, and the end
-    (of the stream, or the failure)."""
+    (of the stream, or the failure). `written`: the first attempt's send is the moment its last byte was
+    written (else the client could not tell: the attempt's start stands in); `connect`: the first attempt's TCP
+    connect time (ns), None on a reused connection."""
 
     scheduled: int
     first: int
     sent: int
     end: int
+    written: bool = True
+    connect: int | None = None
+
+    def attempt(self, sent: int, end: int) -> _Clock:
+        return _Clock(self.scheduled, self.first, sent, end, self.written, self.connect)
+
+    @property
+    def connect_ms(self) -> float | None:
+        return self.connect / 1e6 if self.connect is not None else None
+
+    @property
+    def send_lag_ms(self) -> float | None:
+        return (self.first - self.scheduled) / 1e6 if self.written else None
 
 
 @dataclass(frozen=True)
@@ -284,18 +486,47 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
     return min(10.0, retry_after) if retry_after is not None else base
 
 
+def _import_now(client, mode: str) -> None:
+    """The openai client imports its resources on first use (about 0.1 s, blocking): before the window, not in it."""
+    if hasattr(client, "chat"):
+        (client.chat.completions if mode == "chat" else client.completions).with_streaming_response  # noqa: B018
+
+
+_TRACE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
+"""The current request's transport trace (the openai client): httpcore event name -> perf_counter_ns."""
+_WRITTEN = "http11.send_request_body.complete"
+
+
+async def _trace_request(request) -> None:
+    """httpx request hook: asks httpcore to report the request's transport events to `_on_trace`."""
+    request.extensions["trace"] = _on_trace
+
+
+async def _on_trace(name: str, info: dict) -> None:
+    trace = _TRACE.get()
+    if trace is not None:
+        trace[name] = time.perf_counter_ns()
+
+
+def _traced(trace: dict[str, int]) -> tuple[int | None, int | None]:
+    """(when the request's last byte was written, TCP (+ TLS) connect ns: None on a reused connection)."""
+    started = trace.get("connection.connect_tcp.started")
+    connected = trace.get("connection.start_tls.complete") or trace.get("connection.connect_tcp.complete")
+    return trace.get(_WRITTEN), (connected - started if started and connected else None)
+
+
 async def _sleep_until_ns(deadline: int) -> None:
-    delay = (deadline - time.perf_counter_ns()) / 1e9
-    if delay > 0:
+    # again until it is time: a loop's timers may fire early (uvloop's round to the millisecond)
+    while (delay := (deadline - time.perf_counter_ns()) / 1e9) > 0:
         await asyncio.sleep(delay)
 
 
 def _failed(name: str, message: str, clock: _Clock, attempt: int) -> Generation:
     """A failed request keeps what the user went through: queueing, how long they waited, attempts."""
     ms = 1e6
-    timing = Timing(send_lag_ms=(clock.first - clock.scheduled) / ms, e2e_ms=(clock.end - clock.first) / ms,
+    timing = Timing(send_lag_ms=clock.send_lag_ms, e2e_ms=(clock.end - clock.first) / ms,
                     e2e_sched_ms=(clock.end - clock.scheduled) / ms, retry_wait_ms=(clock.sent - clock.first) / ms,
-                    attempts=attempt)
+                    attempts=attempt, connect_ms=clock.connect_ms)
     return Generation(None, error=name, error_message=message[:300], timing=timing)
 
 
@@ -303,6 +534,11 @@ def _sent_ns(exc: BaseException) -> int | None:
     """When a failed attempt's bytes really left, where the client knows (lean client; under a timeout, the
     cancelled exchange it interrupted)."""
     return getattr(exc, "sent_ns", None) or getattr(exc.__cause__, "sent_ns", None)
+
+
+def _connect_ns(exc: BaseException) -> int | None:
+    """The TCP connect time of a failed attempt's new connection, where the client knows."""
+    return getattr(exc, "connect_ns", None) or getattr(exc.__cause__, "connect_ns", None)
 
 
 def _cause(exc: BaseException) -> str:
