@@ -95,8 +95,8 @@ def judge_run(
     criteria = rubric.criteria + _default_guards(rubric)
     results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
     saturated = client_saturation(info, phase, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
-    if saturated:  # latency, throughput and cost were the client's, not the target's: they decide nothing
-        results = [_undecided(r, saturated) if is_phased(r.criterion.metric) else r for r in results]
+    if saturated:
+        results = [_undecided(r, saturated) if _client_bound(r) else r for r in results]
     comparison = _baseline_comparison(rubric, records)
     if comparison is not None:
         results += comparison_results(comparison)
@@ -134,6 +134,20 @@ def judge_run(
 
 FAILING_CASES_KEPT = 1000
 """report.json keeps the first this many failing cases (failing_cases_total says how many there are)."""
+
+
+_BOTH_WAYS = ("tpot_ms", "itl_ms")
+"""A late client can make these smaller as well as larger (gaps read together are stamped together)."""
+
+
+def _client_bound(result: CriterionResult) -> bool:
+    """Whether a saturated client leaves this criterion undecided. A late client only makes TTFT, E2E, send lag,
+    throughput and cost look worse, so their passes stand and their failures decide nothing; TPOT and ITL can be
+    wrong either way, so they decide nothing at all."""
+    metric = result.criterion.metric
+    if not is_phased(metric):
+        return False
+    return metric.rpartition("_p")[0] in _BOTH_WAYS or result.verdict == "fail"
 
 
 def _undecided(result: CriterionResult, why: str) -> CriterionResult:
