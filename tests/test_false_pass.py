@@ -395,3 +395,18 @@ def test_a_saturated_client_leaves_an_inflated_pass_standing(tmp_path, capsys):
     assert main(["gate", str(run.build(tmp_path)), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"] == "PASS" and report["client_saturated"].startswith("client saturated")
+
+
+def test_a_saturated_client_fails_a_criterion_its_lag_cannot_explain(tmp_path, capsys):
+    """TTFT p95 of 400 ms against a 200 ms limit, the client 50 ms late (over 10% of TTFT p50): the failure stands."""
+    run = Run([ok(i, ttft=400.0) for i in range(100)],
+              client={"loop_lag_ms": {"p50": 2.0, "p99": 50.0, "max": 60.0, "n": 500}, "cpu_share": 0.99},
+              rubric=lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.8},
+                                       {"metric": "ttft_ms_p95", "op": "<=", "threshold": 200},
+                                       {"metric": "ttft_ms_p50", "op": "<=", "threshold": 380}]))
+    assert main(["gate", str(run.build(tmp_path)), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    verdicts = {c["name"]: c["verdict"] for c in report["criteria"]}
+    # 400 - 50 still misses 200: a real failure; 400 - 50 would meet 380: the client may explain it
+    assert verdicts["ttft_ms_p95"] == "fail" and verdicts["ttft_ms_p50"] == "insufficient"
+    assert report["verdict"] == "FAIL" and report["client_saturated"]

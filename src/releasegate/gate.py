@@ -18,7 +18,7 @@ RATE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate",
 
 __all__ = [
     "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "CriterionResult",
-    "judge_criterion", "overall_verdict",
+    "judge_criterion", "overall_verdict", "meets",
 ]
 
 PASS, FAIL, NEEDS_REVIEW, INCONCLUSIVE, TARGET_ERROR = "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"
@@ -42,6 +42,11 @@ class CriterionResult:
         if self.needed_n is not None:
             out["needed_n"] = self.needed_n
         return out
+
+
+def meets(op: str, value: float, threshold: float) -> bool:
+    """`value op threshold` for a criterion's comparator ('>=', '>', '<=', '<')."""
+    return _OPS[op](value, threshold)
 
 
 def judge_criterion(criterion, value: MetricValue) -> CriterionResult:

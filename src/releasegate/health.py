@@ -15,7 +15,8 @@ from pathlib import Path
 from .record import CaseRecord, RunInfo
 
 __all__ = [
-    "run_problems", "target_failure", "phase_counts", "planned_phases", "client_saturation", "TARGET_FAILURE_SHARE",
+    "run_problems", "target_failure", "phase_counts", "planned_phases", "client_lag_ms", "client_saturation",
+    "TARGET_FAILURE_SHARE",
 ]
 
 TARGET_FAILURE_SHARE = 0.5
@@ -90,17 +91,21 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
     return planned
 
 
-def client_saturation(info: RunInfo, phase: str, ttft_p50_ms: float | None, max_share: float) -> str | None:
-    """A one-line reason when the client, not the target, set the latency: its event loop ran late (p99) by more
-    than `max_share` of the measured TTFT p50 in the phase latency comes from. None when it did not, or when the
-    run has no client figures (the hf backend, runs that predate them)."""
+def client_lag_ms(info: RunInfo, phase: str) -> float | None:
+    """The client's event-loop lag p99 over the phase latency comes from (the worse of two for `both`); None when
+    the run has no client figures (the hf backend, runs that predate them)."""
     summaries = {"quality": [info.client], "load": [(info.load_phase or {}).get("client")],
                  "both": [info.client, (info.load_phase or {}).get("client")]}.get(phase, [])
     lags = [s["loop_lag_ms"]["p99"] for s in summaries
             if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
-    if not lags or not ttft_p50_ms:
+    return max(lags) if lags else None
+
+
+def client_saturation(lag: float | None, ttft_p50_ms: float | None, max_share: float) -> str | None:
+    """A one-line reason when the client, not the target, set the latency: its event loop ran late (`lag`, p99)
+    by more than `max_share` of the measured TTFT p50. None when it did not, or when nothing says."""
+    if lag is None or not ttft_p50_ms:
         return None
-    lag = max(lags)
     if lag <= max_share * ttft_p50_ms:
         return None
     return (f"client saturated: its event loop ran {lag:.1f} ms late (p99), {lag / ttft_p50_ms:.0%} of TTFT p50 "

@@ -13,10 +13,11 @@ from .gate import (
     TARGET_ERROR,
     CriterionResult,
     judge_criterion,
+    meets,
     overall_verdict,
 )
 from .gate_report import typed_report
-from .health import client_saturation, phase_counts, run_problems, target_failure
+from .health import client_lag_ms, client_saturation, phase_counts, run_problems, target_failure
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
@@ -25,6 +26,7 @@ from .metrics import (
     is_phased,
     latency_exclusions,
     measured,
+    percentile_of,
     select,
     slices_of,
 )
@@ -94,9 +96,10 @@ def judge_run(
 
     criteria = rubric.criteria + _default_guards(rubric)
     results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
-    saturated = client_saturation(info, phase, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
+    lag = client_lag_ms(info, phase)
+    saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
     if saturated:
-        results = [_undecided(r, saturated) if _client_bound(r) else r for r in results]
+        results = [_undecided(r, saturated) if _client_bound(r, lag) else r for r in results]
     comparison = _baseline_comparison(rubric, records)
     if comparison is not None:
         results += comparison_results(comparison)
@@ -140,14 +143,20 @@ _BOTH_WAYS = ("tpot_ms", "itl_ms")
 """A late client can make these smaller as well as larger (gaps read together are stamped together)."""
 
 
-def _client_bound(result: CriterionResult) -> bool:
-    """Whether a saturated client leaves this criterion undecided. A late client only makes TTFT, E2E, send lag,
-    throughput and cost look worse, so their passes stand and their failures decide nothing; TPOT and ITL can be
-    wrong either way, so they decide nothing at all."""
-    metric = result.criterion.metric
+def _client_bound(result: CriterionResult, lag_ms: float) -> bool:
+    """Whether a saturated client leaves this criterion undecided. TPOT and ITL can be wrong either way: undecided.
+    A late client only makes TTFT, E2E, send lag, throughput and cost look worse: their passes stand, and a
+    failure is undecided unless it fails even with the client's lag (p99) taken off a latency figure."""
+    metric, c = result.criterion.metric, result.criterion
     if not is_phased(metric):
         return False
-    return metric.rpartition("_p")[0] in _BOTH_WAYS or result.verdict == "fail"
+    if metric.rpartition("_p")[0] in _BOTH_WAYS:
+        return True
+    if result.verdict != "fail":
+        return False
+    if percentile_of(metric) is None or result.value.value is None or c.op not in ("<=", "<"):
+        return True  # throughput and cost: no way to take the client's share off
+    return meets(c.op, result.value.value - lag_ms, c.threshold)
 
 
 def _undecided(result: CriterionResult, why: str) -> CriterionResult:
