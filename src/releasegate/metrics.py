@@ -27,7 +27,7 @@ LATENCY_METRICS = {
     "tpot_ms": "time per output token",
     "itl_ms": "inter-token latency (streaming backends)",
     "e2e_ms": "end-to-end latency (from the actual send)",
-    "send_lag_ms": "scheduled send -> actual send (client queueing)",
+    "send_lag_ms": "scheduled send -> last request byte written (client queueing, TCP connect included)",
     "ttft_sched_ms": "time to first token from the scheduled send",
     "e2e_sched_ms": "end-to-end latency from the scheduled send",
 }
