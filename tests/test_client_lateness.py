@@ -173,3 +173,29 @@ def test_send_lag_is_unknown_when_the_write_was_not_seen():
     seen = _failed("http_5xx", "500", _Clock(0, 2 * ms, 2 * ms, 9 * ms, written=True, connect=ms), 1)
     assert unseen.timing.send_lag_ms is None and unseen.timing.e2e_ms == 7.0 and unseen.timing.connect_ms is None
     assert seen.timing.send_lag_ms == 2.0 and seen.timing.connect_ms == 1.0
+
+
+def test_open_loop_makes_a_request_task_only_when_it_is_due(tmp_path):
+    """20 arrivals 40 ms apart: when the first answer is in, only the requests already due have a task."""
+    import asyncio
+
+    from releasegate.backends import Request
+    from releasegate.config import load_config
+
+    in_flight_at_first_answer = []
+
+    def on_done():
+        if not in_flight_at_first_answer:
+            in_flight_at_first_answer.append(len(asyncio.all_tasks()))
+
+    with StubServer(StubBehaviour(ttft_ms=5, itl_ms=1, tokens=2)) as stub:
+        config = load_config(project(tmp_path, stub.base_url))
+        backend = OpenAIBackend(config.target, config.generation)
+        backend.load()
+        requests = [Request(f"r{i}", [{"role": "user", "content": "hi"}], None) for i in range(20)]
+        run = backend.run_load(requests, offsets=[0.04 * i for i in range(20)], concurrency=4, max_new_tokens=4,
+                               on_done=on_done)
+        backend.close()
+    assert len(run.results) == 20 and all(gen.error is None for _, gen in run.results)
+    # the main task, the lateness probe and the few requests due by then; an eager loop would hold all 20
+    assert in_flight_at_first_answer[0] < 10

@@ -217,8 +217,8 @@ class OpenAIBackend(Backend):
                 results = await self._closed_loop(client, iter(requests), max_new_tokens, concurrency, deadline, on_done)
             else:
                 start = time.perf_counter_ns() + int(lead_s * 1e9)
-                items = [Scheduled(r, start + int(o * 1e9)) for r, o in zip(requests, offsets)]
-                gens = await self._gather(client, items, max_new_tokens, concurrency, deadline, on_done)
+                items = (Scheduled(r, start + int(o * 1e9)) for r, o in zip(requests, offsets))
+                gens = await self._open_loop(client, items, max_new_tokens, concurrency, deadline, on_done)
                 results = list(zip(requests, gens))
             return results, time.perf_counter() - started
 
@@ -276,6 +276,27 @@ class OpenAIBackend(Backend):
             return gen
 
         return list(await asyncio.gather(*(one(i) for i in items)))
+
+    async def _open_loop(self, client, items, max_new_tokens, concurrency, deadline_ns=None, on_done=None):
+        """Each item is started at its due time (items come in due order), at most `concurrency` in flight, the
+        rest queued (send lag). A request's task is made when it is due, never before: an hour-long open loop
+        holds the requests in flight and the ones queued, not every request it will send."""
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(item: Scheduled) -> Generation:
+            async with slots:
+                if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
+                    return Generation(None, error="not_sent", error_message="load duration over")
+                gen = await self._request(client, item, max_new_tokens)
+            if on_done is not None:
+                on_done()
+            return gen
+
+        tasks = []
+        for item in items:
+            await _sleep_until_ns(item.at_ns)
+            tasks.append(asyncio.ensure_future(one(item)))
+        return list(await asyncio.gather(*tasks))
 
     async def _closed_loop(self, client, requests, max_new_tokens, concurrency, deadline_ns, on_done):
         """`concurrency` workers pulling from one iterator until it is empty or the deadline has passed."""
