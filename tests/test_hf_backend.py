@@ -307,3 +307,158 @@ def test_generate_syncs_before_start_steps_and_end(demo, monkeypatch):
     assert all(r <= s for r, s in zip(reads, synced[1:]))
     start = reads[0]
     assert gens[0].timing.ttft_ms == (clock.stamps[0] - start) / 1e6
+
+
+@pytest.fixture(scope="module")
+def bucketed_and_file_order(tmp_path_factory):
+    """The demo run twice through `run_check` (batch 16): length-bucketed (the default) and in file order, with
+    every journal append observed: {name: (run dir, [case ids of each append])}."""
+    from rich.console import Console
+
+    from releasegate.cli.validate import load_inputs
+    from releasegate.runner import run_check
+
+    out = tmp_path_factory.mktemp("bucketing")
+    runs = {}
+    for name, bucketed in (("bucketed", True), ("file_order", False)):
+        config, rubric, cases = load_inputs(DEMO)
+        assert config.target.bucket_by_length is True and config.target.batch_size == 16
+        config = dataclasses.replace(config, output_dir=out, target=dataclasses.replace(config.target, bucket_by_length=bucketed))
+        appends = []
+        original = RunDir.append
+
+        def observed(self, records, name="records.jsonl", _appends=appends, _original=original):
+            _appends.append([r.case_id for r in records])
+            return _original(self, records, name)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(RunDir, "append", observed)
+            run, _ = run_check(config, rubric, cases, console=Console(quiet=True), progress=False, run_id=name,
+                               allow_pending=True, use_cache=False)
+        runs[name] = (run, appends, [c.id for c in cases])
+    return runs
+
+
+def _journal_ids(run):
+    return [json.loads(line)["case_id"] for line in (run.path / "records.jsonl").read_text().splitlines()]
+
+
+def _batches(records):
+    """The batches the records were really generated in: a batch's records share its TTFT (its prefill)."""
+    groups = {}
+    for r in records:
+        groups.setdefault(r.timing.ttft_ms, []).append(r)
+    return list(groups.values())
+
+
+def test_length_bucketing_keeps_greedy_outputs_and_case_order(bucketed_and_file_order):
+    (bucketed, _, planned), (file_order, _, _) = bucketed_and_file_order["bucketed"], bucketed_and_file_order["file_order"]
+    a, b = RunDir(bucketed.path).read_records(), RunDir(file_order.path).read_records()
+    assert len(planned) == 100
+    assert _journal_ids(bucketed) == _journal_ids(file_order) == planned  # records.jsonl itself, line by line
+    assert [r.case_id for r in a] == [r.case_id for r in b] == planned
+    assert all(r.error is None for r in a + b)
+    assert [r.output for r in a] == [r.output for r in b]  # left padding + attention mask: greedy text unchanged
+    assert [r.tokens.output for r in a] == [r.tokens.output for r in b]
+    assert [r.tokens.input for r in a] == [r.tokens.input for r in b]
+    reports = [json.loads((run.path / "report.json").read_text()) for run in (bucketed, file_order)]
+    assert reports[0]["verdict"] == reports[1]["verdict"]
+    assert reports[0]["metrics"]["accuracy"] == reports[1]["metrics"]["accuracy"]
+
+
+def test_length_bucketing_batches_neighbours_in_length(bucketed_and_file_order):
+    """Each batch is appended (and fsynced) as it is generated, in length order; every record keeps the batch it
+    was really in (batch_size, a TTFT shared with its batch); the journal ends up in case order all the same."""
+    bucketed, appends, planned = bucketed_and_file_order["bucketed"]
+    records = {r.case_id: r for r in RunDir(bucketed.path).read_records()}
+    assert [len(ids) for ids in appends] == [16] * 6 + [4]  # one append per batch, as in file order
+    generated = [i for ids in appends for i in ids]
+    assert sorted(generated) == sorted(planned) and generated != planned
+    lengths = [records[i].tokens.input for i in generated]
+    assert lengths == sorted(lengths) and lengths[0] < lengths[-1]
+    batches = _batches(records.values())
+    assert sorted(sorted(r.case_id for r in b) for b in batches) == sorted(sorted(ids) for ids in appends)
+    assert all(r.timing.batch_size == len(b) for b in batches for r in b)
+    spans = sorted((min(r.tokens.input for r in b), max(r.tokens.input for r in b)) for b in batches)
+    assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:]))  # batches do not overlap in length
+    # in file order the same 100 cases make batches of consecutive cases, mixed in length
+    file_order, file_appends, _ = bucketed_and_file_order["file_order"]
+    assert file_appends == [planned[i : i + 16] for i in range(0, 100, 16)]
+    widest = max(max(r.tokens.input for r in b) - min(r.tokens.input for r in b) for b in _batches(RunDir(file_order.path).read_records()))
+    assert widest > max(hi - lo for lo, hi in spans)
+
+
+def test_a_killed_bucketed_run_resumes_into_case_order(bucketed_and_file_order, cli, tmp_path):
+    """Killed after three bucketed batches: the journal holds them in length order; the resumed run generates
+    the rest and leaves every record in case order, outputs as in one go."""
+    import shutil
+
+    bucketed, appends, planned = bucketed_and_file_order["bucketed"]
+    run = tmp_path / "killed"
+    shutil.copytree(bucketed.path, run)
+    lines = {json.loads(line)["case_id"]: line for line in (run / "records.jsonl").read_text().splitlines()}
+    done = [i for ids in appends[:3] for i in ids]
+    torn = lines[next(i for i in planned if i not in done)][:40]  # the batch in flight: a torn line
+    (run / "records.jsonl").write_text("".join(lines[i] + "\n" for i in done) + torn)
+    for stale in ("report.json", "report.md", "report.html", "report.csv", "report.junit.xml"):
+        (run / stale).unlink(missing_ok=True)
+    code, out, err = cli("check", "--resume", run, "--no-progress", "--allow-pending")
+    assert code == 0 and f"{100 - len(done)} of 100 cases to run" in out + err, out + err
+    assert _journal_ids(RunDir(run)) == planned
+    resumed = RunDir(run).read_records()
+    assert [r.output for r in resumed] == [r.output for r in RunDir(bucketed.path).read_records()]
+    assert json.loads((run / "report.json").read_text())["counts"]["cases"] == 100
+
+
+def test_restoring_case_order_keeps_a_retried_record_last():
+    """The rewrite moves lines whole; the lines of one case id stay in their order (the last wins, in the place
+    of the first), and a journal already in order is left untouched."""
+    import os
+    import tempfile
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from releasegate.record import CaseRecord
+    from releasegate.runner import _restore_case_order
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = RunDir(Path(tmp))
+        cases = [SimpleNamespace(id=f"c{i}") for i in range(4)]
+        rec = lambda i, out: CaseRecord(case_id=f"c{i}", suite="s", input={"prompt": "x"}, output=out)  # noqa: E731
+        run.append([rec(2, None), rec(0, "a"), rec(3, "d")])
+        run.append([rec(2, "c"), rec(1, "b")])
+        _restore_case_order(run, SimpleNamespace(config_path=None), None, cases)
+        assert _journal_ids(run) == ["c0", "c1", "c2", "c2", "c3"]
+        assert [(r.case_id, r.output) for r in run.read_records()] == [("c0", "a"), ("c1", "b"), ("c2", "c"), ("c3", "d")]
+        before = os.stat(run.path / "records.jsonl")
+        _restore_case_order(run, SimpleNamespace(config_path=None), None, cases)
+        assert os.stat(run.path / "records.jsonl").st_ino == before.st_ino  # in order: not rewritten
+        assert not list(run.path.glob(".records*"))
+
+
+def test_a_bucketed_run_that_stops_leaves_its_journal_in_case_order(monkeypatch, tmp_path):
+    """Generation that stops half-way (here an error in the third batch; Ctrl-C takes the same path) still puts
+    the batches already recorded in case order before the run is marked stopped."""
+    from rich.console import Console
+
+    from releasegate import runner
+    from releasegate.cli.validate import load_inputs
+
+    config, rubric, cases = load_inputs(DEMO)
+    config = dataclasses.replace(config, output_dir=tmp_path)
+    calls, generate = [], runner._generate
+
+    def failing(backend, fresh, *args):
+        calls.append([c.id for c in fresh])
+        if len(calls) == 3:
+            raise RuntimeError("device lost")
+        return generate(backend, fresh, *args)
+
+    monkeypatch.setattr(runner, "_generate", failing)
+    with pytest.raises(RuntimeError, match="device lost"):
+        runner.run_check(config, rubric, cases, console=Console(quiet=True), progress=False, run_id="r", allow_pending=True,
+                         use_cache=False)
+    run = RunDir(tmp_path / "r")
+    recorded = set(calls[0] + calls[1])
+    assert _journal_ids(run) == [c.id for c in cases if c.id in recorded] != calls[0] + calls[1]
+    assert json.loads((run.path / "run.json").read_text())["status"] == "failed"

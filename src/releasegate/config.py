@@ -56,6 +56,8 @@ class TargetConfig:
     dtype: str = "float32"
     threads: int = 1
     batch_size: int = 8
+    bucket_by_length: bool = True
+    """hf: batch the fresh cases of a run by prompt length (less padding); records stay in case order."""
     device: str = "cpu"
     quantize: str | None = None
     draft: Path | None = None
@@ -310,8 +312,9 @@ def _target(raw: dict, here: Path, at) -> TargetConfig:
             raise InputError(f"header '{name}' is set by releasegate itself", **at("target", "headers", name),
                              hint="remove it from target.headers")
     keys = (
-        "backend", "merge", "dtype", "threads", "batch_size", "device", "quantize", "base_url", "model", "api_key_env", "mode",
-        "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body", "client", "headers",
+        "backend", "merge", "dtype", "threads", "batch_size", "bucket_by_length", "device", "quantize", "base_url", "model",
+        "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body",
+        "client", "headers",
     )
     return TargetConfig(
         **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,
