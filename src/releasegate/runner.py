@@ -107,8 +107,8 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
         overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
         config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
     rubric = load_rubric(run.path / "rubric.yaml")
-    cases = load_suites(config.suites, base)
-    return config, rubric, cases[: info.limit] if info.limit else cases
+    cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
+    return config, rubric, cases
 
 
 def _check_metrics(rubric: Rubric) -> None:

@@ -1,18 +1,31 @@
-"""Validation suites: JSONL files, one case per line, validated line by line."""
+"""Validation suites: JSONL files, one case per line, read lazily and validated line by line.
+
+A suite is read in chunks and split into lines the way `str.splitlines` splits the whole text (line numbers in
+errors count those lines), so a full load never holds the file's text beside its cases, and a limited load
+(`check --limit N`) reads, parses and validates only the lines up to its last case.
+"""
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from sys import intern
+from typing import Any, BinaryIO
 
-from ._loading import read_text, validate
+from ._loading import MAX_FILE_BYTES, exists, is_dir, read_text, validate
 from .config import SuiteConfig
 from .errors import InputError
 
-__all__ = ["Case", "load_suite", "load_suites"]
+__all__ = ["Case", "load_suite", "load_suites", "suite_tags"]
+
+CHUNK = 1 << 20
+"""Bytes read at a time (doubled while a line is longer, so a giant line is not copied over and over)."""
+
+_LINE_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # every line boundary of str.splitlines
 
 
 @dataclass(frozen=True)
@@ -34,12 +47,23 @@ class Case:
         return {"messages": list(self.messages)} if self.messages is not None else {"prompt": self.prompt}
 
 
-def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path) -> list[Case]:
-    """Load every suite of a config; case ids must be unique across suites (records are keyed by them)."""
+def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int | None = None) -> list[Case]:
+    """Load every suite of a config; case ids must be unique across suites (records are keyed by them).
+
+    `limit` (`check --limit N`): the first N cases over all the suites in config order (the first suite's
+    cases, then the second's...), exactly `load_suites(...)[:N]`. Only the lines up to the Nth case are read,
+    parsed and validated: an error further on is not seen, ids are unique among the cases loaded, and a suite
+    after the Nth case is checked only as config (its file is there and readable in size, its default `format`
+    and `answer` are valid), its lines not read."""
     cases: list[Case] = []
     seen: dict[str, str] = {}
     for suite in suites:
-        for case in load_suite(suite, config_dir):
+        remaining = limit - len(cases) if limit else None
+        if remaining == 0:
+            _open(suite.path).close()
+            _suite_defaults(suite, config_dir)
+            continue
+        for case in _iter_suite(suite, config_dir, limit=remaining):
             if case.id in seen:
                 raise InputError(
                     f"case id '{case.id}' appears in suites '{seen[case.id]}' and '{suite.name}'",
@@ -50,32 +74,138 @@ def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path) -> list[Case]
     return cases
 
 
-def load_suite(suite: SuiteConfig, config_dir: Path) -> list[Case]:
-    """Parse and validate one JSONL suite; raise InputError naming the line and field."""
-    text = read_text(suite.path, what="suite")
-    default_format = tuple(_resolve_format(f, config_dir, suite.path, None) for f in suite.format)
-    _check_answer(suite.answer, suite.path, None)
-    cases: list[Case] = []
+def load_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None = None) -> list[Case]:
+    """Parse and validate one JSONL suite (its first `limit` cases); raise InputError naming the line and field."""
+    return list(_iter_suite(suite, config_dir, limit=limit))
+
+
+def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
+    """(suite name, tags) of every line of the suites that parses as a JSON object, read without validating
+    anything: what a limited load uses to tell a slice beyond its last case from a slice of no case at all.
+    A line or file that cannot be read is passed over (it is not part of the limited run)."""
+    for suite in suites:
+        try:
+            for _, line in _lines(suite.path):
+                try:
+                    raw = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(raw, dict):
+                    tags = raw.get("tags", {})
+                    yield suite.name, tags if isinstance(tags, dict) else {}
+        except InputError:
+            continue
+
+
+def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> Iterator[Case]:
+    path = suite.path
+    if limit is None:  # a whole load: a file that is not UTF-8 is refused before any of its lines, as ever
+        with _open(path) as fh:
+            _check_utf8(fh, path)
+    default_format = _suite_defaults(suite, config_dir)
+    wanted = min(n for n in (suite.limit, limit) if n) if suite.limit or limit else None
+    count = 0
     ids: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in _lines(path):
         if not line.strip():
             continue
         case = _parse_line(line, number, suite, default_format)
         if case.id in ids:
-            raise InputError(f"duplicate case id '{case.id}'", file=suite.path, line=number, field="id")
+            raise InputError(f"duplicate case id '{case.id}'", file=path, line=number, field="id")
         ids.add(case.id)
-        cases.append(case)
-        if suite.limit and len(cases) >= suite.limit:
-            break
-    if not cases:
-        raise InputError("suite has no cases", file=suite.path, hint="add one JSON object per line")
-    return cases
+        count += 1
+        yield case
+        if wanted and count >= wanted:
+            return
+    if not count:
+        raise InputError("suite has no cases", file=path, hint="add one JSON object per line")
+
+
+def _suite_defaults(suite: SuiteConfig, config_dir: Path) -> tuple[dict, ...]:
+    """The suite's default format checks, resolved; its default answer checked."""
+    default_format = tuple(_resolve_format(f, config_dir, suite.path, None) for f in suite.format)
+    _check_answer(suite.answer, suite.path, None)
+    return default_format
+
+
+def _open(path: Path) -> BinaryIO:
+    """The suite file, open for reading, or the InputError reading it as a whole gave (same checks, same words)."""
+    if not exists(path):
+        raise InputError("suite not found", file=path, hint="check the path")
+    if is_dir(path):
+        raise InputError("suite is a directory, expected a file", file=path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise InputError(f"suite is larger than {MAX_FILE_BYTES / 2**20:g} MiB", file=path)
+        return path.open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read suite: {exc.strerror}", file=path) from None
+
+
+def _read(fh: BinaryIO, size: int, path: Path) -> bytes:
+    try:
+        return fh.read(size)
+    except OSError as exc:
+        raise InputError(f"cannot read suite: {exc.strerror}", file=path) from None
+
+
+def _not_utf8(path: Path) -> InputError:
+    """The error for a file found not to be UTF-8, with the byte offset decoding the whole file reports (only on
+    this path is the whole file decoded at once)."""
+    try:
+        path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return InputError(f"not UTF-8 text (byte {exc.start})", file=path, hint="save it as UTF-8")
+    except OSError as exc:
+        return InputError(f"cannot read suite: {exc.strerror}", file=path)
+    return InputError("not UTF-8 text", file=path, hint="save it as UTF-8")  # unreachable: the decoders agree
+
+
+def _check_utf8(fh: BinaryIO, path: Path) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    while True:
+        chunk = _read(fh, CHUNK, path)
+        try:
+            decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
+        if not chunk:
+            return
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) as `enumerate(text.splitlines(), start=1)` gives them for the decoded text, read a
+    chunk at a time. The last piece of each chunk waits for the next one (it may go on there, or be a '\r'
+    whose '\n' comes next), so the lines are those of the whole text."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    number, carry, size = 0, "", CHUNK
+    with _open(path) as fh:
+        while True:
+            chunk = _read(fh, size, path)
+            try:
+                text = carry + decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError:
+                raise _not_utf8(path) from None
+            if not chunk:
+                for line in text.splitlines():
+                    number += 1
+                    yield number, line
+                return
+            pieces = text.splitlines(True)
+            carry = pieces.pop() if pieces else ""
+            size = CHUNK if pieces else size * 2
+            for piece in pieces:
+                number += 1
+                yield number, piece.rstrip(_LINE_ENDS)  # one line end: a line never ends in another
 
 
 def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tuple[dict, ...]) -> Case:
     try:
         raw = json.loads(line)
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\\ud800) could never be written back
+        # what could never be written back: a lone surrogate, only ever from an escape (\\ud800), or a document
+        # nested too deeply to encode (its depth is at most its brackets)
+        if "\\u" in line or line.count("[") + line.count("{") > 500:
+            json.dumps(raw, ensure_ascii=False).encode("utf-8")
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=suite.path, line=number) from None
     except RecursionError:
@@ -88,16 +218,23 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
     _check_answer(raw.get("answer"), suite.path, number)
     formats = raw.get("format")
     fmt = tuple(_resolve_format(f, suite.path.parent, suite.path, number) for f in formats) if formats else default_format
+    expected = raw["expected"]
     return Case(
         id=raw["id"],
         suite=suite.name,
-        expected=raw["expected"],
-        messages=tuple(raw["messages"]) if "messages" in raw else None,
+        expected=_shared(expected) if isinstance(expected, dict) else expected,
+        messages=tuple(_shared(m) for m in raw["messages"]) if "messages" in raw else None,
         prompt=raw.get("prompt"),
-        tags=dict(raw.get("tags", {})),
+        tags=_shared(raw.get("tags", {})),
         answer=raw.get("answer") or suite.answer,
         format=fmt,
     )
+
+
+def _shared(mapping: dict) -> dict:
+    """A copy of a JSON object whose keys and short string values are interned: the cases of a suite repeat
+    the same keys, roles, tags and labels, and a big suite would otherwise hold each of them once per case."""
+    return {intern(k): intern(v) if type(v) is str and len(v) <= 64 else v for k, v in mapping.items()}
 
 
 def _check_answer(spec: dict | None, file: Path, line: int | None) -> None:

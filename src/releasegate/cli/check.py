@@ -60,6 +60,10 @@ def check(
 ) -> int:
     """Run the model under test on every suite, record each case, and print the gate verdict.
 
+    --limit N runs the first N cases over all the suites, in config order (the first suite's cases, then the
+    next suite's), and reads, parses and validates only the suite lines up to them: an error further on in a
+    suite is not reported (`releasegate validate` checks every line).
+
     SIGINT (Ctrl-C) and SIGTERM (a CI timeout, `kill`) stop it at any point within seconds with exit code 130
     ("interrupted" on stderr) and run.json status 'interrupted'; `check --resume RUN_DIR` finishes the run (one
     stopped while judging has every record: the resume judges it and writes the reports). See `_signals_stop`."""
@@ -78,9 +82,8 @@ def check(
             run, report = resume_check(resume, console=console, progress=progress, retry_errors=retry_errors,
                                        allow_pending=allow_pending, use_cache=cache)
         else:
-            cfg, rubric, cases = load_inputs(config if config is not None else Path(DEFAULT_CONFIG))
-            if limit:
-                cases = cases[:limit]
+            # only the first `limit` cases are read and validated: see load_inputs
+            cfg, rubric, cases = load_inputs(config if config is not None else Path(DEFAULT_CONFIG), limit=limit)
             if output_dir is not None:
                 cfg = dataclasses.replace(cfg, output_dir=output_dir)
             run, report = run_check(cfg, rubric, cases, console=console, progress=progress, run_id=run_id,

@@ -10,34 +10,46 @@ from rich.table import Table
 from ..config import DEFAULT_CONFIG, load_config
 from ..errors import InputError
 from ..rubric import load_rubric
-from ..suites import load_suites
+from ..suites import load_suites, suite_tags
 from ._common import ConfigOption, JsonOption, consoles, print_json
 
 
-def load_inputs(config_path: Path):
-    """Config, rubric and cases, each validated; raises InputError at the first problem."""
+def load_inputs(config_path: Path, *, limit: int | None = None):
+    """Config, rubric and cases, each validated; raises InputError at the first problem.
+
+    `limit` (`check --limit N`): only the first N cases over the suites in config order, the same cases as
+    `load_inputs(...)[2][:N]`, and only the suite lines up to them are read (see `load_suites`). The completion-mode
+    check is then about the cases that run; a slice is still refused only if no case of the suites has it (the
+    rest of the suites is scanned for its tags, unvalidated, when the cases that run do not have it)."""
     config = load_config(config_path)
     rubric = load_rubric(config.rubric)
-    cases = load_suites(config.suites, config.path.parent)
+    cases = load_suites(config.suites, config.path.parent, limit=limit)
     _check_mode(config, cases)
-    _check_slices(rubric, cases)
+    _check_slices(rubric, cases, beyond=(lambda: suite_tags(config.suites)) if limit else None)
     return config, rubric, cases
 
 
-def _check_slices(rubric, cases) -> None:
+def _check_slices(rubric, cases, beyond=None) -> None:
     """A slice that matches no case decides nothing: a typo in it would silently drop a criterion or the review
-    requirement of a high-risk slice, so it is an input error."""
-    def matches(slice_: dict) -> bool:
-        return any(all(str(c.suite if k == "suite" else c.tags.get(k)) == str(v) for k, v in slice_.items())
-                   for c in cases)
+    requirement of a high-risk slice, so it is an input error. `beyond`: for a limited load, (suite, tags) of
+    every line of the suites, where a slice the loaded cases lack is looked for before it is refused."""
+    def matches(slice_: dict, tagged) -> bool:
+        return any(all(str(suite if k == "suite" else tags.get(k)) == str(v) for k, v in slice_.items())
+                   for suite, tags in tagged)
 
     named = [(f"criteria[{i}].slice", c.slice) for i, c in enumerate(rubric.criteria) if c.slice]
     named += [(f"review.required_slices[{i}]", s) for i, s in enumerate(rubric.review.required_slices)]
-    for where, slice_ in named:
-        if not matches(slice_):
-            shown = ", ".join(f"{k}={v}" for k, v in slice_.items())
-            raise InputError(f"slice {shown} matches no case of the suites", file=rubric.path, field=where,
-                             hint="check the tag name and value against the suites' tags")
+    missing = [(where, slice_) for where, slice_ in named if not matches(slice_, ((c.suite, c.tags) for c in cases))]
+    if missing and beyond is not None:
+        for suite, tags in beyond():
+            missing = [(where, slice_) for where, slice_ in missing if not matches(slice_, [(suite, tags)])]
+            if not missing:
+                break
+    if missing:
+        where, slice_ = missing[0]
+        shown = ", ".join(f"{k}={v}" for k, v in slice_.items())
+        raise InputError(f"slice {shown} matches no case of the suites", file=rubric.path, field=where,
+                         hint="check the tag name and value against the suites' tags")
 
 
 def _check_mode(config, cases) -> None:

@@ -1,0 +1,143 @@
+"""Big suites: `releasegate validate` and `check --limit 1000` on a 200k-case suite, each in its own process.
+
+Printed: wall time and peak RSS of each command, and ratios against baselines measured in the same run:
+- validate of 200k cases against validate of 20k cases (x10: 1.0 means it scales linearly);
+- `check --limit 1000` on the 200k-case suite against `check` of a suite of those very 1,000 cases (1.0 means
+  the limited check reads only the cases it runs, not the other 199,000).
+
+Cases are the demo's support tickets (suites/demo) with new ids and varied ticket texts; `check` uses the replay
+backend. `--src DIR` runs another source tree (e.g. a `git worktree` of an older commit: `--src /tmp/old/src`).
+
+    .venv/bin/python bench/big_suites.py [--cases 200000] [--src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT = 1000
+
+RUBRIC = """\
+name: big suite
+criteria:
+  - {name: original, metric: accuracy, op: ">=", threshold: 0.5, slice: {task: original}}
+  - {name: shifted, metric: accuracy, op: ">=", threshold: 0.5, slice: {task: shifted}}
+  - {metric: format_compliance, op: ">=", threshold: 0.5}
+  - {metric: error_rate, op: "<=", threshold: 0.0}
+"""
+
+CONFIG = """\
+target:
+  backend: replay
+  responses: responses.jsonl
+suites:
+  - path: {suite}
+    answer: {{type: json_fields, fields: [intent, priority]}}
+    format:
+      - {{type: json_schema, schema: ticket.schema.json}}
+      - {{type: max_length, max_chars: 200}}
+rubric: rubric.yaml
+output:
+  dir: reports
+"""
+
+
+def templates() -> list[dict]:
+    demo = ROOT / "suites" / "demo"
+    rows = []
+    for name in ("tickets.jsonl", "tickets_shifted.jsonl"):
+        rows += [json.loads(line) for line in (demo / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows
+
+
+def write_suite(path: Path, n: int, rows: list[dict]) -> None:
+    """n cases cycling through the demo tickets, original and shifted interleaved. Without the demo's system
+    message and written compactly (about 300 bytes a case), so that 200k cases stay under the 64 MiB a suite
+    file may have."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            row = rows[(i * 7) % len(rows)]
+            messages = [m for m in row["messages"] if m["role"] != "system"]
+            case = {"id": f"big-{i:06d}", "messages": messages, "expected": row["expected"], "tags": row["tags"]}
+            out.write(json.dumps(case, separators=(",", ":")) + "\n")
+
+
+def setup(directory: Path, rows: list[dict]) -> None:
+    (directory / "rubric.yaml").write_text(RUBRIC, encoding="utf-8")
+    (directory / "ticket.schema.json").write_text(
+        (ROOT / "suites" / "demo" / "ticket.schema.json").read_text(encoding="utf-8"), encoding="utf-8")
+    with (directory / "responses.jsonl").open("w", encoding="utf-8") as out:
+        for i in range(LIMIT):
+            row = rows[(i * 7) % len(rows)]
+            out.write(json.dumps({"id": f"big-{i:06d}", "output": json.dumps(row["expected"])}) + "\n")
+
+
+def config(directory: Path, suite: str) -> Path:
+    path = directory / f"{Path(suite).stem}.yaml"
+    path.write_text(CONFIG.format(suite=suite), encoding="utf-8")
+    return path
+
+
+def measure(args: list[str], cwd: Path, src: str | None) -> tuple[float, float, int]:
+    """Run `releasegate ARGS` in a fresh interpreter: (wall seconds, peak RSS in MB, exit code)."""
+    env = {**os.environ, "COLUMNS": "200"}
+    if src:
+        env["PYTHONPATH"] = src
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "releasegate", *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not the maximum over every child so far
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1, 3):
+        sys.exit(f"releasegate {' '.join(args)} exited {proc.returncode}:\n{err.decode(errors='replace')[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=200_000)
+    parser.add_argument("--src", help="source tree to run (PYTHONPATH), default: the installed releasegate")
+    opts = parser.parse_args()
+    big, small = opts.cases, opts.cases // 10
+    rows = templates()
+    with tempfile.TemporaryDirectory(prefix="big-suites-") as tmp:
+        directory = Path(tmp)
+        setup(directory, rows)
+        t0 = time.perf_counter()
+        for n in (big, small, LIMIT):
+            write_suite(directory / f"s{n}.jsonl", n, rows)
+        size = (directory / f"s{big}.jsonl").stat().st_size / 2**20
+        print(f"suites written in {time.perf_counter() - t0:.1f} s: {big:,} cases ({size:.0f} MiB), {small:,}, {LIMIT:,}"
+              + (f"; source {opts.src}" if opts.src else ""))
+        cfg = {n: config(directory, f"s{n}.jsonl") for n in (big, small, LIMIT)}
+        figures = {}
+        for name, n, extra in (("validate", big, []), ("validate", small, []),
+                               ("check --limit", big, ["--limit", str(LIMIT)]), ("check", LIMIT, [])):
+            command = "check" if name.startswith("check") else "validate"
+            args = [command, "-c", str(cfg[n]), *extra]
+            if command == "check":
+                args += ["--no-progress", "--run-id", f"r{n}{'l' if extra else ''}"]
+            wall, rss, code = measure(args, directory, opts.src)
+            figures[name, n] = wall, rss
+            print(f"{name + ' ' + str(LIMIT) if extra else name:<20} {n:>8,} cases: {wall:7.2f} s wall, "
+                  f"{rss:6.0f} MB peak RSS (exit {code})")
+        v_big, v_small = figures["validate", big], figures["validate", small]
+        c_big, c_small = figures["check --limit", big], figures["check", LIMIT]
+        print(f"validate {big:,} / (10 x validate {small:,}): {v_big[0] / (10 * v_small[0]):.2f}x time "
+              f"(1.0 = linear); RSS {v_big[1] / v_small[1]:.2f}x")
+        print(f"check --limit {LIMIT} on {big:,} cases / check of those {LIMIT:,} cases: {c_big[0] / c_small[0]:.2f}x "
+              f"time, {c_big[1] / c_small[1]:.2f}x RSS (1.0 = reads only the cases it runs)")
+
+
+if __name__ == "__main__":
+    main()
