@@ -1,103 +1,248 @@
-"""How exact is releasegate's streaming clock? A stub SSE server with injected, known TTFT and ITL stamps every
-event with its own send time; releasegate's openai client drives it at concurrency 1, 64 and 256.
+"""How exact are the TTFT and ITL that releasegate reports? Its load phase (`OpenAIBackend.run_load`, closed loop,
+as `check` runs it) drives a stub SSE server with a known TTFT (100 ms), ITL (20 ms) and 64 tokens per stream,
+with both clients (`lean`, `openai`) at 1, 64, 256 and 1024 streams in flight, 4 requests per stream (at least
+32), 3 runs each. `--quick`: a smoke run, 1 run at 1 and 16 streams (at least 8 requests); `--runs N`,
+`--streams 1,64`, `--clients lean`: as given.
 
-Printed: measured-minus-true TTFT and ITL at p50 and p99 (true = the server's own stamps), and achieved vs
-target request rate for an open-loop Poisson run. The stub runs in a separate process so that its work does not
-hide inside the client's figures; both read the same system-wide monotonic clock.
+The stub runs in its own process (`python -c`), so its work never shares the client's GIL; both read
+`time.perf_counter_ns()`, one system-wide monotonic clock on Linux. The stub stamps every content event with
+`stub_sent_ns` (just before it writes the event) and, in this bench only, the moment each request reached it
+(`_route` entered, the whole request read), handed over on its stdout after each run. The client keeps the raw
+SSE lines of each stream and its own send stamp (the record's TTFT clock); nothing else in the measured path
+changes. Errors are the reported figure minus the true one, in ms:
+
+- true TTFT = the server's first content stamp - the request's actual send. The actual send is the client's send
+  stamp (its last request byte written: where `ttft_ms` starts), unless the server had read the request before
+  that stamp: then the stamp is late by at least that much, and the server's receipt stands in for the send (it
+  can only be later than the real one: a conservative bound). So TTFT error = (client's arrival stamp of the first
+  token - the server's send of it) - (how late the send stamp was, at least). It is not `ttft_ms - 100`: the
+  time the request spent reaching the server and waiting to be read, and the stub's own lateness past its 100 ms,
+  are latency the user really waits, which the client rightly counts (the stub's TTFT as served, receipt -> first
+  token, is shown apart: `stub TTFT p50`). A loopback hop of tens of microseconds is taken as zero.
+  `send late p99` shows the send-side part alone (client send stamp - server receipt, where positive).
+- ITL error = each reported gap (`itl_ms[i]`, one token per chunk here) - the gap between the server's stamps of
+  the same two events; its p99 is taken of the absolute value (a stamp read late lengthens one gap and shortens
+  the next).
+
+Each cell of the table is the median over runs, with [min..max] over runs. req/s: requests answered / the
+window's wall time, against the ideal streams / (TTFT + 63 ITL) = streams / 1.36 s. Loop lag p99 and CPU share
+are the client's own lateness summary (`OpenAIBackend.last_run_stats`, run.json `load_phase.client`); saturated:
+loop lag p99 > 10% of the reported TTFT p50 (`health.client_saturation`, the rubric's default
+`max_client_lag_share`), in how many runs. The `openai` client gets one warm-up request per stream first (opening
+its connections, as `load.warmup` does); the lean client opens its own before the window. Both the client and
+the stub share this machine's cores: at high stream counts the stub's lateness shows in `stub TTFT` and req/s.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
-import multiprocessing as mp
+import resource
+import statistics
+import subprocess
+import sys
 import time
 
 from releasegate.backends import Request
-from releasegate.backends.openai import OpenAIBackend, Scheduled
+from releasegate.backends.openai import OpenAIBackend
 from releasegate.config import TargetConfig
+from releasegate.health import client_saturation
 from releasegate.stats import percentile
+
+TTFT_MS, ITL_MS, TOKENS = 100.0, 20.0, 64
+IDEAL_S = (TTFT_MS + (TOKENS - 1) * ITL_MS) / 1000  # one request, start to end, on a perfect client and server
+MAX_LAG_SHARE = 0.1  # the rubric's default max_client_lag_share
+
+_SERVER = r"""
+import json, resource, sys, time
 from releasegate.testing import StubBehaviour, StubServer
 
-TTFT_MS, ITL_MS, TOKENS = 50.0, 10.0, 16
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def _serve(port_queue, stop_event):
-    with StubServer(StubBehaviour(ttft_ms=TTFT_MS, itl_ms=ITL_MS, tokens=TOKENS)) as stub:
-        port_queue.put(stub.port)
-        stop_event.wait()
+class Stamped(StubServer):
+    # when each request was read, kept unparsed: (perf_counter_ns, body)
+    received = None
+
+    async def _route(self, method, path, body, reader, writer):
+        if method == "POST":
+            self.received.append((time.perf_counter_ns(), body))
+        return await super()._route(method, path, body, reader, writer)
+
+
+ttft, itl, tokens = map(float, sys.argv[1:4])
+stub = Stamped(StubBehaviour(ttft_ms=ttft, itl_ms=itl, tokens=int(tokens)))
+stub.received = []
+with stub:
+    print(stub.port, flush=True)
+    for _ in sys.stdin:  # each line asks for the receipts since the last one
+        got, stub.received = stub.received, []
+        print(json.dumps({json.loads(b)["messages"][0]["content"]: ns for ns, b in got}), flush=True)
+"""
+
+
+class _Server:
+    """The stub in its own process; `receipts()`: request content -> when the stub read it (ns)."""
+
+    def __enter__(self) -> _Server:
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(TTFT_MS), str(ITL_MS), str(TOKENS)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        port = self.proc.stdout.readline().strip()
+        if not port:
+            raise RuntimeError(f"the stub server did not start (exit {self.proc.wait(10)})")
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        return self
+
+    def receipts(self) -> dict[str, int]:
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the stub server died (exit {self.proc.poll()})")
+        return json.loads(line)
+
+    def __exit__(self, *exc) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
 
 
 class _Recording(OpenAIBackend):
-    """Keeps the raw lines so the server's stamps can be compared with the client's."""
+    """The product's backend; keeps each stream's raw lines and its send stamp (where `ttft_ms` starts)."""
 
-    def _finish(self, lines, stamps, sent, end, scheduled, attempt):
-        gen = super()._finish(lines, stamps, sent, end, scheduled, attempt)
-        gen.raw = (lines, stamps, sent)
+    def _finish(self, lines, stamps, clock, *rest):
+        gen = super()._finish(lines, stamps, clock, *rest)
+        gen.raw = (lines, clock.first)
         return gen
 
 
-def errors(gens) -> tuple[list[float], list[float]]:
-    """Client-minus-server arrival error of the first event (TTFT error) and of each gap (ITL error)."""
-    ttft_err, itl_err = [], []
-    for g in gens:
-        lines, stamps, _ = g.raw
-        events = [(json.loads(line[5:]), t) for line, t in zip(lines, stamps) if line.startswith("data: {")]
-        content = [(e["stub_sent_ns"], t) for e, t in events if "stub_sent_ns" in e]
-        ttft_err.append((content[0][1] - content[0][0]) / 1e6)
-        for (s0, c0), (s1, c1) in zip(content, content[1:]):
-            itl_err.append(((c1 - c0) - (s1 - s0)) / 1e6)
-    return ttft_err, itl_err
+def _server_stamps(lines: list[str]) -> list[int]:
+    return [json.loads(line[5:])["stub_sent_ns"] for line in lines
+            if line.startswith("data:") and "stub_sent_ns" in line]
 
 
-def main() -> None:
-    ctx = mp.get_context("spawn")
-    ports, stop = ctx.Queue(), ctx.Event()
-    server = ctx.Process(target=_serve, args=(ports, stop), daemon=True)
-    server.start()
-    port = ports.get(timeout=30)
-    try:
-        _run(f"http://127.0.0.1:{port}/v1")
-    finally:
-        stop.set()
-        server.join(10)
-
-
-def _run(base_url: str) -> None:
-    print(f"stub: TTFT {TTFT_MS} ms, ITL {ITL_MS} ms, {TOKENS} tokens per response")
-    print(f"{'client':>7} {'concurrency':>11} {'requests':>8} {'TTFT err p50':>13} {'p99':>8} {'ITL err p50':>12} {'p99':>8}  (ms, client - server)")
-    for client, concurrency in [(c, n) for c in ("lean", "openai") for n in (1, 64, 256)]:
-        target = TargetConfig(backend="openai", base_url=base_url, model="stub", concurrency=concurrency, timeout_s=60,
-                              client=client)
-        backend = _Recording(target, {})
-        backend.load()
-        n = max(32, concurrency * 2)
-        requests = [Request(f"r{i}", [{"role": "user", "content": "hi"}]) for i in range(n)]
-        backend.generate(requests[: min(n, concurrency)], max_new_tokens=TOKENS)  # warm-up: connections
-        gens = backend.generate(requests, max_new_tokens=TOKENS)
-        ok = [g for g in gens if g.error is None]
-        ttft_err, itl_err = errors(ok)
-        print(
-            f"{client:>7} {concurrency:>11} {len(ok):>8} {percentile(ttft_err, 50):>13.3f} {percentile(ttft_err, 99):>8.3f} "
-            f"{percentile(itl_err, 50):>12.3f} {percentile(itl_err, 99):>8.3f}"
-        )
-    _rate(base_url)
-
-
-def _rate(base_url: str, rate: float = 50.0, n: int = 200) -> None:
-    from releasegate.load import arrival_offsets
-
-    target = TargetConfig(backend="openai", base_url=base_url, model="stub", concurrency=256)
-    backend = OpenAIBackend(target, {})
+def one_run(server: _Server, client: str, streams: int, requests: int, tag: str) -> dict:
+    target = TargetConfig(backend="openai", base_url=server.base_url, model="stub", concurrency=streams,
+                          timeout_s=120, client=client)
+    backend = _Recording(target, {})
     backend.load()
-    offsets = arrival_offsets(n, rate=rate, arrival="poisson", burstiness=1.0, seed=0)
-    start = time.perf_counter_ns() + 50_000_000
-    items = [Scheduled(Request(f"r{i}", [{"role": "user", "content": "hi"}]), start + int(o * 1e9)) for i, o in enumerate(offsets)]
-    gens = backend.run_scheduled(items, max_new_tokens=TOKENS, concurrency=256)
-    lags = [g.timing.send_lag_ms for g in gens]
-    span = offsets[-1]
-    achieved = (n - 1) / ((max(i.at_ns + g.timing.send_lag_ms * 1e6 for i, g in zip(items, gens)) - start) / 1e9)
-    print(f"open loop Poisson: target {rate:.0f} req/s (schedule {n / span:.1f} req/s), achieved {achieved:.1f} req/s; "
-          f"send lag p50 {percentile(lags, 50):.3f} ms, p99 {percentile(lags, 99):.3f} ms")
+    server.receipts()  # drop the probe's and earlier runs' receipts
+
+    def make(kind: str, i: int) -> Request:
+        return Request(f"{tag}:{kind}{i}", [{"role": "user", "content": f"{tag}:{kind}{i}"}])
+
+    warmup = [make("w", i) for i in range(streams)] if client == "openai" else []
+    done = backend.run_load([make("r", i) for i in range(requests)], offsets=None, concurrency=streams,
+                            max_new_tokens=TOKENS, warmup=warmup)
+    received = server.receipts()
+    ttft_err, send_late, stub_ttft, itl_err, ttft = [], [], [], [], []
+    failed: dict[str, int] = {}
+    for request, gen in done.results:
+        if gen.error is not None or not hasattr(gen, "raw"):
+            failed[gen.error or "unrecorded"] = failed.get(gen.error or "unrecorded", 0) + 1
+            continue
+        lines, sent = gen.raw
+        stamps = _server_stamps(lines)
+        recv = received[request.messages[0]["content"]]
+        true_ttft = (stamps[0] - min(sent, recv)) / 1e6
+        ttft.append(gen.timing.ttft_ms)
+        ttft_err.append(gen.timing.ttft_ms - true_ttft)
+        send_late.append(max(0, sent - recv) / 1e6)
+        stub_ttft.append((stamps[0] - recv) / 1e6)
+        gaps = [(b - a) / 1e6 for a, b in zip(stamps, stamps[1:])]
+        if len(gaps) != len(gen.timing.itl_ms):
+            raise RuntimeError(f"{len(gen.timing.itl_ms)} reported gaps for {len(gaps)} stamped ones")
+        itl_err += [abs(r - g) for r, g in zip(gen.timing.itl_ms, gaps)]
+    stats = backend.last_run_stats or {}
+    lag = (stats.get("loop_lag_ms") or {}).get("p99")
+    ttft_p50 = percentile(ttft, 50)
+    return {
+        "ok": len(ttft), "n": len(done.results), "failed": failed,
+        "ttft_p50": percentile(ttft_err, 50), "ttft_p99": percentile(ttft_err, 99),
+        "send_p99": percentile(send_late, 99), "itl_p99": percentile(itl_err, 99),
+        "stub_ttft_p50": percentile(stub_ttft, 50),
+        "rate": len(ttft) / done.seconds / (streams / IDEAL_S) if done.seconds else None,
+        "lag_p99": lag, "cpu": stats.get("cpu_share"),
+        "saturated": client_saturation(lag, ttft_p50, MAX_LAG_SHARE) is not None,
+    }
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}" if abs(x) < 100 else f"{x:.0f}"
+
+
+def _cell(runs: list[dict], key: str) -> str:
+    xs = [r[key] for r in runs if r[key] is not None]
+    if not xs:
+        return "-"
+    if len(xs) == 1:
+        return _num(xs[0])
+    return f"{_num(statistics.median(xs))} [{_num(min(xs))}..{_num(max(xs))}]"
+
+
+COLUMNS = [("client", 6), ("streams", 7), ("ok/sent", 11), ("TTFT err p50", 17), ("TTFT err p99", 17),
+           ("send late p99", 17), ("ITL |err| p99", 17), ("stub TTFT p50", 17), ("req/s / ideal", 17),
+           ("loop lag p99", 17), ("cpu_share", 17), ("saturated", 9)]
+
+
+def _row(cells: list[str]) -> str:
+    return "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, COLUMNS))
+
+
+def print_row(client: str, streams: int, runs: list[dict]) -> None:
+    ok, n = sum(r["ok"] for r in runs), sum(r["n"] for r in runs)
+    sat = sum(r["saturated"] for r in runs)
+    cells = [client, str(streams), f"{ok}/{n}"] + [_cell(runs, k) for k in (
+        "ttft_p50", "ttft_p99", "send_p99", "itl_p99", "stub_ttft_p50", "rate", "lag_p99", "cpu")]
+    print(_row(cells + [f"{sat} of {len(runs)}" if sat else "no"]), flush=True)
+    failed: dict[str, int] = {}
+    for r in runs:
+        for k, v in r["failed"].items():
+            failed[k] = failed.get(k, 0) + v
+    if failed:
+        print(f"{'':>15}failed: " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 run, 1 and 16 streams")
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    parser.add_argument("--clients", type=lambda s: s.split(","), default=["lean", "openai"])
+    args, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)  # bench/run.py passes its names
+    runs = args.runs or (1 if args.quick else 3)
+    streams_list = args.streams or ([1, 16] if args.quick else [1, 64, 256, 1024])
+    floor = 8 if args.quick else 32  # requests per row at least
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 1024 streams: a socket each, in both processes
+    started = time.perf_counter()
+    print(f"stub (own process): TTFT {TTFT_MS:.0f} ms, ITL {ITL_MS:.0f} ms, {TOKENS} tokens; closed loop, "
+          f"{runs} run(s) per row; cells: median [min..max] over runs; errors in ms, reported - true "
+          f"(see the module docstring); open files limit {hard}")
+    print(_row([name for name, _ in COLUMNS]))
+    with _Server() as server:
+        for client in args.clients:
+            for streams in streams_list:
+                results = []
+                for run in range(runs):
+                    try:
+                        results.append(one_run(server, client, streams, max(floor, 4 * streams), f"{client}{streams}.{run}"))
+                    except Exception as exc:  # noqa: BLE001  # a configuration that cannot run says why, and the rest go on
+                        print(_row([client, str(streams)]) + f"  run {run + 1} could not run: "
+                              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+                if results:
+                    print_row(client, streams, results)
+    if importlib.util.find_spec("guidellm") is None:
+        print("guidellm: not installed, no rows for it")
+    else:
+        print("guidellm: installed, but this bench has no driver for it (its records do not keep the stub's "
+              "per-event stamps), no rows for it")
+    print(f"runtime {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":
