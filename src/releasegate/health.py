@@ -15,7 +15,8 @@ from pathlib import Path
 from .record import CaseRecord, RunInfo
 
 __all__ = [
-    "run_problems", "target_failure", "phase_counts", "planned_phases", "client_lag_ms", "client_saturation",
+    "run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
+    "client_saturation",
     "TARGET_FAILURE_SHARE",
 ]
 
@@ -91,12 +92,21 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
     return planned
 
 
+def _summaries(info: RunInfo, phase: str) -> list:
+    return {"quality": [info.client], "load": [(info.load_phase or {}).get("client")],
+            "both": [info.client, (info.load_phase or {}).get("client")]}.get(phase, [])
+
+
+def client_kind(info: RunInfo, phase: str) -> str | None:
+    """'lean' or 'openai': the client that measured the phase latency comes from (None when unknown or mixed)."""
+    kinds = {s.get("client") for s in _summaries(info, phase) if isinstance(s, dict)}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
 def client_lag_ms(info: RunInfo, phase: str) -> float | None:
     """The client's event-loop lag p99 over the phase latency comes from (the worse of two for `both`); None when
     the run has no client figures (the hf backend, runs that predate them)."""
-    summaries = {"quality": [info.client], "load": [(info.load_phase or {}).get("client")],
-                 "both": [info.client, (info.load_phase or {}).get("client")]}.get(phase, [])
-    lags = [s["loop_lag_ms"]["p99"] for s in summaries
+    lags = [s["loop_lag_ms"]["p99"] for s in _summaries(info, phase)
             if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
     return max(lags) if lags else None
 
