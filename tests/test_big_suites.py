@@ -150,7 +150,8 @@ def test_each_schema_is_built_once_not_per_line(project, cli, monkeypatch, fresh
         code, _, err = cli("validate", "-c", project / "releasegate.yaml")
         assert code == 0, err
     case_id = _loading.schema("case")["$id"]
-    assert built.count(case_id) == 1 and compiled.count(case_id) == 1
+    # compiled once; jsonschema itself is built only to explain a rejection (none here)
+    assert built.count(case_id) <= 1 and compiled.count(case_id) == 1
     assert len(built) == len(set(built)) and len(compiled) == len(set(compiled))
 
 

@@ -86,6 +86,19 @@ def test_help_and_validate_do_not_import_torch(tmp_path):
     assert heavy_imports_after(commands, ("torch", "transformers", "peft", "evaluate", "datasets")) == []
 
 
+def test_help_loads_no_model_run_or_schema_machinery():
+    """`--help` imports only the CLI's own wiring: no pydantic models, no YAML or JSON Schema, no reports."""
+    heavy = ("pydantic", "jsonschema", "yaml", "numpy", "releasegate.record", "releasegate.report",
+             "releasegate.judge", "releasegate.config", "releasegate.runner")
+    assert heavy_imports_after([["--help"]], heavy) == []
+
+
+def test_validate_loads_no_run_record_or_reports():
+    heavy = ("numpy", "releasegate.record", "releasegate.report", "releasegate.judge", "releasegate.runner",
+             "releasegate.review.labels", "releasegate.review.csv_io")
+    assert heavy_imports_after([["validate", "-c", ROOT / "releasegate.yaml"]], heavy) == []
+
+
 def test_entry_point_exit_code_is_real(project):
     proc = run_subprocess("check", "-c", project / "releasegate.yaml", "--run-id", "r6", "--no-progress")
     assert proc.returncode == 1

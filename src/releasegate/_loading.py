@@ -174,11 +174,16 @@ def _fast_check(name: str):
     assertion, as `_validator`); `validate` runs it first and asks jsonschema only for an instance it rejects, so
     every error still comes from jsonschema. A suite of 200k cases is 200k validations: jsonschema interprets
     the schema again for each (about 0.1 ms a case), the compiled test does not."""
-    root = _validator(name).schema
+    # compiled from the shipped documents: a valid document never imports jsonschema
+    root = schema(name) if name != "forbidden" else {"$ref": schema("rubric")["$id"] + "#/$defs/rules_file"}
     try:
         return _SchemaCompiler(root).compile(root)
     except _Unsupported:
         return None
+
+
+_SCHEMA_BASE = "https://releasegate.invalid/schemas/"
+"""Where the shipped schemas' `$id`s live: a `$ref` to it names another shipped schema."""
 
 
 class _Unsupported(Exception):
@@ -214,6 +219,7 @@ class _SchemaCompiler:
     def __init__(self, root: dict) -> None:
         self.root = root
         self.done: dict[int, Any] = {}
+        self.others: dict[str, _SchemaCompiler] = {}
 
     def compile(self, schema):
         if schema is True:
@@ -243,8 +249,19 @@ class _SchemaCompiler:
         return fn
 
     def _ref(self, ref: str):
-        if not isinstance(ref, str) or not ref.startswith("#") or "~" in ref or "%" in ref:
+        if not isinstance(ref, str) or "~" in ref or "%" in ref:
             raise _Unsupported(ref)
+        if not ref.startswith("#"):  # another shipped schema, e.g. case.schema.json#/$defs/answer
+            name, _, fragment = ref.partition("#")
+            name = name.removeprefix(_SCHEMA_BASE)
+            shipped = name.removesuffix(".schema.json")
+            if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
+                raise _Unsupported(ref)
+            if shipped not in self.others:  # one compiler per shipped schema, one cache: cycles across them end
+                other = type(self)(schema(shipped))
+                other.done, other.others = self.done, self.others
+                self.others[shipped] = other
+            return self.others[shipped]._ref("#" + fragment)
         target = self.root
         for part in ref[1:].split("/")[1:] if ref != "#" else []:
             if not isinstance(target, dict) or part not in target:
@@ -331,6 +348,13 @@ class _SchemaCompiler:
         if key == "not":
             check = self.compile(arg)
             return lambda value: not check(value)
+        if key == "uniqueItems":
+            if arg is not True:
+                raise _Unsupported(key)
+            # strings only: jsonschema's equality of numbers, booleans and containers is its own; anything else
+            # is "not sure" (False), and jsonschema decides
+            return lambda value: not isinstance(value, list) or (
+                all(isinstance(v, str) for v in value) and len(set(value)) == len(value))
         if key == "if":
             test = self.compile(arg)
             then = self.compile(schema["then"]) if "then" in schema else None
@@ -371,9 +395,8 @@ def _short(value: Any) -> str:
 def validate(
     data: Any, schema_name: str, *, file: Path, node: yaml.Node | None = None, line: int | None = None
 ) -> None:
-    """Validate against a shipped schema; raise InputError at the most relevant error."""
-    import jsonschema
-
+    """Validate against a shipped schema; raise InputError at the most relevant error. A valid document is
+    accepted by the compiled test alone: jsonschema is imported only to explain a rejection."""
     fast = _fast_check(schema_name)
     if fast is not None:
         try:
@@ -387,6 +410,8 @@ def validate(
         raise InputError("nested too deeply", file=file, line=line) from None
     if not errors:
         return
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(errors)
     if error.validator == "oneOf" and schema_name == "case" and not error.absolute_path:
         raise InputError("a case needs exactly one of 'messages' or 'prompt'", file=file, line=line)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from . import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ._loading import exists, field_path, is_dir, is_file, line_of, load_yaml, validate
 from .errors import InputError
 from .redaction import (
@@ -37,7 +38,6 @@ __all__ = [
     "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
 ]
 
-DEFAULT_CONFIG = "releasegate.yaml"
 DEFAULT_CACHE = ".releasegate/cache.sqlite"
 """Where `cache: {}` keeps responses, relative to the config."""
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

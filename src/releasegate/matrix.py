@@ -13,11 +13,13 @@ identical to the reference.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-from .compare import compare_records
-from .config import Config
 from .errors import InputError
-from .record import RunDir
+
+if TYPE_CHECKING:  # the CLI lists the variants without loading runs, configs or the comparison
+    from .config import Config
+    from .record import RunDir
 
 __all__ = ["VARIANTS", "variant_config", "variant_changes", "matrix_rows", "matrix_verdict"]
 
@@ -47,6 +49,8 @@ def variant_config(config: Config, variant: str, draft) -> Config:
 
 def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rules) -> list[dict]:
     """One row per variant against the first (the reference)."""
+    from .compare import compare_records
+
     names = list(runs)
     ref_name = names[0]
     ref = runs[ref_name].read_records()

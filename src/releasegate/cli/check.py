@@ -14,9 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..config import DEFAULT_CONFIG
+from .. import DEFAULT_CONFIG
 from ..errors import InputError
-from ..report import criteria_table, verdict_lines
 from ._common import (
     AllowPendingOption,
     JsonOption,
@@ -28,7 +27,6 @@ from ._common import (
     print_json,
     print_review_line,
 )
-from .validate import load_inputs
 
 
 def check(
@@ -67,7 +65,9 @@ def check(
     SIGINT (Ctrl-C) and SIGTERM (a CI timeout, `kill`) stop it at any point within seconds with exit code 130
     ("interrupted" on stderr) and run.json status 'interrupted'; `check --resume RUN_DIR` finishes the run (one
     stopped while judging has every record: the resume judges it and writes the reports). See `_signals_stop`."""
+    from ..report import criteria_table, verdict_lines
     from ..runner import resume_check, run_check
+    from .validate import load_inputs
 
     console = consoles(as_json)
     if retry_errors and resume is None:

@@ -6,13 +6,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.text import Text
 
-from ..compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
-from ..gate import EXIT_CODES
-from ..record import RunDir
-from ..report.terminal import Col, FitTable
-from ..rubric import load_rubric
 from ._common import JsonOption, consoles, print_json
 
 _STYLE = {"pass": "green", "fail": "red", "insufficient": "yellow"}
@@ -29,6 +23,11 @@ def compare(
 ) -> int:
     """Compare two runs on their shared cases: exact McNemar for pass/fail metrics, paired bootstrap for latency.
     Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided or nothing was shared, else 0."""
+    from ..compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
+    from ..gate import EXIT_CODES
+    from ..record import RunDir
+    from ..rubric import load_rubric
+
     base_run, cand_run = RunDir(baseline), RunDir(candidate)
     base_run.read_info()
     cand_run.read_info()
@@ -43,8 +42,12 @@ def compare(
     return EXIT_CODES[verdict]
 
 
-def _table(result: dict) -> FitTable:
+def _table(result: dict):
     """One row per metric, whole at any width (see `FitTable`)."""
+    from rich.text import Text
+
+    from ..report.terminal import Col, FitTable
+
     columns = [Col("metric", "left"), *(Col(c) for c in ("baseline", "candidate", "delta", "interval", "margin", "McNemar p")),
                Col("verdict", "left")]
     rows = []

@@ -7,12 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..health import planned_phases
-from ..judge import judge_run
-from ..record import RunDir
-from ..report import criteria_table, verdict_lines, write_reports
-from ..review.labels import read_labels
-from ..rubric import load_rubric
 from ._common import AllowPendingOption, JsonOption, consoles, print_json, print_review_line
 
 
@@ -25,6 +19,13 @@ def gate(
     as_json: JsonOption = False,
 ) -> int:
     """Re-score the saved outputs and re-judge them (after a rubric change or new human labels). Rewrites the reports."""
+    from ..health import planned_phases
+    from ..judge import judge_run
+    from ..record import RunDir
+    from ..report import criteria_table, verdict_lines, write_reports
+    from ..review.labels import read_labels
+    from ..rubric import load_rubric
+
     run = RunDir(run_dir)
     info = run.read_info()
     info.phases = planned_phases(run.path, info)

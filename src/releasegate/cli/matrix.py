@@ -7,15 +7,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich import box
 
-from ..config import DEFAULT_CONFIG
+from .. import DEFAULT_CONFIG
 from ..errors import InputError
-from ..gate import EXIT_CODES
-from ..matrix import VARIANTS, matrix_rows, matrix_verdict, variant_changes, variant_config
-from ..record import RunDir
-from ..report import format_value
-from ..report.terminal import Col, FitTable
+from ..matrix import VARIANTS
 from ._common import (
     AllowPendingOption,
     ConfigOption,
@@ -27,7 +22,6 @@ from ._common import (
     consoles,
     print_json,
 )
-from .validate import load_inputs
 
 
 def matrix(
@@ -44,7 +38,11 @@ def matrix(
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
     and cost ratios, share of outputs identical to the reference. Exits with the worst verdict: a variant's own gate
     verdict or its quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
+    from ..gate import EXIT_CODES
+    from ..matrix import matrix_rows, matrix_verdict, variant_changes, variant_config
+    from ..record import RunDir
     from ..runner import new_run_id, run_check
+    from .validate import load_inputs
 
     cfg, rubric, cases = load_inputs(config)
     cases = cases[:limit] if limit else cases
@@ -75,8 +73,13 @@ def matrix(
     return EXIT_CODES[verdict]
 
 
-def _table(rows: list[dict]) -> FitTable:
+def _table(rows: list[dict]):
     """One row per variant, whole at any width (see `FitTable`)."""
+    from rich import box
+
+    from ..report import format_value
+    from ..report.terminal import Col, FitTable
+
     columns = [Col(c, "left" if c in ("variant", "quality") else "right")
                for c in ("variant", "batch", "acc", "Δ acc", "p", "same", "TTFT95", "TPOT95", "cost", "quality")]
     cells = [

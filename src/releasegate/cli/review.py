@@ -6,12 +6,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.console import Console
 
 from ..errors import InputError
-from ..record import RunDir
-from ..report.terminal import Col, FitTable
 from ._common import JsonOption, consoles, print_json
 
 app = typer.Typer(
@@ -93,6 +89,8 @@ def import_(
         result = read_review_csv(file, sample, existing, reviewer=reviewer)
     except ReviewImportError as exc:
         if len(exc.problems) > 1:
+            from rich.console import Console
+
             err = Console(stderr=True, highlight=False)
             for line in exc.report_lines():
                 err.print(line, markup=False, soft_wrap=True)
@@ -124,9 +122,12 @@ def status(run_dir: RunDirArg, rubric: RubricOption = None, as_json: JsonOption 
     return 0
 
 
-def review_table(rows: dict[str, dict]) -> FitTable:
+def review_table(rows: dict[str, dict]):
     """The review summary, one row per slice, whole at any width (see `FitTable`)."""
+    from rich import box
+
     from ..report import format_value
+    from ..report.terminal import Col, FitTable
 
     columns = {"status": "status", "cases": "cases", "needed": "need", "reviewed": "done", "rejected": "rejected",
                "approval": "approval", "kappa": "kappa"}
@@ -140,6 +141,7 @@ def review_table(rows: dict[str, dict]) -> FitTable:
 
 
 def _load(run_dir: Path, rubric: Path | None):
+    from ..record import RunDir
     from ..rubric import load_rubric
     from ..scorers import score_record
 

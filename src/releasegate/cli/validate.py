@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from rich.table import Table
-
-from ..config import DEFAULT_CONFIG, load_config
+from .. import DEFAULT_CONFIG
 from ..errors import InputError
-from ..rubric import load_rubric
-from ..suites import load_suites, suite_tags
 from ._common import ConfigOption, JsonOption, consoles, print_json
 
 
@@ -21,6 +17,10 @@ def load_inputs(config_path: Path, *, limit: int | None = None):
     `load_inputs(...)[2][:N]`, and only the suite lines up to them are read (see `load_suites`). The completion-mode
     check is then about the cases that run; a slice is still refused only if no case of the suites has it (the
     rest of the suites is scanned for its tags, unvalidated, when the cases that run do not have it)."""
+    from ..config import load_config
+    from ..rubric import load_rubric
+    from ..suites import load_suites, suite_tags
+
     config = load_config(config_path)
     rubric = load_rubric(config.rubric)
     cases = load_suites(config.suites, config.path.parent, limit=limit)
@@ -81,6 +81,8 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), as_json: JsonOption = 
         return 0
     console = consoles(False)
     console.print(f"{cfg.path}: valid", markup=False, soft_wrap=True)
+    from rich.table import Table
+
     table = Table()
     table.add_column("suite")
     table.add_column("cases", justify="right")

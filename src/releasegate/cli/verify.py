@@ -6,9 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from ..manifest import compare_manifest, read_manifest
 from ._common import JsonOption, consoles, print_json
 
 
@@ -20,6 +18,10 @@ def verify(
     template...) and compare package versions. Exit 0: nothing changed and everything was checked; 1: something
     changed; 3: nothing that could be checked changed, but some inputs could not be verified (a hub id that was
     not on disk, the model behind an endpoint); 2: not a run."""
+    from rich.table import Table
+
+    from ..manifest import compare_manifest, read_manifest
+
     manifest = read_manifest(run_dir)
     rows = compare_manifest(manifest)
     checked = sum(1 for e in manifest["inputs"] if e.get("sha256"))

@@ -7,29 +7,29 @@
     summary   per-slice approval, coverage and Cohen's kappa for the report and the gate
 """
 
-from .csv_io import (
-    COLUMNS,
-    ImportResult,
-    ReviewImportError,
-    export_review_csv,
-    neutralise,
-    read_review_csv,
-    unneutralise,
-)
-from .labels import (
-    APPROVE,
-    LABEL_WORDS,
-    REJECT,
-    REVIEWS_FILE,
-    CaseLabel,
-    LabelEdit,
-    append_labels,
-    case_labels,
-    read_labels,
-)
-from .policy import DEFAULT_REQUIRED_DOMAINS, Quota, ReviewPolicy, SamplePolicy, parse_policy
-from .sampler import SAMPLE_FILE, ReviewItem, ReviewSample, choose_sample, read_sample, review_id, write_sample
-from .summary import ReviewSummary, cohen_kappa, review_headline, summarize_review
+from importlib import import_module
+
+# Names are loaded on first use (PEP 562): the rubric needs only the policy, and `validate` must not pay for the
+# CSV, label and summary machinery (pydantic models) to read a rubric.
+_WHERE = {
+    **dict.fromkeys(("COLUMNS", "ImportResult", "ReviewImportError", "export_review_csv", "neutralise",
+                     "read_review_csv", "unneutralise"), "csv_io"),
+    **dict.fromkeys(("APPROVE", "LABEL_WORDS", "REJECT", "REVIEWS_FILE", "CaseLabel", "LabelEdit", "append_labels",
+                     "case_labels", "read_labels"), "labels"),
+    **dict.fromkeys(("DEFAULT_REQUIRED_DOMAINS", "Quota", "ReviewPolicy", "SamplePolicy", "parse_policy"), "policy"),
+    **dict.fromkeys(("SAMPLE_FILE", "ReviewItem", "ReviewSample", "choose_sample", "read_sample", "review_id",
+                     "write_sample"), "sampler"),
+    **dict.fromkeys(("ReviewSummary", "cohen_kappa", "review_headline", "summarize_review"), "summary"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "COLUMNS", "ImportResult", "ReviewImportError", "export_review_csv", "neutralise", "read_review_csv", "unneutralise",
