@@ -239,6 +239,7 @@ def assert_artifacts(run_dir: Path, cli) -> None:
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
     report = json.loads((run_dir / "report.json").read_text("utf-8"))
     assert report["counts"]["cases"] == len(CASE_IDS)
+    assert report["counts"]["phases"]["quality"]["repaired"] == len(SURROGATE_CASES)  # said, not hidden
 
     ET.parse(run_dir / "report.junit.xml")  # well-formed XML 1.0
     junit = (run_dir / "report.junit.xml").read_text("utf-8")

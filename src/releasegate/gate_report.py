@@ -68,6 +68,8 @@ class PhaseCounts(_Model):
     """Failed requests by error class (connection_error, http_5xx, ...)."""
     cached: int
     error_rate: float | None
+    repaired: int = 0
+    """Outputs that held invalid Unicode (recorded with U+FFFD, `output_repaired`), scored as recorded."""
 
 
 class Counts(_Model):

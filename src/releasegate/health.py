@@ -62,6 +62,7 @@ def phase_counts(records: list[CaseRecord]) -> dict:
         "requests": len(records), "succeeded": sum(r.output is not None for r in records), "failed": failed,
         "errors": dict(sorted(errors.items())), "cached": len(records) - len(sent),
         "error_rate": failed / len(records) if records else None,
+        "repaired": sum(bool(getattr(r, "output_repaired", False)) for r in records),
     }
 
 

@@ -44,8 +44,7 @@ def matrix(
     from ..runner import new_run_id, run_check
     from .validate import load_inputs
 
-    cfg, rubric, cases = load_inputs(config)
-    cases = cases[:limit] if limit else cases
+    cfg, rubric, cases = load_inputs(config, limit=limit)  # only the cases it runs are read
     names = [v.strip() for v in variants.split(",") if v.strip()]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown or not names:

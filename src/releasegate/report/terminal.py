@@ -231,7 +231,8 @@ def request_summary(report: dict) -> str:
         if not p:
             continue
         kinds = ", ".join(f"{kind} {n}" for kind, n in p["errors"].items())
-        parts.append(f"{name} {p['requests']} ({p['failed']} failed{': ' + kinds if kinds else ''})")
+        repaired = f", {p['repaired']} with invalid Unicode repaired" if p.get("repaired") else ""
+        parts.append(f"{name} {p['requests']} ({p['failed']} failed{': ' + kinds if kinds else ''}{repaired})")
     line = "requests: " + "; ".join(parts) if parts else ""
     ex = report.get("latency_excluded")
     if ex and ex["requests"] > ex["measured"]:
