@@ -12,7 +12,7 @@ from . import check, compare, gate, init, matrix, report, validate, verify
 from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
-3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint)."""
+3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint, or it failed most requests) | 130 interrupted (resume with check --resume)."""
 
 app = typer.Typer(
     name="releasegate",
@@ -30,7 +30,8 @@ app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
 app.command("report")(report.report)
 app.command("compare", epilog=EXIT_CODES_HELP)(compare.compare)
 app.command("matrix")(matrix.matrix)
-app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory.")(verify.verify)
+app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | "
+                                 "3 unverified: some inputs could not be hashed.")(verify.verify)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 
