@@ -18,12 +18,12 @@ __all__ = ["resolve_module", "load_metric", "compute_evaluate_metric"]
 
 
 def resolve_module(module: str) -> str:
-    """`releasegate:field_accuracy` -> the shipped module's path; other names pass through."""
+    """`releasegate:field_accuracy` (or rouge, bleu, chrf) -> the shipped module's path; other names pass through."""
     if module.startswith("releasegate:"):
         name = module.split(":", 1)[1]
         path = resources.files("releasegate.metrics_local").joinpath(name, f"{name}.py")
         if not Path(str(path)).exists():
-            raise InputError(f"no shipped evaluate metric '{name}'", field="evaluate.module", hint="shipped: field_accuracy")
+            raise InputError(f"no shipped evaluate metric '{name}'", field="evaluate.module", hint="shipped: field_accuracy, rouge, bleu, chrf")
         return str(path)
     return module
 
