@@ -160,10 +160,19 @@ class SuiteConfig:
     """One validation suite and the scoring it uses unless a case overrides it."""
 
     path: Path
+    """The JSONL file; for a tabular source, the file that stands for its data (the source file, the split's
+    state.json of a save_to_disk directory, the config file itself for a hub dataset)."""
     name: str
     limit: int | None = None
     answer: dict | None = None
     format: tuple[dict, ...] = ()
+    source: dict | None = None
+    """A tabular source instead of a JSONL file: {format, path (resolved), split, sheet} or {hub, config,
+    split, revision}; see `suite_sources`."""
+    columns: dict | None = None
+    """Which source columns give the case: id, prompt or messages, expected (a column, or {key: column}), tags."""
+    template: dict | None = None
+    """{system, user}: Jinja templates (sandboxed, strict) building the messages from a row's fields."""
 
 
 @dataclass(frozen=True)
@@ -260,7 +269,7 @@ def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path 
 
     target = _target(data["target"], here, at)
     target.register_secrets()
-    suites = tuple(_suite(s, here) for s in data["suites"])
+    suites = tuple(_suite(s, here, path, lambda *p, i=i: at("suites", i, *p)) for i, s in enumerate(data["suites"]))
     _unique_names(suites, at)
     output = data.get("output", {})
     return Config(
@@ -430,15 +439,81 @@ def _load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | None:
     return LoadConfig(**{k: raw[k] for k in keys if k in raw}, replay=replay)
 
 
-def _suite(raw: dict, here: Path) -> SuiteConfig:
-    path = _under(here, raw["path"])
+def _suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
+    if "source" not in raw:
+        for key in ("columns", "template"):
+            if key in raw:
+                raise InputError(f"{key} is for a suite with a source", **at(key), hint="add source: or remove it")
+        path = _under(here, raw["path"])
+        return SuiteConfig(
+            path=path,
+            name=raw.get("name", path.stem),
+            limit=raw.get("limit"),
+            answer=raw.get("answer"),
+            format=tuple(raw.get("format", ())),
+        )
+    if "path" in raw:
+        raise InputError("a suite has a path (JSONL) or a source, not both", **at("path"),
+                         hint="give a tabular file as source.path")
+    source = dict(raw["source"])
+    columns = raw["columns"]
+    if "hub" in source:
+        for key in ("path", "format", "sheet"):
+            if key in source:
+                raise InputError(f"source.{key} is for a local source, not a hub dataset", **at("source", key))
+    else:
+        for key in ("config", "revision"):
+            if key in source:
+                raise InputError(f"source.{key} is for a hub dataset", **at("source", key))
+    if "hub" in source:
+        path = Path(config_path)  # nothing local stands for a hub dataset: the config itself is hashed
+        name = raw.get("name", source["hub"].rsplit("/", 1)[-1])
+    else:
+        source["path"] = _under(here, source["path"])
+        if "format" not in source:
+            from .suite_sources import EXTENSIONS
+
+            fmt = EXTENSIONS.get(source["path"].suffix.lower())
+            if fmt is None:
+                fmt = "disk" if is_dir(source["path"]) else None
+            if fmt is None:
+                raise InputError(f"cannot tell the format of '{source['path'].name}' from its name",
+                                 **at("source", "path"), hint="set source.format")
+            source["format"] = fmt
+        path = source["path"]
+        if source["format"] == "disk":  # a directory: its state.json (the data files and their fingerprint)
+            split = source.get("split") or _only_split(path)
+            path = path / split / "state.json" if split and is_dir(path / split) else path / "state.json"
+        if source["format"] != "xlsx" and "sheet" in source:
+            raise InputError("sheet is for xlsx sources", **at("source", "sheet"))
+        name = raw.get("name", source["path"].stem)
+    forms = [k for k in ("prompt", "messages") if k in columns] + (["template"] if "template" in raw else [])
+    if len(forms) != 1:
+        raise InputError(
+            "a source suite needs exactly one of columns.prompt, columns.messages or template"
+            + (f" (has {', '.join(forms)})" if forms else ""), **at("columns"),
+        )
     return SuiteConfig(
         path=path,
-        name=raw.get("name", path.stem),
+        name=name,
         limit=raw.get("limit"),
         answer=raw.get("answer"),
         format=tuple(raw.get("format", ())),
+        source=source,
+        columns=dict(columns),
+        template=dict(raw["template"]) if "template" in raw else None,
     )
+
+
+def _only_split(directory: Path) -> str | None:
+    """The one split of a DatasetDict's save_to_disk directory, None when it has several (or is no such)."""
+    import json
+
+    try:
+        splits = json.loads((directory / "dataset_dict.json").read_text("utf-8")).get("splits")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return splits[0] if isinstance(splits, list) and len(splits) == 1 and isinstance(splits[0], str) else None
 
 
 def _unique_names(suites: tuple[SuiteConfig, ...], at) -> None:

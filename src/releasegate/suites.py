@@ -3,6 +3,10 @@
 A suite is read in chunks and split into lines the way `str.splitlines` splits the whole text (line numbers in
 errors count those lines), so a full load never holds the file's text beside its cases, and a limited load
 (`check --limit N`) reads, parses and validates only the lines up to its last case.
+
+A suite may instead read a tabular source (parquet, CSV, JSON, arrow, a save_to_disk directory, a hub dataset,
+an xlsx sheet; see `suite_sources`): each row becomes a case object that is validated and built exactly as a
+JSONL line, and a limited load reads only the rows up to its last case.
 """
 
 from __future__ import annotations
@@ -60,7 +64,12 @@ def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int
     for suite in suites:
         remaining = limit - len(cases) if limit else None
         if remaining == 0:
-            _open(suite.path).close()
+            if suite.source is not None:
+                from .suite_sources import check_source
+
+                check_source(suite)
+            else:
+                _open(suite.path).close()
             _suite_defaults(suite, config_dir)
             continue
         for case in _iter_suite(suite, config_dir, limit=remaining):
@@ -84,6 +93,9 @@ def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
     anything: what a limited load uses to tell a slice beyond its last case from a slice of no case at all.
     A line or file that cannot be read is passed over (it is not part of the limited run)."""
     for suite in suites:
+        if suite.source is not None:
+            yield from _source_tags(suite)
+            continue
         try:
             for _, line in _lines(suite.path):
                 try:
@@ -97,7 +109,50 @@ def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
             continue
 
 
+def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
+    from .suite_sources import row_tags, source_rows
+
+    try:
+        for _, row in source_rows(suite):
+            yield suite.name, row_tags(row, suite)
+    except InputError:
+        return
+
+
+def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> Iterator[Case]:
+    """The cases of a tabular source (see `suite_sources`): each row made a case object, then validated and
+    built exactly as a JSONL line is. Rows are read only up to the last case wanted."""
+    from .suite_sources import Templates, column_of, row_to_raw, source_rows, where
+
+    file = where(suite)
+    default_format = _suite_defaults(suite, config_dir)
+    templates = Templates(suite.template, file) if suite.template else None
+    wanted = min(n for n in (suite.limit, limit) if n) if suite.limit or limit else None
+    count = 0
+    ids: set[str] = set()
+    for number, row in source_rows(suite):
+        raw, origin = row_to_raw(row, number, suite, templates)
+        try:
+            case = _case(raw, number, suite, default_format, file)
+        except InputError as exc:
+            column = column_of(exc.field, origin)
+            detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
+            raise InputError(detail, file=file, line=number, field=column, hint=exc.hint) from None
+        if case.id in ids:
+            raise InputError(f"duplicate case id '{case.id}'", file=file, line=number, field=origin.get("id", "id"))
+        ids.add(case.id)
+        count += 1
+        yield case
+        if wanted and count >= wanted:
+            return
+    if not count:
+        raise InputError("suite has no cases", file=file, hint="the source has no rows")
+
+
 def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> Iterator[Case]:
+    if suite.source is not None:
+        yield from _iter_source(suite, config_dir, limit=limit)
+        return
     path = suite.path
     if limit is None:  # a whole load: a file that is not UTF-8 is refused before any of its lines, as ever
         with _open(path) as fh:
@@ -214,7 +269,12 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
         raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=suite.path, line=number) from None
     if not isinstance(raw, dict):
         raise InputError("each line must be a JSON object", file=suite.path, line=number)
-    validate(raw, "case", file=suite.path, line=number)
+    return _case(raw, number, suite, default_format, suite.path)
+
+
+def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file) -> Case:
+    """A case object (a JSONL line's, or a source row's) validated against the case schema and built."""
+    validate(raw, "case", file=file, line=number)
     _check_answer(raw.get("answer"), suite.path, number)
     formats = raw.get("format")
     fmt = tuple(_resolve_format(f, suite.path.parent, suite.path, number) for f in formats) if formats else default_format

@@ -1,0 +1,340 @@
+"""Suites read from tabular sources: local parquet, CSV, JSON, JSONL and arrow files, a `save_to_disk`
+directory, a dataset in the local Hugging Face hub cache, or an xlsx sheet.
+
+A `columns:` mapping turns each row into a case (`id`, `prompt` or `messages`, `expected`, `tags`), or a
+`template:` builds the messages from the row's fields (a sandboxed Jinja environment, undefined names are
+errors). Every case then goes through the same validation as a JSONL line (see `suites`), so scoring, slices
+and review are the same whatever the source. Rows are read lazily (datasets streaming, or a memory-mapped
+arrow table): a limited load reads only as many rows as it needs; an xlsx sheet is read whole by pandas.
+Errors name the source file, the row (1-based, the first data row is row 1) and the column.
+
+`datasets`, `pandas` and `jinja2` are imported only when a source suite is read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._loading import exists, is_dir
+from .errors import InputError
+
+__all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
+
+FORMATS = ("parquet", "csv", "json", "jsonl", "arrow", "disk", "xlsx")
+"""Local source formats (`source.format`); a hub source has `hub:` instead of `path:`."""
+
+EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "jsonl",
+              ".ndjson": "jsonl", ".arrow": "arrow", ".xlsx": "xlsx", ".xlsm": "xlsx"}
+_BUILDER = {"parquet": "parquet", "csv": "csv", "json": "json", "jsonl": "json", "arrow": "arrow"}
+
+
+def where(suite) -> str:
+    """What errors name as the file: the local path, or `hub:org/name` for a hub dataset."""
+    src = suite.source
+    return f"hub:{src['hub']}" if "hub" in src else str(suite.path)
+
+
+# -- reading rows --------------------------------------------------------------------------------------------
+
+def check_source(suite) -> None:
+    """What a suite beyond a limited load's last case is checked for: its source is there (not read)."""
+    src = suite.source
+    if "hub" in src:
+        return
+    path = Path(src["path"])
+    if not exists(path):
+        raise InputError("suite source not found", file=path, hint="check the path")
+    if src["format"] == "disk" and not is_dir(path):
+        raise InputError("not a save_to_disk directory", file=path, hint="give the directory Dataset.save_to_disk wrote")
+    if src["format"] != "disk" and is_dir(path):
+        raise InputError("suite source is a directory, expected a file", file=path,
+                         hint="for a save_to_disk directory use format: disk")
+
+
+def source_rows(suite) -> Iterator[tuple[int, dict]]:
+    """(row number, row as a dict of plain Python values) of a suite's source, read lazily."""
+    src = suite.source
+    check_source(suite)
+    if "hub" in src:
+        rows = _hub_rows(src)
+    elif src["format"] == "xlsx":
+        rows = _xlsx_rows(src)
+    elif src["format"] == "disk":
+        rows = _disk_rows(src)
+    else:
+        rows = _file_rows(src)
+    number = 0
+    it = iter(rows)
+    while True:
+        try:
+            row = next(it)
+        except StopIteration:
+            return
+        except InputError:
+            raise
+        except Exception as exc:  # a file pyarrow/pandas cannot read, a row it cannot decode
+            raise InputError(f"cannot read {src.get('format', 'dataset')} source at row {number + 1}: {_short(exc)}",
+                             file=where(suite), line=number + 1) from None
+        number += 1
+        yield number, row
+
+
+def _short(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _datasets():
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - a dependency of releasegate
+        raise InputError("suite sources need the 'datasets' package", hint="pip install datasets") from None
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # a read error is reported once, as an InputError
+    return datasets
+
+
+def _file_rows(src: dict) -> Iterator[dict]:
+    datasets = _datasets()
+    path = str(src["path"])
+    try:
+        stream = datasets.load_dataset(_BUILDER[src["format"]], data_files={"train": path}, split="train",
+                                       streaming=True)
+    except Exception as exc:
+        raise InputError(f"cannot read {src['format']} source: {_short(exc)}", file=path) from None
+    yield from stream
+
+
+def _disk_rows(src: dict) -> Iterator[dict]:
+    datasets = _datasets()
+    path = str(src["path"])
+    try:
+        data = datasets.load_from_disk(path)
+    except Exception as exc:
+        raise InputError(f"cannot read save_to_disk directory: {_short(exc)}", file=path) from None
+    if isinstance(data, datasets.DatasetDict):
+        split = src.get("split")
+        if split is None and len(data) == 1:
+            split = next(iter(data))
+        if split not in data:
+            raise InputError(f"no split '{split}' (splits: {', '.join(data)})" if split else
+                             f"the directory holds several splits ({', '.join(data)})", file=path,
+                             field="source.split", hint="set source.split")
+        data = data[split]
+    yield from data  # a memory-mapped table: rows are read as they are asked for
+
+
+def _hub_snapshot(hub: str, revision: str | None) -> str | None:
+    """The hub cache's copy of a dataset repository at `revision` (never downloads), or None."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(hub, repo_type="dataset", revision=revision, local_files_only=True)
+    except Exception:  # not cached (or no huggingface_hub): the datasets cache is tried next
+        return None
+
+
+def _hub_rows(src: dict) -> Iterator[dict]:
+    """A hub dataset's split: streamed from the hub cache's copy of the repository when it has one, else
+    from the datasets cache (a dataset loaded before), else from the hub when online."""
+    datasets = _datasets()
+    hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
+    what = f"hub dataset '{hub}'" + (f" (config {config})" if config else "")
+    snapshot = _hub_snapshot(hub, src.get("revision"))
+    try:
+        if snapshot is not None:
+            data = datasets.load_dataset(snapshot, config, split=split, streaming=True)
+        else:
+            kwargs = {"revision": src["revision"]} if src.get("revision") else {}
+            data = datasets.load_dataset(hub, config, split=split, **kwargs)
+    except Exception as exc:
+        text = str(exc)
+        if snapshot is None and (datasets.config.HF_HUB_OFFLINE or "offline" in text.lower()
+                                 or "connect" in text.lower() or "reach" in text.lower()):
+            call = f"'{hub}'" + (f", '{config}'" if config else "")
+            raise InputError(
+                f"{what} is not in the local cache and the hub is offline", file=f"hub:{hub}",
+                hint=f"download it once with network access (datasets.load_dataset({call})), or save it locally "
+                     "and use source: {format: disk, path: ...}",
+            ) from None
+        if "split" in text.lower() and split not in text:
+            text = f"no split '{split}': {text}"
+        raise InputError(f"cannot load {what}: {_short(Exception(text))}", file=f"hub:{hub}") from None
+    yield from data
+
+
+def _xlsx_rows(src: dict) -> Iterator[dict]:
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        raise InputError("xlsx sources need pandas and openpyxl", hint="pip install pandas openpyxl") from None
+    path = src["path"]
+    sheet = src.get("sheet", 0)
+    try:
+        frame = pd.read_excel(path, sheet_name=sheet, dtype=object, engine="openpyxl")
+    except ValueError as exc:
+        if "not found" in str(exc).lower() or "worksheet" in str(exc).lower():
+            raise InputError(f"no sheet '{sheet}' in the workbook", file=path, field="source.sheet") from None
+        raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
+    except Exception as exc:
+        raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
+    names = [str(c) for c in frame.columns]
+    for values in frame.itertuples(index=False, name=None):
+        yield {name: _plain(value) for name, value in zip(names, values)}
+
+
+def _plain(value: Any) -> Any:
+    """A spreadsheet cell as a plain Python value: an empty cell is None, numpy scalars are Python's."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        try:
+            value = value.item()
+        except (ValueError, TypeError):
+            return value
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+# -- rows to cases -------------------------------------------------------------------------------------------
+
+class Templates:
+    """The suite's `template:` compiled once: {role: compiled template} in message order."""
+
+    def __init__(self, spec: dict, file: str) -> None:
+        from jinja2 import StrictUndefined, TemplateSyntaxError
+        from jinja2.sandbox import SandboxedEnvironment
+
+        env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+        self.parts: list[tuple[str, Any]] = []
+        for role in ("system", "user"):
+            if role in spec:
+                try:
+                    self.parts.append((role, env.from_string(spec[role])))
+                except TemplateSyntaxError as exc:
+                    raise InputError(f"template syntax error: {exc.message}", file=file,
+                                     field=f"template.{role}") from None
+
+    def render(self, row: dict, file: str, number: int) -> list[dict]:
+        from jinja2 import TemplateError, UndefinedError
+        from jinja2.exceptions import SecurityError
+
+        context = {k: v for k, v in row.items() if isinstance(k, str) and k.isidentifier()}
+        context.setdefault("row", row)  # every field, by any name: {{ row["ticket text"] }}
+        messages = []
+        for role, template in self.parts:
+            try:
+                content = template.render(context)
+            except UndefinedError as exc:
+                name = _undefined_name(str(exc.message))
+                columns = ", ".join(row)
+                raise InputError(f"template.{role} uses '{name}', which is not a column of the row (columns: {columns})",
+                                 file=file, line=number, field=name) from None
+            except SecurityError as exc:
+                raise InputError(f"template.{role} is not allowed: {exc}", file=file, line=number,
+                                 field=f"template.{role}") from None
+            except (TemplateError, TypeError, ValueError, ArithmeticError) as exc:
+                raise InputError(f"template.{role} failed: {_short(exc)}", file=file, line=number,
+                                 field=f"template.{role}") from None
+            messages.append({"role": role, "content": content})
+        return messages
+
+
+def _undefined_name(message: str) -> str:
+    # "'txt' is undefined" / "'dict object' has no attribute 'x'"
+    pieces = message.split("'")
+    if "has no attribute" in message and len(pieces) >= 4:
+        return pieces[3]
+    return pieces[1] if len(pieces) >= 2 else message
+
+
+def _column(row: dict, name: str, file: str, number: int, role: str) -> Any:
+    if name not in row:
+        raise InputError(f"no column '{name}' for {role} (columns: {', '.join(map(str, row))})", file=file,
+                         line=number, field=name)
+    return row[name]
+
+
+def _tag_columns(columns: dict) -> dict[str, str]:
+    tags = columns.get("tags") or {}
+    return {c: c for c in tags} if isinstance(tags, list) else dict(tags)
+
+
+def row_to_raw(row: dict, number: int, suite, templates: Templates | None) -> tuple[dict, dict]:
+    """A row as a case object (what a JSONL line would hold) and, for errors, {case field: source column}."""
+    file = where(suite)
+    columns = suite.columns
+    raw: dict = {}
+    origin: dict = {}
+    if "id" in columns:
+        value = _column(row, columns["id"], file, number, "id")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        raw["id"] = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        origin["id"] = columns["id"]
+    else:
+        raw["id"] = f"{suite.name}-{number:06d}"
+    if templates is not None:
+        raw["messages"] = templates.render(row, file, number)
+        origin["messages"] = "template"
+    elif "messages" in columns:
+        raw["messages"] = _column(row, columns["messages"], file, number, "messages")
+        origin["messages"] = columns["messages"]
+    else:
+        raw["prompt"] = _column(row, columns["prompt"], file, number, "prompt")
+        origin["prompt"] = columns["prompt"]
+    expected = columns["expected"]
+    if isinstance(expected, dict):
+        raw["expected"] = {key: _column(row, col, file, number, "expected") for key, col in expected.items()}
+        origin.update({f"expected.{key}": col for key, col in expected.items()})
+    else:
+        raw["expected"] = _column(row, expected, file, number, "expected")
+        origin["expected"] = expected
+    tags = {}
+    for tag, col in _tag_columns(columns).items():
+        value = _column(row, col, file, number, "tags")
+        if value is not None:  # an empty cell: the case has no such tag
+            tags[tag] = value
+        origin[f"tags.{tag}"] = col
+    if tags:
+        raw["tags"] = tags
+    for key, value in raw.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            field = origin.get(key, key)
+            if isinstance(value, dict):
+                for sub, item in value.items():
+                    try:
+                        json.dumps(item, allow_nan=False)
+                    except (TypeError, ValueError):
+                        field = origin.get(f"{key}.{sub}", field)
+                        break
+            raise InputError(f"a value that JSON cannot hold ({_short(exc)})", file=file, line=number,
+                             field=field) from None
+    return raw, origin
+
+
+def column_of(field: str | None, origin: dict) -> str | None:
+    """The source column a case field (as a validation error names it) came from."""
+    if not field:
+        return field
+    head = field.split("[", 1)[0]
+    for key in (field, ".".join(field.split(".")[:2]), head):
+        if key in origin:
+            found = origin[key]
+            if found == "template" and field.startswith("messages["):
+                return "template"
+            return found
+    return field
+
+
+def row_tags(row: dict, suite) -> dict:
+    """The tags a row gives, unvalidated (for slices beyond a limited load)."""
+    return {tag: row.get(col) for tag, col in _tag_columns(suite.columns).items() if row.get(col) is not None}
