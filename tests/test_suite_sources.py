@@ -69,6 +69,22 @@ def _entry(kind: str, directory: Path) -> str:
         path = directory / "tickets.csv"
         _flat().to_csv(path, index=False)
         source = f"source: {{path: {path.name}}}"
+    elif kind == "jsonl_rows":
+        path = directory / "tickets.rows.jsonl"
+        _flat().to_json(path, orient="records", lines=True)
+        source = f"source: {{format: jsonl, path: {path.name}}}"
+    elif kind == "json":
+        path = directory / "tickets.json"
+        _flat().to_json(path, orient="records")
+        source = f"source: {{path: {path.name}}}"
+    elif kind == "arrow":
+        import pyarrow as pa
+
+        path = directory / "tickets.arrow"
+        table = pa.Table.from_pandas(_flat(), preserve_index=False)
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        source = f"source: {{path: {path.name}}}"
     elif kind == "disk":
         import datasets
 
@@ -92,7 +108,7 @@ def _config(directory: Path, entry: str, name: str = "releasegate.yaml") -> Path
     return path
 
 
-@pytest.mark.parametrize("kind", ["parquet", "parquet_template", "xlsx", "csv", "disk"])
+@pytest.mark.parametrize("kind", ["parquet", "parquet_template", "xlsx", "csv", "jsonl_rows", "json", "arrow", "disk"])
 def test_source_gives_the_same_cases_as_the_jsonl_suite(tmp_path, kind):
     (tmp_path / "rubrics").mkdir()
     want = load_suite(load_config(_config(tmp_path, _entry("jsonl", tmp_path), "a.yaml")).suites[0], tmp_path)
@@ -280,3 +296,16 @@ def test_resume_and_verify_a_source_suite(project, cli, kind):
     code, _, err = cli("check", "--resume", run, "--allow-pending", "--no-progress")
     assert code == 1, err
     assert (run / "records.jsonl").read_text() == whole
+
+
+def test_template_row_variable_and_default_ids(project):
+    frame = _flat().rename(columns={"text": "ticket text"}).drop(columns=["ticket_id"])
+    frame.to_csv(project / "t.csv", index=False)
+    entry = ("  - name: t\n    source: {path: t.csv}\n"
+             "    columns: {expected: {intent: intent, priority: priority}, tags: {area: domain}}\n"
+             "    template: {user: '{{ row[\"ticket text\"] }} ({{ risk }})'}\n")
+    cases = load_suite(load_config(_config(project, entry)).suites[0], project)
+    rows = _rows()
+    assert [c.id for c in cases[:2]] == ["t-000001", "t-000002"]
+    assert cases[0].messages == ({"role": "user", "content": f"{rows[0]['messages'][1]['content']} ({rows[0]['tags']['risk']})"},)
+    assert cases[0].tags == {"area": "customer_support"}
