@@ -53,6 +53,12 @@ class ForbiddenRule:
     phrases: tuple[str, ...] = ()
     description: str = ""
 
+    @classmethod
+    def from_dict(cls, rule: dict) -> ForbiddenRule:
+        """A rule from its rubric (or `as_dict`) form, already validated."""
+        return cls(category=rule["category"], regex=tuple(rule.get("regex", ())),
+                   phrases=tuple(rule.get("phrases", ())), description=rule.get("description", ""))
+
     def as_dict(self) -> dict:
         out: dict = {"category": self.category}
         if self.description:
@@ -222,10 +228,7 @@ def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
             except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
                 raise InputError(f"invalid regex {pattern[:80]!r}: {str(exc) or type(exc).__name__}", **where) from None
         rules.append(
-            ForbiddenRule(
-                category=rule["category"], regex=tuple(rule.get("regex", ())),
-                phrases=tuple(rule.get("phrases", ())), description=rule.get("description", ""),
-            )
+            ForbiddenRule.from_dict(rule)
         )
     return tuple(rules)
 

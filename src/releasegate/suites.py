@@ -127,26 +127,19 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> 
     file = where(suite)
     default_format = _suite_defaults(suite, config_dir)
     templates = Templates(suite.template, file) if suite.template else None
-    wanted = min(n for n in (suite.limit, limit) if n) if suite.limit or limit else None
-    count = 0
-    ids: set[str] = set()
-    for number, row in source_rows(suite):
-        raw, origin = row_to_raw(row, number, suite, templates)
-        try:
-            case = _case(raw, number, suite, default_format, file)
-        except InputError as exc:
-            column = column_of(exc.field, origin)
-            detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
-            raise InputError(detail, file=file, line=number, field=column, hint=exc.hint) from None
-        if case.id in ids:
-            raise InputError(f"duplicate case id '{case.id}'", file=file, line=number, field=origin.get("id", "id"))
-        ids.add(case.id)
-        count += 1
-        yield case
-        if wanted and count >= wanted:
-            return
-    if not count:
-        raise InputError("suite has no cases", file=file, hint="the source has no rows")
+    id_field = (suite.columns or {}).get("id", "id")
+
+    def cases() -> Iterator[tuple[int, Case]]:
+        for number, row in source_rows(suite):
+            raw, origin = row_to_raw(row, number, suite, templates)
+            try:
+                yield number, _case(raw, number, suite, default_format, file)
+            except InputError as exc:
+                column = column_of(exc.field, origin)
+                detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
+                raise InputError(detail, file=file, line=number, field=column, hint=exc.hint) from None
+
+    yield from _unique_cases(cases(), file, id_field, _wanted(suite, limit), empty="the source has no rows")
 
 
 def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> Iterator[Case]:
@@ -158,22 +151,30 @@ def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> I
         with _open(path) as fh:
             _check_utf8(fh, path)
     default_format = _suite_defaults(suite, config_dir)
-    wanted = min(n for n in (suite.limit, limit) if n) if suite.limit or limit else None
+    cases = ((number, _parse_line(line, number, suite, default_format)) for number, line in _lines(path) if line.strip())
+    yield from _unique_cases(cases, path, "id", _wanted(suite, limit), empty="add one JSON object per line")
+
+
+def _wanted(suite: SuiteConfig, limit: int | None) -> int | None:
+    """How many cases to read from a suite: the smaller of its own `limit` and the run's, if any."""
+    return min(n for n in (suite.limit, limit) if n) if suite.limit or limit else None
+
+
+def _unique_cases(cases: Iterator[tuple[int, Case]], file, id_field: str, wanted: int | None, *, empty: str):
+    """(line or row, case) pairs as cases: ids unique within the suite, stopping at `wanted` (nothing read after
+    it), an empty suite refused."""
     count = 0
     ids: set[str] = set()
-    for number, line in _lines(path):
-        if not line.strip():
-            continue
-        case = _parse_line(line, number, suite, default_format)
+    for number, case in cases:
         if case.id in ids:
-            raise InputError(f"duplicate case id '{case.id}'", file=path, line=number, field="id")
+            raise InputError(f"duplicate case id '{case.id}'", file=file, line=number, field=id_field)
         ids.add(case.id)
         count += 1
         yield case
         if wanted and count >= wanted:
             return
     if not count:
-        raise InputError("suite has no cases", file=path, hint="add one JSON object per line")
+        raise InputError("suite has no cases", file=file, hint=empty)
 
 
 def _suite_defaults(suite: SuiteConfig, config_dir: Path) -> tuple[dict, ...]:

@@ -267,35 +267,29 @@ class OpenAIBackend(Backend):
         async def one(item: Scheduled) -> Generation:
             if item.at_ns is not None:
                 await _sleep_until_ns(item.at_ns)
-            async with slots:
-                if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
-                    return Generation(None, error="not_sent", error_message="load duration over")
-                gen = await self._request(client, item, max_new_tokens)
-            if on_done is not None:
-                on_done()
-            return gen
+            return await self._in_slot(client, item, max_new_tokens, slots, deadline_ns, on_done)
 
         return list(await asyncio.gather(*(one(i) for i in items)))
+
+    async def _in_slot(self, client, item: Scheduled, max_new_tokens, slots, deadline_ns, on_done) -> Generation:
+        """One request once a slot is free; 'not_sent' when the load's deadline passed while it waited."""
+        async with slots:
+            if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
+                return Generation(None, error="not_sent", error_message="load duration over")
+            gen = await self._request(client, item, max_new_tokens)
+        if on_done is not None:
+            on_done()
+        return gen
 
     async def _open_loop(self, client, items, max_new_tokens, concurrency, deadline_ns=None, on_done=None):
         """Each item is started at its due time (items come in due order), at most `concurrency` in flight, the
         rest queued (send lag). A request's task is made when it is due, never before: an hour-long open loop
         holds the requests in flight and the ones queued, not every request it will send."""
         slots = asyncio.Semaphore(concurrency)
-
-        async def one(item: Scheduled) -> Generation:
-            async with slots:
-                if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
-                    return Generation(None, error="not_sent", error_message="load duration over")
-                gen = await self._request(client, item, max_new_tokens)
-            if on_done is not None:
-                on_done()
-            return gen
-
         tasks = []
         for item in items:
             await _sleep_until_ns(item.at_ns)
-            tasks.append(asyncio.ensure_future(one(item)))
+            tasks.append(asyncio.ensure_future(self._in_slot(client, item, max_new_tokens, slots, deadline_ns, on_done)))
         return list(await asyncio.gather(*tasks))
 
     async def _closed_loop(self, client, requests, max_new_tokens, concurrency, deadline_ns, on_done):

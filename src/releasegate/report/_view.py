@@ -61,9 +61,7 @@ class RunView:
         info, records = run.read_info(), run.read_records()
         report = report if report is not None else load_report(run)
         if report.get("forbidden_rules") is not None:  # the rules the report was judged with (gate --rubric X)
-            forbidden = tuple(ForbiddenRule(category=r["category"], regex=tuple(r.get("regex", ())),
-                                            phrases=tuple(r.get("phrases", ())), description=r.get("description", ""))
-                              for r in report["forbidden_rules"])
+            forbidden = tuple(ForbiddenRule.from_dict(r) for r in report["forbidden_rules"])
         else:
             forbidden = load_rubric(run.path / "rubric.yaml").forbidden
         scores = {r.case_id: score_record(r, forbidden) for r in records}
