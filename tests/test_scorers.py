@@ -105,7 +105,7 @@ def test_registry_has_every_family():
     families = {}
     for family, kind in SCORERS:
         families.setdefault(family, set()).add(kind)
-    assert families["answer"] == {"exact", "normalized", "label", "json_fields", "regex", "numeric", "rouge", "bleu", "chrf"}
+    assert families["answer"] == {"exact", "normalized", "label", "json_fields", "regex", "numeric", "rouge", "bleu", "chrf", "judge"}
     assert families["format"] == {"json", "json_schema", "regex", "max_length"}
     with pytest.raises(KeyError, match="known: "):
         get_scorer("answer", "nope")

@@ -8,6 +8,7 @@
     server_metrics.jsonl  Prometheus samples scraped during the load phase
     config.yaml     snapshot of the config as given (run.json keeps the original path: relative paths resolve there)
     rubric.yaml     snapshot of the rubric, forbidden rules inlined
+    judgments.jsonl the LLM judge's verdicts on judge-scored cases (see releasegate.llm_judge.journal)
     report.json     the verdict and every metric (written by the gate)
     report.md, report.html, report.junit.xml, report.csv   the same for people, CI and spreadsheets
 """
@@ -196,6 +197,9 @@ class RunInfo(BaseModel):
     planned phase is missing or cut short INCONCLUSIVE. None in runs that predate it (`gate` reads config.yaml)."""
     cost: dict[str, Any] | None = None
     """The cost section of the config, resolved to prices (None: cost not measured)."""
+    judge: dict[str, Any] | None = None
+    """The LLM judge the run's judge-scored cases are graded by: its description (backend, model, parameters,
+    prompt template hash), `fingerprint` (which judgments count), `on_error` and `price`. None: no judge."""
     versions: dict[str, str] = Field(default_factory=dict)
     """Versions of Python and the libraries that ran the model."""
     host: dict[str, Any] = Field(default_factory=dict)

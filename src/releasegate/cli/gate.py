@@ -30,8 +30,10 @@ def gate(
     info = run.read_info()
     info.phases = planned_phases(run.path, info)
     policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
+    from ..llm_judge.verdicts import run_verdicts
+
     report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), allow_pending=allow_pending)
+                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info))
     write_reports(run, report)
     if as_json:
         print_json(report)

@@ -141,15 +141,17 @@ def review_table(rows: dict[str, dict]):
 
 
 def _load(run_dir: Path, rubric: Path | None):
+    from ..llm_judge.verdicts import run_verdicts
     from ..record import RunDir
     from ..rubric import load_rubric
     from ..scorers import score_record
 
     run = RunDir(run_dir)
-    run.read_info()
+    info = run.read_info()
     policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
     records = run.read_records()
-    scores = {r.case_id: score_record(r, policy.forbidden) for r in records}
+    verdicts = run_verdicts(run, info)
+    scores = {r.case_id: score_record(r, policy.forbidden, verdicts) for r in records}
     return run, records, policy.review, scores
 
 

@@ -64,7 +64,10 @@ class RunView:
             forbidden = tuple(ForbiddenRule.from_dict(r) for r in report["forbidden_rules"])
         else:
             forbidden = load_rubric(run.path / "rubric.yaml").forbidden
-        scores = {r.case_id: score_record(r, forbidden) for r in records}
+        from ..llm_judge.verdicts import run_verdicts
+
+        verdicts = run_verdicts(run, info)
+        scores = {r.case_id: score_record(r, forbidden, verdicts) for r in records}
         load = run.read_records("load.jsonl") if (run.path / "load.jsonl").is_file() else []
         return cls(run.path, info, report, records, scores, load)
 

@@ -63,6 +63,10 @@ def instructions_path(csv_path: Path) -> Path:
     return csv_path.with_name(csv_path.stem + ".instructions.txt")
 
 
+HIDDEN = "hidden"
+"""What the CSV shows in place of the LLM judge's verdict (auto_verdict and auto_answer of judge-scored cases)."""
+
+
 def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict]) -> list[Path]:
     """Write the review CSV of a sample and its instructions sidecar; return both paths."""
     from ..judge import failing_cases  # judge imports the review summary
@@ -75,10 +79,15 @@ def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord
     for item in sample.items:
         record = by_id[item.case_id]
         checks = check_verdicts(scores[item.case_id])
+        outcome, reasons = item.outcome, why.get(item.case_id, [])
+        if "judge" in scores[item.case_id].get("answer", {}):
+            # the LLM judge's verdict stays out of the reviewer's sight: their labels are what calibrates it
+            outcome, checks["answer"] = HIDDEN, HIDDEN
+            reasons = [w for w in reasons if not w.startswith("answer: ")]
         cells = [
             item.review_id, item.case_id, item.stratum, item.sampled_as, render_input(record.input),
-            _text(record.expected), record.output or "", item.outcome,
-            checks["answer"], checks["format"], checks["forbidden"], "; ".join(why.get(item.case_id, [])),
+            _text(record.expected), record.output or "", outcome,
+            checks["answer"], checks["format"], checks["forbidden"], "; ".join(reasons),
             item.output_hash, "", "", "",
         ]
         writer.writerow([neutralise(inert(c)) for c in cells])

@@ -2,6 +2,7 @@
 
     answer     accuracy: exact, normalized, label, json_fields, regex, numeric
     reference  accuracy by threshold on a reference metric: rouge, bleu, chrf
+    judged     accuracy by the LLM judge's verdict (read from the run's judgments.jsonl)
     format     format compliance: json, json_schema, regex, max_length
     forbidden  forbidden responses: regex and phrase rules grouped by category
 
@@ -11,7 +12,7 @@ Corpus-level metrics from the `evaluate` library live in `releasegate.scorers.ev
 
 from __future__ import annotations
 
-from . import accuracy, forbidden, format, reference  # noqa: F401,E402  (registration by import)
+from . import accuracy, forbidden, format, judged, reference  # noqa: F401,E402  (registration by import)
 from ._registry import SCORERS, Score, get_scorer, scorer
 from .score import score_record
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 from ..record import CaseRecord
 from ._registry import get_scorer
 from .forbidden import find_hits
+from .judged import judged_answer
 
 
-def score_record(record: CaseRecord, forbidden_rules) -> dict:
-    """The automatic scores of one record: answer, format, forbidden. Empty for a failed request."""
+def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
+    """The automatic scores of one record: answer, format, forbidden. Empty for a failed request.
+    `verdicts`: the run's LLM-judge verdicts (`llm_judge.Verdicts`), read by judge-scored answers."""
     if record.output is None:
         return {}
     output = record.output
     scores: dict = {}
-    if record.answer:
+    if record.answer and record.answer.get("type") == "judge":
+        scores["answer"] = judged_answer(record, verdicts)
+    elif record.answer:
         fn = get_scorer("answer", record.answer["type"])
         scores["answer"] = fn(output, record.expected, record.answer).as_dict()
     if record.format:

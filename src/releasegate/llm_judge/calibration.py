@@ -1,0 +1,87 @@
+"""The judge against the reviewers: on the cases both graded, how often they agree, Cohen's kappa, and the
+confusion table, per judge criterion and per slice.
+
+A judge criterion is calibrated when at least `min_labels` cases carry both a verdict and a label and the
+one-sided lower bound (Wilson, at `confidence`) of the agreement reaches `min_agreement` (and kappa reaches
+`min_kappa`, when one is set). A gate criterion that judge-scored cases of an uncalibrated judge criterion feed
+decides nothing: it is insufficient, "judge not calibrated on this suite". Bounding the agreement rather than
+reading it is what makes "too few labels to tell" fall out of the same rule: 9 of 10 agreeing is not enough
+evidence for 0.8.
+"""
+
+from __future__ import annotations
+
+from ..metrics import select, slices_of
+from ..review._auto import output_hash
+from ..review.labels import APPROVE, case_labels
+from ..review.summary import cohen_kappa
+from ..stats import wilson_bounds
+from .settings import CalibrationPolicy, parse_calibration
+
+__all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs"]
+
+
+def judge_pairs(records, scores: dict, edits) -> dict[str, list[tuple]]:
+    """Per judge criterion: (record, judge passed, reviewers approved) for every case with both. A label counts
+    only for the output it was given on."""
+    shown = {r.case_id: output_hash(r.output) for r in records}
+    labels = case_labels([e for e in edits if shown.get(e.case_id) == e.output_hash])
+    out: dict[str, list[tuple]] = {}
+    for r in records:
+        verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
+        if not verdict or verdict.get("passed") is None or r.case_id not in labels:
+            continue
+        out.setdefault(verdict["criterion"], []).append((r, bool(verdict["passed"]), labels[r.case_id].label == APPROVE))
+    return out
+
+
+def calibrate(records, scores: dict, edits, policy: CalibrationPolicy) -> dict[str, dict]:
+    """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows."""
+    criteria = sorted({v["criterion"] for s in scores.values() if (v := s.get("answer", {}).get("judge"))})
+    pairs = judge_pairs(records, scores, edits)
+    out = {}
+    for name in criteria:
+        mine = pairs.get(name, [])
+        row = _row([(j, h) for _, j, h in mine], policy)
+        row["slices"] = {_slice_name(s): _row([(j, h) for r, j, h in mine if r in select([r], s)], policy, decide=False)
+                         for s in slices_of([r for r, _, _ in mine])}
+        out[name] = row
+    return out
+
+
+def _row(pairs: list[tuple[bool, bool]], policy: CalibrationPolicy, *, decide: bool = True) -> dict:
+    n = len(pairs)
+    agree = sum(j == h for j, h in pairs)
+    bounds = wilson_bounds(agree, n, policy.confidence)
+    kappa = cohen_kappa(pairs)
+    row = {
+        "labels": n, "agree": agree, "agreement": agree / n if n else None,
+        "agreement_lower": round(bounds[0], 6) if bounds else None, "kappa": kappa,
+        "confusion": {
+            "judge_pass_reviewer_approve": sum(j and h for j, h in pairs),
+            "judge_pass_reviewer_reject": sum(j and not h for j, h in pairs),
+            "judge_fail_reviewer_approve": sum(h and not j for j, h in pairs),
+            "judge_fail_reviewer_reject": sum(not j and not h for j, h in pairs),
+        },
+    }
+    if decide:
+        row["calibrated"], row["why"] = _decide(row, policy)
+    return row
+
+
+def _decide(row: dict, policy: CalibrationPolicy) -> tuple[bool, str]:
+    n, lower = row["labels"], row["agreement_lower"]
+    if n < policy.min_labels:
+        return False, f"{n} case(s) with both a judge verdict and a review label, {policy.min_labels} needed"
+    if lower is None or lower < policy.min_agreement:
+        return False, (f"agreement {row['agreement']:.3f} over {n} labels, lower bound {lower:.3f} at "
+                       f"{policy.confidence:g} < min_agreement {policy.min_agreement:g}")
+    kappa = row["kappa"]
+    if policy.min_kappa is not None and (kappa is None or kappa < policy.min_kappa):
+        shown = "undefined" if kappa is None else f"{kappa:.3f}"
+        return False, f"Cohen's kappa {shown} < min_kappa {policy.min_kappa:g}"
+    return True, f"agreement {row['agreement']:.3f} over {n} labels, lower bound {lower:.3f} >= {policy.min_agreement:g}"
+
+
+def _slice_name(slice_: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in slice_.items())

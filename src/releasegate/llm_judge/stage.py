@@ -1,0 +1,202 @@
+"""The judging stage: every judge-scored case with an output is graded once per (judge, criterion, output).
+
+It runs after generation (and the load phase), with the model under test released. Verdicts are appended to
+judgments.jsonl batch by batch, so a stopped run keeps what was judged and `check --resume` asks only for the rest
+(and again for verdicts that failed). A judge that cannot be reached records nothing: its cases stay unjudged,
+the criteria they feed are insufficient, and the run is still complete (the model under test was measured).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from types import SimpleNamespace
+
+from ..backends import Request, create_backend
+from ..errors import TargetError
+from ..record import CaseRecord, RunDir
+from ..review._auto import output_hash
+from .journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
+from .prompt import Unparseable, judge_messages, parse_reply, response_format
+from .settings import JudgeSettings, criterion_of
+
+__all__ = [
+    "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
+    "settings_info", "JUDGE_BATCH",
+]
+
+JUDGE_BATCH = 32
+"""Verdicts per journal append (the backend runs `judge.concurrency` of them at a time)."""
+
+
+def judged_records(records: list[CaseRecord]) -> list[CaseRecord]:
+    """The records whose answer is graded by the judge."""
+    return [r for r in records if r.answer and r.answer.get("type") == "judge"]
+
+
+def judge_fingerprint(settings: JudgeSettings) -> str:
+    """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template."""
+    from ..manifest import sha256_file, target_fingerprint
+
+    t = settings.target
+    inputs = [{"role": role, "path": str(p), "sha256": sha256_file(p)} for role, p in _judge_files(t)]
+    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=t), inputs) or "unhashed")
+
+
+def _judge_files(target) -> list:
+    from ..manifest import _TOKENIZER, _WEIGHTS
+
+    if target.backend == "replay":
+        return [("responses", target.responses)]
+    files = []
+    for role, root in (("model", target.base), ("adapter", target.adapter)):
+        if root is None:
+            continue
+        from pathlib import Path
+
+        root = Path(root)
+        if root.is_dir():
+            files += [(role, p) for p in sorted(root.iterdir())
+                      if p.suffix in _WEIGHTS or p.name in _TOKENIZER or p.name.endswith("config.json")]
+    return files
+
+
+def run_judging(
+    run: RunDir, records: list[CaseRecord], settings: JudgeSettings, *, cache_path=None, use_cache: bool = True,
+    console=None, bar=None, between: Callable[[], None] = lambda: None,
+) -> dict:
+    """Judge the run's judge-scored outputs that have no verdict yet (or a failed one); return the summary."""
+    fingerprint = judge_fingerprint(settings)
+    have = read_judgments(run)
+    todo: dict[str, list[tuple[CaseRecord, object]]] = {}
+    for record in judged_records(records):
+        if record.output is None:
+            continue
+        criterion = criterion_of(record.answer, settings)
+        key = judgment_key(record.case_id, criterion.name, fingerprint, output_hash(record.output))
+        if key not in have or have[key].error is not None:
+            todo.setdefault(criterion.name, []).append((record, criterion))
+    task = bar.add_task("judging", total=sum(map(len, todo.values()))) if bar is not None and todo else None
+    failure = None
+    for items in todo.values():
+        failure = _judge_group(run, items, settings, fingerprint, cache_path if use_cache and settings.cache else None,
+                               bar, task, between) or failure
+    if failure and console is not None:
+        console.print(f"judge: {failure}; its cases are not judged (criteria they feed are insufficient); "
+                      f"finish with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
+    return {"fingerprint": fingerprint, "unreachable": failure}
+
+
+def _judge_group(run, items, settings, fingerprint, cache_path, bar, task, between) -> str | None:
+    """One criterion's cases (one response_format): batches of requests, each appended as it comes back."""
+    criterion = items[0][1]
+    target, generation = _judge_target(settings, criterion)
+    backend = create_backend(target, generation)
+    cache = _open_cache(cache_path, fingerprint, generation)
+    try:
+        backend.load()
+    except TargetError as exc:
+        return str(exc)
+    try:
+        for start in range(0, len(items), JUDGE_BATCH):
+            between()
+            batch = items[start:start + JUDGE_BATCH]
+            requests = [Request(r.case_id, judge_messages(r, criterion, settings)) for r, _ in batch]
+            hits = {q.case_id: g for q in requests if cache is not None and (g := cache.get(q)) is not None}
+            fresh = [q for q in requests if q.case_id not in hits]
+            gens = dict(zip([q.case_id for q in fresh], backend.generate(fresh, max_new_tokens=settings.max_tokens)
+                            if fresh else []))
+            judgments = [_judgment(r, criterion, fingerprint, hits.get(r.case_id) or gens[r.case_id],
+                                   cached=r.case_id in hits) for r, _ in batch]
+            append_judgments(run, judgments)
+            if cache is not None:  # only replies that held a verdict are worth keeping
+                ok = {j.case_id for j in judgments if j.error is None and not j.cached}
+                cache.put_many([(q, gens[q.case_id]) for q in fresh if q.case_id in ok])
+            if bar is not None:
+                bar.advance(task, len(batch))
+    finally:
+        backend.close()
+        if cache is not None:
+            cache.close()
+    return None
+
+
+def _judge_target(settings: JudgeSettings, criterion):
+    t = settings.target
+    generation = {"temperature": settings.temperature}
+    fmt = response_format(criterion, settings.structured) if t.backend == "openai" else None
+    if fmt is not None:
+        t = dataclasses.replace(t, extra_body={**t.extra_body, "response_format": fmt})
+        generation["response_format"] = fmt  # part of the cache key
+    return t, generation
+
+
+def _open_cache(path, fingerprint: str, generation: dict):
+    if path is None:
+        return None
+    from ..cache import ResponseCache
+
+    return ResponseCache(path, fingerprint=fingerprint, generation={**generation, "role": "judge"})
+
+
+def _judgment(record: CaseRecord, criterion, fingerprint: str, gen, *, cached: bool) -> Judgment:
+    base = dict(case_id=record.case_id, criterion=criterion.name, judge=fingerprint,
+                output_hash=output_hash(record.output), scale=criterion.scale, pass_mark=criterion.pass_mark,
+                tokens=JudgeTokens(input=gen.tokens.input, output=gen.tokens.output), cached=cached,
+                latency_ms=None if cached else gen.timing.e2e_ms)
+    if gen.error is not None or gen.text is None:
+        return Judgment(**base, error=f"judge_{gen.error or 'no_reply'}", error_message=gen.error_message)
+    try:
+        parsed = parse_reply(gen.text, criterion)
+    except Unparseable as exc:
+        return Judgment(**base, error="judge_unparseable", error_message=str(exc), raw=gen.text[:2000])
+    return Judgment(**base, passed=parsed.passed, score=parsed.score, reason=parsed.reason)
+
+
+def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dict | None) -> dict | None:
+    """The report's `judge` section: calls, errors by class, the judge's own tokens and cost, apart from the
+    model's. `settings_info`: run.json's `judge` (description, fingerprint, price)."""
+    if not settings_info:
+        return None
+    fingerprint = settings_info.get("fingerprint")
+    mine = [j for j in judgments.values() if j.judge == fingerprint]
+    judged = [r for r in judged_records(records) if r.output is not None]
+    hashes = {(r.case_id, output_hash(r.output)) for r in judged}
+    current = [j for j in mine if (j.case_id, j.output_hash) in hashes]
+    errors: dict[str, int] = {}
+    for j in current:
+        if j.error:
+            errors[j.error] = errors.get(j.error, 0) + 1
+    tokens_in = sum(j.tokens.input or 0 for j in mine if not j.cached)
+    tokens_out = sum(j.tokens.output or 0 for j in mine if not j.cached)
+    price = settings_info.get("price") or {}
+    cost = None
+    if price:
+        cost = (tokens_in * price.get("input_usd_per_1m", 0.0) + tokens_out * price.get("output_usd_per_1m", 0.0)) / 1e6
+    verdicts = {(j.case_id, j.criterion) for j in current if j.error is None}
+    return {
+        "model": settings_info.get("model"), "backend": settings_info.get("backend"), "fingerprint": fingerprint,
+        "cases": len(judged), "judged": len(verdicts), "calls": sum(not j.cached for j in mine),
+        "cached": sum(j.cached for j in mine), "errors": errors,
+        "tokens": {"input": tokens_in, "output": tokens_out}, "cost_usd": cost,
+    }
+
+
+def settings_info(settings: JudgeSettings, fingerprint: str) -> dict:
+    """What run.json keeps of the judge (`RunInfo.judge`)."""
+    return {**settings.describe(), "fingerprint": fingerprint, "price": settings.price}
+
+
+def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: bool, between) -> None:
+    """The judging stage of `check`: records the judge in run.json, then grades what is not graded yet."""
+    settings = config.judge
+    records = [r for r in run.read_records() if r.output is not None]
+    if settings is None or not judged_records(records):
+        return
+    fingerprint = judge_fingerprint(settings)
+    info.judge = settings_info(settings, fingerprint)
+    run.write_info(info)
+    cache_path = config.cache.path if config.cache is not None else None  # as for responses: on with `cache:`
+    with bar_factory() as bar:
+        run_judging(run, records, settings, cache_path=cache_path, use_cache=use_cache, console=console, bar=bar,
+                    between=between)

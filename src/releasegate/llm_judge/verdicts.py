@@ -1,0 +1,38 @@
+"""The verdicts a run's judge gave, as scoring reads them: the judgment of a record, if there is one for its output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..review._auto import output_hash
+from .journal import Judgment, judgment_key, read_judgments
+
+__all__ = ["Verdicts", "run_verdicts", "criterion_name"]
+
+
+def criterion_name(answer: dict) -> str:
+    """The criterion a judge answer spec names ('inline' for one written without a name)."""
+    return answer.get("criterion") or "inline"
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The judgments of one judge (by fingerprint) and what a judge error means for a case."""
+
+    fingerprint: str | None
+    judgments: dict = field(default_factory=dict)
+    on_error: str = "insufficient"
+
+    def of(self, record) -> Judgment | None:
+        if self.fingerprint is None or record.output is None:
+            return None
+        key = judgment_key(record.case_id, criterion_name(record.answer), self.fingerprint, output_hash(record.output))
+        return self.judgments.get(key)
+
+
+def run_verdicts(run, info) -> Verdicts | None:
+    """The verdicts of the judge the run was configured with (run.json `judge`); None for a run with no judge."""
+    spec = getattr(info, "judge", None)
+    if not spec:
+        return None
+    return Verdicts(spec.get("fingerprint"), read_judgments(run), spec.get("on_error", "insufficient"))

@@ -1,0 +1,40 @@
+"""The judge answer scorer: a case passes when the LLM judge's verdict on its output is pass.
+
+The verdict is asked for once, by the judging stage (releasegate.llm_judge), and kept in judgments.jsonl; this
+scorer only reads it. No verdict for the output (not judged yet, the judge unreachable) or a judge error is
+unknown, never a pass: the criteria the case feeds are then insufficient (or, with `judge.on_error: fail`, a
+judge error counts as a failed answer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._registry import Score, scorer
+
+__all__ = ["judged_answer"]
+
+
+@scorer("answer", "judge")
+def judge(output: str, expected: Any, spec: dict) -> Score:
+    """Without the run's verdicts at hand, a judged answer is unknown."""
+    return Score(False, "not judged: no judge verdict for this output", unknown=True)
+
+
+def judged_answer(record, verdicts) -> dict:
+    """The answer score of a judge-scored record, from the run's verdicts (`llm_judge.Verdicts`, or None)."""
+    from ..llm_judge.verdicts import criterion_name
+
+    name = criterion_name(record.answer)
+    j = verdicts.of(record) if verdicts is not None else None
+    if j is None:
+        return {**judge(record.output, record.expected, record.answer).as_dict(),
+                "judge": {"criterion": name, "passed": None, "error": "not_judged"}}
+    info = {"criterion": name, "passed": j.passed, "score": j.score, "reason": j.reason, "error": j.error}
+    if j.error is not None:
+        fail = verdicts.on_error == "fail"
+        detail = f"judge error ({j.error}): {j.error_message or ''}".strip()
+        return {**Score(False, detail, unknown=not fail).as_dict(), "judge": info}
+    grade = f"grade {j.score}/{j.scale}, " if j.score is not None else ""
+    detail = f"judge: {'pass' if j.passed else 'fail'} ({grade}{j.reason})" if j.reason else f"judge: {'pass' if j.passed else 'fail'}"
+    return {**Score(bool(j.passed), detail).as_dict(), "judge": info}
