@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from .metrics import MetricValue, percentile_of
 from .stats import needed_n_for_rate, percentile_min_n
 
-RATE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load")
+RATE_METRICS = (
+    "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load", "judge_error_rate",
+)
 
 __all__ = [
     "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "CriterionResult",

@@ -16,6 +16,7 @@ import json
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["StubBehaviour", "StubServer"]
@@ -58,6 +59,9 @@ class StubBehaviour:
     """Close a connection, without saying so, after this many requests on it (as HTTP servers cap keep-alive)."""
     split_terminator: bool = False
     """Send the chunked terminator's final CRLF in a separate packet."""
+    reply: Callable[[dict], str] | None = None
+    """The text to answer a request with, from its JSON body (a scripted judge, say), streamed as `tokens`
+    pieces; None: `tokens` times 'tok '."""
 
 
 class StubServer:
@@ -161,10 +165,11 @@ class StubServer:
             return not self.dead
         # drop and stall: every request without fail_every (as always), only the selected ones with it
         cut = (b.fail_every is None or (faulty and b.fail_status is None))
-        return await self._stream(reader, writer, parsed.get("messages") is not None, cut) and not self.dead
+        return await self._stream(reader, writer, parsed.get("messages") is not None, cut, parsed) and not self.dead
 
-    async def _stream(self, reader, writer, chat: bool, cut: bool = True) -> bool:
+    async def _stream(self, reader, writer, chat: bool, cut: bool = True, body: dict | None = None) -> bool:
         b = self.behaviour
+        pieces = _pieces(b.reply(body or {}), b.tokens) if b.reply is not None else None
         drop_after, stall_after = (b.drop_after, b.stall_after) if cut else (None, None)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         started = time.perf_counter()
@@ -179,7 +184,7 @@ class StubServer:
                     pass
                 return False
             n = min(b.tokens_per_chunk, b.tokens - sent_tokens)
-            text = "tok " * n
+            text = "".join(pieces[sent_tokens:sent_tokens + n]) if pieces is not None else "tok " * n
             choice = {"index": 0, "delta": {"content": text}, "finish_reason": None} if chat else {"index": 0, "text": text, "finish_reason": None}
             await _event(writer, {"choices": [choice], "stub_sent_ns": time.perf_counter_ns()})
             sent_tokens += n
@@ -196,6 +201,12 @@ class StubServer:
             writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+def _pieces(text: str, n: int) -> list[str]:
+    """`text` cut into `n` consecutive pieces (some empty when it is shorter than n)."""
+    size = -(-len(text) // n) if text else 0
+    return [text[i * size:(i + 1) * size] for i in range(n)]
 
 
 def _faulty(b: StubBehaviour, index: int) -> bool:
