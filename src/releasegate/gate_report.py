@@ -129,6 +129,10 @@ class GateReport(_Model):
     """Why latency, throughput and cost criteria are insufficient when the client was the bottleneck (its event
     loop ran late by more than the rubric's `max_client_lag_share` of TTFT p50), or null."""
     load_phase: dict[str, Any] | None = None
+    capacity: dict[str, Any] | None = None
+    """The capacity sweep judged again (see releasegate.capacity): every step with its figures and verdict,
+    `capacity_rps` (null when unknown, with `why`), the server signals and scale-out thresholds at the capacity,
+    and the cost per 1M output tokens there; null when the load phase was no sweep."""
     slices: list[dict[str, Any]]
     """Per-slice figures: {'slice': 'task=x', 'n': ..., metric: value, ...}."""
     counts: Counts

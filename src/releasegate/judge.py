@@ -5,6 +5,7 @@ It re-scores every record from disk, so `releasegate gate RUN_DIR` with a change
 
 from __future__ import annotations
 
+from .capacity import capacity_metric, capacity_view, gated_records
 from .gate import (
     EXIT_CODES,
     FAIL,
@@ -43,7 +44,7 @@ SUMMARY_METRICS = (
     "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99",
     "itl_ms_p50", "itl_ms_p95", "itl_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
     "send_lag_ms_p50", "send_lag_ms_p99", "ttft_sched_ms_p95", "e2e_sched_ms_p95", "output_tokens_per_s", "output_tokens_per_s_request_p50",
-    "cost_per_1m_output_tokens", "cost_usd_total",
+    "cost_per_1m_output_tokens", "cost_usd_total", "capacity_rps",
 )
 _SLICE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95", "tpot_ms_p95")
 
@@ -82,13 +83,20 @@ def judge_run(
     load_records = load_records or []
     scores = {r.case_id: score_record(r, rubric.forbidden) for r in records}  # the quality phase's, by case id
     phase = _latency_phase(rubric.latency_from, load_records)
-    timed = {"quality": records, "load": load_records, "both": records + load_records}[phase]
-    facts = run_facts(info, timed, cost, phase=phase)
+    # a capacity sweep is judged at its capacity: latency, throughput and cost from that step, error rates from
+    # the steps at or below it (those above were meant to break the objective)
+    sweep = capacity_view(info, load_records, rubric.max_client_lag_share)
+    gated_load, timed_load = gated_records(sweep, load_records)
+    info_at = _at_capacity(info, sweep)
+    timed = {"quality": records, "load": timed_load, "both": records + timed_load}[phase]
+    facts = run_facts(info_at, timed, cost, phase=phase)
     evaluate_values = _evaluate_metrics(rubric, records)
-    by_phase = {"error_rate": records + load_records, "error_rate_quality": records, "error_rate_load": load_records}
+    by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
 
     def measure(name: str, slice_: dict | None, confidence: float | None = None):
-        source = by_phase.get(name) or (timed if is_phased(name) else records)
+        if name == "capacity_rps":
+            return capacity_metric(sweep)
+        source = by_phase.get(name) if name in by_phase else (timed if is_phased(name) else records)
         chosen = select(source, slice_)
         if name in evaluate_values:
             return evaluate_values[name](chosen)
@@ -126,6 +134,7 @@ def judge_run(
         "latency_excluded": latency_exclusions(timed),
         "client_saturated": saturated,
         "load_phase": info.load_phase,
+        "capacity": _capacity_report(sweep, info_at, timed_load, cost),
         "slices": _slices(records, scores, facts),
         "counts": _counts(records, load_records),
         "failing_cases": failing[:FAILING_CASES_KEPT],
@@ -137,6 +146,22 @@ def judge_run(
 
 FAILING_CASES_KEPT = 1000
 """report.json keeps the first this many failing cases (failing_cases_total says how many there are)."""
+
+
+def _at_capacity(info: RunInfo, sweep: dict | None) -> RunInfo:
+    """The run as its figures see it: for a sweep, the load phase lasted as long as its capacity step."""
+    if sweep is None:
+        return info
+    step = next((s for s in sweep["steps"] if s["step"] == sweep["capacity_step"]), None)
+    return info.model_copy(update={"load_phase": {**info.load_phase, "seconds": step["seconds"] if step else None}})
+
+
+def _capacity_report(sweep: dict | None, info_at: RunInfo, at_capacity: list, cost: dict | None) -> dict | None:
+    """The sweep for the reports, with the cost per 1M output tokens at the capacity."""
+    if sweep is None:
+        return None
+    value = compute_metric("cost_per_1m_output_tokens", at_capacity, {}, run_facts(info_at, at_capacity, cost, phase="load"))
+    return {**sweep, "cost_per_1m_output_tokens": value.value, "cost_note": value.note}
 
 
 _BOTH_WAYS = ("tpot_ms", "itl_ms")

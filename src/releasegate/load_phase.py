@@ -15,6 +15,11 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
 
     if not isinstance(backend, OpenAIBackend):  # the config loader already refuses this; belt and braces
         raise TypeError("a load phase needs the openai backend")
+    if config.load.sweep is not None:
+        from .sweep import run_sweep
+
+        with progress_bar(console, show) as bar:
+            return run_sweep(backend, config, cases, run, info, bar)
     plan = plan_load(config.load, cases)
     tokens = config.max_new_tokens
     target = config.target
@@ -54,10 +59,10 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
     run.write_info(info)
 
 
-def _record(request, gen) -> CaseRecord:
+def _record(request, gen, tags: dict | None = None) -> CaseRecord:
     base_id = request.case_id.split(":", 1)[1] if ":" in request.case_id else request.case_id
     return CaseRecord(
-        case_id=request.case_id, suite="load", tags={"phase": "load", "prompt_of": base_id},
+        case_id=request.case_id, suite="load", tags={"phase": "load", "prompt_of": base_id, **(tags or {})},
         input={"messages": request.messages} if request.messages is not None else {"prompt": request.prompt},
         output=gen.text, error=gen.error, error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing,
     )

@@ -40,6 +40,7 @@ KNOWN_METRICS["output_tokens_per_s"] = ("higher", "system throughput: total outp
 KNOWN_METRICS["output_tokens_per_s_request_p50"] = ("higher", "median per-request decode speed")
 KNOWN_METRICS["cost_per_1m_output_tokens"] = ("lower", "USD per million output tokens")
 KNOWN_METRICS["cost_usd_total"] = ("lower", "USD for the whole run (api mode) or its generation time (self-hosted)")
+KNOWN_METRICS["capacity_rps"] = ("higher", "requests/s the capacity sweep (load.sweep) found within its objective")
 BOUNDED_METRICS = set(_RATES) | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
 

@@ -163,6 +163,12 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
             f"metric '{raw['metric']}' has no confidence bound", **at("criteria", i, "confidence"),
             hint="remove confidence from this criterion (bounds exist for rates and latency percentiles)",
         )
+    if raw["metric"] == "capacity_rps" and (raw["op"] in ("<=", "<") or raw.get("slice")):
+        raise InputError(
+            "capacity_rps is one figure for the whole run, and a floor when the sweep never broke the objective",
+            **at("criteria", i, "op" if raw["op"] in ("<=", "<") else "slice"),
+            hint="use op '>=' or '>' and no slice",
+        )
     if confidence is None and raw["metric"] in BOUNDED_METRICS:
         confidence = default_confidence  # the rubric-wide default applies where a bound exists
     return Criterion(

@@ -63,6 +63,7 @@ def render_html(view: RunView) -> str:
         latency=_latency_rows(report["metrics"]),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
         latency_from=report.get("latency_from", "quality"), load_phase=_load_phase_table(report.get("load_phase")),
+        capacity=_capacity(report.get("capacity")),
         cost=_cost(view),
         slices=_slices(report["slices"]),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
@@ -177,6 +178,18 @@ def _review_table(review: dict | None) -> dict | None:
     rows = [[f"{name} *" if row.get("required") and name != "all" else name, *(_cell(row.get(k)) for k in _REVIEW_COLUMNS)]
             for name, row in review.items()]
     return {"columns": ["slice (* required)", *_REVIEW_COLUMNS.values()], "rows": rows}
+
+
+def _capacity(capacity: dict | None) -> dict | None:
+    """The sweep's lines, step table and plots (latency vs rate, signals vs rate); None without a sweep."""
+    if not capacity:
+        return None
+    from ._capacity import capacity_lines, capacity_table
+    from .capacity_plots import capacity_plots
+
+    columns, rows = capacity_table(capacity)
+    return {"lines": capacity_lines(capacity), "columns": columns, "rows": rows,
+            "plot": Markup(capacity_plots(capacity).get("capacity", ""))}
 
 
 def _load_phase_table(load_phase: dict | None) -> dict | None:

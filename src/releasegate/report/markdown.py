@@ -90,7 +90,7 @@ def render_markdown(report: dict) -> str:
         )
     if note := bounds_note(report["criteria"]):
         lines += ["", md_label(note)]
-    lines += _metric_lines(report) + _load_lines(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
+    lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
 
@@ -125,6 +125,18 @@ def _load_lines(report: dict) -> list[str]:
     if not rows:
         return []
     return ["", "## Load phase", "", "| | |", "|---|---|"] + [f"| {label} | {md_label(text)} |" for label, text in rows]
+
+
+def _capacity_md(report: dict) -> list[str]:
+    from ._capacity import capacity_lines, capacity_table
+
+    lines = capacity_lines(report.get("capacity"))
+    if not lines:
+        return []
+    columns, rows = capacity_table(report["capacity"])
+    table = ["| " + " | ".join(columns) + " |", "|" + "---:|" * (len(columns) - 1) + "---|"]
+    table += ["| " + " | ".join(md_label(v) for v in row) + " |" for row in rows]
+    return ["", "## Capacity", "", *(f"- {md_label(line)}" for line in lines)] + _details(f"Sweep steps ({len(rows)})", table)
 
 
 def _slice_lines(report: dict) -> list[str]:

@@ -15,6 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ._capacity import capacity_lines
 from ._format import format_threshold, format_value
 
 __all__ = ["criteria_table", "verdict_lines", "request_summary", "Col", "FitTable"]
@@ -253,5 +254,6 @@ def verdict_lines(report: dict) -> list[str]:
         lines.append(summary)
     if report.get("client_saturated"):
         lines.append(report["client_saturated"])
+    lines += capacity_lines(report.get("capacity"))
     return lines
 

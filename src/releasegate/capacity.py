@@ -1,0 +1,182 @@
+"""Capacity at a latency objective: what a sweep of open-loop steps says, recomputed from the run record.
+
+A sweep (`load.sweep`, run by `sweep.run_sweep`) sends `requests_per_step` requests per step at rising rates.
+Each step either meets the objective (P95 TTFT from the scheduled send, P95 TPOT, error rate), breaks it, or
+decides nothing (too few answered requests for a P95, or a saturated client). The capacity is the highest rate
+such that every step at or below it met the objective; the first step above it must have broken it. Anything
+else (the lowest rate already broke, a step that decided nothing at the boundary) leaves the capacity unknown,
+so a `capacity_rps` criterion is insufficient, never a pass. A sweep that met the objective up to `max_rps`
+gives `max_rps` as a floor (`at_least`): a `>=` criterion on a floor is sound, and the rubric refuses `<=` ones.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+
+from .health import client_saturation
+from .metrics import MetricValue, measured
+from .stats import percentile
+
+__all__ = ["MIN_STEP_SAMPLES", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
+           "capacity_view", "capacity_metric", "gated_records"]
+
+MIN_STEP_SAMPLES = 20
+"""Answered requests a step needs for its P95 to mean anything (the 95th of 20 is the top sample's neighbour)."""
+STEP_TAG = "sweep_step"
+"""The tag of a load record that says which sweep step sent it."""
+SIGNALS = {"queue": "queue length (waiting)", "running": "requests running", "kv_cache": "KV cache use"}
+"""Server signals read at every step (server_metrics' normalised names), in the words of the reports."""
+
+
+def step_figures(records: list, seconds: float | None) -> dict:
+    """One step's figures: requests, failures, P95 TTFT (scheduled and actual send), P95 TPOT, achieved rate."""
+    done = measured(records)
+    ttft_sched = [r.timing.ttft_sched_ms for r in done if r.timing.ttft_sched_ms is not None]
+    ttft = [r.timing.ttft_ms for r in done if r.timing.ttft_ms is not None]
+    tpot = [r.timing.tpot_ms for r in done if r.timing.tpot_ms is not None]
+    failed = sum(r.error is not None for r in records)
+    tokens = sum(r.tokens.output or 0 for r in done)
+    return {
+        "requests": len(records), "answered": len(done), "failed": failed,
+        "error_rate": failed / len(records) if records else None,
+        "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
+        "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
+        "achieved_rps": len(done) / seconds if seconds else None,
+        "output_tokens_per_s": tokens / seconds if seconds else None,
+    }
+
+
+def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: float) -> tuple[str, str]:
+    """('meets' | 'breaks' | 'undecided', why). Errors decide first (they need no latency sample); then a step
+    with too few answered requests, or whose client ran late, decides nothing; then the latency limits."""
+    limit = slo.get("error_rate", 0.01)
+    if figures["error_rate"] is None:
+        return "undecided", "no request was recorded"
+    if figures["error_rate"] > limit:
+        return "breaks", f"error rate {figures['error_rate']:.3g} > {limit:g}"
+    if figures["answered"] < MIN_STEP_SAMPLES:
+        return "undecided", f"{figures['answered']} answered requests (a P95 needs {MIN_STEP_SAMPLES})"
+    lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
+    saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share)
+    if saturated:
+        return "undecided", saturated
+    broken = []
+    for key, label in (("ttft_ms_p95", "ttft_sched_ms_p95"), ("tpot_ms_p95", "tpot_ms_p95")):
+        if key not in slo:
+            continue
+        value = figures[label]
+        if value is None or (key == "tpot_ms_p95" and figures["n_tpot"] < MIN_STEP_SAMPLES):
+            return "undecided", f"too few samples for {key}"
+        if value > slo[key]:
+            broken.append(f"{key} {value:.4g} > {slo[key]:g}")
+    return ("breaks", "; ".join(broken)) if broken else ("meets", "")
+
+
+def step_signals(samples: list[dict]) -> dict:
+    """Mean and max of each server signal over one step's /metrics samples (those taken during it, else all)."""
+    during = [s for s in samples if s.get("phase") == "during"] or samples
+    out = {}
+    for key in SIGNALS:
+        values = [s[key] for s in during if key in s]
+        if values:
+            out[key] = {"mean": fmean(values), "max": max(values), "n": len(values)}
+    return out
+
+
+def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict | None:
+    """The sweep of a run: every step with its figures and verdict, the capacity, the signals at the capacity
+    and at the break, and the autoscaling thresholds they give. None when the load phase was no sweep."""
+    sweep = (info.load_phase or {}).get("sweep")
+    if not sweep:
+        return None
+    slo = sweep["slo"]
+    by_step: dict[int, list] = {}
+    for r in load_records:
+        by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
+    steps = []
+    for entry in sorted(sweep["steps"], key=lambda e: (e["rate"], e["step"])):
+        figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"))
+        verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
+        steps.append({"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
+                      "signals": entry.get("signals") or {}, "verdict": verdict, "why": why})
+    return {"slo": slo, "max_rps": sweep.get("max_rps"), "steps": steps, **_capacity(steps, sweep.get("max_rps"))}
+
+
+def _capacity(steps: list[dict], max_rps: float | None) -> dict:
+    """The highest rate with every step at or below it meeting the objective, and the step that broke above."""
+    good = None
+    for step in steps:
+        if step["verdict"] == "meets":
+            good = step
+            continue
+        if step["verdict"] == "undecided":
+            return _unknown(f"the step at {step['rate']:.4g} req/s decided nothing ({step['why']})", good)
+        if good is None:
+            return _unknown(f"the objective broke already at the lowest rate, {step['rate']:.4g} req/s "
+                            f"({step['why']}): start the sweep lower", None)
+        return _found(steps, good, step)
+    if good is None:
+        return _unknown("the sweep ran no step", None)
+    at_max = max_rps is not None and good["rate"] >= max_rps
+    why = (f"met the objective up to max_rps ({good['rate']:.4g} req/s): the capacity is at least that"
+           if at_max else f"no step above {good['rate']:.4g} req/s broke the objective (the sweep stopped early)")
+    return {**_found(steps, good, None), "at_least": True, "why": why}
+
+
+def _unknown(why: str, good: dict | None) -> dict:
+    return {"capacity_rps": None, "at_least": False, "why": why, "capacity_step": None,
+            "break_step": None, "thresholds": {}, "highest_met_rps": good["rate"] if good else None}
+
+
+def _found(steps: list[dict], good: dict, broke: dict | None) -> dict:
+    why = (f"{good['rate']:.4g} req/s met the objective, {broke['rate']:.4g} req/s broke it ({broke['why']})"
+           if broke else "")
+    return {"capacity_rps": good["rate"], "at_least": broke is None, "why": why, "capacity_step": good["step"],
+            "break_step": broke["step"] if broke else None, "thresholds": _thresholds(steps, good, broke),
+            "achieved_rps": good["achieved_rps"]}
+
+
+def _thresholds(steps: list[dict], good: dict, broke: dict | None) -> dict:
+    """Per server signal: its mean at the lowest rate, at the capacity and at the first step that broke, and the
+    scale-out threshold: the mean at the capacity, when the signal had risen to it from the lowest rate (it
+    tracks load); else the mean where the objective broke, when it rose there; else none (the signal does not
+    follow load here: llama.cpp's running requests stop at its slot count, for one)."""
+    out = {}
+    for key, label in SIGNALS.items():
+        at_low = (steps[0]["signals"].get(key) or {}).get("mean")
+        at_cap = (good["signals"].get(key) or {}).get("mean")
+        at_break = (broke["signals"].get(key) or {}).get("mean") if broke else None
+        if at_cap is None:
+            continue
+        if at_low is not None and at_cap > at_low:
+            threshold = at_cap
+        elif at_break is not None and at_break > at_cap:
+            threshold = at_break
+        else:
+            threshold = None
+        out[key] = {"label": label, "at_lowest_rate": at_low, "at_capacity": at_cap, "at_break": at_break,
+                    "scale_out_above": threshold}
+    return out
+
+
+def gated_records(view: dict | None, load_records: list) -> tuple[list, list]:
+    """(records of the steps at or below the capacity, records of the capacity step): what error rates and
+    latency, throughput and cost are judged on for a sweep. Both empty when the capacity is unknown."""
+    if view is None:
+        return load_records, load_records
+    if view["capacity_rps"] is None:
+        return [], []
+    rates = {s["step"]: s["rate"] for s in view["steps"]}
+    below = [r for r in load_records if rates.get(r.tags.get(STEP_TAG), float("inf")) <= view["capacity_rps"]]
+    at = [r for r in load_records if r.tags.get(STEP_TAG) == view["capacity_step"]]
+    return below, at
+
+
+def capacity_metric(view: dict | None) -> MetricValue:
+    """`capacity_rps`: the sweep's capacity (n: answered requests of its step), or no value with the reason."""
+    if view is None:
+        return MetricValue(None, 0, note="no capacity sweep ran (load.sweep)")
+    if view["capacity_rps"] is None:
+        return MetricValue(None, 0, note=view["why"])
+    step = next(s for s in view["steps"] if s["step"] == view["capacity_step"])
+    return MetricValue(view["capacity_rps"], step["answered"], note=view["why"])

@@ -1,0 +1,71 @@
+"""The capacity sweep for people: summary lines and the table of steps, shared by every report format."""
+
+from __future__ import annotations
+
+from ._format import format_value
+
+__all__ = ["capacity_lines", "capacity_table", "objective_text"]
+
+_COLUMNS = ("rate req/s", "requests", "P95 TTFT (sched) ms", "P95 TPOT ms", "errors", "achieved req/s",
+            "queue", "running", "KV use", "verdict")
+
+
+def objective_text(slo: dict) -> str:
+    """'P95 TTFT <= 200 ms, P95 TPOT <= 20 ms, errors <= 1%'."""
+    parts = []
+    if "ttft_ms_p95" in slo:
+        parts.append(f"P95 TTFT <= {slo['ttft_ms_p95']:g} ms")
+    if "tpot_ms_p95" in slo:
+        parts.append(f"P95 TPOT <= {slo['tpot_ms_p95']:g} ms")
+    parts.append(f"errors <= {slo.get('error_rate', 0.01) * 100:g}%")
+    return ", ".join(parts)
+
+
+def capacity_lines(capacity: dict | None) -> list[str]:
+    """The capacity, why, what the server looked like there, the scale-out thresholds and the cost."""
+    if not capacity:
+        return []
+    objective = objective_text(capacity["slo"])
+    if capacity.get("capacity_rps") is None:
+        return [f"capacity at {objective}: unknown: {capacity['why']}"]
+    floor = "at least " if capacity.get("at_least") else ""
+    lines = [f"capacity at {objective}: {floor}{format_value(capacity['capacity_rps'])} req/s"
+             + (f" ({capacity['why']})" if capacity.get("why") else "")]
+    step = _step(capacity, capacity.get("capacity_step")) or {}
+    there = [f"achieved {format_value(step.get('achieved_rps'))} req/s"]
+    there += [f"{t['label']} {format_value(t['at_capacity'])}" for t in capacity.get("thresholds", {}).values()]
+    if capacity.get("cost_per_1m_output_tokens") is not None:
+        there.append(f"${format_value(capacity['cost_per_1m_output_tokens'])} per 1M output tokens")
+    lines.append("at capacity: " + ", ".join(there))
+    for t in capacity.get("thresholds", {}).values():
+        if t.get("scale_out_above") is not None:
+            broke = f"; {format_value(t['at_break'])} where P95 broke" if t.get("at_break") is not None else ""
+            lines.append(f"scale out when {t['label']} averages above {format_value(t['scale_out_above'])} "
+                         f"({format_value(t['at_lowest_rate'])} at the lowest rate{broke})")
+    return lines
+
+
+def capacity_table(capacity: dict | None) -> tuple[tuple[str, ...], list[list[str]]]:
+    """(columns, rows): one row per step, in rate order, with the server signals' means."""
+    if not capacity:
+        return _COLUMNS, []
+    rows = []
+    for s in capacity["steps"]:
+        signals = s.get("signals") or {}
+        mean = {k: (signals.get(k) or {}).get("mean") for k in ("queue", "running", "kv_cache")}
+        kv = "—" if mean["kv_cache"] is None else f"{mean['kv_cache'] * 100:.0f}%"
+        verdict = s["verdict"] + (f": {s['why']}" if s.get("why") else "")
+        if s["step"] == capacity.get("capacity_step"):
+            verdict += " (capacity)"
+        rows.append([format_value(s["rate"]), str(s["requests"]), format_value(s.get("ttft_sched_ms_p95")),
+                     format_value(s.get("tpot_ms_p95")), str(s["failed"]), format_value(s.get("achieved_rps")),
+                     _or_dash(mean["queue"]), _or_dash(mean["running"]), kv, verdict])
+    return _COLUMNS, rows
+
+
+def _or_dash(value) -> str:
+    return "—" if value is None else format_value(value)
+
+
+def _step(capacity: dict, number) -> dict | None:
+    return next((s for s in capacity["steps"] if s["step"] == number), None)

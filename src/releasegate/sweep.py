@@ -1,0 +1,123 @@
+"""Run a capacity sweep as the load phase of `check`: open-loop steps of rising rate until the objective breaks.
+
+The rate starts at `start_rps` and is multiplied by `factor` after every step that met the objective, up to
+`max_rps`; the first step that breaks it ends the rise, and `refine` bisection steps between the last good and
+the first bad rate sharpen the answer. A step that decides nothing (see capacity.step_verdict) ends the sweep:
+what lies above it is unknown. Each step waits for its own requests, so the next one starts on an idle server.
+Every step's requests go to load.jsonl, tagged with the step; run.json's `load_phase.sweep` keeps each step's
+rate, length, server signals and client lateness, from which `capacity.capacity_view` judges the sweep again.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .backends import Request
+from .capacity import STEP_TAG, capacity_view, step_signals
+from .load import _nth, arrival_offsets
+from .load_phase import _json_line, _record
+from .record import RunInfo
+from .server_metrics import Scraper, summarise
+
+__all__ = ["run_sweep"]
+
+_DEFAULT_CAP = 256
+
+
+def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
+    """Run the sweep of `config.load.sweep` and record it (load.jsonl, server_metrics.jsonl, run.json)."""
+    load, sweep = config.load, config.load.sweep
+    pool = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
+    steps: list[dict] = []
+    samples: list[dict] = []
+    recorded: list = []
+    seconds = 0.0
+    lag_share = _lag_share(run)
+    task = bar.add_task("load: capacity sweep", total=None)
+
+    def step(rate: float) -> str:
+        nonlocal seconds
+        k = len(steps)
+        warmup = [_nth(pool, i, "warmup") for i in range(load.warmup)] if k == 0 else []
+        count = max(sweep.requests_per_step, math.ceil(rate * sweep.step_s))
+        requests = [_nth(pool, i, f"s{k:02d}") for i in range(count)]
+        offsets = arrival_offsets(len(requests), rate=rate, arrival=load.arrival, burstiness=load.burstiness,
+                                  seed=load.seed + k)
+        # a few /metrics samples inside even a short step
+        scraper = _scraper(config.target, interval=min(0.5, max(0.05, offsets[-1] / 8)))
+        bar.update(task, description=f"load: capacity sweep, step {k + 1} at {rate:.4g} req/s")
+        with scraper:
+            done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
+                                    max_new_tokens=config.max_new_tokens, warmup=warmup,
+                                    on_start=lambda: scraper.mark("start"), on_done=lambda: bar.advance(task))
+        records = [_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != "not_sent"]
+        run.append(records, "load.jsonl")
+        recorded.extend(records)
+        samples.extend({**s, "step": k} for s in scraper.samples)
+        seconds += done.seconds
+        steps.append({"step": k, "rate": rate, "seconds": done.seconds, "requests": len(records),
+                      "signals": step_signals(scraper.samples), "client": done.client,
+                      "metrics_error": scraper.error})
+        info.load_phase = _phase(config, steps, samples, seconds)
+        view = capacity_view(info, recorded, lag_share)
+        return next(s["verdict"] for s in view["steps"] if s["step"] == k)
+
+    good, bad = _rise(step, sweep)
+    for _ in range(sweep.refine if good is not None and bad is not None else 0):
+        middle = (good + bad) / 2
+        verdict = step(middle)
+        if verdict == "undecided":
+            break
+        good, bad = (middle, bad) if verdict == "meets" else (good, middle)
+    run.write_text("server_metrics.jsonl", "".join(_json_line(s) for s in samples))
+    run.write_info(info)
+
+
+def _rise(step, sweep) -> tuple[float | None, float | None]:
+    """Raise the rate by `factor` until a step breaks the objective (or decides nothing, or max_rps is met)."""
+    good, rate = None, sweep.start_rps
+    while True:
+        verdict = step(rate)
+        if verdict == "breaks":
+            return good, rate
+        if verdict != "meets" or rate >= sweep.max_rps:
+            return (rate if verdict == "meets" else good), None
+        good, rate = rate, min(rate * sweep.factor, sweep.max_rps)
+
+
+def _phase(config, steps: list[dict], samples: list[dict], seconds: float) -> dict:
+    """run.json's load_phase for a sweep: the totals the run's health checks read, and every step."""
+    sweep, load = config.load.sweep, config.load
+    total = sum(s["requests"] for s in steps)
+    clients = [s["client"] for s in steps if s.get("client")]
+    worst = max(clients, key=lambda c: ((c.get("loop_lag_ms") or {}).get("p99") or 0), default=None)
+    server = summarise(samples, client_ttft_ms=[], concurrency=load.concurrency, profile="capacity sweep")
+    return {
+        "profile": f"capacity sweep from {sweep.start_rps:g} req/s (x{sweep.factor:g}, up to {sweep.max_rps:g}), "
+                   f"steps of {sweep.requests_per_step}+ requests and {sweep.step_s:g}+ s, {len(steps)} steps",
+        "seconds": seconds, "requests": total, "warmup": load.warmup, "concurrency": load.concurrency or _DEFAULT_CAP,
+        "planned": total, "cut_short": None,
+        "server_metrics": server if samples else {"error": next((s["metrics_error"] for s in steps), None)},
+        "client": worst,  # the step whose client ran latest: the gate's saturation check allows for the worst
+        "sweep": {"slo": dict(sweep.slo), "start_rps": sweep.start_rps, "max_rps": sweep.max_rps,
+                  "factor": sweep.factor, "requests_per_step": sweep.requests_per_step, "step_s": sweep.step_s,
+                  "refine": sweep.refine,
+                  "arrival": load.arrival, "steps": steps},
+    }
+
+
+def _lag_share(run) -> float:
+    """The rubric's max_client_lag_share, from the run's rubric snapshot: the sweep decides its steps as the
+    gate will judge them (a step whose client was saturated decides nothing)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((run.path / "rubric.yaml").read_text("utf-8"))
+    except (OSError, yaml.YAMLError):
+        data = None
+    share = data.get("max_client_lag_share") if isinstance(data, dict) else None
+    return float(share) if isinstance(share, (int, float)) else 0.1
+
+
+def _scraper(target, interval: float) -> Scraper:
+    return Scraper(target.endpoint_url(), interval, query=target.url_query(), headers=target.request_headers())

@@ -1,0 +1,197 @@
+"""Capacity at a latency objective, judged from hand-built sweeps: the capacity found, the steps that decide it,
+and every way a capacity that was not established stays short of a PASS."""
+
+from __future__ import annotations
+
+import pytest
+from test_false_pass import Run, _healthy, lenient
+
+from releasegate.capacity import MIN_STEP_SAMPLES, capacity_view
+from releasegate.cli import main
+from releasegate.record import CaseRecord, RunInfo, Timing, Tokens
+
+SLO = {"ttft_ms_p95": 200.0, "tpot_ms_p95": 20.0, "error_rate": 0.01}
+QUIET = {"loop_lag_ms": {"p99": 0.5}}
+
+
+def step_records(step: int, n: int = 60, *, ttft: float = 50.0, failed: int = 0) -> list[dict]:
+    """n load requests of one sweep step: TTFT `ttft` ms from the scheduled send, the first `failed` failed."""
+    out = []
+    for i in range(n):
+        answered = i >= failed
+        out.append(CaseRecord(
+            case_id=f"s{step:02d}-{i:05d}:c{i % 10:03d}", suite="load",
+            tags={"phase": "load", "prompt_of": f"c{i % 10:03d}", "sweep_step": step}, input={"prompt": "p"},
+            output="ok" if answered else None, error=None if answered else "timeout",
+            tokens=Tokens(input=5, output=10 if answered else None),
+            timing=Timing(ttft_ms=ttft * 0.9, ttft_sched_ms=ttft, tpot_ms=5.0, e2e_ms=ttft + 45) if answered else Timing(),
+        ).model_dump(mode="json"))
+    return out
+
+
+def sweep_run(steps: list[tuple[float, float]], *, client=QUIET, counts: dict | None = None, failed: dict | None = None,
+              rubric: dict | None = None, max_rps: float = 1000.0) -> Run:
+    """A run whose load phase was a sweep: (rate, P95-ish TTFT) per step, in the order they ran."""
+    load, entries = [], []
+    for k, (rate, ttft) in enumerate(steps):
+        n = (counts or {}).get(k, 60)
+        load += step_records(k, n, ttft=ttft, failed=(failed or {}).get(k, 0))
+        entries.append({"step": k, "rate": rate, "seconds": n / rate, "requests": n, "client": client,
+                        "signals": {"queue": {"mean": rate / 10, "max": rate / 5, "n": 8},
+                                    "running": {"mean": min(4.0, rate / 20), "max": 4.0, "n": 8}}})
+    phase = {"profile": "capacity sweep", "seconds": sum(e["seconds"] for e in entries), "requests": len(load),
+             "cut_short": None, "client": client,
+             "sweep": {"slo": SLO, "max_rps": max_rps, "steps": entries}}
+    return Run(_healthy(), load=load, load_phase=phase, rubric=rubric or capacity_rubric())
+
+
+def capacity_rubric(threshold: float = 20, **extra) -> dict:
+    return lenient(criteria=[{"metric": "capacity_rps", "op": ">=", "threshold": threshold}], **extra)
+
+
+def gate(tmp_path, run: Run, capsys) -> tuple[int, dict]:
+    import json
+
+    path = run.build(tmp_path)
+    code = main(["gate", str(path), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def criterion(report: dict, metric: str) -> dict:
+    return next(c for c in report["criteria"] if c["metric"] == metric)
+
+
+# rise 10, 20, 40 (broke), then bisect 30 (met), 35 (broke)
+RISE_AND_BISECT = [(10, 20.0), (20, 40.0), (40, 900.0), (30, 80.0), (35, 400.0)]
+
+
+def test_capacity_is_the_highest_rate_met_below_the_first_that_broke(tmp_path, capsys):
+    code, report = gate(tmp_path, sweep_run(RISE_AND_BISECT), capsys)
+    cap = report["capacity"]
+    assert cap["capacity_rps"] == 30 and cap["capacity_step"] == 3 and cap["break_step"] == 4
+    assert [s["rate"] for s in cap["steps"]] == [10, 20, 30, 35, 40]  # in rate order
+    assert [s["verdict"] for s in cap["steps"]] == ["meets", "meets", "meets", "breaks", "breaks"]
+    assert code == 0 and criterion(report, "capacity_rps")["verdict"] == "pass"
+    # latency, throughput and cost come from the capacity step alone
+    assert report["metrics"]["ttft_ms_p50"]["n"] == 60 and report["metrics"]["ttft_ms_p50"]["value"] == pytest.approx(72)
+    assert cap["cost_per_1m_output_tokens"] is None  # the corpus run has no cost config
+    # signals rose with the rate: the scale-out threshold is their mean at the capacity
+    assert cap["thresholds"]["queue"]["scale_out_above"] == pytest.approx(3.0)
+    assert cap["thresholds"]["queue"]["at_break"] == pytest.approx(3.5)
+
+
+def test_steps_above_the_capacity_do_not_count_against_the_error_rate(tmp_path, capsys):
+    # the overloaded step failed 30 of 60 requests: that is what overload looks like, not a broken model
+    code, report = gate(tmp_path, sweep_run(RISE_AND_BISECT, failed={2: 30}), capsys)
+    assert report["capacity"]["capacity_rps"] == 30 and code == 0
+    assert report["counts"]["phases"]["load"]["failed"] == 30  # still reported
+    # ... while a failure at or below the capacity counts (here it breaks that step's objective too)
+    code, report = gate(tmp_path / "b", sweep_run(RISE_AND_BISECT, failed={1: 2}), capsys)
+    assert report["capacity"]["capacity_rps"] == 10 and criterion(report, "capacity_rps")["verdict"] == "fail"
+
+
+def test_a_lower_step_that_broke_caps_the_capacity_below_a_higher_one_that_met(tmp_path, capsys):
+    # noise: 20 broke, 30 met; every step at or below the capacity must have met the objective
+    _, report = gate(tmp_path, sweep_run([(10, 20.0), (20, 300.0), (30, 80.0), (40, 900.0)]), capsys)
+    assert report["capacity"]["capacity_rps"] == 10
+
+
+@pytest.mark.parametrize("name, run, why", [
+    ("the lowest rate already broke", sweep_run([(10, 900.0)]), "broke already at the lowest rate"),
+    ("too few answered requests in a step", sweep_run([(10, 20.0), (20, 40.0)], counts={1: MIN_STEP_SAMPLES - 1}),
+     "decided nothing"),
+    ("a saturated client", sweep_run(RISE_AND_BISECT, client={"loop_lag_ms": {"p99": 30.0}}), "client saturated"),
+    ("no step recorded", sweep_run([]), "ran no step"),
+])
+def test_a_capacity_not_established_is_insufficient_never_a_pass(tmp_path, capsys, name, run, why):
+    code, report = gate(tmp_path, run, capsys)
+    c = criterion(report, "capacity_rps")
+    assert c["verdict"] == "insufficient" and c["value"] is None and why in c["reason"], c
+    assert report["verdict"] != "PASS" and code == 3
+    assert report["capacity"]["capacity_rps"] is None
+
+
+def test_the_rubric_lag_share_decides_whether_a_step_was_saturated(tmp_path, capsys):
+    # lag p99 15 ms against TTFT p50 18 ms and more: saturated at the default 10%, not at a share of 1
+    code, report = gate(tmp_path, sweep_run(RISE_AND_BISECT, client={"loop_lag_ms": {"p99": 15.0}},
+                                            rubric=capacity_rubric(max_client_lag_share=1.0)), capsys)
+    assert report["capacity"]["capacity_rps"] == 30 and code == 0
+
+
+def test_met_up_to_max_rps_is_a_floor(tmp_path, capsys):
+    code, report = gate(tmp_path, sweep_run([(10, 20.0), (20, 30.0)], max_rps=20), capsys)
+    cap = report["capacity"]
+    assert cap["capacity_rps"] == 20 and cap["at_least"] and "at least" in cap["why"] and code == 0
+
+
+def test_no_sweep_gives_no_capacity(tmp_path, capsys):
+    code, report = gate(tmp_path, Run(_healthy(), rubric=capacity_rubric()), capsys)
+    assert criterion(report, "capacity_rps")["verdict"] == "insufficient" and code == 3
+    assert "load.sweep" in criterion(report, "capacity_rps")["reason"]
+
+
+def test_reports_show_the_sweep(tmp_path, capsys):
+    path = sweep_run(RISE_AND_BISECT).build(tmp_path)
+    assert main(["gate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "capacity at P95 TTFT <= 200 ms, P95 TPOT <= 20 ms, errors <= 1%: 30 req/s" in out
+    assert "scale out when queue length (waiting) averages above 3" in out
+    md = (path / "report.md").read_text()
+    assert "## Capacity" in md and "meets (capacity)" in md
+    html = (path / "report.html").read_text()
+    assert "Capacity at the latency objective" in html and html.count("<svg") >= 2
+
+
+def test_capacity_view_is_none_without_a_sweep():
+    info = RunInfo(run_id="r", created_at="2026-12-01T00:00:00Z", target="t", backend="openai",
+                   load_phase={"profile": "closed loop"})
+    assert capacity_view(info, []) is None
+
+
+@pytest.mark.parametrize("criteria, message", [
+    ([{"metric": "capacity_rps", "op": "<=", "threshold": 20}], "use op '>=' or '>'"),
+    ([{"metric": "capacity_rps", "op": ">=", "threshold": 20, "slice": {"task": "t"}}], "no slice"),
+    ([{"metric": "capacity_rps", "op": ">=", "threshold": 20, "confidence": 0.95}], "has no confidence bound"),
+])
+def test_rubric_refuses_capacity_criteria_that_cannot_mean_anything(tmp_path, capsys, criteria, message):
+    import yaml
+
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump({"criteria": criteria}))
+    from releasegate.errors import InputError
+    from releasegate.rubric import load_rubric
+
+    with pytest.raises(InputError, match=message):
+        load_rubric(tmp_path / "r.yaml")
+
+
+def endpoint_project(tmp_path, load: str):
+    from conftest import ROOT
+
+    (tmp_path / "rubric.yaml").write_text("criteria:\n  - {metric: capacity_rps, op: '>=', threshold: 5}\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "target: {backend: openai, base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+        f"suites:\n  - {{path: {ROOT / 'suites/demo/tickets.jsonl'}}}\nrubric: rubric.yaml\n{load}")
+    return config
+
+
+@pytest.mark.parametrize("load, message", [
+    ("load: {rate: 5, sweep: {start_rps: 1, max_rps: 9, slo: {ttft_ms_p95: 100}}}", "drop load.rate"),
+    ("load: {requests: 50, sweep: {start_rps: 1, max_rps: 9, slo: {ttft_ms_p95: 100}}}", "drop load.requests"),
+    ("load: {sweep: {start_rps: 10, max_rps: 5, slo: {ttft_ms_p95: 100}}}", "max_rps is below start_rps"),
+    ("load: {sweep: {start_rps: 1, max_rps: 9, slo: {error_rate: 0.1}}}", "sweep.slo"),
+    ("load: {sweep: {start_rps: 1, max_rps: 9, requests_per_step: 5, slo: {ttft_ms_p95: 100}}}", "requests_per_step"),
+])
+def test_config_refuses_a_sweep_that_cannot_run(tmp_path, cli, load, message):
+    code, _, err = cli("validate", "-c", endpoint_project(tmp_path, load + "\n"))
+    assert code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_a_valid_sweep_config_loads(tmp_path):
+    from releasegate.config import load_config
+
+    config = load_config(endpoint_project(tmp_path, "load: {warmup: 2, sweep: {start_rps: 2, max_rps: 64, "
+                                                    "step_s: 3, slo: {ttft_ms_p95: 500, tpot_ms_p95: 50}}}\n"))
+    sweep = config.load.sweep
+    assert (sweep.start_rps, sweep.max_rps, sweep.factor, sweep.requests_per_step, sweep.step_s, sweep.refine) == (2, 64, 2.0, 60, 3, 3)
+    assert sweep.slo == {"error_rate": 0.01, "ttft_ms_p95": 500, "tpot_ms_p95": 50}
