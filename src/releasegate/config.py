@@ -33,6 +33,7 @@ from .redaction import (
     secret_from_env,
     url_secrets,
 )
+from .scale import ScaleConfig, parse_scale
 
 __all__ = [
     "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "SweepConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
@@ -244,6 +245,8 @@ class Config:
     run_id: str | None = None
     seed: int = 0
     cache: CacheConfig | None = None
+    scale: ScaleConfig | None = None
+    """Where the work runs past this process (`scale:`); None: here."""
     base_dir: Path | None = None
     """The directory relative paths were resolved against: the config's own, or, for a run's snapshot read by
     `check --resume`, the original config's."""
@@ -305,6 +308,7 @@ def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path 
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),
         cache=_cache(data.get("cache"), here),
+        scale=parse_scale(data.get("scale"), data["target"], data.get("load"), at),
         base_dir=here,
     )
 

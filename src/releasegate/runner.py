@@ -192,7 +192,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         hits = _cache_hits(cache, todo)
         session["cached"] = len(hits)
         if len(hits) < len(todo) or load_phase:
-            backend = create_backend(config.target, config.generation)
+            backend = create_backend(config.target, config.generation, scale=config.scale)
             _load(backend, info, console)
         _generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
         if getattr(backend, "client_stats", None):  # the client's own lateness over the quality phase
@@ -319,31 +319,18 @@ def _generate_all(backend, todo, hits, config, rubric, run, info, session, cache
     `_restore_case_order` puts records.jsonl back in case order, the order every reader has always seen."""
     size = max(1, backend.batch_size) if backend is not None else 1
     order = _by_length(backend, todo, hits, config, size) or todo
-    pending: list[Case] = []
     try:
         with progress_bar(console, show) as bar:
             task = bar.add_task("generating", total=len(todo))
-
-            def flush() -> None:
-                fresh = [c for c in pending if c.id not in hits]
-                gens = _generate(backend, fresh, config, run, info, session) if fresh else {}
-                run.append([_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in pending])
+            for group, gens in _generated(backend, _batches(order, hits, size), hits, config, run, info, session):
+                fresh = [c for c in group if c.id not in hits]
+                run.append([_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in group])
                 if fresh and cache is not None:  # after the append: a response is cached once it is recorded
                     cache.put_many([(_request(c), gens[c.id]) for c in fresh])
-                bar.advance(task, len(pending))
-                pending.clear()
-
-            fresh_pending = 0
-            for case in order:
-                pending.append(case)
-                fresh_pending += case.id not in hits
-                if fresh_pending >= size or len(pending) >= _MAX_PENDING:
-                    flush()
-                    fresh_pending = 0
-            if pending:
-                flush()
+                bar.advance(task, len(group))
     finally:
-        if config.target.backend == "hf" and config.target.bucket_by_length:  # also mends a killed session's order
+        # length order, or batches finishing out of order on several workers; also mends a killed session's order
+        if config.target.backend == "hf" and (config.target.bucket_by_length or config.scale is not None):
             try:
                 _restore_case_order(run, info, config, todo)
             except OSError:  # every record is in all the same, in the order generated; a resume reorders them
@@ -353,15 +340,51 @@ def _generate_all(backend, todo, hits, config, rubric, run, info, session, cache
                       markup=False, soft_wrap=True)
 
 
+def _batches(order: list[Case], hits: dict, size: int) -> list[list[Case]]:
+    """The journal's batches: `size` fresh cases each (with the cached ones between them), at most _MAX_PENDING."""
+    out: list[list[Case]] = [[]]
+    fresh = 0
+    for case in order:
+        out[-1].append(case)
+        fresh += case.id not in hits
+        if fresh >= size or len(out[-1]) >= _MAX_PENDING:
+            out.append([])
+            fresh = 0
+    return [group for group in out if group]
+
+
+def _generated(backend, batches: list[list[Case]], hits: dict, config, run, info, session):
+    """Each batch with its fresh cases' generations: one after the other, or, for a backend spread over workers
+    (`generate_many`, see releasegate.scale), in the order they finish, generation time counted as wall time."""
+    many = getattr(backend, "generate_many", None)
+    if many is None:
+        for group in batches:
+            fresh = [c for c in group if c.id not in hits]
+            yield group, _generate(backend, fresh, config, run, info, session) if fresh else {}
+        return
+    fresh = [[c for c in group if c.id not in hits] for group in batches]
+    last = time.perf_counter()
+    for i, out in many([[_request(c) for c in f] for f in fresh], max_new_tokens=config.max_new_tokens):
+        if fresh[i]:
+            now_s = time.perf_counter()
+            _count_generation(info, session, run, now_s - last)
+            last = now_s
+        yield batches[i], {c.id: g for c, g in zip(fresh[i], out)}
+
+
 def _by_length(backend, todo: list[Case], hits: dict, config: Config, size: int) -> list[Case] | None:
     """The order to generate in with length bucketing: the cached cases (no request to batch), then the fresh ones
     by prompt length, counted with the backend's own `prompt_ids` (what it will send; about 0.1 ms a prompt on
     the demo, nothing beside a batch's generation), ties in case order. Consecutive batches of `size` are then
     neighbours in length. None (case order) when off, for backends without `prompt_ids`, or one batch at most."""
     measure = getattr(backend, "prompt_ids", None)
+    many = getattr(backend, "prompt_lengths", None)  # a backend on workers counts all prompts in one round trip
     fresh = [c for c in todo if c.id not in hits]
-    if not config.target.bucket_by_length or measure is None or size < 2 or len(fresh) <= size:
+    if not config.target.bucket_by_length or (measure or many) is None or size < 2 or len(fresh) <= size:
         return None
+    if many is not None:
+        lengths = dict(zip([c.id for c in fresh], many([_request(c) for c in fresh])))
+        return [c for c in todo if c.id in hits] + sorted(fresh, key=lambda c: lengths[c.id])
 
     def length(case: Case) -> int:
         try:
@@ -420,12 +443,16 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
 def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[str, Generation]:
     started = time.perf_counter()
     out = backend.generate([_request(c) for c in fresh], max_new_tokens=config.max_new_tokens)
-    elapsed = time.perf_counter() - started
-    if backend.measures_latency:  # checkpointed before the records it paid for (see RunInfo.generation_seconds)
-        info.generation_seconds = (info.generation_seconds or 0.0) + elapsed
-        session["generation_seconds"] += elapsed
-        run.write_info(info)
+    if backend.measures_latency:
+        _count_generation(info, session, run, time.perf_counter() - started)
     return {c.id: g for c, g in zip(fresh, out)}
+
+
+def _count_generation(info, session, run, elapsed: float) -> None:
+    """Checkpointed before the records it paid for (see RunInfo.generation_seconds)."""
+    info.generation_seconds = (info.generation_seconds or 0.0) + elapsed
+    session["generation_seconds"] += elapsed
+    run.write_info(info)
 
 
 def _request(case: Case) -> Request:

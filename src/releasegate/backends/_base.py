@@ -67,7 +67,12 @@ def backend(name: str):
     return register
 
 
-def create_backend(target, generation: dict | None = None) -> Backend:
-    """The backend named by `target.backend`, constructed from the target and generation config (not loaded)."""
+def create_backend(target, generation: dict | None = None, *, scale=None) -> Backend:
+    """The backend named by `target.backend`, constructed from the target and generation config (not loaded).
+    `scale` (config `scale:`): the hf backend spread over Ray workers; an endpoint's load phase reads it itself."""
+    if scale is not None and target.backend == "hf":
+        from ..scale.hf import RayHFBackend
+
+        return RayHFBackend(target, generation, scale)
     module, _, cls = BACKENDS[target.backend].partition(":")
     return getattr(importlib.import_module(module), cls)(target, generation or {})

@@ -1,0 +1,77 @@
+"""Ray itself: imported on use, connected once per run, disconnected (a local cluster stopped) when it ends."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from ..errors import InputError, TargetError
+from . import INSTALL_HINT, ScaleConfig
+
+__all__ = ["require_ray", "Cluster", "WORKER_ENV"]
+
+WORKER_ENV = (
+    "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
+    "HF_HUB_DISABLE_PROGRESS_BARS", "TOKENIZERS_PARALLELISM",
+)
+"""The driver's variables a worker needs to load the model the same way (offline, the same hub cache). Workers
+start from the cluster's environment, not the driver's: these are set in each one before it imports anything."""
+
+
+def require_ray():
+    """The `ray` module, or a one-line InputError (exit 2) saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError("scale: {engine: ray} needs Ray, which is not installed", field="scale.engine",
+                         hint=f"install it with: {INSTALL_HINT}") from None
+    return ray
+
+
+def worker_env() -> dict[str, str]:
+    return {k: os.environ[k] for k in WORKER_ENV if k in os.environ}
+
+
+class Cluster:
+    """The run's connection to Ray. `address: none` starts a local cluster (this machine's CPUs, no dashboard)
+    and stops it on `close`; any other address joins a running cluster and only disconnects from it. A process
+    already connected (a test, a notebook) is used as it is and left connected."""
+
+    def __init__(self, scale: ScaleConfig) -> None:
+        self.scale = scale
+        self.ray = require_ray()
+        self.owned = False
+
+    def connect(self):
+        ray = self.ray
+        if ray.is_initialized():
+            return ray
+        kwargs = {"address": self.scale.address, "log_to_driver": False, "logging_level": logging.ERROR}
+        if self.scale.address == "none":  # "local": a new cluster even where `ray start` left one running
+            kwargs.update(address="local", include_dashboard=False)
+        try:
+            ray.init(**kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise TargetError(f"cannot connect to Ray at {self.scale.address}: {_first_line(exc)}") from None
+        self.owned = True
+        return ray
+
+    def check_fits(self) -> None:
+        """Refuse a request the cluster can never grant: Ray would otherwise wait for the resources forever."""
+        total = self.ray.cluster_resources()
+        s = self.scale
+        for name, each in (("CPU", s.cpus_per_worker), ("GPU", s.gpus_per_worker)):
+            have = total.get(name, 0)
+            if each and each * s.workers > have:
+                raise TargetError(f"scale asks for {s.workers} workers x {each:g} {name} but the Ray cluster has "
+                                  f"{have:g} {name}: lower scale.workers or scale.{name.lower()}s_per_worker")
+
+    def close(self) -> None:
+        if self.owned and self.ray.is_initialized():
+            self.ray.shutdown()
+        self.owned = False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
