@@ -174,6 +174,8 @@ class SuiteConfig:
     """Which source columns give the case: id, prompt or messages, expected (a column, or {key: column}), tags."""
     template: dict | None = None
     """{system, user}: Jinja templates (sandboxed, strict) building the messages from a row's fields."""
+    sample: dict | None = None
+    """{n or per_stratum, seed, by}: a seeded, stratified sample of the source's rows; see `suite_sample`."""
 
 
 @dataclass(frozen=True)
@@ -479,7 +481,7 @@ def _sweep(raw: dict, at) -> SweepConfig | None:
 
 def _suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
     if "source" not in raw:
-        for key in ("columns", "template"):
+        for key in ("columns", "template", "sample"):
             if key in raw:
                 raise InputError(f"{key} is for a suite with a source", **at(key), hint="add source: or remove it")
         path = _under(here, raw["path"])
@@ -540,7 +542,18 @@ def _suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
         source=source,
         columns=dict(columns),
         template=dict(raw["template"]) if "template" in raw else None,
+        sample=_sample(raw.get("sample"), at),
     )
+
+
+def _sample(raw: dict | None, at) -> dict | None:
+    if raw is None:
+        return None
+    sizes = [k for k in ("n", "per_stratum") if k in raw]
+    if len(sizes) != 1:
+        raise InputError("sample needs exactly one of n (rows in all) or per_stratum (rows from each stratum)",
+                         **at("sample"))
+    return {"seed": 0, "by": [], **raw}
 
 
 def _only_split(directory: Path) -> str | None:

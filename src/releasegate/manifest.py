@@ -23,6 +23,7 @@ from typing import Any
 
 from . import __version__
 from .errors import InputError
+from .manifest_suites import SNAPSHOT_KEY, sample_entries, schema_paths, snapshot_commit, source_files
 from .redaction import redact_data
 
 __all__ = [
@@ -57,8 +58,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def build_manifest(config, *, run_id: str) -> dict:
-    """Hash every input of `config` (a loaded Config). Raises InputError for an input that cannot be read."""
+def build_manifest(config, *, run_id: str, cases=None) -> dict:
+    """Hash every input of `config` (a loaded Config). Raises InputError for an input that cannot be read.
+    `cases`: the run's cases, for the record of each sampled suite's draw (`samples`)."""
     inputs, directories = _hash_inputs(config)
     return redact_data({
         "format": FORMAT,
@@ -72,6 +74,7 @@ def build_manifest(config, *, run_id: str) -> dict:
         "seeds": {"seed": config.seed, "generation.seed": config.generation.get("seed"),
                   "load.seed": config.load.seed if config.load is not None else None},
         "host": host_facts(),
+        "samples": sample_entries(config, cases or ()),
     })
 
 
@@ -137,6 +140,12 @@ def diff_manifests(old: dict, new: dict, *, roles: tuple[str, ...]) -> list[dict
             role = (before.get(path) or after[path])["role"]
             change = "added" if path not in before else "missing" if path not in after else "changed"
             rows.append({"role": role, "path": path, "change": change, "before": a, "after": b})
+    before_draws = {e["suite"]: e for e in old.get("samples", [])}
+    for entry in new.get("samples", []):
+        was = before_draws.get(entry["suite"], {})
+        if was.get("ids_sha256") != entry["ids_sha256"] or was.get("sample") != entry["sample"]:
+            rows.append({"role": "sample", "path": entry["suite"], "change": "changed",
+                         "before": was.get("ids_sha256"), "after": entry["ids_sha256"]})
     if old["target"].get("fingerprint") != new["target"].get("fingerprint"):
         rows.append({"role": "target", "path": new["target"]["backend"], "change": "changed",
                      "before": old["target"].get("fingerprint"), "after": new["target"].get("fingerprint")})
@@ -208,8 +217,11 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
     add("config", Path(config.path))
     base_dir = getattr(config, "base_dir", None) or Path(config.path).parent
     for suite in config.suites:
-        add("suite", suite.path)
-        for schema in _schema_paths(suite, base_dir):
+        if getattr(suite, "source", None) is None:
+            add("suite", suite.path)
+        else:
+            source_files(suite, add, inputs, directories)
+        for schema in schema_paths(suite, base_dir):
             add("schema", schema)
     rubric = Path(config.rubric)
     add("rubric", rubric)
@@ -268,6 +280,8 @@ def _file_role(name: str) -> str:
     lower = name.lower()
     if lower.endswith(_WEIGHTS):
         return "weights"
+    if lower.endswith((".arrow", ".parquet")):
+        return "data"
     if lower in _TOKENIZER or lower.startswith("vocab") or lower.endswith(".tiktoken"):
         return "tokenizer"
     if lower.startswith("chat_template") or lower.endswith(".jinja"):
@@ -295,24 +309,6 @@ def _hub_snapshot(repo_id: str) -> Path | None:
         return None
 
 
-def _schema_paths(suite, base_dir: Path) -> list[Path]:
-    """JSON Schema files a suite's format checks name by path (suite defaults, then case by case)."""
-    out = [base_dir / f["schema"] for f in suite.format if isinstance(f.get("schema"), str)]
-    try:
-        text = suite.path.read_text("utf-8-sig")
-    except (OSError, ValueError):
-        return out
-    for line in text.splitlines():
-        if '"schema"' not in line:
-            continue
-        try:
-            formats = json.loads(line).get("format") or []
-        except (ValueError, AttributeError):
-            continue
-        out += [suite.path.parent / f["schema"] for f in formats if isinstance(f, dict) and isinstance(f.get("schema"), str)]
-    return out
-
-
 def _rubric_files(rubric: Path) -> list[tuple[str, Path]]:
     import yaml
 
@@ -336,6 +332,8 @@ def _rubric_files(rubric: Path) -> list[tuple[str, Path]]:
 
 
 def _current_hash(path: str) -> str | None:
+    if path.endswith(SNAPSHOT_KEY):
+        return snapshot_commit(path)
     if path.endswith(_TEMPLATE_KEY):
         return _embedded_template(Path(path[: -len(_TEMPLATE_KEY)]))
     return _hash(Path(path))

@@ -54,7 +54,8 @@ def run_check(
     _check_metrics(rubric)
     secret_from_env(config.target.api_key_env)
     run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
-    manifest = build_manifest(config, run_id=run.path.name)  # an unreadable input fails before the directory exists
+    # an unreadable input fails before the directory exists
+    manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
@@ -77,7 +78,8 @@ def resume_check(
         config, rubric, cases = load_run_inputs(run, info)
         secret_from_env(config.target.api_key_env)
         manifest = read_manifest(run.path)
-        changed = diff_manifests(manifest, build_manifest(config, run_id=run.path.name), roles=GENERATION_ROLES)
+        now = build_manifest(config, run_id=run.path.name, cases=cases)
+        changed = diff_manifests(manifest, now, roles=GENERATION_ROLES)
         if changed:
             first = changed[0]
             raise InputError(

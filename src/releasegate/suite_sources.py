@@ -29,7 +29,8 @@ FORMATS = ("parquet", "csv", "json", "jsonl", "arrow", "disk", "xlsx")
 
 EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "jsonl",
               ".ndjson": "jsonl", ".arrow": "arrow", ".xlsx": "xlsx", ".xlsm": "xlsx"}
-_BUILDER = {"parquet": "parquet", "csv": "csv", "json": "json", "jsonl": "json", "arrow": "arrow"}
+_BUILDER = {"csv": "csv", "json": "json", "jsonl": "json"}
+_BATCH = 1024  # rows converted to Python at a time
 
 
 def where(suite) -> str:
@@ -55,10 +56,26 @@ def check_source(suite) -> None:
                          hint="for a save_to_disk directory use format: disk")
 
 
-def source_rows(suite) -> Iterator[tuple[int, dict]]:
-    """(row number, row as a dict of plain Python values) of a suite's source, read lazily."""
-    src = suite.source
+def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:
+    """(row number, row as a dict of plain Python values) of a suite's source, read lazily; with a `sample:`
+    the sampled rows in the sample's order, only its first `limit` read (see `suite_sample`)."""
     check_source(suite)
+    if not getattr(suite, "sample", None):
+        yield from _all_rows(suite)
+        return
+    from .suite_sample import sampled_rows
+
+    try:
+        yield from sampled_rows(suite, _all_rows, limit=limit)
+    except InputError:
+        raise
+    except Exception as exc:  # a file pyarrow cannot read
+        raise InputError(f"cannot read {suite.source.get('format', 'dataset')} source: {_short(exc)}",
+                         file=where(suite)) from None
+
+
+def _all_rows(suite) -> Iterator[tuple[int, dict]]:
+    src = suite.source
     if "hub" in src:
         rows = _hub_rows(src)
     elif src["format"] == "xlsx":
@@ -100,8 +117,11 @@ def _datasets():
 
 
 def _file_rows(src: dict) -> Iterator[dict]:
-    datasets = _datasets()
     path = str(src["path"])
+    if src["format"] in ("parquet", "arrow"):  # pyarrow itself: what datasets would call, without its start-up
+        yield from _arrow_rows(path, src["format"])
+        return
+    datasets = _datasets()
     try:
         stream = datasets.load_dataset(_BUILDER[src["format"]], data_files={"train": path}, split="train",
                                        streaming=True)
@@ -110,7 +130,31 @@ def _file_rows(src: dict) -> Iterator[dict]:
     yield from stream
 
 
+def _arrow_rows(path: str, fmt: str) -> Iterator[dict]:
+    """A parquet file a row group at a time, or a memory-mapped arrow file, as plain rows."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        batches = pq.ParquetFile(path).iter_batches(batch_size=_BATCH)
+    else:
+        from .suite_sample import arrow_table
+
+        batches = arrow_table(path).to_batches(max_chunksize=_BATCH)
+    for batch in batches:
+        yield from batch.to_pylist()
+
+
 def _disk_rows(src: dict) -> Iterator[dict]:
+    data = disk_dataset(src)
+    if getattr(data, "_indices", None) is None:  # the memory-mapped table itself, a batch at a time
+        for batch in data.data.to_batches(max_chunksize=_BATCH):
+            yield from batch.to_pylist()
+        return
+    yield from data  # a selection over the table: rows are read as they are asked for
+
+
+def disk_dataset(src: dict):
+    """The split of a save_to_disk directory, as a memory-mapped Dataset."""
     datasets = _datasets()
     path = str(src["path"])
     try:
@@ -126,7 +170,7 @@ def _disk_rows(src: dict) -> Iterator[dict]:
                              f"the directory holds several splits ({', '.join(data)})", file=path,
                              field="source.split", hint="set source.split")
         data = data[split]
-    yield from data  # a memory-mapped table: rows are read as they are asked for
+    return data
 
 
 def _hub_snapshot(hub: str, revision: str | None) -> str | None:
@@ -214,7 +258,9 @@ class Templates:
         env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
         self.parts: list[tuple[str, Any]] = []
         for role in ("system", "user"):
-            if role in spec:
+            if role in spec and not any(mark in spec[role] for mark in ("{{", "{%", "{#", "\r")):
+                self.parts.append((role, spec[role]))  # plain text: nothing to render, row after row
+            elif role in spec:
                 try:
                     self.parts.append((role, env.from_string(spec[role])))
                 except TemplateSyntaxError as exc:
@@ -229,6 +275,9 @@ class Templates:
         context.setdefault("row", row)  # every field, by any name: {{ row["ticket text"] }}
         messages = []
         for role, template in self.parts:
+            if isinstance(template, str):
+                messages.append({"role": role, "content": template})
+                continue
             try:
                 content = template.render(context)
             except UndefinedError as exc:
@@ -304,6 +353,15 @@ def row_to_raw(row: dict, number: int, suite, templates: Templates | None) -> tu
         origin[f"tags.{tag}"] = col
     if tags:
         raw["tags"] = tags
+    try:  # one encoding of the whole case; only a case that fails is gone through key by key
+        json.dumps(raw, allow_nan=False)
+    except (TypeError, ValueError):
+        _name_unencodable(raw, origin, file, number)
+    return raw, origin
+
+
+def _name_unencodable(raw: dict, origin: dict, file: str, number: int) -> None:
+    """Raise the error for the first value of `raw` that JSON cannot hold, naming its source column."""
     for key, value in raw.items():
         try:
             json.dumps(value, allow_nan=False)
@@ -318,7 +376,7 @@ def row_to_raw(row: dict, number: int, suite, templates: Templates | None) -> tu
                         break
             raise InputError(f"a value that JSON cannot hold ({_short(exc)})", file=file, line=number,
                              field=field) from None
-    return raw, origin
+    raise InputError("a value that JSON cannot hold", file=file, line=number)
 
 
 def column_of(field: str | None, origin: dict) -> str | None:

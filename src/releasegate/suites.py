@@ -24,7 +24,7 @@ from ._loading import MAX_FILE_BYTES, exists, is_dir, read_text, validate
 from .config import SuiteConfig
 from .errors import InputError
 
-__all__ = ["Case", "load_suite", "load_suites", "suite_tags"]
+__all__ = ["Case", "load_suite", "load_suites", "iter_cases", "suite_tags"]
 
 CHUNK = 1 << 20
 """Bytes read at a time (doubled while a line is longer, so a giant line is not copied over and over)."""
@@ -59,10 +59,16 @@ def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int
     parsed and validated: an error further on is not seen, ids are unique among the cases loaded, and a suite
     after the Nth case is checked only as config (its file is there and readable in size, its default `format`
     and `answer` are valid), its lines not read."""
-    cases: list[Case] = []
-    seen: dict[str, str] = {}
+    return list(iter_cases(suites, config_dir, limit=limit))
+
+
+def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int | None = None) -> Iterator[Case]:
+    """`load_suites`' cases one at a time, none kept: what `validate` holds of a big suite is its case ids
+    (needed to find a duplicate), not its cases."""
+    seen: dict[str, str] = {}  # case id -> its suite's name
+    count = 0
     for suite in suites:
-        remaining = limit - len(cases) if limit else None
+        remaining = limit - count if limit else None
         if remaining == 0:
             if suite.source is not None:
                 from .suite_sources import check_source
@@ -72,20 +78,14 @@ def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int
                 _open(suite.path).close()
             _suite_defaults(suite, config_dir)
             continue
-        for case in _iter_suite(suite, config_dir, limit=remaining):
-            if case.id in seen:
-                raise InputError(
-                    f"case id '{case.id}' appears in suites '{seen[case.id]}' and '{suite.name}'",
-                    file=suite.path, hint="case ids must be unique across suites",
-                )
-            seen[case.id] = suite.name
-            cases.append(case)
-    return cases
+        for case in _iter_suite(suite, config_dir, limit=remaining, seen=seen):
+            count += 1
+            yield case
 
 
 def load_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None = None) -> list[Case]:
     """Parse and validate one JSONL suite (its first `limit` cases); raise InputError naming the line and field."""
-    return list(_iter_suite(suite, config_dir, limit=limit))
+    return list(_iter_suite(suite, config_dir, limit=limit, seen={}))
 
 
 def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
@@ -119,7 +119,7 @@ def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
         return
 
 
-def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> Iterator[Case]:
+def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: dict) -> Iterator[Case]:
     """The cases of a tabular source (see `suite_sources`): each row made a case object, then validated and
     built exactly as a JSONL line is. Rows are read only up to the last case wanted."""
     from .suite_sources import Templates, column_of, row_to_raw, source_rows, where
@@ -128,9 +128,10 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> 
     default_format = _suite_defaults(suite, config_dir)
     templates = Templates(suite.template, file) if suite.template else None
     id_field = (suite.columns or {}).get("id", "id")
+    wanted = _wanted(suite, limit)
 
     def cases() -> Iterator[tuple[int, Case]]:
-        for number, row in source_rows(suite):
+        for number, row in source_rows(suite, limit=wanted):
             raw, origin = row_to_raw(row, number, suite, templates)
             try:
                 yield number, _case(raw, number, suite, default_format, file)
@@ -139,12 +140,12 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> 
                 detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
                 raise InputError(detail, file=file, line=number, field=column, hint=exc.hint) from None
 
-    yield from _unique_cases(cases(), file, id_field, _wanted(suite, limit), empty="the source has no rows")
+    yield from _unique_cases(cases(), suite, file, id_field, wanted, seen, empty="the source has no rows")
 
 
-def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> Iterator[Case]:
+def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: dict) -> Iterator[Case]:
     if suite.source is not None:
-        yield from _iter_source(suite, config_dir, limit=limit)
+        yield from _iter_source(suite, config_dir, limit=limit, seen=seen)
         return
     path = suite.path
     if limit is None:  # a whole load: a file that is not UTF-8 is refused before any of its lines, as ever
@@ -152,7 +153,7 @@ def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None) -> I
             _check_utf8(fh, path)
     default_format = _suite_defaults(suite, config_dir)
     cases = ((number, _parse_line(line, number, suite, default_format)) for number, line in _lines(path) if line.strip())
-    yield from _unique_cases(cases, path, "id", _wanted(suite, limit), empty="add one JSON object per line")
+    yield from _unique_cases(cases, suite, path, "id", _wanted(suite, limit), seen, empty="add one JSON object per line")
 
 
 def _wanted(suite: SuiteConfig, limit: int | None) -> int | None:
@@ -160,15 +161,19 @@ def _wanted(suite: SuiteConfig, limit: int | None) -> int | None:
     return min(n for n in (suite.limit, limit) if n) if suite.limit or limit else None
 
 
-def _unique_cases(cases: Iterator[tuple[int, Case]], file, id_field: str, wanted: int | None, *, empty: str):
-    """(line or row, case) pairs as cases: ids unique within the suite, stopping at `wanted` (nothing read after
-    it), an empty suite refused."""
+def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file, id_field: str, wanted: int | None,
+                  seen: dict, *, empty: str):
+    """(line or row, case) pairs as cases: ids unique within the suite and across the suites (`seen`: id ->
+    suite name, filled in), stopping at `wanted` (nothing read after it), an empty suite refused."""
     count = 0
-    ids: set[str] = set()
     for number, case in cases:
-        if case.id in ids:
+        owner = seen.get(case.id)
+        if owner == suite.name:
             raise InputError(f"duplicate case id '{case.id}'", file=file, line=number, field=id_field)
-        ids.add(case.id)
+        if owner is not None:
+            raise InputError(f"case id '{case.id}' appears in suites '{owner}' and '{suite.name}'",
+                             file=suite.path, hint="case ids must be unique across suites")
+        seen[case.id] = suite.name
         count += 1
         yield case
         if wanted and count >= wanted:

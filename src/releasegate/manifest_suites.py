@@ -1,0 +1,106 @@
+"""What of a suite the run manifest hashes (see `manifest`): the bytes behind a source, the JSON Schema files
+the suite names, and the record of a sampled suite's draw.
+
+Hashing a source costs what reading its bytes costs (sha256 at several hundred MiB/s, a 1 MiB buffer), the
+same as for a JSONL suite; bench/big_suites.py prints it for a 1M-row parquet file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from .errors import InputError
+
+__all__ = ["SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
+
+SNAPSHOT_KEY = "#snapshot"
+"""Ends the manifest path of a hub dataset's revision (`hub:org/name@revision#snapshot`), hashed as the commit it
+resolves to in the hub cache."""
+
+
+def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> None:
+    """The bytes behind a suite's source: the file; every file of a save_to_disk split's directory (its arrow
+    files, state.json, dataset_info.json; files added later show too); for a hub dataset, the commit its
+    revision resolves to in the hub cache and every file of that snapshot."""
+    from .manifest import _directory_files
+
+    src = suite.source
+    if "hub" in src:
+        key = f"hub:{src['hub']}@{src.get('revision') or 'main'}{SNAPSHOT_KEY}"
+        commit = snapshot_commit(key)
+        if commit is None:
+            inputs.append({"role": "suite", "path": key, "name": suite.name, "sha256": None,
+                           "note": "a hub dataset with no copy in the hub cache: not hashed"})
+            return
+        inputs.append({"role": "suite:revision", "path": key, "name": suite.name, "sha256": commit})
+        folder = _dataset_snapshot(src["hub"], src.get("revision"))
+        for _, file in _directory_files(folder, "suite"):
+            add("suite:data", file, name=f"{suite.name}/{file.name}")
+        return
+    if src["format"] != "disk":
+        add("suite", suite.path)
+        return
+    folder = Path(suite.path).parent.resolve()  # the split's directory (suite.path is its state.json)
+    directories.append({"role": "suite", "path": str(folder)})
+    for role, file in _directory_files(folder, "suite"):
+        add(role, file, name=f"{suite.name}/{file.relative_to(folder)}")
+    index = Path(src["path"]) / "dataset_dict.json"
+    if index.is_file():
+        add("suite:config", index, name=f"{suite.name}/{index.name}")
+
+
+def _dataset_snapshot(hub: str, revision: str | None) -> Path | None:
+    """The hub cache's snapshot of a dataset repository at `revision` (never downloads), or None."""
+    from .suite_sources import _hub_snapshot
+
+    folder = _hub_snapshot(hub, revision)
+    return Path(folder) if folder is not None else None
+
+
+def snapshot_commit(key: str) -> str | None:
+    """The sha256 of the commit a `hub:org/name@revision#snapshot` key resolves to now, None when not cached."""
+    hub, _, revision = key[len("hub:"): -len(SNAPSHOT_KEY)].rpartition("@")
+    folder = _dataset_snapshot(hub, revision)
+    return hashlib.sha256(folder.resolve().name.encode()).hexdigest() if folder is not None else None
+
+
+def schema_paths(suite, base_dir: Path) -> list[Path]:
+    """JSON Schema files a suite's format checks name by path (suite defaults, then, in a JSONL suite, case by
+    case: its lines are read one at a time)."""
+    out = [base_dir / f["schema"] for f in suite.format if isinstance(f.get("schema"), str)]
+    if getattr(suite, "source", None) is not None:  # a row's case has the suite's format checks
+        return out
+    from .suites import _lines
+
+    try:
+        for _, line in _lines(suite.path):
+            if '"schema"' in line:
+                out += _line_schemas(line, suite.path)
+    except InputError:  # an unreadable suite is for the loader to report
+        return out
+    return out
+
+
+def _line_schemas(line: str, path: Path) -> list[Path]:
+    """The schema files one case line's format checks name (none for a line that is not a case)."""
+    try:
+        formats = json.loads(line).get("format") or []
+    except (ValueError, AttributeError, RecursionError):
+        return []
+    if not isinstance(formats, list):
+        return []
+    return [path.parent / f["schema"] for f in formats if isinstance(f, dict) and isinstance(f.get("schema"), str)]
+
+
+def sample_entries(config, cases) -> list[dict]:
+    """For each suite with a `sample:`: its spec, how many of its cases the run has and a digest of their ids in
+    order, so that a resumed run can tell it planned the same cases."""
+    sampled = {s.name: s.sample for s in config.suites if getattr(s, "sample", None)}
+    ids: dict[str, list[str]] = {name: [] for name in sampled}
+    for case in cases:
+        if case.suite in ids:
+            ids[case.suite].append(case.id)
+    return [{"suite": name, "sample": spec, "cases": len(ids[name]),
+             "ids_sha256": hashlib.sha256("\n".join(ids[name]).encode()).hexdigest()} for name, spec in sampled.items()]

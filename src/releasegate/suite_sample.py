@@ -1,0 +1,205 @@
+"""A seeded, stratified sample of a suite source's rows (`sample: {n | per_stratum, seed, by}`).
+
+The strata are the distinct values of the `by` columns (read alone first: a parquet file reads only those
+column chunks, an arrow file or `save_to_disk` table is memory-mapped). Each row draws a uniform number from
+the seed (numpy's PCG64, one number per row in row order); a stratum gives the rows with the smallest numbers.
+
+- `n`: n rows in all, shared in proportion to the strata sizes. When n is at least the number of strata, each
+  stratum first gets one row (a small slice is never left out); rows left over by rounding go to the largest
+  strata. A stratum never gives more rows than it has; an n at least the source's size takes every row.
+- `per_stratum`: that many rows from each stratum (all of a smaller one).
+
+The sample is ordered so that its first k rows, for any k, are spread over the strata in proportion to the
+sample (within one row per stratum): the j-th drawn row of a stratum that gives m rows stands at (j + 0.5) / m.
+`check --limit N` (and the suite's `limit`) take the first N rows of that order, so a limited run is itself a
+stratified sample, and only those rows are read. The same seed and source bytes always give the same rows in
+the same order; the manifest records the sampled case ids' digest, so `check --resume` can tell.
+
+numpy and pyarrow are imported only when a sampled suite is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import InputError
+
+__all__ = ["allocate", "draw", "sampled_rows"]
+
+COLUMNAR = ("parquet", "arrow", "disk")
+"""Formats whose strata columns and chosen rows are read without the other columns and rows."""
+
+
+def allocate(sizes: list[int], *, n: int | None = None, per_stratum: int | None = None) -> list[int]:
+    """How many rows each stratum gives (see the module docstring)."""
+    if per_stratum is not None:
+        return [min(per_stratum, size) for size in sizes]
+    if n >= sum(sizes):
+        return list(sizes)
+    take = [1] * len(sizes) if n >= len(sizes) else [0] * len(sizes)
+    left = n - sum(take)
+    while left > 0:
+        open_ = [s for s, size in enumerate(sizes) if take[s] < size]
+        total = sum(sizes[s] for s in open_)
+        give = {s: min(left * sizes[s] // total, sizes[s] - take[s]) for s in open_}
+        if not any(give.values()):  # each share under one row: the largest strata get one
+            for s in sorted(open_, key=lambda s: (-sizes[s], s))[:left]:
+                take[s] += 1
+            return take
+        for s, g in give.items():
+            take[s] += g
+        left -= sum(give.values())
+    return take
+
+
+def draw(codes, spec: dict, *, limit: int | None = None):
+    """Row indices (0-based) of the sample in its order; `codes`: each row's stratum (0, 1, ... in order of
+    first appearance). `limit`: only the first rows of that order."""
+    import numpy as np
+
+    codes = np.asarray(codes, dtype=np.int64)
+    u = np.random.Generator(np.random.PCG64(spec.get("seed", 0))).random(len(codes))
+    sizes = np.bincount(codes) if len(codes) else np.zeros(0, dtype=np.int64)
+    take = np.asarray(allocate(sizes.tolist(), n=spec.get("n"), per_stratum=spec.get("per_stratum")), dtype=np.int64)
+    by_stratum = np.lexsort((u, codes))  # grouped by stratum, smallest number first
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    rank = np.empty(len(codes), dtype=np.int64)
+    rank[by_stratum] = np.arange(len(codes)) - np.repeat(starts, sizes)
+    chosen = np.flatnonzero(rank < take[codes])
+    place = (rank[chosen] + 0.5) / take[codes[chosen]]
+    ordered = chosen[np.lexsort((u[chosen], place))]
+    return ordered[:limit] if limit else ordered
+
+
+# -- reading ---------------------------------------------------------------------------------------------------
+
+def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:
+    """(row number, row) of the sample in its order. `rows_of(suite)`: the source's rows, for formats that are
+    not columnar (the strata are then collected in one pass and the chosen rows in a second)."""
+    from .suite_sources import where
+
+    spec, by = suite.sample, list(suite.sample.get("by") or ())
+    table = _table(suite) if suite.source.get("format") in COLUMNAR and "hub" not in suite.source else None
+    if table is not None:
+        codes = _codes_of_table(table, by, where(suite))
+        order = draw(codes, spec, limit=limit)
+        yield from _take_rows(table, order)
+        return
+    codes = _codes_of_rows(rows_of(suite), by, where(suite))
+    order = draw(codes, spec, limit=limit)
+    wanted = {int(i): None for i in order}
+    for number, row in rows_of(suite):
+        if number - 1 in wanted:
+            wanted[number - 1] = row
+    for i in order:
+        yield int(i) + 1, wanted[int(i)]
+
+
+def _table(suite):
+    """The source as a pyarrow table or parquet file, read lazily (None: read it row by row instead)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = suite.source
+    path = str(src["path"])
+    if src["format"] == "parquet":
+        return pq.ParquetFile(path)
+    if src["format"] == "arrow":
+        return arrow_table(path)
+    from .suite_sources import disk_dataset
+
+    data = disk_dataset(src)
+    if getattr(data, "_indices", None) is not None:  # a selection over the table: read through datasets
+        return None
+    table = data.data
+    return table.table if hasattr(table, "table") else pa.table(table)
+
+
+def arrow_table(path: str):
+    """An arrow file (IPC stream, as datasets writes it, or IPC file), memory-mapped."""
+    import pyarrow as pa
+
+    source = pa.memory_map(path)
+    try:
+        return pa.ipc.open_stream(source).read_all()
+    except pa.ArrowInvalid:
+        return pa.ipc.open_file(pa.memory_map(path)).read_all()
+
+
+def _columns(table) -> list[str]:
+    return list(table.schema_arrow.names if hasattr(table, "schema_arrow") else table.schema.names)
+
+
+def _codes_of_table(table, by: list[str], file: str):
+    """Each row's stratum from the `by` columns alone (a parquet file reads only their column chunks)."""
+    import numpy as np
+
+    names = _columns(table)
+    for column in by:
+        if column not in names:
+            raise InputError(f"no column '{column}' to sample by (columns: {', '.join(names)})", file=file,
+                             field="sample.by")
+    rows = table.metadata.num_rows if hasattr(table, "metadata") and hasattr(table, "read") else table.num_rows
+    if not by:
+        return np.zeros(rows, dtype=np.int64)
+    data = table.read(columns=by) if hasattr(table, "read") else table.select(by)
+    parts = []
+    for column in by:
+        encoded = data.column(column).combine_chunks().dictionary_encode(null_encoding="encode")
+        parts.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+    return _first_seen(np.stack(parts, axis=1))
+
+
+def _first_seen(keys):
+    """Stratum codes numbered in order of each stratum's first row."""
+    import numpy as np
+
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    renumber = np.empty(len(first), dtype=np.int64)
+    renumber[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return renumber[inverse.reshape(-1)]
+
+
+def _codes_of_rows(rows: Iterator[tuple[int, dict]], by: list[str], file: str):
+    """Each row's stratum, one pass over the rows keeping 8 bytes a row."""
+    from array import array
+
+    codes: array = array("q")
+    strata: dict[Any, int] = {}
+    for number, row in rows:
+        for column in by:
+            if column not in row:
+                raise InputError(f"no column '{column}' to sample by (columns: {', '.join(map(str, row))})",
+                                 file=file, line=number, field="sample.by")
+        key = tuple(_hashable(row[c]) for c in by)
+        codes.append(strata.setdefault(key, len(strata)))
+    return codes
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        import json
+
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def _take_rows(table, order) -> Iterator[tuple[int, dict]]:
+    """The chosen rows, read in row order (a parquet file: only the row groups holding one), given in the
+    sample's order."""
+    import numpy as np
+
+    wanted = np.sort(order)
+    rows: dict[int, dict] = {}
+    if hasattr(table, "read_row_group"):
+        ends = np.cumsum([table.metadata.row_group(g).num_rows for g in range(table.num_row_groups)])
+        groups = np.searchsorted(ends, wanted, side="right")
+        for group in np.unique(groups):
+            local = wanted[groups == group] - (ends[group - 1] if group else 0)
+            picked = table.read_row_group(int(group)).take(local)
+            rows.update(zip(wanted[groups == group].tolist(), picked.to_pylist()))
+    elif len(wanted):
+        rows = dict(zip(wanted.tolist(), table.take(wanted).to_pylist()))
+    for i in order.tolist():
+        yield i + 1, rows.pop(i)
