@@ -121,7 +121,8 @@ def judge_messages(record, criterion, settings) -> list[dict]:
         "max_output_chars": settings.max_output_chars,
     }
     field = f"\"score\" (an integer from 1 to {criterion.scale})" if criterion.scale else "\"verdict\" (\"pass\" or \"fail\")"
-    return [{"role": "system", "content": SYSTEM.format(field=field)},
+    system = settings.system if settings.system is not None else SYSTEM.format(field=field)
+    return [{"role": "system", "content": system},
             {"role": "user", "content": _compiled(template_text(settings)).render(context)}]
 
 

@@ -17,7 +17,7 @@ __all__ = [
 TARGET_KEYS = (
     "backend", "base", "adapter", "dtype", "threads", "batch_size", "device", "responses", "base_url", "model",
     "api_key_env", "client", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries",
-    "extra_body", "headers", "secret_keys",
+    "extra_body", "headers", "secret_keys", "tokenizer",
 )
 """Keys of `judge:` that describe the judge model exactly as `target:` describes the model under test."""
 
@@ -55,6 +55,8 @@ class JudgeSettings:
     prompt_text: str | None = None
     """The user-message template read from `prompt_path` (None: the built-in one)."""
     max_output_chars: int = 20000
+    system: str | None = None
+    """The judge's system message (None: the built-in `prompt.SYSTEM`)."""
     on_error: str = "insufficient"
     cache: bool = True
     price: dict = field(default_factory=dict)
@@ -71,6 +73,7 @@ class JudgeSettings:
             "max_tokens": self.max_tokens, "structured": self.structured, "max_output_chars": self.max_output_chars,
             "prompt": str(self.prompt_path) if self.prompt_path else "built-in",
             "prompt_sha256": hashlib.sha256(template_text(self).encode()).hexdigest(),
+            "system_sha256": hashlib.sha256((self.system or "").encode()).hexdigest() if self.system else "built-in",
             "on_error": self.on_error, "criteria": {n: c.as_dict() for n, c in self.criteria.items()},
         }
 
@@ -79,7 +82,7 @@ class JudgeSettings:
         the parameters and the prompt template. Judgments and cached verdicts are keyed by it."""
         d = self.describe()
         payload = {"target": target_fingerprint, **{k: d[k] for k in (
-            "temperature", "max_tokens", "structured", "max_output_chars", "prompt_sha256")}}
+            "temperature", "max_tokens", "structured", "max_output_chars", "prompt_sha256", "system_sha256")}}
         return "judge-" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -127,7 +130,7 @@ def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings 
     settings = JudgeSettings(
         target=target, temperature=float(raw.get("temperature", 0.0)), max_tokens=raw.get("max_tokens", 256),
         structured=raw.get("structured", "json_schema"), prompt_path=prompt_path, prompt_text=prompt_text,
-        max_output_chars=raw.get("max_output_chars", 20000), on_error=raw.get("on_error", "insufficient"),
+        max_output_chars=raw.get("max_output_chars", 20000), system=raw.get("system"), on_error=raw.get("on_error", "insufficient"),
         cache=raw.get("cache", True), price=dict(raw.get("price") or {}), criteria=criteria,
     )
     from .prompt import check_template
