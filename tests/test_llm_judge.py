@@ -328,3 +328,37 @@ def test_hostile_drafts_are_data_between_nonce_tags(tmp_path, cli):
         assert nonce != "x" and prompt.count(f"</response-{nonce}>") == 1
     assert all(j.passed is False for j in read_judgments(run).values())
     assert report["verdict"] != "PASS"
+
+
+def test_a_calibrated_but_lenient_judge_cannot_lift_a_model_over_its_threshold(tmp_path, cli):
+    # the judge passes every draft, the 10 BAD ones too: agreement 30/40 is enough for min_agreement 0.6, and
+    # the judge-scored accuracy is 1.0; the reviewers approve 30 of 40, so accuracy >= 0.9 must not pass
+    config = _replay_project(tmp_path, wrong={i for i in range(CASES) if i % 4 == 3}, min_agreement=0.6)
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(rubric.read_text().replace("threshold: 0.5}", "threshold: 0.9}"))
+    _, _, run, _ = check(cli, config)
+    label_all(cli, run, tmp_path, _human)
+    code, out, _ = cli("gate", run.path, "--json")
+    report = json.loads(out)
+    assert report["judge"]["calibration"]["helpful"]["calibrated"]
+    helpful = next(c for c in report["criteria"] if c["name"] == "helpful")
+    assert helpful["value"] == pytest.approx(0.75) and "reviewer-corrected" in helpful["note"]
+    assert helpful["verdict"] == "fail" and report["verdict"] == "FAIL" and code == 1
+    # with a confidence, the precision's own uncertainty widens the bound: still no pass at 0.7
+    rubric.write_text(rubric.read_text().replace("threshold: 0.9}", "threshold: 0.7, confidence: 0.95}"))
+    code, out, _ = cli("gate", run.path, "--rubric", rubric, "--json")
+    helpful = next(c for c in json.loads(out)["criteria"] if c["name"] == "helpful")
+    assert helpful["bounds"][0] < 0.7 and helpful["verdict"] != "pass"
+
+
+def test_the_review_sample_over_draws_where_the_judge_is_least_sure(tmp_path, cli):
+    from releasegate.review._auto import BORDERLINE, FAIL, PASS, automatic_outcome
+
+    record = type("R", (), {"error": None, "output": "o"})()
+    scale = {"criterion": "c", "passed": True, "score": 4, "pass_mark": 4}
+    assert automatic_outcome(record, {"answer": {"passed": True, "judge": scale}}) == BORDERLINE
+    assert automatic_outcome(record, {"answer": {"passed": False, "judge": {**scale, "score": 3, "passed": False}}}) == BORDERLINE
+    assert automatic_outcome(record, {"answer": {"passed": True, "judge": {**scale, "score": 5}}}) == PASS
+    assert automatic_outcome(record, {"answer": {"passed": False, "unknown": True,
+                                                 "judge": {"criterion": "c", "passed": None}}}) == BORDERLINE
+    assert automatic_outcome(record, {"answer": {"passed": False, "judge": {"criterion": "c", "passed": False}}}) == FAIL

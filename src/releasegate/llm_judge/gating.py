@@ -1,14 +1,24 @@
-"""What the LLM judge means for the verdict: the report's `judge` section, and criteria left undecided where the
-judge is not calibrated against the reviewers."""
+"""What the LLM judge means for the verdict: the report's `judge` section; criteria left undecided where the
+judge is not calibrated against the reviewers; and, where it is, accuracy as the reviewers would have judged it.
+
+A calibrated judge is still wrong sometimes: with 90% agreement, a judge-scored accuracy of 0.90 may be 0.80 in
+the reviewers' eyes. So a criterion fed by judge verdicts gates on the reviewer-corrected accuracy: each case the
+judge passed counts as the judge's precision (share of the labelled judge passes the reviewers approved), each
+case it failed as its false-omission rate (share of the labelled judge fails they approved). With a
+`confidence`, the lower bound subtracts from the judge-scored accuracy's Wilson lower bound the share of
+judge-passed cases times one minus the precision's own Wilson lower bound (false fails, which would only raise
+it, are not credited), and the upper bound adds the judge-failed share times the false-omission rate's upper
+bound: a judge that passes what reviewers reject can no longer lift a model over its threshold."""
 
 from __future__ import annotations
 
-from ..gate import CriterionResult
-from ..metrics import select
+from ..gate import CriterionResult, judge_criterion
+from ..metrics import MetricValue, compute_metric, select
+from ..stats import wilson_bounds
 from .calibration import calibrate
 from .stage import judge_summary
 
-__all__ = ["judge_section", "undecided_by_judge", "JUDGE_FED_METRICS"]
+__all__ = ["judge_section", "undecided_by_judge", "corrected_by_reviewers", "JUDGE_FED_METRICS"]
 
 JUDGE_FED_METRICS = ("accuracy",)
 """Metrics a judge-scored answer feeds (the judge grades the answer, nothing else)."""
@@ -22,7 +32,8 @@ def judge_section(info, records, scores: dict, labels, rubric, verdicts) -> dict
         return None
     summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge) or {"model": None}
     calibration = calibrate(records, scores, labels or [], rubric.judge)
-    return {**summary, "policy": rubric.judge.as_dict(), "calibration": calibration}
+    rate = compute_metric("judge_error_rate", records, scores, {}).as_dict()
+    return {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
 
 
 def undecided_by_judge(results: list[CriterionResult], records, scores: dict, section: dict | None):
@@ -50,3 +61,60 @@ def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[st
         return set()
     chosen = select(records, getattr(criterion, "slice", None))
     return {v["criterion"] for r in chosen if (v := scores.get(r.case_id, {}).get("answer", {}).get("judge"))}
+
+
+def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict, section: dict | None):
+    """`results` with each decided criterion fed by calibrated judge verdicts judged again on the
+    reviewer-corrected accuracy (see the module docstring)."""
+    if not section:
+        return results
+    calibration = section["calibration"]
+    out = []
+    for result in results:
+        names = _judge_criteria_in(result, records, scores)
+        if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
+            value = _corrected(result, records, scores, calibration, section["policy"]["confidence"])
+            result = _rejudged(result, value)
+        out.append(result)
+    return out
+
+
+def _corrected(result: CriterionResult, records, scores: dict, calibration: dict, label_conf: float) -> MetricValue:
+    criterion = result.criterion
+    chosen = [r for r in select(records, getattr(criterion, "slice", None)) if "answer" in scores.get(r.case_id, {})
+              or r.output is None]
+    n = len(chosen)
+    point = 0.0
+    shift_down = shift_up = 0.0
+    for r in chosen:
+        answer = scores.get(r.case_id, {}).get("answer", {})
+        verdict = answer.get("judge")
+        if verdict is None or verdict.get("passed") is None:
+            point += bool(answer.get("passed"))
+            continue
+        c = calibration[verdict["criterion"]]["confusion"]
+        if verdict["passed"]:
+            a, b = c["judge_pass_reviewer_approve"], c["judge_pass_reviewer_reject"]
+            if a + b == 0:
+                return MetricValue(None, n, note="no labelled case the judge passed: its precision is unknown")
+            point += a / (a + b)
+            shift_down += 1.0 - wilson_bounds(a, a + b, label_conf)[0]
+        else:
+            a, d = c["judge_fail_reviewer_approve"], c["judge_fail_reviewer_reject"]
+            if a + d == 0:
+                return MetricValue(None, n, note="no labelled case the judge failed: its false-fail rate is unknown")
+            point += a / (a + d)
+            shift_up += wilson_bounds(a, a + d, label_conf)[1]
+    judged = result.value
+    note = (f"reviewer-corrected: the judge's verdicts give {judged.value:.4g}; each verdict weighted by how often "
+            f"reviewers agreed with verdicts like it")
+    bounds = None
+    if judged.bounds is not None and n:
+        lo, hi = judged.bounds
+        bounds = (None if lo is None else max(0.0, lo - shift_down / n), None if hi is None else min(1.0, hi + shift_up / n))
+    return MetricValue(point / n if n else None, n, bounds, note, judged.confidence)
+
+
+def _rejudged(result: CriterionResult, value: MetricValue) -> CriterionResult:
+    again = judge_criterion(result.criterion, value)
+    return CriterionResult(again.criterion, value, again.verdict, again.reason or value.note, again.needed_n)

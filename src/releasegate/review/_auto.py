@@ -13,13 +13,25 @@ PASS, BORDERLINE, FAIL = "pass", "borderline", "fail"
 
 def automatic_outcome(record: CaseRecord, scores: dict) -> str:
     """'pass': every check passed. 'borderline': the checks disagree (e.g. valid format but wrong answer).
-    'fail': the request failed, a forbidden rule hit, or every check failed."""
+    'fail': the request failed, a forbidden rule hit, or every check failed. A judge-scored answer the judge gave
+    no verdict on, or graded one step either side of its pass mark, is 'borderline' too."""
     if record.error or record.output is None or scores.get("forbidden", {}).get("hit"):
         return FAIL
+    if _judge_unsure(scores.get("answer", {}).get("judge")):
+        return BORDERLINE  # over-drawn for review: where the judge is least certain, its calibration matters most
     checks = [bool(scores[k]["passed"]) for k in ("answer", "format") if k in scores]
     if all(checks):
         return PASS
     return BORDERLINE if any(checks) else FAIL
+
+
+def _judge_unsure(verdict: dict | None) -> bool:
+    if not verdict:
+        return False
+    if verdict.get("passed") is None:
+        return True
+    score, mark = verdict.get("score"), verdict.get("pass_mark")
+    return score is not None and mark is not None and mark - 1 <= score <= mark
 
 
 def check_verdicts(scores: dict) -> dict[str, str]:

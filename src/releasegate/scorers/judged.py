@@ -30,7 +30,8 @@ def judged_answer(record, verdicts) -> dict:
     if j is None:
         return {**judge(record.output, record.expected, record.answer).as_dict(),
                 "judge": {"criterion": name, "passed": None, "error": "not_judged"}}
-    info = {"criterion": name, "passed": j.passed, "score": j.score, "reason": j.reason, "error": j.error}
+    info = {"criterion": name, "passed": j.passed, "score": j.score, "pass_mark": j.pass_mark, "reason": j.reason,
+            "error": j.error}
     if j.error is not None:
         fail = verdicts.on_error == "fail"
         detail = f"judge error ({j.error}): {j.error_message or ''}".strip()
