@@ -249,6 +249,8 @@ class Config:
     cache: CacheConfig | None = None
     scale: ScaleConfig | None = None
     """Where the work runs past this process (`scale:`); None: here."""
+    judge: Any = None
+    """The LLM judge (`judge:`, a `llm_judge.JudgeSettings`); None: no judge configured."""
     base_dir: Path | None = None
     """The directory relative paths were resolved against: the config's own, or, for a run's snapshot read by
     `check --resume`, the original config's."""
@@ -283,6 +285,7 @@ def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path 
     if not isinstance(data, dict):
         raise InputError("a config must be a mapping of keys (target, suites, rubric, ...)", file=path, line=1)
     _register_raw(data.get("target"))
+    _register_raw(data.get("judge"))
     validate(data, "config", file=path, node=node)
     if secrets_from is not None:
         data = _unmask(data, Path(secrets_from))
@@ -293,6 +296,7 @@ def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path 
 
     target = _target(data["target"], here, at)
     target.register_secrets()
+    judge = _judge(data.get("judge"), here, at)
     suites = tuple(_suite(s, here, path, lambda *p, i=i: at("suites", i, *p)) for i, s in enumerate(data["suites"]))
     _unique_names(suites, at)
     output = data.get("output", {})
@@ -310,9 +314,27 @@ def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path 
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),
         cache=_cache(data.get("cache"), here),
+        judge=judge,
         scale=parse_scale(data.get("scale"), data["target"], data.get("load"), at),
         base_dir=here,
     )
+
+
+def _judge(raw: dict | None, here: Path, at):
+    """The `judge:` section: its model is built exactly as `target:` is, errors named under judge."""
+    if raw is None:
+        return None
+    from .llm_judge.settings import parse_judge
+
+    def judge_at(*parts):
+        return at("judge", *parts[1:]) if parts and parts[0] == "target" else at(*parts)
+
+    def make_target(section: dict) -> TargetConfig:
+        target = _target(section, here, judge_at)
+        target.register_secrets()
+        return target
+
+    return parse_judge(raw, here, at, make_target)
 
 
 def _cache(raw: dict | None, here: Path) -> CacheConfig | None:
@@ -358,8 +380,9 @@ def _target(raw: dict, here: Path, at) -> TargetConfig:
 
 def _masked_raw(data: dict) -> dict:
     raw = copy.deepcopy(data)
-    target = raw.get("target")
-    if isinstance(target, dict):
+    for target in (raw.get("target"), raw.get("judge")):
+        if not isinstance(target, dict):
+            continue
         extra = tuple(target.get("secret_keys") or ())
         if isinstance(target.get("base_url"), str):
             target["base_url"] = mask_url(target["base_url"], extra)
@@ -428,13 +451,14 @@ def _unmask(data: dict, original: Path) -> dict:
         source, _ = load_yaml(original, what="config")
     except InputError:
         return data
-    if not isinstance(source, dict) or not isinstance(source.get("target"), dict):
+    if not isinstance(source, dict):
         return data
-    if _masked_raw(source).get("target") != data.get("target"):
-        return data
-    _register_raw(source["target"])
     data = dict(data)
-    data["target"] = copy.deepcopy(source["target"])
+    masked = _masked_raw(source)
+    for section in ("target", "judge"):  # the judge's credentials come back the same way
+        if isinstance(source.get(section), dict) and masked.get(section) == data.get(section):
+            _register_raw(source[section])
+            data[section] = copy.deepcopy(source[section])
     return data
 
 

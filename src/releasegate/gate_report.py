@@ -143,6 +143,11 @@ class GateReport(_Model):
     """The forbidden rules the run was judged with: the per-case tables of every format are scored with them."""
     review: dict[str, Any]
     """Human review, one row per slice ('all' first); see releasegate.review.summary."""
+    judge: dict[str, Any] | None = None
+    """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
+    the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:
+    per judge criterion, agreement with the reviewers (its lower bound), Cohen's kappa, the confusion table,
+    whether it is calibrated and why, and the same per slice. See releasegate.llm_judge."""
 
 
 def typed_report(report: dict, *, source: object = None) -> dict:

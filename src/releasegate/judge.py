@@ -19,6 +19,7 @@ from .gate import (
 )
 from .gate_report import typed_report
 from .health import client_kind, client_lag_ms, client_saturation, phase_counts, run_problems, target_failure
+from .llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
@@ -71,7 +72,7 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, ph
 
 def judge_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
-    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False,
+    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts=None,
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
@@ -79,9 +80,11 @@ def judge_run(
     `latency_from` names (auto: the load phase when one ran); error rates from every phase. Records are scored
     per phase: a load request never shares a score with a quality case of the same id. `labels` are the run's
     human labels (reviews.jsonl): approval below the rubric's minimum fails, and pending required review gives
-    NEEDS_REVIEW unless `allow_pending`. Run health (see `health`) and target failure override the criteria."""
+    NEEDS_REVIEW unless `allow_pending`. `verdicts` are the run's LLM-judge verdicts (`llm_judge.run_verdicts`):
+    judge-scored answers without one are unknown, and criteria they feed are insufficient while the judge is not
+    calibrated against the reviewers' labels. Run health (see `health`) and target failure override the criteria."""
     load_records = load_records or []
-    scores = {r.case_id: score_record(r, rubric.forbidden) for r in records}  # the quality phase's, by case id
+    scores = {r.case_id: score_record(r, rubric.forbidden, verdicts) for r in records}  # the quality phase's
     phase = _latency_phase(rubric.latency_from, load_records)
     # a capacity sweep is judged at its capacity: latency, throughput and cost from that step, error rates from
     # the steps at or below it (those above were meant to break the objective)
@@ -113,6 +116,8 @@ def judge_run(
         results += comparison_results(comparison)
     review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
     results += review.results
+    judge = judge_section(info, records, scores, labels, rubric, verdicts)
+    results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge)
     problems = run_problems(info, records, load_records)
     target = target_failure(records, load_records)
     verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
@@ -141,6 +146,7 @@ def judge_run(
         "failing_cases_total": len(failing),
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
         "review": review.rows,
+        **({"judge": judge} if judge is not None else {}),
     })
 
 

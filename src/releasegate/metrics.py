@@ -20,6 +20,8 @@ _RATES = {
     "error_rate": ("lower", "share of requests that failed, every phase (quality cases and load phase) together"),
     "error_rate_quality": ("lower", "share of the quality cases' requests that failed"),
     "error_rate_load": ("lower", "share of the load phase's requests that failed"),
+    "judge_error_rate": ("lower", "share of judge-scored outputs with no judge verdict (judge errors, replies with no "
+                                  "verdict, not judged)"),
 }
 ERROR_METRICS = ("error_rate", "error_rate_quality", "error_rate_load")
 LATENCY_METRICS = {
@@ -172,6 +174,10 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
     if name in ERROR_METRICS:  # the caller passes the phase's requests
         hits = sum(r.error is not None for r in records)
         return _proportion(hits, len(records), confidence)
+    if name == "judge_error_rate":
+        done = [r for r in records if r.output is not None and (r.answer or {}).get("type") == "judge"]
+        hits = sum(scores[r.case_id].get("answer", {}).get("judge", {}).get("passed") is None for r in done)
+        return _proportion(hits, len(done), confidence)
     if name == "forbidden_rate":
         done = [r for r in records if r.output is not None]
         hits = sum(bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done)
@@ -181,7 +187,9 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
     unknown = sum(bool(scores[r.case_id].get(key, {}).get("unknown")) for r in judged)
     passed = sum(bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged)
     if unknown:  # a check that could not be made (no token count) is not a pass, and not a model failure either
-        return MetricValue(None, len(judged), note=f"{unknown} case(s) could not be checked (e.g. token count unknown)")
+        unjudged = sum(scores[r.case_id].get(key, {}).get("judge", {}).get("passed", True) is None for r in judged)
+        why = f"{unjudged} with no judge verdict" if unjudged == unknown else "e.g. token count unknown, no judge verdict"
+        return MetricValue(None, len(judged), note=f"{unknown} case(s) could not be checked ({why})")
     return _proportion(passed, len(judged), confidence)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ._loading import exists, field_path, is_file, line_of, load_yaml, validate
 from .errors import InputError
+from .llm_judge.settings import CalibrationPolicy, parse_calibration
 from .metrics import BOUNDED_METRICS, ERROR_METRICS, KNOWN_METRICS
 from .review.policy import ReviewPolicy, parse_policy
 
@@ -106,6 +107,8 @@ class Rubric:
     """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
     """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.review.policy)."""
+    judge: CalibrationPolicy = field(default_factory=CalibrationPolicy)
+    """How well the LLM judge must agree with reviewers before judge-scored criteria decide (`judge:`)."""
 
     def as_dict(self) -> dict:
         """The snapshot written into a run directory (`rubric.yaml`)."""
@@ -121,6 +124,7 @@ class Rubric:
         if self.evaluate:
             out["evaluate"] = [m.as_dict() for m in self.evaluate]
         out["review"] = self.review.as_dict()  # always: the snapshot keeps the policy even if defaults change
+        out["judge"] = self.judge.as_dict()
         return out
 
 
@@ -146,6 +150,7 @@ def load_rubric(path: Path) -> Rubric:
         latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
         max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
         baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
+        judge=parse_calibration(data.get("judge")),
     )
 
 

@@ -52,6 +52,7 @@ def run_check(
     `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases;
     `target_overrides` likewise records how `config.target` differs from the config file (matrix variants)."""
     _check_metrics(rubric)
+    _check_judged(config, cases)
     secret_from_env(config.target.api_key_env)
     run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
     # an unreadable input fails before the directory exists
@@ -111,6 +112,13 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
     rubric = load_rubric(run.path / "rubric.yaml")
     cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
     return config, rubric, cases
+
+
+def _check_judged(config: Config, cases: list[Case]) -> None:
+    if config.judge is not None or any((c.answer or {}).get("type") == "judge" for c in cases):
+        from .llm_judge.settings import check_judged_cases
+
+        check_judged_cases(config, cases)
 
 
 def _check_metrics(rubric: Rubric) -> None:
@@ -207,6 +215,11 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
                 (run.path / stale).unlink(missing_ok=True)
             run_load_phase(backend, config, cases, run, info, console, progress)
         INTERRUPTION.raise_if_pending()
+        if backend is not None:  # the model under test is done: free it before a local judge loads
+            backend.close()
+            backend = None
+        _judge_outputs(run, info, config, console, progress, use_cache)
+        INTERRUPTION.raise_if_pending()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         INTERRUPTION.taken = INTERRUPTION.taken or interrupted
@@ -233,8 +246,10 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             from .review.labels import read_labels
 
             labels = read_labels(run)
+        from .llm_judge.verdicts import run_verdicts
+
         report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
-                           labels=labels, allow_pending=allow_pending)
+                           labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info))
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
@@ -250,6 +265,16 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             _print_resume_hint(console, run)
         raise
     return run, report
+
+
+def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:
+    """The LLM judge grades the judge-scored outputs (releasegate.llm_judge.stage), when the config has one."""
+    if config.judge is None:
+        return
+    from .llm_judge.stage import judge_stage
+
+    judge_stage(run, info, config, console=console, bar_factory=lambda: progress_bar(console, progress),
+                use_cache=use_cache, between=INTERRUPTION.raise_if_pending)
 
 
 def _print_resume_hint(console: Console, run: RunDir) -> None:
