@@ -1,6 +1,9 @@
-"""The hf backend on a real local Ray cluster (2 CPUs, no dashboard, started once for this module): the demo's
-100 cases sharded over 2 actors give the records of a run in one process, and a driver killed mid-run is
-finished by `check --resume` with nothing lost and nothing recorded twice."""
+"""`scale: {engine: ray}` on a real local Ray cluster (2 CPUs, no dashboard, started once for this module).
+
+- hf: the demo's 100 cases sharded over 2 actors give the records of a run in one process, and a driver killed
+  mid-run is finished by `check --resume` with nothing lost and nothing recorded twice.
+- openai: a load phase's schedule split across 2 workers against the stub server comes back as one load record
+  in the plan's order, with each worker's send lag."""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, write_jsonl
 from releasegate.record import RunDir
+from releasegate.testing import StubBehaviour, StubServer
 
 pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray")
@@ -114,3 +118,57 @@ def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, refe
     assert [(r.output, r.tokens) for r in single] == [(resumed[r.case_id].output, resumed[r.case_id].tokens) for r in single]
     info = run.read_info()
     assert info.status == "complete" and [s["status"] for s in info.sessions] == ["killed", "complete"]
+
+
+# -- the load phase from two workers -------------------------------------------------------------------------
+
+def endpoint_project(tmp_path: Path, base_url: str, load: str) -> Path:
+    write_jsonl(tmp_path / "suite.jsonl", [
+        {"id": f"c{i}", "messages": [{"role": "user", "content": f"hello {i}"}], "expected": "tok"} for i in range(4)
+    ])
+    (tmp_path / "rubric.yaml").write_text("latency_from: load\ncriteria:\n  - {metric: error_rate, op: \"<=\", threshold: 0}\n")
+    (tmp_path / "releasegate.yaml").write_text(
+        f"target: {{backend: openai, base_url: '{base_url}', model: stub, concurrency: 2, timeout_s: 20}}\n"
+        "generation: {max_new_tokens: 8}\nsuites: [{path: suite.jsonl, answer: {type: regex, pattern: tok}}]\n"
+        f"rubric: rubric.yaml\nload: {load}\nscale: {{engine: ray, workers: 2, cpus_per_worker: 1}}\n"
+    )
+    return tmp_path / "releasegate.yaml"
+
+
+@pytest.mark.parametrize("load, planned", [
+    ("{concurrency: 4, requests: 20, warmup: 2}", 20),
+    ("{rate: 50, arrival: poisson, requests: 24, concurrency: 8, seed: 1}", 24),
+])
+def test_a_load_split_across_workers_is_one_load_record(cluster, cli, tmp_path, load, planned):
+    with StubServer(StubBehaviour(ttft_ms=5, itl_ms=1, tokens=4)) as stub:
+        config = endpoint_project(tmp_path, stub.base_url, load)
+        code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
+        sent = stub.requests
+    assert code == 0, err
+    run = RunDir(tmp_path / "reports" / "r")
+    load_records = run.read_records("load.jsonl")
+    warmup = 2 if "warmup" in load else 0
+    assert sent == 4 + warmup + planned  # quality, warm-up, measured: each request sent once
+    assert [r.case_id.split(":")[0] for r in load_records] == [f"load-{i:05d}" for i in range(planned)]  # plan order
+    assert all(r.error is None and r.timing.ttft_ms and r.timing.send_lag_ms is not None for r in load_records)
+    phase = json.loads((run.path / "run.json").read_text())["load_phase"]
+    assert phase["requests"] == planned and phase["seconds"] > 0
+    workers = phase["client"]["workers"]
+    assert [w["requests"] for w in workers] == [planned // 2, planned // 2]  # request i went to worker i mod 2
+    assert all(w["send_lag_ms"]["n"] == planned // 2 and w["client"]["loop_lag_ms"] for w in workers)
+    worst = max(w["client"]["loop_lag_ms"]["p99"] for w in workers)
+    assert phase["client"]["loop_lag_ms"]["p99"] == worst  # the gate sees the worst worker's lag
+    assert json.loads(out)["verdict"] == "PASS"
+
+
+def test_a_duration_bound_closed_loop_makes_unique_requests_on_every_worker(cluster, cli, tmp_path):
+    with StubServer(StubBehaviour(ttft_ms=5, itl_ms=1, tokens=4)) as stub:
+        config = endpoint_project(tmp_path, stub.base_url, "{concurrency: 2, duration_s: 0.5}")
+        code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+        sent = stub.requests
+    assert code == 0, err
+    load_records = RunDir(tmp_path / "reports" / "r").read_records("load.jsonl")
+    ids = [r.case_id for r in load_records]
+    assert len(ids) == len(set(ids)) == sent - 4 > 2
+    workers = json.loads((tmp_path / "reports" / "r" / "run.json").read_text())["load_phase"]["client"]["workers"]
+    assert len(workers) == 2 and sum(w["requests"] for w in workers) == len(ids)

@@ -29,7 +29,12 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         task = bar.add_task(f"load: {plan.describe()}", total=planned)
         # warm-up, then (lean client) connections opened, then the window: all on one client, so the warm-up's
         # connections serve the load; the schedule and the deadline start with the window
-        done = backend.run_load(
+        run_load = backend.run_load
+        if config.scale is not None:  # the schedule split across Ray workers, each with its own client
+            from .scale.load import DistributedLoad
+
+            run_load = DistributedLoad(backend, config.scale, plan).run_load
+        done = run_load(
             plan.iter_requests(), offsets=plan.offsets, concurrency=plan.concurrency, max_new_tokens=tokens,
             duration_s=plan.duration_s, warmup=plan.warmup, on_start=lambda: scraper.mark("start"),
             on_done=lambda: bar.advance(task),

@@ -53,6 +53,9 @@ def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleC
     if backend == "openai" and load is None:
         raise InputError("with the openai backend, scale spreads the load phase: this config has no load:",
                          **at("scale"), hint="add a load: section, or remove scale: (the server scales the quality cases)")
+    if load is not None and load.get("sweep") is not None:
+        raise InputError("scale does not spread a capacity sweep across workers", **at("scale"),
+                         hint="remove scale: or load.sweep")
     if importlib.util.find_spec("ray") is None:  # found, not imported: validate stays light
         raise InputError("scale: {engine: ray} needs Ray, which is not installed", **at("scale", "engine"),
                          hint=f"install it with: {INSTALL_HINT}")
