@@ -99,3 +99,11 @@ def test_baseline_in_the_rubric_fails_check(project, cli):
     regression = next(c for c in report["criteria"] if c["name"] == "accuracy vs baseline")
     assert code == 1 and regression["verdict"] == "fail" and "McNemar p=" in regression["reason"]
     assert report["comparison"]["rows"][0]["worse"] == 12
+
+
+def test_identical_outputs_counts_the_same_text_case_by_case():
+    base = recs([True] * 6)
+    cand = recs([True] * 4 + [False] * 2)
+    cand[0] = cand[0].model_copy(update={"output": "yes "})  # passes the scorer, but is not the same text
+    base[5] = base[5].model_copy(update={"output": None})  # a failed request matches nothing
+    assert compare_records(base, cand, ())["identical_outputs"] == 3

@@ -58,4 +58,5 @@ def _table(result: dict):
             row["metric"], f"{row['baseline']:.4g}", f"{row['candidate']:.4g}", f"{row['delta']:+.4g}", interval,
             f"{row['margin']:.3g}", p, Text(row["verdict"], style=_STYLE[row["verdict"]]),
         ])
-    return FitTable(f"compare: {result['verdict']} ({result['shared_cases']} shared cases)", columns, rows)
+    title = f"compare: {result['verdict']} ({result['shared_cases']} shared cases, {result['identical_outputs']} identical outputs)"
+    return FitTable(title, columns, rows)

@@ -37,14 +37,48 @@ __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving
 SLOT_CTX = 256  # the demo model's max_position_embeddings
 
 
-def export_for_serving(base: Path, adapters: list[Path], out_dir: Path, outtype: str = "f32") -> tuple[Path, list[Path]]:
-    """A model directory and peft adapters as GGUF files in out_dir (f32: the same arithmetic as HF float32)."""
+def export_for_serving(base: Path, adapters: list[Path], out_dir: Path, outtype: str = "f32", *,
+                       merge: bool = False) -> tuple[Path, list[Path]]:
+    """A model directory and peft adapters as GGUF files in out_dir (f32: the same arithmetic as HF float32).
+
+    merge: one adapter merged into the base (`merge_adapter`) and exported as one model, no LoRA files.
+    """
     from .gguf import export_lora, export_model
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    if merge:
+        if len(adapters) != 1:
+            raise ValueError(f"merge takes exactly one adapter, got {len(adapters)}")
+        merged = merge_adapter(base, adapters[0], out_dir / f"{base.name}+{adapters[0].name}")
+        return export_model(merged, out_dir / f"{merged.name}.gguf", outtype=outtype), []
     model = export_model(base, out_dir / f"{base.name}.gguf", outtype=outtype)
     loras = [export_lora(a, out_dir / f"lora-{a.name}.gguf", base=base, outtype="f32") for a in adapters]
     return model, loras
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
+                   "tokenizer.model")
+
+
+def merge_adapter(base: Path, adapter: Path, out_dir: Path) -> Path:
+    """base + peft adapter merged in float32 (`merge_and_unload`), saved as a float32 model directory.
+
+    The tokenizer files are copied byte for byte (a tokenizer's save_pretrained may rewrite them), so the
+    merged model tokenizes exactly as the base does. Serves as the merged checkpoint for vLLM too.
+    """
+    import shutil
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(str(out_dir))
+    for name in TOKENIZER_FILES:
+        if (Path(base) / name).is_file():
+            shutil.copyfile(Path(base) / name, out_dir / name)
+    return out_dir
 
 
 @dataclass
@@ -154,9 +188,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
     args = parser.parse_args(argv)
     adapters = args.adapter if args.adapter is not None else [Path("models/demo/adapters/good")]
-    model, loras = export_for_serving(args.base, adapters, args.out)
+    model, loras = export_for_serving(args.base, adapters, args.out, merge=args.merge)
     server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads)
     print(f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops", flush=True)
     try:
