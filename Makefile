@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed test test-fast bench lint demo-models chromium libreoffice clean vllm test-vllm
+.PHONY: setup demo demo-regressed demo-judge test test-fast bench lint demo-models chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ demo: setup  ## run the gate on the embedded demo model with the good adapter (P
 
 demo-regressed: setup  ## the regressed adapter (FAIL, exit 1)
 	$(VENV)/bin/releasegate check --config examples/regressed.yaml
+
+demo-judge: setup  ## reply drafts graded by an LLM judge, calibrated by a reviewer's labels (INCONCLUSIVE, then PASS)
+	$(PY) scripts/demo_judge.py
 
 test: setup  ## the whole suite, real model tests included (the vLLM tests run with make test-vllm)
 	$(PY) -m pytest -m "not vllm"

@@ -216,6 +216,14 @@ def test_calibration_agreeing_reviewers_let_the_judge_decide(tmp_path, cli):
     assert set(row["slices"]) >= {"half=a", "half=b", "domain=customer_support", "suite=suite"}
     helpful = next(c for c in report["criteria"] if c["name"] == "helpful")
     assert helpful["verdict"] == "pass" and code == 0
+    # every format shows the judge and its calibration
+    assert "## LLM judge" in (run.path / "report.md").read_text() and "judge criterion 'helpful': calibrated" in (
+        run.path / "report.md").read_text().replace("\\_", "_")
+    html = (run.path / "report.html").read_text()
+    assert 'id="judge"' in html and "judge pass / reviewer reject" in html
+    for fmt in ("md", "html", "junit", "json", "csv"):
+        code_fmt, _, err = cli("report", run.path, "--format", fmt, "-o", tmp_path / f"r.{fmt}")
+        assert code_fmt == 0 and "Traceback" not in err
 
 
 def test_calibration_disagreeing_reviewers_make_judge_criteria_inconclusive(tmp_path, cli):

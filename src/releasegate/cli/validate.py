@@ -102,6 +102,8 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), as_json: JsonOption = 
         "cases": sum(per_suite.values()),
         "valid": True,
     }
+    if cfg.judge is not None:
+        summary["judge"] = cfg.judge.target.describe()
     if as_json:
         print_json(summary)
         return 0
@@ -117,4 +119,6 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), as_json: JsonOption = 
     console.print(table)
     console.print(f"target: {summary['target']}\nrubric: {rubric.path} ({len(rubric.criteria)} criteria, "
                   f"{len(rubric.forbidden)} forbidden rules)", markup=False)
+    if cfg.judge is not None:
+        console.print(f"judge: {summary['judge']} ({len(cfg.judge.criteria)} named criteria)", markup=False)
     return 0

@@ -69,6 +69,7 @@ def render_html(view: RunView) -> str:
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
         comparison=_as_table(_first(report, "comparison", "baseline", "variants")),
         review=_review_table(_review(report)),
+        judge=_judge(report.get("judge")),
         review_pending=(_review(report) or {}).get("all", {}).get("status", "").startswith("pending"),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],
         n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
@@ -156,6 +157,16 @@ def _slices(rows: list[dict]) -> dict:
         return {"columns": [], "rows": []}
     columns = [k for k in rows[0] if k not in ("slice", "n")]
     return {"columns": columns, "rows": rows}
+
+
+def _judge(judge: dict | None) -> dict | None:
+    from ._judge import calibration_table, judge_lines
+
+    if not judge:
+        return None
+    table = calibration_table(judge)
+    columns, rows = table if table else ((), [])
+    return {"lines": judge_lines(judge), "columns": columns, "rows": rows}
 
 
 def _review(report: dict) -> dict | None:

@@ -90,7 +90,7 @@ def render_markdown(report: dict) -> str:
         )
     if note := bounds_note(report["criteria"]):
         lines += ["", md_label(note)]
-    lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _slice_lines(report) + _review_lines(report) + _failure_lines(report)
+    lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _slice_lines(report) + _review_lines(report) + _judge_md(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
 
@@ -166,6 +166,22 @@ def _review_lines(report: dict) -> list[str]:
         label = f"{name} (required)" if row["required"] and name != "all" else name
         rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(row[c])) for c in cols) + " |")
     return _details(f"Human review ({review['all']['status']})", rows)
+
+
+def _judge_md(report: dict) -> list[str]:
+    from ._judge import calibration_table, judge_lines
+
+    lines = judge_lines(report.get("judge"))
+    if not lines:
+        return []
+    out = ["", "## LLM judge", "", *(f"- {md_label(line)}" for line in lines)]
+    table = calibration_table(report.get("judge"))
+    if table:
+        columns, rows = table
+        body = ["| " + " | ".join(columns) + " |", "|---|---|" + "---:|" * (len(columns) - 2)]
+        body += ["| " + " | ".join(md_label(v) for v in row) + " |" for row in rows]
+        out += _details("Judge calibration against the reviewers", body)
+    return out
 
 
 def _failure_lines(report: dict) -> list[str]:

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ._capacity import capacity_lines
 from ._format import format_threshold, format_value
+from ._judge import judge_lines
 
 __all__ = ["criteria_table", "verdict_lines", "request_summary", "Col", "FitTable"]
 
@@ -255,5 +256,6 @@ def verdict_lines(report: dict) -> list[str]:
     if report.get("client_saturated"):
         lines.append(report["client_saturated"])
     lines += capacity_lines(report.get("capacity"))
+    lines += judge_lines(report.get("judge"))
     return lines
 
