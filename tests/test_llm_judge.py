@@ -370,3 +370,76 @@ def test_the_review_sample_over_draws_where_the_judge_is_least_sure(tmp_path, cl
     assert automatic_outcome(record, {"answer": {"passed": False, "unknown": True,
                                                  "judge": {"criterion": "c", "passed": None}}}) == BORDERLINE
     assert automatic_outcome(record, {"answer": {"passed": False, "judge": {"criterion": "c", "passed": False}}}) == FAIL
+
+
+def _pairwise_project(tmp_path: Path, cli, reply) -> tuple[Path, RunDir]:
+    """A baseline run, then a candidate whose drafts differ; the judge at the stub compares them."""
+    base_dir = tmp_path / "baseline"
+    base_dir.mkdir()
+    verdicts = [{"id": d["id"], "output": json.dumps({"reason": "r", "verdict": "pass"})} for d in _drafts()]
+    write_jsonl(base_dir / "verdicts.jsonl", verdicts)
+    judge = ("  backend: replay\n  responses: verdicts.jsonl\n"
+             "  criteria:\n    helpful: {instructions: The reply helps the customer.}\n")
+    config = project(base_dir, judge, min_labels=1, min_agreement=0.0)
+    _, _, baseline, _ = check(cli, config, run_id="base")
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=6, reply=reply)) as stub:
+        config = project(tmp_path, stub_judge(stub.base_url, f"  baseline: {baseline.path}\n"), min_labels=1,
+                         min_agreement=0.0, rubric_extra='  - {metric: pairwise_loss_rate, op: "<=", threshold: 0.3}\n')
+        # the candidate: drafts 0-9 better than the baseline's, 10-14 worse, the rest the same
+        drafts = [{"id": d["id"], "output": d["output"].replace("GOOD", "BEST") if i < 10 else
+                   d["output"].replace("GOOD", "BAD").replace("reply", "answer") if i < 15 else d["output"]}
+                  for i, d in enumerate(_drafts())]
+        write_jsonl(tmp_path / "drafts.jsonl", drafts)
+        code, report, run, _ = check(cli, config)
+    _import_labels(run, [{"case_id": "c000", "label": "approve"}])
+    return config, run
+
+
+def _rank(text: str) -> int:
+    return 2 if "BEST" in text else 0 if "BAD" in text else 1
+
+
+def _responses(body: dict) -> tuple[str, str]:
+    text = body["messages"][-1]["content"]
+    a = re.search(r"<response-a-\w+>\n(.*?)\n</response-a-\w+>", text, re.S).group(1)
+    b = re.search(r"<response-b-\w+>\n(.*?)\n</response-b-\w+>", text, re.S).group(1)
+    return a, b
+
+
+def fair_pairwise(body: dict) -> str:
+    if "<response-a-" not in body["messages"][-1]["content"]:
+        return json.dumps({"reason": "r", "verdict": "pass"})
+    a, b = _responses(body)
+    preference = "tie" if _rank(a) == _rank(b) else "A" if _rank(a) > _rank(b) else "B"
+    return json.dumps({"reason": "compared", "preference": preference})
+
+
+def test_pairwise_against_a_baseline_run_in_both_orders(tmp_path, cli):
+    _, run = _pairwise_project(tmp_path, cli, fair_pairwise)
+    pairs = [j for j in read_judgments(run).values() if j.order is not None]
+    assert len(pairs) == 2 * CASES and {j.order for j in pairs} == {"candidate_first", "baseline_first"}
+    code, out, _ = cli("gate", run.path, "--json")
+    report = json.loads(out)
+    row = report["judge"]["pairwise"]["helpful"]
+    # drafts 3, 7 (BAD in both) tie; 0-9 otherwise win; 10-14 lose except 11 (BAD already: a tie)
+    assert (row["win"], row["loss"], row["inconsistent"]) == (8, 4, 0) and row["tie"] == CASES - 12
+    assert row["consistent"] and row["order_inconsistency_rate"] == 0
+    loss = next(c for c in report["criteria"] if c["metric"] == "pairwise_loss_rate")
+    assert loss["value"] == pytest.approx(4 / CASES) and loss["verdict"] == "pass"
+    assert report["judge"]["judged"] == CASES  # the pointwise verdicts, counted apart from the comparisons
+
+
+def test_a_judge_that_prefers_a_position_decides_no_pairwise_criterion(tmp_path, cli):
+    def always_a(body):
+        if "<response-a-" not in body["messages"][-1]["content"]:
+            return json.dumps({"reason": "r", "verdict": "pass"})
+        return json.dumps({"reason": "the first one", "preference": "A"})
+
+    _, run = _pairwise_project(tmp_path, cli, always_a)
+    code, out, _ = cli("gate", run.path, "--json")
+    report = json.loads(out)
+    row = report["judge"]["pairwise"]["helpful"]
+    assert row["inconsistent"] == CASES and row["order_inconsistency_rate"] == 1 and not row["consistent"]
+    loss = next(c for c in report["criteria"] if c["metric"] == "pairwise_loss_rate")
+    assert loss["value"] == 0 and loss["verdict"] == "insufficient" and "changed with the order" in loss["reason"]
+    assert report["verdict"] != "PASS"

@@ -22,7 +22,14 @@ _RATES = {
     "error_rate_load": ("lower", "share of the load phase's requests that failed"),
     "judge_error_rate": ("lower", "share of judge-scored outputs with no judge verdict (judge errors, replies with no "
                                   "verdict, not judged)"),
+    "pairwise_win_rate": ("higher", "judge.baseline: share of cases the judge preferred this run's output in both orders "
+                                    "(ties and order-inconsistent cases count half)"),
+    "pairwise_loss_rate": ("lower", "judge.baseline: share of cases the judge preferred the baseline's output in both "
+                                    "orders"),
+    "order_inconsistency_rate": ("lower", "judge.baseline: share of compared cases whose preferred output changed with "
+                                          "the order they were shown in"),
 }
+PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate")
 ERROR_METRICS = ("error_rate", "error_rate_quality", "error_rate_load")
 LATENCY_METRICS = {
     "ttft_ms": "time to first token (from the actual send)",
@@ -174,6 +181,8 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
     if name in ERROR_METRICS:  # the caller passes the phase's requests
         hits = sum(r.error is not None for r in records)
         return _proportion(hits, len(records), confidence)
+    if name in PAIRWISE_METRICS:
+        return _pairwise(name, records, scores, confidence)
     if name == "judge_error_rate":
         done = [r for r in records if r.output is not None and (r.answer or {}).get("type") == "judge"]
         hits = sum(scores[r.case_id].get("answer", {}).get("judge", {}).get("passed") is None for r in done)
@@ -191,6 +200,17 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
         why = f"{unjudged} with no judge verdict" if unjudged == unknown else "e.g. token count unknown, no judge verdict"
         return MetricValue(None, len(judged), note=f"{unknown} case(s) could not be checked ({why})")
     return _proportion(passed, len(judged), confidence)
+
+
+def _pairwise(name: str, records: list, scores: dict, confidence: float) -> MetricValue:
+    pairs = [scores[r.case_id]["pairwise"] for r in records if "pairwise" in scores.get(r.case_id, {})]
+    missing = sum(p["outcome"] is None for p in pairs)
+    if missing:  # a comparison that failed is not a tie: undecided, as an unknown answer is
+        return MetricValue(None, len(pairs), note=f"{missing} of {len(pairs)} comparison(s) have no judgment in both orders")
+    count = {k: sum(p["outcome"] == k for p in pairs) for k in ("win", "loss", "tie", "inconsistent")}
+    hits = {"pairwise_win_rate": count["win"] + 0.5 * (count["tie"] + count["inconsistent"]),
+            "pairwise_loss_rate": count["loss"], "order_inconsistency_rate": count["inconsistent"]}[name]
+    return _proportion(hits, len(pairs), confidence)
 
 
 def _has_check(record, key: str) -> bool:

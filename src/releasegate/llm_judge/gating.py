@@ -22,6 +22,8 @@ __all__ = ["judge_section", "undecided_by_judge", "corrected_by_reviewers", "JUD
 
 JUDGE_FED_METRICS = ("accuracy",)
 """Metrics a judge-scored answer feeds (the judge grades the answer, nothing else)."""
+PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate")
+"""Metrics of the judge's comparisons with a baseline run (`judge.baseline`)."""
 
 
 def judge_section(info, records, scores: dict, labels, rubric, verdicts) -> dict | None:
@@ -33,7 +35,30 @@ def judge_section(info, records, scores: dict, labels, rubric, verdicts) -> dict
     summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge) or {"model": None}
     calibration = calibrate(records, scores, labels or [], rubric.judge)
     rate = compute_metric("judge_error_rate", records, scores, {}).as_dict()
-    return {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
+    out = {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
+    pairwise = _pairwise_summary(records, scores, rubric.judge.max_order_inconsistency)
+    if pairwise:
+        out["pairwise"] = pairwise
+    return out
+
+
+def _pairwise_summary(records, scores: dict, max_inconsistency: float) -> dict:
+    """Per judge criterion: the comparisons with the baseline run, by outcome, and whether the judge held its
+    preference when the order was swapped often enough for pairwise criteria to decide."""
+    out: dict[str, dict] = {}
+    for r in records:
+        pair = scores.get(r.case_id, {}).get("pairwise")
+        if pair is None:
+            continue
+        row = out.setdefault(pair["criterion"], {"compared": 0, "win": 0, "loss": 0, "tie": 0, "inconsistent": 0,
+                                                 "not_judged": 0})
+        row["compared"] += 1
+        row[pair["outcome"] or "not_judged"] += 1
+    for row in out.values():
+        judged = row["compared"] - row["not_judged"]
+        row["order_inconsistency_rate"] = row["inconsistent"] / judged if judged else None
+        row["consistent"] = judged > 0 and row["order_inconsistency_rate"] <= max_inconsistency
+    return out
 
 
 def undecided_by_judge(results: list[CriterionResult], records, scores: dict, section: dict | None):
@@ -41,14 +66,22 @@ def undecided_by_judge(results: list[CriterionResult], records, scores: dict, se
     if not section:
         return results
     uncalibrated = {name: row["why"] for name, row in section["calibration"].items() if not row["calibrated"]}
+    for name, row in (section.get("pairwise") or {}).items():
+        if not row["consistent"] and row["order_inconsistency_rate"] is not None:
+            why = (f"its preference changed with the order on {row['inconsistent']} of "
+                   f"{row['compared'] - row['not_judged']} comparisons, more than max_order_inconsistency "
+                   f"{section['policy']['max_order_inconsistency']:g}")
+            uncalibrated[name + "#pairwise"] = why
     if not uncalibrated:
         return results
     out = []
     for result in results:
         names = _judge_criteria_in(result, records, scores)
-        blocking = [n for n in names if n in uncalibrated]
+        if result.criterion.metric in PAIRWISE_METRICS:
+            names |= {n + "#pairwise" for n in names}
+        blocking = [n for n in sorted(names) if n in uncalibrated]
         if blocking and result.verdict != "insufficient":
-            why = "; ".join(f"judge criterion '{n}': {uncalibrated[n]}" for n in blocking)
+            why = "; ".join(f"judge criterion '{n.split('#')[0]}': {uncalibrated[n]}" for n in blocking)
             result = CriterionResult(result.criterion, result.value, "insufficient",
                                      f"judge not calibrated on this suite ({why})")
         out.append(result)
@@ -57,6 +90,9 @@ def undecided_by_judge(results: list[CriterionResult], records, scores: dict, se
 
 def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[str]:
     criterion = result.criterion
+    if criterion.metric in PAIRWISE_METRICS:
+        chosen = select(records, getattr(criterion, "slice", None))
+        return {p["criterion"] for r in chosen if (p := scores.get(r.case_id, {}).get("pairwise"))}
     if criterion.metric not in JUDGE_FED_METRICS:
         return set()
     chosen = select(records, getattr(criterion, "slice", None))
@@ -71,7 +107,7 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
     calibration = section["calibration"]
     out = []
     for result in results:
-        names = _judge_criteria_in(result, records, scores)
+        names = _judge_criteria_in(result, records, scores) if result.criterion.metric in JUDGE_FED_METRICS else set()
         if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
             value = _corrected(result, records, scores, calibration, section["policy"]["confidence"])
             result = _rejudged(result, value)

@@ -54,10 +54,19 @@ class Judgment(BaseModel):
     """Judge request send -> end of its reply; None for a cached verdict."""
     cached: bool = False
     """The verdict came from the response cache: no judge call in this run (no tokens billed)."""
+    order: str | None = None
+    """Pairwise judgments only: 'candidate_first' (this run's output shown as A) or 'baseline_first'."""
+    preferred: str | None = None
+    """Pairwise: which output the judge preferred, 'candidate', 'baseline' or 'tie' (positions undone)."""
+    baseline_hash: str | None = None
+    """Pairwise: 'sha256:<hex>' of the baseline run's output it was compared with."""
 
 
-def judgment_key(case_id: str, criterion: str, judge: str, output_hash: str) -> tuple:
-    return (case_id, criterion, judge, output_hash)
+def judgment_key(case_id: str, criterion: str, judge: str, output_hash: str, order: str | None = None,
+                 baseline_hash: str | None = None) -> tuple:
+    """What a judgment answers: this output, by this judge, on this criterion (pairwise: in this order, against
+    this baseline output)."""
+    return (case_id, criterion, judge, output_hash, order, baseline_hash)
 
 
 def read_judgments(run: RunDir) -> dict[tuple, Judgment]:
@@ -77,7 +86,7 @@ def read_judgments(run: RunDir) -> dict[tuple, Judgment]:
                 if not line.endswith(b"\n"):
                     break
                 raise InputError(f"corrupt judgment: {str(exc).splitlines()[0]}", file=path, line=number) from None
-            out[judgment_key(j.case_id, j.criterion, j.judge, j.output_hash)] = j
+            out[judgment_key(j.case_id, j.criterion, j.judge, j.output_hash, j.order, j.baseline_hash)] = j
     return out
 
 

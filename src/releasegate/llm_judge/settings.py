@@ -61,6 +61,8 @@ class JudgeSettings:
     cache: bool = True
     price: dict = field(default_factory=dict)
     criteria: dict[str, Criterion] = field(default_factory=dict)
+    baseline: Path | None = None
+    """A saved run directory: each judge-scored case is also compared with that run's output, in both orders."""
 
     def describe(self) -> dict:
         """What the manifest and report say of the judge: model, parameters, prompt template (credentials masked)."""
@@ -75,6 +77,7 @@ class JudgeSettings:
             "prompt_sha256": hashlib.sha256(template_text(self).encode()).hexdigest(),
             "system_sha256": hashlib.sha256((self.system or "").encode()).hexdigest() if self.system else "built-in",
             "on_error": self.on_error, "criteria": {n: c.as_dict() for n, c in self.criteria.items()},
+            "baseline": str(self.baseline) if self.baseline else None,
         }
 
     def fingerprint(self, target_fingerprint: str) -> str:
@@ -127,11 +130,15 @@ def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings 
             raise InputError(f"no prompt template at {prompt_path}", **at("judge", "prompt"))
         prompt_text = read_text(prompt_path, what="judge prompt template")
     criteria = {name: _criterion(name, spec, f"judge.criteria.{name}") for name, spec in (raw.get("criteria") or {}).items()}
+    baseline = (here / raw["baseline"]).resolve() if raw.get("baseline") else None
+    if baseline is not None and not is_file(baseline / "records.jsonl"):
+        raise InputError(f"no run at {baseline} (no records.jsonl)", **at("judge", "baseline"),
+                         hint="point at a saved run directory under reports/")
     settings = JudgeSettings(
         target=target, temperature=float(raw.get("temperature", 0.0)), max_tokens=raw.get("max_tokens", 256),
         structured=raw.get("structured", "json_schema"), prompt_path=prompt_path, prompt_text=prompt_text,
         max_output_chars=raw.get("max_output_chars", 20000), system=raw.get("system"), on_error=raw.get("on_error", "insufficient"),
-        cache=raw.get("cache", True), price=dict(raw.get("price") or {}), criteria=criteria,
+        cache=raw.get("cache", True), price=dict(raw.get("price") or {}), criteria=criteria, baseline=baseline,
     )
     from .prompt import check_template
 
@@ -147,9 +154,13 @@ class CalibrationPolicy:
     min_labels: int = 20
     min_kappa: float | None = None
     confidence: float = 0.95
+    max_order_inconsistency: float = 0.2
+    """Pairwise: criteria on pairwise metrics decide only while the judge changes its preference with the order
+    of the two outputs on at most this share of the cases."""
 
     def as_dict(self) -> dict:
-        out = {"min_agreement": self.min_agreement, "min_labels": self.min_labels, "confidence": self.confidence}
+        out = {"min_agreement": self.min_agreement, "min_labels": self.min_labels, "confidence": self.confidence,
+               "max_order_inconsistency": self.max_order_inconsistency}
         if self.min_kappa is not None:
             out["min_kappa"] = self.min_kappa
         return out
@@ -160,6 +171,7 @@ def parse_calibration(raw: dict | None) -> CalibrationPolicy:
     return CalibrationPolicy(
         min_agreement=float(raw.get("min_agreement", 0.8)), min_labels=int(raw.get("min_labels", 20)),
         min_kappa=raw.get("min_kappa"), confidence=float(raw.get("confidence", 0.95)),
+        max_order_inconsistency=float(raw.get("max_order_inconsistency", 0.2)),
     )
 
 

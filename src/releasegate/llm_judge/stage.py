@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from ..backends import Request, create_backend
@@ -17,8 +18,16 @@ from ..errors import TargetError
 from ..record import CaseRecord, RunDir
 from ..review._auto import output_hash
 from .journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
-from .prompt import Unparseable, judge_messages, parse_reply, response_format
-from .settings import JudgeSettings, criterion_of
+from .prompt import (
+    Unparseable,
+    judge_messages,
+    pairwise_messages,
+    parse_preference,
+    parse_reply,
+    preference_format,
+    response_format,
+)
+from .settings import Criterion, JudgeSettings, criterion_of
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
@@ -65,21 +74,19 @@ def run_judging(
     run: RunDir, records: list[CaseRecord], settings: JudgeSettings, *, cache_path=None, use_cache: bool = True,
     console=None, bar=None, between: Callable[[], None] = lambda: None,
 ) -> dict:
-    """Judge the run's judge-scored outputs that have no verdict yet (or a failed one); return the summary."""
+    """Judge the run's judge-scored outputs that have no verdict yet (or a failed one), and, with a
+    `judge.baseline`, compare each with the baseline run's output in both orders; return the summary."""
     fingerprint = judge_fingerprint(settings)
     have = read_judgments(run)
-    todo: dict[str, list[tuple[CaseRecord, object]]] = {}
-    for record in judged_records(records):
-        if record.output is None:
-            continue
-        criterion = criterion_of(record.answer, settings)
-        key = judgment_key(record.case_id, criterion.name, fingerprint, output_hash(record.output))
-        if key not in have or have[key].error is not None:
-            todo.setdefault(criterion.name, []).append((record, criterion))
-    task = bar.add_task("judging", total=sum(map(len, todo.values()))) if bar is not None and todo else None
+    groups: dict[tuple, list[_Ask]] = {}
+    for ask in _asks(records, settings):
+        j = have.get(ask.key(fingerprint))
+        if j is None or j.error is not None:
+            groups.setdefault((ask.criterion.name, ask.order is not None), []).append(ask)
+    task = bar.add_task("judging", total=sum(map(len, groups.values()))) if bar is not None and groups else None
     failure = None
-    for items in todo.values():
-        failure = _judge_group(run, items, settings, fingerprint, cache_path if use_cache and settings.cache else None,
+    for asks in groups.values():
+        failure = _judge_group(run, asks, settings, fingerprint, cache_path if use_cache and settings.cache else None,
                                bar, task, between) or failure
     if failure and console is not None:
         console.print(f"judge: {failure}; its cases are not judged (criteria they feed are insufficient); "
@@ -87,10 +94,59 @@ def run_judging(
     return {"fingerprint": fingerprint, "unreachable": failure}
 
 
-def _judge_group(run, items, settings, fingerprint, cache_path, bar, task, between) -> str | None:
-    """One criterion's cases (one response_format): batches of requests, each appended as it comes back."""
-    criterion = items[0][1]
-    target, generation = _judge_target(settings, criterion)
+@dataclass(frozen=True)
+class _Ask:
+    """One question to the judge: a verdict on an output, or (pairwise) a preference in one order."""
+
+    record: CaseRecord
+    criterion: Criterion
+    order: str | None = None
+    baseline_output: str | None = None
+
+    @property
+    def request_id(self) -> str:
+        return self.record.case_id if self.order is None else f"{self.record.case_id}:{self.order}"
+
+    def key(self, fingerprint: str) -> tuple:
+        base = output_hash(self.baseline_output) if self.order else None
+        return judgment_key(self.record.case_id, self.criterion.name, fingerprint, output_hash(self.record.output),
+                            self.order, base)
+
+    def messages(self, settings) -> list[dict]:
+        if self.order is None:
+            return judge_messages(self.record, self.criterion, settings)
+        return pairwise_messages(self.record, self.baseline_output, self.criterion, settings, self.order)
+
+    def response_format(self, structured: str) -> dict | None:
+        return response_format(self.criterion, structured) if self.order is None else preference_format(structured)
+
+
+def _asks(records: list[CaseRecord], settings: JudgeSettings) -> list[_Ask]:
+    baseline = _baseline_outputs(settings)
+    out = []
+    for record in judged_records(records):
+        if record.output is None:
+            continue
+        criterion = criterion_of(record.answer, settings)
+        out.append(_Ask(record, criterion))
+        other = baseline.get(record.case_id)
+        if other is not None:
+            out += [_Ask(record, criterion, order, other) for order in PAIR_ORDERS]
+    return out
+
+
+PAIR_ORDERS = ("candidate_first", "baseline_first")
+
+
+def _baseline_outputs(settings: JudgeSettings) -> dict[str, str]:
+    if settings.baseline is None:
+        return {}
+    return {r.case_id: r.output for r in RunDir(settings.baseline).read_records() if r.output is not None}
+
+
+def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, task, between) -> str | None:
+    """One criterion's questions of one kind (one response_format): batches, each appended as it comes back."""
+    target, generation = _judge_target(settings, asks[0])
     backend = create_backend(target, generation)
     cache = _open_cache(cache_path, fingerprint, generation)
     try:
@@ -98,19 +154,19 @@ def _judge_group(run, items, settings, fingerprint, cache_path, bar, task, betwe
     except TargetError as exc:
         return str(exc)
     try:
-        for start in range(0, len(items), JUDGE_BATCH):
+        for start in range(0, len(asks), JUDGE_BATCH):
             between()
-            batch = items[start:start + JUDGE_BATCH]
-            requests = [Request(r.case_id, judge_messages(r, criterion, settings)) for r, _ in batch]
+            batch = asks[start:start + JUDGE_BATCH]
+            requests = [Request(a.request_id, a.messages(settings)) for a in batch]
             hits = {q.case_id: g for q in requests if cache is not None and (g := cache.get(q)) is not None}
             fresh = [q for q in requests if q.case_id not in hits]
             gens = dict(zip([q.case_id for q in fresh], backend.generate(fresh, max_new_tokens=settings.max_tokens)
                             if fresh else []))
-            judgments = [_judgment(r, criterion, fingerprint, hits.get(r.case_id) or gens[r.case_id],
-                                   cached=r.case_id in hits) for r, _ in batch]
+            judgments = [_judgment(a, fingerprint, hits.get(a.request_id) or gens[a.request_id],
+                                   cached=a.request_id in hits) for a in batch]
             append_judgments(run, judgments)
             if cache is not None:  # only replies that held a verdict are worth keeping
-                ok = {j.case_id for j in judgments if j.error is None and not j.cached}
+                ok = {a.request_id for a, j in zip(batch, judgments) if j.error is None and not j.cached}
                 cache.put_many([(q, gens[q.case_id]) for q in fresh if q.case_id in ok])
             if bar is not None:
                 bar.advance(task, len(batch))
@@ -121,10 +177,10 @@ def _judge_group(run, items, settings, fingerprint, cache_path, bar, task, betwe
     return None
 
 
-def _judge_target(settings: JudgeSettings, criterion):
+def _judge_target(settings: JudgeSettings, ask: _Ask):
     t = settings.target
     generation = {"temperature": settings.temperature}
-    fmt = response_format(criterion, settings.structured) if t.backend == "openai" else None
+    fmt = ask.response_format(settings.structured) if t.backend == "openai" else None
     if fmt is not None:
         t = dataclasses.replace(t, extra_body={**t.extra_body, "response_format": fmt})
         generation["response_format"] = fmt  # part of the cache key
@@ -139,18 +195,32 @@ def _open_cache(path, fingerprint: str, generation: dict):
     return ResponseCache(path, fingerprint=fingerprint, generation={**generation, "role": "judge"})
 
 
-def _judgment(record: CaseRecord, criterion, fingerprint: str, gen, *, cached: bool) -> Judgment:
+def _judgment(ask: _Ask, fingerprint: str, gen, *, cached: bool) -> Judgment:
+    record, criterion = ask.record, ask.criterion
     base = dict(case_id=record.case_id, criterion=criterion.name, judge=fingerprint,
                 output_hash=output_hash(record.output), scale=criterion.scale, pass_mark=criterion.pass_mark,
                 tokens=JudgeTokens(input=gen.tokens.input, output=gen.tokens.output), cached=cached,
-                latency_ms=None if cached else gen.timing.e2e_ms)
+                latency_ms=None if cached else gen.timing.e2e_ms, order=ask.order,
+                baseline_hash=output_hash(ask.baseline_output) if ask.order else None)
     if gen.error is not None or gen.text is None:
         return Judgment(**base, error=f"judge_{gen.error or 'no_reply'}", error_message=gen.error_message)
     try:
+        if ask.order is not None:
+            position, reason = parse_preference(gen.text)
+            return Judgment(**base, preferred=_undo_position(position, ask.order), reason=reason)
         parsed = parse_reply(gen.text, criterion)
     except Unparseable as exc:
         return Judgment(**base, error="judge_unparseable", error_message=str(exc), raw=gen.text[:2000])
     return Judgment(**base, passed=parsed.passed, score=parsed.score, reason=parsed.reason)
+
+
+def _undo_position(position: str, order: str) -> str:
+    """'A' / 'B' / 'tie' as shown in `order` -> 'candidate' / 'baseline' / 'tie'."""
+    if position == "tie":
+        return "tie"
+    first = "candidate" if order == "candidate_first" else "baseline"
+    second = "baseline" if first == "candidate" else "candidate"
+    return first if position == "A" else second
 
 
 def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dict | None) -> dict | None:
@@ -162,7 +232,7 @@ def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dic
     mine = [j for j in judgments.values() if j.judge == fingerprint]
     judged = [r for r in judged_records(records) if r.output is not None]
     hashes = {(r.case_id, output_hash(r.output)) for r in judged}
-    current = [j for j in mine if (j.case_id, j.output_hash) in hashes]
+    current = [j for j in mine if (j.case_id, j.output_hash) in hashes and j.order is None]  # pairwise: apart
     errors: dict[str, int] = {}
     for j in current:
         if j.error:

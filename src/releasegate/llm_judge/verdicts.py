@@ -22,6 +22,8 @@ class Verdicts:
     fingerprint: str | None
     judgments: dict = field(default_factory=dict)
     on_error: str = "insufficient"
+    baseline_hashes: dict = field(default_factory=dict)
+    """Pairwise: case id -> output hash of the baseline run's output (the cases that have a comparison)."""
 
     def of(self, record) -> Judgment | None:
         if self.fingerprint is None or record.output is None:
@@ -29,10 +31,36 @@ class Verdicts:
         key = judgment_key(record.case_id, criterion_name(record.answer), self.fingerprint, output_hash(record.output))
         return self.judgments.get(key)
 
+    def pair(self, record) -> tuple[Judgment | None, Judgment | None] | None:
+        """The two pairwise judgments (candidate first, baseline first) of a case with a baseline output; None for
+        a case the baseline run does not have."""
+        base = self.baseline_hashes.get(record.case_id)
+        if base is None or self.fingerprint is None or record.output is None:
+            return None
+        name, mine = criterion_name(record.answer), output_hash(record.output)
+        return tuple(self.judgments.get(judgment_key(record.case_id, name, self.fingerprint, mine, order, base))
+                     for order in ("candidate_first", "baseline_first"))
+
 
 def run_verdicts(run, info) -> Verdicts | None:
     """The verdicts of the judge the run was configured with (run.json `judge`); None for a run with no judge."""
     spec = getattr(info, "judge", None)
     if not spec:
         return None
-    return Verdicts(spec.get("fingerprint"), read_judgments(run), spec.get("on_error", "insufficient"))
+    return Verdicts(spec.get("fingerprint"), read_judgments(run), spec.get("on_error", "insufficient"),
+                    _baseline_hashes(spec.get("baseline")))
+
+
+def _baseline_hashes(path: str | None) -> dict:
+    """The baseline run's output hashes; an unreadable baseline run gives none (no pairwise figures, never a
+    guess)."""
+    if not path:
+        return {}
+    from ..errors import InputError
+    from ..record import RunDir
+
+    try:
+        records = RunDir(path).read_records()
+    except (InputError, OSError):
+        return {}
+    return {r.case_id: output_hash(r.output) for r in records if r.output is not None}

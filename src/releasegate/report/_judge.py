@@ -23,6 +23,12 @@ def judge_lines(judge: dict | None) -> list[str]:
     for name, row in (judge.get("calibration") or {}).items():
         state = "calibrated" if row.get("calibrated") else "NOT calibrated"
         lines.append(f"judge criterion '{name}': {state}: {row.get('why')}")
+    for name, row in (judge.get("pairwise") or {}).items():
+        rate = row.get("order_inconsistency_rate")
+        shown = "—" if rate is None else f"{rate:.3g}"
+        lines.append(f"judge criterion '{name}' vs baseline: {row['win']} win, {row['loss']} loss, {row['tie']} tie, "
+                     f"{row['inconsistent']} order-inconsistent, {row['not_judged']} not judged of {row['compared']} "
+                     f"(order inconsistency {shown}{'' if row.get('consistent') else ': pairwise criteria undecided'})")
     return lines
 
 

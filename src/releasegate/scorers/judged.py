@@ -12,7 +12,7 @@ from typing import Any
 
 from ._registry import Score, scorer
 
-__all__ = ["judged_answer"]
+__all__ = ["judged_answer", "pairwise_outcome"]
 
 
 @scorer("answer", "judge")
@@ -39,3 +39,21 @@ def judged_answer(record, verdicts) -> dict:
     grade = f"grade {j.score}/{j.scale}, " if j.score is not None else ""
     detail = f"judge: {'pass' if j.passed else 'fail'} ({grade}{j.reason})" if j.reason else f"judge: {'pass' if j.passed else 'fail'}"
     return {**Score(bool(j.passed), detail).as_dict(), "judge": info}
+
+
+def pairwise_outcome(record, verdicts) -> dict | None:
+    """The pairwise comparison of a judge-scored record with the baseline run's output: 'win', 'loss' or 'tie' when
+    both orders agree, 'inconsistent' when the preference changed with the order, None when a judgment is
+    missing or failed. None (no entry) for a case the baseline run does not have."""
+    from ..llm_judge.verdicts import criterion_name
+
+    pair = verdicts.pair(record) if verdicts is not None else None
+    if pair is None:
+        return None
+    name = criterion_name(record.answer)
+    if any(j is None or j.error is not None or j.preferred is None for j in pair):
+        errors = sorted({j.error for j in pair if j is not None and j.error})
+        return {"criterion": name, "outcome": None, "error": ", ".join(errors) or "not_judged"}
+    first, second = (j.preferred for j in pair)
+    outcome = {"candidate": "win", "baseline": "loss", "tie": "tie"}[first] if first == second else "inconsistent"
+    return {"criterion": name, "outcome": outcome, "orders": [first, second]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..record import CaseRecord
 from ._registry import get_scorer
 from .forbidden import find_hits
-from .judged import judged_answer
+from .judged import judged_answer, pairwise_outcome
 
 
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
@@ -17,6 +17,9 @@ def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
     scores: dict = {}
     if record.answer and record.answer.get("type") == "judge":
         scores["answer"] = judged_answer(record, verdicts)
+        pair = pairwise_outcome(record, verdicts)
+        if pair is not None:
+            scores["pairwise"] = pair
     elif record.answer:
         fn = get_scorer("answer", record.answer["type"])
         scores["answer"] = fn(output, record.expected, record.answer).as_dict()
