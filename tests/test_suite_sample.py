@@ -146,3 +146,38 @@ def test_sample_errors_are_one_line(project, cli):
     _one_line_error(cli, _config(project, base + "    sample: {n: 0}\n"), "suites[0].sample.n")
     jsonl = "  - name: t\n    path: suites/example.jsonl\n    sample: {n: 5}\n"
     _one_line_error(cli, _config(project, jsonl), "field 'suites[0].sample'", "source")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_an_error_names_the_source_row_of_a_sampled_case(project, cli, fmt):
+    frame = _flat()
+    spec = {"n": 6, "seed": 4, "by": ["risk"]}
+    codes = pd.factorize(frame["risk"])[0]
+    row = int(draw(codes, spec)[3])  # the fourth case of the sample
+    frame.loc[row, "ticket_id"] = "not a valid id"
+    getattr(frame, f"to_{fmt}")(project / f"t.{fmt}", index=False)
+    entry = (f"  - name: t\n    source: {{path: t.{fmt}}}\n"
+             "    columns: {id: ticket_id, prompt: text, expected: intent, tags: [risk]}\n"
+             "    sample: {n: 6, seed: 4, by: [risk]}\n")
+    _one_line_error(cli, _config(project, entry), f"t.{fmt}:{row + 1}:", "field 'ticket_id'")
+
+
+def test_validate_keeps_no_case_list(project, cli, monkeypatch):
+    import releasegate.suites as suites
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("validate built the list of cases")
+
+    monkeypatch.setattr(suites, "load_suites", refuse)
+    entry = _entry("parquet", project) + "    sample: {per_stratum: 3, by: [risk, task]}\n"
+    code, out, err = cli("validate", "-c", _config(project, entry), "--json")
+    assert code == 0, err
+    strata = _flat().groupby(["risk", "task"]).size()
+    assert json.loads(out)["suites"] == {"tickets": int(strata.clip(upper=3).sum())}
+
+
+def test_an_empty_sampled_source_is_refused(project, cli):
+    _flat().head(0).to_parquet(project / "t.parquet")
+    entry = ("  - name: t\n    source: {path: t.parquet}\n    columns: {prompt: text, expected: intent}\n"
+             "    sample: {n: 5, by: [risk]}\n")
+    _one_line_error(cli, _config(project, entry), "t.parquet", "no cases")

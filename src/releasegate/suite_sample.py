@@ -59,8 +59,10 @@ def draw(codes, spec: dict, *, limit: int | None = None):
     import numpy as np
 
     codes = np.asarray(codes, dtype=np.int64)
+    if not len(codes):  # an empty source: no sample (the suite is then refused as empty)
+        return codes
     u = np.random.Generator(np.random.PCG64(spec.get("seed", 0))).random(len(codes))
-    sizes = np.bincount(codes) if len(codes) else np.zeros(0, dtype=np.int64)
+    sizes = np.bincount(codes)
     take = np.asarray(allocate(sizes.tolist(), n=spec.get("n"), per_stratum=spec.get("per_stratum")), dtype=np.int64)
     by_stratum = np.lexsort((u, codes))  # grouped by stratum, smallest number first
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
@@ -89,9 +91,13 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
     codes = _codes_of_rows(rows_of(suite), by, where(suite))
     order = draw(codes, spec, limit=limit)
     wanted = {int(i): None for i in order}
+    found = 0
     for number, row in rows_of(suite):
         if number - 1 in wanted:
             wanted[number - 1] = row
+            found += 1
+            if found == len(wanted):  # the last chosen row is read: the rest is not
+                break
     for i in order:
         yield int(i) + 1, wanted[int(i)]
 
@@ -127,23 +133,25 @@ def arrow_table(path: str):
         return pa.ipc.open_file(pa.memory_map(path)).read_all()
 
 
-def _columns(table) -> list[str]:
-    return list(table.schema_arrow.names if hasattr(table, "schema_arrow") else table.schema.names)
+def _is_parquet(table) -> bool:
+    import pyarrow.parquet as pq
+
+    return isinstance(table, pq.ParquetFile)
 
 
 def _codes_of_table(table, by: list[str], file: str):
     """Each row's stratum from the `by` columns alone (a parquet file reads only their column chunks)."""
     import numpy as np
 
-    names = _columns(table)
+    parquet = _is_parquet(table)
+    names = list(table.schema_arrow.names if parquet else table.schema.names)
     for column in by:
         if column not in names:
             raise InputError(f"no column '{column}' to sample by (columns: {', '.join(names)})", file=file,
                              field="sample.by")
-    rows = table.metadata.num_rows if hasattr(table, "metadata") and hasattr(table, "read") else table.num_rows
     if not by:
-        return np.zeros(rows, dtype=np.int64)
-    data = table.read(columns=by) if hasattr(table, "read") else table.select(by)
+        return np.zeros(table.metadata.num_rows if parquet else table.num_rows, dtype=np.int64)
+    data = table.read(columns=by) if parquet else table.select(by)
     parts = []
     for column in by:
         encoded = data.column(column).combine_chunks().dictionary_encode(null_encoding="encode")
@@ -177,7 +185,12 @@ def _codes_of_rows(rows: Iterator[tuple[int, dict]], by: list[str], file: str):
     return codes
 
 
+_NAN = ("NaN",)  # every NaN one stratum, as in an arrow column (NaN != NaN would make each its own)
+
+
 def _hashable(value: Any) -> Any:
+    if isinstance(value, float) and value != value:
+        return _NAN
     if isinstance(value, (list, dict)):
         import json
 
@@ -192,7 +205,7 @@ def _take_rows(table, order) -> Iterator[tuple[int, dict]]:
 
     wanted = np.sort(order)
     rows: dict[int, dict] = {}
-    if hasattr(table, "read_row_group"):
+    if _is_parquet(table):
         ends = np.cumsum([table.metadata.row_group(g).num_rows for g in range(table.num_row_groups)])
         groups = np.searchsorted(ends, wanted, side="right")
         for group in np.unique(groups):

@@ -59,8 +59,9 @@ def check(
     """Run the model under test on every suite, record each case, and print the gate verdict.
 
     --limit N runs the first N cases over all the suites, in config order (the first suite's cases, then the
-    next suite's), and reads, parses and validates only the suite lines up to them: an error further on in a
-    suite is not reported (`releasegate validate` checks every line).
+    next suite's; of a suite with a `sample:`, the first of the sample's order, itself stratified), and reads,
+    parses and validates only the suite lines up to them: an error further on in a suite is not reported
+    (`releasegate validate` checks every line).
 
     SIGINT (Ctrl-C) and SIGTERM (a CI timeout, `kill`) stop it at any point within seconds with exit code 130
     ("interrupted" on stderr) and run.json status 'interrupted'; `check --resume RUN_DIR` finishes the run (one
