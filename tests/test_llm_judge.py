@@ -122,6 +122,9 @@ def test_a_stub_judge_with_scripted_verdicts(tmp_path, cli):
     assert report["metrics"]["cost_usd_total"]["value"] is None  # no cost section: the judge's is not the model's
     info = json.loads((run.path / "run.json").read_text())
     assert info["judge"]["fingerprint"] == judge["fingerprint"] and info["judge"]["temperature"] == 0.0
+    manifest = json.loads((run.path / "manifest.json").read_text())["judge"]
+    assert manifest["fingerprint"] == judge["fingerprint"] and manifest["prompt"] == "built-in"
+    assert manifest["model"] == "judge" and len(manifest["prompt_sha256"]) == 64
 
 
 def test_judge_errors_fail_under_on_error_fail_and_judge_error_rate_gates(tmp_path, cli):
@@ -443,3 +446,33 @@ def test_a_judge_that_prefers_a_position_decides_no_pairwise_criterion(tmp_path,
     loss = next(c for c in report["criteria"] if c["metric"] == "pairwise_loss_rate")
     assert loss["value"] == 0 and loss["verdict"] == "insufficient" and "changed with the order" in loss["reason"]
     assert report["verdict"] != "PASS"
+
+
+@pytest.mark.parametrize("lose", ["judgments", "fingerprint", "labels", "torn_judgments", "changed_outputs"])
+def test_losing_judge_evidence_never_leaves_a_pass(tmp_path, cli, lose):
+    config = _replay_project(tmp_path, wrong={2})
+    _, _, run, _ = check(cli, config)
+    label_all(cli, run, tmp_path, _human)
+    code, out, _ = cli("gate", run.path, "--json")
+    assert code == 0 and json.loads(out)["verdict"] == "PASS"
+    judgments = run.path / "judgments.jsonl"
+    if lose == "judgments":
+        judgments.unlink()
+    elif lose == "fingerprint":  # verdicts of another judge than the one the run names
+        info = json.loads((run.path / "run.json").read_text())
+        info["judge"]["fingerprint"] = "judge-0000000000000000"
+        (run.path / "run.json").write_text(json.dumps(info))
+    elif lose == "labels":
+        (run.path / "reviews.jsonl").unlink()
+    elif lose == "torn_judgments":  # a kill mid-append: all but the first verdicts lost
+        judgments.write_bytes(judgments.read_bytes()[:300])
+    elif lose == "changed_outputs":  # outputs regenerated since they were judged and labelled
+        lines = (run.path / "records.jsonl").read_text().splitlines()
+        rows = [json.loads(line) for line in lines]
+        for row in rows:
+            row["output"] = row["output"] + " (regenerated)"
+        (run.path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = cli("gate", run.path, "--json")
+    assert "Traceback" not in err
+    report = json.loads(out)
+    assert report["verdict"] != "PASS" and code != 0

@@ -57,6 +57,10 @@ def run_check(
     run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
     # an unreadable input fails before the directory exists
     manifest = build_manifest(config, run_id=run.path.name, cases=cases)
+    if config.judge is not None:
+        from .llm_judge.stage import judge_manifest
+
+        manifest["judge"] = judge_manifest(config.judge)
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)

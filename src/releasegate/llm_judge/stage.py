@@ -31,7 +31,7 @@ from .settings import Criterion, JudgeSettings, criterion_of
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
-    "settings_info", "JUDGE_BATCH",
+    "settings_info", "judge_manifest", "JUDGE_BATCH",
 ]
 
 JUDGE_BATCH = 32
@@ -255,6 +255,16 @@ def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dic
 def settings_info(settings: JudgeSettings, fingerprint: str) -> dict:
     """What run.json keeps of the judge (`RunInfo.judge`)."""
     return {**settings.describe(), "fingerprint": fingerprint, "price": settings.price}
+
+
+def judge_manifest(settings: JudgeSettings) -> dict:
+    """manifest.json `judge`: the judge's description, fingerprint and the sha256 of its files (model, adapter or
+    replayed verdicts, and the prompt template)."""
+    from ..manifest import sha256_file
+
+    files = _judge_files(settings.target) + ([("prompt", settings.prompt_path)] if settings.prompt_path else [])
+    return {**settings.describe(), "fingerprint": judge_fingerprint(settings),
+            "inputs": [{"role": f"judge:{role}", "path": str(p), "sha256": sha256_file(p)} for role, p in files]}
 
 
 def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: bool, between) -> None:
