@@ -91,13 +91,9 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
     codes = _codes_of_rows(rows_of(suite), by, where(suite))
     order = draw(codes, spec, limit=limit)
     wanted = {int(i): None for i in order}
-    found = 0
-    for number, row in rows_of(suite):
+    for number, row in rows_of(suite):  # to the end: a reader left half-way keeps its file open
         if number - 1 in wanted:
             wanted[number - 1] = row
-            found += 1
-            if found == len(wanted):  # the last chosen row is read: the rest is not
-                break
     for i in order:
         yield int(i) + 1, wanted[int(i)]
 
