@@ -30,13 +30,16 @@ def step_records(step: int, n: int = 60, *, ttft: float = 50.0, failed: int = 0)
 
 
 def sweep_run(steps: list[tuple[float, float]], *, client=QUIET, counts: dict | None = None, failed: dict | None = None,
-              rubric: dict | None = None, max_rps: float = 1000.0) -> Run:
-    """A run whose load phase was a sweep: (rate, P95-ish TTFT) per step, in the order they ran."""
+              rubric: dict | None = None, max_rps: float = 1000.0, behind: dict | None = None) -> Run:
+    """A run whose load phase was a sweep: (rate, P95-ish TTFT) per step, in the order they ran; `behind`:
+    {step: how many times its schedule the step took} (else the schedule and one request)."""
     load, entries = [], []
     for k, (rate, ttft) in enumerate(steps):
         n = (counts or {}).get(k, 60)
         load += step_records(k, n, ttft=ttft, failed=(failed or {}).get(k, 0))
-        entries.append({"step": k, "rate": rate, "seconds": n / rate, "requests": n, "client": client,
+        span = n / rate
+        entries.append({"step": k, "rate": rate, "span_s": span, "seconds": (span + 0.095) * (behind or {}).get(k, 1.0),
+                        "requests": n, "client": client,
                         "signals": {"queue": {"mean": rate / 10, "max": rate / 5, "n": 8},
                                     "running": {"mean": min(4.0, rate / 20), "max": 4.0, "n": 8}}})
     phase = {"profile": "capacity sweep", "seconds": sum(e["seconds"] for e in entries), "requests": len(load),
@@ -90,6 +93,17 @@ def test_steps_above_the_capacity_do_not_count_against_the_error_rate(tmp_path, 
     assert report["capacity"]["capacity_rps"] == 10 and criterion(report, "capacity_rps")["verdict"] == "fail"
 
 
+def test_a_step_the_server_fell_behind_on_breaks_the_objective_within_its_latency_limits(tmp_path, capsys):
+    # 40 req/s met the latency limits on a short step, but took 1.2x its schedule: a backlog was building
+    _, report = gate(tmp_path, sweep_run([(10, 20.0), (20, 40.0), (40, 80.0)], behind={2: 1.2}), capsys)
+    step = report["capacity"]["steps"][2]
+    assert step["verdict"] == "breaks" and "fell behind" in step["why"] and step["kept_up"] < 0.9
+    assert report["capacity"]["capacity_rps"] == 20
+    # within the tolerance (1/KEEP_UP), a step keeps its verdict
+    _, report = gate(tmp_path / "b", sweep_run([(10, 20.0), (20, 40.0), (40, 80.0)], behind={2: 1.05}), capsys)
+    assert report["capacity"]["capacity_rps"] == 40 and report["capacity"]["at_least"]
+
+
 def test_a_lower_step_that_broke_caps_the_capacity_below_a_higher_one_that_met(tmp_path, capsys):
     # noise: 20 broke, 30 met; every step at or below the capacity must have met the objective
     _, report = gate(tmp_path, sweep_run([(10, 20.0), (20, 300.0), (30, 80.0), (40, 900.0)]), capsys)
@@ -109,6 +123,16 @@ def test_a_capacity_not_established_is_insufficient_never_a_pass(tmp_path, capsy
     assert c["verdict"] == "insufficient" and c["value"] is None and why in c["reason"], c
     assert report["verdict"] != "PASS" and code == 3
     assert report["capacity"]["capacity_rps"] is None
+
+
+def test_a_late_client_that_could_not_have_made_the_verdicts_leaves_them_standing(tmp_path, capsys):
+    # lag p99 12 ms: saturated (TTFT p50 18-36 ms), but TPOT 5 ms + 12 still meets 20 ms, the breaking steps
+    # break by far more than 12 ms, and TTFT from the scheduled send is only ever made longer by a late client
+    code, report = gate(tmp_path, sweep_run(RISE_AND_BISECT, client={"loop_lag_ms": {"p99": 12.0}}), capsys)
+    assert report["capacity"]["capacity_rps"] == 30 and code == 0
+    # ... while a lag of 16 ms could have hidden a TPOT over 20 ms
+    code, report = gate(tmp_path / "b", sweep_run(RISE_AND_BISECT, client={"loop_lag_ms": {"p99": 16.0}}), capsys)
+    assert report["capacity"]["capacity_rps"] is None and "client saturated" in report["capacity"]["why"]
 
 
 def test_the_rubric_lag_share_decides_whether_a_step_was_saturated(tmp_path, capsys):

@@ -17,38 +17,58 @@ from .health import client_saturation
 from .metrics import MetricValue, measured
 from .stats import percentile
 
-__all__ = ["MIN_STEP_SAMPLES", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
+__all__ = ["MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
            "capacity_view", "capacity_metric", "gated_records"]
 
 MIN_STEP_SAMPLES = 20
 """Answered requests a step needs for its P95 to mean anything (the 95th of 20 is the top sample's neighbour)."""
+KEEP_UP = 0.9
+"""A step meets the objective only if the server kept up with it: the step took at most 1/KEEP_UP of its
+schedule's span plus one unloaded request (its fastest end-to-end time). A rate the server cannot sustain
+leaves a backlog that outlasts the schedule; on a short step that backlog can still be inside the TTFT
+objective, so without this a burst above the capacity would pass for it."""
 STEP_TAG = "sweep_step"
 """The tag of a load record that says which sweep step sent it."""
 SIGNALS = {"queue": "queue length (waiting)", "running": "requests running", "kv_cache": "KV cache use"}
 """Server signals read at every step (server_metrics' normalised names), in the words of the reports."""
 
 
-def step_figures(records: list, seconds: float | None) -> dict:
-    """One step's figures: requests, failures, P95 TTFT (scheduled and actual send), P95 TPOT, achieved rate."""
+def step_figures(records: list, seconds: float | None, span_s: float | None = None) -> dict:
+    """One step's figures: requests, failures, P95 TTFT (scheduled and actual send), P95 TPOT, achieved rate and
+    whether the server kept up (`kept_up`: the schedule's span plus one unloaded request over the time the step
+    took, scaled by the share answered; None without the span)."""
     done = measured(records)
+    e2e = [r.timing.e2e_ms for r in done if r.timing.e2e_ms is not None]
     ttft_sched = [r.timing.ttft_sched_ms for r in done if r.timing.ttft_sched_ms is not None]
     ttft = [r.timing.ttft_ms for r in done if r.timing.ttft_ms is not None]
     tpot = [r.timing.tpot_ms for r in done if r.timing.tpot_ms is not None]
     failed = sum(r.error is not None for r in records)
     tokens = sum(r.tokens.output or 0 for r in done)
     return {
-        "requests": len(records), "answered": len(done), "failed": failed,
+        "requests": len(records), "answered": len(done), "failed": failed, "seconds": seconds,
         "error_rate": failed / len(records) if records else None,
         "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
         "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
         "achieved_rps": len(done) / seconds if seconds else None,
+        "schedule_s": span_s + min(e2e) / 1000 if span_s is not None and e2e else None,
+        "kept_up": _kept_up(span_s + min(e2e) / 1000 if span_s is not None and e2e else None, seconds,
+                            len(done) / len(records) if records else 0),
         "output_tokens_per_s": tokens / seconds if seconds else None,
     }
 
 
+def _kept_up(schedule_s: float | None, seconds: float | None, answered_share: float, late_ms: float = 0.0) -> float | None:
+    """The schedule (its span plus the fastest end-to-end request) over the step's time, less `late_ms` a late
+    client may have added, times the share answered: about 1 when the server kept up, below when it fell behind."""
+    if schedule_s is None or not seconds or seconds <= late_ms / 1000:
+        return None
+    return schedule_s / (seconds - late_ms / 1000) * answered_share
+
+
 def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: float) -> tuple[str, str]:
     """('meets' | 'breaks' | 'undecided', why). Errors decide first (they need no latency sample); then a step
-    with too few answered requests, or whose client ran late, decides nothing; then the latency limits."""
+    with too few answered requests decides nothing; then the latency limits, unless the client was saturated
+    (health.client_saturation at the rubric's `max_lag_share`) by enough to have made the verdict."""
     limit = slo.get("error_rate", 0.01)
     if figures["error_rate"] is None:
         return "undecided", "no request was recorded"
@@ -56,11 +76,7 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
         return "breaks", f"error rate {figures['error_rate']:.3g} > {limit:g}"
     if figures["answered"] < MIN_STEP_SAMPLES:
         return "undecided", f"{figures['answered']} answered requests (a P95 needs {MIN_STEP_SAMPLES})"
-    lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
-    saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share)
-    if saturated:
-        return "undecided", saturated
-    broken = []
+    broken, close = [], []
     for key, label in (("ttft_ms_p95", "ttft_sched_ms_p95"), ("tpot_ms_p95", "tpot_ms_p95")):
         if key not in slo:
             continue
@@ -68,8 +84,32 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
         if value is None or (key == "tpot_ms_p95" and figures["n_tpot"] < MIN_STEP_SAMPLES):
             return "undecided", f"too few samples for {key}"
         if value > slo[key]:
-            broken.append(f"{key} {value:.4g} > {slo[key]:g}")
-    return ("breaks", "; ".join(broken)) if broken else ("meets", "")
+            broken.append((key, value))
+        else:
+            close.append((key, value))
+    behind = figures["kept_up"] is not None and figures["kept_up"] < KEEP_UP
+    verdict = "breaks" if broken or behind else "meets"
+    why = [f"{k} {v:.4g} > {slo[k]:g}" for k, v in broken]
+    if behind:
+        why.append(f"the server fell behind: the step took {1 / figures['kept_up']:.2f}x its schedule "
+                   f"(limit {1 / KEEP_UP:.2f}x)")
+    lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
+    saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share)
+    if saturated and not _stands(verdict, broken, close, slo, lag, figures):
+        return "undecided", saturated
+    return verdict, "; ".join(why)
+
+
+def _stands(verdict: str, broken: list, close: list, slo: dict, lag: float, figures: dict) -> bool:
+    """Whether a late client (event-loop lag p99 `lag` ms) could not have made the verdict. TTFT from the
+    scheduled send and the step's length are only ever made longer by a late client; TPOT can move either way,
+    by at most the lag (the first and last token read late). So a step meets when its TPOT meets even with the
+    lag added, and breaks when a figure breaks even with the lag taken off."""
+    if verdict == "breaks":
+        share = figures["answered"] / figures["requests"]
+        behind = _kept_up(figures["schedule_s"], figures["seconds"], share, late_ms=lag)
+        return any(value - lag > slo[key] for key, value in broken) or (behind is not None and behind < KEEP_UP)
+    return all(value + lag <= slo[key] for key, value in close if key == "tpot_ms_p95")
 
 
 def step_signals(samples: list[dict]) -> dict:
@@ -95,7 +135,7 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
         by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
     steps = []
     for entry in sorted(sweep["steps"], key=lambda e: (e["rate"], e["step"])):
-        figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"))
+        figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"))
         verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
         steps.append({"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
                       "signals": entry.get("signals") or {}, "verdict": verdict, "why": why})

@@ -11,6 +11,7 @@ Used by the tests and by `python -m releasegate.export.llamacpp` to serve the de
     p.n_parallel = 4; p.n_ctx = 4 * 256                          # n_ctx is split across the slots
     p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1
     p.endpoint_metrics = True
+    p.n_threads_http = 300                                       # a thread per connection an open loop opens
     p.cache_ram_mib = 0; p.cache_idle_slots = False              # RAM prompt cache ignores per-request LoRA
     p.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED  # CPU FA runs in f16
     p.cache_type_k = p.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
@@ -35,6 +36,10 @@ from typing import Any
 __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving"]
 
 SLOT_CTX = 256  # the demo model's max_position_embeddings
+HTTP_THREADS = 300
+"""llama.cpp serves each connection on one HTTP thread (--threads-http, by default max(n_parallel + 2, cores - 1)):
+a request on a connection beyond them waits, for seconds, until an idle one times out. An open loop opens up to
+load.concurrency connections (256 by default), so the server gets a thread for each."""
 
 
 def export_for_serving(base: Path, adapters: list[Path], out_dir: Path, outtype: str = "f32", *,
@@ -108,6 +113,7 @@ def start_server(
     n_parallel: int = 4,
     slot_ctx: int = SLOT_CTX,
     threads: int = 1,
+    http_threads: int = HTTP_THREADS,
     verbosity: int = 2,
     exact_attention: bool = True,
 ) -> LlamaCppServer:
@@ -128,6 +134,7 @@ def start_server(
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.endpoint_metrics = True
+    params.n_threads_http = http_threads
     # The host-RAM prompt cache (llama.cpp's --cache-ram, on by default) restores KV computed under one
     # per-request LoRA scale for a request with another (ggml-org/llama.cpp#26207, #27148): the wrong
     # adapter leaks into answers. Off; the per-slot prefix cache stays on and does check the LoRA.
@@ -188,11 +195,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--http-threads", type=int, default=HTTP_THREADS, help="one per client connection")
     parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
     args = parser.parse_args(argv)
     adapters = args.adapter if args.adapter is not None else [Path("models/demo/adapters/good")]
     model, loras = export_for_serving(args.base, adapters, args.out, merge=args.merge)
-    server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads)
+    server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads,
+                          http_threads=args.http_threads)
     print(f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops", flush=True)
     try:
         while True:
