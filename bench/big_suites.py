@@ -91,21 +91,32 @@ def config(directory: Path, suite: str) -> Path:
     return path
 
 
+# The command's own peak RSS: VmHWM of its process after exec. (ru_maxrss from wait4 would also count this
+# process's pages at the fork: Linux keeps the larger of the old and new address space's high-water marks.)
+_RUN = """import atexit, runpy, sys
+_path = sys.argv.pop(1)
+def _hwm():
+    with open("/proc/self/status") as status, open(_path, "w") as out:
+        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+atexit.register(_hwm)
+sys.argv[0] = "releasegate"
+runpy.run_module("releasegate", run_name="__main__")
+"""
+
+
 def measure(args: list[str], cwd: Path, src: str | None) -> tuple[float, float, int]:
     """Run `releasegate ARGS` in a fresh interpreter: (wall seconds, peak RSS in MB, exit code)."""
     env = {**os.environ, "COLUMNS": "200"}
     if src:
         env["PYTHONPATH"] = src
+    hwm = cwd / "peak_rss_kb"
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "releasegate", *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not the maximum over every child so far
+    proc = subprocess.run([sys.executable, "-c", _RUN, str(hwm), *args], cwd=cwd, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1, 3):
-        sys.exit(f"releasegate {' '.join(args)} exited {proc.returncode}:\n{err.decode(errors='replace')[-2000:]}")
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+        sys.exit(f"releasegate {' '.join(args)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')[-2000:]}")
+    return wall, int(hwm.read_text()) / 1024, proc.returncode
 
 
 SOURCE_CONFIG = """\

@@ -46,11 +46,21 @@ def test_draw_is_seeded_stratified_and_every_prefix_is_spread():
     assert len(set(order)) == 100
     take = Counter(codes[i] for i in order)
     assert take == {0: 30, 1: 30, 2: 30, 3: 10}
-    for k in range(1, 101):
-        got = Counter(codes[i] for i in order[:k])
-        for stratum, m in take.items():
-            assert abs(got[stratum] - k * m / 100) <= 1, (k, stratum)
     assert draw(codes, spec, limit=7).tolist() == order[:7]
+
+
+@pytest.mark.parametrize("sizes", [[300, 300, 300, 100], [50, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], [400, 200, 7, 3, 1],
+                                   [5, 5, 5, 5, 5, 5, 5, 5]])
+def test_every_first_k_cases_hold_each_stratum_and_none_above_its_share(sizes):
+    codes = [s for s, size in enumerate(sizes) for _ in range(size)]
+    for spec in ({"n": sum(sizes) // 3, "seed": 1}, {"per_stratum": 4, "seed": 2}):
+        order = draw(codes, spec).tolist()
+        take = Counter(codes[i] for i in order)
+        for k in range(1, len(order) + 1):
+            got = Counter(codes[i] for i in order[:k])
+            assert all(got[s] < k * m / len(order) + 1 for s, m in take.items()), (spec, k, got)
+            if k >= len(take):
+                assert set(got) == set(take)
 
 
 def _sampled(kind, directory, sample="{n: 12, seed: 3, by: [risk]}", name=None):

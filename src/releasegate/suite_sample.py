@@ -9,10 +9,11 @@ the seed (numpy's PCG64, one number per row in row order); a stratum gives the r
   strata. A stratum never gives more rows than it has; an n at least the source's size takes every row.
 - `per_stratum`: that many rows from each stratum (all of a smaller one).
 
-The sample is ordered so that its first k rows, for any k, are spread over the strata in proportion to the
-sample (within one row per stratum): the j-th drawn row of a stratum that gives m rows stands at (j + 0.5) / m.
-`check --limit N` (and the suite's `limit`) take the first N rows of that order, so a limited run is itself a
-stratified sample, and only those rows are read. The same seed and source bytes always give the same rows in
+The sample's order: first one row of each stratum, then the others interleaved, the j-th (from 0) of a stratum
+that gives m rows at j / m of the way (ties in the drawn numbers' order). So its first k rows, for any k, hold
+every stratum once k reaches their number, and no stratum more than one row above its share of the sample
+(k * m / n). `check --limit N` (and the suite's `limit`) take the first N rows of that order, so a limited run
+is itself stratified, and only those rows are read. The same seed and source bytes always give the same rows in
 the same order; the manifest records the sampled case ids' digest, so `check --resume` can tell.
 
 numpy and pyarrow are imported only when a sampled suite is read.
@@ -69,7 +70,7 @@ def draw(codes, spec: dict, *, limit: int | None = None):
     rank = np.empty(len(codes), dtype=np.int64)
     rank[by_stratum] = np.arange(len(codes)) - np.repeat(starts, sizes)
     chosen = np.flatnonzero(rank < take[codes])
-    place = (rank[chosen] + 0.5) / take[codes[chosen]]
+    place = rank[chosen] / take[codes[chosen]]
     ordered = chosen[np.lexsort((u[chosen], place))]
     return ordered[:limit] if limit else ordered
 

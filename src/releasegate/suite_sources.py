@@ -4,8 +4,10 @@ directory, a dataset in the local Hugging Face hub cache, or an xlsx sheet.
 A `columns:` mapping turns each row into a case (`id`, `prompt` or `messages`, `expected`, `tags`), or a
 `template:` builds the messages from the row's fields (a sandboxed Jinja environment, undefined names are
 errors). Every case then goes through the same validation as a JSONL line (see `suites`), so scoring, slices
-and review are the same whatever the source. Rows are read lazily (datasets streaming, or a memory-mapped
-arrow table): a limited load reads only as many rows as it needs; an xlsx sheet is read whole by pandas.
+and review are the same whatever the source. Rows are read lazily (pyarrow a row group at a time for parquet,
+a memory-mapped arrow table for arrow files and save_to_disk, datasets streaming for CSV, JSON and the hub): a
+limited load reads only as many rows as it needs; an xlsx sheet is read whole by pandas. A `sample:` draws its
+rows first (see `suite_sample`).
 Errors name the source file, the row (1-based, the first data row is row 1) and the column.
 
 `datasets`, `pandas` and `jinja2` are imported only when a source suite is read.
