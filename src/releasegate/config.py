@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from . import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
-from ._loading import exists, field_path, is_dir, is_file, line_of, load_yaml, validate
+from ._loading import exists, field_path, is_dir, is_file, line_of, load_yaml, read_text, validate
 from .errors import InputError
 from .redaction import (
     REDACTED,
@@ -36,7 +36,7 @@ from .redaction import (
 from .scale import ScaleConfig, parse_scale
 
 __all__ = [
-    "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "SweepConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
+    "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "SweepConfig", "PrefixCacheConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
 ]
 
 DEFAULT_CACHE = ".releasegate/cache.sqlite"
@@ -223,6 +223,16 @@ class SweepConfig:
 
 
 @dataclass(frozen=True)
+class PrefixCacheConfig:
+    """`prefix_cache`: TTFT of requests sharing a long system prompt, with the server's prefix cache warm and cold."""
+
+    system: str
+    """The shared system prompt (`system`, or the text of `system_file`)."""
+    requests: int = 16
+    """Measured pairs: each case's question once after the same prompt (warm) and once after a new one (cold)."""
+
+
+@dataclass(frozen=True)
 class CacheConfig:
     """The response cache (off unless the config has a `cache:` section): a SQLite file, optional TTL."""
 
@@ -247,6 +257,8 @@ class Config:
     run_id: str | None = None
     seed: int = 0
     cache: CacheConfig | None = None
+    prefix_cache: PrefixCacheConfig | None = None
+    """The prefix-cache probe (`prefix_cache:`), openai backend; None: not measured."""
     scale: ScaleConfig | None = None
     """Where the work runs past this process (`scale:`); None: here."""
     judge: Any = None
@@ -314,6 +326,7 @@ def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path 
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),
         cache=_cache(data.get("cache"), here),
+        prefix_cache=_prefix_cache(data.get("prefix_cache"), data["target"], here, at),
         judge=judge,
         scale=parse_scale(data.get("scale"), data["target"], data.get("load"), at),
         base_dir=here,
@@ -335,6 +348,20 @@ def _judge(raw: dict | None, here: Path, at):
         return target
 
     return parse_judge(raw, here, at, make_target)
+
+
+def _prefix_cache(raw: dict | None, target: dict, here: Path, at) -> PrefixCacheConfig | None:
+    if raw is None:
+        return None
+    if target["backend"] != "openai":
+        raise InputError("the prefix-cache probe measures a server: it needs the openai backend",
+                         **at("prefix_cache"), hint="remove prefix_cache: or serve the model")
+    if ("system" in raw) == ("system_file" in raw):
+        raise InputError("prefix_cache needs one of system (the text) or system_file (a path)", **at("prefix_cache"))
+    system = raw.get("system")
+    if system is None:
+        system = read_text(_under(here, raw["system_file"]), what="system prompt")
+    return PrefixCacheConfig(system=system, requests=raw.get("requests", 16))
 
 
 def _cache(raw: dict | None, here: Path) -> CacheConfig | None:

@@ -129,6 +129,9 @@ class GateReport(_Model):
     """Why latency, throughput and cost criteria are insufficient when the client was the bottleneck (its event
     loop ran late by more than the rubric's `max_client_lag_share` of TTFT p50), or null."""
     load_phase: dict[str, Any] | None = None
+    prefix_cache: dict[str, Any] | None = None
+    """The prefix-cache probe (see releasegate.prefix_cache): warm and cold TTFT P50/P95 with n, prompt and
+    server-reported cached prompt tokens per request, `saved_ms_p50` and `cold_over_warm_p50`; null without one."""
     capacity: dict[str, Any] | None = None
     """The capacity sweep judged again (see releasegate.capacity): every step with its figures and verdict,
     `capacity_rps` (null when unknown, with `why`), the server signals and scale-out thresholds at the capacity,

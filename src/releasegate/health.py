@@ -36,6 +36,8 @@ def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[Ca
         problems.append("no quality case was recorded")
     if "load" in (info.phases or []):
         problems += _load_problems(info, load_records)
+    if "prefix_cache" in (info.phases or []) and info.prefix_cache is None:
+        problems.append("the planned prefix-cache probe did not run (or did not finish)")
     return problems
 
 

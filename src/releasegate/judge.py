@@ -140,6 +140,7 @@ def judge_run(
         "client_saturated": saturated,
         "load_phase": info.load_phase,
         "capacity": _capacity_report(sweep, info_at, timed_load, cost),
+        "prefix_cache": info.prefix_cache,
         "slices": _slices(records, scores, facts),
         "counts": _counts(records, load_records),
         "failing_cases": failing[:FAILING_CASES_KEPT],

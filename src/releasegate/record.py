@@ -189,6 +189,9 @@ class RunInfo(BaseModel):
     """Time to load the model (and adapter, and merge)."""
     load_phase: dict[str, Any] | None = None
     """The load phase, when one ran: profile, seconds, requests, warm-up, server metrics summary."""
+    prefix_cache: dict[str, Any] | None = None
+    """The prefix-cache probe, when one ran: TTFT and server-reported cached prompt tokens, warm and cold (see
+    releasegate.prefix_cache)."""
     client: dict[str, Any] | None = None
     """The client's own lateness over the quality phase (openai backend): event-loop lag percentiles in ms, the
     client process's CPU share. The load phase's is `load_phase['client']`. See `health.client_saturation`."""

@@ -189,11 +189,13 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     done = {r.case_id: r for r in run.read_records(required=False)}
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and done[c.id].error is not None)]
     load_phase = config.load is not None and info.load_phase is None
+    prefix_probe = config.prefix_cache is not None and info.prefix_cache is None
     session = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
                "status": "running"}
     info.sessions.append(session)
     info.cases, info.status, info.finished_at = len(cases), "running", None
-    info.phases = ["quality"] + (["load"] if config.load is not None else [])
+    info.phases = (["quality"] + (["load"] if config.load is not None else [])
+                   + (["prefix_cache"] if config.prefix_cache is not None else []))
     run.write_info(info)
     if mode != "start":
         console.print(f"{mode.replace('_', ' ')}: {len(todo)} of {len(cases)} cases to run"
@@ -205,7 +207,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         cache = _open_cache(config, fingerprint, use_cache, console) if todo else None
         hits = _cache_hits(cache, todo)
         session["cached"] = len(hits)
-        if len(hits) < len(todo) or load_phase:
+        if len(hits) < len(todo) or load_phase or prefix_probe:
             backend = create_backend(config.target, config.generation, scale=config.scale)
             _load(backend, info, console)
         _generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
@@ -218,6 +220,12 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
                 (run.path / stale).unlink(missing_ok=True)
             run_load_phase(backend, config, cases, run, info, console, progress)
+        INTERRUPTION.raise_if_pending()
+        if prefix_probe:
+            from .prefix_cache import JOURNAL, run_prefix_cache
+
+            (run.path / JOURNAL).unlink(missing_ok=True)  # measured whole or not at all, like the load phase
+            run_prefix_cache(backend, config, cases, run, info)
         INTERRUPTION.raise_if_pending()
         if backend is not None:  # the model under test is done: free it before a local judge loads
             backend.close()

@@ -27,6 +27,7 @@ _SERIES = {
     "kv_cache": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
     "ttft_sum": ("vllm:time_to_first_token_seconds_sum",),
     "ttft_count": ("vllm:time_to_first_token_seconds_count",),
+    "cached_prompt_tokens": ("vllm:prefix_cache_hits_total", "llamacpp:prompt_tokens_cached_total"),
 }
 _SERVER = {"vllm:": "vllm", "tgi_": "tgi", "llamacpp:": "llama.cpp"}
 

@@ -1,10 +1,11 @@
-"""The capacity sweep for people: summary lines and the table of steps, shared by every report format."""
+"""The capacity sweep and the prefix-cache probe for people: summary lines and the table of steps, shared by
+every report format."""
 
 from __future__ import annotations
 
 from ._format import format_value
 
-__all__ = ["capacity_lines", "capacity_table", "objective_text"]
+__all__ = ["capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
 
 _COLUMNS = ("rate req/s", "requests", "P95 TTFT (sched) ms", "P95 TPOT ms", "errors", "achieved req/s",
             "queue", "running", "KV use", "verdict")
@@ -61,6 +62,29 @@ def capacity_table(capacity: dict | None) -> tuple[tuple[str, ...], list[list[st
                      format_value(s.get("tpot_ms_p95")), str(s["failed"]), format_value(s.get("achieved_rps")),
                      _or_dash(mean["queue"]), _or_dash(mean["running"]), kv, verdict])
     return _COLUMNS, rows
+
+
+def prefix_cache_lines(probe: dict | None) -> list[str]:
+    """Warm vs cold TTFT of the prefix-cache probe, and the cached prompt tokens the server reported."""
+    if not probe:
+        return []
+    warm, cold = probe["warm"], probe["cold"]
+    lines = [f"prefix cache ({probe['pairs']} warm/cold pairs, shared system prompt of {probe['system_chars']} "
+             f"characters): TTFT P50 warm {format_value(warm['ttft_ms_p50'])} ms, cold "
+             f"{format_value(cold['ttft_ms_p50'])} ms"
+             + (f" (saves {format_value(probe['saved_ms_p50'])} ms, cold {format_value(probe['cold_over_warm_p50'])}x warm)"
+                if probe.get("saved_ms_p50") is not None else "")
+             + f"; P95 warm {format_value(warm['ttft_ms_p95'])} ms, cold {format_value(cold['ttft_ms_p95'])} ms"]
+    if warm.get("cached_tokens_mean") is not None:
+        lines.append(f"cached prompt tokens per request (server): warm {format_value(warm['cached_tokens_mean'])} of "
+                     f"{format_value(warm['prompt_tokens_mean'])}, cold {format_value(cold['cached_tokens_mean'])} of "
+                     f"{format_value(cold['prompt_tokens_mean'])}")
+    else:
+        lines.append(f"cached prompt tokens: {probe.get('cached_tokens')}")
+    failed = warm.get("failed", 0) + cold.get("failed", 0)
+    if failed:
+        lines.append(f"prefix cache: {failed} request(s) failed and are left out")
+    return lines
 
 
 def _or_dash(value) -> str:

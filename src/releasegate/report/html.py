@@ -63,7 +63,7 @@ def render_html(view: RunView) -> str:
         latency=_latency_rows(report["metrics"]),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
         latency_from=report.get("latency_from", "quality"), load_phase=_load_phase_table(report.get("load_phase")),
-        capacity=_capacity(report.get("capacity")),
+        capacity=_capacity(report.get("capacity")), prefix_cache=_prefix_cache(report.get("prefix_cache")),
         cost=_cost(view),
         slices=_slices(report["slices"]),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
@@ -201,6 +201,12 @@ def _capacity(capacity: dict | None) -> dict | None:
     columns, rows = capacity_table(capacity)
     return {"lines": capacity_lines(capacity), "columns": columns, "rows": rows,
             "plot": Markup(capacity_plots(capacity).get("capacity", ""))}
+
+
+def _prefix_cache(probe: dict | None) -> list[str]:
+    from ._capacity import prefix_cache_lines
+
+    return prefix_cache_lines(probe)
 
 
 def _load_phase_table(load_phase: dict | None) -> dict | None:

@@ -90,7 +90,7 @@ def render_markdown(report: dict) -> str:
         )
     if note := bounds_note(report["criteria"]):
         lines += ["", md_label(note)]
-    lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _slice_lines(report) + _review_lines(report) + _judge_md(report) + _failure_lines(report)
+    lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _prefix_md(report) + _slice_lines(report) + _review_lines(report) + _judge_md(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
 
@@ -137,6 +137,13 @@ def _capacity_md(report: dict) -> list[str]:
     table = ["| " + " | ".join(columns) + " |", "|" + "---:|" * (len(columns) - 1) + "---|"]
     table += ["| " + " | ".join(md_label(v) for v in row) + " |" for row in rows]
     return ["", "## Capacity", "", *(f"- {md_label(line)}" for line in lines)] + _details(f"Sweep steps ({len(rows)})", table)
+
+
+def _prefix_md(report: dict) -> list[str]:
+    from ._capacity import prefix_cache_lines
+
+    lines = prefix_cache_lines(report.get("prefix_cache"))
+    return ["", "## Prefix cache", "", *(f"- {md_label(line)}" for line in lines)] if lines else []
 
 
 def _slice_lines(report: dict) -> list[str]:

@@ -15,7 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ._capacity import capacity_lines
+from ._capacity import capacity_lines, prefix_cache_lines
 from ._format import format_threshold, format_value
 from ._judge import judge_lines
 
@@ -255,7 +255,7 @@ def verdict_lines(report: dict) -> list[str]:
         lines.append(summary)
     if report.get("client_saturated"):
         lines.append(report["client_saturated"])
-    lines += capacity_lines(report.get("capacity"))
+    lines += capacity_lines(report.get("capacity")) + prefix_cache_lines(report.get("prefix_cache"))
     lines += judge_lines(report.get("judge"))
     return lines
 
