@@ -54,6 +54,22 @@ def test_warm_prefix_is_served_from_the_cache_and_sooner(llamacpp_server, cli, t
     assert report["counts"]["cases"] == 8 and "load" not in report["counts"]["phases"]
 
 
+@pytest.mark.slow
+def test_the_response_cache_never_answers_the_probe(llamacpp_server, cli, tmp_path):
+    # the response cache (cache:, outputs reused across runs) and the server's prompt cache are two things: a
+    # rerun takes its quality answers from the first, and still sends every probe request to the server
+    target = f"  backend: openai\n  base_url: {llamacpp_server.base_url}\n  model: {llamacpp_server.model}\n"
+    config = project(tmp_path, target, f"prefix_cache: {{system: {json.dumps(SYSTEM)}, requests: 4}}\n"
+                                       "cache: {path: cache.sqlite, ttl_s: 3600}\n")
+    reports = []
+    for run_id in ("first", "second"):
+        code, out, _ = cli("check", "-c", config, "--run-id", run_id, "--no-progress", "--json")
+        reports.append(json.loads(out))
+    assert [r["counts"]["cached"] for r in reports] == [0, 8]
+    assert all(r["prefix_cache"]["warm"]["n"] == r["prefix_cache"]["cold"]["n"] == 4 for r in reports)
+    assert reports[1]["prefix_cache"]["warm"]["cached_tokens_mean"] > 80  # measured on the server, again
+
+
 def test_a_planned_probe_that_did_not_run_is_inconclusive(tmp_path, capsys):
     path = Run(_healthy(), phases=["quality", "prefix_cache"]).build(tmp_path)
     assert main(["gate", str(path)]) == 3
