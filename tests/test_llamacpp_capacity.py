@@ -42,7 +42,7 @@ def check(cli, config: Path, run_id: str) -> tuple[int, dict]:
 
 
 def test_capacity_sweep_agrees_with_a_fixed_rate_check(llamacpp_server, cli, tmp_path):
-    sweep = {"start_rps": 24, "max_rps": 2000, "factor": 1.5, "requests_per_step": 30, "step_s": 1.5, "refine": 1,
+    sweep = {"start_rps": 24, "max_rps": 2000, "factor": 1.5, "requests_per_step": 60, "step_s": 1.5, "refine": 1,
              "slo": SLO}
     config = project(tmp_path, llamacpp_server, "criteria:\n  - {metric: capacity_rps, op: '>=', threshold: 10}\n",
                      f"load: {{warmup: 4, sweep: {json.dumps(sweep)}}}\n")

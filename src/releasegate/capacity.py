@@ -15,13 +15,17 @@ from statistics import fmean
 
 from .health import client_saturation
 from .metrics import MetricValue, measured
-from .stats import percentile
+from .stats import percentile, percentile_bounds, percentile_min_n
 
-__all__ = ["MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
+__all__ = ["CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
            "capacity_view", "capacity_metric", "gated_records"]
 
-MIN_STEP_SAMPLES = 20
-"""Answered requests a step needs for its P95 to mean anything (the 95th of 20 is the top sample's neighbour)."""
+CONFIDENCE = 0.95
+"""A step meets the objective when the one-sided upper bound of each P95 at this confidence is within its limit
+(stats.percentile_bounds: an order statistic), so the rate it reports holds when measured again, not only on the
+sample the sweep happened to draw."""
+MIN_STEP_SAMPLES = percentile_min_n(95, CONFIDENCE)
+"""Answered requests a step needs for that bound: 59."""
 KEEP_UP = 0.9
 """A step meets the objective only if the server kept up with it: the step took at most 1/KEEP_UP of its
 schedule's span plus one unloaded request (its fastest end-to-end time). A rate the server cannot sustain
@@ -49,12 +53,17 @@ def step_figures(records: list, seconds: float | None, span_s: float | None = No
         "error_rate": failed / len(records) if records else None,
         "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
         "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
+        "ttft_sched_ms_p95_upper": _upper(ttft_sched), "tpot_ms_p95_upper": _upper(tpot),
         "achieved_rps": len(done) / seconds if seconds else None,
         "schedule_s": span_s + min(e2e) / 1000 if span_s is not None and e2e else None,
         "kept_up": _kept_up(span_s + min(e2e) / 1000 if span_s is not None and e2e else None, seconds,
                             len(done) / len(records) if records else 0),
         "output_tokens_per_s": tokens / seconds if seconds else None,
     }
+
+
+def _upper(samples: list[float]) -> float | None:
+    return percentile_bounds(samples, 95, CONFIDENCE)[1] if samples else None
 
 
 def _kept_up(schedule_s: float | None, seconds: float | None, answered_share: float, late_ms: float = 0.0) -> float | None:
@@ -75,21 +84,22 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
     if figures["error_rate"] > limit:
         return "breaks", f"error rate {figures['error_rate']:.3g} > {limit:g}"
     if figures["answered"] < MIN_STEP_SAMPLES:
-        return "undecided", f"{figures['answered']} answered requests (a P95 needs {MIN_STEP_SAMPLES})"
-    broken, close = [], []
+        return "undecided", f"{figures['answered']} answered requests (a P95's bound needs {MIN_STEP_SAMPLES})"
+    broken, close, why = [], [], []
     for key, label in (("ttft_ms_p95", "ttft_sched_ms_p95"), ("tpot_ms_p95", "tpot_ms_p95")):
         if key not in slo:
             continue
-        value = figures[label]
-        if value is None or (key == "tpot_ms_p95" and figures["n_tpot"] < MIN_STEP_SAMPLES):
-            return "undecided", f"too few samples for {key}"
-        if value > slo[key]:
+        value, upper = figures[label], figures[label + "_upper"]
+        if value is None or upper is None:
+            return "undecided", f"too few samples for {key} (its bound needs {MIN_STEP_SAMPLES})"
+        if upper > slo[key]:
             broken.append((key, value))
+            why.append(f"{key} {value:.4g} > {slo[key]:g}" if value > slo[key] else
+                       f"{key} {value:.4g}, but its {CONFIDENCE:.0%} upper bound {upper:.4g} > {slo[key]:g}")
         else:
-            close.append((key, value))
+            close.append((key, upper))
     behind = figures["kept_up"] is not None and figures["kept_up"] < KEEP_UP
     verdict = "breaks" if broken or behind else "meets"
-    why = [f"{k} {v:.4g} > {slo[k]:g}" for k, v in broken]
     if behind:
         why.append(f"the server fell behind: the step took {1 / figures['kept_up']:.2f}x its schedule "
                    f"(limit {1 / KEEP_UP:.2f}x)")
