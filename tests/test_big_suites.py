@@ -104,6 +104,32 @@ def test_case_ids_stay_unique_across_suites(tmp_path, cli):
         load_suites(suites, tmp_path, limit=4)
 
 
+def test_validate_finds_duplicates_from_id_hashes_with_the_full_load_words(project, cli, monkeypatch):
+    lines = [json.dumps(case(i)) for i in range(1, 13)]
+    lines[8] = json.dumps(case(3))  # line 9 repeats c3
+    suite = project / "suites" / "example.jsonl"
+    suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = project / "releasegate.yaml"
+    line = one_line_error(cli, "validate", "-c", config)
+    assert "example.jsonl:9" in line and "duplicate case id 'c3'" in line, line
+    assert cli("check", "-c", config, "--no-progress")[2].strip() == line  # the words of the full load
+
+    suite.write_text("\n".join(json.dumps(case(i)) for i in range(1, 13)) + "\n", encoding="utf-8")
+    monkeypatch.setattr(suites_module, "hash", lambda value: 7, raising=False)  # every id's hash the same
+    code, _, err = cli("validate", "-c", config)
+    assert code == 0, err  # equal hashes of different ids: looked up exactly, no duplicate
+
+
+@pytest.mark.parametrize("n", [10, 150_000])  # sorted in Python, and by numpy past 100k ids
+def test_id_hashes_find_the_repeated_ones(n):
+    hashes = suites_module._IdHashes()
+    for i in range(n):
+        hashes[f"c{i}"] = "one"
+    assert hashes.repeated() == set()
+    hashes["c5"] = "two"
+    assert hashes.repeated() == {hash("c5")}
+
+
 def test_limited_check_keeps_a_slice_beyond_its_cases_and_refuses_a_typo(project, cli):
     bad_line_10(project)
     rubric = project / "rubrics" / "example.yaml"

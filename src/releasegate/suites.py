@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from ._loading import MAX_FILE_BYTES, exists, is_dir, read_text, validate
 from .config import SuiteConfig
 from .errors import InputError
 
-__all__ = ["Case", "load_suite", "load_suites", "iter_cases", "suite_tags"]
+__all__ = ["Case", "load_suite", "load_suites", "iter_cases", "stream_cases", "suite_tags"]
 
 CHUNK = 1 << 20
 """Bytes read at a time (doubled while a line is longer, so a giant line is not copied over and over)."""
@@ -62,10 +63,11 @@ def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int
     return list(iter_cases(suites, config_dir, limit=limit))
 
 
-def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int | None = None) -> Iterator[Case]:
-    """`load_suites`' cases one at a time, none kept: what `validate` holds of a big suite is its case ids
-    (needed to find a duplicate), not its cases."""
-    seen: dict[str, str] = {}  # case id -> its suite's name
+def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int | None = None,
+               seen: dict | None = None) -> Iterator[Case]:
+    """`load_suites`' cases one at a time, none kept. `seen`: case id -> its suite's name, filled in (what
+    finds a duplicate id)."""
+    seen = {} if seen is None else seen
     count = 0
     for suite in suites:
         remaining = limit - count if limit else None
@@ -81,6 +83,56 @@ def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int 
         for case in _iter_suite(suite, config_dir, limit=remaining, seen=seen):
             count += 1
             yield case
+
+
+def stream_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int | None = None) -> Iterator[Case]:
+    """`iter_cases` keeping 8 bytes a case (the hash of its id) instead of the ids: what `validate` holds of a
+    suite of a million rows. Two equal hashes, once every case is read, send the suites through `iter_cases`
+    again keeping only those ids, which raises the duplicate's error (file, line, id) exactly as a full load
+    does; an equal hash of two different ids raises nothing. So an error further on in the suites is reported
+    before a duplicate id, not after it as by `load_suites`."""
+    hashes = _IdHashes()
+    yield from iter_cases(suites, config_dir, limit=limit, seen=hashes)
+    suspects = hashes.repeated()
+    if suspects:
+        for _ in iter_cases(suites, config_dir, limit=limit, seen=_SuspectIds(suspects)):
+            pass
+
+
+class _IdHashes:
+    """A stand-in for the id -> suite map that keeps only each id's hash (it never finds a duplicate itself)."""
+
+    def __init__(self) -> None:
+        self.hashes = array("q")
+
+    def get(self, case_id: str) -> None:
+        return None
+
+    def __setitem__(self, case_id: str, suite_name: str) -> None:
+        self.hashes.append(hash(case_id))
+
+    def repeated(self) -> set[int]:
+        """The hashes seen more than once (numpy sorts a big suite's; a small one's, as most are, need not
+        import it: `validate` starts fast)."""
+        if len(self.hashes) < 100_000:
+            ordered = sorted(self.hashes)
+            return {a for a, b in zip(ordered, ordered[1:]) if a == b}
+        import numpy as np
+
+        ordered = np.sort(np.frombuffer(self.hashes, dtype=np.int64))
+        return set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+
+
+class _SuspectIds(dict):
+    """The id -> suite map, keeping only the ids whose hash is among `suspects`."""
+
+    def __init__(self, suspects: set[int]) -> None:
+        super().__init__()
+        self.suspects = suspects
+
+    def __setitem__(self, case_id: str, suite_name: str) -> None:
+        if hash(case_id) in self.suspects:
+            super().__setitem__(case_id, suite_name)
 
 
 def load_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None = None) -> list[Case]:

@@ -17,11 +17,12 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     `load_inputs(...)[2][:N]`, and only the suite lines up to them are read (see `load_suites`). The completion-mode
     check is then about the cases that run; a slice is still refused only if no case of the suites has it (the
     rest of the suites is scanned for its tags, unvalidated, when the cases that run do not have it).
-    `keep=False` (`validate`): the cases are read one at a time and not kept, and a Counter of cases per suite
-    is returned in their place, so a suite of a million rows validates in bounded memory."""
+    `keep=False` (`validate`): the cases are read one at a time and not kept, their ids as 8-byte hashes
+    (`stream_cases`), and a Counter of cases per suite is returned in their place, so a suite of a million rows
+    validates in bounded memory."""
     from ..config import load_config
     from ..rubric import load_rubric
-    from ..suites import iter_cases, load_suites, suite_tags
+    from ..suites import load_suites, stream_cases, suite_tags
 
     config = load_config(config_path)
     rubric = load_rubric(config.rubric)
@@ -30,7 +31,7 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     chat = []
 
     def tagged():
-        for case in cases if keep else iter_cases(config.suites, config.path.parent, limit=limit):
+        for case in cases if keep else stream_cases(config.suites, config.path.parent, limit=limit):
             per_suite[case.suite] += 1
             if case.messages is not None and not chat:
                 chat.append(case)
