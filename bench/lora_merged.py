@@ -33,17 +33,14 @@ def main() -> None:
     config = load_config(ROOT / "releasegate.yaml")
     cases = load_suites(config.suites, config.path.parent)[:CASES]
     requests = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
+    engines = {"llama.cpp": _llamacpp_servers}
+    if "--vllm" in sys.argv[1:]:
+        engines["vLLM"] = _vllm_servers
     with tempfile.TemporaryDirectory() as tmp:
-        servers = _llamacpp_servers(Path(tmp))
-        try:
-            _report("llama.cpp", config, requests, servers)
-        finally:
-            for server, _, _ in servers.values():
-                server.stop()
-        if "--vllm" in sys.argv[1:]:
-            servers = _vllm_servers(Path(tmp))
+        for engine, start in engines.items():
+            servers = start(Path(tmp))
             try:
-                _report("vLLM", config, requests, servers)
+                _report(engine, config, requests, servers)
             finally:
                 for server, _, _ in servers.values():
                     server.stop()

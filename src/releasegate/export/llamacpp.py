@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving"]
+from ._serve import serve_until_interrupted
+
+__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter"]
 
 SLOT_CTX = 256  # the demo model's max_position_embeddings
 HTTP_THREADS = 300
@@ -202,12 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     model, loras = export_for_serving(args.base, adapters, args.out, merge=args.merge)
     server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads,
                           http_threads=args.http_threads)
-    print(f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
+    serve_until_interrupted(server, f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops")
 
 
 if __name__ == "__main__":

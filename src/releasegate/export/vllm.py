@@ -26,6 +26,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._serve import serve_until_interrupted
+
 __all__ = ["VllmServer", "start_server", "vllm_python", "DEFAULT_PYTHON"]
 
 DEFAULT_PYTHON = Path(".venv-vllm/bin/python")
@@ -192,13 +194,8 @@ def main(argv: list[str] | None = None) -> None:
     loras = {name: Path(path) for name, _, path in (p.partition("=") for p in pairs)}
     server = start_server(args.base, loras, python=args.python, port=args.port, max_num_seqs=args.max_num_seqs,
                           threads=args.threads)
-    print(f"serving {args.base} at {server.base_url}  models: {server.model} (base), "
-          f"{', '.join(loras) or 'no LoRA'}  log: {server.log_path}  Ctrl-C stops", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
+    serve_until_interrupted(server, f"serving {args.base} at {server.base_url}  models: {server.model} (base), "
+          f"{', '.join(loras) or 'no LoRA'}  log: {server.log_path}  Ctrl-C stops")
 
 
 if __name__ == "__main__":
