@@ -120,6 +120,13 @@ def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, refe
     assert info.status == "complete" and [s["status"] for s in info.sessions] == ["killed", "complete"]
 
 
+def test_more_workers_than_the_cluster_holds_is_refused_not_awaited(cluster, cli, tmp_path):
+    config = demo_config(tmp_path, "big", scale=f"{{engine: ray, workers: 3, address: '{cluster}'}}")
+    code, _, err = cli("check", "-c", config, "--run-id", "big", "--no-progress", "--allow-pending")
+    assert code == 4 and len(err.strip().splitlines()) == 1, err
+    assert "3 workers x 1 CPU but the Ray cluster has 2 CPU" in err and "Traceback" not in err
+
+
 # -- the load phase from two workers -------------------------------------------------------------------------
 
 def endpoint_project(tmp_path: Path, base_url: str, load: str) -> Path:

@@ -37,10 +37,6 @@ class ScaleConfig:
     gpus_per_worker: float = 0.0
     """GPUs Ray reserves for each worker; a worker with one sees it as `cuda` (set `target.device: cuda`)."""
 
-    def describe(self) -> str:
-        where = {"none": "a local Ray cluster", "auto": "the running Ray cluster"}.get(self.address, f"Ray at {self.address}")
-        return f"{self.workers} workers on {where}"
-
 
 def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleConfig | None:
     """The validated `scale:` section (the schema checked its types), or None when there is none."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from ..backends import Backend, Generation, Request
 from ..errors import TargetError
 from . import ScaleConfig
-from ._ray import Cluster, worker_env
+from ._ray import Cluster, first_line, normal_priority, worker_env
 
 __all__ = ["RayHFBackend"]
 
@@ -29,6 +29,7 @@ class HFWorker:
         import os
 
         os.environ.update(env)  # before transformers is imported: offline, the same hub cache
+        normal_priority()
         from ..backends.hf import HFBackend
 
         self.backend = HFBackend(target, generation)
@@ -114,9 +115,9 @@ class RayHFBackend(Backend):
             cause = getattr(exc, "cause", None)
             if isinstance(cause, TargetError):
                 raise TargetError(str(cause)) from None
-            raise TargetError(f"a Ray worker failed to {what}: {_first_line(cause or exc)}") from None
+            raise TargetError(f"a Ray worker failed to {what}: {first_line(cause or exc)}") from None
         except ray.exceptions.RayError as exc:  # a worker or node lost beyond Ray's retries
-            raise TargetError(f"a Ray worker was lost while trying to {what}: {_first_line(exc)} "
+            raise TargetError(f"a Ray worker was lost while trying to {what}: {first_line(exc)} "
                               "(what was recorded is kept: finish with check --resume)") from None
 
     def close(self) -> None:
@@ -130,8 +131,3 @@ class RayHFBackend(Backend):
         self.actors = []
         self.cluster.close()
         self.cluster = None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
