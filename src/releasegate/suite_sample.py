@@ -153,14 +153,18 @@ def _codes_of_table(table, by: list[str], file: str):
     for column in by:
         encoded = data.column(column).combine_chunks().dictionary_encode(null_encoding="encode")
         parts.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
-    return _first_seen(np.stack(parts, axis=1))
+    return _first_seen(parts)
 
 
-def _first_seen(keys):
-    """Stratum codes numbered in order of each stratum's first row."""
+def _first_seen(parts: list):
+    """One stratum code per row from each `by` column's codes, numbered in order of each stratum's first row.
+    The columns are folded in one at a time, renumbered densely after each, so no key outgrows int64."""
     import numpy as np
 
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    key = parts[0]
+    for part in parts[1:]:
+        _, key = np.unique(key * (int(part.max()) + 1) + part, return_inverse=True)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     renumber = np.empty(len(first), dtype=np.int64)
     renumber[np.argsort(first, kind="stable")] = np.arange(len(first))
     return renumber[inverse.reshape(-1)]
