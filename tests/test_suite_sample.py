@@ -154,6 +154,8 @@ def test_sample_errors_are_one_line(project, cli):
     _one_line_error(cli, _config(project, base + "    sample: {n: 5, per_stratum: 2}\n"),
                     "field 'suites[0].sample'", "exactly one of n")
     _one_line_error(cli, _config(project, base + "    sample: {n: 0}\n"), "suites[0].sample.n")
+    nested = _entry("parquet", project) + "    sample: {n: 5, by: [messages]}\n"
+    _one_line_error(cli, _config(project, nested), "tickets.parquet", "field 'sample.by'", "cannot make strata")
     jsonl = "  - name: t\n    path: suites/example.jsonl\n    sample: {n: 5}\n"
     _one_line_error(cli, _config(project, jsonl), "field 'suites[0].sample'", "source")
 

@@ -95,6 +95,9 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
     for number, row in rows_of(suite):  # to the end: a reader left half-way keeps its file open
         if number - 1 in wanted:
             wanted[number - 1] = row
+    if any(row is None for row in wanted.values()):
+        raise InputError("the source changed while it was read (fewer rows the second time)", file=where(suite),
+                         hint="run again once it is written")
     for i in order:
         yield int(i) + 1, wanted[int(i)]
 
@@ -151,7 +154,12 @@ def _codes_of_table(table, by: list[str], file: str):
     data = table.read(columns=by) if parquet else table.select(by)
     parts = []
     for column in by:
-        encoded = data.column(column).combine_chunks().dictionary_encode(null_encoding="encode")
+        values = data.column(column).combine_chunks()
+        try:
+            encoded = values.dictionary_encode(null_encoding="encode")
+        except (NotImplementedError, ValueError, TypeError):  # pyarrow's errors for a list or struct column
+            raise InputError(f"column '{column}' ({values.type}) cannot make strata", file=file, field="sample.by",
+                             hint="sample by columns of text, numbers or booleans") from None
         parts.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
     return _first_seen(parts)
 
