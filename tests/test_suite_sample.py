@@ -193,3 +193,24 @@ def test_an_empty_sampled_source_is_refused(project, cli):
     entry = ("  - name: t\n    source: {path: t.parquet}\n    columns: {prompt: text, expected: intent}\n"
              "    sample: {n: 5, by: [risk]}\n")
     _one_line_error(cli, _config(project, entry), "t.parquet", "no cases")
+
+
+def test_a_hub_dataset_gives_the_same_sample_as_its_parquet_file(project, tmp_path_factory):
+    from conftest import run_subprocess
+    from test_suite_sources import ANSWER, FORMAT, _hub_cache
+
+    home = tmp_path_factory.mktemp("hf_home")
+    _hub_cache(home, "acme/tickets")
+    _responses(project)
+    columns = "columns: {id: ticket_id, messages: messages, expected: expected, tags: [domain, risk, task]}"
+    sample = "    sample: {n: 9, seed: 5, by: [risk]}\n"
+    entry = (f"  - name: tickets\n    source: {{hub: acme/tickets, split: validation}}\n"
+             f"    {columns}\n    {ANSWER}\n    {FORMAT}\n{sample}")
+    env = {"HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    out = run_subprocess("check", "-c", _config(project, entry, "hub.yaml"), "--run-id", "h", "--allow-pending",
+                         "--no-progress", cwd=project, env=env)
+    assert out.returncode in (0, 1, 3), out.stderr
+    got = [json.loads(line)["case_id"] for line in (project / "reports/h/records.jsonl").read_text().splitlines()]
+    want = [c.id for c in load_suite(load_config(_config(project, _entry("parquet", project) + sample)).suites[0],
+                                     project)]
+    assert got == want and len(got) == 9
