@@ -157,7 +157,7 @@ def test_no_sweep_gives_no_capacity(tmp_path, capsys):
 def test_reports_show_the_sweep(tmp_path, capsys):
     path = sweep_run(RISE_AND_BISECT).build(tmp_path)
     assert main(["gate", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines wrapped at 80 columns, joined again
     assert "capacity at P95 TTFT <= 200 ms, P95 TPOT <= 20 ms, errors <= 1%: 30 req/s" in out
     assert "scale out when queue length (waiting) averages above 3" in out
     md = (path / "report.md").read_text()

@@ -88,7 +88,7 @@ def test_reports_show_the_probe(tmp_path, capsys):
     info = json.loads((path / "run.json").read_text())
     (path / "run.json").write_text(json.dumps({**info, "prefix_cache": probe, "phases": ["quality", "prefix_cache"]}))
     assert main(["gate", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines wrapped at 80 columns, joined again
     assert "TTFT P50 warm 2 ms, cold 22 ms (saves 20 ms, cold 11x warm)" in out
     assert "cached prompt tokens per request (server): warm 149 of 150, cold 3 of 152" in out
 

@@ -94,6 +94,7 @@ def _phase(config, steps: list[dict], samples: list[dict], seconds: float) -> di
     clients = [s["client"] for s in steps if s.get("client")]
     worst = max(clients, key=lambda c: ((c.get("loop_lag_ms") or {}).get("p99") or 0), default=None)
     server = summarise(samples, client_ttft_ms=[], concurrency=load.concurrency, profile="capacity sweep")
+    server["reading"] = "per step: see the capacity sweep's signals and scale-out thresholds"  # not one load
     return {
         "profile": f"capacity sweep from {sweep.start_rps:g} req/s (x{sweep.factor:g}, up to {sweep.max_rps:g}), "
                    f"steps of {sweep.requests_per_step}+ requests and {sweep.step_s:g}+ s, {len(steps)} steps",

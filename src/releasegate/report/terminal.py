@@ -3,6 +3,7 @@ prints for people: it reads whole at the console's width."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -255,7 +256,9 @@ def verdict_lines(report: dict) -> list[str]:
         lines.append(summary)
     if report.get("client_saturated"):
         lines.append(report["client_saturated"])
-    lines += capacity_lines(report.get("capacity")) + prefix_cache_lines(report.get("prefix_cache"))
+    # long figures wrapped to 80 columns with a hanging indent, for CI logs read without a terminal
+    lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False)
+              for line in capacity_lines(report.get("capacity")) + prefix_cache_lines(report.get("prefix_cache"))]
     lines += judge_lines(report.get("judge"))
     return lines
 
