@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
+from llamacpp import load_cases, post_json
 from releasegate.cli import main
 from releasegate.record import RunDir
 from test_llamacpp_check import config
@@ -86,16 +88,43 @@ def test_server_metrics_come_from_vllms_own_series(good):
     assert report["metrics"]["ttft_ms_p50"]["n"] == 24
 
 
-def test_base_model_by_name_is_the_hf_base_model(vllm_server, tmp_path, good):
+@pytest.fixture(scope="module")
+def base(vllm_server, tmp_path_factory):
+    """The shifted suite as model `demo` (no adapter), and the hf backend's run of the bare base."""
+    return run_both(tmp_path_factory.mktemp("base"), vllm_server, model="demo", adapter=None,
+                    suites=("tickets_shifted",))
+
+
+def test_base_model_by_name_is_the_hf_base_model(good, base):
     """Model `demo` on the same server is the base without the adapter: it fails the shifted task."""
     (_, with_lora, _), _ = good
-    (_, without, served), (_, _, local) = run_both(tmp_path, vllm_server, model="demo", adapter=None,
-                                                   suites=("tickets_shifted",))
+    (_, without, served), (_, _, local) = base
     accuracy = {name: next(c for c in r["criteria"] if c["name"] == "shifted accuracy")["value"]
                 for name, r in (("good", with_lora), ("demo", without))}
     assert accuracy["good"] >= 0.85 and accuracy["demo"] <= 0.3, accuracy
     diff = differing(served, local)
     assert not diff, f"{len(diff)} of 40 answers differ: {list(diff.items())[:5]}"
+
+
+def test_requests_for_base_and_adapter_interleaved_get_their_own_answers(vllm_server, good, base):
+    """Both model names in flight together, the same prompt under each: vLLM batches them and its prefix cache
+    holds the prompt, yet no answer takes the other model's adapter (or lack of one)."""
+    (_, _, with_lora), _ = good
+    (_, _, without), _ = base
+    expected = {"good": {r.case_id: r.output for r in with_lora.read_records()},
+                "demo": {r.case_id: r.output for r in without.read_records()}}
+    cases = [c for c in load_cases() if c["id"] in expected["demo"]]
+    jobs = [(model, c) for c in cases for model in ("demo", "good")]
+
+    def ask(job):
+        model, case = job
+        body = {"model": model, "messages": case["messages"], "max_tokens": 32, "temperature": 0}
+        return post_json(vllm_server.base_url + "/chat/completions", body)["choices"][0]["message"]["content"]
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(ask, jobs))
+    wrong = [(m, c["id"], a) for (m, c), a in zip(jobs, answers) if a != expected[m][c["id"]]]
+    assert len(jobs) == 80 and not wrong, wrong[:5]
 
 
 @pytest.fixture(scope="module")

