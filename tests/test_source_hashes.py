@@ -61,7 +61,7 @@ def test_a_file_added_to_the_split_directory_shows(project, cli):
     assert code == 1 and _changes(out) == [("suite:data", added, "added")], out
 
 
-def _hub_run(project, home: Path) -> tuple[Path, dict]:
+def _hub_run(project, home: Path, cli, monkeypatch) -> Path:
     _hub_cache(home, "acme/tickets")
     _responses(project)
     columns = "columns: {id: ticket_id, messages: messages, expected: expected, tags: [domain, risk, task]}"
@@ -71,14 +71,17 @@ def _hub_run(project, home: Path) -> tuple[Path, dict]:
     config = _config(project, entry, "hub.yaml")
     out = run_subprocess("check", "-c", config, "--run-id", "h", "--allow-pending", "--no-progress", cwd=project, env=env)
     assert out.returncode == 1, out.stderr
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(home / "hub"))  # verify looks here, in-process
     run = project / "reports" / "h"
-    assert run_subprocess("verify", run, cwd=project, env=env).returncode == 0
-    return run, env
+    assert cli("verify", run)[0] == 0
+    return run
 
 
-def test_hub_dataset_files_and_revision_are_hashed(project, tmp_path_factory):
+def test_hub_dataset_files_and_revision_are_hashed(project, tmp_path_factory, cli, monkeypatch):
     home = tmp_path_factory.mktemp("hf_home")
-    run, env = _hub_run(project, home)
+    run = _hub_run(project, home, cli, monkeypatch)
     manifest = json.loads((run / "manifest.json").read_text())
     roles = sorted(e["role"] for e in manifest["inputs"] if e["role"].startswith("suite"))
     assert roles == ["suite:data", "suite:data", "suite:revision"]
@@ -86,16 +89,16 @@ def test_hub_dataset_files_and_revision_are_hashed(project, tmp_path_factory):
     folder = home / "hub" / "datasets--acme--tickets"
     snapshot = next((folder / "snapshots").iterdir())
     _flip_a_byte(snapshot / "data" / "validation-00000-of-00001.parquet")
-    out = run_subprocess("verify", run, "--json", cwd=project, env=env)
-    assert out.returncode == 1, out.stderr
-    assert [(role, Path(path).name) for role, path, _ in _changes(out.stdout)] == [("suite:data", "validation-00000-of-00001.parquet")]
+    code, out, _ = cli("verify", run, "--json")
+    assert code == 1, out
+    assert [(role, Path(path).name) for role, path, _ in _changes(out)] == [("suite:data", "validation-00000-of-00001.parquet")]
     _nested().to_parquet(snapshot / "data" / "validation-00000-of-00001.parquet")
-    assert run_subprocess("verify", run, cwd=project, env=env).returncode == 0
+    assert cli("verify", run)[0] == 0
 
     newer = "fedcba9876543210fedcba9876543210fedcba98"  # main now points at another commit
     (folder / "snapshots" / newer).mkdir()
     (snapshot / "data").rename(folder / "snapshots" / newer / "data")
     (folder / "refs" / "main").write_text(newer)
-    out = run_subprocess("verify", run, "--json", cwd=project, env=env)
-    assert out.returncode == 1, out.stderr
-    assert ("suite:revision", "hub:acme/tickets@main#snapshot", "changed") in _changes(out.stdout), out.stdout
+    code, out, _ = cli("verify", run, "--json")
+    assert code == 1, out
+    assert ("suite:revision", "hub:acme/tickets@main#snapshot", "changed") in _changes(out), out
