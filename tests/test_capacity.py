@@ -55,11 +55,17 @@ def capacity_rubric(threshold: float = 20, **extra) -> dict:
 
 
 def gate(tmp_path, run: Run, capsys) -> tuple[int, dict]:
-    import json
+    """The run judged as `releasegate gate` judges it, without rendering the reports (test_reports_show_the_sweep
+    goes through the command)."""
+    from releasegate.judge import judge_run
+    from releasegate.record import RunDir
+    from releasegate.rubric import load_rubric
 
     path = run.build(tmp_path)
-    code = main(["gate", str(path), "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    rundir = RunDir(path)
+    report = judge_run(rundir.read_info(), rundir.read_records(), load_rubric(path / "rubric.yaml"), None,
+                       rundir.read_records("load.jsonl", required=False))
+    return report["exit_code"], report
 
 
 def criterion(report: dict, metric: str) -> dict:
