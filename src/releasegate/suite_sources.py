@@ -6,9 +6,8 @@ A `columns:` mapping turns each row into a case (`id`, `prompt` or `messages`, `
 errors). Every case then goes through the same validation as a JSONL line (see `suites`), so scoring, slices
 and review are the same whatever the source. Rows are read lazily (pyarrow a row group at a time for parquet,
 a memory-mapped arrow table for arrow files and save_to_disk, datasets streaming for CSV, JSON and the hub): a
-limited load reads only as many rows as it needs; an xlsx sheet is read whole by pandas. A `sample:` draws its
-rows first (see `suite_sample`).
-Errors name the source file, the row (1-based, the first data row is row 1) and the column.
+limited load reads only the rows it needs; an xlsx sheet is read whole by pandas; a `sample:` is drawn first
+(see `suite_sample`). Errors name the source file, the row (1-based, the first data row is row 1), the column.
 
 `datasets`, `pandas` and `jinja2` are imported only when a source suite is read.
 """
