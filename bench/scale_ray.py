@@ -12,9 +12,10 @@ error at 256 and 1024 streams from one process vs two Ray workers against the st
    content stamp + the request's actual send), at 256 and 1024 streams, 4 requests per stream, lean client:
    from this process (`OpenAIBackend.run_load`) and split across 2 Ray workers (`scale.load.DistributedLoad`:
    two processes, each its own event loop, each half the streams). Both processes and the stub read the same
-   system-wide monotonic clock. loop lag p99 = the worst worker's; ratio = 2 workers / 1 process.
+   system-wide monotonic clock. loop lag p99 = the worst worker's; ratio = 2 workers / 1 process. Cells are
+   medians over runs, the two ways alternating which goes first, with a pause after each run (`SETTLE_S`).
 On a 2-core machine the stub and the clients share the cores: the figures say what this machine gives.
-`--quick`: 1 round, 64 and 256 streams. `--streams 256,1024`, `--runs N` (load runs per row, default 1),
+`--quick`: 1 round, 64 and 256 streams. `--streams 256,1024`, `--runs N` (load runs per row, default 3),
 `--parts demo,load`.
 """
 
@@ -46,6 +47,10 @@ from releasegate.scale._ray import normal_priority  # noqa: E402
 from releasegate.scale.load import DistributedLoad, LoadWorker  # noqa: E402
 from releasegate.stats import percentile  # noqa: E402
 
+SETTLE_S = 5.0
+"""Pause after every run: when actors end, Ray's raylet starts fresh idle worker processes (importing Ray, about
+a CPU-second each), which would otherwise land in the next run's window on 2 cores."""
+
 
 class RecordingWorker(LoadWorker):
     """A load worker whose backend keeps each stream's raw lines and send stamp (bench/latency_accuracy.py)."""
@@ -60,7 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")], default=None)
     parser.add_argument("--parts", type=lambda s: s.split(","), default=["demo", "load"])
     args, _ = parser.parse_known_args()
@@ -76,7 +81,7 @@ def main() -> None:
         if "demo" in args.parts:
             demo(rounds)
         if "load" in args.parts:
-            load(streams, args.runs)
+            load(streams, args.runs or (1 if args.quick else 3))
     finally:
         ray.shutdown()
     print(f"runtime {time.perf_counter() - started:.0f} s")
@@ -101,6 +106,7 @@ def demo(rounds: int) -> None:
                 run, _ = run_check(cfg, rubric, cases, console=Console(quiet=True), progress=False,
                                    run_id=name.replace(" ", "-"), allow_pending=True, use_cache=False)
                 wall = time.perf_counter() - begun
+                time.sleep(SETTLE_S)
                 info = json.loads((run.path / "run.json").read_text())
                 records = run.read_records()
                 runs[name].append({"tps": sum(r.tokens.output for r in records) / info["generation_seconds"],
@@ -126,11 +132,17 @@ def load(streams_list: list[int], runs: int) -> None:
           f"{'send late p99':>14} {'loop lag p99':>13} {'req/s / ideal':>14}")
     with la._Server() as server:
         for streams in streams_list:
+            ways = (("1 process", None), ("2 Ray workers", 2))
+            results: dict[str, list[dict]] = {name: [] for name, _ in ways}
+            for i in range(runs):  # alternating which goes first
+                for name, workers in (ways if i % 2 == 0 else ways[::-1]):
+                    results[name].append(one_load(server, streams, workers, f"{streams}.{workers}.{i}"))
+                    time.sleep(SETTLE_S)
             rows = {}
-            for name, workers in (("1 process", None), ("2 Ray workers", 2)):
-                results = [one_load(server, streams, workers, f"{streams}.{workers}.{i}") for i in range(runs)]
-                rows[name] = {k: statistics.median(r[k] for r in results) for k in results[0] if k not in ("ok", "n")}
-                ok, n = sum(r["ok"] for r in results), sum(r["n"] for r in results)
+            for name, _ in ways:
+                rs = results[name]
+                rows[name] = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k not in ("ok", "n")}
+                ok, n = sum(r["ok"] for r in rs), sum(r["n"] for r in rs)
                 m = rows[name]
                 print(f"{streams:7d} {name:14} {f'{ok}/{n}':>11} {m['ttft_p50']:13.2f} {m['ttft_p99']:13.2f} "
                       f"{m['send_p99']:14.2f} {m['lag_p99']:13.2f} {m['rate']:14.2f}", flush=True)

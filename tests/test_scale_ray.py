@@ -127,6 +127,15 @@ def test_more_workers_than_the_cluster_holds_is_refused_not_awaited(cluster, cli
     assert "3 workers x 1 CPU but the Ray cluster has 2 CPU" in err and "Traceback" not in err
 
 
+def test_a_model_a_worker_cannot_load_is_exit_4_in_one_line(cluster, cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    config = demo_config(tmp_path, "bad", scale=f"{{engine: ray, workers: 2, address: '{cluster}'}}")
+    config.write_text(config.read_text().replace(f"base: {ROOT}/models/demo/base", f"base: {tmp_path / 'empty'}"))
+    code, _, err = cli("check", "-c", config, "--run-id", "bad", "--no-progress", "--allow-pending")
+    assert code == 4 and len(err.strip().splitlines()) == 1, err
+    assert "cannot load" in err and "Traceback" not in err and "RayTaskError" not in err
+
+
 # -- the load phase from two workers -------------------------------------------------------------------------
 
 def endpoint_project(tmp_path: Path, base_url: str, load: str) -> Path:

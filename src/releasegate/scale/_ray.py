@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ..errors import InputError, TargetError
+from ..errors import InputError, ReleasegateError, TargetError
 from . import INSTALL_HINT, ScaleConfig
 
 __all__ = ["require_ray", "Cluster", "WORKER_ENV", "worker_env", "normal_priority", "first_line"]
@@ -79,6 +79,20 @@ class Cluster:
             if each and each * s.workers > have:
                 raise TargetError(f"scale asks for {s.workers} workers x {each:g} {name} but the Ray cluster has "
                                   f"{have:g} {name}: lower scale.workers or scale.{name.lower()}s_per_worker")
+
+    def get(self, refs, what: str):
+        """`ray.get`, with a worker's failure as one TargetError line (exit 4) instead of a remote traceback."""
+        ray = self.ray
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayTaskError as exc:  # the worker's own exception, e.g. a TargetError from load
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, ReleasegateError):  # already one line: a model that cannot load, a key unset
+                raise cause from None
+            raise TargetError(f"a Ray worker failed to {what}: {first_line(cause or exc)}") from None
+        except ray.exceptions.RayError as exc:  # a worker or node lost beyond Ray's retries
+            raise TargetError(f"a Ray worker was lost while trying to {what}: {first_line(exc)} "
+                              "(what was recorded is kept: finish with check --resume)") from None
 
     def close(self) -> None:
         if self.owned and self.ray.is_initialized():

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..backends import Backend, Generation, Request
-from ..errors import TargetError
 from . import ScaleConfig
-from ._ray import Cluster, first_line, normal_priority, worker_env
+from ._ray import Cluster, normal_priority, worker_env
 
 __all__ = ["RayHFBackend"]
 
@@ -65,9 +64,9 @@ class RayHFBackend(Backend):
         self.cluster = Cluster(self.scale)
         ray = self.cluster.connect()
         self.cluster.check_fits()
-        # Ray restarts an actor that dies (a lost node) and re-sends its batch: greedy generation is repeatable
-        options = {"num_cpus": self.scale.cpus_per_worker, "num_gpus": self.scale.gpus_per_worker,
-                   "max_restarts": 1, "max_task_retries": 1}
+        # no restarts or task retries: a lost actor stops the run (exit 4, its records kept for --resume), and
+        # Ray prints nothing of its own about retries on stdout, where --json writes the report
+        options = {"num_cpus": self.scale.cpus_per_worker, "num_gpus": self.scale.gpus_per_worker}
         remote = ray.remote(HFWorker).options(**options)
         self.actors = [remote.remote(self.target, self.generation, worker_env()) for _ in range(self.scale.workers)]
         self._get([a.load.remote() for a in self.actors], "load the model")
@@ -108,17 +107,7 @@ class RayHFBackend(Backend):
             yield index, out
 
     def _get(self, refs, what: str):
-        ray = self.cluster.ray
-        try:
-            return ray.get(refs)
-        except ray.exceptions.RayTaskError as exc:  # the actor's own exception, e.g. a TargetError from load
-            cause = getattr(exc, "cause", None)
-            if isinstance(cause, TargetError):
-                raise TargetError(str(cause)) from None
-            raise TargetError(f"a Ray worker failed to {what}: {first_line(cause or exc)}") from None
-        except ray.exceptions.RayError as exc:  # a worker or node lost beyond Ray's retries
-            raise TargetError(f"a Ray worker was lost while trying to {what}: {first_line(exc)} "
-                              "(what was recorded is kept: finish with check --resume)") from None
+        return self.cluster.get(refs, what)
 
     def close(self) -> None:
         if self.cluster is None:

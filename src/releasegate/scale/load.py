@@ -43,6 +43,8 @@ class LoadWorker:
         self.backend = OpenAIBackend(target, generation)
 
     def warm_up(self, warmup: list, max_new_tokens: int) -> int:
+        """Check the endpoint answers from here (and load `target.tokenizer`), then send the share's warm-up."""
+        self.backend.load()
         if warmup:
             self.backend.generate(warmup, max_new_tokens=max_new_tokens)
         return len(warmup)
@@ -110,13 +112,13 @@ class DistributedLoad:
             env = {**worker_env(), **_credentials(self.backend.target)}
             actors = [remote.remote(self.backend.target, self.backend.generation, env) for _ in shares]
             try:
-                ray.get([a.warm_up.remote(s["warmup"], max_new_tokens) for a, s in zip(actors, shares)])
+                cluster.get([a.warm_up.remote(s["warmup"], max_new_tokens) for a, s in zip(actors, shares)], "warm up")
                 start_at = time.time() + _START_AHEAD_S
                 refs = [a.run.remote(without_warmup(s), start_at) for a, s in zip(actors, shares)]
                 time.sleep(max(0.0, start_at - time.time()))
                 if on_start is not None:
                     on_start()
-                parts = ray.get(refs)
+                parts = cluster.get(refs, "send its share of the load")
             finally:
                 for actor in actors:
                     ray.kill(actor)
