@@ -2,8 +2,8 @@
 the objective when measured again with a plain fixed-rate load, and 1.5x that rate breaks it.
 
 The demo model (GGUF, f32) served by llama.cpp in this process (xllamacpp: 4 slots, 1 thread), chat requests
-from suites/demo/tickets.jsonl, up to 32 new tokens. Objective: P95 TTFT from the scheduled send <= 200 ms,
-P95 TPOT <= 20 ms, errors <= 1%, and the server keeping up with the schedule (capacity.KEEP_UP). The sweep
+from suites/demo/tickets.jsonl, up to 32 new tokens. Objective: P95 TTFT from the scheduled send <= 500 ms,
+P95 TPOT <= 50 ms, errors <= 1%, and the server keeping up with the schedule (capacity.KEEP_UP). The sweep
 (`load.sweep`: from 10 req/s, x2, steps of 3 s and 60+ requests, 3 bisection steps) runs through `run_check`, the
 code `releasegate check` runs. Then, in rounds, fixed-rate open loops (`load: {rate, requests}`, Poisson, a new
 seed each round, 3 s each) at 0.5x, 1x and 1.5x the reported capacity are judged against the same objective
@@ -27,7 +27,7 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-SLO = {"ttft_ms_p95": 200, "tpot_ms_p95": 20, "error_rate": 0.01}
+SLO = {"ttft_ms_p95": 500, "tpot_ms_p95": 50, "error_rate": 0.01}
 RATIOS = (0.5, 1.0, 1.5)
 
 
@@ -93,7 +93,7 @@ def check_rate(tmp: Path, server, rate: float, n: int, *, seed: int) -> tuple[st
     run(tmp, server, run_id, f"load: {{rate: {rate}, requests: {n}, seed: {seed}, warmup: 4}}\n")
     rundir = RunDir(tmp / run_id / "reports" / "run")
     info: RunInfo = rundir.read_info()
-    span = 0.05 + arrival_offsets(n, rate=rate, arrival="poisson", seed=seed)[-1]
+    span = arrival_offsets(n, rate=rate, arrival="poisson", seed=seed)[-1]
     figures = step_figures(rundir.read_records("load.jsonl"), info.load_phase["seconds"], span)
     broken = [f"{key} {figures[label]:.4g} > {SLO[key]:g}"
               for key, label in (("ttft_ms_p95", "ttft_sched_ms_p95"), ("tpot_ms_p95", "tpot_ms_p95"),

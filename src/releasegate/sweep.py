@@ -22,7 +22,6 @@ from .server_metrics import Scraper, summarise
 __all__ = ["run_sweep"]
 
 _DEFAULT_CAP = 256
-_LEAD_S = 0.05  # the window opens this long before the first send (OpenAIBackend.run_load)
 
 
 def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
@@ -49,14 +48,14 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
         bar.update(task, description=f"load: capacity sweep, step {k + 1} at {rate:.4g} req/s")
         with scraper:
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
-                                    max_new_tokens=config.max_new_tokens, warmup=warmup, lead_s=_LEAD_S,
+                                    max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"), on_done=lambda: bar.advance(task))
         records = [_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != "not_sent"]
         run.append(records, "load.jsonl")
         recorded.extend(records)
         samples.extend({**s, "step": k} for s in scraper.samples)
         seconds += done.seconds
-        steps.append({"step": k, "rate": rate, "seconds": done.seconds, "span_s": _LEAD_S + offsets[-1],
+        steps.append({"step": k, "rate": rate, "seconds": done.seconds, "span_s": offsets[-1],
                       "requests": len(records),
                       "signals": step_signals(scraper.samples), "client": done.client,
                       "metrics_error": scraper.error})
