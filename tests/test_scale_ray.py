@@ -120,6 +120,24 @@ def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, refe
     assert info.status == "complete" and [s["status"] for s in info.sessions] == ["killed", "complete"]
 
 
+def test_sigterm_stops_a_sharded_run_cleanly(cluster, tmp_path):
+    """Ray's core installs a crash handler for SIGTERM (a stack, then abort): the run keeps `check`'s own."""
+    scale = f"{{engine: ray, workers: 2, address: '{cluster}'}}"
+    run = RunDir(tmp_path / "stopped")
+    proc = check("-c", demo_config(tmp_path, "ray", scale=scale, batch_size=4), "--run-id", "stopped")
+    deadline = time.monotonic() + 300
+    while not (run.records_path.exists() and run.records_path.read_bytes().count(b"\n") >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "no progress"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    code, out = finished(proc, timeout=120)
+    assert code == 130, out
+    assert "SIGTERM received" not in out and "Traceback" not in out
+    assert f"finish it with: releasegate check --resume {run.path}" in out
+    assert run.read_info().status == "interrupted"
+    assert 0 < len(run.read_records()) < 100
+
+
 def test_more_workers_than_the_cluster_holds_is_refused_not_awaited(cluster, cli, tmp_path):
     config = demo_config(tmp_path, "big", scale=f"{{engine: ray, workers: 3, address: '{cluster}'}}")
     code, _, err = cli("check", "-c", config, "--run-id", "big", "--no-progress", "--allow-pending")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 
 from ..errors import InputError, ReleasegateError, TargetError
 from . import INSTALL_HINT, ScaleConfig
@@ -63,10 +65,13 @@ class Cluster:
         kwargs = {"address": self.scale.address, "log_to_driver": False, "logging_level": logging.ERROR}
         if self.scale.address == "none":  # "local": a new cluster even where `ray start` left one running
             kwargs.update(address="local", include_dashboard=False, _system_config={"worker_niceness": 0})
+        handlers = _signal_handlers()
         try:
             ray.init(**kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise TargetError(f"cannot connect to Ray at {self.scale.address}: {first_line(exc)}") from None
+        finally:
+            _restore(handlers)
         self.owned = True
         return ray
 
@@ -98,6 +103,20 @@ class Cluster:
         if self.owned and self.ray.is_initialized():
             self.ray.shutdown()
         self.owned = False
+
+
+def _signal_handlers() -> dict:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore(handlers: dict) -> None:
+    """Put back the handlers `ray.init` replaced: Ray's core installs a crash handler for SIGTERM that prints a
+    stack and aborts, where `check` stops cleanly (exit 130, run.json 'interrupted', resumable)."""
+    for signum, handler in handlers.items():
+        if handler is not None:
+            signal.signal(signum, handler)
 
 
 def first_line(exc: BaseException) -> str:
