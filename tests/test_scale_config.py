@@ -42,6 +42,8 @@ def test_a_scale_section_loads_with_its_defaults(tmp_path):
     ("{engine: ray, cpus_per_worker: 0}", None, "", "scale.cpus_per_worker"),
     ("{engine: ray, nodes: 3}", None, "", "nodes"),
     ("{engine: ray}", "{backend: replay, responses: r.jsonl}", "", "nothing to scale"),
+    ("{engine: ray, workers: 2}", f"{{backend: hf, base: {ROOT}/models/demo/base, device: cuda}}", "",
+     "scale.gpus_per_worker"),
     ("{engine: ray}", "{backend: openai, base_url: 'http://127.0.0.1:1/v1', model: m}", "", "has no load:"),
     ("{engine: ray}", "{backend: openai, base_url: 'http://127.0.0.1:1/v1', model: m}",
      "{sweep: {start_rps: 1, max_rps: 4, slo: {ttft_ms_p95: 500}}}", "capacity sweep"),

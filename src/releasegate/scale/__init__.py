@@ -49,6 +49,9 @@ def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleC
     if backend == "openai" and load is None:
         raise InputError("with the openai backend, scale spreads the load phase: this config has no load:",
                          **at("scale"), hint="add a load: section, or remove scale: (the server scales the quality cases)")
+    if backend == "hf" and target.get("device") == "cuda" and not raw.get("gpus_per_worker"):
+        raise InputError("target.device is cuda but scale gives the workers no GPU (Ray hides the GPUs from them)",
+                         **at("scale"), hint="set scale.gpus_per_worker, e.g. 1")
     if load is not None and load.get("sweep") is not None:
         raise InputError("scale does not spread a capacity sweep across workers", **at("scale"),
                          hint="remove scale: or load.sweep")
