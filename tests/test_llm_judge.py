@@ -476,3 +476,19 @@ def test_losing_judge_evidence_never_leaves_a_pass(tmp_path, cli, lose):
     assert "Traceback" not in err
     report = json.loads(out)
     assert report["verdict"] != "PASS" and code != 0
+
+
+def test_compare_never_passes_judge_scored_accuracy_it_could_not_check(tmp_path, cli):
+    config = _replay_project(tmp_path, wrong=set())
+    check(cli, config, run_id="a")
+    check(cli, config, run_id="b")
+    runs = tmp_path / "reports"
+    code, out, _ = cli("compare", runs / "a", runs / "b", "--json")
+    accuracy = next(r for r in json.loads(out)["rows"] if r["metric"] == "accuracy")
+    assert accuracy["verdict"] == "pass" and accuracy["n"] == CASES  # each run's own verdicts: compared
+    (runs / "b" / "judgments.jsonl").unlink()  # the candidate's verdicts gone: unknown, not 'both failed'
+    code, out, _ = cli("compare", runs / "a", runs / "b", "--json")
+    result = json.loads(out)
+    accuracy = next(r for r in result["rows"] if r["metric"] == "accuracy")
+    assert accuracy["verdict"] == "insufficient" and "could not be checked" in accuracy["note"]
+    assert result["verdict"] == "INCONCLUSIVE" and code == 3

@@ -39,13 +39,17 @@ class Margins:
     confidence: float = 0.95
 
 
-def compare_records(base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins()) -> dict:
-    """Compare on shared case ids; both runs are re-scored with the same forbidden rules."""
+def compare_records(
+    base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins(), *,
+    base_verdicts=None, cand_verdicts=None,
+) -> dict:
+    """Compare on shared case ids; both runs are re-scored with the same forbidden rules, judge-scored answers
+    with each run's own LLM-judge verdicts (`llm_judge.run_verdicts`; without them they are unknown)."""
     base_by_id = {r.case_id: r for r in base}
     cand_by_id = {r.case_id: r for r in cand}
     shared = [cid for cid in cand_by_id if cid in base_by_id]
-    scores = {("b", cid): score_record(base_by_id[cid], forbidden_rules) for cid in shared}
-    scores |= {("c", cid): score_record(cand_by_id[cid], forbidden_rules) for cid in shared}
+    scores = {("b", cid): score_record(base_by_id[cid], forbidden_rules, base_verdicts) for cid in shared}
+    scores |= {("c", cid): score_record(cand_by_id[cid], forbidden_rules, cand_verdicts) for cid in shared}
     pairs = [(base_by_id[cid], cand_by_id[cid], scores[("b", cid)], scores[("c", cid)]) for cid in shared]
     rows = [_rate_row(name, pairs, margins) for name in _RATE_KEYS]
     rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
@@ -71,12 +75,18 @@ def comparison_verdict(comparison: dict) -> str:
     return "PASS"
 
 
-def _outcome(key: str, record: CaseRecord, score: dict) -> bool | None:
-    """Did this case pass on this metric (forbidden: did it hit)? None when not judged."""
+_UNKNOWN = "unknown"
+
+
+def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
+    """Did this case pass on this metric (forbidden: did it hit)? None when the metric does not apply to it;
+    'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail."""
     if record.output is None:
         return False if key != "forbidden" and (record.answer if key == "answer" else record.format) else None
     if key == "forbidden":
         return bool(score.get("forbidden", {}).get("hit"))
+    if key in score and score[key].get("unknown"):
+        return _UNKNOWN
     return score[key]["passed"] if key in score else None
 
 
@@ -86,6 +96,12 @@ def _rate_row(name: str, pairs, margins: Margins) -> dict | None:
     both = [(x, y) for x, y in both if x is not None and y is not None]
     if not both:
         return None
+    unknown = sum(_UNKNOWN in pair for pair in both)
+    if unknown:  # leaving them out could hide a regression: the metric is not compared
+        return {"metric": name, "n": len(both), "baseline": None, "candidate": None, "delta": None, "interval": None,
+                "margin": margins.margins.get(name, DEFAULT_MARGINS[name]), "p_value": None, "worse": None,
+                "better": None, "verdict": "insufficient",
+                "note": f"{unknown} of {len(both)} shared case(s) could not be checked in one run or both"}
     good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
     worse = sum(good(x) and not good(y) for x, y in both)  # b: good in baseline, bad in candidate
     better = sum(not good(x) and good(y) for x, y in both)

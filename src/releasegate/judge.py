@@ -111,7 +111,7 @@ def judge_run(
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
     if saturated:
         results = [_undecided(r, saturated) if _client_bound(r, lag, client) else r for r in results]
-    comparison = _baseline_comparison(rubric, records)
+    comparison = _baseline_comparison(rubric, records, verdicts)
     if comparison is not None:
         results += comparison_results(comparison)
     review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
@@ -228,7 +228,7 @@ def _verdict_reason(verdict: str, results, problems: list[str], target: str | No
     return f"every criterion passed{allowed}"
 
 
-def _baseline_comparison(rubric: Rubric, records: list[CaseRecord]) -> dict | None:
+def _baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None) -> dict | None:
     if not rubric.baseline:
         return None
     from pathlib import Path
@@ -238,7 +238,11 @@ def _baseline_comparison(rubric: Rubric, records: list[CaseRecord]) -> dict | No
 
     spec = rubric.baseline
     margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
-    comparison = compare_records(RunDir(Path(spec["run"])).read_records(), records, rubric.forbidden, margins)
+    from .llm_judge.verdicts import saved_verdicts
+
+    base = RunDir(Path(spec["run"]))
+    comparison = compare_records(base.read_records(), records, rubric.forbidden, margins,
+                                 base_verdicts=saved_verdicts(base), cand_verdicts=verdicts)
     return {"baseline_run": spec["run"], **comparison}
 
 
@@ -261,7 +265,10 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
         value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired",
                             confidence=comparison.get("confidence", 0.95))
         p = f", McNemar p={row['p_value']:.3g}" if row["p_value"] is not None else ""
-        reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
+        if row["delta"] is None:
+            reason = row.get("note") or "not compared"
+        else:
+            reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
         out.append(CriterionResult(criterion, value, row["verdict"], reason))
     return out
 

@@ -25,21 +25,26 @@ def compare(
     Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided or nothing was shared, else 0."""
     from ..compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
     from ..gate import EXIT_CODES
+    from ..llm_judge.verdicts import run_verdicts
     from ..record import RunDir
     from ..rubric import load_rubric
 
     base_run, cand_run = RunDir(baseline), RunDir(candidate)
-    base_run.read_info()
-    cand_run.read_info()
+    base_info, cand_info = base_run.read_info(), cand_run.read_info()
     policy = load_rubric(rubric if rubric is not None else cand_run.path / "rubric.yaml")
     margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
-    result = compare_records(base_run.read_records(), cand_run.read_records(), policy.forbidden, Margins(margins, confidence))
+    result = compare_records(base_run.read_records(), cand_run.read_records(), policy.forbidden, Margins(margins, confidence),
+                             base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
     verdict = comparison_verdict(result)
     result = {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict, **result}
     if as_json:
         print_json(result)
     consoles(as_json).print(_table(result))
     return EXIT_CODES[verdict]
+
+
+def _num(value, spec: str = ".4g") -> str:
+    return "—" if value is None else format(value, spec)
 
 
 def _table(result: dict):
@@ -55,7 +60,7 @@ def _table(result: dict):
         interval = f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row["interval"] else "—"
         p = f"{row['p_value']:.3g}" if row["p_value"] is not None else "—"
         rows.append([
-            row["metric"], f"{row['baseline']:.4g}", f"{row['candidate']:.4g}", f"{row['delta']:+.4g}", interval,
+            row["metric"], _num(row["baseline"]), _num(row["candidate"]), _num(row["delta"], "+.4g"), interval,
             f"{row['margin']:.3g}", p, Text(row["verdict"], style=_STYLE[row["verdict"]]),
         ])
     title = f"compare: {result['verdict']} ({result['shared_cases']} shared cases, {result['identical_outputs']} identical outputs)"

@@ -107,7 +107,8 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
     calibration = section["calibration"]
     out = []
     for result in results:
-        names = _judge_criteria_in(result, records, scores) if result.criterion.metric in JUDGE_FED_METRICS else set()
+        own = getattr(result.criterion, "origin", None) != "baseline"  # a comparison's value is a delta, not a rate
+        names = _judge_criteria_in(result, records, scores) if own and result.criterion.metric in JUDGE_FED_METRICS else set()
         if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
             value = _corrected(result, records, scores, calibration, section["policy"]["confidence"])
             result = _rejudged(result, value)

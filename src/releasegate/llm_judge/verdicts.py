@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..review._auto import output_hash
 from .journal import Judgment, judgment_key, read_judgments
 
-__all__ = ["Verdicts", "run_verdicts", "criterion_name"]
+__all__ = ["Verdicts", "run_verdicts", "saved_verdicts", "criterion_name"]
 
 
 def criterion_name(answer: dict) -> str:
@@ -49,6 +49,13 @@ def run_verdicts(run, info) -> Verdicts | None:
         return None
     return Verdicts(spec.get("fingerprint"), read_judgments(run), spec.get("on_error", "insufficient"),
                     _baseline_hashes(spec.get("baseline")))
+
+
+def saved_verdicts(run) -> Verdicts | None:
+    """`run_verdicts` of a saved run directory; None when it has no run.json (records alone: nothing judged)."""
+    if not (run.path / "run.json").is_file():
+        return None
+    return run_verdicts(run, run.read_info())
 
 
 def _baseline_hashes(path: str | None) -> dict:
