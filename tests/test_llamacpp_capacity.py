@@ -61,6 +61,9 @@ def test_capacity_sweep_agrees_with_a_fixed_rate_check(llamacpp_server, cli, tmp
     assert all("queue" in s["signals"] and "running" in s["signals"] for s in cap["steps"])
     assert broke["signals"]["queue"]["max"] > 0
     assert cap["cost_per_1m_output_tokens"] > 0
+    # the client lateness the gate holds the latency figures against is that of a step up to the capacity
+    sent = report["load_phase"]["sweep"]["steps"]
+    assert report["load_phase"]["client"] in [s["client"] for s in sent if s["rate"] <= capacity]
     assert report["metrics"]["ttft_ms_p95"]["n"] == next(s for s in cap["steps"] if s["rate"] == capacity)["answered"]
 
     # the manual check: a plain open loop at half the capacity meets the same objective

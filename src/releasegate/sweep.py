@@ -70,8 +70,19 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
         if verdict == "undecided":
             break
         good, bad = (middle, bad) if verdict == "meets" else (good, middle)
+    _client_at_capacity(info, capacity_view(info, recorded, lag_share))
     run.write_text("server_metrics.jsonl", "".join(_json_line(s) for s in samples))
     run.write_info(info)
+
+
+def _client_at_capacity(info: RunInfo, view: dict) -> None:
+    """The load phase's client lateness, which the gate holds the latency figures against: the latest of the
+    steps at or below the capacity (those figures come from its step), else of every step."""
+    if view["capacity_rps"] is None:
+        return
+    rates = {s["step"]: s["rate"] for s in view["steps"]}
+    steps = [s for s in info.load_phase["sweep"]["steps"] if rates[s["step"]] <= view["capacity_rps"]]
+    info.load_phase["client"] = _latest([s["client"] for s in steps if s.get("client")])
 
 
 def _rise(step, sweep) -> tuple[float | None, float | None]:
@@ -90,8 +101,7 @@ def _phase(config, steps: list[dict], samples: list[dict], seconds: float) -> di
     """run.json's load_phase for a sweep: the totals the run's health checks read, and every step."""
     sweep, load = config.load.sweep, config.load
     total = sum(s["requests"] for s in steps)
-    clients = [s["client"] for s in steps if s.get("client")]
-    worst = max(clients, key=lambda c: ((c.get("loop_lag_ms") or {}).get("p99") or 0), default=None)
+    worst = _latest([s["client"] for s in steps if s.get("client")])
     server = summarise(samples, client_ttft_ms=[], concurrency=load.concurrency, profile="capacity sweep")
     server["reading"] = "per step: see the capacity sweep's signals and scale-out thresholds"  # not one load
     return {
@@ -100,12 +110,17 @@ def _phase(config, steps: list[dict], samples: list[dict], seconds: float) -> di
         "seconds": seconds, "requests": total, "warmup": load.warmup, "concurrency": load.concurrency or _DEFAULT_CAP,
         "planned": total, "cut_short": None,
         "server_metrics": server if samples else {"error": next((s["metrics_error"] for s in steps), None)},
-        "client": worst,  # the step whose client ran latest: the gate's saturation check allows for the worst
+        "client": worst,  # the latest client of every step; at the end, of those up to the capacity
         "sweep": {"slo": dict(sweep.slo), "start_rps": sweep.start_rps, "max_rps": sweep.max_rps,
                   "factor": sweep.factor, "requests_per_step": sweep.requests_per_step, "step_s": sweep.step_s,
                   "refine": sweep.refine,
                   "arrival": load.arrival, "steps": steps},
     }
+
+
+def _latest(clients: list[dict]) -> dict | None:
+    """The client summary whose event loop ran latest (lag p99)."""
+    return max(clients, key=lambda c: ((c.get("loop_lag_ms") or {}).get("p99") or 0), default=None)
 
 
 def _lag_share(run) -> float:
