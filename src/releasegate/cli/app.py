@@ -8,7 +8,7 @@ from typer.exceptions import TyperException
 
 from ..errors import ReleasegateError
 from ..redaction import redact_error
-from . import check, compare, gate, init, matrix, report, validate, verify
+from . import check, compare, gate, init, matrix, report, servers, validate, verify
 from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
@@ -30,6 +30,8 @@ app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
 app.command("report")(report.report)
 app.command("compare", epilog=EXIT_CODES_HELP)(compare.compare)
 app.command("matrix")(matrix.matrix)
+app.command("servers", epilog="Exit codes: 0 a target is recommended | 2 a bad run directory | "
+                               "3 no target passed its gate with quality no worse than the reference's.")(servers.servers)
 app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | "
                                  "3 unverified: some inputs could not be hashed.")(verify.verify)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)

@@ -1,0 +1,104 @@
+"""The server comparison (`releasegate servers`) in every format: terminal, Markdown, HTML, JSON, CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ._format import format_value, inert
+
+__all__ = ["COLUMNS", "servers_rows", "render_servers", "servers_table"]
+
+COLUMNS = (
+    ("run_id", "run"), ("target", "target"), ("verdict", "verdict"), ("accuracy", "accuracy"),
+    ("format_compliance", "format"), ("ttft_ms_p95", "TTFT p95 ms"), ("tpot_ms_p95", "TPOT p95 ms"),
+    ("bottleneck", "bound by"), ("output_tokens_per_s", "tok/s"), ("cost_per_1m_output_tokens", "$/1M tok"),
+    ("capacity_rps", "capacity req/s"), ("cost_per_1m_at_capacity", "$/1M at capacity"),
+    ("identical_outputs", "identical outputs"), ("accuracy_delta", "accuracy vs ref"), ("quality_verdict", "quality vs ref"),
+)
+
+
+def servers_rows(comparison: dict) -> list[list[str]]:
+    """One row of text cells per target (the reference's parity cells say 'reference')."""
+    rows = []
+    for t in comparison["targets"]:
+        parity = t.get("parity")
+        cells = {**t, **(parity or {})}
+        if parity is not None:
+            cells["identical_outputs"] = f"{parity['identical_outputs']}/{parity['shared_cases']}"
+        row = []
+        for key, _ in COLUMNS:
+            value = cells.get(key)
+            if parity is None and key in ("identical_outputs", "accuracy_delta", "quality_verdict"):
+                value = "reference"
+            if key == "capacity_rps" and value is not None and t.get("capacity_at_least"):
+                value = f">= {format_value(value)}"
+            row.append(value if isinstance(value, str) else format_value(value))
+        rows.append([inert(c) for c in row])
+    return rows
+
+
+def servers_table(comparison: dict):
+    """The terminal table, whole at any width (see `FitTable`)."""
+    from .terminal import Col, FitTable
+
+    columns = [Col(label, "left" if key in ("run_id", "target", "verdict", "bottleneck", "quality_verdict") else "right")
+               for key, label in COLUMNS]
+    return FitTable(f"servers: {len(comparison['targets'])} targets, reference {comparison['reference']}", columns,
+                    servers_rows(comparison))
+
+
+def render_servers(comparison: dict, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(comparison, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO(newline="")
+        writer = csv.writer(buf, lineterminator="\r\n")
+        writer.writerow([label for _, label in COLUMNS])
+        writer.writerows(servers_rows(comparison))
+        return buf.getvalue()
+    if fmt == "md":
+        return _markdown(comparison)
+    if fmt == "html":
+        return _html(comparison)
+    raise ValueError(fmt)
+
+
+def _markdown(comparison: dict) -> str:
+    from .markdown import md_label
+
+    lines = ["# Server comparison", "", f"**Recommendation:** {md_label(comparison['recommendation'])}", "",
+             "| " + " | ".join(label for _, label in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in servers_rows(comparison)]
+    lines += ["", _BOUND_NOTE, ""]
+    return "\n".join(lines)
+
+
+_BOUND_NOTE = ("bound by: where the median request spends most of its time, prefill (TTFT at least half of E2E) or "
+               "decode. Parity is on the cases each target shares with the reference, greedy outputs compared as text.")
+
+
+def _html(comparison: dict) -> str:
+    from jinja2 import Environment
+
+    env = Environment(autoescape=True)
+    template = env.from_string(_PAGE)
+    return template.render(recommendation=comparison["recommendation"], columns=[label for _, label in COLUMNS],
+                           rows=servers_rows(comparison), note=_BOUND_NOTE)
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>releasegate: server comparison</title>
+<style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:right}td:nth-child(-n+3),th{text-align:left}</style>
+</head><body>
+<h1>Server comparison</h1>
+<p><strong>Recommendation:</strong> {{ recommendation }}</p>
+<table><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
+<p>{{ note }}</p>
+</body></html>
+"""

@@ -1,0 +1,104 @@
+"""`releasegate servers`: the demo on the local hf backend and on a real llama.cpp server, compared in one report
+in every format, with a recommendation made only among targets whose gate passed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+SUITES = ROOT / "suites" / "demo"
+LIMIT = 24
+RUBRIC = """\
+review: {required_domains: []}
+criteria:
+  - {metric: accuracy, op: ">=", threshold: 0.5}
+  - {metric: error_rate, op: "<=", threshold: 0.0}
+  - {metric: ttft_ms_p50, op: "<=", threshold: 60000}
+"""
+
+
+def _config(tmp: Path, name: str, target: str, rubric: str = RUBRIC) -> Path:
+    (tmp / f"{name}.rubric.yaml").write_text(rubric)
+    suites = "".join(f"  - {{path: {SUITES / s}, answer: {{type: json_fields, fields: [intent, priority]}}}}\n"
+                     for s in ("tickets.jsonl", "tickets_shifted.jsonl"))
+    path = tmp / f"{name}.yaml"
+    path.write_text(f"target:\n{target}generation: {{max_new_tokens: 32}}\nsuites:\n{suites}"
+                    f"rubric: {name}.rubric.yaml\ncost: {{mode: self_hosted, hourly_usd: 0.1}}\n")
+    return path
+
+
+def _check(cli, config: Path, run_id: str) -> Path:
+    code, out, err = cli("check", "-c", config, "--run-id", run_id, "--limit", LIMIT, "--no-progress", "--json")
+    assert "Traceback" not in err
+    return config.parent / "reports" / run_id
+
+
+@pytest.fixture(scope="module")
+def runs(llamacpp_server, tmp_path_factory):
+    from releasegate.cli import main
+
+    tmp = tmp_path_factory.mktemp("servers")
+    hf = _config(tmp, "hf", f"  backend: hf\n  base: {ROOT / 'models/demo/base'}\n  adapter: {ROOT / 'models/demo/adapters/good'}\n"
+                             "  threads: 1\n  batch_size: 8\n")
+    lcpp = _config(tmp, "lcpp", f"  backend: openai\n  base_url: {llamacpp_server.base_url}\n  model: {llamacpp_server.model}\n"
+                                f"  concurrency: 4\n  tokenizer: {ROOT / 'models/demo/base'}\n"
+                                "  extra_body: {lora: [{id: 0, scale: 1.0}]}\n")
+    strict = _config(tmp, "strict", lcpp.read_text().split("generation:")[0].split("target:\n")[1],
+                     RUBRIC.replace("threshold: 60000", "threshold: 0.001"))  # TTFT p50 under 1 us: fails
+    out = {}
+    for name, cfg in (("hf", hf), ("lcpp", lcpp), ("strict", strict)):
+        code = main(["check", "-c", str(cfg), "--run-id", name, "--limit", str(LIMIT), "--no-progress"])
+        out[name] = (tmp / "reports" / name, code)
+    return out
+
+
+def test_hf_and_llamacpp_compared_in_every_format(runs, cli, tmp_path):
+    (hf, hf_code), (lcpp, lcpp_code) = runs["hf"], runs["lcpp"]
+    assert hf_code == 0 and lcpp_code == 0
+    code, out, err = cli("servers", hf, lcpp, "--json")
+    assert code == 0 and "Traceback" not in err
+    result = json.loads(out)
+    ref, other = result["targets"]
+    assert ref["run_id"] == "hf" and other["backend"] == "openai"
+    assert other["parity"]["shared_cases"] == LIMIT
+    assert other["parity"]["identical_outputs"] == LIMIT  # greedy parity, llama.cpp f32 vs HF float32
+    assert other["parity"]["quality_verdict"] != "FAIL"
+    for t in result["targets"]:
+        assert t["bottleneck"] in ("prefill", "decode") and 0 < t["prefill_share"] <= 1
+        assert t["ttft_ms_p95"] > 0 and t["tpot_ms_p95"] > 0 and t["cost_per_1m_output_tokens"] > 0
+    assert result["recommended"] in ("hf", "lcpp") and "passes its gate" in result["recommendation"]
+    for fmt in ("md", "html", "json", "csv"):
+        target = tmp_path / f"servers.{fmt}"
+        code, _, err = cli("servers", hf, lcpp, "--format", fmt, "-o", target)
+        assert code == 0 and "Traceback" not in err
+        text = target.read_text()
+        assert "lcpp" in text and ("recommend" in text.lower() or fmt == "csv")
+    rows = list(csv.reader(io.StringIO((tmp_path / "servers.csv").read_text())))
+    assert len(rows) == 3 and rows[0][0] == "run"
+    assert "<table>" in (tmp_path / "servers.html").read_text()
+
+
+def test_a_target_whose_gate_failed_is_never_recommended(runs, cli):
+    (lcpp, _), (strict, strict_code) = runs["lcpp"], runs["strict"]
+    assert strict_code == 1
+    code, out, _ = cli("servers", strict, lcpp, "--json")
+    result = json.loads(out)
+    assert result["recommended"] == "lcpp" and code == 0
+    code, out, _ = cli("servers", strict, strict, "--json")
+    result = json.loads(out)
+    assert result["recommended"] is None and "no recommendation" in result["recommendation"] and code == 3
+
+
+def test_servers_needs_two_judged_runs(cli, tmp_path):
+    code, _, err = cli("servers", tmp_path)
+    assert code == 2 and "two or more" in err
+    code, _, err = cli("servers", tmp_path, tmp_path)
+    assert code == 2 and "Traceback" not in err
