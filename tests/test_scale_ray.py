@@ -193,6 +193,8 @@ def test_a_load_split_across_workers_is_one_load_record(cluster, cli, tmp_path, 
     worst = max(w["client"]["loop_lag_ms"]["p99"] for w in workers)
     assert phase["client"]["loop_lag_ms"]["p99"] == worst  # the gate sees the worst worker's lag
     assert json.loads(out)["verdict"] == "PASS"
+    summary = (run.path / "report.md").read_text()
+    assert "| load workers | 2 Ray workers; send lag p99 " in summary
 
 
 def test_a_duration_bound_closed_loop_makes_unique_requests_on_every_worker(cluster, cli, tmp_path):

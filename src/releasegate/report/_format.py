@@ -100,6 +100,11 @@ def load_phase_rows(load_phase: dict | None) -> list[tuple[str, str]]:
         ("requests", f"{load_phase.get('requests')} measured, {load_phase.get('warmup', 0)} warm-up (left out)"),
         ("duration", f"{format_value(load_phase.get('seconds'))} s"),
     ]
+    workers = (load_phase.get("client") or {}).get("workers")
+    if workers:  # sent from several Ray workers (scale:): each one's own send lag and late start
+        lag = " / ".join(format_value((w.get("send_lag_ms") or {}).get("p99")) for w in workers)
+        skew = " / ".join(format_value(w.get("start_skew_ms")) for w in workers)
+        rows.append(("load workers", f"{len(workers)} Ray workers; send lag p99 {lag} ms; start skew {skew} ms"))
     server = load_phase.get("server_metrics") or {}
     if "error" in server or not server:
         return rows + [("server /metrics", f"not scraped: {server.get('error') or 'no samples'}")]
