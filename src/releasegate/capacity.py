@@ -1,8 +1,10 @@
 """Capacity at a latency objective: what a sweep of open-loop steps says, recomputed from the run record.
 
 A sweep (`load.sweep`, run by `sweep.run_sweep`) sends `requests_per_step` requests per step at rising rates.
-Each step either meets the objective (P95 TTFT from the scheduled send, P95 TPOT, error rate), breaks it, or
-decides nothing (too few answered requests for a P95, or a saturated client). The capacity is the highest rate
+Each step either meets the objective (the 95% upper bounds of P95 TTFT from the scheduled send and of P95 TPOT
+within their limits, the error rate within its limit, the server keeping up: see KEEP_UP), breaks it, or decides
+nothing (too few answered requests for the bounds, or a client saturated enough to have made the verdict). The
+capacity is the highest rate
 such that every step at or below it met the objective; the first step above it must have broken it. Anything
 else (the lowest rate already broke, a step that decided nothing at the boundary) leaves the capacity unknown,
 so a `capacity_rps` criterion is insufficient, never a pass. A sweep that met the objective up to `max_rps`
