@@ -153,8 +153,9 @@ def merge(parts: list[dict], start_at: float) -> LoadRun:
 
 
 def _lag_p99(summary: dict) -> float:
+    """The largest measured lag wins: a worker that measured none must not hide one that ran late."""
     lag = summary.get("loop_lag_ms") or {}
-    return lag.get("p99") if lag.get("p99") is not None else float("inf")  # unmeasured counts as the worst
+    return lag.get("p99") if lag.get("p99") is not None else float("-inf")
 
 
 def _worker_summary(w: int, part: dict, start_at: float) -> dict:
