@@ -3,6 +3,8 @@ and every way a capacity that was not established stays short of a PASS."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_false_pass import Run, _healthy, lenient
 
@@ -237,3 +239,19 @@ def test_a_valid_sweep_config_loads(tmp_path):
     sweep = config.load.sweep
     assert (sweep.start_rps, sweep.max_rps, sweep.factor, sweep.requests_per_step, sweep.step_s, sweep.refine) == (2, 64, 2.0, 60, 3, 3)
     assert sweep.slo == {"error_rate": 0.01, "ttft_ms_p95": 500, "tpot_ms_p95": 50}
+
+
+def test_capacity_command_prints_the_steps_and_exits_by_whether_a_capacity_is_known(tmp_path, cli):
+    known = sweep_run(RISE_AND_BISECT).build(tmp_path / "known")
+    unknown = sweep_run([(10, 900.0)]).build(tmp_path / "unknown")
+    plain = Run(_healthy()).build(tmp_path / "plain")
+    for path in (known, unknown, plain):
+        cli("gate", path)  # writes report.json
+    code, out, _ = cli("capacity", known)
+    rows = [line.split() for line in out.splitlines() if line.strip()[:2].isdigit()]
+    assert code == 0 and [r[0] for r in rows] == ["10", "20", "30", "35", "40"] and rows[2][-1] == "*"
+    assert "30 req/s" in out and max(len(line) for line in out.splitlines()) <= 80
+    code, out, _ = cli("capacity", unknown, "--json")
+    assert code == 3 and json.loads(out)["capacity_rps"] is None
+    code, _, err = cli("capacity", plain)
+    assert code == 2 and "no capacity sweep" in err

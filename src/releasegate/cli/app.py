@@ -8,7 +8,7 @@ from typer.exceptions import TyperException
 
 from ..errors import ReleasegateError
 from ..redaction import redact_error
-from . import check, compare, gate, init, matrix, report, servers, validate, verify
+from . import capacity, check, compare, gate, init, matrix, report, servers, validate, verify
 from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
@@ -28,6 +28,7 @@ app.command("validate", epilog=EXIT_CODES_HELP)(validate.validate)
 app.command("init")(init.init)
 app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
 app.command("report")(report.report)
+app.command("capacity", epilog="Exit codes: 0 a capacity was established | 2 no sweep in the run | 3 unknown.")(capacity.capacity)
 app.command("compare", epilog=EXIT_CODES_HELP)(compare.compare)
 app.command("matrix")(matrix.matrix)
 app.command("servers", epilog="Exit codes: 0 a target is recommended | 2 a bad run directory | "
