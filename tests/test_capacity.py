@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_false_pass import Run, _healthy, lenient
 
 from releasegate.capacity import MIN_STEP_SAMPLES, capacity_view
 from releasegate.cli import main
 from releasegate.record import CaseRecord, RunInfo, Timing, Tokens
+from test_false_pass import Run, _healthy, lenient
 
 SLO = {"ttft_ms_p95": 200.0, "tpot_ms_p95": 20.0, "error_rate": 0.01}
 QUIET = {"loop_lag_ms": {"p99": 0.5}}

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_false_pass import Run, _healthy, lenient
 
 import llamacpp
 from conftest import ROOT
 from releasegate.cli import main
+from test_false_pass import Run, _healthy, lenient
 
 # about 110 prompt tokens with the demo's tokenizer: with the chat template, a ticket and 32 new tokens it fits a
 # 256-token slot; prefilling it cold takes the 1-thread server some 15 ms, warm it is all but skipped
