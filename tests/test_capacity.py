@@ -124,6 +124,14 @@ def test_one_slow_request_at_the_end_of_a_step_is_no_backlog(tmp_path, capsys):
     assert report["capacity"]["steps"][2]["kept_up"] == pytest.approx(1.0) and report["capacity"]["capacity_rps"] == 100
 
 
+def test_failures_at_the_lowest_rate_count_even_when_no_capacity_was_found(tmp_path, capsys):
+    # the server failed 30 of 60 requests at 10 req/s: no capacity, and the run's error rate says why
+    code, report = gate(tmp_path, sweep_run([(10, 20.0)], failed={0: 30}, rubric=lenient()), capsys)
+    assert report["capacity"]["capacity_rps"] is None and "error rate" in report["capacity"]["why"]
+    assert report["verdict"] == "FAIL" and code == 1
+    assert criterion(report, "error_rate")["n"] == 100 + 60
+
+
 def test_a_lower_step_that_broke_caps_the_capacity_below_a_higher_one_that_met(tmp_path, capsys):
     # noise: 20 broke, 30 met; every step at or below the capacity must have met the objective
     _, report = gate(tmp_path, sweep_run([(10, 20.0), (20, 300.0), (30, 80.0), (40, 900.0)]), capsys)

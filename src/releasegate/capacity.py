@@ -226,13 +226,14 @@ def _thresholds(steps: list[dict], good: dict, broke: dict | None) -> dict:
 
 def gated_records(view: dict | None, load_records: list) -> tuple[list, list]:
     """(records of the steps at or below the capacity, records of the capacity step): what error rates and
-    latency, throughput and cost are judged on for a sweep. Both empty when the capacity is unknown."""
+    latency, throughput and cost are judged on for a sweep. The lowest rate's step always counts for the error
+    rates (a server failing there failed, whatever else the sweep found); with the capacity unknown there is no
+    step to take latency, throughput and cost from."""
     if view is None:
         return load_records, load_records
-    if view["capacity_rps"] is None:
-        return [], []
     rates = {s["step"]: s["rate"] for s in view["steps"]}
-    below = [r for r in load_records if rates.get(r.tags.get(STEP_TAG), float("inf")) <= view["capacity_rps"]]
+    ceiling = max([view["capacity_rps"] or 0.0] + [min(rates.values(), default=0.0)])
+    below = [r for r in load_records if rates.get(r.tags.get(STEP_TAG), float("inf")) <= ceiling]
     at = [r for r in load_records if r.tags.get(STEP_TAG) == view["capacity_step"]]
     return below, at
 
