@@ -102,3 +102,19 @@ def test_servers_needs_two_judged_runs(cli, tmp_path):
     assert code == 2 and "two or more" in err
     code, _, err = cli("servers", tmp_path, tmp_path)
     assert code == 2 and "Traceback" not in err
+
+
+@pytest.mark.vllm
+def test_hf_llamacpp_and_vllm_in_one_comparison(runs, vllm_server, cli, tmp_path):
+    target = f"  backend: openai\n  base_url: {vllm_server.base_url}\n  model: good\n  concurrency: 4\n"
+    cfg = _config(tmp_path, "vllm", target)
+    code, out, err = cli("check", "-c", cfg, "--run-id", "vllm", "--limit", LIMIT, "--no-progress", "--json")
+    assert "Traceback" not in err
+    vllm = tmp_path / "reports" / "vllm"
+    code, out, _ = cli("servers", runs["hf"][0], runs["lcpp"][0], vllm, "--json")
+    result = json.loads(out)
+    assert [t["run_id"] for t in result["targets"]] == ["hf", "lcpp", "vllm"]
+    assert result["targets"][2]["parity"]["identical_outputs"] == LIMIT
+    for fmt in ("md", "html", "json", "csv"):
+        code, _, err = cli("servers", runs["hf"][0], runs["lcpp"][0], vllm, "--format", fmt, "-o", tmp_path / f"s.{fmt}")
+        assert "Traceback" not in err and (tmp_path / f"s.{fmt}").read_text()
