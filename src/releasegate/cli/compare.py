@@ -22,9 +22,11 @@ def compare(
     as_json: JsonOption = False,
 ) -> int:
     """Compare two runs on their shared cases: exact McNemar for pass/fail metrics, paired bootstrap for latency.
-    Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided or nothing was shared, else 0."""
+    Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided, nothing was shared or a
+    run is incomplete, 4 if the candidate's target failed most requests, else 0."""
     from ..compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
     from ..gate import EXIT_CODES
+    from ..health import target_failure
     from ..llm_judge.verdicts import run_verdicts
     from ..record import RunDir
     from ..rubric import load_rubric
@@ -36,11 +38,31 @@ def compare(
     result = compare_records(base_run.read_records(), cand_run.read_records(), policy.forbidden, Margins(margins, confidence),
                              base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
     verdict = comparison_verdict(result)
-    result = {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict, **result}
+    problems = _problems("baseline", base_run, base_info) + _problems("candidate", cand_run, cand_info)
+    target = target_failure(cand_run.read_records(), cand_run.read_records("load.jsonl", required=False))
+    if target is not None and verdict != "FAIL":
+        verdict = "TARGET_ERROR"
+    elif problems and verdict == "PASS":  # the shared cases of a run cut short are not the run
+        verdict = "INCONCLUSIVE"
+    result = {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict,
+              "incomplete": "; ".join(problems) or None, "target_error": target, **result}
     if as_json:
         print_json(result)
-    consoles(as_json).print(_table(result))
+    console = consoles(as_json)
+    console.print(_table(result))
+    for why in (result["target_error"], result["incomplete"] and "incomplete run: " + result["incomplete"]):
+        if why:
+            console.print(f"compare: {verdict}: {why}", markup=False, soft_wrap=True)
     return EXIT_CODES[verdict]
+
+
+def _problems(role: str, run, info) -> list[str]:
+    """What keeps a run from being compared as a whole (`health.run_problems`), each naming the run."""
+    from ..health import planned_phases, run_problems
+
+    info.phases = planned_phases(run.path, info)
+    load = run.read_records("load.jsonl", required=False)
+    return [f"{role} run: {p}" for p in run_problems(info, run.read_records(), load)]
 
 
 def _num(value, spec: str = ".4g") -> str:
