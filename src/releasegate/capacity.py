@@ -114,6 +114,9 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
                        f"{key} {value:.4g}, but its {CONFIDENCE:.0%} upper bound {upper:.4g} > {slo[key]:g}")
         else:
             close.append((key, upper))
+    if not broken and figures["kept_up"] is None:  # a step meets only when it shows the server kept up
+        return "undecided", ("whether the server kept up is unknown (no span for the step)" if not figures["span_s"]
+                             else "whether the server kept up is unknown (too few TTFTs from the scheduled send)")
     behind = figures["kept_up"] is not None and figures["kept_up"] < KEEP_UP
     verdict = "breaks" if broken or behind else "meets"
     if behind:

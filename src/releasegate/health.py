@@ -38,6 +38,11 @@ def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[Ca
         problems += _load_problems(info, load_records)
     if "prefix_cache" in (info.phases or []) and info.prefix_cache is None:
         problems.append("the planned prefix-cache probe did not run (or did not finish)")
+    elif info.prefix_cache:  # its failures are in no error rate: a probe that failed requests measured less
+        failed = sum((info.prefix_cache.get(k) or {}).get("failed") or 0 for k in ("warm", "cold"))
+        if failed:
+            problems.append(f"{failed} of the prefix-cache probe's {2 * info.prefix_cache.get('pairs', 0)} "
+                            "requests failed (see prefix_cache.jsonl)")
     return problems
 
 
