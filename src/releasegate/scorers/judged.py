@@ -47,10 +47,13 @@ def pairwise_outcome(record, verdicts) -> dict | None:
     missing or failed. None (no entry) for a case the baseline run does not have."""
     from ..llm_judge.verdicts import criterion_name
 
+    name = criterion_name(record.answer)
+    if record.output is None and verdicts is not None and record.case_id in verdicts.baseline_hashes:
+        # the baseline answered and this run did not: a loss, never a case left out of the comparison
+        return {"criterion": name, "outcome": "loss", "orders": None, "error": record.error or "no output"}
     pair = verdicts.pair(record) if verdicts is not None else None
     if pair is None:
         return None
-    name = criterion_name(record.answer)
     if any(j is None or j.error is not None or j.preferred is None for j in pair):
         errors = sorted({j.error for j in pair if j is not None and j.error})
         return {"criterion": name, "outcome": None, "error": ", ".join(errors) or "not_judged"}
