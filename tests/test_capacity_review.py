@@ -39,3 +39,11 @@ def test_a_probe_whose_requests_failed_is_no_pass(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code != 0, out
     assert "prefix-cache probe" in out
+
+
+def test_a_sweep_step_without_its_rate_in_run_json_is_one_line_exit_2(tmp_path, capsys):
+    run = sweep_run([(10, 20.0), (20, 20.0)])
+    del run.load_phase["sweep"]["steps"][1]["rate"]
+    assert main(["gate", str(run.build(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert "load_phase.sweep" in err and "Traceback" not in err

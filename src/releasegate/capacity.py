@@ -157,12 +157,18 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
     sweep = (info.load_phase or {}).get("sweep")
     if not sweep:
         return None
-    slo = sweep["slo"]
+    slo = sweep.get("slo")
+    if not isinstance(slo, dict) or not all(isinstance(e, dict) and isinstance(e.get("step"), int)
+                                            and isinstance(e.get("rate"), (int, float)) for e in sweep.get("steps") or []):
+        from .errors import InputError  # a hand-edited run.json: one line, not a traceback
+
+        raise InputError("its capacity sweep has no slo, or a step without its step number and rate", file="run.json",
+                         field="load_phase.sweep", hint="judge the run as `check` wrote it")
     by_step: dict[int, list] = {}
     for r in load_records:
         by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
     steps = []
-    for entry in sorted(sweep["steps"], key=lambda e: (e["rate"], e["step"])):
+    for entry in sorted(sweep.get("steps") or [], key=lambda e: (e["rate"], e["step"])):
         figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"))
         verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
         steps.append({"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
