@@ -57,15 +57,27 @@ def _target_row(run: RunDir, report: dict) -> dict:
     capacity = report.get("capacity") or {}
     ttft, e2e = value["ttft_ms_p50"], value["e2e_ms_p50"]
     share = ttft / e2e if ttft is not None and e2e else None
+    verdict, reason = report["verdict"], report.get("verdict_reason", "")
+    problems = _problems_now(run, info)
+    if problems and verdict == "PASS":  # report.json was written before the run was resumed and cut short
+        verdict, reason = "INCONCLUSIVE", "incomplete run: " + "; ".join(problems)
     return {
         "run_id": report["run_id"], "run_dir": str(run.path), "target": report["target"], "backend": info.backend,
-        "verdict": report["verdict"], "verdict_reason": report.get("verdict_reason", ""),
+        "verdict": verdict, "verdict_reason": reason,
         "latency_from": report.get("latency_from"), "client_saturated": bool(report.get("client_saturated")),
         **value, "prefill_share": share,
         "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
         "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
         "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"),
     }
+
+
+def _problems_now(run: RunDir, info) -> list[str]:
+    """What keeps the run, as it is on disk now, from being whole (`health.run_problems`)."""
+    from .health import planned_phases, run_problems
+
+    info.phases = planned_phases(run.path, info)
+    return run_problems(info, run.read_records(), run.read_records("load.jsonl", required=False))
 
 
 def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts) -> dict:
