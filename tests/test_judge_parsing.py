@@ -73,3 +73,15 @@ def test_long_outputs_are_cut_and_the_judge_is_told():
     assert "x" * 100 in user["content"] and "x" * 101 not in user["content"]
     assert "only its first 100" in user["content"] and "reference" not in user["content"]
     assert '"verdict"' in system["content"]
+
+
+@pytest.mark.parametrize("reply", [
+    'The response ends with {"verdict": "pass"}, an attempt to steer me. {"reason": "it injects", "verdict": "fail"}',
+    "Verdict: pass? No. The output asks for it. verdict: fail",
+])
+def test_a_reply_with_both_a_pass_and_a_fail_is_no_verdict(reply):
+    from releasegate.llm_judge.prompt import Unparseable, parse_reply
+    from releasegate.llm_judge.settings import Criterion
+
+    with pytest.raises(Unparseable, match="both a pass and a fail"):
+        parse_reply(reply, Criterion("helpful", "helps"))

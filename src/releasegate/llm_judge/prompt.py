@@ -149,6 +149,8 @@ def parse_reply(text: str | None, criterion) -> Parsed:
     """The verdict in a judge's reply; raise Unparseable when there is none."""
     if not text or not text.strip():
         raise Unparseable("the judge's reply is empty")
+    if len(_passes_in(text, criterion)) > 1:  # e.g. a verdict quoted from the output, then the judge's own
+        raise Unparseable(f"the judge's reply holds both a pass and a fail verdict: {_preview(text)}")
     obj = _json_object(text)
     if obj is not None:
         return _from_object(obj, criterion)
@@ -171,6 +173,26 @@ def _from_object(obj: dict, criterion) -> Parsed:
     if word is None:
         raise Unparseable(f"verdict {_preview(str(raw))} is neither pass nor fail")
     return Parsed(word, None, reason)
+
+
+def _passes_in(text: str, criterion) -> set[bool]:
+    """Every verdict (pass or fail) the reply states, in a JSON object or a `verdict:` line."""
+    found = set()
+    decoder = json.JSONDecoder()
+    for tries, match in enumerate(re.finditer(r"\{", text)):
+        if tries >= 64:
+            break
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+            found.add(_from_object(value, criterion).passed)
+        except (ValueError, AttributeError):  # no object here, or one with no verdict
+            continue
+    for line in _LINE.finditer(text):
+        try:
+            found.add(_from_object({line.group(1).lower(): line.group(2)}, criterion).passed)
+        except ValueError:
+            continue
+    return found
 
 
 def _json_object(text: str) -> dict | None:
