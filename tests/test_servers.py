@@ -118,3 +118,14 @@ def test_hf_llamacpp_and_vllm_in_one_comparison(runs, vllm_server, cli, tmp_path
     for fmt in ("md", "html", "json", "csv"):
         code, _, err = cli("servers", runs["hf"][0], runs["lcpp"][0], vllm, "--format", fmt, "-o", tmp_path / f"s.{fmt}")
         assert "Traceback" not in err and (tmp_path / f"s.{fmt}").read_text()
+
+
+def test_a_target_with_undecided_quality_parity_is_not_recommended():
+    from releasegate.servers import _recommend
+
+    base = {"run_id": "ref", "target": "t", "verdict": "PASS", "capacity_rps": None, "cost_per_1m_output_tokens": 2.0,
+            "ttft_ms_p95": 1.0, "bottleneck": "decode", "capacity_at_least": None, "cost_per_1m_at_capacity": None}
+    cheap = {**base, "run_id": "cheap", "cost_per_1m_output_tokens": 1.0,
+             "parity": {"quality_verdict": "INCONCLUSIVE"}}
+    assert _recommend([base, cheap])["recommended"] == "ref"
+    assert _recommend([base, {**cheap, "parity": {"quality_verdict": "PASS"}}])["recommended"] == "cheap"

@@ -8,8 +8,8 @@ cost per 1M output tokens; capacity at the latency objective and the cost there,
 sweep. Per target against the first (the reference): paired quality parity on the shared cases
 (`compare.compare_records`: identical greedy outputs, accuracy delta, the comparison's verdict).
 
-The recommendation is made only among targets whose own gate said PASS and whose quality is not worse than the
-reference's (the comparison did not fail): never a target the gate did not pass. Among them: the highest
+The recommendation is made only among targets whose own gate said PASS and whose quality the paired comparison showed
+no worse than the reference's (its verdict PASS): never a target the gate did not pass. Among them: the highest
 capacity at the objective when every one has a capacity, else the lowest cost per 1M output tokens, else the
 lowest TTFT p95. No eligible target: no recommendation, exit 3.
 """
@@ -92,7 +92,10 @@ def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts) -> dict
 
 
 def _recommend(targets: list[dict]) -> dict:
-    eligible = [t for t in targets if t["verdict"] == "PASS" and (t.get("parity") or {}).get("quality_verdict") != "FAIL"]
+    # quality parity must be shown, not merely not refuted: an undecided comparison (too few shared cases) is no
+    # evidence that the target keeps the reference's quality
+    eligible = [t for t in targets if t["verdict"] == "PASS" and (t.get("parity") is None
+                                                                   or t["parity"]["quality_verdict"] == "PASS")]
     if not eligible:
         states = ", ".join(f"{t['run_id']} {t['verdict']}" for t in targets)
         return {"recommended": None, "recommendation": f"no recommendation: no target passed its gate with quality "
