@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from test_false_pass import Run, _healthy
-
 from releasegate.record import RunDir
+from test_false_pass import Run, _healthy
 
 
 def test_a_run_cut_short_after_its_pass_is_not_recommended(tmp_path, cli):
