@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 
 from ..backends import Request, create_backend
@@ -43,40 +44,38 @@ def judged_records(records: list[CaseRecord]) -> list[CaseRecord]:
     return [r for r in records if r.answer and r.answer.get("type") == "judge"]
 
 
-def judge_fingerprint(settings: JudgeSettings) -> str:
-    """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template."""
-    from ..manifest import sha256_file, target_fingerprint
+def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None) -> str:
+    """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template.
+    `inputs`: the judge's files already hashed (`judge_inputs`), so no file is read twice."""
+    from ..manifest import target_fingerprint
+
+    inputs = judge_inputs(settings) if inputs is None else inputs
+    model_files = [e for e in inputs if e["role"] != "prompt"]
+    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), model_files) or "unhashed")
+
+
+def judge_inputs(settings: JudgeSettings) -> list[dict]:
+    """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
+    from ..manifest import _TOKENIZER, _WEIGHTS, sha256_file
 
     t = settings.target
-    inputs = [{"role": role, "path": str(p), "sha256": sha256_file(p)} for role, p in _judge_files(t)]
-    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=t), inputs) or "unhashed")
-
-
-def _judge_files(target) -> list:
-    from ..manifest import _TOKENIZER, _WEIGHTS
-
-    if target.backend == "replay":
-        return [("responses", target.responses)]
-    files = []
-    for role, root in (("model", target.base), ("adapter", target.adapter)):
-        if root is None:
-            continue
-        from pathlib import Path
-
-        root = Path(root)
-        if root.is_dir():
-            files += [(role, p) for p in sorted(root.iterdir())
+    files = [("responses", Path(t.responses))] if t.backend == "replay" else []
+    for role, root in (("model", t.base), ("adapter", t.adapter)) if t.backend != "replay" else ():
+        if root is not None and Path(root).is_dir():
+            files += [(role, p) for p in sorted(Path(root).iterdir())
                       if p.suffix in _WEIGHTS or p.name in _TOKENIZER or p.name.endswith("config.json")]
-    return files
+    if settings.prompt_path:
+        files.append(("prompt", settings.prompt_path))
+    return [{"role": role, "path": str(p), "sha256": sha256_file(p)} for role, p in files]
 
 
 def run_judging(
     run: RunDir, records: list[CaseRecord], settings: JudgeSettings, *, cache_path=None, use_cache: bool = True,
-    console=None, bar=None, between: Callable[[], None] = lambda: None,
+    console=None, bar=None, between: Callable[[], None] = lambda: None, fingerprint: str | None = None,
 ) -> dict:
     """Judge the run's judge-scored outputs that have no verdict yet (or a failed one), and, with a
     `judge.baseline`, compare each with the baseline run's output in both orders; return the summary."""
-    fingerprint = judge_fingerprint(settings)
+    fingerprint = fingerprint or judge_fingerprint(settings)
     have = read_judgments(run)
     groups: dict[tuple, list[_Ask]] = {}
     for ask in _asks(records, settings):
@@ -260,11 +259,9 @@ def settings_info(settings: JudgeSettings, fingerprint: str) -> dict:
 def judge_manifest(settings: JudgeSettings) -> dict:
     """manifest.json `judge`: the judge's description, fingerprint and the sha256 of its files (model, adapter or
     replayed verdicts, and the prompt template)."""
-    from ..manifest import sha256_file
-
-    files = _judge_files(settings.target) + ([("prompt", settings.prompt_path)] if settings.prompt_path else [])
-    return {**settings.describe(), "fingerprint": judge_fingerprint(settings),
-            "inputs": [{"role": f"judge:{role}", "path": str(p), "sha256": sha256_file(p)} for role, p in files]}
+    inputs = judge_inputs(settings)
+    return {**settings.describe(), "fingerprint": judge_fingerprint(settings, inputs),
+            "inputs": [{**e, "role": f"judge:{e['role']}"} for e in inputs]}
 
 
 def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: bool, between) -> None:
@@ -279,4 +276,4 @@ def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: b
     cache_path = config.cache.path if config.cache is not None else None  # as for responses: on with `cache:`
     with bar_factory() as bar:
         run_judging(run, records, settings, cache_path=cache_path, use_cache=use_cache, console=console, bar=bar,
-                    between=between)
+                    between=between, fingerprint=fingerprint)
