@@ -189,7 +189,7 @@ def hash_ratio(path: Path, src: str | None) -> None:
     """The manifest's sha256 of a source file against reading the same bytes."""
     if src:
         sys.path.insert(0, src)
-    from releasegate.manifest import sha256_file
+    from releasegate.run.manifest import sha256_file
 
     start = time.perf_counter()
     with path.open("rb") as fh:

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from releasegate.backends import Request, create_backend
-from releasegate.config import load_config
-from releasegate.stats import percentile
-from releasegate.suites import load_suites
+from releasegate.inputs.config import load_config
+from releasegate.inputs.suites import load_suites
+from releasegate.judging.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 3

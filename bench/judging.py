@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 import time
 
-from releasegate.judge import judge_run
-from releasegate.record import CaseRecord, RunInfo, Timing, Tokens
-from releasegate.rubric import Criterion, Rubric
-from releasegate.stats import bootstrap, percentile
+from releasegate.inputs.rubric import Criterion, Rubric
+from releasegate.judging.stats import bootstrap, percentile
+from releasegate.judging.verdict import judge_run
+from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
 
 REQUESTS, GAPS, RESAMPLES, BASELINE_RESAMPLES = 4, 25_250, 1000, 5
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from releasegate.cli import main
-from releasegate.scaffold import scaffold
+from releasegate.inputs.scaffold import scaffold
 
 # llamacpp_server: a real llama.cpp server (tests/llamacpp.py); vllm_server: a real vLLM server (.venv-vllm)
 pytest_plugins = ["llamacpp_fixtures", "vllm_fixtures"]

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import write_jsonl
-from releasegate import _loading
-from releasegate import suites as suites_module
-from releasegate.config import SuiteConfig
-from releasegate.record import RunDir
-from releasegate.suites import load_suites
+from releasegate.inputs import files as _loading
+from releasegate.inputs import suites as suites_module
+from releasegate.inputs.config import SuiteConfig
+from releasegate.inputs.suites import load_suites
+from releasegate.run.record import RunDir
 
 EXAMPLES = 500 if os.environ.get("CI", "").lower() in ("1", "true", "yes") else 100
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None,

@@ -14,9 +14,9 @@ import pytest
 
 from conftest import GOOD, write_jsonl
 from releasegate.backends import Generation, Request
-from releasegate.cache import ResponseCache
-from releasegate.metrics import compute_metric
-from releasegate.record import CaseRecord, RunDir, Timing, Tokens
+from releasegate.judging.metrics import compute_metric
+from releasegate.run.record import CaseRecord, RunDir, Timing, Tokens
+from releasegate.run.response_cache import ResponseCache
 from releasegate.testing import StubBehaviour, StubServer
 
 RUBRIC = """\
@@ -141,7 +141,7 @@ def test_a_resumed_no_cache_run_stays_off_the_cache(tmp_path, cli):
 
 
 def test_ttl_expires_entries(tmp_path, monkeypatch):
-    import releasegate.cache as cache_module
+    import releasegate.run.response_cache as cache_module
 
     clock = [1_000_000.0]
     monkeypatch.setattr(cache_module.time, "time", lambda: clock[0])
@@ -184,7 +184,7 @@ def test_a_broken_cache_file_is_input_error(tmp_path, cli):
 WRITER = textwrap.dedent("""
     import sys
     from releasegate.backends import Generation, Request
-    from releasegate.cache import ResponseCache
+    from releasegate.run.response_cache import ResponseCache
     path, who = sys.argv[1], sys.argv[2]
     cache = ResponseCache(path, fingerprint="f", generation={})
     for batch in range(40):
@@ -209,7 +209,7 @@ def test_two_processes_write_the_cache_at_once(tmp_path):
 
 
 def _replay_project(root: Path) -> Path:
-    from releasegate.scaffold import scaffold
+    from releasegate.inputs.scaffold import scaffold
 
     scaffold(root)
     config = root / "releasegate.yaml"

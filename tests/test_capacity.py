@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from releasegate.capacity import MIN_STEP_SAMPLES, capacity_view
 from releasegate.cli import main
-from releasegate.record import CaseRecord, RunInfo, Timing, Tokens
+from releasegate.judging.capacity import MIN_STEP_SAMPLES, capacity_view
+from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
 from test_false_pass import Run, _healthy, lenient
 
 SLO = {"ttft_ms_p95": 200.0, "tpot_ms_p95": 20.0, "error_rate": 0.01}
@@ -59,9 +59,9 @@ def capacity_rubric(threshold: float = 20, **extra) -> dict:
 def gate(tmp_path, run: Run, capsys) -> tuple[int, dict]:
     """The run judged as `releasegate gate` judges it, without rendering the reports (test_reports_show_the_sweep
     goes through the command)."""
-    from releasegate.judge import judge_run
-    from releasegate.record import RunDir
-    from releasegate.rubric import load_rubric
+    from releasegate.inputs.rubric import load_rubric
+    from releasegate.judging.verdict import judge_run
+    from releasegate.run.record import RunDir
 
     path = run.build(tmp_path)
     rundir = RunDir(path)
@@ -210,7 +210,7 @@ def test_rubric_refuses_capacity_criteria_that_cannot_mean_anything(tmp_path, ca
 
     (tmp_path / "r.yaml").write_text(yaml.safe_dump({"criteria": criteria}))
     from releasegate.errors import InputError
-    from releasegate.rubric import load_rubric
+    from releasegate.inputs.rubric import load_rubric
 
     with pytest.raises(InputError, match=message):
         load_rubric(tmp_path / "r.yaml")
@@ -240,7 +240,7 @@ def test_config_refuses_a_sweep_that_cannot_run(tmp_path, cli, load, message):
 
 
 def test_a_valid_sweep_config_loads(tmp_path):
-    from releasegate.config import load_config
+    from releasegate.inputs.config import load_config
 
     config = load_config(endpoint_project(tmp_path, "load: {warmup: 2, sweep: {start_rps: 2, max_rps: 64, "
                                                     "step_s: 3, slo: {ttft_ms_p95: 500, tpot_ms_p95: 50}}}\n"))

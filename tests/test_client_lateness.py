@@ -9,11 +9,11 @@ import time
 import pytest
 
 from conftest import write_jsonl
-from releasegate import load as load_module
 from releasegate.backends.openai import OpenAIBackend, _Clock, _failed
-from releasegate.config import LoadConfig
-from releasegate.load import plan_load
-from releasegate.record import RunDir
+from releasegate.inputs.config import LoadConfig
+from releasegate.run import traffic as load_module
+from releasegate.run.record import RunDir
+from releasegate.run.traffic import plan_load
 from releasegate.testing import StubBehaviour, StubServer
 
 CLIENTS = ["lean", "openai"]
@@ -132,7 +132,7 @@ def test_duration_bounded_closed_loop_makes_only_the_requests_it_sends(tmp_path,
 
 
 def test_plan_of_a_duration_bounded_loop_is_lazy():
-    from releasegate.suites import Case
+    from releasegate.inputs.suites import Case
 
     cases = [Case(id=f"c{i}", suite="s", expected=None, messages=({"role": "user", "content": "x"},)) for i in range(2)]
     plan = plan_load(LoadConfig(concurrency=2, duration_s=60.0), cases)
@@ -180,7 +180,7 @@ def test_open_loop_makes_a_request_task_only_when_it_is_due(tmp_path):
     import asyncio
 
     from releasegate.backends import Request
-    from releasegate.config import load_config
+    from releasegate.inputs.config import load_config
 
     in_flight_at_first_answer = []
 

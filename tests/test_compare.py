@@ -5,9 +5,9 @@ import json
 import pytest
 
 from conftest import write_jsonl
-from releasegate.compare import Margins, compare_records
-from releasegate.record import CaseRecord, Timing
-from releasegate.stats import mcnemar_exact
+from releasegate.judging.compare import Margins, compare_records
+from releasegate.judging.stats import mcnemar_exact
+from releasegate.run.record import CaseRecord, Timing
 
 SPEC = {"type": "exact"}
 

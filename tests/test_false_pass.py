@@ -18,14 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from releasegate.cli import main
-from releasegate.compare import compare_records, comparison_verdict
-from releasegate.gate import EXIT_CODES
-from releasegate.judge import judge_run
-from releasegate.matrix import matrix_verdict
-from releasegate.record import CaseRecord, RunDir, RunInfo, Timing, Tokens
+from releasegate.inputs.rubric import Criterion, Rubric
+from releasegate.judging.compare import compare_records, comparison_verdict
+from releasegate.judging.criteria import EXIT_CODES
+from releasegate.judging.verdict import judge_run
 from releasegate.review._auto import output_hash
 from releasegate.review.labels import LabelEdit
-from releasegate.rubric import Criterion, Rubric
+from releasegate.run.matrix import matrix_verdict
+from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing, Tokens
 
 RIGHT = '{"intent": "billing"}'
 WRONG = '{"intent": "refund"}'

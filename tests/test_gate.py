@@ -4,11 +4,11 @@ import math
 
 import pytest
 
-from releasegate.gate import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
-from releasegate.judge import judge_run
-from releasegate.metrics import MetricValue
-from releasegate.record import CaseRecord, RunInfo, Timing, Tokens
-from releasegate.rubric import Criterion, ForbiddenRule, Rubric
+from releasegate.inputs.rubric import Criterion, ForbiddenRule, Rubric
+from releasegate.judging.criteria import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
+from releasegate.judging.metrics import MetricValue
+from releasegate.judging.verdict import judge_run
+from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
 
 RIGHT = '{"intent": "billing", "priority": "high"}'
 WRONG = '{"intent": "refund", "priority": "high"}'
@@ -182,7 +182,7 @@ def test_latency_percentile_bound_needs_enough_requests():
 ])
 def test_validate_refuses_a_rubric_no_model_can_pass(tmp_path, criteria, says):
     from releasegate.errors import InputError
-    from releasegate.rubric import load_rubric
+    from releasegate.inputs.rubric import load_rubric
 
     path = tmp_path / "rubric.yaml"
     path.write_text("criteria:\n" + "\n".join("  " + line for line in criteria.splitlines()) + "\n")
@@ -192,7 +192,7 @@ def test_validate_refuses_a_rubric_no_model_can_pass(tmp_path, criteria, says):
 
 
 def test_satisfiable_rubrics_still_load(tmp_path):
-    from releasegate.rubric import load_rubric
+    from releasegate.inputs.rubric import load_rubric
 
     path = tmp_path / "rubric.yaml"
     path.write_text("confidence: 0.95\ncriteria:\n"

@@ -9,11 +9,11 @@ import pytest
 
 from conftest import ROOT
 from releasegate.backends import Request, create_backend
-from releasegate.config import load_config
-from releasegate.gate import EXIT_CODES
-from releasegate.matrix import matrix_verdict
-from releasegate.record import RunDir
-from releasegate.suites import load_suites
+from releasegate.inputs.config import load_config
+from releasegate.inputs.suites import load_suites
+from releasegate.judging.criteria import EXIT_CODES
+from releasegate.run.matrix import matrix_verdict
+from releasegate.run.record import RunDir
 
 pytestmark = pytest.mark.slow
 
@@ -219,7 +219,7 @@ def test_adapter_with_a_larger_tokenizer_resizes_embeddings(tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from releasegate.config import TargetConfig
+    from releasegate.inputs.config import TargetConfig
 
     base = ROOT / "models/demo/base"
     torch.manual_seed(0)
@@ -316,7 +316,7 @@ def bucketed_and_file_order(tmp_path_factory):
     from rich.console import Console
 
     from releasegate.cli.validate import load_inputs
-    from releasegate.runner import run_check
+    from releasegate.run.runner import run_check
 
     out = tmp_path_factory.mktemp("bucketing")
     runs = {}
@@ -418,8 +418,8 @@ def test_restoring_case_order_keeps_a_retried_record_last():
     from pathlib import Path
     from types import SimpleNamespace
 
-    from releasegate.record import CaseRecord
-    from releasegate.runner import _restore_case_order
+    from releasegate.run.record import CaseRecord
+    from releasegate.run.runner import _restore_case_order
 
     with tempfile.TemporaryDirectory() as tmp:
         run = RunDir(Path(tmp))
@@ -441,8 +441,8 @@ def test_a_bucketed_run_that_stops_leaves_its_journal_in_case_order(monkeypatch,
     the batches already recorded in case order before the run is marked stopped."""
     from rich.console import Console
 
-    from releasegate import runner
     from releasegate.cli.validate import load_inputs
+    from releasegate.run import runner
 
     config, rubric, cases = load_inputs(DEMO)
     config = dataclasses.replace(config, output_dir=tmp_path)

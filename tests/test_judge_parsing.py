@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from releasegate.llm_judge.prompt import Parsed, Unparseable, judge_messages, parse_reply, response_format
 from releasegate.llm_judge.settings import Criterion, JudgeSettings
-from releasegate.record import CaseRecord
+from releasegate.run.record import CaseRecord
 
 PASS_FAIL = Criterion("c", "be helpful")
 SCALE = Criterion("s", "be helpful", scale=5, pass_mark=4)

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import ROOT
 from releasegate.backends import Request, create_backend
-from releasegate.config import load_config
-from releasegate.record import RunDir
-from releasegate.suites import load_suites
+from releasegate.inputs.config import load_config
+from releasegate.inputs.suites import load_suites
+from releasegate.run.record import RunDir
 
 pytestmark = pytest.mark.slow
 

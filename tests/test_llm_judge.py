@@ -12,7 +12,7 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.llm_judge.journal import read_judgments
-from releasegate.record import RunDir
+from releasegate.run.record import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 from releasegate.llm_judge.journal import read_judgments
-from releasegate.record import RunDir
+from releasegate.run.record import RunDir
 
 pytestmark = pytest.mark.slow
 LIMIT = 12

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from conftest import write_jsonl
-from releasegate.config import load_config
-from releasegate.manifest import build_manifest, compare_manifest, target_fingerprint
-from releasegate.record import CaseRecord, RunDir, RunInfo
+from releasegate.inputs.config import load_config
 from releasegate.redaction import REDACTED, add_secret, redact_error
+from releasegate.run.manifest import build_manifest, compare_manifest, target_fingerprint
+from releasegate.run.record import CaseRecord, RunDir, RunInfo
 
 
 def run_project(project: Path, cli, run_id: str = "r") -> RunDir:
@@ -198,7 +198,7 @@ def test_the_cli_error_line_is_redacted(tmp_path, cli, monkeypatch):
 
 def test_verify_says_unverified_when_inputs_could_not_be_hashed(tmp_path, cli):
     """A hub id that was not on disk, or the model behind an endpoint, cannot be checked: not 'nothing changed'."""
-    from releasegate.manifest import FORMAT, package_versions
+    from releasegate.run.manifest import FORMAT, package_versions
 
     for backend, inputs in (("hf", [{"role": "model", "path": "hub:org/model", "sha256": None}]), ("openai", [])):
         run = tmp_path / backend

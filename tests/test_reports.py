@@ -18,12 +18,12 @@ import yaml
 from junitparser import Failure, JUnitXml, Skipped
 
 from conftest import GOOD, ROOT, heavy_imports_after, write_jsonl
-from releasegate.judge import judge_run
-from releasegate.record import CaseRecord, RunDir, RunInfo, Timing, Tokens
+from releasegate.inputs.rubric import load_rubric
+from releasegate.judging.verdict import judge_run
 from releasegate.report import FORMATS, render, render_markdown, write_reports
 from releasegate.report.csv import COLUMNS
 from releasegate.report.html import CSP
-from releasegate.rubric import load_rubric
+from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing, Tokens
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"

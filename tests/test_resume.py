@@ -16,7 +16,7 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.errors import InputError
-from releasegate.record import CaseRecord, RunDir, RunInfo
+from releasegate.run.record import CaseRecord, RunDir, RunInfo
 from releasegate.testing import StubBehaviour, StubServer
 
 RUBRIC = """\

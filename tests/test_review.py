@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from conftest import write_jsonl
-from releasegate.record import CaseRecord, RunDir
+from releasegate.inputs.scaffold import scaffold
 from releasegate.review import (
     COLUMNS,
     LabelEdit,
@@ -32,7 +32,7 @@ from releasegate.review import (
 from releasegate.review._auto import output_hash
 from releasegate.review.labels import parse_label
 from releasegate.review.policy import Quota
-from releasegate.scaffold import scaffold
+from releasegate.run.record import CaseRecord, RunDir
 from releasegate.scorers import score_record
 
 HYPERLINK = '=HYPERLINK("http://example.invalid","x")'
@@ -461,7 +461,7 @@ def test_label_words():
 
 
 def test_rubric_snapshot_keeps_the_review_policy(run_dir):
-    from releasegate.rubric import load_rubric
+    from releasegate.inputs.rubric import load_rubric
 
     policy = load_rubric(run_dir / "rubric.yaml").review
     assert policy.min_reviewed == 4 and policy.sample.quotas == (Quota({"domain": "web"}, 3),)

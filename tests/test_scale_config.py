@@ -26,7 +26,7 @@ def config_with(tmp_path, scale: str, *, target: str | None = None, load: str = 
 
 def test_a_scale_section_loads_with_its_defaults(tmp_path):
     pytest.importorskip("ray")
-    from releasegate.config import load_config
+    from releasegate.inputs.config import load_config
 
     config = load_config(config_with(tmp_path, "{engine: ray}"))
     assert (config.scale.workers, config.scale.address, config.scale.cpus_per_worker, config.scale.gpus_per_worker) == (

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from releasegate.backends import Generation, Request
-from releasegate.load import LoadPlan
-from releasegate.record import Timing
+from releasegate.run.record import Timing
+from releasegate.run.traffic import LoadPlan
 from releasegate.scale import ScaleConfig
 from releasegate.scale.load import DistributedLoad, merge
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from releasegate.rubric import ForbiddenRule
+from releasegate.inputs.rubric import ForbiddenRule
 from releasegate.scorers import SCORERS, get_scorer
 from releasegate.scorers.forbidden import find_hits
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_subprocess, write_jsonl
-from releasegate.config import load_config
+from releasegate.inputs.config import load_config
 from releasegate.redaction import REDACTED, is_secret_name, mask_url, redact_error, url_secrets
 from releasegate.testing import StubBehaviour, StubServer
 

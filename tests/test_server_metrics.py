@@ -2,7 +2,7 @@
 
 import pytest
 
-from releasegate.server_metrics import normalise, parse_prometheus, summarise
+from releasegate.run.server_scrape import normalise, parse_prometheus, summarise
 
 VLLM = """\
 # HELP vllm:num_requests_waiting Number of requests waiting to be processed.

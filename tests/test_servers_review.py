@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from releasegate.record import RunDir
+from releasegate.run.record import RunDir
 from test_false_pass import Run, _healthy
 
 

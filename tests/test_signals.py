@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from conftest import write_jsonl
-from releasegate.record import RunDir
+from releasegate.run.record import RunDir
 
 CASES = 20
 
@@ -114,8 +114,8 @@ SWALLOWER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from releasegate.cli.check import _signals_stop
-    from releasegate.record import RunDir, RunInfo
-    from releasegate.runner import INTERRUPTION
+    from releasegate.run.record import RunDir, RunInfo
+    from releasegate.run.runner import INTERRUPTION
 
     run = RunDir(Path(sys.argv[1]))
     run.create()

@@ -5,7 +5,7 @@ import pytest
 from scipy import optimize
 from scipy.stats import binom, norm
 
-from releasegate.stats import (
+from releasegate.judging.stats import (
     _pooled_percentiles,
     bootstrap,
     cluster_bootstrap,

@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 
 from conftest import write_jsonl
-from releasegate.config import load_config
-from releasegate.suite_sample import allocate, draw
-from releasegate.suites import load_suite, load_suites
+from releasegate.inputs.config import load_config
+from releasegate.inputs.sampling import allocate, draw
+from releasegate.inputs.suites import load_suite, load_suites
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("datasets")
@@ -175,7 +175,7 @@ def test_an_error_names_the_source_row_of_a_sampled_case(project, cli, fmt):
 
 
 def test_validate_keeps_no_case_list(project, cli, monkeypatch):
-    import releasegate.suites as suites
+    import releasegate.inputs.suites as suites
 
     def refuse(*args, **kwargs):
         raise AssertionError("validate built the list of cases")

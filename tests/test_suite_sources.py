@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_subprocess, write_jsonl
-from releasegate.config import load_config
-from releasegate.suites import load_suite
+from releasegate.inputs.config import load_config
+from releasegate.inputs.suites import load_suite
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("datasets")
@@ -212,7 +212,7 @@ def test_hub_dataset_not_cached_is_a_one_line_offline_error(project, tmp_path_fa
 
 
 def test_limit_reads_only_the_rows_it_needs(project, cli, monkeypatch):
-    import releasegate.suite_sources as sources
+    import releasegate.inputs.sources as sources
 
     n = 100_000
     frame = pd.DataFrame({

@@ -4,7 +4,7 @@ import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from ..record import Timing, Tokens
+from ..run.record import Timing, Tokens
 
 __all__ = ["Backend", "Request", "Generation", "backend", "create_backend", "BACKENDS"]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from array import array
 
-from ..stats import percentile
+from ..judging.stats import percentile
 
 __all__ = ["LatenessProbe", "BATCHED_GAP_MS", "loop_factory"]
 

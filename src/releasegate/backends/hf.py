@@ -15,7 +15,7 @@ import time
 import warnings
 
 from ..errors import TargetError
-from ..record import Timing, Tokens
+from ..run.record import Timing, Tokens
 from ._base import Backend, Generation, Request
 
 _NS_PER_MS = 1e6

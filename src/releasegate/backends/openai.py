@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import InputError, TargetError
-from ..record import Timing, Tokens
 from ..redaction import mask_url
+from ..run.record import Timing, Tokens
 from ._base import Backend, Generation, Request
 from ._lateness import LatenessProbe, loop_factory
 from ._stream import parse_sse, split_tokens, stream_timing

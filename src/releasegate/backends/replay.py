@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .._loading import read_text
 from ..errors import InputError
-from ..record import Tokens
+from ..inputs.files import read_text
+from ..run.record import Tokens
 from ._base import Backend, Generation, Request
 
 

@@ -24,10 +24,10 @@ def capacity(
     directory without a sweep."""
     from rich.table import Table
 
-    from ..record import RunDir
     from ..report._capacity import capacity_lines
     from ..report._format import format_value
     from ..report._view import load_report
+    from ..run.record import RunDir
 
     report = load_report(RunDir(run_dir))
     sweep = report.get("capacity")

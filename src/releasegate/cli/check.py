@@ -67,7 +67,7 @@ def check(
     ("interrupted" on stderr) and run.json status 'interrupted'; `check --resume RUN_DIR` finishes the run (one
     stopped while judging has every record: the resume judges it and writes the reports). See `_signals_stop`."""
     from ..report import criteria_table, verdict_lines
-    from ..runner import resume_check, run_check
+    from ..run.runner import resume_check, run_check
     from .validate import load_inputs
 
     console = consoles(as_json)
@@ -125,7 +125,7 @@ def _signals_stop() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from ..runner import INTERRUPTION as state
+    from ..run.runner import INTERRUPTION as state
 
     leaving = threading.Event()  # cancels the grace-period exit once `check` is done with the run
 

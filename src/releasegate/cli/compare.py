@@ -24,12 +24,12 @@ def compare(
     """Compare two runs on their shared cases: exact McNemar for pass/fail metrics, paired bootstrap for latency.
     Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided, nothing was shared or a
     run is incomplete, 4 if the candidate's target failed most requests, else 0."""
-    from ..compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
-    from ..gate import EXIT_CODES
-    from ..health import target_failure
+    from ..inputs.rubric import load_rubric
+    from ..judging.compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
+    from ..judging.criteria import EXIT_CODES
+    from ..judging.health import target_failure
     from ..llm_judge.verdicts import run_verdicts
-    from ..record import RunDir
-    from ..rubric import load_rubric
+    from ..run.record import RunDir
 
     base_run, cand_run = RunDir(baseline), RunDir(candidate)
     base_info, cand_info = base_run.read_info(), cand_run.read_info()
@@ -58,7 +58,7 @@ def compare(
 
 def _problems(role: str, run, info) -> list[str]:
     """What keeps a run from being compared as a whole (`health.run_problems`), each naming the run."""
-    from ..health import planned_phases, run_problems
+    from ..judging.health import planned_phases, run_problems
 
     info.phases = planned_phases(run.path, info)
     load = run.read_records("load.jsonl", required=False)

@@ -19,12 +19,12 @@ def gate(
     as_json: JsonOption = False,
 ) -> int:
     """Re-score the saved outputs and re-judge them (after a rubric change or new human labels). Rewrites the reports."""
-    from ..health import planned_phases
-    from ..judge import judge_run
-    from ..record import RunDir
+    from ..inputs.rubric import load_rubric
+    from ..judging.health import planned_phases
+    from ..judging.verdict import judge_run
     from ..report import criteria_table, verdict_lines, write_reports
     from ..review.labels import read_labels
-    from ..rubric import load_rubric
+    from ..run.record import RunDir
 
     run = RunDir(run_dir)
     info = run.read_info()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..scaffold import scaffold
+from ..inputs.scaffold import scaffold
 from ._common import consoles
 
 

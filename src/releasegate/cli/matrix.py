@@ -10,7 +10,7 @@ import typer
 
 from .. import DEFAULT_CONFIG
 from ..errors import InputError
-from ..matrix import VARIANTS
+from ..run.matrix import VARIANTS
 from ._common import (
     AllowPendingOption,
     ConfigOption,
@@ -38,10 +38,10 @@ def matrix(
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
     and cost ratios, share of outputs identical to the reference. Exits with the worst verdict: a variant's own gate
     verdict or its quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
-    from ..gate import EXIT_CODES
-    from ..matrix import matrix_rows, matrix_verdict, variant_changes, variant_config
-    from ..record import RunDir
-    from ..runner import new_run_id, run_check
+    from ..judging.criteria import EXIT_CODES
+    from ..run.matrix import matrix_rows, matrix_verdict, variant_changes, variant_config
+    from ..run.record import RunDir
+    from ..run.runner import new_run_id, run_check
     from .validate import load_inputs
 
     cfg, rubric, cases = load_inputs(config, limit=limit)  # only the cases it runs are read

@@ -141,9 +141,9 @@ def review_table(rows: dict[str, dict]):
 
 
 def _load(run_dir: Path, rubric: Path | None):
+    from ..inputs.rubric import load_rubric
     from ..llm_judge.verdicts import run_verdicts
-    from ..record import RunDir
-    from ..rubric import load_rubric
+    from ..run.record import RunDir
     from ..scorers import score_record
 
     run = RunDir(run_dir)

@@ -30,8 +30,8 @@ def servers(
     verdict, quality parity with the first, TTFT/TPOT and whether it is prefill- or decode-bound, throughput,
     cost, capacity at the latency objective; and which to choose, among those whose gate passed.
     Exit 0 with a recommendation, 3 when no target is eligible, 2 for a bad run directory."""
+    from ..judging.servers import compare_servers
     from ..report.servers import render_servers, servers_table
-    from ..servers import compare_servers
 
     comparison = compare_servers(runs)
     if as_json:

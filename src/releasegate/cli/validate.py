@@ -20,9 +20,9 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     `keep=False` (`validate`): the cases are read one at a time and not kept, their ids as 8-byte hashes
     (`stream_cases`), and a Counter of cases per suite is returned in their place, so a suite of a million rows
     validates in bounded memory."""
-    from ..config import load_config
-    from ..rubric import load_rubric
-    from ..suites import load_suites, stream_cases, suite_tags
+    from ..inputs.config import load_config
+    from ..inputs.rubric import load_rubric
+    from ..inputs.suites import load_suites, stream_cases, suite_tags
 
     config = load_config(config_path)
     rubric = load_rubric(config.rubric)

@@ -20,7 +20,7 @@ def verify(
     not on disk, the model behind an endpoint); 2: not a run."""
     from rich.table import Table
 
-    from ..manifest import compare_manifest, read_manifest
+    from ..run.manifest import compare_manifest, read_manifest
 
     manifest = read_manifest(run_dir)
     rows = compare_manifest(manifest)

@@ -11,11 +11,11 @@ evidence for 0.8.
 
 from __future__ import annotations
 
-from ..metrics import select, slices_of
+from ..judging.metrics import select, slices_of
+from ..judging.stats import wilson_bounds
 from ..review._auto import output_hash
 from ..review.labels import APPROVE, case_labels
 from ..review.summary import cohen_kappa
-from ..stats import wilson_bounds
 from .settings import CalibrationPolicy, parse_calibration
 
 __all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs"]

@@ -12,9 +12,9 @@ bound: a judge that passes what reviewers reject can no longer lift a model over
 
 from __future__ import annotations
 
-from ..gate import CriterionResult, judge_criterion
-from ..metrics import MetricValue, compute_metric, select
-from ..stats import wilson_bounds
+from ..judging.criteria import CriterionResult, judge_criterion
+from ..judging.metrics import MetricValue, compute_metric, select
+from ..judging.stats import wilson_bounds
 from .calibration import calibrate
 from .stage import judge_summary
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from ..record import RunDir
+from ..run.record import RunDir
 
 __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
 
@@ -94,8 +94,8 @@ def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
     """Append whole lines and fsync, through the run directory's redaction (see RunDir.append)."""
     import os
 
-    from ..record import _ESCAPED
     from ..redaction import redact
+    from ..run.record import _ESCAPED
 
     path = run.path / JUDGMENTS_FILE
     _cut_torn_tail(path)
@@ -109,7 +109,7 @@ def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
 
 def _cut_torn_tail(path) -> None:
     """A kill mid-append leaves a last line without its newline: cut it off, so the next append starts a line."""
-    from ..record import _last_line_start
+    from ..run.record import _last_line_start
 
     if not path.exists():
         return

@@ -115,7 +115,7 @@ def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings 
     """The `judge:` section; `make_target(raw)` builds its TargetConfig (as `target:` is built)."""
     if raw is None:
         return None
-    from .._loading import is_file, read_text
+    from ..inputs.files import is_file, read_text
 
     backend = raw.get("backend", "openai")
     need = {"openai": ("base_url", "model"), "hf": ("base",), "replay": ("responses",)}[backend]

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 from ..backends import Request, create_backend
 from ..errors import TargetError
-from ..record import CaseRecord, RunDir
 from ..review._auto import output_hash
+from ..run.record import CaseRecord, RunDir
 from .journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
 from .prompt import (
     Unparseable,
@@ -47,7 +47,7 @@ def judged_records(records: list[CaseRecord]) -> list[CaseRecord]:
 def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None) -> str:
     """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template.
     `inputs`: the judge's files already hashed (`judge_inputs`), so no file is read twice."""
-    from ..manifest import target_fingerprint
+    from ..run.manifest import target_fingerprint
 
     inputs = judge_inputs(settings) if inputs is None else inputs
     model_files = [e for e in inputs if e["role"] != "prompt"]
@@ -56,7 +56,7 @@ def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None)
 
 def judge_inputs(settings: JudgeSettings) -> list[dict]:
     """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
-    from ..manifest import _TOKENIZER, _WEIGHTS, sha256_file
+    from ..run.manifest import _TOKENIZER, _WEIGHTS, sha256_file
 
     t = settings.target
     files = [("responses", Path(t.responses))] if t.backend == "replay" else []
@@ -189,7 +189,7 @@ def _judge_target(settings: JudgeSettings, ask: _Ask):
 def _open_cache(path, fingerprint: str, generation: dict):
     if path is None:
         return None
-    from ..cache import ResponseCache
+    from ..run.response_cache import ResponseCache
 
     return ResponseCache(path, fingerprint=fingerprint, generation={**generation, "role": "judge"})
 

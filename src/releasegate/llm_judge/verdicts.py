@@ -64,7 +64,7 @@ def _baseline_hashes(path: str | None) -> dict:
     if not path:
         return {}
     from ..errors import InputError
-    from ..record import RunDir
+    from ..run.record import RunDir
 
     try:
         records = RunDir(path).read_records()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from ..record import RunDir
+from ..run.record import RunDir
 from ._format import format_value, json_inert
 from ._view import RunView, load_report
 from .markdown import append_step_summary, render_markdown

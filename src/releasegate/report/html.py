@@ -16,7 +16,7 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from ..metrics import KNOWN_METRICS
+from ..judging.metrics import KNOWN_METRICS
 from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
 from ._view import CaseRow, RunView
 from .terminal import request_summary

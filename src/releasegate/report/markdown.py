@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from ..metrics import KNOWN_METRICS
+from ..judging.metrics import KNOWN_METRICS
 from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
 from .terminal import request_summary
 

@@ -11,7 +11,7 @@ import re
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from ..stats import percentile
+from ..judging.stats import percentile
 
 __all__ = ["latency_plots"]
 

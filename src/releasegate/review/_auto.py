@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..record import CaseRecord
+from ..run.record import CaseRecord
 
 __all__ = ["PASS", "BORDERLINE", "FAIL", "automatic_outcome", "check_verdicts", "output_hash", "normalise_output"]
 

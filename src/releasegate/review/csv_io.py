@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._loading import MAX_FILE_BYTES
 from ..errors import InputError
-from ..record import CaseRecord
+from ..inputs.files import MAX_FILE_BYTES
 from ..report._format import inert, reveal
+from ..run.record import CaseRecord
 from ._auto import check_verdicts, output_hash
 from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
 from .sampler import ReviewSample
@@ -69,7 +69,7 @@ HIDDEN = "hidden"
 
 def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict]) -> list[Path]:
     """Write the review CSV of a sample and its instructions sidecar; return both paths."""
-    from ..judge import failing_cases  # judge imports the review summary
+    from ..judging.verdict import failing_cases  # judge imports the review summary
 
     by_id = {r.case_id: r for r in records}
     why = {f["case_id"]: f["why"] for f in failing_cases(records, scores, limit=len(records))}

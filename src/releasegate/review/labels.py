@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..errors import InputError
-from ..record import RunDir
+from ..run.record import RunDir
 
 __all__ = [
     "APPROVE", "REJECT", "LABEL_WORDS", "LabelEdit", "CaseLabel", "REVIEWS_FILE",

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 
 from ..errors import InputError
-from ..metrics import select
-from ..record import CaseRecord, RunDir
+from ..judging.metrics import select
+from ..run.record import CaseRecord, RunDir
 from ._auto import automatic_outcome, output_hash
 from .policy import ReviewPolicy, slice_name
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..gate import CriterionResult, judge_criterion
-from ..metrics import MetricValue, select
-from ..record import CaseRecord
+from ..judging.criteria import CriterionResult, judge_criterion
+from ..judging.metrics import MetricValue, select
+from ..run.record import CaseRecord
 from ._auto import PASS, automatic_outcome, output_hash
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from .policy import ReviewPolicy, slice_name
@@ -188,7 +188,7 @@ def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: lis
 
 
 def _result(slice_: dict, row: dict) -> CriterionResult:
-    from ..rubric import Criterion  # here: the rubric module imports the review policy
+    from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
 
     name = f"human approval[{slice_name(slice_)}]" if slice_ else "human approval"
     threshold = row["min_approval"] if row["min_approval"] is not None else 1.0

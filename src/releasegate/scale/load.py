@@ -20,7 +20,7 @@ import itertools
 import time
 
 from ..backends.openai import LoadRun
-from ..stats import percentile
+from ..judging.stats import percentile
 from . import ScaleConfig
 from ._ray import Cluster, normal_priority, worker_env
 
@@ -69,7 +69,7 @@ def _requests(share: dict):
     plan would make its requests w, w + N, w + 2N, ... (unique ids across workers)."""
     if share["requests"] is not None:
         return share["requests"]
-    from ..load import _nth
+    from ..run.traffic import _nth
 
     pool, w, n = share["pool"], share["worker"], share["workers"]
     return (_nth(pool, w + k * n, "load") for k in itertools.count())

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
-from ..metrics import MetricValue
+from ..judging.metrics import MetricValue
 from ._text import as_text
 
 __all__ = ["resolve_module", "load_metric", "compute_evaluate_metric"]
@@ -21,7 +21,7 @@ def resolve_module(module: str) -> str:
     """`releasegate:field_accuracy` (or rouge, bleu, chrf) -> the shipped module's path; other names pass through."""
     if module.startswith("releasegate:"):
         name = module.split(":", 1)[1]
-        path = resources.files("releasegate.metrics_local").joinpath(name, f"{name}.py")
+        path = resources.files("releasegate.scorers.metrics_local").joinpath(name, f"{name}.py")
         if not Path(str(path)).exists():
             raise InputError(f"no shipped evaluate metric '{name}'", field="evaluate.module", hint="shipped: field_accuracy, rouge, bleu, chrf")
         return str(path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..record import CaseRecord
+from ..run.record import CaseRecord
 from ._registry import get_scorer
 from .forbidden import find_hits
 from .judged import judged_answer, pairwise_outcome

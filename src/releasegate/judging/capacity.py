@@ -160,7 +160,7 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
     slo = sweep.get("slo")
     if not isinstance(slo, dict) or not all(isinstance(e, dict) and isinstance(e.get("step"), int)
                                             and isinstance(e.get("rate"), (int, float)) for e in sweep.get("steps") or []):
-        from .errors import InputError  # a hand-edited run.json: one line, not a traceback
+        from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
 
         raise InputError("its capacity sweep has no slo, or a step without its step number and rate", file="run.json",
                          field="load_phase.sweep", hint="judge the run as `check` wrote it")

@@ -5,8 +5,14 @@ It re-scores every record from disk, so `releasegate gate RUN_DIR` with a change
 
 from __future__ import annotations
 
+from ..inputs.rubric import Criterion, Rubric
+from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
+from ..review.labels import LabelEdit
+from ..review.summary import summarize_review
+from ..run.record import CaseRecord, RunInfo
+from ..scorers import score_record
 from .capacity import capacity_metric, capacity_view, gated_records
-from .gate import (
+from .criteria import (
     EXIT_CODES,
     FAIL,
     INCONCLUSIVE,
@@ -19,7 +25,6 @@ from .gate import (
 )
 from .gate_report import typed_report
 from .health import client_kind, client_lag_ms, client_saturation, phase_counts, run_problems, target_failure
-from .llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
@@ -32,11 +37,6 @@ from .metrics import (
     select,
     slices_of,
 )
-from .record import CaseRecord, RunInfo
-from .review.labels import LabelEdit
-from .review.summary import summarize_review
-from .rubric import Criterion, Rubric
-from .scorers import score_record
 
 __all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases", "DEFAULT_ERROR_GUARD"]
 
@@ -233,12 +233,12 @@ def _baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=Non
         return None
     from pathlib import Path
 
+    from ..run.record import RunDir
     from .compare import Margins, compare_records
-    from .record import RunDir
 
     spec = rubric.baseline
     margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
-    from .llm_judge.verdicts import saved_verdicts
+    from ..llm_judge.verdicts import saved_verdicts
 
     base = RunDir(Path(spec["run"]))
     comparison = compare_records(base.read_records(), records, rubric.forbidden, margins,
@@ -284,7 +284,7 @@ def _latency_phase(latency_from: str, load_records: list) -> str:
 def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:
     if not rubric.evaluate:
         return {}
-    from .scorers.evaluate_metric import compute_evaluate_metric, load_metric
+    from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 
     out = {}
     for spec in rubric.evaluate:

@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
 
@@ -53,7 +53,7 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
 
 def _dataset_snapshot(hub: str, revision: str | None) -> Path | None:
     """The hub cache's snapshot of a dataset repository at `revision` (never downloads), or None."""
-    from .suite_sources import _hub_snapshot
+    from ..inputs.sources import _hub_snapshot
 
     folder = _hub_snapshot(hub, revision)
     return Path(folder) if folder is not None else None
@@ -72,7 +72,7 @@ def schema_paths(suite, base_dir: Path) -> list[Path]:
     out = [base_dir / f["schema"] for f in suite.format if isinstance(f.get("schema"), str)]
     if getattr(suite, "source", None) is not None:  # a row's case has the suite's format checks
         return out
-    from .suites import _lines
+    from ..inputs.suites import _lines
 
     try:
         for _, line in _lines(suite.path):

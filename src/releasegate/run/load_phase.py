@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .backends.openai import OpenAIBackend
-from .load import plan_load
+from ..backends.openai import OpenAIBackend
 from .record import CaseRecord, RunDir, RunInfo
-from .server_metrics import Scraper, summarise
+from .server_scrape import Scraper, summarise
+from .traffic import plan_load
 
 __all__ = ["run_load_phase"]
 
@@ -31,7 +31,7 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         # connections serve the load; the schedule and the deadline start with the window
         run_load = backend.run_load
         if config.scale is not None:  # the schedule split across Ray workers, each with its own client
-            from .scale.load import DistributedLoad
+            from ..scale.load import DistributedLoad
 
             run_load = DistributedLoad(backend, config.scale, plan).run_load
         done = run_load(

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import secrets
 
-from .backends import Request
-from .metrics import measured
+from ..backends import Request
+from ..judging.metrics import measured
+from ..judging.stats import percentile
 from .record import CaseRecord, RunDir, RunInfo
-from .server_metrics import Scraper
-from .stats import percentile
+from .server_scrape import Scraper
 
 __all__ = ["run_prefix_cache", "prefix_cache_summary", "JOURNAL"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["read_text", "load_yaml", "validate", "field_path", "line_of", "schema", "exists", "is_file", "is_dir"]
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import fmean
 
+from ..run.record import CaseRecord
+from ..scorers import score_record
 from .metrics import select, slices_of
-from .record import CaseRecord
-from .scorers import score_record
 from .stats import mcnemar_exact, paired_bootstrap_delta
 
 __all__ = ["Margins", "compare_records", "comparison_verdict", "DEFAULT_MARGINS"]

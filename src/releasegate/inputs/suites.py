@@ -21,9 +21,9 @@ from pathlib import Path
 from sys import intern
 from typing import Any, BinaryIO
 
-from ._loading import MAX_FILE_BYTES, exists, is_dir, read_text, validate
+from ..errors import InputError
 from .config import SuiteConfig
-from .errors import InputError
+from .files import MAX_FILE_BYTES, exists, is_dir, read_text, validate
 
 __all__ = ["Case", "load_suite", "load_suites", "iter_cases", "stream_cases", "suite_tags"]
 
@@ -73,7 +73,7 @@ def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int 
         remaining = limit - count if limit else None
         if remaining == 0:
             if suite.source is not None:
-                from .suite_sources import check_source
+                from .sources import check_source
 
                 check_source(suite)
             else:
@@ -162,7 +162,7 @@ def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
 
 
 def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
-    from .suite_sources import row_tags, source_rows
+    from .sources import row_tags, source_rows
 
     try:
         for _, row in source_rows(suite):
@@ -174,7 +174,7 @@ def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
 def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: dict) -> Iterator[Case]:
     """The cases of a tabular source (see `suite_sources`): each row made a case object, then validated and
     built exactly as a JSONL line is. Rows are read only up to the last case wanted."""
-    from .suite_sources import Templates, column_of, row_to_raw, source_rows, where
+    from .sources import Templates, column_of, row_to_raw, source_rows, where
 
     file = where(suite)
     default_format = _suite_defaults(suite, config_dir)

@@ -26,10 +26,10 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .backends import Generation, Request
-from .errors import InputError
+from ..backends import Generation, Request
+from ..errors import InputError
+from ..redaction import redact
 from .record import Timing, Tokens, valid_text
-from .redaction import redact
 
 __all__ = ["ResponseCache", "cache_key"]
 

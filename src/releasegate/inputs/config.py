@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from . import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
-from ._loading import exists, field_path, is_dir, is_file, line_of, load_yaml, read_text, validate
-from .errors import InputError
-from .redaction import (
+from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
+from ..errors import InputError
+from ..redaction import (
     REDACTED,
     URL_REDACTED,
     add_secret,
@@ -33,7 +32,8 @@ from .redaction import (
     secret_from_env,
     url_secrets,
 )
-from .scale import ScaleConfig, parse_scale
+from ..scale import ScaleConfig, parse_scale
+from .files import exists, field_path, is_dir, is_file, line_of, load_yaml, read_text, validate
 
 __all__ = [
     "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "SweepConfig", "PrefixCacheConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
@@ -337,7 +337,7 @@ def _judge(raw: dict | None, here: Path, at):
     """The `judge:` section: its model is built exactly as `target:` is, errors named under judge."""
     if raw is None:
         return None
-    from .llm_judge.settings import parse_judge
+    from ..llm_judge.settings import parse_judge
 
     def judge_at(*parts):
         return at("judge", *parts[1:]) if parts and parts[0] == "target" else at(*parts)
@@ -562,7 +562,7 @@ def _suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
     else:
         source["path"] = _under(here, source["path"])
         if "format" not in source:
-            from .suite_sources import EXTENSIONS
+            from .sources import EXTENSIONS
 
             fmt = EXTENSIONS.get(source["path"].suffix.lower())
             if fmt is None:

@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._loading import exists, field_path, is_file, line_of, load_yaml, validate
-from .errors import InputError
-from .llm_judge.settings import CalibrationPolicy, parse_calibration
-from .metrics import BOUNDED_METRICS, ERROR_METRICS, KNOWN_METRICS
-from .review.policy import ReviewPolicy, parse_policy
+from ..errors import InputError
+from ..judging.metrics import BOUNDED_METRICS, ERROR_METRICS, KNOWN_METRICS
+from ..llm_judge.settings import CalibrationPolicy, parse_calibration
+from ..review.policy import ReviewPolicy, parse_policy
+from .files import exists, field_path, is_file, line_of, load_yaml, validate
 
 __all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
 

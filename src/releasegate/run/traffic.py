@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._loading import read_text
-from .backends import Request
-from .config import LoadConfig
-from .errors import InputError
+from ..backends import Request
+from ..errors import InputError
+from ..inputs.config import LoadConfig
+from ..inputs.files import read_text
 
 __all__ = ["arrival_offsets", "read_traffic", "LoadPlan", "plan_load"]
 

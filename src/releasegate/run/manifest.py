@@ -21,10 +21,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import InputError
-from .manifest_suites import SNAPSHOT_KEY, sample_entries, schema_paths, snapshot_commit, source_files
-from .redaction import redact_data
+from .. import __version__
+from ..errors import InputError
+from ..redaction import redact_data
+from .manifest_inputs import SNAPSHOT_KEY, sample_entries, schema_paths, snapshot_commit, source_files
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
            "typed_report"]
@@ -130,10 +130,10 @@ class GateReport(_Model):
     loop ran late by more than the rubric's `max_client_lag_share` of TTFT p50), or null."""
     load_phase: dict[str, Any] | None = None
     prefix_cache: dict[str, Any] | None = None
-    """The prefix-cache probe (see releasegate.prefix_cache): warm and cold TTFT P50/P95 with n, prompt and
+    """The prefix-cache probe (see releasegate.run.prefix_cache): warm and cold TTFT P50/P95 with n, prompt and
     server-reported cached prompt tokens per request, `saved_ms_p50` and `cold_over_warm_p50`; null without one."""
     capacity: dict[str, Any] | None = None
-    """The capacity sweep judged again (see releasegate.capacity): every step with its figures and verdict,
+    """The capacity sweep judged again (see releasegate.judging.capacity): every step with its figures and verdict,
     `capacity_rps` (null when unknown, with `why`), the server signals and scale-out thresholds at the capacity,
     and the cost per 1M output tokens there; null when the load phase was no sweep."""
     slices: list[dict[str, Any]]

@@ -16,9 +16,9 @@ lowest TTFT p95. No eligible target: no recommendation, exit 3.
 
 from __future__ import annotations
 
+from ..errors import InputError
+from ..run.record import RunDir
 from .compare import Margins, compare_records, comparison_verdict
-from .errors import InputError
-from .record import RunDir
 
 __all__ = ["compare_servers", "PREFILL_BOUND_SHARE"]
 
@@ -30,9 +30,9 @@ _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "tt
 
 def compare_servers(run_dirs: list) -> dict:
     """The comparison of saved, judged runs; the first is the reference for parity."""
-    from .llm_judge.verdicts import saved_verdicts
-    from .report._view import load_report
-    from .rubric import ForbiddenRule
+    from ..inputs.rubric import ForbiddenRule
+    from ..llm_judge.verdicts import saved_verdicts
+    from ..report._view import load_report
 
     if len(run_dirs) < 2:
         raise InputError("give two or more run directories to compare", hint="releasegate servers RUN_A RUN_B ...")

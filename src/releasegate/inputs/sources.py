@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._loading import exists, is_dir
-from .errors import InputError
+from ..errors import InputError
+from .files import exists, is_dir
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
 
@@ -64,7 +64,7 @@ def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict]
     if not getattr(suite, "sample", None):
         yield from _all_rows(suite)
         return
-    from .suite_sample import sampled_rows
+    from .sampling import sampled_rows
 
     try:
         yield from sampled_rows(suite, _all_rows, limit=limit)
@@ -138,7 +138,7 @@ def _arrow_rows(path: str, fmt: str) -> Iterator[dict]:
 
         batches = pq.ParquetFile(path).iter_batches(batch_size=_BATCH)
     else:
-        from .suite_sample import arrow_table
+        from .sampling import arrow_table
 
         batches = arrow_table(path).to_batches(max_chunksize=_BATCH)
     for batch in batches:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .record import CaseRecord, RunInfo
+from ..run.record import CaseRecord, RunInfo
 
 __all__ = [
     "run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",

@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from .errors import InputError
-from .redaction import redact, redact_data, redact_error
+from ..errors import InputError
+from ..redaction import redact, redact_data, redact_error
 
 __all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
 
@@ -191,7 +191,7 @@ class RunInfo(BaseModel):
     """The load phase, when one ran: profile, seconds, requests, warm-up, server metrics summary."""
     prefix_cache: dict[str, Any] | None = None
     """The prefix-cache probe, when one ran: TTFT and server-reported cached prompt tokens, warm and cold (see
-    releasegate.prefix_cache)."""
+    releasegate.run.prefix_cache)."""
     client: dict[str, Any] | None = None
     """The client's own lateness over the quality phase (openai backend): event-loop lag percentiles in ms, the
     client process's CPU share. The load phase's is `load_phase['client']`. See `health.client_saturation`."""

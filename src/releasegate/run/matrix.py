@@ -15,10 +15,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from .errors import InputError
+from ..errors import InputError
 
 if TYPE_CHECKING:  # the CLI lists the variants without loading runs, configs or the comparison
-    from .config import Config
+    from ..inputs.config import Config
     from .record import RunDir
 
 __all__ = ["VARIANTS", "variant_config", "variant_changes", "matrix_rows", "matrix_verdict"]
@@ -49,7 +49,7 @@ def variant_config(config: Config, variant: str, draft) -> Config:
 
 def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rules) -> list[dict]:
     """One row per variant against the first (the reference)."""
-    from .compare import compare_records
+    from ..judging.compare import compare_records
 
     names = list(runs)
     ref_name = names[0]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["allocate", "draw", "sampled_rows"]
 
@@ -80,7 +80,7 @@ def draw(codes, spec: dict, *, limit: int | None = None):
 def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:
     """(row number, row) of the sample in its order. `rows_of(suite)`: the source's rows, for formats that are
     not columnar (the strata are then collected in one pass and the chosen rows in a second)."""
-    from .suite_sources import where
+    from .sources import where
 
     spec, by = suite.sample, list(suite.sample.get("by") or ())
     table = _table(suite) if suite.source.get("format") in COLUMNAR and "hub" not in suite.source else None
@@ -113,7 +113,7 @@ def _table(suite):
         return pq.ParquetFile(path)
     if src["format"] == "arrow":
         return arrow_table(path)
-    from .suite_sources import disk_dataset
+    from .sources import disk_dataset
 
     data = disk_dataset(src)
     if getattr(data, "_indices", None) is not None:  # a selection over the table: read through datasets

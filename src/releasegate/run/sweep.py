@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
-from .backends import Request
-from .capacity import STEP_TAG, capacity_view, step_signals
-from .load import _nth, arrival_offsets
+from ..backends import Request
+from ..judging.capacity import STEP_TAG, capacity_view, step_signals
 from .load_phase import _json_line, _record
 from .record import RunInfo
-from .server_metrics import Scraper, summarise
+from .server_scrape import Scraper, summarise
+from .traffic import _nth, arrival_offsets
 
 __all__ = ["run_sweep"]
 

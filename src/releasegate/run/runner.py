@@ -20,18 +20,18 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from . import __version__
-from .backends import Backend, Generation, Request, create_backend
-from .config import Config, load_config
-from .errors import InputError
-from .judge import judge_run
+from .. import __version__
+from ..backends import Backend, Generation, Request, create_backend
+from ..errors import InputError
+from ..inputs.config import Config, load_config
+from ..inputs.rubric import Rubric, load_rubric
+from ..inputs.suites import Case, load_suites
+from ..judging.verdict import judge_run
+from ..redaction import redact_data, secret_from_env
+from ..report import write_reports
+from ..scorers import score_record
 from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest
 from .record import CaseRecord, RunDir, RunInfo
-from .redaction import redact_data, secret_from_env
-from .report import write_reports
-from .rubric import Rubric, load_rubric
-from .scorers import score_record
-from .suites import Case, load_suites
 
 __all__ = ["run_check", "resume_check", "new_run_id"]
 
@@ -58,7 +58,7 @@ def run_check(
     # an unreadable input fails before the directory exists
     manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     if config.judge is not None:
-        from .llm_judge.stage import judge_manifest
+        from ..llm_judge.stage import judge_manifest
 
         manifest["judge"] = judge_manifest(config.judge)
     run.create()
@@ -120,14 +120,14 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
 
 def _check_judged(config: Config, cases: list[Case]) -> None:
     if config.judge is not None or any((c.answer or {}).get("type") == "judge" for c in cases):
-        from .llm_judge.settings import check_judged_cases
+        from ..llm_judge.settings import check_judged_cases
 
         check_judged_cases(config, cases)
 
 
 def _check_metrics(rubric: Rubric) -> None:
     if rubric.evaluate:  # fail on an unloadable metric before spending time on the model
-        from .scorers.evaluate_metric import load_metric
+        from ..scorers.evaluate_metric import load_metric
 
         for spec in rubric.evaluate:
             load_metric(spec.module)
@@ -255,10 +255,10 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     try:
         labels = None
         if mode != "start":  # reviewers may have labelled part of the run while it was stopped
-            from .review.labels import read_labels
+            from ..review.labels import read_labels
 
             labels = read_labels(run)
-        from .llm_judge.verdicts import run_verdicts
+        from ..llm_judge.verdicts import run_verdicts
 
         report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
                            labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info))
@@ -283,7 +283,7 @@ def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) 
     """The LLM judge grades the judge-scored outputs (releasegate.llm_judge.stage), when the config has one."""
     if config.judge is None:
         return
-    from .llm_judge.stage import judge_stage
+    from ..llm_judge.stage import judge_stage
 
     judge_stage(run, info, config, console=console, bar_factory=lambda: progress_bar(console, progress),
                 use_cache=use_cache, between=INTERRUPTION.raise_if_pending)
@@ -331,7 +331,7 @@ def _open_cache(config: Config, fingerprint: str | None, use_cache: bool, consol
         console.print("response cache not used: the model is a hub id with no local copy to fingerprint",
                       markup=False, soft_wrap=True)
         return None
-    from .cache import ResponseCache
+    from .response_cache import ResponseCache
 
     generation = {**config.generation, "max_new_tokens": config.max_new_tokens}
     return ResponseCache(config.cache.path, fingerprint=fingerprint, generation=generation, ttl_s=config.cache.ttl_s)
