@@ -65,7 +65,7 @@ def main() -> None:
 
 
 def run(tmp: Path, server, run_id: str, load: str) -> dict:
-    from releasegate.cli.validate import load_inputs
+    from releasegate.inputs.validation import load_inputs
     from releasegate.run.runner import run_check
 
     project = tmp / run_id

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from releasegate.cli.validate import load_inputs
+from releasegate.inputs.validation import load_inputs
 from releasegate.run.runner import run_check
 
 ROOT = Path(__file__).resolve().parents[1]

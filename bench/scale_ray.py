@@ -92,7 +92,7 @@ def main() -> None:
 def demo(rounds: int) -> None:
     from rich.console import Console
 
-    from releasegate.cli.validate import load_inputs
+    from releasegate.inputs.validation import load_inputs
     from releasegate.run.runner import run_check
 
     config, rubric, cases = load_inputs(ROOT / "releasegate.yaml")

@@ -315,7 +315,7 @@ def bucketed_and_file_order(tmp_path_factory):
     every journal append observed: {name: (run dir, [case ids of each append])}."""
     from rich.console import Console
 
-    from releasegate.cli.validate import load_inputs
+    from releasegate.inputs.validation import load_inputs
     from releasegate.run.runner import run_check
 
     out = tmp_path_factory.mktemp("bucketing")
@@ -441,7 +441,7 @@ def test_a_bucketed_run_that_stops_leaves_its_journal_in_case_order(monkeypatch,
     the batches already recorded in case order before the run is marked stopped."""
     from rich.console import Console
 
-    from releasegate.cli.validate import load_inputs
+    from releasegate.inputs.validation import load_inputs
     from releasegate.run import runner
 
     config, rubric, cases = load_inputs(DEMO)

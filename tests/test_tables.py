@@ -14,9 +14,9 @@ from pathlib import Path
 from rich.console import Console
 
 from conftest import run_subprocess, write_jsonl
-from releasegate.cli.matrix import _table as matrix_table
 from releasegate.report import format_value
 from releasegate.report._format import format_threshold
+from releasegate.report.matrix import matrix_table
 
 NARROW, WIDE = {"COLUMNS": "80"}, {"COLUMNS": "200"}
 LONG_NAME = "accuracy_of_the_customer_support_intent_and_priority_fields"

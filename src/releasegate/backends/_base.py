@@ -55,6 +55,8 @@ BACKENDS: dict[str, str] = {
     "openai": "releasegate.backends.openai:OpenAIBackend",
     "replay": "releasegate.backends.replay:ReplayBackend",
 }
+SCALED = {"hf": "releasegate.scale.hf:RayHFBackend"}
+"""Backends that `scale:` spreads over Ray workers (an endpoint's load phase reads `scale:` itself)."""
 
 
 def backend(name: str):
@@ -70,9 +72,12 @@ def backend(name: str):
 def create_backend(target, generation: dict | None = None, *, scale=None) -> Backend:
     """The backend named by `target.backend`, constructed from the target and generation config (not loaded).
     `scale` (config `scale:`): the hf backend spread over Ray workers; an endpoint's load phase reads it itself."""
-    if scale is not None and target.backend == "hf":
-        from ..scale.hf import RayHFBackend
+    if scale is not None and target.backend in SCALED:
+        return _class(SCALED[target.backend])(target, generation, scale)
+    return _class(BACKENDS[target.backend])(target, generation or {})
 
-        return RayHFBackend(target, generation, scale)
-    module, _, cls = BACKENDS[target.backend].partition(":")
-    return getattr(importlib.import_module(module), cls)(target, generation or {})
+
+def _class(where: str) -> type[Backend]:
+    """A backend class from its "module:Class" entry: a backend's heavy libraries load only when it is used."""
+    module, _, cls = where.partition(":")
+    return getattr(importlib.import_module(module), cls)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from pathlib import Path
 
 from ..errors import TargetError
 from ..run.record import Timing, Tokens
@@ -63,8 +64,6 @@ class HFBackend(Backend):
         return self.target.base
 
     def _hub_hint(self) -> str:
-        from pathlib import Path
-
         if Path(self.target.base).exists():
             return ""
         return " (a hub id: download the model where the hub is reachable and set target.base to its directory)"

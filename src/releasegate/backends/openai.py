@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import json
 import os
 import random
 import sys
@@ -29,7 +30,9 @@ from ..errors import InputError, TargetError
 from ..redaction import mask_url
 from ..run.record import Timing, Tokens
 from ._base import Backend, Generation, Request
+from ._http import httpx
 from ._lateness import LatenessProbe, loop_factory
+from ._sse_client import HTTPStatusError, LeanClient, StallTimeout
 from ._stream import parse_sse, split_tokens, stream_timing
 
 __all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
@@ -116,8 +119,6 @@ class OpenAIBackend(Backend):
         """The HTTP client for a run (`concurrency` requests in flight at most): the lean SSE client (default) or
         the `openai` package's client."""
         if self.target.client == "lean":
-            from ._sse_client import LeanClient
-
             t = self.target
             key = self.api_key()
             return LeanClient(t.base_url, None if key == _NO_KEY else key, headers=t.request_headers(),
@@ -126,8 +127,6 @@ class OpenAIBackend(Backend):
 
     def openai_client(self, concurrency: int | None = None):
         import openai
-
-        from ._http import httpx
 
         t = self.target
         timeout = httpx.Timeout(t.timeout_s, connect=t.connect_timeout_s, read=t.stall_timeout_s)
@@ -366,8 +365,6 @@ class OpenAIBackend(Backend):
         return await self._stream_openai(client, body)
 
     async def _stream_lean(self, client, body: dict):
-        import json
-
         payload = {k: v for k, v in body.items() if k != "extra_body"}
         payload.update(body.get("extra_body") or {})  # as the openai client does: merged into the JSON body
         path = "/chat/completions" if self.target.mode == "chat" else "/completions"
@@ -453,8 +450,6 @@ class _ErrorClass:
 
 def _classify(exc: BaseException) -> tuple[_ErrorClass, float | None]:
     """Map an exception to an error class; retry only what failed before the first token."""
-    from ._sse_client import HTTPStatusError, StallTimeout
-
     started = bool(getattr(exc, "partial_lines", None))
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return _ErrorClass("timeout", False), None
@@ -467,8 +462,6 @@ def _classify(exc: BaseException) -> tuple[_ErrorClass, float | None]:
     openai = sys.modules.get("openai")
     transport_errors: tuple[type[BaseException], ...] = (ConnectionError, OSError)
     if openai is not None:
-        from ._http import httpx
-
         if isinstance(exc, openai.APIStatusError):
             return _status_class(exc.status_code), _retry_after(exc.response.headers.get("retry-after"))
         if isinstance(exc, httpx.ReadTimeout) or isinstance(exc, openai.APITimeoutError):

@@ -66,9 +66,9 @@ def check(
     SIGINT (Ctrl-C) and SIGTERM (a CI timeout, `kill`) stop it at any point within seconds with exit code 130
     ("interrupted" on stderr) and run.json status 'interrupted'; `check --resume RUN_DIR` finishes the run (one
     stopped while judging has every record: the resume judges it and writes the reports). See `_signals_stop`."""
+    from ..inputs.validation import load_inputs
     from ..report import criteria_table, verdict_lines
     from ..run.runner import resume_check, run_check
-    from .validate import load_inputs
 
     console = consoles(as_json)
     if retry_errors and resume is None:

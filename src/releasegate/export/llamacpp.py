@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ._serve import serve_until_interrupted
+from .gguf import export_lora, export_model
 
 __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter"]
 
@@ -50,8 +52,6 @@ def export_for_serving(base: Path, adapters: list[Path], out_dir: Path, outtype:
 
     merge: one adapter merged into the base (`merge_adapter`) and exported as one model, no LoRA files.
     """
-    from .gguf import export_lora, export_model
-
     out_dir.mkdir(parents=True, exist_ok=True)
     if merge:
         if len(adapters) != 1:
@@ -73,8 +73,6 @@ def merge_adapter(base: Path, adapter: Path, out_dir: Path) -> Path:
     The tokenizer files are copied byte for byte (a tokenizer's save_pretrained may rewrite them), so the
     merged model tokenizes exactly as the base does. Serves as the merged checkpoint for vLLM too.
     """
-    import shutil
-
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM

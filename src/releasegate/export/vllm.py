@@ -17,6 +17,7 @@ named `vllm`.) A request selects the adapter by its model name: `"model": "good"
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
@@ -128,8 +129,6 @@ def _command(python: Path, base: Path, loras: dict[str, Path], *, alias: str, po
 
 def _lora_rank(adapter: Path) -> int:
     """The smallest rank vLLM accepts (1, 8, 16, 32, ...) that holds the adapter's r."""
-    import json
-
     r = int(json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))["r"])
     return next(size for size in (1, 8, 16, 32, 64, 128, 256, 320, 512) if size >= r)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
+from ..llm_judge.settings import parse_judge
 from ..redaction import (
     REDACTED,
     URL_REDACTED,
@@ -34,6 +36,7 @@ from ..redaction import (
 )
 from ..scale import ScaleConfig, parse_scale
 from .files import exists, field_path, is_dir, is_file, line_of, load_yaml, read_text, validate
+from .sources import EXTENSIONS
 
 __all__ = [
     "Config", "TargetConfig", "SuiteConfig", "CostConfig", "LoadConfig", "SweepConfig", "PrefixCacheConfig", "CacheConfig", "load_config", "DEFAULT_CONFIG",
@@ -337,7 +340,6 @@ def _judge(raw: dict | None, here: Path, at):
     """The `judge:` section: its model is built exactly as `target:` is, errors named under judge."""
     if raw is None:
         return None
-    from ..llm_judge.settings import parse_judge
 
     def judge_at(*parts):
         return at("judge", *parts[1:]) if parts and parts[0] == "target" else at(*parts)
@@ -562,8 +564,6 @@ def _suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
     else:
         source["path"] = _under(here, source["path"])
         if "format" not in source:
-            from .sources import EXTENSIONS
-
             fmt = EXTENSIONS.get(source["path"].suffix.lower())
             if fmt is None:
                 fmt = "disk" if is_dir(source["path"]) else None
@@ -609,8 +609,6 @@ def _sample(raw: dict | None, at) -> dict | None:
 
 def _only_split(directory: Path) -> str | None:
     """The one split of a DatasetDict's save_to_disk directory, None when it has several (or is no such)."""
-    import json
-
     try:
         splits = json.loads((directory / "dataset_dict.json").read_text("utf-8")).get("splits")
     except (OSError, ValueError, AttributeError):

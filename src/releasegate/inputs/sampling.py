@@ -21,10 +21,13 @@ numpy and pyarrow are imported only when a sampled suite is read.
 
 from __future__ import annotations
 
+import json
+from array import array
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InputError
+from .tables import arrow_table, disk_dataset, where
 
 __all__ = ["allocate", "draw", "sampled_rows"]
 
@@ -80,8 +83,6 @@ def draw(codes, spec: dict, *, limit: int | None = None):
 def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:
     """(row number, row) of the sample in its order. `rows_of(suite)`: the source's rows, for formats that are
     not columnar (the strata are then collected in one pass and the chosen rows in a second)."""
-    from .sources import where
-
     spec, by = suite.sample, list(suite.sample.get("by") or ())
     table = _table(suite) if suite.source.get("format") in COLUMNAR and "hub" not in suite.source else None
     if table is not None:
@@ -113,24 +114,12 @@ def _table(suite):
         return pq.ParquetFile(path)
     if src["format"] == "arrow":
         return arrow_table(path)
-    from .sources import disk_dataset
 
     data = disk_dataset(src)
     if getattr(data, "_indices", None) is not None:  # a selection over the table: read through datasets
         return None
     table = data.data
     return table.table if hasattr(table, "table") else pa.table(table)
-
-
-def arrow_table(path: str):
-    """An arrow file (IPC stream, as datasets writes it, or IPC file), memory-mapped."""
-    import pyarrow as pa
-
-    source = pa.memory_map(path)
-    try:
-        return pa.ipc.open_stream(source).read_all()
-    except pa.ArrowInvalid:
-        return pa.ipc.open_file(pa.memory_map(path)).read_all()
 
 
 def _is_parquet(table) -> bool:
@@ -180,8 +169,6 @@ def _first_seen(parts: list):
 
 def _codes_of_rows(rows: Iterator[tuple[int, dict]], by: list[str], file: str):
     """Each row's stratum, one pass over the rows keeping 8 bytes a row."""
-    from array import array
-
     codes: array = array("q")
     strata: dict[Any, int] = {}
     for number, row in rows:
@@ -201,8 +188,6 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return _NAN
     if isinstance(value, (list, dict)):
-        import json
-
         return json.dumps(value, sort_keys=True, default=str)
     return value
 

@@ -22,6 +22,8 @@ from typing import Any
 
 from ..errors import InputError
 from .files import exists, is_dir
+from .sampling import sampled_rows
+from .tables import _datasets, _short, arrow_table, disk_dataset, where
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
 
@@ -32,12 +34,6 @@ EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "
               ".ndjson": "jsonl", ".arrow": "arrow", ".xlsx": "xlsx", ".xlsm": "xlsx"}
 _BUILDER = {"csv": "csv", "json": "json", "jsonl": "json"}
 _BATCH = 1024  # rows converted to Python at a time
-
-
-def where(suite) -> str:
-    """What errors name as the file: the local path, or `hub:org/name` for a hub dataset."""
-    src = suite.source
-    return f"hub:{src['hub']}" if "hub" in src else str(suite.path)
 
 
 # -- reading rows --------------------------------------------------------------------------------------------
@@ -64,7 +60,6 @@ def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict]
     if not getattr(suite, "sample", None):
         yield from _all_rows(suite)
         return
-    from .sampling import sampled_rows
 
     try:
         yield from sampled_rows(suite, _all_rows, limit=limit)
@@ -101,22 +96,6 @@ def _all_rows(suite) -> Iterator[tuple[int, dict]]:
         yield number, row
 
 
-def _short(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _datasets():
-    try:
-        import datasets
-    except ImportError:  # pragma: no cover - a dependency of releasegate
-        raise InputError("suite sources need the 'datasets' package", hint="pip install datasets") from None
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # a read error is reported once, as an InputError
-    return datasets
-
-
 def _file_rows(src: dict) -> Iterator[dict]:
     path = str(src["path"])
     if src["format"] in ("parquet", "arrow"):  # pyarrow itself: what datasets would call, without its start-up
@@ -138,8 +117,6 @@ def _arrow_rows(path: str, fmt: str) -> Iterator[dict]:
 
         batches = pq.ParquetFile(path).iter_batches(batch_size=_BATCH)
     else:
-        from .sampling import arrow_table
-
         batches = arrow_table(path).to_batches(max_chunksize=_BATCH)
     for batch in batches:
         yield from batch.to_pylist()
@@ -152,26 +129,6 @@ def _disk_rows(src: dict) -> Iterator[dict]:
             yield from batch.to_pylist()
         return
     yield from data  # a selection over the table: rows are read as they are asked for
-
-
-def disk_dataset(src: dict):
-    """The split of a save_to_disk directory, as a memory-mapped Dataset."""
-    datasets = _datasets()
-    path = str(src["path"])
-    try:
-        data = datasets.load_from_disk(path)
-    except Exception as exc:
-        raise InputError(f"cannot read save_to_disk directory: {_short(exc)}", file=path) from None
-    if isinstance(data, datasets.DatasetDict):
-        split = src.get("split")
-        if split is None and len(data) == 1:
-            split = next(iter(data))
-        if split not in data:
-            raise InputError(f"no split '{split}' (splits: {', '.join(data)})" if split else
-                             f"the directory holds several splits ({', '.join(data)})", file=path,
-                             field="source.split", hint="set source.split")
-        data = data[split]
-    return data
 
 
 def _hub_snapshot(hub: str, revision: str | None) -> str | None:

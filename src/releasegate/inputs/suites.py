@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 from ..errors import InputError
 from .config import SuiteConfig
 from .files import MAX_FILE_BYTES, exists, is_dir, read_text, validate
+from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
 
 __all__ = ["Case", "load_suite", "load_suites", "iter_cases", "stream_cases", "suite_tags"]
 
@@ -73,8 +74,6 @@ def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int 
         remaining = limit - count if limit else None
         if remaining == 0:
             if suite.source is not None:
-                from .sources import check_source
-
                 check_source(suite)
             else:
                 _open(suite.path).close()
@@ -162,8 +161,6 @@ def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
 
 
 def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
-    from .sources import row_tags, source_rows
-
     try:
         for _, row in source_rows(suite):
             yield suite.name, row_tags(row, suite)
@@ -174,8 +171,6 @@ def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
 def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: dict) -> Iterator[Case]:
     """The cases of a tabular source (see `suite_sources`): each row made a case object, then validated and
     built exactly as a JSONL line is. Rows are read only up to the last case wanted."""
-    from .sources import Templates, column_of, row_to_raw, source_rows, where
-
     file = where(suite)
     default_format = _suite_defaults(suite, config_dir)
     templates = Templates(suite.template, file) if suite.template else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
+from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
 from .health import client_saturation
 from .metrics import MetricValue, measured
 from .stats import percentile, percentile_bounds, percentile_min_n
@@ -160,8 +161,6 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
     slo = sweep.get("slo")
     if not isinstance(slo, dict) or not all(isinstance(e, dict) and isinstance(e.get("step"), int)
                                             and isinstance(e.get("rate"), (int, float)) for e in sweep.get("steps") or []):
-        from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
-
         raise InputError("its capacity sweep has no slo, or a step without its step number and rate", file="run.json",
                          field="load_phase.sweep", hint="judge the run as `check` wrote it")
     by_step: dict[int, list] = {}

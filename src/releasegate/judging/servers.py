@@ -17,8 +17,12 @@ lowest TTFT p95. No eligible target: no recommendation, exit 3.
 from __future__ import annotations
 
 from ..errors import InputError
+from ..inputs.rubric import ForbiddenRule
+from ..llm_judge.verdicts import saved_verdicts
+from ..report._view import load_report
 from ..run.record import RunDir
 from .compare import Margins, compare_records, comparison_verdict
+from .health import planned_phases, run_problems
 
 __all__ = ["compare_servers", "PREFILL_BOUND_SHARE"]
 
@@ -30,10 +34,6 @@ _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "tt
 
 def compare_servers(run_dirs: list) -> dict:
     """The comparison of saved, judged runs; the first is the reference for parity."""
-    from ..inputs.rubric import ForbiddenRule
-    from ..llm_judge.verdicts import saved_verdicts
-    from ..report._view import load_report
-
     if len(run_dirs) < 2:
         raise InputError("give two or more run directories to compare", hint="releasegate servers RUN_A RUN_B ...")
     runs = [RunDir(p) for p in run_dirs]
@@ -74,8 +74,6 @@ def _target_row(run: RunDir, report: dict) -> dict:
 
 def _problems_now(run: RunDir, info) -> list[str]:
     """What keeps the run, as it is on disk now, from being whole (`health.run_problems`)."""
-    from .health import planned_phases, run_problems
-
     info.phases = planned_phases(run.path, info)
     return run_problems(info, run.read_records(), run.read_records("load.jsonl", required=False))
 

@@ -5,13 +5,18 @@ It re-scores every record from disk, so `releasegate gate RUN_DIR` with a change
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
+from ..llm_judge.verdicts import saved_verdicts
 from ..review.labels import LabelEdit
 from ..review.summary import summarize_review
-from ..run.record import CaseRecord, RunInfo
+from ..run.record import CaseRecord, RunDir, RunInfo
 from ..scorers import score_record
+from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 from .capacity import capacity_metric, capacity_view, gated_records
+from .compare import Margins, compare_records
 from .criteria import (
     EXIT_CODES,
     FAIL,
@@ -231,14 +236,9 @@ def _verdict_reason(verdict: str, results, problems: list[str], target: str | No
 def _baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None) -> dict | None:
     if not rubric.baseline:
         return None
-    from pathlib import Path
-
-    from ..run.record import RunDir
-    from .compare import Margins, compare_records
 
     spec = rubric.baseline
     margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
-    from ..llm_judge.verdicts import saved_verdicts
 
     base = RunDir(Path(spec["run"]))
     comparison = compare_records(base.read_records(), records, rubric.forbidden, margins,
@@ -284,7 +284,6 @@ def _latency_phase(latency_from: str, load_records: list) -> str:
 def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:
     if not rubric.evaluate:
         return {}
-    from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 
     out = {}
     for spec in rubric.evaluate:

@@ -11,6 +11,7 @@ OpenAI-compatible endpoint, a local hf model, or a replay file of scripted verdi
 in the run directory, so `gate` and `report` re-judge a run without asking again.
 """
 
+import importlib
 from typing import TYPE_CHECKING
 
 __all__ = [
@@ -32,6 +33,5 @@ def __getattr__(name: str):
     """Names load on first use: the rubric reads the calibration policy without the judge's machinery."""
     if name not in _HOMES:
         raise AttributeError(name)
-    import importlib
 
     return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

@@ -7,10 +7,13 @@ a case, or a changed judge, finds no judgment and asks again. The last line of a
 
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from ..run.record import RunDir
+from ..redaction import redact
+from ..run.record import _ESCAPED, RunDir, _last_line_start
 
 __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
 
@@ -92,11 +95,6 @@ def read_judgments(run: RunDir) -> dict[tuple, Judgment]:
 
 def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
     """Append whole lines and fsync, through the run directory's redaction (see RunDir.append)."""
-    import os
-
-    from ..redaction import redact
-    from ..run.record import _ESCAPED
-
     path = run.path / JUDGMENTS_FILE
     _cut_torn_tail(path)
     with path.open("a", encoding="utf-8") as fh:
@@ -109,8 +107,6 @@ def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
 
 def _cut_torn_tail(path) -> None:
     """A kill mid-append leaves a last line without its newline: cut it off, so the next append starts a line."""
-    from ..run.record import _last_line_start
-
     if not path.exists():
         return
     with path.open("r+b") as fh:

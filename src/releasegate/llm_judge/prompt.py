@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from ..errors import InputError
-from ..run.record import valid_text
+from ..text import valid_text
 
 __all__ = ["DEFAULT_TEMPLATE", "SYSTEM", "judge_messages", "verdict_schema", "response_format", "parse_reply",
            "Parsed", "Unparseable", "template_text", "check_template", "pairwise_messages", "preference_format",

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs.files import is_file, read_text
+from .prompt import check_template, template_text
 
 __all__ = [
     "JudgeSettings", "Criterion", "criterion_of", "parse_judge", "TARGET_KEYS", "CalibrationPolicy", "parse_calibration",
@@ -66,8 +68,6 @@ class JudgeSettings:
 
     def describe(self) -> dict:
         """What the manifest and report say of the judge: model, parameters, prompt template (credentials masked)."""
-        from .prompt import template_text
-
         t = self.target
         model = t.model or (str(t.base) if t.base else None) or (str(t.responses) if t.responses else None)
         return {
@@ -115,7 +115,6 @@ def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings 
     """The `judge:` section; `make_target(raw)` builds its TargetConfig (as `target:` is built)."""
     if raw is None:
         return None
-    from ..inputs.files import is_file, read_text
 
     backend = raw.get("backend", "openai")
     need = {"openai": ("base_url", "model"), "hf": ("base",), "replay": ("responses",)}[backend]
@@ -140,7 +139,6 @@ def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings 
         max_output_chars=raw.get("max_output_chars", 20000), system=raw.get("system"), on_error=raw.get("on_error", "insufficient"),
         cache=raw.get("cache", True), price=dict(raw.get("price") or {}), criteria=criteria, baseline=baseline,
     )
-    from .prompt import check_template
 
     check_template(settings, at("judge", "prompt"))
     return settings

@@ -17,7 +17,10 @@ from types import SimpleNamespace
 from ..backends import Request, create_backend
 from ..errors import TargetError
 from ..review._auto import output_hash
+from ..run.manifest import sha256_file, target_fingerprint
+from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
 from ..run.record import CaseRecord, RunDir
+from ..run.response_cache import ResponseCache
 from .journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
 from .prompt import (
     Unparseable,
@@ -47,8 +50,6 @@ def judged_records(records: list[CaseRecord]) -> list[CaseRecord]:
 def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None) -> str:
     """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template.
     `inputs`: the judge's files already hashed (`judge_inputs`), so no file is read twice."""
-    from ..run.manifest import target_fingerprint
-
     inputs = judge_inputs(settings) if inputs is None else inputs
     model_files = [e for e in inputs if e["role"] != "prompt"]
     return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), model_files) or "unhashed")
@@ -56,14 +57,12 @@ def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None)
 
 def judge_inputs(settings: JudgeSettings) -> list[dict]:
     """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
-    from ..run.manifest import _TOKENIZER, _WEIGHTS, sha256_file
-
     t = settings.target
     files = [("responses", Path(t.responses))] if t.backend == "replay" else []
     for role, root in (("model", t.base), ("adapter", t.adapter)) if t.backend != "replay" else ():
         if root is not None and Path(root).is_dir():
             files += [(role, p) for p in sorted(Path(root).iterdir())
-                      if p.suffix in _WEIGHTS or p.name in _TOKENIZER or p.name.endswith("config.json")]
+                      if p.suffix in WEIGHT_SUFFIXES or p.name in TOKENIZER_FILES or p.name.endswith("config.json")]
     if settings.prompt_path:
         files.append(("prompt", settings.prompt_path))
     return [{"role": role, "path": str(p), "sha256": sha256_file(p)} for role, p in files]
@@ -189,7 +188,6 @@ def _judge_target(settings: JudgeSettings, ask: _Ask):
 def _open_cache(path, fingerprint: str, generation: dict):
     if path is None:
         return None
-    from ..run.response_cache import ResponseCache
 
     return ResponseCache(path, fingerprint=fingerprint, generation={**generation, "role": "judge"})
 

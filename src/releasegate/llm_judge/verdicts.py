@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import InputError
 from ..review._auto import output_hash
+from ..run.record import RunDir
 from .journal import Judgment, judgment_key, read_judgments
 
 __all__ = ["Verdicts", "run_verdicts", "saved_verdicts", "criterion_name"]
@@ -63,8 +65,6 @@ def _baseline_hashes(path: str | None) -> dict:
     guess)."""
     if not path:
         return {}
-    from ..errors import InputError
-    from ..run.record import RunDir
 
     try:
         records = RunDir(path).read_records()

@@ -17,6 +17,8 @@ import json
 from ..run.record import RunDir
 from ._format import format_value, json_inert
 from ._view import RunView, load_report
+from .csv import render_csv
+from .junit import render_junit
 from .markdown import append_step_summary, render_markdown
 from .terminal import criteria_table, verdict_lines
 
@@ -46,14 +48,10 @@ def render(view: RunView | RunDir, fmt: str, *, junit_cases: bool = False) -> st
             return json_inert(json.dumps(report, indent=2, ensure_ascii=False, default=str)) + "\n"
         if fmt == "md":
             return render_markdown(report)
-        from .junit import render_junit
-
         return render_junit(report, cases=junit_cases)
     view = view if isinstance(view, RunView) else RunView.load(view)
     if fmt == "csv":
-        from .csv import render_csv
-
         return render_csv(view)
-    from .html import render_html
+    from .html import render_html  # jinja2 and matplotlib load only for HTML
 
     return render_html(view)

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs.rubric import ForbiddenRule, load_rubric
+from ..judging.gate_report import typed_report
+from ..judging.metrics import measured
+from ..judging.verdict import failing_cases
+from ..llm_judge.verdicts import run_verdicts
 from ..run.record import CaseRecord, RunDir, RunInfo
+from ..scorers import score_record
 
 __all__ = ["RunView", "CaseRow", "load_report"]
 
@@ -55,16 +61,12 @@ class RunView:
     @classmethod
     def load(cls, run: RunDir, report: dict | None = None) -> RunView:
         """Read a run directory; `report` defaults to its report.json."""
-        from ..inputs.rubric import ForbiddenRule, load_rubric
-        from ..scorers import score_record
-
         info, records = run.read_info(), run.read_records()
         report = report if report is not None else load_report(run)
         if report.get("forbidden_rules") is not None:  # the rules the report was judged with (gate --rubric X)
             forbidden = tuple(ForbiddenRule.from_dict(r) for r in report["forbidden_rules"])
         else:
             forbidden = load_rubric(run.path / "rubric.yaml").forbidden
-        from ..llm_judge.verdicts import run_verdicts
 
         verdicts = run_verdicts(run, info)
         scores = {r.case_id: score_record(r, forbidden, verdicts) for r in records}
@@ -72,8 +74,6 @@ class RunView:
         return cls(run.path, info, report, records, scores, load)
 
     def cases(self) -> list[CaseRow]:
-        from ..judging.verdict import failing_cases
-
         why = {f["case_id"]: f["why"] for f in failing_cases(self.records, self.scores, limit=len(self.records))}
         return [_row(r, self.scores[r.case_id], why.get(r.case_id, [])) for r in self.records]
 
@@ -81,8 +81,6 @@ class RunView:
     def timed_records(self) -> list[CaseRecord]:
         """The requests the report's latency figures come from: the quality cases, the load phase, or both;
         answered and not from the response cache (`metrics.measured`)."""
-        from ..judging.metrics import measured
-
         phase = self.report.get("latency_from", "quality")
         return measured({"load": self.load_records, "both": self.records + self.load_records}.get(phase, self.records))
 
@@ -107,7 +105,6 @@ def load_report(run: RunDir) -> dict:
         report = json.loads(path.read_text("utf-8"))
     except ValueError as exc:
         raise InputError(f"unreadable report.json: {exc}", file=path) from None
-    from ..judging.gate_report import typed_report
 
     return typed_report(report, source=path)
 

@@ -17,8 +17,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..judging.metrics import KNOWN_METRICS
+from ._capacity import capacity_lines, capacity_table, prefix_cache_lines
 from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
+from ._judge import calibration_table, judge_lines
 from ._view import CaseRow, RunView
+from .capacity_plots import capacity_plots
+from .plots import latency_plots
 from .terminal import request_summary
 
 __all__ = ["render_html", "CSP"]
@@ -50,7 +54,6 @@ def render_html(view: RunView) -> str:
     failing = [c for c in cases if not c.passed]
     shown = (failing + [c for c in cases if c.passed])[:MAX_CASE_ROWS]
     shown_ids = {c.case_id for c in shown}
-    from .plots import latency_plots
 
     template = _environment().get_template("report.html.j2")
     return template.render(
@@ -160,8 +163,6 @@ def _slices(rows: list[dict]) -> dict:
 
 
 def _judge(judge: dict | None) -> dict | None:
-    from ._judge import calibration_table, judge_lines
-
     if not judge:
         return None
     table = calibration_table(judge)
@@ -195,8 +196,6 @@ def _capacity(capacity: dict | None) -> dict | None:
     """The sweep's lines, step table and plots (latency vs rate, signals vs rate); None without a sweep."""
     if not capacity:
         return None
-    from ._capacity import capacity_lines, capacity_table
-    from .capacity_plots import capacity_plots
 
     columns, rows = capacity_table(capacity)
     return {"lines": capacity_lines(capacity), "columns": columns, "rows": rows,
@@ -204,8 +203,6 @@ def _capacity(capacity: dict | None) -> dict | None:
 
 
 def _prefix_cache(probe: dict | None) -> list[str]:
-    from ._capacity import prefix_cache_lines
-
     return prefix_cache_lines(probe)
 
 

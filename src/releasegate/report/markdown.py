@@ -14,7 +14,10 @@ import re
 import sys
 
 from ..judging.metrics import KNOWN_METRICS
+from ..review.summary import review_headline
+from ._capacity import capacity_lines, capacity_table, prefix_cache_lines
 from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
+from ._judge import calibration_table, judge_lines
 from .terminal import request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
@@ -128,8 +131,6 @@ def _load_lines(report: dict) -> list[str]:
 
 
 def _capacity_md(report: dict) -> list[str]:
-    from ._capacity import capacity_lines, capacity_table
-
     lines = capacity_lines(report.get("capacity"))
     if not lines:
         return []
@@ -140,8 +141,6 @@ def _capacity_md(report: dict) -> list[str]:
 
 
 def _prefix_md(report: dict) -> list[str]:
-    from ._capacity import prefix_cache_lines
-
     lines = prefix_cache_lines(report.get("prefix_cache"))
     return ["", "## Prefix cache", "", *(f"- {md_label(line)}" for line in lines)] if lines else []
 
@@ -157,8 +156,6 @@ def _slice_lines(report: dict) -> list[str]:
 
 
 def _review_headline(report: dict) -> list[str]:
-    from ..review.summary import review_headline
-
     line = review_headline(report.get("review"))
     return [f"- {md_label(line.split('; next:')[0])}"] if line else []
 
@@ -176,8 +173,6 @@ def _review_lines(report: dict) -> list[str]:
 
 
 def _judge_md(report: dict) -> list[str]:
-    from ._judge import calibration_table, judge_lines
-
     lines = judge_lines(report.get("judge"))
     if not lines:
         return []

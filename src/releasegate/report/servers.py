@@ -7,6 +7,8 @@ import io
 import json
 
 from ._format import format_value, inert
+from .markdown import md_label
+from .terminal import Col, FitTable
 
 __all__ = ["COLUMNS", "servers_rows", "render_servers", "servers_table"]
 
@@ -41,8 +43,6 @@ def servers_rows(comparison: dict) -> list[list[str]]:
 
 def servers_table(comparison: dict):
     """The terminal table, whole at any width (see `FitTable`)."""
-    from .terminal import Col, FitTable
-
     columns = [Col(label, "left" if key in ("run_id", "target", "verdict", "bottleneck", "quality_verdict") else "right")
                for key, label in COLUMNS]
     return FitTable(f"servers: {len(comparison['targets'])} targets, reference {comparison['reference']}", columns,
@@ -66,8 +66,6 @@ def render_servers(comparison: dict, fmt: str) -> str:
 
 
 def _markdown(comparison: dict) -> str:
-    from .markdown import md_label
-
     lines = ["# Server comparison", "", f"**Recommendation:** {md_label(comparison['recommendation'])}", "",
              "| " + " | ".join(label for _, label in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in servers_rows(comparison)]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..inputs.files import MAX_FILE_BYTES
+from ..judging.verdict import failing_cases  # judge imports the review summary
 from ..report._format import inert, reveal
 from ..run.record import CaseRecord
 from ._auto import check_verdicts, output_hash
@@ -69,8 +70,6 @@ HIDDEN = "hidden"
 
 def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict]) -> list[Path]:
     """Write the review CSV of a sample and its instructions sidecar; return both paths."""
-    from ..judging.verdict import failing_cases  # judge imports the review summary
-
     by_id = {r.case_id: r for r in records}
     why = {f["case_id"]: f["why"] for f in failing_cases(records, scores, limit=len(records))}
     buf = io.StringIO(newline="")

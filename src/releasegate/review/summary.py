@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
 from ..judging.criteria import CriterionResult, judge_criterion
 from ..judging.metrics import MetricValue, select
 from ..run.record import CaseRecord
@@ -188,8 +189,6 @@ def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: lis
 
 
 def _result(slice_: dict, row: dict) -> CriterionResult:
-    from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
-
     name = f"human approval[{slice_name(slice_)}]" if slice_ else "human approval"
     threshold = row["min_approval"] if row["min_approval"] is not None else 1.0
     criterion = Criterion(name=name, metric="human_approval", op=">=", threshold=threshold, slice=dict(slice_),

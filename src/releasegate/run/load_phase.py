@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from ..backends.openai import OpenAIBackend
-from .record import CaseRecord, RunDir, RunInfo
-from .server_scrape import Scraper, summarise
-from .traffic import plan_load
+from ..scale.load import DistributedLoad
+from .progress import progress_bar
+from .record import RunDir, RunInfo
+from .server_scrape import Scraper, samples_line, summarise
+from .sweep import run_sweep
+from .traffic import load_record, plan_load
 
 __all__ = ["run_load_phase"]
 
 
 def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, show: bool) -> None:
-    from .runner import progress_bar
-
     if not isinstance(backend, OpenAIBackend):  # the config loader already refuses this; belt and braces
         raise TypeError("a load phase needs the openai backend")
     if config.load.sweep is not None:
-        from .sweep import run_sweep
-
         with progress_bar(console, show) as bar:
             return run_sweep(backend, config, cases, run, info, bar)
     plan = plan_load(config.load, cases)
@@ -31,7 +30,6 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         # connections serve the load; the schedule and the deadline start with the window
         run_load = backend.run_load
         if config.scale is not None:  # the schedule split across Ray workers, each with its own client
-            from ..scale.load import DistributedLoad
 
             run_load = DistributedLoad(backend, config.scale, plan).run_load
         done = run_load(
@@ -40,11 +38,11 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
             on_done=lambda: bar.advance(task),
         )
         scraper.mark("end")
-    records = [_record(r, g) for r, g in done.results if g.error != "not_sent"]
+    records = [load_record(r, g) for r, g in done.results if g.error != "not_sent"]
     planned = len(done.results) if planned is None else planned
     not_sent = planned - len(records)
     run.append(records, "load.jsonl")
-    run.write_text("server_metrics.jsonl", "".join(_json_line(s) for s in scraper.samples))
+    run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in scraper.samples))
     client_ttft = [r.timing.ttft_ms for r in records if r.timing.ttft_ms is not None]
     info.load_phase = {
         "profile": plan.describe(),
@@ -64,16 +62,3 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
     run.write_info(info)
 
 
-def _record(request, gen, tags: dict | None = None) -> CaseRecord:
-    base_id = request.case_id.split(":", 1)[1] if ":" in request.case_id else request.case_id
-    return CaseRecord(
-        case_id=request.case_id, suite="load", tags={"phase": "load", "prompt_of": base_id, **(tags or {})},
-        input={"messages": request.messages} if request.messages is not None else {"prompt": request.prompt},
-        output=gen.text, error=gen.error, error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing,
-    )
-
-
-def _json_line(sample: dict) -> str:
-    import json
-
-    return json.dumps(sample) + "\n"

@@ -24,7 +24,7 @@ from typing import Any
 from .. import __version__
 from ..errors import InputError
 from ..redaction import redact_data
-from .manifest_inputs import SNAPSHOT_KEY, sample_entries, schema_paths, snapshot_commit, source_files
+from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
@@ -44,11 +44,6 @@ PACKAGES = (
 
 GENERATION_ROLES = ("suite", "schema", "responses", "traffic_log", "tokenizer", "model", "adapter", "draft")
 """Input roles (or role prefixes) that decide what a run generates: `check --resume` refuses when one changed."""
-
-_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack", ".onnx", ".npz")
-_TOKENIZER = {"tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
-              "added_tokens.json", "merges.txt", "spiece.model"}
-
 
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
@@ -113,7 +108,7 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
     for entry in manifest.get("directories", []):
         if not wanted(entry["role"]):
             continue
-        for role, file in _directory_files(Path(entry["path"]), entry["role"]):
+        for role, file in directory_files(Path(entry["path"]), entry["role"]):
             if str(file) not in known:
                 rows.append({"role": role, "path": str(file), "change": "added", "before": None, "after": _hash(file)})
     if packages:
@@ -254,39 +249,13 @@ def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> N
             continue
         folder = folder.resolve()
         directories.append({"role": owner, "path": str(folder)})
-        for role, file in _directory_files(folder, owner):
+        for role, file in directory_files(folder, owner):
             add(role, file, name=f"{owner}/{file.relative_to(folder)}")
             if file.name == "tokenizer_config.json":
                 template = _embedded_template(file)
                 if template is not None:
                     inputs.append({"role": f"{owner}:chat_template", "path": str(file.resolve()) + _TEMPLATE_KEY,
                                    "name": f"{owner}/{file.name}{_TEMPLATE_KEY}", "sha256": template})
-
-
-def _directory_files(folder: Path, owner: str) -> list[tuple[str, Path]]:
-    """Every file of a model directory with its role, hidden files and caches left out."""
-    out = []
-    if not folder.is_dir():
-        return out
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for name in sorted(files):
-            if not name.startswith("."):
-                out.append((f"{owner}:{_file_role(name)}", (Path(root) / name).resolve()))
-    return out
-
-
-def _file_role(name: str) -> str:
-    lower = name.lower()
-    if lower.endswith(_WEIGHTS):
-        return "weights"
-    if lower.endswith((".arrow", ".parquet")):
-        return "data"
-    if lower in _TOKENIZER or lower.startswith("vocab") or lower.endswith(".tiktoken"):
-        return "tokenizer"
-    if lower.startswith("chat_template") or lower.endswith(".jinja"):
-        return "chat_template"
-    return "config" if lower.endswith(".json") else "file"
 
 
 def _embedded_template(path: Path) -> str | None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs.sources import _hub_snapshot
+from ..inputs.suites import _lines
 
 __all__ = ["SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
 
@@ -24,8 +27,6 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
     """The bytes behind a suite's source: the file; every file of a save_to_disk split's directory (its arrow
     files, state.json, dataset_info.json; files added later show too); for a hub dataset, the commit its
     revision resolves to in the hub cache and every file of that snapshot."""
-    from .manifest import _directory_files
-
     src = suite.source
     if "hub" in src:
         key = f"hub:{src['hub']}@{src.get('revision') or 'main'}{SNAPSHOT_KEY}"
@@ -36,7 +37,7 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
             return
         inputs.append({"role": "suite:revision", "path": key, "name": suite.name, "sha256": commit})
         folder = _dataset_snapshot(src["hub"], src.get("revision"))
-        for _, file in _directory_files(folder, "suite"):
+        for _, file in directory_files(folder, "suite"):
             add("suite:data", file, name=f"{suite.name}/{file.name}")
         return
     if src["format"] != "disk":
@@ -44,7 +45,7 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
         return
     folder = Path(suite.path).parent.resolve()  # the split's directory (suite.path is its state.json)
     directories.append({"role": "suite", "path": str(folder)})
-    for role, file in _directory_files(folder, "suite"):
+    for role, file in directory_files(folder, "suite"):
         add(role, file, name=f"{suite.name}/{file.relative_to(folder)}")
     index = Path(src["path"]) / "dataset_dict.json"
     if index.is_file():
@@ -53,8 +54,6 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
 
 def _dataset_snapshot(hub: str, revision: str | None) -> Path | None:
     """The hub cache's snapshot of a dataset repository at `revision` (never downloads), or None."""
-    from ..inputs.sources import _hub_snapshot
-
     folder = _hub_snapshot(hub, revision)
     return Path(folder) if folder is not None else None
 
@@ -72,7 +71,6 @@ def schema_paths(suite, base_dir: Path) -> list[Path]:
     out = [base_dir / f["schema"] for f in suite.format if isinstance(f.get("schema"), str)]
     if getattr(suite, "source", None) is not None:  # a row's case has the suite's format checks
         return out
-    from ..inputs.suites import _lines
 
     try:
         for _, line in _lines(suite.path):
@@ -104,3 +102,36 @@ def sample_entries(config, cases) -> list[dict]:
             ids[case.suite].append(case.id)
     return [{"suite": name, "sample": spec, "cases": len(ids[name]),
              "ids_sha256": hashlib.sha256("\n".join(ids[name]).encode()).hexdigest()} for name, spec in sampled.items()]
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack", ".onnx", ".npz")
+
+
+def directory_files(folder: Path, owner: str) -> list[tuple[str, Path]]:
+    """Every file of a model directory with its role, hidden files and caches left out."""
+    out = []
+    if not folder.is_dir():
+        return out
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(files):
+            if not name.startswith("."):
+                out.append((f"{owner}:{_file_role(name)}", (Path(root) / name).resolve()))
+    return out
+
+
+def _file_role(name: str) -> str:
+    lower = name.lower()
+    if lower.endswith(WEIGHT_SUFFIXES):
+        return "weights"
+    if lower.endswith((".arrow", ".parquet")):
+        return "data"
+    if lower in TOKENIZER_FILES or lower.startswith("vocab") or lower.endswith(".tiktoken"):
+        return "tokenizer"
+    if lower.startswith("chat_template") or lower.endswith(".jinja"):
+        return "chat_template"
+    return "config" if lower.endswith(".json") else "file"
+
+
+TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
+              "added_tokens.json", "merges.txt", "spiece.model"}

@@ -1,56 +1,49 @@
-"""The variant matrix: the same suites through deployment variants of one HF model, compared with the first.
-
-    adapter      base + LoRA adapter, unmerged (the reference)
-    merged       adapter merged into the base (merge_and_unload): greedy outputs must be identical
-    int8         merged, then dynamic int8 quantization of Linear layers (CPU)
-    speculative  merged, assisted generation with a small draft model: greedy outputs must be identical
-
-Each variant is a full run under reports/<matrix-id>/<variant>/; the matrix compares each with the reference:
-quality delta with the paired test, TTFT / TPOT / E2E P95 ratios, cost ratio, and the share of outputs
-identical to the reference.
+"""The variant matrix: every variant of `variants` run in full and compared with the first (the reference):
+quality delta with the paired test, TTFT / TPOT / E2E P95 ratios, cost ratio, and the share of outputs identical
+to the reference. Each variant is a full run under reports/<matrix-id>/<variant>/.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from ..errors import InputError
+from rich.console import Console
 
-if TYPE_CHECKING:  # the CLI lists the variants without loading runs, configs or the comparison
-    from ..inputs.config import Config
-    from .record import RunDir
+from ..inputs.validation import load_inputs
+from ..judging.compare import compare_records
+from ..judging.criteria import EXIT_CODES
+from .record import RunDir
+from .runner import new_run_id, run_check
+from .variants import parse_variants, variant_changes, variant_config
 
-__all__ = ["VARIANTS", "variant_config", "variant_changes", "matrix_rows", "matrix_verdict"]
-
-VARIANTS = ("adapter", "merged", "int8", "speculative")
-
-
-def variant_changes(variant: str, draft) -> dict:
-    """How a variant's target differs from the config's (recorded in run.json so a resume rebuilds it)."""
-    return {
-        "adapter": {"merge": False, "quantize": None, "draft": None},
-        "merged": {"merge": True, "quantize": None, "draft": None},
-        "int8": {"merge": True, "quantize": "int8", "draft": None},
-        "speculative": {"merge": True, "quantize": None, "draft": draft, "batch_size": 1},
-    }[variant]
+__all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
 
 
-def variant_config(config: Config, variant: str, draft) -> Config:
-    """The config of one variant, derived from the base config's target."""
-    t = config.target
-    if t.backend != "hf" or t.adapter is None:
-        raise InputError("the variant matrix needs an hf target with an adapter", file=config.path, field="target")
-    changes = variant_changes(variant, draft)
-    if variant == "speculative" and draft is None:
-        raise InputError("the speculative variant needs a draft model", field="--draft", hint="pass --draft DIR or set target.draft")
-    return dataclasses.replace(config, target=dataclasses.replace(t, **changes))
-
+def run_matrix(config_path: Path, variants: str, *, draft: Path | None, console: Console, progress: bool,
+               run_id: str | None = None, output_dir: Path | None = None, limit: int | None = None,
+               allow_pending: bool = False) -> dict:
+    """Run every variant in full, compare each with the first, write matrix.json; the matrix result."""
+    cfg, rubric, cases = load_inputs(config_path, limit=limit)  # only the cases it runs are read
+    names = parse_variants(variants)
+    draft = draft if draft is not None else cfg.target.draft
+    root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-matrix")
+    runs, reports = {}, {}
+    for name in names:
+        console.print(f"[bold]variant {name}[/]")
+        vcfg = dataclasses.replace(variant_config(cfg, name, draft), output_dir=root)
+        runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name,
+                                              limit=limit, target_overrides=variant_changes(name, draft),
+                                              allow_pending=allow_pending)
+    rows = matrix_rows(runs, reports, rubric.forbidden)
+    verdict = matrix_verdict(rows)
+    result = {"reference": names[0], "verdict": verdict, "exit_code": EXIT_CODES[verdict], "variants": rows,
+              "dir": str(root)}
+    RunDir(root).write_json("matrix.json", result)
+    return result
 
 def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rules) -> list[dict]:
     """One row per variant against the first (the reference)."""
-    from ..judging.compare import compare_records
-
     names = list(runs)
     ref_name = names[0]
     ref = runs[ref_name].read_records()

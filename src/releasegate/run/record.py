@@ -27,23 +27,14 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error
+from ..text import REPLACEMENT, has_surrogates, valid_text
 
 __all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
 
-REPLACEMENT = "\ufffd"
 """What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
 """Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
 (U+0085, U+2028, U+2029), C1 controls and bidi controls, so a line stays one line and prints as it reads."""
-
-
-def valid_text(text: str) -> str:
-    """Text that UTF-8 can hold: UTF-16 surrogate pairs that arrived as two code points joined into their character,
-    every lone surrogate (half an emoji from a server, an invalid byte of a replayed file) replaced by U+FFFD."""
-    if not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _valid_data(data: Any) -> Any:
@@ -154,7 +145,7 @@ class CaseRecord(BaseModel):
 
     @model_validator(mode="after")
     def _valid_output(self) -> CaseRecord:
-        if self.output is not None and _SURROGATE.search(self.output):
+        if self.output is not None and has_surrogates(self.output):
             repaired = valid_text(self.output)
             self.output_repaired = self.output_repaired or repaired.count(REPLACEMENT) > self.output.count(REPLACEMENT)
             self.output = repaired

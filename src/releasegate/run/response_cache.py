@@ -29,7 +29,8 @@ from pathlib import Path
 from ..backends import Generation, Request
 from ..errors import InputError
 from ..redaction import redact
-from .record import Timing, Tokens, valid_text
+from ..text import valid_text
+from .record import Timing, Tokens
 
 __all__ = ["ResponseCache", "cache_key"]
 

@@ -9,6 +9,7 @@ latest record failed; the new record supersedes the old one (the last record of 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import platform
 import secrets
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .. import __version__
 from ..backends import Backend, Generation, Request, create_backend
@@ -27,11 +27,20 @@ from ..inputs.config import Config, load_config
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suites import Case, load_suites
 from ..judging.verdict import judge_run
+from ..llm_judge.settings import check_judged_cases
+from ..llm_judge.stage import judge_manifest, judge_stage
+from ..llm_judge.verdicts import run_verdicts
 from ..redaction import redact_data, secret_from_env
 from ..report import write_reports
+from ..review.labels import read_labels
 from ..scorers import score_record
+from ..scorers.evaluate_metric import load_metric
+from .load_phase import run_load_phase
 from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest
+from .prefix_cache import JOURNAL, run_prefix_cache
+from .progress import progress_bar
 from .record import CaseRecord, RunDir, RunInfo
+from .response_cache import ResponseCache
 
 __all__ = ["run_check", "resume_check", "new_run_id"]
 
@@ -58,8 +67,6 @@ def run_check(
     # an unreadable input fails before the directory exists
     manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     if config.judge is not None:
-        from ..llm_judge.stage import judge_manifest
-
         manifest["judge"] = judge_manifest(config.judge)
     run.create()
     with run.lock():
@@ -120,14 +127,11 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
 
 def _check_judged(config: Config, cases: list[Case]) -> None:
     if config.judge is not None or any((c.answer or {}).get("type") == "judge" for c in cases):
-        from ..llm_judge.settings import check_judged_cases
-
         check_judged_cases(config, cases)
 
 
 def _check_metrics(rubric: Rubric) -> None:
     if rubric.evaluate:  # fail on an unloadable metric before spending time on the model
-        from ..scorers.evaluate_metric import load_metric
 
         for spec in rubric.evaluate:
             load_metric(spec.module)
@@ -215,15 +219,11 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             info.client = backend.client_stats
         INTERRUPTION.raise_if_pending()
         if load_phase:
-            from .load_phase import run_load_phase
-
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
                 (run.path / stale).unlink(missing_ok=True)
             run_load_phase(backend, config, cases, run, info, console, progress)
         INTERRUPTION.raise_if_pending()
         if prefix_probe:
-            from .prefix_cache import JOURNAL, run_prefix_cache
-
             (run.path / JOURNAL).unlink(missing_ok=True)  # measured whole or not at all, like the load phase
             run_prefix_cache(backend, config, cases, run, info)
         INTERRUPTION.raise_if_pending()
@@ -255,10 +255,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     try:
         labels = None
         if mode != "start":  # reviewers may have labelled part of the run while it was stopped
-            from ..review.labels import read_labels
 
             labels = read_labels(run)
-        from ..llm_judge.verdicts import run_verdicts
 
         report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
                            labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info))
@@ -283,7 +281,6 @@ def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) 
     """The LLM judge grades the judge-scored outputs (releasegate.llm_judge.stage), when the config has one."""
     if config.judge is None:
         return
-    from ..llm_judge.stage import judge_stage
 
     judge_stage(run, info, config, console=console, bar_factory=lambda: progress_bar(console, progress),
                 use_cache=use_cache, between=INTERRUPTION.raise_if_pending)
@@ -331,7 +328,6 @@ def _open_cache(config: Config, fingerprint: str | None, use_cache: bool, consol
         console.print("response cache not used: the model is a hub id with no local copy to fingerprint",
                       markup=False, soft_wrap=True)
         return None
-    from .response_cache import ResponseCache
 
     generation = {**config.generation, "max_new_tokens": config.max_new_tokens}
     return ResponseCache(config.cache.path, fingerprint=fingerprint, generation=generation, ttl_s=config.cache.ttl_s)
@@ -441,8 +437,6 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
     the first). Atomic: the new file is fsynced, then renamed over the old, so a kill during the rewrite leaves one
     whole journal or the other. Nothing is rewritten when the journal is already in order; the order is that of
     `todo` when it names every recorded case (a fresh run), else the run's suites (a resumed run)."""
-    import json
-
     path = run.path / "records.jsonl"
     if not path.is_file():
         return
@@ -506,13 +500,6 @@ def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False
     )
     record.scores = score_record(record, rubric.forbidden)
     return record
-
-
-def progress_bar(console: Console, show: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TimeRemainingColumn(), console=console, disable=not show, transient=False,
-    )
 
 
 def _versions(backend: str, loaded: bool = False) -> dict[str, str]:

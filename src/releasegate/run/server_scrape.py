@@ -12,6 +12,7 @@ the TGI names follow TGI's documentation and are not checked against a running T
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.error
@@ -152,3 +153,7 @@ def _reading(during: list[dict], concurrency: int | None, profile: str) -> str:
     if late > early + 1:
         return f"queue grows at this load{at}: scale out before this load ({profile})"
     return f"requests queue but the queue is steady (mean {fmean(queue):.1f}) at this load{at}: at capacity"
+
+
+def samples_line(sample: dict) -> str:
+    return json.dumps(sample) + "\n"

@@ -14,10 +14,9 @@ import math
 
 from ..backends import Request
 from ..judging.capacity import STEP_TAG, capacity_view, step_signals
-from .load_phase import _json_line, _record
 from .record import RunInfo
-from .server_scrape import Scraper, summarise
-from .traffic import _nth, arrival_offsets
+from .server_scrape import Scraper, samples_line, summarise
+from .traffic import _nth, arrival_offsets, load_record
 
 __all__ = ["run_sweep"]
 
@@ -50,7 +49,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"), on_done=lambda: bar.advance(task))
-        records = [_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != "not_sent"]
+        records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != "not_sent"]
         run.append(records, "load.jsonl")
         recorded.extend(records)
         samples.extend({**s, "step": k} for s in scraper.samples)
@@ -71,7 +70,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
             break
         good, bad = (middle, bad) if verdict == "meets" else (good, middle)
     _client_at_capacity(info, capacity_view(info, recorded, lag_share))
-    run.write_text("server_metrics.jsonl", "".join(_json_line(s) for s in samples))
+    run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in samples))
     run.write_info(info)
 
 

@@ -19,6 +19,7 @@ from ..backends import Request
 from ..errors import InputError
 from ..inputs.config import LoadConfig
 from ..inputs.files import read_text
+from .record import CaseRecord
 
 __all__ = ["arrival_offsets", "read_traffic", "LoadPlan", "plan_load"]
 
@@ -125,3 +126,11 @@ def _nth(pool: list[Request], i: int, prefix: str) -> Request:
     base = pool[i % len(pool)]
     return Request(f"{prefix}-{i:05d}:{base.case_id}", base.messages, base.prompt)
 
+
+def load_record(request, gen, tags: dict | None = None) -> CaseRecord:
+    base_id = request.case_id.split(":", 1)[1] if ":" in request.case_id else request.case_id
+    return CaseRecord(
+        case_id=request.case_id, suite="load", tags={"phase": "load", "prompt_of": base_id, **(tags or {})},
+        input={"messages": request.messages} if request.messages is not None else {"prompt": request.prompt},
+        output=gen.text, error=gen.error, error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing,
+    )

@@ -9,9 +9,11 @@ so a kill loses at most the batches in flight and `check --resume` skips what wa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 from ..backends import Backend, Generation, Request
+from ..backends.hf import HFBackend
 from . import ScaleConfig
 from ._ray import Cluster, normal_priority, worker_env
 
@@ -25,11 +27,8 @@ class HFWorker:
     """One Ray actor: an HFBackend loaded once, generating the batches it is sent."""
 
     def __init__(self, target, generation: dict, env: dict[str, str]) -> None:
-        import os
-
         os.environ.update(env)  # before transformers is imported: offline, the same hub cache
         normal_priority()
-        from ..backends.hf import HFBackend
 
         self.backend = HFBackend(target, generation)
 

@@ -17,10 +17,12 @@ shared out), each an OpenAIBackend of its own:
 from __future__ import annotations
 
 import itertools
+import os
 import time
 
-from ..backends.openai import LoadRun
+from ..backends.openai import LoadRun, OpenAIBackend
 from ..judging.stats import percentile
+from ..run.traffic import _nth
 from . import ScaleConfig
 from ._ray import Cluster, normal_priority, worker_env
 
@@ -34,10 +36,7 @@ class LoadWorker:
     """One Ray actor: an OpenAIBackend sending its share of the schedule."""
 
     def __init__(self, target, generation: dict, env: dict[str, str]) -> None:
-        import os
-
         os.environ.update(env)  # the API key and header variables, read where the requests are sent
-        from ..backends.openai import OpenAIBackend
 
         self.niceness = normal_priority()
         self.backend = OpenAIBackend(target, generation)
@@ -69,7 +68,6 @@ def _requests(share: dict):
     plan would make its requests w, w + N, w + 2N, ... (unique ids across workers)."""
     if share["requests"] is not None:
         return share["requests"]
-    from ..run.traffic import _nth
 
     pool, w, n = share["pool"], share["worker"], share["workers"]
     return (_nth(pool, w + k * n, "load") for k in itertools.count())
@@ -169,8 +167,6 @@ def _worker_summary(w: int, part: dict, start_at: float) -> dict:
 
 def _credentials(target) -> dict[str, str]:
     """The environment variables the target's requests read (API key, `{env: NAME}` headers), for the workers."""
-    import os
-
     names = [target.api_key_env] + [s.get("env") for s in (target.headers or {}).values() if isinstance(s, dict)]
     return {name: os.environ[name] for name in names if name and name in os.environ}
 

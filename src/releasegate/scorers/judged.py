@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..llm_judge.verdicts import criterion_name
 from ._registry import Score, scorer
 
 __all__ = ["judged_answer", "pairwise_outcome"]
@@ -23,8 +24,6 @@ def judge(output: str, expected: Any, spec: dict) -> Score:
 
 def judged_answer(record, verdicts) -> dict:
     """The answer score of a judge-scored record, from the run's verdicts (`llm_judge.Verdicts`, or None)."""
-    from ..llm_judge.verdicts import criterion_name
-
     name = criterion_name(record.answer)
     j = verdicts.of(record) if verdicts is not None else None
     if j is None:
@@ -45,8 +44,6 @@ def pairwise_outcome(record, verdicts) -> dict | None:
     """The pairwise comparison of a judge-scored record with the baseline run's output: 'win', 'loss' or 'tie' when
     both orders agree, 'inconsistent' when the preference changed with the order, None when a judgment is
     missing or failed. None (no entry) for a case the baseline run does not have."""
-    from ..llm_judge.verdicts import criterion_name
-
     name = criterion_name(record.answer)
     if record.output is None and verdicts is not None and record.case_id in verdicts.baseline_hashes:
         # the baseline answered and this run did not: a loss, never a case left out of the comparison

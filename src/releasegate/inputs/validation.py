@@ -1,0 +1,107 @@
+"""Every input of a run checked before anything runs: config, rubric and cases, and what ties them together
+(a rubric slice some case has, chat cases only for a chat endpoint, a judge for judged cases)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from ..errors import InputError
+from ..llm_judge.settings import check_judged_cases
+from .config import load_config
+from .rubric import load_rubric
+from .suites import load_suites, stream_cases, suite_tags
+
+__all__ = ["load_inputs", "input_summary"]
+
+
+
+def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = True):
+    """Config, rubric and cases, each validated; raises InputError at the first problem.
+
+    `limit` (`check --limit N`): only the first N cases over the suites in config order, the same cases as
+    `load_inputs(...)[2][:N]`, and only the suite lines up to them are read (see `load_suites`). The completion-mode
+    check is then about the cases that run; a slice is still refused only if no case of the suites has it (the
+    rest of the suites is scanned for its tags, unvalidated, when the cases that run do not have it).
+    `keep=False` (`validate`): the cases are read one at a time and not kept, their ids as 8-byte hashes
+    (`stream_cases`), and a Counter of cases per suite is returned in their place, so a suite of a million rows
+    validates in bounded memory."""
+    config = load_config(config_path)
+    rubric = load_rubric(config.rubric)
+    cases = load_suites(config.suites, config.path.parent, limit=limit) if keep else None
+    per_suite: Counter = Counter()
+    chat = []
+
+    def tagged():
+        for case in cases if keep else stream_cases(config.suites, config.path.parent, limit=limit):
+            per_suite[case.suite] += 1
+            if case.messages is not None and not chat:
+                chat.append(case)
+            if (case.answer or {}).get("type") == "judge":  # a judge to ask, and a criterion it knows
+                check_judged_cases(config, [case])
+            yield case.suite, case.tags
+
+    missing = _unmatched(_named_slices(rubric), tagged())  # every case read (and validated) here
+    _check_mode(config, chat)
+    if missing and limit:
+        missing = _unmatched(missing, suite_tags(config.suites), stop=True)
+    _refuse_slices(rubric, missing)
+    return config, rubric, cases if keep else per_suite
+
+
+def _named_slices(rubric) -> list[tuple[str, dict]]:
+    named = [(f"criteria[{i}].slice", c.slice) for i, c in enumerate(rubric.criteria) if c.slice]
+    return named + [(f"review.required_slices[{i}]", s) for i, s in enumerate(rubric.review.required_slices)]
+
+
+def _unmatched(named: list[tuple[str, dict]], tagged, *, stop: bool = False) -> list[tuple[str, dict]]:
+    """The slices no (suite, tags) of `tagged` matches. `tagged` is read to its end (reading it validates the
+    cases), unless `stop`: then only until every slice is matched."""
+    def matches(slice_: dict, suite: str, tags: dict) -> bool:
+        return all(str(suite if k == "suite" else tags.get(k)) == str(v) for k, v in slice_.items())
+
+    missing = list(named)
+    for suite, tags in tagged:
+        if missing:
+            missing = [(where, slice_) for where, slice_ in missing if not matches(slice_, suite, tags)]
+        elif stop:
+            break
+    return missing
+
+
+def _refuse_slices(rubric, missing: list[tuple[str, dict]]) -> None:
+    """A slice that matches no case decides nothing: a typo in it would silently drop a criterion or the review
+    requirement of a high-risk slice, so it is an input error (for a limited load, once the rest of the suites
+    was scanned for it)."""
+    if missing:
+        where, slice_ = missing[0]
+        shown = ", ".join(f"{k}={v}" for k, v in slice_.items())
+        raise InputError(f"slice {shown} matches no case of the suites", file=rubric.path, field=where,
+                         hint="check the tag name and value against the suites' tags")
+
+
+def _check_mode(config, cases) -> None:
+    """An endpoint in completion mode takes raw prompts: refuse chat cases before anything is sent."""
+    if config.target.backend == "openai" and config.target.mode == "completion":
+        chat = next((c for c in cases if c.messages is not None), None)
+        if chat is not None:
+            suite = next(s.path for s in config.suites if s.name == chat.suite)
+            raise InputError(f"case '{chat.id}' has messages but target.mode is completion", file=suite,
+                             field="messages", hint="use mode: chat, or give the case a prompt")
+
+
+def input_summary(config, rubric, per_suite: Counter) -> dict:
+    """What `validate` reports: the target, the rubric's size and the cases per suite."""
+    summary = {
+        "config": str(config.path),
+        "target": config.target.describe(),
+        "rubric": str(rubric.path),
+        "criteria": len(rubric.criteria),
+        "forbidden_rules": len(rubric.forbidden),
+        "suites": dict(per_suite),
+        "cases": sum(per_suite.values()),
+        "valid": True,
+    }
+    if config.judge is not None:
+        summary["judge"] = config.judge.target.describe()
+    return summary
