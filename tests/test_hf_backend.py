@@ -219,7 +219,7 @@ def test_adapter_with_a_larger_tokenizer_resizes_embeddings(tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from releasegate.inputs.config import TargetConfig
+    from releasegate.inputs.target import TargetConfig
 
     base = ROOT / "models/demo/base"
     torch.manual_seed(0)
@@ -418,8 +418,8 @@ def test_restoring_case_order_keeps_a_retried_record_last():
     from pathlib import Path
     from types import SimpleNamespace
 
+    from releasegate.run.generation import _restore_case_order
     from releasegate.run.record import CaseRecord
-    from releasegate.run.runner import _restore_case_order
 
     with tempfile.TemporaryDirectory() as tmp:
         run = RunDir(Path(tmp))
@@ -442,11 +442,11 @@ def test_a_bucketed_run_that_stops_leaves_its_journal_in_case_order(monkeypatch,
     from rich.console import Console
 
     from releasegate.inputs.validation import load_inputs
-    from releasegate.run import runner
+    from releasegate.run import generation, runner
 
     config, rubric, cases = load_inputs(DEMO)
     config = dataclasses.replace(config, output_dir=tmp_path)
-    calls, generate = [], runner._generate
+    calls, generate = [], generation._generate
 
     def failing(backend, fresh, *args):
         calls.append([c.id for c in fresh])
@@ -454,7 +454,7 @@ def test_a_bucketed_run_that_stops_leaves_its_journal_in_case_order(monkeypatch,
             raise RuntimeError("device lost")
         return generate(backend, fresh, *args)
 
-    monkeypatch.setattr(runner, "_generate", failing)
+    monkeypatch.setattr(generation, "_generate", failing)
     with pytest.raises(RuntimeError, match="device lost"):
         runner.run_check(config, rubric, cases, console=Console(quiet=True), progress=False, run_id="r", allow_pending=True,
                          use_cache=False)

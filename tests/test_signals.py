@@ -113,9 +113,9 @@ def test_sigint_while_judging_stops_check_and_resume_judges_the_run(tmp_path):
 SWALLOWER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from releasegate.cli.check import _signals_stop
+    from releasegate.run.interruption import INTERRUPTION
+    from releasegate.run.interruption import signals_stop as _signals_stop
     from releasegate.run.record import RunDir, RunInfo
-    from releasegate.run.runner import INTERRUPTION
 
     run = RunDir(Path(sys.argv[1]))
     run.create()

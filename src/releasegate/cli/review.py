@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 
-from ..errors import InputError
+from ..review import QUEUE_FILE
 from ._common import JsonOption, consoles, print_json
 
 app = typer.Typer(
@@ -20,14 +21,13 @@ RunDirArg = Annotated[Path, typer.Argument(help="A run directory, e.g. reports/<
 RubricOption = Annotated[
     Optional[Path], typer.Option(help="Use this rubric's review policy instead of the run's snapshot.", dir_okay=False)
 ]
-QUEUE = "review_queue.csv"
 
 
 @app.command("export")
 def export(
     run_dir: RunDirArg,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help=f"Where to write the CSV (default: RUN_DIR/{QUEUE}).", dir_okay=False)
+        Optional[Path], typer.Option("--output", "-o", help=f"Where to write the CSV (default: RUN_DIR/{QUEUE_FILE}).", dir_okay=False)
     ] = None,
     rubric: RubricOption = None,
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed (default: the policy's); needs --resample once a sample exists.")] = None,
@@ -35,37 +35,21 @@ def export(
     as_json: JsonOption = False,
 ) -> int:
     """Draw the review sample (once per run, kept in review_sample.json); write it as a spreadsheet-safe CSV with instructions."""
-    from ..review import SAMPLE_FILE, choose_sample, export_review_csv, read_sample, write_sample
+    from ..review.session import export_queue
 
-    run, records, policy, scores = _load(run_dir, rubric)
-    sample = None if resample else read_sample(run)
-    if sample is not None and seed is not None and seed != sample.policy["sample"]["seed"]:
-        raise InputError(
-            f"this run already has a review sample drawn with seed {sample.policy['sample']['seed']}",
-            file=run.path / SAMPLE_FILE, hint="add --resample to draw a new one (labels already given are kept)",
-        )
-    drawn = sample is None
-    if not drawn and sample.cases != len(records):
-        consoles(as_json).print(f"note: the sample was drawn from {sample.cases} cases, the run has {len(records)} now; "
-                                "--resample includes them", markup=False, soft_wrap=True)
-    if drawn:
-        sample = choose_sample(run.path.name, records, scores, policy, seed=seed)
-        write_sample(run, sample)
-    target = output if output is not None else run.path / QUEUE
-    csv_path, sidecar = export_review_csv(target, sample, records, scores)
-    summary = {
-        "csv": str(csv_path), "instructions": str(sidecar), "sample": str(run.path / SAMPLE_FILE), "drawn": drawn,
-        "seed": sample.policy["sample"]["seed"], "rows": len(sample.items), "cases": sample.cases,
-        "required": sample.required,
-    }
+    def note(line: str) -> None:
+        consoles(as_json).print(line, markup=False, soft_wrap=True)
+
+    done = export_queue(run_dir, rubric_path=rubric, output=output, seed=seed, resample=resample, note=note)
+    sample, summary = done.sample, done.summary
     if as_json:
         print_json(summary)
     console = consoles(as_json)
-    how = "drew" if drawn else "reused"
+    how = "drew" if done.drawn else "reused"
     console.print(f"{how} the review sample: {len(sample.items)} of {sample.cases} cases (seed {summary['seed']})"
                   f"{'; required: ' + ', '.join(sample.required) if sample.required else ''}", markup=False, soft_wrap=True)
-    console.print(f"wrote {csv_path}\ninstructions: {sidecar}\nnext: fill label/reason/reviewer, then "
-                  f"releasegate review import {run.path} {csv_path}", markup=False, soft_wrap=True)
+    console.print(f"wrote {done.csv_path}\ninstructions: {done.sidecar}\nnext: fill label/reason/reviewer, then "
+                  f"releasegate review import {done.run_path} {done.csv_path}", markup=False, soft_wrap=True)
     return 0
 
 
@@ -78,84 +62,37 @@ def import_(
     as_json: JsonOption = False,
 ) -> int:
     """Validate a filled-in review CSV and store its labels (reviews.jsonl); on any problem store nothing, list them, exit 2."""
-    from ..review import SAMPLE_FILE, ReviewImportError, append_labels, read_labels, read_review_csv, read_sample
+    from ..report.review import review_table
+    from ..review import ReviewImportError
+    from ..review.session import import_queue
 
-    run, records, policy, scores = _load(run_dir, rubric)
-    sample = read_sample(run)
-    if sample is None:
-        raise InputError(f"run has no {SAMPLE_FILE}", file=run.path, hint=f"export first: releasegate review export {run.path}")
-    existing = read_labels(run)
     try:
-        result = read_review_csv(file, sample, existing, reviewer=reviewer)
+        done = import_queue(run_dir, file, reviewer=reviewer, rubric_path=rubric)
     except ReviewImportError as exc:
         if len(exc.problems) > 1:
-            from rich.console import Console
-
             err = Console(stderr=True, highlight=False)
             for line in exc.report_lines():
                 err.print(line, markup=False, soft_wrap=True)
         raise
-    append_labels(run, result.edits)
-    summary = _summary(records, scores, policy, existing + result.edits)
-    out = {"imported": len(result.edits), "unchanged": result.unchanged, "unlabelled": result.unlabelled,
-           "rows": result.rows, "review": summary.rows}
+    labels = done.labels
     if as_json:
-        print_json(out)
+        print_json(done.summary)
     console = consoles(as_json)
-    console.print(f"imported {len(result.edits)} label(s) from {file} ({result.unchanged} unchanged, "
-                  f"{result.unlabelled} row(s) without a label)", markup=False, soft_wrap=True)
-    console.print(review_table(summary.rows))
-    console.print(f"next: releasegate gate {run.path}", markup=False, soft_wrap=True)
+    console.print(f"imported {len(labels.edits)} label(s) from {file} ({labels.unchanged} unchanged, "
+                  f"{labels.unlabelled} row(s) without a label)", markup=False, soft_wrap=True)
+    console.print(review_table(done.review.rows))
+    console.print(f"next: releasegate gate {done.run_path}", markup=False, soft_wrap=True)
     return 0
 
 
 @app.command("status")
 def status(run_dir: RunDirArg, rubric: RubricOption = None, as_json: JsonOption = False) -> int:
     """Where review stands: per slice, labels needed and given, approval, agreement with the automatic verdict."""
-    from ..review import read_labels
+    from ..report.review import review_table
+    from ..review.session import review_status
 
-    run, records, policy, scores = _load(run_dir, rubric)
-    summary = _summary(records, scores, policy, read_labels(run))
+    summary = review_status(run_dir, rubric)
     if as_json:
         print_json(summary.rows)
     consoles(as_json).print(review_table(summary.rows))
     return 0
-
-
-def review_table(rows: dict[str, dict]):
-    """The review summary, one row per slice, whole at any width (see `FitTable`)."""
-    from rich import box
-
-    from ..report import format_value
-    from ..report.terminal import Col, FitTable
-
-    columns = {"status": "status", "cases": "cases", "needed": "need", "reviewed": "done", "rejected": "rejected",
-               "approval": "approval", "kappa": "kappa"}
-    cells = [
-        [f"{name} *" if row["required"] and name != "all" else name,
-         *(format_value(row[c]) if c != "status" else row[c] for c in columns)]
-        for name, row in rows.items()
-    ]
-    return FitTable("human review", [Col("slice (* required)", "left"), Col("status", "left"),
-                                     *(Col(h) for h in list(columns.values())[1:])], cells, box=box.SIMPLE_HEAD)
-
-
-def _load(run_dir: Path, rubric: Path | None):
-    from ..inputs.rubric import load_rubric
-    from ..llm_judge.verdicts import run_verdicts
-    from ..run.record import RunDir
-    from ..scorers import score_record
-
-    run = RunDir(run_dir)
-    info = run.read_info()
-    policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
-    records = run.read_records()
-    verdicts = run_verdicts(run, info)
-    scores = {r.case_id: score_record(r, policy.forbidden, verdicts) for r in records}
-    return run, records, policy.review, scores
-
-
-def _summary(records, scores, policy, edits):
-    from ..review import summarize_review
-
-    return summarize_review(policy, records, scores, edits)

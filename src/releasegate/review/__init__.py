@@ -5,9 +5,13 @@
     csv_io    the review CSV: export for spreadsheets, validated import
     labels    the append-only label store (reviews.jsonl), the disagreement rule
     summary   per-slice approval, coverage and Cohen's kappa for the report and the gate
+    session   the review loop of a saved run: export the queue, import labels, where review stands
 """
 
 from importlib import import_module
+
+QUEUE_FILE = "review_queue.csv"
+"""The review CSV `review export` writes into the run directory unless told another path."""
 
 # Names are loaded on first use (PEP 562): the rubric needs only the policy, and `validate` must not pay for the
 # CSV, label and summary machinery (pydantic models) to read a rubric.
@@ -20,6 +24,8 @@ _WHERE = {
     **dict.fromkeys(("SAMPLE_FILE", "ReviewItem", "ReviewSample", "choose_sample", "read_sample", "review_id",
                      "write_sample"), "sampler"),
     **dict.fromkeys(("ReviewSummary", "cohen_kappa", "review_headline", "summarize_review"), "summary"),
+    **dict.fromkeys(("OpenReview", "QueueExport", "QueueImport", "export_queue", "import_queue", "open_review",
+                     "review_status"), "session"),
 }
 
 
@@ -37,4 +43,6 @@ __all__ = [
     "read_labels", "DEFAULT_REQUIRED_DOMAINS", "Quota", "ReviewPolicy", "SamplePolicy", "parse_policy",
     "SAMPLE_FILE", "ReviewItem", "ReviewSample", "choose_sample", "read_sample", "review_id", "write_sample",
     "ReviewSummary", "cohen_kappa", "review_headline", "summarize_review",
+    "OpenReview", "QueueExport", "QueueImport", "export_queue", "import_queue", "open_review", "review_status",
+    "QUEUE_FILE",
 ]

@@ -1,0 +1,23 @@
+"""The terminal table of where human review stands, one row per slice."""
+
+from __future__ import annotations
+
+from rich import box
+
+from ._format import format_value
+from .terminal import Col, FitTable
+
+__all__ = ["review_table"]
+
+
+def review_table(rows: dict[str, dict]) -> FitTable:
+    """The review summary, one row per slice, whole at any width (see `FitTable`)."""
+    columns = {"status": "status", "cases": "cases", "needed": "need", "reviewed": "done", "rejected": "rejected",
+               "approval": "approval", "kappa": "kappa"}
+    cells = [
+        [f"{name} *" if row["required"] and name != "all" else name,
+         *(format_value(row[c]) if c != "status" else row[c] for c in columns)]
+        for name, row in rows.items()
+    ]
+    return FitTable("human review", [Col("slice (* required)", "left"), Col("status", "left"),
+                                     *(Col(h) for h in list(columns.values())[1:])], cells, box=box.SIMPLE_HEAD)

@@ -1,0 +1,130 @@
+"""The review loop of a saved run: open it with its scores, export the review queue, import labels, summarise.
+
+Each step reads the run directory (never the model) and returns a plain result for the `review` command to print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..inputs.rubric import load_rubric
+from ..llm_judge.verdicts import run_verdicts
+from ..run.record import CaseRecord, RunDir
+from ..scorers import score_record
+from . import QUEUE_FILE
+from .csv_io import ImportResult, export_review_csv, read_review_csv
+from .labels import LabelEdit, append_labels, read_labels
+from .policy import ReviewPolicy
+from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, read_sample, write_sample
+from .summary import ReviewSummary, summarize_review
+
+__all__ = ["OpenReview", "QueueExport", "QueueImport", "open_review", "export_queue", "import_queue", "review_status"]
+
+
+@dataclass(frozen=True)
+class OpenReview:
+    """A run as review sees it: its records, each scored, and the review policy to hold them to."""
+
+    run: RunDir
+    records: list[CaseRecord]
+    policy: ReviewPolicy
+    scores: dict[str, dict]
+
+    def summary(self, edits: list[LabelEdit]) -> ReviewSummary:
+        """Where review stands with these labels."""
+        return summarize_review(self.policy, self.records, self.scores, edits)
+
+
+@dataclass(frozen=True)
+class QueueExport:
+    """A written review queue: the CSV, its instructions, and the sample it holds."""
+
+    run_path: Path
+    sample: ReviewSample
+    drawn: bool
+    """True: the sample was drawn now; False: the run's review_sample.json was reused."""
+    csv_path: Path
+    sidecar: Path
+
+    @property
+    def summary(self) -> dict:
+        return {
+            "csv": str(self.csv_path), "instructions": str(self.sidecar), "sample": str(self.run_path / SAMPLE_FILE),
+            "drawn": self.drawn, "seed": self.sample.policy["sample"]["seed"], "rows": len(self.sample.items),
+            "cases": self.sample.cases, "required": self.sample.required,
+        }
+
+
+@dataclass(frozen=True)
+class QueueImport:
+    """Labels stored from a filled-in review CSV, and where review stands with them."""
+
+    run_path: Path
+    labels: ImportResult
+    review: ReviewSummary
+
+    @property
+    def summary(self) -> dict:
+        return {"imported": len(self.labels.edits), "unchanged": self.labels.unchanged,
+                "unlabelled": self.labels.unlabelled, "rows": self.labels.rows, "review": self.review.rows}
+
+
+def open_review(run_dir: Path, rubric_path: Path | None = None) -> OpenReview:
+    """Read the run, load the review policy (`rubric_path`'s, else the run's snapshot) and score every record."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    rubric = load_rubric(rubric_path if rubric_path is not None else run.path / "rubric.yaml")
+    records = run.read_records()
+    verdicts = run_verdicts(run, info)
+    scores = {r.case_id: score_record(r, rubric.forbidden, verdicts) for r in records}
+    return OpenReview(run, records, rubric.review, scores)
+
+
+def export_queue(
+    run_dir: Path, *, rubric_path: Path | None = None, output: Path | None = None, seed: int | None = None,
+    resample: bool = False, note: Callable[[str], None] = lambda line: None,
+) -> QueueExport:
+    """Write the review CSV (default RUN_DIR/review_queue.csv) of the run's sample, drawing it first when the run
+    has none or `resample`; a `seed` other than the kept sample's needs `resample`. `note` hears that a kept sample
+    was drawn from fewer cases than the run has now."""
+    review = open_review(run_dir, rubric_path)
+    run = review.run
+    sample = None if resample else read_sample(run)
+    if sample is not None and seed is not None and seed != sample.policy["sample"]["seed"]:
+        raise InputError(
+            f"this run already has a review sample drawn with seed {sample.policy['sample']['seed']}",
+            file=run.path / SAMPLE_FILE, hint="add --resample to draw a new one (labels already given are kept)",
+        )
+    drawn = sample is None
+    if not drawn and sample.cases != len(review.records):
+        note(f"note: the sample was drawn from {sample.cases} cases, the run has {len(review.records)} now; "
+             "--resample includes them")
+    if drawn:
+        sample = choose_sample(run.path.name, review.records, review.scores, review.policy, seed=seed)
+        write_sample(run, sample)
+    target = output if output is not None else run.path / QUEUE_FILE
+    csv_path, sidecar = export_review_csv(target, sample, review.records, review.scores)
+    return QueueExport(run.path, sample, drawn, csv_path, sidecar)
+
+
+def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubric_path: Path | None = None) -> QueueImport:
+    """Validate a filled-in review CSV and append its labels to reviews.jsonl; on any problem store nothing and
+    raise ReviewImportError listing every one. `reviewer` fills empty reviewer cells."""
+    review = open_review(run_dir, rubric_path)
+    run = review.run
+    sample = read_sample(run)
+    if sample is None:
+        raise InputError(f"run has no {SAMPLE_FILE}", file=run.path, hint=f"export first: releasegate review export {run.path}")
+    existing = read_labels(run)
+    result = read_review_csv(file, sample, existing, reviewer=reviewer)
+    append_labels(run, result.edits)
+    return QueueImport(run.path, result, review.summary(existing + result.edits))
+
+
+def review_status(run_dir: Path, rubric_path: Path | None = None) -> ReviewSummary:
+    """Where review of the run stands with the labels it has."""
+    review = open_review(run_dir, rubric_path)
+    return review.summary(read_labels(review.run))

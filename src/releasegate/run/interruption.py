@@ -1,0 +1,145 @@
+"""Interruption of a run: the SIGINT or SIGTERM it is stopping for, and the handler that turns one into a stop.
+
+SIGINT and SIGTERM stop a run like Ctrl-C: KeyboardInterrupt, run.json 'interrupted', exit 130 (the code typer,
+and app.main after it, give a KeyboardInterrupt); `signals_stop` installs the handler for the time of a run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..redaction import redact_data
+from .clock import now
+
+if TYPE_CHECKING:
+    from .record import RunDir, RunInfo
+
+__all__ = ["Interruption", "INTERRUPTION", "GRACE_S", "signals_stop", "raise_in"]
+
+GRACE_S = 5.0
+"""After SIGINT or SIGTERM, `check` has this long to wind down by itself; then it is ended with os._exit(130)."""
+
+
+class Interruption:
+    """The SIGINT or SIGTERM `check` is stopping for. The handler (`signals_stop`) notes the signal here and
+    raises KeyboardInterrupt; should that exception be lost on its way (a library's bare `except`), the runner
+    raises it again at its next stage boundary, and an exit that cannot unwind (`os._exit` after a grace period
+    or a second signal) still leaves run.json saying 'interrupted' through `mark_interrupted`."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        """The first signal received; None: not interrupted."""
+        self.taken = False
+        """The runner caught the KeyboardInterrupt and is winding the run down: do not raise it again."""
+        self.active: tuple[RunDir, RunInfo] | None = None
+        """The run the runner is working on, until its reports are written or its status is."""
+
+    def raise_if_pending(self) -> None:
+        """A stage boundary: stop here if a signal came and its KeyboardInterrupt has not reached the runner."""
+        if self.signum is not None and not self.taken:
+            raise KeyboardInterrupt
+
+    def mark_interrupted(self) -> Path | None:
+        """Write run.json as 'interrupted' for the run in progress (from any thread, just before `os._exit`);
+        a file of its own is renamed over run.json, so a write the main thread has half done cannot mix in."""
+        if self.active is None:
+            return None
+        run, info = self.active
+        info = info.model_copy(deep=True)
+        info.status, info.finished_at = "interrupted", now()
+        if info.sessions:  # this process's session is the last one
+            info.sessions[-1].update(status="interrupted", finished_at=info.finished_at)
+        tmp = run.write_json(".run.json.interrupted", redact_data(info.model_dump(mode="json")))
+        os.replace(tmp, run.path / "run.json")
+        return run.path
+
+
+INTERRUPTION = Interruption()
+
+
+@contextmanager
+def signals_stop() -> Iterator[None]:
+    """SIGINT and SIGTERM stop the run like Ctrl-C: KeyboardInterrupt, run.json 'interrupted', exit 130 (the code
+    typer, and app.main after it, give a KeyboardInterrupt).
+
+    A KeyboardInterrupt raised by a signal handler can be lost: raised inside a finalizer (a `__del__`, a weakref
+    callback, a generator the garbage collector closes) Python prints "Exception ignored in ..." and carries on,
+    and a library's bare `except` can eat it. So the signal is also noted (INTERRUPTION), and:
+    - a KeyboardInterrupt that a finalizer could not raise (sys.unraisablehook) is not printed but raised again
+      in the code the finalizer interrupted, at its next line (`raise_in`);
+    - the runner raises it again at each stage boundary (before and after generation, the load phase, judging)
+      until the run has taken it;
+    - a second signal, or GRACE_S after the first, ends the process at once with os._exit(130), after writing
+      run.json as 'interrupted' (records.jsonl is fsynced per batch, and the run's lock dies with the process).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state = INTERRUPTION
+    leaving = threading.Event()  # cancels the grace-period exit once `check` is done with the run
+
+    def force_exit(why: str) -> None:
+        try:
+            path = state.mark_interrupted()
+        except BaseException:  # exiting regardless: 'running' with no lock reads as killed
+            path = None
+        hint = f"; finish it with: releasegate check --resume {path}" if path else ""
+        os.write(2, f"interrupted ({why}){hint}\n".encode(errors="replace"))
+        os._exit(130)
+
+    def grace_period() -> None:
+        if not leaving.wait(GRACE_S):
+            force_exit(f"still running {GRACE_S:g} s after the signal")
+
+    def interrupt(signum, frame):
+        if state.signum is not None:
+            force_exit("second signal")
+        state.signum = signum
+        threading.Thread(target=grace_period, name="releasegate-grace", daemon=True).start()
+        raise KeyboardInterrupt
+
+    def unraisable(hook_args) -> None:
+        if state.signum is not None and hook_args.exc_type is not None and issubclass(hook_args.exc_type, KeyboardInterrupt):
+            if not state.taken:
+                try:
+                    caller = sys._getframe(1)  # the code that was running when the finalizer ran
+                except ValueError:  # none: the next stage boundary, or the grace period, stops the run
+                    return
+                raise_in(caller, unless=lambda: state.taken)
+            return
+        previous_hook(hook_args)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
+    try:
+        yield
+        state.raise_if_pending()  # a signal whose KeyboardInterrupt was lost after the run's last stage boundary
+    finally:
+        leaving.set()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sys.unraisablehook = previous_hook
+        state.signum, state.taken, state.active = None, False, None
+
+
+def raise_in(frame, *, unless) -> None:
+    """Raise KeyboardInterrupt in `frame` at its next trace event (its next line, or its return), the way a
+    debugger stops a running frame: trace that frame only (new frames get no local tracer), then stop tracing.
+    Not if `unless()` is true by then (the interrupt reached the run another way)."""
+    previous = sys.gettrace()
+
+    def stop(frame, event, arg):
+        sys.settrace(previous)
+        frame.f_trace = None
+        if not unless():
+            raise KeyboardInterrupt
+
+    frame.f_trace = stop
+    sys.settrace(previous or (lambda frame, event, arg: None))
