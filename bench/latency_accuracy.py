@@ -46,7 +46,7 @@ import time
 
 from releasegate.backends import Request
 from releasegate.backends.openai import OpenAIBackend
-from releasegate.inputs.config import TargetConfig
+from releasegate.inputs.target import TargetConfig
 from releasegate.judging.health import client_saturation
 from releasegate.judging.stats import percentile
 

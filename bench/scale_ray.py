@@ -41,7 +41,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import latency_accuracy as la  # noqa: E402  # the stub-in-its-own-process and error definitions, shared
 
 from releasegate.backends import Request  # noqa: E402
-from releasegate.inputs.config import TargetConfig  # noqa: E402
+from releasegate.inputs.target import TargetConfig  # noqa: E402
 from releasegate.judging.stats import percentile  # noqa: E402
 from releasegate.scale import ScaleConfig  # noqa: E402
 from releasegate.scale._ray import normal_priority  # noqa: E402

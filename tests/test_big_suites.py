@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import write_jsonl
-from releasegate.inputs import files as _loading
+from releasegate.inputs import schema_check as _loading
 from releasegate.inputs import suites as suites_module
-from releasegate.inputs.config import SuiteConfig
+from releasegate.inputs.suite_config import SuiteConfig
 from releasegate.inputs.suites import load_suites
 from releasegate.run.record import RunDir
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.backends.openai import OpenAIBackend, _Clock, _failed
-from releasegate.inputs.config import LoadConfig
+from releasegate.inputs.load_profile import LoadConfig
 from releasegate.run import traffic as load_module
 from releasegate.run.record import RunDir
 from releasegate.run.traffic import plan_load

@@ -27,7 +27,7 @@ def check_run_id(value: str | None) -> str | None:
     at most 200 characters), and is not '.' or '..': one directory name, created right under the output dir."""
     if value is None:
         return None
-    from ..inputs.files import schema
+    from ..inputs.schema_check import schema
 
     rule = schema("config")["properties"]["output"]["properties"]["run_id"]
     if len(value) > rule["maxLength"]:

@@ -1,16 +1,12 @@
-"""Reading user files: safe YAML with line numbers, JSON Schema validation with file:line and field path.
+"""Reading user files: path checks, size-limited UTF-8 text, safe YAML with line numbers, field paths.
 
-Every loader goes through here so that every rejection reads the same way:
-`suites/x.jsonl:12: field 'messages[0].role': 'bot' is not one of ['system', 'user', 'assistant']`.
+Every loader goes through here (and `schema_check` for JSON Schema validation) so that every rejection names
+file, line and field the same way.
 """
 
 from __future__ import annotations
 
-import json
-import numbers
-import re
-from functools import cache
-from importlib import resources
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +14,7 @@ import yaml
 
 from ..errors import InputError
 
-__all__ = ["read_text", "load_yaml", "validate", "field_path", "line_of", "schema", "exists", "is_file", "is_dir"]
+__all__ = ["read_text", "load_yaml", "field_path", "line_of", "exists", "is_file", "is_dir", "resolve_under"]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
 MAX_YAML_BYTES = 4 * 1024 * 1024  # configs, rubrics, rule files and price tables are hand-written and small
@@ -46,6 +42,11 @@ def is_dir(path: Path) -> bool:
         return Path(path).is_dir()
     except (OSError, ValueError):
         return False
+
+
+def resolve_under(here: Path, relative: str) -> Path:
+    """A config path resolved against the config's directory, `..` folded, so reports show clean paths."""
+    return Path(os.path.normpath(here / relative))
 
 
 def read_text(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -145,276 +146,3 @@ def line_of(node: yaml.Node | None, parts: list[str | int]) -> int | None:
             break
         node = child
     return best
-
-
-@cache
-def schema(name: str) -> dict:
-    """A JSON Schema shipped inside the package (config, case, rubric)."""
-    text = resources.files("releasegate.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
-    return json.loads(text)
-
-
-@cache
-def _validator(name: str):
-    import jsonschema
-    from referencing import Registry, Resource
-
-    registry = Registry().with_resources(
-        (schema(n)["$id"], Resource.from_contents(schema(n))) for n in ("config", "case", "rubric")
-    )
-    if name == "forbidden":  # a standalone forbidden-rules file is a sub-schema of the rubric
-        return jsonschema.Draft202012Validator({"$ref": schema("rubric")["$id"] + "#/$defs/rules_file"}, registry=registry)
-    return jsonschema.Draft202012Validator(schema(name), registry=registry)
-
-
-@cache
-def _fast_check(name: str):
-    """The shipped schema `name` compiled once into a plain validity test (instance -> bool), or None where the
-    schema uses a keyword the compiler does not know. It answers exactly as jsonschema's `is_valid` does (no format
-    assertion, as `_validator`); `validate` runs it first and asks jsonschema only for an instance it rejects, so
-    every error still comes from jsonschema. A suite of 200k cases is 200k validations: jsonschema interprets
-    the schema again for each (about 0.1 ms a case), the compiled test does not."""
-    # compiled from the shipped documents: a valid document never imports jsonschema
-    root = schema(name) if name != "forbidden" else {"$ref": schema("rubric")["$id"] + "#/$defs/rules_file"}
-    try:
-        return _SchemaCompiler(root).compile(root)
-    except _Unsupported:
-        return None
-
-
-_SCHEMA_BASE = "https://releasegate.invalid/schemas/"
-"""Where the shipped schemas' `$id`s live: a `$ref` to it names another shipped schema."""
-
-
-class _Unsupported(Exception):
-    """A keyword (or a $ref) the compiler leaves to jsonschema."""
-
-
-_ANNOTATIONS = frozenset({"$schema", "$comment", "$defs", "definitions", "title", "description", "default",
-                          "examples", "deprecated", "readOnly", "writeOnly", "then", "else",
-                          "format"})  # "format" asserts nothing without a format checker, and _validator has none
-
-
-def _is_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, numbers.Number)
-
-
-def _is_integer(value) -> bool:  # Draft 2020-12: 1.0 is an integer, True is not
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-
-
-_TYPES = {
-    "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None, "number": _is_number, "integer": _is_integer,
-}
-
-
-class _SchemaCompiler:
-    """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
-    (`#/...`) only; anything else raises _Unsupported so that the caller keeps jsonschema alone."""
-
-    def __init__(self, root: dict) -> None:
-        self.root = root
-        self.done: dict[int, Any] = {}
-        self.others: dict[str, _SchemaCompiler] = {}
-
-    def compile(self, schema):
-        if schema is True:
-            return lambda value: True
-        if schema is False:
-            return lambda value: False
-        if not isinstance(schema, dict):
-            raise _Unsupported(schema)
-        if id(schema) in self.done:
-            return self.done[id(schema)]
-        cell: list = []
-        self.done[id(schema)] = lambda value: cell[0](value)  # a $ref cycle reaches this before it is built
-        checks = [self._keyword(key, arg, schema) for key, arg in schema.items()]
-        checks = tuple(c for c in checks if c is not None)
-        if not checks:
-            fn = lambda value: True  # noqa: E731
-        elif len(checks) == 1:
-            fn = checks[0]
-        else:
-            def fn(value, checks=checks):
-                for check in checks:
-                    if not check(value):
-                        return False
-                return True
-        cell.append(fn)
-        self.done[id(schema)] = fn
-        return fn
-
-    def _ref(self, ref: str):
-        if not isinstance(ref, str) or "~" in ref or "%" in ref:
-            raise _Unsupported(ref)
-        if not ref.startswith("#"):  # another shipped schema, e.g. case.schema.json#/$defs/answer
-            name, _, fragment = ref.partition("#")
-            name = name.removeprefix(_SCHEMA_BASE)
-            shipped = name.removesuffix(".schema.json")
-            if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
-                raise _Unsupported(ref)
-            if shipped not in self.others:  # one compiler per shipped schema, one cache: cycles across them end
-                other = type(self)(schema(shipped))
-                other.done, other.others = self.done, self.others
-                self.others[shipped] = other
-            return self.others[shipped]._ref("#" + fragment)
-        target = self.root
-        for part in ref[1:].split("/")[1:] if ref != "#" else []:
-            if not isinstance(target, dict) or part not in target:
-                raise _Unsupported(ref)
-            target = target[part]
-        return self.compile(target)
-
-    def _keyword(self, key: str, arg, schema: dict):  # noqa: C901 (one branch per keyword)
-        if key in _ANNOTATIONS:
-            return None
-        if key == "$id":
-            if schema is not self.root:
-                raise _Unsupported(key)
-            return None
-        if key == "$ref":
-            return self._ref(arg)
-        if key == "type":
-            names = arg if isinstance(arg, list) else [arg]
-            if not all(isinstance(n, str) and n in _TYPES for n in names):
-                raise _Unsupported(key)
-            tests = tuple(_TYPES[n] for n in names)
-            return tests[0] if len(tests) == 1 else (lambda value: any(t(value) for t in tests))
-        if key in ("enum", "const"):
-            allowed = arg if key == "enum" else [arg]
-            if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
-                raise _Unsupported(key)  # jsonschema's equality of numbers, booleans and containers: left to it
-            allowed = frozenset(allowed)
-            return lambda value: isinstance(value, str) and value in allowed
-        if key == "properties":
-            subs = tuple((name, self.compile(sub)) for name, sub in arg.items())
-
-            def properties(value):
-                if isinstance(value, dict):
-                    for name, check in subs:
-                        if name in value and not check(value[name]):
-                            return False
-                return True
-            return properties
-        if key == "additionalProperties":
-            if "patternProperties" in schema:
-                raise _Unsupported(key)
-            known = frozenset(schema.get("properties", {}))
-            if arg is False:
-                return lambda value: not isinstance(value, dict) or all(k in known for k in value)
-            check = self.compile(arg)
-            return lambda value: not isinstance(value, dict) or all(check(v) for k, v in value.items() if k not in known)
-        if key == "required":
-            names = tuple(arg)
-            return lambda value: not isinstance(value, dict) or all(n in value for n in names)
-        if key == "propertyNames":
-            check = self.compile(arg)
-            return lambda value: not isinstance(value, dict) or all(check(k) for k in value)
-        if key in ("maxProperties", "minProperties", "maxItems", "minItems", "maxLength", "minLength"):
-            if not _is_number(arg):
-                raise _Unsupported(key)
-            kind = dict if key.endswith("Properties") else list if key.endswith("Items") else str
-            if key.startswith("max"):
-                return lambda value: not isinstance(value, kind) or len(value) <= arg
-            return lambda value: not isinstance(value, kind) or len(value) >= arg
-        if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if not _is_number(arg):
-                raise _Unsupported(key)
-            test = {"minimum": lambda v: not v < arg, "maximum": lambda v: not v > arg,  # as jsonschema (NaN)
-                    "exclusiveMinimum": lambda v: not v <= arg, "exclusiveMaximum": lambda v: not v >= arg}[key]
-            return lambda value: not _is_number(value) or test(value)
-        if key == "pattern":
-            try:
-                search = re.compile(arg).search  # jsonschema: re.search(pattern, instance)
-            except (re.error, TypeError):
-                raise _Unsupported(key) from None
-            return lambda value: not isinstance(value, str) or search(value) is not None
-        if key == "items":
-            if "prefixItems" in schema:
-                raise _Unsupported(key)
-            check = self.compile(arg)
-            return lambda value: not isinstance(value, list) or all(check(v) for v in value)
-        if key in ("allOf", "anyOf", "oneOf"):
-            subs = tuple(self.compile(sub) for sub in arg)
-            if key == "allOf":
-                return lambda value: all(check(value) for check in subs)
-            if key == "anyOf":
-                return lambda value: any(check(value) for check in subs)
-            return lambda value: sum(1 for check in subs if check(value)) == 1
-        if key == "not":
-            check = self.compile(arg)
-            return lambda value: not check(value)
-        if key == "uniqueItems":
-            if arg is not True:
-                raise _Unsupported(key)
-            # strings only: jsonschema's equality of numbers, booleans and containers is its own; anything else
-            # is "not sure" (False), and jsonschema decides
-            return lambda value: not isinstance(value, list) or (
-                all(isinstance(v, str) for v in value) and len(set(value)) == len(value))
-        if key == "if":
-            test = self.compile(arg)
-            then = self.compile(schema["then"]) if "then" in schema else None
-            else_ = self.compile(schema["else"]) if "else" in schema else None
-
-            def if_(value):
-                if test(value):
-                    return then is None or then(value)
-                return else_ is None or else_(value)
-            return if_
-        raise _Unsupported(key)
-
-
-def _describe(error) -> tuple[list[str | int], str]:
-    """Turn a jsonschema error into (field path, short human message)."""
-    parts = list(error.absolute_path)
-    if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
-        allowed = ", ".join(sorted(error.schema.get("properties", {})))
-        return parts + [extra[0]], f"unknown key '{extra[0]}' (allowed: {allowed})"
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        return parts + [missing], "required key is missing"
-    if error.validator == "type":
-        want = error.validator_value
-        want = " or ".join(want) if isinstance(want, list) else want
-        return parts, f"expected {want}, got {type(error.instance).__name__} {_short(error.instance)}"
-    if error.validator == "oneOf" and not error.context:
-        return parts, "matches more than one allowed form"
-    return parts, error.message if len(error.message) < 200 else error.message[:197] + "..."
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def validate(
-    data: Any, schema_name: str, *, file: Path, node: yaml.Node | None = None, line: int | None = None
-) -> None:
-    """Validate against a shipped schema; raise InputError at the most relevant error. A valid document is
-    accepted by the compiled test alone: jsonschema is imported only to explain a rejection."""
-    fast = _fast_check(schema_name)
-    if fast is not None:
-        try:
-            if fast(data):
-                return
-        except RecursionError:  # jsonschema says what it says about it, as before
-            pass
-    try:
-        errors = list(_validator(schema_name).iter_errors(data))
-    except RecursionError:
-        raise InputError("nested too deeply", file=file, line=line) from None
-    if not errors:
-        return
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(errors)
-    if error.validator == "oneOf" and schema_name == "case" and not error.absolute_path:
-        raise InputError("a case needs exactly one of 'messages' or 'prompt'", file=file, line=line)
-    parts, message = _describe(error)
-    where = line if line is not None else line_of(node, parts)
-    raise InputError(message, file=file, line=where, field=field_path(parts) or None)

@@ -11,7 +11,8 @@ from ..errors import InputError
 from ..judging.metrics import BOUNDED_METRICS, ERROR_METRICS, KNOWN_METRICS
 from ..llm_judge.settings import CalibrationPolicy, parse_calibration
 from ..review.policy import ReviewPolicy, parse_policy
-from .files import exists, field_path, is_file, line_of, load_yaml, validate
+from .files import exists, field_path, is_file, line_of, load_yaml
+from .schema_check import validate
 
 __all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
 

@@ -22,9 +22,10 @@ from sys import intern
 from typing import Any, BinaryIO
 
 from ..errors import InputError
-from .config import SuiteConfig
-from .files import MAX_FILE_BYTES, exists, is_dir, read_text, validate
+from .files import MAX_FILE_BYTES, exists, is_dir, read_text
+from .schema_check import validate
 from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
+from .suite_config import SuiteConfig
 
 __all__ = ["Case", "load_suite", "load_suites", "iter_cases", "stream_cases", "suite_tags"]
 

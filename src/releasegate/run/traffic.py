@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..backends import Request
 from ..errors import InputError
-from ..inputs.config import LoadConfig
 from ..inputs.files import read_text
+from ..inputs.load_profile import LoadConfig
 from .record import CaseRecord
 
 __all__ = ["arrival_offsets", "read_traffic", "LoadPlan", "plan_load"]

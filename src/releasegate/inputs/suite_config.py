@@ -1,0 +1,131 @@
+"""The `suites:` section of a config: each suite's JSONL file or tabular source, columns, template and sample."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from .files import is_dir, resolve_under
+from .sources import EXTENSIONS
+
+__all__ = ["SuiteConfig", "parse_suite", "check_unique_names"]
+
+
+@dataclass(frozen=True)
+class SuiteConfig:
+    """One validation suite and the scoring it uses unless a case overrides it."""
+
+    path: Path
+    """The JSONL file; for a tabular source, the file that stands for its data (the source file, the split's
+    state.json of a save_to_disk directory, the config file itself for a hub dataset)."""
+    name: str
+    limit: int | None = None
+    answer: dict | None = None
+    format: tuple[dict, ...] = ()
+    source: dict | None = None
+    """A tabular source instead of a JSONL file: {format, path (resolved), split, sheet} or {hub, config,
+    split, revision}; see `suite_sources`."""
+    columns: dict | None = None
+    """Which source columns give the case: id, prompt or messages, expected (a column, or {key: column}), tags."""
+    template: dict | None = None
+    """{system, user}: Jinja templates (sandboxed, strict) building the messages from a row's fields."""
+    sample: dict | None = None
+    """{n or per_stratum, seed, by}: a seeded, stratified sample of the source's rows; see `suite_sample`."""
+
+
+def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
+    """One validated entry of `suites:`: a JSONL path, or a tabular source with its columns (format inferred)."""
+    if "source" not in raw:
+        for key in ("columns", "template", "sample"):
+            if key in raw:
+                raise InputError(f"{key} is for a suite with a source", **at(key), hint="add source: or remove it")
+        path = resolve_under(here, raw["path"])
+        return SuiteConfig(
+            path=path,
+            name=raw.get("name", path.stem),
+            limit=raw.get("limit"),
+            answer=raw.get("answer"),
+            format=tuple(raw.get("format", ())),
+        )
+    if "path" in raw:
+        raise InputError("a suite has a path (JSONL) or a source, not both", **at("path"),
+                         hint="give a tabular file as source.path")
+    source = dict(raw["source"])
+    columns = raw["columns"]
+    if "hub" in source:
+        for key in ("path", "format", "sheet"):
+            if key in source:
+                raise InputError(f"source.{key} is for a local source, not a hub dataset", **at("source", key))
+    else:
+        for key in ("config", "revision"):
+            if key in source:
+                raise InputError(f"source.{key} is for a hub dataset", **at("source", key))
+    if "hub" in source:
+        path = Path(config_path)  # nothing local stands for a hub dataset: the config itself is hashed
+        name = raw.get("name", source["hub"].rsplit("/", 1)[-1])
+    else:
+        source["path"] = resolve_under(here, source["path"])
+        if "format" not in source:
+            fmt = EXTENSIONS.get(source["path"].suffix.lower())
+            if fmt is None:
+                fmt = "disk" if is_dir(source["path"]) else None
+            if fmt is None:
+                raise InputError(f"cannot tell the format of '{source['path'].name}' from its name",
+                                 **at("source", "path"), hint="set source.format")
+            source["format"] = fmt
+        path = source["path"]
+        if source["format"] == "disk":  # a directory: its state.json (the data files and their fingerprint)
+            split = source.get("split") or _only_split(path)
+            path = path / split / "state.json" if split and is_dir(path / split) else path / "state.json"
+        if source["format"] != "xlsx" and "sheet" in source:
+            raise InputError("sheet is for xlsx sources", **at("source", "sheet"))
+        name = raw.get("name", source["path"].stem)
+    forms = [k for k in ("prompt", "messages") if k in columns] + (["template"] if "template" in raw else [])
+    if len(forms) != 1:
+        raise InputError(
+            "a source suite needs exactly one of columns.prompt, columns.messages or template"
+            + (f" (has {', '.join(forms)})" if forms else ""), **at("columns"),
+        )
+    return SuiteConfig(
+        path=path,
+        name=name,
+        limit=raw.get("limit"),
+        answer=raw.get("answer"),
+        format=tuple(raw.get("format", ())),
+        source=source,
+        columns=dict(columns),
+        template=dict(raw["template"]) if "template" in raw else None,
+        sample=_sample(raw.get("sample"), at),
+    )
+
+
+def _sample(raw: dict | None, at) -> dict | None:
+    if raw is None:
+        return None
+    sizes = [k for k in ("n", "per_stratum") if k in raw]
+    if len(sizes) != 1:
+        raise InputError("sample needs exactly one of n (rows in all) or per_stratum (rows from each stratum)",
+                         **at("sample"))
+    return {"seed": 0, "by": [], **raw}
+
+
+def _only_split(directory: Path) -> str | None:
+    """The one split of a DatasetDict's save_to_disk directory, None when it has several (or is no such)."""
+    try:
+        splits = json.loads((directory / "dataset_dict.json").read_text("utf-8")).get("splits")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return splits[0] if isinstance(splits, list) and len(splits) == 1 and isinstance(splits[0], str) else None
+
+
+def check_unique_names(suites: tuple[SuiteConfig, ...], at) -> None:
+    """Raise InputError at the first suite whose name an earlier suite already has."""
+    seen: set[str] = set()
+    for i, suite in enumerate(suites):
+        if suite.name in seen:
+            raise InputError(
+                f"two suites are named '{suite.name}'", **at("suites", i), hint="give each a distinct name"
+            )
+        seen.add(suite.name)
