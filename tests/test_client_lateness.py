@@ -9,7 +9,9 @@ import time
 import pytest
 
 from conftest import write_jsonl
-from releasegate.backends.openai import OpenAIBackend, _Clock, _failed
+from releasegate.backends._attempt import RequestClock as _Clock
+from releasegate.backends._attempt import failed as _failed
+from releasegate.backends.openai import OpenAIBackend
 from releasegate.inputs.load_profile import LoadConfig
 from releasegate.run import traffic as load_module
 from releasegate.run.record import RunDir

@@ -6,14 +6,17 @@
 
 Every error names where it happened (file, line, field) so the CLI can print one line
 and the user knows what to change.
+
+A request that fails is recorded, never raised: `ErrorKind` names why (the `error` of a record or a judgment).
 """
 
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["ReleasegateError", "InputError", "TargetError"]
+__all__ = ["ReleasegateError", "InputError", "TargetError", "ErrorKind", "http_kind", "judge_kind"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every character str.splitlines() breaks at
 
@@ -59,3 +62,54 @@ class TargetError(ReleasegateError):
     """The model or endpoint under test could not be loaded or reached."""
 
     exit_code = 4
+
+
+class ErrorKind(StrEnum):
+    """Why one request came back without output: the `error` of a record (records.jsonl, load.jsonl) or a judgment.
+
+    Members are str: they compare equal to, and are written as, their values. An HTTP status without a member of
+    its own is `http_kind(status)`; a failed judge request is `judge_kind(kind)`.
+    """
+
+    CONNECTION_ERROR = "connection_error"
+    """The connection failed before the server answered (refused, reset, DNS, TLS); retried with backoff."""
+    HTTP_429 = "http_429"
+    """The server answered 429 Too Many Requests; retried with backoff (honouring Retry-After)."""
+    HTTP_5XX = "http_5xx"
+    """The server answered with a 5xx status; retried with backoff."""
+    STREAM_INTERRUPTED = "stream_interrupted"
+    """The stream broke after the server began answering, or ended without [DONE] or a finish_reason; never
+    resent."""
+    STALL_TIMEOUT = "stall_timeout"
+    """No byte arrived for `stall_timeout_s`."""
+    TIMEOUT = "timeout"
+    """The request as a whole ran past `timeout_s`."""
+    BAD_RESPONSE = "bad_response"
+    """The stream held an event that could not be parsed."""
+    CLIENT_ERROR = "client_error"
+    """The client itself raised an unexpected exception (none of the above); not retried."""
+    NOT_SENT = "not_sent"
+    """A load request still waiting for a slot when the load's duration ran out: never sent, never recorded."""
+    MISSING_RESPONSE = "missing_response"
+    """The replay backend's file holds no output for the case."""
+    GENERATION_ERROR = "generation_error"
+    """The in-process model (hf backend) raised while generating the batch the case was in."""
+    JUDGE_UNPARSEABLE = "judge_unparseable"
+    """The judge replied, but with no verdict that could be read."""
+    JUDGE_NO_REPLY = "judge_no_reply"
+    """The judge's request ended with neither a reply nor an error."""
+
+
+def http_kind(status: int) -> str:
+    """The kind of an HTTP error status: http_429, http_5xx for every 5xx, else http_<status> (http_404, ...)."""
+    if status == 429:
+        return ErrorKind.HTTP_429
+    if status >= 500:
+        return ErrorKind.HTTP_5XX
+    return f"http_{status}"
+
+
+def judge_kind(kind: str | None) -> str:
+    """A judgment's error for a judge request that failed with `kind`: judge_<kind> (judge_timeout,
+    judge_http_5xx, ...); judge_no_reply when it ended with neither a reply nor an error."""
+    return f"judge_{kind}" if kind else ErrorKind.JUDGE_NO_REPLY

@@ -15,7 +15,7 @@ import time
 import warnings
 from pathlib import Path
 
-from ..errors import TargetError
+from ..errors import ErrorKind, TargetError
 from ..run.record import Timing, Tokens
 from ._base import Backend, Generation, Request
 
@@ -163,7 +163,7 @@ class HFBackend(Backend):
         try:
             return self._generate(requests, max_new_tokens)
         except (RuntimeError, ValueError, IndexError) as exc:  # one bad batch must not end the run
-            return [Generation(None, error="generation_error", error_message=_first_line(exc)) for _ in requests]
+            return [Generation(None, error=ErrorKind.GENERATION_ERROR, error_message=_first_line(exc)) for _ in requests]
 
     def _generate(self, requests: list[Request], max_new_tokens: int) -> list[Generation]:
         from transformers import LogitsProcessorList

@@ -11,42 +11,36 @@ client stamps it after its write; the `openai` client's is read from httpx's tra
 from the scheduled send (closed loop: the moment a slot was free) to it, so it holds the request's TCP connect
 when it opened one; `Timing.connect_ms` says how much that was. Every run also measures the client's own
 lateness (`_lateness.LatenessProbe`): event-loop lag, CPU share, batched stamps (see `OpenAIBackend`).
+
+Error classes and the retry policy are in `_retry`, a request's clock across attempts in `_attempt`, when the
+requests of a run are sent in `_dispatch`, the `openai` client and its transport trace in `_openai_client`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import gc
 import json
 import os
-import random
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..errors import InputError, TargetError
+from ..errors import ErrorKind, InputError, TargetError
 from ..redaction import mask_url
 from ..run.record import Timing, Tokens
+from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
-from ._http import httpx
+from ._dispatch import Scheduled, Send, closed_loop, gather, open_loop
 from ._lateness import LatenessProbe, loop_factory
-from ._sse_client import HTTPStatusError, LeanClient, StallTimeout
+from ._openai_client import import_now, make_openai_client, stream_openai
+from ._retry import backoff, classify, root_cause
+from ._sse_client import LeanClient
 from ._stream import parse_sse, split_tokens, stream_timing
 
 __all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
 
 _NO_KEY = "not-needed"  # local servers ignore the key, but the client insists on one
-
-
-@dataclass(frozen=True)
-class Scheduled:
-    """A request with the perf_counter_ns time it should be sent at (load phases)."""
-
-    request: Request
-    at_ns: int | None = None
-    """None: closed loop, send as soon as a slot is free (send lag then runs from that moment)."""
 
 
 @dataclass(frozen=True)
@@ -126,17 +120,7 @@ class OpenAIBackend(Backend):
         return self.openai_client(concurrency)
 
     def openai_client(self, concurrency: int | None = None):
-        import openai
-
-        t = self.target
-        timeout = httpx.Timeout(t.timeout_s, connect=t.connect_timeout_s, read=t.stall_timeout_s)
-        # openai's defaults, but every connection in flight may stay open: its pool keeps 100, so more streams
-        # than that would open a new connection (a TCP connect inside the send lag) for every request past 100
-        limits = httpx.Limits(max_connections=max(1000, concurrency or 0),
-                              max_keepalive_connections=max(100, concurrency or 0))
-        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_request]}, limits=limits)
-        return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=self.api_key(), max_retries=0, timeout=timeout,
-                                  default_headers=t.request_headers(), default_query=t.url_query(), http_client=http)
+        return make_openai_client(self.target, self.api_key(), concurrency)
 
     def load(self) -> None:
         """Check the server answers at all: an unreachable URL is exit 4, not a run full of errors."""
@@ -155,7 +139,7 @@ class OpenAIBackend(Backend):
             try:
                 await client.models.list()
             except openai.APIConnectionError as exc:
-                raise TargetError(f"cannot reach {mask_url(self.target.base_url)}: {_cause(exc)}") from None
+                raise TargetError(f"cannot reach {mask_url(self.target.base_url)}: {root_cause(exc)}") from None
             except openai.APIStatusError:
                 pass  # the server answers; /models may simply not exist there
 
@@ -165,7 +149,7 @@ class OpenAIBackend(Backend):
         if self._quality_probe is None:
             self._quality_probe = LatenessProbe(self.target.client)
         items = [Scheduled(r) for r in requests]
-        gens = self._run(lambda client, _: self._gather(client, items, max_new_tokens, self.target.concurrency),
+        gens = self._run(lambda client, _: gather(self._sender(client, max_new_tokens), items, self.target.concurrency),
                          self._quality_probe, concurrency=self.target.concurrency)
         self.client_stats = self._quality_probe.summary()
         return gens
@@ -178,8 +162,11 @@ class OpenAIBackend(Backend):
         order. Requests not started by `deadline_ns` come back with error 'not_sent'. The client's lateness over
         the call: `last_run_stats`."""
         probe = LatenessProbe(self.target.client)
-        gens = self._run(lambda client, _: self._gather(client, items, max_new_tokens, concurrency, deadline_ns, on_done),
-                         probe, concurrency=concurrency)
+
+        async def window(client, _):
+            return await gather(self._sender(client, max_new_tokens), items, concurrency, deadline_ns, on_done)
+
+        gens = self._run(window, probe, concurrency=concurrency)
         self.last_run_stats = probe.summary()
         return gens
 
@@ -202,22 +189,23 @@ class OpenAIBackend(Backend):
 
         async def prepare(client) -> None:
             if warmup:
-                await self._gather(client, [Scheduled(r) for r in warmup], max_new_tokens, self.target.concurrency)
+                await gather(self._sender(client, max_new_tokens), [Scheduled(r) for r in warmup], self.target.concurrency)
             if hasattr(client, "preconnect"):
                 for ns in await client.preconnect(min(concurrency, len(requests)) if sized else concurrency):
                     probe.connected(ns / 1e6, before_window=True)
 
         async def window(client, _):
+            send = self._sender(client, max_new_tokens)
             if on_start is not None:
                 on_start()
             started = time.perf_counter()
             deadline = time.perf_counter_ns() + int(duration_s * 1e9) if duration_s else None
             if offsets is None:
-                results = await self._closed_loop(client, iter(requests), max_new_tokens, concurrency, deadline, on_done)
+                results = await closed_loop(send, iter(requests), concurrency, deadline, on_done)
             else:
                 start = time.perf_counter_ns() + int(lead_s * 1e9)
                 items = (Scheduled(r, start + int(o * 1e9)) for r, o in zip(requests, offsets))
-                gens = await self._open_loop(client, items, max_new_tokens, concurrency, deadline, on_done)
+                gens = await open_loop(send, items, concurrency, deadline, on_done)
                 results = list(zip(requests, gens))
             return results, time.perf_counter() - started
 
@@ -233,7 +221,7 @@ class OpenAIBackend(Backend):
             async with self.client(concurrency) as client:
                 if prepare is not None:
                     await prepare(client)
-                _import_now(client, self.target.mode)
+                import_now(client, self.target.mode)
                 loop = asyncio.get_running_loop()
                 self._lateness = probe
                 if hasattr(client, "probe"):
@@ -260,55 +248,6 @@ class OpenAIBackend(Backend):
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
             return runner.run(main())
 
-    async def _gather(self, client, items, max_new_tokens, concurrency, deadline_ns=None, on_done=None) -> list[Generation]:
-        slots = asyncio.Semaphore(concurrency)
-
-        async def one(item: Scheduled) -> Generation:
-            if item.at_ns is not None:
-                await _sleep_until_ns(item.at_ns)
-            return await self._in_slot(client, item, max_new_tokens, slots, deadline_ns, on_done)
-
-        return list(await asyncio.gather(*(one(i) for i in items)))
-
-    async def _in_slot(self, client, item: Scheduled, max_new_tokens, slots, deadline_ns, on_done) -> Generation:
-        """One request once a slot is free; 'not_sent' when the load's deadline passed while it waited."""
-        async with slots:
-            if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
-                return Generation(None, error="not_sent", error_message="load duration over")
-            gen = await self._request(client, item, max_new_tokens)
-        if on_done is not None:
-            on_done()
-        return gen
-
-    async def _open_loop(self, client, items, max_new_tokens, concurrency, deadline_ns=None, on_done=None):
-        """Each item is started at its due time (items come in due order), at most `concurrency` in flight, the
-        rest queued (send lag). A request's task is made when it is due, never before: an hour-long open loop
-        holds the requests in flight and the ones queued, not every request it will send."""
-        slots = asyncio.Semaphore(concurrency)
-        tasks = []
-        for item in items:
-            await _sleep_until_ns(item.at_ns)
-            tasks.append(asyncio.ensure_future(self._in_slot(client, item, max_new_tokens, slots, deadline_ns, on_done)))
-        return list(await asyncio.gather(*tasks))
-
-    async def _closed_loop(self, client, requests, max_new_tokens, concurrency, deadline_ns, on_done):
-        """`concurrency` workers pulling from one iterator until it is empty or the deadline has passed."""
-        results: list = []
-
-        async def worker() -> None:
-            while deadline_ns is None or time.perf_counter_ns() <= deadline_ns:
-                request = next(requests, None)  # one loop thread: no two workers take the same one
-                if request is None:
-                    return
-                slot = len(results)
-                results.append(None)
-                results[slot] = (request, await self._request(client, Scheduled(request), max_new_tokens))
-                if on_done is not None:
-                    on_done()
-
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return results
-
     def _body(self, request: Request, max_new_tokens: int) -> dict:
         g, t = self.generation, self.target
         body: dict = {"model": t.model, "stream": True, "stream_options": {"include_usage": True},
@@ -326,13 +265,17 @@ class OpenAIBackend(Backend):
             body["extra_body"] = dict(t.extra_body)
         return body
 
+    def _sender(self, client, max_new_tokens: int) -> Send:
+        """What sends one request of a run (`_dispatch`): `_request` on this client."""
+        return lambda item: self._request(client, item, max_new_tokens)
+
     async def _request(self, client, item: Scheduled, max_new_tokens: int) -> Generation:
         """Send, retrying what failed before the first token. The user's clock starts at the first attempt's
         actual send (`first`) and keeps running through retries and backoff; `sent` is the current attempt's."""
         body = self._body(item.request, max_new_tokens)
         attempt = 0
         scheduled = item.at_ns
-        first: _Clock | None = None  # the first attempt's send (its `end` unused)
+        first: RequestClock | None = None  # the first attempt's send (its `end` unused)
         while True:
             attempt += 1
             sent = time.perf_counter_ns()
@@ -342,27 +285,27 @@ class OpenAIBackend(Backend):
                                                                              self.target.timeout_s)
             except Exception as exc:  # classified below; anything unexpected is recorded, never raised
                 failed_at = time.perf_counter_ns()
-                written, connect = _sent_ns(exc), _connect_ns(exc)
+                written, connect = sent_ns(exc), connect_ns(exc)
                 self._connected(connect)
-                first = first or _Clock(scheduled, written or sent, written or sent, 0, written is not None, connect)
-                error, retry_after = _classify(exc)
+                first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
+                error, retry_after = classify(exc)
                 if error.retryable and attempt <= self.target.retries:
-                    await asyncio.sleep(_backoff(attempt, retry_after))
+                    await asyncio.sleep(backoff(attempt, retry_after))
                     continue
-                return _failed(error.name, _cause(exc), first.attempt(written or sent, failed_at), attempt)
+                return failed(error.kind, root_cause(exc), first.attempt(written or sent, failed_at), attempt)
             self._connected(connect)
             # the written moment is unknown only where the client could not observe it (see `Timing.send_lag_ms`)
-            first = first or _Clock(scheduled, written or sent, written or sent, 0, written is not None, connect)
+            first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
             return self._finish(lines, stamps, first.attempt(written or sent, end), attempt)
 
-    def _connected(self, connect_ns: int | None) -> None:
-        if connect_ns is not None and self._lateness is not None:
-            self._lateness.connected(connect_ns / 1e6)
+    def _connected(self, connect: int | None) -> None:
+        if connect is not None and self._lateness is not None:
+            self._lateness.connected(connect / 1e6)
 
     async def _stream(self, client, body: dict):
         if self.target.client == "lean":
             return await self._stream_lean(client, body)
-        return await self._stream_openai(client, body)
+        return await stream_openai(client, body, self.target.mode)
 
     async def _stream_lean(self, client, body: dict):
         payload = {k: v for k, v in body.items() if k != "extra_body"}
@@ -370,38 +313,14 @@ class OpenAIBackend(Backend):
         path = "/chat/completions" if self.target.mode == "chat" else "/completions"
         return await client.stream(path, json.dumps(payload).encode())
 
-    async def _stream_openai(self, client, body: dict):
-        """As the lean client's `stream`: (lines, stamps, end ns, written ns, connect ns). The written moment and
-        the connect time come from httpx's transport trace (`_trace_request`); None when it did not say."""
-        lines: list[str] = []
-        stamps: list[int] = []
-        api = client.chat.completions if self.target.mode == "chat" else client.completions
-        extra = body.pop("extra_body", None)
-        trace: dict[str, int] = {}
-        token = _TRACE.set(trace)
-        try:
-            async with api.with_streaming_response.create(**body, extra_body=extra) as response:
-                async for line in response.iter_lines():
-                    stamps.append(time.perf_counter_ns())  # first thing: the clock
-                    lines.append(line)
-        except BaseException as exc:
-            exc.partial_lines = lines  # type: ignore[attr-defined]  # tells "dropped mid-stream" from "never started"
-            exc.sent_ns, exc.connect_ns = _traced(trace)  # type: ignore[attr-defined]
-            raise
-        finally:
-            _TRACE.reset(token)
-            if extra is not None:
-                body["extra_body"] = extra
-        return lines, stamps, time.perf_counter_ns(), *_traced(trace)
-
-    def _finish(self, lines, stamps, clock: _Clock, attempt: int) -> Generation:
+    def _finish(self, lines, stamps, clock: RequestClock, attempt: int) -> Generation:
         parse = parse_sse(lines, stamps, self.target.mode)
         if self._lateness is not None:
             self._lateness.chunk_gaps(parse.chunk_ns)
         if parse.bad_event is not None:
-            return _failed("bad_response", f"unparseable event: {parse.bad_event}", clock, attempt)
+            return failed(ErrorKind.BAD_RESPONSE, f"unparseable event: {parse.bad_event}", clock, attempt)
         if not parse.finished:
-            return _failed("stream_interrupted", "stream ended without [DONE] or finish_reason", clock, attempt)
+            return failed(ErrorKind.STREAM_INTERRUPTED, "stream ended without [DONE] or finish_reason", clock, attempt)
         source = "usage" if parse.completion_tokens is not None else ("tokenizer" if self._count else "chunks")
         ks = split_tokens(parse.chunks, parse.completion_tokens, self._count if source != "usage" else None)
         output = parse.completion_tokens if source == "usage" else sum(ks)
@@ -414,144 +333,3 @@ class OpenAIBackend(Backend):
             tokens=Tokens(input=parse.prompt_tokens, output=output, source=source),
             timing=Timing(**timing, attempts=attempt, connect_ms=clock.connect_ms),
         )
-
-
-@dataclass(frozen=True)
-class _Clock:
-    """perf_counter_ns stamps of one request: scheduled send, first and last attempt's actual send, and the end
-    (of the stream, or the failure). `written`: the first attempt's send is the moment its last byte was
-    written (else the client could not tell: the attempt's start stands in); `connect`: the first attempt's TCP
-    connect time (ns), None on a reused connection."""
-
-    scheduled: int
-    first: int
-    sent: int
-    end: int
-    written: bool = True
-    connect: int | None = None
-
-    def attempt(self, sent: int, end: int) -> _Clock:
-        return _Clock(self.scheduled, self.first, sent, end, self.written, self.connect)
-
-    @property
-    def connect_ms(self) -> float | None:
-        return self.connect / 1e6 if self.connect is not None else None
-
-    @property
-    def send_lag_ms(self) -> float | None:
-        return (self.first - self.scheduled) / 1e6 if self.written else None
-
-
-@dataclass(frozen=True)
-class _ErrorClass:
-    name: str
-    retryable: bool
-
-
-def _classify(exc: BaseException) -> tuple[_ErrorClass, float | None]:
-    """Map an exception to an error class; retry only what failed before the first token."""
-    started = bool(getattr(exc, "partial_lines", None))
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return _ErrorClass("timeout", False), None
-    if isinstance(exc, HTTPStatusError):
-        return _status_class(exc.status), _retry_after(exc.headers.get("retry-after"))
-    if isinstance(exc, StallTimeout):
-        return _ErrorClass("stall_timeout", False), None
-    # only the openai client raises openai's errors, so it is imported already; importing it here would block
-    # the event loop (about half a second) mid-run and delay the timestamps of every stream in flight
-    openai = sys.modules.get("openai")
-    transport_errors: tuple[type[BaseException], ...] = (ConnectionError, OSError)
-    if openai is not None:
-        if isinstance(exc, openai.APIStatusError):
-            return _status_class(exc.status_code), _retry_after(exc.response.headers.get("retry-after"))
-        if isinstance(exc, httpx.ReadTimeout) or isinstance(exc, openai.APITimeoutError):
-            return _ErrorClass("stall_timeout", False), None
-        transport_errors += (openai.APIConnectionError, httpx.TransportError)
-    if started:  # the connection broke after the server began answering: never resent
-        return _ErrorClass("stream_interrupted", False), None
-    if isinstance(exc, transport_errors):
-        return _ErrorClass("connection_error", True), None
-    return _ErrorClass("client_error", False), None
-
-
-def _status_class(code: int) -> _ErrorClass:
-    if code == 429:
-        return _ErrorClass("http_429", True)
-    if code >= 500:
-        return _ErrorClass("http_5xx", True)
-    return _ErrorClass(f"http_{code}", False)
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _backoff(attempt: int, retry_after: float | None) -> float:
-    base = min(4.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
-    return min(10.0, retry_after) if retry_after is not None else base
-
-
-def _import_now(client, mode: str) -> None:
-    """The openai client imports its resources on first use (about 0.1 s, blocking): before the window, not in it."""
-    if hasattr(client, "chat"):
-        (client.chat.completions if mode == "chat" else client.completions).with_streaming_response  # noqa: B018
-
-
-_TRACE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
-"""The current request's transport trace (the openai client): httpcore event name -> perf_counter_ns."""
-_WRITTEN = "http11.send_request_body.complete"
-
-
-async def _trace_request(request) -> None:
-    """httpx request hook: asks httpcore to report the request's transport events to `_on_trace`."""
-    request.extensions["trace"] = _on_trace
-
-
-async def _on_trace(name: str, info: dict) -> None:
-    trace = _TRACE.get()
-    if trace is not None:
-        trace[name] = time.perf_counter_ns()
-
-
-def _traced(trace: dict[str, int]) -> tuple[int | None, int | None]:
-    """(when the request's last byte was written, TCP (+ TLS) connect ns: None on a reused connection)."""
-    started = trace.get("connection.connect_tcp.started")
-    connected = trace.get("connection.start_tls.complete") or trace.get("connection.connect_tcp.complete")
-    return trace.get(_WRITTEN), (connected - started if started and connected else None)
-
-
-async def _sleep_until_ns(deadline: int) -> None:
-    # again until it is time: a loop's timers may fire early (uvloop's round to the millisecond)
-    while (delay := (deadline - time.perf_counter_ns()) / 1e9) > 0:
-        await asyncio.sleep(delay)
-
-
-def _failed(name: str, message: str, clock: _Clock, attempt: int) -> Generation:
-    """A failed request keeps what the user went through: queueing, how long they waited, attempts."""
-    ms = 1e6
-    timing = Timing(send_lag_ms=clock.send_lag_ms, e2e_ms=(clock.end - clock.first) / ms,
-                    e2e_sched_ms=(clock.end - clock.scheduled) / ms, retry_wait_ms=(clock.sent - clock.first) / ms,
-                    attempts=attempt, connect_ms=clock.connect_ms)
-    return Generation(None, error=name, error_message=message[:300], timing=timing)
-
-
-def _sent_ns(exc: BaseException) -> int | None:
-    """When a failed attempt's bytes really left, where the client knows (lean client; under a timeout, the
-    cancelled exchange it interrupted)."""
-    return getattr(exc, "sent_ns", None) or getattr(exc.__cause__, "sent_ns", None)
-
-
-def _connect_ns(exc: BaseException) -> int | None:
-    """The TCP connect time of a failed attempt's new connection, where the client knows."""
-    return getattr(exc, "connect_ns", None) or getattr(exc.__cause__, "connect_ns", None)
-
-
-def _cause(exc: BaseException) -> str:
-    seen = exc
-    while seen.__cause__ is not None:
-        seen = seen.__cause__
-    text = str(seen).strip().splitlines()
-    return f"{type(seen).__name__}: {text[0]}" if text else type(seen).__name__

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ErrorKind, InputError
 from ..inputs.files import read_text
 from ..run.record import Tokens
 from ._base import Backend, Generation, Request
@@ -44,7 +44,7 @@ class ReplayBackend(Backend):
         for req in requests:
             text = self.outputs.get(req.case_id)
             if text is None:
-                out.append(Generation(None, error="missing_response", error_message=f"no output for {req.case_id}"))
+                out.append(Generation(None, error=ErrorKind.MISSING_RESPONSE, error_message=f"no output for {req.case_id}"))
             else:
                 out.append(Generation(text, tokens=Tokens(source="none")))
         return out

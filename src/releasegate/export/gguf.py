@@ -41,269 +41,34 @@ LoRA scale (ggml-org/llama.cpp#26207), so it is off; and CPU flash attention com
 both, greedy answers are token-identical to transformers + peft in float32.
 
 Only the Llama architecture (LlamaForCausalLM) and byte-level BPE tokenizers are supported.
-torch, safetensors and gguf are imported only when an export runs.
+torch, safetensors and gguf are imported only when an export runs. Tensor names, hyper-parameters, reading
+safetensors and writing GGUF are in `_gguf_llama`; the tokenizer in `_gguf_tokenizer`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from ._gguf_llama import (
+    OUTTYPES,
+    ExportError,
+    LlamaHparams,
+    cast_tensor,
+    gguf_name,
+    load_state_dict,
+    read_json,
+    tensor_order,
+    to_numpy,
+    write_gguf,
+)
+from ._gguf_tokenizer import add_tokenizer
+
 __all__ = ["export_model", "export_lora", "main"]
-
-_OUTTYPES = ("f32", "f16")
-
-# HF parameter name inside a decoder layer -> llama.cpp tensor name inside `blk.N.`
-_LAYER_NAMES = {
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.o_proj": "attn_output",
-    "mlp.gate_proj": "ffn_gate",
-    "mlp.up_proj": "ffn_up",
-    "mlp.down_proj": "ffn_down",
-    "input_layernorm": "attn_norm",
-    "post_attention_layernorm": "ffn_norm",
-}
-_GLOBAL_NAMES = {
-    "model.embed_tokens": "token_embd",
-    "model.norm": "output_norm",
-    "lm_head": "output",
-}
-_LAYER_RE = re.compile(r"^model\.layers\.(\d+)\.(.+)\.(weight|bias)$")
-_GLOBAL_RE = re.compile(r"^(model\.embed_tokens|model\.norm|lm_head)\.(weight|bias)$")
-
-
-class ExportError(ValueError):
-    """The input cannot be exported (unsupported architecture, tokenizer or adapter feature)."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# shared helpers
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def gguf_name(hf_name: str) -> str | None:
-    """llama.cpp's name for an HF Llama parameter (`model.layers.3.self_attn.q_proj.weight` -> `blk.3.attn_q.weight`).
-
-    None for buffers llama.cpp does not need (rotary inv_freq).
-    """
-    if hf_name.endswith("rotary_emb.inv_freq"):
-        return None
-    m = _LAYER_RE.match(hf_name)
-    if m:
-        layer, module, kind = m.groups()
-        if module not in _LAYER_NAMES:
-            raise ExportError(f"unsupported tensor {hf_name!r}")
-        return f"blk.{layer}.{_LAYER_NAMES[module]}.{kind}"
-    m = _GLOBAL_RE.match(hf_name)
-    if m:
-        return f"{_GLOBAL_NAMES[m.group(1)]}.{m.group(2)}"
-    raise ExportError(f"unsupported tensor {hf_name!r}")
-
-
-def permute_qk(w, n_head: int):
-    """HF's rotary layout (halves) -> llama.cpp's (interleaved pairs), as convert_hf_to_gguf.py does for llama.
-
-    Works on rows: a q/k weight (out, in), a bias (out,), or a LoRA B matrix (out, r).
-    """
-    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-
-
-class _Hparams:
-    def __init__(self, config: dict[str, Any]):
-        arch = (config.get("architectures") or ["?"])[0]
-        if config.get("model_type") != "llama" and arch != "LlamaForCausalLM":
-            raise ExportError(f"only Llama models are supported, not {arch} ({config.get('model_type')})")
-        self.config = config
-        self.n_embd = config["hidden_size"]
-        self.n_layer = config["num_hidden_layers"]
-        self.n_head = config["num_attention_heads"]
-        self.n_head_kv = config.get("num_key_value_heads") or self.n_head
-        self.head_dim = config.get("head_dim") or self.n_embd // self.n_head
-        self.n_ff = config["intermediate_size"]
-        self.n_ctx = config.get("max_position_embeddings", 2048)
-        self.eps = config.get("rms_norm_eps", 1e-5)
-        self.vocab_size = config["vocab_size"]
-        self.tied = bool(config.get("tie_word_embeddings", False))
-        rope = dict(config.get("rope_parameters") or {})  # transformers >= 5
-        legacy = config.get("rope_scaling") or {}
-        rope = {**legacy, **rope}
-        self.rope_theta = float(rope.get("rope_theta", config.get("rope_theta", 10000.0)))
-        self.rope_type = rope.get("rope_type") or rope.get("type") or "default"
-        self.rope_factor = rope.get("factor")
-        if self.rope_type not in ("default", "linear"):
-            raise ExportError(f"rope scaling {self.rope_type!r} is not supported (only default and linear)")
-
-    def permute(self, gguf_tensor_name: str, w):
-        """Apply the q/k rotary permutation where the tensor's rows are q or k heads."""
-        if ".attn_q." in gguf_tensor_name:
-            return permute_qk(w, self.n_head)
-        if ".attn_k." in gguf_tensor_name:
-            return permute_qk(w, self.n_head_kv)
-        return w
-
-
-def _write(writer, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
-def _cast(array, outtype: str):
-    """1-D tensors (norms, biases) stay f32 as llama.cpp expects; matrices take the requested type."""
-    import numpy as np
-
-    array = np.ascontiguousarray(array, dtype=np.float32)
-    if array.ndim >= 2 and outtype == "f16":
-        return array.astype(np.float16)
-    return array
-
-
-# ---------------------------------------------------------------------------------------------------------
-# tokenizer
-
-
-def _token_content(value) -> str | None:
-    if isinstance(value, dict):
-        return value.get("content")
-    return value
-
-
-def _chat_template(model_dir: Path, tok_config: dict[str, Any]) -> str | None:
-    template = tok_config.get("chat_template")
-    if isinstance(template, list):  # named templates: [{"name": "default", "template": ...}, ...]
-        named = {t.get("name"): t.get("template") for t in template}
-        template = named.get("default") or next(iter(named.values()), None)
-    if template:
-        return template
-    if (model_dir / "chat_template.jinja").is_file():  # transformers >= 4.50 saves it separately
-        return (model_dir / "chat_template.jinja").read_text(encoding="utf-8")
-    if (model_dir / "chat_template.json").is_file():
-        return _read_json(model_dir / "chat_template.json").get("chat_template")
-    return None
-
-
-def _post_processor_adds(tokenizer: dict[str, Any], token: str | None) -> bool | None:
-    """Whether the HF post-processor puts `token` around a single sequence (None: cannot tell)."""
-    post = tokenizer.get("post_processor")
-    if not post or token is None:
-        return None
-    processors = post.get("processors", [post]) if post.get("type") == "Sequence" else [post]
-    for p in processors:
-        if p.get("type") == "TemplateProcessing":
-            return any(item.get("SpecialToken", {}).get("id") == token for item in p.get("single", []))
-    return None
-
-
-def _add_tokenizer(writer, model_dir: Path, hp: _Hparams) -> None:
-    import gguf
-
-    path = model_dir / "tokenizer.json"
-    if not path.is_file():
-        raise ExportError(f"{model_dir} has no tokenizer.json (only fast byte-level BPE tokenizers are supported)")
-    tokenizer = _read_json(path)
-    model = tokenizer.get("model", {})
-    pre = tokenizer.get("pre_tokenizer") or {}
-    if model.get("type") != "BPE" or pre.get("type") != "ByteLevel" or not pre.get("use_regex", True):
-        raise ExportError(
-            "only byte-level BPE tokenizers with the GPT-2 pre-tokenizer are supported, got "
-            f"model={model.get('type')} pre_tokenizer={pre.get('type')}"
-        )
-    if tokenizer.get("normalizer"):
-        raise ExportError(f"tokenizer normalizers are not supported: {tokenizer['normalizer'].get('type')}")
-
-    tok_config_path = model_dir / "tokenizer_config.json"
-    tok_config = _read_json(tok_config_path) if tok_config_path.is_file() else {}
-
-    by_id: dict[int, tuple[str, int]] = {}
-    for text, i in model["vocab"].items():
-        by_id[i] = (text, gguf.TokenType.NORMAL)
-    for added in tokenizer.get("added_tokens", []):
-        kind = gguf.TokenType.CONTROL if added.get("special") else gguf.TokenType.USER_DEFINED
-        by_id[added["id"]] = (added["content"], kind)
-    n_vocab = max(hp.vocab_size, max(by_id) + 1)
-    if n_vocab != hp.vocab_size:
-        raise ExportError(f"tokenizer has ids up to {max(by_id)} but the model's vocab_size is {hp.vocab_size}")
-    tokens, types = [], []
-    for i in range(n_vocab):
-        text, kind = by_id.get(i, (f"[PAD{i}]", gguf.TokenType.UNUSED))
-        tokens.append(text)
-        types.append(kind)
-
-    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
-
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("gpt-2")
-    writer.add_token_list(tokens)
-    writer.add_token_types(types)
-    writer.add_token_merges(merges)
-
-    ids = {text: i for i, (text, _) in by_id.items()}
-    special = {}
-    for key in ("bos", "eos", "unk", "pad"):
-        text = _token_content(tok_config.get(f"{key}_token"))
-        if text is not None and text in ids:
-            special[key] = ids[text]
-        elif tok_config.get(f"{key}_token") is None and hp.config.get(f"{key}_token_id") is not None:
-            value = hp.config[f"{key}_token_id"]
-            special[key] = value[0] if isinstance(value, list) else value
-    adders = {"bos": writer.add_bos_token_id, "eos": writer.add_eos_token_id,
-              "unk": writer.add_unk_token_id, "pad": writer.add_pad_token_id}
-    for key, token_id in special.items():
-        adders[key](int(token_id))
-
-    bos_text = _token_content(tok_config.get("bos_token"))
-    eos_text = _token_content(tok_config.get("eos_token"))
-    add_bos = tok_config.get("add_bos_token")
-    if add_bos is None:
-        add_bos = bool(_post_processor_adds(tokenizer, bos_text))
-    add_eos = tok_config.get("add_eos_token")
-    if add_eos is None:
-        add_eos = bool(_post_processor_adds(tokenizer, eos_text))
-    writer.add_add_bos_token(bool(add_bos))
-    writer.add_add_eos_token(bool(add_eos))
-
-    template = _chat_template(model_dir, tok_config)
-    if template:
-        writer.add_chat_template(template)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# tensors
-
-
-def _load_state_dict(directory: Path, stem: str) -> dict[str, Any]:
-    """All tensors of `stem`.safetensors (or its shards), as torch tensors."""
-    from safetensors.torch import load_file
-
-    single = directory / f"{stem}.safetensors"
-    if single.is_file():
-        return load_file(single)
-    index = directory / f"{stem}.safetensors.index.json"
-    if index.is_file():
-        state: dict[str, Any] = {}
-        for shard in sorted(set(_read_json(index)["weight_map"].values())):
-            state.update(load_file(directory / shard))
-        return state
-    raise ExportError(f"{directory} has no {stem}.safetensors")
-
-
-def _to_numpy(tensor):
-    import torch
-
-    return tensor.detach().to(torch.float32).cpu().numpy()
 
 
 def export_model(model_dir: str | Path, out_path: str | Path, *, outtype: str = "f16", name: str | None = None) -> Path:
@@ -313,11 +78,11 @@ def export_model(model_dir: str | Path, out_path: str | Path, *, outtype: str = 
     """
     import gguf
 
-    if outtype not in _OUTTYPES:
-        raise ExportError(f"outtype must be one of {_OUTTYPES}, not {outtype!r}")
+    if outtype not in OUTTYPES:
+        raise ExportError(f"outtype must be one of {OUTTYPES}, not {outtype!r}")
     model_dir, out_path = Path(model_dir), Path(out_path)
-    hp = _Hparams(_read_json(model_dir / "config.json"))
-    state = _load_state_dict(model_dir, "model")
+    hp = LlamaHparams(read_json(model_dir / "config.json"))
+    state = load_state_dict(model_dir, "model")
 
     writer = gguf.GGUFWriter(out_path, "llama")
     writer.add_type(gguf.GGUFType.MODEL)
@@ -339,28 +104,19 @@ def export_model(model_dir: str | Path, out_path: str | Path, *, outtype: str = 
         writer.add_rope_scaling_factor(float(hp.rope_factor))
     writer.add_vocab_size(hp.vocab_size)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if outtype == "f16" else gguf.LlamaFileType.ALL_F32)
-    _add_tokenizer(writer, model_dir, hp)
+    add_tokenizer(writer, model_dir, hp)
 
-    for hf_name in sorted(state, key=_tensor_order):
+    for hf_name in sorted(state, key=tensor_order):
         target = gguf_name(hf_name)
         if target is None:
             continue
         if target == "output.weight" and hp.tied:
             continue  # llama.cpp uses token_embd for the output projection when `output` is absent
-        writer.add_tensor(target, _cast(hp.permute(target, _to_numpy(state[hf_name])), outtype))
+        writer.add_tensor(target, cast_tensor(hp.permute(target, to_numpy(state[hf_name])), outtype))
     if not hp.tied and "lm_head.weight" not in state:
         raise ExportError("the model has untied embeddings but no lm_head.weight")
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    return _write(writer, out_path)
-
-
-def _tensor_order(hf_name: str):
-    m = _LAYER_RE.match(hf_name)
-    return (1, int(m.group(1)), hf_name) if m else (0 if "embed" in hf_name else 2, 0, hf_name)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# LoRA
+    return write_gguf(writer, out_path)
 
 
 def _adapter_base(adapter_dir: Path, config: dict[str, Any], base: str | Path | None) -> Path:
@@ -386,10 +142,10 @@ def export_lora(
     """
     import gguf
 
-    if outtype not in _OUTTYPES:
-        raise ExportError(f"outtype must be one of {_OUTTYPES}, not {outtype!r}")
+    if outtype not in OUTTYPES:
+        raise ExportError(f"outtype must be one of {OUTTYPES}, not {outtype!r}")
     adapter_dir, out_path = Path(adapter_dir), Path(out_path)
-    config = _read_json(adapter_dir / "adapter_config.json")
+    config = read_json(adapter_dir / "adapter_config.json")
     if config.get("peft_type", "LORA") != "LORA":
         raise ExportError(f"only LoRA adapters are supported, not {config.get('peft_type')}")
     unsupported = [
@@ -401,13 +157,13 @@ def export_lora(
         raise ExportError(f"adapter features llama.cpp LoRA cannot express: {', '.join(unsupported)}")
     if config.get("fan_in_fan_out"):
         raise ExportError("fan_in_fan_out adapters (Conv1D layers) are not supported")
-    hp = _Hparams(_read_json(_adapter_base(adapter_dir, config, base) / "config.json"))
+    hp = LlamaHparams(read_json(_adapter_base(adapter_dir, config, base) / "config.json"))
     rank = int(config["r"])
     alpha = float(config["lora_alpha"])
     if config.get("use_rslora"):
         alpha *= math.sqrt(rank)  # llama.cpp scales by alpha / r; rsLoRA by alpha / sqrt(r)
 
-    state = _load_state_dict(adapter_dir, "adapter_model")
+    state = load_state_dict(adapter_dir, "adapter_model")
     pairs: dict[str, dict[str, Any]] = {}
     for key, tensor in state.items():
         m = re.match(r"^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$", key)
@@ -428,13 +184,13 @@ def export_lora(
         pair = pairs[target]
         if set(pair) != {"A", "B"}:
             raise ExportError(f"{target}: LoRA A/B pair is incomplete")
-        a = _to_numpy(pair["A"])  # (r, in)  -> ggml ne = [in, r]
-        b = _to_numpy(pair["B"])  # (out, r) -> ggml ne = [r, out]
+        a = to_numpy(pair["A"])  # (r, in)  -> ggml ne = [in, r]
+        b = to_numpy(pair["B"])  # (out, r) -> ggml ne = [r, out]
         if a.shape[0] != b.shape[1]:
             raise ExportError(f"{target}: lora_A {a.shape} and lora_B {b.shape} ranks differ")
-        writer.add_tensor(target + ".lora_a", _cast(a, outtype))
-        writer.add_tensor(target + ".lora_b", _cast(hp.permute(target, b), outtype))
-    return _write(writer, out_path)
+        writer.add_tensor(target + ".lora_a", cast_tensor(a, outtype))
+        writer.add_tensor(target + ".lora_b", cast_tensor(hp.permute(target, b), outtype))
+    return write_gguf(writer, out_path)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -450,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="output .gguf file")
     parser.add_argument("--lora", action="store_true", help="SOURCE is a peft LoRA adapter directory")
     parser.add_argument("--base", type=Path, help="with --lora: the adapter's HF base model directory")
-    parser.add_argument("--outtype", choices=_OUTTYPES, help="tensor type (default: f16 for models, f32 for LoRA)")
+    parser.add_argument("--outtype", choices=OUTTYPES, help="tensor type (default: f16 for models, f32 for LoRA)")
     args = parser.parse_args(argv)
     try:
         if args.lora:

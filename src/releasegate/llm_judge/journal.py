@@ -48,7 +48,8 @@ class Judgment(BaseModel):
     """The judge's reason, as it wrote it (cut to 1,000 characters)."""
     error: str | None = None
     """'judge_unparseable' (no verdict in the reply), 'judge_<class>' for a failed request (judge_timeout,
-    judge_connection_error, judge_http_5xx, ...); None when a verdict was read."""
+    judge_connection_error, judge_http_5xx, ...; see `errors.judge_kind`), 'judge_no_reply' for one that ended
+    with neither; None when a verdict was read."""
     error_message: str | None = None
     raw: str | None = None
     """The judge's reply, kept when it could not be parsed (cut to 2,000 characters)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..backends import Request, create_backend
-from ..errors import TargetError
+from ..errors import ErrorKind, TargetError, judge_kind
 from ..review._auto import output_hash
 from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
@@ -200,14 +200,14 @@ def _judgment(ask: _Ask, fingerprint: str, gen, *, cached: bool) -> Judgment:
                 latency_ms=None if cached else gen.timing.e2e_ms, order=ask.order,
                 baseline_hash=output_hash(ask.baseline_output) if ask.order else None)
     if gen.error is not None or gen.text is None:
-        return Judgment(**base, error=f"judge_{gen.error or 'no_reply'}", error_message=gen.error_message)
+        return Judgment(**base, error=judge_kind(gen.error), error_message=gen.error_message)
     try:
         if ask.order is not None:
             position, reason = parse_preference(gen.text)
             return Judgment(**base, preferred=_undo_position(position, ask.order), reason=reason)
         parsed = parse_reply(gen.text, criterion)
     except Unparseable as exc:
-        return Judgment(**base, error="judge_unparseable", error_message=str(exc), raw=gen.text[:2000])
+        return Judgment(**base, error=ErrorKind.JUDGE_UNPARSEABLE, error_message=str(exc), raw=gen.text[:2000])
     return Judgment(**base, passed=parsed.passed, score=parsed.score, reason=parsed.reason)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..backends.openai import OpenAIBackend
+from ..errors import ErrorKind
 from ..scale.load import DistributedLoad
 from .progress import progress_bar
 from .record import RunDir, RunInfo
@@ -38,7 +39,7 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
             on_done=lambda: bar.advance(task),
         )
         scraper.mark("end")
-    records = [load_record(r, g) for r, g in done.results if g.error != "not_sent"]
+    records = [load_record(r, g) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
     planned = len(done.results) if planned is None else planned
     not_sent = planned - len(records)
     run.append(records, "load.jsonl")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ..backends import Request
+from ..errors import ErrorKind
 from ..judging.capacity import STEP_TAG, capacity_view, step_signals
 from .record import RunInfo
 from .server_scrape import Scraper, samples_line, summarise
@@ -49,7 +50,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"), on_done=lambda: bar.advance(task))
-        records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != "not_sent"]
+        records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
         run.append(records, "load.jsonl")
         recorded.extend(records)
         samples.extend({**s, "step": k} for s in scraper.samples)

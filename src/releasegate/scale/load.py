@@ -21,6 +21,7 @@ import os
 import time
 
 from ..backends.openai import LoadRun, OpenAIBackend
+from ..errors import ErrorKind
 from ..judging.stats import percentile
 from ..run.traffic import _nth
 from . import ScaleConfig
@@ -160,7 +161,7 @@ def _worker_summary(w: int, part: dict, start_at: float) -> dict:
     lags = [g.timing.send_lag_ms for _, g in part["results"] if g.timing.send_lag_ms is not None]
     send_lag = ({"p50": percentile(lags, 50), "p99": percentile(lags, 99), "max": max(lags), "n": len(lags)}
                 if lags else None)
-    return {"worker": w, "requests": sum(g.error != "not_sent" for _, g in part["results"]),
+    return {"worker": w, "requests": sum(g.error != ErrorKind.NOT_SENT for _, g in part["results"]),
             "start_skew_ms": (part["started_at"] - start_at) * 1e3, "send_lag_ms": send_lag,
             "niceness": part.get("niceness"), "client": part["client"]}
 

@@ -1,0 +1,93 @@
+"""When the requests of a run are sent: at their scheduled times or as slots free up, until a deadline.
+
+`send(item)` sends one request and returns its Generation; at most `concurrency` are in flight, the others
+wait for a slot (their send lag). A request still waiting when the deadline has passed is not sent: it comes
+back with error `not_sent`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+
+from ..errors import ErrorKind
+from ._base import Generation, Request
+
+__all__ = ["Scheduled", "Send", "gather", "open_loop", "closed_loop"]
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A request with the perf_counter_ns time it should be sent at (load phases)."""
+
+    request: Request
+    at_ns: int | None = None
+    """None: closed loop, send as soon as a slot is free (send lag then runs from that moment)."""
+
+
+Send = Callable[[Scheduled], Awaitable[Generation]]
+
+
+async def gather(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None) -> list[Generation]:
+    """Every item (each waits for its time, if it has one), `concurrency` at a time; results in input order."""
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(item: Scheduled) -> Generation:
+        if item.at_ns is not None:
+            await _sleep_until_ns(item.at_ns)
+        return await _in_slot(send, item, slots, deadline_ns, on_done)
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+async def open_loop(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None) -> list[Generation]:
+    """Each item is started at its due time (items come in due order), at most `concurrency` in flight, the
+    rest queued (send lag). A request's task is made when it is due, never before: an hour-long open loop
+    holds the requests in flight and the ones queued, not every request it will send."""
+    slots = asyncio.Semaphore(concurrency)
+    tasks = []
+    for item in items:
+        await _sleep_until_ns(item.at_ns)
+        tasks.append(asyncio.ensure_future(_in_slot(send, item, slots, deadline_ns, on_done)))
+    return list(await asyncio.gather(*tasks))
+
+
+async def closed_loop(
+    send: Send, requests: Iterator[Request], concurrency: int, deadline_ns: int | None, on_done=None,
+) -> list[tuple[Request, Generation]]:
+    """`concurrency` workers pulling from one iterator until it is empty or the deadline has passed."""
+    results: list = []
+
+    async def worker() -> None:
+        while deadline_ns is None or time.perf_counter_ns() <= deadline_ns:
+            request = next(requests, None)  # one loop thread: no two workers take the same one
+            if request is None:
+                return
+            slot = len(results)
+            results.append(None)
+            results[slot] = (request, await send(Scheduled(request)))
+            if on_done is not None:
+                on_done()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return results
+
+
+async def _in_slot(send: Send, item: Scheduled, slots: asyncio.Semaphore, deadline_ns, on_done) -> Generation:
+    """One request once a slot is free; 'not_sent' when the load's deadline passed while it waited."""
+    async with slots:
+        if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
+            return Generation(None, error=ErrorKind.NOT_SENT, error_message="load duration over")
+        gen = await send(item)
+    if on_done is not None:
+        on_done()
+    return gen
+
+
+async def _sleep_until_ns(deadline: int) -> None:
+    """Sleep until perf_counter_ns reaches `deadline`."""
+    # again until it is time: a loop's timers may fire early (uvloop's round to the millisecond)
+    while (delay := (deadline - time.perf_counter_ns()) / 1e9) > 0:
+        await asyncio.sleep(delay)

@@ -1,0 +1,82 @@
+"""The `openai` package's client for the OpenAI-compatible backend, with httpx's transport trace.
+
+"Sent" is the moment the request's last byte was written to the socket; for this client it is read from
+httpx's transport trace (`trace_request`), as is the TCP (+ TLS) connect time of a new connection.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+
+from ._http import httpx
+
+__all__ = ["make_openai_client", "stream_openai", "import_now"]
+
+_TRACE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
+"""The current request's transport trace: httpcore event name -> perf_counter_ns."""
+_WRITTEN = "http11.send_request_body.complete"
+
+
+def make_openai_client(target, api_key: str, concurrency: int | None = None):
+    """An `openai.AsyncOpenAI` for `target` that never retries on its own and traces its transport."""
+    import openai
+
+    t = target
+    timeout = httpx.Timeout(t.timeout_s, connect=t.connect_timeout_s, read=t.stall_timeout_s)
+    # openai's defaults, but every connection in flight may stay open: its pool keeps 100, so more streams
+    # than that would open a new connection (a TCP connect inside the send lag) for every request past 100
+    limits = httpx.Limits(max_connections=max(1000, concurrency or 0),
+                          max_keepalive_connections=max(100, concurrency or 0))
+    http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_request]}, limits=limits)
+    return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=api_key, max_retries=0, timeout=timeout,
+                              default_headers=t.request_headers(), default_query=t.url_query(), http_client=http)
+
+
+async def stream_openai(client, body: dict, mode: str):
+    """As the lean client's `stream`: (lines, stamps, end ns, written ns, connect ns). The written moment and
+    the connect time come from httpx's transport trace; None when it did not say."""
+    lines: list[str] = []
+    stamps: list[int] = []
+    api = client.chat.completions if mode == "chat" else client.completions
+    extra = body.pop("extra_body", None)
+    trace: dict[str, int] = {}
+    token = _TRACE.set(trace)
+    try:
+        async with api.with_streaming_response.create(**body, extra_body=extra) as response:
+            async for line in response.iter_lines():
+                stamps.append(time.perf_counter_ns())  # first thing: the clock
+                lines.append(line)
+    except BaseException as exc:
+        exc.partial_lines = lines  # type: ignore[attr-defined]  # tells "dropped mid-stream" from "never started"
+        exc.sent_ns, exc.connect_ns = _traced(trace)  # type: ignore[attr-defined]
+        raise
+    finally:
+        _TRACE.reset(token)
+        if extra is not None:
+            body["extra_body"] = extra
+    return lines, stamps, time.perf_counter_ns(), *_traced(trace)
+
+
+def import_now(client, mode: str) -> None:
+    """The openai client imports its resources on first use (about 0.1 s, blocking): before the window, not in it."""
+    if hasattr(client, "chat"):
+        (client.chat.completions if mode == "chat" else client.completions).with_streaming_response  # noqa: B018
+
+
+async def _trace_request(request) -> None:
+    """httpx request hook: asks httpcore to report the request's transport events to `_on_trace`."""
+    request.extensions["trace"] = _on_trace
+
+
+async def _on_trace(name: str, info: dict) -> None:
+    trace = _TRACE.get()
+    if trace is not None:
+        trace[name] = time.perf_counter_ns()
+
+
+def _traced(trace: dict[str, int]) -> tuple[int | None, int | None]:
+    """(when the request's last byte was written, TCP (+ TLS) connect ns: None on a reused connection)."""
+    started = trace.get("connection.connect_tcp.started")
+    connected = trace.get("connection.start_tls.complete") or trace.get("connection.connect_tcp.complete")
+    return trace.get(_WRITTEN), (connected - started if started and connected else None)
