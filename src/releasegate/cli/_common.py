@@ -71,3 +71,11 @@ def print_json(data) -> None:
     from ..report._format import json_inert
 
     sys.stdout.write(json_inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
+
+
+def write_output(path: Path, text: str) -> None:
+    """`--output FILE`: the rendered text, or one line naming the file that could not be written (exit 2)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc.strerror}", file=path) from None

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 
 import typer
 from rich.console import Console
@@ -12,7 +14,8 @@ from . import capacity, check, compare, gate, init, matrix, report, servers, val
 from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
-3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint, or it failed most requests) | 130 interrupted (resume with check --resume)."""
+3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint, or it failed most requests) | 70 internal error (a bug; what was recorded is kept) | \
+130 interrupted (resume with check --resume)."""
 
 app = typer.Typer(
     name="releasegate",
@@ -38,21 +41,55 @@ app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or pack
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 
+INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: not a verdict, so a CI log never reads a crash as "gate failed"
+
+
+def _usage(exc: TyperException) -> int:
+    exc.show(file=sys.stderr)  # usage errors: unknown option, bad value (typer vendors click's exceptions)
+    return getattr(exc, "exit_code", 2) or 2
+
+
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"error: {where}{exc.strerror or exc} (check the path, its permissions and the free space)"
+
+
+def _internal(exc: BaseException) -> str:
+    return (f"error: internal error: {type(exc).__name__}: {exc} (a bug in releasegate: what was recorded is kept; "
+            f"set {TRACEBACK_ENV}=1 to print the traceback)")
+
+
+TRACEBACK_ENV = "RELEASEGATE_TRACEBACK"
+
+EXIT_TABLE: tuple[tuple[type[BaseException], int | None, Callable[[BaseException], str]], ...] = (
+    (ReleasegateError, None, lambda exc: f"error: {exc}"),  # None: the error's own exit_code (2 input, 4 target)
+    (typer.Abort, 130, lambda exc: "interrupted"),
+    (KeyboardInterrupt, 130, lambda exc: "interrupted"),
+    (OSError, 2, _os_error),  # a file or directory the run could not read or write
+    (Exception, INTERNAL_ERROR, _internal),
+)
+"""Every exception that reaches the CLI -> (exit code, the one line on stderr); the first matching class wins.
+Usage errors (TyperException) print typer's own message; every line goes through redact_error."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; user mistakes become one line on stderr and an exit code, never a traceback."""
-    err = Console(stderr=True, highlight=False)
+    """Run the CLI; every exception becomes one line on stderr and an exit code (`EXIT_TABLE`), never a traceback."""
     try:
         result = app(args=argv, prog_name="releasegate", standalone_mode=False)
-    except ReleasegateError as exc:
-        err.print("error: " + redact_error(str(exc)), markup=False, soft_wrap=True)
-        return exc.exit_code
-    except (typer.Abort, KeyboardInterrupt):
-        err.print("interrupted", markup=False)
-        return 130
-    except TyperException as exc:  # usage errors: unknown option, bad value (typer vendors click's exceptions)
-        exc.show(file=sys.stderr)
-        return getattr(exc, "exit_code", 2) or 2
+    except TyperException as exc:
+        return _usage(exc)
+    except (Exception, KeyboardInterrupt) as exc:
+        return _report(exc)
     return result if isinstance(result, int) else 0
+
+
+def _report(exc: BaseException) -> int:
+    cls, code, message = next(row for row in EXIT_TABLE if isinstance(exc, row[0]))
+    err = Console(stderr=True, highlight=False)
+    if cls is Exception and os.environ.get(TRACEBACK_ENV):
+        err.print_exception()
+    err.print(redact_error(message(exc)), markup=False, soft_wrap=True)
+    return exc.exit_code if code is None else code
 
 
 def run() -> None:

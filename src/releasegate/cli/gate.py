@@ -19,22 +19,10 @@ def gate(
     as_json: JsonOption = False,
 ) -> int:
     """Re-score the saved outputs and re-judge them (after a rubric change or new human labels). Rewrites the reports."""
-    from ..inputs.rubric import load_rubric
-    from ..judging.health import planned_phases
-    from ..judging.verdict import judge_run
-    from ..report import criteria_table, verdict_lines, write_reports
-    from ..review.labels import read_labels
-    from ..run.record import RunDir
+    from ..report import criteria_table, verdict_lines
+    from ..run.rejudge import rejudge
 
-    run = RunDir(run_dir)
-    info = run.read_info()
-    info.phases = planned_phases(run.path, info)
-    policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
-    from ..llm_judge.verdicts import run_verdicts
-
-    report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info))
-    write_reports(run, report)
+    run, report = rejudge(run_dir, rubric, allow_pending=allow_pending)
     if as_json:
         print_json(report)
     console = consoles(as_json)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import InputError
+from ._common import write_output
 
 
 class Format(StrEnum):
@@ -41,10 +41,7 @@ def report(
             text = text.replace("\r\n", "\n").replace("\r", "\u240d")
         sys.stdout.write(text)
         return 0
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write the report: {exc.strerror}", file=output) from None
+    write_output(output, text)
     return 0
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import JsonOption, consoles, print_json
+from ._common import JsonOption, consoles, print_json, write_output
 
 
 class Format(StrEnum):
@@ -42,7 +42,7 @@ def servers(
     if fmt is not None:
         text = render_servers(comparison, fmt.value)
         if output is not None:
-            output.write_text(text, encoding="utf-8")
+            write_output(output, text)
             console.print(f"wrote {output}", markup=False, soft_wrap=True)
         else:
             typer.echo(text, nl=False)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from ..run.record import CaseRecord
-from ..scorers import score_record
+from ..scorers import score_records
 from .metrics import select, slices_of
 from .stats import mcnemar_exact, paired_bootstrap_delta
 
@@ -48,9 +48,9 @@ def compare_records(
     base_by_id = {r.case_id: r for r in base}
     cand_by_id = {r.case_id: r for r in cand}
     shared = [cid for cid in cand_by_id if cid in base_by_id]
-    scores = {("b", cid): score_record(base_by_id[cid], forbidden_rules, base_verdicts) for cid in shared}
-    scores |= {("c", cid): score_record(cand_by_id[cid], forbidden_rules, cand_verdicts) for cid in shared}
-    pairs = [(base_by_id[cid], cand_by_id[cid], scores[("b", cid)], scores[("c", cid)]) for cid in shared]
+    base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
+    cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)
+    pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
     rows = [_rate_row(name, pairs, margins) for name in _RATE_KEYS]
     rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
     return {

@@ -101,9 +101,10 @@ def select(records: Iterable, slice_: dict | None) -> list:
 _MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
 
 
-def slices_of(records: list) -> list[dict]:
-    """Every single-key slice worth a row: the suite and each tag with few distinct values, e.g. {'task': 'x'}."""
-    keys = ["suite"] + sorted({k for r in records for k in r.tags})
+def slices_of(records: list, keys=None) -> list[dict]:
+    """Every single-key slice worth a row, e.g. {'task': 'x'}: one per value of each key (default: the suite and
+    every tag) that has few distinct values (a key with many is an id, not a slice)."""
+    keys = ["suite"] + sorted({k for r in records for k in r.tags}) if keys is None else keys
     out = []
     for key in keys:
         values = sorted({str(r.slice_value(key)) for r in records if r.slice_value(key) is not None})
@@ -277,3 +278,18 @@ def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
         return MetricValue(None, len(done), note="no measured throughput")
     value = hourly / (throughput * 3600) * 1e6
     return MetricValue(value, len(done), note=f"{hourly} $/h / ({throughput:.1f} output tokens/s x 3600) x 1e6")
+
+
+def latency_phase(latency_from: str, load_records: list) -> str:
+    """The phase latency is judged on: the rubric's `latency_from` (auto: the load phase when one ran; load or both
+    without a load phase: the quality cases for both, and load stays load, whose figures are then undecided)."""
+    if latency_from == "auto":
+        return "load" if load_records else "quality"
+    if latency_from in ("load", "both") and not load_records:
+        return "quality" if latency_from == "both" else "load"
+    return latency_from
+
+
+def phase_records(phase: str, quality: list, load: list) -> list:
+    """The records of a latency phase (`latency_phase`): the quality cases, the load phase's, or both."""
+    return {"quality": quality, "load": load, "both": quality + load}[phase]

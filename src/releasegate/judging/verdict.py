@@ -13,7 +13,7 @@ from ..llm_judge.verdicts import saved_verdicts
 from ..review.labels import LabelEdit
 from ..review.summary import summarize_review
 from ..run.record import CaseRecord, RunDir, RunInfo
-from ..scorers import score_record
+from ..scorers import score_records
 from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 from .capacity import capacity_metric, capacity_view, gated_records
 from .compare import Margins, compare_records
@@ -37,8 +37,10 @@ from .metrics import (
     compute_metric,
     is_phased,
     latency_exclusions,
+    latency_phase,
     measured,
     percentile_of,
+    phase_records,
     select,
     slices_of,
 )
@@ -89,14 +91,14 @@ def judge_run(
     judge-scored answers without one are unknown, and criteria they feed are insufficient while the judge is not
     calibrated against the reviewers' labels. Run health (see `health`) and target failure override the criteria."""
     load_records = load_records or []
-    scores = {r.case_id: score_record(r, rubric.forbidden, verdicts) for r in records}  # the quality phase's
-    phase = _latency_phase(rubric.latency_from, load_records)
+    scores = score_records(records, rubric.forbidden, verdicts)  # the quality phase's
+    phase = latency_phase(rubric.latency_from, load_records)
     # a capacity sweep is judged at its capacity: latency, throughput and cost from that step, error rates from
     # the steps at or below it (those above were meant to break the objective)
     sweep = capacity_view(info, load_records, rubric.max_client_lag_share)
     gated_load, timed_load = gated_records(sweep, load_records)
     info_at = _at_capacity(info, sweep)
-    timed = {"quality": records, "load": timed_load, "both": records + timed_load}[phase]
+    timed = phase_records(phase, records, timed_load)
     facts = run_facts(info_at, timed, cost, phase=phase)
     evaluate_values = _evaluate_metrics(rubric, records)
     by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
@@ -271,14 +273,6 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
             reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
         out.append(CriterionResult(criterion, value, row["verdict"], reason))
     return out
-
-
-def _latency_phase(latency_from: str, load_records: list) -> str:
-    if latency_from == "auto":
-        return "load" if load_records else "quality"
-    if latency_from in ("load", "both") and not load_records:
-        return "quality" if latency_from == "both" else "load"
-    return latency_from
 
 
 def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:

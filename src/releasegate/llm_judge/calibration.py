@@ -15,6 +15,7 @@ from ..judging.metrics import select, slices_of
 from ..judging.stats import wilson_bounds
 from ..review._auto import output_hash
 from ..review.labels import APPROVE, case_labels
+from ..review.policy import slice_name
 from ..review.summary import cohen_kappa
 from .settings import CalibrationPolicy, parse_calibration
 
@@ -43,7 +44,7 @@ def calibrate(records, scores: dict, edits, policy: CalibrationPolicy) -> dict[s
     for name in criteria:
         mine = pairs.get(name, [])
         row = _row([(j, h) for _, j, h in mine], policy)
-        row["slices"] = {_slice_name(s): _row([(j, h) for r, j, h in mine if r in select([r], s)], policy, decide=False)
+        row["slices"] = {slice_name(s): _row([(j, h) for r, j, h in mine if r in select([r], s)], policy, decide=False)
                          for s in slices_of([r for r, _, _ in mine])}
         out[name] = row
     return out
@@ -82,6 +83,3 @@ def _decide(row: dict, policy: CalibrationPolicy) -> tuple[bool, str]:
         return False, f"Cohen's kappa {shown} < min_kappa {policy.min_kappa:g}"
     return True, f"agreement {row['agreement']:.3f} over {n} labels, lower bound {lower:.3f} >= {policy.min_agreement:g}"
 
-
-def _slice_name(slice_: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in slice_.items())

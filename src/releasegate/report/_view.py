@@ -14,11 +14,11 @@ from typing import Any
 from ..errors import InputError
 from ..inputs.rubric import ForbiddenRule, load_rubric
 from ..judging.gate_report import typed_report
-from ..judging.metrics import measured
+from ..judging.metrics import measured, phase_records
 from ..judging.verdict import failing_cases
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import CaseRecord, RunDir, RunInfo
-from ..scorers import score_record
+from ..scorers import score_records
 
 __all__ = ["RunView", "CaseRow", "load_report"]
 
@@ -69,7 +69,7 @@ class RunView:
             forbidden = load_rubric(run.path / "rubric.yaml").forbidden
 
         verdicts = run_verdicts(run, info)
-        scores = {r.case_id: score_record(r, forbidden, verdicts) for r in records}
+        scores = score_records(records, forbidden, verdicts)
         load = run.read_records("load.jsonl") if (run.path / "load.jsonl").is_file() else []
         return cls(run.path, info, report, records, scores, load)
 
@@ -81,8 +81,7 @@ class RunView:
     def timed_records(self) -> list[CaseRecord]:
         """The requests the report's latency figures come from: the quality cases, the load phase, or both;
         answered and not from the response cache (`metrics.measured`)."""
-        phase = self.report.get("latency_from", "quality")
-        return measured({"load": self.load_records, "both": self.records + self.load_records}.get(phase, self.records))
+        return measured(phase_records(self.report.get("latency_from", "quality"), self.records, self.load_records))
 
     def latency_samples(self) -> dict[str, list[float]]:
         """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""

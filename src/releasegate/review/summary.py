@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
 from ..judging.criteria import CriterionResult, judge_criterion
-from ..judging.metrics import MetricValue, select
+from ..judging.metrics import MetricValue, select, slices_of
 from ..run.record import CaseRecord
 from ._auto import PASS, automatic_outcome, output_hash
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
@@ -40,7 +40,6 @@ from .policy import ReviewPolicy, slice_name
 __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "ALL"]
 
 ALL = "all"
-_MAX_SLICE_VALUES = 20
 
 
 @dataclass(frozen=True)
@@ -180,12 +179,8 @@ def _approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: d
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
     """One slice per value of each stratification key (keys with many values are ids, not slices)."""
-    out = []
-    for key in dict.fromkeys((*policy.sample.stratify_by, policy.domain_tag)):
-        values = sorted({str(v) for r in records if (v := r.slice_value(key)) is not None})
-        if len(values) <= _MAX_SLICE_VALUES:
-            out += [{key: v} for v in values if {key: v} not in required]
-    return out
+    keys = list(dict.fromkeys((*policy.sample.stratify_by, policy.domain_tag)))
+    return [s for s in slices_of(records, keys) if s not in required]
 
 
 def _result(slice_: dict, row: dict) -> CriterionResult:

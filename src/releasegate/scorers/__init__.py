@@ -14,6 +14,6 @@ from __future__ import annotations
 
 from . import accuracy, forbidden, format, judged, reference  # noqa: F401,E402  (registration by import)
 from ._registry import SCORERS, Score, get_scorer, scorer
-from .score import score_record
+from .score import score_record, score_records
 
-__all__ = ["SCORERS", "Score", "scorer", "get_scorer", "score_record"]
+__all__ = ["SCORERS", "Score", "scorer", "get_scorer", "score_record", "score_records"]

@@ -8,6 +8,12 @@ from .forbidden import find_hits
 from .judged import judged_answer, pairwise_outcome
 
 
+def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
+    """Every record's scores by case id: the one way a run is scored, by the gate, the reports, the review loop
+    and comparisons alike (`score_record` for each)."""
+    return {r.case_id: score_record(r, forbidden_rules, verdicts) for r in records}
+
+
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
     """The automatic scores of one record: answer, format, forbidden. Empty for a failed request.
     `verdicts`: the run's LLM-judge verdicts (`llm_judge.Verdicts`), read by judge-scored answers."""

@@ -1,0 +1,28 @@
+"""A saved run judged again (`releasegate gate`): after a rubric change, new human labels or judge verdicts. The
+outputs are re-scored from the run record, never regenerated, and every report is rewritten."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..inputs.rubric import load_rubric
+from ..judging.health import planned_phases
+from ..judging.verdict import judge_run
+from ..llm_judge.verdicts import run_verdicts
+from ..report import write_reports
+from ..review.labels import read_labels
+from .record import RunDir
+
+__all__ = ["rejudge"]
+
+
+def rejudge(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = False) -> tuple[RunDir, dict]:
+    """The run and its new report; `rubric` (default: the run's snapshot) is the policy it is judged by."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    info.phases = planned_phases(run.path, info)
+    policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
+    report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
+                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info))
+    write_reports(run, report)
+    return run, report

@@ -1,0 +1,241 @@
+"""The house plan, checked on the source: no import cycles, imports at module top, small modules, thin commands,
+one exit-code table. Read from the AST of src/releasegate, so a violation fails here before any review does."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "src" / "releasegate"
+MAX_LINES = 400
+
+HEAVY = frozenset({
+    "torch", "transformers", "peft", "tokenizers", "safetensors", "accelerate", "datasets", "evaluate", "pyarrow",
+    "pandas", "numpy", "matplotlib", "jinja2", "markupsafe", "ray", "gguf", "openai", "httpx", "huggingface_hub",
+    "yaml", "jsonschema", "referencing", "pydantic", "sacrebleu", "rouge_score", "nltk", "xllamacpp", "uvloop",
+    "rich", "fcntl", "vllm",
+})
+"""Third-party (or platform) modules a function may import where it needs them: optional, or slow to import, so
+`releasegate --help` and `validate` stay fast and a run loads only the machinery its config asks for."""
+
+LAZY_LIBRARY = {
+    # module -> the releasegate modules it imports inside a function, and why
+    "releasegate.report": {"releasegate.report.html"},  # jinja2 and matplotlib load only for the HTML report
+    # gguf loads only to export, and `python -m releasegate.export.gguf` must not find itself imported already
+    "releasegate.export": {"releasegate.export.gguf"},
+}
+"""Function-level imports of releasegate's own modules outside the CLI: each one listed, with its reason."""
+
+CLI = "releasegate.cli"
+"""Command modules import the library inside the command body: `--help` lists every command without importing
+pydantic, numpy or the run machinery (tests/test_cli.py checks what it imports). That is the CLI's one exception."""
+
+
+def modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+MODULES = modules()
+
+
+def imports(name: str) -> list[tuple[str, int, bool, bool]]:
+    """(imported module, line, inside a function, under `if TYPE_CHECKING`) for every import in module `name`;
+    `from package import submodule` counts as importing the submodule."""
+    path, is_package = MODULES[name]
+    found = []
+
+    def target(node: ast.ImportFrom) -> list[str]:
+        if node.level == 0:
+            base = node.module
+        else:
+            parts = name.split(".") if is_package else name.split(".")[:-1]
+            parts = parts[: len(parts) - node.level + 1]
+            base = ".".join(parts + ([node.module] if node.module else []))
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+
+    def visit(node: ast.AST, in_function: bool, typing_only: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                found.extend((a.name, child.lineno, in_function, typing_only) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                found.extend((t, child.lineno, in_function, typing_only) for t in target(child))
+            function = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            guard = isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)
+            visit(child, in_function or function, typing_only or guard)
+
+    visit(ast.parse(path.read_text("utf-8")), False, False)
+    return found
+
+
+def own(module: str) -> str | None:
+    """The releasegate module an import resolves to (a name imported from a module: that module)."""
+    while module and module not in MODULES:
+        module = module.rpartition(".")[0]
+    return module or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name in MODULES:
+        for imported, _, _, typing_only in imports(name):
+            target = own(imported) if imported.startswith("releasegate") else None
+            if target and target != name and not typing_only:
+                graph[name].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def test_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    """A cycle is broken today by moving an import into a function and breaks again when someone moves it back;
+    none is allowed, typing-only imports aside (they never run)."""
+    assert cycles(import_graph()) == []
+
+
+def test_function_level_imports_are_only_heavy_dependencies():
+    wrong = []
+    for name in MODULES:
+        for imported, line, in_function, typing_only in imports(name):
+            if not in_function or typing_only:
+                continue
+            if imported.startswith("releasegate"):
+                allowed = name.startswith(CLI + ".") or own(imported) in LAZY_LIBRARY.get(name, ())
+            else:
+                allowed = imported.split(".")[0] in HEAVY
+            if not allowed:
+                wrong.append(f"{MODULES[name][0].relative_to(ROOT)}:{line} imports {imported} inside a function")
+    assert wrong == []
+
+
+def test_no_module_over_400_lines():
+    long = {str(path.relative_to(ROOT)): n for path, _ in MODULES.values()
+            if (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_lazy_library_imports_listed_still_exist():
+    """A listed exception that is gone is a stale list: it would let the next one in unnoticed."""
+    for name, targets in LAZY_LIBRARY.items():
+        lazy = {own(i) for i, _, in_function, _ in imports(name) if in_function and i.startswith("releasegate")}
+        assert targets <= lazy, name
+
+
+COMMAND_MODULES = sorted(n for n in MODULES if n.startswith(CLI + ".") and not n.rpartition(".")[2].startswith("_")
+                         and n != f"{CLI}.app")
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_commands_only_parse_options_and_print(name):
+    """A command module holds commands and what prints their result; the work is a library call. Signs of logic
+    that belongs in the library: a run's records read, a file written (`--output` goes through
+    `_common.write_output`), a class other than an option's choices, or a long helper."""
+    tree = ast.parse(MODULES[name][0].read_text("utf-8"))
+    problems = [f"class {node.name}" for node in tree.body if isinstance(node, ast.ClassDef)
+                and not any(ast.unparse(b) in ("StrEnum", "Enum") for b in node.bases)]  # option choices are fine
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "write_text", "write_json", "write_bytes", "unlink", "mkdir", "read_records"):
+            problems.append(f"line {node.lineno}: .{node.func.attr}() (files are the library's)")
+    helpers = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("_")]
+    problems += [f"{f.name}: {f.end_lineno - f.lineno + 1} lines" for f in helpers if f.end_lineno - f.lineno >= 15]
+    assert problems == []
+
+
+def test_every_exception_maps_to_one_exit_code():
+    """The CLI's one table from exception class to exit code: the library's errors keep their own codes, and
+    anything else (a bug) has a row, so nothing reaches the user as a traceback."""
+    from releasegate.cli.app import EXIT_TABLE, INTERNAL_ERROR
+    from releasegate.errors import InputError, ReleasegateError, TargetError
+
+    classes = [row[0] for row in EXIT_TABLE]
+    assert classes[0] is ReleasegateError and classes[-1] is Exception
+    assert EXIT_TABLE[-1][1] == INTERNAL_ERROR not in (0, 1, 2, 3, 4, 130)
+    for i, cls in enumerate(classes):  # a class after one of its bases would never be reached
+        assert not any(issubclass(cls, earlier) for earlier in classes[:i]), cls
+    assert (InputError.exit_code, TargetError.exit_code) == (2, 4)
+
+
+def _validate_raising(monkeypatch, capsys, exc: BaseException) -> tuple[int, str]:
+    import releasegate.inputs.validation as validation
+    from releasegate.cli import main
+
+    def broken(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(validation, "load_inputs", broken)
+    code = main(["validate", "-c", str(ROOT / "releasegate.yaml")])
+    return code, capsys.readouterr().err
+
+
+def test_a_bug_is_one_line_and_its_own_exit_code(monkeypatch, capsys):
+    """A library bug (TypeError, KeyError...) reads as an internal error, not as a failed gate, and never as a
+    traceback; a secret in its message is masked like any other error line."""
+    from releasegate.cli.app import INTERNAL_ERROR
+
+    code, err = _validate_raising(monkeypatch, capsys, KeyError("api_key=sk-live-0123456789abcdef"))
+    assert code == INTERNAL_ERROR
+    assert err.startswith("error: internal error: KeyError:") and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and "0123456789abcdef" not in err
+
+
+def test_a_traceback_only_when_asked(monkeypatch, capsys):
+    from releasegate.cli.app import INTERNAL_ERROR, TRACEBACK_ENV
+
+    monkeypatch.setenv(TRACEBACK_ENV, "1")
+    code, err = _validate_raising(monkeypatch, capsys, TypeError("unsupported operand"))
+    assert code == INTERNAL_ERROR and "Traceback" in err and "TypeError: unsupported operand" in err
+
+
+def test_a_file_that_cannot_be_read_or_written_is_exit_2_naming_it(monkeypatch, capsys):
+    code, err = _validate_raising(monkeypatch, capsys, PermissionError(13, "Permission denied", "/data/suite.jsonl"))
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: /data/suite.jsonl: Permission denied (check the path, its permissions and the free space)"]
