@@ -239,3 +239,18 @@ def test_a_file_that_cannot_be_read_or_written_is_exit_2_naming_it(monkeypatch, 
     assert code == 2
     assert err.strip().splitlines() == [
         "error: /data/suite.jsonl: Permission denied (check the path, its permissions and the free space)"]
+
+
+def test_request_errors_are_error_kinds_not_loose_strings():
+    """Every kind of failed request is an ErrorKind member (or `http_kind` / `judge_kind`): a string literal as a
+    record's `error`, or compared with one, is a kind no table, report or README lists."""
+    loose = []
+    for path, _ in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.keyword) and node.arg == "error" and isinstance(node.value, (ast.Constant, ast.JoinedStr)):
+                if isinstance(node.value, ast.JoinedStr) or isinstance(node.value.value, str):
+                    loose.append(f"{path.relative_to(ROOT)}:{node.value.lineno} error={ast.unparse(node.value)}")
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "error":
+                strings = [c for c in node.comparators if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+                loose += [f"{path.relative_to(ROOT)}:{node.lineno} .error compared with {c.value!r}" for c in strings]
+    assert loose == []

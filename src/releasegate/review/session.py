@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import CaseRecord, RunDir
-from ..scorers import score_record
+from ..scorers import score_records
 from . import QUEUE_FILE
 from .csv_io import ImportResult, export_review_csv, read_review_csv
 from .labels import LabelEdit, append_labels, read_labels
@@ -79,7 +79,7 @@ def open_review(run_dir: Path, rubric_path: Path | None = None) -> OpenReview:
     rubric = load_rubric(rubric_path if rubric_path is not None else run.path / "rubric.yaml")
     records = run.read_records()
     verdicts = run_verdicts(run, info)
-    scores = {r.case_id: score_record(r, rubric.forbidden, verdicts) for r in records}
+    scores = score_records(records, rubric.forbidden, verdicts)
     return OpenReview(run, records, rubric.review, scores)
 
 
