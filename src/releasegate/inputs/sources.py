@@ -131,7 +131,7 @@ def _disk_rows(src: dict) -> Iterator[dict]:
     yield from data  # a selection over the table: rows are read as they are asked for
 
 
-def _hub_snapshot(hub: str, revision: str | None) -> str | None:
+def hub_snapshot(hub: str, revision: str | None) -> str | None:
     """The hub cache's copy of a dataset repository at `revision` (never downloads), or None."""
     try:
         from huggingface_hub import snapshot_download
@@ -147,7 +147,7 @@ def _hub_rows(src: dict) -> Iterator[dict]:
     datasets = _datasets()
     hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
     what = f"hub dataset '{hub}'" + (f" (config {config})" if config else "")
-    snapshot = _hub_snapshot(hub, src.get("revision"))
+    snapshot = hub_snapshot(hub, src.get("revision"))
     try:
         if snapshot is not None:
             data = datasets.load_dataset(snapshot, config, split=split, streaming=True)

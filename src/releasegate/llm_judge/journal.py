@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import InputError
 from ..redaction import redact
-from ..run.record import _ESCAPED, RunDir, _last_line_start
+from ..run.record import ESCAPED, RunDir, last_line_start
 
 __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
 
@@ -100,7 +100,7 @@ def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
     _cut_torn_tail(path)
     with path.open("a", encoding="utf-8") as fh:
         for j in judgments:
-            line = _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", j.model_dump_json())
+            line = ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", j.model_dump_json())
             fh.write(redact(line) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
@@ -112,6 +112,6 @@ def _cut_torn_tail(path) -> None:
         return
     with path.open("r+b") as fh:
         size = fh.seek(0, 2)
-        start = _last_line_start(fh, size)
+        start = last_line_start(fh, size)
         if start != size:
             fh.truncate(start)

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..errors import InputError
-from ..inputs.sources import _hub_snapshot
+from ..inputs.sources import hub_snapshot
 from ..inputs.suites import _lines
 
 __all__ = ["SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
@@ -54,7 +54,7 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
 
 def _dataset_snapshot(hub: str, revision: str | None) -> Path | None:
     """The hub cache's snapshot of a dataset repository at `revision` (never downloads), or None."""
-    folder = _hub_snapshot(hub, revision)
+    folder = hub_snapshot(hub, revision)
     return Path(folder) if folder is not None else None
 
 

@@ -32,7 +32,7 @@ from ..text import REPLACEMENT, has_surrogates, valid_text
 __all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
 
 """What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
-_ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
+ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
 """Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
 (U+0085, U+2028, U+2029), C1 controls and bidi controls, so a line stays one line and prints as it reads."""
 
@@ -290,7 +290,7 @@ class RunDir:
             return
         with path.open("r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
-            start = _last_line_start(fh, size)
+            start = last_line_start(fh, size)
             if start == size:
                 return
             fh.seek(start)
@@ -350,15 +350,15 @@ class RunDir:
 def _record_json(rec: CaseRecord) -> str:
     """One journal line. The output and error message are valid text already (CaseRecord's validators); any other
     string that is not (a case input or tag from a suite, a record changed after validation) is written with U+FFFD
-    in place of its lone surrogates rather than losing the record. `_ESCAPED` characters are written escaped."""
+    in place of its lone surrogates rather than losing the record. `ESCAPED` characters are written escaped."""
     try:
         line = rec.model_dump_json()
     except ValueError:  # PydanticSerializationError: a lone surrogate somewhere UTF-8 cannot encode
         line = CaseRecord.model_validate(_valid_data(rec.model_dump())).model_dump_json()
-    return _ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
+    return ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
 
 
-def _last_line_start(fh, size: int, chunk: int = 1 << 16) -> int:
+def last_line_start(fh, size: int, chunk: int = 1 << 16) -> int:
     """Offset just past the last newline of a binary file (0 if none); `size` when the file ends in one."""
     pos = size
     while pos > 0:
