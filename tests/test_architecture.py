@@ -254,3 +254,35 @@ def test_request_errors_are_error_kinds_not_loose_strings():
                 strings = [c for c in node.comparators if isinstance(c, ast.Constant) and isinstance(c.value, str)]
                 loose += [f"{path.relative_to(ROOT)}:{node.lineno} .error compared with {c.value!r}" for c in strings]
     assert loose == []
+
+
+PRIVATE_ACROSS = {
+    # (importing module, private name) -> why it is shared
+    ("releasegate.run.manifest_inputs", "releasegate.inputs.suites._lines"):
+        "the manifest hashes a suite's lines with the reader that parses them (tests call it under this name)",
+}
+"""Private names (`_x`, or anything of a `_module`) one package takes from another: each listed, with its reason."""
+
+
+def private_imports() -> set[tuple[str, str]]:
+    found = set()
+    for name, (path, is_package) in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                parts = name.split(".") if is_package else name.split(".")[:-1]
+                base = parts[: len(parts) - node.level + 1] + (node.module.split(".") if node.module else [])
+            else:
+                base = (node.module or "").split(".")
+            if base[0] != "releasegate" or base[:2] == name.split(".")[:2]:
+                continue  # within one package, private machinery is what packages are for
+            for alias in node.names:
+                parts = base[1:] + [alias.name]
+                if any(p.startswith("_") and not p.startswith("__") for p in parts):
+                    found.add((name, ".".join(base + [alias.name])))
+    return found
+
+
+def test_packages_share_only_public_names():
+    assert private_imports() == set(PRIVATE_ACROSS)

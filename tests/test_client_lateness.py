@@ -111,13 +111,13 @@ def test_batched_stamps_are_flagged(tmp_path, cli, client):
 
 def test_duration_bounded_closed_loop_makes_only_the_requests_it_sends(tmp_path, cli, monkeypatch):
     made = []
-    nth = load_module._nth
+    nth = load_module.nth_request
 
     def counting(pool, i, prefix):
         made.append(prefix)
         return nth(pool, i, prefix)
 
-    monkeypatch.setattr(load_module, "_nth", counting)
+    monkeypatch.setattr(load_module, "nth_request", counting)
     concurrency = 4
     with StubServer(StubBehaviour(ttft_ms=5, itl_ms=1, tokens=4)) as stub:
         config = project(tmp_path, stub.base_url, load=f"load: {{concurrency: {concurrency}, duration_s: 0.5, warmup: 2}}\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from releasegate.judging.metrics import compute_metric
 from releasegate.llm_judge.verdicts import Verdicts
-from releasegate.review._auto import output_hash
+from releasegate.review.outcome import output_hash
 from releasegate.run.record import CaseRecord
 from releasegate.scorers.judged import pairwise_outcome
 

@@ -29,8 +29,8 @@ from releasegate.review import (
     summarize_review,
     unneutralise,
 )
-from releasegate.review._auto import output_hash
 from releasegate.review.labels import parse_label
+from releasegate.review.outcome import output_hash
 from releasegate.review.policy import Quota
 from releasegate.run.record import CaseRecord, RunDir
 from releasegate.scorers import score_record

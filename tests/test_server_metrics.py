@@ -57,7 +57,7 @@ def test_client_minus_server_ttft_gap():
 
 
 def test_load_phase_reads_as_rows_for_people():
-    from releasegate.report._format import load_phase_rows
+    from releasegate.report.formatting import load_phase_rows
 
     server = summarise(_samples([0, 2, 5, 9], kv_cache=0.5), client_ttft_ms=[50.0], concurrency=8, profile="closed loop")
     rows = dict(load_phase_rows({"profile": "closed loop", "requests": 40, "warmup": 2, "seconds": 3.0,

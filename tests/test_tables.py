@@ -15,7 +15,7 @@ from rich.console import Console
 
 from conftest import run_subprocess, write_jsonl
 from releasegate.report import format_value
-from releasegate.report._format import format_threshold
+from releasegate.report.formatting import format_threshold
 from releasegate.report.matrix import matrix_table
 
 NARROW, WIDE = {"COLUMNS": "80"}, {"COLUMNS": "200"}

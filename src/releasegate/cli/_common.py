@@ -57,7 +57,7 @@ def consoles(as_json: bool) -> Console:
 
 def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
     """The human-review status under the criteria table, when review applies to the run."""
-    from ..report._format import inert
+    from ..report.formatting import inert
     from ..review.summary import review_headline
 
     line = review_headline(report.get("review"))
@@ -68,7 +68,7 @@ def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
 def print_json(data) -> None:
     """JSON on stdout; control, bidi and surrogate characters from run text (a model output in the report's failing
     cases) as \\uXXXX escapes, so the terminal shows them instead of obeying them (the same JSON value)."""
-    from ..report._format import json_inert
+    from ..report.formatting import json_inert
 
     sys.stdout.write(json_inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
 

@@ -24,9 +24,9 @@ def capacity(
     directory without a sweep."""
     from rich.table import Table
 
-    from ..report._capacity import capacity_lines
-    from ..report._format import format_value
-    from ..report._view import load_report
+    from ..judging.gate_report import load_report
+    from ..report.capacity_section import capacity_lines
+    from ..report.formatting import format_value
     from ..run.record import RunDir
 
     report = load_report(RunDir(run_dir))

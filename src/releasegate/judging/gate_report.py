@@ -7,11 +7,13 @@ not a traceback. Every field is documented here; README's "What a PASS guarantee
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InputError
+from ..run.record import RunDir
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
            "typed_report"]
@@ -164,3 +166,17 @@ def typed_report(report: dict, *, source: object = None) -> dict:
         raise InputError(f"not a releasegate report: {where}: {first['msg']}", file=source,
                          hint="judge the run again: releasegate gate RUN_DIR") from None
     return model.model_dump(mode="json", exclude_unset=True)
+
+
+def load_report(run: RunDir) -> dict:
+    """The saved report.json of a run directory."""
+    path = run.path / "report.json"
+    if not path.is_file():
+        run.read_info()  # not a run directory at all: say that instead
+        raise InputError("run has no report.json", file=run.path, hint=f"judge it first: releasegate gate {run.path}")
+    try:
+        report = json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise InputError(f"unreadable report.json: {exc}", file=path) from None
+
+    return typed_report(report, source=path)

@@ -19,9 +19,9 @@ from __future__ import annotations
 from ..errors import InputError
 from ..inputs.rubric import ForbiddenRule
 from ..llm_judge.verdicts import saved_verdicts
-from ..report._view import load_report
 from ..run.record import RunDir
 from .compare import Margins, compare_records, comparison_verdict
+from .gate_report import load_report
 from .health import planned_phases, run_problems
 
 __all__ = ["compare_servers", "PREFILL_BOUND_SHARE"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ..judging.metrics import select, slices_of
 from ..judging.stats import wilson_bounds
-from ..review._auto import output_hash
 from ..review.labels import APPROVE, case_labels
+from ..review.outcome import output_hash
 from ..review.policy import slice_name
 from ..review.summary import cohen_kappa
 from .settings import CalibrationPolicy, parse_calibration

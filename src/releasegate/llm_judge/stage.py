@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from ..backends import Request, create_backend
 from ..errors import ErrorKind, TargetError, judge_kind
-from ..review._auto import output_hash
+from ..review.outcome import output_hash
 from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
 from ..run.record import CaseRecord, RunDir

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..review._auto import output_hash
+from ..review.outcome import output_hash
 from ..run.record import RunDir
 from .journal import Judgment, judgment_key, read_judgments
 

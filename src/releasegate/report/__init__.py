@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 
+from ..judging.gate_report import load_report
 from ..run.record import RunDir
-from ._format import format_value, json_inert
-from ._view import RunView, load_report
 from .csv import render_csv
+from .formatting import format_value, json_inert
 from .junit import render_junit
 from .markdown import append_step_summary, render_markdown
 from .terminal import criteria_table, verdict_lines
+from .view import RunView
 
 __all__ = [
     "write_reports", "render", "FORMATS", "criteria_table", "verdict_lines", "render_markdown", "format_value", "RunView",

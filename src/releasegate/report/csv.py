@@ -12,8 +12,8 @@ import csv
 import io
 import json
 
-from ._format import inert
-from ._view import CaseRow, RunView
+from .formatting import inert
+from .view import CaseRow, RunView
 
 __all__ = ["render_csv", "COLUMNS", "neutralise"]
 

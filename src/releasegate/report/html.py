@@ -17,13 +17,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..judging.metrics import KNOWN_METRICS
-from ._capacity import capacity_lines, capacity_table, prefix_cache_lines
-from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
-from ._judge import calibration_table, judge_lines
-from ._view import CaseRow, RunView
 from .capacity_plots import capacity_plots
+from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
+from .formatting import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
+from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
 from .terminal import request_summary
+from .view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
 

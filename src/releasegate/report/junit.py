@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ._format import format_interval, format_threshold, format_value, inert
+from .formatting import format_interval, format_threshold, format_value, inert
 from .terminal import request_summary
 
 __all__ = ["render_junit"]

@@ -15,9 +15,9 @@ import sys
 
 from ..judging.metrics import KNOWN_METRICS
 from ..review.summary import review_headline
-from ._capacity import capacity_lines, capacity_table, prefix_cache_lines
-from ._format import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
-from ._judge import calibration_table, judge_lines
+from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
+from .formatting import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
+from .judge_section import calibration_table, judge_lines
 from .terminal import request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]

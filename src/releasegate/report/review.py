@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich import box
 
-from ._format import format_value
+from .formatting import format_value
 from .terminal import Col, FitTable
 
 __all__ = ["review_table"]

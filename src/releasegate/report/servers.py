@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from ._format import format_value, inert
+from .formatting import format_value, inert
 from .markdown import md_label
 from .terminal import Col, FitTable
 

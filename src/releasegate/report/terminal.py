@@ -16,9 +16,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ._capacity import capacity_lines, prefix_cache_lines
-from ._format import format_threshold, format_value
-from ._judge import judge_lines
+from .capacity_section import capacity_lines, prefix_cache_lines
+from .formatting import format_threshold, format_value
+from .judge_section import judge_lines
 
 __all__ = ["criteria_table", "verdict_lines", "request_summary", "Col", "FitTable"]
 

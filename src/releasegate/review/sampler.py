@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from ..errors import InputError
 from ..judging.metrics import select
 from ..run.record import CaseRecord, RunDir
-from ._auto import automatic_outcome, output_hash
+from .outcome import automatic_outcome, output_hash
 from .policy import ReviewPolicy, slice_name
 
 __all__ = ["ReviewItem", "ReviewSample", "choose_sample", "review_id", "SAMPLE_FILE", "read_sample", "write_sample"]

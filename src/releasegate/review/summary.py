@@ -33,8 +33,8 @@ from ..inputs.rubric import Criterion  # here: the rubric module imports the rev
 from ..judging.criteria import CriterionResult, judge_criterion
 from ..judging.metrics import MetricValue, select, slices_of
 from ..run.record import CaseRecord
-from ._auto import PASS, automatic_outcome, output_hash
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
+from .outcome import PASS, automatic_outcome, output_hash
 from .policy import ReviewPolicy, slice_name
 
 __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "ALL"]

@@ -17,7 +17,7 @@ from ..errors import ErrorKind
 from ..judging.capacity import STEP_TAG, capacity_view, step_signals
 from .record import RunInfo
 from .server_scrape import Scraper, samples_line, summarise
-from .traffic import _nth, arrival_offsets, load_record
+from .traffic import arrival_offsets, load_record, nth_request
 
 __all__ = ["run_sweep"]
 
@@ -38,9 +38,9 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
     def step(rate: float) -> str:
         nonlocal seconds
         k = len(steps)
-        warmup = [_nth(pool, i, "warmup") for i in range(load.warmup)] if k == 0 else []
+        warmup = [nth_request(pool, i, "warmup") for i in range(load.warmup)] if k == 0 else []
         count = max(sweep.requests_per_step, math.ceil(rate * sweep.step_s))
-        requests = [_nth(pool, i, f"s{k:02d}") for i in range(count)]
+        requests = [nth_request(pool, i, f"s{k:02d}") for i in range(count)]
         offsets = arrival_offsets(len(requests), rate=rate, arrival=load.arrival, burstiness=load.burstiness,
                                   seed=load.seed + k)
         # a few /metrics samples inside even a short step

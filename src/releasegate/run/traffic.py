@@ -86,7 +86,7 @@ class LoadPlan:
             yield from self.requests
             return
         for i in itertools.count():
-            yield _nth(self.pool, i, "load")
+            yield nth_request(self.pool, i, "load")
 
     def describe(self) -> str:
         if self.offsets is None:
@@ -100,7 +100,7 @@ class LoadPlan:
 def plan_load(load: LoadConfig, cases) -> LoadPlan:
     """Turn a load profile and the suite's cases into a concrete plan (cases are cycled as prompts)."""
     pool = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
-    warmup = [_nth(pool, i, "warmup") for i in range(load.warmup)]
+    warmup = [nth_request(pool, i, "warmup") for i in range(load.warmup)]
     if load.replay is not None:
         traffic = read_traffic(load.replay)
         if load.duration_s:
@@ -114,15 +114,16 @@ def plan_load(load: LoadConfig, cases) -> LoadPlan:
         offsets = arrival_offsets(n, rate=load.rate, arrival=load.arrival, burstiness=load.burstiness, seed=load.seed)
         if load.duration_s:
             offsets = [o for o in offsets if o <= load.duration_s]
-        requests = [_nth(pool, i, "load") for i in range(len(offsets))]
+        requests = [nth_request(pool, i, "load") for i in range(len(offsets))]
         return LoadPlan(warmup, requests, offsets, load.concurrency or _DEFAULT_CONCURRENCY_CAP, None)
     if not load.requests:  # bounded by duration_s only: requests are made as they are sent
         return LoadPlan(warmup, None, None, load.concurrency, load.duration_s, pool)
-    requests = [_nth(pool, i, "load") for i in range(load.requests)]
+    requests = [nth_request(pool, i, "load") for i in range(load.requests)]
     return LoadPlan(warmup, requests, None, load.concurrency, load.duration_s)
 
 
-def _nth(pool: list[Request], i: int, prefix: str) -> Request:
+def nth_request(pool: list[Request], i: int, prefix: str) -> Request:
+    """Request `i` of a load: the pool's cases in turn, each id made unique by `prefix` and `i`."""
     base = pool[i % len(pool)]
     return Request(f"{prefix}-{i:05d}:{base.case_id}", base.messages, base.prompt)
 

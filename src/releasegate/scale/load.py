@@ -23,7 +23,7 @@ import time
 from ..backends.openai import LoadRun, OpenAIBackend
 from ..errors import ErrorKind
 from ..judging.stats import percentile
-from ..run.traffic import _nth
+from ..run.traffic import nth_request
 from . import ScaleConfig
 from ._ray import Cluster, normal_priority, worker_env
 
@@ -71,7 +71,7 @@ def _requests(share: dict):
         return share["requests"]
 
     pool, w, n = share["pool"], share["worker"], share["workers"]
-    return (_nth(pool, w + k * n, "load") for k in itertools.count())
+    return (nth_request(pool, w + k * n, "load") for k in itertools.count())
 
 
 class DistributedLoad:

@@ -3,7 +3,7 @@ every report format."""
 
 from __future__ import annotations
 
-from ._format import format_value
+from .formatting import format_value
 
 __all__ = ["capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
 

@@ -6,14 +6,12 @@ samples), so they read the run directory as well.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..inputs.rubric import ForbiddenRule, load_rubric
-from ..judging.gate_report import typed_report
+from ..judging.gate_report import load_report
 from ..judging.metrics import measured, phase_records
 from ..judging.verdict import failing_cases
 from ..llm_judge.verdicts import run_verdicts
@@ -92,20 +90,6 @@ class RunView:
         """(TTFT, E2E - TTFT) of every answered timed request that has both."""
         done = [r.timing for r in self.timed_records() if r.output is not None]
         return [(t.ttft_ms, max(t.e2e_ms - t.ttft_ms, 0.0)) for t in done if t.ttft_ms is not None and t.e2e_ms is not None]
-
-
-def load_report(run: RunDir) -> dict:
-    """The saved report.json of a run directory."""
-    path = run.path / "report.json"
-    if not path.is_file():
-        run.read_info()  # not a run directory at all: say that instead
-        raise InputError("run has no report.json", file=run.path, hint=f"judge it first: releasegate gate {run.path}")
-    try:
-        report = json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
-        raise InputError(f"unreadable report.json: {exc}", file=path) from None
-
-    return typed_report(report, source=path)
 
 
 def _row(record: CaseRecord, scores: dict, why: list[str]) -> CaseRow:

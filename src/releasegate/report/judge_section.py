@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._format import format_value
+from .formatting import format_value
 
 __all__ = ["judge_lines", "calibration_table"]
 
