@@ -1,10 +1,17 @@
-"""Text from a model, a server or a file made fit to keep: valid Unicode that UTF-8 can hold."""
+"""Untrusted text (model outputs, case ids, tags, server replies) made fit to keep and to show.
+
+To keep: valid Unicode that UTF-8 can hold (`valid_text`). To show: `inert`, the one rule for untrusted text any
+report, table or error line shows. Characters that can act instead of being read become visible stand-ins:
+C0 controls (tab, LF and CR kept where a format allows them), DEL, C1 controls, the bidirectional overrides,
+embeddings, isolates and marks, and lone UTF-16 surrogates. So no output can drive a terminal (ESC and OSC
+sequences), reorder what a reader sees (bidi), or make a file invalid (NUL in XML, unencodable surrogates).
+"""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["REPLACEMENT", "valid_text", "has_surrogates"]
+__all__ = ["REPLACEMENT", "valid_text", "has_surrogates", "UNSAFE", "inert", "reveal", "json_inert"]
 
 REPLACEMENT = "\ufffd"
 """What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
@@ -22,3 +29,58 @@ def valid_text(text: str) -> str:
     if not has_surrogates(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+"""Every character `inert` replaces (before `keep` is applied)."""
+
+
+_TOKEN = re.compile("[\u2400-\u241f\u2421]|\u27e8U\\+([0-9A-F]{4})\u27e9")
+
+
+def _stand_in(char: str) -> str:
+    code = ord(char)
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Control Pictures block: ␀ ... ␛ ... ␟
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return f"\u27e8U+{code:04X}\u27e9"  # ⟨U+202E⟩: C1 controls, bidi controls, lone surrogates
+
+
+def inert(text, keep: str = "\t\n\r") -> str:
+    """Untrusted text with every control, bidi and surrogate character replaced by a visible stand-in: C0 as its
+    Control Picture (ESC -> '␛'), DEL as '␡', anything else as '⟨U+XXXX⟩'. Characters in `keep` stay."""
+    text = str(text)
+    if not UNSAFE.search(text):
+        return text
+    return UNSAFE.sub(lambda m: m.group() if m.group() in keep else _stand_in(m.group()), text)
+
+
+def reveal(text: str, keep: str = "\t\n\r") -> str:
+    """`inert` undone (with the same `keep`): every stand-in back to its character. Exact for a text that held no
+    stand-in glyphs of its own; callers that must be exact compare both readings."""
+
+    def back(m: re.Match) -> str:
+        if m.group(1) is None:
+            char = "\x7f" if m.group() == "\u2421" else chr(ord(m.group()) - 0x2400)
+        else:
+            char = chr(int(m.group(1), 16))
+        return char if UNSAFE.fullmatch(char) and char not in keep else m.group()
+
+    return _TOKEN.sub(back, text)
+
+
+def json_inert(text: str) -> str:
+    """JSON text with every `UNSAFE` character but JSON's own whitespace written as a \\uXXXX escape: the same
+    JSON value, safe to print (such characters can only stand inside JSON strings, where any character may be
+    escaped); a lone surrogate, which no UTF-8 file can hold, as \\ufffd."""
+
+    def escape(m: re.Match) -> str:
+        char = m.group()
+        if char in "\t\n\r":  # JSON whitespace between tokens; json.dumps escapes them inside strings
+            return char
+        return "\\ufffd" if "\ud800" <= char <= "\udfff" else f"\\u{ord(char):04x}"
+
+    return UNSAFE.sub(escape, text)

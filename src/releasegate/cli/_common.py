@@ -57,8 +57,8 @@ def consoles(as_json: bool) -> Console:
 
 def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
     """The human-review status under the criteria table, when review applies to the run."""
-    from ..report.formatting import inert
     from ..review.summary import review_headline
+    from ..text import inert
 
     line = review_headline(report.get("review"))
     if line:  # slice names come from case tags: shown, never acted on by the terminal
@@ -68,7 +68,7 @@ def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
 def print_json(data) -> None:
     """JSON on stdout; control, bidi and surrogate characters from run text (a model output in the report's failing
     cases) as \\uXXXX escapes, so the terminal shows them instead of obeying them (the same JSON value)."""
-    from ..report.formatting import json_inert
+    from ..text import json_inert
 
     sys.stdout.write(json_inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
 

@@ -49,6 +49,6 @@ def _printable(text: str, fmt: Format) -> str:
     """The report safe to print on a terminal: no control, bidi or surrogate character from run text. The
     renderers already show them as visible stand-ins; JSON keeps the exact values, with such characters written
     as \\uXXXX escapes (the same JSON)."""
-    from ..report.formatting import inert, json_inert
+    from ..text import inert, json_inert
 
     return json_inert(text) if fmt is Format.json else inert(text)

@@ -16,8 +16,9 @@ import json
 
 from ..judging.gate_report import load_report
 from ..run.record import RunDir
+from ..text import json_inert
 from .csv import render_csv
-from .formatting import format_value, json_inert
+from .formatting import format_value
 from .junit import render_junit
 from .markdown import append_step_summary, render_markdown
 from .terminal import criteria_table, verdict_lines

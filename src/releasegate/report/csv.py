@@ -12,7 +12,7 @@ import csv
 import io
 import json
 
-from .formatting import inert
+from ..text import inert
 from .view import CaseRow, RunView
 
 __all__ = ["render_csv", "COLUMNS", "neutralise"]

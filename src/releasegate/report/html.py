@@ -17,9 +17,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..judging.metrics import KNOWN_METRICS
+from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
-from .formatting import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
+from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
 from .terminal import request_summary

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from .formatting import format_interval, format_threshold, format_value, inert
+from ..text import inert
+from .formatting import format_interval, format_threshold, format_value
 from .terminal import request_summary
 
 __all__ = ["render_junit"]

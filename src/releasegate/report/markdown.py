@@ -15,8 +15,9 @@ import sys
 
 from ..judging.metrics import KNOWN_METRICS
 from ..review.summary import review_headline
+from ..text import inert
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
-from .formatting import bounds_note, format_interval, format_threshold, format_value, inert, load_phase_rows
+from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
 from .judge_section import calibration_table, judge_lines
 from .terminal import request_summary
 

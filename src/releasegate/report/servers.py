@@ -6,7 +6,8 @@ import csv
 import io
 import json
 
-from .formatting import format_value, inert
+from ..text import inert
+from .formatting import format_value
 from .markdown import md_label
 from .terminal import Col, FitTable
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from ..errors import InputError
 from ..inputs.files import MAX_FILE_BYTES
 from ..judging.verdict import failing_cases  # judge imports the review summary
-from ..report.formatting import inert, reveal
 from ..run.record import CaseRecord
+from ..text import inert, reveal
 from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
 from .outcome import check_verdicts, output_hash
 from .sampler import ReviewSample
