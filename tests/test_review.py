@@ -349,6 +349,14 @@ def test_every_problem_is_listed_with_its_line(run_dir, cli, exported):
     assert err.count("many.csv:") == 5  # four listed, and the error line repeats the first
 
 
+def test_broken_quoting_in_the_header_names_line_1(run_dir, cli, exported):
+    path = run_dir.parent / "header.csv"
+    write_rows(path, exported[:2])
+    text = path.read_text(encoding="utf-8-sig")
+    path.write_text(text.replace(",", ',"', 1), encoding="utf-8")  # a stray quote opens the second column
+    assert_refused(cli, run_dir, path, "header.csv:1:", "malformed CSV")
+
+
 def test_import_before_export_and_broken_quoting(run_dir, cli, exported, tmp_path):
     path = run_dir.parent / "broken.csv"
     write_rows(path, exported[:2])

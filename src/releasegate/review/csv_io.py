@@ -144,7 +144,10 @@ def read_review_csv(
     if csv.field_size_limit() < MAX_FILE_BYTES:  # the default, 131,072 characters, is shorter than some outputs
         csv.field_size_limit(MAX_FILE_BYTES)  # (the file itself is at most MAX_FILE_BYTES)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    header = [h.strip().lstrip("\ufeff") for h in next(reader)]
+    try:
+        header = [h.strip().lstrip("\ufeff") for h in next(reader)]
+    except csv.Error as exc:  # e.g. a stray quote in the header row
+        raise ReviewImportError(path, [(1, f"malformed CSV: {exc}")]) from None
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise ReviewImportError(path, [(1, f"missing column(s): {', '.join(missing)} (expected the columns "
