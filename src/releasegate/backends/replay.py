@@ -35,6 +35,8 @@ class ReplayBackend(Backend):
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON: {exc.msg}", file=self.path, line=number) from None
+            except RecursionError:
+                raise InputError("nested too deeply to be a response", file=self.path, line=number) from None
             if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("output"), str):
                 raise InputError('each line needs {"id": str, "output": str}', file=self.path, line=number)
             self.outputs[row["id"]] = row["output"]

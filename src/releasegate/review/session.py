@@ -99,6 +99,8 @@ def export_queue(
             file=run.path / SAMPLE_FILE, hint="add --resample to draw a new one (labels already given are kept)",
         )
     drawn = sample is None
+    if not drawn:
+        _check_sample_cases(run, sample, review.records)
     if not drawn and sample.cases != len(review.records):
         note(f"note: the sample was drawn from {sample.cases} cases, the run has {len(review.records)} now; "
              "--resample includes them")
@@ -108,6 +110,15 @@ def export_queue(
     target = output if output is not None else run.path / QUEUE_FILE
     csv_path, sidecar = export_review_csv(target, sample, review.records, review.scores)
     return QueueExport(run.path, sample, drawn, csv_path, sidecar)
+
+
+def _check_sample_cases(run: RunDir, sample: ReviewSample, records: list[CaseRecord]) -> None:
+    """A kept sample names only cases the run still has (its records.jsonl may have been cut or replaced)."""
+    have = {r.case_id for r in records}
+    gone = [item.case_id for item in sample.items if item.case_id not in have]
+    if gone:
+        raise InputError(f"the review sample names case '{gone[0]}' ({len(gone)} in all), which the run's records "
+                         "do not hold", file=run.path / SAMPLE_FILE, hint="add --resample to draw it from the run as it is")
 
 
 def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubric_path: Path | None = None) -> QueueImport:

@@ -81,7 +81,7 @@ def read_manifest(run_dir: Path) -> dict:
         raise InputError("no manifest.json in this directory", file=run_dir, hint=hint)
     try:
         data = json.loads(path.read_text("utf-8"))
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RecursionError) as exc:  # RecursionError: JSON nested past the parser's depth
         raise InputError(f"unreadable manifest: {str(exc).splitlines()[0]}", file=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("inputs"), list) or data.get("format") != FORMAT:
         raise InputError("not a releasegate manifest (format 1)", file=path)
