@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from ..errors import InputError
 from ._common import JsonOption, consoles, print_json
 
 
@@ -22,31 +21,14 @@ def capacity(
     every step (rate, P95 TTFT from the scheduled send, P95 TPOT, errors, kept up, queue, verdict), as judged in
     report.json (`gate` re-judges). Exit 0 when a capacity was established, 3 when it is unknown, 2 for a run
     directory without a sweep."""
-    from rich.table import Table
+    from ..judging.capacity import saved_sweep
+    from ..report.capacity_section import capacity_lines, sweep_table
 
-    from ..judging.gate_report import load_report
-    from ..report.capacity_section import capacity_lines
-    from ..report.formatting import format_value
-    from ..run.record import RunDir
-
-    report = load_report(RunDir(run_dir))
-    sweep = report.get("capacity")
-    if not sweep:
-        raise InputError("this run's load phase was no capacity sweep", file=run_dir,
-                         hint="add load: {sweep: ...} to the config and run check")
+    sweep = saved_sweep(run_dir)
     console = consoles(as_json)
     if as_json:
         print_json(sweep)
-    table = Table(box=None, pad_edge=False)
-    for name in ("rate", "n", "TTFT p95", "TPOT p95", "errors", "kept up", "queue", "verdict"):
-        table.add_column(name, justify="left" if name == "verdict" else "right")
-    for s in sweep["steps"]:
-        queue = (s.get("signals") or {}).get("queue")
-        mark = " *" if s["step"] == sweep.get("capacity_step") else ""
-        table.add_row(format_value(s["rate"]), str(s["requests"]), format_value(s.get("ttft_sched_ms_p95")),
-                      format_value(s.get("tpot_ms_p95")), str(s["failed"]), format_value(s.get("kept_up")),
-                      format_value(queue["mean"]) if queue else "—", s["verdict"] + mark)
-    console.print(table)
+    console.print(sweep_table(sweep))
     for line in capacity_lines(sweep):  # wrapped at 80 columns with a hanging indent, as `check` prints them
         console.print(textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False), markup=False,
                       soft_wrap=True)

@@ -18,53 +18,19 @@ def verify(
     template...) and compare package versions. Exit 0: nothing changed and everything was checked; 1: something
     changed; 3: nothing that could be checked changed, but some inputs could not be verified (a hub id that was
     not on disk, the model behind an endpoint); 2: not a run."""
-    from rich.table import Table
+    from ..report.verify import changes_table, verify_summary
+    from ..run.verify import OUTCOME_EXIT, verify_run
 
-    from ..run.manifest import compare_manifest, read_manifest
-
-    manifest = read_manifest(run_dir)
-    rows = compare_manifest(manifest)
-    checked = sum(1 for e in manifest["inputs"] if e.get("sha256"))
-    unhashed = [e["path"] for e in manifest["inputs"] if not e.get("sha256")]
-    if manifest.get("target", {}).get("backend") == "openai":
-        unhashed.append("the model served behind the endpoint (its weights are not visible to releasegate)")
-    outcome = "changed" if rows else "unverified" if unhashed else "unchanged"
+    result = verify_run(run_dir)
     if as_json:
-        print_json({"run": str(run_dir), "outcome": outcome, "checked": checked, "unchanged": not rows,
-                    "changes": rows, "not_hashed": unhashed})
+        print_json({k: v for k, v in result.items() if k != "manifest"})
     console = consoles(as_json)
-    if rows:
-        base = Path(manifest.get("config", ".")).parent
-        table = Table(title=f"changed since run {manifest.get('run_id', '?')} ({manifest.get('created_at', '?')})",
-                      caption=f"paths relative to {base}")
-        for column in ("input", "path", "change", "then", "now"):
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            path = row["path"] if row["role"] == "package" else _display(row["path"], base)
-            table.add_row(row["role"], path, row["change"], _short(row["before"]), _short(row["after"]))
-        console.print(table)
-    files = sum(r["role"] != "package" for r in rows)
-    packages = len(rows) - files
-    summary = (f"{checked} input files checked: {files} changed, missing or added; {packages} package versions differ"
-               if rows else f"{checked} input files checked, package versions compared: nothing changed")
-    console.print(summary, markup=False, soft_wrap=True)
-    for path in unhashed:
+    if result["changes"]:
+        console.print(changes_table(result["manifest"], result["changes"]))
+    console.print(verify_summary(result), markup=False, soft_wrap=True)
+    for path in result["not_hashed"]:
         console.print(f"could not be verified: {path}", markup=False, soft_wrap=True)
-    if outcome == "unverified":
+    if result["outcome"] == "unverified":
         console.print("outcome: unverified (nothing checked changed, but not every input could be checked)",
                       markup=False, soft_wrap=True)
-    return {"changed": 1, "unverified": 3, "unchanged": 0}[outcome]
-
-
-def _short(value: str | None) -> str:
-    if value is None:
-        return "-"
-    return value[:12] if len(value) == 64 else value
-
-
-def _display(path: str, base: Path) -> str:
-    """A path relative to the run's config directory when it lies under it (the table stays readable)."""
-    try:
-        return str(Path(path).relative_to(base))
-    except ValueError:
-        return path
+    return OUTCOME_EXIT[result["outcome"]]

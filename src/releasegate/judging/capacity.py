@@ -16,11 +16,13 @@ from __future__ import annotations
 from statistics import fmean
 
 from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
+from ..run.record import RunDir
+from .gate_report import load_report
 from .health import client_saturation
 from .metrics import MetricValue, measured
 from .stats import percentile, percentile_bounds, percentile_min_n
 
-__all__ = ["CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
+__all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
            "capacity_view", "capacity_metric", "gated_records"]
 
 CONFIDENCE = 0.95
@@ -254,3 +256,12 @@ def capacity_metric(view: dict | None) -> MetricValue:
         return MetricValue(None, 0, note=view["why"])
     step = next(s for s in view["steps"] if s["step"] == view["capacity_step"])
     return MetricValue(view["capacity_rps"], step["answered"], note=view["why"])
+
+
+def saved_sweep(run_dir) -> dict:
+    """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`)."""
+    sweep = load_report(RunDir(run_dir)).get("capacity")
+    if not sweep:
+        raise InputError("this run's load phase was no capacity sweep", file=run_dir,
+                         hint="add load: {sweep: ...} to the config and run check")
+    return sweep

@@ -3,9 +3,11 @@ every report format."""
 
 from __future__ import annotations
 
+from rich.table import Table
+
 from .formatting import format_value
 
-__all__ = ["capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
+__all__ = ["sweep_table", "capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
 
 _COLUMNS = ("rate req/s", "requests", "P95 TTFT (sched) ms", "P95 TPOT ms", "errors", "achieved req/s",
             "queue", "running", "KV use", "verdict")
@@ -93,3 +95,18 @@ def _or_dash(value) -> str:
 
 def _step(capacity: dict, number) -> dict | None:
     return next((s for s in capacity["steps"] if s["step"] == number), None)
+
+
+def sweep_table(sweep: dict) -> Table:
+    """Every step of a sweep: rate, requests, P95 TTFT from the scheduled send, P95 TPOT, errors, kept up, queue,
+    verdict; the capacity step marked *."""
+    table = Table(box=None, pad_edge=False)
+    for name in ("rate", "n", "TTFT p95", "TPOT p95", "errors", "kept up", "queue", "verdict"):
+        table.add_column(name, justify="left" if name == "verdict" else "right")
+    for s in sweep["steps"]:
+        queue = (s.get("signals") or {}).get("queue")
+        mark = " *" if s["step"] == sweep.get("capacity_step") else ""
+        table.add_row(format_value(s["rate"]), str(s["requests"]), format_value(s.get("ttft_sched_ms_p95")),
+                      format_value(s.get("tpot_ms_p95")), str(s["failed"]), format_value(s.get("kept_up")),
+                      format_value(queue["mean"]) if queue else "—", s["verdict"] + mark)
+    return table
