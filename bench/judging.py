@@ -12,8 +12,8 @@ import random
 import time
 
 from releasegate.inputs.rubric import Criterion, Rubric
+from releasegate.judging.judge_run import judge_run
 from releasegate.judging.stats import bootstrap, percentile
-from releasegate.judging.verdict import judge_run
 from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
 
 REQUESTS, GAPS, RESAMPLES, BASELINE_RESAMPLES = 4, 25_250, 1000, 5

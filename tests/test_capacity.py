@@ -60,7 +60,7 @@ def gate(tmp_path, run: Run, capsys) -> tuple[int, dict]:
     """The run judged as `releasegate gate` judges it, without rendering the reports (test_reports_show_the_sweep
     goes through the command)."""
     from releasegate.inputs.rubric import load_rubric
-    from releasegate.judging.verdict import judge_run
+    from releasegate.judging.judge_run import judge_run
     from releasegate.run.record import RunDir
 
     path = run.build(tmp_path)

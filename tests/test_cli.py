@@ -89,12 +89,12 @@ def test_help_and_validate_do_not_import_torch(tmp_path):
 def test_help_loads_no_model_run_or_schema_machinery():
     """`--help` imports only the CLI's own wiring: no pydantic models, no YAML or JSON Schema, no reports."""
     heavy = ("pydantic", "jsonschema", "yaml", "numpy", "releasegate.run.record", "releasegate.report",
-             "releasegate.judging.verdict", "releasegate.inputs.config", "releasegate.run.runner")
+             "releasegate.judging.judge_run", "releasegate.inputs.config", "releasegate.run.runner")
     assert heavy_imports_after([["--help"]], heavy) == []
 
 
 def test_validate_loads_no_run_record_or_reports():
-    heavy = ("numpy", "releasegate.run.record", "releasegate.report", "releasegate.judging.verdict", "releasegate.run.runner",
+    heavy = ("numpy", "releasegate.run.record", "releasegate.report", "releasegate.judging.judge_run", "releasegate.run.runner",
              "releasegate.review.labels", "releasegate.review.csv_io")
     assert heavy_imports_after([["validate", "-c", ROOT / "releasegate.yaml"]], heavy) == []
 

@@ -7,7 +7,7 @@ import pytest
 
 from releasegate.errors import InputError
 from releasegate.inputs.rubric import Criterion, EvaluateMetric, Rubric
-from releasegate.judging.verdict import judge_run
+from releasegate.judging.judge_run import judge_run
 from releasegate.run.record import CaseRecord, RunInfo
 from releasegate.scorers.evaluate_metric import compute_evaluate_metric, load_metric, resolve_module
 

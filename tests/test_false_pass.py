@@ -21,7 +21,7 @@ from releasegate.cli import main
 from releasegate.inputs.rubric import Criterion, Rubric
 from releasegate.judging.compare import compare_records, comparison_verdict
 from releasegate.judging.criteria import EXIT_CODES
-from releasegate.judging.verdict import judge_run
+from releasegate.judging.judge_run import judge_run
 from releasegate.review.labels import LabelEdit
 from releasegate.review.outcome import output_hash
 from releasegate.run.matrix import matrix_verdict

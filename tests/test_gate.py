@@ -6,8 +6,8 @@ import pytest
 
 from releasegate.inputs.rubric import Criterion, ForbiddenRule, Rubric
 from releasegate.judging.criteria import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
+from releasegate.judging.judge_run import judge_run
 from releasegate.judging.metrics import MetricValue
-from releasegate.judging.verdict import judge_run
 from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
 
 RIGHT = '{"intent": "billing", "priority": "high"}'

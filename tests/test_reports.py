@@ -19,7 +19,7 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from conftest import GOOD, ROOT, heavy_imports_after, write_jsonl
 from releasegate.inputs.rubric import load_rubric
-from releasegate.judging.verdict import judge_run
+from releasegate.judging.judge_run import judge_run
 from releasegate.report import FORMATS, render, render_markdown, write_reports
 from releasegate.report.csv import COLUMNS
 from releasegate.report.html import CSP

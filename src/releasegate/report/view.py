@@ -12,8 +12,8 @@ from typing import Any
 
 from ..inputs.rubric import ForbiddenRule, load_rubric
 from ..judging.gate_report import load_report
+from ..judging.judge_run import failing_cases
 from ..judging.metrics import measured, phase_records
-from ..judging.verdict import failing_cases
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import CaseRecord, RunDir, RunInfo
 from ..scorers import score_records

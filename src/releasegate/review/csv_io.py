@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..inputs.files import MAX_FILE_BYTES
-from ..judging.verdict import failing_cases  # judge imports the review summary
+from ..judging.judge_run import failing_cases  # judge imports the review summary
 from ..run.record import CaseRecord
 from ..text import inert, reveal
 from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key

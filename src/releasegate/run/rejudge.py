@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..inputs.rubric import load_rubric
 from ..judging.health import planned_phases
-from ..judging.verdict import judge_run
+from ..judging.judge_run import judge_run
 from ..llm_judge.verdicts import run_verdicts
 from ..report import write_reports
 from ..review.labels import read_labels

@@ -26,7 +26,7 @@ from ..inputs.config import Config, load_config
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
-from ..judging.verdict import judge_run
+from ..judging.judge_run import judge_run
 from ..llm_judge.settings import check_judged_cases
 from ..llm_judge.stage import judge_manifest, judge_stage
 from ..llm_judge.verdicts import run_verdicts
