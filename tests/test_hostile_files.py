@@ -4,6 +4,7 @@ naming the file (and the line), never an internal error (exit 70) or a traceback
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from conftest import write_jsonl
@@ -59,3 +60,33 @@ def test_a_kept_review_sample_of_cases_the_run_no_longer_has(tmp_path, cli):
     refused(cli("review", "export", run), "review_sample.json", "which the run's records do not hold", "--resample")
     assert (run / "review_sample.json").read_text() == sample
     assert cli("review", "export", run, "--resample")[0] == 0
+
+
+RUN_FILES = ("run.json", "records.jsonl", "report.json", "manifest.json", "review_sample.json", "reviews.jsonl",
+             "judgments.jsonl", "load.jsonl")
+GARBAGE = {"deep": DEEP + "\n", "list": "[]\n", "binary": "\x00\ufffe\udc80 not json\n", "empty": ""}
+
+
+def test_every_command_on_every_damaged_run_file(tmp_path, cli):
+    """A run directory whose files were edited, truncated or replaced: every command that reads a saved run ends
+    with a verdict code or exit 2 and one line, never an internal error."""
+    config = replay_project(tmp_path)
+    cli("check", "-c", config, "--run-id", "good", "--no-progress")
+    good = tmp_path / "reports" / "good"
+    assert cli("review", "export", good)[0] == 0
+    seen, wrong = [], []
+    for name in RUN_FILES:
+        for kind, text in GARBAGE.items():
+            run = tmp_path / "reports" / f"{name}-{kind}"
+            shutil.copytree(good, run)
+            (run / name).write_text(text, encoding="utf-8", errors="surrogateescape")
+            for command in (["gate", run], ["report", run, "-f", "md"], ["report", run, "-f", "csv"],
+                            ["verify", run], ["review", "status", run], ["review", "export", run],
+                            ["compare", good, run], ["servers", good, run]):
+                code, _, err = cli(*command)
+                seen.append(code)
+                lines = err.strip().splitlines()
+                if code not in (0, 1, 2, 3, 4) or "Traceback" in err or (code == 2 and len(lines) != 1):
+                    wrong.append(f"{name} {kind} {command[0]}: {code} {lines[-1][:150] if lines else ''}")
+    assert wrong == []
+    assert 2 in seen and 0 in seen  # both refused and tolerated damage happened: the loop saw real outcomes

@@ -87,7 +87,7 @@ def read_labels(run: RunDir) -> list[LabelEdit]:
     if not path.is_file():
         return []
     edits = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8", errors="surrogateescape") as fh:  # bytes not UTF-8: a corrupt line, below
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
