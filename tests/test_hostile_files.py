@@ -64,7 +64,8 @@ def test_a_kept_review_sample_of_cases_the_run_no_longer_has(tmp_path, cli):
 
 RUN_FILES = ("run.json", "records.jsonl", "report.json", "manifest.json", "review_sample.json", "reviews.jsonl",
              "judgments.jsonl", "load.jsonl")
-GARBAGE = {"deep": DEEP + "\n", "list": "[]\n", "binary": "\x00\ufffe\udc80 not json\n", "empty": ""}
+GARBAGE = {"deep": DEEP + "\n", "list": "[]\n", "binary": "\x00\ufffe\udc80 not json\n", "empty": "",
+           "other_shape": '{"case_id": 7, "status": {"a": [1, null]}, "criteria": "x", "inputs": {}}\n'}
 
 
 def test_every_command_on_every_damaged_run_file(tmp_path, cli):
@@ -82,7 +83,8 @@ def test_every_command_on_every_damaged_run_file(tmp_path, cli):
             (run / name).write_text(text, encoding="utf-8", errors="surrogateescape")
             for command in (["gate", run], ["report", run, "-f", "md"], ["report", run, "-f", "csv"],
                             ["verify", run], ["review", "status", run], ["review", "export", run],
-                            ["compare", good, run], ["servers", good, run]):
+                            ["compare", good, run], ["servers", good, run], ["capacity", run],
+                            ["check", "--resume", run, "--no-progress"]):
                 code, _, err = cli(*command)
                 seen.append(code)
                 lines = err.strip().splitlines()
