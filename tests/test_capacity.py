@@ -263,3 +263,18 @@ def test_capacity_command_prints_the_steps_and_exits_by_whether_a_capacity_is_kn
     assert code == 3 and json.loads(out)["capacity_rps"] is None
     code, _, err = cli("capacity", plain)
     assert code == 2 and "no capacity sweep" in err
+
+
+def test_the_reports_plot_the_requests_the_gate_judged(tmp_path, capsys):
+    """A sweep's latency and cost come from its capacity step: the HTML report's plots and token counts use that
+    step's requests too, not every step's (those above the capacity were meant to break the objective)."""
+    from releasegate.report.view import RunView
+    from releasegate.run.record import RunDir
+
+    path = sweep_run(RISE_AND_BISECT).build(tmp_path)
+    assert main(["gate", str(path)]) == 0
+    view = RunView.load(RunDir(path))
+    timed = view.timed_records()
+    assert view.report["latency_from"] == "load" and view.report["capacity"]["capacity_step"] == 3
+    assert timed and {r.tags["sweep_step"] for r in timed} == {3}
+    assert max(view.latency_samples()["ttft_ms"]) < 80  # step 3's; the broken steps ran to 900 ms

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs.rubric import ForbiddenRule, load_rubric
+from ..judging.capacity import gated_records
 from ..judging.gate_report import load_report
 from ..judging.judge_run import failing_cases
 from ..judging.metrics import measured, phase_records
@@ -75,11 +76,12 @@ class RunView:
         why = {f["case_id"]: f["why"] for f in failing_cases(self.records, self.scores, limit=len(self.records))}
         return [_row(r, self.scores[r.case_id], why.get(r.case_id, [])) for r in self.records]
 
-
     def timed_records(self) -> list[CaseRecord]:
-        """The requests the report's latency figures come from: the quality cases, the load phase, or both;
-        answered and not from the response cache (`metrics.measured`)."""
-        return measured(phase_records(self.report.get("latency_from", "quality"), self.records, self.load_records))
+        """The requests the report's latency figures come from: the quality cases, the load phase (of a capacity
+        sweep, its capacity step, as the gate judged it), or both; answered and not from the response cache
+        (`metrics.measured`)."""
+        _, timed_load = gated_records(self.report.get("capacity"), self.load_records)
+        return measured(phase_records(self.report.get("latency_from", "quality"), self.records, timed_load))
 
     def latency_samples(self) -> dict[str, list[float]]:
         """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""
