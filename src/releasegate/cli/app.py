@@ -41,6 +41,7 @@ app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or pack
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 
+TRACEBACK_ENV = "RELEASEGATE_TRACEBACK"  # set: an internal error also prints its traceback
 INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: not a verdict, so a CI log never reads a crash as "gate failed"
 
 
@@ -58,8 +59,6 @@ def _internal(exc: BaseException) -> str:
     return (f"error: internal error: {type(exc).__name__}: {exc} (a bug in releasegate: what was recorded is kept; "
             f"set {TRACEBACK_ENV}=1 to print the traceback)")
 
-
-TRACEBACK_ENV = "RELEASEGATE_TRACEBACK"
 
 EXIT_TABLE: tuple[tuple[type[BaseException], int | None, Callable[[BaseException], str]], ...] = (
     (ReleasegateError, None, lambda exc: f"error: {exc}"),  # None: the error's own exit_code (2 input, 4 target)

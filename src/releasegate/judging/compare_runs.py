@@ -9,7 +9,7 @@ from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import RunDir
 from .compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
-from .health import planned_phases, run_problems, target_failure
+from .health import saved_run_problems, target_failure
 
 __all__ = ["compare_runs"]
 
@@ -21,21 +21,18 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     base_info, cand_info = base_run.read_info(), cand_run.read_info()
     policy = load_rubric(rubric if rubric is not None else cand_run.path / "rubric.yaml")
     margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
-    result = compare_records(base_run.read_records(), cand_run.read_records(), policy.forbidden, Margins(margins, confidence),
+    base, cand = base_run.read_records(), cand_run.read_records()
+    base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
+    result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence),
                              base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
     verdict = comparison_verdict(result)
-    problems = _problems("baseline", base_run, base_info) + _problems("candidate", cand_run, cand_info)
-    target = target_failure(cand_run.read_records(), cand_run.read_records("load.jsonl", required=False))
+    # the shared cases of a run cut short are not the run
+    problems = [f"baseline run: {p}" for p in saved_run_problems(base_run.path, base_info, base, base_load)]
+    problems += [f"candidate run: {p}" for p in saved_run_problems(cand_run.path, cand_info, cand, cand_load)]
+    target = target_failure(cand, cand_load)
     if target is not None and verdict != "FAIL":
         verdict = "TARGET_ERROR"
-    elif problems and verdict == "PASS":  # the shared cases of a run cut short are not the run
+    elif problems and verdict == "PASS":
         verdict = "INCONCLUSIVE"
     return {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict,
             "incomplete": "; ".join(problems) or None, "target_error": target, **result}
-
-
-def _problems(role: str, run, info) -> list[str]:
-    """What keeps a run from being compared as a whole (`health.run_problems`), each naming the run."""
-    info.phases = planned_phases(run.path, info)
-    load = run.read_records("load.jsonl", required=False)
-    return [f"{role} run: {p}" for p in run_problems(info, run.read_records(), load)]

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..run.record import CaseRecord, RunInfo
 
 __all__ = [
-    "run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
+    "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
     "client_saturation",
     "TARGET_FAILURE_SHARE",
 ]
@@ -82,6 +82,14 @@ def target_failure(records: list[CaseRecord], load_records: list[CaseRecord]) ->
         return None
     kinds = ", ".join(f"{kind} {n}" for kind, n in errors.most_common())
     return f"the target failed {failed} of {len(sent)} requests ({kinds}): it could not be run, so nothing was measured"
+
+
+def saved_run_problems(run_path: Path, info: RunInfo, records: list[CaseRecord],
+                       load_records: list[CaseRecord]) -> list[str]:
+    """What keeps a saved run, as it is on disk now, from being whole (`run_problems`), its planned phases read
+    from the run directory first. `records` and `load_records`: the run's, read once by the caller."""
+    info.phases = planned_phases(run_path, info)
+    return run_problems(info, records, load_records)
 
 
 def planned_phases(run_path: Path, info: RunInfo) -> list[str]:

@@ -22,7 +22,7 @@ from ..llm_judge.verdicts import saved_verdicts
 from ..run.record import RunDir
 from .compare import Margins, compare_records, comparison_verdict
 from .gate_report import load_report
-from .health import planned_phases, run_problems
+from .health import saved_run_problems
 
 __all__ = ["compare_servers", "PREFILL_BOUND_SHARE"]
 
@@ -43,14 +43,14 @@ def compare_servers(run_dirs: list) -> dict:
     verdicts = [saved_verdicts(run) for run in runs]
     targets = []
     for i, (run, report) in enumerate(zip(runs, reports)):
-        row = _target_row(run, report)
+        row = _target_row(run, report, records[i])
         if i:
             row["parity"] = _parity(records[0], records[i], rules, verdicts[0], verdicts[i])
         targets.append(row)
     return {"reference": targets[0]["run_id"], "targets": targets, **_recommend(targets)}
 
 
-def _target_row(run: RunDir, report: dict) -> dict:
+def _target_row(run: RunDir, report: dict, records: list) -> dict:
     info = run.read_info()
     metrics = report["metrics"]
     value = {name: (metrics.get(name) or {}).get("value") for name in _FIGURES}
@@ -58,7 +58,7 @@ def _target_row(run: RunDir, report: dict) -> dict:
     ttft, e2e = value["ttft_ms_p50"], value["e2e_ms_p50"]
     share = ttft / e2e if ttft is not None and e2e else None
     verdict, reason = report["verdict"], report.get("verdict_reason", "")
-    problems = _problems_now(run, info)
+    problems = saved_run_problems(run.path, info, records, run.read_records("load.jsonl", required=False))
     if problems and verdict == "PASS":  # report.json was written before the run was resumed and cut short
         verdict, reason = "INCONCLUSIVE", "incomplete run: " + "; ".join(problems)
     return {
@@ -70,12 +70,6 @@ def _target_row(run: RunDir, report: dict) -> dict:
         "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
         "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"),
     }
-
-
-def _problems_now(run: RunDir, info) -> list[str]:
-    """What keeps the run, as it is on disk now, from being whole (`health.run_problems`)."""
-    info.phases = planned_phases(run.path, info)
-    return run_problems(info, run.read_records(), run.read_records("load.jsonl", required=False))
 
 
 def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts) -> dict:

@@ -21,12 +21,12 @@ import io
 import json
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import InputError
 from ..inputs.files import MAX_FILE_BYTES
 from ..judging.judge_run import failing_cases  # judge imports the review summary
+from ..run.clock import now as stamp
 from ..run.record import CaseRecord
 from ..text import inert, reveal
 from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
@@ -154,7 +154,7 @@ def read_review_csv(
                                             f"`releasegate review export` writes)")])
     col = {name: header.index(name) for name in header}  # a repeated column: the first one counts
     items, current = sample.by_id(), current_labels(existing)
-    now = now or datetime.now(UTC).isoformat(timespec="seconds")
+    now = now or stamp()
     problems: list[tuple[int | None, str]] = []
     seen: dict[str, int] = {}
     edits, unchanged, unlabelled, rows = [], 0, 0, 0

@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
 from ..errors import InputError
 from ..judging.metrics import select
+from ..run.clock import now
 from ..run.record import CaseRecord, RunDir
 from .outcome import automatic_outcome, output_hash
 from .policy import ReviewPolicy, slice_name
@@ -112,7 +112,7 @@ def choose_sample(
     ]
     items.sort(key=lambda i: (i.stratum, i.case_id))
     return ReviewSample(
-        run_id=run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        run_id=run_id, created_at=now(),
         policy={**policy.as_dict(), "sample": {**spec.as_dict(), "seed": seed}}, cases=len(records),
         required=[slice_name(s) for s in policy.required(records)], items=items,
     )

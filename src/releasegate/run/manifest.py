@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import socket
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from .. import __version__
 from ..errors import InputError
 from ..redaction import redact_data
+from .clock import now
 from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
 
 __all__ = [
@@ -60,7 +60,7 @@ def build_manifest(config, *, run_id: str, cases=None) -> dict:
     return redact_data({
         "format": FORMAT,
         "run_id": run_id,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_at": now(),
         "config": str(Path(config.path).resolve()),
         "inputs": inputs,
         "directories": directories,
@@ -112,9 +112,9 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
             if str(file) not in known:
                 rows.append({"role": role, "path": str(file), "change": "added", "before": None, "after": _hash(file)})
     if packages:
-        now = package_versions()
-        for name in sorted(set(manifest.get("packages", {})) | set(now)):
-            before, after = manifest.get("packages", {}).get(name), now.get(name)
+        current = package_versions()
+        for name in sorted(set(manifest.get("packages", {})) | set(current)):
+            before, after = manifest.get("packages", {}).get(name), current.get(name)
             if before != after:
                 rows.append({"role": "package", "path": name, "change": "version", "before": before, "after": after})
     return rows

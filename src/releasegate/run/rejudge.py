@@ -20,7 +20,7 @@ def rejudge(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = 
     """The run and its new report; `rubric` (default: the run's snapshot) is the policy it is judged by."""
     run = RunDir(run_dir)
     info = run.read_info()
-    info.phases = planned_phases(run.path, info)
+    info.phases = planned_phases(run.path, info)  # judge_run reads the health of the phases planned
     policy = load_rubric(rubric if rubric is not None else run.path / "rubric.yaml")
     report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
                        labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info))
