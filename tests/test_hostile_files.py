@@ -92,3 +92,22 @@ def test_every_command_on_every_damaged_run_file(tmp_path, cli):
                     wrong.append(f"{name} {kind} {command[0]}: {code} {lines[-1][:150] if lines else ''}")
     assert wrong == []
     assert 2 in seen and 0 in seen  # both refused and tolerated damage happened: the loop saw real outcomes
+
+
+def test_a_model_output_nested_past_the_json_parser_is_scored_not_a_crash(tmp_path, cli):
+    """Model text is untrusted: an output of JSON nested deeper than the parser (or a schema's validation) can
+    follow fails its checks like any other bad output, and the run reaches a verdict."""
+    from releasegate.run.record import RunDir
+
+    config = replay_project(tmp_path)
+    (tmp_path / "schema.json").write_text(json.dumps({"type": "array", "items": {"$ref": "#"}}))
+    config.write_text(config.read_text().replace("suites: [{path: suite.jsonl, answer: {type: exact}}]",
+                                   "suites: [{path: suite.jsonl, answer: {type: json_fields, fields: [a]}, "
+                                   "format: [{type: json}, {type: json_schema, schema: schema.json}]}]"))
+    outputs = {"c0": DEEP, "c1": "[" * 900 + "]" * 900, "c2": '{"a": ' + DEEP + "}", "c3": '{"a": 1}'}
+    write_jsonl(tmp_path / "responses.jsonl", [{"id": c, "output": o} for c, o in outputs.items()])
+    code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code in (1, 3) and "internal error" not in err and "Traceback" not in err, err
+    scores = {r.case_id: r.scores for r in RunDir(tmp_path / "reports" / "r").read_records()}
+    assert not any(scores[c]["format"]["passed"] for c in ("c0", "c1", "c2"))
+    assert not any(scores[c]["answer"]["passed"] for c in ("c0", "c1", "c2"))

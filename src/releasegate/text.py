@@ -9,9 +9,11 @@ sequences), reorder what a reader sees (bidi), or make a file invalid (NUL in XM
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
-__all__ = ["REPLACEMENT", "valid_text", "has_surrogates", "UNSAFE", "inert", "reveal", "json_inert"]
+__all__ = ["REPLACEMENT", "valid_text", "has_surrogates", "loads_json", "decode_json_at", "UNSAFE", "inert", "reveal", "json_inert"]
 
 REPLACEMENT = "\ufffd"
 """What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
@@ -84,3 +86,23 @@ def json_inert(text: str) -> str:
         return "\\ufffd" if "\ud800" <= char <= "\udfff" else f"\\u{ord(char):04x}"
 
     return UNSAFE.sub(escape, text)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def loads_json(text: str) -> Any:
+    """`json.loads` for untrusted text (a model's output, a server's event, a judge's reply): JSON nested past the
+    parser's depth is a ValueError, like any other text that is not JSON, never a RecursionError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def decode_json_at(text: str, index: int = 0) -> tuple[Any, int]:
+    """`JSONDecoder.raw_decode` of untrusted text from `index`: (value, end), by the rule of `loads_json`."""
+    try:
+        return _DECODER.raw_decode(text, index)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

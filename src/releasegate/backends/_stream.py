@@ -6,8 +6,9 @@ so parsing never delays the timestamp of the next event.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+
+from ..text import loads_json
 
 __all__ = ["StreamParse", "parse_sse", "split_tokens", "stream_timing"]
 
@@ -42,7 +43,7 @@ def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
             out.finished = True
             continue
         try:
-            event = json.loads(payload)
+            event = loads_json(payload)
         except ValueError:
             out.bad_event = payload[:200]
             continue

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from ..errors import InputError
-from ..text import valid_text
+from ..text import decode_json_at, loads_json, valid_text
 
 __all__ = ["DEFAULT_TEMPLATE", "SYSTEM", "judge_messages", "verdict_schema", "response_format", "parse_reply",
            "Parsed", "Unparseable", "template_text", "check_template", "pairwise_messages", "preference_format",
@@ -178,12 +178,11 @@ def _from_object(obj: dict, criterion) -> Parsed:
 def _passes_in(text: str, criterion) -> set[bool]:
     """Every verdict (pass or fail) the reply states, in a JSON object or a `verdict:` line."""
     found = set()
-    decoder = json.JSONDecoder()
     for tries, match in enumerate(re.finditer(r"\{", text)):
         if tries >= 64:
             break
         try:
-            value, _ = decoder.raw_decode(text, match.start())
+            value, _ = decode_json_at(text, match.start())
             found.add(_from_object(value, criterion).passed)
         except (ValueError, AttributeError):  # no object here, or one with no verdict
             continue
@@ -200,17 +199,16 @@ def _json_object(text: str) -> dict | None:
     candidates = [text.strip(), *(m.group(1).strip() for m in _FENCE.finditer(text))]
     for candidate in candidates:
         try:
-            value = json.loads(candidate)
+            value = loads_json(candidate)
         except ValueError:
             continue
         if isinstance(value, dict):
             return value
-    decoder = json.JSONDecoder()
     for tries, match in enumerate(re.finditer(r"\{", text)):
         if tries >= 64:  # a reply of many braces and no object: give up rather than scan it quadratically
             break
         try:
-            value, _ = decoder.raw_decode(text, match.start())
+            value, _ = decode_json_at(text, match.start())
         except ValueError:
             continue
         if isinstance(value, dict) and value:

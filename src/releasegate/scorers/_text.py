@@ -7,6 +7,8 @@ import re
 import string
 from typing import Any
 
+from ..text import decode_json_at, loads_json
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _SPACES = re.compile(r"\s+")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -21,13 +23,13 @@ def normalize(text: str) -> str:
 def parse_json_object(text: str) -> Any:
     """The JSON in `text`: the whole text if it parses, else the first balanced {...} block; None if neither."""
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError:
         pass
     start = text.find("{")
     while start != -1:
         try:
-            value, _ = json.JSONDecoder().raw_decode(text[start:])
+            value, _ = decode_json_at(text, start)
             return value
         except ValueError:
             start = text.find("{", start + 1)

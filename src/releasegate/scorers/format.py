@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import re
 
+from ..text import loads_json
 from ._registry import Score, scorer
 
 
@@ -12,7 +12,7 @@ from ._registry import Score, scorer
 def is_json(output: str, spec: dict, output_tokens: int | None) -> Score:
     """The whole output (surrounding whitespace ignored) parses as JSON."""
     try:
-        json.loads(output)
+        loads_json(output)
     except ValueError as exc:
         return Score(False, f"not JSON: {exc}")
     return Score(True)
@@ -24,10 +24,13 @@ def json_schema(output: str, spec: dict, output_tokens: int | None) -> Score:
     import jsonschema
 
     try:
-        value = json.loads(output)
+        value = loads_json(output)
     except ValueError as exc:
         return Score(False, f"not JSON: {exc}")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(spec["schema"]).iter_errors(value))
+    try:
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(spec["schema"]).iter_errors(value))
+    except RecursionError:  # a value nested deeper than validation can follow: no output passes unchecked
+        return Score(False, "nested too deeply to validate against the schema")
     if error is None:
         return Score(True)
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"

@@ -23,13 +23,13 @@ Returns:
 def _first_object(text):
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a prediction nested past the parser's depth is no JSON
         start = text.find("{")
         if start == -1:
             return None
         try:
             value, _ = json.JSONDecoder().raw_decode(text[start:])
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return value if isinstance(value, dict) else None
 
