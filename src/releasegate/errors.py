@@ -86,6 +86,10 @@ class ErrorKind(StrEnum):
     """The request as a whole ran past `timeout_s`."""
     BAD_RESPONSE = "bad_response"
     """The stream held an event that could not be parsed."""
+    EMPTY_RESPONSE = "empty_response"
+    """The server answered (HTTP 200, a well-formed stream) but with no content: no output text, or a
+    finish_reason of `abort` or `error`, or `length` with 0 output tokens. Servers shed load this way; an empty
+    answer is a failed request, never an answer (see `releasegate.judging.evidence`)."""
     CLIENT_ERROR = "client_error"
     """The client itself raised an unexpected exception (none of the above); not retried."""
     NOT_SENT = "not_sent"
