@@ -90,6 +90,9 @@ class ErrorKind(StrEnum):
     """The server answered (HTTP 200, a well-formed stream) but with no content: no output text, or a
     finish_reason of `abort` or `error`, or `length` with 0 output tokens. Servers shed load this way; an empty
     answer is a failed request, never an answer (see `releasegate.judging.evidence`)."""
+    RETRIED = "retried"
+    """An attempt that failed and was sent again, in a record that says how many attempts were sent
+    (`Timing.attempts`) but not why they failed (recorded before `Timing.retried_errors`)."""
     CLIENT_ERROR = "client_error"
     """The client itself raised an unexpected exception (none of the above); not retried."""
     NOT_SENT = "not_sent"

@@ -12,10 +12,11 @@ import sys
 from dataclasses import dataclass
 
 from ..errors import ErrorKind, http_kind
+from ._base import Generation
 from ._http import httpx
 from ._sse_client import HTTPStatusError, StallTimeout
 
-__all__ = ["ErrorClass", "classify", "backoff", "root_cause"]
+__all__ = ["ErrorClass", "classify", "backoff", "root_cause", "with_retried"]
 
 _RETRYABLE_STATUS = (ErrorKind.HTTP_429, ErrorKind.HTTP_5XX)
 
@@ -85,3 +86,10 @@ def root_cause(exc: BaseException) -> str:
         seen = seen.__cause__
     text = str(seen).strip().splitlines()
     return f"{type(seen).__name__}: {text[0]}" if text else type(seen).__name__
+
+
+def with_retried(gen: Generation, retried: list[str]) -> Generation:
+    """`gen` with the error kinds of the attempts that failed and were sent again before it
+    (`Timing.retried_errors`): each was a request the target failed, and counts as one (`judging.evidence`)."""
+    gen.timing.retried_errors = list(retried)
+    return gen

@@ -34,7 +34,7 @@ from ._base import Backend, Generation, Request
 from ._dispatch import Scheduled, Send, closed_loop, gather, open_loop
 from ._lateness import LatenessProbe, loop_factory
 from ._openai_client import import_now, make_openai_client, stream_openai
-from ._retry import backoff, classify, root_cause
+from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
 from ._stream import parse_sse, split_tokens, stream_timing
 
@@ -276,6 +276,7 @@ class OpenAIBackend(Backend):
         attempt = 0
         scheduled = item.at_ns
         first: RequestClock | None = None  # the first attempt's send (its `end` unused)
+        retried: list[str] = []  # the kinds of the attempts that failed and were sent again
         while True:
             attempt += 1
             sent = time.perf_counter_ns()
@@ -290,13 +291,15 @@ class OpenAIBackend(Backend):
                 first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
                 error, retry_after = classify(exc)
                 if error.retryable and attempt <= self.target.retries:
+                    retried.append(error.kind)
                     await asyncio.sleep(backoff(attempt, retry_after))
                     continue
-                return failed(error.kind, root_cause(exc), first.attempt(written or sent, failed_at), attempt)
+                gen = failed(error.kind, root_cause(exc), first.attempt(written or sent, failed_at), attempt)
+                return with_retried(gen, retried)
             self._connected(connect)
             # the written moment is unknown only where the client could not observe it (see `Timing.send_lag_ms`)
             first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
-            return self._finish(lines, stamps, first.attempt(written or sent, end), attempt)
+            return with_retried(self._finish(lines, stamps, first.attempt(written or sent, end), attempt), retried)
 
     def _connected(self, connect: int | None) -> None:
         if connect is not None and self._lateness is not None:

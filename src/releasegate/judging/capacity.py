@@ -17,6 +17,7 @@ from statistics import fmean
 
 from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
 from ..run.record import RunDir
+from .evidence import attempt_counts
 from .gate_report import load_report
 from .health import client_saturation
 from .metrics import MetricValue, measured
@@ -52,11 +53,12 @@ def step_figures(records: list, seconds: float | None, span_s: float | None = No
     ttft_sched = [r.timing.ttft_sched_ms for r in done if r.timing.ttft_sched_ms is not None]
     ttft = [r.timing.ttft_ms for r in done if r.timing.ttft_ms is not None]
     tpot = [r.timing.tpot_ms for r in done if r.timing.tpot_ms is not None]
-    failed = sum(r.error is not None for r in records)
+    tally = attempt_counts(records)  # every attempt counts, an empty answer as a failure (`evidence`)
+    failed, sent = tally["failed"], tally["attempts"]
     tokens = sum(r.tokens.output or 0 for r in done)
     return {
-        "requests": len(records), "answered": len(done), "failed": failed, "seconds": seconds,
-        "error_rate": failed / len(records) if records else None,
+        "requests": sent, "answered": len(done), "failed": failed, "seconds": seconds,
+        "error_rate": failed / sent if sent else None, "errors": tally["errors"],
         "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
         "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
         "ttft_sched_ms_p95_upper": _upper(ttft_sched), "tpot_ms_p95_upper": _upper(tpot),

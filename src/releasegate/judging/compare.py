@@ -21,6 +21,7 @@ from statistics import fmean
 
 from ..run.record import CaseRecord
 from ..scorers import score_records
+from .evidence import answered
 from .metrics import select, slices_of
 from .stats import mcnemar_exact, paired_bootstrap_delta
 
@@ -81,7 +82,7 @@ _UNKNOWN = "unknown"
 def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
     """Did this case pass on this metric (forbidden: did it hit)? None when the metric does not apply to it;
     'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail."""
-    if record.output is None:
+    if not answered(record):  # a failed request, an empty answer among them (`evidence`)
         return False if key != "forbidden" and (record.answer if key == "answer" else record.format) else None
     if key == "forbidden":
         return bool(score.get("forbidden", {}).get("hit"))
@@ -125,7 +126,7 @@ def _rate_row(name: str, pairs, margins: Margins) -> dict | None:
 
 
 def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
-    both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs if b.output is not None and c.output is not None]
+    both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs if answered(b) and answered(c)]
     both = [(x, y) for x, y in both if x is not None and y is not None]
     if len(both) < 2:
         return None

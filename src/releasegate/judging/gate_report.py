@@ -61,17 +61,28 @@ class CriterionRow(MetricRow):
 
 
 class PhaseCounts(_Model):
-    """The requests of one phase."""
+    """The requests of one phase: every attempt counts (`judging.evidence`)."""
 
     requests: int
+    """Requests sent: every attempt (earlier journal lines of a case, in-run retries) plus cached records."""
     succeeded: int
+    """Cases whose outcome is an answer (no error, non-empty output)."""
     failed: int
+    """Failed attempts."""
     errors: dict[str, int]
-    """Failed requests by error class (connection_error, http_5xx, ...)."""
+    """Failed attempts by error class (connection_error, http_5xx, empty_response, ...)."""
     cached: int
+    """Records whose output came from the response cache."""
     error_rate: float | None
+    """failed / requests."""
     repaired: int = 0
     """Outputs that held invalid Unicode (recorded with U+FFFD, `output_repaired`), scored as recorded."""
+    cases: int | None = None
+    """Records of the phase (one per case in the quality phase)."""
+    failed_cases: int | None = None
+    """Cases whose last attempt failed."""
+    retried_cases: int | None = None
+    """Cases that took more than one attempt."""
 
 
 class Counts(_Model):

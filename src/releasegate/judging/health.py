@@ -9,19 +9,20 @@ nor failed.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from ..run.record import CaseRecord, RunInfo
+from .evidence import answered, attempt_counts, case_attempts, worst_client
 
 __all__ = [
     "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
-    "client_saturation",
+    "client_saturation", "quality_client",
     "TARGET_FAILURE_SHARE",
 ]
 
 TARGET_FAILURE_SHARE = 0.5
-"""More than this share of a run's requests failed: the target could not be run (exit 4)."""
+"""More than this share of a run's requests (every attempt, `evidence`) failed: the target could not be run
+(exit 4)."""
 
 
 def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord]) -> list[str]:
@@ -61,27 +62,29 @@ def _load_problems(info: RunInfo, load_records: list[CaseRecord]) -> list[str]:
 
 
 def phase_counts(records: list[CaseRecord]) -> dict:
-    """Requests of one phase: how many, how many answered, failed by error class, cached, the error rate."""
-    sent = [r for r in records if not r.cached]
-    errors = Counter(r.error for r in records if r.error)
-    failed = sum(errors.values())
+    """Requests of one phase: every attempt (`evidence`: earlier journal lines and in-run retries count), how
+    many cases were answered, failed attempts by error class (empty answers among them), cases whose outcome
+    failed and cases that needed more than one attempt, cached records, the error rate over attempts."""
+    tally = attempt_counts(records)
     return {
-        "requests": len(records), "succeeded": sum(r.output is not None for r in records), "failed": failed,
-        "errors": dict(sorted(errors.items())), "cached": len(records) - len(sent),
-        "error_rate": failed / len(records) if records else None,
+        "requests": tally["attempts"], "succeeded": sum(answered(r) for r in records), "failed": tally["failed"],
+        "errors": tally["errors"], "cached": sum(bool(r.cached) for r in records),
+        "error_rate": tally["failed"] / tally["attempts"] if tally["attempts"] else None,
         "repaired": sum(bool(getattr(r, "output_repaired", False)) for r in records),
+        "cases": len(records), "failed_cases": sum(not answered(r) for r in records),
+        "retried_cases": sum(len(case_attempts(r)) > 1 for r in records),
     }
 
 
 def target_failure(records: list[CaseRecord], load_records: list[CaseRecord]) -> str | None:
-    """A one-line reason when the target failed most of the requests sent to it; None otherwise."""
-    sent = [r for r in records + load_records if not r.cached]
-    errors = Counter(r.error for r in sent if r.error)
-    failed = sum(errors.values())
-    if not sent or failed <= TARGET_FAILURE_SHARE * len(sent):
+    """A one-line reason when the target failed more than TARGET_FAILURE_SHARE of the requests sent to it; None
+    otherwise. Every attempt counts (`evidence`): a case answered on its third try was two failed requests."""
+    tally = attempt_counts(records + load_records, cached=False)
+    sent, failed = tally["attempts"], tally["failed"]
+    if not sent or failed <= TARGET_FAILURE_SHARE * sent:
         return None
-    kinds = ", ".join(f"{kind} {n}" for kind, n in errors.most_common())
-    return f"the target failed {failed} of {len(sent)} requests ({kinds}): it could not be run, so nothing was measured"
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(tally["errors"].items(), key=lambda kv: -kv[1]))
+    return f"the target failed {failed} of {sent} requests ({kinds}): it could not be run, so nothing was measured"
 
 
 def saved_run_problems(run_path: Path, info: RunInfo, records: list[CaseRecord],
@@ -109,8 +112,15 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
 
 
 def _summaries(info: RunInfo, phase: str) -> list:
-    return {"quality": [info.client], "load": [(info.load_phase or {}).get("client")],
-            "both": [info.client, (info.load_phase or {}).get("client")]}.get(phase, [])
+    quality = quality_client(info)
+    return {"quality": [quality], "load": [(info.load_phase or {}).get("client")],
+            "both": [quality, (info.load_phase or {}).get("client")]}.get(phase, [])
+
+
+def quality_client(info: RunInfo) -> dict | None:
+    """The client's lateness over the quality phase: the worst of run.json `client` and of every session's
+    (`evidence.worst_client`), so a resume that re-ran a few cases never hides the lateness of the part before."""
+    return worst_client(info.client, *(s.get("client") for s in info.sessions if isinstance(s, dict)))
 
 
 def client_kind(info: RunInfo, phase: str) -> str | None:

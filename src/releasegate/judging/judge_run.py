@@ -28,6 +28,7 @@ from .criteria import (
     meets,
     overall_verdict,
 )
+from .evidence import attempts_why, failure
 from .gate_report import typed_report
 from .health import client_kind, client_lag_ms, client_saturation, phase_counts, run_problems, target_failure
 from .metrics import (
@@ -315,13 +316,14 @@ def _counts(records: list[CaseRecord], load_records: list[CaseRecord]) -> dict:
 
 
 def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50) -> list[dict]:
-    """Cases with an error, a failed check or a forbidden hit, each with why (first `limit`; None: all)."""
+    """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why (first
+    `limit`; None: all); a failing case sent more than once says how many of its attempts failed."""
     out = []
     for r in records:
         s = scores[r.case_id]
         why = []
-        if r.error:
-            why.append(f"error: {r.error}")
+        if (kind := failure(r)) is not None:
+            why.append(f"error: {kind}")
         for key in ("answer", "format"):
             if key in s and not s[key]["passed"]:
                 detail = s[key].get("detail") or "; ".join(c["detail"] for c in s[key].get("checks", []) if not c["passed"])
@@ -329,6 +331,7 @@ def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 5
         if s.get("forbidden", {}).get("hit"):
             why.append("forbidden: " + ", ".join(s["forbidden"]["categories"]))
         if why:
+            why += [tried] if (tried := attempts_why(r)) else []  # a case answered on a retry is in the counts
             out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why})
     return out if limit is None else out[:limit]
 

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .evidence import answered, attempt_outcomes, attempts_note
 from .stats import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
 
 __all__ = [
@@ -138,16 +139,22 @@ def is_phased(name: str) -> bool:
 
 
 def measured(records: Iterable) -> list:
-    """The records whose latency, throughput and cost this run measured: answered, and not from the response
-    cache. The one rule every latency, throughput and cost figure goes through (cached outputs are never fast)."""
-    return [r for r in records if r.output is not None and not getattr(r, "cached", False)]
+    """The records whose latency, throughput and cost this run measured: answers (`evidence.answered`: an empty
+    output is a failed request), and not from the response cache. The one rule every latency, throughput and cost
+    figure goes through (cached outputs are never fast)."""
+    return [r for r in records if answered(r) and not getattr(r, "cached", False)]
 
 
 def latency_exclusions(records: list) -> dict:
-    """How many requests a latency figure over `records` leaves out, and why."""
-    failed = Counter(r.error for r in records if r.output is None and r.error)
-    cached = sum(bool(getattr(r, "cached", False)) for r in records if r.output is not None)
-    return {"requests": len(records), "measured": len(measured(records)), "failed": dict(failed), "cached": cached}
+    """How many requests a latency figure over `records` leaves out, and why. `requests` counts every attempt
+    (`evidence.attempt_outcomes`: earlier journal lines and in-run retries too; a retried request's wait is inside
+    its case's sample, which runs from the first send), `failed` every failed one by error kind, empty answers
+    (`empty_response`) included."""
+    outcomes = attempt_outcomes(records)
+    failed = Counter(kind for kind in outcomes if kind is not None)
+    cached = sum(bool(getattr(r, "cached", False)) for r in records if answered(r))
+    return {"requests": len(outcomes), "measured": len(measured(records)), "failed": dict(sorted(failed.items())),
+            "cached": cached}
 
 
 def _exclusion_note(records: list) -> str:
@@ -177,21 +184,21 @@ def _latency(base: str, q: float, records: list, confidence: float, *, bounds: b
 
 
 def _rate(name: str, records: list, scores: dict[str, dict], confidence: float = 0.95) -> MetricValue:
-    if name in ERROR_METRICS:  # the caller passes the phase's requests
-        hits = sum(r.error is not None for r in records)
-        return _proportion(hits, len(records), confidence)
+    if name in ERROR_METRICS:  # the caller passes the phase's records: every attempt of each counts
+        return _error_rate(records, confidence)
     if name in PAIRWISE_METRICS:
         return _pairwise(name, records, scores, confidence)
     if name == "judge_error_rate":
-        done = [r for r in records if r.output is not None and (r.answer or {}).get("type") == "judge"]
+        done = [r for r in records if answered(r) and (r.answer or {}).get("type") == "judge"]
         hits = sum(scores[r.case_id].get("answer", {}).get("judge", {}).get("passed") is None for r in done)
         return _proportion(hits, len(done), confidence)
     if name == "forbidden_rate":
-        done = [r for r in records if r.output is not None]
+        done = [r for r in records if answered(r)]
         hits = sum(bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done)
         return _proportion(hits, len(done), confidence)
     key = "answer" if name == "accuracy" else "format"
-    judged = [r for r in records if key in scores[r.case_id] or (r.output is None and _has_check(r, key))]
+    # a failed request (an empty answer too) counts as wrong where the check applies
+    judged = [r for r in records if key in scores[r.case_id] or (not answered(r) and _has_check(r, key))]
     unknown = sum(bool(scores[r.case_id].get(key, {}).get("unknown")) for r in judged)
     passed = sum(bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged)
     if unknown:  # a check that could not be made (no token count) is not a pass, and not a model failure either
@@ -199,6 +206,13 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
         why = f"{unjudged} with no judge verdict" if unjudged == unknown else "e.g. token count unknown, no judge verdict"
         return MetricValue(None, len(judged), note=f"{unknown} case(s) could not be checked ({why})")
     return _proportion(passed, len(judged), confidence)
+
+
+def _error_rate(records: list, confidence: float) -> MetricValue:
+    """Failed attempts over attempts (`evidence.attempt_outcomes`), empty answers among the failed."""
+    outcomes = attempt_outcomes(records)
+    rate = _proportion(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
+    return MetricValue(rate.value, rate.n, rate.bounds, attempts_note(records), confidence)
 
 
 def _pairwise(name: str, records: list, scores: dict, confidence: float) -> MetricValue:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from ..judging.evidence import answered
 from ..run.record import CaseRecord
 
 __all__ = ["PASS", "BORDERLINE", "FAIL", "automatic_outcome", "check_verdicts", "output_hash", "normalise_output"]
@@ -15,7 +16,7 @@ def automatic_outcome(record: CaseRecord, scores: dict) -> str:
     """'pass': every check passed. 'borderline': the checks disagree (e.g. valid format but wrong answer).
     'fail': the request failed, a forbidden rule hit, or every check failed. A judge-scored answer the judge gave
     no verdict on, or graded one step either side of its pass mark, is 'borderline' too."""
-    if record.error or record.output is None or scores.get("forbidden", {}).get("hit"):
+    if not answered(record) or scores.get("forbidden", {}).get("hit"):  # an empty answer is a failed request
         return FAIL
     if _judge_unsure(scores.get("answer", {}).get("judge")):
         return BORDERLINE  # over-drawn for review: where the judge is least certain, its calibration matters most

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error
@@ -87,6 +87,9 @@ class Timing(BaseModel):
     retry_wait_ms: float | None = None
     """First attempt's actual send -> last attempt's actual send: failed attempts plus backoff (openai). 0 when
     the first attempt was the last."""
+    retried_errors: list[str] = Field(default_factory=list)
+    """Error kinds of the attempts that failed and were sent again, in order (openai): `attempts` - 1 of them.
+    Every one counts as a failed request (see `releasegate.judging.evidence`)."""
 
 
 class Tokens(BaseModel):
@@ -137,6 +140,15 @@ class CaseRecord(BaseModel):
     not UTF-8. Each such code point is recorded as U+FFFD (`valid_text`), and the output is then scored like any
     other; the flag says that the recorded text lost something of what came back. (A surrogate pair that arrived
     as two code points, split across two stream chunks, is joined into its character: nothing lost, no flag.)"""
+
+    _earlier: list[CaseRecord] = PrivateAttr(default_factory=list)
+    # not persisted: the case's earlier lines in records.jsonl, which `RunDir.read_records` attaches
+
+    @property
+    def earlier_attempts(self) -> list[CaseRecord]:
+        """The case's earlier records in the journal (a failed request a resume or `--retry-errors` sent again),
+        oldest first; their requests were sent, so they count as attempts (`judging.evidence`)."""
+        return self._earlier
 
     @field_validator("error_message")
     @classmethod
@@ -260,8 +272,9 @@ class RunDir:
         self, name: str = "records.jsonl", *, required: bool = True, dedup: bool | None = None
     ) -> list[CaseRecord]:
         """The records of a journal. `dedup` (default: on for records.jsonl, whose records are keyed by case id):
-        the last record of a case id wins and keeps the place of the first, so a retried case replaces its error.
-        load.jsonl is read as written (a replayed traffic log may repeat ids)."""
+        the last record of a case id wins and keeps the place of the first, so a retried case replaces its error,
+        and carries the lines it superseded as `earlier_attempts`. load.jsonl is read as written (a replayed
+        traffic log may repeat ids)."""
         path = self.path / name
         if not path.exists():
             if not required:
@@ -279,7 +292,7 @@ class RunDir:
                         break  # a torn last line from an interrupted run: the case was not completed
                     raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=path, line=number) from None
         if dedup if dedup is not None else name == "records.jsonl":
-            return list({r.case_id: r for r in records}.values())
+            return _last_wins(records)
         return records
 
     def repair(self, name: str = "records.jsonl") -> None:
@@ -345,6 +358,17 @@ class RunDir:
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _last_wins(records: list[CaseRecord]) -> list[CaseRecord]:
+    """One record per case id: the last, at the place of the first, with the earlier ones as its attempts."""
+    latest: dict[str, CaseRecord] = {}
+    for rec in records:
+        prior = latest.get(rec.case_id)
+        if prior is not None:
+            rec._earlier = [*prior._earlier, prior]
+        latest[rec.case_id] = rec
+    return list(latest.values())
 
 
 def _record_json(rec: CaseRecord) -> str:

@@ -26,6 +26,7 @@ from ..inputs.config import Config, load_config
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
+from ..judging.evidence import failure, worst_client
 from ..judging.judge_run import judge_run
 from ..llm_judge.settings import check_judged_cases
 from ..llm_judge.stage import judge_manifest, judge_stage
@@ -166,7 +167,8 @@ class _SlowFinalizer:
 
 def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache):
     done = {r.case_id: r for r in run.read_records(required=False)}
-    todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and done[c.id].error is not None)]
+    # an empty answer is a failed request (`evidence.failure`): --retry-errors sends it again too
+    todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
     load_phase = config.load is not None and info.load_phase is None
     prefix_probe = config.prefix_cache is not None and info.prefix_cache is None
     session = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
@@ -190,8 +192,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             backend = create_backend(config.target, config.generation, scale=config.scale)
             _load(backend, info, console)
         generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
-        if getattr(backend, "client_stats", None):  # the client's own lateness over the quality phase
-            info.client = backend.client_stats
+        _keep_client(info, session, backend)
         INTERRUPTION.raise_if_pending()
         if load_phase:
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
@@ -212,6 +213,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         INTERRUPTION.taken = INTERRUPTION.taken or interrupted
         info.status = session["status"] = "interrupted" if interrupted else "failed"
         info.finished_at = session["finished_at"] = now()
+        _keep_client(info, session, backend)  # the part that ran was measured by this client: it counts too
         run.write_info(info)
         INTERRUPTION.active = None
         if interrupted:
@@ -250,6 +252,15 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             _print_resume_hint(console, run)
         raise
     return run, report
+
+
+def _keep_client(info: RunInfo, session: dict, backend) -> None:
+    """The client's own lateness over the quality phase: this session's, and in run.json the worst of every
+    session's (`evidence.worst_client`), so a resume that re-ran a few cases never hides a late earlier part."""
+    stats = getattr(backend, "client_stats", None)
+    if stats:
+        session["client"] = stats
+        info.client = worst_client(info.client, stats)
 
 
 def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..judging.evidence import answered
 from ..run.record import CaseRecord
 from ._registry import get_scorer
 from .forbidden import find_hits
@@ -15,9 +16,10 @@ def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
 
 
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
-    """The automatic scores of one record: answer, format, forbidden. Empty for a failed request.
+    """The automatic scores of one record: answer, format, forbidden. Empty for a failed request, an empty answer
+    among them (`judging.evidence.answered`: it is scored as the failure it is, never checked as text).
     `verdicts`: the run's LLM-judge verdicts (`llm_judge.Verdicts`), read by judge-scored answers."""
-    if record.output is None:
+    if not answered(record):
         return {}
     output = record.output
     scores: dict = {}

@@ -1,0 +1,106 @@
+"""The evidence rules: what counts as an answer and what counts as an attempt. Every surface that counts requests
+(error rates, the TARGET_ERROR share, the report's counts, latency exclusions, capacity steps, review, compare)
+counts through these functions, so a new surface inherits them.
+
+- An answer is a record with no error and a non-empty output. A record with no error but no output text (an
+  empty or aborted stream recorded before the backend classified it, a replay file's empty output) is an
+  `empty_response` failure, in every count: never an answer, never silently missing from a latency figure.
+- An attempt is every request sent for a case: each of its lines in records.jsonl (`RunDir.read_records` keeps
+  the last as the case and carries the earlier ones, which `check --resume --retry-errors` superseded, as
+  `earlier_attempts`), and within each line the in-run retries (`Timing.attempts`; the failed ones' kinds are in
+  `Timing.retried_errors`). A case's outcome is its last attempt's; the failed attempts before it still count.
+- Client lateness over a run resumed in parts is the worst of its parts (`worst_client`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from ..errors import ErrorKind
+
+__all__ = [
+    "failure", "answered", "case_attempts", "attempt_outcomes", "failed_attempts", "attempt_counts", "worst_client",
+    "attempts_note", "attempts_why",
+]
+
+
+def failure(record) -> str | None:
+    """The error kind of a record's own outcome: its error, `empty_response` when it has no error but no output
+    text, None for an answer."""
+    if record.error:
+        return record.error
+    return None if record.output else ErrorKind.EMPTY_RESPONSE
+
+
+def answered(record) -> bool:
+    """Whether the record is an answer: no error and a non-empty output."""
+    return failure(record) is None
+
+
+def _line_outcomes(record) -> list[str | None]:
+    """Outcomes of the requests one journal line stands for: its failed in-run retries, then its own outcome."""
+    retries = max(0, (record.timing.attempts or 1) - 1)
+    kinds = list(record.timing.retried_errors[:retries])
+    # a record from before `retried_errors` says how many were sent but not why they failed
+    kinds += [ErrorKind.RETRIED] * (retries - len(kinds))
+    return [*kinds, failure(record)]
+
+
+def case_attempts(record) -> list[str | None]:
+    """Every request sent for the record's case, oldest first: None for an answer, else its error kind. A cached
+    record sent no request of its own: it stands for one outcome (its answer), after its earlier attempts."""
+    earlier = [kind for line in getattr(record, "earlier_attempts", ()) for kind in _line_outcomes(line)]
+    if getattr(record, "cached", False):
+        return [*earlier, failure(record)]
+    return [*earlier, *_line_outcomes(record)]
+
+
+def attempt_outcomes(records: Iterable, *, cached: bool = True) -> list[str | None]:
+    """The outcomes of every attempt of `records` (see `case_attempts`); `cached=False` leaves out the outcome
+    a cached record stands for (no request was sent for it), keeping its earlier attempts."""
+    out: list[str | None] = []
+    for record in records:
+        kinds = case_attempts(record)
+        out += kinds[:-1] if getattr(record, "cached", False) and not cached else kinds
+    return out
+
+
+def failed_attempts(record) -> Counter:
+    """The case's failed attempts by error kind (its outcome included when it failed)."""
+    return Counter(kind for kind in case_attempts(record) if kind is not None)
+
+
+def attempts_why(record) -> str:
+    """'2 of 3 attempts failed (http_5xx 2)' for a case sent more than once; '' for one sent once."""
+    kinds = case_attempts(record)
+    if len(kinds) < 2:
+        return ""
+    failed = failed_attempts(record)
+    listed = ", ".join(f"{kind} {n}" for kind, n in sorted(failed.items()))
+    return f"{sum(failed.values())} of {len(kinds)} attempts failed ({listed})"
+
+
+def attempt_counts(records: Iterable, *, cached: bool = True) -> dict:
+    """Attempts of `records`: how many, how many failed, failed by error kind (sorted)."""
+    outcomes = attempt_outcomes(records, cached=cached)
+    errors = Counter(kind for kind in outcomes if kind is not None)
+    return {"attempts": len(outcomes), "failed": sum(errors.values()), "errors": dict(sorted(errors.items()))}
+
+
+def attempts_note(records: list) -> str:
+    """'N requests sent for M cases (retries included)' when attempts outnumber the records; '' otherwise."""
+    n = len(attempt_outcomes(records))
+    return f"{n} requests for {len(records)} cases (every attempt counts)" if n > len(records) else ""
+
+
+def worst_client(*summaries: dict | None) -> dict | None:
+    """Of the client lateness summaries of a run's parts (run.json `client` of each session), the one whose event
+    loop ran latest (lag p99): a resumed run is as late as its latest part, whose samples it still holds."""
+    known = [s for s in summaries if isinstance(s, dict)]
+    return max(known, key=_lag_p99, default=None)
+
+
+def _lag_p99(summary: dict) -> float:
+    lag = summary.get("loop_lag_ms")
+    return float(lag.get("p99") or 0.0) if isinstance(lag, dict) else 0.0
