@@ -67,7 +67,10 @@ def test_every_request_failing_is_a_target_error(tmp_path, cli, behaviour, kind)
         code, report, _ = check(cli, project(tmp_path, stub.base_url, rubric=NO_ERROR_CRITERION.replace(
             "review:", "allow_insufficient: true\nreview:"), retries=1))
     assert report["verdict"] == "TARGET_ERROR" and code == 4
-    assert kind in report["target_error"] and report["counts"]["phases"]["all"]["failed"] == 6
+    # 6 cases, each sent twice (retries: 1): every attempt is a failed request
+    all_phases = report["counts"]["phases"]["all"]
+    assert kind in report["target_error"] and (all_phases["failed"], all_phases["failed_cases"]) == (12, 6)
+    assert "12 of 12 requests" in report["target_error"]
 
 
 def test_a_server_dying_mid_run_is_a_target_error(tmp_path, cli):

@@ -62,6 +62,10 @@ class StubBehaviour:
     reply: Callable[[dict], str] | None = None
     """The text to answer a request with, from its JSON body (a scripted judge, say), streamed as `tokens`
     pieces; None: `tokens` times 'tok '."""
+    shed_every: float | None = None
+    """Shed load as an overloaded server does: every k-th request (counted as `fail_every` counts; 1: all, 10/3:
+    30%) is answered HTTP 200 with a well-formed stream that carries no content (a role-only chunk) and ends with
+    finish_reason "abort" and usage of 0 completion tokens. Applies before the other faults."""
 
 
 class StubServer:
@@ -158,6 +162,8 @@ class StubServer:
         self.requests += 1
         parsed = json.loads(body or b"{}")
         self.bodies.append(parsed)
+        if b.shed_every is not None and _every(b.shed_every, index):
+            return await self._shed(writer, parsed.get("messages") is not None) and not self.dead
         faulty = _faulty(b, index)
         if b.fail_status is not None and faulty:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
@@ -203,6 +209,21 @@ class StubServer:
         return True
 
 
+    async def _shed(self, writer, chat: bool) -> bool:
+        """An empty answer: HTTP 200, a role-only chunk, finish_reason "abort", 0 completion tokens, [DONE]."""
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        await _sleep_until(time.perf_counter() + self.behaviour.ttft_ms / 1000)
+        empty = {"role": "assistant", "content": ""}
+        first = {"index": 0, "delta": empty, "finish_reason": None} if chat else {"index": 0, "text": "", "finish_reason": None}
+        await _event(writer, {"choices": [first]})
+        end = {"index": 0, "delta": {}, "finish_reason": "abort"} if chat else {"index": 0, "text": "", "finish_reason": "abort"}
+        await _event(writer, {"choices": [end]})
+        await _event(writer, {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 0}})
+        writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+
 def _pieces(text: str, n: int) -> list[str]:
     """`text` cut into `n` consecutive pieces (some empty when it is shorter than n)."""
     size = -(-len(text) // n) if text else 0
@@ -215,7 +236,12 @@ def _faulty(b: StubBehaviour, index: int) -> bool:
         return False
     if b.fail_every is None:
         return True
-    return math.floor((index + 1) / b.fail_every) > math.floor(index / b.fail_every)  # a multiple of k in (i, i+1]
+    return _every(b.fail_every, index)
+
+
+def _every(k: float, index: int) -> bool:
+    """Whether request `index` (from 0) is one of every k-th (counting from 1): a multiple of k in (i, i+1]."""
+    return math.floor((index + 1) / k) > math.floor(index / k)
 
 
 def _chunk_times(b: StubBehaviour) -> list[float]:
