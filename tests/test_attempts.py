@@ -22,8 +22,8 @@ from releasegate.judging.evidence import answered, attempt_outcomes, case_attemp
 from releasegate.judging.health import client_lag_ms, phase_counts, target_failure
 from releasegate.judging.judge_run import judge_run
 from releasegate.judging.metrics import latency_exclusions
+from releasegate.run.generation import keep_client
 from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing
-from releasegate.run.runner import _keep_client
 from releasegate.testing import StubBehaviour, StubServer
 from test_false_pass import WRONG, Run, err, lenient, load_ok, ok
 
@@ -202,9 +202,9 @@ def test_a_resume_keeps_the_worst_client_in_run_json():
 
     info = RunInfo(run_id="r", created_at="now", target="t", backend="openai", client=SATURATED)
     session: dict = {}
-    _keep_client(info, session, Backend())
+    keep_client(info, session, Backend())
     assert info.client == SATURATED and session["client"] == IDLE
-    _keep_client(info, session, None)  # a session that never started a backend changes nothing
+    keep_client(info, session, None)  # a session that never started a backend changes nothing
     assert info.client == SATURATED
 
 

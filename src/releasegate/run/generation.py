@@ -19,12 +19,13 @@ from ..errors import InputError
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
+from ..judging.evidence import worst_client
 from ..scorers import score_record
 from .progress import progress_bar
 from .record import CaseRecord, RunDir, RunInfo
 from .response_cache import ResponseCache
 
-__all__ = ["open_cache", "cache_hits", "generate_all"]
+__all__ = ["open_cache", "cache_hits", "generate_all", "keep_client"]
 
 _MAX_PENDING = 512  # cached records appended at least this often, so a long run of hits is journaled too
 
@@ -186,9 +187,20 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
 def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[str, Generation]:
     started = time.perf_counter()
     out = backend.generate([_request(c) for c in fresh], max_new_tokens=config.max_new_tokens)
+    keep_client(info, session, backend)  # checkpointed with the time: a killed part's lateness is kept too
     if backend.measures_latency:
         _count_generation(info, session, run, time.perf_counter() - started)
     return {c.id: g for c, g in zip(fresh, out)}
+
+
+def keep_client(info: RunInfo, session: dict, backend) -> None:
+    """The client's own lateness over the quality phase: this session's so far (`sessions[].client`), and in
+    run.json `client` the worst of every session's (`evidence.worst_client`), so a resume that re-ran a few cases
+    never hides the lateness of an earlier part whose samples the run still holds."""
+    stats = getattr(backend, "client_stats", None)
+    if stats:
+        session["client"] = stats
+        info.client = worst_client(*(s.get("client") for s in info.sessions if isinstance(s, dict)), info.client, stats)
 
 
 def _count_generation(info, session, run, elapsed: float) -> None:

@@ -26,7 +26,7 @@ from ..inputs.config import Config, load_config
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
-from ..judging.evidence import failure, worst_client
+from ..judging.evidence import failure
 from ..judging.judge_run import judge_run
 from ..llm_judge.settings import check_judged_cases
 from ..llm_judge.stage import judge_manifest, judge_stage
@@ -36,7 +36,7 @@ from ..report import write_reports
 from ..review.labels import read_labels
 from ..scorers.evaluate_metric import load_metric
 from .clock import now
-from .generation import cache_hits, generate_all, open_cache
+from .generation import cache_hits, generate_all, keep_client, open_cache
 from .interruption import INTERRUPTION
 from .load_phase import run_load_phase
 from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest
@@ -192,7 +192,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             backend = create_backend(config.target, config.generation, scale=config.scale)
             _load(backend, info, console)
         generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
-        _keep_client(info, session, backend)
+        keep_client(info, session, backend)
         INTERRUPTION.raise_if_pending()
         if load_phase:
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
@@ -213,7 +213,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         INTERRUPTION.taken = INTERRUPTION.taken or interrupted
         info.status = session["status"] = "interrupted" if interrupted else "failed"
         info.finished_at = session["finished_at"] = now()
-        _keep_client(info, session, backend)  # the part that ran was measured by this client: it counts too
+        keep_client(info, session, backend)  # the part that ran was measured by this client: it counts too
         run.write_info(info)
         INTERRUPTION.active = None
         if interrupted:
@@ -252,15 +252,6 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             _print_resume_hint(console, run)
         raise
     return run, report
-
-
-def _keep_client(info: RunInfo, session: dict, backend) -> None:
-    """The client's own lateness over the quality phase: this session's, and in run.json the worst of every
-    session's (`evidence.worst_client`), so a resume that re-ran a few cases never hides a late earlier part."""
-    stats = getattr(backend, "client_stats", None)
-    if stats:
-        session["client"] = stats
-        info.client = worst_client(info.client, stats)
 
 
 def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:
