@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 
 from ..backends import Request
+from ..judging.evidence import attempt_counts
 from ..judging.metrics import measured
 from ..judging.stats import percentile
 from .record import CaseRecord, RunDir, RunInfo
@@ -59,7 +60,7 @@ def prefix_cache_summary(records: list[CaseRecord], *, system_chars: int, metric
         ttft = [r.timing.ttft_ms for r in measured(mine) if r.timing.ttft_ms is not None]
         cached = [r.tags["cached_prompt_tokens"] for r in mine if r.tags.get("cached_prompt_tokens") is not None]
         prompt = [r.tokens.input for r in mine if r.tokens.input is not None]
-        out[kind] = {"n": len(ttft), "failed": sum(r.error is not None for r in mine),
+        out[kind] = {"n": len(ttft), "failed": attempt_counts(mine)["failed"],  # every attempt, empty answers too
                      "ttft_ms_p50": percentile(ttft, 50), "ttft_ms_p95": percentile(ttft, 95),
                      "prompt_tokens_mean": sum(prompt) / len(prompt) if prompt else None,
                      "cached_tokens_mean": sum(cached) / len(cached) if cached else None}
