@@ -292,6 +292,17 @@ def test_retry_errors_sends_empty_answers_again(tmp_path, cli):
         assert stub.requests == 8 + 2
 
 
+def test_an_empty_answer_is_never_cached(tmp_path, cli):
+    # every request shed: nothing may be cached, so a rerun sends every request again
+    with StubServer(StubBehaviour(shed_every=1, ttft_ms=1, tokens=3)) as stub:
+        config = _project(tmp_path, stub.base_url, cases=4)
+        config.write_text(config.read_text() + "cache: {path: cache.sqlite}\n")
+        first, _ = _check(cli, "-c", config, "--run-id", "a")
+        second, report = _check(cli, "-c", config, "--run-id", "b")
+        assert stub.requests == 8
+    assert (first, second) == (4, 4) and report["counts"]["cached"] == 0
+
+
 # --- property: adding failed attempts never turns a non-PASS into PASS -----------------------------------------
 
 PROPERTY_RUBRIC = Rubric(path=None, name="p", criteria=(

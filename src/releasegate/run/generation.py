@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
-from ..judging.evidence import worst_client
+from ..judging.evidence import answered, worst_client
 from ..scorers import score_record
 from .progress import progress_bar
 from .record import CaseRecord, RunDir, RunInfo
@@ -69,9 +69,11 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
         with progress_bar(console, show) as bar:
             task = bar.add_task("generating", total=len(todo))
             for group, gens in _generated(backend, _batches(order, hits, size), hits, config, run, info, session):
-                fresh = [c for c in group if c.id not in hits]
-                run.append([_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in group])
-                if fresh and cache is not None:  # after the append: a response is cached once it is recorded
+                records = [_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in group]
+                run.append(records)
+                # after the append: a response is cached once it is recorded; an empty answer never is (a failure)
+                fresh = [c for c, r in zip(group, records) if c.id not in hits and answered(r)]
+                if fresh and cache is not None:
                     cache.put_many([(_request(c), gens[c.id]) for c in fresh])
                 bar.advance(task, len(group))
     finally:
