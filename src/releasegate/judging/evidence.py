@@ -9,6 +9,9 @@ counts through these functions, so a new surface inherits them.
   the last as the case and carries the earlier ones, which `check --resume --retry-errors` superseded, as
   `earlier_attempts`), and within each line the in-run retries (`Timing.attempts`; the failed ones' kinds are in
   `Timing.retried_errors`). A case's outcome is its last attempt's; the failed attempts before it still count.
+- Rates and shares of requests count attempts: `error_rate` per phase, and TARGET_ERROR's "more than half of the
+  requests failed" (every request sent, in every phase; a cached record sent none). A target that answered every
+  case only on its fourth try failed three requests in four: it was not measured, whatever its last tries say.
 - Client lateness over a run resumed in parts is the worst of its parts (`worst_client`).
 """
 
