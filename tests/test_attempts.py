@@ -17,6 +17,7 @@ from conftest import write_jsonl
 from releasegate.cli import main
 from releasegate.errors import ErrorKind
 from releasegate.inputs.rubric import Criterion, Rubric
+from releasegate.judging.capacity import step_figures, step_verdict
 from releasegate.judging.criteria import EXIT_CODES
 from releasegate.judging.evidence import answered, attempt_outcomes, case_attempts, failure, worst_client
 from releasegate.judging.health import client_lag_ms, phase_counts, target_failure
@@ -187,6 +188,16 @@ def test_counts_and_target_failure_count_attempts():
     assert target_failure(records, []) is not None  # 5 of 9 failed
     assert target_failure(records[:4], []) is None  # 4 of 8: not more than half
     assert latency_exclusions(records)["failed"] == {"empty_response": 1, "http_5xx": 4}
+
+
+def test_a_capacity_step_counts_empty_answers_and_retries_as_failed_requests():
+    shed = [CaseRecord.model_validate(empty(i, case_id=f"s01-{i:05d}:c000", suite="load")) for i in range(72)]
+    answered_ = [CaseRecord.model_validate(retried(i, ["http_429"], 2, case_id=f"s01-{i:05d}:c001", suite="load"))
+                 for i in range(72, 100)]
+    figures = step_figures(shed + answered_, seconds=10.0)
+    assert (figures["requests"], figures["answered"], figures["failed"]) == (128, 28, 100)
+    assert figures["errors"] == {"empty_response": 72, "http_429": 28}
+    assert step_verdict(figures, {"error_rate": 0.01}, None, 0.1)[0] == "breaks"
 
 
 def test_client_lateness_is_the_worst_part_of_a_resumed_run():
