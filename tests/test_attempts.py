@@ -18,6 +18,7 @@ from releasegate.cli import main
 from releasegate.errors import ErrorKind
 from releasegate.inputs.rubric import Criterion, Rubric
 from releasegate.judging.capacity import step_figures, step_verdict
+from releasegate.judging.compare import Margins, compare_records
 from releasegate.judging.criteria import EXIT_CODES
 from releasegate.judging.evidence import answered, attempt_outcomes, case_attempts, failure, worst_client
 from releasegate.judging.health import client_lag_ms, phase_counts, target_failure
@@ -198,6 +199,17 @@ def test_a_capacity_step_counts_empty_answers_and_retries_as_failed_requests():
     assert (figures["requests"], figures["answered"], figures["failed"]) == (128, 28, 100)
     assert figures["errors"] == {"empty_response": 72, "http_429": 28}
     assert step_verdict(figures, {"error_rate": 0.01}, None, 0.1)[0] == "breaks"
+
+
+def test_compare_counts_an_empty_answer_as_a_failed_case():
+    base = [CaseRecord.model_validate(ok(i)) for i in range(50)]
+    cand = [CaseRecord.model_validate(empty(i) if i < 10 else ok(i)) for i in range(50)]
+    result = compare_records(base, cand, (), Margins())
+    accuracy = next(r for r in result["rows"] if r["metric"] == "accuracy")
+    assert (accuracy["candidate"], accuracy["worse"], accuracy["verdict"]) == (0.8, 10, "fail")
+    both_empty = compare_records([CaseRecord.model_validate(empty(0))], [CaseRecord.model_validate(empty(0))], (),
+                                 Margins())
+    assert both_empty["identical_outputs"] == 0  # two empty answers are two failures, not the same answer
 
 
 def test_client_lateness_is_the_worst_part_of_a_resumed_run():

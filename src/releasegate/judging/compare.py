@@ -59,7 +59,7 @@ def compare_records(
         "only_in_baseline": len(base_by_id) - len(shared),
         "only_in_candidate": len(cand_by_id) - len(shared),
         # the same text case by case: what a merged model or another server must keep under greedy decoding
-        "identical_outputs": sum(base_by_id[c].output is not None and base_by_id[c].output == cand_by_id[c].output for c in shared),
+        "identical_outputs": sum(answered(base_by_id[c]) and base_by_id[c].output == cand_by_id[c].output for c in shared),
         "confidence": margins.confidence,
         "rows": [r for r in rows if r is not None],
         "slices": _slice_rows([p for p in pairs], margins),
