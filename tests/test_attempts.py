@@ -24,8 +24,10 @@ from releasegate.judging.evidence import answered, attempt_outcomes, case_attemp
 from releasegate.judging.health import client_lag_ms, phase_counts, target_failure
 from releasegate.judging.judge_run import judge_run
 from releasegate.judging.metrics import latency_exclusions
+from releasegate.review.outcome import FAIL, automatic_outcome
 from releasegate.run.generation import keep_client
 from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing
+from releasegate.scorers import score_records
 from releasegate.testing import StubBehaviour, StubServer
 from test_false_pass import WRONG, Run, err, lenient, load_ok, ok
 
@@ -210,6 +212,12 @@ def test_compare_counts_an_empty_answer_as_a_failed_case():
     both_empty = compare_records([CaseRecord.model_validate(empty(0))], [CaseRecord.model_validate(empty(0))], (),
                                  Margins())
     assert both_empty["identical_outputs"] == 0  # two empty answers are two failures, not the same answer
+
+
+def test_review_sees_an_empty_answer_as_a_failed_case():
+    record = CaseRecord.model_validate(empty(0, fmt=[{"type": "max_length", "max_chars": 100}]))
+    assert score_records([record], ())[record.case_id] == {}  # never checked as text: '' is short enough
+    assert automatic_outcome(record, {}) == FAIL
 
 
 def test_client_lateness_is_the_worst_part_of_a_resumed_run():
