@@ -13,10 +13,11 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.cli import main
+from releasegate.inputs.config import load_config
 from releasegate.judging.criteria import EXIT_CODES
 from releasegate.run.record import CaseRecord, Timing, Tokens
 from releasegate.testing import StubBehaviour, StubServer
-from test_capacity import QUIET, gate, sweep_run
+from test_capacity import QUIET, endpoint_project, gate, sweep_run
 from test_false_pass import Run, _healthy, lenient
 
 TTFT_ONLY = {"ttft_ms_p95": 200.0, "error_rate": 0.01}
@@ -258,3 +259,20 @@ def test_a_server_shedding_with_empty_answers_is_no_capacity(tmp_path, cli):
     top = max(report["capacity"]["steps"], key=lambda s: s["rate"])
     assert top["empty"] > 30 and top["verdict"] == "breaks" and "empty answers" in top["why"], top
     assert report["verdict"] != "PASS" and code != 0
+
+
+# --- the objective's keys ----------------------------------------------------------------------------------------
+
+def test_an_objective_may_limit_e2e_and_any_listed_percentile(tmp_path):
+    config = load_config(endpoint_project(tmp_path, "load: {sweep: {start_rps: 2, max_rps: 64, requests_per_step: 299, "
+                                                    "slo: {e2e_ms_p50: 900, ttft_ms_p99: 400, error_rate: 0.05}}}\n"))
+    assert config.load.sweep.slo == {"error_rate": 0.05, "e2e_ms_p50": 900, "ttft_ms_p99": 400}
+
+
+@pytest.mark.parametrize("slo, message", [
+    ("{e2e_ms_p80: 900}", "sweep.slo"),  # not a percentile the objective knows
+    ("{e2e_ms_p99: 900}", "needs requests_per_step >= 299"),  # 60 requests give no P99 bound
+])
+def test_an_objective_no_step_could_judge_is_refused(tmp_path, cli, slo, message):
+    code, _, err = cli("validate", "-c", endpoint_project(tmp_path, f"load: {{sweep: {{start_rps: 1, max_rps: 9, slo: {slo}}}}}\n"))
+    assert code == 2 and message in err and "Traceback" not in err, err
