@@ -16,18 +16,16 @@ SLO = {"ttft_ms_p95": 200.0, "tpot_ms_p95": 20.0, "error_rate": 0.01}
 QUIET = {"loop_lag_ms": {"p99": 0.5}}
 
 
-def step_records(step: int, n: int = 60, *, ttft: float = 50.0, failed: int = 0, growth: float = 0.0,
-                 rate: float = 10.0) -> list[dict]:
-    """n load requests of one sweep step, due every 1/rate s: TTFT `ttft` ms from the scheduled send (plus up to
-    `growth` ms, rising in schedule order: a backlog; E2E 50 ms more), the first `failed` failed."""
+def step_records(step: int, n: int = 60, *, ttft: float = 50.0, failed: int = 0, growth: float = 0.0) -> list[dict]:
+    """n load requests of one sweep step: TTFT `ttft` ms from the scheduled send (plus up to `growth` ms, rising
+    in schedule order: a backlog; E2E 50 ms more), the first `failed` failed."""
     out = []
     for i in range(n):
         answered = i >= failed
         late = ttft + growth * i / max(1, n - 1)
         out.append(CaseRecord(
             case_id=f"s{step:02d}-{i:05d}:c{i % 10:03d}", suite="load",
-            tags={"phase": "load", "prompt_of": f"c{i % 10:03d}", "sweep_step": step, "sweep_due_s": i / rate},
-            input={"prompt": "p"},
+            tags={"phase": "load", "prompt_of": f"c{i % 10:03d}", "sweep_step": step}, input={"prompt": "p"},
             output="ok" if answered else None, error=None if answered else "timeout",
             tokens=Tokens(input=5, output=10 if answered else None),
             timing=Timing(ttft_ms=late * 0.9, ttft_sched_ms=late, tpot_ms=5.0, e2e_ms=late + 45, e2e_sched_ms=late + 50)
@@ -43,8 +41,7 @@ def sweep_run(steps: list[tuple[float, float]], *, client=QUIET, counts: dict | 
     load, entries = [], []
     for k, (rate, ttft) in enumerate(steps):
         n = (counts or {}).get(k, 60)
-        load += step_records(k, n, ttft=ttft, failed=(failed or {}).get(k, 0), growth=(growth or {}).get(k, 0.0),
-                             rate=rate)
+        load += step_records(k, n, ttft=ttft, failed=(failed or {}).get(k, 0), growth=(growth or {}).get(k, 0.0))
         span = n / rate
         entries.append({"step": k, "rate": rate, "span_s": span, "seconds": span + 0.095,
                         "requests": n, "client": client,

@@ -19,14 +19,14 @@ from statistics import fmean
 from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
 from ..run.record import RunDir
-from .capacity_pace import DUE_TAG, KEEP_UP, behind_why, completion, growth_ms, kept_up, unknown_why
+from .capacity_pace import KEEP_UP, behind_why, completion_share, e2e_growth_ms, growth_ms, kept_up, unknown_why
 from .criteria import CriterionResult, judge_criterion, meets
 from .gate_report import load_report
 from .health import client_saturation
 from .metrics import MetricValue, measured
 from .stats import percentile, percentile_bounds, percentile_min_n
 
-__all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "DUE_TAG", "SIGNALS",
+__all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
            "step_figures", "step_verdict", "step_signals", "capacity_view", "capacity_metric", "judge_capacity",
            "gated_records", "answered"]
 
@@ -51,17 +51,18 @@ def answered(record) -> bool:
 
 def step_figures(records: list, seconds: float | None, span_s: float | None = None, slo: dict | None = None) -> dict:
     """One step's figures: requests, failures (empty answers among them), P95 TTFT (scheduled and actual send),
-    P95 TPOT and E2E, each objective percentile with its upper bound, achieved and completed rates, the backlog's
-    and E2E's growth over the step and whether the server kept up (see KEEP_UP; None without what it needs)."""
+    P95 TPOT and E2E, each objective percentile with its upper bound, the achieved rate (over the step, its drain
+    included), the rates offered and completed, the backlog's and E2E's growth over the step and whether the
+    server kept up (see KEEP_UP; None without what it needs)."""
     done = [r for r in measured(records) if answered(r)]
     ttft_sched, tpot, e2e = (_samples(done, OBJECTIVE_SAMPLES[m]) for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
     ttft = _samples(done, "ttft_ms")
     failed = sum(not answered(r) for r in records)
     tokens = sum(r.tokens.output or 0 for r in done)
-    pace = completion(done)
-    growth, e2e_growth = growth_ms(done, "ttft_sched_ms"), growth_ms(done, "e2e_sched_ms")
+    growth, e2e_growth = growth_ms(done, "ttft_sched_ms"), e2e_growth_ms(done)
+    share = completion_share(span_s, e2e_growth, len(done))
     offered = (len(records) - 1) / span_s if span_s and len(records) > 1 else None
-    return {
+    figures = {
         "requests": len(records), "answered": len(done), "failed": failed, "seconds": seconds,
         "empty": sum(r.error is None and not r.output for r in records),
         "error_rate": failed / len(records) if records else None,
@@ -71,11 +72,11 @@ def step_figures(records: list, seconds: float | None, span_s: float | None = No
         "ttft_sched_ms_p95_upper": _upper(ttft_sched), "tpot_ms_p95_upper": _upper(tpot),
         "objective": _objective(done, slo or {}),
         "achieved_rps": len(done) / seconds if seconds else None,
-        "offered_rps": offered, "completed_rps": offered * pace["share"] if offered and pace else None,
-        "completion": pace, "span_s": span_s, "backlog_growth_ms": growth, "e2e_growth_ms": e2e_growth,
-        "kept_up": kept_up(span_s, growth, e2e_growth, pace),
+        "offered_rps": offered, "completed_rps": offered * share if offered and share is not None else None,
+        "completion_share": share, "span_s": span_s, "backlog_growth_ms": growth, "e2e_growth_ms": e2e_growth,
         "output_tokens_per_s": tokens / seconds if seconds else None,
     }
+    return {**figures, "kept_up": kept_up(figures)}
 
 
 def _samples(done: list, field: str) -> list[float]:
@@ -145,8 +146,7 @@ def _stands(verdict: str, broken: list, close: list, slo: dict, lag: float, figu
     TPOT can move either way, by at most the lag (the first and last token read late). So a step meets when its
     TPOT meets even with the lag added, and breaks when a figure breaks even with the lag taken off."""
     if verdict == "breaks":
-        behind = kept_up(figures["span_s"], figures["backlog_growth_ms"], figures["e2e_growth_ms"],
-                              figures["completion"], late_ms=lag)
+        behind = kept_up(figures, late_ms=lag)
         return any(value - lag > slo[key] for key, value in broken) or (behind is not None and behind < KEEP_UP)
     return all(value + lag <= slo[key] for key, value in close if key.startswith("tpot_ms"))
 

@@ -4,9 +4,8 @@ The rate starts at `start_rps` and is multiplied by `factor` after every step th
 `max_rps`; the first step that breaks it ends the rise, and `refine` bisection steps between the last good and
 the first bad rate sharpen the answer. A step that decides nothing (see capacity.step_verdict) ends the sweep:
 what lies above it is unknown. Each step waits for its own requests, so the next one starts on an idle server.
-Every step's requests go to load.jsonl, tagged with the step and when its schedule had them due; run.json's
-`load_phase.sweep` keeps each step's rate, length, server signals and client lateness, from which
-`capacity.capacity_view` judges the sweep again.
+Every step's requests go to load.jsonl, tagged with the step; run.json's `load_phase.sweep` keeps each step's
+rate, length, server signals and client lateness, from which `capacity.capacity_view` judges the sweep again.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import math
 
 from ..backends import Request
 from ..errors import ErrorKind
-from ..judging.capacity import DUE_TAG, STEP_TAG, capacity_view, step_signals
+from ..judging.capacity import STEP_TAG, capacity_view, step_signals
 from .record import RunInfo
 from .server_scrape import Scraper, samples_line, summarise
 from .traffic import arrival_offsets, load_record, nth_request
@@ -51,9 +50,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"), on_done=lambda: bar.advance(task))
-        due = {r.case_id: round(o, 6) for r, o in zip(requests, offsets)}  # its answer came e2e_sched_ms later
-        records = [load_record(r, g, {STEP_TAG: k, DUE_TAG: due[r.case_id]}) for r, g in done.results
-                   if g.error != ErrorKind.NOT_SENT]
+        records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
         run.append(records, "load.jsonl")
         recorded.extend(records)
         samples.extend({**s, "step": k} for s in scraper.samples)
