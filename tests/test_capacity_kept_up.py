@@ -4,10 +4,13 @@ the stub server. Each of these once said PASS (or FAIL where the evidence could 
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import math
+import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -289,3 +292,43 @@ def test_an_objective_may_limit_e2e_and_any_listed_percentile(tmp_path):
 def test_an_objective_no_step_could_judge_is_refused(tmp_path, cli, slo, message):
     code, _, err = cli("validate", "-c", endpoint_project(tmp_path, f"load: {{sweep: {{start_rps: 1, max_rps: 9, slo: {slo}}}}}\n"))
     assert code == 2 and message in err and "Traceback" not in err, err
+
+
+# --- the stub's decode slots ---------------------------------------------------------------------------------
+
+def stub_stamps(base_url: str, requests: int) -> list[list[int]]:
+    """Send `requests` chat requests at once; for each answer, the server's send stamps of its content chunks, the
+    answers in the order their first chunk was sent."""
+    url = urlparse(base_url)
+    body = json.dumps({"model": "stub", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    answers: list[list[int]] = []
+
+    def ask() -> None:
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        conn.request("POST", url.path + "/chat/completions", body, {"content-type": "application/json"})
+        text = conn.getresponse().read().decode()
+        events = [json.loads(line[6:]) for line in text.split("\n") if line.startswith("data: {")]
+        answers.append([e["stub_sent_ns"] for e in events if "stub_sent_ns" in e])
+        conn.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(requests)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(answers)
+
+
+def test_decode_slots_queue_whole_answers():
+    # one slot: the second answer's first chunk is sent only after the first answer's last
+    with StubServer(StubBehaviour(ttft_ms=5, itl_ms=20, tokens=5, decode_slots=1)) as stub:
+        first, second = stub_stamps(stub.base_url, 2)
+    assert len(first) == len(second) == 5 and second[0] > first[-1]
+
+
+def test_first_token_free_queues_the_rest_of_the_answer():
+    # one slot, the first token free: both first chunks go out at once, the second answer's rest after the first's
+    with StubServer(StubBehaviour(ttft_ms=5, itl_ms=100, tokens=5, decode_slots=1, first_token_free=True)) as stub:
+        first, second = stub_stamps(stub.base_url, 2)
+    assert len(first) == len(second) == 5
+    assert second[0] < first[-1] < second[1]

@@ -28,7 +28,7 @@ from .stats import percentile, percentile_bounds, percentile_min_n
 
 __all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
            "step_figures", "step_verdict", "step_signals", "capacity_view", "capacity_metric", "judge_capacity",
-           "gated_records", "answered"]
+           "gated_records"]
 
 CONFIDENCE = 0.95
 """A step meets the objective when the one-sided upper bound of each P95 at this confidence is within its limit
@@ -42,7 +42,7 @@ SIGNALS = {"queue": "queue length (waiting)", "running": "requests running", "kv
 """Server signals read at every step (server_metrics' normalised names), in the words of the reports."""
 
 
-def answered(record) -> bool:
+def _answered(record) -> bool:
     """Whether a record is an answer: no error and some output text. An HTTP-200 answer with no content (a server
     shedding load) is a failed request for every count of a step, whether or not the backend classified it."""
     # the run's one rule for this is judging.evidence's; until it is here, the same rule kept local
@@ -54,10 +54,10 @@ def step_figures(records: list, seconds: float | None, span_s: float | None = No
     P95 TPOT and E2E, each objective percentile with its upper bound, the achieved rate (over the step, its drain
     included), the rates offered and completed, the backlog's and E2E's growth over the step and whether the
     server kept up (see KEEP_UP; None without what it needs)."""
-    done = [r for r in measured(records) if answered(r)]
+    done = [r for r in measured(records) if _answered(r)]
     ttft_sched, tpot, e2e = (_samples(done, OBJECTIVE_SAMPLES[m]) for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
     ttft = _samples(done, "ttft_ms")
-    failed = sum(not answered(r) for r in records)
+    failed = sum(not _answered(r) for r in records)
     tokens = sum(r.tokens.output or 0 for r in done)
     growth, e2e_growth = growth_ms(done, "ttft_sched_ms"), e2e_growth_ms(done)
     share = completion_share(span_s, e2e_growth, len(done))
