@@ -283,13 +283,16 @@ def judge_capacity(criterion, view: dict | None) -> CriterionResult:
     if high is not None and high <= threshold:
         return CriterionResult(criterion, value, "fail", f"{low:.4g} req/s met the objective and {high:.4g} req/s "
                                f"broke it: the capacity is below {threshold:g}")
+    return CriterionResult(criterion, value, "insufficient", _undecided_by_the_sweep(low, high, op, threshold))
+
+
+def _undecided_by_the_sweep(low: float, high: float | None, op: str, threshold: float) -> str:
+    """Why a threshold inside the range a sweep left open decides nothing, and what would decide it."""
     if high is None:
-        why = (f"the capacity is at least {low:.4g} req/s (the sweep met the objective up to there without breaking "
-               f"it), so whether it is {op} {threshold:g} is unknown: raise max_rps above {threshold:g}")
-    else:
-        why = (f"the capacity lies between {low:.4g} req/s (met the objective) and {high:.4g} req/s (broke it), so "
-               f"whether it is {op} {threshold:g} is unknown: more refine steps narrow it")
-    return CriterionResult(criterion, value, "insufficient", why)
+        return (f"the capacity is at least {low:.4g} req/s (the sweep met the objective up to there without "
+                f"breaking it), so whether it is {op} {threshold:g} is unknown: raise max_rps above {threshold:g}")
+    return (f"the capacity lies between {low:.4g} req/s (met the objective) and {high:.4g} req/s (broke it), so "
+            f"whether it is {op} {threshold:g} is unknown: more refine steps narrow it")
 
 
 def saved_sweep(run_dir) -> dict:
