@@ -156,6 +156,10 @@ def test_empty_answers_are_failures_of_their_step(tmp_path, capsys):
     assert top["error_rate"] == pytest.approx(158 / 220) and top["verdict"] == "breaks"
     assert "158 empty answers" in top["why"]
     assert report["capacity"]["capacity_rps"] == 32
+    # ... and the same when the backend classified them
+    classified = judged(tmp_path / "b", paced_sweep([(16, {}), (32, {}), (64, {**SHEDDING, "empty_kind": "empty_response"})]),
+                        capsys)
+    assert classified["capacity"]["steps"][2]["empty"] == 158 and "158 empty answers" in classified["capacity"]["steps"][2]["why"]
 
 
 def test_a_floor_is_gated_as_a_floor_and_says_so(tmp_path, capsys):

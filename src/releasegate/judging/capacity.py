@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
+from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
 from ..run.record import RunDir
 from .capacity_pace import KEEP_UP, behind_why, completion_share, e2e_growth_ms, growth_ms, kept_up, unknown_why
@@ -31,9 +31,9 @@ __all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG
            "gated_records"]
 
 CONFIDENCE = 0.95
-"""A step meets the objective when the one-sided upper bound of each P95 at this confidence is within its limit
-(stats.percentile_bounds: an order statistic), so the rate it reports holds when measured again, not only on the
-sample the sweep happened to draw."""
+"""A step meets the objective when the one-sided upper bound at this confidence of every percentile it names is
+within its limit (stats.percentile_bounds: an order statistic), so the rate it reports holds when measured
+again, not only on the sample the sweep happened to draw."""
 MIN_STEP_SAMPLES = percentile_min_n(95, CONFIDENCE)
 """Answered requests a step needs for that bound: 59."""
 STEP_TAG = "sweep_step"
@@ -47,6 +47,11 @@ def _answered(record) -> bool:
     shedding load) is a failed request for every count of a step, whether or not the backend classified it."""
     # the run's one rule for this is judging.evidence's; until it is here, the same rule kept local
     return record.error is None and bool(record.output)
+
+
+def _empty(record) -> bool:
+    """An HTTP-200 answer with no content, whether the backend classified it (empty_response) or not."""
+    return record.error == ErrorKind.EMPTY_RESPONSE or (record.error is None and not record.output)
 
 
 def step_figures(records: list, seconds: float | None, span_s: float | None = None, slo: dict | None = None) -> dict:
@@ -64,7 +69,7 @@ def step_figures(records: list, seconds: float | None, span_s: float | None = No
     offered = (len(records) - 1) / span_s if span_s and len(records) > 1 else None
     figures = {
         "requests": len(records), "answered": len(done), "failed": failed, "seconds": seconds,
-        "empty": sum(r.error is None and not r.output for r in records),
+        "empty": sum(_empty(r) for r in records),
         "error_rate": failed / len(records) if records else None,
         "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
         "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
