@@ -18,7 +18,7 @@ QUIET = {"loop_lag_ms": {"p99": 0.5}}
 
 def step_records(step: int, n: int = 60, *, ttft: float = 50.0, failed: int = 0, growth: float = 0.0) -> list[dict]:
     """n load requests of one sweep step: TTFT `ttft` ms from the scheduled send (plus up to `growth` ms, rising
-    in schedule order: a backlog), the first `failed` failed."""
+    in schedule order: a backlog; E2E 50 ms more), the first `failed` failed."""
     out = []
     for i in range(n):
         answered = i >= failed
@@ -28,7 +28,8 @@ def step_records(step: int, n: int = 60, *, ttft: float = 50.0, failed: int = 0,
             tags={"phase": "load", "prompt_of": f"c{i % 10:03d}", "sweep_step": step}, input={"prompt": "p"},
             output="ok" if answered else None, error=None if answered else "timeout",
             tokens=Tokens(input=5, output=10 if answered else None),
-            timing=Timing(ttft_ms=late * 0.9, ttft_sched_ms=late, tpot_ms=5.0, e2e_ms=late + 45) if answered else Timing(),
+            timing=Timing(ttft_ms=late * 0.9, ttft_sched_ms=late, tpot_ms=5.0, e2e_ms=late + 45, e2e_sched_ms=late + 50)
+            if answered else Timing(),
         ).model_dump(mode="json"))
     return out
 

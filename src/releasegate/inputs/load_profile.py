@@ -8,7 +8,15 @@ from pathlib import Path
 from ..errors import InputError
 from .files import is_file, resolve_under
 
-__all__ = ["LoadConfig", "SweepConfig", "parse_load"]
+__all__ = ["LoadConfig", "SweepConfig", "parse_load", "OBJECTIVE_SAMPLES", "OBJECTIVE_PERCENTILES", "objective_limits"]
+
+OBJECTIVE_SAMPLES = {"ttft_ms": "ttft_sched_ms", "tpot_ms": "tpot_ms", "e2e_ms": "e2e_sched_ms"}
+"""The latencies a sweep's objective (`load.sweep.slo`) can limit, and the record timing each is measured by:
+TTFT and E2E from the scheduled send (client and server queueing count), TPOT as measured."""
+OBJECTIVE_PERCENTILES = (50, 90, 95, 99)
+"""The percentiles an objective key can name: `<latency>_p<percentile>`, e.g. `e2e_ms_p50`."""
+_UPPER_BOUND_NEEDS = {50: 5, 90: 29, 95: 59, 99: 299}
+"""Requests the 95% upper bound of each percentile needs (stats.percentile_min_n): a step must have them."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,20 @@ class SweepConfig:
     refine: int = 3
     """Bisection steps between the last rate that met the objective and the first that broke it."""
     slo: dict = field(default_factory=dict)
-    """The latency objective: `ttft_ms_p95`, `tpot_ms_p95` (limits in ms) and `error_rate` (default 0.01)."""
+    """The objective every step must meet: limits in ms on latency percentiles (`ttft_ms_p95`, `e2e_ms_p50`, ...:
+    see `objective_limits`) and `error_rate`, the share of failed requests, empty answers included (default
+    0.01)."""
+
+
+def objective_limits(slo: dict) -> dict[str, tuple[str, int, float]]:
+    """The latency limits of an objective: {key: (latency, percentile, limit ms)}, e.g. 'e2e_ms_p50' ->
+    ('e2e_ms', 50, 2000.0); `error_rate` and anything else left out."""
+    out = {}
+    for key, limit in slo.items():
+        latency, _, q = key.rpartition("_p")
+        if latency in OBJECTIVE_SAMPLES and q.isdigit() and int(q) in OBJECTIVE_PERCENTILES:
+            out[key] = (latency, int(q), float(limit))
+    return out
 
 
 def parse_load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | None:
@@ -76,5 +97,16 @@ def _sweep(raw: dict, at) -> SweepConfig | None:
                              hint="size each step with sweep.requests_per_step")
     if sweep["max_rps"] < sweep["start_rps"]:
         raise InputError("max_rps is below start_rps", **at("load", "sweep", "max_rps"))
-    return SweepConfig(**{k: sweep[k] for k in ("start_rps", "max_rps", "factor", "requests_per_step", "step_s", "refine")
-                          if k in sweep}, slo={"error_rate": 0.01, **sweep["slo"]})
+    config = SweepConfig(**{k: sweep[k] for k in ("start_rps", "max_rps", "factor", "requests_per_step", "step_s",
+                                                 "refine") if k in sweep}, slo={"error_rate": 0.01, **sweep["slo"]})
+    _check_step_size(config, at)
+    return config
+
+
+def _check_step_size(sweep: SweepConfig, at) -> None:
+    """A step must hold enough requests for the upper bound of every percentile its objective names (a P99's
+    needs 299), or no step could ever meet it."""
+    for key, (_, q, _) in objective_limits(sweep.slo).items():
+        if sweep.requests_per_step < _UPPER_BOUND_NEEDS[q]:
+            raise InputError(f"slo.{key} needs requests_per_step >= {_UPPER_BOUND_NEEDS[q]} for its 95% upper bound",
+                             **at("load", "sweep", "slo", key), hint=f"set requests_per_step: {_UPPER_BOUND_NEEDS[q]}")

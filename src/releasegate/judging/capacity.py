@@ -1,132 +1,128 @@
 """Capacity at a latency objective: what a sweep of open-loop steps says, recomputed from the run record.
 
 A sweep (`load.sweep`, run by `sweep.run_sweep`) sends `requests_per_step` requests per step at rising rates.
-Each step either meets the objective (the 95% upper bounds of P95 TTFT from the scheduled send and of P95 TPOT
-within their limits, the error rate within its limit, the server keeping up: see KEEP_UP), breaks it, or decides
-nothing (too few answered requests for the bounds, or a client saturated enough to have made the verdict). The
-capacity is the highest rate
-such that every step at or below it met the objective; the first step above it must have broken it. Anything
-else (the lowest rate already broke, a step that decided nothing at the boundary) leaves the capacity unknown,
-so a `capacity_rps` criterion is insufficient, never a pass. A sweep that met the objective up to `max_rps`
-gives `max_rps` as a floor (`at_least`): a `>=` criterion on a floor is sound, and the rubric refuses `<=` ones.
+Each step either meets the objective (the 95% upper bound of every latency percentile the objective names
+within its limit, the error rate, empty answers included, within its limit, the server completing what was
+offered: see KEEP_UP), breaks it, or decides nothing (too few answered requests for the bounds, or a client
+saturated enough to have made the verdict). The capacity is the highest rate such that every step at or below
+it met the objective; the first step above it must have broken it. Anything else (the lowest rate already
+broke, a step that decided nothing at the boundary) leaves the capacity unknown, so a `capacity_rps` criterion
+is insufficient, never a pass. A sweep that met the objective up to `max_rps` gives `max_rps` as a floor
+(`at_least`), gated as one (`judge_capacity`): the rubric refuses `<=` criteria on it, and a `>=` threshold
+above the floor is undecided, not failed.
 """
 
 from __future__ import annotations
 
 from statistics import fmean
 
-from ..errors import InputError  # a hand-edited run.json: one line, not a traceback
+from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
+from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
 from ..run.record import RunDir
-from .evidence import attempt_counts
+from .capacity_pace import KEEP_UP, behind_why, completion_share, e2e_growth_ms, growth_ms, kept_up, unknown_why
+from .criteria import CriterionResult, judge_criterion, meets
+from .evidence import answered, attempt_counts
 from .gate_report import load_report
 from .health import client_saturation
 from .metrics import MetricValue, measured
 from .stats import percentile, percentile_bounds, percentile_min_n
 
-__all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS", "step_figures", "step_verdict", "step_signals",
-           "capacity_view", "capacity_metric", "gated_records"]
+__all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
+           "step_figures", "step_verdict", "step_signals", "capacity_view", "capacity_metric", "judge_capacity",
+           "gated_records"]
 
 CONFIDENCE = 0.95
-"""A step meets the objective when the one-sided upper bound of each P95 at this confidence is within its limit
-(stats.percentile_bounds: an order statistic), so the rate it reports holds when measured again, not only on the
-sample the sweep happened to draw."""
+"""A step meets the objective when the one-sided upper bound at this confidence of every percentile it names is
+within its limit (stats.percentile_bounds: an order statistic), so the rate it reports holds when measured
+again, not only on the sample the sweep happened to draw."""
 MIN_STEP_SAMPLES = percentile_min_n(95, CONFIDENCE)
 """Answered requests a step needs for that bound: 59."""
-KEEP_UP = 0.9
-"""A step meets the objective only if the server kept up with it: its backlog did not grow by more than
-1/KEEP_UP - 1 of the schedule's span over the step (`kept_up` = span / (span + growth) >= KEEP_UP). The growth is
-the median TTFT from the scheduled send of the step's last quarter of requests (in schedule order) minus that
-of its first quarter: a rate the server cannot sustain delays every later request more, while one request
-slowed by a stall moves neither median. On a short step a growing backlog can still be inside the TTFT
-objective, so without this a burst above the capacity would pass for it."""
 STEP_TAG = "sweep_step"
 """The tag of a load record that says which sweep step sent it."""
 SIGNALS = {"queue": "queue length (waiting)", "running": "requests running", "kv_cache": "KV cache use"}
 """Server signals read at every step (server_metrics' normalised names), in the words of the reports."""
 
 
-def step_figures(records: list, seconds: float | None, span_s: float | None = None) -> dict:
-    """One step's figures: requests, failures, P95 TTFT (scheduled and actual send), P95 TPOT, achieved rate,
-    the backlog's growth over the step and whether the server kept up (see KEEP_UP; None without the span)."""
-    done = measured(records)
-    growth = _backlog_growth_ms(done)
-    ttft_sched = [r.timing.ttft_sched_ms for r in done if r.timing.ttft_sched_ms is not None]
-    ttft = [r.timing.ttft_ms for r in done if r.timing.ttft_ms is not None]
-    tpot = [r.timing.tpot_ms for r in done if r.timing.tpot_ms is not None]
+def step_figures(records: list, seconds: float | None, span_s: float | None = None, slo: dict | None = None) -> dict:
+    """One step's figures: requests, failures (empty answers among them), P95 TTFT (scheduled and actual send),
+    P95 TPOT and E2E, each objective percentile with its upper bound, the achieved rate (over the step, its drain
+    included), the rates offered and completed, the backlog's and E2E's growth over the step and whether the
+    server kept up (see KEEP_UP; None without what it needs)."""
+    done = [r for r in measured(records) if answered(r)]
+    ttft_sched, tpot, e2e = (_samples(done, OBJECTIVE_SAMPLES[m]) for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
+    ttft = _samples(done, "ttft_ms")
     tally = attempt_counts(records)  # every attempt counts, an empty answer as a failure (`evidence`)
     failed, sent = tally["failed"], tally["attempts"]
     tokens = sum(r.tokens.output or 0 for r in done)
-    return {
+    growth, e2e_growth = growth_ms(done, "ttft_sched_ms"), e2e_growth_ms(done)
+    share = completion_share(span_s, e2e_growth, len(done))
+    offered = (len(records) - 1) / span_s if span_s and len(records) > 1 else None
+    figures = {
         "requests": sent, "answered": len(done), "failed": failed, "seconds": seconds,
+        "empty": tally["errors"].get(ErrorKind.EMPTY_RESPONSE, 0),
         "error_rate": failed / sent if sent else None, "errors": tally["errors"],
         "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
         "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
+        "e2e_sched_ms_p50": percentile(e2e, 50), "e2e_sched_ms_p95": percentile(e2e, 95),
         "ttft_sched_ms_p95_upper": _upper(ttft_sched), "tpot_ms_p95_upper": _upper(tpot),
+        "objective": _objective(done, slo or {}),
         "achieved_rps": len(done) / seconds if seconds else None,
-        "span_s": span_s, "backlog_growth_ms": growth, "kept_up": _kept_up(span_s, growth),
+        "offered_rps": offered, "completed_rps": offered * share if offered and share is not None else None,
+        "completion_share": share, "span_s": span_s, "backlog_growth_ms": growth, "e2e_growth_ms": e2e_growth,
         "output_tokens_per_s": tokens / seconds if seconds else None,
     }
+    return {**figures, "kept_up": kept_up(figures)}
 
 
-def _upper(samples: list[float]) -> float | None:
-    return percentile_bounds(samples, 95, CONFIDENCE)[1] if samples else None
+def _samples(done: list, field: str) -> list[float]:
+    return [v for r in done if (v := getattr(r.timing, field)) is not None]
 
 
-def _backlog_growth_ms(done: list) -> float | None:
-    """Median TTFT from the scheduled send of the last quarter of requests minus that of the first quarter, in
-    schedule order (the number in a sweep request's id, `s03-00042:...`); None with too few to say."""
-    timed = sorted((_order(r.case_id), r.timing.ttft_sched_ms) for r in done if r.timing.ttft_sched_ms is not None)
-    quarter = len(timed) // 4
-    if quarter < 5:
-        return None
-    return percentile([t for _, t in timed[-quarter:]], 50) - percentile([t for _, t in timed[:quarter]], 50)
+def _upper(samples: list[float], q: float = 95) -> float | None:
+    return percentile_bounds(samples, q, CONFIDENCE)[1] if samples else None
 
 
-def _order(case_id: str) -> int:
-    number = case_id.split(":", 1)[0].rpartition("-")[2]
-    return int(number) if number.isdigit() else 0
-
-
-def _kept_up(span_s: float | None, growth_ms: float | None, late_ms: float = 0.0) -> float | None:
-    """span / (span + backlog growth less `late_ms` a late client may have added): 1 when the server kept up
-    with the schedule, below 1 when its backlog grew."""
-    if not span_s or growth_ms is None:
-        return None
-    return span_s / (span_s + max(0.0, growth_ms - late_ms) / 1000)
+def _objective(done: list, slo: dict) -> dict:
+    """Each latency percentile the objective names: its value, its one-sided upper bound and n."""
+    out = {}
+    for key, (metric, q, _) in objective_limits(slo).items():
+        samples = _samples(done, OBJECTIVE_SAMPLES[metric])
+        out[key] = {"value": percentile(samples, q), "upper": _upper(samples, q), "n": len(samples)}
+    return out
 
 
 def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: float) -> tuple[str, str]:
-    """('meets' | 'breaks' | 'undecided', why). Errors decide first (they need no latency sample); then a step
-    with too few answered requests decides nothing; then the latency limits, unless the client was saturated
-    (health.client_saturation at the rubric's `max_lag_share`) by enough to have made the verdict."""
+    """('meets' | 'breaks' | 'undecided', why). Errors (empty answers included) decide first (they need no latency
+    sample); then a step with too few answered requests decides nothing; then the latency limits and whether the
+    server kept up, unless the client was saturated (health.client_saturation at the rubric's `max_lag_share`)
+    by enough to have made the verdict."""
     limit = slo.get("error_rate", 0.01)
     if figures["error_rate"] is None:
         return "undecided", "no request was recorded"
     if figures["error_rate"] > limit:
-        return "breaks", f"error rate {figures['error_rate']:.3g} > {limit:g}"
-    if figures["answered"] < MIN_STEP_SAMPLES:
-        return "undecided", f"{figures['answered']} answered requests (a P95's bound needs {MIN_STEP_SAMPLES})"
+        empty = f" ({figures['empty']} empty answers among them)" if figures.get("empty") else ""
+        return "breaks", f"error rate {figures['error_rate']:.3g} > {limit:g}{empty}"
+    needed = _needed(slo)
+    if figures["answered"] < needed:
+        return "undecided", f"{figures['answered']} answered requests (the objective's bounds need {needed})"
     broken, close, why = [], [], []
-    for key, label in (("ttft_ms_p95", "ttft_sched_ms_p95"), ("tpot_ms_p95", "tpot_ms_p95")):
-        if key not in slo:
-            continue
-        value, upper = figures[label], figures[label + "_upper"]
+    for key, (_, q, limit) in objective_limits(slo).items():
+        measured_here = figures["objective"].get(key) or {}
+        value, upper = measured_here.get("value"), measured_here.get("upper")
         if value is None or upper is None:
-            return "undecided", f"too few samples for {key} (its bound needs {MIN_STEP_SAMPLES})"
-        if upper > slo[key]:
+            return "undecided", f"too few samples for {key} (its bound needs {percentile_min_n(q, CONFIDENCE)})"
+        if upper > limit:
             broken.append((key, value))
-            why.append(f"{key} {value:.4g} > {slo[key]:g}" if value > slo[key] else
-                       f"{key} {value:.4g}, but its {CONFIDENCE:.0%} upper bound {upper:.4g} > {slo[key]:g}")
+            why.append(f"{key} {value:.4g} > {limit:g}" if value > limit else
+                       f"{key} {value:.4g}, but its {CONFIDENCE:.0%} upper bound {upper:.4g} > {limit:g}")
         else:
             close.append((key, upper))
     if not broken and figures["kept_up"] is None:  # a step meets only when it shows the server kept up
-        return "undecided", ("whether the server kept up is unknown (no span for the step)" if not figures["span_s"]
-                             else "whether the server kept up is unknown (too few TTFTs from the scheduled send)")
+        return "undecided", f"whether the server kept up is unknown ({unknown_why(figures)})"
     behind = figures["kept_up"] is not None and figures["kept_up"] < KEEP_UP
     verdict = "breaks" if broken or behind else "meets"
     if behind:
-        why.append(f"the server fell behind: its backlog grew {figures['backlog_growth_ms'] / 1000:.3g} s over the "
-                   f"{figures['span_s']:.3g} s step (kept up {figures['kept_up']:.2f} < {KEEP_UP:g})")
+        why.append(behind_why(figures))
     lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
     saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share)
     if saturated and not _stands(verdict, broken, close, slo, lag, figures):
@@ -134,15 +130,20 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
     return verdict, "; ".join(why)
 
 
+def _needed(slo: dict) -> int:
+    """Answered requests a step needs: MIN_STEP_SAMPLES, or more for the upper bound of a higher percentile."""
+    return max([MIN_STEP_SAMPLES] + [percentile_min_n(q, CONFIDENCE) for _, q, _ in objective_limits(slo).values()])
+
+
 def _stands(verdict: str, broken: list, close: list, slo: dict, lag: float, figures: dict) -> bool:
-    """Whether a late client (event-loop lag p99 `lag` ms) could not have made the verdict. TTFT from the
-    scheduled send and the step's length are only ever made longer by a late client; TPOT can move either way,
-    by at most the lag (the first and last token read late). So a step meets when its TPOT meets even with the
-    lag added, and breaks when a figure breaks even with the lag taken off."""
+    """Whether a late client (event-loop lag p99 `lag` ms) could not have made the verdict. TTFT and E2E from the
+    scheduled send, the step's length and when its answers came back are only ever made later by a late client;
+    TPOT can move either way, by at most the lag (the first and last token read late). So a step meets when its
+    TPOT meets even with the lag added, and breaks when a figure breaks even with the lag taken off."""
     if verdict == "breaks":
-        behind = _kept_up(figures["span_s"], figures["backlog_growth_ms"], late_ms=lag)
+        behind = kept_up(figures, late_ms=lag)
         return any(value - lag > slo[key] for key, value in broken) or (behind is not None and behind < KEEP_UP)
-    return all(value + lag <= slo[key] for key, value in close if key == "tpot_ms_p95")
+    return all(value + lag <= slo[key] for key, value in close if key.startswith("tpot_ms"))
 
 
 def step_signals(samples: list[dict]) -> dict:
@@ -172,7 +173,7 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
         by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
     steps = []
     for entry in sorted(sweep.get("steps") or [], key=lambda e: (e["rate"], e["step"])):
-        figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"))
+        figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"), slo)
         verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
         steps.append({"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
                       "signals": entry.get("signals") or {}, "verdict": verdict, "why": why})
@@ -201,16 +202,17 @@ def _capacity(steps: list[dict], max_rps: float | None) -> dict:
 
 
 def _unknown(why: str, good: dict | None) -> dict:
-    return {"capacity_rps": None, "at_least": False, "why": why, "capacity_step": None,
-            "break_step": None, "thresholds": {}, "highest_met_rps": good["rate"] if good else None}
+    return {"capacity_rps": None, "at_least": False, "why": why, "capacity_step": None, "break_step": None,
+            "break_rps": None, "thresholds": {}, "highest_met_rps": good["rate"] if good else None}
 
 
 def _found(steps: list[dict], good: dict, broke: dict | None) -> dict:
     why = (f"{good['rate']:.4g} req/s met the objective, {broke['rate']:.4g} req/s broke it ({broke['why']})"
            if broke else "")
     return {"capacity_rps": good["rate"], "at_least": broke is None, "why": why, "capacity_step": good["step"],
-            "break_step": broke["step"] if broke else None, "thresholds": _thresholds(steps, good, broke),
-            "achieved_rps": good["achieved_rps"]}
+            "break_step": broke["step"] if broke else None, "break_rps": broke["rate"] if broke else None,
+            "thresholds": _thresholds(steps, good, broke), "achieved_rps": good["achieved_rps"],
+            "completed_rps": good["completed_rps"]}
 
 
 def _thresholds(steps: list[dict], good: dict, broke: dict | None) -> dict:
@@ -258,6 +260,34 @@ def capacity_metric(view: dict | None) -> MetricValue:
         return MetricValue(None, 0, note=view["why"])
     step = next(s for s in view["steps"] if s["step"] == view["capacity_step"])
     return MetricValue(view["capacity_rps"], step["answered"], note=view["why"])
+
+
+def judge_capacity(criterion, view: dict | None) -> CriterionResult:
+    """A `capacity_rps` criterion, gated on what the sweep showed: the capacity is at least `capacity_rps` and,
+    when a step above it broke the objective, below that step's rate (`break_rps`). A threshold that this range
+    decides passes or fails; one inside it (above a floor the sweep met up to max_rps without breaking, or
+    between the last rate met and the first broken) is insufficient: the sweep did not go there."""
+    value = capacity_metric(view)
+    result = judge_criterion(criterion, value)
+    if result.verdict == "insufficient":
+        return result
+    low, high, op, threshold = value.value, view.get("break_rps"), criterion.op, criterion.threshold
+    if meets(op, low, threshold):
+        floor = f"at least {low:.4g} req/s (a floor: the sweep never broke the objective)" if view["at_least"] else ""
+        return CriterionResult(criterion, value, "pass", f"{floor} {op} {threshold:g}" if floor else result.reason)
+    if high is not None and high <= threshold:
+        return CriterionResult(criterion, value, "fail", f"{low:.4g} req/s met the objective and {high:.4g} req/s "
+                               f"broke it: the capacity is below {threshold:g}")
+    return CriterionResult(criterion, value, "insufficient", _undecided_by_the_sweep(low, high, op, threshold))
+
+
+def _undecided_by_the_sweep(low: float, high: float | None, op: str, threshold: float) -> str:
+    """Why a threshold inside the range a sweep left open decides nothing, and what would decide it."""
+    if high is None:
+        return (f"the capacity is at least {low:.4g} req/s (the sweep met the objective up to there without "
+                f"breaking it), so whether it is {op} {threshold:g} is unknown: raise max_rps above {threshold:g}")
+    return (f"the capacity lies between {low:.4g} req/s (met the objective) and {high:.4g} req/s (broke it), so "
+            f"whether it is {op} {threshold:g} is unknown: more refine steps narrow it")
 
 
 def saved_sweep(run_dir) -> dict:

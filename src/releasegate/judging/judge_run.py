@@ -15,7 +15,7 @@ from ..review.summary import summarize_review
 from ..run.record import CaseRecord, RunDir, RunInfo
 from ..scorers import score_records
 from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
-from .capacity import capacity_metric, capacity_view, gated_records
+from .capacity import capacity_metric, capacity_view, gated_records, judge_capacity
 from .compare import Margins, compare_records
 from .criteria import (
     EXIT_CODES,
@@ -114,7 +114,8 @@ def judge_run(
         return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
 
     criteria = rubric.criteria + _default_guards(rubric)
-    results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
+    results = [judge_capacity(c, sweep) if c.metric == "capacity_rps"  # gated on the range the sweep showed
+               else judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
     if saturated:

@@ -13,7 +13,8 @@ from .plots import _RC, _svg
 __all__ = ["capacity_plots"]
 
 _LATENCY = (("ttft_sched_ms_p95", "ttft_ms_p95", "P95 TTFT from the scheduled send", "#3b6fb6"),
-            ("tpot_ms_p95", "tpot_ms_p95", "P95 TPOT", "#8a5cc2"))
+            ("tpot_ms_p95", "tpot_ms_p95", "P95 TPOT", "#8a5cc2"),
+            ("e2e_sched_ms_p95", "e2e_ms_p95", "P95 E2E from the scheduled send", "#6b7280"))
 _SIGNALS = (("queue", "queue (waiting)", "#c93c3c"), ("running", "running", "#2f8f6f"), ("kv_cache", "KV use x10", "#e39a3b"))
 
 

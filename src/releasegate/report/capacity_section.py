@@ -5,21 +5,19 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from ..inputs.load_profile import objective_limits
 from .formatting import format_value
 
 __all__ = ["sweep_table", "capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
 
-_COLUMNS = ("rate req/s", "requests", "P95 TTFT (sched) ms", "P95 TPOT ms", "errors", "achieved req/s",
-            "queue", "running", "KV use", "verdict")
+_COLUMNS = ("rate req/s", "requests", "P95 TTFT (sched) ms", "P95 TPOT ms", "P95 E2E (sched) ms", "errors",
+            "completed req/s", "kept up", "queue", "running", "KV use", "verdict")
+_LATENCY_WORDS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 
 
 def objective_text(slo: dict) -> str:
-    """'P95 TTFT <= 200 ms, P95 TPOT <= 20 ms, errors <= 1%'."""
-    parts = []
-    if "ttft_ms_p95" in slo:
-        parts.append(f"P95 TTFT <= {slo['ttft_ms_p95']:g} ms")
-    if "tpot_ms_p95" in slo:
-        parts.append(f"P95 TPOT <= {slo['tpot_ms_p95']:g} ms")
+    """'P95 TTFT <= 200 ms, P95 TPOT <= 20 ms, errors <= 1%': every limit of the objective, in its order."""
+    parts = [f"P{q} {_LATENCY_WORDS[latency]} <= {limit:g} ms" for latency, q, limit in objective_limits(slo).values()]
     parts.append(f"errors <= {slo.get('error_rate', 0.01) * 100:g}%")
     return ", ".join(parts)
 
@@ -35,7 +33,7 @@ def capacity_lines(capacity: dict | None) -> list[str]:
     lines = [f"capacity at {objective}: {floor}{format_value(capacity['capacity_rps'])} req/s"
              + (f" ({capacity['why']})" if capacity.get("why") else "")]
     step = _step(capacity, capacity.get("capacity_step")) or {}
-    there = [f"achieved {format_value(step.get('achieved_rps'))} req/s"]
+    there = [_completed(step)]
     there += [f"{t['label']} {format_value(t['at_capacity'])}" for t in capacity.get("thresholds", {}).values()]
     if capacity.get("cost_per_1m_output_tokens") is not None:
         there.append(f"${format_value(capacity['cost_per_1m_output_tokens'])} per 1M output tokens")
@@ -61,7 +59,8 @@ def capacity_table(capacity: dict | None) -> tuple[tuple[str, ...], list[list[st
         if s["step"] == capacity.get("capacity_step"):
             verdict += " (capacity)"
         rows.append([format_value(s["rate"]), str(s["requests"]), format_value(s.get("ttft_sched_ms_p95")),
-                     format_value(s.get("tpot_ms_p95")), str(s["failed"]), format_value(s.get("achieved_rps")),
+                     format_value(s.get("tpot_ms_p95")), _or_dash(s.get("e2e_sched_ms_p95")), _errors(s),
+                     _or_dash(s.get("completed_rps")), _or_dash(s.get("kept_up")),
                      _or_dash(mean["queue"]), _or_dash(mean["running"]), kv, verdict])
     return _COLUMNS, rows
 
@@ -89,6 +88,20 @@ def prefix_cache_lines(probe: dict | None) -> list[str]:
     return lines
 
 
+def _completed(step: dict) -> str:
+    """'completed 29.6 req/s of 30 offered (achieved 26.2 req/s over the step, its drain included)'."""
+    achieved = f"achieved {format_value(step.get('achieved_rps'))} req/s"
+    if step.get("completed_rps") is None:
+        return achieved
+    return (f"completed {format_value(step['completed_rps'])} req/s of {format_value(step.get('offered_rps'))} "
+            f"offered ({achieved} over the step, its drain included)")
+
+
+def _errors(step: dict) -> str:
+    """Failed requests, and how many of them were empty answers: '43 (43 empty)'."""
+    return f"{step['failed']} ({step['empty']} empty)" if step.get("empty") else str(step["failed"])
+
+
 def _or_dash(value) -> str:
     return "—" if value is None else format_value(value)
 
@@ -107,6 +120,6 @@ def sweep_table(sweep: dict) -> Table:
         queue = (s.get("signals") or {}).get("queue")
         mark = " *" if s["step"] == sweep.get("capacity_step") else ""
         table.add_row(format_value(s["rate"]), str(s["requests"]), format_value(s.get("ttft_sched_ms_p95")),
-                      format_value(s.get("tpot_ms_p95")), str(s["failed"]), format_value(s.get("kept_up")),
+                      format_value(s.get("tpot_ms_p95")), _errors(s), format_value(s.get("kept_up")),
                       format_value(queue["mean"]) if queue else "—", s["verdict"] + mark)
     return table

@@ -67,6 +67,15 @@ class StubBehaviour:
     30%) is answered HTTP 200 with a well-formed stream that carries no content (a role-only chunk) and ends with
     finish_reason "abort" and usage of 0 completion tokens. Applies before the other faults."""
 
+    decode_slots: int | None = None
+    """Answers decoded at once: a request beyond them waits, first come first served, for a free slot before its
+    first token (TTFT includes the wait), so throughput saturates near decode_slots / (ttft + tokens x itl) and
+    E2E grows under overload, as in a server with a fixed batch. None: no limit."""
+    first_token_free: bool = False
+    """With `decode_slots`: the first content chunk goes out `ttft_ms` after the request arrives, without waiting
+    for a slot; the rest of the answer waits for one (a prefill-first scheduler under overload: TTFT stays flat
+    while E2E grows). A one-chunk answer never waits."""
+
 
 class StubServer:
     """Runs the stub on 127.0.0.1 in a background thread with its own event loop."""
@@ -84,6 +93,7 @@ class StubServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._idle: set[asyncio.StreamWriter] = set()  # connections waiting for their next request
+        self._slots: asyncio.Semaphore | None = None  # decode_slots, made on the server's own loop
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
@@ -106,6 +116,7 @@ class StubServer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        self._slots = asyncio.Semaphore(self.behaviour.decode_slots) if self.behaviour.decode_slots else None
         server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, backlog=1024)
         self._server = server
         self.port = server.sockets[0].getsockname()[1]
@@ -171,16 +182,19 @@ class StubServer:
             return not self.dead
         # drop and stall: every request without fail_every (as always), only the selected ones with it
         cut = (b.fail_every is None or (faulty and b.fail_status is None))
-        return await self._stream(reader, writer, parsed.get("messages") is not None, cut, parsed) and not self.dead
+        async with _DecodeTurn(self._slots, b.first_token_free) as turn:
+            return await self._stream(reader, writer, parsed.get("messages") is not None, cut, parsed, turn) and not self.dead
 
-    async def _stream(self, reader, writer, chat: bool, cut: bool = True, body: dict | None = None) -> bool:
+    async def _stream(self, reader, writer, chat: bool, cut: bool = True, body: dict | None = None,
+                      turn: _DecodeTurn | None = None) -> bool:
         b = self.behaviour
         pieces = _pieces(b.reply(body or {}), b.tokens) if b.reply is not None else None
         drop_after, stall_after = (b.drop_after, b.stall_after) if cut else (None, None)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         started = time.perf_counter()
         sent_tokens = 0
-        for at in _chunk_times(b):
+        for i, at in enumerate(_chunk_times(b)):
+            started = await turn.wait(i, started, at) if turn is not None else started
             await _sleep_until(started + at / 1000)
             if drop_after is not None and sent_tokens >= drop_after:
                 writer.transport.abort()
@@ -208,7 +222,6 @@ class StubServer:
         await writer.drain()
         return True
 
-
     async def _shed(self, writer, chat: bool) -> bool:
         """An empty answer: HTTP 200, a role-only chunk, finish_reason "abort", 0 completion tokens, [DONE]."""
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
@@ -222,6 +235,35 @@ class StubServer:
         writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+class _DecodeTurn:
+    """One request's turn at the stub's decode slots (StubBehaviour.decode_slots and first_token_free): `wait`
+    holds back the first chunk that needs a slot until one is free, and the answer's later chunks follow from
+    then; the slot is freed when the answer is over. Without slots it changes nothing."""
+
+    def __init__(self, slots: asyncio.Semaphore | None, first_token_free: bool) -> None:
+        self.slots, self.needs_from = slots, 1 if first_token_free else 0
+        self.held = False
+        self.last_at = 0.0  # ms after the start at which the chunk before this one was due
+
+    async def __aenter__(self) -> _DecodeTurn:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self.held:
+            self.slots.release()
+
+    async def wait(self, i: int, started: float, at: float) -> float:
+        """The start that chunk `i` (due `at` ms after it) is timed from: unchanged without slots, before the chunk
+        that needs one, or once one is held; else moved so that the chunk follows the moment a slot came free by
+        its own gap (TTFT for the first chunk, ITL after)."""
+        if self.slots is None or self.held or i < self.needs_from:
+            self.last_at = at
+            return started
+        await self.slots.acquire()
+        self.held = True
+        return time.perf_counter() - self.last_at / 1000
 
 
 def _pieces(text: str, n: int) -> list[str]:
