@@ -22,12 +22,17 @@ from statistics import fmean
 from ..run.record import CaseRecord
 from ..scorers import score_records
 from .metrics import select, slices_of
-from .stats import mcnemar_exact, paired_bootstrap_delta
+from .stats import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
 
-__all__ = ["Margins", "compare_records", "comparison_verdict", "DEFAULT_MARGINS"]
+__all__ = ["Margins", "compare_records", "comparison_verdict", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS"]
 
 # rates: absolute difference; latency: share of the baseline mean
-DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.0, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+# (a rate margin of 0 can never be shown by a bound: forbidden_rate allows 0.02 like the others)
+DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.02, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+LATENCY_MIN_PAIRS = 30
+"""Fewest paired timings a latency comparison decides on: the paired bootstrap's one-sided bound on the mean
+difference covers it at about its confidence from here on (simulated in tests/test_comparability_stats.py; at 2
+pairs a candidate 2x the margin slower was called non-inferior 23% of the time)."""
 _RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False)}
 
 
@@ -96,32 +101,45 @@ def _rate_row(name: str, pairs, margins: Margins) -> dict | None:
     both = [(x, y) for x, y in both if x is not None and y is not None]
     if not both:
         return None
+    margin = margins.margins.get(name, DEFAULT_MARGINS[name])
     unknown = sum(_UNKNOWN in pair for pair in both)
     if unknown:  # leaving them out could hide a regression: the metric is not compared
         return {"metric": name, "n": len(both), "baseline": None, "candidate": None, "delta": None, "interval": None,
-                "margin": margins.margins.get(name, DEFAULT_MARGINS[name]), "p_value": None, "worse": None,
-                "better": None, "verdict": "insufficient",
+                "margin": margin, "p_value": None, "worse": None, "better": None, "verdict": "insufficient",
                 "note": f"{unknown} of {len(both)} shared case(s) could not be checked in one run or both"}
     good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
-    worse = sum(good(x) and not good(y) for x, y in both)  # b: good in baseline, bad in candidate
-    better = sum(not good(x) and good(y) for x, y in both)
-    p = mcnemar_exact(worse, better)
+    cells = _cells([(good(x), good(y)) for x, y in both])
+    loss_lo, loss_hi = paired_rate_bounds(*cells, confidence=margins.confidence)  # baseline good rate - candidate's
+    needed = paired_min_n(margin, margins.confidence)
+    verdict, note = _non_inferiority(len(both), loss_lo, loss_hi, margin, needed)
     xs, ys = [float(x) for x, _ in both], [float(y) for _, y in both]
-    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence, sided="one")
-    margin = margins.margins.get(name, DEFAULT_MARGINS[name])
-    loss = -delta if higher else delta  # how much worse the candidate is
-    loss_hi = (-interval[0] if higher else interval[1]) if interval else loss
-    if loss > margin and p < 1 - margins.confidence:
-        verdict = "fail"
-    elif loss_hi <= margin:
-        verdict = "pass"
-    else:
-        verdict = "insufficient"
+    delta = fmean(ys) - fmean(xs)
+    interval = [-loss_hi, -loss_lo] if higher else [loss_lo, loss_hi]
     return {
         "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
-        "interval": list(interval) if interval else None, "margin": margin, "p_value": p,
-        "worse": worse, "better": better, "verdict": verdict,
+        "interval": interval, "margin": margin, "p_value": mcnemar_exact(cells[1], cells[2]),
+        "worse": cells[1], "better": cells[2], "needed_n": needed, "verdict": verdict, **({"note": note} if note else {}),
     }
+
+
+def _cells(goods: list[tuple[bool, bool]]) -> tuple[int, int, int, int]:
+    """The paired 2x2 table (good in both, in the baseline only, in the candidate only, in neither)."""
+    return (sum(x and y for x, y in goods), sum(x and not y for x, y in goods),
+            sum(y and not x for x, y in goods), sum(not x and not y for x, y in goods))
+
+
+def _non_inferiority(n: int, loss_lo: float, loss_hi: float, margin: float, needed: int | None) -> tuple[str, str]:
+    """Decided on the one-sided bounds of the loss (how much worse the candidate is): a regression when even the
+    lower bound is past the margin, non-inferior when the upper bound is within it on at least `needed` cases."""
+    if loss_lo > margin:
+        return "fail", ""
+    if needed is None:
+        return "insufficient", f"a margin of {margin:g} can never be shown by a bound: set a margin above 0"
+    if n < needed:
+        return "insufficient", f"{n} shared case(s): at least {needed} are needed before this margin can be shown"
+    if loss_hi <= margin:
+        return "pass", ""
+    return "insufficient", f"the bound {loss_hi:.4g} on the loss is past the margin {margin:g}: more shared cases are needed"
 
 
 def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
@@ -133,7 +151,10 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence, sided="one")
     share = margins.margins.get(name, DEFAULT_MARGINS[name])
     margin = share * fmean(xs)
-    if interval[0] > margin:
+    note = ""
+    if len(both) < LATENCY_MIN_PAIRS:  # the bootstrap bound's coverage does not hold yet: it decides nothing
+        verdict, note = "insufficient", f"{len(both)} paired timings: at least {LATENCY_MIN_PAIRS} are needed"
+    elif interval[0] > margin:
         verdict = "fail"
     elif interval[1] <= margin:
         verdict = "pass"
@@ -141,7 +162,8 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
         verdict = "insufficient"
     return {
         "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
-        "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None, "verdict": verdict,
+        "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None,
+        "needed_n": LATENCY_MIN_PAIRS, "verdict": verdict, **({"note": note} if note else {}),
     }
 
 

@@ -1,0 +1,102 @@
+"""What makes two runs runs of the same thing: the comparability key.
+
+Two parts:
+
+- per case, a hash of what was asked and what counts as right (`case_hash`: the input as sent and the expected
+  answer), read from the records themselves, so a case whose id matches but whose prompt or reference differs is
+  a different case, never a shared one;
+- per run, hashes of the settings that shape every figure (`settings_key`): generation settings, load profile,
+  the capacity sweep's latency objective (SLO) and the rubric. `check` stores them in run.json (`comparability`)
+  when the run starts; for a run that predates it they are derived from its snapshots (config.yaml, rubric.yaml),
+  which hold the same sections, so a stored key and a derived one agree.
+
+`differences` names the settings parts two keys disagree on; a part one run cannot tell (no snapshot) is
+`unchecked`, never "the same". What each surface does with a difference is its own rule (README):
+`compare` and rubric `baseline:` refuse different generation settings, `servers` refuses any difference, and a
+case whose contents differ is left out of the pairing and named.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SETTINGS_PARTS", "case_hash", "case_hashes", "settings_key", "saved_settings_key", "differences",
+           "same_run", "describe_differences"]
+
+SETTINGS_PARTS = ("generation", "load", "slo", "rubric")
+"""The run-wide parts of the key, in the order a difference is named."""
+_PART_NAMES = {"generation": "generation settings", "load": "load profile", "slo": "latency objective (SLO)",
+               "rubric": "rubric"}
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def case_hash(record) -> str:
+    """The hash of one case's contents: its input as sent and its expected answer."""
+    return _digest({"input": record.input, "expected": record.expected})
+
+
+def case_hashes(records) -> dict[str, str]:
+    """case id -> `case_hash`, for a run's records."""
+    return {r.case_id: case_hash(r) for r in records}
+
+
+def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str | None]:
+    """The run-wide part of the key from the config as written (its `generation` and `load` sections) and the
+    rubric as snapshotted; None for a part with nothing to read it from. The rubric's `baseline:` pointer is
+    left out: a candidate names its baseline, the baseline does not."""
+    key: dict[str, str | None] = dict.fromkeys(SETTINGS_PARTS)
+    if config_raw is not None:
+        load = dict(config_raw.get("load") or {})
+        sweep = dict(load.get("sweep") or {})
+        slo = sweep.pop("slo", None)
+        if sweep:
+            load["sweep"] = sweep
+        key["generation"] = _digest(config_raw.get("generation") or {})
+        key["load"] = _digest(load)
+        key["slo"] = _digest(slo or {})
+    if rubric is not None:
+        key["rubric"] = _digest({k: v for k, v in rubric.items() if k != "baseline"})
+    return key
+
+
+def saved_settings_key(run_path: Path, info) -> dict[str, str | None]:
+    """A saved run's settings key: as stored in run.json, else derived from its config.yaml and rubric.yaml."""
+    if getattr(info, "comparability", None):
+        return {part: info.comparability.get(part) for part in SETTINGS_PARTS}
+    return settings_key(_yaml(Path(run_path) / "config.yaml"), _yaml(Path(run_path) / "rubric.yaml"))
+
+
+def _yaml(path: Path) -> dict | None:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def differences(a: dict, b: dict, parts=SETTINGS_PARTS) -> tuple[list[str], list[str]]:
+    """(parts that differ, parts that cannot be checked because one run or both do not record them)."""
+    differ = [p for p in parts if a.get(p) is not None and b.get(p) is not None and a[p] != b[p]]
+    unchecked = [p for p in parts if a.get(p) is None or b.get(p) is None]
+    return differ, unchecked
+
+
+def describe_differences(parts: list[str]) -> str:
+    """The parts in words: 'generation settings, rubric'."""
+    return ", ".join(_PART_NAMES[p] for p in parts)
+
+
+def same_run(path_a: Path, info_a, path_b: Path, info_b) -> bool:
+    """The same run: the same directory, or a copy of it (the same run id and start time)."""
+    if Path(path_a).resolve() == Path(path_b).resolve():
+        return True
+    return info_a.run_id == info_b.run_id and info_a.created_at == info_b.created_at
