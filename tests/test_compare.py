@@ -36,8 +36,8 @@ def test_regression_is_detected_with_mcnemar():
 
 
 def test_identical_runs_are_non_inferior():
-    base = recs([True] * 75 + [False] * 25)
-    result = compare_records(base, recs([True] * 75 + [False] * 25), ())
+    base = recs([True] * 150 + [False] * 50)
+    result = compare_records(base, recs([True] * 150 + [False] * 50), ())
     assert row(result, "accuracy")["verdict"] == "pass" and row(result, "accuracy")["p_value"] == 1.0
 
 

@@ -23,11 +23,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SETTINGS_PARTS", "case_hash", "case_hashes", "settings_key", "saved_settings_key", "differences",
-           "same_run", "describe_differences"]
+__all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "case_hashes", "settings_key", "saved_settings_key", "differences",
+           "same_run", "describe_differences", "baseline_problems", "settings_problem"]
 
 SETTINGS_PARTS = ("generation", "load", "slo", "rubric")
 """The run-wide parts of the key, in the order a difference is named."""
+BASELINE_PARTS = ("generation",)
+"""The parts on which `compare` refuses (and a rubric `baseline:` decides nothing) when they differ: they change
+what the model was asked to do. Load profile, SLO and rubric do not enter a comparison of quality records."""
 _PART_NAMES = {"generation": "generation settings", "load": "load profile", "slo": "latency objective (SLO)",
                "rubric": "rubric"}
 
@@ -96,7 +99,38 @@ def describe_differences(parts: list[str]) -> str:
 
 
 def same_run(path_a: Path, info_a, path_b: Path, info_b) -> bool:
-    """The same run: the same directory, or a copy of it (the same run id and start time)."""
+    """The same run: the same directory, or a copy of it (the same run id and start time, and the same
+    records.jsonl byte for byte)."""
     if Path(path_a).resolve() == Path(path_b).resolve():
         return True
-    return info_a.run_id == info_b.run_id and info_a.created_at == info_b.created_at
+    if (info_a.run_id, info_a.created_at) != (info_b.run_id, info_b.created_at):
+        return False
+    return _file_digest(Path(path_a) / "records.jsonl") == _file_digest(Path(path_b) / "records.jsonl")
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def baseline_problems(path: Path, info, records, load_records) -> list[str]:
+    """Why a saved run cannot stand as a baseline: it is not whole (not complete, cases or a phase missing) or
+    it measured nothing (its target failed most requests: TARGET_ERROR). Empty when it can."""
+    from .health import saved_run_problems, target_failure
+
+    problems = list(saved_run_problems(path, info, records, load_records))
+    failed = target_failure(records, load_records)
+    if failed is not None:
+        problems.append(f"it is TARGET_ERROR ({failed})")
+    return problems
+
+
+def settings_problem(base_key: dict, cand_key: dict, parts=SETTINGS_PARTS) -> str | None:
+    """One line naming the settings `parts` on which a baseline and a candidate differ; None when they agree."""
+    differ, _ = differences(base_key, cand_key, parts)
+    if not differ:
+        return None
+    return f"the runs differ in {describe_differences(differ)}: they are not runs of the same thing"

@@ -1,17 +1,19 @@
 """Paired comparison of a candidate run with a baseline run on the cases they share.
 
-Pass/fail metrics (accuracy, format compliance, forbidden responses) use the exact McNemar test on the
-discordant pairs and a paired bootstrap interval of the difference; latency uses a paired bootstrap of the
-per-case difference. Each metric has a non-inferiority margin:
+A case is shared when both runs hold its id with the same contents (input and expected answer). Pass/fail
+metrics (accuracy, format compliance, forbidden responses) are decided on Newcombe's paired score bounds of the
+difference (`stats.paired_rate_bounds`; exact McNemar p is reported beside them), latency on a paired bootstrap
+of the per-case difference. Each metric has a non-inferiority margin:
 
-    regression    (fail)          the candidate is worse by more than the margin, and significantly so
-                                  (McNemar p < 1 - confidence; for latency the one-sided bound on the better
-                                  side is past the margin)
-    non-inferior  (pass)          the one-sided bound of the difference on the worse side stays within the margin
+    regression    (fail)          even the one-sided bound on the better side puts the candidate worse than the
+                                  margin
+    non-inferior  (pass)          the one-sided bound on the worse side stays within the margin, on at least the
+                                  shared cases that bound needs to show that margin at all (`stats.paired_min_n`;
+                                  latency: LATENCY_MIN_PAIRS)
     inconclusive  (insufficient)  neither: more shared cases are needed
 
-Bounds are one-sided at the comparison's confidence. No shared case, or no metric judged on the shared cases,
-compares nothing: `comparison_verdict` is then INCONCLUSIVE, never PASS.
+Bounds are one-sided at the comparison's confidence. No shared case, no metric judged on the shared cases, or a
+case id with different contents in the two runs: `comparison_verdict` is then INCONCLUSIVE, never PASS.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from statistics import fmean
 
 from ..run.record import CaseRecord
 from ..scorers import score_records
+from .comparability import case_hash
 from .metrics import select, slices_of
 from .stats import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
 
-__all__ = ["Margins", "compare_records", "comparison_verdict", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS"]
+__all__ = ["Margins", "compare_records", "comparison_verdict", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS"]
+CHANGED_IDS_KEPT = 10
 
 # rates: absolute difference; latency: share of the baseline mean
 # (a rate margin of 0 can never be shown by a bound: forbidden_rate allows 0.02 like the others)
@@ -48,11 +52,15 @@ def compare_records(
     base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins(), *,
     base_verdicts=None, cand_verdicts=None,
 ) -> dict:
-    """Compare on shared case ids; both runs are re-scored with the same forbidden rules, judge-scored answers
-    with each run's own LLM-judge verdicts (`llm_judge.run_verdicts`; without them they are unknown)."""
+    """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
+    answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.
+    Both runs are re-scored with the same forbidden rules, judge-scored answers with each run's own LLM-judge
+    verdicts (`llm_judge.run_verdicts`; without them they are unknown)."""
     base_by_id = {r.case_id: r for r in base}
     cand_by_id = {r.case_id: r for r in cand}
-    shared = [cid for cid in cand_by_id if cid in base_by_id]
+    common = [cid for cid in cand_by_id if cid in base_by_id]
+    changed = [cid for cid in common if case_hash(base_by_id[cid]) != case_hash(cand_by_id[cid])]
+    shared = [cid for cid in common if cid not in set(changed)]
     base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
     cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)
     pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
@@ -60,8 +68,10 @@ def compare_records(
     rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
     return {
         "shared_cases": len(shared),
-        "only_in_baseline": len(base_by_id) - len(shared),
-        "only_in_candidate": len(cand_by_id) - len(shared),
+        "only_in_baseline": len(base_by_id) - len(common),
+        "only_in_candidate": len(cand_by_id) - len(common),
+        "changed_cases": len(changed),
+        "changed_case_ids": changed[:CHANGED_IDS_KEPT],
         # the same text case by case: what a merged model or another server must keep under greedy decoding
         "identical_outputs": sum(base_by_id[c].output is not None and base_by_id[c].output == cand_by_id[c].output for c in shared),
         "confidence": margins.confidence,
@@ -71,13 +81,23 @@ def compare_records(
 
 
 def comparison_verdict(comparison: dict) -> str:
-    """PASS, FAIL or INCONCLUSIVE for a comparison: any regression fails; an empty comparison is inconclusive."""
+    """PASS, FAIL or INCONCLUSIVE for a comparison: any regression fails; an empty comparison is inconclusive, and
+    so is one where a case id names different contents in the two runs (the runs are not of the same suite)."""
     verdicts = {row["verdict"] for row in comparison["rows"]}
     if "fail" in verdicts:
         return "FAIL"
-    if not comparison["shared_cases"] or not verdicts or "insufficient" in verdicts:
+    if not comparison["shared_cases"] or not verdicts or "insufficient" in verdicts or comparison.get("changed_cases"):
         return "INCONCLUSIVE"
     return "PASS"
+
+
+def changed_note(comparison: dict) -> str | None:
+    """One line naming the case ids whose contents differ between the runs; None when there are none."""
+    n = comparison.get("changed_cases") or 0
+    if not n:
+        return None
+    ids = ", ".join(comparison["changed_case_ids"]) + (", ..." if n > len(comparison["changed_case_ids"]) else "")
+    return f"{n} case id(s) name a different input or expected answer in the two runs, not compared: {ids}"
 
 
 _UNKNOWN = "unknown"
