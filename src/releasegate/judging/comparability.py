@@ -52,8 +52,8 @@ def case_hashes(records) -> dict[str, str]:
 
 def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str | None]:
     """The run-wide part of the key from the config as written (its `generation` and `load` sections) and the
-    rubric as snapshotted; None for a part with nothing to read it from. The rubric's `baseline:` pointer is
-    left out: a candidate names its baseline, the baseline does not."""
+    rubric as snapshotted; None for a part with nothing to read it from. The rubric's `baseline:` pointer and
+    its name are left out: a candidate names its baseline, the baseline does not, and a name decides nothing."""
     key: dict[str, str | None] = dict.fromkeys(SETTINGS_PARTS)
     if config_raw is not None:
         load = dict(config_raw.get("load") or {})
@@ -65,7 +65,7 @@ def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str 
         key["load"] = _digest(load)
         key["slo"] = _digest(slo or {})
     if rubric is not None:
-        key["rubric"] = _digest({k: v for k, v in rubric.items() if k != "baseline"})
+        key["rubric"] = _digest({k: v for k, v in rubric.items() if k not in ("baseline", "name")})
     return key
 
 
