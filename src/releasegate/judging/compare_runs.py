@@ -15,7 +15,15 @@ from ..errors import InputError
 from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import RunDir
-from .comparability import BASELINE_PARTS, baseline_problems, describe_differences, differences, same_run, saved_settings_key, settings_problem
+from .comparability import (
+    BASELINE_PARTS,
+    baseline_problems,
+    describe_differences,
+    differences,
+    same_run,
+    saved_settings_key,
+    settings_problem,
+)
 from .compare import DEFAULT_MARGINS, Margins, changed_note, compare_records, comparison_verdict
 from .health import saved_run_problems, target_failure
 
