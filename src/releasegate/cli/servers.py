@@ -44,6 +44,9 @@ def servers(
         print_json(comparison)
     console = consoles(as_json)
     console.print(servers_table(comparison))
+    for target in comparison["targets"]:
+        if target.get("unchecked"):
+            console.print(f"warning: {target['run_id']}: {target['unchecked']}", markup=False, soft_wrap=True)
     console.print(f"recommendation: {comparison['recommendation']}", markup=False, soft_wrap=True)
     if fmt is not None:
         text = render_servers(comparison, fmt.value)

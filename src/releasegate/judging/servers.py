@@ -13,7 +13,8 @@ cases it covers.
 
 Comparability (`comparability`): the same run given twice, or a target whose generation settings, load profile or
 latency objective differ from the reference's, is refused (exit 2); a target judged by another rubric is shown
-but never eligible (its verdict answers another question).
+but never eligible (its verdict answers another question); settings a run does not record (a run older than the
+key with no config.yaml snapshot) are named in the target's `unchecked` warning.
 
 The recommendation is made only among targets whose gate said PASS, judged by the reference's rubric, and whose
 quality parity is decided PASS on at least `min_parity_share` (default 0.9) of the reference's cases. Among them:
@@ -68,7 +69,7 @@ def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHAR
             ref_records, ref_verdicts = judged[0][1], judged[0][3]
             row["parity"] = _parity(ref_records, records, rules, ref_verdicts, verdicts, margins,
                                     infos[0].cases or len(ref_records), min_parity_share)
-            row["comparable"] = _rubric_note(keys[0], keys[i])
+            row["comparable"], row["unchecked"] = _comparability_notes(keys[0], keys[i])
         targets.append(row)
     return {"reference": targets[0]["run_id"], "min_parity_share": min_parity_share, "targets": targets,
             **recommend(targets)}
@@ -88,13 +89,13 @@ def _refuse_incomparable(runs: list[RunDir], infos: list, keys: list[dict]) -> N
                              hint="run every target with the same generation, load and objective settings")
 
 
-def _rubric_note(ref_key: dict, key: dict) -> str | None:
+def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | None]:
+    """(why the target is not comparable with the reference: another rubric; a warning naming the settings one
+    of the two runs does not record, so they could not be checked)."""
     differ, unchecked = differences(ref_key, key)
-    if "rubric" in differ:
-        return "judged by another rubric than the reference"
-    if unchecked:
-        return f"not checked against the reference: {describe_differences(unchecked)} (not recorded)"
-    return None
+    refusal = "judged by another rubric than the reference" if "rubric" in differ else None
+    warning = f"not checked against the reference: {describe_differences(unchecked)} (not recorded)" if unchecked else None
+    return refusal, warning
 
 
 def _judge_again(run: RunDir, info) -> tuple[dict, list, object, object]:
