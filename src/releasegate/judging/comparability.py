@@ -23,6 +23,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from .health import saved_run_problems, target_failure
+
 __all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "case_hashes", "settings_key", "saved_settings_key", "differences",
            "same_run", "describe_differences", "baseline_problems", "settings_problem"]
 
@@ -77,8 +81,6 @@ def saved_settings_key(run_path: Path, info) -> dict[str, str | None]:
 
 
 def _yaml(path: Path) -> dict | None:
-    import yaml
-
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
@@ -119,8 +121,6 @@ def _file_digest(path: Path) -> str | None:
 def baseline_problems(path: Path, info, records, load_records) -> list[str]:
     """Why a saved run cannot stand as a baseline: it is not whole (not complete, cases or a phase missing) or
     it measured nothing (its target failed most requests: TARGET_ERROR). Empty when it can."""
-    from .health import saved_run_problems, target_failure
-
     problems = list(saved_run_problems(path, info, records, load_records))
     failed = target_failure(records, load_records)
     if failed is not None:
