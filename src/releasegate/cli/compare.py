@@ -33,6 +33,9 @@ def compare(
         print_json(result)
     console = consoles(as_json)
     console.print(comparison_table(result))
+    for row in result["rows"]:
+        if row.get("note"):
+            console.print(f"compare: {row['metric']}: {row['note']}", markup=False)  # wrapped to the terminal
     for why in (result["target_error"], result["incomplete"], result["settings_note"]):
         if why:
             console.print(f"compare: {result['verdict']}: {why}", markup=False, soft_wrap=True)
