@@ -61,16 +61,26 @@ def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str 
     key: dict[str, str | None] = dict.fromkeys(SETTINGS_PARTS)
     if config_raw is not None:
         load = dict(config_raw.get("load") or {})
-        sweep = dict(load.get("sweep") or {})
-        slo = sweep.pop("slo", None)
+        sweep = dict(load.pop("sweep", None) or {})
+        slo = sweep.pop("slo", None)  # the objective is its own part: the load around it is the same load
         if sweep:
             load["sweep"] = sweep
-        key["generation"] = _digest(config_raw.get("generation") or {})
+        key["generation"] = _digest(_generation(config_raw.get("generation") or {}))
         key["load"] = _digest(load)
         key["slo"] = _digest(slo or {})
     if rubric is not None:
         key["rubric"] = _digest({k: v for k, v in rubric.items() if k not in ("baseline", "name")})
     return key
+
+
+_GENERATION_DEFAULTS = {"max_new_tokens": 64, "temperature": 0.0}
+"""What a config that leaves them out runs with (greedy decoding, `Config.max_new_tokens`)."""
+
+
+def _generation(raw: dict) -> dict:
+    """Generation settings as run: defaults filled in, numbers as floats (`temperature: 0` is `0.0`, and greedy)."""
+    out = {**_GENERATION_DEFAULTS, **raw}
+    return {k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in out.items()}
 
 
 def saved_settings_key(run_path: Path, info) -> dict[str, str | None]:
