@@ -200,7 +200,9 @@ def test_servers_judges_each_run_again(tmp_path, cli):
     report["verdict"] = "PASS"  # an edited verdict
     (bad / "report.json").write_text(json.dumps(report))
     code, result, _ = _servers(cli, ref, bad)
-    assert result["targets"][1]["verdict"] == "FAIL" and result["recommended"] == "ref"
+    row = result["targets"][1]
+    assert row["verdict"] == "FAIL" and row["saved_verdict"] == "PASS" and result["recommended"] == "ref"
+    assert "report.json says PASS" in row["verdict_reason"]
 
 
 def test_servers_refuses_a_run_twice_and_other_settings(tmp_path, cli):

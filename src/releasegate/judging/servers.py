@@ -26,6 +26,8 @@ those left does). No eligible target: no recommendation, exit 3.
 
 from __future__ import annotations
 
+import json
+
 from ..errors import InputError
 from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
@@ -114,15 +116,27 @@ def _target_row(run: RunDir, info, report: dict) -> dict:
     capacity = report.get("capacity") or {}
     ttft, e2e = value["ttft_ms_p50"], value["e2e_ms_p50"]
     share = ttft / e2e if ttft is not None and e2e else None
+    reason = report.get("verdict_reason", "")
+    saved = _saved_verdict(run)
+    if saved is not None and saved != report["verdict"]:  # edited, or written before the run or rubric changed
+        reason += f" (report.json says {saved}: judged again from the records)"
     return {
         "run_id": report["run_id"], "run_dir": str(run.path), "target": report["target"], "backend": info.backend,
-        "verdict": report["verdict"], "verdict_reason": report.get("verdict_reason", ""),
+        "verdict": report["verdict"], "verdict_reason": reason, "saved_verdict": saved,
         "latency_from": report.get("latency_from"), "client_saturated": bool(report.get("client_saturated")),
         **value, "prefill_share": share,
         "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
         "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
         "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"),
     }
+
+
+def _saved_verdict(run: RunDir) -> str | None:
+    """The verdict report.json holds, for the record only; None when there is no readable one."""
+    try:
+        return json.loads((run.path / "report.json").read_text("utf-8")).get("verdict")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins: Margins, ref_cases: int,
