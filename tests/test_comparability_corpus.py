@@ -240,3 +240,32 @@ def test_a_capacity_floor_is_ranked_as_a_floor():
     assert recommend([_row("measured", 16, False, 1.0), _row("floor", 20, True, 2.0)])["recommended"] == "floor"
     # a measured value above another measured one still wins on capacity
     assert recommend([_row("a", 16, False, 1.0), _row("b", 20, False, 2.0)])["recommended"] == "b"
+
+
+# --- matrix -------------------------------------------------------------------------------------------------
+
+
+def _matrix_rows(cli, tmp_path, variant: Run, key: dict | None = None) -> dict:
+    from releasegate.run.matrix import matrix_rows, matrix_verdict
+
+    ref_key = {"generation": "g", "load": None, "slo": None, "rubric": None}
+    paths = {"adapter": make(tmp_path, "adapter", Run(healthy()), key=ref_key),
+             "merged": make(tmp_path, "merged", variant, key=key or ref_key)}
+    for path in paths.values():
+        cli("gate", path)
+    runs = {name: RunDir(path) for name, path in paths.items()}
+    reports = {name: json.loads((path / "report.json").read_text()) for name, path in paths.items()}
+    rows = matrix_rows(runs, reports, ())
+    return {"row": rows[1], "verdict": matrix_verdict(rows)}
+
+
+def test_matrix_control_and_a_variant_whose_cases_changed(tmp_path, cli):
+    assert _matrix_rows(cli, tmp_path / "same", Run(healthy()))["verdict"] == "PASS"
+    changed = _matrix_rows(cli, tmp_path / "changed", Run(other_suite()))
+    assert changed["row"]["changed_cases"] == 200 and changed["verdict"] != "PASS"
+
+
+def test_matrix_variant_with_other_settings_is_not_comparable(tmp_path, cli):
+    result = _matrix_rows(cli, tmp_path, Run(healthy()), key={"generation": "other", "load": None, "slo": None,
+                                                               "rubric": None})
+    assert result["row"]["not_comparable"] and result["verdict"] == "INCONCLUSIVE"
