@@ -12,7 +12,8 @@ Two parts:
 
 `differences` names the settings parts two keys disagree on; a part one run cannot tell (no snapshot) is
 `unchecked`, never "the same". What each surface does with a difference is its own rule (README):
-`compare` and rubric `baseline:` refuse different generation settings, `servers` refuses any difference, and a
+`compare` and rubric `baseline:` refuse different generation settings (BASELINE_PARTS), `servers` refuses
+different generation, load or objective settings and never recommends a target judged by another rubric, and a
 case whose contents differ is left out of the pairing and named.
 """
 
@@ -27,7 +28,7 @@ import yaml
 
 from .health import saved_run_problems, target_failure
 
-__all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "case_hashes", "settings_key", "saved_settings_key", "differences",
+__all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
            "same_run", "describe_differences", "baseline_problems", "settings_problem"]
 
 SETTINGS_PARTS = ("generation", "load", "slo", "rubric")
@@ -47,11 +48,6 @@ def _digest(value: Any) -> str:
 def case_hash(record) -> str:
     """The hash of one case's contents: its input as sent and its expected answer."""
     return _digest({"input": record.input, "expected": record.expected})
-
-
-def case_hashes(records) -> dict[str, str]:
-    """case id -> `case_hash`, for a run's records."""
-    return {r.case_id: case_hash(r) for r in records}
 
 
 def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str | None]:
