@@ -3,6 +3,8 @@ blind to what does not change the run (defaults written out, the rubric's name a
 
 from __future__ import annotations
 
+import json
+
 from releasegate.judging.comparability import differences, saved_settings_key, settings_key
 from releasegate.run.record import RunDir
 from test_compare import _runs
@@ -27,3 +29,25 @@ def test_the_key_names_what_differs_and_ignores_what_does_not():
                          {"criteria": [{"metric": "accuracy"}]})
     assert differences(base, other)[0] == ["slo", "rubric"]
     assert differences(base, settings_key(None, None)) == ([], ["generation", "load", "slo", "rubric"])
+
+
+def test_runs_against_the_stub_server_compare_only_with_the_same_settings(tmp_path, cli):
+    """End to end: `check` against the stub server, then `compare` and `servers` on the runs it left."""
+    from releasegate.testing.stub_server import StubBehaviour, StubServer
+    from test_cache import check, make_project
+
+    with StubServer(StubBehaviour(ttft_ms=2, itl_ms=1, tokens=4)) as stub:
+        config = make_project(tmp_path, stub.base_url, cases=8, cache="")
+        check(cli, config, "a")
+        check(cli, config, "b")
+        make_project(tmp_path, stub.base_url, cases=8, cache="", generation="max_new_tokens: 2")
+        check(cli, config, "short")
+    reports = tmp_path / "reports"
+    code, out, _ = cli("compare", reports / "a", reports / "b", "--json")
+    assert code == 3 and json.loads(out)["verdict"] == "INCONCLUSIVE"  # 8 shared cases show no 0.02 margin
+    code, _, err = cli("compare", reports / "a", reports / "short")
+    assert code == 2 and "generation settings" in err
+    code, _, err = cli("servers", reports / "a", reports / "short")
+    assert code == 2 and "generation settings" in err
+    code, out, _ = cli("servers", reports / "a", reports / "b", "--json")
+    assert json.loads(out)["targets"][1]["parity"]["quality_verdict"] == "INCONCLUSIVE"
