@@ -36,9 +36,16 @@ def test_regression_is_detected_with_mcnemar():
 
 
 def test_identical_runs_are_non_inferior():
-    base = recs([True] * 30 + [False] * 10)
-    result = compare_records(base, recs([True] * 30 + [False] * 10), ())
+    base = recs([True] * 150 + [False] * 50)
+    result = compare_records(base, recs([True] * 150 + [False] * 50), ())
     assert row(result, "accuracy")["verdict"] == "pass" and row(result, "accuracy")["p_value"] == 1.0
+
+
+def test_identical_runs_of_too_few_cases_decide_nothing():
+    # 40 ties cannot tell "the same" from "0.02 worse": the score bound needs 81 shared cases at 0.95
+    result = compare_records(recs([True] * 30 + [False] * 10), recs([True] * 30 + [False] * 10), ())
+    acc = row(result, "accuracy")
+    assert acc["verdict"] == "insufficient" and acc["needed_n"] == 81 and "at least 81" in acc["note"]
 
 
 def test_small_noisy_difference_is_inconclusive():
@@ -86,8 +93,8 @@ def test_compare_cli_fails_the_regression(project, cli):
     assert code == 1 and result["verdict"] == "FAIL"
     acc = row(result, "accuracy")
     assert acc["verdict"] == "fail" and acc["p_value"] == pytest.approx(mcnemar_exact(12, 0))
-    code, _, _ = cli("compare", base, base)
-    assert code == 0
+    code, _, err = cli("compare", base, base)
+    assert code == 2 and "the same run" in err
 
 
 def test_baseline_in_the_rubric_fails_check(project, cli):

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 
 from releasegate.run.record import RunDir
+from test_compare_review import built
 from test_false_pass import Run, _healthy
 
 
 def test_a_run_cut_short_after_its_pass_is_not_recommended(tmp_path, cli):
-    runs = [Run(_healthy(100)).build(tmp_path / name) for name in ("a", "b")]
+    runs = [built(Run(_healthy(100)), tmp_path / name, name) for name in ("a", "b")]
     for path in runs:
         assert cli("gate", path)[0] == 0
     run = RunDir(runs[1])

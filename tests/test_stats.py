@@ -5,8 +5,8 @@ import pytest
 from scipy import optimize
 from scipy.stats import binom, norm
 
+from releasegate.judging.cluster_bounds import _pooled_percentiles
 from releasegate.judging.stats import (
-    _pooled_percentiles,
     bootstrap,
     cluster_bootstrap,
     mcnemar_exact,
@@ -317,4 +317,5 @@ def test_cluster_bootstrap_needs_two_groups():
     assert cluster_bootstrap([[1.0, 2.0, 3.0]], 95) is None
     assert cluster_bootstrap([[1.0, 2.0, 3.0], []], 95) is None
     assert cluster_bootstrap([], 95) is None
-    assert cluster_bootstrap([[1.0], [2.0]], 50) is not None
+    assert cluster_bootstrap([[1.0], [2.0]], 50, min_groups=2) is not None
+    assert cluster_bootstrap([[1.0]] * 29, 50) is None and cluster_bootstrap([[1.0]] * 30, 50) is not None

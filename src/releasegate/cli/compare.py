@@ -19,9 +19,11 @@ def compare(
     confidence: Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence of tests and intervals.")] = 0.95,
     as_json: JsonOption = False,
 ) -> int:
-    """Compare two runs on their shared cases: exact McNemar for pass/fail metrics, paired bootstrap for latency.
-    Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided, nothing was shared or a
-    run is incomplete, 4 if the candidate's target failed most requests, else 0."""
+    """Compare two runs on their shared cases (same id, same input and expected answer): paired score bounds for
+    pass/fail metrics, paired bootstrap for latency. Exit 1 if any metric regressed beyond its margin, 3 if some
+    could not be decided, nothing was shared, a case differs or a run is not whole (or the baseline measured
+    nothing), 4 if the candidate's target failed most requests, 2 if the runs are the same run or were made with
+    different generation settings, else 0."""
     from ..judging.compare_runs import compare_runs
     from ..judging.criteria import EXIT_CODES
     from ..report.compare import comparison_table
@@ -31,7 +33,10 @@ def compare(
         print_json(result)
     console = consoles(as_json)
     console.print(comparison_table(result))
-    for why in (result["target_error"], result["incomplete"] and "incomplete run: " + result["incomplete"]):
+    for row in result["rows"]:
+        if row.get("note"):
+            console.print(f"compare: {row['metric']}: {row['note']}", markup=False)  # wrapped to the terminal
+    for why in (result["target_error"], result["incomplete"], result["settings_note"]):
         if why:
             console.print(f"compare: {result['verdict']}: {why}", markup=False, soft_wrap=True)
     return EXIT_CODES[result["verdict"]]

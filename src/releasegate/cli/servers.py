@@ -24,20 +24,29 @@ def servers(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write the --format rendering here (default: stdout).", dir_okay=False)
     ] = None,
+    min_parity_share: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="Quality parity must be decided on at least this share of the reference's cases.")] = 0.9,
+    margin: Annotated[Optional[float], typer.Option(
+        min=0.0, max=1.0, help="Non-inferiority margin of quality parity (accuracy, format, forbidden; default 0.02).")] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Compare targets run on the same suites and load (llama.cpp, vLLM, the local hf model...): each one's
     verdict, quality parity with the first, TTFT/TPOT and whether it is prefill- or decode-bound, throughput,
-    cost, capacity at the latency objective; and which to choose, among those whose gate passed.
-    Exit 0 with a recommendation, 3 when no target is eligible, 2 for a bad run directory."""
+    cost, capacity at the latency objective; and which to choose, among those whose gate passed (each run is
+    judged again from its records) with quality parity shown. Exit 0 with a recommendation, 3 when no target is
+    eligible, 2 for a bad run directory, a run given twice, or runs with other generation, load or objective
+    settings than the reference."""
     from ..judging.servers import compare_servers
     from ..report.servers import render_servers, servers_table
 
-    comparison = compare_servers(runs)
+    comparison = compare_servers(runs, min_parity_share=min_parity_share, margin=margin)
     if as_json:
         print_json(comparison)
     console = consoles(as_json)
     console.print(servers_table(comparison))
+    for target in comparison["targets"]:
+        if target.get("unchecked"):
+            console.print(f"warning: {target['run_id']}: {target['unchecked']}", markup=False, soft_wrap=True)
     console.print(f"recommendation: {comparison['recommendation']}", markup=False, soft_wrap=True)
     if fmt is not None:
         text = render_servers(comparison, fmt.value)

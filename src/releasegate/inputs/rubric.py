@@ -31,7 +31,7 @@ class Criterion:
     """Gate on the one-sided bound at this confidence (None: on the point value)."""
     origin: str = "rubric"
     """'rubric' (written by the user), 'guard' (the default error-rate guard), 'baseline' (a comparison with the
-    baseline run) or 'review' (human approval). Only rubric and baseline criteria can make a run PASS."""
+    baseline run) or 'review' (human approval). Only rubric criteria can make a run PASS."""
 
     def as_dict(self) -> dict:
         out = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}

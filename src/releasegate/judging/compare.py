@@ -1,17 +1,19 @@
 """Paired comparison of a candidate run with a baseline run on the cases they share.
 
-Pass/fail metrics (accuracy, format compliance, forbidden responses) use the exact McNemar test on the
-discordant pairs and a paired bootstrap interval of the difference; latency uses a paired bootstrap of the
-per-case difference. Each metric has a non-inferiority margin:
+A case is shared when both runs hold its id with the same contents (input and expected answer). Pass/fail
+metrics (accuracy, format compliance, forbidden responses) are decided on Newcombe's paired score bounds of the
+difference (`stats.paired_rate_bounds`; exact McNemar p is reported beside them), latency on a paired bootstrap
+of the per-case difference. Each metric has a non-inferiority margin:
 
-    regression    (fail)          the candidate is worse by more than the margin, and significantly so
-                                  (McNemar p < 1 - confidence; for latency the one-sided bound on the better
-                                  side is past the margin)
-    non-inferior  (pass)          the one-sided bound of the difference on the worse side stays within the margin
+    regression    (fail)          even the one-sided bound on the better side puts the candidate worse than the
+                                  margin
+    non-inferior  (pass)          the one-sided bound on the worse side stays within the margin, on at least the
+                                  shared cases that bound needs to show that margin at all (`stats.paired_min_n`;
+                                  latency: LATENCY_MIN_PAIRS)
     inconclusive  (insufficient)  neither: more shared cases are needed
 
-Bounds are one-sided at the comparison's confidence. No shared case, or no metric judged on the shared cases,
-compares nothing: `comparison_verdict` is then INCONCLUSIVE, never PASS.
+Bounds are one-sided at the comparison's confidence. No shared case, no metric judged on the shared cases, or a
+case id with different contents in the two runs: `comparison_verdict` is then INCONCLUSIVE, never PASS.
 """
 
 from __future__ import annotations
@@ -21,14 +23,24 @@ from statistics import fmean
 
 from ..run.record import CaseRecord
 from ..scorers import score_records
+from .comparability import case_hash
 from .evidence import answered
 from .metrics import select, slices_of
-from .stats import mcnemar_exact, paired_bootstrap_delta
+from .stats import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
 
-__all__ = ["Margins", "compare_records", "comparison_verdict", "DEFAULT_MARGINS"]
+__all__ = ["Margins", "compare_records", "comparison_verdict", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS"]
+CHANGED_IDS_KEPT = 10
 
 # rates: absolute difference; latency: share of the baseline mean
-DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.0, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+# (a rate margin of 0 can never be shown by a bound: forbidden_rate allows 0.02 like the others)
+DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.02, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+LATENCY_MIN_PAIRS = 30
+"""Fewest paired timings a latency comparison decides on. The plain percentile bootstrap's one-sided 0.95 bound
+of the mean difference covered 0.66-0.76 at 2 pairs, 0.89-0.92 at 10 and still only 0.92-0.94 at 30-50 (normal,
+right-skewed gamma and lognormal-difference timings, 2000 runs each); read at the calibrated level below it
+covered 0.946-0.967 from 30 pairs on (tests/test_comparability_stats.py checks it)."""
+_LATENCY_TAIL_SHARE = 0.5
+"""The latency bound is the bootstrap's 1 - (1 - confidence) * 0.5 percentile (0.975 for a 0.95 bound)."""
 _RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False)}
 
 
@@ -44,11 +56,15 @@ def compare_records(
     base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins(), *,
     base_verdicts=None, cand_verdicts=None,
 ) -> dict:
-    """Compare on shared case ids; both runs are re-scored with the same forbidden rules, judge-scored answers
-    with each run's own LLM-judge verdicts (`llm_judge.run_verdicts`; without them they are unknown)."""
+    """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
+    answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.
+    Both runs are re-scored with the same forbidden rules, judge-scored answers with each run's own LLM-judge
+    verdicts (`llm_judge.run_verdicts`; without them they are unknown)."""
     base_by_id = {r.case_id: r for r in base}
     cand_by_id = {r.case_id: r for r in cand}
-    shared = [cid for cid in cand_by_id if cid in base_by_id]
+    common = [cid for cid in cand_by_id if cid in base_by_id]
+    changed = [cid for cid in common if case_hash(base_by_id[cid]) != case_hash(cand_by_id[cid])]
+    shared = [cid for cid in common if cid not in set(changed)]
     base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
     cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)
     pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
@@ -56,8 +72,10 @@ def compare_records(
     rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
     return {
         "shared_cases": len(shared),
-        "only_in_baseline": len(base_by_id) - len(shared),
-        "only_in_candidate": len(cand_by_id) - len(shared),
+        "only_in_baseline": len(base_by_id) - len(common),
+        "only_in_candidate": len(cand_by_id) - len(common),
+        "changed_cases": len(changed),
+        "changed_case_ids": changed[:CHANGED_IDS_KEPT],
         # the same text case by case: what a merged model or another server must keep under greedy decoding
         "identical_outputs": sum(answered(base_by_id[c]) and base_by_id[c].output == cand_by_id[c].output for c in shared),
         "confidence": margins.confidence,
@@ -67,13 +85,23 @@ def compare_records(
 
 
 def comparison_verdict(comparison: dict) -> str:
-    """PASS, FAIL or INCONCLUSIVE for a comparison: any regression fails; an empty comparison is inconclusive."""
+    """PASS, FAIL or INCONCLUSIVE for a comparison: any regression fails; an empty comparison is inconclusive, and
+    so is one where a case id names different contents in the two runs (the runs are not of the same suite)."""
     verdicts = {row["verdict"] for row in comparison["rows"]}
     if "fail" in verdicts:
         return "FAIL"
-    if not comparison["shared_cases"] or not verdicts or "insufficient" in verdicts:
+    if not comparison["shared_cases"] or not verdicts or "insufficient" in verdicts or comparison.get("changed_cases"):
         return "INCONCLUSIVE"
     return "PASS"
+
+
+def changed_note(comparison: dict) -> str | None:
+    """One line naming the case ids whose contents differ between the runs; None when there are none."""
+    n = comparison.get("changed_cases") or 0
+    if not n:
+        return None
+    ids = ", ".join(comparison["changed_case_ids"]) + (", ..." if n > len(comparison["changed_case_ids"]) else "")
+    return f"{n} case id(s) name a different input or expected answer in the two runs, not compared: {ids}"
 
 
 _UNKNOWN = "unknown"
@@ -97,32 +125,45 @@ def _rate_row(name: str, pairs, margins: Margins) -> dict | None:
     both = [(x, y) for x, y in both if x is not None and y is not None]
     if not both:
         return None
+    margin = margins.margins.get(name, DEFAULT_MARGINS[name])
     unknown = sum(_UNKNOWN in pair for pair in both)
     if unknown:  # leaving them out could hide a regression: the metric is not compared
         return {"metric": name, "n": len(both), "baseline": None, "candidate": None, "delta": None, "interval": None,
-                "margin": margins.margins.get(name, DEFAULT_MARGINS[name]), "p_value": None, "worse": None,
-                "better": None, "verdict": "insufficient",
+                "margin": margin, "p_value": None, "worse": None, "better": None, "verdict": "insufficient",
                 "note": f"{unknown} of {len(both)} shared case(s) could not be checked in one run or both"}
     good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
-    worse = sum(good(x) and not good(y) for x, y in both)  # b: good in baseline, bad in candidate
-    better = sum(not good(x) and good(y) for x, y in both)
-    p = mcnemar_exact(worse, better)
+    cells = _cells([(good(x), good(y)) for x, y in both])
+    loss_lo, loss_hi = paired_rate_bounds(*cells, confidence=margins.confidence)  # baseline good rate - candidate's
+    needed = paired_min_n(margin, margins.confidence)
+    verdict, note = _non_inferiority(len(both), loss_lo, loss_hi, margin, needed)
     xs, ys = [float(x) for x, _ in both], [float(y) for _, y in both]
-    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence, sided="one")
-    margin = margins.margins.get(name, DEFAULT_MARGINS[name])
-    loss = -delta if higher else delta  # how much worse the candidate is
-    loss_hi = (-interval[0] if higher else interval[1]) if interval else loss
-    if loss > margin and p < 1 - margins.confidence:
-        verdict = "fail"
-    elif loss_hi <= margin:
-        verdict = "pass"
-    else:
-        verdict = "insufficient"
+    delta = fmean(ys) - fmean(xs)
+    interval = [-loss_hi, -loss_lo] if higher else [loss_lo, loss_hi]
     return {
         "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
-        "interval": list(interval) if interval else None, "margin": margin, "p_value": p,
-        "worse": worse, "better": better, "verdict": verdict,
+        "interval": interval, "margin": margin, "p_value": mcnemar_exact(cells[1], cells[2]),
+        "worse": cells[1], "better": cells[2], "needed_n": needed, "verdict": verdict, **({"note": note} if note else {}),
     }
+
+
+def _cells(goods: list[tuple[bool, bool]]) -> tuple[int, int, int, int]:
+    """The paired 2x2 table (good in both, in the baseline only, in the candidate only, in neither)."""
+    return (sum(x and y for x, y in goods), sum(x and not y for x, y in goods),
+            sum(y and not x for x, y in goods), sum(not x and not y for x, y in goods))
+
+
+def _non_inferiority(n: int, loss_lo: float, loss_hi: float, margin: float, needed: int | None) -> tuple[str, str]:
+    """Decided on the one-sided bounds of the loss (how much worse the candidate is): a regression when even the
+    lower bound is past the margin, non-inferior when the upper bound is within it on at least `needed` cases."""
+    if loss_lo > margin:
+        return "fail", ""
+    if needed is None:
+        return "insufficient", f"a margin of {margin:g} can never be shown by a bound: set a margin above 0"
+    if n < needed:
+        return "insufficient", f"{n} shared case(s): at least {needed} are needed before this margin can be shown"
+    if loss_hi <= margin:
+        return "pass", ""
+    return "insufficient", f"the bound {loss_hi:.4g} on the loss is past the margin {margin:g}: more shared cases are needed"
 
 
 def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
@@ -131,10 +172,14 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     if len(both) < 2:
         return None
     xs, ys = [x for x, _ in both], [y for _, y in both]
-    delta, interval = paired_bootstrap_delta(xs, ys, confidence=margins.confidence, sided="one")
+    level = 1 - (1 - margins.confidence) * _LATENCY_TAIL_SHARE
+    delta, interval = paired_bootstrap_delta(xs, ys, confidence=level, sided="one")
     share = margins.margins.get(name, DEFAULT_MARGINS[name])
     margin = share * fmean(xs)
-    if interval[0] > margin:
+    note = ""
+    if len(both) < LATENCY_MIN_PAIRS:  # the bootstrap bound's coverage does not hold yet: it decides nothing
+        verdict, note = "insufficient", f"{len(both)} paired timings: at least {LATENCY_MIN_PAIRS} are needed"
+    elif interval[0] > margin:
         verdict = "fail"
     elif interval[1] <= margin:
         verdict = "pass"
@@ -142,7 +187,8 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
         verdict = "insufficient"
     return {
         "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
-        "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None, "verdict": verdict,
+        "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None,
+        "needed_n": LATENCY_MIN_PAIRS, "verdict": verdict, **({"note": note} if note else {}),
     }
 
 

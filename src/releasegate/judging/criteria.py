@@ -115,8 +115,9 @@ def overall_verdict(
     incomplete or no criterion was decided; NEEDS_REVIEW if required review is pending; INCONCLUSIVE if any
     criterion is insufficient (unless the rubric allows it); else PASS."""
     verdicts = [r.verdict for r in results]
-    # guards (the default error-rate criterion) and human approval decide nothing about the model on their own
-    own = [r.verdict for r in results if getattr(r.criterion, "origin", "rubric") in ("rubric", "baseline")]
+    # guards (the default error-rate criterion), human approval and the baseline comparison decide nothing about
+    # the model on their own: a PASS needs a decided criterion of the rubric itself (README guarantee 4)
+    own = [r.verdict for r in results if getattr(r.criterion, "origin", "rubric") == "rubric"]
     if target_failed:
         return TARGET_ERROR
     if "fail" in verdicts:

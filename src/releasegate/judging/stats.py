@@ -11,28 +11,30 @@ this module hands the gate is a one-sided bound at `confidence` (z = 1.645 at 0.
 - percentiles of inter-token gaps, which are correlated within a request: `cluster_bootstrap`, a bootstrap that
   resamples whole requests;
 - how many cases a rate criterion needs before the gate's own bound decides it: `needed_n_for_rate`
-  (and `zero_failure_n` for a zero-event rate).
+  (and `zero_failure_n` for a zero-event rate);
+- the difference of two paired proportions (a candidate and a baseline on the same cases): `paired_rate_bounds`,
+  Newcombe's score interval (1998, method 10), and `paired_min_n`, the fewest shared cases at which that bound
+  can show non-inferiority at all.
 
-Also here: `percentile`, exact McNemar, and the (paired) percentile bootstrap used by the baseline comparison.
+Also here: `percentile`, exact McNemar, and the (paired) percentile bootstrap used for latency comparisons.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Sequence
 from statistics import NormalDist, fmean
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # numpy is imported where it is used: the CLI's light commands do without it
-    import numpy as np
+from .cluster_bounds import ITL_MIN_REQUESTS, cluster_bootstrap
 
 __all__ = [
     "percentile", "z_value", "z_one_sided",
     "wilson", "wilson_bounds",
     "percentile_bounds", "percentile_min_n", "cluster_bootstrap",
     "bootstrap", "mcnemar_exact", "paired_bootstrap_delta",
-    "needed_n_for_rate", "zero_failure_n",
+    "needed_n_for_rate", "zero_failure_n", "paired_rate_bounds", "paired_min_n", "ITL_MIN_REQUESTS",
 ]
 
 _Z95 = 1.959963984540054  # two-sided 95%
@@ -241,72 +243,6 @@ def percentile_min_n(q: float, confidence: float, side: str = "upper") -> int:
     return n
 
 
-# --- percentiles of clustered samples -----------------------------------------------------------------------
-
-
-def _pooled_percentiles(values: np.ndarray, gid: np.ndarray, sizes: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
-    """For each row of `counts` (how many times each group is drawn), the q-th percentile ('linear', as
-    `percentile`) of the pooled resample, without building it: `values` is every gap sorted ascending and
-    `gid` its group, so the pooled sorted resample repeats values[j] counts[gid[j]] times, and its m-th element
-    (0-based) is values[j] for the first j whose cumulative weight exceeds m."""
-    import numpy as np
-
-    out = np.empty(len(counts))
-    weights = np.empty(len(values), dtype=np.int64)
-    cum = np.empty(len(values), dtype=np.int64)
-    frac_q = q / 100.0
-    for r, row in enumerate(counts):
-        total = int(row @ sizes)
-        pos = (total - 1) * frac_q
-        lo = math.floor(pos)
-        hi = min(lo + 1, total - 1)
-        np.take(row, gid, out=weights)
-        np.cumsum(weights, out=cum)
-        j_lo, j_hi = np.searchsorted(cum, (lo, hi), side="right")
-        x_lo, x_hi = values[j_lo], values[j_hi]
-        out[r] = x_lo + (x_hi - x_lo) * (pos - lo)
-    return out
-
-
-def cluster_bootstrap(
-    groups: Sequence[Sequence[float]], statistic_q: float, confidence: float = 0.95, resamples: int = 1000, seed: int = 0
-) -> tuple[float, float] | None:
-    """Bootstrap bounds for the q-th percentile (`statistic_q`, 0..100) of the pooled samples when samples come
-    in correlated groups, e.g. one request's inter-token gaps: the resampling unit is the GROUP (draw as many
-    groups as there are, with replacement, and pool their gaps), so the spread between requests shows in the
-    interval instead of being averaged away as if every gap were independent.
-
-    Returns (lower, upper), EACH a one-sided bound at `confidence`: the (1 - confidence) and `confidence`
-    percentiles of the bootstrap distribution. None with fewer than 2 non-empty groups. Seeded (numpy
-    default_rng(seed)): the same input gives the same bounds.
-
-    Vectorised: the gaps are sorted once; a resample's pooled percentile is a weighted percentile of the sorted
-    gaps (weight = how many times the gap's group was drawn), read off cumulative weights, so no resample is
-    materialised (100k gaps x 1000 resamples: well under a second)."""
-    import numpy as np
-
-    _check_confidence(confidence)
-    if not 0 <= statistic_q <= 100:
-        raise ValueError(f"statistic_q must be in [0, 100], got {statistic_q!r}")
-    arrays = [np.asarray(g, dtype=float).ravel() for g in groups]
-    arrays = [a for a in arrays if a.size]
-    if len(arrays) < 2 or resamples < 1:
-        return None
-    g = len(arrays)
-    sizes = np.array([a.size for a in arrays], dtype=np.int64)
-    values = np.concatenate(arrays)
-    gid = np.repeat(np.arange(g), sizes)
-    order = np.argsort(values, kind="stable")
-    values, gid = values[order], gid[order]
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, g, size=(resamples, g)) + g * np.arange(resamples)[:, None]
-    counts = np.bincount(draws.ravel(), minlength=resamples * g).reshape(resamples, g).astype(np.int64)
-    stats = _pooled_percentiles(values, gid, sizes, counts, statistic_q)
-    alpha = 1 - confidence
-    lower, upper = np.percentile(stats, [100 * alpha, 100 * confidence])
-    return float(lower), float(upper)
-
-
 # --- bootstrap of arbitrary statistics, comparisons ---------------------------------------------------------
 
 
@@ -353,3 +289,61 @@ def paired_bootstrap_delta(
     if not diffs:
         return float("nan"), None
     return fmean(diffs), bootstrap(diffs, fmean, confidence=confidence, resamples=resamples, seed=seed, sided=sided)
+
+
+# --- paired proportions -------------------------------------------------------------------------------------
+
+
+def paired_rate_bounds(both: int, first_only: int, second_only: int, neither: int,
+                       confidence: float = 0.95) -> tuple[float, float] | None:
+    """(lower, upper) bounds of p1 - p2, two proportions measured on the same n cases, EACH one-sided at
+    `confidence`: Newcombe's hybrid score interval for paired data (Statistics in Medicine 1998;17:2635, method
+    10). The cells: `both` cases good in both, `first_only` good in the first only, `second_only` in the second
+    only, `neither`. Each proportion gets its Wilson bounds (l, u); the two are combined with the correlation
+    phi of the 2x2 table, its numerator moved n/2 towards 0 when positive (Newcombe's correction):
+
+        lower = d - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)
+        upper = d + sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2)
+
+    Unlike a bootstrap of the paired differences it does not collapse to [0, 0] when no pair disagrees.
+    None for no cases."""
+    n = both + first_only + second_only + neither
+    if n == 0:
+        return None
+    good1, good2 = both + first_only, both + second_only
+    l1, u1 = wilson_bounds(good1, n, confidence)
+    l2, u2 = wilson_bounds(good2, n, confidence)
+    p1, p2 = good1 / n, good2 / n
+    margins = good1 * (n - good1) * good2 * (n - good2)
+    cross = both * neither - first_only * second_only
+    cross = cross - n / 2 if cross > n / 2 else min(cross, 0)
+    phi = cross / math.sqrt(margins) if margins else 0.0
+    low = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    high = math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
+    return max(-1.0, p1 - p2 - low), min(1.0, p1 - p2 + high)
+
+
+@functools.lru_cache(maxsize=256)
+def paired_min_n(margin: float, confidence: float = 0.95, cap: int = 20000) -> int | None:
+    """The fewest shared cases at which `paired_rate_bounds` can show "the second is no worse than the first by
+    more than `margin`" (upper bound of p1 - p2 <= margin) when no pair disagrees, whatever the split of the
+    agreeing pairs: below it a tie cannot be told from a loss of `margin`, so a comparison of fewer cases is
+    undecided whatever it saw. Found by a scan in n over every split (the bound at a tie narrows as n grows);
+    None when margin <= 0 (no n shows it) or no n <= cap does."""
+    _check_confidence(confidence)
+    if margin <= 0:
+        return None
+
+    def shown(n: int) -> bool:
+        return any(paired_rate_bounds(a, 0, 0, n - a, confidence)[1] <= margin for a in range(n + 1))
+
+    n = 1
+    while n < cap and not shown(n):
+        n = min(cap, n * 2)
+    if not shown(n):
+        return None
+    lo, hi = n // 2, n
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if shown(mid) else (mid, hi)
+    return hi

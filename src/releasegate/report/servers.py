@@ -18,8 +18,10 @@ COLUMNS = (
     ("format_compliance", "format"), ("ttft_ms_p95", "TTFT p95 ms"), ("tpot_ms_p95", "TPOT p95 ms"),
     ("bottleneck", "bound by"), ("output_tokens_per_s", "tok/s"), ("cost_per_1m_output_tokens", "$/1M tok"),
     ("capacity_rps", "capacity req/s"), ("cost_per_1m_at_capacity", "$/1M at capacity"),
-    ("identical_outputs", "identical outputs"), ("accuracy_delta", "accuracy vs ref"), ("quality_verdict", "quality vs ref"),
+    ("identical_outputs", "identical outputs"), ("shared_share", "ref cases shared"), ("accuracy_delta", "accuracy vs ref"),
+    ("quality_verdict", "quality vs ref"), ("comparable", "comparable"),
 )
+_PARITY_KEYS = ("identical_outputs", "shared_share", "accuracy_delta", "quality_verdict", "comparable")
 
 
 def servers_rows(comparison: dict) -> list[list[str]]:
@@ -33,8 +35,10 @@ def servers_rows(comparison: dict) -> list[list[str]]:
         row = []
         for key, _ in COLUMNS:
             value = cells.get(key)
-            if parity is None and key in ("identical_outputs", "accuracy_delta", "quality_verdict"):
+            if parity is None and key in _PARITY_KEYS:
                 value = "reference"
+            elif key == "comparable" and value is None:
+                value = "yes"
             if key == "capacity_rps" and value is not None and t.get("capacity_at_least"):
                 value = f">= {format_value(value)}"
             row.append(value if isinstance(value, str) else format_value(value))
@@ -75,7 +79,9 @@ def _markdown(comparison: dict) -> str:
 
 
 _BOUND_NOTE = ("bound by: where the median request spends most of its time, prefill (TTFT at least half of E2E) or "
-               "decode. Parity is on the cases each target shares with the reference, greedy outputs compared as text.")
+               "decode. Parity is on the cases each target shares with the reference (the same id, input and expected "
+               "answer), greedy outputs compared as text; it counts only when decided on enough of the reference's "
+               "cases. Each run is judged again from its records.")
 
 
 def _html(comparison: dict) -> str:

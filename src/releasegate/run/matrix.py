@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..inputs.validation import load_inputs
+from ..judging.comparability import describe_differences, differences, saved_settings_key
 from ..judging.compare import compare_records
 from ..judging.criteria import EXIT_CODES
 from .record import RunDir
@@ -48,10 +49,12 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rul
     ref_name = names[0]
     ref = runs[ref_name].read_records()
     ref_out = {r.case_id: r.output for r in ref}
+    ref_key = _settings(runs[ref_name])
     rows = []
     for name in names:
         records = runs[name].read_records()
         comparison = compare_records(ref, records, forbidden_rules)
+        differ, _ = differences(ref_key, _settings(runs[name]))
         acc = next((r for r in comparison["rows"] if r["metric"] == "accuracy"), None)
         same = sum(r.output == ref_out.get(r.case_id) for r in records)
         metrics, ref_metrics = reports[name]["metrics"], reports[ref_name]["metrics"]
@@ -62,7 +65,9 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rul
             "accuracy": metrics["accuracy"]["value"],
             "accuracy_delta": acc["delta"] if acc else None,
             "accuracy_p": acc["p_value"] if acc else None,
-            "quality_verdict": _quality_verdict(comparison),
+            "quality_verdict": "insufficient" if differ else _quality_verdict(comparison),
+            "not_comparable": f"differs from the reference in {describe_differences(differ)}" if differ else None,
+            "changed_cases": comparison["changed_cases"],
             "identical_share": same / len(records) if records else None,
             **{f"{m}_ratio": _ratio(metrics, ref_metrics, m) for m in ("ttft_ms_p95", "tpot_ms_p95", "e2e_ms_p95", "cost_per_1m_output_tokens")},
             "ttft_ms_p95": metrics["ttft_ms_p95"]["value"],
@@ -73,12 +78,17 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rul
     return rows
 
 
+def _settings(run: RunDir) -> dict:
+    """The variant run's comparability settings (every variant starts from one config: they should agree)."""
+    return saved_settings_key(run.path, run.read_info())
+
+
 def _quality_verdict(comparison: dict) -> str:
     verdicts = [r["verdict"] for r in comparison["rows"] if r["metric"] in ("accuracy", "format_compliance", "forbidden_rate")]
     if "fail" in verdicts:
         return "fail"
-    if not verdicts or not comparison["shared_cases"] or "insufficient" in verdicts:
-        return "insufficient"  # nothing compared is never a pass
+    if not verdicts or not comparison["shared_cases"] or "insufficient" in verdicts or comparison["changed_cases"]:
+        return "insufficient"  # nothing compared, or a case that changed under the same id, is never a pass
     return "pass"
 
 

@@ -221,6 +221,10 @@ class RunInfo(BaseModel):
     target_overrides: dict[str, Any] | None = None
     """Target settings that differ from config.yaml (a `matrix` variant: merge, quantize, draft, batch_size);
     a resume applies them again."""
+    comparability: dict[str, Any] | None = None
+    """Hashes of the settings that make two runs runs of the same thing (`judging.comparability.settings_key`):
+    generation settings, load profile, latency objective, rubric; written when the run starts. None in runs that
+    predate it (`compare` and `servers` derive it from config.yaml and rubric.yaml)."""
     sessions: list[dict[str, Any]] = Field(default_factory=list)
     """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
     how many cases it had to run, how many came from the cache, its generation seconds and how it ended."""

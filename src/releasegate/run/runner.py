@@ -26,6 +26,7 @@ from ..inputs.config import Config, load_config
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
+from ..judging.comparability import settings_key
 from ..judging.evidence import failure
 from ..judging.judge_run import judge_run
 from ..llm_judge.settings import check_judged_cases
@@ -273,6 +274,7 @@ def _start(
     run.write_text("config.yaml", config.snapshot_text())  # credentials masked (userinfo, tokens, secret values)
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
+        comparability=settings_key(config.raw, rubric.as_dict()),
         run_id=run.path.name,
         created_at=now(),
         target=config.target.describe(),

@@ -1,0 +1,142 @@
+"""What makes two runs runs of the same thing: the comparability key.
+
+Two parts:
+
+- per case, a hash of what was asked and what counts as right (`case_hash`: the input as sent and the expected
+  answer), read from the records themselves, so a case whose id matches but whose prompt or reference differs is
+  a different case, never a shared one;
+- per run, hashes of the settings that shape every figure (`settings_key`): generation settings, load profile,
+  the capacity sweep's latency objective (SLO) and the rubric. `check` stores them in run.json (`comparability`)
+  when the run starts; for a run that predates it they are derived from its snapshots (config.yaml, rubric.yaml),
+  which hold the same sections, so a stored key and a derived one agree.
+
+`differences` names the settings parts two keys disagree on; a part one run cannot tell (no snapshot) is
+`unchecked`, never "the same". What each surface does with a difference is its own rule (README):
+`compare` and rubric `baseline:` refuse different generation settings (BASELINE_PARTS), `servers` refuses
+different generation, load or objective settings and never recommends a target judged by another rubric, and a
+case whose contents differ is left out of the pairing and named.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .health import saved_run_problems, target_failure
+
+__all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
+           "same_run", "describe_differences", "baseline_problems", "settings_problem"]
+
+SETTINGS_PARTS = ("generation", "load", "slo", "rubric")
+"""The run-wide parts of the key, in the order a difference is named."""
+BASELINE_PARTS = ("generation",)
+"""The parts on which `compare` refuses (and a rubric `baseline:` decides nothing) when they differ: they change
+what the model was asked to do. Load profile, SLO and rubric do not enter a comparison of quality records."""
+_PART_NAMES = {"generation": "generation settings", "load": "load profile", "slo": "latency objective (SLO)",
+               "rubric": "rubric"}
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def case_hash(record) -> str:
+    """The hash of one case's contents: its input as sent and its expected answer."""
+    return _digest({"input": record.input, "expected": record.expected})
+
+
+def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str | None]:
+    """The run-wide part of the key from the config as written (its `generation` and `load` sections) and the
+    rubric as snapshotted; None for a part with nothing to read it from. The rubric's `baseline:` pointer and
+    its name are left out: a candidate names its baseline, the baseline does not, and a name decides nothing."""
+    key: dict[str, str | None] = dict.fromkeys(SETTINGS_PARTS)
+    if config_raw is not None:
+        load = dict(config_raw.get("load") or {})
+        sweep = dict(load.pop("sweep", None) or {})
+        slo = sweep.pop("slo", None)  # the objective is its own part: the load around it is the same load
+        if sweep:
+            load["sweep"] = sweep
+        key["generation"] = _digest(_generation(config_raw.get("generation") or {}))
+        key["load"] = _digest(load)
+        key["slo"] = _digest(slo or {})
+    if rubric is not None:
+        key["rubric"] = _digest({k: v for k, v in rubric.items() if k not in ("baseline", "name")})
+    return key
+
+
+_GENERATION_DEFAULTS = {"max_new_tokens": 64, "temperature": 0.0}
+"""What a config that leaves them out runs with (greedy decoding, `Config.max_new_tokens`)."""
+
+
+def _generation(raw: dict) -> dict:
+    """Generation settings as run: defaults filled in, numbers as floats (`temperature: 0` is `0.0`, and greedy)."""
+    out = {**_GENERATION_DEFAULTS, **raw}
+    return {k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in out.items()}
+
+
+def saved_settings_key(run_path: Path, info) -> dict[str, str | None]:
+    """A saved run's settings key: as stored in run.json, else derived from its config.yaml and rubric.yaml."""
+    if getattr(info, "comparability", None):
+        return {part: info.comparability.get(part) for part in SETTINGS_PARTS}
+    return settings_key(_yaml(Path(run_path) / "config.yaml"), _yaml(Path(run_path) / "rubric.yaml"))
+
+
+def _yaml(path: Path) -> dict | None:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def differences(a: dict, b: dict, parts=SETTINGS_PARTS) -> tuple[list[str], list[str]]:
+    """(parts that differ, parts that cannot be checked because one run or both do not record them)."""
+    differ = [p for p in parts if a.get(p) is not None and b.get(p) is not None and a[p] != b[p]]
+    unchecked = [p for p in parts if a.get(p) is None or b.get(p) is None]
+    return differ, unchecked
+
+
+def describe_differences(parts: list[str]) -> str:
+    """The parts in words: 'generation settings, rubric'."""
+    return ", ".join(_PART_NAMES[p] for p in parts)
+
+
+def same_run(path_a: Path, info_a, path_b: Path, info_b) -> bool:
+    """The same run: the same directory, or a copy of it (the same run id and start time, and the same
+    records.jsonl byte for byte)."""
+    if Path(path_a).resolve() == Path(path_b).resolve():
+        return True
+    if (info_a.run_id, info_a.created_at) != (info_b.run_id, info_b.created_at):
+        return False
+    return _file_digest(Path(path_a) / "records.jsonl") == _file_digest(Path(path_b) / "records.jsonl")
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def baseline_problems(path: Path, info, records, load_records) -> list[str]:
+    """Why a saved run cannot stand as a baseline: it is not whole (not complete, cases or a phase missing) or
+    it measured nothing (its target failed most requests: TARGET_ERROR). Empty when it can."""
+    problems = list(saved_run_problems(path, info, records, load_records))
+    failed = target_failure(records, load_records)
+    if failed is not None:
+        problems.append(f"it is TARGET_ERROR ({failed})")
+    return problems
+
+
+def settings_problem(base_key: dict, cand_key: dict, parts=SETTINGS_PARTS) -> str | None:
+    """One line naming the settings `parts` on which a baseline and a candidate differ; None when they agree."""
+    differ, _ = differences(base_key, cand_key, parts)
+    if not differ:
+        return None
+    return f"the runs differ in {describe_differences(differ)}: they are not runs of the same thing"

@@ -1,0 +1,75 @@
+"""Which of the compared targets to choose (`servers`): eligibility, and an honest order of capacities when
+some are floors.
+
+A capacity is a range: a measured value X is [X, X]; a floor "at least X" (the sweep stopped at max_rps without
+breaking the objective) is [X, infinity). One target's capacity is higher than another's only when its range lies
+wholly above: a floor at or above a measured value is not worse than it, a floor below one cannot be ordered
+with it. The targets no other one is shown higher than are left; among them the lowest cost decides.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["recommend", "eligible"]
+
+
+def eligible(t: dict) -> bool:
+    """Its gate passed, it was judged by the reference's rubric, and its quality parity with the reference was
+    decided (not merely not refuted) on enough of the reference's cases."""
+    if t["verdict"] != "PASS" or t.get("comparable"):
+        return False
+    return t.get("parity") is None or t["parity"]["quality_verdict"] == "PASS"
+
+
+def recommend(targets: list[dict]) -> dict:
+    """The recommended run id (None when no target is eligible) and the sentence that says why."""
+    chosen = [t for t in targets if eligible(t)]
+    if not chosen:
+        states = ", ".join(f"{t['run_id']} {t['verdict']}" + (f" ({t['comparable']})" if t.get("comparable") else "")
+                           for t in targets)
+        return {"recommended": None, "recommendation": f"no recommendation: no target passed its gate with quality "
+                                                       f"shown no worse than the reference ({states})"}
+    best, why = _best(chosen)
+    others = len(targets) - len(chosen)
+    rest = f"; {others} target(s) not eligible (their gate did not pass, or quality parity was not shown)" if others else ""
+    bound = f"; it is {best['bottleneck']}-bound at the median" if best["bottleneck"] else ""
+    return {"recommended": best["run_id"],
+            "recommendation": f"{best['target']} (run {best['run_id']}): passes its gate, {why}{bound}{rest}"}
+
+
+def _best(chosen: list[dict]) -> tuple[dict, str]:
+    if all(t["capacity_rps"] is not None for t in chosen):
+        return _by_capacity(chosen)
+    if all(t["cost_per_1m_output_tokens"] is not None for t in chosen):
+        best = min(chosen, key=lambda t: t["cost_per_1m_output_tokens"])
+        return best, f"the lowest cost per 1M output tokens (${best['cost_per_1m_output_tokens']:.4g})"
+    if all(t["ttft_ms_p95"] is not None for t in chosen):
+        best = min(chosen, key=lambda t: t["ttft_ms_p95"])
+        return best, f"the lowest TTFT p95 ({best['ttft_ms_p95']:.4g} ms)"
+    return chosen[0], "the only basis left: it passed its gate"
+
+
+def _range(t: dict) -> tuple[float, float]:
+    return t["capacity_rps"], (math.inf if t["capacity_at_least"] else t["capacity_rps"])
+
+
+def _by_capacity(chosen: list[dict]) -> tuple[dict, str]:
+    top = [t for t in chosen if not any(_range(u)[0] > _range(t)[1] for u in chosen)]
+    if len(top) == 1 or len({_range(t) for t in top}) == 1 and not top[0]["capacity_at_least"]:
+        best = min(top, key=_cost)
+        return best, f"the highest capacity at the latency objective ({_rate(best)})"
+    best = min(top, key=_cost)
+    rates = " vs ".join(_rate(t, cost=False) for t in top)
+    return best, f"capacity cannot order {rates}; the lowest cost among them ({_rate(best)})"
+
+
+def _cost(t: dict) -> float:
+    cost = t["cost_per_1m_at_capacity"] if t["cost_per_1m_at_capacity"] is not None else t["cost_per_1m_output_tokens"]
+    return cost if cost is not None else math.inf
+
+
+def _rate(t: dict, cost: bool = True) -> str:
+    floor = "at least " if t["capacity_at_least"] else ""
+    there = f", ${t['cost_per_1m_at_capacity']:.4g} per 1M output tokens there" if cost and t["cost_per_1m_at_capacity"] else ""
+    return f"{floor}{t['capacity_rps']:.4g} req/s{there}"
