@@ -24,6 +24,7 @@ from .criteria import (
     NEEDS_REVIEW,
     TARGET_ERROR,
     CriterionResult,
+    Undecided,
     judge_criterion,
     meets,
     overall_verdict,
@@ -113,7 +114,7 @@ def judge_run(
         return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
 
     criteria = rubric.criteria + _default_guards(rubric)
-    results = [judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
+    results = [_capacity_cause(judge_criterion(c, measure(c.metric, c.slice, c.confidence))) for c in criteria]
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
     if saturated:
@@ -205,7 +206,15 @@ def _client_bound(result: CriterionResult, lag_ms: float, client: str | None) ->
 
 
 def _undecided(result: CriterionResult, why: str) -> CriterionResult:
-    return CriterionResult(result.criterion, result.value, "insufficient", why)
+    return result.undecided(why, Undecided.CLIENT)
+
+
+def _capacity_cause(result: CriterionResult) -> CriterionResult:
+    """An undecided capacity is no lack of samples: the sweep established no capacity, and no rubric switch
+    makes an unknown capacity stand beside the other criteria."""
+    if result.verdict != "insufficient" or result.criterion.metric != "capacity_rps":
+        return result
+    return result.undecided(result.reason, Undecided.CAPACITY)
 
 
 def _default_guards(rubric: Rubric) -> tuple[Criterion, ...]:
@@ -230,7 +239,8 @@ def _verdict_reason(verdict: str, results, problems: list[str], target: str | No
     if verdict == INCONCLUSIVE:
         if not any(r.verdict == "pass" and r.criterion.origin in ("rubric", "baseline") for r in results):
             return "no criterion of the rubric was decided"
-        return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(undecided[:5])
+        named = [f"{r.criterion.name} ({r.cause or 'undecided'})" for r in results if r.verdict == "insufficient"]
+        return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(named[:5])
     allowed = f" ({len(undecided)} undecided, allowed by allow_insufficient)" if undecided else ""
     return f"every criterion passed{allowed}"
 
@@ -255,7 +265,8 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
         criterion = Criterion(name="baseline comparison", metric="baseline", op=">=", threshold=1, origin="baseline")
         why = (f"nothing to compare: {comparison['shared_cases']} case(s) shared with the baseline run "
                f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
-        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why)]
+        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
+                                cause=Undecided.BASELINE)]
     out = []
     for row in comparison["rows"]:
         higher = row["metric"] in ("accuracy", "format_compliance")
@@ -271,7 +282,8 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
             reason = row.get("note") or "not compared"
         else:
             reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
-        out.append(CriterionResult(criterion, value, row["verdict"], reason))
+        cause = Undecided.BASELINE if row["verdict"] == "insufficient" else None
+        out.append(CriterionResult(criterion, value, row["verdict"], reason, cause=cause))
     return out
 
 
