@@ -42,8 +42,10 @@ from .metrics import (
     measured,
     percentile_of,
     phase_records,
+    sample_only,
     select,
     slices_of,
+    stratum_counts,
 )
 
 __all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases", "DEFAULT_ERROR_GUARD"]
@@ -100,7 +102,7 @@ def judge_run(
     gated_load, timed_load = gated_records(sweep, load_records)
     info_at = _at_capacity(info, sweep)
     timed = phase_records(phase, records, timed_load)
-    facts = run_facts(info_at, timed, cost, phase=phase)
+    facts = {**run_facts(info_at, timed, cost, phase=phase), "strata": stratum_counts(records)}  # sample weights
     evaluate_values = _evaluate_metrics(rubric, records)
     by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
 
@@ -140,7 +142,7 @@ def judge_run(
         "rubric": rubric.name,
         "verdict": verdict,
         "exit_code": EXIT_CODES[verdict],
-        "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking),
+        "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records),
         "criteria": [r.as_dict() for r in results],
         "latency_from": phase,
         "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
@@ -243,6 +245,14 @@ def _verdict_reason(verdict: str, results, problems: list[str], target: str | No
         return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(named[:5])
     allowed = f" ({len(undecided)} undecided, allowed by allow_insufficient)" if undecided else ""
     return f"every criterion passed{allowed}"
+
+
+def _sample_note(records: list[CaseRecord]) -> str:
+    """What a verdict on a `sample.estimate: sample` suite speaks for: its sample, not the source."""
+    suites = sample_only(records)
+    if not suites:
+        return ""
+    return (f"; rates of {', '.join(suites)} describe the sample only, not its source (sample.estimate: sample)")
 
 
 def _baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None) -> dict | None:
