@@ -110,8 +110,9 @@ def summarize_review(
                   for r in rows.values() if r.get("required"))
     rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending)
     pending = needed - covered
-    if rows[ALL]["status"] in ("pass", "fail") or (rows[ALL]["status"] in ("unrepresentative", "undecided")
-                                                   and rows[ALL]["required"]):
+    # "all" adds a criterion when its bound decides, or when required review left it unrepresentative; an
+    # undecided "all" (labels beyond the required slices too few to bound the whole run) stays in the table
+    if rows[ALL]["status"] in ("pass", "fail") or (rows[ALL]["status"] == "unrepresentative" and rows[ALL]["required"]):
         results.append(_result({}, rows[ALL]))
     return ReviewSummary(rows=rows, results=results, pending=pending, allow_pending=allow_pending)
 
