@@ -138,7 +138,8 @@ def test_an_uncalibrated_judge_is_not_relaxed(tmp_path, cli):
 
     config = _replay_project(tmp_path, wrong=set(range(0, CASES, 3)))  # the judge is wrong on 14 of 40
     rubric = tmp_path / "rubric.yaml"
-    errors = '  - {name: errors, metric: error_rate, op: "<=", threshold: 0.05}\n'
+    errors = ('  - {name: errors, metric: error_rate, op: "<=", threshold: 0.05}\n'
+              '  - {name: few, metric: accuracy, op: ">=", threshold: 0.5, min_samples: 1000}\n')
     rubric.write_text(rubric.read_text().replace("criteria:\n", "criteria:\n" + errors) + "allow_insufficient: true\n")
     _, _, run, _ = check(cli, config)
     label_all(cli, run, tmp_path, _human)
@@ -146,6 +147,8 @@ def test_an_uncalibrated_judge_is_not_relaxed(tmp_path, cli):
     report = json.loads(out)
     helpful = next(c for c in report["criteria"] if c["name"] == "helpful")
     assert helpful["verdict"] == "insufficient" and helpful["undecided_cause"] == "judge"
+    few = next(c for c in report["criteria"] if c["name"] == "few")  # too few samples, and an uncalibrated judge
+    assert few["verdict"] == "insufficient" and few["undecided_cause"] == "judge"
     assert next(c for c in report["criteria"] if c["name"] == "errors")["verdict"] == "pass"
     assert report["verdict"] == "INCONCLUSIVE" and code == 3
 
