@@ -152,7 +152,8 @@ def test_round_trip_through_pandas_moves_the_gate_from_needs_review_to_pass(run_
     review = gated["review"]
     assert review["domain=customer_support"]["required"] and review["domain=customer_support"]["status"] == "pass"
     assert review["domain=medical"]["status"] == "pass" and review["all"]["status"] == "pass"
-    assert review["all"]["needed"] == 8 and review["all"]["coverage"] == 1.0  # 4 per required slice
+    # 0.75 at 0.95 needs 9 labels all approving: each required slice (8 and 5 cases) is labelled whole
+    assert review["all"]["needed"] == 13 and review["all"]["coverage"] == 1.0
     assert review["domain=web"]["required"] is False and review["domain=web"]["status"] == "optional"
     assert review["all"]["kappa"] == pytest.approx(1.0)  # the labels followed the automatic verdicts
     names = {c["name"]: c["verdict"] for c in gated["criteria"]}
@@ -192,7 +193,7 @@ def test_partial_review_stays_pending_and_allow_pending_passes(run_dir, cli):
     assert code == 3 and gated["verdict"] == "NEEDS_REVIEW"
     assert gated["review"]["domain=medical"]["status"] == "pass"
     assert gated["review"]["domain=customer_support"]["status"] == "pending"
-    assert "4 required label(s) missing (domain=customer_support 0/4)" in err
+    assert "8 required label(s) missing (domain=customer_support 0/8)" in err
     code, out, _ = cli("gate", run_dir, "--allow-pending", "--json")
     assert code == 0 and json.loads(out)["review"]["all"]["status"] == "pending (allowed)"
     assert "PENDING (allowed by --allow-pending)" in (run_dir / "report.md").read_text()
@@ -390,7 +391,7 @@ def scored(records):
 def test_sampler_is_seeded_stratified_and_order_free():
     records = [rec(f"a{i}", "customer_support", right=i % 10) for i in range(40)]
     records += [rec(f"b{i}", "general", right=i % 10) for i in range(40)] + [rec("c0", "legal")]
-    policy = ReviewPolicy(min_reviewed=6, sample=SamplePolicy(per_slice=3, stratify_by=("domain",), audit=0.05,
+    policy = ReviewPolicy(min_reviewed=6, min_approval=0.5, sample=SamplePolicy(per_slice=3, stratify_by=("domain",), audit=0.05,
                                                               quotas=(Quota({"domain": "general"}, 5),)))
     sample = choose_sample("run", records, scored(records), policy)
     again = choose_sample("run", list(reversed(records)), scored(records), policy)
@@ -441,16 +442,21 @@ def test_approval_is_weighted_by_automatic_outcome():
     records = [rec(f"p{i}", "medical") for i in range(10)] + [rec(f"f{i}", "medical", right=False) for i in range(2)]
     edits = [edit("p0", "a", "approve"), edit("p1", "a", "reject"),
              edit("f0", "a", "reject", right=False), edit("f1", "a", "reject", right=False)]
-    policy = ReviewPolicy(min_reviewed=4, min_approval=0.4)
+    policy = ReviewPolicy(min_reviewed=4, min_approval=0.1)
     summary = summarize_review(policy, records, scored(records), edits)
     row = summary.rows["domain=medical"]
     assert row["approval_sample"] == pytest.approx(0.25)
     assert row["approval"] == pytest.approx((10 * 0.5 + 2 * 0.0) / 12)  # each group weighted by its size
     assert row["status"] == "pass" and row["coverage"] == 1.0 and summary.pending == 0
     assert row["kappa"] == pytest.approx(cohen_kappa([(True, True), (True, False), (False, False), (False, False)]))
-    short = summarize_review(ReviewPolicy(min_reviewed=5), records, scored(records), edits)
+    assert row["approval_bounds"][0] >= 0.1  # the 8 unlabelled passes estimated from 2 labels, 1 approving
+    short = summarize_review(ReviewPolicy(min_reviewed=5, min_approval=0.1), records, scored(records), edits)
     assert short.pending == 1 and short.blocking and short.rows["domain=medical"]["status"] == "pending"
-    assert not summarize_review(ReviewPolicy(min_reviewed=5), records, scored(records), edits, allow_pending=True).blocking
+    loose = ReviewPolicy(min_reviewed=5, min_approval=0.1)
+    assert not summarize_review(loose, records, scored(records), edits, allow_pending=True).blocking
+    # at 0.9 its labels already show a failure: no more labels can make it pass
+    strict = summarize_review(ReviewPolicy(min_reviewed=5), records, scored(records), edits)
+    assert strict.rows["domain=medical"]["status"] == "fail" and strict.rows["domain=medical"]["approval_bounds"][1] < 0.9
     off = summarize_review(ReviewPolicy(required_domains=()), records, scored(records), [])
     assert off.rows["all"]["status"] == "not required" and not off.results and not off.blocking
     stale = [edit("f0", "a", "approve")]  # given on another output than the record's now

@@ -16,6 +16,11 @@ every stratum once k reaches their number, and no stratum more than one row abov
 is itself stratified, and only those rows are read. The same seed and source bytes always give the same rows in
 the same order; the manifest records the sampled case ids' digest, so `check --resume` can tell.
 
+Each sampled row is a `SampledRow`: its stratum (the `by` values) and the stratum's size in the source go onto
+the case's record (`CaseRecord.stratum`), so the gate's rates estimate the source, not the sample: each case
+stands for its stratum's rows over the run's cases of that stratum (`metrics.stratum_counts`). With
+`estimate: sample` the rates describe the sample only, and the verdict says so.
+
 numpy and pyarrow are imported only when a sampled suite is read.
 """
 
@@ -29,7 +34,26 @@ from typing import Any
 from ..errors import InputError
 from .tables import arrow_table, disk_dataset, where
 
-__all__ = ["allocate", "draw", "sampled_rows"]
+__all__ = ["allocate", "draw", "sampled_rows", "SampledRow", "ESTIMATES"]
+
+ESTIMATES = ("population", "sample")
+"""`sample.estimate`: population (the default: rates weighted to the source's strata) or sample (unweighted,
+the verdict then describes the sample only)."""
+
+
+class SampledRow(dict):
+    """A sampled source row (its columns, as a plain row) with the stratum it was drawn from."""
+
+    stratum: dict
+    """{name: the `by` values ('risk=high,task=x'), population: the stratum's rows in the source, weighted:
+    whether rates weight the case by population / (the run's cases of its stratum)}."""
+
+
+def _sampled_row(row: dict, by: list[str], population: int, spec: dict) -> SampledRow:
+    out = SampledRow(row)
+    out.stratum = {"name": ",".join(f"{c}={row.get(c)}" for c in by), "population": int(population),
+                   "weighted": spec.get("estimate", "population") == "population"}
+    return out
 
 COLUMNAR = ("parquet", "arrow", "disk")
 """Formats whose strata columns and chosen rows are read without the other columns and rows."""
@@ -88,7 +112,9 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
     if table is not None:
         codes = _codes_of_table(table, by, where(suite))
         order = draw(codes, spec, limit=limit)
-        yield from _take_rows(table, order)
+        sizes = _sizes(codes)
+        for (number, row), i in zip(_take_rows(table, order), order.tolist()):
+            yield number, _sampled_row(row, by, sizes[codes[i]], spec)
         return
     codes = _codes_of_rows(rows_of(suite), by, where(suite))
     order = draw(codes, spec, limit=limit)
@@ -99,8 +125,16 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
     if any(row is None for row in wanted.values()):
         raise InputError("the source changed while it was read (fewer rows the second time)", file=where(suite),
                          hint="run again once it is written")
+    sizes = _sizes(codes)
     for i in order:
-        yield int(i) + 1, wanted[int(i)]
+        yield int(i) + 1, _sampled_row(wanted[int(i)], by, sizes[codes[int(i)]], spec)
+
+
+def _sizes(codes):
+    """Rows of the source in each stratum (by stratum code)."""
+    import numpy as np
+
+    return np.bincount(np.asarray(codes, dtype=np.int64)) if len(codes) else np.zeros(0, dtype=np.int64)
 
 
 def _table(suite):

@@ -48,7 +48,7 @@ criteria:
 forbidden: forbidden.yaml
 review:                   # human review: customer_support, medical and legal cases always need it
   min_reviewed: 10        # labelled cases per required slice (all of them when it has fewer)
-  min_approval: 0.9       # human approval each required slice must reach
+  min_approval: 0.9       # human approval each required slice must reach (its 0.95 lower bound: 25 labels)
 """
 
 FORBIDDEN = """\

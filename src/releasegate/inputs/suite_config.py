@@ -32,7 +32,8 @@ class SuiteConfig:
     template: dict | None = None
     """{system, user}: Jinja templates (sandboxed, strict) building the messages from a row's fields."""
     sample: dict | None = None
-    """{n or per_stratum, seed, by}: a seeded, stratified sample of the source's rows; see `suite_sample`."""
+    """{n or per_stratum, seed, by, estimate}: a seeded, stratified sample of the source's rows; see
+    `suite_sample`. `estimate`: population (default; rates weighted to the source) or sample (the sample only)."""
 
 
 def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
@@ -108,7 +109,7 @@ def _sample(raw: dict | None, at) -> dict | None:
     if len(sizes) != 1:
         raise InputError("sample needs exactly one of n (rows in all) or per_stratum (rows from each stratum)",
                          **at("sample"))
-    return {"seed": 0, "by": [], **raw}
+    return {"seed": 0, "by": [], **raw}  # estimate: population unless given (read with its default)
 
 
 def _only_split(directory: Path) -> str | None:

@@ -12,6 +12,7 @@ JSONL line, and a limited load reads only the rows up to its last case.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import json
 import re
 from array import array
@@ -47,6 +48,9 @@ class Case:
     tags: dict = field(default_factory=dict)
     answer: dict | None = None
     format: tuple[dict, ...] = ()
+    stratum: dict | None = field(default=None, compare=False)
+    """A sampled source row's stratum: {name, population, weighted} (`sampling.SampledRow`), else None. Not part
+    of the case itself: a row gives the same case sampled or not."""
 
     @property
     def input(self) -> dict:
@@ -182,7 +186,7 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, see
         for number, row in source_rows(suite, limit=wanted):
             raw, origin = row_to_raw(row, number, suite, templates)
             try:
-                yield number, _case(raw, number, suite, default_format, file)
+                yield number, _with_stratum(_case(raw, number, suite, default_format, file), row)
             except InputError as exc:
                 column = column_of(exc.field, origin)
                 detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
@@ -343,6 +347,12 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
         answer=raw.get("answer") or suite.answer,
         format=fmt,
     )
+
+
+def _with_stratum(case: Case, row: dict) -> Case:
+    """The case with the stratum its sampled row came from (a row of an unsampled source has none)."""
+    stratum = getattr(row, "stratum", None)
+    return case if stratum is None else dataclasses.replace(case, stratum=stratum)
 
 
 def _shared(mapping: dict) -> dict:

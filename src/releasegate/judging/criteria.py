@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from enum import StrEnum
 
 from .metrics import MetricValue, percentile_of
 from .stats import needed_n_for_rate, percentile_min_n
@@ -21,12 +22,38 @@ RATE_METRICS = (
 
 __all__ = [
     "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "CriterionResult",
-    "judge_criterion", "overall_verdict", "meets",
+    "judge_criterion", "overall_verdict", "meets", "Undecided", "RELAXABLE", "relaxable",
 ]
 
 PASS, FAIL, NEEDS_REVIEW, INCONCLUSIVE, TARGET_ERROR = "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"
 EXIT_CODES = {PASS: 0, FAIL: 1, NEEDS_REVIEW: 3, INCONCLUSIVE: 3, TARGET_ERROR: 4}
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+class Undecided(StrEnum):
+    """Why a criterion is insufficient (report.json `undecided_cause`): what `allow_insufficient` may relax."""
+
+    SAMPLES = "samples"
+    """Too few samples: none in the slice, fewer than `min_samples`, or a bound that cannot decide at this n."""
+    UNKNOWN = "unknown"
+    """Samples that could not be measured: a check not made (no token count), no judge verdict, a figure that
+    is not defined for the slice."""
+    REVIEW = "review"
+    """Human review that does not decide: labels not covering every automatic outcome, an approval bound
+    straddling `min_approval`, a required slice with no case."""
+    JUDGE = "judge"
+    """An LLM judge not calibrated against the reviewers, or a reviewer-corrected value that cannot decide."""
+    CLIENT = "client"
+    """The client was saturated: its lateness may have set the figure."""
+    CAPACITY = "capacity"
+    """The capacity sweep established no capacity (broken at its lowest rate, too few requests, a floor)."""
+    BASELINE = "baseline"
+    """The comparison with a baseline run decided nothing."""
+
+
+RELAXABLE = frozenset({Undecided.SAMPLES})
+"""The only undecided results `allow_insufficient` lets stand beside decided ones: ordinary criteria lacking
+samples. Review, judge calibration, client saturation, capacity, unknown values and baselines never pass undecided."""
 
 
 @dataclass(frozen=True)
@@ -39,12 +66,21 @@ class CriterionResult:
     reason: str = ""
     needed_n: int | None = None
     """For an insufficient criterion gated at a confidence: about how many samples would decide it."""
+    cause: Undecided | None = None
+    """For an insufficient criterion: why (`Undecided`); None reads as not relaxable, so a new kind of
+    undecided result never passes by `allow_insufficient` until it says it only lacks samples."""
 
     def as_dict(self) -> dict:
         out = {**self.criterion.as_dict(), **self.value.as_dict(), "verdict": self.verdict, "reason": self.reason}
         if self.needed_n is not None:
             out["needed_n"] = self.needed_n
+        if self.verdict == "insufficient":
+            out["undecided_cause"] = str(self.cause) if self.cause else None
         return out
+
+    def undecided(self, why: str, cause: Undecided) -> CriterionResult:
+        """This criterion made insufficient for `cause` (its value kept)."""
+        return CriterionResult(self.criterion, self.value, "insufficient", why, self.needed_n, cause)
 
 
 def meets(op: str, value: float, threshold: float) -> bool:
@@ -60,10 +96,12 @@ def judge_criterion(criterion, value: MetricValue) -> CriterionResult:
     fails when the bound on the other side misses it, and is insufficient otherwise, with the n that would
     decide it. A bound that the sample is too small to give (a P99 from 50 requests) decides nothing: the point
     value never stands in for it."""
-    if value.value is None:
-        return CriterionResult(criterion, value, "insufficient", value.note or "no samples for this metric")
+    if value.value is None:  # with samples, a value that could not be had is unknown, not a lack of samples
+        cause = Undecided.UNKNOWN if value.n else Undecided.SAMPLES
+        return CriterionResult(criterion, value, "insufficient", value.note or "no samples for this metric", cause=cause)
     if value.n < criterion.min_samples:
-        return CriterionResult(criterion, value, "insufficient", f"n={value.n} < min_samples={criterion.min_samples}")
+        return CriterionResult(criterion, value, "insufficient", f"n={value.n} < min_samples={criterion.min_samples}",
+                               cause=Undecided.SAMPLES)
     if criterion.confidence:
         return _judge_bound(criterion, value)
     ok = _OPS[criterion.op](value.value, criterion.threshold)
@@ -89,7 +127,7 @@ def _judge_bound(criterion, value: MetricValue) -> CriterionResult:
         why = f"n={value.n} is too small for a one-sided {conf:.4g} {side} bound"
     else:
         why = f"cannot decide at {conf:.4g} with n={value.n}: bounds [{_fmt(lo)}, {_fmt(hi)}] straddle {threshold:g}"
-    return CriterionResult(criterion, value, "insufficient", why + more, needed)
+    return CriterionResult(criterion, value, "insufficient", why + more, needed, Undecided.SAMPLES)
 
 
 def _needed_n(criterion, value: MetricValue, higher: bool) -> int | None:
@@ -113,7 +151,8 @@ def overall_verdict(
 ) -> str:
     """TARGET_ERROR if the target failed most requests; FAIL if any criterion fails; INCONCLUSIVE if the run is
     incomplete or no criterion was decided; NEEDS_REVIEW if required review is pending; INCONCLUSIVE if any
-    criterion is insufficient (unless the rubric allows it); else PASS."""
+    criterion is insufficient, unless `allow_insufficient` and every undecided one only lacks samples
+    (`RELAXABLE`); else PASS."""
     verdicts = [r.verdict for r in results]
     # guards (the default error-rate criterion), human approval and the baseline comparison decide nothing about
     # the model on their own: a PASS needs a decided criterion of the rubric itself (README guarantee 4)
@@ -126,6 +165,12 @@ def overall_verdict(
         return INCONCLUSIVE
     if review_pending:
         return NEEDS_REVIEW
-    if "insufficient" in verdicts and not allow_insufficient:
+    if any(r.verdict == "insufficient" and not (allow_insufficient and relaxable(r)) for r in results):
         return INCONCLUSIVE
     return PASS
+
+
+def relaxable(result: CriterionResult) -> bool:
+    """Whether `allow_insufficient` may let this undecided result stand: an ordinary criterion lacking samples
+    (human approval never: its labels are the evidence the rule asks for)."""
+    return result.cause in RELAXABLE and getattr(result.criterion, "origin", "rubric") not in ("review", "baseline")

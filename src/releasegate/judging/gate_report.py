@@ -58,6 +58,9 @@ class CriterionRow(MetricRow):
     reason: str = ""
     needed_n: int | None = None
     """For an insufficient criterion gated at a confidence: about how many samples would decide it."""
+    undecided_cause: Literal["samples", "unknown", "review", "judge", "client", "capacity", "baseline"] | None = None
+    """For an insufficient criterion: why (`criteria.Undecided`); only 'samples' may be relaxed by
+    `allow_insufficient`, and a None cause never is."""
 
 
 class PhaseCounts(_Model):

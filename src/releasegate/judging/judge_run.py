@@ -26,6 +26,7 @@ from .criteria import (
     NEEDS_REVIEW,
     TARGET_ERROR,
     CriterionResult,
+    Undecided,
     judge_criterion,
     meets,
     overall_verdict,
@@ -44,8 +45,10 @@ from .metrics import (
     measured,
     percentile_of,
     phase_records,
+    sample_only,
     select,
     slices_of,
+    stratum_counts,
 )
 
 __all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases", "DEFAULT_ERROR_GUARD"]
@@ -102,7 +105,7 @@ def judge_run(
     gated_load, timed_load = gated_records(sweep, load_records)
     info_at = _at_capacity(info, sweep)
     timed = phase_records(phase, records, timed_load)
-    facts = run_facts(info_at, timed, cost, phase=phase)
+    facts = {**run_facts(info_at, timed, cost, phase=phase), "strata": stratum_counts(records)}  # sample weights
     evaluate_values = _evaluate_metrics(rubric, records)
     by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
 
@@ -116,8 +119,8 @@ def judge_run(
         return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
 
     criteria = rubric.criteria + _default_guards(rubric)
-    results = [judge_capacity(c, sweep) if c.metric == "capacity_rps"  # gated on the range the sweep showed
-               else judge_criterion(c, measure(c.metric, c.slice, c.confidence)) for c in criteria]
+    results = [_capacity_cause(judge_capacity(c, sweep) if c.metric == "capacity_rps"  # the range the sweep showed
+               else judge_criterion(c, measure(c.metric, c.slice, c.confidence))) for c in criteria]
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
     if saturated:
@@ -143,7 +146,7 @@ def judge_run(
         "rubric": rubric.name,
         "verdict": verdict,
         "exit_code": EXIT_CODES[verdict],
-        "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking),
+        "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records),
         "criteria": [r.as_dict() for r in results],
         "latency_from": phase,
         "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
@@ -209,7 +212,15 @@ def _client_bound(result: CriterionResult, lag_ms: float, client: str | None) ->
 
 
 def _undecided(result: CriterionResult, why: str) -> CriterionResult:
-    return CriterionResult(result.criterion, result.value, "insufficient", why)
+    return result.undecided(why, Undecided.CLIENT)
+
+
+def _capacity_cause(result: CriterionResult) -> CriterionResult:
+    """An undecided capacity is no lack of samples: the sweep established no capacity, and no rubric switch
+    makes an unknown capacity stand beside the other criteria."""
+    if result.verdict != "insufficient" or result.criterion.metric != "capacity_rps":
+        return result
+    return result.undecided(result.reason, Undecided.CAPACITY)
 
 
 def _default_guards(rubric: Rubric) -> tuple[Criterion, ...]:
@@ -234,9 +245,18 @@ def _verdict_reason(verdict: str, results, problems: list[str], target: str | No
     if verdict == INCONCLUSIVE:
         if not any(r.verdict == "pass" and r.criterion.origin in ("rubric", "baseline") for r in results):
             return "no criterion of the rubric was decided"
-        return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(undecided[:5])
+        named = [f"{r.criterion.name} ({r.cause or 'undecided'})" for r in results if r.verdict == "insufficient"]
+        return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(named[:5])
     allowed = f" ({len(undecided)} undecided, allowed by allow_insufficient)" if undecided else ""
     return f"every criterion passed{allowed}"
+
+
+def _sample_note(records: list[CaseRecord]) -> str:
+    """What a verdict on a `sample.estimate: sample` suite speaks for: its sample, not the source."""
+    suites = sample_only(records)
+    if not suites:
+        return ""
+    return (f"; rates of {', '.join(suites)} describe the sample only, not its source (sample.estimate: sample)")
 
 
 def _baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None, info: RunInfo | None = None) -> dict | None:
@@ -281,7 +301,8 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
     if not comparison["rows"]:
         why = (f"nothing to compare: {comparison['shared_cases']} case(s) shared with the baseline run "
                f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
-        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why)]
+        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
+                                cause=Undecided.BASELINE)]
     return [_baseline_row(row, comparison.get("confidence", 0.95)) for row in comparison["rows"]]
 
 
@@ -299,7 +320,9 @@ def _baseline_row(row: dict, confidence: float) -> CriterionResult:
     else:
         reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
         reason += f"; {row['note']}" if row.get("note") else ""
-    return CriterionResult(criterion, value, row["verdict"], reason, row.get("needed_n") if row["verdict"] == "insufficient" else None)
+    undecided = row["verdict"] == "insufficient"
+    return CriterionResult(criterion, value, row["verdict"], reason, row.get("needed_n") if undecided else None,
+                           cause=Undecided.BASELINE if undecided else None)
 
 
 def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:

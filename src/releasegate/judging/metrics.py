@@ -11,7 +11,7 @@ from .stats import cluster_bootstrap, percentile, percentile_bounds, wilson_boun
 
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
-    "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions",
+    "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "stratum_counts", "sample_only",
 ]
 
 _RATES = {
@@ -118,7 +118,7 @@ def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict)
     """One metric over `records`; `scores` maps case id -> scores; `run` holds run-level facts."""
     confidence = run.get("confidence") or 0.95
     if name in _RATES:
-        return _rate(name, records, scores, confidence)
+        return _rate(name, records, scores, confidence, run.get("strata"))
     q = percentile_of(name)
     if q is not None:
         return _latency(name.rpartition("_p")[0], q, records, confidence, bounds=q >= 95 or bool(run.get("confidence")))
@@ -183,35 +183,40 @@ def _latency(base: str, q: float, records: list, confidence: float, *, bounds: b
     return MetricValue(percentile(samples, q), len(samples), limits, note, confidence)
 
 
-def _rate(name: str, records: list, scores: dict[str, dict], confidence: float = 0.95) -> MetricValue:
+def _rate(name: str, records: list, scores: dict[str, dict], confidence: float = 0.95,
+          strata: dict | None = None) -> MetricValue:
+    """A share over `records`; cases of a stratified sample weigh as many source rows as they stand for
+    (`_proportion`), `strata` being the run's cases per stratum (`stratum_counts`; default: of `records`). Error
+    rates count requests sent (every attempt), unweighted: they measure the server, not the suite's source."""
+    strata = strata if strata is not None else stratum_counts(records)
     if name in ERROR_METRICS:  # the caller passes the phase's records: every attempt of each counts
         return _error_rate(records, confidence)
     if name in PAIRWISE_METRICS:
         return _pairwise(name, records, scores, confidence)
     if name == "judge_error_rate":
         done = [r for r in records if answered(r) and (r.answer or {}).get("type") == "judge"]
-        hits = sum(scores[r.case_id].get("answer", {}).get("judge", {}).get("passed") is None for r in done)
-        return _proportion(hits, len(done), confidence)
+        hits = [scores[r.case_id].get("answer", {}).get("judge", {}).get("passed") is None for r in done]
+        return _proportion(hits, done, confidence, strata)
     if name == "forbidden_rate":
         done = [r for r in records if answered(r)]
-        hits = sum(bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done)
-        return _proportion(hits, len(done), confidence)
+        hits = [bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done]
+        return _proportion(hits, done, confidence, strata)
     key = "answer" if name == "accuracy" else "format"
     # a failed request (an empty answer too) counts as wrong where the check applies
     judged = [r for r in records if key in scores[r.case_id] or (not answered(r) and _has_check(r, key))]
     unknown = sum(bool(scores[r.case_id].get(key, {}).get("unknown")) for r in judged)
-    passed = sum(bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged)
+    passed = [bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged]
     if unknown:  # a check that could not be made (no token count) is not a pass, and not a model failure either
         unjudged = sum(scores[r.case_id].get(key, {}).get("judge", {}).get("passed", True) is None for r in judged)
         why = f"{unjudged} with no judge verdict" if unjudged == unknown else "e.g. token count unknown, no judge verdict"
         return MetricValue(None, len(judged), note=f"{unknown} case(s) could not be checked ({why})")
-    return _proportion(passed, len(judged), confidence)
+    return _proportion(passed, judged, confidence, strata)
 
 
 def _error_rate(records: list, confidence: float) -> MetricValue:
     """Failed attempts over attempts (`evidence.attempt_outcomes`), empty answers among the failed."""
     outcomes = attempt_outcomes(records)
-    rate = _proportion(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
+    rate = _share(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
     return MetricValue(rate.value, rate.n, rate.bounds, attempts_note(records), confidence)
 
 
@@ -223,15 +228,51 @@ def _pairwise(name: str, records: list, scores: dict, confidence: float) -> Metr
     count = {k: sum(p["outcome"] == k for p in pairs) for k in ("win", "loss", "tie", "inconsistent")}
     hits = {"pairwise_win_rate": count["win"] + 0.5 * (count["tie"] + count["inconsistent"]),
             "pairwise_loss_rate": count["loss"], "order_inconsistency_rate": count["inconsistent"]}[name]
-    return _proportion(hits, len(pairs), confidence)
+    return _share(hits, len(pairs), confidence)
 
 
 def _has_check(record, key: str) -> bool:
     return bool(record.answer) if key == "answer" else bool(record.format)
 
 
-def _proportion(hits: int, n: int, confidence: float = 0.95) -> MetricValue:
+def _share(hits: float, n: int, confidence: float = 0.95) -> MetricValue:
     return MetricValue(hits / n if n else None, n, wilson_bounds(hits, n, confidence), confidence=confidence)
+
+
+def stratum_counts(records: Iterable) -> dict:
+    """The run's cases per stratum of a weighted `sample:` suite: (suite, stratum, its population) -> cases."""
+    return Counter(_stratum_key(r) for r in records if _weighted(r))
+
+
+def sample_only(records: Iterable) -> list[str]:
+    """The suites whose `sample.estimate: sample` makes their rates describe the sample only."""
+    return sorted({r.suite for r in records if getattr(r, "stratum", None) is not None and not r.stratum.weighted})
+
+
+def _weighted(record) -> bool:
+    stratum = getattr(record, "stratum", None)
+    return stratum is not None and stratum.weighted
+
+
+def _stratum_key(record) -> tuple:
+    return record.suite, record.stratum.name, record.stratum.population
+
+
+def _proportion(hits: list[bool], records: list, confidence: float, strata: dict) -> MetricValue:
+    """The share of `hits` over `records`. Cases of a weighted sample stand for population / (the run's cases of
+    their stratum) source rows each (any other case for itself): the estimate is the weighted share, its bounds
+    Wilson's at Kish's effective n, (sum of weights)^2 / sum of squared weights, so an equal-allocation sample
+    is gated as the source it was drawn from, never as if its strata were equally large."""
+    if not any(_weighted(r) for r in records):
+        return _share(sum(hits), len(records), confidence)
+    weights = [r.stratum.population / (strata.get(_stratum_key(r)) or 1) if _weighted(r) else 1.0 for r in records]
+    total = sum(weights)
+    value = sum(w for w, hit in zip(weights, hits) if hit) / total
+    effective_n = total ** 2 / sum(w * w for w in weights)
+    bounds = wilson_bounds(value * effective_n, effective_n, confidence)
+    note = (f"population-weighted: {len(records)} sampled case(s) standing for {total:.0f} source row(s), "
+            f"effective n {effective_n:.1f}")
+    return MetricValue(value, len(records), bounds, note, confidence)
 
 
 def _request_speed(record) -> float | None:

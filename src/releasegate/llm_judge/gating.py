@@ -12,7 +12,7 @@ bound: a judge that passes what reviewers reject can no longer lift a model over
 
 from __future__ import annotations
 
-from ..judging.criteria import CriterionResult, judge_criterion
+from ..judging.criteria import CriterionResult, Undecided, judge_criterion
 from ..judging.metrics import MetricValue, compute_metric, select
 from ..judging.stats import wilson_bounds
 from .calibration import calibrate
@@ -80,10 +80,11 @@ def undecided_by_judge(results: list[CriterionResult], records, scores: dict, se
         if result.criterion.metric in PAIRWISE_METRICS:
             names |= {n + "#pairwise" for n in names}
         blocking = [n for n in sorted(names) if n in uncalibrated]
-        if blocking and result.verdict != "insufficient":
+        if blocking:  # an already undecided one too: its cause is now the judge, which no switch relaxes
             why = "; ".join(f"judge criterion '{n.split('#')[0]}': {uncalibrated[n]}" for n in blocking)
-            result = CriterionResult(result.criterion, result.value, "insufficient",
-                                     f"judge not calibrated on this suite ({why})")
+            reason = f"judge not calibrated on this suite ({why})"
+            result = result.undecided(reason if result.verdict != "insufficient" else f"{result.reason}; {reason}",
+                                      Undecided.JUDGE)
         out.append(result)
     return out
 
@@ -154,4 +155,5 @@ def _corrected(result: CriterionResult, records, scores: dict, calibration: dict
 
 def _rejudged(result: CriterionResult, value: MetricValue) -> CriterionResult:
     again = judge_criterion(result.criterion, value)
-    return CriterionResult(again.criterion, value, again.verdict, again.reason or value.note, again.needed_n)
+    cause = Undecided.JUDGE if again.verdict == "insufficient" else None  # the judge's calibration is in the bound
+    return CriterionResult(again.criterion, value, again.verdict, again.reason or value.note, again.needed_n, cause)

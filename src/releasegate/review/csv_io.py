@@ -300,5 +300,6 @@ Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.
    Several reviewers may label the same case: it counts as approved only if every one of them approved it.
 
 Review is required for {", ".join(required) or "no slice"}: at least {policy['min_reviewed']} labelled cases per
-slice (all of them if it has fewer). The gate needs an approval of at least {policy['min_approval']:.0%}.
+slice (all of them if it has fewer), and as many as it takes to show an approval of at least
+{policy['min_approval']:.0%} at {policy.get('confidence', 0.95):g} confidence (the gate says how many are still needed).
 """

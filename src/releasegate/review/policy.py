@@ -4,8 +4,9 @@
       required_domains: [customer_support, medical, legal]   # the default; cases tagged domain=<one of these>
       domain_tag: domain                                     # the tag that names a case's domain
       required_slices: [{task: shifted}]                     # more slices that always need review
-      min_reviewed: 10                                       # labelled cases per required slice (all, if fewer)
+      min_reviewed: 10                                       # labelled cases per required slice at least (all, if fewer)
       min_approval: 0.9                                      # human approval each required slice must reach
+      confidence: 0.95                                       # ... as a one-sided lower bound at this confidence
       sample:
         seed: 0
         stratify_by: [suite, domain]                         # strata: the combinations of these slice keys
@@ -16,11 +17,17 @@
 
 A rubric without the section gets these defaults, so high-risk domains are never released unreviewed;
 `required_domains: []` turns the requirement off.
+
+Approval gates on a one-sided bound like every other rate, so the labels a required slice needs follow from it:
+at least `min_reviewed`, and at least the fewest that, all approving, give a lower bound of `min_approval`
+(25 at 0.9 and 0.95; every case of a slice that has fewer, since a slice labelled whole needs no bound).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ..judging.stats import needed_n_for_rate
 
 __all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", "parse_policy", "slice_name"]
 
@@ -71,6 +78,15 @@ class ReviewPolicy:
     min_reviewed: int = 10
     min_approval: float = 0.9
     sample: SamplePolicy = field(default_factory=SamplePolicy)
+    confidence: float = 0.95
+    """Approval gates on its one-sided Wilson bound at this confidence (effective n of the post-stratified
+    estimate); the point value decides only for a slice whose every case is labelled."""
+
+    def labels_needed(self, cases: int) -> int:
+        """Labels a required slice of `cases` cases needs before its approval bound can pass: `min_reviewed`, and
+        the fewest that, all approving, reach `min_approval` at `confidence` (all its cases when it has fewer)."""
+        fewest = needed_n_for_rate(1.0, self.min_approval, higher_is_better=True, confidence=self.confidence)
+        return min(cases, max(self.min_reviewed, fewest if fewest is not None else cases))
 
     def required(self, records) -> list[dict]:
         """The required slices present in the run: one per required domain found, then `required_slices`."""
@@ -82,7 +98,7 @@ class ReviewPolicy:
         return {
             "required_domains": list(self.required_domains), "domain_tag": self.domain_tag,
             "required_slices": [dict(s) for s in self.required_slices], "min_reviewed": self.min_reviewed,
-            "min_approval": self.min_approval, "sample": self.sample.as_dict(),
+            "min_approval": self.min_approval, "confidence": self.confidence, "sample": self.sample.as_dict(),
         }
 
 
@@ -98,6 +114,7 @@ def parse_policy(raw: dict | None) -> ReviewPolicy:
         required_slices=tuple(dict(s) for s in raw.get("required_slices", ())),
         min_reviewed=raw.get("min_reviewed", ReviewPolicy.min_reviewed),
         min_approval=float(raw.get("min_approval", ReviewPolicy.min_approval)),
+        confidence=float(raw.get("confidence", ReviewPolicy.confidence)),
         sample=SamplePolicy(
             seed=sample.get("seed", defaults.seed),
             stratify_by=tuple(sample.get("stratify_by", defaults.stratify_by)),

@@ -6,7 +6,7 @@ nor the other cases; a weight w (`oversample`) turns it into u ** (1 / w), and t
 weighted sample without replacement (Efraimidis-Spirakis). The draw, in order:
 
     1. stratum    `per_slice` cases from each stratum (a combination of the `stratify_by` keys)
-    2. required   each required slice topped up to `min_reviewed` (all its cases when it has fewer)
+    2. required   each required slice topped up to the labels it needs (`ReviewPolicy.labels_needed`)
     3. quota      each `quotas` slice topped up to its n
     4. audit      ceil(audit x cases) more cases, uniformly at random from those not drawn yet
 """
@@ -95,7 +95,8 @@ def choose_sample(
     for name in sorted(set(stratum.values())):
         top_up([r for r in records if stratum[r.case_id] == name], spec.per_slice, "stratum")
     for slice_ in policy.required(records):
-        top_up(select(records, slice_), policy.min_reviewed, "required")
+        pool = select(records, slice_)
+        top_up(pool, policy.labels_needed(len(pool)), "required")  # as many as its approval bound needs
     for quota in spec.quotas:
         top_up(select(records, quota.slice), quota.n, "quota")
     if spec.audit > 0 and records:

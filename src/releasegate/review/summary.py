@@ -4,10 +4,11 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
 
     required        the slice always needs review (a required domain or a `required_slices` entry)
     status          pending | pass | fail | unrepresentative | no cases (required slices and "all"), optional
-                    (other slices),
+                    (other slices), undecided ("all" when labels were given but decide nothing),
                     not required ("all" when nothing needs review and nothing was labelled)
     cases           cases of the run in the slice
-    needed          labelled cases the slice needs: min(min_reviewed, cases) for a required slice
+    needed          labelled cases the slice needs (required slices): `ReviewPolicy.labels_needed`, and more
+                    while the approval bound straddles min_approval (about as many as would decide it)
     reviewed        cases with at least one human label
     coverage        reviewed / needed, at most 1 (required slices)
     approved, rejected, disagreements   after the disagreement rule (any rejection rejects)
@@ -15,7 +16,12 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
                     automatic outcome (pass, borderline, fail), so over-sampling failures does not drag it down.
                     Every outcome group of the slice needs at least one label, or the approval is unknown
                     (status "unrepresentative": labels on passed cases alone say nothing about the failed ones).
-                    The gate compares this with min_approval.
+    approval_bounds one-sided bounds at the policy's `confidence`: the labelled cases are known, the unlabelled
+                    ones estimated (Wilson at the effective n, see `approval_of`); the point itself for a slice
+                    labelled whole.
+                    The gate passes a slice when the lower bound reaches min_approval and fails it when the
+                    upper bound misses it (even before its labels are all in); in between it needs more labels.
+    effective_n     the effective n behind those bounds (Kish's, of the estimate for the unlabelled cases)
     approval_sample approved / reviewed, unweighted
     min_approval    the threshold, on the rows the gate judges
     kappa           Cohen's kappa between the automatic verdict (pass vs borderline/fail) and the human label
@@ -27,19 +33,38 @@ one case is labelled. Until then review is pending: NEEDS_REVIEW, unless pending
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
-from ..judging.criteria import CriterionResult, judge_criterion
+from ..judging.criteria import CriterionResult, Undecided
 from ..judging.metrics import MetricValue, select, slices_of
+from ..judging.stats import needed_n_for_rate, wilson_bounds
 from ..run.record import CaseRecord
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from .outcome import PASS, automatic_outcome, output_hash
 from .policy import ReviewPolicy, slice_name
 
-__all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "ALL"]
+__all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "ALL", "Approval", "approval_of"]
 
 ALL = "all"
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A slice's post-stratified approval with its one-sided bounds."""
+
+    value: float
+    effective_n: float
+    """Kish's effective n of the estimate for the unlabelled cases (infinite for a slice labelled whole)."""
+    bounds: tuple[float, float]
+    """(lower, upper), each one-sided at the policy's confidence."""
+
+    def decides(self, minimum: float) -> str | None:
+        """'pass' when the lower bound reaches `minimum`, 'fail' when the upper bound misses it, else None."""
+        if self.bounds[0] >= minimum:
+            return "pass"
+        return "fail" if self.bounds[1] < minimum else None
 
 
 @dataclass(frozen=True)
@@ -80,9 +105,13 @@ def summarize_review(
     for slice_ in _other_slices(records, policy, required):
         rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False)
     needed = sum(r["needed"] for r in rows.values() if r.get("required"))
-    covered = sum(min(r["reviewed"], r["needed"]) for r in rows.values() if r.get("required"))
+    # a slice already decided (or unrepresentative) waits for nothing: only pending slices' missing labels count
+    covered = sum(min(r["reviewed"], r["needed"]) if r["status"] == "pending" else r["needed"]
+                  for r in rows.values() if r.get("required"))
     rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending)
     pending = needed - covered
+    # "all" adds a criterion when its bound decides, or when required review left it unrepresentative; an
+    # undecided "all" (labels beyond the required slices too few to bound the whole run) stays in the table
     if rows[ALL]["status"] in ("pass", "fail") or (rows[ALL]["status"] == "unrepresentative" and rows[ALL]["required"]):
         results.append(_result({}, rows[ALL]))
     return ReviewSummary(rows=rows, results=results, pending=pending, allow_pending=allow_pending)
@@ -111,38 +140,67 @@ def review_headline(review: dict | None) -> str | None:
         return (f"human review: PENDING{allowed}: {missing} required label(s) missing ("
                 + ", ".join(f"{name} {r['reviewed']}/{r['needed']}" for name, r in waiting.items())
                 + "); next: releasegate review export RUN_DIR")
-    if row["approval"] is None or row["min_approval"] is None:
+    if row["approval"] is None:
         return (f"human review: {row['status']}: {row['reviewed']} reviewed case(s) do not cover every automatic "
                 "outcome (pass, borderline, fail); label at least one of each")
     kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
-    return (f"human review: {row['status']}: approval {row['approval']:.1%} (min {row['min_approval']:.0%}) over "
-            f"{row['reviewed']} reviewed case(s), {row['rejected']} rejected{kappa}")
+    low, high = row["approval_bounds"]
+    decided = "" if row["status"] != "undecided" else "; label more cases to decide it"
+    return (f"human review: {row['status']}: approval {row['approval']:.1%} (bounds {low:.1%}-{high:.1%} at "
+            f"{row['confidence']:g}) over {row['reviewed']} reviewed case(s), {row['rejected']} rejected{kappa}{decided}")
 
 
 def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool) -> dict:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
     approved = sum(lab.label == APPROVE for lab in reviewed)
-    needed = min(policy.min_reviewed, len(chosen)) if required else 0
-    approval = _approval(chosen, labels, outcome)
+    approval = approval_of(chosen, labels, outcome, policy.confidence)
+    needed = _needed(len(chosen), len(reviewed), approval, policy) if required else 0
+    decided = approval.decides(policy.min_approval) if approval else None
     if not required:
         status = "optional"
     elif not chosen:
         status = "no cases"  # a required slice that matches nothing: a typo must not drop the requirement
+    elif decided == "fail":
+        status = "fail"  # the labels in already show it: no more of them can make it pass
+    elif approval is None and len(reviewed) >= min(policy.min_reviewed, len(chosen)):
+        status = "unrepresentative"  # the policy's count is in, but an automatic outcome has no label
     elif len(reviewed) < needed:
         status = "pending"
     elif approval is None:
         status = "unrepresentative"
     else:
-        status = "pass" if approval >= policy.min_approval else "fail"
+        status = decided or "pending"
     return {
         "required": required, "status": status, "cases": len(chosen), "needed": needed, "reviewed": len(reviewed),
         "coverage": min(1.0, len(reviewed) / needed) if needed else None,
         "approved": approved, "rejected": len(reviewed) - approved,
         "disagreements": sum(lab.disagreement for lab in reviewed),
-        "approval": approval, "approval_sample": approved / len(reviewed) if reviewed else None,
+        "approval": approval.value if approval else None,
+        "approval_bounds": list(approval.bounds) if approval else None,  # never rounded before a comparison
+        "effective_n": _finite(approval.effective_n) if approval else None,
+        "confidence": policy.confidence,
+        "approval_sample": approved / len(reviewed) if reviewed else None,
         "min_approval": policy.min_approval if status in ("pass", "fail") else None,
         "kappa": cohen_kappa([(outcome[lab.case_id] == PASS, lab.label == APPROVE) for lab in reviewed]),
     }
+
+
+def _needed(cases: int, reviewed: int, approval: Approval | None, policy: ReviewPolicy) -> int:
+    """Labels a required slice needs: `labels_needed`, and while its bound straddles min_approval about as many
+    as the same bound needs to decide at the approval seen so far (more labels shrink it, the design effect kept)."""
+    needed = policy.labels_needed(cases)
+    if approval is None or reviewed < needed or approval.decides(policy.min_approval):
+        return needed
+    more = needed_n_for_rate(approval.value, policy.min_approval, higher_is_better=True,
+                             confidence=policy.confidence)
+    if more is None:  # the approval sits on the threshold: only the whole slice decides it
+        return cases
+    design_effect = reviewed / approval.effective_n
+    return min(cases, max(reviewed + 1, math.ceil(more * design_effect)))
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isinf(x) else round(x, 3)
 
 
 def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool) -> dict:
@@ -151,20 +209,39 @@ def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, all
     row["required"] = required = needed > 0
     row["needed"] = needed
     row["coverage"] = covered / needed if needed else None
-    if covered < needed:
+    decided = _decided(row, policy)
+    if decided == "fail":
+        row["status"] = "fail"
+    elif covered < needed:
         row["status"] = "pending (allowed)" if allow else "pending"
     elif row["reviewed"] and row["approval"] is None:
         row["status"] = "unrepresentative"
     elif row["reviewed"]:
-        row["status"] = "pass" if row["approval"] >= policy.min_approval else "fail"
-        row["min_approval"] = policy.min_approval
+        row["status"] = decided or "undecided"
     else:
         row["status"] = "complete" if required else "not required"
+    if row["status"] in ("pass", "fail"):
+        row["min_approval"] = policy.min_approval
     return row
 
 
-def _approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> float | None:
-    """Post-stratified by automatic outcome: sum over outcome groups of (cases x approval among the reviewed)."""
+def _decided(row: dict, policy: ReviewPolicy) -> str | None:
+    bounds = row["approval_bounds"]
+    if bounds is None:
+        return None
+    return "pass" if bounds[0] >= policy.min_approval else "fail" if bounds[1] < policy.min_approval else None
+
+
+def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict,
+                confidence: float = 0.95) -> Approval | None:
+    """Post-stratified by automatic outcome: the slice's approval is its labelled cases' (known) plus, for each
+    outcome group, its unlabelled cases at the group's approval among the labelled; None when an outcome group
+    has no label (its approval, so the slice's, is unknown).
+
+    Only the unlabelled cases are estimated, so the bounds are (approved + unlabelled x q) / cases with q the
+    one-sided Wilson bounds of their weighted estimate at Kish's effective n, (sum of weights)^2 / sum of squared
+    weights, each label of group g weighing (unlabelled in g) / (labelled in g). A slice labelled whole has no
+    sampling error: its bounds are its approval."""
     groups: dict[str, list[int]] = {}  # outcome -> [cases, reviewed, approved]
     for r in chosen:
         g = groups.setdefault(outcome[r.case_id], [0, 0, 0])
@@ -173,8 +250,18 @@ def _approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: d
             g[1] += 1
             g[2] += labels[r.case_id].label == APPROVE
     if not groups or any(reviewed == 0 for _, reviewed, _ in groups.values()):
-        return None  # an outcome group nobody labelled: its approval is unknown, so the slice's is too
-    return sum(cases * approved / reviewed for cases, reviewed, approved in groups.values()) / len(chosen)
+        return None
+    approved = sum(a for _, _, a in groups.values())
+    unlabelled = sum(cases - reviewed for cases, reviewed, _ in groups.values())
+    estimate = sum((cases - reviewed) * a / reviewed for cases, reviewed, a in groups.values())
+    value = (approved + estimate) / len(chosen)
+    if not unlabelled:
+        return Approval(value, math.inf, (value, value))
+    squares = sum((cases - reviewed) ** 2 / reviewed for cases, reviewed, _ in groups.values())
+    effective_n = unlabelled ** 2 / squares
+    low, high = wilson_bounds(estimate / unlabelled * effective_n, effective_n, confidence)
+    bounds = ((approved + unlabelled * low) / len(chosen), (approved + unlabelled * high) / len(chosen))
+    return Approval(value, effective_n, bounds)
 
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
@@ -190,11 +277,22 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
                           origin="review")
     if row["status"] == "no cases":
         why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
-        return CriterionResult(criterion, MetricValue(None, 0, note=why), "insufficient", why)
+        return CriterionResult(criterion, MetricValue(None, 0, note=why), "insufficient", why, cause=Undecided.REVIEW)
     if row["status"] == "unrepresentative":
         why = ("the labels do not cover every automatic outcome of the slice (pass, borderline, fail): "
                "label at least one case of each, e.g. with a new review export")
-        return CriterionResult(criterion, MetricValue(None, row["reviewed"], note=why), "insufficient", why)
+        return CriterionResult(criterion, MetricValue(None, row["reviewed"], note=why), "insufficient", why,
+                               cause=Undecided.REVIEW)
+    bounds = tuple(row["approval_bounds"]) if row["approval_bounds"] else None
+    value = MetricValue(row["approval"], row["reviewed"], bounds, confidence=row["confidence"])
     note = f"{row['approved']} of {row['reviewed']} reviewed approved"
-    result = judge_criterion(criterion, MetricValue(row["approval"], row["reviewed"]))
-    return CriterionResult(criterion, result.value, result.verdict, f"{note}; {result.reason}" if result.reason else note)
+    if row["status"] == "undecided":
+        why = (f"{note}; approval bounds [{bounds[0]:.4g}, {bounds[1]:.4g}] at {row['confidence']:g} straddle "
+               f"min_approval: label more cases")
+        return CriterionResult(criterion, value, "insufficient", why, cause=Undecided.REVIEW)
+    verdict = row["status"]
+    side = "lower" if verdict == "pass" else "upper"
+    bound = bounds[0] if verdict == "pass" else bounds[1]
+    reason = f"{note}; one-sided {row['confidence']:g} {side} bound {bound:.4g}" if row["effective_n"] else \
+        f"{note}; every case of the slice labelled"
+    return CriterionResult(criterion, value, verdict, reason)

@@ -104,6 +104,18 @@ class Tokens(BaseModel):
     chunk: no usage and no tokenizer configured)."""
 
 
+class Stratum(BaseModel):
+    """The stratum a case of a `sample:` suite was drawn from: what makes its rates estimate the source."""
+
+    name: str
+    """The stratum: its `by` columns' values, e.g. 'risk=high' ('' for a sample with no `by`)."""
+    population: int
+    """Rows of the source in the stratum: with the run's cases of the stratum, each case stands for
+    population / (the run's cases of the stratum) source rows."""
+    weighted: bool = True
+    """False when the suite says `sample.estimate: sample`: its rates describe the sample only, unweighted."""
+
+
 class CaseRecord(BaseModel):
     """One case as run: input, output, timings, token counts and automatic scores."""
 
@@ -134,6 +146,9 @@ class CaseRecord(BaseModel):
     cached: bool = False
     """True when the output came from the response cache: no request was sent in this run, so the record has no
     timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
+    stratum: Stratum | None = None
+    """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
+    metrics are population-weighted (see `metrics.stratum_counts`); None for every other case."""
     output_repaired: bool = False
     """True when the output as received was not valid Unicode text: it held lone UTF-16 surrogates (a server
     streaming half of a surrogate pair, a '\\udc80' escape in a replay file) or, from a replay file, bytes that are
