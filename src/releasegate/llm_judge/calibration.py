@@ -6,7 +6,10 @@ one-sided lower bound (Wilson, at `confidence`) of the agreement reaches `min_ag
 `min_kappa`, when one is set). A gate criterion that judge-scored cases of an uncalibrated judge criterion feed
 decides nothing: it is insufficient, "judge not calibrated on this suite". Bounding the agreement rather than
 reading it is what makes "too few labels to tell" fall out of the same rule: 9 of 10 agreeing is not enough
-evidence for 0.8.
+evidence for 0.8. Every comparison is made on the unrounded figures; they are rounded only where shown.
+
+Reviewer-corrected accuracy (llm_judge.correction) reads the same labels (`reviewer_labels`), post-stratified by
+how the review sample drew them.
 """
 
 from __future__ import annotations
@@ -19,20 +22,26 @@ from ..review.policy import slice_name
 from ..review.summary import cohen_kappa
 from .settings import CalibrationPolicy, parse_calibration
 
-__all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs"]
+__all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs", "reviewer_labels", "bound_text"]
+
+
+def reviewer_labels(records, edits) -> dict[str, bool]:
+    """Case id -> whether the reviewers approved it (any rejection rejects). A label counts only for the output
+    it was given on."""
+    hashes = {r.case_id: output_hash(r.output) for r in records}
+    labels = case_labels([e for e in edits if hashes.get(e.case_id) == e.output_hash])
+    return {case_id: label.label == APPROVE for case_id, label in labels.items()}
 
 
 def judge_pairs(records, scores: dict, edits) -> dict[str, list[tuple]]:
-    """Per judge criterion: (record, judge passed, reviewers approved) for every case with both. A label counts
-    only for the output it was given on."""
-    shown = {r.case_id: output_hash(r.output) for r in records}
-    labels = case_labels([e for e in edits if shown.get(e.case_id) == e.output_hash])
+    """Per judge criterion: (record, judge passed, reviewers approved) for every case with both."""
+    approved = reviewer_labels(records, edits)
     out: dict[str, list[tuple]] = {}
     for r in records:
         verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
-        if not verdict or verdict.get("passed") is None or r.case_id not in labels:
+        if not verdict or verdict.get("passed") is None or r.case_id not in approved:
             continue
-        out.setdefault(verdict["criterion"], []).append((r, bool(verdict["passed"]), labels[r.case_id].label == APPROVE))
+        out.setdefault(verdict["criterion"], []).append((r, bool(verdict["passed"]), approved[r.case_id]))
     return out
 
 
@@ -57,7 +66,7 @@ def _row(pairs: list[tuple[bool, bool]], policy: CalibrationPolicy, *, decide: b
     kappa = cohen_kappa(pairs)
     row = {
         "labels": n, "agree": agree, "agreement": agree / n if n else None,
-        "agreement_lower": round(bounds[0], 6) if bounds else None, "kappa": kappa,
+        "agreement_lower": bounds[0] if bounds else None, "kappa": kappa,
         "confusion": {
             "judge_pass_reviewer_approve": sum(j and h for j, h in pairs),
             "judge_pass_reviewer_reject": sum(j and not h for j, h in pairs),
@@ -75,11 +84,24 @@ def _decide(row: dict, policy: CalibrationPolicy) -> tuple[bool, str]:
     if n < policy.min_labels:
         return False, f"{n} case(s) with both a judge verdict and a review label, {policy.min_labels} needed"
     if lower is None or lower < policy.min_agreement:
-        return False, (f"agreement {row['agreement']:.3f} over {n} labels, lower bound {lower:.3f} at "
-                       f"{policy.confidence:g} < min_agreement {policy.min_agreement:g}")
+        return False, (f"agreement {row['agreement']:.3f} over {n} labels, lower bound {bound_text(lower, policy.min_agreement)} "
+                       f"at {policy.confidence:g} < min_agreement {policy.min_agreement:g}")
     kappa = row["kappa"]
     if policy.min_kappa is not None and (kappa is None or kappa < policy.min_kappa):
         shown = "undefined" if kappa is None else f"{kappa:.3f}"
         return False, f"Cohen's kappa {shown} < min_kappa {policy.min_kappa:g}"
-    return True, f"agreement {row['agreement']:.3f} over {n} labels, lower bound {lower:.3f} >= {policy.min_agreement:g}"
+    return True, (f"agreement {row['agreement']:.3f} over {n} labels, lower bound {bound_text(lower, policy.min_agreement)} "
+                  f">= {policy.min_agreement:g}")
+
+
+def bound_text(value: float | None, bar: float) -> str:
+    """`value` for a reason line: 3 decimals, or as many more as it takes not to read as the bar it missed or met
+    (a bound of 0.89999981 is '0.8999998', never '0.900', beside 'min_agreement 0.9')."""
+    if value is None:
+        return "none"
+    for digits in range(3, 12):
+        text = f"{value:.{digits}f}"
+        if value == bar or float(text) != bar:
+            return text
+    return repr(value)
 
