@@ -163,6 +163,15 @@ def test_borderline_grades_are_weighted_back_to_the_run(tmp_path, capsys):
     assert accuracy["value"] == pytest.approx((60 + 10 + 10 * 5 / 6) / 100)  # pooled, it was 0.85
 
 
+def test_a_cell_nobody_labelled_is_named(tmp_path, capsys):
+    report = _gate(CORPUS["labels from one stratum stand for another"][0], tmp_path, capsys)
+    accuracy = next(c for c in report["criteria"] if c["metric"] == "accuracy")
+    assert accuracy["verdict"] == "insufficient" and "suite=t" in accuracy["reason"] and "label some" in accuracy["reason"]
+    cells = report["judge"]["calibration"]["helpful"]["cells"]
+    assert cells["suite=t,domain=(none)|pass"] == {"cases": 50, "labelled": 0, "approved": 0}
+    assert cells["suite=s,domain=(none)|pass"] == {"cases": 40, "labelled": 20, "approved": 20}
+
+
 def test_the_agreement_bound_is_compared_unrounded():
     policy = CalibrationPolicy(min_agreement=0.9, min_labels=20)
     short = _row([(True, True)] * 153 + [(False, True)] * 10, policy)

@@ -18,7 +18,8 @@ from ..judging.metrics import select, slices_of
 from ..judging.stats import wilson_bounds
 from ..review.labels import APPROVE, case_labels
 from ..review.outcome import output_hash
-from ..review.policy import slice_name
+from ..review.policy import ReviewPolicy, slice_name
+from ..review.sampler import sampling_cells
 from ..review.summary import cohen_kappa
 from .settings import CalibrationPolicy, parse_calibration
 
@@ -45,17 +46,38 @@ def judge_pairs(records, scores: dict, edits) -> dict[str, list[tuple]]:
     return out
 
 
-def calibrate(records, scores: dict, edits, policy: CalibrationPolicy) -> dict[str, dict]:
-    """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows."""
+def calibrate(records, scores: dict, edits, policy: CalibrationPolicy, review: ReviewPolicy | None = None) -> dict[str, dict]:
+    """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows and
+    `cells`: per sampling cell of the review sample's design (`review`'s), the criterion's judge-scored cases,
+    how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights)."""
     criteria = sorted({v["criterion"] for s in scores.values() if (v := s.get("answer", {}).get("judge"))})
     pairs = judge_pairs(records, scores, edits)
+    cells = _cells(records, scores, edits, review or ReviewPolicy())
     out = {}
     for name in criteria:
         mine = pairs.get(name, [])
         row = _row([(j, h) for _, j, h in mine], policy)
         row["slices"] = {slice_name(s): _row([(j, h) for r, j, h in mine if r in select([r], s)], policy, decide=False)
                          for s in slices_of([r for r, _, _ in mine])}
+        row["cells"] = cells.get(name, {})
         out[name] = row
+    return out
+
+
+def _cells(records, scores: dict, edits, review: ReviewPolicy) -> dict[str, dict[str, dict]]:
+    """Judge criterion -> sampling cell -> {cases, labelled, approved} over its judge-scored cases."""
+    cell_of = sampling_cells(records, scores, review)
+    approved = reviewer_labels(records, edits)
+    out: dict[str, dict[str, dict]] = {}
+    for r in records:
+        verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
+        if not verdict or verdict.get("passed") is None:
+            continue
+        row = out.setdefault(verdict["criterion"], {}).setdefault(cell_of[r.case_id], {"cases": 0, "labelled": 0,
+                                                                                       "approved": 0})
+        row["cases"] += 1
+        row["labelled"] += r.case_id in approved
+        row["approved"] += approved.get(r.case_id, False)
     return out
 
 

@@ -35,7 +35,7 @@ def judge_section(info, records, scores: dict, labels, rubric, verdicts) -> dict
     if not judged and not info.judge:
         return None
     summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge) or {"model": None}
-    calibration = calibrate(records, scores, labels or [], rubric.judge)
+    calibration = calibrate(records, scores, labels or [], rubric.judge, rubric.review)
     rate = compute_metric("judge_error_rate", records, scores, {}).as_dict()
     out = {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
     pairwise = _pairwise_summary(records, scores, rubric.judge.max_order_inconsistency)
