@@ -136,8 +136,8 @@ def _too_few_labels(result: CriterionResult, chosen: list, scores: dict, approve
     slice_ = getattr(result.criterion, "slice", None)
     if not slice_:
         return None  # the whole run: calibration itself asked for min_labels
-    labelled = sum(r.case_id in approved and scores.get(r.case_id, {}).get("answer", {}).get("judge") is not None
-                   for r in chosen)
+    labelled = sum(r.case_id in approved and (scores.get(r.case_id, {}).get("answer", {}).get("judge") or {}).get(
+        "passed") is not None for r in chosen)
     if labelled >= needed:
         return None
     return (f"judge not calibrated on slice {slice_name(slice_)}: {labelled} labelled judge-scored case(s) in it, min_labels "
