@@ -18,11 +18,9 @@ from hypothesis import strategies as st
 from releasegate.cli import main
 from releasegate.judging.criteria import EXIT_CODES
 from releasegate.judging.stats import wilson_bounds
-from releasegate.llm_judge.calibration import _row
 from releasegate.llm_judge.correction import corrected_accuracy
 from releasegate.llm_judge.journal import Judgment
 from releasegate.llm_judge.prompt import Unparseable, parse_preference
-from releasegate.llm_judge.settings import CalibrationPolicy
 from releasegate.review.outcome import output_hash
 from releasegate.review.policy import ReviewPolicy, SamplePolicy
 from releasegate.review.sampler import choose_sample, sampling_cells
@@ -172,12 +170,15 @@ def test_a_cell_nobody_labelled_is_named(tmp_path, capsys):
     assert cells["suite=s,domain=(none)|pass"] == {"cases": 40, "labelled": 20, "approved": 20}
 
 
-def test_the_agreement_bound_is_compared_unrounded():
-    policy = CalibrationPolicy(min_agreement=0.9, min_labels=20)
-    short = _row([(True, True)] * 153 + [(False, True)] * 10, policy)
-    assert short["agreement_lower"] == wilson_bounds(153, 163, 0.95)[0] < 0.9
-    assert not short["calibrated"] and "0.8999998" in short["why"]  # the reason never reads 0.900 < 0.9
-    assert _row([(True, True)] * 154 + [(False, True)] * 9, policy)["calibrated"]
+def test_the_agreement_bound_is_compared_unrounded(tmp_path, capsys):
+    report = _gate(CORPUS["153 of 163 agreeing at min_agreement 0.9"][0], tmp_path, capsys)
+    row = report["judge"]["calibration"]["helpful"]
+    # every case labelled: the weighted agreement is the labels' own, its bound Wilson's at n = 163
+    assert row["agreement_lower"] == pytest.approx(wilson_bounds(153, 163, 0.95)[0], abs=1e-12)
+    assert row["agreement_lower"] < 0.9 and not row["calibrated"]
+    assert "0.8999998" in row["why"]  # the reason never reads 0.900 < 0.9
+    control = _gate(CORPUS["154 of 163 agreeing at min_agreement 0.9 (control)"][0], tmp_path / "control", capsys)
+    assert control["judge"]["calibration"]["helpful"]["calibrated"]
 
 
 # --- the post-stratified estimate is unbiased under the real sampler ----------------------------------------

@@ -17,8 +17,11 @@ labels are post-stratified:
     slices       a criterion on a slice uses the records of that slice and the labels given in it, nothing else.
     bounds       one-sided Wilson bounds at an effective n: the estimate's variance (the run's cases as a sample,
                  plus each post-stratum's labels as a sample of its cases, with the finite-population correction,
-                 and its rate read as (approved + 1) / (labelled + 2) so that a few agreeing labels are not
-                 certainty) expressed as the size of a simple random sample with the same variance (Kish).
+                 and its rate read as if it had two more labels at the overall rate, so that a few agreeing labels
+                 are not certainty) expressed as the size of a simple random sample with the same variance (Kish).
+
+The judge's agreement with the reviewers (calibration) is weighted the same way (`design_rate`): the sample
+over-draws the judge's borderline grades, where it errs most.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from dataclasses import dataclass
 from ..judging.metrics import MetricValue
 from ..judging.stats import wilson_bounds
 
-__all__ = ["PostStratum", "corrected_accuracy", "post_strata", "judge_grade"]
+__all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "post_strata",
+           "judge_grade", "effective_n"]
 
 
 @dataclass(frozen=True)
@@ -59,38 +63,70 @@ def judge_grade(verdict: dict) -> str:
     return f"score={verdict['score']}" if verdict.get("score") is not None else ("pass" if verdict["passed"] else "fail")
 
 
-def corrected_accuracy(chosen, scores: dict, approved: dict[str, bool], cells: dict[str, str],
-                       confidence: float) -> MetricValue:
-    """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the
-    approval of its post-stratum, any other as its automatic score. `approved`: case id -> the reviewers' label
-    (on the current output); `cells`: case id -> sampling cell."""
-    n, fixed, judged = len(chosen), 0, []
+def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[str, str]) -> tuple[list[_Judged], int]:
+    """The cases of `chosen` the judge graded, each with its sampling cell and what the reviewers said of it
+    (`labelled`: case id -> True / False), and how many of the others passed their automatic score."""
+    judged, fixed = [], 0
     for r in chosen:
         answer = scores.get(r.case_id, {}).get("answer", {})
         verdict = answer.get("judge")
         if verdict is None or verdict.get("passed") is None:
             fixed += bool(answer.get("passed"))
             continue
-        judged.append(_Judged(cells[r.case_id], judge_grade(verdict), bool(verdict["passed"]), approved.get(r.case_id)))
+        judged.append(_Judged(cells[r.case_id], judge_grade(verdict), bool(verdict["passed"]), labelled.get(r.case_id)))
+    return judged, fixed
+
+
+@dataclass(frozen=True)
+class DesignRate:
+    """A rate over judge-scored cases from their labelled ones, post-stratified: the point, its effective n
+    and one-sided bounds; or, with `unlabelled`, unknown."""
+
+    point: float | None
+    effective_n: float | None = None
+    bounds: tuple[float, float] | None = None
+    labels: int = 0
+    strata: int = 0
+    unlabelled: str | None = None
+    """The first sampling cell with cases and no label (the rate is then unknown)."""
+
+
+def design_rate(judged: list[_Judged], fixed: int, n: int, confidence: float) -> DesignRate:
+    """(fixed + sum over post-strata of cases x labelled share) / n, with Wilson bounds at its effective n."""
     strata, unlabelled = post_strata(judged)
-    if unlabelled is not None:
-        return MetricValue(None, n, note=f"no reviewer label in sampling cell '{unlabelled}' (judge-scored cases "
-                                         "that nobody labelled): its accuracy is unknown; label some of them")
-    if not n:
-        return MetricValue(None, 0, note="no cases")
+    if unlabelled is not None or not n:
+        return DesignRate(None, unlabelled=unlabelled)
     point = (fixed + sum(s.cases * s.approval for s in strata)) / n
     n_eff = effective_n(point, n, strata)
-    labels = sum(s.labelled for s in strata)
-    note = (f"reviewer-corrected: {labels} label(s) in {len(strata)} post-strata (judge grade x sampling cell) "
-            f"weighted by the run's {n} case(s); effective n {n_eff:.1f}")
-    return MetricValue(point, n, wilson_bounds(point * n_eff, n_eff, confidence), note, confidence)
+    return DesignRate(point, n_eff, wilson_bounds(point * n_eff, n_eff, confidence),
+                      sum(s.labelled for s in strata), len(strata))
+
+
+def corrected_accuracy(chosen, scores: dict, approved: dict[str, bool], cells: dict[str, str],
+                       confidence: float) -> MetricValue:
+    """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the
+    approval of its post-stratum, any other as its automatic score. `approved`: case id -> the reviewers' label
+    (on the current output); `cells`: case id -> sampling cell."""
+    n = len(chosen)
+    rate = design_rate(*judged_cases(chosen, scores, approved, cells), n, confidence)
+    if rate.unlabelled is not None:
+        return MetricValue(None, n, note=f"no reviewer label in sampling cell '{rate.unlabelled}' (judge-scored "
+                                         "cases that nobody labelled): its accuracy is unknown; label some of them")
+    if rate.point is None:
+        return MetricValue(None, 0, note="no cases")
+    note = (f"reviewer-corrected: {rate.labels} label(s) in {rate.strata} post-strata (judge grade x sampling cell) "
+            f"weighted by the run's {n} case(s); effective n {rate.effective_n:.1f}")
+    return MetricValue(rate.point, n, rate.bounds, note, confidence)
 
 
 def effective_n(point: float, n: int, strata: list[PostStratum]) -> float:
     """The size of a simple random sample whose proportion has the variance of this estimate (at most n)."""
+    labelled = sum(s.labelled for s in strata)
+    overall = (sum(s.approved for s in strata) + 1) / (labelled + 2)
     label_variance = 0.0
     for s in strata:
-        rate = (s.approved + 1) / (s.labelled + 2)
+        # a post-stratum's rate as if it had two more labels at the overall rate: a few alike are not certainty
+        rate = (s.approved + 2 * overall) / (s.labelled + 2)
         label_variance += (s.cases / n) ** 2 * rate * (1 - rate) / s.labelled * (1 - s.labelled / s.cases)
     q = (point * n + 0.5) / (n + 1)  # the cases' own binomial variance, never 0 at a point of 0 or 1
     return q * (1 - q) / (q * (1 - q) / n + label_variance)

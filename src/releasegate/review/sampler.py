@@ -8,13 +8,15 @@ weighted sample without replacement (Efraimidis-Spirakis). The draw, in order:
     1. stratum    `per_slice` cases from each stratum (a combination of the `stratify_by` keys)
     2. required   each required slice topped up to `min_reviewed` (all its cases when it has fewer)
     3. quota      each `quotas` slice topped up to its n
-    4. audit      ceil(audit x cases) more cases, uniformly at random from those not drawn yet
+    4. judge      one judge-scored case from each sampling cell (below) of judge-scored cases none was drawn from
+    5. audit      ceil(audit x cases) more cases, uniformly at random from those not drawn yet
 
 Every step treats alike the cases that share a stratum, an automatic outcome and the required and quota slices
 they belong to: such a set is a sampling cell (`sampling_cells`), and every case of a cell had the same chance
 to be drawn, while cells had very different chances (a borderline case drawn 3x as often as a passing one, a
 required slice topped up). Each item records its cell and the share of its cell drawn (`inclusion`), so what the
-labels say can be weighted back to the run: judge calibration post-stratifies by cell (llm_judge.correction).
+labels say can be weighted back to the run: judge calibration post-stratifies by cell (llm_judge.correction), and
+a cell with no label leaves it unknown, hence step 4.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ class ReviewItem(BaseModel):
     stratum: str
     """The case's stratum, e.g. 'suite=tickets,domain=customer_support'."""
     sampled_as: str
-    """Why it was drawn: 'stratum', 'required', 'quota' or 'audit'."""
+    """Why it was drawn: 'stratum', 'required', 'quota', 'judge' (the first of its sampling cell's judge-scored
+    cases) or 'audit'."""
     outcome: str
     """The automatic outcome when it was drawn: 'pass', 'borderline' or 'fail'."""
     output_hash: str
@@ -110,12 +113,14 @@ def choose_sample(
         top_up(select(records, slice_), policy.min_reviewed, "required")
     for quota in spec.quotas:
         top_up(select(records, quota.slice), quota.n, "quota")
+    cell = sampling_cells(records, scores, policy)
+    for pool in _judged_cells(records, scores, cell).values():
+        top_up(pool, 1, "judge")
     if spec.audit > 0 and records:
         audit_key = {cid: _uniform(seed, "audit", cid) for cid in outcome}
         top_up(records, len(chosen) + math.ceil(spec.audit * len(records)), "audit", audit_key)
 
     by_id = {r.case_id: r for r in records}
-    cell = sampling_cells(records, scores, policy)
     share = _drawn_share(cell, chosen)
     items = [
         ReviewItem(
@@ -144,6 +149,15 @@ def sampling_cells(records: list[CaseRecord], scores: dict[str, dict], policy: R
         cell = f"{_stratum(r, spec.stratify_by)}|{automatic_outcome(r, scores[r.case_id])}"
         out[r.case_id] = f"{cell}|{inside}" if inside else cell
     return out
+
+
+def _judged_cells(records: list[CaseRecord], scores: dict[str, dict], cell: dict[str, str]) -> dict[str, list]:
+    """Sampling cell -> its cases the judge gave a verdict on, for the cells that have any."""
+    out: dict[str, list] = {}
+    for r in records:
+        if (scores[r.case_id].get("answer", {}).get("judge") or {}).get("passed") is not None:
+            out.setdefault(cell[r.case_id], []).append(r)
+    return dict(sorted(out.items()))
 
 
 def _drawn_share(cell: dict[str, str], chosen: dict[str, str]) -> dict[str, float]:
