@@ -117,6 +117,12 @@ CORPUS: dict[str, tuple[JudgedRun, str]] = {
         judged_run((60, EASY, 5, 6, 0), (10, EASY, 4, 6, 0), (10, EASY, 3, 5, 1), (10, EASY, 2, 0, 2),
                    (10, EASY, 1, 0, 2), criteria=ON_ALL, judge={"min_agreement": 0.5, "min_labels": 20},
                    review={**NO_REVIEW, "min_approval": 0.7}), "FAIL"),
+    # the required slice is topped up (all 20 labelled, all approved), the other 80 cases have 10 labels, 6
+    # approved: pooled, 26 of 30 (0.87) for every case; weighted back, (20 + 80 x 0.6) / 100 = 0.68
+    "a required slice over-drawn": (
+        judged_run((20, HARD, True, 20, 0), (80, EASY, True, 6, 4), criteria=[
+            {"metric": "accuracy", "op": ">=", "threshold": 0.85}], judge={"min_agreement": 0.4, "min_labels": 20},
+                   review={**NO_REVIEW, "required_slices": [HARD], "min_reviewed": 10, "min_approval": 0.8}), "FAIL"),
     # every label is from suite s: they say nothing of suite t's cases, which nobody looked at
     "labels from one stratum stand for another": (
         judged_run((40, EASY, True, 20, 0), (10, EASY, False, 0, 10), criteria=ON_ALL,
