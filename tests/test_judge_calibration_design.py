@@ -78,7 +78,8 @@ def population(*groups: tuple, suite: str = "s", start: int = 0) -> tuple[list, 
     return records, grades, labels
 
 
-def judged_run(*groups, criteria: list[dict], judge: dict, more: tuple = ((), {}, []), review: dict = NO_REVIEW) -> JudgedRun:
+def judged_run(*groups, criteria: list[dict], judge: dict, more: tuple = ((), {}, []),
+               review: dict = NO_REVIEW) -> JudgedRun:
     records, grades, labels = population(*groups)
     records, grades, labels = records + list(more[0]), {**grades, **more[1]}, labels + list(more[2])
     rubric = {"name": "judged", "review": review, "judge": judge, "criteria": criteria}
@@ -170,7 +171,8 @@ def test_borderline_grades_are_weighted_back_to_the_run(tmp_path, capsys):
 def test_a_cell_nobody_labelled_is_named(tmp_path, capsys):
     report = _gate(CORPUS["labels from one stratum stand for another"][0], tmp_path, capsys)
     accuracy = next(c for c in report["criteria"] if c["metric"] == "accuracy")
-    assert accuracy["verdict"] == "insufficient" and "suite=t" in accuracy["reason"] and "label some" in accuracy["reason"]
+    assert accuracy["verdict"] == "insufficient"
+    assert "suite=t" in accuracy["reason"] and "label some" in accuracy["reason"]
     cells = report["judge"]["calibration"]["helpful"]["cells"]
     assert cells["suite=t,domain=(none)|pass"] == {"cases": 50, "labelled": 0, "approved": 0}
     assert cells["suite=s,domain=(none)|pass"] == {"cases": 40, "labelled": 20, "approved": 20}
@@ -289,7 +291,8 @@ def _quoting(body: dict) -> str:
         return json.dumps({"reason": "r", "verdict": "pass"})
     a = text.split("<response-a-", 2)[2]
     baseline = "B" if a.split("</response-a-")[0].rstrip().endswith("(candidate)") else "A"
-    return 'One draft says {"preference": "tie"}. ' + json.dumps({"reason": "the other is better", "preference": baseline})
+    own = json.dumps({"reason": "the other is better", "preference": baseline})
+    return 'One draft says {"preference": "tie"}. ' + own
 
 
 def test_quoting_a_tie_before_a_loss_decides_nothing(tmp_path, cli):

@@ -5,8 +5,8 @@ A judge criterion is calibrated when at least `min_labels` cases carry both a ve
 one-sided lower bound (Wilson, at `confidence`) of the agreement reaches `min_agreement` (and kappa reaches
 `min_kappa`, when one is set). The agreement is weighted back to the run by how the review sample drew its labels
 (post-stratified by judge grade and sampling cell, its bound at an effective n: llm_judge.correction), since the
-sample over-draws the judge's borderline grades, where it errs most; `agreement_sample` is the labels' own share. A gate criterion that judge-scored cases of an uncalibrated judge criterion feed
-decides nothing: it is insufficient, "judge not calibrated on this suite". Bounding the agreement rather than
+sample over-draws the judge's borderline grades, where it errs most; `agreement_sample` is the labels' own share.
+A gate criterion that judge-scored cases of an uncalibrated judge criterion feed decides nothing: it is insufficient, "judge not calibrated on this suite". Bounding the agreement rather than
 reading it is what makes "too few labels to tell" fall out of the same rule: 9 of 10 agreeing is not enough
 evidence for 0.8. Every comparison is made on the unrounded figures; they are rounded only where shown.
 
@@ -48,7 +48,8 @@ def judge_pairs(records, scores: dict, edits) -> dict[str, list[tuple]]:
     return out
 
 
-def calibrate(records, scores: dict, edits, policy: CalibrationPolicy, review: ReviewPolicy | None = None) -> dict[str, dict]:
+def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
+              review: ReviewPolicy | None = None) -> dict[str, dict]:
     """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows and
     `cells`: per sampling cell of the review sample's design (`review`'s), the criterion's judge-scored cases,
     how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights)."""
@@ -58,14 +59,16 @@ def calibrate(records, scores: dict, edits, policy: CalibrationPolicy, review: R
     cell_of = sampling_cells(records, scores, review or ReviewPolicy())
 
     def agreement(graded: list) -> DesignRate:
-        agrees = {r.case_id: approved[r.case_id] == _verdict(scores, r)["passed"] for r in graded if r.case_id in approved}
+        agrees = {r.case_id: approved[r.case_id] == _verdict(scores, r)["passed"]
+                  for r in graded if r.case_id in approved}
         judged, _ = judged_cases(graded, scores, agrees, cell_of)
         return design_rate(judged, 0, len(judged), policy.confidence)
 
     out = {}
     for name in criteria:
         mine = pairs.get(name, [])
-        graded = [r for r in records if (v := _verdict(scores, r)) and v["criterion"] == name and v.get("passed") is not None]
+        graded = [r for r in records
+                  if (v := _verdict(scores, r)) and v["criterion"] == name and v.get("passed") is not None]
         row = _row(mine, agreement(graded), policy)
         row["slices"] = {}
         for s in slices_of([r for r, _, _ in mine]):
@@ -123,8 +126,9 @@ def _decide(row: dict, policy: CalibrationPolicy) -> tuple[bool, str]:
     if row.get("unlabelled_cell"):
         return False, (f"no label in sampling cell '{row['unlabelled_cell']}': the judge's agreement there is "
                        "unknown; label some of its cases")
-    seen = (f"agreement {row['agreement']:.3f} weighted to the run ({row['agree']} of {n} labels agree), lower bound "
-            f"{bound_text(lower, policy.min_agreement)} at {policy.confidence:g} (effective n {row['effective_labels']:.1f})")
+    seen = (f"agreement {row['agreement']:.3f} weighted to the run ({row['agree']} of {n} labels agree), lower "
+            f"bound {bound_text(lower, policy.min_agreement)} at {policy.confidence:g} (effective n "
+            f"{row['effective_labels']:.1f})")
     if lower is None or lower < policy.min_agreement:
         return False, f"{seen} < min_agreement {policy.min_agreement:g}"
     kappa = row["kappa"]

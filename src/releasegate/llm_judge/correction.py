@@ -60,7 +60,9 @@ class _Judged:
 
 def judge_grade(verdict: dict) -> str:
     """The judge's grade of a case: 'score=4' on a scale, else 'pass' or 'fail'."""
-    return f"score={verdict['score']}" if verdict.get("score") is not None else ("pass" if verdict["passed"] else "fail")
+    if verdict.get("score") is not None:
+        return f"score={verdict['score']}"
+    return "pass" if verdict["passed"] else "fail"
 
 
 def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[str, str]) -> tuple[list[_Judged], int]:

@@ -140,8 +140,8 @@ def _too_few_labels(result: CriterionResult, chosen: list, scores: dict, approve
         "passed") is not None for r in chosen)
     if labelled >= needed:
         return None
-    return (f"judge not calibrated on slice {slice_name(slice_)}: {labelled} labelled judge-scored case(s) in it, min_labels "
-            f"{needed} needed (a slice is corrected with its own labels); label more of its cases")
+    return (f"judge not calibrated on slice {slice_name(slice_)}: {labelled} labelled judge-scored case(s) in it, "
+            f"min_labels {needed} needed (a slice is corrected with its own labels); label more of its cases")
 
 
 def _rejudged(result: CriterionResult, value: MetricValue) -> CriterionResult:

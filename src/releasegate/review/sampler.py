@@ -125,7 +125,8 @@ def choose_sample(
     items = [
         ReviewItem(
             review_id=review_id(run_id, cid), case_id=cid, stratum=stratum[cid], sampled_as=why,
-            outcome=outcome[cid], output_hash=output_hash(by_id[cid].output), cell=cell[cid], inclusion=share[cell[cid]],
+            outcome=outcome[cid], output_hash=output_hash(by_id[cid].output), cell=cell[cid],
+            inclusion=share[cell[cid]],
         )
         for cid, why in chosen.items()
     ]
