@@ -131,7 +131,8 @@ def judge_run(
     review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
     results += review.results
     judge = judge_section(info, records, scores, labels, rubric, verdicts)
-    results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge)
+    results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge,
+                                     labels or [], rubric.review)
     problems = run_problems(info, records, load_records)
     target = target_failure(records, load_records)
     verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,

@@ -5,6 +5,8 @@
     journal       judgments.jsonl: one Judgment per graded case, appended as verdicts come back
     stage         the judging stage of `check` (and `releasegate judge RUN_DIR`): asks, caches, records
     calibration   judge verdicts against reviewers' labels: agreement, Cohen's kappa, confusion tables
+    correction    reviewer-corrected accuracy and agreement, post-stratified by how the review sample was drawn
+    gating        what the judge means for the verdict: undecided criteria, corrected accuracy
 
 A case is judge-scored when its answer spec is `{type: judge, ...}`. The judge is any target backend (an
 OpenAI-compatible endpoint, a local hf model, or a replay file of scripted verdicts); what it said is kept

@@ -3,68 +3,117 @@ confusion table, per judge criterion and per slice.
 
 A judge criterion is calibrated when at least `min_labels` cases carry both a verdict and a label and the
 one-sided lower bound (Wilson, at `confidence`) of the agreement reaches `min_agreement` (and kappa reaches
-`min_kappa`, when one is set). A gate criterion that judge-scored cases of an uncalibrated judge criterion feed
-decides nothing: it is insufficient, "judge not calibrated on this suite". Bounding the agreement rather than
+`min_kappa`, when one is set). The agreement is weighted back to the run by how the review sample drew its labels
+(post-stratified by judge grade and sampling cell, its bound at an effective n: llm_judge.correction), since the
+sample over-draws the judge's borderline grades, where it errs most; `agreement_sample` is the labels' own share.
+A gate criterion that judge-scored cases of an uncalibrated judge criterion feed decides nothing: it is insufficient, "judge not calibrated on this suite". Bounding the agreement rather than
 reading it is what makes "too few labels to tell" fall out of the same rule: 9 of 10 agreeing is not enough
-evidence for 0.8.
+evidence for 0.8. Every comparison is made on the unrounded figures; they are rounded only where shown.
+
+Reviewer-corrected accuracy (llm_judge.correction) reads the same labels (`reviewer_labels`), post-stratified by
+how the review sample drew them.
 """
 
 from __future__ import annotations
 
 from ..judging.metrics import select, slices_of
-from ..judging.stats import wilson_bounds
 from ..review.labels import APPROVE, case_labels
 from ..review.outcome import output_hash
-from ..review.policy import slice_name
+from ..review.policy import ReviewPolicy, slice_name
+from ..review.sampler import sampling_cells
 from ..review.summary import cohen_kappa
+from .correction import DesignRate, design_rate, judged_cases
 from .settings import CalibrationPolicy, parse_calibration
 
-__all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs"]
+__all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs", "reviewer_labels", "bound_text"]
+
+
+def reviewer_labels(records, edits) -> dict[str, bool]:
+    """Case id -> whether the reviewers approved it (any rejection rejects). A label counts only for the output
+    it was given on."""
+    hashes = {r.case_id: output_hash(r.output) for r in records}
+    labels = case_labels([e for e in edits if hashes.get(e.case_id) == e.output_hash])
+    return {case_id: label.label == APPROVE for case_id, label in labels.items()}
 
 
 def judge_pairs(records, scores: dict, edits) -> dict[str, list[tuple]]:
-    """Per judge criterion: (record, judge passed, reviewers approved) for every case with both. A label counts
-    only for the output it was given on."""
-    shown = {r.case_id: output_hash(r.output) for r in records}
-    labels = case_labels([e for e in edits if shown.get(e.case_id) == e.output_hash])
+    """Per judge criterion: (record, judge passed, reviewers approved) for every case with both."""
+    approved = reviewer_labels(records, edits)
     out: dict[str, list[tuple]] = {}
     for r in records:
         verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
-        if not verdict or verdict.get("passed") is None or r.case_id not in labels:
+        if not verdict or verdict.get("passed") is None or r.case_id not in approved:
             continue
-        out.setdefault(verdict["criterion"], []).append((r, bool(verdict["passed"]), labels[r.case_id].label == APPROVE))
+        out.setdefault(verdict["criterion"], []).append((r, bool(verdict["passed"]), approved[r.case_id]))
     return out
 
 
-def calibrate(records, scores: dict, edits, policy: CalibrationPolicy) -> dict[str, dict]:
-    """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows."""
+def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
+              review: ReviewPolicy | None = None) -> dict[str, dict]:
+    """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows and
+    `cells`: per sampling cell of the review sample's design (`review`'s), the criterion's judge-scored cases,
+    how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights)."""
     criteria = sorted({v["criterion"] for s in scores.values() if (v := s.get("answer", {}).get("judge"))})
     pairs = judge_pairs(records, scores, edits)
+    approved = reviewer_labels(records, edits)
+    cell_of = sampling_cells(records, scores, review or ReviewPolicy())
+
+    def agreement(graded: list) -> DesignRate:
+        agrees = {r.case_id: approved[r.case_id] == _verdict(scores, r)["passed"]
+                  for r in graded if r.case_id in approved}
+        judged, _ = judged_cases(graded, scores, agrees, cell_of)
+        return design_rate(judged, 0, len(judged), policy.confidence)
+
     out = {}
     for name in criteria:
         mine = pairs.get(name, [])
-        row = _row([(j, h) for _, j, h in mine], policy)
-        row["slices"] = {slice_name(s): _row([(j, h) for r, j, h in mine if r in select([r], s)], policy, decide=False)
-                         for s in slices_of([r for r, _, _ in mine])}
+        graded = [r for r in records
+                  if (v := _verdict(scores, r)) and v["criterion"] == name and v.get("passed") is not None]
+        row = _row(mine, agreement(graded), policy)
+        row["slices"] = {}
+        for s in slices_of([r for r, _, _ in mine]):
+            inside = select(graded, s)
+            ids = {r.case_id for r in inside}
+            row["slices"][slice_name(s)] = _row([p for p in mine if p[0].case_id in ids], agreement(inside), policy,
+                                                decide=False)
+        row["cells"] = _cells(graded, approved, cell_of)
         out[name] = row
     return out
 
 
-def _row(pairs: list[tuple[bool, bool]], policy: CalibrationPolicy, *, decide: bool = True) -> dict:
-    n = len(pairs)
-    agree = sum(j == h for j, h in pairs)
-    bounds = wilson_bounds(agree, n, policy.confidence)
-    kappa = cohen_kappa(pairs)
+def _verdict(scores: dict, record) -> dict | None:
+    return scores.get(record.case_id, {}).get("answer", {}).get("judge")
+
+
+def _cells(graded: list, approved: dict[str, bool], cell_of: dict[str, str]) -> dict[str, dict]:
+    """Sampling cell -> {cases, labelled, approved} over a criterion's judge-scored cases."""
+    out: dict[str, dict] = {}
+    for r in graded:
+        row = out.setdefault(cell_of[r.case_id], {"cases": 0, "labelled": 0, "approved": 0})
+        row["cases"] += 1
+        row["labelled"] += r.case_id in approved
+        row["approved"] += approved.get(r.case_id, False)
+    return out
+
+
+def _row(pairs: list[tuple], rate: DesignRate, policy: CalibrationPolicy, *, decide: bool = True) -> dict:
+    """`pairs`: (record, judge passed, reviewers approved); `rate`: their agreement weighted back to the run."""
+    verdicts = [(j, h) for _, j, h in pairs]
+    n = len(verdicts)
+    agree = sum(j == h for j, h in verdicts)
     row = {
-        "labels": n, "agree": agree, "agreement": agree / n if n else None,
-        "agreement_lower": round(bounds[0], 6) if bounds else None, "kappa": kappa,
+        "labels": n, "agree": agree, "agreement": rate.point, "agreement_sample": agree / n if n else None,
+        "agreement_lower": rate.bounds[0] if rate.bounds else None, "effective_labels": rate.effective_n,
+        "kappa": cohen_kappa(verdicts),
         "confusion": {
-            "judge_pass_reviewer_approve": sum(j and h for j, h in pairs),
-            "judge_pass_reviewer_reject": sum(j and not h for j, h in pairs),
-            "judge_fail_reviewer_approve": sum(h and not j for j, h in pairs),
-            "judge_fail_reviewer_reject": sum(not j and not h for j, h in pairs),
+            "judge_pass_reviewer_approve": sum(j and h for j, h in verdicts),
+            "judge_pass_reviewer_reject": sum(j and not h for j, h in verdicts),
+            "judge_fail_reviewer_approve": sum(h and not j for j, h in verdicts),
+            "judge_fail_reviewer_reject": sum(not j and not h for j, h in verdicts),
         },
     }
+    if rate.unlabelled is not None:
+        row["unlabelled_cell"] = rate.unlabelled
     if decide:
         row["calibrated"], row["why"] = _decide(row, policy)
     return row
@@ -74,12 +123,29 @@ def _decide(row: dict, policy: CalibrationPolicy) -> tuple[bool, str]:
     n, lower = row["labels"], row["agreement_lower"]
     if n < policy.min_labels:
         return False, f"{n} case(s) with both a judge verdict and a review label, {policy.min_labels} needed"
+    if row.get("unlabelled_cell"):
+        return False, (f"no label in sampling cell '{row['unlabelled_cell']}': the judge's agreement there is "
+                       "unknown; label some of its cases")
+    seen = (f"agreement {row['agreement']:.3f} weighted to the run ({row['agree']} of {n} labels agree), lower "
+            f"bound {bound_text(lower, policy.min_agreement)} at {policy.confidence:g} (effective n "
+            f"{row['effective_labels']:.1f})")
     if lower is None or lower < policy.min_agreement:
-        return False, (f"agreement {row['agreement']:.3f} over {n} labels, lower bound {lower:.3f} at "
-                       f"{policy.confidence:g} < min_agreement {policy.min_agreement:g}")
+        return False, f"{seen} < min_agreement {policy.min_agreement:g}"
     kappa = row["kappa"]
     if policy.min_kappa is not None and (kappa is None or kappa < policy.min_kappa):
         shown = "undefined" if kappa is None else f"{kappa:.3f}"
         return False, f"Cohen's kappa {shown} < min_kappa {policy.min_kappa:g}"
-    return True, f"agreement {row['agreement']:.3f} over {n} labels, lower bound {lower:.3f} >= {policy.min_agreement:g}"
+    return True, f"{seen} >= {policy.min_agreement:g}"
+
+
+def bound_text(value: float | None, bar: float) -> str:
+    """`value` for a reason line: 3 decimals, or as many more as it takes not to read as the bar it missed or met
+    (a bound of 0.89999981 is '0.8999998', never '0.900', beside 'min_agreement 0.9')."""
+    if value is None:
+        return "none"
+    for digits in range(3, 12):
+        text = f"{value:.{digits}f}"
+        if value == bar or float(text) != bar:
+            return text
+    return repr(value)
 

@@ -2,20 +2,22 @@
 judge is not calibrated against the reviewers; and, where it is, accuracy as the reviewers would have judged it.
 
 A calibrated judge is still wrong sometimes: with 90% agreement, a judge-scored accuracy of 0.90 may be 0.80 in
-the reviewers' eyes. So a criterion fed by judge verdicts gates on the reviewer-corrected accuracy: each case the
-judge passed counts as the judge's precision (share of the labelled judge passes the reviewers approved), each
-case it failed as its false-omission rate (share of the labelled judge fails they approved). With a
-`confidence`, the lower bound subtracts from the judge-scored accuracy's Wilson lower bound the share of
-judge-passed cases times one minus the precision's own Wilson lower bound (false fails, which would only raise
-it, are not credited), and the upper bound adds the judge-failed share times the false-omission rate's upper
-bound: a judge that passes what reviewers reject can no longer lift a model over its threshold."""
+the reviewers' eyes. So a criterion fed by judge verdicts gates on the reviewer-corrected accuracy
+(llm_judge.correction): each case the judge graded counts as the share of the reviewers' approvals among the
+labelled cases of its post-stratum (the judge's grade within the review sample's sampling cell), weighted back to
+the run's own counts, with one-sided bounds at the criterion's confidence from an effective n. A criterion on a
+slice is corrected with that slice's labels alone, and is insufficient while the slice has fewer than the
+calibration's `min_labels` of them: a judge the reviewers trust on the whole run may still be wrong where one
+slice is concerned. A judge that passes what reviewers reject can no longer lift a model over its threshold."""
 
 from __future__ import annotations
 
 from ..judging.criteria import CriterionResult, Undecided, judge_criterion
 from ..judging.metrics import MetricValue, compute_metric, select
-from ..judging.stats import wilson_bounds
-from .calibration import calibrate
+from ..review.policy import ReviewPolicy, slice_name
+from ..review.sampler import sampling_cells
+from .calibration import calibrate, reviewer_labels
+from .correction import corrected_accuracy
 from .stage import judge_summary
 
 __all__ = ["judge_section", "undecided_by_judge", "corrected_by_reviewers", "JUDGE_FED_METRICS"]
@@ -33,7 +35,7 @@ def judge_section(info, records, scores: dict, labels, rubric, verdicts) -> dict
     if not judged and not info.judge:
         return None
     summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge) or {"model": None}
-    calibration = calibrate(records, scores, labels or [], rubric.judge)
+    calibration = calibrate(records, scores, labels or [], rubric.judge, rubric.review)
     rate = compute_metric("judge_error_rate", records, scores, {}).as_dict()
     out = {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
     pairwise = _pairwise_summary(records, scores, rubric.judge.max_order_inconsistency)
@@ -100,57 +102,47 @@ def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[st
     return {v["criterion"] for r in chosen if (v := scores.get(r.case_id, {}).get("answer", {}).get("judge"))}
 
 
-def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict, section: dict | None):
+def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict, section: dict | None, edits=(),
+                           review: ReviewPolicy | None = None):
     """`results` with each decided criterion fed by calibrated judge verdicts judged again on the
-    reviewer-corrected accuracy (see the module docstring)."""
+    reviewer-corrected accuracy (see the module docstring). `edits`: the run's labels; `review`: the policy the
+    review sample was drawn with (its sampling cells)."""
     if not section:
         return results
     calibration = section["calibration"]
+    approved = reviewer_labels(records, list(edits))
+    cells = sampling_cells(records, scores, review or ReviewPolicy())
     out = []
     for result in results:
         own = getattr(result.criterion, "origin", None) != "baseline"  # a comparison's value is a delta, not a rate
         names = _judge_criteria_in(result, records, scores) if own and result.criterion.metric in JUDGE_FED_METRICS else set()
         if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
-            value = _corrected(result, records, scores, calibration, section["policy"]["confidence"])
-            result = _rejudged(result, value)
+            chosen = _chosen(result, records, scores)
+            short = _too_few_labels(result, chosen, scores, approved, section["policy"]["min_labels"])
+            value = corrected_accuracy(chosen, scores, approved, cells, result.value.confidence)
+            result = _rejudged(result, value) if short is None else CriterionResult(
+                result.criterion, value, "insufficient", short)
         out.append(result)
     return out
 
 
-def _corrected(result: CriterionResult, records, scores: dict, calibration: dict, label_conf: float) -> MetricValue:
-    criterion = result.criterion
-    chosen = [r for r in select(records, getattr(criterion, "slice", None)) if "answer" in scores.get(r.case_id, {})
-              or r.output is None]
-    n = len(chosen)
-    point = 0.0
-    shift_down = shift_up = 0.0
-    for r in chosen:
-        answer = scores.get(r.case_id, {}).get("answer", {})
-        verdict = answer.get("judge")
-        if verdict is None or verdict.get("passed") is None:
-            point += bool(answer.get("passed"))
-            continue
-        c = calibration[verdict["criterion"]]["confusion"]
-        if verdict["passed"]:
-            a, b = c["judge_pass_reviewer_approve"], c["judge_pass_reviewer_reject"]
-            if a + b == 0:
-                return MetricValue(None, n, note="no labelled case the judge passed: its precision is unknown")
-            point += a / (a + b)
-            shift_down += 1.0 - wilson_bounds(a, a + b, label_conf)[0]
-        else:
-            a, d = c["judge_fail_reviewer_approve"], c["judge_fail_reviewer_reject"]
-            if a + d == 0:
-                return MetricValue(None, n, note="no labelled case the judge failed: its false-fail rate is unknown")
-            point += a / (a + d)
-            shift_up += wilson_bounds(a, a + d, label_conf)[1]
-    judged = result.value
-    note = (f"reviewer-corrected: the judge's verdicts give {judged.value:.4g}; each verdict weighted by how often "
-            f"reviewers agreed with verdicts like it")
-    bounds = None
-    if judged.bounds is not None and n:
-        lo, hi = judged.bounds
-        bounds = (None if lo is None else max(0.0, lo - shift_down / n), None if hi is None else min(1.0, hi + shift_up / n))
-    return MetricValue(point / n if n else None, n, bounds, note, judged.confidence)
+def _chosen(result: CriterionResult, records, scores: dict) -> list:
+    """The records the criterion's accuracy counts (a failed request counts as a wrong answer)."""
+    chosen = select(records, getattr(result.criterion, "slice", None))
+    return [r for r in chosen if "answer" in scores.get(r.case_id, {}) or r.output is None]
+
+
+def _too_few_labels(result: CriterionResult, chosen: list, scores: dict, approved: dict, needed: int) -> str | None:
+    """Why a slice criterion cannot be corrected: fewer than `needed` labelled judge-scored cases in the slice."""
+    slice_ = getattr(result.criterion, "slice", None)
+    if not slice_:
+        return None  # the whole run: calibration itself asked for min_labels
+    labelled = sum(r.case_id in approved and (scores.get(r.case_id, {}).get("answer", {}).get("judge") or {}).get(
+        "passed") is not None for r in chosen)
+    if labelled >= needed:
+        return None
+    return (f"judge not calibrated on slice {slice_name(slice_)}: {labelled} labelled judge-scored case(s) in it, "
+            f"min_labels {needed} needed (a slice is corrected with its own labels); label more of its cases")
 
 
 def _rejudged(result: CriterionResult, value: MetricValue) -> CriterionResult:

@@ -303,17 +303,46 @@ def preference_format(structured: str) -> dict | None:
 
 
 def parse_preference(text: str | None) -> tuple[str, str]:
-    """('A' | 'B' | 'tie', reason) from a pairwise reply; raise Unparseable when it holds none."""
+    """('A' | 'B' | 'tie', reason) from a pairwise reply; raise Unparseable when it holds none, or when it states
+    two different preferences (e.g. one quoted from a response, then its own): the pointwise rule."""
     if not text or not text.strip():
         raise Unparseable("the judge's reply is empty")
+    stated = _preferences_in(text)
+    if len(stated) > 1:
+        raise Unparseable(f"the judge's reply states more than one preference ({', '.join(sorted(stated))}): "
+                          f"{_preview(text)}")
     obj = _json_object(text)
     if obj is not None:
-        raw = obj.get("preference", obj.get("winner", obj.get("better")))
-        found = _PREFERENCES.get(str(raw).strip().lower()) if isinstance(raw, str) else None
+        found = _preference_of(obj)
         if found is None:
-            raise Unparseable(f"preference {_preview(str(raw))} is none of A, B, tie")
+            raise Unparseable(f"preference {_preview(str(_raw_preference(obj)))} is none of A, B, tie")
         return found, valid_text(str(obj.get("reason") or ""))[:_MAX_REASON]
     line = _PREF_LINE.search(text)
     if line:
         return _PREFERENCES[line.group(1).lower()], ""
     raise Unparseable(f"no preference in the judge's reply: {_preview(text)}")
+
+
+def _raw_preference(obj: dict):
+    return obj.get("preference", obj.get("winner", obj.get("better")))
+
+
+def _preference_of(obj) -> str | None:
+    raw = _raw_preference(obj) if isinstance(obj, dict) else None
+    return _PREFERENCES.get(raw.strip().lower()) if isinstance(raw, str) else None
+
+
+def _preferences_in(text: str) -> set[str]:
+    """Every preference the reply states, in any JSON object (wherever it starts) or a `preference:` line."""
+    found = set()
+    for tries, match in enumerate(re.finditer(r"\{", text)):
+        if tries >= 64:  # as in _json_object: a reply of many braces is not scanned quadratically
+            break
+        try:
+            value, _ = decode_json_at(text, match.start())
+        except ValueError:
+            continue
+        if (preference := _preference_of(value)) is not None:
+            found.add(preference)
+    found.update(_PREFERENCES[m.group(1).lower()] for m in _PREF_LINE.finditer(text))
+    return found

@@ -8,7 +8,15 @@ weighted sample without replacement (Efraimidis-Spirakis). The draw, in order:
     1. stratum    `per_slice` cases from each stratum (a combination of the `stratify_by` keys)
     2. required   each required slice topped up to the labels it needs (`ReviewPolicy.labels_needed`)
     3. quota      each `quotas` slice topped up to its n
-    4. audit      ceil(audit x cases) more cases, uniformly at random from those not drawn yet
+    4. judge      one judge-scored case from each sampling cell (below) of judge-scored cases none was drawn from
+    5. audit      ceil(audit x cases) more cases, uniformly at random from those not drawn yet
+
+Every step treats alike the cases that share a stratum, an automatic outcome and the required and quota slices
+they belong to: such a set is a sampling cell (`sampling_cells`), and every case of a cell had the same chance
+to be drawn, while cells had very different chances (a borderline case drawn 3x as often as a passing one, a
+required slice topped up). Each item records its cell and the share of its cell drawn (`inclusion`), so what the
+labels say can be weighted back to the run: judge calibration post-stratifies by cell (llm_judge.correction), and
+a cell with no label leaves it unknown, hence step 4.
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ from ..run.record import CaseRecord, RunDir
 from .outcome import automatic_outcome, output_hash
 from .policy import ReviewPolicy, slice_name
 
-__all__ = ["ReviewItem", "ReviewSample", "choose_sample", "review_id", "SAMPLE_FILE", "read_sample", "write_sample"]
+__all__ = ["ReviewItem", "ReviewSample", "choose_sample", "review_id", "SAMPLE_FILE", "read_sample", "write_sample",
+           "sampling_cells"]
 
 SAMPLE_FILE = "review_sample.json"
 _NONE = "(none)"
@@ -42,11 +51,17 @@ class ReviewItem(BaseModel):
     stratum: str
     """The case's stratum, e.g. 'suite=tickets,domain=customer_support'."""
     sampled_as: str
-    """Why it was drawn: 'stratum', 'required', 'quota' or 'audit'."""
+    """Why it was drawn: 'stratum', 'required', 'quota', 'judge' (the first of its sampling cell's judge-scored
+    cases) or 'audit'."""
     outcome: str
     """The automatic outcome when it was drawn: 'pass', 'borderline' or 'fail'."""
     output_hash: str
     """'sha256:<hex>' of the output as exported; an import must carry the same."""
+    cell: str | None = None
+    """The sampling cell it was drawn from (stratum | outcome | required and quota slices it is in, see
+    `sampling_cells`): every case of a cell had the same chance to be drawn. None in samples drawn before."""
+    inclusion: float | None = None
+    """The share of its cell's cases that were drawn (its inclusion probability, as the draw realised it)."""
 
 
 class ReviewSample(BaseModel):
@@ -99,15 +114,20 @@ def choose_sample(
         top_up(pool, policy.labels_needed(len(pool)), "required")  # as many as its approval bound needs
     for quota in spec.quotas:
         top_up(select(records, quota.slice), quota.n, "quota")
+    cell = sampling_cells(records, scores, policy)
+    for pool in _judged_cells(records, scores, cell).values():
+        top_up(pool, 1, "judge")
     if spec.audit > 0 and records:
         audit_key = {cid: _uniform(seed, "audit", cid) for cid in outcome}
         top_up(records, len(chosen) + math.ceil(spec.audit * len(records)), "audit", audit_key)
 
     by_id = {r.case_id: r for r in records}
+    share = _drawn_share(cell, chosen)
     items = [
         ReviewItem(
             review_id=review_id(run_id, cid), case_id=cid, stratum=stratum[cid], sampled_as=why,
-            outcome=outcome[cid], output_hash=output_hash(by_id[cid].output),
+            outcome=outcome[cid], output_hash=output_hash(by_id[cid].output), cell=cell[cid],
+            inclusion=share[cell[cid]],
         )
         for cid, why in chosen.items()
     ]
@@ -117,6 +137,39 @@ def choose_sample(
         policy={**policy.as_dict(), "sample": {**spec.as_dict(), "seed": seed}}, cases=len(records),
         required=[slice_name(s) for s in policy.required(records)], items=items,
     )
+
+
+def sampling_cells(records: list[CaseRecord], scores: dict[str, dict], policy: ReviewPolicy) -> dict[str, str]:
+    """Case id -> its sampling cell: 'stratum|outcome', then '|' and the required and quota slices it is in. The
+    draw depends on nothing else, so the cases of a cell were equally likely to be drawn."""
+    spec = policy.sample
+    topped_up = [*policy.required(records), *(q.slice for q in spec.quotas)]
+    members = [(slice_name(s), {r.case_id for r in select(records, s)}) for s in topped_up]
+    out = {}
+    for r in records:
+        inside = "+".join(dict.fromkeys(name for name, ids in members if r.case_id in ids))
+        cell = f"{_stratum(r, spec.stratify_by)}|{automatic_outcome(r, scores[r.case_id])}"
+        out[r.case_id] = f"{cell}|{inside}" if inside else cell
+    return out
+
+
+def _judged_cells(records: list[CaseRecord], scores: dict[str, dict], cell: dict[str, str]) -> dict[str, list]:
+    """Sampling cell -> its cases the judge gave a verdict on, for the cells that have any."""
+    out: dict[str, list] = {}
+    for r in records:
+        if (scores[r.case_id].get("answer", {}).get("judge") or {}).get("passed") is not None:
+            out.setdefault(cell[r.case_id], []).append(r)
+    return dict(sorted(out.items()))
+
+
+def _drawn_share(cell: dict[str, str], chosen: dict[str, str]) -> dict[str, float]:
+    """Cell -> the share of its cases in the sample."""
+    sizes: dict[str, list[int]] = {}
+    for cid, name in cell.items():
+        size = sizes.setdefault(name, [0, 0])
+        size[0] += 1
+        size[1] += cid in chosen
+    return {name: drawn / cases for name, (cases, drawn) in sizes.items()}
 
 
 def read_sample(run: RunDir) -> ReviewSample | None:

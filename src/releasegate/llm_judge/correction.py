@@ -1,0 +1,164 @@
+"""Accuracy as the reviewers would have judged it: the judge's verdicts on every case, the reviewers' labels on a
+sample of them, weighted back to the run by how that sample was drawn.
+
+The review sample is no simple random sample: it over-draws borderline and failed cases (3x by default), tops up
+required slices and quotas, and takes a fixed number from each stratum whatever its size. Pooling its labels (one
+precision for every judge pass, one false-fail rate for every judge fail) weights each case by how often it was
+drawn: a judge whose borderline fails reviewers often approve, over-drawn 3x, reads 0.02-0.05 too high. So the
+labels are post-stratified:
+
+    post-strata  a judge-scored case's sampling cell (`review.sampler.sampling_cells`: stratum, automatic outcome,
+                 required and quota slices) crossed with the judge's grade (its score on a scale, else pass or
+                 fail). Every case of a sampling cell was equally likely to be drawn, so the labelled cases of a
+                 post-stratum stand for all of its cases, and the run's own counts weight them back.
+    collapse     a sampling cell where some grade has cases but no label is split by the judge's verdict alone,
+                 and where a verdict has none, not at all; a sampling cell with no label leaves the estimate
+                 unknown (the criterion is insufficient): what nobody looked at is never guessed from what they did.
+    slices       a criterion on a slice uses the records of that slice and the labels given in it, nothing else.
+    bounds       one-sided Wilson bounds at an effective n: the estimate's variance (the run's cases as a sample,
+                 plus each post-stratum's labels as a sample of its cases, with the finite-population correction,
+                 and its rate read as if it had two more labels at the overall rate, so that a few agreeing labels
+                 are not certainty) expressed as the size of a simple random sample with the same variance (Kish).
+
+The judge's agreement with the reviewers (calibration) is weighted the same way (`design_rate`): the sample
+over-draws the judge's borderline grades, where it errs most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..judging.metrics import MetricValue
+from ..judging.stats import wilson_bounds
+
+__all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "post_strata",
+           "judge_grade", "effective_n"]
+
+
+@dataclass(frozen=True)
+class PostStratum:
+    """Judge-scored cases weighted alike: how many the run has, how many were labelled, how many approved."""
+
+    cases: int
+    labelled: int
+    approved: int
+
+    @property
+    def approval(self) -> float:
+        return self.approved / self.labelled
+
+
+@dataclass(frozen=True)
+class _Judged:
+    cell: str
+    grade: str
+    passed: bool
+    approved: bool | None
+    """The reviewers' label (True: approved); None for a case nobody labelled."""
+
+
+def judge_grade(verdict: dict) -> str:
+    """The judge's grade of a case: 'score=4' on a scale, else 'pass' or 'fail'."""
+    if verdict.get("score") is not None:
+        return f"score={verdict['score']}"
+    return "pass" if verdict["passed"] else "fail"
+
+
+def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[str, str]) -> tuple[list[_Judged], int]:
+    """The cases of `chosen` the judge graded, each with its sampling cell and what the reviewers said of it
+    (`labelled`: case id -> True / False), and how many of the others passed their automatic score."""
+    judged, fixed = [], 0
+    for r in chosen:
+        answer = scores.get(r.case_id, {}).get("answer", {})
+        verdict = answer.get("judge")
+        if verdict is None or verdict.get("passed") is None:
+            fixed += bool(answer.get("passed"))
+            continue
+        judged.append(_Judged(cells[r.case_id], judge_grade(verdict), bool(verdict["passed"]), labelled.get(r.case_id)))
+    return judged, fixed
+
+
+@dataclass(frozen=True)
+class DesignRate:
+    """A rate over judge-scored cases from their labelled ones, post-stratified: the point, its effective n
+    and one-sided bounds; or, with `unlabelled`, unknown."""
+
+    point: float | None
+    effective_n: float | None = None
+    bounds: tuple[float, float] | None = None
+    labels: int = 0
+    strata: int = 0
+    unlabelled: str | None = None
+    """The first sampling cell with cases and no label (the rate is then unknown)."""
+
+
+def design_rate(judged: list[_Judged], fixed: int, n: int, confidence: float) -> DesignRate:
+    """(fixed + sum over post-strata of cases x labelled share) / n, with Wilson bounds at its effective n."""
+    strata, unlabelled = post_strata(judged)
+    if unlabelled is not None or not n:
+        return DesignRate(None, unlabelled=unlabelled)
+    point = (fixed + sum(s.cases * s.approval for s in strata)) / n
+    n_eff = effective_n(point, n, strata)
+    return DesignRate(point, n_eff, wilson_bounds(point * n_eff, n_eff, confidence),
+                      sum(s.labelled for s in strata), len(strata))
+
+
+def corrected_accuracy(chosen, scores: dict, approved: dict[str, bool], cells: dict[str, str],
+                       confidence: float) -> MetricValue:
+    """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the
+    approval of its post-stratum, any other as its automatic score. `approved`: case id -> the reviewers' label
+    (on the current output); `cells`: case id -> sampling cell."""
+    n = len(chosen)
+    rate = design_rate(*judged_cases(chosen, scores, approved, cells), n, confidence)
+    if rate.unlabelled is not None:
+        return MetricValue(None, n, note=f"no reviewer label in sampling cell '{rate.unlabelled}' (judge-scored "
+                                         "cases that nobody labelled): its accuracy is unknown; label some of them")
+    if rate.point is None:
+        return MetricValue(None, 0, note="no cases")
+    note = (f"reviewer-corrected: {rate.labels} label(s) in {rate.strata} post-strata (judge grade x sampling cell) "
+            f"weighted by the run's {n} case(s); effective n {rate.effective_n:.1f}")
+    return MetricValue(rate.point, n, rate.bounds, note, confidence)
+
+
+def effective_n(point: float, n: int, strata: list[PostStratum]) -> float:
+    """The size of a simple random sample whose proportion has the variance of this estimate (at most n)."""
+    labelled = sum(s.labelled for s in strata)
+    overall = (sum(s.approved for s in strata) + 1) / (labelled + 2)
+    label_variance = 0.0
+    for s in strata:
+        # a post-stratum's rate as if it had two more labels at the overall rate: a few alike are not certainty
+        rate = (s.approved + 2 * overall) / (s.labelled + 2)
+        label_variance += (s.cases / n) ** 2 * rate * (1 - rate) / s.labelled * (1 - s.labelled / s.cases)
+    q = (point * n + 0.5) / (n + 1)  # the cases' own binomial variance, never 0 at a point of 0 or 1
+    return q * (1 - q) / (q * (1 - q) / n + label_variance)
+
+
+def post_strata(judged: list[_Judged]) -> tuple[list[PostStratum], str | None]:
+    """The post-strata of judge-scored cases, each with a label, or ([], the first sampling cell with none)."""
+    out = []
+    for cell, members in _group(judged, lambda j: j.cell).items():
+        if not _labelled(members):
+            return [], cell
+        out += _finest(members, (lambda j: j.passed, lambda j: j.grade))
+    return out, None
+
+
+def _finest(members: list[_Judged], levels: tuple[Callable, ...]) -> list[PostStratum]:
+    """The finest split of a sampling cell, one level at a time, whose every part has a label."""
+    parts = list(_group(members, levels[0]).values()) if levels else []
+    if not parts or not all(_labelled(p) for p in parts):
+        labelled = [j for j in members if j.approved is not None]
+        return [PostStratum(len(members), len(labelled), sum(j.approved for j in labelled))]
+    return [s for p in parts for s in _finest(p, levels[1:])]
+
+
+def _labelled(members: list[_Judged]) -> bool:
+    return any(j.approved is not None for j in members)
+
+
+def _group(items: list, key: Callable) -> dict:
+    out: dict = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
