@@ -12,6 +12,7 @@ from ..llm_judge.verdicts import run_verdicts
 from ..report import write_reports
 from ..review.labels import read_labels
 from .record import RunDir
+from .seal import seal
 
 __all__ = ["rejudge"]
 
@@ -25,4 +26,5 @@ def rejudge(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = 
     report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
                        labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info))
     write_reports(run, report)
+    seal(run.path, "gate")
     return run, report

@@ -42,6 +42,7 @@ from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests
 from .prefix_cache import JOURNAL, run_prefix_cache
 from .progress import progress_bar
 from .record import RunDir, RunInfo
+from .seal import seal
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
 
@@ -71,6 +72,7 @@ def run_check(
     with run.lock():
         run.write_json(MANIFEST, manifest)
         info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides)
+        seal(run.path, "check")
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
                         console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache)
 
@@ -213,6 +215,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         info.status = session["status"] = "interrupted" if interrupted else "failed"
         info.finished_at = session["finished_at"] = now()
         run.write_info(info)
+        seal(run.path, "check")
         INTERRUPTION.active = None
         if interrupted:
             _print_resume_hint(console, run)
@@ -239,12 +242,14 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
         write_reports(run, report)
+        seal(run.path, "check")
         INTERRUPTION.active = None
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             INTERRUPTION.taken = True
             info.status = session["status"] = "interrupted"
         run.write_info(info)  # any other error: 'complete', every record is in and `gate` can judge it again
+        seal(run.path, "check")
         INTERRUPTION.active = None
         if isinstance(exc, KeyboardInterrupt):
             _print_resume_hint(console, run)
