@@ -20,7 +20,7 @@ def verify(
     checked; 1: something changed, or a run file was edited since releasegate sealed it; 3: nothing that could be
     checked changed, but some inputs could not be verified (a hub id that was not on disk, the model behind an
     endpoint, a run no stage sealed); 2: not a run."""
-    from ..report.verify import changes_table, verify_summary
+    from ..report.verify import changes_table, seal_notes, verify_summary
     from ..run.verify import OUTCOME_EXIT, verify_run
 
     result = verify_run(run_dir)
@@ -29,6 +29,8 @@ def verify(
     console = consoles(as_json)
     if result["changes"]:
         console.print(changes_table(result["manifest"], result["changes"]))
+    for line in seal_notes(result["changes"]):
+        console.print(line, markup=False, soft_wrap=True)
     console.print(verify_summary(result), markup=False, soft_wrap=True)
     for path in result["not_hashed"]:
         console.print(f"could not be verified: {path}", markup=False, soft_wrap=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-__all__ = ["changes_table", "verify_summary"]
+__all__ = ["changes_table", "verify_summary", "seal_notes"]
 
 
 def changes_table(manifest: dict, rows: list[dict]) -> Table:
@@ -16,11 +16,11 @@ def changes_table(manifest: dict, rows: list[dict]) -> Table:
     base = Path(manifest.get("config", ".")).parent
     table = Table(title=f"changed since run {manifest.get('run_id', '?')} ({manifest.get('created_at', '?')})",
                   caption=f"paths relative to {base}")
-    for column in ("input", "path", "change", "then", "now", "note"):
+    for column in ("input", "path", "change", "then", "now"):
         table.add_column(column, overflow="fold")
     for row in rows:
         path = row["path"] if row["role"] in ("package", "run") else _display(row["path"], base)
-        table.add_row(row["role"], path, row["change"], _short(row["before"]), _short(row["after"]), row.get("note", ""))
+        table.add_row(row["role"], path, row["change"], _short(row["before"]), _short(row["after"]))
     return table
 
 
@@ -35,6 +35,11 @@ def verify_summary(result: dict) -> str:
         return (f"{checked} input files checked{sealed}: {files} inputs changed, missing or added; {run_files} run "
                 f"files edited since the last seal; {packages} package versions differ")
     return f"{checked} input files checked{sealed}, package versions compared: nothing changed"
+
+
+def seal_notes(rows: list[dict]) -> list[str]:
+    """One line per run file that differs from its seal, naming it and saying how."""
+    return [f"{r['path']}: {r['note']}" for r in rows if r["role"] == "run" and r.get("note")]
 
 
 def _short(value: str | None) -> str:
