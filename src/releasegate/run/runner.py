@@ -42,7 +42,7 @@ from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests
 from .prefix_cache import JOURNAL, run_prefix_cache
 from .progress import progress_bar
 from .record import RunDir, RunInfo
-from .seal import seal
+from .seal import seal, sealed_snapshot
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
 
@@ -129,12 +129,12 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
         raise InputError("run.json has no config_path: the run predates resume support", file=run.path / "run.json",
                          hint="start a new run")
     base = Path(info.config_path).parent
-    config = load_config(run.path / "config.yaml", base_dir=base, secrets_from=Path(info.config_path))
+    config = load_config(sealed_snapshot(run.path, "config.yaml"), base_dir=base, secrets_from=Path(info.config_path))
     config = dataclasses.replace(config, output_dir=run.path.parent)
     if info.target_overrides:
         overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
         config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
-    rubric = load_rubric(run.path / "rubric.yaml")
+    rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
     cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
     return config, rubric, cases
 

@@ -24,10 +24,11 @@ import hashlib
 import json
 from pathlib import Path
 
+from ..errors import InputError
 from .clock import now
 from .record import RunDir
 
-__all__ = ["seal", "seal_changes", "SEALED_FILES", "STAGE_WRITES"]
+__all__ = ["seal", "seal_changes", "sealed_snapshot", "SEALED_FILES", "STAGE_WRITES"]
 
 SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "load.jsonl", "judgments.jsonl",
                 "reviews.jsonl", "report.json")
@@ -90,6 +91,22 @@ def seal_changes(manifest: dict, run_dir: Path) -> tuple[list[dict], bool]:
         if row is not None:
             rows.append(row)
     return rows, True
+
+
+def sealed_snapshot(run_dir: Path, name: str) -> Path:
+    """The path of a snapshot the run judges by (rubric.yaml, config.yaml), refused (InputError) when it was edited
+    since the run sealed it: a threshold changed there would pass for the run's own policy. A run with no seal
+    (older, or built by hand) is taken as it is."""
+    path = Path(run_dir) / name
+    manifest = _read(Path(run_dir))
+    before = ((manifest or {}).get("sealed") or {}).get("files", {}).get(name)
+    state = _state(path, before) if before else None
+    if before is None or (state is not None and state["sha256"] == before["sha256"]):
+        return path
+    kind = "policy" if name == "rubric.yaml" else "config"
+    raise InputError(f"{name} was edited since the run sealed it: the run's {kind} is no longer the one it ran with",
+                     file=path, hint="to judge by another rubric pass it with --rubric FILE; releasegate verify "
+                                     f"{Path(run_dir)} lists what changed")
 
 
 # -- one file ---------------------------------------------------------------------------------------------------
