@@ -129,7 +129,7 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
         raise InputError("run.json has no config_path: the run predates resume support", file=run.path / "run.json",
                          hint="start a new run")
     base = Path(info.config_path).parent
-    config = load_config(sealed_snapshot(run.path, "config.yaml"), base_dir=base, secrets_from=Path(info.config_path))
+    config = load_config(run.path / "config.yaml", base_dir=base, secrets_from=Path(info.config_path))
     config = dataclasses.replace(config, output_dir=run.path.parent)
     if info.target_overrides:
         overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
