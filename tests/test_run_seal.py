@@ -13,6 +13,7 @@ import yaml
 
 from releasegate.run.record import RunDir
 from releasegate.run.seal import seal
+from releasegate.testing import StubBehaviour, StubServer
 
 
 def run_check(project: Path, cli) -> Path:
@@ -173,3 +174,43 @@ def test_gate_refuses_an_edited_rubric_snapshot(project, cli, tmp_path):
     assert cli("gate", run, "--rubric", other)[0] in (0, 1, 3)  # another policy, named as such, is judged by
     (run / "rubric.yaml").write_text(policy)  # put back as sealed: judged again
     assert cli("gate", run)[0] in (1, 3)
+
+
+def test_a_run_with_a_judge_is_sealed_whole(tmp_path, cli):
+    from test_llm_judge import project as judge_project
+    from test_llm_judge import scripted, stub_judge
+
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=4, reply=scripted)) as stub:
+        config = judge_project(tmp_path, stub_judge(stub.base_url), cases=8)
+        code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code in (0, 1, 3), err
+    run = tmp_path / "reports" / "r"
+    code, result, _ = verify(cli, run)
+    assert code == 0 and "judgments.jsonl" in result["sealed"], result["changes"]
+    path = run / "judgments.jsonl"
+    path.write_text(path.read_text().replace('"passed":false', '"passed":true'))  # a failed verdict made a pass
+    code, result, text = verify(cli, run)
+    assert code == 1 and [c["path"] for c in result["changes"]] == ["judgments.jsonl"] and "judgments.jsonl" in text
+
+
+def sealed_run(root: Path, *, load_finished: bool) -> Path:
+    """A run directory whose manifest holds only a seal: a load phase recorded, finished or not."""
+    root.mkdir()
+    (root / "manifest.json").write_text(json.dumps({"format": 1, "inputs": [], "target": {"backend": "replay"}}))
+    load_phase = {"seconds": 1.0, "requests": 2} if load_finished else None
+    (root / "run.json").write_text(json.dumps({"phases": ["quality", "load"], "load_phase": load_phase}))
+    (root / "load.jsonl").write_text('{"a": 1}\n')
+    seal(root, "check")
+    return root
+
+
+@pytest.mark.parametrize("finished", [False, True])
+def test_a_load_phase_measured_again_whole_is_the_tools_own_rewrite(tmp_path, finished):
+    from releasegate.run.seal import seal_changes
+
+    run = sealed_run(tmp_path / "run", load_finished=finished)
+    (run / "load.jsonl").write_text('{"b": 2}\n{"b": 3}\n')  # check --resume runs an unfinished load phase again
+    seal(run, "check")
+    rows, sealed = seal_changes(json.loads((run / "manifest.json").read_text()), run)
+    assert sealed
+    assert [(r["path"], r["change"]) for r in rows] == ([("load.jsonl", "edited")] if finished else [])

@@ -280,7 +280,7 @@ _SOURCE_WORDS = {"usage": "server usage", "tokenizer": "target.tokenizer", "chun
 
 def _unknown_cost(done: list, missing: dict[str, int]) -> MetricValue:
     sides = " and ".join(f"{n} request(s) with no {side} token count" for side, n in missing.items())
-    return MetricValue(None, len(done), note=f"{sides} (the server sent no usage; target.tokenizer counts them): "
+    return MetricValue(None, len(done), note=f"{sides} (neither the server's usage nor target.tokenizer counted them): "
                                              f"cost unknown, not priced at 0; {token_sources(done)}")
 
 
