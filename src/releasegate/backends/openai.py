@@ -299,7 +299,15 @@ class OpenAIBackend(Backend):
             self._connected(connect)
             # the written moment is unknown only where the client could not observe it (see `Timing.send_lag_ms`)
             first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
-            return with_retried(self._finish(lines, stamps, first.attempt(written or sent, end), attempt), retried)
+            return with_retried(self._finish(lines, stamps, first.attempt(written or sent, end), attempt, body), retried)
+
+    def _prompt_tokens(self, reported: int | None, body: dict | None) -> int | None:
+        """The server's prompt token count; without one, `target.tokenizer`'s count of the prompt text (each
+        message's content: the chat template's own tokens, which the server adds, are not in it); else None."""
+        if reported is not None or self._count is None or body is None:
+            return reported
+        parts = [m.get("content") for m in body.get("messages") or []] if "messages" in body else [body.get("prompt")]
+        return sum(self._count(p) for p in parts if isinstance(p, str))
 
     def _connected(self, connect: int | None) -> None:
         if connect is not None and self._lateness is not None:
@@ -316,7 +324,7 @@ class OpenAIBackend(Backend):
         path = "/chat/completions" if self.target.mode == "chat" else "/completions"
         return await client.stream(path, json.dumps(payload).encode())
 
-    def _finish(self, lines, stamps, clock: RequestClock, attempt: int) -> Generation:
+    def _finish(self, lines, stamps, clock: RequestClock, attempt: int, body: dict | None = None) -> Generation:
         parse = parse_sse(lines, stamps, self.target.mode)
         if self._lateness is not None:
             self._lateness.chunk_gaps(parse.chunk_ns)
@@ -333,6 +341,6 @@ class OpenAIBackend(Backend):
             timing["send_lag_ms"] = None
         return Generation(
             parse.text,
-            tokens=Tokens(input=parse.prompt_tokens, output=output, source=source),
+            tokens=Tokens(input=self._prompt_tokens(parse.prompt_tokens, body), output=output, source=source),
             timing=Timing(**timing, attempts=attempt, connect_ms=clock.connect_ms),
         )

@@ -1,4 +1,4 @@
-"""`releasegate verify RUN_DIR`: re-hash a run's inputs and say what changed since it ran."""
+"""`releasegate verify RUN_DIR`: re-hash a run's inputs and own files and say what changed since it ran."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ def verify(
     as_json: JsonOption = False,
 ) -> int:
     """Re-hash every input in the run's manifest.json (config, suites, rubric, model, adapter, tokenizer, chat
-    template...) and compare package versions. Exit 0: nothing changed and everything was checked; 1: something
-    changed; 3: nothing that could be checked changed, but some inputs could not be verified (a hub id that was
-    not on disk, the model behind an endpoint); 2: not a run."""
-    from ..report.verify import changes_table, verify_summary
+    template...), compare package versions, and check the run's own files (records, judgments, reviews, rubric and
+    config snapshots, run.json, report.json) against their seal. Exit 0: nothing changed and everything was
+    checked; 1: something changed, or a run file was edited since releasegate sealed it; 3: nothing that could be
+    checked changed, but some inputs could not be verified (a hub id that was not on disk, the model behind an
+    endpoint, a run no stage sealed); 2: not a run."""
+    from ..report.verify import changes_table, seal_notes, verify_summary
     from ..run.verify import OUTCOME_EXIT, verify_run
 
     result = verify_run(run_dir)
@@ -27,6 +29,8 @@ def verify(
     console = consoles(as_json)
     if result["changes"]:
         console.print(changes_table(result["manifest"], result["changes"]))
+    for line in seal_notes(result["changes"]):
+        console.print(line, markup=False, soft_wrap=True)
     console.print(verify_summary(result), markup=False, soft_wrap=True)
     for path in result["not_hashed"]:
         console.print(f"could not be verified: {path}", markup=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..judging.metrics import BOUNDED_METRICS, ERROR_METRICS, KNOWN_METRICS
+from ..judging.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
 from ..llm_judge.settings import CalibrationPolicy, parse_calibration
 from ..review.policy import ReviewPolicy, parse_policy
 from .files import exists, field_path, is_file, line_of, load_yaml
@@ -104,6 +104,10 @@ class Rubric:
     max_client_lag_share: float = 0.1
     """Latency criteria are insufficient when the client's event-loop lag p99 exceeds this share of the measured
     TTFT p50: the client, not the target, was the bottleneck."""
+    max_itl_batched_share: float = DEFAULT_MAX_ITL_BATCHED_SHARE
+    """TPOT and ITL criteria are insufficient when more than this share of the gaps between content chunks were
+    under 0.5 ms (the client's `itl_batched_share`): the stream was read in batches (a buffering proxy, a server
+    flushing late, a client reading a backlog), so its stamps are the reader's, not the server's decode."""
     baseline: dict | None = None
     """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
@@ -118,6 +122,8 @@ class Rubric:
             out["allow_insufficient"] = True
         if self.max_client_lag_share != 0.1:
             out["max_client_lag_share"] = self.max_client_lag_share
+        if self.max_itl_batched_share != DEFAULT_MAX_ITL_BATCHED_SHARE:
+            out["max_itl_batched_share"] = self.max_itl_batched_share
         if self.baseline:
             out["baseline"] = dict(self.baseline)
         if self.forbidden:
@@ -150,6 +156,7 @@ def load_rubric(path: Path) -> Rubric:
         path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
         latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
         max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
+        max_itl_batched_share=float(data.get("max_itl_batched_share", DEFAULT_MAX_ITL_BATCHED_SHARE)),
         baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
         judge=parse_calibration(data.get("judge")),
     )

@@ -17,7 +17,7 @@ from .evidence import answered, attempt_counts, case_attempts, worst_client
 __all__ = [
     "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
     "client_saturation", "quality_client",
-    "TARGET_FAILURE_SHARE",
+    "client_batched_share", "TARGET_FAILURE_SHARE",
 ]
 
 TARGET_FAILURE_SHARE = 0.5
@@ -135,6 +135,14 @@ def client_lag_ms(info: RunInfo, phase: str) -> float | None:
     lags = [s["loop_lag_ms"]["p99"] for s in _summaries(info, phase)
             if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
     return max(lags) if lags else None
+
+
+def client_batched_share(info: RunInfo, phase: str) -> float | None:
+    """The share of gaps between content chunks the client read together (`itl_batched_share`) over the phase
+    latency comes from (the worse of two for `both`); None when the run has no streaming client figures."""
+    shares = [s["itl_batched_share"] for s in _summaries(info, phase)
+              if isinstance(s, dict) and s.get("itl_batched_share") is not None]
+    return max(shares) if shares else None
 
 
 def client_saturation(lag: float | None, ttft_p50_ms: float | None, max_share: float) -> str | None:

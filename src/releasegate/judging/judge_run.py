@@ -33,11 +33,20 @@ from .criteria import (
 )
 from .evidence import attempts_why, failure
 from .gate_report import typed_report
-from .health import client_kind, client_lag_ms, client_saturation, phase_counts, run_problems, target_failure
+from .health import (
+    client_batched_share,
+    client_kind,
+    client_lag_ms,
+    client_saturation,
+    phase_counts,
+    run_problems,
+    target_failure,
+)
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
     MetricValue,
+    batched_stream,
     compute_metric,
     is_phased,
     latency_exclusions,
@@ -49,6 +58,8 @@ from .metrics import (
     select,
     slices_of,
     stratum_counts,
+    stream_timed,
+    timing_derived_cost,
 )
 
 __all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases", "DEFAULT_ERROR_GUARD"]
@@ -124,7 +135,10 @@ def judge_run(
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
     if saturated:
-        results = [_undecided(r, saturated) if _client_bound(r, lag, client) else r for r in results]
+        results = [_undecided(r, saturated) if _client_bound(r, lag, client, cost) else r for r in results]
+    batched = batched_stream(client_batched_share(info, phase), rubric.max_itl_batched_share)
+    if batched:
+        results = [_undecided(r, batched) if stream_timed(r.criterion.metric) else r for r in results]
     comparison = _baseline_comparison(rubric, records, verdicts, info)
     if comparison is not None:
         results += comparison_results(comparison)
@@ -186,6 +200,7 @@ def _capacity_report(sweep: dict | None, info_at: RunInfo, at_capacity: list, co
     return {**sweep, "cost_per_1m_output_tokens": value.value, "cost_note": value.note}
 
 
+COST_METRICS = ("cost_per_1m_output_tokens", "cost_usd_total")
 _BOTH_WAYS = ("tpot_ms", "itl_ms")
 """A late client can make these smaller as well as larger (gaps read together are stamped together)."""
 _SEND_STAMPED = ("ttft_ms", "e2e_ms")
@@ -194,13 +209,14 @@ stamps right after its write (measured accurate to 0.3 ms at 1,024 streams); the
 the loop back before the stamp, which comes late under load (about 30 ms at 64 streams, 200 ms at 256)."""
 
 
-def _client_bound(result: CriterionResult, lag_ms: float, client: str | None) -> bool:
+def _client_bound(result: CriterionResult, lag_ms: float, client: str | None, cost: dict | None = None) -> bool:
     """Whether a saturated client leaves this criterion undecided. TPOT and ITL can be wrong either way, and so
     can TTFT and E2E unless the lean client stamped the send: undecided. Otherwise a late client only makes
-    latency (from the schedule, or from the lean client's send), send lag, throughput and cost look worse: their
-    passes stand, and a failure is undecided unless it fails even with the client's lag (p99) taken off."""
+    latency (from the schedule, or from the lean client's send), send lag, throughput and self-hosted cost look
+    worse: their passes stand, and a failure is undecided unless it fails even with the client's lag (p99) taken
+    off. Cost from an API price table is counted tokens times prices: no timing in it, so it stands either way."""
     metric, c = result.criterion.metric, result.criterion
-    if not is_phased(metric):
+    if not is_phased(metric) or (metric in COST_METRICS and not timing_derived_cost(cost)):
         return False
     base = metric.rpartition("_p")[0]
     if base in _BOTH_WAYS or (base in _SEND_STAMPED and client != "lean"):

@@ -12,6 +12,8 @@ from .stats import cluster_bootstrap, percentile, percentile_bounds, wilson_boun
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
     "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "stratum_counts", "sample_only",
+    "uncounted", "token_sources",
+    "timing_derived_cost", "batched_stream", "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES",
 ]
 
 _RATES = {
@@ -294,12 +296,15 @@ def _system_throughput(records: list, run: dict) -> MetricValue:
 
 # Cost per token: an API price table, or self-hosted $/hour divided by measured throughput.
 
-
-# Cost per token: an API price table, or self-hosted $/hour divided by measured throughput.
+COUNTED_SOURCES = ("usage", "tokenizer")
+"""Token sources that count tokens: the server's usage report, or the model's tokenizer (`target.tokenizer`).
+'chunks' (one per streamed chunk) and 'none' (a replay file) are guesses or nothing: no price is put on them."""
 
 
 def cost_metric(name: str, records: list, run: dict) -> MetricValue:
-    """`cost_per_1m_output_tokens` or `cost_usd_total` for `records` under the run's cost config."""
+    """`cost_per_1m_output_tokens` or `cost_usd_total` for `records` under the run's cost config. Tokens that were
+    not counted (no usage from the server and no `target.tokenizer`) are unknown, never 0: the cost is then
+    undecided, and the note says where the counts came from."""
     cost = run.get("cost")
     done = measured(records)  # a cached response cost nothing in this run and measured no throughput
     if not cost:
@@ -309,16 +314,46 @@ def cost_metric(name: str, records: list, run: dict) -> MetricValue:
     return _self_hosted(name, done, cost, run)
 
 
+def uncounted(done: list, sides: tuple[str, ...] = ("input", "output")) -> dict[str, int]:
+    """How many requests have no counted token figure, per side ('input', 'output'): a count that is missing,
+    or that came from no tokenizer (`COUNTED_SOURCES`)."""
+    out = {}
+    for side in sides:
+        missing = sum(getattr(r.tokens, side) is None or r.tokens.source not in COUNTED_SOURCES for r in done)
+        if missing:
+            out[side] = missing
+    return out
+
+
+def token_sources(done: list) -> str:
+    """Where the token counts came from, e.g. 'counted by server usage 30, tokenizer 10'."""
+    count = Counter(r.tokens.source for r in done)
+    return "counted by " + ", ".join(f"{_SOURCE_WORDS.get(k, k)} {n}" for k, n in sorted(count.items()))
+
+
+_SOURCE_WORDS = {"usage": "server usage", "tokenizer": "target.tokenizer", "chunks": "streamed chunks (a guess)"}
+
+
+def _unknown_cost(done: list, missing: dict[str, int]) -> MetricValue:
+    sides = " and ".join(f"{n} request(s) with no {side} token count" for side, n in missing.items())
+    return MetricValue(None, len(done), note=f"{sides} (neither the server's usage nor target.tokenizer counted them): "
+                                             f"cost unknown, not priced at 0; {token_sources(done)}")
+
+
 def _api(name: str, done: list, cost: dict) -> MetricValue:
-    tokens_in = sum(r.tokens.input or 0 for r in done)
-    tokens_out = sum(r.tokens.output or 0 for r in done)
+    missing = uncounted(done)
+    if missing:
+        return _unknown_cost(done, missing)
+    tokens_in = sum(r.tokens.input for r in done)
+    tokens_out = sum(r.tokens.output for r in done)
     total = (tokens_in * cost["input_usd_per_1m"] + tokens_out * cost["output_usd_per_1m"]) / 1e6
+    sources = token_sources(done)
     if name == "cost_usd_total":
-        return MetricValue(total, len(done), note=f"{tokens_in} input + {tokens_out} output tokens")
+        return MetricValue(total, len(done), note=f"{tokens_in} input + {tokens_out} output tokens, {sources}")
     if tokens_out == 0:
         return MetricValue(None, len(done), note="no output tokens")
     # input cost is attributed to the output it bought: this is what one million answers' tokens cost
-    return MetricValue(total / tokens_out * 1e6, len(done), note="input and output prices, per output token")
+    return MetricValue(total / tokens_out * 1e6, len(done), note=f"input and output prices, per output token; {sources}")
 
 
 def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
@@ -328,11 +363,45 @@ def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
         if not seconds:
             return MetricValue(None, len(done), note="no measured generation time")
         return MetricValue(hourly * seconds / 3600, len(done), note=f"{hourly} $/h x {seconds:.1f} s")
+    missing = uncounted(done, ("output",))
+    if missing:  # the throughput under this figure counted guessed tokens
+        return _unknown_cost(done, missing)
     throughput = run.get("system_output_tokens_per_s")
     if not throughput:
         return MetricValue(None, len(done), note="no measured throughput")
     value = hourly / (throughput * 3600) * 1e6
     return MetricValue(value, len(done), note=f"{hourly} $/h / ({throughput:.1f} output tokens/s x 3600) x 1e6")
+
+
+def timing_derived_cost(cost: dict | None) -> bool:
+    """Whether cost figures depend on the run's timing: self-hosted cost divides by measured time or throughput; an
+    API price table multiplies counted tokens, which no client lateness changes."""
+    return not cost or cost.get("mode") != "api"
+
+
+# TPOT and ITL from a stream read in batches: the stamps are the reader's, not the server's decode.
+
+STREAM_TIMED = ("tpot_ms", "itl_ms")
+"""Latencies measured between a stream's chunks, which a batched read (`itl_batched_share`) squeezes together."""
+DEFAULT_MAX_ITL_BATCHED_SHARE = 0.5
+"""The rubric's `max_itl_batched_share` when it sets none: more than half the gaps between content chunks were
+under 0.5 ms."""
+
+
+def batched_stream(share: float | None, limit: float) -> str | None:
+    """A one-line reason when TPOT and ITL cannot be read off the stream: more than `limit` of the gaps between
+    its content chunks were under 0.5 ms (`share`, the client's itl_batched_share). None when they can, or when
+    nothing says (no streaming client figures)."""
+    if share is None or share <= limit:
+        return None
+    return (f"stream read in batches: {share:.0%} of the gaps between content chunks were under 0.5 ms (limit "
+            f"{limit:.0%}), so TPOT and ITL are the reader's stamps, not the server's decode (a buffering proxy, a "
+            "server flushing late or a late client)")
+
+
+def stream_timed(metric: str) -> bool:
+    """Whether a metric is a TPOT or ITL figure (`STREAM_TIMED`)."""
+    return metric.rpartition("_p")[0] in STREAM_TIMED
 
 
 def latency_phase(latency_from: str, load_records: list) -> str:

@@ -21,6 +21,7 @@ from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
 from ..run.record import CaseRecord, RunDir
 from ..run.response_cache import ResponseCache
+from ..run.seal import seal
 from .journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
 from .prompt import (
     Unparseable,
@@ -275,3 +276,4 @@ def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: b
     with bar_factory() as bar:
         run_judging(run, records, settings, cache_path=cache_path, use_cache=use_cache, console=console, bar=bar,
                     between=between, fingerprint=fingerprint)
+    seal(run.path, "judge")

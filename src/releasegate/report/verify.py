@@ -1,4 +1,5 @@
-"""A run's verification (`releasegate verify`) as a terminal table: what changed since the run, then and now."""
+"""A run's verification (`releasegate verify`) as a terminal table: what changed since the run (its inputs) and
+since the last seal (its own files), then and now."""
 
 from __future__ import annotations
 
@@ -6,18 +7,19 @@ from pathlib import Path
 
 from rich.table import Table
 
-__all__ = ["changes_table", "verify_summary"]
+__all__ = ["changes_table", "verify_summary", "seal_notes"]
 
 
 def changes_table(manifest: dict, rows: list[dict]) -> Table:
-    """One row per changed input or package, paths relative to the run's config directory."""
+    """One row per changed input, package or run file (role 'run': a file of the run directory, against its
+    seal), paths relative to the run's config directory."""
     base = Path(manifest.get("config", ".")).parent
     table = Table(title=f"changed since run {manifest.get('run_id', '?')} ({manifest.get('created_at', '?')})",
                   caption=f"paths relative to {base}")
     for column in ("input", "path", "change", "then", "now"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        path = row["path"] if row["role"] == "package" else _display(row["path"], base)
+        path = row["path"] if row["role"] in ("package", "run") else _display(row["path"], base)
         table.add_row(row["role"], path, row["change"], _short(row["before"]), _short(row["after"]))
     return table
 
@@ -25,11 +27,19 @@ def changes_table(manifest: dict, rows: list[dict]) -> Table:
 def verify_summary(result: dict) -> str:
     """The one line under the table: how many inputs were checked and what changed."""
     rows, checked = result["changes"], result["checked"]
-    files = sum(r["role"] != "package" for r in rows)
-    packages = len(rows) - files
+    run_files = sum(r["role"] == "run" for r in rows)
+    packages = sum(r["role"] == "package" for r in rows)
+    files = len(rows) - run_files - packages
+    sealed = f", {len(result.get('sealed', []))} run files against their seal"
     if rows:
-        return f"{checked} input files checked: {files} changed, missing or added; {packages} package versions differ"
-    return f"{checked} input files checked, package versions compared: nothing changed"
+        return (f"{checked} input files checked{sealed}: {files} inputs changed, missing or added; {run_files} run "
+                f"files edited since the last seal; {packages} package versions differ")
+    return f"{checked} input files checked{sealed}, package versions compared: nothing changed"
+
+
+def seal_notes(rows: list[dict]) -> list[str]:
+    """One line per run file that differs from its seal, naming it and saying how."""
+    return [f"{r['path']}: {r['note']}" for r in rows if r["role"] == "run" and r.get("note")]
 
 
 def _short(value: str | None) -> str:

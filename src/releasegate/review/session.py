@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import CaseRecord, RunDir
+from ..run.seal import seal
 from ..scorers import score_records
 from . import QUEUE_FILE
 from .csv_io import ImportResult, export_review_csv, read_review_csv
@@ -132,6 +133,7 @@ def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubr
     existing = read_labels(run)
     result = read_review_csv(file, sample, existing, reviewer=reviewer)
     append_labels(run, result.edits)
+    seal(run.path, "review")
     return QueueImport(run.path, result, review.summary(existing + result.edits))
 
 

@@ -9,5 +9,6 @@
                     server_scrape (the server's Prometheus /metrics)
     response_cache  outputs kept across runs
     manifest        what a run was made of, hashed (manifest_inputs: the files behind each input)
+    seal            the run's own files hashed at the end of every stage that writes them (`verify` checks them)
     matrix          deployment variants (variants) of one model, run and compared
 """

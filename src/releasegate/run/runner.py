@@ -44,6 +44,7 @@ from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests
 from .prefix_cache import JOURNAL, run_prefix_cache
 from .progress import progress_bar
 from .record import RunDir, RunInfo
+from .seal import seal, sealed_snapshot
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
 
@@ -73,6 +74,7 @@ def run_check(
     with run.lock():
         run.write_json(MANIFEST, manifest)
         info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides)
+        seal(run.path, "check")
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
                         console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache)
 
@@ -134,7 +136,7 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
     if info.target_overrides:
         overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
         config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
-    rubric = load_rubric(run.path / "rubric.yaml")
+    rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
     cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
     return config, rubric, cases
 
@@ -216,6 +218,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         info.finished_at = session["finished_at"] = now()
         keep_client(info, session, backend)  # the part that ran was measured by this client: it counts too
         run.write_info(info)
+        seal(run.path, "check")
         INTERRUPTION.active = None
         if interrupted:
             _print_resume_hint(console, run)
@@ -242,12 +245,14 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
         write_reports(run, report)
+        seal(run.path, "check")
         INTERRUPTION.active = None
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             INTERRUPTION.taken = True
             info.status = session["status"] = "interrupted"
         run.write_info(info)  # any other error: 'complete', every record is in and `gate` can judge it again
+        seal(run.path, "check")
         INTERRUPTION.active = None
         if isinstance(exc, KeyboardInterrupt):
             _print_resume_hint(console, run)
