@@ -60,6 +60,22 @@ def border_class(exc: BaseException, base: str) -> tuple[ErrorKind, str] | None:
     redirect = exc if isinstance(exc, Redirected) else _openai_redirect(exc, base)
     if redirect is not None:
         return ErrorKind.REDIRECT, str(redirect)
+    unreadable = _h11_refused(exc)
+    if unreadable is not None:
+        kind = ErrorKind.RESPONSE_TOO_LARGE if "buffer too long" in unreadable else ErrorKind.BAD_RESPONSE
+        return kind, f"unreadable response: {unreadable}"
+    return None
+
+
+def _h11_refused(exc: BaseException) -> str | None:
+    """What the openai client's HTTP parser (h11, under httpx) refused in the response's framing, if that is
+    why it failed: a status line, chunk size or Content-Length it cannot read, or a head over its buffer. A
+    connection closed mid-body is no framing error (it stays a broken stream)."""
+    seen, depth = exc, 0
+    while seen is not None and depth < 8:
+        if type(seen).__module__.split(".")[0] == "h11" and "peer closed" not in str(seen):
+            return f"{type(seen).__name__}: {seen}"
+        seen, depth = seen.__cause__ or seen.__context__, depth + 1
     return None
 
 

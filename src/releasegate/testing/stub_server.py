@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import hostile
+
 __all__ = ["StubBehaviour", "StubServer"]
 
 
@@ -62,6 +64,12 @@ class StubBehaviour:
     reply: Callable[[dict], str] | None = None
     """The text to answer a request with, from its JSON body (a scripted judge, say), streamed as `tokens`
     pieces; None: `tokens` times 'tok '."""
+    hostile: str | None = None
+    """Answer as a hostile server would: one of `hostile.HOSTILE_MODES` (malformed events, lying usage, empty
+    answers, unbounded or trickled bodies, broken framing, redirects, hostile /metrics); None: an honest server.
+    POSTs: the requests the faults hit (see above; `fail_every` 2: every other one); GETs: every one."""
+    redirect_to: str | None = None
+    """Where the redirect modes send every request (scheme://host:port; the request's path is kept)."""
 
 
 class StubServer:
@@ -145,6 +153,10 @@ class StubServer:
             writer.close()
 
     async def _route(self, method: str, path: str, body: bytes, reader, writer) -> bool:
+        if self.behaviour.hostile is not None and method == "GET":
+            kept = await hostile.route(self.behaviour, method, path, body, writer)
+            if kept is not None:
+                return kept
         if method == "GET":
             payload = {"object": "list", "data": [{"id": "stub", "object": "model"}]} if path.endswith("/models") else {"status": "ok"}
             await _send_json(writer, 200, payload)
@@ -159,6 +171,8 @@ class StubServer:
         parsed = json.loads(body or b"{}")
         self.bodies.append(parsed)
         faulty = _faulty(b, index)
+        if b.hostile is not None and faulty and (kept := await hostile.route(b, method, path, body, writer)) is not None:
+            return kept and not self.dead  # the requests `fail_every` / `fail_count` pick (default: all)
         if b.fail_status is not None and faulty:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
             await _send_json(writer, b.fail_status, {"error": {"message": "stub failure", "code": b.fail_status}}, headers)
