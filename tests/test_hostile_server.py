@@ -135,9 +135,11 @@ def test_hostile_metrics_never_end_the_load_phase_or_the_reports(tmp_path, cli, 
     assert "NaN" not in text and "Infinity" not in text
     for line in filter(None, text.splitlines()):
         json.loads(line, parse_constant=lambda c: pytest.fail(f"non-finite {c} written"))
-    server = report["load_phase"]["server_metrics"] if "load_phase" in report else None
-    if mode == "metrics-trickle":
-        assert server is None or "not read within" in json.dumps(server) or "timed out" in json.dumps(server)
+    server = report["load_phase"]["server_metrics"]
+    if mode == "metrics-trickle":  # one byte a second: the scrape's deadline ended it, not a per-read timeout
+        assert "/metrics not read within 2 s" in server["error"]
+    else:
+        assert server["samples"] >= 2 and "queue" not in server  # NaN queue, +Inf running: dropped
     for fmt in ("md", "html"):
         got, _, report_err = cli("report", run.path, "--format", fmt)
         assert got == 0, report_err
