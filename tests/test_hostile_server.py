@@ -14,12 +14,15 @@ import pytest
 
 from releasegate.backends._events import BadEvent, Usage, read_event, usage_problem
 from releasegate.backends._sse_client import _Response
+from releasegate.cli import main
 from releasegate.errors import ErrorKind
+from releasegate.judging.criteria import EXIT_CODES
 from releasegate.llm_judge.journal import read_judgments
 from releasegate.run.record import RunDir
 from releasegate.run.server_scrape import Scraper, fetch_metrics, normalise, parse_prometheus, samples_line
 from releasegate.testing import StubBehaviour, StubServer
 from releasegate.testing.hostile import _NONFINITE, HOSTILE_MODES, Catcher
+from test_false_pass import Run, err, load_err, load_ok, ok
 from test_llm_judge import project as judge_project
 from test_llm_judge import scripted, stub_judge
 from test_openai_backend import CLIENTS, project
@@ -256,3 +259,19 @@ def test_a_metrics_redirect_is_refused_and_sends_nothing_on():
     assert scraper.samples == [] and f"redirect to {catcher.url}: not followed" in scraper.error
     assert "query-secret" not in scraper.error and "moved-token" not in scraper.error
     assert catcher.heads == []
+
+
+# -- the false-PASS corpus: a hostile server's recorded errors count like every other failure -----------------------
+SERVER_KINDS = [BAD, EMPTY, LARGE, ErrorKind.REDIRECT]
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+@pytest.mark.parametrize("where", ["quality", "load"])
+def test_hostile_errors_never_pass(kind, where, tmp_path, capsys):
+    if where == "quality":
+        run = Run([ok(i) for i in range(80)] + [err(i, kind) for i in range(80, 100)])
+    else:
+        run = Run([ok(i) for i in range(100)], load=[load_ok(i) for i in range(40)] + [load_err(i, kind) for i in range(40, 60)])
+    code = main(["gate", str(run.build(tmp_path)), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "FAIL" and code == EXIT_CODES["FAIL"], report.get("verdict_reason")

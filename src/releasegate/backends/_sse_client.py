@@ -102,7 +102,10 @@ class _Response(asyncio.Protocol):
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             self._chunked(now, data)
         else:
-            self._keep(now, data)
+            if self._length is not None:  # bytes past the declared length are no part of this response
+                data = data[: self._length - self._body_bytes]
+            if data:
+                self._keep(now, data)
             if self._length is not None and self._body_bytes >= self._length:
                 if not self.done.done():  # an empty body (content-length: 0) finished with the head
                     self.done.set_result(True)
