@@ -5,6 +5,7 @@ a redirect points to."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from releasegate.backends import Generation, Request
+from releasegate.backends._dispatch import Scheduled, gather
 from releasegate.backends._events import BadEvent, Usage, read_event, usage_problem
 from releasegate.backends._sse_client import _Response
 from releasegate.cli import main
@@ -206,8 +209,6 @@ class _Transport:
 
 
 def _fed(pieces: list[bytes]) -> _Response:
-    import asyncio
-
     loop = asyncio.new_event_loop()
     conn = _Response()
     conn.transport, conn.done = _Transport(), loop.create_future()
@@ -275,3 +276,13 @@ def test_hostile_errors_never_pass(kind, where, tmp_path, capsys):
     code = main(["gate", str(run.build(tmp_path)), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"] == "FAIL" and code == EXIT_CODES["FAIL"], report.get("verdict_reason")
+
+
+def test_a_send_that_raises_fails_its_own_request_only():
+    async def send(item):
+        if item.request.case_id == "c1":
+            raise AttributeError("'list' object has no attribute 'get'")
+        return Generation("ok")
+
+    gens = asyncio.run(gather(send, [Scheduled(Request(f"c{i}", prompt="p")) for i in range(3)], 2))
+    assert [g.error for g in gens] == [None, ErrorKind.CLIENT_ERROR, None] and "AttributeError" in gens[1].error_message
