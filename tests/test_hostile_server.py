@@ -152,11 +152,13 @@ def test_hostile_metrics_never_end_the_load_phase_or_the_reports(tmp_path, cli, 
     assert_quiet(err, caplog)
 
 
-def test_a_sweep_survives_nonfinite_metrics(tmp_path, cli, caplog):
+@pytest.mark.parametrize("mode", ["metrics-nonfinite", "usage-negative"])
+def test_a_sweep_survives_a_hostile_server(tmp_path, cli, caplog, mode):
     sweep = "load: {sweep: {start_rps: 40, max_rps: 40, requests_per_step: 60, step_s: 1, slo: {ttft_ms_p95: 5000}}}\n"
-    code, report, run, err, _ = hostile_check(cli, tmp_path, "metrics-nonfinite", load=sweep)
+    code, report, run, err, _ = hostile_check(cli, tmp_path, mode, load=sweep)
     assert code != 70 and report["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
-    assert len(run.read_records("load.jsonl")) >= 60
+    load = run.read_records("load.jsonl")
+    assert len(load) >= 60 and (mode != "usage-negative" or {r.error for r in load} == {None, BAD})
     assert "NaN" not in (run.path / "server_metrics.jsonl").read_text()
     for fmt in ("md", "html"):
         assert cli("report", run.path, "--format", fmt)[0] == 0
@@ -178,6 +180,7 @@ def test_a_sweep_survives_nonfinite_metrics(tmp_path, cli, caplog):
     ({"usage": {"prompt_tokens": True}}, "whole number"),
     ({"usage": {"completion_tokens": -1000}}, "not a token count"),
     ({"usage": {"completion_tokens": 10**18}}, "not a token count"),
+    ({"error": {"message": "engine died", "code": 500}}, "error event"),
 ])
 def test_an_event_of_another_shape_is_refused(event, says):
     with pytest.raises(BadEvent, match=says):

@@ -10,6 +10,7 @@ usage) before anything uses it; a payload of any other shape raises `BadEvent`, 
     usage    `prompt_tokens` and `completion_tokens` absent, null or whole numbers 0..USAGE_MAX (a JSON number
              with a fraction or an exponent, a string, a boolean or a negative count is not a count)
 
+An event carrying `error` and no choices (how vLLM and TGI report a failure mid-stream) is refused too.
 Other fields are ignored (servers add their own). Whether a count fits the answer it came with is for
 `usage_problem`, which knows the answer.
 """
@@ -62,6 +63,8 @@ def read_event(value, mode: str) -> Event:
     shape."""
     if not isinstance(value, dict):
         raise BadEvent(f"an event must be a JSON object, not {_kind(value)}")
+    if value.get("error") is not None and not value.get("choices"):  # vLLM, TGI: a failure mid-stream
+        raise BadEvent(f"the server sent an error event: {_shown(value['error'])}")
     choices = _list(value.get("choices"), "choices")
     return Event(tuple(_choice(c, mode) for c in choices), _usage(value.get("usage")))
 
