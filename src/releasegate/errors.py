@@ -85,7 +85,15 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"
     """The request as a whole ran past `timeout_s`."""
     BAD_RESPONSE = "bad_response"
-    """The stream held an event that could not be parsed."""
+    """The response was not what an OpenAI-compatible server sends: an event that is not JSON or not the shape of
+    a stream event (choices, delta, content, usage), usage that is not a count or is out of all proportion to the
+    answer, or HTTP framing that could not be read (a status line, a chunk size, a Content-Length)."""
+    RESPONSE_TOO_LARGE = "response_too_large"
+    """The response ran past a bound: `target.max_response_bytes`, `target.max_response_tokens`, or a response
+    head (status line and headers) over 64 KiB. What came is dropped, never kept whole."""
+    REDIRECT = "redirect"
+    """The server answered with a redirect (3xx). It is never followed, so credentials never reach another origin;
+    the message names the Location's origin (scheme, host, port: no path, no query)."""
     EMPTY_RESPONSE = "empty_response"
     """The server answered (HTTP 200, a well-formed stream) but with no content: no output text, or a
     finish_reason of `abort` or `error`, or `length` with 0 output tokens. Servers shed load this way; an empty

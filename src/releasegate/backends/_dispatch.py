@@ -2,7 +2,8 @@
 
 `send(item)` sends one request and returns its Generation; at most `concurrency` are in flight, the others
 wait for a slot (their send lag). A request still waiting when the deadline has passed is not sent: it comes
-back with error `not_sent`.
+back with error `not_sent`. A `send` that raises (it should not: failures are returned) fails its own request
+with `client_error`, never the batch's gather.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ async def closed_loop(
                 return
             slot = len(results)
             results.append(None)
-            results[slot] = (request, await send(Scheduled(request)))
+            results[slot] = (request, await _sent(send, Scheduled(request)))
             if on_done is not None:
                 on_done()
 
@@ -80,10 +81,18 @@ async def _in_slot(send: Send, item: Scheduled, slots: asyncio.Semaphore, deadli
     async with slots:
         if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
             return Generation(None, error=ErrorKind.NOT_SENT, error_message="load duration over")
-        gen = await send(item)
+        gen = await _sent(send, item)
     if on_done is not None:
         on_done()
     return gen
+
+
+async def _sent(send: Send, item: Scheduled) -> Generation:
+    """`send(item)`; an exception it lets through is this request's `client_error`, not the whole gather's."""
+    try:
+        return await send(item)
+    except Exception as exc:
+        return Generation(None, error=ErrorKind.CLIENT_ERROR, error_message=f"{type(exc).__name__}: {exc}"[:300])
 
 
 async def _sleep_until_ns(deadline: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import time
 
+from ._bounds import DEFAULT_MAX_BYTES, ResponseTooLarge
 from ._http import httpx
 
 __all__ = ["make_openai_client", "stream_openai", "import_now"]
@@ -28,15 +29,19 @@ def make_openai_client(target, api_key: str, concurrency: int | None = None):
     # than that would open a new connection (a TCP connect inside the send lag) for every request past 100
     limits = httpx.Limits(max_connections=max(1000, concurrency or 0),
                           max_keepalive_connections=max(100, concurrency or 0))
-    http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_request]}, limits=limits)
+    # never follow a redirect: httpx would send the default headers (credentials) wherever it points
+    http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_request]}, limits=limits,
+                                          follow_redirects=False)
     return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=api_key, max_retries=0, timeout=timeout,
                               default_headers=t.request_headers(), default_query=t.url_query(), http_client=http)
 
 
-async def stream_openai(client, body: dict, mode: str):
+async def stream_openai(client, body: dict, mode: str, max_bytes: int = DEFAULT_MAX_BYTES):
     """As the lean client's `stream`: (lines, stamps, end ns, written ns, connect ns). The written moment and
-    the connect time come from httpx's transport trace; None when it did not say."""
+    the connect time come from httpx's transport trace; None when it did not say. A body past `max_bytes`
+    raises ResponseTooLarge (what came is dropped)."""
     lines: list[str] = []
+    size = 0
     stamps: list[int] = []
     api = client.chat.completions if mode == "chat" else client.completions
     extra = body.pop("extra_body", None)
@@ -47,6 +52,10 @@ async def stream_openai(client, body: dict, mode: str):
             async for line in response.iter_lines():
                 stamps.append(time.perf_counter_ns())  # first thing: the clock
                 lines.append(line)
+                size += len(line) + 1
+                if size > max_bytes:
+                    lines.clear()
+                    raise ResponseTooLarge(f"response body over max_response_bytes ({max_bytes})")
     except BaseException as exc:
         exc.partial_lines = lines  # type: ignore[attr-defined]  # tells "dropped mid-stream" from "never started"
         exc.sent_ns, exc.connect_ns = _traced(trace)  # type: ignore[attr-defined]

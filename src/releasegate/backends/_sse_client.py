@@ -6,6 +6,10 @@ report. Here the clock is read first thing in `data_received`, bytes are stored 
 HTTP chunk decoding and SSE splitting run after the stream has ended. Keep-alive connections are pooled, and can
 be opened before a measured window (`preconnect`), so that no request's send lag holds a TCP connect it need
 not; a request that does open one reports the connect time apart (`stream`'s `connect_ns`).
+
+Everything the server sends is bounded and framed in linear time (`_bounds`): the head to `HEAD_MAX`, the body
+to `max_bytes`; framing it cannot read fails that request alone (never the receive callback, so asyncio has
+nothing to print); a redirect is never followed.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import asyncio
 import ssl
 import time
 from urllib.parse import urlsplit
+
+from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
 
 __all__ = ["LeanClient", "HTTPStatusError", "StallTimeout", "StreamBroken"]
 
@@ -38,10 +44,12 @@ class _Response(asyncio.Protocol):
     `done` is the current exchange's future, None between exchanges: only a future someone awaits may get an
     exception, or asyncio reports it as never retrieved when it is collected.
 
-    `probe` (a `LatenessProbe`, or None) is told when each receive callback read the clock."""
+    `probe` (a `LatenessProbe`, or None) is told when each receive callback read the clock; `max_bytes` bounds
+    the body."""
 
-    def __init__(self, probe=None) -> None:
+    def __init__(self, probe=None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.probe = probe
+        self.max_bytes = max_bytes
         self.last_rx = time.perf_counter_ns()
         self.done: asyncio.Future | None = None
         self.transport: asyncio.Transport | None = None
@@ -49,10 +57,11 @@ class _Response(asyncio.Protocol):
         self._reset()
 
     def _reset(self) -> None:
-        self.head, self.status, self.headers = b"", 0, {}
+        self.head, self.status, self.headers = bytearray(), 0, {}
         self.rx_bytes = 0
         self._pending = b""
         self._body_segments: list[tuple[int, bytes]] = []
+        self._body_bytes = 0  # kept as segments arrive: summing them on each read would be quadratic
         self._need: int | None = None  # chunk bytes still to read, None while reading a size line
         self._length: int | None = None
 
@@ -64,9 +73,17 @@ class _Response(asyncio.Protocol):
         self.last_rx = now
         self.rx_bytes += len(data)
         if self.done is not None and not self.done.done():
-            self._advance(now, data)  # framing only: finds where the response ends, parses nothing
+            try:
+                self._advance(now, data)  # framing only: finds where the response ends, parses nothing
+            except Exception as exc:  # the server's bytes, not our bug: that request fails, the loop never sees it
+                self._fail(exc if isinstance(exc, (BadFraming, ResponseTooLarge)) else BadFraming(f"unreadable response: {exc}"))
         if self.probe is not None:
             self.probe.rx(now)
+
+    def _fail(self, exc: Exception) -> None:
+        if not self.done.done():
+            self.done.set_exception(exc)
+        self.transport.close()
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -79,28 +96,57 @@ class _Response(asyncio.Protocol):
     # -- incremental framing (cheap: finds boundaries, copies nothing it need not) ---------------
     def _advance(self, now: int, data: bytes) -> None:
         if not self.status:
-            self.head = (self.head + data).lstrip(b"\r\n")  # RFC 9112: ignore empty lines before a status line
-            end = self.head.find(b"\r\n\r\n")
-            if end < 0:
+            data = self._head(data)
+            if data is None:
                 return
-            self._parse_head(self.head[:end])
-            data, self.head = self.head[end + 4 :], b""
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             self._chunked(now, data)
         else:
-            self._body_segments.append((now, data))
-            if self._length is not None and sum(len(d) for _, d in self._body_segments) >= self._length:
+            if self._length is not None:  # bytes past the declared length are no part of this response
+                data = data[: self._length - self._body_bytes]
+            if data:
+                self._keep(now, data)
+            if self._length is not None and self._body_bytes >= self._length:
                 if not self.done.done():  # an empty body (content-length: 0) finished with the head
                     self.done.set_result(True)
 
+    def _head(self, data: bytes) -> bytes | None:
+        """Add to the head; once it is complete, parse it and return the body bytes that came after it."""
+        if not self.head:
+            data = data.lstrip(b"\r\n")  # RFC 9112: ignore empty lines before a status line
+        start = max(0, len(self.head) - 3)  # search only what is new (and the 3 bytes a CRLFCRLF may span)
+        self.head += data
+        end = self.head.find(b"\r\n\r\n", start)
+        if end < 0:
+            if len(self.head) > HEAD_MAX:
+                raise ResponseTooLarge(f"response head over {HEAD_MAX} bytes")
+            return None
+        if end > HEAD_MAX:
+            raise ResponseTooLarge(f"response head over {HEAD_MAX} bytes")
+        self._parse_head(bytes(self.head[:end]))
+        rest, self.head = bytes(self.head[end + 4 :]), bytearray()
+        return rest
+
+    def _keep(self, now: int, payload: bytes) -> None:
+        self._body_bytes += len(payload)
+        if self._body_bytes > self.max_bytes:
+            raise ResponseTooLarge(f"response body over max_response_bytes ({self.max_bytes})")
+        self._body_segments.append((now, payload))
+
     def _parse_head(self, head: bytes) -> None:
         lines = head.decode("latin-1").split("\r\n")
-        self.status = int(lines[0].split(" ", 2)[1])
+        status = lines[0].split(" ", 2)
+        if len(status) < 2 or not status[0].startswith("HTTP/") or not (status[1].isdigit() and len(status[1]) == 3):
+            raise BadFraming(f"not an HTTP status line: {lines[0][:80]!r}")
+        self.status = int(status[1])
         for line in lines[1:]:
             name, _, value = line.partition(":")
             self.headers[name.strip().lower()] = value.strip()
         if "content-length" in self.headers:
-            self._length = int(self.headers["content-length"])
+            length = self.headers["content-length"]
+            if not length.isdigit() or not length.isascii():
+                raise BadFraming(f"Content-Length is not a number: {length[:40]!r}")
+            self._length = int(length)
             if self._length == 0:
                 self.done.set_result(True)
 
@@ -121,7 +167,7 @@ class _Response(asyncio.Protocol):
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
                     break
-                size = int(buf[pos:eol].split(b";", 1)[0] or b"0", 16)
+                size = _chunk_size(buf[pos:eol])
                 pos = eol + 2
                 if size == 0:
                     self._need = -1
@@ -133,22 +179,41 @@ class _Response(asyncio.Protocol):
             if self._need - take < 2:  # strip the CRLF that ends a chunk
                 payload = payload[: len(payload) - (2 - (self._need - take))]
             if payload:
-                self._body_segments.append((now, payload))
+                self._keep(now, payload)
             self._need -= take
             pos += take
             if self._need == 0:
                 self._need = None
         self._pending = buf[pos:]
+        if len(self._pending) > _LINE_MAX:  # a size or trailer line without end
+            raise BadFraming(f"chunk line over {_LINE_MAX} bytes")
 
     def body(self) -> list[tuple[int, bytes]]:
         return self._body_segments
+
+
+_LINE_MAX = 8192
+"""Bytes a chunk-size or trailer line may take."""
+
+
+def _chunk_size(line: bytes) -> int:
+    digits = line.split(b";", 1)[0].strip() or b"0"
+    try:
+        if not digits.isalnum():
+            raise ValueError
+        return int(digits, 16)
+    except ValueError:
+        raise BadFraming(f"chunk size is not hexadecimal: {bytes(digits[:40])!r}") from None
 
 
 class LeanClient:
     """POSTs JSON and returns the response body as SSE lines with their arrival times."""
 
     def __init__(self, base_url: str, api_key: str | None, *, connect_timeout: float, stall_timeout: float,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.base_url = base_url
+        self.max_bytes = max_bytes
+        """Bytes a response body may hold (`target.max_response_bytes`)."""
         parts = urlsplit(base_url)  # userinfo is ignored here: it comes as a header
         self.https = parts.scheme == "https"
         self.host = parts.hostname or "127.0.0.1"
@@ -205,7 +270,7 @@ class LeanClient:
         started = time.perf_counter_ns()
         try:
             _, proto = await asyncio.wait_for(
-                loop.create_connection(lambda: _Response(self.probe), self.host, self.port, ssl=self._ssl),
+                loop.create_connection(lambda: _Response(self.probe, self.max_bytes), self.host, self.port, ssl=self._ssl),
                 self.connect_timeout,
             )
         except TimeoutError:
@@ -264,6 +329,10 @@ class LeanClient:
             self._idle.append(conn)
         else:
             conn.transport.close()
+        if 300 <= conn.status < 400:  # never followed: the credentials would go wherever it points
+            error = Redirected(conn.status, conn.headers.get("location"), self.base_url)
+            error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]
+            raise error
         if conn.status != 200:
             error = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
             error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]
@@ -284,7 +353,8 @@ class LeanClient:
 def _lines(segments: list[tuple[int, bytes]]) -> tuple[list[str], list[int]]:
     """Split into lines; each line is stamped with the arrival of its first byte."""
     lines, stamps = [], []
-    pending, pending_at = b"", None
+    pending: list[bytes] = []  # a line's pieces so far: joined once, so a byte-at-a-time line stays linear
+    pending_at = None
     for at, data in segments:
         start = 0
         while True:
@@ -292,14 +362,14 @@ def _lines(segments: list[tuple[int, bytes]]) -> tuple[list[str], list[int]]:
             if eol < 0:
                 if start < len(data):
                     pending_at = pending_at if pending else at
-                    pending += data[start:]
+                    pending.append(data[start:])
                 break
-            line = pending + data[start:eol]
+            line = b"".join(pending) + data[start:eol] if pending else data[start:eol]
             lines.append(line.rstrip(b"\r").decode("utf-8", "replace"))
             stamps.append(pending_at if pending else at)
-            pending, pending_at = b"", None
+            pending, pending_at = [], None
             start = eol + 1
     if pending:
-        lines.append(pending.decode("utf-8", "replace"))
+        lines.append(b"".join(pending).decode("utf-8", "replace"))
         stamps.append(pending_at)
     return lines, stamps

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import ErrorKind
 from ..text import loads_json
+from ._events import BadEvent, Event, Usage, read_event, usage_problem
 
-__all__ = ["StreamParse", "parse_sse", "split_tokens", "stream_timing"]
+__all__ = ["StreamParse", "parse_sse", "split_tokens", "stream_timing", "stream_problem", "token_cap", "EMPTY_ENDS"]
+
+EMPTY_ENDS = ("abort", "error")
+"""finish_reasons that say the server gave up on the request (vLLM aborts, load shedding): never an answer."""
 
 _NS_PER_MS = 1e6
 
@@ -26,6 +31,12 @@ class StreamParse:
     finished: bool = False
     """True when the server ended the stream properly ([DONE] or a finish_reason)."""
     bad_event: str | None = None
+    """What was wrong with the first event that was not JSON or not the shape of a stream event."""
+    finish_reason: str | None = None
+    """The last finish_reason the server sent (None: it sent none)."""
+    usage: Usage = field(default_factory=Usage)
+    seen: int = 0
+    """Characters of every string the choices carried (content and reasoning text)."""
 
     @property
     def text(self) -> str:
@@ -43,26 +54,52 @@ def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
             out.finished = True
             continue
         try:
-            event = loads_json(payload)
-        except ValueError:
-            out.bad_event = payload[:200]
+            event = read_event(loads_json(payload), mode)
+        except BadEvent as exc:
+            out.bad_event = out.bad_event or f"{exc}: {payload[:200]}"
             continue
-        _read_event(event, stamp, mode, out)
+        except ValueError:
+            out.bad_event = out.bad_event or f"unparseable event: {payload[:200]}"
+            continue
+        _take(event, stamp, out)
     return out
 
 
-def _read_event(event: dict, stamp: int, mode: str, out: StreamParse) -> None:
-    usage = event.get("usage")
-    if isinstance(usage, dict):
-        out.prompt_tokens = usage.get("prompt_tokens", out.prompt_tokens)
-        out.completion_tokens = usage.get("completion_tokens", out.completion_tokens)
-    for choice in event.get("choices") or ():
-        content = (choice.get("delta") or {}).get("content") if mode == "chat" else choice.get("text")
-        if content:
-            out.chunks.append(content)
+def _take(event: Event, stamp: int, out: StreamParse) -> None:
+    if event.usage is not None:
+        u = event.usage
+        out.prompt_tokens = u.prompt_tokens if u.prompt_tokens is not None else out.prompt_tokens
+        out.completion_tokens = u.completion_tokens if u.completion_tokens is not None else out.completion_tokens
+        out.usage = Usage(out.prompt_tokens, out.completion_tokens, u.reasoning_tokens or out.usage.reasoning_tokens)
+    for choice in event.choices:
+        out.seen += choice.seen
+        if choice.content:
+            out.chunks.append(choice.content)
             out.chunk_ns.append(stamp)
-        if choice.get("finish_reason"):
+        if choice.finish_reason:
             out.finished = True
+            out.finish_reason = choice.finish_reason
+
+
+def token_cap(max_tokens: int, configured: int | None) -> int:
+    """The most output tokens a response may hold: `target.max_response_tokens`, else twice max_tokens plus 64
+    (servers overshoot max_tokens by a few; one that ignores it streams without end)."""
+    return configured if configured is not None else 2 * max_tokens + 64
+
+
+def stream_problem(parse: StreamParse, output_tokens: int, cap: int) -> tuple[str, str] | None:
+    """Why a finished, well-formed stream is not an answer, as (error kind, message); None when it is one.
+    `output_tokens`: the answer's tokens as counted (usage, tokenizer or chunks)."""
+    counted = len(parse.chunks) if parse.completion_tokens is not None else output_tokens
+    if counted > cap:
+        return ErrorKind.RESPONSE_TOO_LARGE, f"the answer ran past the token cap {cap} ({counted} tokens)"
+    told = usage_problem(parse.usage, chunks=len(parse.chunks), seen=parse.seen, cap=cap)
+    if told is not None:
+        return ErrorKind.BAD_RESPONSE, told
+    reason = parse.finish_reason
+    if reason in EMPTY_ENDS or (reason == "length" and output_tokens == 0) or not parse.text:
+        return ErrorKind.EMPTY_RESPONSE, f"no content (finish_reason: {reason})"
+    return None
 
 
 def split_tokens(chunks: list[str], total: int | None, count=None) -> list[int]:

@@ -31,12 +31,13 @@ from ..redaction import mask_url
 from ..run.record import Timing, Tokens
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
+from ._bounds import border_class
 from ._dispatch import Scheduled, Send, closed_loop, gather, open_loop
 from ._lateness import LatenessProbe, loop_factory
 from ._openai_client import import_now, make_openai_client, stream_openai
 from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
-from ._stream import parse_sse, split_tokens, stream_timing
+from ._stream import parse_sse, split_tokens, stream_problem, stream_timing, token_cap
 
 __all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
 
@@ -116,7 +117,8 @@ class OpenAIBackend(Backend):
             t = self.target
             key = self.api_key()
             return LeanClient(t.base_url, None if key == _NO_KEY else key, headers=t.request_headers(),
-                              connect_timeout=t.connect_timeout_s, stall_timeout=t.stall_timeout_s)
+                              connect_timeout=t.connect_timeout_s, stall_timeout=t.stall_timeout_s,
+                              max_bytes=t.max_response_bytes)
         return self.openai_client(concurrency)
 
     def openai_client(self, concurrency: int | None = None):
@@ -289,6 +291,9 @@ class OpenAIBackend(Backend):
                 written, connect = sent_ns(exc), connect_ns(exc)
                 self._connected(connect)
                 first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
+                border = border_class(exc, self.target.base_url)
+                if border is not None:  # a bound, a redirect, unreadable framing: never sent again
+                    return with_retried(failed(*border, first.attempt(written or sent, failed_at), attempt), retried)
                 error, retry_after = classify(exc)
                 if error.retryable and attempt <= self.target.retries:
                     retried.append(error.kind)
@@ -299,7 +304,12 @@ class OpenAIBackend(Backend):
             self._connected(connect)
             # the written moment is unknown only where the client could not observe it (see `Timing.send_lag_ms`)
             first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
-            return with_retried(self._finish(lines, stamps, first.attempt(written or sent, end), attempt, body), retried)
+            clock = first.attempt(written or sent, end)
+            try:
+                gen = self._finish(lines, stamps, clock, attempt, max_new_tokens, body)
+            except Exception as exc:  # a response no check foresaw: this request's error, never the batch's
+                gen = failed(ErrorKind.BAD_RESPONSE, f"unreadable response: {root_cause(exc)}", clock, attempt)
+            return with_retried(gen, retried)
 
     def _prompt_tokens(self, reported: int | None, body: dict | None) -> int | None:
         """The server's prompt token count; without one, `target.tokenizer`'s count of the prompt text (each
@@ -316,7 +326,7 @@ class OpenAIBackend(Backend):
     async def _stream(self, client, body: dict):
         if self.target.client == "lean":
             return await self._stream_lean(client, body)
-        return await stream_openai(client, body, self.target.mode)
+        return await stream_openai(client, body, self.target.mode, self.target.max_response_bytes)
 
     async def _stream_lean(self, client, body: dict):
         payload = {k: v for k, v in body.items() if k != "extra_body"}
@@ -324,15 +334,25 @@ class OpenAIBackend(Backend):
         path = "/chat/completions" if self.target.mode == "chat" else "/completions"
         return await client.stream(path, json.dumps(payload).encode())
 
-    def _finish(self, lines, stamps, clock: RequestClock, attempt: int, body: dict | None = None) -> Generation:
+    def _finish(self, lines, stamps, clock: RequestClock, attempt: int, max_new_tokens: int,
+                body: dict | None = None) -> Generation:
+        """The Generation of a stream that arrived whole: its events typed (`_events`), then judged: an event of
+        another shape is bad_response; no [DONE] or finish_reason, stream_interrupted; past the token cap,
+        response_too_large; usage out of all proportion, bad_response; no content or a finish_reason that gave
+        up, empty_response (its finish_reason in the message)."""
         parse = parse_sse(lines, stamps, self.target.mode)
         if self._lateness is not None:
             self._lateness.chunk_gaps(parse.chunk_ns)
         if parse.bad_event is not None:
-            return failed(ErrorKind.BAD_RESPONSE, f"unparseable event: {parse.bad_event}", clock, attempt)
+            return failed(ErrorKind.BAD_RESPONSE, parse.bad_event, clock, attempt)
         if not parse.finished:
             return failed(ErrorKind.STREAM_INTERRUPTED, "stream ended without [DONE] or finish_reason", clock, attempt)
         source = "usage" if parse.completion_tokens is not None else ("tokenizer" if self._count else "chunks")
+        cap = token_cap(max_new_tokens, self.target.max_response_tokens)
+        counted = parse.completion_tokens if source == "usage" else self._counted(parse.chunks, cap)
+        problem = stream_problem(parse, counted, cap)
+        if problem is not None:
+            return failed(*problem, clock, attempt)
         ks = split_tokens(parse.chunks, parse.completion_tokens, self._count if source != "usage" else None)
         output = parse.completion_tokens if source == "usage" else sum(ks)
         timing = stream_timing(parse, ks, sent_ns=clock.sent, end_ns=clock.end, scheduled_ns=clock.scheduled,
@@ -344,3 +364,14 @@ class OpenAIBackend(Backend):
             tokens=Tokens(input=self._prompt_tokens(parse.prompt_tokens, body), output=output, source=source),
             timing=Timing(**timing, attempts=attempt, connect_ms=clock.connect_ms),
         )
+
+    def _counted(self, chunks: list[str], cap: int) -> int:
+        """Output tokens of an answer without usage, by the tokenizer or one per chunk; counting stops past `cap`."""
+        if self._count is None:
+            return len(chunks)
+        total = 0
+        for chunk in chunks:
+            total += max(1, self._count(chunk))
+            if total > cap:
+                break
+        return total

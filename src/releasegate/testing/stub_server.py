@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import hostile
+
 __all__ = ["StubBehaviour", "StubServer"]
 
 
@@ -75,6 +77,12 @@ class StubBehaviour:
     """With `decode_slots`: the first content chunk goes out `ttft_ms` after the request arrives, without waiting
     for a slot; the rest of the answer waits for one (a prefill-first scheduler under overload: TTFT stays flat
     while E2E grows). A one-chunk answer never waits."""
+    hostile: str | None = None
+    """Answer as a hostile server would: one of `hostile.HOSTILE_MODES` (malformed events, lying usage, empty
+    answers, unbounded or trickled bodies, broken framing, redirects, hostile /metrics); None: an honest server.
+    POSTs: the requests the faults hit (see above; `fail_every` 2: every other one); GETs: every one."""
+    redirect_to: str | None = None
+    """Where the redirect modes send every request (scheme://host:port; the request's path is kept)."""
 
 
 class StubServer:
@@ -160,6 +168,10 @@ class StubServer:
             writer.close()
 
     async def _route(self, method: str, path: str, body: bytes, reader, writer) -> bool:
+        if self.behaviour.hostile is not None and method == "GET":
+            kept = await hostile.route(self.behaviour, method, path, body, writer)
+            if kept is not None:
+                return kept
         if method == "GET":
             payload = {"object": "list", "data": [{"id": "stub", "object": "model"}]} if path.endswith("/models") else {"status": "ok"}
             await _send_json(writer, 200, payload)
@@ -176,6 +188,8 @@ class StubServer:
         if b.shed_every is not None and _every(b.shed_every, index):
             return await self._shed(writer, parsed.get("messages") is not None) and not self.dead
         faulty = _faulty(b, index)
+        if b.hostile is not None and faulty and (kept := await hostile.route(b, method, path, body, writer)) is not None:
+            return kept and not self.dead  # the requests `fail_every` / `fail_count` pick (default: all)
         if b.fail_status is not None and faulty:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
             await _send_json(writer, b.fail_status, {"error": {"message": "stub failure", "code": b.fail_status}}, headers)
