@@ -25,9 +25,9 @@ import pytest
 from conftest import run_subprocess, write_jsonl
 from releasegate.report.markdown import md_text
 from releasegate.review import unneutralise
-from releasegate.spreadsheet import neutralise
 from releasegate.review.outcome import output_hash
 from releasegate.run.record import REPLACEMENT, CaseRecord, RunDir, valid_text
+from releasegate.spreadsheet import neutralise
 from releasegate.text import inert, json_inert, reveal
 
 LONG = "".join(f"word{i} " for i in range(40_000))[:200_000]  # 200,000 characters, past csv's 131,072 field limit

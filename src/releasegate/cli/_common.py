@@ -68,8 +68,10 @@ def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
 def print_json(data) -> None:
     """JSON on stdout; control, bidi and surrogate characters from run text (a model output in the report's failing
     cases) as \\uXXXX escapes, so the terminal shows them instead of obeying them (the same JSON value)."""
+    from ..redaction import redact_values
     from ..text import json_inert
 
+    data = redact_values(data)  # the data redacted, before JSON escapes a secret's quotes or backslashes
     sys.stdout.write(json_inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
 
 
