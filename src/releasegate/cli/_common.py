@@ -75,9 +75,13 @@ def print_json(data) -> None:
     sys.stdout.write(json_inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
 
 
-def write_output(path: Path, text: str) -> None:
-    """`--output FILE`: the rendered text, or one line naming the file that could not be written (exit 2)."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write the report: {exc.strerror}", file=path) from None
+ForceOption = Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")]
+
+
+def write_output(path: Path, text: str, *, force: bool = False) -> None:
+    """`--output FILE`: the rendered text (registered secrets redacted), or one line naming the file that may not
+    or could not be written (exit 2): a run's own file, an existing file without --force (see `outputs`)."""
+    from ..outputs import check_output_path, write_output_file
+    from ..redaction import redact
+
+    write_output_file(check_output_path(path, force=force), redact(text).encode("utf-8"))

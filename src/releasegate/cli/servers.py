@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import JsonOption, consoles, print_json, write_output
+from ._common import ForceOption, JsonOption, consoles, print_json, write_output
 
 
 class Format(StrEnum):
@@ -24,6 +24,7 @@ def servers(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write the --format rendering here (default: stdout).", dir_okay=False)
     ] = None,
+    force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> int:
     """Compare targets run on the same suites and load (llama.cpp, vLLM, the local hf model...): each one's
@@ -42,7 +43,7 @@ def servers(
     if fmt is not None:
         text = render_servers(comparison, fmt.value)
         if output is not None:
-            write_output(output, text)
+            write_output(output, text, force=force)
             console.print(f"wrote {output}", markup=False, soft_wrap=True)
         else:
             typer.echo(text, nl=False)

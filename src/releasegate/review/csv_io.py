@@ -20,13 +20,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 from ..inputs.files import MAX_FILE_BYTES
 from ..judging.judge_run import failing_cases  # judge imports the review summary
+from ..outputs import check_output_path, write_output_file
 from ..run.clock import now as stamp
 from ..run.record import CaseRecord
 from ..spreadsheet import csv_text, neutralise, unneutralise
@@ -37,7 +37,7 @@ from .sampler import ReviewSample
 
 __all__ = [
     "COLUMNS", "REQUIRED_COLUMNS", "neutralise", "unneutralise", "export_review_csv", "read_review_csv",
-    "ImportResult", "ReviewImportError", "instructions_path", "render_input",
+    "ImportResult", "ReviewImportError", "instructions_path", "render_input", "check_export_target", "filled_labels",
 ]
 
 COLUMNS = (
@@ -53,6 +53,32 @@ SPREADSHEET_CELL_LIMIT = 32_767  # Excel's characters per cell: a longer output 
 def instructions_path(csv_path: Path) -> Path:
     """The sidecar next to the CSV: review_queue.csv -> review_queue.instructions.txt."""
     return csv_path.with_name(csv_path.stem + ".instructions.txt")
+
+
+def check_export_target(path: Path, *, default: bool, force: bool) -> int:
+    """Whether the review CSV may be written at `path`; the number of labels the file there holds (0 when none),
+    which the export replaces. Refused (InputError): a run's own file other than the queue, an existing `-o` file
+    without `force`, and a filled-in review CSV without `force`, the default one included (import it first)."""
+    own = frozenset({path.name, instructions_path(path).name}) if default else frozenset({"review_queue.csv",
+                                                                                          "review_queue.instructions.txt"})
+    check_output_path(path, force=force or default, own=own)
+    check_output_path(instructions_path(path), force=True, own=own)
+    labels = filled_labels(path)
+    if labels and not force:
+        raise InputError(f"is a filled-in review CSV ({labels} labelled rows)", file=path,
+                         hint=f"import it first (releasegate review import RUN_DIR {path}), or add --force to replace it")
+    return labels
+
+
+def filled_labels(path: Path) -> int:
+    """Labelled rows in the review CSV at `path`; 0 when there is none or it is not a readable review CSV."""
+    try:
+        text = _decode(path)
+        delimiter = _delimiter(path, text)
+        rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
+    except (InputError, csv.Error, OSError):
+        return 0
+    return sum(1 for row in rows if str(row.get("label") or "").strip())
 
 
 HIDDEN = "hidden"
@@ -253,12 +279,7 @@ def _text(value) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", file=path) from None
+    write_output_file(path, data)
 
 
 def _instructions(path: Path, sample: ReviewSample) -> str:
