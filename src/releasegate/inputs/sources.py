@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import InputError
 from .files import exists, is_dir
 from .sampling import sampled_rows
-from .tables import _datasets, _short, arrow_table, disk_dataset, where
+from .tables import _datasets, _short, arrow_table, check_source_file, disk_dataset, where
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
 
@@ -39,7 +39,8 @@ _BATCH = 1024  # rows converted to Python at a time
 # -- reading rows --------------------------------------------------------------------------------------------
 
 def check_source(suite) -> None:
-    """What a suite beyond a limited load's last case is checked for: its source is there (not read)."""
+    """What a suite is checked for before its source is read, and beyond a limited load's last case: its source
+    is there, and is nothing its reader cannot survive (`tables.check_source_file`)."""
     src = suite.source
     if "hub" in src:
         return
@@ -51,6 +52,7 @@ def check_source(suite) -> None:
     if src["format"] != "disk" and is_dir(path):
         raise InputError("suite source is a directory, expected a file", file=path,
                          hint="for a save_to_disk directory use format: disk")
+    check_source_file(src)  # regular files, JSON depth, xlsx size and grid, save_to_disk data files confined
 
 
 def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..inputs.files import MAX_FILE_BYTES
+from ..inputs.files import MAX_FILE_BYTES, read_capped
 from ..judging.judge_run import failing_cases  # judge imports the review summary
 from ..outputs import check_output_path, write_output_file
 from ..run.clock import now as stamp
@@ -246,11 +246,7 @@ def _shows_output(shown: str, expected_hash: str) -> bool:
 
 
 def _decode(path: Path) -> str:
-    if not path.is_file():
-        raise InputError("review CSV not found" if not path.exists() else "review CSV is not a file", file=path)
-    raw = path.read_bytes()
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"review CSV is larger than {MAX_FILE_BYTES // 2**20} MiB", file=path)
+    raw = read_capped(path, what="review CSV")  # a regular file, at most MAX_FILE_BYTES
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ReviewImportError(path, [(1, "the file is UTF-16 (Excel 'Unicode Text'); save it as CSV UTF-8")])
     try:
