@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..safe_template import TemplateFailed, compile_template
+from ..safe_template import render as render_template
 from .files import exists, is_dir
 from .sampling import sampled_rows
 from .tables import _datasets, _short, arrow_table, check_source_file, disk_dataset, where
@@ -209,28 +211,21 @@ def _plain(value: Any) -> Any:
 # -- rows to cases -------------------------------------------------------------------------------------------
 
 class Templates:
-    """The suite's `template:` compiled once: {role: compiled template} in message order."""
+    """The suite's `template:` compiled once: {role: compiled template} in message order, rendered in the
+    budgeted sandbox (`safe_template`): any failure is exit 2 naming the row."""
 
     def __init__(self, spec: dict, file: str) -> None:
-        from jinja2 import StrictUndefined, TemplateSyntaxError
-        from jinja2.sandbox import SandboxedEnvironment
-
-        env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
         self.parts: list[tuple[str, Any]] = []
         for role in ("system", "user"):
             if role in spec and not any(mark in spec[role] for mark in ("{{", "{%", "{#", "\r")):
                 self.parts.append((role, spec[role]))  # plain text: nothing to render, row after row
             elif role in spec:
                 try:
-                    self.parts.append((role, env.from_string(spec[role])))
-                except TemplateSyntaxError as exc:
-                    raise InputError(f"template syntax error: {exc.message}", file=file,
-                                     field=f"template.{role}") from None
+                    self.parts.append((role, compile_template(spec[role])))
+                except TemplateFailed as exc:
+                    raise InputError(exc.message, file=file, field=f"template.{role}") from None
 
     def render(self, row: dict, file: str, number: int) -> list[dict]:
-        from jinja2 import TemplateError, UndefinedError
-        from jinja2.exceptions import SecurityError
-
         context = {k: v for k, v in row.items() if isinstance(k, str) and k.isidentifier()}
         context.setdefault("row", row)  # every field, by any name: {{ row["ticket text"] }}
         messages = []
@@ -239,20 +234,21 @@ class Templates:
                 messages.append({"role": role, "content": template})
                 continue
             try:
-                content = template.render(context)
-            except UndefinedError as exc:
-                name = _undefined_name(str(exc.message))
-                columns = ", ".join(row)
-                raise InputError(f"template.{role} uses '{name}', which is not a column of the row (columns: {columns})",
-                                 file=file, line=number, field=name) from None
-            except SecurityError as exc:
-                raise InputError(f"template.{role} is not allowed: {exc}", file=file, line=number,
-                                 field=f"template.{role}") from None
-            except (TemplateError, TypeError, ValueError, ArithmeticError) as exc:
-                raise InputError(f"template.{role} failed: {_short(exc)}", file=file, line=number,
-                                 field=f"template.{role}") from None
+                content = render_template(template, context)
+            except TemplateFailed as exc:
+                raise _template_error(exc, role, row, file, number) from None
             messages.append({"role": role, "content": content})
         return messages
+
+
+def _template_error(exc: TemplateFailed, role: str, row: dict, file: str, number: int) -> InputError:
+    from jinja2 import UndefinedError
+
+    if isinstance(exc.cause, UndefinedError):
+        name = _undefined_name(str(exc.cause.message))
+        return InputError(f"template.{role} uses '{name}', which is not a column of the row (columns: {', '.join(row)})",
+                          file=file, line=number, field=name)
+    return InputError(f"template.{role} {exc.message}", file=file, line=number, field=f"template.{role}")
 
 
 def _undefined_name(message: str) -> str:
