@@ -13,6 +13,8 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import write_jsonl
 from releasegate.report.servers import COLUMNS as SERVER_COLUMNS
@@ -38,6 +40,19 @@ def test_neutralise_is_undone_exactly(text):
 def test_no_piece_starts_a_formula_after_any_separator(text, separator):
     for piece in neutralise(text).split(separator):
         assert not piece.lstrip(' "').startswith(tuple(FORMULA_START)), (text, piece)
+
+
+TRICKY = st.text(alphabet=st.sampled_from(list(FORMULA_START + SEPARATORS + "'\" a1")), max_size=40)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(TRICKY)
+def test_any_text_round_trips_and_starts_no_formula_anywhere(text):
+    shown = neutralise(text)
+    assert unneutralise(shown) == text
+    for separator in SEPARATORS:
+        for piece in shown.split(separator):
+            assert not piece.lstrip(' "').startswith(tuple(FORMULA_START)), (text, shown)
 
 
 def test_numbers_stay_numbers_and_text_is_neutralised():

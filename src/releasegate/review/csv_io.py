@@ -31,6 +31,7 @@ from ..run.clock import now as stamp
 from ..run.record import CaseRecord
 from ..spreadsheet import csv_text, neutralise, unneutralise
 from ..text import inert, reveal
+from . import QUEUE_FILE
 from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
 from .outcome import check_verdicts, output_hash
 from .sampler import ReviewSample
@@ -59,8 +60,7 @@ def check_export_target(path: Path, *, default: bool, force: bool) -> int:
     """Whether the review CSV may be written at `path`; the number of labels the file there holds (0 when none),
     which the export replaces. Refused (InputError): a run's own file other than the queue, an existing `-o` file
     without `force`, and a filled-in review CSV without `force`, the default one included (import it first)."""
-    own = frozenset({path.name, instructions_path(path).name}) if default else frozenset({"review_queue.csv",
-                                                                                          "review_queue.instructions.txt"})
+    own = frozenset({QUEUE_FILE, instructions_path(Path(QUEUE_FILE)).name})  # what export keeps in a run
     check_output_path(path, force=force or default, own=own)
     check_output_path(instructions_path(path), force=True, own=own)
     labels = filled_labels(path)
