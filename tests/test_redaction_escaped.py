@@ -42,7 +42,7 @@ def project(root: Path, port: int) -> Path:
 
 def forms(secret: str) -> list[str]:
     return [secret, json.dumps(secret)[1:-1], html.escape(secret), html.escape(secret, quote=False),
-            secret.replace('"', '""'), MARK]
+            secret.replace('"', '""'), repr(secret)[1:-1], MARK]
 
 
 def test_an_escaped_secret_echoed_by_the_server_is_nowhere(tmp_path):
@@ -73,6 +73,38 @@ def test_an_escaped_secret_echoed_by_the_server_is_nowhere(tmp_path):
         assert MARK not in stream
 
 
+def test_an_escaped_secret_echoed_by_the_judge_is_nowhere(tmp_path):
+    """The judge's key, echoed in its replies (a reason, and an unparseable reply kept raw in judgments.jsonl)."""
+    write_jsonl(tmp_path / "suite.jsonl", [{"id": f"c{i}", "messages": [{"role": "user", "content": f"hi {i}"}],
+                                            "expected": "x"} for i in range(4)])
+    write_jsonl(tmp_path / "drafts.jsonl", [{"id": f"c{i}", "output": f"draft {i}"} for i in range(4)])
+    (tmp_path / "rubric.yaml").write_text("criteria:\n  - {name: helpful, metric: accuracy, op: '>=', threshold: 0.5}\n"
+                                          "judge: {min_agreement: 0.0, min_labels: 1}\n")
+
+    def judge(body: dict) -> str:
+        if "draft 1" in body["messages"][-1]["content"]:
+            return f"I refuse & say {KEY}"  # no verdict: kept raw
+        return json.dumps({"reason": f"ok <{KEY}>", "verdict": "pass"})
+
+    with StubServer(StubBehaviour(tokens=2, reply=judge)) as stub:
+        config = tmp_path / "releasegate.yaml"
+        config.write_text("target: {backend: replay, responses: drafts.jsonl}\n"
+                          f"judge:\n  base_url: http://127.0.0.1:{stub.port}/v1\n  model: judge\n  retries: 0\n"
+                          "  api_key_env: RG_ESCAPED_KEY\n  criteria:\n    helpful: {instructions: The reply helps.}\n"
+                          "suites:\n  - path: suite.jsonl\n    answer: {type: judge, criterion: helpful}\nrubric: rubric.yaml\n")
+        done = run_subprocess("check", "-c", config, "--run-id", "r", "--no-progress", "--json", cwd=tmp_path, env=ENV)
+    assert done.returncode in (0, 1, 3), done.stderr
+    run = tmp_path / "reports" / "r"
+    judgments = (run / "judgments.jsonl").read_text()
+    assert judgments.count(REDACTED) >= 4  # every echo was kept, the key replaced
+    for f in sorted(run.rglob("*")):
+        if f.is_file():
+            text = f.read_bytes().decode("utf-8", "replace")
+            for form in forms(KEY):
+                assert form not in text, (f.name, form)
+    assert MARK not in done.stdout + done.stderr
+
+
 # ---------------------------------------------------------------- the functions
 
 @pytest.fixture
@@ -89,7 +121,7 @@ def test_values_are_replaced_in_the_data(registered):
 
 
 def test_text_redaction_knows_the_escaped_forms(registered):
-    for form in forms(KEY)[:5]:
+    for form in forms(KEY)[:-1]:
         assert redact(f"<td>{form}</td>") == f"<td>{REDACTED}</td>", form
 
 

@@ -78,10 +78,13 @@ def add_secret(value: str | None) -> None:
 
 def _escaped_forms(secret: str) -> set[str]:
     """How a secret reads once a format has escaped it: JSON (ASCII or not), HTML and XML (with and without quotes
-    escaped, `'` as `&#x27;` or `&apos;`), CSV (quotes doubled). Only the forms that differ from the secret."""
+    escaped, `'` as `&#x27;` or `&apos;`), CSV (quotes doubled), a Python repr in an error message (a reply quoted
+    with `!r`). Only the forms that differ from the secret."""
+    escaped = secret.encode("unicode_escape").decode("ascii")  # backslashes doubled, as repr writes them
     forms = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], html.escape(secret, quote=False),
              html.escape(secret), html.escape(secret).replace("&#x27;", "&apos;"), html.escape(secret).replace("&#x27;", "'"),
-             secret.replace('"', '""')}
+             secret.replace('"', '""'), repr(secret)[1:-1], escaped, escaped.replace("'", "\\'"),
+             escaped.replace('"', '\\"')}
     return {f for f in forms if f != secret}
 
 
