@@ -25,7 +25,7 @@ from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import exists, is_dir
 from .sampling import sampled_rows
-from .tables import _datasets, _short, arrow_table, check_source_file, disk_dataset, where
+from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, where
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
 
@@ -152,6 +152,9 @@ def _hub_rows(src: dict) -> Iterator[dict]:
     hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
     what = f"hub dataset '{hub}'" + (f" (config {config})" if config else "")
     snapshot = hub_snapshot(hub, src.get("revision"))
+    for file in sorted(Path(snapshot).rglob("*.json*")) if snapshot is not None else ():  # JSON read by pyarrow too
+        if file.suffix in (".json", ".jsonl") and file.is_file():
+            check_json_depth(file)
     try:
         if snapshot is not None:
             data = datasets.load_dataset(snapshot, config, split=split, streaming=True)
