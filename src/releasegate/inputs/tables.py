@@ -2,7 +2,7 @@
 reading rows and sampling them), and how errors name the source.
 
 A source file is untrusted and checked before a third-party reader opens it (pyarrow, pandas and datasets do
-not guard against hostile files; pyarrow's JSON reader crashes the process on JSON nested 10,000 deep):
+not guard against hostile files; pyarrow's JSON reader can crash the process on JSON nested 10,000 deep):
 - every file is a regular file (`check_source_file`);
 - JSON and JSON Lines are nested at most MAX_JSON_DEPTH deep (`check_json_depth`, a streaming scan);
 - an xlsx workbook holds at most MAX_XLSX_UNCOMPRESSED bytes once unzipped, no DTD or entity declaration, and
