@@ -140,6 +140,14 @@ def test_an_xlsx_declaring_entities_says_so(tmp_path):
     refused(tmp_path, "validate", "-c", config, names="laughs.xlsx", says="declares a DTD or entities")
 
 
+def test_an_xlsx_declaring_entities_in_utf16_says_so(tmp_path):
+    """Past the byte scan (UTF-16 text), defusedxml refuses it inside openpyxl: the same line, not 'no sheet'."""
+    xml = LAUGHS.decode().replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>')
+    _workbook(tmp_path / "laughs16.xlsx", xml.encode("utf-16"))
+    config = project(tmp_path, "{format: xlsx, path: laughs16.xlsx}")
+    refused(tmp_path, "validate", "-c", config, names="laughs16.xlsx", says="declares a DTD or entities")
+
+
 # ---------------------------------------------------------------- not a regular file
 
 @pytest.fixture

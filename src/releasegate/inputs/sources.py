@@ -187,6 +187,9 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
     try:
         frame = pd.read_excel(path, sheet_name=sheet, dtype=object, engine="openpyxl")
     except ValueError as exc:
+        if _defused(exc):  # DTDForbidden, EntitiesForbidden (openpyxl wraps them): not a missing sheet
+            raise InputError("the workbook's XML declares a DTD or entities, which are refused (entity expansion, "
+                             "external entities)", file=path, hint="save the workbook again from a spreadsheet program") from None
         if "not found" in str(exc).lower() or "worksheet" in str(exc).lower():
             raise InputError(f"no sheet '{sheet}' in the workbook", file=path, field="source.sheet") from None
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
@@ -195,6 +198,17 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
     names = [str(c) for c in frame.columns]
     for values in frame.itertuples(index=False, name=None):
         yield {name: _plain(value) for name, value in zip(names, values)}
+
+
+def _defused(exc: BaseException | None) -> bool:
+    """Whether defusedxml refused the XML behind `exc` (itself, or what it was raised from or during)."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if type(exc).__module__.startswith("defusedxml"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _plain(value: Any) -> Any:
