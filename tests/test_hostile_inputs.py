@@ -222,3 +222,14 @@ def test_a_hidden_data_file_is_hashed_in_the_manifest(tmp_path):
     assert code in (0, 1, 3), err
     manifest = json.loads((tmp_path / "reports" / "r" / "manifest.json").read_text())
     assert any(entry.get("path", "").endswith(".hidden.arrow") for entry in manifest["inputs"]), manifest["inputs"]
+
+
+def test_a_fifo_as_review_csv_and_rubric(tmp_path, fifo):
+    from test_hostile_files import replay_project
+
+    config = replay_project(tmp_path)
+    assert run_measured("check", "-c", config, "--run-id", "r", "--no-progress", cwd=tmp_path)[0] in (0, 3)
+    run = tmp_path / "reports" / "r"
+    assert run_measured("review", "export", run, cwd=tmp_path)[0] == 0
+    refused(tmp_path, "review", "import", run, fifo, names=str(fifo), says="not a regular file")
+    refused(tmp_path, "gate", run, "--rubric", fifo, names=str(fifo), says="not a regular file")
