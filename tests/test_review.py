@@ -205,7 +205,8 @@ def test_export_keeps_text_intact_and_formulas_inert(run_dir, cli):
     raw = (run_dir / "review_queue.csv").read_bytes().decode("utf-8-sig")
     rows = {r["case_id"]: r for r in csv.DictReader(io.StringIO(raw, newline=""))}
     assert set(rows) >= {"web-0", "web-1", "web-2"}  # the quota takes every web case
-    assert rows["web-0"]["output"] == "'" + HYPERLINK and rows["web-1"]["output"] == "'" + DDE
+    assert rows["web-0"]["output"] == "'" + HYPERLINK
+    assert rows["web-1"]["output"] == "'+cmd|'' /C calc'!A0"  # the apostrophe after | too (a cell under '|')
     assert rows["web-2"]["output"] == LONG  # newlines (LF and CRLF), quotes, commas, 40,000+ characters kept
     for row in rows.values():
         for value in row.values():
@@ -521,7 +522,7 @@ def test_no_cell_becomes_a_formula_in_calc(soffice, run_dir, cli, tmp_path):
     assert header[0] == "review_id"  # the BOM is not part of the first cell
     assert [c.coordinate for row in rows for c in row if c.data_type == "f"] == []
     output = {row[header.index("case_id")].value: row[header.index("output")].value for row in rows[1:]}
-    assert output["web-0"] == "'" + HYPERLINK and output["web-1"] == "'" + DDE  # shown as text, nothing to run
+    assert output["web-0"] == "'" + HYPERLINK and output["web-1"] == neutralise(DDE)  # shown as text, nothing to run
     expected = {row[header.index("case_id")].value: row[header.index("expected")].value for row in rows[1:]}
     assert json.loads(expected["web-0"]) == {"intent": "billing", "priority": "high"}  # text, not split or a number
     assert "東京 🚀\nsecond line" in output["web-2"]  # UTF-8 and the line break inside the cell survive

@@ -113,6 +113,9 @@ class ErrorKind(StrEnum):
     """The judge replied, but with no verdict that could be read."""
     JUDGE_NO_REPLY = "judge_no_reply"
     """The judge's request ended with neither a reply nor an error."""
+    TEMPLATE_ERROR = "template_error"
+    """The request could not be built: its prompt template failed on this case or ran past its render budget
+    (a judgment's error is then judge_template_error)."""
 
 
 def http_kind(status: int) -> str:

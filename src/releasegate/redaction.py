@@ -4,8 +4,11 @@ Two layers:
 - Registered values. Every credential a config carries is registered when the config is loaded: the API key
   (`target.api_key_env`), header values read from the environment (`target.headers`), header and `extra_body`
   values under a secret-looking name (`is_secret_name`), and the userinfo and query values of `target.base_url`
-  (`url_secrets`). `redact` replaces every registered value; `RunDir` passes every text it writes through it,
-  and the CLI passes every error line through `redact_error`.
+  (`url_secrets`). Values are replaced in the data, before it is serialised (`redact_values`, `redact_json`):
+  JSON, CSV, HTML and XML escape `"` `\\` `&` `<` `>` `'`, so a secret holding one of them, echoed by a server,
+  would no longer match in the written text. `RunDir` redacts every record and JSON document that way, and passes
+  every text it writes through `redact` as well, which also knows each secret's escaped forms (a report
+  rendered from data that was never redacted); the CLI passes every error line through `redact_error`.
 - Structural masking. What describes the target (run.json's `target`, hence every report, the config.yaml
   snapshot, the cache fingerprint) masks by shape, so that a secret too short to register, or a later
   `releasegate report` that never loaded the config, shows no credential either: `mask_url`, `mask_mapping`.
@@ -17,12 +20,15 @@ server's reply or a request.
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
-    "REDACTED", "URL_REDACTED", "add_secret", "secret_from_env", "redact", "redact_error", "redact_data", "is_secret_name",
+    "REDACTED", "URL_REDACTED", "add_secret", "secret_from_env", "redact", "redact_error", "redact_data", "redact_values",
+    "redact_json", "is_secret_name",
     "mask_url", "url_secrets", "mask_mapping", "mapping_secrets",
 ]
 
@@ -67,6 +73,19 @@ def add_secret(value: str | None) -> None:
     for form in {value, unquote(value)}:
         if len(form) >= _MIN_SECRET:
             _secrets.add(form)
+            _secrets.update(_escaped_forms(form))
+
+
+def _escaped_forms(secret: str) -> set[str]:
+    """How a secret reads once a format has escaped it: JSON (ASCII or not), HTML and XML (with and without quotes
+    escaped, `'` as `&#x27;` or `&apos;`), CSV (quotes doubled), a Python repr in an error message (a reply quoted
+    with `!r`). Only the forms that differ from the secret."""
+    escaped = secret.encode("unicode_escape").decode("ascii")  # backslashes doubled, as repr writes them
+    forms = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], html.escape(secret, quote=False),
+             html.escape(secret), html.escape(secret).replace("&#x27;", "&apos;"), html.escape(secret).replace("&#x27;", "'"),
+             secret.replace('"', '""'), repr(secret)[1:-1], escaped, escaped.replace("'", "\\'"),
+             escaped.replace('"', '\\"')}
+    return {f for f in forms if f != secret}
 
 
 def secret_from_env(name: str | None) -> None:
@@ -91,6 +110,32 @@ def redact_error(text: str | None) -> str | None:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def redact_values(data):
+    """A JSON-like value with every registered secret replaced in every string in it, keys included: redaction
+    of the data, before any format escapes it. The value itself when no secret is registered."""
+    if not _secrets:
+        return data
+    if isinstance(data, str):
+        return redact(data)
+    if isinstance(data, dict):
+        return {redact(k) if isinstance(k, str) else k: redact_values(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact_values(v) for v in data]
+    return data
+
+
+def redact_json(text: str) -> str:
+    """One JSON document (a journal line) with every registered secret replaced in its decoded strings, written
+    again compactly; the text as it is when no secret is registered or none occurs in the data."""
+    if not _secrets:
+        return text
+    data = json.loads(text)
+    redacted = redact_values(data)
+    if redacted == data:
+        return text
+    return json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
 
 
 def redact_data(data):

@@ -68,14 +68,20 @@ def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
 def print_json(data) -> None:
     """JSON on stdout; control, bidi and surrogate characters from run text (a model output in the report's failing
     cases) as \\uXXXX escapes, so the terminal shows them instead of obeying them (the same JSON value)."""
+    from ..redaction import redact_values
     from ..text import json_inert
 
+    data = redact_values(data)  # the data redacted, before JSON escapes a secret's quotes or backslashes
     sys.stdout.write(json_inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
 
 
-def write_output(path: Path, text: str) -> None:
-    """`--output FILE`: the rendered text, or one line naming the file that could not be written (exit 2)."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write the report: {exc.strerror}", file=path) from None
+ForceOption = Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")]
+
+
+def write_output(path: Path, text: str, *, force: bool = False) -> None:
+    """`--output FILE`: the rendered text (registered secrets redacted), or one line naming the file that may not
+    or could not be written (exit 2): a run's own file, an existing file without --force (see `outputs`)."""
+    from ..outputs import check_output_path, write_output_file
+    from ..redaction import redact
+
+    write_output_file(check_output_path(path, force=force), redact(text).encode("utf-8"))

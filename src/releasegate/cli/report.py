@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import write_output
+from ._common import ForceOption, write_output
 
 
 class Format(StrEnum):
@@ -29,6 +29,7 @@ def report(
     junit_cases: Annotated[
         bool, typer.Option("--junit-cases", help="junit: also one failed testcase per failing case.")
     ] = False,
+    force: ForceOption = False,
 ) -> int:
     """Render one report of a saved run, as judged in its report.json (`gate` re-judges). Exit 0 once written,
     whatever the verdict; 2 for a bad run directory."""
@@ -41,7 +42,7 @@ def report(
             text = text.replace("\r\n", "\n").replace("\r", "\u240d")
         sys.stdout.write(text)
         return 0
-    write_output(output, text)
+    write_output(output, text, force=force)
     return 0
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import JsonOption, consoles, print_json, write_output
+from ._common import ForceOption, JsonOption, consoles, print_json, write_output
 
 
 class Format(StrEnum):
@@ -28,6 +28,7 @@ def servers(
         min=0.0, max=1.0, help="Quality parity must be decided on at least this share of the reference's cases.")] = 0.9,
     margin: Annotated[Optional[float], typer.Option(
         min=0.0, max=1.0, help="Non-inferiority margin of quality parity (accuracy, format, forbidden; default 0.02).")] = None,
+    force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> int:
     """Compare targets run on the same suites and load (llama.cpp, vLLM, the local hf model...): each one's
@@ -51,7 +52,7 @@ def servers(
     if fmt is not None:
         text = render_servers(comparison, fmt.value)
         if output is not None:
-            write_output(output, text)
+            write_output(output, text, force=force)
             console.print(f"wrote {output}", markup=False, soft_wrap=True)
         else:
             typer.echo(text, nl=False)

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..safe_template import TemplateFailed, compile_template
+from ..safe_template import render as render_template
 from .files import exists, is_dir
 from .sampling import sampled_rows
-from .tables import _datasets, _short, arrow_table, disk_dataset, where
+from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, where
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
 
@@ -39,7 +41,8 @@ _BATCH = 1024  # rows converted to Python at a time
 # -- reading rows --------------------------------------------------------------------------------------------
 
 def check_source(suite) -> None:
-    """What a suite beyond a limited load's last case is checked for: its source is there (not read)."""
+    """What a suite is checked for before its source is read, and beyond a limited load's last case: its source
+    is there, and is nothing its reader cannot survive (`tables.check_source_file`)."""
     src = suite.source
     if "hub" in src:
         return
@@ -51,6 +54,7 @@ def check_source(suite) -> None:
     if src["format"] != "disk" and is_dir(path):
         raise InputError("suite source is a directory, expected a file", file=path,
                          hint="for a save_to_disk directory use format: disk")
+    check_source_file(src)  # regular files, JSON depth, xlsx size and grid, save_to_disk data files confined
 
 
 def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:
@@ -148,6 +152,9 @@ def _hub_rows(src: dict) -> Iterator[dict]:
     hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
     what = f"hub dataset '{hub}'" + (f" (config {config})" if config else "")
     snapshot = hub_snapshot(hub, src.get("revision"))
+    for file in sorted(Path(snapshot).rglob("*.json*")) if snapshot is not None else ():  # JSON read by pyarrow too
+        if file.suffix in (".json", ".jsonl") and file.is_file():
+            check_json_depth(file)
     try:
         if snapshot is not None:
             data = datasets.load_dataset(snapshot, config, split=split, streaming=True)
@@ -180,6 +187,9 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
     try:
         frame = pd.read_excel(path, sheet_name=sheet, dtype=object, engine="openpyxl")
     except ValueError as exc:
+        if _defused(exc):  # DTDForbidden, EntitiesForbidden (openpyxl wraps them): not a missing sheet
+            raise InputError("the workbook's XML declares a DTD or entities, which are refused (entity expansion, "
+                             "external entities)", file=path, hint="save the workbook again from a spreadsheet program") from None
         if "not found" in str(exc).lower() or "worksheet" in str(exc).lower():
             raise InputError(f"no sheet '{sheet}' in the workbook", file=path, field="source.sheet") from None
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
@@ -188,6 +198,17 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
     names = [str(c) for c in frame.columns]
     for values in frame.itertuples(index=False, name=None):
         yield {name: _plain(value) for name, value in zip(names, values)}
+
+
+def _defused(exc: BaseException | None) -> bool:
+    """Whether defusedxml refused the XML behind `exc` (itself, or what it was raised from or during)."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if type(exc).__module__.startswith("defusedxml"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _plain(value: Any) -> Any:
@@ -207,28 +228,21 @@ def _plain(value: Any) -> Any:
 # -- rows to cases -------------------------------------------------------------------------------------------
 
 class Templates:
-    """The suite's `template:` compiled once: {role: compiled template} in message order."""
+    """The suite's `template:` compiled once: {role: compiled template} in message order, rendered in the
+    budgeted sandbox (`safe_template`): any failure is exit 2 naming the row."""
 
     def __init__(self, spec: dict, file: str) -> None:
-        from jinja2 import StrictUndefined, TemplateSyntaxError
-        from jinja2.sandbox import SandboxedEnvironment
-
-        env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
         self.parts: list[tuple[str, Any]] = []
         for role in ("system", "user"):
             if role in spec and not any(mark in spec[role] for mark in ("{{", "{%", "{#", "\r")):
                 self.parts.append((role, spec[role]))  # plain text: nothing to render, row after row
             elif role in spec:
                 try:
-                    self.parts.append((role, env.from_string(spec[role])))
-                except TemplateSyntaxError as exc:
-                    raise InputError(f"template syntax error: {exc.message}", file=file,
-                                     field=f"template.{role}") from None
+                    self.parts.append((role, compile_template(spec[role])))
+                except TemplateFailed as exc:
+                    raise InputError(exc.message, file=file, field=f"template.{role}") from None
 
     def render(self, row: dict, file: str, number: int) -> list[dict]:
-        from jinja2 import TemplateError, UndefinedError
-        from jinja2.exceptions import SecurityError
-
         context = {k: v for k, v in row.items() if isinstance(k, str) and k.isidentifier()}
         context.setdefault("row", row)  # every field, by any name: {{ row["ticket text"] }}
         messages = []
@@ -237,20 +251,21 @@ class Templates:
                 messages.append({"role": role, "content": template})
                 continue
             try:
-                content = template.render(context)
-            except UndefinedError as exc:
-                name = _undefined_name(str(exc.message))
-                columns = ", ".join(row)
-                raise InputError(f"template.{role} uses '{name}', which is not a column of the row (columns: {columns})",
-                                 file=file, line=number, field=name) from None
-            except SecurityError as exc:
-                raise InputError(f"template.{role} is not allowed: {exc}", file=file, line=number,
-                                 field=f"template.{role}") from None
-            except (TemplateError, TypeError, ValueError, ArithmeticError) as exc:
-                raise InputError(f"template.{role} failed: {_short(exc)}", file=file, line=number,
-                                 field=f"template.{role}") from None
+                content = render_template(template, context)
+            except TemplateFailed as exc:
+                raise _template_error(exc, role, row, file, number) from None
             messages.append({"role": role, "content": content})
         return messages
+
+
+def _template_error(exc: TemplateFailed, role: str, row: dict, file: str, number: int) -> InputError:
+    from jinja2 import UndefinedError
+
+    if isinstance(exc.cause, UndefinedError):
+        name = _undefined_name(str(exc.cause.message))
+        return InputError(f"template.{role} uses '{name}', which is not a column of the row (columns: {', '.join(row)})",
+                          file=file, line=number, field=name)
+    return InputError(f"template.{role} {exc.message}", file=file, line=number, field=f"template.{role}")
 
 
 def _undefined_name(message: str) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from .files import is_dir, resolve_under
+from .files import is_dir, read_text, resolve_under
 from .sources import EXTENSIONS
 
 __all__ = ["SuiteConfig", "parse_suite", "check_unique_names"]
@@ -114,9 +114,9 @@ def _sample(raw: dict | None, at) -> dict | None:
 
 def _only_split(directory: Path) -> str | None:
     """The one split of a DatasetDict's save_to_disk directory, None when it has several (or is no such)."""
-    try:
-        splits = json.loads((directory / "dataset_dict.json").read_text("utf-8")).get("splits")
-    except (OSError, ValueError, AttributeError):
+    try:  # a regular file, read with a cap: a FIFO or /dev/zero here is refused when the source is read
+        splits = json.loads(read_text(directory / "dataset_dict.json", what="dataset_dict.json", max_bytes=2**20)).get("splits")
+    except (InputError, ValueError, AttributeError, RecursionError):
         return None
     return splits[0] if isinstance(splits, list) and len(splits) == 1 and isinstance(splits[0], str) else None
 

@@ -23,7 +23,7 @@ from sys import intern
 from typing import Any, BinaryIO
 
 from ..errors import InputError
-from .files import MAX_FILE_BYTES, exists, is_dir, read_text
+from .files import open_regular, read_text
 from .schema_check import validate
 from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
 from .suite_config import SuiteConfig
@@ -242,17 +242,9 @@ def _suite_defaults(suite: SuiteConfig, config_dir: Path) -> tuple[dict, ...]:
 
 
 def _open(path: Path) -> BinaryIO:
-    """The suite file, open for reading, or the InputError reading it as a whole gave (same checks, same words)."""
-    if not exists(path):
-        raise InputError("suite not found", file=path, hint="check the path")
-    if is_dir(path):
-        raise InputError("suite is a directory, expected a file", file=path)
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(f"suite is larger than {MAX_FILE_BYTES / 2**20:g} MiB", file=path)
-        return path.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read suite: {exc.strerror}", file=path) from None
+    """The suite file, open for reading, or the InputError reading it as a whole gave (same checks, same words):
+    a regular file only, read with a cap (`open_regular`)."""
+    return open_regular(path, what="suite")
 
 
 def _read(fh: BinaryIO, size: int, path: Path) -> bytes:

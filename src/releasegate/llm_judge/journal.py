@@ -12,7 +12,7 @@ import os
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from ..redaction import redact
+from ..redaction import redact_json
 from ..run.record import ESCAPED, RunDir, last_line_start
 
 __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
@@ -100,8 +100,8 @@ def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
     _cut_torn_tail(path)
     with path.open("a", encoding="utf-8") as fh:
         for j in judgments:
-            line = ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", j.model_dump_json())
-            fh.write(redact(line) + "\n")
+            line = ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", redact_json(j.model_dump_json()))
+            fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 

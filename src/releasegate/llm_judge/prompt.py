@@ -4,7 +4,8 @@ The model's output, the conversation and the reference reach the judge as data b
 nonce drawn from a hash of the case, so text in an output cannot close its own tag and pose as instructions.
 The verdict's shape is asked for with a JSON schema (`response_format`, where the server supports it); the reply
 is parsed robustly either way: a JSON object anywhere in the text, in a code fence or not, else a
-`verdict: pass` / `score: 4` line. Anything else is a judge error, never a verdict.
+`verdict: pass` / `score: 4` line. Anything else is a judge error, never a verdict. The prompt template renders
+in the budgeted sandbox (`safe_template`): one that fails on a case is that case's judge error (`TemplateFailed`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from functools import cache
 
 from ..errors import InputError
+from ..safe_template import TemplateFailed, compile_template
+from ..safe_template import render as render_template
 from ..text import decode_json_at, loads_json, valid_text
 
 __all__ = ["DEFAULT_TEMPLATE", "SYSTEM", "judge_messages", "verdict_schema", "response_format", "parse_reply",
            "Parsed", "Unparseable", "template_text", "check_template", "pairwise_messages", "preference_format",
-           "parse_preference", "PAIRWISE_TEMPLATE"]
+           "parse_preference", "PAIRWISE_TEMPLATE", "TemplateFailed"]
 
 SYSTEM = (
     "You are a strict, careful grader of an AI assistant's responses. You grade one response against one "
@@ -82,23 +85,28 @@ def template_text(settings) -> str:
 
 @cache
 def _compiled(text: str):
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    """The prompt template compiled in the budgeted sandbox (`safe_template`); TemplateFailed if it does not."""
+    return compile_template(text)
 
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-    return env.from_string(text)
+
+def _rendered(text: str, context: dict) -> str:
+    """The prompt rendered within its budget; TemplateFailed (the case's judge error) for any failure."""
+    return render_template(_compiled(text), context)
 
 
 def check_template(settings, where: dict) -> None:
-    """Refuse a prompt template that does not compile or uses a variable the judge does not provide."""
-    from jinja2 import TemplateError
-
+    """Refuse a prompt template that does not compile, uses a variable the judge does not provide, or fails or
+    runs past its render budget on sample cases (with and without a reference and a scale)."""
     try:
-        _compiled(template_text(settings)).render(_context_sample())
-    except TemplateError as exc:
-        raise InputError(f"judge prompt template: {str(exc).splitlines()[0]}", **where,
+        for sample in (_context_sample(), {**_context_sample(), **_OTHER_SAMPLE}):
+            _rendered(template_text(settings), sample)
+    except TemplateFailed as exc:
+        raise InputError(f"judge prompt template: {exc.message}", **where,
                          hint="variables: conversation, output, expected, instructions, scale, pass_mark, "
                               "criterion, nonce, truncated, max_output_chars") from None
+
+
+_OTHER_SAMPLE = {"expected": "a reference answer", "scale": 5, "pass_mark": 4, "truncated": True, "instructions": None}
 
 
 def _context_sample() -> dict:
@@ -124,7 +132,7 @@ def judge_messages(record, criterion, settings) -> list[dict]:
     field = f"\"score\" (an integer from 1 to {criterion.scale})" if criterion.scale else "\"verdict\" (\"pass\" or \"fail\")"
     system = settings.system if settings.system is not None else SYSTEM.format(field=field)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": _compiled(template_text(settings)).render(context)}]
+            {"role": "user", "content": _rendered(template_text(settings), context)}]
 
 
 def verdict_schema(criterion) -> dict:
@@ -288,7 +296,7 @@ def pairwise_messages(record, baseline_output: str, criterion, settings, order: 
     context = {"conversation": conversation, "a": a, "b": b, "instructions": criterion.instructions,
                "criterion": criterion.name, "nonce": nonce}
     return [{"role": "system", "content": PAIRWISE_SYSTEM},
-            {"role": "user", "content": _compiled(PAIRWISE_TEMPLATE).render(context)}]
+            {"role": "user", "content": _rendered(PAIRWISE_TEMPLATE, context)}]
 
 
 def preference_format(structured: str) -> dict | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..backends import Request, create_backend
+from ..backends import Generation, Request, create_backend
 from ..errors import ErrorKind, TargetError, judge_kind
 from ..review.outcome import output_hash
 from ..run.manifest import sha256_file, target_fingerprint
@@ -24,6 +24,7 @@ from ..run.response_cache import ResponseCache
 from ..run.seal import seal
 from .journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
 from .prompt import (
+    TemplateFailed,
     Unparseable,
     judge_messages,
     pairwise_messages,
@@ -156,11 +157,13 @@ def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, 
         for start in range(0, len(asks), JUDGE_BATCH):
             between()
             batch = asks[start:start + JUDGE_BATCH]
-            requests = [Request(a.request_id, a.messages(settings)) for a in batch]
+            built = {a.request_id: _request(a, settings) for a in batch}  # a Generation: the template failed
+            requests = [q for q in built.values() if isinstance(q, Request)]
             hits = {q.case_id: g for q in requests if cache is not None and (g := cache.get(q)) is not None}
             fresh = [q for q in requests if q.case_id not in hits]
             gens = dict(zip([q.case_id for q in fresh], backend.generate(fresh, max_new_tokens=settings.max_tokens)
                             if fresh else []))
+            gens.update({rid: q for rid, q in built.items() if not isinstance(q, Request)})
             judgments = [_judgment(a, fingerprint, hits.get(a.request_id) or gens[a.request_id],
                                    cached=a.request_id in hits) for a in batch]
             append_judgments(run, judgments)
@@ -174,6 +177,15 @@ def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, 
         if cache is not None:
             cache.close()
     return None
+
+
+def _request(ask: _Ask, settings) -> Request | Generation:
+    """The judge request of one question, or, when its prompt template fails on this case (an exception, past
+    its render budget), the failed Generation that becomes its judge error (judge_template_error)."""
+    try:
+        return Request(ask.request_id, ask.messages(settings))
+    except TemplateFailed as exc:
+        return Generation(None, error=ErrorKind.TEMPLATE_ERROR, error_message=f"judge prompt template: {exc.message}")
 
 
 def _judge_target(settings: JudgeSettings, ask: _Ask):

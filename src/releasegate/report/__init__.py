@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 from ..judging.gate_report import load_report
+from ..redaction import redact_values
 from ..run.record import RunDir
 from ..text import json_inert
 from .csv import render_csv
@@ -33,7 +34,9 @@ FORMATS = {"json": "report.json", "md": "report.md", "html": "report.html", "jun
 
 
 def write_reports(run: RunDir, report: dict) -> None:
-    """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set."""
+    """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set. The
+    report is redacted as data first (its records are, on disk), so no format's escaping can hide a secret."""
+    report = redact_values(report)
     view = RunView.load(run, report)
     for fmt, name in FORMATS.items():
         run.write_text(name, render(view, fmt))

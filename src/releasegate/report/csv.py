@@ -1,17 +1,16 @@
 """report.csv: one row per case, for a spreadsheet.
 
-Cells are untrusted text: one starting with = + - @ tab or CR is prefixed with an apostrophe, so a spreadsheet
-shows it as text instead of evaluating it as a formula (CSV injection); control and bidi characters (ESC and OSC
-sequences for a terminal that prints the file, NUL, C1, overrides) are shown as visible stand-ins (`inert`), tab,
-LF and CR kept. A cell is cut at 32,000 characters (spreadsheets hold 32,767): records.jsonl has the full output.
+Cells are untrusted text: an apostrophe goes before = + - @ tab or CR wherever a cell could begin under any
+common separator (`spreadsheet.neutralise`), so a spreadsheet shows text instead of evaluating a formula (CSV
+injection); control and bidi characters (ESC and OSC sequences for a terminal that prints the file, NUL, C1,
+overrides) are shown as visible stand-ins (`inert`), tab, LF and CR kept. A cell is cut at 32,000 characters (spreadsheets hold 32,767): records.jsonl has the full output.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
+from ..spreadsheet import csv_text, neutralise
 from ..text import inert
 from .view import CaseRow, RunView
 
@@ -21,22 +20,12 @@ COLUMNS = (
     "case_id", "suite", "tags", "passed", "answer", "format", "forbidden", "why", "error", "output",
     "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens",
 )
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 
 def render_csv(view: RunView) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf)  # RFC 4180 line ends, so a field holding a lone CR is quoted too
-    writer.writerow(COLUMNS)
-    for row in view.cases():
-        writer.writerow([_cell(v) for v in _values(row)])
-    return buf.getvalue()
-
-
-def neutralise(text: str) -> str:
-    """Text a spreadsheet will not evaluate as a formula."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    """report.csv: the header and one row per case."""
+    return csv_text([COLUMNS, *([_cell(v) for v in _values(row)] for row in view.cases())], cell_limit=_CELL_CHARS)
 
 
 def _values(row: CaseRow) -> list:
@@ -56,4 +45,4 @@ def _cell(value):
         return round(value, 3)  # numbers we measured stay numbers
     if isinstance(value, int):
         return value
-    return neutralise(inert(value)[:_CELL_CHARS])
+    return inert(value)  # csv_text neutralises every text cell and cuts it

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
+from ..spreadsheet import csv_text
 from ..text import inert
 from .formatting import format_value
 from .markdown import md_label
@@ -58,11 +57,7 @@ def render_servers(comparison: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(comparison, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        buf = io.StringIO(newline="")
-        writer = csv.writer(buf, lineterminator="\r\n")
-        writer.writerow([label for _, label in COLUMNS])
-        writer.writerows(servers_rows(comparison))
-        return buf.getvalue()
+        return csv_text([[label for _, label in COLUMNS], *servers_rows(comparison)])
     if fmt == "md":
         return _markdown(comparison)
     if fmt == "html":

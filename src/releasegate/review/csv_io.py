@@ -2,8 +2,9 @@
 
 Export writes UTF-8 with a BOM (so Excel detects the encoding), RFC 4180 quoting (every cell quoted, CRLF between
 rows, newlines inside cells kept) and no truncation: an output of any length round-trips (import lifts the csv
-module's 131,072-character field limit). Model outputs are untrusted: a cell starting with = + - @ tab CR or an
-apostrophe gets an apostrophe in front, so no spreadsheet reads it as a formula; control, bidi and surrogate
+module's 131,072-character field limit). Model outputs are untrusted: an apostrophe goes before = + - @ tab CR or
+an apostrophe wherever a cell could begin under any common separator (`spreadsheet.neutralise`: the file may be
+opened with ';'), so no spreadsheet reads a formula; control, bidi and surrogate
 characters are shown as visible stand-ins (`inert`: ESC as '␛', U+202E as '⟨U+202E⟩'), so neither a terminal
 printing the file nor a reviewer's spreadsheet acts on them. Import undoes both before it compares the output with
 the run's (by hash). Instructions go into a sidecar text file, so the CSV itself stays a plain table for pandas and
@@ -19,23 +20,25 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..inputs.files import MAX_FILE_BYTES
+from ..inputs.files import MAX_FILE_BYTES, read_capped
 from ..judging.judge_run import failing_cases  # judge imports the review summary
+from ..outputs import check_output_path, write_output_file
 from ..run.clock import now as stamp
 from ..run.record import CaseRecord
+from ..spreadsheet import csv_text, neutralise, unneutralise
 from ..text import inert, reveal
+from . import QUEUE_FILE
 from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
 from .outcome import check_verdicts, output_hash
 from .sampler import ReviewSample
 
 __all__ = [
     "COLUMNS", "REQUIRED_COLUMNS", "neutralise", "unneutralise", "export_review_csv", "read_review_csv",
-    "ImportResult", "ReviewImportError", "instructions_path", "render_input",
+    "ImportResult", "ReviewImportError", "instructions_path", "render_input", "check_export_target", "filled_labels",
 ]
 
 COLUMNS = (
@@ -44,24 +47,38 @@ COLUMNS = (
     "label", "reason", "reviewer",
 )
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")  # the apostrophe too, so that import can undo it exactly
 _DELIMITERS = (",", ";", "\t")  # Excel in many locales saves CSV with semicolons
 SPREADSHEET_CELL_LIMIT = 32_767  # Excel's characters per cell: a longer output is cut when a spreadsheet saves it
-
-
-def neutralise(text: str) -> str:
-    """Text no spreadsheet evaluates: a leading apostrophe before = + - @ tab CR or an apostrophe."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
-
-def unneutralise(text: str) -> str:
-    """The exported text back: the apostrophe `neutralise` added, removed."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(_FORMULA_START) else text
 
 
 def instructions_path(csv_path: Path) -> Path:
     """The sidecar next to the CSV: review_queue.csv -> review_queue.instructions.txt."""
     return csv_path.with_name(csv_path.stem + ".instructions.txt")
+
+
+def check_export_target(path: Path, *, default: bool, force: bool) -> int:
+    """Whether the review CSV may be written at `path`; the number of labels the file there holds (0 when none),
+    which the export replaces. Refused (InputError): a run's own file other than the queue, an existing `-o` file
+    without `force`, and a filled-in review CSV without `force`, the default one included (import it first)."""
+    own = frozenset({QUEUE_FILE, instructions_path(Path(QUEUE_FILE)).name})  # what export keeps in a run
+    check_output_path(path, force=force or default, own=own)
+    check_output_path(instructions_path(path), force=True, own=own)
+    labels = filled_labels(path)
+    if labels and not force:
+        raise InputError(f"is a filled-in review CSV ({labels} labelled rows)", file=path,
+                         hint=f"import it first (releasegate review import RUN_DIR {path}), or add --force to replace it")
+    return labels
+
+
+def filled_labels(path: Path) -> int:
+    """Labelled rows in the review CSV at `path`; 0 when there is none or it is not a readable review CSV."""
+    try:
+        text = _decode(path)
+        delimiter = _delimiter(path, text)
+        rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
+    except (InputError, csv.Error, OSError):
+        return 0
+    return sum(1 for row in rows if str(row.get("label") or "").strip())
 
 
 HIDDEN = "hidden"
@@ -72,9 +89,7 @@ def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord
     """Write the review CSV of a sample and its instructions sidecar; return both paths."""
     by_id = {r.case_id: r for r in records}
     why = {f["case_id"]: f["why"] for f in failing_cases(records, scores, limit=len(records))}
-    buf = io.StringIO(newline="")
-    writer = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-    writer.writerow(COLUMNS)
+    rows: list[list[str]] = [list(COLUMNS)]
     for item in sample.items:
         record = by_id[item.case_id]
         checks = check_verdicts(scores[item.case_id])
@@ -89,8 +104,8 @@ def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord
             checks["answer"], checks["format"], checks["forbidden"], "; ".join(reasons),
             item.output_hash, "", "", "",
         ]
-        writer.writerow([neutralise(inert(c)) for c in cells])
-    _write_atomic(path, buf.getvalue().encode("utf-8-sig"))
+        rows.append([inert(c) for c in cells])
+    _write_atomic(path, csv_text(rows, quote_all=True).encode("utf-8-sig"))
     sidecar = instructions_path(path)
     _write_atomic(sidecar, _instructions(path, sample).encode("utf-8"))
     return [path, sidecar]
@@ -205,13 +220,13 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
                     "spreadsheet cut it, so it is not the run's output (label this row in LibreOffice Calc or a text "
                     "editor)"), None
         return f"{rid}: output was edited since export (its hash no longer matches output_hash)", None
-    word, reason = cell["label"].strip(), cell["reason"].strip()
+    word, reason = unneutralise(cell["label"].strip()), unneutralise(cell["reason"].strip())
     if not word:
         return (f"{rid}: a reason but no label", None) if reason else (None, None)
     label = parse_label(word)
     if label is None:
         return f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})", None
-    name = " ".join(cell["reviewer"].split()) or (default_reviewer or "")
+    name = " ".join(unneutralise(cell["reviewer"]).split()) or (default_reviewer or "")
     if not name:
         return f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)", None
     return None, LabelEdit(
@@ -231,11 +246,7 @@ def _shows_output(shown: str, expected_hash: str) -> bool:
 
 
 def _decode(path: Path) -> str:
-    if not path.is_file():
-        raise InputError("review CSV not found" if not path.exists() else "review CSV is not a file", file=path)
-    raw = path.read_bytes()
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"review CSV is larger than {MAX_FILE_BYTES // 2**20} MiB", file=path)
+    raw = read_capped(path, what="review CSV")  # a regular file, at most MAX_FILE_BYTES
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ReviewImportError(path, [(1, "the file is UTF-16 (Excel 'Unicode Text'); save it as CSV UTF-8")])
     try:
@@ -264,12 +275,7 @@ def _text(value) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", file=path) from None
+    write_output_file(path, data)
 
 
 def _instructions(path: Path, sample: ReviewSample) -> str:
@@ -290,8 +296,9 @@ Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.
      reviewer  your name; every labelled row needs one
    Leave label empty on rows you did not review.
 4. Do not edit the other columns. review_id identifies the row; output_hash proves the output is the one exported,
-   and a row whose output was changed is refused. A leading apostrophe (') was added to cells starting with
-   = + - @ so that the spreadsheet shows text instead of running a formula: leave it. Control and bidi characters
+   and a row whose output was changed is refused. An apostrophe (') was added before = + - @ at the start of a
+   cell and after , ; | or a tab inside one, so that the spreadsheet shows text instead of running a formula
+   whatever separator it splits on: leave it. Control and bidi characters
    in a model's output are shown as symbols (␛ for ESC, ⟨U+202E⟩ for a right-to-left override): leave them too.
 5. Save as CSV UTF-8 (Excel: "CSV UTF-8 (Comma delimited)") and import it:
      releasegate review import <run dir> {path.name}

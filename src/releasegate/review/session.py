@@ -16,7 +16,7 @@ from ..run.record import CaseRecord, RunDir
 from ..run.seal import seal
 from ..scorers import score_records
 from . import QUEUE_FILE
-from .csv_io import ImportResult, export_review_csv, read_review_csv
+from .csv_io import ImportResult, check_export_target, export_review_csv, read_review_csv
 from .labels import LabelEdit, append_labels, read_labels
 from .policy import ReviewPolicy
 from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, read_sample, write_sample
@@ -49,6 +49,8 @@ class QueueExport:
     """True: the sample was drawn now; False: the run's review_sample.json was reused."""
     csv_path: Path
     sidecar: Path
+    replaced_labels: int = 0
+    """Labelled rows the file written over held (`--force` over a filled-in review CSV)."""
 
     @property
     def summary(self) -> dict:
@@ -86,13 +88,16 @@ def open_review(run_dir: Path, rubric_path: Path | None = None) -> OpenReview:
 
 def export_queue(
     run_dir: Path, *, rubric_path: Path | None = None, output: Path | None = None, seed: int | None = None,
-    resample: bool = False, note: Callable[[str], None] = lambda line: None,
+    resample: bool = False, note: Callable[[str], None] = lambda line: None, force: bool = False,
 ) -> QueueExport:
     """Write the review CSV (default RUN_DIR/review_queue.csv) of the run's sample, drawing it first when the run
     has none or `resample`; a `seed` other than the kept sample's needs `resample`. `note` hears that a kept sample
-    was drawn from fewer cases than the run has now."""
+    was drawn from fewer cases than the run has now. The target is checked before anything is written: no run's
+    own file, no existing `output` and no filled-in review CSV without `force` (`check_export_target`)."""
     review = open_review(run_dir, rubric_path)
     run = review.run
+    target = output if output is not None else run.path / QUEUE_FILE
+    replaced = check_export_target(target, default=output is None, force=force)
     sample = None if resample else read_sample(run)
     if sample is not None and seed is not None and seed != sample.policy["sample"]["seed"]:
         raise InputError(
@@ -108,9 +113,8 @@ def export_queue(
     if drawn:
         sample = choose_sample(run.path.name, review.records, review.scores, review.policy, seed=seed)
         write_sample(run, sample)
-    target = output if output is not None else run.path / QUEUE_FILE
     csv_path, sidecar = export_review_csv(target, sample, review.records, review.scores)
-    return QueueExport(run.path, sample, drawn, csv_path, sidecar)
+    return QueueExport(run.path, sample, drawn, csv_path, sidecar, replaced)
 
 
 def _check_sample_cases(run: RunDir, sample: ReviewSample, records: list[CaseRecord]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..inputs.sources import hub_snapshot
 from ..inputs.suites import _lines
+from ..inputs.tables import data_files
 
 __all__ = ["SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
 
@@ -45,11 +46,25 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
         return
     folder = Path(suite.path).parent.resolve()  # the split's directory (suite.path is its state.json)
     directories.append({"role": "suite", "path": str(folder)})
-    for role, file in directory_files(folder, "suite"):
+    listed = directory_files(folder, "suite")
+    for role, file in listed:
         add(role, file, name=f"{suite.name}/{file.relative_to(folder)}")
+    for file in _state_data_files(folder, {file for _, file in listed}):  # a hidden name the walk leaves out
+        add("suite:data", file, name=f"{suite.name}/{file.name}")
     index = Path(src["path"]) / "dataset_dict.json"
     if index.is_file():
         add("suite:config", index, name=f"{suite.name}/{index.name}")
+
+
+def _state_data_files(folder: Path, hashed: set[Path]) -> list[Path]:
+    """The data files the split's state.json names that the directory walk did not hash (the loader refuses any
+    outside the directory, see `tables.check_disk_dir`)."""
+    try:
+        state = json.loads((folder / "state.json").read_text("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return []
+    files = [f.resolve() for f in data_files(folder, state if isinstance(state, dict) else {})]
+    return [f for f in files if f not in hashed and f.is_file()]
 
 
 def _dataset_snapshot(hub: str, revision: str | None) -> Path | None:

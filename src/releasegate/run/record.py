@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from ..errors import InputError
-from ..redaction import redact, redact_data, redact_error
+from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
 
 __all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
@@ -248,8 +248,9 @@ class RunInfo(BaseModel):
 class RunDir:
     """Reads and writes one run directory; appends are flushed so an interrupted run keeps what it did.
 
-    Every text it writes passes through `redact` (registered secret values never reach the disk), and every
-    recorded error message through `redact_error`."""
+    Every record and JSON document it writes is redacted in the data, before serialising (`redact_json`,
+    `redact_values`: an escaped secret cannot slip through), every text through `redact` as well (registered
+    secret values never reach the disk), and every recorded error message through `redact_error`."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -283,7 +284,7 @@ class RunDir:
             for rec in records:
                 if rec.error_message:
                     rec = rec.model_copy(update={"error_message": redact_error(rec.error_message)})
-                fh.write(redact(_record_json(rec)) + "\n")
+                fh.write(_record_json(rec) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -376,6 +377,7 @@ class RunDir:
         return path
 
     def write_json(self, name: str, data: Any) -> Path:
+        data = redact_values(data)  # the data redacted, then serialised
         return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
@@ -398,6 +400,7 @@ def _record_json(rec: CaseRecord) -> str:
         line = rec.model_dump_json()
     except ValueError:  # PydanticSerializationError: a lone surrogate somewhere UTF-8 cannot encode
         line = CaseRecord.model_validate(_valid_data(rec.model_dump())).model_dump_json()
+    line = redact_json(line)  # registered secrets replaced in the data, before ESCAPED escapes anything
     return ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
 
 
