@@ -18,7 +18,7 @@ the same order; the manifest records the sampled case ids' digest, so `check --r
 
 Each sampled row is a `SampledRow`: its stratum (the `by` values) and the stratum's size in the source go onto
 the case's record (`CaseRecord.stratum`), so the gate's rates estimate the source, not the sample: each case
-stands for its stratum's rows over the run's cases of that stratum (`metrics.stratum_counts`). With
+stands for its stratum's rows over the run's cases of that stratum (`sample_weights.stratum_counts`). With
 `estimate: sample` the rates describe the sample only, and the verdict says so.
 
 numpy and pyarrow are imported only when a sampled suite is read.

@@ -5,20 +5,15 @@ It re-scores every record from disk, so `releasegate gate RUN_DIR` with a change
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..errors import ReleasegateError
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
-from ..llm_judge.verdicts import saved_verdicts
 from ..review.labels import LabelEdit
 from ..review.summary import summarize_review
-from ..run.record import CaseRecord, RunDir, RunInfo
+from ..run.record import CaseRecord, RunInfo
 from ..scorers import score_records
 from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
+from .baseline import baseline_comparison, comparison_results
 from .capacity import capacity_metric, capacity_view, gated_records, judge_capacity
-from .comparability import BASELINE_PARTS, baseline_problems, saved_settings_key, settings_problem
-from .compare import Margins, changed_note, compare_records
 from .criteria import (
     EXIT_CODES,
     FAIL,
@@ -45,7 +40,6 @@ from .health import (
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
-    MetricValue,
     batched_stream,
     compute_metric,
     is_phased,
@@ -54,13 +48,12 @@ from .metrics import (
     measured,
     percentile_of,
     phase_records,
-    sample_only,
     select,
     slices_of,
-    stratum_counts,
     stream_timed,
     timing_derived_cost,
 )
+from .sample_weights import sample_only, stratum_counts
 
 __all__ = ["judge_run", "SUMMARY_METRICS", "run_facts", "failing_cases", "DEFAULT_ERROR_GUARD"]
 
@@ -139,7 +132,7 @@ def judge_run(
     batched = batched_stream(client_batched_share(info, phase), rubric.max_itl_batched_share)
     if batched:
         results = [_undecided(r, batched) if stream_timed(r.criterion.metric) else r for r in results]
-    comparison = _baseline_comparison(rubric, records, verdicts, info)
+    comparison = baseline_comparison(rubric, records, verdicts, info)
     if comparison is not None:
         results += comparison_results(comparison)
     review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
@@ -274,72 +267,6 @@ def _sample_note(records: list[CaseRecord]) -> str:
     if not suites:
         return ""
     return (f"; rates of {', '.join(suites)} describe the sample only, not its source (sample.estimate: sample)")
-
-
-def _baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None, info: RunInfo | None = None) -> dict | None:
-    if not rubric.baseline:
-        return None
-
-    spec = rubric.baseline
-    margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
-
-    base = RunDir(Path(spec["run"]))
-    base_records = base.read_records()
-    comparison = compare_records(base_records, records, rubric.forbidden, margins,
-                                 base_verdicts=saved_verdicts(base), cand_verdicts=verdicts)
-    problems = _baseline_standing(base, base_records, info) + [n for n in (changed_note(comparison),) if n]
-    return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems}
-
-
-def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunInfo | None) -> list[str]:
-    """Why the baseline run proves nothing about this one: not whole, TARGET_ERROR, this very run, or made with
-    other generation settings. Empty when it stands."""
-    try:
-        base_info = base.read_info()
-    except ReleasegateError:
-        return ["the baseline run has no readable run.json: it cannot be shown whole"]
-    if info is not None and (base_info.run_id, base_info.created_at) == (info.run_id, info.created_at):
-        return ["the baseline is this run itself: a run is no evidence about itself"]
-    problems = baseline_problems(base.path, base_info, base_records, base.read_records("load.jsonl", required=False))
-    settings = settings_problem(saved_settings_key(base.path, base_info), (info and info.comparability) or {},
-                                BASELINE_PARTS)
-    return problems + ([settings] if settings else [])
-
-
-def comparison_results(comparison: dict) -> list[CriterionResult]:
-    """Each compared metric as a gate criterion: a regression beyond its margin fails. A comparison with nothing
-    to compare (no shared cases, or none judged on any metric), or with a baseline that proves nothing (see
-    `_baseline_standing`; a case whose contents differ), is one insufficient criterion, never a pass. Baseline
-    criteria never make a run PASS on their own (`criteria.overall_verdict`)."""
-    criterion = Criterion(name="baseline comparison", metric="baseline", op=">=", threshold=1, origin="baseline")
-    if comparison.get("baseline_problems"):
-        why = "baseline not usable: " + "; ".join(comparison["baseline_problems"])
-        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why)]
-    if not comparison["rows"]:
-        why = (f"nothing to compare: {comparison['shared_cases']} case(s) shared with the baseline run "
-               f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
-        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
-                                cause=Undecided.BASELINE)]
-    return [_baseline_row(row, comparison.get("confidence", 0.95)) for row in comparison["rows"]]
-
-
-def _baseline_row(row: dict, confidence: float) -> CriterionResult:
-    higher = row["metric"] in ("accuracy", "format_compliance")
-    criterion = Criterion(
-        name=f"{row['metric']} vs baseline", metric=row["metric"], op=">=" if higher else "<=",
-        threshold=-row["margin"] if higher else row["margin"], origin="baseline",
-    )
-    interval = tuple(row["interval"]) if row["interval"] else None
-    value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired", confidence=confidence)
-    p = f", McNemar p={row['p_value']:.3g}" if row["p_value"] is not None else ""
-    if row["delta"] is None:
-        reason = row.get("note") or "not compared"
-    else:
-        reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
-        reason += f"; {row['note']}" if row.get("note") else ""
-    undecided = row["verdict"] == "insufficient"
-    return CriterionResult(criterion, value, row["verdict"], reason, row.get("needed_n") if undecided else None,
-                           cause=Undecided.BASELINE if undecided else None)
 
 
 def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .evidence import answered, attempt_outcomes, attempts_note
+from .sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
 from .stats import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
 
 __all__ = [
@@ -241,36 +242,14 @@ def _share(hits: float, n: int, confidence: float = 0.95) -> MetricValue:
     return MetricValue(hits / n if n else None, n, wilson_bounds(hits, n, confidence), confidence=confidence)
 
 
-def stratum_counts(records: Iterable) -> dict:
-    """The run's cases per stratum of a weighted `sample:` suite: (suite, stratum, its population) -> cases."""
-    return Counter(_stratum_key(r) for r in records if _weighted(r))
-
-
-def sample_only(records: Iterable) -> list[str]:
-    """The suites whose `sample.estimate: sample` makes their rates describe the sample only."""
-    return sorted({r.suite for r in records if getattr(r, "stratum", None) is not None and not r.stratum.weighted})
-
-
-def _weighted(record) -> bool:
-    stratum = getattr(record, "stratum", None)
-    return stratum is not None and stratum.weighted
-
-
-def _stratum_key(record) -> tuple:
-    return record.suite, record.stratum.name, record.stratum.population
-
-
 def _proportion(hits: list[bool], records: list, confidence: float, strata: dict) -> MetricValue:
     """The share of `hits` over `records`. Cases of a weighted sample stand for population / (the run's cases of
     their stratum) source rows each (any other case for itself): the estimate is the weighted share, its bounds
     Wilson's at Kish's effective n, (sum of weights)^2 / sum of squared weights, so an equal-allocation sample
     is gated as the source it was drawn from, never as if its strata were equally large."""
-    if not any(_weighted(r) for r in records):
+    if not any(is_weighted(r) for r in records):
         return _share(sum(hits), len(records), confidence)
-    weights = [r.stratum.population / (strata.get(_stratum_key(r)) or 1) if _weighted(r) else 1.0 for r in records]
-    total = sum(weights)
-    value = sum(w for w, hit in zip(weights, hits) if hit) / total
-    effective_n = total ** 2 / sum(w * w for w in weights)
+    value, effective_n, total = weighted_share(hits, records, strata)
     bounds = wilson_bounds(value * effective_n, effective_n, confidence)
     note = (f"population-weighted: {len(records)} sampled case(s) standing for {total:.0f} source row(s), "
             f"effective n {effective_n:.1f}")

@@ -28,8 +28,9 @@ from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_valid
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
+from .record_parts import Stratum, Timing, Tokens
 
-__all__ = ["Timing", "Tokens", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
+__all__ = ["Timing", "Tokens", "Stratum", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
 
 """What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
 ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
@@ -46,74 +47,6 @@ def _valid_data(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return [_valid_data(v) for v in data]
     return data
-
-
-class Timing(BaseModel):
-    """Latency of one request, in milliseconds, measured by the backend."""
-
-    ttft_ms: float | None = None
-    """Request start -> first output token (prefill). In a batch, includes the whole batch's prefill. The request
-    starts at its first attempt's actual send (its last byte written: see `send_lag_ms`): retries, and the backoff
-    before them, count (openai)."""
-    tpot_ms: float | None = None
-    """(t_last_token - t_first_token) / (output_tokens - 1); None with fewer than 2 output tokens."""
-    e2e_ms: float | None = None
-    """Request start -> last token (end of stream). On a failed request: first attempt's actual send -> the
-    failure, how long the user waited for nothing (failed requests are never latency samples)."""
-    batch_size: int = 1
-    """How many requests shared the forward passes that produced this timing (hf backend)."""
-    itl_ms: list[float] | None = None
-    """Inter-token latencies: gaps between content chunks; a chunk of k tokens gives k gaps of gap/k (openai)."""
-    send_lag_ms: float | None = None
-    """Scheduled send -> the moment the first attempt's last request byte was written to the socket: client
-    queueing (openai). The scheduled send is the request's due time in an open loop or replay, and the moment a
-    slot was free in a closed loop or the quality phase; the span holds the TCP connect when the request opened a
-    connection (`connect_ms`) and the client's own work before the write. Both clients observe the write (the
-    lean client directly, the openai client through httpx's transport trace); None where it was not observed
-    (an attempt that failed before writing, e.g. connection refused): unknown, never a guessed 0."""
-    connect_ms: float | None = None
-    """TCP connect (and TLS handshake over https) of the connection the first attempt opened, part of
-    `send_lag_ms` (openai). None when it reused a pooled keep-alive connection (a load phase's connections are
-    opened before its window: their times are in run.json `load_phase.client.preconnect_ms`)."""
-    ttft_sched_ms: float | None = None
-    """Scheduled send -> first output token: TTFT including client queueing."""
-    e2e_sched_ms: float | None = None
-    """Scheduled send -> end of stream (on a failed request: -> the failure)."""
-    attempts: int = 1
-    """Requests sent for this case (retries before the first token add to it)."""
-    ttft_last_attempt_ms: float | None = None
-    """Actual send of the attempt that answered -> first output token: TTFT as if it had not been retried
-    (openai). ttft_ms = retry_wait_ms + ttft_last_attempt_ms."""
-    retry_wait_ms: float | None = None
-    """First attempt's actual send -> last attempt's actual send: failed attempts plus backoff (openai). 0 when
-    the first attempt was the last."""
-    retried_errors: list[str] = Field(default_factory=list)
-    """Error kinds of the attempts that failed and were sent again, in order (openai): `attempts` - 1 of them.
-    Every one counts as a failed request (see `releasegate.judging.evidence`)."""
-
-
-class Tokens(BaseModel):
-    """Token counts of one request and where they came from."""
-
-    input: int | None = None
-    """Prompt tokens, after the chat template."""
-    output: int | None = None
-    """Generated tokens, the end-of-sequence token included when generation stopped on one (as servers' usage)."""
-    source: str = "tokenizer"
-    """'usage' (the server's usage report), 'tokenizer' (the model's own tokenizer) or 'chunks' (one per streamed
-    chunk: no usage and no tokenizer configured)."""
-
-
-class Stratum(BaseModel):
-    """The stratum a case of a `sample:` suite was drawn from: what makes its rates estimate the source."""
-
-    name: str
-    """The stratum: its `by` columns' values, e.g. 'risk=high' ('' for a sample with no `by`)."""
-    population: int
-    """Rows of the source in the stratum: with the run's cases of the stratum, each case stands for
-    population / (the run's cases of the stratum) source rows."""
-    weighted: bool = True
-    """False when the suite says `sample.estimate: sample`: its rates describe the sample only, unweighted."""
 
 
 class CaseRecord(BaseModel):
@@ -148,7 +81,7 @@ class CaseRecord(BaseModel):
     timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
     stratum: Stratum | None = None
     """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
-    metrics are population-weighted (see `metrics.stratum_counts`); None for every other case."""
+    metrics are population-weighted (see `sample_weights.stratum_counts`); None for every other case."""
     output_repaired: bool = False
     """True when the output as received was not valid Unicode text: it held lone UTF-16 surrogates (a server
     streaming half of a surrogate pair, a '\\udc80' escape in a replay file) or, from a replay file, bytes that are

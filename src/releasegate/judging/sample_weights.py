@@ -1,0 +1,39 @@
+"""How a stratified `sample:` suite speaks for its source: each sampled case stands for its stratum's rows over the
+run's cases of that stratum, so rates are the source's, never the sample's equal allocation (see README "A sample
+speaks for its source"). A case of any other suite stands for itself."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+__all__ = ["stratum_counts", "sample_only", "is_weighted", "weighted_share"]
+
+
+def stratum_counts(records: Iterable) -> dict:
+    """The run's cases per stratum of a weighted `sample:` suite: (suite, stratum, its population) -> cases."""
+    return Counter(_stratum_key(r) for r in records if is_weighted(r))
+
+
+def sample_only(records: Iterable) -> list[str]:
+    """The suites whose `sample.estimate: sample` makes their rates describe the sample only."""
+    return sorted({r.suite for r in records if getattr(r, "stratum", None) is not None and not r.stratum.weighted})
+
+
+def is_weighted(record) -> bool:
+    """Whether the record is a case of a sample whose rates are weighted to its source."""
+    stratum = getattr(record, "stratum", None)
+    return stratum is not None and stratum.weighted
+
+
+def weighted_share(hits: list[bool], records: list, strata: dict) -> tuple[float, float, float]:
+    """(the weighted share of `hits`, Kish's effective n, the source rows the records stand for). The effective
+    n, (sum of weights)^2 / sum of squared weights, is what a Wilson bound on the share is taken at."""
+    weights = [r.stratum.population / (strata.get(_stratum_key(r)) or 1) if is_weighted(r) else 1.0 for r in records]
+    total = sum(weights)
+    value = sum(w for w, hit in zip(weights, hits) if hit) / total
+    return value, total ** 2 / sum(w * w for w in weights), total
+
+
+def _stratum_key(record) -> tuple:
+    return record.suite, record.stratum.name, record.stratum.population
