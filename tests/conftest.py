@@ -75,3 +75,14 @@ def heavy_imports_after(commands: list[list[str]], modules: tuple[str, ...]) -> 
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.split("HEAVY", 1)[1].strip().replace("'", '"'))
+
+
+def as_killed(run_path: Path) -> None:
+    """Give a finished run the seal a run killed while `check` wrote it has: its snapshots sealed when the run
+    started, no journal sealed whole, run.json not complete (see `releasegate.run.seal.guard_seal`). Tests that
+    cut a finished run short to play a kill call it, or the cut is an edit made outside releasegate."""
+    manifest = json.loads((run_path / "manifest.json").read_text())
+    files = manifest["sealed"]["files"]
+    manifest["sealed"] = {**manifest["sealed"], "complete": False,
+                          "files": {k: v for k, v in files.items() if k in ("config.yaml", "rubric.yaml")}}
+    (run_path / "manifest.json").write_text(json.dumps(manifest))

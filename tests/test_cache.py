@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD, write_jsonl
+from conftest import GOOD, as_killed, write_jsonl
 from releasegate.backends import Generation, Request
 from releasegate.judging.metrics import compute_metric
 from releasegate.run.record import CaseRecord, RunDir, Timing, Tokens
@@ -135,6 +135,7 @@ def test_a_resumed_no_cache_run_stays_off_the_cache(tmp_path, cli):
         assert stub.requests == 12
         lines = run.records_path.read_text().splitlines(keepends=True)
         run.records_path.write_text("".join(lines[:2]))  # as if killed after two cases
+        as_killed(run.path)
         code, report, _ = cli("check", "--resume", run.path, "--no-progress", "--json")
         assert code == 0 and stub.requests == 16
     assert json.loads(report)["counts"]["cached"] == 0 and not any(r.cached for r in run.read_records())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_jsonl
+from conftest import as_killed, write_jsonl
 from releasegate.errors import InputError
 from releasegate.run.record import CaseRecord, RunDir, RunInfo
 from releasegate.testing import StubBehaviour, StubServer
@@ -164,6 +164,7 @@ def interrupt_after(run: RunDir, keep: int) -> None:
     run.write_info(info)
     for name in ("report.json", "report.md"):
         (run.path / name).unlink()
+    as_killed(run.path)
 
 
 def test_resume_skips_recorded_cases_and_repairs_a_torn_line(tmp_path, cli):
@@ -230,6 +231,7 @@ def test_resume_reruns_an_unfinished_load_phase_whole(tmp_path, cli):
         run.write_info(info)
         data = (run.path / "load.jsonl").read_text().splitlines(keepends=True)
         (run.path / "load.jsonl").write_text("".join(data[:3]))
+        as_killed(run.path)
         sent = stub.requests
         code, _, err = cli("check", "--resume", run.path, "--no-progress")
         assert code == 0, err

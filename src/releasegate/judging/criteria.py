@@ -34,10 +34,11 @@ class Undecided(StrEnum):
     """Why a criterion is insufficient (report.json `undecided_cause`): what `allow_insufficient` may relax."""
 
     SAMPLES = "samples"
-    """Too few samples: none in the slice, fewer than `min_samples`, or a bound that cannot decide at this n."""
+    """Too few samples: fewer than `min_samples`, or a bound that cannot decide at this n. A metric with some
+    value measured, just not enough of it."""
     UNKNOWN = "unknown"
-    """Samples that could not be measured: a check not made (no token count), no judge verdict, a figure that
-    is not defined for the slice."""
+    """No value was measured: no sample at all (a slice with no case, latency of a sweep with no capacity step,
+    cost with no cost section), a check not made (no token count), no judge verdict."""
     REVIEW = "review"
     """Human review that does not decide: labels not covering every automatic outcome, an approval bound
     straddling `min_approval`, a required slice with no case."""
@@ -96,9 +97,9 @@ def judge_criterion(criterion, value: MetricValue) -> CriterionResult:
     fails when the bound on the other side misses it, and is insufficient otherwise, with the n that would
     decide it. A bound that the sample is too small to give (a P99 from 50 requests) decides nothing: the point
     value never stands in for it."""
-    if value.value is None:  # with samples, a value that could not be had is unknown, not a lack of samples
-        cause = Undecided.UNKNOWN if value.n else Undecided.SAMPLES
-        return CriterionResult(criterion, value, "insufficient", value.note or "no samples for this metric", cause=cause)
+    if value.value is None:  # no value at all was measured: unknown, never a mere lack of samples to relax
+        return CriterionResult(criterion, value, "insufficient", value.note or "no samples for this metric",
+                               cause=Undecided.UNKNOWN)
     if value.n < criterion.min_samples:
         return CriterionResult(criterion, value, "insufficient", f"n={value.n} < min_samples={criterion.min_samples}",
                                cause=Undecided.SAMPLES)

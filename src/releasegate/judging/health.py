@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..run.record import CaseRecord, RunInfo
+from ..run.seal import edited_evidence
 from .evidence import answered, attempt_counts, case_attempts, worst_client
 
 __all__ = [
@@ -90,9 +91,9 @@ def target_failure(records: list[CaseRecord], load_records: list[CaseRecord]) ->
 def saved_run_problems(run_path: Path, info: RunInfo, records: list[CaseRecord],
                        load_records: list[CaseRecord]) -> list[str]:
     """What keeps a saved run, as it is on disk now, from being whole (`run_problems`), its planned phases read
-    from the run directory first. `records` and `load_records`: the run's, read once by the caller."""
+    from the run directory first, or from being what releasegate recorded (`run.seal.edited_evidence`). `records` and `load_records`: the run's, read once by the caller."""
     info.phases = planned_phases(run_path, info)
-    return run_problems(info, records, load_records)
+    return run_problems(info, records, load_records) + edited_evidence(run_path)
 
 
 def planned_phases(run_path: Path, info: RunInfo) -> list[str]:

@@ -89,7 +89,7 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, ph
 
 def judge_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
-    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts=None,
+    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts=None, edited: list[str] = (),
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
@@ -99,7 +99,8 @@ def judge_run(
     human labels (reviews.jsonl): approval below the rubric's minimum fails, and pending required review gives
     NEEDS_REVIEW unless `allow_pending`. `verdicts` are the run's LLM-judge verdicts (`llm_judge.run_verdicts`):
     judge-scored answers without one are unknown, and criteria they feed are insufficient while the judge is not
-    calibrated against the reviewers' labels. Run health (see `health`) and target failure override the criteria."""
+    calibrated against the reviewers' labels. Run health (see `health`; `edited`: the run's own files edited since
+    releasegate sealed them, `run.seal.edited_evidence`) and target failure override the criteria."""
     load_records = load_records or []
     scores = score_records(records, rubric.forbidden, verdicts)  # the quality phase's
     phase = latency_phase(rubric.latency_from, load_records)
@@ -140,7 +141,7 @@ def judge_run(
     judge = judge_section(info, records, scores, labels, rubric, verdicts)
     results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge,
                                      labels or [], rubric.review)
-    problems = run_problems(info, records, load_records)
+    problems = run_problems(info, records, load_records) + list(edited)
     target = target_failure(records, load_records)
     verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
                               incomplete=bool(problems), target_failed=target is not None)

@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import CaseRecord, RunDir
-from ..run.seal import seal
+from ..run.seal import guard_seal, seal
 from ..scorers import score_records
 from . import QUEUE_FILE
 from .csv_io import ImportResult, check_export_target, export_review_csv, read_review_csv
@@ -134,6 +134,7 @@ def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubr
     sample = read_sample(run)
     if sample is None:
         raise InputError(f"run has no {SAMPLE_FILE}", file=run.path, hint=f"export first: releasegate review export {run.path}")
+    guard_seal(run.path, "review")  # labels appended by hand since the last seal are no reviewer's
     existing = read_labels(run)
     result = read_review_csv(file, sample, existing, reviewer=reviewer)
     append_labels(run, result.edits)

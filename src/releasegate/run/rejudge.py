@@ -12,7 +12,7 @@ from ..llm_judge.verdicts import run_verdicts
 from ..report import write_reports
 from ..review.labels import read_labels
 from .record import RunDir
-from .seal import seal, sealed_snapshot
+from .seal import edited_evidence, seal, sealed_snapshot
 
 __all__ = ["rejudge"]
 
@@ -24,7 +24,8 @@ def rejudge(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = 
     info.phases = planned_phases(run.path, info)  # judge_run reads the health of the phases planned
     policy = load_rubric(rubric if rubric is not None else sealed_snapshot(run.path, "rubric.yaml"))
     report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info))
+                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info),
+                       edited=edited_evidence(run.path))
     write_reports(run, report)
     seal(run.path, "gate")
     return run, report

@@ -44,7 +44,7 @@ from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests
 from .prefix_cache import JOURNAL, run_prefix_cache
 from .progress import progress_bar
 from .record import RunDir, RunInfo
-from .seal import seal, sealed_snapshot
+from .seal import edited_evidence, guard_seal, seal, sealed_snapshot
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
 
@@ -102,6 +102,7 @@ def resume_check(
     run = RunDir(run_dir)
     run.read_info()  # "not a run directory" before anything else
     with run.lock():
+        guard_seal(run.path, "check")  # a run sealed whole was written by nobody since: keep what changed
         info = run.read_info()
         config, rubric, cases = load_run_inputs(run, info)
         secret_from_env(config.target.api_key_env)
@@ -240,7 +241,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             labels = read_labels(run)
 
         report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
-                           labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info))
+                           labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
+                           edited=edited_evidence(run.path, found_only=True))
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)

@@ -28,7 +28,7 @@ from ..errors import InputError
 from .clock import now
 from .record import RunDir
 
-__all__ = ["seal", "seal_changes", "sealed_snapshot", "SEALED_FILES", "STAGE_WRITES"]
+__all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
 SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "load.jsonl", "judgments.jsonl",
                 "reviews.jsonl", "report.json")
@@ -62,7 +62,7 @@ def seal(run_dir: Path, stage: str) -> None:
         before = sealed["files"].get(name)
         now_state = _state(run.path / name, before)
         change = _foreign_change(name, before, now_state, stage)
-        if change is not None:
+        if change is not None and not _kept_already(sealed, name, before):
             sealed["broken"].append({"file": name, "change": change, "found_by": stage, "found_at": now(),
                                      "sealed_sha256": before["sha256"]})
         if now_state is None:
@@ -70,9 +70,34 @@ def seal(run_dir: Path, stage: str) -> None:
         else:
             sealed["files"][name] = {"bytes": now_state["bytes"], "sha256": now_state["sha256"],
                                      **({"load_phase_running": True} if name == "load.jsonl" and loading else {})}
-    sealed.update(at=now(), by=stage)
+    sealed.update(at=now(), by=stage, complete=_run_complete(run.path))
     manifest["sealed"] = sealed
     run.write_json(_MANIFEST, manifest)
+
+
+def guard_seal(run_dir: Path, stage: str) -> None:
+    """Before a stage writes to a run that was sealed whole (run.json said `complete` when it was last sealed):
+    no stage can have written to it since, so any change to its own files (report.json aside), a line appended
+    to a journal or an edited run.json included, was made outside releasegate; keep each in `sealed.broken`
+    before the stage seals the files again as its own. (A run sealed while a stage was still writing, one killed
+    mid-run, may legitimately hold appended lines and a rewritten run.json: `seal` keeps only what no stage
+    writes.)"""
+    run = RunDir(run_dir)
+    manifest = _read(run.path)
+    sealed = (manifest or {}).get("sealed")
+    if not sealed or not sealed.get("complete"):
+        return
+    rows, _ = seal_changes({"sealed": {**sealed, "broken": []}}, run.path)
+    found = [r for r in rows if r["path"] != "report.json"]
+    for row in found:
+        change = _GUARD_WORDS.get(row["change"], row["change"])
+        if row["change"] == "changed" and row["path"] in JOURNALS:
+            state = _state(run.path / row["path"], sealed["files"][row["path"]])
+            change = _foreign_change(row["path"], sealed["files"][row["path"]], state, stage) or change
+        sealed.setdefault("broken", []).append({"file": row["path"], "change": change, "found_by": stage,
+                                                "found_at": now(), "sealed_sha256": row["before"]})
+    if found:
+        run.write_json(_MANIFEST, manifest)
 
 
 def seal_changes(manifest: dict, run_dir: Path) -> tuple[list[dict], bool]:
@@ -91,6 +116,24 @@ def seal_changes(manifest: dict, run_dir: Path) -> tuple[list[dict], bool]:
         if row is not None:
             rows.append(row)
     return rows, True
+
+
+def edited_evidence(run_dir: Path, *, found_only: bool = False) -> list[str]:
+    """Why a saved run is no longer the run releasegate recorded: one line per file of its own edited outside
+    releasegate since it sealed it (or found edited by a stage, for good), report.json aside (every command judges
+    the run again rather than read its report). Empty for an untouched run and for a run with no seal (older, or
+    built by hand). `gate`, `compare`, `servers` and a rubric's `baseline:` call a run with such a file
+    INCONCLUSIVE at best: its evidence is not what was measured. `found_only`: only the changes a stage found
+    and kept (`check` itself, whose own writes are not sealed yet when it judges)."""
+    manifest = _read(Path(run_dir))
+    if found_only:
+        rows = [_broken_row(b) for b in ((manifest or {}).get("sealed") or {}).get("broken", [])]
+    else:
+        rows, _ = seal_changes(manifest, run_dir) if manifest is not None else ([], False)
+    edited = sorted({f"{row['path']} {row['change']}" for row in rows if row["path"] != "report.json"})
+    if not edited:
+        return []
+    return [f"edited since releasegate sealed it ({', '.join(edited)}; releasegate verify {run_dir} says how)"]
 
 
 def sealed_snapshot(run_dir: Path, name: str) -> Path:
@@ -173,6 +216,23 @@ def _read(run_path: Path) -> dict | None:
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+_GUARD_WORDS = {"changed": "edited", "missing": "removed"}
+"""`seal_changes` rows in the words `sealed.broken` keeps (those of `_foreign_change`)."""
+
+
+def _kept_already(sealed: dict, name: str, before: dict) -> bool:
+    """Whether a change to this sealed version of the file is already kept (found by `guard_seal`)."""
+    return any(b["file"] == name and b.get("sealed_sha256") == before["sha256"] for b in sealed.get("broken", []))
+
+
+def _run_complete(run_path: Path) -> bool:
+    """Whether run.json says the run is complete (no stage of it still writing)."""
+    try:
+        return json.loads((run_path / "run.json").read_text("utf-8")).get("status") == "complete"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _load_phase_running(run_path: Path) -> bool:
