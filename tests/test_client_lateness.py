@@ -101,12 +101,13 @@ def test_a_blocked_event_loop_shows_as_loop_lag(tmp_path, cli, monkeypatch):
 @pytest.mark.parametrize("client", CLIENTS)
 def test_batched_stamps_are_flagged(tmp_path, cli, client):
     shares = {}
-    for itl in (0.0, 4.0):  # all chunks written back to back (read together), or 4 ms apart
+    for itl in (0.0, 20.0):  # all chunks written back to back (read together), or 20 ms apart (a loaded machine
+        # can read chunks 4 ms apart together)
         with StubServer(StubBehaviour(ttft_ms=5, itl_ms=itl, tokens=6)) as stub:
             code, _, info, err = check(cli, project(tmp_path / str(itl), stub.base_url, client=client))
         assert code == 0, err
         shares[itl] = info["client"]["itl_batched_share"]
-    assert shares[0.0] > 0.5 > shares[4.0], shares
+    assert shares[0.0] > 0.5 > shares[20.0], shares
 
 
 def test_duration_bounded_closed_loop_makes_only_the_requests_it_sends(tmp_path, cli, monkeypatch):

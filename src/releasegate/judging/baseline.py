@@ -10,7 +10,7 @@ from ..errors import ReleasegateError
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.verdicts import saved_verdicts
 from ..run.record import CaseRecord, RunDir, RunInfo
-from .comparability import BASELINE_PARTS, baseline_problems, saved_settings_key, settings_problem
+from .comparability import BASELINE_PARTS, baseline_problems, coverage_problem, saved_settings_key, settings_problem
 from .compare import Margins, changed_note, compare_records
 from .criteria import CriterionResult, Undecided
 from .metrics import MetricValue
@@ -31,7 +31,8 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None
     base_records = base.read_records()
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
                                  base_verdicts=saved_verdicts(base), cand_verdicts=verdicts)
-    problems = _baseline_standing(base, base_records, info) + [n for n in (changed_note(comparison),) if n]
+    problems = _baseline_standing(base, base_records, info)
+    problems += [n for n in (changed_note(comparison), coverage_problem(comparison["shared_cases"], len(base_records))) if n]
     return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems}
 
 

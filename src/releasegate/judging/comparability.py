@@ -29,7 +29,8 @@ import yaml
 from .health import saved_run_problems, target_failure
 
 __all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
-           "same_run", "describe_differences", "baseline_problems", "settings_problem"]
+           "same_run", "describe_differences", "baseline_problems", "settings_problem", "coverage_problem",
+           "MIN_SHARED_SHARE"]
 
 SETTINGS_PARTS = ("generation", "load", "slo", "rubric")
 """The run-wide parts of the key, in the order a difference is named."""
@@ -61,7 +62,7 @@ def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str 
         slo = sweep.pop("slo", None)  # the objective is its own part: the load around it is the same load
         if sweep:
             load["sweep"] = sweep
-        key["generation"] = _digest(_generation(config_raw.get("generation") or {}))
+        key["generation"] = _digest(_generation(config_raw.get("generation") or {}, config_raw.get("target")))
         key["load"] = _digest(load)
         key["slo"] = _digest(slo or {})
     if rubric is not None:
@@ -73,9 +74,18 @@ _GENERATION_DEFAULTS = {"max_new_tokens": 64, "temperature": 0.0}
 """What a config that leaves them out runs with (greedy decoding, `Config.max_new_tokens`)."""
 
 
-def _generation(raw: dict) -> dict:
-    """Generation settings as run: defaults filled in, numbers as floats (`temperature: 0` is `0.0`, and greedy)."""
-    out = {**_GENERATION_DEFAULTS, **raw}
+_SAMPLING_KEYS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
+                  "n", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias")
+"""Keys of `target.extra_body` that override how the server samples (sent in every request body, they win over
+`generation`): part of the generation settings. Others (a per-request `lora`, say) choose what is compared."""
+
+
+def _generation(raw: dict, target: dict | None = None) -> dict:
+    """Generation settings as run: defaults filled in, numbers as floats (`temperature: 0` is `0.0`, and greedy),
+    and the sampling keys `target.extra_body` sends (`extra_body.<key>`; none: the key is as before)."""
+    extra = (target or {}).get("extra_body") if isinstance(target, dict) else None
+    sampling = {f"extra_body.{k}": v for k, v in extra.items() if k in _SAMPLING_KEYS} if isinstance(extra, dict) else {}
+    out = {**_GENERATION_DEFAULTS, **raw, **sampling}
     return {k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in out.items()}
 
 
@@ -132,6 +142,20 @@ def baseline_problems(path: Path, info, records, load_records) -> list[str]:
     if failed is not None:
         problems.append(f"it is TARGET_ERROR ({failed})")
     return problems
+
+
+MIN_SHARED_SHARE = 0.9
+"""The share of the baseline's planned cases a comparison must share (same ids and contents) to speak for the
+baseline run: a candidate run on a corner of the baseline's suite compares a corner, not the runs."""
+
+
+def coverage_problem(shared: int, base_cases: int) -> str | None:
+    """One line when the shared cases are fewer than MIN_SHARED_SHARE of the baseline's `base_cases`; None when
+    they are enough (or the baseline plans none: nothing to compare says so already)."""
+    if not base_cases or shared >= MIN_SHARED_SHARE * base_cases:
+        return None
+    return (f"{shared} of the baseline's {base_cases} cases shared (at least {MIN_SHARED_SHARE:.0%} are needed): the "
+            "comparison would speak for a part of the suite, not for the runs")
 
 
 def settings_problem(base_key: dict, cand_key: dict, parts=SETTINGS_PARTS) -> str | None:

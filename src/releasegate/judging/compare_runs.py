@@ -15,9 +15,11 @@ from ..errors import InputError
 from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..run.record import RunDir
+from ..run.seal import sealed_snapshot
 from .comparability import (
     BASELINE_PARTS,
     baseline_problems,
+    coverage_problem,
     describe_differences,
     differences,
     same_run,
@@ -42,7 +44,7 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     refused = settings_problem(base_key, cand_key, BASELINE_PARTS)
     if refused is not None:
         raise InputError(refused, file=candidate, hint="compare runs made with the same generation settings")
-    policy = load_rubric(rubric if rubric is not None else cand_run.path / "rubric.yaml")
+    policy = load_rubric(rubric if rubric is not None else sealed_snapshot(cand_run.path, "rubric.yaml"))
     margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
     base, cand = base_run.read_records(), cand_run.read_records()
     base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
@@ -52,7 +54,7 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
     problems = [f"baseline run: {p}" for p in baseline_problems(base_run.path, base_info, base, base_load)]
     problems += [f"candidate run: {p}" for p in saved_run_problems(cand_run.path, cand_info, cand, cand_load)]
-    problems += [note for note in (changed_note(result),) if note]
+    problems += [note for note in (changed_note(result), coverage_problem(result["shared_cases"], base_info.cases or len(base))) if note]
     target = target_failure(cand, cand_load)
     if target is not None and verdict != "FAIL":
         verdict = "TARGET_ERROR"

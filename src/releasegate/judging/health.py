@@ -9,6 +9,7 @@ nor failed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..run.record import CaseRecord, RunInfo
@@ -65,8 +66,9 @@ def _load_problems(info: RunInfo, load_records: list[CaseRecord]) -> list[str]:
 def phase_counts(records: list[CaseRecord]) -> dict:
     """Requests of one phase: every attempt (`evidence`: earlier journal lines and in-run retries count), how
     many cases were answered, failed attempts by error class (empty answers among them), cases whose outcome
-    failed and cases that needed more than one attempt, cached records, the error rate over attempts."""
-    tally = attempt_counts(records)
+    failed and cases that needed more than one attempt, cached records (which sent no request), the error rate
+    over the requests sent."""
+    tally = attempt_counts(records, cached=False)
     return {
         "requests": tally["attempts"], "succeeded": sum(answered(r) for r in records), "failed": tally["failed"],
         "errors": tally["errors"], "cached": sum(bool(r.cached) for r in records),
@@ -113,9 +115,11 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
 
 
 def _summaries(info: RunInfo, phase: str) -> list:
-    quality = quality_client(info)
-    return {"quality": [quality], "load": [(info.load_phase or {}).get("client")],
-            "both": [quality, (info.load_phase or {}).get("client")]}.get(phase, [])
+    """Every client summary of the phase: for the quality phase run.json's and each session's, so the lag, the
+    batched share and the client kind are each the worst of every part of a resumed run."""
+    quality = [info.client, *(s.get("client") for s in info.sessions if isinstance(s, dict))]
+    load = [(info.load_phase or {}).get("client")]
+    return {"quality": quality, "load": load, "both": quality + load}.get(phase, [])
 
 
 def quality_client(info: RunInfo) -> dict | None:
@@ -127,22 +131,27 @@ def quality_client(info: RunInfo) -> dict | None:
 def client_kind(info: RunInfo, phase: str) -> str | None:
     """'lean' or 'openai': the client that measured the phase latency comes from (None when unknown or mixed)."""
     kinds = {s.get("client") for s in _summaries(info, phase) if isinstance(s, dict)}
-    return kinds.pop() if len(kinds) == 1 else None
+    return kinds.pop() if len(kinds) == 1 else None  # mixed parts: unknown, as strict as the openai client
 
 
 def client_lag_ms(info: RunInfo, phase: str) -> float | None:
     """The client's event-loop lag p99 over the phase latency comes from (the worse of two for `both`); None when
     the run has no client figures (the hf backend, runs that predate them)."""
-    lags = [s["loop_lag_ms"]["p99"] for s in _summaries(info, phase)
-            if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
+    lags = [s["loop_lag_ms"].get("p99") for s in _summaries(info, phase)
+            if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict)]
+    lags = [float(lag) for lag in lags if _figure(lag)]  # a hand-edited figure that is not a number says nothing
     return max(lags) if lags else None
+
+
+def _figure(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def client_batched_share(info: RunInfo, phase: str) -> float | None:
     """The share of gaps between content chunks the client read together (`itl_batched_share`) over the phase
     latency comes from (the worse of two for `both`); None when the run has no streaming client figures."""
     shares = [s["itl_batched_share"] for s in _summaries(info, phase)
-              if isinstance(s, dict) and s.get("itl_batched_share") is not None]
+              if isinstance(s, dict) and _figure(s.get("itl_batched_share"))]
     return max(shares) if shares else None
 
 

@@ -217,10 +217,14 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
 
 
 def _error_rate(records: list, confidence: float) -> MetricValue:
-    """Failed attempts over attempts (`evidence.attempt_outcomes`), empty answers among the failed."""
-    outcomes = attempt_outcomes(records)
+    """Failed attempts over the requests sent (`evidence.attempt_outcomes`), empty answers among the failed. A
+    cached record sent no request in this run: it neither fails nor dilutes the rate (950 cached cases beside 50
+    sent, 10 of them failed, are an error rate of 0.2, not 0.01), and a run that sent none has no error rate."""
+    outcomes = attempt_outcomes(records, cached=False)
     rate = _share(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
-    return MetricValue(rate.value, rate.n, rate.bounds, attempts_note(records), confidence)
+    cached = sum(bool(getattr(r, "cached", False)) for r in records)
+    note = "; ".join(n for n in (attempts_note(records), f"{cached} cached case(s) sent no request" if cached else "") if n)
+    return MetricValue(rate.value, rate.n, rate.bounds, note, confidence)
 
 
 def _pairwise(name: str, records: list, scores: dict, confidence: float) -> MetricValue:

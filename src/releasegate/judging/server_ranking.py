@@ -15,9 +15,12 @@ __all__ = ["recommend", "eligible"]
 
 
 def eligible(t: dict) -> bool:
-    """Its gate passed, it was judged by the reference's rubric, and its quality parity with the reference was
-    decided (not merely not refuted) on enough of the reference's cases."""
+    """Its gate passed, it was judged by the reference's rubric, its quality parity with the reference was
+    decided (not merely not refuted) on enough of the reference's cases, and, when it ran a capacity sweep, the
+    sweep established a capacity (a target that met its objective at no rate is never chosen for its cost)."""
     if t["verdict"] != "PASS" or t.get("comparable"):
+        return False
+    if t.get("sweep") and t["capacity_rps"] is None:  # swept, and no rate met the objective: unknown, not chosen
         return False
     return t.get("parity") is None or t["parity"]["quality_verdict"] == "PASS"
 
@@ -32,7 +35,7 @@ def recommend(targets: list[dict]) -> dict:
                                                        f"shown no worse than the reference ({states})"}
     best, why = _best(chosen)
     others = len(targets) - len(chosen)
-    rest = f"; {others} target(s) not eligible (their gate did not pass, or quality parity was not shown)" if others else ""
+    rest = f"; {others} target(s) not eligible (their gate did not pass, quality parity was not shown, or their sweep established no capacity)" if others else ""
     bound = f"; it is {best['bottleneck']}-bound at the median" if best["bottleneck"] else ""
     return {"recommended": best["run_id"],
             "recommendation": f"{best['target']} (run {best['run_id']}): passes its gate, {why}{bound}{rest}"}

@@ -33,7 +33,7 @@ from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..review.labels import read_labels
 from ..run.record import RunDir
-from ..run.seal import edited_evidence
+from ..run.seal import edited_evidence, sealed_snapshot
 from .comparability import describe_differences, differences, same_run, saved_settings_key
 from .compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
 from .health import planned_phases
@@ -104,7 +104,7 @@ def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | No
 def _judge_again(run: RunDir, info) -> tuple[dict, list, object, object]:
     """(report, records, rubric, judge verdicts): the run judged from disk by its own rubric snapshot."""
     info.phases = planned_phases(run.path, info)
-    policy = load_rubric(run.path / "rubric.yaml")
+    policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     records, verdicts = run.read_records(), run_verdicts(run, info)
     report = judge_run(info, records, policy, info.cost, run.read_records("load.jsonl", required=False),
                        labels=read_labels(run), verdicts=verdicts, edited=edited_evidence(run.path))
@@ -127,7 +127,7 @@ def _target_row(run: RunDir, info, report: dict) -> dict:
         "latency_from": report.get("latency_from"), "client_saturated": bool(report.get("client_saturated")),
         **value, "prefill_share": share,
         "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
-        "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
+        "sweep": bool(capacity), "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
         "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"),
     }
 

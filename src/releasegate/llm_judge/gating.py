@@ -13,6 +13,7 @@ slice is concerned. A judge that passes what reviewers reject can no longer lift
 from __future__ import annotations
 
 from ..judging.criteria import CriterionResult, Undecided, judge_criterion
+from ..judging.evidence import answered
 from ..judging.metrics import MetricValue, compute_metric, select
 from ..review.policy import ReviewPolicy, slice_name
 from ..review.sampler import sampling_cells
@@ -129,7 +130,7 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
 def _chosen(result: CriterionResult, records, scores: dict) -> list:
     """The records the criterion's accuracy counts (a failed request counts as a wrong answer)."""
     chosen = select(records, getattr(result.criterion, "slice", None))
-    return [r for r in chosen if "answer" in scores.get(r.case_id, {}) or r.output is None]
+    return [r for r in chosen if "answer" in scores.get(r.case_id, {}) or not answered(r)]
 
 
 def _too_few_labels(result: CriterionResult, chosen: list, scores: dict, approved: dict, needed: int) -> str | None:

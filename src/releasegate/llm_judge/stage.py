@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 from ..backends import Generation, Request, create_backend
 from ..errors import ErrorKind, TargetError, judge_kind
+from ..judging.evidence import answered
 from ..review.outcome import output_hash
 from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
@@ -125,7 +126,7 @@ def _asks(records: list[CaseRecord], settings: JudgeSettings) -> list[_Ask]:
     baseline = _baseline_outputs(settings)
     out = []
     for record in judged_records(records):
-        if record.output is None:
+        if not answered(record):  # a failed request or an empty answer has nothing to judge
             continue
         criterion = criterion_of(record.answer, settings)
         out.append(_Ask(record, criterion))
@@ -141,7 +142,7 @@ PAIR_ORDERS = ("candidate_first", "baseline_first")
 def _baseline_outputs(settings: JudgeSettings) -> dict[str, str]:
     if settings.baseline is None:
         return {}
-    return {r.case_id: r.output for r in RunDir(settings.baseline).read_records() if r.output is not None}
+    return {r.case_id: r.output for r in RunDir(settings.baseline).read_records() if answered(r)}
 
 
 def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, task, between) -> str | None:
@@ -243,7 +244,7 @@ def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dic
         return None
     fingerprint = settings_info.get("fingerprint")
     mine = [j for j in judgments.values() if j.judge == fingerprint]
-    judged = [r for r in judged_records(records) if r.output is not None]
+    judged = [r for r in judged_records(records) if answered(r)]
     hashes = {(r.case_id, output_hash(r.output)) for r in judged}
     current = [j for j in mine if (j.case_id, j.output_hash) in hashes and j.order is None]  # pairwise: apart
     errors: dict[str, int] = {}
@@ -281,7 +282,7 @@ def judge_manifest(settings: JudgeSettings) -> dict:
 def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: bool, between) -> None:
     """The judging stage of `check`: records the judge in run.json, then grades what is not graded yet."""
     settings = config.judge
-    records = [r for r in run.read_records() if r.output is not None]
+    records = [r for r in run.read_records() if answered(r)]
     if settings is None or not judged_records(records):
         return
     fingerprint = judge_fingerprint(settings)

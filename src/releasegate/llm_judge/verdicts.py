@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from ..judging.evidence import answered
 from ..review.outcome import output_hash
 from ..run.record import RunDir
 from .journal import Judgment, judgment_key, read_judgments
@@ -28,7 +29,7 @@ class Verdicts:
     """Pairwise: case id -> output hash of the baseline run's output (the cases that have a comparison)."""
 
     def of(self, record) -> Judgment | None:
-        if self.fingerprint is None or record.output is None:
+        if self.fingerprint is None or not answered(record):
             return None
         key = judgment_key(record.case_id, criterion_name(record.answer), self.fingerprint, output_hash(record.output))
         return self.judgments.get(key)
@@ -37,7 +38,7 @@ class Verdicts:
         """The two pairwise judgments (candidate first, baseline first) of a case with a baseline output; None for
         a case the baseline run does not have."""
         base = self.baseline_hashes.get(record.case_id)
-        if base is None or self.fingerprint is None or record.output is None:
+        if base is None or self.fingerprint is None or not answered(record):
             return None
         name, mine = criterion_name(record.answer), output_hash(record.output)
         return tuple(self.judgments.get(judgment_key(record.case_id, name, self.fingerprint, mine, order, base))
@@ -70,4 +71,4 @@ def _baseline_hashes(path: str | None) -> dict:
         records = RunDir(path).read_records()
     except (InputError, OSError):
         return {}
-    return {r.case_id: output_hash(r.output) for r in records if r.output is not None}
+    return {r.case_id: output_hash(r.output) for r in records if answered(r)}

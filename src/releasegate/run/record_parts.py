@@ -70,7 +70,7 @@ class Stratum(BaseModel):
 
     name: str
     """The stratum: its `by` columns' values, e.g. 'risk=high' ('' for a sample with no `by`)."""
-    population: int
+    population: int = Field(ge=1)
     """Rows of the source in the stratum: with the run's cases of the stratum, each case stands for
     population / (the run's cases of the stratum) source rows."""
     weighted: bool = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..judging.evidence import answered, failure
 from ..llm_judge.verdicts import criterion_name
 from ._registry import Score, scorer
 
@@ -45,9 +46,9 @@ def pairwise_outcome(record, verdicts) -> dict | None:
     both orders agree, 'inconsistent' when the preference changed with the order, None when a judgment is
     missing or failed. None (no entry) for a case the baseline run does not have."""
     name = criterion_name(record.answer)
-    if record.output is None and verdicts is not None and record.case_id in verdicts.baseline_hashes:
+    if not answered(record) and verdicts is not None and record.case_id in verdicts.baseline_hashes:
         # the baseline answered and this run did not: a loss, never a case left out of the comparison
-        return {"criterion": name, "outcome": "loss", "orders": None, "error": record.error or "no output"}
+        return {"criterion": name, "outcome": "loss", "orders": None, "error": failure(record)}
     pair = verdicts.pair(record) if verdicts is not None else None
     if pair is None:
         return None

@@ -19,8 +19,9 @@ def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
     """The automatic scores of one record: answer, format, forbidden. Empty for a failed request, an empty answer
     among them (`judging.evidence.answered`: it is scored as the failure it is, never checked as text).
     `verdicts`: the run's LLM-judge verdicts (`llm_judge.Verdicts`), read by judge-scored answers."""
-    if not answered(record):
-        return {}
+    if not answered(record):  # a judge-scored case the baseline answered is still a pairwise loss
+        pair = pairwise_outcome(record, verdicts) if (record.answer or {}).get("type") == "judge" else None
+        return {"pairwise": pair} if pair is not None else {}
     output = record.output
     scores: dict = {}
     if record.answer and record.answer.get("type") == "judge":
