@@ -39,7 +39,7 @@ def gate(
     print_review_line(console, report, done.run.path)
     for line in verdict_lines(report):
         console.print(line, markup=False, soft_wrap=True)
-    where = (f"reports: {done.written_to} (rewritten)" if done.official else
-             f"what-if reports: {done.written_to} (the run's own reports are unchanged)")
-    console.print(where, markup=False, soft_wrap=True)
+    if not done.official:  # the run's own reports were rewritten, as ever, or are left as they were: say which
+        kind = "what-if reports" if (report.get("judged_by") or {}).get("whatif") else "reports"
+        console.print(f"{kind}: {done.written_to} (the run's own reports are unchanged)", markup=False, soft_wrap=True)
     return report["exit_code"]

@@ -265,7 +265,9 @@ def judged_by_line(report: dict) -> str | None:
 def verdict_lines(report: dict) -> list[str]:
     """The lines under the criteria table: which rubric judged it, why the verdict, what the run is missing,
     requests and errors."""
-    lines = [line] if (line := judged_by_line(report)) else []
+    judged = judged_by_line(report)  # wrapped at its spaces, a path or hash never broken
+    lines = [textwrap.fill(judged, 80, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)] \
+        if judged else []
     if report.get("verdict_reason"):
         lines.append(f"verdict: {report['verdict']}: {report['verdict_reason']}")
     if report.get("incomplete") and "incomplete" not in (report.get("verdict_reason") or ""):
