@@ -179,8 +179,8 @@ def _review(report: dict) -> dict | None:
 
 
 _REVIEW_COLUMNS = {"status": "status", "cases": "cases", "needed": "needed", "reviewed": "reviewed",
-                   "approved": "approved", "rejected": "rejected", "approval": "approval", "min_approval": "min",
-                   "kappa": "kappa (auto vs human)"}
+                   "approved": "approved", "rejected": "rejected", "approval": "approval weighted by outcome",
+                   "min_approval": "min", "kappa": "kappa (auto vs human)"}
 
 
 def _review_table(review: dict | None) -> dict | None:

@@ -176,7 +176,8 @@ def _review_lines(report: dict) -> list[str]:
     if not _review_headline(report):
         return []
     cols = ("status", "cases", "needed", "reviewed", "approved", "rejected", "approval", "kappa")
-    rows = ["| slice | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
+    header = [{"approval": "approval weighted by outcome"}.get(c, c) for c in cols]
+    rows = ["| slice | " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
     for name, row in review.items():
         label = f"{name} (required)" if row["required"] and name != "all" else name
         rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(row[c])) for c in cols) + " |")
