@@ -114,3 +114,12 @@ def test_output_dir_without_a_rubric_leaves_the_run_alone(tmp_path, cli):
     assert cli("gate", run, "-o", tmp_path / "copy")[0] == 1
     assert _files(run) == before
     assert json.loads((tmp_path / "copy" / "report.json").read_text())["judged_by"]["whatif"] is False
+
+
+def test_check_names_the_snapshot_that_judged_it(project, cli):
+    cli("check", "-c", project / "releasegate.yaml", "--run-id", "r", "--no-progress")
+    run = project / "reports" / "r"
+    snapshot = hashlib.sha256((run / "rubric.yaml").read_bytes()).hexdigest()
+    judged_by = json.loads((run / "report.json").read_text())["judged_by"]
+    assert judged_by == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot, "whatif": False}
+    assert cli("verify", run)[0] in (0, 3)  # the report that names it is the one sealed

@@ -16,6 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..text import inert
 from .capacity_section import capacity_lines, prefix_cache_lines
 from .formatting import format_threshold, format_value
 from .judge_section import judge_lines
@@ -256,9 +257,10 @@ def judged_by_line(report: dict) -> str | None:
     by = report.get("judged_by")
     if not by:
         return None
+    file = inert(by["file"], keep="")  # a path from the command line: shown, never acted on by a terminal
     if not by.get("whatif"):
-        return f"judged by the run's rubric: {by['file']}, sha256 {by.get('sha256')}"
-    return (f"what-if: judged by {by['file']} (sha256 {by.get('sha256')}), not the run's rubric (rubric.yaml, sha256 "
+        return f"judged by the run's rubric: {file}, sha256 {by.get('sha256')}"
+    return (f"what-if: judged by {file} (sha256 {by.get('sha256')}), not the run's rubric (rubric.yaml, sha256 "
             f"{by.get('snapshot_sha256')}); the run's own reports are unchanged")
 
 
