@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from ..judging.evidence import answered
-from ..run.record import CaseRecord
+
+if TYPE_CHECKING:  # the outcome names are read with the rubric (`policy`), which `validate` loads: no run record
+    from ..run.record import CaseRecord
 
 __all__ = ["PASS", "ANSWER_FAIL", "FORMAT_FAIL", "JUDGE_UNSURE", "FAIL", "OUTCOMES", "BORDERLINE", "automatic_outcome",
            "oversample_weights", "check_verdicts", "output_hash", "normalise_output"]
