@@ -66,3 +66,22 @@ def test_the_reports_tell_a_crowded_client_to_lower_concurrency(tmp_path, cli):
     # the same 1.9 s of requests in a 0.19 s window: ten in flight, the loop on a CPU all the time
     report, _ = _gate(tmp_path, cli, {"client": "lean", "window_s": 0.19, "loop_lag_ms": LATE, "cpu_share": 0.98})
     assert "lower concurrency" in report["client_saturated"] and "10.0 requests in flight" in report["client_saturated"]
+
+
+def test_a_real_run_at_one_in_flight_on_a_starved_loop_is_told_the_machine_is_busy(tmp_path, cli, monkeypatch):
+    """The lean client against the stub, one request at a time, its loop held by a sleeping callback (as a CPU
+    other processes hold): the loop uses little CPU and there is no concurrency to lower."""
+    from releasegate.backends.openai import OpenAIBackend
+    from releasegate.testing import StubBehaviour, StubServer
+    from test_client_lateness import block_the_loop, check, project
+
+    monkeypatch.setattr(OpenAIBackend, "on_loop", staticmethod(block_the_loop))
+    with StubServer(StubBehaviour(ttft_ms=10, itl_ms=2, tokens=6)) as stub:
+        config = project(tmp_path, stub.base_url, cases=6, concurrency=1)
+        (tmp_path / "rubric.yaml").write_text("criteria:\n  - {metric: tpot_ms_p95, op: '<=', threshold: 1000}\n"
+                                              "review: {required_domains: []}\n")
+        code, run, info, _ = check(cli, config)
+    report = json.loads((run.path / "report.json").read_text())
+    why = report["client_saturated"]
+    assert code == 3 and why and "machine is busy" in why and "lower concurrency" not in why, why
+    assert "max_client_lag_share" in why and "beside a TTFT p50 of" in why
