@@ -81,3 +81,16 @@ def test_the_review_csv_says_answer_fail(tmp_path, cli):
     verdicts = {row["case_id"]: row["auto_verdict"] for row in rows}
     assert {verdicts[c] for c in verdicts if int(c[1:]) >= 10} == {ANSWER_FAIL}
     assert "borderline" not in (tmp_path / "queue.csv").read_text("utf-8-sig")
+
+
+def test_an_unrepresentative_approval_names_the_outcome_nobody_labelled(tmp_path, cli):
+    records = [ok(i, tags=MEDICAL) for i in range(10)] + [ok(i, output=WRONG, tags=MEDICAL) for i in range(10, 20)]
+    review = {"required_domains": ["medical"], "min_reviewed": 6, "min_approval": 0.9}
+    rubric = lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.1}], review=review)
+    run = Run(records, rubric=rubric, labels=[(f"c{i:03d}", "approve") for i in range(6)]).build(tmp_path)
+    code, out, _ = cli("gate", run)
+    report = json.loads((run / "report.json").read_text())
+    assert report["review"]["domain=medical"]["unlabelled_outcomes"] == {ANSWER_FAIL: 10}
+    approval = next(c for c in report["criteria"] if c["metric"] == "human_approval" and c.get("slice"))
+    assert approval["verdict"] == "insufficient" and "none of its answer_fail (10) cases is labelled" in approval["reason"]
+    assert "answer_fail (10)" in " ".join(out.split())

@@ -25,6 +25,8 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
                     upper bound misses it (even before its labels are all in); in between it needs more labels.
     effective_n     the effective n behind those bounds (Kish's, of the estimate for the unlabelled cases)
     approval_sample approved / reviewed, unweighted
+    unlabelled_outcomes  outcome -> cases, for each automatic outcome of the slice with no label (what keeps an
+                    approval unknown)
     min_approval    the threshold, on the rows the gate judges
     kappa           Cohen's kappa between the automatic verdict (pass vs any other outcome) and the human label
 
@@ -51,8 +53,7 @@ __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline"
            "approval_of"]
 
 ALL = "all"
-_UNCOVERED = (f"do not cover every automatic outcome of the slice ({', '.join(OUTCOMES)}): label at least one case "
-              "of each outcome it has")
+_UNCOVERED = f"do not cover every automatic outcome of the slice ({', '.join(OUTCOMES)})"
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def review_headline(review: dict | None) -> str | None:
                 + ", ".join(f"{name} {r['reviewed']}/{r['needed']}" for name, r in waiting.items())
                 + "); next: releasegate review export RUN_DIR")
     if row["approval"] is None:
-        return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_UNCOVERED}"
+        return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_uncovered(row)}"
     kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
     low, high = row["approval_bounds"]
     decided = "" if row["status"] != "undecided" else "; label more cases to decide it"
@@ -194,7 +195,28 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         "approval_sample": approved / len(reviewed) if reviewed else None,
         "min_approval": policy.min_approval if status in ("pass", "fail") else None,
         "kappa": cohen_kappa([(outcome[lab.case_id] == PASS, lab.label == APPROVE) for lab in reviewed]),
+        "unlabelled_outcomes": _unlabelled_outcomes(chosen, labels, outcome),
     }
+
+
+def _unlabelled_outcomes(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> dict[str, int]:
+    """Automatic outcome -> cases of the slice with it, for each outcome none of whose cases is labelled: what
+    keeps the approval unknown, and where the next labels must go."""
+    cases: dict[str, int] = {}
+    labelled: set[str] = set()
+    for r in chosen:
+        cases[outcome[r.case_id]] = cases.get(outcome[r.case_id], 0) + 1
+        if r.case_id in labels:
+            labelled.add(outcome[r.case_id])
+    return {o: cases[o] for o in OUTCOMES if o in cases and o not in labelled}
+
+
+def _uncovered(row: dict) -> str:
+    """What an approval without a label in every outcome of its slice misses, and what to do, e.g. '...: none of
+    its answer_fail (10) cases is labelled; label at least one case of each outcome it has'."""
+    missing = ", ".join(f"{o} ({n})" for o, n in (row.get("unlabelled_outcomes") or {}).items())
+    return _UNCOVERED + (f": none of its {missing} cases is labelled" if missing else "") + \
+        "; label at least one case of each outcome it has"
 
 
 def _needed(cases: int, reviewed: int, approval: Approval | None, policy: ReviewPolicy) -> int:
@@ -291,7 +313,7 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
         why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
         return CriterionResult(criterion, MetricValue(None, 0, note=why), "insufficient", why, cause=Undecided.REVIEW)
     if row["status"] == "unrepresentative":
-        why = f"the labels {_UNCOVERED}, e.g. with a new review export"
+        why = f"the labels {_uncovered(row)}, e.g. with a new review export"
         return CriterionResult(criterion, MetricValue(None, row["reviewed"], note=why), "insufficient", why,
                                cause=Undecided.REVIEW)
     bounds = tuple(row["approval_bounds"]) if row["approval_bounds"] else None
