@@ -39,7 +39,9 @@ def test_gate_recomputes_without_the_model(project, cli):
     lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\nreview: {required_domains: []}\n")
     code, out, _ = cli("gate", run, "--rubric", lax, "--json")
     assert code == 0 and json.loads(out)["verdict"] == "PASS"
-    assert json.loads((run / "report.json").read_text())["verdict"] == "PASS"
+    assert json.loads((run / "report.json").read_text())["verdict"] == "FAIL"  # a what-if never rewrites the run's
+    (whatif,) = (run / "whatif").iterdir()
+    assert json.loads((whatif / "report.json").read_text())["verdict"] == "PASS"
 
 
 def test_forbidden_rules_come_from_the_rubric(project, cli):

@@ -311,11 +311,12 @@ def test_gate_with_another_rubric_agrees_across_formats(tmp_path, cli):
     strict = tmp_path / "strict.yaml"
     strict.write_text(yaml.safe_dump(lenient(forbidden=[{"category": "billing", "phrases": ["billing"]}])))
     code, _, _ = cli("gate", path, "--rubric", strict)
-    report = json.loads((path / "report.json").read_text())
+    (whatif,) = (path / "whatif").iterdir()  # another policy than the run's: its reports go beside the run's own
+    report = json.loads((whatif / "report.json").read_text())
     assert code == 0 and report["metrics"]["forbidden_rate"]["value"] == 1.0
-    csv_text = (path / "report.csv").read_text()
+    csv_text = (whatif / "report.csv").read_text()
     assert csv_text.count("forbidden") >= 20  # every case's row says why it failed, as report.json does
-    assert "forbidden: billing" in (path / "report.html").read_text()
+    assert "forbidden: billing" in (whatif / "report.html").read_text()
 
 
 # --- property: losing evidence never turns a non-PASS into PASS ---------------------------------------------

@@ -363,15 +363,15 @@ def test_a_calibrated_but_lenient_judge_cannot_lift_a_model_over_its_threshold(t
 
 
 def test_the_review_sample_over_draws_where_the_judge_is_least_sure(tmp_path, cli):
-    from releasegate.review.outcome import BORDERLINE, FAIL, PASS, automatic_outcome
+    from releasegate.review.outcome import FAIL, JUDGE_UNSURE, PASS, automatic_outcome
 
     record = type("R", (), {"error": None, "output": "o"})()
     scale = {"criterion": "c", "passed": True, "score": 4, "pass_mark": 4}
-    assert automatic_outcome(record, {"answer": {"passed": True, "judge": scale}}) == BORDERLINE
-    assert automatic_outcome(record, {"answer": {"passed": False, "judge": {**scale, "score": 3, "passed": False}}}) == BORDERLINE
+    assert automatic_outcome(record, {"answer": {"passed": True, "judge": scale}}) == JUDGE_UNSURE
+    assert automatic_outcome(record, {"answer": {"passed": False, "judge": {**scale, "score": 3, "passed": False}}}) == JUDGE_UNSURE
     assert automatic_outcome(record, {"answer": {"passed": True, "judge": {**scale, "score": 5}}}) == PASS
     assert automatic_outcome(record, {"answer": {"passed": False, "unknown": True,
-                                                 "judge": {"criterion": "c", "passed": None}}}) == BORDERLINE
+                                                 "judge": {"criterion": "c", "passed": None}}}) == JUDGE_UNSURE
     assert automatic_outcome(record, {"answer": {"passed": False, "judge": {"criterion": "c", "passed": False}}}) == FAIL
 
 

@@ -13,21 +13,33 @@ from ._common import AllowPendingOption, JsonOption, consoles, print_json, print
 def gate(
     run_dir: Annotated[Path, typer.Argument(help="A run directory, e.g. reports/<run-id>.")],
     rubric: Annotated[
-        Optional[Path], typer.Option(help="Judge with this rubric instead of the run's snapshot.", dir_okay=False)
+        Optional[Path], typer.Option(help="Judge with this rubric instead of the run's snapshot: a what-if, whose "
+                                          "reports go to RUN_DIR/whatif/<rubric>-<hash>/ (or --output), never over "
+                                          "the run's own.", dir_okay=False)
     ] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the reports into this directory and leave the "
+                                                            "run's own as they are.", file_okay=False)
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace report files that exist in --output.")] = False,
     allow_pending: AllowPendingOption = False,
     as_json: JsonOption = False,
 ) -> int:
-    """Re-score the saved outputs and re-judge them (after a rubric change or new human labels). Rewrites the reports."""
+    """Re-score the saved outputs and re-judge them (after new human labels, or a what-if with another rubric).
+    Judged by the run's own rubric, it rewrites the run's reports; by another, it writes them beside them."""
     from ..report import criteria_table, verdict_lines
     from ..run.rejudge import rejudge
 
-    run, report = rejudge(run_dir, rubric, allow_pending=allow_pending)
+    done = rejudge(run_dir, rubric, allow_pending=allow_pending, output=output, force=force)
+    report = done.report
     if as_json:
         print_json(report)
     console = consoles(as_json)
     console.print(criteria_table(report))
-    print_review_line(console, report, run.path)
+    print_review_line(console, report, done.run.path)
     for line in verdict_lines(report):
         console.print(line, markup=False, soft_wrap=True)
+    if not done.official:  # the run's own reports were rewritten, as ever, or are left as they were: say which
+        kind = "what-if reports" if (report.get("judged_by") or {}).get("whatif") else "reports"
+        console.print(f"{kind}: {done.written_to} (the run's own reports are unchanged)", markup=False, soft_wrap=True)
     return report["exit_code"]

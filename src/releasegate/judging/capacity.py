@@ -124,7 +124,7 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
     if behind:
         why.append(behind_why(figures))
     lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
-    saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share)
+    saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share, cpu_share=(client or {}).get("cpu_share"))
     if saturated and not _stands(verdict, broken, close, slo, lag, figures):
         return "undecided", saturated
     return verdict, "; ".join(why)

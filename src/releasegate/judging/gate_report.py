@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..run.record import RunDir
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
-           "typed_report"]
+           "JudgedBy", "typed_report"]
 
 Verdict = Literal["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"]
 
@@ -118,6 +118,20 @@ class FailingCase(_Model):
     why: list[str]
 
 
+class JudgedBy(_Model):
+    """The rubric file that judged a report, so that no report passes for the verdict of another rubric."""
+
+    file: str
+    """'rubric.yaml' (the run's own snapshot) or the path given to `gate --rubric` (a what-if)."""
+    sha256: str | None
+    """sha256 of that file's bytes (null when it could not be read)."""
+    snapshot_sha256: str | None
+    """sha256 of the run's rubric snapshot, rubric.yaml (the rubric the run started with)."""
+    whatif: bool
+    """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
+    reports (RUN/whatif/... or `gate -o DIR`), never over them."""
+
+
 class GateReport(_Model):
     """The verdict on one run and everything it was decided from."""
 
@@ -125,6 +139,10 @@ class GateReport(_Model):
     target: str
     """The model under test, credentials masked."""
     rubric: str
+    """The name of the rubric that judged the run (its `name:`, else its file's stem)."""
+    judged_by: JudgedBy | None = None
+    """Which rubric file judged this report, its sha256, and whether it was a what-if; absent in reports that
+    predate it."""
     verdict: Verdict
     exit_code: Literal[0, 1, 3, 4]
     verdict_reason: str = ""

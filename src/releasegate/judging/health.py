@@ -18,7 +18,7 @@ from .evidence import answered, attempt_counts, case_attempts, worst_client
 
 __all__ = [
     "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
-    "client_saturation", "quality_client",
+    "client_saturation", "lateness_advice", "client_load", "quality_client",
     "client_batched_share", "TARGET_FAILURE_SHARE",
 ]
 
@@ -155,12 +155,61 @@ def client_batched_share(info: RunInfo, phase: str) -> float | None:
     return max(shares) if shares else None
 
 
-def client_saturation(lag: float | None, ttft_p50_ms: float | None, max_share: float) -> str | None:
+BUSY_LOOP_CPU_SHARE = 0.5
+"""A client whose event loop ran late while using less than this share of a CPU was not busy with its own
+requests: it waited for a CPU other processes held (a busy machine), so lowering concurrency would not help."""
+ONE_IN_FLIGHT = 1.5
+"""At most this many requests in flight on average (the phase's request time over its window, Little's law):
+about one at a time, no concurrency left to lower."""
+
+
+def client_saturation(lag: float | None, ttft_p50_ms: float | None, max_share: float, *,
+                      cpu_share: float | None = None, in_flight: float | None = None) -> str | None:
     """A one-line reason when the client, not the target, set the latency: its event loop ran late (`lag`, p99)
-    by more than `max_share` of the measured TTFT p50. None when it did not, or when nothing says."""
+    by more than `max_share` of the measured TTFT p50, with what to do about it (`lateness_advice`: a busy machine
+    is told apart from too much concurrency by the loop's CPU share and the requests in flight). None when it did
+    not run late, or when nothing says."""
     if lag is None or not ttft_p50_ms:
         return None
     if lag <= max_share * ttft_p50_ms:
         return None
-    return (f"client saturated: its event loop ran {lag:.1f} ms late (p99), {lag / ttft_p50_ms:.0%} of TTFT p50 "
-            f"{ttft_p50_ms:.1f} ms (limit {max_share:.0%}); lower concurrency or add workers")
+    return (f"client saturated: its event loop ran {lag:.1f} ms late (p99) beside a TTFT p50 of {ttft_p50_ms:.1f} ms, "
+            f"{lag / ttft_p50_ms:.0%} of it, over the rubric's max_client_lag_share of {max_share:g}; "
+            + lateness_advice(max_share, cpu_share=cpu_share, in_flight=in_flight))
+
+
+def lateness_advice(max_share: float, *, cpu_share: float | None, in_flight: float | None) -> str:
+    """What to do about a late client. Late at about one request in flight, or with its loop using little CPU, it
+    waited for the machine (other processes), not for its own work: fewer requests would not help."""
+    knowingly = (f"or raise max_client_lag_share above {max_share:g} knowingly (latency figures may then hold that "
+                 "much client lateness)")
+    quieter = "run on a quieter machine, pin releasegate to a core of its own (taskset -c N), stop other processes"
+    busy = []
+    if in_flight is not None and in_flight <= ONE_IN_FLIGHT:
+        busy.append(f"late at {in_flight:.1f} request(s) in flight on average")
+    if cpu_share is not None and cpu_share < BUSY_LOOP_CPU_SHARE:
+        busy.append(f"its loop used {cpu_share:.0%} of a CPU while it ran late")
+    if busy:
+        return f"the machine is busy, not the client ({', '.join(busy)}): {quieter}, {knowingly}"
+    if cpu_share is None and in_flight is None:
+        return f"lower concurrency or add workers if the client was busy; on a busy machine {quieter}; {knowingly}"
+    load = ", ".join([*([f"{in_flight:.1f} requests in flight"] if in_flight is not None else []),
+                      *([f"its loop used {cpu_share:.0%} of a CPU"] if cpu_share is not None else [])])
+    return f"the client is busy with its own requests ({load}): lower concurrency or add workers, {knowingly}"
+
+
+def client_load(info: RunInfo, phase: str, records: list[CaseRecord]) -> dict:
+    """How loaded the client was over the phase latency comes from: `cpu_share` (its loop's share of a CPU, from
+    the summary with the worst lag) and `in_flight` (the average number of requests in flight: their time from
+    send to end over the measured window). Either is None when the run cannot tell (no client figures; a resumed
+    quality phase, whose window is one session's; a capacity sweep, judged at one step)."""
+    summaries = [s for s in _summaries(info, phase)
+                 if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
+    if not summaries:
+        return {"cpu_share": None, "in_flight": None}
+    worst = max(summaries, key=lambda s: s["loop_lag_ms"]["p99"])
+    window_s = sum(s.get("window_s") or 0.0 for s in summaries)
+    one_window = not (phase != "load" and len(info.sessions) > 1) and not (info.load_phase or {}).get("sweep")
+    busy_ms = sum(r.timing.e2e_ms for r in records if r.timing.e2e_ms is not None and not r.cached)
+    in_flight = busy_ms / (window_s * 1e3) if window_s and one_window and busy_ms else None
+    return {"cpu_share": worst.get("cpu_share"), "in_flight": in_flight}

@@ -32,6 +32,7 @@ from .health import (
     client_batched_share,
     client_kind,
     client_lag_ms,
+    client_load,
     client_saturation,
     phase_counts,
     run_problems,
@@ -128,7 +129,8 @@ def judge_run(
                else judge_criterion(c, measure(c.metric, c.slice, c.confidence))) for c in criteria]
     results = [_nothing_sent(r, records + gated_load) for r in results]
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
-    saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share)
+    saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share,
+                                  **client_load(info, phase, timed))  # a busy machine told from a busy client
     if saturated:
         results = [_undecided(r, saturated) if _client_bound(r, lag, client, cost) else r for r in results]
     batched = batched_stream(client_batched_share(info, phase), rubric.max_itl_batched_share)

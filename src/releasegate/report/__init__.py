@@ -26,7 +26,8 @@ from .terminal import criteria_table, verdict_lines
 from .view import RunView
 
 __all__ = [
-    "write_reports", "render", "FORMATS", "criteria_table", "verdict_lines", "render_markdown", "format_value", "RunView",
+    "write_reports", "rendered_reports", "render", "FORMATS", "append_step_summary", "criteria_table", "verdict_lines",
+    "render_markdown", "format_value", "RunView",
 ]
 
 FORMATS = {"json": "report.json", "md": "report.md", "html": "report.html", "junit": "report.junit.xml", "csv": "report.csv"}
@@ -36,11 +37,16 @@ FORMATS = {"json": "report.json", "md": "report.md", "html": "report.html", "jun
 def write_reports(run: RunDir, report: dict) -> None:
     """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set. The
     report is redacted as data first (its records are, on disk), so no format's escaping can hide a secret."""
-    report = redact_values(report)
-    view = RunView.load(run, report)
-    for fmt, name in FORMATS.items():
-        run.write_text(name, render(view, fmt))
+    for name, text in rendered_reports(run, report).items():
+        run.write_text(name, text)
     append_step_summary(render_markdown(report))
+
+
+def rendered_reports(run: RunDir, report: dict) -> dict[str, str]:
+    """File name -> text of every format, from the report redacted as data first. `write_reports` writes them into
+    the run; a what-if judgment (`gate --rubric`) writes them beside it."""
+    view = RunView.load(run, redact_values(report))
+    return {name: render(view, fmt) for fmt, name in FORMATS.items()}
 
 
 def render(view: RunView | RunDir, fmt: str, *, junit_cases: bool = False) -> str:

@@ -18,14 +18,25 @@ __all__ = ["render_csv", "COLUMNS", "neutralise"]
 
 COLUMNS = (
     "case_id", "suite", "tags", "passed", "answer", "format", "forbidden", "why", "error", "output",
-    "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens",
+    "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens", "judged_by", "rubric_sha256",
 )
 _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 
 def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
-    return csv_text([COLUMNS, *([_cell(v) for v in _values(row)] for row in view.cases())], cell_limit=_CELL_CHARS)
+    by = _judged_by(view.report)
+    rows = ([_cell(v) for v in [*_values(row), *by]] for row in view.cases())
+    return csv_text([COLUMNS, *rows], cell_limit=_CELL_CHARS)
+
+
+def _judged_by(report: dict) -> list:
+    """The last two cells of every row: the rubric file that judged the case's pass/fail ('what-if: FILE' for a
+    what-if judgment, not the run's rubric) and its sha256; empty for a report that predates them."""
+    by = report.get("judged_by")
+    if not by:
+        return ["", ""]
+    return [f"what-if: {by['file']}" if by["whatif"] else by["file"], by.get("sha256")]
 
 
 def _values(row: CaseRow) -> list:

@@ -23,7 +23,7 @@ from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
-from .terminal import request_summary
+from .terminal import judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
@@ -59,6 +59,7 @@ def render_html(view: RunView) -> str:
     template = _environment().get_template("report.html.j2")
     return template.render(
         csp=CSP, css=Markup(_resource("report.css")), report=report, info=info,
+        judged_by=judged_by_line(report), whatif=whatif_of(report),
         verdict=report["verdict"], verdict_class=report["verdict"].lower().replace("_", "-"),
         failed_criteria=[c for c in report["criteria"] if c["verdict"] == "fail"],
         headline=_headline(report["metrics"]),
@@ -178,8 +179,8 @@ def _review(report: dict) -> dict | None:
 
 
 _REVIEW_COLUMNS = {"status": "status", "cases": "cases", "needed": "needed", "reviewed": "reviewed",
-                   "approved": "approved", "rejected": "rejected", "approval": "approval", "min_approval": "min",
-                   "kappa": "kappa (auto vs human)"}
+                   "approved": "approved", "rejected": "rejected", "approval": "approval weighted by outcome",
+                   "min_approval": "min", "kappa": "kappa (auto vs human)"}
 
 
 def _review_table(review: dict | None) -> dict | None:

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 
 from ..text import inert
 from .formatting import format_interval, format_threshold, format_value
-from .terminal import request_summary
+from .terminal import judged_by_line, request_summary, whatif_of
 
 __all__ = ["render_junit"]
 
@@ -38,11 +38,13 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
         "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria) + (review == "allowed")), "time": "0",
     }
     root = ET.Element("testsuites", name="releasegate", **counts)
-    suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report['rubric']}"), **counts)
+    whatif = " (what-if)" if whatif_of(report) else ""
+    suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report['rubric']}{whatif}"), **counts)
     props = ET.SubElement(suite, "properties")
     for name in ("run_id", "verdict", "exit_code", "target", "rubric", "verdict_reason", "incomplete", "target_error"):
         if report.get(name) is not None:
             ET.SubElement(props, "property", name=name, value=_text(report[name]))
+    _judged_by(props, report)
     if summary := request_summary(report):
         ET.SubElement(props, "property", name="requests", value=_text(summary))
     for c in criteria:
@@ -62,6 +64,18 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
             "report.csv lists every case")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _judged_by(props: ET.Element, report: dict) -> None:
+    """The rubric file and sha256 that judged the report, and for a what-if that it is not the run's rubric."""
+    by = report.get("judged_by")
+    if not by:
+        return
+    for name, value in (("rubric_file", by["file"]), ("rubric_sha256", by.get("sha256")),
+                        ("rubric_snapshot_sha256", by.get("snapshot_sha256")), ("whatif", str(by["whatif"]).lower()),
+                        ("judged_by", judged_by_line(report))):
+        if value is not None:
+            ET.SubElement(props, "property", name=name, value=_text(value))
 
 
 def _criterion(suite: ET.Element, c: dict) -> None:

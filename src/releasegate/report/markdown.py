@@ -19,7 +19,7 @@ from ..text import inert
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
 from .judge_section import calibration_table, judge_lines
-from .terminal import request_summary
+from .terminal import judged_by_line, request_summary, whatif_of
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
 
@@ -66,12 +66,15 @@ def render_markdown(report: dict) -> str:
     """The whole report: verdict, criteria, then metrics, slices and failing cases folded away."""
     counts = report["counts"]
     failed = [c for c in report["criteria"] if c["verdict"] == "fail"]
+    whatif = " · what-if" if whatif_of(report) else ""
     lines = [
-        f"## {_BADGE.get(report['verdict'], '')} releasegate: **{report['verdict']}** (exit {report['exit_code']})",
+        f"## {_BADGE.get(report['verdict'], '')} releasegate: **{report['verdict']}** (exit {report['exit_code']}){whatif}",
         "",
+        *_judged_by_lines(report),
         f"- run: {md_label(report['run_id'])}",
         f"- target: {md_label(report['target'])}",
         f"- rubric: {md_label(report['rubric'])}",
+        *([f"- {md_label(line)}"] if (line := judged_by_line(report)) and not whatif else []),
         f"- cases: {counts['cases']} ({counts['succeeded']} succeeded"
         + (f"; {counts['cached']} from the response cache, left out of latency and throughput)" if counts.get("cached") else ")"),
         f"- criteria: {len(report['criteria']) - len(failed)} of {len(report['criteria'])} met"
@@ -96,6 +99,13 @@ def render_markdown(report: dict) -> str:
         lines += ["", md_label(note)]
     lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _prefix_md(report) + _slice_lines(report) + _review_lines(report) + _judge_md(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
+
+
+def _judged_by_lines(report: dict) -> list[str]:
+    """A what-if judgment says so first, as a quote: its verdict is not the run's."""
+    if not whatif_of(report):
+        return []
+    return [f"> ⚠️ **{md_label(judged_by_line(report))}**", ""]
 
 
 def append_step_summary(markdown: str) -> None:
@@ -166,7 +176,8 @@ def _review_lines(report: dict) -> list[str]:
     if not _review_headline(report):
         return []
     cols = ("status", "cases", "needed", "reviewed", "approved", "rejected", "approval", "kappa")
-    rows = ["| slice | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
+    header = [{"approval": "approval weighted by outcome"}.get(c, c) for c in cols]
+    rows = ["| slice | " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
     for name, row in review.items():
         label = f"{name} (required)" if row["required"] and name != "all" else name
         rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(row[c])) for c in cols) + " |")

@@ -11,9 +11,12 @@ __all__ = ["review_table"]
 
 
 def review_table(rows: dict[str, dict]) -> FitTable:
-    """The review summary, one row per slice, whole at any width (see `FitTable`)."""
-    columns = {"status": "status", "cases": "cases", "needed": "need", "reviewed": "done", "rejected": "rejected",
-               "approval": "approval", "kappa": "kappa"}
+    """The review summary, one row per slice, whole at any width (see `FitTable`): labels needed and done,
+    approved and rejected as counted, and the approval weighted by outcome the gate uses."""
+    # approval is post-stratified (each label weighs the cases of its automatic outcome it stands for): its header
+    # says so, beside the plain counts, so that 0.38 next to "3 of 13 approved" reads as what it is
+    columns = {"status": "status", "cases": "cases", "needed": "need", "reviewed": "done", "approved": "approved",
+               "rejected": "rejected", "approval": "approval weighted by outcome", "kappa": "kappa"}
     cells = [
         [f"{name} *" if row["required"] and name != "all" else name,
          *(format_value(row[c]) if c != "status" else row[c] for c in columns)]

@@ -16,11 +16,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..text import inert
 from .capacity_section import capacity_lines, prefix_cache_lines
 from .formatting import format_threshold, format_value
 from .judge_section import judge_lines
 
-__all__ = ["criteria_table", "verdict_lines", "request_summary", "Col", "FitTable"]
+__all__ = ["criteria_table", "verdict_lines", "request_summary", "judged_by_line", "whatif_of", "Col", "FitTable"]
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "NEEDS_REVIEW": "bold yellow", "INCONCLUSIVE": "bold yellow",
           "TARGET_ERROR": "bold red"}
@@ -47,7 +48,8 @@ def criteria_table(report: dict) -> FitTable:
          Text(c["verdict"], style=_CELL[c["verdict"]]), c.get("reason") or ""]
         for c in report["criteria"]
     ]
-    return FitTable(Text(f"releasegate: {verdict}", style=_STYLE[verdict]), columns, rows)
+    title = f"releasegate: {verdict}" + (" (what-if)" if whatif_of(report) else "")
+    return FitTable(Text(title, style=_STYLE[verdict]), columns, rows)
 
 
 @dataclass(frozen=True)
@@ -244,9 +246,30 @@ def request_summary(report: dict) -> str:
     return line
 
 
+def whatif_of(report: dict) -> bool:
+    """Whether the report was judged by another rubric than the run's own (`gate --rubric`: `judged_by.whatif`)."""
+    return bool((report.get("judged_by") or {}).get("whatif"))
+
+
+def judged_by_line(report: dict) -> str | None:
+    """Which rubric file judged the report, with its sha256; for a what-if, that it is not the run's rubric and
+    which that is. None for a report that predates `judged_by`."""
+    by = report.get("judged_by")
+    if not by:
+        return None
+    file = inert(by["file"], keep="")  # a path from the command line: shown, never acted on by a terminal
+    if not by.get("whatif"):
+        return f"judged by the run's rubric: {file}, sha256 {by.get('sha256')}"
+    return (f"what-if: judged by {file} (sha256 {by.get('sha256')}), not the run's rubric (rubric.yaml, sha256 "
+            f"{by.get('snapshot_sha256')}); the run's own reports are unchanged")
+
+
 def verdict_lines(report: dict) -> list[str]:
-    """The lines under the criteria table: why the verdict, what the run is missing, requests and errors."""
-    lines = []
+    """The lines under the criteria table: which rubric judged it, why the verdict, what the run is missing,
+    requests and errors."""
+    judged = judged_by_line(report)  # wrapped at its spaces, a path or hash never broken
+    lines = [textwrap.fill(judged, 80, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)] \
+        if judged else []
     if report.get("verdict_reason"):
         lines.append(f"verdict: {report['verdict']}: {report['verdict_reason']}")
     if report.get("incomplete") and "incomplete" not in (report.get("verdict_reason") or ""):

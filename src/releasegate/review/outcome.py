@@ -3,27 +3,57 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from ..judging.evidence import answered
-from ..run.record import CaseRecord
 
-__all__ = ["PASS", "BORDERLINE", "FAIL", "automatic_outcome", "check_verdicts", "output_hash", "normalise_output"]
+if TYPE_CHECKING:  # the outcome names are read with the rubric (`policy`), which `validate` loads: no run record
+    from ..run.record import CaseRecord
 
-PASS, BORDERLINE, FAIL = "pass", "borderline", "fail"
+__all__ = ["PASS", "ANSWER_FAIL", "FORMAT_FAIL", "JUDGE_UNSURE", "FAIL", "OUTCOMES", "BORDERLINE", "automatic_outcome",
+           "oversample_weights", "check_verdicts", "output_hash", "normalise_output"]
+
+PASS, FAIL = "pass", "fail"
+ANSWER_FAIL = "answer_fail"
+"""The output is well-formed (every format check passed) but its answer check failed: a wrong answer in valid JSON."""
+FORMAT_FAIL = "format_fail"
+"""The answer check passed but a format check failed."""
+JUDGE_UNSURE = "judge_unsure"
+"""A judge-scored answer the LLM judge gave no verdict on, or graded at its pass mark or one step below."""
+OUTCOMES = (PASS, ANSWER_FAIL, FORMAT_FAIL, JUDGE_UNSURE, FAIL)
+"""Every automatic outcome, in the order reports list them."""
+BORDERLINE = "borderline"
+"""What review files and rubrics written before the split called answer_fail, format_fail and judge_unsure
+together. Still read: a rubric's `oversample: {borderline: w}` weighs all three (`oversample_weights`), and an old
+review sample's items keep the name they were drawn with."""
+_SPLIT = (ANSWER_FAIL, FORMAT_FAIL, JUDGE_UNSURE)
 
 
 def automatic_outcome(record: CaseRecord, scores: dict) -> str:
-    """'pass': every check passed. 'borderline': the checks disagree (e.g. valid format but wrong answer).
-    'fail': the request failed, a forbidden rule hit, or every check failed. A judge-scored answer the judge gave
-    no verdict on, or graded one step either side of its pass mark, is 'borderline' too."""
-    if not answered(record) or scores.get("forbidden", {}).get("hit"):  # an empty answer is a failed request
+    """'pass': every check passed. 'answer_fail': the format is right but the answer check failed. 'format_fail':
+    the answer is right but a format check failed. 'fail': the request failed (an empty answer too), a forbidden
+    rule hit, or every check failed. 'judge_unsure': a judge-scored answer the judge gave no verdict on, or graded
+    one step either side of its pass mark (over-drawn for review: where the judge is least certain, its
+    calibration matters most)."""
+    if not answered(record) or scores.get("forbidden", {}).get("hit"):
         return FAIL
     if _judge_unsure(scores.get("answer", {}).get("judge")):
-        return BORDERLINE  # over-drawn for review: where the judge is least certain, its calibration matters most
-    checks = [bool(scores[k]["passed"]) for k in ("answer", "format") if k in scores]
-    if all(checks):
+        return JUDGE_UNSURE
+    checks = {k: bool(scores[k]["passed"]) for k in ("answer", "format") if k in scores}
+    if all(checks.values()):
         return PASS
-    return BORDERLINE if any(checks) else FAIL
+    if not any(checks.values()):
+        return FAIL
+    return ANSWER_FAIL if not checks.get("answer", True) else FORMAT_FAIL
+
+
+def oversample_weights(raw: dict) -> dict[str, float]:
+    """A rubric's `oversample` weights by outcome, `borderline` (the name before the split) standing for each of
+    answer_fail, format_fail and judge_unsure that the mapping does not name itself."""
+    weights = {k: float(v) for k, v in raw.items() if k != BORDERLINE}
+    if BORDERLINE in raw:
+        weights.update({k: float(raw[BORDERLINE]) for k in _SPLIT if k not in raw})
+    return weights
 
 
 def _judge_unsure(verdict: dict | None) -> bool:

@@ -12,7 +12,7 @@
         stratify_by: [suite, domain]                         # strata: the combinations of these slice keys
         per_slice: 5                                         # cases drawn from each stratum
         quotas: [{slice: {domain: medical}, n: 20}]          # at least n from this slice
-        oversample: {fail: 3, borderline: 3}                 # draw weight relative to a passing case
+        oversample: {fail: 3, answer_fail: 3, format_fail: 3, judge_unsure: 3}  # draw weight relative to a pass
         audit: 0.05                                          # share of all cases drawn at random on top
 
 A rubric without the section gets these defaults, so high-risk domains are never released unreviewed;
@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..judging.stats import needed_n_for_rate
+from .outcome import oversample_weights
 
 __all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", "parse_policy", "slice_name"]
 
@@ -52,14 +53,19 @@ class Quota:
 
 @dataclass(frozen=True)
 class SamplePolicy:
-    """How the review sample is drawn: seeded, stratified, failures and borderline cases over-sampled, an audit share."""
+    """How the review sample is drawn: seeded, stratified, cases that failed a check over-sampled, an audit share."""
 
     seed: int = 0
     stratify_by: tuple[str, ...] = ("suite", "domain")
     per_slice: int = 5
     quotas: tuple[Quota, ...] = ()
-    oversample: dict = field(default_factory=lambda: {"fail": 3.0, "borderline": 3.0})
+    oversample: dict = field(default_factory=lambda: {"fail": 3.0, "answer_fail": 3.0, "format_fail": 3.0,
+                                                       "judge_unsure": 3.0})
     audit: float = 0.05
+
+    def __post_init__(self) -> None:
+        # 'borderline', the name before the outcome was split, weighs each of its parts (outcome.oversample_weights)
+        object.__setattr__(self, "oversample", oversample_weights(self.oversample))
 
     def as_dict(self) -> dict:
         return {
@@ -120,7 +126,7 @@ def parse_policy(raw: dict | None) -> ReviewPolicy:
             stratify_by=tuple(sample.get("stratify_by", defaults.stratify_by)),
             per_slice=sample.get("per_slice", defaults.per_slice),
             quotas=tuple(Quota(dict(q["slice"]), q["n"]) for q in sample.get("quotas", ())),
-            oversample={**defaults.oversample, **{k: float(v) for k, v in sample.get("oversample", {}).items()}},
+            oversample={**defaults.oversample, **oversample_weights(sample.get("oversample", {}))},
             audit=float(sample.get("audit", defaults.audit)),
         ),
     )

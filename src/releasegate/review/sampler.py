@@ -1,4 +1,4 @@
-"""The review sample: which cases people label. Seeded, stratified by slice, failures and borderline cases
+"""The review sample: which cases people label. Seeded, stratified by slice, cases that failed a check
 over-sampled, a random audit share on top. The same run and seed always give the same sample.
 
 Each case gets a random key from a hash of (seed, case id), so the draw depends on neither the order of the records
@@ -13,7 +13,7 @@ weighted sample without replacement (Efraimidis-Spirakis). The draw, in order:
 
 Every step treats alike the cases that share a stratum, an automatic outcome and the required and quota slices
 they belong to: such a set is a sampling cell (`sampling_cells`), and every case of a cell had the same chance
-to be drawn, while cells had very different chances (a borderline case drawn 3x as often as a passing one, a
+to be drawn, while cells had very different chances (an answer_fail case drawn 3x as often as a passing one, a
 required slice topped up). Each item records its cell and the share of its cell drawn (`inclusion`), so what the
 labels say can be weighted back to the run: judge calibration post-stratifies by cell (llm_judge.correction), and
 a cell with no label leaves it unknown, hence step 4.
@@ -54,7 +54,7 @@ class ReviewItem(BaseModel):
     """Why it was drawn: 'stratum', 'required', 'quota', 'judge' (the first of its sampling cell's judge-scored
     cases) or 'audit'."""
     outcome: str
-    """The automatic outcome when it was drawn: 'pass', 'borderline' or 'fail'."""
+    """The automatic outcome when it was drawn (`outcome.OUTCOMES`; 'borderline' in samples drawn before the split)."""
     output_hash: str
     """'sha256:<hex>' of the output as exported; an import must carry the same."""
     cell: str | None = None

@@ -12,8 +12,10 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
     reviewed        cases with at least one human label
     coverage        reviewed / needed, at most 1 (required slices)
     approved, rejected, disagreements   after the disagreement rule (any rejection rejects)
-    approval        approval of the slice: each reviewed case stands for the cases of its slice with the same
-                    automatic outcome (pass, borderline, fail), so over-sampling failures does not drag it down.
+    approval        approval of the slice, weighted by outcome: each reviewed case stands for the cases of its
+                    slice with the same automatic outcome (pass, answer_fail, format_fail, judge_unsure, fail:
+                    `outcome.OUTCOMES`), so over-sampling failures does not drag it down. Reports say it as
+                    "k of n approved, weighted by outcome: p" (`approval_words`): p is not k / n.
                     Every outcome group of the slice needs at least one label, or the approval is unknown
                     (status "unrepresentative": labels on passed cases alone say nothing about the failed ones).
     approval_bounds one-sided bounds at the policy's `confidence`: the labelled cases are known, the unlabelled
@@ -23,8 +25,10 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
                     upper bound misses it (even before its labels are all in); in between it needs more labels.
     effective_n     the effective n behind those bounds (Kish's, of the estimate for the unlabelled cases)
     approval_sample approved / reviewed, unweighted
+    unlabelled_outcomes  outcome -> cases, for each automatic outcome of the slice with no label (what keeps an
+                    approval unknown)
     min_approval    the threshold, on the rows the gate judges
-    kappa           Cohen's kappa between the automatic verdict (pass vs borderline/fail) and the human label
+    kappa           Cohen's kappa between the automatic verdict (pass vs any other outcome) and the human label
 
 Labels given on another output than the record's (a case regenerated since) do not count.
 A required slice is judged once it has its `needed` labels; "all" once no required slice is pending and at least
@@ -42,12 +46,14 @@ from ..judging.metrics import MetricValue, select, slices_of
 from ..judging.stats import needed_n_for_rate, wilson_bounds
 from ..run.record import CaseRecord
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
-from .outcome import PASS, automatic_outcome, output_hash
+from .outcome import OUTCOMES, PASS, automatic_outcome, output_hash
 from .policy import ReviewPolicy, slice_name
 
-__all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "ALL", "Approval", "approval_of"]
+__all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "approval_words", "ALL", "Approval",
+           "approval_of"]
 
 ALL = "all"
+_UNCOVERED = f"do not cover every automatic outcome of the slice ({', '.join(OUTCOMES)})"
 
 
 @dataclass(frozen=True)
@@ -141,13 +147,20 @@ def review_headline(review: dict | None) -> str | None:
                 + ", ".join(f"{name} {r['reviewed']}/{r['needed']}" for name, r in waiting.items())
                 + "); next: releasegate review export RUN_DIR")
     if row["approval"] is None:
-        return (f"human review: {row['status']}: {row['reviewed']} reviewed case(s) do not cover every automatic "
-                "outcome (pass, borderline, fail); label at least one of each")
+        return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_uncovered(row)}"
     kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
     low, high = row["approval_bounds"]
     decided = "" if row["status"] != "undecided" else "; label more cases to decide it"
-    return (f"human review: {row['status']}: approval {row['approval']:.1%} (bounds {low:.1%}-{high:.1%} at "
-            f"{row['confidence']:g}) over {row['reviewed']} reviewed case(s), {row['rejected']} rejected{kappa}{decided}")
+    return (f"human review: {row['status']}: {approval_words(row, percent=True)} (bounds {low:.1%}-{high:.1%} at "
+            f"{row['confidence']:g}), {row['rejected']} rejected{kappa}{decided}")
+
+
+def approval_words(row: dict, *, percent: bool = False) -> str:
+    """'k of n approved, weighted by outcome: p': the labels as counted, and the approval the gate uses, which
+    weighs each label by the cases of its outcome it stands for (so p is not k / n)."""
+    value = row["approval"]
+    shown = "unknown" if value is None else f"{value:.1%}" if percent else f"{value:.4g}"
+    return f"{row['approved']} of {row['reviewed']} approved, weighted by outcome: {shown}"
 
 
 def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool) -> dict:
@@ -182,7 +195,28 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         "approval_sample": approved / len(reviewed) if reviewed else None,
         "min_approval": policy.min_approval if status in ("pass", "fail") else None,
         "kappa": cohen_kappa([(outcome[lab.case_id] == PASS, lab.label == APPROVE) for lab in reviewed]),
+        "unlabelled_outcomes": _unlabelled_outcomes(chosen, labels, outcome),
     }
+
+
+def _unlabelled_outcomes(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> dict[str, int]:
+    """Automatic outcome -> cases of the slice with it, for each outcome none of whose cases is labelled: what
+    keeps the approval unknown, and where the next labels must go."""
+    cases: dict[str, int] = {}
+    labelled: set[str] = set()
+    for r in chosen:
+        cases[outcome[r.case_id]] = cases.get(outcome[r.case_id], 0) + 1
+        if r.case_id in labels:
+            labelled.add(outcome[r.case_id])
+    return {o: cases[o] for o in OUTCOMES if o in cases and o not in labelled}
+
+
+def _uncovered(row: dict) -> str:
+    """What an approval without a label in every outcome of its slice misses, and what to do, e.g. '...: none of
+    its answer_fail (10) cases is labelled; label at least one case of each outcome it has'."""
+    missing = ", ".join(f"{o} ({n})" for o, n in (row.get("unlabelled_outcomes") or {}).items())
+    return _UNCOVERED + (f": none of its {missing} cases is labelled" if missing else "") + \
+        "; label at least one case of each outcome it has"
 
 
 def _needed(cases: int, reviewed: int, approval: Approval | None, policy: ReviewPolicy) -> int:
@@ -279,13 +313,12 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
         why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
         return CriterionResult(criterion, MetricValue(None, 0, note=why), "insufficient", why, cause=Undecided.REVIEW)
     if row["status"] == "unrepresentative":
-        why = ("the labels do not cover every automatic outcome of the slice (pass, borderline, fail): "
-               "label at least one case of each, e.g. with a new review export")
+        why = f"the labels {_uncovered(row)}, e.g. with a new review export"
         return CriterionResult(criterion, MetricValue(None, row["reviewed"], note=why), "insufficient", why,
                                cause=Undecided.REVIEW)
     bounds = tuple(row["approval_bounds"]) if row["approval_bounds"] else None
     value = MetricValue(row["approval"], row["reviewed"], bounds, confidence=row["confidence"])
-    note = f"{row['approved']} of {row['reviewed']} reviewed approved"
+    note = approval_words(row)
     if row["status"] == "undecided":
         why = (f"{note}; approval bounds [{bounds[0]:.4g}, {bounds[1]:.4g}] at {row['confidence']:g} straddle "
                f"min_approval: label more cases")

@@ -44,6 +44,7 @@ from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests
 from .prefix_cache import JOURNAL, run_prefix_cache
 from .progress import progress_bar
 from .record import RunDir, RunInfo
+from .rejudge import judged_by_snapshot
 from .seal import edited_evidence, guard_seal, seal, sealed_snapshot
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
@@ -243,6 +244,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
                            labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
                            edited=edited_evidence(run.path, found_only=True))
+        report = judged_by_snapshot(report, run.path)  # the report names the rubric that judged it
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
