@@ -6,7 +6,8 @@ spreadsheet is read as written and every CSV error can say how the file was read
   put wrong characters into prompts without a word. A UTF-8 file whose text was once read as Latin-1 and
   saved again (it begins with 'ï»¿', or its accented letters read 'Ã©') is refused too: "reopen as UTF-8".
 - Delimiter: of , ; tab and |, the one that splits the header and the first records into the same number
-  (at least two) of fields, the most fields of several; a tie goes to the format's own (',' for CSV, tab for TSV).
+  (at least two) of fields, for the most records (at least AGREE of them), then the most fields; a tie goes
+  to the format's own (',' for CSV, tab for TSV).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ SAMPLE_BYTES = 1 << 16
 """Bytes read to tell the encoding and the delimiter."""
 _CANDIDATES = (",", "\t", ";", "|")
 _NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
-_RECORDS = 50  # records of the sample that must agree on the delimiter
+_RECORDS = 50  # records of the sample that vote on the delimiter
+AGREE = 0.8
+"""Share of the sampled records that must have the header's number of fields."""
 
 
 @dataclass(frozen=True)
@@ -100,17 +103,21 @@ def _garbled(line: str) -> bool:
 
 
 def _delimiter(text: str, default: str) -> str:
-    """The candidate that gives every sampled record the header's number of fields (at least two); of several,
-    the one that gives the most fields (a comma in every ticket of a semicolon CSV), then the format's own."""
+    """The candidate that gives the most sampled records the header's number of fields (at least two, and at
+    least AGREE of the records: one malformed line does not change the delimiter); of several, the one that
+    gives the most fields (a comma in every ticket of a semicolon CSV), then the format's own."""
     lines = text.splitlines(True)
     sample = "".join(lines[:-1]) if len(lines) > 1 else text  # the last line may be cut by the sample's end
-    agreeing = []
+    scored = []
     for candidate in _CANDIDATES:
         try:
             counts = [len(r) for _, r in zip(range(_RECORDS), csv.reader(io.StringIO(sample), delimiter=candidate))]
         except csv.Error:
             continue
         counts = [n for n in counts if n]  # a blank line is no record
-        if counts and counts[0] >= 2 and all(n == counts[0] for n in counts):
-            agreeing.append((counts[0], candidate == default, candidate))
-    return max(agreeing)[2] if agreeing else default
+        if not counts or counts[0] < 2:
+            continue
+        share = sum(n == counts[0] for n in counts) / len(counts)
+        if share >= AGREE:
+            scored.append((share, counts[0], candidate == default, candidate))
+    return max(scored)[3] if scored else default

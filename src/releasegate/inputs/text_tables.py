@@ -37,12 +37,12 @@ def csv_rows(src: dict) -> Iterator[dict]:
     path = Path(src["path"])
     dialect = sniff_csv(path, default="\t" if src["format"] == "tsv" else ",")
     try:
-        reader = pd.read_csv(path, sep=dialect.delimiter, encoding=dialect.encoding, chunksize=_CHUNK,
-                             keep_default_na=False, na_values=[""], encoding_errors="strict")
-        for chunk in reader:
-            names = [str(c) for c in chunk.columns]
-            for values in chunk.itertuples(index=False, name=None):
-                yield {name: plain_value(value) for name, value in zip(names, values)}
+        with pd.read_csv(path, sep=dialect.delimiter, encoding=dialect.encoding, chunksize=_CHUNK,
+                         keep_default_na=False, na_values=[""], encoding_errors="strict") as reader:
+            for chunk in reader:  # a reader left half-way is closed with the generator
+                names = [str(c) for c in chunk.columns]
+                for values in chunk.itertuples(index=False, name=None):
+                    yield {name: plain_value(value) for name, value in zip(names, values)}
     except UnicodeDecodeError as exc:
         raise InputError(f"not {dialect.describe().split(', ')[1]} text past the first bytes ({exc.reason})",
                          file=path, hint="save it as 'CSV UTF-8' from the spreadsheet") from None
