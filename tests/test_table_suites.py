@@ -255,3 +255,15 @@ def test_an_endpoint_that_never_answers_fails_at_the_stall_timeout(project, cli)
         server.close()
     assert code == 4 and "no answer within stall_timeout_s" in err, err
     assert not (project / "reports").exists() or not any((project / "reports").iterdir())
+
+
+# -- a review CSV whose UTF-8 was read as Latin-1 ---------------------------------------------------------------------
+
+from test_review import assert_refused, exported, read_rows, review_project, run_dir, write_rows  # noqa: E402,F401
+
+
+def test_a_review_csv_read_as_latin1_says_reopen_as_utf8(run_dir, cli, exported):  # noqa: F811
+    path = run_dir.parent / "garbled.csv"
+    write_rows(path, exported[:2])  # UTF-8 with a byte-order mark, as exported
+    path.write_text(path.read_bytes().decode("latin-1"), encoding="utf-8")  # opened as Latin-1, saved as UTF-8
+    assert_refused(cli, run_dir, path, "garbled.csv:1:", "ï»¿", "reopen the original as UTF-8")

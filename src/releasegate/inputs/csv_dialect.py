@@ -4,7 +4,8 @@ spreadsheet is read as written and every CSV error can say how the file was read
 - Encoding: UTF-8 (a byte-order mark or not) or UTF-16 with its byte-order mark (Excel's "Unicode text").
   Anything else is refused, naming what it reads as (Windows-1252, Korean cp949): a guessed encoding would
   put wrong characters into prompts without a word. A UTF-8 file whose text was once read as Latin-1 and
-  saved again (it begins with 'ï»¿', or its accented letters read 'Ã©') is refused too: "reopen as UTF-8".
+  saved again (it begins with 'ï»¿', or its header's accented letters read 'Ã©') is refused too: "reopen as
+  UTF-8".
 - Delimiter: of , ; tab and |, the one that splits the header and the first records into the same number
   (at least two) of fields, for the most records (at least AGREE of them), then the most fields; a tie goes
   to the format's own (',' for CSV, tab for TSV).
@@ -21,7 +22,7 @@ from pathlib import Path
 from ..errors import InputError
 from .files import open_regular
 
-__all__ = ["Dialect", "sniff_csv"]
+__all__ = ["Dialect", "sniff_csv", "misread_utf8", "REOPEN"]
 
 SAMPLE_BYTES = 1 << 16
 """Bytes read to tell the encoding and the delimiter."""
@@ -79,14 +80,25 @@ def _guess(head: bytes) -> str:
     return "Windows-1252 (Latin-1, as a spreadsheet saves a CSV on Western Windows)"
 
 
+REOPEN = "reopen the original as UTF-8 (the import dialog's 'Unicode (UTF-8)') and save it as CSV UTF-8"
+"""What to do about a file whose UTF-8 was read as Latin-1 and saved again."""
+
+
+def misread_utf8(header: str) -> str | None:
+    """What is wrong with a CSV's header line when its UTF-8 text was read as Latin-1 and saved again (it begins
+    with 'ï»¿', the byte-order mark so read, or its accented letters read 'Ã©'), else None. Only the header is
+    judged: data rows may hold such text on purpose (scraped tickets, model outputs)."""
+    if header.startswith("\u00ef\u00bb\u00bf"):
+        return "begins with 'ï»¿', a UTF-8 byte-order mark that was read as Latin-1 and saved again: its non-ASCII characters are garbled"
+    if _garbled(header):
+        return "has a header of UTF-8 text that was read as Latin-1 and saved again: its non-ASCII characters are garbled"
+    return None
+
+
 def _refuse_garbled(text: str, path: Path) -> None:
-    for number, line in enumerate(text.splitlines()[:-1] or text.splitlines()[:1], start=1):
-        if (number == 1 and line.startswith("\u00ef\u00bb\u00bf")) or _garbled(line):
-            what = ("begins with 'ï»¿', a UTF-8 byte-order mark" if number == 1 and line.startswith("\u00ef\u00bb\u00bf")
-                    else "has UTF-8 text")
-            raise InputError(f"{what} that was read as Latin-1 and saved again: its non-ASCII characters are garbled",
-                             file=path, line=number,
-                             hint="reopen the original as UTF-8 (the import dialog's 'Unicode (UTF-8)') and save it as CSV UTF-8")
+    problem = misread_utf8(text.splitlines()[0] if text else "")
+    if problem is not None:
+        raise InputError(problem, file=path, line=1, hint=REOPEN)
 
 
 def _garbled(line: str) -> bool:

@@ -199,12 +199,11 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
 
 def _no_sheet(path, sheet) -> InputError:
     """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
-    import openpyxl
+    import pandas as pd
 
     try:
-        book = openpyxl.load_workbook(path, read_only=True)
-        names = list(book.sheetnames)
-        book.close()
+        with pd.ExcelFile(path, engine="openpyxl") as book:
+            names = [str(n) for n in book.sheet_names]
     except Exception:  # the sheet's absence is the error to report, not this one
         names = []
     shown = f" (sheets: {', '.join(names)})" if names else ""
