@@ -195,6 +195,20 @@ def test_answers_that_read_no_expected_answer_accept_an_empty_one(project, cli):
     assert cli("validate", "-c", config)[0] == 0
 
 
+def test_check_never_runs_cases_whose_empty_cells_an_answer_would_match(project, cli):
+    """Empty priority cells and outputs that give priority null: json_fields would pass every case, a PASS on
+    answers nobody wrote down. `check` refuses the suite before anything runs (exit 2), no run directory."""
+    frame = _flat().head(12)
+    frame["priority"] = None
+    frame.to_csv(project / "t.csv", index=False)
+    write_jsonl(project / "responses.jsonl", [{"id": i, "output": json.dumps({"intent": t, "priority": None})}
+                                              for i, t in zip(frame["ticket_id"], frame["intent"])])
+    config = _config(project, _csv_entry("t.csv").replace(f"    {SCHEMA_FORMAT}\n", ""))
+    code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 2 and "t.csv:1" in err and "field 'priority'" in err and "empty" in err, err
+    assert not (project / "reports" / "r").exists()
+
+
 # -- did you mean ---------------------------------------------------------------------------------------------------
 
 def test_unknown_config_key_suggests_the_one_meant(project, cli):
