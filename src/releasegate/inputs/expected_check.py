@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from typing import Any
 
 from ..errors import InputError
@@ -110,11 +111,18 @@ def _check_number(expected: Any, file, line: int | None) -> None:
                        file, line) from None
 
 
-def _check_label(expected: Any, labels: list[str], file, line: int | None) -> None:
-    def plain(text: Any) -> str:
-        return " ".join(str(text).lower().split())
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
 
-    if plain(expected) not in {plain(label) for label in labels}:
+
+def _normalized(text: str) -> str:
+    """As the label scorer compares (scorers._text.normalize: lower case, no punctuation, no articles, single
+    spaces), so nothing it would pass is refused here."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def _check_label(expected: Any, labels: list[str], file, line: int | None) -> None:
+    if _normalized(_as_text(expected)) not in {_normalized(label) for label in labels}:
         guess = did_you_mean(str(expected), labels)
         raise _refused(f"{str(expected)[:40]!r} is not one of answer.labels" + (f" ({guess})" if guess else ""),
                        "expected", file, line)
@@ -122,12 +130,16 @@ def _check_label(expected: Any, labels: list[str], file, line: int | None) -> No
 
 def _check_exact(expected: Any, formats: tuple[dict, ...], file, line: int | None) -> None:
     """The expected text, as the output that would match it, against each of the case's format checks."""
-    # as the exact scorer compares it (scorers._text.as_text)
-    text = (expected if isinstance(expected, str) else json.dumps(expected, sort_keys=True, ensure_ascii=False)).strip()
+    text = _as_text(expected).strip()
     for spec in formats:
         why = _format_problem(text, spec)
         if why is not None:
             raise _refused(f"the expected answer fails the {spec['type']} format check ({why})", "expected", file, line)
+
+
+def _as_text(value: Any) -> str:
+    """An expected answer as the text scorers compare (scorers._text.as_text)."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _format_problem(text: str, spec: dict) -> str | None:
