@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=500)
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # under bench/run.py, its own arguments (bench names) are here too
     with tempfile.TemporaryDirectory() as tmp:
         configs = write_suites(Path(tmp), tickets(args.rows))
         medians = {name: wall(config, args.runs) for name, config in configs.items()}

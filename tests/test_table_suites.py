@@ -86,6 +86,28 @@ def test_a_cell_reading_na_is_text_and_an_empty_cell_is_empty(tmp_path):
     assert cases[0].tags["risk"] == "NA" and "risk" not in cases[1].tags
 
 
+def test_csv_columns_are_typed_as_pandas_types_them_but_integers_stay_integers(tmp_path):
+    (tmp_path / "t.csv").write_text("id,text,label,n,flag,code,x\n"
+                                    "1,a,yes,5,true,1,\n"
+                                    "2,b,no,,FALSE,x7,\n"
+                                    "3,\"c, quoted\nover two lines\",yes,-2,,08,\n")
+    entry = ("  - name: t\n    source: {path: t.csv}\n"
+             "    columns: {id: id, prompt: text, expected: label, tags: [n, flag, code, x]}\n    answer: {type: exact}\n")
+    cases = _cases(tmp_path, entry, "typed.yaml")
+    assert [c.id for c in cases] == ["1", "2", "3"] and cases[2].prompt == "c, quoted\nover two lines"
+    assert [c.tags for c in cases] == [{"n": 5, "flag": True, "code": "1"}, {"flag": False, "code": "x7"},
+                                       {"n": -2, "code": "08"}]
+
+
+def test_a_csv_record_longer_than_its_header_names_the_row(project, cli):
+    _schema(project)
+    text = _flat().to_csv(index=False).splitlines()
+    text[3] += ",extra"
+    (project / "t.csv").write_text("\n".join(text) + "\n")
+    _one_line_error(cli, _config(project, _csv_entry("t.csv")), "t.csv:3", "8 fields where the header has 7",
+                    "comma-separated, UTF-8")
+
+
 def test_json_rows_keep_their_nested_values_and_a_missing_key_is_empty(tmp_path):
     rows = [{"ticket_id": "a", "text": "x", "expected": {"intent": "billing"}, "risk": "high"},
             {"ticket_id": "b", "text": "y", "expected": {"intent": "refund"}}]

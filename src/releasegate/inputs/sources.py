@@ -5,14 +5,14 @@ A `columns:` mapping turns each row into a case (`id`, `prompt` or `messages`, `
 `template:` builds the messages from the row's fields (a sandboxed Jinja environment, undefined names are
 errors). Every case then goes through the same validation as a JSONL line (see `suites`), so scoring, slices
 and review are the same whatever the source. Rows are read lazily: pyarrow a row group at a time for parquet,
-a memory-mapped arrow table for arrow files and save_to_disk, pandas a chunk at a time for CSV and TSV (in the
-delimiter and encoding `csv_dialect` finds), Python's JSON parser a line at a time for JSON Lines
-(`text_tables`), datasets streaming for the hub: a limited load reads only the rows it needs; an xlsx sheet is
+a memory-mapped arrow table for arrow files and save_to_disk, Python's csv module for CSV and TSV (in the
+delimiter and encoding `csv_dialect` finds, typed a chunk at a time), Python's JSON parser a line at a time for
+JSON Lines (`text_tables`), datasets streaming for the hub: a limited load reads only the rows it needs; an xlsx sheet is
 read whole by pandas; a `sample:` is drawn first (see `suite_sample`). Errors name the source file, the row
 (1-based, the first data row is row 1), the column.
 
-`datasets` (whose import pulls torch) is imported only for a hub dataset or a save_to_disk directory; `pandas`
-and `jinja2` only when a source suite needs them.
+`datasets` (whose import pulls torch) is imported only for a hub dataset or a save_to_disk directory, `pandas`
+only for an xlsx sheet, `jinja2` only for a template.
 """
 
 from __future__ import annotations

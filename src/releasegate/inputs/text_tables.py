@@ -1,9 +1,12 @@
 """Rows of the text table formats, read without `datasets` (whose import pulls torch, seconds before the first
-row): CSV and TSV by pandas, a chunk at a time, in the dialect `csv_dialect` finds; JSON and JSON Lines by
-Python's own parser, a line at a time for JSON Lines.
+row) and without pandas (another second): CSV and TSV by Python's csv module in the dialect `csv_dialect` finds,
+typed a chunk of rows at a time; JSON and JSON Lines by Python's own parser, a line at a time for JSON Lines.
 
 - CSV: only an empty cell is empty (None); 'NA', 'null' or 'None' in a cell are text, as the spreadsheet
-  shows them. Values are typed as pandas infers them, a chunk at a time (as `datasets` read them).
+  shows them. A column of a chunk whose filled cells are all integers is integers, else all numbers floats,
+  else all true/false booleans, else text as written (pandas' inference, but an integer column with empty
+  cells stays integers: '5' is never read as 5.0). A short record's missing cells are empty; a record with
+  more cells than the header is refused, naming the row and the delimiter.
 - JSON Lines: one object a line (blank lines skipped); a `.json` file holds an array of objects, an object of
   equal-length column arrays, or JSON Lines. The first row's keys are the columns, as a header would be: a
   later row without one of them has it empty (None).
@@ -13,8 +16,12 @@ The file was checked before (`tables.check_source_file`: a regular file, JSON ne
 
 from __future__ import annotations
 
+import csv
+import io
+import itertools
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,29 +32,72 @@ from .files import open_regular, read_capped
 
 __all__ = ["csv_rows", "json_rows", "plain_value", "MAX_JSON_DOCUMENT"]
 
-_CHUNK = 1024  # CSV rows parsed at a time
+_CHUNK = 1024  # CSV rows typed at a time
+# a prompt may hold 4 MiB (the case schema's bound); the csv module's default cell limit is 128 KiB
+csv.field_size_limit(max(csv.field_size_limit(), 1 << 23))
 MAX_JSON_DOCUMENT = 256 * 2**20
 """Bytes of a `.json` document read whole (JSON Lines and CSV are streamed: no limit)."""
 
 
 def csv_rows(src: dict) -> Iterator[dict]:
-    """The rows of a CSV or TSV source as plain dicts; a parse error names the dialect it was read in."""
-    import pandas as pd
-
+    """The rows of a CSV or TSV source as plain dicts, typed a chunk at a time (see the module docstring); an
+    error names the row and the dialect the file was read in."""
     path = Path(src["path"])
     dialect = sniff_csv(path, default="\t" if src["format"] == "tsv" else ",")
-    try:
-        with pd.read_csv(path, sep=dialect.delimiter, encoding=dialect.encoding, chunksize=_CHUNK,
-                         keep_default_na=False, na_values=[""], encoding_errors="strict") as reader:
-            for chunk in reader:  # a reader left half-way is closed with the generator
-                names = [str(c) for c in chunk.columns]
-                for values in chunk.itertuples(index=False, name=None):
-                    yield {name: plain_value(value) for name, value in zip(names, values)}
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not {dialect.describe().split(', ')[1]} text past the first bytes ({exc.reason})",
-                         file=path, hint="save it as 'CSV UTF-8' from the spreadsheet") from None
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(f"cannot read CSV (read as {dialect.describe()}): {_first_line(exc)}", file=path) from None
+    number = 0
+    with open_regular(path, what="suite source", max_bytes=1 << 62) as raw:
+        text = io.TextIOWrapper(raw, encoding=dialect.encoding, newline="")
+        try:
+            records = (r for r in csv.reader(text, delimiter=dialect.delimiter) if r)  # a blank line is no row
+            names = _header(next(records, []))
+            while chunk := list(itertools.islice(records, _CHUNK)):
+                for row in _typed_rows(chunk, names, path, number, dialect):
+                    number += 1
+                    yield row
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not {dialect.describe().split(', ')[1]} text near row {number + 1} ({exc.reason})",
+                             file=path, line=number + 1, hint="save it as 'CSV UTF-8' from the spreadsheet") from None
+        except csv.Error as exc:
+            raise InputError(f"cannot read CSV (read as {dialect.describe()}): {exc}", file=path, line=number + 1) from None
+
+
+def _header(cells: list[str]) -> list[str]:
+    """The header's names, a repeated one numbered as pandas does ('a', 'a.1')."""
+    names: list[str] = []
+    for cell in cells:
+        name, k = cell, 0
+        while name in names:
+            k += 1
+            name = f"{cell}.{k}"
+        names.append(name)
+    return names
+
+
+def _typed_rows(chunk: list[list[str]], names: list[str], path: Path, before: int, dialect) -> list[dict]:
+    """A chunk of records as rows: a short record's missing cells are empty, a long one is refused."""
+    for i, record in enumerate(chunk):
+        if len(record) > len(names):
+            raise InputError(f"{len(record)} fields where the header has {len(names)} (read as {dialect.describe()})",
+                             file=path, line=before + i + 1, hint="quote a cell that holds the delimiter")
+    columns = [_typed([r[c] if c < len(r) else "" for r in chunk]) for c in range(len(names))]
+    return [dict(zip(names, values)) for values in zip(*columns)] if names else [{} for _ in chunk]
+
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_BOOL = {"true": True, "false": False}
+
+
+def _typed(cells: list[str]) -> list[Any]:
+    """One column of a chunk typed as pandas infers it: integers if every filled cell is one, else floats, else
+    booleans (true/false in any case), else the text as written; an empty cell is None either way."""
+    filled = [c for c in cells if c != ""]
+    for pattern, convert in ((_INT, int), (_FLOAT, float)):
+        if filled and all(pattern.fullmatch(c) for c in filled):
+            return [convert(c) if c != "" else None for c in cells]
+    if filled and all(c.lower() in _BOOL for c in filled):
+        return [_BOOL[c.lower()] if c != "" else None for c in cells]
+    return [c if c != "" else None for c in cells]
 
 
 def json_rows(src: dict) -> Iterator[dict]:
