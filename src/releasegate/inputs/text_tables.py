@@ -33,8 +33,8 @@ from .files import open_regular, read_capped
 __all__ = ["csv_rows", "json_rows", "plain_value", "MAX_JSON_DOCUMENT"]
 
 _CHUNK = 1024  # CSV rows typed at a time
-# a prompt may hold 4 MiB (the case schema's bound); the csv module's default cell limit is 128 KiB
-csv.field_size_limit(max(csv.field_size_limit(), 1 << 23))
+MAX_CELL = 1 << 23
+"""Characters of a CSV cell: a prompt may hold 4 MiB (the case schema's bound); csv's default is 128 KiB."""
 MAX_JSON_DOCUMENT = 256 * 2**20
 """Bytes of a `.json` document read whole (JSON Lines and CSV are streamed: no limit)."""
 
@@ -44,6 +44,8 @@ def csv_rows(src: dict) -> Iterator[dict]:
     error names the row and the dialect the file was read in."""
     path = Path(src["path"])
     dialect = sniff_csv(path, default="\t" if src["format"] == "tsv" else ",")
+    if csv.field_size_limit() < MAX_CELL:  # process-wide, as the review CSV import raises it too
+        csv.field_size_limit(MAX_CELL)
     number = 0
     with open_regular(path, what="suite source", max_bytes=1 << 62) as raw:
         text = io.TextIOWrapper(raw, encoding=dialect.encoding, newline="")
