@@ -249,6 +249,13 @@ def test_unknown_metric_suggests_the_one_meant(project, cli):
     assert "accuracy" not in line  # the one meant, not the list of every metric
 
 
+def test_a_mistyped_enum_value_suggests_the_one_meant(project, cli):
+    rows = [{"id": "c1", "messages": [{"role": "sytem", "content": "x"}, {"role": "user", "content": "y"}],
+             "expected": "ok"}]
+    config = _jsonl_config(project, rows, "{type: exact}")
+    _one_line_error(cli, config, "s.jsonl:1", "field 'messages[0].role'", "did you mean 'system'?")
+
+
 def test_missing_sheet_lists_the_sheets_and_suggests_one(project, cli):
     with pd.ExcelWriter(project / "t.xlsx") as writer:
         _flat().to_excel(writer, sheet_name="english", index=False)
