@@ -196,7 +196,7 @@ ERRORS = {
     "role": (lines(*OK, json.dumps({"id": "b", "messages": [{"role": "bot", "content": "x"}], "expected": 1})),
              "s.jsonl:4: field 'messages[0].role': 'bot' is not one of ['system', 'user', 'assistant']"),
     "unknown key": (lines(*OK, json.dumps({"id": "b", "prompt": "p", "expected": 1, "tgs": {}})),
-                    "s.jsonl:4: field 'tgs': unknown key 'tgs' (allowed: answer, expected, format, id, messages, prompt, tags)"),
+                    "s.jsonl:4: field 'tgs': unknown key 'tgs': did you mean 'tags'?"),
     "missing": (lines(*OK, json.dumps({"id": "b", "prompt": "p"})), "s.jsonl:4: field 'expected': required key is missing"),
     "both forms": (lines(*OK, json.dumps({"id": "b", "prompt": "p", "messages": [{"role": "user", "content": "x"}],
                                           "expected": 1})), "s.jsonl:4: a case needs exactly one of 'messages' or 'prompt'"),

@@ -100,6 +100,9 @@ def test_a_model_output_nested_past_the_json_parser_is_scored_not_a_crash(tmp_pa
     from releasegate.run.record import RunDir
 
     config = replay_project(tmp_path)
+    # an expected object: json_fields refuses a case whose expected answer no output could meet
+    write_jsonl(tmp_path / "suite.jsonl", [{"id": c, "prompt": f"p {c}", "expected": {"a": 1}, "tags": {"task": "t"}}
+                                           for c in CASES])
     (tmp_path / "schema.json").write_text(json.dumps({"type": "array", "items": {"$ref": "#"}}))
     config.write_text(config.read_text().replace("suites: [{path: suite.jsonl, answer: {type: exact}}]",
                                    "suites: [{path: suite.jsonl, answer: {type: json_fields, fields: [a]}, "

@@ -35,6 +35,7 @@ from ._bounds import border_class
 from ._dispatch import Scheduled, Send, closed_loop, gather, open_loop
 from ._lateness import LatenessProbe, loop_factory
 from ._openai_client import import_now, make_openai_client, stream_openai
+from ._reach import answers
 from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
 from ._stream import parse_sse, split_tokens, stream_problem, stream_timing, token_cap
@@ -132,7 +133,13 @@ class OpenAIBackend(Backend):
 
             tok = Tokenizer.from_file(str(self.target.tokenizer))
             self._count = lambda text: len(tok.encode(text, add_special_tokens=False).ids)
-        asyncio.run(self._probe())
+        self.probe()
+
+    def probe(self) -> None:
+        """Check the server answers at all, within the connect timeout: an unreachable URL is exit 4 (before
+        `check` makes a run directory), not a run full of errors. The lean client's probe imports nothing."""
+        self.api_key()
+        asyncio.run(answers(self.target) if self.target.client == "lean" else self._probe())
 
     async def _probe(self) -> None:
         import openai
@@ -375,3 +382,4 @@ class OpenAIBackend(Backend):
             if total > cap:
                 break
         return total
+

@@ -12,7 +12,7 @@ from ..judging.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ER
 from ..llm_judge.settings import CalibrationPolicy, parse_calibration
 from ..review.policy import ReviewPolicy, parse_policy
 from .files import exists, field_path, is_file, line_of, load_yaml
-from .schema_check import validate
+from .schema_check import did_you_mean, validate
 
 __all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
 
@@ -166,7 +166,7 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
     if raw["metric"] not in known:
         raise InputError(
             f"unknown metric '{raw['metric']}'", **at("criteria", i, "metric"),
-            hint="known: " + ", ".join(sorted(known)),
+            hint=did_you_mean(raw["metric"], sorted(known)) or "known: " + ", ".join(sorted(known)),
         )
     slice_ = {k: v for k, v in raw.get("slice", {}).items()}
     name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items())

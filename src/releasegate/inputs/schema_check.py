@@ -7,6 +7,7 @@ rejection, so every error reads as jsonschema's best match, with file:line and f
 
 from __future__ import annotations
 
+import difflib
 import json
 import numbers
 import re
@@ -20,7 +21,7 @@ import yaml
 from ..errors import InputError
 from .files import field_path, line_of
 
-__all__ = ["schema", "validate"]
+__all__ = ["schema", "validate", "did_you_mean", "schema_errors"]
 
 
 @cache
@@ -56,6 +57,41 @@ def _fast_check(name: str):
         return _SchemaCompiler(root).compile(root)
     except _Unsupported:
         return None
+
+
+_USER_CHECKS: dict[int, tuple[dict, Any]] = {}
+"""id(a user's schema) -> (the schema, kept so its id stays its own; its compiled test or None)."""
+
+
+def schema_errors(value: Any, schema: dict, sub: Any = None) -> str | None:
+    """Why `value` fails a user's JSON Schema (or `sub`, a part of it, its `#/...` refs read in `schema`),
+    None when it passes. The schema is compiled once (a suite's cases share its default format); jsonschema
+    is asked only to explain a rejection."""
+    entry = _USER_CHECKS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        if len(_USER_CHECKS) > 256:
+            _USER_CHECKS.clear()
+        entry = _USER_CHECKS[id(schema)] = (schema, {})
+    compiled = entry[1]
+    key = id(sub) if sub is not None else 0
+    if key not in compiled:
+        try:
+            compiled[key] = _SchemaCompiler(schema).compile(sub if sub is not None else schema)
+        except (_Unsupported, RecursionError):
+            compiled[key] = None
+    fast = compiled[key]
+    if fast is not None and fast(value):
+        return None
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.evolve(schema=sub if sub is not None else schema).iter_errors(value))
+    if error is None:
+        return None
+    if error.validator == "enum" and isinstance(error.instance, str):
+        guess = did_you_mean(error.instance, error.validator_value)
+        return f"{error.message}" + (f": {guess}" if guess else "")
+    return error.message if len(error.message) < 200 else error.message[:197] + "..."
 
 
 _SCHEMA_BASE = "https://releasegate.invalid/schemas/"
@@ -244,13 +280,31 @@ class _SchemaCompiler:
         raise _Unsupported(key)
 
 
+def did_you_mean(word: str, choices) -> str:
+    """"did you mean 'x'?" for the choice closest to a mistyped `word` (case ignored first), else ''."""
+    names = [str(c) for c in choices]
+    same_case = [n for n in names if n.lower() == word.lower()]
+    close = same_case or difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if not close:
+        lowered = {n.lower(): n for n in names}
+        close = [lowered[m] for m in difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)]
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
 def _describe(error) -> tuple[list[str | int], str]:
     """Turn a jsonschema error into (field path, short human message)."""
     parts = list(error.absolute_path)
     if error.validator == "additionalProperties":
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
-        allowed = ", ".join(sorted(error.schema.get("properties", {})))
-        return parts + [extra[0]], f"unknown key '{extra[0]}' (allowed: {allowed})"
+        known = sorted(error.schema.get("properties", {}))
+        guess = did_you_mean(str(extra[0]), known)
+        if guess:  # the one meant, not the whole list
+            return parts + [extra[0]], f"unknown key '{extra[0]}': {guess}"
+        return parts + [extra[0]], f"unknown key '{extra[0]}' (allowed: {', '.join(known)})"
+    if error.validator == "enum" and isinstance(error.instance, str):
+        guess = did_you_mean(error.instance, error.validator_value)
+        if guess:
+            return parts, f"{error.message if len(error.message) < 200 else error.message[:197] + '...'}: {guess}"
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return parts + [missing], "required key is missing"

@@ -1,21 +1,23 @@
-"""Suites read from tabular sources: local parquet, CSV, JSON, JSONL and arrow files, a `save_to_disk`
+"""Suites read from tabular sources: local parquet, CSV, TSV, JSON, JSONL and arrow files, a `save_to_disk`
 directory, a dataset in the local Hugging Face hub cache, or an xlsx sheet.
 
 A `columns:` mapping turns each row into a case (`id`, `prompt` or `messages`, `expected`, `tags`), or a
 `template:` builds the messages from the row's fields (a sandboxed Jinja environment, undefined names are
 errors). Every case then goes through the same validation as a JSONL line (see `suites`), so scoring, slices
-and review are the same whatever the source. Rows are read lazily (pyarrow a row group at a time for parquet,
-a memory-mapped arrow table for arrow files and save_to_disk, datasets streaming for CSV, JSON and the hub): a
-limited load reads only the rows it needs; an xlsx sheet is read whole by pandas; a `sample:` is drawn first
-(see `suite_sample`). Errors name the source file, the row (1-based, the first data row is row 1), the column.
+and review are the same whatever the source. Rows are read lazily: pyarrow a row group at a time for parquet,
+a memory-mapped arrow table for arrow files and save_to_disk, Python's csv module for CSV and TSV (in the
+delimiter and encoding `csv_dialect` finds, typed a chunk at a time), Python's JSON parser a line at a time for
+JSON Lines (`text_tables`), datasets streaming for the hub: a limited load reads only the rows it needs; an xlsx sheet is
+read whole by pandas; a `sample:` is drawn first (see `suite_sample`). Errors name the source file, the row
+(1-based, the first data row is row 1), the column.
 
-`datasets`, `pandas` and `jinja2` are imported only when a source suite is read.
+`datasets` (whose import pulls torch) is imported only for a hub dataset or a save_to_disk directory, `pandas`
+only for an xlsx sheet, `jinja2` only for a template.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,16 +27,17 @@ from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import exists, is_dir
 from .sampling import sampled_rows
+from .schema_check import did_you_mean
 from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, where
+from .text_tables import csv_rows, json_rows, plain_value
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
 
-FORMATS = ("parquet", "csv", "json", "jsonl", "arrow", "disk", "xlsx")
+FORMATS = ("parquet", "csv", "tsv", "json", "jsonl", "arrow", "disk", "xlsx")
 """Local source formats (`source.format`); a hub source has `hub:` instead of `path:`."""
 
-EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "jsonl",
+EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".json": "json", ".jsonl": "jsonl",
               ".ndjson": "jsonl", ".arrow": "arrow", ".xlsx": "xlsx", ".xlsm": "xlsx"}
-_BUILDER = {"csv": "csv", "json": "json", "jsonl": "json"}
 _BATCH = 1024  # rows converted to Python at a time
 
 
@@ -105,13 +108,7 @@ def _file_rows(src: dict) -> Iterator[dict]:
     if src["format"] in ("parquet", "arrow"):  # pyarrow itself: what datasets would call, without its start-up
         yield from _arrow_rows(path, src["format"])
         return
-    datasets = _datasets()
-    try:
-        stream = datasets.load_dataset(_BUILDER[src["format"]], data_files={"train": path}, split="train",
-                                       streaming=True)
-    except Exception as exc:
-        raise InputError(f"cannot read {src['format']} source: {_short(exc)}", file=path) from None
-    yield from stream
+    yield from csv_rows(src) if src["format"] in ("csv", "tsv") else json_rows(src)
 
 
 def _arrow_rows(path: str, fmt: str) -> Iterator[dict]:
@@ -191,13 +188,27 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
             raise InputError("the workbook's XML declares a DTD or entities, which are refused (entity expansion, "
                              "external entities)", file=path, hint="save the workbook again from a spreadsheet program") from None
         if "not found" in str(exc).lower() or "worksheet" in str(exc).lower():
-            raise InputError(f"no sheet '{sheet}' in the workbook", file=path, field="source.sheet") from None
+            raise _no_sheet(path, sheet) from None
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
     except Exception as exc:
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
     names = [str(c) for c in frame.columns]
     for values in frame.itertuples(index=False, name=None):
-        yield {name: _plain(value) for name, value in zip(names, values)}
+        yield {name: plain_value(value) for name, value in zip(names, values)}
+
+
+def _no_sheet(path, sheet) -> InputError:
+    """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
+    import pandas as pd
+
+    try:
+        with pd.ExcelFile(path, engine="openpyxl") as book:
+            names = [str(n) for n in book.sheet_names]
+    except Exception:  # the sheet's absence is the error to report, not this one
+        names = []
+    shown = f" (sheets: {', '.join(names)})" if names else ""
+    return InputError(f"no sheet {sheet!r} in the workbook{shown}", file=path, field="source.sheet",
+                      hint=did_you_mean(str(sheet), names) or None)
 
 
 def _defused(exc: BaseException | None) -> bool:
@@ -209,20 +220,6 @@ def _defused(exc: BaseException | None) -> bool:
             return True
         exc = exc.__cause__ or exc.__context__
     return False
-
-
-def _plain(value: Any) -> Any:
-    """A spreadsheet cell as a plain Python value: an empty cell is None, numpy scalars are Python's."""
-    if value is None:
-        return None
-    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
-        try:
-            value = value.item()
-        except (ValueError, TypeError):
-            return value
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
 
 
 # -- rows to cases -------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from sys import intern
 from typing import Any, BinaryIO
 
 from ..errors import InputError
+from .expected_check import check_expected
 from .files import open_regular, read_text
 from .schema_check import validate
 from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
@@ -329,6 +330,7 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
     formats = raw.get("format")
     fmt = tuple(_resolve_format(f, suite.path.parent, suite.path, number) for f in formats) if formats else default_format
     expected = raw["expected"]
+    check_expected(expected, raw.get("answer") or suite.answer, fmt, file, number)  # a case that can never pass
     return Case(
         id=raw["id"],
         suite=suite.name,

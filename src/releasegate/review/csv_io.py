@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs.csv_dialect import REOPEN, misread_utf8
 from ..inputs.files import MAX_FILE_BYTES, read_capped
 from ..judging.judge_run import failing_cases  # judge imports the review summary
 from ..outputs import check_output_path, write_output_file
@@ -257,6 +258,9 @@ def _decode(path: Path) -> str:
                                               "(Excel: 'CSV UTF-8 (Comma delimited)')")]) from None
     if not text.strip():
         raise ReviewImportError(path, [(1, "the file is empty")])
+    misread = misread_utf8(text.splitlines()[0])  # 'ï»¿review_id' is no review_id column: say why
+    if misread is not None:
+        raise ReviewImportError(path, [(1, f"{misread}; {REOPEN}")])
     return text
 
 

@@ -71,6 +71,7 @@ def run_check(
     manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     if config.judge is not None:
         manifest["judge"] = judge_manifest(config.judge)
+    _endpoint_answers(config, use_cache)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
@@ -141,6 +142,14 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
     rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
     cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
     return config, rubric, cases
+
+
+def _endpoint_answers(config: Config, use_cache: bool | None) -> None:
+    """An endpoint that does not answer is exit 4 before the run directory exists. With the response cache on
+    the run may need no endpoint at all (every answer cached): the backend's own load decides then."""
+    cached = config.cache is not None and use_cache is not False
+    if config.target.backend == "openai" and not cached:
+        create_backend(config.target, config.generation).probe()
 
 
 def _check_judged(config: Config, cases: list[Case]) -> None:

@@ -1,0 +1,196 @@
+"""Rows of the text table formats, read without `datasets` (whose import pulls torch, seconds before the first
+row) and without pandas (another second): CSV and TSV by Python's csv module in the dialect `csv_dialect` finds,
+typed a chunk of rows at a time; JSON and JSON Lines by Python's own parser, a line at a time for JSON Lines.
+
+- CSV: only an empty cell is empty (None); 'NA', 'null' or 'None' in a cell are text, as the spreadsheet
+  shows them. A column of a chunk whose filled cells are all integers is integers, else all numbers floats,
+  else all true/false booleans, else text as written (pandas' inference, but an integer column with empty
+  cells stays integers: '5' is never read as 5.0). A short record's missing cells are empty; a record with
+  more cells than the header is refused, naming the row and the delimiter.
+- JSON Lines: one object a line (blank lines skipped); a `.json` file holds an array of objects, an object of
+  equal-length column arrays, or JSON Lines. The first row's keys are the columns, as a header would be: a
+  later row without one of them has it empty (None).
+
+The file was checked before (`tables.check_source_file`: a regular file, JSON nesting bounded).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .csv_dialect import sniff_csv
+from .files import open_regular, read_capped
+
+__all__ = ["csv_rows", "json_rows", "plain_value", "MAX_JSON_DOCUMENT"]
+
+_CHUNK = 1024  # CSV rows typed at a time
+MAX_CELL = 1 << 23
+"""Characters of a CSV cell: a prompt may hold 4 MiB (the case schema's bound); csv's default is 128 KiB."""
+MAX_JSON_DOCUMENT = 256 * 2**20
+"""Bytes of a `.json` document read whole (JSON Lines and CSV are streamed: no limit)."""
+
+
+def csv_rows(src: dict) -> Iterator[dict]:
+    """The rows of a CSV or TSV source as plain dicts, typed a chunk at a time (see the module docstring); an
+    error names the row and the dialect the file was read in."""
+    path = Path(src["path"])
+    dialect = sniff_csv(path, default="\t" if src["format"] == "tsv" else ",")
+    if csv.field_size_limit() < MAX_CELL:  # process-wide, as the review CSV import raises it too
+        csv.field_size_limit(MAX_CELL)
+    number = 0
+    with open_regular(path, what="suite source", max_bytes=1 << 62) as raw:
+        text = io.TextIOWrapper(raw, encoding=dialect.encoding, newline="")
+        try:
+            records = (r for r in csv.reader(text, delimiter=dialect.delimiter) if r)  # a blank line is no row
+            names = _header(next(records, []))
+            while chunk := list(itertools.islice(records, _CHUNK)):
+                for row in _typed_rows(chunk, names, path, number, dialect):
+                    number += 1
+                    yield row
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not {dialect.describe().split(', ')[1]} text near row {number + 1} ({exc.reason})",
+                             file=path, line=number + 1, hint="save it as 'CSV UTF-8' from the spreadsheet") from None
+        except csv.Error as exc:
+            raise InputError(f"cannot read CSV (read as {dialect.describe()}): {exc}", file=path, line=number + 1) from None
+
+
+def _header(cells: list[str]) -> list[str]:
+    """The header's names, a repeated one numbered as pandas does ('a', 'a.1')."""
+    names: list[str] = []
+    for cell in cells:
+        name, k = cell, 0
+        while name in names:
+            k += 1
+            name = f"{cell}.{k}"
+        names.append(name)
+    return names
+
+
+def _typed_rows(chunk: list[list[str]], names: list[str], path: Path, before: int, dialect) -> list[dict]:
+    """A chunk of records as rows: a short record's missing cells are empty, a long one is refused."""
+    for i, record in enumerate(chunk):
+        if len(record) > len(names):
+            raise InputError(f"{len(record)} fields where the header has {len(names)} (read as {dialect.describe()})",
+                             file=path, line=before + i + 1, hint="quote a cell that holds the delimiter")
+    columns = [_typed([r[c] if c < len(r) else "" for r in chunk]) for c in range(len(names))]
+    return [dict(zip(names, values)) for values in zip(*columns)] if names else [{} for _ in chunk]
+
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_BOOL = {"true": True, "false": False}
+
+
+def _typed(cells: list[str]) -> list[Any]:
+    """One column of a chunk typed as pandas infers it: integers if every filled cell is one, else floats, else
+    booleans (true/false in any case), else the text as written; an empty cell is None either way."""
+    filled = [c for c in cells if c != ""]
+    for pattern, convert in ((_INT, int), (_FLOAT, float)):
+        if filled and all(pattern.fullmatch(c) for c in filled):
+            return [convert(c) if c != "" else None for c in cells]
+    if filled and all(c.lower() in _BOOL for c in filled):
+        return [_BOOL[c.lower()] if c != "" else None for c in cells]
+    return [c if c != "" else None for c in cells]
+
+
+def json_rows(src: dict) -> Iterator[dict]:
+    """The rows of a JSON or JSON Lines source as plain dicts (see the module docstring)."""
+    path = Path(src["path"])
+    with open_regular(path, what="suite source", max_bytes=1 << 62) as fh:
+        first = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if src["format"] == "json" and first == b"[":
+        yield from _document_rows(path)
+        return
+    if src["format"] == "json" and first == b"{":
+        whole = _whole_document(path)
+        if whole is not None:
+            yield from _table_rows(whole, path)
+            return
+    yield from _line_rows(path)
+
+
+def _line_rows(path: Path) -> Iterator[dict]:
+    columns: dict | None = None
+    with open_regular(path, what="suite source", max_bytes=1 << 62) as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            row = _loads(raw.decode("utf-8-sig" if number == 1 else "utf-8", "strict"), path, number)
+            if not isinstance(row, dict):
+                raise InputError("each line must be a JSON object", file=path, line=number)
+            columns = columns if columns is not None else dict.fromkeys(row)
+            yield {**dict.fromkeys(columns), **row}
+
+
+def _whole_document(path: Path) -> Any:
+    """The `.json` file parsed whole, or None when it is JSON Lines (more than one value)."""
+    text = read_capped(path, what="JSON suite source", max_bytes=MAX_JSON_DOCUMENT).decode("utf-8-sig", "replace")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            return None
+        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+
+
+def _document_rows(path: Path) -> Iterator[dict]:
+    yield from _table_rows(_whole_document(path), path)
+
+
+def _table_rows(data: Any, path: Path) -> Iterator[dict]:
+    """An array of objects, an object of column arrays, or one object, as rows."""
+    if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
+        sizes = {len(v) for v in data.values()}
+        if len(sizes) != 1:
+            raise InputError("the JSON object's column arrays differ in length", file=path)
+        names = list(data)
+        for values in zip(*data.values()):
+            yield dict(zip(names, values))
+        return
+    rows = data if isinstance(data, list) else [data]
+    columns = None
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise InputError(f"row {number} is not a JSON object", file=path, line=number,
+                             hint="give an array of objects, one per case")
+        columns = columns if columns is not None else dict.fromkeys(row)
+        yield {**dict.fromkeys(columns), **row}
+
+
+def _loads(text: str, path: Path, number: int) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number) from None
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number
+        raise InputError(f"not valid JSON: {_first_line(exc)}", file=path, line=number) from None
+
+
+def plain_value(value: Any) -> Any:
+    """A parsed cell (pandas: CSV, xlsx) as a plain Python value: an empty cell is None, numpy scalars are
+    Python's."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        try:
+            value = value.item()
+        except (ValueError, TypeError):
+            return value
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
