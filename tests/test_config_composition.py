@@ -240,3 +240,20 @@ def test_init_endpoint_refuses_what_it_cannot_write(tmp_path, cli, args, message
     code, _, err = cli("init", tmp_path, *args)
     assert code == 2 and message in one_line_error(err)
     assert not (tmp_path / "releasegate.yaml").exists()
+
+
+def test_a_run_given_a_credential_by_set_cannot_be_resumed_without_it(tmp_path, cli):
+    with StubServer(StubBehaviour(tokens=3)) as stub:
+        config = make_project(tmp_path, stub.base_url, cases=3, concurrency=1)
+        code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress",
+                           "--set", "target.headers.Authorization=Bearer s3cret-token-value")
+        assert code == 0, err
+        run = RunDir(tmp_path / "reports" / "r")
+        manifest = json.loads((run.path / "manifest.json").read_text())
+        assert manifest["composition"]["set"][0]["masked"] is True
+        assert "s3cret" not in (run.path / "manifest.json").read_text() + (run.path / "config.yaml").read_text()
+        interrupt_after(run, keep=1)
+        sent = stub.requests
+        code, _, err = cli("check", "--resume", run.path, "--no-progress")
+        assert code == 2 and "--set target.headers.Authorization" in one_line_error(err)
+        assert stub.requests == sent  # nothing sent with a masked credential

@@ -11,6 +11,7 @@ mask them by shape as well.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,14 +87,15 @@ class Config:
     def recorded_overrides(self) -> list[dict]:
         """The `--set` overrides as a run records them: each value as the masked config holds it (a credential
         given with --set is never written)."""
-        masked = self.masked_raw()
-        return [o.as_record(value_at(masked, o.parts)) for o in self.overrides]
+        masked, out = self.masked_raw(), []
+        for o in self.overrides:
+            value = value_at(masked, o.parts)
+            out.append({**o.as_record(value), **({"masked": True} if value != value_at(self.raw, o.parts) else {})})
+        return out
 
     def composition_lines(self) -> list[str]:
         """What was composed into this config, one line each: the files it extends, nearest first, then the
         --set overrides (values as recorded: a credential masked), names and values JSON-quoted."""
-        import json
-
         lines = [f"extends {json.dumps(str(p))}" for p in self.extends]
         lines += [f"--set {o['key']}={json.dumps(o['value'], ensure_ascii=False, default=str)}"
                   for o in self.recorded_overrides()]
@@ -101,8 +103,6 @@ class Config:
 
     def composition_comment(self) -> str:
         """The snapshot's first lines: the config that was run and `composition_lines`, as YAML comments."""
-        import json
-
         lines = [f"snapshot of the run's config {json.dumps(str(self.path))}, composed:"] + self.composition_lines()
         return "".join(f"# {line}\n" for line in lines)
 
@@ -163,7 +163,12 @@ def load_config(
 
 
 def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:
-    """The original config of a run composed as the run composed it; None when it no longer composes."""
+    """The original config of a run composed as the run composed it; None when it no longer composes. A
+    credential the run was given with --set was never written: the run cannot be continued without it."""
+    masked = next((r for r in recorded if r.get("masked")), None)
+    if masked is not None:
+        raise InputError(f"the run was given a credential with --set {masked.get('key')}: it was never written, so "
+                         "a resume cannot send it", hint="keep credentials in api_key_env or {env: NAME}")
     try:
         return compose(path, tuple(recorded_override(r) for r in recorded)).data
     except InputError:

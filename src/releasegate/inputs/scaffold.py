@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import InputError
 
@@ -95,8 +96,6 @@ def endpoint_config(base_url: str, model: str | None = None) -> str:
 
 def _endpoint_url(url: str) -> str:
     """An http(s) URL written as is; credentials in it are refused: they belong in the environment."""
-    from urllib.parse import urlsplit
-
     url = _plain(url.strip(), "--endpoint")
     try:
         parts = urlsplit(url)
