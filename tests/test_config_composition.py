@@ -257,3 +257,14 @@ def test_a_run_given_a_credential_by_set_cannot_be_resumed_without_it(tmp_path, 
         code, _, err = cli("check", "--resume", run.path, "--no-progress")
         assert code == 2 and "--set target.headers.Authorization" in one_line_error(err)
         assert stub.requests == sent  # nothing sent with a masked credential
+
+
+@pytest.mark.parametrize("setting, expected", [
+    ("extends=other.yaml", "the chain is read from the files"),
+    ("target.headers.a\nrubric: x=1", "control character"),
+    ("target.headers.a b=1", "not a key path"),
+    ("target.headers.a\x1b=1", "control character"),
+])
+def test_a_set_key_cannot_rewrite_the_chain_or_break_the_snapshot(project, cli, setting, expected):
+    code, _, err = cli("validate", "-c", project / "releasegate.yaml", "--set", setting)
+    assert code == 2 and expected in one_line_error(err)

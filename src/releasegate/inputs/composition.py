@@ -14,7 +14,6 @@ against the directory of the config that is run, as if all its keys were written
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
-from .files import field_path, line_of, load_yaml, load_yaml_text
+from .files import exists, field_path, line_of, load_yaml, load_yaml_text
 from .schema_keys import check_key
 
 __all__ = ["Override", "Composed", "parse_override", "recorded_override", "compose", "value_at", "MAX_CHAIN"]
@@ -32,7 +31,7 @@ __all__ = ["Override", "Composed", "parse_override", "recorded_override", "compo
 MAX_CHAIN = 16
 """Configs an `extends:` chain may hold, the config that is run included."""
 MAX_VALUE_CHARS = 4096  # a --set value is typed on a command line
-_PART = re.compile(r"([^.\[\]=]+)|\[(\d+)\]")
+_PART = re.compile(r"([^.\[\]=\s]+)|\[(\d+)\]")
 
 
 @dataclass(frozen=True)
@@ -42,13 +41,6 @@ class Override:
     key: str
     parts: tuple[str | int, ...]
     value: Any
-
-    def text(self, value: Any = ...) -> str:
-        """`key=value` with the value written back as one line of YAML (`value`: another value to show, e.g.
-        the masked one)."""
-        shown = self.value if value is ... else value
-        return f"{self.key}={json.dumps(shown, ensure_ascii=False, default=str)}" if not isinstance(shown, str) \
-            else f"{self.key}={shown}"
 
     def as_record(self, value: Any = ...) -> dict:
         """What a run records of it (manifest.json): the key and the value, `value` in place of its own."""
@@ -62,7 +54,11 @@ def parse_override(text: str) -> Override:
     key = key.strip()
     if not sep or not key:
         raise InputError(f"--set {text!r}: expected KEY=VALUE", hint="e.g. --set generation.max_new_tokens=32")
+    if not key.isprintable():
+        raise InputError(f"--set {text!r}: the key has a control character")
     parts = _key_parts(key, text)
+    if parts[0] == "extends":
+        raise InputError("--set extends: the chain is read from the files", hint="give the config to run with -c")
     if len(raw) > MAX_VALUE_CHARS:
         raise InputError(f"--set {key}: the value is longer than {MAX_VALUE_CHARS} characters")
     value = load_yaml_text(raw, source=f"--set {key}") if raw.strip() else None
@@ -203,10 +199,10 @@ def _base_of(named: Any, path: Path, node, seen: list[Path]) -> Path:
     if not isinstance(named, str) or not named.strip():
         raise InputError("expected the path of a config file to extend", **where)
     base = Path(os.path.normpath(path.parent / named))
-    if not base.is_file():
+    if not exists(base):
         raise InputError(f"extended config {base} not found", **where, hint="a path relative to this file")
     if Path(os.path.realpath(base)) in seen:
-        cycle = " -> ".join(p.name for p in [*seen, base]) if len(seen) > 1 else f"{base.name} -> {base.name}"
+        cycle = " -> ".join(p.name for p in [*seen, base])
         raise InputError(f"extends makes a cycle: {cycle}", **where, hint="a config cannot extend itself")
     if len(seen) >= MAX_CHAIN:
         raise InputError(f"more than {MAX_CHAIN} configs on the extends chain", **where)
@@ -266,6 +262,8 @@ def _check_container(node: Any, part: str | int, before: tuple, override: Overri
         if part >= len(node):
             raise InputError(f"--set {override.key}: {where} has {len(node)} item(s), there is no [{part}]",
                              hint="replace the whole list instead: --set 'KEY=[...]'")
-    elif not isinstance(node, dict):
+    elif isinstance(node, list):
         raise InputError(f"--set {override.key}: {where} is a list, not a mapping",
                          hint=f"name an item, e.g. {where}[0].{part}")
+    elif not isinstance(node, dict):
+        raise InputError(f"--set {override.key}: {where} is a value, not a mapping")
