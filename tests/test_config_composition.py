@@ -268,3 +268,9 @@ def test_a_run_given_a_credential_by_set_cannot_be_resumed_without_it(tmp_path, 
 def test_a_set_key_cannot_rewrite_the_chain_or_break_the_snapshot(project, cli, setting, expected):
     code, _, err = cli("validate", "-c", project / "releasegate.yaml", "--set", setting)
     assert code == 2 and expected in one_line_error(err)
+
+
+def test_resume_refuses_a_new_set(project, cli):
+    cli("check", "-c", project / "releasegate.yaml", "--run-id", "r", "--no-progress")
+    code, _, err = cli("check", "--resume", project / "reports" / "r", "--set", "seed=2")
+    assert code == 2 and "drop --set" in one_line_error(err)
