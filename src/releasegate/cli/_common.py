@@ -48,6 +48,19 @@ OutputDirOption = Annotated[
 ]
 LimitOption = Annotated[Optional[int], typer.Option(min=1, help="Run only the first N cases (a quick smoke run).")]
 ProgressOption = Annotated[bool, typer.Option(help="Show progress bars.")]
+SetOption = Annotated[
+    Optional[list[str]], typer.Option(
+        "--set", metavar="KEY=VALUE", show_default=False,
+        help="Override one config value (repeatable, applied in order): a key path such as "
+             "generation.max_new_tokens or suites[0].path, the value read as YAML (empty or null removes the "
+             "key). Checked like the file; recorded in the run's manifest and config snapshot.",
+    )
+]
+
+
+def set_values(values: list[str] | None) -> tuple[str, ...]:
+    """The --set values given, in order (none: an empty tuple)."""
+    return tuple(values or ())
 
 
 def consoles(as_json: bool) -> Console:

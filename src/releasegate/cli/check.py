@@ -16,9 +16,11 @@ from ._common import (
     OutputDirOption,
     ProgressOption,
     RunIdOption,
+    SetOption,
     consoles,
     print_json,
     print_review_line,
+    set_values,
 )
 
 
@@ -47,6 +49,7 @@ def check(
                  "run keeps its own choice.",
         )
     ] = None,
+    sets: SetOption = None,
     as_json: JsonOption = False,
 ) -> int:
     """Run the model under test on every suite, record each case, and print the gate verdict.
@@ -68,7 +71,7 @@ def check(
         raise InputError("--retry-errors needs --resume RUN_DIR (it re-runs the failed cases of a saved run)")
     if resume is not None:
         given = [name for name, value in (("--config", config), ("--run-id", run_id), ("--output-dir", output_dir),
-                                          ("--limit", limit)) if value is not None]
+                                          ("--limit", limit), ("--set", sets or None)) if value is not None]
         if given:
             raise InputError(f"--resume continues the run with its own config, id and cases: drop {given[0]}")
     with signals_stop():
@@ -78,7 +81,7 @@ def check(
         else:
             run, report = run_check_file(config if config is not None else Path(DEFAULT_CONFIG), console=console,
                                          output_dir=output_dir, limit=limit, progress=progress, run_id=run_id,
-                                         allow_pending=allow_pending, use_cache=cache)
+                                         allow_pending=allow_pending, use_cache=cache, overrides=set_values(sets))
         if as_json:
             print_json(report)
         console.print(criteria_table(report))

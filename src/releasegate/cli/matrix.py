@@ -17,8 +17,10 @@ from ._common import (
     OutputDirOption,
     ProgressOption,
     RunIdOption,
+    SetOption,
     consoles,
     print_json,
+    set_values,
 )
 
 
@@ -31,6 +33,7 @@ def matrix(
     limit: LimitOption = None,
     progress: ProgressOption = True,
     allow_pending: AllowPendingOption = False,
+    sets: SetOption = None,
     as_json: JsonOption = False,
 ) -> int:
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
@@ -41,7 +44,8 @@ def matrix(
 
     console = consoles(as_json)
     result = run_matrix(config, variants, draft=draft, console=console, progress=progress, run_id=run_id,
-                        output_dir=output_dir, limit=limit, allow_pending=allow_pending)
+                        output_dir=output_dir, limit=limit, allow_pending=allow_pending,
+                        overrides=set_values(sets))
     rows, verdict = result["variants"], result["verdict"]
     if as_json:
         print_json(result)

@@ -5,22 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import DEFAULT_CONFIG
-from ._common import ConfigOption, JsonOption, consoles, print_json
+from ._common import ConfigOption, JsonOption, SetOption, consoles, print_json, set_values
 
 
-def validate(config: ConfigOption = Path(DEFAULT_CONFIG), as_json: JsonOption = False) -> int:
+def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None, as_json: JsonOption = False) -> int:
     """Check config, suites and rubric (schemas, paths, regexes, metric names). Fast: no model is loaded."""
     from rich.table import Table
 
     from ..inputs.validation import input_summary, load_inputs
 
-    cfg, rubric, per_suite = load_inputs(config, keep=False)
+    cfg, rubric, per_suite = load_inputs(config, keep=False, overrides=set_values(sets))
     summary = input_summary(cfg, rubric, per_suite)
     if as_json:
         print_json(summary)
         return 0
     console = consoles(False)
     console.print(f"{cfg.path}: valid", markup=False, soft_wrap=True)
+    if cfg.extends or cfg.overrides:
+        console.print("composed: " + "; ".join(cfg.composition_lines()), markup=False, soft_wrap=True)
     table = Table()
     table.add_column("suite")
     table.add_column("cases", justify="right")

@@ -11,6 +11,7 @@ mask them by shape as well.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,10 @@ from ..errors import InputError
 from ..llm_judge.settings import parse_judge
 from ..scale import ScaleConfig, parse_scale
 from .cache_config import CacheConfig, PrefixCacheConfig, parse_cache, parse_prefix_cache
-from .config_secrets import masked_config, register_raw_secrets, restore_secrets
+from .composition import Override, compose, parse_override, recorded_override, value_at
+from .config_secrets import masked_config, register_raw_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
-from .files import field_path, line_of, load_yaml, resolve_under
+from .files import resolve_under
 from .load_profile import LoadConfig, parse_load
 from .schema_check import validate
 from .suite_config import SuiteConfig, check_unique_names, parse_suite
@@ -57,6 +59,10 @@ class Config:
     base_dir: Path | None = None
     """The directory relative paths were resolved against: the config's own, or, for a run's snapshot read by
     `check --resume`, the original config's."""
+    extends: tuple[Path, ...] = ()
+    """The configs this one extends (`extends:`), nearest first; empty: the file alone."""
+    overrides: tuple[Override, ...] = ()
+    """The `--set KEY=VALUE` overrides applied over the file, in order."""
 
     def masked_raw(self) -> dict:
         """The config as written, with the target's credentials masked (userinfo and query tokens of base_url,
@@ -68,34 +74,64 @@ class Config:
         else the config re-written with them masked (comments are then lost)."""
         import yaml
 
-        text = self.path.read_text(encoding="utf-8-sig")
         masked = self.masked_raw()
+        if self.extends or self.overrides:  # the composed config, so that a resume reads what ran
+            return (self.composition_comment() + ("# credentials masked\n" if masked != self.raw else "")
+                    + yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
+        text = self.path.read_text(encoding="utf-8-sig")
         if masked == self.raw:
             return text
         return ("# snapshot of the run's config, credentials masked\n"
                 + yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
 
+    def recorded_overrides(self) -> list[dict]:
+        """The `--set` overrides as a run records them: each value as the masked config holds it (a credential
+        given with --set is never written)."""
+        masked, out = self.masked_raw(), []
+        for o in self.overrides:
+            value = value_at(masked, o.parts)
+            out.append({**o.as_record(value), **({"masked": True} if value != value_at(self.raw, o.parts) else {})})
+        return out
 
-def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path | None = None) -> Config:
-    """Load, validate and resolve a config file; raise InputError naming file, line and field.
+    def composition_lines(self) -> list[str]:
+        """What was composed into this config, one line each: the files it extends, nearest first, then the
+        --set overrides (values as recorded: a credential masked), names and values JSON-quoted."""
+        lines = [f"extends {json.dumps(str(p))}" for p in self.extends]
+        lines += [f"--set {o['key']}={json.dumps(o['value'], ensure_ascii=False, default=str)}"
+                  for o in self.recorded_overrides()]
+        return lines
+
+    def composition_comment(self) -> str:
+        """The snapshot's first lines: the config that was run and `composition_lines`, as YAML comments."""
+        lines = [f"snapshot of the run's config {json.dumps(str(self.path))}, composed:"] + self.composition_lines()
+        return "".join(f"# {line}\n" for line in lines)
+
+
+def load_config(
+    path: Path, *, base_dir: Path | None = None, secrets_from: Path | None = None,
+    overrides: tuple[str | Override, ...] = (), secrets_overrides: tuple[dict, ...] = (),
+) -> Config:
+    """Load, compose (`extends:`, `overrides` as `--set KEY=VALUE`, see `composition`), validate and resolve a
+    config; raise InputError naming the file, line and field, or the --set, that wrote the wrong value.
     `base_dir`: resolve relative paths there instead of next to `path` (a snapshot of a config kept elsewhere).
-    `secrets_from`: the config a masked snapshot was made from (a run's `config_path`): its target credentials
-    replace the masked ones, when the rest of its target still matches the snapshot.
+    `secrets_from`: the config a masked snapshot was made from (a run's `config_path`), composed again with the
+    overrides the run recorded (`secrets_overrides`): its target credentials replace the masked ones, when the rest
+    of its target still matches the snapshot.
     Every credential of the target is registered for redaction (see `redaction`), before validation even, so an
     error quoting a value cannot show one."""
     path = Path(path)
-    data, node = load_yaml(path, what="config")
-    if not isinstance(data, dict):
-        raise InputError("a config must be a mapping of keys (target, suites, rubric, ...)", file=path, line=1)
+    composed = compose(path, tuple(o if isinstance(o, Override) else parse_override(o) for o in overrides))
+    data = composed.data
     register_raw_secrets(data.get("target"))
     register_raw_secrets(data.get("judge"))
-    validate(data, "config", file=path, node=node)
+    try:
+        validate(data, "config", file=path, node=composed.layers[-1].node if composed.plain else None)
+    except InputError as exc:
+        raise composed.relocate(exc) from None
     if secrets_from is not None:
-        data = restore_secrets(data, Path(secrets_from))
+        data = restore_from(data, _original(Path(secrets_from), secrets_overrides))
     here = Path(base_dir) if base_dir is not None else path.parent
-
-    def at(*parts: str | int) -> dict:
-        return {"file": path, "line": line_of(node, list(parts)), "field": field_path(list(parts))}
+    at = composed.at
 
     target = parse_target(data["target"], here, at)
     target.register_secrets()
@@ -121,7 +157,22 @@ def load_config(path: Path, *, base_dir: Path | None = None, secrets_from: Path 
         judge=judge,
         scale=parse_scale(data.get("scale"), data["target"], data.get("load"), at),
         base_dir=here,
+        extends=tuple(composed.extends),
+        overrides=composed.overrides,
     )
+
+
+def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:
+    """The original config of a run composed as the run composed it; None when it no longer composes. A
+    credential the run was given with --set was never written: the run cannot be continued without it."""
+    masked = next((r for r in recorded if r.get("masked")), None)
+    if masked is not None:
+        raise InputError(f"the run was given a credential with --set {masked.get('key')}: it was never written, so "
+                         "a resume cannot send it", hint="keep credentials in api_key_env or {env: NAME}")
+    try:
+        return compose(path, tuple(recorded_override(r) for r in recorded)).data
+    except InputError:
+        return None
 
 
 def _judge(raw: dict | None, here: Path, at):

@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..redaction import add_secret, mapping_secrets, mask_mapping, mask_url, secret_from_env, url_secrets
 from .files import load_yaml
 
-__all__ = ["masked_config", "register_raw_secrets", "restore_secrets"]
+__all__ = ["masked_config", "register_raw_secrets", "restore_secrets", "restore_from"]
 
 
 def masked_config(data: dict) -> dict:
@@ -59,6 +59,11 @@ def restore_secrets(data: dict, original: Path) -> dict:
         source, _ = load_yaml(original, what="config")
     except InputError:
         return data
+    return restore_from(data, source)
+
+
+def restore_from(data: dict, source) -> dict:
+    """`restore_secrets` from the original config's mapping (composed, when it extends another or had --set)."""
     if not isinstance(source, dict):
         return data
     data = dict(data)

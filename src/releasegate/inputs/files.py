@@ -19,7 +19,7 @@ import yaml
 from ..errors import InputError
 
 __all__ = [
-    "read_text", "load_yaml", "field_path", "line_of", "exists", "is_file", "is_dir", "resolve_under", "open_regular",
+    "read_text", "load_yaml", "load_yaml_text", "field_path", "line_of", "exists", "is_file", "is_dir", "resolve_under", "open_regular",
     "check_regular", "read_capped", "MAX_FILE_BYTES",
 ]
 
@@ -129,6 +129,16 @@ def load_yaml(path: Path, *, what: str) -> tuple[Any, yaml.Node | None]:
     numbers of later errors). Rejects files over MAX_YAML_BYTES, nesting deeper than MAX_DEPTH and documents
     whose aliases expand past MAX_YAML_NODES."""
     text = read_text(path, what=what, max_bytes=MAX_YAML_BYTES)
+    return _parse_yaml(text, path)
+
+
+def load_yaml_text(text: str, *, source: str) -> Any:
+    """YAML given as text (a `--set` value), read with the same safe loader and limits as a file; errors name
+    `source`."""
+    return _parse_yaml(text, source)[0]
+
+
+def _parse_yaml(text: str, path: Path | str) -> tuple[Any, yaml.Node | None]:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         _check_shape(node, path)
@@ -145,7 +155,7 @@ def load_yaml(path: Path, *, what: str) -> tuple[Any, yaml.Node | None]:
     return data, node
 
 
-def _check_shape(root: yaml.Node | None, path: Path) -> None:
+def _check_shape(root: yaml.Node | None, path: Path | str) -> None:
     """Depth and expanded size of a node tree (an alias counts as often as it is used); no NUL in scalars."""
     sizes: dict[int, int] = {}
 

@@ -16,8 +16,9 @@ __all__ = ["load_inputs", "input_summary"]
 
 
 
-def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = True):
-    """Config, rubric and cases, each validated; raises InputError at the first problem.
+def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = True, overrides: tuple[str, ...] = ()):
+    """Config, rubric and cases, each validated; raises InputError at the first problem. `overrides`: the
+    `--set KEY=VALUE` overrides applied over the config file (see `composition`).
 
     `limit` (`check --limit N`): only the first N cases over the suites in config order, the same cases as
     `load_inputs(...)[2][:N]`, and only the suite lines up to them are read (see `load_suites`). The completion-mode
@@ -26,7 +27,7 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     `keep=False` (`validate`): the cases are read one at a time and not kept, their ids as 8-byte hashes
     (`stream_cases`), and a Counter of cases per suite is returned in their place, so a suite of a million rows
     validates in bounded memory."""
-    config = load_config(config_path)
+    config = load_config(config_path, overrides=overrides)
     rubric = load_rubric(config.rubric)
     cases = load_suites(config.suites, config.path.parent, limit=limit) if keep else None
     per_suite: Counter = Counter()
@@ -104,4 +105,7 @@ def input_summary(config, rubric, per_suite: Counter) -> dict:
     }
     if config.judge is not None:
         summary["judge"] = config.judge.target.describe()
+    if config.extends or config.overrides:  # what was composed into the config that validated
+        summary["extends"] = [str(p) for p in config.extends]
+        summary["set"] = config.recorded_overrides()
     return summary

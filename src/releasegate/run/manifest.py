@@ -28,7 +28,7 @@ from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, sche
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
-    "package_versions", "GENERATION_ROLES",
+    "package_versions", "GENERATION_ROLES", "recorded_overrides",
 ]
 
 MANIFEST = "manifest.json"
@@ -70,7 +70,27 @@ def build_manifest(config, *, run_id: str, cases=None) -> dict:
                   "load.seed": config.load.seed if config.load is not None else None},
         "host": host_facts(),
         "samples": sample_entries(config, cases or ()),
+        **_composition(config),
     })
+
+
+def _composition(config) -> dict:
+    """How the config was composed, when it was: the files it extends (each hashed as a `config:extends` input)
+    and the --set overrides, values as the masked config holds them."""
+    extends, overrides = getattr(config, "extends", ()), getattr(config, "overrides", ())
+    if not extends and not overrides:
+        return {}
+    return {"composition": {"extends": [str(Path(p).resolve()) for p in extends],
+                            "set": config.recorded_overrides()}}
+
+
+def recorded_overrides(run_dir: Path) -> tuple[dict, ...]:
+    """The --set overrides a run's manifest records ({key, value} each); none for a run without them."""
+    try:
+        composition = read_manifest(run_dir).get("composition") or {}
+    except InputError:
+        return ()
+    return tuple(o for o in composition.get("set") or () if isinstance(o, dict))
 
 
 def read_manifest(run_dir: Path) -> dict:
@@ -210,6 +230,8 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
             raise InputError(f"cannot read input to hash it: {exc.strerror}", file=path) from None
 
     add("config", Path(config.path))
+    for extended in getattr(config, "extends", ()):
+        add("config:extends", Path(extended))
     base_dir = getattr(config, "base_dir", None) or Path(config.path).parent
     for suite in config.suites:
         if getattr(suite, "source", None) is None:

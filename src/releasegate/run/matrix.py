@@ -23,9 +23,10 @@ __all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
 
 def run_matrix(config_path: Path, variants: str, *, draft: Path | None, console: Console, progress: bool,
                run_id: str | None = None, output_dir: Path | None = None, limit: int | None = None,
-               allow_pending: bool = False) -> dict:
-    """Run every variant in full, compare each with the first, write matrix.json; the matrix result."""
-    cfg, rubric, cases = load_inputs(config_path, limit=limit)  # only the cases it runs are read
+               allow_pending: bool = False, overrides: tuple[str, ...] = ()) -> dict:
+    """Run every variant in full, compare each with the first, write matrix.json; the matrix result.
+    `overrides`: `--set KEY=VALUE` over the config file, for every variant."""
+    cfg, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)  # only the cases it runs are read
     names = parse_variants(variants)
     draft = draft if draft is not None else cfg.target.draft
     root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-matrix")

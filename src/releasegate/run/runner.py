@@ -40,7 +40,7 @@ from .clock import now
 from .generation import cache_hits, generate_all, keep_client, open_cache
 from .interruption import INTERRUPTION
 from .load_phase import run_load_phase
-from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest
+from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from .prefix_cache import JOURNAL, run_prefix_cache
 from .progress import progress_bar
 from .record import RunDir, RunInfo
@@ -84,10 +84,11 @@ def run_check(
 def run_check_file(
     config_path: Path, *, console: Console, output_dir: Path | None = None, limit: int | None = None,
     progress: bool = True, run_id: str | None = None, allow_pending: bool = False, use_cache: bool | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> tuple[RunDir, dict]:
-    """`run_check` on a config file's inputs, `output_dir` in place of the config's. Only the first `limit` cases
-    are read and validated (see load_inputs)."""
-    config, rubric, cases = load_inputs(config_path, limit=limit)
+    """`run_check` on a config file's inputs, `output_dir` in place of the config's, `overrides` (`--set`) over
+    it. Only the first `limit` cases are read and validated (see load_inputs)."""
+    config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
     if output_dir is not None:
         config = dataclasses.replace(config, output_dir=output_dir)
     return run_check(config, rubric, cases, console=console, progress=progress, run_id=run_id,
@@ -134,7 +135,8 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
         raise InputError("run.json has no config_path: the run predates resume support", file=run.path / "run.json",
                          hint="start a new run")
     base = Path(info.config_path).parent
-    config = load_config(run.path / "config.yaml", base_dir=base, secrets_from=Path(info.config_path))
+    config = load_config(run.path / "config.yaml", base_dir=base, secrets_from=Path(info.config_path),
+                         secrets_overrides=recorded_overrides(run.path))  # the snapshot holds them already
     config = dataclasses.replace(config, output_dir=run.path.parent)
     if info.target_overrides:
         overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
