@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from conftest import ROOT
@@ -50,6 +51,23 @@ def _pip(python: Path, *args: str) -> None:
     assert out.returncode == 0, f"pip install {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
 
 
+def _package_copy(into: Path) -> Path:
+    """What a wheel is built from, copied out of the checkout: an in-tree build would reuse build/lib, where a
+    module deleted from src/ lives on."""
+    copy = into / "releasegate"
+    copy.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, copy / name)
+    shutil.copytree(ROOT / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return copy
+
+
+def _install(python: Path, *args: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        _pip(python, *args, str(_package_copy(Path(tmp))))
+
+
 def lean_venv() -> Path:
     """The bin/ directory of the core-only venv, built or refreshed as needed (one builder at a time)."""
     BUILD.mkdir(exist_ok=True)
@@ -60,11 +78,11 @@ def lean_venv() -> Path:
         if not (venv / ".installed").exists():
             shutil.rmtree(venv, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
-            _pip(venv / "bin" / "python", str(ROOT))  # the core: every dependency resolved by pip
+            _install(venv / "bin" / "python")  # the core: every dependency resolved by pip
             (venv / ".installed").touch()
             code.touch()
         elif not code.exists():
-            _pip(venv / "bin" / "python", "--no-deps", "--force-reinstall", str(ROOT))  # this checkout's code
+            _install(venv / "bin" / "python", "--no-deps", "--force-reinstall")  # this checkout's code
             for old in venv.glob(".releasegate-*"):
                 old.unlink()
             code.touch()

@@ -168,6 +168,16 @@ def test_every_extra_named_is_one_pyproject_declares():
         assert module in names(extras[extra]), (module, extra)
 
 
+def test_the_example_workflow_installs_the_package_not_this_repository():
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "docs" / "release-gate.github-workflow.yml").read_text())
+    job = next(iter(workflow["jobs"].values()))
+    runs = "\n".join(step.get("run", "") for step in job["steps"])
+    assert "make " not in runs and 'pip install $PIP_ARGS "$RELEASEGATE"' in runs
+    assert job["env"]["RELEASEGATE"].startswith("releasegate")
+
+
 # -- the real thing: a fresh venv, `pip install .` ----------------------------------------------------------------
 
 LEAN_RUBRIC = """\
@@ -214,6 +224,9 @@ def test_a_core_install_checks_gates_reports_and_reviews_an_endpoint_without_tor
     assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr  # none of the extras came with the core
     torch = subprocess.run([python, "-c", "import torch"], capture_output=True, text=True, env=clean_env())
     assert torch.returncode != 0 and "No module named 'torch'" in torch.stderr
+    where = subprocess.run([python, "-c", "import releasegate; print(releasegate.__file__)"], capture_output=True,
+                           text=True, env=clean_env(), cwd=tmp_path)
+    assert "site-packages" in where.stdout, where.stdout + where.stderr  # the installed wheel, not src/
 
     config = endpoint_config(tmp_path, llamacpp_server)
     check = lean_run(bin_dir, "check", "-c", config, "--run-id", "lean", "--no-progress", "--json", "--allow-pending",
