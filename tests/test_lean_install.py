@@ -140,6 +140,19 @@ def test_a_rubric_with_evaluate_metrics_without_the_evaluate_extra(project):
     assert not (project / "reports").exists()  # said before the model runs, not after
 
 
+def test_gate_with_an_evaluate_rubric_without_the_evaluate_extra_refuses_rather_than_drops_the_metric(project, cli):
+    code, _, err = cli("check", "-c", replay_config(project), "--run-id", "r", "--no-progress", "--allow-pending")
+    assert code in (0, 1, 3), err
+    rubric = project / "rubrics" / "with_evaluate.yaml"
+    rubric.write_text((project / "rubrics" / "example.yaml").read_text()
+                      + "evaluate:\n  - {name: field_accuracy, module: 'releasegate:field_accuracy'}\n")
+    report = project / "reports" / "r" / "report.json"
+    before = report.read_bytes()
+    out = without("evaluate", "releasegate", "gate", project / "reports" / "r", "--rubric", rubric, cwd=project)
+    one_line(out, "evaluate")
+    assert report.read_bytes() == before  # no verdict written without the metric
+
+
 def test_the_gguf_export_without_its_extras(tmp_path):
     out = without("gguf,torch", "releasegate.export.gguf", DEMO_BASE, tmp_path / "m.gguf", cwd=tmp_path)
     one_line(out, "the GGUF export needs gguf, torch", install_command("llamacpp", "hf"))
