@@ -255,6 +255,16 @@ def test_a_core_install_checks_gates_reports_and_reviews_an_endpoint_without_tor
     review = lean_run(bin_dir, "review", "export", run_dir, "-o", tmp_path / "review.csv", cwd=tmp_path)
     assert review.returncode == 0, review.stderr
     assert (tmp_path / "review.csv").read_text(encoding="utf-8-sig").count("\n") >= 4
+    again = lean_run(bin_dir, "check", "-c", config, "--run-id", "again", "--no-progress", "--allow-pending",
+                     cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    compare = lean_run(bin_dir, "compare", run_dir, tmp_path / "reports" / "again", "--json", cwd=tmp_path)
+    assert compare.returncode in (0, 3) and not compare.stderr.startswith("error"), compare.stderr
+    json.loads(compare.stdout)
+    servers = lean_run(bin_dir, "servers", run_dir, tmp_path / "reports" / "again", "--format", "md", cwd=tmp_path)
+    # 3: no load phase, so the two servers' latency is not compared; the table is what is checked here
+    assert servers.returncode in (0, 3) and "|" in servers.stdout, servers.stderr
+    assert "Traceback" not in servers.stderr and not servers.stderr.startswith("error"), servers.stderr
 
 
 @pytest.mark.slow
