@@ -259,11 +259,12 @@ def test_a_core_install_checks_gates_reports_and_reviews_an_endpoint_without_tor
                      cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     compare = lean_run(bin_dir, "compare", run_dir, tmp_path / "reports" / "again", "--json", cwd=tmp_path)
-    assert compare.returncode in (0, 3) and not compare.stderr.startswith("error"), compare.stderr
+    # its exit code is its verdict (two runs of one server differ in latency): not what is checked here
+    assert compare.returncode in (0, 1, 3) and not compare.stderr.startswith("error"), compare.stderr
     json.loads(compare.stdout)
     servers = lean_run(bin_dir, "servers", run_dir, tmp_path / "reports" / "again", "--format", "md", cwd=tmp_path)
-    # 3: no load phase, so the two servers' latency is not compared; the table is what is checked here
-    assert servers.returncode in (0, 3) and "|" in servers.stdout, servers.stderr
+    # its exit code is its verdict (3: no load phase, latency not compared); the table is what is checked here
+    assert servers.returncode in (0, 1, 3) and "|" in servers.stdout, servers.stderr
     assert "Traceback" not in servers.stderr and not servers.stderr.startswith("error"), servers.stderr
 
 
