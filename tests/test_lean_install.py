@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from releasegate.cli import main
 from releasegate.errors import InputError
 from releasegate.extras import install_command, load, missing, require
 
@@ -151,6 +152,21 @@ def test_gate_with_an_evaluate_rubric_without_the_evaluate_extra_refuses_rather_
     out = without("evaluate", "releasegate", "gate", project / "reports" / "r", "--rubric", rubric, cwd=project)
     one_line(out, "evaluate")
     assert report.read_bytes() == before  # no verdict written without the metric
+
+
+def test_corpus_a_missing_extra_is_never_a_pass_without_its_metric(tmp_path, capsys):
+    """A run every criterion passes, field_accuracy from the evaluate library among them: PASS with the extra
+    installed; without it `gate` refuses (exit 2), never judges the rubric's other criteria alone."""
+    from test_false_pass import Run, lenient, ok
+
+    rubric = lenient(evaluate=[{"name": "field_accuracy", "module": "releasegate:field_accuracy"}])
+    rubric["criteria"].append({"metric": "field_accuracy", "op": ">=", "threshold": 0.9})
+    path = Run([ok(i) for i in range(100)], rubric=rubric).build(tmp_path)
+    out = without("evaluate", "releasegate", "gate", path, "--json", cwd=tmp_path)
+    one_line(out, "field_accuracy" if "field_accuracy" in out.stderr else "evaluate")
+    assert '"PASS"' not in out.stdout and not (path / "report.json").exists()
+    assert main(["gate", str(path), "--json"]) == 0  # the control: the same run, the extra installed
+    assert json.loads(capsys.readouterr().out)["verdict"] == "PASS"
 
 
 def test_the_gguf_export_without_its_extras(tmp_path):
