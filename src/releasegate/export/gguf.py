@@ -54,6 +54,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+from ..extras import require
 from ._gguf_llama import (
     OUTTYPES,
     ExportError,
@@ -68,7 +70,11 @@ from ._gguf_llama import (
 )
 from ._gguf_tokenizer import add_tokenizer
 
-__all__ = ["export_model", "export_lora", "main"]
+__all__ = ["export_model", "export_lora", "main", "NEEDS"]
+
+NEEDS = ("gguf", "torch", "safetensors")
+"""What an export imports: gguf writes the file (the `llamacpp` extra), safetensors and torch read the weights
+(the `hf` extra)."""
 
 
 def export_model(model_dir: str | Path, out_path: str | Path, *, outtype: str = "f16", name: str | None = None) -> Path:
@@ -208,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=Path, help="with --lora: the adapter's HF base model directory")
     parser.add_argument("--outtype", choices=OUTTYPES, help="tensor type (default: f16 for models, f32 for LoRA)")
     args = parser.parse_args(argv)
+    try:
+        require("the GGUF export", *NEEDS)
+    except InputError as exc:  # a missing extra: one line, exit 2, as the releasegate command says it
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         if args.lora:
             path = export_lora(args.source, args.out, base=args.base, outtype=args.outtype or "f32")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -34,8 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+from ..extras import require
 from ._serve import serve_until_interrupted
-from .gguf import export_lora, export_model
+from .gguf import NEEDS, export_lora, export_model
 
 __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter"]
 
@@ -198,6 +201,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http-threads", type=int, default=HTTP_THREADS, help="one per client connection")
     parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
     args = parser.parse_args(argv)
+    try:
+        require("serving with llama.cpp", "xllamacpp", *NEEDS, *(("transformers", "peft") if args.merge else ()))
+    except InputError as exc:  # a missing extra: one line, exit 2, as the releasegate command says it
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     adapters = args.adapter if args.adapter is not None else [Path("models/demo/adapters/good")]
     model, loras = export_for_serving(args.base, adapters, args.out, merge=args.merge)
     server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads,

@@ -145,8 +145,8 @@ def hub_snapshot(hub: str, revision: str | None) -> str | None:
 def _hub_rows(src: dict) -> Iterator[dict]:
     """A hub dataset's split: streamed from the hub cache's copy of the repository when it has one, else
     from the datasets cache (a dataset loaded before), else from the hub when online."""
-    datasets = _datasets()
     hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
+    datasets = _datasets("a hub suite source (source.hub)", f"hub:{hub}")
     what = f"hub dataset '{hub}'" + (f" (config {config})" if config else "")
     snapshot = hub_snapshot(hub, src.get("revision"))
     for file in sorted(Path(snapshot).rglob("*.json*")) if snapshot is not None else ():  # JSON read by pyarrow too

@@ -21,6 +21,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from ..errors import InputError
+from ..extras import load
 from .files import check_regular, open_regular, read_capped
 
 MAX_JSON_DEPTH = 256
@@ -46,11 +47,9 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _datasets():
-    try:
-        import datasets
-    except ImportError:  # pragma: no cover - a dependency of releasegate
-        raise InputError("suite sources need the 'datasets' package", hint="pip install datasets") from None
+def _datasets(purpose: str = "this suite source", file: str | None = None):
+    """The `datasets` module (the `datasets` extra), or a one-line InputError naming `file` and what to install."""
+    datasets = load("datasets", purpose, file=file)
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # a read error is reported once, as an InputError
     return datasets
@@ -58,8 +57,8 @@ def _datasets():
 
 def disk_dataset(src: dict):
     """The split of a save_to_disk directory, as a memory-mapped Dataset."""
-    datasets = _datasets()
     path = str(src["path"])
+    datasets = _datasets("a save_to_disk suite source (format: disk)", path)
     try:
         data = datasets.load_from_disk(path)
     except Exception as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ..errors import InputError
+from ..extras import require
 from ..redaction import (
     REDACTED,
     URL_REDACTED,
@@ -152,6 +153,7 @@ class TargetConfig:
 
 def parse_target(raw: dict, here: Path, at) -> TargetConfig:
     """A validated `target:` section (or a judge's model) as a TargetConfig, paths resolved under `here`."""
+    _check_installed(raw, at)
     base = raw.get("base")
     if base is not None:
         local = resolve_under(here, base)
@@ -184,6 +186,14 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
         **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,
         draft=draft, secret_keys=tuple(raw.get("secret_keys") or ()),
     )
+
+
+def _check_installed(raw: dict, at) -> None:
+    """A model run in-process needs the `hf` extra: said when the config is read (`validate` included), not as a
+    traceback once the run has started. An endpoint or a replay needs nothing beyond the core."""
+    if raw.get("backend") == "hf":
+        modules = ("torch", "transformers", "peft") if raw.get("adapter") else ("torch", "transformers")
+        require("backend: hf", *modules, **at("target", "backend"))
 
 
 def _tokenizer_file(path: Path, at) -> Path:

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..errors import InputError
+from ..extras import require
 from ..llm_judge.settings import check_judged_cases
 from .config import load_config
 from .rubric import load_rubric
@@ -29,6 +30,7 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     validates in bounded memory."""
     config = load_config(config_path, overrides=overrides)
     rubric = load_rubric(config.rubric)
+    _check_installed(rubric)
     cases = load_suites(config.suites, config.path.parent, limit=limit) if keep else None
     per_suite: Counter = Counter()
     chat = []
@@ -48,6 +50,13 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
         missing = _unmatched(missing, suite_tags(config.suites), stop=True)
     _refuse_slices(rubric, missing)
     return config, rubric, cases if keep else per_suite
+
+
+def _check_installed(rubric) -> None:
+    """A rubric's `evaluate:` metrics need the `evaluate` extra: said before the model runs, not once it has
+    answered every case. `gate` on a saved run does not come here."""
+    if rubric.evaluate:
+        require("a rubric's evaluate: metrics", "evaluate", file=rubric.path, field="evaluate")
 
 
 def _named_slices(rubric) -> list[tuple[str, dict]]:

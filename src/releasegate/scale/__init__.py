@@ -12,14 +12,14 @@ the config section and imports nothing heavy.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..extras import install_command, require
 
 __all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT"]
 
-INSTALL_HINT = "pip install 'releasegate[ray]'"
+INSTALL_HINT = install_command("ray")
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,6 @@ def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleC
     if load is not None and load.get("sweep") is not None:
         raise InputError("scale does not spread a capacity sweep across workers", **at("scale"),
                          hint="remove scale: or load.sweep")
-    if importlib.util.find_spec("ray") is None:  # found, not imported: validate stays light
-        raise InputError("scale: {engine: ray} needs Ray, which is not installed", **at("scale", "engine"),
-                         hint=f"install it with: {INSTALL_HINT}")
+    require("scale: {engine: ray}", "ray", **at("scale", "engine"))  # found, not imported: validate stays light
     keys = ("engine", "workers", "address", "cpus_per_worker", "gpus_per_worker")
     return ScaleConfig(**{k: raw[k] for k in keys if k in raw})

@@ -7,8 +7,9 @@ import os
 import signal
 import threading
 
-from ..errors import InputError, ReleasegateError, TargetError
-from . import INSTALL_HINT, ScaleConfig
+from ..errors import ReleasegateError, TargetError
+from ..extras import load
+from . import ScaleConfig
 
 __all__ = ["require_ray", "Cluster", "WORKER_ENV", "worker_env", "normal_priority", "first_line"]
 
@@ -22,12 +23,7 @@ start from the cluster's environment, not the driver's: these are set in each on
 
 def require_ray():
     """The `ray` module, or a one-line InputError (exit 2) saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise InputError("scale: {engine: ray} needs Ray, which is not installed", field="scale.engine",
-                         hint=f"install it with: {INSTALL_HINT}") from None
-    return ray
+    return load("ray", "scale: {engine: ray}", field="scale.engine")
 
 
 def normal_priority() -> int:
