@@ -116,6 +116,17 @@ class FailingCase(_Model):
     output: str
     """The first 300 characters of the output ('' for a failed request)."""
     why: list[str]
+    """Why the case failed, one phrase per problem (an error class, a failed check with its detail, a hit)."""
+    input: str = ""
+    """The input as sent: the prompt, or one 'role: content' line per message (first 1,000 characters)."""
+    expected: str = ""
+    """The expected answer, as JSON unless it is a string ('' for none; first 1,000 characters)."""
+    error_message: str | None = None
+    """For a failed request, what the server or the client said (e.g. the server's reason for an HTTP 400)."""
+    checks: list[dict[str, Any]] = []
+    """Every check of the case: {'check', 'passed' (null: could not be made), 'detail'} (`judging.case_detail`)."""
+    reviews: list[dict[str, Any]] = []
+    """The reviewers' current labels of the case: {'reviewer', 'label', 'reason'}."""
 
 
 class GateReport(_Model):

@@ -13,6 +13,7 @@ from ..run.record import CaseRecord, RunInfo
 from ..scorers import score_records
 from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 from .baseline import baseline_comparison, comparison_results
+from .case_detail import case_detail, case_reviews
 from .capacity import capacity_metric, capacity_view, gated_records, judge_capacity
 from .criteria import (
     EXIT_CODES,
@@ -144,7 +145,7 @@ def judge_run(
     target = target_failure(records, load_records)
     verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
                               incomplete=bool(problems), target_failed=target is not None)
-    failing = failing_cases(records, scores, limit=None)
+    failing = failing_cases(records, scores, limit=None, reviews=case_reviews(labels or []))
     return typed_report({
         "incomplete": "; ".join(problems) or None,
         "target_error": target,
@@ -308,25 +309,33 @@ def _counts(records: list[CaseRecord], load_records: list[CaseRecord]) -> dict:
             "cached": quality["cached"], "phases": phases}
 
 
-def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50) -> list[dict]:
-    """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why (first
-    `limit`; None: all); a failing case sent more than once says how many of its attempts failed."""
+def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50,
+                  reviews: dict[str, list[dict]] | None = None) -> list[dict]:
+    """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why, and
+    what a reader needs to see the case (`case_detail`: input, expected answer, every check, the server's error
+    message, the reviewers' labels from `reviews`, case id -> labels); first `limit` (None: all). A failing case
+    sent more than once says how many of its attempts failed."""
     out = []
     for r in records:
-        s = scores[r.case_id]
-        why = []
-        if (kind := failure(r)) is not None:
-            why.append(f"error: {kind}")
-        for key in ("answer", "format"):
-            if key in s and not s[key]["passed"]:
-                detail = s[key].get("detail") or "; ".join(c["detail"] for c in s[key].get("checks", []) if not c["passed"])
-                why.append(f"{key}: {detail}")
-        if s.get("forbidden", {}).get("hit"):
-            why.append("forbidden: " + ", ".join(s["forbidden"]["categories"]))
+        why = _failing_why(r, scores[r.case_id])
         if why:
             why += [tried] if (tried := attempts_why(r)) else []  # a case answered on a retry is in the counts
-            out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why})
+            out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why,
+                        **case_detail(r, scores[r.case_id], (reviews or {}).get(r.case_id))})
     return out if limit is None else out[:limit]
 
+
+def _failing_why(r: CaseRecord, s: dict) -> list[str]:
+    """Why a case failed, one phrase per problem; empty when it passed."""
+    why = []
+    if (kind := failure(r)) is not None:
+        why.append(f"error: {kind}")
+    for key in ("answer", "format"):
+        if key in s and not s[key]["passed"]:
+            detail = s[key].get("detail") or "; ".join(c["detail"] for c in s[key].get("checks", []) if not c["passed"])
+            why.append(f"{key}: {detail}")
+    if s.get("forbidden", {}).get("hit"):
+        why.append("forbidden: " + ", ".join(s["forbidden"]["categories"]))
+    return why
 
 assert set(SUMMARY_METRICS) <= set(KNOWN_METRICS)

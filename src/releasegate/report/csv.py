@@ -19,7 +19,10 @@ __all__ = ["render_csv", "COLUMNS", "neutralise"]
 COLUMNS = (
     "case_id", "suite", "tags", "passed", "answer", "format", "forbidden", "why", "error", "output",
     "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens",
+    "input", "expected", "error_message", "checks", "reviews",
 )
+"""The columns of report.csv; the case's input, expected answer, check details and reviews come last, so a
+sheet that reads the earlier columns by position still reads them."""
 _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 
@@ -35,7 +38,20 @@ def _values(row: CaseRow) -> list:
         "pass" if row.passed else "fail", check.get("answer", ""), check.get("format", ""), check.get("forbidden", ""),
         "; ".join(row.why), row.error or "", row.output if row.output is not None else "",
         row.ttft_ms, row.tpot_ms, row.e2e_ms, row.input_tokens, row.output_tokens,
+        row.input, row.expected, row.error_message or "", "\n".join(_check_text(r) for r in row.results),
+        "\n".join(_review_text(r) for r in row.reviews),
     ]
+
+
+def _check_text(result: dict) -> str:
+    """'format: json: fail (not JSON)', one line per check."""
+    verdict = "unknown" if result["passed"] is None else ("pass" if result["passed"] else "fail")
+    return f"{result['check']}: {verdict}" + (f" ({result['detail']})" if result["detail"] else "")
+
+
+def _review_text(review: dict) -> str:
+    """'reject by alice: wrong intent', one line per reviewer."""
+    return f"{review['label']} by {review['reviewer']}" + (f": {review['reason']}" if review["reason"] else "")
 
 
 def _cell(value):

@@ -234,10 +234,15 @@ def _cell(value) -> str:
 
 
 def _case(c: CaseRow) -> dict:
-    output = c.output if c.output is not None else ""
     return {
         "row": c, "tags": [f"{k}={v}" for k, v in c.tags.items()],
-        "preview": output if len(output) <= OUTPUT_PREVIEW else output[:OUTPUT_PREVIEW] + "…",
-        "full": output[:OUTPUT_MAX] + ("…" if len(output) > OUTPUT_MAX else "") if len(output) > OUTPUT_PREVIEW else None,
-        "chars": len(output),
+        "input": _folded(c.input), "expected": _folded(c.expected), "output": _folded(c.output or ""),
     }
+
+
+def _folded(text: str) -> dict:
+    """A long text as a preview with the rest (up to OUTPUT_MAX) behind a <details> toggle: no script needed."""
+    if len(text) <= OUTPUT_PREVIEW:
+        return {"preview": text, "full": None, "chars": len(text)}
+    return {"preview": text[:OUTPUT_PREVIEW] + "…", "full": text[:OUTPUT_MAX] + ("…" if len(text) > OUTPUT_MAX else ""),
+            "chars": len(text)}

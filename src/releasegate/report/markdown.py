@@ -192,9 +192,20 @@ def _failure_lines(report: dict) -> list[str]:
     if not failing:
         return []
     shown = failing[:FAILING_CASES_SHOWN]
-    rows = ["| case | suite | why | output |", "|---|---|---|---|"]
+    rows = ["| case | suite | why | input | expected | output | review |", "|---|---|---|---|---|---|---|"]
     for f in shown:
-        output = f["output"] if len(f["output"]) <= OUTPUT_CHARS else f["output"][:OUTPUT_CHARS] + "…"
-        rows.append(f"| {md_text(f['case_id'])} | {md_text(f['suite'])} | {md_text('; '.join(f['why']))} | {md_text(output)} |")
+        output = f["output"] or (f"no output: {f['error_message']}" if f.get("error_message") else "")
+        cells = [f["case_id"], f["suite"], "; ".join(f["why"]), _cut(f.get("input", "")), _cut(f.get("expected", "")),
+                 _cut(output), "; ".join(_review_text(r) for r in f.get("reviews", []))]
+        rows.append("| " + " | ".join(md_text(c) for c in cells) + " |")
     title = f"Failing cases (first {len(shown)})" if len(shown) < len(failing) else f"Failing cases ({len(failing)})"
     return _details(title, rows)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
+
+
+def _review_text(review: dict) -> str:
+    """'reject by alice: wrong intent'."""
+    return f"{review['label']} by {review['reviewer']}" + (f": {_cut(review['reason'])}" if review.get("reason") else "")
