@@ -13,8 +13,8 @@ from ..run.record import CaseRecord, RunInfo
 from ..scorers import score_records
 from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 from .baseline import baseline_comparison, comparison_results
-from .case_detail import case_detail, case_reviews
 from .capacity import capacity_metric, capacity_view, gated_records, judge_capacity
+from .case_detail import case_detail, case_reviews
 from .criteria import (
     EXIT_CODES,
     FAIL,
