@@ -43,7 +43,7 @@ def servers(
     comparison = compare_servers(runs, min_parity_share=min_parity_share, margin=margin)
     if as_json:
         print_json(comparison)
-    console = consoles(as_json)
+    console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only the --format text
     console.print(servers_table(comparison))
     for target in comparison["targets"]:
         if target.get("unchecked"):

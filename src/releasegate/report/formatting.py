@@ -3,7 +3,10 @@ Untrusted text goes through `releasegate.text.inert` in every format."""
 
 from __future__ import annotations
 
-__all__ = ["format_value", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
+import math
+
+__all__ = ["format_value", "format_metric", "format_money", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
+
 
 def format_value(value) -> str:
     """A metric value for people: 4 significant digits, thousands separators for large numbers, '—' for none."""
@@ -12,6 +15,28 @@ def format_value(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
     return str(value)
+
+
+def format_metric(metric: str, value) -> str:
+    """A metric's value: money for the cost metrics (`format_money`), else `format_value`."""
+    return format_money(value) if metric.startswith("cost_") else format_value(value)
+
+
+def format_money(usd) -> str:
+    """US dollars for people: cents from $1 up ('$1,234.50'), 3 significant digits below ('$0.0000759', never
+    '$7.59e-05'); '—' for none."""
+    if usd is None:
+        return "—"
+    if abs(usd) >= 1:
+        return f"${usd:,.2f}"
+    return "$" + (_fixed(usd, 3) if usd else "0")
+
+
+def _fixed(value: float, digits: int) -> str:
+    """`value` in fixed-point notation with `digits` significant digits, trailing zeros dropped."""
+    decimals = max(digits - 1 - math.floor(math.log10(abs(value))), 0)
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def format_interval(interval) -> str:

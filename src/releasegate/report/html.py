@@ -20,7 +20,15 @@ from ..judging.metrics import KNOWN_METRICS
 from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
-from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
+from .formatting import (
+    bounds_note,
+    format_interval,
+    format_metric,
+    format_money,
+    format_threshold,
+    format_value,
+    load_phase_rows,
+)
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
 from .terminal import request_summary
@@ -87,6 +95,8 @@ def _environment() -> Environment:
     )
     env.filters["num"] = format_value
     env.filters["interval"] = format_interval
+    env.filters["money"] = format_money
+    env.filters["metric"] = lambda value, name: format_metric(name, value)
     return env
 
 
@@ -111,7 +121,7 @@ def _headline(metrics: dict) -> list[dict]:
             continue
         value = m["value"]
         text = {"pct": f"{value:.1%}", "ms": f"{value:,.0f} ms" if value >= 100 else f"{value:.3g} ms",
-                "usd": f"${value:,.2f}" if value >= 1 else f"${value:.3g}", "num": format_value(value)}[kind]
+                "usd": format_money(value), "num": format_value(value)}[kind]
         interval = m.get("interval")
         if interval and kind == "pct":
             interval = f"{interval[0]:.1%}–{interval[1]:.1%}"

@@ -1,7 +1,7 @@
 """report.junit.xml: the gate as JUnit XML, so CI systems list gate failures as failed tests.
 
-One <testsuite> per run, one <testcase> per criterion (and one for required human review: failed while it holds
-the verdict, skipped when allowed): a failed criterion is a <failure> naming value vs threshold,
+One <testsuite> per run, one <testcase> per criterion (and one for required human review: failed when approval
+failed or pending review holds the verdict, skipped when pending is allowed or the labels decide nothing yet): a failed criterion is a <failure> naming value vs threshold,
 an insufficient one (too few samples, no value) is <skipped> with the reason. With `cases=True`, every failing
 case is a failed testcase too; by default the failing cases go to the suite's <system-out> instead, so the number
 of failed tests is the number of failed criteria and a passing gate is never shown red.
@@ -17,7 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..text import inert
-from .formatting import format_interval, format_threshold, format_value
+from .formatting import format_interval, format_metric, format_threshold, format_value
 from .terminal import request_summary
 
 __all__ = ["render_junit"]
@@ -32,10 +32,11 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     criteria = report["criteria"]
     failing = report["failing_cases"] if cases else []
     review = _review_status(report)
-    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing) + (review == "blocking")
+    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing) + (review in ("blocking", "failed"))
     counts = {
         "tests": str(len(criteria) + len(failing) + (review is not None)), "failures": str(failures), "errors": "0",
-        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria) + (review == "allowed")), "time": "0",
+        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria) + (review in ("allowed", "undecided"))),
+        "time": "0",
     }
     root = ET.Element("testsuites", name="releasegate", **counts)
     suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report['rubric']}"), **counts)
@@ -67,7 +68,7 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
 def _criterion(suite: ET.Element, c: dict) -> None:
     case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=_text(c["name"]), time="0")
     if c["verdict"] == "fail":
-        message = f"{c['metric']} = {format_value(c['value'])}, required {format_threshold(c)} (n={c['n']})"
+        message = f"{c['metric']} = {format_metric(c['metric'], c['value'])}, required {format_threshold(c)} (n={c['n']})"
         failure = ET.SubElement(case, "failure", message=_text(message), type="gate")
         failure.text = _text(_details(c))
     elif c["verdict"] == "insufficient":
@@ -75,25 +76,42 @@ def _criterion(suite: ET.Element, c: dict) -> None:
 
 
 def _review_status(report: dict) -> str | None:
-    """None (no required review), 'done', 'blocking' (pending, holds the verdict) or 'allowed' (pending, allowed)."""
-    required = [row for row in (report.get("review") or {}).values() if row.get("required")]
+    """None (no required review); 'failed' (a required slice's approval, or the run's, failed: it fails the
+    gate whatever else is pending); 'blocking' (pending, holds the verdict); 'allowed' (pending, allowed);
+    'undecided' (labelled, but the labels decide nothing yet); 'done'."""
+    rows = report.get("review") or {}
+    required = [row for row in rows.values() if row.get("required")]
     if not required:
         return None
-    if all(row["status"] != "pending" for row in required):
-        return "done"
-    return "blocking" if report["verdict"] == "NEEDS_REVIEW" else "allowed"
+    if any(row["status"] == "fail" for row in required):
+        return "failed"
+    if any(row["status"].startswith("pending") for row in required):
+        return "blocking" if report["verdict"] == "NEEDS_REVIEW" else "allowed"
+    if any(row["status"] in ("undecided", "unrepresentative") for row in required):
+        return "undecided"
+    return "done"
 
 
 def _review_case(suite: ET.Element, report: dict, status: str) -> None:
-    """Pending human review as its own test: failed while it holds the verdict, skipped when allowed."""
+    """Required human review as its own test: failed when approval failed or pending review holds the verdict,
+    skipped while pending is allowed or the labels decide nothing yet, passed when approval passed."""
     case = ET.SubElement(suite, "testcase", classname="releasegate.review", name="human review", time="0")
-    missing = [f"{name} {row['reviewed']}/{row['needed']}" for name, row in report["review"].items()
-               if row.get("required") and row["status"] == "pending"]
+    rows = {name: row for name, row in report["review"].items() if row.get("required")}
+    if status == "failed":
+        failed = [f"{name} {format_value(row.get('approval'))} < {format_value(row.get('min_approval'))} "
+                  f"({row['approved']} of {row['reviewed']} reviewed approved)"
+                  for name, row in rows.items() if row["status"] == "fail"]
+        ET.SubElement(case, "failure", message=_text("human approval failed: " + ", ".join(failed)), type="review")
+        return
+    missing = [f"{name} {row['reviewed']}/{row['needed']}" for name, row in rows.items() if row["status"].startswith("pending")]
     message = "human review pending: " + ", ".join(missing)
     if status == "blocking":
         ET.SubElement(case, "failure", message=_text(message), type="review")
     elif status == "allowed":
         ET.SubElement(case, "skipped", message=_text(message + " (allowed by --allow-pending)"))
+    elif status == "undecided":
+        undecided = [f"{name} ({row['status']})" for name, row in rows.items() if row["status"] in ("undecided", "unrepresentative")]
+        ET.SubElement(case, "skipped", message=_text("human approval not decided yet: " + ", ".join(undecided)))
 
 
 def _details(c: dict) -> str:

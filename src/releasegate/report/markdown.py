@@ -17,7 +17,7 @@ from ..judging.metrics import KNOWN_METRICS
 from ..review.summary import review_headline
 from ..text import inert
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
-from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
+from .formatting import bounds_note, format_interval, format_metric, format_threshold, format_value, load_phase_rows
 from .judge_section import calibration_table, judge_lines
 from .terminal import request_summary
 
@@ -89,7 +89,7 @@ def render_markdown(report: dict) -> str:
     ]
     for c in report["criteria"]:
         lines.append(
-            f"| {md_label(c['name'])} | {md_code(c['metric'])} | {format_value(c['value'])} | {format_threshold(c)} "
+            f"| {md_label(c['name'])} | {md_code(c['metric'])} | {format_metric(c['metric'], c['value'])} | {format_threshold(c)} "
             f"| {format_interval(c.get('interval') or c.get('bounds'))} | {c['n']} | {_CELL[c['verdict']]} |"
         )
     if note := bounds_note(report["criteria"]):
@@ -118,7 +118,7 @@ def _metric_lines(report: dict) -> list[str]:
     rows = ["| metric | value | n | bounds | meaning |", "|---|---:|---:|---|---|"]
     for name, m in report["metrics"].items():
         meaning = KNOWN_METRICS[name][1] if name in KNOWN_METRICS else ""
-        rows.append(f"| {md_code(name)} | {format_value(m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
+        rows.append(f"| {md_code(name)} | {format_metric(name, m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
                     f"| {md_label(meaning)} |")
     note = bounds_note(report["metrics"].values())
     return _details("Metrics (all cases)", rows + (["", md_label(note)] if note else []))

@@ -6,7 +6,7 @@ import json
 
 from ..spreadsheet import csv_text
 from ..text import inert
-from .formatting import format_value
+from .formatting import format_money, format_value
 from .markdown import md_label
 from .terminal import Col, FitTable
 
@@ -20,6 +20,7 @@ COLUMNS = (
     ("identical_outputs", "identical outputs"), ("shared_share", "ref cases shared"), ("accuracy_delta", "accuracy vs ref"),
     ("quality_verdict", "quality vs ref"), ("comparable", "comparable"),
 )
+_MONEY = ("cost_per_1m_output_tokens", "cost_per_1m_at_capacity")
 _PARITY_KEYS = ("identical_outputs", "shared_share", "accuracy_delta", "quality_verdict", "comparable")
 
 
@@ -40,7 +41,7 @@ def servers_rows(comparison: dict) -> list[list[str]]:
                 value = "yes"
             if key == "capacity_rps" and value is not None and t.get("capacity_at_least"):
                 value = f">= {format_value(value)}"
-            row.append(value if isinstance(value, str) else format_value(value))
+            row.append(value if isinstance(value, str) else (format_money if key in _MONEY else format_value)(value))
         rows.append([inert(c) for c in row])
     return rows
 

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .capacity_section import capacity_lines, prefix_cache_lines
-from .formatting import format_threshold, format_value
+from .formatting import format_metric, format_threshold
 from .judge_section import judge_lines
 
 __all__ = ["criteria_table", "verdict_lines", "request_summary", "Col", "FitTable"]
@@ -43,7 +43,7 @@ def criteria_table(report: dict) -> FitTable:
     columns = [Col("criterion", "left"), Col("value"), Col("threshold"), Col("n"), Col("verdict", "left"),
                Col("why", "left", free=True)]
     rows = [
-        [c["name"], format_value(c["value"]), format_threshold(c), str(c["n"]),
+        [c["name"], format_metric(c["metric"], c["value"]), format_threshold(c), str(c["n"]),
          Text(c["verdict"], style=_CELL[c["verdict"]]), c.get("reason") or ""]
         for c in report["criteria"]
     ]
