@@ -13,12 +13,29 @@ from typing import Any
 
 from ..review.labels import LabelEdit, current_labels
 from ..run.record import CaseRecord
+from .evidence import failure
 
-__all__ = ["input_text", "expected_text", "check_results", "case_reviews", "case_detail", "cut", "DETAIL_CHARS"]
+__all__ = ["failing_why", "flipped_cases", "FLIPPED_KEPT", "input_text", "expected_text", "check_results", "case_reviews", "case_detail", "cut", "DETAIL_CHARS"]
 
 DETAIL_CHARS = 1000
 """report.json keeps this much of a failing case's input, expected answer and error message (records.jsonl has
 all of it): enough to recognise the case, and 1,000 failing cases stay a few megabytes."""
+
+
+def failing_why(record: CaseRecord, scores: dict) -> list[str]:
+    """Why a case failed, one phrase per problem (its error class, a failed check with its detail, a forbidden
+    hit); empty when it passed. The one rule every report and comparison uses for a case's pass or fail."""
+    why = []
+    if (kind := failure(record)) is not None:
+        why.append(f"error: {kind}")
+    for key in ("answer", "format"):
+        if key in scores and not scores[key]["passed"]:
+            detail = scores[key].get("detail") or "; ".join(
+                c["detail"] for c in scores[key].get("checks", []) if not c["passed"])
+            why.append(f"{key}: {detail}")
+    if scores.get("forbidden", {}).get("hit"):
+        why.append("forbidden: " + ", ".join(scores["forbidden"]["categories"]))
+    return why
 
 
 def input_text(case_input: dict[str, Any]) -> str:
@@ -92,3 +109,31 @@ def case_detail(record: CaseRecord, scores: dict, reviews: list[dict] | None = N
 def cut(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, with '…' where it was cut."""
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+FLIPPED_KEPT = 200
+"""A comparison lists at most this many flipped cases in each direction (the counts are whole)."""
+_FLIP_CHARS = 300
+
+
+def flipped_cases(pairs) -> dict:
+    """The shared cases whose pass or fail (`failing_why`) differs between the two runs: `pass_to_fail` (the
+    candidate lost them) and `fail_to_pass` (it gained them), counted, and listed (the first FLIPPED_KEPT each)
+    with the input, both outputs and why the failing side failed. `pairs`: (baseline record, candidate record,
+    baseline scores, candidate scores) per shared case."""
+    out: dict = {"pass_to_fail": 0, "fail_to_pass": 0, "cases": []}
+    for base, cand, base_scores, cand_scores in pairs:
+        base_why, cand_why = failing_why(base, base_scores), failing_why(cand, cand_scores)
+        if bool(base_why) == bool(cand_why):
+            continue
+        direction = "pass_to_fail" if cand_why else "fail_to_pass"
+        out[direction] += 1
+        if out[direction] <= FLIPPED_KEPT:
+            out["cases"].append(_flip(direction, base, cand, base_why or cand_why))
+    return out
+
+
+def _flip(direction: str, base: CaseRecord, cand: CaseRecord, why: list[str]) -> dict:
+    return {"case_id": cand.case_id, "suite": cand.suite, "flip": direction, "why": why,
+            "input": cut(input_text(cand.input), _FLIP_CHARS), "expected": cut(expected_text(cand.expected), _FLIP_CHARS),
+            "baseline_output": cut(base.output or "", _FLIP_CHARS), "candidate_output": cut(cand.output or "", _FLIP_CHARS)}

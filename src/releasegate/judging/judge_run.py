@@ -14,7 +14,7 @@ from ..scorers import score_records
 from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 from .baseline import baseline_comparison, comparison_results
 from .capacity import capacity_metric, capacity_view, gated_records, judge_capacity
-from .case_detail import case_detail, case_reviews
+from .case_detail import case_detail, case_reviews, failing_why
 from .criteria import (
     EXIT_CODES,
     FAIL,
@@ -27,7 +27,7 @@ from .criteria import (
     meets,
     overall_verdict,
 )
-from .evidence import attempts_why, failure
+from .evidence import attempts_why
 from .gate_report import typed_report
 from .health import (
     client_batched_share,
@@ -317,25 +317,12 @@ def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 5
     sent more than once says how many of its attempts failed."""
     out = []
     for r in records:
-        why = _failing_why(r, scores[r.case_id])
+        why = failing_why(r, scores[r.case_id])
         if why:
             why += [tried] if (tried := attempts_why(r)) else []  # a case answered on a retry is in the counts
             out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why,
                         **case_detail(r, scores[r.case_id], (reviews or {}).get(r.case_id))})
     return out if limit is None else out[:limit]
 
-
-def _failing_why(r: CaseRecord, s: dict) -> list[str]:
-    """Why a case failed, one phrase per problem; empty when it passed."""
-    why = []
-    if (kind := failure(r)) is not None:
-        why.append(f"error: {kind}")
-    for key in ("answer", "format"):
-        if key in s and not s[key]["passed"]:
-            detail = s[key].get("detail") or "; ".join(c["detail"] for c in s[key].get("checks", []) if not c["passed"])
-            why.append(f"{key}: {detail}")
-    if s.get("forbidden", {}).get("hit"):
-        why.append("forbidden: " + ", ".join(s["forbidden"]["categories"]))
-    return why
 
 assert set(SUMMARY_METRICS) <= set(KNOWN_METRICS)

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["format_value", "format_metric", "format_money", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
+CSP = (
+    "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
+    "connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'"
+)
+"""The Content-Security-Policy of every HTML page releasegate writes: no script, inline or not, and no fetch."""
+
+__all__ = ["CSP", "format_value", "format_metric", "format_money", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
 
 
 def format_value(value) -> str:

@@ -21,6 +21,7 @@ from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .formatting import (
+    CSP,
     bounds_note,
     format_interval,
     format_metric,
@@ -36,10 +37,6 @@ from .view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
 
-CSP = (
-    "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
-    "connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'"
-)
 OUTPUT_PREVIEW = 280
 OUTPUT_MAX = 4000
 MAX_CASE_ROWS = 500  # failing cases first; report.csv has every case

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..redaction import redact_values
 from ..spreadsheet import csv_text
 from ..text import inert
 from .formatting import format_money, format_value
@@ -55,6 +56,8 @@ def servers_table(comparison: dict):
 
 
 def render_servers(comparison: dict, fmt: str) -> str:
+    """The comparison in `fmt` (json, csv, md, html); registered secrets redacted in the data first."""
+    comparison = redact_values(comparison)
     if fmt == "json":
         return json.dumps(comparison, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
