@@ -149,6 +149,13 @@ class GateReport(_Model):
     criteria: list[CriterionRow]
     latency_from: Literal["quality", "load", "both"]
     """Which requests latency, throughput and cost come from."""
+    latency_source: dict[str, Any] | None = None
+    """Where the latency figures of `metrics` and `criteria` come from: {'phase', 'in_flight' (most requests in
+    flight; null when not recorded), 'text' (e.g. 'load phase, closed loop, 1 in flight, 80 requests')}
+    (`judging.latency_source`)."""
+    slices_latency_source: dict[str, Any] | None = None
+    """Where the latency columns of `slices` come from, in the same shape: always the quality cases (load-phase
+    requests carry no case tags), so they may differ from `latency_source`."""
     metrics: dict[str, MetricRow]
     """Every summary metric over all cases."""
     latency_excluded: LatencyExcluded | None = None

@@ -38,6 +38,7 @@ from .health import (
     run_problems,
     target_failure,
 )
+from .latency_source import latency_source, quality_source
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
@@ -158,6 +159,8 @@ def judge_run(
         "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records),
         "criteria": [r.as_dict() for r in results],
         "latency_from": phase,
+        "latency_source": latency_source(info, records, phase, sweep),
+        "slices_latency_source": quality_source(info, records),
         "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
         "latency_excluded": latency_exclusions(timed),
         "client_saturated": saturated,

@@ -25,6 +25,7 @@ COMPARE_FORMATS = ("md", "html", "json")
 FLIPPED_SHOWN_MD = 20
 """Markdown (a PR comment) lists this many flipped cases per direction; HTML and JSON every one the comparison keeps."""
 _TEXT_MD = 120
+_LATENCY_ROWS = ("ttft_ms", "tpot_ms", "e2e_ms")
 _STYLE = {"pass": "green", "fail": "red", "insufficient": "yellow"}
 _DIRECTIONS = (("pass_to_fail", "pass → fail (lost by the candidate)"), ("fail_to_pass", "fail → pass (gained)"))
 
@@ -62,10 +63,24 @@ def comparison_notes(result: dict) -> list[str]:
     lines = [f"{row['metric']}: {row['note']}" for row in result["rows"] if row.get("note")]
     lines += [f"{result['verdict']}: {why}" for why in (result.get("target_error"), result.get("incomplete"),
                                                         result.get("settings_note")) if why]
+    lines += _latency_lines(result)
     flipped = result.get("flipped")
     if flipped:
         lines.append(f"flipped cases: {flipped['pass_to_fail']} pass -> fail, {flipped['fail_to_pass']} fail -> pass")
     return lines
+
+
+def _latency_lines(result: dict) -> list[str]:
+    """Where the latency rows come from (each run's quality cases), and a warning when the two runs sent them
+    under different loads: a TTFT delta then measures the load as much as the model."""
+    sources = result.get("latency_sources")
+    if not sources or not any(row["metric"] in _LATENCY_ROWS for row in result["rows"]):
+        return []
+    base, cand = sources["baseline"], sources["candidate"]
+    if base.get("in_flight") == cand.get("in_flight") and base["text"] == cand["text"]:
+        return [f"latency rows measured on: {cand['text']}, in both runs"]
+    return [f"latency rows measured under different loads: baseline {base['text']}, candidate {cand['text']}: "
+            "a latency delta measures the load as well as the target"]
 
 
 def render_comparison(result: dict, fmt: str) -> str:

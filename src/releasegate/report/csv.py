@@ -12,6 +12,7 @@ import json
 
 from ..spreadsheet import csv_text, neutralise
 from ..text import inert
+from .formatting import latency_source_text
 from .view import CaseRow, RunView
 
 __all__ = ["render_csv", "COLUMNS", "neutralise"]
@@ -19,7 +20,7 @@ __all__ = ["render_csv", "COLUMNS", "neutralise"]
 COLUMNS = (
     "case_id", "suite", "tags", "passed", "answer", "format", "forbidden", "why", "error", "output",
     "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens",
-    "input", "expected", "error_message", "checks", "reviews",
+    "input", "expected", "error_message", "checks", "reviews", "latency_from",
 )
 """The columns of report.csv; the case's input, expected answer, check details and reviews come last, so a
 sheet that reads the earlier columns by position still reads them."""
@@ -28,7 +29,9 @@ _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
-    return csv_text([COLUMNS, *([_cell(v) for v in _values(row)] for row in view.cases())], cell_limit=_CELL_CHARS)
+    source = latency_source_text(view.report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
+    rows = ([_cell(v) for v in [*_values(row), source]] for row in view.cases())
+    return csv_text([COLUMNS, *rows], cell_limit=_CELL_CHARS)
 
 
 def _values(row: CaseRow) -> list:

@@ -11,7 +11,7 @@ CSP = (
 )
 """The Content-Security-Policy of every HTML page releasegate writes: no script, inline or not, and no fetch."""
 
-__all__ = ["CSP", "format_value", "format_metric", "format_money", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
+__all__ = ["CSP", "latency_source_text", "format_value", "format_metric", "format_money", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
 
 
 def format_value(value) -> str:
@@ -99,3 +99,16 @@ def bounds_note(items) -> str:
     shown = ", ".join(f"{c * 100:.4g}%" for c in levels)
     return (f"bounds: [lower, upper], each one-sided at {shown} (a missing side, '—', needs more samples); "
             "rates: Wilson, latency percentiles: order statistics, ITL: bootstrap over requests")
+
+
+_PHASE_TEXT = {"quality": "quality cases", "load": "load phase", "both": "quality cases and load phase, together"}
+
+
+def latency_source_text(report: dict, *, slices: bool = False) -> str:
+    """Where the report's latency (and throughput and cost) figures come from, e.g. 'load phase, closed loop,
+    1 in flight, 80 requests'; `slices`: the slices table's latency columns, always the quality cases. A report
+    from before `latency_source` still says its phase."""
+    source = report.get("slices_latency_source" if slices else "latency_source")
+    if isinstance(source, dict) and source.get("text"):
+        return source["text"]
+    return _PHASE_TEXT.get("quality" if slices else report.get("latency_from", "quality"), "quality cases")

@@ -16,7 +16,7 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from ..judging.metrics import KNOWN_METRICS
+from ..judging.metrics import KNOWN_METRICS, is_phased
 from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
@@ -28,6 +28,7 @@ from .formatting import (
     format_money,
     format_threshold,
     format_value,
+    latency_source_text,
     load_phase_rows,
 )
 from .judge_section import calibration_table, judge_lines
@@ -66,16 +67,17 @@ def render_html(view: RunView) -> str:
         csp=CSP, css=Markup(_resource("report.css")), report=report, info=info,
         verdict=report["verdict"], verdict_class=report["verdict"].lower().replace("_", "-"),
         failed_criteria=[c for c in report["criteria"] if c["verdict"] == "fail"],
-        headline=_headline(report["metrics"]),
-        criteria=[_criterion(c) for c in report["criteria"]],
+        headline=_headline(report["metrics"], latency_source_text(report)),
+        criteria=[_criterion(c, latency_source_text(report)) for c in report["criteria"]],
         bounds_note=bounds_note(report["criteria"]), requests=request_summary(report),
         latency=_latency_rows(report["metrics"]),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
-        latency_from=report.get("latency_from", "quality"), load_phase=_load_phase_table(report.get("load_phase")),
+        latency_source=latency_source_text(report), slices_source=latency_source_text(report, slices=True),
+        load_phase=_load_phase_table(report.get("load_phase")),
         capacity=_capacity(report.get("capacity")), prefix_cache=_prefix_cache(report.get("prefix_cache")),
         cost=_cost(view),
         slices=_slices(report["slices"]),
-        metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
+        metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report["metrics"].items()],
         comparison=_as_table(_first(report, "comparison", "baseline", "variants")),
         review=_review_table(_review(report)),
         judge=_judge(report.get("judge")),
@@ -110,7 +112,7 @@ def _first(report: dict, *keys: str):
     return next((report[k] for k in keys if report.get(k)), None)
 
 
-def _headline(metrics: dict) -> list[dict]:
+def _headline(metrics: dict, source: str) -> list[dict]:
     out = []
     for name, label, kind in _HEADLINE:
         m = metrics.get(name)
@@ -126,13 +128,14 @@ def _headline(metrics: dict) -> list[dict]:
             interval = format_interval(interval)
         if interval:  # the bounds' real confidence, each side one-sided
             interval = f"one-sided {m.get('confidence', 0.95):.0%} bounds {interval}"
-        out.append({"label": label, "value": text, "n": m["n"], "interval": interval})
+        out.append({"label": label, "value": text, "n": m["n"], "interval": interval,
+                    "source": source if is_phased(name) else ""})
     return out
 
 
-def _criterion(c: dict) -> dict:
+def _criterion(c: dict, source: str) -> dict:
     where = ", ".join(f"{k}={v}" for k, v in c.get("slice", {}).items())
-    return {**c, "where": where, "threshold_text": format_threshold(c),
+    return {**c, "where": where, "source": source if is_phased(c["metric"]) else "", "threshold_text": format_threshold(c),
             "interval_text": format_interval(c.get("interval") or c.get("bounds"))}
 
 

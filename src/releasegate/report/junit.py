@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..judging.metrics import is_phased
 from ..text import inert
-from .formatting import format_interval, format_metric, format_threshold, format_value
+from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
 from .terminal import request_summary
 
 __all__ = ["render_junit"]
@@ -47,7 +48,7 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     if summary := request_summary(report):
         ET.SubElement(props, "property", name="requests", value=_text(summary))
     for c in criteria:
-        _criterion(suite, c)
+        _criterion(suite, c, latency_source_text(report))
     if review is not None:
         _review_case(suite, report, review)
     for f in failing:
@@ -65,12 +66,14 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _criterion(suite: ET.Element, c: dict) -> None:
+def _criterion(suite: ET.Element, c: dict, source: str = "") -> None:
     case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=_text(c["name"]), time="0")
+    measured_on = f", {source}" if source and is_phased(c["metric"]) else ""  # under what load, for latency
     if c["verdict"] == "fail":
-        message = f"{c['metric']} = {format_metric(c['metric'], c['value'])}, required {format_threshold(c)} (n={c['n']})"
+        message = (f"{c['metric']} = {format_metric(c['metric'], c['value'])}, required {format_threshold(c)} "
+                   f"(n={c['n']}{measured_on})")
         failure = ET.SubElement(case, "failure", message=_text(message), type="gate")
-        failure.text = _text(_details(c))
+        failure.text = _text(_details(c) + (f"\nmeasured on: {source}" if measured_on else ""))
     elif c["verdict"] == "insufficient":
         ET.SubElement(case, "skipped", message=_text(f"insufficient: {c.get('reason') or 'too few samples'}"))
 

@@ -13,11 +13,19 @@ import os
 import re
 import sys
 
-from ..judging.metrics import KNOWN_METRICS
+from ..judging.metrics import KNOWN_METRICS, is_phased
 from ..review.summary import review_headline
 from ..text import inert
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
-from .formatting import bounds_note, format_interval, format_metric, format_threshold, format_value, load_phase_rows
+from .formatting import (
+    bounds_note,
+    format_interval,
+    format_metric,
+    format_threshold,
+    format_value,
+    latency_source_text,
+    load_phase_rows,
+)
 from .judge_section import calibration_table, judge_lines
 from .terminal import request_summary
 
@@ -94,6 +102,8 @@ def render_markdown(report: dict) -> str:
         )
     if note := bounds_note(report["criteria"]):
         lines += ["", md_label(note)]
+    if any(is_phased(c["metric"]) for c in report["criteria"]):
+        lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
     lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _prefix_md(report) + _slice_lines(report) + _review_lines(report) + _judge_md(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
@@ -121,7 +131,8 @@ def _metric_lines(report: dict) -> list[str]:
         rows.append(f"| {md_code(name)} | {format_metric(name, m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
                     f"| {md_label(meaning)} |")
     note = bounds_note(report["metrics"].values())
-    return _details("Metrics (all cases)", rows + (["", md_label(note)] if note else []))
+    source = f"Latency, throughput and cost are measured on: {md_text(latency_source_text(report))}."
+    return _details("Metrics (all cases)", rows + (["", md_label(note)] if note else []) + ["", source])
 
 
 def _load_lines(report: dict) -> list[str]:
@@ -153,7 +164,9 @@ def _slice_lines(report: dict) -> list[str]:
     rows = ["| slice | n | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols)]
     for row in report["slices"]:
         rows.append(f"| {md_text(row['slice'])} | {row['n']} | " + " | ".join(format_value(row[c]) for c in cols) + " |")
-    return _details(f"Slices ({len(report['slices'])})", rows)
+    source = [f"Latency columns are measured on: {md_text(latency_source_text(report, slices=True))}."] if any(
+        is_phased(c) for c in cols) else []
+    return _details(f"Slices ({len(report['slices'])})", source + ([""] if source else []) + rows)
 
 
 def _review_headline(report: dict) -> list[str]:

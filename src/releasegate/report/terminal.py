@@ -16,8 +16,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..judging.metrics import is_phased
 from .capacity_section import capacity_lines, prefix_cache_lines
-from .formatting import format_metric, format_threshold
+from .formatting import format_metric, format_threshold, latency_source_text
 from .judge_section import judge_lines
 
 __all__ = ["criteria_table", "verdict_lines", "request_summary", "Col", "FitTable"]
@@ -256,6 +257,8 @@ def verdict_lines(report: dict) -> list[str]:
         lines.append(summary)
     if report.get("client_saturated"):
         lines.append(report["client_saturated"])
+    if any(is_phased(c["metric"]) for c in report["criteria"]):  # under what load the latency criteria were measured
+        lines.append(f"latency measured on: {latency_source_text(report)}")
     # long figures wrapped to 80 columns with a hanging indent, for CI logs read without a terminal
     lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False)
               for line in capacity_lines(report.get("capacity")) + prefix_cache_lines(report.get("prefix_cache"))]
