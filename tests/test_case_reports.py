@@ -171,7 +171,10 @@ def _load_run(root: Path, cli) -> Path:
     path = Run([ok(i, ttft=500.0) for i in range(60)], rubric=rubric, load=[load_ok(i) for i in range(80)],
                load_phase={"profile": "closed loop, 1 in flight, 80 requests", "seconds": 10.0, "requests": 80,
                            "concurrency": 1, "cut_short": None},
-               client={"client": "lean", "concurrency": 8}).build(root)
+               client={"client": "lean"}).build(root)
+    info = json.loads((path / "run.json").read_text())
+    info["sessions"] = [{"mode": "start", "concurrency": 8}]  # what check records of the quality cases' load
+    (path / "run.json").write_text(json.dumps(info))
     cli("gate", path)
     return path
 
@@ -323,3 +326,18 @@ def test_money_is_dollars_never_e_notation():
         {"run_id": "a", "target": "t", "verdict": "PASS", "cost_per_1m_output_tokens": 7.591e-05, "parity": None}]}
     md = render_servers(comparison, "md")
     assert "$0.0000759" in md and "e-05" not in md
+
+
+def test_check_against_an_endpoint_labels_quality_and_load_latency(tmp_path, cli):
+    from test_client_lateness import check, project
+
+    from releasegate.testing import StubBehaviour, StubServer
+
+    with StubServer(StubBehaviour(ttft_ms=5, itl_ms=1, tokens=4)) as stub:
+        config = project(tmp_path, stub.base_url, concurrency=3, load="load: {concurrency: 2, requests: 8}\n")
+        code, run, info, err = check(cli, config)
+    assert code == 0, err
+    assert [s["concurrency"] for s in info["sessions"]] == [3]
+    report = json.loads((run.path / "report.json").read_text())
+    assert report["slices_latency_source"]["text"] == "quality cases, 3 in flight"
+    assert report["latency_source"] == {"phase": "load", "in_flight": 2, "text": "load phase, closed loop, 2 in flight, 8 requests"}

@@ -153,8 +153,7 @@ class OpenAIBackend(Backend):
         items = [Scheduled(r) for r in requests]
         gens = self._run(lambda client, _: gather(self._sender(client, max_new_tokens), items, self.target.concurrency),
                          self._quality_probe, concurrency=self.target.concurrency)
-        # in flight at most: the reports say under what load the quality cases' latency was measured
-        self.client_stats = {**self._quality_probe.summary(), "concurrency": self.target.concurrency}
+        self.client_stats = self._quality_probe.summary()
         return gens
 
     def run_scheduled(

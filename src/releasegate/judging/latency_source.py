@@ -31,14 +31,15 @@ def latency_source(info: RunInfo, records: list[CaseRecord], phase: str, sweep: 
 
 
 def quality_source(info: RunInfo, records: list[CaseRecord]) -> dict:
-    """The quality cases' source: requests in flight at most (an endpoint's `target.concurrency`, as the run
-    recorded it), or the batch size (the hf backend, whose requests share forward passes)."""
+    """The quality cases' source: requests in flight at most (an endpoint's `target.concurrency`, as each session
+    of the run recorded it in `sessions[].concurrency`), or the batch size (the hf backend, whose requests share forward passes)."""
     timed = measured(records)
     if info.backend == "hf":
         batch = max((r.timing.batch_size for r in timed), default=None)
         text = f"quality cases, batches of {batch}" if batch else "quality cases"
         return {"phase": "quality", "in_flight": batch, "text": text}
-    in_flight = (info.client or {}).get("concurrency")
+    flights = [s["concurrency"] for s in info.sessions if isinstance(s, dict) and isinstance(s.get("concurrency"), int)]
+    in_flight = max(flights, default=None)  # a resumed run: the most any of its parts sent at once
     text = f"quality cases, {in_flight} in flight" if in_flight else "quality cases (requests in flight not recorded)"
     return {"phase": "quality", "in_flight": in_flight, "text": text}
 
