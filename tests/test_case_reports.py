@@ -329,9 +329,8 @@ def test_money_is_dollars_never_e_notation():
 
 
 def test_check_against_an_endpoint_labels_quality_and_load_latency(tmp_path, cli):
-    from test_client_lateness import check, project
-
     from releasegate.testing import StubBehaviour, StubServer
+    from test_client_lateness import check, project
 
     with StubServer(StubBehaviour(ttft_ms=5, itl_ms=1, tokens=4)) as stub:
         config = project(tmp_path, stub.base_url, concurrency=3, load="load: {concurrency: 2, requests: 8}\n")
