@@ -340,3 +340,10 @@ def test_check_against_an_endpoint_labels_quality_and_load_latency(tmp_path, cli
     report = json.loads((run.path / "report.json").read_text())
     assert report["slices_latency_source"]["text"] == "quality cases, 3 in flight"
     assert report["latency_source"] == {"phase": "load", "in_flight": 2, "text": "load phase, closed loop, 2 in flight, 8 requests"}
+
+
+def test_junit_failing_cases_carry_the_servers_message_and_the_input(failing):
+    suite = ET.fromstring(render(RunDir(failing), "junit", junit_cases=True).split("?>", 1)[1]).find("testsuite")
+    bodies = {tc.get("name"): tc.find("failure").text for tc in suite.iter("testcase") if tc.get("classname", "").startswith("releasegate.cases")}
+    assert bodies["c041"].startswith(f"no output: HTTP 400: {SERVER_SAID}")
+    assert f"user: {TICKET}" in bodies["c040"] and bodies["c040"].startswith(WRONG)

@@ -54,7 +54,7 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     for f in failing:
         case = ET.SubElement(suite, "testcase", classname=_text(f"releasegate.cases.{f['suite']}"), name=_text(f["case_id"]), time="0")
         failure = ET.SubElement(case, "failure", message=_text("; ".join(f["why"])), type="case")
-        failure.text = _text(f["output"][:_OUTPUT_CHARS])
+        failure.text = _text(_case_text(f))
     if report["failing_cases"] and not cases:
         ET.SubElement(suite, "system-out").text = _text(_failing_text(report["failing_cases"]))
     unlisted = report.get("failing_cases_total", len(report["failing_cases"])) - len(report["failing_cases"])
@@ -126,6 +126,13 @@ def _details(c: dict) -> str:
     if c.get("reason"):
         lines.append(f"reason: {c['reason']}")
     return "\n".join(lines)
+
+
+def _case_text(f: dict) -> str:
+    """A failing case's body: its output (for a failed request, what the server said), input and expected answer."""
+    said = f"no output: {f['error_message']}" if not f["output"] and f.get("error_message") else f["output"][:_OUTPUT_CHARS]
+    parts = [said] + [f"{key}: {f[key][:_OUTPUT_CHARS]}" for key in ("input", "expected") if f.get(key)]
+    return "\n".join(parts)
 
 
 def _failing_text(failing: list[dict]) -> str:
