@@ -20,7 +20,7 @@ from releasegate.report import FORMATS, render
 from releasegate.report.compare import render_comparison
 from releasegate.report.formatting import format_money
 from releasegate.report.junit import render_junit
-from releasegate.report.matrix import matrix_table, variant_why
+from releasegate.report.matrix import latency_line, matrix_table, variant_why
 from releasegate.report.servers import load_warning, render_servers
 from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing
 from test_compare import _runs
@@ -292,6 +292,12 @@ def test_matrix_shows_each_variants_own_verdict_and_why(monkeypatch):
     assert "FAIL" in line and "pass" in line  # its own gate failed while its quality matched the reference
     assert "ttft_ms_p95" in buf.getvalue()
     assert variant_why({**rows[1], "quality_verdict": "insufficient"}).endswith("(too few shared cases for the margin)")
+    rows[0]["latency_source"] = {"text": "quality cases, batches of 8"}
+    rows[1]["latency_source"] = {"text": "quality cases, batches of 1"}
+    assert latency_line(rows) == ("latency measured under different loads: adapter: quality cases, batches of 8; "
+                                  "int8: quality cases, batches of 1")
+    rows[1]["latency_source"] = rows[0]["latency_source"]
+    assert latency_line(rows) == "latency measured on: quality cases, batches of 8, for every variant"
 
 
 def _review_report(status: str, verdict: str) -> dict:

@@ -8,7 +8,7 @@ from ..text import inert
 from .formatting import format_value
 from .terminal import Col, FitTable
 
-__all__ = ["matrix_table", "variant_why"]
+__all__ = ["matrix_table", "variant_why", "latency_line"]
 
 
 
@@ -41,6 +41,15 @@ def variant_why(row: dict) -> str:
     elif row["quality_verdict"] == "insufficient":
         parts.append("quality vs the reference undecided (too few shared cases for the margin)")
     return "; ".join(p for p in parts if p)
+
+
+def latency_line(rows: list[dict]) -> str:
+    """Where each variant's latency was measured ('latency measured on: quality cases, batches of 8' when they
+    agree, each variant's otherwise): a ratio between figures measured under different loads compares the loads."""
+    texts = {r["variant"]: (r.get("latency_source") or {}).get("text") or "not recorded" for r in rows}
+    if len(set(texts.values())) == 1:
+        return f"latency measured on: {next(iter(texts.values()))}, for every variant"
+    return "latency measured under different loads: " + "; ".join(f"{v}: {t}" for v, t in texts.items())
 
 
 def _signed(value) -> str:
