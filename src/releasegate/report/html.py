@@ -168,9 +168,10 @@ def _cost(view: RunView) -> dict:
 
 def _slices(rows: list[dict]) -> dict:
     if not rows:
-        return {"columns": [], "rows": []}
+        return {"columns": [], "rows": [], "timed": False}
     columns = [k for k in rows[0] if k not in ("slice", "n")]
-    return {"columns": columns, "rows": rows}
+    timed = any(is_phased(k) and row.get(k) is not None for row in rows for k in columns)  # latency to label
+    return {"columns": columns, "rows": rows, "timed": timed}
 
 
 def _judge(judge: dict | None) -> dict | None:

@@ -165,7 +165,7 @@ def _slice_lines(report: dict) -> list[str]:
     for row in report["slices"]:
         rows.append(f"| {md_text(row['slice'])} | {row['n']} | " + " | ".join(format_value(row[c]) for c in cols) + " |")
     source = [f"Latency columns are measured on: {md_text(latency_source_text(report, slices=True))}."] if any(
-        is_phased(c) for c in cols) else []
+        is_phased(c) and row.get(c) is not None for row in report["slices"] for c in cols) else []
     return _details(f"Slices ({len(report['slices'])})", source + ([""] if source else []) + rows)
 
 
