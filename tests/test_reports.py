@@ -164,8 +164,8 @@ def test_markdown_keeps_untrusted_output_inert(tmp_path):
     assert "@octocat" not in md and "@\u200boctocat" in md  # no @mention notification
     failing = md_rows(md, "<summary>Failing cases")
     row = next(r for r in failing if r[0] == "case-000")
-    assert len(row) == 4  # the '|' in the output did not split the row
-    assert row[3].startswith("a | b <script>alert(1)</script>")  # the text itself survives, on one line
+    assert len(row) == 7  # the '|' in the output did not split the row
+    assert row[5].startswith("a | b <script>alert(1)</script>")  # the text itself survives, on one line
 
 
 def test_markdown_goes_to_the_github_step_summary(project, cli, monkeypatch, tmp_path):

@@ -121,7 +121,7 @@ def test_matrix_table_fits_80_columns(monkeypatch):
     rows = [
         {"variant": v, "batch_size": b, "accuracy": acc, "accuracy_delta": d, "accuracy_p": p, "identical_share": s,
          "ttft_ms_p95_ratio": r, "tpot_ms_p95_ratio": r and r * 1.5, "cost_per_1m_output_tokens_ratio": r,
-         "quality_verdict": q}
+         "quality_verdict": q, "verdict": "FAIL" if q == "fail" else "PASS", "verdict_reason": ""}
         for v, b, acc, d, p, s, r, q in [
             ("adapter", 8, 0.8333, None, None, 1.0, None, "pass"),
             ("merged", 8, 0.8333, 0.0, 1.0, 0.98, 1.0123, "pass"),
@@ -133,7 +133,7 @@ def test_matrix_table_fits_80_columns(monkeypatch):
         r["variant"]: [str(r["batch_size"]), format_value(r["accuracy"]), format_value(r["accuracy_p"]),
                        "—" if r["accuracy_delta"] is None else f"{r['accuracy_delta']:+.3f}", f"{r['identical_share']:.0%}",
                        *("—" if x is None else f"{x:.2f}×" for x in (r["ttft_ms_p95_ratio"], r["tpot_ms_p95_ratio"])),
-                       r["quality_verdict"]]
+                       r["quality_verdict"], r["verdict"]]
         for r in rows
     }
     for width in (80, 200):

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ._common import JsonOption, consoles, print_json
+from ._common import ForceOption, JsonOption, consoles, print_json, write_output
+
+
+class Format(StrEnum):
+    md = "md"
+    html = "html"
+    json = "json"
 
 
 def compare(
@@ -17,26 +24,36 @@ def compare(
         Optional[Path], typer.Option(help="Rubric for forbidden rules and baseline margins (default: the candidate's snapshot).", dir_okay=False)
     ] = None,
     confidence: Annotated[float, typer.Option(min=0.5, max=0.999, help="Confidence of tests and intervals.")] = 0.95,
+    fmt: Annotated[Optional[Format], typer.Option(
+        "--format", "-f", help="Also render the comparison (metrics, slices, flipped cases) in this format.")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the --format rendering here (default: stdout).", dir_okay=False)
+    ] = None,
+    force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> int:
     """Compare two runs on their shared cases (same id, same input and expected answer): paired score bounds for
-    pass/fail metrics, paired bootstrap for latency. Exit 1 if any metric regressed beyond its margin, 3 if some
-    could not be decided, nothing was shared, a case differs or a run is not whole (or the baseline measured
-    nothing), 4 if the candidate's target failed most requests, 2 if the runs are the same run or were made with
-    different generation settings, else 0."""
+    pass/fail metrics, paired bootstrap for latency, accuracy per slice, and the cases that flipped (pass to
+    fail, fail to pass). Exit 1 if any metric regressed beyond its margin, 3 if some could not be decided,
+    nothing was shared, a case differs or a run is not whole (or the baseline measured nothing), 4 if the
+    candidate's target failed most requests, 2 if the runs are the same run or were made with different
+    generation settings, else 0."""
     from ..judging.compare_runs import compare_runs
     from ..judging.criteria import EXIT_CODES
-    from ..report.compare import comparison_table
+    from ..report.compare import comparison_notes, comparison_table, render_comparison
 
     result = compare_runs(baseline, candidate, rubric, confidence)
     if as_json:
         print_json(result)
-    console = consoles(as_json)
+    console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only the --format text
     console.print(comparison_table(result))
-    for row in result["rows"]:
-        if row.get("note"):
-            console.print(f"compare: {row['metric']}: {row['note']}", markup=False)  # wrapped to the terminal
-    for why in (result["target_error"], result["incomplete"], result["settings_note"]):
-        if why:
-            console.print(f"compare: {result['verdict']}: {why}", markup=False, soft_wrap=True)
+    for line in comparison_notes(result):
+        console.print(f"compare: {line}", markup=False)  # wrapped to the terminal
+    if fmt is not None:
+        text = render_comparison(result, fmt.value)
+        if output is not None:
+            write_output(output, text, force=force)
+            console.print(f"wrote {output}", markup=False, soft_wrap=True)
+        else:
+            typer.echo(text, nl=False)
     return EXIT_CODES[result["verdict"]]

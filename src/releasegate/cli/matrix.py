@@ -39,8 +39,9 @@ def matrix(
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
     and cost ratios, share of outputs identical to the reference. Exits with the worst verdict: a variant's own gate
     verdict or its quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
-    from ..report.matrix import matrix_table
+    from ..report.matrix import latency_line, matrix_table
     from ..run.matrix import run_matrix
+    from ..text import inert
 
     console = consoles(as_json)
     result = run_matrix(config, variants, draft=draft, console=console, progress=progress, run_id=run_id,
@@ -51,6 +52,7 @@ def matrix(
         print_json(result)
     console.print(matrix_table(rows))
     console.print("TTFT includes the whole batch's prefill: compare it across equal batch sizes.", markup=False)
+    console.print(inert(latency_line(rows), keep=""), markup=False, soft_wrap=True)
     console.print(f"matrix: {verdict} (the worst variant's gate verdict or quality comparison)", markup=False)
     return result["exit_code"]
 

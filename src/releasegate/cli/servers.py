@@ -38,16 +38,18 @@ def servers(
     eligible, 2 for a bad run directory, a run given twice, or runs with other generation, load or objective
     settings than the reference."""
     from ..judging.servers import compare_servers
-    from ..report.servers import render_servers, servers_table
+    from ..report.servers import load_warning, render_servers, servers_table
 
     comparison = compare_servers(runs, min_parity_share=min_parity_share, margin=margin)
     if as_json:
         print_json(comparison)
-    console = consoles(as_json)
+    console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only the --format text
     console.print(servers_table(comparison))
     for target in comparison["targets"]:
         if target.get("unchecked"):
             console.print(f"warning: {target['run_id']}: {target['unchecked']}", markup=False, soft_wrap=True)
+    if warning := load_warning(comparison):
+        console.print(f"warning: {warning}", markup=False, soft_wrap=True)
     console.print(f"recommendation: {comparison['recommendation']}", markup=False, soft_wrap=True)
     if fmt is not None:
         text = render_servers(comparison, fmt.value)

@@ -23,6 +23,7 @@ from statistics import fmean
 
 from ..run.record import CaseRecord
 from ..scorers import score_records
+from .case_detail import flipped_cases
 from .comparability import case_hash
 from .evidence import answered
 from .metrics import select, slices_of
@@ -81,6 +82,7 @@ def compare_records(
         "confidence": margins.confidence,
         "rows": [r for r in rows if r is not None],
         "slices": _slice_rows([p for p in pairs], margins),
+        "flipped": flipped_cases(pairs),  # pass -> fail and fail -> pass, case by case
     }
 
 

@@ -28,6 +28,7 @@ from .comparability import (
 )
 from .compare import DEFAULT_MARGINS, Margins, changed_note, compare_records, comparison_verdict
 from .health import saved_run_problems, target_failure
+from .latency_source import quality_source
 
 __all__ = ["compare_runs"]
 
@@ -64,4 +65,6 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     return {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict,
             "incomplete": "; ".join(problems) or None, "target_error": target,
             "settings_note": f"the runs differ in {describe_differences(other)} (not used by compare)" if other else None,
+            # compare reads the quality cases: their latency, under the load each run sent them with
+            "latency_sources": {"baseline": quality_source(base_info, base), "candidate": quality_source(cand_info, cand)},
             **result}

@@ -116,6 +116,17 @@ class FailingCase(_Model):
     output: str
     """The first 300 characters of the output ('' for a failed request)."""
     why: list[str]
+    """Why the case failed, one phrase per problem (an error class, a failed check with its detail, a hit)."""
+    input: str = ""
+    """The input as sent: the prompt, or one 'role: content' line per message (first 1,000 characters)."""
+    expected: str = ""
+    """The expected answer, as JSON unless it is a string ('' for none; first 1,000 characters)."""
+    error_message: str | None = None
+    """For a failed request, what the server or the client said (e.g. the server's reason for an HTTP 400)."""
+    checks: list[dict[str, Any]] = []
+    """Every check of the case: {'check', 'passed' (null: could not be made), 'detail'} (`judging.case_detail`)."""
+    reviews: list[dict[str, Any]] = []
+    """The reviewers' current labels of the case: {'reviewer', 'label', 'reason'}."""
 
 
 class JudgedBy(_Model):
@@ -156,6 +167,13 @@ class GateReport(_Model):
     criteria: list[CriterionRow]
     latency_from: Literal["quality", "load", "both"]
     """Which requests latency, throughput and cost come from."""
+    latency_source: dict[str, Any] | None = None
+    """Where the latency figures of `metrics` and `criteria` come from: {'phase', 'in_flight' (most requests in
+    flight; null when not recorded), 'text' (e.g. 'load phase, closed loop, 1 in flight, 80 requests')}
+    (`judging.latency_source`)."""
+    slices_latency_source: dict[str, Any] | None = None
+    """Where the latency columns of `slices` come from, in the same shape: always the quality cases (load-phase
+    requests carry no case tags), so they may differ from `latency_source`."""
     metrics: dict[str, MetricRow]
     """Every summary metric over all cases."""
     latency_excluded: LatencyExcluded | None = None

@@ -14,6 +14,7 @@ from ..scorers import score_records
 from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
 from .baseline import baseline_comparison, comparison_results
 from .capacity import capacity_metric, capacity_view, gated_records, judge_capacity
+from .case_detail import case_detail, case_reviews, failing_why
 from .criteria import (
     EXIT_CODES,
     FAIL,
@@ -26,7 +27,7 @@ from .criteria import (
     meets,
     overall_verdict,
 )
-from .evidence import attempts_why, failure
+from .evidence import attempts_why
 from .gate_report import typed_report
 from .health import (
     client_batched_share,
@@ -38,6 +39,7 @@ from .health import (
     run_problems,
     target_failure,
 )
+from .latency_source import latency_source, quality_source
 from .metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
@@ -148,7 +150,7 @@ def judge_run(
     target = target_failure(records, load_records)
     verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
                               incomplete=bool(problems), target_failed=target is not None)
-    failing = failing_cases(records, scores, limit=None)
+    failing = failing_cases(records, scores, limit=None, reviews=case_reviews(labels or []))
     return typed_report({
         "incomplete": "; ".join(problems) or None,
         "target_error": target,
@@ -161,6 +163,8 @@ def judge_run(
         "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records),
         "criteria": [r.as_dict() for r in results],
         "latency_from": phase,
+        "latency_source": latency_source(info, records, phase, sweep),
+        "slices_latency_source": quality_source(info, records),
         "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
         "latency_excluded": latency_exclusions(timed),
         "client_saturated": saturated,
@@ -321,24 +325,19 @@ def _counts(records: list[CaseRecord], load_records: list[CaseRecord]) -> dict:
             "cached": quality["cached"], "phases": phases}
 
 
-def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50) -> list[dict]:
-    """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why (first
-    `limit`; None: all); a failing case sent more than once says how many of its attempts failed."""
+def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50,
+                  reviews: dict[str, list[dict]] | None = None) -> list[dict]:
+    """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why, and
+    what a reader needs to see the case (`case_detail`: input, expected answer, every check, the server's error
+    message, the reviewers' labels from `reviews`, case id -> labels); first `limit` (None: all). A failing case
+    sent more than once says how many of its attempts failed."""
     out = []
     for r in records:
-        s = scores[r.case_id]
-        why = []
-        if (kind := failure(r)) is not None:
-            why.append(f"error: {kind}")
-        for key in ("answer", "format"):
-            if key in s and not s[key]["passed"]:
-                detail = s[key].get("detail") or "; ".join(c["detail"] for c in s[key].get("checks", []) if not c["passed"])
-                why.append(f"{key}: {detail}")
-        if s.get("forbidden", {}).get("hit"):
-            why.append("forbidden: " + ", ".join(s["forbidden"]["categories"]))
+        why = failing_why(r, scores[r.case_id])
         if why:
             why += [tried] if (tried := attempts_why(r)) else []  # a case answered on a retry is in the counts
-            out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why})
+            out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why,
+                        **case_detail(r, scores[r.case_id], (reviews or {}).get(r.case_id))})
     return out if limit is None else out[:limit]
 
 

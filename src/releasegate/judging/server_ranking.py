@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from ..report.formatting import format_money
+
 __all__ = ["recommend", "eligible"]
 
 
@@ -46,7 +48,7 @@ def _best(chosen: list[dict]) -> tuple[dict, str]:
         return _by_capacity(chosen)
     if all(t["cost_per_1m_output_tokens"] is not None for t in chosen):
         best = min(chosen, key=lambda t: t["cost_per_1m_output_tokens"])
-        return best, f"the lowest cost per 1M output tokens (${best['cost_per_1m_output_tokens']:.4g})"
+        return best, f"the lowest cost per 1M output tokens ({format_money(best['cost_per_1m_output_tokens'])})"
     if all(t["ttft_ms_p95"] is not None for t in chosen):
         best = min(chosen, key=lambda t: t["ttft_ms_p95"])
         return best, f"the lowest TTFT p95 ({best['ttft_ms_p95']:.4g} ms)"
@@ -74,5 +76,5 @@ def _cost(t: dict) -> float:
 
 def _rate(t: dict, cost: bool = True) -> str:
     floor = "at least " if t["capacity_at_least"] else ""
-    there = f", ${t['cost_per_1m_at_capacity']:.4g} per 1M output tokens there" if cost and t["cost_per_1m_at_capacity"] else ""
+    there = f", {format_money(t['cost_per_1m_at_capacity'])} per 1M output tokens there" if cost and t["cost_per_1m_at_capacity"] else ""
     return f"{floor}{t['capacity_rps']:.4g} req/s{there}"

@@ -124,7 +124,8 @@ def _target_row(run: RunDir, info, report: dict) -> dict:
     return {
         "run_id": report["run_id"], "run_dir": str(run.path), "target": report["target"], "backend": info.backend,
         "verdict": report["verdict"], "verdict_reason": reason, "saved_verdict": saved,
-        "latency_from": report.get("latency_from"), "client_saturated": bool(report.get("client_saturated")),
+        "latency_from": report.get("latency_from"), "latency_source": report.get("latency_source"),
+        "client_saturated": bool(report.get("client_saturated")),
         **value, "prefill_share": share,
         "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
         "sweep": bool(capacity), "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..inputs.load_profile import objective_limits
-from .formatting import format_value
+from .formatting import format_money, format_value
 
 __all__ = ["sweep_table", "capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
 
@@ -36,7 +36,7 @@ def capacity_lines(capacity: dict | None) -> list[str]:
     there = [_completed(step)]
     there += [f"{t['label']} {format_value(t['at_capacity'])}" for t in capacity.get("thresholds", {}).values()]
     if capacity.get("cost_per_1m_output_tokens") is not None:
-        there.append(f"${format_value(capacity['cost_per_1m_output_tokens'])} per 1M output tokens")
+        there.append(f"{format_money(capacity['cost_per_1m_output_tokens'])} per 1M output tokens")
     lines.append("at capacity: " + ", ".join(there))
     for t in capacity.get("thresholds", {}).values():
         if t.get("scale_out_above") is not None:

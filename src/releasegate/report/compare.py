@@ -1,31 +1,153 @@
-"""The comparison of two runs as a terminal table: one row per metric, whole at any width."""
+"""The comparison of two runs (`releasegate compare`): the terminal table, and `--format md|html|json` for a pull
+request or a person: the verdict, one row per metric, per-slice accuracy deltas and the flipped cases (pass ->
+fail, fail -> pass) with their input and both outputs.
+
+Every text from the runs (case ids, slice names, inputs, outputs, why) is untrusted: inert and escaped in every
+format (Markdown by `md_text`, HTML by jinja2's autoescape after `inert`), never markup.
+"""
 
 from __future__ import annotations
 
+import json
+from importlib import resources
+
 from rich.text import Text
 
+from ..redaction import redact_values
+from ..text import inert, json_inert
+from .formatting import CSP
+from .markdown import md_code, md_label, md_text
 from .terminal import Col, FitTable
 
-__all__ = ["comparison_table"]
+__all__ = ["comparison_table", "render_comparison", "COMPARE_FORMATS", "comparison_notes"]
 
+COMPARE_FORMATS = ("md", "html", "json")
+FLIPPED_SHOWN_MD = 20
+"""Markdown (a PR comment) lists this many flipped cases per direction; HTML and JSON every one the comparison keeps."""
+_TEXT_MD = 120
+_LATENCY_ROWS = ("ttft_ms", "tpot_ms", "e2e_ms")
 _STYLE = {"pass": "green", "fail": "red", "insufficient": "yellow"}
+_DIRECTIONS = (("pass_to_fail", "pass → fail (lost by the candidate)"), ("fail_to_pass", "fail → pass (gained)"))
 
 
 def _num(value, spec: str = ".4g") -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _interval(row: dict) -> str:
+    return f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row.get("interval") else "—"
+
+
+def _metric_cells(row: dict) -> list[str]:
+    """metric, baseline, candidate, delta, interval, margin, McNemar p, as text."""
+    p = f"{row['p_value']:.3g}" if row.get("p_value") is not None else "—"
+    return [row["metric"], _num(row["baseline"]), _num(row["candidate"]), _num(row["delta"], "+.4g"), _interval(row),
+            f"{row['margin']:.3g}", p]
+
+
 def comparison_table(result: dict):
     """One row per metric, whole at any width (see `FitTable`)."""
     columns = [Col("metric", "left"), *(Col(c) for c in ("baseline", "candidate", "delta", "interval", "margin", "McNemar p")),
                Col("verdict", "left")]
-    rows = []
+    rows = [[*_metric_cells(row), Text(row["verdict"], style=_STYLE[row["verdict"]])] for row in result["rows"]]
+    return FitTable(_title(result), columns, rows)
+
+
+def _title(result: dict) -> str:
+    return (f"compare: {result['verdict']} ({result['shared_cases']} shared cases, "
+            f"{result['identical_outputs']} identical outputs)")
+
+
+def comparison_notes(result: dict) -> list[str]:
+    """The lines under the table: each metric's note, what keeps the comparison from standing, the flips."""
+    lines = [f"{row['metric']}: {row['note']}" for row in result["rows"] if row.get("note")]
+    lines += [f"{result['verdict']}: {why}" for why in (result.get("target_error"), result.get("incomplete"),
+                                                        result.get("settings_note")) if why]
+    lines += _latency_lines(result)
+    flipped = result.get("flipped")
+    if flipped:
+        lines.append(f"flipped cases: {flipped['pass_to_fail']} pass -> fail, {flipped['fail_to_pass']} fail -> pass")
+    return lines
+
+
+def _latency_lines(result: dict) -> list[str]:
+    """Where the latency rows come from (each run's quality cases), and a warning when the two runs sent them
+    under different loads: a TTFT delta then measures the load as much as the model."""
+    sources = result.get("latency_sources")
+    if not sources or not any(row["metric"] in _LATENCY_ROWS for row in result["rows"]):
+        return []
+    base, cand = sources["baseline"], sources["candidate"]
+    if base.get("in_flight") == cand.get("in_flight") and base["text"] == cand["text"]:
+        return [f"latency rows measured on: {cand['text']}, in both runs"]
+    return [f"latency rows measured under different loads: baseline {base['text']}, candidate {cand['text']}: "
+            "a latency delta measures the load as well as the target"]
+
+
+def render_comparison(result: dict, fmt: str) -> str:
+    """The comparison as Markdown, HTML or JSON text; registered secrets redacted in the data first."""
+    result = redact_values(result)
+    if fmt == "json":
+        return json_inert(json.dumps(result, indent=2, ensure_ascii=False, default=str)) + "\n"
+    if fmt == "md":
+        return _markdown(result)
+    if fmt == "html":
+        return _html(result)
+    raise ValueError(f"unknown comparison format {fmt!r}")
+
+
+def _flips(result: dict, direction: str) -> list[dict]:
+    return [c for c in (result.get("flipped") or {}).get("cases", []) if c["flip"] == direction]
+
+
+def _markdown(result: dict) -> str:
+    lines = [f"## releasegate {md_label(_title(result))}", "",
+             f"- baseline: {md_label(result['baseline_run'])}", f"- candidate: {md_label(result['candidate_run'])}",
+             *(f"- {md_text(line)}" for line in comparison_notes(result)), "",
+             "| metric | baseline | candidate | delta | interval | margin | McNemar p | verdict |",
+             "|---|---:|---:|---:|---|---:|---:|---|"]
     for row in result["rows"]:
-        interval = f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row["interval"] else "—"
-        p = f"{row['p_value']:.3g}" if row["p_value"] is not None else "—"
-        rows.append([
-            row["metric"], _num(row["baseline"]), _num(row["candidate"]), _num(row["delta"], "+.4g"), interval,
-            f"{row['margin']:.3g}", p, Text(row["verdict"], style=_STYLE[row["verdict"]]),
-        ])
-    title = f"compare: {result['verdict']} ({result['shared_cases']} shared cases, {result['identical_outputs']} identical outputs)"
-    return FitTable(title, columns, rows)
+        cells = _metric_cells(row)
+        lines.append(f"| {md_code(cells[0])} | " + " | ".join(cells[1:]) + f" | {row['verdict']} |")
+    if result.get("slices"):
+        lines += ["", "### Accuracy per slice", "", "| slice | n | baseline | candidate | delta | McNemar p | verdict |",
+                  "|---|---:|---:|---:|---:|---:|---|"]
+        lines += [f"| {md_text(s['slice'])} | {s['n']} | {_num(s['baseline'])} | {_num(s['candidate'])} | "
+                  f"{_num(s['delta'], '+.4g')} | {_num(s['p_value'], '.3g')} | {s['verdict']} |" for s in result["slices"]]
+    for direction, title in _DIRECTIONS:
+        lines += _flip_md(result, direction, title)
+    return "\n".join(lines) + "\n"
+
+
+def _flip_md(result: dict, direction: str, title: str) -> list[str]:
+    cases = _flips(result, direction)
+    total = (result.get("flipped") or {}).get(direction, 0)
+    if not total:
+        return []
+    shown = cases[:FLIPPED_SHOWN_MD]
+    rows = ["| case | suite | why | input | baseline output | candidate output |", "|---|---|---|---|---|---|"]
+    for c in shown:
+        cells = [c["case_id"], c["suite"], "; ".join(c["why"]), c["input"], c["baseline_output"], c["candidate_output"]]
+        rows.append("| " + " | ".join(md_text(_cut(x)) for x in cells) + " |")
+    more = f" (first {len(shown)})" if len(shown) < total else ""
+    return ["", f"<details><summary>Flipped {title}: {total}{more}</summary>", "", *rows, "", "</details>"]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _TEXT_MD else text[:_TEXT_MD] + "…"
+
+
+def _html(result: dict) -> str:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined  # only for HTML
+    from markupsafe import Markup
+
+    folder = resources.files(__package__) / "templates"
+    env = Environment(loader=FileSystemLoader(str(folder)), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True,
+                      finalize=lambda v: inert(v) if isinstance(v, str) and not isinstance(v, Markup) else v)
+    flipped = result.get("flipped") or {"pass_to_fail": 0, "fail_to_pass": 0, "cases": []}
+    return env.get_template("compare.html.j2").render(
+        csp=CSP, css=Markup((folder / "report.css").read_text("utf-8")), result=result, title=_title(result),
+        notes=comparison_notes(result), rows=[(_metric_cells(r), r) for r in result["rows"]],
+        slices=result.get("slices") or [], num=_num,
+        flips=[(title, flipped.get(d, 0), _flips(result, d)) for d, title in _DIRECTIONS],
+    )

@@ -12,21 +12,26 @@ import json
 
 from ..spreadsheet import csv_text, neutralise
 from ..text import inert
+from .formatting import latency_source_text
 from .view import CaseRow, RunView
 
 __all__ = ["render_csv", "COLUMNS", "neutralise"]
 
 COLUMNS = (
     "case_id", "suite", "tags", "passed", "answer", "format", "forbidden", "why", "error", "output",
-    "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens", "judged_by", "rubric_sha256",
+    "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens",
+    "input", "expected", "error_message", "checks", "reviews", "latency_from", "judged_by", "rubric_sha256",
 )
+"""The columns of report.csv; the case's input, expected answer, check details and reviews come last, so a
+sheet that reads the earlier columns by position still reads them."""
 _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 
 def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
     by = _judged_by(view.report)
-    rows = ([_cell(v) for v in [*_values(row), *by]] for row in view.cases())
+    source = latency_source_text(view.report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
+    rows = ([_cell(v) for v in [*_values(row), source, *by]] for row in view.cases())
     return csv_text([COLUMNS, *rows], cell_limit=_CELL_CHARS)
 
 
@@ -46,7 +51,20 @@ def _values(row: CaseRow) -> list:
         "pass" if row.passed else "fail", check.get("answer", ""), check.get("format", ""), check.get("forbidden", ""),
         "; ".join(row.why), row.error or "", row.output if row.output is not None else "",
         row.ttft_ms, row.tpot_ms, row.e2e_ms, row.input_tokens, row.output_tokens,
+        row.input, row.expected, row.error_message or "", "\n".join(_check_text(r) for r in row.results),
+        "\n".join(_review_text(r) for r in row.reviews),
     ]
+
+
+def _check_text(result: dict) -> str:
+    """'format: json: fail (not JSON)', one line per check."""
+    verdict = "unknown" if result["passed"] is None else ("pass" if result["passed"] else "fail")
+    return f"{result['check']}: {verdict}" + (f" ({result['detail']})" if result["detail"] else "")
+
+
+def _review_text(review: dict) -> str:
+    """'reject by alice: wrong intent', one line per reviewer."""
+    return f"{review['label']} by {review['reviewer']}" + (f": {review['reason']}" if review["reason"] else "")
 
 
 def _cell(value):

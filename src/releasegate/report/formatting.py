@@ -3,7 +3,16 @@ Untrusted text goes through `releasegate.text.inert` in every format."""
 
 from __future__ import annotations
 
-__all__ = ["format_value", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
+import math
+
+CSP = (
+    "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
+    "connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'"
+)
+"""The Content-Security-Policy of every HTML page releasegate writes: no script, inline or not, and no fetch."""
+
+__all__ = ["CSP", "latency_source_text", "format_value", "format_metric", "format_money", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
+
 
 def format_value(value) -> str:
     """A metric value for people: 4 significant digits, thousands separators for large numbers, '—' for none."""
@@ -12,6 +21,28 @@ def format_value(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
     return str(value)
+
+
+def format_metric(metric: str, value) -> str:
+    """A metric's value: money for the cost metrics (`format_money`), else `format_value`."""
+    return format_money(value) if metric.startswith("cost_") else format_value(value)
+
+
+def format_money(usd) -> str:
+    """US dollars for people: cents from $1 up ('$1,234.50'), 3 significant digits below ('$0.0000759', never
+    '$7.59e-05'); '—' for none."""
+    if usd is None:
+        return "—"
+    if abs(usd) >= 1:
+        return f"${usd:,.2f}"
+    return "$" + (_fixed(usd, 3) if usd else "0")
+
+
+def _fixed(value: float, digits: int) -> str:
+    """`value` in fixed-point notation with `digits` significant digits, trailing zeros dropped."""
+    decimals = max(digits - 1 - math.floor(math.log10(abs(value))), 0)
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def format_interval(interval) -> str:
@@ -68,3 +99,16 @@ def bounds_note(items) -> str:
     shown = ", ".join(f"{c * 100:.4g}%" for c in levels)
     return (f"bounds: [lower, upper], each one-sided at {shown} (a missing side, '—', needs more samples); "
             "rates: Wilson, latency percentiles: order statistics, ITL: bootstrap over requests")
+
+
+_PHASE_TEXT = {"quality": "quality cases", "load": "load phase", "both": "quality cases and load phase, together"}
+
+
+def latency_source_text(report: dict, *, slices: bool = False) -> str:
+    """Where the report's latency (and throughput and cost) figures come from, e.g. 'load phase, closed loop,
+    1 in flight, 80 requests'; `slices`: the slices table's latency columns, always the quality cases. A report
+    from before `latency_source` still says its phase."""
+    source = report.get("slices_latency_source" if slices else "latency_source")
+    if isinstance(source, dict) and source.get("text"):
+        return source["text"]
+    return _PHASE_TEXT.get("quality" if slices else report.get("latency_from", "quality"), "quality cases")

@@ -16,11 +16,21 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from ..judging.metrics import KNOWN_METRICS
+from ..judging.metrics import KNOWN_METRICS, is_phased
 from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
-from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
+from .formatting import (
+    CSP,
+    bounds_note,
+    format_interval,
+    format_metric,
+    format_money,
+    format_threshold,
+    format_value,
+    latency_source_text,
+    load_phase_rows,
+)
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
 from .terminal import judged_by_line, request_summary, whatif_of
@@ -28,10 +38,6 @@ from .view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
 
-CSP = (
-    "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
-    "connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'"
-)
 OUTPUT_PREVIEW = 280
 OUTPUT_MAX = 4000
 MAX_CASE_ROWS = 500  # failing cases first; report.csv has every case
@@ -62,16 +68,17 @@ def render_html(view: RunView) -> str:
         judged_by=judged_by_line(report), whatif=whatif_of(report),
         verdict=report["verdict"], verdict_class=report["verdict"].lower().replace("_", "-"),
         failed_criteria=[c for c in report["criteria"] if c["verdict"] == "fail"],
-        headline=_headline(report["metrics"]),
-        criteria=[_criterion(c) for c in report["criteria"]],
+        headline=_headline(report["metrics"], latency_source_text(report)),
+        criteria=[_criterion(c, latency_source_text(report)) for c in report["criteria"]],
         bounds_note=bounds_note(report["criteria"]), requests=request_summary(report),
         latency=_latency_rows(report["metrics"]),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
-        latency_from=report.get("latency_from", "quality"), load_phase=_load_phase_table(report.get("load_phase")),
+        latency_source=latency_source_text(report), slices_source=latency_source_text(report, slices=True),
+        load_phase=_load_phase_table(report.get("load_phase")),
         capacity=_capacity(report.get("capacity")), prefix_cache=_prefix_cache(report.get("prefix_cache")),
         cost=_cost(view),
         slices=_slices(report["slices"]),
-        metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1]) for name, m in report["metrics"].items()],
+        metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report["metrics"].items()],
         comparison=_as_table(_first(report, "comparison", "baseline", "variants")),
         review=_review_table(_review(report)),
         judge=_judge(report.get("judge")),
@@ -88,6 +95,8 @@ def _environment() -> Environment:
     )
     env.filters["num"] = format_value
     env.filters["interval"] = format_interval
+    env.filters["money"] = format_money
+    env.filters["metric"] = lambda value, name: format_metric(name, value)
     return env
 
 
@@ -104,7 +113,7 @@ def _first(report: dict, *keys: str):
     return next((report[k] for k in keys if report.get(k)), None)
 
 
-def _headline(metrics: dict) -> list[dict]:
+def _headline(metrics: dict, source: str) -> list[dict]:
     out = []
     for name, label, kind in _HEADLINE:
         m = metrics.get(name)
@@ -112,7 +121,7 @@ def _headline(metrics: dict) -> list[dict]:
             continue
         value = m["value"]
         text = {"pct": f"{value:.1%}", "ms": f"{value:,.0f} ms" if value >= 100 else f"{value:.3g} ms",
-                "usd": f"${value:,.2f}" if value >= 1 else f"${value:.3g}", "num": format_value(value)}[kind]
+                "usd": format_money(value), "num": format_value(value)}[kind]
         interval = m.get("interval")
         if interval and kind == "pct":
             interval = f"{interval[0]:.1%}–{interval[1]:.1%}"
@@ -120,13 +129,14 @@ def _headline(metrics: dict) -> list[dict]:
             interval = format_interval(interval)
         if interval:  # the bounds' real confidence, each side one-sided
             interval = f"one-sided {m.get('confidence', 0.95):.0%} bounds {interval}"
-        out.append({"label": label, "value": text, "n": m["n"], "interval": interval})
+        out.append({"label": label, "value": text, "n": m["n"], "interval": interval,
+                    "source": source if is_phased(name) else ""})
     return out
 
 
-def _criterion(c: dict) -> dict:
+def _criterion(c: dict, source: str) -> dict:
     where = ", ".join(f"{k}={v}" for k, v in c.get("slice", {}).items())
-    return {**c, "where": where, "threshold_text": format_threshold(c),
+    return {**c, "where": where, "source": source if is_phased(c["metric"]) else "", "threshold_text": format_threshold(c),
             "interval_text": format_interval(c.get("interval") or c.get("bounds"))}
 
 
@@ -159,9 +169,10 @@ def _cost(view: RunView) -> dict:
 
 def _slices(rows: list[dict]) -> dict:
     if not rows:
-        return {"columns": [], "rows": []}
+        return {"columns": [], "rows": [], "timed": False}
     columns = [k for k in rows[0] if k not in ("slice", "n")]
-    return {"columns": columns, "rows": rows}
+    timed = any(is_phased(k) and row.get(k) is not None for row in rows for k in columns)  # latency to label
+    return {"columns": columns, "rows": rows, "timed": timed}
 
 
 def _judge(judge: dict | None) -> dict | None:
@@ -235,10 +246,15 @@ def _cell(value) -> str:
 
 
 def _case(c: CaseRow) -> dict:
-    output = c.output if c.output is not None else ""
     return {
         "row": c, "tags": [f"{k}={v}" for k, v in c.tags.items()],
-        "preview": output if len(output) <= OUTPUT_PREVIEW else output[:OUTPUT_PREVIEW] + "…",
-        "full": output[:OUTPUT_MAX] + ("…" if len(output) > OUTPUT_MAX else "") if len(output) > OUTPUT_PREVIEW else None,
-        "chars": len(output),
+        "input": _folded(c.input), "expected": _folded(c.expected), "output": _folded(c.output or ""),
     }
+
+
+def _folded(text: str) -> dict:
+    """A long text as a preview with the rest (up to OUTPUT_MAX) behind a <details> toggle: no script needed."""
+    if len(text) <= OUTPUT_PREVIEW:
+        return {"preview": text, "full": None, "chars": len(text)}
+    return {"preview": text[:OUTPUT_PREVIEW] + "…", "full": text[:OUTPUT_MAX] + ("…" if len(text) > OUTPUT_MAX else ""),
+            "chars": len(text)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .formatting import format_value
+from .formatting import format_money, format_value
 
 __all__ = ["judge_lines", "calibration_table"]
 
@@ -15,7 +15,7 @@ def judge_lines(judge: dict | None) -> list[str]:
     if not judge:
         return []
     errors = ", ".join(f"{n} {kind}" for kind, n in sorted((judge.get("errors") or {}).items())) or "no errors"
-    cost = f", cost ${judge['cost_usd']:.4g}" if judge.get("cost_usd") is not None else ""
+    cost = f", cost {format_money(judge['cost_usd'])}" if judge.get("cost_usd") is not None else ""
     tokens = judge.get("tokens") or {}
     lines = [f"judge: {judge.get('model')}: {judge.get('judged', 0)} of {judge.get('cases', 0)} judged ({errors}), "
              f"{judge.get('calls', 0)} calls, {judge.get('cached', 0)} cached, {tokens.get('input', 0)} + "

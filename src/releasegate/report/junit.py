@@ -1,7 +1,7 @@
 """report.junit.xml: the gate as JUnit XML, so CI systems list gate failures as failed tests.
 
-One <testsuite> per run, one <testcase> per criterion (and one for required human review: failed while it holds
-the verdict, skipped when allowed): a failed criterion is a <failure> naming value vs threshold,
+One <testsuite> per run, one <testcase> per criterion (and one for required human review: failed when approval
+failed or pending review holds the verdict, skipped when pending is allowed or the labels decide nothing yet): a failed criterion is a <failure> naming value vs threshold,
 an insufficient one (too few samples, no value) is <skipped> with the reason. With `cases=True`, every failing
 case is a failed testcase too; by default the failing cases go to the suite's <system-out> instead, so the number
 of failed tests is the number of failed criteria and a passing gate is never shown red.
@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..judging.metrics import is_phased
 from ..text import inert
-from .formatting import format_interval, format_threshold, format_value
+from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
 from .terminal import judged_by_line, request_summary, whatif_of
 
 __all__ = ["render_junit"]
@@ -32,10 +33,11 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     criteria = report["criteria"]
     failing = report["failing_cases"] if cases else []
     review = _review_status(report)
-    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing) + (review == "blocking")
+    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing) + (review in ("blocking", "failed"))
     counts = {
         "tests": str(len(criteria) + len(failing) + (review is not None)), "failures": str(failures), "errors": "0",
-        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria) + (review == "allowed")), "time": "0",
+        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria) + (review in ("allowed", "undecided"))),
+        "time": "0",
     }
     root = ET.Element("testsuites", name="releasegate", **counts)
     whatif = " (what-if)" if whatif_of(report) else ""
@@ -48,13 +50,13 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     if summary := request_summary(report):
         ET.SubElement(props, "property", name="requests", value=_text(summary))
     for c in criteria:
-        _criterion(suite, c)
+        _criterion(suite, c, latency_source_text(report))
     if review is not None:
         _review_case(suite, report, review)
     for f in failing:
         case = ET.SubElement(suite, "testcase", classname=_text(f"releasegate.cases.{f['suite']}"), name=_text(f["case_id"]), time="0")
         failure = ET.SubElement(case, "failure", message=_text("; ".join(f["why"])), type="case")
-        failure.text = _text(f["output"][:_OUTPUT_CHARS])
+        failure.text = _text(_case_text(f))
     if report["failing_cases"] and not cases:
         ET.SubElement(suite, "system-out").text = _text(_failing_text(report["failing_cases"]))
     unlisted = report.get("failing_cases_total", len(report["failing_cases"])) - len(report["failing_cases"])
@@ -78,36 +80,55 @@ def _judged_by(props: ET.Element, report: dict) -> None:
             ET.SubElement(props, "property", name=name, value=_text(value))
 
 
-def _criterion(suite: ET.Element, c: dict) -> None:
+def _criterion(suite: ET.Element, c: dict, source: str = "") -> None:
     case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=_text(c["name"]), time="0")
+    measured_on = f", {source}" if source and is_phased(c["metric"]) else ""  # under what load, for latency
     if c["verdict"] == "fail":
-        message = f"{c['metric']} = {format_value(c['value'])}, required {format_threshold(c)} (n={c['n']})"
+        message = (f"{c['metric']} = {format_metric(c['metric'], c['value'])}, required {format_threshold(c)} "
+                   f"(n={c['n']}{measured_on})")
         failure = ET.SubElement(case, "failure", message=_text(message), type="gate")
-        failure.text = _text(_details(c))
+        failure.text = _text(_details(c) + (f"\nmeasured on: {source}" if measured_on else ""))
     elif c["verdict"] == "insufficient":
         ET.SubElement(case, "skipped", message=_text(f"insufficient: {c.get('reason') or 'too few samples'}"))
 
 
 def _review_status(report: dict) -> str | None:
-    """None (no required review), 'done', 'blocking' (pending, holds the verdict) or 'allowed' (pending, allowed)."""
-    required = [row for row in (report.get("review") or {}).values() if row.get("required")]
+    """None (no required review); 'failed' (a required slice's approval, or the run's, failed: it fails the
+    gate whatever else is pending); 'blocking' (pending, holds the verdict); 'allowed' (pending, allowed);
+    'undecided' (labelled, but the labels decide nothing yet); 'done'."""
+    rows = report.get("review") or {}
+    required = [row for row in rows.values() if row.get("required")]
     if not required:
         return None
-    if all(row["status"] != "pending" for row in required):
-        return "done"
-    return "blocking" if report["verdict"] == "NEEDS_REVIEW" else "allowed"
+    if any(row["status"] == "fail" for row in required):
+        return "failed"
+    if any(row["status"].startswith("pending") for row in required):
+        return "blocking" if report["verdict"] == "NEEDS_REVIEW" else "allowed"
+    if any(row["status"] in ("undecided", "unrepresentative") for row in required):
+        return "undecided"
+    return "done"
 
 
 def _review_case(suite: ET.Element, report: dict, status: str) -> None:
-    """Pending human review as its own test: failed while it holds the verdict, skipped when allowed."""
+    """Required human review as its own test: failed when approval failed or pending review holds the verdict,
+    skipped while pending is allowed or the labels decide nothing yet, passed when approval passed."""
     case = ET.SubElement(suite, "testcase", classname="releasegate.review", name="human review", time="0")
-    missing = [f"{name} {row['reviewed']}/{row['needed']}" for name, row in report["review"].items()
-               if row.get("required") and row["status"] == "pending"]
+    rows = {name: row for name, row in report["review"].items() if row.get("required")}
+    if status == "failed":
+        failed = [f"{name} {format_value(row.get('approval'))} < {format_value(row.get('min_approval'))} "
+                  f"({row['approved']} of {row['reviewed']} reviewed approved)"
+                  for name, row in rows.items() if row["status"] == "fail"]
+        ET.SubElement(case, "failure", message=_text("human approval failed: " + ", ".join(failed)), type="review")
+        return
+    missing = [f"{name} {row['reviewed']}/{row['needed']}" for name, row in rows.items() if row["status"].startswith("pending")]
     message = "human review pending: " + ", ".join(missing)
     if status == "blocking":
         ET.SubElement(case, "failure", message=_text(message), type="review")
     elif status == "allowed":
         ET.SubElement(case, "skipped", message=_text(message + " (allowed by --allow-pending)"))
+    elif status == "undecided":
+        undecided = [f"{name} ({row['status']})" for name, row in rows.items() if row["status"] in ("undecided", "unrepresentative")]
+        ET.SubElement(case, "skipped", message=_text("human approval not decided yet: " + ", ".join(undecided)))
 
 
 def _details(c: dict) -> str:
@@ -119,6 +140,13 @@ def _details(c: dict) -> str:
     if c.get("reason"):
         lines.append(f"reason: {c['reason']}")
     return "\n".join(lines)
+
+
+def _case_text(f: dict) -> str:
+    """A failing case's body: its output (for a failed request, what the server said), input and expected answer."""
+    said = f"no output: {f['error_message']}" if not f["output"] and f.get("error_message") else f["output"][:_OUTPUT_CHARS]
+    parts = [said] + [f"{key}: {f[key][:_OUTPUT_CHARS]}" for key in ("input", "expected") if f.get(key)]
+    return "\n".join(parts)
 
 
 def _failing_text(failing: list[dict]) -> str:

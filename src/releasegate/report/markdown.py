@@ -13,11 +13,19 @@ import os
 import re
 import sys
 
-from ..judging.metrics import KNOWN_METRICS
+from ..judging.metrics import KNOWN_METRICS, is_phased
 from ..review.summary import review_headline
 from ..text import inert
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
-from .formatting import bounds_note, format_interval, format_threshold, format_value, load_phase_rows
+from .formatting import (
+    bounds_note,
+    format_interval,
+    format_metric,
+    format_threshold,
+    format_value,
+    latency_source_text,
+    load_phase_rows,
+)
 from .judge_section import calibration_table, judge_lines
 from .terminal import judged_by_line, request_summary, whatif_of
 
@@ -92,11 +100,13 @@ def render_markdown(report: dict) -> str:
     ]
     for c in report["criteria"]:
         lines.append(
-            f"| {md_label(c['name'])} | {md_code(c['metric'])} | {format_value(c['value'])} | {format_threshold(c)} "
+            f"| {md_label(c['name'])} | {md_code(c['metric'])} | {format_metric(c['metric'], c['value'])} | {format_threshold(c)} "
             f"| {format_interval(c.get('interval') or c.get('bounds'))} | {c['n']} | {_CELL[c['verdict']]} |"
         )
     if note := bounds_note(report["criteria"]):
         lines += ["", md_label(note)]
+    if any(is_phased(c["metric"]) for c in report["criteria"]):
+        lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
     lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _prefix_md(report) + _slice_lines(report) + _review_lines(report) + _judge_md(report) + _failure_lines(report)
     return "\n".join(lines) + "\n"
 
@@ -128,10 +138,11 @@ def _metric_lines(report: dict) -> list[str]:
     rows = ["| metric | value | n | bounds | meaning |", "|---|---:|---:|---|---|"]
     for name, m in report["metrics"].items():
         meaning = KNOWN_METRICS[name][1] if name in KNOWN_METRICS else ""
-        rows.append(f"| {md_code(name)} | {format_value(m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
+        rows.append(f"| {md_code(name)} | {format_metric(name, m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
                     f"| {md_label(meaning)} |")
     note = bounds_note(report["metrics"].values())
-    return _details("Metrics (all cases)", rows + (["", md_label(note)] if note else []))
+    source = f"Latency, throughput and cost are measured on: {md_text(latency_source_text(report))}."
+    return _details("Metrics (all cases)", rows + (["", md_label(note)] if note else []) + ["", source])
 
 
 def _load_lines(report: dict) -> list[str]:
@@ -163,7 +174,9 @@ def _slice_lines(report: dict) -> list[str]:
     rows = ["| slice | n | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols)]
     for row in report["slices"]:
         rows.append(f"| {md_text(row['slice'])} | {row['n']} | " + " | ".join(format_value(row[c]) for c in cols) + " |")
-    return _details(f"Slices ({len(report['slices'])})", rows)
+    source = [f"Latency columns are measured on: {md_text(latency_source_text(report, slices=True))}."] if any(
+        is_phased(c) and row.get(c) is not None for row in report["slices"] for c in cols) else []
+    return _details(f"Slices ({len(report['slices'])})", source + ([""] if source else []) + rows)
 
 
 def _review_headline(report: dict) -> list[str]:
@@ -203,9 +216,20 @@ def _failure_lines(report: dict) -> list[str]:
     if not failing:
         return []
     shown = failing[:FAILING_CASES_SHOWN]
-    rows = ["| case | suite | why | output |", "|---|---|---|---|"]
+    rows = ["| case | suite | why | input | expected | output | review |", "|---|---|---|---|---|---|---|"]
     for f in shown:
-        output = f["output"] if len(f["output"]) <= OUTPUT_CHARS else f["output"][:OUTPUT_CHARS] + "…"
-        rows.append(f"| {md_text(f['case_id'])} | {md_text(f['suite'])} | {md_text('; '.join(f['why']))} | {md_text(output)} |")
+        output = f["output"] or (f"no output: {f['error_message']}" if f.get("error_message") else "")
+        cells = [f["case_id"], f["suite"], "; ".join(f["why"]), _cut(f.get("input", "")), _cut(f.get("expected", "")),
+                 _cut(output), "; ".join(_review_text(r) for r in f.get("reviews", []))]
+        rows.append("| " + " | ".join(md_text(c) for c in cells) + " |")
     title = f"Failing cases (first {len(shown)})" if len(shown) < len(failing) else f"Failing cases ({len(failing)})"
     return _details(title, rows)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
+
+
+def _review_text(review: dict) -> str:
+    """'reject by alice: wrong intent'."""
+    return f"{review['label']} by {review['reviewer']}" + (f": {_cut(review['reason'])}" if review.get("reason") else "")

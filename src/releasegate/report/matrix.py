@@ -4,25 +4,52 @@ from __future__ import annotations
 
 from rich import box
 
+from ..text import inert
 from .formatting import format_value
 from .terminal import Col, FitTable
 
-__all__ = ["matrix_table"]
+__all__ = ["matrix_table", "variant_why", "latency_line"]
 
 
 
 def matrix_table(rows: list[dict]):
-    """One row per variant, whole at any width (see `FitTable`)."""
-    columns = [Col(c, "left" if c in ("variant", "quality") else "right")
-               for c in ("variant", "batch", "acc", "Δ acc", "p", "same", "TTFT95", "TPOT95", "cost", "quality")]
+    """One row per variant, whole at any width (see `FitTable`): its own gate verdict and why, beside its quality
+    comparison with the reference; the matrix's verdict is the worst of both columns over every row."""
+    columns = [Col(c, "left" if c in ("variant", "verdict", "quality") else "right")
+               for c in ("variant", "verdict", "batch", "acc", "Δ acc", "p", "same", "TTFT95", "TPOT95", "cost", "quality")]
+    columns.append(Col("why", "left", free=True))
     cells = [
-        [r["variant"], format_value(r["batch_size"]), format_value(r["accuracy"]), _signed(r["accuracy_delta"]),
+        [r["variant"], r["verdict"], format_value(r["batch_size"]), format_value(r["accuracy"]), _signed(r["accuracy_delta"]),
          format_value(r["accuracy_p"]), "—" if r["identical_share"] is None else f"{r['identical_share']:.0%}", _ratio_only(r["ttft_ms_p95_ratio"]),
-         _ratio_only(r["tpot_ms_p95_ratio"]), _ratio_only(r["cost_per_1m_output_tokens_ratio"]), r["quality_verdict"]]
+         _ratio_only(r["tpot_ms_p95_ratio"]), _ratio_only(r["cost_per_1m_output_tokens_ratio"]), r["quality_verdict"],
+         inert(variant_why(r), keep="")]
         for r in rows
     ]
     return FitTable(f"variant matrix (reference: {rows[0]['variant']}; × = ratio to it)", columns, cells,
                     box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
+
+
+def variant_why(row: dict) -> str:
+    """Why a variant got its verdicts: its gate's reason, and what kept its quality comparison from a pass."""
+    parts = [row.get("verdict_reason") or ""]
+    if row.get("not_comparable"):
+        parts.append(f"quality not compared: {row['not_comparable']}")
+    elif row.get("changed_cases"):
+        parts.append(f"quality: {row['changed_cases']} case(s) changed under the same id")
+    elif row["quality_verdict"] == "fail":
+        parts.append("quality regressed against the reference")
+    elif row["quality_verdict"] == "insufficient":
+        parts.append("quality vs the reference undecided (too few shared cases for the margin)")
+    return "; ".join(p for p in parts if p)
+
+
+def latency_line(rows: list[dict]) -> str:
+    """Where each variant's latency was measured ('latency measured on: quality cases, batches of 8' when they
+    agree, each variant's otherwise): a ratio between figures measured under different loads compares the loads."""
+    texts = {r["variant"]: (r.get("latency_source") or {}).get("text") or "not recorded" for r in rows}
+    if len(set(texts.values())) == 1:
+        return f"latency measured on: {next(iter(texts.values()))}, for every variant"
+    return "latency measured under different loads: " + "; ".join(f"{v}: {t}" for v, t in texts.items())
 
 
 def _signed(value) -> str:

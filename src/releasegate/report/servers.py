@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
+from ..redaction import redact_values
 from ..spreadsheet import csv_text
 from ..text import inert
-from .formatting import format_value
+from .formatting import format_money, format_value
 from .markdown import md_label
 from .terminal import Col, FitTable
 
-__all__ = ["COLUMNS", "servers_rows", "render_servers", "servers_table"]
+__all__ = ["COLUMNS", "servers_rows", "render_servers", "servers_table", "load_warning"]
 
 COLUMNS = (
     ("run_id", "run"), ("target", "target"), ("verdict", "verdict"), ("accuracy", "accuracy"),
@@ -18,8 +19,9 @@ COLUMNS = (
     ("bottleneck", "bound by"), ("output_tokens_per_s", "tok/s"), ("cost_per_1m_output_tokens", "$/1M tok"),
     ("capacity_rps", "capacity req/s"), ("cost_per_1m_at_capacity", "$/1M at capacity"),
     ("identical_outputs", "identical outputs"), ("shared_share", "ref cases shared"), ("accuracy_delta", "accuracy vs ref"),
-    ("quality_verdict", "quality vs ref"), ("comparable", "comparable"),
+    ("quality_verdict", "quality vs ref"), ("comparable", "comparable"), ("latency_source", "latency measured on"),
 )
+_MONEY = ("cost_per_1m_output_tokens", "cost_per_1m_at_capacity")
 _PARITY_KEYS = ("identical_outputs", "shared_share", "accuracy_delta", "quality_verdict", "comparable")
 
 
@@ -38,22 +40,43 @@ def servers_rows(comparison: dict) -> list[list[str]]:
                 value = "reference"
             elif key == "comparable" and value is None:
                 value = "yes"
+            if key == "latency_source":
+                value = _source_text(t)
             if key == "capacity_rps" and value is not None and t.get("capacity_at_least"):
                 value = f">= {format_value(value)}"
-            row.append(value if isinstance(value, str) else format_value(value))
+            row.append(value if isinstance(value, str) else (format_money if key in _MONEY else format_value)(value))
         rows.append([inert(c) for c in row])
     return rows
 
 
+def _source_text(target: dict) -> str:
+    source = target.get("latency_source")
+    return source["text"] if isinstance(source, dict) and source.get("text") else (target.get("latency_from") or "—")
+
+
+def load_warning(comparison: dict) -> str | None:
+    """A warning when the targets' latency figures were measured under different loads (another phase, or
+    another number of requests in flight): their TTFT and TPOT then answer different questions. None otherwise."""
+    targets = comparison["targets"]
+    loads = {(((t.get("latency_source") or {}).get("phase") or t.get("latency_from")),
+               (t.get("latency_source") or {}).get("in_flight")) for t in targets}
+    if len(loads) < 2:
+        return None
+    each = "; ".join(f"{t['run_id']}: {_source_text(t)}" for t in targets)
+    return f"the targets' latency was measured under different loads, so TTFT and TPOT are not like for like: {each}"
+
+
 def servers_table(comparison: dict):
     """The terminal table, whole at any width (see `FitTable`)."""
-    columns = [Col(label, "left" if key in ("run_id", "target", "verdict", "bottleneck", "quality_verdict") else "right")
-               for key, label in COLUMNS]
+    columns = [Col(label, "left" if key in ("run_id", "target", "verdict", "bottleneck", "quality_verdict") else "right",
+                   free=key == "latency_source") for key, label in COLUMNS]
     return FitTable(f"servers: {len(comparison['targets'])} targets, reference {comparison['reference']}", columns,
                     servers_rows(comparison))
 
 
 def render_servers(comparison: dict, fmt: str) -> str:
+    """The comparison in `fmt` (json, csv, md, html); registered secrets redacted in the data first."""
+    comparison = redact_values(comparison)
     if fmt == "json":
         return json.dumps(comparison, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
@@ -69,7 +92,7 @@ def _markdown(comparison: dict) -> str:
     lines = ["# Server comparison", "", f"**Recommendation:** {md_label(comparison['recommendation'])}", "",
              "| " + " | ".join(label for _, label in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in servers_rows(comparison)]
-    lines += ["", _BOUND_NOTE, ""]
+    lines += ["", _BOUND_NOTE, ""] + ([f"**Warning:** {md_label(w)}", ""] if (w := load_warning(comparison)) else [])
     return "\n".join(lines)
 
 
@@ -85,7 +108,8 @@ def _html(comparison: dict) -> str:
     env = Environment(autoescape=True)
     template = env.from_string(_PAGE)
     return template.render(recommendation=comparison["recommendation"], columns=[label for _, label in COLUMNS],
-                           rows=servers_rows(comparison), note=_BOUND_NOTE)
+                           rows=servers_rows(comparison), note=_BOUND_NOTE,
+                           warning=inert(load_warning(comparison) or "", keep=""))
 
 
 _PAGE = """<!doctype html>
@@ -100,5 +124,6 @@ td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:right}td:nth-child(-n
 <table><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
 <tbody>{% for row in rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
 <p>{{ note }}</p>
+{% if warning %}<p><strong>Warning:</strong> {{ warning }}</p>{% endif %}
 </body></html>
 """

@@ -16,9 +16,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..judging.metrics import is_phased
 from ..text import inert
 from .capacity_section import capacity_lines, prefix_cache_lines
-from .formatting import format_threshold, format_value
+from .formatting import format_metric, format_threshold, latency_source_text
 from .judge_section import judge_lines
 
 __all__ = ["criteria_table", "verdict_lines", "request_summary", "judged_by_line", "whatif_of", "Col", "FitTable"]
@@ -44,7 +45,7 @@ def criteria_table(report: dict) -> FitTable:
     columns = [Col("criterion", "left"), Col("value"), Col("threshold"), Col("n"), Col("verdict", "left"),
                Col("why", "left", free=True)]
     rows = [
-        [c["name"], format_value(c["value"]), format_threshold(c), str(c["n"]),
+        [c["name"], format_metric(c["metric"], c["value"]), format_threshold(c), str(c["n"]),
          Text(c["verdict"], style=_CELL[c["verdict"]]), c.get("reason") or ""]
         for c in report["criteria"]
     ]
@@ -279,6 +280,8 @@ def verdict_lines(report: dict) -> list[str]:
         lines.append(summary)
     if report.get("client_saturated"):
         lines.append(report["client_saturated"])
+    if any(is_phased(c["metric"]) for c in report["criteria"]):  # under what load the latency criteria were measured
+        lines.append(f"latency measured on: {latency_source_text(report)}")
     # long figures wrapped to 80 columns with a hanging indent, for CI logs read without a terminal
     lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False)
               for line in capacity_lines(report.get("capacity")) + prefix_cache_lines(report.get("prefix_cache"))]

@@ -12,10 +12,13 @@ from typing import Any
 
 from ..inputs.rubric import ForbiddenRule, load_rubric
 from ..judging.capacity import gated_records
+from ..judging.case_detail import case_reviews, check_results, expected_text, input_text
 from ..judging.gate_report import load_report
 from ..judging.judge_run import failing_cases
 from ..judging.metrics import measured, phase_records
 from ..llm_judge.verdicts import run_verdicts
+from ..redaction import redact_values
+from ..review.labels import read_labels
 from ..run.record import CaseRecord, RunDir, RunInfo
 from ..scorers import score_records
 
@@ -42,6 +45,16 @@ class CaseRow:
     e2e_ms: float | None
     input_tokens: int | None
     output_tokens: int | None
+    input: str = ""
+    """The input as sent: the prompt, or one 'role: content' line per message (`case_detail.input_text`)."""
+    expected: str = ""
+    """The expected answer as text ('' for none)."""
+    error_message: str | None = None
+    """For a failed request, what the server or the client said about it."""
+    results: tuple[dict, ...] = ()
+    """Every check with its result and detail (`case_detail.check_results`)."""
+    reviews: tuple[dict, ...] = ()
+    """The reviewers' current labels of the case: {'reviewer', 'label', 'reason'}."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,8 @@ class RunView:
     """case id -> automatic scores, recomputed with the forbidden rules the report was judged with."""
     load_records: list[CaseRecord] = field(default_factory=list)
     """The load phase's requests (load.jsonl), when the run had one."""
+    reviews: dict[str, list[dict]] = field(default_factory=dict)
+    """Case id -> the reviewers' current labels (reviews.jsonl), redacted like the records."""
 
     @classmethod
     def load(cls, run: RunDir, report: dict | None = None) -> RunView:
@@ -70,11 +85,12 @@ class RunView:
         verdicts = run_verdicts(run, info)
         scores = score_records(records, forbidden, verdicts)
         load = run.read_records("load.jsonl") if (run.path / "load.jsonl").is_file() else []
-        return cls(run.path, info, report, records, scores, load)
+        return cls(run.path, info, report, records, scores, load, redact_values(case_reviews(read_labels(run))))
 
     def cases(self) -> list[CaseRow]:
         why = {f["case_id"]: f["why"] for f in failing_cases(self.records, self.scores, limit=len(self.records))}
-        return [_row(r, self.scores[r.case_id], why.get(r.case_id, [])) for r in self.records]
+        return [_row(r, self.scores[r.case_id], why.get(r.case_id, []), self.reviews.get(r.case_id, []))
+                for r in self.records]
 
     def timed_records(self) -> list[CaseRecord]:
         """The requests the report's latency figures come from: the quality cases, the load phase (of a capacity
@@ -94,7 +110,7 @@ class RunView:
         return [(t.ttft_ms, max(t.e2e_ms - t.ttft_ms, 0.0)) for t in done if t.ttft_ms is not None and t.e2e_ms is not None]
 
 
-def _row(record: CaseRecord, scores: dict, why: list[str]) -> CaseRow:
+def _row(record: CaseRecord, scores: dict, why: list[str], reviews: list[dict]) -> CaseRow:
     checks = {key: bool(scores[key]["passed"]) for key in ("answer", "format") if key in scores}
     if "forbidden" in scores:
         checks["forbidden"] = not scores["forbidden"]["hit"]
@@ -103,4 +119,6 @@ def _row(record: CaseRecord, scores: dict, why: list[str]) -> CaseRow:
         passed=not why, checks=checks, why=why,
         ttft_ms=record.timing.ttft_ms, tpot_ms=record.timing.tpot_ms, e2e_ms=record.timing.e2e_ms,
         input_tokens=record.tokens.input, output_tokens=record.tokens.output,
+        input=input_text(record.input), expected=expected_text(record.expected), error_message=record.error_message,
+        results=tuple(check_results(scores)), reviews=tuple(reviews),
     )

@@ -202,6 +202,8 @@ def keep_client(info: RunInfo, session: dict, backend) -> None:
     stats = getattr(backend, "client_stats", None)
     if stats:
         session["client"] = stats
+        # requests in flight at most: the reports say under what load the quality cases' latency was measured
+        session["concurrency"] = getattr(getattr(backend, "target", None), "concurrency", None)
         info.client = worst_client(*(s.get("client") for s in info.sessions if isinstance(s, dict)), info.client, stats)
 
 

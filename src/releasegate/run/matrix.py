@@ -63,6 +63,8 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rul
             "variant": name,
             "batch_size": max((r.timing.batch_size for r in records), default=None),
             "verdict": reports[name]["verdict"],
+            "verdict_reason": reports[name].get("verdict_reason") or "",
+            "latency_source": reports[name].get("latency_source"),  # the load its TTFT / TPOT ratios were measured under
             "accuracy": metrics["accuracy"]["value"],
             "accuracy_delta": acc["delta"] if acc else None,
             "accuracy_p": acc["p_value"] if acc else None,
