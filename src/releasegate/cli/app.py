@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import atexit
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -40,6 +41,29 @@ app.command("servers", epilog="Exit codes: 0 a target is recommended | 2 a bad r
 app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | "
                                  "3 unverified: some inputs could not be hashed.")(verify.verify)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
+
+
+def help_paragraphs(doc: str) -> str:
+    """A command's docstring as its help: each paragraph one line, which the help screen wraps to the terminal's
+    width (typer keeps a docstring's own line breaks, so at 80 columns a sentence broke wherever the source
+    line did). A list item (a line starting with '- ') stays on a line of its own."""
+    out = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines = [line.strip() for line in paragraph.splitlines()]
+        joined = []
+        for line in lines:
+            if joined and not line.startswith("- "):
+                joined[-1] += " " + line
+            else:
+                joined.append(line)
+        out.append("\n".join(joined))
+    return "\n\n".join(out)
+
+
+for _commands in (app.registered_commands, review_app.registered_commands):
+    for _command in _commands:
+        if _command.help is None and _command.callback is not None and _command.callback.__doc__:
+            _command.help = help_paragraphs(_command.callback.__doc__)
 
 
 TRACEBACK_ENV = "RELEASEGATE_TRACEBACK"  # set: an internal error also prints its traceback
