@@ -259,7 +259,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     info.status = session["status"] = "complete"
     info.finished_at = session["finished_at"] = now()
     try:
-        with timing.part("judging_s"):
+        with timing.part("judging_s"), step(console, progress, "judging"):
             report = _judge(run, info, rubric, mode, allow_pending)
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
