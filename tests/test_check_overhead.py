@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,27 @@ def test_help_paragraphs_wrap_at_the_screen_not_at_the_source_line():
     # a line inside a paragraph is filled to the width: a short one is where a sentence broke in the source
     broken = [line for line, after in zip(prose, prose[1:]) if line.strip() and after.strip() and len(line.rstrip()) < 40]
     assert broken == []
+
+
+@pytest.mark.slow
+def test_the_llamacpp_cli_serves_the_demo_from_anywhere(tmp_path):
+    """From a directory that is not the checkout, the defaults still find the demo model: it is exported, served
+    and answers /health; Ctrl-C stops it without a traceback."""
+    pytest.importorskip("xllamacpp")
+    pytest.importorskip("gguf")
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "releasegate.export.llamacpp", "--port", "0", "--out", "gguf"],
+                                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "80"})
+    try:
+        wait_for(log, "Ctrl-C stops", proc, timeout=180)
+        url = log.read_text().split(" at ", 1)[1].split()[0].removesuffix("/v1")
+        with urllib.request.urlopen(url + "/health", timeout=10) as health:  # noqa: S310 - loopback
+            assert health.status == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) in (0, 130)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in log.read_text()
+    assert (tmp_path / "gguf" / "base.gguf").is_file()
