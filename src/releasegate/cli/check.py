@@ -54,16 +54,18 @@ def check(
 ) -> int:
     """Run the model under test on every suite, record each case, and print the gate verdict.
 
-    --limit N runs the first N cases over all the suites, in config order (the first suite's cases, then the
-    next suite's; of a suite with a `sample:`, the first of the sample's order, itself stratified), and reads,
-    parses and validates only the suite lines up to them: an error further on in a suite is not reported
-    (`releasegate validate` checks every line).
+    --limit N runs the first N cases over all the suites, in config order (of a suite with a `sample:`, the
+    first of its stratified order), and reads and validates only the suite lines up to them (`validate` checks
+    every line). It also bounds the load phase: at most N requests (a capacity sweep: one step of N).
 
-    SIGINT (Ctrl-C) and SIGTERM (a CI timeout, `kill`) stop it at any point within seconds with exit code 130
-    ("interrupted" on stderr) and run.json status 'interrupted'; `check --resume RUN_DIR` finishes the run (one
-    stopped while judging has every record: the resume judges it and writes the reports). See `signals_stop`."""
+    Progress: bars in a terminal; in a CI log (output not a terminal) plain lines, one when a step starts, one
+    every 10 s while it runs (RELEASEGATE_PROGRESS_INTERVAL_S), one when it ends.
+
+    SIGINT (Ctrl-C) and SIGTERM (a CI timeout, `kill`) stop a run within seconds: exit code 130, run.json
+    status 'interrupted'; `check --resume RUN_DIR` finishes it. The verdict is printed once the reports are on
+    disk: a signal after that leaves the run complete and exits with the verdict's code."""
     from ..report import criteria_table, verdict_lines
-    from ..run.interruption import signals_stop
+    from ..run.interruption import hold_after_verdict, signals_stop
     from ..run.runner import resume_check, run_check_file
 
     console = consoles(as_json)
@@ -83,7 +85,7 @@ def check(
                                          output_dir=output_dir, limit=limit, progress=progress, run_id=run_id,
                                          allow_pending=allow_pending, use_cache=cache, overrides=set_values(sets))
         if as_json:
-            print_json(report)
+            print_json({**report, "timing": run.read_info().timing})
         console.print(criteria_table(report))
         print_review_line(console, report, run.path)
         for line in verdict_lines(report):
@@ -93,4 +95,5 @@ def check(
             console.print(f"{cached} responses came from the response cache: no latency was measured for them",
                           markup=False, soft_wrap=True)
         console.print(f"run record: {run.path}", markup=False, soft_wrap=True)
+        hold_after_verdict()
     return report["exit_code"]

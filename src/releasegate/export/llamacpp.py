@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..extras import require
-from ._serve import serve_until_interrupted
+from ._serve import demo_path, existing_dir, run_cli, serve_until_interrupted
 from .gguf import NEEDS, export_lora, export_model
 
 __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter"]
@@ -190,15 +190,27 @@ def _get(url: str, timeout: float = 5) -> tuple[int, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Export and serve a model (default: the demo with its good adapter) until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m releasegate.export.llamacpp", description=main.__doc__)
-    parser.add_argument("--base", type=Path, default=Path("models/demo/base"))
-    parser.add_argument("--adapter", type=Path, action="append", default=None, help="peft adapter (repeatable; id = order)")
-    parser.add_argument("--out", type=Path, default=Path("build/gguf"))
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--parallel", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--http-threads", type=int, default=HTTP_THREADS, help="one per client connection")
+    """Export a model and its peft adapters to GGUF, then serve them with llama.cpp on 127.0.0.1 until Ctrl-C
+    (default: the demo model with its good adapter). Requests pick an adapter's strength per request with
+    "lora": [{"id": 0, "scale": 1.0}] (ids in --adapter order)."""
+    base, good = demo_path("base"), demo_path("adapters/good")
+    parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
+    parser.add_argument("--base", type=existing_dir, default=base, required=base is None, metavar="DIR",
+                        help="the Hugging Face model directory to export (default: the demo model of the checkout "
+                             "releasegate was installed from, %(default)s; required where there is none)")
+    parser.add_argument("--adapter", type=existing_dir, action="append", default=None, metavar="DIR",
+                        help="a peft adapter directory, served as LoRA; repeatable, the first is id 0 (default: "
+                             "the demo's good adapter, with the demo base)")
+    parser.add_argument("--out", type=Path, default=Path("build/gguf"), metavar="DIR",
+                        help="where the GGUF files are written (default: %(default)s in the working directory)")
+    parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1, 0 for any free one "
+                                                               "(default: %(default)s)")
+    parser.add_argument("--parallel", type=int, default=4, metavar="N",
+                        help="requests decoded at once, llama.cpp's slots (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, metavar="N",
+                        help="CPU threads for decoding (default: %(default)s)")
+    parser.add_argument("--http-threads", type=int, default=HTTP_THREADS, metavar="N",
+                        help="HTTP threads, one per client connection (default: %(default)s)")
     parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
     args = parser.parse_args(argv)
     try:
@@ -206,12 +218,16 @@ def main(argv: list[str] | None = None) -> None:
     except InputError as exc:  # a missing extra: one line, exit 2, as the releasegate command says it
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    adapters = args.adapter if args.adapter is not None else [Path("models/demo/adapters/good")]
+    adapters = args.adapter
+    if adapters is None:
+        adapters = [good] if good is not None and args.base == base else []
     model, loras = export_for_serving(args.base, adapters, args.out, merge=args.merge)
     server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads,
                           http_threads=args.http_threads)
     serve_until_interrupted(server, f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops")
 
 
+PROG = "python -m releasegate.export.llamacpp"
+
 if __name__ == "__main__":
-    main()
+    run_cli(PROG, main)

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +22,7 @@ from .clock import now
 if TYPE_CHECKING:
     from .record import RunDir, RunInfo
 
-__all__ = ["Interruption", "INTERRUPTION", "GRACE_S", "signals_stop", "raise_in"]
+__all__ = ["Interruption", "INTERRUPTION", "GRACE_S", "HOLD_ENV", "signals_stop", "raise_in", "hold_after_verdict"]
 
 GRACE_S = 5.0
 """After SIGINT or SIGTERM, `check` has this long to wind down by itself; then it is ended with os._exit(130)."""
@@ -40,10 +41,19 @@ class Interruption:
         """The runner caught the KeyboardInterrupt and is winding the run down: do not raise it again."""
         self.active: tuple[RunDir, RunInfo] | None = None
         """The run the runner is working on, until its reports are written or its status is."""
+        self.finished_with: int | None = None
+        """The exit code of a run whose reports are on disk: from then on a signal cannot make it interrupted,
+        and `check` exits with this code (see `finish`)."""
+
+    def finish(self, exit_code: int) -> None:
+        """The run is over and its reports are written: a signal from now on (while the verdict is printed) is
+        noted, not raised, and the process exits with the verdict's code; a second signal, or GRACE_S after the
+        first, ends it at once with that code."""
+        self.finished_with = exit_code
 
     def raise_if_pending(self) -> None:
         """A stage boundary: stop here if a signal came and its KeyboardInterrupt has not reached the runner."""
-        if self.signum is not None and not self.taken:
+        if self.signum is not None and not self.taken and self.finished_with is None:
             raise KeyboardInterrupt
 
     def mark_interrupted(self) -> Path | None:
@@ -63,6 +73,17 @@ class Interruption:
 
 INTERRUPTION = Interruption()
 
+HOLD_ENV = "RELEASEGATE_TEST_HOLD_AFTER_VERDICT_S"
+
+
+def hold_after_verdict() -> None:
+    """Test hook, not a feature: RELEASEGATE_TEST_HOLD_AFTER_VERDICT_S=S keeps `check` S seconds (or until a
+    signal) after it printed the verdict, so that tests/test_check_overhead.py can look at the run directory at
+    that moment and signal it there. Unset (always, outside tests): nothing."""
+    deadline = time.monotonic() + float(os.environ.get(HOLD_ENV) or 0)
+    while time.monotonic() < deadline and INTERRUPTION.signum is None:
+        time.sleep(0.01)
+
 
 @contextmanager
 def signals_stop() -> Iterator[None]:
@@ -78,6 +99,9 @@ def signals_stop() -> Iterator[None]:
       until the run has taken it;
     - a second signal, or GRACE_S after the first, ends the process at once with os._exit(130), after writing
       run.json as 'interrupted' (records.jsonl is fsynced per batch, and the run's lock dies with the process).
+    Once the reports are on disk (`Interruption.finish`) the run is over: a signal while the verdict is printed
+    is noted, never raised, and the process exits with the verdict's code, so a finished run cannot end up
+    'interrupted' nor exit 130.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -86,6 +110,9 @@ def signals_stop() -> Iterator[None]:
     leaving = threading.Event()  # cancels the grace-period exit once `check` is done with the run
 
     def force_exit(why: str) -> None:
+        if state.finished_with is not None:  # the reports are on disk: the verdict stands
+            os.write(2, f"stopped ({why}) after the verdict; the run is complete\n".encode())
+            os._exit(state.finished_with)
         try:
             path = state.mark_interrupted()
         except BaseException:  # exiting regardless: 'running' with no lock reads as killed
@@ -103,7 +130,8 @@ def signals_stop() -> Iterator[None]:
             force_exit("second signal")
         state.signum = signum
         threading.Thread(target=grace_period, name="releasegate-grace", daemon=True).start()
-        raise KeyboardInterrupt
+        if state.finished_with is None:
+            raise KeyboardInterrupt
 
     def unraisable(hook_args) -> None:
         if state.signum is not None and hook_args.exc_type is not None and issubclass(hook_args.exc_type, KeyboardInterrupt):
@@ -112,7 +140,7 @@ def signals_stop() -> Iterator[None]:
                     caller = sys._getframe(1)  # the code that was running when the finalizer ran
                 except ValueError:  # none: the next stage boundary, or the grace period, stops the run
                     return
-                raise_in(caller, unless=lambda: state.taken)
+                raise_in(caller, unless=lambda: state.taken or state.finished_with is not None)
             return
         previous_hook(hook_args)
 
@@ -120,13 +148,14 @@ def signals_stop() -> Iterator[None]:
     previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
         yield
-        state.raise_if_pending()  # a signal whose KeyboardInterrupt was lost after the run's last stage boundary
+        if state.finished_with is None:  # a signal whose KeyboardInterrupt was lost after the last stage boundary
+            state.raise_if_pending()
     finally:
         leaving.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sys.unraisablehook = previous_hook
-        state.signum, state.taken, state.active = None, False, None
+        state.signum, state.taken, state.active, state.finished_with = None, False, None, None
 
 
 def raise_in(frame, *, unless) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..backends.openai import OpenAIBackend
 from ..errors import ErrorKind
+from ..inputs.load_profile import LoadConfig
 from ..scale.load import DistributedLoad
 from .progress import progress_bar
 from .record import RunDir, RunInfo
@@ -11,15 +14,34 @@ from .server_scrape import Scraper, samples_line, summarise
 from .sweep import run_sweep
 from .traffic import load_record, plan_load
 
-__all__ = ["run_load_phase"]
+__all__ = ["run_load_phase", "limited_load"]
+
+
+def limited_load(load: LoadConfig, limit: int | None) -> LoadConfig:
+    """The load phase of a `check --limit N` run: at most N measured requests and N warm-up requests. A fixed
+    plan (requests, a rate, a replayed log) keeps its first N; a closed loop bounded by `duration_s` stops at N
+    or at the end of its time, whichever comes first; a capacity sweep runs one step of N requests at its start
+    rate. A smoke run thus stays small; its latency figures have the samples they have (few: insufficient)."""
+    if limit is None:
+        return load
+    if load.sweep is not None:
+        sweep = dataclasses.replace(load.sweep, max_rps=load.sweep.start_rps, requests_per_step=limit,
+                                    step_s=limit / load.sweep.start_rps, refine=0)
+        return dataclasses.replace(load, sweep=sweep, warmup=min(load.warmup, limit))
+    return dataclasses.replace(load, requests=min(load.requests or limit, limit), warmup=min(load.warmup, limit))
 
 
 def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, show: bool) -> None:
+    """Run the config's load phase (or capacity sweep), bounded by `check --limit` (`limited_load`), and record
+    it: load.jsonl, server_metrics.jsonl and run.json `load_phase` (with `limit` when one applied)."""
     if not isinstance(backend, OpenAIBackend):  # the config loader already refuses this; belt and braces
         raise TypeError("a load phase needs the openai backend")
+    config = dataclasses.replace(config, load=limited_load(config.load, info.limit))
     if config.load.sweep is not None:
         with progress_bar(console, show) as bar:
-            return run_sweep(backend, config, cases, run, info, bar)
+            run_sweep(backend, config, cases, run, info, bar)
+        _note_limit(run, info)
+        return
     plan = plan_load(config.load, cases)
     tokens = config.max_new_tokens
     target = config.target
@@ -60,6 +82,12 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
                                     profile=plan.describe()) if scraper.samples else {"error": scraper.error},
         "client": done.client,  # the client's own lateness over the window: see OpenAIBackend
     }
+    _note_limit(run, info)
+
+
+def _note_limit(run: RunDir, info: RunInfo) -> None:
+    if info.limit is not None:
+        info.load_phase["limit"] = info.limit
     run.write_info(info)
 
 

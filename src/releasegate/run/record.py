@@ -175,7 +175,12 @@ class RunInfo(BaseModel):
     predate it (`compare` and `servers` derive it from config.yaml and rubric.yaml)."""
     sessions: list[dict[str, Any]] = Field(default_factory=list)
     """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
-    how many cases it had to run, how many came from the cache, its generation seconds and how it ended."""
+    how many cases it had to run, how many came from the cache, its generation seconds, how it ended and its
+    `timing`."""
+    timing: dict[str, float | None] | None = None
+    """Where the latest `check` session's wall time went, in seconds: import_s, inputs_s, model_load_s,
+    generation_s, load_phase_s, judging_s, reports_s, other_s (the rest) adding up to total_s; written with
+    the reports (see releasegate.run.timing). None in runs that predate it."""
 
 
 class RunDir:

@@ -23,6 +23,7 @@ from .. import __version__
 from ..backends import Backend, create_backend
 from ..errors import InputError
 from ..inputs.config import Config, load_config
+from ..inputs.files import read_text
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
@@ -35,17 +36,18 @@ from ..llm_judge.verdicts import run_verdicts
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.labels import read_labels
-from ..scorers.evaluate_metric import load_metric
+from ..scorers.evaluate_metric import load_metric, resolve_module
 from .clock import now
 from .generation import cache_hits, generate_all, keep_client, open_cache
 from .interruption import INTERRUPTION
 from .load_phase import run_load_phase
 from .manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from .prefix_cache import JOURNAL, run_prefix_cache
-from .progress import progress_bar
+from .progress import progress_bar, step
 from .record import RunDir, RunInfo
 from .rejudge import judged_by_snapshot
 from .seal import edited_evidence, guard_seal, seal, sealed_snapshot
+from .timing import Timing
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
 
@@ -58,17 +60,20 @@ def new_run_id() -> str:
 def run_check(
     config: Config, rubric: Rubric, cases: list[Case], *, console: Console, progress: bool = True, run_id: str | None = None,
     allow_pending: bool = False, limit: int | None = None, use_cache: bool | None = None,
-    target_overrides: dict | None = None,
+    target_overrides: dict | None = None, timing: Timing | None = None,
 ) -> tuple[RunDir, dict]:
     """Run every case, record it, judge the run and write the reports. Returns the run dir and the report.
     `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases;
-    `target_overrides` likewise records how `config.target` differs from the config file (matrix variants)."""
-    _check_metrics(rubric)
-    _check_judged(config, cases)
-    secret_from_env(config.target.api_key_env)
-    run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
-    # an unreadable input fails before the directory exists
-    manifest = build_manifest(config, run_id=run.path.name, cases=cases)
+    `target_overrides` likewise records how `config.target` differs from the config file (matrix variants);
+    `timing` is the session's clock when the caller started it (see releasegate.run.timing)."""
+    timing = timing or Timing()
+    with timing.part("inputs_s"):
+        _check_metrics(rubric)
+        _check_judged(config, cases)
+        secret_from_env(config.target.api_key_env)
+        run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
+        # an unreadable input fails before the directory exists
+        manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     if config.judge is not None:
         manifest["judge"] = judge_manifest(config.judge)
     _endpoint_answers(config, use_cache)  # a target that cannot be run leaves no empty run directory
@@ -78,7 +83,8 @@ def run_check(
         info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides)
         seal(run.path, "check")
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
-                        console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache)
+                        console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache,
+                        timing=timing)
 
 
 def run_check_file(
@@ -88,11 +94,13 @@ def run_check_file(
 ) -> tuple[RunDir, dict]:
     """`run_check` on a config file's inputs, `output_dir` in place of the config's, `overrides` (`--set`) over
     it. Only the first `limit` cases are read and validated (see load_inputs)."""
-    config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
+    timing = Timing()
+    with timing.part("inputs_s"):
+        config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
     if output_dir is not None:
         config = dataclasses.replace(config, output_dir=output_dir)
     return run_check(config, rubric, cases, console=console, progress=progress, run_id=run_id,
-                     allow_pending=allow_pending, limit=limit, use_cache=use_cache)
+                     allow_pending=allow_pending, limit=limit, use_cache=use_cache, timing=timing)
 
 
 def resume_check(
@@ -103,14 +111,16 @@ def resume_check(
     latest record has an error), then a load phase that did not finish, then judge and report again.
     `use_cache`: None keeps the run's own choice (`check --no-cache` stays off)."""
     run = RunDir(run_dir)
+    timing = Timing()
     run.read_info()  # "not a run directory" before anything else
     with run.lock():
         guard_seal(run.path, "check")  # a run sealed whole was written by nobody since: keep what changed
         info = run.read_info()
-        config, rubric, cases = load_run_inputs(run, info)
-        secret_from_env(config.target.api_key_env)
-        manifest = read_manifest(run.path)
-        now = build_manifest(config, run_id=run.path.name, cases=cases)
+        with timing.part("inputs_s"):
+            config, rubric, cases = load_run_inputs(run, info)
+            secret_from_env(config.target.api_key_env)
+            manifest = read_manifest(run.path)
+            now = build_manifest(config, run_id=run.path.name, cases=cases)
         changed = diff_manifests(manifest, now, roles=GENERATION_ROLES)
         if changed:
             first = changed[0]
@@ -126,7 +136,8 @@ def resume_check(
                 session["status"] = "killed"
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"],
                         mode="retry_errors" if retry_errors else "resume", console=console, progress=progress,
-                        allow_pending=allow_pending, use_cache=not info.no_cache if use_cache is None else use_cache)
+                        allow_pending=allow_pending, use_cache=not info.no_cache if use_cache is None else use_cache,
+                        timing=timing)
 
 
 def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Case]]:
@@ -160,10 +171,18 @@ def _check_judged(config: Config, cases: list[Case]) -> None:
 
 
 def _check_metrics(rubric: Rubric) -> None:
-    if rubric.evaluate:  # fail on an unloadable metric before spending time on the model
-
-        for spec in rubric.evaluate:
+    """Fail on a metric that cannot load before spending time on the model; a local metric script is only
+    compiled here (`import evaluate` costs seconds, and judging imports it anyway), so the first request waits
+    only for what the target needs."""
+    for spec in rubric.evaluate:
+        path = Path(resolve_module(spec.module))
+        if not path.is_file():  # a hub id: only loading it says whether it is there (offline: it is not)
             load_metric(spec.module)
+            continue
+        try:
+            compile(read_text(path, what="evaluate metric"), str(path), "exec")
+        except SyntaxError as exc:
+            raise InputError(f"evaluate metric failed to load: {exc.msg}", file=path, line=exc.lineno) from None
 
 
 def _test_judge_delay() -> None:
@@ -181,7 +200,8 @@ class _SlowFinalizer:
         time.sleep(0.005)
 
 
-def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache):
+def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache,
+             timing: Timing):
     done = {r.case_id: r for r in run.read_records(required=False)}
     # an empty answer is a failed request (`evidence.failure`): --retry-errors sends it again too
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
@@ -198,22 +218,25 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         console.print(f"{mode.replace('_', ' ')}: {len(todo)} of {len(cases)} cases to run"
                       + (", then the load phase" if load_phase else ""), markup=False, soft_wrap=True)
     backend = cache = None
-    INTERRUPTION.active = (run, info)
+    INTERRUPTION.active, INTERRUPTION.finished_with = (run, info), None
     try:
         INTERRUPTION.raise_if_pending()
         cache = open_cache(config, fingerprint, use_cache, console) if todo else None
         hits = cache_hits(cache, todo)
         session["cached"] = len(hits)
         if len(hits) < len(todo) or load_phase or prefix_probe:
-            backend = create_backend(config.target, config.generation, scale=config.scale)
-            _load(backend, info, console)
+            with timing.part("model_load_s"):
+                backend = create_backend(config.target, config.generation, scale=config.scale)
+                _load(backend, info, console, progress)
         generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
+        timing.add("generation_s", session["generation_seconds"])
         keep_client(info, session, backend)
         INTERRUPTION.raise_if_pending()
         if load_phase:
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
                 (run.path / stale).unlink(missing_ok=True)
-            run_load_phase(backend, config, cases, run, info, console, progress)
+            with timing.part("load_phase_s"):
+                run_load_phase(backend, config, cases, run, info, console, progress)
         INTERRUPTION.raise_if_pending()
         if prefix_probe:
             (run.path / JOURNAL).unlink(missing_ok=True)  # measured whole or not at all, like the load phase
@@ -222,7 +245,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         if backend is not None:  # the model under test is done: free it before a local judge loads
             backend.close()
             backend = None
-        _judge_outputs(run, info, config, console, progress, use_cache)
+        with timing.part("judging_s"):
+            _judge_outputs(run, info, config, console, progress, use_cache)
         INTERRUPTION.raise_if_pending()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
@@ -230,6 +254,7 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         info.status = session["status"] = "interrupted" if interrupted else "failed"
         info.finished_at = session["finished_at"] = now()
         keep_client(info, session, backend)  # the part that ran was measured by this client: it counts too
+        info.timing = session["timing"] = timing.as_dict()
         run.write_info(info)
         seal(run.path, "check")
         INTERRUPTION.active = None
@@ -247,25 +272,24 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     info.status = session["status"] = "complete"
     info.finished_at = session["finished_at"] = now()
     try:
-        labels = None
-        if mode != "start":  # reviewers may have labelled part of the run while it was stopped
-
-            labels = read_labels(run)
-
-        report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
-                           labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
-                           edited=edited_evidence(run.path, found_only=True))
+        with timing.part("judging_s"), step(console, progress, "judging"):
+            report = _judge(run, info, rubric, mode, allow_pending)
         report = judged_by_snapshot(report, run.path)  # the report names the rubric that judged it
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
-        write_reports(run, report)
+        with timing.part("reports_s"), step(console, progress, "writing the reports"):
+            write_reports(run, report)
+        INTERRUPTION.finish(report["exit_code"])  # on disk: from here on a signal cannot undo the verdict
+        info.timing = session["timing"] = timing.as_dict()
+        run.write_info(info)
         seal(run.path, "check")
         INTERRUPTION.active = None
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             INTERRUPTION.taken = True
             info.status = session["status"] = "interrupted"
+        info.timing = session["timing"] = timing.as_dict()
         run.write_info(info)  # any other error: 'complete', every record is in and `gate` can judge it again
         seal(run.path, "check")
         INTERRUPTION.active = None
@@ -273,6 +297,16 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             _print_resume_hint(console, run)
         raise
     return run, report
+
+
+def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending: bool) -> dict:
+    """The verdict on the run's records as they are now on disk."""
+    labels = None
+    if mode != "start":  # reviewers may have labelled part of the run while it was stopped
+        labels = read_labels(run)
+    return judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
+                     labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
+                     edited=edited_evidence(run.path, found_only=True))
 
 
 def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:
@@ -294,7 +328,7 @@ def _start(
     run.write_text("config.yaml", config.snapshot_text())  # credentials masked (userinfo, tokens, secret values)
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
-        comparability=settings_key(config.raw, rubric.as_dict()),
+        comparability=settings_key(_as_run(config.raw, limit), rubric.as_dict()),
         run_id=run.path.name,
         created_at=now(),
         target=config.target.describe(),
@@ -312,9 +346,17 @@ def _start(
     return info
 
 
-def _load(backend: Backend, info: RunInfo, console: Console) -> None:
+def _as_run(raw: dict, limit: int | None) -> dict:
+    """The config as the run runs it: `--limit` also bounds the load phase (`load_phase.limited_load`), so a
+    limited run's load profile is another load than the full one's (`servers` does not compare them)."""
+    if limit is None or not raw.get("load"):
+        return raw
+    return {**raw, "load": {**raw["load"], "limit": limit}}
+
+
+def _load(backend: Backend, info: RunInfo, console: Console, progress: bool) -> None:
     started = time.perf_counter()
-    with console.status(f"loading {info.target}"):
+    with step(console, progress, f"loading {info.target}"):
         backend.load()
     info.load_seconds = time.perf_counter() - started
     info.versions.update(_versions(info.backend, loaded=True))
