@@ -1,5 +1,6 @@
 """A saved run judged again (`releasegate gate`): after a rubric change, new human labels or judge verdicts. The
-outputs are re-scored from the run record, never regenerated, and every report is rewritten."""
+outputs are never regenerated: their scores are read from the run record where what they were computed from is
+unchanged (`scorers.stored`), computed again where it changed, and every report is rewritten."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..judging.judge_run import judge_run
 from ..llm_judge.verdicts import run_verdicts
 from ..report import write_reports
 from ..review.labels import read_labels
+from ..scorers import CorpusScores
 from .record import RunDir
 from .seal import seal, sealed_snapshot
 
@@ -24,7 +26,8 @@ def rejudge(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = 
     info.phases = planned_phases(run.path, info)  # judge_run reads the health of the phases planned
     policy = load_rubric(rubric if rubric is not None else sealed_snapshot(run.path, "rubric.yaml"))
     report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info))
+                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info),
+                       corpus_scores=CorpusScores.of(run))  # read only: the gate adds nothing to the run's journals
     write_reports(run, report)
     seal(run.path, "gate")
     return run, report

@@ -35,6 +35,7 @@ from ..llm_judge.verdicts import run_verdicts
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.labels import read_labels
+from ..scorers import CorpusScores
 from ..scorers.evaluate_metric import load_metric
 from .clock import now
 from .generation import cache_hits, generate_all, keep_client, open_cache
@@ -239,11 +240,14 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
 
             labels = read_labels(run)
 
+        corpus = CorpusScores.of(run)
         report = judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
-                           labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info))
+                           labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
+                           corpus_scores=corpus)
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
+        corpus.save(run)  # the corpus metric values, for every later `gate` to read
         write_reports(run, report)
         seal(run.path, "check")
         INTERRUPTION.active = None
