@@ -125,10 +125,11 @@ CORPUS: dict[str, tuple[JudgedRun, str]] = {
             {"metric": "accuracy", "op": ">=", "threshold": 0.85}], judge={"min_agreement": 0.4, "min_labels": 20},
                    review={**NO_REVIEW, "required_slices": [HARD], "min_reviewed": 10, "min_approval": 0.8}), "FAIL"),
     # every label is from suite s: they say nothing of suite t's cases, which nobody looked at
+    # (and the reviewers rejected a third of what they saw: human approval fails on its bound as well)
     "labels from one stratum stand for another": (
         judged_run((40, EASY, True, 20, 0), (10, EASY, False, 0, 10), criteria=ON_ALL,
                    judge={"min_agreement": 0.8, "min_labels": 20},
-                   more=population((50, EASY, True, 0, 0), suite="t", start=100)), "INCONCLUSIVE"),
+                   more=population((50, EASY, True, 0, 0), suite="t", start=100)), "FAIL"),
     # a lower bound of 0.89999981 is short of 0.9, however it is rounded for the report
     "153 of 163 agreeing at min_agreement 0.9": (_agreeing(153), "INCONCLUSIVE"),
     "154 of 163 agreeing at min_agreement 0.9 (control)": (_agreeing(154), "PASS"),

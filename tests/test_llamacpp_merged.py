@@ -46,7 +46,10 @@ def test_merged_gguf_gives_the_dynamic_loras_answers(llamacpp_server, merged_ser
     assert result["shared_cases"] == 100
     assert result["identical_outputs"] == 100, result
     rows = {r["metric"]: r for r in result["rows"]}
-    assert rows["accuracy"]["delta"] == 0 and rows["accuracy"]["verdict"] == "pass"
+    # 100 answers right in both cannot show a 0.02 margin at 0.95: a candidate 0.026 worse gets 100 of 100 right
+    # 7% of the time. The claim here is the identity above; the comparison must only never call it a regression.
+    assert rows["accuracy"]["delta"] == 0 and rows["accuracy"]["verdict"] in ("pass", "insufficient")
+    assert rows["accuracy"]["verdict"] != "fail"
     # the latency delta is reported (merged saves the adapter's matmuls); its size is a benchmark's business
     assert {"ttft_ms", "tpot_ms", "e2e_ms"} <= rows.keys()
     assert all(rows[m]["n"] == 100 for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
