@@ -33,6 +33,7 @@ from ..inputs.rubric import load_rubric
 from ..llm_judge.verdicts import run_verdicts
 from ..review.labels import read_labels
 from ..run.record import RunDir
+from ..scorers import CorpusScores
 from .comparability import describe_differences, differences, same_run, saved_settings_key
 from .compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
 from .health import planned_phases
@@ -106,7 +107,7 @@ def _judge_again(run: RunDir, info) -> tuple[dict, list, object, object]:
     policy = load_rubric(run.path / "rubric.yaml")
     records, verdicts = run.read_records(), run_verdicts(run, info)
     report = judge_run(info, records, policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), verdicts=verdicts)
+                       labels=read_labels(run), verdicts=verdicts, corpus_scores=CorpusScores.of(run))
     return report, records, policy, verdicts
 
 
