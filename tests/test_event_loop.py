@@ -60,3 +60,14 @@ def test_the_lean_client_runs_on_either_loop(tmp_path, cli, monkeypatch, loop):
         assert (summary["rx_dispatch_ms"] is None) is (loop == "uvloop")
     records = run.read_records()
     assert len(records) == 6 and all(r.output and r.error is None for r in records)
+
+
+def test_check_with_an_unknown_loop_is_one_line_and_exit_2(tmp_path, cli, monkeypatch):
+    monkeypatch.setenv(EVENT_LOOP_ENV, "trio")
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=1, tokens=2)) as stub:
+        code, _, err = cli("check", "-c", project(tmp_path, stub.base_url), "--run-id", "r", "--no-progress")
+        sent = stub.requests
+    assert code == 2
+    assert "RELEASEGATE_EVENT_LOOP='trio' is not an event loop" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert sent == 0  # refused before any request

@@ -93,6 +93,7 @@ class OpenAIBackend(Backend):
     def __init__(self, target, generation: dict | None = None) -> None:
         self.target = target
         self.generation = generation or {}
+        self.loop_factory = loop_factory()  # RELEASEGATE_EVENT_LOOP read (and refused) before any request
         self.batch_size = max(64, 4 * target.concurrency)  # cases per runner batch; concurrency applies within
         self._count = None
         self.client_stats: dict | None = None
@@ -247,7 +248,7 @@ class OpenAIBackend(Backend):
                     if hasattr(client, "probe"):
                         client.probe = None
 
-        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        with asyncio.Runner(loop_factory=self.loop_factory) as runner:
             return runner.run(main())
 
     def _body(self, request: Request, max_new_tokens: int) -> dict:
