@@ -16,6 +16,7 @@ from releasegate.inputs.rubric import EvaluateMetric, ForbiddenRule
 from releasegate.run.record import CaseRecord, RunDir
 from releasegate.run.seal import seal
 from releasegate.scorers import CorpusScores, evaluate_metric, score_record, score_records, stored, stored_scores
+from releasegate.scorers import score as score_module
 from releasegate.scorers.evaluate_metric import evaluate_value, resolve_module
 from test_false_pass import WRONG, Run, lenient, ok
 
@@ -276,3 +277,23 @@ def test_gate_on_stored_scores_imports_no_heavy_library(project, cli):
     after = json.loads((run / "report.json").read_text())
     assert [c["value"] for c in after["criteria"]] == [c["value"] for c in before["criteria"]]
     assert {c["metric"]: c["value"] for c in after["criteria"]}["field_accuracy"] is not None
+
+
+def test_gate_report_review_and_compare_read_the_stored_scores(project, cli, monkeypatch):
+    config = project / "releasegate.yaml"
+    for run_id in ("a", "b"):
+        code, _, err = cli("check", "-c", config, "--run-id", run_id, "--allow-pending", "--no-progress")
+        assert code in (1, 3), err
+    runs = [project / "reports" / run_id for run_id in ("a", "b")]
+    before = json.loads((runs[0] / "report.json").read_text())
+
+    def no_scoring(*_):
+        raise AssertionError("a stored score was computed again")
+
+    monkeypatch.setattr(score_module, "fixed_scores", no_scoring)
+    assert cli("gate", runs[0], "--allow-pending")[0] == before["exit_code"]
+    assert json.loads((runs[0] / "report.json").read_text())["criteria"] == before["criteria"]
+    assert cli("report", runs[0], "--format", "csv")[0] == 0
+    assert cli("review", "export", runs[0])[0] == 0
+    code, _, err = cli("compare", runs[0], runs[1])
+    assert code in (0, 3), err
