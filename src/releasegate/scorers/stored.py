@@ -29,7 +29,6 @@ __all__ = ["fingerprint", "reusable", "scorer_code", "CorpusScores", "CORPUS_JOU
 CORPUS_JOURNAL = "corpus_scores.jsonl"
 """The run's corpus metric values, one line per value: {name, fingerprint, value, n}."""
 
-_SCORER_FILES = ("_registry.py", "_text.py", "accuracy.py", "format.py", "forbidden.py", "reference.py", "score.py")
 _SCORER_LIBRARIES = ("jsonschema", "sacrebleu", "rouge-score")
 """The libraries the per-record scorers call: a new version may score the same output differently."""
 
@@ -42,11 +41,20 @@ def digest_of(value) -> str:
 
 @cache
 def scorer_code() -> str:
-    """The fingerprint of the scorers themselves: their source files, the text helpers and library versions."""
+    """The fingerprint of the scorers themselves: every source file of this package (a new scorer module, or a
+    change to any, scores every record again: never too few), the text helpers, releasegate's and the scorer
+    libraries' versions."""
     here = Path(__file__).parent
-    files = [here / name for name in _SCORER_FILES] + [here.parent / "text.py"]
-    parts = [hashlib.sha256(p.read_bytes()).hexdigest() for p in files]
-    return digest_of([parts, [_version(lib) for lib in _SCORER_LIBRARIES]])
+    files = sorted(here.glob("*.py")) + [here.parent / "text.py"]
+    parts = [[p.name, _file_digest(p)] for p in files]
+    return digest_of([parts, _version("releasegate"), [_version(lib) for lib in _SCORER_LIBRARIES]])
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:  # an install without sources (compiled only): the versions above still change with a release
+        return None
 
 
 def _version(distribution: str) -> str | None:
