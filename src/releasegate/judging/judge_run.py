@@ -1,6 +1,8 @@
 """The judging stage: a function of the run record and a rubric -> the report (verdict and metrics).
 
-It re-scores every record from disk, so `releasegate gate RUN_DIR` with a changed rubric needs no model.
+It scores every record from disk (reading the scores stored with it while what they were computed from is unchanged,
+`scorers.stored`), so `releasegate gate RUN_DIR` with a changed rubric needs no model, and re-judging recomputes
+only what changed.
 """
 
 from __future__ import annotations
