@@ -4,19 +4,49 @@
 wait for a slot (their send lag). A request still waiting when the deadline has passed is not sent: it comes
 back with error `not_sent`. A `send` that raises (it should not: failures are returned) fails its own request
 with `client_error`, never the batch's gather.
+
+The requests are sent on uvloop's event loop by default, asyncio's with RELEASEGATE_EVENT_LOOP=asyncio
+(`loop_factory`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
-from ..errors import ErrorKind
+from ..errors import ErrorKind, InputError
 from ._base import Generation, Request
 
-__all__ = ["Scheduled", "Send", "gather", "open_loop", "closed_loop"]
+__all__ = ["Scheduled", "Send", "gather", "open_loop", "closed_loop", "loop_factory", "EVENT_LOOP_ENV", "EVENT_LOOPS"]
+
+EVENT_LOOP_ENV = "RELEASEGATE_EVENT_LOOP"
+"""The environment variable that chooses the client's event loop (`EVENT_LOOPS`); unset or empty: 'auto'."""
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+"""auto: uvloop where it is installed (a dependency on Linux and macOS), else asyncio's own loop."""
+
+
+def loop_factory(choice: str | None = None):
+    """The event loop factory for `asyncio.Runner`: uvloop's, or None for asyncio's. `choice` (default: the
+    RELEASEGATE_EVENT_LOOP variable) is one of `EVENT_LOOPS`. uvloop is the default because, measured against a
+    stub with known delays, it halves the lean client's TTFT error p99 at 256 streams (226 ms -> 99 ms) and takes
+    less CPU; asyncio's loop is the way back (and the only loop with the receive dispatch figure)."""
+    choice = (choice if choice is not None else os.environ.get(EVENT_LOOP_ENV, "")).strip().lower() or "auto"
+    if choice not in EVENT_LOOPS:
+        raise InputError(f"{EVENT_LOOP_ENV}={choice!r} is not an event loop", field=EVENT_LOOP_ENV,
+                         hint="use " + ", ".join(EVENT_LOOPS))
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise InputError("uvloop is not installed", field=EVENT_LOOP_ENV,
+                             hint=f"pip install uvloop, or unset {EVENT_LOOP_ENV} to use asyncio's loop") from None
+        return None  # a platform uvloop does not install on (Windows)
+    return uvloop.new_event_loop
 
 
 @dataclass(frozen=True)

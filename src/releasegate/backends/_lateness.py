@@ -29,7 +29,7 @@ from array import array
 
 from ..judging.stats import percentile
 
-__all__ = ["LatenessProbe", "BATCHED_GAP_MS", "loop_factory"]
+__all__ = ["LatenessProbe", "BATCHED_GAP_MS"]
 
 TICK_S = 0.005
 """The lag timer's period."""
@@ -39,15 +39,6 @@ EARLY_S = 0.001
 to 1 ms of lag on an idle loop, which a readable socket (it wakes the loop at once) never suffers."""
 BATCHED_GAP_MS = 0.5
 """Gaps between content chunks shorter than this count as read together (`itl_batched_share`)."""
-
-
-def loop_factory():
-    """uvloop's event loop factory when uvloop is installed (it is not a dependency), else None (asyncio's)."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 def _spread(samples) -> dict | None:

@@ -32,8 +32,8 @@ from ..run.record import Timing, Tokens
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
 from ._bounds import border_class
-from ._dispatch import Scheduled, Send, closed_loop, gather, open_loop
-from ._lateness import LatenessProbe, loop_factory
+from ._dispatch import Scheduled, Send, closed_loop, gather, loop_factory, open_loop
+from ._lateness import LatenessProbe
 from ._openai_client import import_now, make_openai_client, stream_openai
 from ._reach import answers
 from ._retry import backoff, classify, root_cause, with_retried
@@ -67,7 +67,7 @@ class OpenAIBackend(Backend):
         Over the latest `run_scheduled` / `run_load` call alone (the load phase: run.json `load_phase.client`).
 
     The summary (times in ms, shares in 0..1; a figure not measured is None):
-        client          'lean' or 'openai'; event_loop: 'asyncio' or 'uvloop' (used when installed)
+        client          'lean' or 'openai'; event_loop: 'asyncio' or 'uvloop' (`_dispatch.loop_factory`)
         window_s        wall time measured over (several windows added up for client_stats)
         loop_lag_ms     {p50, p99, max, n}: how late the event loop reached each point of a timer grid
                         (tick_ms apart), the points that passed while it was busy included. A stamp can be late by
@@ -94,6 +94,7 @@ class OpenAIBackend(Backend):
     def __init__(self, target, generation: dict | None = None) -> None:
         self.target = target
         self.generation = generation or {}
+        self.loop_factory = loop_factory()  # RELEASEGATE_EVENT_LOOP read (and refused) before any request
         self.batch_size = max(64, 4 * target.concurrency)  # cases per runner batch; concurrency applies within
         self._count = None
         self.client_stats: dict | None = None
@@ -223,7 +224,7 @@ class OpenAIBackend(Backend):
         return LoadRun(results, seconds, self.last_run_stats)
 
     def _run(self, window, probe: LatenessProbe, prepare=None, *, concurrency: int | None = None):
-        """On a fresh event loop (uvloop's when installed) and client: `prepare(client)`, then
+        """On a fresh event loop (uvloop's by default, see `_dispatch.loop_factory`) and client: `prepare(client)`, then
         `window(client, loop)` timed by `probe`."""
 
         async def main():
@@ -254,7 +255,7 @@ class OpenAIBackend(Backend):
                     if hasattr(client, "probe"):
                         client.probe = None
 
-        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        with asyncio.Runner(loop_factory=self.loop_factory) as runner:
             return runner.run(main())
 
     def _body(self, request: Request, max_new_tokens: int) -> dict:

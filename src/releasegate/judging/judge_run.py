@@ -1,6 +1,8 @@
 """The judging stage: a function of the run record and a rubric -> the report (verdict and metrics).
 
-It re-scores every record from disk, so `releasegate gate RUN_DIR` with a changed rubric needs no model.
+It scores every record from disk (reading the scores stored with it while what they were computed from is unchanged,
+`scorers.stored`), so `releasegate gate RUN_DIR` with a changed rubric needs no model, and re-judging recomputes
+only what changed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from ..review.labels import LabelEdit
 from ..review.summary import summarize_review
 from ..run.record import CaseRecord, RunInfo
 from ..scorers import score_records
-from ..scorers.evaluate_metric import compute_evaluate_metric, load_metric
+from ..scorers.evaluate_metric import evaluate_value
 from .baseline import baseline_comparison, comparison_results
 from .capacity import capacity_metric, capacity_view, gated_records, judge_capacity
 from .case_detail import case_detail, case_reviews, failing_why
@@ -93,6 +95,7 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, ph
 def judge_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
     *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts=None, edited: list[str] = (),
+    corpus_scores=None,
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
@@ -103,7 +106,9 @@ def judge_run(
     NEEDS_REVIEW unless `allow_pending`. `verdicts` are the run's LLM-judge verdicts (`llm_judge.run_verdicts`):
     judge-scored answers without one are unknown, and criteria they feed are insufficient while the judge is not
     calibrated against the reviewers' labels. Run health (see `health`; `edited`: the run's own files edited since
-    releasegate sealed them, `run.seal.edited_evidence`) and target failure override the criteria."""
+    releasegate sealed them, `run.seal.edited_evidence`) and target failure override the criteria.
+    `corpus_scores` (`scorers.CorpusScores`): the run's stored `evaluate` values, read where they match and given
+    the values computed here; without it every value is computed."""
     load_records = load_records or []
     scores = score_records(records, rubric.forbidden, verdicts)  # the quality phase's
     phase = latency_phase(rubric.latency_from, load_records)
@@ -114,7 +119,7 @@ def judge_run(
     info_at = _at_capacity(info, sweep)
     timed = phase_records(phase, records, timed_load)
     facts = {**run_facts(info_at, timed, cost, phase=phase), "strata": stratum_counts(records)}  # sample weights
-    evaluate_values = _evaluate_metrics(rubric, records)
+    evaluate_values = _evaluate_metrics(rubric, corpus_scores)
     by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
 
     def measure(name: str, slice_: dict | None, confidence: float | None = None):
@@ -286,16 +291,14 @@ def _sample_note(records: list[CaseRecord]) -> str:
     return (f"; rates of {', '.join(suites)} describe the sample only, not its source (sample.estimate: sample)")
 
 
-def _evaluate_metrics(rubric: Rubric, records: list[CaseRecord]) -> dict:
-    if not rubric.evaluate:
-        return {}
-
+def _evaluate_metrics(rubric: Rubric, stored) -> dict:
+    """The rubric's `evaluate` metrics by name, each a function of the records chosen: a stored value where one
+    matches, else computed (the module is loaded only then)."""
     out = {}
     for spec in rubric.evaluate:
-        metric = load_metric(spec.module)
 
-        def run(chosen, spec=spec, metric=metric):
-            return compute_evaluate_metric(metric, select(chosen, spec.slice), key=spec.key, name=spec.name)
+        def run(chosen, spec=spec):
+            return evaluate_value(spec, select(chosen, spec.slice), stored)
 
         out[spec.name] = run
     return out

@@ -34,6 +34,7 @@ from ..llm_judge.verdicts import run_verdicts
 from ..review.labels import read_labels
 from ..run.record import RunDir
 from ..run.seal import edited_evidence, sealed_snapshot
+from ..scorers import CorpusScores
 from .comparability import describe_differences, differences, same_run, saved_settings_key
 from .compare import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
 from .health import planned_phases
@@ -107,7 +108,8 @@ def _judge_again(run: RunDir, info) -> tuple[dict, list, object, object]:
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     records, verdicts = run.read_records(), run_verdicts(run, info)
     report = judge_run(info, records, policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), verdicts=verdicts, edited=edited_evidence(run.path))
+                       labels=read_labels(run), verdicts=verdicts, edited=edited_evidence(run.path),
+                       corpus_scores=CorpusScores.of(run))
     return report, records, policy, verdicts
 
 

@@ -5,9 +5,6 @@ Imported only when an HTML report of a sweep is rendered (matplotlib, like plots
 
 from __future__ import annotations
 
-from matplotlib import rc_context
-from matplotlib.figure import Figure
-
 from .plots import _RC, _svg
 
 __all__ = ["capacity_plots"]
@@ -23,6 +20,9 @@ def capacity_plots(capacity: dict | None) -> dict[str, str]:
     steps = sorted((capacity or {}).get("steps") or [], key=lambda s: s["rate"])
     if not steps:
         return {}
+    from matplotlib import rc_context  # only when a sweep is drawn
+    from matplotlib.figure import Figure
+
     with rc_context(_RC):
         fig = Figure(figsize=(11, 3.0), layout="constrained")
         latency, signals = fig.subplots(1, 2)

@@ -1,17 +1,19 @@
 """Latency plots for the HTML report, drawn with matplotlib (Agg, no pyplot) and inlined as SVG text.
 
-Imported only when an HTML report is rendered: matplotlib costs about half a second to import.
+Imported only when an HTML report is rendered, and matplotlib (about half a second to import) only when a plot
+is drawn: a run with nothing timed renders its page without it.
 """
 
 from __future__ import annotations
 
 import io
 import re
-
-from matplotlib import rc_context
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from ..judging.stats import percentile
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["latency_plots"]
 
@@ -42,6 +44,8 @@ def latency_plots(samples: dict[str, list[float]], split: list[tuple[float, floa
     (prefill, decode) in ms); {} when nothing was measured. Latency criteria of the rubric are drawn as lines."""
     if not any(samples.values()):
         return {}
+    from matplotlib import rc_context
+
     with rc_context(_RC):
         plots = {"cdf": _svg(_cdf_figure(samples, criteria))}
         if split:
@@ -50,6 +54,8 @@ def latency_plots(samples: dict[str, list[float]], split: list[tuple[float, floa
 
 
 def _cdf_figure(samples: dict[str, list[float]], criteria: list[dict]) -> Figure:
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(11, 2.9), layout="constrained")
     axes = fig.subplots(1, 3)
     for ax, key in zip(axes, _TITLES):
@@ -93,6 +99,8 @@ def _split_figure(split: list[tuple[float, float]]) -> Figure:
     xs = [(a + b + 1) / 2 for a, b in zip(edges, edges[1:])]
     total = sum(p + d for p, d in split)
     share = sum(p for p, _ in split) / total if total else 0.0
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(11, 2.6), layout="constrained")
     ax = fig.subplots()
     ax.set_title(f"Where the time goes: prefill {share:.0%}, decode {1 - share:.0%} of all request time")

@@ -20,7 +20,7 @@ from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
 from ..judging.evidence import answered, worst_client
-from ..scorers import score_record
+from ..scorers import stored_scores
 from .progress import progress_bar
 from .record import CaseRecord, RunDir, RunInfo
 from .response_cache import ResponseCache
@@ -225,5 +225,5 @@ def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False
         error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing, cached=cached,
         stratum=getattr(case, "stratum", None),
     )
-    record.scores = score_record(record, rubric.forbidden)
+    record.scores, record.scored_with = stored_scores(record, rubric.forbidden)  # reused by every later stage
     return record

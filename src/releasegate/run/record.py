@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
 from .record_parts import Stratum, Timing, Tokens
+from .sealed import matches_seal
 
 __all__ = ["Timing", "Tokens", "Stratum", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
 
@@ -75,7 +77,12 @@ class CaseRecord(BaseModel):
     tokens: Tokens = Field(default_factory=Tokens)
     timing: Timing = Field(default_factory=Timing)
     scores: dict[str, Any] = Field(default_factory=dict)
-    """Automatic scores at generation time: answer, format, forbidden. Recomputed by `gate`, never edited."""
+    """Automatic scores at generation time: answer (never a judge's verdict), format, forbidden. Never edited:
+    later stages reuse them while `scored_with` matches, and score the record again otherwise."""
+    scored_with: str | None = None
+    """The fingerprint of what `scores` were computed from (`scorers.stored.fingerprint`: the scorers' code, the
+    answer and format specs, the expected answer, the output and its token count, the forbidden rules). None: not
+    to be reused (not stored, or read from a journal that is not as the run sealed it)."""
     cached: bool = False
     """True when the output came from the response cache: no request was sent in this run, so the record has no
     timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
@@ -232,15 +239,17 @@ class RunDir:
         """The records of a journal. `dedup` (default: on for records.jsonl, whose records are keyed by case id):
         the last record of a case id wins and keeps the place of the first, so a retried case replaces its error,
         and carries the lines it superseded as `earlier_attempts`. load.jsonl is read as written (a replayed
-        traffic log may repeat ids)."""
+        traffic log may repeat ids). The scores stored in a journal that is not as the run sealed it are not
+        reused (`scored_with` cleared, see `sealed.matches_seal`)."""
         path = self.path / name
         if not path.exists():
             if not required:
                 return []
             raise InputError(f"run has no {name}", file=self.path)
-        records = []
+        records, digest = [], hashlib.sha256()
         with path.open("rb") as fh:  # bytes: a kill can tear a line inside a multi-byte character
             for number, line in enumerate(fh, start=1):
+                digest.update(line)
                 if not line.strip():
                     continue
                 try:
@@ -249,6 +258,9 @@ class RunDir:
                     if not line.endswith(b"\n"):
                         break  # a torn last line from an interrupted run: the case was not completed
                     raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=path, line=number) from None
+        if not matches_seal(self.path, name, digest.hexdigest()):
+            for rec in records:
+                rec.scored_with = None
         if dedup if dedup is not None else name == "records.jsonl":
             return _last_wins(records)
         return records

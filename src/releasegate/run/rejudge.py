@@ -1,5 +1,6 @@
 """A saved run judged again (`releasegate gate`): after a rubric change, new human labels or judge verdicts. The
-outputs are re-scored from the run record, never regenerated.
+outputs are never regenerated: their scores are read from the run record where what they were computed from is
+unchanged (`scorers.stored`), computed again where it changed.
 
 The run's own reports (report.json, .md, .html, .junit.xml, .csv) are its record: the verdict under the run's
 rubric (its sealed snapshot, rubric.yaml). Only that judgment rewrites and re-seals them. Judging by another
@@ -27,6 +28,7 @@ from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
 from ..review.labels import read_labels
 from ..text import valid_text
+from ..scorers import CorpusScores
 from .record import RunDir
 from .seal import edited_evidence, seal, sealed_snapshot
 
@@ -62,7 +64,8 @@ def rejudge(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = 
     policy, judged_by = _policy(run.path, rubric)
     report = judge_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
                        labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info),
-                       edited=edited_evidence(run.path))
+                       edited=edited_evidence(run.path),
+                       corpus_scores=CorpusScores.of(run))  # read only: the gate adds nothing to the run's journals
     report = typed_report({**report, "judged_by": judged_by})
     if output is None and not judged_by["whatif"]:
         write_reports(run, report)

@@ -36,6 +36,7 @@ from ..llm_judge.verdicts import run_verdicts
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.labels import read_labels
+from ..scorers import CorpusScores
 from ..scorers.evaluate_metric import load_metric, resolve_module
 from .clock import now
 from .generation import cache_hits, generate_all, keep_client, open_cache
@@ -272,12 +273,14 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     info.status = session["status"] = "complete"
     info.finished_at = session["finished_at"] = now()
     try:
+        corpus = CorpusScores.of(run)
         with timing.part("judging_s"), step(console, progress, "judging"):
-            report = _judge(run, info, rubric, mode, allow_pending)
+            report = _judge(run, info, rubric, mode, allow_pending, corpus)
         report = judged_by_snapshot(report, run.path)  # the report names the rubric that judged it
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
+        corpus.save(run)  # the corpus metric values, for every later `gate` to read
         with timing.part("reports_s"), step(console, progress, "writing the reports"):
             write_reports(run, report)
         INTERRUPTION.finish(report["exit_code"])  # on disk: from here on a signal cannot undo the verdict
@@ -299,14 +302,15 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     return run, report
 
 
-def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending: bool) -> dict:
-    """The verdict on the run's records as they are now on disk."""
+def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending: bool, corpus) -> dict:
+    """The verdict on the run's records as they are now on disk; `corpus`: the run's stored `evaluate` values,
+    given those computed here (`scorers.CorpusScores`)."""
     labels = None
     if mode != "start":  # reviewers may have labelled part of the run while it was stopped
         labels = read_labels(run)
     return judge_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
                      labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
-                     edited=edited_evidence(run.path, found_only=True))
+                     edited=edited_evidence(run.path, found_only=True), corpus_scores=corpus)
 
 
 def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:

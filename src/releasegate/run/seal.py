@@ -2,8 +2,8 @@
 `releasegate verify` sees any edit made to them since releasegate last wrote them.
 
 The manifest hashes a run's inputs (`manifest`); the seal hashes what the run made of them: the config and rubric
-snapshots (`gate` judges by the rubric snapshot), the journals (records, load, judgments, reviews), run.json and
-report.json. Every stage that writes one of them ends with `seal(run_dir, stage)`, which hashes the files that
+snapshots (`gate` judges by the rubric snapshot), the journals (records, load, judgments, reviews, corpus scores),
+run.json and report.json. Every stage that writes one of them ends with `seal(run_dir, stage)`, which hashes the files that
 stage writes, in the way it writes them:
 
 - a journal is only appended to: the new seal stands when the sealed bytes are still the file's first bytes (the
@@ -31,14 +31,15 @@ from .record import RunDir
 __all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
 SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "load.jsonl", "judgments.jsonl",
-                "reviews.jsonl", "report.json")
+                "reviews.jsonl", "corpus_scores.jsonl", "report.json")
 """The run's own files the seal covers, in the order `verify` lists them."""
-JOURNALS = ("records.jsonl", "load.jsonl", "judgments.jsonl", "reviews.jsonl")
+JOURNALS = ("records.jsonl", "load.jsonl", "judgments.jsonl", "reviews.jsonl", "corpus_scores.jsonl")
 """Append-only: a legitimate change keeps the sealed bytes as the file's start."""
 SNAPSHOTS = ("config.yaml", "rubric.yaml")
 """Written once, when the run starts."""
 STAGE_WRITES = {
-    "check": ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "load.jsonl", "judgments.jsonl", "report.json"),
+    "check": ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "load.jsonl", "judgments.jsonl",
+              "corpus_scores.jsonl", "report.json"),
     "judge": ("run.json", "judgments.jsonl"),
     "review": ("reviews.jsonl",),
     "gate": ("report.json",),

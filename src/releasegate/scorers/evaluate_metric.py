@@ -2,19 +2,26 @@
 
 `evaluate.load("name")` reaches for the hub; offline it fails with a misleading message, so we set
 HF_HUB_OFFLINE before importing and translate the failure into what to do instead.
+
+`import evaluate` pulls in datasets, transformers and torch (seconds): a value is computed only when the run has
+none stored for the same module file and the same predictions and references (`evaluate_value`), so re-judging
+a run reads its values instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from importlib import resources
+from functools import cache
+from importlib import metadata, resources
 from pathlib import Path
 
 from ..errors import InputError
 from ..judging.metrics import MetricValue
 from ._text import as_text
+from .stored import CorpusScores, digest_of
 
-__all__ = ["resolve_module", "load_metric", "compute_evaluate_metric"]
+__all__ = ["resolve_module", "load_metric", "compute_evaluate_metric", "evaluate_value", "module_fingerprint"]
 
 
 def resolve_module(module: str) -> str:
@@ -66,3 +73,55 @@ def compute_evaluate_metric(metric, records: list, *, key: str | None, name: str
     else:
         value = result[wanted]
     return MetricValue(None if value is None else float(value), len(done))
+
+
+def evaluate_value(spec, records: list, stored: CorpusScores | None = None) -> MetricValue:
+    """The value of the rubric's `evaluate` metric `spec` over `records`: read from `stored` when it holds one
+    computed by the same module file over the same predictions and references (and key), else computed (the
+    module loaded once per process) and kept in `stored`."""
+    done = [r for r in records if r.output is not None]
+    if not done:
+        return MetricValue(None, 0)
+    key = corpus_fingerprint(spec, done)
+    hit = stored.get(key) if stored is not None else None
+    if hit is not None:
+        return MetricValue(None if hit["value"] is None else float(hit["value"]), hit["n"])
+    value = compute_evaluate_metric(_loaded(spec.module, module_fingerprint(spec.module)), done, key=spec.key, name=spec.name)
+    if stored is not None:
+        stored.add(key, spec.name, value.value, value.n)
+    return value
+
+
+def corpus_fingerprint(spec, done: list) -> str | None:
+    """What a corpus value depends on, hashed: the module's files, the evaluate version, the key and every
+    prediction and reference in order. None for a hub module (its code is not in hand to hash): never stored."""
+    module = module_fingerprint(spec.module)
+    if module is None:
+        return None
+    items = [[r.output, as_text(r.expected)] for r in done]
+    return digest_of({"module": module, "evaluate": _evaluate_version(), "key": spec.key, "name": spec.name,
+                      "items": digest_of(items)})
+
+
+def module_fingerprint(module: str) -> str | None:
+    """sha256 over a local module's files (the script, or every file of its folder); None for a hub name."""
+    path = Path(resolve_module(module))
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        return digest_of([[str(p.relative_to(path)), hashlib.sha256(p.read_bytes()).hexdigest()] for p in files])
+    return None
+
+
+@cache
+def _loaded(module: str, version: str | None):
+    """One load per module and version of its files (`version`: a fingerprint that changes with them)."""
+    return load_metric(module)
+
+
+def _evaluate_version() -> str | None:
+    try:
+        return metadata.version("evaluate")
+    except metadata.PackageNotFoundError:
+        return None

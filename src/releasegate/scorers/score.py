@@ -7,6 +7,7 @@ from ..run.record import CaseRecord
 from ._registry import get_scorer
 from .forbidden import find_hits
 from .judged import judged_answer, pairwise_outcome
+from .stored import fingerprint, reusable
 
 
 def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
@@ -17,29 +18,56 @@ def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
 
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
     """The automatic scores of one record: answer, format, forbidden. Empty for a failed request, an empty answer
-    among them (`judging.evidence.answered`: it is scored as the failure it is, never checked as text).
-    `verdicts`: the run's LLM-judge verdicts (`llm_judge.Verdicts`), read by judge-scored answers."""
+    among them (`judging.evidence.answered`: it is scored as the failure it is, never checked as text), whatever
+    the record has stored. The scores stored with the record are reused while their fingerprint matches
+    (`stored.reusable`); a judge-scored answer is read from `verdicts` (`llm_judge.Verdicts`) every time."""
     if not answered(record):  # a judge-scored case the baseline answered is still a pairwise loss
         pair = pairwise_outcome(record, verdicts) if (record.answer or {}).get("type") == "judge" else None
         return {"pairwise": pair} if pair is not None else {}
+    fixed = reusable(record, forbidden_rules)
+    if fixed is None:
+        fixed = fixed_scores(record, forbidden_rules)
+    if record.answer and record.answer.get("type") == "judge":  # the verdict, never a stored answer
+        return {**_judged(record, verdicts), **{k: v for k, v in fixed.items() if k not in ("answer", "pairwise")}}
+    return dict(fixed)
+
+
+def stored_scores(record: CaseRecord, forbidden_rules) -> tuple[dict, str | None]:
+    """What `check` stores with a new record: its fixed scores (no judge verdict) and their fingerprint; nothing
+    for a record without an answer."""
+    if not answered(record):
+        return {}, None
+    return fixed_scores(record, forbidden_rules), fingerprint(record, forbidden_rules)
+
+
+def fixed_scores(record: CaseRecord, forbidden_rules) -> dict:
+    """The scores that depend only on the record and the forbidden rules: every check but a judge's."""
     output = record.output
     scores: dict = {}
-    if record.answer and record.answer.get("type") == "judge":
-        scores["answer"] = judged_answer(record, verdicts)
-        pair = pairwise_outcome(record, verdicts)
-        if pair is not None:
-            scores["pairwise"] = pair
-    elif record.answer:
+    if record.answer and record.answer.get("type") != "judge":
         fn = get_scorer("answer", record.answer["type"])
         scores["answer"] = fn(output, record.expected, record.answer).as_dict()
     if record.format:
-        checks = []
-        for spec in record.format:
-            result = get_scorer("format", spec["type"])(output.strip(), spec, record.tokens.output)
-            checks.append({"type": spec["type"], **result.as_dict()})
-        scores["format"] = {"passed": all(c["passed"] for c in checks), "checks": checks}
-        if any(c.get("unknown") for c in checks) and all(c["passed"] or c.get("unknown") for c in checks):
-            scores["format"]["unknown"] = True  # no check failed, but one could not be made
+        scores["format"] = _format(record)
     hits = find_hits(output, forbidden_rules)
     scores["forbidden"] = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits}
     return scores
+
+
+def _judged(record: CaseRecord, verdicts) -> dict:
+    scores = {"answer": judged_answer(record, verdicts)}
+    pair = pairwise_outcome(record, verdicts)
+    if pair is not None:
+        scores["pairwise"] = pair
+    return scores
+
+
+def _format(record: CaseRecord) -> dict:
+    checks = []
+    for spec in record.format:
+        result = get_scorer("format", spec["type"])(record.output.strip(), spec, record.tokens.output)
+        checks.append({"type": spec["type"], **result.as_dict()})
+    out = {"passed": all(c["passed"] for c in checks), "checks": checks}
+    if any(c.get("unknown") for c in checks) and all(c["passed"] or c.get("unknown") for c in checks):
+        out["unknown"] = True  # no check failed, but one could not be made
+    return out
