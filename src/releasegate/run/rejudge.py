@@ -27,8 +27,8 @@ from ..outputs import check_output_path, write_output_file
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
 from ..review.labels import read_labels
-from ..text import valid_text
 from ..scorers import CorpusScores
+from ..text import valid_text
 from .record import RunDir
 from .seal import edited_evidence, seal, sealed_snapshot
 
