@@ -14,7 +14,8 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
     approved, rejected, disagreements   after the disagreement rule (any rejection rejects)
     approval        approval of the slice, weighted by outcome: each reviewed case stands for the cases of its
                     slice with the same automatic outcome (pass, answer_fail, format_fail, judge_unsure, fail:
-                    `outcome.OUTCOMES`), so over-sampling failures does not drag it down. Reports say it as
+                    `outcome.OUTCOMES`), so over-sampling failures does not drag it down; a case of a stratified
+                    `sample:` suite weighs the source rows it stands for (README rule 10). Reports say it as
                     "k of n approved, weighted by outcome: p" (`approval_words`): p is not k / n.
                     Every outcome group of the slice needs at least one label, or the approval is unknown
                     (status "unrepresentative": labels on passed cases alone say nothing about the failed ones).
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
 from ..judging.criteria import CriterionResult, Undecided
 from ..judging.metrics import MetricValue, select, slices_of
+from ..judging.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
 from ..judging.stats import needed_n_for_rate, wilson_bounds
 from ..run.record import CaseRecord
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
@@ -101,20 +103,22 @@ def summarize_review(
     # a label counts only for the output it was given on (a resumed run may have regenerated a case since)
     labels = case_labels([e for e in edits if shown.get(e.case_id) == e.output_hash])
     required = policy.required(records)
+    strata = stratum_counts(records)  # a sampled case weighs its stratum's rows over the run's cases of it
     rows: dict[str, dict] = {ALL: {}}
     results = []
     for slice_ in required:
-        row = _row(select(records, slice_), labels, outcome, policy, required=True)
+        row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata)
         rows[slice_name(slice_)] = row
         if row["status"] in ("pass", "fail", "no cases", "unrepresentative"):
             results.append(_result(slice_, row))
     for slice_ in _other_slices(records, policy, required):
-        rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False)
+        rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False, strata=strata)
     needed = sum(r["needed"] for r in rows.values() if r.get("required"))
     # a slice already decided (or unrepresentative) waits for nothing: only pending slices' missing labels count
     covered = sum(min(r["reviewed"], r["needed"]) if r["status"] == "pending" else r["needed"]
                   for r in rows.values() if r.get("required"))
-    rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending)
+    rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending,
+                         strata=strata)
     pending = needed - covered
     # "all" adds a criterion when its bound decides, or when required review left it unrepresentative; an
     # undecided "all" (labels beyond the required slices too few to bound the whole run) stays in the table
@@ -163,10 +167,11 @@ def approval_words(row: dict, *, percent: bool = False) -> str:
     return f"{row['approved']} of {row['reviewed']} approved, weighted by outcome: {shown}"
 
 
-def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool) -> dict:
+def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool,
+         strata: dict | None = None) -> dict:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
     approved = sum(lab.label == APPROVE for lab in reviewed)
-    approval = approval_of(chosen, labels, outcome, policy.confidence)
+    approval = approval_of(chosen, labels, outcome, policy.confidence, strata)
     needed = _needed(len(chosen), len(reviewed), approval, policy) if required else 0
     decided = approval.decides(policy.min_approval) if approval else None
     if not required:
@@ -237,9 +242,9 @@ def _finite(x: float) -> float | None:
     return None if math.isinf(x) else round(x, 3)
 
 
-def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool) -> dict:
+def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict) -> dict:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
-    row = _row(records, labels, outcome, policy, required=False)
+    row = _row(records, labels, outcome, policy, required=False, strata=strata)
     row["required"] = required = needed > 0
     row["needed"] = needed
     row["coverage"] = covered / needed if needed else None
@@ -267,7 +272,7 @@ def _decided(row: dict, policy: ReviewPolicy) -> str | None:
 
 
 def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict,
-                confidence: float = 0.95) -> Approval | None:
+                confidence: float = 0.95, strata: dict | None = None) -> Approval | None:
     """Post-stratified by automatic outcome: the slice's approval is its labelled cases' (known) plus, for each
     outcome group, its unlabelled cases at the group's approval among the labelled; None when an outcome group
     has no label (its approval, so the slice's, is unknown).
@@ -275,7 +280,10 @@ def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome:
     Only the unlabelled cases are estimated, so the bounds are (approved + unlabelled x q) / cases with q the
     one-sided Wilson bounds of their weighted estimate at Kish's effective n, (sum of weights)^2 / sum of squared
     weights, each label of group g weighing (unlabelled in g) / (labelled in g). A slice labelled whole has no
-    sampling error: its bounds are its approval."""
+    sampling error: its bounds are its approval. Cases of a weighted sample: `_weighted_approval`."""
+    if any(is_weighted(r) for r in chosen):
+        return _weighted_approval(chosen, labels, outcome, confidence,
+                                  strata if strata is not None else stratum_counts(chosen))
     groups: dict[str, list[int]] = {}  # outcome -> [cases, reviewed, approved]
     for r in chosen:
         g = groups.setdefault(outcome[r.case_id], [0, 0, 0])
@@ -296,6 +304,60 @@ def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome:
     low, high = wilson_bounds(estimate / unlabelled * effective_n, effective_n, confidence)
     bounds = ((approved + unlabelled * low) / len(chosen), (approved + unlabelled * high) / len(chosen))
     return Approval(value, effective_n, bounds)
+
+
+def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, confidence: float,
+                       strata: dict) -> Approval | None:
+    """The approval of the source a weighted sample stands for: each case weighs its stratum's rows over the
+    run's cases of it (`sample_weights`). Post-strata are the automatic outcomes, each split by stratum where every
+    part has a label; a post-stratum's unlabelled rows take the weighted share of its labels. The bounds are Wilson's
+    at an effective n that adds, to the cases' own variance at Kish's n of their weights (the run is a sample of
+    its source: labelling it whole does not make it the source), that of the estimate for the unlabelled rows."""
+    weight = dict(zip((r.case_id for r in chosen), case_weights(chosen, strata)))
+    parts = _approval_parts(chosen, labels, outcome)
+    if not parts or any(not any(r.case_id in labels for r in part) for part in parts):
+        return None
+    total = sum(weight.values())
+    known = unlabelled = estimate = squares = 0.0
+    for part in parts:
+        seen = [(weight[r.case_id], labels[r.case_id].label == APPROVE) for r in part if r.case_id in labels]
+        rest = sum(weight[r.case_id] for r in part if r.case_id not in labels)
+        seen_weight = sum(w for w, _ in seen)
+        known += sum(w for w, ok in seen if ok)
+        unlabelled += rest
+        estimate += rest * sum(w for w, ok in seen if ok) / seen_weight
+        squares += sum((w * rest / seen_weight) ** 2 for w, _ in seen)
+    value = (known + estimate) / total
+    effective_n = _combined_n(value, kish_n(list(weight.values())), unlabelled / total,
+                              estimate / unlabelled if unlabelled else 0.0, unlabelled ** 2 / squares if unlabelled else 0.0)
+    return Approval(value, effective_n, wilson_bounds(value * effective_n, effective_n, confidence))
+
+
+def _approval_parts(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> list[list[CaseRecord]]:
+    """The post-strata of a weighted approval: each automatic outcome's cases, split by the stratum they stand for
+    where every part has a label, else whole."""
+    groups: dict = {}
+    for r in chosen:
+        groups.setdefault(outcome[r.case_id], {}).setdefault(source_of(r), []).append(r)
+    parts = []
+    for by_source in groups.values():
+        if all(any(r.case_id in labels for r in part) for part in by_source.values()):
+            parts += by_source.values()
+        else:  # a stratum with no label in this outcome: the outcome's labels stand for all of its cases
+            parts.append([r for part in by_source.values() for r in part])
+    return parts
+
+
+def _combined_n(value: float, cases_n: float, share: float, rate: float, labels_n: float) -> float:
+    """The effective n of a weighted approval: the cases' variance at `cases_n` plus, for the `share` of rows
+    left unlabelled, their estimated `rate`'s at `labels_n`; each smoothed half a case towards 1/2 so that a
+    unanimous sample is not certainty."""
+    q = (value * cases_n + 0.5) / (cases_n + 1)
+    variance = q * (1 - q) / cases_n
+    if labels_n:
+        u = (rate * labels_n + 0.5) / (labels_n + 1)
+        variance += share ** 2 * u * (1 - u) / labels_n
+    return q * (1 - q) / variance
 
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
