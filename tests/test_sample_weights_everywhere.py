@@ -112,6 +112,21 @@ def test_human_approval_of_an_unsampled_run_is_as_before(tmp_path, capsys):
     assert report["review"]["all"]["effective_n"] is None  # labelled whole: its approval is known
 
 
+@pytest.mark.parametrize("sampled, verdict", [(True, "INCONCLUSIVE"), (False, "FAIL")])
+def test_a_required_slice_labelled_whole_is_still_a_sample_of_its_source(tmp_path, capsys, sampled, verdict):
+    # kind=common: 0.75 approved of 400, min_approval 0.78. Unsampled, the slice is the suite and labelled whole
+    # it fails; sampled, it stands for 9,500 rows and its bounds [0.713, 0.784] straddle the bar: no label is
+    # left to give, and it is undecided, never a silent pass
+    run = _judged(sampled, 0.78, LOW_BAR)
+    run.rubric["review"]["required_slices"] = [{"kind": "common"}]
+    code, report = _gate(run.build(tmp_path), capsys)
+    common = next(c for c in report["criteria"] if c["name"] == "human approval[kind=common]")
+    assert report["verdict"] == verdict and code == EXIT_CODES[verdict]
+    assert common["verdict"] == ("insufficient" if sampled else "fail")
+    if sampled:
+        assert "every case labelled" in common["reason"] and report["review"]["kind=common"]["status"] == "undecided"
+
+
 # --- paired comparisons: compare, a rubric baseline, servers parity ------------------------------------------
 
 

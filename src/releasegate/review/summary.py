@@ -4,7 +4,8 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
 
     required        the slice always needs review (a required domain or a `required_slices` entry)
     status          pending | pass | fail | unrepresentative | no cases (required slices and "all"), optional
-                    (other slices), undecided ("all" when labels were given but decide nothing),
+                    (other slices), undecided ("all" when labels were given but decide nothing; a required
+                    slice of a weighted sample labelled whole whose bounds still straddle min_approval),
                     not required ("all" when nothing needs review and nothing was labelled)
     cases           cases of the run in the slice
     needed          labelled cases the slice needs (required slices): `ReviewPolicy.labels_needed`, and more
@@ -109,7 +110,7 @@ def summarize_review(
     for slice_ in required:
         row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata)
         rows[slice_name(slice_)] = row
-        if row["status"] in ("pass", "fail", "no cases", "unrepresentative"):
+        if row["status"] in ("pass", "fail", "no cases", "unrepresentative", "undecided"):
             results.append(_result(slice_, row))
     for slice_ in _other_slices(records, policy, required):
         rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False, strata=strata)
@@ -186,8 +187,8 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         status = "pending"
     elif approval is None:
         status = "unrepresentative"
-    else:
-        status = decided or "pending"
+    else:  # labelled whole and still undecided: a weighted sample too small to show min_approval for its source
+        status = decided or ("undecided" if len(reviewed) >= len(chosen) else "pending")
     return {
         "required": required, "status": status, "cases": len(chosen), "needed": needed, "reviewed": len(reviewed),
         "coverage": min(1.0, len(reviewed) / needed) if needed else None,
@@ -382,8 +383,10 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
     value = MetricValue(row["approval"], row["reviewed"], bounds, confidence=row["confidence"])
     note = approval_words(row)
     if row["status"] == "undecided":
+        more = ("every case labelled: the sample is too small to show min_approval for its source"
+                if row["reviewed"] >= row["cases"] else "label more cases")
         why = (f"{note}; approval bounds [{bounds[0]:.4g}, {bounds[1]:.4g}] at {row['confidence']:g} straddle "
-               f"min_approval: label more cases")
+               f"min_approval: {more}")
         return CriterionResult(criterion, value, "insufficient", why, cause=Undecided.REVIEW)
     verdict = row["status"]
     side = "lower" if verdict == "pass" else "upper"
