@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from releasegate.cli import main
 from releasegate.judging.criteria import EXIT_CODES
 from releasegate.judging.sample_weights import kish_n
 from releasegate.judging.stats import paired_min_n, paired_rate_bounds
+from releasegate.review.summary import approval_of
 from releasegate.run.record import Stratum
 from test_false_pass import NO_REVIEW, RIGHT, WRONG, Run, ok
 from test_judge_calibration_design import JudgedRun, population
@@ -125,6 +128,30 @@ def test_a_required_slice_labelled_whole_is_still_a_sample_of_its_source(tmp_pat
     assert common["verdict"] == ("insufficient" if sampled else "fail")
     if sampled:
         assert "every case labelled" in common["reason"] and report["review"]["kind=common"]["status"] == "undecided"
+
+
+def _approval_draw(rng: random.Random, per_stratum: int, labelled: int) -> tuple[float, float]:
+    """The approval bounds of one equal-allocation sample (common 75% approvable, rare 95%), `labelled` labels
+    drawn in each stratum."""
+    records, labels, outcome = [], {}, {}
+    for kind, rows, rate in (("common", COMMON, 0.75), ("rare", RARE, 0.95)):
+        stratum = Stratum(name=f"kind={kind}", population=rows)
+        for i in range(per_stratum):
+            records.append(SimpleNamespace(case_id=f"{kind}{i}", suite="s", stratum=stratum))
+            outcome[f"{kind}{i}"] = "pass"
+            if i < labelled:
+                labels[f"{kind}{i}"] = SimpleNamespace(label="approve" if rng.random() < rate else "reject")
+    return approval_of(records, labels, outcome, 0.95).bounds
+
+
+@pytest.mark.parametrize("per_stratum, labelled", [(200, 200), (100, 20)])
+def test_the_weighted_approval_bounds_hold_their_confidence(per_stratum, labelled):
+    # seeded: the source's approval is 0.95 x 0.75 + 0.05 x 0.95 = 0.76; each one-sided bound covers it
+    rng, reps, truth = random.Random(per_stratum + labelled), 400, 0.76
+    draws = [_approval_draw(rng, per_stratum, labelled) for _ in range(reps)]
+    allowed = 0.95 - 3 * math.sqrt(0.05 * 0.95 / reps)
+    assert sum(lo <= truth for lo, _ in draws) / reps >= allowed
+    assert sum(truth <= hi for _, hi in draws) / reps >= allowed
 
 
 # --- paired comparisons: compare, a rubric baseline, servers parity ------------------------------------------

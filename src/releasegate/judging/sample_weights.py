@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["stratum_counts", "sample_only", "is_weighted", "weighted_share", "case_weights", "kish_n", "source_of"]
+__all__ = ["stratum_counts", "sample_only", "is_weighted", "weighted_share", "case_weights", "kish_n", "source_of",
+           "two_phase_n"]
 
 
 def stratum_counts(records: Iterable) -> dict:
@@ -46,6 +47,23 @@ def kish_n(weights: list[float]) -> float:
     share has the variance of the weighted share (the count itself when the weights are equal); 0 for none."""
     squares = sum(w * w for w in weights)
     return sum(weights) ** 2 / squares if squares else 0.0
+
+
+def two_phase_n(point: float, cases_n: float, parts: list[tuple[float, float, float, float]]) -> float:
+    """The effective n of a rate estimated in two phases: the run's cases (at their effective n, `cases_n`), then
+    labels drawn from each part (post-stratum) of them. `parts`: (its share of the rows, its labels' rate, their
+    effective n, the share of its cases labelled). The variance is the cases' own plus, per part, its share
+    squared times its rate's variance with the finite-population correction (double sampling for
+    stratification), each part's rate read as if it had two more labels at the overall rate, so that a few alike
+    are not certainty; expressed as the size of a simple random sample with that variance (at most `cases_n`)."""
+    labels = sum(n for _, _, n, _ in parts)
+    overall = (sum(rate * n for _, rate, n, _ in parts) + 1) / (labels + 2)
+    q = (point * cases_n + 0.5) / (cases_n + 1)  # the cases' own binomial variance, never 0 at a point of 0 or 1
+    variance = q * (1 - q) / cases_n
+    for share, rate, n, drawn in parts:
+        smoothed = (rate * n + 2 * overall) / (n + 2)
+        variance += share ** 2 * smoothed * (1 - smoothed) / n * (1 - drawn)
+    return q * (1 - q) / variance
 
 
 def weighted_share(hits: list[bool], records: list, strata: dict) -> tuple[float, float, float]:

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..judging.metrics import MetricValue
-from ..judging.sample_weights import case_weights, kish_n, source_of, stratum_counts
+from ..judging.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
 from ..judging.stats import wilson_bounds
 
 __all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "post_strata",
@@ -161,17 +161,9 @@ def corrected_accuracy(chosen, scores: dict, approved: dict[str, bool], cells: d
 
 def effective_n(point: float, n: float, strata: list[PostStratum], cases_n: float | None = None) -> float:
     """The size of a simple random sample whose proportion has the variance of this estimate (at most the cases'
-    effective n, `cases_n`: by default n). `n`: the rows the post-strata weigh together."""
-    cases_n = n if cases_n is None else cases_n
-    labelled = sum(s.labels_n for s in strata)
-    overall = (sum(s.approval * s.labels_n for s in strata) + 1) / (labelled + 2)
-    label_variance = 0.0
-    for s in strata:
-        # a post-stratum's rate as if it had two more labels at the overall rate: a few alike are not certainty
-        rate = (s.approval * s.labels_n + 2 * overall) / (s.labels_n + 2)
-        label_variance += (s.rows / n) ** 2 * rate * (1 - rate) / s.labels_n * (1 - s.labelled / s.cases)
-    q = (point * cases_n + 0.5) / (cases_n + 1)  # the cases' own binomial variance, never 0 at a point of 0 or 1
-    return q * (1 - q) / (q * (1 - q) / cases_n + label_variance)
+    effective n, `cases_n`: by default n; `sample_weights.two_phase_n`). `n`: the rows the post-strata weigh."""
+    return two_phase_n(point, n if cases_n is None else cases_n,
+                       [(s.rows / n, s.approval, s.labels_n, s.labelled / s.cases) for s in strata])
 
 
 def post_strata(judged: list[_Judged]) -> tuple[list[PostStratum], str | None]:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
 from ..judging.criteria import CriterionResult, Undecided
 from ..judging.metrics import MetricValue, select, slices_of
-from ..judging.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
+from ..judging.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
 from ..judging.stats import needed_n_for_rate, wilson_bounds
 from ..run.record import CaseRecord
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
@@ -311,26 +311,23 @@ def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], o
                        strata: dict) -> Approval | None:
     """The approval of the source a weighted sample stands for: each case weighs its stratum's rows over the
     run's cases of it (`sample_weights`). Post-strata are the automatic outcomes, each split by stratum where every
-    part has a label; a post-stratum's unlabelled rows take the weighted share of its labels. The bounds are Wilson's
-    at an effective n that adds, to the cases' own variance at Kish's n of their weights (the run is a sample of
-    its source: labelling it whole does not make it the source), that of the estimate for the unlabelled rows."""
+    part has a label; a post-stratum's rows take the weighted share of its labels that approve. The bounds are
+    Wilson's at the two-phase effective n (`sample_weights.two_phase_n`): the cases' own variance at Kish's n of
+    their weights (the run is a sample of its source: labelling it whole does not make it the source), plus each
+    post-stratum's labels'."""
     weight = dict(zip((r.case_id for r in chosen), case_weights(chosen, strata)))
     parts = _approval_parts(chosen, labels, outcome)
     if not parts or any(not any(r.case_id in labels for r in part) for part in parts):
         return None
     total = sum(weight.values())
-    known = unlabelled = estimate = squares = 0.0
+    terms = []  # per post-stratum: (share of the rows, labels' weighted approval, their effective n, share labelled)
     for part in parts:
         seen = [(weight[r.case_id], labels[r.case_id].label == APPROVE) for r in part if r.case_id in labels]
-        rest = sum(weight[r.case_id] for r in part if r.case_id not in labels)
-        seen_weight = sum(w for w, _ in seen)
-        known += sum(w for w, ok in seen if ok)
-        unlabelled += rest
-        estimate += rest * sum(w for w, ok in seen if ok) / seen_weight
-        squares += sum((w * rest / seen_weight) ** 2 for w, _ in seen)
-    value = (known + estimate) / total
-    effective_n = _combined_n(value, kish_n(list(weight.values())), unlabelled / total,
-                              estimate / unlabelled if unlabelled else 0.0, unlabelled ** 2 / squares if unlabelled else 0.0)
+        rate = sum(w for w, ok in seen if ok) / sum(w for w, _ in seen)
+        terms.append((sum(weight[r.case_id] for r in part) / total, rate, kish_n([w for w, _ in seen]),
+                      len(seen) / len(part)))
+    value = sum(share * rate for share, rate, _, _ in terms)
+    effective_n = two_phase_n(value, kish_n(list(weight.values())), terms)
     return Approval(value, effective_n, wilson_bounds(value * effective_n, effective_n, confidence))
 
 
@@ -347,18 +344,6 @@ def _approval_parts(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outc
         else:  # a stratum with no label in this outcome: the outcome's labels stand for all of its cases
             parts.append([r for part in by_source.values() for r in part])
     return parts
-
-
-def _combined_n(value: float, cases_n: float, share: float, rate: float, labels_n: float) -> float:
-    """The effective n of a weighted approval: the cases' variance at `cases_n` plus, for the `share` of rows
-    left unlabelled, their estimated `rate`'s at `labels_n`; each smoothed half a case towards 1/2 so that a
-    unanimous sample is not certainty."""
-    q = (value * cases_n + 0.5) / (cases_n + 1)
-    variance = q * (1 - q) / cases_n
-    if labels_n:
-        u = (rate * labels_n + 0.5) / (labels_n + 1)
-        variance += share ** 2 * u * (1 - u) / labels_n
-    return q * (1 - q) / variance
 
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
