@@ -34,10 +34,11 @@ def test_no_pair_disagreeing_does_not_collapse_the_bound():
 
 @pytest.mark.parametrize("margin", [0.01, 0.02, 0.05, 0.1])
 def test_below_the_minimum_no_table_of_ties_shows_the_margin(margin):
+    # whatever the split of the agreeing pairs (all good, nearly none): the n at which any tie shows the margin
     needed = paired_min_n(margin)
-    assert any(paired_rate_bounds(a, 0, 0, needed - a)[1] <= margin for a in range(needed + 1))
+    assert all(paired_rate_bounds(a, 0, 0, needed - a)[1] <= margin for a in range(needed + 1))
     for n in range(1, needed):
-        assert all(paired_rate_bounds(a, 0, 0, n - a)[1] > margin for a in range(n + 1))
+        assert any(paired_rate_bounds(a, 0, 0, n - a)[1] > margin for a in range(n + 1))
 
 
 def test_a_zero_margin_can_never_be_shown():

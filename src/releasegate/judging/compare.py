@@ -12,6 +12,12 @@ of the per-case difference. Each metric has a non-inferiority margin:
                                   latency: LATENCY_MIN_PAIRS)
     inconclusive  (insufficient)  neither: more shared cases are needed
 
+Cases of a stratified `sample:` suite weigh the source rows they stand for (README rule 10; `sample_weights`: the
+stratum's rows over the shared cases of it), as the gate weighs them: the rates and the delta are weighted, and
+the paired bound is taken on the weighted 2x2 table scaled to Kish's effective n of the weights, so the margin is
+shown at the effective n, never at the count of an equal-allocation sample (exact McNemar p, a test of counts,
+is then not reported). A case the two runs weigh as different strata leaves the rate undecided.
+
 Bounds are one-sided at the comparison's confidence. No shared case, no metric judged on the shared cases, or a
 case id with different contents in the two runs: `comparison_verdict` is then INCONCLUSIVE, never PASS.
 """
@@ -27,6 +33,7 @@ from .case_detail import flipped_cases
 from .comparability import case_hash
 from .evidence import answered
 from .metrics import select, slices_of
+from .sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
 from .stats import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
 
 __all__ = ["Margins", "compare_records", "comparison_verdict", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS"]
@@ -69,7 +76,8 @@ def compare_records(
     base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
     cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)
     pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
-    rows = [_rate_row(name, pairs, margins) for name in _RATE_KEYS]
+    strata = stratum_counts(_weighing(b, c) for b, c, _, _ in pairs)
+    rows = [_rate_row(name, pairs, margins, strata) for name in _RATE_KEYS]
     rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
     return {
         "shared_cases": len(shared),
@@ -81,7 +89,7 @@ def compare_records(
         "identical_outputs": sum(answered(base_by_id[c]) and base_by_id[c].output == cand_by_id[c].output for c in shared),
         "confidence": margins.confidence,
         "rows": [r for r in rows if r is not None],
-        "slices": _slice_rows([p for p in pairs], margins),
+        "slices": _slice_rows([p for p in pairs], margins, strata),
         "flipped": flipped_cases(pairs),  # pass -> fail and fail -> pass, case by case
     }
 
@@ -121,48 +129,97 @@ def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
     return score[key]["passed"] if key in score else None
 
 
-def _rate_row(name: str, pairs, margins: Margins) -> dict | None:
+def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) -> dict | None:
+    """The paired row of a rate metric on the shared cases it applies to (`strata`: the shared cases per weighted
+    stratum, `sample_weights.stratum_counts`)."""
     key, higher = _RATE_KEYS[name]
-    both = [(_outcome(key, b, sb), _outcome(key, c, sc)) for b, c, sb, sc in pairs]
-    both = [(x, y) for x, y in both if x is not None and y is not None]
+    both = [(_outcome(key, b, sb), _outcome(key, c, sc), b, c) for b, c, sb, sc in pairs]
+    both = [(x, y, b, c) for x, y, b, c in both if x is not None and y is not None]
     if not both:
         return None
     margin = margins.margins.get(name, DEFAULT_MARGINS[name])
-    unknown = sum(_UNKNOWN in pair for pair in both)
+    unknown = sum(_UNKNOWN in (x, y) for x, y, _, _ in both)
     if unknown:  # leaving them out could hide a regression: the metric is not compared
-        return {"metric": name, "n": len(both), "baseline": None, "candidate": None, "delta": None, "interval": None,
-                "margin": margin, "p_value": None, "worse": None, "better": None, "verdict": "insufficient",
-                "note": f"{unknown} of {len(both)} shared case(s) could not be checked in one run or both"}
+        return _undecided_row(name, len(both), margin, f"{unknown} of {len(both)} shared case(s) could not be "
+                                                       "checked in one run or both")
+    weights, why = _pair_weights([(b, c) for _, _, b, c in both], strata or {})
+    if why:
+        return _undecided_row(name, len(both), margin, why)
     good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
-    cells = _cells([(good(x), good(y)) for x, y in both])
+    goods = [(good(x), good(y)) for x, y, _, _ in both]
+    counts = _cells(goods)
+    n = kish_n(weights) if weights else len(both)
+    cells = _scaled(_cells(goods, weights), n) if weights else counts
     loss_lo, loss_hi = paired_rate_bounds(*cells, confidence=margins.confidence)  # baseline good rate - candidate's
     needed = paired_min_n(margin, margins.confidence)
-    verdict, note = _non_inferiority(len(both), loss_lo, loss_hi, margin, needed)
-    xs, ys = [float(x) for x, _ in both], [float(y) for _, y in both]
-    delta = fmean(ys) - fmean(xs)
+    verdict, note = _non_inferiority(n, loss_lo, loss_hi, margin, needed, weighted=bool(weights))
+    base_rate, cand_rate = _mean([float(x) for x, _, _, _ in both], weights), _mean([float(y) for _, y, _, _ in both], weights)
     interval = [-loss_hi, -loss_lo] if higher else [loss_lo, loss_hi]
+    extra = {"effective_n": n, "weighted": True} if weights else {}
     return {
-        "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
-        "interval": interval, "margin": margin, "p_value": mcnemar_exact(cells[1], cells[2]),
-        "worse": cells[1], "better": cells[2], "needed_n": needed, "verdict": verdict, **({"note": note} if note else {}),
+        "metric": name, "n": len(both), "baseline": base_rate, "candidate": cand_rate, "delta": cand_rate - base_rate,
+        "interval": interval, "margin": margin, "p_value": None if weights else mcnemar_exact(counts[1], counts[2]),
+        "worse": counts[1], "better": counts[2], "needed_n": needed, "verdict": verdict, **extra,
+        **({"note": note} if note else {}),
     }
 
 
-def _cells(goods: list[tuple[bool, bool]]) -> tuple[int, int, int, int]:
-    """The paired 2x2 table (good in both, in the baseline only, in the candidate only, in neither)."""
-    return (sum(x and y for x, y in goods), sum(x and not y for x, y in goods),
-            sum(y and not x for x, y in goods), sum(not x and not y for x, y in goods))
+def _undecided_row(name: str, n: int, margin: float, note: str) -> dict:
+    return {"metric": name, "n": n, "baseline": None, "candidate": None, "delta": None, "interval": None,
+            "margin": margin, "p_value": None, "worse": None, "better": None, "verdict": "insufficient", "note": note}
 
 
-def _non_inferiority(n: int, loss_lo: float, loss_hi: float, margin: float, needed: int | None) -> tuple[str, str]:
+def _weighing(base: CaseRecord, cand: CaseRecord) -> CaseRecord:
+    """The record whose stratum weighs a shared case: the candidate's when it is a weighted sample's, else the
+    baseline's."""
+    return cand if is_weighted(cand) or not is_weighted(base) else base
+
+
+def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: dict) -> tuple[list[float] | None, str | None]:
+    """(each shared case's weight, None) when a shared case is a weighted sample's, (None, None) when none is,
+    (None, why) when a case stands for a different stratum in the two runs (which rows it speaks for is unknown)."""
+    if not any(is_weighted(b) or is_weighted(c) for b, c in pairs):
+        return None, None
+    differ = [c.case_id for b, c in pairs if is_weighted(b) and is_weighted(c) and source_of(b) != source_of(c)]
+    if differ:
+        return None, (f"{len(differ)} shared case(s) stand for a different sample stratum in the two runs (e.g. "
+                      f"{differ[0]}): which source rows they speak for is unknown")
+    return case_weights([_weighing(b, c) for b, c in pairs], strata), None
+
+
+def _mean(xs: list[float], weights: list[float] | None) -> float:
+    return fmean(xs) if weights is None else sum(w * x for w, x in zip(weights, xs)) / sum(weights)
+
+
+def _cells(goods: list[tuple[bool, bool]], weights: list[float] | None = None) -> tuple:
+    """The paired 2x2 table (good in both, in the baseline only, in the candidate only, in neither): counts, or
+    with `weights` the weight in each cell."""
+    weights = weights if weights is not None else [1] * len(goods)
+    cells = [0, 0, 0, 0]
+    for (x, y), w in zip(goods, weights):
+        cells[0 if x and y else 1 if x else 2 if y else 3] += w
+    return tuple(cells)
+
+
+def _scaled(cells: tuple, n: float) -> tuple:
+    """A weighted 2x2 table scaled to `n` cases (Kish's effective n): its shares kept, its size the information the
+    weighted sample holds, so a score bound on it is taken at the effective n."""
+    total = sum(cells)
+    return tuple(c * n / total for c in cells)
+
+
+def _non_inferiority(n: float, loss_lo: float, loss_hi: float, margin: float, needed: int | None, *,
+                     weighted: bool = False) -> tuple[str, str]:
     """Decided on the one-sided bounds of the loss (how much worse the candidate is): a regression when even the
-    lower bound is past the margin, non-inferior when the upper bound is within it on at least `needed` cases."""
+    lower bound is past the margin, non-inferior when the upper bound is within it on at least `needed` cases
+    (`weighted`: `n` is the effective n of a weighted sample's shared cases)."""
     if loss_lo > margin:
         return "fail", ""
     if needed is None:
         return "insufficient", f"a margin of {margin:g} can never be shown by a bound: set a margin above 0"
     if n < needed:
-        return "insufficient", f"{n} shared case(s): at least {needed} are needed before this margin can be shown"
+        what = f"an effective n of {n:.1f} (population-weighted)" if weighted else f"{n} shared case(s)"
+        return "insufficient", f"{what}: at least {needed} are needed before this margin can be shown"
     if loss_hi <= margin:
         return "pass", ""
     return "insufficient", f"the bound {loss_hi:.4g} on the loss is past the margin {margin:g}: more shared cases are needed"
@@ -194,13 +251,13 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     }
 
 
-def _slice_rows(pairs, margins: Margins) -> list[dict]:
+def _slice_rows(pairs, margins: Margins, strata: dict | None = None) -> list[dict]:
     """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
     cands = [c for _, c, _, _ in pairs]
     by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}
     rows = []
     for slice_ in slices_of(cands):
-        row = _rate_row("accuracy", [by_id[r.case_id] for r in select(cands, slice_)], margins)
+        row = _rate_row("accuracy", [by_id[r.case_id] for r in select(cands, slice_)], margins, strata)
         if row is not None:
             (key, value), = slice_.items()
             rows.append({"slice": f"{key}={value}", **{k: row[k] for k in ("n", "baseline", "candidate", "delta", "p_value", "verdict")}})

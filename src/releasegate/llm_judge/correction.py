@@ -22,6 +22,11 @@ labels are post-stratified:
 
 The judge's agreement with the reviewers (calibration) is weighted the same way (`design_rate`): the sample
 over-draws the judge's borderline grades, where it errs most.
+
+A stratified `sample:` suite speaks for its source (README rule 10): each case weighs population / the run's cases
+of its stratum (`judging.sample_weights`), a post-stratum is split by that stratum too where each part has a
+label, its approval is the weighted share of its labels, and the cases' own variance is taken at Kish's effective
+n of their weights, so the correction never turns the source's accuracy back into the sample's.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..judging.metrics import MetricValue
+from ..judging.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
 from ..judging.stats import wilson_bounds
 
 __all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "post_strata",
@@ -38,15 +44,29 @@ __all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "ju
 
 @dataclass(frozen=True)
 class PostStratum:
-    """Judge-scored cases weighted alike: how many the run has, how many were labelled, how many approved."""
+    """Judge-scored cases weighted alike: how many the run has, how many were labelled, how many approved; and,
+    for a weighted sample, the source rows its cases stand for, the weighted share of its labels that approve and
+    the labels' effective n (by default: the counts themselves)."""
 
     cases: int
     labelled: int
     approved: int
+    weight: float | None = None
+    share: float | None = None
+    labelled_n: float | None = None
 
     @property
     def approval(self) -> float:
-        return self.approved / self.labelled
+        return self.share if self.share is not None else self.approved / self.labelled
+
+    @property
+    def rows(self) -> float:
+        """What the post-stratum weighs in the estimate: its source rows, else its cases."""
+        return self.weight if self.weight is not None else self.cases
+
+    @property
+    def labels_n(self) -> float:
+        return self.labelled_n if self.labelled_n is not None else self.labelled
 
 
 @dataclass(frozen=True)
@@ -56,6 +76,10 @@ class _Judged:
     passed: bool
     approved: bool | None
     """The reviewers' label (True: approved); None for a case nobody labelled."""
+    weight: float = 1.0
+    """The source rows the case stands for (`sample_weights.case_weights`; 1 outside a weighted sample)."""
+    source: tuple | None = None
+    """Its weighted stratum (`sample_weights.source_of`)."""
 
 
 def judge_grade(verdict: dict) -> str:
@@ -65,17 +89,23 @@ def judge_grade(verdict: dict) -> str:
     return "pass" if verdict["passed"] else "fail"
 
 
-def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[str, str]) -> tuple[list[_Judged], int]:
+def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[str, str],
+                 strata: dict | None = None) -> tuple[list[_Judged], float]:
     """The cases of `chosen` the judge graded, each with its sampling cell and what the reviewers said of it
-    (`labelled`: case id -> True / False), and how many of the others passed their automatic score."""
-    judged, fixed = [], 0
-    for r in chosen:
+    (`labelled`: case id -> True / False), and how many of the others passed their automatic score. With
+    `strata` (`sample_weights.stratum_counts`), each case weighs the source rows it stands for, and so do the
+    others' passes."""
+    weights = case_weights(chosen, strata) if strata is not None else [1.0] * len(chosen)
+    judged, fixed = [], 0.0
+    for r, weight in zip(chosen, weights):
         answer = scores.get(r.case_id, {}).get("answer", {})
         verdict = answer.get("judge")
         if verdict is None or verdict.get("passed") is None:
-            fixed += bool(answer.get("passed"))
+            fixed += weight * bool(answer.get("passed"))
             continue
-        judged.append(_Judged(cells[r.case_id], judge_grade(verdict), bool(verdict["passed"]), labelled.get(r.case_id)))
+        source = source_of(r) if strata is not None else None
+        judged.append(_Judged(cells[r.case_id], judge_grade(verdict), bool(verdict["passed"]), labelled.get(r.case_id),
+                              weight, source))
     return judged, fixed
 
 
@@ -93,45 +123,47 @@ class DesignRate:
     """The first sampling cell with cases and no label (the rate is then unknown)."""
 
 
-def design_rate(judged: list[_Judged], fixed: int, n: int, confidence: float) -> DesignRate:
-    """(fixed + sum over post-strata of cases x labelled share) / n, with Wilson bounds at its effective n."""
+def design_rate(judged: list[_Judged], fixed: float, n: float, confidence: float,
+                cases_n: float | None = None) -> DesignRate:
+    """(fixed + sum over post-strata of its rows x labelled share) / n, with Wilson bounds at its effective n.
+    `n`: the cases (for a weighted sample, the source rows they stand for); `cases_n`: their effective n (Kish's;
+    by default n)."""
     strata, unlabelled = post_strata(judged)
     if unlabelled is not None or not n:
         return DesignRate(None, unlabelled=unlabelled)
-    point = (fixed + sum(s.cases * s.approval for s in strata)) / n
-    n_eff = effective_n(point, n, strata)
+    point = (fixed + sum(s.rows * s.approval for s in strata)) / n
+    n_eff = effective_n(point, n, strata, cases_n)
     return DesignRate(point, n_eff, wilson_bounds(point * n_eff, n_eff, confidence),
                       sum(s.labelled for s in strata), len(strata))
 
 
 def corrected_accuracy(chosen, scores: dict, approved: dict[str, bool], cells: dict[str, str],
-                       confidence: float) -> MetricValue:
+                       confidence: float, strata: dict | None = None) -> MetricValue:
     """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the
     approval of its post-stratum, any other as its automatic score. `approved`: case id -> the reviewers' label
-    (on the current output); `cells`: case id -> sampling cell."""
+    (on the current output); `cells`: case id -> sampling cell. Cases of a weighted sample weigh the source rows
+    they stand for (`strata`: the run's cases per stratum; by default those of `chosen`)."""
     n = len(chosen)
-    rate = design_rate(*judged_cases(chosen, scores, approved, cells), n, confidence)
+    strata = strata if strata is not None else stratum_counts(chosen)
+    weights = case_weights(chosen, strata)
+    rate = design_rate(*judged_cases(chosen, scores, approved, cells, strata), sum(weights), confidence,
+                       kish_n(weights))
     if rate.unlabelled is not None:
         return MetricValue(None, n, note=f"no reviewer label in sampling cell '{rate.unlabelled}' (judge-scored "
                                          "cases that nobody labelled): its accuracy is unknown; label some of them")
     if rate.point is None:
         return MetricValue(None, 0, note="no cases")
+    weighed = f"{n} case(s)" if not strata else f"{n} sampled case(s), population-weighted"
     note = (f"reviewer-corrected: {rate.labels} label(s) in {rate.strata} post-strata (judge grade x sampling cell) "
-            f"weighted by the run's {n} case(s); effective n {rate.effective_n:.1f}")
+            f"weighted by the run's {weighed}; effective n {rate.effective_n:.1f}")
     return MetricValue(rate.point, n, rate.bounds, note, confidence)
 
 
-def effective_n(point: float, n: int, strata: list[PostStratum]) -> float:
-    """The size of a simple random sample whose proportion has the variance of this estimate (at most n)."""
-    labelled = sum(s.labelled for s in strata)
-    overall = (sum(s.approved for s in strata) + 1) / (labelled + 2)
-    label_variance = 0.0
-    for s in strata:
-        # a post-stratum's rate as if it had two more labels at the overall rate: a few alike are not certainty
-        rate = (s.approved + 2 * overall) / (s.labelled + 2)
-        label_variance += (s.cases / n) ** 2 * rate * (1 - rate) / s.labelled * (1 - s.labelled / s.cases)
-    q = (point * n + 0.5) / (n + 1)  # the cases' own binomial variance, never 0 at a point of 0 or 1
-    return q * (1 - q) / (q * (1 - q) / n + label_variance)
+def effective_n(point: float, n: float, strata: list[PostStratum], cases_n: float | None = None) -> float:
+    """The size of a simple random sample whose proportion has the variance of this estimate (at most the cases'
+    effective n, `cases_n`: by default n; `sample_weights.two_phase_n`). `n`: the rows the post-strata weigh."""
+    return two_phase_n(point, n if cases_n is None else cases_n,
+                       [(s.rows / n, s.approval, s.labels_n, s.labelled / s.cases) for s in strata])
 
 
 def post_strata(judged: list[_Judged]) -> tuple[list[PostStratum], str | None]:
@@ -140,7 +172,7 @@ def post_strata(judged: list[_Judged]) -> tuple[list[PostStratum], str | None]:
     for cell, members in _group(judged, lambda j: j.cell).items():
         if not _labelled(members):
             return [], cell
-        out += _finest(members, (lambda j: j.passed, lambda j: j.grade))
+        out += _finest(members, (lambda j: j.passed, lambda j: j.grade, lambda j: j.source))
     return out, None
 
 
@@ -148,9 +180,20 @@ def _finest(members: list[_Judged], levels: tuple[Callable, ...]) -> list[PostSt
     """The finest split of a sampling cell, one level at a time, whose every part has a label."""
     parts = list(_group(members, levels[0]).values()) if levels else []
     if not parts or not all(_labelled(p) for p in parts):
-        labelled = [j for j in members if j.approved is not None]
-        return [PostStratum(len(members), len(labelled), sum(j.approved for j in labelled))]
+        return [_stratum(members)]
     return [s for p in parts for s in _finest(p, levels[1:])]
+
+
+def _stratum(members: list[_Judged]) -> PostStratum:
+    """A post-stratum of `members`: its labels stand for all of them, weighted (ratio estimator) where the cases
+    of a weighted sample weigh differently."""
+    labelled = [j for j in members if j.approved is not None]
+    approved = sum(j.approved for j in labelled)
+    weights = [j.weight for j in labelled]
+    if all(j.weight == 1.0 and j.source is None for j in members):
+        return PostStratum(len(members), len(labelled), approved)
+    share = sum(j.weight for j in labelled if j.approved) / sum(weights)
+    return PostStratum(len(members), len(labelled), approved, sum(j.weight for j in members), share, kish_n(weights))
 
 
 def _labelled(members: list[_Judged]) -> bool:

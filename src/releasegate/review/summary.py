@@ -4,7 +4,8 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
 
     required        the slice always needs review (a required domain or a `required_slices` entry)
     status          pending | pass | fail | unrepresentative | no cases (required slices and "all"), optional
-                    (other slices), undecided ("all" when labels were given but decide nothing),
+                    (other slices), undecided ("all" when labels were given but decide nothing; a required
+                    slice of a weighted sample labelled whole whose bounds still straddle min_approval),
                     not required ("all" when nothing needs review and nothing was labelled)
     cases           cases of the run in the slice
     needed          labelled cases the slice needs (required slices): `ReviewPolicy.labels_needed`, and more
@@ -14,7 +15,8 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
     approved, rejected, disagreements   after the disagreement rule (any rejection rejects)
     approval        approval of the slice, weighted by outcome: each reviewed case stands for the cases of its
                     slice with the same automatic outcome (pass, answer_fail, format_fail, judge_unsure, fail:
-                    `outcome.OUTCOMES`), so over-sampling failures does not drag it down. Reports say it as
+                    `outcome.OUTCOMES`), so over-sampling failures does not drag it down; a case of a stratified
+                    `sample:` suite weighs the source rows it stands for (README rule 10). Reports say it as
                     "k of n approved, weighted by outcome: p" (`approval_words`): p is not k / n.
                     Every outcome group of the slice needs at least one label, or the approval is unknown
                     (status "unrepresentative": labels on passed cases alone say nothing about the failed ones).
@@ -43,6 +45,7 @@ from dataclasses import dataclass
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
 from ..judging.criteria import CriterionResult, Undecided
 from ..judging.metrics import MetricValue, select, slices_of
+from ..judging.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
 from ..judging.stats import needed_n_for_rate, wilson_bounds
 from ..run.record import CaseRecord
 from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
@@ -101,20 +104,22 @@ def summarize_review(
     # a label counts only for the output it was given on (a resumed run may have regenerated a case since)
     labels = case_labels([e for e in edits if shown.get(e.case_id) == e.output_hash])
     required = policy.required(records)
+    strata = stratum_counts(records)  # a sampled case weighs its stratum's rows over the run's cases of it
     rows: dict[str, dict] = {ALL: {}}
     results = []
     for slice_ in required:
-        row = _row(select(records, slice_), labels, outcome, policy, required=True)
+        row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata)
         rows[slice_name(slice_)] = row
-        if row["status"] in ("pass", "fail", "no cases", "unrepresentative"):
+        if row["status"] in ("pass", "fail", "no cases", "unrepresentative", "undecided"):
             results.append(_result(slice_, row))
     for slice_ in _other_slices(records, policy, required):
-        rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False)
+        rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False, strata=strata)
     needed = sum(r["needed"] for r in rows.values() if r.get("required"))
     # a slice already decided (or unrepresentative) waits for nothing: only pending slices' missing labels count
     covered = sum(min(r["reviewed"], r["needed"]) if r["status"] == "pending" else r["needed"]
                   for r in rows.values() if r.get("required"))
-    rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending)
+    rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending,
+                         strata=strata)
     pending = needed - covered
     # "all" adds a criterion when its bound decides, or when required review left it unrepresentative; an
     # undecided "all" (labels beyond the required slices too few to bound the whole run) stays in the table
@@ -163,10 +168,11 @@ def approval_words(row: dict, *, percent: bool = False) -> str:
     return f"{row['approved']} of {row['reviewed']} approved, weighted by outcome: {shown}"
 
 
-def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool) -> dict:
+def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool,
+         strata: dict | None = None) -> dict:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
     approved = sum(lab.label == APPROVE for lab in reviewed)
-    approval = approval_of(chosen, labels, outcome, policy.confidence)
+    approval = approval_of(chosen, labels, outcome, policy.confidence, strata)
     needed = _needed(len(chosen), len(reviewed), approval, policy) if required else 0
     decided = approval.decides(policy.min_approval) if approval else None
     if not required:
@@ -181,8 +187,8 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         status = "pending"
     elif approval is None:
         status = "unrepresentative"
-    else:
-        status = decided or "pending"
+    else:  # labelled whole and still undecided: a weighted sample too small to show min_approval for its source
+        status = decided or ("undecided" if len(reviewed) >= len(chosen) else "pending")
     return {
         "required": required, "status": status, "cases": len(chosen), "needed": needed, "reviewed": len(reviewed),
         "coverage": min(1.0, len(reviewed) / needed) if needed else None,
@@ -237,9 +243,9 @@ def _finite(x: float) -> float | None:
     return None if math.isinf(x) else round(x, 3)
 
 
-def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool) -> dict:
+def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict) -> dict:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
-    row = _row(records, labels, outcome, policy, required=False)
+    row = _row(records, labels, outcome, policy, required=False, strata=strata)
     row["required"] = required = needed > 0
     row["needed"] = needed
     row["coverage"] = covered / needed if needed else None
@@ -267,7 +273,7 @@ def _decided(row: dict, policy: ReviewPolicy) -> str | None:
 
 
 def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict,
-                confidence: float = 0.95) -> Approval | None:
+                confidence: float = 0.95, strata: dict | None = None) -> Approval | None:
     """Post-stratified by automatic outcome: the slice's approval is its labelled cases' (known) plus, for each
     outcome group, its unlabelled cases at the group's approval among the labelled; None when an outcome group
     has no label (its approval, so the slice's, is unknown).
@@ -275,7 +281,10 @@ def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome:
     Only the unlabelled cases are estimated, so the bounds are (approved + unlabelled x q) / cases with q the
     one-sided Wilson bounds of their weighted estimate at Kish's effective n, (sum of weights)^2 / sum of squared
     weights, each label of group g weighing (unlabelled in g) / (labelled in g). A slice labelled whole has no
-    sampling error: its bounds are its approval."""
+    sampling error: its bounds are its approval. Cases of a weighted sample: `_weighted_approval`."""
+    if any(is_weighted(r) for r in chosen):
+        return _weighted_approval(chosen, labels, outcome, confidence,
+                                  strata if strata is not None else stratum_counts(chosen))
     groups: dict[str, list[int]] = {}  # outcome -> [cases, reviewed, approved]
     for r in chosen:
         g = groups.setdefault(outcome[r.case_id], [0, 0, 0])
@@ -296,6 +305,45 @@ def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome:
     low, high = wilson_bounds(estimate / unlabelled * effective_n, effective_n, confidence)
     bounds = ((approved + unlabelled * low) / len(chosen), (approved + unlabelled * high) / len(chosen))
     return Approval(value, effective_n, bounds)
+
+
+def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, confidence: float,
+                       strata: dict) -> Approval | None:
+    """The approval of the source a weighted sample stands for: each case weighs its stratum's rows over the
+    run's cases of it (`sample_weights`). Post-strata are the automatic outcomes, each split by stratum where every
+    part has a label; a post-stratum's rows take the weighted share of its labels that approve. The bounds are
+    Wilson's at the two-phase effective n (`sample_weights.two_phase_n`): the cases' own variance at Kish's n of
+    their weights (the run is a sample of its source: labelling it whole does not make it the source), plus each
+    post-stratum's labels'."""
+    weight = dict(zip((r.case_id for r in chosen), case_weights(chosen, strata)))
+    parts = _approval_parts(chosen, labels, outcome)
+    if not parts or any(not any(r.case_id in labels for r in part) for part in parts):
+        return None
+    total = sum(weight.values())
+    terms = []  # per post-stratum: (share of the rows, labels' weighted approval, their effective n, share labelled)
+    for part in parts:
+        seen = [(weight[r.case_id], labels[r.case_id].label == APPROVE) for r in part if r.case_id in labels]
+        rate = sum(w for w, ok in seen if ok) / sum(w for w, _ in seen)
+        terms.append((sum(weight[r.case_id] for r in part) / total, rate, kish_n([w for w, _ in seen]),
+                      len(seen) / len(part)))
+    value = sum(share * rate for share, rate, _, _ in terms)
+    effective_n = two_phase_n(value, kish_n(list(weight.values())), terms)
+    return Approval(value, effective_n, wilson_bounds(value * effective_n, effective_n, confidence))
+
+
+def _approval_parts(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> list[list[CaseRecord]]:
+    """The post-strata of a weighted approval: each automatic outcome's cases, split by the stratum they stand for
+    where every part has a label, else whole."""
+    groups: dict = {}
+    for r in chosen:
+        groups.setdefault(outcome[r.case_id], {}).setdefault(source_of(r), []).append(r)
+    parts = []
+    for by_source in groups.values():
+        if all(any(r.case_id in labels for r in part) for part in by_source.values()):
+            parts += by_source.values()
+        else:  # a stratum with no label in this outcome: the outcome's labels stand for all of its cases
+            parts.append([r for part in by_source.values() for r in part])
+    return parts
 
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
@@ -320,8 +368,10 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
     value = MetricValue(row["approval"], row["reviewed"], bounds, confidence=row["confidence"])
     note = approval_words(row)
     if row["status"] == "undecided":
+        more = ("every case labelled: the sample is too small to show min_approval for its source"
+                if row["reviewed"] >= row["cases"] else "label more cases")
         why = (f"{note}; approval bounds [{bounds[0]:.4g}, {bounds[1]:.4g}] at {row['confidence']:g} straddle "
-               f"min_approval: label more cases")
+               f"min_approval: {more}")
         return CriterionResult(criterion, value, "insufficient", why, cause=Undecided.REVIEW)
     verdict = row["status"]
     side = "lower" if verdict == "pass" else "upper"
