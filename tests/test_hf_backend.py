@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, as_killed
 from releasegate.backends import Request, create_backend
 from releasegate.inputs.config import load_config
 from releasegate.inputs.suites import load_suites
@@ -403,6 +403,7 @@ def test_a_killed_bucketed_run_resumes_into_case_order(bucketed_and_file_order, 
     (run / "records.jsonl").write_text("".join(lines[i] + "\n" for i in done) + torn)
     for stale in ("report.json", "report.md", "report.html", "report.csv", "report.junit.xml"):
         (run / stale).unlink(missing_ok=True)
+    as_killed(run)  # the seal a killed run has: else the cut journal is an edit made outside releasegate
     code, out, err = cli("check", "--resume", run, "--no-progress", "--allow-pending")
     assert code == 0 and f"{100 - len(done)} of 100 cases to run" in out + err, out + err
     assert _journal_ids(RunDir(run)) == planned

@@ -96,7 +96,8 @@ def test_no_credential_in_any_artifact_or_stream(tmp_path, client):
         again = check(config, summary, "--json", run_id="r2")  # every answer from the cache, the report on stdout
         bodies = list(stub.bodies)
     assert done.returncode == 0, done.stderr
-    assert again.returncode == 0 and json.loads(again.stdout)["verdict"], again.stderr
+    # every answer from the cache: no request was sent, so the rubric's own error_rate is unknown, not 0
+    assert again.returncode == 3 and json.loads(again.stdout)["verdict"] == "INCONCLUSIVE", again.stderr
     assert len(bodies) == 3  # the second run sent nothing
     assert bodies and all(b["metadata"]["client_secret"] == BODY for b in bodies)  # the secret still reaches the server
     run = tmp_path / "reports" / "r"

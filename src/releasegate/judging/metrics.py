@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .evidence import answered, attempt_outcomes, attempts_note
 from .sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
 from .stats import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
+from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
 
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
@@ -218,13 +219,13 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
 
 def _error_rate(records: list, confidence: float) -> MetricValue:
     """Failed attempts over the requests sent (`evidence.attempt_outcomes`), empty answers among the failed. A
-    cached record sent no request in this run: it neither fails nor dilutes the rate (950 cached cases beside 50
-    sent, 10 of them failed, are an error rate of 0.2, not 0.01), and a run that sent none has no error rate."""
+    cached record sent no request: it neither fails nor dilutes the rate (950 cached beside 50 sent, 10 failed:
+    0.2, not 0.01); a run that sent none has no error rate."""
     outcomes = attempt_outcomes(records, cached=False)
     rate = _share(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
     cached = sum(bool(getattr(r, "cached", False)) for r in records)
-    note = "; ".join(n for n in (attempts_note(records), f"{cached} cached case(s) sent no request" if cached else "") if n)
-    return MetricValue(rate.value, rate.n, rate.bounds, note, confidence)
+    notes = (attempts_note(records), f"{cached} cached case(s) sent no request" if cached else "")
+    return MetricValue(rate.value, rate.n, rate.bounds, "; ".join(n for n in notes if n), confidence)
 
 
 def _pairwise(name: str, records: list, scores: dict, confidence: float) -> MetricValue:
@@ -360,31 +361,6 @@ def timing_derived_cost(cost: dict | None) -> bool:
     """Whether cost figures depend on the run's timing: self-hosted cost divides by measured time or throughput; an
     API price table multiplies counted tokens, which no client lateness changes."""
     return not cost or cost.get("mode") != "api"
-
-
-# TPOT and ITL from a stream read in batches: the stamps are the reader's, not the server's decode.
-
-STREAM_TIMED = ("tpot_ms", "itl_ms")
-"""Latencies measured between a stream's chunks, which a batched read (`itl_batched_share`) squeezes together."""
-DEFAULT_MAX_ITL_BATCHED_SHARE = 0.5
-"""The rubric's `max_itl_batched_share` when it sets none: more than half the gaps between content chunks were
-under 0.5 ms."""
-
-
-def batched_stream(share: float | None, limit: float) -> str | None:
-    """A one-line reason when TPOT and ITL cannot be read off the stream: more than `limit` of the gaps between
-    its content chunks were under 0.5 ms (`share`, the client's itl_batched_share). None when they can, or when
-    nothing says (no streaming client figures)."""
-    if share is None or share <= limit:
-        return None
-    return (f"stream read in batches: {share:.0%} of the gaps between content chunks were under 0.5 ms (limit "
-            f"{limit:.0%}), so TPOT and ITL are the reader's stamps, not the server's decode (a buffering proxy, a "
-            "server flushing late or a late client)")
-
-
-def stream_timed(metric: str) -> bool:
-    """Whether a metric is a TPOT or ITL figure (`STREAM_TIMED`)."""
-    return metric.rpartition("_p")[0] in STREAM_TIMED
 
 
 def latency_phase(latency_from: str, load_records: list) -> str:
