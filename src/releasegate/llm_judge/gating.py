@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..judging.criteria import CriterionResult, Undecided, judge_criterion
 from ..judging.evidence import answered
 from ..judging.metrics import MetricValue, compute_metric, select
+from ..judging.sample_weights import stratum_counts
 from ..review.policy import ReviewPolicy, slice_name
 from ..review.sampler import sampling_cells
 from .calibration import calibrate, reviewer_labels
@@ -120,7 +121,8 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
         if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
             chosen = _chosen(result, records, scores)
             short = _too_few_labels(result, chosen, scores, approved, section["policy"]["min_labels"])
-            value = corrected_accuracy(chosen, scores, approved, cells, result.value.confidence)
+            value = corrected_accuracy(chosen, scores, approved, cells, result.value.confidence,
+                                       strata=stratum_counts(records))  # a slice weighs as the run's strata
             result = _rejudged(result, value) if short is None else CriterionResult(
                 result.criterion, value, "insufficient", short)
         out.append(result)

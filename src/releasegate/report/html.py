@@ -16,6 +16,7 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from ..judging.evidence import answered
 from ..judging.metrics import KNOWN_METRICS, is_phased
 from ..text import inert
 from .capacity_plots import capacity_plots
@@ -154,7 +155,7 @@ def _latency_rows(metrics: dict) -> list[dict]:
 
 def _cost(view: RunView) -> dict:
     metrics, info = view.report["metrics"], view.info
-    done = [r for r in view.timed_records() if r.output is not None]
+    done = [r for r in view.timed_records() if answered(r)]
     return {
         "config": info.cost,
         "per_1m": metrics.get("cost_per_1m_output_tokens"),

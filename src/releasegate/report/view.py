@@ -13,6 +13,7 @@ from typing import Any
 from ..inputs.rubric import ForbiddenRule, load_rubric
 from ..judging.capacity import gated_records
 from ..judging.case_detail import case_reviews, check_results, expected_text, input_text
+from ..judging.evidence import answered
 from ..judging.gate_report import load_report
 from ..judging.judge_run import failing_cases
 from ..judging.metrics import measured, phase_records
@@ -101,12 +102,12 @@ class RunView:
 
     def latency_samples(self) -> dict[str, list[float]]:
         """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""
-        done = [r for r in self.timed_records() if r.output is not None]
+        done = [r for r in self.timed_records() if answered(r)]
         return {key: [v for r in done if (v := getattr(r.timing, key)) is not None] for key in ("ttft_ms", "tpot_ms", "e2e_ms")}
 
     def prefill_decode(self) -> list[tuple[float, float]]:
         """(TTFT, E2E - TTFT) of every answered timed request that has both."""
-        done = [r.timing for r in self.timed_records() if r.output is not None]
+        done = [r.timing for r in self.timed_records() if answered(r)]
         return [(t.ttft_ms, max(t.e2e_ms - t.ttft_ms, 0.0)) for t in done if t.ttft_ms is not None and t.e2e_ms is not None]
 
 

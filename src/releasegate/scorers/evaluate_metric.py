@@ -17,6 +17,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from ..errors import InputError
+from ..extras import install_command
 from ..judging.metrics import MetricValue
 from ._text import as_text
 from .stored import CorpusScores, digest_of
@@ -43,7 +44,7 @@ def load_metric(module: str):
     try:
         import evaluate
     except ImportError:  # pragma: no cover - evaluate is a declared dependency
-        raise InputError("the 'evaluate' package is not installed", hint="pip install evaluate") from None
+        raise InputError("the 'evaluate' package is not installed", hint=f"install it with: {install_command('evaluate')}") from None
     path = resolve_module(module)
     is_local = Path(path).exists()
     try:
