@@ -129,7 +129,7 @@ def _two_targets(tmp_path):
     accuracy_only = lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.8}])
     broken, good = paced_sweep([(16, OVERLOADED)]), paced_sweep([(16, {}), (32, {}), (64, {})])
     broken.rubric = good.rubric = accuracy_only
-    broken.records = good.records = _healthy(150)
+    broken.records = good.records = _healthy(200)  # parity at a 0.02 margin needs 155 shared cases
     a, b = broken.build(tmp_path / "a"), good.build(tmp_path / "b")
     info = json.loads((b / "run.json").read_text())
     info.update(run_id="b", created_at="2026-12-01T01:00:00+00:00")

@@ -7,6 +7,7 @@ only what changed.
 
 from __future__ import annotations
 
+from ..extras import require
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
 from ..review.labels import LabelEdit
@@ -294,6 +295,8 @@ def _sample_note(records: list[CaseRecord]) -> str:
 def _evaluate_metrics(rubric: Rubric, stored) -> dict:
     """The rubric's `evaluate` metrics by name, each a function of the records chosen: a stored value where one
     matches, else computed (the module is loaded only then)."""
+    if rubric.evaluate:  # found, not imported: a missing extra is one line before anything is judged
+        require("the rubric's evaluate: metrics", "evaluate", field="evaluate")
     out = {}
     for spec in rubric.evaluate:
 
