@@ -245,7 +245,7 @@ def install_peer(name: str) -> str | None:
 
 class _TreeCPU:
     """CPU seconds of a process and all its descendants over time: /proc sampled every `every_s` in a thread,
-    (perf_counter_ns, utime + stime + the reaped children's) per sample."""
+    (perf_counter_ns, the tree's utime + stime) per sample; a process that has exited keeps its last figure."""
 
     TICK = os.sysconf("SC_CLK_TCK")
 
