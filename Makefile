@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed demo-judge test test-fast bench lint demo-models chromium libreoffice clean vllm test-vllm
+.PHONY: setup demo demo-regressed demo-judge test test-fast bench bench-peers lint demo-models chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ test-fast: setup  ## unit tests only (no model load)
 
 bench: setup
 	$(PY) bench/run.py
+
+bench-peers: setup  ## releasegate's clients vs aiperf on the stub (installs the peers into build/peers/, never .venv)
+	$(PY) bench/run.py peers
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench scripts

@@ -36,7 +36,6 @@ the stub share this machine's cores: at high stream counts the stub's lateness s
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import resource
 import statistics
@@ -237,11 +236,7 @@ def main(argv: list[str] | None = None) -> None:
                               f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
                 if results:
                     print_row(client, streams, results)
-    if importlib.util.find_spec("guidellm") is None:
-        print("guidellm: not installed, no rows for it")
-    else:
-        print("guidellm: installed, but this bench has no driver for it (its records do not keep the stub's "
-              "per-event stamps), no rows for it")
+    print("peers (aiperf; guidellm): bench/peers.py, run apart (make bench-peers)")
     print(f"runtime {time.perf_counter() - started:.0f} s")
 
 

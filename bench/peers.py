@@ -1,0 +1,444 @@
+"""releasegate's clients side by side with the load generators people compare it with, against one stub: how
+exact are the TTFT and ITL each reports, how close to the ideal rate does each drive the stub, and how much CPU
+does it burn doing so. Optional: `make bench` skips it; run `make bench-peers` or `python bench/peers.py`.
+
+The peers install into their own virtual environments under build/peers/ (`python3 -m venv` and pip, versions
+pinned in bench/peers-*.txt, installed with `--no-deps` so that nothing else comes in), never into .venv:
+
+- aiperf 0.13.0 (bench/peers-aiperf.txt): its whole dependency tree, pinned; no torch (its `nvidia-ml-py` is the
+  pure-Python NVML binding, no CUDA).
+- guidellm 0.8.1: skipped. It requires torch, and uses it: its only data loader is torch's
+  (`guidellm/data/loaders/torch.py` imports torch.utils.data), so without torch it cannot run, and torch is
+  not installed for a bench.
+
+Against the stub of bench/latency_accuracy.py (its own process; TTFT 100 ms, ITL 20 ms, 64 tokens; every content
+event stamped `stub_sent_ns` on `time.perf_counter_ns()`, the system-wide monotonic clock; the moment each
+request was read kept apart), at 1, 64 and 256 streams, closed loop, each run interleaved over the clients
+(run 1 of every client at every stream count, then run 2...), 3 runs:
+
+- `lean/asyncio`, `lean/uvloop`: releasegate's lean client (`OpenAIBackend.run_load`, as `check` runs it) with
+  RELEASEGATE_EVENT_LOOP=asyncio or uvloop;
+- `openai`: releasegate's backend on the `openai` package's client (one warm-up request per stream first);
+- `aiperf`: `aiperf profile` (chat endpoint, streaming, concurrency N, server token counts, the demo model's
+  tokenizer from models/demo/base, `--export-level raw`): its per-request TTFT and inter-chunk latencies from
+  profile_export.jsonl, matched by request id to its raw records, which keep each SSE event's own data (so the
+  stub's stamps) and aiperf's receipt and send stamps on the same clock.
+
+The stub's chunks here carry OpenAI's `"object": "chat.completion.chunk"`, as every OpenAI-compatible server
+sends (aiperf drops a chunk without it); nothing else about the stub changes.
+
+Errors are reported minus true, in ms, as in bench/latency_accuracy.py: TTFT against the stub's first content
+stamp minus the request's send (the client's own send stamp, or the stub's receipt where that was earlier); ITL
+per gap, |reported - the stub's gap|. req/s: requests answered / (the last answered request's last stamp - the
+first receipt), as a share of the ideal streams / 1.36 s. CPU s per 1,000 requests: the client's CPU time over
+the same window (releasegate: its process's `getrusage` from the window's start to its end; aiperf: every
+process of its tree, sampled from /proc every 50 ms and interpolated to the window), per 1,000 answered requests.
+load 1m: the machine's 1-minute load average at the end of each run (`os.getloadavg()`): the cores are shared,
+with the stub and with whatever else the machine runs.
+
+Request counts: `--per-stream` requests per stream (default 2) and at least `--floor` (default 8) per run; the
+closed loop's first and last round are ramps, so req/s reads a little under 1.0 on a perfect client.
+`--quick`: 1 run at 1 and 16 streams. `--clients lean/asyncio,aiperf`, `--streams 1,64`, `--runs N`: as given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import latency_accuracy as la  # noqa: E402  # the stub's settings, the recording backend, the cell format
+
+from releasegate.backends import Request  # noqa: E402
+from releasegate.inputs.target import TargetConfig  # noqa: E402
+from releasegate.judging.stats import percentile  # noqa: E402
+
+PEERS_DIR = ROOT / "build" / "peers"
+PEERS = {"aiperf": ("aiperf", "0.13.0")}
+SKIPPED = {"guidellm": "guidellm 0.8.1: skipped: it requires torch and imports it for its only data loader "
+                       "(guidellm/data/loaders/torch.py: torch.utils.data.DataLoader); this bench installs no torch"}
+CLIENTS = ["lean/asyncio", "lean/uvloop", "openai", "aiperf", "guidellm"]
+TOKENIZER = ROOT / "models" / "demo" / "base"
+
+_SERVER = r"""
+import json, resource, sys, time
+import releasegate.testing.stub_server as stub_server
+from releasegate.testing import StubBehaviour, StubServer
+
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+_event = stub_server._event
+
+
+async def event(writer, payload):
+    # OpenAI's chunk type, as every OpenAI-compatible server sends it (aiperf drops chunks without it)
+    await _event(writer, {"object": "chat.completion.chunk", **payload})
+
+
+stub_server._event = event
+
+
+class Stamped(StubServer):
+    received = None  # (perf_counter_ns when the request had been read, its body)
+
+    async def _route(self, method, path, body, reader, writer):
+        if method == "POST":
+            self.received.append((time.perf_counter_ns(), body))
+        return await super()._route(method, path, body, reader, writer)
+
+
+ttft, itl, tokens = map(float, sys.argv[1:4])
+stub = Stamped(StubBehaviour(ttft_ms=ttft, itl_ms=itl, tokens=int(tokens)))
+stub.received = []
+with stub:
+    print(stub.port, flush=True)
+    for _ in sys.stdin:  # each line asks for the receipts since the last one: [[content, ns], ...]
+        got, stub.received = stub.received, []
+        print(json.dumps([[json.loads(b)["messages"][0]["content"], ns] for ns, b in got]), flush=True)
+"""
+
+
+class _Server(la._Server):
+    """The stub in its own process; `receipts()`: request content -> the moments the stub read one (ns, sorted):
+    aiperf's synthetic prompts can repeat."""
+
+    def __enter__(self) -> _Server:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(la.TTFT_MS), str(la.ITL_MS), str(la.TOKENS)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        port = self.proc.stdout.readline().strip()
+        if not port:
+            raise RuntimeError(f"the stub server did not start (exit {self.proc.wait(10)})")
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.root_url = f"http://127.0.0.1:{port}"
+        return self
+
+    def receipts(self) -> dict[str, list[int]]:
+        got: dict[str, list[int]] = {}
+        for content, ns in super().receipts():
+            got.setdefault(content, []).append(ns)
+        return {k: sorted(v) for k, v in got.items()}
+
+
+def _receipt(received: dict[str, list[int]], content: str, sent: int) -> int | None:
+    """The stub's receipt of this content nearest to the client's send stamp."""
+    times = received.get(content)
+    if not times:
+        return None
+    i = bisect.bisect_left(times, sent)
+    return min(times[max(0, i - 1):i + 1], key=lambda t: abs(t - sent))
+
+
+class _Sample:
+    """One request as measured: the client's send stamp, reported TTFT and gaps; the stub's receipt and stamps."""
+
+    def __init__(self, sent: int, recv: int | None, stamps: list[int], ttft_ms: float, itl_ms: list[float]):
+        self.sent, self.recv, self.stamps, self.ttft_ms, self.itl_ms = sent, recv, stamps, ttft_ms, itl_ms
+
+
+def _figures(samples: list[_Sample], failed: dict[str, int], n: int, streams: int, cpu_s: float | None,
+             first_recv: int | None) -> dict:
+    ttft_err, itl_err = [], []
+    for s in samples:
+        start = min(s.sent, s.recv) if s.recv is not None else s.sent
+        ttft_err.append(s.ttft_ms - (s.stamps[0] - start) / 1e6)
+        gaps = [(b - a) / 1e6 for a, b in zip(s.stamps, s.stamps[1:])]
+        if len(gaps) != len(s.itl_ms):
+            failed[f"{len(s.itl_ms)} gaps reported for {len(gaps)}"] = failed.get(f"{len(s.itl_ms)} gaps reported for {len(gaps)}", 0) + 1
+            continue
+        itl_err += [abs(r - g) for r, g in zip(s.itl_ms, gaps)]
+    rate = None
+    if samples and first_recv is not None:
+        window_s = (max(s.stamps[-1] for s in samples) - first_recv) / 1e9
+        rate = len(samples) / window_s / (streams / la.IDEAL_S) if window_s > 0 else None
+    return {
+        "ok": len(samples), "n": n, "failed": failed,
+        "ttft_p50": percentile(ttft_err, 50), "ttft_p99": percentile(ttft_err, 99),
+        "itl_p50": percentile(itl_err, 50), "itl_p99": percentile(itl_err, 99),
+        "rate": rate, "cpu": cpu_s / len(samples) * 1000 if samples and cpu_s is not None else None,
+        "load": os.getloadavg()[0],
+    }
+
+
+def run_releasegate(server: _Server, client: str, streams: int, requests: int, tag: str) -> dict:
+    kind, _, loop = client.partition("/")
+    os.environ["RELEASEGATE_EVENT_LOOP"] = loop or "auto"  # read when the backend is made
+    target = TargetConfig(backend="openai", base_url=server.base_url, model="stub", concurrency=streams,
+                          timeout_s=120, client=kind)
+    backend = la._Recording(target, {})
+    backend.load()
+    server.receipts()  # drop the probe's and earlier runs' receipts
+
+    def make(k: str, i: int) -> Request:
+        return Request(f"{tag}:{k}{i}", [{"role": "user", "content": f"{tag}:{k}{i}"}])
+
+    cpu_at: list[float] = []
+
+    def cpu() -> None:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        cpu_at.append(r.ru_utime + r.ru_stime)
+
+    warmup = [make("w", i) for i in range(streams)] if kind == "openai" else []
+    done = backend.run_load([make("r", i) for i in range(requests)], offsets=None, concurrency=streams,
+                            max_new_tokens=la.TOKENS, warmup=warmup, on_start=cpu)
+    cpu()
+    received = server.receipts()
+    measured = {k: v for k, v in received.items() if ":r" in k}
+    samples, failed = [], {}
+    for request, gen in done.results:
+        if gen.error is not None or not hasattr(gen, "raw"):
+            failed[gen.error or "unrecorded"] = failed.get(gen.error or "unrecorded", 0) + 1
+            continue
+        lines, sent = gen.raw
+        content = request.messages[0]["content"]
+        samples.append(_Sample(sent, _receipt(received, content, sent), la._server_stamps(lines),
+                               gen.timing.ttft_ms, list(gen.timing.itl_ms)))
+    first = min((t[0] for t in measured.values()), default=None)
+    return _figures(samples, failed, len(done.results), streams, cpu_at[-1] - cpu_at[0], first)
+
+
+def peer_python(name: str) -> Path:
+    return PEERS_DIR / name / "bin" / "python"
+
+
+def install_peer(name: str) -> str | None:
+    """Installs a peer into build/peers/NAME (once; a stamp file records the pins it came from); None when it is
+    ready, else one line saying why it is not."""
+    if name in SKIPPED:
+        return SKIPPED[name]
+    package, version = PEERS[name]
+    pins = HERE / f"peers-{name}.txt"
+    venv = PEERS_DIR / name
+    stamp = venv / ".installed"
+    if stamp.exists() and stamp.read_text() == pins.read_text():
+        return None
+    print(f"{name}: installing {package}=={version} into {venv.relative_to(ROOT)} (pinned, --no-deps)", flush=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    steps = [[sys.executable if shutil.which("python3") is None else "python3", "-m", "venv", str(venv)],
+             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "-r", str(pins)]]
+    for step in steps:
+        got = subprocess.run(step, capture_output=True, text=True)
+        if got.returncode != 0:
+            tail = [ln for ln in (got.stderr or got.stdout).splitlines() if ln.strip() and not ln.startswith("WARNING: Location")]
+            return f"{name}: install failed ({' '.join(step[2:5])}...): {tail[-1] if tail else f'exit {got.returncode}'}"
+    torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"],
+                           capture_output=True, text=True).stdout.strip()
+    if torch != "False":
+        return f"{name}: torch came in with the install; refusing to run it"
+    stamp.write_text(pins.read_text())
+    return None
+
+
+class _TreeCPU:
+    """CPU seconds of a process and all its descendants over time: /proc sampled every `every_s` in a thread,
+    (perf_counter_ns, the tree's utime + stime) per sample; a process that has exited keeps its last figure."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, pid: int, every_s: float = 0.05) -> None:
+        self.pid, self.every_s = pid, every_s
+        self.samples: list[tuple[int, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._seen: dict[int, float] = {}  # pid -> its last CPU, kept when it exits unreaped by a live parent
+
+    def __enter__(self) -> _TreeCPU:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _stats(self) -> dict[int, tuple[int, float]]:
+        got = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            got[int(entry.name)] = (int(fields[1]), sum(int(x) for x in fields[11:13]) / self.TICK)
+        return got
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            stats = self._stats()
+            tree, grew = {self.pid}, True
+            while grew:
+                grew = False
+                for pid, (ppid, _) in stats.items():
+                    if ppid in tree and pid not in tree:
+                        tree.add(pid)
+                        grew = True
+            for pid in tree:
+                if pid in stats:
+                    self._seen[pid] = stats[pid][1]
+            self.samples.append((time.perf_counter_ns(), sum(self._seen.values())))
+            self._stop.wait(self.every_s)
+
+    def between(self, a: int, b: int) -> float | None:
+        """CPU seconds from perf_counter_ns a to b, interpolated between samples."""
+        if len(self.samples) < 2:
+            return None
+        ts = [t for t, _ in self.samples]
+
+        def at(t: int) -> float:
+            i = min(max(bisect.bisect_left(ts, t), 1), len(ts) - 1)
+            (t0, c0), (t1, c1) = self.samples[i - 1], self.samples[i]
+            return c0 + (c1 - c0) * min(max((t - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else c1
+
+        return at(b) - at(a)
+
+
+def run_aiperf(server: _Server, streams: int, requests: int, tag: str) -> dict:
+    server.receipts()
+    out = Path(tempfile.mkdtemp(prefix=f"peers-aiperf-{tag}-"))
+    cmd = [str(PEERS_DIR / "aiperf" / "bin" / "aiperf"), "profile", "-m", "stub", "--url", server.root_url,
+           "--endpoint-type", "chat", "--streaming", "--tokenizer", str(TOKENIZER), "--use-server-token-count",
+           "--concurrency", str(streams), "--request-count", str(requests), "--num-dataset-entries", str(requests),
+           "--synthetic-input-tokens-mean", "16", "--synthetic-input-tokens-stddev", "0",
+           "--output-tokens-mean", str(la.TOKENS), "--ui", "none", "--no-gpu-telemetry", "--no-auto-plot",
+           "--artifact-dir", str(out), "--export-level", "raw", "--random-seed", "1"]
+    # a local tokenizer path loads only with the hub on: offline, aiperf asks the hub cache for it by repo id
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PYTHONPATH")}
+    try:
+        with open(out / "stdout.log", "w") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=out)
+            with _TreeCPU(proc.pid) as tree:
+                rc = proc.wait(600)
+        if rc != 0:
+            lines = [ln for ln in (out / "stdout.log").read_text().splitlines() if "ERROR" in ln]
+            raise RuntimeError(f"aiperf exited {rc}: {lines[-1][:200] if lines else 'see ' + str(out)}")
+        received = server.receipts()
+        metrics = {}
+        for line in (out / "profile_export.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            metrics[rec["metadata"]["x_request_id"]] = rec
+        samples, failed, n = [], {}, 0
+        raw_files = [out / "profile_export_raw.jsonl"] if (out / "profile_export_raw.jsonl").exists() else \
+            sorted((out / "raw_records").glob("*.jsonl"))
+        for raw_file in raw_files:
+            for line in raw_file.read_text().splitlines():
+                raw = json.loads(line)
+                if raw["metadata"].get("benchmark_phase") != "profiling":
+                    continue
+                n += 1
+                rec = metrics.get(raw["metadata"]["x_request_id"])
+                if raw.get("error") or rec is None or rec.get("error"):
+                    why = (raw.get("error") or (rec or {}).get("error") or {}).get("type", "unrecorded")
+                    failed[why] = failed.get(why, 0) + 1
+                    continue
+                stamps = [json.loads(p["value"])["stub_sent_ns"] for r in raw["responses"] for p in r["packets"]
+                          if p.get("name") == "data" and "stub_sent_ns" in p.get("value", "")]
+                m = rec["metrics"]
+                itl = m.get("inter_chunk_latency", {}).get("value")
+                sent = raw["start_perf_ns"]
+                content = raw["payload"]["messages"][0]["content"]
+                samples.append(_Sample(sent, _receipt(received, content, sent), stamps,
+                                       _ms(m["time_to_first_token"]), [_ms({"value": v, "unit": m["inter_chunk_latency"]["unit"]}) for v in itl or []]))
+        first = min((t for v in received.values() for t in v), default=None)
+        cpu = tree.between(first, max(s.stamps[-1] for s in samples)) if samples and first is not None else None
+        return _figures(samples, failed, n, streams, cpu, first)
+    finally:
+        if not os.environ.get("PEERS_KEEP"):
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def _ms(metric: dict) -> float:
+    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "sec": 1e3}[metric.get("unit", "ms")]
+    return metric["value"] * scale
+
+
+COLUMNS = [("client", 12), ("streams", 7), ("ok/sent", 9), ("TTFT err p50", 17), ("TTFT err p99", 17),
+           ("ITL |err| p50", 17), ("ITL |err| p99", 17), ("req/s / ideal", 17), ("CPU s / 1k req", 17),
+           ("load 1m", 17)]
+
+
+def _row(cells: list[str]) -> str:
+    return "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, COLUMNS))
+
+
+def print_row(client: str, streams: int, runs: list[dict]) -> None:
+    ok, n = sum(r["ok"] for r in runs), sum(r["n"] for r in runs)
+    cells = [client, str(streams), f"{ok}/{n}"] + [la._cell(runs, k) for k in (
+        "ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "rate", "cpu", "load")]
+    print(_row(cells), flush=True)
+    failed: dict[str, int] = {}
+    for r in runs:
+        for k, v in r["failed"].items():
+            failed[k] = failed.get(k, 0) + v
+    if failed:
+        print(f"{'':>14}failed: " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 run, 1 and 16 streams")
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    parser.add_argument("--clients", type=lambda s: s.split(","), default=CLIENTS)
+    parser.add_argument("--per-stream", type=int, default=2)
+    parser.add_argument("--floor", type=int, default=8)
+    args, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    runs = args.runs or (1 if args.quick else 3)
+    streams_list = args.streams or ([1, 16] if args.quick else [1, 64, 256])
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    started = time.perf_counter()
+    clients = []
+    for client in args.clients:
+        if client in PEERS or client in SKIPPED:
+            why = install_peer(client)
+            if why is not None:
+                print(why, flush=True)
+                continue
+        clients.append(client)
+    print(f"stub (own process): TTFT {la.TTFT_MS:.0f} ms, ITL {la.ITL_MS:.0f} ms, {la.TOKENS} tokens; closed loop, "
+          f"{args.per_stream} requests per stream (at least {args.floor}); {runs} interleaved run(s); cells: median "
+          f"[min..max] over runs; errors in ms, reported - true; load average at start {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} cores", flush=True)
+    results: dict[tuple[str, int], list[dict]] = {}
+    with _Server() as server:
+        for run in range(runs):
+            for streams in streams_list:
+                for client in clients:
+                    tag = f"{client.replace('/', '-')}{streams}.{run}"
+                    requests = max(args.floor, args.per_stream * streams)
+                    try:
+                        got = (run_aiperf(server, streams, requests, tag) if client == "aiperf"
+                               else run_releasegate(server, client, streams, requests, tag))
+                        results.setdefault((client, streams), []).append(got)
+                    except Exception as exc:  # noqa: BLE001  # a client that cannot run says why, the rest go on
+                        print(f"{client} at {streams} streams, run {run + 1} could not run: {type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+            print(f"run {run + 1} of {runs} done at {time.perf_counter() - started:.0f} s, load average "
+                  f"{os.getloadavg()[0]:.2f}", flush=True)
+    print(_row([name for name, _ in COLUMNS]))
+    for client in clients:
+        for streams in streams_list:
+            if (client, streams) in results:
+                print_row(client, streams, results[(client, streams)])
+    print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; runtime "
+          f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
