@@ -176,3 +176,23 @@ def test_a_stratum_of_no_rows_is_a_corrupt_record_not_an_internal_error(tmp_path
     path = Run(records).build(tmp_path)
     _journal(path / "records.jsonl", records)
     assert main(["gate", str(path), "--json"]) == 2
+
+
+def test_a_limited_run_says_so_in_its_verdict(tmp_path, capsys):
+    path = Run([ok(i) for i in range(100)]).build(tmp_path)
+    info = json.loads((path / "run.json").read_text())
+    (path / "run.json").write_text(json.dumps({**info, "limit": 100}))
+    code, report = gate(path, capsys)
+    assert code == 0 and "on the first 100 case(s) only (check --limit)" in report["verdict_reason"]
+
+
+def test_a_corpus_value_is_computed_again_when_a_scorer_library_changes(monkeypatch):
+    from types import SimpleNamespace
+
+    from releasegate.scorers import evaluate_metric
+
+    spec = SimpleNamespace(module="releasegate:bleu", key=None, name="bleu")
+    records = [SimpleNamespace(output="a b c", expected="a b c")]
+    before = evaluate_metric.corpus_fingerprint(spec, records)
+    monkeypatch.setattr(evaluate_metric, "scorer_code", lambda: "sacrebleu upgraded")
+    assert evaluate_metric.corpus_fingerprint(spec, records) != before

@@ -166,7 +166,8 @@ def judge_run(
         "rubric": rubric.name,
         "verdict": verdict,
         "exit_code": EXIT_CODES[verdict],
-        "verdict_reason": _verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records),
+        "verdict_reason": (_verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records)
+                           + (f"; on the first {info.limit} case(s) only (check --limit)" if info.limit else "")),
         "criteria": [r.as_dict() for r in results],
         "latency_from": phase,
         "latency_source": latency_source(info, records, phase, sweep),

@@ -283,10 +283,10 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         corpus.save(run)  # the corpus metric values, for every later `gate` to read
         with timing.part("reports_s"), step(console, progress, "writing the reports"):
             write_reports(run, report)
-        INTERRUPTION.finish(report["exit_code"])  # on disk: from here on a signal cannot undo the verdict
         info.timing = session["timing"] = timing.as_dict()
         run.write_info(info)
         seal(run.path, "check")
+        INTERRUPTION.finish(report["exit_code"])  # on disk and sealed: from here on a signal cannot undo the verdict
         INTERRUPTION.active = None
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):

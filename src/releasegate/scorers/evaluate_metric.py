@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..extras import install_command
 from ..judging.metrics import MetricValue
 from ._text import as_text
-from .stored import CorpusScores, digest_of
+from .stored import CorpusScores, digest_of, scorer_code
 
 __all__ = ["resolve_module", "load_metric", "compute_evaluate_metric", "evaluate_value", "module_fingerprint"]
 
@@ -100,15 +100,18 @@ def corpus_fingerprint(spec, done: list) -> str | None:
     if module is None:
         return None
     items = [[r.output, as_text(r.expected)] for r in done]
+    # the shipped metrics call sacrebleu and rouge_score: a new version of either may compute another value
     return digest_of({"module": module, "evaluate": _evaluate_version(), "key": spec.key, "name": spec.name,
-                      "items": digest_of(items)})
+                      "items": digest_of(items), "scorers": scorer_code()})
 
 
 def module_fingerprint(module: str) -> str | None:
-    """sha256 over a local module's files (the script, or every file of its folder); None for a hub name."""
+    """sha256 over a local module's files (a script and the Python files beside it, which it may import; or
+    every file of its folder); None for a hub name."""
     path = Path(resolve_module(module))
     if path.is_file():
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        beside = sorted({path, *path.parent.glob("*.py")})
+        return digest_of([[p.name, hashlib.sha256(p.read_bytes()).hexdigest()] for p in beside])
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file())
         return digest_of([[str(p.relative_to(path)), hashlib.sha256(p.read_bytes()).hexdigest()] for p in files])
