@@ -40,7 +40,7 @@ test-fast: setup  ## unit tests only (no model load)
 bench: setup
 	$(PY) bench/run.py
 
-bench-peers: setup  ## releasegate's clients vs aiperf on the stub (installs the peers into build/peers/, never .venv)
+bench-peers: setup  ## releasegate's clients vs aiperf and guidellm on the stub (installs the peers into build/peers/, never .venv)
 	$(PY) bench/run.py peers
 
 lint: setup

@@ -7,9 +7,9 @@ pinned in bench/peers-*.txt, installed with `--no-deps` so that nothing else com
 
 - aiperf 0.13.0 (bench/peers-aiperf.txt): its whole dependency tree, pinned; no torch (its `nvidia-ml-py` is the
   pure-Python NVML binding, no CUDA).
-- guidellm 0.8.1: skipped. It requires torch, and uses it: its only data loader is torch's
-  (`guidellm/data/loaders/torch.py` imports torch.utils.data), so without torch it cannot run, and torch is
-  not installed for a bench.
+- guidellm 0.8.1: torch first, pinned to `torch==2.13.0` (the CPU wheel on this machine's disk; a bare `torch`
+  pulls a multi-GB CUDA build), then guidellm with its dependencies under a constraint that keeps torch there
+  (its only data loader is torch's, `torch.utils.data`); the install is refused if any other torch came in.
 
 Against the stub of bench/latency_accuracy.py (its own process; TTFT 100 ms, ITL 20 ms, 64 tokens; every content
 event stamped `stub_sent_ns` on `time.perf_counter_ns()`, the system-wide monotonic clock; the moment each
@@ -22,7 +22,13 @@ request was read kept apart), at 1, 64 and 256 streams, closed loop, each run in
 - `aiperf`: `aiperf profile` (chat endpoint, streaming, concurrency N, server token counts, the demo model's
   tokenizer from models/demo/base, `--export-level raw`): its per-request TTFT and inter-chunk latencies from
   profile_export.jsonl, matched by request id to its raw records, which keep each SSE event's own data (so the
-  stub's stamps) and aiperf's receipt and send stamps on the same clock.
+  stub's stamps) and aiperf's receipt and send stamps on the same clock;
+- `guidellm`: `guidellm run` (openai_http backend, chat, streaming; concurrent profile at N streams; max_requests;
+  its prompts TAG:rI from a JSON file; JSON export with every request kept): its per-request TTFT and ITL, matched
+  by prompt to the stub's receipts. It keeps no SSE events, so the stub records each request's content stamps
+  itself; guidellm stamps on `time.time()`, put on the stub's clock by the offset between the two read around
+  each run. Its ITL is one mean per request ((last token - first token) / (tokens - 1)), checked against the
+  stub's mean gap for that request: its ITL columns are not per gap.
 
 The stub's chunks here carry OpenAI's `"object": "chat.completion.chunk"`, as every OpenAI-compatible server
 sends (aiperf drops a chunk without it); nothing else about the stub changes.
@@ -67,9 +73,9 @@ from releasegate.inputs.target import TargetConfig  # noqa: E402
 from releasegate.judging.stats import percentile  # noqa: E402
 
 PEERS_DIR = ROOT / "build" / "peers"
-PEERS = {"aiperf": ("aiperf", "0.13.0")}
-SKIPPED = {"guidellm": "guidellm 0.8.1: skipped: it requires torch and imports it for its only data loader "
-                       "(guidellm/data/loaders/torch.py: torch.utils.data.DataLoader); this bench installs no torch"}
+PEERS = {"aiperf": ("aiperf", "0.13.0"), "guidellm": ("guidellm", "0.8.1")}
+SKIPPED: dict[str, str] = {}
+TORCH = "torch==2.13.0"  # the CPU wheel on this machine's disk; a bare torch pulls a multi-GB CUDA build
 CLIENTS = ["lean/asyncio", "lean/uvloop", "openai", "aiperf", "guidellm"]
 TOKENIZER = ROOT / "models" / "demo" / "base"
 
@@ -86,6 +92,8 @@ _event = stub_server._event
 
 async def event(writer, payload):
     # OpenAI's chunk type, as every OpenAI-compatible server sends it (aiperf drops chunks without it)
+    if "stub_sent_ns" in payload and writer in stub.current:  # the stamps each request was sent, kept here too
+        stub.current[writer].append(payload["stub_sent_ns"])
     await _event(writer, {"object": "chat.completion.chunk", **payload})
 
 
@@ -93,22 +101,29 @@ stub_server._event = event
 
 
 class Stamped(StubServer):
-    received = None  # (perf_counter_ns when the request had been read, its body)
+    received = None  # (perf_counter_ns when the request had been read, its body, the stamps of its content events)
+    current = None  # writer -> the stamps list of the request it is answering
 
     async def _route(self, method, path, body, reader, writer):
         if method == "POST":
-            self.received.append((time.perf_counter_ns(), body))
+            self.received.append((time.perf_counter_ns(), body, stamps := []))
+            self.current[writer] = stamps
         return await super()._route(method, path, body, reader, writer)
+
+
+def text(content):
+    # a string, or OpenAI's content parts (guidellm sends [{"type": "text", "text": ...}])
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
 
 
 ttft, itl, tokens = map(float, sys.argv[1:4])
 stub = Stamped(StubBehaviour(ttft_ms=ttft, itl_ms=itl, tokens=int(tokens)))
-stub.received = []
+stub.received, stub.current = [], {}
 with stub:
     print(stub.port, flush=True)
-    for _ in sys.stdin:  # each line asks for the receipts since the last one: [[content, ns], ...]
+    for _ in sys.stdin:  # each line asks for the receipts since the last one: [[content, ns, stamps], ...]
         got, stub.received = stub.received, []
-        print(json.dumps([[json.loads(b)["messages"][0]["content"], ns] for ns, b in got]), flush=True)
+        print(json.dumps([[text(json.loads(b)["messages"][0]["content"]), ns, st] for ns, b, st in got]), flush=True)
 """
 
 
@@ -129,8 +144,10 @@ class _Server(la._Server):
 
     def receipts(self) -> dict[str, list[int]]:
         got: dict[str, list[int]] = {}
-        for content, ns in super().receipts():
+        self.sent = {}  # (content, receipt ns) -> the stub's stamps of that request's content events
+        for content, ns, stamps in super().receipts():
             got.setdefault(content, []).append(ns)
+            self.sent[(content, ns)] = stamps
         return {k: sorted(v) for k, v in got.items()}
 
 
@@ -146,8 +163,10 @@ def _receipt(received: dict[str, list[int]], content: str, sent: int) -> int | N
 class _Sample:
     """One request as measured: the client's send stamp, reported TTFT and gaps; the stub's receipt and stamps."""
 
-    def __init__(self, sent: int, recv: int | None, stamps: list[int], ttft_ms: float, itl_ms: list[float]):
+    def __init__(self, sent: int, recv: int | None, stamps: list[int], ttft_ms: float, itl_ms: list[float],
+                 mean_itl: bool = False):
         self.sent, self.recv, self.stamps, self.ttft_ms, self.itl_ms = sent, recv, stamps, ttft_ms, itl_ms
+        self.mean_itl = mean_itl  # itl_ms is one figure, the request's mean gap (guidellm reports no other)
 
 
 def _figures(samples: list[_Sample], failed: dict[str, int], n: int, streams: int, cpu_s: float | None,
@@ -157,6 +176,8 @@ def _figures(samples: list[_Sample], failed: dict[str, int], n: int, streams: in
         start = min(s.sent, s.recv) if s.recv is not None else s.sent
         ttft_err.append(s.ttft_ms - (s.stamps[0] - start) / 1e6)
         gaps = [(b - a) / 1e6 for a, b in zip(s.stamps, s.stamps[1:])]
+        if s.mean_itl:
+            gaps = [sum(gaps) / len(gaps)] if gaps else []
         if len(gaps) != len(s.itl_ms):
             failed[f"{len(s.itl_ms)} gaps reported for {len(gaps)}"] = failed.get(f"{len(s.itl_ms)} gaps reported for {len(gaps)}", 0) + 1
             continue
@@ -216,30 +237,49 @@ def peer_python(name: str) -> Path:
 
 
 def install_peer(name: str) -> str | None:
-    """Installs a peer into build/peers/NAME (once; a stamp file records the pins it came from); None when it is
-    ready, else one line saying why it is not."""
+    """Installs a peer into build/peers/NAME (once; a stamp file records what it came from); None when it is
+    ready, else one line saying why it is not. aiperf: its pins, `--no-deps`, and no torch may come in. guidellm:
+    torch pinned first (TORCH, the CPU wheel), then guidellm with a constraint that keeps torch at that pin."""
     if name in SKIPPED:
         return SKIPPED[name]
     package, version = PEERS[name]
-    pins = HERE / f"peers-{name}.txt"
     venv = PEERS_DIR / name
+    py = str(venv / "bin" / "python")
     stamp = venv / ".installed"
-    if stamp.exists() and stamp.read_text() == pins.read_text():
+    if name == "guidellm":
+        recipe = f"{TORCH}\n{package}=={version} -c {TORCH}\n"
+        constraint = venv / "constraint-torch.txt"
+        steps = [[py, "-m", "pip", "install", "-q", TORCH],
+                 [py, "-m", "pip", "install", "-q", "-c", str(constraint), f"{package}=={version}"]]
+        how = f"{TORCH} first, then {package}=={version} constrained to it"
+    else:
+        pins = HERE / f"peers-{name}.txt"
+        recipe = pins.read_text()
+        steps = [[py, "-m", "pip", "install", "-q", "--no-deps", "-r", str(pins)]]
+        how = "pinned, --no-deps"
+    if stamp.exists() and stamp.read_text() == recipe:
         return None
-    print(f"{name}: installing {package}=={version} into {venv.relative_to(ROOT)} (pinned, --no-deps)", flush=True)
+    print(f"{name}: installing {package}=={version} into {venv.relative_to(ROOT)} ({how})", flush=True)
     shutil.rmtree(venv, ignore_errors=True)
-    steps = [[sys.executable if shutil.which("python3") is None else "python3", "-m", "venv", str(venv)],
-             [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "-r", str(pins)]]
+    made = subprocess.run([sys.executable if shutil.which("python3") is None else "python3", "-m", "venv", str(venv)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"{name}: could not make {venv.relative_to(ROOT)}: exit {made.returncode}"
+    if name == "guidellm":
+        constraint.write_text(TORCH + "\n")
     for step in steps:
         got = subprocess.run(step, capture_output=True, text=True)
         if got.returncode != 0:
             tail = [ln for ln in (got.stderr or got.stdout).splitlines() if ln.strip() and not ln.startswith("WARNING: Location")]
-            return f"{name}: install failed ({' '.join(step[2:5])}...): {tail[-1] if tail else f'exit {got.returncode}'}"
-    torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import importlib.util as u; print(u.find_spec('torch') is not None)"],
+            return f"{name}: install failed ({' '.join(step[3:6])}...): {tail[-1] if tail else f'exit {got.returncode}'}"
+    torch = subprocess.run([py, "-c", "import importlib.util as u, importlib.metadata as m\n"
+                            "print(m.version('torch') if u.find_spec('torch') else None)"],
                            capture_output=True, text=True).stdout.strip()
-    if torch != "False":
+    if name == "guidellm" and torch != TORCH.split("==")[1] + "+cpu":
+        return f"{name}: torch {torch} came in, not {TORCH}+cpu; refusing to run it"
+    if name != "guidellm" and torch != "None":
         return f"{name}: torch came in with the install; refusing to run it"
-    stamp.write_text(pins.read_text())
+    stamp.write_text(recipe)
     return None
 
 
@@ -361,6 +401,78 @@ def run_aiperf(server: _Server, streams: int, requests: int, tag: str) -> dict:
             shutil.rmtree(out, ignore_errors=True)
 
 
+def run_guidellm(server: _Server, streams: int, requests: int, tag: str) -> dict:
+    """`guidellm run`: openai_http backend (chat, streaming), concurrent profile at `streams`, `requests` prompts
+    of its own (TAG:rI) from a JSON file, every request's data kept (sample_size unset) in its JSON export. Its
+    TTFT and ITL are its own per-request figures; its ITL is one mean per request ((last token - first token) /
+    (tokens - 1)), so it is checked against the stub's mean gap for that request, not gap by gap. Its stamps are
+    time.time(); they are put on perf_counter_ns by the offset between the two clocks read around the run."""
+    server.receipts()
+    out = Path(tempfile.mkdtemp(prefix=f"peers-guidellm-{tag}-"))
+    (out / "data.json").write_text(json.dumps([{"prompt": f"{tag}:r{i}", "output_tokens_count": la.TOKENS}
+                                               for i in range(requests)]))
+    cmd = [str(PEERS_DIR / "guidellm" / "bin" / "guidellm"), "run",
+           "--backend", f"kind=openai_http,target={server.root_url},model=stub,max_tokens={la.TOKENS}",
+           "--profile", f"kind=concurrent,streams={streams}",
+           "--constraint", f"kind=max_requests,count={requests}",
+           "--data", f"kind=json_file,path={out / 'data.json'}",
+           "--output", f"kind=json,path={out / 'benchmarks.json'}", "--disable-console"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def offset() -> int:  # time.time_ns() - perf_counter_ns(), the read of time.time() taken mid-way
+        a = time.perf_counter_ns()
+        w = time.time_ns()
+        b = time.perf_counter_ns()
+        return w - (a + b) // 2
+
+    try:
+        before = offset()
+        with open(out / "stdout.log", "w") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=out)
+            with _TreeCPU(proc.pid) as tree:
+                rc = proc.wait(600)
+        after = offset()
+        if rc != 0:
+            lines = [ln for ln in (out / "stdout.log").read_text().splitlines() if ln.strip()]
+            raise RuntimeError(f"guidellm exited {rc}: {lines[-1][:200] if lines else 'see ' + str(out)}")
+        shift = (before + after) // 2
+        if abs(after - before) > 1_000_000:
+            print(f"guidellm {tag}: the wall clock moved {abs(after - before) / 1e6:.1f} ms against the monotonic "
+                  f"one during the run", flush=True)
+        received = server.receipts()
+        bench = json.loads((out / "benchmarks.json").read_text())["benchmarks"][0]["requests"]
+        samples, failed, n = [], {}, 0
+        for status in ("successful", "errored", "incomplete"):
+            for rec in bench.get(status) or []:
+                n += 1
+                if status != "successful":
+                    why = f"{status}: {(rec['info'].get('error') or '').splitlines()[0][:80] if rec['info'].get('error') else ''}"
+                    failed[why] = failed.get(why, 0) + 1
+                    continue
+                body = json.loads(rec["request_args"])["body"]
+                content = body["messages"][0]["content"]
+                content = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+                sent = round(rec["info"]["timings"]["request_start"] * 1e9) - shift
+                samples.append((rec, content, sent, _receipt(received, content, sent)))
+        # guidellm keeps no SSE events: the stub's stamps come from the stub's own record of what it sent
+        sent_stamps = server.sent
+        out_samples = []
+        for rec, content, sent, recv in samples:
+            stamps = sent_stamps.get((content, recv))
+            if not stamps or rec.get("time_to_first_token_ms") is None:
+                failed["no stub stamps"] = failed.get("no stub stamps", 0) + 1
+                continue
+            itl = rec.get("inter_token_latency_ms")
+            out_samples.append(_Sample(sent, recv, stamps, rec["time_to_first_token_ms"],
+                                       [itl] if itl is not None else [], mean_itl=True))
+        first = min((t for v in received.values() for t in v), default=None)
+        cpu = tree.between(first, max(s.stamps[-1] for s in out_samples)) if out_samples and first is not None else None
+        return _figures(out_samples, failed, n, streams, cpu, first)
+    finally:
+        if not os.environ.get("PEERS_KEEP"):
+            shutil.rmtree(out, ignore_errors=True)
+
+
 def _ms(metric: dict) -> float:
     scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "sec": 1e3}[metric.get("unit", "ms")]
     return metric["value"] * scale
@@ -424,6 +536,7 @@ def main(argv: list[str] | None = None) -> None:
                     requests = max(args.floor, args.per_stream * streams)
                     try:
                         got = (run_aiperf(server, streams, requests, tag) if client == "aiperf"
+                               else run_guidellm(server, streams, requests, tag) if client == "guidellm"
                                else run_releasegate(server, client, streams, requests, tag))
                         results.setdefault((client, streams), []).append(got)
                     except Exception as exc:  # noqa: BLE001  # a client that cannot run says why, the rest go on
