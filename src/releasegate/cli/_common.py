@@ -98,3 +98,13 @@ def write_output(path: Path, text: str, *, force: bool = False) -> None:
     from ..redaction import redact
 
     write_output_file(check_output_path(path, force=force), redact(text).encode("utf-8"))
+
+
+def emit_rendering(text: str, output: Path | None, *, force: bool, console) -> None:
+    """A `--format` rendering: to `--output FILE` (see `write_output`; `console` says where it went), else to
+    stdout as it is."""
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    write_output(output, text, force=force)
+    console.print(f"wrote {output}", markup=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import ForceOption, JsonOption, consoles, print_json, write_output
+from ._common import ForceOption, JsonOption, consoles, emit_rendering, print_json
 
 
 class Format(StrEnum):
@@ -50,10 +50,5 @@ def compare(
     for line in comparison_notes(result):
         console.print(f"compare: {line}", markup=False)  # wrapped to the terminal
     if fmt is not None:
-        text = render_comparison(result, fmt.value)
-        if output is not None:
-            write_output(output, text, force=force)
-            console.print(f"wrote {output}", markup=False, soft_wrap=True)
-        else:
-            typer.echo(text, nl=False)
+        emit_rendering(render_comparison(result, fmt.value), output, force=force, console=console)
     return EXIT_CODES[result["verdict"]]

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import ForceOption, JsonOption, consoles, print_json, write_output
+from ._common import ForceOption, JsonOption, consoles, emit_rendering, print_json
 
 
 class Format(StrEnum):
@@ -52,10 +52,5 @@ def servers(
         console.print(f"warning: {warning}", markup=False, soft_wrap=True)
     console.print(f"recommendation: {comparison['recommendation']}", markup=False, soft_wrap=True)
     if fmt is not None:
-        text = render_servers(comparison, fmt.value)
-        if output is not None:
-            write_output(output, text, force=force)
-            console.print(f"wrote {output}", markup=False, soft_wrap=True)
-        else:
-            typer.echo(text, nl=False)
+        emit_rendering(render_servers(comparison, fmt.value), output, force=force, console=console)
     return 0 if comparison["recommended"] else 3
