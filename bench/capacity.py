@@ -66,7 +66,7 @@ def main() -> None:
 
 def run(tmp: Path, server, run_id: str, load: str) -> dict:
     from releasegate.inputs.validation import load_inputs
-    from releasegate.run.runner import run_check
+    from releasegate.pipeline.check import run_check
 
     project = tmp / run_id
     project.mkdir()
@@ -85,9 +85,9 @@ def run(tmp: Path, server, run_id: str, load: str) -> dict:
 
 def check_rate(tmp: Path, server, rate: float, n: int, *, seed: int) -> tuple[str, str, dict]:
     """A fixed-rate open loop of n requests at `rate`, judged against the objective from its own records."""
-    from releasegate.judging.capacity import step_figures
-    from releasegate.run.record import RunDir, RunInfo
-    from releasegate.run.traffic import arrival_offsets
+    from releasegate.gate.capacity import step_figures
+    from releasegate.record.records import RunDir, RunInfo
+    from releasegate.scale.traffic import arrival_offsets
 
     run_id = f"rate-{rate:.1f}-{seed}"
     run(tmp, server, run_id, f"load: {{rate: {rate}, requests: {n}, seed: {seed}, warmup: 4}}\n")

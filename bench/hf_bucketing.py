@@ -30,7 +30,7 @@ from pathlib import Path
 from rich.console import Console
 
 from releasegate.inputs.validation import load_inputs
-from releasegate.run.runner import run_check
+from releasegate.pipeline.check import run_check
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 7

@@ -12,9 +12,9 @@ import random
 import time
 
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.judging.judge_run import judge_run
-from releasegate.judging.stats import bootstrap, percentile
-from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
+from releasegate.pipeline.gate import gate_run
+from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens
+from releasegate.stats.intervals import bootstrap, percentile
 
 REQUESTS, GAPS, RESAMPLES, BASELINE_RESAMPLES = 4, 25_250, 1000, 5
 
@@ -42,7 +42,7 @@ def main() -> None:
         Criterion(name="itl p95", metric="itl_ms_p95", op="<=", threshold=50, confidence=0.95),
     ))
     started = time.perf_counter()
-    report = judge_run(info, recs, rubric, None)
+    report = gate_run(info, recs, rubric, None)
     judged = time.perf_counter() - started
 
     pooled = [g for r in recs for g in r.timing.itl_ms]

@@ -45,9 +45,9 @@ import time
 
 from releasegate.backends import Request
 from releasegate.backends.openai import OpenAIBackend
+from releasegate.gate.health import client_saturation
 from releasegate.inputs.target import TargetConfig
-from releasegate.judging.health import client_saturation
-from releasegate.judging.stats import percentile
+from releasegate.stats.intervals import percentile
 
 TTFT_MS, ITL_MS, TOKENS = 100.0, 20.0, 64
 IDEAL_S = (TTFT_MS + (TOKENS - 1) * ITL_MS) / 1000  # one request, start to end, on a perfect client and server

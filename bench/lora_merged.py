@@ -20,7 +20,7 @@ from releasegate.backends import Request, create_backend
 from releasegate.export import llamacpp, vllm
 from releasegate.inputs.config import load_config
 from releasegate.inputs.suites import load_suites
-from releasegate.judging.stats import percentile
+from releasegate.stats.intervals import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "models" / "demo"

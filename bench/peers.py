@@ -70,7 +70,7 @@ import latency_accuracy as la  # noqa: E402  # the stub's settings, the recordin
 
 from releasegate.backends import Request  # noqa: E402
 from releasegate.inputs.target import TargetConfig  # noqa: E402
-from releasegate.judging.stats import percentile  # noqa: E402
+from releasegate.stats.intervals import percentile  # noqa: E402
 
 PEERS_DIR = ROOT / "build" / "peers"
 PEERS = {"aiperf": ("aiperf", "0.13.0"), "guidellm": ("guidellm", "0.8.1")}

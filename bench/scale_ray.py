@@ -42,10 +42,10 @@ import latency_accuracy as la  # noqa: E402  # the stub-in-its-own-process and e
 
 from releasegate.backends import Request  # noqa: E402
 from releasegate.inputs.target import TargetConfig  # noqa: E402
-from releasegate.judging.stats import percentile  # noqa: E402
 from releasegate.scale import ScaleConfig  # noqa: E402
 from releasegate.scale._ray import normal_priority  # noqa: E402
 from releasegate.scale.load import DistributedLoad, LoadWorker  # noqa: E402
+from releasegate.stats.intervals import percentile  # noqa: E402
 
 SETTLE_S = 5.0
 """Pause after every run: when actors end, Ray's raylet starts fresh idle worker processes (importing Ray, about
@@ -93,7 +93,7 @@ def demo(rounds: int) -> None:
     from rich.console import Console
 
     from releasegate.inputs.validation import load_inputs
-    from releasegate.run.runner import run_check
+    from releasegate.pipeline.check import run_check
 
     config, rubric, cases = load_inputs(ROOT / "releasegate.yaml")
     ways = {"one process": None, "ray 1 worker": ScaleConfig(workers=1), "ray 2 workers": ScaleConfig(workers=2)}

@@ -79,7 +79,7 @@ def heavy_imports_after(commands: list[list[str]], modules: tuple[str, ...]) -> 
 
 def as_killed(run_path: Path) -> None:
     """Give a finished run the seal a run killed while `check` wrote it has: its snapshots sealed when the run
-    started, no journal sealed whole, run.json not complete (see `releasegate.run.seal.guard_seal`). Tests that
+    started, no journal sealed whole, run.json not complete (see `releasegate.record.seal.guard_seal`). Tests that
     cut a finished run short to play a kill call it, or the cut is an edit made outside releasegate."""
     manifest = json.loads((run_path / "manifest.json").read_text())
     files = manifest["sealed"]["files"]

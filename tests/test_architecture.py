@@ -128,6 +128,66 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+LAYERS = [
+    "ground",     # the top-level modules: errors, text, redaction, outputs, spreadsheet, clock, extras, ...
+    "testing",    # the stub server and its hostile modes (imports nothing of the product)
+    "stats",      # intervals, tests, cluster bounds, sample weights: no knowledge of runs
+    "record",     # everything a run directory persists, typed, and the rules for reading it
+    "inputs",     # config, suites, rubric, judge settings and templates, review policy
+    "backends",   # the model under test (and the judge) behind one interface; the response cache
+    "scorers",    # one score per case
+    "scale",      # the declared load as requests; Ray workers
+    "export",     # GGUF and server launchers for a model
+    "gate",       # the gate's rules: criteria, run health, capacity, comparability, paired comparisons
+    "run",        # execution: generation, the load phase, sweeps, probes, the manifest
+    "review",     # the human review sample, CSV and summary
+    "llm_judge",  # the LLM judge stage, its calibration and what it means for the verdict
+    "report",     # every rendering of a gate report, comparison, sweep or review
+    "pipeline",   # the commands' work: check, gate, matrix, compare, servers, verify
+    "cli",        # parse options, call the pipeline, print
+]
+"""The package layers, bottom to top: a module imports only modules of its own package or of a package below
+it (typing-only and function-level imports included), so the package graph has no cycle by construction."""
+
+
+def layer_of(module: str) -> str:
+    """A module's package (`releasegate.gate.criteria` -> gate); the top-level modules are `ground`, except
+    `__main__`, which is the CLI's entry."""
+    parts = module.split(".")
+    if parts[1:] == ["__main__"]:
+        return "cli"
+    if len(parts) == 1 or (len(parts) == 2 and not MODULES[module][1]):
+        return "ground"
+    return parts[1]
+
+
+def test_every_package_has_a_layer():
+    assert {layer_of(m) for m in MODULES} == set(LAYERS)
+
+
+def layer_violations() -> list[str]:
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    wrong = []
+    for name in MODULES:
+        for imported, line, _, _ in imports(name):
+            target = own(imported) if imported.startswith("releasegate") else None
+            if target and rank[layer_of(target)] > rank[layer_of(name)]:
+                wrong.append(f"{MODULES[name][0].relative_to(ROOT)}:{line} ({layer_of(name)}) imports {target} "
+                             f"({layer_of(target)}, a layer above)")
+    return wrong
+
+
+def test_no_import_against_the_layer_order():
+    assert layer_violations() == []
+
+
+def test_the_layer_rule_sees_a_violation(monkeypatch):
+    """The rule can fail: the same check with record/ and pipeline/ swapped finds imports."""
+    swapped = [{"record": "pipeline", "pipeline": "record"}.get(x, x) for x in LAYERS]
+    monkeypatch.setattr(__import__(__name__), "LAYERS", swapped)
+    assert any("(pipeline) imports" in w for w in layer_violations())
+
+
 def test_cycle_finder_finds_a_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert cycles(graph) == [["a", "b", "c"]]

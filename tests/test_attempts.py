@@ -16,17 +16,17 @@ from hypothesis import strategies as st
 from conftest import write_jsonl
 from releasegate.cli import main
 from releasegate.errors import ErrorKind
+from releasegate.gate.capacity import step_figures, step_verdict
+from releasegate.gate.criteria import EXIT_CODES
+from releasegate.gate.health import client_lag_ms, phase_counts, target_failure
+from releasegate.gate.paired_comparison import Margins, compare_records
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.judging.capacity import step_figures, step_verdict
-from releasegate.judging.compare import Margins, compare_records
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.judging.evidence import answered, attempt_outcomes, case_attempts, failure, worst_client
-from releasegate.judging.health import client_lag_ms, phase_counts, target_failure
-from releasegate.judging.judge_run import judge_run
-from releasegate.judging.metrics import latency_exclusions
-from releasegate.review.outcome import FAIL, automatic_outcome
+from releasegate.pipeline.gate import gate_run
+from releasegate.record.evidence import answered, attempt_outcomes, case_attempts, failure, worst_client
+from releasegate.record.metrics import latency_exclusions
+from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing
+from releasegate.record.review_outcome import FAIL, automatic_outcome
 from releasegate.run.generation import keep_client
-from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing
 from releasegate.scorers import score_records
 from releasegate.testing import StubBehaviour, StubServer
 from test_false_pass import WRONG, Run, err, lenient, load_ok, ok
@@ -362,7 +362,7 @@ def _gate(lines: list[dict], cases: int) -> str:
         write_jsonl(run.records_path, lines)
         info = RunInfo(run_id="r", created_at="now", target="t", backend="openai", status="complete", cases=cases,
                        generation_seconds=1.0, phases=["quality"])
-        return judge_run(info, run.read_records(), PROPERTY_RUBRIC, None)["verdict"]
+        return gate_run(info, run.read_records(), PROPERTY_RUBRIC, None)["verdict"]
 
 
 @seed(20261201)

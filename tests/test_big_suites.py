@@ -19,7 +19,7 @@ from releasegate.inputs import schema_check as _loading
 from releasegate.inputs import suites as suites_module
 from releasegate.inputs.suite_config import SuiteConfig
 from releasegate.inputs.suites import load_suites
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 
 EXAMPLES = 500 if os.environ.get("CI", "").lower() in ("1", "true", "yes") else 100
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None,

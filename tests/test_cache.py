@@ -14,9 +14,9 @@ import pytest
 
 from conftest import GOOD, as_killed, write_jsonl
 from releasegate.backends import Generation, Request
-from releasegate.judging.metrics import compute_metric
-from releasegate.run.record import CaseRecord, RunDir, Timing, Tokens
-from releasegate.run.response_cache import ResponseCache
+from releasegate.backends.response_cache import ResponseCache
+from releasegate.record.metrics import compute_metric
+from releasegate.record.records import CaseRecord, RunDir, Timing, Tokens
 from releasegate.testing import StubBehaviour, StubServer
 
 RUBRIC = """\
@@ -142,7 +142,7 @@ def test_a_resumed_no_cache_run_stays_off_the_cache(tmp_path, cli):
 
 
 def test_ttl_expires_entries(tmp_path, monkeypatch):
-    import releasegate.run.response_cache as cache_module
+    import releasegate.backends.response_cache as cache_module
 
     clock = [1_000_000.0]
     monkeypatch.setattr(cache_module.time, "time", lambda: clock[0])
@@ -185,7 +185,7 @@ def test_a_broken_cache_file_is_input_error(tmp_path, cli):
 WRITER = textwrap.dedent("""
     import sys
     from releasegate.backends import Generation, Request
-    from releasegate.run.response_cache import ResponseCache
+    from releasegate.backends.response_cache import ResponseCache
     path, who = sys.argv[1], sys.argv[2]
     cache = ResponseCache(path, fingerprint="f", generation={})
     for batch in range(40):

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from releasegate.cli import main
-from releasegate.judging.capacity import MIN_STEP_SAMPLES, capacity_view
-from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
+from releasegate.gate.capacity import MIN_STEP_SAMPLES, capacity_view
+from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens
 from test_false_pass import Run, _healthy, lenient
 
 SLO = {"ttft_ms_p95": 200.0, "tpot_ms_p95": 20.0, "error_rate": 0.01}
@@ -61,12 +61,12 @@ def gate(tmp_path, run: Run, capsys) -> tuple[int, dict]:
     """The run judged as `releasegate gate` judges it, without rendering the reports (test_reports_show_the_sweep
     goes through the command)."""
     from releasegate.inputs.rubric import load_rubric
-    from releasegate.judging.judge_run import judge_run
-    from releasegate.run.record import RunDir
+    from releasegate.pipeline.gate import gate_run
+    from releasegate.record.records import RunDir
 
     path = run.build(tmp_path)
     rundir = RunDir(path)
-    report = judge_run(rundir.read_info(), rundir.read_records(), load_rubric(path / "rubric.yaml"), None,
+    report = gate_run(rundir.read_info(), rundir.read_records(), load_rubric(path / "rubric.yaml"), None,
                        rundir.read_records("load.jsonl", required=False))
     return report["exit_code"], report
 
@@ -269,8 +269,8 @@ def test_capacity_command_prints_the_steps_and_exits_by_whether_a_capacity_is_kn
 def test_the_reports_plot_the_requests_the_gate_judged(tmp_path, capsys):
     """A sweep's latency and cost come from its capacity step: the HTML report's plots and token counts use that
     step's requests too, not every step's (those above the capacity were meant to break the objective)."""
+    from releasegate.record.records import RunDir
     from releasegate.report.view import RunView
-    from releasegate.run.record import RunDir
 
     path = sweep_run(RISE_AND_BISECT).build(tmp_path)
     assert main(["gate", str(path)]) == 0

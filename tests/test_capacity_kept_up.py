@@ -16,9 +16,9 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.cli import main
+from releasegate.gate.criteria import EXIT_CODES
 from releasegate.inputs.config import load_config
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.run.record import CaseRecord, Timing, Tokens
+from releasegate.record.records import CaseRecord, Timing, Tokens
 from releasegate.testing import StubBehaviour, StubServer
 from test_capacity import QUIET, endpoint_project, gate, sweep_run
 from test_false_pass import Run, _healthy, lenient

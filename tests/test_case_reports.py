@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from releasegate.judging.case_detail import case_reviews, flipped_cases, input_text
-from releasegate.judging.latency_source import latency_source
+from releasegate.gate.case_detail import case_reviews, flipped_cases, input_text
+from releasegate.gate.latency_source import latency_source
+from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing
 from releasegate.report import FORMATS, render
 from releasegate.report.compare import render_comparison
 from releasegate.report.formatting import format_money
 from releasegate.report.junit import render_junit
 from releasegate.report.matrix import latency_line, matrix_table, variant_why
 from releasegate.report.servers import load_warning, render_servers
-from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing
 from test_compare import _runs
 from test_false_pass import RIGHT, WRONG, Run, err, lenient, load_ok, ok
 from test_reports import md_rows, parse
@@ -136,7 +136,7 @@ def test_case_detail_reads_messages_prompts_and_each_reviewers_latest_label():
 
     first, again, other = _label("c1", "approve", RIGHT), _label("c1", "reject", RIGHT), _label("c1", "approve", RIGHT)
     other["reviewer"] = "Bo"
-    from releasegate.review.labels import LabelEdit
+    from releasegate.record.review_labels import LabelEdit
 
     edits = [LabelEdit.model_validate(e) for e in (first, again, other)]
     assert [(r["reviewer"], r["label"]) for r in case_reviews(edits)["c1"]] == [("ana", "reject"), ("Bo", "approve")]

@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console
 
 from conftest import ROOT, write_jsonl
+from releasegate.record.records import RunDir
+from releasegate.record.stage_timing import PARTS
 from releasegate.run.interruption import HOLD_ENV
 from releasegate.run.progress import INTERVAL_ENV, WIDTH, PlainProgress, progress_bar
-from releasegate.run.record import RunDir
-from releasegate.run.timing import PARTS
 from releasegate.testing import StubBehaviour, StubServer
 
 REPORTS = ("report.json", "report.md", "report.html", "report.junit.xml", "report.csv")

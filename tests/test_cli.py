@@ -3,7 +3,7 @@
 import json
 
 from conftest import GOOD, ROOT, heavy_imports_after, run_subprocess, write_jsonl
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 
 
 def test_check_writes_the_run_record(project, cli):
@@ -90,14 +90,14 @@ def test_help_and_validate_do_not_import_torch(tmp_path):
 
 def test_help_loads_no_model_run_or_schema_machinery():
     """`--help` imports only the CLI's own wiring: no pydantic models, no YAML or JSON Schema, no reports."""
-    heavy = ("pydantic", "jsonschema", "yaml", "numpy", "releasegate.run.record", "releasegate.report",
-             "releasegate.judging.judge_run", "releasegate.inputs.config", "releasegate.run.runner")
+    heavy = ("pydantic", "jsonschema", "yaml", "numpy", "releasegate.record.records", "releasegate.report",
+             "releasegate.pipeline.gate", "releasegate.inputs.config", "releasegate.pipeline.check")
     assert heavy_imports_after([["--help"]], heavy) == []
 
 
 def test_validate_loads_no_run_record_or_reports():
-    heavy = ("numpy", "releasegate.run.record", "releasegate.report", "releasegate.judging.judge_run", "releasegate.run.runner",
-             "releasegate.review.labels", "releasegate.review.csv_io")
+    heavy = ("numpy", "releasegate.record.records", "releasegate.report", "releasegate.pipeline.gate", "releasegate.pipeline.check",
+             "releasegate.record.review_labels", "releasegate.review.csv_io")
     assert heavy_imports_after([["validate", "-c", ROOT / "releasegate.yaml"]], heavy) == []
 
 

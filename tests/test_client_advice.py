@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from releasegate.judging.health import client_saturation
+from releasegate.gate.health import client_saturation
 from test_false_pass import Run, lenient, ok
 
 LATE = {"p50": 2.0, "p99": 30.0, "max": 40.0, "n": 500}

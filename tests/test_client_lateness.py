@@ -13,9 +13,9 @@ from releasegate.backends._attempt import RequestClock as _Clock
 from releasegate.backends._attempt import failed as _failed
 from releasegate.backends.openai import OpenAIBackend
 from releasegate.inputs.load_profile import LoadConfig
-from releasegate.run import traffic as load_module
-from releasegate.run.record import RunDir
-from releasegate.run.traffic import plan_load
+from releasegate.record.records import RunDir
+from releasegate.scale import traffic as load_module
+from releasegate.scale.traffic import plan_load
 from releasegate.testing import StubBehaviour, StubServer
 
 CLIENTS = ["lean", "openai"]

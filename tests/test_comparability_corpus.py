@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from releasegate.judging.compare import compare_records
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.run.record import CaseRecord, RunDir
+from releasegate.gate.criteria import EXIT_CODES
+from releasegate.gate.paired_comparison import compare_records
+from releasegate.record.records import CaseRecord, RunDir
 from test_false_pass import WRONG, Run, err, lenient, ok
 
 
@@ -230,7 +230,7 @@ def _row(run_id: str, capacity: float, at_least: bool, cost: float) -> dict:
 
 
 def test_a_capacity_floor_is_ranked_as_a_floor():
-    from releasegate.judging.server_ranking import recommend
+    from releasegate.pipeline.server_ranking import recommend
 
     # "at least 8" (the sweep stopped at max_rps) cannot be ordered below a measured 16: the cheaper one wins
     result = recommend([_row("measured", 16, False, 2.0), _row("floor", 8, True, 1.0)])
@@ -246,7 +246,7 @@ def test_a_capacity_floor_is_ranked_as_a_floor():
 
 
 def _matrix_rows(cli, tmp_path, variant: Run, key: dict | None = None) -> dict:
-    from releasegate.run.matrix import matrix_rows, matrix_verdict
+    from releasegate.pipeline.matrix import matrix_rows, matrix_verdict
 
     ref_key = {"generation": "g", "load": None, "slo": None, "rubric": None}
     paths = {"adapter": make(tmp_path, "adapter", Run(healthy()), key=ref_key),

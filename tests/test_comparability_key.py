@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from releasegate.judging.comparability import differences, saved_settings_key, settings_key
-from releasegate.run.record import RunDir
+from releasegate.gate.comparability import differences, saved_settings_key, settings_key
+from releasegate.record.records import RunDir
 from test_compare import _runs
 
 

@@ -12,9 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from releasegate.judging.compare_runs import compare_runs
-from releasegate.judging.server_ranking import eligible
-from releasegate.judging.servers import compare_servers
+from releasegate.pipeline.compare import compare_runs
+from releasegate.pipeline.server_ranking import eligible
+from releasegate.pipeline.servers import compare_servers
 from test_comparability_corpus import make
 from test_false_pass import RIGHT, WRONG, Run, err, ok
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from releasegate.judging.compare import _LATENCY_TAIL_SHARE, LATENCY_MIN_PAIRS, _non_inferiority
-from releasegate.judging.stats import (
+from releasegate.gate.paired_comparison import _LATENCY_TAIL_SHARE, LATENCY_MIN_PAIRS, _non_inferiority
+from releasegate.stats.intervals import (
     ITL_MIN_REQUESTS,
     cluster_bootstrap,
     paired_bootstrap_delta,

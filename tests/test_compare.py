@@ -5,9 +5,9 @@ import json
 import pytest
 
 from conftest import write_jsonl
-from releasegate.judging.compare import Margins, compare_records
-from releasegate.judging.stats import mcnemar_exact
-from releasegate.run.record import CaseRecord, Timing
+from releasegate.gate.paired_comparison import Margins, compare_records
+from releasegate.record.records import CaseRecord, Timing
+from releasegate.stats.intervals import mcnemar_exact
 
 SPEC = {"type": "exact"}
 

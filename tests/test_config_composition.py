@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from releasegate.errors import InputError
+from releasegate.gate.comparability import saved_settings_key
 from releasegate.inputs.config import load_config
-from releasegate.judging.comparability import saved_settings_key
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 from test_resume import interrupt_after, make_project
 

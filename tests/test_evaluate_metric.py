@@ -7,8 +7,8 @@ import pytest
 
 from releasegate.errors import InputError
 from releasegate.inputs.rubric import Criterion, EvaluateMetric, Rubric
-from releasegate.judging.judge_run import judge_run
-from releasegate.run.record import CaseRecord, RunInfo
+from releasegate.pipeline.gate import gate_run
+from releasegate.record.records import CaseRecord, RunInfo
 from releasegate.scorers.evaluate_metric import compute_evaluate_metric, load_metric, resolve_module
 
 
@@ -41,7 +41,7 @@ def test_metric_from_a_local_path(tmp_path):
         evaluate=(EvaluateMetric(name="fa", module=str(folder), key="field_accuracy"),),
     )
     info = RunInfo(run_id="r", created_at="now", target="t", backend="replay")
-    report = judge_run(info, RECORDS, rubric, None)
+    report = gate_run(info, RECORDS, rubric, None)
     assert report["criteria"][0]["value"] == pytest.approx(0.5)
     assert report["verdict"] == "FAIL"
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from releasegate.cli import main
-from releasegate.llm_judge.journal import Judgment
-from releasegate.review.outcome import output_hash
+from releasegate.record.judge_journal import Judgment
+from releasegate.record.review_outcome import output_hash
 from test_capacity_kept_up import OVERLOADED, paced_sweep
 from test_false_pass import NO_REVIEW, Run, _healthy, _journal, err, lenient, ok
 from test_judge_calibration_design import FINGERPRINT, JudgedRun, _judgment, judged, population
@@ -160,7 +160,7 @@ def test_compare_on_a_corner_of_the_baseline_speaks_for_no_run(tmp_path, capsys)
 
 
 def test_a_sampling_override_in_extra_body_is_another_generation_setting():
-    from releasegate.judging.comparability import settings_key
+    from releasegate.gate.comparability import settings_key
 
     plain = settings_key({"generation": {"max_new_tokens": 64}, "target": {"backend": "openai"}}, None)
     hot = settings_key({"generation": {"max_new_tokens": 64},

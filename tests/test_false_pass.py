@@ -18,14 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from releasegate.cli import main
+from releasegate.gate.criteria import EXIT_CODES
+from releasegate.gate.paired_comparison import compare_records, comparison_verdict
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.judging.compare import compare_records, comparison_verdict
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.judging.judge_run import judge_run
-from releasegate.review.labels import LabelEdit
-from releasegate.review.outcome import output_hash
-from releasegate.run.matrix import matrix_verdict
-from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing, Tokens
+from releasegate.pipeline.gate import gate_run
+from releasegate.pipeline.matrix import matrix_verdict
+from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing, Tokens
+from releasegate.record.review_labels import LabelEdit
+from releasegate.record.review_outcome import output_hash
 
 RIGHT = '{"intent": "billing"}'
 WRONG = '{"intent": "refund"}'
@@ -341,7 +341,7 @@ def _records(outcomes: list[tuple[bool, bool, float]]) -> list[CaseRecord]:
 
 
 def _verdict(records, info, labels=()) -> str:
-    return judge_run(info.model_copy(update={"cases": info.cases or len(records)}), records, _rubric(), None,
+    return gate_run(info.model_copy(update={"cases": info.cases or len(records)}), records, _rubric(), None,
                      labels=list(labels))["verdict"]
 
 
@@ -374,15 +374,15 @@ def test_dropping_labels_never_makes_a_pass():
     records = [CaseRecord.model_validate(r) for r in _medical(3)]
     info = INFO.model_copy(update={"cases": len(records)})
     rubric = Rubric(path=None, name="p", criteria=(Criterion(name="acc", metric="accuracy", op=">=", threshold=0.5),))
-    from releasegate.review.policy import ReviewPolicy
+    from releasegate.inputs.review_policy import ReviewPolicy
 
     rubric = Rubric(path=None, name="p", criteria=rubric.criteria, review=ReviewPolicy(min_reviewed=2))
     labels = [LabelEdit.model_validate(_label(cid, lab, next(r.output for r in records if r.case_id == cid)))
               for cid, lab in (("c100", "reject"), ("c105", "approve"))]
-    full = judge_run(info, records, rubric, None, labels=labels)["verdict"]
+    full = gate_run(info, records, rubric, None, labels=labels)["verdict"]
     assert full == "FAIL"  # approval 7/10 x 1 + 3/10 x 0 = 0.7 < 0.9
     for keep in ([], labels[:1], labels[1:]):
-        assert judge_run(info, records, rubric, None, labels=keep)["verdict"] != "PASS"
+        assert gate_run(info, records, rubric, None, labels=keep)["verdict"] != "PASS"
 
 
 def test_a_client_within_its_lag_budget_still_passes(tmp_path, capsys):

@@ -4,11 +4,11 @@ import math
 
 import pytest
 
+from releasegate.gate.criteria import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
 from releasegate.inputs.rubric import Criterion, ForbiddenRule, Rubric
-from releasegate.judging.criteria import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
-from releasegate.judging.judge_run import judge_run
-from releasegate.judging.metrics import MetricValue
-from releasegate.run.record import CaseRecord, RunInfo, Timing, Tokens
+from releasegate.pipeline.gate import gate_run
+from releasegate.record.metrics import MetricValue
+from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens
 
 RIGHT = '{"intent": "billing", "priority": "high"}'
 WRONG = '{"intent": "refund", "priority": "high"}'
@@ -49,7 +49,7 @@ def measured(report, name):
 
 
 def test_hand_computed_metrics():
-    report = judge_run(INFO, records(), rubric(
+    report = gate_run(INFO, records(), rubric(
         crit("accuracy", ">=", 0.5),
         crit("accuracy", ">=", 0.75, name="orig", slice={"task": "original"}),
         crit("forbidden_rate", "<=", 0.0),
@@ -70,31 +70,31 @@ def test_hand_computed_metrics():
 
 
 def test_pass_and_exit_zero():
-    report = judge_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 1.0), crit("tpot_ms_p99", "<", 10.5)), None)
+    report = gate_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 1.0), crit("tpot_ms_p99", "<", 10.5)), None)
     assert report["verdict"] == PASS and report["exit_code"] == 0
 
 
 def test_insufficient_samples_is_inconclusive():
-    report = judge_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 0.5, min_samples=10)), None)
+    report = gate_run(INFO, records()[:3], rubric(crit("accuracy", ">=", 0.5, min_samples=10)), None)
     assert report["criteria"][0]["verdict"] == "insufficient"
     assert "min_samples" in report["criteria"][0]["reason"]
     assert report["verdict"] == INCONCLUSIVE and report["exit_code"] == 3
 
 
 def test_empty_slice_is_insufficient_not_pass():
-    report = judge_run(INFO, records(), rubric(crit("accuracy", ">=", 0.5, slice={"task": "nope"})), None)
+    report = gate_run(INFO, records(), rubric(crit("accuracy", ">=", 0.5, slice={"task": "nope"})), None)
     assert report["criteria"][0]["verdict"] == "insufficient"
 
 
 def test_cost_self_hosted_and_api():
     # 55 output tokens in 2 s -> 27.5 tok/s; $1/h -> 1 / (27.5 * 3600) * 1e6 = 10.101 $ per 1M
     self_hosted = {"mode": "self_hosted", "hourly_usd": 1.0}
-    report = judge_run(INFO, records(), rubric(crit("cost_per_1m_output_tokens", "<=", 20)), self_hosted)
+    report = gate_run(INFO, records(), rubric(crit("cost_per_1m_output_tokens", "<=", 20)), self_hosted)
     assert report["criteria"][0]["value"] == pytest.approx(1 / (27.5 * 3600) * 1e6)
     assert report["metrics"]["cost_usd_total"]["value"] == pytest.approx(2 / 3600)
     # api: 5 x 20 input at $1/M + 55 output at $2/M = 0.00021 $; per 1M output = 0.00021 / 55 * 1e6
     api = {"mode": "api", "input_usd_per_1m": 1.0, "output_usd_per_1m": 2.0}
-    report = judge_run(INFO, records(), rubric(crit("cost_per_1m_output_tokens", "<=", 20)), api)
+    report = gate_run(INFO, records(), rubric(crit("cost_per_1m_output_tokens", "<=", 20)), api)
     assert report["metrics"]["cost_usd_total"]["value"] == pytest.approx(0.00021)
     assert report["criteria"][0]["value"] == pytest.approx(0.00021 / 55 * 1e6)
 
@@ -119,7 +119,7 @@ def test_overall_precedence():
 
 
 def test_slices_table():
-    report = judge_run(INFO, records(), rubric(crit("accuracy", ">=", 0.5)), None)
+    report = gate_run(INFO, records(), rubric(crit("accuracy", ">=", 0.5)), None)
     rows = {row["slice"]: row for row in report["slices"]}
     assert rows["task=original"]["accuracy"] == pytest.approx(0.75)
     assert rows["task=shifted"]["error_rate"] == pytest.approx(0.5)
@@ -127,22 +127,22 @@ def test_slices_table():
 
 def test_confidence_gates_on_the_bound():
     # 2 of 2 right: point 1.0 >= 0.5 passes, but the one-sided 95% Wilson lower bound is 2 / (2 + z^2) = 0.425
-    report = judge_run(INFO, records()[:2], rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
+    report = gate_run(INFO, records()[:2], rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
     c = report["criteria"][0]
     assert c["bounds"][0] == pytest.approx(2 / (2 + 1.6448536**2), abs=1e-6)
     assert c["verdict"] == "insufficient" and c["needed_n"] > 2 and "would decide" in c["reason"]
     assert report["verdict"] == INCONCLUSIVE and report["exit_code"] == 3
     # allow_insufficient lets an undecided criterion stand beside decided ones, never alone
     lenient = Rubric(path=None, name="t", criteria=(crit("accuracy", ">=", 0.5, confidence=0.95),), allow_insufficient=True)
-    assert judge_run(INFO, records()[:2], lenient, None)["verdict"] == INCONCLUSIVE
+    assert gate_run(INFO, records()[:2], lenient, None)["verdict"] == INCONCLUSIVE
     both = Rubric(path=None, name="t", allow_insufficient=True, criteria=(
         crit("accuracy", ">=", 0.5, confidence=0.95), crit("accuracy", ">=", 0.5, name="point")))
-    assert judge_run(INFO, records()[:2], both, None)["verdict"] == PASS
+    assert gate_run(INFO, records()[:2], both, None)["verdict"] == PASS
 
 
 def test_forbidden_limit_too_small_for_the_suite_says_how_many_cases():
     clean = [rec(i, RIGHT) for i in range(100)]
-    report = judge_run(INFO, clean, rubric(crit("forbidden_rate", "<=", 0.001, confidence=0.95)), None)
+    report = gate_run(INFO, clean, rubric(crit("forbidden_rate", "<=", 0.001, confidence=0.95)), None)
     c = report["criteria"][0]
     assert c["value"] == 0.0 and c["verdict"] == "insufficient"
     # 0 hits: the one-sided Wilson upper bound z^2 / (n + z^2) reaches 0.001 at n = z^2 (1 - 0.001) / 0.001
@@ -153,18 +153,18 @@ def test_forbidden_limit_too_small_for_the_suite_says_how_many_cases():
 
 def test_confidence_fail_when_whole_interval_misses():
     wrong = [rec(i, WRONG) for i in range(40)]
-    report = judge_run(INFO, wrong, rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
+    report = gate_run(INFO, wrong, rubric(crit("accuracy", ">=", 0.5, confidence=0.95)), None)
     assert report["criteria"][0]["verdict"] == "fail" and report["verdict"] == FAIL
 
 
 def test_latency_percentile_bound_needs_enough_requests():
     # a one-sided 95% upper bound on a P95 exists from 59 samples on (1 - 0.95^n >= 0.95): with 5 it is undecided
-    report = judge_run(INFO, records(), rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)
+    report = gate_run(INFO, records(), rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)
     c = report["criteria"][0]
     assert c["verdict"] == "insufficient" and c["needed_n"] == 59 and "too small" in c["reason"]
     # with 60 requests the upper bound is an order statistic of the sample: the largest, 600 ms here
     many = [rec(i, RIGHT, ttft=10.0 * (i + 1)) for i in range(60)]
-    c = judge_run(INFO, many, rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)["criteria"][0]
+    c = gate_run(INFO, many, rubric(crit("ttft_ms_p95", "<=", 1000, confidence=0.95)), None)["criteria"][0]
     assert c["bounds"][1] in [10.0 * (i + 1) for i in range(60)] and c["bounds"][1] >= c["value"]
     assert c["verdict"] == "pass"
 

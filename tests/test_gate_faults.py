@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_jsonl
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 
 NO_ERROR_CRITERION = """\

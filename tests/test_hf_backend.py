@@ -9,11 +9,11 @@ import pytest
 
 from conftest import ROOT, as_killed
 from releasegate.backends import Request, create_backend
+from releasegate.gate.criteria import EXIT_CODES
 from releasegate.inputs.config import load_config
 from releasegate.inputs.suites import load_suites
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.run.matrix import matrix_verdict
-from releasegate.run.record import RunDir
+from releasegate.pipeline.matrix import matrix_verdict
+from releasegate.record.records import RunDir
 
 pytestmark = pytest.mark.slow
 
@@ -317,7 +317,7 @@ def bucketed_and_file_order(tmp_path_factory):
     from rich.console import Console
 
     from releasegate.inputs.validation import load_inputs
-    from releasegate.run.runner import run_check
+    from releasegate.pipeline.check import run_check
 
     out = tmp_path_factory.mktemp("bucketing")
     runs = {}
@@ -420,8 +420,8 @@ def test_restoring_case_order_keeps_a_retried_record_last():
     from pathlib import Path
     from types import SimpleNamespace
 
+    from releasegate.record.records import CaseRecord
     from releasegate.run.generation import _restore_case_order
-    from releasegate.run.record import CaseRecord
 
     with tempfile.TemporaryDirectory() as tmp:
         run = RunDir(Path(tmp))
@@ -444,7 +444,8 @@ def test_a_bucketed_run_that_stops_leaves_its_journal_in_case_order(monkeypatch,
     from rich.console import Console
 
     from releasegate.inputs.validation import load_inputs
-    from releasegate.run import generation, runner
+    from releasegate.pipeline import check as runner
+    from releasegate.run import generation
 
     config, rubric, cases = load_inputs(DEMO)
     config = dataclasses.replace(config, output_dir=tmp_path)

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_subprocess, write_jsonl
+from releasegate.record.records import REPLACEMENT, CaseRecord, RunDir, valid_text
+from releasegate.record.review_outcome import output_hash
 from releasegate.report.markdown import md_text
 from releasegate.review import unneutralise
-from releasegate.review.outcome import output_hash
-from releasegate.run.record import REPLACEMENT, CaseRecord, RunDir, valid_text
 from releasegate.spreadsheet import neutralise
 from releasegate.text import inert, json_inert, reveal
 

@@ -97,7 +97,7 @@ def test_every_command_on_every_damaged_run_file(tmp_path, cli):
 def test_a_model_output_nested_past_the_json_parser_is_scored_not_a_crash(tmp_path, cli):
     """Model text is untrusted: an output of JSON nested deeper than the parser (or a schema's validation) can
     follow fails its checks like any other bad output, and the run reaches a verdict."""
-    from releasegate.run.record import RunDir
+    from releasegate.record.records import RunDir
 
     config = replay_project(tmp_path)
     # an expected object: json_fields refuses a case whose expected answer no output could meet

@@ -19,9 +19,9 @@ from releasegate.backends._events import BadEvent, Usage, read_event, usage_prob
 from releasegate.backends._sse_client import _Response
 from releasegate.cli import main
 from releasegate.errors import ErrorKind
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.llm_judge.journal import read_judgments
-from releasegate.run.record import RunDir
+from releasegate.gate.criteria import EXIT_CODES
+from releasegate.record.judge_journal import read_judgments
+from releasegate.record.records import RunDir
 from releasegate.run.server_scrape import Scraper, fetch_metrics, normalise, parse_prometheus, samples_line
 from releasegate.testing import StubBehaviour, StubServer
 from releasegate.testing.hostile import _NONFINITE, HOSTILE_MODES, Catcher

@@ -16,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from releasegate.cli import main
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.judging.stats import wilson_bounds
+from releasegate.gate.criteria import EXIT_CODES
+from releasegate.inputs.judge_prompt import Unparseable, parse_preference
+from releasegate.inputs.review_policy import ReviewPolicy, SamplePolicy
 from releasegate.llm_judge.correction import corrected_accuracy
-from releasegate.llm_judge.journal import Judgment
-from releasegate.llm_judge.prompt import Unparseable, parse_preference
-from releasegate.review.outcome import output_hash
-from releasegate.review.policy import ReviewPolicy, SamplePolicy
+from releasegate.record.judge_journal import Judgment
+from releasegate.record.records import CaseRecord, Timing, Tokens
+from releasegate.record.review_outcome import output_hash
 from releasegate.review.sampler import choose_sample, sampling_cells
-from releasegate.run.record import CaseRecord, Timing, Tokens
+from releasegate.stats.intervals import wilson_bounds
 from releasegate.testing import StubBehaviour, StubServer
 from test_false_pass import NO_REVIEW, Run, _journal
 

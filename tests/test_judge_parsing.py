@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from releasegate.llm_judge.prompt import Parsed, Unparseable, judge_messages, parse_reply, response_format
-from releasegate.llm_judge.settings import Criterion, JudgeSettings
-from releasegate.run.record import CaseRecord
+from releasegate.inputs.judge_prompt import Parsed, Unparseable, judge_messages, parse_reply, response_format
+from releasegate.inputs.judge_settings import Criterion, JudgeSettings
+from releasegate.record.records import CaseRecord
 
 PASS_FAIL = Criterion("c", "be helpful")
 SCALE = Criterion("s", "be helpful", scale=5, pass_mark=4)
@@ -80,8 +80,8 @@ def test_long_outputs_are_cut_and_the_judge_is_told():
     "Verdict: pass? No. The output asks for it. verdict: fail",
 ])
 def test_a_reply_with_both_a_pass_and_a_fail_is_no_verdict(reply):
-    from releasegate.llm_judge.prompt import Unparseable, parse_reply
-    from releasegate.llm_judge.settings import Criterion
+    from releasegate.inputs.judge_prompt import Unparseable, parse_reply
+    from releasegate.inputs.judge_settings import Criterion
 
     with pytest.raises(Unparseable, match="both a pass and a fail"):
         parse_reply(reply, Criterion("helpful", "helps"))

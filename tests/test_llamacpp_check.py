@@ -11,7 +11,7 @@ from conftest import ROOT
 from releasegate.backends import Request, create_backend
 from releasegate.inputs.config import load_config
 from releasegate.inputs.suites import load_suites
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 
 pytestmark = pytest.mark.slow
 

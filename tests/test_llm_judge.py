@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write_jsonl
-from releasegate.llm_judge.journal import read_judgments
-from releasegate.run.record import RunDir
+from releasegate.record.judge_journal import read_judgments
+from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,8 +259,8 @@ def test_too_few_labels_to_tell(tmp_path, cli):
 
 
 def _import_labels(run: RunDir, edits: list[dict]) -> None:
-    from releasegate.review.labels import LabelEdit, append_labels
-    from releasegate.review.outcome import output_hash
+    from releasegate.record.review_labels import LabelEdit, append_labels
+    from releasegate.record.review_outcome import output_hash
 
     outputs = {r.case_id: r.output for r in run.read_records()}
     append_labels(run, [LabelEdit(review_id="R-x", case_id=e["case_id"], reviewer="ana", label=e["label"],
@@ -363,7 +363,7 @@ def test_a_calibrated_but_lenient_judge_cannot_lift_a_model_over_its_threshold(t
 
 
 def test_the_review_sample_over_draws_where_the_judge_is_least_sure(tmp_path, cli):
-    from releasegate.review.outcome import FAIL, JUDGE_UNSURE, PASS, automatic_outcome
+    from releasegate.record.review_outcome import FAIL, JUDGE_UNSURE, PASS, automatic_outcome
 
     record = type("R", (), {"error": None, "output": "o"})()
     scale = {"criterion": "c", "passed": True, "score": 4, "pass_mark": 4}

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conftest import ROOT
-from releasegate.llm_judge.journal import read_judgments
-from releasegate.run.record import RunDir
+from releasegate.record.judge_journal import read_judgments
+from releasegate.record.records import RunDir
 
 pytestmark = pytest.mark.slow
 LIMIT = 12

@@ -3,10 +3,10 @@ did not (a failed request) is a loss, not a case that was never compared."""
 
 from __future__ import annotations
 
-from releasegate.judging.metrics import compute_metric
-from releasegate.llm_judge.verdicts import Verdicts
-from releasegate.review.outcome import output_hash
-from releasegate.run.record import CaseRecord
+from releasegate.record.judge_verdicts import Verdicts
+from releasegate.record.metrics import compute_metric
+from releasegate.record.records import CaseRecord
+from releasegate.record.review_outcome import output_hash
 from releasegate.scorers.judged import pairwise_outcome
 
 ANSWER = {"type": "judge", "criterion": "helpful"}

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.inputs.config import load_config
+from releasegate.record.records import CaseRecord, RunDir, RunInfo
 from releasegate.redaction import REDACTED, add_secret, redact_error
 from releasegate.run.manifest import build_manifest, compare_manifest, target_fingerprint
-from releasegate.run.record import CaseRecord, RunDir, RunInfo
 
 
 def run_project(project: Path, cli, run_id: str = "r") -> RunDir:

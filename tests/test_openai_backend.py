@@ -11,7 +11,7 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.cli import main
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 from releasegate.testing.stub_server import _faulty
 

@@ -218,7 +218,7 @@ def test_rubric_loader_never_crashes(workspace, data):
 # -- the review CSV ----------------------------------------------------------------------------------------
 
 def review_sample():
-    from releasegate.review.outcome import output_hash
+    from releasegate.record.review_outcome import output_hash
     from releasegate.review.sampler import ReviewItem, ReviewSample
 
     items = [ReviewItem(review_id=f"R-000000000{i}", case_id=f"c{i}", stratum="suite=s", sampled_as="stratum",
@@ -232,7 +232,7 @@ CSV_CELLS = st.sampled_from(["R-0000000000", "R-0000000001", "R-9", "out 0", "ou
 
 
 def csv_documents() -> st.SearchStrategy:
-    from releasegate.review.outcome import output_hash
+    from releasegate.record.review_outcome import output_hash
 
     hashes = st.sampled_from([output_hash("out 0"), output_hash("out 1")])
     rows = st.lists(st.lists(CSV_CELLS | hashes, min_size=0, max_size=8), max_size=5)

@@ -13,7 +13,7 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 from conftest import write_jsonl
-from releasegate.run.record import CaseRecord, RunDir
+from releasegate.record.records import CaseRecord, RunDir
 from releasegate.scorers import get_scorer
 from releasegate.scorers.evaluate_metric import compute_evaluate_metric, load_metric, resolve_module
 

@@ -19,11 +19,11 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from conftest import GOOD, ROOT, heavy_imports_after, write_jsonl
 from releasegate.inputs.rubric import load_rubric
-from releasegate.judging.judge_run import judge_run
+from releasegate.pipeline.gate import gate_run
+from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing, Tokens
 from releasegate.report import FORMATS, render, render_markdown, write_reports
 from releasegate.report.csv import COLUMNS
 from releasegate.report.html import CSP
-from releasegate.run.record import CaseRecord, RunDir, RunInfo, Timing, Tokens
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -68,7 +68,7 @@ def make_run(root: Path, outputs: dict[int, str] | None = None, *, n: int = 24, 
                    backend="hf" if latency else "replay", cases=n, generation_seconds=3.0 if latency else None,
                    cost={"mode": "self_hosted", "hourly_usd": 2.0})
     run.write_info(info)
-    write_reports(run, judge_run(info, run.read_records(), rubric, info.cost))
+    write_reports(run, gate_run(info, run.read_records(), rubric, info.cost))
     return run
 
 

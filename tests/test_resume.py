@@ -16,7 +16,7 @@ import pytest
 
 from conftest import as_killed, write_jsonl
 from releasegate.errors import InputError
-from releasegate.run.record import CaseRecord, RunDir, RunInfo
+from releasegate.record.records import CaseRecord, RunDir, RunInfo
 from releasegate.testing import StubBehaviour, StubServer
 
 RUBRIC = """\

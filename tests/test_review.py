@@ -16,7 +16,11 @@ import pandas as pd
 import pytest
 
 from conftest import write_jsonl
+from releasegate.inputs.review_policy import Quota
 from releasegate.inputs.scaffold import scaffold
+from releasegate.record.records import CaseRecord, RunDir
+from releasegate.record.review_labels import parse_label
+from releasegate.record.review_outcome import output_hash
 from releasegate.review import (
     COLUMNS,
     LabelEdit,
@@ -29,10 +33,6 @@ from releasegate.review import (
     summarize_review,
     unneutralise,
 )
-from releasegate.review.labels import parse_label
-from releasegate.review.outcome import output_hash
-from releasegate.review.policy import Quota
-from releasegate.run.record import CaseRecord, RunDir
 from releasegate.scorers import score_record
 
 HYPERLINK = '=HYPERLINK("http://example.invalid","x")'

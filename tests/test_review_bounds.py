@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from releasegate.cli import main
+from releasegate.gate.criteria import EXIT_CODES, INCONCLUSIVE, PASS, CriterionResult, Undecided, overall_verdict
+from releasegate.inputs.review_policy import ReviewPolicy
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.judging.criteria import EXIT_CODES, INCONCLUSIVE, PASS, CriterionResult, Undecided, overall_verdict
-from releasegate.judging.judge_run import judge_run
-from releasegate.judging.metrics import MetricValue
-from releasegate.review.labels import LabelEdit
-from releasegate.review.policy import ReviewPolicy
+from releasegate.pipeline.gate import gate_run
+from releasegate.record.metrics import MetricValue
+from releasegate.record.records import CaseRecord, RunInfo
+from releasegate.record.review_labels import LabelEdit
 from releasegate.review.summary import summarize_review
-from releasegate.run.record import CaseRecord, RunInfo
 from test_capacity import sweep_run
 from test_false_pass import RIGHT, WRONG, Run, _healthy, _label, _medical, lenient, ok
 from test_review import edit, rec, scored
@@ -119,7 +119,7 @@ def test_the_weighted_estimate_of_the_950_50_sample():
                    generation_seconds=1.0, phases=["quality"])
     rubric = Rubric(path=None, name="s", criteria=(Criterion(name="acc", metric="accuracy", op=">=", threshold=0.85),),
                     review=ReviewPolicy(required_domains=()))
-    accuracy = judge_run(info, records, rubric, None)["metrics"]["accuracy"]
+    accuracy = gate_run(info, records, rubric, None)["metrics"]["accuracy"]
     assert round(accuracy["value"], 3) == 0.768 and accuracy["n"] == 90
 
 
@@ -197,7 +197,7 @@ RUBRIC = Rubric(path=None, name="p", criteria=(Criterion(name="acc", metric="acc
 
 
 def _verdict(records: list[CaseRecord], labels: list[LabelEdit], rubric: Rubric = RUBRIC) -> str:
-    return judge_run(INFO.model_copy(update={"cases": len(records)}), records, rubric, None, labels=labels)["verdict"]
+    return gate_run(INFO.model_copy(update={"cases": len(records)}), records, rubric, None, labels=labels)["verdict"]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

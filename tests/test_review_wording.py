@@ -11,9 +11,16 @@ import json
 import yaml
 
 from releasegate.inputs.rubric import load_rubric
-from releasegate.review.outcome import ANSWER_FAIL, FAIL, FORMAT_FAIL, PASS, automatic_outcome, oversample_weights
+from releasegate.record.records import CaseRecord
+from releasegate.record.review_outcome import (
+    ANSWER_FAIL,
+    FAIL,
+    FORMAT_FAIL,
+    PASS,
+    automatic_outcome,
+    oversample_weights,
+)
 from releasegate.review.sampler import ReviewSample
-from releasegate.run.record import CaseRecord
 from test_false_pass import RIGHT, WRONG, Run, lenient, ok
 
 MEDICAL = {"domain": "medical"}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from releasegate.run.record import RunDir
-from releasegate.run.seal import seal
+from releasegate.record.records import RunDir
+from releasegate.record.seal import seal
 from releasegate.testing import StubBehaviour, StubServer
 
 
@@ -206,7 +206,7 @@ def sealed_run(root: Path, *, load_finished: bool) -> Path:
 
 @pytest.mark.parametrize("finished", [False, True])
 def test_a_load_phase_measured_again_whole_is_the_tools_own_rewrite(tmp_path, finished):
-    from releasegate.run.seal import seal_changes
+    from releasegate.record.seal import seal_changes
 
     run = sealed_run(tmp_path / "run", load_finished=finished)
     (run / "load.jsonl").write_text('{"b": 2}\n{"b": 3}\n')  # check --resume runs an unfinished load phase again

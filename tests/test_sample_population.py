@@ -10,8 +10,8 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.inputs.sampling import draw
-from releasegate.judging.metrics import compute_metric, stratum_counts
-from releasegate.run.record import CaseRecord, Stratum
+from releasegate.record.metrics import compute_metric, stratum_counts
+from releasegate.record.records import CaseRecord, Stratum
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")

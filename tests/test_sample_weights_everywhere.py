@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from releasegate.cli import main
-from releasegate.judging.criteria import EXIT_CODES
-from releasegate.judging.sample_weights import kish_n
-from releasegate.judging.stats import paired_min_n, paired_rate_bounds
+from releasegate.gate.criteria import EXIT_CODES
+from releasegate.record.records import Stratum
 from releasegate.review.summary import approval_of
-from releasegate.run.record import Stratum
+from releasegate.stats.intervals import paired_min_n, paired_rate_bounds
+from releasegate.stats.sample_weights import kish_n
 from test_false_pass import NO_REVIEW, RIGHT, WRONG, Run, ok
 from test_judge_calibration_design import JudgedRun, population
 

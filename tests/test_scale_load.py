@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from releasegate.backends import Generation, Request
-from releasegate.run.record import Timing
-from releasegate.run.traffic import LoadPlan
-from releasegate.scale import ScaleConfig
+from releasegate.inputs.scale_config import ScaleConfig
+from releasegate.record.records import Timing
 from releasegate.scale.load import DistributedLoad, merge
+from releasegate.scale.traffic import LoadPlan
 
 
 def plan(n: int, offsets: bool) -> LoadPlan:

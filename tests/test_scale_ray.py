@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, write_jsonl
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 
 pytestmark = pytest.mark.slow

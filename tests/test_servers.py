@@ -125,7 +125,7 @@ def test_hf_llamacpp_and_vllm_in_one_comparison(runs, vllm_server, cli, tmp_path
 
 
 def test_a_target_with_undecided_quality_parity_is_not_recommended():
-    from releasegate.judging.server_ranking import recommend as _recommend
+    from releasegate.pipeline.server_ranking import recommend as _recommend
 
     base = {"run_id": "ref", "target": "t", "verdict": "PASS", "capacity_rps": None, "cost_per_1m_output_tokens": 2.0,
             "ttft_ms_p95": 1.0, "bottleneck": "decode", "capacity_at_least": None, "cost_per_1m_at_capacity": None}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 from test_compare_review import built
 from test_false_pass import Run, _healthy
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from conftest import write_jsonl
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 
 CASES = 20
 
@@ -115,7 +115,7 @@ SWALLOWER = textwrap.dedent("""
     from pathlib import Path
     from releasegate.run.interruption import INTERRUPTION
     from releasegate.run.interruption import signals_stop as _signals_stop
-    from releasegate.run.record import RunDir, RunInfo
+    from releasegate.record.records import RunDir, RunInfo
 
     run = RunDir(Path(sys.argv[1]))
     run.create()

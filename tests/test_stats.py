@@ -5,8 +5,8 @@ import pytest
 from scipy import optimize
 from scipy.stats import binom, norm
 
-from releasegate.judging.cluster_bounds import _pooled_percentiles
-from releasegate.judging.stats import (
+from releasegate.stats.cluster_bounds import _pooled_percentiles
+from releasegate.stats.intervals import (
     bootstrap,
     cluster_bootstrap,
     mcnemar_exact,

@@ -13,8 +13,8 @@ import pytest
 from conftest import ROOT
 from releasegate.cli import main
 from releasegate.inputs.rubric import EvaluateMetric, ForbiddenRule
-from releasegate.run.record import CaseRecord, RunDir
-from releasegate.run.seal import seal
+from releasegate.record.records import CaseRecord, RunDir
+from releasegate.record.seal import seal
 from releasegate.scorers import CorpusScores, evaluate_metric, score_record, score_records, stored, stored_scores
 from releasegate.scorers import score as score_module
 from releasegate.scorers.evaluate_metric import evaluate_value, resolve_module

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from llamacpp import load_cases, post_json
 from releasegate.cli import main
-from releasegate.run.record import RunDir
+from releasegate.record.records import RunDir
 from test_llamacpp_check import config
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]

@@ -97,7 +97,7 @@ class ErrorKind(StrEnum):
     EMPTY_RESPONSE = "empty_response"
     """The server answered (HTTP 200, a well-formed stream) but with no content: no output text, or a
     finish_reason of `abort` or `error`, or `length` with 0 output tokens. Servers shed load this way; an empty
-    answer is a failed request, never an answer (see `releasegate.judging.evidence`)."""
+    answer is a failed request, never an answer (see `releasegate.record.evidence`)."""
     RETRIED = "retried"
     """An attempt that failed and was sent again, in a record that says how many attempts were sent
     (`Timing.attempts`) but not why they failed (recorded before `Timing.retried_errors`)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..run.record import Timing
+from ..record.records import Timing
 from ._base import Generation
 
 __all__ = ["RequestClock", "failed", "sent_ns", "connect_ns"]

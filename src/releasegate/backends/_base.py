@@ -4,7 +4,7 @@ import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from ..run.record import Timing, Tokens
+from ..record.records import Timing, Tokens
 
 __all__ = ["Backend", "Request", "Generation", "backend", "create_backend", "BACKENDS"]
 

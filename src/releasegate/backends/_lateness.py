@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from array import array
 
-from ..judging.stats import percentile
+from ..stats.intervals import percentile
 
 __all__ = ["LatenessProbe", "BATCHED_GAP_MS"]
 

@@ -90,6 +90,6 @@ def root_cause(exc: BaseException) -> str:
 
 def with_retried(gen: Generation, retried: list[str]) -> Generation:
     """`gen` with the error kinds of the attempts that failed and were sent again before it
-    (`Timing.retried_errors`): each was a request the target failed, and counts as one (`judging.evidence`)."""
+    (`Timing.retried_errors`): each was a request the target failed, and counts as one (`record.evidence`)."""
     gen.timing.retried_errors = list(retried)
     return gen

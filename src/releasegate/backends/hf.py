@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import ErrorKind, TargetError
-from ..run.record import Timing, Tokens
+from ..record.records import Timing, Tokens
 from ._base import Backend, Generation, Request
 
 _NS_PER_MS = 1e6

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import ErrorKind, InputError, TargetError
+from ..record.records import Timing, Tokens
 from ..redaction import mask_url
-from ..run.record import Timing, Tokens
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
 from ._bounds import border_class

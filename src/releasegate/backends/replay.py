@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ErrorKind, InputError
 from ..inputs.files import read_text
-from ..run.record import Tokens
+from ..record.records import Tokens
 from ._base import Backend, Generation, Request
 
 

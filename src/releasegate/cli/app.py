@@ -118,7 +118,7 @@ def _report(exc: BaseException) -> int:
 
 def run() -> None:
     """Console-script entry point (and `python -m releasegate`)."""
-    from ..run.timing import mark_process_entry
+    from ..record.stage_timing import mark_process_entry
 
     mark_process_entry()  # check's run.json `timing.import_s`: this process was started for the command
     _exit_now(main())

@@ -21,7 +21,7 @@ def capacity(
     every step (rate, P95 TTFT from the scheduled send, P95 TPOT, errors, kept up, queue, verdict), as judged in
     report.json (`gate` re-judges). Exit 0 when a capacity was established, 3 when it is unknown, 2 for a run
     directory without a sweep."""
-    from ..judging.capacity import saved_sweep
+    from ..gate.capacity import saved_sweep
     from ..report.capacity_section import capacity_lines, sweep_table
 
     sweep = saved_sweep(run_dir)

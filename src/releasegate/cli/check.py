@@ -64,9 +64,9 @@ def check(
     SIGINT (Ctrl-C) and SIGTERM (a CI timeout, `kill`) stop a run within seconds: exit code 130, run.json
     status 'interrupted'; `check --resume RUN_DIR` finishes it. The verdict is printed once the reports are on
     disk: a signal after that leaves the run complete and exits with the verdict's code."""
+    from ..pipeline.check import resume_check, run_check_file
     from ..report import criteria_table, verdict_lines
     from ..run.interruption import hold_after_verdict, signals_stop
-    from ..run.runner import resume_check, run_check_file
 
     console = consoles(as_json)
     if retry_errors and resume is None:

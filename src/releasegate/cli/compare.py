@@ -38,8 +38,8 @@ def compare(
     nothing was shared, a case differs or a run is not whole (or the baseline measured nothing), 4 if the
     candidate's target failed most requests, 2 if the runs are the same run or were made with different
     generation settings, else 0."""
-    from ..judging.compare_runs import compare_runs
-    from ..judging.criteria import EXIT_CODES
+    from ..gate.criteria import EXIT_CODES
+    from ..pipeline.compare import compare_runs
     from ..report.compare import comparison_notes, comparison_table, render_comparison
 
     result = compare_runs(baseline, candidate, rubric, confidence)

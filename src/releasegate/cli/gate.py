@@ -27,10 +27,10 @@ def gate(
 ) -> int:
     """Re-score the saved outputs and re-judge them (after new human labels, or a what-if with another rubric).
     Judged by the run's own rubric, it rewrites the run's reports; by another, it writes them beside them."""
+    from ..pipeline.regate import regate
     from ..report import criteria_table, verdict_lines
-    from ..run.rejudge import rejudge
 
-    done = rejudge(run_dir, rubric, allow_pending=allow_pending, output=output, force=force)
+    done = regate(run_dir, rubric, allow_pending=allow_pending, output=output, force=force)
     report = done.report
     if as_json:
         print_json(report)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import DEFAULT_CONFIG
-from ..run.variants import VARIANTS
+from ..pipeline.variants import VARIANTS
 from ._common import (
     AllowPendingOption,
     ConfigOption,
@@ -39,8 +39,8 @@ def matrix(
     """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
     and cost ratios, share of outputs identical to the reference. Exits with the worst verdict: a variant's own gate
     verdict or its quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
+    from ..pipeline.matrix import run_matrix
     from ..report.matrix import latency_line, matrix_table
-    from ..run.matrix import run_matrix
     from ..text import inert
 
     console = consoles(as_json)

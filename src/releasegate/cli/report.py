@@ -33,8 +33,8 @@ def report(
 ) -> int:
     """Render one report of a saved run, as judged in its report.json (`gate` re-judges). Exit 0 once written,
     whatever the verdict; 2 for a bad run directory."""
+    from ..record.records import RunDir
     from ..report import render
-    from ..run.record import RunDir
 
     text = _printable(render(RunDir(run_dir), fmt.value, junit_cases=junit_cases), fmt)
     if output is None:

@@ -37,7 +37,7 @@ def servers(
     judged again from its records) with quality parity shown. Exit 0 with a recommendation, 3 when no target is
     eligible, 2 for a bad run directory, a run given twice, or runs with other generation, load or objective
     settings than the reference."""
-    from ..judging.servers import compare_servers
+    from ..pipeline.servers import compare_servers
     from ..report.servers import load_warning, render_servers, servers_table
 
     comparison = compare_servers(runs, min_parity_share=min_parity_share, margin=margin)

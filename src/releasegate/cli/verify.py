@@ -20,8 +20,8 @@ def verify(
     checked; 1: something changed, or a run file was edited since releasegate sealed it; 3: nothing that could be
     checked changed, but some inputs could not be verified (a hub id that was not on disk, the model behind an
     endpoint, a run no stage sealed); 2: not a run."""
+    from ..pipeline.verify import OUTCOME_EXIT, verify_run
     from ..report.verify import changes_table, seal_notes, verify_summary
-    from ..run.verify import OUTCOME_EXIT, verify_run
 
     result = verify_run(run_dir)
     if as_json:

@@ -1,7 +1,7 @@
 """The run configuration (`releasegate.yaml`): what to run, on which suites, judged by which rubric.
 
 Paths in a config are relative to the config file's directory. Each section is parsed by its own module
-(`target`, `suite_config`, `load_profile`, `cost_config`, `cache_config`, `llm_judge.settings`, `scale`).
+(`target`, `suite_config`, `load_profile`, `cost_config`, `cache_config`, `inputs.judge_settings`, `scale`).
 
 Credentials a config carries (the API key's value, `target.headers`, userinfo and query tokens in
 `target.base_url`, secret-looking `extra_body` fields) are registered with `redaction` as soon as the config is
@@ -18,14 +18,14 @@ from typing import Any
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
-from ..llm_judge.settings import parse_judge
-from ..scale import ScaleConfig, parse_scale
 from .cache_config import CacheConfig, PrefixCacheConfig, parse_cache, parse_prefix_cache
 from .composition import Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_raw_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
 from .files import resolve_under
+from .judge_settings import parse_judge
 from .load_profile import LoadConfig, parse_load
+from .scale_config import ScaleConfig, parse_scale
 from .schema_check import validate
 from .suite_config import SuiteConfig, check_unique_names, parse_suite
 from .target import TargetConfig, parse_target
@@ -55,7 +55,7 @@ class Config:
     scale: ScaleConfig | None = None
     """Where the work runs past this process (`scale:`); None: here."""
     judge: Any = None
-    """The LLM judge (`judge:`, a `llm_judge.JudgeSettings`); None: no judge configured."""
+    """The LLM judge (`judge:`, an `inputs.judge_settings.JudgeSettings`); None: no judge configured."""
     base_dir: Path | None = None
     """The directory relative paths were resolved against: the config's own, or, for a run's snapshot read by
     `check --resume`, the original config's."""

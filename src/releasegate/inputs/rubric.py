@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..judging.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
-from ..llm_judge.settings import CalibrationPolicy, parse_calibration
-from ..review.policy import ReviewPolicy, parse_policy
+from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
 from .files import exists, field_path, is_file, line_of, load_yaml
+from .judge_settings import CalibrationPolicy, parse_calibration
+from .review_policy import ReviewPolicy, parse_policy
 from .schema_check import did_you_mean, validate
 
 __all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
@@ -111,7 +111,7 @@ class Rubric:
     baseline: dict | None = None
     """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
-    """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.review.policy)."""
+    """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.inputs.review_policy)."""
     judge: CalibrationPolicy = field(default_factory=CalibrationPolicy)
     """How well the LLM judge must agree with reviewers before judge-scored criteria decide (`judge:`)."""
 

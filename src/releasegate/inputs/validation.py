@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..extras import require
-from ..llm_judge.settings import check_judged_cases
 from .config import load_config
+from .judge_settings import check_judged_cases
 from .rubric import load_rubric
 from .suites import load_suites, stream_cases, suite_tags
 

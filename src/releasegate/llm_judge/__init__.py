@@ -1,39 +1,16 @@
-"""The LLM judge: open-ended answers graded by a model, and how far reviewers agree with it.
+"""The LLM judge: open-ended answers graded by a model, and how far reviewers agree with it. ("Judge" in
+releasegate means this and nothing else; the pass/fail decision is the gate, `releasegate.gate`.)
 
-    settings      the config's `judge:` section (JudgeSettings) and the rubric's calibration policy
-    prompt        the judge's messages, the verdict's JSON schema, and robust parsing of its reply
-    journal       judgments.jsonl: one Judgment per graded case, appended as verdicts come back
-    stage         the judging stage of `check` (and `releasegate judge RUN_DIR`): asks, caches, records
+    stage         the judge stage of `check` and `gate`: asks the judge model, caches, journals its verdicts
     calibration   judge verdicts against reviewers' labels: agreement, Cohen's kappa, confusion tables
     correction    reviewer-corrected accuracy and agreement, post-stratified by how the review sample was drawn
     gating        what the judge means for the verdict: undecided criteria, corrected accuracy
 
+Its inputs are `inputs.judge_settings` (the config's `judge:` section, the rubric's calibration policy) and
+`inputs.judge_prompt` (the judge's messages and the verdict's schema); what it said is part of the run record
+(`record.judge_journal`: judgments.jsonl, `record.judge_verdicts`: the verdict each case's score uses), so
+`gate` and `report` decide a run again without asking the judge again.
+
 A case is judge-scored when its answer spec is `{type: judge, ...}`. The judge is any target backend (an
-OpenAI-compatible endpoint, a local hf model, or a replay file of scripted verdicts); what it said is kept
-in the run directory, so `gate` and `report` re-judge a run without asking again.
+OpenAI-compatible endpoint, a local hf model, or a replay file of scripted verdicts).
 """
-
-import importlib
-from typing import TYPE_CHECKING
-
-__all__ = [
-    "JudgeSettings", "criterion_of", "Judgment", "read_judgments", "JUDGMENTS_FILE", "CalibrationPolicy", "calibrate",
-]
-
-_HOMES = {
-    "JudgeSettings": "settings", "criterion_of": "settings", "CalibrationPolicy": "settings",
-    "Judgment": "journal", "read_judgments": "journal", "JUDGMENTS_FILE": "journal", "calibrate": "calibration",
-}
-
-if TYPE_CHECKING:
-    from .calibration import calibrate
-    from .journal import JUDGMENTS_FILE, Judgment, read_judgments
-    from .settings import CalibrationPolicy, JudgeSettings, criterion_of
-
-
-def __getattr__(name: str):
-    """Names load on first use: the rubric reads the calibration policy without the judge's machinery."""
-    if name not in _HOMES:
-        raise AttributeError(name)
-
-    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

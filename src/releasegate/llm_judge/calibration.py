@@ -16,14 +16,14 @@ how the review sample drew them.
 
 from __future__ import annotations
 
-from ..judging.metrics import select, slices_of
-from ..review.labels import APPROVE, case_labels
-from ..review.outcome import output_hash
-from ..review.policy import ReviewPolicy, slice_name
+from ..inputs.judge_settings import CalibrationPolicy, parse_calibration
+from ..inputs.review_policy import ReviewPolicy, slice_name
+from ..record.metrics import select, slices_of
+from ..record.review_labels import APPROVE, case_labels
+from ..record.review_outcome import output_hash
 from ..review.sampler import sampling_cells
 from ..review.summary import cohen_kappa
 from .correction import DesignRate, design_rate, judged_cases
-from .settings import CalibrationPolicy, parse_calibration
 
 __all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs", "reviewer_labels", "bound_text"]
 

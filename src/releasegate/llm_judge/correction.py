@@ -24,7 +24,7 @@ The judge's agreement with the reviewers (calibration) is weighted the same way 
 over-draws the judge's borderline grades, where it errs most.
 
 A stratified `sample:` suite speaks for its source (README rule 10): each case weighs population / the run's cases
-of its stratum (`judging.sample_weights`), a post-stratum is split by that stratum too where each part has a
+of its stratum (`stats.sample_weights`), a post-stratum is split by that stratum too where each part has a
 label, its approval is the weighted share of its labels, and the cases' own variance is taken at Kish's effective
 n of their weights, so the correction never turns the source's accuracy back into the sample's.
 """
@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..judging.metrics import MetricValue
-from ..judging.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
-from ..judging.stats import wilson_bounds
+from ..record.metrics import MetricValue
+from ..stats.intervals import wilson_bounds
+from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
 
 __all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "post_strata",
            "judge_grade", "effective_n"]

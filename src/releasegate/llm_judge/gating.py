@@ -12,12 +12,12 @@ slice is concerned. A judge that passes what reviewers reject can no longer lift
 
 from __future__ import annotations
 
-from ..judging.criteria import CriterionResult, Undecided, judge_criterion
-from ..judging.evidence import answered
-from ..judging.metrics import MetricValue, compute_metric, select
-from ..judging.sample_weights import stratum_counts
-from ..review.policy import ReviewPolicy, slice_name
+from ..gate.criteria import CriterionResult, Undecided, judge_criterion
+from ..inputs.review_policy import ReviewPolicy, slice_name
+from ..record.evidence import answered
+from ..record.metrics import MetricValue, compute_metric, select
 from ..review.sampler import sampling_cells
+from ..stats.sample_weights import stratum_counts
 from .calibration import calibrate, reviewer_labels
 from .correction import corrected_accuracy
 from .stage import judge_summary

@@ -1,4 +1,4 @@
-"""The judging stage: every judge-scored case with an output is graded once per (judge, criterion, output).
+"""The LLM judge stage: every judge-scored case with an output is graded once per (judge, criterion, output).
 
 It runs after generation (and the load phase), with the model under test released. Verdicts are appended to
 judgments.jsonl batch by batch, so a stopped run keeps what was judged and `check --resume` asks only for the rest
@@ -15,16 +15,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..backends import Generation, Request, create_backend
+from ..backends.response_cache import ResponseCache
 from ..errors import ErrorKind, TargetError, judge_kind
-from ..judging.evidence import answered
-from ..review.outcome import output_hash
-from ..run.manifest import sha256_file, target_fingerprint
-from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
-from ..run.record import CaseRecord, RunDir
-from ..run.response_cache import ResponseCache
-from ..run.seal import seal
-from .journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
-from .prompt import (
+from ..inputs.judge_prompt import (
     TemplateFailed,
     Unparseable,
     judge_messages,
@@ -34,7 +27,14 @@ from .prompt import (
     preference_format,
     response_format,
 )
-from .settings import Criterion, JudgeSettings, criterion_of
+from ..inputs.judge_settings import Criterion, JudgeSettings, criterion_of
+from ..record.evidence import answered
+from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
+from ..record.records import CaseRecord, RunDir
+from ..record.review_outcome import output_hash
+from ..record.seal import seal
+from ..run.manifest import sha256_file, target_fingerprint
+from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",

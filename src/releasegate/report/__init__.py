@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 
-from ..judging.gate_report import load_report
+from ..record.gate_report import load_report
+from ..record.records import RunDir
 from ..redaction import redact_values
-from ..run.record import RunDir
 from ..text import json_inert
 from .csv import render_csv
 from .formatting import format_value

@@ -16,8 +16,8 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from ..judging.evidence import answered
-from ..judging.metrics import KNOWN_METRICS, is_phased
+from ..record.evidence import answered
+from ..record.metrics import KNOWN_METRICS, is_phased
 from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines

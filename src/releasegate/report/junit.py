@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ..judging.metrics import is_phased
+from ..record.metrics import is_phased
 from ..text import inert
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
 from .terminal import judged_by_line, request_summary, whatif_of

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from ..judging.metrics import KNOWN_METRICS, is_phased
+from ..record.metrics import KNOWN_METRICS, is_phased
 from ..review.summary import review_headline
 from ..text import inert
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines

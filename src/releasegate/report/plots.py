@@ -10,7 +10,7 @@ import io
 import re
 from typing import TYPE_CHECKING
 
-from ..judging.stats import percentile
+from ..stats.intervals import percentile
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

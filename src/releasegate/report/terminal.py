@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..judging.metrics import is_phased
+from ..record.metrics import is_phased
 from ..text import inert
 from .capacity_section import capacity_lines, prefix_cache_lines
 from .formatting import format_metric, format_threshold, latency_source_text

@@ -10,17 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..gate.capacity import gated_records
+from ..gate.case_detail import case_reviews, check_results, expected_text, failing_cases, input_text
 from ..inputs.rubric import ForbiddenRule, load_rubric
-from ..judging.capacity import gated_records
-from ..judging.case_detail import case_reviews, check_results, expected_text, input_text
-from ..judging.evidence import answered
-from ..judging.gate_report import load_report
-from ..judging.judge_run import failing_cases
-from ..judging.metrics import measured, phase_records
-from ..llm_judge.verdicts import run_verdicts
+from ..record.evidence import answered
+from ..record.gate_report import load_report
+from ..record.judge_verdicts import run_verdicts
+from ..record.metrics import measured, phase_records
+from ..record.records import CaseRecord, RunDir, RunInfo
+from ..record.review_labels import read_labels
 from ..redaction import redact_values
-from ..review.labels import read_labels
-from ..run.record import CaseRecord, RunDir, RunInfo
 from ..scorers import score_records
 
 __all__ = ["RunView", "CaseRow", "load_report"]

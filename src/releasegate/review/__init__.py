@@ -1,11 +1,12 @@
 """Human review: the sample people label, the CSV they label it in, the labels, and what the gate makes of them.
 
-    policy    the rubric's `review:` section: required slices, labels needed, minimum approval, the sampler
     sampler   seeded, stratified draw of the cases to review (review_sample.json)
     csv_io    the review CSV: export for spreadsheets, validated import
-    labels    the append-only label store (reviews.jsonl), the disagreement rule
     summary   per-slice approval, coverage and Cohen's kappa for the report and the gate
     session   the review loop of a saved run: export the queue, import labels, where review stands
+
+The review policy (the rubric's `review:` section) is an input, `inputs.review_policy`; the labels are part of the
+run record, `record.review_labels` (reviews.jsonl, the disagreement rule). Both names are importable from here.
 """
 
 from importlib import import_module
@@ -17,22 +18,22 @@ QUEUE_FILE = "review_queue.csv"
 # CSV, label and summary machinery (pydantic models) to read a rubric.
 _WHERE = {
     **dict.fromkeys(("COLUMNS", "ImportResult", "ReviewImportError", "export_review_csv", "neutralise",
-                     "read_review_csv", "unneutralise"), "csv_io"),
+                     "read_review_csv", "unneutralise"), ".csv_io"),
     **dict.fromkeys(("APPROVE", "LABEL_WORDS", "REJECT", "REVIEWS_FILE", "CaseLabel", "LabelEdit", "append_labels",
-                     "case_labels", "read_labels"), "labels"),
-    **dict.fromkeys(("DEFAULT_REQUIRED_DOMAINS", "Quota", "ReviewPolicy", "SamplePolicy", "parse_policy"), "policy"),
+                     "case_labels", "read_labels"), "..record.review_labels"),
+    **dict.fromkeys(("DEFAULT_REQUIRED_DOMAINS", "Quota", "ReviewPolicy", "SamplePolicy", "parse_policy"), "..inputs.review_policy"),
     **dict.fromkeys(("SAMPLE_FILE", "ReviewItem", "ReviewSample", "choose_sample", "read_sample", "review_id",
-                     "write_sample"), "sampler"),
-    **dict.fromkeys(("ReviewSummary", "cohen_kappa", "review_headline", "summarize_review"), "summary"),
+                     "write_sample"), ".sampler"),
+    **dict.fromkeys(("ReviewSummary", "cohen_kappa", "review_headline", "summarize_review"), ".summary"),
     **dict.fromkeys(("OpenReview", "QueueExport", "QueueImport", "export_queue", "import_queue", "open_review",
-                     "review_status"), "session"),
+                     "review_status"), ".session"),
 }
 
 
 def __getattr__(name: str):
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    value = getattr(import_module(_WHERE[name], __name__), name)
     globals()[name] = value
     return value
 

@@ -23,18 +23,18 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..clock import now as stamp
 from ..errors import InputError
+from ..gate.case_detail import failing_cases
 from ..inputs.csv_dialect import REOPEN, misread_utf8
 from ..inputs.files import MAX_FILE_BYTES, read_capped
-from ..judging.judge_run import failing_cases  # judge imports the review summary
 from ..outputs import check_output_path, write_output_file
-from ..run.clock import now as stamp
-from ..run.record import CaseRecord
+from ..record.records import CaseRecord
+from ..record.review_labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
+from ..record.review_outcome import check_verdicts, output_hash
 from ..spreadsheet import csv_text, neutralise, unneutralise
 from ..text import inert, reveal
 from . import QUEUE_FILE
-from .labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
-from .outcome import check_verdicts, output_hash
 from .sampler import ReviewSample
 
 __all__ = [

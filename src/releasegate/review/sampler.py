@@ -27,12 +27,12 @@ import math
 
 from pydantic import BaseModel
 
+from ..clock import now
 from ..errors import InputError
-from ..judging.metrics import select
-from ..run.clock import now
-from ..run.record import CaseRecord, RunDir
-from .outcome import automatic_outcome, output_hash
-from .policy import ReviewPolicy, slice_name
+from ..inputs.review_policy import ReviewPolicy, slice_name
+from ..record.metrics import select
+from ..record.records import CaseRecord, RunDir
+from ..record.review_outcome import automatic_outcome, output_hash
 
 __all__ = ["ReviewItem", "ReviewSample", "choose_sample", "review_id", "SAMPLE_FILE", "read_sample", "write_sample",
            "sampling_cells"]

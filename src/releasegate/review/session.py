@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs.review_policy import ReviewPolicy
 from ..inputs.rubric import load_rubric
-from ..llm_judge.verdicts import run_verdicts
-from ..run.record import CaseRecord, RunDir
-from ..run.seal import guard_seal, seal
+from ..record.judge_verdicts import run_verdicts
+from ..record.records import CaseRecord, RunDir
+from ..record.review_labels import LabelEdit, append_labels, read_labels
+from ..record.seal import guard_seal, seal
 from ..scorers import score_records
 from . import QUEUE_FILE
 from .csv_io import ImportResult, check_export_target, export_review_csv, read_review_csv
-from .labels import LabelEdit, append_labels, read_labels
-from .policy import ReviewPolicy
 from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, read_sample, write_sample
 from .summary import ReviewSummary, summarize_review
 

@@ -42,15 +42,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..gate.criteria import CriterionResult, Undecided
+from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
-from ..judging.criteria import CriterionResult, Undecided
-from ..judging.metrics import MetricValue, select, slices_of
-from ..judging.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
-from ..judging.stats import needed_n_for_rate, wilson_bounds
-from ..run.record import CaseRecord
-from .labels import APPROVE, CaseLabel, LabelEdit, case_labels
-from .outcome import OUTCOMES, PASS, automatic_outcome, output_hash
-from .policy import ReviewPolicy, slice_name
+from ..record.metrics import MetricValue, select, slices_of
+from ..record.records import CaseRecord
+from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
+from ..record.review_outcome import OUTCOMES, PASS, automatic_outcome, output_hash
+from ..stats.intervals import needed_n_for_rate, wilson_bounds
+from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
 
 __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "approval_words", "ALL", "Approval",
            "approval_of"]

@@ -15,15 +15,15 @@ from pathlib import Path
 from rich.console import Console
 
 from ..backends import Generation, Request
+from ..backends.response_cache import ResponseCache
 from ..errors import InputError
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
-from ..judging.evidence import answered, worst_client
+from ..record.evidence import answered, worst_client
+from ..record.records import CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
 from .progress import progress_bar
-from .record import CaseRecord, RunDir, RunInfo
-from .response_cache import ResponseCache
 
 __all__ = ["open_cache", "cache_hits", "generate_all", "keep_client"]
 

@@ -16,11 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..clock import now
 from ..redaction import redact_data
-from .clock import now
 
 if TYPE_CHECKING:
-    from .record import RunDir, RunInfo
+    from ..record.records import RunDir, RunInfo
 
 __all__ = ["Interruption", "INTERRUPTION", "GRACE_S", "HOLD_ENV", "signals_stop", "raise_in", "hold_after_verdict"]
 

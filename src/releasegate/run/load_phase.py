@@ -7,12 +7,12 @@ import dataclasses
 from ..backends.openai import OpenAIBackend
 from ..errors import ErrorKind
 from ..inputs.load_profile import LoadConfig
+from ..record.records import RunDir, RunInfo
 from ..scale.load import DistributedLoad
+from ..scale.traffic import load_record, plan_load
 from .progress import progress_bar
-from .record import RunDir, RunInfo
 from .server_scrape import Scraper, samples_line, summarise
 from .sweep import run_sweep
-from .traffic import load_record, plan_load
 
 __all__ = ["run_load_phase", "limited_load"]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..clock import now
 from ..errors import InputError
 from ..redaction import redact_data
-from .clock import now
 from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
 
 __all__ = [

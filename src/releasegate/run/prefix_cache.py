@@ -17,10 +17,10 @@ from __future__ import annotations
 import secrets
 
 from ..backends import Request
-from ..judging.evidence import attempt_counts
-from ..judging.metrics import measured
-from ..judging.stats import percentile
-from .record import CaseRecord, RunDir, RunInfo
+from ..record.evidence import attempt_counts
+from ..record.metrics import measured
+from ..record.records import CaseRecord, RunDir, RunInfo
+from ..stats.intervals import percentile
 from .server_scrape import Scraper
 
 __all__ = ["run_prefix_cache", "prefix_cache_summary", "JOURNAL"]

@@ -14,10 +14,10 @@ import math
 
 from ..backends import Request
 from ..errors import ErrorKind
-from ..judging.capacity import STEP_TAG, capacity_view, step_signals
-from .record import RunInfo
+from ..gate.capacity import STEP_TAG, capacity_view, step_signals
+from ..record.records import RunInfo
+from ..scale.traffic import arrival_offsets, load_record, nth_request
 from .server_scrape import Scraper, samples_line, summarise
-from .traffic import arrival_offsets, load_record, nth_request
 
 __all__ = ["run_sweep"]
 

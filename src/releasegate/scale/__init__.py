@@ -6,55 +6,6 @@
 - openai backend: the load phase's schedule is split across Ray workers, each with its own client and event
   loop; their timings are merged into one load record, with each worker's send lag (`scale.load`).
 
-Ray is an optional extra (`pip install 'releasegate[ray]'`), imported only when a run uses it. This module reads
-the config section and imports nothing heavy.
+Ray is an optional extra (`pip install 'releasegate[ray]'`), imported only when a run uses it. The config section is
+read by `inputs.scale_config`.
 """
-
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-from ..errors import InputError
-from ..extras import install_command, require
-
-__all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT"]
-
-INSTALL_HINT = install_command("ray")
-
-
-@dataclass(frozen=True)
-class ScaleConfig:
-    """Where a run's work goes: `workers` Ray workers on the cluster at `address`."""
-
-    engine: str = "ray"
-    workers: int = 2
-    address: str = "none"
-    """`none`: a local Ray cluster started for the run and stopped after it; `auto`: the running cluster this
-    machine belongs to (`ray start --head` / a KubeRay pod; RAY_ADDRESS); else a cluster address (host:port or
-    ray://host:10001)."""
-    cpus_per_worker: float = 1.0
-    """CPUs Ray reserves for each worker (the hf backend's torch threads stay `target.threads`)."""
-    gpus_per_worker: float = 0.0
-    """GPUs Ray reserves for each worker; a worker with one sees it as `cuda` (set `target.device: cuda`)."""
-
-
-def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleConfig | None:
-    """The validated `scale:` section (the schema checked its types), or None when there is none."""
-    if raw is None:
-        return None
-    backend = target["backend"]
-    if backend == "replay":
-        raise InputError("the replay backend reads outputs from a file: there is nothing to scale", **at("scale"),
-                         hint="remove scale:")
-    if backend == "openai" and load is None:
-        raise InputError("with the openai backend, scale spreads the load phase: this config has no load:",
-                         **at("scale"), hint="add a load: section, or remove scale: (the server scales the quality cases)")
-    if backend == "hf" and target.get("device") == "cuda" and not raw.get("gpus_per_worker"):
-        raise InputError("target.device is cuda but scale gives the workers no GPU (Ray hides the GPUs from them)",
-                         **at("scale"), hint="set scale.gpus_per_worker, e.g. 1")
-    if load is not None and load.get("sweep") is not None:
-        raise InputError("scale does not spread a capacity sweep across workers", **at("scale"),
-                         hint="remove scale: or load.sweep")
-    require("scale: {engine: ray}", "ray", **at("scale", "engine"))  # found, not imported: validate stays light
-    keys = ("engine", "workers", "address", "cpus_per_worker", "gpus_per_worker")
-    return ScaleConfig(**{k: raw[k] for k in keys if k in raw})

@@ -9,7 +9,7 @@ import threading
 
 from ..errors import ReleasegateError, TargetError
 from ..extras import load
-from . import ScaleConfig
+from ..inputs.scale_config import ScaleConfig
 
 __all__ = ["require_ray", "Cluster", "WORKER_ENV", "worker_env", "normal_priority", "first_line"]
 

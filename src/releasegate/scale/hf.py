@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from ..backends import Backend, Generation, Request
 from ..backends.hf import HFBackend
-from . import ScaleConfig
+from ..inputs.scale_config import ScaleConfig
 from ._ray import Cluster, normal_priority, worker_env
 
 __all__ = ["RayHFBackend"]

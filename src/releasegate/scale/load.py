@@ -22,10 +22,10 @@ import time
 
 from ..backends.openai import LoadRun, OpenAIBackend
 from ..errors import ErrorKind
-from ..judging.stats import percentile
-from ..run.traffic import nth_request
-from . import ScaleConfig
+from ..inputs.scale_config import ScaleConfig
+from ..stats.intervals import percentile
 from ._ray import Cluster, normal_priority, worker_env
+from .traffic import nth_request
 
 __all__ = ["DistributedLoad"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..extras import install_command
-from ..judging.metrics import MetricValue
+from ..record.metrics import MetricValue
 from ._text import as_text
 from .stored import CorpusScores, digest_of, scorer_code
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..judging.evidence import answered, failure
-from ..llm_judge.verdicts import criterion_name
+from ..record.evidence import answered, failure
+from ..record.judge_verdicts import criterion_name
 from ._registry import Score, scorer
 
 __all__ = ["judged_answer", "pairwise_outcome"]

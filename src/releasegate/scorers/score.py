@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..judging.evidence import answered
-from ..run.record import CaseRecord
+from ..record.evidence import answered
+from ..record.records import CaseRecord
 from ._registry import get_scorer
 from .forbidden import find_hits
 from .judged import judged_answer, pairwise_outcome
@@ -18,7 +18,7 @@ def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
 
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
     """The automatic scores of one record: answer, format, forbidden. Empty for a failed request, an empty answer
-    among them (`judging.evidence.answered`: it is scored as the failure it is, never checked as text), whatever
+    among them (`record.evidence.answered`: it is scored as the failure it is, never checked as text), whatever
     the record has stored. The scores stored with the record are reused while their fingerprint matches
     (`stored.reusable`); a judge-scored answer is read from `verdicts` (`llm_judge.Verdicts`) every time."""
     if not answered(record):  # a judge-scored case the baseline answered is still a pairwise loss

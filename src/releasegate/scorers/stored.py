@@ -6,7 +6,7 @@ score the record again when anything in it changed (a scorer's code or library, 
 expected answer, the output, its token count, the forbidden rules). A corpus metric from an `evaluate` module is
 kept in corpus_scores.jsonl (`CorpusScores`) with the fingerprint of the module file and of every prediction and
 reference it was computed over. Either is read only from a file that is as the run sealed it
-(`run.sealed.matches_seal`), so an edited score is never evidence.
+(`record.sealed.matches_seal`), so an edited score is never evidence.
 
 The evidence rules stay where they are: an empty answer is scored as the failure it is, whatever is stored, and
 a judge's verdict is never stored (judge-scored answers are read from judgments.jsonl every time).
@@ -21,8 +21,8 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from ..run.record import CaseRecord, RunDir
-from ..run.sealed import matches_seal
+from ..record.records import CaseRecord, RunDir
+from ..record.sealed import matches_seal
 
 __all__ = ["fingerprint", "reusable", "scorer_code", "CorpusScores", "CORPUS_JOURNAL", "digest_of"]
 

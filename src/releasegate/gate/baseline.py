@@ -1,0 +1,88 @@
+"""A rubric's `baseline:`: this run compared, case by case, with a run it must not regress from, and each
+compared metric as a gate criterion. Baseline criteria never make a PASS on their own (README "What a PASS
+guarantees")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ReleasegateError
+from ..inputs.rubric import Criterion, Rubric
+from ..record.judge_verdicts import saved_verdicts
+from ..record.metrics import MetricValue
+from ..record.records import CaseRecord, RunDir, RunInfo
+from .comparability import BASELINE_PARTS, baseline_problems, coverage_problem, saved_settings_key, settings_problem
+from .criteria import CriterionResult, Undecided
+from .paired_comparison import Margins, changed_note, compare_records
+
+__all__ = ["baseline_comparison", "comparison_results"]
+
+
+def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None, info: RunInfo | None = None) -> dict | None:
+    """The comparison with the rubric's `baseline:` run, with why that run proves nothing about this one (none
+    when it stands); None without a baseline."""
+    if not rubric.baseline:
+        return None
+
+    spec = rubric.baseline
+    margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
+
+    base = RunDir(Path(spec["run"]))
+    base_records = base.read_records()
+    comparison = compare_records(base_records, records, rubric.forbidden, margins,
+                                 base_verdicts=saved_verdicts(base), cand_verdicts=verdicts)
+    problems = _baseline_standing(base, base_records, info)
+    problems += [n for n in (changed_note(comparison), coverage_problem(comparison["shared_cases"], len(base_records))) if n]
+    return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems}
+
+
+def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunInfo | None) -> list[str]:
+    """Why the baseline run proves nothing about this one: not whole, TARGET_ERROR, this very run, or made with
+    other generation settings. Empty when it stands."""
+    try:
+        base_info = base.read_info()
+    except ReleasegateError:
+        return ["the baseline run has no readable run.json: it cannot be shown whole"]
+    if info is not None and (base_info.run_id, base_info.created_at) == (info.run_id, info.created_at):
+        return ["the baseline is this run itself: a run is no evidence about itself"]
+    problems = baseline_problems(base.path, base_info, base_records, base.read_records("load.jsonl", required=False))
+    settings = settings_problem(saved_settings_key(base.path, base_info), (info and info.comparability) or {},
+                                BASELINE_PARTS)
+    return problems + ([settings] if settings else [])
+
+
+def comparison_results(comparison: dict) -> list[CriterionResult]:
+    """Each compared metric as a gate criterion: a regression beyond its margin fails. A comparison with nothing
+    to compare (no shared cases, or none judged on any metric), or with a baseline that proves nothing (see
+    `_baseline_standing`; a case whose contents differ), is one insufficient criterion, never a pass. Baseline
+    criteria never make a run PASS on their own (`criteria.overall_verdict`)."""
+    criterion = Criterion(name="baseline comparison", metric="baseline", op=">=", threshold=1, origin="baseline")
+    if comparison.get("baseline_problems"):
+        why = "baseline not usable: " + "; ".join(comparison["baseline_problems"])
+        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
+                                cause=Undecided.BASELINE)]
+    if not comparison["rows"]:
+        why = (f"nothing to compare: {comparison['shared_cases']} case(s) shared with the baseline run "
+               f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
+        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
+                                cause=Undecided.BASELINE)]
+    return [_baseline_row(row, comparison.get("confidence", 0.95)) for row in comparison["rows"]]
+
+
+def _baseline_row(row: dict, confidence: float) -> CriterionResult:
+    higher = row["metric"] in ("accuracy", "format_compliance")
+    criterion = Criterion(
+        name=f"{row['metric']} vs baseline", metric=row["metric"], op=">=" if higher else "<=",
+        threshold=-row["margin"] if higher else row["margin"], origin="baseline",
+    )
+    interval = tuple(row["interval"]) if row["interval"] else None
+    value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired", confidence=confidence)
+    p = f", McNemar p={row['p_value']:.3g}" if row["p_value"] is not None else ""
+    if row["delta"] is None:
+        reason = row.get("note") or "not compared"
+    else:
+        reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
+        reason += f"; {row['note']}" if row.get("note") else ""
+    undecided = row["verdict"] == "insufficient"
+    return CriterionResult(criterion, value, row["verdict"], reason, row.get("needed_n") if undecided else None,
+                           cause=Undecided.BASELINE if undecided else None)

@@ -1,0 +1,299 @@
+"""Capacity at a latency objective: what a sweep of open-loop steps says, recomputed from the run record.
+
+A sweep (`load.sweep`, run by `sweep.run_sweep`) sends `requests_per_step` requests per step at rising rates.
+Each step either meets the objective (the 95% upper bound of every latency percentile the objective names
+within its limit, the error rate, empty answers included, within its limit, the server completing what was
+offered: see KEEP_UP), breaks it, or decides nothing (too few answered requests for the bounds, or a client
+saturated enough to have made the verdict). The capacity is the highest rate such that every step at or below
+it met the objective; the first step above it must have broken it. Anything else (the lowest rate already
+broke, a step that decided nothing at the boundary) leaves the capacity unknown, so a `capacity_rps` criterion
+is insufficient, never a pass. A sweep that met the objective up to `max_rps` gives `max_rps` as a floor
+(`at_least`), gated as one (`judge_capacity`): the rubric refuses `<=` criteria on it, and a `>=` threshold
+above the floor is undecided, not failed.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+
+from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
+from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
+from ..record.evidence import answered, attempt_counts
+from ..record.gate_report import load_report
+from ..record.metrics import MetricValue, measured
+from ..record.records import RunDir
+from ..stats.intervals import percentile, percentile_bounds, percentile_min_n
+from .capacity_pace import KEEP_UP, behind_why, completion_share, e2e_growth_ms, growth_ms, kept_up, unknown_why
+from .criteria import CriterionResult, judge_criterion, meets
+from .health import client_saturation
+
+__all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
+           "step_figures", "step_verdict", "step_signals", "capacity_view", "capacity_metric", "judge_capacity",
+           "gated_records"]
+
+CONFIDENCE = 0.95
+"""A step meets the objective when the one-sided upper bound at this confidence of every percentile it names is
+within its limit (stats.percentile_bounds: an order statistic), so the rate it reports holds when measured
+again, not only on the sample the sweep happened to draw."""
+MIN_STEP_SAMPLES = percentile_min_n(95, CONFIDENCE)
+"""Answered requests a step needs for that bound: 59."""
+STEP_TAG = "sweep_step"
+"""The tag of a load record that says which sweep step sent it."""
+SIGNALS = {"queue": "queue length (waiting)", "running": "requests running", "kv_cache": "KV cache use"}
+"""Server signals read at every step (server_metrics' normalised names), in the words of the reports."""
+
+
+def step_figures(records: list, seconds: float | None, span_s: float | None = None, slo: dict | None = None) -> dict:
+    """One step's figures: requests, failures (empty answers among them), P95 TTFT (scheduled and actual send),
+    P95 TPOT and E2E, each objective percentile with its upper bound, the achieved rate (over the step, its drain
+    included), the rates offered and completed, the backlog's and E2E's growth over the step and whether the
+    server kept up (see KEEP_UP; None without what it needs)."""
+    done = [r for r in measured(records) if answered(r)]
+    ttft_sched, tpot, e2e = (_samples(done, OBJECTIVE_SAMPLES[m]) for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
+    ttft = _samples(done, "ttft_ms")
+    tally = attempt_counts(records)  # every attempt counts, an empty answer as a failure (`evidence`)
+    failed, sent = tally["failed"], tally["attempts"]
+    tokens = sum(r.tokens.output or 0 for r in done)
+    growth, e2e_growth = growth_ms(done, "ttft_sched_ms"), e2e_growth_ms(done)
+    share = completion_share(span_s, e2e_growth, len(done))
+    offered = (len(records) - 1) / span_s if span_s and len(records) > 1 else None
+    figures = {
+        "requests": sent, "answered": len(done), "failed": failed, "seconds": seconds,
+        "empty": tally["errors"].get(ErrorKind.EMPTY_RESPONSE, 0),
+        "error_rate": failed / sent if sent else None, "errors": tally["errors"],
+        "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
+        "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
+        "e2e_sched_ms_p50": percentile(e2e, 50), "e2e_sched_ms_p95": percentile(e2e, 95),
+        "ttft_sched_ms_p95_upper": _upper(ttft_sched), "tpot_ms_p95_upper": _upper(tpot),
+        "objective": _objective(done, slo or {}),
+        "achieved_rps": len(done) / seconds if seconds else None,
+        "offered_rps": offered, "completed_rps": offered * share if offered and share is not None else None,
+        "completion_share": share, "span_s": span_s, "backlog_growth_ms": growth, "e2e_growth_ms": e2e_growth,
+        "output_tokens_per_s": tokens / seconds if seconds else None,
+    }
+    return {**figures, "kept_up": kept_up(figures)}
+
+
+def _samples(done: list, field: str) -> list[float]:
+    return [v for r in done if (v := getattr(r.timing, field)) is not None]
+
+
+def _upper(samples: list[float], q: float = 95) -> float | None:
+    return percentile_bounds(samples, q, CONFIDENCE)[1] if samples else None
+
+
+def _objective(done: list, slo: dict) -> dict:
+    """Each latency percentile the objective names: its value, its one-sided upper bound and n."""
+    out = {}
+    for key, (metric, q, _) in objective_limits(slo).items():
+        samples = _samples(done, OBJECTIVE_SAMPLES[metric])
+        out[key] = {"value": percentile(samples, q), "upper": _upper(samples, q), "n": len(samples)}
+    return out
+
+
+def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: float) -> tuple[str, str]:
+    """('meets' | 'breaks' | 'undecided', why). Errors (empty answers included) decide first (they need no latency
+    sample); then a step with too few answered requests decides nothing; then the latency limits and whether the
+    server kept up, unless the client was saturated (health.client_saturation at the rubric's `max_lag_share`)
+    by enough to have made the verdict."""
+    limit = slo.get("error_rate", 0.01)
+    if figures["error_rate"] is None:
+        return "undecided", "no request was recorded"
+    if figures["error_rate"] > limit:
+        empty = f" ({figures['empty']} empty answers among them)" if figures.get("empty") else ""
+        return "breaks", f"error rate {figures['error_rate']:.3g} > {limit:g}{empty}"
+    needed = _needed(slo)
+    if figures["answered"] < needed:
+        return "undecided", f"{figures['answered']} answered requests (the objective's bounds need {needed})"
+    broken, close, why = [], [], []
+    for key, (_, q, limit) in objective_limits(slo).items():
+        measured_here = figures["objective"].get(key) or {}
+        value, upper = measured_here.get("value"), measured_here.get("upper")
+        if value is None or upper is None:
+            return "undecided", f"too few samples for {key} (its bound needs {percentile_min_n(q, CONFIDENCE)})"
+        if upper > limit:
+            broken.append((key, value))
+            why.append(f"{key} {value:.4g} > {limit:g}" if value > limit else
+                       f"{key} {value:.4g}, but its {CONFIDENCE:.0%} upper bound {upper:.4g} > {limit:g}")
+        else:
+            close.append((key, upper))
+    if not broken and figures["kept_up"] is None:  # a step meets only when it shows the server kept up
+        return "undecided", f"whether the server kept up is unknown ({unknown_why(figures)})"
+    behind = figures["kept_up"] is not None and figures["kept_up"] < KEEP_UP
+    verdict = "breaks" if broken or behind else "meets"
+    if behind:
+        why.append(behind_why(figures))
+    lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
+    saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share, cpu_share=(client or {}).get("cpu_share"))
+    if saturated and not _stands(verdict, broken, close, slo, lag, figures):
+        return "undecided", saturated
+    return verdict, "; ".join(why)
+
+
+def _needed(slo: dict) -> int:
+    """Answered requests a step needs: MIN_STEP_SAMPLES, or more for the upper bound of a higher percentile."""
+    return max([MIN_STEP_SAMPLES] + [percentile_min_n(q, CONFIDENCE) for _, q, _ in objective_limits(slo).values()])
+
+
+def _stands(verdict: str, broken: list, close: list, slo: dict, lag: float, figures: dict) -> bool:
+    """Whether a late client (event-loop lag p99 `lag` ms) could not have made the verdict. TTFT and E2E from the
+    scheduled send, the step's length and when its answers came back are only ever made later by a late client;
+    TPOT can move either way, by at most the lag (the first and last token read late). So a step meets when its
+    TPOT meets even with the lag added, and breaks when a figure breaks even with the lag taken off."""
+    if verdict == "breaks":
+        behind = kept_up(figures, late_ms=lag)
+        return any(value - lag > slo[key] for key, value in broken) or (behind is not None and behind < KEEP_UP)
+    return all(value + lag <= slo[key] for key, value in close if key.startswith("tpot_ms"))
+
+
+def step_signals(samples: list[dict]) -> dict:
+    """Mean and max of each server signal over one step's /metrics samples (those taken during it, else all)."""
+    during = [s for s in samples if s.get("phase") == "during"] or samples
+    out = {}
+    for key in SIGNALS:
+        values = [s[key] for s in during if key in s]
+        if values:
+            out[key] = {"mean": fmean(values), "max": max(values), "n": len(values)}
+    return out
+
+
+def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict | None:
+    """The sweep of a run: every step with its figures and verdict, the capacity, the signals at the capacity
+    and at the break, and the autoscaling thresholds they give. None when the load phase was no sweep."""
+    sweep = (info.load_phase or {}).get("sweep")
+    if not sweep:
+        return None
+    slo = sweep.get("slo")
+    if not isinstance(slo, dict) or not all(isinstance(e, dict) and isinstance(e.get("step"), int)
+                                            and isinstance(e.get("rate"), (int, float)) for e in sweep.get("steps") or []):
+        raise InputError("its capacity sweep has no slo, or a step without its step number and rate", file="run.json",
+                         field="load_phase.sweep", hint="judge the run as `check` wrote it")
+    by_step: dict[int, list] = {}
+    for r in load_records:
+        by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
+    steps = []
+    for entry in sorted(sweep.get("steps") or [], key=lambda e: (e["rate"], e["step"])):
+        figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"), slo)
+        verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
+        steps.append({"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
+                      "signals": entry.get("signals") or {}, "verdict": verdict, "why": why})
+    return {"slo": slo, "max_rps": sweep.get("max_rps"), "steps": steps, **_capacity(steps, sweep.get("max_rps"))}
+
+
+def _capacity(steps: list[dict], max_rps: float | None) -> dict:
+    """The highest rate with every step at or below it meeting the objective, and the step that broke above."""
+    good = None
+    for step in steps:
+        if step["verdict"] == "meets":
+            good = step
+            continue
+        if step["verdict"] == "undecided":
+            return _unknown(f"the step at {step['rate']:.4g} req/s decided nothing ({step['why']})", good)
+        if good is None:
+            return _unknown(f"the objective broke already at the lowest rate, {step['rate']:.4g} req/s "
+                            f"({step['why']}): start the sweep lower", None)
+        return _found(steps, good, step)
+    if good is None:
+        return _unknown("the sweep ran no step", None)
+    at_max = max_rps is not None and good["rate"] >= max_rps
+    why = (f"met the objective up to max_rps ({good['rate']:.4g} req/s): the capacity is at least that"
+           if at_max else f"no step above {good['rate']:.4g} req/s broke the objective (the sweep stopped early)")
+    return {**_found(steps, good, None), "at_least": True, "why": why}
+
+
+def _unknown(why: str, good: dict | None) -> dict:
+    return {"capacity_rps": None, "at_least": False, "why": why, "capacity_step": None, "break_step": None,
+            "break_rps": None, "thresholds": {}, "highest_met_rps": good["rate"] if good else None}
+
+
+def _found(steps: list[dict], good: dict, broke: dict | None) -> dict:
+    why = (f"{good['rate']:.4g} req/s met the objective, {broke['rate']:.4g} req/s broke it ({broke['why']})"
+           if broke else "")
+    return {"capacity_rps": good["rate"], "at_least": broke is None, "why": why, "capacity_step": good["step"],
+            "break_step": broke["step"] if broke else None, "break_rps": broke["rate"] if broke else None,
+            "thresholds": _thresholds(steps, good, broke), "achieved_rps": good["achieved_rps"],
+            "completed_rps": good["completed_rps"]}
+
+
+def _thresholds(steps: list[dict], good: dict, broke: dict | None) -> dict:
+    """Per server signal: its mean at the lowest rate, at the capacity and at the first step that broke, and the
+    scale-out threshold: the mean at the capacity, when the signal had risen to it from the lowest rate (it
+    tracks load); else the mean where the objective broke, when it rose there; else none (the signal does not
+    follow load here: llama.cpp's running requests stop at its slot count, for one)."""
+    out = {}
+    for key, label in SIGNALS.items():
+        at_low = (steps[0]["signals"].get(key) or {}).get("mean")
+        at_cap = (good["signals"].get(key) or {}).get("mean")
+        at_break = (broke["signals"].get(key) or {}).get("mean") if broke else None
+        if at_cap is None:
+            continue
+        if at_low is not None and at_cap > at_low:
+            threshold = at_cap
+        elif at_break is not None and at_break > at_cap:
+            threshold = at_break
+        else:
+            threshold = None
+        out[key] = {"label": label, "at_lowest_rate": at_low, "at_capacity": at_cap, "at_break": at_break,
+                    "scale_out_above": threshold}
+    return out
+
+
+def gated_records(view: dict | None, load_records: list) -> tuple[list, list]:
+    """(records of the steps at or below the capacity, records of the capacity step): what error rates and
+    latency, throughput and cost are judged on for a sweep. The lowest rate's step always counts for the error
+    rates (a server failing there failed, whatever else the sweep found); with the capacity unknown there is no
+    step to take latency, throughput and cost from."""
+    if view is None:
+        return load_records, load_records
+    rates = {s["step"]: s["rate"] for s in view["steps"]}
+    ceiling = max([view["capacity_rps"] or 0.0] + [min(rates.values(), default=0.0)])
+    below = [r for r in load_records if rates.get(r.tags.get(STEP_TAG), float("inf")) <= ceiling]
+    at = [r for r in load_records if r.tags.get(STEP_TAG) == view["capacity_step"]]
+    return below, at
+
+
+def capacity_metric(view: dict | None) -> MetricValue:
+    """`capacity_rps`: the sweep's capacity (n: answered requests of its step), or no value with the reason."""
+    if view is None:
+        return MetricValue(None, 0, note="no capacity sweep ran (load.sweep)")
+    if view["capacity_rps"] is None:
+        return MetricValue(None, 0, note=view["why"])
+    step = next(s for s in view["steps"] if s["step"] == view["capacity_step"])
+    return MetricValue(view["capacity_rps"], step["answered"], note=view["why"])
+
+
+def judge_capacity(criterion, view: dict | None) -> CriterionResult:
+    """A `capacity_rps` criterion, gated on what the sweep showed: the capacity is at least `capacity_rps` and,
+    when a step above it broke the objective, below that step's rate (`break_rps`). A threshold that this range
+    decides passes or fails; one inside it (above a floor the sweep met up to max_rps without breaking, or
+    between the last rate met and the first broken) is insufficient: the sweep did not go there."""
+    value = capacity_metric(view)
+    result = judge_criterion(criterion, value)
+    if result.verdict == "insufficient":
+        return result
+    low, high, op, threshold = value.value, view.get("break_rps"), criterion.op, criterion.threshold
+    if meets(op, low, threshold):
+        floor = f"at least {low:.4g} req/s (a floor: the sweep never broke the objective)" if view["at_least"] else ""
+        return CriterionResult(criterion, value, "pass", f"{floor} {op} {threshold:g}" if floor else result.reason)
+    if high is not None and high <= threshold:
+        return CriterionResult(criterion, value, "fail", f"{low:.4g} req/s met the objective and {high:.4g} req/s "
+                               f"broke it: the capacity is below {threshold:g}")
+    return CriterionResult(criterion, value, "insufficient", _undecided_by_the_sweep(low, high, op, threshold))
+
+
+def _undecided_by_the_sweep(low: float, high: float | None, op: str, threshold: float) -> str:
+    """Why a threshold inside the range a sweep left open decides nothing, and what would decide it."""
+    if high is None:
+        return (f"the capacity is at least {low:.4g} req/s (the sweep met the objective up to there without "
+                f"breaking it), so whether it is {op} {threshold:g} is unknown: raise max_rps above {threshold:g}")
+    return (f"the capacity lies between {low:.4g} req/s (met the objective) and {high:.4g} req/s (broke it), so "
+            f"whether it is {op} {threshold:g} is unknown: more refine steps narrow it")
+
+
+def saved_sweep(run_dir) -> dict:
+    """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`)."""
+    sweep = load_report(RunDir(run_dir)).get("capacity")
+    if not sweep:
+        raise InputError("this run's load phase was no capacity sweep", file=run_dir,
+                         hint="add load: {sweep: ...} to the config and run check")
+    return sweep

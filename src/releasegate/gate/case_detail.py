@@ -1,0 +1,155 @@
+"""What the reports show of one case beyond its verdict: the input as sent, the expected answer, every check's
+result, the server's error message for a failed request, and the reviewers' labels with their names and reasons.
+
+One shape for every surface: report.json's failing cases carry it (`case_detail`), and the per-case tables of
+the HTML, Markdown and CSV reports read the same functions, so a reader sees the same case everywhere. All of it
+is untrusted text (suites, model outputs, server replies, reviewers): the renderers make it inert and escape it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..record.evidence import attempts_why, failure
+from ..record.records import CaseRecord
+from ..record.review_labels import LabelEdit, current_labels
+
+__all__ = ["failing_cases", "failing_why", "flipped_cases", "FLIPPED_KEPT", "input_text", "expected_text", "check_results", "case_reviews", "case_detail", "cut", "DETAIL_CHARS"]
+
+DETAIL_CHARS = 1000
+"""report.json keeps this much of a failing case's input, expected answer and error message (records.jsonl has
+all of it): enough to recognise the case, and 1,000 failing cases stay a few megabytes."""
+
+
+def failing_why(record: CaseRecord, scores: dict) -> list[str]:
+    """Why a case failed, one phrase per problem (its error class, a failed check with its detail, a forbidden
+    hit); empty when it passed. The one rule every report and comparison uses for a case's pass or fail."""
+    why = []
+    if (kind := failure(record)) is not None:
+        why.append(f"error: {kind}")
+    for key in ("answer", "format"):
+        if key in scores and not scores[key]["passed"]:
+            detail = scores[key].get("detail") or "; ".join(
+                c["detail"] for c in scores[key].get("checks", []) if not c["passed"])
+            why.append(f"{key}: {detail}")
+    if scores.get("forbidden", {}).get("hit"):
+        why.append("forbidden: " + ", ".join(scores["forbidden"]["categories"]))
+    return why
+
+
+def input_text(case_input: dict[str, Any]) -> str:
+    """The case's input as a reader sees it: the prompt, or one 'role: content' line per chat message."""
+    if isinstance(case_input.get("prompt"), str):
+        return case_input["prompt"]
+    messages = case_input.get("messages")
+    if isinstance(messages, list):
+        return "\n".join(_message(m) for m in messages)
+    return json.dumps(case_input, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _message(message) -> str:
+    if not isinstance(message, dict):
+        return str(message)
+    content = message.get("content")
+    if isinstance(content, list):  # content parts (text, images): their text
+        content = " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return f"{message.get('role', '?')}: {'' if content is None else content}"
+
+
+def expected_text(expected: Any) -> str:
+    """The reference answer as text: a string as it is, anything else as JSON ('' for none)."""
+    if expected is None:
+        return ""
+    if isinstance(expected, str):
+        return expected
+    return json.dumps(expected, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def check_results(scores: dict) -> list[dict]:
+    """Every check of a case with its result, in the order the case has them: {'check': 'answer', 'format: json'
+    or 'forbidden', 'passed': True, False or None (the check could not be made), 'detail': why}. Empty for a
+    failed request: nothing was checked (its `why` and error message say what happened)."""
+    out = []
+    if "answer" in scores:
+        out.append(_check("answer", scores["answer"]))
+    for check in scores.get("format", {}).get("checks", []):
+        out.append(_check(f"format: {check.get('type', '?')}", check))
+    if "forbidden" in scores:
+        hit = scores["forbidden"]
+        out.append({"check": "forbidden", "passed": not hit["hit"], "detail": ", ".join(hit.get("categories", []))})
+    return out
+
+
+def _check(name: str, score: dict) -> dict:
+    return {"check": name, "passed": None if score.get("unknown") else bool(score["passed"]),
+            "detail": score.get("detail") or ""}
+
+
+def case_reviews(edits: list[LabelEdit]) -> dict[str, list[dict]]:
+    """Case id -> each reviewer's current label of it (the latest edit per reviewer, as the gate counts them):
+    {'reviewer', 'label' ('approve' or 'reject'), 'reason'}, by reviewer name."""
+    out: dict[str, list[dict]] = {}
+    for edit in current_labels(edits).values():
+        out.setdefault(edit.case_id, []).append({"reviewer": edit.reviewer, "label": edit.label, "reason": edit.reason})
+    return {case_id: sorted(rows, key=lambda r: r["reviewer"].casefold()) for case_id, rows in out.items()}
+
+
+def case_detail(record: CaseRecord, scores: dict, reviews: list[dict] | None = None) -> dict:
+    """The fields report.json keeps for a failing case besides its id, suite, output and why (`FailingCase`)."""
+    return {
+        "input": cut(input_text(record.input), DETAIL_CHARS),
+        "expected": cut(expected_text(record.expected), DETAIL_CHARS),
+        "error_message": cut(record.error_message, DETAIL_CHARS) if record.error_message else None,
+        "checks": check_results(scores),
+        "reviews": reviews or [],
+    }
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, with '…' where it was cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+FLIPPED_KEPT = 200
+"""A comparison lists at most this many flipped cases in each direction (the counts are whole)."""
+_FLIP_CHARS = 300
+
+
+def flipped_cases(pairs) -> dict:
+    """The shared cases whose pass or fail (`failing_why`) differs between the two runs: `pass_to_fail` (the
+    candidate lost them) and `fail_to_pass` (it gained them), counted, and listed (the first FLIPPED_KEPT each)
+    with the input, both outputs and why the failing side failed. `pairs`: (baseline record, candidate record,
+    baseline scores, candidate scores) per shared case."""
+    out: dict = {"pass_to_fail": 0, "fail_to_pass": 0, "cases": []}
+    for base, cand, base_scores, cand_scores in pairs:
+        base_why, cand_why = failing_why(base, base_scores), failing_why(cand, cand_scores)
+        if bool(base_why) == bool(cand_why):
+            continue
+        direction = "pass_to_fail" if cand_why else "fail_to_pass"
+        out[direction] += 1
+        if out[direction] <= FLIPPED_KEPT:
+            out["cases"].append(_flip(direction, base, cand, base_why or cand_why))
+    return out
+
+
+def _flip(direction: str, base: CaseRecord, cand: CaseRecord, why: list[str]) -> dict:
+    return {"case_id": cand.case_id, "suite": cand.suite, "flip": direction, "why": why,
+            "input": cut(input_text(cand.input), _FLIP_CHARS), "expected": cut(expected_text(cand.expected), _FLIP_CHARS),
+            "baseline_output": cut(base.output or "", _FLIP_CHARS), "candidate_output": cut(cand.output or "", _FLIP_CHARS)}
+
+
+def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50,
+                  reviews: dict[str, list[dict]] | None = None) -> list[dict]:
+    """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why, and
+    what a reader needs to see the case (`case_detail`: input, expected answer, every check, the server's error
+    message, the reviewers' labels from `reviews`, case id -> labels); first `limit` (None: all). A failing case
+    sent more than once says how many of its attempts failed."""
+    out = []
+    for r in records:
+        why = failing_why(r, scores[r.case_id])
+        if why:
+            why += [tried] if (tried := attempts_why(r)) else []  # a case answered on a retry is in the counts
+            out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why,
+                        **case_detail(r, scores[r.case_id], (reviews or {}).get(r.case_id))})
+    return out if limit is None else out[:limit]

@@ -1,0 +1,215 @@
+"""Run health: whether a run is whole enough to be judged, and whether the target could be run at all.
+
+A verdict is only as good as the run under it. A run that is not `complete` (interrupted, failed, or killed and
+still marked `running`), that lacks a planned phase or part of one, or that lacks cases, decides nothing:
+the gate says INCONCLUSIVE and names what is missing. A target that failed most requests (connection errors,
+5xx, 429 after retries, timeouts) gets TARGET_ERROR, exit 4: the model was not measured, so it neither passed
+nor failed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..record.evidence import answered, attempt_counts, case_attempts, worst_client
+from ..record.records import CaseRecord, RunInfo
+from ..record.seal import edited_evidence
+
+__all__ = [
+    "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
+    "client_saturation", "lateness_advice", "client_load", "quality_client",
+    "client_batched_share", "TARGET_FAILURE_SHARE",
+]
+
+TARGET_FAILURE_SHARE = 0.5
+"""More than this share of a run's requests (every attempt, `evidence`) failed: the target could not be run
+(exit 4)."""
+
+
+def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord]) -> list[str]:
+    """What keeps the run from being judged as a whole, one phrase each; empty for a healthy run."""
+    problems = []
+    if info.status != "complete":
+        state = "still running, or killed" if info.status == "running" else info.status
+        problems.append(f"the run is {state}, not complete (finish it with check --resume)")
+    if len(records) < info.cases:
+        problems.append(f"{info.cases - len(records)} of {info.cases} cases have no record")
+    if not records:
+        problems.append("no quality case was recorded")
+    if "load" in (info.phases or []):
+        problems += _load_problems(info, load_records)
+    if "prefix_cache" in (info.phases or []) and info.prefix_cache is None:
+        problems.append("the planned prefix-cache probe did not run (or did not finish)")
+    elif info.prefix_cache:  # its failures are in no error rate: a probe that failed requests measured less
+        failed = sum((info.prefix_cache.get(k) or {}).get("failed") or 0 for k in ("warm", "cold"))
+        if failed:
+            problems.append(f"{failed} of the prefix-cache probe's {2 * info.prefix_cache.get('pairs', 0)} "
+                            "requests failed (see prefix_cache.jsonl)")
+    return problems
+
+
+def _load_problems(info: RunInfo, load_records: list[CaseRecord]) -> list[str]:
+    phase = info.load_phase
+    if phase is None:
+        return ["the planned load phase did not run (or did not finish)"]
+    expected = phase.get("requests")
+    if not load_records:
+        return ["the load phase recorded no request (load.jsonl missing or empty)"]
+    if isinstance(expected, int) and len(load_records) < expected:
+        return [f"load.jsonl holds {len(load_records)} of the load phase's {expected} requests"]
+    if phase.get("cut_short"):
+        return [f"the load phase was cut short: {phase['cut_short']}"]
+    return []
+
+
+def phase_counts(records: list[CaseRecord]) -> dict:
+    """Requests of one phase: every attempt (`evidence`: earlier journal lines and in-run retries count), how
+    many cases were answered, failed attempts by error class (empty answers among them), cases whose outcome
+    failed and cases that needed more than one attempt, cached records (which sent no request), the error rate
+    over the requests sent."""
+    tally = attempt_counts(records, cached=False)
+    return {
+        "requests": tally["attempts"], "succeeded": sum(answered(r) for r in records), "failed": tally["failed"],
+        "errors": tally["errors"], "cached": sum(bool(r.cached) for r in records),
+        "error_rate": tally["failed"] / tally["attempts"] if tally["attempts"] else None,
+        "repaired": sum(bool(getattr(r, "output_repaired", False)) for r in records),
+        "cases": len(records), "failed_cases": sum(not answered(r) for r in records),
+        "retried_cases": sum(len(case_attempts(r)) > 1 for r in records),
+    }
+
+
+def target_failure(records: list[CaseRecord], load_records: list[CaseRecord]) -> str | None:
+    """A one-line reason when the target failed more than TARGET_FAILURE_SHARE of the requests sent to it; None
+    otherwise. Every attempt counts (`evidence`): a case answered on its third try was two failed requests."""
+    tally = attempt_counts(records + load_records, cached=False)
+    sent, failed = tally["attempts"], tally["failed"]
+    if not sent or failed <= TARGET_FAILURE_SHARE * sent:
+        return None
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(tally["errors"].items(), key=lambda kv: -kv[1]))
+    return f"the target failed {failed} of {sent} requests ({kinds}): it could not be run, so nothing was measured"
+
+
+def saved_run_problems(run_path: Path, info: RunInfo, records: list[CaseRecord],
+                       load_records: list[CaseRecord]) -> list[str]:
+    """What keeps a saved run, as it is on disk now, from being whole (`run_problems`), its planned phases read
+    from the run directory first, or from being what releasegate recorded (`record.seal.edited_evidence`). `records` and `load_records`: the run's, read once by the caller."""
+    info.phases = planned_phases(run_path, info)
+    return run_problems(info, records, load_records) + edited_evidence(run_path)
+
+
+def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
+    """The phases a saved run planned: run.json's own list, else (older runs) its config.yaml snapshot's."""
+    if info.phases is not None:
+        return info.phases
+    import yaml
+
+    try:
+        data = yaml.safe_load((Path(run_path) / "config.yaml").read_text("utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        data = None
+    planned = ["quality"]
+    if (isinstance(data, dict) and data.get("load")) or info.load_phase is not None:
+        planned.append("load")
+    return planned
+
+
+def _summaries(info: RunInfo, phase: str) -> list:
+    """Every client summary of the phase: for the quality phase run.json's and each session's, so the lag, the
+    batched share and the client kind are each the worst of every part of a resumed run."""
+    quality = [info.client, *(s.get("client") for s in info.sessions if isinstance(s, dict))]
+    load = [(info.load_phase or {}).get("client")]
+    return {"quality": quality, "load": load, "both": quality + load}.get(phase, [])
+
+
+def quality_client(info: RunInfo) -> dict | None:
+    """The client's lateness over the quality phase: the worst of run.json `client` and of every session's
+    (`evidence.worst_client`), so a resume that re-ran a few cases never hides the lateness of the part before."""
+    return worst_client(info.client, *(s.get("client") for s in info.sessions if isinstance(s, dict)))
+
+
+def client_kind(info: RunInfo, phase: str) -> str | None:
+    """'lean' or 'openai': the client that measured the phase latency comes from (None when unknown or mixed)."""
+    kinds = {s.get("client") for s in _summaries(info, phase) if isinstance(s, dict)}
+    return kinds.pop() if len(kinds) == 1 else None  # mixed parts: unknown, as strict as the openai client
+
+
+def client_lag_ms(info: RunInfo, phase: str) -> float | None:
+    """The client's event-loop lag p99 over the phase latency comes from (the worse of two for `both`); None when
+    the run has no client figures (the hf backend, runs that predate them)."""
+    lags = [s["loop_lag_ms"].get("p99") for s in _summaries(info, phase)
+            if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict)]
+    lags = [float(lag) for lag in lags if _figure(lag)]  # a hand-edited figure that is not a number says nothing
+    return max(lags) if lags else None
+
+
+def _figure(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def client_batched_share(info: RunInfo, phase: str) -> float | None:
+    """The share of gaps between content chunks the client read together (`itl_batched_share`) over the phase
+    latency comes from (the worse of two for `both`); None when the run has no streaming client figures."""
+    shares = [s["itl_batched_share"] for s in _summaries(info, phase)
+              if isinstance(s, dict) and _figure(s.get("itl_batched_share"))]
+    return max(shares) if shares else None
+
+
+BUSY_LOOP_CPU_SHARE = 0.5
+"""A client whose event loop ran late while using less than this share of a CPU was not busy with its own
+requests: it waited for a CPU other processes held (a busy machine), so lowering concurrency would not help."""
+ONE_IN_FLIGHT = 1.5
+"""At most this many requests in flight on average (the phase's request time over its window, Little's law):
+about one at a time, no concurrency left to lower."""
+
+
+def client_saturation(lag: float | None, ttft_p50_ms: float | None, max_share: float, *,
+                      cpu_share: float | None = None, in_flight: float | None = None) -> str | None:
+    """A one-line reason when the client, not the target, set the latency: its event loop ran late (`lag`, p99)
+    by more than `max_share` of the measured TTFT p50, with what to do about it (`lateness_advice`: a busy machine
+    is told apart from too much concurrency by the loop's CPU share and the requests in flight). None when it did
+    not run late, or when nothing says."""
+    if lag is None or not ttft_p50_ms:
+        return None
+    if lag <= max_share * ttft_p50_ms:
+        return None
+    return (f"client saturated: its event loop ran {lag:.1f} ms late (p99) beside a TTFT p50 of {ttft_p50_ms:.1f} ms, "
+            f"{lag / ttft_p50_ms:.0%} of it, over the rubric's max_client_lag_share of {max_share:g}; "
+            + lateness_advice(max_share, cpu_share=cpu_share, in_flight=in_flight))
+
+
+def lateness_advice(max_share: float, *, cpu_share: float | None, in_flight: float | None) -> str:
+    """What to do about a late client. Late at about one request in flight, or with its loop using little CPU, it
+    waited for the machine (other processes), not for its own work: fewer requests would not help."""
+    knowingly = (f"or raise max_client_lag_share above {max_share:g} knowingly (latency figures may then hold that "
+                 "much client lateness)")
+    quieter = "run on a quieter machine, pin releasegate to a core of its own (taskset -c N), stop other processes"
+    busy = []
+    if in_flight is not None and in_flight <= ONE_IN_FLIGHT:
+        busy.append(f"late at {in_flight:.1f} request(s) in flight on average")
+    if cpu_share is not None and cpu_share < BUSY_LOOP_CPU_SHARE:
+        busy.append(f"its loop used {cpu_share:.0%} of a CPU while it ran late")
+    if busy:
+        return f"the machine is busy, not the client ({', '.join(busy)}): {quieter}, {knowingly}"
+    if cpu_share is None and in_flight is None:
+        return f"lower concurrency or add workers if the client was busy; on a busy machine {quieter}; {knowingly}"
+    load = ", ".join([*([f"{in_flight:.1f} requests in flight"] if in_flight is not None else []),
+                      *([f"its loop used {cpu_share:.0%} of a CPU"] if cpu_share is not None else [])])
+    return f"the client is busy with its own requests ({load}): lower concurrency or add workers, {knowingly}"
+
+
+def client_load(info: RunInfo, phase: str, records: list[CaseRecord]) -> dict:
+    """How loaded the client was over the phase latency comes from: `cpu_share` (its loop's share of a CPU, from
+    the summary with the worst lag) and `in_flight` (the average number of requests in flight: their time from
+    send to end over the measured window). Either is None when the run cannot tell (no client figures; a resumed
+    quality phase, whose window is one session's; a capacity sweep, judged at one step)."""
+    summaries = [s for s in _summaries(info, phase)
+                 if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
+    if not summaries:
+        return {"cpu_share": None, "in_flight": None}
+    worst = max(summaries, key=lambda s: s["loop_lag_ms"]["p99"])
+    window_s = sum(s.get("window_s") or 0.0 for s in summaries)
+    one_window = not (phase != "load" and len(info.sessions) > 1) and not (info.load_phase or {}).get("sweep")
+    busy_ms = sum(r.timing.e2e_ms for r in records if r.timing.e2e_ms is not None and not r.cached)
+    in_flight = busy_ms / (window_s * 1e3) if window_s and one_window and busy_ms else None
+    return {"cpu_share": worst.get("cpu_share"), "in_flight": in_flight}

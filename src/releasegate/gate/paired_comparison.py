@@ -1,0 +1,264 @@
+"""Paired comparison of a candidate run with a baseline run on the cases they share.
+
+A case is shared when both runs hold its id with the same contents (input and expected answer). Pass/fail
+metrics (accuracy, format compliance, forbidden responses) are decided on Newcombe's paired score bounds of the
+difference (`stats.paired_rate_bounds`; exact McNemar p is reported beside them), latency on a paired bootstrap
+of the per-case difference. Each metric has a non-inferiority margin:
+
+    regression    (fail)          even the one-sided bound on the better side puts the candidate worse than the
+                                  margin
+    non-inferior  (pass)          the one-sided bound on the worse side stays within the margin, on at least the
+                                  shared cases that bound needs to show that margin at all (`stats.paired_min_n`;
+                                  latency: LATENCY_MIN_PAIRS)
+    inconclusive  (insufficient)  neither: more shared cases are needed
+
+Cases of a stratified `sample:` suite weigh the source rows they stand for (README rule 10; `sample_weights`: the
+stratum's rows over the shared cases of it), as the gate weighs them: the rates and the delta are weighted, and
+the paired bound is taken on the weighted 2x2 table scaled to Kish's effective n of the weights, so the margin is
+shown at the effective n, never at the count of an equal-allocation sample (exact McNemar p, a test of counts,
+is then not reported). A case the two runs weigh as different strata leaves the rate undecided.
+
+Bounds are one-sided at the comparison's confidence. No shared case, no metric judged on the shared cases, or a
+case id with different contents in the two runs: `comparison_verdict` is then INCONCLUSIVE, never PASS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from ..record.evidence import answered
+from ..record.metrics import select, slices_of
+from ..record.records import CaseRecord
+from ..scorers import score_records
+from ..stats.intervals import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
+from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
+from .case_detail import flipped_cases
+from .comparability import case_hash
+
+__all__ = ["Margins", "compare_records", "comparison_verdict", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS"]
+CHANGED_IDS_KEPT = 10
+
+# rates: absolute difference; latency: share of the baseline mean
+# (a rate margin of 0 can never be shown by a bound: forbidden_rate allows 0.02 like the others)
+DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.02, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+LATENCY_MIN_PAIRS = 30
+"""Fewest paired timings a latency comparison decides on. The plain percentile bootstrap's one-sided 0.95 bound
+of the mean difference covered 0.66-0.76 at 2 pairs, 0.89-0.92 at 10 and still only 0.92-0.94 at 30-50 (normal,
+right-skewed gamma and lognormal-difference timings, 2000 runs each); read at the calibrated level below it
+covered 0.946-0.967 from 30 pairs on (tests/test_comparability_stats.py checks it)."""
+_LATENCY_TAIL_SHARE = 0.5
+"""The latency bound is the bootstrap's 1 - (1 - confidence) * 0.5 percentile (0.975 for a 0.95 bound)."""
+_RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False)}
+
+
+@dataclass(frozen=True)
+class Margins:
+    """Non-inferiority margins and the confidence of the comparison."""
+
+    margins: dict = field(default_factory=lambda: dict(DEFAULT_MARGINS))
+    confidence: float = 0.95
+
+
+def compare_records(
+    base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins(), *,
+    base_verdicts=None, cand_verdicts=None,
+) -> dict:
+    """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
+    answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.
+    Both runs are re-scored with the same forbidden rules, judge-scored answers with each run's own LLM-judge
+    verdicts (`llm_judge.run_verdicts`; without them they are unknown)."""
+    base_by_id = {r.case_id: r for r in base}
+    cand_by_id = {r.case_id: r for r in cand}
+    common = [cid for cid in cand_by_id if cid in base_by_id]
+    changed = [cid for cid in common if case_hash(base_by_id[cid]) != case_hash(cand_by_id[cid])]
+    shared = [cid for cid in common if cid not in set(changed)]
+    base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
+    cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)
+    pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
+    strata = stratum_counts(_weighing(b, c) for b, c, _, _ in pairs)
+    rows = [_rate_row(name, pairs, margins, strata) for name in _RATE_KEYS]
+    rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
+    return {
+        "shared_cases": len(shared),
+        "only_in_baseline": len(base_by_id) - len(common),
+        "only_in_candidate": len(cand_by_id) - len(common),
+        "changed_cases": len(changed),
+        "changed_case_ids": changed[:CHANGED_IDS_KEPT],
+        # the same text case by case: what a merged model or another server must keep under greedy decoding
+        "identical_outputs": sum(answered(base_by_id[c]) and base_by_id[c].output == cand_by_id[c].output for c in shared),
+        "confidence": margins.confidence,
+        "rows": [r for r in rows if r is not None],
+        "slices": _slice_rows([p for p in pairs], margins, strata),
+        "flipped": flipped_cases(pairs),  # pass -> fail and fail -> pass, case by case
+    }
+
+
+def comparison_verdict(comparison: dict) -> str:
+    """PASS, FAIL or INCONCLUSIVE for a comparison: any regression fails; an empty comparison is inconclusive, and
+    so is one where a case id names different contents in the two runs (the runs are not of the same suite)."""
+    verdicts = {row["verdict"] for row in comparison["rows"]}
+    if "fail" in verdicts:
+        return "FAIL"
+    if not comparison["shared_cases"] or not verdicts or "insufficient" in verdicts or comparison.get("changed_cases"):
+        return "INCONCLUSIVE"
+    return "PASS"
+
+
+def changed_note(comparison: dict) -> str | None:
+    """One line naming the case ids whose contents differ between the runs; None when there are none."""
+    n = comparison.get("changed_cases") or 0
+    if not n:
+        return None
+    ids = ", ".join(comparison["changed_case_ids"]) + (", ..." if n > len(comparison["changed_case_ids"]) else "")
+    return f"{n} case id(s) name a different input or expected answer in the two runs, not compared: {ids}"
+
+
+_UNKNOWN = "unknown"
+
+
+def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
+    """Did this case pass on this metric (forbidden: did it hit)? None when the metric does not apply to it;
+    'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail."""
+    if not answered(record):  # a failed request, an empty answer among them (`evidence`)
+        return False if key != "forbidden" and (record.answer if key == "answer" else record.format) else None
+    if key == "forbidden":
+        return bool(score.get("forbidden", {}).get("hit"))
+    if key in score and score[key].get("unknown"):
+        return _UNKNOWN
+    return score[key]["passed"] if key in score else None
+
+
+def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) -> dict | None:
+    """The paired row of a rate metric on the shared cases it applies to (`strata`: the shared cases per weighted
+    stratum, `sample_weights.stratum_counts`)."""
+    key, higher = _RATE_KEYS[name]
+    both = [(_outcome(key, b, sb), _outcome(key, c, sc), b, c) for b, c, sb, sc in pairs]
+    both = [(x, y, b, c) for x, y, b, c in both if x is not None and y is not None]
+    if not both:
+        return None
+    margin = margins.margins.get(name, DEFAULT_MARGINS[name])
+    unknown = sum(_UNKNOWN in (x, y) for x, y, _, _ in both)
+    if unknown:  # leaving them out could hide a regression: the metric is not compared
+        return _undecided_row(name, len(both), margin, f"{unknown} of {len(both)} shared case(s) could not be "
+                                                       "checked in one run or both")
+    weights, why = _pair_weights([(b, c) for _, _, b, c in both], strata or {})
+    if why:
+        return _undecided_row(name, len(both), margin, why)
+    good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
+    goods = [(good(x), good(y)) for x, y, _, _ in both]
+    counts = _cells(goods)
+    n = kish_n(weights) if weights else len(both)
+    cells = _scaled(_cells(goods, weights), n) if weights else counts
+    loss_lo, loss_hi = paired_rate_bounds(*cells, confidence=margins.confidence)  # baseline good rate - candidate's
+    needed = paired_min_n(margin, margins.confidence)
+    verdict, note = _non_inferiority(n, loss_lo, loss_hi, margin, needed, weighted=bool(weights))
+    base_rate, cand_rate = _mean([float(x) for x, _, _, _ in both], weights), _mean([float(y) for _, y, _, _ in both], weights)
+    interval = [-loss_hi, -loss_lo] if higher else [loss_lo, loss_hi]
+    extra = {"effective_n": n, "weighted": True} if weights else {}
+    return {
+        "metric": name, "n": len(both), "baseline": base_rate, "candidate": cand_rate, "delta": cand_rate - base_rate,
+        "interval": interval, "margin": margin, "p_value": None if weights else mcnemar_exact(counts[1], counts[2]),
+        "worse": counts[1], "better": counts[2], "needed_n": needed, "verdict": verdict, **extra,
+        **({"note": note} if note else {}),
+    }
+
+
+def _undecided_row(name: str, n: int, margin: float, note: str) -> dict:
+    return {"metric": name, "n": n, "baseline": None, "candidate": None, "delta": None, "interval": None,
+            "margin": margin, "p_value": None, "worse": None, "better": None, "verdict": "insufficient", "note": note}
+
+
+def _weighing(base: CaseRecord, cand: CaseRecord) -> CaseRecord:
+    """The record whose stratum weighs a shared case: the candidate's when it is a weighted sample's, else the
+    baseline's."""
+    return cand if is_weighted(cand) or not is_weighted(base) else base
+
+
+def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: dict) -> tuple[list[float] | None, str | None]:
+    """(each shared case's weight, None) when a shared case is a weighted sample's, (None, None) when none is,
+    (None, why) when a case stands for a different stratum in the two runs (which rows it speaks for is unknown)."""
+    if not any(is_weighted(b) or is_weighted(c) for b, c in pairs):
+        return None, None
+    differ = [c.case_id for b, c in pairs if is_weighted(b) and is_weighted(c) and source_of(b) != source_of(c)]
+    if differ:
+        return None, (f"{len(differ)} shared case(s) stand for a different sample stratum in the two runs (e.g. "
+                      f"{differ[0]}): which source rows they speak for is unknown")
+    return case_weights([_weighing(b, c) for b, c in pairs], strata), None
+
+
+def _mean(xs: list[float], weights: list[float] | None) -> float:
+    return fmean(xs) if weights is None else sum(w * x for w, x in zip(weights, xs)) / sum(weights)
+
+
+def _cells(goods: list[tuple[bool, bool]], weights: list[float] | None = None) -> tuple:
+    """The paired 2x2 table (good in both, in the baseline only, in the candidate only, in neither): counts, or
+    with `weights` the weight in each cell."""
+    weights = weights if weights is not None else [1] * len(goods)
+    cells = [0, 0, 0, 0]
+    for (x, y), w in zip(goods, weights):
+        cells[0 if x and y else 1 if x else 2 if y else 3] += w
+    return tuple(cells)
+
+
+def _scaled(cells: tuple, n: float) -> tuple:
+    """A weighted 2x2 table scaled to `n` cases (Kish's effective n): its shares kept, its size the information the
+    weighted sample holds, so a score bound on it is taken at the effective n."""
+    total = sum(cells)
+    return tuple(c * n / total for c in cells)
+
+
+def _non_inferiority(n: float, loss_lo: float, loss_hi: float, margin: float, needed: int | None, *,
+                     weighted: bool = False) -> tuple[str, str]:
+    """Decided on the one-sided bounds of the loss (how much worse the candidate is): a regression when even the
+    lower bound is past the margin, non-inferior when the upper bound is within it on at least `needed` cases
+    (`weighted`: `n` is the effective n of a weighted sample's shared cases)."""
+    if loss_lo > margin:
+        return "fail", ""
+    if needed is None:
+        return "insufficient", f"a margin of {margin:g} can never be shown by a bound: set a margin above 0"
+    if n < needed:
+        what = f"an effective n of {n:.1f} (population-weighted)" if weighted else f"{n} shared case(s)"
+        return "insufficient", f"{what}: at least {needed} are needed before this margin can be shown"
+    if loss_hi <= margin:
+        return "pass", ""
+    return "insufficient", f"the bound {loss_hi:.4g} on the loss is past the margin {margin:g}: more shared cases are needed"
+
+
+def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
+    both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs if answered(b) and answered(c)]
+    both = [(x, y) for x, y in both if x is not None and y is not None]
+    if len(both) < 2:
+        return None
+    xs, ys = [x for x, _ in both], [y for _, y in both]
+    level = 1 - (1 - margins.confidence) * _LATENCY_TAIL_SHARE
+    delta, interval = paired_bootstrap_delta(xs, ys, confidence=level, sided="one")
+    share = margins.margins.get(name, DEFAULT_MARGINS[name])
+    margin = share * fmean(xs)
+    note = ""
+    if len(both) < LATENCY_MIN_PAIRS:  # the bootstrap bound's coverage does not hold yet: it decides nothing
+        verdict, note = "insufficient", f"{len(both)} paired timings: at least {LATENCY_MIN_PAIRS} are needed"
+    elif interval[0] > margin:
+        verdict = "fail"
+    elif interval[1] <= margin:
+        verdict = "pass"
+    else:
+        verdict = "insufficient"
+    return {
+        "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
+        "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None,
+        "needed_n": LATENCY_MIN_PAIRS, "verdict": verdict, **({"note": note} if note else {}),
+    }
+
+
+def _slice_rows(pairs, margins: Margins, strata: dict | None = None) -> list[dict]:
+    """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
+    cands = [c for _, c, _, _ in pairs]
+    by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}
+    rows = []
+    for slice_ in slices_of(cands):
+        row = _rate_row("accuracy", [by_id[r.case_id] for r in select(cands, slice_)], margins, strata)
+        if row is not None:
+            (key, value), = slice_.items()
+            rows.append({"slice": f"{key}={value}", **{k: row[k] for k in ("n", "baseline", "candidate", "delta", "p_value", "verdict")}})
+    return rows

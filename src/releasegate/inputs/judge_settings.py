@@ -1,0 +1,186 @@
+"""The config's `judge:` section: which model grades, how it is asked, and the named grading criteria."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+from .files import is_file, read_text
+from .judge_prompt import check_template, template_text
+
+__all__ = [
+    "JudgeSettings", "Criterion", "criterion_of", "parse_judge", "TARGET_KEYS", "CalibrationPolicy", "parse_calibration",
+    "check_judged_cases",
+]
+
+TARGET_KEYS = (
+    "backend", "base", "adapter", "dtype", "threads", "batch_size", "device", "responses", "base_url", "model",
+    "api_key_env", "client", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries",
+    "extra_body", "headers", "secret_keys", "tokenizer", "max_response_bytes", "max_response_tokens",
+)
+"""Keys of `judge:` that describe the judge model exactly as `target:` describes the model under test."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One grading criterion: pass/fail (no scale) or a grade 1..scale that passes from `pass_mark`."""
+
+    name: str
+    instructions: str
+    scale: int | None = None
+    pass_mark: int | None = None
+    reference: bool | None = None
+    """Show the judge the expected answer: True, False, or None (when the case has one)."""
+
+    def as_dict(self) -> dict:
+        out = {"name": self.name, "instructions": self.instructions}
+        if self.scale is not None:
+            out |= {"scale": self.scale, "pass_mark": self.pass_mark}
+        if self.reference is not None:
+            out["reference"] = self.reference
+        return out
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """A validated `judge:` section."""
+
+    target: object
+    """A TargetConfig for the judge model (backend openai, hf or replay)."""
+    temperature: float = 0.0
+    max_tokens: int = 256
+    structured: str = "json_schema"
+    prompt_path: Path | None = None
+    prompt_text: str | None = None
+    """The user-message template read from `prompt_path` (None: the built-in one)."""
+    max_output_chars: int = 20000
+    system: str | None = None
+    """The judge's system message (None: the built-in `prompt.SYSTEM`)."""
+    on_error: str = "insufficient"
+    cache: bool = True
+    price: dict = field(default_factory=dict)
+    criteria: dict[str, Criterion] = field(default_factory=dict)
+    baseline: Path | None = None
+    """A saved run directory: each judge-scored case is also compared with that run's output, in both orders."""
+
+    def describe(self) -> dict:
+        """What the manifest and report say of the judge: model, parameters, prompt template (credentials masked)."""
+        t = self.target
+        model = t.model or (str(t.base) if t.base else None) or (str(t.responses) if t.responses else None)
+        return {
+            "backend": t.backend, "model": model, "base_url": t.masked()["base_url"], "temperature": self.temperature,
+            "max_tokens": self.max_tokens, "structured": self.structured, "max_output_chars": self.max_output_chars,
+            "prompt": str(self.prompt_path) if self.prompt_path else "built-in",
+            "prompt_sha256": hashlib.sha256(template_text(self).encode()).hexdigest(),
+            "system_sha256": hashlib.sha256((self.system or "").encode()).hexdigest() if self.system else "built-in",
+            "on_error": self.on_error, "criteria": {n: c.as_dict() for n, c in self.criteria.items()},
+            "baseline": str(self.baseline) if self.baseline else None,
+        }
+
+    def fingerprint(self, target_fingerprint: str) -> str:
+        """Everything that can change a verdict but the case itself: the judge model (its file hashes or endpoint),
+        the parameters and the prompt template. Judgments and cached verdicts are keyed by it."""
+        d = self.describe()
+        payload = {"target": target_fingerprint, **{k: d[k] for k in (
+            "temperature", "max_tokens", "structured", "max_output_chars", "prompt_sha256", "system_sha256")}}
+        return "judge-" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def criterion_of(answer: dict, settings: JudgeSettings | None, *, where: str = "answer") -> Criterion:
+    """The criterion a `{type: judge}` answer spec grades by: named in the config, or written inline."""
+    name = answer.get("criterion")
+    if name is not None and "instructions" not in answer:
+        if settings is None or name not in settings.criteria:
+            known = ", ".join(sorted(settings.criteria)) if settings else "none: the config has no judge section"
+            raise InputError(f"judge criterion '{name}' is not defined (known: {known})", field=f"{where}.criterion",
+                             hint="add it under judge.criteria in the config")
+        return settings.criteria[name]
+    return _criterion(name or "inline", answer, where)
+
+
+def _criterion(name: str, raw: dict, where: str) -> Criterion:
+    scale, mark = raw.get("scale"), raw.get("pass_mark")
+    if (scale is None) != (mark is None):
+        raise InputError("scale and pass_mark go together", field=f"{where}.{'pass_mark' if scale else 'scale'}",
+                         hint="give both (grades 1..scale, passing from pass_mark) or neither (pass/fail)")
+    if scale is not None and not 1 <= mark <= scale:
+        raise InputError(f"pass_mark {mark} is outside the scale 1..{scale}", field=f"{where}.pass_mark")
+    return Criterion(name, raw["instructions"], scale, mark, raw.get("reference"))
+
+
+def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings | None:
+    """The `judge:` section; `make_target(raw)` builds its TargetConfig (as `target:` is built)."""
+    if raw is None:
+        return None
+
+    backend = raw.get("backend", "openai")
+    need = {"openai": ("base_url", "model"), "hf": ("base",), "replay": ("responses",)}[backend]
+    for key in need:
+        if key not in raw:
+            raise InputError(f"a judge with backend {backend} needs {key}", **at("judge"))
+    target = make_target({**{k: raw[k] for k in TARGET_KEYS if k in raw}, "backend": backend})
+    prompt_path = prompt_text = None
+    if raw.get("prompt"):
+        prompt_path = (here / raw["prompt"]).resolve()
+        if not is_file(prompt_path):
+            raise InputError(f"no prompt template at {prompt_path}", **at("judge", "prompt"))
+        prompt_text = read_text(prompt_path, what="judge prompt template")
+    criteria = {name: _criterion(name, spec, f"judge.criteria.{name}") for name, spec in (raw.get("criteria") or {}).items()}
+    baseline = (here / raw["baseline"]).resolve() if raw.get("baseline") else None
+    if baseline is not None and not is_file(baseline / "records.jsonl"):
+        raise InputError(f"no run at {baseline} (no records.jsonl)", **at("judge", "baseline"),
+                         hint="point at a saved run directory under reports/")
+    settings = JudgeSettings(
+        target=target, temperature=float(raw.get("temperature", 0.0)), max_tokens=raw.get("max_tokens", 256),
+        structured=raw.get("structured", "json_schema"), prompt_path=prompt_path, prompt_text=prompt_text,
+        max_output_chars=raw.get("max_output_chars", 20000), system=raw.get("system"), on_error=raw.get("on_error", "insufficient"),
+        cache=raw.get("cache", True), price=dict(raw.get("price") or {}), criteria=criteria, baseline=baseline,
+    )
+
+    check_template(settings, at("judge", "prompt"))
+    return settings
+
+
+@dataclass(frozen=True)
+class CalibrationPolicy:
+    """The rubric's `judge:` section."""
+
+    min_agreement: float = 0.8
+    min_labels: int = 20
+    min_kappa: float | None = None
+    confidence: float = 0.95
+    max_order_inconsistency: float = 0.2
+    """Pairwise: criteria on pairwise metrics decide only while the judge changes its preference with the order
+    of the two outputs on at most this share of the cases."""
+
+    def as_dict(self) -> dict:
+        out = {"min_agreement": self.min_agreement, "min_labels": self.min_labels, "confidence": self.confidence,
+               "max_order_inconsistency": self.max_order_inconsistency}
+        if self.min_kappa is not None:
+            out["min_kappa"] = self.min_kappa
+        return out
+
+
+def parse_calibration(raw: dict | None) -> CalibrationPolicy:
+    raw = raw or {}
+    return CalibrationPolicy(
+        min_agreement=float(raw.get("min_agreement", 0.8)), min_labels=int(raw.get("min_labels", 20)),
+        min_kappa=raw.get("min_kappa"), confidence=float(raw.get("confidence", 0.95)),
+        max_order_inconsistency=float(raw.get("max_order_inconsistency", 0.2)),
+    )
+
+
+def check_judged_cases(config, cases) -> None:
+    """Refuse, before anything runs, judge-scored cases with no judge configured or an unknown criterion."""
+    for case in cases:
+        answer = case.answer or {}
+        if answer.get("type") != "judge":
+            continue
+        if config.judge is None:
+            raise InputError(f"case {case.id} (suite {case.suite}) is graded by the judge, but the config has no "
+                             "judge: section", file=config.path, field="judge",
+                             hint="add judge: {base_url, model} (see README, The LLM judge)")
+        criterion_of(answer, config.judge, where=f"suite {case.suite}, case {case.id}: answer")

@@ -1,0 +1,132 @@
+"""The review policy: the rubric's `review:` section (which slices always need people, how many, what approval).
+
+    review:
+      required_domains: [customer_support, medical, legal]   # the default; cases tagged domain=<one of these>
+      domain_tag: domain                                     # the tag that names a case's domain
+      required_slices: [{task: shifted}]                     # more slices that always need review
+      min_reviewed: 10                                       # labelled cases per required slice at least (all, if fewer)
+      min_approval: 0.9                                      # human approval each required slice must reach
+      confidence: 0.95                                       # ... as a one-sided lower bound at this confidence
+      sample:
+        seed: 0
+        stratify_by: [suite, domain]                         # strata: the combinations of these slice keys
+        per_slice: 5                                         # cases drawn from each stratum
+        quotas: [{slice: {domain: medical}, n: 20}]          # at least n from this slice
+        oversample: {fail: 3, answer_fail: 3, format_fail: 3, judge_unsure: 3}  # draw weight relative to a pass
+        audit: 0.05                                          # share of all cases drawn at random on top
+
+A rubric without the section gets these defaults, so high-risk domains are never released unreviewed;
+`required_domains: []` turns the requirement off.
+
+Approval gates on a one-sided bound like every other rate, so the labels a required slice needs follow from it:
+at least `min_reviewed`, and at least the fewest that, all approving, give a lower bound of `min_approval`
+(25 at 0.9 and 0.95; every case of a slice that has fewer, since a slice labelled whole needs no bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..record.review_outcome import oversample_weights
+from ..stats.intervals import needed_n_for_rate
+
+__all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", "parse_policy", "slice_name"]
+
+DEFAULT_REQUIRED_DOMAINS = ("customer_support", "medical", "legal")
+
+
+def slice_name(slice_: dict) -> str:
+    """{'domain': 'medical', 'suite': 'x'} -> 'domain=medical,suite=x' (the name reports use)."""
+    return ",".join(f"{k}={v}" for k, v in slice_.items())
+
+
+@dataclass(frozen=True)
+class Quota:
+    """At least `n` cases of `slice` go into the sample (fewer when the slice has fewer)."""
+
+    slice: dict
+    n: int
+
+    def as_dict(self) -> dict:
+        return {"slice": dict(self.slice), "n": self.n}
+
+
+@dataclass(frozen=True)
+class SamplePolicy:
+    """How the review sample is drawn: seeded, stratified, cases that failed a check over-sampled, an audit share."""
+
+    seed: int = 0
+    stratify_by: tuple[str, ...] = ("suite", "domain")
+    per_slice: int = 5
+    quotas: tuple[Quota, ...] = ()
+    oversample: dict = field(default_factory=lambda: {"fail": 3.0, "answer_fail": 3.0, "format_fail": 3.0,
+                                                       "judge_unsure": 3.0})
+    audit: float = 0.05
+
+    def __post_init__(self) -> None:
+        # 'borderline', the name before the outcome was split, weighs each of its parts (outcome.oversample_weights)
+        object.__setattr__(self, "oversample", oversample_weights(self.oversample))
+
+    def as_dict(self) -> dict:
+        return {
+            "seed": self.seed, "stratify_by": list(self.stratify_by), "per_slice": self.per_slice,
+            "quotas": [q.as_dict() for q in self.quotas], "oversample": dict(self.oversample), "audit": self.audit,
+        }
+
+
+@dataclass(frozen=True)
+class ReviewPolicy:
+    """Which slices need human review, how many labels each needs, and the approval the gate requires."""
+
+    required_domains: tuple[str, ...] = DEFAULT_REQUIRED_DOMAINS
+    domain_tag: str = "domain"
+    required_slices: tuple[dict, ...] = ()
+    min_reviewed: int = 10
+    min_approval: float = 0.9
+    sample: SamplePolicy = field(default_factory=SamplePolicy)
+    confidence: float = 0.95
+    """Approval gates on its one-sided Wilson bound at this confidence (effective n of the post-stratified
+    estimate); the point value decides only for a slice whose every case is labelled."""
+
+    def labels_needed(self, cases: int) -> int:
+        """Labels a required slice of `cases` cases needs before its approval bound can pass: `min_reviewed`, and
+        the fewest that, all approving, reach `min_approval` at `confidence` (all its cases when it has fewer)."""
+        fewest = needed_n_for_rate(1.0, self.min_approval, higher_is_better=True, confidence=self.confidence)
+        return min(cases, max(self.min_reviewed, fewest if fewest is not None else cases))
+
+    def required(self, records) -> list[dict]:
+        """The required slices present in the run: one per required domain found, then `required_slices`."""
+        found = {str(r.tags.get(self.domain_tag)) for r in records if r.tags.get(self.domain_tag) is not None}
+        out = [{self.domain_tag: d} for d in self.required_domains if d in found]
+        return out + [dict(s) for s in self.required_slices if dict(s) not in out]
+
+    def as_dict(self) -> dict:
+        return {
+            "required_domains": list(self.required_domains), "domain_tag": self.domain_tag,
+            "required_slices": [dict(s) for s in self.required_slices], "min_reviewed": self.min_reviewed,
+            "min_approval": self.min_approval, "confidence": self.confidence, "sample": self.sample.as_dict(),
+        }
+
+
+def parse_policy(raw: dict | None) -> ReviewPolicy:
+    """The policy from a rubric's `review:` mapping (already schema-validated); None gives the defaults."""
+    if raw is None:
+        return ReviewPolicy()
+    sample = raw.get("sample") or {}
+    defaults = SamplePolicy()
+    return ReviewPolicy(
+        required_domains=tuple(str(d) for d in raw.get("required_domains", DEFAULT_REQUIRED_DOMAINS)),
+        domain_tag=raw.get("domain_tag", "domain"),
+        required_slices=tuple(dict(s) for s in raw.get("required_slices", ())),
+        min_reviewed=raw.get("min_reviewed", ReviewPolicy.min_reviewed),
+        min_approval=float(raw.get("min_approval", ReviewPolicy.min_approval)),
+        confidence=float(raw.get("confidence", ReviewPolicy.confidence)),
+        sample=SamplePolicy(
+            seed=sample.get("seed", defaults.seed),
+            stratify_by=tuple(sample.get("stratify_by", defaults.stratify_by)),
+            per_slice=sample.get("per_slice", defaults.per_slice),
+            quotas=tuple(Quota(dict(q["slice"]), q["n"]) for q in sample.get("quotas", ())),
+            oversample={**defaults.oversample, **oversample_weights(sample.get("oversample", {}))},
+            audit=float(sample.get("audit", defaults.audit)),
+        ),
+    )

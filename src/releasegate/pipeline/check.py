@@ -1,0 +1,377 @@
+"""`check`: config -> cases -> backend -> run record -> judge -> reports. Each stage a function of the record.
+
+A run can be interrupted at any point (Ctrl-C, SIGTERM, kill -9, a lost machine) and finished later with
+`resume_check`: records.jsonl is the journal (whole lines, fsynced per batch), so a resumed run skips the case
+ids already recorded, repairs a torn last line, and appends the rest. `retry_errors` also re-runs the cases whose
+latest record failed; the new record supersedes the old one (the last record of a case id wins on read).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from .. import __version__
+from ..backends import Backend, create_backend
+from ..clock import now
+from ..errors import InputError
+from ..gate.comparability import settings_key
+from ..inputs.config import Config, load_config
+from ..inputs.files import read_text
+from ..inputs.judge_settings import check_judged_cases
+from ..inputs.rubric import Rubric, load_rubric
+from ..inputs.suites import Case, load_suites
+from ..inputs.validation import load_inputs
+from ..llm_judge.stage import judge_manifest, judge_stage
+from ..record.evidence import failure
+from ..record.judge_verdicts import run_verdicts
+from ..record.records import RunDir, RunInfo
+from ..record.review_labels import read_labels
+from ..record.seal import edited_evidence, guard_seal, seal, sealed_snapshot
+from ..record.stage_timing import Timing
+from ..redaction import secret_from_env
+from ..report import write_reports
+from ..run.generation import cache_hits, generate_all, keep_client, open_cache
+from ..run.interruption import INTERRUPTION
+from ..run.load_phase import run_load_phase
+from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
+from ..run.prefix_cache import JOURNAL, run_prefix_cache
+from ..run.progress import progress_bar, step
+from ..scorers import CorpusScores
+from ..scorers.evaluate_metric import load_metric, resolve_module
+from .gate import gate_run
+from .regate import judged_by_snapshot
+
+__all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
+
+
+def new_run_id() -> str:
+    """Sortable by time, unique across concurrent runs."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def run_check(
+    config: Config, rubric: Rubric, cases: list[Case], *, console: Console, progress: bool = True, run_id: str | None = None,
+    allow_pending: bool = False, limit: int | None = None, use_cache: bool | None = None,
+    target_overrides: dict | None = None, timing: Timing | None = None,
+) -> tuple[RunDir, dict]:
+    """Run every case, record it, judge the run and write the reports. Returns the run dir and the report.
+    `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases;
+    `target_overrides` likewise records how `config.target` differs from the config file (matrix variants);
+    `timing` is the session's clock when the caller started it (see releasegate.record.stage_timing)."""
+    timing = timing or Timing()
+    with timing.part("inputs_s"):
+        _check_metrics(rubric)
+        _check_judged(config, cases)
+        secret_from_env(config.target.api_key_env)
+        run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
+        # an unreadable input fails before the directory exists
+        manifest = build_manifest(config, run_id=run.path.name, cases=cases)
+    if config.judge is not None:
+        manifest["judge"] = judge_manifest(config.judge)
+    _endpoint_answers(config, use_cache)  # a target that cannot be run leaves no empty run directory
+    run.create()
+    with run.lock():
+        run.write_json(MANIFEST, manifest)
+        info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides)
+        seal(run.path, "check")
+        return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
+                        console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache,
+                        timing=timing)
+
+
+def run_check_file(
+    config_path: Path, *, console: Console, output_dir: Path | None = None, limit: int | None = None,
+    progress: bool = True, run_id: str | None = None, allow_pending: bool = False, use_cache: bool | None = None,
+    overrides: tuple[str, ...] = (),
+) -> tuple[RunDir, dict]:
+    """`run_check` on a config file's inputs, `output_dir` in place of the config's, `overrides` (`--set`) over
+    it. Only the first `limit` cases are read and validated (see load_inputs)."""
+    timing = Timing()
+    with timing.part("inputs_s"):
+        config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
+    if output_dir is not None:
+        config = dataclasses.replace(config, output_dir=output_dir)
+    return run_check(config, rubric, cases, console=console, progress=progress, run_id=run_id,
+                     allow_pending=allow_pending, limit=limit, use_cache=use_cache, timing=timing)
+
+
+def resume_check(
+    run_dir: Path, *, console: Console, progress: bool = True, retry_errors: bool = False, allow_pending: bool = False,
+    use_cache: bool | None = None,
+) -> tuple[RunDir, dict]:
+    """Finish an interrupted run in place: the cases not yet recorded (and, with `retry_errors`, those whose
+    latest record has an error), then a load phase that did not finish, then judge and report again.
+    `use_cache`: None keeps the run's own choice (`check --no-cache` stays off)."""
+    run = RunDir(run_dir)
+    timing = Timing()
+    run.read_info()  # "not a run directory" before anything else
+    with run.lock():
+        guard_seal(run.path, "check")  # a run sealed whole was written by nobody since: keep what changed
+        info = run.read_info()
+        with timing.part("inputs_s"):
+            config, rubric, cases = load_run_inputs(run, info)
+            secret_from_env(config.target.api_key_env)
+            manifest = read_manifest(run.path)
+            now = build_manifest(config, run_id=run.path.name, cases=cases)
+        changed = diff_manifests(manifest, now, roles=GENERATION_ROLES)
+        if changed:
+            first = changed[0]
+            raise InputError(
+                f"{len(changed)} input(s) changed since the run started, e.g. {first['role']} {first['path']} "
+                f"({first['change']}): resuming would mix two versions", file=run.path,
+                hint=f"see releasegate verify {run.path}; start a new run instead",
+            )
+        _check_metrics(rubric)
+        run.repair("records.jsonl")
+        for session in info.sessions:  # we hold the lock: a session still 'running' was killed
+            if session.get("status") == "running":
+                session["status"] = "killed"
+        return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"],
+                        mode="retry_errors" if retry_errors else "resume", console=console, progress=progress,
+                        allow_pending=allow_pending, use_cache=not info.no_cache if use_cache is None else use_cache,
+                        timing=timing)
+
+
+def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Case]]:
+    """The config, rubric and cases of a saved run: its snapshots, paths resolved next to the original config."""
+    if not info.config_path:
+        raise InputError("run.json has no config_path: the run predates resume support", file=run.path / "run.json",
+                         hint="start a new run")
+    base = Path(info.config_path).parent
+    config = load_config(run.path / "config.yaml", base_dir=base, secrets_from=Path(info.config_path),
+                         secrets_overrides=recorded_overrides(run.path))  # the snapshot holds them already
+    config = dataclasses.replace(config, output_dir=run.path.parent)
+    if info.target_overrides:
+        overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
+        config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
+    rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
+    cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
+    return config, rubric, cases
+
+
+def _endpoint_answers(config: Config, use_cache: bool | None) -> None:
+    """An endpoint that does not answer is exit 4 before the run directory exists. With the response cache on
+    the run may need no endpoint at all (every answer cached): the backend's own load decides then."""
+    cached = config.cache is not None and use_cache is not False
+    if config.target.backend == "openai" and not cached:
+        create_backend(config.target, config.generation).probe()
+
+
+def _check_judged(config: Config, cases: list[Case]) -> None:
+    if config.judge is not None or any((c.answer or {}).get("type") == "judge" for c in cases):
+        check_judged_cases(config, cases)
+
+
+def _check_metrics(rubric: Rubric) -> None:
+    """Fail on a metric that cannot load before spending time on the model; a local metric script is only
+    compiled here (`import evaluate` costs seconds, and judging imports it anyway), so the first request waits
+    only for what the target needs."""
+    for spec in rubric.evaluate:
+        path = Path(resolve_module(spec.module))
+        if not path.is_file():  # a hub id: only loading it says whether it is there (offline: it is not)
+            load_metric(spec.module)
+            continue
+        try:
+            compile(read_text(path, what="evaluate metric"), str(path), "exec")
+        except SyntaxError as exc:
+            raise InputError(f"evaluate metric failed to load: {exc.msg}", file=path, line=exc.lineno) from None
+
+
+def _test_judge_delay() -> None:
+    """Test hook, not a feature: RELEASEGATE_TEST_JUDGE_DELAY_S=S makes judging S seconds longer, spent inside
+    object finalizers (where a KeyboardInterrupt is printed as "Exception ignored" and dropped), so that
+    tests/test_signals.py can interrupt judging at its worst moment. Unset (always, outside tests): nothing."""
+    delay = float(os.environ.get("RELEASEGATE_TEST_JUDGE_DELAY_S") or 0)
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline:
+        _SlowFinalizer()
+
+
+class _SlowFinalizer:
+    def __del__(self) -> None:
+        time.sleep(0.005)
+
+
+def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache,
+             timing: Timing):
+    done = {r.case_id: r for r in run.read_records(required=False)}
+    # an empty answer is a failed request (`evidence.failure`): --retry-errors sends it again too
+    todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
+    load_phase = config.load is not None and info.load_phase is None
+    prefix_probe = config.prefix_cache is not None and info.prefix_cache is None
+    session = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
+               "status": "running"}
+    info.sessions.append(session)
+    info.cases, info.status, info.finished_at = len(cases), "running", None
+    info.phases = (["quality"] + (["load"] if config.load is not None else [])
+                   + (["prefix_cache"] if config.prefix_cache is not None else []))
+    run.write_info(info)
+    if mode != "start":
+        console.print(f"{mode.replace('_', ' ')}: {len(todo)} of {len(cases)} cases to run"
+                      + (", then the load phase" if load_phase else ""), markup=False, soft_wrap=True)
+    backend = cache = None
+    INTERRUPTION.active, INTERRUPTION.finished_with = (run, info), None
+    try:
+        INTERRUPTION.raise_if_pending()
+        cache = open_cache(config, fingerprint, use_cache, console) if todo else None
+        hits = cache_hits(cache, todo)
+        session["cached"] = len(hits)
+        if len(hits) < len(todo) or load_phase or prefix_probe:
+            with timing.part("model_load_s"):
+                backend = create_backend(config.target, config.generation, scale=config.scale)
+                _load(backend, info, console, progress)
+        generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
+        timing.add("generation_s", session["generation_seconds"])
+        keep_client(info, session, backend)
+        INTERRUPTION.raise_if_pending()
+        if load_phase:
+            for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
+                (run.path / stale).unlink(missing_ok=True)
+            with timing.part("load_phase_s"):
+                run_load_phase(backend, config, cases, run, info, console, progress)
+        INTERRUPTION.raise_if_pending()
+        if prefix_probe:
+            (run.path / JOURNAL).unlink(missing_ok=True)  # measured whole or not at all, like the load phase
+            run_prefix_cache(backend, config, cases, run, info)
+        INTERRUPTION.raise_if_pending()
+        if backend is not None:  # the model under test is done: free it before a local judge loads
+            backend.close()
+            backend = None
+        with timing.part("judging_s"):
+            _judge_outputs(run, info, config, console, progress, use_cache)
+        INTERRUPTION.raise_if_pending()
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        INTERRUPTION.taken = INTERRUPTION.taken or interrupted
+        info.status = session["status"] = "interrupted" if interrupted else "failed"
+        info.finished_at = session["finished_at"] = now()
+        keep_client(info, session, backend)  # the part that ran was measured by this client: it counts too
+        info.timing = session["timing"] = timing.as_dict()
+        run.write_info(info)
+        seal(run.path, "check")
+        INTERRUPTION.active = None
+        if interrupted:
+            _print_resume_hint(console, run)
+        raise
+    finally:
+        if backend is not None:
+            backend.close()
+        if cache is not None:
+            cache.close()
+    # Every record is in, but run.json says 'complete' only from just before the reports (which show it) are
+    # written: a run stopped while judging is 'interrupted' (killed: 'running'), and `check --resume` then
+    # judges it and writes the reports without generating anything.
+    info.status = session["status"] = "complete"
+    info.finished_at = session["finished_at"] = now()
+    try:
+        corpus = CorpusScores.of(run)
+        with timing.part("judging_s"), step(console, progress, "judging"):
+            report = _judge(run, info, rubric, mode, allow_pending, corpus)
+        report = judged_by_snapshot(report, run.path)  # the report names the rubric that judged it
+        _test_judge_delay()
+        INTERRUPTION.raise_if_pending()
+        run.write_info(info)
+        corpus.save(run)  # the corpus metric values, for every later `gate` to read
+        with timing.part("reports_s"), step(console, progress, "writing the reports"):
+            write_reports(run, report)
+        info.timing = session["timing"] = timing.as_dict()
+        run.write_info(info)
+        seal(run.path, "check")
+        INTERRUPTION.finish(report["exit_code"])  # on disk and sealed: from here on a signal cannot undo the verdict
+        INTERRUPTION.active = None
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            INTERRUPTION.taken = True
+            info.status = session["status"] = "interrupted"
+        info.timing = session["timing"] = timing.as_dict()
+        run.write_info(info)  # any other error: 'complete', every record is in and `gate` can judge it again
+        seal(run.path, "check")
+        INTERRUPTION.active = None
+        if isinstance(exc, KeyboardInterrupt):
+            _print_resume_hint(console, run)
+        raise
+    return run, report
+
+
+def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending: bool, corpus) -> dict:
+    """The verdict on the run's records as they are now on disk; `corpus`: the run's stored `evaluate` values,
+    given those computed here (`scorers.CorpusScores`)."""
+    labels = None
+    if mode != "start":  # reviewers may have labelled part of the run while it was stopped
+        labels = read_labels(run)
+    return gate_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
+                     labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
+                     edited=edited_evidence(run.path, found_only=True), corpus_scores=corpus)
+
+
+def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:
+    """The LLM judge grades the judge-scored outputs (releasegate.llm_judge.stage), when the config has one."""
+    if config.judge is None:
+        return
+
+    judge_stage(run, info, config, console=console, bar_factory=lambda: progress_bar(console, progress),
+                use_cache=use_cache, between=INTERRUPTION.raise_if_pending)
+
+
+def _print_resume_hint(console: Console, run: RunDir) -> None:
+    console.print(f"interrupted; finish it with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
+
+
+def _start(
+    run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool, target_overrides: dict | None = None
+) -> RunInfo:
+    run.write_text("config.yaml", config.snapshot_text())  # credentials masked (userinfo, tokens, secret values)
+    run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
+    info = RunInfo(
+        comparability=settings_key(_as_run(config.raw, limit), rubric.as_dict()),
+        run_id=run.path.name,
+        created_at=now(),
+        target=config.target.describe(),
+        backend=config.target.backend,
+        cost=dataclasses.asdict(config.cost) if config.cost else None,
+        versions=_versions(config.target.backend),
+        host={"platform": platform.platform(), "cpus": os.cpu_count(), "threads": config.target.threads},
+        config_path=str(config.path.resolve()),
+        limit=limit,
+        no_cache=no_cache,
+        target_overrides={k: str(v) if isinstance(v, Path) else v for k, v in target_overrides.items()}
+        if target_overrides else None,
+    )
+    run.write_info(info)
+    return info
+
+
+def _as_run(raw: dict, limit: int | None) -> dict:
+    """The config as the run runs it: `--limit` also bounds the load phase (`load_phase.limited_load`), so a
+    limited run's load profile is another load than the full one's (`servers` does not compare them)."""
+    if limit is None or not raw.get("load"):
+        return raw
+    return {**raw, "load": {**raw["load"], "limit": limit}}
+
+
+def _load(backend: Backend, info: RunInfo, console: Console, progress: bool) -> None:
+    started = time.perf_counter()
+    with step(console, progress, f"loading {info.target}"):
+        backend.load()
+    info.load_seconds = time.perf_counter() - started
+    info.versions.update(_versions(info.backend, loaded=True))
+
+
+def _versions(backend: str, loaded: bool = False) -> dict[str, str]:
+    out = {"python": platform.python_version(), "releasegate": __version__}
+    if loaded and backend == "hf":
+        import peft
+        import torch
+        import transformers
+
+        out.update(torch=torch.__version__, transformers=transformers.__version__, peft=peft.__version__)
+    return out

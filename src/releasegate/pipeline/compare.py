@@ -1,0 +1,70 @@
+"""Two saved runs compared (`releasegate compare`): the paired comparison of their shared cases, and what keeps
+it from standing for the runs.
+
+Refused (exit 2): the baseline is the candidate itself (the same directory, or a copy), or the runs were made
+with different generation settings (`comparability`). INCONCLUSIVE at best: a baseline that is not whole or
+measured nothing (TARGET_ERROR), a candidate cut short, a case id whose contents differ between the runs (left
+out and named). A load profile, SLO or rubric that differs is named in `settings_note` and decides nothing:
+compare re-scores both runs' quality records with one rubric and reads no load-phase figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..gate.comparability import (
+    BASELINE_PARTS,
+    baseline_problems,
+    coverage_problem,
+    describe_differences,
+    differences,
+    same_run,
+    saved_settings_key,
+    settings_problem,
+)
+from ..gate.health import saved_run_problems, target_failure
+from ..gate.latency_source import quality_source
+from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, comparison_verdict
+from ..inputs.rubric import load_rubric
+from ..record.judge_verdicts import run_verdicts
+from ..record.records import RunDir
+from ..record.seal import sealed_snapshot
+
+__all__ = ["compare_runs"]
+
+
+def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, confidence: float = 0.95) -> dict:
+    """The comparison of `candidate` with `baseline` on their shared cases, with its verdict; `rubric` (default:
+    the candidate's snapshot) gives the forbidden rules and the baseline margins."""
+    base_run, cand_run = RunDir(baseline), RunDir(candidate)
+    base_info, cand_info = base_run.read_info(), cand_run.read_info()
+    if same_run(base_run.path, base_info, cand_run.path, cand_info):
+        raise InputError("the baseline and the candidate are the same run: a run is no evidence about itself",
+                         file=candidate, hint="compare the candidate with another run")
+    base_key, cand_key = saved_settings_key(base_run.path, base_info), saved_settings_key(cand_run.path, cand_info)
+    refused = settings_problem(base_key, cand_key, BASELINE_PARTS)
+    if refused is not None:
+        raise InputError(refused, file=candidate, hint="compare runs made with the same generation settings")
+    policy = load_rubric(rubric if rubric is not None else sealed_snapshot(cand_run.path, "rubric.yaml"))
+    margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
+    base, cand = base_run.read_records(), cand_run.read_records()
+    base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
+    result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence),
+                             base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
+    verdict = comparison_verdict(result)
+    # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
+    problems = [f"baseline run: {p}" for p in baseline_problems(base_run.path, base_info, base, base_load)]
+    problems += [f"candidate run: {p}" for p in saved_run_problems(cand_run.path, cand_info, cand, cand_load)]
+    problems += [note for note in (changed_note(result), coverage_problem(result["shared_cases"], base_info.cases or len(base))) if note]
+    target = target_failure(cand, cand_load)
+    if target is not None and verdict != "FAIL":
+        verdict = "TARGET_ERROR"
+    elif problems and verdict == "PASS":
+        verdict = "INCONCLUSIVE"
+    other = differences(base_key, cand_key)[0]
+    return {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict,
+            "incomplete": "; ".join(problems) or None, "target_error": target,
+            "settings_note": f"the runs differ in {describe_differences(other)} (not used by compare)" if other else None,
+            # compare reads the quality cases: their latency, under the load each run sent them with
+            "latency_sources": {"baseline": quality_source(base_info, base), "candidate": quality_source(cand_info, cand)},
+            **result}

@@ -1,0 +1,334 @@
+"""The gate: a function of the run record and a rubric -> the gate report (verdict and metrics).
+
+It scores every record from disk (reading the scores stored with it while what they were computed from is unchanged,
+`scorers.stored`), so `releasegate gate RUN_DIR` with a changed rubric needs no model, and deciding again recomputes
+only what changed.
+"""
+
+from __future__ import annotations
+
+from ..extras import require
+from ..gate.baseline import baseline_comparison, comparison_results
+from ..gate.capacity import capacity_metric, capacity_view, gated_records, judge_capacity
+from ..gate.case_detail import case_reviews, failing_cases
+from ..gate.criteria import (
+    EXIT_CODES,
+    FAIL,
+    INCONCLUSIVE,
+    NEEDS_REVIEW,
+    TARGET_ERROR,
+    CriterionResult,
+    Undecided,
+    judge_criterion,
+    meets,
+    overall_verdict,
+)
+from ..gate.health import (
+    client_batched_share,
+    client_kind,
+    client_lag_ms,
+    client_load,
+    client_saturation,
+    phase_counts,
+    run_problems,
+    target_failure,
+)
+from ..gate.latency_source import latency_source, quality_source
+from ..inputs.rubric import Criterion, Rubric
+from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
+from ..record.gate_report import typed_report
+from ..record.metrics import (
+    ERROR_METRICS,
+    KNOWN_METRICS,
+    batched_stream,
+    compute_metric,
+    is_phased,
+    latency_exclusions,
+    latency_phase,
+    measured,
+    percentile_of,
+    phase_records,
+    select,
+    slices_of,
+    stream_timed,
+    timing_derived_cost,
+)
+from ..record.records import CaseRecord, RunInfo
+from ..record.review_labels import LabelEdit
+from ..review.summary import summarize_review
+from ..scorers import score_records
+from ..scorers.evaluate_metric import evaluate_value
+from ..stats.sample_weights import sample_only, stratum_counts
+
+__all__ = ["gate_run", "SUMMARY_METRICS", "run_facts", "DEFAULT_ERROR_GUARD"]
+
+SUMMARY_METRICS = (
+    "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load",
+    "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99",
+    "itl_ms_p50", "itl_ms_p95", "itl_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
+    "send_lag_ms_p50", "send_lag_ms_p99", "ttft_sched_ms_p95", "e2e_sched_ms_p95", "output_tokens_per_s", "output_tokens_per_s_request_p50",
+    "cost_per_1m_output_tokens", "cost_usd_total", "capacity_rps",
+)
+_SLICE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95", "tpot_ms_p95")
+
+
+DEFAULT_ERROR_GUARD = 0.01
+"""With no error-rate criterion in the rubric, the gate adds `error_rate <= 0.01` over every phase."""
+
+
+def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, phase: str = "quality") -> dict:
+    """Run-level facts metrics need: generation time, system throughput, cost config. Tokens and seconds come
+    from the same phase (`both`: the two phases' tokens over the two phases' seconds)."""
+    tokens = sum(r.tokens.output or 0 for r in measured(records))  # cached responses took no generation time
+    load_seconds = (info.load_phase or {}).get("seconds")
+    seconds = {"quality": info.generation_seconds, "load": load_seconds}.get(phase)
+    if phase == "both":
+        seconds = (info.generation_seconds or 0.0) + (load_seconds or 0.0) if info.generation_seconds and load_seconds else None
+    return {
+        "generation_seconds": seconds,
+        "system_output_tokens_per_s": tokens / seconds if seconds else None,
+        "cost": cost,
+        "all_records": True,
+    }
+
+
+def gate_run(
+    info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
+    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts=None, edited: list[str] = (),
+    corpus_scores=None,
+) -> dict:
+    """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
+
+    Quality metrics come from the quality cases; latency, throughput and cost from the phase the rubric's
+    `latency_from` names (auto: the load phase when one ran); error rates from every phase. Records are scored
+    per phase: a load request never shares a score with a quality case of the same id. `labels` are the run's
+    human labels (reviews.jsonl): approval below the rubric's minimum fails, and pending required review gives
+    NEEDS_REVIEW unless `allow_pending`. `verdicts` are the run's LLM-judge verdicts (`llm_judge.run_verdicts`):
+    judge-scored answers without one are unknown, and criteria they feed are insufficient while the judge is not
+    calibrated against the reviewers' labels. Run health (see `health`; `edited`: the run's own files edited since
+    releasegate sealed them, `record.seal.edited_evidence`) and target failure override the criteria.
+    `corpus_scores` (`scorers.CorpusScores`): the run's stored `evaluate` values, read where they match and given
+    the values computed here; without it every value is computed."""
+    load_records = load_records or []
+    scores = score_records(records, rubric.forbidden, verdicts)  # the quality phase's
+    phase = latency_phase(rubric.latency_from, load_records)
+    # a capacity sweep is judged at its capacity: latency, throughput and cost from that step, error rates from
+    # the steps at or below it (those above were meant to break the objective)
+    sweep = capacity_view(info, load_records, rubric.max_client_lag_share)
+    gated_load, timed_load = gated_records(sweep, load_records)
+    info_at = _at_capacity(info, sweep)
+    timed = phase_records(phase, records, timed_load)
+    facts = {**run_facts(info_at, timed, cost, phase=phase), "strata": stratum_counts(records)}  # sample weights
+    evaluate_values = _evaluate_metrics(rubric, corpus_scores)
+    by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
+
+    def measure(name: str, slice_: dict | None, confidence: float | None = None):
+        if name == "capacity_rps":
+            return capacity_metric(sweep)
+        source = by_phase.get(name) if name in by_phase else (timed if is_phased(name) else records)
+        chosen = select(source, slice_)
+        if name in evaluate_values:
+            return evaluate_values[name](chosen)
+        return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
+
+    criteria = rubric.criteria + _default_guards(rubric)
+    results = [_capacity_cause(judge_capacity(c, sweep) if c.metric == "capacity_rps"  # the range the sweep showed
+               else judge_criterion(c, measure(c.metric, c.slice, c.confidence))) for c in criteria]
+    results = [_nothing_sent(r, records + gated_load) for r in results]
+    lag, client = client_lag_ms(info, phase), client_kind(info, phase)
+    saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share,
+                                  **client_load(info, phase, timed))  # a busy machine told from a busy client
+    if saturated:
+        results = [_undecided(r, saturated) if _client_bound(r, lag, client, cost) else r for r in results]
+    batched = batched_stream(client_batched_share(info, phase), rubric.max_itl_batched_share)
+    if batched:
+        results = [_undecided(r, batched) if stream_timed(r.criterion.metric) else r for r in results]
+    comparison = baseline_comparison(rubric, records, verdicts, info)
+    if comparison is not None:
+        results += comparison_results(comparison)
+    review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
+    results += review.results
+    judge = judge_section(info, records, scores, labels, rubric, verdicts)
+    results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge,
+                                     labels or [], rubric.review)
+    problems = run_problems(info, records, load_records) + list(edited)
+    target = target_failure(records, load_records)
+    verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
+                              incomplete=bool(problems), target_failed=target is not None)
+    failing = failing_cases(records, scores, limit=None, reviews=case_reviews(labels or []))
+    return typed_report({
+        "incomplete": "; ".join(problems) or None,
+        "target_error": target,
+        "comparison": comparison,
+        "run_id": info.run_id,
+        "target": info.target,
+        "rubric": rubric.name,
+        "verdict": verdict,
+        "exit_code": EXIT_CODES[verdict],
+        "verdict_reason": (_verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records)
+                           + (f"; on the first {info.limit} case(s) only (check --limit)" if info.limit else "")),
+        "criteria": [r.as_dict() for r in results],
+        "latency_from": phase,
+        "latency_source": latency_source(info, records, phase, sweep),
+        "slices_latency_source": quality_source(info, records),
+        "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
+        "latency_excluded": latency_exclusions(timed),
+        "client_saturated": saturated,
+        "load_phase": info.load_phase,
+        "capacity": _capacity_report(sweep, info_at, timed_load, cost),
+        "prefix_cache": info.prefix_cache,
+        "slices": _slices(records, scores, facts),
+        "counts": _counts(records, load_records),
+        "failing_cases": failing[:FAILING_CASES_KEPT],
+        "failing_cases_total": len(failing),
+        "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
+        "review": review.rows,
+        **({"judge": judge} if judge is not None else {}),
+    })
+
+
+FAILING_CASES_KEPT = 1000
+"""report.json keeps the first this many failing cases (failing_cases_total says how many there are)."""
+
+
+def _at_capacity(info: RunInfo, sweep: dict | None) -> RunInfo:
+    """The run as its figures see it: for a sweep, the load phase lasted as long as its capacity step."""
+    if sweep is None:
+        return info
+    step = next((s for s in sweep["steps"] if s["step"] == sweep["capacity_step"]), None)
+    return info.model_copy(update={"load_phase": {**info.load_phase, "seconds": step["seconds"] if step else None}})
+
+
+def _capacity_report(sweep: dict | None, info_at: RunInfo, at_capacity: list, cost: dict | None) -> dict | None:
+    """The sweep for the reports, with the cost per 1M output tokens at the capacity."""
+    if sweep is None:
+        return None
+    value = compute_metric("cost_per_1m_output_tokens", at_capacity, {}, run_facts(info_at, at_capacity, cost, phase="load"))
+    return {**sweep, "cost_per_1m_output_tokens": value.value, "cost_note": value.note}
+
+
+COST_METRICS = ("cost_per_1m_output_tokens", "cost_usd_total")
+_BOTH_WAYS = ("tpot_ms", "itl_ms")
+"""A late client can make these smaller as well as larger (gaps read together are stamped together)."""
+_SEND_STAMPED = ("ttft_ms", "e2e_ms")
+"""Measured from the client's own send stamp: smaller than the truth when that stamp is late. The lean client
+stamps right after its write (measured accurate to 0.3 ms at 1,024 streams); the openai client's transport hands
+the loop back before the stamp, which comes late under load (about 30 ms at 64 streams, 200 ms at 256)."""
+
+
+def _client_bound(result: CriterionResult, lag_ms: float, client: str | None, cost: dict | None = None) -> bool:
+    """Whether a saturated client leaves this criterion undecided. TPOT and ITL can be wrong either way, and so
+    can TTFT and E2E unless the lean client stamped the send: undecided. Otherwise a late client only makes
+    latency (from the schedule, or from the lean client's send), send lag, throughput and self-hosted cost look
+    worse: their passes stand, and a failure is undecided unless it fails even with the client's lag (p99) taken
+    off. Cost from an API price table is counted tokens times prices: no timing in it, so it stands either way."""
+    metric, c = result.criterion.metric, result.criterion
+    if not is_phased(metric) or (metric in COST_METRICS and not timing_derived_cost(cost)):
+        return False
+    base = metric.rpartition("_p")[0]
+    if base in _BOTH_WAYS or (base in _SEND_STAMPED and client != "lean"):
+        return True
+    if result.verdict != "fail":
+        return False
+    if percentile_of(metric) is None or result.value.value is None or c.op not in ("<=", "<"):
+        return True  # throughput and cost: no way to take the client's share off
+    return meets(c.op, result.value.value - lag_ms, c.threshold)
+
+
+def _undecided(result: CriterionResult, why: str) -> CriterionResult:
+    return result.undecided(why, Undecided.CLIENT)
+
+
+def _capacity_cause(result: CriterionResult) -> CriterionResult:
+    """An undecided capacity is no lack of samples: the sweep established no capacity, and no rubric switch
+    makes an unknown capacity stand beside the other criteria."""
+    if result.verdict != "insufficient" or result.criterion.metric != "capacity_rps":
+        return result
+    return result.undecided(result.reason, Undecided.CAPACITY)
+
+
+def _nothing_sent(result: CriterionResult, records: list[CaseRecord]) -> CriterionResult:
+    """The default guard on a run that sent no request (every case answered from the response cache, which keeps
+    only answers): no request failed, so the guard holds. A rubric's own error-rate criterion stays unknown."""
+    if result.criterion.origin != "guard" or result.value.n or not records or not all(r.cached for r in records):
+        return result
+    return CriterionResult(result.criterion, result.value, "pass", "no request sent: every case came from the "
+                           "response cache, which keeps only answers")
+
+
+def _default_guards(rubric: Rubric) -> tuple[Criterion, ...]:
+    if any(c.metric in ERROR_METRICS for c in rubric.criteria):
+        return ()
+    return (Criterion(name="error_rate (default guard)", metric="error_rate", op="<=", threshold=DEFAULT_ERROR_GUARD,
+                      origin="guard"),)
+
+
+def _verdict_reason(verdict: str, results, problems: list[str], target: str | None, pending: bool) -> str:
+    """Why the run got its verdict, in one line."""
+    if verdict == TARGET_ERROR:
+        return target or ""
+    failed = [r.criterion.name for r in results if r.verdict == "fail"]
+    if verdict == FAIL:
+        return f"{len(failed)} criterion(s) failed: " + ", ".join(failed[:5])
+    if problems:
+        return "incomplete run: " + "; ".join(problems)
+    if verdict == NEEDS_REVIEW:
+        return "required human review is pending"
+    undecided = [r.criterion.name for r in results if r.verdict == "insufficient"]
+    if verdict == INCONCLUSIVE:
+        if not any(r.verdict == "pass" and r.criterion.origin in ("rubric", "baseline") for r in results):
+            return "no criterion of the rubric was decided"
+        named = [f"{r.criterion.name} ({r.cause or 'undecided'})" for r in results if r.verdict == "insufficient"]
+        return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(named[:5])
+    allowed = f" ({len(undecided)} undecided, allowed by allow_insufficient)" if undecided else ""
+    return f"every criterion passed{allowed}"
+
+
+def _sample_note(records: list[CaseRecord]) -> str:
+    """What a verdict on a `sample.estimate: sample` suite speaks for: its sample, not the source."""
+    suites = sample_only(records)
+    if not suites:
+        return ""
+    return (f"; rates of {', '.join(suites)} describe the sample only, not its source (sample.estimate: sample)")
+
+
+def _evaluate_metrics(rubric: Rubric, stored) -> dict:
+    """The rubric's `evaluate` metrics by name, each a function of the records chosen: a stored value where one
+    matches, else computed (the module is loaded only then)."""
+    if rubric.evaluate:  # found, not imported: a missing extra is one line before anything is judged
+        require("the rubric's evaluate: metrics", "evaluate", field="evaluate")
+    out = {}
+    for spec in rubric.evaluate:
+
+        def run(chosen, spec=spec):
+            return evaluate_value(spec, select(chosen, spec.slice), stored)
+
+        out[spec.name] = run
+    return out
+
+
+def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
+    """Per-slice figures for the suite and every low-cardinality tag."""
+    rows = []
+    for slice_ in slices_of(records):
+        chosen = select(records, slice_)
+        (key, value), = slice_.items()
+        row = {"slice": f"{key}={value}", "n": len(chosen)}
+        for name in _SLICE_METRICS:
+            row[name] = compute_metric(name, chosen, scores, {**facts, "all_records": False}).value
+        rows.append(row)
+    return rows
+
+
+def _counts(records: list[CaseRecord], load_records: list[CaseRecord]) -> dict:
+    """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys)."""
+    quality = phase_counts(records)
+    phases = {"quality": quality}
+    if load_records:
+        phases["load"] = phase_counts(load_records)
+    phases["all"] = phase_counts(records + load_records)
+    return {"cases": len(records), "succeeded": quality["succeeded"], "errors": quality["errors"],
+            "cached": quality["cached"], "phases": phases}
+
+
+assert set(SUMMARY_METRICS) <= set(KNOWN_METRICS)

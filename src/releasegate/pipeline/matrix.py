@@ -1,0 +1,113 @@
+"""The variant matrix: every variant of `variants` run in full and compared with the first (the reference):
+quality delta with the paired test, TTFT / TPOT / E2E P95 ratios, cost ratio, and the share of outputs identical
+to the reference. Each variant is a full run under reports/<matrix-id>/<variant>/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from rich.console import Console
+
+from ..gate.comparability import describe_differences, differences, saved_settings_key
+from ..gate.criteria import EXIT_CODES
+from ..gate.paired_comparison import compare_records
+from ..inputs.validation import load_inputs
+from ..record.records import RunDir
+from .check import new_run_id, run_check
+from .variants import parse_variants, variant_changes, variant_config
+
+__all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
+
+
+def run_matrix(config_path: Path, variants: str, *, draft: Path | None, console: Console, progress: bool,
+               run_id: str | None = None, output_dir: Path | None = None, limit: int | None = None,
+               allow_pending: bool = False, overrides: tuple[str, ...] = ()) -> dict:
+    """Run every variant in full, compare each with the first, write matrix.json; the matrix result.
+    `overrides`: `--set KEY=VALUE` over the config file, for every variant."""
+    cfg, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)  # only the cases it runs are read
+    names = parse_variants(variants)
+    draft = draft if draft is not None else cfg.target.draft
+    root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-matrix")
+    runs, reports = {}, {}
+    for name in names:
+        console.print(f"[bold]variant {name}[/]")
+        vcfg = dataclasses.replace(variant_config(cfg, name, draft), output_dir=root)
+        runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name,
+                                              limit=limit, target_overrides=variant_changes(name, draft),
+                                              allow_pending=allow_pending)
+    rows = matrix_rows(runs, reports, rubric.forbidden)
+    verdict = matrix_verdict(rows)
+    result = {"reference": names[0], "verdict": verdict, "exit_code": EXIT_CODES[verdict], "variants": rows,
+              "dir": str(root)}
+    RunDir(root).write_json("matrix.json", result)
+    return result
+
+def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rules) -> list[dict]:
+    """One row per variant against the first (the reference)."""
+    names = list(runs)
+    ref_name = names[0]
+    ref = runs[ref_name].read_records()
+    ref_out = {r.case_id: r.output for r in ref}
+    ref_key = _settings(runs[ref_name])
+    rows = []
+    for name in names:
+        records = runs[name].read_records()
+        comparison = compare_records(ref, records, forbidden_rules)
+        differ, _ = differences(ref_key, _settings(runs[name]))
+        acc = next((r for r in comparison["rows"] if r["metric"] == "accuracy"), None)
+        same = sum(r.output == ref_out.get(r.case_id) for r in records)
+        metrics, ref_metrics = reports[name]["metrics"], reports[ref_name]["metrics"]
+        rows.append({
+            "variant": name,
+            "batch_size": max((r.timing.batch_size for r in records), default=None),
+            "verdict": reports[name]["verdict"],
+            "verdict_reason": reports[name].get("verdict_reason") or "",
+            "latency_source": reports[name].get("latency_source"),  # the load its TTFT / TPOT ratios were measured under
+            "accuracy": metrics["accuracy"]["value"],
+            "accuracy_delta": acc["delta"] if acc else None,
+            "accuracy_p": acc["p_value"] if acc else None,
+            "quality_verdict": "insufficient" if differ else _quality_verdict(comparison),
+            "not_comparable": f"differs from the reference in {describe_differences(differ)}" if differ else None,
+            "changed_cases": comparison["changed_cases"],
+            "identical_share": same / len(records) if records else None,
+            **{f"{m}_ratio": _ratio(metrics, ref_metrics, m) for m in ("ttft_ms_p95", "tpot_ms_p95", "e2e_ms_p95", "cost_per_1m_output_tokens")},
+            "ttft_ms_p95": metrics["ttft_ms_p95"]["value"],
+            "tpot_ms_p95": metrics["tpot_ms_p95"]["value"],
+            "output_tokens_per_s": metrics["output_tokens_per_s"]["value"],
+            "run": str(runs[name].path),
+        })
+    return rows
+
+
+def _settings(run: RunDir) -> dict:
+    """The variant run's comparability settings (every variant starts from one config: they should agree)."""
+    return saved_settings_key(run.path, run.read_info())
+
+
+def _quality_verdict(comparison: dict) -> str:
+    verdicts = [r["verdict"] for r in comparison["rows"] if r["metric"] in ("accuracy", "format_compliance", "forbidden_rate")]
+    if "fail" in verdicts:
+        return "fail"
+    if not verdicts or not comparison["shared_cases"] or "insufficient" in verdicts or comparison["changed_cases"]:
+        return "insufficient"  # nothing compared, or a case that changed under the same id, is never a pass
+    return "pass"
+
+
+_RANK = {"PASS": 0, "NEEDS_REVIEW": 1, "INCONCLUSIVE": 2, "FAIL": 3, "TARGET_ERROR": 4}
+
+
+def matrix_verdict(rows: list[dict]) -> str:
+    """The worst of every variant's own gate verdict and its quality comparison with the reference."""
+    worst = "PASS"
+    for row in rows:
+        quality = {"fail": "FAIL", "insufficient": "INCONCLUSIVE"}.get(row["quality_verdict"], "PASS")
+        for verdict in (row["verdict"], quality):
+            worst = verdict if _RANK.get(verdict, 3) > _RANK[worst] else worst
+    return worst if rows else "INCONCLUSIVE"
+
+
+def _ratio(metrics: dict, ref: dict, name: str) -> float | None:
+    a, b = metrics[name]["value"], ref[name]["value"]
+    return a / b if a is not None and b else None

@@ -1,0 +1,146 @@
+"""A saved run judged again (`releasegate gate`): after a rubric change, new human labels or judge verdicts. The
+outputs are never regenerated: their scores are read from the run record where what they were computed from is
+unchanged (`scorers.stored`), computed again where it changed.
+
+The run's own reports (report.json, .md, .html, .junit.xml, .csv) are its record: the verdict under the run's
+rubric (its sealed snapshot, rubric.yaml). Only that judgment rewrites and re-seals them. Judging by another
+rubric (`--rubric FILE` whose policy differs from the snapshot) is a what-if: its reports go beside the record,
+into RUN/whatif/<rubric stem>-<first 12 hex of its sha256>/, or into `-o DIR`, and the run's files are left byte
+for byte as they were. Every report carries `judged_by` (the rubric file and sha256 that judged it, the
+snapshot's sha256, and whether it was a what-if), so no report can pass for another rubric's verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..gate.health import planned_phases
+from ..inputs.rubric import Rubric, load_rubric
+from ..outputs import check_output_path, write_output_file
+from ..record.gate_report import typed_report
+from ..record.judge_verdicts import run_verdicts
+from ..record.records import RunDir
+from ..record.review_labels import read_labels
+from ..record.seal import edited_evidence, seal, sealed_snapshot
+from ..redaction import redact
+from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
+from ..scorers import CorpusScores
+from ..text import valid_text
+from .gate import gate_run
+
+__all__ = ["regate", "Regated", "judged_by_snapshot", "WHATIF_DIR"]
+
+WHATIF_DIR = "whatif"
+"""Where, inside a run directory, `gate --rubric FILE` writes the reports of a what-if judgment by default."""
+SNAPSHOT = "rubric.yaml"
+
+
+@dataclass(frozen=True)
+class Regated:
+    """The outcome of `gate`: the run, the new report, and where its reports were written."""
+
+    run: RunDir
+    report: dict
+    written_to: Path
+    """The run directory (the official judgment) or the what-if directory (`judged_by.whatif`, or `-o`)."""
+
+    @property
+    def official(self) -> bool:
+        """Whether the run's own reports were rewritten (and sealed)."""
+        return self.written_to == self.run.path
+
+
+def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = False,
+            output: Path | None = None, force: bool = False) -> Regated:
+    """Judge a saved run by `rubric` (default: the run's snapshot). The run's reports are rewritten only for
+    the run's own rubric and no `output`; otherwise the reports go to `output` or the run's what-if directory."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    info.phases = planned_phases(run.path, info)  # gate_run reads the health of the phases planned
+    policy, judged_by = _policy(run.path, rubric)
+    report = gate_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
+                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info),
+                       edited=edited_evidence(run.path),
+                       corpus_scores=CorpusScores.of(run))  # read only: the gate adds nothing to the run's journals
+    report = typed_report({**report, "judged_by": judged_by})
+    if output is None and not judged_by["whatif"]:
+        write_reports(run, report)
+        seal(run.path, "gate")
+        return Regated(run, report, run.path)
+    where = output if output is not None else run.path / WHATIF_DIR / _whatif_name(judged_by)
+    _write_beside(run, report, Path(where), force=force or output is None)
+    return Regated(run, report, Path(where))
+
+
+def judged_by_snapshot(report: dict, run_path: Path) -> dict:
+    """`report` with `judged_by` naming the run's own rubric snapshot (what `check` judges by)."""
+    digest = _sha256(Path(run_path) / SNAPSHOT)
+    judged_by = {"file": SNAPSHOT, "sha256": digest, "snapshot_sha256": digest, "whatif": False}
+    return typed_report({**report, "judged_by": judged_by})
+
+
+def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict]:
+    """The rubric to judge by and its `judged_by` entry. A `rubric` file whose policy is the snapshot's (the
+    rubric the run started from, passed again) judges as the run's own; any difference makes a what-if. A
+    snapshot edited since it was sealed is never the run's rubric: without `rubric` that is an InputError."""
+    snapshot_sha = _sha256(run_path / SNAPSHOT)
+    if rubric is None:
+        policy = load_rubric(sealed_snapshot(run_path, SNAPSHOT))
+        return policy, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False}
+    policy = load_rubric(rubric)
+    own = _snapshot_policy(run_path)
+    if own is not None and _same_policy(policy, own):
+        return own, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False}
+    return policy, {"file": str(rubric), "sha256": _sha256(Path(rubric)), "snapshot_sha256": snapshot_sha,
+                    "whatif": True}
+
+
+def _snapshot_policy(run_path: Path) -> Rubric | None:
+    """The run's own rubric, or None when its snapshot is missing, unreadable or edited since it was sealed."""
+    try:
+        return load_rubric(sealed_snapshot(run_path, SNAPSHOT))
+    except InputError:
+        return None
+
+
+def _same_policy(a: Rubric, b: Rubric) -> bool:
+    """The same policy, name included: what the snapshot would hold for each (`Rubric.as_dict`)."""
+    def canonical(r: Rubric) -> str:
+        return json.dumps(r.as_dict(), sort_keys=True, default=str)
+
+    return canonical(a) == canonical(b)
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _whatif_name(judged_by: dict) -> str:
+    """'<rubric stem>-<12 hex of its sha256>': one directory per rubric content, so a what-if judged again by the
+    same file replaces its own reports and never another rubric's."""
+    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(judged_by["file"]).stem) or "rubric"
+    return f"{stem}-{(judged_by['sha256'] or '')[:12]}"
+
+
+def _write_beside(run: RunDir, report: dict, where: Path, *, force: bool) -> None:
+    """Every report format into `where` (created), under the `-o` rules (`outputs.check_output_path`: never over a
+    run's own files; an existing file only with `force`). The run directory is not written, nor sealed."""
+    texts = rendered_reports(run, report)
+    if where.resolve() == run.path.resolve() or (where.resolve() / "run.json").is_file():
+        raise InputError("is a run directory, whose files are the run's evidence", file=where,
+                         hint="write what-if reports to another directory")
+    targets = [check_output_path(where / name, force=force) for name in texts]
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the directory: {exc.strerror}", file=where) from None
+    for path, text in zip(targets, texts.values()):
+        write_output_file(path, valid_text(redact(text)).encode("utf-8"))
+    append_step_summary(render_markdown(report))

@@ -1,0 +1,160 @@
+"""Serving stacks side by side: the same suites (and load) run against two or more targets (llama.cpp, vLLM, the
+local hf model...), each judged again from its own records by its own rubric snapshot (the gate library, as
+`releasegate gate` does, in memory: report.json is never trusted), compared in one report with a plain
+recommendation.
+
+Per target: the verdict; quality (accuracy, format compliance, forbidden rate); latency split the way inference
+works, TTFT (prefill) and TPOT (decode), and which one the median request spends most of its time in
+(`bottleneck`: prefill when TTFT p50 is at least half of E2E p50, else decode); throughput; cost per 1M output
+tokens; capacity at the latency objective and the cost there, when the load phase was a sweep. Per target against
+the first (the reference): paired quality parity on the shared cases (`compare.compare_records`: the same id and
+contents; identical greedy outputs, accuracy delta, the comparison's verdict) and the share of the reference's
+cases it covers.
+
+Comparability (`comparability`): the same run given twice, or a target whose generation settings, load profile or
+latency objective differ from the reference's, is refused (exit 2); a target judged by another rubric is shown
+but never eligible (its verdict answers another question); settings a run does not record (a run older than the
+key with no config.yaml snapshot) are named in the target's `unchecked` warning.
+
+The recommendation is made only among targets whose gate said PASS, judged by the reference's rubric, and whose
+quality parity is decided PASS on at least `min_parity_share` (default 0.9) of the reference's cases. Among them:
+the highest capacity at the objective when every one has a capacity, else the lowest cost per 1M output tokens,
+else the lowest TTFT p95. A capacity floor ("at least X": the sweep never broke the objective) is not X: it ranks
+above a measured value it meets, and beside one it does not (capacity cannot order them; the lowest cost among
+those left does). No eligible target: no recommendation, exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import InputError
+from ..gate.comparability import describe_differences, differences, same_run, saved_settings_key
+from ..gate.health import planned_phases
+from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
+from ..inputs.rubric import load_rubric
+from ..record.judge_verdicts import run_verdicts
+from ..record.records import RunDir
+from ..record.review_labels import read_labels
+from ..record.seal import edited_evidence, sealed_snapshot
+from ..scorers import CorpusScores
+from .gate import gate_run
+from .server_ranking import recommend
+
+__all__ = ["compare_servers", "PREFILL_BOUND_SHARE", "MIN_PARITY_SHARE"]
+
+PREFILL_BOUND_SHARE = 0.5
+"""A target whose median TTFT is at least this share of its median E2E is prefill-bound, else decode-bound."""
+MIN_PARITY_SHARE = 0.9
+"""`servers --min-parity-share`: parity must be decided on at least this share of the reference's cases."""
+_FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p50", "ttft_ms_p95",
+            "tpot_ms_p50", "tpot_ms_p95", "e2e_ms_p50", "output_tokens_per_s", "cost_per_1m_output_tokens")
+_REFUSED = ("generation", "load", "slo")
+
+
+def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None) -> dict:
+    """The comparison of saved runs, each judged again; the first is the reference for parity. `margin`: the
+    non-inferiority margin of every quality rate (default: compare's)."""
+    if len(run_dirs) < 2:
+        raise InputError("give two or more run directories to compare", hint="releasegate servers RUN_A RUN_B ...")
+    runs = [RunDir(p) for p in run_dirs]
+    infos = [run.read_info() for run in runs]
+    keys = [saved_settings_key(run.path, info) for run, info in zip(runs, infos)]
+    _refuse_incomparable(runs, infos, keys)
+    judged = [_judge_again(run, info) for run, info in zip(runs, infos)]
+    rules = judged[0][2].forbidden
+    margins = Margins({**DEFAULT_MARGINS, **({k: margin for k in ("accuracy", "format_compliance", "forbidden_rate")}
+                                              if margin is not None else {})})
+    targets = []
+    for i, (run, info) in enumerate(zip(runs, infos)):
+        report, records, _, verdicts = judged[i]
+        row = _target_row(run, info, report)
+        if i:
+            ref_records, ref_verdicts = judged[0][1], judged[0][3]
+            row["parity"] = _parity(ref_records, records, rules, ref_verdicts, verdicts, margins,
+                                    infos[0].cases or len(ref_records), min_parity_share)
+            row["comparable"], row["unchecked"] = _comparability_notes(keys[0], keys[i])
+        targets.append(row)
+    return {"reference": targets[0]["run_id"], "min_parity_share": min_parity_share, "targets": targets,
+            **recommend(targets)}
+
+
+def _refuse_incomparable(runs: list[RunDir], infos: list, keys: list[dict]) -> None:
+    """Exit 2 for a run given twice, or for settings that make a target's figures answer another question."""
+    for i in range(1, len(runs)):
+        for j in range(i):
+            if same_run(runs[j].path, infos[j], runs[i].path, infos[i]):
+                raise InputError(f"run {infos[i].run_id} is given twice: a target is no evidence about itself",
+                                 file=runs[i].path, hint="give each target's run once")
+        differ, _ = differences(keys[0], keys[i], _REFUSED)
+        if differ:
+            raise InputError(f"run {infos[i].run_id} differs from the reference {infos[0].run_id} in "
+                             f"{describe_differences(differ)}: not runs of the same thing", file=runs[i].path,
+                             hint="run every target with the same generation, load and objective settings")
+
+
+def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | None]:
+    """(why the target is not comparable with the reference: another rubric; a warning naming the settings one
+    of the two runs does not record, so they could not be checked)."""
+    differ, unchecked = differences(ref_key, key)
+    refusal = "judged by another rubric than the reference" if "rubric" in differ else None
+    warning = f"not checked against the reference: {describe_differences(unchecked)} (not recorded)" if unchecked else None
+    return refusal, warning
+
+
+def _judge_again(run: RunDir, info) -> tuple[dict, list, object, object]:
+    """(report, records, rubric, judge verdicts): the run judged from disk by its own rubric snapshot."""
+    info.phases = planned_phases(run.path, info)
+    policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
+    records, verdicts = run.read_records(), run_verdicts(run, info)
+    report = gate_run(info, records, policy, info.cost, run.read_records("load.jsonl", required=False),
+                       labels=read_labels(run), verdicts=verdicts, edited=edited_evidence(run.path),
+                       corpus_scores=CorpusScores.of(run))
+    return report, records, policy, verdicts
+
+
+def _target_row(run: RunDir, info, report: dict) -> dict:
+    metrics = report["metrics"]
+    value = {name: (metrics.get(name) or {}).get("value") for name in _FIGURES}
+    capacity = report.get("capacity") or {}
+    ttft, e2e = value["ttft_ms_p50"], value["e2e_ms_p50"]
+    share = ttft / e2e if ttft is not None and e2e else None
+    reason = report.get("verdict_reason", "")
+    saved = _saved_verdict(run)
+    if saved is not None and saved != report["verdict"]:  # edited, or written before the run or rubric changed
+        reason += f" (report.json says {saved}: judged again from the records)"
+    return {
+        "run_id": report["run_id"], "run_dir": str(run.path), "target": report["target"], "backend": info.backend,
+        "verdict": report["verdict"], "verdict_reason": reason, "saved_verdict": saved,
+        "latency_from": report.get("latency_from"), "latency_source": report.get("latency_source"),
+        "client_saturated": bool(report.get("client_saturated")),
+        **value, "prefill_share": share,
+        "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
+        "sweep": bool(capacity), "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
+        "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"),
+    }
+
+
+def _saved_verdict(run: RunDir) -> str | None:
+    """The verdict report.json holds, for the record only; None when there is no readable one."""
+    try:
+        return json.loads((run.path / "report.json").read_text("utf-8")).get("verdict")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins: Margins, ref_cases: int,
+            min_share: float) -> dict:
+    comparison = compare_records(ref, other, rules, margins, base_verdicts=ref_verdicts, cand_verdicts=other_verdicts)
+    quality = {"rows": [r for r in comparison["rows"] if r["metric"] in ("accuracy", "format_compliance", "forbidden_rate")],
+               "shared_cases": comparison["shared_cases"], "changed_cases": comparison["changed_cases"]}
+    accuracy = next((r for r in comparison["rows"] if r["metric"] == "accuracy"), None)
+    share = comparison["shared_cases"] / ref_cases if ref_cases else 0.0
+    verdict = comparison_verdict(quality)
+    if verdict == "PASS" and share < min_share:  # parity on a corner of the suite is not parity on the suite
+        verdict = "INCONCLUSIVE"
+    return {
+        "shared_cases": comparison["shared_cases"], "shared_share": share, "changed_cases": comparison["changed_cases"],
+        "identical_outputs": comparison["identical_outputs"], "accuracy_delta": accuracy["delta"] if accuracy else None,
+        "accuracy_needed_n": accuracy.get("needed_n") if accuracy else None, "quality_verdict": verdict,
+    }

@@ -1,0 +1,232 @@
+"""The gate report: the one typed result of judging a run (what report.json holds).
+
+`gate_run` builds it once; report.json is its JSON form, and every renderer (terminal, Markdown, HTML, JUnit, CSV)
+renders a report validated against this model, so a hand-edited or truncated report.json is a clear input error,
+not a traceback. Every field is documented here; README's "What a PASS guarantees" says what the verdict means.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import InputError
+from .records import RunDir
+
+__all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
+           "JudgedBy", "typed_report"]
+
+Verdict = Literal["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
+
+
+class MetricRow(_Model):
+    """A metric's value over a set of records."""
+
+    value: float | None
+    """The point value; None when there was nothing to measure."""
+    n: int
+    """Samples behind it: cases for rates, requests for latency (ITL too), outputs for the forbidden rate."""
+    interval: list[float] | None = None
+    """[lower, upper] when both bounds exist."""
+    bounds: list[float | None] | None = None
+    """[lower, upper], each one-sided at `confidence`; a side is null when the sample is too small to give it."""
+    confidence: float | None = None
+    """The confidence of `bounds` (each side one-sided)."""
+    note: str | None = None
+    """How the value was made, or why there is none (e.g. requests left out of a latency figure)."""
+
+
+class CriterionRow(MetricRow):
+    """A criterion of the gate with its measured value and verdict."""
+
+    name: str
+    metric: str
+    op: Literal[">=", ">", "<=", "<"]
+    threshold: float
+    slice: dict[str, Any] | None = None
+    min_samples: int | None = None
+    origin: Literal["guard", "baseline", "review"] | None = None
+    """Absent for a criterion of the rubric; 'guard' (the default error-rate guard), 'baseline' (a comparison
+    with the baseline run) or 'review' (human approval)."""
+    verdict: Literal["pass", "fail", "insufficient"]
+    reason: str = ""
+    needed_n: int | None = None
+    """For an insufficient criterion gated at a confidence: about how many samples would decide it."""
+    undecided_cause: Literal["samples", "unknown", "review", "judge", "client", "capacity", "baseline"] | None = None
+    """For an insufficient criterion: why (`criteria.Undecided`); only 'samples' may be relaxed by
+    `allow_insufficient`, and a None cause never is."""
+
+
+class PhaseCounts(_Model):
+    """The requests of one phase: every attempt counts (`record.evidence`)."""
+
+    requests: int
+    """Requests sent: every attempt (earlier journal lines of a case, in-run retries) plus cached records."""
+    succeeded: int
+    """Cases whose outcome is an answer (no error, non-empty output)."""
+    failed: int
+    """Failed attempts."""
+    errors: dict[str, int]
+    """Failed attempts by error class (connection_error, http_5xx, empty_response, ...)."""
+    cached: int
+    """Records whose output came from the response cache."""
+    error_rate: float | None
+    """failed / requests."""
+    repaired: int = 0
+    """Outputs that held invalid Unicode (recorded with U+FFFD, `output_repaired`), scored as recorded."""
+    cases: int | None = None
+    """Records of the phase (one per case in the quality phase)."""
+    failed_cases: int | None = None
+    """Cases whose last attempt failed."""
+    retried_cases: int | None = None
+    """Cases that took more than one attempt."""
+
+
+class Counts(_Model):
+    """Cases of the quality phase (the first keys) and requests of every phase."""
+
+    cases: int
+    succeeded: int
+    errors: dict[str, int]
+    cached: int
+    phases: dict[str, PhaseCounts] = {}
+    """'quality', 'load' (when the run had a load phase) and 'all'."""
+
+
+class LatencyExcluded(_Model):
+    """How many requests the latency figures leave out, and why."""
+
+    requests: int
+    measured: int
+    failed: dict[str, int]
+    cached: int
+
+
+class FailingCase(_Model):
+    """A case with an error, a failed check or a forbidden hit."""
+
+    case_id: str
+    suite: str
+    output: str
+    """The first 300 characters of the output ('' for a failed request)."""
+    why: list[str]
+    """Why the case failed, one phrase per problem (an error class, a failed check with its detail, a hit)."""
+    input: str = ""
+    """The input as sent: the prompt, or one 'role: content' line per message (first 1,000 characters)."""
+    expected: str = ""
+    """The expected answer, as JSON unless it is a string ('' for none; first 1,000 characters)."""
+    error_message: str | None = None
+    """For a failed request, what the server or the client said (e.g. the server's reason for an HTTP 400)."""
+    checks: list[dict[str, Any]] = []
+    """Every check of the case: {'check', 'passed' (null: could not be made), 'detail'} (`gate.case_detail`)."""
+    reviews: list[dict[str, Any]] = []
+    """The reviewers' current labels of the case: {'reviewer', 'label', 'reason'}."""
+
+
+class JudgedBy(_Model):
+    """The rubric file that judged a report, so that no report passes for the verdict of another rubric."""
+
+    file: str
+    """'rubric.yaml' (the run's own snapshot) or the path given to `gate --rubric` (a what-if)."""
+    sha256: str | None
+    """sha256 of that file's bytes (null when it could not be read)."""
+    snapshot_sha256: str | None
+    """sha256 of the run's rubric snapshot, rubric.yaml (the rubric the run started with)."""
+    whatif: bool
+    """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
+    reports (RUN/whatif/... or `gate -o DIR`), never over them."""
+
+
+class GateReport(_Model):
+    """The verdict on one run and everything it was decided from."""
+
+    run_id: str
+    target: str
+    """The model under test, credentials masked."""
+    rubric: str
+    """The name of the rubric that judged the run (its `name:`, else its file's stem)."""
+    judged_by: JudgedBy | None = None
+    """Which rubric file judged this report, its sha256, and whether it was a what-if; absent in reports that
+    predate it."""
+    verdict: Verdict
+    exit_code: Literal[0, 1, 3, 4]
+    verdict_reason: str = ""
+    """Why the run got its verdict, in one line."""
+    incomplete: str | None = None
+    """What keeps the run from being judged as a whole (INCONCLUSIVE), or null."""
+    target_error: str | None = None
+    """Why the target could not be run (TARGET_ERROR), or null."""
+    comparison: dict[str, Any] | list[Any] | None = None
+    """The paired comparison with the rubric's baseline run, when it has one."""
+    criteria: list[CriterionRow]
+    latency_from: Literal["quality", "load", "both"]
+    """Which requests latency, throughput and cost come from."""
+    latency_source: dict[str, Any] | None = None
+    """Where the latency figures of `metrics` and `criteria` come from: {'phase', 'in_flight' (most requests in
+    flight; null when not recorded), 'text' (e.g. 'load phase, closed loop, 1 in flight, 80 requests')}
+    (`gate.latency_source`)."""
+    slices_latency_source: dict[str, Any] | None = None
+    """Where the latency columns of `slices` come from, in the same shape: always the quality cases (load-phase
+    requests carry no case tags), so they may differ from `latency_source`."""
+    metrics: dict[str, MetricRow]
+    """Every summary metric over all cases."""
+    latency_excluded: LatencyExcluded | None = None
+    client_saturated: str | None = None
+    """Why latency, throughput and cost criteria are insufficient when the client was the bottleneck (its event
+    loop ran late by more than the rubric's `max_client_lag_share` of TTFT p50), or null."""
+    load_phase: dict[str, Any] | None = None
+    prefix_cache: dict[str, Any] | None = None
+    """The prefix-cache probe (see releasegate.run.prefix_cache): warm and cold TTFT P50/P95 with n, prompt and
+    server-reported cached prompt tokens per request, `saved_ms_p50` and `cold_over_warm_p50`; null without one."""
+    capacity: dict[str, Any] | None = None
+    """The capacity sweep judged again (see releasegate.gate.capacity): every step with its figures and verdict,
+    `capacity_rps` (null when unknown, with `why`), the server signals and scale-out thresholds at the capacity,
+    and the cost per 1M output tokens there; null when the load phase was no sweep."""
+    slices: list[dict[str, Any]]
+    """Per-slice figures: {'slice': 'task=x', 'n': ..., metric: value, ...}."""
+    counts: Counts
+    failing_cases: list[FailingCase]
+    """The first failing cases (at most 1,000; `failing_cases_total` says how many there are)."""
+    failing_cases_total: int | None = None
+    forbidden_rules: list[dict[str, Any]] | None = None
+    """The forbidden rules the run was judged with: the per-case tables of every format are scored with them."""
+    review: dict[str, Any]
+    """Human review, one row per slice ('all' first); see releasegate.review.summary."""
+    judge: dict[str, Any] | None = None
+    """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
+    the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:
+    per judge criterion, agreement with the reviewers (its lower bound), Cohen's kappa, the confusion table,
+    whether it is calibrated and why, and the same per slice. See releasegate.llm_judge."""
+
+
+def typed_report(report: dict, *, source: object = None) -> dict:
+    """`report` checked against GateReport, returned in the same JSON shape (keys it did not have stay absent).
+    A report that does not fit (a hand-edited or truncated report.json) is an InputError naming `source`."""
+    try:
+        model = GateReport.model_validate(report)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"not a releasegate report: {where}: {first['msg']}", file=source,
+                         hint="judge the run again: releasegate gate RUN_DIR") from None
+    return model.model_dump(mode="json", exclude_unset=True)
+
+
+def load_report(run: RunDir) -> dict:
+    """The saved report.json of a run directory."""
+    path = run.path / "report.json"
+    if not path.is_file():
+        run.read_info()  # not a run directory at all: say that instead
+        raise InputError("run has no report.json", file=run.path, hint=f"judge it first: releasegate gate {run.path}")
+    try:
+        report = json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise InputError(f"unreadable report.json: {exc}", file=path) from None
+
+    return typed_report(report, source=path)

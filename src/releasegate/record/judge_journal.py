@@ -1,0 +1,117 @@
+"""judgments.jsonl: what the judge said of each judge-scored case, one line per verdict, appended as they come.
+
+A judgment counts for a record only when it was given on that record's output (`output_hash`) by the judge the
+run is configured with (`judge`, the judge fingerprint) for the same criterion: a resumed run that regenerated
+a case, or a changed judge, finds no judgment and asks again. The last line of a case wins, as in records.jsonl.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, Field
+
+from ..errors import InputError
+from ..redaction import redact_json
+from .records import ESCAPED, RunDir, last_line_start
+
+__all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
+
+JUDGMENTS_FILE = "judgments.jsonl"
+
+
+class JudgeTokens(BaseModel):
+    """The judge's own token counts for one verdict (apart from the model under test's)."""
+
+    input: int | None = None
+    output: int | None = None
+
+
+class Judgment(BaseModel):
+    """One verdict of the LLM judge on one case's output."""
+
+    case_id: str
+    """The case judged."""
+    criterion: str
+    """The grading criterion's name ('inline' for one written in the case or suite without a name)."""
+    judge: str
+    """The judge fingerprint (model or endpoint, parameters, prompt template): see JudgeSettings.fingerprint."""
+    output_hash: str
+    """'sha256:<hex>' of the output judged (the review sample's hash of the same text)."""
+    passed: bool | None = None
+    """The verdict: True pass, False fail; None when the judge gave none (see `error`)."""
+    score: int | None = None
+    """The grade on a 1..scale criterion; None for pass/fail criteria and on errors."""
+    scale: int | None = None
+    pass_mark: int | None = None
+    reason: str = ""
+    """The judge's reason, as it wrote it (cut to 1,000 characters)."""
+    error: str | None = None
+    """'judge_unparseable' (no verdict in the reply), 'judge_<class>' for a failed request (judge_timeout,
+    judge_connection_error, judge_http_5xx, ...; see `errors.judge_kind`), 'judge_no_reply' for one that ended
+    with neither; None when a verdict was read."""
+    error_message: str | None = None
+    raw: str | None = None
+    """The judge's reply, kept when it could not be parsed (cut to 2,000 characters)."""
+    tokens: JudgeTokens = Field(default_factory=JudgeTokens)
+    latency_ms: float | None = None
+    """Judge request send -> end of its reply; None for a cached verdict."""
+    cached: bool = False
+    """The verdict came from the response cache: no judge call in this run (no tokens billed)."""
+    order: str | None = None
+    """Pairwise judgments only: 'candidate_first' (this run's output shown as A) or 'baseline_first'."""
+    preferred: str | None = None
+    """Pairwise: which output the judge preferred, 'candidate', 'baseline' or 'tie' (positions undone)."""
+    baseline_hash: str | None = None
+    """Pairwise: 'sha256:<hex>' of the baseline run's output it was compared with."""
+
+
+def judgment_key(case_id: str, criterion: str, judge: str, output_hash: str, order: str | None = None,
+                 baseline_hash: str | None = None) -> tuple:
+    """What a judgment answers: this output, by this judge, on this criterion (pairwise: in this order, against
+    this baseline output)."""
+    return (case_id, criterion, judge, output_hash, order, baseline_hash)
+
+
+def read_judgments(run: RunDir) -> dict[tuple, Judgment]:
+    """The run's judgments by (case id, criterion, judge, output hash); the last of a key wins. A torn last
+    line (a kill while appending) is ignored: that verdict is asked again."""
+    path = run.path / JUDGMENTS_FILE
+    if not path.exists():
+        return {}
+    out: dict[tuple, Judgment] = {}
+    with path.open("rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                j = Judgment.model_validate_json(line)
+            except ValueError as exc:
+                if not line.endswith(b"\n"):
+                    break
+                raise InputError(f"corrupt judgment: {str(exc).splitlines()[0]}", file=path, line=number) from None
+            out[judgment_key(j.case_id, j.criterion, j.judge, j.output_hash, j.order, j.baseline_hash)] = j
+    return out
+
+
+def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
+    """Append whole lines and fsync, through the run directory's redaction (see RunDir.append)."""
+    path = run.path / JUDGMENTS_FILE
+    _cut_torn_tail(path)
+    with path.open("a", encoding="utf-8") as fh:
+        for j in judgments:
+            line = ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", redact_json(j.model_dump_json()))
+            fh.write(line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _cut_torn_tail(path) -> None:
+    """A kill mid-append leaves a last line without its newline: cut it off, so the next append starts a line."""
+    if not path.exists():
+        return
+    with path.open("r+b") as fh:
+        size = fh.seek(0, 2)
+        start = last_line_start(fh, size)
+        if start != size:
+            fh.truncate(start)

@@ -1,0 +1,74 @@
+"""The verdicts a run's judge gave, as scoring reads them: the judgment of a record, if there is one for its output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from .evidence import answered
+from .judge_journal import Judgment, judgment_key, read_judgments
+from .records import RunDir
+from .review_outcome import output_hash
+
+__all__ = ["Verdicts", "run_verdicts", "saved_verdicts", "criterion_name"]
+
+
+def criterion_name(answer: dict) -> str:
+    """The criterion a judge answer spec names ('inline' for one written without a name)."""
+    return answer.get("criterion") or "inline"
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The judgments of one judge (by fingerprint) and what a judge error means for a case."""
+
+    fingerprint: str | None
+    judgments: dict = field(default_factory=dict)
+    on_error: str = "insufficient"
+    baseline_hashes: dict = field(default_factory=dict)
+    """Pairwise: case id -> output hash of the baseline run's output (the cases that have a comparison)."""
+
+    def of(self, record) -> Judgment | None:
+        if self.fingerprint is None or not answered(record):
+            return None
+        key = judgment_key(record.case_id, criterion_name(record.answer), self.fingerprint, output_hash(record.output))
+        return self.judgments.get(key)
+
+    def pair(self, record) -> tuple[Judgment | None, Judgment | None] | None:
+        """The two pairwise judgments (candidate first, baseline first) of a case with a baseline output; None for
+        a case the baseline run does not have."""
+        base = self.baseline_hashes.get(record.case_id)
+        if base is None or self.fingerprint is None or not answered(record):
+            return None
+        name, mine = criterion_name(record.answer), output_hash(record.output)
+        return tuple(self.judgments.get(judgment_key(record.case_id, name, self.fingerprint, mine, order, base))
+                     for order in ("candidate_first", "baseline_first"))
+
+
+def run_verdicts(run, info) -> Verdicts | None:
+    """The verdicts of the judge the run was configured with (run.json `judge`); None for a run with no judge."""
+    spec = getattr(info, "judge", None)
+    if not spec:
+        return None
+    return Verdicts(spec.get("fingerprint"), read_judgments(run), spec.get("on_error", "insufficient"),
+                    _baseline_hashes(spec.get("baseline")))
+
+
+def saved_verdicts(run) -> Verdicts | None:
+    """`run_verdicts` of a saved run directory; None when it has no run.json (records alone: nothing judged)."""
+    if not (run.path / "run.json").is_file():
+        return None
+    return run_verdicts(run, run.read_info())
+
+
+def _baseline_hashes(path: str | None) -> dict:
+    """The baseline run's output hashes; an unreadable baseline run gives none (no pairwise figures, never a
+    guess)."""
+    if not path:
+        return {}
+
+    try:
+        records = RunDir(path).read_records()
+    except (InputError, OSError):
+        return {}
+    return {r.case_id: output_hash(r.output) for r in records if answered(r)}

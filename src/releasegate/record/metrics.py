@@ -1,0 +1,378 @@
+"""Metrics computed from the run record, for all cases or a slice. Definitions are in README.md."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
+from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
+from .evidence import answered, attempt_outcomes, attempts_note
+from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
+
+__all__ = [
+    "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
+    "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "stratum_counts", "sample_only",
+    "uncounted", "token_sources",
+    "timing_derived_cost", "batched_stream", "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES",
+]
+
+_RATES = {
+    "accuracy": ("higher", "share of cases whose answer scorer passes (failed requests count as wrong)"),
+    "format_compliance": ("higher", "share of cases passing all their format checks (failed requests fail)"),
+    "forbidden_rate": ("lower", "share of outputs hitting any forbidden rule"),
+    "error_rate": ("lower", "share of requests that failed, every phase (quality cases and load phase) together"),
+    "error_rate_quality": ("lower", "share of the quality cases' requests that failed"),
+    "error_rate_load": ("lower", "share of the load phase's requests that failed"),
+    "judge_error_rate": ("lower", "share of judge-scored outputs with no judge verdict (judge errors, replies with no "
+                                  "verdict, not judged)"),
+    "pairwise_win_rate": ("higher", "judge.baseline: share of cases the judge preferred this run's output in both orders "
+                                    "(ties and order-inconsistent cases count half)"),
+    "pairwise_loss_rate": ("lower", "judge.baseline: share of cases the judge preferred the baseline's output in both "
+                                    "orders"),
+    "order_inconsistency_rate": ("lower", "judge.baseline: share of compared cases whose preferred output changed with "
+                                          "the order they were shown in"),
+}
+PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate")
+ERROR_METRICS = ("error_rate", "error_rate_quality", "error_rate_load")
+LATENCY_METRICS = {
+    "ttft_ms": "time to first token (from the actual send)",
+    "tpot_ms": "time per output token",
+    "itl_ms": "inter-token latency (streaming backends)",
+    "e2e_ms": "end-to-end latency (from the actual send)",
+    "send_lag_ms": "scheduled send -> last request byte written (client queueing, TCP connect included)",
+    "ttft_sched_ms": "time to first token from the scheduled send",
+    "e2e_sched_ms": "end-to-end latency from the scheduled send",
+}
+PHASED_METRICS = {"output_tokens_per_s", "output_tokens_per_s_request_p50", "cost_per_1m_output_tokens", "cost_usd_total"}
+KNOWN_METRICS: dict[str, tuple[str, str]] = dict(_RATES)
+for _base, _what in LATENCY_METRICS.items():
+    for _q in (50, 95, 99):
+        KNOWN_METRICS[f"{_base}_p{_q}"] = ("lower", f"P{_q} {_what}, milliseconds")
+KNOWN_METRICS["output_tokens_per_s"] = ("higher", "system throughput: total output tokens / generation wall time")
+KNOWN_METRICS["output_tokens_per_s_request_p50"] = ("higher", "median per-request decode speed")
+KNOWN_METRICS["cost_per_1m_output_tokens"] = ("lower", "USD per million output tokens")
+KNOWN_METRICS["cost_usd_total"] = ("lower", "USD for the whole run (api mode) or its generation time (self-hosted)")
+KNOWN_METRICS["capacity_rps"] = ("higher", "requests/s the capacity sweep (load.sweep) found within its objective")
+BOUNDED_METRICS = set(_RATES) | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+"""Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """A metric's value with its sample size and, where defined, one-sided bounds at `confidence`."""
+
+    value: float | None
+    n: int
+    bounds: tuple[float | None, float | None] | None = None
+    """(lower, upper): each a one-sided bound at `confidence`; a side is None when n is too small to give it."""
+    note: str = ""
+    confidence: float = 0.95
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """Both bounds, when both exist (together they cover at 2 x confidence - 1, two-sided)."""
+        if self.bounds is None or None in self.bounds:
+            return None
+        return self.bounds  # type: ignore[return-value]
+
+    def as_dict(self) -> dict:
+        out: dict = {"value": self.value, "n": self.n}
+        if self.bounds is not None:
+            lo, hi = self.bounds
+            if lo is not None and hi is not None:
+                out["interval"] = [round(lo, 6), round(hi, 6)]
+            out["bounds"] = [None if lo is None else round(lo, 6), None if hi is None else round(hi, 6)]
+            out["confidence"] = self.confidence
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def percentile_of(name: str) -> float | None:
+    """ttft_ms_p95 -> 95.0; None for a metric that is not a latency percentile."""
+    base, _, q = name.rpartition("_p")
+    return float(q) if base in LATENCY_METRICS and q.isdigit() else None
+
+
+def select(records: Iterable, slice_: dict | None) -> list:
+    """The records in a slice: every key (a tag or 'suite') must match; values compared as text."""
+    if not slice_:
+        return list(records)
+    return [r for r in records if all(str(r.slice_value(k)) == str(v) for k, v in slice_.items())]
+
+
+_MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
+
+
+def slices_of(records: list, keys=None) -> list[dict]:
+    """Every single-key slice worth a row, e.g. {'task': 'x'}: one per value of each key (default: the suite and
+    every tag) that has few distinct values (a key with many is an id, not a slice)."""
+    keys = ["suite"] + sorted({k for r in records for k in r.tags}) if keys is None else keys
+    out = []
+    for key in keys:
+        values = sorted({str(r.slice_value(key)) for r in records if r.slice_value(key) is not None})
+        if len(values) <= _MAX_SLICE_VALUES:
+            out += [{key: value} for value in values]
+    return out
+
+
+def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict) -> MetricValue:
+    """One metric over `records`; `scores` maps case id -> scores; `run` holds run-level facts."""
+    confidence = run.get("confidence") or 0.95
+    if name in _RATES:
+        return _rate(name, records, scores, confidence, run.get("strata"))
+    q = percentile_of(name)
+    if q is not None:
+        return _latency(name.rpartition("_p")[0], q, records, confidence, bounds=q >= 95 or bool(run.get("confidence")))
+    if name == "output_tokens_per_s":
+        return _system_throughput(records, run)
+    if name == "output_tokens_per_s_request_p50":
+        speeds = [_request_speed(r) for r in records]
+        speeds = [s for s in speeds if s is not None]
+        return MetricValue(percentile(speeds, 50), len(speeds))
+    if name in ("cost_per_1m_output_tokens", "cost_usd_total"):
+        return cost_metric(name, records, run)
+    raise KeyError(name)
+
+
+def is_phased(name: str) -> bool:
+    """Latency, throughput and cost metrics: measured on the quality cases, the load phase, or both."""
+    return name in PHASED_METRICS or name.rpartition("_p")[0] in LATENCY_METRICS
+
+
+def measured(records: Iterable) -> list:
+    """The records whose latency, throughput and cost this run measured: answers (`evidence.answered`: an empty
+    output is a failed request), and not from the response cache. The one rule every latency, throughput and cost
+    figure goes through (cached outputs are never fast)."""
+    return [r for r in records if answered(r) and not getattr(r, "cached", False)]
+
+
+def latency_exclusions(records: list) -> dict:
+    """How many requests a latency figure over `records` leaves out, and why. `requests` counts every attempt
+    (`evidence.attempt_outcomes`: earlier journal lines and in-run retries too; a retried request's wait is inside
+    its case's sample, which runs from the first send), `failed` every failed one by error kind, empty answers
+    (`empty_response`) included."""
+    outcomes = attempt_outcomes(records)
+    failed = Counter(kind for kind in outcomes if kind is not None)
+    cached = sum(bool(getattr(r, "cached", False)) for r in records if answered(r))
+    return {"requests": len(outcomes), "measured": len(measured(records)), "failed": dict(sorted(failed.items())),
+            "cached": cached}
+
+
+def _exclusion_note(records: list) -> str:
+    ex = latency_exclusions(records)
+    left_out = ex["requests"] - ex["measured"]
+    if not left_out:
+        return ""
+    why = [f"{n} failed ({kind})" for kind, n in sorted(ex["failed"].items())]
+    if ex["cached"]:
+        why.append(f"{ex['cached']} cached")
+    return f"{ex['measured']} of {ex['requests']} requests; left out: " + ", ".join(why)
+
+
+def _latency(base: str, q: float, records: list, confidence: float, *, bounds: bool) -> MetricValue:
+    """A latency percentile; per-request figures get order-statistic bounds, inter-token gaps a bootstrap that
+    resamples whole requests (the gaps of one request are not independent). n counts requests."""
+    done = measured(records)
+    note = _exclusion_note(records)
+    if base == "itl_ms":
+        groups = [r.timing.itl_ms for r in done if r.timing.itl_ms]
+        pooled = [x for g in groups for x in g]
+        limits = cluster_bootstrap(groups, q, confidence=confidence) if bounds else None
+        return MetricValue(percentile(pooled, q), len(groups), limits, note, confidence)
+    samples = [v for r in done if (v := getattr(r.timing, base)) is not None]
+    limits = percentile_bounds(samples, q, confidence) if bounds and samples else None
+    return MetricValue(percentile(samples, q), len(samples), limits, note, confidence)
+
+
+def _rate(name: str, records: list, scores: dict[str, dict], confidence: float = 0.95,
+          strata: dict | None = None) -> MetricValue:
+    """A share over `records`; cases of a stratified sample weigh as many source rows as they stand for
+    (`_proportion`), `strata` being the run's cases per stratum (`stratum_counts`; default: of `records`). Error
+    rates count requests sent (every attempt), unweighted: they measure the server, not the suite's source."""
+    strata = strata if strata is not None else stratum_counts(records)
+    if name in ERROR_METRICS:  # the caller passes the phase's records: every attempt of each counts
+        return _error_rate(records, confidence)
+    if name in PAIRWISE_METRICS:
+        return _pairwise(name, records, scores, confidence)
+    if name == "judge_error_rate":
+        done = [r for r in records if answered(r) and (r.answer or {}).get("type") == "judge"]
+        hits = [scores[r.case_id].get("answer", {}).get("judge", {}).get("passed") is None for r in done]
+        return _proportion(hits, done, confidence, strata)
+    if name == "forbidden_rate":
+        done = [r for r in records if answered(r)]
+        hits = [bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done]
+        return _proportion(hits, done, confidence, strata)
+    key = "answer" if name == "accuracy" else "format"
+    # a failed request (an empty answer too) counts as wrong where the check applies
+    judged = [r for r in records if key in scores[r.case_id] or (not answered(r) and _has_check(r, key))]
+    unknown = sum(bool(scores[r.case_id].get(key, {}).get("unknown")) for r in judged)
+    passed = [bool(scores[r.case_id].get(key, {}).get("passed")) for r in judged]
+    if unknown:  # a check that could not be made (no token count) is not a pass, and not a model failure either
+        unjudged = sum(scores[r.case_id].get(key, {}).get("judge", {}).get("passed", True) is None for r in judged)
+        why = f"{unjudged} with no judge verdict" if unjudged == unknown else "e.g. token count unknown, no judge verdict"
+        return MetricValue(None, len(judged), note=f"{unknown} case(s) could not be checked ({why})")
+    return _proportion(passed, judged, confidence, strata)
+
+
+def _error_rate(records: list, confidence: float) -> MetricValue:
+    """Failed attempts over the requests sent (`evidence.attempt_outcomes`), empty answers among the failed. A
+    cached record sent no request: it neither fails nor dilutes the rate (950 cached beside 50 sent, 10 failed:
+    0.2, not 0.01); a run that sent none has no error rate."""
+    outcomes = attempt_outcomes(records, cached=False)
+    rate = _share(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
+    cached = sum(bool(getattr(r, "cached", False)) for r in records)
+    notes = (attempts_note(records), f"{cached} cached case(s) sent no request" if cached else "")
+    return MetricValue(rate.value, rate.n, rate.bounds, "; ".join(n for n in notes if n), confidence)
+
+
+def _pairwise(name: str, records: list, scores: dict, confidence: float) -> MetricValue:
+    pairs = [scores[r.case_id]["pairwise"] for r in records if "pairwise" in scores.get(r.case_id, {})]
+    missing = sum(p["outcome"] is None for p in pairs)
+    if missing:  # a comparison that failed is not a tie: undecided, as an unknown answer is
+        return MetricValue(None, len(pairs), note=f"{missing} of {len(pairs)} comparison(s) have no judgment in both orders")
+    count = {k: sum(p["outcome"] == k for p in pairs) for k in ("win", "loss", "tie", "inconsistent")}
+    hits = {"pairwise_win_rate": count["win"] + 0.5 * (count["tie"] + count["inconsistent"]),
+            "pairwise_loss_rate": count["loss"], "order_inconsistency_rate": count["inconsistent"]}[name]
+    return _share(hits, len(pairs), confidence)
+
+
+def _has_check(record, key: str) -> bool:
+    return bool(record.answer) if key == "answer" else bool(record.format)
+
+
+def _share(hits: float, n: int, confidence: float = 0.95) -> MetricValue:
+    return MetricValue(hits / n if n else None, n, wilson_bounds(hits, n, confidence), confidence=confidence)
+
+
+def _proportion(hits: list[bool], records: list, confidence: float, strata: dict) -> MetricValue:
+    """The share of `hits` over `records`. Cases of a weighted sample stand for population / (the run's cases of
+    their stratum) source rows each (any other case for itself): the estimate is the weighted share, its bounds
+    Wilson's at Kish's effective n, (sum of weights)^2 / sum of squared weights, so an equal-allocation sample
+    is gated as the source it was drawn from, never as if its strata were equally large."""
+    if not any(is_weighted(r) for r in records):
+        return _share(sum(hits), len(records), confidence)
+    value, effective_n, total = weighted_share(hits, records, strata)
+    bounds = wilson_bounds(value * effective_n, effective_n, confidence)
+    note = (f"population-weighted: {len(records)} sampled case(s) standing for {total:.0f} source row(s), "
+            f"effective n {effective_n:.1f}")
+    return MetricValue(value, len(records), bounds, note, confidence)
+
+
+def _request_speed(record) -> float | None:
+    t = record.timing
+    if not measured([record]) or t.tpot_ms is None or t.tpot_ms <= 0:
+        return None
+    return 1000.0 / t.tpot_ms
+
+
+def _system_throughput(records: list, run: dict) -> MetricValue:
+    seconds = run.get("generation_seconds")
+    tokens = [r.tokens.output for r in measured(records) if r.tokens.output is not None]
+    if not run.get("all_records", True):
+        return MetricValue(None, len(tokens), note="system throughput is defined for the whole run only")
+    if not seconds or not tokens:
+        return MetricValue(None, len(tokens), note="no measured generation time or token counts")
+    return MetricValue(sum(tokens) / seconds, len(tokens))
+
+
+# Cost per token: an API price table, or self-hosted $/hour divided by measured throughput.
+
+COUNTED_SOURCES = ("usage", "tokenizer")
+"""Token sources that count tokens: the server's usage report, or the model's tokenizer (`target.tokenizer`).
+'chunks' (one per streamed chunk) and 'none' (a replay file) are guesses or nothing: no price is put on them."""
+
+
+def cost_metric(name: str, records: list, run: dict) -> MetricValue:
+    """`cost_per_1m_output_tokens` or `cost_usd_total` for `records` under the run's cost config. Tokens that were
+    not counted (no usage from the server and no `target.tokenizer`) are unknown, never 0: the cost is then
+    undecided, and the note says where the counts came from."""
+    cost = run.get("cost")
+    done = measured(records)  # a cached response cost nothing in this run and measured no throughput
+    if not cost:
+        return MetricValue(None, 0, note="no cost section in the config")
+    if cost["mode"] == "api":
+        return _api(name, done, cost)
+    return _self_hosted(name, done, cost, run)
+
+
+def uncounted(done: list, sides: tuple[str, ...] = ("input", "output")) -> dict[str, int]:
+    """How many requests have no counted token figure, per side ('input', 'output'): a count that is missing,
+    or that came from no tokenizer (`COUNTED_SOURCES`)."""
+    out = {}
+    for side in sides:
+        missing = sum(getattr(r.tokens, side) is None or r.tokens.source not in COUNTED_SOURCES for r in done)
+        if missing:
+            out[side] = missing
+    return out
+
+
+def token_sources(done: list) -> str:
+    """Where the token counts came from, e.g. 'counted by server usage 30, tokenizer 10'."""
+    count = Counter(r.tokens.source for r in done)
+    return "counted by " + ", ".join(f"{_SOURCE_WORDS.get(k, k)} {n}" for k, n in sorted(count.items()))
+
+
+_SOURCE_WORDS = {"usage": "server usage", "tokenizer": "target.tokenizer", "chunks": "streamed chunks (a guess)"}
+
+
+def _unknown_cost(done: list, missing: dict[str, int]) -> MetricValue:
+    sides = " and ".join(f"{n} request(s) with no {side} token count" for side, n in missing.items())
+    return MetricValue(None, len(done), note=f"{sides} (neither the server's usage nor target.tokenizer counted them): "
+                                             f"cost unknown, not priced at 0; {token_sources(done)}")
+
+
+def _api(name: str, done: list, cost: dict) -> MetricValue:
+    missing = uncounted(done)
+    if missing:
+        return _unknown_cost(done, missing)
+    tokens_in = sum(r.tokens.input for r in done)
+    tokens_out = sum(r.tokens.output for r in done)
+    total = (tokens_in * cost["input_usd_per_1m"] + tokens_out * cost["output_usd_per_1m"]) / 1e6
+    sources = token_sources(done)
+    if name == "cost_usd_total":
+        return MetricValue(total, len(done), note=f"{tokens_in} input + {tokens_out} output tokens, {sources}")
+    if tokens_out == 0:
+        return MetricValue(None, len(done), note="no output tokens")
+    # input cost is attributed to the output it bought: this is what one million answers' tokens cost
+    return MetricValue(total / tokens_out * 1e6, len(done), note=f"input and output prices, per output token; {sources}")
+
+
+def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
+    hourly = cost["hourly_usd"]
+    seconds = run.get("generation_seconds")
+    if name == "cost_usd_total":
+        if not seconds:
+            return MetricValue(None, len(done), note="no measured generation time")
+        return MetricValue(hourly * seconds / 3600, len(done), note=f"{hourly} $/h x {seconds:.1f} s")
+    missing = uncounted(done, ("output",))
+    if missing:  # the throughput under this figure counted guessed tokens
+        return _unknown_cost(done, missing)
+    throughput = run.get("system_output_tokens_per_s")
+    if not throughput:
+        return MetricValue(None, len(done), note="no measured throughput")
+    value = hourly / (throughput * 3600) * 1e6
+    return MetricValue(value, len(done), note=f"{hourly} $/h / ({throughput:.1f} output tokens/s x 3600) x 1e6")
+
+
+def timing_derived_cost(cost: dict | None) -> bool:
+    """Whether cost figures depend on the run's timing: self-hosted cost divides by measured time or throughput; an
+    API price table multiplies counted tokens, which no client lateness changes."""
+    return not cost or cost.get("mode") != "api"
+
+
+def latency_phase(latency_from: str, load_records: list) -> str:
+    """The phase latency is judged on: the rubric's `latency_from` (auto: the load phase when one ran; load or both
+    without a load phase: the quality cases for both, and load stays load, whose figures are then undecided)."""
+    if latency_from == "auto":
+        return "load" if load_records else "quality"
+    if latency_from in ("load", "both") and not load_records:
+        return "quality" if latency_from == "both" else "load"
+    return latency_from
+
+
+def phase_records(phase: str, quality: list, load: list) -> list:
+    """The records of a latency phase (`latency_phase`): the quality cases, the load phase's, or both."""
+    return {"quality": quality, "load": load, "both": quality + load}[phase]

@@ -1,0 +1,77 @@
+"""The parts of a case record (`record.CaseRecord`) that say how one request went: its timing, its token counts
+and, for a case of a `sample:` suite, the stratum it stands for. Kept apart so that the record module stays
+readable; import them from `releasegate.record.records`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+__all__ = ["Timing", "Tokens", "Stratum"]
+
+
+class Timing(BaseModel):
+    """Latency of one request, in milliseconds, measured by the backend."""
+
+    ttft_ms: float | None = None
+    """Request start -> first output token (prefill). In a batch, includes the whole batch's prefill. The request
+    starts at its first attempt's actual send (its last byte written: see `send_lag_ms`): retries, and the backoff
+    before them, count (openai)."""
+    tpot_ms: float | None = None
+    """(t_last_token - t_first_token) / (output_tokens - 1); None with fewer than 2 output tokens."""
+    e2e_ms: float | None = None
+    """Request start -> last token (end of stream). On a failed request: first attempt's actual send -> the
+    failure, how long the user waited for nothing (failed requests are never latency samples)."""
+    batch_size: int = 1
+    """How many requests shared the forward passes that produced this timing (hf backend)."""
+    itl_ms: list[float] | None = None
+    """Inter-token latencies: gaps between content chunks; a chunk of k tokens gives k gaps of gap/k (openai)."""
+    send_lag_ms: float | None = None
+    """Scheduled send -> the moment the first attempt's last request byte was written to the socket: client
+    queueing (openai). The scheduled send is the request's due time in an open loop or replay, and the moment a
+    slot was free in a closed loop or the quality phase; the span holds the TCP connect when the request opened a
+    connection (`connect_ms`) and the client's own work before the write. Both clients observe the write (the
+    lean client directly, the openai client through httpx's transport trace); None where it was not observed
+    (an attempt that failed before writing, e.g. connection refused): unknown, never a guessed 0."""
+    connect_ms: float | None = None
+    """TCP connect (and TLS handshake over https) of the connection the first attempt opened, part of
+    `send_lag_ms` (openai). None when it reused a pooled keep-alive connection (a load phase's connections are
+    opened before its window: their times are in run.json `load_phase.client.preconnect_ms`)."""
+    ttft_sched_ms: float | None = None
+    """Scheduled send -> first output token: TTFT including client queueing."""
+    e2e_sched_ms: float | None = None
+    """Scheduled send -> end of stream (on a failed request: -> the failure)."""
+    attempts: int = 1
+    """Requests sent for this case (retries before the first token add to it)."""
+    ttft_last_attempt_ms: float | None = None
+    """Actual send of the attempt that answered -> first output token: TTFT as if it had not been retried
+    (openai). ttft_ms = retry_wait_ms + ttft_last_attempt_ms."""
+    retry_wait_ms: float | None = None
+    """First attempt's actual send -> last attempt's actual send: failed attempts plus backoff (openai). 0 when
+    the first attempt was the last."""
+    retried_errors: list[str] = Field(default_factory=list)
+    """Error kinds of the attempts that failed and were sent again, in order (openai): `attempts` - 1 of them.
+    Every one counts as a failed request (see `releasegate.record.evidence`)."""
+
+
+class Tokens(BaseModel):
+    """Token counts of one request and where they came from."""
+
+    input: int | None = None
+    """Prompt tokens, after the chat template."""
+    output: int | None = None
+    """Generated tokens, the end-of-sequence token included when generation stopped on one (as servers' usage)."""
+    source: str = "tokenizer"
+    """'usage' (the server's usage report), 'tokenizer' (the model's own tokenizer) or 'chunks' (one per streamed
+    chunk: no usage and no tokenizer configured)."""
+
+
+class Stratum(BaseModel):
+    """The stratum a case of a `sample:` suite was drawn from: what makes its rates estimate the source."""
+
+    name: str
+    """The stratum: its `by` columns' values, e.g. 'risk=high' ('' for a sample with no `by`)."""
+    population: int = Field(ge=1)
+    """Rows of the source in the stratum: with the run's cases of the stratum, each case stands for
+    population / (the run's cases of the stratum) source rows."""
+    weighted: bool = True
+    """False when the suite says `sample.estimate: sample`: its rates describe the sample only, unweighted."""

@@ -1,0 +1,368 @@
+"""The run record: the one artifact every stage reads. A run directory holds
+
+    run.json        run facts: id, target, times, throughput, versions (RunInfo)
+    records.jsonl   the journal: one line per case, appended and fsynced per batch (CaseRecord); a resumed or
+                    retried run appends, and on read the last record of a case id wins
+    manifest.json   sha256 of every input (config, suites, rubric, model, adapter, tokenizer...), versions, host
+    load.jsonl      one line per load-phase request (CaseRecord), when the config has a load phase
+    server_metrics.jsonl  Prometheus samples scraped during the load phase
+    config.yaml     snapshot of the config as given (run.json keeps the original path: relative paths resolve there)
+    rubric.yaml     snapshot of the rubric, forbidden rules inlined
+    judgments.jsonl the LLM judge's verdicts on judge-scored cases (see releasegate.record.judge_journal)
+    report.json     the verdict and every metric (written by the gate)
+    report.md, report.html, report.junit.xml, report.csv   the same for people, CI and spreadsheets
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+
+from ..errors import InputError
+from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
+from ..text import REPLACEMENT, has_surrogates, valid_text
+from .record_parts import Stratum, Timing, Tokens
+from .sealed import matches_seal
+
+__all__ = ["Timing", "Tokens", "Stratum", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
+
+"""What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
+ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
+"""Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
+(U+0085, U+2028, U+2029), C1 controls and bidi controls, so a line stays one line and prints as it reads."""
+
+
+def _valid_data(data: Any) -> Any:
+    """A JSON-like value with `valid_text` applied to every string in it, keys included."""
+    if isinstance(data, str):
+        return valid_text(data)
+    if isinstance(data, dict):
+        return {_valid_data(k): _valid_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_valid_data(v) for v in data]
+    return data
+
+
+class CaseRecord(BaseModel):
+    """One case as run: input, output, timings, token counts and automatic scores."""
+
+    case_id: str
+    """The case's id, unique across the run; records are keyed by it."""
+    suite: str
+    """Name of the suite the case came from."""
+    tags: dict[str, Any] = Field(default_factory=dict)
+    """The case's tags (domain, risk, ...), used for slices."""
+    input: dict[str, Any]
+    """{'messages': [...]} or {'prompt': '...'} as sent."""
+    expected: Any = None
+    """The reference answer."""
+    answer: dict[str, Any] | None = None
+    """The answer scorer spec used for this case."""
+    format: list[dict[str, Any]] = Field(default_factory=list)
+    """The format checks that apply to this case."""
+    output: str | None = None
+    """The model's response text; None when the request failed. Always valid Unicode: see `output_repaired`."""
+    error: str | None = None
+    """Error class when the request failed (e.g. 'generation_error'); None on success."""
+    error_message: str | None = None
+    """A one-line description of the failure."""
+    tokens: Tokens = Field(default_factory=Tokens)
+    timing: Timing = Field(default_factory=Timing)
+    scores: dict[str, Any] = Field(default_factory=dict)
+    """Automatic scores at generation time: answer (never a judge's verdict), format, forbidden. Never edited:
+    later stages reuse them while `scored_with` matches, and score the record again otherwise."""
+    scored_with: str | None = None
+    """The fingerprint of what `scores` were computed from (`scorers.stored.fingerprint`: the scorers' code, the
+    answer and format specs, the expected answer, the output and its token count, the forbidden rules). None: not
+    to be reused (not stored, or read from a journal that is not as the run sealed it)."""
+    cached: bool = False
+    """True when the output came from the response cache: no request was sent in this run, so the record has no
+    timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
+    stratum: Stratum | None = None
+    """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
+    metrics are population-weighted (see `sample_weights.stratum_counts`); None for every other case."""
+    output_repaired: bool = False
+    """True when the output as received was not valid Unicode text: it held lone UTF-16 surrogates (a server
+    streaming half of a surrogate pair, a '\\udc80' escape in a replay file) or, from a replay file, bytes that are
+    not UTF-8. Each such code point is recorded as U+FFFD (`valid_text`), and the output is then scored like any
+    other; the flag says that the recorded text lost something of what came back. (A surrogate pair that arrived
+    as two code points, split across two stream chunks, is joined into its character: nothing lost, no flag.)"""
+
+    _earlier: list[CaseRecord] = PrivateAttr(default_factory=list)
+    # not persisted: the case's earlier lines in records.jsonl, which `RunDir.read_records` attaches
+
+    @property
+    def earlier_attempts(self) -> list[CaseRecord]:
+        """The case's earlier records in the journal (a failed request a resume or `--retry-errors` sent again),
+        oldest first; their requests were sent, so they count as attempts (`record.evidence`)."""
+        return self._earlier
+
+    @field_validator("error_message")
+    @classmethod
+    def _valid_error_message(cls, value: str | None) -> str | None:
+        return valid_text(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _valid_output(self) -> CaseRecord:
+        if self.output is not None and has_surrogates(self.output):
+            repaired = valid_text(self.output)
+            self.output_repaired = self.output_repaired or repaired.count(REPLACEMENT) > self.output.count(REPLACEMENT)
+            self.output = repaired
+        return self
+
+    def slice_value(self, key: str) -> Any:
+        """The value this case has for a slice key: 'suite' or any tag."""
+        return self.suite if key == "suite" else self.tags.get(key)
+
+
+class RunInfo(BaseModel):
+    """Facts about a run that are not per case."""
+
+    run_id: str
+    created_at: str
+    """ISO 8601 UTC time the run started."""
+    finished_at: str | None = None
+    status: str = "running"
+    """'running' (or killed: no process holds the run's lock), 'complete', 'interrupted' (Ctrl-C, SIGTERM) or
+    'failed' (the target could not be loaded)."""
+    target: str
+    """Human description of the model under test."""
+    backend: str
+    cases: int = 0
+    """Cases the run plans (all suites, after --limit)."""
+    generation_seconds: float | None = None
+    """Wall time the backend spent generating fresh (not cached) responses, model load excluded: the denominator
+    of system throughput. A resumed run adds each session's segment; a segment is checkpointed into run.json
+    before its batch's records are appended, so a kill can only count time twice (throughput errs low), never
+    count records without their time."""
+    load_seconds: float | None = None
+    """Time to load the model (and adapter, and merge)."""
+    load_phase: dict[str, Any] | None = None
+    """The load phase, when one ran: profile, seconds, requests, warm-up, server metrics summary."""
+    prefix_cache: dict[str, Any] | None = None
+    """The prefix-cache probe, when one ran: TTFT and server-reported cached prompt tokens, warm and cold (see
+    releasegate.run.prefix_cache)."""
+    client: dict[str, Any] | None = None
+    """The client's own lateness over the quality phase (openai backend): event-loop lag percentiles in ms, the
+    client process's CPU share. The load phase's is `load_phase['client']`. See `health.client_saturation`."""
+    phases: list[str] | None = None
+    """The phases the config plans: 'quality', and 'load' when it has a load phase. The gate calls a run whose
+    planned phase is missing or cut short INCONCLUSIVE. None in runs that predate it (`gate` reads config.yaml)."""
+    cost: dict[str, Any] | None = None
+    """The cost section of the config, resolved to prices (None: cost not measured)."""
+    judge: dict[str, Any] | None = None
+    """The LLM judge the run's judge-scored cases are graded by: its description (backend, model, parameters,
+    prompt template hash), `fingerprint` (which judgments count), `on_error` and `price`. None: no judge."""
+    versions: dict[str, str] = Field(default_factory=dict)
+    """Versions of Python and the libraries that ran the model."""
+    host: dict[str, Any] = Field(default_factory=dict)
+    """Machine facts: platform, CPU count, threads."""
+    config_path: str | None = None
+    """Absolute path of the config the run started from: `check --resume` reads the snapshot (config.yaml) and
+    resolves its relative paths next to this file."""
+    limit: int | None = None
+    """`check --limit`: a resumed run plans the same cases."""
+    no_cache: bool = False
+    """`check --no-cache`: the run neither reads nor writes the response cache; a resume keeps to that unless
+    told `--cache`."""
+    target_overrides: dict[str, Any] | None = None
+    """Target settings that differ from config.yaml (a `matrix` variant: merge, quantize, draft, batch_size);
+    a resume applies them again."""
+    comparability: dict[str, Any] | None = None
+    """Hashes of the settings that make two runs runs of the same thing (`gate.comparability.settings_key`):
+    generation settings, load profile, latency objective, rubric; written when the run starts. None in runs that
+    predate it (`compare` and `servers` derive it from config.yaml and rubric.yaml)."""
+    sessions: list[dict[str, Any]] = Field(default_factory=list)
+    """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
+    how many cases it had to run, how many came from the cache, its generation seconds, how it ended and its
+    `timing`."""
+    timing: dict[str, float | None] | None = None
+    """Where the latest `check` session's wall time went, in seconds: import_s, inputs_s, model_load_s,
+    generation_s, load_phase_s, judging_s, reports_s, other_s (the rest) adding up to total_s; written with
+    the reports (see releasegate.record.stage_timing). None in runs that predate it."""
+
+
+class RunDir:
+    """Reads and writes one run directory; appends are flushed so an interrupted run keeps what it did.
+
+    Every record and JSON document it writes is redacted in the data, before serialising (`redact_json`,
+    `redact_values`: an escaped secret cannot slip through), every text through `redact` as well (registered
+    secret values never reach the disk), and every recorded error message through `redact_error`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def records_path(self) -> Path:
+        return self.path / "records.jsonl"
+
+    def create(self) -> None:
+        try:
+            self.path.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise InputError("run directory already exists", file=self.path, hint="choose another run_id") from None
+
+    def write_info(self, info: RunInfo) -> None:
+        """run.json, with credential-looking strings masked (a URL with a password, a key in an error)."""
+        self.write_json("run.json", redact_data(info.model_dump(mode="json")))
+
+    def read_info(self) -> RunInfo:
+        path = self.path / "run.json"
+        if not path.exists():
+            raise InputError("not a run directory (no run.json)", file=self.path, hint="pass a directory under reports/")
+        try:
+            return RunInfo.model_validate_json(path.read_text("utf-8"))
+        except ValueError as exc:
+            raise InputError(f"unreadable run.json: {str(exc).splitlines()[0]}", file=path) from None
+
+    def append(self, records: list[CaseRecord], name: str = "records.jsonl") -> None:
+        """Append whole lines and fsync: a line with its newline is a committed record."""
+        with (self.path / name).open("a", encoding="utf-8") as fh:
+            for rec in records:
+                if rec.error_message:
+                    rec = rec.model_copy(update={"error_message": redact_error(rec.error_message)})
+                fh.write(_record_json(rec) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def read_records(
+        self, name: str = "records.jsonl", *, required: bool = True, dedup: bool | None = None
+    ) -> list[CaseRecord]:
+        """The records of a journal. `dedup` (default: on for records.jsonl, whose records are keyed by case id):
+        the last record of a case id wins and keeps the place of the first, so a retried case replaces its error,
+        and carries the lines it superseded as `earlier_attempts`. load.jsonl is read as written (a replayed
+        traffic log may repeat ids). The scores stored in a journal that is not as the run sealed it are not
+        reused (`scored_with` cleared, see `sealed.matches_seal`)."""
+        path = self.path / name
+        if not path.exists():
+            if not required:
+                return []
+            raise InputError(f"run has no {name}", file=self.path)
+        records, digest = [], hashlib.sha256()
+        with path.open("rb") as fh:  # bytes: a kill can tear a line inside a multi-byte character
+            for number, line in enumerate(fh, start=1):
+                digest.update(line)
+                if not line.strip():
+                    continue
+                try:
+                    records.append(CaseRecord.model_validate_json(line))
+                except ValueError as exc:  # pydantic's ValidationError too (bad JSON, bad UTF-8)
+                    if not line.endswith(b"\n"):
+                        break  # a torn last line from an interrupted run: the case was not completed
+                    raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=path, line=number) from None
+        if not matches_seal(self.path, name, digest.hexdigest()):
+            for rec in records:
+                rec.scored_with = None
+        if dedup if dedup is not None else name == "records.jsonl":
+            return _last_wins(records)
+        return records
+
+    def repair(self, name: str = "records.jsonl") -> None:
+        """Make a journal safe to append to after a kill: a torn last line (no newline) is cut off, or, when it
+        happens to be a whole record, given its newline. Reading and resuming then agree on what was done."""
+        path = self.path / name
+        if not path.exists():
+            return
+        with path.open("r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            start = last_line_start(fh, size)
+            if start == size:
+                return
+            fh.seek(start)
+            tail = fh.read()
+            try:
+                CaseRecord.model_validate_json(tail)
+            except ValueError:
+                fh.truncate(start)
+            else:
+                fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory for one `check` process; a second one (a concurrent resume) is refused.
+        The kernel drops the lock when its process dies, so a killed run can be resumed at once."""
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks (Windows): run directories are still never shared by new runs
+            yield
+            return
+        with (self.path / ".lock").open("a+") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError(
+                    "run directory is in use by another releasegate process", file=self.path,
+                    hint="wait for it to finish; a killed run can be resumed with check --resume",
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def is_locked(self) -> bool:
+        """Whether a live process holds the run (its status 'running' is then true, not a leftover of a kill)."""
+        try:
+            with self.lock():
+                return False
+        except InputError:
+            return True
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write atomically (temp file + rename), so a reader never sees half a file. A lone surrogate (which UTF-8
+        cannot hold) is written as U+FFFD."""
+        path = self.path / name
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text(valid_text(redact(text)), encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    def write_json(self, name: str, data: Any) -> Path:
+        data = redact_values(data)  # the data redacted, then serialised
+        return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _last_wins(records: list[CaseRecord]) -> list[CaseRecord]:
+    """One record per case id: the last, at the place of the first, with the earlier ones as its attempts."""
+    latest: dict[str, CaseRecord] = {}
+    for rec in records:
+        prior = latest.get(rec.case_id)
+        if prior is not None:
+            rec._earlier = [*prior._earlier, prior]
+        latest[rec.case_id] = rec
+    return list(latest.values())
+
+
+def _record_json(rec: CaseRecord) -> str:
+    """One journal line. The output and error message are valid text already (CaseRecord's validators); any other
+    string that is not (a case input or tag from a suite, a record changed after validation) is written with U+FFFD
+    in place of its lone surrogates rather than losing the record. `ESCAPED` characters are written escaped."""
+    try:
+        line = rec.model_dump_json()
+    except ValueError:  # PydanticSerializationError: a lone surrogate somewhere UTF-8 cannot encode
+        line = CaseRecord.model_validate(_valid_data(rec.model_dump())).model_dump_json()
+    line = redact_json(line)  # registered secrets replaced in the data, before ESCAPED escapes anything
+    return ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
+
+
+def last_line_start(fh, size: int, chunk: int = 1 << 16) -> int:
+    """Offset just past the last newline of a binary file (0 if none); `size` when the file ends in one."""
+    pos = size
+    while pos > 0:
+        step = min(chunk, pos)
+        fh.seek(pos - step)
+        block = fh.read(step)
+        at = block.rfind(b"\n")
+        if at != -1:
+            return pos - step + at + 1
+        pos -= step
+    return 0
