@@ -43,8 +43,9 @@ bench: setup
 bench-peers: setup  ## releasegate's clients vs aiperf and guidellm on the stub (installs the peers into build/peers/, never .venv)
 	$(PY) bench/run.py peers
 
-lint: setup
+lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml)
 	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/mypy
 
 demo-models: setup  ## rebuild models/demo (base, adapters, draft) and suites/demo deterministically
 	$(PY) scripts/build_demo_models.py
