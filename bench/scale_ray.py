@@ -41,8 +41,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import latency_accuracy as la  # noqa: E402  # the stub-in-its-own-process and error definitions, shared
 
 from releasegate.backends import Request  # noqa: E402
+from releasegate.inputs.scale_config import ScaleConfig  # noqa: E402
 from releasegate.inputs.target import TargetConfig  # noqa: E402
-from releasegate.scale import ScaleConfig  # noqa: E402
 from releasegate.scale._ray import normal_priority  # noqa: E402
 from releasegate.scale.load import DistributedLoad, LoadWorker  # noqa: E402
 from releasegate.stats.intervals import percentile  # noqa: E402
