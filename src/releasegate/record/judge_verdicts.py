@@ -40,9 +40,10 @@ class Verdicts:
         base = self.baseline_hashes.get(record.case_id)
         if base is None or self.fingerprint is None or not answered(record):
             return None
-        name, mine = criterion_name(record.answer), output_hash(record.output)
-        return tuple(self.judgments.get(judgment_key(record.case_id, name, self.fingerprint, mine, order, base))
-                     for order in ("candidate_first", "baseline_first"))
+        name, mine, fingerprint = criterion_name(record.answer), output_hash(record.output), self.fingerprint
+        first, second = (self.judgments.get(judgment_key(record.case_id, name, fingerprint, mine, order, base))
+                         for order in ("candidate_first", "baseline_first"))
+        return first, second
 
 
 def run_verdicts(run, info) -> Verdicts | None:

@@ -197,7 +197,7 @@ class RunDir:
     `redact_values`: an escaped secret cannot slip through), every text through `redact` as well (registered
     secret values never reach the disk), and every recorded error message through `redact_error`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
     @property

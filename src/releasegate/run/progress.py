@@ -108,7 +108,7 @@ class PlainProgress:
         with self._lock:
             task = self.tasks[task_id]
             task.done += advance
-            complete = bool(task.total) and task.done >= task.total
+            complete = task.total is not None and bool(task.total) and task.done >= task.total
         if complete:
             self._finish(task_id, stopped=False)
 
