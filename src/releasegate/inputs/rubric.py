@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, Where
 from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
@@ -34,8 +34,8 @@ class Criterion:
     """'rubric' (written by the user), 'guard' (the default error-rate guard), 'baseline' (a comparison with the
     baseline run) or 'review' (human approval). Only rubric criteria can make a run PASS."""
 
-    def as_dict(self) -> dict:
-        out = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
         if self.origin != "rubric":
             out["origin"] = self.origin
         if self.slice:
