@@ -303,13 +303,14 @@ def paired_bootstrap_delta(
 # --- paired proportions -------------------------------------------------------------------------------------
 
 
-def paired_rate_bounds(both: int, first_only: int, second_only: int, neither: int,
+def paired_rate_bounds(both: float, first_only: float, second_only: float, neither: float,
                        confidence: float = 0.95) -> tuple[float, float] | None:
     """(lower, upper) bounds of p1 - p2, two proportions measured on the same n cases, EACH one-sided at
     `confidence`: Newcombe's hybrid score interval for paired data (Statistics in Medicine 1998;17:2635, method
     10). The cells: `both` cases good in both, `first_only` good in the first only, `second_only` in the second
-    only, `neither`. Each proportion gets its Wilson bounds (l, u); the two are combined with the correlation
-    phi of the 2x2 table, its numerator moved n/2 towards 0 when positive (Newcombe's correction):
+    only, `neither` (counts, or a weighted table scaled to its effective n). Each proportion gets its Wilson
+    bounds (l, u); the two are combined with the correlation phi of the 2x2 table, its numerator moved n/2
+    towards 0 when positive (Newcombe's correction):
 
         lower = d - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)
         upper = d + sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2)
@@ -322,7 +323,7 @@ def paired_rate_bounds(both: int, first_only: int, second_only: int, neither: in
     return _paired_bounds(both, first_only, second_only, neither, confidence)
 
 
-def _paired_bounds(both: int, first_only: int, second_only: int, neither: int,
+def _paired_bounds(both: float, first_only: float, second_only: float, neither: float,
                    confidence: float) -> tuple[float, float]:
     """`paired_rate_bounds` of at least one case."""
     n = both + first_only + second_only + neither
