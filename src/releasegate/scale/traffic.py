@@ -97,7 +97,7 @@ class LoadPlan:
                 return f"closed loop, {self.concurrency} in flight, for {self.duration_s:g} s"
             return f"closed loop, {self.concurrency} in flight, {len(self.requests)} requests"
         span = self.offsets[-1] if self.offsets else 0
-        return f"open loop, {len(self.requests)} requests over {span:.1f} s, at most {self.concurrency} in flight"
+        return f"open loop, {len(self.requests or ())} requests over {span:.1f} s, at most {self.concurrency} in flight"
 
 
 def plan_load(load: LoadConfig, cases) -> LoadPlan:
