@@ -72,9 +72,7 @@ def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int
 
 class SeenIds(Protocol):
     """The case id -> suite name map that finds a duplicate id: a dict, or a stand-in that keeps less."""
-
     def get(self, case_id: str) -> str | None: ...
-
     def __setitem__(self, case_id: str, suite_name: str) -> None: ...
 
 
