@@ -27,7 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import fmean
 
+from ..inputs.rubric import ForbiddenRule
 from ..record.evidence import answered
+from ..record.judge_verdicts import Verdicts
 from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
 from ..scorers import score_records
@@ -61,8 +63,8 @@ class Margins:
 
 
 def compare_records(
-    base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins(), *,
-    base_verdicts=None, cand_verdicts=None,
+    base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules: tuple[ForbiddenRule, ...],
+    margins: Margins = Margins(), *, base_verdicts: Verdicts | None = None, cand_verdicts: Verdicts | None = None,
 ) -> dict:
     """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
     answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.

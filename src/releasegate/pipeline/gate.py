@@ -59,7 +59,7 @@ from ..record.metrics import (
 from ..record.records import CaseRecord, RunInfo
 from ..record.review_labels import LabelEdit
 from ..review.summary import summarize_review
-from ..scorers import score_records
+from ..scorers import CorpusScores, score_records
 from ..scorers.evaluate_metric import evaluate_value
 from ..stats.sample_weights import sample_only, stratum_counts
 
@@ -98,7 +98,7 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, ph
 def gate_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
     *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts: Verdicts | None = None, edited: Sequence[str] = (),
-    corpus_scores=None,
+    corpus_scores: CorpusScores | None = None,
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 

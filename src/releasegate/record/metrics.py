@@ -107,7 +107,7 @@ def select(records: Iterable, slice_: dict | None) -> list:
 _MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
 
 
-def slices_of(records: list, keys=None) -> list[dict]:
+def slices_of(records: list, keys: list[str] | None = None) -> list[dict]:
     """Every single-key slice worth a row, e.g. {'task': 'x'}: one per value of each key (default: the suite and
     every tag) that has few distinct values (a key with many is an id, not a slice)."""
     keys = ["suite"] + sorted({k for r in records for k in r.tags}) if keys is None else keys
