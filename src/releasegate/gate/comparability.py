@@ -23,12 +23,14 @@ import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ..record.records import CaseRecord, RunInfo
 from .health import saved_run_problems, target_failure
+
+if TYPE_CHECKING:
+    from ..record.records import CaseRecord, RunInfo
 
 __all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
            "same_run", "describe_differences", "baseline_problems", "settings_problem", "coverage_problem",

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import ErrorKind
-from .records import CaseRecord
+
+if TYPE_CHECKING:  # `validate` reads the rubric (and so these rules) without loading the run record
+    from .records import CaseRecord
 
 __all__ = [
     "failure", "answered", "case_attempts", "attempt_outcomes", "failed_attempts", "attempt_counts", "worst_client",
