@@ -253,6 +253,10 @@ def test_bootstrap_is_seeded_and_brackets_the_statistic():
     assert bootstrap([1.0], lambda s: s[0]) is None
 
 
+def test_bootstrap_with_no_resamples_has_no_interval():
+    assert bootstrap([1.0, 2.0, 3.0], lambda s: sum(s) / len(s), resamples=0) is None  # not (None, None)
+
+
 def test_bootstrap_one_sided_bounds_sit_inside_the_two_sided_interval():
     xs = [float(i) for i in range(1, 201)]
     two = bootstrap(xs, lambda s: sum(s) / len(s), confidence=0.9, resamples=1000)

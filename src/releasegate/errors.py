@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
+from typing import TypedDict
 
-__all__ = ["ReleasegateError", "InputError", "TargetError", "ErrorKind", "http_kind", "judge_kind"]
+__all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "ErrorKind", "http_kind", "judge_kind"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every character str.splitlines() breaks at
 
@@ -25,6 +26,14 @@ class ReleasegateError(Exception):
     """Base class; `exit_code` is what `releasegate` exits with."""
 
     exit_code = 2
+
+
+class Where(TypedDict, total=False):
+    """Where an input error is: InputError's `file`, `line` and `field`, passed on as `**where`."""
+
+    file: str | Path | None
+    line: int | None
+    field: str | None
 
 
 class InputError(ReleasegateError):

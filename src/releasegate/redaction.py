@@ -24,6 +24,7 @@ import html
 import json
 import os
 import re
+from collections.abc import Collection
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
@@ -155,7 +156,7 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", str(name))]
 
 
-def is_secret_name(name: str, extra: frozenset[str] | set[str] = frozenset()) -> bool:
+def is_secret_name(name: str, extra: Collection[str] = frozenset()) -> bool:
     """Whether a header, body field or query parameter of this name carries a credential: `Authorization`,
     `X-Api-Key`, `api_key`, `access_token`, `client_secret`, `password`, `sig`... but not `max_tokens`,
     `stop_token` or `cache_key`. `extra`: more names the config marks secret (compared case-insensitively)."""
@@ -168,11 +169,11 @@ def is_secret_name(name: str, extra: frozenset[str] | set[str] = frozenset()) ->
     return False
 
 
-def _secret_query_name(name: str, extra=frozenset()) -> bool:
+def _secret_query_name(name: str, extra: Collection[str] = frozenset()) -> bool:
     return is_secret_name(name, extra) or unquote(name).lower() not in _PUBLIC_QUERY
 
 
-def _masked_query(query: str, extra) -> str:
+def _masked_query(query: str, extra: Collection[str]) -> str:
     out = []
     for pair in query.split("&"):
         name, eq, value = pair.partition("=")
@@ -184,7 +185,7 @@ def _masked_query(query: str, extra) -> str:
     return "&".join(out)
 
 
-def mask_url(url: str | None, extra: frozenset[str] | set[str] = frozenset()) -> str | None:
+def mask_url(url: str | None, extra: Collection[str] = frozenset()) -> str | None:
     """A URL with its userinfo replaced by REDACTED and the values of its query (and fragment) parameters by
     [REDACTED], except plainly public ones (api-version, ...). The result still parses as a URL."""
     if not url:
@@ -201,7 +202,7 @@ def mask_url(url: str | None, extra: frozenset[str] | set[str] = frozenset()) ->
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
-def url_secrets(url: str | None, extra: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def url_secrets(url: str | None, extra: Collection[str] = frozenset()) -> list[str]:
     """The credential values in a URL: its userinfo (user and password), its non-public query and fragment
     values (as written and percent-decoded)."""
     if not url:
@@ -226,7 +227,7 @@ def url_secrets(url: str | None, extra: frozenset[str] | set[str] = frozenset())
     return [v for v in out if v] + [unquote(v) for v in out if v and unquote(v) != v]
 
 
-def mask_mapping(data, extra: frozenset[str] | set[str] = frozenset(), *, secret: bool = False):
+def mask_mapping(data, extra: Collection[str] = frozenset(), *, secret: bool = False):
     """A JSON-like value with every string under a secret-looking key (at any depth) replaced by [REDACTED].
     A `{env: NAME}` reference is kept: it names a variable, it is not the value."""
     if isinstance(data, dict):
@@ -240,7 +241,7 @@ def mask_mapping(data, extra: frozenset[str] | set[str] = frozenset(), *, secret
     return data
 
 
-def mapping_secrets(data, extra: frozenset[str] | set[str] = frozenset(), *, secret: bool = False) -> list[str]:
+def mapping_secrets(data, extra: Collection[str] = frozenset(), *, secret: bool = False) -> list[str]:
     """The strings `mask_mapping` would mask."""
     if isinstance(data, dict):
         if set(data) == {"env"} and isinstance(data["env"], str):

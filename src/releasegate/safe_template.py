@@ -76,6 +76,15 @@ def _check_arguments(args, kwargs) -> None:
             raise TemplateFailed(f"passes {value:,} to a function or filter; at most {MAX_CHARS:,}")
 
 
+def _repeated(left: Any, right: Any) -> tuple[str | list | tuple, int] | None:
+    """(sequence, count) of `left * right` that repeats a sequence (either operand may be the sequence)."""
+    if isinstance(left, (str, list, tuple)) and isinstance(right, int):
+        return left, right
+    if isinstance(right, (str, list, tuple)) and isinstance(left, int):
+        return right, left
+    return None
+
+
 def _binop_size(operator: str, left: Any, right: Any) -> None:
     """Refuse, before computing it, an operation whose result is past the budget."""
     if operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
@@ -85,8 +94,8 @@ def _binop_size(operator: str, left: Any, right: Any) -> None:
         if isinstance(left, int) and isinstance(right, int):
             if left.bit_length() + right.bit_length() > MAX_INT_BITS:
                 raise TemplateFailed(f"computes a product of more than {MAX_INT_BITS:,} bits")
-        elif isinstance(left, (str, list, tuple)) and isinstance(right, int) or isinstance(right, (str, list, tuple)) and isinstance(left, int):
-            seq, n = (left, right) if isinstance(right, int) else (right, left)
+        elif (repeated := _repeated(left, right)) is not None:
+            seq, n = repeated
             if len(seq) * n > MAX_CHARS:
                 raise TemplateFailed(f"repeats a value to {len(seq) * n:,} characters, more than {MAX_CHARS:,}")
     elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):

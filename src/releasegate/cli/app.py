@@ -50,7 +50,7 @@ def help_paragraphs(doc: str) -> str:
     out = []
     for paragraph in inspect.cleandoc(doc).split("\n\n"):
         lines = [line.strip() for line in paragraph.splitlines()]
-        joined = []
+        joined: list[str] = []
         for line in lines:
             if joined and not line.startswith("- "):
                 joined[-1] += " " + line
@@ -71,11 +71,16 @@ INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: not a verdict, so a CI log never r
 
 
 def _usage(exc: TyperException) -> int:
-    exc.show(file=sys.stderr)  # usage errors: unknown option, bad value (typer vendors click's exceptions)
-    return getattr(exc, "exit_code", 2) or 2
+    show = getattr(exc, "show", None)  # usage errors: unknown option, bad value (typer vendors click's exceptions)
+    if show is not None:
+        show(file=sys.stderr)
+    else:  # a TyperException that is not one of click's has no show()
+        sys.stderr.write(f"Error: {exc.format_message()}\n")
+    return exc.exit_code or 2
 
 
-def _os_error(exc: OSError) -> str:
+def _os_error(exc: BaseException) -> str:
+    assert isinstance(exc, OSError)  # EXIT_TABLE's OSError row
     where = f"{exc.filename}: " if exc.filename else ""
     return f"error: {where}{exc.strerror or exc} (check the path, its permissions and the free space)"
 
@@ -113,7 +118,10 @@ def _report(exc: BaseException) -> int:
     if cls is Exception and os.environ.get(TRACEBACK_ENV):
         err.print_exception()
     err.print(redact_error(message(exc)), markup=False, soft_wrap=True)
-    return exc.exit_code if code is None else code
+    if code is None:  # EXIT_TABLE's ReleasegateError row
+        assert isinstance(exc, ReleasegateError)
+        return exc.exit_code
+    return code
 
 
 def run() -> None:

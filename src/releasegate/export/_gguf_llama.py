@@ -98,9 +98,11 @@ class LlamaHparams:
         rope = {**legacy, **rope}
         self.rope_theta = float(rope.get("rope_theta", config.get("rope_theta", 10000.0)))
         self.rope_type = rope.get("rope_type") or rope.get("type") or "default"
-        self.rope_factor = rope.get("factor")
+        self.rope_factor: float | None = rope.get("factor")
         if self.rope_type not in ("default", "linear"):
             raise ExportError(f"rope scaling {self.rope_type!r} is not supported (only default and linear)")
+        if self.rope_type == "linear" and self.rope_factor is None:
+            raise ExportError("linear rope scaling without a factor (rope_scaling.factor)")
 
     def permute(self, gguf_tensor_name: str, w):
         """Apply the q/k rotary permutation where the tensor's rows are q or k heads."""

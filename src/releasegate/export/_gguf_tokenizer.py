@@ -64,7 +64,7 @@ def add_tokenizer(writer, model_dir: Path, hp: LlamaHparams) -> None:
     tok_config_path = model_dir / "tokenizer_config.json"
     tok_config = read_json(tok_config_path) if tok_config_path.is_file() else {}
 
-    by_id: dict[int, tuple[str, int]] = {}
+    by_id: dict[int, tuple[str, gguf.TokenType]] = {}
     for text, i in model["vocab"].items():
         by_id[i] = (text, gguf.TokenType.NORMAL)
     for added in tokenizer.get("added_tokens", []):

@@ -106,6 +106,7 @@ def export_model(model_dir: str | Path, out_path: str | Path, *, outtype: str = 
         writer.add_key_length(hp.head_dim)
         writer.add_value_length(hp.head_dim)
     if hp.rope_type == "linear":
+        assert hp.rope_factor is not None  # LlamaHparams refuses linear scaling without a factor
         writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         writer.add_rope_scaling_factor(float(hp.rope_factor))
     writer.add_vocab_size(hp.vocab_size)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ReleasegateError
 from ..inputs.rubric import Criterion, Rubric
-from ..record.judge_verdicts import saved_verdicts
+from ..record.judge_verdicts import Verdicts, saved_verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunDir, RunInfo
 from .comparability import BASELINE_PARTS, baseline_problems, coverage_problem, saved_settings_key, settings_problem
@@ -18,7 +18,8 @@ from .paired_comparison import Margins, changed_note, compare_records
 __all__ = ["baseline_comparison", "comparison_results"]
 
 
-def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts=None, info: RunInfo | None = None) -> dict | None:
+def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Verdicts | None = None,
+                        info: RunInfo | None = None) -> dict | None:
     """The comparison with the rubric's `baseline:` run, with why that run proves nothing about this one (none
     when it stands); None without a baseline."""
     if not rubric.baseline:

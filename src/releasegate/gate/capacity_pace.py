@@ -4,6 +4,9 @@ grew over the step, and the share of the offered rate it completed that the E2E'
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..stats.intervals import percentile
 
 __all__ = ["KEEP_UP", "growth_ms", "e2e_growth_ms", "completion_share", "kept_up_ratio", "kept_up", "unknown_why",
@@ -27,7 +30,7 @@ neither median. On a short step a growing backlog can still be inside the latenc
 burst above the capacity would pass for it."""
 
 
-def growth_ms(done: list, field: str, less=None) -> float | None:
+def growth_ms(done: list, field: str, less: Callable[[Any], float] | None = None) -> float | None:
     """Median `field` (TTFT or E2E from the scheduled send; less `less(record)` ms when given) of the last quarter
     of requests minus that of the first quarter, in schedule order (the number in a sweep request's id,
     `s03-00042:...`); None with too few."""
@@ -36,7 +39,9 @@ def growth_ms(done: list, field: str, less=None) -> float | None:
     quarter = len(timed) // 4
     if quarter < 5:
         return None
-    return percentile([t for _, t in timed[-quarter:]], 50) - percentile([t for _, t in timed[:quarter]], 50)
+    last, first = percentile([t for _, t in timed[-quarter:]], 50), percentile([t for _, t in timed[:quarter]], 50)
+    assert last is not None and first is not None  # a quarter holds 5 or more
+    return last - first
 
 
 def _order(case_id: str) -> int:
@@ -48,7 +53,7 @@ def e2e_growth_ms(done: list) -> float | None:
     """How E2E from the scheduled send grew over the step (growth_ms), each answer's decode at the step's median
     TPOT taken out: (output tokens - 1) x that TPOT. Without token counts or TPOTs, plain E2E."""
     tpots = [r.timing.tpot_ms for r in done if r.timing.tpot_ms is not None]
-    per_token = percentile(tpots, 50) if tpots and all(r.tokens.output is not None for r in done) else 0.0
+    per_token = (percentile(tpots, 50) or 0.0) if tpots and all(r.tokens.output is not None for r in done) else 0.0
     return growth_ms(done, "e2e_sched_ms", less=lambda r: max(0, (r.tokens.output or 1) - 1) * per_token)
 
 
@@ -74,9 +79,9 @@ def kept_up(figures: dict, late_ms: float = 0.0) -> float | None:
     """The lesser of a step's completion share and its backlog's kept-up ratio (KEEP_UP); None when either is
     unknown. A late client delays every send by at most `late_ms`: each figure is taken with that forgiven."""
     span = figures["span_s"]
-    parts = [completion_share(span, figures["e2e_growth_ms"], figures["answered"], late_ms),
-             kept_up_ratio(span, figures["backlog_growth_ms"], late_ms)]
-    return None if None in parts else min(parts)
+    share = completion_share(span, figures["e2e_growth_ms"], figures["answered"], late_ms)
+    ratio = kept_up_ratio(span, figures["backlog_growth_ms"], late_ms)
+    return None if share is None or ratio is None else min(share, ratio)
 
 
 def unknown_why(figures: dict) -> str:
@@ -92,7 +97,8 @@ def behind_why(figures: dict) -> str:
     if figures["completion_share"] < KEEP_UP:
         parts.append(f"completed {figures['completed_rps']:.3g} req/s of {figures['offered_rps']:.3g} offered "
                      f"(E2E from the scheduled send grew {figures['e2e_growth_ms'] / 1000:.3g} s)")
-    if kept_up_ratio(figures["span_s"], figures["backlog_growth_ms"]) < KEEP_UP:
+    ratio = kept_up_ratio(figures["span_s"], figures["backlog_growth_ms"])
+    if ratio is not None and ratio < KEEP_UP:  # known: a step falls behind only on known figures
         parts.append(f"its backlog (TTFT from the scheduled send) grew {figures['backlog_growth_ms'] / 1000:.3g} s")
     return (f"the server fell behind over the {figures['span_s']:.3g} s step: " + ", ".join(parts)
             + f" (kept up {figures['kept_up']:.2f} < {KEEP_UP:g})")

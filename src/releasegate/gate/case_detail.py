@@ -116,7 +116,7 @@ FLIPPED_KEPT = 200
 _FLIP_CHARS = 300
 
 
-def flipped_cases(pairs) -> dict:
+def flipped_cases(pairs: list[tuple[CaseRecord, CaseRecord, dict, dict]]) -> dict:
     """The shared cases whose pass or fail (`failing_why`) differs between the two runs: `pass_to_fail` (the
     candidate lost them) and `fail_to_pass` (it gained them), counted, and listed (the first FLIPPED_KEPT each)
     with the input, both outputs and why the failing side failed. `pairs`: (baseline record, candidate record,

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .health import saved_run_problems, target_failure
+
+if TYPE_CHECKING:
+    from ..record.records import CaseRecord, RunInfo
 
 __all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
            "same_run", "describe_differences", "baseline_problems", "settings_problem", "coverage_problem",
@@ -46,7 +50,7 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def case_hash(record) -> str:
+def case_hash(record: CaseRecord) -> str:
     """The hash of one case's contents: its input as sent and its expected answer."""
     return _digest({"input": record.input, "expected": record.expected})
 
@@ -89,10 +93,11 @@ def _generation(raw: dict, target: dict | None = None) -> dict:
     return {k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in out.items()}
 
 
-def saved_settings_key(run_path: Path, info) -> dict[str, str | None]:
+def saved_settings_key(run_path: Path, info: RunInfo) -> dict[str, str | None]:
     """A saved run's settings key: as stored in run.json, else derived from its config.yaml and rubric.yaml."""
-    if getattr(info, "comparability", None):
-        return {part: info.comparability.get(part) for part in SETTINGS_PARTS}
+    stored = getattr(info, "comparability", None)
+    if stored:
+        return {part: stored.get(part) for part in SETTINGS_PARTS}
     return settings_key(_yaml(Path(run_path) / "config.yaml"), _yaml(Path(run_path) / "rubric.yaml"))
 
 
@@ -104,7 +109,7 @@ def _yaml(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def differences(a: dict, b: dict, parts=SETTINGS_PARTS) -> tuple[list[str], list[str]]:
+def differences(a: dict, b: dict, parts: Iterable[str] = SETTINGS_PARTS) -> tuple[list[str], list[str]]:
     """(parts that differ, parts that cannot be checked because one run or both do not record them)."""
     differ = [p for p in parts if a.get(p) is not None and b.get(p) is not None and a[p] != b[p]]
     unchecked = [p for p in parts if a.get(p) is None or b.get(p) is None]
@@ -116,7 +121,7 @@ def describe_differences(parts: list[str]) -> str:
     return ", ".join(_PART_NAMES[p] for p in parts)
 
 
-def same_run(path_a: Path, info_a, path_b: Path, info_b) -> bool:
+def same_run(path_a: Path, info_a: RunInfo, path_b: Path, info_b: RunInfo) -> bool:
     """The same run: the same directory, or a copy of it (the same run id and start time, and the same
     records.jsonl byte for byte)."""
     if Path(path_a).resolve() == Path(path_b).resolve():
@@ -134,7 +139,7 @@ def _file_digest(path: Path) -> str | None:
         return None
 
 
-def baseline_problems(path: Path, info, records, load_records) -> list[str]:
+def baseline_problems(path: Path, info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord]) -> list[str]:
     """Why a saved run cannot stand as a baseline: it is not whole (not complete, cases or a phase missing) or
     it measured nothing (its target failed most requests: TARGET_ERROR). Empty when it can."""
     problems = list(saved_run_problems(path, info, records, load_records))
@@ -158,7 +163,7 @@ def coverage_problem(shared: int, base_cases: int) -> str | None:
             "comparison would speak for a part of the suite, not for the runs")
 
 
-def settings_problem(base_key: dict, cand_key: dict, parts=SETTINGS_PARTS) -> str | None:
+def settings_problem(base_key: dict, cand_key: dict, parts: Iterable[str] = SETTINGS_PARTS) -> str | None:
     """One line naming the settings `parts` on which a baseline and a candidate differ; None when they agree."""
     differ, _ = differences(base_key, cand_key, parts)
     if not differ:

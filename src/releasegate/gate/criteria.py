@@ -12,6 +12,7 @@ import operator
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ..inputs.rubric import Criterion
 from ..record.metrics import MetricValue, percentile_of
 from ..stats.intervals import needed_n_for_rate, percentile_min_n
 
@@ -61,7 +62,7 @@ samples. Review, judge calibration, client saturation, capacity, unknown values 
 class CriterionResult:
     """A criterion with the measured value and its verdict: 'pass', 'fail' or 'insufficient'."""
 
-    criterion: object
+    criterion: Criterion
     value: MetricValue
     verdict: str
     reason: str = ""
@@ -89,7 +90,7 @@ def meets(op: str, value: float, threshold: float) -> bool:
     return _OPS[op](value, threshold)
 
 
-def judge_criterion(criterion, value: MetricValue) -> CriterionResult:
+def judge_criterion(criterion: Criterion, value: MetricValue) -> CriterionResult:
     """Compare a measured value with the criterion; too few samples or no value is 'insufficient'.
 
     With a `confidence`, the criterion gates on one-sided bounds at that confidence: it passes when the bound on
@@ -110,7 +111,7 @@ def judge_criterion(criterion, value: MetricValue) -> CriterionResult:
     return CriterionResult(criterion, value, "pass" if ok else "fail", reason)
 
 
-def _judge_bound(criterion, value: MetricValue) -> CriterionResult:
+def _judge_bound(criterion: Criterion, value: MetricValue) -> CriterionResult:
     op, threshold, conf = criterion.op, criterion.threshold, criterion.confidence
     higher = op in (">=", ">")
     lo, hi = value.bounds if value.bounds is not None else (None, None)
@@ -131,8 +132,9 @@ def _judge_bound(criterion, value: MetricValue) -> CriterionResult:
     return CriterionResult(criterion, value, "insufficient", why + more, needed, Undecided.SAMPLES)
 
 
-def _needed_n(criterion, value: MetricValue, higher: bool) -> int | None:
+def _needed_n(criterion: Criterion, value: MetricValue, higher: bool) -> int | None:
     conf = criterion.confidence
+    assert conf is not None and value.value is not None  # a bound-gated criterion with a value (judge_criterion)
     if criterion.metric in RATE_METRICS:
         return needed_n_for_rate(value.value, criterion.threshold, higher_is_better=higher, confidence=conf)
     q = percentile_of(criterion.metric)

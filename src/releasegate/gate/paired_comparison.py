@@ -27,7 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import fmean
 
+from ..inputs.rubric import ForbiddenRule
 from ..record.evidence import answered
+from ..record.judge_verdicts import Verdicts
 from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
 from ..scorers import score_records
@@ -61,8 +63,8 @@ class Margins:
 
 
 def compare_records(
-    base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules, margins: Margins = Margins(), *,
-    base_verdicts=None, cand_verdicts=None,
+    base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules: tuple[ForbiddenRule, ...],
+    margins: Margins = Margins(), *, base_verdicts: Verdicts | None = None, cand_verdicts: Verdicts | None = None,
 ) -> dict:
     """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
     answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.
@@ -145,15 +147,18 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) ->
     weights, why = _pair_weights([(b, c) for _, _, b, c in both], strata or {})
     if why:
         return _undecided_row(name, len(both), margin, why)
+    outcomes = [(x, y) for x, y, _, _ in both if isinstance(x, bool) and isinstance(y, bool)]  # all: none unknown
     good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
-    goods = [(good(x), good(y)) for x, y, _, _ in both]
-    counts = _cells(goods)
+    goods = [(good(x), good(y)) for x, y in outcomes]
+    counts = _counts(goods)
     n = kish_n(weights) if weights else len(both)
-    cells = _scaled(_cells(goods, weights), n) if weights else counts
-    loss_lo, loss_hi = paired_rate_bounds(*cells, confidence=margins.confidence)  # baseline good rate - candidate's
+    cells: tuple[float, float, float, float] = _scaled(_cells(goods, weights), n) if weights else counts
+    bounds = paired_rate_bounds(*cells, confidence=margins.confidence)  # baseline good rate - candidate's
+    assert bounds is not None  # of the shared cases, at least one
+    loss_lo, loss_hi = bounds
     needed = paired_min_n(margin, margins.confidence)
     verdict, note = _non_inferiority(n, loss_lo, loss_hi, margin, needed, weighted=bool(weights))
-    base_rate, cand_rate = _mean([float(x) for x, _, _, _ in both], weights), _mean([float(y) for _, y, _, _ in both], weights)
+    base_rate, cand_rate = _mean([float(x) for x, _ in outcomes], weights), _mean([float(y) for _, y in outcomes], weights)
     interval = [-loss_hi, -loss_lo] if higher else [loss_lo, loss_hi]
     extra = {"effective_n": n, "weighted": True} if weights else {}
     return {
@@ -191,21 +196,33 @@ def _mean(xs: list[float], weights: list[float] | None) -> float:
     return fmean(xs) if weights is None else sum(w * x for w, x in zip(weights, xs)) / sum(weights)
 
 
-def _cells(goods: list[tuple[bool, bool]], weights: list[float] | None = None) -> tuple:
-    """The paired 2x2 table (good in both, in the baseline only, in the candidate only, in neither): counts, or
-    with `weights` the weight in each cell."""
-    weights = weights if weights is not None else [1] * len(goods)
+def _cell(x: bool, y: bool) -> int:
+    """A pair's cell of the paired 2x2 table: good in both, in the baseline only, in the candidate only, in neither."""
+    return 0 if x and y else 1 if x else 2 if y else 3
+
+
+def _counts(goods: list[tuple[bool, bool]]) -> tuple[int, int, int, int]:
+    """The paired 2x2 table of cases (see `_cell`)."""
     cells = [0, 0, 0, 0]
+    for x, y in goods:
+        cells[_cell(x, y)] += 1
+    return cells[0], cells[1], cells[2], cells[3]
+
+
+def _cells(goods: list[tuple[bool, bool]], weights: list[float]) -> tuple[float, float, float, float]:
+    """The paired 2x2 table with `weights`: the weight in each cell."""
+    cells = [0.0, 0.0, 0.0, 0.0]
     for (x, y), w in zip(goods, weights):
-        cells[0 if x and y else 1 if x else 2 if y else 3] += w
-    return tuple(cells)
+        cells[_cell(x, y)] += w
+    return cells[0], cells[1], cells[2], cells[3]
 
 
-def _scaled(cells: tuple, n: float) -> tuple:
+def _scaled(cells: tuple[float, float, float, float], n: float) -> tuple[float, float, float, float]:
     """A weighted 2x2 table scaled to `n` cases (Kish's effective n): its shares kept, its size the information the
     weighted sample holds, so a score bound on it is taken at the effective n."""
     total = sum(cells)
-    return tuple(c * n / total for c in cells)
+    a, b, c, d = (x * n / total for x in cells)
+    return a, b, c, d
 
 
 def _non_inferiority(n: float, loss_lo: float, loss_hi: float, margin: float, needed: int | None, *,
@@ -233,6 +250,7 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     xs, ys = [x for x, _ in both], [y for _, y in both]
     level = 1 - (1 - margins.confidence) * _LATENCY_TAIL_SHARE
     delta, interval = paired_bootstrap_delta(xs, ys, confidence=level, sided="one")
+    assert interval is not None  # two pairs or more
     share = margins.margins.get(name, DEFAULT_MARGINS[name])
     margin = share * fmean(xs)
     note = ""

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import InputError
+from ..errors import InputError, Where
 from .files import exists, field_path, line_of, load_yaml, load_yaml_text
 from .schema_keys import check_key
 
@@ -141,13 +141,13 @@ class Composed:
             origin = origin.children[part]
         return self.layers[origin.layer]
 
-    def at(self, *parts: str | int) -> dict:
+    def at(self, *parts: str | int) -> Where:
         """InputError's `file`, `line` and `field` for the value at `parts`: the file and line of the layer that
         wrote it, or `--set KEY` for an override."""
         layer, where = self.layer_of(list(parts)), field_path(list(parts))
         if layer.override is not None:
-            return {"file": f"--set {layer.override.key}", "line": None, "field": where}
-        return {"file": layer.file, "line": line_of(layer.node, list(parts)), "field": where}
+            return Where(file=f"--set {layer.override.key}", line=None, field=where)
+        return Where(file=layer.file, line=line_of(layer.node, list(parts)), field=where)
 
     def relocate(self, error: InputError) -> InputError:
         """A schema error of the composed config, moved to the layer that wrote its field."""
@@ -181,21 +181,22 @@ def _chain(path: Path) -> list[tuple[Path, dict, yaml.Node | None]]:
     """[(file, mapping without `extends`, nodes)] from the config that is run to its first base."""
     chain: list[tuple[Path, dict, yaml.Node | None]] = []
     seen: list[Path] = []
-    while path is not None:
-        data, node = load_yaml(path, what="config" if not chain else "extended config")
+    here: Path | None = path
+    while here is not None:
+        data, node = load_yaml(here, what="config" if not chain else "extended config")
         if not isinstance(data, dict):
-            raise InputError("a config must be a mapping of keys (target, suites, rubric, ...)", file=path, line=1)
+            raise InputError("a config must be a mapping of keys (target, suites, rubric, ...)", file=here, line=1)
         data = dict(data)
-        seen.append(Path(os.path.realpath(path)))
+        seen.append(Path(os.path.realpath(here)))
         named = data.pop("extends", None)
-        chain.append((path, data, node))
-        path = _base_of(named, path, node, seen) if named is not None else None
+        chain.append((here, data, node))
+        here = _base_of(named, here, node, seen) if named is not None else None
     return chain
 
 
 def _base_of(named: Any, path: Path, node, seen: list[Path]) -> Path:
     """The file `extends:` names in `path`, refused when missing, not a file name, a cycle or too deep."""
-    where = {"file": path, "line": line_of(node, ["extends"]), "field": "extends"}
+    where = Where(file=path, line=line_of(node, ["extends"]), field="extends")
     if not isinstance(named, str) or not named.strip():
         raise InputError("expected the path of a config file to extend", **where)
     base = Path(os.path.normpath(path.parent / named))

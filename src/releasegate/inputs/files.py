@@ -59,7 +59,7 @@ def resolve_under(here: Path, relative: str) -> Path:
 class _Capped(io.RawIOBase):
     """A file that refuses to give more than `limit` bytes in all: past it, the InputError of a file too large."""
 
-    def __init__(self, fh: BinaryIO, limit: int, path: Path, what: str) -> None:
+    def __init__(self, fh: io.RawIOBase, limit: int, path: Path, what: str) -> None:
         self._fh, self._left, self._path, self._what, self._limit = fh, limit, path, what, limit
 
     def readable(self) -> bool:

@@ -6,10 +6,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .files import is_file, read_text
 from .judge_prompt import check_template, template_text
+
+if TYPE_CHECKING:
+    from .target import TargetConfig
 
 __all__ = [
     "JudgeSettings", "Criterion", "criterion_of", "parse_judge", "TARGET_KEYS", "CalibrationPolicy", "parse_calibration",
@@ -35,8 +39,8 @@ class Criterion:
     reference: bool | None = None
     """Show the judge the expected answer: True, False, or None (when the case has one)."""
 
-    def as_dict(self) -> dict:
-        out = {"name": self.name, "instructions": self.instructions}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "instructions": self.instructions}
         if self.scale is not None:
             out |= {"scale": self.scale, "pass_mark": self.pass_mark}
         if self.reference is not None:
@@ -48,7 +52,7 @@ class Criterion:
 class JudgeSettings:
     """A validated `judge:` section."""
 
-    target: object
+    target: TargetConfig
     """A TargetConfig for the judge model (backend openai, hf or replay)."""
     temperature: float = 0.0
     max_tokens: int = 256
@@ -106,7 +110,7 @@ def _criterion(name: str, raw: dict, where: str) -> Criterion:
     if (scale is None) != (mark is None):
         raise InputError("scale and pass_mark go together", field=f"{where}.{'pass_mark' if scale else 'scale'}",
                          hint="give both (grades 1..scale, passing from pass_mark) or neither (pass/fail)")
-    if scale is not None and not 1 <= mark <= scale:
+    if scale is not None and mark is not None and not 1 <= mark <= scale:  # both or neither (checked above)
         raise InputError(f"pass_mark {mark} is outside the scale 1..{scale}", field=f"{where}.pass_mark")
     return Criterion(name, raw["instructions"], scale, mark, raw.get("reference"))
 
@@ -156,8 +160,8 @@ class CalibrationPolicy:
     """Pairwise: criteria on pairwise metrics decide only while the judge changes its preference with the order
     of the two outputs on at most this share of the cases."""
 
-    def as_dict(self) -> dict:
-        out = {"min_agreement": self.min_agreement, "min_labels": self.min_labels, "confidence": self.confidence,
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"min_agreement": self.min_agreement, "min_labels": self.min_labels, "confidence": self.confidence,
                "max_order_inconsistency": self.max_order_inconsistency}
         if self.min_kappa is not None:
             out["min_kappa"] = self.min_kappa

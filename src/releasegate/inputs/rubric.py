@@ -6,8 +6,9 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
 from .files import exists, field_path, is_file, line_of, load_yaml
 from .judge_settings import CalibrationPolicy, parse_calibration
@@ -33,8 +34,8 @@ class Criterion:
     """'rubric' (written by the user), 'guard' (the default error-rate guard), 'baseline' (a comparison with the
     baseline run) or 'review' (human approval). Only rubric criteria can make a run PASS."""
 
-    def as_dict(self) -> dict:
-        out = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
         if self.origin != "rubric":
             out["origin"] = self.origin
         if self.slice:
@@ -81,8 +82,8 @@ class EvaluateMetric:
     key: str | None = None
     slice: dict = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
-        out = {"name": self.name, "module": self.module}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "module": self.module}
         if self.key:
             out["key"] = self.key
         if self.slice:
@@ -143,8 +144,8 @@ def load_rubric(path: Path) -> Rubric:
         raise InputError("a rubric must be a mapping with a 'criteria' list", file=path, line=1)
     validate(data, "rubric", file=path, node=node)
 
-    def at(*parts: str | int) -> dict:
-        return {"file": path, "line": line_of(node, list(parts)), "field": field_path(list(parts))}
+    def at(*parts: str | int) -> Where:
+        return Where(file=path, line=line_of(node, list(parts)), field=field_path(list(parts)))
 
     evaluate = tuple(_evaluate_metric(m, path.parent) for m in data.get("evaluate", ()))
     known = set(KNOWN_METRICS) | {m.name for m in evaluate}

@@ -63,6 +63,7 @@ def allocate(sizes: list[int], *, n: int | None = None, per_stratum: int | None 
     """How many rows each stratum gives (see the module docstring)."""
     if per_stratum is not None:
         return [min(per_stratum, size) for size in sizes]
+    assert n is not None, "allocate needs n or per_stratum"
     if n >= sum(sizes):
         return list(sizes)
     take = [1] * len(sizes) if n >= len(sizes) else [0] * len(sizes)
@@ -118,16 +119,17 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
         return
     codes = _codes_of_rows(rows_of(suite), by, where(suite))
     order = draw(codes, spec, limit=limit)
-    wanted = {int(i): None for i in order}
+    wanted: dict[int, dict | None] = {int(i): None for i in order}
     for number, row in rows_of(suite):  # to the end: a reader left half-way keeps its file open
         if number - 1 in wanted:
             wanted[number - 1] = row
-    if any(row is None for row in wanted.values()):
+    got = {i: row for i, row in wanted.items() if row is not None}
+    if len(got) < len(wanted):
         raise InputError("the source changed while it was read (fewer rows the second time)", file=where(suite),
                          hint="run again once it is written")
     sizes = _sizes(codes)
     for i in order:
-        yield int(i) + 1, _sampled_row(wanted[int(i)], by, sizes[codes[int(i)]], spec)
+        yield int(i) + 1, _sampled_row(got[int(i)], by, sizes[codes[int(i)]], spec)
 
 
 def _sizes(codes):

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from ..errors import InputError
 from .expected_check import check_expected
@@ -70,8 +70,14 @@ def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int
     return list(iter_cases(suites, config_dir, limit=limit))
 
 
+class SeenIds(Protocol):
+    """The case id -> suite name map that finds a duplicate id: a dict, or a stand-in that keeps less."""
+    def get(self, case_id: str) -> str | None: ...
+    def __setitem__(self, case_id: str, suite_name: str) -> None: ...
+
+
 def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int | None = None,
-               seen: dict | None = None) -> Iterator[Case]:
+               seen: SeenIds | None = None) -> Iterator[Case]:
     """`load_suites`' cases one at a time, none kept. `seen`: case id -> its suite's name, filled in (what
     finds a duplicate id)."""
     seen = {} if seen is None else seen
@@ -124,8 +130,8 @@ class _IdHashes:
             return {a for a, b in zip(ordered, ordered[1:]) if a == b}
         import numpy as np
 
-        ordered = np.sort(np.frombuffer(self.hashes, dtype=np.int64))
-        return set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+        hashes = np.sort(np.frombuffer(self.hashes, dtype=np.int64))
+        return set(hashes[1:][hashes[1:] == hashes[:-1]].tolist())
 
 
 class _SuspectIds(dict):
@@ -174,7 +180,7 @@ def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
         return
 
 
-def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: dict) -> Iterator[Case]:
+def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: SeenIds) -> Iterator[Case]:
     """The cases of a tabular source (see `suite_sources`): each row made a case object, then validated and
     built exactly as a JSONL line is. Rows are read only up to the last case wanted."""
     file = where(suite)
@@ -196,7 +202,7 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, see
     yield from _unique_cases(cases(), suite, file, id_field, wanted, seen, empty="the source has no rows")
 
 
-def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: dict) -> Iterator[Case]:
+def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: SeenIds) -> Iterator[Case]:
     if suite.source is not None:
         yield from _iter_source(suite, config_dir, limit=limit, seen=seen)
         return
@@ -215,7 +221,7 @@ def _wanted(suite: SuiteConfig, limit: int | None) -> int | None:
 
 
 def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file, id_field: str, wanted: int | None,
-                  seen: dict, *, empty: str):
+                  seen: SeenIds, *, empty: str):
     """(line or row, case) pairs as cases: ids unique within the suite and across the suites (`seen`: id ->
     suite name, filled in), stopping at `wanted` (nothing read after it), an empty suite refused."""
     count = 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import InputError
@@ -11,7 +12,7 @@ from ..extras import require
 from .config import load_config
 from .judge_settings import check_judged_cases
 from .rubric import load_rubric
-from .suites import load_suites, stream_cases, suite_tags
+from .suites import Case, load_suites, stream_cases, suite_tags
 
 __all__ = ["load_inputs", "input_summary"]
 
@@ -33,10 +34,10 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     _check_installed(rubric)
     cases = load_suites(config.suites, config.path.parent, limit=limit) if keep else None
     per_suite: Counter = Counter()
-    chat = []
+    chat: list[Case] = []
 
-    def tagged():
-        for case in cases if keep else stream_cases(config.suites, config.path.parent, limit=limit):
+    def tagged() -> Iterator[tuple[str, dict]]:
+        for case in cases if cases is not None else stream_cases(config.suites, config.path.parent, limit=limit):
             per_suite[case.suite] += 1
             if case.messages is not None and not chat:
                 chat.append(case)

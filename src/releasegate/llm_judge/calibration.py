@@ -59,7 +59,7 @@ def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
     cell_of = sampling_cells(records, scores, review or ReviewPolicy())
 
     def agreement(graded: list) -> DesignRate:
-        agrees = {r.case_id: approved[r.case_id] == _verdict(scores, r)["passed"]
+        agrees = {r.case_id: approved[r.case_id] == _judged(scores, r)["passed"]
                   for r in graded if r.case_id in approved}
         judged, _ = judged_cases(graded, scores, agrees, cell_of)
         return design_rate(judged, 0, len(judged), policy.confidence)
@@ -83,6 +83,13 @@ def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
 
 def _verdict(scores: dict, record) -> dict | None:
     return scores.get(record.case_id, {}).get("answer", {}).get("judge")
+
+
+def _judged(scores: dict, record) -> dict:
+    """The verdict of a case the judge graded."""
+    verdict = _verdict(scores, record)
+    assert verdict is not None, f"{record.case_id} has no judge verdict"
+    return verdict
 
 
 def _cells(graded: list, approved: dict[str, bool], cell_of: dict[str, str]) -> dict[str, dict]:

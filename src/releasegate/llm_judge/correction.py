@@ -188,7 +188,7 @@ def _stratum(members: list[_Judged]) -> PostStratum:
     """A post-stratum of `members`: its labels stand for all of them, weighted (ratio estimator) where the cases
     of a weighted sample weigh differently."""
     labelled = [j for j in members if j.approved is not None]
-    approved = sum(j.approved for j in labelled)
+    approved = sum(bool(j.approved) for j in labelled)
     weights = [j.weight for j in labelled]
     if all(j.weight == 1.0 and j.source is None for j in members):
         return PostStratum(len(members), len(labelled), approved)

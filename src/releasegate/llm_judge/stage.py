@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, TypedDict
 
 from ..backends import Generation, Request, create_backend
 from ..backends.response_cache import ResponseCache
@@ -28,6 +29,7 @@ from ..inputs.judge_prompt import (
     response_format,
 )
 from ..inputs.judge_settings import Criterion, JudgeSettings, criterion_of
+from ..inputs.target import TargetConfig
 from ..record.evidence import answered
 from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
 from ..record.records import CaseRecord, RunDir
@@ -61,7 +63,10 @@ def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None)
 def judge_inputs(settings: JudgeSettings) -> list[dict]:
     """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
     t = settings.target
-    files = [("responses", Path(t.responses))] if t.backend == "replay" else []
+    files: list[tuple[str, Path]] = []
+    if t.backend == "replay":
+        assert t.responses is not None  # parse_judge refuses a replay judge without responses
+        files.append(("responses", Path(t.responses)))
     for role, root in (("model", t.base), ("adapter", t.adapter)) if t.backend != "replay" else ():
         if root is not None and Path(root).is_dir():
             files += [(role, p) for p in sorted(Path(root).iterdir())
@@ -116,6 +121,7 @@ class _Ask:
     def messages(self, settings) -> list[dict]:
         if self.order is None:
             return judge_messages(self.record, self.criterion, settings)
+        assert self.baseline_output is not None  # a pairwise question always carries the baseline's output
         return pairwise_messages(self.record, self.baseline_output, self.criterion, settings, self.order)
 
     def response_format(self, structured: str) -> dict | None:
@@ -128,6 +134,7 @@ def _asks(records: list[CaseRecord], settings: JudgeSettings) -> list[_Ask]:
     for record in judged_records(records):
         if not answered(record):  # a failed request or an empty answer has nothing to judge
             continue
+        assert record.answer is not None  # judged_records keeps records with a judge answer spec only
         criterion = criterion_of(record.answer, settings)
         out.append(_Ask(record, criterion))
         other = baseline.get(record.case_id)
@@ -142,7 +149,8 @@ PAIR_ORDERS = ("candidate_first", "baseline_first")
 def _baseline_outputs(settings: JudgeSettings) -> dict[str, str]:
     if settings.baseline is None:
         return {}
-    return {r.case_id: r.output for r in RunDir(settings.baseline).read_records() if answered(r)}
+    return {r.case_id: r.output for r in RunDir(settings.baseline).read_records()
+            if answered(r) and r.output is not None}  # an answer has an output: the check only narrows the type
 
 
 def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, task, between) -> str | None:
@@ -189,9 +197,9 @@ def _request(ask: _Ask, settings) -> Request | Generation:
         return Generation(None, error=ErrorKind.TEMPLATE_ERROR, error_message=f"judge prompt template: {exc.message}")
 
 
-def _judge_target(settings: JudgeSettings, ask: _Ask):
+def _judge_target(settings: JudgeSettings, ask: _Ask) -> tuple[TargetConfig, dict[str, Any]]:
     t = settings.target
-    generation = {"temperature": settings.temperature}
+    generation: dict[str, Any] = {"temperature": settings.temperature}
     fmt = ask.response_format(settings.structured) if t.backend == "openai" else None
     if fmt is not None:
         t = dataclasses.replace(t, extra_body={**t.extra_body, "response_format": fmt})
@@ -206,9 +214,25 @@ def _open_cache(path, fingerprint: str, generation: dict):
     return ResponseCache(path, fingerprint=fingerprint, generation={**generation, "role": "judge"})
 
 
-def _judgment(ask: _Ask, fingerprint: str, gen, *, cached: bool) -> Judgment:
+class _JudgmentBase(TypedDict):
+    """The fields every Judgment of one question shares, verdict or error."""
+
+    case_id: str
+    criterion: str
+    judge: str
+    output_hash: str
+    scale: int | None
+    pass_mark: int | None
+    tokens: JudgeTokens
+    cached: bool
+    latency_ms: float | None
+    order: str | None
+    baseline_hash: str | None
+
+
+def _judgment(ask: _Ask, fingerprint: str, gen: Generation, *, cached: bool) -> Judgment:
     record, criterion = ask.record, ask.criterion
-    base = dict(case_id=record.case_id, criterion=criterion.name, judge=fingerprint,
+    base = _JudgmentBase(case_id=record.case_id, criterion=criterion.name, judge=fingerprint,
                 output_hash=output_hash(record.output), scale=criterion.scale, pass_mark=criterion.pass_mark,
                 tokens=JudgeTokens(input=gen.tokens.input, output=gen.tokens.output), cached=cached,
                 latency_ms=None if cached else gen.timing.e2e_ms, order=ask.order,

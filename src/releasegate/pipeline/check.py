@@ -15,12 +15,14 @@ import secrets
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rich.console import Console
 
 from .. import __version__
 from ..backends import Backend, create_backend
+from ..backends.openai import OpenAIBackend
 from ..clock import now
 from ..errors import InputError
 from ..gate.comparability import settings_key
@@ -151,7 +153,7 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
                          secrets_overrides=recorded_overrides(run.path))  # the snapshot holds them already
     config = dataclasses.replace(config, output_dir=run.path.parent)
     if info.target_overrides:
-        overrides = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
+        overrides: dict[str, Any] = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
         config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
     rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
     cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
@@ -163,7 +165,9 @@ def _endpoint_answers(config: Config, use_cache: bool | None) -> None:
     the run may need no endpoint at all (every answer cached): the backend's own load decides then."""
     cached = config.cache is not None and use_cache is not False
     if config.target.backend == "openai" and not cached:
-        create_backend(config.target, config.generation).probe()
+        backend = create_backend(config.target, config.generation)
+        assert isinstance(backend, OpenAIBackend)  # what an openai target makes
+        backend.probe()
 
 
 def _check_judged(config: Config, cases: list[Case]) -> None:

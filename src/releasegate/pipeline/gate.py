@@ -7,6 +7,8 @@ only what changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..extras import require
 from ..gate.baseline import baseline_comparison, comparison_results
 from ..gate.capacity import capacity_metric, capacity_view, gated_records, judge_capacity
@@ -37,6 +39,7 @@ from ..gate.latency_source import latency_source, quality_source
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
 from ..record.gate_report import typed_report
+from ..record.judge_verdicts import Verdicts
 from ..record.metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
@@ -56,7 +59,7 @@ from ..record.metrics import (
 from ..record.records import CaseRecord, RunInfo
 from ..record.review_labels import LabelEdit
 from ..review.summary import summarize_review
-from ..scorers import score_records
+from ..scorers import CorpusScores, score_records
 from ..scorers.evaluate_metric import evaluate_value
 from ..stats.sample_weights import sample_only, stratum_counts
 
@@ -94,8 +97,8 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, ph
 
 def gate_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
-    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts=None, edited: list[str] = (),
-    corpus_scores=None,
+    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts: Verdicts | None = None, edited: Sequence[str] = (),
+    corpus_scores: CorpusScores | None = None,
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
@@ -125,7 +128,7 @@ def gate_run(
     def measure(name: str, slice_: dict | None, confidence: float | None = None):
         if name == "capacity_rps":
             return capacity_metric(sweep)
-        source = by_phase.get(name) if name in by_phase else (timed if is_phased(name) else records)
+        source = by_phase[name] if name in by_phase else (timed if is_phased(name) else records)
         chosen = select(source, slice_)
         if name in evaluate_values:
             return evaluate_values[name](chosen)
@@ -138,7 +141,7 @@ def gate_run(
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share,
                                   **client_load(info, phase, timed))  # a busy machine told from a busy client
-    if saturated:
+    if saturated and lag is not None:  # a saturated client has a measured lag
         results = [_undecided(r, saturated) if _client_bound(r, lag, client, cost) else r for r in results]
     batched = batched_stream(client_batched_share(info, phase), rubric.max_itl_batched_share)
     if batched:
@@ -196,7 +199,7 @@ def _at_capacity(info: RunInfo, sweep: dict | None) -> RunInfo:
     if sweep is None:
         return info
     step = next((s for s in sweep["steps"] if s["step"] == sweep["capacity_step"]), None)
-    return info.model_copy(update={"load_phase": {**info.load_phase, "seconds": step["seconds"] if step else None}})
+    return info.model_copy(update={"load_phase": {**(info.load_phase or {}), "seconds": step["seconds"] if step else None}})
 
 
 def _capacity_report(sweep: dict | None, info_at: RunInfo, at_capacity: list, cost: dict | None) -> dict | None:

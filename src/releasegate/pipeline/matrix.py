@@ -13,6 +13,7 @@ from rich.console import Console
 from ..gate.comparability import describe_differences, differences, saved_settings_key
 from ..gate.criteria import EXIT_CODES
 from ..gate.paired_comparison import compare_records
+from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
 from ..record.records import RunDir
 from .check import new_run_id, run_check
@@ -44,7 +45,8 @@ def run_matrix(config_path: Path, variants: str, *, draft: Path | None, console:
     RunDir(root).write_json("matrix.json", result)
     return result
 
-def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict], forbidden_rules) -> list[dict]:
+def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict],
+                forbidden_rules: tuple[ForbiddenRule, ...]) -> list[dict]:
     """One row per variant against the first (the reference)."""
     names = list(runs)
     ref_name = names[0]

@@ -32,9 +32,9 @@ from ..errors import InputError
 from ..gate.comparability import describe_differences, differences, same_run, saved_settings_key
 from ..gate.health import planned_phases
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
-from ..inputs.rubric import load_rubric
-from ..record.judge_verdicts import run_verdicts
-from ..record.records import RunDir
+from ..inputs.rubric import Rubric, load_rubric
+from ..record.judge_verdicts import Verdicts, run_verdicts
+from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, sealed_snapshot
 from ..scorers import CorpusScores
@@ -102,7 +102,7 @@ def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | No
     return refusal, warning
 
 
-def _judge_again(run: RunDir, info) -> tuple[dict, list, object, object]:
+def _judge_again(run: RunDir, info: RunInfo) -> tuple[dict, list[CaseRecord], Rubric, Verdicts | None]:
     """(report, records, rubric, judge verdicts): the run judged from disk by its own rubric snapshot."""
     info.phases = planned_phases(run.path, info)
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused

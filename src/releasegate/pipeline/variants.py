@@ -13,7 +13,8 @@ identical to the reference.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 
@@ -27,17 +28,18 @@ __all__ = ["VARIANTS", "variant_config", "variant_changes", "parse_variants"]
 VARIANTS = ("adapter", "merged", "int8", "speculative")
 
 
-def variant_changes(variant: str, draft) -> dict:
+def variant_changes(variant: str, draft: Path | None) -> dict[str, Any]:
     """How a variant's target differs from the config's (recorded in run.json so a resume rebuilds it)."""
-    return {
+    changes: dict[str, dict[str, Any]] = {
         "adapter": {"merge": False, "quantize": None, "draft": None},
         "merged": {"merge": True, "quantize": None, "draft": None},
         "int8": {"merge": True, "quantize": "int8", "draft": None},
         "speculative": {"merge": True, "quantize": None, "draft": draft, "batch_size": 1},
-    }[variant]
+    }
+    return changes[variant]
 
 
-def variant_config(config: Config, variant: str, draft) -> Config:
+def variant_config(config: Config, variant: str, draft: Path | None) -> Config:
     """The config of one variant, derived from the base config's target."""
     t = config.target
     if t.backend != "hf" or t.adapter is None:

@@ -19,8 +19,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import ErrorKind
+
+if TYPE_CHECKING:  # `validate` reads the rubric (and so these rules) without loading the run record
+    from .records import CaseRecord
 
 __all__ = [
     "failure", "answered", "case_attempts", "attempt_outcomes", "failed_attempts", "attempt_counts", "worst_client",
@@ -28,7 +32,7 @@ __all__ = [
 ]
 
 
-def failure(record) -> str | None:
+def failure(record: CaseRecord) -> str | None:
     """The error kind of a record's own outcome: its error, `empty_response` when it has no error but no output
     text, None for an answer."""
     if record.error:
@@ -36,7 +40,7 @@ def failure(record) -> str | None:
     return None if record.output else ErrorKind.EMPTY_RESPONSE
 
 
-def answered(record) -> bool:
+def answered(record: CaseRecord) -> bool:
     """Whether the record is an answer: no error and a non-empty output."""
     return failure(record) is None
 
@@ -50,7 +54,7 @@ def _line_outcomes(record) -> list[str | None]:
     return [*kinds, failure(record)]
 
 
-def case_attempts(record) -> list[str | None]:
+def case_attempts(record: CaseRecord) -> list[str | None]:
     """Every request sent for the record's case, oldest first: None for an answer, else its error kind. A cached
     record sent no request of its own: it stands for one outcome (its answer), after its earlier attempts."""
     earlier = [kind for line in getattr(record, "earlier_attempts", ()) for kind in _line_outcomes(line)]
@@ -69,12 +73,12 @@ def attempt_outcomes(records: Iterable, *, cached: bool = True) -> list[str | No
     return out
 
 
-def failed_attempts(record) -> Counter:
+def failed_attempts(record: CaseRecord) -> Counter:
     """The case's failed attempts by error kind (its outcome included when it failed)."""
     return Counter(kind for kind in case_attempts(record) if kind is not None)
 
 
-def attempts_why(record) -> str:
+def attempts_why(record: CaseRecord) -> str:
     """'2 of 3 attempts failed (http_5xx 2)' for a case sent more than once; '' for one sent once."""
     kinds = case_attempts(record)
     if len(kinds) < 2:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from .evidence import answered
 from .judge_journal import Judgment, judgment_key, read_judgments
-from .records import RunDir
+from .records import CaseRecord, RunDir, RunInfo
 from .review_outcome import output_hash
 
 __all__ = ["Verdicts", "run_verdicts", "saved_verdicts", "criterion_name"]
@@ -16,6 +16,12 @@ __all__ = ["Verdicts", "run_verdicts", "saved_verdicts", "criterion_name"]
 def criterion_name(answer: dict) -> str:
     """The criterion a judge answer spec names ('inline' for one written without a name)."""
     return answer.get("criterion") or "inline"
+
+
+def _criterion_of(record: CaseRecord) -> str:
+    """`criterion_name` of a judge-scored record (the only records a verdict is looked up for)."""
+    assert record.answer is not None, f"{record.case_id} is not judge-scored"
+    return criterion_name(record.answer)
 
 
 @dataclass(frozen=True)
@@ -28,24 +34,25 @@ class Verdicts:
     baseline_hashes: dict = field(default_factory=dict)
     """Pairwise: case id -> output hash of the baseline run's output (the cases that have a comparison)."""
 
-    def of(self, record) -> Judgment | None:
+    def of(self, record: CaseRecord) -> Judgment | None:
         if self.fingerprint is None or not answered(record):
             return None
-        key = judgment_key(record.case_id, criterion_name(record.answer), self.fingerprint, output_hash(record.output))
+        key = judgment_key(record.case_id, _criterion_of(record), self.fingerprint, output_hash(record.output))
         return self.judgments.get(key)
 
-    def pair(self, record) -> tuple[Judgment | None, Judgment | None] | None:
+    def pair(self, record: CaseRecord) -> tuple[Judgment | None, Judgment | None] | None:
         """The two pairwise judgments (candidate first, baseline first) of a case with a baseline output; None for
         a case the baseline run does not have."""
         base = self.baseline_hashes.get(record.case_id)
         if base is None or self.fingerprint is None or not answered(record):
             return None
-        name, mine = criterion_name(record.answer), output_hash(record.output)
-        return tuple(self.judgments.get(judgment_key(record.case_id, name, self.fingerprint, mine, order, base))
-                     for order in ("candidate_first", "baseline_first"))
+        name, mine, fingerprint = _criterion_of(record), output_hash(record.output), self.fingerprint
+        first, second = (self.judgments.get(judgment_key(record.case_id, name, fingerprint, mine, order, base))
+                         for order in ("candidate_first", "baseline_first"))
+        return first, second
 
 
-def run_verdicts(run, info) -> Verdicts | None:
+def run_verdicts(run: RunDir, info: RunInfo) -> Verdicts | None:
     """The verdicts of the judge the run was configured with (run.json `judge`); None for a run with no judge."""
     spec = getattr(info, "judge", None)
     if not spec:
@@ -54,7 +61,7 @@ def run_verdicts(run, info) -> Verdicts | None:
                     _baseline_hashes(spec.get("baseline")))
 
 
-def saved_verdicts(run) -> Verdicts | None:
+def saved_verdicts(run: RunDir) -> Verdicts | None:
     """`run_verdicts` of a saved run directory; None when it has no run.json (records alone: nothing judged)."""
     if not (run.path / "run.json").is_file():
         return None

@@ -73,9 +73,10 @@ class MetricValue:
     @property
     def interval(self) -> tuple[float, float] | None:
         """Both bounds, when both exist (together they cover at 2 x confidence - 1, two-sided)."""
-        if self.bounds is None or None in self.bounds:
+        if self.bounds is None:
             return None
-        return self.bounds  # type: ignore[return-value]
+        lo, hi = self.bounds
+        return None if lo is None or hi is None else (lo, hi)
 
     def as_dict(self) -> dict:
         out: dict = {"value": self.value, "n": self.n}
@@ -106,7 +107,7 @@ def select(records: Iterable, slice_: dict | None) -> list:
 _MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
 
 
-def slices_of(records: list, keys=None) -> list[dict]:
+def slices_of(records: list, keys: list[str] | None = None) -> list[dict]:
     """Every single-key slice worth a row, e.g. {'task': 'x'}: one per value of each key (default: the suite and
     every tag) that has few distinct values (a key with many is an id, not a slice)."""
     keys = ["suite"] + sorted({k for r in records for k in r.tags}) if keys is None else keys
@@ -129,8 +130,7 @@ def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict)
     if name == "output_tokens_per_s":
         return _system_throughput(records, run)
     if name == "output_tokens_per_s_request_p50":
-        speeds = [_request_speed(r) for r in records]
-        speeds = [s for s in speeds if s is not None]
+        speeds = [s for s in map(_request_speed, records) if s is not None]
         return MetricValue(percentile(speeds, 50), len(speeds))
     if name in ("cost_per_1m_output_tokens", "cost_usd_total"):
         return cost_metric(name, records, run)
@@ -180,7 +180,8 @@ def _latency(base: str, q: float, records: list, confidence: float, *, bounds: b
     if base == "itl_ms":
         groups = [r.timing.itl_ms for r in done if r.timing.itl_ms]
         pooled = [x for g in groups for x in g]
-        limits = cluster_bootstrap(groups, q, confidence=confidence) if bounds else None
+        limits: tuple[float | None, float | None] | None = (
+            cluster_bootstrap(groups, q, confidence=confidence) if bounds else None)
         return MetricValue(percentile(pooled, q), len(groups), limits, note, confidence)
     samples = [v for r in done if (v := getattr(r.timing, base)) is not None]
     limits = percentile_bounds(samples, q, confidence) if bounds and samples else None

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
@@ -197,7 +197,7 @@ class RunDir:
     `redact_values`: an escaped secret cannot slip through), every text through `redact` as well (registered
     secret values never reach the disk), and every recorded error message through `redact_error`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
     @property
@@ -354,7 +354,7 @@ def _record_json(rec: CaseRecord) -> str:
     return ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
 
 
-def last_line_start(fh, size: int, chunk: int = 1 << 16) -> int:
+def last_line_start(fh: BinaryIO, size: int, chunk: int = 1 << 16) -> int:
     """Offset just past the last newline of a binary file (0 if none); `size` when the file ends in one."""
     pos = size
     while pos > 0:

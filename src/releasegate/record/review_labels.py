@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel
 
@@ -19,12 +19,15 @@ from ..errors import InputError
 from .records import RunDir
 
 __all__ = [
-    "APPROVE", "REJECT", "LABEL_WORDS", "LabelEdit", "CaseLabel", "REVIEWS_FILE",
+    "APPROVE", "REJECT", "Label", "LABEL_WORDS", "LabelEdit", "CaseLabel", "REVIEWS_FILE",
     "parse_label", "read_labels", "append_labels", "current_labels", "case_labels", "reviewer_key",
 ]
 
-APPROVE, REJECT = "approve", "reject"
-LABEL_WORDS = {
+Label = Literal["approve", "reject"]
+"""A stored human label."""
+APPROVE: Final = "approve"
+REJECT: Final = "reject"
+LABEL_WORDS: dict[str, Label] = {
     **dict.fromkeys(("approve", "approved", "pass", "ok", "yes", "y", "true", "1"), APPROVE),
     **dict.fromkeys(("reject", "rejected", "fail", "no", "n", "false", "0"), REJECT),
 }
@@ -41,7 +44,7 @@ class LabelEdit(BaseModel):
     """The case labelled."""
     reviewer: str
     """Who labelled it, as written in the CSV (or given with --reviewer)."""
-    label: Literal["approve", "reject"]
+    label: Label
     """'approve': the output is acceptable; 'reject': it is not. See LABEL_WORDS for the accepted spellings."""
     reason: str = ""
     """The reviewer's reason, free text (may be empty)."""
@@ -71,7 +74,7 @@ class CaseLabel:
         return self.approvals > 0 and self.rejections > 0
 
 
-def parse_label(text: str) -> str | None:
+def parse_label(text: str) -> Label | None:
     """'Approve ', 'yes', '1' -> 'approve'; 'REJECT', 'no' -> 'reject'; anything else -> None."""
     return LABEL_WORDS.get(text.strip().casefold())
 

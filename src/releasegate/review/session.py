@@ -105,12 +105,12 @@ def export_queue(
             file=run.path / SAMPLE_FILE, hint="add --resample to draw a new one (labels already given are kept)",
         )
     drawn = sample is None
-    if not drawn:
+    if sample is not None:
         _check_sample_cases(run, sample, review.records)
-    if not drawn and sample.cases != len(review.records):
-        note(f"note: the sample was drawn from {sample.cases} cases, the run has {len(review.records)} now; "
-             "--resample includes them")
-    if drawn:
+        if sample.cases != len(review.records):
+            note(f"note: the sample was drawn from {sample.cases} cases, the run has {len(review.records)} now; "
+                 "--resample includes them")
+    else:
         sample = choose_sample(run.path.name, review.records, review.scores, review.policy, seed=seed)
         write_sample(run, sample)
     csv_path, sidecar = export_review_csv(target, sample, review.records, review.scores)

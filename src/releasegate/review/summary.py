@@ -141,8 +141,8 @@ def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
 
 def review_headline(review: dict | None) -> str | None:
     """One line for the terminal and the Markdown report; None when review neither applies nor happened."""
-    row = (review or {}).get(ALL)
-    if not row or row["status"] == "not required":
+    row = review.get(ALL) if review is not None else None
+    if review is None or not row or row["status"] == "not required":
         return None
     if row["status"].startswith("pending"):
         waiting = {name: r for name, r in review.items() if name != ALL and r["required"] and r["status"] == "pending"}
@@ -302,7 +302,7 @@ def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome:
         return Approval(value, math.inf, (value, value))
     squares = sum((cases - reviewed) ** 2 / reviewed for cases, reviewed, _ in groups.values())
     effective_n = unlabelled ** 2 / squares
-    low, high = wilson_bounds(estimate / unlabelled * effective_n, effective_n, confidence)
+    low, high = _bounds(estimate / unlabelled * effective_n, effective_n, confidence)
     bounds = ((approved + unlabelled * low) / len(chosen), (approved + unlabelled * high) / len(chosen))
     return Approval(value, effective_n, bounds)
 
@@ -328,7 +328,14 @@ def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], o
                       len(seen) / len(part)))
     value = sum(share * rate for share, rate, _, _ in terms)
     effective_n = two_phase_n(value, kish_n(list(weight.values())), terms)
-    return Approval(value, effective_n, wilson_bounds(value * effective_n, effective_n, confidence))
+    return Approval(value, effective_n, _bounds(value * effective_n, effective_n, confidence))
+
+
+def _bounds(successes: float, effective_n: float, confidence: float) -> tuple[float, float]:
+    """`wilson_bounds` at an effective n of labelled cases (above 0: every part of the estimate has a label)."""
+    bounds = wilson_bounds(successes, effective_n, confidence)
+    assert bounds is not None
+    return bounds
 
 
 def _approval_parts(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> list[list[CaseRecord]]:
@@ -364,9 +371,10 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
         why = f"the labels {_uncovered(row)}, e.g. with a new review export"
         return CriterionResult(criterion, MetricValue(None, row["reviewed"], note=why), "insufficient", why,
                                cause=Undecided.REVIEW)
-    bounds = tuple(row["approval_bounds"]) if row["approval_bounds"] else None
+    bounds = (row["approval_bounds"][0], row["approval_bounds"][1]) if row["approval_bounds"] else None
     value = MetricValue(row["approval"], row["reviewed"], bounds, confidence=row["confidence"])
     note = approval_words(row)
+    assert bounds is not None, f"review slice {name}: status {row['status']} without approval bounds"
     if row["status"] == "undecided":
         more = ("every case labelled: the sample is too small to show min_approval for its source"
                 if row["reviewed"] >= row["cases"] else "label more cases")

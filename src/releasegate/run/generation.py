@@ -110,14 +110,14 @@ def _generated(backend, batches: list[list[Case]], hits: dict, config, run, info
             fresh = [c for c in group if c.id not in hits]
             yield group, _generate(backend, fresh, config, run, info, session) if fresh else {}
         return
-    fresh = [[c for c in group if c.id not in hits] for group in batches]
+    fresh_of = [[c for c in group if c.id not in hits] for group in batches]
     last = time.perf_counter()
-    for i, out in many([[_request(c) for c in f] for f in fresh], max_new_tokens=config.max_new_tokens):
-        if fresh[i]:
+    for i, out in many([[_request(c) for c in f] for f in fresh_of], max_new_tokens=config.max_new_tokens):
+        if fresh_of[i]:
             now_s = time.perf_counter()
             _count_generation(info, session, run, now_s - last)
             last = now_s
-        yield batches[i], {c.id: g for c, g in zip(fresh[i], out)}
+        yield batches[i], {c.id: g for c, g in zip(fresh_of[i], out)}
 
 
 def _by_length(backend, todo: list[Case], hits: dict, config: Config, size: int) -> list[Case] | None:
@@ -133,6 +133,7 @@ def _by_length(backend, todo: list[Case], hits: dict, config: Config, size: int)
     if many is not None:
         lengths = dict(zip([c.id for c in fresh], many([_request(c) for c in fresh])))
         return [c for c in todo if c.id in hits] + sorted(fresh, key=lambda c: lengths[c.id])
+    assert measure is not None  # one of the two, checked above
 
     def length(case: Case) -> int:
         try:

@@ -87,6 +87,7 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
 
 def _note_limit(run: RunDir, info: RunInfo) -> None:
     if info.limit is not None:
+        assert info.load_phase is not None  # recorded by the load phase or the sweep just run
         info.load_phase["limit"] = info.limit
     run.write_info(info)
 

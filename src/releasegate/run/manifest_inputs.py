@@ -38,7 +38,7 @@ def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> Non
             return
         inputs.append({"role": "suite:revision", "path": key, "name": suite.name, "sha256": commit})
         folder = _dataset_snapshot(src["hub"], src.get("revision"))
-        for _, file in directory_files(folder, "suite"):
+        for _, file in directory_files(folder, "suite") if folder is not None else ():  # None: gone since
             add("suite:data", file, name=f"{suite.name}/{file.name}")
         return
     if src["format"] != "disk":
@@ -124,7 +124,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5
 
 def directory_files(folder: Path, owner: str) -> list[tuple[str, Path]]:
     """Every file of a model directory with its role, hidden files and caches left out."""
-    out = []
+    out: list[tuple[str, Path]] = []
     if not folder.is_dir():
         return out
     for root, dirs, files in os.walk(folder):

@@ -15,6 +15,7 @@ Records go to prefix_cache.jsonl (tag `cache`: warm | cold); the figures to run.
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from ..backends import Request
 from ..record.evidence import attempt_counts
@@ -91,7 +92,7 @@ def _request(request_id: str, system: str, case) -> Request:
 
 def _record(request: Request, gen, cached_tokens: float | None) -> CaseRecord:
     kind, _, rest = request.case_id.partition("-")
-    tags = {"phase": "prefix_cache", "cache": kind, "prompt_of": rest.split(":", 1)[-1]}
+    tags: dict[str, Any] = {"phase": "prefix_cache", "cache": kind, "prompt_of": rest.split(":", 1)[-1]}
     if cached_tokens is not None:
         tags["cached_prompt_tokens"] = cached_tokens
     return CaseRecord(

@@ -17,7 +17,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 __all__ = ["progress_bar", "step", "PlainProgress", "INTERVAL_ENV", "interval_s", "WIDTH"]
 
@@ -96,23 +104,23 @@ class PlainProgress:
         for task_id in range(len(self.tasks)):
             self._finish(task_id, stopped=exc_type is not None)
 
-    def add_task(self, description: str, total: float | None = None, counted: bool = True, **_) -> int:
+    def add_task(self, description: str, total: float | None = None, counted: bool = True, **_) -> TaskID:
         with self._lock:
             self.tasks.append(_Task(description, total, counted, self.clock()))
-            task_id = len(self.tasks) - 1
+            task_id = TaskID(len(self.tasks) - 1)  # rich's task ids: the bar and these lines are used alike
         self._write(_wrap(f"{description}: started" + (f", {_count(total)} to do" if total else "")))
         return task_id
 
-    def advance(self, task_id: int, advance: float = 1) -> None:
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
         """Count `advance` more done (from any thread); the last one ends the task with its line."""
         with self._lock:
             task = self.tasks[task_id]
             task.done += advance
-            complete = bool(task.total) and task.done >= task.total
+            complete = task.total is not None and bool(task.total) and task.done >= task.total
         if complete:
             self._finish(task_id, stopped=False)
 
-    def update(self, task_id: int, *, description: str | None = None, **_) -> None:
+    def update(self, task_id: TaskID, *, description: str | None = None, **_) -> None:
         """A new description (a sweep's next step) is a step of its own: it gets its line."""
         task = self.tasks[task_id]
         if description is not None and description != task.description:

@@ -60,19 +60,27 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
                       "signals": step_signals(scraper.samples), "client": done.client,
                       "metrics_error": scraper.error})
         info.load_phase = _phase(config, steps, samples, seconds)
-        view = capacity_view(info, recorded, lag_share)
+        view = _sweep_view(info, recorded, lag_share)
         return next(s["verdict"] for s in view["steps"] if s["step"] == k)
 
     good, bad = _rise(step, sweep)
     for _ in range(sweep.refine if good is not None and bad is not None else 0):
+        assert good is not None and bad is not None  # the range is empty otherwise
         middle = (good + bad) / 2
         verdict = step(middle)
         if verdict == "undecided":
             break
         good, bad = (middle, bad) if verdict == "meets" else (good, middle)
-    _client_at_capacity(info, capacity_view(info, recorded, lag_share))
+    _client_at_capacity(info, _sweep_view(info, recorded, lag_share))
     run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in samples))
     run.write_info(info)
+
+
+def _sweep_view(info: RunInfo, recorded: list, lag_share: float) -> dict:
+    """`capacity_view` of the sweep being run (it has a step: `info.load_phase` holds it)."""
+    view = capacity_view(info, recorded, lag_share)
+    assert view is not None
+    return view
 
 
 def _client_at_capacity(info: RunInfo, view: dict) -> None:
@@ -81,6 +89,7 @@ def _client_at_capacity(info: RunInfo, view: dict) -> None:
     if view["capacity_rps"] is None:
         return
     rates = {s["step"]: s["rate"] for s in view["steps"]}
+    assert info.load_phase is not None  # written by the sweep's first step
     steps = [s for s in info.load_phase["sweep"]["steps"] if rates[s["step"]] <= view["capacity_rps"]]
     info.load_phase["client"] = _latest([s["client"] for s in steps if s.get("client")])
 

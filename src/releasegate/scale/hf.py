@@ -83,7 +83,7 @@ class RayHFBackend(Backend):
 
     def generate_many(self, batches: list[list[Request]], *, max_new_tokens: int) -> Iterator[tuple[int, list[Generation]]]:
         """(index, generations) for every batch, in the order they finish; an empty batch comes back at once."""
-        ray = self.cluster.ray
+        ray = self._cluster().ray
         waiting = iter([(i, b) for i, b in enumerate(batches) if b])
         for i, b in enumerate(batches):
             if not b:
@@ -106,7 +106,12 @@ class RayHFBackend(Backend):
             yield index, out
 
     def _get(self, refs, what: str):
-        return self.cluster.get(refs, what)
+        return self._cluster().get(refs, what)
+
+    def _cluster(self) -> Cluster:
+        """The cluster of a loaded backend."""
+        assert self.cluster is not None, "load() first"
+        return self.cluster
 
     def close(self) -> None:
         if self.cluster is None:

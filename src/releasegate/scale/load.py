@@ -54,7 +54,7 @@ class LoadWorker:
         delay = start_at - time.time()
         if delay > 0:
             time.sleep(delay)
-        started = {}
+        started: dict[str, float] = {}
         done = self.backend.run_load(
             _requests(share), offsets=share["offsets"], concurrency=share["concurrency"],
             max_new_tokens=share["max_new_tokens"], duration_s=share["duration_s"],
@@ -145,7 +145,8 @@ def merge(parts: list[dict], start_at: float) -> LoadRun:
     seconds = max(s + p["seconds"] for s, p in zip(starts, parts)) - min(starts)
     workers = [_worker_summary(w, p, start_at) for w, p in enumerate(parts)]
     clients = [p["client"] for p in parts if p["client"]]
-    client = dict(max(clients, key=_lag_p99)) if clients else None
+    worst: dict | None = max(clients, key=_lag_p99) if clients else None
+    client = dict(worst) if worst is not None else None
     if client is not None:
         client.update(window_s=seconds, workers=workers)
     return LoadRun(results, seconds, client)
@@ -153,8 +154,8 @@ def merge(parts: list[dict], start_at: float) -> LoadRun:
 
 def _lag_p99(summary: dict) -> float:
     """The largest measured lag wins: a worker that measured none must not hide one that ran late."""
-    lag = summary.get("loop_lag_ms") or {}
-    return lag.get("p99") if lag.get("p99") is not None else float("-inf")
+    p99 = (summary.get("loop_lag_ms") or {}).get("p99")
+    return float(p99) if p99 is not None else float("-inf")
 
 
 def _worker_summary(w: int, part: dict, start_at: float) -> dict:

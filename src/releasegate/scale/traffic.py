@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from ..backends import Request
 from ..errors import InputError
@@ -22,6 +23,8 @@ from ..inputs.load_profile import LoadConfig
 from ..record.records import CaseRecord
 
 __all__ = ["arrival_offsets", "read_traffic", "LoadPlan", "plan_load"]
+
+_T = TypeVar("_T")
 
 _DEFAULT_CONCURRENCY_CAP = 256
 
@@ -94,7 +97,7 @@ class LoadPlan:
                 return f"closed loop, {self.concurrency} in flight, for {self.duration_s:g} s"
             return f"closed loop, {self.concurrency} in flight, {len(self.requests)} requests"
         span = self.offsets[-1] if self.offsets else 0
-        return f"open loop, {len(self.requests)} requests over {span:.1f} s, at most {self.concurrency} in flight"
+        return f"open loop, {len(self.requests or ())} requests over {span:.1f} s, at most {self.concurrency} in flight"
 
 
 def plan_load(load: LoadConfig, cases) -> LoadPlan:
@@ -110,16 +113,24 @@ def plan_load(load: LoadConfig, cases) -> LoadPlan:
         return LoadPlan(warmup, [r for _, r in traffic], [t for t, _ in traffic],
                         load.concurrency or _DEFAULT_CONCURRENCY_CAP, None)
     if load.rate is not None:
-        n = load.requests or max(1, int(load.rate * load.duration_s))
+        # parse_load refuses an open loop with neither requests nor duration_s
+        n = load.requests or max(1, int(load.rate * _given(load.duration_s)))
         offsets = arrival_offsets(n, rate=load.rate, arrival=load.arrival, burstiness=load.burstiness, seed=load.seed)
         if load.duration_s:
             offsets = [o for o in offsets if o <= load.duration_s]
         requests = [nth_request(pool, i, "load") for i in range(len(offsets))]
         return LoadPlan(warmup, requests, offsets, load.concurrency or _DEFAULT_CONCURRENCY_CAP, None)
+    concurrency = _given(load.concurrency)  # the closed loop is the `concurrency` shape of a load profile
     if not load.requests:  # bounded by duration_s only: requests are made as they are sent
-        return LoadPlan(warmup, None, None, load.concurrency, load.duration_s, pool)
+        return LoadPlan(warmup, None, None, concurrency, load.duration_s, pool)
     requests = [nth_request(pool, i, "load") for i in range(load.requests)]
-    return LoadPlan(warmup, requests, None, load.concurrency, load.duration_s)
+    return LoadPlan(warmup, requests, None, concurrency, load.duration_s)
+
+
+def _given(value: _T | None) -> _T:
+    """A setting the load profile's validation guarantees is set for this shape of load."""
+    assert value is not None
+    return value
 
 
 def nth_request(pool: list[Request], i: int, prefix: str) -> Request:

@@ -43,12 +43,13 @@ def stored_scores(record: CaseRecord, forbidden_rules) -> tuple[dict, str | None
 def fixed_scores(record: CaseRecord, forbidden_rules) -> dict:
     """The scores that depend only on the record and the forbidden rules: every check but a judge's."""
     output = record.output
+    assert output is not None, "only an answered record is scored"  # see evidence.answered
     scores: dict = {}
     if record.answer and record.answer.get("type") != "judge":
         fn = get_scorer("answer", record.answer["type"])
         scores["answer"] = fn(output, record.expected, record.answer).as_dict()
     if record.format:
-        scores["format"] = _format(record)
+        scores["format"] = _format(record, output)
     hits = find_hits(output, forbidden_rules)
     scores["forbidden"] = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits}
     return scores
@@ -62,10 +63,10 @@ def _judged(record: CaseRecord, verdicts) -> dict:
     return scores
 
 
-def _format(record: CaseRecord) -> dict:
+def _format(record: CaseRecord, output: str) -> dict:
     checks = []
     for spec in record.format:
-        result = get_scorer("format", spec["type"])(record.output.strip(), spec, record.tokens.output)
+        result = get_scorer("format", spec["type"])(output.strip(), spec, record.tokens.output)
         checks.append({"type": spec["type"], **result.as_dict()})
     out = {"passed": all(c["passed"] for c in checks), "checks": checks}
     if any(c.get("unknown") for c in checks) and all(c["passed"] or c.get("unknown") for c in checks):

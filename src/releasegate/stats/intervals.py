@@ -63,7 +63,11 @@ def percentile(samples: Sequence[float], q: float) -> float | None:
     (numpy's default 'linear' method). None for no samples."""
     if len(samples) == 0:
         return None
-    xs = sorted(samples)
+    return _interpolated(sorted(samples), q)
+
+
+def _interpolated(xs: list[float], q: float) -> float:
+    """`percentile` of samples already sorted, at least one."""
     pos = (len(xs) - 1) * q / 100.0
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
@@ -88,15 +92,20 @@ def wilson(successes: int, n: int, z: float = _Z95) -> tuple[float, float] | Non
     return _wilson(successes / n, n, z)
 
 
-def wilson_bounds(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
+def wilson_bounds(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float] | None:
     """(lower, upper) Wilson score bounds for a binomial proportion, EACH a one-sided bound at `confidence`
     (z = z_one_sided(confidence): P(true rate >= lower) >= confidence, and separately P(true rate <= upper)
     >= confidence; together they form a two-sided interval at 2 * confidence - 1).
 
-    `successes` may be fractional (needed_n_for_rate evaluates the bound at successes = rate * n). Bounds are
-    clamped to [0, 1]. None when n == 0."""
+    `successes` may be fractional (needed_n_for_rate evaluates the bound at successes = rate * n), and so may
+    `n` (an effective sample size under a design effect). Bounds are clamped to [0, 1]. None when n == 0."""
     if n == 0:
         return None
+    return _bounds(successes, n, confidence)
+
+
+def _bounds(successes: float, n: float, confidence: float) -> tuple[float, float]:
+    """`wilson_bounds` for n > 0."""
     return _wilson(successes / n, n, z_one_sided(confidence))
 
 
@@ -120,7 +129,7 @@ def needed_n_for_rate(
         return None
 
     def decided(n: int) -> bool:
-        lo, hi = wilson_bounds(rate * n, n, confidence)
+        lo, hi = _bounds(rate * n, n, confidence)
         if higher_is_better:
             return lo >= threshold if rate > threshold else hi < threshold
         return hi <= threshold if rate < threshold else lo > threshold
@@ -139,14 +148,14 @@ def needed_n_for_rate(
     return hi_n
 
 
-def zero_failure_n(limit: float, confidence: float = 0.95) -> int:
+def zero_failure_n(limit: float, confidence: float = 0.95) -> int | float:
     """Cases with zero events needed before the gate's one-sided Wilson upper bound drops to `limit`.
 
     The same rule as `needed_n_for_rate(0.0, limit, higher_is_better=False, confidence=...)`; in closed form
     the upper bound at 0 events is z^2 / (n + z^2), so n = ceil(z^2 (1 - limit) / limit) with z = z_one_sided
     (limit 0.001 at 0.95: 2703). 1 when limit >= 1; math.inf when limit <= 0 (no n gets there)."""
     if limit <= 0:
-        return math.inf  # type: ignore[return-value]
+        return math.inf
     if limit >= 1:
         return 1
     n = needed_n_for_rate(0.0, limit, higher_is_better=False, confidence=confidence, cap=2**62)
@@ -255,18 +264,18 @@ def bootstrap(
     sided="two" (default): a central interval at `confidence`, the (1 - c)/2 and (1 + c)/2 percentiles of the
     bootstrap distribution. sided="one": (lower, upper) where EACH is a one-sided bound at `confidence`, the
     1 - c and c percentiles; use this when a single bound decides (a gate or a non-inferiority margin).
-    None with fewer than 2 samples. For percentiles of latency samples prefer `percentile_bounds` (exact at any
+    None with fewer than 2 samples or no resamples. For percentiles of latency samples prefer `percentile_bounds` (exact at any
     n); for clustered samples `cluster_bootstrap`."""
     if sided not in ("one", "two"):
         raise ValueError(f"sided must be 'one' or 'two', got {sided!r}")
-    if len(samples) < 2:
+    if len(samples) < 2 or resamples < 1:
         return None
     rng = random.Random(seed)
     data = list(samples)
     n = len(data)
     stats = sorted(statistic([data[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
     alpha = (1 - confidence) / 2 if sided == "two" else 1 - confidence
-    return percentile(stats, 100 * alpha), percentile(stats, 100 * (1 - alpha))
+    return _interpolated(stats, 100 * alpha), _interpolated(stats, 100 * (1 - alpha))
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -294,13 +303,14 @@ def paired_bootstrap_delta(
 # --- paired proportions -------------------------------------------------------------------------------------
 
 
-def paired_rate_bounds(both: int, first_only: int, second_only: int, neither: int,
+def paired_rate_bounds(both: float, first_only: float, second_only: float, neither: float,
                        confidence: float = 0.95) -> tuple[float, float] | None:
     """(lower, upper) bounds of p1 - p2, two proportions measured on the same n cases, EACH one-sided at
     `confidence`: Newcombe's hybrid score interval for paired data (Statistics in Medicine 1998;17:2635, method
     10). The cells: `both` cases good in both, `first_only` good in the first only, `second_only` in the second
-    only, `neither`. Each proportion gets its Wilson bounds (l, u); the two are combined with the correlation
-    phi of the 2x2 table, its numerator moved n/2 towards 0 when positive (Newcombe's correction):
+    only, `neither` (counts, or a weighted table scaled to its effective n). Each proportion gets its Wilson
+    bounds (l, u); the two are combined with the correlation phi of the 2x2 table, its numerator moved n/2
+    towards 0 when positive (Newcombe's correction):
 
         lower = d - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)
         upper = d + sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2)
@@ -310,13 +320,20 @@ def paired_rate_bounds(both: int, first_only: int, second_only: int, neither: in
     n = both + first_only + second_only + neither
     if n == 0:
         return None
+    return _paired_bounds(both, first_only, second_only, neither, confidence)
+
+
+def _paired_bounds(both: float, first_only: float, second_only: float, neither: float,
+                   confidence: float) -> tuple[float, float]:
+    """`paired_rate_bounds` of at least one case."""
+    n = both + first_only + second_only + neither
     good1, good2 = both + first_only, both + second_only
-    l1, u1 = wilson_bounds(good1, n, confidence)
-    l2, u2 = wilson_bounds(good2, n, confidence)
+    l1, u1 = _bounds(good1, n, confidence)
+    l2, u2 = _bounds(good2, n, confidence)
     p1, p2 = good1 / n, good2 / n
     margins = good1 * (n - good1) * good2 * (n - good2)
-    cross = both * neither - first_only * second_only
-    cross = cross - n / 2 if cross > n / 2 else min(cross, 0)
+    product = both * neither - first_only * second_only
+    cross = product - n / 2 if product > n / 2 else min(product, 0)
     phi = cross / math.sqrt(margins) if margins else 0.0
     low = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     high = math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
@@ -336,7 +353,7 @@ def paired_min_n(margin: float, confidence: float = 0.95, cap: int = 20000) -> i
         return None
 
     def shown(n: int) -> bool:
-        return all(paired_rate_bounds(a, 0, 0, n - a, confidence)[1] <= margin for a in range(n + 1))
+        return all(_paired_bounds(a, 0, 0, n - a, confidence)[1] <= margin for a in range(n + 1))
 
     n = 1
     while n < cap and not shown(n):

@@ -24,13 +24,13 @@ def sample_only(records: Iterable) -> list[str]:
     return sorted({r.suite for r in records if getattr(r, "stratum", None) is not None and not r.stratum.weighted})
 
 
-def is_weighted(record) -> bool:
+def is_weighted(record: object) -> bool:
     """Whether the record is a case of a sample whose rates are weighted to its source."""
     stratum = getattr(record, "stratum", None)
     return stratum is not None and stratum.weighted
 
 
-def source_of(record) -> tuple | None:
+def source_of(record: object) -> tuple | None:
     """The weighted stratum a record stands for ((suite, stratum, population)); None for a case that stands for
     itself. Cases with the same source weigh alike."""
     return _stratum_key(record) if is_weighted(record) else None

@@ -138,6 +138,7 @@ class StubServer:
     def _die(self) -> None:
         """Stop listening and close the idle connections; busy ones close after their answer."""
         self.dead = True
+        assert self._server is not None  # it dies only once it listens
         self._server.close()
         for writer in list(self._idle):
             writer.close()
@@ -266,6 +267,7 @@ class _DecodeTurn:
 
     async def __aexit__(self, *exc) -> None:
         if self.held:
+            assert self.slots is not None  # a turn holds a slot only where there are slots
             self.slots.release()
 
     async def wait(self, i: int, started: float, at: float) -> float:
