@@ -16,8 +16,25 @@ import warnings
 from pathlib import Path
 
 from ..errors import ErrorKind, TargetError
+from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
 from ._base import Backend, Generation, Request
+from ._registry import BackendEntry, register
+
+SPEC = BackendSpec(
+    "hf", summary="transformers + peft",
+    fields=("base", "adapter", "merge", "dtype", "threads", "batch_size", "bucket_by_length", "device", "quantize",
+            "draft"),
+    required=("base",),
+    describe=(("hf {base}", ()), (" + adapter {adapter}", ("adapter",)), (" (merged)", ("adapter", "merge")),
+              (", {quantize}", ("quantize",)), (", speculative with draft {draft}", ("draft",))),
+    capabilities=Capabilities(
+        scale="cases", tokens="the model's tokenizer", in_flight="batch", reorders_cases=True, variants=True,
+        model_dirs=(("model", "base"), ("adapter", "adapter"), ("draft", "draft")),
+        fingerprint=("merge", "dtype", "device", "quantize"),
+        requires=(("torch", ""), ("transformers", ""), ("peft", "adapter")), versions=("torch", "transformers", "peft"),
+    ),
+)
 
 _NS_PER_MS = 1e6
 
@@ -262,3 +279,6 @@ class _StepClock:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+register(BackendEntry(SPEC, "releasegate.backends.hf:HFBackend", scaled="releasegate.scale.hf:RayHFBackend"))

@@ -27,10 +27,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import ErrorKind, InputError, TargetError
+from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
 from ..redaction import mask_url
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
+from ._registry import BackendEntry, register
 from ._bounds import border_class
 from ._dispatch import Scheduled, Send, closed_loop, gather, loop_factory, open_loop
 from ._lateness import LatenessProbe
@@ -384,3 +386,13 @@ class OpenAIBackend(Backend):
                 break
         return total
 
+
+register(BackendEntry(BackendSpec(
+    "openai", summary="an OpenAI-compatible endpoint", required=("base_url", "model"),
+    fields=("base_url", "model", "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s",
+            "retries", "max_response_bytes", "max_response_tokens", "extra_body", "headers", "secret_keys", "tokenizer", "client"),
+    describe=(("{model} at {base_url} ({mode})", ()),), capabilities=Capabilities(
+        load_phase=True, capacity_sweep=True, prefix_cache_probe=True, stream_timings=True, scale="load", response_format=True,
+        endpoint=True, tokens="the server's usage, else target.tokenizer", in_flight="concurrency",
+        fingerprint=("base_url", "model", "mode", "extra_body", "headers")),
+), "releasegate.backends.openai:OpenAIBackend"))
