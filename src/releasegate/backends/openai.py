@@ -32,12 +32,12 @@ from ..record.records import Timing, Tokens
 from ..redaction import mask_url
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
-from ._registry import BackendEntry, register
 from ._bounds import border_class
 from ._dispatch import Scheduled, Send, closed_loop, gather, loop_factory, open_loop
 from ._lateness import LatenessProbe
 from ._openai_client import import_now, make_openai_client, stream_openai
 from ._reach import answers
+from ._registry import BackendEntry, register
 from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
 from ._stream import parse_sse, split_tokens, stream_problem, stream_timing, token_cap

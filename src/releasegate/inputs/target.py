@@ -27,6 +27,8 @@ from ..redaction import (
     secret_from_env,
     url_secrets,
 )
+from .backend_facts import capabilities
+from .backend_facts import spec as backend_spec
 from .files import exists, is_dir, is_file, resolve_under
 
 __all__ = ["TargetConfig", "parse_target"]
@@ -76,19 +78,13 @@ class TargetConfig:
     request's max_tokens plus 64."""
 
     def describe(self) -> str:
-        """One line naming the target, for run.json and every report: credentials masked."""
-        if self.backend == "replay":
-            return f"replay of {self.responses}"
-        if self.backend == "openai":
-            return f"{self.model} at {mask_url(self.base_url, self.secret_keys)} ({self.mode})"
-        text = f"hf {self.base}"
-        if self.adapter:
-            text += f" + adapter {self.adapter}" + (" (merged)" if self.merge else "")
-        if self.quantize:
-            text += f", {self.quantize}"
-        if self.draft:
-            text += f", speculative with draft {self.draft}"
-        return text
+        """One line naming the target, for run.json and every report: credentials masked (its backend's
+        `describe` templates, each part shown when the fields it names are set)."""
+        values = {name: getattr(self, name) for name in backend_spec(self.backend).fields}
+        if "base_url" in values:
+            values["base_url"] = mask_url(self.base_url, frozenset(self.secret_keys))
+        return "".join(template.format(**values) for template, needs in backend_spec(self.backend).describe
+                       if all(getattr(self, n) for n in needs))
 
     # -- what the HTTP clients send -------------------------------------------------------------------------
     def endpoint_url(self) -> str | None:
@@ -189,11 +185,12 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
 
 
 def _check_installed(raw: dict, at) -> None:
-    """A model run in-process needs the `hf` extra: said when the config is read (`validate` included), not as a
+    """A model run in-process needs its extra (`hf`): said when the config is read (`validate` included), not as a
     traceback once the run has started. An endpoint or a replay needs nothing beyond the core."""
-    if raw.get("backend") == "hf":
-        modules = ("torch", "transformers", "peft") if raw.get("adapter") else ("torch", "transformers")
-        require("backend: hf", *modules, **at("target", "backend"))
+    backend = raw.get("backend")
+    modules = [m for m, when in capabilities(backend).requires if not when or raw.get(when)]
+    if modules:
+        require(f"backend: {backend}", *modules, **at("target", "backend"))
 
 
 def _tokenizer_file(path: Path, at) -> Path:
