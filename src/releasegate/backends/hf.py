@@ -14,6 +14,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from ..errors import ErrorKind, TargetError
 from ..inputs.backend_facts import BackendSpec, Capabilities
@@ -43,9 +44,10 @@ class HFBackend(Backend):
     def __init__(self, target, generation: dict | None = None) -> None:
         self.target = target
         self.batch_size = target.batch_size
-        self.model = None
-        self.tokenizer = None
-        self.sync = None
+        # transformers' objects, set by load(); typed Any: torch and transformers are not imported to check this
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.sync: Any = None
 
     def load(self) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -105,7 +107,8 @@ class HFBackend(Backend):
             model = AutoModelForCausalLM.from_pretrained(t.base, dtype=getattr(self.torch, t.dtype))
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load base model {t.base}: {_first_line(exc)}{self._hub_hint()}") from None
-        if len(self.tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        embeddings: Any = model.get_input_embeddings()
+        if len(self.tokenizer) > embeddings.weight.shape[0]:
             model.resize_token_embeddings(len(self.tokenizer))  # the adapter's tokenizer added tokens
         if t.adapter is not None:
             model = self._apply_adapter(model)

@@ -23,7 +23,7 @@ import gc
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import ErrorKind, InputError, TargetError
@@ -98,7 +98,7 @@ class OpenAIBackend(Backend):
         self.generation = generation or {}
         self.loop_factory = loop_factory()  # RELEASEGATE_EVENT_LOOP read (and refused) before any request
         self.batch_size = max(64, 4 * target.concurrency)  # cases per runner batch; concurrency applies within
-        self._count = None
+        self._count: Callable[[str], int] | None = None
         self.client_stats: dict | None = None
         self.last_run_stats: dict | None = None
         self._quality_probe: LatenessProbe | None = None
@@ -184,7 +184,7 @@ class OpenAIBackend(Backend):
 
     def run_load(
         self, requests: Iterable[Request], *, offsets: list[float] | None, concurrency: int, max_new_tokens: int,
-        duration_s: float | None = None, warmup: list[Request] = (), on_start=None, on_done=None, lead_s: float = 0.05,
+        duration_s: float | None = None, warmup: Sequence[Request] = (), on_start=None, on_done=None, lead_s: float = 0.05,
     ) -> LoadRun:
         """A load phase on one client: the warm-up requests (`target.concurrency` at a time, not measured), then
         the lean client opens connections until `concurrency` wait idle (their connect times: `preconnect_ms`),
@@ -196,14 +196,14 @@ class OpenAIBackend(Backend):
           flight (the others queue: send lag).
         The requests sent, with their generations, come back in the order they were taken."""
         probe = LatenessProbe(self.target.client)
-        sized = offsets is not None or isinstance(requests, (list, tuple))
         requests = list(requests) if offsets is not None else requests
+        sized = requests if isinstance(requests, (list, tuple)) else None  # an open loop's, or a list given
 
         async def prepare(client) -> None:
             if warmup:
                 await gather(self._sender(client, max_new_tokens), [Scheduled(r) for r in warmup], self.target.concurrency)
             if hasattr(client, "preconnect"):
-                for ns in await client.preconnect(min(concurrency, len(requests)) if sized else concurrency):
+                for ns in await client.preconnect(min(concurrency, len(sized)) if sized is not None else concurrency):
                     probe.connected(ns / 1e6, before_window=True)
 
         async def window(client, _):
@@ -359,7 +359,7 @@ class OpenAIBackend(Backend):
             return failed(ErrorKind.STREAM_INTERRUPTED, "stream ended without [DONE] or finish_reason", clock, attempt)
         source = "usage" if parse.completion_tokens is not None else ("tokenizer" if self._count else "chunks")
         cap = token_cap(max_new_tokens, self.target.max_response_tokens)
-        counted = parse.completion_tokens if source == "usage" else self._counted(parse.chunks, cap)
+        counted = parse.completion_tokens if parse.completion_tokens is not None else self._counted(parse.chunks, cap)
         problem = stream_problem(parse, counted, cap)
         if problem is not None:
             return failed(*problem, clock, attempt)

@@ -114,7 +114,7 @@ class TargetConfig:
             out["Authorization"] = "Basic " + token
         for name, spec in self.headers.items():
             value = _header_value(name, spec)
-            if isinstance(spec, dict) or is_secret_name(name, self.secret_keys):
+            if isinstance(spec, dict) or is_secret_name(name, frozenset(self.secret_keys)):
                 add_secret(value)
             for same in [k for k in out if k.lower() == name.lower()]:
                 del out[same]
@@ -123,7 +123,7 @@ class TargetConfig:
 
     def secrets(self) -> list[str]:
         """Every credential value this target carries that is known without reading the environment."""
-        extra = self.secret_keys
+        extra = frozenset(self.secret_keys)
         return (url_secrets(self.base_url, extra) + mapping_secrets(self.extra_body, extra)
                 + mapping_secrets(self.headers, extra))
 
@@ -142,7 +142,7 @@ class TargetConfig:
 
     def masked(self) -> dict:
         """The target's credential-bearing settings with the credentials masked (for fingerprints and records)."""
-        extra = self.secret_keys
+        extra = frozenset(self.secret_keys)
         return {"base_url": mask_url(self.base_url, extra), "extra_body": mask_mapping(self.extra_body, extra),
                 "headers": mask_mapping(self.headers, extra)}
 
@@ -187,7 +187,7 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
 def _check_installed(raw: dict, at) -> None:
     """A model run in-process needs its extra (`hf`): said when the config is read (`validate` included), not as a
     traceback once the run has started. An endpoint or a replay needs nothing beyond the core."""
-    backend = raw.get("backend")
+    backend = raw["backend"]
     modules = [m for m, when in capabilities(backend).requires if not when or raw.get(when)]
     if modules:
         require(f"backend: {backend}", *modules, **at("target", "backend"))
