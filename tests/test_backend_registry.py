@@ -92,3 +92,38 @@ def test_the_judge_s_required_fields_come_from_the_backend():
     with pytest.raises(InputError, match="a judge with backend replay needs responses"):
         parse_judge({"backend": "replay"}, Path("."), lambda *p: at(*p), lambda raw: None)
     assert backend_facts.spec("openai").required == ("base_url", "model")
+
+
+def _old_fingerprint(t, by_role):
+    """The response cache's key as it was computed before the registry (by backend name), for comparison."""
+    import hashlib
+    import json
+
+    if t.backend == "openai":
+        masked = t.masked()
+        facts = {"base_url": masked["base_url"], "model": t.model, "mode": t.mode, "extra_body": masked["extra_body"]}
+        if masked.get("headers"):
+            facts["headers"] = masked["headers"]
+    elif t.backend == "hf":
+        facts = {"merge": t.merge, "dtype": t.dtype, "device": t.device, "quantize": t.quantize}
+    else:
+        facts = {}
+    facts = {"backend": t.backend, **facts, "files": by_role}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("target", [
+    TargetConfig(backend="hf", base="b", merge=True, dtype="bfloat16", quantize="int8"),
+    TargetConfig(backend="openai", base_url="http://u:pw@h:1/v1?sig=abc", model="m", mode="completion",
+                 extra_body={"lora": 1, "api_key": "k"}),
+    TargetConfig(backend="openai", base_url="http://h:1/v1", model="m", headers={"X-Route": "blue"}),
+    TargetConfig(backend="replay", responses=Path("r.jsonl")),
+])
+def test_the_target_fingerprint_is_unchanged(target):
+    from types import SimpleNamespace
+
+    from releasegate.run.manifest import target_fingerprint
+
+    inputs = [{"role": "model", "path": "/m/config.json", "name": "model/config.json", "sha256": "ab"}]
+    by_role = {"model": {"model/config.json": "ab"}}
+    assert target_fingerprint(SimpleNamespace(target=target), inputs) == _old_fingerprint(target, by_role)
