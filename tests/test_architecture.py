@@ -346,3 +346,65 @@ def private_imports() -> set[tuple[str, str]]:
 
 def test_packages_share_only_public_names():
     assert private_imports() == set(PRIVATE_ACROSS)
+
+
+def _build_schemas():
+    """scripts/build_schemas.py, the one writer of the schema parts that mirror a registry."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_schemas", ROOT / "scripts" / "build_schemas.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_schema_enums_are_the_registries():
+    """The shipped schemas name exactly the registered backends and scorer types, and the fields each backend
+    requires; `validate` reads the files, so a backend or scorer registered without a rebuild fails here."""
+    import json
+
+    from releasegate.backends import BACKENDS
+    from releasegate.scorers import SCORERS
+
+    schemas = PACKAGE / "schemas"
+    config = json.loads((schemas / "config.schema.json").read_text("utf-8"))
+    case = json.loads((schemas / "case.schema.json").read_text("utf-8"))
+    target = config["properties"]["target"]
+    assert set(target["properties"]["backend"]["enum"]) == set(BACKENDS)
+    required = {rule["if"]["properties"]["backend"]["const"]: set(rule["then"]["required"]) for rule in target["allOf"]}
+    assert required == {name: set(e.spec.required) for name, e in BACKENDS.items() if e.spec.required}
+    for family in ("answer", "format"):
+        assert set(case["$defs"][family]["properties"]["type"]["enum"]) == {t for f, t in SCORERS if f == family}
+    # the judge names its backend by the target's enum, so it cannot drift either
+    assert config["properties"]["judge"]["properties"]["backend"] == {"$ref": "#/properties/target/properties/backend"}
+
+
+def test_shipped_schemas_are_built_from_the_registries():
+    """backends.json (the registry as the config layer reads it) and the schemas are what the script writes."""
+    from releasegate.backends import BACKENDS
+    from releasegate.inputs import backend_facts
+
+    assert _build_schemas().stale() == []
+    assert {name: backend_facts.spec(name) for name in backend_facts.backend_names()} == {
+        name: e.spec for name, e in BACKENDS.items()}
+
+
+def test_the_schema_build_sees_a_new_backend_and_scorer(monkeypatch):
+    """The check can fail: a backend or scorer type registered after the build makes the shipped files stale."""
+    from releasegate.backends import BACKENDS, BackendEntry
+    from releasegate.inputs.backend_facts import BackendSpec
+    from releasegate.scorers import SCORERS
+
+    build = _build_schemas()
+    monkeypatch.setitem(BACKENDS, "vllm_direct", BackendEntry(BackendSpec("vllm_direct", "vLLM in process",
+                                                                           required=("base",)), "x:Y"))
+    monkeypatch.setitem(SCORERS, ("answer", "wer"), lambda *a: None)
+    files = build.expected()
+    assert set(build.stale()) == {"backends.json", "config.schema.json", "case.schema.json"}
+    import json
+
+    target = json.loads(files["config.schema.json"])["properties"]["target"]
+    assert target["properties"]["backend"]["enum"][-1] == "vllm_direct"
+    assert "vllm_direct: vLLM in process" in target["properties"]["backend"]["description"]
+    assert {"if": {"properties": {"backend": {"const": "vllm_direct"}}}, "then": {"required": ["base"]}} in target["allOf"]
+    assert "wer" in json.loads(files["case.schema.json"])["$defs"]["answer"]["properties"]["type"]["enum"]

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from ..inputs.backend_facts import BackendSpec
 from ..record.records import Timing, Tokens
+from ._registry import BACKENDS, BackendEntry, backend_class, entry, register
 
 __all__ = ["Backend", "Request", "Generation", "backend", "create_backend", "BACKENDS"]
 
@@ -38,6 +39,9 @@ class Backend(ABC):
     measures_latency: bool = True
     """False for backends that only replay outputs: their wall time is not a throughput."""
 
+    def __init__(self, target, generation: dict | None = None) -> None:
+        """Built from the target (`inputs.target.TargetConfig`) and the generation settings; loads nothing."""
+
     def load(self) -> None:
         """Prepare the model or connection; raise TargetError if it cannot be run."""
 
@@ -45,39 +49,30 @@ class Backend(ABC):
     def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
         """One Generation per request, in order. Per-request failures are returned, not raised."""
 
+    def probe(self) -> None:
+        """Check the target answers at all before a run starts (raise TargetError if not). Only a backend whose
+        capabilities say `endpoint` is probed; a local model is checked by loading it."""
+
     def close(self) -> None:
         """Release the model or connection."""
 
 
-# name -> "module:Class"; modules are imported on use so `releasegate --help` stays light
-BACKENDS: dict[str, str] = {
-    "hf": "releasegate.backends.hf:HFBackend",
-    "openai": "releasegate.backends.openai:OpenAIBackend",
-    "replay": "releasegate.backends.replay:ReplayBackend",
-}
-SCALED = {"hf": "releasegate.scale.hf:RayHFBackend"}
-"""Backends that `scale:` spreads over Ray workers (an endpoint's load phase reads `scale:` itself)."""
+def backend(name: str, spec: BackendSpec | None = None):
+    """Register a Backend subclass under `name` (for backends defined outside this package); `spec`: its fields
+    and capabilities (default: none beyond a plain run)."""
 
-
-def backend(name: str):
-    """Register a Backend subclass under `name` (for backends defined outside this package)."""
-
-    def register(cls: type[Backend]) -> type[Backend]:
-        BACKENDS[name] = f"{cls.__module__}:{cls.__qualname__}"
+    def register_class(cls: type[Backend]) -> type[Backend]:
+        register(BackendEntry(spec or BackendSpec(name, summary=cls.__doc__ or name), f"{cls.__module__}:{cls.__qualname__}"))
         return cls
 
-    return register
+    return register_class
 
 
 def create_backend(target, generation: dict | None = None, *, scale=None) -> Backend:
     """The backend named by `target.backend`, constructed from the target and generation config (not loaded).
-    `scale` (config `scale:`): the hf backend spread over Ray workers; an endpoint's load phase reads it itself."""
-    if scale is not None and target.backend in SCALED:
-        return _class(SCALED[target.backend])(target, generation, scale)
-    return _class(BACKENDS[target.backend])(target, generation or {})
-
-
-def _class(where: str) -> type[Backend]:
-    """A backend class from its "module:Class" entry: a backend's heavy libraries load only when it is used."""
-    module, _, cls = where.partition(":")
-    return getattr(importlib.import_module(module), cls)
+    `scale` (config `scale:`): a backend that scales its cases is spread over Ray workers; an endpoint's load phase
+    reads `scale:` itself."""
+    found = entry(target.backend)
+    if scale is not None and found.scaled is not None:
+        return backend_class(found.scaled)(target, generation, scale)
+    return backend_class(found.implementation)(target, generation or {})

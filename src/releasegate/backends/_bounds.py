@@ -71,7 +71,8 @@ def _h11_refused(exc: BaseException) -> str | None:
     """What the openai client's HTTP parser (h11, under httpx) refused in the response's framing, if that is
     why it failed: a status line, chunk size or Content-Length it cannot read, or a head over its buffer. A
     connection closed mid-body is no framing error (it stays a broken stream)."""
-    seen, depth = exc, 0
+    seen: BaseException | None = exc
+    depth = 0
     while seen is not None and depth < 8:
         if type(seen).__module__.split(".")[0] == "h11" and "peer closed" not in str(seen):
             return f"{type(seen).__name__}: {seen}"

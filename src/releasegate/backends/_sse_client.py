@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
@@ -51,13 +52,16 @@ class _Response(asyncio.Protocol):
         self.probe = probe
         self.max_bytes = max_bytes
         self.last_rx = time.perf_counter_ns()
-        self.done: asyncio.Future | None = None
-        self.transport: asyncio.Transport | None = None
+        # an asyncio.Future while a response is awaited, else None; the transport once connected. Typed Any: the
+        # framing callbacks run only while both are set, and a None check per received chunk is what they avoid
+        self.done: Any = None
+        self.transport: Any = None
         self.closed = False
         self._reset()
 
     def _reset(self) -> None:
-        self.head, self.status, self.headers = bytearray(), 0, {}
+        self.head, self.status = bytearray(), 0
+        self.headers: dict[str, str] = {}
         self.rx_bytes = 0
         self._pending = b""
         self._body_segments: list[tuple[int, bytes]] = []
@@ -96,9 +100,10 @@ class _Response(asyncio.Protocol):
     # -- incremental framing (cheap: finds boundaries, copies nothing it need not) ---------------
     def _advance(self, now: int, data: bytes) -> None:
         if not self.status:
-            data = self._head(data)
-            if data is None:
+            body = self._head(data)
+            if body is None:
                 return
+            data = body
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             self._chunked(now, data)
         else:
@@ -334,9 +339,9 @@ class LeanClient:
             error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise error
         if conn.status != 200:
-            error = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
-            error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]
-            raise error
+            refused = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
+            refused.sent_ns, refused.connect_ns = sent, connect  # type: ignore[attr-defined]
+            raise refused
         lines, stamps = _lines(conn.body())
         return lines, stamps, end, sent, connect
 
@@ -352,9 +357,10 @@ class LeanClient:
 
 def _lines(segments: list[tuple[int, bytes]]) -> tuple[list[str], list[int]]:
     """Split into lines; each line is stamped with the arrival of its first byte."""
-    lines, stamps = [], []
+    lines: list[str] = []
+    stamps: list[int] = []
     pending: list[bytes] = []  # a line's pieces so far: joined once, so a byte-at-a-time line stays linear
-    pending_at = None
+    pending_at = 0  # the arrival of the pending line's first byte (read only while a line is pending)
     for at, data in segments:
         start = 0
         while True:
@@ -367,7 +373,7 @@ def _lines(segments: list[tuple[int, bytes]]) -> tuple[list[str], list[int]]:
             line = b"".join(pending) + data[start:eol] if pending else data[start:eol]
             lines.append(line.rstrip(b"\r").decode("utf-8", "replace"))
             stamps.append(pending_at if pending else at)
-            pending, pending_at = [], None
+            pending, pending_at = [], 0
             start = eol + 1
     if pending:
         lines.append(b"".join(pending).decode("utf-8", "replace"))

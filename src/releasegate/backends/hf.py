@@ -14,10 +14,28 @@ import os
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from ..errors import ErrorKind, TargetError
+from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
 from ._base import Backend, Generation, Request
+from ._registry import BackendEntry, register
+
+SPEC = BackendSpec(
+    "hf", summary="transformers + peft",
+    fields=("base", "adapter", "merge", "dtype", "threads", "batch_size", "bucket_by_length", "device", "quantize",
+            "draft"),
+    required=("base",),
+    describe=(("hf {base}", ()), (" + adapter {adapter}", ("adapter",)), (" (merged)", ("adapter", "merge")),
+              (", {quantize}", ("quantize",)), (", speculative with draft {draft}", ("draft",))),
+    capabilities=Capabilities(
+        scale="cases", tokens="the model's tokenizer", in_flight="batch", reorders_cases=True, variants=True,
+        model_dirs=(("model", "base"), ("adapter", "adapter"), ("draft", "draft")),
+        fingerprint=("merge", "dtype", "device", "quantize"),
+        requires=(("torch", ""), ("transformers", ""), ("peft", "adapter")), versions=("torch", "transformers", "peft"),
+    ),
+)
 
 _NS_PER_MS = 1e6
 
@@ -26,9 +44,10 @@ class HFBackend(Backend):
     def __init__(self, target, generation: dict | None = None) -> None:
         self.target = target
         self.batch_size = target.batch_size
-        self.model = None
-        self.tokenizer = None
-        self.sync = None
+        # transformers' objects, set by load(); typed Any: torch and transformers are not imported to check this
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.sync: Any = None
 
     def load(self) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -88,7 +107,8 @@ class HFBackend(Backend):
             model = AutoModelForCausalLM.from_pretrained(t.base, dtype=getattr(self.torch, t.dtype))
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load base model {t.base}: {_first_line(exc)}{self._hub_hint()}") from None
-        if len(self.tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        embeddings: Any = model.get_input_embeddings()
+        if len(self.tokenizer) > embeddings.weight.shape[0]:
             model.resize_token_embeddings(len(self.tokenizer))  # the adapter's tokenizer added tokens
         if t.adapter is not None:
             model = self._apply_adapter(model)
@@ -262,3 +282,6 @@ class _StepClock:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+register(BackendEntry(SPEC, "releasegate.backends.hf:HFBackend", scaled="releasegate.scale.hf:RayHFBackend"))

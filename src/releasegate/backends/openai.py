@@ -23,10 +23,11 @@ import gc
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import ErrorKind, InputError, TargetError
+from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
 from ..redaction import mask_url
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
@@ -36,6 +37,7 @@ from ._dispatch import Scheduled, Send, closed_loop, gather, loop_factory, open_
 from ._lateness import LatenessProbe
 from ._openai_client import import_now, make_openai_client, stream_openai
 from ._reach import answers
+from ._registry import BackendEntry, register
 from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
 from ._stream import parse_sse, split_tokens, stream_problem, stream_timing, token_cap
@@ -96,7 +98,7 @@ class OpenAIBackend(Backend):
         self.generation = generation or {}
         self.loop_factory = loop_factory()  # RELEASEGATE_EVENT_LOOP read (and refused) before any request
         self.batch_size = max(64, 4 * target.concurrency)  # cases per runner batch; concurrency applies within
-        self._count = None
+        self._count: Callable[[str], int] | None = None
         self.client_stats: dict | None = None
         self.last_run_stats: dict | None = None
         self._quality_probe: LatenessProbe | None = None
@@ -182,7 +184,7 @@ class OpenAIBackend(Backend):
 
     def run_load(
         self, requests: Iterable[Request], *, offsets: list[float] | None, concurrency: int, max_new_tokens: int,
-        duration_s: float | None = None, warmup: list[Request] = (), on_start=None, on_done=None, lead_s: float = 0.05,
+        duration_s: float | None = None, warmup: Sequence[Request] = (), on_start=None, on_done=None, lead_s: float = 0.05,
     ) -> LoadRun:
         """A load phase on one client: the warm-up requests (`target.concurrency` at a time, not measured), then
         the lean client opens connections until `concurrency` wait idle (their connect times: `preconnect_ms`),
@@ -194,14 +196,14 @@ class OpenAIBackend(Backend):
           flight (the others queue: send lag).
         The requests sent, with their generations, come back in the order they were taken."""
         probe = LatenessProbe(self.target.client)
-        sized = offsets is not None or isinstance(requests, (list, tuple))
         requests = list(requests) if offsets is not None else requests
+        sized = requests if isinstance(requests, (list, tuple)) else None  # an open loop's, or a list given
 
         async def prepare(client) -> None:
             if warmup:
                 await gather(self._sender(client, max_new_tokens), [Scheduled(r) for r in warmup], self.target.concurrency)
             if hasattr(client, "preconnect"):
-                for ns in await client.preconnect(min(concurrency, len(requests)) if sized else concurrency):
+                for ns in await client.preconnect(min(concurrency, len(sized)) if sized is not None else concurrency):
                     probe.connected(ns / 1e6, before_window=True)
 
         async def window(client, _):
@@ -357,7 +359,7 @@ class OpenAIBackend(Backend):
             return failed(ErrorKind.STREAM_INTERRUPTED, "stream ended without [DONE] or finish_reason", clock, attempt)
         source = "usage" if parse.completion_tokens is not None else ("tokenizer" if self._count else "chunks")
         cap = token_cap(max_new_tokens, self.target.max_response_tokens)
-        counted = parse.completion_tokens if source == "usage" else self._counted(parse.chunks, cap)
+        counted = parse.completion_tokens if parse.completion_tokens is not None else self._counted(parse.chunks, cap)
         problem = stream_problem(parse, counted, cap)
         if problem is not None:
             return failed(*problem, clock, attempt)
@@ -384,3 +386,13 @@ class OpenAIBackend(Backend):
                 break
         return total
 
+
+register(BackendEntry(BackendSpec(
+    "openai", summary="an OpenAI-compatible endpoint", required=("base_url", "model"),
+    fields=("base_url", "model", "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s",
+            "retries", "max_response_bytes", "max_response_tokens", "extra_body", "headers", "secret_keys", "tokenizer", "client"),
+    describe=(("{model} at {base_url} ({mode})", ()),), capabilities=Capabilities(
+        load_phase=True, capacity_sweep=True, prefix_cache_probe=True, stream_timings=True, scale="load", response_format=True,
+        endpoint=True, tokens="the server's usage, else target.tokenizer", in_flight="concurrency",
+        fingerprint=("base_url", "model", "mode", "extra_body", "headers")),
+), "releasegate.backends.openai:OpenAIBackend"))

@@ -13,9 +13,11 @@ import json
 from pathlib import Path
 
 from ..errors import ErrorKind, InputError
+from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..inputs.files import read_text
 from ..record.records import Tokens
 from ._base import Backend, Generation, Request
+from ._registry import BackendEntry, register
 
 
 class ReplayBackend(Backend):
@@ -64,3 +66,10 @@ def _read(path) -> str:
         return Path(path).read_bytes().decode("utf-8", "surrogateescape").removeprefix("\ufeff")
     except OSError as exc:
         raise InputError(f"cannot read responses file: {exc.strerror}", file=path) from None
+
+
+register(BackendEntry(BackendSpec(
+    "replay", summary="outputs read from a JSONL file",
+    fields=("responses",), required=("responses",), describe=(("replay of {responses}", ()),),
+    capabilities=Capabilities(measures_latency=False, data_files=(("responses", "responses"),)),
+), "releasegate.backends.replay:ReplayBackend"))

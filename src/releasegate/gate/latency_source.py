@@ -9,6 +9,7 @@ different loads.
 
 from __future__ import annotations
 
+from ..inputs.backend_facts import capabilities
 from ..record.metrics import measured
 from ..record.records import CaseRecord, RunInfo
 
@@ -34,7 +35,7 @@ def quality_source(info: RunInfo, records: list[CaseRecord]) -> dict:
     """The quality cases' source: requests in flight at most (an endpoint's `target.concurrency`, as each session
     of the run recorded it in `sessions[].concurrency`), or the batch size (the hf backend, whose requests share forward passes)."""
     timed = measured(records)
-    if info.backend == "hf":
+    if capabilities(info.backend).in_flight == "batch":
         batch = max((r.timing.batch_size for r in timed), default=None)
         text = f"quality cases, batches of {batch}" if batch else "quality cases"
         return {"phase": "quality", "in_flight": batch, "text": text}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from .backend_facts import capabilities
 from .files import read_text, resolve_under
 
 __all__ = ["CacheConfig", "PrefixCacheConfig", "parse_cache", "parse_prefix_cache", "DEFAULT_CACHE"]
@@ -43,7 +44,7 @@ def parse_prefix_cache(raw: dict | None, target: dict, here: Path, at) -> Prefix
     """The `prefix_cache:` section, its system prompt read; None (not measured) when the config has none."""
     if raw is None:
         return None
-    if target["backend"] != "openai":
+    if not capabilities(target["backend"]).prefix_cache_probe:
         raise InputError("the prefix-cache probe measures a server: it needs the openai backend",
                          **at("prefix_cache"), hint="remove prefix_cache: or serve the model")
     if ("system" in raw) == ("system_file" in raw):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from .backend_facts import spec
 from .files import is_file, read_text
 from .judge_prompt import check_template, template_text
 
@@ -121,7 +122,7 @@ def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings 
         return None
 
     backend = raw.get("backend", "openai")
-    need = {"openai": ("base_url", "model"), "hf": ("base",), "replay": ("responses",)}[backend]
+    need = spec(backend).required
     for key in need:
         if key not in raw:
             raise InputError(f"a judge with backend {backend} needs {key}", **at("judge"))

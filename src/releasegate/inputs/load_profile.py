@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from .backend_facts import capabilities
 from .files import is_file, resolve_under
 
 __all__ = ["LoadConfig", "SweepConfig", "parse_load", "OBJECTIVE_SAMPLES", "OBJECTIVE_PERCENTILES", "objective_limits"]
@@ -70,7 +71,7 @@ def parse_load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | N
     """The `load:` section (openai backend only); None (no load phase) when the config has none."""
     if raw is None:
         return None
-    if target["backend"] != "openai":
+    if not capabilities(target["backend"]).load_phase:
         raise InputError("a load phase needs the openai backend", **at("load"), hint="remove load: or serve the model")
     shapes = [k for k in ("concurrency", "rate", "replay", "sweep") if k in raw]
     if not shapes:

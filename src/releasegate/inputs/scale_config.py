@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..extras import install_command, require
+from .backend_facts import capabilities
 
 __all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT"]
 
@@ -32,14 +33,14 @@ def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleC
     """The validated `scale:` section (the schema checked its types), or None when there is none."""
     if raw is None:
         return None
-    backend = target["backend"]
-    if backend == "replay":
+    scales = capabilities(target["backend"]).scale
+    if scales is None:
         raise InputError("the replay backend reads outputs from a file: there is nothing to scale", **at("scale"),
                          hint="remove scale:")
-    if backend == "openai" and load is None:
+    if scales == "load" and load is None:
         raise InputError("with the openai backend, scale spreads the load phase: this config has no load:",
                          **at("scale"), hint="add a load: section, or remove scale: (the server scales the quality cases)")
-    if backend == "hf" and target.get("device") == "cuda" and not raw.get("gpus_per_worker"):
+    if scales == "cases" and target.get("device") == "cuda" and not raw.get("gpus_per_worker"):
         raise InputError("target.device is cuda but scale gives the workers no GPU (Ray hides the GPUs from them)",
                          **at("scale"), hint="set scale.gpus_per_worker, e.g. 1")
     if load is not None and load.get("sweep") is not None:

@@ -144,8 +144,8 @@ class _SchemaCompiler:
             return self.done[id(schema)]
         cell: list = []
         self.done[id(schema)] = lambda value: cell[0](value)  # a $ref cycle reaches this before it is built
-        checks = [self._keyword(key, arg, schema) for key, arg in schema.items()]
-        checks = tuple(c for c in checks if c is not None)
+        found = [self._keyword(key, arg, schema) for key, arg in schema.items()]
+        checks = tuple(c for c in found if c is not None)
         if not checks:
             fn = lambda value: True  # noqa: E731
         elif len(checks) == 1:
@@ -221,8 +221,8 @@ class _SchemaCompiler:
             check = self.compile(arg)
             return lambda value: not isinstance(value, dict) or all(check(v) for k, v in value.items() if k not in known)
         if key == "required":
-            names = tuple(arg)
-            return lambda value: not isinstance(value, dict) or all(n in value for n in names)
+            required = tuple(arg)
+            return lambda value: not isinstance(value, dict) or all(n in value for n in required)
         if key == "propertyNames":
             check = self.compile(arg)
             return lambda value: not isinstance(value, dict) or all(check(k) for k in value)
@@ -251,12 +251,12 @@ class _SchemaCompiler:
             check = self.compile(arg)
             return lambda value: not isinstance(value, list) or all(check(v) for v in value)
         if key in ("allOf", "anyOf", "oneOf"):
-            subs = tuple(self.compile(sub) for sub in arg)
+            branches = tuple(self.compile(sub) for sub in arg)
             if key == "allOf":
-                return lambda value: all(check(value) for check in subs)
+                return lambda value: all(check(value) for check in branches)
             if key == "anyOf":
-                return lambda value: any(check(value) for check in subs)
-            return lambda value: sum(1 for check in subs if check(value)) == 1
+                return lambda value: any(check(value) for check in branches)
+            return lambda value: sum(1 for check in branches if check(value)) == 1
         if key == "not":
             check = self.compile(arg)
             return lambda value: not check(value)

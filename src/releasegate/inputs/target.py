@@ -27,6 +27,8 @@ from ..redaction import (
     secret_from_env,
     url_secrets,
 )
+from .backend_facts import capabilities
+from .backend_facts import spec as backend_spec
 from .files import exists, is_dir, is_file, resolve_under
 
 __all__ = ["TargetConfig", "parse_target"]
@@ -76,19 +78,13 @@ class TargetConfig:
     request's max_tokens plus 64."""
 
     def describe(self) -> str:
-        """One line naming the target, for run.json and every report: credentials masked."""
-        if self.backend == "replay":
-            return f"replay of {self.responses}"
-        if self.backend == "openai":
-            return f"{self.model} at {mask_url(self.base_url, self.secret_keys)} ({self.mode})"
-        text = f"hf {self.base}"
-        if self.adapter:
-            text += f" + adapter {self.adapter}" + (" (merged)" if self.merge else "")
-        if self.quantize:
-            text += f", {self.quantize}"
-        if self.draft:
-            text += f", speculative with draft {self.draft}"
-        return text
+        """One line naming the target, for run.json and every report: credentials masked (its backend's
+        `describe` templates, each part shown when the fields it names are set)."""
+        values = {name: getattr(self, name) for name in backend_spec(self.backend).fields}
+        if "base_url" in values:
+            values["base_url"] = mask_url(self.base_url, frozenset(self.secret_keys))
+        return "".join(template.format(**values) for template, needs in backend_spec(self.backend).describe
+                       if all(getattr(self, n) for n in needs))
 
     # -- what the HTTP clients send -------------------------------------------------------------------------
     def endpoint_url(self) -> str | None:
@@ -118,7 +114,7 @@ class TargetConfig:
             out["Authorization"] = "Basic " + token
         for name, spec in self.headers.items():
             value = _header_value(name, spec)
-            if isinstance(spec, dict) or is_secret_name(name, self.secret_keys):
+            if isinstance(spec, dict) or is_secret_name(name, frozenset(self.secret_keys)):
                 add_secret(value)
             for same in [k for k in out if k.lower() == name.lower()]:
                 del out[same]
@@ -127,7 +123,7 @@ class TargetConfig:
 
     def secrets(self) -> list[str]:
         """Every credential value this target carries that is known without reading the environment."""
-        extra = self.secret_keys
+        extra = frozenset(self.secret_keys)
         return (url_secrets(self.base_url, extra) + mapping_secrets(self.extra_body, extra)
                 + mapping_secrets(self.headers, extra))
 
@@ -146,7 +142,7 @@ class TargetConfig:
 
     def masked(self) -> dict:
         """The target's credential-bearing settings with the credentials masked (for fingerprints and records)."""
-        extra = self.secret_keys
+        extra = frozenset(self.secret_keys)
         return {"base_url": mask_url(self.base_url, extra), "extra_body": mask_mapping(self.extra_body, extra),
                 "headers": mask_mapping(self.headers, extra)}
 
@@ -189,11 +185,12 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
 
 
 def _check_installed(raw: dict, at) -> None:
-    """A model run in-process needs the `hf` extra: said when the config is read (`validate` included), not as a
+    """A model run in-process needs its extra (`hf`): said when the config is read (`validate` included), not as a
     traceback once the run has started. An endpoint or a replay needs nothing beyond the core."""
-    if raw.get("backend") == "hf":
-        modules = ("torch", "transformers", "peft") if raw.get("adapter") else ("torch", "transformers")
-        require("backend: hf", *modules, **at("target", "backend"))
+    backend = raw["backend"]
+    modules = [m for m, when in capabilities(backend).requires if not when or raw.get(when)]
+    if modules:
+        require(f"backend: {backend}", *modules, **at("target", "backend"))
 
 
 def _tokenizer_file(path: Path, at) -> Path:

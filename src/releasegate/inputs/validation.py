@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..extras import require
+from .backend_facts import spec
 from .config import load_config
 from .judge_settings import check_judged_cases
 from .rubric import load_rubric
@@ -93,7 +94,7 @@ def _refuse_slices(rubric, missing: list[tuple[str, dict]]) -> None:
 
 def _check_mode(config, cases) -> None:
     """An endpoint in completion mode takes raw prompts: refuse chat cases before anything is sent."""
-    if config.target.backend == "openai" and config.target.mode == "completion":
+    if "mode" in spec(config.target.backend).fields and config.target.mode == "completion":
         chat = next((c for c in cases if c.messages is not None), None)
         if chat is not None:
             suite = next(s.path for s in config.suites if s.name == chat.suite)

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TypedDict
 
-from ..backends import Generation, Request, create_backend
+from ..backends import Generation, Request, capabilities, create_backend
 from ..backends.response_cache import ResponseCache
 from ..errors import ErrorKind, TargetError, judge_kind
 from ..inputs.judge_prompt import (
@@ -63,11 +63,9 @@ def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None)
 def judge_inputs(settings: JudgeSettings) -> list[dict]:
     """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
     t = settings.target
-    files: list[tuple[str, Path]] = []
-    if t.backend == "replay":
-        assert t.responses is not None  # parse_judge refuses a replay judge without responses
-        files.append(("responses", Path(t.responses)))
-    for role, root in (("model", t.base), ("adapter", t.adapter)) if t.backend != "replay" else ():
+    caps = capabilities(t.backend)
+    files: list[tuple[str, Path]] = [(role, Path(getattr(t, name))) for role, name in caps.data_files]
+    for role, root in ((role, getattr(t, name)) for role, name in caps.model_dirs):
         if root is not None and Path(root).is_dir():
             files += [(role, p) for p in sorted(Path(root).iterdir())
                       if p.suffix in WEIGHT_SUFFIXES or p.name in TOKENIZER_FILES or p.name.endswith("config.json")]
@@ -200,7 +198,7 @@ def _request(ask: _Ask, settings) -> Request | Generation:
 def _judge_target(settings: JudgeSettings, ask: _Ask) -> tuple[TargetConfig, dict[str, Any]]:
     t = settings.target
     generation: dict[str, Any] = {"temperature": settings.temperature}
-    fmt = ask.response_format(settings.structured) if t.backend == "openai" else None
+    fmt = ask.response_format(settings.structured) if capabilities(t.backend).response_format else None
     if fmt is not None:
         t = dataclasses.replace(t, extra_body={**t.extra_body, "response_format": fmt})
         generation["response_format"] = fmt  # part of the cache key

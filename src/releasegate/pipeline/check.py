@@ -9,6 +9,7 @@ latest record failed; the new record supersedes the old one (the last record of 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import platform
 import secrets
@@ -21,8 +22,7 @@ import yaml
 from rich.console import Console
 
 from .. import __version__
-from ..backends import Backend, create_backend
-from ..backends.openai import OpenAIBackend
+from ..backends import Backend, capabilities, create_backend
 from ..clock import now
 from ..errors import InputError
 from ..gate.comparability import settings_key
@@ -164,10 +164,8 @@ def _endpoint_answers(config: Config, use_cache: bool | None) -> None:
     """An endpoint that does not answer is exit 4 before the run directory exists. With the response cache on
     the run may need no endpoint at all (every answer cached): the backend's own load decides then."""
     cached = config.cache is not None and use_cache is not False
-    if config.target.backend == "openai" and not cached:
-        backend = create_backend(config.target, config.generation)
-        assert isinstance(backend, OpenAIBackend)  # what an openai target makes
-        backend.probe()
+    if capabilities(config.target.backend).endpoint and not cached:
+        create_backend(config.target, config.generation).probe()
 
 
 def _check_judged(config: Config, cases: list[Case]) -> None:
@@ -372,10 +370,6 @@ def _load(backend: Backend, info: RunInfo, console: Console, progress: bool) -> 
 
 def _versions(backend: str, loaded: bool = False) -> dict[str, str]:
     out = {"python": platform.python_version(), "releasegate": __version__}
-    if loaded and backend == "hf":
-        import peft
-        import torch
-        import transformers
-
-        out.update(torch=torch.__version__, transformers=transformers.__version__, peft=peft.__version__)
+    if loaded:  # the backend imported them as it loaded
+        out.update({name: importlib.import_module(name).__version__ for name in capabilities(backend).versions})
     return out

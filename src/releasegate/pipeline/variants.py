@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..inputs.backend_facts import capabilities
 
 if TYPE_CHECKING:  # the CLI lists the variants without loading configs
     from ..inputs.config import Config
@@ -42,7 +43,7 @@ def variant_changes(variant: str, draft: Path | None) -> dict[str, Any]:
 def variant_config(config: Config, variant: str, draft: Path | None) -> Config:
     """The config of one variant, derived from the base config's target."""
     t = config.target
-    if t.backend != "hf" or t.adapter is None:
+    if not capabilities(t.backend).variants or t.adapter is None:
         raise InputError("the variant matrix needs an hf target with an adapter", file=config.path, field="target")
     changes = variant_changes(variant, draft)
     if variant == "speculative" and draft is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..inputs.backend_facts import backend_names, capabilities
 from ..record.seal import seal_changes
 from ..run.manifest import compare_manifest, read_manifest
 
@@ -27,7 +28,8 @@ def verify_run(run_dir: Path) -> dict:
     rows = compare_manifest(manifest) + sealed_rows
     checked = sum(1 for e in manifest["inputs"] if e.get("sha256"))
     unhashed = [e["path"] for e in manifest["inputs"] if not e.get("sha256")]
-    if manifest.get("target", {}).get("backend") == "openai":
+    backend = manifest.get("target", {}).get("backend")
+    if backend in backend_names() and capabilities(backend).endpoint:
         unhashed.append("the model served behind the endpoint (its weights are not visible to releasegate)")
     if not sealed:
         unhashed.append(UNSEALED)

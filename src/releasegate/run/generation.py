@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..backends import Generation, Request
+from ..backends import Generation, Request, capabilities
 from ..backends.response_cache import ResponseCache
 from ..errors import InputError
 from ..inputs.config import Config
@@ -78,7 +78,7 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
                 bar.advance(task, len(group))
     finally:
         # length order, or batches finishing out of order on several workers; also mends a killed session's order
-        if config.target.backend == "hf" and (config.target.bucket_by_length or config.scale is not None):
+        if capabilities(config.target.backend).reorders_cases and (config.target.bucket_by_length or config.scale is not None):
             try:
                 _restore_case_order(run, info, config, todo)
             except OSError:  # every record is in all the same, in the order generated; a resume reorders them

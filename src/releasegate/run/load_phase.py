@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..backends.openai import OpenAIBackend
+from ..backends import capabilities
 from ..errors import ErrorKind
 from ..inputs.load_profile import LoadConfig
 from ..record.records import RunDir, RunInfo
@@ -34,7 +34,7 @@ def limited_load(load: LoadConfig, limit: int | None) -> LoadConfig:
 def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, show: bool) -> None:
     """Run the config's load phase (or capacity sweep), bounded by `check --limit` (`limited_load`), and record
     it: load.jsonl, server_metrics.jsonl and run.json `load_phase` (with `limit` when one applied)."""
-    if not isinstance(backend, OpenAIBackend):  # the config loader already refuses this; belt and braces
+    if not capabilities(config.target.backend).load_phase:  # the config loader already refuses this; belt and braces
         raise TypeError("a load phase needs the openai backend")
     config = dataclasses.replace(config, load=limited_load(config.load, info.limit))
     if config.load.sweep is not None:

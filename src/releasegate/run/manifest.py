@@ -23,6 +23,7 @@ from typing import Any
 from .. import __version__
 from ..clock import now
 from ..errors import InputError
+from ..inputs.backend_facts import capabilities
 from ..redaction import redact_data
 from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
 
@@ -179,17 +180,12 @@ def target_fingerprint(config, inputs: list[dict]) -> str | None:
             by_role.setdefault(owner, {})[entry.get("name", entry["path"])] = entry.get("sha256")
     if any(sha is None for files in by_role.values() for sha in files.values()):
         return None
-    if t.backend == "openai":
-        # credentials masked: a hash of a short password can be brute-forced, and a rotated key is the same target
-        masked = t.masked() if hasattr(t, "masked") else {"base_url": t.base_url, "extra_body": t.extra_body}
-        facts: dict[str, Any] = {"base_url": masked["base_url"], "model": t.model, "mode": t.mode,
-                                 "extra_body": masked["extra_body"]}
-        if masked.get("headers"):  # a routing header can select another model; secret values stay masked
-            facts["headers"] = masked["headers"]
-    elif t.backend == "hf":
-        facts = {"merge": t.merge, "dtype": t.dtype, "device": t.device, "quantize": getattr(t, "quantize", None)}
-    else:
-        facts = {}
+    named = capabilities(t.backend).fingerprint
+    # credentials masked: a hash of a short password can be brute-forced, and a rotated key is the same target
+    masked = (t.masked() if hasattr(t, "masked") else {"base_url": t.base_url, "extra_body": t.extra_body}) if named else {}
+    facts: dict[str, Any] = {k: masked[k] if k in masked else getattr(t, k, None) for k in named if k != "headers"}
+    if "headers" in named and masked.get("headers"):  # a routing header can select another model; secrets stay masked
+        facts["headers"] = masked["headers"]
     facts = {"backend": t.backend, **facts, "files": by_role}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -255,13 +251,13 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
 
 def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> None:
     t = config.target
-    if t.backend == "replay" and t.responses is not None:
-        add("responses", t.responses)
+    caps = capabilities(t.backend)
+    for role, name in caps.data_files:
+        if getattr(t, name) is not None:
+            add(role, getattr(t, name))
     if t.tokenizer is not None:
         add("tokenizer", t.tokenizer)
-    if t.backend != "hf":
-        return
-    for owner, location in (("model", t.base), ("adapter", t.adapter), ("draft", getattr(t, "draft", None))):
+    for owner, location in ((role, getattr(t, name, None)) for role, name in caps.model_dirs):
         if location is None:
             continue
         folder = Path(location).resolve() if Path(location).is_dir() else _hub_snapshot(str(location))

@@ -9,6 +9,19 @@
 A scorer is a function registered with `@scorer(family, type)`; it returns `Score`.
 Corpus-level metrics from the `evaluate` library live in `releasegate.scorers.evaluate_metric`. Scores are stored
 with what they were computed from and reused while it is unchanged (`releasegate.scorers.stored`).
+
+A new scorer type in an existing family (answer, format) touches:
+    src/releasegate/scorers/FAMILY.py        the function and its `@scorer(family, type)` (or a new module,
+                                             imported below)
+    src/releasegate/schemas/case.schema.json its type in the enum, written by `python scripts/build_schemas.py`
+                                             (its own settings, if any, in `$defs/answer` by hand)
+    tests/test_scorers.py                    its test
+A new family is a new per-case score and a new gate metric; today it touches:
+    src/releasegate/scorers/FAMILY.py, scorers/__init__.py (import, this list), scorers/score.py (the score kept
+    per record); schemas/case.schema.json (its spec, by hand) and config.schema.json (the suite key);
+    record/metrics.py (its rate); gate/criteria.py, gate/paired_comparison.py, gate/baseline.py, inputs/rubric.py,
+    schemas/rubric.schema.json (the metric name); pipeline/gate.py, pipeline/servers.py, pipeline/matrix.py
+    (the metric lists); report/html.py, report/servers.py (its column); review/csv_io.py; tests.
 """
 
 from __future__ import annotations
