@@ -8,9 +8,10 @@ not a traceback. Every field is documented here; README's "What a PASS guarantee
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
 from .capacity_sweep import CapacitySweep
@@ -209,14 +210,21 @@ class GateReport(_Model):
     failing_cases_total: int | None = None
     forbidden_rules: list[dict[str, Any]] | None = None
     """The forbidden rules the run was judged with: the per-case tables of every format are scored with them."""
-    review: dict[str, ReviewRow]
-    """Human review, one row per slice ('all' first); see releasegate.review.summary."""
+    review: dict[str, ReviewRow] | dict[str, Any] = Field(union_mode="left_to_right")
+    """Human review, one row per slice ('all' first); see releasegate.review.summary. A report.json from elsewhere
+    may hold another shape: kept as it is, and `review_rows` is empty for it."""
     judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:
     per judge criterion, agreement with the reviewers (its lower bound), Cohen's kappa, the confusion table,
     whether it is calibrated and why, and the same per slice. See releasegate.llm_judge."""
 
+
+    @property
+    def review_rows(self) -> dict[str, ReviewRow]:
+        """The review section's rows by slice; empty when it is not in releasegate's shape."""
+        rows = self.review
+        return rows if all(isinstance(r, ReviewRow) for r in rows.values()) else {}  # type: ignore[return-value]
 
     @property
     def whatif(self) -> bool:
@@ -228,7 +236,7 @@ class GateReport(_Model):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
-def as_report(report: GateReport | dict, *, source: object = None) -> GateReport:
+def as_report(report: GateReport | dict, *, source: str | Path | None = None) -> GateReport:
     """`report` as a GateReport: a dict is validated once. A dict that does not fit (a hand-edited or truncated
     report.json) is an InputError naming `source`."""
     if isinstance(report, GateReport):
@@ -242,7 +250,7 @@ def as_report(report: GateReport | dict, *, source: object = None) -> GateReport
                          hint="judge the run again: releasegate gate RUN_DIR") from None
 
 
-def typed_report(report: dict, *, source: object = None) -> dict:
+def typed_report(report: dict, *, source: str | Path | None = None) -> dict:
     """`report` checked against GateReport, returned in the same JSON shape (keys it did not have stay absent)."""
     return as_report(report, source=source).as_json()
 
