@@ -19,7 +19,7 @@ from statistics import fmean
 from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
 from ..record.evidence import answered, attempt_counts
-from ..record.capacity_sweep import CapacityStep, CapacitySweep, SignalThreshold
+from ..record.capacity_sweep import CapacityStep, CapacitySweep, SignalThreshold, as_sweep
 from ..record.gate_report import load_report
 from ..record.metrics import MetricValue, measured
 from ..record.records import RunDir
@@ -189,11 +189,6 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
     return None if sweep is None else sweep.as_json()
 
 
-def as_sweep(view: CapacitySweep | dict | None) -> CapacitySweep | None:
-    """A sweep as judged, from its model or its JSON form."""
-    return view if view is None or isinstance(view, CapacitySweep) else CapacitySweep.model_validate(view)
-
-
 def _capacity(steps: list[CapacityStep], max_rps: float | None) -> dict:
     """The highest rate with every step at or below it meeting the objective, and the step that broke above."""
     good = None
@@ -309,10 +304,10 @@ def _undecided_by_the_sweep(low: float, high: float | None, op: str, threshold: 
             f"whether it is {op} {threshold:g} is unknown: more refine steps narrow it")
 
 
-def saved_sweep(run_dir) -> CapacitySweep:
-    """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`)."""
+def saved_sweep(run_dir) -> dict:
+    """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`), in its JSON form."""
     sweep = load_report(RunDir(run_dir)).capacity
     if not sweep:
         raise InputError("this run's load phase was no capacity sweep", file=run_dir,
                          hint="add load: {sweep: ...} to the config and run check")
-    return sweep
+    return sweep.as_json()

@@ -10,7 +10,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["CapacitySweep", "CapacityStep", "SignalStats", "ObjectiveFigure", "SignalThreshold", "Number"]
+__all__ = ["as_sweep", "CapacitySweep", "CapacityStep", "SignalStats", "ObjectiveFigure", "SignalThreshold", "Number"]
 
 Number = Union[int, float]
 """An int or a float, kept as given (pydantic would turn an int into a float for a `float` field)."""
@@ -120,3 +120,8 @@ class CapacitySweep(_Model):
     def as_json(self) -> dict:
         """The JSON form (what report.json holds under `capacity`)."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+
+def as_sweep(sweep: CapacitySweep | dict | None) -> CapacitySweep | None:
+    """A sweep as judged, from its model or its JSON form (validated)."""
+    return sweep if sweep is None or isinstance(sweep, CapacitySweep) else CapacitySweep.model_validate(sweep)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..inputs.load_profile import objective_limits
-from ..record.capacity_sweep import CapacityStep, CapacitySweep
+from ..record.capacity_sweep import CapacityStep, CapacitySweep, as_sweep
 from .formatting import format_money, format_value
 
 __all__ = ["sweep_table", "capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
@@ -23,8 +23,10 @@ def objective_text(slo: dict) -> str:
     return ", ".join(parts)
 
 
-def capacity_lines(capacity: CapacitySweep | None) -> list[str]:
-    """The capacity, why, what the server looked like there, the scale-out thresholds and the cost."""
+def capacity_lines(sweep: CapacitySweep | dict | None) -> list[str]:
+    """The capacity, why, what the server looked like there, the scale-out thresholds and the cost (a dict is
+    the sweep's JSON form)."""
+    capacity = as_sweep(sweep)
     if not capacity:
         return []
     objective = objective_text(capacity.slo)
@@ -106,9 +108,11 @@ def _or_dash(value) -> str:
     return "—" if value is None else format_value(value)
 
 
-def sweep_table(sweep: CapacitySweep) -> Table:
+def sweep_table(given: CapacitySweep | dict) -> Table:
     """Every step of a sweep: rate, requests, P95 TTFT from the scheduled send, P95 TPOT, errors, kept up, queue,
-    verdict; the capacity step marked *."""
+    verdict; the capacity step marked * (a dict is the sweep's JSON form)."""
+    sweep = as_sweep(given)
+    assert sweep is not None  # given a sweep, never None
     table = Table(box=None, pad_edge=False)
     for name in ("rate", "n", "TTFT p95", "TPOT p95", "errors", "kept up", "queue", "verdict"):
         table.add_column(name, justify="left" if name == "verdict" else "right")

@@ -30,8 +30,8 @@ _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
-    by = _judged_by(view.report)
-    source = latency_source_text(view.report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
+    by = _judged_by(view.gate_report)
+    source = latency_source_text(view.gate_report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
     rows = ([_cell(v) for v in [*_values(row), source, *by]] for row in view.cases())
     return csv_text([COLUMNS, *rows], cell_limit=_CELL_CHARS)
 

@@ -63,7 +63,7 @@ def format_names() -> tuple[str, ...]:
 
 
 def _report(subject: GateReport | RunView) -> GateReport:
-    return subject.report if isinstance(subject, RunView) else subject
+    return subject.gate_report if isinstance(subject, RunView) else subject
 
 
 def _view(subject: GateReport | RunView) -> RunView:

@@ -60,7 +60,7 @@ _LATENCY = (
 
 
 def render_html(view: RunView) -> str:
-    report, info = view.report, view.info
+    report, info = view.gate_report, view.info
     cases = view.cases()
     failing = [c for c in cases if not c.passed]
     shown = (failing + [c for c in cases if c.passed])[:MAX_CASE_ROWS]
@@ -160,7 +160,7 @@ def _latency_rows(metrics: dict[str, MetricRow]) -> list[dict]:
 
 
 def _cost(view: RunView) -> dict:
-    metrics, info = view.report.metrics, view.info
+    metrics, info = view.gate_report.metrics, view.info
     done = [r for r in view.timed_records() if answered(r)]
     return {
         "config": info.cost,

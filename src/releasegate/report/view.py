@@ -63,7 +63,8 @@ class RunView:
 
     path: Path
     info: RunInfo
-    report: GateReport
+    gate_report: GateReport
+    """The judged report the formats render."""
     records: list[CaseRecord]
     scores: dict[str, dict]
     """case id -> automatic scores, recomputed with the forbidden rules the report was judged with."""
@@ -71,6 +72,11 @@ class RunView:
     """The load phase's requests (load.jsonl), when the run had one."""
     reviews: dict[str, list[dict]] = field(default_factory=dict)
     """Case id -> the reviewers' current labels (reviews.jsonl), redacted like the records."""
+
+    @property
+    def report(self) -> dict:
+        """The report in its JSON form (what report.json holds)."""
+        return self.gate_report.as_json()
 
     @classmethod
     def load(cls, run: RunDir, report: GateReport | dict | None = None) -> RunView:
@@ -96,8 +102,8 @@ class RunView:
         """The requests the report's latency figures come from: the quality cases, the load phase (of a capacity
         sweep, its capacity step, as the gate judged it), or both; answered and not from the response cache
         (`metrics.measured`)."""
-        _, timed_load = gated_records(self.report.capacity, self.load_records)
-        return measured(phase_records(self.report.latency_from, self.records, timed_load))
+        _, timed_load = gated_records(self.gate_report.capacity, self.load_records)
+        return measured(phase_records(self.gate_report.latency_from, self.records, timed_load))
 
     def latency_samples(self) -> dict[str, list[float]]:
         """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""
