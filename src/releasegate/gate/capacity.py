@@ -18,8 +18,8 @@ from statistics import fmean
 
 from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
-from ..record.evidence import answered, attempt_counts
 from ..record.capacity_sweep import CapacityStep, CapacitySweep, SignalThreshold, as_sweep
+from ..record.evidence import answered, attempt_counts
 from ..record.gate_report import load_report
 from ..record.metrics import MetricValue, measured
 from ..record.records import RunDir

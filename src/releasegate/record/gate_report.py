@@ -223,8 +223,8 @@ class GateReport(_Model):
     @property
     def review_rows(self) -> dict[str, ReviewRow]:
         """The review section's rows by slice; empty when it is not in releasegate's shape."""
-        rows = self.review
-        return rows if all(isinstance(r, ReviewRow) for r in rows.values()) else {}  # type: ignore[return-value]
+        rows = {name: row for name, row in self.review.items() if isinstance(row, ReviewRow)}
+        return rows if len(rows) == len(self.review) else {}
 
     @property
     def whatif(self) -> bool:

@@ -19,8 +19,8 @@ from markupsafe import Markup
 from ..record.capacity_sweep import CapacitySweep
 from ..record.evidence import answered
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
-from ..record.report_sections import JudgeSection, ReviewRow
 from ..record.metrics import KNOWN_METRICS, is_phased
+from ..record.report_sections import JudgeSection, ReviewRow
 from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines

@@ -20,7 +20,7 @@ from ..record.gate_report import CriterionRow, FailingCase, GateReport, as_repor
 from ..record.metrics import is_phased
 from ..text import inert
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
-from .terminal import judged_by_line, request_summary, whatif_of
+from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_junit"]
 
@@ -41,9 +41,9 @@ def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
         "skipped": str(sum(c.verdict == "insufficient" for c in criteria) + (review in ("allowed", "undecided"))),
         "time": "0",
     }
-    root = ET.Element("testsuites", name="releasegate", **counts)
+    root = ET.Element("testsuites", {"name": "releasegate", **counts})
     whatif = " (what-if)" if report.whatif else ""
-    suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report.rubric}{whatif}"), **counts)
+    suite = ET.SubElement(root, "testsuite", {"name": _text(f"releasegate: {report.rubric}{whatif}"), **counts})
     props = ET.SubElement(suite, "properties")
     for name in ("run_id", "verdict", "exit_code", "target", "rubric", "verdict_reason", "incomplete", "target_error"):
         if name in report.model_fields_set and (value := getattr(report, name)) is not None:

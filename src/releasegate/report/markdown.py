@@ -28,7 +28,7 @@ from .formatting import (
     load_phase_rows,
 )
 from .judge_section import calibration_table, judge_lines
-from .terminal import judged_by_line, request_summary, whatif_of
+from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
 

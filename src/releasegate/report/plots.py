@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..record.gate_report import CriterionRow
 from ..stats.intervals import percentile
@@ -21,7 +21,7 @@ __all__ = ["latency_plots"]
 _COLORS = {"ttft_ms": "#3b6fb6", "tpot_ms": "#8a5cc2", "e2e_ms": "#2f8f6f", "prefill": "#3b6fb6", "decode": "#e39a3b"}
 _TITLES = {"ttft_ms": "TTFT (prefill)", "tpot_ms": "TPOT (decode, per token)", "e2e_ms": "End-to-end"}
 _MAX_POINTS = 300  # per curve: keeps the page small for large runs; the percentile lines use every sample
-_RC = {
+_RC: Any = {  # matplotlib types its rc keys as a Literal of every name
     "svg.fonttype": "none",  # text stays text: small files, the page's own font
     "svg.hashsalt": "releasegate",  # stable element ids: the same run renders the same file
     "font.family": "sans-serif",

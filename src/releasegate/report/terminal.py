@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Literal
 
 from rich import box
 from rich.cells import cell_len
@@ -62,7 +63,7 @@ class Col:
     holds a name or a number, which is never wrapped, folded or cut."""
 
     header: str
-    justify: str = "right"
+    justify: Literal["left", "center", "right"] = "right"
     free: bool = False
 
 
@@ -112,8 +113,8 @@ class FitTable:
                 return
         groups = self._groups(fits, fixed[1:], styles[1:])
         if groups is not None:
-            style, groups = groups
-            for n, group in enumerate(groups):
+            style, runs = groups
+            for n, group in enumerate(runs):
                 if n:
                     yield Text()
                 yield self._table(style, [0, *group], title=n == 0)
