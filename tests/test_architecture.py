@@ -355,3 +355,13 @@ def test_the_report_commands_format_choices_are_the_registry():
     from releasegate.report import REGISTRY
 
     assert sorted(f.value for f in Format) == sorted(REGISTRY)
+
+
+@pytest.mark.parametrize(("command", "renders"), [("compare", "releasegate.report.compare:COMPARE_FORMATS"),
+                                                  ("servers", "releasegate.report.servers:SERVERS_FORMATS")])
+def test_the_comparison_commands_format_choices_are_what_their_renderer_renders(command, renders):
+    import importlib
+
+    module, _, name = renders.partition(":")
+    choices = importlib.import_module(f"releasegate.cli.{command}").Format
+    assert sorted(f.value for f in choices) == sorted(getattr(importlib.import_module(module), name))
