@@ -24,7 +24,7 @@ HEAVY = frozenset({
 
 LAZY_LIBRARY = {
     # module -> the releasegate modules it imports inside a function, and why
-    "releasegate.report": {"releasegate.report.html"},  # jinja2 and matplotlib load only for the HTML report
+    "releasegate.report.formats": {"releasegate.report.html"},  # jinja2 and matplotlib load only for the HTML report
     # gguf loads only to export, and `python -m releasegate.export.gguf` must not find itself imported already
     "releasegate.export": {"releasegate.export.gguf"},
 }
@@ -408,3 +408,22 @@ def test_the_schema_build_sees_a_new_backend_and_scorer(monkeypatch):
     assert "vllm_direct: vLLM in process" in target["properties"]["backend"]["description"]
     assert {"if": {"properties": {"backend": {"const": "vllm_direct"}}}, "then": {"required": ["base"]}} in target["allOf"]
     assert "wer" in json.loads(files["case.schema.json"])["$defs"]["answer"]["properties"]["type"]["enum"]
+
+
+def test_the_report_commands_format_choices_are_the_registry():
+    """`report --format` offers exactly the registered formats: a format registered in report/formats.py and not
+    offered, or offered and not registered, fails here (the CLI spells them out so `--help` imports no report)."""
+    from releasegate.cli.report import Format
+    from releasegate.report import REGISTRY
+
+    assert sorted(f.value for f in Format) == sorted(REGISTRY)
+
+
+@pytest.mark.parametrize(("command", "renders"), [("compare", "releasegate.report.compare:COMPARE_FORMATS"),
+                                                  ("servers", "releasegate.report.servers:SERVERS_FORMATS")])
+def test_the_comparison_commands_format_choices_are_what_their_renderer_renders(command, renders):
+    import importlib
+
+    module, _, name = renders.partition(":")
+    choices = importlib.import_module(f"releasegate.cli.{command}").Format
+    assert sorted(f.value for f in choices) == sorted(getattr(importlib.import_module(module), name))

@@ -65,6 +65,7 @@ def check(
     status 'interrupted'; `check --resume RUN_DIR` finishes it. The verdict is printed once the reports are on
     disk: a signal after that leaves the run complete and exits with the verdict's code."""
     from ..pipeline.check import resume_check, run_check_file
+    from ..record.gate_report import as_report
     from ..report import criteria_table, verdict_lines
     from ..run.interruption import hold_after_verdict, signals_stop
 
@@ -86,9 +87,10 @@ def check(
                                          allow_pending=allow_pending, use_cache=cache, overrides=set_values(sets))
         if as_json:
             print_json({**report, "timing": run.read_info().timing})
-        console.print(criteria_table(report))
+        shown = as_report(report)  # validated once, for the table and the lines under it
+        console.print(criteria_table(shown))
         print_review_line(console, report, run.path)
-        for line in verdict_lines(report):
+        for line in verdict_lines(shown):
             console.print(line, markup=False, soft_wrap=True)
         cached = report.get("counts", {}).get("cached")
         if cached:

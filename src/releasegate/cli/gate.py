@@ -28,6 +28,7 @@ def gate(
     """Re-score the saved outputs and re-judge them (after new human labels, or a what-if with another rubric).
     Judged by the run's own rubric, it rewrites the run's reports; by another, it writes them beside them."""
     from ..pipeline.regate import regate
+    from ..record.gate_report import as_report
     from ..report import criteria_table, verdict_lines
 
     done = regate(run_dir, rubric, allow_pending=allow_pending, output=output, force=force)
@@ -35,9 +36,10 @@ def gate(
     if as_json:
         print_json(report)
     console = consoles(as_json)
-    console.print(criteria_table(report))
+    shown = as_report(report)  # validated once, for the table and the lines under it
+    console.print(criteria_table(shown))
     print_review_line(console, report, done.run.path)
-    for line in verdict_lines(report):
+    for line in verdict_lines(shown):
         console.print(line, markup=False, soft_wrap=True)
     if not done.official:  # the run's own reports were rewritten, as ever, or are left as they were: say which
         kind = "what-if reports" if (report.get("judged_by") or {}).get("whatif") else "reports"

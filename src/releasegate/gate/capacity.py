@@ -18,6 +18,7 @@ from statistics import fmean
 
 from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
+from ..record.capacity_sweep import CapacityStep, CapacitySweep, SignalThreshold, as_sweep
 from ..record.evidence import answered, attempt_counts
 from ..record.gate_report import load_report
 from ..record.metrics import MetricValue, measured
@@ -28,8 +29,8 @@ from .criteria import CriterionResult, judge_criterion, meets
 from .health import client_saturation
 
 __all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
-           "step_figures", "step_verdict", "step_signals", "capacity_view", "capacity_metric", "judge_capacity",
-           "gated_records"]
+           "step_figures", "step_verdict", "step_signals", "capacity_sweep", "capacity_view", "capacity_metric",
+           "judge_capacity", "gated_records", "as_sweep"]
 
 CONFIDENCE = 0.95
 """A step meets the objective when the one-sided upper bound at this confidence of every percentile it names is
@@ -125,7 +126,7 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
         why.append(behind_why(figures))
     lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
     saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share, cpu_share=(client or {}).get("cpu_share"))
-    if saturated and not _stands(verdict, broken, close, slo, lag, figures):
+    if saturated and not _stands(verdict, broken, close, slo, lag or 0.0, figures):  # saturated: lag known
         return "undecided", saturated
     return verdict, "; ".join(why)
 
@@ -157,7 +158,7 @@ def step_signals(samples: list[dict]) -> dict:
     return out
 
 
-def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict | None:
+def capacity_sweep(info, load_records: list, max_lag_share: float = 0.1) -> CapacitySweep | None:
     """The sweep of a run: every step with its figures and verdict, the capacity, the signals at the capacity
     and at the break, and the autoscaling thresholds they give. None when the load phase was no sweep."""
     sweep = (info.load_phase or {}).get("sweep")
@@ -175,105 +176,118 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
     for entry in sorted(sweep.get("steps") or [], key=lambda e: (e["rate"], e["step"])):
         figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"), slo)
         verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
-        steps.append({"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
-                      "signals": entry.get("signals") or {}, "verdict": verdict, "why": why})
-    return {"slo": slo, "max_rps": sweep.get("max_rps"), "steps": steps, **_capacity(steps, sweep.get("max_rps"))}
+        steps.append(CapacityStep.model_validate(
+            {"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
+             "signals": entry.get("signals") or {}, "verdict": verdict, "why": why}))
+    return CapacitySweep.model_validate({"slo": slo, "max_rps": sweep.get("max_rps"), "steps": steps,
+                                         **_capacity(steps, sweep.get("max_rps"))})
 
 
-def _capacity(steps: list[dict], max_rps: float | None) -> dict:
+def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict | None:
+    """`capacity_sweep` in its JSON form (what report.json holds under `capacity`)."""
+    sweep = capacity_sweep(info, load_records, max_lag_share)
+    return None if sweep is None else sweep.as_json()
+
+
+def _capacity(steps: list[CapacityStep], max_rps: float | None) -> dict:
     """The highest rate with every step at or below it meeting the objective, and the step that broke above."""
     good = None
     for step in steps:
-        if step["verdict"] == "meets":
+        if step.verdict == "meets":
             good = step
             continue
-        if step["verdict"] == "undecided":
-            return _unknown(f"the step at {step['rate']:.4g} req/s decided nothing ({step['why']})", good)
+        if step.verdict == "undecided":
+            return _unknown(f"the step at {step.rate:.4g} req/s decided nothing ({step.why})", good)
         if good is None:
-            return _unknown(f"the objective broke already at the lowest rate, {step['rate']:.4g} req/s "
-                            f"({step['why']}): start the sweep lower", None)
+            return _unknown(f"the objective broke already at the lowest rate, {step.rate:.4g} req/s "
+                            f"({step.why}): start the sweep lower", None)
         return _found(steps, good, step)
     if good is None:
         return _unknown("the sweep ran no step", None)
-    at_max = max_rps is not None and good["rate"] >= max_rps
-    why = (f"met the objective up to max_rps ({good['rate']:.4g} req/s): the capacity is at least that"
-           if at_max else f"no step above {good['rate']:.4g} req/s broke the objective (the sweep stopped early)")
+    at_max = max_rps is not None and good.rate >= max_rps
+    why = (f"met the objective up to max_rps ({good.rate:.4g} req/s): the capacity is at least that"
+           if at_max else f"no step above {good.rate:.4g} req/s broke the objective (the sweep stopped early)")
     return {**_found(steps, good, None), "at_least": True, "why": why}
 
 
-def _unknown(why: str, good: dict | None) -> dict:
+def _unknown(why: str, good: CapacityStep | None) -> dict:
     return {"capacity_rps": None, "at_least": False, "why": why, "capacity_step": None, "break_step": None,
-            "break_rps": None, "thresholds": {}, "highest_met_rps": good["rate"] if good else None}
+            "break_rps": None, "thresholds": {}, "highest_met_rps": good.rate if good else None}
 
 
-def _found(steps: list[dict], good: dict, broke: dict | None) -> dict:
-    why = (f"{good['rate']:.4g} req/s met the objective, {broke['rate']:.4g} req/s broke it ({broke['why']})"
-           if broke else "")
-    return {"capacity_rps": good["rate"], "at_least": broke is None, "why": why, "capacity_step": good["step"],
-            "break_step": broke["step"] if broke else None, "break_rps": broke["rate"] if broke else None,
-            "thresholds": _thresholds(steps, good, broke), "achieved_rps": good["achieved_rps"],
-            "completed_rps": good["completed_rps"]}
+def _found(steps: list[CapacityStep], good: CapacityStep, broke: CapacityStep | None) -> dict:
+    why = f"{good.rate:.4g} req/s met the objective, {broke.rate:.4g} req/s broke it ({broke.why})" if broke else ""
+    return {"capacity_rps": good.rate, "at_least": broke is None, "why": why, "capacity_step": good.step,
+            "break_step": broke.step if broke else None, "break_rps": broke.rate if broke else None,
+            "thresholds": _thresholds(steps, good, broke), "achieved_rps": good.achieved_rps,
+            "completed_rps": good.completed_rps}
 
 
-def _thresholds(steps: list[dict], good: dict, broke: dict | None) -> dict:
+def _mean(step: CapacityStep | None, key: str) -> float | None:
+    signal = step.signals.get(key) if step else None
+    return signal.mean if signal else None
+
+
+def _thresholds(steps: list[CapacityStep], good: CapacityStep, broke: CapacityStep | None) -> dict:
     """Per server signal: its mean at the lowest rate, at the capacity and at the first step that broke, and the
     scale-out threshold: the mean at the capacity, when the signal had risen to it from the lowest rate (it
     tracks load); else the mean where the objective broke, when it rose there; else none (the signal does not
     follow load here: llama.cpp's running requests stop at its slot count, for one)."""
     out = {}
     for key, label in SIGNALS.items():
-        at_low = (steps[0]["signals"].get(key) or {}).get("mean")
-        at_cap = (good["signals"].get(key) or {}).get("mean")
-        at_break = (broke["signals"].get(key) or {}).get("mean") if broke else None
+        at_low, at_cap, at_break = _mean(steps[0], key), _mean(good, key), _mean(broke, key)
         if at_cap is None:
             continue
         if at_low is not None and at_cap > at_low:
-            threshold = at_cap
+            threshold: float | None = at_cap
         elif at_break is not None and at_break > at_cap:
             threshold = at_break
         else:
             threshold = None
-        out[key] = {"label": label, "at_lowest_rate": at_low, "at_capacity": at_cap, "at_break": at_break,
-                    "scale_out_above": threshold}
+        out[key] = SignalThreshold(label=label, at_lowest_rate=at_low, at_capacity=at_cap, at_break=at_break,
+                                   scale_out_above=threshold)
     return out
 
 
-def gated_records(view: dict | None, load_records: list) -> tuple[list, list]:
+def gated_records(view: CapacitySweep | dict | None, load_records: list) -> tuple[list, list]:
     """(records of the steps at or below the capacity, records of the capacity step): what error rates and
     latency, throughput and cost are judged on for a sweep. The lowest rate's step always counts for the error
     rates (a server failing there failed, whatever else the sweep found); with the capacity unknown there is no
     step to take latency, throughput and cost from."""
-    if view is None:
+    sweep = as_sweep(view)
+    if sweep is None:
         return load_records, load_records
-    rates = {s["step"]: s["rate"] for s in view["steps"]}
-    ceiling = max([view["capacity_rps"] or 0.0] + [min(rates.values(), default=0.0)])
+    rates = {s.step: s.rate for s in sweep.steps}
+    ceiling = max([sweep.capacity_rps or 0.0] + [min(rates.values(), default=0.0)])
     below = [r for r in load_records if rates.get(r.tags.get(STEP_TAG), float("inf")) <= ceiling]
-    at = [r for r in load_records if r.tags.get(STEP_TAG) == view["capacity_step"]]
+    at = [r for r in load_records if r.tags.get(STEP_TAG) == sweep.capacity_step]
     return below, at
 
 
-def capacity_metric(view: dict | None) -> MetricValue:
+def capacity_metric(view: CapacitySweep | dict | None) -> MetricValue:
     """`capacity_rps`: the sweep's capacity (n: answered requests of its step), or no value with the reason."""
-    if view is None:
+    sweep = as_sweep(view)
+    if sweep is None:
         return MetricValue(None, 0, note="no capacity sweep ran (load.sweep)")
-    if view["capacity_rps"] is None:
-        return MetricValue(None, 0, note=view["why"])
-    step = next(s for s in view["steps"] if s["step"] == view["capacity_step"])
-    return MetricValue(view["capacity_rps"], step["answered"], note=view["why"])
+    step = sweep.step_at(sweep.capacity_step)
+    if sweep.capacity_rps is None or step is None:
+        return MetricValue(None, 0, note=sweep.why)
+    return MetricValue(sweep.capacity_rps, step.answered, note=sweep.why)
 
 
-def judge_capacity(criterion, view: dict | None) -> CriterionResult:
+def judge_capacity(criterion, view: CapacitySweep | dict | None) -> CriterionResult:
     """A `capacity_rps` criterion, gated on what the sweep showed: the capacity is at least `capacity_rps` and,
     when a step above it broke the objective, below that step's rate (`break_rps`). A threshold that this range
     decides passes or fails; one inside it (above a floor the sweep met up to max_rps without breaking, or
     between the last rate met and the first broken) is insufficient: the sweep did not go there."""
-    value = capacity_metric(view)
+    sweep = as_sweep(view)
+    value = capacity_metric(sweep)
     result = judge_criterion(criterion, value)
-    if result.verdict == "insufficient":
+    if result.verdict == "insufficient" or sweep is None or value.value is None:
         return result
-    low, high, op, threshold = value.value, view.get("break_rps"), criterion.op, criterion.threshold
+    low, high, op, threshold = value.value, sweep.break_rps, criterion.op, criterion.threshold
     if meets(op, low, threshold):
-        floor = f"at least {low:.4g} req/s (a floor: the sweep never broke the objective)" if view["at_least"] else ""
+        floor = f"at least {low:.4g} req/s (a floor: the sweep never broke the objective)" if sweep.at_least else ""
         return CriterionResult(criterion, value, "pass", f"{floor} {op} {threshold:g}" if floor else result.reason)
     if high is not None and high <= threshold:
         return CriterionResult(criterion, value, "fail", f"{low:.4g} req/s met the objective and {high:.4g} req/s "
@@ -291,9 +305,9 @@ def _undecided_by_the_sweep(low: float, high: float | None, op: str, threshold: 
 
 
 def saved_sweep(run_dir) -> dict:
-    """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`)."""
-    sweep = load_report(RunDir(run_dir)).get("capacity")
+    """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`), in its JSON form."""
+    sweep = load_report(RunDir(run_dir)).capacity
     if not sweep:
         raise InputError("this run's load phase was no capacity sweep", file=run_dir,
                          hint="add load: {sweep: ...} to the config and run check")
-    return sweep
+    return sweep.as_json()

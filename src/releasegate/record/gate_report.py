@@ -8,15 +8,18 @@ not a traceback. Every field is documented here; README's "What a PASS guarantee
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
+from .capacity_sweep import CapacitySweep
 from .records import RunDir
+from .report_sections import JudgeSection, ReviewRow
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
-           "JudgedBy", "typed_report"]
+           "JudgedBy", "LatencySource", "as_report", "typed_report", "load_report"]
 
 Verdict = Literal["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"]
 
@@ -143,6 +146,16 @@ class JudgedBy(_Model):
     reports (RUN/whatif/... or `gate -o DIR`), never over them."""
 
 
+class LatencySource(_Model):
+    """Where latency figures come from (`gate.latency_source`)."""
+
+    phase: str | None = None
+    in_flight: int | None = None
+    """Most requests in flight; null when not recorded."""
+    text: str | None = None
+    """E.g. 'load phase, closed loop, 1 in flight, 80 requests'."""
+
+
 class GateReport(_Model):
     """The verdict on one run and everything it was decided from."""
 
@@ -165,16 +178,16 @@ class GateReport(_Model):
     comparison: dict[str, Any] | list[Any] | None = None
     """The paired comparison with the rubric's baseline run, when it has one."""
     criteria: list[CriterionRow]
-    latency_from: Literal["quality", "load", "both"]
+    latency_from: Literal["quality", "load", "both"] = "quality"
     """Which requests latency, throughput and cost come from."""
-    latency_source: dict[str, Any] | None = None
+    latency_source: LatencySource | None = None
     """Where the latency figures of `metrics` and `criteria` come from: {'phase', 'in_flight' (most requests in
     flight; null when not recorded), 'text' (e.g. 'load phase, closed loop, 1 in flight, 80 requests')}
     (`gate.latency_source`)."""
-    slices_latency_source: dict[str, Any] | None = None
+    slices_latency_source: LatencySource | None = None
     """Where the latency columns of `slices` come from, in the same shape: always the quality cases (load-phase
     requests carry no case tags), so they may differ from `latency_source`."""
-    metrics: dict[str, MetricRow]
+    metrics: dict[str, MetricRow] = {}
     """Every summary metric over all cases."""
     latency_excluded: LatencyExcluded | None = None
     client_saturated: str | None = None
@@ -184,41 +197,65 @@ class GateReport(_Model):
     prefix_cache: dict[str, Any] | None = None
     """The prefix-cache probe (see releasegate.run.prefix_cache): warm and cold TTFT P50/P95 with n, prompt and
     server-reported cached prompt tokens per request, `saved_ms_p50` and `cold_over_warm_p50`; null without one."""
-    capacity: dict[str, Any] | None = None
+    capacity: CapacitySweep | None = None
     """The capacity sweep judged again (see releasegate.gate.capacity): every step with its figures and verdict,
     `capacity_rps` (null when unknown, with `why`), the server signals and scale-out thresholds at the capacity,
     and the cost per 1M output tokens there; null when the load phase was no sweep."""
-    slices: list[dict[str, Any]]
+    slices: list[dict[str, Any]] = []
     """Per-slice figures: {'slice': 'task=x', 'n': ..., metric: value, ...}."""
-    counts: Counts
+    counts: Counts | None = None
+    """Absent only in a hand-built report (every report the gate writes has it)."""
     failing_cases: list[FailingCase]
     """The first failing cases (at most 1,000; `failing_cases_total` says how many there are)."""
     failing_cases_total: int | None = None
     forbidden_rules: list[dict[str, Any]] | None = None
     """The forbidden rules the run was judged with: the per-case tables of every format are scored with them."""
-    review: dict[str, Any]
-    """Human review, one row per slice ('all' first); see releasegate.review.summary."""
-    judge: dict[str, Any] | None = None
+    review: dict[str, ReviewRow] | dict[str, Any] = Field(union_mode="left_to_right")
+    """Human review, one row per slice ('all' first); see releasegate.review.summary. A report.json from elsewhere
+    may hold another shape: kept as it is, and `review_rows` is empty for it."""
+    judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:
     per judge criterion, agreement with the reviewers (its lower bound), Cohen's kappa, the confusion table,
     whether it is calibrated and why, and the same per slice. See releasegate.llm_judge."""
 
 
-def typed_report(report: dict, *, source: object = None) -> dict:
-    """`report` checked against GateReport, returned in the same JSON shape (keys it did not have stay absent).
-    A report that does not fit (a hand-edited or truncated report.json) is an InputError naming `source`."""
+    @property
+    def review_rows(self) -> dict[str, ReviewRow]:
+        """The review section's rows by slice; empty when it is not in releasegate's shape."""
+        rows = {name: row for name, row in self.review.items() if isinstance(row, ReviewRow)}
+        return rows if len(rows) == len(self.review) else {}
+
+    @property
+    def whatif(self) -> bool:
+        """Whether another rubric than the run's own judged it (`gate --rubric`: `judged_by.whatif`)."""
+        return bool(self.judged_by and self.judged_by.whatif)
+
+    def as_json(self) -> dict:
+        """The JSON form, what report.json holds: keys the report did not have stay absent."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def as_report(report: GateReport | dict, *, source: str | Path | None = None) -> GateReport:
+    """`report` as a GateReport: a dict is validated once. A dict that does not fit (a hand-edited or truncated
+    report.json) is an InputError naming `source`."""
+    if isinstance(report, GateReport):
+        return report
     try:
-        model = GateReport.model_validate(report)
+        return GateReport.model_validate(report)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise InputError(f"not a releasegate report: {where}: {first['msg']}", file=source,
                          hint="judge the run again: releasegate gate RUN_DIR") from None
-    return model.model_dump(mode="json", exclude_unset=True)
 
 
-def load_report(run: RunDir) -> dict:
+def typed_report(report: dict, *, source: str | Path | None = None) -> dict:
+    """`report` checked against GateReport, returned in the same JSON shape (keys it did not have stay absent)."""
+    return as_report(report, source=source).as_json()
+
+
+def load_report(run: RunDir) -> GateReport:
     """The saved report.json of a run directory."""
     path = run.path / "report.json"
     if not path.is_file():
@@ -228,5 +265,4 @@ def load_report(run: RunDir) -> dict:
         report = json.loads(path.read_text("utf-8"))
     except ValueError as exc:
         raise InputError(f"unreadable report.json: {exc}", file=path) from None
-
-    return typed_report(report, source=path)
+    return as_report(report, source=path)

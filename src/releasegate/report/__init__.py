@@ -1,68 +1,68 @@
-"""Reports from a judged run, one module per format:
+"""Reports from a judged run, one module per format, each registered in `formats.REGISTRY`:
 
-    json      report.json        the report dict as judged (machines)
+    json      report.json        the report as judged (machines)
     md        report.md          verdict and criteria for a PR comment or a CI job summary (markdown)
     html      report.html        one self-contained page with plots and every case (html, plots)
     junit     report.junit.xml   one testcase per criterion, for CI test views (junit)
     csv       report.csv         one row per case, for a spreadsheet (csv)
 
-plus the terminal table (terminal). Every format reads the run directory, never the model, so
-`releasegate report RUN_DIR` renders any of them again. matplotlib and jinja2 are imported only for HTML.
+plus the terminal table (terminal). Every format renders the typed `GateReport` (record.gate_report), or a
+`RunView` (the report and the run's records) when it needs the cases; a dict given here is validated into a
+GateReport once. Every format reads the run directory, never the model, so `releasegate report RUN_DIR`
+renders any of them again. matplotlib and jinja2 are imported only for HTML.
+
+A new format touches exactly:
+    src/releasegate/report/<name>.py      its renderer (GateReport or RunView -> text)
+    src/releasegate/report/formats.py     one `register(ReportFormat(name, file, needs, renderer))` line
+    src/releasegate/cli/report.py         its name in `Format` (the choices `--help` shows without importing the
+                                          reports; tests/test_architecture.py checks they equal the registry)
+`render`, `write_reports` and `rendered_reports` pick it up from the registry; `check` and `gate` write it.
 """
 
 from __future__ import annotations
 
-import json
-
-from ..record.gate_report import load_report
+from ..record.gate_report import GateReport, as_report, load_report
 from ..record.records import RunDir
 from ..redaction import redact_values
-from ..text import json_inert
-from .csv import render_csv
+from .formats import REGISTRY, RenderOptions, ReportFormat, format_names
 from .formatting import format_value
-from .junit import render_junit
 from .markdown import append_step_summary, render_markdown
 from .terminal import criteria_table, verdict_lines
 from .view import RunView
 
 __all__ = [
-    "write_reports", "rendered_reports", "render", "FORMATS", "append_step_summary", "criteria_table", "verdict_lines",
-    "render_markdown", "format_value", "RunView",
+    "write_reports", "rendered_reports", "render", "FORMATS", "REGISTRY", "ReportFormat", "format_names",
+    "append_step_summary", "criteria_table", "verdict_lines", "render_markdown", "format_value", "RunView",
 ]
 
-FORMATS = {"json": "report.json", "md": "report.md", "html": "report.html", "junit": "report.junit.xml", "csv": "report.csv"}
-"""Format name -> the file `check` and `gate` write into the run directory."""
+FORMATS = {fmt.name: fmt.file for fmt in REGISTRY.values()}
+"""Format name -> the file `check` and `gate` write into the run directory (from the registry)."""
 
 
-def write_reports(run: RunDir, report: dict) -> None:
+def write_reports(run: RunDir, report: GateReport | dict) -> None:
     """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set. The
     report is redacted as data first (its records are, on disk), so no format's escaping can hide a secret."""
-    for name, text in rendered_reports(run, report).items():
+    texts = rendered_reports(run, report)
+    for name, text in texts.items():
         run.write_text(name, text)
-    append_step_summary(render_markdown(report))
+    append_step_summary(texts[REGISTRY["md"].file])
 
 
-def rendered_reports(run: RunDir, report: dict) -> dict[str, str]:
+def rendered_reports(run: RunDir, report: GateReport | dict) -> dict[str, str]:
     """File name -> text of every format, from the report redacted as data first. `write_reports` writes them into
     the run; a what-if judgment (`gate --rubric`) writes them beside it."""
-    view = RunView.load(run, redact_values(report))
-    return {name: render(view, fmt) for fmt, name in FORMATS.items()}
+    plain = report.as_json() if isinstance(report, GateReport) else report
+    view = RunView.load(run, as_report(redact_values(plain)))
+    return {fmt.file: render(view, fmt.name) for fmt in REGISTRY.values()}
 
 
 def render(view: RunView | RunDir, fmt: str, *, junit_cases: bool = False) -> str:
-    """One report format as text; a RunDir is read with its saved report.json."""
-    if fmt not in FORMATS:
+    """One report format as text; a RunDir is read with its saved report.json (validated once)."""
+    if fmt not in REGISTRY:
         raise ValueError(f"unknown report format {fmt!r}")
-    if fmt in ("json", "md", "junit"):  # these need only the report, not the records
-        report = view.report if isinstance(view, RunView) else load_report(view)
-        if fmt == "json":  # model text escaped where a terminal would act on it (cat report.json), same JSON value
-            return json_inert(json.dumps(report, indent=2, ensure_ascii=False, default=str)) + "\n"
-        if fmt == "md":
-            return render_markdown(report)
-        return render_junit(report, cases=junit_cases)
-    view = view if isinstance(view, RunView) else RunView.load(view)
-    if fmt == "csv":
-        return render_csv(view)
-    from .html import render_html  # jinja2 and matplotlib load only for HTML
-
-    return render_html(view)
+    chosen, options = REGISTRY[fmt], RenderOptions(junit_cases=junit_cases)
+    if isinstance(view, RunView):
+        return chosen.render(view, options)
+    if chosen.needs == "report":  # no records read for these
+        return chosen.render(load_report(view), options)
+    return chosen.render(RunView.load(view), options)

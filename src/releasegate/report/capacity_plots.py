@@ -5,6 +5,7 @@ Imported only when an HTML report of a sweep is rendered (matplotlib, like plots
 
 from __future__ import annotations
 
+from ..record.capacity_sweep import CapacityStep, CapacitySweep
 from .plots import _RC, _svg
 
 __all__ = ["capacity_plots"]
@@ -15,10 +16,10 @@ _LATENCY = (("ttft_sched_ms_p95", "ttft_ms_p95", "P95 TTFT from the scheduled se
 _SIGNALS = (("queue", "queue (waiting)", "#c93c3c"), ("running", "running", "#2f8f6f"), ("kv_cache", "KV use x10", "#e39a3b"))
 
 
-def capacity_plots(capacity: dict | None) -> dict[str, str]:
+def capacity_plots(capacity: CapacitySweep | None) -> dict[str, str]:
     """{'capacity': SVG} with two panels, latency vs rate and signals vs rate; {} without a sweep."""
-    steps = sorted((capacity or {}).get("steps") or [], key=lambda s: s["rate"])
-    if not steps:
+    steps = sorted(capacity.steps if capacity else [], key=lambda s: s.rate)
+    if not steps or capacity is None:
         return {}
     from matplotlib import rc_context  # only when a sweep is drawn
     from matplotlib.figure import Figure
@@ -31,15 +32,15 @@ def capacity_plots(capacity: dict | None) -> dict[str, str]:
         return {"capacity": _svg(fig)}
 
 
-def _latency_panel(ax, steps: list[dict], capacity: dict) -> None:
+def _latency_panel(ax, steps: list[CapacityStep], capacity: CapacitySweep) -> None:
     ax.set_title("P95 latency against the offered rate")
-    rates = [s["rate"] for s in steps]
+    rates = [s.rate for s in steps]
     for key, slo_key, label, color in _LATENCY:
-        points = [(s["rate"], s[key]) for s in steps if s.get(key) is not None]
+        points = [(s.rate, v) for s in steps if (v := getattr(s, key)) is not None]
         if not points:
             continue
         ax.plot(*zip(*points), marker="o", markersize=3, color=color, label=label, linewidth=1.4)
-        limit = capacity["slo"].get(slo_key)
+        limit = capacity.slo.get(slo_key)
         if limit is not None:
             ax.axhline(limit, color=color, linestyle="--", linewidth=0.9)
     ax.set_yscale("log")
@@ -49,12 +50,12 @@ def _latency_panel(ax, steps: list[dict], capacity: dict) -> None:
     ax.legend(loc="upper left", frameon=False, fontsize=8)
 
 
-def _signals_panel(ax, steps: list[dict], capacity: dict) -> None:
+def _signals_panel(ax, steps: list[CapacityStep], capacity: CapacitySweep) -> None:
     ax.set_title("Server signals (mean per step)")
     drawn = False
     for key, label, color in _SIGNALS:
-        points = [(s["rate"], s["signals"][key]["mean"] * (10 if key == "kv_cache" else 1))
-                  for s in steps if (s.get("signals") or {}).get(key)]
+        points = [(s.rate, mean * (10 if key == "kv_cache" else 1))
+                  for s in steps if key in s.signals and (mean := s.signals[key].mean) is not None]
         if points:
             ax.plot(*zip(*points), marker="o", markersize=3, color=color, label=label, linewidth=1.4)
             drawn = True
@@ -62,13 +63,13 @@ def _signals_panel(ax, steps: list[dict], capacity: dict) -> None:
         ax.text(0.5, 0.5, "the server exposed no queue, running or KV figures", ha="center", va="center",
                 transform=ax.transAxes, color="#6b7280")
     ax.set_xlabel("offered rate, requests/s")
-    _mark_capacity(ax, capacity, [s["rate"] for s in steps])
+    _mark_capacity(ax, capacity, [s.rate for s in steps])
     if drawn:
         ax.legend(loc="upper left", frameon=False, fontsize=8)
 
 
-def _mark_capacity(ax, capacity: dict, rates: list[float]) -> None:
-    value = capacity.get("capacity_rps")
+def _mark_capacity(ax, capacity: CapacitySweep, rates: list[float]) -> None:
+    value = capacity.capacity_rps
     if value is None:
         return
     ax.axvline(value, color="#374151", linestyle=":", linewidth=1.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..inputs.load_profile import objective_limits
+from ..record.capacity_sweep import CapacityStep, CapacitySweep, as_sweep
 from .formatting import format_money, format_value
 
 __all__ = ["sweep_table", "capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
@@ -22,45 +23,46 @@ def objective_text(slo: dict) -> str:
     return ", ".join(parts)
 
 
-def capacity_lines(capacity: dict | None) -> list[str]:
-    """The capacity, why, what the server looked like there, the scale-out thresholds and the cost."""
+def capacity_lines(sweep: CapacitySweep | dict | None) -> list[str]:
+    """The capacity, why, what the server looked like there, the scale-out thresholds and the cost (a dict is
+    the sweep's JSON form)."""
+    capacity = as_sweep(sweep)
     if not capacity:
         return []
-    objective = objective_text(capacity["slo"])
-    if capacity.get("capacity_rps") is None:
-        return [f"capacity at {objective}: unknown: {capacity['why']}"]
-    floor = "at least " if capacity.get("at_least") else ""
-    lines = [f"capacity at {objective}: {floor}{format_value(capacity['capacity_rps'])} req/s"
-             + (f" ({capacity['why']})" if capacity.get("why") else "")]
-    step = _step(capacity, capacity.get("capacity_step")) or {}
-    there = [_completed(step)]
-    there += [f"{t['label']} {format_value(t['at_capacity'])}" for t in capacity.get("thresholds", {}).values()]
-    if capacity.get("cost_per_1m_output_tokens") is not None:
-        there.append(f"{format_money(capacity['cost_per_1m_output_tokens'])} per 1M output tokens")
+    objective = objective_text(capacity.slo)
+    if capacity.capacity_rps is None:
+        return [f"capacity at {objective}: unknown: {capacity.why}"]
+    floor = "at least " if capacity.at_least else ""
+    lines = [f"capacity at {objective}: {floor}{format_value(capacity.capacity_rps)} req/s"
+             + (f" ({capacity.why})" if capacity.why else "")]
+    step = capacity.step_at(capacity.capacity_step)
+    there = [_completed(step)] if step else [_completed(None)]
+    there += [f"{t.label} {format_value(t.at_capacity)}" for t in capacity.thresholds.values()]
+    if capacity.cost_per_1m_output_tokens is not None:
+        there.append(f"{format_money(capacity.cost_per_1m_output_tokens)} per 1M output tokens")
     lines.append("at capacity: " + ", ".join(there))
-    for t in capacity.get("thresholds", {}).values():
-        if t.get("scale_out_above") is not None:
-            broke = f"; {format_value(t['at_break'])} where P95 broke" if t.get("at_break") is not None else ""
-            lines.append(f"scale out when {t['label']} averages above {format_value(t['scale_out_above'])} "
-                         f"({format_value(t['at_lowest_rate'])} at the lowest rate{broke})")
+    for t in capacity.thresholds.values():
+        if t.scale_out_above is not None:
+            broke = f"; {format_value(t.at_break)} where P95 broke" if t.at_break is not None else ""
+            lines.append(f"scale out when {t.label} averages above {format_value(t.scale_out_above)} "
+                         f"({format_value(t.at_lowest_rate)} at the lowest rate{broke})")
     return lines
 
 
-def capacity_table(capacity: dict | None) -> tuple[tuple[str, ...], list[list[str]]]:
+def capacity_table(capacity: CapacitySweep | None) -> tuple[tuple[str, ...], list[list[str]]]:
     """(columns, rows): one row per step, in rate order, with the server signals' means."""
     if not capacity:
         return _COLUMNS, []
     rows = []
-    for s in capacity["steps"]:
-        signals = s.get("signals") or {}
-        mean = {k: (signals.get(k) or {}).get("mean") for k in ("queue", "running", "kv_cache")}
+    for s in capacity.steps:
+        mean = {k: (s.signals[k].mean if k in s.signals else None) for k in ("queue", "running", "kv_cache")}
         kv = "—" if mean["kv_cache"] is None else f"{mean['kv_cache'] * 100:.0f}%"
-        verdict = s["verdict"] + (f": {s['why']}" if s.get("why") else "")
-        if s["step"] == capacity.get("capacity_step"):
+        verdict = s.verdict + (f": {s.why}" if s.why else "")
+        if s.step == capacity.capacity_step:
             verdict += " (capacity)"
-        rows.append([format_value(s["rate"]), str(s["requests"]), format_value(s.get("ttft_sched_ms_p95")),
-                     format_value(s.get("tpot_ms_p95")), _or_dash(s.get("e2e_sched_ms_p95")), _errors(s),
-                     _or_dash(s.get("completed_rps")), _or_dash(s.get("kept_up")),
+        rows.append([format_value(s.rate), str(s.requests), format_value(s.ttft_sched_ms_p95),
+                     format_value(s.tpot_ms_p95), _or_dash(s.e2e_sched_ms_p95), _errors(s),
+                     _or_dash(s.completed_rps), _or_dash(s.kept_up),
                      _or_dash(mean["queue"]), _or_dash(mean["running"]), kv, verdict])
     return _COLUMNS, rows
 
@@ -88,38 +90,36 @@ def prefix_cache_lines(probe: dict | None) -> list[str]:
     return lines
 
 
-def _completed(step: dict) -> str:
+def _completed(step: CapacityStep | None) -> str:
     """'completed 29.6 req/s of 30 offered (achieved 26.2 req/s over the step, its drain included)'."""
-    achieved = f"achieved {format_value(step.get('achieved_rps'))} req/s"
-    if step.get("completed_rps") is None:
+    achieved = f"achieved {format_value(step.achieved_rps if step else None)} req/s"
+    if step is None or step.completed_rps is None:
         return achieved
-    return (f"completed {format_value(step['completed_rps'])} req/s of {format_value(step.get('offered_rps'))} "
+    return (f"completed {format_value(step.completed_rps)} req/s of {format_value(step.offered_rps)} "
             f"offered ({achieved} over the step, its drain included)")
 
 
-def _errors(step: dict) -> str:
+def _errors(step: CapacityStep) -> str:
     """Failed requests, and how many of them were empty answers: '43 (43 empty)'."""
-    return f"{step['failed']} ({step['empty']} empty)" if step.get("empty") else str(step["failed"])
+    return f"{step.failed} ({step.empty} empty)" if step.empty else str(step.failed)
 
 
 def _or_dash(value) -> str:
     return "—" if value is None else format_value(value)
 
 
-def _step(capacity: dict, number) -> dict | None:
-    return next((s for s in capacity["steps"] if s["step"] == number), None)
-
-
-def sweep_table(sweep: dict) -> Table:
+def sweep_table(given: CapacitySweep | dict) -> Table:
     """Every step of a sweep: rate, requests, P95 TTFT from the scheduled send, P95 TPOT, errors, kept up, queue,
-    verdict; the capacity step marked *."""
+    verdict; the capacity step marked * (a dict is the sweep's JSON form)."""
+    sweep = as_sweep(given)
+    assert sweep is not None  # given a sweep, never None
     table = Table(box=None, pad_edge=False)
     for name in ("rate", "n", "TTFT p95", "TPOT p95", "errors", "kept up", "queue", "verdict"):
         table.add_column(name, justify="left" if name == "verdict" else "right")
-    for s in sweep["steps"]:
-        queue = (s.get("signals") or {}).get("queue")
-        mark = " *" if s["step"] == sweep.get("capacity_step") else ""
-        table.add_row(format_value(s["rate"]), str(s["requests"]), format_value(s.get("ttft_sched_ms_p95")),
-                      format_value(s.get("tpot_ms_p95")), _errors(s), format_value(s.get("kept_up")),
-                      format_value(queue["mean"]) if queue else "—", s["verdict"] + mark)
+    for s in sweep.steps:
+        queue = s.signals.get("queue")
+        mark = " *" if s.step == sweep.capacity_step else ""
+        table.add_row(format_value(s.rate), str(s.requests), format_value(s.ttft_sched_ms_p95),
+                      format_value(s.tpot_ms_p95), _errors(s), format_value(s.kept_up),
+                      format_value(queue.mean) if queue else "—", s.verdict + mark)
     return table

@@ -49,7 +49,7 @@ def comparison_table(result: dict):
     """One row per metric, whole at any width (see `FitTable`)."""
     columns = [Col("metric", "left"), *(Col(c) for c in ("baseline", "candidate", "delta", "interval", "margin", "McNemar p")),
                Col("verdict", "left")]
-    rows = [[*_metric_cells(row), Text(row["verdict"], style=_STYLE[row["verdict"]])] for row in result["rows"]]
+    rows: list[list[Text | str]] = [[*_metric_cells(row), Text(row["verdict"], style=_STYLE[row["verdict"]])] for row in result["rows"]]
     return FitTable(_title(result), columns, rows)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from ..record.gate_report import GateReport
 from ..spreadsheet import csv_text, neutralise
 from ..text import inert
 from .formatting import latency_source_text
@@ -29,19 +30,19 @@ _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
-    by = _judged_by(view.report)
-    source = latency_source_text(view.report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
+    by = _judged_by(view.gate_report)
+    source = latency_source_text(view.gate_report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
     rows = ([_cell(v) for v in [*_values(row), source, *by]] for row in view.cases())
     return csv_text([COLUMNS, *rows], cell_limit=_CELL_CHARS)
 
 
-def _judged_by(report: dict) -> list:
+def _judged_by(report: GateReport) -> list:
     """The last two cells of every row: the rubric file that judged the case's pass/fail ('what-if: FILE' for a
     what-if judgment, not the run's rubric) and its sha256; empty for a report that predates them."""
-    by = report.get("judged_by")
+    by = report.judged_by
     if not by:
         return ["", ""]
-    return [f"what-if: {by['file']}" if by["whatif"] else by["file"], by.get("sha256")]
+    return [f"what-if: {by.file}" if by.whatif else by.file, by.sha256]
 
 
 def _values(row: CaseRow) -> list:

@@ -4,6 +4,9 @@ Untrusted text goes through `releasegate.text.inert` in every format."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+
+from ..record.gate_report import GateReport, MetricRow
 
 CSP = (
     "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
@@ -54,9 +57,9 @@ def format_interval(interval) -> str:
     return f"[{lo}, {hi}]"
 
 
-def format_threshold(criterion: dict) -> str:
-    """The criterion's comparison, e.g. '>= 0.9'."""
-    return f"{criterion['op']} {criterion['threshold']:g}"
+def format_threshold(criterion) -> str:
+    """The criterion's comparison (a `CriterionRow`), e.g. '>= 0.9'."""
+    return f"{criterion.op} {criterion.threshold:g}"
 
 
 def load_phase_rows(load_phase: dict | None) -> list[tuple[str, str]]:
@@ -90,10 +93,10 @@ def load_phase_rows(load_phase: dict | None) -> list[tuple[str, str]]:
     return rows
 
 
-def bounds_note(items) -> str:
+def bounds_note(items: Iterable[MetricRow]) -> str:
     """What the reports' bounds mean, with the confidences really used: 'one-sided bounds at 95% (each side)'.
-    `items`: criteria or metric dicts; those with bounds carry their `confidence`."""
-    levels = sorted({float(i["confidence"]) for i in items if i.get("bounds") is not None and i.get("confidence")})
+    `items`: criteria or metrics; those with bounds carry their `confidence`."""
+    levels = sorted({float(i.confidence) for i in items if i.bounds is not None and i.confidence})
     if not levels:
         return ""
     shown = ", ".join(f"{c * 100:.4g}%" for c in levels)
@@ -104,11 +107,11 @@ def bounds_note(items) -> str:
 _PHASE_TEXT = {"quality": "quality cases", "load": "load phase", "both": "quality cases and load phase, together"}
 
 
-def latency_source_text(report: dict, *, slices: bool = False) -> str:
+def latency_source_text(report: GateReport, *, slices: bool = False) -> str:
     """Where the report's latency (and throughput and cost) figures come from, e.g. 'load phase, closed loop,
     1 in flight, 80 requests'; `slices`: the slices table's latency columns, always the quality cases. A report
     from before `latency_source` still says its phase."""
-    source = report.get("slices_latency_source" if slices else "latency_source")
-    if isinstance(source, dict) and source.get("text"):
-        return source["text"]
-    return _PHASE_TEXT.get("quality" if slices else report.get("latency_from", "quality"), "quality cases")
+    source = report.slices_latency_source if slices else report.latency_source
+    if source is not None and source.text:
+        return source.text
+    return _PHASE_TEXT.get("quality" if slices else report.latency_from, "quality cases")

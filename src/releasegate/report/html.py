@@ -16,8 +16,11 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from ..record.capacity_sweep import CapacitySweep
 from ..record.evidence import answered
+from ..record.gate_report import CriterionRow, GateReport, MetricRow
 from ..record.metrics import KNOWN_METRICS, is_phased
+from ..record.report_sections import JudgeSection, ReviewRow
 from ..text import inert
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
@@ -57,7 +60,7 @@ _LATENCY = (
 
 
 def render_html(view: RunView) -> str:
-    report, info = view.report, view.info
+    report, info = view.gate_report, view.info
     cases = view.cases()
     failing = [c for c in cases if not c.passed]
     shown = (failing + [c for c in cases if c.passed])[:MAX_CASE_ROWS]
@@ -67,23 +70,23 @@ def render_html(view: RunView) -> str:
     return template.render(
         csp=CSP, css=Markup(_resource("report.css")), report=report, info=info,
         judged_by=judged_by_line(report), whatif=whatif_of(report),
-        verdict=report["verdict"], verdict_class=report["verdict"].lower().replace("_", "-"),
-        failed_criteria=[c for c in report["criteria"] if c["verdict"] == "fail"],
-        headline=_headline(report["metrics"], latency_source_text(report)),
-        criteria=[_criterion(c, latency_source_text(report)) for c in report["criteria"]],
-        bounds_note=bounds_note(report["criteria"]), requests=request_summary(report),
-        latency=_latency_rows(report["metrics"]),
-        plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report["criteria"]).items()},
+        verdict=report.verdict, verdict_class=report.verdict.lower().replace("_", "-"),
+        failed_criteria=[c for c in report.criteria if c.verdict == "fail"],
+        headline=_headline(report.metrics, latency_source_text(report)),
+        criteria=[_criterion(c, latency_source_text(report)) for c in report.criteria],
+        bounds_note=bounds_note(report.criteria), requests=request_summary(report),
+        latency=_latency_rows(report.metrics),
+        plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report.criteria).items()},
         latency_source=latency_source_text(report), slices_source=latency_source_text(report, slices=True),
-        load_phase=_load_phase_table(report.get("load_phase")),
-        capacity=_capacity(report.get("capacity")), prefix_cache=_prefix_cache(report.get("prefix_cache")),
+        load_phase=_load_phase_table(report.load_phase),
+        capacity=_capacity(report.capacity), prefix_cache=_prefix_cache(report.prefix_cache),
         cost=_cost(view),
-        slices=_slices(report["slices"]),
-        metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report["metrics"].items()],
-        comparison=_as_table(_first(report, "comparison", "baseline", "variants")),
+        slices=_slices(report.slices),
+        metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report.metrics.items()],
+        comparison=_as_table(_comparison(report)),
         review=_review_table(_review(report)),
-        judge=_judge(report.get("judge")),
-        review_pending=(_review(report) or {}).get("all", {}).get("status", "").startswith("pending"),
+        judge=_judge(report.judge),
+        review_pending=_review_pending(report),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],
         n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
     )
@@ -110,51 +113,54 @@ def _resource(name: str) -> str:
     return (resources.files(__package__) / "templates" / name).read_text("utf-8")
 
 
-def _first(report: dict, *keys: str):
-    return next((report[k] for k in keys if report.get(k)), None)
+def _comparison(report: GateReport):
+    """The baseline comparison; a report.json from elsewhere may hold it as `baseline` or `variants`."""
+    extra = report.model_extra or {}
+    return next((v for v in (report.comparison, extra.get("baseline"), extra.get("variants")) if v), None)
 
 
-def _headline(metrics: dict, source: str) -> list[dict]:
+def _headline(metrics: dict[str, MetricRow], source: str) -> list[dict]:
     out = []
     for name, label, kind in _HEADLINE:
         m = metrics.get(name)
-        if m is None or m["value"] is None:
+        if m is None or m.value is None:
             continue
-        value = m["value"]
+        value = m.value
         text = {"pct": f"{value:.1%}", "ms": f"{value:,.0f} ms" if value >= 100 else f"{value:.3g} ms",
                 "usd": format_money(value), "num": format_value(value)}[kind]
-        interval = m.get("interval")
-        if interval and kind == "pct":
-            interval = f"{interval[0]:.1%}–{interval[1]:.1%}"
+        bounds = m.interval
+        if bounds and kind == "pct":
+            interval = f"{bounds[0]:.1%}–{bounds[1]:.1%}"
         else:
-            interval = format_interval(interval)
+            interval = format_interval(bounds)
         if interval:  # the bounds' real confidence, each side one-sided
-            interval = f"one-sided {m.get('confidence', 0.95):.0%} bounds {interval}"
-        out.append({"label": label, "value": text, "n": m["n"], "interval": interval,
+            interval = f"one-sided {0.95 if m.confidence is None else m.confidence:.0%} bounds {interval}"
+        out.append({"label": label, "value": text, "n": m.n, "interval": interval,
                     "source": source if is_phased(name) else ""})
     return out
 
 
-def _criterion(c: dict, source: str) -> dict:
-    where = ", ".join(f"{k}={v}" for k, v in c.get("slice", {}).items())
-    return {**c, "where": where, "source": source if is_phased(c["metric"]) else "", "threshold_text": format_threshold(c),
-            "interval_text": format_interval(c.get("interval") or c.get("bounds"))}
+def _criterion(c: CriterionRow, source: str) -> dict:
+    where = ", ".join(f"{k}={v}" for k, v in (c.slice or {}).items())
+    return {"row": c, "name": c.name, "metric": c.metric, "value": c.value, "n": c.n, "verdict": c.verdict,
+            "reason": c.reason, "where": where, "source": source if is_phased(c.metric) else "",
+            "threshold_text": format_threshold(c), "interval_text": format_interval(c.interval or c.bounds)}
 
 
-def _latency_rows(metrics: dict) -> list[dict]:
+def _latency_rows(metrics: dict[str, MetricRow]) -> list[dict]:
     """The latency percentiles the report has, one row per measure (P50/P95/P99; '—' where not reported)."""
     rows = []
     for key, label in _LATENCY:
         found = {q: metrics[f"{key}_p{q}"] for q in (50, 95, 99) if f"{key}_p{q}" in metrics}
-        if not found or all(m["value"] is None for m in found.values()):
+        if not found or all(m.value is None for m in found.values()):
             continue
-        values = [found[q]["value"] if q in found else None for q in (50, 95, 99)]
-        rows.append({"label": label, "values": values, "n": max(m["n"] for m in found.values())})
+        values = [found[q].value if q in found else None for q in (50, 95, 99)]
+        rows.append({"label": label, "values": values, "n": max(m.n for m in found.values())})
     return rows
 
 
 def _cost(view: RunView) -> dict:
-    metrics, info = view.report["metrics"], view.info
+    metrics, info = view.gate_report.metrics, view.info
     done = [r for r in view.timed_records() if answered(r)]
     return {
         "config": info.cost,
@@ -176,7 +182,7 @@ def _slices(rows: list[dict]) -> dict:
     return {"columns": columns, "rows": rows, "timed": timed}
 
 
-def _judge(judge: dict | None) -> dict | None:
+def _judge(judge: JudgeSection | None) -> dict | None:
     if not judge:
         return None
     table = calibration_table(judge)
@@ -184,10 +190,16 @@ def _judge(judge: dict | None) -> dict | None:
     return {"lines": judge_lines(judge), "columns": columns, "rows": rows}
 
 
-def _review(report: dict) -> dict | None:
-    """report["review"] (one row per slice, "all" first), unless review neither applies nor happened."""
-    review = report.get("review")
-    return review if review and review.get("all", {}).get("status") != "not required" else None
+def _review(report: GateReport) -> dict | None:
+    """The review section (one row per slice, "all" first), unless review neither applies nor happened."""
+    review = report.review
+    if not report.review_rows:
+        return review or None  # a report.json from elsewhere: shown as it is
+    return review if "all" in review and report.review_rows["all"].status != "not required" else None
+
+
+def _review_pending(report: GateReport) -> bool:
+    return "all" in report.review_rows and report.review_rows["all"].status.startswith("pending")
 
 
 _REVIEW_COLUMNS = {"status": "status", "cases": "cases", "needed": "needed", "reviewed": "reviewed",
@@ -199,14 +211,14 @@ def _review_table(review: dict | None) -> dict | None:
     """Review per slice, the columns a reader needs (report.json keeps them all); required slices marked *."""
     if not review:
         return None
-    if not all(isinstance(row, dict) for row in review.values()):
+    if not all(isinstance(row, ReviewRow) for row in review.values()):
         return _as_table(review)  # a report.json from elsewhere: show whatever it holds
-    rows = [[f"{name} *" if row.get("required") and name != "all" else name, *(_cell(row.get(k)) for k in _REVIEW_COLUMNS)]
+    rows = [[f"{name} *" if row.required and name != "all" else name, *(_cell(getattr(row, k)) for k in _REVIEW_COLUMNS)]
             for name, row in review.items()]
     return {"columns": ["slice (* required)", *_REVIEW_COLUMNS.values()], "rows": rows}
 
 
-def _capacity(capacity: dict | None) -> dict | None:
+def _capacity(capacity: CapacitySweep | None) -> dict | None:
     """The sweep's lines, step table and plots (latency vs rate, signals vs rate); None without a sweep."""
     if not capacity:
         return None

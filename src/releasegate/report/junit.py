@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..record.gate_report import CriterionRow, FailingCase, GateReport, as_report
 from ..record.metrics import is_phased
 from ..text import inert
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
-from .terminal import judged_by_line, request_summary, whatif_of
+from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_junit"]
 
@@ -28,24 +29,25 @@ _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-
 _OUTPUT_CHARS = 2000
 
 
-def render_junit(report: dict, *, cases: bool = False) -> str:
-    """The JUnit XML document for a judged report."""
-    criteria = report["criteria"]
-    failing = report["failing_cases"] if cases else []
+def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
+    """The JUnit XML document for a judged report (a dict is validated into a GateReport first)."""
+    report = as_report(report)
+    criteria = report.criteria
+    failing = report.failing_cases if cases else []
     review = _review_status(report)
-    failures = sum(c["verdict"] == "fail" for c in criteria) + len(failing) + (review in ("blocking", "failed"))
+    failures = sum(c.verdict == "fail" for c in criteria) + len(failing) + (review in ("blocking", "failed"))
     counts = {
         "tests": str(len(criteria) + len(failing) + (review is not None)), "failures": str(failures), "errors": "0",
-        "skipped": str(sum(c["verdict"] == "insufficient" for c in criteria) + (review in ("allowed", "undecided"))),
+        "skipped": str(sum(c.verdict == "insufficient" for c in criteria) + (review in ("allowed", "undecided"))),
         "time": "0",
     }
-    root = ET.Element("testsuites", name="releasegate", **counts)
-    whatif = " (what-if)" if whatif_of(report) else ""
-    suite = ET.SubElement(root, "testsuite", name=_text(f"releasegate: {report['rubric']}{whatif}"), **counts)
+    root = ET.Element("testsuites", {"name": "releasegate", **counts})
+    whatif = " (what-if)" if report.whatif else ""
+    suite = ET.SubElement(root, "testsuite", {"name": _text(f"releasegate: {report.rubric}{whatif}"), **counts})
     props = ET.SubElement(suite, "properties")
     for name in ("run_id", "verdict", "exit_code", "target", "rubric", "verdict_reason", "incomplete", "target_error"):
-        if report.get(name) is not None:
-            ET.SubElement(props, "property", name=name, value=_text(report[name]))
+        if name in report.model_fields_set and (value := getattr(report, name)) is not None:
+            ET.SubElement(props, "property", name=name, value=_text(value))
     _judged_by(props, report)
     if summary := request_summary(report):
         ET.SubElement(props, "property", name="requests", value=_text(summary))
@@ -54,106 +56,107 @@ def render_junit(report: dict, *, cases: bool = False) -> str:
     if review is not None:
         _review_case(suite, report, review)
     for f in failing:
-        case = ET.SubElement(suite, "testcase", classname=_text(f"releasegate.cases.{f['suite']}"), name=_text(f["case_id"]), time="0")
-        failure = ET.SubElement(case, "failure", message=_text("; ".join(f["why"])), type="case")
+        case = ET.SubElement(suite, "testcase", classname=_text(f"releasegate.cases.{f.suite}"), name=_text(f.case_id), time="0")
+        failure = ET.SubElement(case, "failure", message=_text("; ".join(f.why)), type="case")
         failure.text = _text(_case_text(f))
-    if report["failing_cases"] and not cases:
-        ET.SubElement(suite, "system-out").text = _text(_failing_text(report["failing_cases"]))
-    unlisted = report.get("failing_cases_total", len(report["failing_cases"])) - len(report["failing_cases"])
+    if report.failing_cases and not cases:
+        ET.SubElement(suite, "system-out").text = _text(_failing_text(report.failing_cases))
+    listed = len(report.failing_cases)
+    unlisted = (listed if report.failing_cases_total is None else report.failing_cases_total) - listed
     if unlisted > 0:  # report.json keeps the first FAILING_CASES_KEPT; say so instead of stopping silently
         ET.SubElement(suite, "system-err").text = _text(
-            f"{unlisted} more failing case(s) not listed: report.json keeps the first {len(report['failing_cases'])}; "
+            f"{unlisted} more failing case(s) not listed: report.json keeps the first {listed}; "
             "report.csv lists every case")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _judged_by(props: ET.Element, report: dict) -> None:
+def _judged_by(props: ET.Element, report: GateReport) -> None:
     """The rubric file and sha256 that judged the report, and for a what-if that it is not the run's rubric."""
-    by = report.get("judged_by")
+    by = report.judged_by
     if not by:
         return
-    for name, value in (("rubric_file", by["file"]), ("rubric_sha256", by.get("sha256")),
-                        ("rubric_snapshot_sha256", by.get("snapshot_sha256")), ("whatif", str(by["whatif"]).lower()),
+    for name, value in (("rubric_file", by.file), ("rubric_sha256", by.sha256),
+                        ("rubric_snapshot_sha256", by.snapshot_sha256), ("whatif", str(by.whatif).lower()),
                         ("judged_by", judged_by_line(report))):
         if value is not None:
             ET.SubElement(props, "property", name=name, value=_text(value))
 
 
-def _criterion(suite: ET.Element, c: dict, source: str = "") -> None:
-    case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=_text(c["name"]), time="0")
-    measured_on = f", {source}" if source and is_phased(c["metric"]) else ""  # under what load, for latency
-    if c["verdict"] == "fail":
-        message = (f"{c['metric']} = {format_metric(c['metric'], c['value'])}, required {format_threshold(c)} "
-                   f"(n={c['n']}{measured_on})")
+def _criterion(suite: ET.Element, c: CriterionRow, source: str = "") -> None:
+    case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=_text(c.name), time="0")
+    measured_on = f", {source}" if source and is_phased(c.metric) else ""  # under what load, for latency
+    if c.verdict == "fail":
+        message = (f"{c.metric} = {format_metric(c.metric, c.value)}, required {format_threshold(c)} "
+                   f"(n={c.n}{measured_on})")
         failure = ET.SubElement(case, "failure", message=_text(message), type="gate")
         failure.text = _text(_details(c) + (f"\nmeasured on: {source}" if measured_on else ""))
-    elif c["verdict"] == "insufficient":
-        ET.SubElement(case, "skipped", message=_text(f"insufficient: {c.get('reason') or 'too few samples'}"))
+    elif c.verdict == "insufficient":
+        ET.SubElement(case, "skipped", message=_text(f"insufficient: {c.reason or 'too few samples'}"))
 
 
-def _review_status(report: dict) -> str | None:
+def _review_status(report: GateReport) -> str | None:
     """None (no required review); 'failed' (a required slice's approval, or the run's, failed: it fails the
     gate whatever else is pending); 'blocking' (pending, holds the verdict); 'allowed' (pending, allowed);
     'undecided' (labelled, but the labels decide nothing yet); 'done'."""
-    rows = report.get("review") or {}
-    required = [row for row in rows.values() if row.get("required")]
+    required = [row for row in report.review_rows.values() if row.required]
     if not required:
         return None
-    if any(row["status"] == "fail" for row in required):
+    if any(row.status == "fail" for row in required):
         return "failed"
-    if any(row["status"].startswith("pending") for row in required):
-        return "blocking" if report["verdict"] == "NEEDS_REVIEW" else "allowed"
-    if any(row["status"] in ("undecided", "unrepresentative") for row in required):
+    if any(row.status.startswith("pending") for row in required):
+        return "blocking" if report.verdict == "NEEDS_REVIEW" else "allowed"
+    if any(row.status in ("undecided", "unrepresentative") for row in required):
         return "undecided"
     return "done"
 
 
-def _review_case(suite: ET.Element, report: dict, status: str) -> None:
+def _review_case(suite: ET.Element, report: GateReport, status: str) -> None:
     """Required human review as its own test: failed when approval failed or pending review holds the verdict,
     skipped while pending is allowed or the labels decide nothing yet, passed when approval passed."""
     case = ET.SubElement(suite, "testcase", classname="releasegate.review", name="human review", time="0")
-    rows = {name: row for name, row in report["review"].items() if row.get("required")}
+    rows = {name: row for name, row in report.review_rows.items() if row.required}
     if status == "failed":
-        failed = [f"{name} {format_value(row.get('approval'))} < {format_value(row.get('min_approval'))} "
-                  f"({row['approved']} of {row['reviewed']} reviewed approved)"
-                  for name, row in rows.items() if row["status"] == "fail"]
+        failed = [f"{name} {format_value(row.approval)} < {format_value(row.min_approval)} "
+                  f"({row.approved} of {row.reviewed} reviewed approved)"
+                  for name, row in rows.items() if row.status == "fail"]
         ET.SubElement(case, "failure", message=_text("human approval failed: " + ", ".join(failed)), type="review")
         return
-    missing = [f"{name} {row['reviewed']}/{row['needed']}" for name, row in rows.items() if row["status"].startswith("pending")]
+    missing = [f"{name} {row.reviewed}/{row.needed}" for name, row in rows.items() if row.status.startswith("pending")]
     message = "human review pending: " + ", ".join(missing)
     if status == "blocking":
         ET.SubElement(case, "failure", message=_text(message), type="review")
     elif status == "allowed":
         ET.SubElement(case, "skipped", message=_text(message + " (allowed by --allow-pending)"))
     elif status == "undecided":
-        undecided = [f"{name} ({row['status']})" for name, row in rows.items() if row["status"] in ("undecided", "unrepresentative")]
+        undecided = [f"{name} ({row.status})" for name, row in rows.items() if row.status in ("undecided", "unrepresentative")]
         ET.SubElement(case, "skipped", message=_text("human approval not decided yet: " + ", ".join(undecided)))
 
 
-def _details(c: dict) -> str:
-    lines = [f"metric: {c['metric']}", f"value: {c['value']}", f"threshold: {format_threshold(c)}", f"n: {c['n']}"]
-    if c.get("bounds"):
-        lines.append(f"bounds, each one-sided at {c.get('confidence', 0.95):.4g}: {format_interval(c['bounds'])}")
-    if c.get("slice"):
-        lines.append("slice: " + ", ".join(f"{k}={v}" for k, v in c["slice"].items()))
-    if c.get("reason"):
-        lines.append(f"reason: {c['reason']}")
+def _details(c: CriterionRow) -> str:
+    lines = [f"metric: {c.metric}", f"value: {c.value}", f"threshold: {format_threshold(c)}", f"n: {c.n}"]
+    if c.bounds:
+        confidence = 0.95 if c.confidence is None else c.confidence
+        lines.append(f"bounds, each one-sided at {confidence:.4g}: {format_interval(c.bounds)}")
+    if c.slice:
+        lines.append("slice: " + ", ".join(f"{k}={v}" for k, v in c.slice.items()))
+    if c.reason:
+        lines.append(f"reason: {c.reason}")
     return "\n".join(lines)
 
 
-def _case_text(f: dict) -> str:
+def _case_text(f: FailingCase) -> str:
     """A failing case's body: its output (for a failed request, what the server said), input and expected answer."""
-    said = f"no output: {f['error_message']}" if not f["output"] and f.get("error_message") else f["output"][:_OUTPUT_CHARS]
-    parts = [said] + [f"{key}: {f[key][:_OUTPUT_CHARS]}" for key in ("input", "expected") if f.get(key)]
+    said = f"no output: {f.error_message}" if not f.output and f.error_message else f.output[:_OUTPUT_CHARS]
+    parts = [said] + [f"{key}: {text[:_OUTPUT_CHARS]}" for key, text in (("input", f.input), ("expected", f.expected)) if text]
     return "\n".join(parts)
 
 
-def _failing_text(failing: list[dict]) -> str:
+def _failing_text(failing: list[FailingCase]) -> str:
     lines = [f"failing cases ({len(failing)} listed):"]
     for f in failing:
-        output = " ".join(f["output"].split())[:200]
-        lines.append(f"- {f['case_id']} [{f['suite']}] {'; '.join(f['why'])} | output: {output}")
+        output = " ".join(f.output.split())[:200]
+        lines.append(f"- {f.case_id} [{f.suite}] {'; '.join(f.why)} | output: {output}")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 
+from ..record.gate_report import FailingCase, GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..review.summary import review_headline
 from ..text import inert
@@ -27,7 +28,7 @@ from .formatting import (
     load_phase_rows,
 )
 from .judge_section import calibration_table, judge_lines
-from .terminal import judged_by_line, request_summary, whatif_of
+from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
 
@@ -70,50 +71,60 @@ def md_code(text) -> str:
     return "`" + " ".join(str(text).split()).replace("`", "'").replace("|", "\\|") + "`"
 
 
-def render_markdown(report: dict) -> str:
-    """The whole report: verdict, criteria, then metrics, slices and failing cases folded away."""
-    counts = report["counts"]
-    failed = [c for c in report["criteria"] if c["verdict"] == "fail"]
-    whatif = " · what-if" if whatif_of(report) else ""
+def render_markdown(report: GateReport | dict) -> str:
+    """The whole report: verdict, criteria, then metrics, slices and failing cases folded away. A dict is
+    validated into a GateReport first."""
+    report = as_report(report)
+    failed = [c for c in report.criteria if c.verdict == "fail"]
+    whatif = " · what-if" if report.whatif else ""
     lines = [
-        f"## {_BADGE.get(report['verdict'], '')} releasegate: **{report['verdict']}** (exit {report['exit_code']}){whatif}",
+        f"## {_BADGE.get(report.verdict, '')} releasegate: **{report.verdict}** (exit {report.exit_code}){whatif}",
         "",
         *_judged_by_lines(report),
-        f"- run: {md_label(report['run_id'])}",
-        f"- target: {md_label(report['target'])}",
-        f"- rubric: {md_label(report['rubric'])}",
+        f"- run: {md_label(report.run_id)}",
+        f"- target: {md_label(report.target)}",
+        f"- rubric: {md_label(report.rubric)}",
         *([f"- {md_label(line)}"] if (line := judged_by_line(report)) and not whatif else []),
-        f"- cases: {counts['cases']} ({counts['succeeded']} succeeded"
-        + (f"; {counts['cached']} from the response cache, left out of latency and throughput)" if counts.get("cached") else ")"),
-        f"- criteria: {len(report['criteria']) - len(failed)} of {len(report['criteria'])} met"
-        + (": failed " + ", ".join(md_label(c["name"]) for c in failed) if failed else ""),
+        *_cases_line(report),
+        f"- criteria: {len(report.criteria) - len(failed)} of {len(report.criteria)} met"
+        + (": failed " + ", ".join(md_label(c.name) for c in failed) if failed else ""),
         *_review_headline(report),
-        *([f"- incomplete: {md_label(report['incomplete'])}"] if report.get("incomplete") else []),
-        *([f"- why: {md_label(report['verdict_reason'])}"] if report.get("verdict_reason") else []),
+        *([f"- incomplete: {md_label(report.incomplete)}"] if report.incomplete else []),
+        *([f"- why: {md_label(report.verdict_reason)}"] if report.verdict_reason else []),
         *([f"- {md_label(line)}"] if (line := request_summary(report)) else []),
-        *([f"- {md_label(report['client_saturated'])}"] if report.get("client_saturated") else []),
+        *([f"- {md_label(report.client_saturated)}"] if report.client_saturated else []),
         "",
         "### Criteria",
         "",
         "| criterion | metric | value | threshold | bounds | n | verdict |",
         "|---|---|---:|---:|---|---:|---|",
     ]
-    for c in report["criteria"]:
+    for c in report.criteria:
         lines.append(
-            f"| {md_label(c['name'])} | {md_code(c['metric'])} | {format_metric(c['metric'], c['value'])} | {format_threshold(c)} "
-            f"| {format_interval(c.get('interval') or c.get('bounds'))} | {c['n']} | {_CELL[c['verdict']]} |"
+            f"| {md_label(c.name)} | {md_code(c.metric)} | {format_metric(c.metric, c.value)} | {format_threshold(c)} "
+            f"| {format_interval(c.interval or c.bounds)} | {c.n} | {_CELL[c.verdict]} |"
         )
-    if note := bounds_note(report["criteria"]):
+    if note := bounds_note(report.criteria):
         lines += ["", md_label(note)]
-    if any(is_phased(c["metric"]) for c in report["criteria"]):
+    if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
-    lines += _metric_lines(report) + _load_lines(report) + _capacity_md(report) + _prefix_md(report) + _slice_lines(report) + _review_lines(report) + _judge_md(report) + _failure_lines(report)
+    for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _slice_lines, _review_lines, _judge_md,
+                    _failure_lines):
+        lines += section(report)
     return "\n".join(lines) + "\n"
 
 
-def _judged_by_lines(report: dict) -> list[str]:
+def _cases_line(report: GateReport) -> list[str]:
+    counts = report.counts
+    if counts is None:
+        return []
+    cached = f"; {counts.cached} from the response cache, left out of latency and throughput)" if counts.cached else ")"
+    return [f"- cases: {counts.cases} ({counts.succeeded} succeeded" + cached]
+
+
+def _judged_by_lines(report: GateReport) -> list[str]:
     """A what-if judgment says so first, as a quote: its verdict is not the run's."""
-    if not whatif_of(report):
+    if not report.whatif:
         return []
     return [f"> ⚠️ **{md_label(judged_by_line(report))}**", ""]
 
@@ -134,75 +145,79 @@ def _details(summary: str, lines: list[str]) -> list[str]:
     return ["", f"<details><summary>{summary}</summary>", "", *lines, "", "</details>"]
 
 
-def _metric_lines(report: dict) -> list[str]:
+def _metric_lines(report: GateReport) -> list[str]:
     rows = ["| metric | value | n | bounds | meaning |", "|---|---:|---:|---|---|"]
-    for name, m in report["metrics"].items():
+    for name, m in report.metrics.items():
         meaning = KNOWN_METRICS[name][1] if name in KNOWN_METRICS else ""
-        rows.append(f"| {md_code(name)} | {format_metric(name, m['value'])} | {m['n']} | {format_interval(m.get('interval'))} "
+        rows.append(f"| {md_code(name)} | {format_metric(name, m.value)} | {m.n} | {format_interval(m.interval)} "
                     f"| {md_label(meaning)} |")
-    note = bounds_note(report["metrics"].values())
+    note = bounds_note(report.metrics.values())
     source = f"Latency, throughput and cost are measured on: {md_text(latency_source_text(report))}."
     return _details("Metrics (all cases)", rows + (["", md_label(note)] if note else []) + ["", source])
 
 
-def _load_lines(report: dict) -> list[str]:
-    rows = load_phase_rows(report.get("load_phase"))
+def _load_lines(report: GateReport) -> list[str]:
+    rows = load_phase_rows(report.load_phase)
     if not rows:
         return []
     return ["", "## Load phase", "", "| | |", "|---|---|"] + [f"| {label} | {md_label(text)} |" for label, text in rows]
 
 
-def _capacity_md(report: dict) -> list[str]:
-    lines = capacity_lines(report.get("capacity"))
+def _capacity_md(report: GateReport) -> list[str]:
+    lines = capacity_lines(report.capacity)
     if not lines:
         return []
-    columns, rows = capacity_table(report["capacity"])
+    columns, rows = capacity_table(report.capacity)
     table = ["| " + " | ".join(columns) + " |", "|" + "---:|" * (len(columns) - 1) + "---|"]
     table += ["| " + " | ".join(md_label(v) for v in row) + " |" for row in rows]
     return ["", "## Capacity", "", *(f"- {md_label(line)}" for line in lines)] + _details(f"Sweep steps ({len(rows)})", table)
 
 
-def _prefix_md(report: dict) -> list[str]:
-    lines = prefix_cache_lines(report.get("prefix_cache"))
+def _prefix_md(report: GateReport) -> list[str]:
+    lines = prefix_cache_lines(report.prefix_cache)
     return ["", "## Prefix cache", "", *(f"- {md_label(line)}" for line in lines)] if lines else []
 
 
-def _slice_lines(report: dict) -> list[str]:
-    if not report["slices"]:
+def _slice_lines(report: GateReport) -> list[str]:
+    if not report.slices:
         return []
-    cols = [k for k in report["slices"][0] if k not in ("slice", "n")]
+    cols = [k for k in report.slices[0] if k not in ("slice", "n")]
     rows = ["| slice | n | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols)]
-    for row in report["slices"]:
+    for row in report.slices:
         rows.append(f"| {md_text(row['slice'])} | {row['n']} | " + " | ".join(format_value(row[c]) for c in cols) + " |")
     source = [f"Latency columns are measured on: {md_text(latency_source_text(report, slices=True))}."] if any(
-        is_phased(c) and row.get(c) is not None for row in report["slices"] for c in cols) else []
-    return _details(f"Slices ({len(report['slices'])})", source + ([""] if source else []) + rows)
+        is_phased(c) and row.get(c) is not None for row in report.slices for c in cols) else []
+    return _details(f"Slices ({len(report.slices)})", source + ([""] if source else []) + rows)
 
 
-def _review_headline(report: dict) -> list[str]:
-    line = review_headline(report.get("review"))
+def _review_headline(report: GateReport) -> list[str]:
+    line = review_headline(_review_rows(report))
     return [f"- {md_label(line.split('; next:')[0])}"] if line else []
 
 
-def _review_lines(report: dict) -> list[str]:
-    review = report.get("review") or {}
+def _review_rows(report: GateReport) -> dict[str, dict]:
+    """The review section in the JSON shape `review.summary.review_headline` reads."""
+    return {name: row.model_dump(mode="json") for name, row in report.review_rows.items()}
+
+
+def _review_lines(report: GateReport) -> list[str]:
     if not _review_headline(report):
         return []
     cols = ("status", "cases", "needed", "reviewed", "approved", "rejected", "approval", "kappa")
     header = [{"approval": "approval weighted by outcome"}.get(c, c) for c in cols]
     rows = ["| slice | " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
-    for name, row in review.items():
-        label = f"{name} (required)" if row["required"] and name != "all" else name
-        rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(row[c])) for c in cols) + " |")
-    return _details(f"Human review ({review['all']['status']})", rows)
+    for name, row in report.review_rows.items():
+        label = f"{name} (required)" if row.required and name != "all" else name
+        rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(getattr(row, c))) for c in cols) + " |")
+    return _details(f"Human review ({report.review_rows['all'].status})", rows)
 
 
-def _judge_md(report: dict) -> list[str]:
-    lines = judge_lines(report.get("judge"))
+def _judge_md(report: GateReport) -> list[str]:
+    lines = judge_lines(report.judge)
     if not lines:
         return []
     out = ["", "## LLM judge", "", *(f"- {md_label(line)}" for line in lines)]
-    table = calibration_table(report.get("judge"))
+    table = calibration_table(report.judge)
     if table:
         columns, rows = table
         body = ["| " + " | ".join(columns) + " |", "|---|---|" + "---:|" * (len(columns) - 2)]
@@ -211,19 +226,22 @@ def _judge_md(report: dict) -> list[str]:
     return out
 
 
-def _failure_lines(report: dict) -> list[str]:
-    failing = report["failing_cases"]
+def _failure_lines(report: GateReport) -> list[str]:
+    failing = report.failing_cases
     if not failing:
         return []
     shown = failing[:FAILING_CASES_SHOWN]
     rows = ["| case | suite | why | input | expected | output | review |", "|---|---|---|---|---|---|---|"]
     for f in shown:
-        output = f["output"] or (f"no output: {f['error_message']}" if f.get("error_message") else "")
-        cells = [f["case_id"], f["suite"], "; ".join(f["why"]), _cut(f.get("input", "")), _cut(f.get("expected", "")),
-                 _cut(output), "; ".join(_review_text(r) for r in f.get("reviews", []))]
-        rows.append("| " + " | ".join(md_text(c) for c in cells) + " |")
+        rows.append("| " + " | ".join(md_text(c) for c in _failure_cells(f)) + " |")
     title = f"Failing cases (first {len(shown)})" if len(shown) < len(failing) else f"Failing cases ({len(failing)})"
     return _details(title, rows)
+
+
+def _failure_cells(f: FailingCase) -> list[str]:
+    output = f.output or (f"no output: {f.error_message}" if f.error_message else "")
+    return [f.case_id, f.suite, "; ".join(f.why), _cut(f.input), _cut(f.expected), _cut(output),
+            "; ".join(_review_text(r) for r in f.reviews)]
 
 
 def _cut(text: str) -> str:

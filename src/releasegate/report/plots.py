@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import io
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..record.gate_report import CriterionRow
 from ..stats.intervals import percentile
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ __all__ = ["latency_plots"]
 _COLORS = {"ttft_ms": "#3b6fb6", "tpot_ms": "#8a5cc2", "e2e_ms": "#2f8f6f", "prefill": "#3b6fb6", "decode": "#e39a3b"}
 _TITLES = {"ttft_ms": "TTFT (prefill)", "tpot_ms": "TPOT (decode, per token)", "e2e_ms": "End-to-end"}
 _MAX_POINTS = 300  # per curve: keeps the page small for large runs; the percentile lines use every sample
-_RC = {
+_RC: Any = {  # matplotlib types its rc keys as a Literal of every name
     "svg.fonttype": "none",  # text stays text: small files, the page's own font
     "svg.hashsalt": "releasegate",  # stable element ids: the same run renders the same file
     "font.family": "sans-serif",
@@ -39,7 +40,7 @@ _RC = {
 }
 
 
-def latency_plots(samples: dict[str, list[float]], split: list[tuple[float, float]], criteria: list[dict]) -> dict[str, str]:
+def latency_plots(samples: dict[str, list[float]], split: list[tuple[float, float]], criteria: list[CriterionRow]) -> dict[str, str]:
     """SVG plots: 'cdf' (distributions of `samples`: ttft_ms, tpot_ms, e2e_ms) and 'split' (per request
     (prefill, decode) in ms); {} when nothing was measured. Latency criteria of the rubric are drawn as lines."""
     if not any(samples.values()):
@@ -53,7 +54,7 @@ def latency_plots(samples: dict[str, list[float]], split: list[tuple[float, floa
     return plots
 
 
-def _cdf_figure(samples: dict[str, list[float]], criteria: list[dict]) -> Figure:
+def _cdf_figure(samples: dict[str, list[float]], criteria: list[CriterionRow]) -> Figure:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11, 2.9), layout="constrained")
@@ -77,13 +78,13 @@ def _cdf_figure(samples: dict[str, list[float]], criteria: list[dict]) -> Figure
             ax.axvline(x, color="#6b7280", linestyle=style, linewidth=0.9)
             ax.annotate(f"P{q} {x:.3g}", (x, 0.03 if q == 50 else 0.14), xytext=(3, 0), textcoords="offset points",
                         fontsize=8, color="#374151")
-        gates = [c for c in criteria if c["metric"].startswith(key + "_p") and not c.get("slice")]
+        gates = [c for c in criteria if c.metric.startswith(key + "_p") and not c.slice]
         for c in gates:  # the rubric's latency thresholds on the whole run
-            ax.axvline(c["threshold"], color="#c93c3c", linewidth=1.2)
-            ax.annotate(f"gate {c['metric'].rpartition('_')[2].upper()} {c['op']} {c['threshold']:g}",
-                        (c["threshold"], 0.55), xytext=(-3, 0), textcoords="offset points", ha="right",
+            ax.axvline(c.threshold, color="#c93c3c", linewidth=1.2)
+            ax.annotate(f"gate {c.metric.rpartition('_')[2].upper()} {c.op} {c.threshold:g}",
+                        (c.threshold, 0.55), xytext=(-3, 0), textcoords="offset points", ha="right",
                         fontsize=8, color="#c93c3c", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
-        ax.set_xlim(0, max([xs[-1], *(c["threshold"] for c in gates)]) * 1.05 or 1)
+        ax.set_xlim(0, max([xs[-1], *(c.threshold for c in gates)]) * 1.05 or 1)
     axes[0].set_ylabel("share of requests ≤ x")
     return fig
 

@@ -11,7 +11,10 @@ from .formatting import format_money, format_value
 from .markdown import md_label
 from .terminal import Col, FitTable
 
-__all__ = ["COLUMNS", "servers_rows", "render_servers", "servers_table", "load_warning"]
+__all__ = ["COLUMNS", "SERVERS_FORMATS", "servers_rows", "render_servers", "servers_table", "load_warning"]
+
+SERVERS_FORMATS = ("md", "html", "json", "csv")
+"""What `render_servers` renders (`servers --format` offers these)."""
 
 COLUMNS = (
     ("run_id", "run"), ("target", "target"), ("verdict", "verdict"), ("accuracy", "accuracy"),

@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Literal
 
 from rich import box
 from rich.cells import cell_len
@@ -16,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..record.gate_report import GateReport, as_report
 from ..record.metrics import is_phased
 from ..text import inert
 from .capacity_section import capacity_lines, prefix_cache_lines
@@ -39,17 +41,19 @@ TIGHT = {**COMPACT, "padding": 0}
 _INDENT = 2
 
 
-def criteria_table(report: dict) -> FitTable:
-    """The gate as a table: criterion, value, threshold, n, verdict, why; at any width (see `FitTable`)."""
-    verdict = report["verdict"]
+def criteria_table(report: GateReport | dict) -> FitTable:
+    """The gate as a table: criterion, value, threshold, n, verdict, why; at any width (see `FitTable`). A dict
+    is validated into a GateReport first."""
+    report = as_report(report)
+    verdict = report.verdict
     columns = [Col("criterion", "left"), Col("value"), Col("threshold"), Col("n"), Col("verdict", "left"),
                Col("why", "left", free=True)]
-    rows = [
-        [c["name"], format_metric(c["metric"], c["value"]), format_threshold(c), str(c["n"]),
-         Text(c["verdict"], style=_CELL[c["verdict"]]), c.get("reason") or ""]
-        for c in report["criteria"]
+    rows: list[list[Text | str]] = [
+        [c.name, format_metric(c.metric, c.value), format_threshold(c), str(c.n),
+         Text(c.verdict, style=_CELL[c.verdict]), c.reason or ""]
+        for c in report.criteria
     ]
-    title = f"releasegate: {verdict}" + (" (what-if)" if whatif_of(report) else "")
+    title = f"releasegate: {verdict}" + (" (what-if)" if report.whatif else "")
     return FitTable(Text(title, style=_STYLE[verdict]), columns, rows)
 
 
@@ -59,7 +63,7 @@ class Col:
     holds a name or a number, which is never wrapped, folded or cut."""
 
     header: str
-    justify: str = "right"
+    justify: Literal["left", "center", "right"] = "right"
     free: bool = False
 
 
@@ -109,8 +113,8 @@ class FitTable:
                 return
         groups = self._groups(fits, fixed[1:], styles[1:])
         if groups is not None:
-            style, groups = groups
-            for n, group in enumerate(groups):
+            style, runs = groups
+            for n, group in enumerate(runs):
                 if n:
                     yield Text()
                 yield self._table(style, [0, *group], title=n == 0)
@@ -227,64 +231,64 @@ def _indent(text: Text, n: int) -> Padding:
     return Padding(text, (0, 0, 0, n), expand=False)
 
 
-def request_summary(report: dict) -> str:
+def request_summary(report: GateReport) -> str:
     """Requests per phase with failures by error class, e.g. 'requests: quality 100 (0 failed); load 60 (24 failed:
     stall_timeout 24)'; and how many requests latency leaves out."""
-    phases = (report.get("counts") or {}).get("phases") or {}
+    phases = report.counts.phases if report.counts else {}
     parts = []
     for name in ("quality", "load"):
         p = phases.get(name)
         if not p:
             continue
-        kinds = ", ".join(f"{kind} {n}" for kind, n in p["errors"].items())
-        repaired = f", {p['repaired']} with invalid Unicode repaired" if p.get("repaired") else ""
-        parts.append(f"{name} {p['requests']} ({p['failed']} failed{': ' + kinds if kinds else ''}{repaired})")
+        kinds = ", ".join(f"{kind} {n}" for kind, n in p.errors.items())
+        repaired = f", {p.repaired} with invalid Unicode repaired" if p.repaired else ""
+        parts.append(f"{name} {p.requests} ({p.failed} failed{': ' + kinds if kinds else ''}{repaired})")
     line = "requests: " + "; ".join(parts) if parts else ""
-    ex = report.get("latency_excluded")
-    if ex and ex["requests"] > ex["measured"]:
-        left = ex["requests"] - ex["measured"]
-        line += f"; latency ({report.get('latency_from')}) from {ex['measured']} of {ex['requests']}, {left} left out"
+    ex = report.latency_excluded
+    if ex and ex.requests > ex.measured:
+        left = ex.requests - ex.measured
+        line += f"; latency ({report.latency_from}) from {ex.measured} of {ex.requests}, {left} left out"
     return line
 
 
-def whatif_of(report: dict) -> bool:
+def whatif_of(report: GateReport) -> bool:
     """Whether the report was judged by another rubric than the run's own (`gate --rubric`: `judged_by.whatif`)."""
-    return bool((report.get("judged_by") or {}).get("whatif"))
+    return report.whatif
 
 
-def judged_by_line(report: dict) -> str | None:
+def judged_by_line(report: GateReport) -> str | None:
     """Which rubric file judged the report, with its sha256; for a what-if, that it is not the run's rubric and
     which that is. None for a report that predates `judged_by`."""
-    by = report.get("judged_by")
+    by = report.judged_by
     if not by:
         return None
-    file = inert(by["file"], keep="")  # a path from the command line: shown, never acted on by a terminal
-    if not by.get("whatif"):
-        return f"judged by the run's rubric: {file}, sha256 {by.get('sha256')}"
-    return (f"what-if: judged by {file} (sha256 {by.get('sha256')}), not the run's rubric (rubric.yaml, sha256 "
-            f"{by.get('snapshot_sha256')}); the run's own reports are unchanged")
+    file = inert(by.file, keep="")  # a path from the command line: shown, never acted on by a terminal
+    if not by.whatif:
+        return f"judged by the run's rubric: {file}, sha256 {by.sha256}"
+    return (f"what-if: judged by {file} (sha256 {by.sha256}), not the run's rubric (rubric.yaml, sha256 "
+            f"{by.snapshot_sha256}); the run's own reports are unchanged")
 
 
-def verdict_lines(report: dict) -> list[str]:
+def verdict_lines(report: GateReport | dict) -> list[str]:
     """The lines under the criteria table: which rubric judged it, why the verdict, what the run is missing,
-    requests and errors."""
+    requests and errors. A dict is validated into a GateReport first."""
+    report = as_report(report)
     judged = judged_by_line(report)  # wrapped at its spaces, a path or hash never broken
     lines = [textwrap.fill(judged, 80, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)] \
         if judged else []
-    if report.get("verdict_reason"):
-        lines.append(f"verdict: {report['verdict']}: {report['verdict_reason']}")
-    if report.get("incomplete") and "incomplete" not in (report.get("verdict_reason") or ""):
-        lines.append(f"incomplete: {report['incomplete']}")
+    if report.verdict_reason:
+        lines.append(f"verdict: {report.verdict}: {report.verdict_reason}")
+    if report.incomplete and "incomplete" not in report.verdict_reason:
+        lines.append(f"incomplete: {report.incomplete}")
     summary = request_summary(report)
     if summary:
         lines.append(summary)
-    if report.get("client_saturated"):
-        lines.append(report["client_saturated"])
-    if any(is_phased(c["metric"]) for c in report["criteria"]):  # under what load the latency criteria were measured
+    if report.client_saturated:
+        lines.append(report.client_saturated)
+    if any(is_phased(c.metric) for c in report.criteria):  # under what load the latency criteria were measured
         lines.append(f"latency measured on: {latency_source_text(report)}")
     # long figures wrapped to 80 columns with a hanging indent, for CI logs read without a terminal
     lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False)
-              for line in capacity_lines(report.get("capacity")) + prefix_cache_lines(report.get("prefix_cache"))]
-    lines += judge_lines(report.get("judge"))
+              for line in capacity_lines(report.capacity) + prefix_cache_lines(report.prefix_cache)]
+    lines += judge_lines(report.judge)
     return lines
-

@@ -14,7 +14,7 @@ from ..gate.capacity import gated_records
 from ..gate.case_detail import case_reviews, check_results, expected_text, failing_cases, input_text
 from ..inputs.rubric import ForbiddenRule, load_rubric
 from ..record.evidence import answered
-from ..record.gate_report import load_report
+from ..record.gate_report import GateReport, as_report, load_report
 from ..record.judge_verdicts import run_verdicts
 from ..record.metrics import measured, phase_records
 from ..record.records import CaseRecord, RunDir, RunInfo
@@ -63,7 +63,8 @@ class RunView:
 
     path: Path
     info: RunInfo
-    report: dict
+    gate_report: GateReport
+    """The judged report the formats render."""
     records: list[CaseRecord]
     scores: dict[str, dict]
     """case id -> automatic scores, recomputed with the forbidden rules the report was judged with."""
@@ -72,13 +73,18 @@ class RunView:
     reviews: dict[str, list[dict]] = field(default_factory=dict)
     """Case id -> the reviewers' current labels (reviews.jsonl), redacted like the records."""
 
+    @property
+    def report(self) -> dict:
+        """The report in its JSON form (what report.json holds)."""
+        return self.gate_report.as_json()
+
     @classmethod
-    def load(cls, run: RunDir, report: dict | None = None) -> RunView:
-        """Read a run directory; `report` defaults to its report.json."""
+    def load(cls, run: RunDir, report: GateReport | dict | None = None) -> RunView:
+        """Read a run directory; `report` (a dict is validated into a GateReport) defaults to its report.json."""
         info, records = run.read_info(), run.read_records()
-        report = report if report is not None else load_report(run)
-        if report.get("forbidden_rules") is not None:  # the rules the report was judged with (gate --rubric X)
-            forbidden = tuple(ForbiddenRule.from_dict(r) for r in report["forbidden_rules"])
+        report = as_report(report) if report is not None else load_report(run)
+        if report.forbidden_rules is not None:  # the rules the report was judged with (gate --rubric X)
+            forbidden = tuple(ForbiddenRule.from_dict(r) for r in report.forbidden_rules)
         else:
             forbidden = load_rubric(run.path / "rubric.yaml").forbidden
 
@@ -96,8 +102,8 @@ class RunView:
         """The requests the report's latency figures come from: the quality cases, the load phase (of a capacity
         sweep, its capacity step, as the gate judged it), or both; answered and not from the response cache
         (`metrics.measured`)."""
-        _, timed_load = gated_records(self.report.get("capacity"), self.load_records)
-        return measured(phase_records(self.report.get("latency_from", "quality"), self.records, timed_load))
+        _, timed_load = gated_records(self.gate_report.capacity, self.load_records)
+        return measured(phase_records(self.gate_report.latency_from, self.records, timed_load))
 
     def latency_samples(self) -> dict[str, list[float]]:
         """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""
