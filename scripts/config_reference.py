@@ -108,7 +108,8 @@ def _default(node: dict[str, Any]) -> str:
         return f"`{json.dumps(node['default'])}`"
     description = node.get("description", "")
     found = _DEFAULT_PAREN.search(description) or _DEFAULT_CLAUSE.search(description)
-    return _inline(found.group(1)) if found else ""
+    # the value alone: "(default 0: greedy)" shows 0, the rest stays in the description
+    return _inline(re.split(r"[;:] ", found.group(1))[0]) if found else ""
 
 
 def _values(node: dict[str, Any]) -> str:
