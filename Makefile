@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed demo-judge test test-fast bench bench-peers lint demo-models chromium libreoffice clean vllm test-vllm
+.PHONY: setup demo demo-regressed demo-judge test test-fast docs bench bench-peers lint demo-models chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,13 @@ demo-regressed: setup  ## the regressed adapter (FAIL, exit 1)
 demo-judge: setup  ## reply drafts graded by an LLM judge, calibrated by a reviewer's labels (INCONCLUSIVE, then PASS)
 	$(PY) scripts/demo_judge.py
 
-test: setup  ## the whole suite, real model tests included (the vLLM tests run with make test-vllm)
+test: setup  ## the whole suite, real model tests included (the vLLM tests run with make test-vllm), then the docs build
 	$(PY) -m pytest -m "not vllm"
+	$(MAKE) docs
+
+docs: setup  ## the config reference checked against the JSON Schemas, then the site built with --strict into build/site/
+	$(PY) scripts/config_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 test-fast: setup  ## unit tests only (no model load)
 	$(PY) -m pytest -m "not slow"

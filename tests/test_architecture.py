@@ -303,7 +303,7 @@ def test_a_file_that_cannot_be_read_or_written_is_exit_2_naming_it(monkeypatch, 
 
 def test_request_errors_are_error_kinds_not_loose_strings():
     """Every kind of failed request is an ErrorKind member (or `http_kind` / `judge_kind`): a string literal as a
-    record's `error`, or compared with one, is a kind no table, report or README lists."""
+    record's `error`, or compared with one, is a kind no table, report or docs page lists."""
     loose = []
     for path, _ in MODULES.values():
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):

@@ -1,6 +1,6 @@
 """False-PASS corpus for comparisons: `compare`, rubric `baseline:` and `servers`, each on hand-built run
 directories through the CLI, with the verdict and exit code it must get. A run is comparable only to a run of the
-same thing (README, "Comparing runs"): every case here once said PASS, "non-inferior" or recommended a target."""
+same thing (docs/compare.md): every case here once said PASS, "non-inferior" or recommended a target."""
 
 from __future__ import annotations
 

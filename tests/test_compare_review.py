@@ -1,4 +1,4 @@
-"""`releasegate compare` says PASS only for two whole runs whose target was run (README, "What a PASS
+"""`releasegate compare` says PASS only for two whole runs whose target was run (docs/guarantees.md, "What a PASS
 guarantees", 1 and 2): the shared cases of a cut-short or failed run are not the run."""
 
 from __future__ import annotations

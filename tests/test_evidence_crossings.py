@@ -1,5 +1,5 @@
 """Where two evidence rules meet: each case once reached PASS, a recommendation or an internal error where it must
-not (README "What a PASS guarantees"). Hand-built run directories, judged through the CLI."""
+not (docs/guarantees.md, "What a PASS guarantees"). Hand-built run directories, judged through the CLI."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A stratified `sample:` suite speaks for its source on every surface that combines its cases, not only in the
-gate's own rates (README rule 10): the reviewer-corrected judge accuracy, human approval, and the paired rates of
+gate's own rates (docs/guarantees.md, rule 10): the reviewer-corrected judge accuracy, human approval, and the paired rates of
 `compare` and a rubric `baseline:`. Each case below once passed as the sample's equal allocation while its source
 missed the bar. Hand-built run directories judged through `releasegate.cli.main` to the verdict and exit code;
 each with a control: the same run unsampled is judged as before."""

@@ -1,6 +1,6 @@
 """A run's evidence is what releasegate recorded: a run whose own files were edited outside releasegate since it
 sealed them is INCONCLUSIVE at best in `gate`, `check --resume`, `compare` and a rubric's `baseline:`, and no later
-stage launders the edit (README "What a PASS guarantees", rule 16). A value never measured (n = 0) is unknown,
+stage launders the edit (docs/guarantees.md, rule 16). A value never measured (n = 0) is unknown,
 which `allow_insufficient` never relaxes (rule 5)."""
 
 from __future__ import annotations
