@@ -23,7 +23,7 @@ from ._base import Backend, Generation, Request
 from ._registry import BackendEntry, register
 
 SPEC = BackendSpec(
-    "hf", summary="transformers + peft",
+    "hf", summary="transformers + peft, in-process",
     fields=("base", "adapter", "merge", "dtype", "threads", "batch_size", "bucket_by_length", "device", "quantize",
             "draft"),
     required=("base",),

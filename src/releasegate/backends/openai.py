@@ -388,7 +388,7 @@ class OpenAIBackend(Backend):
 
 
 register(BackendEntry(BackendSpec(
-    "openai", summary="an OpenAI-compatible endpoint", required=("base_url", "model"),
+    "openai", summary="an OpenAI-compatible endpoint (vLLM, TGI, llama.cpp, OpenAI)", required=("base_url", "model"),
     fields=("base_url", "model", "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s",
             "retries", "max_response_bytes", "max_response_tokens", "extra_body", "headers", "secret_keys", "tokenizer", "client"),
     describe=(("{model} at {base_url} ({mode})", ()),), capabilities=Capabilities(

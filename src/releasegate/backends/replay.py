@@ -69,7 +69,7 @@ def _read(path) -> str:
 
 
 register(BackendEntry(BackendSpec(
-    "replay", summary="outputs read from a JSONL file",
+    "replay", summary="outputs read from a JSONL file (measures no latency)",
     fields=("responses",), required=("responses",), describe=(("replay of {responses}", ()),),
     capabilities=Capabilities(measures_latency=False, data_files=(("responses", "responses"),)),
 ), "releasegate.backends.replay:ReplayBackend"))
