@@ -268,3 +268,47 @@ def test_the_llamacpp_cli_serves_the_demo_from_anywhere(tmp_path):
             proc.kill()
     assert "Traceback" not in log.read_text()
     assert (tmp_path / "gguf" / "base.gguf").is_file()
+
+
+# --- one read, one scoring --------------------------------------------------------------------------------------
+
+
+def _count_reads_and_scorings(monkeypatch) -> tuple[list[str], list[int]]:
+    """Every RunDir.read_records call (by file name) and every scoring of a run's records (by record count)."""
+    import releasegate.scorers.score as score_module
+
+    reads: list[str] = []
+    scorings: list[int] = []
+    read, score = RunDir.read_records, score_module.score_records
+
+    def counted_read(self, name="records.jsonl", **kwargs):
+        reads.append(name)
+        return read(self, name, **kwargs)
+
+    def counted_score(records, *args, **kwargs):
+        scorings.append(len(records))
+        return score(records, *args, **kwargs)
+
+    monkeypatch.setattr(RunDir, "read_records", counted_read)
+    monkeypatch.setattr(score_module, "score_records", counted_score)
+    return reads, scorings
+
+
+def test_check_reads_the_records_once_and_scores_them_once(tmp_path, monkeypatch):
+    """The gate and every report format share one read of records.jsonl and load.jsonl and one scoring of the
+    records (`scorers.scored_run`), and the report is what a separate `gate` of the saved run gives."""
+    from releasegate.pipeline.check import run_check_file
+    from releasegate.pipeline.regate import regate
+
+    config = replay_project(tmp_path, right=9, wrong=1)
+    reads, scorings = _count_reads_and_scorings(monkeypatch)
+    run, report = run_check_file(config, console=Console(quiet=True), progress=False, run_id="once")
+    assert reads.count("records.jsonl") == 1 and reads.count("load.jsonl") == 1, reads
+    assert scorings == [10]
+    assert {f for f in REPORTS if (run.path / f).is_file()} == set(REPORTS)
+
+    reads.clear(), scorings.clear()
+    again = regate(run.path)
+    assert reads.count("records.jsonl") == 1 and scorings == [10], (reads, scorings)
+    assert again.report["verdict"] == report["verdict"] == "PASS"
+    assert again.report["metrics"]["accuracy"]["value"] == report["metrics"]["accuracy"]["value"] == 0.9

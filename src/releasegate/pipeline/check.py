@@ -47,7 +47,7 @@ from ..run.load_phase import run_load_phase
 from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
-from ..scorers import CorpusScores
+from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..scorers.evaluate_metric import load_metric, resolve_module
 from .gate import gate_run
 from .regate import judged_by_snapshot
@@ -205,7 +205,8 @@ class _SlowFinalizer:
 
 def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache,
              timing: Timing):
-    done = {r.case_id: r for r in run.read_records(required=False)}
+    # a fresh run's journal is empty: only a resumed run has records to keep
+    done = {} if mode == "start" else {r.case_id: r for r in run.read_records(required=False)}
     # an empty answer is a failed request (`evidence.failure`): --retry-errors sends it again too
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
     load_phase = config.load is not None and info.load_phase is None
@@ -277,14 +278,14 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     try:
         corpus = CorpusScores.of(run)
         with timing.part("judging_s"), step(console, progress, "judging"):
-            report = _judge(run, info, rubric, mode, allow_pending, corpus)
+            report, scored = _judge(run, info, rubric, mode, allow_pending, corpus)
         report = judged_by_snapshot(report, run.path)  # the report names the rubric that judged it
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
         corpus.save(run)  # the corpus metric values, for every later `gate` to read
         with timing.part("reports_s"), step(console, progress, "writing the reports"):
-            write_reports(run, report)
+            write_reports(run, report, scored)  # the records as the gate read and scored them
         info.timing = session["timing"] = timing.as_dict()
         run.write_info(info)
         seal(run.path, "check")
@@ -304,15 +305,19 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     return run, report
 
 
-def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending: bool, corpus) -> dict:
-    """The verdict on the run's records as they are now on disk; `corpus`: the run's stored `evaluate` values,
-    given those computed here (`scorers.CorpusScores`)."""
+def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending: bool,
+           corpus: CorpusScores) -> tuple[dict, ScoredRun]:
+    """The verdict on the run's records as they are now on disk, and those records as read and scored once (the
+    reports render from them); `corpus`: the run's stored `evaluate` values, given those computed here."""
     labels = None
     if mode != "start":  # reviewers may have labelled part of the run while it was stopped
         labels = read_labels(run)
-    return gate_run(info, run.read_records(), rubric, info.cost, run.read_records("load.jsonl", required=False),
-                     labels=labels, allow_pending=allow_pending, verdicts=run_verdicts(run, info),
-                     edited=edited_evidence(run.path, found_only=True), corpus_scores=corpus)
+    verdicts = run_verdicts(run, info)
+    scored = scored_run(run, rubric.forbidden, verdicts)
+    report = gate_run(info, scored.records, rubric, info.cost, scored.load_records, labels=labels,
+                      allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path, found_only=True),
+                      corpus_scores=corpus, scores=scored.scores)
+    return report, scored
 
 
 def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:

@@ -98,7 +98,7 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, ph
 def gate_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
     *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts: Verdicts | None = None, edited: Sequence[str] = (),
-    corpus_scores: CorpusScores | None = None,
+    corpus_scores: CorpusScores | None = None, scores: dict[str, dict] | None = None,
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
@@ -111,9 +111,11 @@ def gate_run(
     calibrated against the reviewers' labels. Run health (see `health`; `edited`: the run's own files edited since
     releasegate sealed them, `record.seal.edited_evidence`) and target failure override the criteria.
     `corpus_scores` (`scorers.CorpusScores`): the run's stored `evaluate` values, read where they match and given
-    the values computed here; without it every value is computed."""
+    the values computed here; without it every value is computed. `scores`: the records' scores when the caller
+    has them already (`scorers.scored_run`, by the same forbidden rules and verdicts), so a command scores once."""
     load_records = load_records or []
-    scores = score_records(records, rubric.forbidden, verdicts)  # the quality phase's
+    if scores is None:
+        scores = score_records(records, rubric.forbidden, verdicts)  # the quality phase's
     phase = latency_phase(rubric.latency_from, load_records)
     # a capacity sweep is judged at its capacity: latency, throughput and cost from that step, error rates from
     # the steps at or below it (those above were meant to break the objective)

@@ -28,7 +28,7 @@ from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, seal, sealed_snapshot
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
-from ..scorers import CorpusScores
+from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
 from .gate import gate_run
 
@@ -62,17 +62,18 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     info = run.read_info()
     info.phases = planned_phases(run.path, info)  # gate_run reads the health of the phases planned
     policy, judged_by = _policy(run.path, rubric)
-    report = gate_run(info, run.read_records(), policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), allow_pending=allow_pending, verdicts=run_verdicts(run, info),
-                       edited=edited_evidence(run.path),
-                       corpus_scores=CorpusScores.of(run))  # read only: the gate adds nothing to the run's journals
+    verdicts = run_verdicts(run, info)
+    scored = scored_run(run, policy.forbidden, verdicts)  # read and scored once: the gate and the reports share it
+    report = gate_run(info, scored.records, policy, info.cost, scored.load_records, labels=read_labels(run),
+                      allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
+                      corpus_scores=CorpusScores.of(run), scores=scored.scores)  # read only: no journal grows
     report = typed_report({**report, "judged_by": judged_by})
     if output is None and not judged_by["whatif"]:
-        write_reports(run, report)
+        write_reports(run, report, scored)
         seal(run.path, "gate")
         return Regated(run, report, run.path)
     where = output if output is not None else run.path / WHATIF_DIR / _whatif_name(judged_by)
-    _write_beside(run, report, Path(where), force=force or output is None)
+    _write_beside(run, report, Path(where), scored, force=force or output is None)
     return Regated(run, report, Path(where))
 
 
@@ -129,10 +130,10 @@ def _whatif_name(judged_by: dict) -> str:
     return f"{stem}-{(judged_by['sha256'] or '')[:12]}"
 
 
-def _write_beside(run: RunDir, report: dict, where: Path, *, force: bool) -> None:
+def _write_beside(run: RunDir, report: dict, where: Path, scored: ScoredRun, *, force: bool) -> None:
     """Every report format into `where` (created), under the `-o` rules (`outputs.check_output_path`: never over a
     run's own files; an existing file only with `force`). The run directory is not written, nor sealed."""
-    texts = rendered_reports(run, report)
+    texts = rendered_reports(run, report, scored)
     if where.resolve() == run.path.resolve() or (where.resolve() / "run.json").is_file():
         raise InputError("is a run directory, whose files are the run's evidence", file=where,
                          hint="write what-if reports to another directory")

@@ -24,6 +24,7 @@ from __future__ import annotations
 from ..record.gate_report import GateReport, as_report, load_report
 from ..record.records import RunDir
 from ..redaction import redact_values
+from ..scorers import ScoredRun
 from .formats import REGISTRY, RenderOptions, ReportFormat, format_names
 from .formatting import format_value
 from .markdown import append_step_summary, render_markdown
@@ -39,20 +40,21 @@ FORMATS = {fmt.name: fmt.file for fmt in REGISTRY.values()}
 """Format name -> the file `check` and `gate` write into the run directory (from the registry)."""
 
 
-def write_reports(run: RunDir, report: GateReport | dict) -> None:
+def write_reports(run: RunDir, report: GateReport | dict, scored: ScoredRun | None = None) -> None:
     """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set. The
     report is redacted as data first (its records are, on disk), so no format's escaping can hide a secret."""
-    texts = rendered_reports(run, report)
+    texts = rendered_reports(run, report, scored)
     for name, text in texts.items():
         run.write_text(name, text)
     append_step_summary(texts[REGISTRY["md"].file])
 
 
-def rendered_reports(run: RunDir, report: GateReport | dict) -> dict[str, str]:
+def rendered_reports(run: RunDir, report: GateReport | dict, scored: ScoredRun | None = None) -> dict[str, str]:
     """File name -> text of every format, from the report redacted as data first. `write_reports` writes them into
-    the run; a what-if judgment (`gate --rubric`) writes them beside it."""
+    the run; a what-if judgment (`gate --rubric`) writes them beside it. `scored`: the records as the gate read
+    and scored them (`scorers.scored_run`), when the caller has them."""
     plain = report.as_json() if isinstance(report, GateReport) else report
-    view = RunView.load(run, as_report(redact_values(plain)))
+    view = RunView.load(run, as_report(redact_values(plain)), scored)
     return {fmt.file: render(view, fmt.name) for fmt in REGISTRY.values()}
 
 

@@ -20,7 +20,7 @@ from ..record.metrics import measured, phase_records
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..redaction import redact_values
-from ..scorers import score_records
+from ..scorers import ScoredRun, scored_run
 
 __all__ = ["RunView", "CaseRow", "load_report"]
 
@@ -79,19 +79,20 @@ class RunView:
         return self.gate_report.as_json()
 
     @classmethod
-    def load(cls, run: RunDir, report: GateReport | dict | None = None) -> RunView:
-        """Read a run directory; `report` (a dict is validated into a GateReport) defaults to its report.json."""
-        info, records = run.read_info(), run.read_records()
+    def load(cls, run: RunDir, report: GateReport | dict | None = None, scored: ScoredRun | None = None) -> RunView:
+        """Read a run directory; `report` (a dict is validated into a GateReport) defaults to its report.json.
+        `scored`: the run's records as the command that judged it read and scored them (`scorers.scored_run`, by
+        the rules the report was judged with), so they are neither read nor scored again."""
+        info = run.read_info()
         report = as_report(report) if report is not None else load_report(run)
-        if report.forbidden_rules is not None:  # the rules the report was judged with (gate --rubric X)
-            forbidden = tuple(ForbiddenRule.from_dict(r) for r in report.forbidden_rules)
-        else:
-            forbidden = load_rubric(run.path / "rubric.yaml").forbidden
-
-        verdicts = run_verdicts(run, info)
-        scores = score_records(records, forbidden, verdicts)
-        load = run.read_records("load.jsonl") if (run.path / "load.jsonl").is_file() else []
-        return cls(run.path, info, report, records, scores, load, redact_values(case_reviews(read_labels(run))))
+        if scored is None:
+            if report.forbidden_rules is not None:  # the rules the report was judged with (gate --rubric X)
+                forbidden = tuple(ForbiddenRule.from_dict(r) for r in report.forbidden_rules)
+            else:
+                forbidden = load_rubric(run.path / "rubric.yaml").forbidden
+            scored = scored_run(run, forbidden, run_verdicts(run, info))
+        return cls(run.path, info, report, scored.records, scored.scores, scored.load_records,
+                   redact_values(case_reviews(read_labels(run))))
 
     def cases(self) -> list[CaseRow]:
         why = {f["case_id"]: f["why"] for f in failing_cases(self.records, self.scores, limit=len(self.records))}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..record.evidence import answered
-from ..record.records import CaseRecord
+from ..record.records import CaseRecord, RunDir
 from ._registry import get_scorer
 from .forbidden import find_hits
 from .judged import judged_answer, pairwise_outcome
@@ -14,6 +16,25 @@ def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
     """Every record's scores by case id: the one way a run is scored, by the gate, the reports, the review loop
     and comparisons alike (`score_record` for each)."""
     return {r.case_id: score_record(r, forbidden_rules, verdicts) for r in records}
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """A run's records read once and scored once: what the gate and every report of one command share, so a
+    command reads records.jsonl and load.jsonl once and scores each record once (`scored_run`)."""
+
+    records: list[CaseRecord]
+    scores: dict[str, dict]
+    """Case id -> the quality records' scores (`score_records`)."""
+    load_records: list[CaseRecord]
+    """The load phase's requests (load.jsonl; none when the run had no load phase)."""
+
+
+def scored_run(run: RunDir, forbidden_rules, verdicts=None) -> ScoredRun:
+    """Read a run's records and load requests, and score the records by `forbidden_rules` and `verdicts`."""
+    records = run.read_records()
+    load = run.read_records("load.jsonl", required=False)
+    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load)
 
 
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
