@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from statistics import fmean
 
+from pydantic import ValidationError
+
 from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
 from ..record.capacity_sweep import CapacityStep, CapacitySweep, SignalThreshold, as_sweep
@@ -173,14 +175,20 @@ def capacity_sweep(info, load_records: list, max_lag_share: float = 0.1) -> Capa
     for r in load_records:
         by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
     steps = []
-    for entry in sorted(sweep.get("steps") or [], key=lambda e: (e["rate"], e["step"])):
-        figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"), slo)
-        verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
-        steps.append(CapacityStep.model_validate(
-            {"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
-             "signals": entry.get("signals") or {}, "verdict": verdict, "why": why}))
-    return CapacitySweep.model_validate({"slo": slo, "max_rps": sweep.get("max_rps"), "steps": steps,
-                                         **_capacity(steps, sweep.get("max_rps"))})
+    try:
+        for entry in sorted(sweep.get("steps") or [], key=lambda e: (e["rate"], e["step"])):
+            figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"), slo)
+            verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
+            steps.append(CapacityStep.model_validate(
+                {"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
+                 "signals": entry.get("signals") or {}, "verdict": verdict, "why": why}))
+        return CapacitySweep.model_validate({"slo": slo, "max_rps": sweep.get("max_rps"), "steps": steps,
+                                             **_capacity(steps, sweep.get("max_rps"))})
+    except ValidationError as exc:  # a run.json edited or written elsewhere: its sweep is not one check records
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"its capacity sweep does not read: {where}: {first['msg']}", file="run.json",
+                         field="load_phase.sweep", hint="judge the run as `check` wrote it") from None
 
 
 def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict | None:

@@ -6,9 +6,10 @@ int), so report.json reads the same whether it was written from this model or fr
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = ["as_sweep", "CapacitySweep", "CapacityStep", "SignalStats", "ObjectiveFigure", "SignalThreshold", "Number"]
 
@@ -18,6 +19,22 @@ Number = Union[int, float]
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
+
+    @model_serializer(mode="wrap")
+    def _finite(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A non-finite figure (a run.json edited or written elsewhere) is JSON null, never `Infinity`/`NaN`,
+        which strict JSON readers (jq, JSON.parse) refuse."""
+        return _null_non_finite(handler(self))
+
+
+def _null_non_finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _null_non_finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_null_non_finite(v) for v in value]
+    return value
 
 
 class SignalStats(_Model):

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..errors import InputError
 from .capacity_sweep import CapacitySweep
@@ -204,15 +204,29 @@ class GateReport(_Model):
     slices: list[dict[str, Any]] = []
     """Per-slice figures: {'slice': 'task=x', 'n': ..., metric: value, ...}."""
     counts: Counts | None = None
-    """Absent only in a hand-built report (every report the gate writes has it)."""
+    """Absent only in a report built by hand in Python (a report.json must have it: `load_report`)."""
     failing_cases: list[FailingCase]
     """The first failing cases (at most 1,000; `failing_cases_total` says how many there are)."""
     failing_cases_total: int | None = None
     forbidden_rules: list[dict[str, Any]] | None = None
     """The forbidden rules the run was judged with: the per-case tables of every format are scored with them."""
-    review: dict[str, ReviewRow] | dict[str, Any] = Field(union_mode="left_to_right")
-    """Human review, one row per slice ('all' first); see releasegate.review.summary. A report.json from elsewhere
-    may hold another shape: kept as it is, and `review_rows` is empty for it."""
+    review: dict[str, ReviewRow] | dict[str, Any]
+    """Human review, one row per slice ('all' first); see releasegate.review.summary. A section holding any row
+    must be rows throughout: one entry of another shape beside them makes the report unreadable (exit 2), never a
+    report without its review (JUnit and Markdown would drop the pending review and read green). A section of
+    another shape altogether (no row in it) is kept as it is, shown by the HTML, and `review_rows` is empty."""
+
+    @field_validator("review", mode="before")
+    @classmethod
+    def _rows_throughout(cls, value: Any) -> Any:
+        if isinstance(value, dict) and any(_row_like(v) for v in value.values()):
+            for name, row in value.items():
+                try:
+                    ReviewRow.model_validate(row)
+                except ValidationError as exc:
+                    raise ValueError(f"{name!r} is not a review row ({exc.errors()[0]['msg']})") from None
+            return {name: ReviewRow.model_validate(row) for name, row in value.items()}
+        return value
     judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:
@@ -222,9 +236,8 @@ class GateReport(_Model):
 
     @property
     def review_rows(self) -> dict[str, ReviewRow]:
-        """The review section's rows by slice; empty when it is not in releasegate's shape."""
-        rows = {name: row for name, row in self.review.items() if isinstance(row, ReviewRow)}
-        return rows if len(rows) == len(self.review) else {}
+        """The review section's rows by slice; empty when it holds no row (`review`)."""
+        return {name: row for name, row in self.review.items() if isinstance(row, ReviewRow)}
 
     @property
     def whatif(self) -> bool:
@@ -265,4 +278,16 @@ def load_report(run: RunDir) -> GateReport:
         report = json.loads(path.read_text("utf-8"))
     except ValueError as exc:
         raise InputError(f"unreadable report.json: {exc}", file=path) from None
+    missing = [key for key in GATE_WRITES if isinstance(report, dict) and key not in report]
+    if missing:  # truncated or hand-edited: rendered, it would read as complete (no counts, "quality" latency)
+        raise InputError(f"not a releasegate report: {missing[0]}: Field required", file=path,
+                         hint="judge the run again: releasegate gate RUN_DIR")
     return as_report(report, source=path)
+
+
+GATE_WRITES = ("latency_from", "metrics", "slices", "counts")
+"""Parts every report the gate writes has, which the model lets a report built in Python leave out."""
+
+
+def _row_like(value: Any) -> bool:
+    return isinstance(value, dict) and ("status" in value or "required" in value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from ..record.gate_report import GateReport, MetricRow
+from ..record.gate_report import CriterionRow, GateReport, MetricRow
 
 CSP = (
     "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
@@ -57,8 +57,10 @@ def format_interval(interval) -> str:
     return f"[{lo}, {hi}]"
 
 
-def format_threshold(criterion) -> str:
-    """The criterion's comparison (a `CriterionRow`), e.g. '>= 0.9'."""
+def format_threshold(criterion: CriterionRow | dict) -> str:
+    """The criterion's comparison (a `CriterionRow`, or its JSON form from report.json), e.g. '>= 0.9'."""
+    if isinstance(criterion, dict):
+        return f"{criterion['op']} {criterion['threshold']:g}"
     return f"{criterion.op} {criterion.threshold:g}"
 
 
