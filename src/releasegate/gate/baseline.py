@@ -1,5 +1,5 @@
 """A rubric's `baseline:`: this run compared, case by case, with a run it must not regress from, and each
-compared metric as a gate criterion. Baseline criteria never make a PASS on their own (README "What a PASS
+compared metric as a gate criterion. Baseline criteria never make a PASS on their own (docs/guarantees.md "What a PASS
 guarantees")."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Two parts:
   which hold the same sections, so a stored key and a derived one agree.
 
 `differences` names the settings parts two keys disagree on; a part one run cannot tell (no snapshot) is
-`unchecked`, never "the same". What each surface does with a difference is its own rule (README):
+`unchecked`, never "the same". What each surface does with a difference is its own rule (docs/compare.md):
 `compare` and rubric `baseline:` refuse different generation settings (BASELINE_PARTS), `servers` refuses
 different generation, load or objective settings and never recommends a target judged by another rubric, and a
 case whose contents differ is left out of the pairing and named.

@@ -1,6 +1,6 @@
 """The gate: criteria -> per-criterion verdicts -> one overall verdict and exit code.
 
-What a PASS guarantees (README, "What a PASS guarantees"): every criterion was decided and passed; at least one
+What a PASS guarantees (docs/guarantees.md): every criterion was decided and passed; at least one
 criterion was decided at all; the run is complete (status, every planned phase, every case); the target answered
 most requests; no required human review is pending. Anything short of that is INCONCLUSIVE, NEEDS_REVIEW, FAIL
 or TARGET_ERROR, never PASS.
@@ -158,7 +158,7 @@ def overall_verdict(
     (`RELAXABLE`); else PASS."""
     verdicts = [r.verdict for r in results]
     # guards (the default error-rate criterion), human approval and the baseline comparison decide nothing about
-    # the model on their own: a PASS needs a decided criterion of the rubric itself (README guarantee 4)
+    # the model on their own: a PASS needs a decided criterion of the rubric itself (docs/guarantees.md, guarantee 4)
     own = [r.verdict for r in results if getattr(r.criterion, "origin", "rubric") == "rubric"]
     if target_failed:
         return TARGET_ERROR

@@ -12,7 +12,7 @@ of the per-case difference. Each metric has a non-inferiority margin:
                                   latency: LATENCY_MIN_PAIRS)
     inconclusive  (insufficient)  neither: more shared cases are needed
 
-Cases of a stratified `sample:` suite weigh the source rows they stand for (README rule 10; `sample_weights`: the
+Cases of a stratified `sample:` suite weigh the source rows they stand for (docs/guarantees.md rule 10; `sample_weights`: the
 stratum's rows over the shared cases of it), as the gate weighs them: the rates and the delta are weighted, and
 the paired bound is taken on the weighted 2x2 table scaled to Kish's effective n of the weights, so the margin is
 shown at the effective n, never at the count of an equal-allocation sample (exact McNemar p, a test of counts,

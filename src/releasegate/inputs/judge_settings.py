@@ -187,5 +187,5 @@ def check_judged_cases(config, cases) -> None:
         if config.judge is None:
             raise InputError(f"case {case.id} (suite {case.suite}) is graded by the judge, but the config has no "
                              "judge: section", file=config.path, field="judge",
-                             hint="add judge: {base_url, model} (see README, The LLM judge)")
+                             hint="add judge: {base_url, model} (see docs/llm-judge.md)")
         criterion_of(answer, config.judge, where=f"suite {case.suite}, case {case.id}: answer")

@@ -10,7 +10,7 @@ from ..errors import InputError
 __all__ = ["scaffold", "endpoint_config", "FILES"]
 
 CONFIG = """\
-# releasegate config: every key is documented in the README ("Config reference").
+# releasegate config: every key is documented in docs/reference/config.md.
 target:
   backend: hf                       # hf (transformers + peft), openai (an endpoint: `releasegate init --endpoint URL`)
                                     # or replay (outputs from a JSONL file)
@@ -63,7 +63,7 @@ rules:
 """
 
 ENDPOINT_TARGET = """\
-# releasegate config: every key is documented in the README ("Config reference").
+# releasegate config: every key is documented in docs/reference/config.md.
 # A base config: `extends: releasegate.yaml` in another file reuses it, and `--set KEY=VALUE` overrides one value.
 target:
   backend: openai                   # an OpenAI-compatible server (vLLM, TGI, llama.cpp, a hosted API)

@@ -23,7 +23,7 @@ labels are post-stratified:
 The judge's agreement with the reviewers (calibration) is weighted the same way (`design_rate`): the sample
 over-draws the judge's borderline grades, where it errs most.
 
-A stratified `sample:` suite speaks for its source (README rule 10): each case weighs population / the run's cases
+A stratified `sample:` suite speaks for its source (docs/guarantees.md rule 10): each case weighs population / the run's cases
 of its stratum (`stats.sample_weights`), a post-stratum is split by that stratum too where each part has a
 label, its approval is the weighted share of its labels, and the cases' own variance is taken at Kish's effective
 n of their weights, so the correction never turns the source's accuracy back into the sample's.

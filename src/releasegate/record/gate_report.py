@@ -2,7 +2,7 @@
 
 `gate_run` builds it once; report.json is its JSON form, and every renderer (terminal, Markdown, HTML, JUnit, CSV)
 renders a report validated against this model, so a hand-edited or truncated report.json is a clear input error,
-not a traceback. Every field is documented here; README's "What a PASS guarantees" says what the verdict means.
+not a traceback. Every field is documented here; docs/guarantees.md says what the verdict means.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Metrics computed from the run record, for all cases or a slice. Definitions are in README.md."""
+"""Metrics computed from the run record, for all cases or a slice. Definitions are in docs/metrics.md."""
 
 from __future__ import annotations
 

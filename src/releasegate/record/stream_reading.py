@@ -1,6 +1,6 @@
 """TPOT and ITL from a stream read in batches: when most gaps between a stream's content chunks are under 0.5 ms,
 the stamps are the reader's, not the server's decode (a buffering proxy, a server flushing late, a late client),
-and criteria on them decide nothing (README "What a PASS guarantees", nothing unknown passes)."""
+and criteria on them decide nothing (docs/guarantees.md, nothing unknown passes)."""
 
 from __future__ import annotations
 

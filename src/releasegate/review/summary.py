@@ -16,7 +16,7 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
     approval        approval of the slice, weighted by outcome: each reviewed case stands for the cases of its
                     slice with the same automatic outcome (pass, answer_fail, format_fail, judge_unsure, fail:
                     `outcome.OUTCOMES`), so over-sampling failures does not drag it down; a case of a stratified
-                    `sample:` suite weighs the source rows it stands for (README rule 10). Reports say it as
+                    `sample:` suite weighs the source rows it stands for (docs/guarantees.md rule 10). Reports say it as
                     "k of n approved, weighted by outcome: p" (`approval_words`): p is not k / n.
                     Every outcome group of the slice needs at least one label, or the approval is unknown
                     (status "unrepresentative": labels on passed cases alone say nothing about the failed ones).

@@ -1,5 +1,5 @@
 """How a stratified `sample:` suite speaks for its source: each sampled case stands for its stratum's rows over the
-run's cases of that stratum, so rates are the source's, never the sample's equal allocation (see README "A sample
+run's cases of that stratum, so rates are the source's, never the sample's equal allocation (see docs/guarantees.md "A sample
 speaks for its source"). A case of any other suite stands for itself.
 
 Every surface that combines cases into a rate weighs them here: the gate's metrics (`weighted_share`), the
