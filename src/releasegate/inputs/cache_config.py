@@ -113,7 +113,8 @@ def parse_response_cache_probe(raw: dict | None, here: Path, at) -> ResponseCach
     if mode == "semantic" and threshold is None:
         raise InputError("semantic mode needs a threshold", **at("response_cache_probe", "threshold"),
                          hint="e.g. threshold: 0.95, or mode: exact")
-    if mode == "semantic" and raw.get("embeddings") is None:
+    embeddings = raw.get("embeddings")
+    if mode == "semantic" and embeddings is None:
         raise InputError("semantic mode needs embeddings", **at("response_cache_probe", "embeddings"),
                          hint="embeddings: {base_url: ..., model: ...} or {local: a model directory}")
     thresholds = tuple(sorted({*raw.get("thresholds", ()), *([threshold] if threshold is not None else [])}))
@@ -122,7 +123,7 @@ def parse_response_cache_probe(raw: dict | None, here: Path, at) -> ResponseCach
         ttl_s=raw.get("ttl_s"), arrival_interval_s=raw.get("arrival_interval_s", 1.0),
         group_tag=raw.get("group_tag"), time_sensitive_tag=raw.get("time_sensitive_tag"),
         time_sensitive_max_age_s=raw.get("time_sensitive_max_age_s", 0.0),
-        embeddings=_embeddings(raw.get("embeddings"), here, at) if mode == "semantic" else None,
+        embeddings=_embeddings(embeddings, here, at) if mode == "semantic" and embeddings is not None else None,
     )
 
 
