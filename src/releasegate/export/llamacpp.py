@@ -119,10 +119,12 @@ def start_server(
     http_threads: int = HTTP_THREADS,
     verbosity: int = 2,
     exact_attention: bool = True,
+    embeddings: bool = False,
 ) -> LlamaCppServer:
     """Start llama.cpp's server on 127.0.0.1 and a free port; returns once /health answers ok.
 
     verbosity: llama.cpp log threshold (1 errors, 2 + warnings, 3 + per-request info), written to stderr.
+    embeddings: also serve /v1/embeddings (llama.cpp's --embeddings), mean-pooled; completions still answer.
     """
     import xllamacpp as xlc
 
@@ -149,6 +151,9 @@ def start_server(
         params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
         params.cache_type_k = xlc.ggml_type.GGML_TYPE_F32
         params.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
+    if embeddings:
+        params.embedding = True
+        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     params.verbosity = verbosity
     start = time.perf_counter()
     server = xlc.Server(params)

@@ -18,7 +18,7 @@ from ..stats.intervals import needed_n_for_rate, percentile_min_n
 
 RATE_METRICS = (
     "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load", "judge_error_rate",
-    "pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate",
+    "pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate", "cache_hit_rate", "cache_wrong_hit_rate",
 )
 
 __all__ = [

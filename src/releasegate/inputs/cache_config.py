@@ -1,4 +1,5 @@
-"""The cache sections of a config: the response cache (`cache:`) and the prefix-cache probe (`prefix_cache:`)."""
+"""The cache sections of a config: the response cache (`cache:`), the prefix-cache probe (`prefix_cache:`) and
+the response-cache probe (`response_cache_probe:`, a cache in front of the deployed model, simulated)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from ..errors import InputError
 from .backend_facts import capabilities
 from .files import read_text, resolve_under
 
-__all__ = ["CacheConfig", "PrefixCacheConfig", "parse_cache", "parse_prefix_cache", "DEFAULT_CACHE"]
+__all__ = ["CacheConfig", "PrefixCacheConfig", "parse_cache", "parse_prefix_cache", "DEFAULT_CACHE", "EmbeddingSource",
+           "ResponseCacheProbeConfig", "parse_response_cache_probe"]
 
 DEFAULT_CACHE = ".releasegate/cache.sqlite"
 """Where `cache: {}` keeps responses, relative to the config."""
@@ -53,3 +55,84 @@ def parse_prefix_cache(raw: dict | None, target: dict, here: Path, at) -> Prefix
     if system is None:
         system = read_text(resolve_under(here, raw["system_file"]), what="system prompt")
     return PrefixCacheConfig(system=system, requests=raw.get("requests", 16))
+
+
+@dataclass(frozen=True)
+class EmbeddingSource:
+    """Where the response-cache probe's embeddings come from: an OpenAI-compatible endpoint or a local model."""
+
+    base_url: str | None = None
+    """An OpenAI-compatible API root (`.../v1`): its `/embeddings` is asked."""
+    model: str | None = None
+    """The endpoint's model name."""
+    api_key_env: str | None = None
+    """The environment variable holding the endpoint's API key; None: no key sent."""
+    local: Path | None = None
+    """A local transformers model directory: mean-pooled last hidden states."""
+    threads: int = 1
+    """torch threads for the local model."""
+    batch_size: int = 16
+    """Texts per request or forward pass."""
+
+    def describe(self) -> str:
+        """What makes the embeddings, for the reports (never a credential)."""
+        return f"local model {self.local}" if self.local is not None else f"{self.model} at {self.base_url}"
+
+
+@dataclass(frozen=True)
+class ResponseCacheProbeConfig:
+    """`response_cache_probe`: a cache in front of the deployed model (exact or semantic), simulated on the
+    suite's own answers (`releasegate.gate.cache_probe`)."""
+
+    mode: str = "semantic"
+    """`exact` (normalised text) or `semantic` (embedding similarity)."""
+    threshold: float | None = None
+    """The similarity the deployment would use (semantic): the gate's `cache_*` metrics are taken there."""
+    thresholds: tuple[float, ...] = ()
+    """Every similarity threshold simulated (the curve), `threshold` among them."""
+    ttl_s: float | None = None
+    """The cache's TTL: an older entry serves nothing; None: entries never expire."""
+    arrival_interval_s: float = 1.0
+    """Seconds between two cases arriving, in suite order."""
+    group_tag: str | None = None
+    """The case tag naming its paraphrase group."""
+    time_sensitive_tag: str | None = None
+    """The case tag marking a time-sensitive case (prices, policies)."""
+    time_sensitive_max_age_s: float = 0.0
+    """The oldest answer a time-sensitive case may be served without a warning."""
+    embeddings: EmbeddingSource | None = None
+    """Where embeddings come from (semantic mode)."""
+
+
+def parse_response_cache_probe(raw: dict | None, here: Path, at) -> ResponseCacheProbeConfig | None:
+    """The `response_cache_probe:` section; None (not simulated) when the config has none."""
+    if raw is None:
+        return None
+    mode = raw.get("mode", "semantic")
+    threshold = raw.get("threshold")
+    if mode == "semantic" and threshold is None:
+        raise InputError("semantic mode needs a threshold", **at("response_cache_probe", "threshold"),
+                         hint="e.g. threshold: 0.95, or mode: exact")
+    embeddings = raw.get("embeddings")
+    if mode == "semantic" and embeddings is None:
+        raise InputError("semantic mode needs embeddings", **at("response_cache_probe", "embeddings"),
+                         hint="embeddings: {base_url: ..., model: ...} or {local: a model directory}")
+    thresholds = tuple(sorted({*raw.get("thresholds", ()), *([threshold] if threshold is not None else [])}))
+    return ResponseCacheProbeConfig(
+        mode=mode, threshold=threshold, thresholds=thresholds if mode == "semantic" else (),
+        ttl_s=raw.get("ttl_s"), arrival_interval_s=raw.get("arrival_interval_s", 1.0),
+        group_tag=raw.get("group_tag"), time_sensitive_tag=raw.get("time_sensitive_tag"),
+        time_sensitive_max_age_s=raw.get("time_sensitive_max_age_s", 0.0),
+        embeddings=_embeddings(embeddings, here, at) if mode == "semantic" and embeddings is not None else None,
+    )
+
+
+def _embeddings(raw: dict, here: Path, at) -> EmbeddingSource:
+    if ("local" in raw) == ("base_url" in raw):
+        raise InputError("embeddings needs one of base_url (an endpoint) or local (a model directory)",
+                         **at("response_cache_probe", "embeddings"))
+    if "base_url" in raw and not raw.get("model"):
+        raise InputError("an embeddings endpoint needs its model", **at("response_cache_probe", "embeddings", "model"))
+    local = resolve_under(here, raw["local"]) if "local" in raw else None
+    return EmbeddingSource(base_url=raw.get("base_url"), model=raw.get("model"), api_key_env=raw.get("api_key_env"),
+                           local=local, threads=raw.get("threads", 1), batch_size=raw.get("batch_size", 16))

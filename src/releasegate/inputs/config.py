@@ -18,7 +18,14 @@ from typing import Any
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
-from .cache_config import CacheConfig, PrefixCacheConfig, parse_cache, parse_prefix_cache
+from .cache_config import (
+    CacheConfig,
+    PrefixCacheConfig,
+    ResponseCacheProbeConfig,
+    parse_cache,
+    parse_prefix_cache,
+    parse_response_cache_probe,
+)
 from .composition import Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_raw_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
@@ -52,6 +59,9 @@ class Config:
     cache: CacheConfig | None = None
     prefix_cache: PrefixCacheConfig | None = None
     """The prefix-cache probe (`prefix_cache:`), openai backend; None: not measured."""
+    response_cache_probe: ResponseCacheProbeConfig | None = None
+    """A cache in front of the deployed model, simulated on the run's answers (`response_cache_probe:`); None: not
+    simulated."""
     scale: ScaleConfig | None = None
     """Where the work runs past this process (`scale:`); None: here."""
     judge: Any = None
@@ -154,6 +164,7 @@ def load_config(
         seed=data.get("seed", 0),
         cache=parse_cache(data.get("cache"), here),
         prefix_cache=parse_prefix_cache(data.get("prefix_cache"), data["target"], here, at),
+        response_cache_probe=parse_response_cache_probe(data.get("response_cache_probe"), here, at),
         judge=judge,
         scale=parse_scale(data.get("scale"), data["target"], data.get("load"), at),
         base_dir=here,

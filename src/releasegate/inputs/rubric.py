@@ -183,15 +183,20 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
             **at("criteria", i, "op" if raw["op"] in ("<=", "<") else "slice"),
             hint="use op '>=' or '>' and no slice",
         )
+    if raw["metric"].startswith("cache_") and raw.get("slice"):
+        raise InputError(f"{raw['metric']} is one figure for the whole run (the response-cache probe)",
+                         **at("criteria", i, "slice"), hint="remove the slice")
     if confidence is None and raw["metric"] in BOUNDED_METRICS:
         confidence = default_confidence  # the rubric-wide default applies where a bound exists
+    if confidence is None and raw["metric"] == "cache_wrong_hit_rate":
+        confidence = 0.95  # its upper bound decides: a cache that is wrong rarely in the suite may not be rarely wrong
     return Criterion(
         name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
         slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence,
     )
 
 
-_SHARES = {"accuracy", "format_compliance", "forbidden_rate", *ERROR_METRICS}
+_SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS}
 
 
 def _range_of(metric: str) -> tuple[float, float]:

@@ -41,6 +41,7 @@ from ..record.seal import edited_evidence, guard_seal, seal, sealed_snapshot
 from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
+from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.generation import cache_hits, generate_all, keep_client, open_cache
 from ..run.interruption import INTERRUPTION
 from ..run.load_phase import run_load_phase
@@ -235,6 +236,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
         timing.add("generation_s", session["generation_seconds"])
         keep_client(info, session, backend)
+        if config.response_cache_probe is not None:  # a simulation on the answers: no request to the target
+            run_response_cache_probe(config, rubric, cases, run, info)
         INTERRUPTION.raise_if_pending()
         if load_phase:
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ..extras import require
 from ..gate.baseline import baseline_comparison, comparison_results
+from ..gate.cache_probe_gate import CACHE_METRICS, cache_metric, cache_section
 from ..gate.capacity import capacity_metric, capacity_view, gated_records, judge_capacity
 from ..gate.case_detail import case_reviews, failing_cases
 from ..gate.criteria import (
@@ -130,6 +131,8 @@ def gate_run(
     def measure(name: str, slice_: dict | None, confidence: float | None = None):
         if name == "capacity_rps":
             return capacity_metric(sweep)
+        if name in CACHE_METRICS:
+            return cache_metric(name, info.response_cache_probe, confidence)
         source = by_phase[name] if name in by_phase else (timed if is_phased(name) else records)
         chosen = select(source, slice_)
         if name in evaluate_values:
@@ -176,12 +179,14 @@ def gate_run(
         "latency_from": phase,
         "latency_source": latency_source(info, records, phase, sweep),
         "slices_latency_source": quality_source(info, records),
-        "metrics": {name: measure(name, None).as_dict() for name in SUMMARY_METRICS},
+        "metrics": {name: measure(name, None).as_dict()
+                    for name in SUMMARY_METRICS + (CACHE_METRICS if info.response_cache_probe else ())},
         "latency_excluded": latency_exclusions(timed),
         "client_saturated": saturated,
         "load_phase": info.load_phase,
         "capacity": _capacity_report(sweep, info_at, timed_load, cost),
         "prefix_cache": info.prefix_cache,
+        "response_cache_probe": cache_section(info.response_cache_probe, criteria),
         "slices": _slices(records, scores, facts),
         "counts": _counts(records, load_records),
         "failing_cases": failing[:FAILING_CASES_KEPT],

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..errors import InputError
+from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
 from .records import RunDir
 from .report_sections import JudgeSection, ReviewRow
@@ -197,6 +198,9 @@ class GateReport(_Model):
     prefix_cache: dict[str, Any] | None = None
     """The prefix-cache probe (see releasegate.run.prefix_cache): warm and cold TTFT P50/P95 with n, prompt and
     server-reported cached prompt tokens per request, `saved_ms_p50` and `cold_over_warm_p50`; null without one."""
+    response_cache_probe: CacheProbeSection | None = None
+    """A cache in front of the deployed model, simulated on the run's answers (see record.cache_probe_report);
+    null without `response_cache_probe:`."""
     capacity: CapacitySweep | None = None
     """The capacity sweep judged again (see releasegate.gate.capacity): every step with its figures and verdict,
     `capacity_rps` (null when unknown, with `why`), the server signals and scale-out thresholds at the capacity,

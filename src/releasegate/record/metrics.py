@@ -55,7 +55,11 @@ KNOWN_METRICS["output_tokens_per_s_request_p50"] = ("higher", "median per-reques
 KNOWN_METRICS["cost_per_1m_output_tokens"] = ("lower", "USD per million output tokens")
 KNOWN_METRICS["cost_usd_total"] = ("lower", "USD for the whole run (api mode) or its generation time (self-hosted)")
 KNOWN_METRICS["capacity_rps"] = ("higher", "requests/s the capacity sweep (load.sweep) found within its objective")
-BOUNDED_METRICS = set(_RATES) | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+KNOWN_METRICS["cache_hit_rate"] = ("higher", "response_cache_probe: share of cases a simulated cache in front of the model "
+                                             "would answer, at the deployment's threshold")
+KNOWN_METRICS["cache_wrong_hit_rate"] = ("lower", "response_cache_probe: share of cases it would answer with an earlier "
+                                                  "answer that fails the case's own checks")
+BOUNDED_METRICS = set(_RATES) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
 
 

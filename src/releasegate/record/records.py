@@ -150,6 +150,9 @@ class RunInfo(BaseModel):
     prefix_cache: dict[str, Any] | None = None
     """The prefix-cache probe, when one ran: TTFT and server-reported cached prompt tokens, warm and cold (see
     releasegate.run.prefix_cache)."""
+    response_cache_probe: dict[str, Any] | None = None
+    """The response-cache probe, when one ran: the simulated cache at every threshold (see
+    releasegate.run.cache_probe_stage)."""
     client: dict[str, Any] | None = None
     """The client's own lateness over the quality phase (openai backend): event-loop lag percentiles in ms, the
     client process's CPU share. The load phase's is `load_phase['client']`. See `health.client_saturation`."""

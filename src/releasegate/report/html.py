@@ -22,6 +22,8 @@ from ..record.gate_report import CriterionRow, GateReport, MetricRow
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.report_sections import JudgeSection, ReviewRow
 from ..text import inert
+from .cache_probe_plot import cache_probe_plot
+from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .formatting import (
@@ -80,6 +82,7 @@ def render_html(view: RunView) -> str:
         latency_source=latency_source_text(report), slices_source=latency_source_text(report, slices=True),
         load_phase=_load_phase_table(report.load_phase),
         capacity=_capacity(report.capacity), prefix_cache=_prefix_cache(report.prefix_cache),
+        response_cache=_response_cache(report.response_cache_probe),
         cost=_cost(view),
         slices=_slices(report.slices),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report.metrics.items()],
@@ -230,6 +233,15 @@ def _capacity(capacity: CapacitySweep | None) -> dict | None:
 
 def _prefix_cache(probe: dict | None) -> list[str]:
     return prefix_cache_lines(probe)
+
+
+def _response_cache(probe) -> dict | None:
+    """The response-cache probe's lines, a row per threshold and the most dangerous wrong hits; None without it."""
+    if probe is None:
+        return None
+    columns, rows = cache_probe_table(probe)
+    return {"lines": cache_probe_lines(probe), "columns": columns, "rows": rows,
+            "wrong": wrong_hit_lines(probe, limit=10), "plot": Markup(cache_probe_plot(probe))}
 
 
 def _load_phase_table(load_phase: dict | None) -> dict | None:

@@ -17,6 +17,7 @@ from ..record.gate_report import FailingCase, GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..review.summary import review_headline
 from ..text import inert
+from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .formatting import (
     bounds_note,
@@ -108,7 +109,7 @@ def render_markdown(report: GateReport | dict) -> str:
         lines += ["", md_label(note)]
     if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
-    for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _slice_lines, _review_lines, _judge_md,
+    for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _cache_probe_md, _slice_lines, _review_lines, _judge_md,
                     _failure_lines):
         lines += section(report)
     return "\n".join(lines) + "\n"
@@ -176,6 +177,18 @@ def _capacity_md(report: GateReport) -> list[str]:
 def _prefix_md(report: GateReport) -> list[str]:
     lines = prefix_cache_lines(report.prefix_cache)
     return ["", "## Prefix cache", "", *(f"- {md_label(line)}" for line in lines)] if lines else []
+
+
+def _cache_probe_md(report: GateReport) -> list[str]:
+    probe = report.response_cache_probe
+    if probe is None:
+        return []
+    columns, rows = cache_probe_table(probe)
+    table = ["| " + " | ".join(columns) + " |", "|" + "---:|" * len(columns)]
+    table += ["| " + " | ".join(md_label(v) for v in row) + " |" for row in rows]
+    wrong = [f"- {md_label(line)}" for line in wrong_hit_lines(probe, limit=10)]
+    return (["", "## Response cache", "", *(f"- {md_label(line)}" for line in cache_probe_lines(probe)), "", *table]
+            + (["", "Most dangerous wrong hits at the deployment's threshold:", "", *wrong] if wrong else []))
 
 
 def _slice_lines(report: GateReport) -> list[str]:

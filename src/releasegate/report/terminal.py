@@ -20,6 +20,7 @@ from rich.text import Text
 from ..record.gate_report import GateReport, as_report
 from ..record.metrics import is_phased
 from ..text import inert
+from .cache_probe_section import cache_probe_lines, wrong_hit_lines
 from .capacity_section import capacity_lines, prefix_cache_lines
 from .formatting import format_metric, format_threshold, latency_source_text
 from .judge_section import judge_lines
@@ -289,6 +290,8 @@ def verdict_lines(report: GateReport | dict) -> list[str]:
         lines.append(f"latency measured on: {latency_source_text(report)}")
     # long figures wrapped to 80 columns with a hanging indent, for CI logs read without a terminal
     lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False)
-              for line in capacity_lines(report.capacity) + prefix_cache_lines(report.prefix_cache)]
+              for line in capacity_lines(report.capacity) + prefix_cache_lines(report.prefix_cache)
+              + cache_probe_lines(report.response_cache_probe)
+              + [f"wrong hit: {w}" for w in wrong_hit_lines(report.response_cache_probe, limit=3)]]
     lines += judge_lines(report.judge)
     return lines

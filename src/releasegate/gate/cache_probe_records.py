@@ -1,0 +1,79 @@
+"""The run's records as the response-cache probe sees them (`gate.cache_probe`): each case's question, its own
+answer, its paraphrase group and whether it is time-sensitive, and the check "does case a's answer pass case b's
+own checks", made by the scorers every other figure uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..record.evidence import answered
+from ..record.records import CaseRecord
+from ..scorers import score_record
+from .cache_probe import ProbeCase
+
+__all__ = ["question_of", "probe_cases", "answer_passes", "passes_checks"]
+
+
+def question_of(record: CaseRecord) -> str:
+    """The text a cache in front of the model keys on: the last user message, else the prompt."""
+    messages = record.input.get("messages") or []
+    users = [m for m in messages if m.get("role") == "user"]
+    if users:
+        return _text(users[-1].get("content"))
+    return _text(record.input.get("prompt", ""))
+
+
+def probe_cases(records: Sequence[CaseRecord], *, group_tag: str | None, time_sensitive_tag: str | None) -> list[ProbeCase]:
+    """One `ProbeCase` per record, in the records' order (suite order)."""
+    return [ProbeCase(
+        case_id=r.case_id, question=question_of(r), output=r.output if answered(r) else None,
+        group=_tag(r, group_tag), time_sensitive=_truthy(_tag(r, time_sensitive_tag)),
+        input_tokens=r.tokens.input or 0, output_tokens=r.tokens.output or 0,
+    ) for r in records]
+
+
+def passes_checks(scores: dict) -> bool:
+    """Whether scores pass a case's checks: its answer scorer, its format checks and the forbidden rules."""
+    if not scores:
+        return False  # no answer
+    answer = scores.get("answer")
+    if answer is not None and not answer.get("passed"):
+        return False
+    fmt = scores.get("format")
+    if fmt is not None and not fmt.get("passed"):
+        return False
+    return not (scores.get("forbidden") or {}).get("hit")
+
+
+def answer_passes(records: Sequence[CaseRecord], forbidden_rules) -> Callable[[int, int], bool]:
+    """passes(a, b): whether records[a]'s output passes records[b]'s own checks (a copy of b's record with a's
+    output, scored by `scorers.score_record`). Results are memoised: a probe asks again at every threshold."""
+    seen: dict[tuple[int, int], bool] = {}
+
+    def passes(a: int, b: int) -> bool:
+        if (a, b) not in seen:
+            donor, case = records[a], records[b]
+            served = case.model_copy(update={"output": donor.output, "error": None, "error_message": None,
+                                             "scores": {}, "scored_with": None,
+                                             "tokens": case.tokens.model_copy(update={"output": donor.tokens.output})})
+            seen[(a, b)] = passes_checks(score_record(served, forbidden_rules))
+        return seen[(a, b)]
+
+    return passes
+
+
+def _tag(record: CaseRecord, tag: str | None) -> str | None:
+    if tag is None:
+        return None
+    value = record.tags.get(tag)
+    return None if value is None else str(value)
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no")
+
+
+def _text(content) -> str:
+    if isinstance(content, list):  # content parts: the text ones
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")

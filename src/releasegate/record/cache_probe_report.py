@@ -1,0 +1,97 @@
+"""The response-cache probe's section of the gate report (report.json `response_cache_probe`): the simulated
+cache's figures at every threshold, the wrong hits at the deployment's threshold and the recommended threshold
+(see releasegate.gate.cache_probe)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["CacheProbeSection", "CacheProbeRow", "CacheWrongHit", "CacheRecommendation"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class CacheWrongHit(_Model):
+    """A hit whose served answer fails the new case's own checks."""
+
+    case_id: str
+    """The new case."""
+    cached_case_id: str
+    """The case whose answer the cache served."""
+    similarity: float
+    """Cosine similarity of the two questions (1.0 in exact mode)."""
+    within_group: bool
+    """Whether both cases are in one paraphrase group (false: a hit across groups, the dangerous kind)."""
+    question: str
+    cached_question: str
+    answer: str | None = None
+    """The model's own answer to the new question."""
+    cached_answer: str | None = None
+    """The answer the cache served instead."""
+
+
+class CacheProbeRow(_Model):
+    """The simulated cache at one threshold."""
+
+    threshold: float | None
+    """The similarity threshold; null in exact mode."""
+    n: int
+    """Cases the cache saw."""
+    hits: int
+    hit_rate: float | None
+    wrong_hits: int
+    wrong_hit_rate: float | None
+    """Wrong hits over every case the cache saw: how often a user would get an answer wrong for the question."""
+    wrong_hit_upper: float | None
+    """Its one-sided Wilson upper bound at `confidence`."""
+    confidence: float = 0.95
+    within_group: int = 0
+    """Hits inside one paraphrase group (expected)."""
+    across_group: int = 0
+    """Hits across groups (or on cases in no group)."""
+    wrong_across_group: int = 0
+    tokens_saved: dict[str, int] = {}
+    """{'input', 'output'}: the hit cases' own tokens, not generated."""
+    cost_saved_usd: float | None = None
+    """Those tokens at the API prices of `cost:`; null when the run is not priced per token."""
+    stale_time_sensitive: int = 0
+    """Time-sensitive cases served an answer older than `time_sensitive_max_age_s` (a warning)."""
+    stale_cases: list[str] = []
+    wrong: list[CacheWrongHit] = []
+    """The most dangerous wrong hits first: across groups, then the most similar (at most 20)."""
+
+
+class CacheRecommendation(_Model):
+    """The threshold to deploy: the highest hit rate whose wrong-hit upper bound stays under the rubric's limit."""
+
+    threshold: float | None
+    """Null: none qualifies (or, in exact mode, the exact cache itself does)."""
+    limit: float | None
+    """The rubric's `cache_wrong_hit_rate` threshold; null when the rubric has none."""
+    hit_rate: float | None = None
+    wrong_hit_upper: float | None = None
+    why: str = ""
+
+
+class CacheProbeSection(_Model):
+    """A cache in front of the deployed model, simulated on the run's own answers."""
+
+    mode: str
+    """`exact` or `semantic`."""
+    threshold: float | None = None
+    """The deployment's threshold (where the `cache_*` metrics are taken); null in exact mode."""
+    ttl_s: float | None = None
+    """The TTL the probe assumed (null: entries never expire)."""
+    arrival_interval_s: float = 1.0
+    time_sensitive_max_age_s: float = 0.0
+    group_tag: str | None = None
+    embeddings: dict[str, Any] | None = None
+    """What made the embeddings ({'source', 'fingerprint', 'computed', 'seconds', 'tokens', 'latency_ms_p50'}):
+    the cost and latency a semantic cache adds; null in exact mode."""
+    rows: list[CacheProbeRow] = []
+    """Every threshold simulated, highest first."""
+    recommended: CacheRecommendation | None = None

@@ -1,0 +1,73 @@
+"""The response-cache probe in every report format: summary lines (the deployment's threshold, the TTL assumed,
+the recommended threshold, time-sensitive warnings, what embeddings cost), a row per threshold, and the most
+dangerous wrong hits (new question, cached question, both answers)."""
+
+from __future__ import annotations
+
+from ..record.cache_probe_report import CacheProbeRow, CacheProbeSection
+from .formatting import format_value
+
+__all__ = ["cache_probe_lines", "cache_probe_table", "wrong_hit_lines", "deployed_row"]
+
+_COLUMNS = ["threshold", "hits", "hit rate", "wrong hits", "wrong-hit rate", "upper bound", "within / across groups",
+            "tokens saved (in / out)", "USD saved", "stale time-sensitive"]
+
+
+def deployed_row(probe: CacheProbeSection) -> CacheProbeRow | None:
+    """The row at the deployment's threshold (exact mode: the only one)."""
+    if probe.mode == "exact":
+        return probe.rows[0] if probe.rows else None
+    return next((r for r in probe.rows if r.threshold == probe.threshold), None)
+
+
+def cache_probe_lines(probe: CacheProbeSection | None) -> list[str]:
+    """What the simulated cache does at the deployment's threshold, and the threshold to use."""
+    if probe is None:
+        return []
+    row = deployed_row(probe)
+    where = "exact match (whitespace and case normalised)" if probe.mode == "exact" else f"similarity >= {probe.threshold:g}"
+    ttl = f"TTL {format_value(probe.ttl_s)} s" if probe.ttl_s is not None else "no TTL (entries never expire)"
+    lines = [f"response cache ({where}, {ttl}, one case every {format_value(probe.arrival_interval_s)} s)"]
+    if row is not None:
+        lines[0] += (f": {row.hits} of {row.n} cases hit ({_pct(row.hit_rate)}), {row.wrong_hits} wrong "
+                     f"({_pct(row.wrong_hit_rate)}, upper bound {_pct(row.wrong_hit_upper)} at {row.confidence:g}), "
+                     f"{row.across_group} across paraphrase groups")
+        if row.stale_time_sensitive:
+            lines.append(f"warning: {row.stale_time_sensitive} time-sensitive case(s) served an answer older than "
+                         f"{format_value(probe.time_sensitive_max_age_s)} s: {', '.join(row.stale_cases)}")
+    rec = probe.recommended
+    if rec is not None:
+        lines.append("recommended threshold: " + (f"{rec.threshold:g} ({rec.why})" if rec.threshold is not None
+                                                   else f"none ({rec.why})"))
+    if probe.embeddings:
+        e = probe.embeddings
+        lines.append(f"embeddings: {e.get('source')} ({e.get('computed')} texts embedded in "
+                     f"{format_value(e.get('seconds'))} s, {format_value(e.get('latency_ms_p50'))} ms per request P50, "
+                     f"{format_value(e.get('tokens'))} tokens)")
+    return lines
+
+
+def cache_probe_table(probe: CacheProbeSection) -> tuple[list[str], list[list[str]]]:
+    """One row per threshold, highest first."""
+    rows = []
+    for r in probe.rows:
+        rows.append(["exact" if r.threshold is None else f"{r.threshold:g}", str(r.hits), _pct(r.hit_rate),
+                     str(r.wrong_hits), _pct(r.wrong_hit_rate), _pct(r.wrong_hit_upper),
+                     f"{r.within_group} / {r.across_group}",
+                     f"{r.tokens_saved.get('input', 0)} / {r.tokens_saved.get('output', 0)}",
+                     format_value(r.cost_saved_usd), str(r.stale_time_sensitive)])
+    return _COLUMNS, rows
+
+
+def wrong_hit_lines(probe: CacheProbeSection | None, limit: int = 5) -> list[str]:
+    """The most dangerous wrong hits at the deployment's threshold, one line each."""
+    row = deployed_row(probe) if probe is not None else None
+    if row is None:
+        return []
+    return [f"{w.case_id} ({w.question!r}) served {w.cached_case_id}'s answer ({w.cached_question!r}, similarity "
+            f"{w.similarity:.4f}{'' if w.within_group else ', across groups'}): {w.cached_answer!r} instead of "
+            f"{w.answer!r}" for w in row.wrong[:limit]]
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"

@@ -1,0 +1,48 @@
+"""`check`'s response-cache probe stage: the run's answers, in suite order, through a simulated cache in front of
+the model (`gate.cache_probe`), embeddings from the configured source (`backends.embeddings`, cached in the run
+directory's embeddings.jsonl). The figures go to run.json `response_cache_probe`; the gate takes its `cache_*`
+metrics and the recommended threshold from there, so `gate RUN_DIR` needs no embedding model."""
+
+from __future__ import annotations
+
+from ..backends.embeddings import EMBEDDINGS_FILE, embed
+from ..gate.cache_probe import ProbeSettings, simulate_all
+from ..gate.cache_probe_records import answer_passes, probe_cases
+from ..record.records import CaseRecord, RunDir, RunInfo
+from ..stats.intervals import percentile
+
+__all__ = ["run_response_cache_probe", "cache_probe_figures"]
+
+
+def run_response_cache_probe(config, rubric, cases, run: RunDir, info: RunInfo) -> None:
+    """Simulate `config.response_cache_probe` on the run's records and record it (run.json)."""
+    by_id = {r.case_id: r for r in run.read_records(required=False)}
+    records = [by_id[c.id] for c in cases if c.id in by_id]  # suite order, as the cache would see them
+    info.response_cache_probe = cache_probe_figures(config, rubric, records, run)
+    run.write_info(info)
+
+
+def cache_probe_figures(config, rubric, records: list[CaseRecord], run: RunDir | None = None) -> dict:
+    """The probe's figures on `records` (in suite order): its settings, the embeddings' cost, one row per
+    threshold."""
+    probe = config.response_cache_probe
+    probe_set = probe_cases(records, group_tag=probe.group_tag, time_sensitive_tag=probe.time_sensitive_tag)
+    cost = config.cost
+    api = cost is not None and cost.mode == "api"
+    settings = ProbeSettings(
+        mode=probe.mode, ttl_s=probe.ttl_s, arrival_s=probe.arrival_interval_s, fresh_s=probe.time_sensitive_max_age_s,
+        input_usd_per_1m=cost.input_usd_per_1m if api else None, output_usd_per_1m=cost.output_usd_per_1m if api else None,
+    )
+    vectors, embedded = None, None
+    if probe.mode == "semantic":
+        assert probe.embeddings is not None  # semantic mode requires them (inputs.cache_config)
+        done = embed([c.question for c in probe_set], probe.embeddings,
+                     run.path / EMBEDDINGS_FILE if run is not None else None)
+        vectors = done.vectors
+        embedded = {"source": probe.embeddings.describe(), "fingerprint": done.fingerprint, "computed": done.computed,
+                    "seconds": done.seconds, "tokens": done.tokens,
+                    "latency_ms_p50": percentile(done.latencies_ms, 50) if done.latencies_ms else None}
+    rows = simulate_all(probe_set, answer_passes(records, rubric.forbidden), settings, probe.thresholds, vectors)
+    return {"mode": probe.mode, "threshold": probe.threshold, "ttl_s": probe.ttl_s,
+            "arrival_interval_s": probe.arrival_interval_s, "time_sensitive_max_age_s": probe.time_sensitive_max_age_s,
+            "group_tag": probe.group_tag, "embeddings": embedded, "rows": rows}

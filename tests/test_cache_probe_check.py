@@ -1,0 +1,65 @@
+"""The response-cache probe as a stage of `check` (replay backend, exact mode: no model, no embeddings): its
+figures in run.json, the `cache_*` criteria, the recommended threshold and every report format."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_jsonl
+
+
+def make_project(tmp_path, limit: float, cases: list[tuple[str, str, str]]) -> str:
+    write_jsonl(tmp_path / "suite.jsonl", [
+        {"id": f"c{i}", "messages": [{"role": "user", "content": q}], "expected": {"intent": intent},
+         "tags": {"group": intent}} for i, (q, intent, _) in enumerate(cases)])
+    write_jsonl(tmp_path / "responses.jsonl", [{"id": f"c{i}", "output": json.dumps({"intent": out})}
+                                               for i, (_, _, out) in enumerate(cases)])
+    (tmp_path / "rubric.yaml").write_text(
+        "criteria:\n  - {metric: accuracy, op: '>=', threshold: 0}\n"
+        f"  - {{metric: cache_wrong_hit_rate, op: '<=', threshold: {limit}}}\n"
+        "  - {metric: cache_hit_rate, op: '>=', threshold: 0.1}\nreview: {required_domains: []}\n")
+    (tmp_path / "c.yaml").write_text(
+        "target: {backend: replay, responses: responses.jsonl}\n"
+        "suites:\n  - {path: suite.jsonl, answer: {type: json_fields, fields: [intent]}}\nrubric: rubric.yaml\n"
+        "response_cache_probe: {mode: exact, group_tag: group, ttl_s: 3600}\n")
+    return str(tmp_path / "c.yaml")
+
+
+def test_an_exact_cache_that_serves_the_wrong_answer_fails_the_gate(cli, tmp_path):
+    # ten pairs: the same question twice (a case difference only), then a question with the same words in
+    # another order and another intent; every answer right for its own question
+    cases = []
+    for i in range(10):
+        cases += [(f"Refund {i} please", "refund", "refund"), (f"REFUND {i}  please", "refund", "refund"),
+                  (f"Bill {i} wrong", "billing", "billing"), (f"bill {i} WRONG", "shipping", "shipping")]
+    code, out, _ = cli("check", "-c", make_project(tmp_path, 0.1, cases), "--run-id", "r", "--no-progress", "--json")
+    report = json.loads(out)
+    probe = report["response_cache_probe"]
+    row = probe["rows"][0]
+    assert row["threshold"] is None and row["n"] == 40 and row["hits"] == 20 and row["wrong_hits"] == 10
+    assert row["within_group"] == 10 and row["wrong_across_group"] == 10
+    assert {w["case_id"] for w in row["wrong"]} == {f"c{4 * i + 3}" for i in range(10)}
+    assert code == 1 and report["verdict"] == "FAIL"
+    assert report["verdict_reason"] == "1 criterion(s) failed: cache_wrong_hit_rate"  # its upper bound decides
+    assert report["metrics"]["cache_hit_rate"]["value"] == 0.5
+    assert report["metrics"]["cache_wrong_hit_rate"]["value"] == 0.25
+    assert probe["recommended"]["threshold"] is None and probe["recommended"]["limit"] == 0.1
+    run = tmp_path / "reports" / "r"
+    assert json.loads((run / "run.json").read_text())["response_cache_probe"]["rows"][0]["hits"] == 20
+    assert "## Response cache" in (run / "report.md").read_text()
+    assert "served c2's answer" in (run / "report.md").read_text()
+    assert "Response cache: hit rate and wrong hits" in (run / "report.html").read_text()
+
+
+def test_exact_mode_has_no_wrong_hit_on_identical_questions_and_passes(cli, tmp_path):
+    cases = [(f"Refund {i} please", "refund", "refund") for i in range(30)] * 2  # every question twice
+    code, out, _ = cli("check", "-c", make_project(tmp_path, 0.1, cases), "--run-id", "r", "--no-progress", "--json")
+    report = json.loads(out)
+    row = report["response_cache_probe"]["rows"][0]
+    assert row["hits"] == 30 and row["wrong_hits"] == 0
+    assert code == 0 and report["verdict"] == "PASS", report["verdict_reason"]
+    rec = report["response_cache_probe"]["recommended"]
+    assert rec["threshold"] is None and rec["wrong_hit_upper"] < 0.1 and "the exact cache" in rec["why"]
+    # the gate again, from disk: the same figures without the probe's inputs
+    code, out, _ = cli("gate", str(tmp_path / "reports" / "r"), "--json")
+    assert code == 0 and json.loads(out)["response_cache_probe"]["rows"][0]["hits"] == 30
