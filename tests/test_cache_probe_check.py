@@ -4,6 +4,7 @@ figures in run.json, the `cache_*` criteria, the recommended threshold and every
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from conftest import write_jsonl
 
@@ -63,3 +64,72 @@ def test_exact_mode_has_no_wrong_hit_on_identical_questions_and_passes(cli, tmp_
     # the gate again, from disk: the same figures without the probe's inputs
     code, out, _ = cli("gate", str(tmp_path / "reports" / "r"), "--json")
     assert code == 0 and json.loads(out)["response_cache_probe"]["rows"][0]["hits"] == 30
+
+
+HOSTILE_REPLIES = [b'[1, 2]', b'{"data": 3}', b'{"data": [{"embedding": "abc"}]}', b'{"data": [{"index": "x"}]}',
+                   b'{"data": [{"embedding": [1e999]}]}', b'{"data": [{"embedding": []}]}', b'not json']
+
+
+def test_embeddings_of_another_shape_are_one_target_error():
+    """Every malformed /embeddings reply is a TargetError naming the endpoint, never a crash."""
+    import pytest
+
+    from releasegate.backends.embeddings import _vectors
+    from releasegate.errors import TargetError
+
+    for body in ([1, 2], {"data": 3}, {"data": [{"embedding": "abc"}]}, {"data": [{"index": "x"}]},
+                 {"data": [{"embedding": [float("inf")]}]}, {"data": [{"embedding": []}]}, {"data": [1]},
+                 {"data": [{"embedding": [1.0]}, {"embedding": [1.0, 2.0]}]}):
+        with pytest.raises(TargetError, match="embeddings endpoint http://e"):
+            _vectors(body, len(body["data"]) if isinstance(body, dict) and isinstance(body["data"], list) else 1,
+                     "http://e")
+    assert _vectors({"data": [{"index": 1, "embedding": [0, 1]}, {"index": 0, "embedding": [1, 0]}]}, 2, "u") == [
+        [1.0, 0.0], [0.0, 1.0]]
+
+
+def _serve(reply: bytes):
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_hostile_embeddings_endpoint_leaves_the_run_whole_and_decides_nothing(cli, tmp_path):
+    """The run is judged (every other figure is there); the cache criteria are insufficient with the probe's
+    error as the reason, so the verdict is INCONCLUSIVE, never PASS."""
+    cases = [(f"Refund {i} please", "refund", "refund") for i in range(10)] * 2
+    config = make_project(tmp_path, 0.1, cases)
+    for reply in HOSTILE_REPLIES:
+        server = _serve(reply)
+        try:
+            text = Path(config).read_text().replace(
+                "response_cache_probe: {mode: exact,",
+                "response_cache_probe: {mode: semantic, threshold: 0.9, embeddings: "
+                f"{{base_url: 'http://127.0.0.1:{server.server_port}/v1', model: e}},")
+            (tmp_path / "s.yaml").write_text(text)
+            run_id = f"r{HOSTILE_REPLIES.index(reply)}"
+            code, out, err = cli("check", "-c", tmp_path / "s.yaml", "--run-id", run_id, "--no-progress", "--json")
+        finally:
+            server.shutdown()
+            server.server_close()
+        assert out, err
+        report = json.loads(out)
+        assert code == 3 and report["verdict"] == "INCONCLUSIVE", (reply, report["verdict_reason"], err)
+        assert report["metrics"]["accuracy"]["value"] == 1.0
+        assert "the probe failed: the embeddings endpoint" in report["response_cache_probe"]["recommended"]["why"]
+        wrong = next(c for c in report["criteria"] if c["metric"] == "cache_wrong_hit_rate")
+        assert wrong["verdict"] == "insufficient"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -91,11 +92,9 @@ def _endpoint(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[
             except (httpx.HTTPError, ValueError) as exc:
                 raise TargetError(f"the embeddings endpoint {url} failed: {exc}") from None
             out.latencies_ms.append((time.perf_counter() - started) * 1e3)
-            data = sorted(body.get("data") or [], key=lambda d: d.get("index", 0))
-            if len(data) != len(batch):
-                raise TargetError(f"the embeddings endpoint {url} returned {len(data)} vectors for {len(batch)} texts")
-            vectors += [[float(x) for x in d["embedding"]] for d in data]
-            used = (body.get("usage") or {}).get("prompt_tokens")
+            vectors += _vectors(body, len(batch), url)
+            usage = body.get("usage")
+            used = usage.get("prompt_tokens") if isinstance(usage, dict) else None
             tokens = tokens + used if tokens is not None and isinstance(used, int) else None
     out.tokens = tokens
     return vectors
@@ -125,6 +124,25 @@ def _local(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[lis
         pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
         vectors += pooled.tolist()
         out.latencies_ms.append((time.perf_counter() - started) * 1e3)
+    return vectors
+
+
+def _vectors(body: object, expected: int, url: str) -> list[list[float]]:
+    """The vectors of one /embeddings reply, in input order; a reply of any other shape (not an object, a
+    missing or non-numeric `embedding`, vectors of differing lengths, a value that is not finite) is a
+    TargetError naming the endpoint, never a crash."""
+    not_a_list = TargetError(f"the embeddings endpoint {url} sent a reply that is not an embeddings list")
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise not_a_list
+    try:
+        data = sorted(body["data"], key=lambda d: int(d.get("index", 0)))
+        vectors = [[float(x) for x in d["embedding"]] for d in data]
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
+        raise not_a_list from None
+    if len(vectors) != expected:
+        raise TargetError(f"the embeddings endpoint {url} returned {len(vectors)} vectors for {expected} texts")
+    if len({len(v) for v in vectors}) > 1 or not all(v and all(math.isfinite(x) for x in v) for v in vectors):
+        raise TargetError(f"the embeddings endpoint {url} sent empty, unequal or non-finite vectors")
     return vectors
 
 

@@ -21,7 +21,8 @@ def cache_metric(name: str, probe: dict | None, confidence: float | None = None)
     """A `cache_*` metric at the deployment's threshold (exact mode: the exact cache), with Wilson bounds."""
     row = _deployed(probe)
     if row is None:
-        return MetricValue(None, 0, note=_NO_PROBE)
+        failed = (probe or {}).get("error")
+        return MetricValue(None, 0, note=f"the response-cache probe failed: {failed}" if failed else _NO_PROBE)
     count = row["hits"] if name == "cache_hit_rate" else row["wrong_hits"]
     confidence = confidence or WRONG_HIT_CONFIDENCE
     n = row["n"]
@@ -36,7 +37,10 @@ def cache_section(probe: dict | None, criteria) -> dict | None:
     limit_on = next((c for c in criteria if c.metric == "cache_wrong_hit_rate"), None)
     confidence = (limit_on.confidence if limit_on is not None else None) or WRONG_HIT_CONFIDENCE
     rows = [_bounded(r, confidence) for r in probe["rows"]]
-    return {**probe, "rows": rows, "recommended": _recommended(rows, probe["mode"], limit_on)}
+    recommended = _recommended(rows, probe["mode"], limit_on)
+    if probe.get("error"):
+        recommended = {**recommended, "threshold": None, "why": f"the probe failed: {probe['error']}"}
+    return {**probe, "rows": rows, "recommended": recommended}
 
 
 def _deployed(probe: dict | None) -> dict | None:

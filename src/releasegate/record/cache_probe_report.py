@@ -92,6 +92,8 @@ class CacheProbeSection(_Model):
     embeddings: dict[str, Any] | None = None
     """What made the embeddings ({'source', 'fingerprint', 'computed', 'seconds', 'tokens', 'latency_ms_p50'}):
     the cost and latency a semantic cache adds; null in exact mode."""
+    error: str | None = None
+    """Why the probe has no figures (its embeddings could not be had), or null."""
     rows: list[CacheProbeRow] = []
     """Every threshold simulated, highest first."""
     recommended: CacheRecommendation | None = None

@@ -35,6 +35,8 @@ def cache_probe_lines(probe: CacheProbeSection | None) -> list[str]:
         if row.stale_time_sensitive:
             lines.append(f"warning: {row.stale_time_sensitive} time-sensitive case(s) served an answer older than "
                          f"{format_value(probe.time_sensitive_max_age_s)} s: {', '.join(row.stale_cases)}")
+    if probe.error:
+        lines[0] += f": no figures, the probe failed: {probe.error}"
     rec = probe.recommended
     if rec is not None:
         lines.append("recommended threshold: " + (f"{rec.threshold:g} ({rec.why})" if rec.threshold is not None

@@ -6,6 +6,7 @@ metrics and the recommended threshold from there, so `gate RUN_DIR` needs no emb
 from __future__ import annotations
 
 from ..backends.embeddings import EMBEDDINGS_FILE, embed
+from ..errors import TargetError
 from ..gate.cache_probe import ProbeSettings, simulate_all
 from ..gate.cache_probe_records import answer_passes, probe_cases
 from ..record.records import CaseRecord, RunDir, RunInfo
@@ -15,10 +16,17 @@ __all__ = ["run_response_cache_probe", "cache_probe_figures"]
 
 
 def run_response_cache_probe(config, rubric, cases, run: RunDir, info: RunInfo) -> None:
-    """Simulate `config.response_cache_probe` on the run's records and record it (run.json)."""
+    """Simulate `config.response_cache_probe` on the run's records and record it (run.json). Embeddings that
+    cannot be had (the endpoint down, a reply of another shape) are recorded as the probe's `error`: the run goes
+    on, and the cache criteria have no figure to decide on (insufficient, never a pass)."""
     by_id = {r.case_id: r for r in run.read_records(required=False)}
     records = [by_id[c.id] for c in cases if c.id in by_id]  # suite order, as the cache would see them
-    info.response_cache_probe = cache_probe_figures(config, rubric, records, run)
+    try:
+        info.response_cache_probe = cache_probe_figures(config, rubric, records, run)
+    except TargetError as exc:
+        probe = config.response_cache_probe
+        info.response_cache_probe = {"mode": probe.mode, "threshold": probe.threshold, "rows": [],
+                                     "error": str(exc)}
     run.write_info(info)
 
 
