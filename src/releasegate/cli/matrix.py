@@ -1,7 +1,9 @@
-"""`releasegate matrix`: the same suites through adapter / merged / int8 / speculative, compared."""
+"""`releasegate matrix`: the config's served variants (`variants:`), or the in-process variants of an hf target
+(adapter / merged / int8 / speculative), run on the same suites and compared."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,6 +14,7 @@ from ..pipeline.variants import VARIANTS
 from ._common import (
     AllowPendingOption,
     ConfigOption,
+    ForceOption,
     JsonOption,
     LimitOption,
     OutputDirOption,
@@ -19,14 +22,26 @@ from ._common import (
     RunIdOption,
     SetOption,
     consoles,
+    emit_rendering,
     print_json,
     set_values,
 )
 
 
+class Format(StrEnum):
+    md = "md"
+    html = "html"
+    json = "json"
+    csv = "csv"
+    junit = "junit"
+
+
 def matrix(
     config: ConfigOption = Path(DEFAULT_CONFIG),
-    variants: Annotated[str, typer.Option(help="Comma-separated, the first is the reference.")] = ",".join(VARIANTS),
+    variants: Annotated[Optional[str], typer.Option(
+        help="In-process variants of an hf target, comma-separated, the first the reference: "
+             + ", ".join(VARIANTS) + " (default: the config's served variants when it declares variants:, else all "
+             "of these).")] = None,
     draft: Annotated[Optional[Path], typer.Option(help="Draft model for the speculative variant (default: target.draft).", file_okay=False)] = None,
     run_id: RunIdOption = None,
     output_dir: OutputDirOption = None,
@@ -34,19 +49,36 @@ def matrix(
     progress: ProgressOption = True,
     allow_pending: AllowPendingOption = False,
     sets: SetOption = None,
+    fmt: Annotated[Optional[Format], typer.Option(
+        "--format", "-f", help="Also render the served-variant report in this format (it is written in every "
+                               "format into the matrix directory).")] = None,
+    output: Annotated[Optional[Path], typer.Option(
+        "--output", "-o", help="Write the --format rendering here (default: stdout).", dir_okay=False)] = None,
+    force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> int:
-    """Run every variant as a full run and compare each with the first: quality delta (paired test), P95 latency
-    and cost ratios, share of outputs identical to the reference. Exits with the worst verdict: a variant's own gate
-    verdict or its quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
+    """Run every variant as a full run and compare each with the first (the reference).
+
+    With `variants:` in the config: each served variant (llama.cpp at f16 / q8_0 / q4_0, speculative, LoRA per
+    request or merged; vLLM; any endpoint) is started or targeted, run on the same suites and load, judged again
+    and compared with the reference: paired quality (McNemar, non-inferiority margin, identical outputs), TTFT /
+    TPOT / E2E percentiles, capacity at the objective and cost there, acceptance rate, size on disk, peak memory;
+    and the cheapest variant whose gate passes with quality non-inferior is chosen. Exit 0 with a choice, 3 when
+    no variant qualifies, 4 when the reference cannot be served.
+
+    Else the in-process variants of an hf target: quality delta (paired test), P95 latency and cost ratios, share
+    of outputs identical to the reference. Exits with the worst verdict: a variant's own gate verdict or its
+    quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
     from ..pipeline.matrix import run_matrix
     from ..report.matrix import latency_line, matrix_table
     from ..text import inert
 
-    console = consoles(as_json)
+    console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only JSON or the --format text
     result = run_matrix(config, variants, draft=draft, console=console, progress=progress, run_id=run_id,
                         output_dir=output_dir, limit=limit, allow_pending=allow_pending,
                         overrides=set_values(sets))
+    if result.get("kind") == "served_variants":
+        return _served(result, console, fmt, output, force=force, as_json=as_json)
     rows, verdict = result["variants"], result["verdict"]
     if as_json:
         print_json(result)
@@ -57,3 +89,16 @@ def matrix(
     return result["exit_code"]
 
 
+
+
+def _served(result: dict, console, fmt: Format | None, output: Path | None, *, force: bool, as_json: bool) -> int:
+    from ..report.variants import choice_line, render_variants, variants_table
+
+    if as_json:
+        print_json(result)
+    console.print(variants_table(result))
+    console.print(choice_line(result), markup=False, soft_wrap=True)
+    console.print(f"reports: {result['dir']}", markup=False, soft_wrap=True)
+    if fmt is not None:
+        emit_rendering(render_variants(result, fmt.value), output, force=force, console=console)
+    return result["exit_code"]

@@ -36,6 +36,7 @@ from .scale_config import ScaleConfig, parse_scale
 from .schema_check import validate
 from .suite_config import SuiteConfig, check_unique_names, parse_suite
 from .target import TargetConfig, parse_target
+from .variant_plan import VariantPlan, parse_variant_plan
 
 __all__ = ["Config", "load_config", "DEFAULT_CONFIG"]
 
@@ -64,6 +65,9 @@ class Config:
     simulated."""
     scale: ScaleConfig | None = None
     """Where the work runs past this process (`scale:`); None: here."""
+    variants: VariantPlan | None = None
+    """The served variants `releasegate matrix` runs and chooses among (`variants:`, `variant_choice:`); None: none
+    declared."""
     judge: Any = None
     """The LLM judge (`judge:`, an `inputs.judge_settings.JudgeSettings`); None: no judge configured."""
     base_dir: Path | None = None
@@ -149,6 +153,9 @@ def load_config(
     suites = tuple(parse_suite(s, here, path, lambda *p, i=i: at("suites", i, *p)) for i, s in enumerate(data["suites"]))
     check_unique_names(suites, at)
     output = data.get("output", {})
+    # With served variants the load, prefix-cache and scale sections are for their servers (an openai client),
+    # whatever the target's own backend: `check` on the target itself refuses them (pipeline.check).
+    served = {**data["target"], "backend": "openai"} if data.get("variants") is not None else data["target"]
     return Config(
         path=path,
         raw=data,
@@ -157,16 +164,17 @@ def load_config(
         rubric=resolve_under(here, data["rubric"]),
         max_new_tokens=data.get("generation", {}).get("max_new_tokens", 64),
         generation=dict(data.get("generation", {})),
-        load=parse_load(data.get("load"), data["target"], here, at),
+        load=parse_load(data.get("load"), served, here, at),
         cost=parse_cost(data.get("cost"), here, at),
         output_dir=resolve_under(here, output.get("dir", "reports")),
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),
         cache=parse_cache(data.get("cache"), here),
-        prefix_cache=parse_prefix_cache(data.get("prefix_cache"), data["target"], here, at),
+        prefix_cache=parse_prefix_cache(data.get("prefix_cache"), served, here, at),
         response_cache_probe=parse_response_cache_probe(data.get("response_cache_probe"), here, at),
         judge=judge,
-        scale=parse_scale(data.get("scale"), data["target"], data.get("load"), at),
+        scale=parse_scale(data.get("scale"), served, data.get("load"), at),
+        variants=parse_variant_plan(data.get("variants"), data.get("variant_choice"), data["target"], here, at),
         base_dir=here,
         extends=tuple(composed.extends),
         overrides=composed.overrides,

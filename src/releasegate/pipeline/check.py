@@ -72,6 +72,7 @@ def run_check(
     `timing` is the session's clock when the caller started it (see releasegate.record.stage_timing)."""
     timing = timing or Timing()
     with timing.part("inputs_s"):
+        _check_served_sections(config)
         _check_metrics(rubric)
         _check_judged(config, cases)
         secret_from_env(config.target.api_key_env)
@@ -89,6 +90,17 @@ def run_check(
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
                         console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache,
                         timing=timing)
+
+
+def _check_served_sections(config: Config) -> None:
+    """A config with served variants may give load / prefix_cache / scale for their servers: the target itself
+    cannot take them."""
+    caps = capabilities(config.target.backend)
+    for name, value, can in (("load", config.load, caps.load_phase), ("prefix_cache", config.prefix_cache,
+                                                                      caps.prefix_cache_probe)):
+        if value is not None and not can:
+            raise InputError(f"{name} is for the served variants: the {config.target.backend} target cannot take it",
+                             file=config.path, field=name, hint="run releasegate matrix, which serves them")
 
 
 def run_check_file(

@@ -17,18 +17,27 @@ from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
 from ..record.records import RunDir
 from .check import new_run_id, run_check
-from .variants import parse_variants, variant_changes, variant_config
+from .variants import VARIANTS, parse_variants, variant_changes, variant_config
 
 __all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
 
 
-def run_matrix(config_path: Path, variants: str, *, draft: Path | None, console: Console, progress: bool,
+def run_matrix(config_path: Path, variants: str | None, *, draft: Path | None, console: Console, progress: bool,
                run_id: str | None = None, output_dir: Path | None = None, limit: int | None = None,
                allow_pending: bool = False, overrides: tuple[str, ...] = ()) -> dict:
     """Run every variant in full, compare each with the first, write matrix.json; the matrix result.
-    `overrides`: `--set KEY=VALUE` over the config file, for every variant."""
+    `overrides`: `--set KEY=VALUE` over the config file, for every variant. `variants` None: the config's served
+    variants (`variants:`, see `served_variants`) when it declares them, else every in-process variant."""
     cfg, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)  # only the cases it runs are read
-    names = parse_variants(variants)
+    if variants is None and cfg.variants is not None:
+        from .served_variants import run_served_variants
+
+        root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-variants")
+        if output_dir is not None:
+            cfg = dataclasses.replace(cfg, output_dir=output_dir)
+        return run_served_variants(cfg, rubric, cases, root=root, console=console, progress=progress, limit=limit,
+                                   allow_pending=allow_pending)
+    names = parse_variants(variants if variants is not None else ",".join(VARIANTS))
     draft = draft if draft is not None else cfg.target.draft
     root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-matrix")
     runs, reports = {}, {}

@@ -13,7 +13,7 @@ import math
 
 from ..report.formatting import format_money
 
-__all__ = ["recommend", "eligible"]
+__all__ = ["recommend", "eligible", "choose_cheapest"]
 
 
 def eligible(t: dict) -> bool:
@@ -78,3 +78,68 @@ def _rate(t: dict, cost: bool = True) -> str:
     floor = "at least " if t["capacity_at_least"] else ""
     there = f", {format_money(t['cost_per_1m_at_capacity'])} per 1M output tokens there" if cost and t["cost_per_1m_at_capacity"] else ""
     return f"{floor}{t['capacity_rps']:.4g} req/s{there}"
+
+
+def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
+    """The served-variant choice: among the `eligible` rows (gate passed, quality shown non-inferior to the
+    reference, capacity established when swept), the cheapest: the lowest cost per 1M output tokens at capacity
+    when every one has it, else the lowest cost per 1M output tokens, else the lowest E2E p95. A capacity floor
+    ("at least X") makes its cost there an upper bound: it is cheaper than a measured cost above that bound, and
+    cannot be ordered with one below it (the lowest bound is then chosen, and the reason says so).
+    {choice: name | None, choice_reason: text, rule: cost_at_capacity | cost | e2e_p95 | None}."""
+    chosen = [r for r in rows if eligible(r)]
+    if not chosen:
+        states = "; ".join(f"{r['variant']}: {r.get('why_not') or r['verdict']}" for r in rows) or "no variant ran"
+        return {"choice": None, "rule": None, "choice_reason": f"no variant qualifies ({states})"}
+    rule, key, what = _rule(chosen)
+    if key == "order":
+        return {"choice": chosen[0]["variant"], "rule": rule,
+                "choice_reason": f"{chosen[0]['variant']}: {_qualifies(chosen[0], reference)}, the first in the plan "
+                                 "(no cost or latency was measured to order them)"}
+    lowest = [r for r in chosen if not any(_cost_range(u, key)[1] < _cost_range(r, key)[0] for u in chosen)]
+    best = min(lowest, key=lambda r: (r[key], r["variant"] != reference))  # a tie goes to the reference
+    why = f"the lowest {what} ({_figure(best, key)})"
+    if len(lowest) > 1 and any(r["capacity_at_least"] for r in lowest) and key == "cost_per_1m_at_capacity":
+        others = " vs ".join(f"{r['variant']} {_figure(r, key)}" for r in lowest)
+        why = f"cost cannot order {others} (a capacity floor's cost is an upper bound); the lowest bound"
+    return {"choice": best["variant"], "rule": rule, "choice_reason": f"{best['variant']}: {_qualifies(best, reference)}, {why}"}
+
+
+def _rule(rows: list[dict]) -> tuple[str, str, str]:
+    if all(r.get("cost_per_1m_at_capacity") is not None for r in rows):
+        return "cost_at_capacity", "cost_per_1m_at_capacity", "cost per 1M output tokens at capacity"
+    if all(r.get("cost_per_1m_output_tokens") is not None for r in rows):
+        return "cost", "cost_per_1m_output_tokens", "cost per 1M output tokens"
+    if all(r.get("e2e_ms_p95") is not None for r in rows):
+        return "e2e_p95", "e2e_ms_p95", "E2E p95 (no cost configured)"
+    return "order", "order", "place in the plan"
+
+
+def _cost_range(row: dict, key: str) -> tuple[float, float]:
+    value = row[key]
+    floor = key == "cost_per_1m_at_capacity" and row.get("capacity_at_least")
+    return (0.0 if floor else value), value
+
+
+def _figure(row: dict, key: str) -> str:
+    if key == "e2e_ms_p95":
+        return f"{row[key]:.4g} ms"
+    bound = "at most " if key == "cost_per_1m_at_capacity" and row.get("capacity_at_least") else ""
+    return bound + format_money(row[key])
+
+
+def _qualifies(row: dict, reference: str) -> str:
+    parity = row.get("parity")
+    if parity is None:
+        return "the reference, its gate passes"
+    delta, interval, margin = parity.get("accuracy_delta"), parity.get("accuracy_interval"), parity.get("margin")
+    accuracy = ""
+    if delta is not None:
+        accuracy = f"accuracy {delta:+.3f}"
+        if interval:
+            accuracy += f", interval [{interval[0]:+.3f}, {interval[1]:+.3f}]"
+        if margin is not None:
+            accuracy += f", margin {margin:g}"
+        accuracy = f" ({accuracy})"
+    same = f"; {parity['identical_outputs']}/{parity['shared_cases']} outputs identical" if parity.get("shared_cases") else ""
+    return f"its gate passes, quality non-inferior to {reference}{accuracy}{same}"

@@ -48,7 +48,8 @@ PREFILL_BOUND_SHARE = 0.5
 MIN_PARITY_SHARE = 0.9
 """`servers --min-parity-share`: parity must be decided on at least this share of the reference's cases."""
 _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p50", "ttft_ms_p95",
-            "tpot_ms_p50", "tpot_ms_p95", "e2e_ms_p50", "output_tokens_per_s", "cost_per_1m_output_tokens")
+            "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
+            "output_tokens_per_s", "cost_per_1m_output_tokens")
 _REFUSED = ("generation", "load", "slo")
 
 
@@ -157,4 +158,5 @@ def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins
         "shared_cases": comparison["shared_cases"], "shared_share": share, "changed_cases": comparison["changed_cases"],
         "identical_outputs": comparison["identical_outputs"], "accuracy_delta": accuracy["delta"] if accuracy else None,
         "accuracy_needed_n": accuracy.get("needed_n") if accuracy else None, "quality_verdict": verdict,
+        "rows": quality["rows"],
     }

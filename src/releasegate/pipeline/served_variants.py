@@ -1,0 +1,308 @@
+"""The served-variant plan (`variants:` in the config, run by `releasegate matrix`): each variant's server started
+(or targeted), the same suites and load run against it, every run judged again and compared with the first
+variant, and the cheapest one that qualifies chosen.
+
+Per variant, under <matrix dir>/<variant>/: a full run (records, report in every format) and `variant.json`:
+what was served (the files with their sha256, from `export.variant_files`), the server's peak memory (the
+high-water mark of its processes' resident memory), and its speculative counters (draft tokens proposed and
+accepted, read from /metrics before and after the run). The comparison is `servers`' (`compare_servers`): each
+run judged again from its records by its own rubric snapshot, runs with other generation, load or objective
+settings refused, paired quality on the shared cases with the non-inferiority margin. The choice is
+`server_ranking.choose_cheapest`.
+
+A run of a variant never reads releasegate's response cache: a started server's address is a fresh port, which a
+later server of another variant may get, and an answer cached under it would be another model's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from ..errors import TargetError
+from ..export.llamacpp import Speculative, launch_server
+from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
+from ..gate.criteria import EXIT_CODES
+from ..inputs.config import Config
+from ..inputs.rubric import Rubric
+from ..inputs.suites import Case
+from ..inputs.variant_plan import VariantPlan, VariantSpec
+from ..record.records import RunDir
+from ..run.server_scrape import acceptance, fetch_metrics, parse_prometheus, speculative_counts
+from .check import run_check
+from .server_ranking import choose_cheapest, eligible
+from .servers import compare_servers
+
+__all__ = ["run_served_variants", "served_result"]
+
+VARIANT_FILE = "variant.json"
+FILES_DIR = ".variant-files"
+"""Under the output directory: exported files, one directory per content key, reused across matrix runs."""
+_LOG = "server.log"
+
+
+def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, root: Path, console: Console,
+                        progress: bool, limit: int | None, allow_pending: bool) -> dict:
+    """Run every variant of `config.variants`, compare, choose; write variants.json and the reports in `root`."""
+    plan = config.variants
+    assert plan is not None
+    cache = config.output_dir / FILES_DIR
+    runs: dict[str, RunDir | str] = {}
+    for spec in plan.variants:
+        console.print(f"[bold]variant {spec.name}[/]: {spec.describe()}", soft_wrap=True)
+        runs[spec.name] = _run_variant(config, rubric, cases, spec, root=root, cache=cache, console=console,
+                                       progress=progress, limit=limit, allow_pending=allow_pending)
+    ref = plan.reference.name
+    if not isinstance(runs[ref], RunDir):
+        raise TargetError(f"the reference variant {ref} could not be served: {runs[ref]}; nothing can be compared "
+                          "with it")
+    result = served_result(plan, runs, root)
+    RunDir(root).write_json("variants.json", result)
+    from ..report.variants import VARIANT_FILES, render_variants  # the renderers load jinja2 only when called
+
+    for fmt, name in VARIANT_FILES.items():
+        (root / name).write_text(render_variants(result, fmt), "utf-8")
+    return result
+
+
+def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: VariantSpec, *, root: Path, cache: Path,
+                 console: Console, progress: bool, limit: int | None, allow_pending: bool) -> RunDir | str:
+    """The variant's judged run directory, or why its server could not be had (a line, for its row)."""
+    out = root / spec.name
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    try:
+        files = _files(spec, cache)
+        server = _start(spec, files, out / _LOG, config)
+    except (OSError, RuntimeError, TimeoutError, ValueError, ImportError) as exc:
+        why = f"its server could not be started: {_one_line(exc)}"
+        console.print(f"variant {spec.name}: {why}", markup=False, soft_wrap=True)
+        (out / VARIANT_FILE).write_text(json.dumps({"variant": spec.as_record(), "error": why}, indent=2), "utf-8")
+        return why
+    try:
+        base_url, model, root_url = _address(spec, server)
+        before = _counters(root_url)
+        vcfg = dataclasses.replace(config, output_dir=root, target=_served_target(config, spec, base_url, model),
+                                   cost=_cost(config, spec))
+        run, _ = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=spec.name, limit=limit,
+                           allow_pending=allow_pending, use_cache=False,
+                           target_overrides={"backend": "openai", "base_url": base_url, "model": model})
+        after = _counters(root_url)
+        peak = server.peak_memory_bytes() if server is not None else None
+    finally:
+        if server is not None:
+            server.stop()
+    record = {"variant": spec.as_record(), "files": files.manifest if files else [],
+              "model_bytes": files.model_bytes if files else None, "model_sha256": files.model_sha256 if files else None,
+              "peak_memory_bytes": peak, "speculative": acceptance(before, after) if before and after else None,
+              "served_s": time.perf_counter() - started}
+    run.write_json(VARIANT_FILE, record)
+    return run
+
+
+def _files(spec: VariantSpec, cache: Path) -> ServedFiles | None:
+    merged = spec.lora == "merged"
+    if spec.server == "llamacpp":
+        draft = spec.speculative.draft if spec.speculative and spec.speculative.kind == "draft" else None
+        return llamacpp_files(spec.base, spec.adapter, quant=spec.quant, merged=merged, gguf=spec.gguf, draft=draft,
+                              cache=cache)
+    if spec.server == "vllm":
+        assert spec.base is not None
+        return vllm_files(spec.base, spec.adapter, merged=merged, cache=cache)
+    return None
+
+
+def _start(spec: VariantSpec, files: ServedFiles | None, log: Path, config: Config):
+    """The started server (with base_url, root_url, model, stop(), peak_memory_bytes()); None for an endpoint."""
+    if files is None:
+        return None
+    context = _context(spec)
+    if spec.server == "llamacpp":
+        speculative = None
+        if spec.speculative is not None:
+            speculative = Speculative(kind=spec.speculative.kind, draft=files.draft, n_max=spec.speculative.n_max)
+        return launch_server(files.model, files.loras, speculative=speculative, n_parallel=spec.parallel,
+                             threads=spec.threads, slot_ctx=context, alias=spec.name, log_path=log)
+    from ..export.vllm import start_server
+
+    extra: tuple[str, ...] = ()
+    if spec.speculative is not None:  # vLLM's prompt lookup ("ngram"); a draft model is refused by the plan
+        extra = ("--speculative-config", json.dumps({"method": "ngram", "num_speculative_tokens": spec.speculative.n_max,
+                                                     "prompt_lookup_max": 4}))
+    loras = {f"{spec.name}-lora": files.loras[0]} if files.loras else None
+    return start_server(files.model, loras, alias=spec.name, max_num_seqs=spec.parallel, max_model_len=context,
+                        threads=spec.threads, log_path=log, extra_args=extra)
+
+
+def _context(spec: VariantSpec) -> int:
+    """Tokens of context per request slot: the model's window (its config's max_position_embeddings), at most 8192."""
+    try:
+        window = json.loads((spec.base / "config.json").read_text("utf-8")).get("max_position_embeddings") if spec.base else None
+    except (OSError, ValueError):
+        window = None
+    return min(int(window), 8192) if isinstance(window, int) and window > 0 else 4096
+
+
+def _address(spec: VariantSpec, server) -> tuple[str, str, str]:
+    """(base_url, the model name requests send, the server's root for /metrics)."""
+    if server is None:
+        assert spec.base_url is not None and spec.model is not None
+        return spec.base_url, spec.model, spec.base_url.rstrip("/").removesuffix("/v1")
+    model = server.model
+    if spec.server == "vllm" and spec.adapter is not None and spec.lora == "per_request":
+        model = f"{spec.name}-lora"  # vLLM chooses the LoRA module by the request's model name
+    return server.base_url, model, server.root_url
+
+
+def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str):
+    """The config's target pointed at the variant's server: its client settings kept when it is an endpoint
+    already, a plain chat client otherwise; llama.cpp's per-request LoRA sent as its `lora` field."""
+    t = config.target
+    extra = {k: v for k, v in t.extra_body.items() if k != "lora"} if t.backend == "openai" else {}
+    if spec.server == "llamacpp" and spec.adapter is not None and spec.lora == "per_request":
+        extra["lora"] = [{"id": 0, "scale": 1.0}]
+    fields: dict = {"backend": "openai", "base_url": base_url, "model": model, "extra_body": extra, "base": None,
+                    "adapter": None, "merge": False, "quantize": None, "draft": None, "responses": None}
+    if t.backend != "openai":
+        fields.update(mode="chat", concurrency=spec.parallel, api_key_env=None, headers={})
+    if spec.server != "endpoint":
+        fields.update(api_key_env=None, headers={})  # a started server takes no credential: none is sent to it
+    return dataclasses.replace(t, **fields)
+
+
+def _cost(config: Config, spec: VariantSpec):
+    if spec.hourly_usd is None or config.cost is None or config.cost.mode != "self_hosted":
+        return config.cost
+    return dataclasses.replace(config.cost, hourly_usd=spec.hourly_usd)
+
+
+def _counters(root_url: str) -> dict | None:
+    """The server's speculative counters now; None when its /metrics cannot be read."""
+    try:
+        return speculative_counts(parse_prometheus(fetch_metrics(root_url + "/metrics", {})))
+    except Exception:  # noqa: BLE001 - a server without /metrics has no counters; the run stands without them
+        return None
+
+
+def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path) -> dict:
+    """The comparison of the variants' runs and the choice (the report's one data structure)."""
+    ran = [name for name, run in runs.items() if isinstance(run, RunDir)]
+    comparison = compare_servers([runs[n].path for n in ran], min_parity_share=plan.min_parity_share,  # type: ignore[union-attr]
+                                 margin=plan.margin)
+    by_name = dict(zip(ran, comparison["targets"]))
+    rows = [_row(spec, runs[spec.name], by_name.get(spec.name)) for spec in plan.variants]
+    choice = choose_cheapest([r for r in rows if r["eligible"]], reference=plan.reference.name)
+    for row in rows:
+        row["chosen"] = row["variant"] == choice["choice"]
+    verdict = "PASS" if choice["choice"] else "INCONCLUSIVE"
+    slo = _slo(root, ran)
+    return {"kind": "served_variants", "reference": plan.reference.name, **choice, "verdict": verdict,
+            "exit_code": EXIT_CODES[verdict], "margin": _margin(rows, plan), "min_parity_share": plan.min_parity_share,
+            "slo": slo, "dir": str(root), "variants": rows}
+
+
+_FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p50", "ttft_ms_p95",
+            "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
+            "output_tokens_per_s", "cost_per_1m_output_tokens", "capacity_rps", "capacity_at_least",
+            "cost_per_1m_at_capacity")
+
+
+def _row(spec: VariantSpec, run: RunDir | str, target: dict | None) -> dict:
+    record = spec.as_record()
+    row: dict = {"variant": spec.name, "server": spec.server, "quant": record["quant"] or _gguf_type(run),
+                 "lora": record["lora"], "speculative": spec.speculative.kind if spec.speculative else None,
+                 "described": spec.describe()}
+    if target is None:  # the server could not be had: no run, no figures
+        return {**row, **dict.fromkeys(_FIGURES), "capacity_at_least": False, "verdict": "TARGET_ERROR",
+                "verdict_reason": str(run), "run_id": None, "run_dir": None, "model_file": None, "model_bytes": None,
+                "model_sha256": None, "peak_memory_bytes": None, "acceptance_rate": None, "draft_tokens": None,
+                "accepted_tokens": None, "parity": None, "eligible": False, "why_not": str(run), "sweep": False,
+                "comparable": None}
+    assert isinstance(run, RunDir)
+    served = _read_variant(run)
+    spec_counts = served.get("speculative") or {}
+    model_file = next((m.get("file") for m in served.get("files") or [] if m.get("role") == "model"), None)
+    parity = target.get("parity")
+    row.update({k: target.get(k) for k in _FIGURES})
+    row.update({
+        "capacity_at_least": bool(target.get("capacity_at_least")), "sweep": target.get("sweep"),
+        "verdict": target["verdict"], "verdict_reason": target.get("verdict_reason", ""), "run_id": target["run_id"],
+        "run_dir": target["run_dir"], "comparable": target.get("comparable"), "model_file": model_file,
+        "model_bytes": served.get("model_bytes"), "model_sha256": served.get("model_sha256"),
+        "peak_memory_bytes": served.get("peak_memory_bytes"),
+        "acceptance_rate": spec_counts.get("acceptance_rate") if spec.speculative else None,
+        "draft_tokens": spec_counts.get("draft_tokens") if spec.speculative else None,
+        "accepted_tokens": spec_counts.get("accepted_tokens") if spec.speculative else None,
+        "parity": _parity(parity) if parity is not None else None,
+        "latency_source": target.get("latency_source"), "unchecked": target.get("unchecked"),
+    })
+    row["eligible"] = eligible(row)
+    row["why_not"] = None if row["eligible"] else _why_not(row)
+    return row
+
+
+def _parity(parity: dict) -> dict:
+    shared = parity["shared_cases"]
+    accuracy = next((r for r in parity.get("rows", []) if r["metric"] == "accuracy"), {})
+    return {**parity, "identical_share": parity["identical_outputs"] / shared if shared else None,
+            "accuracy_interval": accuracy.get("interval"), "accuracy_p_value": accuracy.get("p_value"),
+            "margin": accuracy.get("margin")}
+
+
+def _why_not(row: dict) -> str:
+    if row["verdict"] != "PASS":
+        return f"its gate said {row['verdict']}" + (f": {row['verdict_reason']}" if row.get("verdict_reason") else "")
+    if row.get("comparable"):
+        return str(row["comparable"])
+    if row.get("sweep") and row["capacity_rps"] is None:
+        return "its capacity sweep met the objective at no rate"
+    parity = row.get("parity") or {}
+    verdict = parity.get("quality_verdict")
+    if verdict == "FAIL":
+        return "quality worse than the reference beyond the margin"
+    if parity.get("changed_cases"):
+        return f"quality not compared: {parity['changed_cases']} case(s) changed under the same id"
+    return (f"quality not shown non-inferior to the reference (decided on {parity.get('shared_cases', 0)} shared "
+            "case(s); more cases or a wider margin decide it)")
+
+
+def _read_variant(run: RunDir) -> dict:
+    try:
+        data = json.loads((run.path / VARIANT_FILE).read_text("utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _gguf_type(run: RunDir | str) -> str | None:
+    """A prebuilt GGUF's type, as its manifest entry read it."""
+    if not isinstance(run, RunDir):
+        return None
+    files = _read_variant(run).get("files") or []
+    kind = next((m.get("type") for m in files if m.get("role") == "model"), None)
+    return str(kind).lower() if kind else None
+
+
+def _margin(rows: list[dict], plan: VariantPlan) -> float | None:
+    margins = [r["parity"]["margin"] for r in rows if r.get("parity") and r["parity"].get("margin") is not None]
+    return margins[0] if margins else plan.margin
+
+
+def _slo(root: Path, ran: list[str]) -> dict | None:
+    """The latency objective the variants were swept against (one config: the same for all), from the first run."""
+    try:
+        report = json.loads((root / ran[0] / "report.json").read_text("utf-8"))
+    except (OSError, ValueError, IndexError):
+        return None
+    slo = ((report.get("capacity") or {}).get("slo")) if isinstance(report, dict) else None
+    return slo if isinstance(slo, dict) else None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
