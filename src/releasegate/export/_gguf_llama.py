@@ -13,10 +13,16 @@ from typing import Any
 
 __all__ = [
     "ExportError", "OUTTYPES", "LlamaHparams", "gguf_name", "permute_qk", "read_json", "load_state_dict",
-    "to_numpy", "cast_tensor", "tensor_order", "write_gguf",
+    "to_numpy", "cast_tensor", "encode_tensor", "file_type", "tensor_order", "write_gguf", "QUANTIZED",
 ]
 
-OUTTYPES = ("f32", "f16")
+OUTTYPES = ("f32", "f16", "q8_0", "q4_0")
+"""Every tensor type an export can write (the CLIs' --outtype choices)."""
+
+QUANTIZED = {"q8_0": "Q8_0", "q4_0": "Q4_0"}
+"""Quantized outtypes -> the gguf.GGMLQuantizationType their matrices take."""
+
+_FILE_TYPES = {"f32": "ALL_F32", "f16": "MOSTLY_F16", "q8_0": "MOSTLY_Q8_0", "q4_0": "MOSTLY_Q4_0"}
 
 # HF parameter name inside a decoder layer -> llama.cpp tensor name inside `blk.N.`
 _LAYER_NAMES = {
@@ -124,13 +130,41 @@ def write_gguf(writer, path: Path) -> Path:
 
 
 def cast_tensor(array, outtype: str):
-    """1-D tensors (norms, biases) stay f32 as llama.cpp expects; matrices take the requested type."""
+    """1-D tensors (norms, biases) stay f32 as llama.cpp expects; matrices take the requested type (f32 or f16)."""
     import numpy as np
 
     array = np.ascontiguousarray(array, dtype=np.float32)
     if array.ndim >= 2 and outtype == "f16":
         return array.astype(np.float16)
     return array
+
+
+def encode_tensor(array, outtype: str):
+    """(data, raw_dtype) for GGUFWriter.add_tensor: a tensor as `outtype` stores it, as llama.cpp's converter does.
+
+    1-D tensors (norms, biases) stay f32. Matrices take the quantized type, every one including the token
+    embedding (which is also the output projection when embeddings are tied): llama.cpp's CPU backend reads
+    Q8_0 and Q4_0 rows in get_rows and mul_mat alike. Quantization runs along each row in blocks of 32; a
+    matrix whose row length is not a multiple of that (the demo draft's ffn_down, 176 = 5.5 * 32) falls back
+    to f16, as convert_hf_to_gguf.py does. raw_dtype is None where the numpy dtype says the type (f32, f16).
+    """
+    import gguf
+    import numpy as np
+
+    if outtype not in QUANTIZED or np.ndim(array) < 2:
+        return cast_tensor(array, outtype), None
+    qtype = gguf.GGMLQuantizationType[QUANTIZED[outtype]]
+    block_size, _ = gguf.GGML_QUANT_SIZES[qtype]
+    if np.shape(array)[-1] % block_size:
+        return cast_tensor(array, "f16"), None
+    return gguf.quants.quantize(np.ascontiguousarray(array, dtype=np.float32), qtype), qtype
+
+
+def file_type(outtype: str):
+    """general.file_type of a model exported as `outtype` (a gguf.LlamaFileType)."""
+    import gguf
+
+    return gguf.LlamaFileType[_FILE_TYPES[outtype]]
 
 
 def load_state_dict(directory: Path, stem: str) -> dict[str, Any]:
