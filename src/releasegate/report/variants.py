@@ -242,7 +242,7 @@ def _junit(result: dict) -> str:
             ET.SubElement(props, "property", name=name, value=xml_text(result[name]))
     for v, row in zip(variants, variants_rows(result)):
         _variant_case(suite, v, dict(zip((key for key, *_ in COLUMNS), row)))
-    choice = ET.SubElement(suite, "testcase", classname="releasegate.variants", name="choice", time="0")
+    choice = ET.SubElement(suite, "testcase", classname="releasegate.choice", name="choice", time="0")
     if result.get("choice") is None:
         ET.SubElement(choice, "failure", message=xml_text(choice_line(result)), type="choice")
     else:
