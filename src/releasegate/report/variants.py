@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from importlib import resources
 from typing import Literal
 
 from ..redaction import redact_values
@@ -162,18 +163,18 @@ def variants_table(result: dict) -> FitTable:
 
 def render_variants(result: dict, fmt: str) -> str:
     """The result in `fmt` (one of VARIANT_FORMATS); registered secrets redacted in the data first."""
-    result = redact_values(result)
-    if fmt == "json":  # text from the variants escaped where a terminal would act on it, the same JSON value
-        return json_inert(json.dumps(result, indent=2, ensure_ascii=False, default=str)) + "\n"
-    if fmt == "csv":
-        return csv_text([[label for _, label, *_ in COLUMNS], *variants_rows(result)])
-    if fmt == "md":
-        return _markdown(result)
-    if fmt == "html":
-        return _html(result)
-    if fmt == "junit":
-        return _junit(result)
-    raise ValueError(fmt)
+    if fmt not in VARIANT_FORMATS:
+        raise ValueError(fmt)
+    return _RENDERERS[fmt](redact_values(result))
+
+
+def _json(result: dict) -> str:
+    # text from the variants escaped where a terminal would act on it: the same JSON value, safe to cat
+    return json_inert(json.dumps(result, indent=2, ensure_ascii=False, default=str)) + "\n"
+
+
+def _csv(result: dict) -> str:
+    return csv_text([[label for _, label, *_ in COLUMNS], *variants_rows(result)])
 
 
 def _note(result: dict) -> str:
@@ -202,30 +203,17 @@ def _markdown(result: dict) -> str:
 
 
 def _html(result: dict) -> str:
-    from jinja2 import Environment  # only for HTML
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined  # only for HTML
+    from markupsafe import Markup
 
-    template = Environment(autoescape=True).from_string(_PAGE)
-    return template.render(csp=CSP, choice=choice_line(result), title=_title(result), rule=_rule_line(result),
-                           columns=[label for _, label, *_ in COLUMNS], rows=variants_rows(result),
-                           note=inert(_note(result), keep=""))
-
-
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{{ csp }}">
-<title>releasegate: served variants</title>
-<style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:right}td:nth-child(-n+3),th{text-align:left}</style>
-</head><body>
-<h1>Served variants</h1>
-<p><strong>{{ choice }}</strong></p>
-<p>{{ title }}</p>
-<p>{{ rule }}</p>
-<table><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
-<tbody>{% for row in rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody></table>
-<p>{{ note }}</p>
-</body></html>
-"""
+    folder = resources.files(__package__) / "templates"
+    env = Environment(loader=FileSystemLoader(str(folder)), autoescape=True, undefined=StrictUndefined,
+                      finalize=lambda v: inert(v, keep="") if isinstance(v, str) and not isinstance(v, Markup) else v)
+    return env.get_template("variants.html.j2").render(
+        csp=CSP, css=Markup((folder / "report.css").read_text("utf-8")), reference=result["reference"],
+        dir=result.get("dir"), verdict=str(result.get("verdict") or ""), choice=choice_line(result),
+        title=_title(result), rule=_rule_line(result), rows=variants_rows(result), note=_note(result),
+        columns=[(label, justify == "right") for _, label, _, justify in COLUMNS])
 
 
 def _junit(result: dict) -> str:
@@ -260,3 +248,7 @@ def _variant_case(suite: ET.Element, v: dict, cells: dict[str, str]) -> None:
         return
     status = "chosen" if v.get("chosen") else "eligible, not chosen"
     ET.SubElement(case, "system-out").text = xml_text(f"{status}\n{details}")
+
+
+_RENDERERS = {"md": _markdown, "html": _html, "json": _json, "csv": _csv, "junit": _junit}
+assert tuple(_RENDERERS) == VARIANT_FORMATS
