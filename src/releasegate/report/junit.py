@@ -22,7 +22,7 @@ from ..text import inert
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
 from .terminal import judged_by_line, request_summary
 
-__all__ = ["render_junit"]
+__all__ = ["render_junit", "xml_text"]
 
 # characters XML 1.0 cannot carry at all; model outputs may contain them
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -43,28 +43,28 @@ def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
     }
     root = ET.Element("testsuites", {"name": "releasegate", **counts})
     whatif = " (what-if)" if report.whatif else ""
-    suite = ET.SubElement(root, "testsuite", {"name": _text(f"releasegate: {report.rubric}{whatif}"), **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": xml_text(f"releasegate: {report.rubric}{whatif}"), **counts})
     props = ET.SubElement(suite, "properties")
     for name in ("run_id", "verdict", "exit_code", "target", "rubric", "verdict_reason", "incomplete", "target_error"):
         if name in report.model_fields_set and (value := getattr(report, name)) is not None:
-            ET.SubElement(props, "property", name=name, value=_text(value))
+            ET.SubElement(props, "property", name=name, value=xml_text(value))
     _judged_by(props, report)
     if summary := request_summary(report):
-        ET.SubElement(props, "property", name="requests", value=_text(summary))
+        ET.SubElement(props, "property", name="requests", value=xml_text(summary))
     for c in criteria:
         _criterion(suite, c, latency_source_text(report))
     if review is not None:
         _review_case(suite, report, review)
     for f in failing:
-        case = ET.SubElement(suite, "testcase", classname=_text(f"releasegate.cases.{f.suite}"), name=_text(f.case_id), time="0")
-        failure = ET.SubElement(case, "failure", message=_text("; ".join(f.why)), type="case")
-        failure.text = _text(_case_text(f))
+        case = ET.SubElement(suite, "testcase", classname=xml_text(f"releasegate.cases.{f.suite}"), name=xml_text(f.case_id), time="0")
+        failure = ET.SubElement(case, "failure", message=xml_text("; ".join(f.why)), type="case")
+        failure.text = xml_text(_case_text(f))
     if report.failing_cases and not cases:
-        ET.SubElement(suite, "system-out").text = _text(_failing_text(report.failing_cases))
+        ET.SubElement(suite, "system-out").text = xml_text(_failing_text(report.failing_cases))
     listed = len(report.failing_cases)
     unlisted = (listed if report.failing_cases_total is None else report.failing_cases_total) - listed
     if unlisted > 0:  # report.json keeps the first FAILING_CASES_KEPT; say so instead of stopping silently
-        ET.SubElement(suite, "system-err").text = _text(
+        ET.SubElement(suite, "system-err").text = xml_text(
             f"{unlisted} more failing case(s) not listed: report.json keeps the first {listed}; "
             "report.csv lists every case")
     ET.indent(root)
@@ -80,19 +80,19 @@ def _judged_by(props: ET.Element, report: GateReport) -> None:
                         ("rubric_snapshot_sha256", by.snapshot_sha256), ("whatif", str(by.whatif).lower()),
                         ("judged_by", judged_by_line(report))):
         if value is not None:
-            ET.SubElement(props, "property", name=name, value=_text(value))
+            ET.SubElement(props, "property", name=name, value=xml_text(value))
 
 
 def _criterion(suite: ET.Element, c: CriterionRow, source: str = "") -> None:
-    case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=_text(c.name), time="0")
+    case = ET.SubElement(suite, "testcase", classname="releasegate.criteria", name=xml_text(c.name), time="0")
     measured_on = f", {source}" if source and is_phased(c.metric) else ""  # under what load, for latency
     if c.verdict == "fail":
         message = (f"{c.metric} = {format_metric(c.metric, c.value)}, required {format_threshold(c)} "
                    f"(n={c.n}{measured_on})")
-        failure = ET.SubElement(case, "failure", message=_text(message), type="gate")
-        failure.text = _text(_details(c) + (f"\nmeasured on: {source}" if measured_on else ""))
+        failure = ET.SubElement(case, "failure", message=xml_text(message), type="gate")
+        failure.text = xml_text(_details(c) + (f"\nmeasured on: {source}" if measured_on else ""))
     elif c.verdict == "insufficient":
-        ET.SubElement(case, "skipped", message=_text(f"insufficient: {c.reason or 'too few samples'}"))
+        ET.SubElement(case, "skipped", message=xml_text(f"insufficient: {c.reason or 'too few samples'}"))
 
 
 def _review_status(report: GateReport) -> str | None:
@@ -120,17 +120,17 @@ def _review_case(suite: ET.Element, report: GateReport, status: str) -> None:
         failed = [f"{name} {format_value(row.approval)} < {format_value(row.min_approval)} "
                   f"({row.approved} of {row.reviewed} reviewed approved)"
                   for name, row in rows.items() if row.status == "fail"]
-        ET.SubElement(case, "failure", message=_text("human approval failed: " + ", ".join(failed)), type="review")
+        ET.SubElement(case, "failure", message=xml_text("human approval failed: " + ", ".join(failed)), type="review")
         return
     missing = [f"{name} {row.reviewed}/{row.needed}" for name, row in rows.items() if row.status.startswith("pending")]
     message = "human review pending: " + ", ".join(missing)
     if status == "blocking":
-        ET.SubElement(case, "failure", message=_text(message), type="review")
+        ET.SubElement(case, "failure", message=xml_text(message), type="review")
     elif status == "allowed":
-        ET.SubElement(case, "skipped", message=_text(message + " (allowed by --allow-pending)"))
+        ET.SubElement(case, "skipped", message=xml_text(message + " (allowed by --allow-pending)"))
     elif status == "undecided":
         undecided = [f"{name} ({row.status})" for name, row in rows.items() if row.status in ("undecided", "unrepresentative")]
-        ET.SubElement(case, "skipped", message=_text("human approval not decided yet: " + ", ".join(undecided)))
+        ET.SubElement(case, "skipped", message=xml_text("human approval not decided yet: " + ", ".join(undecided)))
 
 
 def _details(c: CriterionRow) -> str:
@@ -160,5 +160,6 @@ def _failing_text(failing: list[FailingCase]) -> str:
     return "\n".join(lines)
 
 
-def _text(value) -> str:
+def xml_text(value) -> str:
+    """Any text as JUnit XML carries it: `inert`, then what XML 1.0 cannot hold at all as U+FFFD."""
     return _NOT_XML.sub("\ufffd", inert(value))
