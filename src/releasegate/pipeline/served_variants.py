@@ -61,7 +61,6 @@ def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, ro
         raise TargetError(f"the reference variant {ref} could not be served: {runs[ref]}; nothing can be compared "
                           "with it")
     result = served_result(plan, runs, root)
-    RunDir(root).write_json("variants.json", result)
     from ..report.variants import VARIANT_FILES, render_variants  # the renderers load jinja2 only when called
 
     for fmt, name in VARIANT_FILES.items():

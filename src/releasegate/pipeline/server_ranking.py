@@ -94,7 +94,7 @@ def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
     rule, key, what = _rule(chosen)
     if key == "order":
         return {"choice": chosen[0]["variant"], "rule": rule,
-                "choice_reason": f"{chosen[0]['variant']}: {_qualifies(chosen[0], reference)}, the first in the plan "
+                "choice_reason": f"{_qualifies(chosen[0], reference)}, the first in the plan "
                                  "(no cost or latency was measured to order them)"}
     lowest = [r for r in chosen if not any(_cost_range(u, key)[1] < _cost_range(r, key)[0] for u in chosen)]
     best = min(lowest, key=lambda r: (r[key], r["variant"] != reference))  # a tie goes to the reference
@@ -102,7 +102,7 @@ def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
     if len(lowest) > 1 and any(r["capacity_at_least"] for r in lowest) and key == "cost_per_1m_at_capacity":
         others = " vs ".join(f"{r['variant']} {_figure(r, key)}" for r in lowest)
         why = f"cost cannot order {others} (a capacity floor's cost is an upper bound); the lowest bound"
-    return {"choice": best["variant"], "rule": rule, "choice_reason": f"{best['variant']}: {_qualifies(best, reference)}, {why}"}
+    return {"choice": best["variant"], "rule": rule, "choice_reason": f"{_qualifies(best, reference)}, {why}"}
 
 
 def _rule(rows: list[dict]) -> tuple[str, str, str]:

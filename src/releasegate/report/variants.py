@@ -24,10 +24,13 @@ from .junit import xml_text
 from .markdown import md_label
 from .terminal import Col, FitTable
 
-__all__ = ["VARIANT_FORMATS", "COLUMNS", "variants_rows", "variants_table", "choice_line", "served_as",
+__all__ = ["VARIANT_FORMATS", "VARIANT_FILES", "COLUMNS", "variants_rows", "variants_table", "choice_line", "served_as",
            "render_variants"]
 
 VARIANT_FORMATS = ("md", "html", "json", "csv", "junit")
+VARIANT_FILES = {"json": "variants.json", "md": "variants.md", "html": "variants.html", "csv": "variants.csv",
+                 "junit": "variants.junit.xml"}
+"""The file each format is written to in the matrix directory (variants.json: the result itself, redacted)."""
 """What `render_variants` renders."""
 
 _Justify = Literal["left", "right"]

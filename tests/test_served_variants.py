@@ -1,0 +1,149 @@
+"""The served-variant plan on real llama.cpp servers: the demo (good adapter merged) served at f16, q8_0 and q4_0,
+with the adapter per request, and with the demo draft model speculating, each in a child process, run on the
+same cases and load by `releasegate matrix`, compared with f16 and a variant chosen."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import llamacpp
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = 24
+
+
+def plan_config(tmp: Path, variants: str, *, load: bool = True) -> Path:
+    text = (ROOT / "examples" / "variants.yaml").read_text()
+    text = text.replace("../", f"{ROOT}/").replace(f"dir: {ROOT}/reports", f"dir: {tmp / 'reports'}")
+    head, _, _ = text.partition("\nvariants:\n")
+    if not load:
+        head = head.replace("load:\n  concurrency: 4\n  requests: 64\n  warmup: 4\n", "")
+    else:
+        head = head.replace("requests: 64", "requests: 16")
+    config = tmp / "variants.yaml"
+    config.write_text(head + "\nvariants:\n" + variants + "variant_choice: {margin: 0.2, min_parity_share: 0.5}\n"
+                      + f"output:\n  dir: {tmp / 'reports'}\n")
+    return config
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """`releasegate matrix --json` over five variants: (exit code, result, its directory)."""
+    pytest.importorskip("xllamacpp")
+    assert llamacpp.demo_available()
+    from releasegate.cli.app import main
+
+    tmp = tmp_path_factory.mktemp("variants")
+    config = plan_config(tmp, "  - {name: f16, server: llamacpp, quant: f16}\n"
+                              "  - {name: q8_0, server: llamacpp, quant: q8_0}\n"
+                              "  - {name: q4_0, server: llamacpp, quant: q4_0}\n"
+                              "  - {name: lora, server: llamacpp, quant: f16, lora: per_request}\n"
+                              "  - {name: draft, server: llamacpp, quant: f16, speculative: "
+                              f"{{draft: {ROOT}/models/demo/draft, n_max: 4}}}}\n")
+    out = tmp / "stdout.json"
+    import contextlib
+
+    with out.open("w") as f, contextlib.redirect_stdout(f):
+        code = main(["matrix", "-c", str(config), "--limit", str(CASES), "--allow-pending", "--json",
+                     "--run-id", "plan", "--no-progress"])
+    result = json.loads(out.read_text())
+    return code, result, Path(result["dir"])
+
+
+def rows(result) -> dict[str, dict]:
+    return {r["variant"]: r for r in result["variants"]}
+
+
+def test_every_variant_ran_the_same_cases_and_is_compared_with_f16(served):
+    code, result, root = served
+    by = rows(result)
+    assert list(by) == ["f16", "q8_0", "q4_0", "lora", "draft"] and result["reference"] == "f16"
+    assert by["f16"]["parity"] is None
+    for name in ("q8_0", "q4_0", "lora", "draft"):
+        parity = by[name]["parity"]
+        assert parity["shared_cases"] == CASES and parity["shared_share"] == 1.0
+        assert parity["quality_verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
+        assert 0 <= parity["identical_outputs"] <= CASES and parity["identical_share"] == parity["identical_outputs"] / CASES
+        assert parity["rows"] and {r["metric"] for r in parity["rows"]} >= {"accuracy"}
+    for row in by.values():
+        assert row["verdict"] in ("PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE")
+        assert row["ttft_ms_p50"] > 0 and row["tpot_ms_p95"] > 0 and row["e2e_ms_p99"] >= row["e2e_ms_p50"] > 0
+        assert row["peak_memory_bytes"] > 10 * 2**20  # a child process's high-water mark, not this process's
+
+
+def test_speculative_greedy_outputs_are_identical_and_its_acceptance_is_read_from_the_server(served):
+    _, result, _ = served
+    draft = rows(result)["draft"]
+    assert draft["parity"]["identical_outputs"] == CASES  # greedy: speculation may change speed, never text
+    assert draft["draft_tokens"] > 0 and 0 < draft["accepted_tokens"] <= draft["draft_tokens"]
+    assert draft["acceptance_rate"] == pytest.approx(draft["accepted_tokens"] / draft["draft_tokens"])
+    assert all(rows(result)[n]["acceptance_rate"] is None for n in ("f16", "q8_0", "q4_0", "lora"))
+
+
+def test_each_variant_names_the_bytes_it_served(served):
+    _, result, _ = served
+    by = rows(result)
+    for name in ("f16", "q8_0", "q4_0"):
+        row = by[name]
+        path = Path(row["model_file"])
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == row["model_sha256"]
+        assert row["model_bytes"] == path.stat().st_size
+    assert by["f16"]["model_bytes"] > by["q8_0"]["model_bytes"] > by["q4_0"]["model_bytes"]
+    assert by["lora"]["model_bytes"] > by["f16"]["model_bytes"]  # the base plus its LoRA file
+    assert [by[n]["quant"] for n in ("f16", "q8_0", "q4_0")] == ["f16", "q8_0", "q4_0"]
+
+
+def test_the_choice_is_the_cheapest_qualifying_variant_and_the_exit_code_says_so(served):
+    code, result, _ = served
+    eligible = [r for r in result["variants"] if r["eligible"]]
+    for row in result["variants"]:
+        assert row["eligible"] == (row["verdict"] == "PASS" and (row["parity"] is None
+                                                                or row["parity"]["quality_verdict"] == "PASS"))
+        assert (row["why_not"] is None) == row["eligible"]
+    if not eligible:
+        assert result["choice"] is None and code == 3
+        return
+    assert code == 0 and result["verdict"] == "PASS"
+    chosen = rows(result)[result["choice"]]
+    assert chosen["eligible"] and chosen["chosen"] and sum(r["chosen"] for r in result["variants"]) == 1
+    key = {"cost_at_capacity": "cost_per_1m_at_capacity", "cost": "cost_per_1m_output_tokens", "e2e_p95": "e2e_ms_p95"}[result["rule"]]
+    assert chosen[key] == min(r[key] for r in eligible)
+    assert "its gate passes" in result["choice_reason"]
+
+
+def test_the_report_is_written_in_every_format(served):
+    _, result, root = served
+    assert json.loads((root / "variants.json").read_text())["choice"] == result["choice"]
+    names = [r["variant"] for r in result["variants"]]
+    table = list(csv.reader(io.StringIO((root / "variants.csv").read_text())))
+    assert len(table) == 1 + len(names) and [row[0] for row in table[1:]] == names
+    suite = ET.fromstring((root / "variants.junit.xml").read_text())
+    assert len(suite.iter("testcase").__next__().attrib) and sum(1 for _ in suite.iter("testcase")) >= len(names)
+    for name in ("variants.md", "variants.html"):
+        text = (root / name).read_text()
+        assert all(n in text for n in names) and (result["choice"] or "no variant qualifies") in text
+    for name in names:  # each variant is a full run of its own, with its own reports
+        assert (root / name / "report.json").is_file() and (root / name / "variant.json").is_file()
+
+
+def test_a_second_plan_reuses_the_exported_files(served, tmp_path):
+    """The same sources give the same key: no export, the same bytes (sha256 in the manifest)."""
+    _, result, root = served
+    from releasegate.export.variant_files import llamacpp_files
+    from releasegate.inputs.config import load_config
+
+    config = load_config(root.parent.parent / "variants.yaml")
+    spec = config.variants.variants[1]
+    files = llamacpp_files(spec.base, spec.adapter, quant="q8_0", merged=True, gguf=None, draft=None,
+                           cache=config.output_dir / ".variant-files")
+    assert files.model_sha256 == rows(result)["q8_0"]["model_sha256"]
+    assert str(files.model) == rows(result)["q8_0"]["model_file"]
