@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "run_cli"]
+__all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "existing_file", "run_cli"]
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "demo"
 """The demo model of a checkout (an editable install: the package lives in its src/); a wheel does not hold it."""
@@ -27,6 +27,14 @@ def existing_dir(text: str) -> Path:
     path = Path(text)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: no such directory")
+    return path
+
+
+def existing_file(text: str) -> Path:
+    """An argparse type: a file that exists (a missing one is a usage error, one line, exit 2)."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
     return path
 
 

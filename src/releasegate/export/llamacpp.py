@@ -37,10 +37,11 @@ from typing import Any
 
 from ..errors import InputError
 from ..extras import require
-from ._serve import demo_path, existing_dir, run_cli, serve_until_interrupted
+from ._serve import demo_path, existing_dir, existing_file, run_cli, serve_until_interrupted
 from .gguf import NEEDS, export_lora, export_model
 
-__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter"]
+__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter", "Speculative",
+           "SPECULATIVE_KINDS"]
 
 SLOT_CTX = 256  # the demo model's max_position_embeddings
 HTTP_THREADS = 300
@@ -89,6 +90,82 @@ def merge_adapter(base: Path, adapter: Path, out_dir: Path) -> Path:
     return out_dir
 
 
+SPECULATIVE_KINDS = ("draft", "ngram")
+NGRAM_MATCH = 3
+"""Tokens the n-gram kind matches against the text so far (llama.cpp's ngram-simple size_n; its default, 12,
+drafted nothing on the demo's short answers; 3 drafted on answers that repeat their prompt, 2 drafted
+tokens that were rejected on the plain demo cases)."""
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding for a llama.cpp server: greedy answers stay those of the target alone, only faster
+    (or slower) to come.
+
+    kind "draft": a small model with the target's vocabulary (`draft`, a GGUF file) proposes up to n_max tokens
+    a step, each kept while its probability is at least p_min, and drafts under n_min tokens are dropped.
+    kind "ngram": no second model; the tokens that followed the last matching n-gram of the prompt and answer so
+    far are proposed (llama.cpp's ngram-simple, prompt lookup), up to n_max; n_min and p_min are not its.
+    """
+
+    kind: str = "draft"
+    draft: Path | None = None
+    n_max: int = 4
+    n_min: int = 0
+    p_min: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in SPECULATIVE_KINDS:
+            raise ValueError(f"speculative kind must be one of {SPECULATIVE_KINDS}, not {self.kind!r}")
+        if self.kind == "draft" and self.draft is None:
+            raise ValueError("speculative kind 'draft' needs a draft model file (a GGUF with the target's vocabulary)")
+        if self.kind == "ngram" and (self.draft is not None or self.n_min or self.p_min):
+            raise ValueError("speculative kind 'ngram' takes no draft model, n_min or p_min (they are a draft "
+                             "model's); use kind 'draft' to serve one")
+        if not 1 <= self.n_max or not 0 <= self.n_min <= self.n_max:
+            raise ValueError(f"speculative drafts need 1 <= n_max and 0 <= n_min <= n_max, not n_max={self.n_max}, "
+                             f"n_min={self.n_min}")
+        if not 0.0 <= self.p_min <= 1.0:
+            raise ValueError(f"speculative p_min is a probability in [0, 1], not {self.p_min}")
+
+
+def _apply_speculative(params: Any, spec: Speculative, *, threads: int, exact_attention: bool) -> None:
+    """Set llama.cpp's speculative parameters; the draft model computes like the target (threads, K/V types)."""
+    import xllamacpp as xlc
+
+    kinds = xlc.common_speculative_type
+    sp = params.speculative
+    if spec.kind == "ngram":
+        sp.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+        sp.ngram_simple.size_n = NGRAM_MATCH
+        sp.ngram_simple.size_m = spec.n_max  # ngram-simple's draft length; it ignores draft.n_max
+        return
+    if not Path(spec.draft or "").is_file():
+        raise FileNotFoundError(f"{spec.draft}: no such draft model file")
+    sp.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+    sp.draft.mparams.path = str(spec.draft)
+    sp.draft.n_max, sp.draft.n_min, sp.draft.p_min = spec.n_max, spec.n_min, spec.p_min
+    sp.draft.cpuparams.n_threads = threads
+    sp.draft.cpuparams_batch.n_threads = threads
+    if exact_attention:
+        sp.draft.cache_type_k = xlc.ggml_type.GGML_TYPE_F32
+        sp.draft.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
+
+
+def _check_speculating(root_url: str, spec: Speculative) -> None:
+    """Raise RuntimeError unless every slot speculates: llama.cpp logs a draft it cannot use (another
+    vocabulary, say) and serves on without speculation, which would measure the plain server under the
+    speculative variant's name."""
+    status, body = _get(root_url + "/slots", timeout=10)
+    slots = json.loads(body) if status == 200 else None
+    if not isinstance(slots, list) or not slots or not all(isinstance(s, dict) for s in slots):
+        raise RuntimeError(f"llama.cpp at {root_url}: /slots answered HTTP {status}, not the slots' state")
+    if not all(slot.get("speculative") is True for slot in slots):
+        what = f"the draft {spec.draft}" if spec.kind == "draft" else "n-gram lookup"
+        raise RuntimeError(f"llama.cpp serves without speculative decoding with {what} (its log says why; a draft "
+                           f"model must have the target's vocabulary)")
+
+
 @dataclass
 class LlamaCppServer:
     """A running in-process llama.cpp server. `base_url` is the OpenAI-compatible root (ends in /v1)."""
@@ -120,11 +197,15 @@ def start_server(
     verbosity: int = 2,
     exact_attention: bool = True,
     embeddings: bool = False,
+    speculative: Speculative | None = None,
 ) -> LlamaCppServer:
     """Start llama.cpp's server on 127.0.0.1 and a free port; returns once /health answers ok.
 
     verbosity: llama.cpp log threshold (1 errors, 2 + warnings, 3 + per-request info), written to stderr.
     embeddings: also serve /v1/embeddings (llama.cpp's --embeddings), mean-pooled; completions still answer.
+    speculative: decode with a draft model or n-gram lookup (`Speculative`); /metrics then counts the drafted
+    and accepted tokens (llamacpp:spec_decode_*) and each answer's "timings" has draft_n, draft_n_accepted.
+    A draft llama.cpp will not use (another vocabulary) is a RuntimeError, not a server that does not speculate.
     """
     import xllamacpp as xlc
 
@@ -154,12 +235,16 @@ def start_server(
     if embeddings:
         params.embedding = True
         params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    if speculative is not None:
+        _apply_speculative(params, speculative, threads=threads, exact_attention=exact_attention)
     params.verbosity = verbosity
     start = time.perf_counter()
     server = xlc.Server(params)
     root = server.listening_address.rstrip("/")
     try:
         wait_healthy(root)
+        if speculative is not None:
+            _check_speculating(root, speculative)
     except BaseException:
         del server
         raise
@@ -196,40 +281,130 @@ def _get(url: str, timeout: float = 5) -> tuple[int, str]:
 
 def main(argv: list[str] | None = None) -> None:
     """Export a model and its peft adapters to GGUF, then serve them with llama.cpp on 127.0.0.1 until Ctrl-C
-    (default: the demo model with its good adapter). Requests pick an adapter's strength per request with
-    "lora": [{"id": 0, "scale": 1.0}] (ids in --adapter order)."""
-    base, good = demo_path("base"), demo_path("adapters/good")
+    (default: the demo model with its good adapter), or serve prebuilt GGUF files (--gguf). Requests pick an
+    adapter's strength per request with "lora": [{"id": 0, "scale": 1.0}] (ids in --adapter order)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    speculating = _check_args(parser, args)
+    exporting = args.gguf is None or args.draft is not None
+    try:
+        require("serving with llama.cpp", "xllamacpp", *(NEEDS if exporting else ()),
+                *(("transformers", "peft") if args.merge else ()))
+    except InputError as exc:  # a missing extra: one line, exit 2, as the releasegate command says it
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    model, loras = _model_files(args)
+    speculative = _speculative(args) if speculating else None
+    server = start_server(model, loras, alias=args.alias, port=args.port, n_parallel=args.parallel,
+                          slot_ctx=args.slot_ctx, threads=args.threads, http_threads=args.http_threads,
+                          speculative=speculative)
+    spec = f"  speculative={speculative.kind}" if speculative else ""
+    serve_until_interrupted(server, f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  "
+                                    f"model={server.model}{spec}  Ctrl-C stops")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .gguf import OUTTYPES
+
+    base = demo_path("base")
     parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
-    parser.add_argument("--base", type=existing_dir, default=base, required=base is None, metavar="DIR",
-                        help="the Hugging Face model directory to export (default: the demo model of the checkout "
-                             "releasegate was installed from, %(default)s; required where there is none)")
+    parser.add_argument("--base", type=existing_dir, default=None, metavar="DIR",
+                        help=f"the Hugging Face model directory to export (default: the demo model of the checkout "
+                             f"releasegate was installed from, {base}; required where there is none)")
     parser.add_argument("--adapter", type=existing_dir, action="append", default=None, metavar="DIR",
                         help="a peft adapter directory, served as LoRA; repeatable, the first is id 0 (default: "
                              "the demo's good adapter, with the demo base)")
+    parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
+    parser.add_argument("--gguf", type=existing_file, default=None, metavar="FILE",
+                        help="serve this prebuilt GGUF model file (nothing is exported; not with --base, --adapter "
+                             "or --merge)")
+    parser.add_argument("--lora-gguf", type=existing_file, action="append", default=[], metavar="FILE",
+                        help="a prebuilt GGUF LoRA file for --gguf; repeatable, the first is id 0")
+    parser.add_argument("--quant", choices=OUTTYPES, default="f32",
+                        help="the type exported weights are written in (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=Path("build/gguf"), metavar="DIR",
                         help="where the GGUF files are written (default: %(default)s in the working directory)")
+    _speculative_arguments(parser)
+    _server_arguments(parser)
+    return parser
+
+
+def _speculative_arguments(parser: argparse.ArgumentParser) -> None:
+    drafts = parser.add_mutually_exclusive_group()
+    drafts.add_argument("--draft", type=existing_dir, default=None, metavar="DIR",
+                        help="a Hugging Face draft model directory (the target's vocabulary), exported with "
+                             "--quant and used for speculative decoding")
+    drafts.add_argument("--draft-gguf", type=existing_file, default=None, metavar="FILE",
+                        help="a prebuilt GGUF draft model for speculative decoding")
+    parser.add_argument("--speculative", choices=SPECULATIVE_KINDS, default=None,
+                        help="speculative decoding: with a draft model, or n-gram lookup in the text so far "
+                             "(default: draft when --draft or --draft-gguf is given, else none)")
+    parser.add_argument("--draft-max", type=int, default=None, metavar="N",
+                        help=f"most tokens drafted a step (default: {Speculative.n_max})")
+    parser.add_argument("--draft-min", type=int, default=None, metavar="N",
+                        help=f"a draft model's drafts under N tokens are dropped (default: {Speculative.n_min})")
+    parser.add_argument("--draft-p-min", type=float, default=None, metavar="P",
+                        help=f"a draft model's tokens are drafted while their probability is at least P "
+                             f"(default: {Speculative.p_min})")
+
+
+def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--alias", default="demo", metavar="NAME",
+                        help="the model name /v1/models reports and requests send (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1, 0 for any free one "
                                                                "(default: %(default)s)")
     parser.add_argument("--parallel", type=int, default=4, metavar="N",
                         help="requests decoded at once, llama.cpp's slots (default: %(default)s)")
+    parser.add_argument("--slot-ctx", type=int, default=SLOT_CTX, metavar="N",
+                        help="tokens of context each slot holds (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1, metavar="N",
                         help="CPU threads for decoding (default: %(default)s)")
     parser.add_argument("--http-threads", type=int, default=HTTP_THREADS, metavar="N",
                         help="HTTP threads, one per client connection (default: %(default)s)")
-    parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
-    args = parser.parse_args(argv)
-    try:
-        require("serving with llama.cpp", "xllamacpp", *NEEDS, *(("transformers", "peft") if args.merge else ()))
-    except InputError as exc:  # a missing extra: one line, exit 2, as the releasegate command says it
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+
+
+def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
+    """Usage errors before anything is exported; True when the server is to speculate."""
+    if args.gguf is not None and (args.base is not None or args.adapter is not None or args.merge):
+        parser.error("--gguf serves a prebuilt file: --base, --adapter and --merge export one")
+    if args.gguf is None and args.lora_gguf:
+        parser.error("--lora-gguf goes with --gguf (with --base, --adapter exports the LoRA)")
+    if args.gguf is None and args.base is None and demo_path("base") is None:
+        parser.error("--base or --gguf is required: this installation has no demo model")
+    drafted = args.draft is not None or args.draft_gguf is not None
+    if args.speculative == "draft" and not drafted:
+        parser.error("--speculative draft needs --draft DIR or --draft-gguf FILE")
+    if args.speculative == "ngram" and drafted:
+        parser.error("--speculative ngram takes no draft model (drop --draft / --draft-gguf)")
+    speculating = drafted or args.speculative is not None
+    tuned = [name for name in ("draft_max", "draft_min", "draft_p_min") if getattr(args, name) is not None]
+    if tuned and not speculating:
+        parser.error(f"--{tuned[0].replace('_', '-')} needs --speculative, --draft or --draft-gguf")
+    return speculating
+
+
+def _model_files(args: argparse.Namespace) -> tuple[Path, list[Path]]:
+    """The model and LoRA files to serve: prebuilt (--gguf), else exported to --out."""
+    if args.gguf is not None:
+        return args.gguf, list(args.lora_gguf)
+    base = args.base or demo_path("base")
+    assert base is not None  # _check_args refused neither --base nor --gguf without a demo model
     adapters = args.adapter
     if adapters is None:
-        adapters = [good] if good is not None and args.base == base else []
-    model, loras = export_for_serving(args.base, adapters, args.out, merge=args.merge)
-    server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads,
-                          http_threads=args.http_threads)
-    serve_until_interrupted(server, f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops")
+        good = demo_path("adapters/good")
+        adapters = [good] if good is not None and args.base is None else []
+    return export_for_serving(base, adapters, args.out, outtype=args.quant, merge=args.merge)
+
+
+def _speculative(args: argparse.Namespace) -> Speculative:
+    """The speculative settings the arguments name; an HF draft directory is exported to --out first."""
+    draft = args.draft_gguf
+    if args.draft is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        draft = export_model(args.draft, args.out / f"draft-{args.draft.name}.gguf", outtype=args.quant)
+    tuned = {field: value for field, value in (("n_max", args.draft_max), ("n_min", args.draft_min),
+                                               ("p_min", args.draft_p_min)) if value is not None}
+    return Speculative(kind=args.speculative or "draft", draft=draft, **tuned)
 
 
 PROG = "python -m releasegate.export.llamacpp"
