@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
+import subprocess
 import sys
 import time
 import urllib.error
@@ -37,11 +40,21 @@ from typing import Any
 
 from ..errors import InputError
 from ..extras import require
-from ._serve import demo_path, existing_dir, existing_file, run_cli, serve_until_interrupted
+from ._serve import (
+    ServerProcess,
+    demo_path,
+    existing_dir,
+    existing_file,
+    health_ok,
+    run_cli,
+    serve_until_interrupted,
+    stop_group,
+    wait_for_child,
+)
 from .gguf import NEEDS, export_lora, export_model
 
 __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter", "Speculative",
-           "SPECULATIVE_KINDS"]
+           "SPECULATIVE_KINDS", "ServerProcess", "launch_server"]
 
 SLOT_CTX = 256  # the demo model's max_position_embeddings
 HTTP_THREADS = 300
@@ -255,6 +268,77 @@ def start_server(
     )
 
 
+def launch_server(
+    model_path: Path,
+    lora_paths: list[Path] | tuple[Path, ...] = (),
+    *,
+    speculative: Speculative | None = None,
+    n_parallel: int = 4,
+    threads: int = 1,
+    slot_ctx: int = SLOT_CTX,
+    alias: str = "demo",
+    log_path: Path,
+    timeout: float = 120,
+) -> ServerProcess:
+    """`start_server` in a child process of its own (`python -m releasegate.export.llamacpp --gguf ...`), so that
+    its memory is its own to measure (`peak_memory_bytes()`) and stopping it frees everything; returns once it
+    has printed its address and /health answers. Its output goes to log_path. Raises RuntimeError with the end
+    of that log when the child exits first or is not serving within `timeout` seconds."""
+    command = [sys.executable, "-m", MODULE, *_child_arguments(model_path, lora_paths, speculative),
+               "--port", "0", "--parallel", str(n_parallel), "--threads", str(threads), "--slot-ctx", str(slot_ctx),
+               "--alias", alias]
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=_child_environment(), start_new_session=True)
+    found: list[str] = []
+    try:
+        wait_for_child(lambda: _serving(log_path, found), process, log_path, timeout=timeout,
+                       what=f"llama.cpp server (pid {process.pid})")
+    except BaseException:
+        stop_group(process, 10.0)
+        raise
+    return ServerProcess(base_url=found[0] + "/v1", root_url=found[0], model=alias, pid=process.pid,
+                         log_path=log_path, start_seconds=time.perf_counter() - start, _process=process)
+
+
+_SERVING = re.compile(r"^serving .* at (http://127\.0\.0\.1:\d+)/v1\s", re.MULTILINE)
+
+
+def _serving(log_path: Path, found: list[str]) -> bool:
+    """Whether the child has printed its address (kept in `found`) and that address answers /health."""
+    if not found:
+        match = _SERVING.search(log_path.read_text(encoding="utf-8", errors="replace"))
+        if match is None:
+            return False
+        found.append(match.group(1))
+    return health_ok(found[0])
+
+
+def _child_arguments(model_path: Path, lora_paths: list[Path] | tuple[Path, ...],
+                     speculative: Speculative | None) -> list[str]:
+    """The CLI arguments that serve these files, as `start_server` would."""
+    args = ["--gguf", str(Path(model_path).resolve())]
+    for lora in lora_paths:
+        args += ["--lora-gguf", str(Path(lora).resolve())]
+    if speculative is not None:
+        args += ["--speculative", speculative.kind, "--draft-max", str(speculative.n_max)]
+        if speculative.draft is not None:
+            args += ["--draft-gguf", str(Path(speculative.draft).resolve()), "--draft-min", str(speculative.n_min),
+                     "--draft-p-min", repr(speculative.p_min)]
+    return args
+
+
+def _child_environment() -> dict[str, str]:
+    """This environment, with this releasegate first on the child's path: the child serves with the code that
+    launched it, not another installation the interpreter would find first."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+
+
 def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -407,7 +491,8 @@ def _speculative(args: argparse.Namespace) -> Speculative:
     return Speculative(kind=args.speculative or "draft", draft=draft, **tuned)
 
 
-PROG = "python -m releasegate.export.llamacpp"
+MODULE = "releasegate.export.llamacpp"
+PROG = f"python -m {MODULE}"
 
 if __name__ == "__main__":
     run_cli(PROG, main)
