@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "existing_file", "run_cli", "ServerProcess",
-           "stop_group", "log_tail", "wait_for_child", "health_ok"]
+           "stop_group", "log_tail", "wait_for_child", "health_ok", "http_get", "child_environment"]
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "demo"
 """The demo model of a checkout (an editable install: the package lives in its src/); a wheel does not hold it."""
@@ -163,3 +163,20 @@ def stop_group(process: subprocess.Popen, grace: float = 30.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
+    """GET a loopback URL: the status and the body, an HTTP error's too."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+
+
+def child_environment() -> dict[str, str]:
+    """This environment, with this releasegate first on the child's path: the child serves with the code that
+    launched it, not another installation the interpreter would find first."""
+    package_root = str(Path(__file__).resolve().parents[2])  # the directory holding releasegate/
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}

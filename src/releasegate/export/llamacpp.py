@@ -20,38 +20,49 @@ Used by the tests and by `python -m releasegate.export.llamacpp` to serve the de
     del server                         # ~Server terminates the loop and joins the thread
 
 Requests choose the adapter strength per request: `"lora": [{"id": 0, "scale": 0.0}]` is the base model.
+
+`start_server(..., speculative=Speculative("draft", draft_gguf))` decodes speculatively (`_llamacpp_spec`).
+`launch_server` runs the same server in a child process (`--gguf FILE --port 0`) whose peak memory is its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..extras import require
+from ._llamacpp_spec import (
+    SPECULATIVE_KINDS,
+    Speculative,
+    add_speculative_arguments,
+    apply_speculative,
+    check_speculating,
+    check_speculative_arguments,
+    speculative_from_arguments,
+)
 from ._serve import (
     ServerProcess,
+    child_environment,
     demo_path,
     existing_dir,
     existing_file,
     health_ok,
+    http_get,
     run_cli,
     serve_until_interrupted,
     stop_group,
     wait_for_child,
 )
-from .gguf import NEEDS, export_lora, export_model
+from .gguf import NEEDS, OUTTYPES, export_lora, export_model
 
 __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter", "Speculative",
            "SPECULATIVE_KINDS", "ServerProcess", "launch_server"]
@@ -101,82 +112,6 @@ def merge_adapter(base: Path, adapter: Path, out_dir: Path) -> Path:
         if (Path(base) / name).is_file():
             shutil.copyfile(Path(base) / name, out_dir / name)
     return out_dir
-
-
-SPECULATIVE_KINDS = ("draft", "ngram")
-NGRAM_MATCH = 3
-"""Tokens the n-gram kind matches against the text so far (llama.cpp's ngram-simple size_n; its default, 12,
-drafted nothing on the demo's short answers; 3 drafted on answers that repeat their prompt, 2 drafted
-tokens that were rejected on the plain demo cases)."""
-
-
-@dataclass(frozen=True)
-class Speculative:
-    """Speculative decoding for a llama.cpp server: greedy answers stay those of the target alone, only faster
-    (or slower) to come.
-
-    kind "draft": a small model with the target's vocabulary (`draft`, a GGUF file) proposes up to n_max tokens
-    a step, each kept while its probability is at least p_min, and drafts under n_min tokens are dropped.
-    kind "ngram": no second model; the tokens that followed the last matching n-gram of the prompt and answer so
-    far are proposed (llama.cpp's ngram-simple, prompt lookup), up to n_max; n_min and p_min are not its.
-    """
-
-    kind: str = "draft"
-    draft: Path | None = None
-    n_max: int = 4
-    n_min: int = 0
-    p_min: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.kind not in SPECULATIVE_KINDS:
-            raise ValueError(f"speculative kind must be one of {SPECULATIVE_KINDS}, not {self.kind!r}")
-        if self.kind == "draft" and self.draft is None:
-            raise ValueError("speculative kind 'draft' needs a draft model file (a GGUF with the target's vocabulary)")
-        if self.kind == "ngram" and (self.draft is not None or self.n_min or self.p_min):
-            raise ValueError("speculative kind 'ngram' takes no draft model, n_min or p_min (they are a draft "
-                             "model's); use kind 'draft' to serve one")
-        if not 1 <= self.n_max or not 0 <= self.n_min <= self.n_max:
-            raise ValueError(f"speculative drafts need 1 <= n_max and 0 <= n_min <= n_max, not n_max={self.n_max}, "
-                             f"n_min={self.n_min}")
-        if not 0.0 <= self.p_min <= 1.0:
-            raise ValueError(f"speculative p_min is a probability in [0, 1], not {self.p_min}")
-
-
-def _apply_speculative(params: Any, spec: Speculative, *, threads: int, exact_attention: bool) -> None:
-    """Set llama.cpp's speculative parameters; the draft model computes like the target (threads, K/V types)."""
-    import xllamacpp as xlc
-
-    kinds = xlc.common_speculative_type
-    sp = params.speculative
-    if spec.kind == "ngram":
-        sp.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
-        sp.ngram_simple.size_n = NGRAM_MATCH
-        sp.ngram_simple.size_m = spec.n_max  # ngram-simple's draft length; it ignores draft.n_max
-        return
-    if not Path(spec.draft or "").is_file():
-        raise FileNotFoundError(f"{spec.draft}: no such draft model file")
-    sp.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
-    sp.draft.mparams.path = str(spec.draft)
-    sp.draft.n_max, sp.draft.n_min, sp.draft.p_min = spec.n_max, spec.n_min, spec.p_min
-    sp.draft.cpuparams.n_threads = threads
-    sp.draft.cpuparams_batch.n_threads = threads
-    if exact_attention:
-        sp.draft.cache_type_k = xlc.ggml_type.GGML_TYPE_F32
-        sp.draft.cache_type_v = xlc.ggml_type.GGML_TYPE_F32
-
-
-def _check_speculating(root_url: str, spec: Speculative) -> None:
-    """Raise RuntimeError unless every slot speculates: llama.cpp logs a draft it cannot use (another
-    vocabulary, say) and serves on without speculation, which would measure the plain server under the
-    speculative variant's name."""
-    status, body = _get(root_url + "/slots", timeout=10)
-    slots = json.loads(body) if status == 200 else None
-    if not isinstance(slots, list) or not slots or not all(isinstance(s, dict) for s in slots):
-        raise RuntimeError(f"llama.cpp at {root_url}: /slots answered HTTP {status}, not the slots' state")
-    if not all(slot.get("speculative") is True for slot in slots):
-        what = f"the draft {spec.draft}" if spec.kind == "draft" else "n-gram lookup"
-        raise RuntimeError(f"llama.cpp serves without speculative decoding with {what} (its log says why; a draft "
-                           f"model must have the target's vocabulary)")
 
 
 @dataclass
@@ -249,7 +184,7 @@ def start_server(
         params.embedding = True
         params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     if speculative is not None:
-        _apply_speculative(params, speculative, threads=threads, exact_attention=exact_attention)
+        apply_speculative(params, speculative, threads=threads, exact_attention=exact_attention)
     params.verbosity = verbosity
     start = time.perf_counter()
     server = xlc.Server(params)
@@ -257,7 +192,7 @@ def start_server(
     try:
         wait_healthy(root)
         if speculative is not None:
-            _check_speculating(root, speculative)
+            check_speculating(root, speculative)
     except BaseException:
         del server
         raise
@@ -292,7 +227,7 @@ def launch_server(
     start = time.perf_counter()
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=_child_environment(), start_new_session=True)
+                                   env=child_environment(), start_new_session=True)
     found: list[str] = []
     try:
         wait_for_child(lambda: _serving(log_path, found), process, log_path, timeout=timeout,
@@ -323,27 +258,14 @@ def _child_arguments(model_path: Path, lora_paths: list[Path] | tuple[Path, ...]
     args = ["--gguf", str(Path(model_path).resolve())]
     for lora in lora_paths:
         args += ["--lora-gguf", str(Path(lora).resolve())]
-    if speculative is not None:
-        args += ["--speculative", speculative.kind, "--draft-max", str(speculative.n_max)]
-        if speculative.draft is not None:
-            args += ["--draft-gguf", str(Path(speculative.draft).resolve()), "--draft-min", str(speculative.n_min),
-                     "--draft-p-min", repr(speculative.p_min)]
-    return args
-
-
-def _child_environment() -> dict[str, str]:
-    """This environment, with this releasegate first on the child's path: the child serves with the code that
-    launched it, not another installation the interpreter would find first."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+    return args + (speculative.cli_arguments() if speculative is not None else [])
 
 
 def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            status, body = _get(root_url + "/health", timeout=5)
+            status, body = http_get(root_url + "/health", timeout=5)
             if status == 200 and json.loads(body).get("status") == "ok":
                 return
         except (OSError, ValueError):
@@ -355,21 +277,14 @@ def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
 
 
 
-def _get(url: str, timeout: float = 5) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
-            return r.status, r.read().decode("utf-8")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-
-
 def main(argv: list[str] | None = None) -> None:
     """Export a model and its peft adapters to GGUF, then serve them with llama.cpp on 127.0.0.1 until Ctrl-C
     (default: the demo model with its good adapter), or serve prebuilt GGUF files (--gguf). Requests pick an
     adapter's strength per request with "lora": [{"id": 0, "scale": 1.0}] (ids in --adapter order)."""
     parser = _parser()
     args = parser.parse_args(argv)
-    speculating = _check_args(parser, args)
+    _check_args(parser, args)
+    speculating = check_speculative_arguments(parser, args)
     exporting = args.gguf is None or args.draft is not None
     try:
         require("serving with llama.cpp", "xllamacpp", *(NEEDS if exporting else ()),
@@ -388,8 +303,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .gguf import OUTTYPES
-
     base = demo_path("base")
     parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
     parser.add_argument("--base", type=existing_dir, default=None, metavar="DIR",
@@ -408,28 +321,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="the type exported weights are written in (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=Path("build/gguf"), metavar="DIR",
                         help="where the GGUF files are written (default: %(default)s in the working directory)")
-    _speculative_arguments(parser)
+    add_speculative_arguments(parser, draft_quant="--quant")
     _server_arguments(parser)
     return parser
-
-
-def _speculative_arguments(parser: argparse.ArgumentParser) -> None:
-    drafts = parser.add_mutually_exclusive_group()
-    drafts.add_argument("--draft", type=existing_dir, default=None, metavar="DIR",
-                        help="a Hugging Face draft model directory (the target's vocabulary), exported with "
-                             "--quant and used for speculative decoding")
-    drafts.add_argument("--draft-gguf", type=existing_file, default=None, metavar="FILE",
-                        help="a prebuilt GGUF draft model for speculative decoding")
-    parser.add_argument("--speculative", choices=SPECULATIVE_KINDS, default=None,
-                        help="speculative decoding: with a draft model, or n-gram lookup in the text so far "
-                             "(default: draft when --draft or --draft-gguf is given, else none)")
-    parser.add_argument("--draft-max", type=int, default=None, metavar="N",
-                        help=f"most tokens drafted a step (default: {Speculative.n_max})")
-    parser.add_argument("--draft-min", type=int, default=None, metavar="N",
-                        help=f"a draft model's drafts under N tokens are dropped (default: {Speculative.n_min})")
-    parser.add_argument("--draft-p-min", type=float, default=None, metavar="P",
-                        help=f"a draft model's tokens are drafted while their probability is at least P "
-                             f"(default: {Speculative.p_min})")
 
 
 def _server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -447,24 +341,14 @@ def _server_arguments(parser: argparse.ArgumentParser) -> None:
                         help="HTTP threads, one per client connection (default: %(default)s)")
 
 
-def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
-    """Usage errors before anything is exported; True when the server is to speculate."""
+def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage errors before anything is exported."""
     if args.gguf is not None and (args.base is not None or args.adapter is not None or args.merge):
         parser.error("--gguf serves a prebuilt file: --base, --adapter and --merge export one")
     if args.gguf is None and args.lora_gguf:
         parser.error("--lora-gguf goes with --gguf (with --base, --adapter exports the LoRA)")
     if args.gguf is None and args.base is None and demo_path("base") is None:
         parser.error("--base or --gguf is required: this installation has no demo model")
-    drafted = args.draft is not None or args.draft_gguf is not None
-    if args.speculative == "draft" and not drafted:
-        parser.error("--speculative draft needs --draft DIR or --draft-gguf FILE")
-    if args.speculative == "ngram" and drafted:
-        parser.error("--speculative ngram takes no draft model (drop --draft / --draft-gguf)")
-    speculating = drafted or args.speculative is not None
-    tuned = [name for name in ("draft_max", "draft_min", "draft_p_min") if getattr(args, name) is not None]
-    if tuned and not speculating:
-        parser.error(f"--{tuned[0].replace('_', '-')} needs --speculative, --draft or --draft-gguf")
-    return speculating
 
 
 def _model_files(args: argparse.Namespace) -> tuple[Path, list[Path]]:
@@ -486,9 +370,7 @@ def _speculative(args: argparse.Namespace) -> Speculative:
     if args.draft is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         draft = export_model(args.draft, args.out / f"draft-{args.draft.name}.gguf", outtype=args.quant)
-    tuned = {field: value for field, value in (("n_max", args.draft_max), ("n_min", args.draft_min),
-                                               ("p_min", args.draft_p_min)) if value is not None}
-    return Speculative(kind=args.speculative or "draft", draft=draft, **tuned)
+    return speculative_from_arguments(args, draft)
 
 
 MODULE = "releasegate.export.llamacpp"
