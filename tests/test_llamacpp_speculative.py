@@ -289,3 +289,16 @@ def test_a_child_that_cannot_load_its_model_is_an_error_naming_its_log(tmp_path)
         launch_server(bad, log_path=log, timeout=60)
     assert str(log) in str(raised.value)
     assert "failed to load model" in str(raised.value)
+
+
+def test_the_vllm_child_shares_the_wait_and_its_error(tmp_path):
+    """vLLM's child process goes through the same wait: one that exits is a RuntimeError with its log's end."""
+    from releasegate.export import vllm
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'no engine here'\nexit 3\n")
+    fake.chmod(0o755)
+    log = tmp_path / "vllm.log"
+    with pytest.raises(RuntimeError, match="exited with 3 before serving") as raised:
+        vllm.start_server(DEMO / "base", python=fake, log_path=log, timeout=30)
+    assert str(log) in str(raised.value) and "no engine here" in str(raised.value)
