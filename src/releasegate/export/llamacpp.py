@@ -356,7 +356,7 @@ def _model_files(args: argparse.Namespace) -> tuple[Path, list[Path]]:
     if args.gguf is not None:
         return args.gguf, list(args.lora_gguf)
     base = args.base or demo_path("base")
-    assert base is not None  # _check_args refused neither --base nor --gguf without a demo model
+    assert base is not None  # _check_args asks for --base or --gguf where there is no demo model
     adapters = args.adapter
     if adapters is None:
         good = demo_path("adapters/good")
