@@ -1,15 +1,22 @@
-"""What `python -m releasegate.export.llamacpp` and `... .vllm` share: the demo's defaults, one-line errors, and
-serving once their server is up."""
+"""What `python -m releasegate.export.llamacpp` and `... .vllm` share: the demo's defaults, one-line errors,
+serving once their server is up, and a server run as a child process in a process group of its own."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "run_cli"]
+__all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "existing_file", "run_cli", "ServerProcess",
+           "stop_group", "log_tail", "wait_for_child", "health_ok", "http_get", "child_environment"]
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "demo"
 """The demo model of a checkout (an editable install: the package lives in its src/); a wheel does not hold it."""
@@ -27,6 +34,14 @@ def existing_dir(text: str) -> Path:
     path = Path(text)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: no such directory")
+    return path
+
+
+def existing_file(text: str) -> Path:
+    """An argparse type: a file that exists (a missing one is a usage error, one line, exit 2)."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
     return path
 
 
@@ -58,3 +73,110 @@ def serve_until_interrupted(server, line: str) -> None:
             time.sleep(3600)
     except KeyboardInterrupt:
         server.stop()
+
+
+@dataclass
+class ServerProcess:
+    """A server running as a child process (its own process group). `base_url` ends in /v1; `root_url` has
+    /health and /metrics. Stops on `stop()` or at the end of a `with` block."""
+
+    base_url: str
+    root_url: str
+    model: str
+    pid: int
+    log_path: Path
+    start_seconds: float
+    _process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def peak_memory_bytes(self) -> int | None:
+        """The child's peak resident memory so far (VmHWM in /proc/PID/status); None once it has exited or
+        where /proc cannot be read (not Linux)."""
+        return peak_memory_bytes(self.pid) if self._process is not None else None
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM to the child's process group, SIGKILL after `grace` seconds; a second call does nothing."""
+        process, self._process = self._process, None
+        if process is not None:
+            stop_group(process, grace)
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def peak_memory_bytes(pid: int) -> int | None:
+    """VmHWM (peak resident set) of a process, in bytes; None when its status cannot be read."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                return int(parts[1]) * (1024 if parts[2:] == ["kB"] else 1)
+    return None
+
+
+def wait_for_child(ready: Callable[[], bool], process: subprocess.Popen, log_path: Path, *, timeout: float,
+                   what: str, interval: float = 0.1) -> None:
+    """Poll `ready()` until it is true; RuntimeError with the end of the child's log if the child exits first or
+    `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before serving: {log_tail(log_path)}")
+        if ready():
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} not serving after {timeout:.0f}s: {log_tail(log_path)}")
+        time.sleep(interval)
+
+
+def health_ok(root_url: str) -> bool:
+    """Whether GET {root_url}/health answers 200."""
+    try:
+        with urllib.request.urlopen(root_url + "/health", timeout=5) as r:  # noqa: S310 - loopback
+            return r.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def log_tail(log_path: Path, lines: int = 15) -> str:
+    """The log's path and its last lines, for an error that says why a server did not come up."""
+    text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+    return f"{log_path}:\n" + "\n".join(text.splitlines()[-lines:])
+
+
+def stop_group(process: subprocess.Popen, grace: float = 30.0) -> None:
+    """SIGTERM to the server's own process group (it started one), SIGKILL if it lingers past `grace` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            process.poll()  # reap it if it is gone already
+            return
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
+    """GET a loopback URL: the status and the body, an HTTP error's too."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+
+
+def child_environment() -> dict[str, str]:
+    """This environment, with this releasegate first on the child's path: the child serves with the code that
+    launched it, not another installation the interpreter would find first."""
+    package_root = str(Path(__file__).resolve().parents[2])  # the directory holding releasegate/
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}

@@ -20,27 +20,52 @@ Used by the tests and by `python -m releasegate.export.llamacpp` to serve the de
     del server                         # ~Server terminates the loop and joins the thread
 
 Requests choose the adapter strength per request: `"lora": [{"id": 0, "scale": 0.0}]` is the base model.
+
+`start_server(..., speculative=Speculative("draft", draft_gguf))` decodes speculatively (`_llamacpp_spec`).
+`launch_server` runs the same server in a child process (`--gguf FILE --port 0`) whose peak memory is its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
+import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..extras import require
-from ._serve import demo_path, existing_dir, run_cli, serve_until_interrupted
-from .gguf import NEEDS, export_lora, export_model
+from ._llamacpp_spec import (
+    SPECULATIVE_KINDS,
+    Speculative,
+    add_speculative_arguments,
+    apply_speculative,
+    check_speculating,
+    check_speculative_arguments,
+    speculative_from_arguments,
+)
+from ._serve import (
+    ServerProcess,
+    child_environment,
+    demo_path,
+    existing_dir,
+    existing_file,
+    health_ok,
+    http_get,
+    run_cli,
+    serve_until_interrupted,
+    stop_group,
+    wait_for_child,
+)
+from .gguf import NEEDS, OUTTYPES, export_lora, export_model
 
-__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter"]
+__all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter", "Speculative",
+           "SPECULATIVE_KINDS", "ServerProcess", "launch_server"]
 
 SLOT_CTX = 256  # the demo model's max_position_embeddings
 HTTP_THREADS = 300
@@ -120,11 +145,15 @@ def start_server(
     verbosity: int = 2,
     exact_attention: bool = True,
     embeddings: bool = False,
+    speculative: Speculative | None = None,
 ) -> LlamaCppServer:
     """Start llama.cpp's server on 127.0.0.1 and a free port; returns once /health answers ok.
 
     verbosity: llama.cpp log threshold (1 errors, 2 + warnings, 3 + per-request info), written to stderr.
     embeddings: also serve /v1/embeddings (llama.cpp's --embeddings), mean-pooled; completions still answer.
+    speculative: decode with a draft model or n-gram lookup (`Speculative`); /metrics then counts the drafted
+    and accepted tokens (llamacpp:spec_decode_*) and each answer's "timings" has draft_n, draft_n_accepted.
+    A draft llama.cpp will not use (another vocabulary) is a RuntimeError, not a server that does not speculate.
     """
     import xllamacpp as xlc
 
@@ -154,12 +183,16 @@ def start_server(
     if embeddings:
         params.embedding = True
         params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    if speculative is not None:
+        apply_speculative(params, speculative, threads=threads, exact_attention=exact_attention)
     params.verbosity = verbosity
     start = time.perf_counter()
     server = xlc.Server(params)
     root = server.listening_address.rstrip("/")
     try:
         wait_healthy(root)
+        if speculative is not None:
+            check_speculating(root, speculative)
     except BaseException:
         del server
         raise
@@ -170,11 +203,69 @@ def start_server(
     )
 
 
+def launch_server(
+    model_path: Path,
+    lora_paths: list[Path] | tuple[Path, ...] = (),
+    *,
+    speculative: Speculative | None = None,
+    n_parallel: int = 4,
+    threads: int = 1,
+    slot_ctx: int = SLOT_CTX,
+    alias: str = "demo",
+    log_path: Path,
+    timeout: float = 120,
+) -> ServerProcess:
+    """`start_server` in a child process of its own (`python -m releasegate.export.llamacpp --gguf ...`), so that
+    its memory is its own to measure (`peak_memory_bytes()`) and stopping it frees everything; returns once it
+    has printed its address and /health answers. Its output goes to log_path. Raises RuntimeError with the end
+    of that log when the child exits first or is not serving within `timeout` seconds."""
+    command = [sys.executable, "-m", MODULE, *_child_arguments(model_path, lora_paths, speculative),
+               "--port", "0", "--parallel", str(n_parallel), "--threads", str(threads), "--slot-ctx", str(slot_ctx),
+               "--alias", alias]
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=child_environment(), start_new_session=True)
+    found: list[str] = []
+    try:
+        wait_for_child(lambda: _serving(log_path, found), process, log_path, timeout=timeout,
+                       what=f"llama.cpp server (pid {process.pid})")
+    except BaseException:
+        stop_group(process, 10.0)
+        raise
+    return ServerProcess(base_url=found[0] + "/v1", root_url=found[0], model=alias, pid=process.pid,
+                         log_path=log_path, start_seconds=time.perf_counter() - start, _process=process)
+
+
+_SERVING = re.compile(r"^serving .* at (http://127\.0\.0\.1:\d+)/v1\s", re.MULTILINE)
+
+
+def _serving(log_path: Path, found: list[str]) -> bool:
+    """Whether the child has printed its address (kept in `found`) and that address answers /health."""
+    if not found:
+        match = _SERVING.search(log_path.read_text(encoding="utf-8", errors="replace"))
+        if match is None:
+            return False
+        found.append(match.group(1))
+    return health_ok(found[0])
+
+
+def _child_arguments(model_path: Path, lora_paths: list[Path] | tuple[Path, ...],
+                     speculative: Speculative | None) -> list[str]:
+    """The CLI arguments that serve these files, as `start_server` would."""
+    args = ["--gguf", str(Path(model_path).resolve())]
+    for lora in lora_paths:
+        args += ["--lora-gguf", str(Path(lora).resolve())]
+    return args + (speculative.cli_arguments() if speculative is not None else [])
+
+
 def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            status, body = _get(root_url + "/health", timeout=5)
+            status, body = http_get(root_url + "/health", timeout=5)
             if status == 200 and json.loads(body).get("status") == "ok":
                 return
         except (OSError, ValueError):
@@ -186,53 +277,104 @@ def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
 
 
 
-def _get(url: str, timeout: float = 5) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
-            return r.status, r.read().decode("utf-8")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-
-
 def main(argv: list[str] | None = None) -> None:
     """Export a model and its peft adapters to GGUF, then serve them with llama.cpp on 127.0.0.1 until Ctrl-C
-    (default: the demo model with its good adapter). Requests pick an adapter's strength per request with
-    "lora": [{"id": 0, "scale": 1.0}] (ids in --adapter order)."""
-    base, good = demo_path("base"), demo_path("adapters/good")
+    (default: the demo model with its good adapter), or serve prebuilt GGUF files (--gguf). Requests pick an
+    adapter's strength per request with "lora": [{"id": 0, "scale": 1.0}] (ids in --adapter order)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _check_args(parser, args)
+    speculating = check_speculative_arguments(parser, args)
+    exporting = args.gguf is None or args.draft is not None
+    try:
+        require("serving with llama.cpp", "xllamacpp", *(NEEDS if exporting else ()),
+                *(("transformers", "peft") if args.merge else ()))
+    except InputError as exc:  # a missing extra: one line, exit 2, as the releasegate command says it
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    model, loras = _model_files(args)
+    speculative = _speculative(args) if speculating else None
+    server = start_server(model, loras, alias=args.alias, port=args.port, n_parallel=args.parallel,
+                          slot_ctx=args.slot_ctx, threads=args.threads, http_threads=args.http_threads,
+                          speculative=speculative)
+    spec = f"  speculative={speculative.kind}" if speculative else ""
+    serve_until_interrupted(server, f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  "
+                                    f"model={server.model}{spec}  Ctrl-C stops")
+
+
+def _parser() -> argparse.ArgumentParser:
+    base = demo_path("base")
     parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
-    parser.add_argument("--base", type=existing_dir, default=base, required=base is None, metavar="DIR",
-                        help="the Hugging Face model directory to export (default: the demo model of the checkout "
-                             "releasegate was installed from, %(default)s; required where there is none)")
+    parser.add_argument("--base", type=existing_dir, default=None, metavar="DIR",
+                        help=f"the Hugging Face model directory to export (default: the demo model of the checkout "
+                             f"releasegate was installed from, {base}; required where there is none)")
     parser.add_argument("--adapter", type=existing_dir, action="append", default=None, metavar="DIR",
                         help="a peft adapter directory, served as LoRA; repeatable, the first is id 0 (default: "
                              "the demo's good adapter, with the demo base)")
+    parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
+    parser.add_argument("--gguf", type=existing_file, default=None, metavar="FILE",
+                        help="serve this prebuilt GGUF model file (nothing is exported; not with --base, --adapter "
+                             "or --merge)")
+    parser.add_argument("--lora-gguf", type=existing_file, action="append", default=[], metavar="FILE",
+                        help="a prebuilt GGUF LoRA file for --gguf; repeatable, the first is id 0")
+    parser.add_argument("--quant", choices=OUTTYPES, default="f32",
+                        help="the type exported weights are written in (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=Path("build/gguf"), metavar="DIR",
                         help="where the GGUF files are written (default: %(default)s in the working directory)")
+    add_speculative_arguments(parser, draft_quant="--quant")
+    _server_arguments(parser)
+    return parser
+
+
+def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--alias", default="demo", metavar="NAME",
+                        help="the model name /v1/models reports and requests send (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1, 0 for any free one "
                                                                "(default: %(default)s)")
     parser.add_argument("--parallel", type=int, default=4, metavar="N",
                         help="requests decoded at once, llama.cpp's slots (default: %(default)s)")
+    parser.add_argument("--slot-ctx", type=int, default=SLOT_CTX, metavar="N",
+                        help="tokens of context each slot holds (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1, metavar="N",
                         help="CPU threads for decoding (default: %(default)s)")
     parser.add_argument("--http-threads", type=int, default=HTTP_THREADS, metavar="N",
                         help="HTTP threads, one per client connection (default: %(default)s)")
-    parser.add_argument("--merge", action="store_true", help="serve the one adapter merged into the base, no LoRA")
-    args = parser.parse_args(argv)
-    try:
-        require("serving with llama.cpp", "xllamacpp", *NEEDS, *(("transformers", "peft") if args.merge else ()))
-    except InputError as exc:  # a missing extra: one line, exit 2, as the releasegate command says it
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+
+
+def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage errors before anything is exported."""
+    if args.gguf is not None and (args.base is not None or args.adapter is not None or args.merge):
+        parser.error("--gguf serves a prebuilt file: --base, --adapter and --merge export one")
+    if args.gguf is None and args.lora_gguf:
+        parser.error("--lora-gguf goes with --gguf (with --base, --adapter exports the LoRA)")
+    if args.gguf is None and args.base is None and demo_path("base") is None:
+        parser.error("--base or --gguf is required: this installation has no demo model")
+
+
+def _model_files(args: argparse.Namespace) -> tuple[Path, list[Path]]:
+    """The model and LoRA files to serve: prebuilt (--gguf), else exported to --out."""
+    if args.gguf is not None:
+        return args.gguf, list(args.lora_gguf)
+    base = args.base or demo_path("base")
+    assert base is not None  # _check_args asks for --base or --gguf where there is no demo model
     adapters = args.adapter
     if adapters is None:
-        adapters = [good] if good is not None and args.base == base else []
-    model, loras = export_for_serving(args.base, adapters, args.out, merge=args.merge)
-    server = start_server(model, loras, port=args.port, n_parallel=args.parallel, threads=args.threads,
-                          http_threads=args.http_threads)
-    serve_until_interrupted(server, f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  model={server.model}  Ctrl-C stops")
+        good = demo_path("adapters/good")
+        adapters = [good] if good is not None and args.base is None else []
+    return export_for_serving(base, adapters, args.out, outtype=args.quant, merge=args.merge)
 
 
-PROG = "python -m releasegate.export.llamacpp"
+def _speculative(args: argparse.Namespace) -> Speculative:
+    """The speculative settings the arguments name; an HF draft directory is exported to --out first."""
+    draft = args.draft_gguf
+    if args.draft is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        draft = export_model(args.draft, args.out / f"draft-{args.draft.name}.gguf", outtype=args.quant)
+    return speculative_from_arguments(args, draft)
+
+
+MODULE = "releasegate.export.llamacpp"
+PROG = f"python -m {MODULE}"
 
 if __name__ == "__main__":
     run_cli(PROG, main)

