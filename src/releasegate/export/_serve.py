@@ -120,6 +120,28 @@ def peak_memory_bytes(pid: int) -> int | None:
     return None
 
 
+def tree_peak_memory_bytes(pid: int) -> int | None:
+    """The sum of VmHWM over a process and its descendants (vLLM's engine runs in a child of the server): an
+    upper bound of their peak together, as each one's peak may fall at another moment. None when the process's
+    own status cannot be read."""
+    own = peak_memory_bytes(pid)
+    if own is None:
+        return None
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo = own, list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        total += peak_memory_bytes(child) or 0
+        todo.extend(children.get(child, []))
+    return total
+
+
 def wait_for_child(ready: Callable[[], bool], process: subprocess.Popen, log_path: Path, *, timeout: float,
                    what: str, interval: float = 0.1) -> None:
     """Poll `ready()` until it is true; RuntimeError with the end of the child's log if the child exits first or

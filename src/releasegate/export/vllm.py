@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._serve import health_ok, serve_until_interrupted, stop_group, wait_for_child
+from ._serve import health_ok, serve_until_interrupted, stop_group, tree_peak_memory_bytes, wait_for_child
 
 __all__ = ["VllmServer", "start_server", "vllm_python", "DEFAULT_PYTHON"]
 
@@ -52,6 +52,11 @@ class VllmServer:
     log_path: Path
     start_seconds: float
     _process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def peak_memory_bytes(self) -> int | None:
+        """The peak resident memory of the server and its engine processes (`tree_peak_memory_bytes`); None once
+        stopped."""
+        return tree_peak_memory_bytes(self._process.pid) if self._process is not None else None
 
     def stop(self) -> None:
         """Stop the server and the engine process it forked (one process group)."""

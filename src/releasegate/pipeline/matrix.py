@@ -17,6 +17,7 @@ from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
 from ..record.records import RunDir
 from .check import new_run_id, run_check
+from .served_variants import run_served_variants
 from .variants import VARIANTS, parse_variants, variant_changes, variant_config
 
 __all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
@@ -30,8 +31,6 @@ def run_matrix(config_path: Path, variants: str | None, *, draft: Path | None, c
     variants (`variants:`, see `served_variants`) when it declares them, else every in-process variant."""
     cfg, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)  # only the cases it runs are read
     if variants is None and cfg.variants is not None:
-        from .served_variants import run_served_variants
-
         root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-variants")
         if output_dir is not None:
             cfg = dataclasses.replace(cfg, output_dir=output_dir)

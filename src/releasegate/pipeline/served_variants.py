@@ -26,12 +26,14 @@ from rich.console import Console
 from ..errors import TargetError
 from ..export.llamacpp import Speculative, launch_server
 from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
+from ..export.vllm import start_server as start_vllm
 from ..gate.criteria import EXIT_CODES
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
 from ..inputs.variant_plan import VariantPlan, VariantSpec
 from ..record.records import RunDir
+from ..report.variants import VARIANT_FILES, render_variants
 from ..run.server_scrape import acceptance, fetch_metrics, parse_prometheus, speculative_counts
 from .check import run_check
 from .server_ranking import choose_cheapest, eligible
@@ -42,7 +44,6 @@ __all__ = ["run_served_variants", "served_result"]
 VARIANT_FILE = "variant.json"
 FILES_DIR = ".variant-files"
 """Under the output directory: exported files, one directory per content key, reused across matrix runs."""
-_LOG = "server.log"
 
 
 def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, root: Path, console: Console,
@@ -60,9 +61,7 @@ def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, ro
     if not isinstance(runs[ref], RunDir):
         raise TargetError(f"the reference variant {ref} could not be served: {runs[ref]}; nothing can be compared "
                           "with it")
-    result = served_result(plan, runs, root)
-    from ..report.variants import VARIANT_FILES, render_variants  # the renderers load jinja2 only when called
-
+    result = served_result(plan, runs, root, allow_pending=allow_pending)
     for fmt, name in VARIANT_FILES.items():
         (root / name).write_text(render_variants(result, fmt), "utf-8")
     return result
@@ -72,14 +71,16 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
                  console: Console, progress: bool, limit: int | None, allow_pending: bool) -> RunDir | str:
     """The variant's judged run directory, or why its server could not be had (a line, for its row)."""
     out = root / spec.name
-    out.mkdir(parents=True, exist_ok=True)
+    logs = root / "server-logs"
+    logs.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
         files = _files(spec, cache)
-        server = _start(spec, files, out / _LOG, config)
+        server = _start(spec, files, logs / f"{spec.name}.log", config)
     except (OSError, RuntimeError, TimeoutError, ValueError, ImportError) as exc:
         why = f"its server could not be started: {_one_line(exc)}"
         console.print(f"variant {spec.name}: {why}", markup=False, soft_wrap=True)
+        out.mkdir(parents=True, exist_ok=True)
         (out / VARIANT_FILE).write_text(json.dumps({"variant": spec.as_record(), "error": why}, indent=2), "utf-8")
         return why
     try:
@@ -126,14 +127,12 @@ def _start(spec: VariantSpec, files: ServedFiles | None, log: Path, config: Conf
             speculative = Speculative(kind=spec.speculative.kind, draft=files.draft, n_max=spec.speculative.n_max)
         return launch_server(files.model, files.loras, speculative=speculative, n_parallel=spec.parallel,
                              threads=spec.threads, slot_ctx=context, alias=spec.name, log_path=log)
-    from ..export.vllm import start_server
-
     extra: tuple[str, ...] = ()
     if spec.speculative is not None:  # vLLM's prompt lookup ("ngram"); a draft model is refused by the plan
         extra = ("--speculative-config", json.dumps({"method": "ngram", "num_speculative_tokens": spec.speculative.n_max,
                                                      "prompt_lookup_max": 4}))
     loras = {f"{spec.name}-lora": files.loras[0]} if files.loras else None
-    return start_server(files.model, loras, alias=spec.name, max_num_seqs=spec.parallel, max_model_len=context,
+    return start_vllm(files.model, loras, alias=spec.name, max_num_seqs=spec.parallel, max_model_len=context,
                         threads=spec.threads, log_path=log, extra_args=extra)
 
 
@@ -187,14 +186,15 @@ def _counters(root_url: str) -> dict | None:
         return None
 
 
-def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path) -> dict:
-    """The comparison of the variants' runs and the choice (the report's one data structure)."""
+def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, *, allow_pending: bool = False) -> dict:
+    """The comparison of the variants' runs and the choice (the report's one data structure); `allow_pending` as
+    the runs were judged (`matrix --allow-pending`)."""
     ran = [name for name, run in runs.items() if isinstance(run, RunDir)]
     comparison = compare_servers([runs[n].path for n in ran], min_parity_share=plan.min_parity_share,  # type: ignore[union-attr]
-                                 margin=plan.margin)
+                                 margin=plan.margin, allow_pending=allow_pending)
     by_name = dict(zip(ran, comparison["targets"]))
     rows = [_row(spec, runs[spec.name], by_name.get(spec.name)) for spec in plan.variants]
-    choice = choose_cheapest([r for r in rows if r["eligible"]], reference=plan.reference.name)
+    choice = choose_cheapest(rows, reference=plan.reference.name)
     for row in rows:
         row["chosen"] = row["variant"] == choice["choice"]
     verdict = "PASS" if choice["choice"] else "INCONCLUSIVE"
@@ -246,7 +246,7 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None) -> dict:
 
 def _parity(parity: dict) -> dict:
     shared = parity["shared_cases"]
-    accuracy = next((r for r in parity.get("rows", []) if r["metric"] == "accuracy"), {})
+    accuracy: dict = next((r for r in parity.get("rows", []) if r["metric"] == "accuracy"), {})
     return {**parity, "identical_share": parity["identical_outputs"] / shared if shared else None,
             "accuracy_interval": accuracy.get("interval"), "accuracy_p_value": accuracy.get("p_value"),
             "margin": accuracy.get("margin")}

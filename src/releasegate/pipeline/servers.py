@@ -53,16 +53,18 @@ _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "tt
 _REFUSED = ("generation", "load", "slo")
 
 
-def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None) -> dict:
+def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None,
+                    allow_pending: bool = False) -> dict:
     """The comparison of saved runs, each judged again; the first is the reference for parity. `margin`: the
-    non-inferiority margin of every quality rate (default: compare's)."""
+    non-inferiority margin of every quality rate (default: compare's); `allow_pending`: pending human review
+    does not hold a verdict at NEEDS_REVIEW (as `check --allow-pending`)."""
     if len(run_dirs) < 2:
         raise InputError("give two or more run directories to compare", hint="releasegate servers RUN_A RUN_B ...")
     runs = [RunDir(p) for p in run_dirs]
     infos = [run.read_info() for run in runs]
     keys = [saved_settings_key(run.path, info) for run, info in zip(runs, infos)]
     _refuse_incomparable(runs, infos, keys)
-    judged = [_judge_again(run, info) for run, info in zip(runs, infos)]
+    judged = [_judge_again(run, info, allow_pending) for run, info in zip(runs, infos)]
     rules = judged[0][2].forbidden
     margins = Margins({**DEFAULT_MARGINS, **({k: margin for k in ("accuracy", "format_compliance", "forbidden_rate")}
                                               if margin is not None else {})})
@@ -103,13 +105,13 @@ def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | No
     return refusal, warning
 
 
-def _judge_again(run: RunDir, info: RunInfo) -> tuple[dict, list[CaseRecord], Rubric, Verdicts | None]:
+def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tuple[dict, list[CaseRecord], Rubric, Verdicts | None]:
     """(report, records, rubric, judge verdicts): the run judged from disk by its own rubric snapshot."""
     info.phases = planned_phases(run.path, info)
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     records, verdicts = run.read_records(), run_verdicts(run, info)
     report = gate_run(info, records, policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), verdicts=verdicts, edited=edited_evidence(run.path),
+                       labels=read_labels(run), verdicts=verdicts, edited=edited_evidence(run.path), allow_pending=allow_pending,
                        corpus_scores=CorpusScores.of(run))
     return report, records, policy, verdicts
 

@@ -125,7 +125,8 @@ def _acceptance(v: dict) -> str:
     rate, accepted, drafted = v.get("acceptance_rate"), v.get("accepted_tokens"), v.get("draft_tokens")
     if rate is None:
         return "—"
-    return f"{rate:.0%}" + (f" ({accepted}/{drafted})" if accepted is not None and drafted is not None else "")
+    counts = f" ({format_value(accepted)}/{format_value(drafted)})" if accepted is not None and drafted is not None else ""
+    return f"{rate:.0%}" + counts
 
 
 def _bytes(n) -> str:
