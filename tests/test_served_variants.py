@@ -29,6 +29,12 @@ def plan_config(tmp: Path, variants: str, *, load: bool = True) -> Path:
         head = head.replace("load:\n  concurrency: 4\n  requests: 64\n  warmup: 4\n", "")
     else:
         head = head.replace("requests: 64", "requests: 16")
+    # The plan's mechanics are under test, not this machine's quiet: a client the shared test machine slows down
+    # must not leave a latency criterion undecided, nor the tiny demo decoding tokens under 0.5 ms apart.
+    rubric = (ROOT / "rubrics" / "demo.yaml").read_text().replace("forbidden: forbidden.yaml",
+                                                                  f"forbidden: {ROOT}/rubrics/forbidden.yaml")
+    (tmp / "rubric.yaml").write_text(rubric + "max_client_lag_share: 10\nmax_itl_batched_share: 1\n")
+    head = head.replace(f"rubric: {ROOT}/rubrics/demo.yaml", f"rubric: {tmp / 'rubric.yaml'}")
     config = tmp / "variants.yaml"
     config.write_text(head + "\nvariants:\n" + variants + "variant_choice: {margin: 0.2, min_parity_share: 0.5}\n"
                       + f"output:\n  dir: {tmp / 'reports'}\n")
@@ -70,14 +76,14 @@ def test_every_variant_ran_the_same_cases_and_is_compared_with_f16(served):
     assert by["f16"]["parity"] is None
     for name in ("q8_0", "q4_0", "lora", "draft"):
         parity = by[name]["parity"]
-        assert parity["shared_cases"] == CASES and parity["shared_share"] == 1.0
+        assert parity["shared_cases"] == CASES and parity["shared_share"] == 1.0, (name, by[name]["why_not"])
         assert parity["quality_verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
         assert 0 <= parity["identical_outputs"] <= CASES and parity["identical_share"] == parity["identical_outputs"] / CASES
         assert parity["rows"] and {r["metric"] for r in parity["rows"]} >= {"accuracy"}
     for row in by.values():
-        assert row["verdict"] in ("PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE")
-        assert row["ttft_ms_p50"] > 0 and row["tpot_ms_p95"] > 0 and row["e2e_ms_p99"] >= row["e2e_ms_p50"] > 0
-        assert row["peak_memory_bytes"] > 10 * 2**20  # a child process's high-water mark, not this process's
+        assert row["verdict"] in ("PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE"), row["why_not"]
+        assert row["ttft_ms_p50"] > 0 and row["tpot_ms_p95"] > 0 and row["e2e_ms_p99"] >= row["e2e_ms_p50"] > 0, row
+        assert row["peak_memory_bytes"] > 10 * 2**20, row  # a child process's high-water mark, not this process's
 
 
 def test_speculative_greedy_outputs_are_identical_and_its_acceptance_is_read_from_the_server(served):
@@ -148,3 +154,36 @@ def test_a_second_plan_reuses_the_exported_files(served, tmp_path):
                            cache=config.output_dir / ".variant-files")
     assert files.model_sha256 == rows(result)["q8_0"]["model_sha256"]
     assert str(files.model) == rows(result)["q8_0"]["model_file"]
+
+
+def run_plan(tmp: Path, variants: str, *args: str) -> tuple[int, str]:
+    import contextlib
+
+    from releasegate.cli.app import main
+
+    out = tmp / "stdout.txt"
+    with out.open("w") as f, contextlib.redirect_stdout(f):
+        code = main(["matrix", "-c", str(plan_config(tmp, variants, load=False)), "--allow-pending", "--no-progress",
+                     "--run-id", "plan", *args])
+    return code, out.read_text()
+
+
+def test_a_variant_that_cannot_be_served_is_a_row_of_its_own_and_never_chosen(tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00 not a model")
+    code, out = run_plan(tmp_path, "  - {name: f16, server: llamacpp, quant: f16}\n"
+                                   "  - {name: broken, server: llamacpp, gguf: " f"{bad}, adapter: null}}\n"
+                                   "  - {name: down, server: endpoint, base_url: 'http://127.0.0.1:9/v1', model: demo}\n",
+                         "--json")
+    result = json.loads(out)
+    by = rows(result)
+    assert by["broken"]["verdict"] == by["down"]["verdict"] == "TARGET_ERROR"
+    assert "could not be started" in by["broken"]["why_not"] and "could not be run" in by["down"]["why_not"]
+    assert not by["broken"]["eligible"] and not by["down"]["eligible"]
+    assert code == 0 and result["choice"] == "f16"  # the reference passed: it is the one that qualifies
+
+
+def test_a_reference_that_cannot_be_served_leaves_nothing_to_compare(tmp_path, capsys):
+    code, _ = run_plan(tmp_path, "  - {name: down, server: endpoint, base_url: 'http://127.0.0.1:9/v1', model: demo}\n"
+                                 "  - {name: f16, server: llamacpp, quant: f16}\n")
+    assert code == 4 and "reference variant down could not be served" in capsys.readouterr().err

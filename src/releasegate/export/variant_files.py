@@ -119,11 +119,22 @@ def _described(files: ServedFiles, roles: dict[str, list[Path]]) -> ServedFiles:
     manifest = []
     for role, paths in roles.items():
         gguf = [p for p in paths if p.suffix == ".gguf"]
-        described = {Path(m["file"]).name: m for m in export_manifest(gguf)} if gguf else {}
+        described = {Path(m["file"]).name: m for m in _read_gguf(gguf)} if gguf else {}
         for path in paths:
             entry = described.get(path.name) or _plain_entry(path)
             manifest.append({**entry, "file": str(path), "role": role})
     return ServedFiles(model=files.model, loras=files.loras, draft=files.draft, manifest=manifest)
+
+
+def _read_gguf(paths: list[Path]) -> list[dict]:
+    """`export_manifest` of GGUF files; a file it cannot read is a ValueError naming it."""
+    for path in paths:
+        if not path.is_file():
+            raise ValueError(f"{path}: not a file")
+    try:
+        return export_manifest(paths)
+    except Exception as exc:  # noqa: BLE001 - gguf's reader raises whatever numpy does on a malformed file
+        raise ValueError(f"{', '.join(p.name for p in paths)}: not a readable GGUF file ({exc})") from None
 
 
 def _plain_entry(path: Path) -> dict:

@@ -88,9 +88,14 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
         before = _counters(root_url)
         vcfg = dataclasses.replace(config, output_dir=root, target=_served_target(config, spec, base_url, model),
                                    cost=_cost(config, spec))
-        run, _ = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=spec.name, limit=limit,
-                           allow_pending=allow_pending, use_cache=False,
-                           target_overrides={"backend": "openai", "base_url": base_url, "model": model})
+        try:
+            run, _ = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=spec.name, limit=limit,
+                               allow_pending=allow_pending, use_cache=False,
+                               target_overrides={"backend": "openai", "base_url": base_url, "model": model})
+        except TargetError as exc:  # it did not answer before the run began: a row of its own, the plan goes on
+            why = f"it could not be run: {_one_line(exc)}"
+            console.print(f"variant {spec.name}: {why}", markup=False, soft_wrap=True)
+            return why
         after = _counters(root_url)
         peak = server.peak_memory_bytes() if server is not None else None
     finally:
@@ -191,7 +196,7 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
     the runs were judged (`matrix --allow-pending`)."""
     ran = [name for name, run in runs.items() if isinstance(run, RunDir)]
     comparison = compare_servers([runs[n].path for n in ran], min_parity_share=plan.min_parity_share,  # type: ignore[union-attr]
-                                 margin=plan.margin, allow_pending=allow_pending)
+                                 margin=plan.margin, allow_pending=allow_pending, fewest=1)
     by_name = dict(zip(ran, comparison["targets"]))
     rows = [_row(spec, runs[spec.name], by_name.get(spec.name)) for spec in plan.variants]
     choice = choose_cheapest(rows, reference=plan.reference.name)

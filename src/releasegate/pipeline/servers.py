@@ -54,11 +54,12 @@ _REFUSED = ("generation", "load", "slo")
 
 
 def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None,
-                    allow_pending: bool = False) -> dict:
+                    allow_pending: bool = False, fewest: int = 2) -> dict:
     """The comparison of saved runs, each judged again; the first is the reference for parity. `margin`: the
     non-inferiority margin of every quality rate (default: compare's); `allow_pending`: pending human review
-    does not hold a verdict at NEEDS_REVIEW (as `check --allow-pending`)."""
-    if len(run_dirs) < 2:
+    does not hold a verdict at NEEDS_REVIEW (as `check --allow-pending`); `fewest`: runs it needs (the served
+    variants may be down to their reference)."""
+    if len(run_dirs) < fewest:
         raise InputError("give two or more run directories to compare", hint="releasegate servers RUN_A RUN_B ...")
     runs = [RunDir(p) for p in run_dirs]
     infos = [run.read_info() for run in runs]
