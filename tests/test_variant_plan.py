@@ -107,3 +107,54 @@ def test_without_cost_the_lowest_e2e_p95_and_no_qualifier_is_no_choice():
     assert none["choice"] is None and "no variant qualifies" in none["choice_reason"] and "a: its gate said FAIL" in none["choice_reason"]
     swept_nothing = row("s", sweep=True, capacity_rps=None)
     assert choose_cheapest([swept_nothing], reference="s")["choice"] is None
+
+
+def test_swept_without_cost_the_highest_capacity_wins_not_the_lowest_latency():
+    """Under a sweep each variant's latency is taken at its own capacity step: ranking those E2E figures would
+    pick the variant that takes less traffic."""
+    slow = row("ref", cost_per_1m_output_tokens=None, capacity_rps=2.0, e2e_ms_p95=300.0, parity=None)
+    fast = row("q4", cost_per_1m_output_tokens=None, capacity_rps=10.0, e2e_ms_p95=900.0)
+    choice = choose_cheapest([slow, fast], reference="ref")
+    assert choice["choice"] == "q4" and choice["rule"] == "capacity" and "10 req/s" in choice["choice_reason"]
+
+
+@pytest.mark.parametrize(("section", "field", "message"), [
+    (f"variants:\n  - {{name: server-logs, server: llamacpp, {BASE}}}\n  - {{name: b, server: llamacpp, {BASE}}}\n",
+     "variants[0].name", "file of the plan's own"),
+    (f"variants:\n  - {{name: a, server: llamacpp, {BASE}}}\n  - {{name: b, server: endpoint, base_url: 'ftp//x', "
+     "model: m}\n", "variants[1].base_url", "http(s) URL"),
+])
+def test_reserved_names_and_bad_endpoint_urls_are_refused(project, section, field, message):
+    with pytest.raises(InputError) as caught:
+        load_config(with_plan(project, section))
+    assert caught.value.field == field and message in caught.value.message
+
+
+def test_an_endpoint_variant_credential_is_masked_where_it_is_written(project):
+    from releasegate.redaction import redact
+
+    config = load_config(with_plan(project, f"variants:\n  - {{name: a, server: llamacpp, {BASE}}}\n"
+                                            "  - {name: b, server: endpoint, base_url: 'http://u:s3cr3tpw@h:8000/v1?key=s3cr3tq', model: m}\n"))
+    record = config.variants.variants[1].as_record()
+    assert "s3cr3tpw" not in str(record) and "s3cr3tq" not in str(record)
+    assert "s3cr3tpw" not in config.snapshot_text() and "s3cr3tq" not in config.snapshot_text()
+    assert "s3cr3tpw" not in redact("the url had s3cr3tpw in it")
+
+
+def test_a_speculative_variant_that_changes_greedy_answers_of_the_same_model_is_not_chosen(tmp_path):
+    from releasegate.inputs.variant_plan import SpeculativeSpec, VariantSpec
+    from releasegate.pipeline.served_variants import _row, _same_model
+
+    ref = VariantSpec(name="f16", server="llamacpp", base=DEMO / "base", quant="f16")
+    draft = VariantSpec(name="d", server="llamacpp", base=DEMO / "base", quant="f16",
+                        speculative=SpeculativeSpec(kind="draft", draft=DEMO / "draft"))
+    q8 = VariantSpec(name="q8", server="llamacpp", base=DEMO / "base", quant="q8_0",
+                     speculative=SpeculativeSpec(kind="ngram"))
+    assert _same_model(draft, ref) and not _same_model(q8, ref)
+    target = {**row("d"), "run_id": "d", "run_dir": str(tmp_path), "sweep": False,
+              "parity": {"quality_verdict": "PASS", "shared_cases": 10, "identical_outputs": 8, "rows": []}}
+    from releasegate.record.records import RunDir
+
+    judged = _row(draft, RunDir(tmp_path), target, True)
+    assert not judged["eligible"] and "speculation changed 2 of 10 greedy answers" in judged["why_not"]
+    assert _row(draft, RunDir(tmp_path), target, False)["eligible"]  # sampled, or another model: not a rule

@@ -53,6 +53,7 @@ from ._serve import (
     ServerProcess,
     child_environment,
     demo_path,
+    die_with_parent,
     existing_dir,
     existing_file,
     health_ok,
@@ -227,7 +228,7 @@ def launch_server(
     start = time.perf_counter()
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=child_environment(), start_new_session=True)
+                                   env=child_environment(), start_new_session=True, preexec_fn=die_with_parent)
     found: list[str] = []
     try:
         wait_for_child(lambda: _serving(log_path, found), process, log_path, timeout=timeout,

@@ -19,7 +19,8 @@ __all__ = ["masked_config", "register_raw_secrets", "restore_secrets", "restore_
 def masked_config(data: dict) -> dict:
     """A copy of the raw config with the credentials of its target and judge sections masked."""
     raw = copy.deepcopy(data)
-    for target in (raw.get("target"), raw.get("judge")):
+    variants = [v for v in raw.get("variants") or () if isinstance(v, dict)]  # an endpoint variant's base_url
+    for target in (raw.get("target"), raw.get("judge"), *variants):
         if not isinstance(target, dict):
             continue
         extra = tuple(target.get("secret_keys") or ())

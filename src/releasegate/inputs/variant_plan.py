@@ -21,8 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import InputError
+from ..redaction import mask_url
 from .files import exists, is_file, resolve_under
 
 __all__ = ["VariantSpec", "SpeculativeSpec", "VariantPlan", "parse_variant_plan", "SERVERS", "QUANTS"]
@@ -31,6 +33,9 @@ SERVERS = ("llamacpp", "vllm", "endpoint")
 QUANTS = ("f32", "f16", "q8_0", "q4_0")
 """llama.cpp model file types (`releasegate.export.gguf` OUTTYPES: the schema's enum is checked against it)."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+RESERVED = frozenset({"server-logs", "variants.json", "variants.md", "variants.html", "variants.csv",
+                      "variants.junit.xml"})
+"""What the matrix directory holds beside the variants' runs (pipeline.served_variants, report.variants)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class VariantSpec:
         return {"name": self.name, "server": self.server, "base": _text(self.base), "adapter": _text(self.adapter),
                 "lora": self.lora if self.adapter is not None else None, "quant": self.quant, "gguf": _text(self.gguf),
                 "speculative": None if spec is None else {"kind": spec.kind, "draft": _text(spec.draft), "n_max": spec.n_max},
-                "base_url": self.base_url, "model": self.model, "parallel": self.parallel, "threads": self.threads,
+                "base_url": mask_url(self.base_url) if self.base_url else None, "model": self.model, "parallel": self.parallel, "threads": self.threads,
                 "hourly_usd": self.hourly_usd, "described": self.describe()}
 
 
@@ -130,6 +135,9 @@ def _variant(item: dict, i: int, target: dict, here: Path, at) -> VariantSpec:
     if not NAME.match(name):
         raise InputError(f"variant name '{name}' is not a plain name", **where("name"),
                          hint="letters, digits, '.', '_' and '-', up to 64 characters (it names a run directory)")
+    if name.lower() in RESERVED:
+        raise InputError(f"variant name '{name}' is the name of a file of the plan's own", **where("name"),
+                         hint="choose another name")
     if server == "endpoint":
         return _endpoint(item, name, target, where)
     for key in ("base_url",):
@@ -176,6 +184,10 @@ def _endpoint(item: dict, name: str, target: dict, where) -> VariantSpec:
                              hint="describe the served model in its name; releasegate only measures it")
     if not item.get("base_url"):
         raise InputError("an endpoint variant needs its base_url", **where("base_url"),
+                         hint="e.g. base_url: http://127.0.0.1:8000/v1")
+    parts = urlsplit(item["base_url"])
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError("base_url must be an http(s) URL with a host", **where("base_url"),
                          hint="e.g. base_url: http://127.0.0.1:8000/v1")
     model = item.get("model") or target.get("model")
     if not model:

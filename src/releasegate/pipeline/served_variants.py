@@ -20,6 +20,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from rich.console import Console
 
@@ -61,7 +62,8 @@ def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, ro
     if not isinstance(runs[ref], RunDir):
         raise TargetError(f"the reference variant {ref} could not be served: {runs[ref]}; nothing can be compared "
                           "with it")
-    result = served_result(plan, runs, root, allow_pending=allow_pending)
+    greedy = not config.generation.get("temperature")  # 0 or unset: the openai client sends 0
+    result = served_result(plan, runs, root, allow_pending=allow_pending, greedy=greedy)
     for fmt, name in VARIANT_FILES.items():
         (root / name).write_text(render_variants(result, fmt), "utf-8")
     return result
@@ -172,9 +174,17 @@ def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str)
                     "adapter": None, "merge": False, "quantize": None, "draft": None, "responses": None}
     if t.backend != "openai":
         fields.update(mode="chat", concurrency=spec.parallel, api_key_env=None, headers={})
-    if spec.server != "endpoint":
-        fields.update(api_key_env=None, headers={})  # a started server takes no credential: none is sent to it
+    if spec.server != "endpoint" or _origin(base_url) != _origin(t.base_url):
+        # a started server takes no credential, and the target's goes to the target's own origin only
+        fields.update(api_key_env=None, headers={})
     return dataclasses.replace(t, **fields)
+
+
+def _origin(url: str | None) -> tuple[str, str, int | None] | None:
+    if not url:
+        return None
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
 
 
 def _cost(config: Config, spec: VariantSpec):
@@ -191,14 +201,16 @@ def _counters(root_url: str) -> dict | None:
         return None
 
 
-def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, *, allow_pending: bool = False) -> dict:
+def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, *, allow_pending: bool = False,
+                  greedy: bool = True) -> dict:
     """The comparison of the variants' runs and the choice (the report's one data structure); `allow_pending` as
     the runs were judged (`matrix --allow-pending`)."""
     ran = [name for name, run in runs.items() if isinstance(run, RunDir)]
     comparison = compare_servers([runs[n].path for n in ran], min_parity_share=plan.min_parity_share,  # type: ignore[union-attr]
                                  margin=plan.margin, allow_pending=allow_pending, fewest=1)
     by_name = dict(zip(ran, comparison["targets"]))
-    rows = [_row(spec, runs[spec.name], by_name.get(spec.name)) for spec in plan.variants]
+    rows = [_row(spec, runs[spec.name], by_name.get(spec.name), greedy and _same_model(spec, plan.reference))
+            for spec in plan.variants]
     choice = choose_cheapest(rows, reference=plan.reference.name)
     for row in rows:
         row["chosen"] = row["variant"] == choice["choice"]
@@ -215,7 +227,13 @@ _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "tt
             "cost_per_1m_at_capacity")
 
 
-def _row(spec: VariantSpec, run: RunDir | str, target: dict | None) -> dict:
+def _same_model(spec: VariantSpec, ref: VariantSpec) -> bool:
+    """The variant serves the reference's model, files and server, speculation (and scheduling) aside."""
+    return dataclasses.replace(spec, name=ref.name, speculative=ref.speculative, parallel=ref.parallel,
+                               threads=ref.threads, hourly_usd=ref.hourly_usd) == ref
+
+
+def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds: bool) -> dict:
     record = spec.as_record()
     row: dict = {"variant": spec.name, "server": spec.server, "quant": record["quant"] or _gguf_type(run),
                  "lora": record["lora"], "speculative": spec.speculative.kind if spec.speculative else None,
@@ -246,7 +264,20 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None) -> dict:
     })
     row["eligible"] = eligible(row)
     row["why_not"] = None if row["eligible"] else _why_not(row)
+    changed = _speculation_changed(spec, row["parity"], parity_binds)
+    if row["eligible"] and changed:  # a draft may change speed, never the greedy text: a broken server otherwise
+        row["eligible"], row["why_not"] = False, changed
     return row
+
+
+def _speculation_changed(spec: VariantSpec, parity: dict | None, binds: bool) -> str | None:
+    """Why a speculative variant is not to be trusted: under greedy decoding (`binds`: and when the reference
+    serves the same model without speculation) it changed answers the model gives without it."""
+    if not binds or spec.speculative is None or parity is None or parity["identical_outputs"] >= parity["shared_cases"]:
+        return None
+    changed = parity["shared_cases"] - parity["identical_outputs"]
+    return (f"speculation changed {changed} of {parity['shared_cases']} greedy answers of the same model: a draft "
+            "may change speed, never the text")
 
 
 def _parity(parity: dict) -> dict:

@@ -92,6 +92,9 @@ def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
         states = "; ".join(f"{r['variant']}: {r.get('why_not') or r['verdict']}" for r in rows) or "no variant ran"
         return {"choice": None, "rule": None, "choice_reason": f"no variant qualifies ({states})"}
     rule, key, what = _rule(chosen)
+    if key == "capacity_rps":
+        best, why = _by_capacity([{**r, "run_id": r["variant"]} for r in chosen])
+        return {"choice": best["variant"], "rule": rule, "choice_reason": f"{_qualifies(best, reference)}, {why}"}
     if key == "order":
         return {"choice": chosen[0]["variant"], "rule": rule,
                 "choice_reason": f"{_qualifies(chosen[0], reference)}, the first in the plan "
@@ -101,7 +104,7 @@ def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
     why = f"the lowest {what} ({_figure(best, key)})"
     if len(lowest) > 1 and any(r["capacity_at_least"] for r in lowest) and key == "cost_per_1m_at_capacity":
         others = " vs ".join(f"{r['variant']} {_figure(r, key)}" for r in lowest)
-        why = f"cost cannot order {others} (a capacity floor's cost is an upper bound); the lowest bound"
+        why = f"cost cannot order {others} (a capacity floor's cost is at most its figure); the lowest figure"
     return {"choice": best["variant"], "rule": rule, "choice_reason": f"{_qualifies(best, reference)}, {why}"}
 
 
@@ -110,6 +113,8 @@ def _rule(rows: list[dict]) -> tuple[str, str, str]:
         return "cost_at_capacity", "cost_per_1m_at_capacity", "cost per 1M output tokens at capacity"
     if all(r.get("cost_per_1m_output_tokens") is not None for r in rows):
         return "cost", "cost_per_1m_output_tokens", "cost per 1M output tokens"
+    if all(r.get("capacity_rps") is not None for r in rows):  # swept: each one's latency is at its own rate
+        return "capacity", "capacity_rps", "highest capacity at the objective (no cost configured)"
     if all(r.get("e2e_ms_p95") is not None for r in rows):
         return "e2e_p95", "e2e_ms_p95", "E2E p95 (no cost configured)"
     return "order", "order", "place in the plan"
