@@ -107,7 +107,7 @@ def print_table(result: dict) -> None:
     """Two lines per variant: its figures, then each as a ratio to the reference's (x ref)."""
     rows = result["variants"]
     ref = next(r for r in rows if r["variant"] == result["reference"])
-    print(f"latency in ms (the suites' run), capacity at the objective {json.dumps(result['slo'])} ('>=': a floor, "
+    print(f"latency in ms at the capacity step (where the gate takes it), capacity at the objective {json.dumps(result['slo'])} ('>=': a floor, "
           "the sweep never broke it), cost per 1M output tokens there, draft acceptance, size of what the server "
           "loads, the server's peak memory; 'x ref': the ratio to the reference's figure")
     print(f"{'variant':10} {'':6} " + " ".join(f"{h:>{w}}" for h, w, _ in COLUMNS) + "  verdict / identical / chosen")
@@ -120,7 +120,7 @@ def _cell(row: dict, heading: str, width: int, figure) -> str:
     value = figure(row)
     if value is None:
         return f"{'—':>{width}}"
-    text = f"{value:.3f}" if heading == "accept" else f"{value:.2f}" if heading.startswith("$") else f"{value:.1f}"
+    text = f"{value:.3f}" if heading == "accept" else f"{value:.4f}" if heading.startswith("$") else f"{value:.1f}"
     if heading == "cap rps" and row["capacity_at_least"]:
         text = ">=" + text
     return f"{text:>{width}}"
