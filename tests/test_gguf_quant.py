@@ -15,7 +15,8 @@ import pytest
 import llamacpp
 from llamacpp import DEMO, SUITES, post_json
 from releasegate.export._gguf_llama import OUTTYPES, ExportError, permute_qk
-from releasegate.export.gguf import export_lora, export_manifest, export_model, file_digest, main
+from releasegate.export.gguf import export_lora, export_manifest, export_model, main
+from releasegate.inputs.files import sha256_file
 
 QUANT = {"q8_0": "Q8_0", "q4_0": "Q4_0"}
 N_CASES = 20
@@ -81,7 +82,7 @@ def test_file_sizes_shrink_with_the_type(exports):
 @pytest.mark.parametrize("outtype", list(QUANT))
 def test_the_same_inputs_give_the_same_bytes(exports, tmp_path, outtype):
     again = export_model(DEMO / "base", tmp_path / exports[outtype].name, outtype=outtype)
-    assert file_digest(again) == file_digest(exports[outtype])
+    assert sha256_file(again) == sha256_file(exports[outtype])
 
 
 # A Q8_0 block stores round(x / d) with d = max|x| / 127 (in fp16): the error is at most d / 2. Q4_0 has

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import TargetError
 from ..inputs.cache_config import EmbeddingSource
+from ..inputs.files import sha256_file
 from ..redaction import secret_from_env
 from ._http import httpx
 
@@ -70,7 +71,7 @@ def source_fingerprint(source: EmbeddingSource) -> str:
         digest.update(f"endpoint\0{(source.base_url or '').rstrip('/')}\0{source.model}".encode())
     else:
         for path in sorted(p for p in Path(source.local).iterdir() if p.suffix in (".json", ".safetensors", ".bin")):
-            digest.update(path.name.encode() + b"\0" + _file_hash(path).encode())
+            digest.update(path.name.encode() + b"\0" + sha256_file(path).encode())
     return digest.hexdigest()[:16]
 
 
@@ -148,14 +149,6 @@ def _vectors(body: object, expected: int, url: str) -> list[list[float]]:
 
 def _key(fingerprint: str, text: str) -> str:
     return hashlib.sha256(f"{fingerprint}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _read_cache(path: Path | None) -> dict[str, list[float]]:

@@ -56,7 +56,6 @@ safetensors and writing GGUF are in `_gguf_llama`; the tokenizer in `_gguf_token
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import re
 import sys
@@ -65,6 +64,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..extras import require
+from ..inputs.files import sha256_file
 from ._gguf_llama import (
     OUTTYPES,
     QUANTIZED,
@@ -82,7 +82,7 @@ from ._gguf_llama import (
 )
 from ._gguf_tokenizer import add_tokenizer
 
-__all__ = ["export_model", "export_lora", "export_manifest", "file_digest", "main", "NEEDS"]
+__all__ = ["export_model", "export_lora", "export_manifest", "main", "NEEDS"]
 
 NEEDS = ("gguf", "torch", "safetensors")
 """What an export imports: gguf writes the file (the `llamacpp` extra), safetensors and torch read the weights
@@ -222,18 +222,6 @@ def export_lora(
 # ---------------------------------------------------------------------------------------------------------
 # Manifest
 
-_CHUNK = 1 << 20
-
-
-def file_digest(path: Path) -> str:
-    """sha256 hex of a file, read in 1 MiB chunks so a multi-GB GGUF never sits in memory whole."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def export_manifest(paths: list[Path]) -> list[dict[str, Any]]:
     """Per GGUF file what identifies the exported artefact, read back from the file itself (not from what the
     export meant to write): {"file": name, "bytes": size, "sha256": hex, "type": general.file_type as
@@ -249,7 +237,7 @@ def export_manifest(paths: list[Path]) -> list[dict[str, Any]]:
         counts: dict[str, int] = {}
         for tensor in reader.tensors:
             counts[tensor.tensor_type.name] = counts.get(tensor.tensor_type.name, 0) + 1
-        manifest.append({"file": path.name, "bytes": path.stat().st_size, "sha256": file_digest(path),
+        manifest.append({"file": path.name, "bytes": path.stat().st_size, "sha256": sha256_file(path),
                          "type": kind, "tensors": dict(sorted(counts.items()))})
     return manifest
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .gguf import export_lora, export_manifest, export_model, file_digest
+from ..inputs.files import sha256_file
+from .gguf import export_lora, export_manifest, export_model
 from .llamacpp import merge_adapter
 
 __all__ = ["ServedFiles", "llamacpp_files", "vllm_files", "tree_digest"]
@@ -65,6 +67,7 @@ def llamacpp_files(base: Path | None, adapter: Path | None, *, quant: str | None
         assert base is not None
         model = export_model(merge_adapter(base, adapter, out / "merged"), out / f"model-{quant}.gguf",
                              outtype=quant or "f16", name=f"{base.name}+{adapter.name}")
+        shutil.rmtree(out / "merged")  # the float32 checkpoint was only the export's input: four bytes a weight
     else:
         assert base is not None
         model = export_model(base, out / f"model-{quant}.gguf", outtype=quant or "f16")
@@ -96,15 +99,27 @@ def tree_digest(path: Path) -> str:
     """sha256 of one file's bytes (what `sha256sum` prints), or over a directory's files: relative names and
     contents, sorted."""
     if path.is_file():
-        return file_digest(path)
+        return sha256_file(path)
     digest = hashlib.sha256()
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0" + file_digest(file).encode() + b"\0")
+        digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0" + sha256_file(file).encode() + b"\0")
     return digest.hexdigest()
 
 
+_SOURCE_DIGESTS: dict[tuple, str] = {}
+"""Source digests by path and every file's size and mtime: the variants of one plan share their base and
+adapter, which are read once, not once a variant."""
+
+
 def _digest(path: Path | None) -> str | None:
-    return None if path is None else tree_digest(path)
+    if path is None:
+        return None
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    seen = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    key = (str(path.resolve()), seen)
+    if key not in _SOURCE_DIGESTS:
+        _SOURCE_DIGESTS[key] = tree_digest(path)
+    return _SOURCE_DIGESTS[key]
 
 
 def _key(parts: dict) -> str:

@@ -138,7 +138,8 @@ def load_config(
     data = composed.data
     register_raw_secrets(data.get("target"))
     register_raw_secrets(data.get("judge"))
-    for variant in data.get("variants") or () if isinstance(data.get("variants"), list) else ():
+    variants = data.get("variants")
+    for variant in variants if isinstance(variants, list) else ():  # an endpoint variant's base_url
         register_raw_secrets(variant)
     try:
         validate(data, "config", file=path, node=composed.layers[-1].node if composed.plain else None)

@@ -8,6 +8,7 @@ file, line and field the same way. A file is read only when it is a regular file
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
@@ -20,7 +21,7 @@ from ..errors import InputError
 
 __all__ = [
     "read_text", "load_yaml", "load_yaml_text", "field_path", "line_of", "exists", "is_file", "is_dir", "resolve_under", "open_regular",
-    "check_regular", "read_capped", "MAX_FILE_BYTES",
+    "check_regular", "read_capped", "sha256_file", "MAX_FILE_BYTES",
 ]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
@@ -49,6 +50,13 @@ def is_dir(path: Path) -> bool:
         return Path(path).is_dir()
     except (OSError, ValueError):
         return False
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 hex of a file's bytes (what `sha256sum` prints), read a chunk at a time: a multi-GB model file never
+    sits in memory whole."""
+    with Path(path).open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def resolve_under(here: Path, relative: str) -> Path:

@@ -78,13 +78,9 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
     started = time.perf_counter()
     try:
         files = _files(spec, cache)
-        server = _start(spec, files, logs / f"{spec.name}.log", config)
+        server = _start(spec, files, logs / f"{spec.name}.log")
     except (OSError, RuntimeError, TimeoutError, ValueError, ImportError) as exc:
-        why = f"its server could not be started: {_one_line(exc)}"
-        console.print(f"variant {spec.name}: {why}", markup=False, soft_wrap=True)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / VARIANT_FILE).write_text(json.dumps({"variant": spec.as_record(), "error": why}, indent=2), "utf-8")
-        return why
+        return _unserved(spec, out, f"its server could not be started: {_one_line(exc)}", console)
     try:
         base_url, model, root_url = _address(spec, server)
         before = _counters(root_url)
@@ -95,9 +91,7 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
                                allow_pending=allow_pending, use_cache=False,
                                target_overrides={"backend": "openai", "base_url": base_url, "model": model})
         except TargetError as exc:  # it did not answer before the run began: a row of its own, the plan goes on
-            why = f"it could not be run: {_one_line(exc)}"
-            console.print(f"variant {spec.name}: {why}", markup=False, soft_wrap=True)
-            return why
+            return _unserved(spec, out, f"it could not be run: {_one_line(exc)}", console)
         after = _counters(root_url)
         peak = server.peak_memory_bytes() if server is not None else None
     finally:
@@ -109,6 +103,14 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
               "served_s": time.perf_counter() - started}
     run.write_json(VARIANT_FILE, record)
     return run
+
+
+def _unserved(spec: VariantSpec, out: Path, why: str, console: Console) -> str:
+    """Say and record why a variant has no run (its row's reason)."""
+    console.print(f"variant {spec.name}: {why}", markup=False, soft_wrap=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / VARIANT_FILE).write_text(json.dumps({"variant": spec.as_record(), "error": why}, indent=2), "utf-8")
+    return why
 
 
 def _files(spec: VariantSpec, cache: Path) -> ServedFiles | None:
@@ -123,7 +125,7 @@ def _files(spec: VariantSpec, cache: Path) -> ServedFiles | None:
     return None
 
 
-def _start(spec: VariantSpec, files: ServedFiles | None, log: Path, config: Config):
+def _start(spec: VariantSpec, files: ServedFiles | None, log: Path):
     """The started server (with base_url, root_url, model, stop(), peak_memory_bytes()); None for an endpoint."""
     if files is None:
         return None
@@ -215,7 +217,7 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
     for row in rows:
         row["chosen"] = row["variant"] == choice["choice"]
     verdict = "PASS" if choice["choice"] else "INCONCLUSIVE"
-    slo = _slo(root, ran)
+    slo = comparison["targets"][0].get("slo")  # one config: every variant was swept against the same objective
     return {"kind": "served_variants", "reference": plan.reference.name, **choice, "verdict": verdict,
             "exit_code": EXIT_CODES[verdict], "margin": _margin(rows, plan), "min_parity_share": plan.min_parity_share,
             "slo": slo, "dir": str(root), "variants": rows}
@@ -235,7 +237,8 @@ def _same_model(spec: VariantSpec, ref: VariantSpec) -> bool:
 
 def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds: bool) -> dict:
     record = spec.as_record()
-    row: dict = {"variant": spec.name, "server": spec.server, "quant": record["quant"] or _gguf_type(run),
+    served = _read_variant(run) if isinstance(run, RunDir) else {}
+    row: dict = {"variant": spec.name, "server": spec.server, "quant": record["quant"] or _gguf_type(served),
                  "lora": record["lora"], "speculative": spec.speculative.kind if spec.speculative else None,
                  "described": spec.describe()}
     if target is None:  # the server could not be had: no run, no figures
@@ -244,8 +247,6 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds
                 "model_sha256": None, "peak_memory_bytes": None, "acceptance_rate": None, "draft_tokens": None,
                 "accepted_tokens": None, "parity": None, "eligible": False, "why_not": str(run), "sweep": False,
                 "comparable": None}
-    assert isinstance(run, RunDir)
-    served = _read_variant(run)
     spec_counts = served.get("speculative") or {}
     model_file = next((m.get("file") for m in served.get("files") or [] if m.get("role") == "model"), None)
     parity = target.get("parity")
@@ -259,7 +260,7 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds
         "acceptance_rate": spec_counts.get("acceptance_rate") if spec.speculative else None,
         "draft_tokens": spec_counts.get("draft_tokens") if spec.speculative else None,
         "accepted_tokens": spec_counts.get("accepted_tokens") if spec.speculative else None,
-        "parity": _parity(parity) if parity is not None else None,
+        "parity": parity,
         "latency_source": target.get("latency_source"), "unchecked": target.get("unchecked"),
     })
     row["eligible"] = eligible(row)
@@ -278,14 +279,6 @@ def _speculation_changed(spec: VariantSpec, parity: dict | None, binds: bool) ->
     changed = parity["shared_cases"] - parity["identical_outputs"]
     return (f"speculation changed {changed} of {parity['shared_cases']} greedy answers of the same model: a draft "
             "may change speed, never the text")
-
-
-def _parity(parity: dict) -> dict:
-    shared = parity["shared_cases"]
-    accuracy: dict = next((r for r in parity.get("rows", []) if r["metric"] == "accuracy"), {})
-    return {**parity, "identical_share": parity["identical_outputs"] / shared if shared else None,
-            "accuracy_interval": accuracy.get("interval"), "accuracy_p_value": accuracy.get("p_value"),
-            "margin": accuracy.get("margin")}
 
 
 def _why_not(row: dict) -> str:
@@ -313,11 +306,9 @@ def _read_variant(run: RunDir) -> dict:
         return {}
 
 
-def _gguf_type(run: RunDir | str) -> str | None:
+def _gguf_type(served: dict) -> str | None:
     """A prebuilt GGUF's type, as its manifest entry read it."""
-    if not isinstance(run, RunDir):
-        return None
-    files = _read_variant(run).get("files") or []
+    files = served.get("files") or []
     kind = next((m.get("type") for m in files if m.get("role") == "model"), None)
     return str(kind).lower() if kind else None
 
@@ -325,16 +316,6 @@ def _gguf_type(run: RunDir | str) -> str | None:
 def _margin(rows: list[dict], plan: VariantPlan) -> float | None:
     margins = [r["parity"]["margin"] for r in rows if r.get("parity") and r["parity"].get("margin") is not None]
     return margins[0] if margins else plan.margin
-
-
-def _slo(root: Path, ran: list[str]) -> dict | None:
-    """The latency objective the variants were swept against (one config: the same for all), from the first run."""
-    try:
-        report = json.loads((root / ran[0] / "report.json").read_text("utf-8"))
-    except (OSError, ValueError, IndexError):
-        return None
-    slo = ((report.get("capacity") or {}).get("slo")) if isinstance(report, dict) else None
-    return slo if isinstance(slo, dict) else None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -93,7 +93,7 @@ def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
         return {"choice": None, "rule": None, "choice_reason": f"no variant qualifies ({states})"}
     rule, key, what = _rule(chosen)
     if key == "capacity_rps":
-        best, why = _by_capacity([{**r, "run_id": r["variant"]} for r in chosen])
+        best, why = _by_capacity(chosen)
         return {"choice": best["variant"], "rule": rule, "choice_reason": f"{_qualifies(best, reference)}, {why}"}
     if key == "order":
         return {"choice": chosen[0]["variant"], "rule": rule,

@@ -135,7 +135,7 @@ def _target_row(run: RunDir, info, report: dict) -> dict:
         **value, "prefill_share": share,
         "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
         "sweep": bool(capacity), "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
-        "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"),
+        "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"), "slo": capacity.get("slo"),
     }
 
 
@@ -153,7 +153,8 @@ def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins
     quality = {"rows": [r for r in comparison["rows"] if r["metric"] in ("accuracy", "format_compliance", "forbidden_rate")],
                "shared_cases": comparison["shared_cases"], "changed_cases": comparison["changed_cases"]}
     accuracy = next((r for r in comparison["rows"] if r["metric"] == "accuracy"), None)
-    share = comparison["shared_cases"] / ref_cases if ref_cases else 0.0
+    shared = comparison["shared_cases"]
+    share = shared / ref_cases if ref_cases else 0.0
     verdict = comparison_verdict(quality)
     if verdict == "PASS" and share < min_share:  # parity on a corner of the suite is not parity on the suite
         verdict = "INCONCLUSIVE"
@@ -161,5 +162,7 @@ def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins
         "shared_cases": comparison["shared_cases"], "shared_share": share, "changed_cases": comparison["changed_cases"],
         "identical_outputs": comparison["identical_outputs"], "accuracy_delta": accuracy["delta"] if accuracy else None,
         "accuracy_needed_n": accuracy.get("needed_n") if accuracy else None, "quality_verdict": verdict,
-        "rows": quality["rows"],
+        "rows": quality["rows"], "identical_share": comparison["identical_outputs"] / shared if shared else None,
+        "accuracy_interval": (accuracy or {}).get("interval"), "accuracy_p_value": (accuracy or {}).get("p_value"),
+        "margin": (accuracy or {}).get("margin"),
     }

@@ -27,11 +27,11 @@ from .terminal import Col, FitTable
 __all__ = ["VARIANT_FORMATS", "VARIANT_FILES", "COLUMNS", "variants_rows", "variants_table", "choice_line", "served_as",
            "render_variants"]
 
-VARIANT_FORMATS = ("md", "html", "json", "csv", "junit")
-VARIANT_FILES = {"json": "variants.json", "md": "variants.md", "html": "variants.html", "csv": "variants.csv",
+VARIANT_FILES = {"md": "variants.md", "html": "variants.html", "json": "variants.json", "csv": "variants.csv",
                  "junit": "variants.junit.xml"}
-"""The file each format is written to in the matrix directory (variants.json: the result itself, redacted)."""
-"""What `render_variants` renders."""
+"""Each format `render_variants` renders, and the file it is written to in the matrix directory (variants.json:
+the result itself, redacted)."""
+VARIANT_FORMATS = tuple(VARIANT_FILES)
 
 _Justify = Literal["left", "right"]
 
@@ -58,7 +58,8 @@ _PARITY = ("accuracy_delta", "accuracy_p_value", "identical", "quality_verdict")
 _SERVERS = {"llamacpp": "llama.cpp", "vllm": "vLLM", "endpoint": "endpoint"}
 _LORA = {"merged": "merged", "per_request": "LoRA per request"}
 _RULES = {"cost_at_capacity": "the lowest cost per 1M output tokens at capacity",
-          "cost": "the lowest cost per 1M output tokens", "e2e_p95": "the lowest P95 end-to-end latency"}
+          "cost": "the lowest cost per 1M output tokens", "capacity": "the highest capacity at the objective",
+          "e2e_p95": "the lowest P95 end-to-end latency", "order": "the first in the plan"}
 _UNITS = ("B", "kB", "MB", "GB", "TB")
 
 

@@ -24,6 +24,7 @@ from .. import __version__
 from ..clock import now
 from ..errors import InputError
 from ..inputs.backend_facts import capabilities
+from ..inputs.files import sha256_file
 from ..redaction import redact_data
 from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
 
@@ -34,7 +35,6 @@ __all__ = [
 
 MANIFEST = "manifest.json"
 FORMAT = 1
-_CHUNK = 1 << 20
 _TEMPLATE_KEY = "#chat_template"  # a chat template kept inside tokenizer_config.json, hashed on its own
 
 PACKAGES = (
@@ -45,14 +45,6 @@ PACKAGES = (
 
 GENERATION_ROLES = ("suite", "schema", "responses", "traffic_log", "tokenizer", "model", "adapter", "draft")
 """Input roles (or role prefixes) that decide what a run generates: `check --resume` refuses when one changed."""
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        while block := fh.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def build_manifest(config, *, run_id: str, cases=None) -> dict:
     """Hash every input of `config` (a loaded Config). Raises InputError for an input that cannot be read.

@@ -119,7 +119,7 @@ def _count(value: object) -> float | None:
     """A plausible counter value, else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) and 0 <= value <= SAMPLE_MAX else None
+    return float(value) if _plausible("_total", value) else None  # a counter: the rule parse_prometheus keeps
 
 
 def _delta(before: object, after: object) -> float | None:
