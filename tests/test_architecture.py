@@ -130,6 +130,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 LAYERS = [
     "ground",     # the top-level modules: errors, text, redaction, outputs, spreadsheet, clock, extras, ...
+    "border",     # every read from outside: HTTP replies, files, stored run files, the command line, the environment
     "testing",    # the stub server and its hostile modes (imports nothing of the product)
     "stats",      # intervals, tests, cluster bounds, sample weights: no knowledge of runs
     "record",     # everything a run directory persists, typed, and the rules for reading it
@@ -139,6 +140,7 @@ LAYERS = [
     "scale",      # the declared load as requests; Ray workers
     "export",     # GGUF and server launchers for a model
     "gate",       # the gate's rules: criteria, run health, capacity, comparability, paired comparisons
+    "decision",   # every verdict, exit code, choice and recommendation, from typed evidence
     "run",        # execution: generation, the load phase, sweeps, probes, the manifest
     "review",     # the human review sample, CSV and summary
     "llm_judge",  # the LLM judge stage, its calibration and what it means for the verdict
