@@ -86,3 +86,35 @@ def as_killed(run_path: Path) -> None:
     manifest["sealed"] = {**manifest["sealed"], "complete": False,
                           "files": {k: v for k, v in files.items() if k in ("config.yaml", "rubric.yaml")}}
     (run_path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def overall_verdict(results, *, review_pending: bool = False, allow_insufficient: bool = False,
+                    incomplete: bool = False, target_failed: bool = False) -> str:
+    """The overall verdict `decision.decide_gate` gives criteria results on an otherwise whole, healthy run."""
+    from releasegate.decision.gate import decide_gate
+    from releasegate.gate.criteria import relaxable
+    from releasegate.record.decision_evidence import (
+        GateEvidence,
+        Health,
+        Obligations,
+        Outcome,
+        Population,
+        Provenance,
+        Requests,
+    )
+
+    outcomes = tuple(Outcome(r.criterion.name, r.criterion.origin, r.verdict, r.cause, relaxable(r)) for r in results)
+    evidence = GateEvidence(
+        outcomes=outcomes, population=Population(10, 10, ()), requests=Requests(10, 0, 10, 0, 10),
+        obligations=Obligations(review_pending, False, ()),
+        health=Health(("incomplete",) if incomplete else (), "target failed" if target_failed else None, None),
+        provenance=Provenance("rubric.yaml", (), ()), allow_insufficient=allow_insufficient, sample_only=())
+    return decide_gate(evidence).verdict
+
+
+def comparison_verdict(comparison: dict) -> str:
+    """The verdict of a comparison's paired rows alone (`decision.comparison.pairs_verdict`)."""
+    from releasegate.decision.comparison import pairs_verdict
+    from releasegate.gate.paired_comparison import metric_verdicts
+
+    return pairs_verdict(metric_verdicts(comparison), comparison["pairs_answered"], comparison["changed_cases"])

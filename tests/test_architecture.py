@@ -134,13 +134,13 @@ LAYERS = [
     "testing",    # the stub server and its hostile modes (imports nothing of the product)
     "stats",      # intervals, tests, cluster bounds, sample weights: no knowledge of runs
     "record",     # everything a run directory persists, typed, and the rules for reading it
+    "decision",   # every verdict, exit code, non-inferiority, choice and recommendation, from typed evidence
     "inputs",     # config, suites, rubric, judge settings and templates, review policy
     "backends",   # the model under test (and the judge) behind one interface; the response cache
     "scorers",    # one score per case
     "scale",      # the declared load as requests; Ray workers
     "export",     # GGUF and server launchers for a model
     "gate",       # the gate's rules: criteria, run health, capacity, comparability, paired comparisons
-    "decision",   # every verdict, exit code, choice and recommendation, from typed evidence
     "run",        # execution: generation, the load phase, sweeps, probes, the manifest
     "review",     # the human review sample, CSV and summary
     "llm_judge",  # the LLM judge stage, its calibration and what it means for the verdict

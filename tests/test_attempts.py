@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from conftest import write_jsonl
 from releasegate.cli import main
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.errors import ErrorKind
 from releasegate.gate.capacity import step_figures, step_verdict
-from releasegate.gate.criteria import EXIT_CODES
 from releasegate.gate.health import client_lag_ms, phase_counts, target_failure
 from releasegate.gate.paired_comparison import Margins, compare_records
 from releasegate.inputs.rubric import Criterion, Rubric

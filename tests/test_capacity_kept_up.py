@@ -16,7 +16,7 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.cli import main
-from releasegate.gate.criteria import EXIT_CODES
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.inputs.config import load_config
 from releasegate.record.records import CaseRecord, Timing, Tokens
 from releasegate.testing import StubBehaviour, StubServer

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from releasegate.gate.criteria import EXIT_CODES
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.gate.paired_comparison import compare_records
 from releasegate.record.records import CaseRecord, RunDir
 from test_false_pass import WRONG, Run, err, lenient, ok
@@ -223,23 +223,34 @@ def test_servers_target_judged_by_another_rubric_is_not_eligible(tmp_path, cli):
     assert result["recommended"] == "ref"
 
 
-def _row(run_id: str, capacity: float, at_least: bool, cost: float) -> dict:
+def _row(run_id: str, capacity: float, at_least: bool, cost: float, broke: float | None = None) -> dict:
     return {"run_id": run_id, "target": run_id, "verdict": "PASS", "bottleneck": None, "capacity_rps": capacity,
-            "capacity_at_least": at_least, "cost_per_1m_at_capacity": cost, "cost_per_1m_output_tokens": cost,
+            "capacity_at_least": at_least, "capacity_break_rps": None if at_least else (broke or capacity * 1.125),
+            "sweep": True, "cost_per_1m_at_capacity": cost, "cost_per_1m_output_tokens": cost,
             "ttft_ms_p95": 1.0, "parity": {"quality_verdict": "PASS"}}
 
 
-def test_a_capacity_floor_is_ranked_as_a_floor():
+def test_a_capacity_is_a_range_and_the_reference_stays_unless_another_lies_wholly_above():
     from releasegate.pipeline.server_ranking import recommend
 
-    # "at least 8" (the sweep stopped at max_rps) cannot be ordered below a measured 16: the cheaper one wins
+    # the reference's capacity lies in [16, 18) (18 broke the objective); "at least 8" overlaps it: it stays
     result = recommend([_row("measured", 16, False, 2.0), _row("floor", 8, True, 1.0)])
-    assert result["recommended"] == "floor" and "cannot order" in result["recommendation"]
-    # a floor at or above a measured value is not worse than it
+    assert result["recommended"] == "measured" and "reference stays" in result["recommendation"]
+    assert result["verdict"] == "PASS" and result["exit_code"] == 0
+    # a floor at or above the reference's break rate lies wholly above it
     assert recommend([_row("measured", 16, False, 1.0), _row("floor", 16, True, 2.0)])["recommended"] == "measured"
     assert recommend([_row("measured", 16, False, 1.0), _row("floor", 20, True, 2.0)])["recommended"] == "floor"
-    # a measured value above another measured one still wins on capacity
     assert recommend([_row("a", 16, False, 1.0), _row("b", 20, False, 2.0)])["recommended"] == "b"
+    # capacities whose ranges overlap ([16, 18) and [17, 19)) do not order: the reference stays
+    assert recommend([_row("a", 16, False, 1.0), _row("b", 17, False, 2.0, broke=19)])["recommended"] == "a"
+
+
+def test_nothing_is_chosen_over_a_reference_that_does_not_qualify():
+    from releasegate.pipeline.server_ranking import recommend
+
+    result = recommend([{**_row("ref", 16, False, 2.0), "verdict": "INCONCLUSIVE"}, _row("fast", 40, False, 1.0)])
+    assert result["recommended"] is None and result["exit_code"] == 3
+    assert "reference ref does not qualify" in result["recommendation"]
 
 
 # --- matrix -------------------------------------------------------------------------------------------------

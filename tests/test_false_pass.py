@@ -17,9 +17,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import comparison_verdict
 from releasegate.cli import main
-from releasegate.gate.criteria import EXIT_CODES
-from releasegate.gate.paired_comparison import compare_records, comparison_verdict
+from releasegate.decision.verdicts import EXIT_CODES
+from releasegate.gate.paired_comparison import compare_records
 from releasegate.inputs.rubric import Criterion, Rubric
 from releasegate.pipeline.gate import gate_run
 from releasegate.pipeline.matrix import matrix_verdict

@@ -4,7 +4,9 @@ import math
 
 import pytest
 
-from releasegate.gate.criteria import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, judge_criterion, overall_verdict
+from conftest import overall_verdict
+from releasegate.decision.verdicts import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS
+from releasegate.gate.criteria import judge_criterion
 from releasegate.inputs.rubric import Criterion, ForbiddenRule, Rubric
 from releasegate.pipeline.gate import gate_run
 from releasegate.record.metrics import MetricValue

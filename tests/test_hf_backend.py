@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT, as_killed
 from releasegate.backends import Request, create_backend
-from releasegate.gate.criteria import EXIT_CODES
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.inputs.config import load_config
 from releasegate.inputs.suites import load_suites
 from releasegate.pipeline.matrix import matrix_verdict

@@ -18,8 +18,8 @@ from releasegate.backends._dispatch import Scheduled, gather
 from releasegate.backends._events import BadEvent, Usage, read_event, usage_problem
 from releasegate.backends._sse_client import _Response
 from releasegate.cli import main
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.errors import ErrorKind
-from releasegate.gate.criteria import EXIT_CODES
 from releasegate.record.judge_journal import read_judgments
 from releasegate.record.records import RunDir
 from releasegate.run.server_scrape import Scraper, fetch_metrics, normalise, parse_prometheus, samples_line

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from releasegate.cli import main
-from releasegate.gate.criteria import EXIT_CODES
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.inputs.judge_prompt import Unparseable, parse_preference
 from releasegate.inputs.review_policy import ReviewPolicy, SamplePolicy
 from releasegate.llm_judge.correction import corrected_accuracy

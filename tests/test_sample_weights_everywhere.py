@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from releasegate.cli import main
-from releasegate.gate.criteria import EXIT_CODES
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.record.records import Stratum
 from releasegate.review.summary import approval_of
 from releasegate.stats.intervals import paired_min_n, paired_rate_bounds

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import write_jsonl
 from releasegate.cli import main
-from releasegate.gate.criteria import EXIT_CODES
+from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.record.records import CaseRecord, Tokens
 from releasegate.testing import StubBehaviour, StubServer
 from test_false_pass import Run, lenient, ok

@@ -74,48 +74,83 @@ def test_a_bad_plan_is_one_line_naming_the_field(project, section, field, messag
 
 def row(name: str, **over) -> dict:
     base = {"variant": name, "verdict": "PASS", "comparable": None, "sweep": False, "capacity_rps": None,
-            "capacity_at_least": False, "cost_per_1m_at_capacity": None, "cost_per_1m_output_tokens": 1.0,
-            "e2e_ms_p95": 100.0, "why_not": None,
+            "capacity_at_least": False, "capacity_break_rps": None, "cost_per_1m_at_capacity": None,
+            "cost_per_1m_output_tokens": 1.0, "cost_mode": "self_hosted", "e2e_ms_p95": 100.0, "why_not": None,
             "parity": {"quality_verdict": "PASS", "accuracy_delta": 0.0, "accuracy_interval": [-0.01, 0.01],
                        "margin": 0.02, "identical_outputs": 9, "shared_cases": 10}}
     return {**base, **over}
 
 
-def test_the_choice_is_the_cheapest_that_qualifies():
+def test_a_priced_cost_chooses_the_cheapest_that_qualifies():
+    """An API price table's cost is counted tokens times prices: its figure is its interval."""
     rows = [row("f16", parity=None, cost_per_1m_output_tokens=3.0), row("q8", cost_per_1m_output_tokens=2.0),
             row("q4", cost_per_1m_output_tokens=1.0, parity={**row("x")["parity"], "quality_verdict": "FAIL"}),
             row("spec", cost_per_1m_output_tokens=0.5, verdict="FAIL")]
+    rows = [{**r, "cost_mode": "api"} for r in rows]
     choice = choose_cheapest(rows, reference="f16")
-    assert choice["choice"] == "q8" and choice["rule"] == "cost"
-    assert "non-inferior to f16" in choice["choice_reason"] and "9/10 outputs identical" in choice["choice_reason"]
+    assert choice["choice"] == "q8" and choice["rule"] == "cost" and choice["verdict"] == "PASS"
+    assert "reference f16" in choice["choice_reason"]
+    assert {r["variant"]: r["eligible"] for r in rows} == {"f16": True, "q8": True, "q4": False, "spec": False}
 
 
-def test_cost_at_capacity_decides_when_every_candidate_has_it_and_a_floor_is_an_upper_bound():
-    measured = row("a", capacity_rps=10.0, cost_per_1m_at_capacity=2.0)
-    floor = row("b", capacity_rps=20.0, capacity_at_least=True, cost_per_1m_at_capacity=1.0)
-    assert choose_cheapest([measured, floor], reference="a")["choice"] == "b"  # at most 1.0 < 2.0: surely cheaper
-    floor_above = row("c", capacity_rps=5.0, capacity_at_least=True, cost_per_1m_at_capacity=3.0)
+def test_a_self_hosted_cost_without_a_sweep_has_no_interval_and_the_reference_stays():
+    rows = [row("f16", parity=None, cost_per_1m_output_tokens=3.0), row("q8", cost_per_1m_output_tokens=2.0)]
+    choice = choose_cheapest(rows, reference="f16")
+    assert choice["choice"] == "f16" and choice["verdict"] == "PASS" and choice["rule"] is None
+
+
+def test_cost_at_capacity_is_a_range_and_a_floor_is_an_upper_bound():
+    measured = row("a", parity=None, capacity_rps=10.0, capacity_break_rps=12.0, cost_per_1m_at_capacity=2.0, sweep=True)
+    floor = row("b", capacity_rps=20.0, capacity_at_least=True, cost_per_1m_at_capacity=1.0, sweep=True)
+    choice = choose_cheapest([measured, floor], reference="a")  # [0, 1] lies below [1.67, 2]: surely cheaper
+    assert choice["choice"] == "b" and choice["rule"] == "cost"
+    floor_above = row("c", capacity_rps=5.0, capacity_at_least=True, cost_per_1m_at_capacity=3.0, sweep=True)
     choice = choose_cheapest([measured, floor_above], reference="a")
-    assert choice["choice"] == "a" and "cannot order" in choice["choice_reason"]
-    assert choice["rule"] == "cost_at_capacity"
+    assert choice["choice"] == "a" and "reference stays" in choice["choice_reason"]
+    near = row("d", capacity_rps=11.0, capacity_break_rps=13.0, cost_per_1m_at_capacity=1.8, sweep=True)
+    assert choose_cheapest([measured, near], reference="a")["choice"] == "a"  # [1.52, 1.8] overlaps [1.67, 2]
 
 
-def test_without_cost_the_lowest_e2e_p95_and_no_qualifier_is_no_choice():
-    rows = [row("a", cost_per_1m_output_tokens=None, e2e_ms_p95=120.0), row("b", cost_per_1m_output_tokens=None, e2e_ms_p95=90.0)]
-    assert choose_cheapest(rows, reference="a") | {"choice_reason": ""} == {"choice": "b", "rule": "e2e_p95", "choice_reason": ""}
-    none = choose_cheapest([row("a", verdict="FAIL", why_not="its gate said FAIL")], reference="a")
-    assert none["choice"] is None and "no variant qualifies" in none["choice_reason"] and "a: its gate said FAIL" in none["choice_reason"]
-    swept_nothing = row("s", sweep=True, capacity_rps=None)
+def test_without_cost_the_e2e_p95_bounds_and_no_qualifier_is_no_choice():
+    rows = [row("a", parity=None, cost_per_1m_output_tokens=None, e2e_ms_p95_bounds=[110.0, 130.0]),
+            row("b", cost_per_1m_output_tokens=None, e2e_ms_p95_bounds=[80.0, 100.0])]
+    choice = choose_cheapest(rows, reference="a")
+    assert (choice["choice"], choice["rule"]) == ("b", "latency")
+    none = choose_cheapest([row("a", parity=None, verdict="FAIL")], reference="a")
+    assert none["choice"] is None and none["verdict"] == "INCONCLUSIVE" and "a: its gate said FAIL" in none["choice_reason"]
+    swept_nothing = row("s", parity=None, sweep=True, capacity_rps=None)
     assert choose_cheapest([swept_nothing], reference="s")["choice"] is None
 
 
-def test_swept_without_cost_the_highest_capacity_wins_not_the_lowest_latency():
+def test_a_reference_that_does_not_qualify_lets_nothing_be_chosen_over_it():
+    rows = [row("ref", parity=None, verdict="INCONCLUSIVE"), {**row("q4"), "cost_mode": "api"}]
+    choice = choose_cheapest(rows, reference="ref")
+    assert choice["choice"] is None and choice["exit_code"] == 3 and "reference ref does not qualify" in choice["choice_reason"]
+
+
+def test_a_waived_review_makes_the_choice_needs_review_not_pass():
+    rows = [row("ref", parity=None, review_waived=True), row("q8")]
+    choice = choose_cheapest(rows, reference="ref")
+    assert choice["choice"] == "ref" and choice["verdict"] == "NEEDS_REVIEW" and choice["exit_code"] == 3
+    assert "--allow-pending" in choice["choice_reason"]
+
+
+@pytest.mark.parametrize(("drafted", "why"), [(0, "proposed no draft token"), (None, "not counted")])
+def test_a_speculative_variant_that_proposed_no_draft_token_is_not_speculative(drafted, why):
+    rows = [row("ref", parity=None), row("spec", speculative="draft", draft_tokens=drafted)]
+    choose_cheapest(rows, reference="ref")
+    assert rows[1]["eligible"] is False and why in rows[1]["why_not"]
+
+
+def test_swept_without_cost_the_capacity_range_decides_not_the_latency():
     """Under a sweep each variant's latency is taken at its own capacity step: ranking those E2E figures would
     pick the variant that takes less traffic."""
-    slow = row("ref", cost_per_1m_output_tokens=None, capacity_rps=2.0, e2e_ms_p95=300.0, parity=None)
-    fast = row("q4", cost_per_1m_output_tokens=None, capacity_rps=10.0, e2e_ms_p95=900.0)
+    slow = row("ref", cost_per_1m_output_tokens=None, capacity_rps=2.0, capacity_break_rps=3.0, e2e_ms_p95=300.0,
+               parity=None, sweep=True)
+    fast = row("q4", cost_per_1m_output_tokens=None, capacity_rps=10.0, capacity_break_rps=12.0, e2e_ms_p95=900.0,
+               sweep=True)
     choice = choose_cheapest([slow, fast], reference="ref")
-    assert choice["choice"] == "q4" and choice["rule"] == "capacity" and "10 req/s" in choice["choice_reason"]
+    assert choice["choice"] == "q4" and choice["rule"] == "capacity" and "[10, 12]" in choice["choice_reason"]
 
 
 @pytest.mark.parametrize(("section", "field", "message"), [
@@ -155,6 +190,11 @@ def test_a_speculative_variant_that_changes_greedy_answers_of_the_same_model_is_
               "parity": {"quality_verdict": "PASS", "shared_cases": 10, "identical_outputs": 8, "rows": []}}
     from releasegate.record.records import RunDir
 
-    judged = _row(draft, RunDir(tmp_path), target, True)
+    def chosen(binds: bool) -> dict:
+        judged = {**_row(draft, RunDir(tmp_path), target, binds), "draft_tokens": 40}  # it did speculate
+        choose_cheapest([row("f16", parity=None), judged], reference="f16")
+        return judged
+
+    judged = chosen(True)
     assert not judged["eligible"] and "speculation changed 2 of 10 greedy answers" in judged["why_not"]
-    assert _row(draft, RunDir(tmp_path), target, False)["eligible"]  # sampled, or another model: not a rule
+    assert chosen(False)["eligible"]  # sampled, or another model: not a rule

@@ -38,7 +38,6 @@ def compare(
     nothing was shared, a case differs or a run is not whole (or the baseline measured nothing), 4 if the
     candidate's target failed most requests, 2 if the runs are the same run or were made with different
     generation settings, else 0."""
-    from ..gate.criteria import EXIT_CODES
     from ..pipeline.compare import compare_runs
     from ..report.compare import comparison_notes, comparison_table, render_comparison
 
@@ -51,4 +50,4 @@ def compare(
         console.print(f"compare: {line}", markup=False)  # wrapped to the terminal
     if fmt is not None:
         emit_rendering(render_comparison(result, fmt.value), output, force=force, console=console)
-    return EXIT_CODES[result["verdict"]]
+    return result["exit_code"]

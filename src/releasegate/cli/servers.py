@@ -53,4 +53,4 @@ def servers(
     console.print(f"recommendation: {comparison['recommendation']}", markup=False, soft_wrap=True)
     if fmt is not None:
         emit_rendering(render_servers(comparison, fmt.value), output, force=force, console=console)
-    return 0 if comparison["recommended"] else 3
+    return comparison["exit_code"]

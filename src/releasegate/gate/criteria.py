@@ -1,10 +1,5 @@
-"""The gate: criteria -> per-criterion verdicts -> one overall verdict and exit code.
-
-What a PASS guarantees (docs/guarantees.md): every criterion was decided and passed; at least one
-criterion was decided at all; the run is complete (status, every planned phase, every case); the target answered
-most requests; no required human review is pending. Anything short of that is INCONCLUSIVE, NEEDS_REVIEW, FAIL
-or TARGET_ERROR, never PASS.
-"""
+"""The gate's criteria: each criterion's measured value -> 'pass', 'fail' or 'insufficient'. The overall verdict
+and exit code are `decision.gate`'s, from these outcomes and the rest of the run's evidence."""
 
 from __future__ import annotations
 
@@ -21,13 +16,8 @@ RATE_METRICS = (
     "pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate", "cache_hit_rate", "cache_wrong_hit_rate",
 )
 
-__all__ = [
-    "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "CriterionResult",
-    "judge_criterion", "overall_verdict", "meets", "Undecided", "RELAXABLE", "relaxable",
-]
+__all__ = ["CriterionResult", "judge_criterion", "meets", "Undecided", "RELAXABLE", "relaxable"]
 
-PASS, FAIL, NEEDS_REVIEW, INCONCLUSIVE, TARGET_ERROR = "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"
-EXIT_CODES = {PASS: 0, FAIL: 1, NEEDS_REVIEW: 3, INCONCLUSIVE: 3, TARGET_ERROR: 4}
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -146,31 +136,6 @@ def _needed_n(criterion: Criterion, value: MetricValue, higher: bool) -> int | N
 
 def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.4g}"
-
-
-def overall_verdict(
-    results: list[CriterionResult], *, review_pending: bool = False, allow_insufficient: bool = False,
-    incomplete: bool = False, target_failed: bool = False,
-) -> str:
-    """TARGET_ERROR if the target failed most requests; FAIL if any criterion fails; INCONCLUSIVE if the run is
-    incomplete or no criterion was decided; NEEDS_REVIEW if required review is pending; INCONCLUSIVE if any
-    criterion is insufficient, unless `allow_insufficient` and every undecided one only lacks samples
-    (`RELAXABLE`); else PASS."""
-    verdicts = [r.verdict for r in results]
-    # guards (the default error-rate criterion), human approval and the baseline comparison decide nothing about
-    # the model on their own: a PASS needs a decided criterion of the rubric itself (docs/guarantees.md, guarantee 4)
-    own = [r.verdict for r in results if getattr(r.criterion, "origin", "rubric") == "rubric"]
-    if target_failed:
-        return TARGET_ERROR
-    if "fail" in verdicts:
-        return FAIL
-    if incomplete or "pass" not in own:  # nothing decided is never a PASS, allow_insufficient or not
-        return INCONCLUSIVE
-    if review_pending:
-        return NEEDS_REVIEW
-    if any(r.verdict == "insufficient" and not (allow_insufficient and relaxable(r)) for r in results):
-        return INCONCLUSIVE
-    return PASS
 
 
 def relaxable(result: CriterionResult) -> bool:

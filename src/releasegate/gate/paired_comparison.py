@@ -19,7 +19,7 @@ shown at the effective n, never at the count of an equal-allocation sample (exac
 is then not reported). A case the two runs weigh as different strata leaves the rate undecided.
 
 Bounds are one-sided at the comparison's confidence. No shared case, no metric judged on the shared cases, or a
-case id with different contents in the two runs: `comparison_verdict` is then INCONCLUSIVE, never PASS.
+case id with different contents in the two runs: `decision.comparison` then says INCONCLUSIVE, never PASS.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import fmean
 
+from ..decision.comparison import latency_non_inferiority, non_inferiority
 from ..inputs.rubric import ForbiddenRule
 from ..record.evidence import answered
 from ..record.judge_verdicts import Verdicts
@@ -38,12 +39,13 @@ from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of,
 from .case_detail import flipped_cases
 from .comparability import case_hash
 
-__all__ = ["Margins", "compare_records", "comparison_verdict", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS"]
+__all__ = ["Margins", "compare_records", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS", "metric_verdicts"]
 CHANGED_IDS_KEPT = 10
 
 # rates: absolute difference; latency: share of the baseline mean
 # (a rate margin of 0 can never be shown by a bound: forbidden_rate allows 0.02 like the others)
-DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.02, "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.02, "error_rate": 0.02,
+                   "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
 LATENCY_MIN_PAIRS = 30
 """Fewest paired timings a latency comparison decides on. The plain percentile bootstrap's one-sided 0.95 bound
 of the mean difference covered 0.66-0.76 at 2 pairs, 0.89-0.92 at 10 and still only 0.92-0.94 at 30-50 (normal,
@@ -51,7 +53,10 @@ right-skewed gamma and lognormal-difference timings, 2000 runs each); read at th
 covered 0.946-0.967 from 30 pairs on (tests/test_comparability_stats.py checks it)."""
 _LATENCY_TAIL_SHARE = 0.5
 """The latency bound is the bootstrap's 1 - (1 - confidence) * 0.5 percentile (0.975 for a 0.95 bound)."""
-_RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False)}
+_RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False),
+              "error_rate": ("error", False)}
+"""Quality rates compare the pairs both arms answered; `error_rate` compares the failures of every shared case, on
+their own (a failed request is neither a wrong answer nor a right one)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ def compare_records(
     rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
     return {
         "shared_cases": len(shared),
+        "pairs_answered": sum(answered(b) and answered(c) for b, c, _, _ in pairs),
         "only_in_baseline": len(base_by_id) - len(common),
         "only_in_candidate": len(cand_by_id) - len(common),
         "changed_cases": len(changed),
@@ -96,15 +102,9 @@ def compare_records(
     }
 
 
-def comparison_verdict(comparison: dict) -> str:
-    """PASS, FAIL or INCONCLUSIVE for a comparison: any regression fails; an empty comparison is inconclusive, and
-    so is one where a case id names different contents in the two runs (the runs are not of the same suite)."""
-    verdicts = {row["verdict"] for row in comparison["rows"]}
-    if "fail" in verdicts:
-        return "FAIL"
-    if not comparison["shared_cases"] or not verdicts or "insufficient" in verdicts or comparison.get("changed_cases"):
-        return "INCONCLUSIVE"
-    return "PASS"
+def metric_verdicts(comparison: dict, metrics=None) -> tuple[tuple[str, str], ...]:
+    """(metric, verdict) of a comparison's rows (only `metrics`, when given): what `decision.comparison` reads."""
+    return tuple((r["metric"], r["verdict"]) for r in comparison["rows"] if metrics is None or r["metric"] in metrics)
 
 
 def changed_note(comparison: dict) -> str | None:
@@ -122,8 +122,10 @@ _UNKNOWN = "unknown"
 def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
     """Did this case pass on this metric (forbidden: did it hit)? None when the metric does not apply to it;
     'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail."""
-    if not answered(record):  # a failed request, an empty answer among them (`evidence`)
-        return False if key != "forbidden" and (record.answer if key == "answer" else record.format) else None
+    if key == "error":
+        return not answered(record)
+    if not answered(record):  # a failed request (an empty answer among them, `evidence`) is no pair to compare
+        return None
     if key == "forbidden":
         return bool(score.get("forbidden", {}).get("hit"))
     if key in score and score[key].get("unknown"):
@@ -137,7 +139,7 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) ->
     key, higher = _RATE_KEYS[name]
     both = [(_outcome(key, b, sb), _outcome(key, c, sc), b, c) for b, c, sb, sc in pairs]
     both = [(x, y, b, c) for x, y, b, c in both if x is not None and y is not None]
-    if not both:
+    if not both or (key == "error" and not any(x or y for x, y, _, _ in both)):  # no failure on either side
         return None
     margin = margins.margins.get(name, DEFAULT_MARGINS[name])
     unknown = sum(_UNKNOWN in (x, y) for x, y, _, _ in both)
@@ -157,7 +159,7 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) ->
     assert bounds is not None  # of the shared cases, at least one
     loss_lo, loss_hi = bounds
     needed = paired_min_n(margin, margins.confidence)
-    verdict, note = _non_inferiority(n, loss_lo, loss_hi, margin, needed, weighted=bool(weights))
+    verdict, note = non_inferiority(n, loss_lo, loss_hi, margin, needed, weighted=bool(weights))
     base_rate, cand_rate = _mean([float(x) for x, _ in outcomes], weights), _mean([float(y) for _, y in outcomes], weights)
     interval = [-loss_hi, -loss_lo] if higher else [loss_lo, loss_hi]
     extra = {"effective_n": n, "weighted": True} if weights else {}
@@ -225,23 +227,6 @@ def _scaled(cells: tuple[float, float, float, float], n: float) -> tuple[float, 
     return a, b, c, d
 
 
-def _non_inferiority(n: float, loss_lo: float, loss_hi: float, margin: float, needed: int | None, *,
-                     weighted: bool = False) -> tuple[str, str]:
-    """Decided on the one-sided bounds of the loss (how much worse the candidate is): a regression when even the
-    lower bound is past the margin, non-inferior when the upper bound is within it on at least `needed` cases
-    (`weighted`: `n` is the effective n of a weighted sample's shared cases)."""
-    if loss_lo > margin:
-        return "fail", ""
-    if needed is None:
-        return "insufficient", f"a margin of {margin:g} can never be shown by a bound: set a margin above 0"
-    if n < needed:
-        what = f"an effective n of {n:.1f} (population-weighted)" if weighted else f"{n} shared case(s)"
-        return "insufficient", f"{what}: at least {needed} are needed before this margin can be shown"
-    if loss_hi <= margin:
-        return "pass", ""
-    return "insufficient", f"the bound {loss_hi:.4g} on the loss is past the margin {margin:g}: more shared cases are needed"
-
-
 def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs if answered(b) and answered(c)]
     both = [(x, y) for x, y in both if x is not None and y is not None]
@@ -253,15 +238,7 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     assert interval is not None  # two pairs or more
     share = margins.margins.get(name, DEFAULT_MARGINS[name])
     margin = share * fmean(xs)
-    note = ""
-    if len(both) < LATENCY_MIN_PAIRS:  # the bootstrap bound's coverage does not hold yet: it decides nothing
-        verdict, note = "insufficient", f"{len(both)} paired timings: at least {LATENCY_MIN_PAIRS} are needed"
-    elif interval[0] > margin:
-        verdict = "fail"
-    elif interval[1] <= margin:
-        verdict = "pass"
-    else:
-        verdict = "insufficient"
+    verdict, note = latency_non_inferiority(len(both), interval, margin, LATENCY_MIN_PAIRS)
     return {
         "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
         "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None,

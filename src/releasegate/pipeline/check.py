@@ -30,6 +30,7 @@ from ..inputs.config import Config, load_config
 from ..inputs.files import read_text
 from ..inputs.judge_settings import check_judged_cases
 from ..inputs.rubric import Rubric, load_rubric
+from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
 from ..llm_judge.stage import judge_manifest, judge_stage
@@ -85,7 +86,8 @@ def run_check(
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
-        info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides)
+        info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides,
+                      cases=cases)
         seal(run.path, "check")
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
                         console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache,
@@ -349,7 +351,8 @@ def _print_resume_hint(console: Console, run: RunDir) -> None:
 
 
 def _start(
-    run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool, target_overrides: dict | None = None
+    run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool, target_overrides: dict | None = None,
+    cases: list[Case] = (),  # type: ignore[assignment]
 ) -> RunInfo:
     run.write_text("config.yaml", config.snapshot_text())  # credentials masked (userinfo, tokens, secret values)
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
@@ -364,6 +367,8 @@ def _start(
         host={"platform": platform.platform(), "cpus": os.cpu_count(), "threads": config.target.threads},
         config_path=str(config.path.resolve()),
         limit=limit,
+        cuts=suite_cuts(config.suites, [c.suite for c in cases], limit, overridden=tuple(o.key for o in config.overrides)),
+        overrides=[f"{o['key']}={o['value']}" for o in recorded_overrides(run.path)],
         no_cache=no_cache,
         target_overrides={k: str(v) if isinstance(v, Path) else v for k, v in target_overrides.items()}
         if target_overrides else None,

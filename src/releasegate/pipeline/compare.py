@@ -11,21 +11,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..decision.comparison import decide_comparison
 from ..errors import InputError
 from ..gate.comparability import (
     BASELINE_PARTS,
+    MIN_SHARED_SHARE,
     baseline_problems,
-    coverage_problem,
     describe_differences,
     differences,
     same_run,
     saved_settings_key,
     settings_problem,
 )
+from ..gate.gate_evidence import run_population, run_requests
 from ..gate.health import saved_run_problems, target_failure
 from ..gate.latency_source import quality_source
-from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, comparison_verdict
+from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, metric_verdicts
 from ..inputs.rubric import load_rubric
+from ..record.decision_evidence import Arm, ComparisonEvidence, Health
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
 from ..record.seal import sealed_snapshot
@@ -51,19 +54,21 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
     result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence),
                              base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
-    verdict = comparison_verdict(result)
     # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
-    problems = [f"baseline run: {p}" for p in baseline_problems(base_run.path, base_info, base, base_load)]
-    problems += [f"candidate run: {p}" for p in saved_run_problems(cand_run.path, cand_info, cand, cand_load)]
-    problems += [note for note in (changed_note(result), coverage_problem(result["shared_cases"], base_info.cases or len(base))) if note]
-    target = target_failure(cand, cand_load)
-    if target is not None and verdict != "FAIL":
-        verdict = "TARGET_ERROR"
-    elif problems and verdict == "PASS":
-        verdict = "INCONCLUSIVE"
+    base_health = Health(tuple(baseline_problems(base_run.path, base_info, base, base_load)), None, None)
+    cand_health = Health(tuple(saved_run_problems(cand_run.path, cand_info, cand, cand_load)),
+                         target_failure(cand, cand_load), None)
+    evidence = ComparisonEvidence(
+        reference=Arm("baseline run", "", run_population(base_info, base), run_requests(base, base_load), base_health, False),
+        candidate=Arm("candidate run", "", run_population(cand_info, cand), run_requests(cand, cand_load), cand_health, False),
+        metric_verdicts=metric_verdicts(result), pairs=result["pairs_answered"], changed=result["changed_cases"],
+        reference_cases=base_info.cases or len(base), min_share=MIN_SHARED_SHARE, require_reference_pass=False)
+    decided = decide_comparison(evidence)
+    problems = [note for note in (changed_note(result),) if note]
     other = differences(base_key, cand_key)[0]
-    return {"baseline_run": str(baseline), "candidate_run": str(candidate), "verdict": verdict,
-            "incomplete": "; ".join(problems) or None, "target_error": target,
+    return {"baseline_run": str(baseline), "candidate_run": str(candidate), **decided.as_dict(),
+            "incomplete": "; ".join(problems + ([decided.reason] if decided.verdict == "INCONCLUSIVE" else [])) or None,
+            "target_error": cand_health.target_error,
             "settings_note": f"the runs differ in {describe_differences(other)} (not used by compare)" if other else None,
             # compare reads the quality cases: their latency, under the load each run sent them with
             "latency_sources": {"baseline": quality_source(base_info, base), "candidate": quality_source(cand_info, cand)},

@@ -9,23 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..decision.gate import decide_gate
 from ..extras import require
 from ..gate.baseline import baseline_comparison, comparison_results
 from ..gate.cache_probe_gate import CACHE_METRICS, cache_metric, cache_section
 from ..gate.capacity import capacity_metric, capacity_view, gated_records, judge_capacity
 from ..gate.case_detail import case_reviews, failing_cases
-from ..gate.criteria import (
-    EXIT_CODES,
-    FAIL,
-    INCONCLUSIVE,
-    NEEDS_REVIEW,
-    TARGET_ERROR,
-    CriterionResult,
-    Undecided,
-    judge_criterion,
-    meets,
-    overall_verdict,
-)
+from ..gate.criteria import CriterionResult, Undecided, judge_criterion, meets
+from ..gate.gate_evidence import gate_evidence
 from ..gate.health import (
     client_batched_share,
     client_kind,
@@ -62,7 +53,7 @@ from ..record.review_labels import LabelEdit
 from ..review.summary import summarize_review
 from ..scorers import CorpusScores, score_records
 from ..scorers.evaluate_metric import evaluate_value
-from ..stats.sample_weights import sample_only, stratum_counts
+from ..stats.sample_weights import stratum_counts
 
 __all__ = ["gate_run", "SUMMARY_METRICS", "run_facts", "DEFAULT_ERROR_GUARD"]
 
@@ -99,7 +90,8 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, ph
 def gate_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
     *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts: Verdicts | None = None, edited: Sequence[str] = (),
-    corpus_scores: CorpusScores | None = None, scores: dict[str, dict] | None = None,
+    corpus_scores: CorpusScores | None = None, scores: dict[str, dict] | None = None, rubric_file: str = "",
+    inputs_changed: Sequence[str] = (),
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
@@ -160,21 +152,24 @@ def gate_run(
     results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge,
                                      labels or [], rubric.review)
     problems = run_problems(info, records, load_records) + list(edited)
-    target = target_failure(records, load_records)
-    verdict = overall_verdict(results, review_pending=review.blocking, allow_insufficient=rubric.allow_insufficient,
-                              incomplete=bool(problems), target_failed=target is not None)
+    evidence = gate_evidence(info, records, load_records, results, review_pending=review.pending,
+                             allow_pending=allow_pending, problems=problems, target_error=target_failure(records, load_records),
+                             client_lag_ms=lag, rubric_file=rubric_file or rubric.name, overrides=tuple(info.overrides or ()),
+                             inputs_changed=tuple(inputs_changed), allow_insufficient=rubric.allow_insufficient)
+    decided = decide_gate(evidence)
     failing = failing_cases(records, scores, limit=None, reviews=case_reviews(labels or []))
     return typed_report({
         "incomplete": "; ".join(problems) or None,
-        "target_error": target,
+        "target_error": evidence.health.target_error,
         "comparison": comparison,
         "run_id": info.run_id,
         "target": info.target,
         "rubric": rubric.name,
-        "verdict": verdict,
-        "exit_code": EXIT_CODES[verdict],
-        "verdict_reason": (_verdict_reason(verdict, results, problems, target, review.blocking) + _sample_note(records)
-                           + (f"; on the first {info.limit} case(s) only (check --limit)" if info.limit else "")),
+        **decided.as_dict(),
+        "population": {"planned": evidence.population.planned, "evaluated": evidence.population.evaluated,
+                       "cuts": list(evidence.population.cuts)},
+        "obligations": {"review_waived": evidence.obligations.review_waived,
+                        "review_pending": evidence.obligations.review_pending},
         "criteria": [r.as_dict() for r in results],
         "latency_from": phase,
         "latency_source": latency_source(info, records, phase, sweep),
@@ -271,35 +266,6 @@ def _default_guards(rubric: Rubric) -> tuple[Criterion, ...]:
         return ()
     return (Criterion(name="error_rate (default guard)", metric="error_rate", op="<=", threshold=DEFAULT_ERROR_GUARD,
                       origin="guard"),)
-
-
-def _verdict_reason(verdict: str, results, problems: list[str], target: str | None, pending: bool) -> str:
-    """Why the run got its verdict, in one line."""
-    if verdict == TARGET_ERROR:
-        return target or ""
-    failed = [r.criterion.name for r in results if r.verdict == "fail"]
-    if verdict == FAIL:
-        return f"{len(failed)} criterion(s) failed: " + ", ".join(failed[:5])
-    if problems:
-        return "incomplete run: " + "; ".join(problems)
-    if verdict == NEEDS_REVIEW:
-        return "required human review is pending"
-    undecided = [r.criterion.name for r in results if r.verdict == "insufficient"]
-    if verdict == INCONCLUSIVE:
-        if not any(r.verdict == "pass" and r.criterion.origin in ("rubric", "baseline") for r in results):
-            return "no criterion of the rubric was decided"
-        named = [f"{r.criterion.name} ({r.cause or 'undecided'})" for r in results if r.verdict == "insufficient"]
-        return f"{len(undecided)} criterion(s) could not be decided: " + ", ".join(named[:5])
-    allowed = f" ({len(undecided)} undecided, allowed by allow_insufficient)" if undecided else ""
-    return f"every criterion passed{allowed}"
-
-
-def _sample_note(records: list[CaseRecord]) -> str:
-    """What a verdict on a `sample.estimate: sample` suite speaks for: its sample, not the source."""
-    suites = sample_only(records)
-    if not suites:
-        return ""
-    return (f"; rates of {', '.join(suites)} describe the sample only, not its source (sample.estimate: sample)")
 
 
 def _evaluate_metrics(rubric: Rubric, stored) -> dict:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ..decision.comparison import matrix_decision, quality_row_verdict
 from ..gate.comparability import describe_differences, differences, saved_settings_key
-from ..gate.criteria import EXIT_CODES
-from ..gate.paired_comparison import compare_records
+from ..gate.paired_comparison import compare_records, metric_verdicts
 from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
 from ..record.records import RunDir
@@ -47,9 +47,7 @@ def run_matrix(config_path: Path, variants: str | None, *, draft: Path | None, c
                                               limit=limit, target_overrides=variant_changes(name, draft),
                                               allow_pending=allow_pending)
     rows = matrix_rows(runs, reports, rubric.forbidden)
-    verdict = matrix_verdict(rows)
-    result = {"reference": names[0], "verdict": verdict, "exit_code": EXIT_CODES[verdict], "variants": rows,
-              "dir": str(root)}
+    result = {"reference": names[0], **matrix_decision(rows).as_dict(), "variants": rows, "dir": str(root)}
     RunDir(root).write_json("matrix.json", result)
     return result
 
@@ -78,7 +76,8 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict],
             "accuracy": metrics["accuracy"]["value"],
             "accuracy_delta": acc["delta"] if acc else None,
             "accuracy_p": acc["p_value"] if acc else None,
-            "quality_verdict": "insufficient" if differ else _quality_verdict(comparison),
+            "quality_verdict": "insufficient" if differ else quality_row_verdict(
+                metric_verdicts(comparison, _QUALITY), comparison["pairs_answered"], comparison["changed_cases"]),
             "not_comparable": f"differs from the reference in {describe_differences(differ)}" if differ else None,
             "changed_cases": comparison["changed_cases"],
             "identical_share": same / len(records) if records else None,
@@ -91,31 +90,17 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict],
     return rows
 
 
+_QUALITY = ("accuracy", "format_compliance", "forbidden_rate", "error_rate")
+
+
 def _settings(run: RunDir) -> dict:
     """The variant run's comparability settings (every variant starts from one config: they should agree)."""
     return saved_settings_key(run.path, run.read_info())
 
 
-def _quality_verdict(comparison: dict) -> str:
-    verdicts = [r["verdict"] for r in comparison["rows"] if r["metric"] in ("accuracy", "format_compliance", "forbidden_rate")]
-    if "fail" in verdicts:
-        return "fail"
-    if not verdicts or not comparison["shared_cases"] or "insufficient" in verdicts or comparison["changed_cases"]:
-        return "insufficient"  # nothing compared, or a case that changed under the same id, is never a pass
-    return "pass"
-
-
-_RANK = {"PASS": 0, "NEEDS_REVIEW": 1, "INCONCLUSIVE": 2, "FAIL": 3, "TARGET_ERROR": 4}
-
-
 def matrix_verdict(rows: list[dict]) -> str:
-    """The worst of every variant's own gate verdict and its quality comparison with the reference."""
-    worst = "PASS"
-    for row in rows:
-        quality = {"fail": "FAIL", "insufficient": "INCONCLUSIVE"}.get(row["quality_verdict"], "PASS")
-        for verdict in (row["verdict"], quality):
-            worst = verdict if _RANK.get(verdict, 3) > _RANK[worst] else worst
-    return worst if rows else "INCONCLUSIVE"
+    """The matrix's verdict (`decision.comparison.matrix_decision`)."""
+    return matrix_decision(rows).verdict
 
 
 def _ratio(metrics: dict, ref: dict, name: str) -> float | None:

@@ -28,7 +28,6 @@ from ..errors import TargetError
 from ..export.llamacpp import Speculative, launch_server
 from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
 from ..export.vllm import start_server as start_vllm
-from ..gate.criteria import EXIT_CODES
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
@@ -37,7 +36,7 @@ from ..record.records import RunDir
 from ..report.variants import VARIANT_FILES, render_variants
 from ..run.server_scrape import acceptance, fetch_metrics, parse_prometheus, speculative_counts
 from .check import run_check
-from .server_ranking import choose_cheapest, eligible
+from .server_ranking import choose_cheapest
 from .servers import compare_servers
 
 __all__ = ["run_served_variants", "served_result"]
@@ -213,13 +212,12 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
     by_name = dict(zip(ran, comparison["targets"]))
     rows = [_row(spec, runs[spec.name], by_name.get(spec.name), greedy and _same_model(spec, plan.reference))
             for spec in plan.variants]
-    choice = choose_cheapest(rows, reference=plan.reference.name)
+    choice = choose_cheapest(rows, reference=plan.reference.name)  # the decision: verdict, exit code, choice
     for row in rows:
         row["chosen"] = row["variant"] == choice["choice"]
-    verdict = "PASS" if choice["choice"] else "INCONCLUSIVE"
     slo = comparison["targets"][0].get("slo")  # one config: every variant was swept against the same objective
-    return {"kind": "served_variants", "reference": plan.reference.name, **choice, "verdict": verdict,
-            "exit_code": EXIT_CODES[verdict], "margin": _margin(rows, plan), "min_parity_share": plan.min_parity_share,
+    return {"kind": "served_variants", "reference": plan.reference.name, **choice,
+            "margin": _margin(rows, plan), "min_parity_share": plan.min_parity_share,
             "slo": slo, "dir": str(root), "variants": rows}
 
 
@@ -262,12 +260,11 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds
         "accepted_tokens": spec_counts.get("accepted_tokens") if spec.speculative else None,
         "parity": parity,
         "latency_source": target.get("latency_source"), "unchecked": target.get("unchecked"),
+        "review_waived": target.get("review_waived"), "capacity_break_rps": target.get("capacity_break_rps"),
+        "cost_mode": target.get("cost_mode"), "e2e_ms_p95_bounds": target.get("e2e_ms_p95_bounds"),
+        # a draft may change speed, never the greedy text: a broken server otherwise
+        "speculation_changed": _speculation_changed(spec, parity, parity_binds), "why_not": None,
     })
-    row["eligible"] = eligible(row)
-    row["why_not"] = None if row["eligible"] else _why_not(row)
-    changed = _speculation_changed(spec, row["parity"], parity_binds)
-    if row["eligible"] and changed:  # a draft may change speed, never the greedy text: a broken server otherwise
-        row["eligible"], row["why_not"] = False, changed
     return row
 
 
@@ -279,23 +276,6 @@ def _speculation_changed(spec: VariantSpec, parity: dict | None, binds: bool) ->
     changed = parity["shared_cases"] - parity["identical_outputs"]
     return (f"speculation changed {changed} of {parity['shared_cases']} greedy answers of the same model: a draft "
             "may change speed, never the text")
-
-
-def _why_not(row: dict) -> str:
-    if row["verdict"] != "PASS":
-        return f"its gate said {row['verdict']}" + (f": {row['verdict_reason']}" if row.get("verdict_reason") else "")
-    if row.get("comparable"):
-        return str(row["comparable"])
-    if row.get("sweep") and row["capacity_rps"] is None:
-        return "its capacity sweep met the objective at no rate"
-    parity = row.get("parity") or {}
-    verdict = parity.get("quality_verdict")
-    if verdict == "FAIL":
-        return "quality worse than the reference beyond the margin"
-    if parity.get("changed_cases"):
-        return f"quality not compared: {parity['changed_cases']} case(s) changed under the same id"
-    return (f"quality not shown non-inferior to the reference (decided on {parity.get('shared_cases', 0)} shared "
-            "case(s); more cases or a wider margin decide it)")
 
 
 def _read_variant(run: RunDir) -> dict:

@@ -1,150 +1,81 @@
-"""Which of the compared targets to choose (`servers`): eligibility, and an honest order of capacities when
-some are floors.
+"""The figures of `servers`' targets and of the served variants gathered into `Contender`s, and the choice made
+by `decision.choice` (the only place a choice is made).
 
-A capacity is a range: a measured value X is [X, X]; a floor "at least X" (the sweep stopped at max_rps without
-breaking the objective) is [X, infinity). One target's capacity is higher than another's only when its range lies
-wholly above: a floor at or above a measured value is not worse than it, a floor below one cannot be ordered
-with it. The targets no other one is shown higher than are left; among them the lowest cost decides.
+A contender's ranges: its capacity lies between the highest rate that met the objective and the lowest that broke
+it ([X, inf) for a floor); its cost at capacity between the cost measured there and that cost scaled to the rate
+that broke it (a floor: [0, X]); a cost from an API price table is what it is (counted tokens times prices); a
+self-hosted cost from one fixed load has no interval (no sweep bounds its throughput): it cannot show a variant
+cheaper than the reference. E2E p95 ranges are its order-statistic bounds.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..report.formatting import format_money
+from ..decision.choice import choose, why_not
+from ..record.decision_evidence import Contender
 
-__all__ = ["recommend", "eligible", "choose_cheapest"]
+__all__ = ["recommend", "eligible", "choose_cheapest", "contender"]
 
 
-def eligible(t: dict) -> bool:
-    """Its gate passed, it was judged by the reference's rubric, its quality parity with the reference was
-    decided (not merely not refuted) on enough of the reference's cases, and, when it ran a capacity sweep, the
-    sweep established a capacity (a target that met its objective at no rate is never chosen for its cost)."""
-    if t["verdict"] != "PASS" or t.get("comparable"):
-        return False
-    if t.get("sweep") and t["capacity_rps"] is None:  # swept, and no rate met the objective: unknown, not chosen
-        return False
-    return t.get("parity") is None or t["parity"]["quality_verdict"] == "PASS"
+def contender(row: dict, *, is_reference: bool, name_key: str = "run_id") -> Contender:
+    """A target row (`servers`) or variant row (served variants) as the choice sees it."""
+    parity = row.get("parity")
+    return Contender(
+        name=str(row[name_key]), is_reference=is_reference, verdict=row["verdict"],
+        review_waived=bool(row.get("review_waived")), not_comparable=row.get("comparable"),
+        parity=None if is_reference else (parity or {}).get("quality_verdict"), swept=bool(row.get("sweep")),
+        capacity=_capacity(row), cost=_cost(row), e2e_p95=_bounds(row.get("e2e_ms_p95_bounds")),
+        speculative=bool(row.get("speculative")), draft_tokens=row.get("draft_tokens"),
+        speculation_changed=row.get("speculation_changed"))
+
+
+def _capacity(row: dict) -> tuple[float, float] | None:
+    lo = row.get("capacity_rps")
+    if lo is None:
+        return None
+    hi = math.inf if row.get("capacity_at_least") else row.get("capacity_break_rps")
+    return (lo, hi) if hi is not None else None
+
+
+def _cost(row: dict) -> tuple[float, float] | None:
+    at_capacity, capacity = row.get("cost_per_1m_at_capacity"), _capacity(row)
+    if at_capacity is not None and capacity is not None:
+        lo, hi = capacity
+        return (0.0 if math.isinf(hi) else at_capacity * lo / hi), at_capacity
+    cost = row.get("cost_per_1m_output_tokens")
+    if cost is not None and row.get("cost_mode") == "api" and not row.get("sweep"):
+        return cost, cost
+    return None
+
+
+def _bounds(bounds) -> tuple[float, float] | None:
+    if not bounds or len(bounds) != 2 or any(b is None for b in bounds):
+        return None
+    return float(bounds[0]), float(bounds[1])
+
+
+def eligible(row: dict) -> bool:
+    """Whether a target or variant row qualifies (`decision.choice.why_not`); the first row passed to `recommend`
+    is the reference, any other is compared with it."""
+    return why_not(contender(row, is_reference=row.get("parity") is None)) is None
 
 
 def recommend(targets: list[dict]) -> dict:
-    """The recommended run id (None when no target is eligible) and the sentence that says why."""
-    chosen = [t for t in targets if eligible(t)]
-    if not chosen:
-        states = ", ".join(f"{t['run_id']} {t['verdict']}" + (f" ({t['comparable']})" if t.get("comparable") else "")
-                           for t in targets)
-        return {"recommended": None, "recommendation": f"no recommendation: no target passed its gate with quality "
-                                                       f"shown no worse than the reference ({states})"}
-    best, why = _best(chosen)
-    others = len(targets) - len(chosen)
-    rest = f"; {others} target(s) not eligible (their gate did not pass, quality parity was not shown, or their sweep established no capacity)" if others else ""
-    bound = f"; it is {best['bottleneck']}-bound at the median" if best["bottleneck"] else ""
-    return {"recommended": best["run_id"],
-            "recommendation": f"{best['target']} (run {best['run_id']}): passes its gate, {why}{bound}{rest}"}
-
-
-def _best(chosen: list[dict]) -> tuple[dict, str]:
-    if all(t["capacity_rps"] is not None for t in chosen):
-        return _by_capacity(chosen)
-    if all(t["cost_per_1m_output_tokens"] is not None for t in chosen):
-        best = min(chosen, key=lambda t: t["cost_per_1m_output_tokens"])
-        return best, f"the lowest cost per 1M output tokens ({format_money(best['cost_per_1m_output_tokens'])})"
-    if all(t["ttft_ms_p95"] is not None for t in chosen):
-        best = min(chosen, key=lambda t: t["ttft_ms_p95"])
-        return best, f"the lowest TTFT p95 ({best['ttft_ms_p95']:.4g} ms)"
-    return chosen[0], "the only basis left: it passed its gate"
-
-
-def _range(t: dict) -> tuple[float, float]:
-    return t["capacity_rps"], (math.inf if t["capacity_at_least"] else t["capacity_rps"])
-
-
-def _by_capacity(chosen: list[dict]) -> tuple[dict, str]:
-    top = [t for t in chosen if not any(_range(u)[0] > _range(t)[1] for u in chosen)]
-    if len(top) == 1 or len({_range(t) for t in top}) == 1 and not top[0]["capacity_at_least"]:
-        best = min(top, key=_cost)
-        return best, f"the highest capacity at the latency objective ({_rate(best)})"
-    best = min(top, key=_cost)
-    rates = " vs ".join(_rate(t, cost=False) for t in top)
-    return best, f"capacity cannot order {rates}; the lowest cost among them ({_rate(best)})"
-
-
-def _cost(t: dict) -> float:
-    cost = t["cost_per_1m_at_capacity"] if t["cost_per_1m_at_capacity"] is not None else t["cost_per_1m_output_tokens"]
-    return cost if cost is not None else math.inf
-
-
-def _rate(t: dict, cost: bool = True) -> str:
-    floor = "at least " if t["capacity_at_least"] else ""
-    there = f", {format_money(t['cost_per_1m_at_capacity'])} per 1M output tokens there" if cost and t["cost_per_1m_at_capacity"] else ""
-    return f"{floor}{t['capacity_rps']:.4g} req/s{there}"
+    """`servers`: the recommended run id (None when nothing is chosen), the sentence that says why, the verdict
+    and exit code."""
+    contenders = [contender(t, is_reference=i == 0) for i, t in enumerate(targets)]
+    picked = choose(contenders, bases=("capacity", "cost", "latency"))
+    return {"recommended": picked.chosen, "recommendation": picked.decision.reason, **picked.decision.as_dict()}
 
 
 def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
-    """The served-variant choice: among the `eligible` rows (gate passed, quality shown non-inferior to the
-    reference, capacity established when swept), the cheapest: the lowest cost per 1M output tokens at capacity
-    when every one has it, else the lowest cost per 1M output tokens, else the lowest E2E p95. A capacity floor
-    ("at least X") makes its cost there an upper bound: it is cheaper than a measured cost above that bound, and
-    cannot be ordered with one below it (the lowest bound is then chosen, and the reason says so).
-    {choice: name | None, choice_reason: text, rule: cost_at_capacity | cost | e2e_p95 | None}."""
-    chosen = [r for r in rows if eligible(r)]
-    if not chosen:
-        states = "; ".join(f"{r['variant']}: {r.get('why_not') or r['verdict']}" for r in rows) or "no variant ran"
-        return {"choice": None, "rule": None, "choice_reason": f"no variant qualifies ({states})"}
-    rule, key, what = _rule(chosen)
-    if key == "capacity_rps":
-        best, why = _by_capacity(chosen)
-        return {"choice": best["variant"], "rule": rule, "choice_reason": f"{_qualifies(best, reference)}, {why}"}
-    if key == "order":
-        return {"choice": chosen[0]["variant"], "rule": rule,
-                "choice_reason": f"{_qualifies(chosen[0], reference)}, the first in the plan "
-                                 "(no cost or latency was measured to order them)"}
-    lowest = [r for r in chosen if not any(_cost_range(u, key)[1] < _cost_range(r, key)[0] for u in chosen)]
-    best = min(lowest, key=lambda r: (r[key], r["variant"] != reference))  # a tie goes to the reference
-    why = f"the lowest {what} ({_figure(best, key)})"
-    if len(lowest) > 1 and any(r["capacity_at_least"] for r in lowest) and key == "cost_per_1m_at_capacity":
-        others = " vs ".join(f"{r['variant']} {_figure(r, key)}" for r in lowest)
-        why = f"cost cannot order {others} (a capacity floor's cost is at most its figure); the lowest figure"
-    return {"choice": best["variant"], "rule": rule, "choice_reason": f"{_qualifies(best, reference)}, {why}"}
-
-
-def _rule(rows: list[dict]) -> tuple[str, str, str]:
-    if all(r.get("cost_per_1m_at_capacity") is not None for r in rows):
-        return "cost_at_capacity", "cost_per_1m_at_capacity", "cost per 1M output tokens at capacity"
-    if all(r.get("cost_per_1m_output_tokens") is not None for r in rows):
-        return "cost", "cost_per_1m_output_tokens", "cost per 1M output tokens"
-    if all(r.get("capacity_rps") is not None for r in rows):  # swept: each one's latency is at its own rate
-        return "capacity", "capacity_rps", "highest capacity at the objective (no cost configured)"
-    if all(r.get("e2e_ms_p95") is not None for r in rows):
-        return "e2e_p95", "e2e_ms_p95", "E2E p95 (no cost configured)"
-    return "order", "order", "place in the plan"
-
-
-def _cost_range(row: dict, key: str) -> tuple[float, float]:
-    value = row[key]
-    floor = key == "cost_per_1m_at_capacity" and row.get("capacity_at_least")
-    return (0.0 if floor else value), value
-
-
-def _figure(row: dict, key: str) -> str:
-    if key == "e2e_ms_p95":
-        return f"{row[key]:.4g} ms"
-    bound = "at most " if key == "cost_per_1m_at_capacity" and row.get("capacity_at_least") else ""
-    return bound + format_money(row[key])
-
-
-def _qualifies(row: dict, reference: str) -> str:
-    parity = row.get("parity")
-    if parity is None:
-        return "the reference, its gate passes"
-    delta, interval, margin = parity.get("accuracy_delta"), parity.get("accuracy_interval"), parity.get("margin")
-    accuracy = ""
-    if delta is not None:
-        accuracy = f"accuracy {delta:+.3f}"
-        if interval:
-            accuracy += f", interval [{interval[0]:+.3f}, {interval[1]:+.3f}]"
-        if margin is not None:
-            accuracy += f", margin {margin:g}"
-        accuracy = f" ({accuracy})"
-    same = f"; {parity['identical_outputs']}/{parity['shared_cases']} outputs identical" if parity.get("shared_cases") else ""
-    return f"its gate passes, quality non-inferior to {reference}{accuracy}{same}"
+    """The served-variant choice (the reference row first, `reference` its name): {choice, rule, choice_reason,
+    verdict, exit_code, verdict_reason} and each row's `why_not`."""
+    ordered = sorted(rows, key=lambda r: r["variant"] != reference)
+    contenders = [contender(r, is_reference=r["variant"] == reference, name_key="variant") for r in ordered]
+    picked = choose(contenders, bases=("cost", "capacity", "latency"))
+    for row in rows:
+        row["why_not"] = picked.why_not.get(row["variant"]) if row.get("why_not") is None else row["why_not"]
+        row["eligible"] = row["why_not"] is None
+    return picked.as_dict()

@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import json
 
+from ..decision.comparison import decide_comparison
 from ..errors import InputError
 from ..gate.comparability import describe_differences, differences, same_run, saved_settings_key
-from ..gate.health import planned_phases
-from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, comparison_verdict
-from ..inputs.rubric import Rubric, load_rubric
-from ..record.judge_verdicts import Verdicts, run_verdicts
-from ..record.records import CaseRecord, RunDir, RunInfo
+from ..gate.gate_evidence import run_arm
+from ..gate.health import planned_phases, run_problems
+from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, metric_verdicts
+from ..inputs.rubric import load_rubric
+from ..record.decision_evidence import ComparisonEvidence
+from ..record.judge_verdicts import run_verdicts
+from ..record.records import RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, sealed_snapshot
 from ..scorers import CorpusScores
@@ -51,6 +54,7 @@ _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "tt
             "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
             "output_tokens_per_s", "cost_per_1m_output_tokens")
 _REFUSED = ("generation", "load", "slo")
+_PARITY_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate")
 
 
 def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None,
@@ -66,17 +70,20 @@ def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHAR
     keys = [saved_settings_key(run.path, info) for run, info in zip(runs, infos)]
     _refuse_incomparable(runs, infos, keys)
     judged = [_judge_again(run, info, allow_pending) for run, info in zip(runs, infos)]
+    arms = [run_arm(f"{'reference' if i == 0 else 'target'} {info.run_id}", info, j[1], j[4], j[0],
+                    problems=run_problems(info, j[1], j[4])) for i, (info, j) in enumerate(zip(infos, judged))]
     rules = judged[0][2].forbidden
     margins = Margins({**DEFAULT_MARGINS, **({k: margin for k in ("accuracy", "format_compliance", "forbidden_rate")}
                                               if margin is not None else {})})
     targets = []
     for i, (run, info) in enumerate(zip(runs, infos)):
-        report, records, _, verdicts = judged[i]
+        report, records, _, verdicts, _ = judged[i]
         row = _target_row(run, info, report)
+        row["review_waived"] = arms[i].review_waived
         if i:
             ref_records, ref_verdicts = judged[0][1], judged[0][3]
             row["parity"] = _parity(ref_records, records, rules, ref_verdicts, verdicts, margins,
-                                    infos[0].cases or len(ref_records), min_parity_share)
+                                    (arms[0], arms[i], infos[0].cases or len(ref_records)), min_parity_share)
             row["comparable"], row["unchecked"] = _comparability_notes(keys[0], keys[i])
         targets.append(row)
     return {"reference": targets[0]["run_id"], "min_parity_share": min_parity_share, "targets": targets,
@@ -106,15 +113,16 @@ def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | No
     return refusal, warning
 
 
-def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tuple[dict, list[CaseRecord], Rubric, Verdicts | None]:
-    """(report, records, rubric, judge verdicts): the run judged from disk by its own rubric snapshot."""
+def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tuple:
+    """(report, records, rubric, judge verdicts, load records): the run judged from disk by its own rubric
+    snapshot."""
     info.phases = planned_phases(run.path, info)
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     records, verdicts = run.read_records(), run_verdicts(run, info)
-    report = gate_run(info, records, policy, info.cost, run.read_records("load.jsonl", required=False),
-                       labels=read_labels(run), verdicts=verdicts, edited=edited_evidence(run.path), allow_pending=allow_pending,
-                       corpus_scores=CorpusScores.of(run))
-    return report, records, policy, verdicts
+    load = run.read_records("load.jsonl", required=False)
+    report = gate_run(info, records, policy, info.cost, load, labels=read_labels(run), verdicts=verdicts,
+                      edited=edited_evidence(run.path), allow_pending=allow_pending, corpus_scores=CorpusScores.of(run))
+    return report, records, policy, verdicts, load
 
 
 def _target_row(run: RunDir, info, report: dict) -> dict:
@@ -136,6 +144,8 @@ def _target_row(run: RunDir, info, report: dict) -> dict:
         "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
         "sweep": bool(capacity), "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
         "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"), "slo": capacity.get("slo"),
+        "capacity_break_rps": capacity.get("break_rps"), "cost_mode": (info.cost or {}).get("mode"),
+        "e2e_ms_p95_bounds": (metrics.get("e2e_ms_p95") or {}).get("bounds"),
     }
 
 
@@ -147,22 +157,25 @@ def _saved_verdict(run: RunDir) -> str | None:
         return None
 
 
-def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins: Margins, ref_cases: int,
+def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins: Margins, arms: tuple,
             min_share: float) -> dict:
     comparison = compare_records(ref, other, rules, margins, base_verdicts=ref_verdicts, cand_verdicts=other_verdicts)
-    quality = {"rows": [r for r in comparison["rows"] if r["metric"] in ("accuracy", "format_compliance", "forbidden_rate")],
+    quality = {"rows": [r for r in comparison["rows"] if r["metric"] in _PARITY_METRICS],
                "shared_cases": comparison["shared_cases"], "changed_cases": comparison["changed_cases"]}
     accuracy = next((r for r in comparison["rows"] if r["metric"] == "accuracy"), None)
     shared = comparison["shared_cases"]
-    share = shared / ref_cases if ref_cases else 0.0
-    verdict = comparison_verdict(quality)
-    if verdict == "PASS" and share < min_share:  # parity on a corner of the suite is not parity on the suite
-        verdict = "INCONCLUSIVE"
+    ref_arm, arm, ref_cases = arms
+    share = comparison["pairs_answered"] / ref_cases if ref_cases else 0.0
+    decided = decide_comparison(ComparisonEvidence(
+        reference=ref_arm, candidate=arm, metric_verdicts=metric_verdicts(comparison, _PARITY_METRICS),
+        pairs=comparison["pairs_answered"], changed=comparison["changed_cases"], reference_cases=ref_cases,
+        min_share=min_share, require_reference_pass=True))  # parity on a corner of the suite is not parity
+    verdict = decided.verdict
     return {
         "shared_cases": comparison["shared_cases"], "shared_share": share, "changed_cases": comparison["changed_cases"],
         "identical_outputs": comparison["identical_outputs"], "accuracy_delta": accuracy["delta"] if accuracy else None,
         "accuracy_needed_n": accuracy.get("needed_n") if accuracy else None, "quality_verdict": verdict,
         "rows": quality["rows"], "identical_share": comparison["identical_outputs"] / shared if shared else None,
         "accuracy_interval": (accuracy or {}).get("interval"), "accuracy_p_value": (accuracy or {}).get("p_value"),
-        "margin": (accuracy or {}).get("margin"),
+        "margin": (accuracy or {}).get("margin"), "quality_reason": decided.reason,
     }

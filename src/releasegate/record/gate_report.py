@@ -157,6 +157,27 @@ class LatencySource(_Model):
     """E.g. 'load phase, closed loop, 1 in flight, 80 requests'."""
 
 
+class PopulationRow(_Model):
+    """The cases a verdict speaks for."""
+
+    planned: int
+    """Cases the run planned."""
+    evaluated: int
+    """Cases with a record."""
+    cuts: list[str] = []
+    """Every cut of the suites the run made ('--limit 5', 'suites[0].limit: 3 (tickets)'): a run on part of its
+    suites speaks for that part only (INCONCLUSIVE)."""
+
+
+class ObligationsRow(_Model):
+    """What the verdict still owes."""
+
+    review_pending: bool = False
+    """Required human review has not decided and blocks the verdict (NEEDS_REVIEW)."""
+    review_waived: bool = False
+    """Required human review was pending and `--allow-pending` let the verdict through: not reviewed."""
+
+
 class GateReport(_Model):
     """The verdict on one run and everything it was decided from."""
 
@@ -172,6 +193,10 @@ class GateReport(_Model):
     exit_code: Literal[0, 1, 3, 4]
     verdict_reason: str = ""
     """Why the run got its verdict, in one line."""
+    population: PopulationRow | None = None
+    """The cases the verdict speaks for and every cut of them; absent in reports that predate it."""
+    obligations: ObligationsRow | None = None
+    """Required review pending or waived; absent in reports that predate it."""
     incomplete: str | None = None
     """What keeps the run from being judged as a whole (INCONCLUSIVE), or null."""
     target_error: str | None = None

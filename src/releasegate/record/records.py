@@ -173,6 +173,12 @@ class RunInfo(BaseModel):
     resolves its relative paths next to this file."""
     limit: int | None = None
     """`check --limit`: a resumed run plans the same cases."""
+    cuts: list[str] | None = None
+    """Every cut of the suites the run made, in words ('--limit 5', 'suites[0].limit: 3 (tickets)'); empty: the
+    whole suites. A run on part of its suites speaks for that part only: INCONCLUSIVE (`decision.decide_gate`).
+    None: a run from before cuts were recorded (its `limit` is read)."""
+    overrides: list[str] | None = None
+    """The `--set KEY=VALUE` overrides the run's config was composed with (secrets masked)."""
     no_cache: bool = False
     """`check --no-cache`: the run neither reads nor writes the response cache; a resume keeps to that unless
     told `--cache`."""

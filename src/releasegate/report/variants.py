@@ -57,9 +57,10 @@ _FREE = ("served_as", "why_not", "verdict_reason")
 _PARITY = ("accuracy_delta", "accuracy_p_value", "identical", "quality_verdict")
 _SERVERS = {"llamacpp": "llama.cpp", "vllm": "vLLM", "endpoint": "endpoint"}
 _LORA = {"merged": "merged", "per_request": "LoRA per request"}
-_RULES = {"cost_at_capacity": "the lowest cost per 1M output tokens at capacity",
-          "cost": "the lowest cost per 1M output tokens", "capacity": "the highest capacity at the objective",
-          "e2e_p95": "the lowest P95 end-to-end latency", "order": "the first in the plan"}
+_RULES = {"cost": "cost per 1M output tokens, shown lower than the reference's by its interval",
+          "capacity": "capacity at the objective, shown higher than the reference's by its range",
+          "latency": "E2E p95, shown lower than the reference's by its bounds",
+          "None": "the reference (no figure every qualifying variant has)"}
 _UNITS = ("B", "kB", "MB", "GB", "TB")
 
 

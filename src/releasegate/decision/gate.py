@@ -1,0 +1,66 @@
+"""The overall verdict of one run, from its evidence (`GateEvidence`).
+
+TARGET_ERROR when the target failed most requests; FAIL when any criterion fails; INCONCLUSIVE when the run is
+not whole, ran on part of its suites (any cut: `check --limit`, a suite's `limit:` from any layer or `--set`),
+was judged on inputs that changed since, or no criterion of the rubric itself was decided; NEEDS_REVIEW while
+required review is pending; INCONCLUSIVE when a criterion is undecided (unless `allow_insufficient` and it only
+lacks samples); else PASS. A PASS with required review waived (`--allow-pending`) says so in its line.
+"""
+
+from __future__ import annotations
+
+from ..record.decision_evidence import GateEvidence
+from .verdicts import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, TARGET_ERROR, Decision, decision
+
+__all__ = ["decide_gate"]
+
+
+def decide_gate(e: GateEvidence) -> Decision:
+    """The run's verdict and the one line that says why (the population's cut and any waiver named)."""
+    verdict, reason = _verdict(e)
+    return decision(verdict, reason + _notes(e, verdict))
+
+
+def _verdict(e: GateEvidence) -> tuple[str, str]:
+    if e.health.target_error is not None:
+        return TARGET_ERROR, e.health.target_error
+    failed = [o.name for o in e.outcomes if o.verdict == "fail"]
+    if failed:
+        return FAIL, f"{len(failed)} criterion(s) failed: " + ", ".join(failed[:5])
+    if e.health.problems:
+        return INCONCLUSIVE, "incomplete run: " + "; ".join(e.health.problems)
+    if e.provenance.inputs_changed:
+        return INCONCLUSIVE, ("the inputs changed since the run (" + ", ".join(e.provenance.inputs_changed)
+                              + "): the verdict would be on other inputs; run check again")
+    if e.population.cut:
+        return INCONCLUSIVE, (f"the run covers {e.population.evaluated} case(s) of part of the suites only "
+                              f"({'; '.join(e.population.cuts)}): it speaks for that part; run without the cut")
+    if not any(o.verdict == "pass" and o.origin == "rubric" for o in e.outcomes):
+        return INCONCLUSIVE, "no criterion of the rubric was decided"
+    if e.obligations.review_pending:
+        return NEEDS_REVIEW, "required human review is pending"
+    blocking = [o for o in e.outcomes if o.verdict == "insufficient" and not (e.allow_insufficient and o.relaxable)]
+    if blocking:
+        named = [f"{o.name} ({o.cause or 'undecided'})" for o in blocking]
+        return INCONCLUSIVE, f"{len(blocking)} criterion(s) could not be decided: " + ", ".join(named[:5])
+    undecided = sum(o.verdict == "insufficient" for o in e.outcomes)
+    allowed = f" ({undecided} undecided, allowed by allow_insufficient)" if undecided else ""
+    return PASS, f"every criterion passed{allowed}"
+
+
+def _notes(e: GateEvidence, verdict: str) -> str:
+    notes = []
+    if e.obligations.review_waived and verdict == PASS:
+        notes.append("required human review waived (--allow-pending): not reviewed")
+    if e.sample_only:
+        notes.append(f"rates of {', '.join(e.sample_only)} describe the sample only, not its source "
+                     "(sample.estimate: sample)")
+    if e.population.cut and verdict != INCONCLUSIVE:
+        notes.append(e.population.describe())
+    if e.requests.cached and verdict == PASS:
+        notes.append(f"{e.requests.cached} of {e.population.evaluated} answers reused from the response cache")
+    if e.provenance.overrides:
+        notes.append("--set " + ", ".join(e.provenance.overrides))
+    return "".join(f"; {n}" for n in notes)
+
+

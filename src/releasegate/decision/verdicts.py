@@ -1,0 +1,43 @@
+"""The verdicts and their exit codes: the one table every command's exit code comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "Decision", "worst",
+           "decision", "RANK"]
+
+PASS, FAIL, NEEDS_REVIEW, INCONCLUSIVE, TARGET_ERROR = "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"
+EXIT_CODES = {PASS: 0, FAIL: 1, NEEDS_REVIEW: 3, INCONCLUSIVE: 3, TARGET_ERROR: 4}
+RANK = {PASS: 0, NEEDS_REVIEW: 1, INCONCLUSIVE: 2, FAIL: 3, TARGET_ERROR: 4}
+"""Worse is higher; an unknown verdict ranks as INCONCLUSIVE would not: as FAIL, so it never reads as a pass."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A verdict, its exit code and the one line that says why."""
+
+    verdict: str
+    reason: str
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    def as_dict(self) -> dict:
+        return {"verdict": self.verdict, "exit_code": self.exit_code, "verdict_reason": self.reason}
+
+
+def decision(verdict: str, reason: str) -> Decision:
+    if verdict not in EXIT_CODES:
+        raise ValueError(f"not a verdict: {verdict!r}")
+    return Decision(verdict, reason)
+
+
+def worst(verdicts) -> str:
+    """The worst of `verdicts`; INCONCLUSIVE for none (nothing decided is never a PASS)."""
+    known = list(verdicts)
+    if not known:
+        return INCONCLUSIVE
+    found = max(known, key=lambda v: RANK.get(v, RANK[FAIL]))
+    return found if found in EXIT_CODES else FAIL

@@ -1,0 +1,66 @@
+"""A run's `GateEvidence`, gathered from its record: the criteria's outcomes, the population and its cuts, the
+requests behind the rates, review obligations, run health and provenance. `decision.decide_gate` decides from it."""
+
+from __future__ import annotations
+
+from ..record.decision_evidence import (
+    Arm,
+    GateEvidence,
+    Health,
+    Obligations,
+    Outcome,
+    Population,
+    Provenance,
+    Requests,
+)
+from ..record.evidence import answered, attempt_counts
+from ..record.records import CaseRecord, RunInfo
+from ..stats.sample_weights import sample_only
+from .criteria import CriterionResult, relaxable
+
+__all__ = ["gate_evidence", "run_population", "run_requests", "run_arm"]
+
+
+def run_population(info: RunInfo, records: list[CaseRecord]) -> Population:
+    """The cases the run speaks for and its cuts (run.json `cuts`; a run from before them: its `--limit`)."""
+    cuts = info.cuts if info.cuts is not None else (
+        [f"--limit {info.limit}"] if info.limit and info.cases >= info.limit else [])
+    return Population(planned=info.cases, evaluated=len(records), cuts=tuple(cuts))
+
+
+def run_requests(records: list[CaseRecord], load_records: list[CaseRecord]) -> Requests:
+    tally = attempt_counts(records + load_records)
+    fresh = attempt_counts(records, cached=False)["attempts"]
+    return Requests(attempts=tally["attempts"], failed=tally["failed"], answered=sum(answered(r) for r in records),
+                    cached=sum(bool(r.cached) for r in records), fresh=fresh)
+
+
+def gate_evidence(info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord],
+                  results: list[CriterionResult], *, review_pending: int, allow_pending: bool, problems: list[str],
+                  target_error: str | None, client_lag_ms: float | None, rubric_file: str, overrides: tuple[str, ...],
+                  inputs_changed: tuple[str, ...], allow_insufficient: bool) -> GateEvidence:
+    outcomes = tuple(Outcome(r.criterion.name, getattr(r.criterion, "origin", "rubric"), r.verdict,
+                             str(r.cause) if r.cause else None, relaxable(r)) for r in results)
+    undecided = tuple(o.name for o in outcomes if o.verdict == "insufficient")
+    return GateEvidence(
+        outcomes=outcomes,
+        population=run_population(info, records),
+        requests=run_requests(records, load_records),
+        obligations=Obligations(review_pending=review_pending > 0 and not allow_pending,
+                                review_waived=review_pending > 0 and allow_pending, undecided=undecided),
+        health=Health(problems=tuple(problems), target_error=target_error, client_lag_ms=client_lag_ms),
+        provenance=Provenance(rubric=rubric_file, overrides=overrides, inputs_changed=inputs_changed),
+        allow_insufficient=allow_insufficient,
+        sample_only=tuple(sample_only(records)),
+    )
+
+
+def run_arm(name: str, info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord], report: dict,
+            *, problems: list[str]) -> Arm:
+    """A saved run as one arm of a comparison: its gate's verdict (judged again), population, requests, health
+    and whether its required review was waived."""
+    obligations = report.get("obligations") or {}
+    return Arm(name=name, verdict=report["verdict"], population=run_population(info, records),
+               requests=run_requests(records, load_records),
+               health=Health(tuple(problems), report.get("target_error"), None),
+               review_waived=bool(obligations.get("review_waived")))

@@ -1,0 +1,233 @@
+"""The typed evidence every decision is made from (`releasegate.decision`): one record per decision input, with
+no default for what a surface could forget. A surface gathers its numbers into these types; only the decision
+module turns them into a verdict, an exit code, a choice or a recommendation.
+
+What each arm of a decision carries: the population it speaks for (planned cases, evaluated cases, every cut of
+them), its requests (attempts, answers and failures, those of the sessions whose cached answers it reuses
+included), its obligations (required review pending or waived, undecided criteria), its measurement health
+(an incomplete run, a target that failed, the client's lateness) and its provenance (rubric file, `extends:`
+layers, `--set` overrides, inputs changed since the run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "Population", "Requests", "Obligations", "Health", "Provenance", "Outcome", "GateEvidence", "Arm",
+    "ComparisonEvidence", "Contender", "CacheRow", "CacheEvidence", "WhatIfEvidence", "MIN_FRESH_REQUESTS",
+]
+
+MIN_FRESH_REQUESTS = 3
+"""A rate bounded from fewer requests sent by the run itself (the rest answered from the response cache) decides
+nothing: one or two fresh requests say nothing of the requests a user will send."""
+
+
+@dataclass(frozen=True)
+class Population:
+    """The cases a decision speaks for."""
+
+    planned: int
+    """Cases the plan holds (run.json `cases`)."""
+    evaluated: int
+    """Cases with a record."""
+    cuts: tuple[str, ...]
+    """Every cut of the suites the run made, in words ('check --limit 5', 'suites[0].limit: 3 (tickets)',
+    'matrix --limit 6'); empty: the whole suites ran. A declared `sample:` is no cut: it speaks for its source."""
+
+    @property
+    def cut(self) -> bool:
+        return bool(self.cuts)
+
+    def describe(self) -> str:
+        """'on part of the suites only (check --limit 5)', or '' for the whole."""
+        return f"on part of the suites only ({'; '.join(self.cuts)})" if self.cuts else ""
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The requests behind an arm's rates."""
+
+    attempts: int
+    """Every request sent, in every phase, retries and earlier sessions included."""
+    failed: int
+    answered: int
+    """Cases answered."""
+    cached: int
+    """Cases answered from the response cache (no request sent in this session)."""
+    fresh: int
+    """Requests this session sent for the quality cases."""
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.failed / self.attempts if self.attempts else None
+
+
+@dataclass(frozen=True)
+class Obligations:
+    """What must still happen before a PASS means what it says."""
+
+    review_pending: bool
+    """Required human review has not decided (labels missing or its bound straddles the minimum)."""
+    review_waived: bool
+    """Required review was pending and `--allow-pending` let the verdict through: the report and every choice
+    built on it say so."""
+    undecided: tuple[str, ...]
+    """Names of the criteria that were not decided (each with its cause)."""
+
+
+@dataclass(frozen=True)
+class Health:
+    """Whether the measurement can be trusted."""
+
+    problems: tuple[str, ...]
+    """What keeps the run from being whole (incomplete, missing phase, edited evidence); empty: whole."""
+    target_error: str | None
+    """The line naming why the target could not be run (most requests failed); None: it was run."""
+    client_lag_ms: float | None
+    """The client's event-loop lateness (p99), which widens every latency bound it could have set."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where the decision's policy and inputs came from."""
+
+    rubric: str
+    """The rubric file (and its `extends:` layer, when composed)."""
+    overrides: tuple[str, ...]
+    """Every `--set KEY=VALUE` over the config."""
+    inputs_changed: tuple[str, ...]
+    """Inputs (suites, rubric, schemas) whose content differs from the run's manifest: a decision on them is a
+    decision on other inputs."""
+
+    def describe(self) -> str:
+        parts = [f"rubric {self.rubric}"] if self.rubric else []
+        if self.overrides:
+            parts.append("--set " + ", ".join(self.overrides))
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One criterion as the overall decision sees it."""
+
+    name: str
+    origin: str
+    """'rubric', 'guard', 'review' or 'baseline': only a rubric criterion's pass can make a PASS."""
+    verdict: str
+    """'pass', 'fail' or 'insufficient'."""
+    cause: str | None
+    """Why an insufficient criterion is undecided (`gate.criteria.Undecided`)."""
+    relaxable: bool
+    """Whether `allow_insufficient` may let it stand undecided."""
+
+
+@dataclass(frozen=True)
+class GateEvidence:
+    """Everything the overall verdict of one run is decided from."""
+
+    outcomes: tuple[Outcome, ...]
+    population: Population
+    requests: Requests
+    obligations: Obligations
+    health: Health
+    provenance: Provenance
+    allow_insufficient: bool
+    sample_only: tuple[str, ...]
+    """Suites whose `sample.estimate: sample` makes their rates describe the sample only."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One side of a comparison: a saved run as a reference or a candidate."""
+
+    name: str
+    verdict: str
+    """Its own gate's verdict, judged again from its records."""
+    population: Population
+    requests: Requests
+    health: Health
+    review_waived: bool
+
+
+@dataclass(frozen=True)
+class ComparisonEvidence:
+    """A paired comparison of a candidate with a reference, on the pairs both arms answered."""
+
+    reference: Arm
+    candidate: Arm
+    metric_verdicts: tuple[tuple[str, str], ...]
+    """(metric, 'pass' | 'fail' | 'insufficient') for each metric compared on the pairs."""
+    pairs: int
+    """Cases both arms hold with the same contents and both answered."""
+    changed: int
+    """Case ids whose contents differ between the arms."""
+    reference_cases: int
+    """Cases of the reference's plan: the pairs must cover `min_share` of them."""
+    min_share: float
+    """The least share of the reference's cases the pairs must cover (0: any)."""
+    require_reference_pass: bool
+    """Whether the reference's own gate must say PASS (servers, variants) or only be whole and measured
+    (compare, whose reference is any earlier run)."""
+
+
+@dataclass(frozen=True)
+class Contender:
+    """A served variant or a server, as a choice sees it."""
+
+    name: str
+    is_reference: bool
+    verdict: str
+    """Its gate's verdict (from its records)."""
+    review_waived: bool
+    not_comparable: str | None
+    """Why it cannot be compared with the reference (another rubric, other settings); None: comparable."""
+    parity: str | None
+    """Its quality against the reference ('PASS' non-inferior, 'FAIL', 'INCONCLUSIVE'); None for the reference."""
+    swept: bool
+    capacity: tuple[float, float] | None
+    """The range the capacity lies in (a floor: (X, inf)); None when no capacity was established."""
+    cost: tuple[float, float] | None
+    """The range its cost per 1M output tokens lies in (at capacity when swept); None: not measured."""
+    e2e_p95: tuple[float, float] | None
+    """The E2E p95's one-sided bounds (lower, upper); None: not decided."""
+    speculative: bool
+    draft_tokens: int | None
+    """Draft tokens its server proposed (speculative only; None: not counted)."""
+    speculation_changed: str | None
+    """Why its speculation is not to be trusted (it changed greedy answers); None: it did not."""
+
+
+@dataclass(frozen=True)
+class CacheRow:
+    """The simulated cache at one threshold."""
+
+    threshold: float | None
+    hits: int
+    right_hits: int
+    harmful_hits: int
+    """Hits whose served answer fails the new case's checks while the model's own fresh answer passes them."""
+    unknown_hits: int
+    """Hits whose checks could not be made: never right, never proof of harm."""
+    harmful_upper: float | None
+    """The one-sided upper bound of the harmful share of hits."""
+
+
+@dataclass(frozen=True)
+class CacheEvidence:
+    rows: tuple[CacheRow, ...]
+    limit: float | None
+    """The rubric's bound on the harmful share of hits (`cache_wrong_hit_rate`); None: no criterion."""
+    min_hits: int
+    error: str | None
+    """Why the probe could not run (embeddings that could not be had or are degenerate)."""
+
+
+@dataclass(frozen=True)
+class WhatIfEvidence:
+    """A saved run judged by another rubric."""
+
+    whatif_verdict: str
+    recorded_verdict: str | None
+    """The verdict the run's own report holds (None: none readable)."""
+    inputs_changed: tuple[str, ...]
