@@ -47,15 +47,16 @@ def test_whatif_leaves_the_run_byte_identical_and_every_report_names_its_rubric(
     before = _files(run)
     rubric, digest = _relaxed(tmp_path)
     code, out, _ = cli("gate", run, "--rubric", rubric)
-    assert code == 0  # the what-if's own verdict is its exit code
+    assert code == 3  # the other rubric passes it, but the run's recorded verdict is FAIL: no what-if exits 0 then
     assert _files(run) == before  # report.*, manifest.json (the seal), every journal: untouched
     (where,) = (run / "whatif").iterdir()
     assert where.name == f"relaxed-{digest[:12]}" and sorted(p.name for p in where.iterdir()) == sorted(FORMATS.values())
     assert f"what-if: judged by {rubric}" in " ".join(out.split()) and digest in out.replace("\n", "")
     report = json.loads((where / "report.json").read_text())
     snapshot = hashlib.sha256((run / "rubric.yaml").read_bytes()).hexdigest()
-    assert report["verdict"] == "PASS" and report["judged_by"] == {
-        "file": str(rubric), "sha256": digest, "snapshot_sha256": snapshot, "whatif": True}
+    assert report["verdict"] == "INCONCLUSIVE" and "recorded verdict under its own rubric is FAIL" in report["verdict_reason"]
+    assert report["judged_by"] == {"file": str(rubric), "sha256": digest, "snapshot_sha256": snapshot, "whatif": True,
+                                   "whatif_verdict": "PASS", "recorded_verdict": "FAIL"}
     for name in ("report.md", "report.html"):
         text = (where / name).read_text()
         assert "what-if" in text and "relaxed.yaml" in text and digest in text and "not the run" in text, name
@@ -96,11 +97,11 @@ def test_whatif_output_dir_follows_the_output_rules(tmp_path, cli):
     before = _files(run)
     rubric, digest = _relaxed(tmp_path)
     out_dir = tmp_path / "out"
-    assert cli("gate", run, "--rubric", rubric, "-o", out_dir)[0] == 0
+    assert cli("gate", run, "--rubric", rubric, "-o", out_dir)[0] == 3  # a what-if over a FAIL never exits 0
     assert json.loads((out_dir / "report.json").read_text())["judged_by"]["sha256"] == digest
     code, _, err = cli("gate", run, "--rubric", rubric, "-o", out_dir)
     assert code == 2 and "already exists" in err and "--force" in err and "Traceback" not in err
-    assert cli("gate", run, "--rubric", rubric, "-o", out_dir, "--force")[0] == 0
+    assert cli("gate", run, "--rubric", rubric, "-o", out_dir, "--force")[0] == 3
     code, _, err = cli("gate", run, "--rubric", rubric, "-o", run)
     assert code == 2 and "run directory" in err and len(err.strip().splitlines()) <= 2
     assert _files(run) == before and not (run / "whatif").exists()

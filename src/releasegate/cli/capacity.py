@@ -21,6 +21,7 @@ def capacity(
     every step (rate, P95 TTFT from the scheduled send, P95 TPOT, errors, kept up, queue, verdict), as judged in
     report.json (`gate` re-judges). Exit 0 when a capacity was established, 3 when it is unknown, 2 for a run
     directory without a sweep."""
+    from ..decision.gate import decide_capacity
     from ..gate.capacity import saved_sweep
     from ..report.capacity_section import capacity_lines, sweep_table
 
@@ -33,4 +34,4 @@ def capacity(
         console.print(textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False), markup=False,
                       soft_wrap=True)
     console.print("ms from the scheduled send; * the capacity step; why each step broke: report.md", markup=False)
-    return 0 if sweep.get("capacity_rps") is not None else 3
+    return decide_capacity(sweep.get("capacity_rps"), sweep.get("why") or "").exit_code

@@ -33,4 +33,6 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None
                   f"{len(rubric.forbidden)} forbidden rules)", markup=False)
     if cfg.judge is not None:
         console.print(f"judge: {summary['judge']} ({len(cfg.judge.criteria)} named criteria)", markup=False)
+    for line in summary["warnings"]:
+        console.print(f"warning: {line}", markup=False, soft_wrap=True)
     return 0

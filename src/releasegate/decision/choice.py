@@ -19,9 +19,9 @@ import math
 from dataclasses import dataclass
 
 from ..record.decision_evidence import Contender
-from .verdicts import INCONCLUSIVE, NEEDS_REVIEW, PASS, Decision, decision
+from .verdicts import INCONCLUSIVE, NEEDS_REVIEW, PASS, TARGET_ERROR, Decision, decision
 
-__all__ = ["Choice", "choose", "why_not", "BASES"]
+__all__ = ["Choice", "choose", "why_not", "BASES", "unserved"]
 
 BASES = {
     "cost": ("cost", "lower", "cost per 1M output tokens"),
@@ -42,8 +42,13 @@ class Choice:
     why_not: dict[str, str | None]
 
     def as_dict(self) -> dict:
+        """The served variants' result keys."""
         return {"choice": self.chosen, "rule": self.basis, "choice_reason": self.decision.reason,
                 **self.decision.as_dict()}
+
+    def as_recommendation(self) -> dict:
+        """`servers`' result keys."""
+        return {"recommended": self.chosen, "recommendation": self.decision.reason, **self.decision.as_dict()}
 
 
 def why_not(c: Contender) -> str | None:
@@ -110,3 +115,8 @@ def _shown_better(mine: tuple[float, float], ref: tuple[float, float], side: str
 
 def _span(lo: float, hi: float) -> str:
     return f"[{lo:.4g}, {'inf' if math.isinf(hi) else f'{hi:.4g}'}]"
+
+
+def unserved(why: str) -> Decision:
+    """A variant whose server could not be had: nothing of it was measured."""
+    return decision(TARGET_ERROR, why)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..record.decision_evidence import GateEvidence
 from .verdicts import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, TARGET_ERROR, Decision, decision
 
-__all__ = ["decide_gate"]
+__all__ = ["decide_gate", "decide_capacity"]
 
 
 def decide_gate(e: GateEvidence) -> Decision:
@@ -64,3 +64,10 @@ def _notes(e: GateEvidence, verdict: str) -> str:
     return "".join(f"; {n}" for n in notes)
 
 
+
+
+def decide_capacity(capacity_rps: float | None, why: str) -> Decision:
+    """`releasegate capacity`: PASS when the sweep established a capacity, else INCONCLUSIVE with the sweep's why."""
+    if capacity_rps is None:
+        return decision(INCONCLUSIVE, why or "the sweep established no capacity")
+    return decision(PASS, why or f"capacity {capacity_rps:.4g} req/s")

@@ -30,9 +30,23 @@ from dataclasses import dataclass, field
 from ..record.review_outcome import oversample_weights
 from ..stats.intervals import needed_n_for_rate
 
-__all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", "parse_policy", "slice_name"]
+__all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", "parse_policy", "slice_name",
+           "domain_family", "HIGH_RISK_NAMES", "KNOWN_DOMAINS"]
 
 DEFAULT_REQUIRED_DOMAINS = ("customer_support", "medical", "legal")
+HIGH_RISK_NAMES = {
+    "medical": frozenset({"medical", "medicine", "healthcare", "health", "clinical", "clinic", "clinician", "patient",
+                          "patients", "hospital", "nursing", "pharmacy", "pharmaceutical", "diagnosis", "triage",
+                          "의료", "의학", "건강", "진료"}),
+    "legal": frozenset({"legal", "law", "laws", "lawyer", "attorney", "litigation", "juridical", "court", "법률", "법무"}),
+    "customer_support": frozenset({"support", "customersupport", "customerservice", "customercare", "helpdesk",
+                                   "servicedesk", "techsupport", "technicalsupport", "cs", "고객지원", "고객센터", "상담"}),
+}
+"""How each high-risk domain may be spelled in a case's tag: a value matches when, case folded, it or any of its
+words (split at anything not a letter or digit) is one of these names, or its words joined are."""
+KNOWN_DOMAINS = frozenset({"general", "billing", "sales", "marketing", "finance", "travel", "web", "coding", "code",
+                           "math", "chitchat", "chat", "retail", "education", "shopping", "search", "other"})
+"""Domains that are not high-risk by default: `validate` warns of any value neither these nor a high-risk name."""
 
 
 def slice_name(slice_: dict) -> str:
@@ -95,10 +109,20 @@ class ReviewPolicy:
         return min(cases, max(self.min_reviewed, fewest if fewest is not None else cases))
 
     def required(self, records) -> list[dict]:
-        """The required slices present in the run: one per required domain found, then `required_slices`."""
+        """The required slices present in the run: one per spelling of a required domain found ('Medical',
+        'healthcare' and 'clinical' are all medical), then `required_slices`."""
         found = {str(r.tags.get(self.domain_tag)) for r in records if r.tags.get(self.domain_tag) is not None}
-        out = [{self.domain_tag: d} for d in self.required_domains if d in found]
+        wanted = {domain_family(d) for d in self.required_domains}
+        out = [{self.domain_tag: d} for d in sorted(found, key=lambda d: (_rank(domain_family(d), self), d))
+               if domain_family(d) in wanted]
         return out + [dict(s) for s in self.required_slices if dict(s) not in out]
+
+    def unrecognised(self, values) -> list[str]:
+        """Domain tag values that are neither a high-risk domain (however spelled), a required one, nor a known
+        low-risk one: `validate` warns of each, since a high-risk domain it cannot recognise goes unreviewed."""
+        wanted = {domain_family(d) for d in self.required_domains}
+        return sorted({str(v) for v in values if domain_family(v) not in wanted | set(HIGH_RISK_NAMES)
+                       and _words(v)[1] not in KNOWN_DOMAINS})
 
     def as_dict(self) -> dict:
         return {
@@ -106,6 +130,27 @@ class ReviewPolicy:
             "required_slices": [dict(s) for s in self.required_slices], "min_reviewed": self.min_reviewed,
             "min_approval": self.min_approval, "confidence": self.confidence, "sample": self.sample.as_dict(),
         }
+
+
+def _words(value) -> tuple[list[str], str]:
+    """A tag value's words (case folded, split at anything not a letter or digit) and the words joined."""
+    words = [w for w in "".join(c if c.isalnum() else " " for c in str(value).casefold()).split() if w]
+    return words, "".join(words)
+
+
+def domain_family(value) -> str:
+    """The high-risk domain a tag value names however it is spelled ('Medical', 'health-care', 'clinical' ->
+    'medical'; 'Customer Service' -> 'customer_support'), else the value itself, case folded and joined."""
+    words, joined = _words(value)
+    for family, names in HIGH_RISK_NAMES.items():
+        if joined in names or joined == family.replace("_", "") or any(w in names for w in words):
+            return family
+    return joined
+
+
+def _rank(family: str, policy: ReviewPolicy) -> int:
+    order = [domain_family(d) for d in policy.required_domains]
+    return order.index(family) if family in order else len(order)
 
 
 def parse_policy(raw: dict | None) -> ReviewPolicy:

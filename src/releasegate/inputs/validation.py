@@ -102,6 +102,17 @@ def _check_mode(config, cases) -> None:
                              field="messages", hint="use mode: chat, or give the case a prompt")
 
 
+def domain_warnings(config, rubric) -> list[str]:
+    """One line per domain tag value `validate` cannot tell high-risk or not (`ReviewPolicy.unrecognised`): a
+    high-risk domain spelled in a way it does not know would go unreviewed."""
+    policy = rubric.review
+    values = {str(tags.get(policy.domain_tag)) for _, tags in suite_tags(config.suites)
+              if isinstance(tags, dict) and tags.get(policy.domain_tag) is not None}
+    return [f"{policy.domain_tag}: {value!r} is not a domain releasegate knows; if it is high-risk (like "
+            f"medical, legal or customer support), add it to the rubric's review.required_domains"
+            for value in policy.unrecognised(values)]
+
+
 def input_summary(config, rubric, per_suite: Counter) -> dict:
     """What `validate` reports: the target, the rubric's size and the cases per suite."""
     summary = {
@@ -113,6 +124,7 @@ def input_summary(config, rubric, per_suite: Counter) -> dict:
         "suites": dict(per_suite),
         "cases": sum(per_suite.values()),
         "valid": True,
+        "warnings": domain_warnings(config, rubric),
     }
     if config.judge is not None:
         summary["judge"] = config.judge.target.describe()

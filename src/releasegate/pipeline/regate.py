@@ -17,10 +17,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..decision.whatif import decide_whatif
 from ..errors import InputError
 from ..gate.health import planned_phases
 from ..inputs.rubric import Rubric, load_rubric
 from ..outputs import check_output_path, write_output_file
+from ..record.decision_evidence import WhatIfEvidence
 from ..record.gate_report import typed_report
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
@@ -28,6 +30,7 @@ from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, seal, sealed_snapshot
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
+from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
 from .gate import gate_run
@@ -66,7 +69,13 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     scored = scored_run(run, policy.forbidden, verdicts)  # read and scored once: the gate and the reports share it
     report = gate_run(info, scored.records, policy, info.cost, scored.load_records, labels=read_labels(run),
                       allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
-                      corpus_scores=CorpusScores.of(run), scores=scored.scores)  # read only: no journal grows
+                      corpus_scores=CorpusScores.of(run), scores=scored.scores,  # read only: no journal grows
+                      rubric_file=judged_by["file"], inputs_changed=_inputs_changed(run.path, judged_by["whatif"]))
+    if judged_by["whatif"]:
+        recorded = _recorded_verdict(run.path)
+        whatif = decide_whatif(WhatIfEvidence(report["verdict"], recorded, ()), report["verdict_reason"])
+        judged_by = {**judged_by, "whatif_verdict": report["verdict"], "recorded_verdict": recorded}
+        report = {**report, **whatif.as_dict()}
     report = typed_report({**report, "judged_by": judged_by})
     if output is None and not judged_by["whatif"]:
         write_reports(run, report, scored)
@@ -75,6 +84,26 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     where = output if output is not None else run.path / WHATIF_DIR / _whatif_name(judged_by)
     _write_beside(run, report, Path(where), scored, force=force or output is None)
     return Regated(run, report, Path(where))
+
+
+def _inputs_changed(run_path: Path, whatif: bool) -> list[str]:
+    """The suites, schemas (and, judging by the run's own rubric, the rubric file) whose content differs now from
+    the run's manifest: a verdict on them would be on other inputs. None for a run without a manifest."""
+    try:
+        manifest = read_manifest(run_path)
+    except InputError:
+        return []
+    roles = ("suite", "schema") if whatif else ("suite", "schema", "rubric")
+    return [f"{row['role']} {row['path']} {row['change']}" for row in compare_manifest(manifest, roles=roles, packages=False)]
+
+
+def _recorded_verdict(run_path: Path) -> str | None:
+    """The verdict the run's own report.json records (sealed), None when there is no readable one."""
+    try:
+        verdict = json.loads((run_path / "report.json").read_text("utf-8")).get("verdict")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return verdict if isinstance(verdict, str) else None
 
 
 def judged_by_snapshot(report: dict, run_path: Path) -> dict:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 
+from ..decision.choice import unserved
 from ..errors import TargetError
 from ..export.llamacpp import Speculative, launch_server
 from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
@@ -240,8 +241,7 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds
                  "lora": record["lora"], "speculative": spec.speculative.kind if spec.speculative else None,
                  "described": spec.describe()}
     if target is None:  # the server could not be had: no run, no figures
-        return {**row, **dict.fromkeys(_FIGURES), "capacity_at_least": False, "verdict": "TARGET_ERROR",
-                "verdict_reason": str(run), "run_id": None, "run_dir": None, "model_file": None, "model_bytes": None,
+        return {**row, **dict.fromkeys(_FIGURES), "capacity_at_least": False, **unserved(str(run)).as_dict(), "run_id": None, "run_dir": None, "model_file": None, "model_bytes": None,
                 "model_sha256": None, "peak_memory_bytes": None, "acceptance_rate": None, "draft_tokens": None,
                 "accepted_tokens": None, "parity": None, "eligible": False, "why_not": str(run), "sweep": False,
                 "comparable": None}

@@ -65,8 +65,7 @@ def recommend(targets: list[dict]) -> dict:
     """`servers`: the recommended run id (None when nothing is chosen), the sentence that says why, the verdict
     and exit code."""
     contenders = [contender(t, is_reference=i == 0) for i, t in enumerate(targets)]
-    picked = choose(contenders, bases=("capacity", "cost", "latency"))
-    return {"recommended": picked.chosen, "recommendation": picked.decision.reason, **picked.decision.as_dict()}
+    return choose(contenders, bases=("capacity", "cost", "latency")).as_recommendation()
 
 
 def choose_cheapest(rows: list[dict], *, reference: str) -> dict:

@@ -145,6 +145,11 @@ class JudgedBy(_Model):
     whatif: bool
     """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
     reports (RUN/whatif/... or `gate -o DIR`), never over them."""
+    whatif_verdict: str | None = None
+    """A what-if: the verdict the other rubric gave (the report's `verdict` is INCONCLUSIVE when that was PASS and
+    the run's recorded verdict was not: a what-if never exits 0 over a run that did not pass)."""
+    recorded_verdict: str | None = None
+    """A what-if: the verdict the run's own report.json records."""
 
 
 class LatencySource(_Model):
