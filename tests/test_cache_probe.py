@@ -1,6 +1,6 @@
-"""The response-cache probe's simulation on hand-made vectors: fill order, the threshold edge, TTL expiry,
-exact-key normalisation, paraphrase groups, bounds and the recommendation; and the check a served answer
-must pass, made by the real scorers."""
+"""The response-cache probe's simulation on hand-made vectors: the arrival process, the threshold edge, TTL expiry,
+exact-key normalisation, harm judged against every answer a case could be served, paraphrase groups, bounds and
+the recommendation; and the check a served answer must pass, made by the real scorers."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ from releasegate.gate.cache_probe import (
     ProbeSettings,
     cosine,
     normalised_key,
-    recommend,
+    degenerate,
     simulate,
     simulate_all,
 )
+from releasegate.decision.cache import recommend_threshold
+from releasegate.gate.cache_probe_gate import _harm, cache_metric
 from releasegate.gate.cache_probe_records import answer_passes, probe_cases, question_of
+from releasegate.record.decision_evidence import CacheEvidence
 from releasegate.record.records import CaseRecord
 from releasegate.stats.intervals import wilson_bounds
 
@@ -56,20 +59,65 @@ def test_the_cache_fills_in_suite_order_and_a_hit_stores_nothing():
     assert simulate(cases, always, semantic(), 0.8, vectors_reordered)["hits"] == 2
 
 
-def test_best_match_wins_and_ties_go_to_the_earliest():
+def test_every_answer_a_case_could_be_served_is_checked_whatever_the_fill_order():
     cases = [case(0), case(1), case(2)]
-    served = []
+    asked = set()
 
-    def passes(a, b):
-        served.append((a, b))
+    def check(a, b):
+        asked.add((a, b))
         return True
 
-    # c1 misses (orthogonal), c2 is at 10 degrees from c1 and 80 from c0: c1 serves it
-    simulate(cases, passes, semantic(), 0.1, [unit(0), unit(90), unit(80)])
-    assert served == [(1, 2)]
-    served.clear()
-    simulate(cases, passes, semantic(), 0.5, [unit(0), unit(90), unit(45)])  # equal similarity: the earliest
-    assert served == [(0, 2)]
+    # c1 is orthogonal to c0; c2 is within the threshold of both: either could fill the cache before it
+    row = simulate(cases, check, semantic(), 0.1, [unit(0), unit(90), unit(80)])
+    assert {(0, 2), (1, 2), (2, 0), (2, 1)} <= asked and row["hittable"] == 3
+
+
+def test_a_harmful_hit_is_one_the_models_own_answer_gets_right():
+    cases = [case(0, group="g"), case(1, group="g")]
+
+    def one_way(a, b):  # c0's answer fails c1; c1's answer passes c0; each passes its own checks
+        return not (a, b) == (0, 1)
+
+    for order in ([unit(0), unit(1)], [unit(1), unit(0)]):  # the fill order does not change the verdict
+        row = simulate(cases, one_way, semantic(), 0.9, order)
+        assert (row["hits"], row["hittable"], row["harmful_hits"], row["right_hits"]) == (1, 2, 1, 1)
+
+    def model_wrong_too(a, b):  # c0's answer fails c1, and so does c1's own: the cache did no harm
+        return b == 0
+
+    row = simulate(cases, model_wrong_too, semantic(), 0.9, [unit(0), unit(1)])
+    assert row["harmful_hits"] == 0 and row["wrong_hits"] == 1 and row["right_hits"] == 1
+
+
+def test_an_unknown_check_is_undecided_not_wrong():
+    cases = [case(0, group="g"), case(1, group="g")]
+    row = simulate(cases, lambda a, b: None if a != b else True, semantic(), 0.9, [unit(0), unit(1)])
+    assert row["unknown_hits"] == 2 and row["harmful_hits"] == 0 and row["harmful_upper"] is None
+    assert cache_metric("cache_wrong_hit_rate", {"mode": "semantic", "threshold": 0.9, "rows": [row]}).value is None
+
+
+def test_across_groups_a_lenient_check_cannot_pass_another_questions_answer():
+    lenient = [ProbeCase("a", "q", "x", "g1", expected="refund"), ProbeCase("b", "q", "x", "g2", expected="billing")]
+    exact = [ProbeCase("a", "q", "x", "g1", expected="refund", exact_check=True),
+             ProbeCase("b", "q", "x", "g2", expected="billing", exact_check=True)]
+    vectors = [unit(0), unit(1)]
+    assert simulate(lenient, always, semantic(), 0.9, vectors)["harmful_hits"] == 2  # a regex would pass it
+    assert simulate(exact, always, semantic(), 0.9, vectors)["harmful_hits"] == 0  # an exact check decides
+
+
+def test_degenerate_embeddings_are_named():
+    assert "all zeros" in degenerate([[1.0, 0.0], [0.0, 0.0]])
+    assert "same embedding" in degenerate([[1.0, 2.0], [2.0, 4.0], [0.5, 1.0]])
+    assert "dimension" in degenerate([[1.0, 0.0], [1.0, 0.0, 0.0]])
+    assert degenerate([[1.0, 0.0], [0.0, 1.0]]) is None
+
+
+def test_rates_are_weighted_to_the_source_under_a_sample():
+    heavy = [ProbeCase("a", "q", "x", "g", weight=9.0), ProbeCase("b", "q", "x", "g", weight=1.0),
+             ProbeCase("c", "z", "x", "h", weight=1.0)]
+    row = simulate(heavy, lambda a, b: not (a == 1 and b == 0), ProbeSettings(mode="exact"))
+    assert row["harmful_share"] == pytest.approx(9 / 10)  # the harmed case stands for nine rows
+    assert row["hit_rate"] == pytest.approx(1 / 11) and row["effective_hits"] == pytest.approx(100 / 82)
 
 
 def test_a_similarity_equal_to_the_threshold_is_a_hit():
@@ -90,12 +138,13 @@ def test_an_entry_older_than_the_ttl_has_expired():
     assert simulate(cases, always, ProbeSettings(**exact, ttl_s=9.9))["hits"] == 0
 
 
-def test_time_sensitive_cases_served_an_old_answer_are_warned():
+def test_a_stale_time_sensitive_hit_counts_against_the_cache():
     cases = [case(0, "price?"), case(1, "price?", time=True), case(2, "price?")]
     row = simulate(cases, always, ProbeSettings(mode="exact", arrival_s=60.0, fresh_s=30.0))
     assert row["stale_time_sensitive"] == 1 and row["stale_cases"] == ["c1"]  # c2 is not time-sensitive
+    assert row["harmful_hits"] == 1
     row = simulate(cases, always, ProbeSettings(mode="exact", arrival_s=60.0, fresh_s=60.0))
-    assert row["stale_time_sensitive"] == 0
+    assert row["stale_time_sensitive"] == 0 and row["harmful_hits"] == 0
 
 
 def test_exact_mode_normalises_whitespace_and_case_only():
@@ -110,7 +159,7 @@ def test_a_failed_request_stores_nothing():
     assert row["hits"] == 1  # c1 missed (nothing stored) and was stored; c2 hit it
 
 
-def test_wrong_hits_groups_bounds_savings_and_danger_order():
+def test_harmful_hits_groups_bounds_savings_and_danger_order():
     # two groups: refund (c0, c1) and billing (c2, c3), all four near-identical vectors
     cases = [case(0, group="refund"), case(1, group="refund"), case(2, group="billing"), case(3, group="billing")]
     vectors = [unit(0), unit(1), unit(2), unit(3)]
@@ -120,30 +169,37 @@ def test_wrong_hits_groups_bounds_savings_and_danger_order():
 
     settings = semantic(input_usd_per_1m=1.0, output_usd_per_1m=2.0)
     row = simulate(cases, passes, settings, 0.9, vectors)
-    assert row["hits"] == 3 and row["within_group"] == 1 and row["across_group"] == 2  # all served by c0
-    assert row["wrong_hits"] == 2 and row["wrong_across_group"] == 2 and row["wrong_hit_rate"] == 0.5
-    assert row["wrong_hit_upper"] == pytest.approx(wilson_bounds(2, 4, 0.95)[1])
+    assert row["hits"] == 3 and row["hittable"] == 4  # each could be served the other group's answer
+    assert row["harmful_hits"] == 4 and row["right_hits"] == 0 and row["harmful_share"] == 1.0
+    assert row["harmful_upper"] == pytest.approx(1.0)
     assert row["tokens_saved"] == {"input": 30, "output": 15}
     assert row["cost_saved_usd"] == pytest.approx((30 * 1 + 15 * 2) / 1e6)
-    assert [w["case_id"] for w in row["wrong"]] == ["c2", "c3"]  # the most similar first
-    assert row["wrong"][0]["cached_case_id"] == "c0" and row["wrong"][0]["similarity"] > row["wrong"][1]["similarity"]
+    assert all(not w["within_group"] and w["harmful"] for w in row["wrong"])
     assert simulate(cases, passes, semantic(), 0.9, vectors)["cost_saved_usd"] is None  # not priced
 
 
-def test_rows_come_highest_threshold_first_and_the_recommendation_is_the_highest_safe_hit_rate():
+def _recommend(rows, limit, min_hits=10):
+    evidence = CacheEvidence(tuple(_harm(r) for r in rows), limit, min_hits, None)
+    return recommend_threshold(evidence, exact=False)
+
+
+def test_the_recommendation_maximises_right_hits_on_enough_hits_under_the_harm_bound():
     cases = [case(i, group=str(i // 2)) for i in range(40)]
-    vectors = [unit(i * 3.0) for i in range(40)]  # neighbours 3 degrees apart (cos .9986), pairs share a group
+    # a pair 1 degree apart (cos .99985) shares a group; pairs 9 degrees apart (cos .988)
+    vectors = [unit((i // 2) * 10.0 + i % 2) for i in range(40)]
 
     def passes(a, b):
         return cases[a].group == cases[b].group
 
-    rows = simulate_all(cases, passes, semantic(), [0.5, 0.9999, 0.998], vectors)
-    assert [r["threshold"] for r in rows] == [0.9999, 0.998, 0.5]
+    rows = simulate_all(cases, passes, semantic(), [0.5, 0.99999, 0.999], vectors)
+    assert [r["threshold"] for r in rows] == [0.99999, 0.999, 0.5]
     tight, middle, loose = rows
-    assert tight["hits"] == 0 and middle["hits"] == 20 and middle["wrong_hits"] == 0
-    assert loose["wrong_hits"] > 0
-    assert recommend(rows, 0.1) is middle  # its upper bound at 0/40 is about 0.063
-    assert recommend(rows, 0.05) is None  # even 0 wrong of 40 does not bound the rate under 0.05
+    assert tight["hittable"] == 0 and middle["hittable"] == 40 and middle["harmful_hits"] == 0
+    assert middle["right_hits"] == 40 and loose["harmful_hits"] == 40 and loose["right_hits"] == 0
+    chosen = _recommend(rows, 0.1)
+    assert chosen.threshold == 0.999 and "40 of 40" in chosen.why  # 0 of 40: upper bound about 0.063
+    assert _recommend(rows, 0.05).threshold is None  # even 0 harmful of 40 does not bound the share under 0.05
+    assert _recommend(rows, 0.1, min_hits=41).threshold is None  # too few hits to recommend on
 
 
 def test_semantic_mode_needs_embeddings():

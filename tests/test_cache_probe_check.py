@@ -37,19 +37,22 @@ def test_an_exact_cache_that_serves_the_wrong_answer_fails_the_gate(cli, tmp_pat
     report = json.loads(out)
     probe = report["response_cache_probe"]
     row = probe["rows"][0]
-    assert row["threshold"] is None and row["n"] == 40 and row["hits"] == 20 and row["wrong_hits"] == 10
-    assert row["within_group"] == 10 and row["wrong_across_group"] == 10
-    assert {w["case_id"] for w in row["wrong"]} == {f"c{4 * i + 3}" for i in range(10)}
+    # 20 hits in suite order; each of the 40 could be served its twin's answer, whichever came first: the
+    # billing/shipping twins harm each other (their own answers are right), the refund twins serve each other right
+    assert row["threshold"] is None and row["n"] == 40 and row["hits"] == 20 and row["hittable"] == 40
+    assert row["harmful_hits"] == 20 and row["right_hits"] == 20 and row["harmful_share"] == 0.5
+    assert row["within_group"] == 20 and row["wrong_across_group"] == 20
+    assert {w["case_id"] for w in row["wrong"]} == {f"c{4 * i + k}" for i in range(10) for k in (2, 3)}
     assert code == 1 and report["verdict"] == "FAIL"
     assert report["verdict_reason"] == "1 criterion(s) failed: cache_wrong_hit_rate"  # its upper bound decides
     assert report["metrics"]["cache_hit_rate"]["value"] == 0.5
-    assert report["metrics"]["cache_wrong_hit_rate"]["value"] == 0.25
+    assert report["metrics"]["cache_wrong_hit_rate"]["value"] == 0.5  # the share of hits that harm
     assert probe["recommended"]["threshold"] is None and probe["recommended"]["limit"] == 0.1
     run = tmp_path / "reports" / "r"
     assert json.loads((run / "run.json").read_text())["response_cache_probe"]["rows"][0]["hits"] == 20
     assert "## Response cache" in (run / "report.md").read_text()
-    assert "served c2's answer" in (run / "report.md").read_text()
-    assert "Response cache: hit rate and wrong hits" in (run / "report.html").read_text()
+    assert "could be served c11's answer ('bill 2 WRONG', similarity 1.0000, across groups)" in (run / "report.md").read_text()
+    assert "Response cache: hit rate and harmful hits" in (run / "report.html").read_text()
 
 
 def test_exact_mode_has_no_wrong_hit_on_identical_questions_and_passes(cli, tmp_path):
@@ -57,7 +60,7 @@ def test_exact_mode_has_no_wrong_hit_on_identical_questions_and_passes(cli, tmp_
     code, out, _ = cli("check", "-c", make_project(tmp_path, 0.1, cases), "--run-id", "r", "--no-progress", "--json")
     report = json.loads(out)
     row = report["response_cache_probe"]["rows"][0]
-    assert row["hits"] == 30 and row["wrong_hits"] == 0
+    assert row["hits"] == 30 and row["wrong_hits"] == 0 and row["hittable"] == 60 and row["right_hits"] == 60
     assert code == 0 and report["verdict"] == "PASS", report["verdict_reason"]
     rec = report["response_cache_probe"]["recommended"]
     assert rec["threshold"] is None and rec["wrong_hit_upper"] < 0.1 and "the exact cache" in rec["why"]

@@ -1,15 +1,23 @@
 """The response-cache probe's simulation: would a cache in front of the model, exact or semantic, answer the
-suite's questions with earlier answers, and how often would such an answer be wrong for the new question?
+suite's questions with earlier answers, and how often would such an answer harm the user who gets it?
 
-A pure function of the cases, their embeddings and one check (`passes(a, b)`: does case a's answer pass case
-b's own checks). The cache fills in suite order, one case every `arrival_s` seconds: a miss stores the case's
-own answer (a failed request stores nothing), a hit serves the stored answer and stores nothing. Exact mode
-matches a normalised question (whitespace collapsed, case folded); semantic mode matches the live stored entry
-with the highest cosine similarity, a hit when it is >= the threshold (ties: the earliest entry). An entry older
-than `ttl_s` has expired and serves nothing. A wrong hit is a hit whose served answer fails the new case's own
-checks; its rate is over every case the cache saw (what a user of the cache is exposed to), with the one-sided
-Wilson upper bound. Paraphrase groups (a case tag) say which hits are expected (same group) and which are the
-dangerous ones (across groups). A time-sensitive case (a tag) served an answer older than `fresh_s` is warned.
+A pure function of the cases, their embeddings and one check (`check(a, b)`: does case a's answer pass case b's
+own checks; None when the check cannot be made). The arrival process is stated, not assumed: one case every
+`arrival_s` seconds in suite order. A miss stores the case's own answer (a failed request stores nothing); a hit
+serves a stored answer and stores nothing; an entry older than `ttl_s` has expired. Exact mode matches a normalised
+question (whitespace collapsed, case folded); semantic mode matches a live entry whose cosine similarity is >= the
+threshold.
+
+Which member of a paraphrase group fills the cache first is chance, not suite order: every case another answered
+case matches (`hittable`) is judged against each answer it could be served (each member's answer served to the
+others), and takes the worst of them. Hit rate, savings and staleness come from the stated arrival process.
+- right: every answer it could be served passes its checks;
+- harmful: an answer it could be served fails its checks while the model's own fresh answer passes them, or it
+  is time-sensitive and the answer served is older than `fresh_s` (a stale hit counts against the cache);
+- unknown: a check could not be made (no judge verdict, no token count): undecided, never right or wrong.
+Across paraphrase groups whose expected answers differ, an answer is wrong for the other case unless that case's
+answer check is exact (a lenient check, a regex or a label, cannot tell it served another question's answer).
+Rates are weighted to the source under a stratified sample (each case weighs what it stands for).
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..stats.intervals import wilson_bounds
+from ..stats.sample_weights import kish_n
 
-__all__ = ["ProbeCase", "ProbeSettings", "simulate", "simulate_all", "normalised_key", "cosine", "recommend",
+__all__ = ["ProbeCase", "ProbeSettings", "simulate", "simulate_all", "normalised_key", "cosine", "degenerate", "Check",
            "WRONG_HITS_KEPT"]
 
 WRONG_HITS_KEPT = 20
@@ -41,6 +50,12 @@ class ProbeCase:
     time_sensitive: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
+    expected: str | None = None
+    """Its expected answer, canonical (None: none)."""
+    exact_check: bool = False
+    """Whether its answer check is exact: only then can it tell another question's answer from its own."""
+    weight: float = 1.0
+    """What the case stands for: its stratum's rows over the run's cases of it under a weighted sample, else 1."""
 
 
 @dataclass(frozen=True)
@@ -78,43 +93,65 @@ class _Entry:
     stored_at: float
 
 
-def simulate(cases: Sequence[ProbeCase], passes: Callable[[int, int], bool], settings: ProbeSettings,
+Check = Callable[[int, int], "bool | None"]
+
+
+def simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
              threshold: float | None = None, embeddings: Sequence[Sequence[float]] | None = None) -> dict:
     """The cache's figures at one threshold (exact mode: `threshold` is ignored and reported as None)."""
     exact = settings.mode == "exact"
     if not exact and (embeddings is None or threshold is None):
         raise ValueError("semantic mode needs embeddings and a threshold")
+    vectors = None if exact else embeddings
+    ages = _arrivals(cases, settings, vectors, threshold)
+    judged = []
+    for i in range(len(cases)):  # every case another's answer could be served to, whatever the fill order
+        donors = _donors(cases, i, vectors, threshold)
+        if donors:
+            judged.append(_hit(cases, check, settings, donors, i, ages.get(i)))
+    return _figures(cases, judged, settings, None if exact else threshold)
+
+
+def _arrivals(cases, settings: ProbeSettings, vectors, threshold) -> dict[int, float]:
+    """The hits of the stated arrival process (suite order, one case every `arrival_s`), each with the age of the
+    entry that served it: a miss stores its answer, a hit stores nothing, an entry older than the TTL expires."""
     entries: list[_Entry] = []
-    hits: list[dict] = []
+    ages: dict[int, float] = {}
     for i, case in enumerate(cases):
         now = i * settings.arrival_s
         if settings.ttl_s is not None:
             entries = [e for e in entries if now - e.stored_at <= settings.ttl_s]
-        found = _lookup(cases, entries, i, None if exact else embeddings, threshold)
+        found = _lookup(cases, entries, i, vectors, threshold)
         if found is None:
             if case.output is not None:
                 entries.append(_Entry(i, now))
             continue
-        entry, similarity = found
-        hits.append(_hit(cases, passes, settings, entry, i, now, similarity))
-    return _figures(cases, hits, settings, None if exact else threshold)
+        ages[i] = now - found[0].stored_at
+    return ages
 
 
-def simulate_all(cases: Sequence[ProbeCase], passes: Callable[[int, int], bool], settings: ProbeSettings,
+def simulate_all(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
                  thresholds: Sequence[float], embeddings: Sequence[Sequence[float]] | None = None) -> list[dict]:
     """`simulate` at every threshold, highest first (exact mode: one row)."""
     if settings.mode == "exact":
-        return [simulate(cases, passes, settings)]
-    return [simulate(cases, passes, settings, t, embeddings) for t in sorted(set(thresholds), reverse=True)]
+        return [simulate(cases, check, settings)]
+    return [simulate(cases, check, settings, t, embeddings) for t in sorted(set(thresholds), reverse=True)]
 
 
-def recommend(rows: Sequence[dict], limit: float) -> dict | None:
-    """The row with the highest hit rate whose wrong-hit upper bound is under `limit` (ties: the highest
-    threshold, the safer one); None when no row qualifies."""
-    ok = [r for r in rows if r["wrong_hit_upper"] is not None and r["wrong_hit_upper"] < limit]
-    if not ok:
+def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
+    """Why embeddings cannot place questions (a zero vector, one dimension for some and another for others, or
+    every question at one point); None when they can."""
+    if not vectors:
         return None
-    return max(ok, key=lambda r: (r["hit_rate"], r["threshold"] if r["threshold"] is not None else math.inf))
+    if len({len(v) for v in vectors}) > 1:
+        return "the embeddings have more than one dimension"
+    zero = next((i for i, v in enumerate(vectors) if not any(v)), None)
+    if zero is not None:
+        return f"embedding {zero} is all zeros: it is similar to nothing"
+    first = vectors[0]
+    if len(vectors) > 1 and all(cosine(v, first) >= 1 - 1e-9 for v in vectors[1:]):
+        return "every question has the same embedding: the model tells none apart"
+    return None
 
 
 def _lookup(cases, entries: list[_Entry], i: int, embeddings, threshold) -> tuple[_Entry, float] | None:
@@ -129,33 +166,81 @@ def _lookup(cases, entries: list[_Entry], i: int, embeddings, threshold) -> tupl
     return best
 
 
-def _hit(cases, passes, settings: ProbeSettings, entry: _Entry, i: int, now: float, similarity: float) -> dict:
-    new, cached = cases[i], cases[entry.index]
-    same_group = new.group is not None and new.group == cached.group
-    age = now - entry.stored_at
+def _donors(cases, i: int, embeddings, threshold) -> list[tuple[int, float]]:
+    """Every other answered case whose answer the cache could serve case i, in any arrival order."""
+    out = []
+    for j, other in enumerate(cases):
+        if j == i or other.output is None:
+            continue
+        if embeddings is None:
+            if normalised_key(other.question) == normalised_key(cases[i].question):
+                out.append((j, 1.0))
+        elif (similarity := cosine(embeddings[i], embeddings[j])) >= threshold:
+            out.append((j, similarity))
+    return out
+
+
+def _served(cases, check: Check, donor: int, i: int) -> bool | None:
+    """Whether donor's answer passes case i's checks; another question's answer across groups with another expected
+    answer is wrong unless i's check is exact."""
+    new, old = cases[i], cases[donor]
+    across = (new.group or old.group) is not None and new.group != old.group
+    if across and new.expected != old.expected and not new.exact_check:
+        return False
+    return check(donor, i)
+
+
+def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, float]], i: int,
+         age: float | None) -> dict:
+    """Case i judged against every answer the cache could serve it; `age`: the served entry's age when the
+    arrival process made it a hit (None: a miss there)."""
+    new = cases[i]
+    fresh = check(i, i) if new.output is not None else False  # a failed request of its own answered nothing
+    outcomes = [(_served(cases, check, j, i), j, similarity) for j, similarity in donors]
+    stale = age is not None and new.time_sensitive and age > settings.fresh_s
+    harmful = stale or any(o is False and fresh is True for o, _, _ in outcomes)
+    unknown = not harmful and any(o is None or (o is False and fresh is None) for o, _, _ in outcomes)
+    served, donor, similarity = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
+    cached = cases[donor]
     return {
         "case_id": new.case_id, "cached_case_id": cached.case_id, "similarity": round(similarity, 6),
-        "age_s": age, "within_group": same_group, "wrong": not passes(entry.index, i),
-        "stale": new.time_sensitive and age > settings.fresh_s,
+        "age_s": age, "hit": age is not None, "within_group": new.group is not None and new.group == cached.group,
+        "wrong": served is False or stale, "harmful": harmful, "unknown": unknown,
+        "right": not harmful and not unknown and all(o is True for o, _, _ in outcomes),
+        "stale": stale, "weight": new.weight, "donors": len(outcomes),
         "question": new.question, "cached_question": cached.question,
         "answer": new.output, "cached_answer": cached.output,
         "input_tokens": new.input_tokens, "output_tokens": new.output_tokens,
     }
 
 
-def _figures(cases: Sequence[ProbeCase], hits: list[dict], settings: ProbeSettings, threshold) -> dict:
-    n, wrong = len(cases), [h for h in hits if h["wrong"]]
-    bounds = wilson_bounds(len(wrong), n, settings.confidence)
+def _figures(cases: Sequence[ProbeCase], judged: list[dict], settings: ProbeSettings, threshold) -> dict:
+    """`hits`, `hit_rate`, savings and staleness from the arrival process; `right_hits`, `harmful_hits` and the
+    harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order."""
+    n, total = len(cases), sum(c.weight for c in cases)
+    hits = [h for h in judged if h["hit"]]
+    wrong = [h for h in judged if h["wrong"]]
+    hit_weight = sum(h["weight"] for h in hits)
+    judged_weight = sum(h["weight"] for h in judged)
+    harmful = sum(h["weight"] for h in judged if h["harmful"])
+    unknown = sum(h["unknown"] for h in judged)
+    share = harmful / judged_weight if judged_weight else None
+    n_eff = kish_n([h["weight"] for h in judged])
+    bounds = wilson_bounds(share * n_eff, n_eff, settings.confidence) if share is not None and not unknown else None
     saved_in, saved_out = sum(h["input_tokens"] for h in hits), sum(h["output_tokens"] for h in hits)
     cost = None
     if settings.input_usd_per_1m is not None and settings.output_usd_per_1m is not None:
         cost = (saved_in * settings.input_usd_per_1m + saved_out * settings.output_usd_per_1m) / 1e6
     return {
-        "threshold": threshold, "n": n, "hits": len(hits), "hit_rate": len(hits) / n if n else None,
-        "wrong_hits": len(wrong), "wrong_hit_rate": len(wrong) / n if n else None,
+        "threshold": threshold, "n": n, "hits": len(hits), "hit_rate": hit_weight / total if total else None,
+        "hittable": len(judged), "right_hits": sum(h["right"] for h in judged),
+        "harmful_hits": sum(h["harmful"] for h in judged),
+        "unknown_hits": unknown, "harmful_share": share,
+        "harmful_upper": bounds[1] if bounds else None, "effective_hits": n_eff,
+        "wrong_hits": len(wrong), "wrong_hit_rate": sum(h["weight"] for h in wrong) / total if total else None,
         "wrong_hit_upper": bounds[1] if bounds else None, "confidence": settings.confidence,
-        "within_group": sum(h["within_group"] for h in hits),
-        "across_group": sum(not h["within_group"] for h in hits),
+        "within_group": sum(h["within_group"] for h in judged),
+        "across_group": sum(not h["within_group"] for h in judged),
         "wrong_across_group": sum(not h["within_group"] for h in wrong),
         "tokens_saved": {"input": saved_in, "output": saved_out},
         "cost_saved_usd": cost,
@@ -166,11 +251,12 @@ def _figures(cases: Sequence[ProbeCase], hits: list[dict], settings: ProbeSettin
 
 
 def _danger(hit: dict) -> tuple:
-    """Most dangerous first: across paraphrase groups, then the most similar (a tighter threshold keeps it)."""
-    return (hit["within_group"], -hit["similarity"], hit["case_id"])
+    """Most dangerous first: harmful, across paraphrase groups, then the most similar (a tighter threshold keeps
+    it)."""
+    return (not hit["harmful"], hit["within_group"], -hit["similarity"], hit["case_id"])
 
 
 def _shown(hit: dict) -> dict:
-    keep = ("case_id", "cached_case_id", "similarity", "within_group", "question", "cached_question", "answer",
-            "cached_answer")
+    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "question", "cached_question",
+            "answer", "cached_answer")
     return {k: hit[k] for k in keep}

@@ -4,14 +4,16 @@ own checks", made by the scorers every other figure uses."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 from ..record.evidence import answered
 from ..record.records import CaseRecord
 from ..scorers import score_record
+from ..stats.sample_weights import case_weights, stratum_counts
 from .cache_probe import ProbeCase
 
-__all__ = ["question_of", "probe_cases", "answer_passes", "passes_checks"]
+__all__ = ["question_of", "probe_cases", "answer_passes", "passes_checks", "EXACT_CHECKS"]
 
 
 def question_of(record: CaseRecord) -> str:
@@ -24,33 +26,42 @@ def question_of(record: CaseRecord) -> str:
 
 
 def probe_cases(records: Sequence[CaseRecord], *, group_tag: str | None, time_sensitive_tag: str | None) -> list[ProbeCase]:
-    """One `ProbeCase` per record, in the records' order (suite order)."""
+    """One `ProbeCase` per record, in the records' order (suite order), weighted to its source under a sample."""
+    weights = case_weights(records, stratum_counts(records))
     return [ProbeCase(
         case_id=r.case_id, question=question_of(r), output=r.output if answered(r) else None,
         group=_tag(r, group_tag), time_sensitive=_truthy(_tag(r, time_sensitive_tag)),
         input_tokens=r.tokens.input or 0, output_tokens=r.tokens.output or 0,
-    ) for r in records]
+        expected=json.dumps(r.answer, sort_keys=True, default=str) if r.answer else None,
+        exact_check=(r.answer or {}).get("type") in EXACT_CHECKS, weight=w,
+    ) for r, w in zip(records, weights)]
 
 
-def passes_checks(scores: dict) -> bool:
-    """Whether scores pass a case's checks: its answer scorer, its format checks and the forbidden rules."""
+EXACT_CHECKS = frozenset({"exact", "json_fields"})
+"""Answer checks that compare the whole expected answer: only they tell another question's answer from a right
+one across paraphrase groups."""
+
+
+def passes_checks(scores: dict) -> bool | None:
+    """Whether scores pass a case's checks: its answer scorer, its format checks and the forbidden rules; None
+    when a check could not be made and none failed (an unknown check is undecided, never wrong)."""
     if not scores:
         return False  # no answer
-    answer = scores.get("answer")
-    if answer is not None and not answer.get("passed"):
+    parts = [scores.get("answer"), scores.get("format")]
+    if any(p is not None and not p.get("passed") and not p.get("unknown") for p in parts):
         return False
-    fmt = scores.get("format")
-    if fmt is not None and not fmt.get("passed"):
+    if (scores.get("forbidden") or {}).get("hit"):
         return False
-    return not (scores.get("forbidden") or {}).get("hit")
+    return None if any(p is not None and p.get("unknown") for p in parts) else True
 
 
-def answer_passes(records: Sequence[CaseRecord], forbidden_rules) -> Callable[[int, int], bool]:
+def answer_passes(records: Sequence[CaseRecord], forbidden_rules) -> Callable[[int, int], bool | None]:
     """passes(a, b): whether records[a]'s output passes records[b]'s own checks (a copy of b's record with a's
-    output, scored by `scorers.score_record`). Results are memoised: a probe asks again at every threshold."""
-    seen: dict[tuple[int, int], bool] = {}
+    output, scored by `scorers.score_record`; None when the check cannot be made). Results are memoised: a probe
+    asks again at every threshold."""
+    seen: dict[tuple[int, int], bool | None] = {}
 
-    def passes(a: int, b: int) -> bool:
+    def passes(a: int, b: int) -> bool | None:
         if (a, b) not in seen:
             donor, case = records[a], records[b]
             served = case.model_copy(update={"output": donor.output, "error": None, "error_message": None,

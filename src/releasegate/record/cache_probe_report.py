@@ -26,6 +26,8 @@ class CacheWrongHit(_Model):
     """Cosine similarity of the two questions (1.0 in exact mode)."""
     within_group: bool
     """Whether both cases are in one paraphrase group (false: a hit across groups, the dangerous kind)."""
+    harmful: bool = True
+    """Whether the model's own answer passed where the served one failed (false: the model was wrong too)."""
     question: str
     cached_question: str
     answer: str | None = None
@@ -43,10 +45,26 @@ class CacheProbeRow(_Model):
     """Cases the cache saw."""
     hits: int
     hit_rate: float | None
+    hittable: int | None = None
+    """Cases another answered case matches at this threshold: each could be a hit, whichever member of its group
+    fills the cache first; the harmful share is over these."""
+    right_hits: int | None = None
+    """Hittable cases whose every possible served answer passes the case's checks."""
+    harmful_hits: int | None = None
+    """Hits where a served answer fails the case's checks while the model's own answer passes them, or a
+    time-sensitive case is served an answer older than its limit (null in runs recorded before harm was counted)."""
+    unknown_hits: int = 0
+    """Hits whose checks could not be made: the harmful share is then unknown."""
+    harmful_share: float | None = None
+    """Harmful over hittable cases (weighted under a sample): what `cache_wrong_hit_rate` gates."""
+    effective_hits: float | None = None
+    """Kish's effective n of the hits (their count unless weighted)."""
     wrong_hits: int
+    """Hits served an answer that fails the case's checks (harmful or not: the model may have been wrong too)."""
     wrong_hit_rate: float | None
-    """Wrong hits over every case the cache saw: how often a user would get an answer wrong for the question."""
+    """Wrong hits over every case the cache saw."""
     wrong_hit_upper: float | None
+    """The one-sided upper bound of the harmful share of hits, at `confidence`."""
     """Its one-sided Wilson upper bound at `confidence`."""
     confidence: float = 0.95
     within_group: int = 0
@@ -66,7 +84,8 @@ class CacheProbeRow(_Model):
 
 
 class CacheRecommendation(_Model):
-    """The threshold to deploy: the highest hit rate whose wrong-hit upper bound stays under the rubric's limit."""
+    """The threshold to deploy: the most right hits whose harmful-hit upper bound stays under the rubric's limit,
+    on enough hits (`decision.cache`)."""
 
     threshold: float | None
     """Null: none qualifies (or, in exact mode, the exact cache itself does)."""
@@ -74,6 +93,8 @@ class CacheRecommendation(_Model):
     """The rubric's `cache_wrong_hit_rate` threshold; null when the rubric has none."""
     hit_rate: float | None = None
     wrong_hit_upper: float | None = None
+    right_hits: int | None = None
+    hits: int | None = None
     why: str = ""
 
 

@@ -23,10 +23,10 @@ def cache_probe_plot(probe: CacheProbeSection | None) -> str:
         ax = fig.subplots()
         x = [r.threshold or 0.0 for r in rows]
         ax.plot(x, [r.hit_rate or 0 for r in rows], marker="o", markersize=3, color="#3b6fb6", label="hit rate")
-        ax.plot(x, [r.wrong_hit_rate or 0 for r in rows], marker="o", markersize=3, color="#c93c3c",
-                label="wrong-hit rate")
+        ax.plot(x, [r.harmful_share or 0 for r in rows], marker="o", markersize=3, color="#c93c3c",
+                label="harmful share of hits")
         ax.plot(x, [r.wrong_hit_upper or 0 for r in rows], linestyle="--", color="#c93c3c", linewidth=0.9,
-                label="wrong-hit upper bound")
+                label="harmful-share upper bound")
         if probe.recommended is not None and probe.recommended.limit is not None:
             ax.axhline(probe.recommended.limit, color="#6b7280", linestyle=":", linewidth=0.9, label="limit")
         if probe.threshold is not None:

@@ -9,8 +9,8 @@ from .formatting import format_value
 
 __all__ = ["cache_probe_lines", "cache_probe_table", "wrong_hit_lines", "deployed_row"]
 
-_COLUMNS = ["threshold", "hits", "hit rate", "wrong hits", "wrong-hit rate", "upper bound", "within / across groups",
-            "tokens saved (in / out)", "USD saved", "stale time-sensitive"]
+_COLUMNS = ["threshold", "hits", "hit rate", "could hit", "right", "harmful", "harmful share", "upper bound",
+            "unknown", "within / across groups", "tokens saved (in / out)", "USD saved", "stale time-sensitive"]
 
 
 def deployed_row(probe: CacheProbeSection) -> CacheProbeRow | None:
@@ -29,9 +29,11 @@ def cache_probe_lines(probe: CacheProbeSection | None) -> list[str]:
     ttl = f"TTL {format_value(probe.ttl_s)} s" if probe.ttl_s is not None else "no TTL (entries never expire)"
     lines = [f"response cache ({where}, {ttl}, one case every {format_value(probe.arrival_interval_s)} s)"]
     if row is not None:
-        lines[0] += (f": {row.hits} of {row.n} cases hit ({_pct(row.hit_rate)}), {row.wrong_hits} wrong "
-                     f"({_pct(row.wrong_hit_rate)}, upper bound {_pct(row.wrong_hit_upper)} at {row.confidence:g}), "
-                     f"{row.across_group} across paraphrase groups")
+        lines[0] += (f": {row.hits} of {row.n} cases hit ({_pct(row.hit_rate)}); of the {_could(row)} that could "
+                     f"hit, {_harmful(row)} harmful ({_pct(row.harmful_share)}, upper bound "
+                     f"{_pct(row.wrong_hit_upper)} at {row.confidence:g}), {row.right_hits if row.right_hits is not None else '-'} "
+                     f"right, {row.across_group} across paraphrase groups"
+                     + (f", {row.unknown_hits} not checkable" if row.unknown_hits else ""))
         if row.stale_time_sensitive:
             lines.append(f"warning: {row.stale_time_sensitive} time-sensitive case(s) served an answer older than "
                          f"{format_value(probe.time_sensitive_max_age_s)} s: {', '.join(row.stale_cases)}")
@@ -54,7 +56,8 @@ def cache_probe_table(probe: CacheProbeSection) -> tuple[list[str], list[list[st
     rows = []
     for r in probe.rows:
         rows.append(["exact" if r.threshold is None else f"{r.threshold:g}", str(r.hits), _pct(r.hit_rate),
-                     str(r.wrong_hits), _pct(r.wrong_hit_rate), _pct(r.wrong_hit_upper),
+                     str(_could(r)), "-" if r.right_hits is None else str(r.right_hits), str(_harmful(r)),
+                     _pct(r.harmful_share), _pct(r.wrong_hit_upper), str(r.unknown_hits),
                      f"{r.within_group} / {r.across_group}",
                      f"{r.tokens_saved.get('input', 0)} / {r.tokens_saved.get('output', 0)}",
                      format_value(r.cost_saved_usd), str(r.stale_time_sensitive)])
@@ -62,13 +65,21 @@ def cache_probe_table(probe: CacheProbeSection) -> tuple[list[str], list[list[st
 
 
 def wrong_hit_lines(probe: CacheProbeSection | None, limit: int = 5) -> list[str]:
-    """The most dangerous wrong hits at the deployment's threshold, one line each."""
+    """The most dangerous wrong answers the cache could serve at the deployment's threshold, one line each."""
     row = deployed_row(probe) if probe is not None else None
     if row is None:
         return []
-    return [f"{w.case_id} ({w.question!r}) served {w.cached_case_id}'s answer ({w.cached_question!r}, similarity "
-            f"{w.similarity:.4f}{'' if w.within_group else ', across groups'}): {w.cached_answer!r} instead of "
-            f"{w.answer!r}" for w in row.wrong[:limit]]
+    return [f"{w.case_id} ({w.question!r}) could be served {w.cached_case_id}'s answer ({w.cached_question!r}, "
+            f"similarity {w.similarity:.4f}{'' if w.within_group else ', across groups'}): {w.cached_answer!r} instead "
+            f"of {w.answer!r}{'' if w.harmful else ' (the model was wrong too)'}" for w in row.wrong[:limit]]
+
+
+def _could(row: CacheProbeRow) -> int:
+    return row.hittable if row.hittable is not None else row.hits
+
+
+def _harmful(row: CacheProbeRow) -> int:
+    return row.harmful_hits if row.harmful_hits is not None else row.wrong_hits
 
 
 def _pct(value: float | None) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..backends.embeddings import EMBEDDINGS_FILE, embed
 from ..errors import TargetError
-from ..gate.cache_probe import ProbeSettings, simulate_all
+from ..gate.cache_probe import ProbeSettings, degenerate, simulate_all
 from ..gate.cache_probe_records import answer_passes, probe_cases
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..stats.intervals import percentile
@@ -47,6 +47,9 @@ def cache_probe_figures(config, rubric, records: list[CaseRecord], run: RunDir |
         done = embed([c.question for c in probe_set], probe.embeddings,
                      run.path / EMBEDDINGS_FILE if run is not None else None)
         vectors = done.vectors
+        bad = degenerate(vectors)
+        if bad is not None:  # vectors that place no question: the probe's error, never a cache that never hits
+            raise TargetError(f"the embeddings from {probe.embeddings.describe()} cannot place questions: {bad}")
         embedded = {"source": probe.embeddings.describe(), "fingerprint": done.fingerprint, "computed": done.computed,
                     "seconds": done.seconds, "tokens": done.tokens,
                     "latency_ms_p50": percentile(done.latencies_ms, 50) if done.latencies_ms else None}
