@@ -8,21 +8,20 @@ import math
 
 import pytest
 
+from releasegate.decision.cache import recommend_threshold
 from releasegate.gate.cache_probe import (
     ProbeCase,
     ProbeSettings,
     cosine,
-    normalised_key,
     degenerate,
+    normalised_key,
     simulate,
     simulate_all,
 )
-from releasegate.decision.cache import recommend_threshold
 from releasegate.gate.cache_probe_gate import _harm, cache_metric
 from releasegate.gate.cache_probe_records import answer_passes, probe_cases, question_of
 from releasegate.record.decision_evidence import CacheEvidence
 from releasegate.record.records import CaseRecord
-from releasegate.stats.intervals import wilson_bounds
 
 
 def case(i: int, question: str = "q", *, output: str | None = "a", group: str | None = None, time: bool = False,

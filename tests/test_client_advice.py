@@ -39,23 +39,35 @@ def test_without_figures_both_ways_out_are_named():
     assert client_saturation(4.0, 50.0, 0.1) is None  # 8% of TTFT: within the share
 
 
-def _gate(tmp_path, cli, client: dict) -> tuple[dict, str]:
-    """20 cases one after another (each 95 ms from send to end), judged with the quality client's figures."""
+def _gate(tmp_path, cli, client: dict, tpot_limit: float = 20) -> tuple[dict, str, int]:
+    """20 cases one after another (each 95 ms from send to end, TPOT 5 ms), judged with the quality client's
+    figures."""
     run = Run([ok(i) for i in range(20)], client=client,
               rubric=lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.8},
-                                       {"metric": "tpot_ms_p95", "op": "<=", "threshold": 50}])).build(tmp_path)
+                                       {"metric": "tpot_ms_p95", "op": "<=", "threshold": tpot_limit}])).build(tmp_path)
     code, out, _ = cli("gate", run)
-    assert code == 3  # TPOT is undecided under a late client, whatever the advice
-    return json.loads((run / "report.json").read_text()), out
+    return json.loads((run / "report.json").read_text()), out, code
+
+
+def test_lateness_widens_a_latency_bound_instead_of_blocking_it(tmp_path, cli):
+    """TPOT 5 ms read by a client 30 ms late: [-25, 35] clears a 50 ms limit (PASS) and straddles a 20 ms one."""
+    client = {"client": "lean", "window_s": 1.9, "loop_lag_ms": LATE, "cpu_share": 0.9}
+    report, _, code = _gate(tmp_path / "clear", cli, client, tpot_limit=50)
+    tpot = next(c for c in report["criteria"] if c["metric"] == "tpot_ms_p95")
+    assert code == 0 and tpot["verdict"] == "pass" and "client's lateness (30.0 ms)" in tpot["reason"]
+    report, _, code = _gate(tmp_path / "straddle", cli, client)
+    tpot = next(c for c in report["criteria"] if c["metric"] == "tpot_ms_p95")
+    assert code == 3 and tpot["verdict"] == "insufficient" and tpot["undecided_cause"] == "client"
+    assert "straddles 20" in tpot["reason"]
 
 
 def test_the_reports_say_a_sequential_run_on_a_busy_machine_is_the_machine(tmp_path, cli):
     # 20 x 95 ms over a 1.9 s window: one request in flight at a time, as llama.cpp at concurrency 1
-    report, terminal = _gate(tmp_path, cli, {"client": "lean", "window_s": 1.9, "loop_lag_ms": LATE, "cpu_share": 0.9})
+    report, terminal, code = _gate(tmp_path, cli, {"client": "lean", "window_s": 1.9, "loop_lag_ms": LATE, "cpu_share": 0.9})
     why = report["client_saturated"]
     assert "machine is busy" in why and "1.0 request(s) in flight" in why and "lower concurrency" not in why
     tpot = next(c for c in report["criteria"] if c["metric"] == "tpot_ms_p95")
-    assert tpot["verdict"] == "insufficient" and tpot["reason"] == why
+    assert code == 3 and tpot["verdict"] == "insufficient" and tpot["undecided_cause"] == "client"
     run = tmp_path / "run"  # Markdown escapes '_': the text read without its backslashes
     for text in (" ".join(terminal.split()), (run / "report.md").read_text().replace("\\", ""), (run / "report.html").read_text()):
         assert "max_client_lag_share" in text and "quieter machine" in text
@@ -64,7 +76,7 @@ def test_the_reports_say_a_sequential_run_on_a_busy_machine_is_the_machine(tmp_p
 
 def test_the_reports_tell_a_crowded_client_to_lower_concurrency(tmp_path, cli):
     # the same 1.9 s of requests in a 0.19 s window: ten in flight, the loop on a CPU all the time
-    report, _ = _gate(tmp_path, cli, {"client": "lean", "window_s": 0.19, "loop_lag_ms": LATE, "cpu_share": 0.98})
+    report, _, _ = _gate(tmp_path, cli, {"client": "lean", "window_s": 0.19, "loop_lag_ms": LATE, "cpu_share": 0.98})
     assert "lower concurrency" in report["client_saturated"] and "10.0 requests in flight" in report["client_saturated"]
 
 

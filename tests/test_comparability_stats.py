@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from releasegate.gate.paired_comparison import _LATENCY_TAIL_SHARE, LATENCY_MIN_PAIRS, _non_inferiority
+from releasegate.decision.comparison import non_inferiority as _non_inferiority
+from releasegate.gate.paired_comparison import _LATENCY_TAIL_SHARE, LATENCY_MIN_PAIRS
 from releasegate.stats.intervals import (
     ITL_MIN_REQUESTS,
     cluster_bootstrap,

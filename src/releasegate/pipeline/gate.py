@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..decision.gate import decide_gate
+from ..decision.latency import widened_latency
 from ..extras import require
 from ..gate.baseline import baseline_comparison, comparison_results
 from ..gate.cache_probe_gate import CACHE_METRICS, cache_metric, cache_section
 from ..gate.capacity import capacity_metric, capacity_view, gated_records, judge_capacity
 from ..gate.case_detail import case_reviews, failing_cases
-from ..gate.criteria import CriterionResult, Undecided, judge_criterion, meets
+from ..gate.criteria import CriterionResult, Undecided, judge_criterion
 from ..gate.gate_evidence import gate_evidence
 from ..gate.health import (
     client_batched_share,
@@ -41,7 +42,6 @@ from ..record.metrics import (
     latency_exclusions,
     latency_phase,
     measured,
-    percentile_of,
     phase_records,
     select,
     slices_of,
@@ -138,7 +138,10 @@ def gate_run(
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share,
                                   **client_load(info, phase, timed))  # a busy machine told from a busy client
-    if saturated and lag is not None:  # a saturated client has a measured lag
+    lateness = _lateness(lag, client, measure("send_lag_ms_p99", None).value)
+    if lateness:  # latency bounds widened by the client's lateness, decided on them
+        results = [_widened(r, lateness) for r in results]
+    if saturated and lag is not None:  # throughput and self-hosted cost: no bound to widen
         results = [_undecided(r, saturated) if _client_bound(r, lag, client, cost) else r for r in results]
     batched = batched_stream(client_batched_share(info, phase), rubric.max_itl_batched_share)
     if batched:
@@ -213,31 +216,45 @@ def _capacity_report(sweep: dict | None, info_at: RunInfo, at_capacity: list, co
 
 
 COST_METRICS = ("cost_per_1m_output_tokens", "cost_usd_total")
-_BOTH_WAYS = ("tpot_ms", "itl_ms")
-"""A late client can make these smaller as well as larger (gaps read together are stamped together)."""
-_SEND_STAMPED = ("ttft_ms", "e2e_ms")
-"""Measured from the client's own send stamp: smaller than the truth when that stamp is late. The lean client
-stamps right after its write (measured accurate to 0.3 ms at 1,024 streams); the openai client's transport hands
-the loop back before the stamp, which comes late under load (about 30 ms at 64 streams, 200 ms at 256)."""
+_WIDENED = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
+"""Latency figures a late client can be off in either way by up to its lateness: decided on bounds widened by it."""
+
+
+def _lateness(lag_ms: float | None, client: str | None, send_lag_p99: float | None) -> float:
+    """How late the client measured (ms): its event loop's lag p99, and, for the openai client, whose transport
+    stamps the send after handing the loop back, the send lag p99 too (the lean client stamps right after its
+    write). 0 when the run has no client figures."""
+    lateness = lag_ms or 0.0
+    if client != "lean" and send_lag_p99 is not None and lag_ms is not None:
+        lateness += max(send_lag_p99, 0.0)
+    return lateness
+
+
+def _widened(result: CriterionResult, lateness_ms: float) -> CriterionResult:
+    """A decided latency criterion decided again on its bounds widened by the client's lateness
+    (`decision.latency`); an undecided one, or another metric, as it was."""
+    metric = result.criterion.metric
+    if result.verdict == "insufficient" or metric.rpartition("_p")[0] not in _WIDENED or result.value.value is None:
+        return result
+    value = result.value
+    lo, hi = value.bounds if value.bounds is not None and result.criterion.confidence else (None, None)
+    bounds = (value.value if lo is None else lo, value.value if hi is None else hi)
+    verdict, why = widened_latency(result.criterion.op, result.criterion.threshold, bounds, lateness_ms)
+    cause = Undecided.CLIENT if verdict == "insufficient" else None
+    return CriterionResult(result.criterion, value, verdict, why, result.needed_n, cause)
 
 
 def _client_bound(result: CriterionResult, lag_ms: float, client: str | None, cost: dict | None = None) -> bool:
-    """Whether a saturated client leaves this criterion undecided. TPOT and ITL can be wrong either way, and so
-    can TTFT and E2E unless the lean client stamped the send: undecided. Otherwise a late client only makes
-    latency (from the schedule, or from the lean client's send), send lag, throughput and self-hosted cost look
-    worse: their passes stand, and a failure is undecided unless it fails even with the client's lag (p99) taken
-    off. Cost from an API price table is counted tokens times prices: no timing in it, so it stands either way."""
-    metric, c = result.criterion.metric, result.criterion
-    if not is_phased(metric) or (metric in COST_METRICS and not timing_derived_cost(cost)):
+    """Whether a saturated client leaves this criterion undecided: throughput and self-hosted cost, which have no
+    bound to widen: their passes stand (a late client only makes them look worse), and a failure is undecided.
+    Latency percentiles are widened instead (`_widened`). Cost from an API price table is counted tokens times
+    prices: no timing in it, so it stands either way."""
+    metric = result.criterion.metric
+    if not is_phased(metric) or metric.rpartition("_p")[0] in _WIDENED:
         return False
-    base = metric.rpartition("_p")[0]
-    if base in _BOTH_WAYS or (base in _SEND_STAMPED and client != "lean"):
-        return True
-    if result.verdict != "fail":
+    if metric in COST_METRICS and not timing_derived_cost(cost):
         return False
-    if percentile_of(metric) is None or result.value.value is None or c.op not in ("<=", "<"):
-        return True  # throughput and cost: no way to take the client's share off
-    return meets(c.op, result.value.value - lag_ms, c.threshold)
+    return result.verdict == "fail"
 
 
 def _undecided(result: CriterionResult, why: str) -> CriterionResult:

@@ -1,0 +1,27 @@
+"""A latency criterion under a late client: the client's measured lateness widens the figure's bounds instead of
+blocking it. A figure read by a late client may be off by up to its lateness either way (a send stamped late reads
+short, a chunk read late reads long, gaps read together are stamped together), so the criterion is decided on
+[lower - lateness, upper + lateness]: PASS when even the widened safe side meets the threshold, FAIL when even
+the widened other side misses it, INCONCLUSIVE (undecided) only when the widened bounds straddle it."""
+
+from __future__ import annotations
+
+import operator
+
+__all__ = ["widened_latency"]
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+def widened_latency(op: str, threshold: float, bounds: tuple[float, float], lateness_ms: float) -> tuple[str, str]:
+    """('pass' | 'fail' | 'insufficient', why) for a latency figure whose bounds (a point: both the same) are
+    widened by `lateness_ms` on each side."""
+    lo, hi = bounds[0] - lateness_ms, bounds[1] + lateness_ms
+    higher = op in (">=", ">")
+    safe, other = (lo, hi) if higher else (hi, lo)
+    span = f"[{lo:.4g}, {hi:.4g}] with the client's lateness ({lateness_ms:.1f} ms) on each side"
+    if _OPS[op](safe, threshold):
+        return "pass", f"{span}: {op} {threshold:g}"
+    if not _OPS[op](other, threshold):
+        return "fail", f"{span}: not {op} {threshold:g}"
+    return "insufficient", f"{span} straddles {threshold:g}: the client's lateness could set the verdict"
