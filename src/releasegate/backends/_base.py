@@ -30,6 +30,8 @@ class Generation:
     error_message: str | None = None
     output_ids: list[int] | None = None
     """Generated token ids, where the backend has them (not written to the record)."""
+    produced_by: list[str | None] | None = None
+    """A cached response: the attempts of the session that produced it (see `CaseRecord.produced_by`)."""
 
 
 class Backend(ABC):

@@ -11,7 +11,9 @@ transaction; readers never block writers). A key is the sha256 of
     the request              messages or prompt, exactly as sent
     the generation params    max_new_tokens, temperature, top_p, stop, seed
 
-Only successful responses are stored, with their token counts; never a timing. A record built from the cache
+Only successful responses are stored, with their token counts and the attempts that produced them (the failed
+in-run retries' kinds, then the answer: a record built from the entry carries them, so the failures behind a cached
+answer still count in the error rate); never a timing. A record built from the cache
 says `cached: true`, has no timing, and no latency, throughput or run-cost figure uses it.
 The file holds hashes, response texts (registered secrets redacted, as in records.jsonl) and token counts only:
 no request body, header, URL or key.
@@ -26,7 +28,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import ErrorKind, InputError
 from ..record.records import Timing, Tokens
 from ..redaction import redact
 from ..text import valid_text
@@ -40,9 +42,12 @@ CREATE TABLE IF NOT EXISTS responses (
     fingerprint TEXT NOT NULL,
     created_at REAL NOT NULL,
     text TEXT NOT NULL,
-    tokens TEXT NOT NULL
+    tokens TEXT NOT NULL,
+    attempts TEXT
 )
 """
+_ADD_ATTEMPTS = "ALTER TABLE responses ADD COLUMN attempts TEXT"
+"""A cache file from before `attempts`: the column is added; its entries know no attempts (NULL)."""
 _KEY_VERSION = 2  # 2: output token counts include the end-of-sequence token the model stopped on
 _BUSY_TIMEOUT_S = 60.0
 
@@ -77,6 +82,8 @@ class ResponseCache:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
                 db.execute(_SCHEMA)
+                if "attempts" not in {row[1] for row in db.execute("PRAGMA table_info(responses)")}:
+                    db.execute(_ADD_ATTEMPTS)
                 return db
             except (sqlite3.Error, OSError) as exc:
                 if db is not None:
@@ -94,7 +101,7 @@ class ResponseCache:
 
     def get(self, request: Request) -> Generation | None:
         """The cached response to `request` (tokens, no timing), or None."""
-        query = "SELECT text, tokens FROM responses WHERE key = ?"
+        query = "SELECT text, tokens, attempts FROM responses WHERE key = ?"
         params: tuple = (self.key(request),)
         if self.ttl_s is not None:
             query += " AND created_at >= ?"
@@ -107,12 +114,14 @@ class ResponseCache:
         if row is None:
             return None
         self.hits += 1
-        return Generation(row[0], tokens=Tokens.model_validate_json(row[1]), timing=Timing())
+        return Generation(row[0], tokens=Tokens.model_validate_json(row[1]), timing=Timing(),
+                          produced_by=_attempts(row[2]))
 
     def put_many(self, pairs: list[tuple[Request, Generation]]) -> None:
         """Store the successful responses among `pairs` in one transaction (errors are never cached)."""
         rows = [
-            (self.key(req), self.fingerprint, time.time(), redact(valid_text(gen.text)), gen.tokens.model_dump_json())
+            (self.key(req), self.fingerprint, time.time(), redact(valid_text(gen.text)), gen.tokens.model_dump_json(),
+             json.dumps(_sent(gen)))
             for req, gen in pairs if gen.error is None and gen.text is not None
         ]
         if not rows:
@@ -120,7 +129,7 @@ class ResponseCache:
         try:
             with self._db:  # one transaction: commits, or rolls back on error
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
+                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)", rows)
         except sqlite3.Error as exc:  # a full disk or a long-held lock must not stop the run: it only costs hits
             self.error = f"could not store responses: {exc}"
             return
@@ -131,3 +140,22 @@ class ResponseCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _sent(gen: Generation) -> list[str | None]:
+    """The attempts that produced a response: its failed in-run retries (their kinds), then the answer (None)."""
+    retries = max(0, (gen.timing.attempts or 1) - 1)
+    kinds: list[str | None] = list(gen.timing.retried_errors[:retries])
+    kinds += [ErrorKind.RETRIED] * (retries - len(kinds))
+    return [*kinds, None]
+
+
+def _attempts(raw) -> list[str | None] | None:
+    """The stored attempts, or None when unknown or malformed (a damaged row is an entry that knows none)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not value or not all(v is None or isinstance(v, str) for v in value):
+        return None
+    return value

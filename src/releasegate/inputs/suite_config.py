@@ -133,15 +133,15 @@ def check_unique_names(suites: tuple[SuiteConfig, ...], at) -> None:
 
 
 def suite_cuts(suites: tuple[SuiteConfig, ...], case_suites: list[str], limit: int | None, *,
-               overridden: tuple[str, ...] = (), limit_flag: str = "--limit") -> list[str]:
+               overridden: tuple = (), limit_flag: str = "--limit") -> list[str]:
     """Every cut a run makes of its suites, in words: `limit` (the command's `--limit`) when it stopped the run
     short, and each suite's own `limit:` that its cases reached. `case_suites`: the suite name of each case run;
-    `overridden`: the `--set` keys given (a limit set by one is named so). A `sample:` is no cut: its rates are
-    weighted to its source."""
+    `overridden`: the `--set` overrides given (`composition.Override`: a limit set by one is named so). A `sample:`
+    is no cut: its rates are weighted to its source."""
     counts = {name: case_suites.count(name) for name in set(case_suites)}
     cuts = [f"{limit_flag} {limit}"] if limit and len(case_suites) >= limit else []
     for i, suite in enumerate(suites):
         if suite.limit and counts.get(suite.name, 0) >= suite.limit:
-            by = next((f", by --set {k}" for k in overridden if k.startswith(f"suites.{i}.")), "")
+            by = next((f", by --set {o.key}" for o in overridden if tuple(o.parts[:2]) == ("suites", i)), "")
             cuts.append(f"suites[{i}].limit: {suite.limit} ({suite.name}{by})")
     return cuts

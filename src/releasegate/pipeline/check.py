@@ -367,7 +367,7 @@ def _start(
         host={"platform": platform.platform(), "cpus": os.cpu_count(), "threads": config.target.threads},
         config_path=str(config.path.resolve()),
         limit=limit,
-        cuts=suite_cuts(config.suites, [c.suite for c in cases], limit, overridden=tuple(o.key for o in config.overrides)),
+        cuts=suite_cuts(config.suites, [c.suite for c in cases], limit, overridden=config.overrides),
         overrides=[f"{o['key']}={o['value']}" for o in recorded_overrides(run.path)],
         no_cache=no_cache,
         target_overrides={k: str(v) if isinstance(v, Path) else v for k, v in target_overrides.items()}

@@ -134,7 +134,6 @@ def gate_run(
     criteria = rubric.criteria + _default_guards(rubric)
     results = [_capacity_cause(judge_capacity(c, sweep) if c.metric == "capacity_rps"  # the range the sweep showed
                else judge_criterion(c, measure(c.metric, c.slice, c.confidence))) for c in criteria]
-    results = [_nothing_sent(r, records + gated_load) for r in results]
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share,
                                   **client_load(info, phase, timed))  # a busy machine told from a busy client
@@ -267,15 +266,6 @@ def _capacity_cause(result: CriterionResult) -> CriterionResult:
     if result.verdict != "insufficient" or result.criterion.metric != "capacity_rps":
         return result
     return result.undecided(result.reason, Undecided.CAPACITY)
-
-
-def _nothing_sent(result: CriterionResult, records: list[CaseRecord]) -> CriterionResult:
-    """The default guard on a run that sent no request (every case answered from the response cache, which keeps
-    only answers): no request failed, so the guard holds. A rubric's own error-rate criterion stays unknown."""
-    if result.criterion.origin != "guard" or result.value.n or not records or not all(r.cached for r in records):
-        return result
-    return CriterionResult(result.criterion, result.value, "pass", "no request sent: every case came from the "
-                           "response cache, which keeps only answers")
 
 
 def _default_guards(rubric: Rubric) -> tuple[Criterion, ...]:

@@ -12,6 +12,8 @@ counts through these functions, so a new surface inherits them.
 - Rates and shares of requests count attempts: `error_rate` per phase, and TARGET_ERROR's "more than half of the
   requests failed" (every request sent, in every phase; a cached record sent none). A target that answered every
   case only on its fourth try failed three requests in four: it was not measured, whatever its last tries say.
+- A cached answer carries the attempts of the session that produced it (`produced_by`): they were sent, and
+  their failures count in the error rate; an entry that does not know them stands for no request.
 - Client lateness over a run resumed in parts is the worst of its parts (`worst_client`).
 """
 
@@ -59,8 +61,14 @@ def case_attempts(record: CaseRecord) -> list[str | None]:
     record sent no request of its own: it stands for one outcome (its answer), after its earlier attempts."""
     earlier = [kind for line in getattr(record, "earlier_attempts", ()) for kind in _line_outcomes(line)]
     if getattr(record, "cached", False):
-        return [*earlier, failure(record)]
+        return [*earlier, *(_produced(record) or [failure(record)])]
     return [*earlier, *_line_outcomes(record)]
+
+
+def _produced(record) -> list[str | None]:
+    """The attempts of the session that produced a cached answer (empty: not known)."""
+    produced = getattr(record, "produced_by", None)
+    return list(produced) if isinstance(produced, list) and produced else []
 
 
 def attempt_outcomes(records: Iterable, *, cached: bool = True) -> list[str | None]:
@@ -69,7 +77,8 @@ def attempt_outcomes(records: Iterable, *, cached: bool = True) -> list[str | No
     out: list[str | None] = []
     for record in records:
         kinds = case_attempts(record)
-        out += kinds[:-1] if getattr(record, "cached", False) and not cached else kinds
+        stands_for_none = getattr(record, "cached", False) and not _produced(record)
+        out += kinds[:-1] if stands_for_none and not cached else kinds
     return out
 
 

@@ -86,6 +86,10 @@ class CaseRecord(BaseModel):
     cached: bool = False
     """True when the output came from the response cache: no request was sent in this run, so the record has no
     timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
+    produced_by: list[str | None] | None = None
+    """For a cached record: the attempts of the session that produced the cached answer, oldest first (None for an
+    answer, else its error kind), so its failures count in this run's error rate too. None: not known (an entry
+    stored before caches kept them): the record then stands for no request."""
     stratum: Stratum | None = None
     """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
     metrics are population-weighted (see `sample_weights.stratum_counts`); None for every other case."""

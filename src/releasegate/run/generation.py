@@ -224,6 +224,7 @@ def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False
         case_id=case.id, suite=case.suite, tags=case.tags, input=case.input, expected=case.expected,
         answer=case.answer, format=list(case.format), output=gen.text, error=gen.error,
         error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing, cached=cached,
+        produced_by=gen.produced_by if cached else None,
         stratum=getattr(case, "stratum", None),
     )
     record.scores, record.scored_with = stored_scores(record, rubric.forbidden)  # reused by every later stage
