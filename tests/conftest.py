@@ -18,6 +18,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 GOOD = '{"intent": "billing", "priority": "high"}'
+HANG_S = 600
+"""How long a test waits for a subprocess or a file before it calls it hung: a bound on a hang, never a measure of
+speed (a busy machine may take minutes where a quiet one takes a second)."""
 
 
 @pytest.fixture
@@ -72,7 +75,7 @@ def heavy_imports_after(commands: list[list[str]], modules: tuple[str, ...]) -> 
         "import sys\nfrom releasegate.cli import main\n" + calls
         + f"print('HEAVY', sorted(m for m in {modules!r} if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.split("HEAVY", 1)[1].strip().replace("'", '"'))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD, as_killed, write_jsonl
+from conftest import GOOD, HANG_S, as_killed, write_jsonl
 from releasegate.backends import Generation, Request
 from releasegate.backends.response_cache import ResponseCache
 from releasegate.record.metrics import compute_metric
@@ -201,7 +201,7 @@ def test_two_processes_write_the_cache_at_once(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), who], stderr=subprocess.PIPE, text=True)
              for who in ("a", "b")]
     for proc in procs:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=HANG_S)
         assert proc.returncode == 0, err
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 800

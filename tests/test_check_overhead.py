@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from conftest import ROOT, write_jsonl
+from conftest import HANG_S, ROOT, write_jsonl
 from releasegate.record.records import RunDir
 from releasegate.record.stage_timing import PARTS
 from releasegate.run.interruption import HOLD_ENV
@@ -141,7 +141,7 @@ def test_limit_cuts_a_capacity_sweep_to_one_step():
 # --- the verdict once the reports are on disk ---------------------------------------------------------------------
 
 
-def wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+def wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = HANG_S) -> None:
     deadline = time.monotonic() + timeout
     while text not in (path.read_text() if path.exists() else ""):
         assert proc.poll() is None, f"check ended early: {path.read_text()}"
@@ -166,7 +166,7 @@ def test_a_signal_after_the_verdict_leaves_the_run_complete_with_its_verdict(tmp
         info = json.loads((run / "run.json").read_text())
         assert info["status"] == "complete" and info["timing"]["reports_s"] > 0
         proc.send_signal(signum)
-        assert proc.wait(timeout=60) == 1, log.read_text()
+        assert proc.wait(timeout=HANG_S) == 1, log.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -238,7 +238,7 @@ def test_help_paragraphs_wrap_at_the_screen_not_at_the_source_line():
     assert help_paragraphs("First line.\n\n    One sentence\n    over two lines.\n    - an item\n    - another\n") \
         == "First line.\n\nOne sentence over two lines.\n- an item\n- another"
     proc = subprocess.run([sys.executable, "-m", "releasegate", "check", "--help"], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "80"}, timeout=60)
+                          env={**os.environ, "COLUMNS": "80"}, timeout=HANG_S)
     assert "signals_stop" not in proc.stdout
     prose = proc.stdout.split("╭", 1)[0].splitlines()
     # a line inside a paragraph is filled to the width: a short one is where a sentence broke in the source
@@ -257,12 +257,12 @@ def test_the_llamacpp_cli_serves_the_demo_from_anywhere(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "releasegate.export.llamacpp", "--port", "0", "--out", "gguf"],
                                 cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "80"})
     try:
-        wait_for(log, "Ctrl-C stops", proc, timeout=180)
+        wait_for(log, "Ctrl-C stops", proc)
         url = log.read_text().split(" at ", 1)[1].split()[0].removesuffix("/v1")
         with urllib.request.urlopen(url + "/health", timeout=10) as health:  # noqa: S310 - loopback
             assert health.status == 200
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) in (0, 130)
+        assert proc.wait(timeout=HANG_S) in (0, 130)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from conftest import write_jsonl
+from conftest import HANG_S, write_jsonl
 from releasegate.record.records import CaseRecord, RunDir
 from releasegate.scorers import get_scorer
 from releasegate.scorers.evaluate_metric import compute_evaluate_metric, load_metric, resolve_module
@@ -165,7 +165,7 @@ def test_rouge_defaults_to_rougeL_and_a_perfect_bleu_meets_100():
 
 def test_scorers_do_not_import_the_libraries_until_used():
     probe = "import sys, releasegate.scorers\nprint(sorted(m for m in ('rouge_score', 'sacrebleu', 'nltk') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 

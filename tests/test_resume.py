@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import as_killed, write_jsonl
+from conftest import HANG_S, as_killed, write_jsonl
 from releasegate.errors import InputError
 from releasegate.record.records import CaseRecord, RunDir, RunInfo
 from releasegate.testing import StubBehaviour, StubServer
@@ -82,7 +82,7 @@ def lines(path: Path) -> int:
         return 0
 
 
-def wait_for(predicate, proc: Check, timeout: float = 60.0) -> None:
+def wait_for(predicate, proc: Check, timeout: float = HANG_S) -> None:
     deadline = time.monotonic() + timeout
     while not predicate() and proc.poll() is None:
         assert time.monotonic() < deadline, "the run made no progress"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import HANG_S, ROOT
 
 DEMO = ROOT / "releasegate.yaml"
 
@@ -62,7 +62,7 @@ def test_without_ray_a_scaled_config_says_how_to_install_it(tmp_path):
         probe = ("import sys; sys.modules['ray'] = None\n"  # as if it were not installed
                  "from releasegate.cli import main\n"
                  f"sys.exit(main({[str(a) for a in command]!r}))\n")
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_S, cwd=tmp_path)
         assert out.returncode == 2, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "pip install 'releasegate[ray]'" in lines[0] and "scale.engine" in lines[0], lines

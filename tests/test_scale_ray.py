@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, write_jsonl
+from conftest import HANG_S, ROOT, write_jsonl
 from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 
@@ -102,7 +102,7 @@ def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, refe
         assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "no progress"
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=HANG_S)
     recorded = [r.case_id for r in run.read_records(dedup=False, required=False)]
     assert 0 < len(recorded) < 100  # killed mid-run
     assert run.read_info().status == "running"  # killed: nothing had the chance to say otherwise

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import HANG_S, ROOT
 from releasegate.cli import main
 from releasegate.inputs.rubric import EvaluateMetric, ForbiddenRule
 from releasegate.record.records import CaseRecord, RunDir
@@ -258,7 +258,7 @@ def heavy_imports_after_gate(run) -> list[str]:
     """`gate RUN` in a fresh interpreter (whatever its verdict); which of HEAVY it imported."""
     probe = (f"import sys\nfrom releasegate.cli import main\nassert main(['gate', {str(run)!r}, '--allow-pending']) in (0, 1, 3)\n"
              f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_S, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"'))
 
