@@ -70,7 +70,8 @@ def _result(choice: str | None = "q8_0") -> dict:
     ]
     return {"kind": "served_variants", "reference": "f16", "choice": choice,
             "choice_reason": REASON if choice else "no variant passes its gate with quality non-inferior to f16",
-            "rule": "cost_at_capacity", "verdict": "PASS" if choice else "FAIL", "exit_code": 0 if choice else 1,
+            "rule": "cost", "verdict": "PASS" if choice else "INCONCLUSIVE", "exit_code": 0 if choice else 3,
+            "verdict_reason": REASON if choice else "no choice: the reference f16 does not qualify",
             "margin": 0.02, "min_parity_share": 0.9, "slo": {"ttft_ms_p95": 200, "tpot_ms_p95": 50},
             "dir": "reports/demo-variants", "variants": variants}
 
@@ -188,7 +189,7 @@ def test_junit_fails_each_ineligible_variant_and_a_missing_choice(choice, failed
         assert out is not None and out.text and out.text.startswith("chosen\n")
     else:
         message = cases["choice"].find("failure").get("message")  # type: ignore[union-attr]
-        assert message.startswith("no variant qualifies — ")
+        assert message.startswith("INCONCLUSIVE: no variant qualifies — ")
 
 
 def test_json_round_trips():
@@ -260,3 +261,23 @@ def test_the_terminal_table_reads_whole(width):
         for (key, *_), cell in zip(COLUMNS, row):
             if key in free and cell:
                 assert _words(cell) in _words(text), (cell, text)
+
+
+def test_a_choice_held_by_a_waived_review_fails_the_choice_testcase_and_says_why():
+    result = {**_result(), "verdict": "NEEDS_REVIEW", "exit_code": 3,
+              "choice_reason": REASON + "; required human review of f16 was waived (--allow-pending)"}
+    suite = ET.fromstring(render_variants(result, "junit")).find("testsuite")
+    choice = next(tc for tc in suite.iter("testcase") if tc.get("name") == "choice")
+    assert choice.find("failure").get("message").startswith("NEEDS_REVIEW: choice: q8_0")
+    for fmt in ("md", "html", "csv", "json"):
+        text = render_variants(result, fmt)
+        assert "waived" in text or fmt == "csv", fmt
+
+
+def test_a_result_without_its_decision_is_refused_not_rendered():
+    from pydantic import ValidationError
+
+    result = _result()
+    del result["verdict_reason"]
+    with pytest.raises(ValidationError):
+        render_variants(result, "md")

@@ -28,6 +28,7 @@ from ..gate.health import saved_run_problems, target_failure
 from ..gate.latency_source import quality_source
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, metric_verdicts
 from ..inputs.rubric import load_rubric
+from ..record.decided_results import CompareResult, typed
 from ..record.decision_evidence import Arm, ComparisonEvidence, Health
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
@@ -66,10 +67,10 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     decided = decide_comparison(evidence)
     problems = [note for note in (changed_note(result),) if note]
     other = differences(base_key, cand_key)[0]
-    return {"baseline_run": str(baseline), "candidate_run": str(candidate), **decided.as_dict(),
+    return typed(CompareResult, {"baseline_run": str(baseline), "candidate_run": str(candidate), **decided.as_dict(),
             "incomplete": "; ".join(problems + ([decided.reason] if decided.verdict == "INCONCLUSIVE" else [])) or None,
             "target_error": cand_health.target_error,
             "settings_note": f"the runs differ in {describe_differences(other)} (not used by compare)" if other else None,
             # compare reads the quality cases: their latency, under the load each run sent them with
             "latency_sources": {"baseline": quality_source(base_info, base), "candidate": quality_source(cand_info, cand)},
-            **result}
+            **result})

@@ -15,6 +15,7 @@ from ..gate.comparability import describe_differences, differences, saved_settin
 from ..gate.paired_comparison import compare_records, metric_verdicts
 from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
+from ..record.decided_results import MatrixResult, typed
 from ..record.records import RunDir
 from .check import new_run_id, run_check
 from .served_variants import run_served_variants
@@ -47,7 +48,8 @@ def run_matrix(config_path: Path, variants: str | None, *, draft: Path | None, c
                                               limit=limit, target_overrides=variant_changes(name, draft),
                                               allow_pending=allow_pending)
     rows = matrix_rows(runs, reports, rubric.forbidden)
-    result = {"reference": names[0], **matrix_decision(rows).as_dict(), "variants": rows, "dir": str(root)}
+    result = typed(MatrixResult, {"reference": names[0], **matrix_decision(rows).as_dict(), "variants": rows,
+                                  "dir": str(root)})
     RunDir(root).write_json("matrix.json", result)
     return result
 

@@ -33,6 +33,7 @@ from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
 from ..inputs.variant_plan import VariantPlan, VariantSpec
+from ..record.decided_results import VariantsResult, typed
 from ..record.records import RunDir
 from ..report.variants import VARIANT_FILES, render_variants
 from ..run.server_scrape import acceptance, fetch_metrics, parse_prometheus, speculative_counts
@@ -217,9 +218,9 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
     for row in rows:
         row["chosen"] = row["variant"] == choice["choice"]
     slo = comparison["targets"][0].get("slo")  # one config: every variant was swept against the same objective
-    return {"kind": "served_variants", "reference": plan.reference.name, **choice,
+    return typed(VariantsResult, {"kind": "served_variants", "reference": plan.reference.name, **choice,
             "margin": _margin(rows, plan), "min_parity_share": plan.min_parity_share,
-            "slo": slo, "dir": str(root), "variants": rows}
+            "slo": slo, "dir": str(root), "variants": rows})
 
 
 _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p50", "ttft_ms_p95",

@@ -35,6 +35,7 @@ from ..gate.gate_evidence import run_arm
 from ..gate.health import planned_phases, run_problems
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, metric_verdicts
 from ..inputs.rubric import load_rubric
+from ..record.decided_results import ServersResult, typed
 from ..record.decision_evidence import ComparisonEvidence
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir, RunInfo
@@ -86,8 +87,8 @@ def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHAR
                                     (arms[0], arms[i], infos[0].cases or len(ref_records)), min_parity_share)
             row["comparable"], row["unchecked"] = _comparability_notes(keys[0], keys[i])
         targets.append(row)
-    return {"reference": targets[0]["run_id"], "min_parity_share": min_parity_share, "targets": targets,
-            **recommend(targets)}
+    return typed(ServersResult, {"reference": targets[0]["run_id"], "min_parity_share": min_parity_share,
+                                 "targets": targets, **recommend(targets)})
 
 
 def _refuse_incomparable(runs: list[RunDir], infos: list, keys: list[dict]) -> None:

@@ -13,6 +13,7 @@ from importlib import resources
 
 from rich.text import Text
 
+from ..record.decided_results import CompareResult, typed
 from ..redaction import redact_values
 from ..text import inert, json_inert
 from .formatting import CSP
@@ -84,8 +85,9 @@ def _latency_lines(result: dict) -> list[str]:
 
 
 def render_comparison(result: dict, fmt: str) -> str:
-    """The comparison as Markdown, HTML or JSON text; registered secrets redacted in the data first."""
-    result = redact_values(result)
+    """The comparison as Markdown, HTML or JSON text; registered secrets redacted in the data first, read through
+    `CompareResult` (a comparison without its decision is an error, never a report)."""
+    result = typed(CompareResult, redact_values(result))
     if fmt == "json":
         return json_inert(json.dumps(result, indent=2, ensure_ascii=False, default=str)) + "\n"
     if fmt == "md":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..record.decided_results import ServersResult, typed
 from ..redaction import redact_values
 from ..spreadsheet import csv_text
 from ..text import inert
@@ -78,8 +79,9 @@ def servers_table(comparison: dict):
 
 
 def render_servers(comparison: dict, fmt: str) -> str:
-    """The comparison in `fmt` (json, csv, md, html); registered secrets redacted in the data first."""
-    comparison = redact_values(comparison)
+    """The comparison in `fmt` (json, csv, md, html); registered secrets redacted in the data first, read through
+    `ServersResult` (one without its decision is an error, never a report)."""
+    comparison = typed(ServersResult, redact_values(comparison))
     if fmt == "json":
         return json.dumps(comparison, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":

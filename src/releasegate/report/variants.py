@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from importlib import resources
 from typing import Literal
 
+from ..record.decided_results import VariantsResult, typed
 from ..redaction import redact_values
 from ..spreadsheet import csv_text
 from ..text import inert, json_inert
@@ -168,10 +169,11 @@ def variants_table(result: dict) -> FitTable:
 
 
 def render_variants(result: dict, fmt: str) -> str:
-    """The result in `fmt` (one of VARIANT_FORMATS); registered secrets redacted in the data first."""
+    """The result in `fmt` (one of VARIANT_FORMATS); registered secrets redacted in the data first. The result is
+    read through `VariantsResult`: one without its decision is an error, never a report."""
     if fmt not in VARIANT_FORMATS:
         raise ValueError(fmt)
-    return _RENDERERS[fmt](redact_values(result))
+    return _RENDERERS[fmt](typed(VariantsResult, redact_values(result)))
 
 
 def _json(result: dict) -> str:
@@ -224,9 +226,11 @@ def _html(result: dict) -> str:
 
 def _junit(result: dict) -> str:
     """One testsuite; one testcase per variant, failed when it is not eligible (why not), and one for the choice,
-    failed when no variant qualifies. The chosen variant's system-out says so."""
+    failed unless the decision is PASS (no variant qualifies, or a waived review holds it). The chosen variant's
+    system-out says so."""
     variants = result["variants"]
-    failures = sum(not v.get("eligible") for v in variants) + (result.get("choice") is None)
+    decided = VariantsResult.model_validate(result)
+    failures = sum(not v.get("eligible") for v in variants) + (decided.verdict != "PASS")
     counts = {"tests": str(len(variants) + 1), "failures": str(failures), "errors": "0", "skipped": "0", "time": "0"}
     root = ET.Element("testsuites", {"name": "releasegate", **counts})
     suite = ET.SubElement(root, "testsuite", {"name": "releasegate: served variants", **counts})
@@ -237,8 +241,8 @@ def _junit(result: dict) -> str:
     for v, row in zip(variants, variants_rows(result)):
         _variant_case(suite, v, dict(zip((key for key, *_ in COLUMNS), row)))
     choice = ET.SubElement(suite, "testcase", classname="releasegate.choice", name="choice", time="0")
-    if result.get("choice") is None:
-        ET.SubElement(choice, "failure", message=xml_text(choice_line(result)), type="choice")
+    if decided.verdict != "PASS":
+        ET.SubElement(choice, "failure", message=xml_text(f"{decided.verdict}: {choice_line(result)}"), type="choice")
     else:
         ET.SubElement(choice, "system-out").text = xml_text(choice_line(result))
     ET.indent(root)
