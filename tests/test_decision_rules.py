@@ -145,3 +145,22 @@ def test_the_failures_behind_cached_answers_count_and_too_few_requests_decide_no
     unknown = [_cached(i, None) for i in range(10)] + [CaseRecord(case_id="f", suite="s", input={}, output=RIGHT)]
     value = compute_metric("error_rate", unknown, {}, {"all_records": True})
     assert value.value is None and "at least 3" in value.note  # one fresh request says nothing
+
+
+def test_a_whatif_re_derives_the_cache_probe_under_its_own_rules(cli, tmp_path):
+    from test_cache_probe_check import make_project
+
+    cases = []
+    for i in range(10):
+        cases += [(f"Refund {i} please", "refund", "refund"), (f"REFUND {i}  please", "refund", "refund"),
+                  (f"Bill {i} wrong", "billing", "billing"), (f"bill {i} WRONG", "shipping", "shipping")]
+    config = make_project(tmp_path, 0.1, cases)
+    code, out, _ = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
+    assert json.loads(out)["response_cache_probe"]["rows"][0]["harmful_hits"] == 20
+    # forbid the shipping answer: a shipping case's own answer now fails, so serving it the billing answer does no
+    # harm the model would not have done; only the billing cases stay harmed
+    strict = tmp_path / "strict.yaml"
+    strict.write_text((tmp_path / "rubric.yaml").read_text() + "forbidden:\n  - {category: x, phrases: [shipping]}\n")
+    code, out, _ = cli("gate", tmp_path / "reports" / "r", "--rubric", strict, "--json")
+    row = json.loads(out)["response_cache_probe"]["rows"][0]
+    assert (row["harmful_hits"], row["hittable"]) == (10, 40)

@@ -24,7 +24,7 @@ from ..inputs.files import sha256_file
 from ..redaction import secret_from_env
 from ._http import httpx
 
-__all__ = ["Embedded", "embed", "source_fingerprint", "EMBEDDINGS_FILE"]
+__all__ = ["Embedded", "embed", "source_fingerprint", "EMBEDDINGS_FILE", "stored_vectors"]
 
 EMBEDDINGS_FILE = "embeddings.jsonl"
 """The run directory's embedding cache: one {key, vector} per line."""
@@ -169,3 +169,11 @@ def _append_cache(path: Path | None, new: dict[str, list[float]]) -> None:
         return
     with path.open("a", encoding="utf-8") as f:
         f.writelines(json.dumps({"key": k, "vector": v}) + "\n" for k, v in new.items())
+
+
+def stored_vectors(texts: list[str], fingerprint: str, cache_path: Path) -> list[list[float]] | None:
+    """The vectors a run stored for `texts` under `fingerprint` (its embeddings.jsonl); None when any is missing:
+    what a re-judged probe reads instead of asking the embedding model again."""
+    known = _read_cache(cache_path)
+    keys = [_key(fingerprint, t) for t in texts]
+    return [known[k] for k in keys] if all(k in known for k in keys) else None

@@ -30,6 +30,7 @@ from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, seal, sealed_snapshot
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
+from ..run.cache_probe_stage import rederived_probe
 from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
@@ -67,6 +68,8 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     policy, judged_by = _policy(run.path, rubric)
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, policy.forbidden, verdicts)  # read and scored once: the gate and the reports share it
+    if judged_by["whatif"]:  # the probe's flags re-derived under the what-if's own rules
+        info.response_cache_probe = rederived_probe(run, info, policy, scored.records)
     report = gate_run(info, scored.records, policy, info.cost, scored.load_records, labels=read_labels(run),
                       allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
                       corpus_scores=CorpusScores.of(run), scores=scored.scores,  # read only: no journal grows

@@ -5,14 +5,16 @@ metrics and the recommended threshold from there, so `gate RUN_DIR` needs no emb
 
 from __future__ import annotations
 
-from ..backends.embeddings import EMBEDDINGS_FILE, embed
+import yaml
+
+from ..backends.embeddings import EMBEDDINGS_FILE, embed, stored_vectors
 from ..errors import TargetError
 from ..gate.cache_probe import ProbeSettings, degenerate, simulate_all
 from ..gate.cache_probe_records import answer_passes, probe_cases
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..stats.intervals import percentile
 
-__all__ = ["run_response_cache_probe", "cache_probe_figures"]
+__all__ = ["run_response_cache_probe", "cache_probe_figures", "rederived_probe"]
 
 
 def run_response_cache_probe(config, rubric, cases, run: RunDir, info: RunInfo) -> None:
@@ -57,3 +59,38 @@ def cache_probe_figures(config, rubric, records: list[CaseRecord], run: RunDir |
     return {"mode": probe.mode, "threshold": probe.threshold, "ttl_s": probe.ttl_s,
             "arrival_interval_s": probe.arrival_interval_s, "time_sensitive_max_age_s": probe.time_sensitive_max_age_s,
             "group_tag": probe.group_tag, "embeddings": embedded, "rows": rows}
+
+
+def rederived_probe(run: RunDir, info: RunInfo, rubric, records: list[CaseRecord]) -> dict | None:
+    """The run's probe judged again under `rubric` (a what-if: its forbidden rules decide which served answers pass),
+    from the run's records and the embeddings it stored; never a call to the embedding model. A probe that failed,
+    or whose embeddings are not all stored, is recorded as the probe's error: its criteria undecided."""
+    probe = info.response_cache_probe
+    if not probe or probe.get("error"):
+        return probe
+    raw = _snapshot(run).get("response_cache_probe") or {}
+    cases = probe_cases(records, group_tag=probe.get("group_tag"), time_sensitive_tag=raw.get("time_sensitive_tag"))
+    vectors = None
+    if probe["mode"] == "semantic":
+        fingerprint = (probe.get("embeddings") or {}).get("fingerprint") or ""
+        vectors = stored_vectors([c.question for c in cases], fingerprint, run.path / EMBEDDINGS_FILE)
+        if vectors is None:
+            return {**probe, "rows": [], "error": "the run's stored embeddings do not cover its cases: the probe "
+                                                  "cannot be judged again without the embedding model"}
+    cost = info.cost or {}
+    api = cost.get("mode") == "api"
+    settings = ProbeSettings(mode=probe["mode"], ttl_s=probe.get("ttl_s"), arrival_s=probe.get("arrival_interval_s", 1.0),
+                             fresh_s=probe.get("time_sensitive_max_age_s", 0.0),
+                             input_usd_per_1m=cost.get("input_usd_per_1m") if api else None,
+                             output_usd_per_1m=cost.get("output_usd_per_1m") if api else None)
+    thresholds = [r["threshold"] for r in probe.get("rows") or () if r.get("threshold") is not None]
+    rows = simulate_all(cases, answer_passes(records, rubric.forbidden), settings, thresholds, vectors)
+    return {**probe, "rows": rows}
+
+
+def _snapshot(run: RunDir) -> dict:
+    try:
+        data = yaml.safe_load((run.path / "config.yaml").read_text("utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
