@@ -116,7 +116,8 @@ def test_a_terminal_keeps_its_bars_and_no_progress_prints_nothing():
 def test_limit_bounds_the_load_phase_and_makes_it_another_load(tmp_path, cli):
     with StubServer(StubBehaviour(ttft_ms=2, itl_ms=1, tokens=4)) as stub:
         config = stub_project(tmp_path, stub.base_url, "load: {concurrency: 2, requests: 30, warmup: 4}\n")
-        assert cli("check", "-c", config, "--run-id", "small", "--limit", "3", "--no-progress")[0] == 0
+        # a run on 3 cases of the suite speaks for those 3: INCONCLUSIVE
+        assert cli("check", "-c", config, "--run-id", "small", "--limit", "3", "--no-progress")[0] == 3
         assert cli("check", "-c", config, "--run-id", "full", "--no-progress")[0] == 0
     small, full = (RunDir(tmp_path / "reports" / name) for name in ("small", "full"))
     info = small.read_info()

@@ -99,16 +99,21 @@ def test_cached_cases_never_dilute_the_error_rate(tmp_path, capsys):
     assert report["counts"]["phases"]["quality"]["requests"] == 50
 
 
-def test_a_run_answered_wholly_from_the_cache_passes_the_default_guard(tmp_path, capsys):
+def test_a_run_answered_wholly_from_the_cache_carries_the_requests_that_produced_it(tmp_path, capsys):
     records = [ok(i) for i in range(100)]
     for r in records:
-        r["cached"] = True
+        r["cached"] = True  # entries that do not know the requests behind them: no error rate to decide on
+    code, report = gate(Run(records).build(tmp_path / "unknown"), capsys)
+    assert (code, report["verdict"]) == (3, "INCONCLUSIVE")
+    for r in records:
+        r["produced_by"] = [None]  # each answered on its first request, in the session that cached it
     code, report = gate(Run(records).build(tmp_path), capsys)
     assert (code, report["verdict"]) == (0, "PASS")
     own = lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.8},
                             {"metric": "error_rate", "op": "<=", "threshold": 0.05}])
-    code, report = gate(Run(records, rubric=own).build(tmp_path / "own"), capsys)
-    assert (code, report["verdict"]) == (3, "INCONCLUSIVE")  # the rubric's own error criterion: nothing sent
+    unknown = [{**r, "produced_by": None} for r in records]
+    code, report = gate(Run(unknown, rubric=own).build(tmp_path / "own"), capsys)
+    assert (code, report["verdict"]) == (3, "INCONCLUSIVE")  # the rubric's own error criterion: nothing known sent
 
 
 def test_reviewer_correction_counts_empty_answers_as_wrong(tmp_path, capsys):
@@ -140,8 +145,8 @@ def _two_targets(tmp_path):
 def test_servers_never_recommends_a_target_whose_sweep_found_no_capacity(tmp_path, capsys):
     a, b = _two_targets(tmp_path)
     code = main(["servers", str(a), str(b), "--json"])
-    result = json.loads(capsys.readouterr().out)
-    assert code == 0 and result["recommended"] == "b"
+    result = json.loads(capsys.readouterr().out)  # nothing is chosen over a reference that does not qualify
+    assert code == 3 and result["recommended"] is None and "does not qualify" in result["recommendation"]
     code = main(["servers", str(b), str(a), "--json"])
     result = json.loads(capsys.readouterr().out)
     assert result["recommended"] == "b"
@@ -156,7 +161,7 @@ def test_compare_on_a_corner_of_the_baseline_speaks_for_no_run(tmp_path, capsys)
     code = main(["compare", str(base), str(cand), "--json"])
     result = json.loads(capsys.readouterr().out)
     assert (code, result["verdict"]) == (3, "INCONCLUSIVE")
-    assert "150 of the baseline's 1000 cases shared" in result["incomplete"]
+    assert "cover 15% of the reference's 1000 cases" in result["incomplete"]
 
 
 def test_a_sampling_override_in_extra_body_is_another_generation_setting():
@@ -178,12 +183,12 @@ def test_a_stratum_of_no_rows_is_a_corrupt_record_not_an_internal_error(tmp_path
     assert main(["gate", str(path), "--json"]) == 2
 
 
-def test_a_limited_run_says_so_in_its_verdict(tmp_path, capsys):
+def test_a_limited_run_speaks_for_its_part_only(tmp_path, capsys):
     path = Run([ok(i) for i in range(100)]).build(tmp_path)
     info = json.loads((path / "run.json").read_text())
-    (path / "run.json").write_text(json.dumps({**info, "limit": 100}))
+    (path / "run.json").write_text(json.dumps({**info, "limit": 100}))  # a run from before cuts were recorded
     code, report = gate(path, capsys)
-    assert code == 0 and "on the first 100 case(s) only (check --limit)" in report["verdict_reason"]
+    assert code == 3 and "part of the suites only (--limit 100)" in report["verdict_reason"]
 
 
 def test_a_corpus_value_is_computed_again_when_a_scorer_library_changes(monkeypatch):
