@@ -56,7 +56,8 @@ def check(
 
     --limit N runs the first N cases over all the suites, in config order (of a suite with a `sample:`, the
     first of its stratified order), and reads and validates only the suite lines up to them (`validate` checks
-    every line). It also bounds the load phase: at most N requests (a capacity sweep: one step of N).
+    every line). It also bounds the load phase: at most N requests (a capacity sweep: one step of N). A run that
+    --limit stops short speaks for its first N cases only: its verdict is INCONCLUSIVE at best.
 
     Progress: bars in a terminal; in a CI log (output not a terminal) plain lines, one when a step starts, one
     every 10 s while it runs (RELEASEGATE_PROGRESS_INTERVAL_S), one when it ends.
