@@ -266,7 +266,8 @@ def test_flipped_cases_go_both_ways_and_ties_are_not_flips():
 
 def test_compare_markdown_keeps_case_text_inert():
     hostile = "a | b <img src=x onerror=alert(1)> @octocat [x](http://example.invalid)"
-    result = {"baseline_run": "b", "candidate_run": "c", "verdict": "FAIL", "shared_cases": 1, "identical_outputs": 0,
+    result = {"baseline_run": "b", "candidate_run": "c", "verdict": "FAIL", "exit_code": 1, "verdict_reason": "worse",
+              "shared_cases": 1, "pairs_answered": 1, "identical_outputs": 0,
               "rows": [], "slices": [], "flipped": {"pass_to_fail": 1, "fail_to_pass": 0, "cases": [
                   {"case_id": "c1", "suite": "s", "flip": "pass_to_fail", "why": ["answer: x"], "input": hostile,
                    "expected": "", "baseline_output": "yes", "candidate_output": hostile}]}}
@@ -328,7 +329,8 @@ def test_servers_md_on_stdout_is_only_the_markdown(project, cli):
 
 def test_money_is_dollars_never_e_notation():
     assert [format_money(v) for v in (7.591e-05, 0.5, 12.3456, 0.0, None)] == ["$0.0000759", "$0.5", "$12.35", "$0", "—"]
-    comparison = {"reference": "a", "recommendation": "x", "targets": [
+    comparison = {"reference": "a", "recommendation": "x", "recommended": "a", "verdict": "PASS", "exit_code": 0,
+                  "verdict_reason": "x", "targets": [
         {"run_id": "a", "target": "t", "verdict": "PASS", "cost_per_1m_output_tokens": 7.591e-05, "parity": None}]}
     md = render_servers(comparison, "md")
     assert "$0.0000759" in md and "e-05" not in md

@@ -62,8 +62,9 @@ def test_missing_response_is_a_recorded_error(project, cli):
     code, out, _ = cli("check", "-c", project / "releasegate.yaml", "--run-id", "r5", "--no-progress", "--json")
     report = json.loads(out)
     assert report["counts"]["errors"] == {"missing_response": 1}
-    error_rate = report["metrics"]["error_rate"]  # two requests say nothing of the next user's
-    assert error_rate["value"] is None and "2 request(s) sent (at least 3 are needed" in error_rate["note"]
+    assert report["metrics"]["error_rate"]["value"] == 0.5
+    guard = next(c for c in report["criteria"] if c["metric"] == "error_rate")  # two requests decide nothing
+    assert guard["verdict"] == "insufficient" and "an error rate needs at least 3" in guard["reason"]
 
 
 def test_validate_and_init(tmp_path, cli):

@@ -137,6 +137,8 @@ def _cached(i: int, produced: list | None) -> CaseRecord:
 
 
 def test_the_failures_behind_cached_answers_count_and_too_few_requests_decide_nothing():
+    from releasegate.gate.criteria import judge_criterion
+    from releasegate.inputs.rubric import Criterion
     from releasegate.record.metrics import compute_metric
 
     carried = [_cached(i, ["http_5xx", None]) for i in range(10)]
@@ -144,7 +146,9 @@ def test_the_failures_behind_cached_answers_count_and_too_few_requests_decide_no
     assert (value.value, value.n) == (0.5, 20)  # the producing session failed one request in two
     unknown = [_cached(i, None) for i in range(10)] + [CaseRecord(case_id="f", suite="s", input={}, output=RIGHT)]
     value = compute_metric("error_rate", unknown, {}, {"all_records": True})
-    assert value.value is None and "at least 3" in value.note  # one fresh request says nothing
+    assert (value.value, value.n) == (0.0, 1)
+    result = judge_criterion(Criterion(name="e", metric="error_rate", op="<=", threshold=0.5), value)
+    assert result.verdict == "insufficient" and "at least 3" in result.reason  # one fresh request says nothing
 
 
 def test_a_whatif_re_derives_the_cache_probe_under_its_own_rules(cli, tmp_path):

@@ -138,8 +138,8 @@ def test_confidence_gates_on_the_bound():
     lenient = Rubric(path=None, name="t", criteria=(crit("accuracy", ">=", 0.5, confidence=0.95),), allow_insufficient=True)
     assert gate_run(INFO, records()[:2], lenient, None)["verdict"] == INCONCLUSIVE
     both = Rubric(path=None, name="t", allow_insufficient=True, criteria=(
-        crit("accuracy", ">=", 0.5, confidence=0.95), crit("accuracy", ">=", 0.5, name="point")))
-    assert gate_run(INFO, records()[:2], both, None)["verdict"] == PASS
+        crit("accuracy", ">=", 0.95, confidence=0.95), crit("accuracy", ">=", 0.5, name="point")))
+    assert gate_run(INFO, records()[:3], both, None)["verdict"] == PASS  # 3 requests: enough for the error guard
 
 
 def test_forbidden_limit_too_small_for_the_suite_says_how_many_cases():

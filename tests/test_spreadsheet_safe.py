@@ -95,7 +95,8 @@ def _comparison() -> dict:
         target["parity"] = None if i == 0 else {"identical_outputs": 1, "shared_cases": 2, "accuracy_delta": payload,
                                                 "quality_verdict": payload}
         targets.append(target)
-    return {"targets": targets, "reference": PAYLOADS[0], "recommendation": PAYLOADS[1]}
+    return {"targets": targets, "reference": PAYLOADS[0], "recommendation": PAYLOADS[1], "recommended": None,
+            "verdict": "INCONCLUSIVE", "exit_code": 3, "verdict_reason": PAYLOADS[1]}
 
 
 def test_every_writer_neutralises_every_payload(csv_files):

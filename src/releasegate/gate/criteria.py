@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ..inputs.rubric import Criterion
-from ..record.metrics import MetricValue, percentile_of
+from ..record.decision_evidence import MIN_FRESH_REQUESTS
+from ..record.metrics import ERROR_METRICS, MetricValue, percentile_of
 from ..stats.intervals import needed_n_for_rate, percentile_min_n
 
 RATE_METRICS = (
@@ -91,6 +92,9 @@ def judge_criterion(criterion: Criterion, value: MetricValue) -> CriterionResult
     if value.value is None:  # no value at all was measured: unknown, never a mere lack of samples to relax
         return CriterionResult(criterion, value, "insufficient", value.note or "no samples for this metric",
                                cause=Undecided.UNKNOWN)
+    if criterion.metric in ERROR_METRICS and value.n < MIN_FRESH_REQUESTS:  # says nothing of the next request
+        return CriterionResult(criterion, value, "insufficient", f"{value.n} request(s) sent: an error rate needs at "
+                               f"least {MIN_FRESH_REQUESTS}", cause=Undecided.UNKNOWN)
     if value.n < criterion.min_samples:
         return CriterionResult(criterion, value, "insufficient", f"n={value.n} < min_samples={criterion.min_samples}",
                                cause=Undecided.SAMPLES)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
 from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
-from .decision_evidence import MIN_FRESH_REQUESTS
 from .evidence import answered, attempt_outcomes, attempts_note
 from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
 
@@ -228,12 +227,9 @@ def _error_rate(records: list, confidence: float) -> MetricValue:
     cached record sent no request: it neither fails nor dilutes the rate (950 cached beside 50 sent, 10 failed:
     0.2, not 0.01); a run that sent none has no error rate."""
     outcomes = attempt_outcomes(records, cached=False)
+    rate = _share(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
     cached = sum(bool(getattr(r, "cached", False)) for r in records)
     notes = (attempts_note(records), f"{cached} cached case(s) sent no request" if cached else "")
-    if len(outcomes) < MIN_FRESH_REQUESTS:  # one or two requests say nothing of the next user's
-        return MetricValue(None, len(outcomes), note="; ".join(n for n in (
-            f"{len(outcomes)} request(s) sent (at least {MIN_FRESH_REQUESTS} are needed for an error rate)", *notes) if n))
-    rate = _share(sum(kind is not None for kind in outcomes), len(outcomes), confidence)
     return MetricValue(rate.value, rate.n, rate.bounds, "; ".join(n for n in notes if n), confidence)
 
 
