@@ -22,7 +22,7 @@ from ..errors import InputError
 
 __all__ = [
     "exists", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file",
-    "walk_files", "regular_entries", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
+    "walk_files", "regular_entries", "append_regular", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
 ]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
@@ -142,6 +142,27 @@ def sha256_file(path: Path, *, what: str = "file to hash", max_bytes: int = MAX_
             return hashlib.file_digest(fh, "sha256").hexdigest()
         except OSError as exc:
             raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
+
+
+def append_regular(path: Path, text: str, *, what: str) -> None:
+    """Append `text` (UTF-8) to the regular file `path`, created when missing. A FIFO, a device or a socket is
+    refused (InputError), never written to or waited on: opened without blocking, checked before a byte goes."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:  # ENXIO: a FIFO nobody reads; ELOOP: a link loop
+        why = "a FIFO or a device with no reader" if exc.errno == errno.ENXIO else exc.strerror
+        raise InputError(f"{what} cannot be appended to ({why}): not written", file=path) from None
+    except ValueError:
+        raise InputError(f"{what}: not a path the system can open", file=path) from None
+    with os.fdopen(fd, "wb", buffering=0) as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{what} is not a regular file (a FIFO, a device or a socket): not written", file=path)
+        os.set_blocking(fd, True)
+        try:
+            fh.write(text.encode("utf-8"))
+        except OSError as exc:
+            raise InputError(f"{what} cannot be appended to ({exc.strerror}): not written", file=path) from None
 
 
 def _kind(path: Path) -> str | None:
