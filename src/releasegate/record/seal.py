@@ -27,6 +27,7 @@ from pathlib import Path
 from ..clock import now
 from ..errors import InputError
 from .records import RunDir
+from .stored_manifest import read_manifest_file
 
 __all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
@@ -212,11 +213,9 @@ def _broken_row(broken: dict) -> dict:
 
 
 def _read(run_path: Path) -> dict | None:
-    try:
-        data = json.loads((run_path / _MANIFEST).read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
+    """The run's manifest, of the shape releasegate writes (`stored_manifest`); None when it has none. Any other
+    shape is refused (InputError), never read as "no seal": that would let an edited run through."""
+    return read_manifest_file(run_path)
 
 
 _GUARD_WORDS = {"changed": "edited", "missing": "removed"}

@@ -25,6 +25,7 @@ from ..border.files import is_dir, is_file, read_text, sha256_file, walk_files
 from ..clock import now
 from ..errors import InputError
 from ..inputs.backend_facts import capabilities
+from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact_data
 from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
 
@@ -88,14 +89,11 @@ def recorded_overrides(run_dir: Path) -> tuple[dict, ...]:
 
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / MANIFEST
-    if not path.is_file():
-        hint = "runs started before manifests existed have none" if (Path(run_dir) / "run.json").is_file() else (
+    data = read_manifest_file(Path(run_dir))  # bounded, and of the shape releasegate writes
+    if data is None:
+        hint = "runs started before manifests existed have none" if is_file(Path(run_dir) / "run.json") else (
             "pass a run directory, e.g. reports/<run-id>")
         raise InputError("no manifest.json in this directory", file=run_dir, hint=hint)
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (ValueError, OSError, RecursionError) as exc:  # RecursionError: JSON nested past the parser's depth
-        raise InputError(f"unreadable manifest: {str(exc).splitlines()[0]}", file=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("inputs"), list) or data.get("format") != FORMAT:
         raise InputError("not a releasegate manifest (format 1)", file=path)
     return data
