@@ -26,18 +26,36 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..border.env import VLLM_PYTHON, env_path
+from ..border.files import is_file
+from ..errors import InputError
 from ._serve import health_ok, serve_until_interrupted, stop_group, tree_peak_memory_bytes, wait_for_child
 
 __all__ = ["VllmServer", "start_server", "vllm_python", "DEFAULT_PYTHON"]
 
 DEFAULT_PYTHON = Path(".venv-vllm/bin/python")
+INSTALL_ROOT = Path(__file__).resolve().parents[3]
+"""The releasegate source tree this package runs from (src/releasegate/export/vllm.py, three folders up): where
+`make vllm` puts .venv-vllm. Never the current directory: a checked-out pull request could hold a .venv-vllm
+of its own, and nothing the run did not bring is executed."""
 START_TIMEOUT_S = 600  # first start compiles nothing (eager) but imports torch and vLLM twice: ~40 s idle
 
 
 def vllm_python(root: Path | None = None) -> Path:
-    """The interpreter of the vLLM environment: $RELEASEGATE_VLLM_PYTHON, else .venv-vllm under root."""
-    named = os.environ.get("RELEASEGATE_VLLM_PYTHON")
-    return Path(named) if named else (root or Path.cwd()) / DEFAULT_PYTHON
+    """The interpreter of the vLLM environment: $RELEASEGATE_VLLM_PYTHON, else .venv-vllm under `root` (default:
+    releasegate's own source tree, `INSTALL_ROOT`, never the current directory)."""
+    named = env_path(VLLM_PYTHON)
+    return named if named is not None else (root or INSTALL_ROOT) / DEFAULT_PYTHON
+
+
+def _checked_python(python: Path) -> Path:
+    """`python` when it is a regular file that can be run; else InputError saying what to set."""
+    if not is_file(python) or not os.access(python, os.X_OK):
+        raise InputError(f"no vLLM environment at {python}",
+                         hint=f"set {VLLM_PYTHON} to the python of a vLLM install, or run `make vllm` in the "
+                              f"releasegate source tree ({INSTALL_ROOT}); a .venv-vllm in the current directory is "
+                              "never used")
+    return python
 
 
 @dataclass
@@ -87,9 +105,7 @@ def start_server(
     extra_args: more `vllm serve` options, appended as given.
     Raises RuntimeError with the end of the server's log if it exits or does not come up in time.
     """
-    python = Path(python or vllm_python())
-    if not python.is_file():
-        raise FileNotFoundError(f"no vLLM environment at {python}: run `make vllm`")
+    python = _checked_python(Path(python or vllm_python()))
     loras = {name: Path(path).resolve() for name, path in (lora_modules or {}).items()}
     port = port or _free_port()
     log_path = log_path or Path(tempfile.mkdtemp(prefix="vllm-")) / "server.log"
