@@ -30,8 +30,8 @@ def check_model_dir(path: Path, what: str, where: Where) -> Path:
         raise InputError(f"{what} {path} is not a directory", **where, hint="point at a model directory")
     try:
         files = regular_entries(path, what=what)
-    except InputError as exc:
-        raise InputError(exc.message, **where, hint=exc.hint) from None
+    except InputError as exc:  # named at the config's field, the file it met kept in the message
+        raise InputError(f"{exc.file}: {exc.message}", **where, hint=exc.hint) from None
     _check_config(path / "config.json", what, where)
     if not any(f.suffix in WEIGHT_FILES for f in files):
         raise InputError(f"{what} {path} holds no weights (.safetensors or .bin)", **where,
@@ -56,7 +56,7 @@ def check_gguf_file(path: Path, what: str, where: Where) -> Path:
     try:
         head = _head(path, what)
     except InputError as exc:
-        raise InputError(exc.message, **where, hint=exc.hint or "point at a .gguf model file") from None
+        raise InputError(f"{exc.file}: {exc.message}", **where, hint=exc.hint or "point at a .gguf model file") from None
     if head != GGUF_MAGIC:
         raise InputError(f"{what} {path} is not a GGUF file", **where, hint="point at a .gguf model file")
     return path
