@@ -215,7 +215,7 @@ def _broken_row(broken: dict) -> dict:
 def _read(run_path: Path) -> dict | None:
     """The run's manifest, of the shape releasegate writes (`stored_manifest`); None when it has none. Any other
     shape is refused (InputError), never read as "no seal": that would let an edited run through."""
-    return read_manifest_file(run_path)
+    return read_manifest_file(run_path, whole=False)
 
 
 _GUARD_WORDS = {"changed": "edited", "missing": "removed"}

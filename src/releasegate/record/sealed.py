@@ -19,7 +19,7 @@ __all__ = ["matches_seal"]
 def matches_seal(run_path: Path, name: str, sha256: str) -> bool:
     """Whether `name` in the run directory, which hashes to `sha256` as read, is the file the run sealed."""
     try:
-        manifest = read_manifest_file(Path(run_path))
+        manifest = read_manifest_file(Path(run_path), whole=False)
     except InputError:  # unreadable or of another shape: nothing stored in the run is vouched for
         return False
     sealed = manifest.get("sealed") if isinstance(manifest, dict) else None

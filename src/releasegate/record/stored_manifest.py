@@ -4,7 +4,8 @@ The manifest is a file on disk like any other: an edit that leaves it valid JSON
 `files` a string, a hash a number, `inputs` an object, NaN for a byte count) would otherwise surface as an
 internal error in `gate`, `report`, `verify` or `check --resume`, or, worse, read as "no seal" and let an edited
 run through. So every reader takes it from here: missing is None (a run that predates manifests), any other
-shape is refused with one line naming the field (exit 2).
+shape is refused with one line naming the field (exit 2). The seal's readers check the seal (`SealOnly`: a run
+built by hand may hold a bare `{}`), `verify` and `check --resume` the whole manifest (`ManifestShape`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ class Seal(_Shape):
     complete: bool | None = None
 
 
+class SealOnly(_Shape):
+    sealed: Seal | None = None
+
+
 class ManifestShape(_Shape):
     format: int
     inputs: list[InputEntry]
@@ -75,11 +80,12 @@ class ManifestShape(_Shape):
     sealed: Seal | None = None
 
 
-def check_manifest(data: Any, path: Path) -> dict:
-    """`data` (a parsed manifest.json) unchanged when it has the shape releasegate writes; else InputError."""
+def check_manifest(data: Any, path: Path, *, whole: bool = True) -> dict:
+    """`data` (a parsed manifest.json) unchanged when it has the shape releasegate writes (`whole`: every part;
+    else its seal); else InputError."""
     try:
         finite_tree(data)
-        ManifestShape.model_validate(data)
+        (ManifestShape if whole else SealOnly).model_validate(data)
     except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
         raise InputError(f"manifest.json is not as releasegate writes it: {problem_line(exc)}", file=path,
                          hint="releasegate verify cannot vouch for this run; run check again") from None
@@ -87,9 +93,9 @@ def check_manifest(data: Any, path: Path) -> dict:
     return data
 
 
-def read_manifest_file(run_dir: Path) -> dict | None:
-    """The run's manifest.json, checked (`check_manifest`); None when the run has none. Unreadable (a FIFO, too
-    large, not JSON) or of another shape: InputError naming the file."""
+def read_manifest_file(run_dir: Path, *, whole: bool = True) -> dict | None:
+    """The run's manifest.json, checked (`check_manifest`; `whole`: every part, else its seal); None when the run
+    has none. Unreadable (a FIFO, too large, not JSON) or of another shape: InputError naming the file."""
     path = Path(run_dir) / MANIFEST_FILE
     if not exists(path):
         return None
@@ -98,7 +104,7 @@ def read_manifest_file(run_dir: Path) -> dict | None:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"unreadable manifest: {_first(exc)}", file=path) from None
-    return check_manifest(data, path)
+    return check_manifest(data, path, whole=whole)
 
 
 def _first(exc: BaseException) -> str:
