@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..border.files import is_dir, walk_files
+from ..border.files import is_dir, read_text, walk_files
 from ..errors import InputError
 from ..inputs.sources import hub_snapshot
 from ..inputs.suites import _lines
@@ -60,8 +60,8 @@ def _state_data_files(folder: Path, hashed: set[Path]) -> list[Path]:
     """The data files the split's state.json names that the directory walk did not hash (the loader refuses any
     outside the directory, see `tables.check_disk_dir`)."""
     try:
-        state = json.loads((folder / "state.json").read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        state = json.loads(read_text(folder / "state.json", what="state.json"))
+    except (InputError, ValueError, RecursionError):
         return []
     files = [f.resolve() for f in data_files(folder, state if isinstance(state, dict) else {})]
     return [f for f in files if f not in hashed and f.is_file()]
