@@ -368,15 +368,18 @@ def test_an_edited_stored_file_is_exit_2_naming_it_in_every_command(finished_run
 
 
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
-def test_a_stored_file_that_is_not_a_regular_file_is_refused(finished_run, tmp_path, cli, kind):
+@pytest.mark.parametrize(("name", "command"), [("run.json", "gate"), ("records.jsonl", "gate"),
+                                               ("manifest.json", "gate"), ("manifest.json", "verify"),
+                                               ("report.json", "report")])
+def test_a_stored_file_that_is_not_a_regular_file_is_refused(finished_run, tmp_path, cli, kind, name, command):
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
-    (run / "run.json").unlink()
+    (run / name).unlink()
     if kind == "fifo":
-        os.mkfifo(run / "run.json")
+        os.mkfifo(run / name)
     else:
-        (run / "run.json").symlink_to("/dev/zero")
-    one_line_error(cli("gate", run), "run.json", "not a regular file")
+        (run / name).symlink_to("/dev/zero")
+    one_line_error(cli(command, run), name, "not a regular file")
 
 
 # ---------------------------------------------------------------- nothing the run did not bring is executed

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
-from ..border.files import exists, read_text
+from ..border.files import check_regular, exists, open_regular, read_text
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
@@ -123,6 +123,10 @@ class CaseRecord(BaseModel):
     def slice_value(self, key: str) -> Any:
         """The value this case has for a slice key: 'suite' or any tag."""
         return self.suite if key == "suite" else self.tags.get(key)
+
+
+MAX_JOURNAL_BYTES = 1 << 36
+"""64 GiB: a journal of millions of long answers; past it, not a run's records."""
 
 
 class RunInfo(BaseModel):
@@ -267,7 +271,8 @@ class RunDir:
                 return []
             raise InputError(f"run has no {name}", file=self.path)
         records, digest = [], hashlib.sha256()
-        with path.open("rb") as fh:  # bytes: a kill can tear a line inside a multi-byte character
+        # bytes: a kill can tear a line inside a multi-byte character; a FIFO or a device is refused, not waited on
+        with open_regular(path, what=name, max_bytes=MAX_JOURNAL_BYTES) as fh:
             for number, line in enumerate(fh, start=1):
                 digest.update(line)
                 if not line.strip():
@@ -291,6 +296,7 @@ class RunDir:
         path = self.path / name
         if not path.exists():
             return
+        check_regular(path, what=name)  # a FIFO is refused before it is opened for writing
         with path.open("r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
             start = last_line_start(fh, size)
