@@ -408,3 +408,17 @@ def test_a_named_vllm_interpreter_must_be_a_program(tmp_path, monkeypatch):
     monkeypatch.setenv("RELEASEGATE_VLLM_PYTHON", str(hostile(tmp_path, "zero")))
     with pytest.raises(InputError, match="no vLLM environment"):
         vllm.start_server(tmp_path, timeout=1)
+
+
+@pytest.mark.parametrize("depth", [65, 950, 100_000])
+def test_a_suite_case_nested_deeper_than_any_case_is_exit_2_naming_its_line(project, cli, depth):
+    """Under the parser's own limit (950) as much as past it: never a RecursionError later in a scorer."""
+    from releasegate.border.structured import MAX_JSON_DEPTH, nesting
+
+    suite = next((project / "suites").glob("*.jsonl"))
+    deep = "[" * depth + "]" * depth
+    first = suite.read_text().splitlines()[0]
+    suite.write_text(first + "\n" + f'{{"id": "deep", "prompt": "p", "expected": {deep}}}' + "\n")
+    one_line_error(cli("check", "-c", project / "releasegate.yaml", "--run-id", "r", "--no-progress"),
+                   f"{suite.name}:2:", f"more than {MAX_JSON_DEPTH} levels")
+    assert nesting([[{"a": [1]}], 2]) == 4 and nesting("x") == 0
