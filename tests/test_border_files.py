@@ -374,12 +374,29 @@ def test_an_edited_stored_file_is_exit_2_naming_it_in_every_command(finished_run
 def test_a_stored_file_that_is_not_a_regular_file_is_refused(finished_run, tmp_path, cli, kind, name, command):
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
-    (run / name).unlink()
+    (run / name).unlink(missing_ok=True)
     if kind == "fifo":
         os.mkfifo(run / name)
     else:
         (run / name).symlink_to("/dev/zero")
     one_line_error(cli(command, run), name, "not a regular file")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_the_judge_and_corpus_journals_are_read_only_when_regular(tmp_path, kind):
+    from releasegate.record.judge_journal import JUDGMENTS_FILE, read_judgments
+    from releasegate.record.records import RunDir
+    from releasegate.scorers.stored import CORPUS_JOURNAL, CorpusScores
+
+    run = RunDir(tmp_path)
+    for name in (JUDGMENTS_FILE, CORPUS_JOURNAL):
+        if kind == "fifo":
+            os.mkfifo(tmp_path / name)
+        else:
+            (tmp_path / name).symlink_to("/dev/zero")
+    with pytest.raises(InputError, match="not a regular file"):
+        read_judgments(run)
+    assert CorpusScores.of(run).added == []  # nothing stored is reused, and nothing waited on
 
 
 # ---------------------------------------------------------------- nothing the run did not bring is executed
