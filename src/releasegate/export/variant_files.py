@@ -16,7 +16,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..border.files import is_file, regular_entries, sha256_file, walk_files
+from ..border.files import is_file, read_text, regular_entries, sha256_file, walk_files
+from ..errors import InputError
 from .gguf import export_lora, export_manifest, export_model
 from .llamacpp import merge_adapter
 
@@ -175,11 +176,11 @@ def _kept(out: Path) -> ServedFiles | None:
     """The files exported under `out` before, when its manifest reads and every file still has its digest; None
     (export again) otherwise."""
     try:
-        record = json.loads((out / "manifest.json").read_text("utf-8"))
+        record = json.loads(read_text(out / "manifest.json", what="exported files' manifest"))
         files = _from_manifest(out, record)
         if all(tree_digest(Path(m["file"])) == m["sha256"] for m in files.manifest):
             return files
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, InputError):
         pass
     return None
 

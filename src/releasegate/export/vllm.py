@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..border.env import VLLM_PYTHON, env_path
-from ..border.files import is_file
+from ..border.files import is_file, read_text
 from ..errors import InputError
 from ._serve import health_ok, serve_until_interrupted, stop_group, tree_peak_memory_bytes, wait_for_child
 
@@ -146,8 +146,15 @@ def _command(python: Path, base: Path, loras: dict[str, Path], *, alias: str, po
 
 
 def _lora_rank(adapter: Path) -> int:
-    """The smallest rank vLLM accepts (1, 8, 16, 32, ...) that holds the adapter's r."""
-    r = int(json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))["r"])
+    """The smallest rank vLLM accepts (1, 8, 16, 32, ...) that holds the adapter's r; an adapter_config.json
+    without a whole r up to 512 is an InputError naming it."""
+    path = adapter / "adapter_config.json"
+    try:
+        r = json.loads(read_text(path, what="adapter config", max_bytes=1 << 20)).get("r")
+    except (ValueError, RecursionError, AttributeError):
+        r = None
+    if not isinstance(r, int) or isinstance(r, bool) or not 1 <= r <= 512:
+        raise InputError("adapter_config.json has no LoRA rank r (a whole number, 1 to 512)", file=path)
     return next(size for size in (1, 8, 16, 32, 64, 128, 256, 320, 512) if size >= r)
 
 

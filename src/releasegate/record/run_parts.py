@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from .capacity_sweep import CapacitySweep
 
 __all__ = ["Count", "Seconds", "Figure", "PART_MODELS", "check_part", "check_sessions", "problem_line", "finite_tree",
            "MAX_JSON_DEPTH"]
@@ -67,13 +66,28 @@ class CacheProbeFacts(_Part):
     error: str | None = None
 
 
+class SweepStepFacts(_Part):
+    step: Count
+    rate: Figure | None = None
+    seconds: Seconds | None = None
+    client: ClientFacts | None = None
+
+
+class SweepFacts(_Part):
+    """The sweep as the load phase records it (the gate judges its steps; `record.capacity_sweep` is the
+    report's)."""
+
+    steps: list[SweepStepFacts] = []
+    capacity_step: Count | None = None
+
+
 class LoadPhaseFacts(_Part):
     seconds: Seconds | None = None
     requests: Count | None = None
     concurrency: Count | None = None
     profile: str | None = None
     client: ClientFacts | None = None
-    sweep: CapacitySweep | None = None
+    sweep: SweepFacts | None = None
 
 
 class ProbeSide(_Part):
