@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-
 __all__ = ["Count", "Seconds", "Figure", "PART_MODELS", "check_part", "check_sessions", "problem_line", "finite_tree",
            "MAX_JSON_DEPTH"]
 
