@@ -413,7 +413,7 @@ def test_a_vllm_interpreter_in_the_current_directory_is_never_run(tmp_path, monk
     monkeypatch.delenv("RELEASEGATE_VLLM_PYTHON", raising=False)
     monkeypatch.setattr(vllm, "INSTALL_ROOT", tmp_path / "install")
     assert vllm.vllm_python() == tmp_path / "install" / ".venv-vllm" / "bin" / "python"
-    with pytest.raises(InputError) as raised:
+    with pytest.raises(FileNotFoundError) as raised:  # a served variant's row says why; the plan goes on
         vllm.start_server(tmp_path, timeout=1)
     assert "RELEASEGATE_VLLM_PYTHON" in str(raised.value) and "current directory" in str(raised.value)
     assert not marker.exists()
@@ -423,7 +423,7 @@ def test_a_named_vllm_interpreter_must_be_a_program(tmp_path, monkeypatch):
     import releasegate.export.vllm as vllm
 
     monkeypatch.setenv("RELEASEGATE_VLLM_PYTHON", str(hostile(tmp_path, "zero")))
-    with pytest.raises(InputError, match="no vLLM environment"):
+    with pytest.raises(FileNotFoundError, match="no vLLM environment"):
         vllm.start_server(tmp_path, timeout=1)
 
 

@@ -49,12 +49,12 @@ def vllm_python(root: Path | None = None) -> Path:
 
 
 def _checked_python(python: Path) -> Path:
-    """`python` when it is a regular file that can be run; else InputError saying what to set."""
+    """`python` when it is a regular file that can be run; else FileNotFoundError saying what to set (a served
+    variant records it as its row's reason and the plan goes on; the CLI exits 2 with it)."""
     if not is_file(python) or not os.access(python, os.X_OK):
-        raise InputError(f"no vLLM environment at {python}",
-                         hint=f"set {VLLM_PYTHON} to the python of a vLLM install, or run `make vllm` in the "
-                              f"releasegate source tree ({INSTALL_ROOT}); a .venv-vllm in the current directory is "
-                              "never used")
+        raise FileNotFoundError(
+            f"no vLLM environment at {python}: set {VLLM_PYTHON} to the python of a vLLM install, or run `make vllm` "
+            f"in the releasegate source tree ({INSTALL_ROOT}); a .venv-vllm in the current directory is never used")
     return python
 
 
