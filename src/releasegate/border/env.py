@@ -126,5 +126,4 @@ def check_environment() -> None:
     for spec in NUMBERS:
         env_number(spec)
     env_choice(EVENT_LOOP)
-    env_path(VLLM_PYTHON)
-    env_path(STEP_SUMMARY)
+    env_path(VLLM_PYTHON)  # GITHUB_STEP_SUMMARY is a courtesy: a bad one is a warning where it is written
