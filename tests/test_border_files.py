@@ -439,3 +439,36 @@ def test_a_suite_case_nested_deeper_than_any_case_is_exit_2_naming_its_line(proj
     one_line_error(cli("check", "-c", project / "releasegate.yaml", "--run-id", "r", "--no-progress"),
                    f"{suite.name}:2:", f"more than {MAX_JSON_DEPTH} levels")
     assert nesting([[{"a": [1]}], 2]) == 4 and nesting("x") == 0
+
+
+# ---------------------------------------------------------------- no environment read around the border
+
+def environment_reads_around_the_border(sources: dict[str, str]) -> list[str]:
+    """Modules outside releasegate.border that name a RELEASEGATE_ variable and read os.environ or os.getenv."""
+    import ast
+
+    wrong = []
+    for name, text in sources.items():
+        if name.startswith("releasegate.border"):
+            continue
+        tree = ast.parse(text)
+        names_ours = any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("RELEASEGATE_")
+                         for n in ast.walk(tree))
+        reads = any(isinstance(n, ast.Call) and ast.unparse(n.func) in ("os.environ.get", "os.getenv")
+                    or isinstance(n, ast.Subscript) and ast.unparse(n.value) == "os.environ"
+                    and isinstance(n.ctx, ast.Load) for n in ast.walk(tree))
+        if names_ours and reads:
+            wrong.append(name)
+    return wrong
+
+
+def test_releasegate_variables_are_read_only_through_the_border():
+    from conftest import ROOT
+
+    package = ROOT / "src" / "releasegate"
+    sources = {".".join(p.relative_to(package.parent).with_suffix("").parts): p.read_text("utf-8")
+               for p in package.rglob("*.py")}
+    assert environment_reads_around_the_border(sources) == []
+    # the rule can fail: a module reading its own variable directly
+    planted = {"releasegate.run.x": 'import os\nDELAY = float(os.environ.get("RELEASEGATE_X_S") or 0)\n'}
+    assert environment_reads_around_the_border(planted) == ["releasegate.run.x"]
