@@ -203,7 +203,7 @@ class RunInfo(BaseModel):
     def _finite(cls, data: Any) -> Any:  # a stored NaN or a nesting no run writes: refused, never computed with
         return finite_tree(data)
 
-    @field_validator("cost", "client", "response_cache_probe", "load_phase", "prefix_cache", "judge")
+    @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge")
     @classmethod
     def _part_shape(cls, value: Any, info) -> Any:
         return check_part(info.field_name, value)

@@ -47,10 +47,6 @@ class CostFacts(_Part):
         return self
 
 
-class ClientFacts(_Part):
-    loop_lag_ms: dict[str, Figure | None] | None = None
-
-
 class ProbeRow(_Part):
     threshold: Figure | None = None
     n: Count
@@ -69,7 +65,7 @@ class SweepStepFacts(_Part):
     step: Count
     rate: Figure | None = None
     seconds: Seconds | None = None
-    client: ClientFacts | None = None
+    client: dict[str, Any] | None = None  # a client figure that is not a number says nothing (evidence)
 
 
 class SweepFacts(_Part):
@@ -85,7 +81,7 @@ class LoadPhaseFacts(_Part):
     requests: Count | None = None
     concurrency: Count | None = None
     profile: str | None = None
-    client: ClientFacts | None = None
+    client: dict[str, Any] | None = None  # a client figure that is not a number says nothing (evidence)
     sweep: SweepFacts | None = None
 
 
@@ -106,7 +102,7 @@ class SessionFacts(_Part):
     generation_seconds: Seconds | None = None
     concurrency: Count | None = None
     status: str | None = None
-    client: ClientFacts | None = None
+    client: dict[str, Any] | None = None  # a client figure that is not a number says nothing (evidence)
 
 
 class JudgeFacts(_Part):
@@ -114,7 +110,7 @@ class JudgeFacts(_Part):
 
 
 PART_MODELS: dict[str, type[BaseModel]] = {
-    "cost": CostFacts, "client": ClientFacts, "response_cache_probe": CacheProbeFacts, "load_phase": LoadPhaseFacts,
+    "cost": CostFacts, "response_cache_probe": CacheProbeFacts, "load_phase": LoadPhaseFacts,
     "prefix_cache": PrefixCacheFacts, "judge": JudgeFacts,
 }
 """run.json's dict-valued fields, each with the shape it must have (None: the part did not run)."""
