@@ -24,8 +24,9 @@ from releasegate.spreadsheet import FORMULA_START, SEPARATORS, csv_text, neutral
 PAYLOADS = [
     "ok;=1+1;", "=SUM(40+2)", "x|=cmd|' /C calc'!A0", "a\t=1+1", "a,@SUM(1,2)", "line\n=1+1", "b; -2+3",
     'q; "=1+1"', "+cmd|' /C calc'!A0", "-2+3", "@SUM(1)", "\t=1", "ok|+1|-1", "'=1", "a;'=1",
+    "a =1+1", "total: +cmd|' /C calc'!A0", "x  @SUM(1)", "a '=1",
 ]
-SEPARATOR_CODES = {",": 44, ";": 59, "\t": 9, "|": 124}
+SEPARATOR_CODES = {",": 44, ";": 59, "\t": 9, "|": 124, " ": 32}
 
 
 # ---------------------------------------------------------------- the rule

@@ -5,9 +5,9 @@ A spreadsheet evaluates a cell that starts with = + - @ tab or CR (CSV injection
 `=cmd|' /C calc'!A0`). Quoting does not protect a cell: a file opened with another separator than it was written
 with (Excel in de/fr/nl locales reads CSV with ';', LibreOffice asks) splits cells at that separator, so
 `ok;=1+1;` becomes three cells, the middle one a formula. So an apostrophe goes in front of such a character at
-every place a cell could begin under any common separator: the start of the text, and after each `,` `;` tab `|`
-or line break (a misread quote turns a line break inside a cell into a new row), past any spaces and double
-quotes. A spreadsheet shows the apostrophe as text and evaluates nothing. An apostrophe already at such a place
+every place a cell could begin under any separator a spreadsheet's CSV import offers: the start of the text, and
+after each `,` `;` tab `|` space or line break (LibreOffice and Excel both offer space; a misread quote turns a
+line break inside a cell into a new row), past any further spaces and double quotes. A spreadsheet shows the apostrophe as text and evaluates nothing. An apostrophe already at such a place
 gets one too, so `unneutralise` undoes `neutralise` exactly (review import compares outputs by hash).
 """
 
@@ -21,7 +21,7 @@ __all__ = ["FORMULA_START", "SEPARATORS", "neutralise", "unneutralise", "csv_tex
 
 FORMULA_START = "=+-@\t\r"
 """Characters that make a spreadsheet read a cell as a formula when the cell begins with them."""
-SEPARATORS = ",;\t|\r\n"
+SEPARATORS = ",;\t| \r\n"
 """Where a cell may begin when a file is read with another separator (or quoting) than it was written with."""
 
 _ESCAPED = re.escape(FORMULA_START + "'")

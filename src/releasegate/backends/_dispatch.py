@@ -12,11 +12,11 @@ The requests are sent on uvloop's event loop by default, asyncio's with RELEASEG
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
+from ..border.env import env_text
 from ..errors import ErrorKind, InputError
 from ._base import Generation, Request
 
@@ -33,7 +33,7 @@ def loop_factory(choice: str | None = None):
     RELEASEGATE_EVENT_LOOP variable) is one of `EVENT_LOOPS`. uvloop is the default because, measured against a
     stub with known delays, it halves the lean client's TTFT error p99 at 256 streams (226 ms -> 99 ms) and takes
     less CPU; asyncio's loop is the way back (and the only loop with the receive dispatch figure)."""
-    choice = (choice if choice is not None else os.environ.get(EVENT_LOOP_ENV, "")).strip().lower() or "auto"
+    choice = (choice if choice is not None else env_text(EVENT_LOOP_ENV) or "").strip().lower() or "auto"
     if choice not in EVENT_LOOPS:
         raise InputError(f"{EVENT_LOOP_ENV}={choice!r} is not an event loop", field=EVENT_LOOP_ENV,
                          hint="use " + ", ".join(EVENT_LOOPS))

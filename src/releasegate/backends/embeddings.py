@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..border.files import regular_entries, sha256_file
 from ..errors import TargetError
 from ..inputs.cache_config import EmbeddingSource
-from ..inputs.files import sha256_file
 from ..redaction import secret_from_env
 from ._http import httpx
 
@@ -70,7 +70,7 @@ def source_fingerprint(source: EmbeddingSource) -> str:
     if source.local is None:
         digest.update(f"endpoint\0{(source.base_url or '').rstrip('/')}\0{source.model}".encode())
     else:
-        for path in sorted(p for p in Path(source.local).iterdir() if p.suffix in (".json", ".safetensors", ".bin")):
+        for path in regular_entries(Path(source.local), what="embedding model", suffixes=(".json", ".safetensors", ".bin")):
             digest.update(path.name.encode() + b"\0" + sha256_file(path).encode())
     return digest.hexdigest()[:16]
 

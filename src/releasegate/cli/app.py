@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from typer.exceptions import TyperException
 
+from ..border.env import TRACEBACK, check_environment, env_flag
 from ..errors import ReleasegateError
 from ..redaction import redact_error
 from . import capacity, check, compare, gate, init, matrix, report, servers, validate, verify
@@ -66,7 +67,7 @@ for _commands in (app.registered_commands, review_app.registered_commands):
             _command.help = help_paragraphs(_command.callback.__doc__)
 
 
-TRACEBACK_ENV = "RELEASEGATE_TRACEBACK"  # set: an internal error also prints its traceback
+TRACEBACK_ENV = TRACEBACK  # set: an internal error also prints its traceback
 INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE: not a verdict, so a CI log never reads a crash as "gate failed"
 
 
@@ -104,6 +105,7 @@ Usage errors (TyperException) print typer's own message; every line goes through
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every exception becomes one line on stderr and an exit code (`EXIT_TABLE`), never a traceback."""
     try:
+        check_environment()  # a bad RELEASEGATE_* value is exit 2 naming it, before any work
         result = app(args=argv, prog_name="releasegate", standalone_mode=False)
     except TyperException as exc:
         return _usage(exc)
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 def _report(exc: BaseException) -> int:
     cls, code, message = next(row for row in EXIT_TABLE if isinstance(exc, row[0]))
     err = Console(stderr=True, highlight=False)
-    if cls is Exception and os.environ.get(TRACEBACK_ENV):
+    if cls is Exception and env_flag(TRACEBACK_ENV):
         err.print_exception()
     err.print(redact_error(message(exc)), markup=False, soft_wrap=True)
     if code is None:  # EXIT_TABLE's ReleasegateError row

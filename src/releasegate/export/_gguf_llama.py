@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..border.files import read_text
+
 __all__ = [
     "ExportError", "OUTTYPES", "LlamaHparams", "gguf_name", "permute_qk", "read_json", "load_state_dict",
     "to_numpy", "cast_tensor", "encode_tensor", "file_type", "tensor_order", "write_gguf", "QUANTIZED",
@@ -50,8 +52,8 @@ class ExportError(ValueError):
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON file of the model or adapter directory."""
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A JSON file of the model or adapter directory (a regular file of at most 64 MiB, see `border.files`)."""
+    return json.loads(read_text(path, what=path.name))
 
 
 def gguf_name(hf_name: str) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..border.files import read_text
 from ._gguf_llama import ExportError, LlamaHparams, read_json
 
 __all__ = ["add_tokenizer"]
@@ -25,7 +26,7 @@ def _chat_template(model_dir: Path, tok_config: dict[str, Any]) -> str | None:
     if template:
         return template
     if (model_dir / "chat_template.jinja").is_file():  # transformers >= 4.50 saves it separately
-        return (model_dir / "chat_template.jinja").read_text(encoding="utf-8")
+        return read_text(model_dir / "chat_template.jinja", what="chat template")
     if (model_dir / "chat_template.json").is_file():
         return read_json(model_dir / "chat_template.json").get("chat_template")
     return None

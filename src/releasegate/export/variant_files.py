@@ -16,7 +16,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..inputs.files import sha256_file
+from ..border.files import is_file, read_text, regular_entries, sha256_file, walk_files
+from ..errors import InputError
 from .gguf import export_lora, export_manifest, export_model
 from .llamacpp import merge_adapter
 
@@ -98,10 +99,10 @@ def vllm_files(base: Path, adapter: Path | None, *, merged: bool, cache: Path) -
 def tree_digest(path: Path) -> str:
     """sha256 of one file's bytes (what `sha256sum` prints), or over a directory's files: relative names and
     contents, sorted."""
-    if path.is_file():
-        return sha256_file(path)
+    if is_file(path):
+        return sha256_file(path, what="source file")
     digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+    for file in _source_files(path):
         digest.update(str(file.relative_to(path)).encode("utf-8") + b"\0" + sha256_file(file).encode() + b"\0")
     return digest.hexdigest()
 
@@ -114,7 +115,7 @@ adapter, which are read once, not once a variant."""
 def _digest(path: Path | None) -> str | None:
     if path is None:
         return None
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    files = [path] if is_file(path) else _source_files(path)
     seen = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     key = (str(path.resolve()), seen)
     if key not in _SOURCE_DIGESTS:
@@ -122,12 +123,18 @@ def _digest(path: Path | None) -> str | None:
     return _SOURCE_DIGESTS[key]
 
 
+def _source_files(folder: Path) -> list[Path]:
+    """Every regular file of a source directory, hidden ones too (they decide an export's bytes as much); a FIFO,
+    a device or a link loop there is an InputError naming it."""
+    return walk_files(folder, what="source directory", hidden=True)
+
+
 def _key(parts: dict) -> str:
     return hashlib.sha256(json.dumps({**parts, "format": FORMAT}, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _weights(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf"))
+    return regular_entries(directory, what="exported model directory", suffixes=(".safetensors", ".bin", ".gguf"))
 
 
 def _described(files: ServedFiles, roles: dict[str, list[Path]]) -> ServedFiles:
@@ -169,11 +176,11 @@ def _kept(out: Path) -> ServedFiles | None:
     """The files exported under `out` before, when its manifest reads and every file still has its digest; None
     (export again) otherwise."""
     try:
-        record = json.loads((out / "manifest.json").read_text("utf-8"))
+        record = json.loads(read_text(out / "manifest.json", what="exported files' manifest"))
         files = _from_manifest(out, record)
         if all(tree_digest(Path(m["file"])) == m["sha256"] for m in files.manifest):
             return files
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, InputError):
         pass
     return None
 

@@ -26,18 +26,36 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..border.env import VLLM_PYTHON, env_path
+from ..border.files import is_file, read_text
+from ..errors import InputError
 from ._serve import health_ok, serve_until_interrupted, stop_group, tree_peak_memory_bytes, wait_for_child
 
 __all__ = ["VllmServer", "start_server", "vllm_python", "DEFAULT_PYTHON"]
 
 DEFAULT_PYTHON = Path(".venv-vllm/bin/python")
+INSTALL_ROOT = Path(__file__).resolve().parents[3]
+"""The releasegate source tree this package runs from (src/releasegate/export/vllm.py, three folders up): where
+`make vllm` puts .venv-vllm. Never the current directory: a checked-out pull request could hold a .venv-vllm
+of its own, and nothing the run did not bring is executed."""
 START_TIMEOUT_S = 600  # first start compiles nothing (eager) but imports torch and vLLM twice: ~40 s idle
 
 
 def vllm_python(root: Path | None = None) -> Path:
-    """The interpreter of the vLLM environment: $RELEASEGATE_VLLM_PYTHON, else .venv-vllm under root."""
-    named = os.environ.get("RELEASEGATE_VLLM_PYTHON")
-    return Path(named) if named else (root or Path.cwd()) / DEFAULT_PYTHON
+    """The interpreter of the vLLM environment: $RELEASEGATE_VLLM_PYTHON, else .venv-vllm under `root` (default:
+    releasegate's own source tree, `INSTALL_ROOT`, never the current directory)."""
+    named = env_path(VLLM_PYTHON)
+    return named if named is not None else (root or INSTALL_ROOT) / DEFAULT_PYTHON
+
+
+def _checked_python(python: Path) -> Path:
+    """`python` when it is a regular file that can be run; else FileNotFoundError saying what to set (a served
+    variant records it as its row's reason and the plan goes on; the CLI exits 2 with it)."""
+    if not is_file(python) or not os.access(python, os.X_OK):
+        raise FileNotFoundError(
+            f"no vLLM environment at {python}: set {VLLM_PYTHON} to the python of a vLLM install, or run `make vllm` "
+            f"in the releasegate source tree ({INSTALL_ROOT}); a .venv-vllm in the current directory is never used")
+    return python
 
 
 @dataclass
@@ -87,9 +105,7 @@ def start_server(
     extra_args: more `vllm serve` options, appended as given.
     Raises RuntimeError with the end of the server's log if it exits or does not come up in time.
     """
-    python = Path(python or vllm_python())
-    if not python.is_file():
-        raise FileNotFoundError(f"no vLLM environment at {python}: run `make vllm`")
+    python = _checked_python(Path(python or vllm_python()))
     loras = {name: Path(path).resolve() for name, path in (lora_modules or {}).items()}
     port = port or _free_port()
     log_path = log_path or Path(tempfile.mkdtemp(prefix="vllm-")) / "server.log"
@@ -130,8 +146,15 @@ def _command(python: Path, base: Path, loras: dict[str, Path], *, alias: str, po
 
 
 def _lora_rank(adapter: Path) -> int:
-    """The smallest rank vLLM accepts (1, 8, 16, 32, ...) that holds the adapter's r."""
-    r = int(json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))["r"])
+    """The smallest rank vLLM accepts (1, 8, 16, 32, ...) that holds the adapter's r; an adapter_config.json
+    without a whole r up to 512 is an InputError naming it."""
+    path = adapter / "adapter_config.json"
+    try:
+        r = json.loads(read_text(path, what="adapter config", max_bytes=1 << 20)).get("r")
+    except (ValueError, RecursionError, AttributeError):
+        r = None
+    if not isinstance(r, int) or isinstance(r, bool) or not 1 <= r <= 512:
+        raise InputError("adapter_config.json has no LoRA rank r (a whole number, 1 to 512)", file=path)
     return next(size for size in (1, 8, 16, 32, 64, 128, 256, 320, 512) if size >= r)
 
 

@@ -31,6 +31,8 @@ __all__ = ["Override", "Composed", "parse_override", "recorded_override", "compo
 MAX_CHAIN = 16
 """Configs an `extends:` chain may hold, the config that is run included."""
 MAX_VALUE_CHARS = 4096  # a --set value is typed on a command line
+MAX_KEY_PARTS = 16  # the config schema nests 6 levels at most; a longer key path names nothing there
+MAX_KEY_CHARS = 512
 _PART = re.compile(r"([^.\[\]=\s]+)|\[(\d+)\]")
 
 
@@ -85,9 +87,14 @@ def value_at(data: Any, parts: tuple[str | int, ...]) -> Any:
 
 
 def _key_parts(key: str, text: str) -> tuple[str | int, ...]:
+    if len(key) > MAX_KEY_CHARS:
+        raise InputError(f"--set {_shown(text)}: the key is longer than {MAX_KEY_CHARS} characters")
     parts: list[str | int] = []
     pos = 0
     while pos < len(key):
+        if len(parts) >= MAX_KEY_PARTS:
+            raise InputError(f"--set {_shown(text)}: the key path is more than {MAX_KEY_PARTS} levels deep",
+                             hint="no config key is nested that deep")
         if parts and key[pos] == ".":
             pos += 1
         match = _PART.match(key, pos)
@@ -97,6 +104,11 @@ def _key_parts(key: str, text: str) -> tuple[str | int, ...]:
         parts.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
         pos = match.end()
     return tuple(parts)
+
+
+def _shown(text: str) -> str:
+    """A --set as an error shows it: its first 80 characters, quoted."""
+    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 @dataclass

@@ -29,7 +29,7 @@ from .cache_config import (
 from .composition import Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_raw_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
-from .files import resolve_under
+from .files import MAX_YAML_BYTES, read_text, resolve_under
 from .judge_settings import parse_judge
 from .load_profile import LoadConfig, parse_load
 from .scale_config import ScaleConfig, parse_scale
@@ -92,7 +92,7 @@ class Config:
         if self.extends or self.overrides:  # the composed config, so that a resume reads what ran
             return (self.composition_comment() + ("# credentials masked\n" if masked != self.raw else "")
                     + yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
-        text = self.path.read_text(encoding="utf-8-sig")
+        text = read_text(self.path, what="config", max_bytes=MAX_YAML_BYTES)
         if masked == self.raw:
             return text
         return ("# snapshot of the run's config, credentials masked\n"

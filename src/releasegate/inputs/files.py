@@ -1,22 +1,29 @@
 """Reading user files: path checks, size-limited UTF-8 text, safe YAML with line numbers, field paths.
 
 Every loader goes through here (and `schema_check` for JSON Schema validation) so that every rejection names
-file, line and field the same way. A file is read only when it is a regular file (a FIFO would block forever,
-/dev/zero never ends), opened without blocking, and read with a cap whatever stat() says (`open_regular`,
-`read_capped`); a file handed to another reader (pyarrow, pandas, datasets) is checked first (`check_regular`).
+file, line and field the same way. The bytes come through the border (`releasegate.border.files`: regular files
+only, read with a cap); its readers are named here too, so a loader imports one module.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
-import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import yaml
 
+from ..border.files import (
+    MAX_FILE_BYTES,
+    check_regular,
+    exists,
+    is_dir,
+    is_file,
+    open_regular,
+    read_capped,
+    read_text,
+    sha256_file,
+)
 from ..errors import InputError
 
 __all__ = [
@@ -24,112 +31,14 @@ __all__ = [
     "check_regular", "read_capped", "sha256_file", "MAX_FILE_BYTES",
 ]
 
-MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
 MAX_YAML_BYTES = 4 * 1024 * 1024  # configs, rubrics, rule files and price tables are hand-written and small
 MAX_YAML_NODES = 200_000  # after expanding aliases: a "billion laughs" document stops here
 MAX_DEPTH = 64  # nesting of YAML collections; JSON lines are limited by the parser (RecursionError)
 
 
-def exists(path: Path) -> bool:
-    """Path.exists that says False for a path the OS cannot even look up (too long, NUL byte)."""
-    try:
-        return Path(path).exists()
-    except (OSError, ValueError):
-        return False
-
-
-def is_file(path: Path) -> bool:
-    try:
-        return Path(path).is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def is_dir(path: Path) -> bool:
-    try:
-        return Path(path).is_dir()
-    except (OSError, ValueError):
-        return False
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 hex of a file's bytes (what `sha256sum` prints), read a chunk at a time: a multi-GB model file never
-    sits in memory whole."""
-    with Path(path).open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def resolve_under(here: Path, relative: str) -> Path:
     """A config path resolved against the config's directory, `..` folded, so reports show clean paths."""
     return Path(os.path.normpath(here / relative))
-
-
-class _Capped(io.RawIOBase):
-    """A file that refuses to give more than `limit` bytes in all: past it, the InputError of a file too large."""
-
-    def __init__(self, fh: io.RawIOBase, limit: int, path: Path, what: str) -> None:
-        self._fh, self._left, self._path, self._what, self._limit = fh, limit, path, what, limit
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = self._fh.readinto(memoryview(buffer)[: max(1, min(len(buffer), self._left + 1))])
-        self._left -= n or 0
-        if self._left < 0:
-            raise InputError(f"{self._what} is larger than {self._limit / 2**20:g} MiB", file=self._path)
-        return n
-
-    def close(self) -> None:
-        self._fh.close()
-        super().close()
-
-
-def open_regular(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> BinaryIO:
-    """`path` open for reading in binary, when it is a regular file; reads past `max_bytes` raise InputError
-    (whatever stat says: /proc files say 0). Opened without blocking, so a FIFO is refused, never waited on."""
-    path = Path(path)
-    if not exists(path):
-        raise InputError(f"{what} not found", file=path, hint="check the path")
-    if is_dir(path):
-        raise InputError(f"{what} is a directory, expected a file", file=path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
-    fh = os.fdopen(fd, "rb", buffering=0)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        fh.close()
-        raise InputError(f"{what} is not a regular file (a FIFO, a device or a socket)", file=path,
-                         hint="give a file on disk")
-    if os.fstat(fd).st_size > max_bytes:
-        fh.close()
-        raise InputError(f"{what} is larger than {max_bytes / 2**20:g} MiB", file=path)
-    return io.BufferedReader(_Capped(fh, max_bytes, path, what), buffer_size=1 << 20)
-
-
-def check_regular(path: Path, *, what: str, max_bytes: int | None = None) -> None:
-    """InputError unless `path` is a regular file (at most `max_bytes`, when given), before another reader
-    (pyarrow, pandas, datasets) opens it."""
-    open_regular(path, what=what, max_bytes=max_bytes if max_bytes is not None else 1 << 62).close()
-
-
-def read_capped(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file of at most `max_bytes` (see `open_regular`)."""
-    with open_regular(path, what=what, max_bytes=max_bytes) as fh:
-        try:
-            return fh.read()
-        except OSError as exc:
-            raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
-
-
-def read_text(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """Read a UTF-8 text file or raise an InputError that says what was expected there."""
-    data = read_capped(path, what=what, max_bytes=max_bytes)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path, hint="save it as UTF-8") from None
 
 
 def load_yaml(path: Path, *, what: str) -> tuple[Any, yaml.Node | None]:

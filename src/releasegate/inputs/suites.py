@@ -22,6 +22,7 @@ from pathlib import Path
 from sys import intern
 from typing import Any, BinaryIO, Protocol
 
+from ..border.structured import TooDeep, json_loads
 from ..errors import InputError
 from .expected_check import check_expected
 from .files import open_regular, read_text
@@ -313,15 +314,14 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tuple[dict, ...]) -> Case:
     try:
-        raw = json.loads(line)
-        # what could never be written back: a lone surrogate, only ever from an escape (\\ud800), or a document
-        # nested too deeply to encode (its depth is at most its brackets)
+        raw = json_loads(line)  # at most 64 levels deep (border.structured)
+        # what could never be written back: a lone surrogate, only ever from an escape (\\ud800)
         if "\\u" in line or line.count("[") + line.count("{") > 500:
             json.dumps(raw, ensure_ascii=False).encode("utf-8")
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=suite.path, line=number) from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply", file=suite.path, line=number) from None
+    except TooDeep as exc:  # past the parser's recursion limit or under it, deeper than any case nests
+        raise InputError(str(exc), file=suite.path, line=number) from None
     except (ValueError, UnicodeError) as exc:  # a 5000-digit number, a lone surrogate
         raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=suite.path, line=number) from None
     if not isinstance(raw, dict):

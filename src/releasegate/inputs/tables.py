@@ -14,12 +14,12 @@ not guard against hostile files; pyarrow's JSON reader can crash the process on 
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from itertools import accumulate
 from pathlib import Path
 
+from ..border.structured import json_loads
 from ..errors import InputError
 from ..extras import load
 from .files import check_regular, open_regular, read_capped
@@ -196,7 +196,7 @@ def check_disk_dir(path: Path) -> None:
 
 def _dataset_json(path: Path) -> dict:
     try:
-        data = json.loads(read_capped(path, what="save_to_disk file", max_bytes=MAX_DATASET_JSON))
+        data = json_loads(read_capped(path, what="save_to_disk file", max_bytes=MAX_DATASET_JSON))
     except (ValueError, RecursionError):
         raise InputError("not a JSON object (a save_to_disk directory's own file)", file=path) from None
     if not isinstance(data, dict):

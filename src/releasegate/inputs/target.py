@@ -30,6 +30,7 @@ from ..redaction import (
 from .backend_facts import capabilities
 from .backend_facts import spec as backend_spec
 from .files import exists, is_dir, is_file, resolve_under
+from .model_files import check_model_dir
 
 __all__ = ["TargetConfig", "parse_target"]
 
@@ -167,8 +168,8 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
     responses = resolve_under(here, raw["responses"]) if raw.get("responses") else None
     tokenizer = _tokenizer_file(resolve_under(here, raw["tokenizer"]), at) if raw.get("tokenizer") else None
     draft = resolve_under(here, raw["draft"]) if raw.get("draft") else None
-    if draft is not None and not exists(draft / "config.json"):
-        raise InputError(f"no config.json in {draft}", **at("target", "draft"), hint="point at a model directory")
+    if draft is not None:  # loaded only once generation starts: a draft that cannot load is refused now
+        check_model_dir(draft, "draft model", at("target", "draft"))
     for name in raw.get("headers") or {}:
         if name.lower() in _OWN_HEADERS:
             raise InputError(f"header '{name}' is set by releasegate itself", **at("target", "headers", name),

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..border.structured import TooDeep, json_loads
 from ..errors import InputError
 from .csv_dialect import sniff_csv
 from .files import open_regular, read_capped
@@ -135,11 +136,13 @@ def _whole_document(path: Path) -> Any:
     """The `.json` file parsed whole, or None when it is JSON Lines (more than one value)."""
     text = read_capped(path, what="JSON suite source", max_bytes=MAX_JSON_DOCUMENT).decode("utf-8-sig", "replace")
     try:
-        return json.loads(text)
+        return json_loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             return None
         raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except TooDeep as exc:
+        raise InputError(str(exc), file=path) from None
 
 
 def _document_rows(path: Path) -> Iterator[dict]:
@@ -168,7 +171,7 @@ def _table_rows(data: Any, path: Path) -> Iterator[dict]:
 
 def _loads(text: str, path: Path, number: int) -> Any:
     try:
-        return json.loads(text)
+        return json_loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=number) from None
     except (ValueError, RecursionError) as exc:  # a 5000-digit number

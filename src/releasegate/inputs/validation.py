@@ -12,6 +12,7 @@ from ..extras import require
 from .backend_facts import spec
 from .config import load_config
 from .judge_settings import check_judged_cases
+from .model_files import check_model_dir
 from .rubric import load_rubric
 from .suites import Case, load_suites, stream_cases, suite_tags
 
@@ -33,6 +34,7 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     config = load_config(config_path, overrides=overrides)
     rubric = load_rubric(config.rubric)
     _check_installed(rubric)
+    _check_embedding_model(config)
     cases = load_suites(config.suites, config.path.parent, limit=limit) if keep else None
     per_suite: Counter = Counter()
     chat: list[Case] = []
@@ -59,6 +61,18 @@ def _check_installed(rubric) -> None:
     answered every case. `gate` on a saved run does not come here."""
     if rubric.evaluate:
         require("a rubric's evaluate: metrics", "evaluate", file=rubric.path, field="evaluate")
+
+
+def _check_embedding_model(config) -> None:
+    """A local embedding model (the response-cache probe) runs after every case is answered: it needs the `hf`
+    extra and a model directory a loader can read, said now, not once the run is done."""
+    probe = getattr(config, "response_cache_probe", None)
+    local = probe.embeddings.local if probe is not None and probe.embeddings is not None else None
+    if local is None:
+        return
+    where = {"file": config.path, "field": "response_cache_probe.embeddings.local"}
+    require("a local embedding model", "torch", "transformers", **where)
+    check_model_dir(local, "embedding model", where)
 
 
 def _named_slices(rubric) -> list[tuple[str, dict]]:

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from ..errors import InputError
 from ..redaction import mask_url
 from .files import exists, is_file, resolve_under
+from .model_files import check_gguf_file, check_model_dir
 
 __all__ = ["VariantSpec", "SpeculativeSpec", "VariantPlan", "parse_variant_plan", "SERVERS", "QUANTS"]
 
@@ -149,6 +150,8 @@ def _variant(item: dict, i: int, target: dict, here: Path, at) -> VariantSpec:
     gguf = resolve_under(here, item["gguf"]) if item.get("gguf") else None
     if gguf is not None and not is_file(gguf):
         raise InputError(f"no GGUF file at {gguf}", **where("gguf"), hint="point at a .gguf model file")
+    if gguf is not None:
+        check_gguf_file(gguf, "GGUF model", where("gguf"))
     if gguf is None and base is None:
         raise InputError("the variant has no model to serve", **where("base"),
                          hint="set base (or target.base), or gguf for a prebuilt llama.cpp file")
@@ -204,6 +207,8 @@ def _speculative(raw: dict | None, server: str, here: Path, where) -> Speculativ
         raise InputError("vLLM variants here take ngram speculation only", **where("speculative", "kind"),
                          hint="kind: ngram, or serve the draft model with llama.cpp")
     draft = _directory(raw.get("draft"), here, where("speculative", "draft"), "config.json", "a model directory")
+    if draft is not None:  # exported or served only once the plan runs: a draft that cannot load is refused now
+        check_model_dir(draft, "draft model", where("speculative", "draft"))
     if kind == "draft" and draft is None:
         raise InputError("draft speculation needs its draft model", **where("speculative", "draft"),
                          hint="a Hugging Face model directory with the same vocabulary, e.g. models/demo/draft")

@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 
 from ..backends import Generation, Request, capabilities, create_backend
 from ..backends.response_cache import ResponseCache
+from ..border.files import regular_entries
 from ..errors import ErrorKind, TargetError, judge_kind
 from ..inputs.judge_prompt import (
     TemplateFailed,
@@ -67,7 +68,7 @@ def judge_inputs(settings: JudgeSettings) -> list[dict]:
     files: list[tuple[str, Path]] = [(role, Path(getattr(t, name))) for role, name in caps.data_files]
     for role, root in ((role, getattr(t, name)) for role, name in caps.model_dirs):
         if root is not None and Path(root).is_dir():
-            files += [(role, p) for p in sorted(Path(root).iterdir())
+            files += [(role, p) for p in regular_entries(Path(root), what=f"judge {role} directory")
                       if p.suffix in WEIGHT_SUFFIXES or p.name in TOKENIZER_FILES or p.name.endswith("config.json")]
     if settings.prompt_path:
         files.append(("prompt", settings.prompt_path))

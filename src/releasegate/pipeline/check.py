@@ -23,6 +23,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..backends import Backend, capabilities, create_backend
+from ..border.env import TEST_JUDGE_DELAY, env_number
 from ..clock import now
 from ..errors import InputError
 from ..gate.comparability import settings_key
@@ -207,7 +208,7 @@ def _test_judge_delay() -> None:
     """Test hook, not a feature: RELEASEGATE_TEST_JUDGE_DELAY_S=S makes judging S seconds longer, spent inside
     object finalizers (where a KeyboardInterrupt is printed as "Exception ignored" and dropped), so that
     tests/test_signals.py can interrupt judging at its worst moment. Unset (always, outside tests): nothing."""
-    delay = float(os.environ.get("RELEASEGATE_TEST_JUDGE_DELAY_S") or 0)
+    delay = env_number(TEST_JUDGE_DELAY)
     deadline = time.monotonic() + delay
     while time.monotonic() < deadline:
         _SlowFinalizer()

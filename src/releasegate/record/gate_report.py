@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from ..border.files import exists, read_text
 from ..errors import InputError
 from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
@@ -305,12 +306,12 @@ def typed_report(report: dict, *, source: str | Path | None = None) -> dict:
 def load_report(run: RunDir) -> GateReport:
     """The saved report.json of a run directory."""
     path = run.path / "report.json"
-    if not path.is_file():
+    if not exists(path):
         run.read_info()  # not a run directory at all: say that instead
         raise InputError("run has no report.json", file=run.path, hint=f"judge it first: releasegate gate {run.path}")
     try:
-        report = json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
+        report = json.loads(read_text(path, what="report.json"))
+    except (ValueError, RecursionError) as exc:
         raise InputError(f"unreadable report.json: {exc}", file=path) from None
     missing = [key for key in GATE_WRITES if isinstance(report, dict) and key not in report]
     if missing:  # truncated or hand-edited: rendered, it would read as complete (no counts, "quality" latency)

@@ -11,9 +11,10 @@ import os
 
 from pydantic import BaseModel, Field
 
+from ..border.files import check_regular, open_regular
 from ..errors import InputError
 from ..redaction import redact_json
-from .records import ESCAPED, RunDir, last_line_start
+from .records import ESCAPED, MAX_JOURNAL_BYTES, RunDir, last_line_start
 
 __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
 
@@ -80,7 +81,7 @@ def read_judgments(run: RunDir) -> dict[tuple, Judgment]:
     if not path.exists():
         return {}
     out: dict[tuple, Judgment] = {}
-    with path.open("rb") as fh:
+    with open_regular(path, what=JUDGMENTS_FILE, max_bytes=MAX_JOURNAL_BYTES) as fh:  # a FIFO: refused, not waited on
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -110,6 +111,7 @@ def _cut_torn_tail(path) -> None:
     """A kill mid-append leaves a last line without its newline: cut it off, so the next append starts a line."""
     if not path.exists():
         return
+    check_regular(path, what=str(path.name))
     with path.open("r+b") as fh:
         size = fh.seek(0, 2)
         start = last_line_start(fh, size)

@@ -26,10 +26,12 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
+from ..border.files import check_regular, exists, open_regular, read_text
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
 from .record_parts import Stratum, Timing, Tokens
+from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, problem_line
 from .sealed import matches_seal
 
 __all__ = ["Timing", "Tokens", "Stratum", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
@@ -127,6 +129,10 @@ class CaseRecord(BaseModel):
         return self.suite if key == "suite" else self.tags.get(key)
 
 
+MAX_JOURNAL_BYTES = 1 << 36
+"""64 GiB: a journal of millions of long answers; past it, not a run's records."""
+
+
 class RunInfo(BaseModel):
     """Facts about a run that are not per case."""
 
@@ -140,14 +146,14 @@ class RunInfo(BaseModel):
     target: str
     """Human description of the model under test."""
     backend: str
-    cases: int = 0
+    cases: Count = 0
     """Cases the run plans (all suites, after --limit)."""
-    generation_seconds: float | None = None
+    generation_seconds: Seconds | None = None
     """Wall time the backend spent generating fresh (not cached) responses, model load excluded: the denominator
     of system throughput. A resumed run adds each session's segment; a segment is checkpointed into run.json
     before its batch's records are appended, so a kill can only count time twice (throughput errs low), never
     count records without their time."""
-    load_seconds: float | None = None
+    load_seconds: Seconds | None = None
     """Time to load the model (and adapter, and merge)."""
     load_phase: dict[str, Any] | None = None
     """The load phase, when one ran: profile, seconds, requests, warm-up, server metrics summary."""
@@ -175,7 +181,7 @@ class RunInfo(BaseModel):
     config_path: str | None = None
     """Absolute path of the config the run started from: `check --resume` reads the snapshot (config.yaml) and
     resolves its relative paths next to this file."""
-    limit: int | None = None
+    limit: Count | None = None
     """`check --limit`: a resumed run plans the same cases."""
     cuts: list[str] | None = None
     """Every cut of the suites the run made, in words ('--limit 5', 'suites[0].limit: 3 (tickets)'); empty: the
@@ -197,10 +203,25 @@ class RunInfo(BaseModel):
     """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
     how many cases it had to run, how many came from the cache, its generation seconds, how it ended and its
     `timing`."""
-    timing: dict[str, float | None] | None = None
+    timing: dict[str, Figure | None] | None = None
     """Where the latest `check` session's wall time went, in seconds: import_s, inputs_s, model_load_s,
     generation_s, load_phase_s, judging_s, reports_s, other_s (the rest) adding up to total_s; written with
     the reports (see releasegate.record.stage_timing). None in runs that predate it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finite(cls, data: Any) -> Any:  # a stored NaN or a nesting no run writes: refused, never computed with
+        return finite_tree(data)
+
+    @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge")
+    @classmethod
+    def _part_shape(cls, value: Any, info) -> Any:
+        return check_part(info.field_name, value)
+
+    @field_validator("sessions")
+    @classmethod
+    def _sessions_shape(cls, value: list) -> list:
+        return check_sessions(value)
 
 
 class RunDir:
@@ -229,12 +250,12 @@ class RunDir:
 
     def read_info(self) -> RunInfo:
         path = self.path / "run.json"
-        if not path.exists():
+        if not exists(path):
             raise InputError("not a run directory (no run.json)", file=self.path, hint="pass a directory under reports/")
         try:
-            return RunInfo.model_validate_json(path.read_text("utf-8"))
-        except ValueError as exc:
-            raise InputError(f"unreadable run.json: {str(exc).splitlines()[0]}", file=path) from None
+            return RunInfo.model_validate_json(read_text(path, what="run.json"))
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"unreadable run.json: {problem_line(exc)}", file=path) from None
 
     def append(self, records: list[CaseRecord], name: str = "records.jsonl") -> None:
         """Append whole lines and fsync: a line with its newline is a committed record."""
@@ -260,7 +281,8 @@ class RunDir:
                 return []
             raise InputError(f"run has no {name}", file=self.path)
         records, digest = [], hashlib.sha256()
-        with path.open("rb") as fh:  # bytes: a kill can tear a line inside a multi-byte character
+        # bytes: a kill can tear a line inside a multi-byte character; a FIFO or a device is refused, not waited on
+        with open_regular(path, what=name, max_bytes=MAX_JOURNAL_BYTES) as fh:
             for number, line in enumerate(fh, start=1):
                 digest.update(line)
                 if not line.strip():
@@ -284,6 +306,7 @@ class RunDir:
         path = self.path / name
         if not path.exists():
             return
+        check_regular(path, what=name)  # a FIFO is refused before it is opened for writing
         with path.open("r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
             start = last_line_start(fh, size)

@@ -24,9 +24,11 @@ import hashlib
 import json
 from pathlib import Path
 
+from ..border.files import read_text
 from ..clock import now
 from ..errors import InputError
 from .records import RunDir
+from .stored_manifest import read_manifest_file
 
 __all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
@@ -212,11 +214,9 @@ def _broken_row(broken: dict) -> dict:
 
 
 def _read(run_path: Path) -> dict | None:
-    try:
-        data = json.loads((run_path / _MANIFEST).read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
+    """The run's manifest, of the shape releasegate writes (`stored_manifest`); None when it has none. Any other
+    shape is refused (InputError), never read as "no seal": that would let an edited run through."""
+    return read_manifest_file(run_path, whole=False)
 
 
 _GUARD_WORDS = {"changed": "edited", "missing": "removed"}
@@ -231,15 +231,15 @@ def _kept_already(sealed: dict, name: str, before: dict) -> bool:
 def _run_complete(run_path: Path) -> bool:
     """Whether run.json says the run is complete (no stage of it still writing)."""
     try:
-        return json.loads((run_path / "run.json").read_text("utf-8")).get("status") == "complete"
-    except (OSError, ValueError, AttributeError):
+        return json.loads(read_text(run_path / "run.json", what="run.json")).get("status") == "complete"
+    except (InputError, ValueError, AttributeError, RecursionError):
         return False
 
 
 def _load_phase_running(run_path: Path) -> bool:
     """Whether run.json says the load phase has not finished (its journal is then still being written)."""
     try:
-        info = json.loads((run_path / "run.json").read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        info = json.loads(read_text(run_path / "run.json", what="run.json"))
+    except (InputError, ValueError, RecursionError):
         return False
     return isinstance(info, dict) and "load" in (info.get("phases") or []) and info.get("load_phase") is None

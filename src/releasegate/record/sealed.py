@@ -8,8 +8,10 @@ all (older, or built by hand), has its stored scores computed again instead.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from ..errors import InputError
+from .stored_manifest import read_manifest_file
 
 __all__ = ["matches_seal"]
 
@@ -17,8 +19,8 @@ __all__ = ["matches_seal"]
 def matches_seal(run_path: Path, name: str, sha256: str) -> bool:
     """Whether `name` in the run directory, which hashes to `sha256` as read, is the file the run sealed."""
     try:
-        manifest = json.loads((Path(run_path) / "manifest.json").read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        manifest = read_manifest_file(Path(run_path), whole=False)
+    except InputError:  # unreadable or of another shape: nothing stored in the run is vouched for
         return False
     sealed = manifest.get("sealed") if isinstance(manifest, dict) else None
     if not isinstance(sealed, dict):

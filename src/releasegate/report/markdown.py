@@ -9,10 +9,12 @@ renderer finds a link in it. Control, bidi and surrogate characters are shown as
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
+from ..border.env import STEP_SUMMARY, env_path
+from ..border.files import append_regular
+from ..errors import InputError
 from ..record.gate_report import FailingCase, GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..review.summary import review_headline
@@ -132,14 +134,12 @@ def _judged_by_lines(report: GateReport) -> list[str]:
 
 def append_step_summary(markdown: str) -> None:
     """Append to the file named by GITHUB_STEP_SUMMARY (GitHub Actions' job summary), when that is set."""
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path:
-        return
     try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(markdown + "\n")
-    except OSError as exc:  # the summary is a courtesy: never let it hide the verdict
-        sys.stderr.write(f"warning: could not append to GITHUB_STEP_SUMMARY: {exc}\n")
+        path = env_path(STEP_SUMMARY)
+        if path is not None:
+            append_regular(path, markdown + "\n", what=STEP_SUMMARY)
+    except InputError as exc:  # the summary is a courtesy: never let it hide the verdict
+        sys.stderr.write(f"warning: {exc}\n")
 
 
 def _details(summary: str, lines: list[str]) -> list[str]:

@@ -27,6 +27,7 @@ import math
 
 from pydantic import BaseModel
 
+from ..border.files import read_text
 from ..clock import now
 from ..errors import InputError
 from ..inputs.review_policy import ReviewPolicy, slice_name
@@ -178,7 +179,7 @@ def read_sample(run: RunDir) -> ReviewSample | None:
     if not path.is_file():
         return None
     try:
-        return ReviewSample.model_validate_json(path.read_text("utf-8"))
+        return ReviewSample.model_validate_json(read_text(path, what="review sample"))
     except ValueError as exc:
         raise InputError(f"unreadable review sample: {str(exc).splitlines()[0]}", file=path) from None
 

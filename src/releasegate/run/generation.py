@@ -16,12 +16,13 @@ from rich.console import Console
 
 from ..backends import Generation, Request, capabilities
 from ..backends.response_cache import ResponseCache
+from ..border.files import read_capped
 from ..errors import InputError
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
 from ..record.evidence import answered, worst_client
-from ..record.records import CaseRecord, RunDir, RunInfo
+from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
 from .progress import progress_bar
 
@@ -154,7 +155,8 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
     path = run.path / "records.jsonl"
     if not path.is_file():
         return
-    lines = [line for line in path.read_bytes().splitlines(keepends=True) if line.strip()]
+    data = read_capped(path, what="records.jsonl", max_bytes=MAX_JOURNAL_BYTES)
+    lines = [line for line in data.splitlines(keepends=True) if line.strip()]
     try:
         ids = [json.loads(line)["case_id"] for line in lines]
     except (ValueError, KeyError, TypeError):

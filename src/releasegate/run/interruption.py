@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..border.env import TEST_HOLD_AFTER_VERDICT, env_number
 from ..clock import now
 from ..redaction import redact_data
 
@@ -73,14 +74,14 @@ class Interruption:
 
 INTERRUPTION = Interruption()
 
-HOLD_ENV = "RELEASEGATE_TEST_HOLD_AFTER_VERDICT_S"
+HOLD_ENV = TEST_HOLD_AFTER_VERDICT.name
 
 
 def hold_after_verdict() -> None:
     """Test hook, not a feature: RELEASEGATE_TEST_HOLD_AFTER_VERDICT_S=S keeps `check` S seconds (or until a
     signal) after it printed the verdict, so that tests/test_check_overhead.py can look at the run directory at
     that moment and signal it there. Unset (always, outside tests): nothing."""
-    deadline = time.monotonic() + float(os.environ.get(HOLD_ENV) or 0)
+    deadline = time.monotonic() + env_number(TEST_HOLD_AFTER_VERDICT)
     while time.monotonic() < deadline and INTERRUPTION.signum is None:
         time.sleep(0.01)
 

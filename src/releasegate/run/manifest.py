@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..border.files import is_dir, is_file, read_text, sha256_file, walk_files
 from ..clock import now
 from ..errors import InputError
 from ..inputs.backend_facts import capabilities
-from ..inputs.files import sha256_file
+from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact_data
 from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
 
@@ -88,14 +89,11 @@ def recorded_overrides(run_dir: Path) -> tuple[dict, ...]:
 
 def read_manifest(run_dir: Path) -> dict:
     path = Path(run_dir) / MANIFEST
-    if not path.is_file():
-        hint = "runs started before manifests existed have none" if (Path(run_dir) / "run.json").is_file() else (
+    data = read_manifest_file(Path(run_dir))  # bounded, and of the shape releasegate writes
+    if data is None:
+        hint = "runs started before manifests existed have none" if is_file(Path(run_dir) / "run.json") else (
             "pass a run directory, e.g. reports/<run-id>")
         raise InputError("no manifest.json in this directory", file=run_dir, hint=hint)
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (ValueError, OSError, RecursionError) as exc:  # RecursionError: JSON nested past the parser's depth
-        raise InputError(f"unreadable manifest: {str(exc).splitlines()[0]}", file=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("inputs"), list) or data.get("format") != FORMAT:
         raise InputError("not a releasegate manifest (format 1)", file=path)
     return data
@@ -270,8 +268,8 @@ def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> N
 
 def _embedded_template(path: Path) -> str | None:
     try:
-        template = json.loads(path.read_text("utf-8")).get("chat_template")
-    except (OSError, ValueError, AttributeError):
+        template = json.loads(read_text(path, what="tokenizer config")).get("chat_template")
+    except (InputError, ValueError, AttributeError, RecursionError):
         return None
     if template is None:
         return None
@@ -292,8 +290,8 @@ def _rubric_files(rubric: Path) -> list[tuple[str, Path]]:
     import yaml
 
     try:
-        data = yaml.safe_load(rubric.read_text("utf-8-sig"))
-    except (OSError, ValueError, yaml.YAMLError):
+        data = yaml.safe_load(read_text(rubric, what="rubric"))
+    except (InputError, ValueError, yaml.YAMLError, RecursionError):
         return []
     if not isinstance(data, dict):
         return []
@@ -303,10 +301,10 @@ def _rubric_files(rubric: Path) -> list[tuple[str, Path]]:
     for metric in data.get("evaluate") or []:
         module = metric.get("module") if isinstance(metric, dict) else None
         local = rubric.parent / module if isinstance(module, str) and not module.startswith("releasegate:") else None
-        if local is not None and local.is_file():
+        if local is not None and is_file(local):
             out.append(("evaluate", local))
-        elif local is not None and local.is_dir():
-            out += [("evaluate", p) for p in sorted(local.rglob("*.py")) if "__pycache__" not in p.parts]
+        elif local is not None and is_dir(local):
+            out += [("evaluate", p) for p in walk_files(local, what="evaluate module directory") if p.suffix == ".py"]
     return out
 
 
@@ -320,6 +318,6 @@ def _current_hash(path: str) -> str | None:
 
 def _hash(path: Path) -> str | None:
     try:
-        return sha256_file(path) if path.is_file() else None
-    except OSError:
+        return sha256_file(path) if is_file(path) else None
+    except (OSError, InputError):  # gone, or no longer a regular file: not the file that was sealed
         return None

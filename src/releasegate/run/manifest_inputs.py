@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from ..border.files import is_dir, read_text, walk_files
 from ..errors import InputError
 from ..inputs.sources import hub_snapshot
 from ..inputs.suites import _lines
@@ -60,8 +60,8 @@ def _state_data_files(folder: Path, hashed: set[Path]) -> list[Path]:
     """The data files the split's state.json names that the directory walk did not hash (the loader refuses any
     outside the directory, see `tables.check_disk_dir`)."""
     try:
-        state = json.loads((folder / "state.json").read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        state = json.loads(read_text(folder / "state.json", what="state.json"))
+    except (InputError, ValueError, RecursionError):
         return []
     files = [f.resolve() for f in data_files(folder, state if isinstance(state, dict) else {})]
     return [f for f in files if f not in hashed and f.is_file()]
@@ -123,16 +123,11 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5
 
 
 def directory_files(folder: Path, owner: str) -> list[tuple[str, Path]]:
-    """Every file of a model directory with its role, hidden files and caches left out."""
-    out: list[tuple[str, Path]] = []
-    if not folder.is_dir():
-        return out
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for name in sorted(files):
-            if not name.startswith("."):
-                out.append((f"{owner}:{_file_role(name)}", (Path(root) / name).resolve()))
-    return out
+    """Every file of a model directory with its role, hidden files and caches left out; a FIFO, a device or a
+    link loop in it is an InputError naming it (`border.files.walk_files`), never a hang."""
+    if not is_dir(folder):
+        return []
+    return [(f"{owner}:{_file_role(file.name)}", file.resolve()) for file in walk_files(folder, what=f"{owner} directory")]
 
 
 def _file_role(name: str) -> str:

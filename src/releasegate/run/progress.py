@@ -8,7 +8,6 @@ one when it ends. Every line fits in 80 columns; a long step description is wrap
 
 from __future__ import annotations
 
-import os
 import textwrap
 import threading
 import time
@@ -27,21 +26,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..border.env import PROGRESS_INTERVAL, env_number
+
 __all__ = ["progress_bar", "step", "PlainProgress", "INTERVAL_ENV", "interval_s", "WIDTH"]
 
-INTERVAL_ENV = "RELEASEGATE_PROGRESS_INTERVAL_S"
+INTERVAL_ENV = PROGRESS_INTERVAL.name
 """Seconds between two progress lines of a running step in a CI log (default 10)."""
 WIDTH = 80
 """No plain progress line is longer."""
 
 
 def interval_s() -> float:
-    """The seconds between progress lines: RELEASEGATE_PROGRESS_INTERVAL_S, else 10; a bad value is the default."""
-    try:
-        value = float(os.environ.get(INTERVAL_ENV) or 10)
-    except ValueError:
-        return 10.0
-    return value if value > 0 else 10.0
+    """The seconds between progress lines: RELEASEGATE_PROGRESS_INTERVAL_S, else 10; a value that is not a
+    number of seconds above 0 and at most a day (inf, nan, a negative, a word) is an InputError naming it."""
+    return env_number(PROGRESS_INTERVAL)
 
 
 def progress_bar(console: Console, show: bool) -> Progress | PlainProgress:

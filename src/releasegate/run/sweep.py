@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 
 from ..backends import Request
-from ..errors import ErrorKind
+from ..border.files import read_text
+from ..errors import ErrorKind, InputError
 from ..gate.capacity import STEP_TAG, capacity_view, step_signals
+from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES
 from ..record.records import RunInfo
 from ..scale.traffic import arrival_offsets, load_record, nth_request
 from .server_scrape import Scraper, samples_line, summarise
@@ -138,8 +140,8 @@ def _lag_share(run) -> float:
     import yaml
 
     try:
-        data = yaml.safe_load((run.path / "rubric.yaml").read_text("utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = yaml.safe_load(read_text(run.path / "rubric.yaml", what="rubric snapshot", max_bytes=MAX_RUBRIC_BYTES))
+    except (InputError, yaml.YAMLError, RecursionError):
         data = None
     share = data.get("max_client_lag_share") if isinstance(data, dict) else None
     return float(share) if isinstance(share, (int, float)) else 0.1

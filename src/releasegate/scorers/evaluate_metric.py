@@ -10,12 +10,12 @@ a run reads its values instead.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
 
+from ..border.files import is_dir, is_file, regular_entries, sha256_file, walk_files
 from ..errors import InputError
 from ..extras import install_command
 from ..record.metrics import MetricValue
@@ -109,12 +109,12 @@ def module_fingerprint(module: str) -> str | None:
     """sha256 over a local module's files (a script and the Python files beside it, which it may import; or
     every file of its folder); None for a hub name."""
     path = Path(resolve_module(module))
-    if path.is_file():
-        beside = sorted({path, *path.parent.glob("*.py")})
-        return digest_of([[p.name, hashlib.sha256(p.read_bytes()).hexdigest()] for p in beside])
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-        return digest_of([[str(p.relative_to(path)), hashlib.sha256(p.read_bytes()).hexdigest()] for p in files])
+    if is_file(path):  # regular files only, through the border: a FIFO or a link loop there is refused, not read
+        beside = sorted({path, *regular_entries(path.parent, what="evaluate module folder", suffixes=(".py",))})
+        return digest_of([[p.name, sha256_file(p, what="evaluate module")] for p in beside])
+    if is_dir(path):
+        files = walk_files(path, what="evaluate module directory", hidden=True)
+        return digest_of([[str(p.relative_to(path)), sha256_file(p, what="evaluate module")] for p in files])
     return None
 
 

@@ -21,7 +21,9 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from ..record.records import CaseRecord, RunDir
+from ..border.files import read_capped
+from ..errors import InputError
+from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir
 from ..record.sealed import matches_seal
 
 __all__ = ["fingerprint", "reusable", "scorer_code", "CorpusScores", "CORPUS_JOURNAL", "digest_of"]
@@ -100,8 +102,8 @@ class CorpusScores:
         """The run's stored values; none when the journal is missing or not as the run sealed it."""
         path = run.path / CORPUS_JOURNAL
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = read_capped(path, what=CORPUS_JOURNAL, max_bytes=MAX_JOURNAL_BYTES)
+        except InputError:  # missing, or not a regular file: no stored value is reused
             return cls()
         if not matches_seal(run.path, CORPUS_JOURNAL, hashlib.sha256(data).hexdigest()):
             return cls()

@@ -1,0 +1,239 @@
+"""Files and directories from outside: read only when they are regular files, with byte and count limits.
+
+A FIFO would block a reader forever, /dev/zero never ends, a link loop never resolves: every file is opened
+without blocking and checked with fstat() before a byte is read, and read with a cap whatever stat() says
+(`open_regular`, `read_capped`); a file handed to another reader (pyarrow, pandas, transformers) is checked
+first (`check_regular`). A directory walk (`walk_files`) lists regular files only, never follows a link into
+another directory, and stops at a depth and a count: anything else it meets is refused with one line naming the
+path. `sha256_file` hashes through the same door.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from ..errors import InputError
+
+__all__ = [
+    "exists", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file",
+    "walk_files", "regular_entries", "append_regular", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
+]
+
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
+MAX_HASH_BYTES = 1 << 40  # 1 TiB: the largest model file hashed; past it a file is not a model (or never ends)
+MAX_DIR_FILES = 100_000  # a model directory or a dataset split holds tens of files, a hub snapshot thousands
+MAX_DIR_DEPTH = 32  # nested folders of a model or dataset directory
+
+
+def exists(path: Path) -> bool:
+    """Path.exists that says False for a path the OS cannot even look up (too long, NUL byte, a link loop)."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def is_file(path: Path) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+class _Capped(io.RawIOBase):
+    """A file that refuses to give more than `limit` bytes in all: past it, the InputError of a file too large."""
+
+    def __init__(self, fh: io.RawIOBase, limit: int, path: Path, what: str) -> None:
+        self._fh, self._left, self._path, self._what, self._limit = fh, limit, path, what, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._fh.readinto(memoryview(buffer)[: max(1, min(len(buffer), self._left + 1))])
+        self._left -= n or 0
+        if self._left < 0:
+            raise InputError(f"{self._what} is larger than {_size(self._limit)}", file=self._path)
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def _size(limit: int) -> str:
+    return f"{limit / 2**30:g} GiB" if limit >= 2**30 else f"{limit / 2**20:g} MiB"
+
+
+def _open_fd(path: Path, what: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{what} is a link that loops", file=path, hint="give a file on disk") from None
+        raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
+    except ValueError:  # a NUL byte in the path
+        raise InputError(f"{what}: not a path the system can open", file=path) from None
+
+
+def open_regular(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> BinaryIO:
+    """`path` open for reading in binary, when it is a regular file; reads past `max_bytes` raise InputError
+    (whatever stat says: /proc files say 0). Opened without blocking, so a FIFO is refused, never waited on."""
+    path = Path(path)
+    if is_dir(path):
+        raise InputError(f"{what} is a directory, expected a file", file=path)
+    if not exists(path) and not os.path.lexists(path):
+        raise InputError(f"{what} not found", file=path, hint="check the path")
+    fd = _open_fd(path, what)
+    fh = os.fdopen(fd, "rb", buffering=0)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        fh.close()
+        raise InputError(f"{what} is not a regular file (a FIFO, a device or a socket)", file=path,
+                         hint="give a file on disk")
+    if info.st_size > max_bytes:
+        fh.close()
+        raise InputError(f"{what} is larger than {_size(max_bytes)}", file=path)
+    return io.BufferedReader(_Capped(fh, max_bytes, path, what), buffer_size=1 << 20)
+
+
+def check_regular(path: Path, *, what: str, max_bytes: int | None = None) -> None:
+    """InputError unless `path` is a regular file (at most `max_bytes`, when given), before another reader
+    (pyarrow, pandas, datasets, transformers) opens it."""
+    open_regular(path, what=what, max_bytes=max_bytes if max_bytes is not None else 1 << 62).close()
+
+
+def read_capped(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most `max_bytes` (see `open_regular`)."""
+    with open_regular(path, what=what, max_bytes=max_bytes) as fh:
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
+
+
+def read_text(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """Read a UTF-8 text file or raise an InputError that says what was expected there."""
+    data = read_capped(path, what=what, max_bytes=max_bytes)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path, hint="save it as UTF-8") from None
+
+
+def sha256_file(path: Path, *, what: str = "file to hash", max_bytes: int = MAX_HASH_BYTES) -> str:
+    """sha256 hex of a regular file's bytes (what `sha256sum` prints), read a chunk at a time: a multi-GB model
+    file never sits in memory whole; a FIFO, a device or a link loop is an InputError naming it."""
+    with open_regular(path, what=what, max_bytes=max_bytes) as fh:
+        try:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+        except OSError as exc:
+            raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
+
+
+def append_regular(path: Path, text: str, *, what: str) -> None:
+    """Append `text` (UTF-8) to the regular file `path`, created when missing. A FIFO, a device or a socket is
+    refused (InputError), never written to or waited on: opened without blocking, checked before a byte goes."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:  # ENXIO: a FIFO nobody reads; ELOOP: a link loop
+        why = "a FIFO or a device with no reader" if exc.errno == errno.ENXIO else exc.strerror
+        raise InputError(f"{what} cannot be appended to ({why}): not written", file=path) from None
+    except ValueError:
+        raise InputError(f"{what}: not a path the system can open", file=path) from None
+    with os.fdopen(fd, "wb", buffering=0) as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{what} is not a regular file (a FIFO, a device or a socket): not written", file=path)
+        os.set_blocking(fd, True)
+        try:
+            fh.write(text.encode("utf-8"))
+        except OSError as exc:
+            raise InputError(f"{what} cannot be appended to ({exc.strerror}): not written", file=path) from None
+
+
+def _kind(path: Path) -> str | None:
+    """None for a regular file (followed through links); else what it is, in the user's words."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a link that loops"
+        return "a link to nothing" if os.path.islink(path) else f"unreadable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+
+
+def _refuse(path: Path, kind: str, what: str) -> InputError:
+    return InputError(f"{what}: {kind}, not a regular file", file=path, hint="remove it, or give a directory of "
+                      "regular files")
+
+
+def regular_entries(folder: Path, *, what: str, suffixes: tuple[str, ...] | None = None) -> list[Path]:
+    """The files directly in `folder` (sorted; only those ending in `suffixes`, when given), each a regular file:
+    a FIFO, a device, a dangling link or a link loop among them is an InputError naming it."""
+    out = []
+    for entry in _listing(Path(folder), what):
+        if suffixes is not None and entry.suffix not in suffixes or is_dir(entry):
+            continue
+        kind = _kind(entry)
+        if kind is not None:
+            raise _refuse(entry, kind, what)
+        out.append(entry)
+        if len(out) > MAX_DIR_FILES:
+            raise InputError(f"{what} holds more than {MAX_DIR_FILES:,} files", file=folder)
+    return out
+
+
+def _listing(folder: Path, what: str) -> list[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError as exc:
+        raise InputError(f"cannot list {what}: {exc.strerror}", file=folder) from None
+
+
+def walk_files(folder: Path, *, what: str, hidden: bool = False) -> list[Path]:
+    """Every regular file under `folder`, sorted, hidden names (and `__pycache__`) left out unless `hidden`.
+    Links to directories are not followed (a loop cannot be walked into); a FIFO, a device, a socket, a
+    dangling link or a link loop is an InputError naming it; past MAX_DIR_DEPTH levels or MAX_DIR_FILES files,
+    an InputError too."""
+    out: list[Path] = []
+    _walk(Path(folder), what, hidden, 0, out)
+    return sorted(out)
+
+
+def _walk(folder: Path, what: str, hidden: bool, depth: int, out: list[Path]) -> None:
+    if depth > MAX_DIR_DEPTH:
+        raise InputError(f"{what} is nested more than {MAX_DIR_DEPTH} folders deep", file=folder)
+    for entry in _listing(folder, what):
+        if not hidden and (entry.name.startswith(".") or entry.name == "__pycache__"):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            _walk(entry, what, hidden, depth + 1, out)
+            continue
+        if is_dir(entry):  # a link to a directory: never followed
+            continue
+        kind = _kind(entry)
+        if kind is not None:
+            raise _refuse(entry, kind, what)
+        out.append(entry)
+        if len(out) > MAX_DIR_FILES:
+            raise InputError(f"{what} holds more than {MAX_DIR_FILES:,} files", file=folder)

@@ -1,0 +1,71 @@
+"""Model directories and GGUF files a config names, checked before anything is generated: a draft model, a
+local embedding model. A directory that would make a loader fail (or hang) after the run's answers are in, a
+config.json that is not JSON, no weights, a FIFO or a link loop among its files, is an InputError (exit 2)
+naming the field; a model that loads is not proven by this, but a model that cannot is caught here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..border.files import exists, is_dir, open_regular, read_text, regular_entries
+from ..errors import InputError, Where
+
+__all__ = ["check_model_dir", "check_gguf_file", "WEIGHT_FILES", "MAX_CONFIG_BYTES"]
+
+WEIGHT_FILES = (".safetensors", ".bin")
+"""What a Hugging Face model directory keeps its weights in."""
+MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a model's config.json is a few KiB; a tokenizer's, a few MiB
+GGUF_MAGIC = b"GGUF"
+
+
+def check_model_dir(path: Path, what: str, where: Where) -> Path:
+    """`path` when it is a Hugging Face model directory a loader can read: regular files only, a config.json
+    that is a JSON object with a `model_type`, and weights (.safetensors or .bin). Else InputError at `where`."""
+    if not exists(path / "config.json") and not os.path.lexists(path / "config.json"):
+        raise InputError(f"no config.json in {path}", **where, hint="point at a model directory")
+    if not is_dir(path):
+        raise InputError(f"{what} {path} is not a directory", **where, hint="point at a model directory")
+    try:
+        files = regular_entries(path, what=what)
+    except InputError as exc:  # named at the config's field, the file it met kept in the message
+        raise InputError(f"{exc.file}: {exc.message}", **where, hint=exc.hint) from None
+    _check_config(path / "config.json", what, where)
+    if not any(f.suffix in WEIGHT_FILES for f in files):
+        raise InputError(f"{what} {path} holds no weights (.safetensors or .bin)", **where,
+                         hint="point at a saved model directory (save_pretrained)")
+    return path
+
+
+def _check_config(config: Path, what: str, where: Where) -> None:
+    try:
+        data = json.loads(read_text(config, what=f"{what} config.json", max_bytes=MAX_CONFIG_BYTES))
+    except InputError as exc:
+        raise InputError(f"{exc.message} ({config})", **where, hint=exc.hint or "point at a model directory") from None
+    except (ValueError, RecursionError):
+        raise InputError(f"{config} is not JSON", **where, hint="point at a saved model directory") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model_type"), str):
+        raise InputError(f"{config} names no model_type: not a model's config", **where,
+                         hint="point at a saved model directory (save_pretrained)")
+
+
+def check_gguf_file(path: Path, what: str, where: Where) -> Path:
+    """`path` when it is a regular file that starts as a GGUF file does; else InputError at `where`."""
+    try:
+        head = _head(path, what)
+    except InputError as exc:
+        raise InputError(f"{exc.file}: {exc.message}", **where, hint=exc.hint or "point at a .gguf model file") from None
+    if head != GGUF_MAGIC:
+        raise InputError(f"{what} {path} is not a GGUF file", **where, hint="point at a .gguf model file")
+    return path
+
+
+def _head(path: Path, what: str) -> bytes:
+    """The first 4 bytes of a regular file (of any size)."""
+    with open_regular(path, what=what, max_bytes=1 << 62) as fh:
+        try:
+            return fh.read(4)
+        except OSError as exc:
+            raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None

@@ -1,0 +1,112 @@
+"""manifest.json read back: a bounded read through the border and the shape releasegate writes, checked.
+
+The manifest is a file on disk like any other: an edit that leaves it valid JSON but of another shape (the seal's
+`files` a string, a hash a number, `inputs` an object, NaN for a byte count) would otherwise surface as an
+internal error in `gate`, `report`, `verify` or `check --resume`, or, worse, read as "no seal" and let an edited
+run through. So every reader takes it from here: missing is None (a run that predates manifests), any other
+shape is refused with one line naming the field (exit 2). The seal's readers check the seal (`SealOnly`: a run
+built by hand may hold a bare `{}`), `verify` and `check --resume` the whole manifest (`ManifestShape`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..border.files import exists, read_text
+from ..errors import InputError
+from .run_parts import Count, finite_tree, problem_line
+
+__all__ = ["MANIFEST_FILE", "MAX_MANIFEST_BYTES", "read_manifest_file", "check_manifest"]
+
+MANIFEST_FILE = "manifest.json"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # a hub snapshot of thousands of files hashes to a few MiB
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class InputEntry(_Shape):
+    path: str
+    role: str
+    sha256: str | None = None
+    bytes: Count | None = None
+
+
+class DirectoryEntry(_Shape):
+    role: str
+    path: str
+
+
+class TargetFacts(_Shape):
+    fingerprint: str | None = None
+    backend: str | None = None
+
+
+class SealedFile(_Shape):
+    sha256: str
+    bytes: Count
+
+
+class BrokenEntry(_Shape):
+    file: str
+    change: str
+    found_by: str | None = None
+    found_at: str | None = None
+    sealed_sha256: str | None = None
+
+
+class Seal(_Shape):
+    files: dict[str, SealedFile]
+    broken: list[BrokenEntry] = []
+    complete: bool | None = None
+
+
+class SealOnly(_Shape):
+    sealed: Seal | None = None
+
+
+class ManifestShape(_Shape):
+    format: int
+    inputs: list[InputEntry]
+    directories: list[DirectoryEntry] = []
+    target: TargetFacts
+    packages: dict[str, str] = {}
+    samples: list[dict[str, Any]] = []
+    sealed: Seal | None = None
+
+
+def check_manifest(data: Any, path: Path, *, whole: bool = True) -> dict:
+    """`data` (a parsed manifest.json) unchanged when it has the shape releasegate writes (`whole`: every part;
+    else its seal); else InputError."""
+    try:
+        finite_tree(data)
+        (ManifestShape if whole else SealOnly).model_validate(data)
+    except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
+        raise InputError(f"manifest.json is not as releasegate writes it: {problem_line(exc)}", file=path,
+                         hint="releasegate verify cannot vouch for this run; run check again") from None
+    assert isinstance(data, dict)  # the model validated a mapping
+    return data
+
+
+def read_manifest_file(run_dir: Path, *, whole: bool = True) -> dict | None:
+    """The run's manifest.json, checked (`check_manifest`; `whole`: every part, else its seal); None when the run
+    has none. Unreadable (a FIFO, too large, not JSON) or of another shape: InputError naming the file."""
+    path = Path(run_dir) / MANIFEST_FILE
+    if not exists(path):
+        return None
+    text = read_text(path, what="manifest.json", max_bytes=MAX_MANIFEST_BYTES)
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"unreadable manifest: {_first(exc)}", file=path) from None
+    return check_manifest(data, path, whole=whole)
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
