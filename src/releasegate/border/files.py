@@ -139,7 +139,7 @@ def sha256_file(path: Path, *, what: str = "file to hash", max_bytes: int = MAX_
     file never sits in memory whole; a FIFO, a device or a link loop is an InputError naming it."""
     with open_regular(path, what=what, max_bytes=max_bytes) as fh:
         try:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
+            return hashlib.file_digest(fh, "sha256").hexdigest()  # type: ignore[arg-type]  # a binary file
         except OSError as exc:
             raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
 

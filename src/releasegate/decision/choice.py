@@ -93,18 +93,26 @@ def _range(c: Contender, basis: str) -> tuple[float, float] | None:
     return getattr(c, BASES[basis][0])
 
 
+def _span_of(c: Contender, basis: str) -> tuple[float, float]:
+    """The range of a contender known to have one (every qualifying contender has the basis's range)."""
+    found = _range(c, basis)
+    if found is None:
+        raise ValueError(f"{c.name} has no {basis} range")
+    return found
+
+
 def _best(ref: Contender, ok: list[Contender], basis: str | None) -> tuple[Contender, str]:
     if basis is None:
         return ref, "the reference qualifies and no figure every qualifying contender has can rank the others"
     _, side, what = BASES[basis]
-    lo, hi = _range(ref, basis)  # type: ignore[misc]
-    better = [c for c in ok if c is not ref and _shown_better(_range(c, basis), (lo, hi), side)]  # type: ignore[arg-type]
+    lo, hi = _span_of(ref, basis)
+    better = [c for c in ok if c is not ref and _shown_better(_span_of(c, basis), (lo, hi), side)]
     if not better:
         return ref, (f"the reference stays: no qualifying contender's {what} interval lies wholly "
                      f"{'below' if side == 'lower' else 'above'} the reference's {_span(lo, hi)}")
-    key = (lambda c: _range(c, basis)[1]) if side == "lower" else (lambda c: -_range(c, basis)[0])
+    key = (lambda c: _span_of(c, basis)[1]) if side == "lower" else (lambda c: -_span_of(c, basis)[0])
     best = min(better, key=key)
-    b_lo, b_hi = _range(best, basis)  # type: ignore[misc]
+    b_lo, b_hi = _span_of(best, basis)
     return best, (f"{what} {_span(b_lo, b_hi)} lies wholly {'below' if side == 'lower' else 'above'} the "
                   f"reference {ref.name}'s {_span(lo, hi)}; quality non-inferior to it")
 

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..extras import require
 from .backend_facts import spec
 from .config import load_config
@@ -70,7 +70,7 @@ def _check_embedding_model(config) -> None:
     local = probe.embeddings.local if probe is not None and probe.embeddings is not None else None
     if local is None:
         return
-    where = {"file": config.path, "field": "response_cache_probe.embeddings.local"}
+    where: Where = {"file": config.path, "field": "response_cache_probe.embeddings.local"}
     require("a local embedding model", "torch", "transformers", **where)
     check_model_dir(local, "embedding model", where)
 

@@ -88,7 +88,7 @@ def run_check(
     with run.lock():
         run.write_json(MANIFEST, manifest)
         info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides,
-                      cases=cases)
+                      cases=tuple(cases))
         seal(run.path, "check")
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
                         console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache,
@@ -351,10 +351,8 @@ def _print_resume_hint(console: Console, run: RunDir) -> None:
     console.print(f"interrupted; finish it with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
 
 
-def _start(
-    run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool, target_overrides: dict | None = None,
-    cases: list[Case] = (),  # type: ignore[assignment]
-) -> RunInfo:
+def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool,
+           target_overrides: dict | None = None, cases: tuple = ()) -> RunInfo:
     run.write_text("config.yaml", config.snapshot_text())  # credentials masked (userinfo, tokens, secret values)
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(

@@ -235,9 +235,9 @@ def _widened(result: CriterionResult, lateness_ms: float) -> CriterionResult:
     metric = result.criterion.metric
     if result.verdict == "insufficient" or metric.rpartition("_p")[0] not in _WIDENED or result.value.value is None:
         return result
-    value = result.value
+    value, point = result.value, result.value.value
     lo, hi = value.bounds if value.bounds is not None and result.criterion.confidence else (None, None)
-    bounds = (value.value if lo is None else lo, value.value if hi is None else hi)
+    bounds = (point if lo is None else lo, point if hi is None else hi)
     verdict, why = widened_latency(result.criterion.op, result.criterion.threshold, bounds, lateness_ms)
     cause = Undecided.CLIENT if verdict == "insufficient" else None
     return CriterionResult(result.criterion, value, verdict, why, result.needed_n, cause)

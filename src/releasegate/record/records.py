@@ -3,14 +3,12 @@
     run.json        run facts: id, target, times, throughput, versions (RunInfo)
     records.jsonl   the journal: one line per case, appended and fsynced per batch (CaseRecord); a resumed or
                     retried run appends, and on read the last record of a case id wins
-    manifest.json   sha256 of every input (config, suites, rubric, model, adapter, tokenizer...), versions, host
+    manifest.json   sha256 of every input (config, suites, rubric, model, adapter...), versions, host, the seal
     load.jsonl      one line per load-phase request (CaseRecord), when the config has a load phase
-    server_metrics.jsonl  Prometheus samples scraped during the load phase
     config.yaml     snapshot of the config as given (run.json keeps the original path: relative paths resolve there)
     rubric.yaml     snapshot of the rubric, forbidden rules inlined
     judgments.jsonl the LLM judge's verdicts on judge-scored cases (see releasegate.record.judge_journal)
-    report.json     the verdict and every metric (written by the gate)
-    report.md, report.html, report.junit.xml, report.csv   the same for people, CI and spreadsheets
+    report.json     the verdict and every metric (written by the gate); report.md, .html, .junit.xml, .csv
 """
 
 from __future__ import annotations
@@ -89,9 +87,8 @@ class CaseRecord(BaseModel):
     """True when the output came from the response cache: no request was sent in this run, so the record has no
     timing and is left out of every latency, throughput and run-cost figure (see `metrics.measured`)."""
     produced_by: list[str | None] | None = None
-    """For a cached record: the attempts of the session that produced the cached answer, oldest first (None for an
-    answer, else its error kind), so its failures count in this run's error rate too. None: not known (an entry
-    stored before caches kept them): the record then stands for no request."""
+    """A cached record: the attempts of the session that produced its answer (None an answer, else its error
+    kind), counted in this run's error rate; None: not known, the record stands for no request."""
     stratum: Stratum | None = None
     """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
     metrics are population-weighted (see `sample_weights.stratum_counts`); None for every other case."""
@@ -184,9 +181,8 @@ class RunInfo(BaseModel):
     limit: Count | None = None
     """`check --limit`: a resumed run plans the same cases."""
     cuts: list[str] | None = None
-    """Every cut of the suites the run made, in words ('--limit 5', 'suites[0].limit: 3 (tickets)'); empty: the
-    whole suites. A run on part of its suites speaks for that part only: INCONCLUSIVE (`decision.decide_gate`).
-    None: a run from before cuts were recorded (its `limit` is read)."""
+    """Every cut of the suites the run made ('--limit 5', 'suites[0].limit: 3 (tickets)'): it speaks for that part
+    only (`decision.decide_gate`). None: a run from before cuts were recorded (its `limit` is read)."""
     overrides: list[str] | None = None
     """The `--set KEY=VALUE` overrides the run's config was composed with (secrets masked)."""
     no_cache: bool = False

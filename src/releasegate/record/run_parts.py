@@ -145,7 +145,7 @@ def finite_tree(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def problem_line(exc: ValueError) -> str:
+def problem_line(exc: Exception) -> str:
     """A validation error as one line: the field's path and what is wrong with it."""
     if isinstance(exc, ValidationError) and exc.errors():
         first = exc.errors()[0]
