@@ -68,9 +68,9 @@ class Reply:
 class HttpError(Exception):
     """A request that got no readable reply within its limits; `kind` names why, as a record would."""
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+    def __init__(self, kind: str, where: str, detail: str) -> None:
+        super().__init__(f"{where}: {detail}")
+        self.kind, self.where, self.detail = kind, where, detail
 
 
 class _Watchdog:
@@ -122,7 +122,7 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
         except HttpError:
             raise
         except Redirected as exc:
-            raise HttpError(ErrorKind.REDIRECT, f"{where}: {exc}") from None
+            raise HttpError(ErrorKind.REDIRECT, where, f"{exc}") from None
         except Exception as exc:  # noqa: BLE001 - whatever the server's bytes made the client raise
             raise _failure(exc, watchdog.expired.is_set(), limits, where) from None
         if watchdog.expired.is_set():  # the last read was cut short by the deadline
@@ -137,9 +137,9 @@ def _request_parts(url: str, headers: dict[str, str], where: str):
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError:
-        raise HttpError(ErrorKind.CONNECTION_ERROR, f"{where}: not a URL") from None
+        raise HttpError(ErrorKind.CONNECTION_ERROR, where, "not a URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise HttpError(ErrorKind.CONNECTION_ERROR, f"{where}: not an http(s) URL")
+        raise HttpError(ErrorKind.CONNECTION_ERROR, where, "not an http(s) URL")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     sent = dict(headers)
     if parts.username is not None and not any(k.lower() == "authorization" for k in sent):
@@ -151,12 +151,12 @@ def _request_parts(url: str, headers: dict[str, str], where: str):
 def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
     declared = reply.getheader("content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
-        raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, f"{where}: a reply of {int(declared)} bytes, over {max_bytes}")
+        raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply of {int(declared)} bytes, over {max_bytes}")
     pieces, size = [], 0
     while piece := reply.read1(_PIECE):
         size += len(piece)
         if size > max_bytes:
-            raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, f"{where}: a reply over {max_bytes} bytes")
+            raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply over {max_bytes} bytes")
         pieces.append(piece)
     return b"".join(pieces)
 
@@ -164,28 +164,28 @@ def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
 def _failure(exc: BaseException, expired: bool, limits: Limits, where: str) -> HttpError:
     """The HttpError for what the client raised, its kind as a record would name it."""
     if expired:
-        return HttpError(ErrorKind.TIMEOUT, f"{where}: no whole reply within {limits.deadline_s:g} s")
+        return HttpError(ErrorKind.TIMEOUT, where, f"no whole reply within {limits.deadline_s:g} s")
     if isinstance(exc, TimeoutError | socket.timeout):
-        return HttpError(ErrorKind.STALL_TIMEOUT, f"{where}: nothing received for {limits.read_timeout_s:g} s")
+        return HttpError(ErrorKind.STALL_TIMEOUT, where, f"nothing received for {limits.read_timeout_s:g} s")
     if isinstance(exc, http.client.LineTooLong) or "more than" in str(exc) and "headers" in str(exc):
-        return HttpError(ErrorKind.RESPONSE_TOO_LARGE, f"{where}: a reply head over http.client's bounds")
+        return HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, "a reply head over http.client's bounds")
     if isinstance(exc, http.client.IncompleteRead | http.client.RemoteDisconnected):
-        return HttpError(ErrorKind.STREAM_INTERRUPTED, f"{where}: the connection closed before the reply was whole")
+        return HttpError(ErrorKind.STREAM_INTERRUPTED, where, "the connection closed before the reply was whole")
     if isinstance(exc, http.client.HTTPException | ValueError):
-        return HttpError(ErrorKind.BAD_RESPONSE, f"{where}: unreadable reply ({type(exc).__name__})")
+        return HttpError(ErrorKind.BAD_RESPONSE, where, f"unreadable reply ({type(exc).__name__})")
     if isinstance(exc, OSError):
-        return HttpError(ErrorKind.CONNECTION_ERROR, f"{where}: {exc.strerror or type(exc).__name__}")
-    return HttpError(ErrorKind.CLIENT_ERROR, f"{where}: {type(exc).__name__}")
+        return HttpError(ErrorKind.CONNECTION_ERROR, where, f"{exc.strerror or type(exc).__name__}")
+    return HttpError(ErrorKind.CLIENT_ERROR, where, f"{type(exc).__name__}")
 
 
 def _json(reply: Reply, url: str, limits: Limits) -> Any:
     where = mask_url(url) or "?"
     if not 200 <= reply.status < 300:
-        raise HttpError(http_kind(reply.status), f"{where}: HTTP {reply.status}")
+        raise HttpError(http_kind(reply.status), where, f"HTTP {reply.status}")
     try:
         return read_json(reply.body, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
     except NotJson as exc:
-        raise HttpError(ErrorKind.BAD_RESPONSE, f"{where}: {exc}") from None
+        raise HttpError(ErrorKind.BAD_RESPONSE, where, f"{exc}") from None
 
 
 def get_json(url: str, *, headers: dict[str, str] | None = None, limits: Limits = Limits()) -> tuple[Any, Reply]:
@@ -198,7 +198,7 @@ def get_json(url: str, *, headers: dict[str, str] | None = None, limits: Limits 
 def post_json(url: str, payload: Any, *, headers: dict[str, str] | None = None,
               limits: Limits = Limits()) -> tuple[Any, Reply]:
     """POST `payload` as JSON; (the reply's JSON value, the reply), by the rules of `get_json`."""
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    body = json.dumps(payload).encode("ascii")  # ASCII JSON: a lone surrogate in a text goes as its \\u escape
     sent = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
     reply = fetch(url, method="POST", body=body, headers=sent, limits=limits)
     return _json(reply, url, limits), reply
