@@ -13,11 +13,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..border.http import HttpError, Limits, fetch
+from ..border.json_reader import NotJson, read_json
 
 __all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "existing_file", "run_cli", "ServerProcess",
-           "stop_group", "log_tail", "wait_for_child", "health_ok", "http_get", "child_environment"]
+           "stop_group", "log_tail", "wait_for_child", "health_ok", "http_get", "http_get_json",
+           "child_environment"]
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "demo"
 """The demo model of a checkout (an editable install: the package lives in its src/); a wheel does not hold it."""
@@ -204,6 +207,16 @@ def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
     except HttpError as exc:
         raise ConnectionError(str(exc)) from None
     return reply.status, reply.body.decode("utf-8", "replace")
+
+
+def http_get_json(url: str, timeout: float = 5) -> tuple[int, Any]:
+    """`http_get`, the body read as JSON within the border's size and depth limits: (status, value), the value
+    None when the body is no such JSON."""
+    status, text = http_get(url, timeout)
+    try:
+        return status, read_json(text, max_bytes=1024 * 1024)
+    except NotJson:
+        return status, None
 
 
 def _loopback(seconds: float) -> Limits:
