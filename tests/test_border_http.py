@@ -275,3 +275,44 @@ def test_a_variant_at_another_origin_gets_none_of_the_targets_credentials():
     same = _served_target(config, endpoint, "http://TARGET:8000/v2", "m")
     assert same.extra_body == {k: v for k, v in target.extra_body.items() if k != "lora"}
     assert same.api_key_env == "KEY" and same.headers == {"X-Api-Key": "hdr"}
+
+
+# -- one way in -------------------------------------------------------------------------------------------------------
+HTTP_CLIENTS = ("urllib.request", "http.client", "httpx", "httpx2", "requests", "urllib3", "aiohttp")
+STREAM_CLIENTS = {
+    # module -> why it talks HTTP outside border.http: the target's own streamed requests, timed and bounded by
+    # `border.limits` (backends._bounds)
+    "releasegate.backends._http": "the openai client's HTTP library",
+    "releasegate.backends._openai_client": "the openai client, its transport trace and its byte bound",
+    "releasegate.backends._retry": "httpx's exception classes, to classify a failed streamed request",
+    "releasegate.backends._sse_client": "the lean streaming client (create_connection)",
+    "releasegate.backends._reach": "whether the target answers at all, one byte within the stall timeout",
+}
+
+
+def http_reads_outside_the_border() -> list[str]:
+    import ast
+
+    from test_architecture import MODULES
+
+    found = []
+    for name, (path, _) in MODULES.items():
+        if name.startswith(("releasegate.border.", "releasegate.testing.")) or name in STREAM_CLIENTS:
+            continue  # the border itself, and the stub server (a server, not a reader)
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names += [node.attr] if isinstance(node, ast.Attribute) and node.attr in (
+                "create_connection", "open_connection", "urlopen") else []
+            if isinstance(node, ast.ImportFrom) and node.module == "_http":
+                names.append("httpx")
+            found += [f"{name}:{node.lineno} {n}" for n in names
+                      if n.split(".")[0] in HTTP_CLIENTS or n in HTTP_CLIENTS or n in (
+                          "create_connection", "open_connection", "urlopen")]
+    return found
+
+
+def test_every_http_read_goes_through_the_border():
+    """No module but the border (and the target's own streaming clients, listed with their reason) opens an HTTP
+    connection: a new reader of an outside reply gets the border's deadline, byte, depth and redirect rules."""
+    assert http_reads_outside_the_border() == []
