@@ -22,7 +22,7 @@ from releasegate.border.limits import same_origin
 from releasegate.errors import ErrorKind, TargetError
 from releasegate.inputs.cache_config import EmbeddingSource
 from releasegate.inputs.config import load_config
-from releasegate.inputs.config_secrets import masked_config, register_config_secrets
+from releasegate.inputs.config_secrets import masked_config, register_config_secrets, restore_from
 from releasegate.inputs.target import TargetConfig
 from releasegate.redaction import redact
 from releasegate.run.server_scrape import Scraper
@@ -219,7 +219,13 @@ def test_a_hostile_embeddings_endpoint_is_the_probes_recorded_error(mode, tmp_pa
     if mode == "embeddings-trickle":  # the 2 s deadline ended it, one byte a second
         assert "no whole reply within 2 s (timeout)" in probe["error"] and elapsed < 2 * 3 + 10
     assert summary.is_file()
-    assert leaked([tmp_path / "reports", summary], [out, err], PASSWORD) == []
+    texts = [out, err]
+    if mode is None:  # the terminal's report and validate's summary, too
+        with StubServer() as stub:
+            config = probe_project(tmp_path, embeddings_url(stub))
+            texts += [*cli("check", "-c", config, "--run-id", "r2", "--no-progress")[1:], *cli("validate", "-c", config)[1:]]
+        texts += [*cli("report", tmp_path / "reports" / "r2", "--format", "md")[1:]]
+    assert leaked([tmp_path / "reports", summary], texts, PASSWORD) == []
 
 
 # -- credentials anywhere in the config ------------------------------------------------------------------------------
@@ -244,6 +250,18 @@ def test_every_url_and_secret_named_key_is_registered_and_masked(tmp_path, monke
     every = secrets + ["env-secret-77aa21"]
     assert redact(" ".join(every)) == " ".join(["[REDACTED]"] * len(every))
     assert redact("EMBED_KEY_VAR") == "EMBED_KEY_VAR"  # a variable's name is no secret
+
+
+def test_a_resumed_run_gets_every_sections_credentials_back():
+    source = {"target": {"backend": "replay", "responses": "r.jsonl"},
+              "response_cache_probe": {"embeddings": {"base_url": f"http://probe:{PASSWORD}@e/v1", "model": "m"}},
+              "judge": {"base_url": "http://j:judge-pw-7a8b@j/v1", "model": "m"}}
+    snapshot = masked_config(source)
+    assert PASSWORD not in json.dumps(snapshot)
+    assert restore_from(snapshot, source) == source
+    edited = {**snapshot, "judge": {"base_url": "http://other/v1", "model": "m"}}  # changed since: not restored
+    assert restore_from(edited, source)["judge"] == edited["judge"]
+    assert restore_from(edited, source)["response_cache_probe"] == source["response_cache_probe"]
 
 
 def test_a_credential_from_an_extends_layer_or_a_set_is_masked_in_the_snapshot(tmp_path):
