@@ -153,7 +153,7 @@ def test_usage_that_is_no_plausible_count_is_not_reported(tmp_path):
     assert lied.tokens is None and honest.tokens == 4  # 10^12 tokens for two texts: not reported
 
 
-def test_malformed_cache_rows_are_embedded_again(tmp_path):
+def test_malformed_cache_rows_are_embedded_again(tmp_path, monkeypatch):
     cache = tmp_path / EMBEDDINGS_FILE
     with StubServer() as stub:
         source = EmbeddingSource(base_url=stub.base_url, model="e")
@@ -162,8 +162,9 @@ def test_malformed_cache_rows_are_embedded_again(tmp_path):
         bad = [{"key": key("a"), "vector": ["0.1"] * 8}, {"key": key("b"), "vector": [True] * 8},
                {"key": key("c"), "vector": [0.0] * 8}, {"key": key("d"), "vector": [1.0, 2.0]},
                {"key": 5, "vector": [1.0] * 8}]
-        cache.write_text("".join(json.dumps(r) + "\n" for r in bad) + "[" * 100_000 + "\n" + cache.read_text()
-                         + '{"key": "torn')
+        monkeypatch.setattr(embeddings, "CACHE_LINE_MAX", 50_000)
+        cache.write_text("".join(json.dumps(r) + "\n" for r in bad) + "[" * 100_000 + "\n" + "1" * 120_000 + "\n"
+                         + cache.read_text() + '{"key": "torn')
         again = embed(["a", "b", "c", "d", "e", "f"], source, cache)
         asked = stub.requests
     # the good rows (written last) stand for a..f; the bad ones before them are ignored

@@ -218,8 +218,12 @@ def _read_cache(path: Path | None) -> dict[str, list[float]]:
     if path is None or not path.is_file():
         return {}
     known: dict[str, list[float]] = {}
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
+    with path.open("rb") as lines:
+        while line := lines.readline(CACHE_LINE_MAX + 1):
+            if len(line) > CACHE_LINE_MAX:  # never held whole: the rest of the row is skipped
+                while not line.endswith(b"\n") and (line := lines.readline(CACHE_LINE_MAX)):
+                    pass
+                continue
             try:
                 row = read_json(line, max_bytes=CACHE_LINE_MAX, max_depth=4, what="cache row")
             except NotJson:
