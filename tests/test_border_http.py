@@ -18,7 +18,6 @@ from releasegate.backends import embeddings
 from releasegate.backends.embeddings import EMBEDDINGS_FILE, _vectors, embed, source_fingerprint
 from releasegate.border.http import HttpError, Limits, fetch, get_json, post_json
 from releasegate.border.json_reader import NotJson, count, finite_float, json_depth, read_json
-from releasegate.border.limits import same_origin
 from releasegate.errors import ErrorKind, TargetError
 from releasegate.inputs.cache_config import EmbeddingSource
 from releasegate.inputs.config import load_config
@@ -103,8 +102,6 @@ def test_an_unreachable_or_malformed_url_is_one_error_kind():
     assert refused.value.kind == ErrorKind.CONNECTION_ERROR
     with pytest.raises(HttpError, match="not an http"):
         fetch("ftp://h/x")
-    assert same_origin("http://a:80/x", "HTTP://A/y") and not same_origin("http://a/x", "https://a/x")
-    assert not same_origin("http://a:81/", "http://a/") and not same_origin(None, None)
 
 
 def test_a_metrics_page_without_end_is_the_scrapes_error():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import urljoin, urlsplit
 
-__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin", "same_origin"]
+__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin"]
 
 HEAD_MAX = 64 * 1024
 """Bytes a response's status line and headers may take (a server's are a few hundred)."""
@@ -45,22 +45,3 @@ def origin(location: str | None, base: str = "") -> str:
     except ValueError:
         return "an unreadable Location"
     return f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else "an unreadable Location"
-
-
-def _key(url: str | None) -> tuple[str, str, int | None] | None:
-    if not url:
-        return None
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
-
-
-def same_origin(a: str | None, b: str | None) -> bool:
-    """Whether two URLs share scheme, host and port (the default port of the scheme when none is written): the
-    rule for where a credential may go. An unreadable or missing URL is no one's origin."""
-    key = _key(a)
-    return key is not None and key[1] != "" and key == _key(b)
