@@ -104,6 +104,17 @@ def test_an_unreachable_or_malformed_url_is_one_error_kind():
         fetch("ftp://h/x")
 
 
+def test_the_serving_commands_loopback_gets_read_through_the_border():
+    from releasegate.export._serve import health_ok, http_get, http_get_json
+
+    with StubServer() as stub, Catcher() as catcher:
+        root = f"http://127.0.0.1:{stub.port}"
+        assert health_ok(root) and http_get_json(root + "/health") == (200, {"status": "ok"})
+        assert not health_ok(catcher.url) and http_get_json(catcher.url + "/slots") == (404, None)
+    with pytest.raises(ConnectionError, match="127.0.0.1:9"):
+        http_get("http://127.0.0.1:9/health", timeout=2)
+
+
 def test_a_metrics_page_without_end_is_the_scrapes_error():
     with StubServer(StubBehaviour(hostile="metrics-huge")) as stub:
         scraper = Scraper(stub.base_url)
