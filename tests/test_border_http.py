@@ -96,6 +96,32 @@ def test_userinfo_goes_as_basic_authorization_to_its_own_origin_only():
     assert "Authorization: Basic cHJvYmU6cHctczNjcmV0LTlmMmU3MQ==" in head and PASSWORD not in head
 
 
+def _first_head(catcher: Catcher) -> str:
+    deadline = time.monotonic() + 5
+    while not catcher.heads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return catcher.heads[0]
+
+
+def test_the_environments_proxy_is_used_but_never_for_loopback(monkeypatch):
+    with Catcher() as proxy, StubServer() as stub:
+        monkeypatch.setenv("HTTP_PROXY", f"http://px:proxy-pw-31a9@127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        assert fetch(stub.base_url + "/models").status == 200 and proxy.heads == []  # loopback: straight there
+        reply = fetch(f"http://probe:{PASSWORD}@models.example/v1/models")
+        head = _first_head(proxy)
+        assert reply.status == 404 and head.startswith("GET http://models.example/v1/models HTTP/1.1\r\n")
+        assert "Proxy-Authorization: Basic cHg6cHJveHktcHctMzFhOQ==" in head and PASSWORD not in head
+        proxy.heads.clear()
+        with pytest.raises(HttpError) as tunnel:
+            fetch("https://models.example/v1/models", headers={"Authorization": "Bearer key-not-for-proxy"})
+        head = _first_head(proxy)
+    assert head.startswith("CONNECT models.example:443") and "key-not-for-proxy" not in head
+    assert tunnel.value.kind == ErrorKind.CONNECTION_ERROR
+
+
 def test_an_unreachable_or_malformed_url_is_one_error_kind():
     with pytest.raises(HttpError) as refused:
         get_json("http://127.0.0.1:9/x", limits=Limits(deadline_s=2))

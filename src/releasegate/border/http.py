@@ -12,7 +12,9 @@ and the loopback GETs of the serving commands (/health, /slots) all read through
 - no redirect followed, whatever its target: the Location's origin is named, never its path, query or
   userinfo, and nothing (no header, no credential) goes there;
 - userinfo in the URL (http://user:pass@host) sent only as that origin's Basic authorization, never in the
-  request line, and masked in every message.
+  request line, and masked in every message;
+- the proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), as the HTTP libraries these reads
+  replaced honoured it; never for a loopback host, and an https request only through a tunnel.
 
 A failure is an `HttpError` whose `kind` is the `ErrorKind` (or `http_kind`) a record would name, and whose
 message is one line with the URL masked. JSON replies are read by `json_reader.read_json` (size and depth).
@@ -27,6 +29,7 @@ import socket
 import ssl
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -106,11 +109,7 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
     where = mask_url(url) or "?"
     parts, target, sent = _request_parts(url, headers or {}, where)
     timeout = max(0.001, min(limits.read_timeout_s, limits.deadline_s))
-    if parts.scheme == "https":
-        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            parts.hostname, parts.port, timeout=timeout, context=ssl.create_default_context())
-    else:
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    conn, target = _connection(parts, target, sent, timeout)
     started = time.monotonic()
     with _Watchdog(conn, limits.deadline_s) as watchdog:
         try:
@@ -146,6 +145,46 @@ def _request_parts(url: str, headers: dict[str, str], where: str):
         pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
         sent["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
     return parts, target, sent
+
+
+def _connection(parts, target: str, sent: dict[str, str], timeout: float) -> tuple[http.client.HTTPConnection, str]:
+    """The connection for a URL and the request target to send on it: straight to the server, or through the
+    proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY; never for a loopback host): an https URL
+    through a CONNECT tunnel (the proxy sees no header of the request), an http URL in absolute form."""
+    https = parts.scheme == "https"
+    proxy = _proxy(parts)
+    if proxy is None:
+        if https:
+            return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout,
+                                               context=ssl.create_default_context()), target
+        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), target
+    auth = {}
+    if proxy.username is not None:
+        pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}".encode()
+        auth["Proxy-Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+    if https:
+        conn = http.client.HTTPSConnection(proxy.hostname, proxy.port or 80, timeout=timeout,
+                                           context=ssl.create_default_context())
+        conn.set_tunnel(parts.hostname, parts.port or 443, headers=auth)
+        return conn, target
+    sent.update(auth)
+    host = parts.netloc.rpartition("@")[2]
+    return http.client.HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeout), f"http://{host}{target}"
+
+
+def _proxy(parts):
+    """The parts of the proxy URL the environment names for this URL; None: no proxy (or a loopback host)."""
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host == "::1" or host.startswith("127."):
+        return None
+    proxies = urllib.request.getproxies_environment()
+    if not proxies.get(parts.scheme) or urllib.request.proxy_bypass_environment(host, proxies):
+        return None
+    try:
+        proxy = urlsplit(proxies[parts.scheme] if "://" in proxies[parts.scheme] else "http://" + proxies[parts.scheme])
+        return proxy if proxy.hostname and (proxy.port or 0) >= 0 else None  # .port raises on one not a number
+    except ValueError:
+        return None
 
 
 def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
