@@ -251,8 +251,8 @@ def test_a_hostile_embeddings_endpoint_is_the_probes_recorded_error(mode, tmp_pa
         assert "the probe failed: the embeddings endpoint" in report["response_cache_probe"]["recommended"]["why"]
         wrong = next(c for c in report["criteria"] if c["metric"] == "cache_wrong_hit_rate")
         assert wrong["verdict"] == "insufficient"
-    if mode == "embeddings-trickle":  # the 2 s deadline ended it, one byte a second
-        assert "no whole reply within 2 s (timeout)" in probe["error"] and elapsed < 2 * 3 + 10
+    if mode == "embeddings-trickle":  # the 2 s deadline ended it: the reply, a byte a second, would take 45 minutes
+        assert "no whole reply within 2 s (timeout)" in probe["error"] and elapsed < 60
     assert summary.is_file()
     texts = [out, err]
     if mode is None:  # the terminal's report and validate's summary, too
