@@ -164,12 +164,18 @@ def _data(*vectors, indexes=None):
     (_data([1.0, 2.0], [2.0, 1.0], indexes=[0, True]), "not each of 0..1 once"),
     (_data([1.0, 2.0], [2.0, 1.0], indexes=[0, None]), "not each of 0..1 once"),
     (_data([0.0, 0.0], [1.0, 2.0]), "zero vector"),
-    (_data([0.5, 0.5], [0.5, 0.5]), "one vector for 2 different texts"),
     (_data([1.0, 2.0]), "returned 1 vectors for 2 texts"),
 ])
 def test_an_embeddings_reply_of_another_type_is_the_probes_error(body, why):
     with pytest.raises(TargetError, match=why):
         _vectors(body, 2, "http://e/v1/embeddings")
+
+
+def test_one_vector_for_different_texts_is_a_constant_not_an_embedding():
+    same = _data([0.5, 0.5], [0.5, 0.5], [0.5, 0.5])
+    with pytest.raises(TargetError, match="one vector for 3 different texts"):
+        _vectors(same, 3, "u", distinct=3)
+    assert len(_vectors(same, 3, "u", distinct=2)) == 3  # "Refund" and "refund": an uncased model's one vector
 
 
 def test_a_well_typed_reply_is_read_in_index_order():

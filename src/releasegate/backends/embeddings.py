@@ -117,7 +117,7 @@ def _endpoint(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[
         except HttpError as exc:
             raise TargetError(f"the embeddings endpoint {where} failed: {exc.detail} ({exc.kind})") from None
         out.latencies_ms.append(reply.seconds * 1e3)
-        got = _vectors(body, len(batch), where)
+        got = _vectors(body, len(batch), where, distinct=len({" ".join(t.casefold().split()) for t in batch}))
         if vectors and len(got[0]) != len(vectors[0]):
             raise TargetError(f"the embeddings endpoint {where} sent vectors of {len(got[0])} dimensions after "
                               f"vectors of {len(vectors[0])}")
@@ -158,12 +158,14 @@ def _local(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[lis
     return vectors
 
 
-def _vectors(body: object, expected: int, where: str) -> list[list[float]]:
+def _vectors(body: object, expected: int, where: str, distinct: int = 0) -> list[list[float]]:
     """The vectors of one /embeddings reply, in input order. Anything but `expected` vectors of finite numbers,
     all of one dimension, one per input (indexes 0..expected-1, each once, or none at all: the reply's order) is
     a TargetError naming the endpoint, never a crash: strings, booleans, nulls, NaN or Infinity, vectors of
     differing lengths, a repeated or missing index. So is a zero vector (no direction: no similarity can be
-    taken from it) and one vector for every text of a batch (a server answering a constant)."""
+    taken from it) and one vector for every text of a batch of at least 3 texts that differ beyond case and
+    spacing (`distinct` of them: a server answering a constant; an uncased model may well give two such texts
+    one vector)."""
     not_a_list = TargetError(f"the embeddings endpoint {where} sent a reply that is not an embeddings list")
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
@@ -185,8 +187,8 @@ def _vectors(body: object, expected: int, where: str) -> list[list[float]]:
         raise TargetError(f"the embeddings endpoint {where} sent vectors of differing dimensions")
     if any(not any(v) for v in vectors):
         raise TargetError(f"the embeddings endpoint {where} sent a zero vector (it has no direction to compare)")
-    if expected > 1 and all(v == vectors[0] for v in vectors):
-        raise TargetError(f"the embeddings endpoint {where} sent one vector for {expected} different texts")
+    if distinct >= 3 and all(v == vectors[0] for v in vectors):
+        raise TargetError(f"the embeddings endpoint {where} sent one vector for {distinct} different texts")
     return vectors
 
 
