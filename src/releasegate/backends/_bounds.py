@@ -1,4 +1,5 @@
-"""The bounds on what a server may send, and the errors past them: size, redirects, readable HTTP framing.
+"""The bounds on what a server may send (`border.limits`, shared with every other HTTP reader), and how a
+failure past them is classified for a request's record: size, redirects, readable HTTP framing.
 
 Both clients enforce them: a response over `target.max_response_bytes` (its body) or `HEAD_MAX` (its status
 line and headers) is `response_too_large`; a redirect is never followed (credentials would go with it to wherever
@@ -10,44 +11,11 @@ All three are final: a request is not sent again after one.
 from __future__ import annotations
 
 import sys
-from urllib.parse import urljoin, urlsplit
 
+from ..border.limits import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge, origin
 from ..errors import ErrorKind
 
 __all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "border_class", "origin"]
-
-HEAD_MAX = 64 * 1024
-"""Bytes a response's status line and headers may take (a server's are a few hundred)."""
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-"""`target.max_response_bytes` by default: a response body larger than 16 MiB is not an answer to keep."""
-
-
-class ResponseTooLarge(Exception):
-    """The response ran past a size bound."""
-
-
-class BadFraming(Exception):
-    """The response's HTTP framing could not be read."""
-
-
-class Redirected(Exception):
-    """The server answered with a redirect; `where` is the Location's origin (or 'no Location')."""
-
-    def __init__(self, status: int, location: str | None, base: str) -> None:
-        self.status, self.where = status, origin(location, base)
-        super().__init__(f"HTTP {status} redirect to {self.where}: not followed (point base_url at the server itself)")
-
-
-def origin(location: str | None, base: str) -> str:
-    """scheme://host[:port] of a Location (resolved against `base`): never its path, query or userinfo."""
-    if not location:
-        return "no Location"
-    try:
-        parts = urlsplit(urljoin(base, location.strip()))
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "an unreadable Location"
-    return f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else "an unreadable Location"
 
 
 def border_class(exc: BaseException, base: str) -> tuple[ErrorKind, str] | None:

@@ -12,22 +12,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..border.files import regular_entries, sha256_file
-from ..errors import TargetError
+from ..border.files import open_regular, regular_entries, sha256_file
+from ..border.http import HttpError, Limits, post_json
+from ..border.json_reader import NotJson, count, finite_float, read_json
+from ..border.limits import DEFAULT_MAX_BYTES
+from ..errors import InputError, TargetError
 from ..inputs.cache_config import EmbeddingSource
-from ..redaction import secret_from_env
-from ._http import httpx
+from ..redaction import mask_url, secret_from_env
 
 __all__ = ["Embedded", "embed", "source_fingerprint", "EMBEDDINGS_FILE", "stored_vectors"]
 
 EMBEDDINGS_FILE = "embeddings.jsonl"
 """The run directory's embedding cache: one {key, vector} per line."""
+READ_TIMEOUT_S = 20.0
+"""Seconds the endpoint may stay silent within one request (`timeout_s` bounds the request as a whole)."""
+BYTES_PER_TEXT = 512 * 1024
+"""Bytes of reply allowed per text, above the border's 16 MiB: a vector of 8,192 dimensions written as JSON
+floats takes about 200 KB, so a batch of large vectors is never refused, and a reply without end always is."""
+CACHE_FILE_MAX = 64 * 1024**3
+"""Bytes the run's embeddings cache may hold before it is not read at all (every text embedded again)."""
+CACHE_LINE_MAX = 4 * 1024 * 1024
+"""Bytes one embeddings.jsonl row may hold; a longer one is ignored (that text is embedded again)."""
 
 
 @dataclass
@@ -51,17 +62,30 @@ def embed(texts: list[str], source: EmbeddingSource, cache_path: Path | None = N
     fingerprint = source_fingerprint(source)
     known = _read_cache(cache_path)
     keys = [_key(fingerprint, t) for t in texts]
+    out = Embedded(vectors=[], fingerprint=fingerprint)
     todo = sorted({t for t, k in zip(texts, keys) if k not in known})
-    out = Embedded(vectors=[], fingerprint=fingerprint, computed=len(todo))
     if todo:
-        started = time.perf_counter()
-        vectors = _endpoint(todo, source, out) if source.local is None else _local(todo, source, out)
-        out.seconds = time.perf_counter() - started
-        new = {_key(fingerprint, t): v for t, v in zip(todo, vectors)}
+        new = _compute(todo, source, out, fingerprint)
+        dimension = len(next(iter(new.values())))
         known.update(new)
+        # a cached vector of another dimension than the model's now (an edited cache): embedded again
+        stale = sorted({t for t, k in zip(texts, keys) if len(known[k]) != dimension})
+        if stale:
+            again = _compute(stale, source, out, fingerprint)
+            known.update(again)
+            new.update(again)
         _append_cache(cache_path, new)
     out.vectors = [known[k] for k in keys]
     return out
+
+
+def _compute(texts: list[str], source: EmbeddingSource, out: Embedded, fingerprint: str) -> dict[str, list[float]]:
+    """Vectors for `texts` by key, from the endpoint or the local model; their count and time added to `out`."""
+    started = time.perf_counter()
+    vectors = _endpoint(texts, source, out) if source.local is None else _local(texts, source, out)
+    out.seconds += time.perf_counter() - started
+    out.computed += len(texts)
+    return {_key(fingerprint, t): v for t, v in zip(texts, vectors)}
 
 
 def source_fingerprint(source: EmbeddingSource) -> str:
@@ -76,28 +100,36 @@ def source_fingerprint(source: EmbeddingSource) -> str:
 
 
 def _endpoint(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[list[float]]:
+    """The vectors of `texts` from the endpoint, a request per batch, each read through the border's HTTP reader
+    within `source.timeout_s`; a request that fails or a reply of another shape is a TargetError naming the
+    endpoint (its URL masked) and why."""
     secret_from_env(source.api_key_env)
     key = os.environ.get(source.api_key_env) if source.api_key_env else None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = (source.base_url or "").rstrip("/") + "/embeddings"
+    where = mask_url(url)
     vectors: list[list[float]] = []
     tokens: int | None = 0
-    with httpx.Client(timeout=120) as client:
-        for i in range(0, len(texts), source.batch_size):
-            batch = texts[i:i + source.batch_size]
-            started = time.perf_counter()
-            try:
-                reply = client.post(url, json={"model": source.model, "input": batch}, headers=headers)
-                reply.raise_for_status()
-                body = reply.json()
-            except (httpx.HTTPError, ValueError) as exc:
-                raise TargetError(f"the embeddings endpoint {url} failed: {exc}") from None
-            out.latencies_ms.append((time.perf_counter() - started) * 1e3)
-            vectors += _vectors(body, len(batch), url)
-            usage = body.get("usage")
-            used = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-            tokens = tokens + used if tokens is not None and isinstance(used, int) else None
-    out.tokens = tokens
+    for i in range(0, len(texts), source.batch_size):
+        batch = texts[i:i + source.batch_size]
+        limits = Limits(deadline_s=source.timeout_s, read_timeout_s=min(READ_TIMEOUT_S, source.timeout_s),
+                        max_bytes=max(DEFAULT_MAX_BYTES, len(batch) * BYTES_PER_TEXT))
+        try:
+            body, reply = post_json(url, {"model": source.model, "input": batch}, headers=headers, limits=limits)
+        except HttpError as exc:
+            raise TargetError(f"the embeddings endpoint {where} failed: {exc.detail} ({exc.kind})") from None
+        out.latencies_ms.append(reply.seconds * 1e3)
+        got = _vectors(body, len(batch), where, distinct=len({" ".join(t.casefold().split()) for t in batch}))
+        if vectors and len(got[0]) != len(vectors[0]):
+            raise TargetError(f"the embeddings endpoint {where} sent vectors of {len(got[0])} dimensions after "
+                              f"vectors of {len(vectors[0])}")
+        vectors += got
+        used = _usage(body, batch)
+        tokens = tokens + used if tokens is not None and used is not None else None
+    if not out.computed:  # the first round; a second (stale cached vectors) adds to it
+        out.tokens = tokens
+    else:
+        out.tokens = out.tokens + tokens if out.tokens is not None and tokens is not None else None
     return vectors
 
 
@@ -128,23 +160,55 @@ def _local(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[lis
     return vectors
 
 
-def _vectors(body: object, expected: int, url: str) -> list[list[float]]:
-    """The vectors of one /embeddings reply, in input order; a reply of any other shape (not an object, a
-    missing or non-numeric `embedding`, vectors of differing lengths, a value that is not finite) is a
-    TargetError naming the endpoint, never a crash."""
-    not_a_list = TargetError(f"the embeddings endpoint {url} sent a reply that is not an embeddings list")
-    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+def _vectors(body: object, expected: int, where: str, distinct: int = 0) -> list[list[float]]:
+    """The vectors of one /embeddings reply, in input order. Anything but `expected` vectors of finite numbers,
+    all of one dimension, one per input (indexes 0..expected-1, each once, or none at all: the reply's order) is
+    a TargetError naming the endpoint, never a crash: strings, booleans, nulls, NaN or Infinity, vectors of
+    differing lengths, a repeated or missing index. So is a zero vector (no direction: no similarity can be
+    taken from it) and one vector for every text of a batch of at least 3 texts that differ beyond case and
+    spacing (`distinct` of them: a server answering a constant; an uncased model may well give two such texts
+    one vector)."""
+    not_a_list = TargetError(f"the embeddings endpoint {where} sent a reply that is not an embeddings list")
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         raise not_a_list
-    try:
-        data = sorted(body["data"], key=lambda d: int(d.get("index", 0)))
-        vectors = [[float(x) for x in d["embedding"]] for d in data]
-    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
-        raise not_a_list from None
-    if len(vectors) != expected:
-        raise TargetError(f"the embeddings endpoint {url} returned {len(vectors)} vectors for {expected} texts")
-    if len({len(v) for v in vectors}) > 1 or not all(v and all(math.isfinite(x) for x in v) for v in vectors):
-        raise TargetError(f"the embeddings endpoint {url} sent empty, unequal or non-finite vectors")
+    if len(data) != expected:
+        raise TargetError(f"the embeddings endpoint {where} returned {len(data)} vectors for {expected} texts")
+    indexes = [d.get("index") for d in data]
+    if all(i is None for i in indexes):
+        indexes = list(range(expected))
+    if sorted(i if count(i) is not None else -1 for i in indexes) != list(range(expected)):
+        raise TargetError(f"the embeddings endpoint {where} sent indexes that are not each of 0..{expected - 1} once")
+    vectors: list[list[float]] = [[] for _ in range(expected)]
+    for index, d in zip(indexes, data):
+        vector = _vector(d.get("embedding"))
+        if vector is None:
+            raise not_a_list
+        vectors[index] = vector
+    if len({len(v) for v in vectors}) > 1:
+        raise TargetError(f"the embeddings endpoint {where} sent vectors of differing dimensions")
+    if any(not any(v) for v in vectors):
+        raise TargetError(f"the embeddings endpoint {where} sent a zero vector (it has no direction to compare)")
+    if distinct >= 3 and all(v == vectors[0] for v in vectors):
+        raise TargetError(f"the embeddings endpoint {where} sent one vector for {distinct} different texts")
     return vectors
+
+
+def _vector(value: object) -> list[float] | None:
+    """A non-empty list of finite numbers as floats (no boolean, string or null among them); else None."""
+    if not isinstance(value, list) or not value:
+        return None
+    numbers = [finite_float(x) for x in value]
+    return None if any(x is None for x in numbers) else numbers  # type: ignore[return-value]
+
+
+def _usage(body: dict, batch: list[str]) -> int | None:
+    """The prompt tokens a reply reports for `batch`; None (not reported) unless a whole number from 1 to what
+    the texts could hold (one token per byte, and 16 special tokens per text)."""
+    usage = body.get("usage")
+    used = count(usage.get("prompt_tokens") if isinstance(usage, dict) else None,
+                 at_most=sum(len(t.encode("utf-8", "surrogatepass")) for t in batch) + 16 * len(batch))
+    return used if used else None
 
 
 def _key(fingerprint: str, text: str) -> str:
@@ -152,15 +216,33 @@ def _key(fingerprint: str, text: str) -> str:
 
 
 def _read_cache(path: Path | None) -> dict[str, list[float]]:
+    """The cached vectors by key. A row that is not {key, vector} with a non-zero vector of finite numbers (a torn
+    last line, an edited row) is ignored, and so is every row whose vector's dimension is not the one most rows
+    have: those texts are embedded again."""
     if path is None or not path.is_file():
         return {}
-    known = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-            known[row["key"]] = row["vector"]
-        except (ValueError, KeyError, TypeError):  # a torn last line: that text is embedded again
-            continue
+    known: dict[str, list[float]] = {}
+    try:
+        lines_file = open_regular(path, what="embeddings cache", max_bytes=CACHE_FILE_MAX)
+    except InputError:  # a FIFO or a device in its place: every text is embedded again
+        return {}
+    with lines_file as lines:
+        while line := lines.readline(CACHE_LINE_MAX + 1):
+            if len(line) > CACHE_LINE_MAX:  # never held whole: the rest of the row is skipped
+                while not line.endswith(b"\n") and (line := lines.readline(CACHE_LINE_MAX)):
+                    pass
+                continue
+            try:
+                row = read_json(line, max_bytes=CACHE_LINE_MAX, max_depth=4, what="cache row")
+            except NotJson:
+                continue
+            vector = _vector(row.get("vector")) if isinstance(row, dict) else None
+            if isinstance(row.get("key") if isinstance(row, dict) else None, str) and vector and any(vector):
+                known[row["key"]] = vector
+    dimensions = Counter(len(v) for v in known.values())
+    if len(dimensions) > 1:
+        common = dimensions.most_common(1)[0][0]
+        known = {k: v for k, v in known.items() if len(v) == common}
     return known
 
 

@@ -11,12 +11,11 @@ An answer's "timings" then has draft_n and draft_n_accepted; /metrics has llamac
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._serve import existing_dir, existing_file, http_get
+from ._serve import existing_dir, existing_file, http_get_json
 
 __all__ = ["Speculative", "SPECULATIVE_KINDS", "NGRAM_MATCH", "apply_speculative", "check_speculating",
            "add_speculative_arguments", "check_speculative_arguments", "speculative_from_arguments"]
@@ -95,11 +94,8 @@ def check_speculating(root_url: str, spec: Speculative) -> None:
     """Raise RuntimeError unless every slot speculates: llama.cpp logs a draft it cannot use (another
     vocabulary, say) and serves on without speculation, which would measure the plain server under the
     speculative variant's name."""
-    status, body = http_get(root_url + "/slots", timeout=10)
-    try:
-        slots = json.loads(body) if status == 200 else None
-    except ValueError:
-        slots = None
+    status, body = http_get_json(root_url + "/slots", timeout=10)
+    slots = body if status == 200 else None
     if not isinstance(slots, list) or not slots or not all(isinstance(s, dict) for s in slots):
         raise RuntimeError(f"llama.cpp at {root_url}: /slots answered HTTP {status}, not the slots' state")
     if not all(slot.get("speculative") is True for slot in slots):

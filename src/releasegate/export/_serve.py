@@ -10,14 +10,17 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from ..border.http import HttpError, Limits, fetch
+from ..border.json_reader import NotJson, read_json
 
 __all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "existing_file", "run_cli", "ServerProcess",
-           "stop_group", "log_tail", "wait_for_child", "health_ok", "http_get", "child_environment"]
+           "stop_group", "log_tail", "wait_for_child", "health_ok", "http_get", "http_get_json",
+           "child_environment"]
 
 DEMO = Path(__file__).resolve().parents[3] / "models" / "demo"
 """The demo model of a checkout (an editable install: the package lives in its src/); a wheel does not hold it."""
@@ -168,11 +171,10 @@ def wait_for_child(ready: Callable[[], bool], process: subprocess.Popen, log_pat
 
 
 def health_ok(root_url: str) -> bool:
-    """Whether GET {root_url}/health answers 200."""
+    """Whether GET {root_url}/health answers 200 (within 5 s, read through the border's HTTP reader)."""
     try:
-        with urllib.request.urlopen(root_url + "/health", timeout=5) as r:  # noqa: S310 - loopback
-            return r.status == 200
-    except (OSError, urllib.error.URLError):
+        return fetch(root_url + "/health", limits=_loopback(5)).status == 200
+    except HttpError:
         return False
 
 
@@ -198,12 +200,28 @@ def stop_group(process: subprocess.Popen, grace: float = 30.0) -> None:
 
 
 def http_get(url: str, timeout: float = 5) -> tuple[int, str]:
-    """GET a loopback URL: the status and the body, an HTTP error's too."""
+    """GET a loopback URL through the border's HTTP reader (`timeout` seconds in all, at most 1 MiB, no
+    redirect): the status and the body, an HTTP error's too; ConnectionError when no reply could be read."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
-            return r.status, r.read().decode("utf-8")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
+        reply = fetch(url, limits=_loopback(timeout))
+    except HttpError as exc:
+        raise ConnectionError(str(exc)) from None
+    return reply.status, reply.body.decode("utf-8", "replace")
+
+
+def http_get_json(url: str, timeout: float = 5) -> tuple[int, Any]:
+    """`http_get`, the body read as JSON within the border's size and depth limits: (status, value), the value
+    None when the body is no such JSON."""
+    status, text = http_get(url, timeout)
+    try:
+        return status, read_json(text, max_bytes=1024 * 1024)
+    except NotJson:
+        return status, None
+
+
+def _loopback(seconds: float) -> Limits:
+    """A loopback GET's limits: a server's /health or /slots answer is a few KB."""
+    return Limits(deadline_s=seconds, read_timeout_s=seconds, max_bytes=1024 * 1024)
 
 
 def child_environment() -> dict[str, str]:

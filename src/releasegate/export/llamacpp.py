@@ -28,7 +28,6 @@ Requests choose the adapter strength per request: `"lora": [{"id": 0, "scale": 0
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import subprocess
@@ -57,7 +56,7 @@ from ._serve import (
     existing_dir,
     existing_file,
     health_ok,
-    http_get,
+    http_get_json,
     run_cli,
     serve_until_interrupted,
     stop_group,
@@ -266,8 +265,8 @@ def wait_healthy(root_url: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            status, body = http_get(root_url + "/health", timeout=5)
-            if status == 200 and json.loads(body).get("status") == "ok":
+            status, body = http_get_json(root_url + "/health", timeout=5)
+            if status == 200 and isinstance(body, dict) and body.get("status") == "ok":
                 return
         except (OSError, ValueError):
             pass

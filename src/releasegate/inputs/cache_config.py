@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..redaction import mask_url
 from .backend_facts import capabilities
 from .files import read_text, resolve_under
 
@@ -73,10 +74,12 @@ class EmbeddingSource:
     """torch threads for the local model."""
     batch_size: int = 16
     """Texts per request or forward pass."""
+    timeout_s: float = 60.0
+    """Seconds one /embeddings request may take, connect to last byte (`border.http.Limits.deadline_s`)."""
 
     def describe(self) -> str:
         """What makes the embeddings, for the reports (never a credential)."""
-        return f"local model {self.local}" if self.local is not None else f"{self.model} at {self.base_url}"
+        return f"local model {self.local}" if self.local is not None else f"{self.model} at {mask_url(self.base_url)}"
 
 
 @dataclass(frozen=True)
@@ -135,4 +138,5 @@ def _embeddings(raw: dict, here: Path, at) -> EmbeddingSource:
         raise InputError("an embeddings endpoint needs its model", **at("response_cache_probe", "embeddings", "model"))
     local = resolve_under(here, raw["local"]) if "local" in raw else None
     return EmbeddingSource(base_url=raw.get("base_url"), model=raw.get("model"), api_key_env=raw.get("api_key_env"),
-                           local=local, threads=raw.get("threads", 1), batch_size=raw.get("batch_size", 16))
+                           local=local, threads=raw.get("threads", 1), batch_size=raw.get("batch_size", 16),
+                           timeout_s=raw.get("timeout_s", 60.0))

@@ -3,10 +3,10 @@
 Paths in a config are relative to the config file's directory. Each section is parsed by its own module
 (`target`, `suite_config`, `load_profile`, `cost_config`, `cache_config`, `inputs.judge_settings`, `scale`).
 
-Credentials a config carries (the API key's value, `target.headers`, userinfo and query tokens in
-`target.base_url`, secret-looking `extra_body` fields) are registered with `redaction` as soon as the config is
-loaded, so nothing releasegate writes afterwards holds them; `TargetConfig.describe` and `Config.snapshot_text`
-mask them by shape as well.
+Credentials a config carries anywhere (an API key's value, headers, userinfo and query tokens of any URL-valued
+key, values under secret-looking keys: see `config_secrets`) are registered with `redaction` as soon as the
+config is loaded, so nothing releasegate writes afterwards holds them; `TargetConfig.describe` and
+`Config.snapshot_text` mask them by shape as well.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .cache_config import (
     parse_response_cache_probe,
 )
 from .composition import Override, compose, parse_override, recorded_override, value_at
-from .config_secrets import masked_config, register_raw_secrets, restore_from
+from .config_secrets import masked_config, register_config_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, read_text, resolve_under
 from .judge_settings import parse_judge
@@ -136,11 +136,9 @@ def load_config(
     path = Path(path)
     composed = compose(path, tuple(o if isinstance(o, Override) else parse_override(o) for o in overrides))
     data = composed.data
-    register_raw_secrets(data.get("target"))
-    register_raw_secrets(data.get("judge"))
-    variants = data.get("variants")
-    for variant in variants if isinstance(variants, list) else ():  # an endpoint variant's base_url
-        register_raw_secrets(variant)
+    register_config_secrets(data)  # every section, whichever layer or --set wrote it
+    for override in composed.overrides:
+        register_config_secrets({str(override.parts[-1]) if override.parts else override.key: override.value})
     try:
         validate(data, "config", file=path, node=composed.layers[-1].node if composed.plain else None)
     except InputError as exc:

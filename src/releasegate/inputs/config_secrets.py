@@ -1,61 +1,120 @@
-"""Credentials in a config's raw `target:` and `judge:` sections, before and beside the parsed `TargetConfig`.
+"""Credentials anywhere in a config, before and beside its parsed sections.
 
-They are registered with `redaction` before validation (an error may quote a value), masked in the snapshot a
-run keeps, and restored from the original config when a run is resumed from that snapshot.
+One walk over the whole raw config (target, judge, `response_cache_probe.embeddings`, every variant, whatever
+an `extends:` layer or a `--set` wrote) finds them by shape rather than by a list of fields:
+
+- a value that is a URL (`scheme://...`): its userinfo and non-public query values (`redaction.url_secrets`);
+- a value under a secret-looking key (`redaction.is_secret_name`, or a name in the enclosing section's
+  `secret_keys`), at any depth: `api_key`, `Authorization`, `extra_body.auth.token`...;
+- the environment value a key names: `{env: NAME}` anywhere, and a secret-looking `*_env` key (`api_key_env`).
+  Such keys and `secret_keys` name a variable or a field, never a value: they are kept as they are.
+
+Every one is registered with `redaction` before validation (an error may quote a value), masked in the
+snapshot a run keeps (`masked_config`), and restored from the original config when a run is resumed from that
+snapshot (`restore_from`).
 """
 
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import InputError
-from ..redaction import add_secret, mapping_secrets, mask_mapping, mask_url, secret_from_env, url_secrets
+from ..redaction import REDACTED, add_secret, is_secret_name, mask_url, secret_from_env, url_secrets
 from .files import load_yaml
 
-__all__ = ["masked_config", "register_raw_secrets", "restore_secrets", "restore_from"]
+__all__ = ["masked_config", "register_config_secrets", "register_raw_secrets", "config_secrets", "restore_secrets",
+           "restore_from"]
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
+"""A value that is a URL as a whole (a prompt that merely mentions one is no URL-valued key)."""
+
+
+def _names_a_variable(key: object) -> bool:
+    """`secret_keys` (names of fields) and `*_env` keys (names of environment variables) hold no credential."""
+    return isinstance(key, str) and (key == "secret_keys" or key.lower().endswith("_env"))
+
+
+def _extra(section: dict, extra: tuple[str, ...]) -> tuple[str, ...]:
+    names = section.get("secret_keys")
+    return extra + tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else extra
+
+
+def _env_reference(value: object) -> str | None:
+    """NAME of a `{env: NAME}` reference, else None."""
+    if isinstance(value, dict) and set(value) == {"env"} and isinstance(value["env"], str):
+        return value["env"]
+    return None
+
+
+def _mask(value, extra: tuple[str, ...], secret: bool):
+    if _env_reference(value) is not None:
+        return dict(value)
+    if isinstance(value, dict):
+        inner = _extra(value, extra)
+        return {k: v if _names_a_variable(k) else _mask(v, inner, secret or is_secret_name(str(k), inner))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, extra, secret) for v in value]
+    if isinstance(value, str):
+        if secret:
+            return REDACTED
+        return mask_url(value, extra) if _URL.fullmatch(value) else value
+    return value
 
 
 def masked_config(data: dict) -> dict:
-    """A copy of the raw config with the credentials of its target and judge sections masked."""
-    raw = copy.deepcopy(data)
-    variants = [v for v in raw.get("variants") or () if isinstance(v, dict)]  # an endpoint variant's base_url
-    for target in (raw.get("target"), raw.get("judge"), *variants):
-        if not isinstance(target, dict):
-            continue
-        extra = tuple(target.get("secret_keys") or ())
-        if isinstance(target.get("base_url"), str):
-            target["base_url"] = mask_url(target["base_url"], extra)
-        for key in ("extra_body", "headers"):
-            if key in target:
-                target[key] = mask_mapping(target[key], extra)
-    return raw
+    """A copy of the raw config with every credential masked: URL userinfo and query tokens, values under
+    secret-looking keys; `{env: NAME}` references and `*_env` names kept (they hold no value)."""
+    return _mask(copy.deepcopy(data), (), False)
 
 
-def register_raw_secrets(target) -> None:
-    """Best-effort registration from the unvalidated target section (a validation error may quote a value)."""
-    if not isinstance(target, dict):
-        return
+def config_secrets(data, extra: tuple[str, ...] = (), secret: bool = False) -> Iterator[tuple[str, str]]:
+    """("value", a credential) and ("env", a variable holding one) for every credential `masked_config` masks."""
+    reference = _env_reference(data)
+    if reference is not None:
+        yield "env", reference
+    elif isinstance(data, dict):
+        inner = _extra(data, extra)
+        for key, value in data.items():
+            if _names_a_variable(key):
+                if isinstance(value, str) and str(key).endswith("_env") and is_secret_name(str(key)):
+                    yield "env", value
+                continue
+            yield from config_secrets(value, inner, secret or is_secret_name(str(key), inner))
+    elif isinstance(data, list):
+        for value in data:
+            yield from config_secrets(value, extra, secret)
+    elif isinstance(data, str):
+        if secret:
+            yield "value", data
+        elif _URL.fullmatch(data):
+            yield from (("value", v) for v in url_secrets(data, extra))
+
+
+def register_config_secrets(data) -> None:
+    """Register every credential of a raw config (or any part of one) with `redaction`: best effort, before
+    validation, so nothing of an unvalidated config can make it fail."""
     try:
-        extra = tuple(k for k in target.get("secret_keys") or () if isinstance(k, str))
-        if isinstance(target.get("base_url"), str):
-            for value in url_secrets(target["base_url"], extra):
+        for kind, value in config_secrets(data):
+            if kind == "env":
+                secret_from_env(value)
+            else:
                 add_secret(value)
-        for key in ("extra_body", "headers"):
-            for value in mapping_secrets(target.get(key), extra):
-                add_secret(value)
-        for spec in (target.get("headers") or {}).values() if isinstance(target.get("headers"), dict) else ():
-            if isinstance(spec, dict) and isinstance(spec.get("env"), str):
-                secret_from_env(spec["env"])
-        if isinstance(target.get("api_key_env"), str):
-            secret_from_env(target["api_key_env"])
-    except (TypeError, ValueError, AttributeError):
+    except (TypeError, ValueError, AttributeError, RecursionError):
         pass
 
 
+def register_raw_secrets(section) -> None:
+    """`register_config_secrets` of one section (the target's, the judge's, a variant's)."""
+    register_config_secrets(section)
+
+
 def restore_secrets(data: dict, original: Path) -> dict:
-    """`data` (a masked snapshot) with the target credentials of the config it was made from, when that
-    config's target, masked, is still the snapshot's: a resumed run talks to the endpoint as the run did."""
+    """`data` (a masked snapshot) with the credentials of the config it was made from, section by section where
+    that config's section, masked, is still the snapshot's: a resumed run talks to its endpoints as the run did."""
     try:
         source, _ = load_yaml(original, what="config")
     except InputError:
@@ -69,8 +128,8 @@ def restore_from(data: dict, source) -> dict:
         return data
     data = dict(data)
     masked = masked_config(source)
-    for section in ("target", "judge"):  # the judge's credentials come back the same way
-        if isinstance(source.get(section), dict) and masked.get(section) == data.get(section):
-            register_raw_secrets(source[section])
-            data[section] = copy.deepcopy(source[section])
+    for section, value in source.items():  # target, judge, response_cache_probe, variants...
+        if masked.get(section) == data.get(section) and masked.get(section) != value:
+            register_config_secrets(value)
+            data[section] = copy.deepcopy(value)
     return data

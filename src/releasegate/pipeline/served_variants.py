@@ -178,8 +178,11 @@ def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str)
     if t.backend != "openai":
         fields.update(mode="chat", concurrency=spec.parallel, api_key_env=None, headers={})
     if spec.server != "endpoint" or _origin(base_url) != _origin(t.base_url):
-        # a started server takes no credential, and the target's goes to the target's own origin only
-        fields.update(api_key_env=None, headers={})
+        # a started server takes no credential, and the target's go to the target's own origin only: its key,
+        # its headers and every extra_body field holding one (at any depth: the field its mask changes)
+        masked = t.masked()["extra_body"]
+        fields.update(api_key_env=None, headers={},
+                      extra_body={k: v for k, v in extra.items() if k == "lora" or masked.get(k) == v})
     return dataclasses.replace(t, **fields)
 
 

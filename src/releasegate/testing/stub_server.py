@@ -79,7 +79,8 @@ class StubBehaviour:
     while E2E grows). A one-chunk answer never waits."""
     hostile: str | None = None
     """Answer as a hostile server would: one of `hostile.HOSTILE_MODES` (malformed events, lying usage, empty
-    answers, unbounded or trickled bodies, broken framing, redirects, hostile /metrics); None: an honest server.
+    answers, unbounded or trickled bodies, broken framing, redirects, hostile /metrics or /embeddings); None: an
+    honest server (POST /v1/embeddings answered with `hostile.embeddings_reply`).
     POSTs: the requests the faults hit (see above; `fail_every` 2: every other one); GETs: every one."""
     redirect_to: str | None = None
     """Where the redirect modes send every request (scheme://host:port; the request's path is kept)."""
@@ -194,6 +195,9 @@ class StubServer:
         if b.fail_status is not None and faulty:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
             await _send_json(writer, b.fail_status, {"error": {"message": "stub failure", "code": b.fail_status}}, headers)
+            return not self.dead
+        if path.split("?")[0].endswith("/embeddings"):  # an honest embeddings endpoint
+            await _send_json(writer, 200, hostile.embeddings_reply(parsed))
             return not self.dead
         # drop and stall: every request without fail_every (as always), only the selected ones with it
         cut = (b.fail_every is None or (faulty and b.fail_status is None))

@@ -1,0 +1,243 @@
+"""Every HTTP read of releasegate that is not the target's stream: one request, read whole within its limits.
+
+The embeddings endpoint of the response-cache probe, the /metrics scrapes of a load phase and of a served variant,
+and the loopback GETs of the serving commands (/health, /slots) all read through `fetch` (`get_json` and
+`post_json` for JSON replies). Each request has:
+
+- a deadline (`Limits.deadline_s`), from the connect to the last byte, however slowly the bytes trickle: a
+  watchdog shuts the socket when it passes, so no read (of the head or of the body) can hold a run beyond it;
+- a read timeout (`Limits.read_timeout_s`): the longest silence between two reads;
+- a byte bound on the body (`Limits.max_bytes`; a Content-Length above it is refused before the body is read),
+  and http.client's bounds on the head (a header line over 64 KiB, more than 100 headers);
+- no redirect followed, whatever its target: the Location's origin is named, never its path, query or
+  userinfo, and nothing (no header, no credential) goes there;
+- userinfo in the URL (http://user:pass@host) sent only as that origin's Basic authorization, never in the
+  request line, and masked in every message;
+- the proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), as the HTTP libraries these reads
+  replaced honoured it; never for a loopback host, and an https request only through a tunnel.
+
+A failure is an `HttpError` whose `kind` is the `ErrorKind` (or `http_kind`) a record would name, and whose
+message is one line with the URL masked. JSON replies are read by `json_reader.read_json` (size and depth).
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..errors import ErrorKind, http_kind
+from ..redaction import mask_url
+from .json_reader import MAX_JSON_DEPTH, NotJson, read_json
+from .limits import DEFAULT_MAX_BYTES, Redirected
+
+__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json"]
+
+_PIECE = 65536
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may take."""
+
+    deadline_s: float = 30.0
+    """Seconds from the connect to the last byte of the reply."""
+    read_timeout_s: float = 10.0
+    """Seconds the server may stay silent (connecting, or between two reads); never more than the deadline."""
+    max_bytes: int = DEFAULT_MAX_BYTES
+    """Bytes the reply's body may hold."""
+    max_depth: int = MAX_JSON_DEPTH
+    """Nesting a JSON reply may have."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: bytes
+    seconds: float
+    """Wall time of the request, connect to last byte."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Header names in lower case."""
+
+
+class HttpError(Exception):
+    """A request that got no readable reply within its limits; `kind` names why, as a record would."""
+
+    def __init__(self, kind: str, where: str, detail: str) -> None:
+        super().__init__(f"{where}: {detail}")
+        self.kind, self.where, self.detail = kind, where, detail
+
+
+class _Watchdog:
+    """Shuts the connection's socket once the deadline passes: a blocked connect, send or read then returns."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
+        self.conn, self.expired = conn, threading.Event()
+        self.timer = threading.Timer(seconds, self._cut)
+        self.timer.daemon = True
+
+    def _cut(self) -> None:
+        self.expired.set()
+        sock = self.conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> _Watchdog:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timer.cancel()
+        self.conn.close()
+
+
+def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: dict[str, str] | None = None,
+          limits: Limits = Limits()) -> Reply:
+    """One request, its reply read whole within `limits`: any status but a redirect (3xx), which is an HttpError
+    of kind `redirect`, as every failure to read within the limits is one of its kind."""
+    where = mask_url(url) or "?"
+    parts, target, sent = _request_parts(url, headers or {}, where)
+    timeout = max(0.001, min(limits.read_timeout_s, limits.deadline_s))
+    conn, target = _connection(parts, target, sent, timeout)
+    started = time.monotonic()
+    with _Watchdog(conn, limits.deadline_s) as watchdog:
+        try:
+            conn.request(method, target, body=body, headers=sent)
+            reply = conn.getresponse()
+            if 300 <= reply.status < 400:
+                raise Redirected(reply.status, reply.getheader("location"), url)
+            data = _body(reply, limits.max_bytes, where)
+        except HttpError:
+            raise
+        except Redirected as exc:
+            raise HttpError(ErrorKind.REDIRECT, where, f"{exc}") from None
+        except Exception as exc:  # noqa: BLE001 - whatever the server's bytes made the client raise
+            raise _failure(exc, watchdog.expired.is_set(), limits, where) from None
+        if watchdog.expired.is_set():  # the last read was cut short by the deadline
+            raise _failure(TimeoutError(), True, limits, where)
+    headers_read = {k.lower(): v for k, v in reply.getheaders()}
+    return Reply(status=reply.status, body=data, seconds=time.monotonic() - started, headers=headers_read)
+
+
+def _request_parts(url: str, headers: dict[str, str], where: str):
+    """(the URL's parts, the request target, the headers to send): userinfo as Basic authorization."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise HttpError(ErrorKind.CONNECTION_ERROR, where, "not a URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise HttpError(ErrorKind.CONNECTION_ERROR, where, "not an http(s) URL")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    sent = dict(headers)
+    if parts.username is not None and not any(k.lower() == "authorization" for k in sent):
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        sent["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+    return parts, target, sent
+
+
+def _connection(parts, target: str, sent: dict[str, str], timeout: float) -> tuple[http.client.HTTPConnection, str]:
+    """The connection for a URL and the request target to send on it: straight to the server, or through the
+    proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY; never for a loopback host): an https URL
+    through a CONNECT tunnel (the proxy sees no header of the request), an http URL in absolute form."""
+    https = parts.scheme == "https"
+    proxy = _proxy(parts)
+    if proxy is None:
+        if https:
+            return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout,
+                                               context=ssl.create_default_context()), target
+        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), target
+    auth = {}
+    if proxy.username is not None:
+        pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}".encode()
+        auth["Proxy-Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+    if https:
+        conn = http.client.HTTPSConnection(proxy.hostname, proxy.port or 80, timeout=timeout,
+                                           context=ssl.create_default_context())
+        conn.set_tunnel(parts.hostname, parts.port or 443, headers=auth)
+        return conn, target
+    sent.update(auth)
+    host = parts.netloc.rpartition("@")[2]
+    return http.client.HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeout), f"http://{host}{target}"
+
+
+def _proxy(parts):
+    """The parts of the proxy URL the environment names for this URL; None: no proxy (or a loopback host)."""
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host == "::1" or host.startswith("127."):
+        return None
+    proxies = urllib.request.getproxies_environment()
+    if not proxies.get(parts.scheme) or urllib.request.proxy_bypass_environment(host, proxies):
+        return None
+    try:
+        proxy = urlsplit(proxies[parts.scheme] if "://" in proxies[parts.scheme] else "http://" + proxies[parts.scheme])
+        return proxy if proxy.hostname and (proxy.port or 0) >= 0 else None  # .port raises on one not a number
+    except ValueError:
+        return None
+
+
+def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
+    declared = reply.getheader("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
+        raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply of {int(declared)} bytes, over {max_bytes}")
+    pieces, size = [], 0
+    while piece := reply.read1(_PIECE):
+        size += len(piece)
+        if size > max_bytes:
+            raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply over {max_bytes} bytes")
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+def _failure(exc: BaseException, expired: bool, limits: Limits, where: str) -> HttpError:
+    """The HttpError for what the client raised, its kind as a record would name it."""
+    if expired:
+        return HttpError(ErrorKind.TIMEOUT, where, f"no whole reply within {limits.deadline_s:g} s")
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return HttpError(ErrorKind.STALL_TIMEOUT, where, f"nothing received for {limits.read_timeout_s:g} s")
+    if isinstance(exc, http.client.LineTooLong) or "more than" in str(exc) and "headers" in str(exc):
+        return HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, "a reply head over http.client's bounds")
+    if isinstance(exc, http.client.IncompleteRead | http.client.RemoteDisconnected):
+        return HttpError(ErrorKind.STREAM_INTERRUPTED, where, "the connection closed before the reply was whole")
+    if isinstance(exc, http.client.HTTPException | ValueError):
+        return HttpError(ErrorKind.BAD_RESPONSE, where, f"unreadable reply ({type(exc).__name__})")
+    if isinstance(exc, OSError):
+        return HttpError(ErrorKind.CONNECTION_ERROR, where, f"{exc.strerror or type(exc).__name__}")
+    return HttpError(ErrorKind.CLIENT_ERROR, where, f"{type(exc).__name__}")
+
+
+def _json(reply: Reply, url: str, limits: Limits) -> Any:
+    where = mask_url(url) or "?"
+    if not 200 <= reply.status < 300:
+        raise HttpError(http_kind(reply.status), where, f"HTTP {reply.status}")
+    try:
+        return read_json(reply.body, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
+    except NotJson as exc:
+        raise HttpError(ErrorKind.BAD_RESPONSE, where, f"{exc}") from None
+
+
+def get_json(url: str, *, headers: dict[str, str] | None = None, limits: Limits = Limits()) -> tuple[Any, Reply]:
+    """GET a JSON document: (its value, the reply); HttpError for any status but 2xx, or a body not JSON within
+    the size and depth limits."""
+    reply = fetch(url, headers=headers, limits=limits)
+    return _json(reply, url, limits), reply
+
+
+def post_json(url: str, payload: Any, *, headers: dict[str, str] | None = None,
+              limits: Limits = Limits()) -> tuple[Any, Reply]:
+    """POST `payload` as JSON; (the reply's JSON value, the reply), by the rules of `get_json`."""
+    body = json.dumps(payload).encode("ascii")  # ASCII JSON: a lone surrogate in a text goes as its \\u escape
+    sent = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+    reply = fetch(url, method="POST", body=body, headers=sent, limits=limits)
+    return _json(reply, url, limits), reply

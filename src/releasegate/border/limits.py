@@ -1,0 +1,47 @@
+"""The bounds on what a server may send, shared by every HTTP reader of releasegate (the target's streaming
+clients in `backends`, and `border.http` for every other reply), and the errors past them.
+
+A response over its byte bound (the body) or `HEAD_MAX` (its status line and headers) is too large; a redirect is
+never followed (credentials would go with it to wherever it points), and its message names the Location's origin
+only; HTTP framing that cannot be read (a status line without a status, a chunk size that is not hex, a
+Content-Length that is not a number) is a bad response.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin, urlsplit
+
+__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin"]
+
+HEAD_MAX = 64 * 1024
+"""Bytes a response's status line and headers may take (a server's are a few hundred)."""
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+"""A response body larger than 16 MiB is not an answer to keep (`target.max_response_bytes` by default)."""
+
+
+class ResponseTooLarge(Exception):
+    """The response ran past a size bound."""
+
+
+class BadFraming(Exception):
+    """The response's HTTP framing could not be read."""
+
+
+class Redirected(Exception):
+    """The server answered with a redirect; `where` is the Location's origin (or 'no Location')."""
+
+    def __init__(self, status: int, location: str | None, base: str) -> None:
+        self.status, self.where = status, origin(location, base)
+        super().__init__(f"HTTP {status} redirect to {self.where}: not followed (point base_url at the server itself)")
+
+
+def origin(location: str | None, base: str = "") -> str:
+    """scheme://host[:port] of a URL or a Location (resolved against `base`): never its path, query or userinfo."""
+    if not location:
+        return "no Location"
+    try:
+        parts = urlsplit(urljoin(base, location.strip()))
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "an unreadable Location"
+    return f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else "an unreadable Location"
