@@ -107,7 +107,7 @@ def _endpoint(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[
     key = os.environ.get(source.api_key_env) if source.api_key_env else None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = (source.base_url or "").rstrip("/") + "/embeddings"
-    where = mask_url(url)
+    where = mask_url(url) or url
     vectors: list[list[float]] = []
     tokens: int | None = 0
     for i in range(0, len(texts), source.batch_size):

@@ -178,7 +178,8 @@ def _proxy(parts):
     if host == "localhost" or host == "::1" or host.startswith("127."):
         return None
     proxies = urllib.request.getproxies_environment()
-    if not proxies.get(parts.scheme) or urllib.request.proxy_bypass_environment(host, proxies):
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # public since Python 3.0, untyped
+    if not proxies.get(parts.scheme) or bypass(host, proxies):
         return None
     try:
         proxy = urlsplit(proxies[parts.scheme] if "://" in proxies[parts.scheme] else "http://" + proxies[parts.scheme])
