@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
 from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..inputs.files import read_text
@@ -34,7 +35,7 @@ class ReplayBackend(Backend):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json_loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON: {exc.msg}", file=self.path, line=number) from None
             except RecursionError:

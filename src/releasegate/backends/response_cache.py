@@ -28,6 +28,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
 from ..record.records import Timing, Tokens
 from ..redaction import redact
@@ -153,7 +154,7 @@ def _sent(gen: Generation) -> list[str | None]:
 def _attempts(raw) -> list[str | None] | None:
     """The stored attempts, or None when unknown or malformed (a damaged row is an entry that knows none)."""
     try:
-        value = json.loads(raw) if isinstance(raw, str) else None
+        value = json_loads(raw) if isinstance(raw, str) else None
     except ValueError:
         return None
     if not isinstance(value, list) or not value or not all(v is None or isinstance(v, str) for v in value):

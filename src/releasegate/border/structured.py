@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "TooDeep", "nesting", "json_loads"]
+from ..errors import InputError
+from .files import read_text
+from .json_reader import json_depth
+
+__all__ = ["MAX_JSON_DEPTH", "TooDeep", "nesting", "json_loads", "stored_json"]
 
 MAX_JSON_DEPTH = 64
 """The deepest a case, a row or a stored document may nest: hand-written data nests a few levels, a model's
@@ -32,12 +36,21 @@ def nesting(value: Any) -> int:
 
 
 def json_loads(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """`json.loads`, refusing (TooDeep, a ValueError) a value nested deeper than `max_depth`: past the parser's
-    own limit (its RecursionError) or under it."""
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise TooDeep(f"JSON nested too deeply (more than {max_depth} levels)") from None
-    if nesting(value) > max_depth:
+    """`json.loads`, refusing (TooDeep, a ValueError) a value nested deeper than `max_depth`, counted on the text
+    before it is parsed (`json_reader.json_depth`, the border's one depth count), so no parser recursion is ever
+    reached."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if json_depth(raw, stop_at=max_depth) > max_depth:
         raise TooDeep(f"JSON nested too deeply (more than {max_depth} levels)")
-    return value
+    return json.loads(text)
+
+
+def stored_json(path, *, what: str, max_bytes: int = 64 * 1024 * 1024) -> Any:
+    """The JSON value of a file releasegate or a model wrote (a run's report.json or variant.json, a model's
+    config.json), read as a regular file of at most `max_bytes` and nested at most MAX_JSON_DEPTH; None when it
+    is missing, not a regular file, too large, not UTF-8 or not JSON: such a file says nothing, it never ends a
+    command."""
+    try:
+        return json_loads(read_text(path, what=what, max_bytes=max_bytes))
+    except (InputError, ValueError):
+        return None

@@ -6,12 +6,12 @@ torch, safetensors and numpy are imported only when a function that needs them r
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from ..border.files import read_text
+from ..border.structured import json_loads
 
 __all__ = [
     "ExportError", "OUTTYPES", "LlamaHparams", "gguf_name", "permute_qk", "read_json", "load_state_dict",
@@ -53,7 +53,7 @@ class ExportError(ValueError):
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON file of the model or adapter directory (a regular file of at most 64 MiB, see `border.files`)."""
-    return json.loads(read_text(path, what=path.name))
+    return json_loads(read_text(path, what=path.name))
 
 
 def gguf_name(hf_name: str) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..border.files import is_file, read_text, regular_entries, sha256_file, walk_files
+from ..border.structured import json_loads
 from ..errors import InputError
 from .gguf import export_lora, export_manifest, export_model
 from .llamacpp import merge_adapter
@@ -176,7 +177,7 @@ def _kept(out: Path) -> ServedFiles | None:
     """The files exported under `out` before, when its manifest reads and every file still has its digest; None
     (export again) otherwise."""
     try:
-        record = json.loads(read_text(out / "manifest.json", what="exported files' manifest"))
+        record = json_loads(read_text(out / "manifest.json", what="exported files' manifest"))
         files = _from_manifest(out, record)
         if all(tree_digest(Path(m["file"])) == m["sha256"] for m in files.manifest):
             return files

@@ -17,7 +17,6 @@ named `vllm`.) A request selects the adapter by its model name: `"model": "good"
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from ..border.env import VLLM_PYTHON, env_path
 from ..border.files import is_file, read_text
+from ..border.structured import json_loads
 from ..errors import InputError
 from ._serve import health_ok, serve_until_interrupted, stop_group, tree_peak_memory_bytes, wait_for_child
 
@@ -150,7 +150,7 @@ def _lora_rank(adapter: Path) -> int:
     without a whole r up to 512 is an InputError naming it."""
     path = adapter / "adapter_config.json"
     try:
-        r = json.loads(read_text(path, what="adapter config", max_bytes=1 << 20)).get("r")
+        r = json_loads(read_text(path, what="adapter config", max_bytes=1 << 20)).get("r")
     except (ValueError, RecursionError, AttributeError):
         r = None
     if not isinstance(r, int) or isinstance(r, bool) or not 1 <= r <= 512:

@@ -25,8 +25,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from ..border.files import sha256_file
+from ..errors import InputError
+from ..inputs.files import stored_yaml
 from .health import saved_run_problems, target_failure
 
 if TYPE_CHECKING:
@@ -102,11 +103,7 @@ def saved_settings_key(run_path: Path, info: RunInfo) -> dict[str, str | None]:
 
 
 def _yaml(path: Path) -> dict | None:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    return data if isinstance(data, dict) else None
+    return stored_yaml(path, what="run snapshot")
 
 
 def differences(a: dict, b: dict, parts: Iterable[str] = SETTINGS_PARTS) -> tuple[list[str], list[str]]:
@@ -133,9 +130,8 @@ def same_run(path_a: Path, info_a: RunInfo, path_b: Path, info_b: RunInfo) -> bo
 
 def _file_digest(path: Path) -> str | None:
     try:
-        with path.open("rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError:
+        return sha256_file(path, what="run snapshot")
+    except InputError:
         return None
 
 

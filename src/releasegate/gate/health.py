@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..inputs.files import stored_yaml
 from ..record.evidence import answered, attempt_counts, case_attempts, worst_client
 from ..record.records import CaseRecord, RunInfo
 from ..record.seal import edited_evidence
@@ -102,12 +103,7 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
     """The phases a saved run planned: run.json's own list, else (older runs) its config.yaml snapshot's."""
     if info.phases is not None:
         return info.phases
-    import yaml
-
-    try:
-        data = yaml.safe_load((Path(run_path) / "config.yaml").read_text("utf-8"))
-    except (OSError, ValueError, yaml.YAMLError):
-        data = None
+    data = stored_yaml(Path(run_path) / "config.yaml", what="config snapshot")
     planned = ["quality"]
     if (isinstance(data, dict) and data.get("load")) or info.load_phase is not None:
         planned.append("load")

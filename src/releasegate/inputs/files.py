@@ -49,6 +49,16 @@ def load_yaml(path: Path, *, what: str) -> tuple[Any, yaml.Node | None]:
     return _parse_yaml(text, path)
 
 
+def stored_yaml(path: Path, *, what: str) -> dict | None:
+    """A mapping releasegate wrote as YAML (a run's config.yaml snapshot), read with the same limits as any YAML;
+    None when it is missing, unreadable or not a mapping: it then says nothing."""
+    try:
+        data, _ = load_yaml(path, what=what)
+    except InputError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def load_yaml_text(text: str, *, source: str) -> Any:
     """YAML given as text (a `--set` value), read with the same safe loader and limits as a file; errors name
     `source`."""

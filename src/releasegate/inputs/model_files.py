@@ -6,11 +6,11 @@ naming the field; a model that loads is not proven by this, but a model that can
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ..border.files import exists, is_dir, open_regular, read_text, regular_entries
+from ..border.structured import json_loads
 from ..errors import InputError, Where
 
 __all__ = ["check_model_dir", "check_gguf_file", "WEIGHT_FILES", "MAX_CONFIG_BYTES"]
@@ -41,7 +41,7 @@ def check_model_dir(path: Path, what: str, where: Where) -> Path:
 
 def _check_config(config: Path, what: str, where: Where) -> None:
     try:
-        data = json.loads(read_text(config, what=f"{what} config.json", max_bytes=MAX_CONFIG_BYTES))
+        data = json_loads(read_text(config, what=f"{what} config.json", max_bytes=MAX_CONFIG_BYTES))
     except InputError as exc:
         raise InputError(f"{exc.message} ({config})", **where, hint=exc.hint or "point at a model directory") from None
     except (ValueError, RecursionError):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..border.structured import json_loads
 from ..errors import InputError
 from .files import is_dir, read_text, resolve_under
 from .sources import EXTENSIONS
@@ -115,7 +115,7 @@ def _sample(raw: dict | None, at) -> dict | None:
 def _only_split(directory: Path) -> str | None:
     """The one split of a DatasetDict's save_to_disk directory, None when it has several (or is no such)."""
     try:  # a regular file, read with a cap: a FIFO or /dev/zero here is refused when the source is read
-        splits = json.loads(read_text(directory / "dataset_dict.json", what="dataset_dict.json", max_bytes=2**20)).get("splits")
+        splits = json_loads(read_text(directory / "dataset_dict.json", what="dataset_dict.json", max_bytes=2**20)).get("splits")
     except (InputError, ValueError, AttributeError, RecursionError):
         return None
     return splits[0] if isinstance(splits, list) and len(splits) == 1 and isinstance(splits[0], str) else None

@@ -163,7 +163,7 @@ def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
         try:
             for _, line in _lines(suite.path):
                 try:
-                    raw = json.loads(line)
+                    raw = json_loads(line)
                 except (ValueError, RecursionError):
                     continue
                 if isinstance(raw, dict):
@@ -375,7 +375,7 @@ def _resolve_format(spec: dict, base_dir: Path, file: Path, line: int | None) ->
     if isinstance(schema, str):
         path = base_dir / schema
         try:
-            schema = json.loads(read_text(path, what="JSON Schema"))
+            schema = json_loads(read_text(path, what="JSON Schema"))
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
         except (ValueError, RecursionError) as exc:

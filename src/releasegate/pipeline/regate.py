@@ -12,11 +12,12 @@ snapshot's sha256, and whether it was a what-if), so no report can pass for anot
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..border.files import sha256_file
+from ..border.structured import stored_json
 from ..decision.whatif import decide_whatif
 from ..errors import InputError
 from ..gate.health import planned_phases
@@ -102,10 +103,8 @@ def _inputs_changed(run_path: Path, whatif: bool) -> list[str]:
 
 def _recorded_verdict(run_path: Path) -> str | None:
     """The verdict the run's own report.json records (sealed), None when there is no readable one."""
-    try:
-        verdict = json.loads((run_path / "report.json").read_text("utf-8")).get("verdict")
-    except (OSError, ValueError, AttributeError):
-        return None
+    report = stored_json(run_path / "report.json", what="report.json")
+    verdict = report.get("verdict") if isinstance(report, dict) else None
     return verdict if isinstance(verdict, str) else None
 
 
@@ -150,8 +149,8 @@ def _same_policy(a: Rubric, b: Rubric) -> bool:
 
 def _sha256(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return sha256_file(path, what="rubric")
+    except InputError:
         return None
 
 

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from rich.console import Console
 
+from ..border.structured import stored_json
 from ..decision.choice import unserved
 from ..errors import TargetError
 from ..export.llamacpp import Speculative, launch_server
@@ -148,10 +149,8 @@ def _start(spec: VariantSpec, files: ServedFiles | None, log: Path):
 
 def _context(spec: VariantSpec) -> int:
     """Tokens of context per request slot: the model's window (its config's max_position_embeddings), at most 8192."""
-    try:
-        window = json.loads((spec.base / "config.json").read_text("utf-8")).get("max_position_embeddings") if spec.base else None
-    except (OSError, ValueError):
-        window = None
+    config = stored_json(spec.base / "config.json", what="model config") if spec.base else None
+    window = config.get("max_position_embeddings") if isinstance(config, dict) else None
     return min(int(window), 8192) if isinstance(window, int) and window > 0 else 4096
 
 
@@ -283,11 +282,8 @@ def _speculation_changed(spec: VariantSpec, parity: dict | None, binds: bool) ->
 
 
 def _read_variant(run: RunDir) -> dict:
-    try:
-        data = json.loads((run.path / VARIANT_FILE).read_text("utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    data = stored_json(run.path / VARIANT_FILE, what="variant.json")
+    return data if isinstance(data, dict) else {}
 
 
 def _gguf_type(served: dict) -> str | None:

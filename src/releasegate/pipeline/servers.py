@@ -26,8 +26,7 @@ those left does). No eligible target: no recommendation, exit 3.
 
 from __future__ import annotations
 
-import json
-
+from ..border.structured import stored_json
 from ..decision.comparison import decide_comparison
 from ..errors import InputError
 from ..gate.comparability import describe_differences, differences, same_run, saved_settings_key
@@ -152,10 +151,9 @@ def _target_row(run: RunDir, info, report: dict) -> dict:
 
 def _saved_verdict(run: RunDir) -> str | None:
     """The verdict report.json holds, for the record only; None when there is no readable one."""
-    try:
-        return json.loads((run.path / "report.json").read_text("utf-8")).get("verdict")
-    except (OSError, ValueError, AttributeError):
-        return None
+    report = stored_json(run.path / "report.json", what="report.json")
+    verdict = report.get("verdict") if isinstance(report, dict) else None
+    return verdict if isinstance(verdict, str) else None
 
 
 def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins: Margins, arms: tuple,

@@ -7,13 +7,13 @@ not a traceback. Every field is documented here; docs/guarantees.md says what th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..border.files import exists, read_text
+from ..border.structured import json_loads
 from ..errors import InputError
 from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
@@ -310,7 +310,7 @@ def load_report(run: RunDir) -> GateReport:
         run.read_info()  # not a run directory at all: say that instead
         raise InputError("run has no report.json", file=run.path, hint=f"judge it first: releasegate gate {run.path}")
     try:
-        report = json.loads(read_text(path, what="report.json"))
+        report = json_loads(read_text(path, what="report.json"))
     except (ValueError, RecursionError) as exc:
         raise InputError(f"unreadable report.json: {exc}", file=path) from None
     missing = [key for key in GATE_WRITES if isinstance(report, dict) and key not in report]

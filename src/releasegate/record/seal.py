@@ -21,10 +21,10 @@ can forge it.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 from ..border.files import read_text
+from ..border.structured import json_loads
 from ..clock import now
 from ..errors import InputError
 from .records import RunDir
@@ -231,7 +231,7 @@ def _kept_already(sealed: dict, name: str, before: dict) -> bool:
 def _run_complete(run_path: Path) -> bool:
     """Whether run.json says the run is complete (no stage of it still writing)."""
     try:
-        return json.loads(read_text(run_path / "run.json", what="run.json")).get("status") == "complete"
+        return json_loads(read_text(run_path / "run.json", what="run.json")).get("status") == "complete"
     except (InputError, ValueError, AttributeError, RecursionError):
         return False
 
@@ -239,7 +239,7 @@ def _run_complete(run_path: Path) -> bool:
 def _load_phase_running(run_path: Path) -> bool:
     """Whether run.json says the load phase has not finished (its journal is then still being written)."""
     try:
-        info = json.loads(read_text(run_path / "run.json", what="run.json"))
+        info = json_loads(read_text(run_path / "run.json", what="run.json"))
     except (InputError, ValueError, RecursionError):
         return False
     return isinstance(info, dict) and "load" in (info.get("phases") or []) and info.get("load_phase") is None

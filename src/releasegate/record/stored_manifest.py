@@ -10,13 +10,13 @@ built by hand may hold a bare `{}`), `verify` and `check --resume` the whole man
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..border.files import exists, read_text
+from ..border.structured import json_loads
 from ..errors import InputError
 from .run_parts import Count, finite_tree, problem_line
 
@@ -101,7 +101,7 @@ def read_manifest_file(run_dir: Path, *, whole: bool = True) -> dict | None:
         return None
     text = read_text(path, what="manifest.json", max_bytes=MAX_MANIFEST_BYTES)
     try:
-        data = json.loads(text)
+        data = json_loads(text)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"unreadable manifest: {_first(exc)}", file=path) from None
     return check_manifest(data, path, whole=whole)

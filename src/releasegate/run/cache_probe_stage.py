@@ -5,12 +5,11 @@ metrics and the recommended threshold from there, so `gate RUN_DIR` needs no emb
 
 from __future__ import annotations
 
-import yaml
-
 from ..backends.embeddings import EMBEDDINGS_FILE, embed, stored_vectors
 from ..errors import TargetError
 from ..gate.cache_probe import ProbeSettings, degenerate, simulate_all
 from ..gate.cache_probe_records import answer_passes, probe_cases
+from ..inputs.files import stored_yaml
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..stats.intervals import percentile
 
@@ -89,8 +88,4 @@ def rederived_probe(run: RunDir, info: RunInfo, rubric, records: list[CaseRecord
 
 
 def _snapshot(run: RunDir) -> dict:
-    try:
-        data = yaml.safe_load((run.path / "config.yaml").read_text("utf-8"))
-    except (OSError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return stored_yaml(run.path / "config.yaml", what="config snapshot") or {}

@@ -7,7 +7,6 @@ order when generation ends.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from rich.console import Console
 from ..backends import Generation, Request, capabilities
 from ..backends.response_cache import ResponseCache
 from ..border.files import read_capped
+from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
@@ -158,7 +158,7 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
     data = read_capped(path, what="records.jsonl", max_bytes=MAX_JOURNAL_BYTES)
     lines = [line for line in data.splitlines(keepends=True) if line.strip()]
     try:
-        ids = [json.loads(line)["case_id"] for line in lines]
+        ids = [json_loads(line)["case_id"] for line in lines]
     except (ValueError, KeyError, TypeError):
         return  # a torn or foreign line: leave the journal to `repair` and `read_records`
     if not lines or not lines[-1].endswith(b"\n"):

@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import __version__
 from ..border.files import is_dir, is_file, read_text, sha256_file, walk_files
+from ..border.structured import json_loads
 from ..clock import now
 from ..errors import InputError
 from ..inputs.backend_facts import capabilities
@@ -268,7 +269,7 @@ def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> N
 
 def _embedded_template(path: Path) -> str | None:
     try:
-        template = json.loads(read_text(path, what="tokenizer config")).get("chat_template")
+        template = json_loads(read_text(path, what="tokenizer config")).get("chat_template")
     except (InputError, ValueError, AttributeError, RecursionError):
         return None
     if template is None:

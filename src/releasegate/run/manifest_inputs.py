@@ -8,10 +8,10 @@ same as for a JSONL suite; bench/big_suites.py prints it for a 1M-row parquet fi
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 from ..border.files import is_dir, read_text, walk_files
+from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.sources import hub_snapshot
 from ..inputs.suites import _lines
@@ -60,7 +60,7 @@ def _state_data_files(folder: Path, hashed: set[Path]) -> list[Path]:
     """The data files the split's state.json names that the directory walk did not hash (the loader refuses any
     outside the directory, see `tables.check_disk_dir`)."""
     try:
-        state = json.loads(read_text(folder / "state.json", what="state.json"))
+        state = json_loads(read_text(folder / "state.json", what="state.json"))
     except (InputError, ValueError, RecursionError):
         return []
     files = [f.resolve() for f in data_files(folder, state if isinstance(state, dict) else {})]
@@ -99,7 +99,7 @@ def schema_paths(suite, base_dir: Path) -> list[Path]:
 def _line_schemas(line: str, path: Path) -> list[Path]:
     """The schema files one case line's format checks name (none for a line that is not a case)."""
     try:
-        formats = json.loads(line).get("format") or []
+        formats = json_loads(line).get("format") or []
     except (ValueError, AttributeError, RecursionError):
         return []
     if not isinstance(formats, list):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..backends import Request
+from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.files import read_text
 from ..inputs.load_profile import LoadConfig
@@ -54,7 +55,7 @@ def read_traffic(path: Path) -> list[tuple[float, Request]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json_loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg}", file=path, line=number) from None
         t = row.get("t") if isinstance(row, dict) else None

@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..border.files import read_capped
+from ..border.structured import json_loads
 from ..errors import InputError
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir
 from ..record.sealed import matches_seal
@@ -135,7 +136,7 @@ def _rows(data: bytes) -> list[dict]:
     rows = []
     for line in data.splitlines():
         try:
-            row = json.loads(line)
+            row = json_loads(line)
         except ValueError:
             continue
         if (isinstance(row, dict) and isinstance(row.get("fingerprint"), str) and isinstance(row.get("n"), int)
