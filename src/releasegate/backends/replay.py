@@ -10,8 +10,8 @@ refuse the file or to lose the other outputs.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from ..border.files import read_capped
 from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
 from ..inputs.backend_facts import BackendSpec, Capabilities
@@ -63,10 +63,7 @@ def _read(path) -> str:
     except InputError as exc:
         if not exc.message.startswith("not UTF-8"):
             raise
-    try:
-        return Path(path).read_bytes().decode("utf-8", "surrogateescape").removeprefix("\ufeff")
-    except OSError as exc:
-        raise InputError(f"cannot read responses file: {exc.strerror}", file=path) from None
+    return read_capped(path, what="responses file").decode("utf-8", "surrogateescape").removeprefix("\ufeff")
 
 
 register(BackendEntry(BackendSpec(

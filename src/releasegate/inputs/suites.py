@@ -266,11 +266,9 @@ def _not_utf8(path: Path) -> InputError:
     """The error for a file found not to be UTF-8, with the byte offset decoding the whole file reports (only on
     this path is the whole file decoded at once)."""
     try:
-        path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return InputError(f"not UTF-8 text (byte {exc.start})", file=path, hint="save it as UTF-8")
-    except OSError as exc:
-        return InputError(f"cannot read suite: {exc.strerror}", file=path)
+        read_text(path, what="suite", max_bytes=1 << 40)  # the border's reader names the byte where decoding failed
+    except InputError as exc:
+        return exc
     return InputError("not UTF-8 text", file=path, hint="save it as UTF-8")  # unreachable: the decoders agree
 
 

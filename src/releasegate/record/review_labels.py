@@ -9,12 +9,14 @@ labelled it approved it; one rejection makes it rejected (the conservative readi
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from pydantic import BaseModel
 
+from ..border.files import open_regular
 from ..errors import InputError
 from .records import RunDir
 
@@ -33,6 +35,8 @@ LABEL_WORDS: dict[str, Label] = {
 }
 """Words accepted in the CSV's label column (any case, surrounding spaces ignored) -> the stored label."""
 REVIEWS_FILE = "reviews.jsonl"
+_REVIEWS_MAX = 4 * 1024**3
+"""Bytes reviews.jsonl may hold when read back (millions of labels fit many times over)."""
 
 
 class LabelEdit(BaseModel):
@@ -90,7 +94,8 @@ def read_labels(run: RunDir) -> list[LabelEdit]:
     if not path.is_file():
         return []
     edits = []
-    with path.open(encoding="utf-8", errors="surrogateescape") as fh:  # bytes not UTF-8: a corrupt line, below
+    raw = open_regular(path, what="reviews.jsonl", max_bytes=_REVIEWS_MAX)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape") as fh:  # bytes not UTF-8: a corrupt line
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue

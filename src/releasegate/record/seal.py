@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ..border.files import read_text
+from ..border.files import open_regular, read_text
 from ..border.structured import json_loads
 from ..clock import now
 from ..errors import InputError
@@ -49,6 +49,8 @@ STAGE_WRITES = {
 """Which of the run's files each stage writes, and so seals."""
 _MANIFEST = "manifest.json"
 _CHUNK = 1 << 20
+_SEALED_MAX = 64 * 1024**3
+"""Bytes a sealed file may hold when it is hashed again (the journals' own cap)."""
 
 
 def seal(run_dir: Path, stage: str) -> None:
@@ -164,7 +166,7 @@ def _state(path: Path, before: dict | None) -> dict | None:
         return None
     digest, prefix, size = hashlib.sha256(), None, 0
     cut = before["bytes"] if before else None
-    with path.open("rb") as fh:
+    with open_regular(path, what="sealed file", max_bytes=_SEALED_MAX) as fh:  # a FIFO in its place: exit 2
         while block := fh.read(_CHUNK if cut is None or size >= cut else min(_CHUNK, cut - size)):
             digest.update(block)
             size += len(block)
