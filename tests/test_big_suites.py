@@ -212,7 +212,7 @@ ERRORS = {
     "surrogate": (lines(*OK, '{"id": "b", "prompt": "\\ud800", "expected": 1}'),
                   "s.jsonl:4: not valid JSON: 'utf-8' codec can't encode character '\\ud800' in position 23: surrogates not allowed"),
     "deep": (lines(*OK, '{"id": "b", "prompt": "p", "expected": ' + "[" * 100000 + "]" * 100000 + "}"),
-             "s.jsonl:4: JSON nested too deeply"),
+             "s.jsonl:4: JSON nested too deeply (more than 64 levels)"),
     "CRLF": (lines(*OK, "", "{nope", sep="\r\n"), "s.jsonl:5: not valid JSON: Expecting property name enclosed in double quotes (column 2)"),
     "CR": (lines(*OK, "{nope", sep="\r"), "s.jsonl:4: not valid JSON: Expecting property name enclosed in double quotes (column 2)"),
     "U+2028": (lines(*OK, json.dumps(case(7, tags={"k": "a\u2028b"})).replace("\\u2028", "\u2028")),

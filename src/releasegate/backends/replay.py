@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from ..border.files import read_capped
-from ..border.structured import json_loads
+from ..border.structured import TooDeep, json_loads
 from ..errors import ErrorKind, InputError
 from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..inputs.files import read_text
@@ -38,7 +38,7 @@ class ReplayBackend(Backend):
                 row = json_loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"not valid JSON: {exc.msg}", file=self.path, line=number) from None
-            except RecursionError:
+            except TooDeep:
                 raise InputError("nested too deeply to be a response", file=self.path, line=number) from None
             if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("output"), str):
                 raise InputError('each line needs {"id": str, "output": str}', file=self.path, line=number)
