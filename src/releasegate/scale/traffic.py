@@ -58,6 +58,8 @@ def read_traffic(path: Path) -> list[tuple[float, Request]]:
             row = json_loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg}", file=path, line=number) from None
+        except ValueError as exc:  # nested past the border's depth, a 5000-digit number
+            raise InputError(f"not valid JSON: {str(exc)[:120]}", file=path, line=number) from None
         t = row.get("t") if isinstance(row, dict) else None
         if not isinstance(t, (int, float)) or t < 0:
             raise InputError("needs 't': seconds from the start (a number >= 0)", file=path, line=number, field="t")
