@@ -27,11 +27,13 @@ SLO = {"ttft_ms_p95": 1000, "tpot_ms_p95": 100}
 
 def project(tmp: Path, server, rubric: str, load: str) -> Path:
     (tmp / "rubric.yaml").write_text(f"{rubric}review: {{required_domains: []}}\n")
+    suite = tmp / "tickets8.jsonl"  # a suite of 8 run whole (a suite's limit: is a cut: never a PASS)
+    suite.write_text("".join((ROOT / "suites/demo/tickets.jsonl").read_text().splitlines(keepends=True)[:8]))
     config = tmp / "c.yaml"
     config.write_text(
         f"target:\n  backend: openai\n  base_url: {server.base_url}\n  model: {server.model}\n  concurrency: 4\n"
         "generation: {max_new_tokens: 32}\n"
-        f"suites:\n  - {{path: {ROOT / 'suites/demo/tickets.jsonl'}, limit: 8}}\n"
+        f"suites:\n  - {{path: {suite}}}\n"
         f"rubric: rubric.yaml\n{load}cost: {{mode: self_hosted, hourly_usd: 0.1}}\n")
     return config
 

@@ -21,9 +21,11 @@ SYSTEM = " ".join(f"Rule {i}: classify the ticket carefully." for i in range(6))
 def project(tmp: Path, target: str, extra: str) -> Path:
     (tmp / "rubric.yaml").write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0}\n"
                                      "review: {required_domains: []}\n")
+    suite = tmp / "tickets8.jsonl"  # a suite of 8 run whole (a suite's limit: is a cut: never a PASS)
+    suite.write_text("".join((ROOT / "suites/demo/tickets.jsonl").read_text().splitlines(keepends=True)[:8]))
     config = tmp / "c.yaml"
     config.write_text(f"target:\n{target}generation: {{max_new_tokens: 32}}\n"
-                      f"suites:\n  - {{path: {ROOT / 'suites/demo/tickets.jsonl'}, limit: 8, "
+                      f"suites:\n  - {{path: {suite}, "
                       "answer: {type: json_fields, fields: [intent]}}\n"
                       f"rubric: rubric.yaml\n{extra}")
     return config

@@ -11,7 +11,7 @@ import pytest
 
 from releasegate.errors import InputError
 from releasegate.pipeline.gate import gate_run
-from releasegate.record.records import RunDir
+from releasegate.record.records import RunDir, RunInfo
 from releasegate.report import render
 from test_capacity import SLO, capacity_rubric, sweep_run  # noqa: F401
 from test_reports import make_run, report_of
@@ -62,8 +62,13 @@ def test_a_sweep_signal_that_does_not_read_is_one_input_error(tmp_path):
     assert "capacity sweep" in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_a_sweep_figure_that_is_not_finite_is_json_null(tmp_path):
-    run = _sweep_dir(tmp_path, lambda s: s["queue"].__setitem__("max", math.inf))
+def test_a_sweep_figure_that_is_not_finite_is_written_as_null_and_refused_when_edited_in(tmp_path):
+    run = _sweep_dir(tmp_path, lambda s: s["queue"].__setitem__("max", math.inf))  # run.json edited by hand
+    with pytest.raises(InputError, match="inf is not a finite number"):
+        run.read_info()
+    info = RunInfo.model_validate_json((run.path / "run.json").read_text().replace("Infinity", "1.0"))
+    info.load_phase["sweep"]["steps"][0]["signals"]["queue"]["max"] = math.inf  # a server's +Inf gauge, as set
+    run.write_info(info)  # what releasegate writes: never a figure it cannot read back
     report = _gate(run)
     text = json.dumps(report["capacity"], allow_nan=False)  # strict JSON: no Infinity, no NaN
     step = next(s for s in json.loads(text)["steps"] if s["step"] == 0)

@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
 from .record_parts import Stratum, Timing, Tokens
-from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, problem_line
+from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
 from .sealed import matches_seal
 
 __all__ = ["Timing", "Tokens", "Stratum", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
@@ -241,8 +241,8 @@ class RunDir:
             raise InputError("run directory already exists", file=self.path, hint="choose another run_id") from None
 
     def write_info(self, info: RunInfo) -> None:
-        """run.json, with credential-looking strings masked (a URL with a password, a key in an error)."""
-        self.write_json("run.json", redact_data(info.model_dump(mode="json")))
+        """run.json, credential-looking strings masked, a figure that is not finite (+Inf) written as null."""
+        self.write_json("run.json", non_finite_as_null(redact_data(info.model_dump(mode="json"))))
 
     def read_info(self) -> RunInfo:
         path = self.path / "run.json"

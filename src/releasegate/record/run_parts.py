@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-__all__ = ["Count", "Seconds", "Figure", "PART_MODELS", "check_part", "check_sessions", "problem_line", "finite_tree",
+__all__ = ["Count", "Seconds", "Figure", "PART_MODELS", "check_part", "check_sessions", "problem_line", "finite_tree", "non_finite_as_null",
            "MAX_JSON_DEPTH"]
 
 MAX_JSON_DEPTH = 64
@@ -126,6 +126,18 @@ def check_part(name: str, value: Any) -> Any:
 def check_sessions(value: list) -> list:
     for session in value:
         SessionFacts.model_validate(session)
+    return value
+
+
+def non_finite_as_null(value: Any) -> Any:
+    """`value` with every float that is not finite replaced by None: what run.json is written with, so that
+    `finite_tree` never refuses what releasegate wrote (a server's +Inf gauge becomes null, not a lost run)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: non_finite_as_null(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [non_finite_as_null(v) for v in value]
     return value
 
 
