@@ -26,7 +26,9 @@ def gate(
     as_json: JsonOption = False,
 ) -> int:
     """Re-score the saved outputs and re-judge them (after new human labels, or a what-if with another rubric).
-    Judged by the run's own rubric, it rewrites the run's reports; by another, it writes them beside them."""
+    Judged by the run's own rubric, it rewrites the run's reports; by another, it writes them beside them. A
+    what-if never exits 0 unless the run's own verdict is PASS; a run whose suites or rubric changed since is
+    INCONCLUSIVE."""
     from ..pipeline.regate import regate
     from ..record.gate_report import as_report
     from ..report import criteria_table, verdict_lines
