@@ -23,8 +23,9 @@ __all__ = ["gate_evidence", "run_population", "run_requests", "run_arm"]
 
 def run_population(info: RunInfo, records: list[CaseRecord]) -> Population:
     """The cases the run speaks for and its cuts (run.json `cuts`; a run from before them: its `--limit`)."""
-    cuts = info.cuts if info.cuts is not None else (
-        [f"--limit {info.limit}"] if info.limit and info.cases >= info.limit else [])
+    cuts = list(info.cuts or [])
+    if info.limit and info.cases >= info.limit and not any(c.startswith("--limit") for c in cuts):
+        cuts.append(f"--limit {info.limit}")  # a recorded limit is a cut, whatever `cuts` says
     return Population(planned=info.cases, evaluated=len(records), cuts=tuple(cuts))
 
 
