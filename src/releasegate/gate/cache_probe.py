@@ -102,40 +102,63 @@ def simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
     exact = settings.mode == "exact"
     if not exact and (embeddings is None or threshold is None):
         raise ValueError("semantic mode needs embeddings and a threshold")
-    vectors = None if exact else embeddings
-    ages = _arrivals(cases, settings, vectors, threshold)
-    judged = []
-    for i in range(len(cases)):  # every case another's answer could be served to, whatever the fill order
-        donors = _donors(cases, i, vectors, threshold)
-        if donors:
-            judged.append(_hit(cases, check, settings, donors, i, ages.get(i)))
-    return _figures(cases, judged, settings, None if exact else threshold)
-
-
-def _arrivals(cases, settings: ProbeSettings, vectors, threshold) -> dict[int, float]:
-    """The hits of the stated arrival process (suite order, one case every `arrival_s`), each with the age of the
-    entry that served it: a miss stores its answer, a hit stores nothing, an entry older than the TTL expires."""
-    entries: list[_Entry] = []
-    ages: dict[int, float] = {}
-    for i, case in enumerate(cases):
-        now = i * settings.arrival_s
-        if settings.ttl_s is not None:
-            entries = [e for e in entries if now - e.stored_at <= settings.ttl_s]
-        found = _lookup(cases, entries, i, vectors, threshold)
-        if found is None:
-            if case.output is not None:
-                entries.append(_Entry(i, now))
-            continue
-        ages[i] = now - found[0].stored_at
-    return ages
+    return _simulate(cases, check, settings, None if exact else threshold, None if exact else _Similarity(embeddings))
 
 
 def simulate_all(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
                  thresholds: Sequence[float], embeddings: Sequence[Sequence[float]] | None = None) -> list[dict]:
-    """`simulate` at every threshold, highest first (exact mode: one row)."""
+    """`simulate` at every threshold, highest first (exact mode: one row); the similarities computed once."""
     if settings.mode == "exact":
         return [simulate(cases, check, settings)]
-    return [simulate(cases, check, settings, t, embeddings) for t in sorted(set(thresholds), reverse=True)]
+    if embeddings is None:
+        raise ValueError("semantic mode needs embeddings")
+    sims = _Similarity(embeddings)
+    return [_simulate(cases, check, settings, t, sims) for t in sorted(set(thresholds), reverse=True)]
+
+
+class _Similarity:
+    """The cases' cosine similarities, a row at a time: unit vectors made once (a zero vector is similar to
+    nothing), each row one matrix product, so a probe of thousands of cases at several thresholds stays seconds."""
+
+    def __init__(self, embeddings: Sequence[Sequence[float]]) -> None:
+        import numpy as np  # only for a semantic probe
+
+        matrix = np.asarray(embeddings, dtype=np.float64)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+    def row(self, i: int):
+        return self.unit @ self.unit[i]
+
+
+def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, threshold: float | None,
+              sims: _Similarity | None) -> dict:
+    """One pass in arrival order: the stated arrival process decides the hits (a miss stores its answer, a hit
+    stores nothing, an entry older than the TTL expires), and every case another answered case matches is judged
+    against each answer it could be served, whatever the fill order. `sims` None: exact mode."""
+    keys = [normalised_key(c.question) for c in cases] if sims is None else []
+    answered_by_key: dict[str, list[int]] = {}
+    for j, key in enumerate(keys):
+        if cases[j].output is not None:
+            answered_by_key.setdefault(key, []).append(j)
+    entries: list[_Entry] = []
+    judged = []
+    for i, case in enumerate(cases):
+        row = sims.row(i) if sims is not None else None
+        now = i * settings.arrival_s
+        if settings.ttl_s is not None:
+            entries = [e for e in entries if now - e.stored_at <= settings.ttl_s]
+        found = _lookup(entries, i, keys, row, threshold)
+        if found is None and case.output is not None:
+            entries.append(_Entry(i, now))
+        if row is None:
+            donors = [(j, 1.0) for j in answered_by_key.get(keys[i], ()) if j != i]
+        else:
+            donors = [(int(j), float(row[j])) for j in (row >= threshold).nonzero()[0]
+                      if j != i and cases[j].output is not None]
+        if donors:
+            judged.append(_hit(cases, check, settings, donors, i, None if found is None else now - found.stored_at))
+    return _figures(cases, judged, settings, threshold)
 
 
 def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
@@ -154,30 +177,17 @@ def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
     return None
 
 
-def _lookup(cases, entries: list[_Entry], i: int, embeddings, threshold) -> tuple[_Entry, float] | None:
-    if embeddings is None:
-        key = normalised_key(cases[i].question)
-        return next(((e, 1.0) for e in entries if normalised_key(cases[e.index].question) == key), None)
-    best: tuple[_Entry, float] | None = None
-    for e in entries:  # earliest first: a later entry wins only when strictly more similar
-        similarity = cosine(embeddings[i], embeddings[e.index])
-        if similarity >= threshold and (best is None or similarity > best[1]):
-            best = (e, similarity)
+def _lookup(entries: list[_Entry], i: int, keys: list[str], row, threshold) -> _Entry | None:
+    """The live entry that serves case i: exact mode the earliest with its key; semantic mode the most similar at
+    or above the threshold (a later entry wins only when strictly more similar)."""
+    if row is None:
+        return next((e for e in entries if keys[e.index] == keys[i]), None)
+    best, best_similarity = None, -math.inf
+    for e in entries:
+        similarity = float(row[e.index])
+        if similarity >= threshold and similarity > best_similarity:
+            best, best_similarity = e, similarity
     return best
-
-
-def _donors(cases, i: int, embeddings, threshold) -> list[tuple[int, float]]:
-    """Every other answered case whose answer the cache could serve case i, in any arrival order."""
-    out = []
-    for j, other in enumerate(cases):
-        if j == i or other.output is None:
-            continue
-        if embeddings is None:
-            if normalised_key(other.question) == normalised_key(cases[i].question):
-                out.append((j, 1.0))
-        elif (similarity := cosine(embeddings[i], embeddings[j])) >= threshold:
-            out.append((j, similarity))
-    return out
 
 
 def _served(cases, check: Check, donor: int, i: int) -> bool | None:
