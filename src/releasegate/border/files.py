@@ -190,17 +190,23 @@ def _refuse(path: Path, kind: str, what: str) -> InputError:
 def regular_entries(folder: Path, *, what: str, suffixes: tuple[str, ...] | None = None) -> list[Path]:
     """The files directly in `folder` (sorted; only those ending in `suffixes`, when given), each a regular file:
     a FIFO, a device, a dangling link or a link loop among them is an InputError naming it."""
-    out = []
+    out: list[Path] = []
     for entry in _listing(Path(folder), what):
         if suffixes is not None and entry.suffix not in suffixes or is_dir(entry):
             continue
-        kind = _kind(entry)
-        if kind is not None:
-            raise _refuse(entry, kind, what)
-        out.append(entry)
-        if len(out) > MAX_DIR_FILES:
-            raise InputError(f"{what} holds more than {MAX_DIR_FILES:,} files", file=folder)
+        _add_regular(entry, what, Path(folder), out)
     return out
+
+
+def _add_regular(entry: Path, what: str, folder: Path, out: list[Path]) -> None:
+    """`entry` appended to `out` when it is a regular file (else an InputError naming what it is), within
+    MAX_DIR_FILES."""
+    kind = _kind(entry)
+    if kind is not None:
+        raise _refuse(entry, kind, what)
+    out.append(entry)
+    if len(out) > MAX_DIR_FILES:
+        raise InputError(f"{what} holds more than {MAX_DIR_FILES:,} files", file=folder)
 
 
 def _listing(folder: Path, what: str) -> list[Path]:
@@ -229,11 +235,5 @@ def _walk(folder: Path, what: str, hidden: bool, depth: int, out: list[Path]) ->
         if entry.is_dir() and not entry.is_symlink():
             _walk(entry, what, hidden, depth + 1, out)
             continue
-        if is_dir(entry):  # a link to a directory: never followed
-            continue
-        kind = _kind(entry)
-        if kind is not None:
-            raise _refuse(entry, kind, what)
-        out.append(entry)
-        if len(out) > MAX_DIR_FILES:
-            raise InputError(f"{what} holds more than {MAX_DIR_FILES:,} files", file=folder)
+        if not is_dir(entry):  # a link to a directory: never followed
+            _add_regular(entry, what, folder, out)

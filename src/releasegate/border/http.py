@@ -142,9 +142,14 @@ def _request_parts(url: str, headers: dict[str, str], where: str):
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     sent = dict(headers)
     if parts.username is not None and not any(k.lower() == "authorization" for k in sent):
-        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
-        sent["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        sent["Authorization"] = _basic(parts)
     return parts, target, sent
+
+
+def _basic(parts) -> str:
+    """HTTP Basic credentials from a URL's userinfo."""
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def _connection(parts, target: str, sent: dict[str, str], timeout: float) -> tuple[http.client.HTTPConnection, str]:
@@ -160,8 +165,7 @@ def _connection(parts, target: str, sent: dict[str, str], timeout: float) -> tup
         return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), target
     auth = {}
     if proxy.username is not None:
-        pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}".encode()
-        auth["Proxy-Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        auth["Proxy-Authorization"] = _basic(proxy)
     if https:
         conn = http.client.HTTPSConnection(proxy.hostname, proxy.port or 80, timeout=timeout,
                                            context=ssl.create_default_context())

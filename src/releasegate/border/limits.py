@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import urljoin, urlsplit
 
-__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin"]
+__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin", "same_origin"]
 
 HEAD_MAX = 64 * 1024
 """Bytes a response's status line and headers may take (a server's are a few hundred)."""
@@ -33,6 +33,20 @@ class Redirected(Exception):
     def __init__(self, status: int, location: str | None, base: str) -> None:
         self.status, self.where = status, origin(location, base)
         super().__init__(f"HTTP {status} redirect to {self.where}: not followed (point base_url at the server itself)")
+
+
+def same_origin(a: str | None, b: str | None) -> bool:
+    """Whether two URLs name one origin: scheme, host (case folded) and port, a default port spelled or not."""
+    def key(url: str | None):
+        if not url:
+            return None
+        try:
+            parts = urlsplit(url)
+            return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+        except ValueError:
+            return ("unreadable", url)
+
+    return key(a) is not None and key(a) == key(b)
 
 
 def origin(location: str | None, base: str = "") -> str:

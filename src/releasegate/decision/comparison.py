@@ -15,7 +15,8 @@ from __future__ import annotations
 from ..record.decision_evidence import Arm, ComparisonEvidence
 from .verdicts import FAIL, INCONCLUSIVE, PASS, TARGET_ERROR, Decision, decision, worst
 
-__all__ = ["decide_comparison", "pairs_verdict", "matrix_decision", "non_inferiority", "latency_non_inferiority"]
+__all__ = ["decide_comparison", "pairs_verdict", "matrix_decision", "quality_row_verdict", "non_inferiority",
+           "latency_non_inferiority"]
 
 
 def pairs_verdict(metric_verdicts, pairs: int, changed: int) -> str:
@@ -83,8 +84,6 @@ def quality_row_verdict(metric_verdicts, pairs: int, changed: int) -> str:
     """A matrix row's quality against the reference: 'pass', 'fail' or 'insufficient'."""
     return {PASS: "pass", FAIL: "fail"}.get(pairs_verdict(metric_verdicts, pairs, changed), "insufficient")
 
-
-__all__ += ["quality_row_verdict"]
 
 
 def non_inferiority(n: float, loss_lo: float, loss_hi: float, margin: float, needed: int | None, *,

@@ -99,10 +99,11 @@ Check = Callable[[int, int], "bool | None"]
 def simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
              threshold: float | None = None, embeddings: Sequence[Sequence[float]] | None = None) -> dict:
     """The cache's figures at one threshold (exact mode: `threshold` is ignored and reported as None)."""
-    exact = settings.mode == "exact"
-    if not exact and (embeddings is None or threshold is None):
+    if settings.mode == "exact":
+        return _simulate(cases, check, settings, None, None)
+    if embeddings is None or threshold is None:
         raise ValueError("semantic mode needs embeddings and a threshold")
-    return _simulate(cases, check, settings, None if exact else threshold, None if exact else _Similarity(embeddings))
+    return _simulate(cases, check, settings, threshold, _Similarity(embeddings))
 
 
 def simulate_all(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,

@@ -20,10 +20,10 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from rich.console import Console
 
+from ..border.limits import same_origin
 from ..border.structured import stored_json
 from ..decision.choice import unserved
 from ..errors import TargetError
@@ -176,20 +176,13 @@ def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str)
                     "adapter": None, "merge": False, "quantize": None, "draft": None, "responses": None}
     if t.backend != "openai":
         fields.update(mode="chat", concurrency=spec.parallel, api_key_env=None, headers={})
-    if spec.server != "endpoint" or _origin(base_url) != _origin(t.base_url):
+    if spec.server != "endpoint" or not same_origin(base_url, t.base_url):
         # a started server takes no credential, and the target's go to the target's own origin only: its key,
         # its headers and every extra_body field holding one (at any depth: the field its mask changes)
         masked = t.masked()["extra_body"]
         fields.update(api_key_env=None, headers={},
                       extra_body={k: v for k, v in extra.items() if k == "lora" or masked.get(k) == v})
     return dataclasses.replace(t, **fields)
-
-
-def _origin(url: str | None) -> tuple[str, str, int | None] | None:
-    if not url:
-        return None
-    parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
 
 
 def _cost(config: Config, spec: VariantSpec):
