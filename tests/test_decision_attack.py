@@ -1,0 +1,114 @@
+"""An outsider's attack on the decision path: hand-built run directories that try to get a PASS (exit 0) the
+evidence does not support. Cases marked xfail(strict) show a wrong outcome today; the rest show what held."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import write_jsonl
+from test_decision_rules import check, make
+from test_false_pass import Run, err, lenient, ok
+from releasegate.cli import main
+
+
+def _cached(record: dict, produced_by: list | None) -> dict:
+    return {**record, "cached": True, "produced_by": produced_by}
+
+
+def _gate(tmp_path: Path, run: Run, *args: str) -> tuple[int, str]:
+    path = run.build(tmp_path)
+    code = main(["gate", str(path), "--json", *args])
+    report = json.loads((path / "report.json").read_text()) if (path / "report.json").exists() else {}
+    return code, report.get("verdict", "")
+
+
+def _gate_json(capsys, path: Path, *args: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["gate", str(path), "--json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+# --- rule 4 / 20: an empty answer is a failed request, and is never cached -----------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="a cached empty answer with produced_by [None] counts as an answered request")
+@pytest.mark.parametrize("produced_by", [[None], None])
+def test_a_cached_empty_answer_is_a_failed_request(capsys, tmp_path, produced_by):
+    # the same run with the five empty answers fresh FAILs on the default guard (5 of 100 > 0.01)
+    records = [_cached(ok(i, output=""), produced_by) for i in range(5)] + [ok(i) for i in range(5, 100)]
+    code, report = _gate_json(capsys, Run(records).build(tmp_path))
+    assert (code, report["verdict"]) == (1, "FAIL")
+
+
+def test_the_same_empty_answers_fresh_fail(capsys, tmp_path):
+    records = [ok(i, output="") for i in range(5)] + [ok(i) for i in range(5, 100)]
+    code, report = _gate_json(capsys, Run(records).build(tmp_path))
+    assert (code, report["verdict"]) == (1, "FAIL")
+
+
+@pytest.mark.xfail(strict=True, reason="a cached record that holds an error but claims produced_by [None] is an answer")
+def test_a_cached_error_record_is_a_failed_request(capsys, tmp_path):
+    records = [_cached(err(i), [None]) for i in range(5)] + [ok(i) for i in range(5, 100)]
+    code, report = _gate_json(capsys, Run(records).build(tmp_path))
+    assert (code, report["verdict"]) == (1, "FAIL")
+
+
+@pytest.mark.xfail(strict=True, reason="60 of 100 cached answers empty is FAIL, not TARGET_ERROR")
+def test_mostly_cached_empty_answers_are_a_target_error(capsys, tmp_path):
+    records = [_cached(ok(i, output=""), [None]) for i in range(60)] + [ok(i) for i in range(60, 100)]
+    code, report = _gate_json(capsys, Run(records).build(tmp_path))
+    assert (code, report["verdict"]) == (4, "TARGET_ERROR")
+
+
+def test_all_cached_with_no_known_attempts_is_not_pass(capsys, tmp_path):
+    code, report = _gate_json(capsys, Run([_cached(ok(i), []) for i in range(100)]).build(tmp_path))
+    assert (code, report["verdict"]) == (3, "INCONCLUSIVE")
+
+
+# --- rule 16 / 19: a what-if reads the recorded verdict of a sealed run ----------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="a what-if trusts report.json's verdict though the file was edited since its seal")
+def test_a_whatif_over_an_edited_report_is_not_pass(cli, tmp_path):
+    config = make(tmp_path)
+    (tmp_path / "rubric.yaml").write_text("criteria:\n  - {metric: accuracy, op: '<=', threshold: 0.5}\n"
+                                          "review: {required_domains: []}\n")
+    assert check(cli, config)[0] == 1  # the run's own verdict: FAIL
+    run = tmp_path / "reports" / "r"
+    report = json.loads((run / "report.json").read_text())
+    report["verdict"] = "PASS"  # edited after the seal: `verify` names it
+    (run / "report.json").write_text(json.dumps(report))
+    assert cli("verify", run)[0] == 1
+    lax = tmp_path / "lax.yaml"
+    lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\nreview: {required_domains: []}\n")
+    code, out, _ = cli("gate", run, "--rubric", lax, "--json")
+    assert (code, json.loads(out)["verdict"]) == (3, "INCONCLUSIVE")
+
+
+# --- rule 12 / 15: a server is chosen on its E2E p95 bounds, which a late client moves ------------------------------
+
+SATURATED = {"client": "openai", "loop_lag_ms": {"p50": 300.0, "p99": 400.0, "max": 500.0, "n": 900}, "cpu_share": 1.0}
+"""A client whose event loop ran 400 ms late (p99): every figure it read may be off by 400 ms either way."""
+
+
+@pytest.mark.xfail(strict=True, reason="servers ranks E2E p95 bounds not widened by the client's lateness")
+@pytest.mark.parametrize("late", ["contender", "reference"])
+def test_a_late_client_does_not_show_a_server_faster(cli, tmp_path, late):
+    from test_comparability_corpus import healthy, make, verdict_of
+
+    ref = make(tmp_path, "ref", Run(healthy(ttft=50.0), client=SATURATED if late == "reference" else None))
+    fast = make(tmp_path, "fast", Run(healthy(ttft=10.0), client=SATURATED if late == "contender" else None))
+    code, result, _ = verdict_of(cli, "servers", ref, fast)
+    # E2E p95 55 ms against 95 ms, each read by a client up to 400 ms late: the bounds overlap, the reference stays
+    assert result["recommended"] == "ref", result["recommendation"]
+
+
+def test_servers_with_an_idle_client_still_recommends_the_faster_target(cli, tmp_path):
+    from test_comparability_corpus import healthy, make, verdict_of
+
+    idle = {"client": "openai", "loop_lag_ms": {"p50": 0.2, "p99": 1.0, "max": 2.0, "n": 40}, "cpu_share": 0.1}
+    ref = make(tmp_path, "ref", Run(healthy(ttft=50.0), client=idle))
+    fast = make(tmp_path, "fast", Run(healthy(ttft=10.0), client=idle))
+    code, result, _ = verdict_of(cli, "servers", ref, fast)
+    assert (code, result["recommended"]) == (0, "fast")
