@@ -156,3 +156,18 @@ def test_compare_counts_a_cached_empty_answer_as_a_failure(cli, tmp_path):
     candidate = Run([_cached(ok(i, output=""), [None]) for i in range(6)] + [ok(i) for i in range(6, 300)])
     code, result = _compare(cli, tmp_path, Run([ok(i) for i in range(300)]), candidate)
     assert (code, result["verdict"]) == (3, "INCONCLUSIVE")
+
+
+@pytest.mark.xfail(strict=True, reason="a what-if takes report.json's verdict on trust: a hand-written PASS beside a "
+                                       "run its own rubric FAILs lets another rubric's PASS exit 0")
+def test_a_whatif_over_a_hand_written_report_is_not_pass(capsys, tmp_path):
+    import yaml
+
+    half_wrong = Run([ok(i, output=WRONG if i < 50 else RIGHT) for i in range(100)])
+    assert _gate_json(capsys, half_wrong.build(tmp_path / "judged"))[0] == 1  # its own rubric (accuracy >= 0.8): FAIL
+    run = half_wrong.build(tmp_path / "r")  # the same run, never judged: no manifest, no report
+    (run / "report.json").write_text(json.dumps({"verdict": "PASS"}))
+    lax = tmp_path / "lax.yaml"
+    lax.write_text(yaml.safe_dump(lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.4}])))
+    code, report = _gate_json(capsys, run, "--rubric", str(lax))
+    assert (code, report["verdict"]) == (3, "INCONCLUSIVE")
