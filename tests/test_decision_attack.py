@@ -171,3 +171,25 @@ def test_a_whatif_over_a_hand_written_report_is_not_pass(capsys, tmp_path):
     lax.write_text(yaml.safe_dump(lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.4}])))
     code, report = _gate_json(capsys, run, "--rubric", str(lax))
     assert (code, report["verdict"]) == (3, "INCONCLUSIVE")
+
+
+# --- rule 14: a capacity is a rate met with every lower one met, and the one above broken -----------------------------
+
+@pytest.mark.xfail(strict=True, reason="a rate swept twice, met then broken, is read as met: capacity 64 passes >= 64 "
+                                       "on a range [64, 64) ('64 req/s met the objective, 64 req/s broke it')")
+@pytest.mark.parametrize("broke", ["slow", "fell behind"])
+def test_a_rate_that_also_broke_the_objective_is_no_capacity(capsys, tmp_path, broke):
+    from test_capacity_kept_up import OVERLOADED, paced_sweep
+
+    breaking = {"ttft": 500.0} if broke == "slow" else OVERLOADED
+    run = paced_sweep([(16, {}), (32, {}), (64, {}), (64, breaking)], threshold=64)
+    code, report = _gate_json(capsys, run.build(tmp_path))
+    assert code != 0 and report["verdict"] != "PASS", report["verdict_reason"]
+
+
+def test_the_same_rate_broken_first_then_met_is_no_pass(capsys, tmp_path):
+    from test_capacity_kept_up import paced_sweep
+
+    run = paced_sweep([(16, {}), (32, {}), (64, {"ttft": 500.0}), (64, {})], threshold=64)
+    code, report = _gate_json(capsys, run.build(tmp_path))
+    assert code != 0 and report["verdict"] != "PASS"
