@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_jsonl
-from test_decision_rules import check, make
-from test_false_pass import Run, err, lenient, ok
 from releasegate.cli import main
+from test_decision_rules import check, make
+from test_false_pass import RIGHT, WRONG, Run, err, lenient, ok
 
 
 def _cached(record: dict, produced_by: list | None) -> dict:
@@ -33,7 +32,7 @@ def _gate_json(capsys, path: Path, *args: str) -> tuple[int, dict]:
 
 # --- rule 4 / 20: an empty answer is a failed request, and is never cached -----------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a cached empty answer with produced_by [None] counts as an answered request")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a cached empty answer with produced_by [None] counts as an answered request")
 @pytest.mark.parametrize("produced_by", [[None], None])
 def test_a_cached_empty_answer_is_a_failed_request(capsys, tmp_path, produced_by):
     # the same run with the five empty answers fresh FAILs on the default guard (5 of 100 > 0.01)
@@ -48,14 +47,14 @@ def test_the_same_empty_answers_fresh_fail(capsys, tmp_path):
     assert (code, report["verdict"]) == (1, "FAIL")
 
 
-@pytest.mark.xfail(strict=True, reason="a cached record that holds an error but claims produced_by [None] is an answer")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a cached record that holds an error but claims produced_by [None] is an answer")
 def test_a_cached_error_record_is_a_failed_request(capsys, tmp_path):
     records = [_cached(err(i), [None]) for i in range(5)] + [ok(i) for i in range(5, 100)]
     code, report = _gate_json(capsys, Run(records).build(tmp_path))
     assert (code, report["verdict"]) == (1, "FAIL")
 
 
-@pytest.mark.xfail(strict=True, reason="60 of 100 cached answers empty is FAIL, not TARGET_ERROR")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="60 of 100 cached answers empty is FAIL, not TARGET_ERROR")
 def test_mostly_cached_empty_answers_are_a_target_error(capsys, tmp_path):
     records = [_cached(ok(i, output=""), [None]) for i in range(60)] + [ok(i) for i in range(60, 100)]
     code, report = _gate_json(capsys, Run(records).build(tmp_path))
@@ -69,7 +68,7 @@ def test_all_cached_with_no_known_attempts_is_not_pass(capsys, tmp_path):
 
 # --- rule 16 / 19: a what-if reads the recorded verdict of a sealed run ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a what-if trusts report.json's verdict though the file was edited since its seal")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a what-if trusts report.json's verdict though the file was edited since its seal")
 def test_a_whatif_over_an_edited_report_is_not_pass(cli, tmp_path):
     config = make(tmp_path)
     (tmp_path / "rubric.yaml").write_text("criteria:\n  - {metric: accuracy, op: '<=', threshold: 0.5}\n"
@@ -92,7 +91,7 @@ SATURATED = {"client": "openai", "loop_lag_ms": {"p50": 300.0, "p99": 400.0, "ma
 """A client whose event loop ran 400 ms late (p99): every figure it read may be off by 400 ms either way."""
 
 
-@pytest.mark.xfail(strict=True, reason="servers ranks E2E p95 bounds not widened by the client's lateness")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="servers ranks E2E p95 bounds not widened by the client's lateness")
 @pytest.mark.parametrize("late", ["contender", "reference"])
 def test_a_late_client_does_not_show_a_server_faster(cli, tmp_path, late):
     from test_comparability_corpus import healthy, make, verdict_of
@@ -127,7 +126,7 @@ def _no_timing(record: dict) -> dict:
     return {**record, "timing": {}}  # as the response cache builds a cached record: no timing
 
 
-@pytest.mark.xfail(strict=True, reason="compare passes a candidate whose error rate is unknown (every answer cached, "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="compare passes a candidate whose error rate is unknown (every answer cached, "
                                        "its attempts not known); gate on the same run says INCONCLUSIVE")
 @pytest.mark.parametrize("produced_by", [None, []])
 def test_compare_of_a_candidate_that_sent_no_request_is_not_pass(cli, tmp_path, produced_by):
@@ -141,7 +140,7 @@ def test_gate_of_a_run_that_sent_no_request_is_inconclusive(capsys, tmp_path):
     assert (code, report["verdict"]) == (3, "INCONCLUSIVE")
 
 
-@pytest.mark.xfail(strict=True, reason="compare's latency rows read a cached record's timing, which every gate "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="compare's latency rows read a cached record's timing, which every gate "
                                        "figure leaves out (no request was sent for it)")
 def test_compare_latency_leaves_out_cached_records(cli, tmp_path):
     # a cached record carrying a timing is not what check writes, but it is what a journal may hold: the gate
@@ -158,7 +157,7 @@ def test_compare_counts_a_cached_empty_answer_as_a_failure(cli, tmp_path):
     assert (code, result["verdict"]) == (3, "INCONCLUSIVE")
 
 
-@pytest.mark.xfail(strict=True, reason="a what-if takes report.json's verdict on trust: a hand-written PASS beside a "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a what-if takes report.json's verdict on trust: a hand-written PASS beside a "
                                        "run its own rubric FAILs lets another rubric's PASS exit 0")
 def test_a_whatif_over_a_hand_written_report_is_not_pass(capsys, tmp_path):
     import yaml
@@ -175,7 +174,7 @@ def test_a_whatif_over_a_hand_written_report_is_not_pass(capsys, tmp_path):
 
 # --- rule 14: a capacity is a rate met with every lower one met, and the one above broken -----------------------------
 
-@pytest.mark.xfail(strict=True, reason="a rate swept twice, met then broken, is read as met: capacity 64 passes >= 64 "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a rate swept twice, met then broken, is read as met: capacity 64 passes >= 64 "
                                        "on a range [64, 64) ('64 req/s met the objective, 64 req/s broke it')")
 @pytest.mark.parametrize("broke", ["slow", "fell behind"])
 def test_a_rate_that_also_broke_the_objective_is_no_capacity(capsys, tmp_path, broke):
@@ -197,7 +196,7 @@ def test_the_same_rate_broken_first_then_met_is_no_pass(capsys, tmp_path):
 
 # --- rule 20: a cached answer's attempts are the attempts of one session, which stops at its first answer -----------
 
-@pytest.mark.xfail(strict=True, reason="produced_by [None] * 100 (a hundred answers for one case, impossible: a "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="produced_by [None] * 100 (a hundred answers for one case, impossible: a "
                                        "session stops at its first answer) is read as 100 clean requests")
 def test_a_cached_answer_cannot_claim_more_than_one_answered_request(capsys, tmp_path):
     # 2 failed requests of 100 FAIL the default guard (<= 0.01); 20 cached answers claiming 100 answered requests
