@@ -58,26 +58,35 @@ def _line_outcomes(record) -> list[str | None]:
 
 def case_attempts(record: CaseRecord) -> list[str | None]:
     """Every request sent for the record's case, oldest first: None for an answer, else its error kind. A cached
-    record sent no request of its own: it stands for one outcome (its answer), after its earlier attempts."""
+    answer stands for the attempts of the session that produced it (`produced_by`), or, not known, for one
+    outcome; the cache keeps only answers, so a cached record that is no answer is a failed request whatever it
+    claims."""
     earlier = [kind for line in getattr(record, "earlier_attempts", ()) for kind in _line_outcomes(line)]
     if getattr(record, "cached", False):
-        return [*earlier, *(_produced(record) or [failure(record)])]
+        own, produced = failure(record), _produced(record)
+        if own is not None:
+            return [*earlier, *produced[:-1], own]
+        return [*earlier, *(produced or [None])]
     return [*earlier, *_line_outcomes(record)]
 
 
 def _produced(record) -> list[str | None]:
-    """The attempts of the session that produced a cached answer (empty: not known)."""
+    """The attempts of the session that produced a cached answer: its failed attempts' kinds, then the answer
+    (None). Empty when not known, or not of that shape: a session stops at its first answer, so a list with
+    another None, or not ending in one, says nothing."""
     produced = getattr(record, "produced_by", None)
-    return list(produced) if isinstance(produced, list) and produced else []
+    if not isinstance(produced, list) or not produced or produced[-1] is not None:
+        return []
+    return list(produced) if all(isinstance(kind, str) for kind in produced[:-1]) else []
 
 
 def attempt_outcomes(records: Iterable, *, cached: bool = True) -> list[str | None]:
     """The outcomes of every attempt of `records` (see `case_attempts`); `cached=False` leaves out the outcome
-    a cached record stands for (no request was sent for it), keeping its earlier attempts."""
+    a cached answer stands for when no request behind it is known, keeping its earlier attempts."""
     out: list[str | None] = []
     for record in records:
         kinds = case_attempts(record)
-        stands_for_none = getattr(record, "cached", False) and not _produced(record)
+        stands_for_none = getattr(record, "cached", False) and not _produced(record) and failure(record) is None
         out += kinds[:-1] if stands_for_none and not cached else kinds
     return out
 
