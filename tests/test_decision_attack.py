@@ -65,7 +65,6 @@ def test_all_cached_with_no_known_attempts_is_not_pass(capsys, tmp_path):
 
 # --- rule 16 / 19: a what-if reads the recorded verdict of a sealed run ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a what-if trusts report.json's verdict though the file was edited since its seal")
 def test_a_whatif_over_an_edited_report_is_not_pass(cli, tmp_path):
     config = make(tmp_path)
     (tmp_path / "rubric.yaml").write_text("criteria:\n  - {metric: accuracy, op: '<=', threshold: 0.5}\n"
@@ -154,8 +153,6 @@ def test_compare_counts_a_cached_empty_answer_as_a_failure(cli, tmp_path):
     assert (code, result["verdict"]) == (3, "INCONCLUSIVE")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a what-if takes report.json's verdict on trust: a hand-written PASS beside a "
-                                       "run its own rubric FAILs lets another rubric's PASS exit 0")
 def test_a_whatif_over_a_hand_written_report_is_not_pass(capsys, tmp_path):
     import yaml
 

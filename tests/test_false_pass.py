@@ -314,8 +314,9 @@ def test_gate_with_another_rubric_agrees_across_formats(tmp_path, cli):
     code, _, _ = cli("gate", path, "--rubric", strict)
     (whatif,) = (path / "whatif").iterdir()  # another policy than the run's: its reports go beside the run's own
     report = json.loads((whatif / "report.json").read_text())
-    assert code == 3 and report["metrics"]["forbidden_rate"]["value"] == 1.0  # no recorded verdict: no exit 0
-    assert report["judged_by"]["recorded_verdict"] is None and report["judged_by"]["whatif_verdict"] == "PASS"
+    # the run's own rubric, judging it again from its records, passes it too: the what-if may exit 0
+    assert code == 0 and report["metrics"]["forbidden_rate"]["value"] == 1.0
+    assert report["judged_by"]["recorded_verdict"] == "PASS" and report["judged_by"]["whatif_verdict"] == "PASS"
     csv_text = (whatif / "report.csv").read_text()
     assert csv_text.count("forbidden") >= 20  # every case's row says why it failed, as report.json does
     assert "forbidden: billing" in (whatif / "report.html").read_text()

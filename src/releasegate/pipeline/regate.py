@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..border.files import sha256_file
-from ..border.structured import stored_json
 from ..decision.whatif import decide_whatif
 from ..errors import InputError
 from ..gate.health import planned_phases
@@ -69,6 +68,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     policy, judged_by = _policy(run.path, rubric)
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, policy.forbidden, verdicts)  # read and scored once: the gate and the reports share it
+    recorded = _own_verdict(run, info, verdicts, allow_pending) if judged_by["whatif"] else None
     if judged_by["whatif"]:  # the probe's flags re-derived under the what-if's own rules
         info.response_cache_probe = rederived_probe(run, info, policy, scored.records)
     report = gate_run(info, scored.records, policy, info.cost, scored.load_records, labels=read_labels(run),
@@ -76,7 +76,6 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
                       corpus_scores=CorpusScores.of(run), scores=scored.scores,  # read only: no journal grows
                       rubric_file=judged_by["file"], inputs_changed=_inputs_changed(run.path, judged_by["whatif"]))
     if judged_by["whatif"]:
-        recorded = _recorded_verdict(run.path)
         whatif = decide_whatif(WhatIfEvidence(report["verdict"], recorded, ()), report["verdict_reason"])
         judged_by = {**judged_by, "whatif_verdict": report["verdict"], "recorded_verdict": recorded}
         report = {**report, **whatif.as_dict()}
@@ -101,11 +100,18 @@ def _inputs_changed(run_path: Path, whatif: bool) -> list[str]:
     return [f"{row['role']} {row['path']} {row['change']}" for row in compare_manifest(manifest, roles=roles, packages=False)]
 
 
-def _recorded_verdict(run_path: Path) -> str | None:
-    """The verdict the run's own report.json records (sealed), None when there is no readable one."""
-    report = stored_json(run_path / "report.json", what="report.json")
-    verdict = report.get("verdict") if isinstance(report, dict) else None
-    return verdict if isinstance(verdict, str) else None
+def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None:
+    """The run's verdict under its own rubric, judged again from its records (as `servers` judges every run):
+    never report.json's word, which a hand edit could make PASS. None when its rubric snapshot is missing or
+    edited since it was sealed."""
+    own = _snapshot_policy(run.path)
+    if own is None:
+        return None
+    scored = scored_run(run, own.forbidden, verdicts)
+    return gate_run(info, scored.records, own, info.cost, scored.load_records, labels=read_labels(run),
+                    allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
+                    corpus_scores=CorpusScores.of(run), scores=scored.scores,
+                    inputs_changed=_inputs_changed(run.path, False))["verdict"]
 
 
 def judged_by_snapshot(report: dict, run_path: Path) -> dict:

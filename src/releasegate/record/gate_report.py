@@ -150,7 +150,8 @@ class JudgedBy(_Model):
     """A what-if: the verdict the other rubric gave (the report's `verdict` is INCONCLUSIVE when that was PASS and
     the run's recorded verdict was not: a what-if never exits 0 over a run that did not pass)."""
     recorded_verdict: str | None = None
-    """A what-if: the verdict the run's own report.json records."""
+    """A what-if: the run's verdict under its own rubric snapshot, judged again from its records (never read from
+    report.json); null when the snapshot is missing or edited since it was sealed."""
 
 
 class LatencySource(_Model):
