@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import operator
 
-__all__ = ["widened_latency"]
+__all__ = ["widened_latency", "widen"]
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+def widen(bounds: tuple[float, float] | None, lateness_ms: float) -> tuple[float, float] | None:
+    """`bounds` widened by `lateness_ms` on each side (None stays None)."""
+    return None if bounds is None else (bounds[0] - lateness_ms, bounds[1] + lateness_ms)
 
 
 def widened_latency(op: str, threshold: float, bounds: tuple[float, float], lateness_ms: float) -> tuple[str, str]:
     """('pass' | 'fail' | 'insufficient', why) for a latency figure whose bounds (a point: both the same) are
     widened by `lateness_ms` on each side."""
-    lo, hi = bounds[0] - lateness_ms, bounds[1] + lateness_ms
+    lo, hi = widen(bounds, lateness_ms)  # type: ignore[misc]  # bounds given
     higher = op in (">=", ">")
     safe, other = (lo, hi) if higher else (hi, lo)
     span = f"[{lo:.4g}, {hi:.4g}] with the client's lateness ({lateness_ms:.1f} ms) on each side"

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from ..inputs.files import stored_yaml
 from ..record.evidence import answered, attempt_counts, case_attempts, worst_client
+from ..record.metrics import compute_metric
 from ..record.records import CaseRecord, RunInfo
 from ..record.seal import edited_evidence
 
 __all__ = [
     "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
-    "client_saturation", "lateness_advice", "client_load", "quality_client",
+    "client_saturation", "client_lateness_ms", "lateness_advice", "client_load", "quality_client",
     "client_batched_share", "TARGET_FAILURE_SHARE",
 ]
 
@@ -141,6 +142,19 @@ def client_lag_ms(info: RunInfo, phase: str) -> float | None:
 
 def _figure(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def client_lateness_ms(info: RunInfo, phase: str, records: list[CaseRecord]) -> float:
+    """How late the client measured the phase (ms): its event loop's lag p99, and, for the openai client, whose
+    transport stamps the send after handing the loop back, the send lag p99 of `records` too (the lean client
+    stamps right after its write). 0 when the run has no client figures (the hf backend)."""
+    lag = client_lag_ms(info, phase)
+    if lag is None:
+        return 0.0
+    if client_kind(info, phase) == "lean":
+        return lag
+    send = compute_metric("send_lag_ms_p99", records, {}, {"all_records": True}).value
+    return lag + max(send or 0.0, 0.0)
 
 
 def client_batched_share(info: RunInfo, phase: str) -> float | None:

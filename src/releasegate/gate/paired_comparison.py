@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from ..decision.comparison import latency_non_inferiority, non_inferiority
+from ..decision.latency import widen
 from ..inputs.rubric import ForbiddenRule
 from ..record.evidence import answered
 from ..record.judge_verdicts import Verdicts
@@ -65,6 +66,8 @@ class Margins:
 
     margins: dict = field(default_factory=lambda: dict(DEFAULT_MARGINS))
     confidence: float = 0.95
+    lateness_ms: float = 0.0
+    """The two clients' lateness summed: a paired latency difference may be off by up to it either way."""
 
 
 def compare_records(
@@ -228,7 +231,8 @@ def _scaled(cells: tuple[float, float, float, float], n: float) -> tuple[float, 
 
 
 def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
-    both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs if answered(b) and answered(c)]
+    both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs
+            if answered(b) and answered(c) and not b.cached and not c.cached]  # a cached answer measured nothing
     both = [(x, y) for x, y in both if x is not None and y is not None]
     if len(both) < 2:
         return None
@@ -238,7 +242,9 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     assert interval is not None  # two pairs or more
     share = margins.margins.get(name, DEFAULT_MARGINS[name])
     margin = share * fmean(xs)
-    verdict, note = latency_non_inferiority(len(both), interval, margin, LATENCY_MIN_PAIRS)
+    verdict, note = latency_non_inferiority(len(both), widen(interval, margins.lateness_ms), margin, LATENCY_MIN_PAIRS)
+    if margins.lateness_ms and verdict == "insufficient" and not note:
+        note = f"the clients' lateness ({margins.lateness_ms:.1f} ms) widens the interval past the margin"
     return {
         "metric": name, "n": len(both), "baseline": fmean(xs), "candidate": fmean(ys), "delta": delta,
         "interval": list(interval), "margin": margin, "margin_share": share, "p_value": None,

@@ -24,7 +24,7 @@ from ..gate.comparability import (
     settings_problem,
 )
 from ..gate.gate_evidence import run_population, run_requests
-from ..gate.health import saved_run_problems, target_failure
+from ..gate.health import client_lateness_ms, saved_run_problems, target_failure
 from ..gate.latency_source import quality_source
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, metric_verdicts
 from ..inputs.rubric import load_rubric
@@ -53,7 +53,8 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
     base, cand = base_run.read_records(), cand_run.read_records()
     base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
-    result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence),
+    lateness = client_lateness_ms(base_info, "quality", base) + client_lateness_ms(cand_info, "quality", cand)
+    result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence, lateness),
                              base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
     # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
     base_health = Health(tuple(baseline_problems(base_run.path, base_info, base, base_load)), None, None)

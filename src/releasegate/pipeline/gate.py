@@ -22,6 +22,7 @@ from ..gate.health import (
     client_batched_share,
     client_kind,
     client_lag_ms,
+    client_lateness_ms,
     client_load,
     client_saturation,
     phase_counts,
@@ -137,7 +138,7 @@ def gate_run(
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share,
                                   **client_load(info, phase, timed))  # a busy machine told from a busy client
-    lateness = _lateness(lag, client, measure("send_lag_ms_p99", None).value)
+    lateness = client_lateness_ms(info, phase, timed)
     if lateness:  # latency bounds widened by the client's lateness, decided on them
         results = [_widened(r, lateness) for r in results]
     if saturated and lag is not None:  # throughput and self-hosted cost: no bound to widen
@@ -180,6 +181,7 @@ def gate_run(
                     for name in SUMMARY_METRICS + (CACHE_METRICS if info.response_cache_probe else ())},
         "latency_excluded": latency_exclusions(timed),
         "client_saturated": saturated,
+        "client_lateness_ms": lateness,
         "load_phase": info.load_phase,
         "capacity": _capacity_report(sweep, info_at, timed_load, cost),
         "prefix_cache": info.prefix_cache,
@@ -217,16 +219,6 @@ def _capacity_report(sweep: dict | None, info_at: RunInfo, at_capacity: list, co
 COST_METRICS = ("cost_per_1m_output_tokens", "cost_usd_total")
 _WIDENED = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "ttft_sched_ms", "e2e_sched_ms")
 """Latency figures a late client can be off in either way by up to its lateness: decided on bounds widened by it."""
-
-
-def _lateness(lag_ms: float | None, client: str | None, send_lag_p99: float | None) -> float:
-    """How late the client measured (ms): its event loop's lag p99, and, for the openai client, whose transport
-    stamps the send after handing the loop back, the send lag p99 too (the lean client stamps right after its
-    write). 0 when the run has no client figures."""
-    lateness = lag_ms or 0.0
-    if client != "lean" and send_lag_p99 is not None and lag_ms is not None:
-        lateness += max(send_lag_p99, 0.0)
-    return lateness
 
 
 def _widened(result: CriterionResult, lateness_ms: float) -> CriterionResult:

@@ -258,6 +258,7 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds
         "latency_source": target.get("latency_source"), "unchecked": target.get("unchecked"),
         "review_waived": target.get("review_waived"), "capacity_break_rps": target.get("capacity_break_rps"),
         "cost_mode": target.get("cost_mode"), "e2e_ms_p95_bounds": target.get("e2e_ms_p95_bounds"),
+        "client_lateness_ms": target.get("client_lateness_ms"),
         # a draft may change speed, never the greedy text: a broken server otherwise
         "speculation_changed": _speculation_changed(spec, parity, parity_binds), "why_not": None,
     })

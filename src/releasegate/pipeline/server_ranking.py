@@ -5,7 +5,7 @@ A contender's ranges: its capacity lies between the highest rate that met the ob
 it ([X, inf) for a floor); its cost at capacity between the cost measured there and that cost scaled to the rate
 that broke it (a floor: [0, X]); a cost from an API price table is what it is (counted tokens times prices); a
 self-hosted cost from one fixed load has no interval (no sweep bounds its throughput): it cannot show a variant
-cheaper than the reference. E2E p95 ranges are its order-statistic bounds.
+cheaper than the reference. E2E p95 ranges are its order-statistic bounds widened by the client's lateness.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ..decision.choice import choose, why_not
+from ..decision.latency import widen
 from ..record.decision_evidence import Contender
 
 __all__ = ["recommend", "eligible", "choose_cheapest", "contender"]
@@ -25,7 +26,8 @@ def contender(row: dict, *, is_reference: bool, name_key: str = "run_id") -> Con
         name=str(row[name_key]), is_reference=is_reference, verdict=row["verdict"],
         review_waived=bool(row.get("review_waived")), not_comparable=row.get("comparable"),
         parity=None if is_reference else (parity or {}).get("quality_verdict"), swept=bool(row.get("sweep")),
-        capacity=_capacity(row), cost=_cost(row), e2e_p95=_bounds(row.get("e2e_ms_p95_bounds")),
+        capacity=_capacity(row), cost=_cost(row),
+        e2e_p95=widen(_bounds(row.get("e2e_ms_p95_bounds")), _lateness(row.get("client_lateness_ms"))),
         speculative=bool(row.get("speculative")), draft_tokens=row.get("draft_tokens"),
         speculation_changed=row.get("speculation_changed"))
 
@@ -53,6 +55,14 @@ def _bounds(bounds) -> tuple[float, float] | None:
     if not bounds or len(bounds) != 2 or any(b is None for b in bounds):
         return None
     return float(bounds[0]), float(bounds[1])
+
+
+def _lateness(value) -> float:
+    """A row's client lateness (ms); a figure that is not a finite number is infinite: nothing read by such a
+    client is shown faster than anything."""
+    if value is None:
+        return 0.0
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.inf
 
 
 def eligible(row: dict) -> bool:

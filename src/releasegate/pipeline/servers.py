@@ -146,6 +146,7 @@ def _target_row(run: RunDir, info, report: dict) -> dict:
         "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"), "slo": capacity.get("slo"),
         "capacity_break_rps": capacity.get("break_rps"), "cost_mode": (info.cost or {}).get("mode"),
         "e2e_ms_p95_bounds": (metrics.get("e2e_ms_p95") or {}).get("bounds"),
+        "client_lateness_ms": report.get("client_lateness_ms"),
     }
 
 

@@ -223,6 +223,9 @@ class GateReport(_Model):
     metrics: dict[str, MetricRow] = {}
     """Every summary metric over all cases."""
     latency_excluded: LatencyExcluded | None = None
+    client_lateness_ms: float | None = None
+    """How late the client measured latency (its loop lag p99, plus the openai client's send lag p99): every
+    latency criterion, and a server's E2E p95 range in `servers`, is widened by it."""
     client_saturated: str | None = None
     """Why latency, throughput and cost criteria are insufficient when the client was the bottleneck (its event
     loop ran late by more than the rubric's `max_client_lag_share` of TTFT p50), or null."""
