@@ -30,7 +30,8 @@ from statistics import fmean
 from ..decision.comparison import latency_non_inferiority, non_inferiority
 from ..decision.latency import widen
 from ..inputs.rubric import ForbiddenRule
-from ..record.evidence import answered
+from ..record.decision_evidence import MIN_FRESH_REQUESTS
+from ..record.evidence import answered, attempt_outcomes
 from ..record.judge_verdicts import Verdicts
 from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
@@ -88,6 +89,7 @@ def compare_records(
     pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
     strata = stratum_counts(_weighing(b, c) for b, c, _, _ in pairs)
     rows = [_rate_row(name, pairs, margins, strata) for name in _RATE_KEYS]
+    rows = [r for r in rows if r is None or r["metric"] != "error_rate"] + [_error_row(pairs, margins, strata)]
     rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
     return {
         "shared_cases": len(shared),
@@ -172,6 +174,18 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) ->
         "worse": counts[1], "better": counts[2], "needed_n": needed, "verdict": verdict, **extra,
         **({"note": note} if note else {}),
     }
+
+
+def _error_row(pairs, margins: Margins, strata: dict) -> dict | None:
+    """The paired error-rate row, undecided when either run sent fewer than MIN_FRESH_REQUESTS requests for the
+    shared cases (answers reused from the response cache with no request known behind them send none): its
+    failures are then unknown, as the gate's error guard says."""
+    sent = min(len(attempt_outcomes([p[i] for p in pairs], cached=False)) for i in (0, 1)) if pairs else 0
+    if pairs and sent < MIN_FRESH_REQUESTS:
+        margin = margins.margins.get("error_rate", DEFAULT_MARGINS["error_rate"])
+        return _undecided_row("error_rate", sent, margin, f"{sent} request(s) sent by one run for the shared cases: "
+                              f"an error rate needs at least {MIN_FRESH_REQUESTS}")
+    return _rate_row("error_rate", pairs, margins, strata)
 
 
 def _undecided_row(name: str, n: int, margin: float, note: str) -> dict:
