@@ -200,7 +200,7 @@ def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict 
 def _capacity(steps: list[CapacityStep], max_rps: float | None) -> dict:
     """The highest rate with every step at or below it meeting the objective, and the step that broke above."""
     good = None
-    for step in steps:
+    for step in _worst_per_rate(steps):
         if step.verdict == "meets":
             good = step
             continue
@@ -216,6 +216,21 @@ def _capacity(steps: list[CapacityStep], max_rps: float | None) -> dict:
     why = (f"met the objective up to max_rps ({good.rate:.4g} req/s): the capacity is at least that"
            if at_max else f"no step above {good.rate:.4g} req/s broke the objective (the sweep stopped early)")
     return {**_found(steps, good, None), "at_least": True, "why": why}
+
+
+_WORSE = {"meets": 0, "undecided": 1}
+"""A rate swept more than once is as good as its worst step (any other verdict: it broke the objective)."""
+
+
+def _worst_per_rate(steps: list[CapacityStep]) -> list[CapacityStep]:
+    """One step per rate, in rising rate: the worst of the steps run at it, so a rate that broke the objective
+    once is never met because another step at it met it."""
+    worst: dict[float, CapacityStep] = {}
+    for step in steps:
+        kept = worst.get(step.rate)
+        if kept is None or _WORSE.get(step.verdict, 2) > _WORSE.get(kept.verdict, 2):
+            worst[step.rate] = step
+    return [worst[rate] for rate in sorted(worst)]
 
 
 def _unknown(why: str, good: CapacityStep | None) -> dict:
