@@ -8,6 +8,7 @@ import asyncio
 import ssl
 from urllib.parse import urlsplit
 
+from ..border.limits import request_target
 from ..errors import TargetError
 from ..redaction import mask_url
 
@@ -31,7 +32,7 @@ async def answers(target) -> None:
     except OSError as exc:
         raise TargetError(f"cannot reach {where}: {exc.strerror or exc}") from None
     try:
-        writer.write(f"GET {parts.path.rstrip('/')}/models HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        writer.write(f"GET {request_target(target.base_url, '/models')} HTTP/1.1\r\nHost: {host}:{port}\r\n"
                      "Connection: close\r\n\r\n".encode("latin-1"))
         await writer.drain()
         first = await asyncio.wait_for(reader.read(1), target.stall_timeout_s)

@@ -20,6 +20,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..border.limits import request_target
 from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
 
 __all__ = ["LeanClient", "HTTPStatusError", "StallTimeout", "StreamBroken"]
@@ -223,8 +224,8 @@ class LeanClient:
         self.https = parts.scheme == "https"
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or (443 if self.https else 80)
-        self.prefix = parts.path.rstrip("/")
-        self.query = f"?{parts.query}" if parts.query else ""  # sent with every request
+        prefix, sep, query = request_target(base_url, "").partition("?")  # once: the path percent-encoded
+        self.prefix, self.query = prefix, sep + query  # the query sent with every request
         self.api_key = api_key
         self.headers = dict(headers or {})
         """Sent with every request; an Authorization here replaces the api key's Bearer."""

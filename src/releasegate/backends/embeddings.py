@@ -18,10 +18,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..border.files import open_regular, regular_entries, sha256_file
+from ..border.env import env_secret
+from ..border.files import append_regular, open_regular, regular_entries, sha256_file
 from ..border.http import HttpError, Limits, post_json
 from ..border.json_reader import NotJson, count, finite_float, read_json
-from ..border.limits import DEFAULT_MAX_BYTES
+from ..border.limits import DEFAULT_MAX_BYTES, endpoint_url
 from ..errors import InputError, TargetError
 from ..inputs.cache_config import EmbeddingSource
 from ..redaction import mask_url, secret_from_env
@@ -92,7 +93,8 @@ def source_fingerprint(source: EmbeddingSource) -> str:
     """What the vectors depend on: the endpoint's URL and model, or the local model's files."""
     digest = hashlib.sha256()
     if source.local is None:
-        digest.update(f"endpoint\0{(source.base_url or '').rstrip('/')}\0{source.model}".encode())
+        # the URL as shown (userinfo and secret query values masked): no credential hashed into run.json
+        digest.update(f"endpoint\0{(mask_url(source.base_url) or '').rstrip('/')}\0{source.model}".encode())
     else:
         for path in regular_entries(Path(source.local), what="embedding model", suffixes=(".json", ".safetensors", ".bin")):
             digest.update(path.name.encode() + b"\0" + sha256_file(path).encode())
@@ -104,9 +106,10 @@ def _endpoint(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[
     within `source.timeout_s`; a request that fails or a reply of another shape is a TargetError naming the
     endpoint (its URL masked) and why."""
     secret_from_env(source.api_key_env)
-    key = os.environ.get(source.api_key_env) if source.api_key_env else None
+    field = "response_cache_probe.embeddings.api_key_env"
+    key = env_secret(source.api_key_env, field=field) if source.api_key_env else None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    url = (source.base_url or "").rstrip("/") + "/embeddings"
+    url = endpoint_url(source.base_url or "", "/embeddings")
     where = mask_url(url) or url
     vectors: list[list[float]] = []
     tokens: int | None = 0
@@ -249,8 +252,11 @@ def _read_cache(path: Path | None) -> dict[str, list[float]]:
 def _append_cache(path: Path | None, new: dict[str, list[float]]) -> None:
     if path is None or not new:
         return
-    with path.open("a", encoding="utf-8") as f:
-        f.writelines(json.dumps({"key": k, "vector": v}) + "\n" for k, v in new.items())
+    try:  # a cache that cannot take the vectors (a FIFO in its place) costs only their computing again
+        append_regular(path, "".join(json.dumps({"key": k, "vector": v}) + "\n" for k, v in new.items()),
+                       what="embeddings cache")
+    except InputError:
+        return
 
 
 def stored_vectors(texts: list[str], fingerprint: str, cache_path: Path) -> list[list[float]] | None:

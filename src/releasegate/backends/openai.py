@@ -21,11 +21,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from ..border.env import env_secret
 from ..errors import ErrorKind, InputError, TargetError
 from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
@@ -109,10 +109,7 @@ class OpenAIBackend(Backend):
         name = self.target.api_key_env
         if not name:
             return _NO_KEY
-        value = os.environ.get(name)
-        if not value:
-            raise InputError(f"environment variable {name} is not set", field="target.api_key_env", hint=f"export {name}=...")
-        return value
+        return env_secret(name, field="target.api_key_env")
 
     def client(self, concurrency: int | None = None):
         """The HTTP client for a run (`concurrency` requests in flight at most): the lean SSE client (default) or

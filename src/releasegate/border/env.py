@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import InputError
 
 __all__ = [
-    "EnvNumber", "EnvChoice", "env_number", "env_choice", "env_flag", "env_path", "env_text", "check_environment",
+    "EnvNumber", "EnvChoice", "env_number", "env_choice", "env_flag", "env_path", "env_text", "env_secret", "check_environment",
     "PROGRESS_INTERVAL", "TEST_JUDGE_DELAY", "TEST_HOLD_AFTER_VERDICT", "EVENT_LOOP", "VLLM_PYTHON", "STEP_SUMMARY",
     "TRACEBACK", "MAX_ENV_CHARS",
 ]
@@ -75,6 +75,23 @@ def env_text(name: str) -> str | None:
         raise InputError(f"{name} is longer than {MAX_ENV_CHARS} characters")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise InputError(f"{name} holds a control character")
+    return value
+
+
+def env_secret(name: str, *, field: str) -> str:
+    """A credential a config names by its variable (an API key, a header's value): set, one line, and text an
+    HTTP header can carry. Anything else is InputError at `field`, saying what to do: a line break in a key
+    would add a header of its own to every request."""
+    value = os.environ.get(name)
+    if not value:
+        raise InputError(f"environment variable {name} is not set", field=field, hint=f"export {name}=...")
+    if any(c in value for c in "\r\n\0"):
+        raise InputError(f"environment variable {name} holds a line break: not a header value", field=field)
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise InputError(f"environment variable {name} has a character HTTP headers cannot carry", field=field,
+                         hint="header values are Latin-1 text") from None
     return value
 
 

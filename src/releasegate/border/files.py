@@ -15,6 +15,7 @@ import hashlib
 import io
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,7 +23,7 @@ from ..errors import InputError
 
 __all__ = [
     "exists", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file",
-    "walk_files", "regular_entries", "append_regular", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
+    "walk_files", "regular_entries", "append_regular", "open_append", "replace_file", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
 ]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
@@ -144,9 +145,10 @@ def sha256_file(path: Path, *, what: str = "file to hash", max_bytes: int = MAX_
             raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
 
 
-def append_regular(path: Path, text: str, *, what: str) -> None:
-    """Append `text` (UTF-8) to the regular file `path`, created when missing. A FIFO, a device or a socket is
-    refused (InputError), never written to or waited on: opened without blocking, checked before a byte goes."""
+def open_append(path: Path, *, what: str) -> BinaryIO:
+    """`path` open for appending in binary (created when missing), when it is a regular file: a FIFO, a device
+    or a socket is refused (InputError), never written to or waited on: opened without blocking, checked before
+    a byte goes."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags, 0o644)
@@ -155,14 +157,39 @@ def append_regular(path: Path, text: str, *, what: str) -> None:
         raise InputError(f"{what} cannot be appended to ({why}): not written", file=path) from None
     except ValueError:
         raise InputError(f"{what}: not a path the system can open", file=path) from None
-    with os.fdopen(fd, "wb", buffering=0) as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{what} is not a regular file (a FIFO, a device or a socket): not written", file=path)
-        os.set_blocking(fd, True)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{what} is not a regular file (a FIFO, a device or a socket): not written", file=path)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab")
+
+
+def append_regular(path: Path, text: str, *, what: str) -> None:
+    """Append `text` (UTF-8) to the regular file `path` (see `open_append`)."""
+    with open_append(path, what=what) as fh:
         try:
             fh.write(text.encode("utf-8"))
         except OSError as exc:
             raise InputError(f"{what} cannot be appended to ({exc.strerror}): not written", file=path) from None
+
+
+def replace_file(path: Path, data: bytes, *, what: str) -> Path:
+    """Write `data` to `path` atomically: a new temp file of a name nobody could have planted (mkstemp: created,
+    never opened if it exists, so never a FIFO), then renamed over `path`; a reader never sees half a file."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"cannot write {what}: {exc.strerror}", file=path) from None
+    try:
+        os.fchmod(fd, 0o644)  # as a plain write would leave it (mkstemp makes 0600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"cannot write {what}: {exc.strerror}", file=path) from None
+    return path
 
 
 def _kind(path: Path) -> str | None:

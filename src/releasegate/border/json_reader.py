@@ -23,8 +23,8 @@ Python's recursion limit (about 1,000) would end the run."""
 MAX_JSON_BYTES = 16 * 1024 * 1024
 """Bytes of JSON read by default (`border.limits.DEFAULT_MAX_BYTES`)."""
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKETS = re.compile(rb"[\[{]+|[\]}]+")
+_TOKENS = re.compile(rb'[\[\]{}"\\]')
+"""What the depth count looks at: brackets, quotes and backslashes; every other byte is skipped by the regex."""
 
 
 class NotJson(ValueError):
@@ -33,17 +33,29 @@ class NotJson(ValueError):
 
 def json_depth(data: bytes, stop_at: int | None = None) -> int:
     """The deepest nesting of arrays and objects in JSON text (brackets inside strings do not count); once it
-    passes `stop_at`, that is known and the count stops there."""
+    passes `stop_at`, that is known and the count stops there. One pass over the text, whatever it holds (an
+    unterminated string of escaped quotes included): linear, so it never outlasts the read it follows."""
     depth = deepest = 0
-    for run in _BRACKETS.finditer(_STRING.sub(b'""', data)):
-        width = run.end() - run.start()
-        if run.group()[:1] in b"[{":
-            depth += width
+    in_string, escaped_until = False, -1
+    for token in _TOKENS.finditer(data):
+        at = token.start()
+        if at < escaped_until:  # the byte after a backslash
+            continue
+        byte = data[at]
+        if in_string:
+            if byte == 0x5C:  # backslash
+                escaped_until = at + 2
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
             deepest = max(deepest, depth)
             if stop_at is not None and deepest > stop_at:
                 return deepest
-        else:
-            depth -= width
+        elif byte in b"]}":
+            depth -= 1
     return deepest
 
 

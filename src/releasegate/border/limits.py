@@ -9,9 +9,9 @@ Content-Length that is not a number) is a bad response.
 
 from __future__ import annotations
 
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
-__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin", "same_origin"]
+__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin", "same_origin", "request_target", "endpoint_url"]
 
 HEAD_MAX = 64 * 1024
 """Bytes a response's status line and headers may take (a server's are a few hundred)."""
@@ -33,6 +33,25 @@ class Redirected(Exception):
     def __init__(self, status: int, location: str | None, base: str) -> None:
         self.status, self.where = status, origin(location, base)
         super().__init__(f"HTTP {status} redirect to {self.where}: not followed (point base_url at the server itself)")
+
+
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+"""Characters a request target's path keeps as they are (RFC 3986 pchar and '/'); any other is percent-encoded."""
+
+
+def request_target(base_url: str, path: str) -> str:
+    """The request target for `path` under a base URL: its path with `path` appended, percent-encoded where a
+    character is not one a request line may carry (a path past Latin-1 too), then its query, kept."""
+    parts = urlsplit(base_url)
+    target = quote(parts.path.rstrip("/") + path, safe=_PATH_SAFE)
+    return target + (f"?{parts.query}" if parts.query else "")
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """`base_url` with `path` appended to its path, not to its query (http://h/v1?api-version=2 and /embeddings
+    give http://h/v1/embeddings?api-version=2)."""
+    parts = urlsplit(base_url)
+    return urlunsplit((parts.scheme, parts.netloc, request_target(base_url, path).partition("?")[0], parts.query, ""))
 
 
 def same_origin(a: str | None, b: str | None) -> bool:

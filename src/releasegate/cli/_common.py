@@ -94,7 +94,7 @@ ForceOption = Annotated[bool, typer.Option("--force", help="Replace the --output
 def write_output(path: Path, text: str, *, force: bool = False) -> None:
     """`--output FILE`: the rendered text (registered secrets redacted), or one line naming the file that may not
     or could not be written (exit 2): a run's own file, an existing file without --force (see `outputs`)."""
-    from ..outputs import check_output_path, write_output_file
+    from ..border.outputs import check_output_path, write_output_file
     from ..redaction import redact
 
     write_output_file(check_output_path(path, force=force), redact(text).encode("utf-8"))

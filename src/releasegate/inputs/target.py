@@ -8,12 +8,12 @@ fields, the api key's variable) are masked by shape in `TargetConfig.describe` a
 from __future__ import annotations
 
 import base64
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from ..border.env import env_secret
 from ..errors import InputError
 from ..extras import require
 from ..redaction import (
@@ -214,14 +214,7 @@ def _userinfo(url: str | None) -> str | None:
 
 def _header_value(name: str, spec) -> str:
     if isinstance(spec, dict):
-        variable = spec["env"]
-        value = os.environ.get(variable)
-        if not value:
-            raise InputError(f"environment variable {variable} is not set", field=f"target.headers.{name}",
-                             hint=f"export {variable}=...")
-        if any(c in value for c in "\r\n\0"):
-            raise InputError(f"environment variable {variable} holds a line break: not a header value",
-                             field=f"target.headers.{name}")
+        value = env_secret(spec["env"], field=f"target.headers.{name}")
     else:
         value = str(spec)
     try:

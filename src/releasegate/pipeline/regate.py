@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..border.files import sha256_file
+from ..border.outputs import check_output_path, write_output_file
 from ..decision.whatif import decide_whatif
 from ..errors import InputError
 from ..gate.health import planned_phases
 from ..inputs.rubric import Rubric, load_rubric
-from ..outputs import check_output_path, write_output_file
 from ..record.decision_evidence import WhatIfEvidence
 from ..record.gate_report import typed_report
 from ..record.judge_verdicts import run_verdicts
@@ -181,4 +181,4 @@ def _write_beside(run: RunDir, report: dict, where: Path, scored: ScoredRun, *, 
         raise InputError(f"cannot create the directory: {exc.strerror}", file=where) from None
     for path, text in zip(targets, texts.values()):
         write_output_file(path, valid_text(redact(text)).encode("utf-8"))
-    append_step_summary(render_markdown(report))
+    append_step_summary(render_markdown(report), run.path)

@@ -7,11 +7,12 @@ a case, or a changed judge, finds no judgment and asks again. The last line of a
 
 from __future__ import annotations
 
+import io
 import os
 
 from pydantic import BaseModel, Field
 
-from ..border.files import check_regular, open_regular
+from ..border.files import check_regular, open_append, open_regular
 from ..errors import InputError
 from ..redaction import redact_json
 from .records import ESCAPED, MAX_JOURNAL_BYTES, RunDir, last_line_start
@@ -99,7 +100,7 @@ def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
     """Append whole lines and fsync, through the run directory's redaction (see RunDir.append)."""
     path = run.path / JUDGMENTS_FILE
     _cut_torn_tail(path)
-    with path.open("a", encoding="utf-8") as fh:
+    with io.TextIOWrapper(open_append(path, what=JUDGMENTS_FILE), encoding="utf-8") as fh:
         for j in judgments:
             line = ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", redact_json(j.model_dump_json()))
             fh.write(line + "\n")

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
-from ..border.files import check_regular, exists, open_regular, read_text
+from ..border.files import check_regular, exists, open_append, open_regular, read_text, replace_file
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
@@ -255,7 +256,7 @@ class RunDir:
 
     def append(self, records: list[CaseRecord], name: str = "records.jsonl") -> None:
         """Append whole lines and fsync: a line with its newline is a committed record."""
-        with (self.path / name).open("a", encoding="utf-8") as fh:
+        with io.TextIOWrapper(open_append(self.path / name, what=name), encoding="utf-8") as fh:
             for rec in records:
                 if rec.error_message:
                     rec = rec.model_copy(update={"error_message": redact_error(rec.error_message)})
@@ -352,11 +353,7 @@ class RunDir:
     def write_text(self, name: str, text: str) -> Path:
         """Write atomically (temp file + rename), so a reader never sees half a file. A lone surrogate (which UTF-8
         cannot hold) is written as U+FFFD."""
-        path = self.path / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(valid_text(redact(text)), encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        return replace_file(self.path / name, valid_text(redact(text)).encode("utf-8"), what=name)
 
     def write_json(self, name: str, data: Any) -> Path:
         data = redact_values(data)  # the data redacted, then serialised

@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel
 
-from ..border.files import open_regular
+from ..border.files import open_append, open_regular
 from ..errors import InputError
 from .records import RunDir
 
@@ -112,7 +112,7 @@ def append_labels(run: RunDir, edits: list[LabelEdit]) -> None:
     """Append the edits in one write, flushed to disk."""
     if not edits:
         return
-    with (run.path / REVIEWS_FILE).open("a", encoding="utf-8") as fh:
+    with io.TextIOWrapper(open_append(run.path / REVIEWS_FILE, what=REVIEWS_FILE), encoding="utf-8") as fh:
         fh.write("".join(e.model_dump_json() + "\n" for e in edits))
         fh.flush()
         os.fsync(fh.fileno())

@@ -46,7 +46,7 @@ def write_reports(run: RunDir, report: GateReport | dict, scored: ScoredRun | No
     texts = rendered_reports(run, report, scored)
     for name, text in texts.items():
         run.write_text(name, text)
-    append_step_summary(texts[REGISTRY["md"].file])
+    append_step_summary(texts[REGISTRY["md"].file], run.path)
 
 
 def rendered_reports(run: RunDir, report: GateReport | dict, scored: ScoredRun | None = None) -> dict[str, str]:

@@ -9,14 +9,18 @@ renderer finds a link in it. Control, bidi and surrogate characters are shown as
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+from pathlib import Path
 
 from ..border.env import STEP_SUMMARY, env_path
 from ..border.files import append_regular
+from ..border.outputs import RUN_MARKER
 from ..errors import InputError
 from ..record.gate_report import FailingCase, GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
+from ..record.stored_manifest import read_manifest_file
 from ..review.summary import review_headline
 from ..text import inert
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
@@ -132,14 +136,31 @@ def _judged_by_lines(report: GateReport) -> list[str]:
     return [f"> ⚠️ **{md_label(judged_by_line(report))}**", ""]
 
 
-def append_step_summary(markdown: str) -> None:
-    """Append to the file named by GITHUB_STEP_SUMMARY (GitHub Actions' job summary), when that is set."""
+def append_step_summary(markdown: str, run_dir: Path | None = None) -> None:
+    """Append to the file named by GITHUB_STEP_SUMMARY (GitHub Actions' job summary), when that is set: never to a
+    file of a run directory nor to an input the run `run_dir` read (its manifest's), which the summary would
+    corrupt; a warning line instead."""
     try:
         path = env_path(STEP_SUMMARY)
         if path is not None:
+            _refuse_evidence(path, run_dir)
             append_regular(path, markdown + "\n", what=STEP_SUMMARY)
     except InputError as exc:  # the summary is a courtesy: never let it hide the verdict
         sys.stderr.write(f"warning: {exc}\n")
+
+
+def _refuse_evidence(path: Path, run_dir: Path | None) -> None:
+    real = Path(os.path.realpath(path))  # a link loop resolves as far as it goes, never raises
+    if (real.parent / RUN_MARKER).is_file():
+        raise InputError(f"{STEP_SUMMARY} names a file of a run directory, the run's evidence: not written", file=path)
+    try:
+        manifest = read_manifest_file(run_dir, whole=False) if run_dir is not None else None
+    except InputError:
+        manifest = None
+    inputs = {Path(os.path.realpath(e["path"])) for e in (manifest or {}).get("inputs") or []
+              if isinstance(e, dict) and isinstance(e.get("path"), str)}
+    if real in inputs:
+        raise InputError(f"{STEP_SUMMARY} names an input of the run: not written", file=path)
 
 
 def _details(summary: str, lines: list[str]) -> list[str]:

@@ -23,12 +23,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..border.outputs import check_output_path, write_output_file
 from ..clock import now as stamp
 from ..errors import InputError
 from ..gate.case_detail import failing_cases
 from ..inputs.csv_dialect import REOPEN, misread_utf8
 from ..inputs.files import MAX_FILE_BYTES, read_capped
-from ..outputs import check_output_path, write_output_file
 from ..record.records import CaseRecord
 from ..record.review_labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
 from ..record.review_outcome import check_verdicts, output_hash

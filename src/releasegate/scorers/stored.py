@@ -15,13 +15,14 @@ a judge's verdict is never stored (judge-scored answers are read from judgments.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from ..border.files import read_capped
+from ..border.files import open_append, read_capped
 from ..border.structured import json_loads
 from ..errors import InputError
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir
@@ -126,7 +127,7 @@ class CorpusScores:
         """Append the values computed since reading; the caller seals the journal."""
         if not self.added:
             return
-        with (run.path / CORPUS_JOURNAL).open("a", encoding="utf-8") as fh:
+        with io.TextIOWrapper(open_append(run.path / CORPUS_JOURNAL, what=CORPUS_JOURNAL), encoding="utf-8") as fh:
             fh.writelines(json.dumps(row, sort_keys=True) + "\n" for row in self.added)
         self.added = []
 

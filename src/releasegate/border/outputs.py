@@ -8,11 +8,11 @@ as it is. Paths are resolved first, so a symlink into a run directory is refused
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
+from .files import replace_file
 
 __all__ = ["RUN_MARKER", "check_output_path", "write_output_file"]
 
@@ -51,8 +51,6 @@ def write_output_file(path: Path, data: bytes) -> None:
             with open(path, "wb") as fh:
                 fh.write(data)
             return
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        replace_file(path, data, what="output")
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", file=path) from None
