@@ -113,3 +113,19 @@ def test_a_fifo_at_a_run_files_temp_name_is_refused_not_waited_on(finished):
     result = _releasegate("gate", finished)
     assert result is not None, "hung writing report.json"
     assert result[0] != 70 and "Traceback" not in result[2], result
+
+
+# -- GITHUB_STEP_SUMMARY naming a run's own evidence ------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="append_step_summary appends wherever GITHUB_STEP_SUMMARY points, a run's "
+                   "records.jsonl included (`-o` is refused there, the summary is not): the journal then holds "
+                   "Markdown, `gate RUN` is exit 2 'corrupt record', and `verify` still says nothing changed")
+def test_a_job_summary_naming_a_run_file_never_writes_into_the_run(tmp_path, cli, monkeypatch):
+    from test_hostile_files import replay_project
+    config = replay_project(tmp_path)
+    journal = tmp_path / "reports" / "r" / "records.jsonl"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(journal))
+    code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 0, err
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    assert "<details>" not in journal.read_text()
+    assert cli("gate", journal.parent)[0] == 0
