@@ -129,3 +129,37 @@ def test_a_job_summary_naming_a_run_file_never_writes_into_the_run(tmp_path, cli
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     assert "<details>" not in journal.read_text()
     assert cli("gate", journal.parent)[0] == 0
+
+
+# -- a FIFO where the probe keeps its embeddings ------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="backends.embeddings reads its cache through open_regular (a FIFO: ignored) "
+                   "but appends the new vectors with path.open('a'): a FIFO at RUN/embeddings.jsonl blocks the "
+                   "probe forever, whatever its timeout_s")
+def test_a_fifo_as_the_embeddings_cache_is_not_waited_on(tmp_path):
+    import os
+    import threading
+
+    from releasegate.backends.embeddings import embed
+    from releasegate.inputs.cache_config import EmbeddingSource
+
+    cache = tmp_path / "embeddings.jsonl"
+    os.mkfifo(cache)
+    outcome: list = []
+
+    def probe():
+        try:
+            outcome.append(embed(["a b", "c d", "e f"], EmbeddingSource(base_url=stub.base_url, model="e",
+                                                                         timeout_s=2), cache))
+        except Exception as exc:  # noqa: BLE001 - any error that names the file is an answer; a hang is not
+            outcome.append(exc)
+
+    with StubServer() as stub:
+        worker = threading.Thread(target=probe, daemon=True)
+        worker.start()
+        worker.join(30)
+        hung = worker.is_alive()
+        if hung:  # let the blocked writer go: a reader on the FIFO, then the thread ends
+            reader = os.open(cache, os.O_RDONLY | os.O_NONBLOCK)
+            worker.join(10)
+            os.close(reader)
+    assert not hung, "embed() waited on a FIFO past 30 s (its deadline is 2 s)"
