@@ -229,3 +229,16 @@ def test_an_embeddings_reply_that_is_slow_to_count_still_ends_near_its_deadline(
     done = _python(_REPLY_SCRIPT.format(data=QUADRATIC.format(n=100_000)), timeout=30)
     assert done is not None, "post_json with a 2 s deadline was still counting after 30 s"
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="GITHUB_STEP_SUMMARY naming an input the run read (here its rubric) gets "
+                   "the job summary appended: the user's rubric now ends in Markdown and the next check is exit 2")
+def test_a_job_summary_naming_an_input_never_writes_into_it(tmp_path, cli, monkeypatch):
+    from test_hostile_files import replay_project
+    config = replay_project(tmp_path)
+    rubric = tmp_path / "rubric.yaml"
+    before = rubric.read_text()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(rubric))
+    assert cli("check", "-c", config, "--run-id", "r", "--no-progress")[0] == 0
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    assert rubric.read_text() == before
