@@ -242,3 +242,22 @@ def test_a_job_summary_naming_an_input_never_writes_into_it(tmp_path, cli, monke
     assert cli("check", "-c", config, "--run-id", "r", "--no-progress")[0] == 0
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     assert rubric.read_text() == before
+
+
+# -- an embeddings base_url with a query ----------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="backends.embeddings appends '/embeddings' to base_url as a string: with a "
+                   "query (?api-version=..., as the target's base_url may have) the path goes into the query and the "
+                   "request is POST /v1?api-version=2/embeddings")
+def test_an_embeddings_base_url_with_a_query_posts_to_its_embeddings_path():
+    from releasegate.backends.embeddings import embed
+    from releasegate.errors import TargetError
+    from releasegate.inputs.cache_config import EmbeddingSource
+    from releasegate.testing.hostile import Catcher
+    from test_border_http import _first_head
+
+    with Catcher() as server:
+        with pytest.raises(TargetError):  # the catcher answers 404
+            embed(["a b", "c d"], EmbeddingSource(base_url=server.url + "/v1?api-version=2", model="e", timeout_s=5),
+                  None)
+        head = _first_head(server)
+    assert head.startswith("POST /v1/embeddings?api-version=2 HTTP/1.1\r\n"), head.splitlines()[0]
