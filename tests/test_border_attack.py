@@ -261,3 +261,25 @@ def test_an_embeddings_base_url_with_a_query_posts_to_its_embeddings_path():
                   None)
         head = _first_head(server)
     assert head.startswith("POST /v1/embeddings?api-version=2 HTTP/1.1\r\n"), head.splitlines()[0]
+
+
+# -- a FIFO as reviews.jsonl ------------------------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="review_labels.append_labels opens RUN/reviews.jsonl with .open('a'): with a "
+                   "FIFO there (read as 'no labels yet'), `review import` blocks forever instead of exit 2 naming it")
+def test_a_fifo_as_reviews_jsonl_is_refused_by_review_import(finished, cli):
+    import csv
+    import os
+    assert cli("review", "export", finished)[0] == 0
+    queue = finished / "review_queue.csv"
+    with queue.open(newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0]
+    for row in rows[1:]:
+        if len(row) == len(header):
+            row[header.index("label")], row[header.index("reviewer")] = "pass", "me"
+    with queue.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+    os.mkfifo(finished / "reviews.jsonl")
+    result = _releasegate("review", "import", finished, queue)
+    assert result is not None, "review import hung on a FIFO as reviews.jsonl"
+    assert result[0] == 2 and "reviews.jsonl" in result[2], result
