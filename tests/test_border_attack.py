@@ -283,3 +283,35 @@ def test_a_fifo_as_reviews_jsonl_is_refused_by_review_import(finished, cli):
     result = _releasegate("review", "import", finished, queue)
     assert result is not None, "review import hung on a FIFO as reviews.jsonl"
     assert result[0] == 2 and "reviews.jsonl" in result[2], result
+
+
+# -- a FIFO as corpus_scores.jsonl ---------------------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="scorers.stored.CorpusScores reads corpus_scores.jsonl through the border (a "
+                   "FIFO: no stored value) but save() appends with .open('a'): a FIFO there blocks the stage forever")
+def test_a_fifo_as_the_corpus_journal_is_not_waited_on(tmp_path):
+    import os
+    import threading
+
+    from releasegate.record.records import RunDir
+    from releasegate.scorers.stored import CORPUS_JOURNAL, CorpusScores
+
+    run = RunDir(tmp_path)
+    os.mkfifo(tmp_path / CORPUS_JOURNAL)
+    scores = CorpusScores.of(run)
+    scores.add("sha256:x", "bleu", 0.5, 10)
+    worker = threading.Thread(target=lambda: _quiet(scores.save, run), daemon=True)
+    worker.start()
+    worker.join(20)
+    hung = worker.is_alive()
+    if hung:
+        reader = os.open(tmp_path / CORPUS_JOURNAL, os.O_RDONLY | os.O_NONBLOCK)
+        worker.join(10)
+        os.close(reader)
+    assert not hung, "CorpusScores.save waited on a FIFO for 20 s"
+
+
+def _quiet(call, *args):
+    try:
+        call(*args)
+    except Exception:  # noqa: BLE001 - an error naming the file is an answer; a hang is not
+        pass
