@@ -328,3 +328,23 @@ def test_a_base_url_path_that_is_not_latin1_is_exit_2_or_a_target_error(tmp_path
             "target: {backend: openai, base_url: '" + stub.base_url + "/\u20ac', model: m}"))
         code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
     assert code != 70 and "internal error" not in err, err
+
+
+# -- a credential variable holding a line break ----------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="the lean client (backends._sse_client) writes `Authorization: Bearer {key}` "
+                   "as it is: a key variable holding CR LF adds a header line of its own to every request (httpx, "
+                   "the openai client's transport, refuses such a value)")
+def test_a_key_with_a_line_break_never_splits_the_request_head(tmp_path, cli, monkeypatch):
+    from releasegate.testing.hostile import Catcher
+    from test_hostile_files import replay_project
+    config = replay_project(tmp_path)
+    monkeypatch.setenv("RG_ATTACK_KEY", "sk-abcdefgh\r\nX-Injected: 1")
+    with Catcher() as server:
+        config.write_text(config.read_text().replace(
+            "target: {backend: replay, responses: responses.jsonl}",
+            "target: {backend: openai, base_url: '" + server.url + "/v1', model: m, api_key_env: RG_ATTACK_KEY, "
+            "retries: 0}"))
+        code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+        heads = list(server.heads)
+    assert code != 70 and "internal error" not in err, err
+    assert not any("\r\nX-Injected: 1\r\n" in h for h in heads), [h for h in heads if "X-Injected" in h][:1]
