@@ -12,8 +12,13 @@ from test_architecture import MODULES
 
 CALLS = {"json": {"loads", "load"}, "yaml": {"safe_load", "load", "full_load", "unsafe_load"},
          "subprocess": {"Popen", "run", "check_output", "check_call", "call"}, "socket": {"socket", "create_connection"},
-         "os": {"open", "fdopen", "popen", "system"}, "urllib.request": {"urlopen"}, "pickle": {"load", "loads"}}
-"""Module functions that read from outside (or run something) by their own means."""
+         "os": {"open", "fdopen", "popen", "system"}, "urllib.request": {"urlopen"}, "pickle": {"load", "loads"},
+         "shutil": {"copyfile", "copy", "copy2", "copytree", "copyfileobj"}, "sqlite3": {"connect"},
+         "asyncio": {"open_connection"}, "tempfile": {"mkstemp", "NamedTemporaryFile"}}
+"""Module functions that read from outside, write a file, or run something, by their own means."""
+RUN_FILES = ("run", "self")
+"""Receivers of `.write_text()` that are a run directory (`RunDir.write_text`, which writes through
+`border.files.replace_file`): a write elsewhere opens a file of its own, and a FIFO planted there would hold it."""
 
 LISTED = {
     ("releasegate.backends._sse_client", ".create_connection()"):
@@ -22,6 +27,16 @@ LISTED = {
     ("releasegate.export._serve", ".read_text()"): "/proc of a server process releasegate started (its memory)",
     ("releasegate.export.llamacpp", ".read_text()"): "the log of a llama.cpp child releasegate started, for its error",
     ("releasegate.export.llamacpp", "subprocess.Popen"): "the llama.cpp server releasegate serves a variant with",
+    ("releasegate.export.llamacpp", ".open() for writing"):
+        "the log the llama.cpp child writes, in a directory releasegate made for the run",
+    ("releasegate.export.vllm", ".open() for writing"):
+        "the log the vLLM child writes, in a directory releasegate made for the run",
+    ("releasegate.backends._reach", "asyncio.open_connection"):
+        "the target's reachability check: a connect bounded by connect_timeout_s, a first byte by stall_timeout_s, "
+        "nothing of the reply read",
+    ("releasegate.backends.response_cache", "sqlite3.connect"):
+        "the response cache: sqlite opens the file itself, after border.files.check_regular refused a FIFO or "
+        "a device there",
     ("releasegate.export.vllm", "subprocess.Popen"):
         "the vLLM server: only the interpreter RELEASEGATE_VLLM_PYTHON names or releasegate's own .venv-vllm",
     ("releasegate.export.vllm", "socket.socket"): "a free loopback port for the vLLM child",
@@ -39,7 +54,6 @@ LISTED = {
     ("releasegate.record.stage_timing", "open()"): "/proc/self/stat and /proc/uptime: this process's own CPU time",
     ("releasegate.redaction", "json.loads"):
         "a journal line releasegate itself just serialised, decoded to redact its strings (ground layer: no border)",
-    ("releasegate.run.generation", "os.open"): "the run directory opened to fsync it",
     ("releasegate.run.manifest", "yaml.safe_load"): "the rubric's text read by border.files.read_text, already "
                                                     "validated by load_rubric in the same run",
     ("releasegate.run.sweep", "yaml.safe_load"): "the sealed rubric snapshot read by border.files.read_text, bounded",
@@ -71,23 +85,26 @@ def _writes(call: ast.Call, position: int) -> bool:
 
 
 def reads(source: str) -> set[str]:
-    """The reads around the border in `source`: `open()` and `.open()` for reading, `.read_text()`,
-    `.read_bytes()`, `.create_connection()`, and the module functions of CALLS."""
+    """The reads (and writes) around the border in `source`: `open()` and `.open()` for reading, or for writing
+    ("open() for writing"), `.read_text()`, `.read_bytes()`, `.write_text()` and `.write_bytes()` but a run
+    directory's, `.create_connection()`, and the module functions of CALLS."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Call):
             continue
         f = node.func
-        if isinstance(f, ast.Name) and f.id == "open" and not _writes(node, 1):
-            found.add("open()")
+        if isinstance(f, ast.Name) and f.id == "open":
+            found.add("open() for writing" if _writes(node, 1) else "open()")
         elif isinstance(f, ast.Attribute):
             base = ast.unparse(f.value)
             if base in CALLS:
                 if f.attr in CALLS[base]:
                     found.add(f"{base}.{f.attr}")
-            elif f.attr == "open" and not _writes(node, 0):
-                found.add(".open()")
+            elif f.attr == "open":
+                found.add(".open() for writing" if _writes(node, 0) else ".open()")
             elif f.attr in ("read_text", "read_bytes", "create_connection"):
+                found.add(f".{f.attr}()")
+            elif f.attr in ("write_text", "write_bytes") and base not in RUN_FILES:
                 found.add(f".{f.attr}()")
     return found
 
@@ -113,12 +130,16 @@ def test_a_module_that_reads_around_the_border_is_caught():
         ('    with path.open("rb") as fh:\n        return fh.read()\n', {".open()"}),
         ('    return yaml.safe_load(text)\n', {"yaml.safe_load"}),
         ('    return subprocess.run([".venv-vllm/bin/python"])\n', {"subprocess.run"}),
+        ('    (path.parent / ".tmp").write_text(text)\n', {".write_text()"}),
+        ('    with path.open("a") as fh:\n        fh.write(text)\n', {".open() for writing"}),
+        ('    shutil.copyfile(path, run_path)\n', {"shutil.copyfile"}),
     ]:
         mutated = source + "\n\ndef _around(run_path, path, text):\n" + line
         assert expected <= reads(mutated) - reads(source), line
 
 
-def test_writing_is_not_reading():
+def test_a_write_around_the_border_is_seen_and_a_run_directorys_is_not():
     writes = 'with open(p, "w") as f:\n    pass\nwith p.open("a") as f:\n    pass\np.write_text("x")\n'
-    assert reads(writes) == set()
+    assert reads(writes) == {"open() for writing", ".open() for writing", ".write_text()"}
+    assert reads('run.write_text("report.md", text)\nself.write_text(name, text)\n') == set()
     assert reads('with p.open("r+b") as f:\n    pass\n') == {".open()"}  # reads too

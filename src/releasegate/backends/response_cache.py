@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 
+from ..border.files import check_regular, exists
 from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
 from ..record.records import Timing, Tokens
@@ -79,6 +81,8 @@ class ResponseCache:
             db = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                if exists(self.path) or os.path.lexists(self.path):  # sqlite opens it itself: a FIFO never
+                    check_regular(self.path, what="response cache")
                 db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")

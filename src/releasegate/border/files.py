@@ -173,9 +173,10 @@ def append_regular(path: Path, text: str, *, what: str) -> None:
             raise InputError(f"{what} cannot be appended to ({exc.strerror}): not written", file=path) from None
 
 
-def replace_file(path: Path, data: bytes, *, what: str) -> Path:
+def replace_file(path: Path, data: bytes, *, what: str, durable: bool = False) -> Path:
     """Write `data` to `path` atomically: a new temp file of a name nobody could have planted (mkstemp: created,
-    never opened if it exists, so never a FIFO), then renamed over `path`; a reader never sees half a file."""
+    never opened if it exists, so never a FIFO), then renamed over `path`; a reader never sees half a file.
+    `durable`: the file and its directory fsynced, so the new content survives a crash (a journal rewritten)."""
     path = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -185,11 +186,24 @@ def replace_file(path: Path, data: bytes, *, what: str) -> Path:
         os.fchmod(fd, 0o644)  # as a plain write would leave it (mkstemp makes 0600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
+        if durable:
+            _fsync_dir(path.parent)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise InputError(f"cannot write {what}: {exc.strerror}", file=path) from None
     return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _kind(path: Path) -> str | None:

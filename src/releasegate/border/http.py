@@ -14,7 +14,8 @@ and the loopback GETs of the serving commands (/health, /slots) all read through
 - userinfo in the URL (http://user:pass@host) sent only as that origin's Basic authorization, never in the
   request line, and masked in every message;
 - the proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), as the HTTP libraries these reads
-  replaced honoured it; never for a loopback host, and an https request only through a tunnel.
+  replaced honoured it; never for a loopback host, an https request only through a tunnel, and a plain-http
+  request holding a credential never (the proxy, another origin, would read it).
 
 A failure is an `HttpError` whose `kind` is the `ErrorKind` (or `http_kind`) a record would name, and whose
 message is one line with the URL masked. JSON replies are read by `json_reader.read_json` (size and depth).
@@ -171,6 +172,10 @@ def _connection(parts, target: str, sent: dict[str, str], timeout: float) -> tup
                                            context=ssl.create_default_context())
         conn.set_tunnel(parts.hostname, parts.port or 443, headers=auth)
         return conn, target
+    if any(k.lower() == "authorization" for k in sent):  # the proxy would read it: another origin, in clear
+        raise HttpError(ErrorKind.CONNECTION_ERROR, mask_url(parts.geturl()) or "?",
+                        "a credential would go through the environment's HTTP proxy in clear: add the host to "
+                        "NO_PROXY, or use https (tunnelled)")
     sent.update(auth)
     host = parts.netloc.rpartition("@")[2]
     return http.client.HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeout), f"http://{host}{target}"

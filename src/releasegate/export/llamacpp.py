@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..border.files import read_capped, replace_file
 from ..errors import InputError
 from ..extras import require
 from ._llamacpp_spec import (
@@ -109,8 +109,9 @@ def merge_adapter(base: Path, adapter: Path, out_dir: Path) -> Path:
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.save_pretrained(str(out_dir))
     for name in TOKENIZER_FILES:
-        if (Path(base) / name).is_file():
-            shutil.copyfile(Path(base) / name, out_dir / name)
+        if (Path(base) / name).is_file():  # read as a regular file: a link to /dev/zero is refused, not copied
+            replace_file(out_dir / name, read_capped(Path(base) / name, what=f"tokenizer file {name}"),
+                         what=f"tokenizer file {name}")
     return out_dir
 
 

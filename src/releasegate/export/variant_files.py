@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..border.files import is_file, read_text, regular_entries, sha256_file, walk_files
+from ..border.files import is_file, read_text, regular_entries, replace_file, sha256_file, walk_files
 from ..border.structured import json_loads
 from ..errors import InputError
 from .gguf import export_lora, export_manifest, export_model
@@ -168,9 +168,8 @@ def _write_manifest(out: Path, files: ServedFiles) -> None:
     record = {"model": files.model.name if files.model.parent == out else str(files.model),
               "loras": [str(p) for p in files.loras], "draft": str(files.draft) if files.draft else None,
               "files": files.manifest}
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2), "utf-8")
-    tmp.replace(out / "manifest.json")  # written last and whole: a half-made export is never reused
+    # written last and whole: a half-made export is never reused
+    replace_file(out / "manifest.json", json.dumps(record, indent=2).encode("utf-8"), what="exported files' manifest")
 
 
 def _kept(out: Path) -> ServedFiles | None:

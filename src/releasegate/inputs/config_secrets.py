@@ -29,7 +29,8 @@ __all__ = ["masked_config", "register_config_secrets", "register_raw_secrets", "
            "restore_from"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
-"""A value that is a URL as a whole (a prompt that merely mentions one is no URL-valued key)."""
+"""A value that is a URL as a whole, blanks around it aside (a prompt that merely mentions one is no URL-valued
+key)."""
 
 
 def _names_a_variable(key: object) -> bool:
@@ -61,7 +62,7 @@ def _mask(value, extra: tuple[str, ...], secret: bool):
     if isinstance(value, str):
         if secret:
             return REDACTED
-        return mask_url(value, extra) if _URL.fullmatch(value) else value
+        return mask_url(value.strip(), extra) if _URL.fullmatch(value.strip()) else value
     return value
 
 
@@ -90,8 +91,8 @@ def config_secrets(data, extra: tuple[str, ...] = (), secret: bool = False) -> I
     elif isinstance(data, str):
         if secret:
             yield "value", data
-        elif _URL.fullmatch(data):
-            yield from (("value", v) for v in url_secrets(data, extra))
+        elif _URL.fullmatch(data.strip()):  # blanks around it: the URL parsers strip them, so must this
+            yield from (("value", v) for v in url_secrets(data.strip(), extra))
 
 
 def register_config_secrets(data) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..border.files import replace_file
 from ..errors import InputError
 
 __all__ = ["scaffold", "endpoint_config", "FILES"]
@@ -141,5 +142,5 @@ def scaffold(directory: Path, *, force: bool = False, endpoint: str | None = Non
         raise InputError("already exists", file=existing[0], hint="use --force to overwrite")
     for path, text in zip(targets, files.values()):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        replace_file(path, text.encode("utf-8"), what=path.name)
     return targets

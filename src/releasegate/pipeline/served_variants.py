@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ..border.files import replace_file
 from ..border.limits import same_origin
 from ..border.structured import stored_json
 from ..decision.choice import unserved
@@ -67,7 +68,7 @@ def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, ro
     greedy = not config.generation.get("temperature")  # 0 or unset: the openai client sends 0
     result = served_result(plan, runs, root, allow_pending=allow_pending, greedy=greedy)
     for fmt, name in VARIANT_FILES.items():
-        (root / name).write_text(render_variants(result, fmt), "utf-8")
+        replace_file(root / name, render_variants(result, fmt).encode("utf-8"), what=name)
     return result
 
 
@@ -111,7 +112,8 @@ def _unserved(spec: VariantSpec, out: Path, why: str, console: Console) -> str:
     """Say and record why a variant has no run (its row's reason)."""
     console.print(f"variant {spec.name}: {why}", markup=False, soft_wrap=True)
     out.mkdir(parents=True, exist_ok=True)
-    (out / VARIANT_FILE).write_text(json.dumps({"variant": spec.as_record(), "error": why}, indent=2), "utf-8")
+    replace_file(out / VARIANT_FILE, json.dumps({"variant": spec.as_record(), "error": why}, indent=2).encode("utf-8"),
+                 what=VARIANT_FILE)
     return why
 
 

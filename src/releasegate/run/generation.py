@@ -7,7 +7,6 @@ order when generation ends.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from rich.console import Console
 
 from ..backends import Generation, Request, capabilities
 from ..backends.response_cache import ResponseCache
-from ..border.files import read_capped
+from ..border.files import read_capped, replace_file
 from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.config import Config
@@ -176,17 +175,7 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
     if all(a < b for a, b in zip(firsts, firsts[1:])):
         return
     moved = [line for _, line in sorted(zip(ids, lines), key=lambda pair: rank[pair[0]])]  # stable
-    tmp = path.with_name(".records.jsonl.reordered")
-    with tmp.open("wb") as fh:
-        fh.writelines(moved)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(run.path, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    replace_file(path, b"".join(moved), what="records.jsonl", durable=True)
 
 
 def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[str, Generation]:
