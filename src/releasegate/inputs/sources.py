@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import InputError
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
-from .files import exists, is_dir
+from .files import is_dir, named_file
 from .sampling import sampled_rows
 from .schema_check import did_you_mean
 from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, where
@@ -49,9 +49,7 @@ def check_source(suite) -> None:
     src = suite.source
     if "hub" in src:
         return
-    path = Path(src["path"])
-    if not exists(path):
-        raise InputError("suite source not found", file=path, hint="check the path")
+    path = named_file(Path(src["path"]), what="suite source", where=suite.key_at("source", "path"))
     if src["format"] == "disk" and not is_dir(path):
         raise InputError("not a save_to_disk directory", file=path, hint="give the directory Dataset.save_to_disk wrote")
     if src["format"] != "disk" and is_dir(path):
