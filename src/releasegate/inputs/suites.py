@@ -30,6 +30,8 @@ from .files import KeyAt, field_path, named_file, open_regular, read_text
 from .schema_check import validate
 from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
 from .suite_config import SuiteConfig
+from .tables import row_place
+from .text_tables import RowPlace
 
 __all__ = ["Case", "load_suite", "load_suites", "iter_cases", "stream_cases", "suite_tags"]
 
@@ -187,21 +189,32 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, see
     built exactly as a JSONL line is. Rows are read only up to the last case wanted."""
     file = where(suite)
     default_format = _suite_defaults(suite, config_dir)
-    templates = Templates(suite.template, file) if suite.template else None
+    templates = Templates(suite.template, file, suite.key_at) if suite.template else None
     id_field = (suite.columns or {}).get("id", "id")
     wanted = _wanted(suite, limit)
 
     def cases() -> Iterator[tuple[int, Case]]:
         for number, row in source_rows(suite, limit=wanted):
-            raw, origin = row_to_raw(row, number, suite, templates)
+            origin: dict = {}
             try:
-                yield number, _with_stratum(_case(raw, number, suite, default_format, file), row)
+                raw, origin = row_to_raw(row, number, suite, templates)
+                case = _with_stratum(_case(raw, number, suite, default_format, file), row)
             except InputError as exc:
-                column = column_of(exc.field, origin)
-                detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
-                raise InputError(detail, file=file, line=number, field=column, hint=exc.hint) from None
+                raise _on_row(exc, suite, number, origin) from None
+            yield number, case
 
-    yield from _unique_cases(cases(), suite, file, id_field, wanted, seen, empty="the source has no rows")
+    yield from _unique_cases(cases(), suite, file, id_field, wanted, seen, empty="the source has no rows",
+                             place=partial(row_place, suite))
+
+
+def _on_row(exc: InputError, suite: SuiteConfig, number: int, origin: dict) -> InputError:
+    """A row's error where the user finds the row (its line and spreadsheet row) and the column it came from."""
+    file = where(suite)
+    if exc.file != file:  # about a key of the config (a column it names, the suite's answer check), not the row
+        return exc
+    column = column_of(exc.field, origin)
+    detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
+    return InputError(detail, file=file, **row_place(suite, number), field=column, hint=exc.hint)
 
 
 def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: SeenIds) -> Iterator[Case]:
@@ -223,14 +236,15 @@ def _wanted(suite: SuiteConfig, limit: int | None) -> int | None:
 
 
 def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file, id_field: str, wanted: int | None,
-                  seen: SeenIds, *, empty: str):
+                  seen: SeenIds, *, empty: str, place=lambda number: RowPlace(line=number, row=None)):
     """(line or row, case) pairs as cases: ids unique within the suite and across the suites (`seen`: id ->
-    suite name, filled in), stopping at `wanted` (nothing read after it), an empty suite refused."""
+    suite name, filled in), stopping at `wanted` (nothing read after it), an empty suite refused. `place(n)`:
+    where the case of line or row n is, for an error."""
     count = 0
     for number, case in cases:
         owner = seen.get(case.id)
         if owner == suite.name:
-            raise InputError(f"duplicate case id '{case.id}'", file=file, line=number, field=id_field)
+            raise InputError(f"duplicate case id '{case.id}'", file=file, **place(number), field=id_field)
         if owner is not None:
             raise InputError(f"case id '{case.id}' appears in suites '{owner}' and '{suite.name}'",
                              file=suite.path, hint="case ids must be unique across suites")
@@ -342,7 +356,9 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
     fmt = (tuple(resolve_format(f, suite.path.parent, _on_line(file, number, "format", j)) for j, f in enumerate(formats))
            if formats else default_format)
     expected = raw["expected"]
-    check_expected(expected, raw.get("answer") or suite.answer, fmt, file, number)  # a case that can never pass
+    fields_at = _on_line(file, number, "answer", "fields") if raw.get("answer") else partial(suite.key_at, "answer", "fields")
+    check_expected(expected, raw.get("answer") or suite.answer, fmt, file, number, fields_at,  # one that can never pass
+                   table=suite.source is not None)
     return Case(
         id=raw["id"],
         suite=suite.name,
