@@ -15,20 +15,20 @@ from ..border.structured import json_loads
 from ..errors import InputError, Where
 from .files import KeyAt, named_file, read_text
 
-__all__ = ["check_answer", "resolve_format"]
+__all__ = ["check_answer", "check_regex", "resolve_format"]
 
 
 def check_answer(spec: dict | None, at: KeyAt) -> None:
     """An answer check's regex compiles (`at("pattern")` names it otherwise)."""
     if spec and "pattern" in spec:
-        _compile(spec["pattern"], at("pattern"))
+        check_regex(spec["pattern"], at("pattern"))
 
 
 def resolve_format(spec: dict, base_dir: Path, at: KeyAt) -> dict:
     """A format check with its JSON Schema inlined (a path read relative to `base_dir`) and its regex compiled."""
     spec = dict(spec)
     if "pattern" in spec:
-        _compile(spec["pattern"], at("pattern"))
+        check_regex(spec["pattern"], at("pattern"))
     schema = spec.get("schema")
     if isinstance(schema, str):
         path = named_file(base_dir / schema, what="JSON Schema", where=at("schema"), base=base_dir)
@@ -51,8 +51,11 @@ def resolve_format(spec: dict, base_dir: Path, at: KeyAt) -> dict:
     return spec
 
 
-def _compile(pattern: str, where: Where) -> None:
+def check_regex(pattern: str, where: Where) -> None:
+    """A pattern that does not compile is an error at `where`, the pattern shown as written in the file (not as
+    a Python string, which would double every backslash)."""
     try:
         re.compile(pattern)
     except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
-        raise InputError(f"invalid regex: {str(exc) or type(exc).__name__}", **where) from None
+        shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+        raise InputError(f"invalid regex '{shown}': {str(exc) or type(exc).__name__}", **where) from None

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, Where
+from ..errors import InputError
 from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
+from .case_checks import check_regex
 from .files import KeyAt, exists, is_file, key_at, load_yaml, named_file, nowhere
 from .judge_settings import CalibrationPolicy, parse_calibration
 from .review_policy import ReviewPolicy, parse_policy
@@ -251,18 +251,8 @@ def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
         rules, rule_at = raw, partial(at, "forbidden")
     for i, rule in enumerate(rules):
         for j, pattern in enumerate(rule.get("regex", ())):
-            _check_regex(pattern, rule_at(i, "regex", j))
+            check_regex(pattern, rule_at(i, "regex", j))
     return tuple(ForbiddenRule.from_dict(rule) for rule in rules)
-
-
-def _check_regex(pattern: str, where: Where) -> None:
-    """A pattern that does not compile names its rule's line, shown as written in the file (not as a Python
-    string, which would double every backslash)."""
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
-        shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
-        raise InputError(f"invalid regex '{shown}': {str(exc) or type(exc).__name__}", **where) from None
 
 
 def _baseline(raw: dict | None, here: Path, at) -> dict | None:
