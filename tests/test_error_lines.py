@@ -187,3 +187,16 @@ def test_a_parquet_row_is_named_as_a_row_not_a_line(project, said):
     frame.to_parquet(project / "suites" / "t.parquet")
     edit(project / "releasegate.yaml", "source: {path: suites/tickets.csv}", "source: {path: suites/t.parquet}")
     assert said().startswith("error: suites/t.parquet (row 5): field 'ticket_id'")
+
+
+def test_a_field_no_case_has_under_any_near_name_is_the_case_s(project, said):
+    edit(project / "releasegate.yaml", "fields: [intent, priority]}\n    format", "fields: [intent, urgency]}\n    format")
+    assert said().startswith("error: suites/tickets.jsonl:1: field 'expected.urgency': the expected answer has no "
+                             "field 'urgency', which answer.fields names")
+
+
+def test_a_dangling_link_as_a_suite_is_named_at_its_key(project, said):
+    (project / "suites" / "gone.jsonl").symlink_to(project / "suites" / "nowhere.jsonl")
+    edit(project / "releasegate.yaml", "suites/tickets.jsonl", "suites/gone.jsonl")
+    assert said().startswith("error: releasegate.yaml:6: field 'suites[0].path': suite file suites/gone.jsonl is a "
+                             "link to nothing")

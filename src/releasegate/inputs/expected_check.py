@@ -35,7 +35,8 @@ def check_expected(expected: Any, answer: dict | None, formats: tuple[dict, ...]
                    fields_at: KeyAt | None = None, table: bool = False) -> None:
     """InputError (naming `expected` or `expected.<field>`) for an expected answer the case can never meet.
     `fields_at(j)`: where `answer.fields[j]` was written (the config's line for a suite's answer check): a field
-    the expected answer does not have at all is blamed there, a typo of the config rather than of every row.
+    the expected answer does not have, but has one of a near name, is blamed there, a typo of the config rather
+    than of every row; a field it lacks with no near name is the case's.
     `table`: the case is a row of a table (`line` its row number, not a line of `file`)."""
     if answer is None:  # no answer check: nothing to meet
         return
@@ -77,11 +78,15 @@ def _check_fields(expected: Any, answer: dict, schemas: list[dict], file, line: 
     if not isinstance(expected, dict):
         raise _refused("json_fields needs a JSON object as the expected answer", "expected", file, line)
     for j, name in enumerate(answer.get("fields") or ()):
-        if name not in expected and fields_at is not None:
+        if name in expected:
+            continue
+        guess = did_you_mean(str(name), list(expected))
+        if guess and fields_at is not None:  # a near name the answer has: the config's typo
             case = f"{file}:{line}" if line is not None else str(file)
-            raise InputError(f"the expected answer has no field '{name}' ({case} has "
-                             f"{', '.join(map(str, expected)) or 'none'})", **fields_at(j),
-                             hint=did_you_mean(str(name), list(expected)) or "name a field the expected answers have")
+            raise InputError(f"the expected answer has no field '{name}' ({case} has {', '.join(map(str, expected))})",
+                             **fields_at(j), hint=guess)
+        raise _refused(f"the expected answer has no field '{name}', which answer.fields names", f"expected.{name}",
+                       file, line, hint="add the field to the expected answer, or correct answer.fields")
     for name in answer.get("fields") or sorted(expected):
         value = expected.get(name)
         problem = _field_problem(name, value, schemas)

@@ -52,9 +52,10 @@ def named_file(path: Path, *, what: str, where: Where, base: Path | None = None)
     or the --set that gave it), not an error about a file nobody can open. `base`: the directory a relative
     path starts from, named in the hint (for a config, the directory of the config that is run, whichever
     `extends:` layer wrote the key)."""
-    if not exists(path) and not os.path.lexists(path):
+    if not exists(path):
         start = "" if base is None else f": it is read from {'the current directory' if str(base) == '.' else f'{base}/'}"
-        raise InputError(f"{what} {path} not found", **where, hint=f"check the path{start}")
+        missing = "is a link to nothing (or a loop of links)" if os.path.lexists(path) else "not found"
+        raise InputError(f"{what} {path} {missing}", **where, hint=f"check the path{start}")
     return Path(path)
 
 MAX_YAML_BYTES = 4 * 1024 * 1024  # configs, rubrics, rule files and price tables are hand-written and small

@@ -136,7 +136,9 @@ def _refuse_slices(rubric, missing: list[tuple[tuple, dict]], seen: TagValues) -
     if missing:
         where, slice_ = missing[0]
         shown = ", ".join(f"{k}={v}" for k, v in slice_.items())
-        raise InputError(f"slice {shown} matches no case of the suites", **rubric.key_at(*where),
+        at = rubric.key_at(*where)
+        at["file"] = at.get("file") or rubric.path  # a rubric built in code knows no lines, but its file
+        raise InputError(f"slice {shown} matches no case of the suites", **at,
                          hint=seen.guess(slice_) or "check the tag name and value against the suites' tags")
 
 
