@@ -200,3 +200,13 @@ def test_a_dangling_link_as_a_suite_is_named_at_its_key(project, said):
     edit(project / "releasegate.yaml", "suites/tickets.jsonl", "suites/gone.jsonl")
     assert said().startswith("error: releasegate.yaml:6: field 'suites[0].path': suite file suites/gone.jsonl is a "
                              "link to nothing")
+
+
+def test_a_case_s_own_missing_schema_names_the_case_line(project, said):
+    suite = project / "suites" / "tickets.jsonl"
+    rows = [json.loads(line) for line in suite.read_text().splitlines()]
+    rows[2]["format"] = [{"type": "json"}, {"type": "json_schema", "schema": "orders.schema.json"}]
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert said() == ("error: suites/tickets.jsonl:3: field 'format[1].schema': JSON Schema suites/orders.schema.json "
+                      "not found (check the path: it is read from suites/)")
+
