@@ -351,7 +351,8 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
 def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file) -> Case:
     """A case object (a JSONL line's, or a source row's) validated against the case schema and built."""
     validate(raw, "case", file=file, line=number)
-    check_answer(raw.get("answer"), _on_line(file, number, "answer"))
+    if raw.get("answer"):
+        check_answer(raw["answer"], _on_line(file, number, "answer"))
     formats = raw.get("format")
     fmt = (tuple(resolve_format(f, suite.path.parent, _on_line(file, number, "format", j)) for j, f in enumerate(formats))
            if formats else default_format)
