@@ -68,7 +68,7 @@ def render() -> str:
         what = (case / "mistake.txt").read_text(encoding="utf-8").strip()
         line = says(case).removeprefix("error: ").replace("|", "\\|")
         rows.append(f"| {what} | `{line}` |")
-    return "\n".join([BEGIN, *rows, END])
+    return "\n".join([BEGIN, "", *rows, "", END])  # blank lines: the table is a block of its own
 
 
 def docs_table(text: str) -> str:
