@@ -210,3 +210,11 @@ def test_a_case_s_own_missing_schema_names_the_case_line(project, said):
     assert said() == ("error: suites/tickets.jsonl:3: field 'format[1].schema': JSON Schema suites/orders.schema.json "
                       "not found (check the path: it is read from suites/)")
 
+
+
+def test_a_misspelt_judge_criterion_names_the_key_with_the_one_meant(cli):
+    config = Path(__file__).resolve().parents[1] / "examples" / "judge.yaml"
+    code, _, err = cli("validate", "-c", config, "--set", "suites[0].answer.criterion=helpfull_reply")
+    assert code == 2 and err.strip() == (
+        "error: --set suites[0].answer.criterion: field 'suites[0].answer.criterion': judge criterion "
+        "'helpfull_reply' is not defined (known: helpful_reply) (did you mean 'helpful_reply'?)"), err
