@@ -261,8 +261,8 @@ def test_missing_sheet_lists_the_sheets_and_suggests_one(project, cli):
         _flat().to_excel(writer, sheet_name="english", index=False)
         _flat().to_excel(writer, sheet_name="korean", index=False)
     entry = f"  - name: t\n    source: {{path: t.xlsx, sheet: Korean}}\n    {FLAT_COLUMNS}\n    {TEMPLATE}\n"
-    _one_line_error(cli, _config(project, entry), "t.xlsx", "no sheet 'Korean'", "sheets: english, korean",
-                    "did you mean 'korean'?")
+    _one_line_error(cli, _config(project, entry), "releasegate.yaml:4: field 'suites[0].source.sheet'", "t.xlsx",
+                    "no sheet 'Korean'", "sheets: english, korean", "did you mean 'korean'?")
 
 
 # -- an endpoint that does not answer -------------------------------------------------------------------------------

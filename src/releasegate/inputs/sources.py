@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import is_dir, named_file
@@ -80,7 +80,7 @@ def _all_rows(suite) -> Iterator[tuple[int, dict]]:
     if "hub" in src:
         rows = _hub_rows(src)
     elif src["format"] == "xlsx":
-        rows = _xlsx_rows(src)
+        rows = _xlsx_rows(src, suite.key_at("source", "sheet"))
     elif src["format"] == "disk":
         rows = _disk_rows(src)
     else:
@@ -172,7 +172,7 @@ def _hub_rows(src: dict) -> Iterator[dict]:
     yield from data
 
 
-def _xlsx_rows(src: dict) -> Iterator[dict]:
+def _xlsx_rows(src: dict, sheet_at: Where) -> Iterator[dict]:
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover
@@ -186,7 +186,7 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
             raise InputError("the workbook's XML declares a DTD or entities, which are refused (entity expansion, "
                              "external entities)", file=path, hint="save the workbook again from a spreadsheet program") from None
         if "not found" in str(exc).lower() or "worksheet" in str(exc).lower():
-            raise _no_sheet(path, sheet) from None
+            raise _no_sheet(path, sheet, sheet_at) from None
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
     except Exception as exc:
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
@@ -195,7 +195,7 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
         yield {name: plain_value(value) for name, value in zip(names, values)}
 
 
-def _no_sheet(path, sheet) -> InputError:
+def _no_sheet(path, sheet, sheet_at: Where) -> InputError:
     """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
     import pandas as pd
 
@@ -205,7 +205,7 @@ def _no_sheet(path, sheet) -> InputError:
     except Exception:  # the sheet's absence is the error to report, not this one
         names = []
     shown = f" (sheets: {', '.join(names)})" if names else ""
-    return InputError(f"no sheet {sheet!r} in the workbook{shown}", file=path, field="source.sheet",
+    return InputError(f"no sheet {sheet!r} in {path}{shown}", **sheet_at,
                       hint=did_you_mean(str(sheet), names) or None)
 
 
