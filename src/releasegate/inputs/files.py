@@ -42,6 +42,13 @@ def nowhere(*parts: str | int) -> Where:
     return Where(field=field_path(list(parts)) or None)
 
 
+def _under(path: Path, base: Path | None) -> bool:
+    """Whether `path` lies under `base` (a relative path resolved there, not an absolute one named elsewhere)."""
+    if base is None or os.path.isabs(path) != os.path.isabs(base):
+        return False
+    return not os.path.relpath(path, base).startswith("..")
+
+
 def key_at(file: Path, node: yaml.Node | None) -> KeyAt:
     """The `KeyAt` of a YAML file read on its own: the file, the line of the key (`line_of`), the field."""
     return lambda *parts: Where(file=file, line=line_of(node, list(parts)), field=field_path(list(parts)) or None)
@@ -53,7 +60,7 @@ def named_file(path: Path, *, what: str, where: Where, base: Path | None = None)
     path starts from, named in the hint (for a config, the directory of the config that is run, whichever
     `extends:` layer wrote the key)."""
     if not exists(path):
-        start = "" if base is None else f": it is read from {'the current directory' if str(base) == '.' else f'{base}/'}"
+        start = f": it is read from {'the current directory' if str(base) == '.' else f'{base}/'}" if _under(path, base) else ""
         missing = "is a link to nothing (or a loop of links)" if os.path.lexists(path) else "not found"
         raise InputError(f"{what} {path} {missing}", **where, hint=f"check the path{start}")
     return Path(path)
