@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from ..inputs.files import MAX_FILE_BYTES, read_capped
 from ..record.records import CaseRecord
 from ..record.review_labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
 from ..record.review_outcome import check_verdicts, output_hash
-from ..spreadsheet import csv_text, neutralise, unneutralise
+from ..spreadsheet import SAVE_AS_UTF8, csv_text, neutralise, unneutralise
 from ..text import inert, reveal
 from . import QUEUE_FILE
 from .sampler import ReviewSample
@@ -49,6 +50,8 @@ COLUMNS = (
 )
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
 _DELIMITERS = (",", ";", "\t")  # Excel in many locales saves CSV with semicolons
+_CONVERTED = re.compile(r"[-+]?[\d.,/: %$€£¥]*\d[\d.,/: %$€£¥E+-]*|true|false|wahr|falsch|vrai|faux", re.I)
+"""What a spreadsheet makes of a text cell it took for a number, a date or a truth value ('0001' -> 1)."""
 SPREADSHEET_CELL_LIMIT = 32_767  # Excel's characters per cell: a longer output is cut when a spreadsheet saves it
 
 
@@ -220,7 +223,10 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
             return (f"{rid}: output has {SPREADSHEET_CELL_LIMIT:,} characters, a spreadsheet's cell limit: the "
                     "spreadsheet cut it, so it is not the run's output (label this row in LibreOffice Calc or a text "
                     "editor)"), None
-        return f"{rid}: output was edited since export (its hash no longer matches output_hash)", None
+        converted = (" (a spreadsheet read it as a number, date or truth value: open the CSV with quoted fields "
+                     "as text; LibreOffice: 'Format quoted field as text' on, 'Detect special numbers' off)"
+                     if _CONVERTED.fullmatch(shown.strip()) else "")
+        return f"{rid}: output was edited since export (its hash no longer matches output_hash){converted}", None
     word, reason = unneutralise(cell["label"].strip()), unneutralise(cell["reason"].strip())
     if not word:
         return (f"{rid}: a reason but no label", None) if reason else (None, None)
@@ -249,18 +255,19 @@ def _shows_output(shown: str, expected_hash: str) -> bool:
 def _decode(path: Path) -> str:
     raw = read_capped(path, what="review CSV")  # a regular file, at most MAX_FILE_BYTES
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ReviewImportError(path, [(1, "the file is UTF-16 (Excel 'Unicode Text'); save it as CSV UTF-8")])
+        raise ReviewImportError(path, [(1, f"the file is UTF-16 (Excel 'Unicode Text'); save it as CSV UTF-8 ({SAVE_AS_UTF8})")])
+    # the header first: a byte-order mark misread (LibreOffice's default Windows-1252) is the cause of what follows
+    misread = misread_utf8(raw.split(b"\n", 1)[0].decode("utf-8-sig", "replace"))  # 'ï»¿review_id' is no review_id
+    if misread is not None:
+        raise ReviewImportError(path, [(1, f"{misread}; {REOPEN}")])
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ReviewImportError(path, [(line, f"not UTF-8 text (byte {exc.start}); save it as CSV UTF-8 "
-                                              "(Excel: 'CSV UTF-8 (Comma delimited)')")]) from None
+                                              f"({SAVE_AS_UTF8})")]) from None
     if not text.strip():
         raise ReviewImportError(path, [(1, "the file is empty")])
-    misread = misread_utf8(text.splitlines()[0])  # 'ï»¿review_id' is no review_id column: say why
-    if misread is not None:
-        raise ReviewImportError(path, [(1, f"{misread}; {REOPEN}")])
     return text
 
 
