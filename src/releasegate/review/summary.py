@@ -31,8 +31,7 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
                     approval unknown)
     min_approval    the threshold, on the rows the gate judges
     kappa           Cohen's kappa between the automatic verdict (pass vs any other outcome) and the human label
-    awaiting_adjudication  cases of the slice whose reviewers disagree and no adjudicator labelled yet; with
-                    `labels_per_case: 2` they have no label, and keep the slice (and "all") pending
+    awaiting_adjudication  disputed cases no adjudicator labelled yet: unlabelled and pending at labels_per_case 2
     reviewer_agreement  of the first and second reviewers of its double-labelled cases, None without any
                     (`agreement.reviewer_agreement`: cases, agreed, agreement, Cohen's kappa, the 2x2 table)
 
@@ -145,9 +144,10 @@ def review_headline(review: dict | None) -> str | None:
     if review is None or not row or row["status"] == "not required":
         return None
     if row["status"].startswith("pending"):
-        waiting = {name: r for name, r in review.items() if name != ALL and r["required"] and r["status"] == "pending"
-                   and r["reviewed"] < r["needed"]}
-        missing = sum(r["needed"] - r["reviewed"] for r in waiting.values())
+        short = {name: r["needed"] - r["reviewed"] - r.get("awaiting_adjudication", 0) for name, r in review.items()
+                 if name != ALL and r["required"] and r["status"] == "pending"}  # a disputed case: adjudication's
+        waiting = {name: r for name, r in review.items() if short.get(name, 0) > 0}
+        missing = sum(short[name] for name in waiting)
         allowed = " (allowed by --allow-pending)" if row["status"] != "pending" else ""
         awaiting = row.get("awaiting_adjudication") or 0
         parts = [f"{missing} required label(s) missing ("
