@@ -82,6 +82,10 @@ def test_two_reviewers_agree_disagree_and_the_adjudicator_decides(run_dir, cli, 
     line = " ".join(err.split())
     assert "PENDING: 2 disagreement(s) await adjudication; next: releasegate review export" in line
     assert "--adjudication" in line and "label(s) missing" not in line
+    code, out, _ = cli("review", "status", run_dir)
+    line = " ".join(out.split())
+    assert code == 0 and f"reviewers agree on {cases - 2} of {cases} double-labelled cases" in line
+    assert "2 disagreement(s) await adjudication: releasegate review export" in line
     code, waived, _ = gate(cli, run_dir, "--allow-pending")
     assert code != 3 and waived["obligations"]["review_waived"]  # waived, and said so
 

@@ -76,7 +76,7 @@ def import_(
     as_json: JsonOption = False,
 ) -> int:
     """Validate a filled-in review CSV and store its labels (reviews.jsonl); on any problem store nothing, list them, exit 2."""
-    from ..report.review import review_table
+    from ..report.review import review_notes, review_table
     from ..review import ReviewImportError
     from ..review.session import import_queue
 
@@ -95,6 +95,8 @@ def import_(
     console.print(f"imported {len(labels.edits)} label(s) from {file} ({labels.unchanged} unchanged, "
                   f"{labels.unlabelled} row(s) without a label)", markup=False, soft_wrap=True)
     console.print(review_table(done.review.rows))
+    for line in review_notes(done.review.rows):
+        console.print(line.replace("RUN_DIR", str(done.run_path)), markup=False, soft_wrap=True)
     console.print(f"next: releasegate gate {done.run_path}", markup=False, soft_wrap=True)
     return 0
 
@@ -102,11 +104,14 @@ def import_(
 @app.command("status")
 def status(run_dir: RunDirArg, rubric: RubricOption = None, as_json: JsonOption = False) -> int:
     """Where review stands: per slice, labels needed and given, approval, agreement with the automatic verdict."""
-    from ..report.review import review_table
+    from ..report.review import review_notes, review_table
     from ..review.session import review_status
 
     summary = review_status(run_dir, rubric)
     if as_json:
         print_json(summary.rows)
-    consoles(as_json).print(review_table(summary.rows))
+    console = consoles(as_json)
+    console.print(review_table(summary.rows))
+    for line in review_notes(summary.rows):
+        console.print(line.replace("RUN_DIR", str(run_dir)), markup=False, soft_wrap=True)
     return 0
