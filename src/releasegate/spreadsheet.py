@@ -35,7 +35,8 @@ _ESCAPED = re.escape(FORMULA_START + "'")
 _CELL_START = f"(^|[{re.escape(SEPARATORS)}])([ \"]*)"
 _NEUTRALISE = re.compile(_CELL_START + f"(?=[{_ESCAPED}])")
 _UNNEUTRALISE = re.compile(_CELL_START + f"'(?=[{_ESCAPED}])")
-_NEUTRALISE_SHOWN = re.compile(_CELL_START + f"(?=[{re.escape(FORMULA_START)}])")
+_NEUTRALISE_SHOWN = re.compile(_CELL_START + f"(?='?[{re.escape(FORMULA_START)}])")  # "'=" gets one: a reader
+# that takes ' for the quote character (LibreOffice offers it) must not unquote it into a formula
 
 LIBREOFFICE_OPTIONS = ("soffice --infilter=CSV:44,34,76,1,,0,true,false "
                        "--convert-to 'csv:Text - txt - csv (StarCalc):44,34,76,1,,0,true,true'")
@@ -55,8 +56,9 @@ def neutralise(text: str) -> str:
 
 
 def neutralise_shown(text: str) -> str:
-    """Text for a cell that is shown and never read back: an apostrophe only before = + - @ tab CR wherever a cell
-    could begin. No spreadsheet evaluates it; an apostrophe of the text stays single (not undone exactly)."""
+    """Text for a cell that is shown and never read back: an apostrophe only before = + - @ tab CR, or an apostrophe
+    followed by one, wherever a cell could begin. No spreadsheet evaluates it; any other apostrophe of the text stays
+    single (`got 'low'`), so it is not undone exactly."""
     return _NEUTRALISE_SHOWN.sub(r"\1\2'", text)
 
 

@@ -15,6 +15,7 @@ from ..border.outputs import write_output_file
 from ..errors import InputError
 from ..record.records import CaseRecord
 from ..record.review_labels import LabelEdit, awaiting_adjudication, reviewer_rounds
+from ..text import inert
 from .csv_io import ADJUDICATION, ROUND, case_cells, instructions_path, review_columns, write_csv
 from .sampler import ReviewSample
 
@@ -41,7 +42,7 @@ def export_adjudication_csv(path: Path, sample: ReviewSample, records: list[Case
     for cells in case_cells(sample, records, scores):
         if cells["case_id"] in awaiting:
             given = "\n".join(f"{e.label}: {e.reason}" if e.reason else e.label for e in rounds[cells["case_id"]])
-            cells = {**cells, GIVEN: given, ROUND: ADJUDICATION}
+            cells = {**cells, GIVEN: inert(given), ROUND: ADJUDICATION}  # reasons are typed text: shown, never obeyed
             rows.append([cells[c] for c in columns])
     if not rows:
         raise InputError("no case awaits adjudication: no reviewers disagree on a case without an adjudicator's label",
