@@ -128,7 +128,8 @@ def export_queue(
         write_sample(run, sample)
     written = [export_review_csv(t, sample, review.records, review.scores, show_auto=review.policy.show_auto,
                                  copy=None if copies == 1 else (k, copies)) for k, t in enumerate(targets, start=1)]
-    return QueueExport(run.path, sample, drawn, *written[0], replaced, copies=tuple(w[0] for w in written))
+    (csv_path, sidecar), *_ = written
+    return QueueExport(run.path, sample, drawn, csv_path, sidecar, replaced, copies=tuple(w[0] for w in written))
 
 
 def _export_adjudication(review: OpenReview, output: Path | None, *, force: bool) -> QueueExport:
