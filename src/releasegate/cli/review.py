@@ -34,8 +34,7 @@ def export(
     resample: Annotated[bool, typer.Option(help="Draw the sample again instead of reusing the run's review_sample.json.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --output file, or a filled-in review CSV.")] = False,
     adjudication: Annotated[bool, typer.Option(
-        "--adjudication", help="Write the cases whose reviewers disagree, with their labels, for an adjudicator "
-                               "(RUN_DIR/review_adjudication.csv).")] = False,
+        "--adjudication", help="Write the cases whose reviewers disagree, for an adjudicator.")] = False,
     as_json: JsonOption = False,
 ) -> int:
     """Draw the review sample (once per run, kept in review_sample.json); write it as a spreadsheet-safe CSV with
@@ -62,7 +61,8 @@ def export(
         console.print(f"wrote {path}", markup=False, soft_wrap=True)
     who = "one copy to each reviewer; " if len(copies) > 1 else "the adjudicator: " if done.adjudication else ""
     target = copies[0] if len(copies) == 1 else "FILE"
-    console.print(f"instructions: {done.sidecar}\nnext: {who}fill label/reason/reviewer, then "
+    beside = " (and one beside each copy)" if len(copies) > 1 else ""
+    console.print(f"instructions: {done.sidecar}{beside}\nnext: {who}fill label/reason/reviewer, then "
                   f"releasegate review import {done.run_path} {target}", markup=False, soft_wrap=True)
     return 0
 

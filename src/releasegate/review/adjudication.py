@@ -31,7 +31,7 @@ def adjudication_columns(show_auto: bool) -> tuple[str, ...]:
 
 
 def export_adjudication_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict],
-                            edits: list[LabelEdit], *, show_auto: bool = False) -> list[Path]:
+                            edits: list[LabelEdit], *, run_dir: Path, show_auto: bool = False) -> list[Path]:
     """Write the adjudication CSV (the sampled cases whose reviewers disagree and no adjudicator labelled yet)
     and its instructions; return both paths. InputError when no case awaits adjudication."""
     exported = {item.output_hash for item in sample.items}
@@ -46,7 +46,7 @@ def export_adjudication_csv(path: Path, sample: ReviewSample, records: list[Case
             rows.append([cells[c] for c in columns])
     if not rows:
         raise InputError("no case awaits adjudication: no reviewers disagree on a case without an adjudicator's label",
-                         hint="releasegate review status RUN_DIR says where review stands")
+                         hint=f"releasegate review status {run_dir} says where review stands")
     write_csv(path, columns, rows)
     sidecar = instructions_path(path)
     write_output_file(sidecar, _instructions(path, sample.run_id, len(rows)).encode("utf-8"))

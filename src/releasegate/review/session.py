@@ -142,7 +142,7 @@ def _export_adjudication(review: OpenReview, output: Path | None, *, force: bool
     target = output if output is not None else run.path / ADJUDICATION_FILE
     replaced = check_export_target(target, default=output is None, force=force)
     csv_path, sidecar = export_adjudication_csv(target, sample, review.records, review.scores, read_labels(run),
-                                                show_auto=review.policy.show_auto)
+                                                run_dir=run.path, show_auto=review.policy.show_auto)
     return QueueExport(run.path, sample, False, csv_path, sidecar, replaced, adjudication=True)
 
 
