@@ -102,6 +102,9 @@ def test_two_reviewers_agree_disagree_and_the_adjudicator_decides(run_dir, cli, 
     assert code == 2 and "the adjudicator must be someone else" in err and snapshot(run_dir) == before
     code, _, err = cli("review", "import", run_dir, fill(adjudication, tmp_path / "r.csv", "carol", set(), round="2"))
     assert code == 2 and "leave the round column as exported" in err and snapshot(run_dir) == before
+    agreed = fill(one, tmp_path / "agreed.csv", "carol", set(), round="adjudication")  # rows nobody disputes
+    code, _, err = cli("review", "import", run_dir, agreed)
+    assert code == 2 and "its reviewers do not disagree (nothing to adjudicate)" in err and snapshot(run_dir) == before
 
     # carol approves cs-0 (alice rejected it) and rejects cs-2 (alice approved it): her label decides both
     assert cli("review", "import", run_dir, fill(adjudication, tmp_path / "carol.csv", "carol", {"cs-2"}))[0] == 0
@@ -110,6 +113,8 @@ def test_two_reviewers_agree_disagree_and_the_adjudicator_decides(run_dir, cli, 
     assert report["review"]["all"]["awaiting_adjudication"] == 0 and support["reviewed"] == 8
     assert support["rejected"] == 2 and support["approved"] == 6  # cs-1 (both), cs-2 (carol); cs-0 approved by carol
     assert code == 0 and report["verdict"] == "PASS", report["review"]  # 6 of 8 whole: 0.75 reaches min_approval
+    assert f"reviewers agree on {cases - 2} of {cases} double-labelled cases" in " ".join(err.split())
+    assert "reviewers agree on" in (run_dir / "report.md").read_text()
     code, _, err = cli("review", "export", run_dir, "--adjudication", "--force")
     assert code == 2 and "no case awaits adjudication" in err
 

@@ -125,6 +125,7 @@ def test_misread_headers():
     assert misread_utf8('"\u00ef\u00bb\u00bf""review_id""",case_id') is not None  # the same, saved as UTF-8
     assert misread_utf8("\u00ef\u00bb\u00bfreview_id,case_id") is not None  # unquoted
     assert misread_utf8('"review_id","case_id"') is None and misread_utf8("review_id,café") is None
+    assert misread_utf8('"\ufeffreview_id","case_id"') is None  # a mark kept as a character by a UTF-8 reader: text
     assert "Unicode (UTF-8)" in SAVE_AS_UTF8 and "CSV UTF-8 (Comma delimited)" in SAVE_AS_UTF8
 
 
@@ -153,3 +154,12 @@ def test_auto_why_reads_without_doubled_apostrophes(run_dir, cli, tmp_path):
         why = [r["auto_why"] for r in csv.DictReader(fh) if r["auto_why"]]
     assert "answer: priority: got 'low', expected 'high'" in why, why
     assert not any("''" in w for w in why)
+
+
+def test_a_mark_kept_inside_the_first_cell_by_a_utf8_reader_still_imports(run_dir, cli, tmp_path):
+    path = labelled_as_exported(run_dir, cli, tmp_path / "filled.csv")
+    raw = path.read_bytes()
+    assert raw.startswith(b'\xef\xbb\xbf"review_id"')
+    path.write_bytes(b'"\xef\xbb\xbfreview_id"' + raw[len(b'\xef\xbb\xbf"review_id"'):])  # text, read as UTF-8
+    code, _, err = cli("review", "import", run_dir, path)
+    assert code == 0, err

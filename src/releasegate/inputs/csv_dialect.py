@@ -95,7 +95,7 @@ def misread_utf8(header: str) -> str | None:
     letters read 'Ã©'), else None. Only the header is judged: data rows may hold such text on purpose (scraped
     tickets, model outputs)."""
     cell = header.lstrip('"')  # quoted or not: the first cell's text
-    if header.startswith('"') and cell.startswith("\ufeff"):
+    if header.startswith('"\ufeff""'):  # the mark, then the cell's own opening quote kept as text: read as 3 characters
         return ("has a UTF-8 byte-order mark inside its first cell's quotes: it was opened as Windows-1252 "
                 "(LibreOffice's default character set, not 'Unicode (UTF-8)') and saved again: its non-ASCII "
                 "characters were shown garbled, and text typed into it is not UTF-8")

@@ -341,7 +341,7 @@ def _decode(path: Path) -> str:
 def _delimiter(path: Path, text: str) -> str:
     first = text.splitlines()[0]
     for delimiter in _DELIMITERS:
-        if "review_id" in (c.strip() for c in next(csv.reader([first], delimiter=delimiter))):
+        if "review_id" in (c.strip().lstrip("\ufeff") for c in next(csv.reader([first], delimiter=delimiter))):
             return delimiter
     raise ReviewImportError(path, [(1, "no review_id column in the header: not a review CSV from `releasegate review export`")])
 
