@@ -174,3 +174,17 @@ def test_reviewer_agreement_hand_counted():
         assert agree["kappa"] == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
     assert reviewer_agreement([("approve", "approve")] * 3)["kappa"] is None  # chance agreement total: undefined
     assert reviewer_agreement([]) is None
+
+
+@pytest.mark.parametrize(("key", "value"), [("labels_per_case", 3), ("labels_per_case", 0), ("show_auto", '"yes"')])
+def test_the_new_review_keys_are_validated_with_their_line(review_project, cli, key, value):  # noqa: F811
+    rubric = review_project / "rubrics" / "example.yaml"
+    rubric.write_text(RUBRIC.replace("  min_approval: 0.75\n", f"  min_approval: 0.75\n  {key}: {value}\n"))
+    code, _, err = cli("validate", "-c", review_project / "releasegate.yaml")
+    assert code == 2 and "example.yaml:7" in err and f"review.{key}" in err, err
+
+
+def test_adjudication_takes_the_kept_sample_only(run_dir, cli):
+    cli("review", "export", run_dir)
+    code, _, err = cli("review", "export", run_dir, "--adjudication", "--resample")
+    assert code == 2 and "drop --seed and --resample" in err

@@ -106,6 +106,9 @@ def export_queue(
     review = open_review(run_dir, rubric_path)
     run = review.run
     if adjudication:
+        if seed is not None or resample:
+            raise InputError("--adjudication exports the disputed cases of the run's kept sample",
+                             hint="drop --seed and --resample")
         return _export_adjudication(review, output, force=force)
     target = output if output is not None else run.path / QUEUE_FILE
     copies = review.policy.labels_per_case
