@@ -359,9 +359,9 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def _instructions(path: Path, sample: ReviewSample, *, show_auto: bool, copy: tuple[int, int] | None) -> str:
     policy, required = sample.policy, sample.required
     auto = ("the auto_* columns say what the automatic checks found" if show_auto else
-            "judge each output on its own: the automatic checks' verdict is left out on purpose")
+            "judge each output on its own:\n   the automatic checks' verdict is left out on purpose")
     own = "" if copy is None else (f"This is copy {copy[0]} of {copy[1]}: each case is labelled by {copy[1]} reviewers, "
-                                   "independently. Label your copy alone, without seeing another copy's labels.\n\n")
+                                   "independently.\nLabel your copy alone, without seeing another copy's labels.\n\n")
 
     def words(label: str) -> str:
         return ", ".join(w for w, v in LABEL_WORDS.items() if v == label)
