@@ -55,6 +55,8 @@ def _cdf_panel(panel: Panel, key: str, values: list[float], criteria: list[Crite
     panel.step(xs, ys, _COLORS[key])
     for q, dash, height in ((50, "1.5 2", 0.03), (95, "5 3", 0.14)):
         x = percentile(values, q)
+        if x is None:
+            continue
         panel.vline(x, _MARK, dash=dash)
         panel.label(x, height, f"P{q} {x:.3g}", "#374151", backdrop=True)
     for c in gates:
