@@ -6,6 +6,8 @@ more than the rest of `gate` together.
 
 from __future__ import annotations
 
+import math
+
 from ..record.gate_report import CriterionRow
 from ..stats.intervals import percentile
 from .svg_plot import Panel, svg_document
@@ -49,7 +51,7 @@ def _cdf_panel(panel: Panel, key: str, values: list[float], criteria: list[Crite
     keep = _spread(len(ordered), _MAX_POINTS)  # every order statistic up to _MAX_POINTS, evenly spaced above
     xs, ys = [ordered[i] for i in keep], [(i + 1) / len(ordered) for i in keep]
     gates = [c for c in criteria if c.metric.startswith(key + "_p") and not c.slice]  # thresholds on the whole run
-    panel.xlim = (0.0, max([xs[-1], *(c.threshold for c in gates)]) * 1.05 or 1.0)
+    panel.xlim = (0.0, _upper([xs[-1], *(c.threshold for c in gates)]))
     panel.ylim = (0.0, 1.04)
     panel.frame(title, "milliseconds", ylabel, yticks=_SHARES)
     panel.step(xs, ys, _COLORS[key])
@@ -76,7 +78,7 @@ def _split_plot(split: list[tuple[float, float]]) -> str:
     top = [sum(p + d for p, d in g) / len(g) for g in groups]
     total = sum(p + d for p, d in split)
     share = sum(p for p, _ in split) / total if total else 0.0
-    panel = Panel(0.0, 0.0, _WIDTH, _SPLIT_HEIGHT, xlim=(0.5, n + 0.5), ylim=(0.0, max(top) * 1.08 or 1.0))
+    panel = Panel(0.0, 0.0, _WIDTH, _SPLIT_HEIGHT, xlim=(0.5, n + 0.5), ylim=(0.0, _upper(top, 1.08)))
     panel.frame(f"Where the time goes: prefill {share:.0%}, decode {1 - share:.0%} of all request time",
                 "requests, sorted by end-to-end latency", "milliseconds", xgrid=False)
     bounds = [e + 0.5 for e in edges]  # request i (1-based) spans i - 0.5 to i + 0.5
@@ -84,6 +86,15 @@ def _split_plot(split: list[tuple[float, float]]) -> str:
     panel.band(bounds, prefill, top, _COLORS["decode"])
     panel.legend([("prefill (TTFT)", _COLORS["prefill"]), ("decode (E2E − TTFT)", _COLORS["decode"])])
     return svg_document(_WIDTH, _SPLIT_HEIGHT, [panel], "Each request's end-to-end time split into prefill and decode")
+
+
+def _upper(values: list[float], margin: float = 1.05) -> float:
+    """The axis' upper limit: a margin above the largest value; 1 where nothing is above 0, and the largest value
+    itself where the margin would overflow (a record may hold any finite number)."""
+    top = max(values)
+    if not top > 0:
+        return 1.0
+    return top * margin if math.isfinite(top * margin) else top
 
 
 def _spread(n: int, most: int) -> list[int]:

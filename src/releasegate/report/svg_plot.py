@@ -41,6 +41,11 @@ def tick_text(value: float) -> str:
 
 
 def _n(value: float) -> str:
+    """A coordinate in px: 0.1 px steps; one that overflowed (a record may hold any finite number) is pinned far
+    outside the picture, where the <svg> clips it, rather than written as nan or inf."""
+    if not math.isfinite(value):
+        value = 0.0 if math.isnan(value) else math.copysign(1e5, value)
+    value = max(-1e5, min(1e5, value))
     text = f"{value:.1f}"
     return text[:-2] if text.endswith(".0") else text
 
