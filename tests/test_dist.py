@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import ROOT
 from test_reports import make_run
@@ -85,3 +86,46 @@ def test_the_installed_wheel_validates_and_renders_from_its_own_files(dist, tmp_
                               cwd=ROOT, timeout=600)
         assert done.returncode == 0, (args, done.stderr[-2000:])
     assert "<svg" in done.stdout and "Content-Security-Policy" in done.stdout
+
+
+# -- the example CI workflow installs that wheel -------------------------------------------------------------
+
+def install_step() -> tuple[dict, str]:
+    workflow = yaml.safe_load((ROOT / "docs" / "release-gate.github-workflow.yml").read_text())
+    job = next(iter(workflow["jobs"].values()))
+    step = next(s for s in job["steps"] if s.get("name") == "Install releasegate")
+    return job["env"], step["run"]
+
+
+def run_step(script: str, cwd: Path, releasegate: str) -> subprocess.CompletedProcess:
+    """The step's script in bash, as the runner runs it, with a `python` that only writes down what it was asked."""
+    bin_dir = cwd / "fake-bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "python"
+    fake.write_text('#!/bin/sh\nif [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin"; cp "$0" "$3/bin/python"; fi\n'
+                    'echo "$*" >> "$CALLS"\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "RELEASEGATE": releasegate, "PIP_ARGS": "",
+           "CALLS": str(cwd / "calls.txt")}
+    return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_workflow_installs_the_wheel_make_dist_builds_with_its_extras(tmp_path):
+    env, script = install_step()
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert Path(env["RELEASEGATE"]).name == f"releasegate-{version}-py3-none-any.whl"
+    wheel = tmp_path / env["RELEASEGATE"]
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"")
+    done = run_step(script, tmp_path, env["RELEASEGATE"] + "[hf]")
+    assert done.returncode == 0, done.stderr
+    assert f"-m pip install {env['RELEASEGATE']}[hf]" in (tmp_path / "calls.txt").read_text()
+
+
+def test_the_workflow_without_the_wheel_stops_in_one_line_saying_how_to_build_it(tmp_path):
+    env, script = install_step()
+    done = run_step(script, tmp_path, env["RELEASEGATE"] + "[hf]")
+    assert done.returncode == 2 and not (tmp_path / "calls.txt").exists()
+    line = done.stdout.strip()
+    assert line.startswith("::error::") and "\n" not in line
+    assert f"no releasegate wheel at {env['RELEASEGATE']}:" in line and "make dist" in line
