@@ -83,15 +83,24 @@ def test_a_run_without_samples_of_a_measure_says_so_in_its_panel():
 
 
 @pytest.mark.parametrize("values", [[1e308, 5.0], [1.7e308, 1.7e308], [-5.0, -1.0], [0.0, 0.0], [3.0], [1e-9, 2e-9]])
-def test_any_finite_values_a_record_holds_give_a_well_formed_picture(values):
+@pytest.mark.parametrize("threshold", [1e308, -3.0, math.inf, math.nan])
+def test_any_finite_values_a_record_holds_give_a_well_formed_picture(values, threshold):
     split = [(v, v) for v in values]
     plots = latency_plots({"ttft_ms": values, "tpot_ms": values, "e2e_ms": values}, split,
-                          [gate_row("ttft_ms_p95", 1e308), gate_row("e2e_ms_p95", -3)])
+                          [gate_row("ttft_ms_p95", threshold), gate_row("e2e_ms_p95", -3)])
     for svg in plots.values():
         root = ET.fromstring(svg)
         numbers = [v for el in root.iter() for k, v in el.attrib.items() if k in ("x", "y", "x1", "x2", "y1", "y2")]
         assert all(math.isfinite(float(v)) for v in numbers)
         assert not re.search(r"\b(nan|inf)\b", " ".join(el.attrib.get("d", "") for el in root.iter()))
+
+
+def test_a_threshold_that_is_not_a_number_leaves_the_axis_to_the_samples():
+    """A report.json read back may hold an infinite or NaN threshold: the samples keep their scale."""
+    for threshold in (math.inf, math.nan):
+        cdf = texts(latency_plots({"ttft_ms": [10.0, 20.0, 30.0], "tpot_ms": [], "e2e_ms": []}, [],
+                                  [gate_row("ttft_ms_p95", threshold)])["cdf"])
+        assert "30" in cdf and f"gate P95 <= {threshold:g}" in cdf
 
 
 def test_text_in_a_picture_is_escaped_and_the_picture_holds_no_address():

@@ -89,9 +89,10 @@ def _split_plot(split: list[tuple[float, float]]) -> str:
 
 
 def _upper(values: list[float], margin: float = 1.05) -> float:
-    """The axis' upper limit: a margin above the largest value; 1 where nothing is above 0, and the largest value
-    itself where the margin would overflow (a record may hold any finite number)."""
-    top = max(values)
+    """The axis' upper limit: a margin above the largest finite value; 1 where nothing is above 0, and the largest
+    value itself where the margin would overflow (a record may hold any finite number, a report.json read back an
+    infinite threshold)."""
+    top = max((v for v in values if math.isfinite(v)), default=0.0)
     if not top > 0:
         return 1.0
     return top * margin if math.isfinite(top * margin) else top
