@@ -218,3 +218,10 @@ def test_a_misspelt_judge_criterion_names_the_key_with_the_one_meant(cli):
     assert code == 2 and err.strip() == (
         "error: --set suites[0].answer.criterion: field 'suites[0].answer.criterion': judge criterion "
         "'helpfull_reply' is not defined (known: helpful_reply) (did you mean 'helpful_reply'?)"), err
+
+
+def test_an_absolute_path_is_not_said_to_be_read_from_the_config_folder(project, said):
+    missing = project.parent / "elsewhere" / "s.jsonl"
+    edit(project / "releasegate.yaml", "path: suites/tickets.jsonl", f"path: {missing}")
+    assert said() == (f"error: releasegate.yaml:6: field 'suites[0].path': suite file {missing} not found "
+                      "(check the path)")
