@@ -43,6 +43,8 @@ app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or pack
                                  "3 unverified: some inputs could not be hashed.")(verify.verify)
 app.command("history")(history.history)
 app.command("bless")(release.bless)
+app.command("attest")(release.attest)
+app.command("verify-attestation")(release.verify_attestation)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 

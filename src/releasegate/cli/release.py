@@ -36,3 +36,57 @@ def bless(
         console.print(f"{blessing.name} meant {before.run} (blessed {before.blessed_at}): kept in baselines.jsonl",
                       markup=False, soft_wrap=True)
     return 0
+
+
+def attest(
+    run_dir: Annotated[Optional[Path], typer.Argument(help="A run directory, e.g. reports/<run-id>.")] = None,
+    key: Annotated[Optional[Path], typer.Option(help="The Ed25519 private key (PEM) to sign with.", dir_okay=False)] = None,
+    generate_key: Annotated[Optional[Path], typer.Option(
+        "--generate-key", help="Make a new Ed25519 key: FILE (private, mode 0600) and FILE.pub, then stop.",
+        dir_okay=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where the attestation goes (default: "
+                                                                          "<run-id>.intoto.json here).", dir_okay=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")] = False,
+    as_json: JsonOption = False,
+) -> int:
+    """Sign what passed: an in-toto Statement v1 in a DSSE envelope signed with Ed25519, whose subjects are the
+    sha256 of every file that ships (model or merged model, adapter, GGUF, tokenizer, chat template: the run's
+    manifest) and whose predicate holds the verdict, the rubric's hash, each criterion's value and bound, the
+    review's provenance and the run's seal. Only a run sealed whole, verified unchanged and PASS. Exit 1: the run
+    may not be attested (the line says why); 2: a bad key, path or run directory."""
+    from ..pipeline.attest import attest_run
+    from ..pipeline.dsse import generate_key as make_key
+
+    console = consoles(as_json)
+    if generate_key is not None:
+        public = make_key(generate_key)
+        console.print(f"private key: {generate_key} (keep it secret)\npublic key: {public}", markup=False)
+        return 0
+    if run_dir is None or key is None:
+        raise typer.BadParameter("give RUN_DIR and --key KEY (or --generate-key FILE)")
+    path, statement = attest_run(run_dir, key, output, force=force)
+    if as_json:
+        print_json({"attestation": str(path), "statement": statement})
+    console.print(f"attested {statement['predicate']['run']['run_id']}: {statement['predicate']['verdict']}, "
+                  f"{len(statement['subject'])} file(s) as subjects -> {path}", markup=False, soft_wrap=True)
+    return 0
+
+
+def verify_attestation(
+    file: Annotated[Path, typer.Argument(help="The attestation (a DSSE envelope) that attest wrote.", dir_okay=False)],
+    key: Annotated[Path, typer.Option(help="The Ed25519 public key (PEM) it must be signed with.", dir_okay=False)],
+    artifact: Annotated[list[Path], typer.Option(help="A file the deploy ships (repeatable): it must be one of "
+                                                      "the attested files, byte for byte.")],
+    as_json: JsonOption = False,
+) -> int:
+    """The check a deploy step runs: the signature by KEY, the statement, a PASS verdict, and every --artifact
+    one of its subjects (same sha256). Exit 0 when all hold; 1 with one line saying which does not; 2 for a key
+    or file that cannot be read."""
+    from ..pipeline.attest import verify_attestation as check
+
+    result = check(file, key, list(artifact))
+    if as_json:
+        print_json(result)
+    consoles(as_json).print(f"attestation verified: run {result['run_id']}, {result['reason']}", markup=False,
+                            soft_wrap=True)
+    return 0
