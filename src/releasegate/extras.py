@@ -8,6 +8,7 @@ without torch, transformers, peft, datasets or evaluate. The rest comes as extra
     ray       ray: `scale: {engine: ray}`
     datasets  datasets: hub suites (`source: {hub: ...}`), save_to_disk directories
     evaluate  evaluate: a rubric's corpus-level `evaluate:` metrics
+    mlflow    mlflow-skinny: `promote --mlflow-model` (a model version in an MLflow registry)
 
 A command that needs a missing one stops with an InputError (exit 2) on one line, e.g.
 "releasegate.yaml:3: field 'target.backend': backend: hf needs torch, transformers, which are not installed
@@ -30,6 +31,7 @@ EXTRA_OF = {
     "ray": "ray",
     "datasets": "datasets",
     "evaluate": "evaluate",
+    "mlflow": "mlflow",
 }
 """The extra that installs each optional module (its top-level import name)."""
 

@@ -45,6 +45,7 @@ app.command("history")(history.history)
 app.command("bless")(release.bless)
 app.command("attest")(release.attest)
 app.command("verify-attestation")(release.verify_attestation)
+app.command("promote")(release.promote)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 

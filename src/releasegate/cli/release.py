@@ -90,3 +90,39 @@ def verify_attestation(
     consoles(as_json).print(f"attestation verified: run {result['run_id']}, {result['reason']}", markup=False,
                             soft_wrap=True)
     return 0
+
+
+def promote(
+    run_dir: RunArgument,
+    webhook: Annotated[Optional[str], typer.Option(help="POST the signed summary here (needs --key).")] = None,
+    key: Annotated[Optional[Path], typer.Option(help="The Ed25519 private key (PEM) that signs the summary.",
+                                                dir_okay=False)] = None,
+    webhook_token_env: Annotated[Optional[str], typer.Option(
+        help="An environment variable whose value goes as the webhook's Bearer token (never printed).")] = None,
+    mlflow_model: Annotated[Optional[str], typer.Option(help="Register (or tag) a version of this model in the "
+                                                             "MLflow registry.")] = None,
+    alias: Annotated[Optional[str], typer.Option(help="The MLflow alias to point at that version.")] = None,
+    mlflow_uri: Annotated[Optional[str], typer.Option(help="The MLflow registry URI (default: MLflow's own "
+                                                           "settings, MLFLOW_TRACKING_URI).")] = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Hand a PASS on: POST the signed summary to a webhook (retried on a timeout, a refused connection, 429 or
+    5xx; no redirect followed; secrets masked), and/or register or tag the model version in an MLflow registry
+    with the verdict, rubric hash and report, under an alias (pip install 'releasegate[mlflow]'). Only a run
+    sealed whole, verified unchanged and PASS. Exit 1: the run may not be promoted; 2: bad options; 4: the
+    webhook or registry failed."""
+    from ..pipeline.promote import promote_run
+
+    done = promote_run(run_dir, webhook=webhook, key=key, token_env=webhook_token_env, mlflow_model=mlflow_model,
+                       alias=alias, mlflow_uri=mlflow_uri)
+    if as_json:
+        print_json(done)
+    console = consoles(as_json)
+    if "webhook" in done:
+        hook = done["webhook"]
+        console.print(f"webhook: {hook['url']} answered {hook['status']} (attempt {hook['attempts']})", markup=False,
+                      soft_wrap=True)
+    if "mlflow" in done:
+        m = done["mlflow"]
+        console.print(f"mlflow: {m['model']} version {m['version']} is now @{m['alias']}", markup=False, soft_wrap=True)
+    return 0
