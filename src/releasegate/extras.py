@@ -23,7 +23,7 @@ import importlib.util
 
 from .errors import InputError
 
-__all__ = ["EXTRA_OF", "install_command", "missing", "require", "load"]
+__all__ = ["EXTRA_OF", "DISTRIBUTION_OF", "install_command", "missing", "require", "load"]
 
 EXTRA_OF = {
     "torch": "hf", "transformers": "hf", "peft": "hf", "accelerate": "hf", "safetensors": "hf",
@@ -34,6 +34,8 @@ EXTRA_OF = {
     "mlflow": "mlflow",
 }
 """The extra that installs each optional module (its top-level import name)."""
+DISTRIBUTION_OF = {"mlflow": "mlflow-skinny"}
+"""A module whose extra installs it from a distribution of another name (the MLflow client alone)."""
 
 
 def install_command(*extras: str) -> str:
