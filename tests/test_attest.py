@@ -199,3 +199,19 @@ def test_a_key_made_with_openssl_signs_and_verifies(runs, cli, tmp_path):
     adapter = found["pass"].parents[1] / "models" / "adapter" / "adapter_model.safetensors"
     assert _verify(cli, out, pub, adapter)[0] == 0
     assert cli("attest", found["pass"], "--key", pub, "-o", tmp_path / "x.json")[0] == 2  # a public key cannot sign
+
+
+def test_a_forged_seal_over_a_report_edited_to_pass_is_still_refused(runs, cli, tmp_path):
+    """Whoever rewrites manifest.json can forge the seal; the verdict judged again from the records cannot be."""
+    tmp, found = runs
+    run = tmp_path / "forged"
+    shutil.copytree(found["fail"], run)
+    report = json.loads((run / "report.json").read_text())
+    (run / "report.json").write_text(json.dumps({**report, "verdict": "PASS", "exit_code": 0}))
+    manifest = json.loads((run / "manifest.json").read_text())
+    data = (run / "report.json").read_bytes()
+    manifest["sealed"]["files"]["report.json"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert cli("verify", run)[0] == 0  # the forgery fools verify
+    code, _, err = _attest(cli, tmp, run, "forged-seal")
+    assert code == 1 and "judged again from its records" in err and "FAIL" in err

@@ -134,3 +134,23 @@ def test_a_blessed_run_edited_after_its_blessing_proves_nothing(project, cli):
     _rubric_against(project)
     report = json.loads((check(cli, project, "cand", expect=3) / "report.json").read_text())
     assert any("changed since it was blessed" in w or "edited since" in w for w in report["comparison"]["baseline_problems"])
+
+
+def test_a_hostile_baselines_file_is_refused_naming_its_line(project, cli, tmp_path):
+    passing_project(project)
+    run = check(cli, project, "base")
+    assert bless(cli, run)[0] == 0
+    journal = project / "reports" / "baselines.jsonl"
+    entry = json.loads(journal.read_text())
+    journal.write_text(journal.read_text() + json.dumps({**entry, "name": "evil", "run": "../../elsewhere"}) + "\n")
+    code, _, err = cli("compare", "evil", run, "--reports", project / "reports")
+    assert code == 2 and "baselines.jsonl:2" in err and "other than a run directory" in err
+    journal.write_text("[" * 5000 + "]" * 5000 + "\n")
+    code, _, err = cli("compare", "prod", run, "--reports", project / "reports")
+    assert code == 2 and "baselines.jsonl:1" in err
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("")
+    journal.unlink()
+    journal.symlink_to(outside)
+    code, _, err = bless(cli, run)
+    assert code == 2 and "symbolic link" in err and outside.read_text() == ""

@@ -146,3 +146,26 @@ def test_the_trend_page_in_a_browser(project, cli, tmp_path, chromium):  # noqa:
     shot = tmp_path / "trend.png"
     browse(chromium, page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=900,1400")
     assert shot.stat().st_size > 10_000
+
+
+def test_a_symlinked_index_is_never_written_through(project, cli, tmp_path):
+    reports = runs(project, cli, "a")
+    elsewhere = tmp_path / "elsewhere.sqlite"
+    (reports / INDEX_FILE).rename(elsewhere)
+    before = elsewhere.read_bytes()
+    (reports / INDEX_FILE).symlink_to(elsewhere)
+    ids, err = listed(cli, reports)
+    assert ids == ["a"] and "symbolic link" in err and "built again" in err
+    assert not (reports / INDEX_FILE).is_symlink() and elsewhere.read_bytes() == before
+
+
+def test_hostile_run_text_stays_text_in_the_table_and_the_trend_page(project, cli):
+    reports = runs(project, cli, "a")
+    info = json.loads((reports / "a" / "run.json").read_text())
+    info["target"] = "<script>document.title='PWNED'</script>\x1b[2J\u202e"
+    (reports / "a" / "run.json").write_text(json.dumps(info))
+    code, out, err = cli("history", "--reports", reports, "--rebuild", "--html")
+    assert code == 0, err
+    assert "\x1b" not in out and "\u202e" not in out
+    page = (reports / "history.html").read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page

@@ -113,6 +113,8 @@ def test_only_a_releasable_run_is_promoted(project, cli, tmp_path):
     assert promote(cli, failed)[0] == 2  # nothing to promote to
     code, _, err = promote(cli, failed, "--webhook", "http://127.0.0.1:9/")
     assert code == 2 and "--key" in err
+    code, _, err = promote(cli, failed, "--webhook", "file:///etc/passwd", "--key", tmp_path / "key")
+    assert code == 2 and "not an http(s) URL" in err
 
 
 def test_a_model_version_in_a_real_mlflow_registry(released, cli, tmp_path, monkeypatch):

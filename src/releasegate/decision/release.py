@@ -30,7 +30,8 @@ class StaleBaseline:
 
 def decide_release(e: ReleaseEvidence) -> Release:
     """Only a run sealed whole, with nothing changed since (every input re-hashed, the same package versions,
-    its own files as sealed), judged by its own rubric, whose verdict is PASS."""
+    its own files as sealed), judged by its own rubric, whose verdict is PASS both in its report and judged
+    again from its records (a forged seal over an edited report.json still fails the second)."""
     if not e.sealed:
         return Release(False, f"{e.run} has no seal: no stage of releasegate sealed its files, so nothing shows "
                               "they are what was measured")
@@ -48,7 +49,11 @@ def decide_release(e: ReleaseEvidence) -> Release:
     if e.recorded_verdict != PASS:
         return Release(False, f"{e.run}'s verdict is {e.recorded_verdict or 'unknown (no readable report)'}, "
                               "not PASS")
-    return Release(True, f"{e.run}: sealed, verified unchanged, verdict PASS")
+    if e.judged_again != PASS:
+        return Release(False, f"{e.run}'s report says PASS, but judged again from its records by its own rubric "
+                              f"the run is {e.judged_again or 'not judgeable (its rubric snapshot is unusable)'}"
+                              " (a PASS that needed --allow-pending is no release: import the review labels)")
+    return Release(True, f"{e.run}: sealed, verified unchanged, PASS (judged again from its records)")
 
 
 def decide_attestation(e: AttestationEvidence) -> Release:

@@ -16,6 +16,7 @@ import re
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..border.env import env_secret
 from ..border.http import HttpError, Limits, fetch
@@ -56,6 +57,8 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
     that may not be released; InputError (2) for missing options; TargetError (4) when a receiver failed."""
     if webhook is None and mlflow_model is None:
         raise InputError("nothing to promote to: give --webhook URL and/or --mlflow-model NAME --alias ALIAS")
+    if webhook is not None and (urlsplit(webhook).scheme not in ("http", "https") or not urlsplit(webhook).hostname):
+        raise InputError(f"{mask_url(webhook)} is not an http(s) URL", field="--webhook")
     if webhook is not None and key is None:
         raise InputError("--webhook sends a signed summary: give --key KEY (an Ed25519 private key)", field="--key")
     if mlflow_model is not None and not (alias and _NAME.fullmatch(alias) and _NAME.fullmatch(mlflow_model)):

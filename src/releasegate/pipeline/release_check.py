@@ -11,6 +11,7 @@ from ..border.structured import stored_json
 from ..decision.release import decide_release
 from ..errors import ReleaseRefused
 from ..record.decision_evidence import ReleaseEvidence
+from .regate import judged_again
 from .verify import verify_run
 
 __all__ = ["ReleasableRun", "releasable_run"]
@@ -44,7 +45,9 @@ def releasable_run(run_dir: Path) -> ReleasableRun:
     evidence = ReleaseEvidence(
         run=str(path), sealed=bool(sealed), complete=bool(sealed.get("complete")),
         verify_outcome=result["outcome"], changes=tuple(f"{c['path']} {c['change']}" for c in result["changes"]),
-        recorded_verdict=verdict if isinstance(verdict, str) else None, judged_by_own_rubric=own)
+        recorded_verdict=verdict if isinstance(verdict, str) else None,
+        judged_again=judged_again(path) if verdict == "PASS" and result["outcome"] == "unchanged" else None,
+        judged_by_own_rubric=own)
     release = decide_release(evidence)
     if not release.allowed:
         raise ReleaseRefused(release.reason)

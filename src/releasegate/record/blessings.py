@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,6 +64,9 @@ def evidence_digest(manifest: dict) -> str:
 
 
 def append_blessing(reports: Path, blessing: Blessing) -> None:
+    if os.path.islink(Path(reports) / BASELINES_FILE):  # an append would go wherever the link points
+        raise InputError("is a symbolic link: the blessings are kept in the reports folder itself",
+                         file=Path(reports) / BASELINES_FILE)
     append_regular(Path(reports) / BASELINES_FILE, json.dumps(asdict(blessing), sort_keys=True) + "\n",
                    what=BASELINES_FILE)
 

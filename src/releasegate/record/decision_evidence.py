@@ -248,6 +248,9 @@ class ReleaseEvidence:
     """What verify found changed (inputs, packages, the run's own files), one short line each."""
     recorded_verdict: str | None
     """The verdict of the run's sealed report.json (None: none readable)."""
+    judged_again: str | None
+    """The verdict under the run's own rubric judged again from its records, pending review holding it (None:
+    its rubric snapshot is missing or edited)."""
     judged_by_own_rubric: bool
     """report.json was judged by the run's own rubric snapshot (not a what-if)."""
 

@@ -252,6 +252,9 @@ def _move_aside(path: Path) -> None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    for side in (path, *(path.with_name(path.name + extra) for extra in ("-wal", "-shm"))):
+        if os.path.islink(side):  # sqlite would write wherever the link points
+            raise IndexDamaged(f"{side.name} is a symbolic link")
     if os.path.lexists(path):  # sqlite opens the file itself: a FIFO or a device there is refused first
         try:
             check_regular(path, what="run index")
