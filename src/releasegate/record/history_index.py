@@ -217,12 +217,13 @@ def run_directories(root: Path) -> list[str]:
     return sorted(names)
 
 
-def open_index(root: Path) -> Index:
-    """The index of `root`, checked, built or rebuilt as needed, and in step with the run directories."""
+def open_index(root: Path, *, say_built: bool = True) -> Index:
+    """The index of `root`, checked, built or rebuilt as needed, and in step with the run directories.
+    `say_built`: a note when there was no index (a first `check` in a folder makes it without a word)."""
     root = Path(root)
     path = root / INDEX_FILE
     notes: list[str] = []
-    if not exists(path) and not os.path.lexists(path):
+    if say_built and not exists(path) and not os.path.lexists(path):
         notes.append(f"no run index in {root}: built from the run directories")
     try:
         index = Index(root, _connect(path), notes)
@@ -296,7 +297,7 @@ def index_run(run_path: Path) -> list[str]:
     Never fails a run: a run directory stays the record, and the next `history` indexes what this could not."""
     run_path = Path(run_path)
     try:
-        index = open_index(run_path.parent)  # its sync indexes a run it did not list yet, this one included
+        index = open_index(run_path.parent, say_built=False)  # its sync indexes a run it did not list yet, this one included
     except (sqlite3.Error, OSError, ReleasegateError) as exc:
         return [f"the run was not added to the run index ({exc}); releasegate history indexes it later"]
     try:

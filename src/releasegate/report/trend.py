@@ -44,7 +44,7 @@ def render_trend(rows: list[dict], root: str) -> str:
     charts = [(s, Markup(_chart(s["points"])), [_cells(p) for p in s["points"]]) for s in series]
     return env.get_template("trend.html.j2").render(
         csp=CSP, css=Markup((folder / "report.css").read_text("utf-8")), root=root, runs=rows, charts=charts,
-        verdict_class=lambda v: _VERDICT_CLASS.get(v or "", "warn"))
+        verdict_class=lambda v: _VERDICT_CLASS.get(v or "", "insufficient"))  # the amber pill
 
 
 def _cells(point: dict) -> dict:
