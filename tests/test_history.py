@@ -169,3 +169,15 @@ def test_hostile_run_text_stays_text_in_the_table_and_the_trend_page(project, cl
     assert "\x1b" not in out and "\u202e" not in out
     page = (reports / "history.html").read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_check_makes_the_index_quietly_and_says_when_it_rebuilt_a_damaged_one(project, cli):
+    code, out, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "a", "--no-progress")
+    assert code in (1, 3) and "run index" not in out + err
+    index = project / "reports" / INDEX_FILE
+    for side in ("-wal", "-shm"):
+        Path(f"{index}{side}").unlink(missing_ok=True)
+    index.write_bytes(b"\0" * 4096)
+    code, out, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "b", "--no-progress")
+    assert code in (1, 3) and "was damaged" in out
+    assert listed(cli, project / "reports")[0] == ["a", "b"]
