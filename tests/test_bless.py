@@ -5,6 +5,7 @@ warns or makes the baseline criteria INCONCLUSIVE as the rubric says."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import yaml
@@ -107,12 +108,16 @@ def test_a_blessed_baseline_gates_and_compare_takes_its_name(project, cli):
 def test_a_stale_blessed_baseline_warns_or_is_inconclusive_as_the_rubric_says(project, cli):
     passing_project(project)
     bless(cli, check(cli, project, "base"))
-    _rubric_against(project, max_age_days=1e-9, on_stale="inconclusive")
+    journal = project / "reports" / "baselines.jsonl"  # the baseline measured 40 days ago
+    entry = json.loads(journal.read_text())
+    then = datetime.fromisoformat(entry["run_created_at"]) - timedelta(days=40)
+    journal.write_text(json.dumps({**entry, "run_created_at": then.isoformat()}) + "\n")
+    _rubric_against(project, max_age_days=30, on_stale="inconclusive")
     report = json.loads((check(cli, project, "strict-age", expect=3) / "report.json").read_text())
     why = report["comparison"]["baseline_problems"]
     assert any("more than max_age_days" in w for w in why)
     assert any(c["name"] == "baseline comparison" and c["verdict"] == "insufficient" for c in report["criteria"])
-    _rubric_against(project, max_age_days=1e-9)  # on_stale: warn (the default)
+    _rubric_against(project, max_age_days=30)  # on_stale: warn (the default)
     report = json.loads((check(cli, project, "warned", expect=3) / "report.json").read_text())
     assert any("more than max_age_days" in w for w in report["comparison"]["baseline_warnings"])
     assert all("stale baseline" in c["reason"] for c in report["criteria"] if c.get("origin") == "baseline")
