@@ -58,6 +58,10 @@ def test_bless_keeps_who_when_why_and_every_earlier_blessing(project, cli):
     assert [(b["run"], b["by"], b["reason"], b["verdict"]) for b in lines] == [
         ("r1", "ana", "shipped in 1.4", "PASS"), ("r2", "ana", "1.5 release", "PASS")]
     assert all(b["blessed_at"] and b["evidence_sha256"] for b in lines)
+    code, out, _ = cli("history", "--reports", project / "reports", "--json")
+    assert {r["dir"]: r["blessed"] for r in json.loads(out)["runs"]} == {"r1": [], "r2": ["prod"]}
+    code, out, _ = cli("history", "--reports", project / "reports")
+    assert "PASS @prod" in out
 
 
 def test_bless_refuses_an_unsealed_an_edited_and_a_failed_run(project, cli):

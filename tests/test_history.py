@@ -181,3 +181,10 @@ def test_check_makes_the_index_quietly_and_says_when_it_rebuilt_a_damaged_one(pr
     code, out, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "b", "--no-progress")
     assert code in (1, 3) and "was damaged" in out
     assert listed(cli, project / "reports")[0] == ["a", "b"]
+
+
+def test_an_unreadable_baselines_file_never_hides_a_run(project, cli):
+    reports = runs(project, cli, "a")
+    (reports / "baselines.jsonl").write_text("not json\n")
+    ids, err = listed(cli, reports)
+    assert ids == ["a"] and "blessed baselines not shown" in err and "baselines.jsonl:1" in err

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..border.outputs import check_output_path, write_output_file
 from ..errors import InputError
+from ..record.blessings import blessings
 from ..record.history_index import open_index
 from ..report.trend import render_trend
 
@@ -21,7 +22,7 @@ TREND_FILE = "history.html"
 class History:
     root: Path
     rows: list[dict]
-    """The runs, oldest first, each as `HistoryRow.as_dict`."""
+    """The runs, oldest first, each as `HistoryRow.as_dict` with `blessed`: the baseline names that mean it."""
     notes: list[str]
     """What happened to the index file (built, rebuilt after damage), for the command to say."""
     listed: int
@@ -43,8 +44,23 @@ def run_history(root: Path, *, target: str | None = None, suite: str | None = No
         rows = [row.as_dict() for row in index.rows()]
     finally:
         index.close()
+    try:
+        names = _blessed_names(root)
+    except InputError as exc:  # the runs are listed all the same; the file is named
+        names = {}
+        index.notes.append(f"blessed baselines not shown: {exc}")
+    rows = [{**r, "blessed": names.get(r["dir"], [])} for r in rows]
     wanted = [r for r in rows if _matches(r, target, suite, verdict)]
     return History(root, wanted, index.notes, len(rows))
+
+
+def _blessed_names(root: Path) -> dict[str, list[str]]:
+    """Each run directory and the baseline names that mean it now (a name's latest blessing)."""
+    latest = {b.name: b.run for b in blessings(root)}
+    names: dict[str, list[str]] = {}
+    for name, run in sorted(latest.items()):
+        names.setdefault(run, []).append(name)
+    return names
 
 
 def _matches(row: dict, target: str | None, suite: str | None, verdict: str | None) -> bool:

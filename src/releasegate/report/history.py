@@ -23,6 +23,7 @@ def history_table(rows: list[dict]) -> FitTable:
                Col("verdict", "left"), *(Col(name) for _, name in shown)]
     table = [[inert(r["run_id"]), inert(r["created_at"])[:19], (r["fingerprint"] or "-")[:12],
               inert(", ".join(r["suites"])) or "-",
-              Text(inert(r["verdict"] or "no verdict"), style=_STYLE.get(r["verdict"] or "", "yellow")),
+              Text(inert(r["verdict"] or "no verdict") + "".join(f" @{n}" for n in r.get("blessed", [])),
+                   style=_STYLE.get(r["verdict"] or "", "yellow")),
               *(format_value(r["metrics"].get(m)) for m, _ in shown)] for r in rows]
     return FitTable(Text("run history", style="bold"), columns, table)
