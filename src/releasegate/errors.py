@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypedDict
 
-__all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "ErrorKind", "http_kind", "judge_kind"]
+__all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "ReleaseRefused", "ErrorKind", "http_kind", "judge_kind"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every character str.splitlines() breaks at
 
@@ -72,6 +72,13 @@ class InputError(ReleasegateError):
         text = ": ".join(parts + [self.message]) if parts else self.message
         text = f"{text} ({self.hint})" if self.hint else text
         return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)  # one line, even quoting a value with newlines
+
+
+class ReleaseRefused(ReleasegateError):
+    """A run that may not be blessed, attested or promoted, or an attestation a deploy may not go on with: exit 1,
+    one line saying why."""
+
+    exit_code = 1
 
 
 class TargetError(ReleasegateError):

@@ -13,7 +13,7 @@ from typer.exceptions import TyperException
 from ..border.env import TRACEBACK, check_environment, env_flag
 from ..errors import ReleasegateError
 from ..redaction import redact_error
-from . import capacity, check, compare, gate, init, matrix, report, servers, validate, verify
+from . import capacity, check, compare, gate, history, init, matrix, release, report, servers, validate, verify
 from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
@@ -41,6 +41,11 @@ app.command("servers", epilog="Exit codes: 0 a target is recommended | 2 a bad r
                                "3 no target passed its gate with quality no worse than the reference's.")(servers.servers)
 app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | "
                                  "3 unverified: some inputs could not be hashed.")(verify.verify)
+app.command("history")(history.history)
+app.command("bless")(release.bless)
+app.command("attest")(release.attest)
+app.command("verify-attestation")(release.verify_attestation)
+app.command("promote")(release.promote)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 

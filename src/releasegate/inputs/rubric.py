@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..record.blessings import blessed
 from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
 from .case_checks import check_regex
 from .files import KeyAt, exists, is_file, key_at, load_yaml, named_file, nowhere
@@ -111,7 +112,8 @@ class Rubric:
     under 0.5 ms (the client's `itl_batched_share`): the stream was read in batches (a buffering proxy, a server
     flushing late, a client reading a backlog), so its stamps are the reader's, not the server's decode."""
     baseline: dict | None = None
-    """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
+    """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run; with
+    'blessed' (the name), 'reports' (absolute), 'max_age_days' and 'on_stale' when the run is a blessed baseline."""
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
     """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.inputs.review_policy)."""
     judge: CalibrationPolicy = field(default_factory=CalibrationPolicy)
@@ -256,12 +258,27 @@ def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
 
 
 def _baseline(raw: dict | None, here: Path, at) -> dict | None:
+    """The `baseline:` with its run as an absolute path: `run` (relative to the rubric), or `blessed: NAME`, the run
+    that name means now in the `reports` folder's baselines.jsonl (relative to the rubric; default `reports`). Both
+    given (a run's rubric snapshot): the run is pinned, and the name only says which blessing it is."""
     if raw is None:
         return None
-    run = (here / raw["run"]).resolve()
+    if raw.get("run") is None and raw.get("blessed") is None:
+        raise InputError("baseline needs `run` (a run directory) or `blessed` (a name given by releasegate bless)",
+                         **at("baseline"))
+    out = dict(raw)
+    if raw.get("blessed") is not None:
+        reports = (here / raw.get("reports", "reports")).resolve()
+        out["reports"] = str(reports)
+        if raw.get("run") is None:
+            try:
+                out["run"] = str(reports / blessed(reports, raw["blessed"]).run)
+            except InputError as exc:
+                raise InputError(exc.message, **at("baseline", "blessed"), hint=exc.hint) from None
+    run = (here / out["run"]).resolve()
     if not is_file(run / "records.jsonl"):
         raise InputError(f"baseline run has no records.jsonl: {run}", **at("baseline", "run"), hint="point at a run directory")
-    return {**raw, "run": str(run)}
+    return {**out, "run": str(run)}
 
 
 def _evaluate_metric(raw: dict, here: Path) -> EvaluateMetric:

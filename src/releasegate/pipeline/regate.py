@@ -36,7 +36,7 @@ from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
 from .gate import gate_run
 
-__all__ = ["regate", "Regated", "judged_by_snapshot", "WHATIF_DIR"]
+__all__ = ["regate", "Regated", "judged_by_snapshot", "judged_again", "WHATIF_DIR"]
 
 WHATIF_DIR = "whatif"
 """Where, inside a run directory, `gate --rubric FILE` writes the reports of a what-if judgment by default."""
@@ -112,6 +112,14 @@ def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None
                     allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
                     corpus_scores=CorpusScores.of(run), scores=scored.scores,
                     inputs_changed=_inputs_changed(run.path, False))["verdict"]
+
+
+def judged_again(run_dir: Path) -> str | None:
+    """The run's verdict under its own rubric, judged again from its records, pending review holding it (what
+    `bless`, `attest` and `promote` hold report.json's word against); None when its snapshot is unusable."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    return _own_verdict(run, info, run_verdicts(run, info), allow_pending=False)
 
 
 def judged_by_snapshot(report: dict, run_path: Path) -> dict:
