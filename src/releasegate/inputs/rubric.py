@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, Where
-from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
+from ..record.metrics import (
+    BOUNDED_METRICS,
+    DEFAULT_MAX_ITL_BATCHED_SHARE,
+    ERROR_METRICS,
+    KNOWN_METRICS,
+    LOAD_PHASE_METRICS,
+    STABILITY_METRICS,
+)
 from .files import exists, field_path, is_file, line_of, load_yaml
 from .judge_settings import CalibrationPolicy, parse_calibration
 from .review_policy import ReviewPolicy, parse_policy
@@ -30,6 +37,9 @@ class Criterion:
     min_samples: int = 1
     confidence: float | None = None
     """Gate on the one-sided bound at this confidence (None: on the point value)."""
+    phase: str = "quality"
+    """Whose answers a quality rate is measured on: 'quality' (the quality cases, as ever) or 'load' (the load
+    phase's answers, or the capacity step's, scored with the same checks; `phase: load`)."""
     origin: str = "rubric"
     """'rubric' (written by the user), 'guard' (the default error-rate guard), 'baseline' (a comparison with the
     baseline run) or 'review' (human approval). Only rubric criteria can make a run PASS."""
@@ -44,6 +54,8 @@ class Criterion:
             out["confidence"] = self.confidence
         if self.min_samples != 1:
             out["min_samples"] = self.min_samples
+        if self.phase != "quality":
+            out["phase"] = self.phase
         return out
 
 
@@ -186,23 +198,29 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
     if raw["metric"].startswith("cache_") and raw.get("slice"):
         raise InputError(f"{raw['metric']} is one figure for the whole run (the response-cache probe)",
                          **at("criteria", i, "slice"), hint="remove the slice")
+    if raw.get("phase", "quality") != "quality" and raw["metric"] not in LOAD_PHASE_METRICS:
+        raise InputError(f"phase: load is for the quality rates ({', '.join(LOAD_PHASE_METRICS)})",
+                         **at("criteria", i, "phase"), hint="remove phase, or gate one of those rates")
     if confidence is None and raw["metric"] in BOUNDED_METRICS:
         confidence = default_confidence  # the rubric-wide default applies where a bound exists
     if confidence is None and raw["metric"] == "cache_wrong_hit_rate":
         confidence = 0.95  # its upper bound decides: a cache that is wrong rarely in the suite may not be rarely wrong
     return Criterion(
         name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
-        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence,
+        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence, phase=raw.get("phase", "quality"),
     )
 
 
-_SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS}
+_SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS,
+           *(m for m in STABILITY_METRICS if m != "load_accuracy_delta")}
 
 
 def _range_of(metric: str) -> tuple[float, float]:
     """The values a metric can take: shares in [0, 1], latency, throughput and cost >= 0 (others: anything)."""
     if metric in _SHARES:
         return 0.0, 1.0
+    if metric == "load_accuracy_delta":  # a difference of two shares
+        return -1.0, 1.0
     if metric in KNOWN_METRICS:
         return 0.0, math.inf
     return -math.inf, math.inf

@@ -121,7 +121,8 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
     records, verdicts = run.read_records(), run_verdicts(run, info)
     load = run.read_records("load.jsonl", required=False)
     report = gate_run(info, records, policy, info.cost, load, labels=read_labels(run), verdicts=verdicts,
-                      edited=edited_evidence(run.path), allow_pending=allow_pending, corpus_scores=CorpusScores.of(run))
+                      edited=edited_evidence(run.path), allow_pending=allow_pending, corpus_scores=CorpusScores.of(run),
+                      draws=run.read_records("draws.jsonl", required=False))
     return report, records, policy, verdicts, load
 
 
