@@ -1,0 +1,162 @@
+"""Stable answers, end to end against the stub server: repeated draws (`generation.repeats`), the criteria over
+them, and the flip probe (the same cases' answers alone and under load)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from conftest import write_jsonl
+from releasegate.record.records import RunDir
+from releasegate.testing import StubBehaviour, StubServer
+from releasegate.testing.answers import flips
+
+FLIP_RUBRIC = """\
+review: {required_domains: []}
+criteria:
+  - {metric: accuracy, op: ">=", threshold: 0.5}
+  - {metric: load_flip_rate, op: "<=", threshold: 0.02, confidence: 0.95}
+"""
+
+DRAW_RUBRIC = """\
+review: {required_domains: []}
+criteria:
+  - {metric: pass_all_k, op: ">=", threshold: 0.0}
+  - {metric: flip_rate, op: "<=", threshold: 1.0}
+  - {metric: pass_any_k, op: ">=", threshold: 0.0}
+  - {metric: answer_agreement, op: ">=", threshold: 0.0}
+"""
+
+
+def project(root: Path, base_url: str, *, cases: int, rubric: str, extra: str = "", generation: str = "",
+            concurrency: int = 1) -> Path:
+    write_jsonl(root / "suite.jsonl", [
+        {"id": f"c{i:03d}", "messages": [{"role": "user", "content": f"question {i}"}], "expected": "yes"}
+        for i in range(cases)
+    ])
+    (root / "rubric.yaml").write_text(rubric)
+    (root / "releasegate.yaml").write_text(
+        f"target:\n  backend: openai\n  base_url: {base_url}\n  model: stub\n  concurrency: {concurrency}\n"
+        f"  retries: 0\n  timeout_s: 10\n"
+        f"generation: {{max_new_tokens: 8{generation}}}\n"
+        f"suites: [{{path: suite.jsonl, answer: {{type: normalized}}}}]\nrubric: rubric.yaml\n{extra}"
+    )
+    return root / "releasegate.yaml"
+
+
+def check(cli, config: Path, run_id: str = "r"):
+    code, out, err = cli("check", "-c", config, "--run-id", run_id, "--no-progress", "--json")
+    assert "Traceback" not in err, err
+    report = json.loads(out)
+    assert report["exit_code"] == code
+    return code, report, RunDir(config.parent / "reports" / run_id)
+
+
+def criterion(report: dict, metric: str) -> dict:
+    return next(c for c in report["criteria"] if c["metric"] == metric)
+
+
+def _yes(body: dict) -> str:
+    return "yes"
+
+
+# --- the flip probe: a server whose answers change under load -------------------------------------------------
+
+CASES = 150  # at 0.95 a zero flip rate needs 133 cases before its upper bound is under 0.02
+
+
+def test_answers_changed_under_load_fail_the_flip_criterion_naming_the_cases(tmp_path, cli):
+    behaviour = StubBehaviour(ttft_ms=2, itl_ms=0.5, tokens=2, reply=_yes, flip_share=0.1, flip_above=1, flip_seed=3)
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=CASES, rubric=FLIP_RUBRIC,
+                         extra=f"load: {{concurrency: 8, requests: {CASES}}}\n")
+        code, report, run = check(cli, config)
+    changed = {prompt for prompt, text in stub.answers if text.endswith("(changed)")}
+    flipped = sorted(f"c{int(p.split()[-1]):03d}" for p in changed)
+    # the stub flips a seeded 10% of prompts, and only while more than one request is in flight: never alone
+    seeded = {f"c{i:03d}" for i in range(CASES) if flips(f"question {i}", 0.1, 3)}
+    assert flipped and set(flipped) <= seeded and 0.05 * CASES <= len(seeded) <= 0.15 * CASES
+    assert not any(r.output.endswith("(changed)") for r in run.read_records())
+    row = criterion(report, "load_flip_rate")
+    assert row["verdict"] == "fail" and code == 1 and report["verdict"] == "FAIL"
+    assert row["value"] == len(flipped) / CASES and row["n"] == CASES
+    assert row["bounds"][0] > 0.02  # even the lower bound is over the threshold
+    assert all(case in row["reason"] for case in flipped[:10])  # the failing cases are named
+    table = report["stability"]["flips"]
+    assert sorted(r["case_id"] for r in table) == flipped
+    assert all(r["under_load"].endswith("(changed)") and r["alone"] == "yes" for r in table)
+
+
+def test_answers_unchanged_under_load_pass_with_the_bound_reported(tmp_path, cli):
+    behaviour = StubBehaviour(ttft_ms=2, itl_ms=0.5, tokens=2, reply=_yes, flip_share=0.0)
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=CASES, rubric=FLIP_RUBRIC,
+                         extra=f"load: {{concurrency: 8, requests: {CASES}}}\n")
+        code, report, _ = check(cli, config)
+    row = criterion(report, "load_flip_rate")
+    assert row["value"] == 0 and row["n"] == CASES
+    assert 0 < row["bounds"][1] <= 0.02 and row["confidence"] == 0.95
+    assert row["verdict"] == "pass" and "upper bound" in row["reason"]
+    assert report["verdict"] == "PASS" and code == 0
+    assert report["stability"]["flips"] == []
+
+
+# --- repeated draws: a sampling server at k = 5 ----------------------------------------------------------------
+
+
+def test_random_answers_at_k_5_give_the_hand_counted_pass_k_and_flip_rate(tmp_path, cli):
+    behaviour = StubBehaviour(ttft_ms=1, itl_ms=0.2, tokens=2, random_replies=("yes", "no", "yes"), flip_seed=11)
+    cases, k = 12, 5
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=cases, rubric=DRAW_RUBRIC,
+                         generation=f", temperature: 0.8, seed: 7, repeats: {k}", concurrency=3)
+        code, report, run = check(cli, config)
+    by_prompt = defaultdict(list)
+    for prompt, text in stub.answers:
+        by_prompt[prompt].append(text == "yes")
+    assert len(by_prompt) == cases and all(len(v) == k for v in by_prompt.values())
+    all_pass = sum(all(v) for v in by_prompt.values())
+    any_pass = sum(any(v) for v in by_prompt.values())
+    flipping = sum(len(set(v)) > 1 for v in by_prompt.values())
+    assert 0 < flipping < cases  # the seeds make some cases flip and leave others alone
+    assert criterion(report, "pass_all_k")["value"] == all_pass / cases
+    assert criterion(report, "pass_any_k")["value"] == any_pass / cases
+    assert criterion(report, "flip_rate")["value"] == flipping / cases
+    for name in ("pass_all_k", "flip_rate", "answer_agreement"):
+        assert criterion(report, name)["n"] == cases  # the case is the unit: nothing gains n by repeating
+    # accuracy is per draw, bounded per case
+    accuracy = report["metrics"]["accuracy"]
+    assert accuracy["value"] == sum(sum(v) / k for v in by_prompt.values()) / cases and accuracy["n"] == cases
+    draws = run.read_records("draws.jsonl")
+    assert sorted((r.case_id, r.draw) for r in draws) == sorted((f"c{i:03d}", d) for i in range(cases) for d in range(1, k))
+    assert sorted(b["seed"] for b in stub.bodies if b["messages"][0]["content"] == "question 0") == [7, 8, 9, 10, 11]
+    rows = {r["case_id"]: r for r in report["stability"]["draws"]}
+    assert len(rows) == cases and all(r["draws"] == k for r in rows.values())
+    assert report["verdict"] == "PASS" and code == 0
+
+
+def test_repeats_are_never_answered_from_the_response_cache(tmp_path, cli):
+    behaviour = StubBehaviour(ttft_ms=1, itl_ms=0.2, tokens=2, reply=_yes)
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=6, rubric=DRAW_RUBRIC, extra="cache: {path: cache.sqlite}\n")
+        check(cli, config, "first")  # fills the cache with every case's answer
+        assert stub.requests == 6
+        text = config.read_text().replace("max_new_tokens: 8", "max_new_tokens: 8, repeats: 3")
+        config.write_text(text)
+        code, report, run = check(cli, config, "repeated")
+    assert stub.requests == 6 + 6 * 3  # every draw, draw 0 too, asked anew
+    assert not any(r.cached for r in run.read_records() + run.read_records("draws.jsonl"))
+    assert report["counts"]["cached"] == 0
+    assert criterion(report, "pass_all_k")["value"] == 1.0
+
+
+def test_a_run_without_repeats_has_no_draws_and_reports_as_before(tmp_path, cli):
+    behaviour = StubBehaviour(ttft_ms=1, itl_ms=0.2, tokens=2, reply=_yes)
+    rubric = "review: {required_domains: []}\ncriteria:\n  - {metric: accuracy, op: \">=\", threshold: 0.5}\n"
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=4, rubric=rubric)
+        _, report, run = check(cli, config)
+    assert not (run.path / "draws.jsonl").exists() and "stability" not in report
+    assert all('"draw"' not in line for line in (run.path / "records.jsonl").read_text().splitlines())
+    assert run.read_info().repeats is None
