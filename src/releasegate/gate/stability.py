@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..record.evidence import answered
+from ..record.evidence import answered, failure
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import normalize, score_record
@@ -40,6 +40,8 @@ class CaseDraws:
     """Cases with a draw marked as answered from the response cache (repeats are always asked anew)."""
     foreign: int = 0
     """draws.jsonl lines of no planned (case, draw): a case the run does not have, a draw number past k."""
+    twice: list[str] = field(default_factory=list)
+    """Cases with a draw answered twice: a draw is asked again only after it failed (a resume, --retry-errors)."""
 
     @property
     def repeated(self) -> bool:
@@ -54,6 +56,8 @@ class CaseDraws:
             parts.append(f"{len(self.cached)} case(s) have a draw from the response cache ({_names(self.cached)})")
         if self.foreign:
             parts.append(f"draws.jsonl holds {self.foreign} draw(s) of no planned case and draw")
+        if self.twice:
+            parts.append(f"{len(self.twice)} case(s) have a draw answered twice ({_names(self.twice)})")
         return "; ".join(parts) or None
 
 
@@ -62,8 +66,12 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
     out = CaseDraws()
     plan = info.repeats or {}
     latest: dict[tuple[str, int], CaseRecord] = {}
+    twice = set()
     for rec in draws:
-        latest[(rec.case_id, rec.draw)] = rec  # a draw asked again (a resume, --retry-errors): the last wins
+        prior = latest.get((rec.case_id, rec.draw))
+        if prior is not None and failure(prior) is None:
+            twice.add(rec.case_id)  # never asked again once answered: a copied line, not a draw
+        latest[(rec.case_id, rec.draw)] = rec  # a failed draw asked again (a resume, --retry-errors): the last wins
     used = 0
     for rec in records:
         k = plan.get(rec.suite, 1)
@@ -77,6 +85,7 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
         if any(r.cached for r in (rec, *found)):
             out.cached.append(rec.case_id)
     out.foreign = len(latest) - used
+    out.twice = sorted(twice)
     return out
 
 
