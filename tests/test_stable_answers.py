@@ -3,6 +3,8 @@ them, and the flip probe (the same cases' answers alone and under load)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -86,6 +88,16 @@ def test_answers_changed_under_load_fail_the_flip_criterion_naming_the_cases(tmp
     table = report["stability"]["flips"]
     assert sorted(r["case_id"] for r in table) == flipped
     assert all(r["under_load"].endswith("(changed)") and r["alone"] == "yes" for r in table)
+    # every format shows the flip table, or the cases, and the criterion with its bound
+    first = flipped[0]
+    for name in ("report.md", "report.html"):
+        text = (run.path / name).read_text()
+        assert "Stable answers" in text and "answer under load" in text and first in text
+    junit = (run.path / "report.junit.xml").read_text()
+    assert 'name="stability"' in junit and first in junit and "load_flip_rate" in junit
+    header, *rows = csv.reader(io.StringIO((run.path / "report.csv").read_text()))
+    assert header[-4:] == ["draws", "failing_draws", "modal_answer", "answer_under_load"]
+    assert {r[0]: r[-1] for r in rows}[first] == "yes (changed)"
 
 
 def test_answers_unchanged_under_load_pass_with_the_bound_reported(tmp_path, cli):
@@ -158,5 +170,7 @@ def test_a_run_without_repeats_has_no_draws_and_reports_as_before(tmp_path, cli)
         config = project(tmp_path, stub.base_url, cases=4, rubric=rubric)
         _, report, run = check(cli, config)
     assert not (run.path / "draws.jsonl").exists() and "stability" not in report
+    assert "Stable answers" not in (run.path / "report.md").read_text()
+    assert "answer_under_load" not in (run.path / "report.csv").read_text().splitlines()[0]
     assert all('"draw"' not in line for line in (run.path / "records.jsonl").read_text().splitlines())
     assert run.read_info().repeats is None
