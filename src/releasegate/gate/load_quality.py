@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord
-from ..scorers import score_record
+from ..scorers import score_record, score_records
 from ..stats.intervals import paired_rate_bounds, wilson_bounds
 from .stability import _names, answer_key, per_draw_rate
 
-__all__ = ["LoadAnswers", "load_answers", "load_metric", "flip_table", "LOAD_PROBE_METRICS"]
+__all__ = ["LoadAnswers", "load_answers", "load_metric", "flip_table", "load_figures", "LOAD_PROBE_METRICS"]
 
 LOAD_PROBE_METRICS = ("load_flip_rate", "load_accuracy_delta")
 
@@ -62,6 +62,20 @@ def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, sc
         return _with_note(_accuracy_delta(chosen, under_load, scores, forbidden, confidence), note)
     value = per_draw_rate(name, chosen, under_load.by_case, scores, forbidden, confidence, stored=False)
     return _with_note(value, note)
+
+
+def load_figures(records: list[CaseRecord], load_records: list[CaseRecord], confidence: float = 0.95) -> dict:
+    """A run's quality under load beside its quality phase (served variants, `servers`): accuracy under load,
+    `load_flip_rate` with its upper bound and `load_accuracy_delta`; empty when the load phase asked no case."""
+    under_load = load_answers(records, load_records)
+    if not under_load.by_case:
+        return {}
+    scores = score_records(records, ())
+    flip = load_metric("load_flip_rate", records, under_load, scores, (), confidence)
+    accuracy = load_metric("accuracy", records, under_load, scores, (), confidence)
+    delta = load_metric("load_accuracy_delta", records, under_load, scores, (), confidence)
+    return {"accuracy_under_load": accuracy.value, "load_flip_rate": flip.value,
+            "load_flip_upper": flip.bounds[1] if flip.bounds else None, "load_accuracy_delta": delta.value}
 
 
 def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 1000) -> list[dict]:
