@@ -149,3 +149,31 @@ def test_load_accuracy_delta_is_paired_and_phase_load_scores_the_load_answers():
     assert under_load["value"] == 34 / 40 and under_load["phase"] == "load"
     assert alone["value"] == 1.0 and alone["verdict"] == "pass"
     assert report["verdict"] != PASS
+
+
+def test_every_draw_is_a_request_of_the_error_rate():
+    records, draws = honest()
+    failed = [d.model_copy(update={"output": None, "error": "server_error"}) if d.case_id in ("c7", "c8") else d
+              for d in draws]
+    report = gate_run(INFO, records, rubric(crit("error_rate", "<=", 0.5), crit("pass_all_k", ">=", 0.0)), None,
+                      draws=failed)
+    quality = report["counts"]["phases"]["quality"]
+    assert quality["requests"] == CASES * K and quality["failed"] == 4 and quality["cases"] == CASES
+    assert row(report, "error_rate")["value"] == 4 / (CASES * K) and row(report, "error_rate")["n"] == CASES * K
+    assert row(report, "pass_all_k")["value"] == 34 / 40  # a failed draw is a failing draw
+
+
+
+def test_a_phase_load_criterion_is_named_apart_and_only_on_quality_rates(tmp_path):
+    from releasegate.errors import InputError
+    from releasegate.inputs.rubric import load_rubric
+
+    path = tmp_path / "r.yaml"
+    path.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5, phase: load}\n")
+    assert load_rubric(path).criteria[0].name == "accuracy (under load)"
+    path.write_text("criteria:\n  - {metric: ttft_ms_p95, op: '<=', threshold: 5, phase: load}\n")
+    with pytest.raises(InputError) as caught:
+        load_rubric(path)
+    assert caught.value.field == "criteria[0].phase" and "quality rates" in caught.value.message
+    path.write_text("criteria:\n  - {metric: load_accuracy_delta, op: '>=', threshold: -0.02, confidence: 0.95}\n")
+    assert load_rubric(path).criteria[0].threshold == -0.02  # a difference: negative thresholds are possible

@@ -182,7 +182,8 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
             hint=did_you_mean(raw["metric"], sorted(known)) or "known: " + ", ".join(sorted(known)),
         )
     slice_ = {k: v for k, v in raw.get("slice", {}).items()}
-    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items())
+    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items()) + (
+        " (under load)" if raw.get("phase") == "load" else "")
     confidence = raw.get("confidence")
     if confidence is not None and raw["metric"] not in BOUNDED_METRICS:
         raise InputError(

@@ -125,7 +125,8 @@ def gate_run(
     timed = phase_records(phase, records, timed_load)
     facts = {**run_facts(info_at, timed, cost, phase=phase), "strata": stratum_counts(records)}  # sample weights
     evaluate_values = _evaluate_metrics(rubric, corpus_scores)
-    by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
+    asked = records + (draws or [])  # the quality phase's requests: every repeated draw is one too
+    by_phase = {"error_rate": asked + gated_load, "error_rate_quality": asked, "error_rate_load": gated_load}
     found, under_load = case_draws(info, records, draws or []), load_answers(records, timed_load)
 
     def measure(name: str, slice_: dict | None, confidence: float | None = None, phase: str = "quality"):
@@ -177,7 +178,7 @@ def gate_run(
                                      labels or [], rubric.review)
     problems = run_problems(info, records, load_records) + draw_problems(info, records, draws or []) + list(edited)
     evidence = gate_evidence(info, records, load_records, results, review_pending=review.pending,
-                             allow_pending=allow_pending, problems=problems, target_error=target_failure(records, load_records),
+                             allow_pending=allow_pending, problems=problems, target_error=target_failure(asked, load_records),
                              client_lag_ms=lag, rubric_file=rubric_file or rubric.name, overrides=tuple(info.overrides or ()),
                              inputs_changed=tuple(inputs_changed), allow_insufficient=rubric.allow_insufficient)
     decided = decide_gate(evidence)
@@ -208,7 +209,7 @@ def gate_run(
         "prefix_cache": info.prefix_cache,
         "response_cache_probe": cache_section(info.response_cache_probe, criteria),
         "slices": _slices(records, scores, facts),
-        "counts": _counts(records, load_records),
+        "counts": _counts(records, load_records, draws or []),
         "failing_cases": failing[:FAILING_CASES_KEPT],
         "failing_cases_total": len(failing),
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
@@ -336,13 +337,17 @@ def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
     return rows
 
 
-def _counts(records: list[CaseRecord], load_records: list[CaseRecord]) -> dict:
-    """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys)."""
+def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord]) -> dict:
+    """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys); the
+    quality phase's requests include its repeated draws."""
     quality = phase_counts(records)
+    if draws:  # the draws' requests and failures; cases stay the cases
+        sent = phase_counts(records + draws)
+        quality = {**quality, **{k: sent[k] for k in ("requests", "failed", "errors", "error_rate")}, "draws": len(draws)}
     phases = {"quality": quality}
     if load_records:
         phases["load"] = phase_counts(load_records)
-    phases["all"] = phase_counts(records + load_records)
+    phases["all"] = phase_counts(records + draws + load_records)
     return {"cases": len(records), "succeeded": quality["succeeded"], "errors": quality["errors"],
             "cached": quality["cached"], "phases": phases}
 

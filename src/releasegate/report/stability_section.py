@@ -30,7 +30,8 @@ def stability_lines(report: GateReport) -> list[str]:
     lines = []
     if s.draws:
         unstable = sum(bool(r.failing_draws) or r.agreement < 1 for r in s.draws)
-        lines.append(f"repeated draws: {len(s.draws)} case(s) shown, {unstable} with a failing or disagreeing draw")
+        lines.append(f"repeated draws: {len(s.draws)} case(s) asked more than once, {unstable} with a failing or "
+                     "disagreeing draw")
     if s.draw_problem:
         lines.append(f"draws not counted: {s.draw_problem}")
     if s.flips:
