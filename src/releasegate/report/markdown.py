@@ -267,10 +267,13 @@ def _stability_md(report: GateReport) -> list[str]:
     if not lines:
         return []
     out = ["", "## Stable answers", "", *(f"- {md_label(line)}" for line in lines)]
-    for title, (columns, rows) in (("Repeated draws", draw_table(report)), ("Answers under load", flip_table_rows(report))):
-        if rows:
+    for title, (columns, rows), texts in (("Repeated draws", draw_table(report), {0, 4}),
+                                          ("Answers under load", flip_table_rows(report), {0, 1, 2})):
+        if rows:  # case ids and answers are untrusted text; the figures are ours
             table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-            out += _details(f"{title} ({len(rows)})", table + ["| " + " | ".join(md_text(v) for v in r) + " |" for r in rows])
+            table += ["| " + " | ".join(md_text(v) if i in texts else md_label(v) for i, v in enumerate(r)) + " |"
+                      for r in rows]
+            out += _details(f"{title} ({len(rows)})", table)
     return out
 
 
