@@ -177,3 +177,19 @@ def test_a_phase_load_criterion_is_named_apart_and_only_on_quality_rates(tmp_pat
     assert caught.value.field == "criteria[0].phase" and "quality rates" in caught.value.message
     path.write_text("criteria:\n  - {metric: load_accuracy_delta, op: '>=', threshold: -0.02, confidence: 0.95}\n")
     assert load_rubric(path).criteria[0].threshold == -0.02  # a difference: negative thresholds are possible
+
+
+def test_a_stratified_sample_weighs_its_draws_as_the_source_it_stands_for():
+    """20 cases stand for 900 rows and flip; 20 stand for 100 rows and never do: equal counts, unequal weight."""
+    from releasegate.record.records import Stratum
+
+    big, small = Stratum(name="big", population=900), Stratum(name="small", population=100)
+    records = [rec(i, "yes").model_copy(update={"stratum": big if i < 20 else small}) for i in range(CASES)]
+    draws = [rec(i, "no" if i < 20 and d == 1 else "yes", draw=d).model_copy(update={"stratum": big if i < 20 else small})
+             for i in range(CASES) for d in range(1, K)]
+    report = gate_run(INFO, records, rubric(crit("flip_rate", "<=", 0.2, confidence=0.95),
+                                            crit("pass_all_k", ">=", 0.5)), None, draws=draws)
+    flip = row(report, "flip_rate")
+    assert flip["value"] == pytest.approx(0.9) and "population-weighted" in flip["note"]  # not 0.5, the case count
+    assert flip["verdict"] == "fail" and row(report, "pass_all_k")["value"] == pytest.approx(0.1)
+    assert report["metrics"]["accuracy"]["value"] == pytest.approx(0.9 * 2 / 3 + 0.1)

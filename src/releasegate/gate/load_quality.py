@@ -51,7 +51,7 @@ def load_answers(records: list[CaseRecord], load_records: list[CaseRecord]) -> L
 
 
 def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
-                confidence: float = 0.95) -> MetricValue:
+                confidence: float = 0.95, strata: dict | None = None) -> MetricValue:
     """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`."""
     if not under_load.by_case:
         return MetricValue(None, 0, note="no load-phase answer of a quality case (the run has no load phase?)")
@@ -60,7 +60,7 @@ def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, sc
         return _with_note(_flip_rate(chosen, under_load, confidence), note)
     if name == "load_accuracy_delta":
         return _with_note(_accuracy_delta(chosen, under_load, scores, forbidden, confidence), note)
-    value = per_draw_rate(name, chosen, under_load.by_case, scores, forbidden, confidence, stored=False)
+    value = per_draw_rate(name, chosen, under_load.by_case, scores, forbidden, confidence, stored=False, strata=strata)
     return _with_note(value, note)
 
 

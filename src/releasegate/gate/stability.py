@@ -18,6 +18,7 @@ from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import normalize, score_record
 from ..stats.intervals import cluster_share_bounds, wilson_bounds
+from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
 
 __all__ = ["CaseDraws", "case_draws", "draw_metric", "per_draw_rate", "draw_problems", "answer_key", "draws_table",
            "DRAW_METRICS"]
@@ -121,9 +122,12 @@ def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer
 
 
 def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict, forbidden,
-                confidence: float = 0.95) -> MetricValue:
-    """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat."""
-    cases = [r.case_id for r in chosen if r.case_id in found.by_case]
+                confidence: float = 0.95, strata: dict | None = None) -> MetricValue:
+    """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat;
+    cases of a stratified sample weigh as the source rows they stand for (`strata`: the run's cases per
+    stratum), bounded at Kish's effective n."""
+    repeated = [r for r in chosen if r.case_id in found.by_case]
+    cases = [r.case_id for r in repeated]
     if not cases:
         return MetricValue(None, 0, note="no case has repeated draws (set generation.repeats)")
     problem = found.problem()
@@ -131,8 +135,7 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
         return MetricValue(None, len(cases), note=problem)
     if name == "answer_agreement":
         shares = [_agreement(found.by_case[c]) for c in cases]
-        return MetricValue(sum(shares) / len(shares), len(cases), cluster_share_bounds(shares, confidence),
-                           "bounded per case", confidence)
+        return _per_case(shares, repeated, confidence, strata, "bounded per case")
     outcomes = {c: _passes(found.by_case[c], scores, forbidden) for c in cases}
     unknown = [c for c, o in outcomes.items() if None in o]
     if unknown:
@@ -141,16 +144,30 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
     test = {"pass_all_k": all, "pass_any_k": any, "flip_rate": lambda o: len(set(o)) > 1}[name]
     hits = [c for c, o in outcomes.items() if test(o)]
     note = f"flipping: {_names(hits)}" if name == "flip_rate" and hits else ""
-    return MetricValue(len(hits) / len(cases), len(cases), wilson_bounds(len(hits), len(cases), confidence),
-                       note, confidence)
+    return _per_case([float(c in hits) for c in cases], repeated, confidence, strata, note)
+
+
+def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: dict | None,
+              note: str) -> MetricValue:
+    """The mean of per-case shares with one-sided bounds over the cases (`cluster_share_bounds`); for a weighted
+    sample the population-weighted mean, Wilson at Kish's effective n (as `record.metrics` weighs rates)."""
+    if not any(is_weighted(r) for r in cases):
+        return MetricValue(sum(shares) / len(shares), len(shares), cluster_share_bounds(shares, confidence), note,
+                           confidence)
+    weights = case_weights(cases, strata if strata is not None else stratum_counts(cases))
+    value = sum(w * s for w, s in zip(weights, shares)) / sum(weights)
+    effective = kish_n(weights)
+    note = "; ".join(x for x in (note, f"population-weighted, effective n {effective:.1f}") if x)
+    return MetricValue(value, len(shares), wilson_bounds(value * effective, effective, confidence), note, confidence)
 
 
 def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict,
-                  forbidden, confidence: float = 0.95, problem: str | None = None, stored: bool = True) -> MetricValue:
+                  forbidden, confidence: float = 0.95, problem: str | None = None, stored: bool = True,
+                  strata: dict | None = None) -> MetricValue:
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
     answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case."""
     key = {"accuracy": "answer", "format_compliance": "format", "forbidden_rate": "forbidden"}[name]
-    shares, unknown = [], []
+    shares, unknown, counted = [], [], []
     for rec in chosen:
         draws = draws_of.get(rec.case_id)
         if not draws or (key != "forbidden" and not _checked(rec, key)):
@@ -161,6 +178,7 @@ def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[
         known = [o for o in outcomes if o is not None]
         if known:
             shares.append(sum(known) / len(known))
+            counted.append(rec)
     if problem:
         return MetricValue(None, len(shares), note=problem)
     if unknown:
@@ -168,8 +186,7 @@ def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[
     if not shares:
         return MetricValue(None, 0, note="no case with draws to score")
     asked = sum(len(draws_of[r.case_id]) for r in chosen if r.case_id in draws_of)
-    return MetricValue(sum(shares) / len(shares), len(shares), cluster_share_bounds(shares, confidence),
-                       f"{asked} draws of {len(shares)} cases, bounded per case", confidence)
+    return _per_case(shares, counted, confidence, strata, f"{asked} draws of {len(shares)} cases, bounded per case")
 
 
 def draws_table(found: CaseDraws, scores: dict, forbidden, limit: int = 1000) -> list[dict]:

@@ -146,12 +146,13 @@ def gate_run(
     def _stability(name: str, chosen: list, phase: str, confidence: float):
         """The criteria over draws and under load; a quality rate under repeats per draw (None: another metric)."""
         if name in DRAW_METRICS:
-            return draw_metric(name, chosen, found, scores, rubric.forbidden, confidence)
+            return draw_metric(name, chosen, found, scores, rubric.forbidden, confidence, facts["strata"])
         if name in LOAD_PROBE_METRICS or (phase == "load" and name in LOAD_PHASE_METRICS):
-            return load_metric(name, chosen, under_load, scores, rubric.forbidden, confidence)
+            return load_metric(name, chosen, under_load, scores, rubric.forbidden, confidence, facts["strata"])
         if found.repeated and name in LOAD_PHASE_METRICS:
             each = {r.case_id: found.by_case.get(r.case_id, [r]) for r in chosen}
-            return per_draw_rate(name, chosen, each, scores, rubric.forbidden, confidence, found.problem())
+            return per_draw_rate(name, chosen, each, scores, rubric.forbidden, confidence, found.problem(),
+                                 strata=facts["strata"])
         return None
 
     criteria = rubric.criteria + _default_guards(rubric)
