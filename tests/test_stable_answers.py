@@ -174,3 +174,26 @@ def test_a_run_without_repeats_has_no_draws_and_reports_as_before(tmp_path, cli)
     assert "answer_under_load" not in (run.path / "report.csv").read_text().splitlines()[0]
     assert all('"draw"' not in line for line in (run.path / "records.jsonl").read_text().splitlines())
     assert run.read_info().repeats is None
+
+
+def test_a_resumed_run_asks_only_the_draws_it_lacks(tmp_path, cli):
+    from conftest import as_killed
+
+    behaviour = StubBehaviour(ttft_ms=1, itl_ms=0.2, tokens=2, reply=_yes)
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=6, rubric=DRAW_RUBRIC, generation=", repeats: 3")
+        check(cli, config)
+        run = RunDir(config.parent / "reports" / "r")
+        lines = (run.path / "draws.jsonl").read_text().splitlines(keepends=True)
+        (run.path / "draws.jsonl").write_text("".join(lines[:5]) + lines[5][:30])  # killed mid-batch: a torn line
+        info = json.loads((run.path / "run.json").read_text())
+        (run.path / "run.json").write_text(json.dumps({**info, "status": "interrupted"}))
+        as_killed(run.path)
+        before = stub.requests
+        code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json")
+    assert out, err
+    assert stub.requests - before == 12 - 5  # the 7 draws not journaled whole, nothing else
+    report = json.loads(out)
+    draws = run.read_records("draws.jsonl")
+    assert sorted((r.case_id, r.draw) for r in draws) == sorted((f"c{i:03d}", d) for i in range(6) for d in (1, 2))
+    assert report["verdict"] == "PASS" and criterion(report, "pass_all_k")["n"] == 6 and not report["incomplete"]

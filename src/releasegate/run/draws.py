@@ -37,6 +37,8 @@ def pending_draws(run: RunDir, info: RunInfo, config: Config, cases: list[Case],
     keeps the draws each suite plans, which the gate holds the journal to."""
     planned = {s: config.draws_of(s) for s in dict.fromkeys(c.suite for c in cases)}
     info.repeats = planned if any(k > 1 for k in planned.values()) else None
+    if mode != "start":
+        run.repair(DRAWS)  # a killed batch's torn last line cut off: the draws appended next start a line of their own
     done = {} if mode == "start" else {(r.case_id, r.draw): r for r in run.read_records(DRAWS, required=False)}
     out = []
     for case in cases:
