@@ -197,3 +197,19 @@ def test_a_resumed_run_asks_only_the_draws_it_lacks(tmp_path, cli):
     draws = run.read_records("draws.jsonl")
     assert sorted((r.case_id, r.draw) for r in draws) == sorted((f"c{i:03d}", d) for i in range(6) for d in (1, 2))
     assert report["verdict"] == "PASS" and criterion(report, "pass_all_k")["n"] == 6 and not report["incomplete"]
+
+
+def test_review_export_puts_the_cases_that_flipped_under_load_first(tmp_path, cli):
+    behaviour = StubBehaviour(ttft_ms=2, itl_ms=0.5, tokens=2, reply=_yes, flip_share=0.3, flip_above=1, flip_seed=5)
+    rubric = FLIP_RUBRIC.replace("review: {required_domains: []}", "review: {required_domains: [], sample: {audit: 1.0}}")
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=30, rubric=rubric, extra="load: {concurrency: 8, requests: 30}\n")
+        _, report, run = check(cli, config)
+    flipped = {r["case_id"] for r in report["stability"]["flips"]}
+    assert flipped
+    code, out, err = cli("review", "export", run.path, "--unstable-first")
+    assert code == 0 and f"{len(flipped)} sampled case(s) with unstable answers first" in out + err
+    rows = list(csv.reader(io.StringIO((run.path / "review_queue.csv").read_text(encoding="utf-8-sig"))))
+    header, body = rows[0], rows[1:]
+    ids = [r[header.index("case_id")] for r in body]
+    assert set(ids[:len(flipped)]) == flipped and len(ids) == 30

@@ -33,6 +33,8 @@ def export(
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed (default: the policy's); needs --resample once a sample exists.")] = None,
     resample: Annotated[bool, typer.Option(help="Draw the sample again instead of reusing the run's review_sample.json.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --output file, or a filled-in review CSV.")] = False,
+    unstable_first: Annotated[bool, typer.Option(
+        "--unstable-first", help="Put the sampled cases whose answers changed (across repeated draws or under load) first.")] = False,
     as_json: JsonOption = False,
 ) -> int:
     """Draw the review sample (once per run, kept in review_sample.json); write it as a spreadsheet-safe CSV with instructions."""
@@ -41,7 +43,8 @@ def export(
     def note(line: str) -> None:
         consoles(as_json).print(line, markup=False, soft_wrap=True)
 
-    done = export_queue(run_dir, rubric_path=rubric, output=output, seed=seed, resample=resample, note=note, force=force)
+    done = export_queue(run_dir, rubric_path=rubric, output=output, seed=seed, resample=resample, note=note, force=force,
+                        unstable_first=unstable_first)
     if done.replaced_labels:
         note(f"replaced {done.csv_path}, which held {done.replaced_labels} labelled rows (--force)")
     sample, summary = done.sample, done.summary

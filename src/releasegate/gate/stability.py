@@ -21,7 +21,7 @@ from ..stats.intervals import cluster_share_bounds, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
 
 __all__ = ["CaseDraws", "case_draws", "draw_metric", "per_draw_rate", "draw_problems", "answer_key", "draws_table",
-           "DRAW_METRICS"]
+           "unstable_cases", "DRAW_METRICS"]
 
 DRAW_METRICS = ("pass_all_k", "pass_any_k", "flip_rate", "answer_agreement")
 _NAMED = 10  # cases a note names before it says how many more
@@ -187,6 +187,20 @@ def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[
         return MetricValue(None, 0, note="no case with draws to score")
     asked = sum(len(draws_of[r.case_id]) for r in chosen if r.case_id in draws_of)
     return _per_case(shares, counted, confidence, strata, f"{asked} draws of {len(shares)} cases, bounded per case")
+
+
+def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
+                   load_records: list[CaseRecord]) -> set[str]:
+    """Cases whose answer is not stable: draws that disagree (normalised answers), or an answer changed under
+    load. What a reviewer may want to see first."""
+    out = {c for c, d in case_draws(info, records, draws).by_case.items() if _agreement(d) < 1}
+    cases = {r.case_id: r for r in records}
+    for rec in load_records:
+        case = cases.get(str(rec.tags.get("prompt_of")))
+        if case is not None and case.input == rec.input and answered(rec) and answered(case) \
+                and answer_key(rec) != answer_key(case):
+            out.add(case.case_id)
+    return out
 
 
 def draws_table(found: CaseDraws, scores: dict, forbidden, limit: int = 1000) -> list[dict]:
