@@ -65,6 +65,7 @@ def test_honest_draws_are_counted_per_case():
     accuracy = report["metrics"]["accuracy"]  # per draw, bounded per case
     assert accuracy["value"] == pytest.approx((36 + 4 * 2 / 3) / 40) and accuracy["n"] == CASES
     assert accuracy["bounds"][0] == pytest.approx(cluster_share_bounds([1.0] * 36 + [2 / 3] * 4)[0], abs=1e-6)
+    assert report["slices"][0]["accuracy"] == accuracy["value"]  # the slices read the draws as the criteria do
     # wider than the 120 draws counted as independent cases would give: the case is the unit
     assert accuracy["bounds"][0] < wilson_bounds(36 * 3 + 4 * 2, 120)[0] - 0.01
 

@@ -209,7 +209,7 @@ def gate_run(
         "capacity": _capacity_report(sweep, info_at, timed_load, cost),
         "prefix_cache": info.prefix_cache,
         "response_cache_probe": cache_section(info.response_cache_probe, criteria),
-        "slices": _slices(records, scores, facts),
+        "slices": _slices(records, scores, facts, _stability if found.repeated else None),
         "counts": _counts(records, load_records, draws or []),
         "failing_cases": failing[:FAILING_CASES_KEPT],
         "failing_cases_total": len(failing),
@@ -325,15 +325,17 @@ def _evaluate_metrics(rubric: Rubric, stored) -> dict:
     return out
 
 
-def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
-    """Per-slice figures for the suite and every low-cardinality tag."""
+def _slices(records: list[CaseRecord], scores: dict, facts: dict, per_draw=None) -> list[dict]:
+    """Per-slice figures for the suite and every low-cardinality tag; `per_draw`: under repeats, the quality
+    rates per draw (as the criteria read them)."""
     rows = []
     for slice_ in slices_of(records):
         chosen = select(records, slice_)
         (key, value), = slice_.items()
         row = {"slice": f"{key}={value}", "n": len(chosen)}
         for name in _SLICE_METRICS:
-            row[name] = compute_metric(name, chosen, scores, {**facts, "all_records": False}).value
+            drawn = per_draw(name, chosen, "quality", 0.95) if per_draw is not None else None
+            row[name] = (drawn or compute_metric(name, chosen, scores, {**facts, "all_records": False})).value
         rows.append(row)
     return rows
 
