@@ -130,7 +130,10 @@ def test_load_answers_of_no_case_are_never_counted():
     report = gate_run(info, records, rubric(crit("load_flip_rate", "<=", 0.5)), None, load + fake + other)
     flip = row(report, "load_flip_rate")
     assert flip["n"] == CASES and flip["value"] == 1 / CASES
-    assert "10 load request(s) of no case" in flip["note"]
+    assert "10 load request(s) of no case" in flip["note"] and "not asked alone" not in flip["note"]
+    batched = info.model_copy(update={"sessions": [{"mode": "start", "concurrency": 4}]})
+    note = row(gate_run(batched, records, rubric(crit("load_flip_rate", "<=", 0.5)), None, load), "load_flip_rate")["note"]
+    assert "up to 4 requests in flight" in note
     assert report["stability"]["load_answers_left_out"] == 10
     assert [r["case_id"] for r in report["stability"]["flips"]] == ["c0"]
 
@@ -194,3 +197,19 @@ def test_a_stratified_sample_weighs_its_draws_as_the_source_it_stands_for():
     assert flip["value"] == pytest.approx(0.9) and "population-weighted" in flip["note"]  # not 0.5, the case count
     assert flip["verdict"] == "fail" and row(report, "pass_all_k")["value"] == pytest.approx(0.1)
     assert report["metrics"]["accuracy"]["value"] == pytest.approx(0.9 * 2 / 3 + 0.1)
+
+
+def test_a_draw_of_another_question_or_other_checks_is_no_draw_of_the_case():
+    records, draws = honest()
+    swapped = [d.model_copy(update={"expected": "no"}) if (d.case_id, d.draw) == ("c0", 2) else d for d in draws]
+    report = gate_run(INFO, records, STRICT, None, draws=swapped)  # draw 2 of c0 said no: now "expected"
+    assert report["verdict"] == INCONCLUSIVE and "lack planned draws (c0)" in report["incomplete"]
+    moved = [d.model_copy(update={"input": {"prompt": "q1"}}) if d.case_id == "c0" else d for d in draws]
+    assert gate_run(INFO, records, STRICT, None, draws=moved)["verdict"] == INCONCLUSIVE
+
+
+def test_a_plan_edited_to_hide_the_draws_leaves_them_foreign():
+    records, draws = honest()
+    for plan in ({"s": 1}, None):
+        report = gate_run(INFO.model_copy(update={"repeats": plan}), records, STRICT, None, draws=draws)
+        assert report["verdict"] == INCONCLUSIVE and "of no planned case" in report["incomplete"]

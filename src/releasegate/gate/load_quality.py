@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
-from ..record.records import CaseRecord
+from ..record.records import CaseRecord, RunInfo
 from ..scorers import score_record, score_records
 from ..stats.intervals import paired_rate_bounds, wilson_bounds
 from .stability import _names, answer_key, per_draw_rate
@@ -51,11 +51,15 @@ def load_answers(records: list[CaseRecord], load_records: list[CaseRecord]) -> L
 
 
 def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
-                confidence: float = 0.95, strata: dict | None = None) -> MetricValue:
-    """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`."""
+                confidence: float = 0.95, strata: dict | None = None, info: RunInfo | None = None) -> MetricValue:
+    """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`;
+    `info`: the run, whose quality phase's concurrency the flip probe's note names when it was not 1."""
     if not under_load.by_case:
         return MetricValue(None, 0, note="no load-phase answer of a quality case (the run has no load phase?)")
     note = f"{under_load.foreign} load request(s) of no case of the run left out" if under_load.foreign else ""
+    if name in LOAD_PROBE_METRICS and (alone := _quality_concurrency(info)) > 1:
+        note = "; ".join(x for x in (note, f"the quality phase ran up to {alone} requests in flight: its answers "
+                                           "were not asked alone (target.concurrency: 1)") if x)
     if name == "load_flip_rate":
         return _with_note(_flip_rate(chosen, under_load, confidence), note)
     if name == "load_accuracy_delta":
@@ -127,6 +131,12 @@ def _accuracy_delta(chosen: list[CaseRecord], under_load: LoadAnswers, scores: d
     bounds = paired_rate_bounds(cells["both"], cells["load_only"], cells["alone_only"], cells["neither"], confidence)
     note = f"{cells['alone_only']} case(s) right alone and wrong under load, {cells['load_only']} the other way"
     return MetricValue(delta, n, bounds, note, confidence)
+
+
+def _quality_concurrency(info: RunInfo | None) -> int:
+    """The most requests the quality phase had in flight, over the run's sessions (1 when not recorded)."""
+    sessions = info.sessions if info is not None else []
+    return max([int(s.get("concurrency") or 1) for s in sessions if isinstance(s, dict)] or [1])
 
 
 def _with_note(value: MetricValue, note: str) -> MetricValue:

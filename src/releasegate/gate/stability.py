@@ -40,7 +40,8 @@ class CaseDraws:
     cached: list[str] = field(default_factory=list)
     """Cases with a draw marked as answered from the response cache (repeats are always asked anew)."""
     foreign: int = 0
-    """draws.jsonl lines of no planned (case, draw): a case the run does not have, a draw number past k."""
+    """draws.jsonl lines of no planned (case, draw): a case the run does not have, a draw number past k, another
+    question or other checks than the case's."""
     twice: list[str] = field(default_factory=list)
     """Cases with a draw answered twice: a draw is asked again only after it failed (a resume, --retry-errors)."""
 
@@ -78,7 +79,8 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
         k = plan.get(rec.suite, 1)
         if k <= 1:
             continue
-        found = [latest[(rec.case_id, d)] for d in range(1, k) if (rec.case_id, d) in latest]
+        found = [latest[(rec.case_id, d)] for d in range(1, k)
+                 if (rec.case_id, d) in latest and _same_case(rec, latest[(rec.case_id, d)])]
         used += len(found)
         out.by_case[rec.case_id], out.planned[rec.case_id] = [rec, *found], k
         if len(found) < k - 1:
@@ -88,6 +90,12 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
     out.foreign = len(latest) - used
     out.twice = sorted(twice)
     return out
+
+
+def _same_case(case: CaseRecord, draw: CaseRecord) -> bool:
+    """Whether a draw asked the case's question and is checked as the case is (else it is no draw of it)."""
+    return (draw.suite, draw.input, draw.expected, draw.answer, draw.format) == (
+        case.suite, case.input, case.expected, case.answer, case.format)
 
 
 def draw_problems(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]) -> list[str]:

@@ -148,7 +148,7 @@ def gate_run(
         if name in DRAW_METRICS:
             return draw_metric(name, chosen, found, scores, rubric.forbidden, confidence, facts["strata"])
         if name in LOAD_PROBE_METRICS or (phase == "load" and name in LOAD_PHASE_METRICS):
-            return load_metric(name, chosen, under_load, scores, rubric.forbidden, confidence, facts["strata"])
+            return load_metric(name, chosen, under_load, scores, rubric.forbidden, confidence, facts["strata"], info)
         if found.repeated and name in LOAD_PHASE_METRICS:
             each = {r.case_id: found.by_case.get(r.case_id, [r]) for r in chosen}
             return per_draw_rate(name, chosen, each, scores, rubric.forbidden, confidence, found.problem(),
