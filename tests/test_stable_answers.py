@@ -213,3 +213,20 @@ def test_review_export_puts_the_cases_that_flipped_under_load_first(tmp_path, cl
     header, body = rows[0], rows[1:]
     ids = [r[header.index("case_id")] for r in body]
     assert set(ids[:len(flipped)]) == flipped and len(ids) == 30
+
+
+def test_compare_of_repeated_runs_says_what_it_paired_and_refuses_missing_draws(tmp_path, cli):
+    behaviour = StubBehaviour(ttft_ms=1, itl_ms=0.2, tokens=2, reply=_yes)
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=6, rubric=DRAW_RUBRIC, generation=", repeats: 2")
+        check(cli, config, "base")
+        check(cli, config, "cand")
+    reports = config.parent / "reports"
+    code, out, err = cli("compare", reports / "base", reports / "cand", "--json")
+    result = json.loads(out)
+    assert "first draw" in result["draws_note"] and result["pairs_answered"] == 6
+    lines = (reports / "cand" / "draws.jsonl").read_text().splitlines(keepends=True)
+    (reports / "cand" / "draws.jsonl").write_text("".join(lines[:3]))  # three draws gone
+    code, out, err = cli("compare", reports / "base", reports / "cand", "--json")
+    result = json.loads(out)
+    assert result["verdict"] != "PASS" and code != 0 and "lack planned draws" in result["verdict_reason"], result["verdict_reason"]
