@@ -213,3 +213,18 @@ def test_a_plan_edited_to_hide_the_draws_leaves_them_foreign():
     for plan in ({"s": 1}, None):
         report = gate_run(INFO.model_copy(update={"repeats": plan}), records, STRICT, None, draws=draws)
         assert report["verdict"] == INCONCLUSIVE and "of no planned case" in report["incomplete"]
+
+
+def test_each_capacity_step_is_scored_as_the_quality_cases_are():
+    from releasegate.gate.load_quality import step_quality
+    from releasegate.scorers import score_records
+
+    records, _ = honest()
+    load = []
+    for step, wrong in ((0, 0), (1, 4)):  # the higher rate changes 4 answers
+        for i in range(CASES):
+            r = load_rec(step * CASES + i, i, "no" if i < wrong else "yes")
+            load.append(r.model_copy(update={"tags": {**r.tags, "sweep_step": step}}))
+    rows = step_quality(records, load, score_records(records, ()), (), "sweep_step")
+    assert [(r["step"], r["requests"], r["accuracy"], r["load_flip_rate"]) for r in rows] == [
+        (0, CASES, 1.0, 0.0), (1, CASES, 36 / 40, 4 / 40)]

@@ -20,7 +20,8 @@ from ..scorers import score_record, score_records
 from ..stats.intervals import paired_rate_bounds, wilson_bounds
 from .stability import _names, answer_key, per_draw_rate
 
-__all__ = ["LoadAnswers", "load_answers", "load_metric", "flip_table", "load_figures", "LOAD_PROBE_METRICS"]
+__all__ = ["LoadAnswers", "load_answers", "load_metric", "flip_table", "load_figures", "step_quality",
+           "LOAD_PROBE_METRICS"]
 
 LOAD_PROBE_METRICS = ("load_flip_rate", "load_accuracy_delta")
 
@@ -80,6 +81,25 @@ def load_figures(records: list[CaseRecord], load_records: list[CaseRecord], conf
     delta = load_metric("load_accuracy_delta", records, under_load, scores, (), confidence)
     return {"accuracy_under_load": accuracy.value, "load_flip_rate": flip.value,
             "load_flip_upper": flip.bounds[1] if flip.bounds else None, "load_accuracy_delta": delta.value}
+
+
+def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict, forbidden,
+                 step_tag: str) -> list[dict]:
+    """Each capacity step's answers scored as the quality cases are: per step (load records tagged `step_tag`),
+    its accuracy, format compliance and forbidden rate under load and its `load_flip_rate`, with n."""
+    steps: dict = {}
+    for rec in load_records:
+        if rec.tags.get(step_tag) is not None:
+            steps.setdefault(rec.tags[step_tag], []).append(rec)
+    rows = []
+    for step, recs in sorted(steps.items(), key=lambda kv: str(kv[0])):
+        under_load = load_answers(records, recs)
+        row: dict = {"step": step, "requests": len(recs)}
+        for name in ("accuracy", "format_compliance", "forbidden_rate", "load_flip_rate"):
+            value = load_metric(name, records, under_load, scores, forbidden) if under_load.by_case else None
+            row[name] = value.value if value is not None else None
+        rows.append(row)
+    return rows
 
 
 def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 1000) -> list[dict]:

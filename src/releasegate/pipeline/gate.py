@@ -15,7 +15,7 @@ from ..decision.latency import widened_latency
 from ..extras import require
 from ..gate.baseline import baseline_comparison, comparison_results
 from ..gate.cache_probe_gate import CACHE_METRICS, cache_metric, cache_section
-from ..gate.capacity import capacity_metric, capacity_view, gated_records, judge_capacity
+from ..gate.capacity import STEP_TAG, capacity_metric, capacity_view, gated_records, judge_capacity
 from ..gate.case_detail import case_reviews, failing_cases
 from ..gate.criteria import CriterionResult, Undecided, judge_criterion
 from ..gate.gate_evidence import gate_evidence
@@ -31,7 +31,7 @@ from ..gate.health import (
     target_failure,
 )
 from ..gate.latency_source import latency_source, quality_source
-from ..gate.load_quality import LOAD_PROBE_METRICS, flip_table, load_answers, load_metric
+from ..gate.load_quality import LOAD_PROBE_METRICS, flip_table, load_answers, load_metric, step_quality
 from ..gate.stability import DRAW_METRICS, case_draws, draw_metric, draw_problems, draws_table, per_draw_rate
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
@@ -216,7 +216,8 @@ def gate_run(
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
         "review": review.rows,
         **({"judge": judge} if judge is not None else {}),
-        **_stability_section(found, under_load, records, scores, rubric),
+        **_stability_section(found, under_load, records, scores, rubric,
+                             step_quality(records, load_records, scores, rubric.forbidden, STEP_TAG) if sweep else []),
     })
 
 
@@ -227,16 +228,17 @@ def _named(result: CriterionResult) -> CriterionResult:
     return dataclasses.replace(result, reason=f"{result.reason}; {result.value.note}")
 
 
-def _stability_section(found, under_load, records: list, scores: dict, rubric: Rubric) -> dict:
-    """report.json `stability`: the per-case draws and the flip table, when the run repeats or the rubric asks
-    about answers under load (absent otherwise: the report is as it always was)."""
+def _stability_section(found, under_load, records: list, scores: dict, rubric: Rubric, steps: list) -> dict:
+    """report.json `stability`: the per-case draws, the flip table and each capacity step's quality, when the run
+    repeats or the rubric asks about answers under load (absent otherwise: the report is as it always was)."""
     asks_load = any(c.metric in LOAD_PROBE_METRICS or c.phase == "load" for c in rubric.criteria)
     if not found.repeated and not asks_load:
         return {}
     return {"stability": {"draws": draws_table(found, scores, rubric.forbidden),
                           "draw_problem": found.problem(),
                           "flips": flip_table(records, under_load) if asks_load else [],
-                          "load_answers_left_out": under_load.foreign}}
+                          "load_answers_left_out": under_load.foreign,
+                          **({"steps": steps} if asks_load and steps else {})}}
 
 
 FAILING_CASES_KEPT = 1000
