@@ -215,6 +215,13 @@ class RunInfo(BaseModel):
     def _finite(cls, data: Any) -> Any:  # a stored NaN or a nesting no run writes: refused, never computed with
         return finite_tree(data)
 
+    @model_serializer(mode="wrap")
+    def _without_unset_repeats(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.repeats is None:
+            data.pop("repeats", None)  # a run without repeats writes the run.json it always did
+        return data
+
     @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge")
     @classmethod
     def _part_shape(cls, value: Any, info) -> Any:
