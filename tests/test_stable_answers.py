@@ -230,3 +230,23 @@ def test_compare_of_repeated_runs_says_what_it_paired_and_refuses_missing_draws(
     code, out, err = cli("compare", reports / "base", reports / "cand", "--json")
     result = json.loads(out)
     assert result["verdict"] != "PASS" and code != 0 and "lack planned draws" in result["verdict_reason"], result["verdict_reason"]
+
+
+def test_servers_does_not_recommend_a_server_whose_greedy_answers_change_under_load(tmp_path, cli):
+    rubric = "review: {required_domains: []}\ncriteria:\n  - {metric: accuracy, op: \">=\", threshold: 0.5}\n"
+    runs = {}
+    for name, share in (("flipping", 0.3), ("steady", 0.0)):
+        behaviour = StubBehaviour(ttft_ms=2, itl_ms=0.5, tokens=2, reply=_yes, flip_share=share, flip_seed=2)
+        with StubServer(behaviour) as stub:
+            (tmp_path / name).mkdir()
+            config = project(tmp_path / name, stub.base_url, cases=40, rubric=rubric,
+                             extra="load: {concurrency: 8, requests: 40}\n")
+            runs[name] = check(cli, config, name)[2].path
+    code, out, err = cli("servers", runs["flipping"], runs["steady"], "--json")
+    result = json.loads(out)
+    flipping = result["targets"][0]
+    assert flipping["load_flip_rate"] > 0 and flipping["flip_margin"] == 0.02
+    assert result["verdict"] != "PASS" and "change under load" in result["recommendation"]
+    code, out, err = cli("servers", runs["steady"], runs["flipping"], "--json")
+    result = json.loads(out)
+    assert result["targets"][0]["load_flip_rate"] == 0 and result["recommended"] == result["targets"][0]["run_id"]
