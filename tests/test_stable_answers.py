@@ -250,3 +250,21 @@ def test_servers_does_not_recommend_a_server_whose_greedy_answers_change_under_l
     code, out, err = cli("servers", runs["steady"], runs["flipping"], "--json")
     result = json.loads(out)
     assert result["targets"][0]["load_flip_rate"] == 0 and result["recommended"] == result["targets"][0]["run_id"]
+
+
+def test_retry_errors_asks_failed_draws_again_and_the_retry_is_the_draw(tmp_path, cli):
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0.2, tokens=2, reply=_yes, fail_status=500, fail_every=4)) as stub:
+        config = project(tmp_path, stub.base_url, cases=8, rubric=DRAW_RUBRIC, generation=", repeats: 3")
+        _, first, run = check(cli, config)
+        failed = [r for r in run.read_records("draws.jsonl") if r.error]
+        retried_cases = [r for r in run.read_records() if r.error]
+        assert failed and first["verdict"] != "PASS"
+        stub.behaviour = StubBehaviour(ttft_ms=1, itl_ms=0.2, tokens=2, reply=_yes)  # the server mended
+        before = stub.requests
+        code, out, err = cli("check", "--resume", run.path, "--retry-errors", "--no-progress", "--json")
+        assert out, err
+        asked = stub.requests - before
+    report = json.loads(out)
+    assert asked == len(failed) + len(retried_cases)  # every failed draw and case asked again, no other
+    assert criterion(report, "pass_all_k")["value"] == 1.0 and not report["incomplete"]
+    assert report["counts"]["phases"]["quality"]["failed"] == len(failed) + len(retried_cases)  # still counted
