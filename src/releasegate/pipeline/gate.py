@@ -130,7 +130,7 @@ def gate_run(
     found, under_load = case_draws(info, records, draws or []), load_answers(records, timed_load)
 
     def measure(name: str, slice_: dict | None, confidence: float | None = None, phase: str = "quality"):
-        stable = _stability(name, select(records, slice_), phase, confidence or 0.95)
+        stable = _stability(name, select(records, slice_), phase, confidence or 0.95) if name in _STABLE else None
         if stable is not None:
             return stable
         if name == "capacity_rps":
@@ -217,7 +217,7 @@ def gate_run(
         "review": review.rows,
         **({"judge": judge} if judge is not None else {}),
         **_stability_section(found, under_load, records, scores, rubric,
-                             step_quality(records, load_records, scores, rubric.forbidden, STEP_TAG) if sweep else []),
+                             lambda: step_quality(records, load_records, scores, rubric.forbidden, STEP_TAG) if sweep else []),
     })
 
 
@@ -228,7 +228,11 @@ def _named(result: CriterionResult) -> CriterionResult:
     return dataclasses.replace(result, reason=f"{result.reason}; {result.value.note}")
 
 
-def _stability_section(found, under_load, records: list, scores: dict, rubric: Rubric, steps: list) -> dict:
+_STABLE = {*DRAW_METRICS, *LOAD_PROBE_METRICS, *LOAD_PHASE_METRICS}
+"""The metrics `gate.stability` and `gate.load_quality` may measure (the quality rates: under repeats or load)."""
+
+
+def _stability_section(found, under_load, records: list, scores: dict, rubric: Rubric, steps) -> dict:
     """report.json `stability`: the per-case draws, the flip table and each capacity step's quality, when the run
     repeats or the rubric asks about answers under load (absent otherwise: the report is as it always was)."""
     asks_load = any(c.metric in LOAD_PROBE_METRICS or c.phase == "load" for c in rubric.criteria)
@@ -238,7 +242,7 @@ def _stability_section(found, under_load, records: list, scores: dict, rubric: R
                           "draw_problem": found.problem(),
                           "flips": flip_table(records, under_load) if asks_load else [],
                           "load_answers_left_out": under_load.foreign,
-                          **({"steps": steps} if asks_load and steps else {})}}
+                          **({"steps": rows} if asks_load and (rows := steps()) else {})}}
 
 
 FAILING_CASES_KEPT = 1000
