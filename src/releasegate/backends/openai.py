@@ -264,6 +264,8 @@ class OpenAIBackend(Backend):
         for key in ("top_p", "stop", "seed"):
             if key in g:
                 body[key] = g[key]
+        if request.seed is not None:  # a repeated draw: its own seed, so a seeded server draws again
+            body["seed"] = request.seed
         if t.mode == "chat":
             body["messages"] = request.messages if request.messages is not None else [{"role": "user", "content": request.prompt}]
         else:

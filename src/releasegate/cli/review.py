@@ -35,6 +35,8 @@ def export(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --output file, or a filled-in review CSV.")] = False,
     adjudication: Annotated[bool, typer.Option(
         "--adjudication", help="Write the cases whose reviewers disagree, for an adjudicator.")] = False,
+    unstable_first: Annotated[bool, typer.Option(
+        "--unstable-first", help="Put the sampled cases whose answers changed (across repeated draws or under load) first.")] = False,
     as_json: JsonOption = False,
 ) -> int:
     """Draw the review sample (once per run, kept in review_sample.json); write it as a spreadsheet-safe CSV with
@@ -45,7 +47,7 @@ def export(
         consoles(as_json).print(line, markup=False, soft_wrap=True)
 
     done = export_queue(run_dir, rubric_path=rubric, output=output, seed=seed, resample=resample, note=note, force=force,
-                        adjudication=adjudication)
+                        adjudication=adjudication, unstable_first=unstable_first)
     if done.replaced_labels:
         note(f"replaced {done.csv_path}, which held {done.replaced_labels} labelled rows (--force)")
     sample, summary = done.sample, done.summary

@@ -52,6 +52,9 @@ class Config:
     rubric: Path
     max_new_tokens: int = 64
     generation: dict = field(default_factory=dict)
+    """The `generation:` section as the backend and the response cache take it: every key but `repeats`."""
+    repeats: int = 1
+    """Draws per case (`generation.repeats`); a suite's own `repeats:` overrides it for its cases."""
     load: LoadConfig | None = None
     cost: CostConfig | None = None
     output_dir: Path = field(default_factory=lambda: Path("reports"))
@@ -80,6 +83,11 @@ class Config:
     key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
     """Where a key was written (`key_at("rubric")`): the file and line of the layer that wrote it, or the --set
     that gave it; what an error about the file a key names points at."""
+
+    def draws_of(self, suite: str) -> int:
+        """Draws per case of the suite named `suite`: its own `repeats:`, else `generation.repeats`."""
+        own = next((s.repeats for s in self.suites if s.name == suite), None)
+        return own or self.repeats
 
     def masked_raw(self) -> dict:
         """The config as written, with the target's credentials masked (userinfo and query tokens of base_url,
@@ -167,7 +175,8 @@ def load_config(
         suites=suites,
         rubric=resolve_under(here, data["rubric"]),
         max_new_tokens=data.get("generation", {}).get("max_new_tokens", 64),
-        generation=dict(data.get("generation", {})),
+        generation={k: v for k, v in data.get("generation", {}).items() if k != "repeats"},
+        repeats=data.get("generation", {}).get("repeats", 1),
         load=parse_load(data.get("load"), served, here, at),
         cost=parse_cost(data.get("cost"), here, at),
         output_dir=resolve_under(here, output.get("dir", "reports")),

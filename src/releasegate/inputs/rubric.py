@@ -10,7 +10,14 @@ from typing import Any
 
 from ..errors import InputError
 from ..record.blessings import blessed
-from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
+from ..record.metrics import (
+    BOUNDED_METRICS,
+    DEFAULT_MAX_ITL_BATCHED_SHARE,
+    ERROR_METRICS,
+    KNOWN_METRICS,
+    LOAD_PHASE_METRICS,
+    STABILITY_METRICS,
+)
 from .case_checks import check_regex
 from .files import KeyAt, exists, is_file, key_at, load_yaml, named_file, nowhere
 from .judge_settings import CalibrationPolicy, parse_calibration
@@ -32,6 +39,9 @@ class Criterion:
     min_samples: int = 1
     confidence: float | None = None
     """Gate on the one-sided bound at this confidence (None: on the point value)."""
+    phase: str = "quality"
+    """Whose answers a quality rate is measured on: 'quality' (the quality cases, as ever) or 'load' (the load
+    phase's answers, or the capacity step's, scored with the same checks; `phase: load`)."""
     origin: str = "rubric"
     """'rubric' (written by the user), 'guard' (the default error-rate guard), 'baseline' (a comparison with the
     baseline run) or 'review' (human approval). Only rubric criteria can make a run PASS."""
@@ -46,6 +56,8 @@ class Criterion:
             out["confidence"] = self.confidence
         if self.min_samples != 1:
             out["min_samples"] = self.min_samples
+        if self.phase != "quality":
+            out["phase"] = self.phase
         return out
 
 
@@ -174,7 +186,8 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
             hint=did_you_mean(raw["metric"], sorted(known)) or "known: " + ", ".join(sorted(known)),
         )
     slice_ = {k: v for k, v in raw.get("slice", {}).items()}
-    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items())
+    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items()) + (
+        " (under load)" if raw.get("phase") == "load" else "")
     confidence = raw.get("confidence")
     if confidence is not None and raw["metric"] not in BOUNDED_METRICS:
         raise InputError(
@@ -190,23 +203,29 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
     if raw["metric"].startswith("cache_") and raw.get("slice"):
         raise InputError(f"{raw['metric']} is one figure for the whole run (the response-cache probe)",
                          **at("criteria", i, "slice"), hint="remove the slice")
+    if raw.get("phase", "quality") != "quality" and raw["metric"] not in LOAD_PHASE_METRICS:
+        raise InputError(f"phase: load is for the quality rates ({', '.join(LOAD_PHASE_METRICS)})",
+                         **at("criteria", i, "phase"), hint="remove phase, or gate one of those rates")
     if confidence is None and raw["metric"] in BOUNDED_METRICS:
         confidence = default_confidence  # the rubric-wide default applies where a bound exists
     if confidence is None and raw["metric"] == "cache_wrong_hit_rate":
         confidence = 0.95  # its upper bound decides: a cache that is wrong rarely in the suite may not be rarely wrong
     return Criterion(
         name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
-        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence,
+        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence, phase=raw.get("phase", "quality"),
     )
 
 
-_SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS}
+_SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS,
+           *(m for m in STABILITY_METRICS if m != "load_accuracy_delta")}
 
 
 def _range_of(metric: str) -> tuple[float, float]:
     """The values a metric can take: shares in [0, 1], latency, throughput and cost >= 0 (others: anything)."""
     if metric in _SHARES:
         return 0.0, 1.0
+    if metric == "load_accuracy_delta":  # a difference of two shares
+        return -1.0, 1.0
     if metric in KNOWN_METRICS:
         return 0.0, math.inf
     return -math.inf, math.inf

@@ -23,6 +23,8 @@ class SuiteConfig:
     state.json of a save_to_disk directory, the config file itself for a hub dataset)."""
     name: str
     limit: int | None = None
+    repeats: int | None = None
+    """Draws per case for this suite (`repeats:`); None: the config's `generation.repeats`."""
     answer: dict | None = None
     format: tuple[dict, ...] = ()
     source: dict | None = None
@@ -52,6 +54,7 @@ def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
             path=path,
             name=raw.get("name", path.stem),
             limit=raw.get("limit"),
+            repeats=raw.get("repeats"),
             answer=raw.get("answer"),
             format=tuple(raw.get("format", ())),
             key_at=at,
@@ -100,6 +103,7 @@ def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
         path=path,
         name=name,
         limit=raw.get("limit"),
+        repeats=raw.get("repeats"),
         answer=raw.get("answer"),
         format=tuple(raw.get("format", ())),
         source=source,

@@ -74,7 +74,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     report = gate_run(info, scored.records, policy, info.cost, scored.load_records, labels=read_labels(run),
                       allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
                       corpus_scores=CorpusScores.of(run), scores=scored.scores,  # read only: no journal grows
-                      rubric_file=judged_by["file"], inputs_changed=_inputs_changed(run.path, judged_by["whatif"]))
+                      draws=scored.draws, rubric_file=judged_by["file"], inputs_changed=_inputs_changed(run.path, judged_by["whatif"]))
     if judged_by["whatif"]:
         whatif = decide_whatif(WhatIfEvidence(report["verdict"], recorded, ()), report["verdict_reason"])
         judged_by = {**judged_by, "whatif_verdict": report["verdict"], "recorded_verdict": recorded}
@@ -110,7 +110,7 @@ def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None
     scored = scored_run(run, own.forbidden, verdicts)
     return gate_run(info, scored.records, own, info.cost, scored.load_records, labels=read_labels(run),
                     allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
-                    corpus_scores=CorpusScores.of(run), scores=scored.scores,
+                    corpus_scores=CorpusScores.of(run), scores=scored.scores, draws=scored.draws,
                     inputs_changed=_inputs_changed(run.path, False))["verdict"]
 
 

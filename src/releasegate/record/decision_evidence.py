@@ -196,6 +196,11 @@ class Contender:
     """Draft tokens its server proposed (speculative only; None: not counted)."""
     speculation_changed: str | None
     """Why its speculation is not to be trusted (it changed greedy answers); None: it did not."""
+    load_flip: tuple[float, float] | None = None
+    """Its `load_flip_rate` and that rate's one-sided upper bound: the share of cases whose answer changed under
+    its load; None: not measured (no load phase)."""
+    flip_margin: float | None = None
+    """The most answers a contender may change under load (the plan's quality margin); None: not checked."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
 from .records import RunDir
 from .report_sections import JudgeSection, ReviewRow
+from .stability_report import StabilitySection
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
            "JudgedBy", "LatencySource", "as_report", "typed_report", "load_report"]
@@ -56,6 +57,8 @@ class CriterionRow(MetricRow):
     threshold: float
     slice: dict[str, Any] | None = None
     min_samples: int | None = None
+    phase: Literal["quality", "load"] | None = None
+    """`load`: a quality rate of the load phase's answers; absent for the quality cases."""
     origin: Literal["guard", "baseline", "review"] | None = None
     """Absent for a criterion of the rubric; 'guard' (the default error-rate guard), 'baseline' (a comparison
     with the baseline run) or 'review' (human approval)."""
@@ -266,6 +269,9 @@ class GateReport(_Model):
                     raise ValueError(f"{name!r} is not a review row ({exc.errors()[0]['msg']})") from None
             return {name: ReviewRow.model_validate(row) for name, row in value.items()}
         return value
+    stability: StabilitySection | None = None
+    """The repeated draws and the flip table (see releasegate.gate.stability); absent when the run neither
+    repeats its cases nor is gated on answers under load."""
     judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:

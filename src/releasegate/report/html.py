@@ -40,6 +40,7 @@ from .formatting import (
 )
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
+from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
 
@@ -90,6 +91,7 @@ def render_html(view: RunView) -> str:
         comparison=_as_table(_comparison(report)),
         review=_review_table(_review(report)),
         judge=_judge(report.judge),
+        stability=_stability(report),
         review_pending=_review_pending(report),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],
         n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
@@ -192,6 +194,15 @@ def _judge(judge: JudgeSection | None) -> dict | None:
     table = calibration_table(judge)
     columns, rows = table if table else ((), [])
     return {"lines": judge_lines(judge), "columns": columns, "rows": rows}
+
+
+def _stability(report: GateReport) -> dict | None:
+    """The stable-answers section: its lines and the two tables (`stability_section`)."""
+    if report.stability is None:
+        return None
+    tables = [(title, *table) for title, table in (("Repeated draws", draw_table(report)),
+                                                   ("Answers under load", flip_table_rows(report))) if table[1]]
+    return {"lines": stability_lines(report), "tables": tables}
 
 
 def _review(report: GateReport) -> dict | None:

@@ -20,6 +20,7 @@ from ..record.gate_report import CriterionRow, FailingCase, GateReport, as_repor
 from ..record.metrics import is_phased
 from ..text import inert
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
+from .stability_section import stability_lines
 from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_junit", "xml_text"]
@@ -51,6 +52,8 @@ def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
     _judged_by(props, report)
     if summary := request_summary(report):
         ET.SubElement(props, "property", name="requests", value=xml_text(summary))
+    if stable := stability_lines(report):  # repeated draws, answers changed under load
+        ET.SubElement(props, "property", name="stability", value=xml_text("; ".join(stable)))
     for c in criteria:
         _criterion(suite, c, latency_source_text(report))
     if review is not None:

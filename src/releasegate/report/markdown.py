@@ -35,6 +35,7 @@ from .formatting import (
     load_phase_rows,
 )
 from .judge_section import calibration_table, judge_lines
+from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
@@ -116,7 +117,7 @@ def render_markdown(report: GateReport | dict) -> str:
     if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
     for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _cache_probe_md, _slice_lines, _review_lines, _judge_md,
-                    _failure_lines):
+                    _stability_md, _failure_lines):
         lines += section(report)
     return "\n".join(lines) + "\n"
 
@@ -257,6 +258,22 @@ def _judge_md(report: GateReport) -> list[str]:
         body = ["| " + " | ".join(columns) + " |", "|---|---|" + "---:|" * (len(columns) - 2)]
         body += ["| " + " | ".join(md_label(v) for v in row) + " |" for row in rows]
         out += _details("Judge calibration against the reviewers", body)
+    return out
+
+
+def _stability_md(report: GateReport) -> list[str]:
+    """Repeated draws and answers under load (`stability_section`); nothing for a run with neither."""
+    lines = stability_lines(report)
+    if not lines:
+        return []
+    out = ["", "## Stable answers", "", *(f"- {md_label(line)}" for line in lines)]
+    for title, (columns, rows), texts in (("Repeated draws", draw_table(report), {0, 4}),
+                                          ("Answers under load", flip_table_rows(report), {0, 1, 2})):
+        if rows:  # case ids and answers are untrusted text; the figures are ours
+            table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+            table += ["| " + " | ".join(md_text(v) if i in texts else md_label(v) for i, v in enumerate(r)) + " |"
+                      for r in rows]
+            out += _details(f"{title} ({len(rows)})", table)
     return out
 
 

@@ -52,6 +52,9 @@ COLUMNS: tuple[tuple[str, str, str, _Justify], ...] = (
     ("model_bytes", "size on disk", "size", "right"), ("peak_memory_bytes", "peak memory", "peak mem", "right"),
     ("chosen", "chosen", "chosen", "left"), ("why_not", "why not", "why not", "left"),
     ("verdict_reason", "gate said", "gate said", "left"),
+    # quality under load (the load phase's answers, the flip probe), beside the quality phase's figures above
+    ("accuracy_under_load", "accuracy under load", "acc load", "right"),
+    ("load_flip_rate", "answers changed under load", "flips", "right"),
 )
 """Every column, in order: the files' label and the terminal's shorter header for each."""
 _FREE = ("served_as", "why_not", "verdict_reason")

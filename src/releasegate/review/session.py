@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..gate.stability import unstable_cases
 from ..inputs.review_policy import ReviewPolicy
 from ..inputs.rubric import load_rubric
 from ..record.judge_verdicts import run_verdicts
@@ -97,12 +98,15 @@ def export_queue(
     run_dir: Path, *, rubric_path: Path | None = None, output: Path | None = None, seed: int | None = None,
     resample: bool = False, note: Callable[[str], None] = lambda line: None, force: bool = False,
     adjudication: bool = False,
+    unstable_first: bool = False,
 ) -> QueueExport:
     """Write the review CSV (default RUN_DIR/review_queue.csv) of the run's sample, drawing it first when the run
     has none or `resample`; a `seed` other than the kept sample's needs `resample`. `note` hears that a kept sample
     was drawn from fewer cases than the run has now. The target is checked before anything is written: no run's
     own file, no existing `output` and no filled-in review CSV without `force` (`check_export_target`).
-    `adjudication` writes the adjudication round's CSV instead (`adjudication.export_adjudication_csv`)."""
+    `adjudication` writes the adjudication round's CSV instead (`adjudication.export_adjudication_csv`).
+    `unstable_first`: the sampled cases whose answers changed (across repeated draws, or under load) are the CSV's
+    first rows; which cases are sampled does not change."""
     review = open_review(run_dir, rubric_path)
     run = review.run
     if adjudication:
@@ -129,6 +133,11 @@ def export_queue(
     else:
         sample = choose_sample(run.path.name, review.records, review.scores, review.policy, seed=seed)
         write_sample(run, sample)
+    if unstable_first:
+        unstable = unstable_cases(run.read_info(), review.records, run.read_records("draws.jsonl", required=False),
+                                  run.read_records("load.jsonl", required=False))
+        note(f"{sum(i.case_id in unstable for i in sample.items)} sampled case(s) with unstable answers first")
+        sample = sample.model_copy(update={"items": sorted(sample.items, key=lambda i: i.case_id not in unstable)})
     written = [export_review_csv(t, sample, review.records, review.scores, show_auto=review.policy.show_auto,
                                  copy=None if copies == 1 else (k, copies)) for k, t in enumerate(targets, start=1)]
     (csv_path, sidecar), *_ = written
