@@ -187,7 +187,7 @@ def gate_run(
         "prefix_cache": info.prefix_cache,
         "response_cache_probe": cache_section(info.response_cache_probe, criteria),
         "slices": _slices(records, scores, facts),
-        "counts": _counts(records, load_records),
+        "counts": {**_counts(records, load_records), "right": len(records) - len(failing)},
         "failing_cases": failing[:FAILING_CASES_KEPT],
         "failing_cases_total": len(failing),
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],

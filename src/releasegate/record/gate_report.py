@@ -98,6 +98,9 @@ class Counts(_Model):
 
     cases: int
     succeeded: int
+    """Cases whose outcome is an answer (no error, non-empty output): the reports say "answered"."""
+    right: int | None = None
+    """Answered cases that passed every check (no failed check, no forbidden hit); null in reports that predate it."""
     errors: dict[str, int]
     cached: int
     phases: dict[str, PhaseCounts] = {}
@@ -124,6 +127,12 @@ class FailingCase(_Model):
     """Why the case failed, one phrase per problem (an error class, a failed check with its detail, a hit)."""
     input: str = ""
     """The input as sent: the prompt, or one 'role: content' line per message (first 1,000 characters)."""
+    user_message: str = ""
+    """What the case asks: its last user message, or its prompt (first 1,000 characters)."""
+    user_turns: int | None = None
+    """How many user messages the case has (1 for a prompt; null in reports that predate it)."""
+    system_prompt: str = ""
+    """The case's system message(s), one per line ('' for none; first 1,000 characters)."""
     expected: str = ""
     """The expected answer, as JSON unless it is a string ('' for none; first 1,000 characters)."""
     error_message: str | None = None

@@ -39,7 +39,7 @@ from .formatting import (
 )
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
-from .terminal import judged_by_line, request_summary, whatif_of
+from .terminal import answered_words, judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
@@ -77,6 +77,7 @@ def render_html(view: RunView) -> str:
         headline=_headline(report.metrics, latency_source_text(report)),
         criteria=[_criterion(c, latency_source_text(report)) for c in report.criteria],
         bounds_note=bounds_note(report.criteria), requests=request_summary(report),
+        answered=answered_words(report.counts) if report.counts else "",
         latency=_latency_rows(report.metrics),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report.criteria).items()},
         latency_source=latency_source_text(report), slices_source=latency_source_text(report, slices=True),

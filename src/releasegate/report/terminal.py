@@ -25,7 +25,7 @@ from .capacity_section import capacity_lines, prefix_cache_lines
 from .formatting import format_metric, format_threshold, latency_source_text
 from .judge_section import judge_lines
 
-__all__ = ["criteria_table", "verdict_lines", "request_summary", "judged_by_line", "whatif_of", "Col", "FitTable"]
+__all__ = ["answered_words", "criteria_table", "verdict_lines", "request_summary", "judged_by_line", "whatif_of", "Col", "FitTable"]
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "NEEDS_REVIEW": "bold yellow", "INCONCLUSIVE": "bold yellow",
           "TARGET_ERROR": "bold red"}
@@ -250,6 +250,13 @@ def request_summary(report: GateReport) -> str:
         left = ex.requests - ex.measured
         line += f"; latency ({report.latency_from}) from {ex.measured} of {ex.requests}, {left} left out"
     return line
+
+
+def answered_words(counts) -> str:
+    """'43 answered, 0 right': cases that got an answer and, of them, those that passed every check (a report
+    that predates `right` says only how many were answered). A request that succeeded says nothing of its answer."""
+    right = f", {counts.right} right" if counts.right is not None else ""
+    return f"{counts.succeeded} answered{right}"
 
 
 def whatif_of(report: GateReport) -> bool:
