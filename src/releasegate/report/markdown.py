@@ -225,7 +225,7 @@ def _slice_lines(report: GateReport) -> list[str]:
 
 
 def _review_headline(report: GateReport) -> list[str]:
-    line = review_headline(_review_rows(report))
+    line = review_headline(_review_rows(report), report.verdict)
     return [f"- {md_label(line.split('; next:')[0])}"] if line else []
 
 

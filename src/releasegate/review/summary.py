@@ -139,11 +139,14 @@ def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     return None if chance >= 1 else (observed - chance) / (1 - chance)
 
 
-def review_headline(review: dict | None) -> str | None:
-    """One line for the terminal and the Markdown report; None when review neither applies nor happened."""
+def review_headline(review: dict | None, verdict: str | None = None) -> str | None:
+    """One line for the terminal and the Markdown report; None when review neither applies nor happened. A run
+    whose target could not be run (`verdict` TARGET_ERROR) asks no one to review its few answers."""
     row = review.get(ALL) if review is not None else None
     if review is None or not row or row["status"] == "not required":
         return None
+    if row["status"].startswith("pending") and verdict == "TARGET_ERROR":
+        return "human review: not asked: the target could not be run; run check again, then review"
     if row["status"].startswith("pending"):
         waiting = {name: r for name, r in review.items() if name != ALL and r["required"] and r["status"] == "pending"}
         missing = sum(r["needed"] - r["reviewed"] for r in waiting.values())

@@ -1,0 +1,50 @@
+"""Lines that say only what happened: JUnit's human review names --allow-pending only when it was given, a run
+whose target could not be run asks no one to review it, the gate says why review needs more labels than
+`min_reviewed`."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from test_false_pass import WRONG, Run, err, ok
+
+MEDICAL = {"domain": "medical"}
+
+
+def _rubric(**review) -> dict:
+    return {"name": "triage", "criteria": [{"metric": "accuracy", "op": ">=", "threshold": 0.8}],
+            "review": {"required_domains": ["medical"], "min_reviewed": 10, **review}}
+
+
+def _review_case(path: Path) -> ET.Element | None:
+    suite = ET.fromstring((path / "report.junit.xml").read_text().split("?>", 1)[1]).find("testsuite")
+    return next((tc for tc in suite.iter("testcase") if tc.get("name") == "human review"), None)
+
+
+def test_junit_says_allowed_by_allow_pending_only_when_the_flag_was_given(tmp_path, cli):
+    records = [ok(i, output=WRONG, tags=MEDICAL) for i in range(40)]  # a FAIL with medical review pending
+    path = Run(records, rubric=_rubric()).build(tmp_path)
+    code, _, _ = cli("gate", path)
+    case = _review_case(path)
+    assert code == 1 and case is not None
+    text = ET.tostring(case, encoding="unicode")
+    assert "--allow-pending" not in text  # the flag was not given
+    assert case.find("failure") is not None and "human review pending" in case.find("failure").get("message")
+    code, _, _ = cli("gate", path, "--allow-pending")
+    case = _review_case(path)
+    assert code == 1 and "allowed by --allow-pending" in case.find("skipped").get("message")
+
+
+def test_a_run_whose_target_could_not_be_run_asks_for_no_review(tmp_path, cli):
+    records = [err(i, "connection_error", tags=MEDICAL) for i in range(38)] + \
+        [ok(i, tags=MEDICAL) for i in range(38, 40)]
+    path = Run(records, rubric=_rubric()).build(tmp_path)
+    code, out, _ = cli("gate", path)
+    assert code == 4 and "TARGET_ERROR" in out
+    assert _review_case(path) is None  # no "human review pending" test for CI to chase
+    md = (path / "report.md").read_text()
+    for text in (out, md):
+        assert "review export" not in text and "PENDING" not in text
+    assert "human review: not asked: the target could not be run" in md
+
