@@ -48,3 +48,19 @@ def test_a_run_whose_target_could_not_be_run_asks_for_no_review(tmp_path, cli):
         assert "review export" not in text and "PENDING" not in text
     assert "human review: not asked: the target could not be run" in md
 
+
+
+def test_the_gate_line_says_why_review_needs_more_labels_than_min_reviewed(tmp_path, cli):
+    path = Run([ok(i, tags=MEDICAL) for i in range(40)], rubric=_rubric()).build(tmp_path)
+    code, out, _ = cli("gate", path)
+    line = " ".join(next(line for line in out.splitlines() if line.startswith("human review")).split())
+    assert code == 3 and "domain=medical 0/25" in line
+    assert ("domain=medical needs 25 labels, not min_reviewed 10: fewer, even all approving, keep the approval's "
+            "one-sided 95% lower bound under min_approval 0.9") in " ".join(out.split())
+    assert "needs 25 labels, not min\\_reviewed 10" in (path / "report.md").read_text()  # markdown-escaped
+
+
+def test_no_reason_when_min_reviewed_is_what_is_needed(tmp_path, cli):
+    path = Run([ok(i, tags=MEDICAL) for i in range(40)], rubric=_rubric(min_reviewed=30)).build(tmp_path)
+    code, out, _ = cli("gate", path)
+    assert code == 3 and "domain=medical 0/30" in out and "not min_reviewed" not in out

@@ -151,9 +151,11 @@ def review_headline(review: dict | None, verdict: str | None = None) -> str | No
         waiting = {name: r for name, r in review.items() if name != ALL and r["required"] and r["status"] == "pending"}
         missing = sum(r["needed"] - r["reviewed"] for r in waiting.values())
         allowed = " (allowed by --allow-pending)" if row["status"] != "pending" else ""
+        why = "".join(dict.fromkeys(f"; {name} needs {r['needed_why']}" for name, r in waiting.items()
+                                    if r.get("needed_why")))
         return (f"human review: PENDING{allowed}: {missing} required label(s) missing ("
                 + ", ".join(f"{name} {r['reviewed']}/{r['needed']}" for name, r in waiting.items())
-                + "); next: releasegate review export RUN_DIR")
+                + f"){why}; next: releasegate review export RUN_DIR")
     if row["approval"] is None:
         return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_uncovered(row)}"
     kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
@@ -193,7 +195,9 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
     else:  # labelled whole and still undecided: a weighted sample too small to show min_approval for its source
         status = decided or ("undecided" if len(reviewed) >= len(chosen) else "pending")
     return {
-        "required": required, "status": status, "cases": len(chosen), "needed": needed, "reviewed": len(reviewed),
+        "required": required, "status": status, "cases": len(chosen), "needed": needed,
+        "needed_why": policy.why_needed(needed, len(chosen), approval.value if approval else None) if required else None,
+        "reviewed": len(reviewed),
         "coverage": min(1.0, len(reviewed) / needed) if needed else None,
         "approved": approved, "rejected": len(reviewed) - approved,
         "disagreements": sum(lab.disagreement for lab in reviewed),
