@@ -4,6 +4,9 @@ whose target could not be run asks no one to review it, the gate says why review
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -64,3 +67,42 @@ def test_no_reason_when_min_reviewed_is_what_is_needed(tmp_path, cli):
     path = Run([ok(i, tags=MEDICAL) for i in range(40)], rubric=_rubric(min_reviewed=30)).build(tmp_path)
     code, out, _ = cli("gate", path)
     assert code == 3 and "domain=medical 0/30" in out and "not min_reviewed" not in out
+
+
+# ------------------------------------------------------------------------------------- a reader that leaves early
+
+def _pipeline(tmp_path: Path, writer: str, reader: str) -> tuple[int, int, str]:
+    """`writer | reader` in bash with pipefail: (releasegate's exit status from PIPESTATUS, the pipeline's, stderr).
+    The writer starts only once the reader has closed its end and said so through a FIFO, so every byte
+    releasegate writes meets a pipe with no reader: the EPIPE is certain, not a race."""
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    script = (f"set -o pipefail; {{ read -r _ < '{go}'; {writer} 2>'{tmp_path / 'err'}'; }} | {{ {reader}; }}; "
+              'status=("${PIPESTATUS[@]}" "$?"); echo "${status[0]} ${status[-1]}"')
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "80"})
+    first, whole = proc.stdout.split()[-2:]
+    return int(first), int(whole), (tmp_path / "err").read_text()
+
+
+def test_a_closed_stdout_pipe_never_changes_the_exit_code(tmp_path):
+    passing = Run([ok(i) for i in range(60)], rubric={"name": "r", "review": {"required_domains": []},
+                  "criteria": [{"metric": "accuracy", "op": ">=", "threshold": 0.8}]}).build(tmp_path / "pass")
+    failing = Run([ok(i, output=WRONG) for i in range(60)]).build(tmp_path / "fail")
+    gone = f"exec 0<&-; echo > '{tmp_path / 'go'}'"  # the reader closes its end first, then lets the writer start
+    releasegate = f"'{sys.executable}' -m releasegate"
+    for command, code in ((f"gate '{passing}'", 0), (f"gate '{failing}'", 1), (f"gate '{passing}' --json", 0),
+                          (f"report '{failing}' --format csv", 0)):
+        (tmp_path / "go").unlink(missing_ok=True)
+        status, whole, err = _pipeline(tmp_path, f"{releasegate} {command}", gone)
+        assert (status, whole) == (code, code), (command, err)
+        assert "Traceback" not in err and "error:" not in err, err
+
+
+def test_head_1_keeps_the_verdicts_exit_code(tmp_path, cli):
+    failing = Run([ok(i, output=WRONG + " " + "x" * 20_000) for i in range(60)]).build(tmp_path)
+    assert cli("gate", failing)[0] == 1
+    script = (f"set -o pipefail; '{sys.executable}' -m releasegate report '{failing}' --format csv | head -1 >/dev/null; "
+              "echo ${PIPESTATUS[0]}")  # 1.2 MB into a pipe whose reader leaves after a line
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.split() == ["0"] and "Traceback" not in proc.stderr, proc.stderr

@@ -14,6 +14,7 @@ from ..border.env import TRACEBACK, check_environment, env_flag
 from ..errors import ReleasegateError
 from ..redaction import redact_error
 from . import capacity, check, compare, gate, init, matrix, report, servers, validate, verify
+from ._streams import outlive_readers
 from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
@@ -131,6 +132,7 @@ def run() -> None:
     from ..record.stage_timing import mark_process_entry
 
     mark_process_entry()  # check's run.json `timing.import_s`: this process was started for the command
+    outlive_readers()  # `releasegate ... | head -1`: a reader that leaves early never changes the exit code
     _exit_now(main())
 
 
