@@ -4,6 +4,7 @@ whose target could not be run asks no one to review it, the gate says why review
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -106,3 +107,29 @@ def test_head_1_keeps_the_verdicts_exit_code(tmp_path, cli):
               "echo ${PIPESTATUS[0]}")  # 1.2 MB into a pipe whose reader leaves after a line
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.stdout.split() == ["0"] and "Traceback" not in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------ matrix reasons
+
+def test_matrix_says_each_variants_reason_once(tmp_path, cli):
+    from releasegate.testing.stub_server import StubBehaviour, StubServer
+
+    ids = [f"c{i:03d}" for i in range(30)]
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps(
+        {"id": i, "messages": [{"role": "user", "content": i}], "expected": {"intent": "billing"}}) + "\n" for i in ids))
+    (tmp_path / "rubric.yaml").write_text('criteria:\n  - {metric: accuracy, op: ">=", threshold: 0.9}\n'
+                                          "review: {required_domains: []}\n")
+    wrong = StubBehaviour(ttft_ms=1, itl_ms=1, tokens=1, reply=lambda body: '{"intent": "refund"}')
+    with StubServer(wrong) as ref, StubServer(wrong) as other:
+        (tmp_path / "releasegate.yaml").write_text(
+            f"target: {{backend: openai, base_url: '{ref.base_url}', model: m}}\n"
+            "suites:\n  - {path: suite.jsonl, answer: {type: json_fields, fields: [intent]}}\nrubric: rubric.yaml\n"
+            f"output: {{dir: '{tmp_path / 'reports'}'}}\nvariants:\n"
+            f"  - {{name: ref, server: endpoint, base_url: '{ref.base_url}', model: m}}\n"
+            f"  - {{name: other, server: endpoint, base_url: '{other.base_url}', model: m}}\n")
+        code, out, err = cli("matrix", "-c", tmp_path / "releasegate.yaml", "--no-progress")
+    text = " ".join(out.split())
+    assert code == 3, err
+    assert text.count("its gate said FAIL") == 2  # once per variant: not again in the choice line
+    assert text.count("1 criterion(s) failed: accuracy") == 2  # the gate's reason beside it, not a second list
+    assert "no variant qualifies — no choice: the reference ref does not qualify, so nothing is chosen over it" in text
