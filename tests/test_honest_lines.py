@@ -133,3 +133,42 @@ def test_matrix_says_each_variants_reason_once(tmp_path, cli):
     assert text.count("its gate said FAIL") == 2  # once per variant: not again in the choice line
     assert text.count("1 criterion(s) failed: accuracy") == 2  # the gate's reason beside it, not a second list
     assert "no variant qualifies — no choice: the reference ref does not qualify, so nothing is chosen over it" in text
+
+
+# ------------------------------------------------------------------------------------------- the rubric's source
+
+def _replay_project(root: Path) -> None:
+    ids = [f"c{i:03d}" for i in range(20)]
+    (root / "suite.jsonl").write_text("".join(json.dumps(
+        {"id": i, "messages": [{"role": "user", "content": i}], "expected": {"intent": "billing"}}) + "\n" for i in ids))
+    (root / "responses.jsonl").write_text("".join(json.dumps({"id": i, "output": '{"intent": "billing"}'}) + "\n"
+                                                  for i in ids))
+    (root / "rubrics").mkdir()
+    for name in ("triage", "strict"):
+        (root / "rubrics" / f"{name}.yaml").write_text(
+            f"name: {name}\ncriteria:\n  - {{metric: accuracy, op: \">=\", threshold: 0.5}}\n"
+            "review: {required_domains: []}\n")
+    (root / "base.yaml").write_text("target: {backend: replay, responses: responses.jsonl}\n"
+                                    "suites:\n  - {path: suite.jsonl, answer: {type: json_fields, fields: [intent]}}\n"
+                                    "rubric: rubrics/triage.yaml\n")
+    (root / "releasegate.yaml").write_text("extends: base.yaml\noutput: {dir: reports}\n")
+
+
+def test_the_verdict_names_the_rubric_file_and_the_extends_layer_that_named_it(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _replay_project(tmp_path)
+    code, out, err = cli("check", "-c", "releasegate.yaml", "--run-id", "r", "--no-progress")
+    assert code == 0, err
+    source = tmp_path / "rubrics" / "triage.yaml"
+    said = f"(snapshot of {source}, named by rubric: in {tmp_path / 'base.yaml'} (extends:))"
+    assert said in " ".join(out.split())  # the terminal wraps the line at 80 columns
+    run = tmp_path / "reports" / "r"
+    code, out, _ = cli("gate", run)
+    assert code == 0 and said in " ".join(out.split())  # judged again: the same words
+    judged_by = json.loads((run / "report.json").read_text())["judged_by"]
+    assert judged_by["source"] == str(source) and judged_by["named_by"] == str(tmp_path / "base.yaml")
+    assert f"snapshot of {source}" in (run / "report.md").read_text().replace("\\_", "_")
+    code, out, _ = cli("check", "-c", "releasegate.yaml", "--run-id", "s", "--no-progress",
+                       "--set", "rubric=rubrics/strict.yaml")
+    assert code == 0 and f"(snapshot of {tmp_path / 'rubrics' / 'strict.yaml'}, named by --set rubric)" in \
+        " ".join(out.split())

@@ -77,6 +77,9 @@ class Config:
     """The configs this one extends (`extends:`), nearest first; empty: the file alone."""
     overrides: tuple[Override, ...] = ()
     """The `--set KEY=VALUE` overrides applied over the file, in order."""
+    rubric_set_by: str | None = None
+    """Where `rubric:` was written when not in this file: the base config (`extends:`) whose key names the
+    rubric, or '--set rubric'; None: this file names it."""
 
     def masked_raw(self) -> dict:
         """The config as written, with the target's credentials masked (userinfo and query tokens of base_url,
@@ -179,7 +182,18 @@ def load_config(
         base_dir=here,
         extends=tuple(composed.extends),
         overrides=composed.overrides,
+        rubric_set_by=_set_by(composed, path, "rubric"),
     )
+
+
+def _set_by(composed, path: Path, key: str) -> str | None:
+    """The layer that wrote `key` when it is not the config at `path`: a base config's path, or '--set KEY'."""
+    layer = composed.layer_of([key])
+    if layer.override is not None:
+        return f"--set {layer.override.key}"
+    if layer.file is None or Path(layer.file).resolve() == path.resolve():
+        return None
+    return str(Path(layer.file).resolve())
 
 
 def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:

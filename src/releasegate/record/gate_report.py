@@ -152,6 +152,11 @@ class JudgedBy(_Model):
     """sha256 of that file's bytes (null when it could not be read)."""
     snapshot_sha256: str | None
     """sha256 of the run's rubric snapshot, rubric.yaml (the rubric the run started with)."""
+    source: str | None = None
+    """The rubric file the run's snapshot was taken from (manifest.json's rubric input); null when unknown."""
+    named_by: str | None = None
+    """Where `rubric:` named that file when not in the run's config: the base config of an `extends:` chain,
+    or '--set rubric'; null: the config itself."""
     whatif: bool
     """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
     reports (RUN/whatif/... or `gate -o DIR`), never over them."""

@@ -77,7 +77,8 @@ def _judged_by(props: ET.Element, report: GateReport) -> None:
     by = report.judged_by
     if not by:
         return
-    for name, value in (("rubric_file", by.file), ("rubric_sha256", by.sha256),
+    for name, value in (("rubric_file", by.file), ("rubric_source", by.source), ("rubric_named_by", by.named_by),
+                        ("rubric_sha256", by.sha256),
                         ("rubric_snapshot_sha256", by.snapshot_sha256), ("whatif", str(by.whatif).lower()),
                         ("judged_by", judged_by_line(report))):
         if value is not None:

@@ -272,9 +272,22 @@ def judged_by_line(report: GateReport) -> str | None:
         return None
     file = inert(by.file, keep="")  # a path from the command line: shown, never acted on by a terminal
     if not by.whatif:
-        return f"judged by the run's rubric: {file}, sha256 {by.sha256}"
+        return f"judged by the run's rubric: {file}{_source(by)}, sha256 {by.sha256}"
     return (f"what-if: judged by {file} (sha256 {by.sha256}), not the run's rubric (rubric.yaml, sha256 "
             f"{by.snapshot_sha256}); the run's own reports are unchanged")
+
+
+def _source(by) -> str:
+    """' (snapshot of rubrics/triage.yaml, named by rubric: in base.yaml)': where the run's snapshot came from."""
+    source = getattr(by, "source", None)
+    if not source:
+        return ""
+    named_by = getattr(by, "named_by", None)
+    if named_by and named_by.startswith("--set"):
+        layer = f", named by {named_by}"
+    else:
+        layer = f", named by rubric: in {named_by} (extends:)" if named_by else ""
+    return inert(f" (snapshot of {source}{layer})", keep="")
 
 
 def verdict_lines(report: GateReport | dict) -> list[str]:
