@@ -26,9 +26,9 @@ from ..record.decision_evidence import WhatIfEvidence
 from ..record.gate_report import typed_report
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
-from ..record.stored_manifest import read_manifest_file
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, seal, sealed_snapshot
+from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
 from ..run.cache_probe_stage import rederived_probe
