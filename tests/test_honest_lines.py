@@ -172,3 +172,24 @@ def test_the_verdict_names_the_rubric_file_and_the_extends_layer_that_named_it(t
                        "--set", "rubric=rubrics/strict.yaml")
     assert code == 0 and f"(snapshot of {tmp_path / 'rubrics' / 'strict.yaml'}, named by --set rubric)" in \
         " ".join(out.split())
+
+
+def test_extends_to_another_backend_warns_of_the_keys_it_ignores(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _replay_project(tmp_path)
+    (tmp_path / "base.yaml").write_text(
+        "target: {backend: openai, base_url: 'http://127.0.0.1:9/v1', model: m, timeout_s: 30}\n"
+        "suites:\n  - {path: suite.jsonl, answer: {type: json_fields, fields: [intent]}}\nrubric: rubrics/triage.yaml\n")
+    (tmp_path / "offline.yaml").write_text("extends: base.yaml\ntarget: {backend: replay, responses: responses.jsonl}\n")
+    code, out, _ = cli("validate", "-c", "offline.yaml")
+    said = " ".join(out.split())
+    assert code == 0 and said.count("warning:") == 1  # one line for the layer that wrote them
+    assert ("warning: base.yaml:1: field 'target.base_url': the replay backend ignores target.base_url, "
+            "target.model, target.timeout_s (for the openai backend)") in said
+    assert "set target.base_url: null, target.model: null, target.timeout_s: null in offline.yaml" in said
+    code, out, _ = cli("check", "-c", "offline.yaml", "--no-progress")
+    assert code == 0 and "the replay backend ignores target.base_url" in " ".join(out.split())
+    (tmp_path / "offline.yaml").write_text("extends: base.yaml\ntarget: {backend: replay, responses: responses.jsonl,"
+                                           " base_url: null, model: null, timeout_s: null}\n")
+    code, out, _ = cli("validate", "-c", "offline.yaml")
+    assert code == 0 and "warning" not in out  # what the hint says to do silences it

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
+from .backend_facts import SHARED_FIELDS, backend_names, spec
 from .cache_config import (
     CacheConfig,
     PrefixCacheConfig,
@@ -77,6 +78,9 @@ class Config:
     """The configs this one extends (`extends:`), nearest first; empty: the file alone."""
     overrides: tuple[Override, ...] = ()
     """The `--set KEY=VALUE` overrides applied over the file, in order."""
+    warnings: tuple[str, ...] = ()
+    """One line per thing the config says that will have no effect (`ignored_target_keys`); `validate` and
+    `check` print them."""
     rubric_set_by: str | None = None
     """Where `rubric:` was written when not in this file: the base config (`extends:`) whose key names the
     rubric, or '--set rubric'; None: this file names it."""
@@ -183,7 +187,37 @@ def load_config(
         extends=tuple(composed.extends),
         overrides=composed.overrides,
         rubric_set_by=_set_by(composed, path, "rubric"),
+        warnings=ignored_target_keys(composed, path),
     )
+
+
+def ignored_target_keys(composed, path: Path) -> tuple[str, ...]:
+    """A warning per config layer that wrote target keys the target's backend does not take, naming the file and
+    line: an `extends:` to another backend keeps the base's target keys (`base_url` under a replay target), and
+    the new backend would silently ignore them."""
+    target = composed.data.get("target") or {}
+    backend = target.get("backend")
+    if backend not in backend_names():
+        return ()
+    taken = set(spec(backend).fields) | set(SHARED_FIELDS)
+    by_layer: dict[int, list[str]] = {}
+    for key in target:
+        if key not in taken:
+            by_layer.setdefault(id(composed.layer_of(["target", key])), []).append(key)
+    backend_layer = composed.layer_of(["target", "backend"])
+    out = []
+    for keys in by_layer.values():
+        owners = sorted({name for name in backend_names() for key in keys if key in spec(name).fields})
+        of = f" (for the {' and '.join(owners)} backend)" if owners else ""
+        named = ", ".join(f"target.{k}" for k in keys)
+        if composed.layer_of(["target", keys[0]]) is backend_layer:
+            hint = "remove them" if len(keys) > 1 else "remove it"
+        else:
+            hint = (f"written by an extends: layer for another backend; set {', '.join(f'target.{k}: null' for k in keys)}"
+                    f" in {path.name} to drop {'them' if len(keys) > 1 else 'it'}")
+        out.append(InputError(f"the {backend} backend ignores {named}{of}", **composed.at("target", keys[0]),
+                              hint=hint).one_line())
+    return tuple(out)
 
 
 def _set_by(composed, path: Path, key: str) -> str | None:

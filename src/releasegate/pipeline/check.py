@@ -116,6 +116,8 @@ def run_check_file(
     timing = Timing()
     with timing.part("inputs_s"):
         config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
+    for line in config.warnings:  # keys the run will not use: said before it starts, never silently dropped
+        console.print(f"warning: {line}", markup=False, soft_wrap=True)
     if output_dir is not None:
         config = dataclasses.replace(config, output_dir=output_dir)
     return run_check(config, rubric, cases, console=console, progress=progress, run_id=run_id,
