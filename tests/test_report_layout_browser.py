@@ -61,11 +61,11 @@ MEASURE = r"""
 """
 
 
-def measure(chromium: str, page: Path, tmp_path: Path) -> dict:
+def measure(browser: str, page: Path, tmp_path: Path) -> dict:
     html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
     copy = tmp_path / f"measured-{page.name}"
     copy.write_text(html.replace("</body>", f"<script>{MEASURE}</script></body>"))
-    dom = browse(chromium, copy, tmp_path / f"profile-{page.stem}", "--dump-dom", f"--window-size={WIDTH},3000")
+    dom = browse(browser, copy, tmp_path / f"profile-{page.stem}", "--dump-dom", f"--window-size={WIDTH},3000")
     found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
     assert found, dom[-2000:]
     return json.loads(unescape(found.group(1)))
@@ -84,7 +84,7 @@ def _cases_page(tmp_path: Path, cli) -> Path:
     return path / "report.html"
 
 
-def test_the_cases_table_fits_1280_px_with_tags_apart_and_json_whole(tmp_path, cli, chromium):
+def test_the_cases_table_fits_1280_px_with_tags_apart_and_json_whole(tmp_path, cli, chromium):  # noqa: F811
     figures = measure(chromium, _cases_page(tmp_path, cli), tmp_path)
     assert figures["page"] <= WIDTH  # no horizontal scrolling
     assert figures["tables"] and max(figures["tables"]) <= 0.5, figures["tables"]  # every table inside its card
@@ -93,7 +93,7 @@ def test_the_cases_table_fits_1280_px_with_tags_apart_and_json_whole(tmp_path, c
     assert figures["broken"] == []  # no key, string or number cut across two lines
 
 
-def test_the_served_variants_table_fits_its_card(tmp_path, chromium):
+def test_the_served_variants_table_fits_its_card(tmp_path, chromium):  # noqa: F811
     result = _result()
     result["variants"] += [_variant(f"extra-{i}") for i in range(5)]  # eight variants, every figure of each
     page = tmp_path / "variants.html"
