@@ -8,6 +8,7 @@ adds its own handling for the time of a run (`run.interruption.signals_stop`: th
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -52,7 +53,6 @@ def interrupts_stop_the_command() -> Iterator[None]:
 
 def keep_exit_code(code: int) -> None:
     """After the command: Ctrl-C while the process winds down ends it at once with the command's own code."""
-    import os
 
     def leave(signum, frame) -> None:
         os._exit(code)

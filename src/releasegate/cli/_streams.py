@@ -28,7 +28,7 @@ class _ReaderMayLeave(io.RawIOBase):
     def fileno(self) -> int:
         return self._fd
 
-    def write(self, data) -> int:  # type: ignore[override]
+    def write(self, data) -> int:
         view = memoryview(data).cast("B")
         done = 0
         while not self.reader_left and done < len(view):
