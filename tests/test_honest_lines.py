@@ -193,3 +193,18 @@ def test_extends_to_another_backend_warns_of_the_keys_it_ignores(tmp_path, cli, 
                                            " base_url: null, model: null, timeout_s: null}\n")
     code, out, _ = cli("validate", "-c", "offline.yaml")
     assert code == 0 and "warning" not in out  # what the hint says to do silences it
+
+
+def test_the_stream_that_outlives_its_reader_is_still_a_terminal_where_stdout_is_one():
+    from releasegate.cli._streams import _ReaderMayLeave
+
+    main_end, other_end = os.openpty()
+    read, write = os.pipe()
+    try:
+        assert _ReaderMayLeave(other_end).isatty() and not _ReaderMayLeave(write).isatty()  # colours, progress bars
+        os.close(read)
+        gone = _ReaderMayLeave(write)
+        assert gone.write(b"x" * 100_000) == 100_000 and gone.reader_left  # dropped, never raised
+    finally:
+        for fd in (main_end, other_end, write):
+            os.close(fd)

@@ -55,6 +55,11 @@ def keep_exit_code(code: int) -> None:
     """After the command: Ctrl-C while the process winds down ends it at once with the command's own code."""
 
     def leave(signum, frame) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, RuntimeError):  # a closed pipe, or a flush this signal interrupted
+                pass
         os._exit(code)
 
     if threading.current_thread() is threading.main_thread():

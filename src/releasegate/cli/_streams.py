@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import select
 import sys
 
 __all__ = ["outlive_readers"]
@@ -28,6 +29,9 @@ class _ReaderMayLeave(io.RawIOBase):
     def fileno(self) -> int:
         return self._fd
 
+    def isatty(self) -> bool:  # rich's colours and progress bars, and `report`'s CR handling, ask the stream
+        return os.isatty(self._fd)
+
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
         done = 0
@@ -36,6 +40,8 @@ class _ReaderMayLeave(io.RawIOBase):
                 done += os.write(self._fd, view[done:])
             except (BrokenPipeError, ConnectionResetError):
                 self.reader_left = True  # nobody reads any more: nothing written after this can matter
+            except BlockingIOError:  # a descriptor another process made non-blocking: wait until it takes more
+                select.select([], [self._fd], [])
         return len(view)
 
 

@@ -197,8 +197,8 @@ def ignored_target_keys(composed, path: Path) -> tuple[str, ...]:
     the new backend would silently ignore them."""
     target = composed.data.get("target") or {}
     backend = target.get("backend")
-    if backend not in backend_names():
-        return ()
+    if backend not in backend_names() or composed.data.get("variants") is not None:
+        return ()  # served variants take target keys of their own servers (`model`, `base`, client settings)
     taken = set(spec(backend).fields) | set(SHARED_FIELDS)
     by_layer: dict[int, list[str]] = {}
     for key in target:
