@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from releasegate.gate.case_detail import system_prompt, user_message
-from releasegate.report.failing_cases import FULL_TEXT, MESSAGE_CHARS, cut_at_word
 from test_false_pass import WRONG, Run, ok
 from test_reports import md_rows
 
@@ -62,6 +60,8 @@ def test_the_step_summary_shows_each_failing_cases_user_message_and_the_system_p
 
 def test_a_multi_turn_case_shows_its_last_user_turn(tmp_path, cli):
     records = [_chat(0, "and now it is worse", earlier=["my head hurts", "since yesterday"])]
+    from releasegate.gate.case_detail import user_message
+
     rows = _failing_rows((_gated(tmp_path, cli, records + [ok(i) for i in range(1, 40)]) / "report.md").read_text())
     assert rows["c000"][3] == "(last of 3 user turns) and now it is worse"
     assert user_message(records[0]["input"]) == ("and now it is worse", 3)
@@ -76,6 +76,8 @@ def test_different_system_prompts_are_each_named_once_with_their_cases(tmp_path,
 
 
 def test_a_long_message_is_cut_at_a_word_and_the_full_text_is_named(tmp_path, cli):
+    from releasegate.report.failing_cases import FULL_TEXT, MESSAGE_CHARS
+
     long = " ".join(f"word{i:03d}" for i in range(200))
     path = _gated(tmp_path, cli, [_chat(0, long)] + [ok(i) for i in range(1, 40)])
     text = (path / "report.md").read_text()
@@ -109,6 +111,9 @@ def test_answered_and_right_are_counted_apart(tmp_path, cli):
 
 
 def test_the_message_helpers_read_prompts_and_chats():
+    from releasegate.gate.case_detail import system_prompt, user_message
+    from releasegate.report.failing_cases import cut_at_word
+
     assert user_message({"prompt": "hi"}) == ("hi", 1) and system_prompt({"prompt": "hi"}) == ""
     chat = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": [{"type": "text", "text": "look"}]}]}
     assert user_message(chat) == ("look", 1) and system_prompt(chat) == "S"
