@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from releasegate.cli._interrupts import interrupts_stop_the_command
 from releasegate.record.records import RunDir
 from releasegate.testing.stub_server import StubBehaviour, StubServer
 
@@ -33,10 +32,10 @@ def _project(root: Path, base_url: str) -> Path:
     return config
 
 
-def _start(root: Path, *args: str) -> tuple[subprocess.Popen, Path]:
+def _start(root: Path, *args: str, flags: tuple[str, ...] = ()) -> tuple[subprocess.Popen, Path]:
     log = root / f"log-{len(list(root.glob('log-*')))}.txt"
     with log.open("w") as out:  # a file, not a pipe: nothing to fill up
-        proc = subprocess.Popen([sys.executable, "-m", "releasegate", *args, "--no-progress"], cwd=root,
+        proc = subprocess.Popen([sys.executable, *flags, "-m", "releasegate", *args, "--no-progress"], cwd=root,
                                 stdout=out, stderr=out, env={**os.environ, "COLUMNS": "120"})
     return proc, log
 
@@ -74,15 +73,10 @@ def server():
 
 def test_ctrl_c_while_the_command_line_is_still_importing_prints_no_traceback(tmp_path, server):
     config = _project(tmp_path, server.base_url)
-    proc, log = _start(tmp_path, "check", "-c", str(config), "--run-id", "early")
-
-    def importing_releasegate() -> bool:  # CPython's JSON accelerator: first loaded by releasegate's own imports
-        try:
-            return "/_json.cpython" in Path(f"/proc/{proc.pid}/maps").read_text()
-        except OSError:
-            return False
-
-    _wait(importing_releasegate, proc, log)
+    # -X importtime logs each module as its import ends: once releasegate.border.env is in, the process runs
+    # releasegate's own code and is still importing the command line (app.py imports it before `main`)
+    proc, log = _start(tmp_path, "check", "-c", str(config), "--run-id", "early", flags=("-X", "importtime"))
+    _wait(lambda: "releasegate.border.env" in log.read_text(), proc, log)
     _stopped(proc, log)
 
 
@@ -107,6 +101,8 @@ class _CatchesInFinalizer:
 
 
 def test_an_interrupt_a_finalizer_swallowed_still_stops_the_command_unprinted(capsys):
+    from releasegate.cli._interrupts import interrupts_stop_the_command
+
     steps = []
     with pytest.raises(KeyboardInterrupt), interrupts_stop_the_command():
         _CatchesInFinalizer()  # collected at once: its KeyboardInterrupt cannot propagate from __del__
