@@ -203,8 +203,8 @@ def test_the_example_workflow_installs_the_package_not_this_repository():
     workflow = yaml.safe_load((ROOT / "docs" / "release-gate.github-workflow.yml").read_text())
     job = next(iter(workflow["jobs"].values()))
     runs = "\n".join(step.get("run", "") for step in job["steps"])
-    assert "make " not in runs and 'pip install $PIP_ARGS "$RELEASEGATE"' in runs
-    assert job["env"]["RELEASEGATE"].startswith("releasegate")
+    assert not re.search(r"^\s*make ", runs, re.M) and 'pip install $PIP_ARGS "$RELEASEGATE"' in runs  # runs no make
+    assert Path(job["env"]["RELEASEGATE"]).name.startswith("releasegate-")  # the wheel `make dist` builds
 
 
 # -- the real thing: a fresh venv, `pip install .` ----------------------------------------------------------------

@@ -29,15 +29,18 @@ class ReleasegateError(Exception):
 
 
 class Where(TypedDict, total=False):
-    """Where an input error is: InputError's `file`, `line` and `field`, passed on as `**where`."""
+    """Where an input error is: InputError's `file`, `line`, `row` and `field`, passed on as `**where`."""
 
     file: str | Path | None
     line: int | None
+    row: str | None
     field: str | None
 
 
 class InputError(ReleasegateError):
-    """Invalid user input: names the file, the line and the field when known."""
+    """Invalid user input: names the file, the line and the field when known. `line` is the line a text editor
+    shows; `row`, for a table, where a spreadsheet (or a data frame) shows it, in words ("spreadsheet row 6"),
+    written beside the line: a quoted cell of several lines makes the two differ."""
 
     exit_code = 2
 
@@ -47,11 +50,13 @@ class InputError(ReleasegateError):
         *,
         file: str | Path | None = None,
         line: int | None = None,
+        row: str | None = None,
         field: str | None = None,
         hint: str | None = None,
     ) -> None:
         self.file = str(file) if file is not None else None
         self.line = line
+        self.row = row
         self.field = field
         self.hint = hint
         self.message = message
@@ -61,6 +66,8 @@ class InputError(ReleasegateError):
         where = self.file or ""
         if self.line is not None:
             where += f":{self.line}"
+        if self.row:
+            where += f" ({self.row})"
         parts = [p for p in (where, f"field '{self.field}'" if self.field else "") if p]
         text = ": ".join(parts + [self.message]) if parts else self.message
         text = f"{text} ({self.hint})" if self.hint else text

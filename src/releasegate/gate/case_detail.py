@@ -115,11 +115,15 @@ def _check(name: str, score: dict) -> dict:
 
 def case_reviews(edits: list[LabelEdit]) -> dict[str, list[dict]]:
     """Case id -> each reviewer's current label of it (the latest edit per reviewer, as the gate counts them):
-    {'reviewer', 'label' ('approve' or 'reject'), 'reason'}, by reviewer name."""
+    {'reviewer', 'label' ('approve' or 'reject'), 'reason'}, by reviewer name; an adjudicator's last, named so."""
     out: dict[str, list[dict]] = {}
     for edit in current_labels(edits).values():
         out.setdefault(edit.case_id, []).append({"reviewer": edit.reviewer, "label": edit.label, "reason": edit.reason})
-    return {case_id: sorted(rows, key=lambda r: r["reviewer"].casefold()) for case_id, rows in out.items()}
+    out = {case_id: sorted(rows, key=lambda r: r["reviewer"].casefold()) for case_id, rows in out.items()}
+    for edit in {e.case_id: e for e in edits if e.adjudication}.values():  # the one that decides: the latest
+        out.setdefault(edit.case_id, []).append({"reviewer": f"{edit.reviewer} (adjudicator)", "label": edit.label,
+                                                 "reason": edit.reason})
+    return out
 
 
 def case_detail(record: CaseRecord, scores: dict, reviews: list[dict] | None = None) -> dict:

@@ -30,7 +30,7 @@ from .cache_config import (
 from .composition import Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_config_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
-from .files import MAX_YAML_BYTES, read_text, resolve_under
+from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .judge_settings import parse_judge
 from .load_profile import LoadConfig, parse_load
 from .scale_config import ScaleConfig, parse_scale
@@ -78,6 +78,9 @@ class Config:
     """The configs this one extends (`extends:`), nearest first; empty: the file alone."""
     overrides: tuple[Override, ...] = ()
     """The `--set KEY=VALUE` overrides applied over the file, in order."""
+    key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
+    """Where a key was written (`key_at("rubric")`): the file and line of the layer that wrote it, or the --set
+    that gave it; what an error about the file a key names points at."""
     warnings: tuple[str, ...] = ()
     """One line per thing the config says that will have no effect (`ignored_target_keys`); `validate` and
     `check` print them."""
@@ -186,6 +189,7 @@ def load_config(
         base_dir=here,
         extends=tuple(composed.extends),
         overrides=composed.overrides,
+        key_at=at,
         rubric_set_by=_set_by(composed, path, "rubric"),
         warnings=ignored_target_keys(composed, path),
     )

@@ -7,6 +7,8 @@
       min_reviewed: 10                                       # labelled cases per required slice at least (all, if fewer)
       min_approval: 0.9                                      # human approval each required slice must reach
       confidence: 0.95                                       # ... as a one-sided lower bound at this confidence
+      show_auto: false                                       # reviewers see no automatic verdict (blind review)
+      labels_per_case: 1                                     # 2: two reviewers label each case, disagreements adjudicated
       sample:
         seed: 0
         stratify_by: [suite, domain]                         # strata: the combinations of these slice keys
@@ -101,6 +103,12 @@ class ReviewPolicy:
     confidence: float = 0.95
     """Approval gates on its one-sided Wilson bound at this confidence (effective n of the post-stratified
     estimate); the point value decides only for a slice whose every case is labelled."""
+    show_auto: bool = False
+    """The review CSV shows the automatic verdict and its reasons (auto_* columns). Off by default: a reviewer shown
+    'pass' approves more (anchoring); the gate reads the verdict from the run record, never from the CSV."""
+    labels_per_case: int = 1
+    """Independent labels a sampled case needs. At 2 a case counts as reviewed when two reviewers agree or an
+    adjudicator labelled it; a disagreement without an adjudicator's label keeps review pending."""
 
     def labels_needed(self, cases: int) -> int:
         """Labels a required slice of `cases` cases needs before its approval bound can pass: `min_reviewed`, and
@@ -141,7 +149,8 @@ class ReviewPolicy:
         return {
             "required_domains": list(self.required_domains), "domain_tag": self.domain_tag,
             "required_slices": [dict(s) for s in self.required_slices], "min_reviewed": self.min_reviewed,
-            "min_approval": self.min_approval, "confidence": self.confidence, "sample": self.sample.as_dict(),
+            "min_approval": self.min_approval, "confidence": self.confidence, "show_auto": self.show_auto,
+            "labels_per_case": self.labels_per_case, "sample": self.sample.as_dict(),
         }
 
 
@@ -179,6 +188,8 @@ def parse_policy(raw: dict | None) -> ReviewPolicy:
         min_reviewed=raw.get("min_reviewed", ReviewPolicy.min_reviewed),
         min_approval=float(raw.get("min_approval", ReviewPolicy.min_approval)),
         confidence=float(raw.get("confidence", ReviewPolicy.confidence)),
+        show_auto=bool(raw.get("show_auto", ReviewPolicy.show_auto)),
+        labels_per_case=int(raw.get("labels_per_case", ReviewPolicy.labels_per_case)),
         sample=SamplePolicy(
             seed=sample.get("seed", defaults.seed),
             stratify_by=tuple(sample.get("stratify_by", defaults.stratify_by)),

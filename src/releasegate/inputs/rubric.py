@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, Where
+from ..errors import InputError
 from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
-from .files import exists, field_path, is_file, line_of, load_yaml
+from .case_checks import check_regex
+from .files import KeyAt, exists, is_file, key_at, load_yaml, named_file, nowhere
 from .judge_settings import CalibrationPolicy, parse_calibration
 from .review_policy import ReviewPolicy, parse_policy
 from .schema_check import did_you_mean, validate
@@ -115,6 +116,9 @@ class Rubric:
     """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.inputs.review_policy)."""
     judge: CalibrationPolicy = field(default_factory=CalibrationPolicy)
     """How well the LLM judge must agree with reviewers before judge-scored criteria decide (`judge:`)."""
+    key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
+    """Where a key of the rubric file was written (`key_at("criteria", 0, "slice")`), for errors found later
+    (a slice no case has). Not part of the snapshot."""
 
     def as_dict(self) -> dict:
         """The snapshot written into a run directory (`rubric.yaml`)."""
@@ -143,9 +147,7 @@ def load_rubric(path: Path) -> Rubric:
     if not isinstance(data, dict):
         raise InputError("a rubric must be a mapping with a 'criteria' list", file=path, line=1)
     validate(data, "rubric", file=path, node=node)
-
-    def at(*parts: str | int) -> Where:
-        return Where(file=path, line=line_of(node, list(parts)), field=field_path(list(parts)))
+    at = key_at(path, node)
 
     evaluate = tuple(_evaluate_metric(m, path.parent) for m in data.get("evaluate", ()))
     known = set(KNOWN_METRICS) | {m.name for m in evaluate}
@@ -159,7 +161,7 @@ def load_rubric(path: Path) -> Rubric:
         max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
         max_itl_batched_share=float(data.get("max_itl_batched_share", DEFAULT_MAX_ITL_BATCHED_SHARE)),
         baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
-        judge=parse_calibration(data.get("judge")),
+        judge=parse_calibration(data.get("judge")), key_at=at,
     )
 
 
@@ -239,23 +241,18 @@ def _check_satisfiable(criteria: tuple[Criterion, ...], at) -> None:
 def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
     if raw is None:
         return ()
-    where = at("forbidden")
     if isinstance(raw, str):
-        file = rubric_path.parent / raw
+        file = named_file(rubric_path.parent / raw, what="forbidden-rules file", where=at("forbidden"),
+                          base=rubric_path.parent)
         data, node = load_yaml(file, what="forbidden-rules file")
         validate(data, "forbidden", file=file, node=node)
-        raw, where = data["rules"], {"file": file, "line": None, "field": "rules"}
-    rules = []
-    for rule in raw:
-        for pattern in rule.get("regex", ()):
-            try:
-                re.compile(pattern)
-            except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
-                raise InputError(f"invalid regex {pattern[:80]!r}: {str(exc) or type(exc).__name__}", **where) from None
-        rules.append(
-            ForbiddenRule.from_dict(rule)
-        )
-    return tuple(rules)
+        rules, rule_at = data["rules"], partial(key_at(file, node), "rules")
+    else:
+        rules, rule_at = raw, partial(at, "forbidden")
+    for i, rule in enumerate(rules):
+        for j, pattern in enumerate(rule.get("regex", ())):
+            check_regex(pattern, rule_at(i, "regex", j))
+    return tuple(ForbiddenRule.from_dict(rule) for rule in rules)
 
 
 def _baseline(raw: dict | None, here: Path, at) -> dict | None:

@@ -43,6 +43,10 @@ class ReviewRow(_Model):
     min_approval: Number | None = None
     kappa: Number | None = None
     """Cohen's kappa between the automatic outcome and the reviewers."""
+    awaiting_adjudication: int = 0
+    """Cases whose reviewers disagree and that no adjudicator labelled yet (pending with `labels_per_case: 2`)."""
+    reviewer_agreement: dict[str, Any] | None = None
+    """First against second reviewer on the double-labelled cases: cases, agreed, agreement, kappa, table."""
 
 
 class JudgeCalibration(_Model):

@@ -1,7 +1,8 @@
 """report.html: one self-contained page for people (verdict, criteria, slices, latency plots, cost, cases).
 
 Model outputs are untrusted text. The page is a jinja2 template with autoescape on, so every value is escaped;
-the only markup not written by the template is matplotlib's SVG, which holds no run text. Every value the template
+the only markup not written by the template is the plots' SVG (plots.py writes the latency plots, escaping every
+label; matplotlib draws a sweep's and a probe's), which holds no run text. Every value the template
 prints also passes through `inert` first (the environment's `finalize`): control, bidi and surrogate characters,
 which HTML cannot hold or which reorder what the reader sees, are shown as visible stand-ins. A Content-Security-Policy
 forbids every script and every fetch, so even a missed escape could not run code or call out. Filtering the
