@@ -58,7 +58,7 @@ def test_the_wheel_declares_the_command_and_every_extra(dist):
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert metadata["Name"] == "releasegate" and metadata["Version"] == declared["version"]
     assert set(metadata.get_all("Provides-Extra")) == set(declared["optional-dependencies"])
-    assert "releasegate = releasegate.cli:run" in wheel.read(f"{info}/entry_points.txt").decode()
+    assert "releasegate = releasegate.__main__:main" in wheel.read(f"{info}/entry_points.txt").decode()
 
 
 def test_the_sdist_builds_the_same_package(dist):

@@ -116,6 +116,19 @@ class ReviewPolicy:
         fewest = needed_n_for_rate(1.0, self.min_approval, higher_is_better=True, confidence=self.confidence)
         return min(cases, max(self.min_reviewed, fewest if fewest is not None else cases))
 
+    def why_needed(self, needed: int, cases: int, approval: float | None) -> str | None:
+        """Why a required slice of `cases` cases needs `needed` labels when that is more than `min_reviewed`, e.g.
+        '25 labels, not min_reviewed 10: fewer, even all approving, keep the approval's one-sided 95% lower bound
+        under min_approval 0.9'; None when it needs no more. `approval`: the slice's approval so far."""
+        if needed <= self.min_reviewed:
+            return None
+        head = f"{needed} labels, not min_reviewed {self.min_reviewed}: "
+        bound = f"the approval's one-sided {self.confidence:.0%} lower bound"
+        if needed > self.labels_needed(cases) and approval is not None:
+            return head + (f"at the approval so far ({approval:.0%}) {bound} and its upper bound straddle "
+                           f"min_approval {self.min_approval:g}; about this many decide it")
+        return head + f"fewer, even all approving, keep {bound} under min_approval {self.min_approval:g}"
+
     def required(self, records) -> list[dict]:
         """The required slices present in the run: one per spelling of a required domain found ('Medical',
         'healthcare' and 'clinical' are all medical), then `required_slices`."""

@@ -174,7 +174,7 @@ def input_summary(config, rubric, per_suite: Counter) -> dict:
         "suites": dict(per_suite),
         "cases": sum(per_suite.values()),
         "valid": True,
-        "warnings": domain_warnings(config, rubric),
+        "warnings": [*config.warnings, *domain_warnings(config, rubric)],
     }
     if config.judge is not None:
         summary["judge"] = config.judge.target.describe()

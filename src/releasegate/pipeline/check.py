@@ -117,8 +117,9 @@ def run_check_file(
     timing = Timing()
     with timing.part("inputs_s"):
         config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
-    if output_dir is not None:
-        config = dataclasses.replace(config, output_dir=output_dir)
+    for line in config.warnings:  # keys the run will not use: said before it starts, never silently dropped
+        console.print(f"warning: {line}", markup=False, soft_wrap=True)
+    config = dataclasses.replace(config, output_dir=output_dir) if output_dir is not None else config
     return run_check(config, rubric, cases, console=console, progress=progress, run_id=run_id,
                      allow_pending=allow_pending, limit=limit, use_cache=use_cache, timing=timing)
 

@@ -210,7 +210,7 @@ def gate_run(
         "prefix_cache": info.prefix_cache,
         "response_cache_probe": cache_section(info.response_cache_probe, criteria),
         "slices": _slices(records, scores, facts, _stability if found.repeated else None),
-        "counts": _counts(records, load_records, draws or []),
+        "counts": {**_counts(records, load_records, draws or []), "right": len(records) - len(failing)},
         "failing_cases": failing[:FAILING_CASES_KEPT],
         "failing_cases_total": len(failing),
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],

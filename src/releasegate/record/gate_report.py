@@ -101,6 +101,9 @@ class Counts(_Model):
 
     cases: int
     succeeded: int
+    """Cases whose outcome is an answer (no error, non-empty output): the reports say "answered"."""
+    right: int | None = None
+    """Answered cases that passed every check (no failed check, no forbidden hit); null in reports that predate it."""
     errors: dict[str, int]
     cached: int
     phases: dict[str, PhaseCounts] = {}
@@ -127,6 +130,12 @@ class FailingCase(_Model):
     """Why the case failed, one phrase per problem (an error class, a failed check with its detail, a hit)."""
     input: str = ""
     """The input as sent: the prompt, or one 'role: content' line per message (first 1,000 characters)."""
+    user_message: str = ""
+    """What the case asks: its last user message, or its prompt (first 1,000 characters)."""
+    user_turns: int | None = None
+    """How many user messages the case has (1 for a prompt; null in reports that predate it)."""
+    system_prompt: str = ""
+    """The case's system message(s), one per line ('' for none; first 1,000 characters)."""
     expected: str = ""
     """The expected answer, as JSON unless it is a string ('' for none; first 1,000 characters)."""
     error_message: str | None = None
@@ -146,6 +155,11 @@ class JudgedBy(_Model):
     """sha256 of that file's bytes (null when it could not be read)."""
     snapshot_sha256: str | None
     """sha256 of the run's rubric snapshot, rubric.yaml (the rubric the run started with)."""
+    source: str | None = None
+    """The rubric file the run's snapshot was taken from (manifest.json's rubric input); null when unknown."""
+    named_by: str | None = None
+    """Where `rubric:` named that file when not in the run's config: the base config of an `extends:` chain,
+    or '--set rubric'; null: the config itself."""
     whatif: bool
     """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
     reports (RUN/whatif/... or `gate -o DIR`), never over them."""

@@ -26,6 +26,9 @@ class ReviewRow(_Model):
     """'pass', 'fail', 'pending', 'pending (allowed)', 'undecided', 'unrepresentative', 'optional', ..."""
     cases: int | None = None
     needed: int | None = None
+    needed_why: str | None = None
+    """Why a required slice needs more labels than the policy's `min_reviewed` (the approval bound needs them),
+    in words; null when it needs just that."""
     reviewed: int = 0
     coverage: Number | None = None
     approved: int = 0

@@ -12,10 +12,11 @@ case table to failures is pure CSS (a checkbox), so the page needs no script at 
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..record.capacity_sweep import CapacitySweep
 from ..record.evidence import answered
@@ -41,7 +42,7 @@ from .formatting import (
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
 from .stability_section import draw_table, flip_table_rows, stability_lines
-from .terminal import judged_by_line, request_summary, whatif_of
+from .terminal import answered_words, judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
@@ -79,6 +80,7 @@ def render_html(view: RunView) -> str:
         headline=_headline(report.metrics, latency_source_text(report)),
         criteria=[_criterion(c, latency_source_text(report)) for c in report.criteria],
         bounds_note=bounds_note(report.criteria), requests=request_summary(report),
+        answered=answered_words(report.counts) if report.counts else "",
         latency=_latency_rows(report.metrics),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report.criteria).items()},
         latency_source=latency_source_text(report), slices_source=latency_source_text(report, slices=True),
@@ -107,7 +109,21 @@ def _environment() -> Environment:
     env.filters["interval"] = format_interval
     env.filters["money"] = format_money
     env.filters["metric"] = lambda value, name: format_metric(name, value)
+    env.filters["breakable"] = breakable
     return env
+
+
+_TOKEN_END = re.compile(r"([,:{\[])(?=\S)")
+_TAG_PART_END = re.compile(r"([=_./:-])(?=\S)")
+
+
+def breakable(value, tag: bool = False) -> Markup:
+    """Run text escaped, with a line-break opportunity (<wbr>) after each ',', ':', '{' and '[' that a space does
+    not follow: compact JSON wraps between its tokens, and the CSS never has to break inside one (a key, a string,
+    a number). A tag (`tag`) may wrap after '=', '_', '.', '/', ':' and '-': 'kind=must_refuse_bait' breaks at
+    its parts. Escaping first leaves no entity to split: none holds those characters."""
+    pattern = _TAG_PART_END if tag else _TOKEN_END
+    return Markup(pattern.sub(r"\1<wbr>", str(escape(inert(str(value))))))
 
 
 def _inert_text(value):

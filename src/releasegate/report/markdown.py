@@ -18,13 +18,14 @@ from ..border.env import STEP_SUMMARY, env_path
 from ..border.files import append_regular
 from ..border.outputs import RUN_MARKER
 from ..errors import InputError
-from ..record.gate_report import FailingCase, GateReport, as_report
+from ..record.gate_report import GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.stored_manifest import read_manifest_file
 from ..review.summary import review_headline
 from ..text import inert
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
+from .failing_cases import failing_case_lines
 from .formatting import (
     bounds_note,
     format_interval,
@@ -36,12 +37,11 @@ from .formatting import (
 )
 from .judge_section import calibration_table, judge_lines
 from .stability_section import draw_table, flip_table_rows, stability_lines
-from .terminal import judged_by_line, request_summary
+from .terminal import answered_words, judged_by_line, request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
 
 FAILING_CASES_SHOWN = 10
-OUTPUT_CHARS = 120
 _BADGE = {"PASS": "✅", "FAIL": "❌", "NEEDS_REVIEW": "👀", "INCONCLUSIVE": "⚠️", "TARGET_ERROR": "🛑"}
 _CELL = {"pass": "✅ pass", "fail": "❌ fail", "insufficient": "⚠️ insufficient"}
 _SPECIAL = re.compile(r"([\\`*_{}\[\]|~!#])")
@@ -127,7 +127,7 @@ def _cases_line(report: GateReport) -> list[str]:
     if counts is None:
         return []
     cached = f"; {counts.cached} from the response cache, left out of latency and throughput)" if counts.cached else ")"
-    return [f"- cases: {counts.cases} ({counts.succeeded} succeeded" + cached]
+    return [f"- cases: {counts.cases} ({answered_words(counts)}" + cached]
 
 
 def _judged_by_lines(report: GateReport) -> list[str]:
@@ -226,7 +226,7 @@ def _slice_lines(report: GateReport) -> list[str]:
 
 
 def _review_headline(report: GateReport) -> list[str]:
-    line = review_headline(_review_rows(report))
+    line = review_headline(_review_rows(report), report.verdict)
     return [f"- {md_label(line.split('; next:')[0])}"] if line else []
 
 
@@ -282,23 +282,5 @@ def _failure_lines(report: GateReport) -> list[str]:
     if not failing:
         return []
     shown = failing[:FAILING_CASES_SHOWN]
-    rows = ["| case | suite | why | input | expected | output | review |", "|---|---|---|---|---|---|---|"]
-    for f in shown:
-        rows.append("| " + " | ".join(md_text(c) for c in _failure_cells(f)) + " |")
     title = f"Failing cases (first {len(shown)})" if len(shown) < len(failing) else f"Failing cases ({len(failing)})"
-    return _details(title, rows)
-
-
-def _failure_cells(f: FailingCase) -> list[str]:
-    output = f.output or (f"no output: {f.error_message}" if f.error_message else "")
-    return [f.case_id, f.suite, "; ".join(f.why), _cut(f.input), _cut(f.expected), _cut(output),
-            "; ".join(_review_text(r) for r in f.reviews)]
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
-
-
-def _review_text(review: dict) -> str:
-    """'reject by alice: wrong intent'."""
-    return f"{review['label']} by {review['reviewer']}" + (f": {_cut(review['reason'])}" if review.get("reason") else "")
+    return _details(title, failing_case_lines(shown, md_text))

@@ -57,6 +57,7 @@ from ..record.review_outcome import OUTCOMES, PASS, automatic_outcome, output_ha
 from ..stats.intervals import needed_n_for_rate, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
 from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels
+from .pending import pending_line
 
 __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "approval_words", "ALL", "Approval",
            "approval_of"]
@@ -138,24 +139,16 @@ def summarize_review(
     return ReviewSummary(rows=rows, results=results, pending=pending, allow_pending=allow_pending)
 
 
-def review_headline(review: dict | None) -> str | None:
-    """One line for the terminal and the Markdown report; None when review neither applies nor happened."""
+def review_headline(review: dict | None, verdict: str | None = None) -> str | None:
+    """One line for the terminal and the Markdown report; None when review neither applies nor happened. A run
+    whose target could not be run (`verdict` TARGET_ERROR) asks no one to review its few answers."""
     row = review.get(ALL) if review is not None else None
     if review is None or not row or row["status"] == "not required":
         return None
+    if row["status"].startswith("pending") and verdict == "TARGET_ERROR":
+        return "human review: not asked: the target could not be run; run check again, then review"
     if row["status"].startswith("pending"):
-        short = {name: r["needed"] - r["reviewed"] - r.get("awaiting_adjudication", 0) for name, r in review.items()
-                 if name != ALL and r["required"] and r["status"] == "pending"}  # a disputed case: adjudication's
-        waiting = {name: r for name, r in review.items() if short.get(name, 0) > 0}
-        missing = sum(short[name] for name in waiting)
-        allowed = " (allowed by --allow-pending)" if row["status"] != "pending" else ""
-        awaiting = row.get("awaiting_adjudication") or 0
-        parts = [f"{missing} required label(s) missing ("
-                 + ", ".join(f"{name} {r['reviewed']}/{r['needed']}" for name, r in waiting.items()) + ")"] if missing else []
-        if awaiting:
-            parts.append(f"{awaiting} disagreement(s) await adjudication")
-        step = "review export RUN_DIR" + (" --adjudication" if awaiting and not missing else "")
-        return f"human review: PENDING{allowed}: {'; '.join(parts)}; next: releasegate {step}"
+        return pending_line(review, row, ALL)
     if row["approval"] is None:
         return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_uncovered(row)}"
     kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
@@ -199,7 +192,9 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
     if rounded["awaiting_adjudication"] and required and status not in ("fail", "no cases"):
         status = "pending"  # a disputed case left out would bias the approval: its adjudicator decides first
     return {
-        "required": required, "status": status, "cases": len(chosen), "needed": needed, "reviewed": len(reviewed),
+        "required": required, "status": status, "cases": len(chosen), "needed": needed,
+        "needed_why": policy.why_needed(needed, len(chosen), approval.value if approval else None) if required else None,
+        "reviewed": len(reviewed),
         "coverage": min(1.0, len(reviewed) / needed) if needed else None,
         "approved": approved, "rejected": len(reviewed) - approved,
         "disagreements": sum(lab.disagreement for lab in reviewed),
