@@ -82,7 +82,9 @@ def test_every_variant_ran_the_same_cases_and_is_compared_with_f16(served):
         assert parity["rows"] and {r["metric"] for r in parity["rows"]} >= {"accuracy"}
     for row in by.values():
         assert row["verdict"] in ("PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE"), row["why_not"]
-        assert row["ttft_ms_p50"] > 0 and row["tpot_ms_p95"] > 0 and row["e2e_ms_p99"] >= row["e2e_ms_p50"] > 0, row
+        assert row["ttft_ms_p50"] > 0 and row["e2e_ms_p99"] >= row["e2e_ms_p50"] > 0, row
+        # a busy client may read a whole answer at once: its decode time is then unknown, never 0
+        assert row["tpot_ms_p95"] is None or row["tpot_ms_p95"] > 0, row
         assert row["peak_memory_bytes"] > 10 * 2**20, row  # a child process's high-water mark, not this process's
 
 
