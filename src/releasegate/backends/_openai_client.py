@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextvars
 import time
 
+from ..errors import TargetError
+from ..redaction import mask_url
 from ._bounds import DEFAULT_MAX_BYTES, ResponseTooLarge
 from ._http import httpx
+from ._retry import root_cause
 
 __all__ = ["make_openai_client", "stream_openai", "import_now", "probe_openai"]
 
@@ -40,10 +43,6 @@ async def probe_openai(client) -> None:
     """The `openai` client's reachability probe: /models listed, any status accepted (it may not exist there);
     a connection that fails is a TargetError naming the URL."""
     import openai
-
-    from ..errors import TargetError
-    from ..redaction import mask_url
-    from ._retry import root_cause
 
     async with client:
         try:
