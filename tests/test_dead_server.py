@@ -15,7 +15,6 @@ import pytest
 
 from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
-from releasegate.testing.stub_server import _every
 from test_openai_backend import CLIENTS, project
 
 LOAD = "load: {concurrency: 4, requests: 2000, warmup: 2}\n"
@@ -190,7 +189,8 @@ def test_a_server_that_answers_some_requests_never_stops_the_run(tmp_path, cli):
         config = project(tmp_path, stub.base_url, cases=60)
         config.write_text(config.read_text().replace("retries: 2", "retries: 0"))
         code, _, _, run = run_check(cli, config)
-    assert code == 1 and len(run.read_records()) == 60 and sum(_every(2, i) for i in range(60)) == 30
+    records = run.read_records()
+    assert code == 1 and len(records) == 60 and sum(r.error == "http_5xx" for r in records) == 30
 
 
 def test_stop_after_errors_0_never_stops(tmp_path, cli):
@@ -199,3 +199,33 @@ def test_stop_after_errors_0_never_stops(tmp_path, cli):
         config.write_text(config.read_text().replace("retries: 2", "retries: 0"))
         code, out, err, run = run_check(cli, config, "--json")
     assert code == 4 and json.loads(out)["verdict"] == "TARGET_ERROR" and len(run.read_records()) == 40
+
+
+def test_what_a_hostile_server_says_reaches_the_line_as_one_short_line():
+    from releasegate.backends import Generation
+    from releasegate.backends._reach import ModelList, unlisted_model
+    from releasegate.backends._target_watch import TargetWatch
+    from releasegate.border.http import server_said
+
+    watch = TargetWatch(3)
+    for _ in range(3):
+        watch.saw(Generation(None, error="http_404", error_message="HTTP 404: \x1b[2J\r\nforged line\u202e" + "x" * 9999))
+    line = watch.stop_line("http://h/v1", ModelList(None, "HTTP 404"))
+    assert line is not None and "not OpenAI-compatible" in line and len(line) < 400
+    assert not re.search(r"[\x00-\x1f\x7f\u202e]", line) and "forged line" in line
+    names = ModelList(("\x1b[31mred\n" + "n" * 10**6,) * 20)
+    warning = unlisted_model("m", names, "http://h/v1")
+    assert warning is not None and len(warning) < 1000 and "\n" not in warning and "\x1b" not in warning
+    assert unlisted_model("m", ModelList(()), "http://h/v1").endswith("lists (none)")
+    assert unlisted_model("m", ModelList(None, "HTTP 404"), "http://h/v1") is None  # no list: nothing to check
+    said = server_said(b'{"error": {"message": "\\u001b[2J' + b"y" * 5000 + b'"}}')
+    assert said.startswith(": ␛[2J") and len(said) <= 162
+    assert server_said(b"<html>\n<body>Bad\tGateway</body>") == ": <html> <body>Bad Gateway</body>"
+    assert server_said(b"") == ""
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "ten"])
+def test_stop_after_errors_must_be_a_count(tmp_path, cli, value):
+    config = project(tmp_path, "http://127.0.0.1:9/v1")
+    code, _, err = cli("validate", "-c", config, "--set", f"target.stop_after_errors={value}")
+    assert code == 2 and "stop_after_errors" in one_line(err)

@@ -22,6 +22,7 @@ from ..redaction import mask_url
 __all__ = ["answers", "ModelList", "listed_models", "unlisted_model", "model_warnings"]
 
 _MODELS_MAX_BYTES = 4 * 1024 * 1024
+_MODELS_DEADLINE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,9 @@ def listed_models(target, headers: dict[str, str]) -> ModelList:
     """GET `base_url`/models with the target's own credentials (`headers`: as the completions send them), read
     within the connect and stall timeouts and 4 MiB; a reply that is no model list is said, never raised."""
     url = endpoint_url(target.base_url, "/models")
-    limits = Limits(deadline_s=target.connect_timeout_s + target.stall_timeout_s, read_timeout_s=target.stall_timeout_s,
-                    max_bytes=_MODELS_MAX_BYTES)
+    # a real /models answers in milliseconds: a reply trickled or withheld costs the run at most _MODELS_DEADLINE_S
+    deadline = min(target.connect_timeout_s + target.stall_timeout_s, _MODELS_DEADLINE_S)
+    limits = Limits(deadline_s=deadline, read_timeout_s=min(target.stall_timeout_s, deadline), max_bytes=_MODELS_MAX_BYTES)
     try:
         reply = fetch(url, headers=headers, limits=limits)
     except HttpError as exc:
@@ -61,7 +63,8 @@ def unlisted_model(model: str | None, listed: ModelList, where: str) -> str | No
     """The line to warn with when the server lists models and `model` is not among them; None otherwise."""
     if listed.ids is None or model is None or model in listed.ids:
         return None
-    names = ", ".join(repr(i) for i in listed.ids[:8]) + (", ..." if len(listed.ids) > 8 else "") or "none"
+    shown = [repr(i if len(i) <= 60 else i[:59] + "…") for i in listed.ids[:8]]  # a server's names: kept short
+    names = ", ".join(shown) + (", ..." if len(listed.ids) > 8 else "") or "none"
     return f"target.model {model!r} is not among the models {where}/models lists ({names})"
 
 async def answers(target) -> None:

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import ErrorKind
+from ..text import inert
 from ._base import Generation
 
 __all__ = ["TargetWatch", "NOT_SENT_STOPPED", "DEFAULT_STOP_AFTER"]
@@ -69,7 +70,7 @@ class TargetWatch:
     def line(self) -> str:
         """What failed, how often, and the last error, in one line (for `TargetStopped`)."""
         kinds = ", ".join(f"{kind} {n:,}" for kind, n in self.kinds.most_common())
-        last = " ".join((self.last or "").split())
+        last = " ".join(inert(self.last or "").split())  # what a server sent: one line, no control character
         last = last if len(last) <= 200 else last[:199] + "…"
         return f"{self.stopped}; {self.failed:,} of {self.sent:,} requests failed ({kinds}); last: {last}"
 
@@ -81,4 +82,6 @@ class TargetWatch:
         if not self.answered and not self.in_a_row and models is not None and models.ids is None:
             return (f"the server at {where} is not OpenAI-compatible (GET /models: {models.why_not}; no completion "
                     f"came back as an event stream): {self.line()}")
+        if not self.answered and not self.in_a_row:
+            return f"the target at {where} answered none of its first requests: {self.line()}"
         return f"the target at {where} stopped answering: {self.line()}"
