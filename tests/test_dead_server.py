@@ -53,6 +53,8 @@ def test_a_server_killed_mid_load_stops_the_run_and_resume_finishes_it(tmp_path,
     info = run.read_info()
     assert info.status == "failed" and info.load_phase is None
     assert len(run.read_records()) == 6 and not (run.path / "load.jsonl").exists()
+    code, out, _ = cli("gate", run.path, "--json")  # judged as it is: not whole, never a pass
+    assert code == 3 and json.loads(out)["verdict"] == "INCONCLUSIVE"
     # the server is back: the run is finished from where it stopped
     with StubServer(StubBehaviour(tokens=4), port=port):
         code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json")
@@ -229,3 +231,18 @@ def test_stop_after_errors_must_be_a_count(tmp_path, cli, value):
     config = project(tmp_path, "http://127.0.0.1:9/v1")
     code, _, err = cli("validate", "-c", config, "--set", f"target.stop_after_errors={value}")
     assert code == 2 and "stop_after_errors" in one_line(err)
+
+
+def test_a_terminal_bar_counts_the_failures_too():
+    import io
+
+    from rich.console import Console
+
+    from releasegate.run.progress import count_done, progress_bar
+
+    screen = io.StringIO()
+    with progress_bar(Console(file=screen, force_terminal=True, width=100), True) as bar:
+        task = bar.add_task("load: closed loop", total=2000)
+        for i in range(1197):
+            count_done(bar, task, failed=i >= 7)
+    assert "1197/2000" in screen.getvalue() and "1,190 failed" in screen.getvalue()
