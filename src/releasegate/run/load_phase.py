@@ -62,7 +62,7 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
             on_done=lambda gen: count_done(bar, task, failed=gen.error is not None),
         )
         scraper.mark("end")
-    stop_if_dead(backend, "load phase")  # measured whole or not at all: a resume runs the load phase again
+        stop_if_dead(backend, "load phase")  # measured whole or not at all: a resume runs the load phase again
     records = [load_record(r, g) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
     planned = len(done.results) if planned is None else planned
     not_sent = planned - len(records)
