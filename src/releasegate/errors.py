@@ -102,7 +102,8 @@ class ErrorKind(StrEnum):
     BAD_RESPONSE = "bad_response"
     """The response was not what an OpenAI-compatible server sends: an event that is not JSON or not the shape of
     a stream event (choices, delta, content, usage), usage that is not a count or is out of all proportion to the
-    answer, or HTTP framing that could not be read (a status line, a chunk size, a Content-Length)."""
+    answer, HTTP framing that could not be read (a status line, a chunk size, a Content-Length), or a reply that is
+    no event stream at all (an HTML page: no `data:` line)."""
     RESPONSE_TOO_LARGE = "response_too_large"
     """The response ran past a bound: `target.max_response_bytes`, `target.max_response_tokens`, or a response
     head (status line and headers) over 64 KiB. What came is dropped, never kept whole."""

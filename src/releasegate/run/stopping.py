@@ -9,6 +9,7 @@ __all__ = ["stop_if_dead"]
 
 def stop_if_dead(backend, phase: str) -> None:
     """Raise `TargetStopped` naming `phase` when the backend stopped sending (`Backend.stop_reason`)."""
-    reason = backend.stop_reason() if backend is not None else None
+    stop = getattr(backend, "stop_reason", None)  # a backend written before the method: it never stops
+    reason = stop() if stop is not None else None
     if reason is not None:
         raise TargetStopped(f"{phase}: {reason}")
