@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed demo-judge test test-fast docs bench bench-peers lint demo-models chromium libreoffice clean vllm test-vllm
+.PHONY: setup demo demo-regressed demo-judge test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,9 @@ test: setup  ## the whole suite, real model tests included (the vLLM tests run w
 	$(PY) -m pytest -m "not vllm"
 	$(MAKE) docs
 
-docs: setup  ## the config reference checked against the JSON Schemas, then the site built with --strict into build/site/
+docs: setup  ## the config reference checked against the JSON Schemas, the mistake table against tests/mistakes/, then the site built with --strict into build/site/
 	$(PY) scripts/config_reference.py --check
+	$(PY) scripts/mistake_table.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 test-fast: setup  ## unit tests only (no model load)
@@ -56,8 +57,14 @@ demo-models: setup  ## rebuild models/demo (base, adapters, draft) and suites/de
 	$(PY) scripts/build_demo_models.py
 	$(PY) scripts/build_demo_draft.py
 
-chromium:  ## Debian's chromium for the HTML report's browser test (apt, needs root; skipped if installed)
-	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+# No setup needed: setuptools' own build hooks in .venv's python, or in $(PYTHON) before there is a .venv.
+dist:  ## the sdist and the wheel into dist/: pip install dist/releasegate-0.1.0-py3-none-any.whl (extras: '...whl[hf]')
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) scripts/build_dist.py
+
+# The CJK font lets the browser test see Korean, Japanese and Chinese text drawn, not as missing-glyph boxes.
+chromium:  ## Debian's chromium and a CJK font for the HTML report's browser test (apt, needs root; skipped if installed)
+	@test -x /usr/bin/chromium && fc-list :lang=ko | grep -q . || { apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y chromium fonts-noto-cjk; }
 
 libreoffice:  ## Debian's LibreOffice Calc for the review CSV's spreadsheet test (apt, needs root; skipped if installed)
 	@command -v soffice >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libreoffice-calc-nogui; }
@@ -85,4 +92,4 @@ test-vllm: setup vllm  ## check against a real vLLM server: HF parity, LoRA per 
 	RELEASEGATE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest -m vllm
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) build dist *.egg-info

@@ -68,7 +68,7 @@ def main() -> None:
         print(f"{'command':40} {'median wall':>12} {'x import start':>15}")
         for name, seconds in medians.items():
             print(f"{name:40} {seconds * 1000:9.0f} ms {seconds / base:14.2f}x")
-        print(f"\nheavy libraries imported by gate on stored scores (matplotlib draws report.html): {heavy_after_gate(run)[0]}")
+        print(f"\nheavy libraries imported by gate on stored scores (report.html draws its latency plots without matplotlib): {heavy_after_gate(run)[0]}")
         print(f"load average: {', '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
 
 

@@ -27,6 +27,8 @@ LAZY_LIBRARY = {
     "releasegate.report.formats": {"releasegate.report.html"},  # jinja2 and matplotlib load only for the HTML report
     # gguf loads only to export, and `python -m releasegate.export.gguf` must not find itself imported already
     "releasegate.export": {"releasegate.export.gguf"},
+    # the entry point answers Ctrl-C before it imports the command line, which takes a second or more
+    "releasegate.__main__": {"releasegate.cli"},
 }
 """Function-level imports of releasegate's own modules outside the CLI: each one listed, with its reason."""
 

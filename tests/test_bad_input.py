@@ -61,7 +61,8 @@ def test_empty_config(tmp_path, cli):
 def test_missing_suite_file(project, cli):
     edit(project / "releasegate.yaml", "suites/example.jsonl", "suites/missing.jsonl")
     msg = check(cli, project)
-    assert "missing.jsonl" in msg and "suite not found" in msg
+    line = (project / "releasegate.yaml").read_text().splitlines().index("  - path: suites/missing.jsonl") + 1
+    assert f"releasegate.yaml:{line}: field 'suites[0].path'" in msg and "missing.jsonl not found" in msg
 
 
 def test_missing_rubric_file(project, cli):

@@ -91,7 +91,7 @@ def test_a_suite_after_the_limit_is_checked_as_config_only(tmp_path):
     (tmp_path / "two.jsonl").write_text("{not json\n", encoding="utf-8")
     assert [c.id for c in load_suites(suites, tmp_path, limit=3)] == ["c0", "c1", "c2"]
     (tmp_path / "two.jsonl").unlink()
-    with pytest.raises(Exception, match="suite not found"):
+    with pytest.raises(Exception, match="two.jsonl not found"):
         load_suites(suites, tmp_path, limit=3)
 
 

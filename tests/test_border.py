@@ -37,6 +37,9 @@ LISTED = {
     ("releasegate.backends.response_cache", "sqlite3.connect"):
         "the response cache: sqlite opens the file itself, after border.files.check_regular refused a FIFO or "
         "a device there",
+    ("releasegate.record.history_index", "sqlite3.connect"):
+        "the run index: sqlite opens the file itself, after border.files.check_regular refused a FIFO or a device "
+        "there; every row read back is checked (a plain directory name, finite numbers) or the index is rebuilt",
     ("releasegate.export.vllm", "subprocess.Popen"):
         "the vLLM server: only the interpreter RELEASEGATE_VLLM_PYTHON names or releasegate's own .venv-vllm",
     ("releasegate.export.vllm", "socket.socket"): "a free loopback port for the vLLM child",
@@ -67,6 +70,7 @@ LISTED = {
     ("releasegate.report.compare", ".read_text()"): "the package's own report.css",
     ("releasegate.report.html", ".read_text()"): "the package's own templates",
     ("releasegate.report.variants", ".read_text()"): "the package's own report.css",
+    ("releasegate.report.trend", ".read_text()"): "the package's own report.css",
 }
 
 

@@ -100,7 +100,7 @@ def test_reports_show_the_probe(tmp_path, capsys):
     ("  backend: openai\n  base_url: http://127.0.0.1:9/v1\n  model: m\n", "prefix_cache: {requests: 8}\n",
      "one of system"),
     ("  backend: openai\n  base_url: http://127.0.0.1:9/v1\n  model: m\n", "prefix_cache: {system_file: nope.txt}\n",
-     "system prompt not found"),
+     "field 'prefix_cache.system_file': system prompt "),
 ])
 def test_config_refuses_a_probe_that_cannot_run(tmp_path, cli, target, extra, message):
     (tmp_path / "r.jsonl").write_text("")

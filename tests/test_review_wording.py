@@ -54,12 +54,12 @@ def test_old_borderline_weights_still_read(tmp_path):
     assert sample.items[0].outcome == "borderline"  # a sample drawn before the split keeps its name
 
 
-def _medical_run(tmp_path):
+def _medical_run(tmp_path, *, show_auto: bool = False):
     """20 medical cases, 10 right and 10 wrong in valid JSON; 2 right ones approved, of 4 wrong ones 1 approved."""
     records = [ok(i, tags=MEDICAL) for i in range(10)] + [ok(i, output=WRONG, tags=MEDICAL) for i in range(10, 20)]
     labels = [("c000", "approve"), ("c001", "approve"), ("c010", "approve"), ("c011", "reject"), ("c012", "reject"),
               ("c013", "reject")]
-    review = {"required_domains": ["medical"], "min_reviewed": 6, "min_approval": 0.9}
+    review = {"required_domains": ["medical"], "min_reviewed": 6, "min_approval": 0.9, "show_auto": show_auto}
     rubric = lenient(criteria=[{"metric": "accuracy", "op": ">=", "threshold": 0.1}], review=review)
     return Run(records, rubric=rubric, labels=labels).build(tmp_path)
 
@@ -82,7 +82,7 @@ def test_the_approval_says_it_is_weighted_by_outcome(tmp_path, cli):
 
 
 def test_the_review_csv_says_answer_fail(tmp_path, cli):
-    run = _medical_run(tmp_path)
+    run = _medical_run(tmp_path, show_auto=True)
     assert cli("review", "export", run, "-o", tmp_path / "queue.csv")[0] == 0
     rows = list(csv.DictReader(io.StringIO((tmp_path / "queue.csv").read_text("utf-8-sig"))))
     verdicts = {row["case_id"]: row["auto_verdict"] for row in rows}

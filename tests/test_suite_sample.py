@@ -150,12 +150,13 @@ def test_sample_errors_are_one_line(project, cli):
     _flat().to_parquet(project / "t.parquet")
     base = "  - name: t\n    source: {path: t.parquet}\n    columns: {prompt: text, expected: intent}\n"
     _one_line_error(cli, _config(project, base + "    sample: {n: 5, by: [region]}\n"),
-                    "t.parquet", "field 'sample.by'", "no column 'region'")
+                    "releasegate.yaml:", "t.parquet", "field 'suites[0].sample.by[0]'", "no column 'region'")
     _one_line_error(cli, _config(project, base + "    sample: {n: 5, per_stratum: 2}\n"),
                     "field 'suites[0].sample'", "exactly one of n")
     _one_line_error(cli, _config(project, base + "    sample: {n: 0}\n"), "suites[0].sample.n")
     nested = _entry("parquet", project) + "    sample: {n: 5, by: [messages]}\n"
-    _one_line_error(cli, _config(project, nested), "tickets.parquet", "field 'sample.by'", "cannot make strata")
+    _one_line_error(cli, _config(project, nested), "releasegate.yaml:", "field 'suites[0].sample.by[0]'",
+                    "cannot make strata")
     jsonl = "  - name: t\n    path: suites/example.jsonl\n    sample: {n: 5}\n"
     _one_line_error(cli, _config(project, jsonl), "field 'suites[0].sample'", "source")
 
@@ -171,7 +172,8 @@ def test_an_error_names_the_source_row_of_a_sampled_case(project, cli, fmt):
     entry = (f"  - name: t\n    source: {{path: t.{fmt}}}\n"
              "    columns: {id: ticket_id, prompt: text, expected: intent, tags: [risk]}\n"
              "    sample: {n: 6, seed: 4, by: [risk]}\n")
-    _one_line_error(cli, _config(project, entry), f"t.{fmt}:{row + 1}:", "field 'ticket_id'")
+    place = f"t.csv:{row + 2} (spreadsheet row {row + 2}):" if fmt == "csv" else f"t.parquet (row {row + 1}):"
+    _one_line_error(cli, _config(project, entry), place, "field 'ticket_id'")
 
 
 def test_validate_keeps_no_case_list(project, cli, monkeypatch):

@@ -149,24 +149,28 @@ def _one_line_error(cli, config: Path, *parts: str) -> str:
     return lines[0]
 
 
-def test_missing_column_names_file_row_and_column(project, cli):
+def test_a_missing_column_names_the_config_key_that_names_it(project, cli):
     _flat().drop(columns=["priority"]).to_parquet(project / "t.parquet")
     entry = f"  - name: t\n    source: {{path: t.parquet}}\n    {FLAT_COLUMNS}\n    {TEMPLATE}\n"
-    _one_line_error(cli, _config(project, entry), "t.parquet:1", "field 'priority'", "no column 'priority'")
+    line = _one_line_error(cli, _config(project, entry), "releasegate.yaml:", "field 'suites[0].columns.expected.priority'",
+                           "t.parquet has no column 'priority'")
+    assert "its columns: ticket_id, text, intent" in line
 
 
 def test_template_with_a_missing_field_names_file_row_and_column(project, cli):
     _flat().to_parquet(project / "t.parquet")
     entry = (f"  - name: t\n    source: {{path: t.parquet}}\n    {FLAT_COLUMNS}\n"
              "    template: {user: '{{ text }} / {{ customer_name }}'}\n")
-    _one_line_error(cli, _config(project, entry), "t.parquet:1", "field 'customer_name'", "template.user")
+    line = _one_line_error(cli, _config(project, entry), "releasegate.yaml:", "field 'suites[0].template.user'",
+                           "uses 'customer_name', which is not a column of")
+    assert "t.parquet" in line and "its columns: ticket_id" in line
 
 
 def test_template_is_sandboxed(project, cli):
     _flat().to_parquet(project / "t.parquet")
     entry = (f"  - name: t\n    source: {{path: t.parquet}}\n    {FLAT_COLUMNS}\n"
              "    template: {user: '{{ text.__class__.__mro__ }}'}\n")
-    _one_line_error(cli, _config(project, entry), "t.parquet:1", "template.user")
+    _one_line_error(cli, _config(project, entry), "releasegate.yaml:", "field 'suites[0].template.user'", "not allowed")
 
 
 def test_bad_row_names_file_row_and_column(project, cli):
@@ -174,7 +178,7 @@ def test_bad_row_names_file_row_and_column(project, cli):
     frame.loc[4, "ticket_id"] = "ticket 5 has spaces"
     frame.to_parquet(project / "t.parquet")
     entry = f"  - name: t\n    source: {{path: t.parquet}}\n    {FLAT_COLUMNS}\n    {TEMPLATE}\n"
-    _one_line_error(cli, _config(project, entry), "t.parquet:5", "field 'ticket_id'")
+    _one_line_error(cli, _config(project, entry), "t.parquet (row 5)", "field 'ticket_id'")
 
 
 def test_bad_tag_value_in_xlsx_names_the_column(project, cli):
@@ -183,7 +187,7 @@ def test_bad_tag_value_in_xlsx_names_the_column(project, cli):
     frame.loc[2, "risk"] = "x" * 2000
     frame.to_excel(project / "t.xlsx", index=False)
     entry = f"  - name: t\n    source: {{path: t.xlsx}}\n    {FLAT_COLUMNS}\n    {TEMPLATE}\n"
-    _one_line_error(cli, _config(project, entry), "t.xlsx:3", "field 'risk'")
+    _one_line_error(cli, _config(project, entry), "t.xlsx (spreadsheet row 4)", "field 'risk'")
 
 
 def test_config_errors(project, cli):
@@ -245,7 +249,7 @@ def test_limit_reads_only_the_rows_it_needs(project, cli, monkeypatch):
     assert [json.loads(r)["case_id"] for r in records] == pulled
 
     pulled.clear()
-    _one_line_error(cli, config, "big.parquet:6", "field 'ticket_id'")
+    _one_line_error(cli, config, "big.parquet (row 6)", "field 'ticket_id'")
     assert len(pulled) == 6
 
 

@@ -104,7 +104,7 @@ def test_a_csv_record_longer_than_its_header_names_the_row(project, cli):
     text = _flat().to_csv(index=False).splitlines()
     text[3] += ",extra"
     (project / "t.csv").write_text("\n".join(text) + "\n")
-    _one_line_error(cli, _config(project, _csv_entry("t.csv")), "t.csv:3", "8 fields where the header has 7",
+    _one_line_error(cli, _config(project, _csv_entry("t.csv")), "t.csv:4 (spreadsheet row 4)", "8 fields where the header has 7",
                     "comma-separated, UTF-8")
 
 
@@ -152,7 +152,7 @@ def test_expected_outside_the_output_schema_is_refused_naming_row_and_column(pro
     frame = _flat()
     frame.loc[2, "intent"] = "refnd"
     frame.to_csv(project / "t.csv", index=False)
-    line = _one_line_error(cli, _config(project, _csv_entry("t.csv")), "t.csv:3", "field 'intent'", "'refnd'")
+    line = _one_line_error(cli, _config(project, _csv_entry("t.csv")), "t.csv:4 (spreadsheet row 4)", "field 'intent'", "'refnd'")
     assert "did you mean 'refund'?" in line and "never pass" in line
 
 
@@ -161,9 +161,9 @@ def test_an_empty_expected_cell_is_refused(project, cli):
     frame = _flat()
     frame.loc[4, "priority"] = None
     frame.to_csv(project / "t.csv", index=False)
-    _one_line_error(cli, _config(project, _csv_entry("t.csv")), "t.csv:5", "field 'priority'", "empty")
+    _one_line_error(cli, _config(project, _csv_entry("t.csv")), "t.csv:6 (spreadsheet row 6)", "field 'priority'", "empty")
     no_schema = _csv_entry("t.csv").replace(f"    {SCHEMA_FORMAT}\n", "")
-    _one_line_error(cli, _config(project, no_schema), "t.csv:5", "field 'priority'", "empty")
+    _one_line_error(cli, _config(project, no_schema), "t.csv:6 (spreadsheet row 6)", "field 'priority'", "empty")
 
 
 def _jsonl_config(project: Path, rows: list[dict], answer: str, fmt: str = "") -> Path:
@@ -227,7 +227,7 @@ def test_check_never_runs_cases_whose_empty_cells_an_answer_would_match(project,
                                               for i, t in zip(frame["ticket_id"], frame["intent"])])
     config = _config(project, _csv_entry("t.csv").replace(f"    {SCHEMA_FORMAT}\n", ""))
     code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
-    assert code == 2 and "t.csv:1" in err and "field 'priority'" in err and "empty" in err, err
+    assert code == 2 and "t.csv:2 (spreadsheet row 2)" in err and "field 'priority'" in err and "empty" in err, err
     assert not (project / "reports" / "r").exists()
 
 
@@ -261,8 +261,8 @@ def test_missing_sheet_lists_the_sheets_and_suggests_one(project, cli):
         _flat().to_excel(writer, sheet_name="english", index=False)
         _flat().to_excel(writer, sheet_name="korean", index=False)
     entry = f"  - name: t\n    source: {{path: t.xlsx, sheet: Korean}}\n    {FLAT_COLUMNS}\n    {TEMPLATE}\n"
-    _one_line_error(cli, _config(project, entry), "t.xlsx", "no sheet 'Korean'", "sheets: english, korean",
-                    "did you mean 'korean'?")
+    _one_line_error(cli, _config(project, entry), "releasegate.yaml:4: field 'suites[0].source.sheet'", "t.xlsx",
+                    "no sheet 'Korean'", "sheets: english, korean", "did you mean 'korean'?")
 
 
 # -- an endpoint that does not answer -------------------------------------------------------------------------------

@@ -198,3 +198,16 @@ def test_a_speculative_variant_that_changes_greedy_answers_of_the_same_model_is_
     judged = chosen(True)
     assert not judged["eligible"] and "speculation changed 2 of 10 greedy answers" in judged["why_not"]
     assert chosen(False)["eligible"]  # sampled, or another model: not a rule
+
+
+def test_a_variant_whose_answers_change_under_load_past_the_margin_is_not_chosen():
+    """Greedy answers that batching changes: the cheaper variant's flip rate bound is over the margin."""
+    rows = [row("f16", parity=None, cost_per_1m_output_tokens=3.0, load_flip_rate=0.0, load_flip_upper=0.015,
+                flip_margin=0.02),
+            row("q8", cost_per_1m_output_tokens=1.0, load_flip_rate=0.1, load_flip_upper=0.16, flip_margin=0.02)]
+    rows = [{**r, "cost_mode": "api"} for r in rows]
+    choice = choose_cheapest(rows, reference="f16")
+    assert choice["choice"] == "f16"
+    assert "change under load" in rows[1]["why_not"] and "0.16" in rows[1]["why_not"] and not rows[1]["eligible"]
+    steady = [rows[0], {**rows[1], "load_flip_rate": 0.0, "load_flip_upper": 0.015, "why_not": None}]
+    assert choose_cheapest(steady, reference="f16")["choice"] == "q8"

@@ -122,7 +122,9 @@ def test_check_names_the_snapshot_that_judged_it(project, cli):
     run = project / "reports" / "r"
     snapshot = hashlib.sha256((run / "rubric.yaml").read_bytes()).hexdigest()
     judged_by = json.loads((run / "report.json").read_text())["judged_by"]
-    assert judged_by == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot, "whatif": False}
+    rubric = next(i["path"] for i in json.loads((run / "manifest.json").read_text())["inputs"] if i["role"] == "rubric")
+    assert judged_by == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot, "whatif": False,
+                         "source": rubric, "named_by": None}  # the file the snapshot came from, named by the config
     assert cli("verify", run)[0] in (0, 3)  # the report that names it is the one sealed
 
 

@@ -18,7 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypedDict
 
-__all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "TargetStopped", "ErrorKind", "http_kind", "judge_kind"]
+__all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "TargetStopped", "ReleaseRefused", "ErrorKind",
+           "http_kind", "judge_kind"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every character str.splitlines() breaks at
 
@@ -30,15 +31,18 @@ class ReleasegateError(Exception):
 
 
 class Where(TypedDict, total=False):
-    """Where an input error is: InputError's `file`, `line` and `field`, passed on as `**where`."""
+    """Where an input error is: InputError's `file`, `line`, `row` and `field`, passed on as `**where`."""
 
     file: str | Path | None
     line: int | None
+    row: str | None
     field: str | None
 
 
 class InputError(ReleasegateError):
-    """Invalid user input: names the file, the line and the field when known."""
+    """Invalid user input: names the file, the line and the field when known. `line` is the line a text editor
+    shows; `row`, for a table, where a spreadsheet (or a data frame) shows it, in words ("spreadsheet row 6"),
+    written beside the line: a quoted cell of several lines makes the two differ."""
 
     exit_code = 2
 
@@ -48,11 +52,13 @@ class InputError(ReleasegateError):
         *,
         file: str | Path | None = None,
         line: int | None = None,
+        row: str | None = None,
         field: str | None = None,
         hint: str | None = None,
     ) -> None:
         self.file = str(file) if file is not None else None
         self.line = line
+        self.row = row
         self.field = field
         self.hint = hint
         self.message = message
@@ -62,10 +68,19 @@ class InputError(ReleasegateError):
         where = self.file or ""
         if self.line is not None:
             where += f":{self.line}"
+        if self.row:
+            where += f" ({self.row})"
         parts = [p for p in (where, f"field '{self.field}'" if self.field else "") if p]
         text = ": ".join(parts + [self.message]) if parts else self.message
         text = f"{text} ({self.hint})" if self.hint else text
         return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)  # one line, even quoting a value with newlines
+
+
+class ReleaseRefused(ReleasegateError):
+    """A run that may not be blessed, attested or promoted, or an attestation a deploy may not go on with: exit 1,
+    one line saying why."""
+
+    exit_code = 1
 
 
 class TargetError(ReleasegateError):

@@ -8,6 +8,7 @@ without torch, transformers, peft, datasets or evaluate. The rest comes as extra
     ray       ray: `scale: {engine: ray}`
     datasets  datasets: hub suites (`source: {hub: ...}`), save_to_disk directories
     evaluate  evaluate: a rubric's corpus-level `evaluate:` metrics
+    mlflow    mlflow-skinny: `promote --mlflow-model` (a model version in an MLflow registry)
 
 A command that needs a missing one stops with an InputError (exit 2) on one line, e.g.
 "releasegate.yaml:3: field 'target.backend': backend: hf needs torch, transformers, which are not installed
@@ -22,7 +23,7 @@ import importlib.util
 
 from .errors import InputError
 
-__all__ = ["EXTRA_OF", "install_command", "missing", "require", "load"]
+__all__ = ["EXTRA_OF", "DISTRIBUTION_OF", "install_command", "missing", "require", "load"]
 
 EXTRA_OF = {
     "torch": "hf", "transformers": "hf", "peft": "hf", "accelerate": "hf", "safetensors": "hf",
@@ -30,8 +31,11 @@ EXTRA_OF = {
     "ray": "ray",
     "datasets": "datasets",
     "evaluate": "evaluate",
+    "mlflow": "mlflow",
 }
 """The extra that installs each optional module (its top-level import name)."""
+DISTRIBUTION_OF = {"mlflow": "mlflow-skinny"}
+"""A module whose extra installs it from a distribution of another name (the MLflow client alone)."""
 
 
 def install_command(*extras: str) -> str:

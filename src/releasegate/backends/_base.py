@@ -17,6 +17,9 @@ class Request:
     case_id: str
     messages: list[dict] | None = None
     prompt: str | None = None
+    seed: int | None = None
+    """A repeated draw's own sampling seed (`generation.repeats`), sent where the server takes one; None: the
+    config's `generation.seed`, if any."""
 
 
 @dataclass

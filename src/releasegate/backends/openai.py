@@ -114,6 +114,7 @@ class OpenAIBackend(Backend):
         self._quality_probe: LatenessProbe | None = None
         self._lateness: LatenessProbe | None = None  # the probe of the window running now
         self.watch = TargetWatch(getattr(target, "stop_after_errors", DEFAULT_STOP_AFTER))
+        self._stopped = lambda: self.watch.stopped is not None  # nothing more is sent once a dead target stopped the run
         self.models: ModelList | None = None
         """What the server's /models listed when it was probed (None: not probed yet)."""
 
@@ -276,6 +277,8 @@ class OpenAIBackend(Backend):
         for key in ("top_p", "stop", "seed"):
             if key in g:
                 body[key] = g[key]
+        if request.seed is not None:  # a repeated draw: its own seed, so a seeded server draws again
+            body["seed"] = request.seed
         if t.mode == "chat":
             body["messages"] = request.messages if request.messages is not None else [{"role": "user", "content": request.prompt}]
         else:
@@ -289,9 +292,6 @@ class OpenAIBackend(Backend):
     def _sender(self, client, max_new_tokens: int) -> Send:
         """What sends one request of a run (`_dispatch`): `_request` on this client."""
         return lambda item: self._request(client, item, max_new_tokens)
-
-    def _stopped(self) -> bool:
-        return self.watch.stopped is not None
 
     async def _request(self, client, item: Scheduled, max_new_tokens: int) -> Generation:
         """`_attempts`, each request's outcome shown to the watch (a dead server stops the run)."""

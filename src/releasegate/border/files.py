@@ -173,17 +173,18 @@ def append_regular(path: Path, text: str, *, what: str) -> None:
             raise InputError(f"{what} cannot be appended to ({exc.strerror}): not written", file=path) from None
 
 
-def replace_file(path: Path, data: bytes, *, what: str, durable: bool = False) -> Path:
+def replace_file(path: Path, data: bytes, *, what: str, durable: bool = False, mode: int = 0o644) -> Path:
     """Write `data` to `path` atomically: a new temp file of a name nobody could have planted (mkstemp: created,
     never opened if it exists, so never a FIFO), then renamed over `path`; a reader never sees half a file.
-    `durable`: the file and its directory fsynced, so the new content survives a crash (a journal rewritten)."""
+    `durable`: the file and its directory fsynced, so the new content survives a crash (a journal rewritten).
+    `mode`: 0o600 for a private key, readable by nobody else from its first byte."""
     path = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise InputError(f"cannot write {what}: {exc.strerror}", file=path) from None
     try:
-        os.fchmod(fd, 0o644)  # as a plain write would leave it (mkstemp makes 0600)
+        os.fchmod(fd, mode)  # 0o644: as a plain write would leave it (mkstemp makes 0600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             if durable:

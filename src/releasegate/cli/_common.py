@@ -73,7 +73,7 @@ def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
     from ..review.summary import review_headline
     from ..text import inert
 
-    line = review_headline(report.get("review"))
+    line = review_headline(report.get("review"), report.get("verdict"))
     if line:  # slice names come from case tags: shown, never acted on by the terminal
         console.print(inert(line.replace("RUN_DIR", str(run_dir)), keep=""), markup=False, soft_wrap=True)
 

@@ -13,7 +13,9 @@ from typer.exceptions import TyperException
 from ..border.env import TRACEBACK, check_environment, env_flag
 from ..errors import ReleasegateError
 from ..redaction import redact_error
-from . import capacity, check, compare, gate, init, matrix, report, servers, validate, verify
+from . import capacity, check, compare, gate, history, init, matrix, release, report, servers, validate, verify
+from ._interrupts import interrupts_stop_the_command, keep_exit_code
+from ._streams import outlive_readers
 from .review import app as review_app
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
@@ -41,6 +43,11 @@ app.command("servers", epilog="Exit codes: 0 a target is recommended | 2 a bad r
                                "3 no target passed its gate with quality no worse than the reference's.")(servers.servers)
 app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | "
                                  "3 unverified: some inputs could not be hashed.")(verify.verify)
+app.command("history")(history.history)
+app.command("bless")(release.bless)
+app.command("attest")(release.attest)
+app.command("verify-attestation")(release.verify_attestation)
+app.command("promote")(release.promote)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
 
 
@@ -105,8 +112,9 @@ Usage errors (TyperException) print typer's own message; every line goes through
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every exception becomes one line on stderr and an exit code (`EXIT_TABLE`), never a traceback."""
     try:
-        check_environment()  # a bad RELEASEGATE_* value is exit 2 naming it, before any work
-        result = app(args=argv, prog_name="releasegate", standalone_mode=False)
+        with interrupts_stop_the_command():  # Ctrl-C: 'interrupted', exit 130, never a traceback
+            check_environment()  # a bad RELEASEGATE_* value is exit 2 naming it, before any work
+            result = app(args=argv, prog_name="releasegate", standalone_mode=False)
     except TyperException as exc:
         return _usage(exc)
     except (Exception, KeyboardInterrupt) as exc:
@@ -131,7 +139,10 @@ def run() -> None:
     from ..record.stage_timing import mark_process_entry
 
     mark_process_entry()  # check's run.json `timing.import_s`: this process was started for the command
-    _exit_now(main())
+    outlive_readers()  # `releasegate ... | head -1`: a reader that leaves early never changes the exit code
+    code = main()
+    keep_exit_code(code)
+    _exit_now(code)
 
 
 def _exit_now(code: int) -> None:

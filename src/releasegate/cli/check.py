@@ -67,6 +67,7 @@ def check(
     disk: a signal after that leaves the run complete and exits with the verdict's code."""
     from ..pipeline.check import resume_check, run_check_file
     from ..record.gate_report import as_report
+    from ..record.history_index import index_run
     from ..report import criteria_table, verdict_lines
     from ..run.interruption import hold_after_verdict, signals_stop
 
@@ -98,5 +99,7 @@ def check(
             console.print(f"{cached} responses came from the response cache: no latency was measured for them",
                           markup=False, soft_wrap=True)
         console.print(f"run record: {run.path}", markup=False, soft_wrap=True)
+        for note in index_run(run.path):  # the reports folder's run history lists it
+            console.print(note, markup=False, soft_wrap=True)
         hold_after_verdict()
     return report["exit_code"]

@@ -18,7 +18,7 @@ class Format(StrEnum):
 
 
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="The baseline run directory.")],
+    baseline: Annotated[Path, typer.Argument(help="The baseline run directory, or a name given by releasegate bless.")],
     candidate: Annotated[Path, typer.Argument(help="The candidate run directory.")],
     rubric: Annotated[
         Optional[Path], typer.Option(help="Rubric for forbidden rules and baseline margins (default: the candidate's snapshot).", dir_okay=False)
@@ -30,6 +30,8 @@ def compare(
         Optional[Path], typer.Option("--output", "-o", help="Write the --format rendering here (default: stdout).", dir_okay=False)
     ] = None,
     force: ForceOption = False,
+    reports: Annotated[Optional[Path], typer.Option(help="Where a blessed BASELINE name is looked up (default: "
+                                                         "reports).", file_okay=False)] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Compare two runs on their shared cases (same id, same input and expected answer): paired score bounds for
@@ -38,10 +40,11 @@ def compare(
     nothing was shared, a case differs or a run is not whole (or the baseline measured nothing), 4 if the
     candidate's target failed most requests, 2 if the runs are the same run or were made with different
     generation settings, else 0."""
+    from ..pipeline.bless import baseline_dir
     from ..pipeline.compare import compare_runs
     from ..report.compare import comparison_notes, comparison_table, render_comparison
 
-    result = compare_runs(baseline, candidate, rubric, confidence)
+    result = compare_runs(baseline_dir(baseline, reports), candidate, rubric, confidence)
     if as_json:
         print_json(result)
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only the --format text

@@ -31,6 +31,7 @@ def gate(
     INCONCLUSIVE."""
     from ..pipeline.regate import regate
     from ..record.gate_report import as_report
+    from ..record.history_index import index_run
     from ..report import criteria_table, verdict_lines
 
     done = regate(run_dir, rubric, allow_pending=allow_pending, output=output, force=force)
@@ -43,6 +44,9 @@ def gate(
     print_review_line(console, report, done.run.path)
     for line in verdict_lines(shown):
         console.print(line, markup=False, soft_wrap=True)
+    if done.official:  # the run's verdict changed maybe: the reports folder's run history says the new one
+        for note in index_run(done.run.path):
+            console.print(note, markup=False, soft_wrap=True)
     if not done.official:  # the run's own reports were rewritten, as ever, or are left as they were: say which
         kind = "what-if reports" if (report.get("judged_by") or {}).get("whatif") else "reports"
         console.print(f"{kind}: {done.written_to} (the run's own reports are unchanged)", markup=False, soft_wrap=True)

@@ -33,15 +33,21 @@ def export(
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed (default: the policy's); needs --resample once a sample exists.")] = None,
     resample: Annotated[bool, typer.Option(help="Draw the sample again instead of reusing the run's review_sample.json.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --output file, or a filled-in review CSV.")] = False,
+    adjudication: Annotated[bool, typer.Option(
+        "--adjudication", help="Write the cases whose reviewers disagree, for an adjudicator.")] = False,
+    unstable_first: Annotated[bool, typer.Option(
+        "--unstable-first", help="Put the sampled cases whose answers changed (across repeated draws or under load) first.")] = False,
     as_json: JsonOption = False,
 ) -> int:
-    """Draw the review sample (once per run, kept in review_sample.json); write it as a spreadsheet-safe CSV with instructions."""
+    """Draw the review sample (once per run, kept in review_sample.json); write it as a spreadsheet-safe CSV with
+    instructions: one per reviewer with review.labels_per_case: 2, and the disagreements with --adjudication."""
     from ..review.session import export_queue
 
     def note(line: str) -> None:
         consoles(as_json).print(line, markup=False, soft_wrap=True)
 
-    done = export_queue(run_dir, rubric_path=rubric, output=output, seed=seed, resample=resample, note=note, force=force)
+    done = export_queue(run_dir, rubric_path=rubric, output=output, seed=seed, resample=resample, note=note, force=force,
+                        adjudication=adjudication, unstable_first=unstable_first)
     if done.replaced_labels:
         note(f"replaced {done.csv_path}, which held {done.replaced_labels} labelled rows (--force)")
     sample, summary = done.sample, done.summary
@@ -49,10 +55,17 @@ def export(
         print_json(summary)
     console = consoles(as_json)
     how = "drew" if done.drawn else "reused"
-    console.print(f"{how} the review sample: {len(sample.items)} of {sample.cases} cases (seed {summary['seed']})"
-                  f"{'; required: ' + ', '.join(sample.required) if sample.required else ''}", markup=False, soft_wrap=True)
-    console.print(f"wrote {done.csv_path}\ninstructions: {done.sidecar}\nnext: fill label/reason/reviewer, then "
-                  f"releasegate review import {done.run_path} {done.csv_path}", markup=False, soft_wrap=True)
+    if not done.adjudication:
+        console.print(f"{how} the review sample: {len(sample.items)} of {sample.cases} cases (seed {summary['seed']})"
+                      f"{'; required: ' + ', '.join(sample.required) if sample.required else ''}", markup=False, soft_wrap=True)
+    copies = summary["csvs"]
+    for path in copies:
+        console.print(f"wrote {path}", markup=False, soft_wrap=True)
+    who = "one copy to each reviewer; " if len(copies) > 1 else "the adjudicator: " if done.adjudication else ""
+    target = copies[0] if len(copies) == 1 else "FILE"
+    beside = " (and one beside each copy)" if len(copies) > 1 else ""
+    console.print(f"instructions: {done.sidecar}{beside}\nnext: {who}fill label/reason/reviewer, then "
+                  f"releasegate review import {done.run_path} {target}", markup=False, soft_wrap=True)
     return 0
 
 
@@ -65,7 +78,7 @@ def import_(
     as_json: JsonOption = False,
 ) -> int:
     """Validate a filled-in review CSV and store its labels (reviews.jsonl); on any problem store nothing, list them, exit 2."""
-    from ..report.review import review_table
+    from ..report.review import review_notes, review_table
     from ..review import ReviewImportError
     from ..review.session import import_queue
 
@@ -84,6 +97,8 @@ def import_(
     console.print(f"imported {len(labels.edits)} label(s) from {file} ({labels.unchanged} unchanged, "
                   f"{labels.unlabelled} row(s) without a label)", markup=False, soft_wrap=True)
     console.print(review_table(done.review.rows))
+    for line in review_notes(done.review.rows):
+        console.print(line.replace("RUN_DIR", str(done.run_path)), markup=False, soft_wrap=True)
     console.print(f"next: releasegate gate {done.run_path}", markup=False, soft_wrap=True)
     return 0
 
@@ -91,11 +106,14 @@ def import_(
 @app.command("status")
 def status(run_dir: RunDirArg, rubric: RubricOption = None, as_json: JsonOption = False) -> int:
     """Where review stands: per slice, labels needed and given, approval, agreement with the automatic verdict."""
-    from ..report.review import review_table
+    from ..report.review import review_notes, review_table
     from ..review.session import review_status
 
     summary = review_status(run_dir, rubric)
     if as_json:
         print_json(summary.rows)
-    consoles(as_json).print(review_table(summary.rows))
+    console = consoles(as_json)
+    console.print(review_table(summary.rows))
+    for line in review_notes(summary.rows):
+        console.print(line.replace("RUN_DIR", str(run_dir)), markup=False, soft_wrap=True)
     return 0

@@ -4,6 +4,7 @@ guarantees")."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ReleasegateError
@@ -11,6 +12,7 @@ from ..inputs.rubric import Criterion, Rubric
 from ..record.judge_verdicts import Verdicts, saved_verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunDir, RunInfo
+from .blessed_baseline import blessed_standing
 from .comparability import BASELINE_PARTS, baseline_problems, coverage_problem, saved_settings_key, settings_problem
 from .criteria import CriterionResult, Undecided
 from .paired_comparison import Margins, changed_note, compare_records
@@ -34,7 +36,13 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
                                  base_verdicts=saved_verdicts(base), cand_verdicts=verdicts)
     problems = _baseline_standing(base, base_records, info)
     problems += [n for n in (changed_note(comparison), coverage_problem(comparison["shared_cases"], len(base_records))) if n]
-    return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems}
+    warnings: list[str] = []
+    if spec.get("blessed"):
+        found = blessed_standing(spec, info)
+        problems += list(found.problems)
+        warnings += list(found.warnings)
+    return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems,
+            **({"baseline_blessed": spec["blessed"], "baseline_warnings": warnings} if spec.get("blessed") else {})}
 
 
 def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunInfo | None) -> list[str]:
@@ -67,7 +75,9 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
                f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
         return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
                                 cause=Undecided.BASELINE)]
-    return [_baseline_row(row, comparison.get("confidence", 0.95)) for row in comparison["rows"]]
+    rows = [_baseline_row(row, comparison.get("confidence", 0.95)) for row in comparison["rows"]]
+    warned = "; ".join(comparison.get("baseline_warnings") or [])
+    return [replace(r, reason=f"{r.reason}; stale baseline: {warned}") if warned else r for r in rows]
 
 
 def _baseline_row(row: dict, confidence: float) -> CriterionResult:

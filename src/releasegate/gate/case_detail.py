@@ -15,7 +15,8 @@ from ..record.evidence import attempts_why, failure
 from ..record.records import CaseRecord
 from ..record.review_labels import LabelEdit, current_labels
 
-__all__ = ["failing_cases", "failing_why", "flipped_cases", "FLIPPED_KEPT", "input_text", "expected_text", "check_results", "case_reviews", "case_detail", "cut", "DETAIL_CHARS"]
+__all__ = ["failing_cases", "failing_why", "flipped_cases", "FLIPPED_KEPT", "input_text", "expected_text", "check_results",
+           "case_reviews", "case_detail", "cut", "DETAIL_CHARS", "user_message", "system_prompt"]
 
 DETAIL_CHARS = 1000
 """report.json keeps this much of a failing case's input, expected answer and error message (records.jsonl has
@@ -51,10 +52,36 @@ def input_text(case_input: dict[str, Any]) -> str:
 def _message(message) -> str:
     if not isinstance(message, dict):
         return str(message)
+    return f"{message.get('role', '?')}: {_content(message)}"
+
+
+def _content(message: dict) -> str:
     content = message.get("content")
     if isinstance(content, list):  # content parts (text, images): their text
         content = " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    return f"{message.get('role', '?')}: {'' if content is None else content}"
+    return "" if content is None else str(content)
+
+
+def _messages(case_input: dict[str, Any], role: str) -> list[str]:
+    messages = case_input.get("messages")
+    if isinstance(case_input.get("prompt"), str) or not isinstance(messages, list):
+        return []
+    return [_content(m) for m in messages if isinstance(m, dict) and m.get("role") == role]
+
+
+def user_message(case_input: dict[str, Any]) -> tuple[str, int]:
+    """What the case asks, as a reader looks for it first: the last user message (the prompt of a prompt case),
+    and how many user turns the case has (1 for a prompt). A chat without a user turn: its whole input."""
+    if isinstance(case_input.get("prompt"), str):
+        return case_input["prompt"], 1
+    turns = _messages(case_input, "user")
+    return (turns[-1], len(turns)) if turns else (input_text(case_input), 0)
+
+
+def system_prompt(case_input: dict[str, Any]) -> str:
+    """The case's system message(s), one per line ('' for none): the reports show a prompt shared by many
+    cases once, above their table, instead of in every row."""
+    return "\n".join(_messages(case_input, "system"))
 
 
 def expected_text(expected: Any) -> str:
@@ -88,17 +115,24 @@ def _check(name: str, score: dict) -> dict:
 
 def case_reviews(edits: list[LabelEdit]) -> dict[str, list[dict]]:
     """Case id -> each reviewer's current label of it (the latest edit per reviewer, as the gate counts them):
-    {'reviewer', 'label' ('approve' or 'reject'), 'reason'}, by reviewer name."""
+    {'reviewer', 'label' ('approve' or 'reject'), 'reason'}, by reviewer name; an adjudicator's last, named so."""
     out: dict[str, list[dict]] = {}
     for edit in current_labels(edits).values():
         out.setdefault(edit.case_id, []).append({"reviewer": edit.reviewer, "label": edit.label, "reason": edit.reason})
-    return {case_id: sorted(rows, key=lambda r: r["reviewer"].casefold()) for case_id, rows in out.items()}
+    out = {case_id: sorted(rows, key=lambda r: r["reviewer"].casefold()) for case_id, rows in out.items()}
+    for edit in {e.case_id: e for e in edits if e.adjudication}.values():  # the one that decides: the latest
+        out.setdefault(edit.case_id, []).append({"reviewer": f"{edit.reviewer} (adjudicator)", "label": edit.label,
+                                                 "reason": edit.reason})
+    return out
 
 
 def case_detail(record: CaseRecord, scores: dict, reviews: list[dict] | None = None) -> dict:
     """The fields report.json keeps for a failing case besides its id, suite, output and why (`FailingCase`)."""
+    asked, turns = user_message(record.input)
     return {
         "input": cut(input_text(record.input), DETAIL_CHARS),
+        "user_message": cut(asked, DETAIL_CHARS), "user_turns": turns,
+        "system_prompt": cut(system_prompt(record.input), DETAIL_CHARS),
         "expected": cut(expected_text(record.expected), DETAIL_CHARS),
         "error_message": cut(record.error_message, DETAIL_CHARS) if record.error_message else None,
         "checks": check_results(scores),

@@ -15,6 +15,7 @@ from ..stats.intervals import needed_n_for_rate, percentile_min_n
 RATE_METRICS = (
     "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load", "judge_error_rate",
     "pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate", "cache_hit_rate", "cache_wrong_hit_rate",
+    "pass_all_k", "pass_any_k", "flip_rate", "answer_agreement", "load_flip_rate",
 )
 
 __all__ = ["CriterionResult", "judge_criterion", "meets", "Undecided", "RELAXABLE", "relaxable"]

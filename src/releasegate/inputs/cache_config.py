@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..redaction import mask_url
 from .backend_facts import capabilities
-from .files import read_text, resolve_under
+from .files import named_file, read_text, resolve_under
 
 __all__ = ["CacheConfig", "PrefixCacheConfig", "parse_cache", "parse_prefix_cache", "DEFAULT_CACHE", "EmbeddingSource",
            "ResponseCacheProbeConfig", "parse_response_cache_probe"]
@@ -54,7 +54,9 @@ def parse_prefix_cache(raw: dict | None, target: dict, here: Path, at) -> Prefix
         raise InputError("prefix_cache needs one of system (the text) or system_file (a path)", **at("prefix_cache"))
     system = raw.get("system")
     if system is None:
-        system = read_text(resolve_under(here, raw["system_file"]), what="system prompt")
+        where = at("prefix_cache", "system_file")
+        system = read_text(named_file(resolve_under(here, raw["system_file"]), what="system prompt", where=where,
+                                      base=here), what="system prompt")
     return PrefixCacheConfig(system=system, requests=raw.get("requests", 16))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
+from .backend_facts import SHARED_FIELDS, backend_names, spec
 from .cache_config import (
     CacheConfig,
     PrefixCacheConfig,
@@ -29,7 +30,7 @@ from .cache_config import (
 from .composition import Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_config_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
-from .files import MAX_YAML_BYTES, read_text, resolve_under
+from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .judge_settings import parse_judge
 from .load_profile import LoadConfig, parse_load
 from .scale_config import ScaleConfig, parse_scale
@@ -52,6 +53,9 @@ class Config:
     rubric: Path
     max_new_tokens: int = 64
     generation: dict = field(default_factory=dict)
+    """The `generation:` section as the backend and the response cache take it: every key but `repeats`."""
+    repeats: int = 1
+    """Draws per case (`generation.repeats`); a suite's own `repeats:` overrides it for its cases."""
     load: LoadConfig | None = None
     cost: CostConfig | None = None
     output_dir: Path = field(default_factory=lambda: Path("reports"))
@@ -77,6 +81,20 @@ class Config:
     """The configs this one extends (`extends:`), nearest first; empty: the file alone."""
     overrides: tuple[Override, ...] = ()
     """The `--set KEY=VALUE` overrides applied over the file, in order."""
+    key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
+    """Where a key was written (`key_at("rubric")`): the file and line of the layer that wrote it, or the --set
+    that gave it; what an error about the file a key names points at."""
+    warnings: tuple[str, ...] = ()
+    """One line per thing the config says that will have no effect (`ignored_target_keys`); `validate` and
+    `check` print them."""
+    rubric_set_by: str | None = None
+    """Where `rubric:` was written when not in this file: the base config (`extends:`) whose key names the
+    rubric, or '--set rubric'; None: this file names it."""
+
+    def draws_of(self, suite: str) -> int:
+        """Draws per case of the suite named `suite`: its own `repeats:`, else `generation.repeats`."""
+        own = next((s.repeats for s in self.suites if s.name == suite), None)
+        return own or self.repeats
 
     def masked_raw(self) -> dict:
         """The config as written, with the target's credentials masked (userinfo and query tokens of base_url,
@@ -164,7 +182,8 @@ def load_config(
         suites=suites,
         rubric=resolve_under(here, data["rubric"]),
         max_new_tokens=data.get("generation", {}).get("max_new_tokens", 64),
-        generation=dict(data.get("generation", {})),
+        generation={k: v for k, v in data.get("generation", {}).items() if k != "repeats"},
+        repeats=data.get("generation", {}).get("repeats", 1),
         load=parse_load(data.get("load"), served, here, at),
         cost=parse_cost(data.get("cost"), here, at),
         output_dir=resolve_under(here, output.get("dir", "reports")),
@@ -179,7 +198,49 @@ def load_config(
         base_dir=here,
         extends=tuple(composed.extends),
         overrides=composed.overrides,
+        key_at=at,
+        rubric_set_by=_set_by(composed, path, "rubric"),
+        warnings=ignored_target_keys(composed, path),
     )
+
+
+def ignored_target_keys(composed, path: Path) -> tuple[str, ...]:
+    """A warning per config layer that wrote target keys the target's backend does not take, naming the file and
+    line: an `extends:` to another backend keeps the base's target keys (`base_url` under a replay target), and
+    the new backend would silently ignore them."""
+    target = composed.data.get("target") or {}
+    backend = target.get("backend")
+    if backend not in backend_names() or composed.data.get("variants") is not None:
+        return ()  # served variants take target keys of their own servers (`model`, `base`, client settings)
+    taken = set(spec(backend).fields) | set(SHARED_FIELDS)
+    by_layer: dict[int, list[str]] = {}
+    for key in target:
+        if key not in taken:
+            by_layer.setdefault(id(composed.layer_of(["target", key])), []).append(key)
+    backend_layer = composed.layer_of(["target", "backend"])
+    out = []
+    for keys in by_layer.values():
+        owners = sorted({name for name in backend_names() for key in keys if key in spec(name).fields})
+        of = f" (for the {' and '.join(owners)} backend)" if owners else ""
+        named = ", ".join(f"target.{k}" for k in keys)
+        if composed.layer_of(["target", keys[0]]) is backend_layer:
+            hint = "remove them" if len(keys) > 1 else "remove it"
+        else:
+            hint = (f"written by an extends: layer for another backend; set {', '.join(f'target.{k}: null' for k in keys)}"
+                    f" in {path.name} to drop {'them' if len(keys) > 1 else 'it'}")
+        out.append(InputError(f"the {backend} backend ignores {named}{of}", **composed.at("target", keys[0]),
+                              hint=hint).one_line())
+    return tuple(out)
+
+
+def _set_by(composed, path: Path, key: str) -> str | None:
+    """The layer that wrote `key` when it is not the config at `path`: a base config's path, or '--set KEY'."""
+    layer = composed.layer_of([key])
+    if layer.override is not None:
+        return f"--set {layer.override.key}"
+    if layer.file is None or Path(layer.file).resolve() == path.resolve():
+        return None
+    return str(Path(layer.file).resolve())
 
 
 def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:

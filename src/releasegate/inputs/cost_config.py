@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .files import load_yaml, resolve_under
+from .files import load_yaml, named_file, resolve_under
 
 __all__ = ["CostConfig", "parse_cost"]
 
@@ -30,7 +30,9 @@ def parse_cost(raw: dict | None, here: Path, at) -> CostConfig | None:
         return CostConfig(mode="self_hosted", hourly_usd=raw["hourly_usd"])
     prices: dict[str, Any] = {k: raw[k] for k in ("input_usd_per_1m", "output_usd_per_1m") if k in raw}
     if "price_table" in raw:
-        prices = _price_row(resolve_under(here, raw["price_table"]), raw.get("price_model"), at)
+        table = named_file(resolve_under(here, raw["price_table"]), what="price table", where=at("cost", "price_table"),
+                           base=here)
+        prices = _price_row(table, raw.get("price_model"), at)
     missing = [k for k in ("input_usd_per_1m", "output_usd_per_1m") if k not in prices]
     if missing:
         raise InputError(

@@ -5,7 +5,9 @@ spreadsheet is read as written and every CSV error can say how the file was read
   Anything else is refused, naming what it reads as (Windows-1252, Korean cp949): a guessed encoding would
   put wrong characters into prompts without a word. A UTF-8 file whose text was once read as Latin-1 and
   saved again (it begins with 'ï»¿', or its header's accented letters read 'Ã©') is refused too: "reopen as
-  UTF-8".
+  UTF-8". So is one whose first cell holds the byte-order mark inside its quotes: LibreOffice's default import
+  reads the mark as three Windows-1252 characters ('ï»¿"review_id"' is one text cell) and its default export
+  writes them back as the same three bytes, inside the quotes it now needs.
 - Delimiter: of , ; tab and |, the one that splits the header and the first records into the same number
   (at least two) of fields, for the most records (at least AGREE of them), then the most fields; a tie goes
   to the format's own (',' for CSV, tab for TSV).
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..spreadsheet import SAVE_AS_UTF8
 from .files import open_regular
 
 __all__ = ["Dialect", "sniff_csv", "misread_utf8", "REOPEN"]
@@ -51,6 +54,8 @@ def sniff_csv(path: Path, *, default: str = ",") -> Dialect:
     that is not UTF-8 or UTF-16, or UTF-8 garbled by a wrong reading."""
     with open_regular(path, what="suite source", max_bytes=1 << 62) as fh:
         head = fh.read(SAMPLE_BYTES)
+    if not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # the first cause first: a misread mark
+        _refuse_garbled(head.split(b"\n", 1)[0].decode("utf-8-sig", "replace"), path)  # before the bytes typed since
     encoding, text = _decode(head, path)
     _refuse_garbled(text, path)
     return Dialect(encoding, _delimiter(text, default))
@@ -80,15 +85,21 @@ def _guess(head: bytes) -> str:
     return "Windows-1252 (Latin-1, as a spreadsheet saves a CSV on Western Windows)"
 
 
-REOPEN = "reopen the original as UTF-8 (the import dialog's 'Unicode (UTF-8)') and save it as CSV UTF-8"
+REOPEN = f"reopen the original as UTF-8 and save it as CSV UTF-8 ({SAVE_AS_UTF8})"
 """What to do about a file whose UTF-8 was read as Latin-1 and saved again."""
 
 
 def misread_utf8(header: str) -> str | None:
     """What is wrong with a CSV's header line when its UTF-8 text was read as Latin-1 and saved again (it begins
-    with 'ï»¿', the byte-order mark so read, or its accented letters read 'Ã©'), else None. Only the header is
-    judged: data rows may hold such text on purpose (scraped tickets, model outputs)."""
-    if header.startswith("\u00ef\u00bb\u00bf"):
+    with 'ï»¿', the byte-order mark so read, or with the mark inside the first cell's quotes, or its accented
+    letters read 'Ã©'), else None. Only the header is judged: data rows may hold such text on purpose (scraped
+    tickets, model outputs)."""
+    cell = header.lstrip('"')  # quoted or not: the first cell's text
+    if header.startswith('"\ufeff""'):  # the mark, then the cell's own opening quote kept as text: read as 3 characters
+        return ("has a UTF-8 byte-order mark inside its first cell's quotes: it was opened as Windows-1252 "
+                "(LibreOffice's default character set, not 'Unicode (UTF-8)') and saved again: its non-ASCII "
+                "characters were shown garbled, and text typed into it is not UTF-8")
+    if cell.startswith("\u00ef\u00bb\u00bf"):
         return "begins with 'ï»¿', a UTF-8 byte-order mark that was read as Latin-1 and saved again: its non-ASCII characters are garbled"
     if _garbled(header):
         return "has a header of UTF-8 text that was read as Latin-1 and saved again: its non-ASCII characters are garbled"

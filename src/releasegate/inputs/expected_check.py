@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..text import loads_json
+from .files import KeyAt
 from .schema_check import did_you_mean, schema_errors
 
 __all__ = ["check_expected"]
@@ -30,8 +31,13 @@ _NO_EXPECTED = ("judge",)
 """Answer checks that need no expected answer."""
 
 
-def check_expected(expected: Any, answer: dict | None, formats: tuple[dict, ...], file, line: int | None) -> None:
-    """InputError (naming `expected` or `expected.<field>`) for an expected answer the case can never meet."""
+def check_expected(expected: Any, answer: dict | None, formats: tuple[dict, ...], file, line: int | None,
+                   fields_at: KeyAt | None = None, table: bool = False) -> None:
+    """InputError (naming `expected` or `expected.<field>`) for an expected answer the case can never meet.
+    `fields_at(j)`: where `answer.fields[j]` was written (the config's line for a suite's answer check): a field
+    the expected answer does not have, but has one of a near name, is blamed there, a typo of the config rather
+    than of every row; a field it lacks with no near name is the case's.
+    `table`: the case is a row of a table (`line` its row number, not a line of `file`)."""
     if answer is None:  # no answer check: nothing to meet
         return
     kind = answer.get("type")
@@ -39,7 +45,7 @@ def check_expected(expected: Any, answer: dict | None, formats: tuple[dict, ...]
         return
     schemas = [f["schema"] for f in formats if f.get("type") == "json_schema" and isinstance(f.get("schema"), dict)]
     if kind == "json_fields":
-        _check_fields(expected, answer, schemas, file, line)
+        _check_fields(expected, answer, schemas, file, line if not table else None, fields_at)
         return
     if _empty(expected):
         raise _refused("the expected answer is empty (an empty cell?)", "expected", file, line)
@@ -67,9 +73,20 @@ def _has_group(answer: dict) -> bool:
         return True  # the pattern's own error is reported where it is compiled
 
 
-def _check_fields(expected: Any, answer: dict, schemas: list[dict], file, line: int | None) -> None:
+def _check_fields(expected: Any, answer: dict, schemas: list[dict], file, line: int | None,
+                  fields_at: KeyAt | None) -> None:
     if not isinstance(expected, dict):
         raise _refused("json_fields needs a JSON object as the expected answer", "expected", file, line)
+    for j, name in enumerate(answer.get("fields") or ()):
+        if name in expected:
+            continue
+        guess = did_you_mean(str(name), list(expected))
+        if guess and fields_at is not None:  # a near name the answer has: the config's typo
+            case = f"{file}:{line}" if line is not None else str(file)
+            raise InputError(f"the expected answer has no field '{name}' ({case} has {', '.join(map(str, expected))})",
+                             **fields_at(j), hint=guess)
+        raise _refused(f"the expected answer has no field '{name}', which answer.fields names", f"expected.{name}",
+                       file, line, hint="add the field to the expected answer, or correct answer.fields")
     for name in answer.get("fields") or sorted(expected):
         value = expected.get(name)
         problem = _field_problem(name, value, schemas)

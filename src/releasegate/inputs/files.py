@@ -8,6 +8,7 @@ only, read with a cap); its readers are named here too, so a loader imports one 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,45 @@ from ..border.files import (
     read_text,
     sha256_file,
 )
-from ..errors import InputError
+from ..errors import InputError, Where
 
 __all__ = [
     "read_text", "load_yaml", "load_yaml_text", "field_path", "line_of", "exists", "is_file", "is_dir", "resolve_under", "open_regular",
-    "check_regular", "read_capped", "sha256_file", "MAX_FILE_BYTES",
+    "check_regular", "read_capped", "sha256_file", "MAX_FILE_BYTES", "KeyAt", "nowhere", "key_at", "named_file",
 ]
+
+KeyAt = Callable[..., Where]
+"""`at(*parts)`: the file, line and field of the value at a key path of a YAML section (`['suites', 0, 'path']`),
+the layer that wrote it for a composed config (`composition.Composed.at`)."""
+
+
+def nowhere(*parts: str | int) -> Where:
+    """A `KeyAt` for a section no file stands behind (built in code): the field only."""
+    return Where(field=field_path(list(parts)) or None)
+
+
+def _under(path: Path, base: Path | None) -> bool:
+    """Whether `path` lies under `base` (a relative path resolved there, not an absolute one named elsewhere)."""
+    if base is None or os.path.isabs(path) != os.path.isabs(base):
+        return False
+    return not os.path.relpath(path, base).startswith("..")
+
+
+def key_at(file: Path, node: yaml.Node | None) -> KeyAt:
+    """The `KeyAt` of a YAML file read on its own: the file, the line of the key (`line_of`), the field."""
+    return lambda *parts: Where(file=file, line=line_of(node, list(parts)), field=field_path(list(parts)) or None)
+
+
+def named_file(path: Path, *, what: str, where: Where, base: Path | None = None) -> Path:
+    """`path`, which a key of a user's file names: a missing file is the key's error (its file, line and field,
+    or the --set that gave it), not an error about a file nobody can open. `base`: the directory a relative
+    path starts from, named in the hint (for a config, the directory of the config that is run, whichever
+    `extends:` layer wrote the key)."""
+    if not exists(path):
+        start = f": it is read from {'the current directory' if str(base) == '.' else f'{base}/'}" if _under(path, base) else ""
+        missing = "is a link to nothing (or a loop of links)" if os.path.lexists(path) else "not found"
+        raise InputError(f"{what} {path} {missing}", **where, hint=f"check the path{start}")
+    return Path(path)
 
 MAX_YAML_BYTES = 4 * 1024 * 1024  # configs, rubrics, rule files and price tables are hand-written and small
 MAX_YAML_NODES = 200_000  # after expanding aliases: a "billion laughs" document stops here

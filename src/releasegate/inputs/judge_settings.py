@@ -12,6 +12,7 @@ from ..errors import InputError
 from .backend_facts import spec
 from .files import is_file, read_text
 from .judge_prompt import check_template, template_text
+from .schema_check import did_you_mean
 
 if TYPE_CHECKING:
     from .target import TargetConfig
@@ -100,8 +101,9 @@ def criterion_of(answer: dict, settings: JudgeSettings | None, *, where: str = "
     if name is not None and "instructions" not in answer:
         if settings is None or name not in settings.criteria:
             known = ", ".join(sorted(settings.criteria)) if settings else "none: the config has no judge section"
+            guess = did_you_mean(str(name), sorted(settings.criteria)) if settings else ""
             raise InputError(f"judge criterion '{name}' is not defined (known: {known})", field=f"{where}.criterion",
-                             hint="add it under judge.criteria in the config")
+                             hint=guess or "add it under judge.criteria in the config")
         return settings.criteria[name]
     return _criterion(name or "inline", answer, where)
 
@@ -189,4 +191,10 @@ def check_judged_cases(config, cases) -> None:
             raise InputError(f"case {case.id} (suite {case.suite}) is graded by the judge, but the config has no "
                              "judge: section", file=config.path, field="judge",
                              hint="add judge: {base_url, model} (see docs/llm-judge.md)")
+        suite = next((s for s in config.suites if s.name == case.suite), None)
+        if suite is not None and answer is suite.answer:  # the suite's own answer check: its line in the config
+            try:
+                criterion_of(answer, config.judge)
+            except InputError as exc:
+                raise InputError(exc.message, **suite.key_at("answer", "criterion"), hint=exc.hint) from None
         criterion_of(answer, config.judge, where=f"suite {case.suite}, case {case.id}: answer")

@@ -7,6 +7,8 @@
       min_reviewed: 10                                       # labelled cases per required slice at least (all, if fewer)
       min_approval: 0.9                                      # human approval each required slice must reach
       confidence: 0.95                                       # ... as a one-sided lower bound at this confidence
+      show_auto: false                                       # reviewers see no automatic verdict (blind review)
+      labels_per_case: 1                                     # 2: two reviewers label each case, disagreements adjudicated
       sample:
         seed: 0
         stratify_by: [suite, domain]                         # strata: the combinations of these slice keys
@@ -101,12 +103,31 @@ class ReviewPolicy:
     confidence: float = 0.95
     """Approval gates on its one-sided Wilson bound at this confidence (effective n of the post-stratified
     estimate); the point value decides only for a slice whose every case is labelled."""
+    show_auto: bool = False
+    """The review CSV shows the automatic verdict and its reasons (auto_* columns). Off by default: a reviewer shown
+    'pass' approves more (anchoring); the gate reads the verdict from the run record, never from the CSV."""
+    labels_per_case: int = 1
+    """Independent labels a sampled case needs. At 2 a case counts as reviewed when two reviewers agree or an
+    adjudicator labelled it; a disagreement without an adjudicator's label keeps review pending."""
 
     def labels_needed(self, cases: int) -> int:
         """Labels a required slice of `cases` cases needs before its approval bound can pass: `min_reviewed`, and
         the fewest that, all approving, reach `min_approval` at `confidence` (all its cases when it has fewer)."""
         fewest = needed_n_for_rate(1.0, self.min_approval, higher_is_better=True, confidence=self.confidence)
         return min(cases, max(self.min_reviewed, fewest if fewest is not None else cases))
+
+    def why_needed(self, needed: int, cases: int, approval: float | None) -> str | None:
+        """Why a required slice of `cases` cases needs `needed` labels when that is more than `min_reviewed`, e.g.
+        '25 labels, not min_reviewed 10: fewer, even all approving, keep the approval's one-sided 95% lower bound
+        under min_approval 0.9'; None when it needs no more. `approval`: the slice's approval so far."""
+        if needed <= self.min_reviewed:
+            return None
+        head = f"{needed} labels, not min_reviewed {self.min_reviewed}: "
+        bound = f"the approval's one-sided {self.confidence:.0%} lower bound"
+        if needed > self.labels_needed(cases) and approval is not None:
+            return head + (f"at the approval so far ({approval:.0%}) {bound} and its upper bound straddle "
+                           f"min_approval {self.min_approval:g}; about this many decide it")
+        return head + f"fewer, even all approving, keep {bound} under min_approval {self.min_approval:g}"
 
     def required(self, records) -> list[dict]:
         """The required slices present in the run: one per spelling of a required domain found ('Medical',
@@ -128,7 +149,8 @@ class ReviewPolicy:
         return {
             "required_domains": list(self.required_domains), "domain_tag": self.domain_tag,
             "required_slices": [dict(s) for s in self.required_slices], "min_reviewed": self.min_reviewed,
-            "min_approval": self.min_approval, "confidence": self.confidence, "sample": self.sample.as_dict(),
+            "min_approval": self.min_approval, "confidence": self.confidence, "show_auto": self.show_auto,
+            "labels_per_case": self.labels_per_case, "sample": self.sample.as_dict(),
         }
 
 
@@ -166,6 +188,8 @@ def parse_policy(raw: dict | None) -> ReviewPolicy:
         min_reviewed=raw.get("min_reviewed", ReviewPolicy.min_reviewed),
         min_approval=float(raw.get("min_approval", ReviewPolicy.min_approval)),
         confidence=float(raw.get("confidence", ReviewPolicy.confidence)),
+        show_auto=bool(raw.get("show_auto", ReviewPolicy.show_auto)),
+        labels_per_case=int(raw.get("labels_per_case", ReviewPolicy.labels_per_case)),
         sample=SamplePolicy(
             seed=sample.get("seed", defaults.seed),
             stratify_by=tuple(sample.get("stratify_by", defaults.stratify_by)),

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, Where
-from ..record.metrics import BOUNDED_METRICS, DEFAULT_MAX_ITL_BATCHED_SHARE, ERROR_METRICS, KNOWN_METRICS
-from .files import exists, field_path, is_file, line_of, load_yaml
+from ..errors import InputError
+from ..record.blessings import blessed
+from ..record.metrics import (
+    BOUNDED_METRICS,
+    DEFAULT_MAX_ITL_BATCHED_SHARE,
+    ERROR_METRICS,
+    KNOWN_METRICS,
+    LOAD_PHASE_METRICS,
+    STABILITY_METRICS,
+)
+from .case_checks import check_regex
+from .files import KeyAt, exists, is_file, key_at, load_yaml, named_file, nowhere
 from .judge_settings import CalibrationPolicy, parse_calibration
 from .review_policy import ReviewPolicy, parse_policy
 from .schema_check import did_you_mean, validate
@@ -30,6 +39,9 @@ class Criterion:
     min_samples: int = 1
     confidence: float | None = None
     """Gate on the one-sided bound at this confidence (None: on the point value)."""
+    phase: str = "quality"
+    """Whose answers a quality rate is measured on: 'quality' (the quality cases, as ever) or 'load' (the load
+    phase's answers, or the capacity step's, scored with the same checks; `phase: load`)."""
     origin: str = "rubric"
     """'rubric' (written by the user), 'guard' (the default error-rate guard), 'baseline' (a comparison with the
     baseline run) or 'review' (human approval). Only rubric criteria can make a run PASS."""
@@ -44,6 +56,8 @@ class Criterion:
             out["confidence"] = self.confidence
         if self.min_samples != 1:
             out["min_samples"] = self.min_samples
+        if self.phase != "quality":
+            out["phase"] = self.phase
         return out
 
 
@@ -110,11 +124,15 @@ class Rubric:
     under 0.5 ms (the client's `itl_batched_share`): the stream was read in batches (a buffering proxy, a server
     flushing late, a client reading a backlog), so its stamps are the reader's, not the server's decode."""
     baseline: dict | None = None
-    """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run."""
+    """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run; with
+    'blessed' (the name), 'reports' (absolute), 'max_age_days' and 'on_stale' when the run is a blessed baseline."""
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
     """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.inputs.review_policy)."""
     judge: CalibrationPolicy = field(default_factory=CalibrationPolicy)
     """How well the LLM judge must agree with reviewers before judge-scored criteria decide (`judge:`)."""
+    key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
+    """Where a key of the rubric file was written (`key_at("criteria", 0, "slice")`), for errors found later
+    (a slice no case has). Not part of the snapshot."""
 
     def as_dict(self) -> dict:
         """The snapshot written into a run directory (`rubric.yaml`)."""
@@ -143,9 +161,7 @@ def load_rubric(path: Path) -> Rubric:
     if not isinstance(data, dict):
         raise InputError("a rubric must be a mapping with a 'criteria' list", file=path, line=1)
     validate(data, "rubric", file=path, node=node)
-
-    def at(*parts: str | int) -> Where:
-        return Where(file=path, line=line_of(node, list(parts)), field=field_path(list(parts)))
+    at = key_at(path, node)
 
     evaluate = tuple(_evaluate_metric(m, path.parent) for m in data.get("evaluate", ()))
     known = set(KNOWN_METRICS) | {m.name for m in evaluate}
@@ -159,7 +175,7 @@ def load_rubric(path: Path) -> Rubric:
         max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
         max_itl_batched_share=float(data.get("max_itl_batched_share", DEFAULT_MAX_ITL_BATCHED_SHARE)),
         baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
-        judge=parse_calibration(data.get("judge")),
+        judge=parse_calibration(data.get("judge")), key_at=at,
     )
 
 
@@ -170,7 +186,8 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
             hint=did_you_mean(raw["metric"], sorted(known)) or "known: " + ", ".join(sorted(known)),
         )
     slice_ = {k: v for k, v in raw.get("slice", {}).items()}
-    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items())
+    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items()) + (
+        " (under load)" if raw.get("phase") == "load" else "")
     confidence = raw.get("confidence")
     if confidence is not None and raw["metric"] not in BOUNDED_METRICS:
         raise InputError(
@@ -186,23 +203,29 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
     if raw["metric"].startswith("cache_") and raw.get("slice"):
         raise InputError(f"{raw['metric']} is one figure for the whole run (the response-cache probe)",
                          **at("criteria", i, "slice"), hint="remove the slice")
+    if raw.get("phase", "quality") != "quality" and raw["metric"] not in LOAD_PHASE_METRICS:
+        raise InputError(f"phase: load is for the quality rates ({', '.join(LOAD_PHASE_METRICS)})",
+                         **at("criteria", i, "phase"), hint="remove phase, or gate one of those rates")
     if confidence is None and raw["metric"] in BOUNDED_METRICS:
         confidence = default_confidence  # the rubric-wide default applies where a bound exists
     if confidence is None and raw["metric"] == "cache_wrong_hit_rate":
         confidence = 0.95  # its upper bound decides: a cache that is wrong rarely in the suite may not be rarely wrong
     return Criterion(
         name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
-        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence,
+        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence, phase=raw.get("phase", "quality"),
     )
 
 
-_SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS}
+_SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS,
+           *(m for m in STABILITY_METRICS if m != "load_accuracy_delta")}
 
 
 def _range_of(metric: str) -> tuple[float, float]:
     """The values a metric can take: shares in [0, 1], latency, throughput and cost >= 0 (others: anything)."""
     if metric in _SHARES:
         return 0.0, 1.0
+    if metric == "load_accuracy_delta":  # a difference of two shares
+        return -1.0, 1.0
     if metric in KNOWN_METRICS:
         return 0.0, math.inf
     return -math.inf, math.inf
@@ -239,32 +262,42 @@ def _check_satisfiable(criteria: tuple[Criterion, ...], at) -> None:
 def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
     if raw is None:
         return ()
-    where = at("forbidden")
     if isinstance(raw, str):
-        file = rubric_path.parent / raw
+        file = named_file(rubric_path.parent / raw, what="forbidden-rules file", where=at("forbidden"),
+                          base=rubric_path.parent)
         data, node = load_yaml(file, what="forbidden-rules file")
         validate(data, "forbidden", file=file, node=node)
-        raw, where = data["rules"], {"file": file, "line": None, "field": "rules"}
-    rules = []
-    for rule in raw:
-        for pattern in rule.get("regex", ()):
-            try:
-                re.compile(pattern)
-            except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
-                raise InputError(f"invalid regex {pattern[:80]!r}: {str(exc) or type(exc).__name__}", **where) from None
-        rules.append(
-            ForbiddenRule.from_dict(rule)
-        )
-    return tuple(rules)
+        rules, rule_at = data["rules"], partial(key_at(file, node), "rules")
+    else:
+        rules, rule_at = raw, partial(at, "forbidden")
+    for i, rule in enumerate(rules):
+        for j, pattern in enumerate(rule.get("regex", ())):
+            check_regex(pattern, rule_at(i, "regex", j))
+    return tuple(ForbiddenRule.from_dict(rule) for rule in rules)
 
 
 def _baseline(raw: dict | None, here: Path, at) -> dict | None:
+    """The `baseline:` with its run as an absolute path: `run` (relative to the rubric), or `blessed: NAME`, the run
+    that name means now in the `reports` folder's baselines.jsonl (relative to the rubric; default `reports`). Both
+    given (a run's rubric snapshot): the run is pinned, and the name only says which blessing it is."""
     if raw is None:
         return None
-    run = (here / raw["run"]).resolve()
+    if raw.get("run") is None and raw.get("blessed") is None:
+        raise InputError("baseline needs `run` (a run directory) or `blessed` (a name given by releasegate bless)",
+                         **at("baseline"))
+    out = dict(raw)
+    if raw.get("blessed") is not None:
+        reports = (here / raw.get("reports", "reports")).resolve()
+        out["reports"] = str(reports)
+        if raw.get("run") is None:
+            try:
+                out["run"] = str(reports / blessed(reports, raw["blessed"]).run)
+            except InputError as exc:
+                raise InputError(exc.message, **at("baseline", "blessed"), hint=exc.hint) from None
+    run = (here / out["run"]).resolve()
     if not is_file(run / "records.jsonl"):
         raise InputError(f"baseline run has no records.jsonl: {run}", **at("baseline", "run"), hint="point at a run directory")
-    return {**raw, "run": str(run)}
+    return {**out, "run": str(run)}
 
 
 def _evaluate_metric(raw: dict, here: Path) -> EvaluateMetric:

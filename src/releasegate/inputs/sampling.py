@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InputError
+from .schema_check import did_you_mean
 from .tables import arrow_table, disk_dataset, where
 
 __all__ = ["allocate", "draw", "sampled_rows", "SampledRow", "ESTIMATES"]
@@ -111,13 +112,13 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
     spec, by = suite.sample, list(suite.sample.get("by") or ())
     table = _table(suite) if suite.source.get("format") in COLUMNAR and "hub" not in suite.source else None
     if table is not None:
-        codes = _codes_of_table(table, by, where(suite))
+        codes = _codes_of_table(table, by, suite)
         order = draw(codes, spec, limit=limit)
         sizes = _sizes(codes)
         for (number, row), i in zip(_take_rows(table, order), order.tolist()):
             yield number, _sampled_row(row, by, sizes[codes[i]], spec)
         return
-    codes = _codes_of_rows(rows_of(suite), by, where(suite))
+    codes = _codes_of_rows(rows_of(suite), by, suite)
     order = draw(codes, spec, limit=limit)
     wanted: dict[int, dict | None] = {int(i): None for i in order}
     for number, row in rows_of(suite):  # to the end: a reader left half-way keeps its file open
@@ -164,7 +165,7 @@ def _is_parquet(table) -> bool:
     return isinstance(table, pq.ParquetFile)
 
 
-def _codes_of_table(table, by: list[str], file: str):
+def _codes_of_table(table, by: list[str], suite):
     """Each row's stratum from the `by` columns alone (a parquet file reads only their column chunks)."""
     import numpy as np
 
@@ -172,8 +173,7 @@ def _codes_of_table(table, by: list[str], file: str):
     names = list(table.schema_arrow.names if parquet else table.schema.names)
     for column in by:
         if column not in names:
-            raise InputError(f"no column '{column}' to sample by (columns: {', '.join(names)})", file=file,
-                             field="sample.by")
+            raise _no_column(column, names, by, suite)
     if not by:
         return np.zeros(table.metadata.num_rows if parquet else table.num_rows, dtype=np.int64)
     data = table.read(columns=by) if parquet else table.select(by)
@@ -183,7 +183,8 @@ def _codes_of_table(table, by: list[str], file: str):
         try:
             encoded = values.dictionary_encode(null_encoding="encode")
         except (NotImplementedError, ValueError, TypeError):  # pyarrow's errors for a list or struct column
-            raise InputError(f"column '{column}' ({values.type}) cannot make strata", file=file, field="sample.by",
+            raise InputError(f"column '{column}' ({values.type}) cannot make strata",
+                             **suite.key_at("sample", "by", by.index(column)),
                              hint="sample by columns of text, numbers or booleans") from None
         parts.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
     return _first_seen(parts)
@@ -203,15 +204,20 @@ def _first_seen(parts: list):
     return renumber[inverse.reshape(-1)]
 
 
-def _codes_of_rows(rows: Iterator[tuple[int, dict]], by: list[str], file: str):
+def _no_column(column: str, names: list[str], by: list[str], suite) -> InputError:
+    """A `sample.by` column the source lacks: the config's line, with the columns the source has."""
+    return InputError(f"{where(suite)} has no column '{column}' to sample by (its columns: {', '.join(names)})",
+                      **suite.key_at("sample", "by", by.index(column)), hint=did_you_mean(column, names) or None)
+
+
+def _codes_of_rows(rows: Iterator[tuple[int, dict]], by: list[str], suite):
     """Each row's stratum, one pass over the rows keeping 8 bytes a row."""
     codes: array = array("q")
     strata: dict[Any, int] = {}
-    for number, row in rows:
+    for _, row in rows:
         for column in by:
-            if column not in row:
-                raise InputError(f"no column '{column}' to sample by (columns: {', '.join(map(str, row))})",
-                                 file=file, line=number, field="sample.by")
+            if column not in row:  # the config's typo, not the row's: every row has the same columns
+                raise _no_column(column, list(map(str, row)), by, suite)
         key = tuple(_hashable(row[c]) for c in by)
         codes.append(strata.setdefault(key, len(strata)))
     return codes

@@ -284,7 +284,10 @@ def did_you_mean(word: str, choices) -> str:
     """"did you mean 'x'?" for the choice closest to a mistyped `word` (case ignored first), else ''."""
     names = [str(c) for c in choices]
     same_case = [n for n in names if n.lower() == word.lower()]
-    close = same_case or difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    # the same characters in another order ('=<' for '<=', 'priorty'...): difflib ranks a swap below a choice
+    # that merely shares a character with the word ('<'), so a swap is looked for first
+    swapped = [n for n in names if len(n) > 1 and sorted(n.lower()) == sorted(word.lower())]
+    close = same_case or swapped or difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     if not close:
         lowered = {n.lower(): n for n in names}
         close = [lowered[m] for m in difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)]

@@ -22,13 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
-from .files import exists, is_dir
+from .files import is_dir, named_file
 from .sampling import sampled_rows
 from .schema_check import did_you_mean
-from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, where
+from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, row_place, where
 from .text_tables import csv_rows, json_rows, plain_value
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
@@ -49,9 +49,7 @@ def check_source(suite) -> None:
     src = suite.source
     if "hub" in src:
         return
-    path = Path(src["path"])
-    if not exists(path):
-        raise InputError("suite source not found", file=path, hint="check the path")
+    path = named_file(Path(src["path"]), what="suite source", where=suite.key_at("source", "path"))
     if src["format"] == "disk" and not is_dir(path):
         raise InputError("not a save_to_disk directory", file=path, hint="give the directory Dataset.save_to_disk wrote")
     if src["format"] != "disk" and is_dir(path):
@@ -82,7 +80,7 @@ def _all_rows(suite) -> Iterator[tuple[int, dict]]:
     if "hub" in src:
         rows = _hub_rows(src)
     elif src["format"] == "xlsx":
-        rows = _xlsx_rows(src)
+        rows = _xlsx_rows(src, suite.key_at("source", "sheet"))
     elif src["format"] == "disk":
         rows = _disk_rows(src)
     else:
@@ -97,8 +95,8 @@ def _all_rows(suite) -> Iterator[tuple[int, dict]]:
         except InputError:
             raise
         except Exception as exc:  # a file pyarrow/pandas cannot read, a row it cannot decode
-            raise InputError(f"cannot read {src.get('format', 'dataset')} source at row {number + 1}: {_short(exc)}",
-                             file=where(suite), line=number + 1) from None
+            raise InputError(f"cannot read {src.get('format', 'dataset')} source: {_short(exc)}",
+                             file=where(suite), **row_place(suite, number + 1)) from None
         number += 1
         yield number, row
 
@@ -174,7 +172,7 @@ def _hub_rows(src: dict) -> Iterator[dict]:
     yield from data
 
 
-def _xlsx_rows(src: dict) -> Iterator[dict]:
+def _xlsx_rows(src: dict, sheet_at: Where) -> Iterator[dict]:
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover
@@ -188,7 +186,7 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
             raise InputError("the workbook's XML declares a DTD or entities, which are refused (entity expansion, "
                              "external entities)", file=path, hint="save the workbook again from a spreadsheet program") from None
         if "not found" in str(exc).lower() or "worksheet" in str(exc).lower():
-            raise _no_sheet(path, sheet) from None
+            raise _no_sheet(path, sheet, sheet_at) from None
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
     except Exception as exc:
         raise InputError(f"cannot read xlsx source: {_short(exc)}", file=path) from None
@@ -197,7 +195,7 @@ def _xlsx_rows(src: dict) -> Iterator[dict]:
         yield {name: plain_value(value) for name, value in zip(names, values)}
 
 
-def _no_sheet(path, sheet) -> InputError:
+def _no_sheet(path, sheet, sheet_at: Where) -> InputError:
     """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
     import pandas as pd
 
@@ -207,7 +205,7 @@ def _no_sheet(path, sheet) -> InputError:
     except Exception:  # the sheet's absence is the error to report, not this one
         names = []
     shown = f" (sheets: {', '.join(names)})" if names else ""
-    return InputError(f"no sheet {sheet!r} in the workbook{shown}", file=path, field="source.sheet",
+    return InputError(f"no sheet {sheet!r} in {path}{shown}", **sheet_at,
                       hint=did_you_mean(str(sheet), names) or None)
 
 
@@ -226,9 +224,11 @@ def _defused(exc: BaseException | None) -> bool:
 
 class Templates:
     """The suite's `template:` compiled once: {role: compiled template} in message order, rendered in the
-    budgeted sandbox (`safe_template`): any failure is exit 2 naming the row."""
+    budgeted sandbox (`safe_template`): any failure is exit 2, naming the config's `template.<role>` line (`at`)
+    for a template that cannot compile or names a column the source lacks, else the row."""
 
-    def __init__(self, spec: dict, file: str) -> None:
+    def __init__(self, spec: dict, file: str, at=None) -> None:
+        self.at = at if at is not None else (lambda *parts: {"file": file, "field": ".".join(map(str, parts))})
         self.parts: list[tuple[str, Any]] = []
         for role in ("system", "user"):
             if role in spec and not any(mark in spec[role] for mark in ("{{", "{%", "{#", "\r")):
@@ -237,7 +237,7 @@ class Templates:
                 try:
                     self.parts.append((role, compile_template(spec[role])))
                 except TemplateFailed as exc:
-                    raise InputError(exc.message, file=file, field=f"template.{role}") from None
+                    raise InputError(exc.message, **self.at("template", role)) from None
 
     def render(self, row: dict, file: str, number: int) -> list[dict]:
         context = {k: v for k, v in row.items() if isinstance(k, str) and k.isidentifier()}
@@ -250,18 +250,22 @@ class Templates:
             try:
                 content = render_template(template, context)
             except TemplateFailed as exc:
-                raise _template_error(exc, role, row, file, number) from None
+                raise _template_error(exc, role, row, file, number, self.at) from None
             messages.append({"role": role, "content": content})
         return messages
 
 
-def _template_error(exc: TemplateFailed, role: str, row: dict, file: str, number: int) -> InputError:
+def _template_error(exc: TemplateFailed, role: str, row: dict, file: str, number: int, at) -> InputError:
     from jinja2 import UndefinedError
+    from jinja2.exceptions import SecurityError
 
-    if isinstance(exc.cause, UndefinedError):
+    if isinstance(exc.cause, UndefinedError):  # the template's typo: every row has the same columns
         name = _undefined_name(str(exc.cause.message))
-        return InputError(f"template.{role} uses '{name}', which is not a column of the row (columns: {', '.join(row)})",
-                          file=file, line=number, field=name)
+        columns = [str(c) for c in row]
+        return InputError(f"the template uses '{name}', which is not a column of {file} (its columns: "
+                          f"{_shown(columns)})", **at("template", role), hint=did_you_mean(name, columns) or None)
+    if isinstance(exc.cause, SecurityError):  # refused whatever the row holds
+        return InputError(f"the template {exc.message}", **at("template", role))
     return InputError(f"template.{role} {exc.message}", file=file, line=number, field=f"template.{role}")
 
 
@@ -273,11 +277,17 @@ def _undefined_name(message: str) -> str:
     return pieces[1] if len(pieces) >= 2 else message
 
 
-def _column(row: dict, name: str, file: str, number: int, role: str) -> Any:
+def _column(row: dict, name: str, file: str, suite, *key: str) -> Any:
+    """The row's value in column `name`, which `columns.<key>` of the config names: a column the source does
+    not have is that key's error (its line in the config), with the columns the source has."""
     if name not in row:
-        raise InputError(f"no column '{name}' for {role} (columns: {', '.join(map(str, row))})", file=file,
-                         line=number, field=name)
+        raise InputError(f"{file} has no column '{name}' (its columns: {_shown(list(map(str, row)))})",
+                         **suite.key_at("columns", *key), hint=did_you_mean(str(name), list(map(str, row))) or None)
     return row[name]
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 20 else ", ".join(names[:20]) + f", ... ({len(names)} in all)"
 
 
 def _tag_columns(columns: dict) -> dict[str, str]:
@@ -292,7 +302,7 @@ def row_to_raw(row: dict, number: int, suite, templates: Templates | None) -> tu
     raw: dict = {}
     origin: dict = {}
     if "id" in columns:
-        value = _column(row, columns["id"], file, number, "id")
+        value = _column(row, columns["id"], file, suite, "id")
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         raw["id"] = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
@@ -303,21 +313,22 @@ def row_to_raw(row: dict, number: int, suite, templates: Templates | None) -> tu
         raw["messages"] = templates.render(row, file, number)
         origin["messages"] = "template"
     elif "messages" in columns:
-        raw["messages"] = _column(row, columns["messages"], file, number, "messages")
+        raw["messages"] = _column(row, columns["messages"], file, suite, "messages")
         origin["messages"] = columns["messages"]
     else:
-        raw["prompt"] = _column(row, columns["prompt"], file, number, "prompt")
+        raw["prompt"] = _column(row, columns["prompt"], file, suite, "prompt")
         origin["prompt"] = columns["prompt"]
     expected = columns["expected"]
     if isinstance(expected, dict):
-        raw["expected"] = {key: _column(row, col, file, number, "expected") for key, col in expected.items()}
+        raw["expected"] = {key: _column(row, col, file, suite, "expected", key) for key, col in expected.items()}
         origin.update({f"expected.{key}": col for key, col in expected.items()})
     else:
-        raw["expected"] = _column(row, expected, file, number, "expected")
+        raw["expected"] = _column(row, expected, file, suite, "expected")
         origin["expected"] = expected
     tags = {}
+    listed = columns.get("tags") if isinstance(columns.get("tags"), list) else None
     for tag, col in _tag_columns(columns).items():
-        value = _column(row, col, file, number, "tags")
+        value = _column(row, col, file, suite, "tags", listed.index(col) if listed is not None else tag)
         if value is not None:  # an empty cell: the case has no such tag
             tags[tag] = value
         origin[f"tags.{tag}"] = col

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..border.structured import json_loads
 from ..errors import InputError
-from .files import is_dir, read_text, resolve_under
+from .files import KeyAt, is_dir, nowhere, read_text, resolve_under
+from .schema_check import did_you_mean
 from .sources import EXTENSIONS
 
 __all__ = ["SuiteConfig", "parse_suite", "check_unique_names", "suite_cuts"]
@@ -22,6 +23,8 @@ class SuiteConfig:
     state.json of a save_to_disk directory, the config file itself for a hub dataset)."""
     name: str
     limit: int | None = None
+    repeats: int | None = None
+    """Draws per case for this suite (`repeats:`); None: the config's `generation.repeats`."""
     answer: dict | None = None
     format: tuple[dict, ...] = ()
     source: dict | None = None
@@ -34,6 +37,10 @@ class SuiteConfig:
     sample: dict | None = None
     """{n or per_stratum, seed, by, estimate}: a seeded, stratified sample of the source's rows; see
     `suite_sample`. `estimate`: population (default; rates weighted to the source) or sample (the sample only)."""
+    key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
+    """Where a key of this suite's entry was written (`key_at("answer", "fields", 1)`: the config file and line,
+    or the --set): an error in the suite's own settings (its path, answer, format) names that line, not the
+    suite's file."""
 
 
 def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
@@ -47,8 +54,10 @@ def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
             path=path,
             name=raw.get("name", path.stem),
             limit=raw.get("limit"),
+            repeats=raw.get("repeats"),
             answer=raw.get("answer"),
             format=tuple(raw.get("format", ())),
+            key_at=at,
         )
     if "path" in raw:
         raise InputError("a suite has a path (JSONL) or a source, not both", **at("path"),
@@ -89,17 +98,32 @@ def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
             "a source suite needs exactly one of columns.prompt, columns.messages or template"
             + (f" (has {', '.join(forms)})" if forms else ""), **at("columns"),
         )
+    _check_answer_fields(raw.get("answer"), columns.get("expected"), at)
     return SuiteConfig(
         path=path,
         name=name,
         limit=raw.get("limit"),
+        repeats=raw.get("repeats"),
         answer=raw.get("answer"),
         format=tuple(raw.get("format", ())),
         source=source,
         columns=dict(columns),
         template=dict(raw["template"]) if "template" in raw else None,
         sample=_sample(raw.get("sample"), at),
+        key_at=at,
     )
+
+
+def _check_answer_fields(answer: dict | None, expected, at) -> None:
+    """Each of `answer.fields` is a key of `columns.expected` (when that maps keys to columns): a field named
+    there and nowhere else is a typo of the config, not an empty cell in every row."""
+    if not isinstance(expected, dict) or not answer or answer.get("type") != "json_fields":
+        return
+    for j, name in enumerate(answer.get("fields") or ()):
+        if name not in expected:
+            raise InputError(f"'{name}' is not a key of columns.expected ({', '.join(map(str, expected))})",
+                             **at("answer", "fields", j),
+                             hint=did_you_mean(str(name), list(expected)) or "add it to columns.expected")
 
 
 def _sample(raw: dict | None, at) -> dict | None:

@@ -14,21 +14,24 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import json
-import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from sys import intern
 from typing import Any, BinaryIO, Protocol
 
 from ..border.structured import TooDeep, json_loads
-from ..errors import InputError
+from ..errors import InputError, Where
+from .case_checks import check_answer, resolve_format
 from .expected_check import check_expected
-from .files import open_regular, read_text
+from .files import KeyAt, field_path, named_file, open_regular, read_text
 from .schema_check import validate
 from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
 from .suite_config import SuiteConfig
+from .tables import row_place
+from .text_tables import RowPlace
 
 __all__ = ["Case", "load_suite", "load_suites", "iter_cases", "stream_cases", "suite_tags"]
 
@@ -89,7 +92,7 @@ def iter_cases(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int 
             if suite.source is not None:
                 check_source(suite)
             else:
-                _open(suite.path).close()
+                _open(_named(suite, config_dir)).close()
             _suite_defaults(suite, config_dir)
             continue
         for case in _iter_suite(suite, config_dir, limit=remaining, seen=seen):
@@ -186,28 +189,39 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, see
     built exactly as a JSONL line is. Rows are read only up to the last case wanted."""
     file = where(suite)
     default_format = _suite_defaults(suite, config_dir)
-    templates = Templates(suite.template, file) if suite.template else None
+    templates = Templates(suite.template, file, suite.key_at) if suite.template else None
     id_field = (suite.columns or {}).get("id", "id")
     wanted = _wanted(suite, limit)
 
     def cases() -> Iterator[tuple[int, Case]]:
         for number, row in source_rows(suite, limit=wanted):
-            raw, origin = row_to_raw(row, number, suite, templates)
+            origin: dict = {}
             try:
-                yield number, _with_stratum(_case(raw, number, suite, default_format, file), row)
+                raw, origin = row_to_raw(row, number, suite, templates)
+                case = _with_stratum(_case(raw, number, suite, default_format, file), row)
             except InputError as exc:
-                column = column_of(exc.field, origin)
-                detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
-                raise InputError(detail, file=file, line=number, field=column, hint=exc.hint) from None
+                raise _on_row(exc, suite, number, origin) from None
+            yield number, case
 
-    yield from _unique_cases(cases(), suite, file, id_field, wanted, seen, empty="the source has no rows")
+    yield from _unique_cases(cases(), suite, file, id_field, wanted, seen, empty="the source has no rows",
+                             place=partial(row_place, suite))
+
+
+def _on_row(exc: InputError, suite: SuiteConfig, number: int, origin: dict) -> InputError:
+    """A row's error where the user finds the row (its line and spreadsheet row) and the column it came from."""
+    file = where(suite)
+    if exc.file != file:  # about a key of the config (a column it names, the suite's answer check), not the row
+        return exc
+    column = column_of(exc.field, origin)
+    detail = exc.message if column == exc.field else f"{exc.field}: {exc.message}"
+    return InputError(detail, file=file, **row_place(suite, number), field=column, hint=exc.hint)
 
 
 def _iter_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None, seen: SeenIds) -> Iterator[Case]:
     if suite.source is not None:
         yield from _iter_source(suite, config_dir, limit=limit, seen=seen)
         return
-    path = suite.path
+    path = _named(suite, config_dir)
     if limit is None:  # a whole load: a file that is not UTF-8 is refused before any of its lines, as ever
         with _open(path) as fh:
             _check_utf8(fh, path)
@@ -222,14 +236,15 @@ def _wanted(suite: SuiteConfig, limit: int | None) -> int | None:
 
 
 def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file, id_field: str, wanted: int | None,
-                  seen: SeenIds, *, empty: str):
+                  seen: SeenIds, *, empty: str, place=lambda number: RowPlace(line=number, row=None)):
     """(line or row, case) pairs as cases: ids unique within the suite and across the suites (`seen`: id ->
-    suite name, filled in), stopping at `wanted` (nothing read after it), an empty suite refused."""
+    suite name, filled in), stopping at `wanted` (nothing read after it), an empty suite refused. `place(n)`:
+    where the case of line or row n is, for an error."""
     count = 0
     for number, case in cases:
         owner = seen.get(case.id)
         if owner == suite.name:
-            raise InputError(f"duplicate case id '{case.id}'", file=file, line=number, field=id_field)
+            raise InputError(f"duplicate case id '{case.id}'", file=file, **place(number), field=id_field)
         if owner is not None:
             raise InputError(f"case id '{case.id}' appears in suites '{owner}' and '{suite.name}'",
                              file=suite.path, hint="case ids must be unique across suites")
@@ -244,9 +259,15 @@ def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file, i
 
 def _suite_defaults(suite: SuiteConfig, config_dir: Path) -> tuple[dict, ...]:
     """The suite's default format checks, resolved; its default answer checked."""
-    default_format = tuple(_resolve_format(f, config_dir, suite.path, None) for f in suite.format)
-    _check_answer(suite.answer, suite.path, None)
+    default_format = tuple(resolve_format(f, config_dir, partial(suite.key_at, "format", j))
+                           for j, f in enumerate(suite.format))
+    check_answer(suite.answer, partial(suite.key_at, "answer"))
     return default_format
+
+
+def _named(suite: SuiteConfig, config_dir: Path) -> Path:
+    """The suite's JSONL file; missing, the error names the config line of the suite's `path:`."""
+    return named_file(suite.path, what="suite file", where=suite.key_at("path"), base=config_dir)
 
 
 def _open(path: Path) -> BinaryIO:
@@ -330,11 +351,15 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
 def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file) -> Case:
     """A case object (a JSONL line's, or a source row's) validated against the case schema and built."""
     validate(raw, "case", file=file, line=number)
-    _check_answer(raw.get("answer"), suite.path, number)
+    if raw.get("answer"):
+        check_answer(raw["answer"], _on_line(file, number, "answer"))
     formats = raw.get("format")
-    fmt = tuple(_resolve_format(f, suite.path.parent, suite.path, number) for f in formats) if formats else default_format
+    fmt = (tuple(resolve_format(f, suite.path.parent, _on_line(file, number, "format", j)) for j, f in enumerate(formats))
+           if formats else default_format)
     expected = raw["expected"]
-    check_expected(expected, raw.get("answer") or suite.answer, fmt, file, number)  # a case that can never pass
+    fields_at = _on_line(file, number, "answer", "fields") if raw.get("answer") else partial(suite.key_at, "answer", "fields")
+    check_expected(expected, raw.get("answer") or suite.answer, fmt, file, number, fields_at,  # one that can never pass
+                   table=suite.source is not None)
     return Case(
         id=raw["id"],
         suite=suite.name,
@@ -347,6 +372,11 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
     )
 
 
+def _on_line(file, number: int, *prefix: str | int) -> KeyAt:
+    """The `KeyAt` of a case's own settings: its line, the field under `prefix`."""
+    return lambda *parts: Where(file=file, line=number, field=field_path([*prefix, *parts]))
+
+
 def _with_stratum(case: Case, row: dict) -> Case:
     """The case with the stratum its sampled row came from (a row of an unsampled source has none)."""
     stratum = getattr(row, "stratum", None)
@@ -357,42 +387,3 @@ def _shared(mapping: dict) -> dict:
     """A copy of a JSON object whose keys and short string values are interned: the cases of a suite repeat
     the same keys, roles, tags and labels, and a big suite would otherwise hold each of them once per case."""
     return {intern(k): intern(v) if type(v) is str and len(v) <= 64 else v for k, v in mapping.items()}
-
-
-def _check_answer(spec: dict | None, file: Path, line: int | None) -> None:
-    if spec and "pattern" in spec:
-        _compile(spec["pattern"], file, line, "answer.pattern")
-
-
-def _resolve_format(spec: dict, base_dir: Path, file: Path, line: int | None) -> dict:
-    """Inline a json_schema given as a path and check regexes compile, so records are self-contained."""
-    spec = dict(spec)
-    if "pattern" in spec:
-        _compile(spec["pattern"], file, line, "format.pattern")
-    schema = spec.get("schema")
-    if isinstance(schema, str):
-        path = base_dir / schema
-        try:
-            schema = json_loads(read_text(path, what="JSON Schema"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-        except (ValueError, RecursionError) as exc:
-            raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=path) from None
-    if schema is not None:
-        import jsonschema
-
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise InputError(f"invalid JSON Schema: {exc.message}", file=file, line=line, field="format.schema") from None
-        except RecursionError:
-            raise InputError("JSON Schema nested too deeply", file=file, line=line, field="format.schema") from None
-        spec["schema"] = schema
-    return spec
-
-
-def _compile(pattern: str, file: Path, line: int | None, name: str) -> None:
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, 2000 nested groups
-        raise InputError(f"invalid regex: {str(exc) or type(exc).__name__}", file=file, line=line, field=name) from None

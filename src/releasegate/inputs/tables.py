@@ -23,6 +23,7 @@ from ..border.structured import json_loads
 from ..errors import InputError
 from ..extras import load
 from .files import check_regular, open_regular, read_capped
+from .text_tables import RowPlace, text_place
 
 MAX_JSON_DEPTH = 256
 """Nesting of a JSON or JSON Lines source's values; a case needs a few levels."""
@@ -39,6 +40,21 @@ def where(suite) -> str:
     """What errors name as the file: the local path, or `hub:org/name` for a hub dataset."""
     src = suite.source
     return f"hub:{src['hub']}" if "hub" in src else str(suite.path)
+
+
+def row_place(suite, number: int) -> RowPlace:
+    """Where data row `number` (1-based, the header not counted) of a suite's source is, as the program a user
+    opens it in shows it: a CSV's or TSV's line and spreadsheet row, a JSON Lines line, a workbook sheet's row
+    (the header is its row 1); else the row."""
+    src = suite.source
+    fmt = src.get("format")
+    if "hub" not in src and fmt in ("csv", "tsv", "json", "jsonl"):
+        return text_place(src, number)
+    if fmt == "xlsx":
+        sheet = src.get("sheet")
+        named = f" of sheet '{sheet}'" if isinstance(sheet, str) else ""
+        return RowPlace(line=None, row=f"spreadsheet row {number + 1}{named}")
+    return RowPlace(line=None, row=f"row {number}")
 
 
 def _short(exc: BaseException) -> str:

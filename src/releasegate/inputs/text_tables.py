@@ -24,14 +24,22 @@ import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..border.structured import TooDeep, json_loads
 from ..errors import InputError
 from .csv_dialect import sniff_csv
 from .files import open_regular, read_capped
 
-__all__ = ["csv_rows", "json_rows", "plain_value", "MAX_JSON_DOCUMENT"]
+__all__ = ["csv_rows", "json_rows", "text_place", "RowPlace", "plain_value", "MAX_JSON_DOCUMENT"]
+
+
+class RowPlace(TypedDict):
+    """Where a table's row is, as InputError's `line` and `row` (passed on as `**place`)."""
+
+    line: int | None
+    row: str | None
+
 
 _CHUNK = 1024  # CSV rows typed at a time
 MAX_CELL = 1 << 23
@@ -42,26 +50,65 @@ MAX_JSON_DOCUMENT = 256 * 2**20
 
 def csv_rows(src: dict) -> Iterator[dict]:
     """The rows of a CSV or TSV source as plain dicts, typed a chunk at a time (see the module docstring); an
-    error names the row and the dialect the file was read in."""
+    error names the line a text editor shows, the spreadsheet row and the dialect the file was read in."""
     path = Path(src["path"])
     dialect = sniff_csv(path, default="\t" if src["format"] == "tsv" else ",")
     if csv.field_size_limit() < MAX_CELL:  # process-wide, as the review CSV import raises it too
         csv.field_size_limit(MAX_CELL)
-    number = 0
     with open_regular(path, what="suite source", max_bytes=1 << 62) as raw:
         text = io.TextIOWrapper(raw, encoding=dialect.encoding, newline="")
+        reader = csv.reader(text, delimiter=dialect.delimiter)
+        records = (r for r in _records(reader) if r[2])  # a blank line is no row
         try:
-            records = (r for r in csv.reader(text, delimiter=dialect.delimiter) if r)  # a blank line is no row
-            names = _header(next(records, []))
+            names = _header(next(records, (0, 0, []))[2])
             while chunk := list(itertools.islice(records, _CHUNK)):
-                for row in _typed_rows(chunk, names, path, number, dialect):
-                    number += 1
-                    yield row
+                yield from _typed_rows(chunk, names, path, dialect)
         except UnicodeDecodeError as exc:
-            raise InputError(f"not {dialect.describe().split(', ')[1]} text near row {number + 1} ({exc.reason})",
-                             file=path, line=number + 1, hint="save it as 'CSV UTF-8' from the spreadsheet") from None
+            raise InputError(f"not {dialect.describe().split(', ')[1]} text near here ({exc.reason})",
+                             file=path, line=reader.line_num + 1, hint="save it as 'CSV UTF-8' from the spreadsheet") from None
         except csv.Error as exc:
-            raise InputError(f"cannot read CSV (read as {dialect.describe()}): {exc}", file=path, line=number + 1) from None
+            raise InputError(f"cannot read CSV (read as {dialect.describe()}): {exc}", file=path,
+                             line=reader.line_num) from None
+
+
+def _records(reader) -> Iterator[tuple[int, int, list[str]]]:
+    """(the line a text editor shows the record's start on, its spreadsheet row, the record) of each record. A
+    quoted cell of several lines puts the two apart; a blank line is an empty record (and a spreadsheet row)."""
+    end = 0
+    for row, record in enumerate(reader, start=1):
+        start, end = end + 1, reader.line_num
+        yield start, row, record
+
+
+def text_place(src: dict, number: int) -> RowPlace:
+    """Where data row `number` (1-based, the header not counted) of a CSV, TSV or JSON Lines source is: the
+    line a text editor shows it on and, for CSV and TSV, the spreadsheet row. Read again from the start: only an
+    error asks."""
+    path = Path(src["path"])
+    try:
+        if src["format"] in ("csv", "tsv"):
+            return _csv_place(path, src["format"], number)
+        if src["format"] == "jsonl" or _json_document(path) is None:
+            return _line_place(path, number)
+    except (InputError, csv.Error, UnicodeDecodeError, OSError):
+        pass  # the row's own error is the one to report
+    return RowPlace(line=None, row=f"row {number}")
+
+
+def _csv_place(path: Path, fmt: str, number: int) -> RowPlace:
+    dialect = sniff_csv(path, default="\t" if fmt == "tsv" else ",")
+    with open_regular(path, what="suite source", max_bytes=1 << 62) as raw:
+        text = io.TextIOWrapper(raw, encoding=dialect.encoding, newline="")
+        records = (r for r in _records(csv.reader(text, delimiter=dialect.delimiter)) if r[2])
+        for line, row, _ in itertools.islice(records, number, number + 1):  # the header is records' first
+            return RowPlace(line=line, row=f"spreadsheet row {row}")
+    return RowPlace(line=None, row=f"row {number}")
+
+
+def _line_place(path: Path, number: int) -> RowPlace:
+    with open_regular(path, what="suite source", max_bytes=1 << 62) as fh:
+        filled = (line for line, raw in enumerate(fh, start=1) if raw.strip())  # as _line_rows skips blank lines
+        return RowPlace(line=next(itertools.islice(filled, number - 1, None), None), row=None)
 
 
 def _header(cells: list[str]) -> list[str]:
@@ -76,14 +123,15 @@ def _header(cells: list[str]) -> list[str]:
     return names
 
 
-def _typed_rows(chunk: list[list[str]], names: list[str], path: Path, before: int, dialect) -> list[dict]:
+def _typed_rows(chunk: list[tuple[int, int, list[str]]], names: list[str], path: Path, dialect) -> list[dict]:
     """A chunk of records as rows: a short record's missing cells are empty, a long one is refused."""
-    for i, record in enumerate(chunk):
+    for line, row, record in chunk:
         if len(record) > len(names):
             raise InputError(f"{len(record)} fields where the header has {len(names)} (read as {dialect.describe()})",
-                             file=path, line=before + i + 1, hint="quote a cell that holds the delimiter")
-    columns = [_typed([r[c] if c < len(r) else "" for r in chunk]) for c in range(len(names))]
-    return [dict(zip(names, values)) for values in zip(*columns)] if names else [{} for _ in chunk]
+                             file=path, line=line, row=f"spreadsheet row {row}", hint="quote a cell that holds the delimiter")
+    records = [r for _, _, r in chunk]
+    columns = [_typed([r[c] if c < len(r) else "" for r in records]) for c in range(len(names))]
+    return [dict(zip(names, values)) for values in zip(*columns)] if names else [{} for _ in records]
 
 
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -106,17 +154,22 @@ def _typed(cells: list[str]) -> list[Any]:
 def json_rows(src: dict) -> Iterator[dict]:
     """The rows of a JSON or JSON Lines source as plain dicts (see the module docstring)."""
     path = Path(src["path"])
+    document = _json_document(path) if src["format"] == "json" else None
+    if document is None:
+        yield from _line_rows(path)
+    else:
+        yield from _table_rows(document[0], path)
+
+
+def _json_document(path: Path) -> tuple[Any] | None:
+    """(the parsed document,) of a `.json` file that holds one (an array, an object of columns, one object);
+    None for JSON Lines."""
     with open_regular(path, what="suite source", max_bytes=1 << 62) as fh:
         first = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    if src["format"] == "json" and first == b"[":
-        yield from _document_rows(path)
-        return
-    if src["format"] == "json" and first == b"{":
-        whole = _whole_document(path)
-        if whole is not None:
-            yield from _table_rows(whole, path)
-            return
-    yield from _line_rows(path)
+    if first == b"[":
+        return (_whole_document(path),)
+    whole = _whole_document(path) if first == b"{" else None
+    return (whole,) if whole is not None else None
 
 
 def _line_rows(path: Path) -> Iterator[dict]:
@@ -145,10 +198,6 @@ def _whole_document(path: Path) -> Any:
         raise InputError(str(exc), file=path) from None
 
 
-def _document_rows(path: Path) -> Iterator[dict]:
-    yield from _table_rows(_whole_document(path), path)
-
-
 def _table_rows(data: Any, path: Path) -> Iterator[dict]:
     """An array of objects, an object of column arrays, or one object, as rows."""
     if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
@@ -163,7 +212,7 @@ def _table_rows(data: Any, path: Path) -> Iterator[dict]:
     columns = None
     for number, row in enumerate(rows, start=1):
         if not isinstance(row, dict):
-            raise InputError(f"row {number} is not a JSON object", file=path, line=number,
+            raise InputError(f"row {number} is not a JSON object", file=path, row=f"row {number}",
                              hint="give an array of objects, one per case")
         columns = columns if columns is not None else dict.fromkeys(row)
         yield {**dict.fromkeys(columns), **row}

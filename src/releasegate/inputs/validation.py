@@ -11,9 +11,11 @@ from ..errors import InputError, Where
 from ..extras import require
 from .backend_facts import spec
 from .config import load_config
+from .files import named_file
 from .judge_settings import check_judged_cases
 from .model_files import check_model_dir
 from .rubric import load_rubric
+from .schema_check import did_you_mean
 from .suites import Case, load_suites, stream_cases, suite_tags
 
 __all__ = ["load_inputs", "input_summary"]
@@ -32,7 +34,7 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     (`stream_cases`), and a Counter of cases per suite is returned in their place, so a suite of a million rows
     validates in bounded memory."""
     config = load_config(config_path, overrides=overrides)
-    rubric = load_rubric(config.rubric)
+    rubric = load_rubric(named_file(config.rubric, what="rubric", where=config.key_at("rubric"), base=config.base_dir))
     _check_installed(rubric)
     _check_embedding_model(config)
     cases = load_suites(config.suites, config.path.parent, limit=limit) if keep else None
@@ -48,11 +50,12 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
                 check_judged_cases(config, [case])
             yield case.suite, case.tags
 
-    missing = _unmatched(_named_slices(rubric), tagged())  # every case read (and validated) here
+    seen = TagValues()
+    missing = _unmatched(_named_slices(rubric), tagged(), seen=seen)  # every case read (and validated) here
     _check_mode(config, chat)
     if missing and limit:
-        missing = _unmatched(missing, suite_tags(config.suites), stop=True)
-    _refuse_slices(rubric, missing)
+        missing = _unmatched(missing, suite_tags(config.suites), stop=True, seen=seen)
+    _refuse_slices(rubric, missing, seen)
     return config, rubric, cases if keep else per_suite
 
 
@@ -75,14 +78,16 @@ def _check_embedding_model(config) -> None:
     check_model_dir(local, "embedding model", where)
 
 
-def _named_slices(rubric) -> list[tuple[str, dict]]:
-    named = [(f"criteria[{i}].slice", c.slice) for i, c in enumerate(rubric.criteria) if c.slice]
-    return named + [(f"review.required_slices[{i}]", s) for i, s in enumerate(rubric.review.required_slices)]
+def _named_slices(rubric) -> list[tuple[tuple, dict]]:
+    named = [(("criteria", i, "slice"), c.slice) for i, c in enumerate(rubric.criteria) if c.slice]
+    return named + [(("review", "required_slices", i), s) for i, s in enumerate(rubric.review.required_slices)]
 
 
-def _unmatched(named: list[tuple[str, dict]], tagged, *, stop: bool = False) -> list[tuple[str, dict]]:
+def _unmatched(named: list[tuple[tuple, dict]], tagged, *, stop: bool = False,
+               seen: TagValues | None = None) -> list[tuple[tuple, dict]]:
     """The slices no (suite, tags) of `tagged` matches. `tagged` is read to its end (reading it validates the
-    cases), unless `stop`: then only until every slice is matched."""
+    cases), unless `stop`: then only until every slice is matched. `seen`: filled in with the values the
+    slices' keys take, for a did-you-mean."""
     def matches(slice_: dict, suite: str, tags: dict) -> bool:
         return all(str(suite if k == "suite" else tags.get(k)) == str(v) for k, v in slice_.items())
 
@@ -90,20 +95,51 @@ def _unmatched(named: list[tuple[str, dict]], tagged, *, stop: bool = False) -> 
     for suite, tags in tagged:
         if missing:
             missing = [(where, slice_) for where, slice_ in missing if not matches(slice_, suite, tags)]
+            if seen is not None:
+                seen.add(suite, tags, missing)
         elif stop:
             break
     return missing
 
 
-def _refuse_slices(rubric, missing: list[tuple[str, dict]]) -> None:
+class TagValues:
+    """The tag names and values the cases have, as far as a did-you-mean for an unmatched slice needs them: at
+    most MAX values a name, collected only while some slice is unmatched."""
+
+    MAX = 1000
+
+    def __init__(self) -> None:
+        self.values: dict[str, set[str]] = {}
+
+    def add(self, suite: str, tags: dict, missing: list[tuple[tuple, dict]]) -> None:
+        for name, value in [("suite", suite), *tags.items()]:
+            known = self.values.get(str(name))
+            if known is None and len(self.values) < self.MAX:
+                known = self.values[str(name)] = set()
+            if known is not None and len(known) < self.MAX:
+                known.add(str(value))
+
+    def guess(self, slice_: dict) -> str:
+        """A did-you-mean for the first key or value of `slice_` the cases do not have, else ''."""
+        for key, value in slice_.items():
+            if str(key) not in self.values:
+                return did_you_mean(str(key), sorted(self.values))
+            if str(value) not in self.values[str(key)]:
+                return did_you_mean(str(value), sorted(self.values[str(key)]))
+        return ""
+
+
+def _refuse_slices(rubric, missing: list[tuple[tuple, dict]], seen: TagValues) -> None:
     """A slice that matches no case decides nothing: a typo in it would silently drop a criterion or the review
-    requirement of a high-risk slice, so it is an input error (for a limited load, once the rest of the suites
-    was scanned for it)."""
+    requirement of a high-risk slice, so it is an input error naming the rubric's line (for a limited load,
+    once the rest of the suites was scanned for it)."""
     if missing:
         where, slice_ = missing[0]
         shown = ", ".join(f"{k}={v}" for k, v in slice_.items())
-        raise InputError(f"slice {shown} matches no case of the suites", file=rubric.path, field=where,
-                         hint="check the tag name and value against the suites' tags")
+        at = rubric.key_at(*where)
+        at["file"] = at.get("file") or rubric.path  # a rubric built in code knows no lines, but its file
+        raise InputError(f"slice {shown} matches no case of the suites", **at,
+                         hint=seen.guess(slice_) or "check the tag name and value against the suites' tags")
 
 
 def _check_mode(config, cases) -> None:
@@ -138,7 +174,7 @@ def input_summary(config, rubric, per_suite: Counter) -> dict:
         "suites": dict(per_suite),
         "cases": sum(per_suite.values()),
         "valid": True,
-        "warnings": domain_warnings(config, rubric),
+        "warnings": [*config.warnings, *domain_warnings(config, rubric)],
     }
     if config.judge is not None:
         summary["judge"] = config.judge.target.describe()

@@ -28,17 +28,18 @@ from .correction import DesignRate, design_rate, judged_cases
 __all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs", "reviewer_labels", "bound_text"]
 
 
-def reviewer_labels(records, edits) -> dict[str, bool]:
-    """Case id -> whether the reviewers approved it (any rejection rejects). A label counts only for the output
-    it was given on."""
+def reviewer_labels(records, edits, labels_per_case: int = 1) -> dict[str, bool]:
+    """Case id -> whether the reviewers approved it (`case_labels`: any rejection rejects, an adjudicator's label
+    decides, a double-labelled case waits for its second label or its adjudicator). A label counts only for the
+    output it was given on."""
     hashes = {r.case_id: output_hash(r.output) for r in records}
-    labels = case_labels([e for e in edits if hashes.get(e.case_id) == e.output_hash])
+    labels = case_labels([e for e in edits if hashes.get(e.case_id) == e.output_hash], labels_per_case)
     return {case_id: label.label == APPROVE for case_id, label in labels.items()}
 
 
-def judge_pairs(records, scores: dict, edits) -> dict[str, list[tuple]]:
+def judge_pairs(records, scores: dict, edits, labels_per_case: int = 1) -> dict[str, list[tuple]]:
     """Per judge criterion: (record, judge passed, reviewers approved) for every case with both."""
-    approved = reviewer_labels(records, edits)
+    approved = reviewer_labels(records, edits, labels_per_case)
     out: dict[str, list[tuple]] = {}
     for r in records:
         verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
@@ -54,8 +55,9 @@ def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
     `cells`: per sampling cell of the review sample's design (`review`'s), the criterion's judge-scored cases,
     how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights)."""
     criteria = sorted({v["criterion"] for s in scores.values() if (v := s.get("answer", {}).get("judge"))})
-    pairs = judge_pairs(records, scores, edits)
-    approved = reviewer_labels(records, edits)
+    per_case = (review or ReviewPolicy()).labels_per_case
+    pairs = judge_pairs(records, scores, edits, per_case)
+    approved = reviewer_labels(records, edits, per_case)
     cell_of = sampling_cells(records, scores, review or ReviewPolicy())
 
     def agreement(graded: list) -> DesignRate:

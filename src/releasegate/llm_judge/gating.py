@@ -112,7 +112,7 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
     if not section:
         return results
     calibration = section["calibration"]
-    approved = reviewer_labels(records, list(edits))
+    approved = reviewer_labels(records, list(edits), (review or ReviewPolicy()).labels_per_case)
     cells = sampling_cells(records, scores, review or ReviewPolicy())
     out = []
     for result in results:

@@ -44,6 +44,7 @@ from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..run.cache_probe_stage import run_response_cache_probe
+from ..run.draws import generate_draws, pending_draws
 from ..run.generation import cache_hits, generate_all, keep_client, open_cache
 from ..run.interruption import INTERRUPTION
 from ..run.load_phase import run_load_phase
@@ -117,8 +118,9 @@ def run_check_file(
     timing = Timing()
     with timing.part("inputs_s"):
         config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
-    if output_dir is not None:
-        config = dataclasses.replace(config, output_dir=output_dir)
+    for line in config.warnings:  # keys the run will not use: said before it starts, never silently dropped
+        console.print(f"warning: {line}", markup=False, soft_wrap=True)
+    config = dataclasses.replace(config, output_dir=output_dir) if output_dir is not None else config
     return run_check(config, rubric, cases, console=console, progress=progress, run_id=run_id,
                      allow_pending=allow_pending, limit=limit, use_cache=use_cache, timing=timing)
 
@@ -237,11 +239,13 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         cache = open_cache(config, fingerprint, use_cache, console) if todo else None
         hits = cache_hits(cache, todo)
         session["cached"] = len(hits)
-        if len(hits) < len(todo) or load_phase or prefix_probe:
+        draws = pending_draws(run, info, config, cases, mode)  # generation.repeats: draws 1..k-1, never cached
+        if len(hits) < len(todo) or draws or load_phase or prefix_probe:
             with timing.part("model_load_s"):
                 backend = create_backend(config.target, config.generation, scale=config.scale)
                 _load(backend, info, console, progress)
         generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, progress)
+        generate_draws(backend, draws, config, rubric, run, session, console, progress)
         timing.add("generation_s", session["generation_seconds"])
         keep_client(info, session, backend)
         if config.response_cache_probe is not None:  # a simulation on the answers: no request to the target
@@ -329,7 +333,7 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
     scored = scored_run(run, rubric.forbidden, verdicts)
     report = gate_run(info, scored.records, rubric, info.cost, scored.load_records, labels=labels,
                       allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path, found_only=True),
-                      corpus_scores=corpus, scores=scored.scores)
+                      corpus_scores=corpus, scores=scored.scores, draws=scored.draws)
     return report, scored
 
 
@@ -337,7 +341,6 @@ def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) 
     """The LLM judge grades the judge-scored outputs (releasegate.llm_judge.stage), when the config has one."""
     if config.judge is None:
         return
-
     judge_stage(run, info, config, console=console, bar_factory=lambda: progress_bar(console, progress),
                 use_cache=use_cache, between=INTERRUPTION.raise_if_pending)
 
@@ -364,8 +367,7 @@ def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no
         cuts=suite_cuts(config.suites, [c.suite for c in cases], limit, overridden=config.overrides),
         overrides=[f"{o['key']}={o['value']}" for o in recorded_overrides(run.path)],
         no_cache=no_cache,
-        target_overrides={k: str(v) if isinstance(v, Path) else v for k, v in target_overrides.items()}
-        if target_overrides else None,
+        target_overrides={k: str(v) if isinstance(v, Path) else v for k, v in (target_overrides or {}).items()} or None,
     )
     run.write_info(info)
     return info
@@ -389,6 +391,5 @@ def _load(backend: Backend, info: RunInfo, console: Console, progress: bool) -> 
 
 def _versions(backend: str, loaded: bool = False) -> dict[str, str]:
     out = {"python": platform.python_version(), "releasegate": __version__}
-    if loaded:  # the backend imported them as it loaded
-        out.update({name: importlib.import_module(name).__version__ for name in capabilities(backend).versions})
-    return out
+    names = capabilities(backend).versions if loaded else ()  # the backend imported them as it loaded
+    return {**out, **{name: importlib.import_module(name).__version__ for name in names}}

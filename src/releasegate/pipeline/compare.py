@@ -27,6 +27,7 @@ from ..gate.gate_evidence import run_population, run_requests
 from ..gate.health import client_lateness_ms, saved_run_problems, target_failure
 from ..gate.latency_source import quality_source
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, metric_verdicts
+from ..gate.stability import draw_problems
 from ..inputs.rubric import load_rubric
 from ..record.decided_results import CompareResult, typed
 from ..record.decision_evidence import Arm, ComparisonEvidence, Health
@@ -57,9 +58,11 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence, lateness),
                              base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
     # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
-    base_health = Health(tuple(baseline_problems(base_run.path, base_info, base, base_load)), None, None)
-    cand_health = Health(tuple(saved_run_problems(cand_run.path, cand_info, cand, cand_load)),
-                         target_failure(cand, cand_load), None)
+    base_draws, cand_draws = (run.read_records("draws.jsonl", required=False) for run in (base_run, cand_run))
+    base_health = Health(tuple(baseline_problems(base_run.path, base_info, base, base_load)
+                               + draw_problems(base_info, base, base_draws)), None, None)
+    cand_health = Health(tuple(saved_run_problems(cand_run.path, cand_info, cand, cand_load)
+                               + draw_problems(cand_info, cand, cand_draws)), target_failure(cand + cand_draws, cand_load), None)
     evidence = ComparisonEvidence(
         reference=Arm("baseline run", "", run_population(base_info, base), run_requests(base, base_load), base_health, False),
         candidate=Arm("candidate run", "", run_population(cand_info, cand), run_requests(cand, cand_load), cand_health, False),
@@ -72,6 +75,9 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
             "incomplete": "; ".join(problems + ([decided.reason] if decided.verdict == "INCONCLUSIVE" else [])) or None,
             "target_error": cand_health.target_error,
             "settings_note": f"the runs differ in {describe_differences(other)} (not used by compare)" if other else None,
+            # repeated draws: the pairs are each case's first draw in both runs; gate each run's draws on their own
+            **({"draws_note": "the runs repeat their cases: compared on each case's first draw"}
+               if base_draws or cand_draws else {}),
             # compare reads the quality cases: their latency, under the load each run sent them with
             "latency_sources": {"baseline": quality_source(base_info, base), "candidate": quality_source(cand_info, cand)},
             **result})

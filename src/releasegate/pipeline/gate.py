@@ -7,6 +7,7 @@ only what changed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from ..decision.gate import decide_gate
@@ -14,7 +15,7 @@ from ..decision.latency import widened_latency
 from ..extras import require
 from ..gate.baseline import baseline_comparison, comparison_results
 from ..gate.cache_probe_gate import CACHE_METRICS, cache_metric, cache_section
-from ..gate.capacity import capacity_metric, capacity_view, gated_records, judge_capacity
+from ..gate.capacity import STEP_TAG, capacity_metric, capacity_view, gated_records, judge_capacity
 from ..gate.case_detail import case_reviews, failing_cases
 from ..gate.criteria import CriterionResult, Undecided, judge_criterion
 from ..gate.gate_evidence import gate_evidence
@@ -30,6 +31,8 @@ from ..gate.health import (
     target_failure,
 )
 from ..gate.latency_source import latency_source, quality_source
+from ..gate.load_quality import LOAD_PROBE_METRICS, flip_table, load_answers, load_metric, step_quality
+from ..gate.stability import DRAW_METRICS, case_draws, draw_metric, draw_problems, draws_table, per_draw_rate
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
 from ..record.gate_report import typed_report
@@ -37,6 +40,7 @@ from ..record.judge_verdicts import Verdicts
 from ..record.metrics import (
     ERROR_METRICS,
     KNOWN_METRICS,
+    LOAD_PHASE_METRICS,
     batched_stream,
     compute_metric,
     is_phased,
@@ -92,7 +96,7 @@ def gate_run(
     info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
     *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts: Verdicts | None = None, edited: Sequence[str] = (),
     corpus_scores: CorpusScores | None = None, scores: dict[str, dict] | None = None, rubric_file: str = "",
-    inputs_changed: Sequence[str] = (),
+    inputs_changed: Sequence[str] = (), draws: list[CaseRecord] | None = None,
 ) -> dict:
     """Score, measure and gate a run; return the report (a `GateReport` in its JSON form: what report.json holds).
 
@@ -106,7 +110,9 @@ def gate_run(
     releasegate sealed them, `record.seal.edited_evidence`) and target failure override the criteria.
     `corpus_scores` (`scorers.CorpusScores`): the run's stored `evaluate` values, read where they match and given
     the values computed here; without it every value is computed. `scores`: the records' scores when the caller
-    has them already (`scorers.scored_run`, by the same forbidden rules and verdicts), so a command scores once."""
+    has them already (`scorers.scored_run`, by the same forbidden rules and verdicts), so a command scores once.
+    `draws`: the repeated draws (draws.jsonl, `generation.repeats`): quality rates are then per draw, bounded per
+    case, and `gate.stability` measures the draws' criteria."""
     load_records = load_records or []
     if scores is None:
         scores = score_records(records, rubric.forbidden, verdicts)  # the quality phase's
@@ -119,9 +125,14 @@ def gate_run(
     timed = phase_records(phase, records, timed_load)
     facts = {**run_facts(info_at, timed, cost, phase=phase), "strata": stratum_counts(records)}  # sample weights
     evaluate_values = _evaluate_metrics(rubric, corpus_scores)
-    by_phase = {"error_rate": records + gated_load, "error_rate_quality": records, "error_rate_load": gated_load}
+    asked = records + (draws or [])  # the quality phase's requests: every repeated draw is one too
+    by_phase = {"error_rate": asked + gated_load, "error_rate_quality": asked, "error_rate_load": gated_load}
+    found, under_load = case_draws(info, records, draws or []), load_answers(records, timed_load)
 
-    def measure(name: str, slice_: dict | None, confidence: float | None = None):
+    def measure(name: str, slice_: dict | None, confidence: float | None = None, phase: str = "quality"):
+        stable = _stability(name, select(records, slice_), phase, confidence or 0.95) if name in _STABLE else None
+        if stable is not None:
+            return stable
         if name == "capacity_rps":
             return capacity_metric(sweep)
         if name in CACHE_METRICS:
@@ -132,9 +143,21 @@ def gate_run(
             return evaluate_values[name](chosen)
         return compute_metric(name, chosen, scores, {**facts, "all_records": not slice_, "confidence": confidence})
 
+    def _stability(name: str, chosen: list, phase: str, confidence: float):
+        """The criteria over draws and under load; a quality rate under repeats per draw (None: another metric)."""
+        if name in DRAW_METRICS:
+            return draw_metric(name, chosen, found, scores, rubric.forbidden, confidence, facts["strata"])
+        if name in LOAD_PROBE_METRICS or (phase == "load" and name in LOAD_PHASE_METRICS):
+            return load_metric(name, chosen, under_load, scores, rubric.forbidden, confidence, facts["strata"], info)
+        if found.repeated and name in LOAD_PHASE_METRICS:
+            each = {r.case_id: found.by_case.get(r.case_id, [r]) for r in chosen}
+            return per_draw_rate(name, chosen, each, scores, rubric.forbidden, confidence, found.problem(),
+                                 strata=facts["strata"])
+        return None
+
     criteria = rubric.criteria + _default_guards(rubric)
     results = [_capacity_cause(judge_capacity(c, sweep) if c.metric == "capacity_rps"  # the range the sweep showed
-               else judge_criterion(c, measure(c.metric, c.slice, c.confidence))) for c in criteria]
+               else _named(judge_criterion(c, measure(c.metric, c.slice, c.confidence, c.phase)))) for c in criteria]
     lag, client = client_lag_ms(info, phase), client_kind(info, phase)
     saturated = client_saturation(lag, measure("ttft_ms_p50", None).value, rubric.max_client_lag_share,
                                   **client_load(info, phase, timed))  # a busy machine told from a busy client
@@ -154,9 +177,9 @@ def gate_run(
     judge = judge_section(info, records, scores, labels, rubric, verdicts)
     results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge,
                                      labels or [], rubric.review)
-    problems = run_problems(info, records, load_records) + list(edited)
+    problems = run_problems(info, records, load_records) + draw_problems(info, records, draws or []) + list(edited)
     evidence = gate_evidence(info, records, load_records, results, review_pending=review.pending,
-                             allow_pending=allow_pending, problems=problems, target_error=target_failure(records, load_records),
+                             allow_pending=allow_pending, problems=problems, target_error=target_failure(asked, load_records),
                              client_lag_ms=lag, rubric_file=rubric_file or rubric.name, overrides=tuple(info.overrides or ()),
                              inputs_changed=tuple(inputs_changed), allow_insufficient=rubric.allow_insufficient)
     decided = decide_gate(evidence)
@@ -186,14 +209,40 @@ def gate_run(
         "capacity": _capacity_report(sweep, info_at, timed_load, cost),
         "prefix_cache": info.prefix_cache,
         "response_cache_probe": cache_section(info.response_cache_probe, criteria),
-        "slices": _slices(records, scores, facts),
-        "counts": _counts(records, load_records),
+        "slices": _slices(records, scores, facts, _stability if found.repeated else None),
+        "counts": {**_counts(records, load_records, draws or []), "right": len(records) - len(failing)},
         "failing_cases": failing[:FAILING_CASES_KEPT],
         "failing_cases_total": len(failing),
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
         "review": review.rows,
         **({"judge": judge} if judge is not None else {}),
+        **_stability_section(found, under_load, records, scores, rubric,
+                             lambda: step_quality(records, load_records, scores, rubric.forbidden, STEP_TAG) if sweep else []),
     })
+
+
+def _named(result: CriterionResult) -> CriterionResult:
+    """A failing flip criterion names the cases that flipped (its note) in its reason."""
+    if result.verdict != "fail" or result.criterion.metric not in ("flip_rate", "load_flip_rate") or not result.value.note:
+        return result
+    return dataclasses.replace(result, reason=f"{result.reason}; {result.value.note}")
+
+
+_STABLE = {*DRAW_METRICS, *LOAD_PROBE_METRICS, *LOAD_PHASE_METRICS}
+"""The metrics `gate.stability` and `gate.load_quality` may measure (the quality rates: under repeats or load)."""
+
+
+def _stability_section(found, under_load, records: list, scores: dict, rubric: Rubric, steps) -> dict:
+    """report.json `stability`: the per-case draws, the flip table and each capacity step's quality, when the run
+    repeats or the rubric asks about answers under load (absent otherwise: the report is as it always was)."""
+    asks_load = any(c.metric in LOAD_PROBE_METRICS or c.phase == "load" for c in rubric.criteria)
+    if not found.repeated and not asks_load:
+        return {}
+    return {"stability": {"draws": draws_table(found, scores, rubric.forbidden),
+                          "draw_problem": found.problem(),
+                          "flips": flip_table(records, under_load) if asks_load else [],
+                          "load_answers_left_out": under_load.foreign,
+                          **({"steps": rows} if asks_load and (rows := steps()) else {})}}
 
 
 FAILING_CASES_KEPT = 1000
@@ -282,26 +331,32 @@ def _evaluate_metrics(rubric: Rubric, stored) -> dict:
     return out
 
 
-def _slices(records: list[CaseRecord], scores: dict, facts: dict) -> list[dict]:
-    """Per-slice figures for the suite and every low-cardinality tag."""
+def _slices(records: list[CaseRecord], scores: dict, facts: dict, per_draw=None) -> list[dict]:
+    """Per-slice figures for the suite and every low-cardinality tag; `per_draw`: under repeats, the quality
+    rates per draw (as the criteria read them)."""
     rows = []
     for slice_ in slices_of(records):
         chosen = select(records, slice_)
         (key, value), = slice_.items()
         row = {"slice": f"{key}={value}", "n": len(chosen)}
         for name in _SLICE_METRICS:
-            row[name] = compute_metric(name, chosen, scores, {**facts, "all_records": False}).value
+            drawn = per_draw(name, chosen, "quality", 0.95) if per_draw is not None else None
+            row[name] = (drawn or compute_metric(name, chosen, scores, {**facts, "all_records": False})).value
         rows.append(row)
     return rows
 
 
-def _counts(records: list[CaseRecord], load_records: list[CaseRecord]) -> dict:
-    """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys)."""
+def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord]) -> dict:
+    """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys); the
+    quality phase's requests include its repeated draws."""
     quality = phase_counts(records)
+    if draws:  # the draws' requests and failures; cases stay the cases
+        sent = phase_counts(records + draws)
+        quality = {**quality, **{k: sent[k] for k in ("requests", "failed", "errors", "error_rate")}, "draws": len(draws)}
     phases = {"quality": quality}
     if load_records:
         phases["load"] = phase_counts(load_records)
-    phases["all"] = phase_counts(records + load_records)
+    phases["all"] = phase_counts(records + draws + load_records)
     return {"cases": len(records), "succeeded": quality["succeeded"], "errors": quality["errors"],
             "cached": quality["cached"], "phases": phases}
 

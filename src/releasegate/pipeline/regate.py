@@ -28,6 +28,7 @@ from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, seal, sealed_snapshot
+from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
 from ..run.cache_probe_stage import rederived_probe
@@ -36,7 +37,7 @@ from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
 from .gate import gate_run
 
-__all__ = ["regate", "Regated", "judged_by_snapshot", "WHATIF_DIR"]
+__all__ = ["regate", "Regated", "judged_by_snapshot", "judged_again", "rubric_source", "WHATIF_DIR"]
 
 WHATIF_DIR = "whatif"
 """Where, inside a run directory, `gate --rubric FILE` writes the reports of a what-if judgment by default."""
@@ -74,7 +75,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     report = gate_run(info, scored.records, policy, info.cost, scored.load_records, labels=read_labels(run),
                       allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
                       corpus_scores=CorpusScores.of(run), scores=scored.scores,  # read only: no journal grows
-                      rubric_file=judged_by["file"], inputs_changed=_inputs_changed(run.path, judged_by["whatif"]))
+                      draws=scored.draws, rubric_file=judged_by["file"], inputs_changed=_inputs_changed(run.path, judged_by["whatif"]))
     if judged_by["whatif"]:
         whatif = decide_whatif(WhatIfEvidence(report["verdict"], recorded, ()), report["verdict_reason"])
         judged_by = {**judged_by, "whatif_verdict": report["verdict"], "recorded_verdict": recorded}
@@ -110,15 +111,38 @@ def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None
     scored = scored_run(run, own.forbidden, verdicts)
     return gate_run(info, scored.records, own, info.cost, scored.load_records, labels=read_labels(run),
                     allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
-                    corpus_scores=CorpusScores.of(run), scores=scored.scores,
+                    corpus_scores=CorpusScores.of(run), scores=scored.scores, draws=scored.draws,
                     inputs_changed=_inputs_changed(run.path, False))["verdict"]
+
+
+def judged_again(run_dir: Path) -> str | None:
+    """The run's verdict under its own rubric, judged again from its records, pending review holding it (what
+    `bless`, `attest` and `promote` hold report.json's word against); None when its snapshot is unusable."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    return _own_verdict(run, info, run_verdicts(run, info), allow_pending=False)
 
 
 def judged_by_snapshot(report: dict, run_path: Path) -> dict:
     """`report` with `judged_by` naming the run's own rubric snapshot (what `check` judges by)."""
     digest = _sha256(Path(run_path) / SNAPSHOT)
-    judged_by = {"file": SNAPSHOT, "sha256": digest, "snapshot_sha256": digest, "whatif": False}
+    judged_by = {"file": SNAPSHOT, "sha256": digest, "snapshot_sha256": digest, "whatif": False,
+                 **rubric_source(Path(run_path))}
     return typed_report({**report, "judged_by": judged_by})
+
+
+def rubric_source(run_path: Path) -> dict:
+    """{'source', 'named_by'}: the rubric file the run's snapshot was taken from and the config layer whose
+    `rubric:` named it (`JudgedBy`), from the run's manifest; empty when the manifest does not say."""
+    try:
+        manifest = read_manifest_file(run_path, whole=False) or {}
+    except InputError:
+        return {}
+    row = next((r for r in manifest.get("inputs") or [] if isinstance(r, dict) and r.get("role") == "rubric"), None)
+    if row is None or not isinstance(row.get("path"), str):
+        return {}
+    named_by = row.get("named_by")
+    return {"source": row["path"], "named_by": named_by if isinstance(named_by, str) else None}
 
 
 def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict]:
@@ -128,11 +152,13 @@ def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict]:
     snapshot_sha = _sha256(run_path / SNAPSHOT)
     if rubric is None:
         policy = load_rubric(sealed_snapshot(run_path, SNAPSHOT))
-        return policy, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False}
+        return policy, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False,
+                        **rubric_source(run_path)}
     policy = load_rubric(rubric)
     own = _snapshot_policy(run_path)
     if own is not None and _same_policy(policy, own):
-        return own, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False}
+        return own, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False,
+                     **rubric_source(run_path)}
     return policy, {"file": str(rubric), "sha256": _sha256(Path(rubric)), "snapshot_sha256": snapshot_sha,
                     "whatif": True}
 

@@ -31,6 +31,8 @@ from ..errors import TargetError
 from ..export.llamacpp import Speculative, launch_server
 from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
 from ..export.vllm import start_server as start_vllm
+from ..gate.load_quality import load_figures
+from ..gate.paired_comparison import DEFAULT_MARGINS
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
@@ -211,6 +213,11 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
     by_name = dict(zip(ran, comparison["targets"]))
     rows = [_row(spec, runs[spec.name], by_name.get(spec.name), greedy and _same_model(spec, plan.reference))
             for spec in plan.variants]
+    for row in rows:  # quality under load beside the quality phase's; a variant flipping past the margin is out
+        run = runs[row["variant"]]
+        if isinstance(run, RunDir):
+            row.update(load_figures(run.read_records(), run.read_records("load.jsonl", required=False)),
+                       flip_margin=(_margin(rows, plan) or DEFAULT_MARGINS["accuracy"]) if greedy else None)
     choice = choose_cheapest(rows, reference=plan.reference.name)  # the decision: verdict, exit code, choice
     for row in rows:
         row["chosen"] = row["variant"] == choice["choice"]

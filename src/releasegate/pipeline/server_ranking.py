@@ -29,7 +29,14 @@ def contender(row: dict, *, is_reference: bool, name_key: str = "run_id") -> Con
         capacity=_capacity(row), cost=_cost(row),
         e2e_p95=widen(_bounds(row.get("e2e_ms_p95_bounds")), _lateness(row.get("client_lateness_ms"))),
         speculative=bool(row.get("speculative")), draft_tokens=row.get("draft_tokens"),
-        speculation_changed=row.get("speculation_changed"))
+        speculation_changed=row.get("speculation_changed"), load_flip=_flip(row),
+        flip_margin=row.get("flip_margin"))
+
+
+def _flip(row: dict) -> tuple[float, float] | None:
+    """A row's `load_flip_rate` and its upper bound; None when either is missing (not probed)."""
+    value, upper = row.get("load_flip_rate"), row.get("load_flip_upper")
+    return None if value is None or upper is None else (float(value), float(upper))
 
 
 def _capacity(row: dict) -> tuple[float, float] | None:

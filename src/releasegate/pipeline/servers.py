@@ -32,7 +32,9 @@ from ..errors import InputError
 from ..gate.comparability import describe_differences, differences, same_run, saved_settings_key
 from ..gate.gate_evidence import run_arm
 from ..gate.health import planned_phases, run_problems
+from ..gate.load_quality import load_figures
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, metric_verdicts
+from ..inputs.files import stored_yaml
 from ..inputs.rubric import load_rubric
 from ..record.decided_results import ServersResult, typed
 from ..record.decision_evidence import ComparisonEvidence
@@ -80,6 +82,8 @@ def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHAR
         report, records, _, verdicts, _ = judged[i]
         row = _target_row(run, info, report)
         row["review_waived"] = arms[i].review_waived
+        # quality under load beside the quality phase's; greedy answers the load changes past the margin disqualify
+        row.update(load_figures(records, judged[i][4]), flip_margin=margins.margins["accuracy"] if _greedy(run) else None)
         if i:
             ref_records, ref_verdicts = judged[0][1], judged[0][3]
             row["parity"] = _parity(ref_records, records, rules, ref_verdicts, verdicts, margins,
@@ -88,6 +92,14 @@ def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHAR
         targets.append(row)
     return typed(ServersResult, {"reference": targets[0]["run_id"], "min_parity_share": min_parity_share,
                                  "targets": targets, **recommend(targets)})
+
+
+def _greedy(run: RunDir) -> bool:
+    """Whether the run decoded greedily (its config snapshot's temperature 0 or unset): only then is an answer
+    changed by the load a fault of the server, not a sample."""
+    config = stored_yaml(run.path / "config.yaml", what="config snapshot") or {}
+    generation = config.get("generation")
+    return not (generation.get("temperature") if isinstance(generation, dict) else None)
 
 
 def _refuse_incomparable(runs: list[RunDir], infos: list, keys: list[dict]) -> None:
@@ -121,7 +133,8 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
     records, verdicts = run.read_records(), run_verdicts(run, info)
     load = run.read_records("load.jsonl", required=False)
     report = gate_run(info, records, policy, info.cost, load, labels=read_labels(run), verdicts=verdicts,
-                      edited=edited_evidence(run.path), allow_pending=allow_pending, corpus_scores=CorpusScores.of(run))
+                      edited=edited_evidence(run.path), allow_pending=allow_pending, corpus_scores=CorpusScores.of(run),
+                      draws=run.read_records("draws.jsonl", required=False))
     return report, records, policy, verdicts, load
 
 

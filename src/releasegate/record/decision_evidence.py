@@ -196,6 +196,11 @@ class Contender:
     """Draft tokens its server proposed (speculative only; None: not counted)."""
     speculation_changed: str | None
     """Why its speculation is not to be trusted (it changed greedy answers); None: it did not."""
+    load_flip: tuple[float, float] | None = None
+    """Its `load_flip_rate` and that rate's one-sided upper bound: the share of cases whose answer changed under
+    its load; None: not measured (no load phase)."""
+    flip_margin: float | None = None
+    """The most answers a contender may change under load (the plan's quality margin); None: not checked."""
 
 
 @dataclass(frozen=True)
@@ -231,3 +236,55 @@ class WhatIfEvidence:
     recorded_verdict: str | None
     """The verdict the run's own report holds (None: none readable)."""
     inputs_changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReleaseEvidence:
+    """A saved run offered for release: to be blessed as a baseline, attested, or promoted."""
+
+    run: str
+    sealed: bool
+    """A stage sealed the run's own files (manifest.json `sealed`)."""
+    complete: bool
+    """The run was whole when it was last sealed (run.json `complete`)."""
+    verify_outcome: str
+    """`releasegate verify`'s outcome: 'unchanged', 'changed' or 'unverified'."""
+    changes: tuple[str, ...]
+    """What verify found changed (inputs, packages, the run's own files), one short line each."""
+    recorded_verdict: str | None
+    """The verdict of the run's sealed report.json (None: none readable)."""
+    judged_again: str | None
+    """The verdict under the run's own rubric judged again from its records, pending review holding it (None:
+    its rubric snapshot is missing or edited)."""
+    judged_by_own_rubric: bool
+    """report.json was judged by the run's own rubric snapshot (not a what-if)."""
+
+
+@dataclass(frozen=True)
+class AttestationEvidence:
+    """A signed attestation checked before a deploy."""
+
+    signature_problem: str | None
+    """Why the envelope's signature does not stand for the given key (None: a good signature)."""
+    statement_problem: str | None
+    """Why the signed payload is not a releasegate statement (None: it is one)."""
+    predicate_verdict: str | None
+    artifacts: tuple[tuple[str, str | None], ...]
+    """Each artifact given: its path and why it does not match a subject (None: it matches one)."""
+
+
+@dataclass(frozen=True)
+class BaselineAgeEvidence:
+    """A blessed baseline as the gate finds it: how old, and what changed since it was measured."""
+
+    name: str
+    age_days: float | None
+    """Days between the baseline run and this run (None: unknown)."""
+    max_age_days: float | None
+    """The rubric's `baseline.max_age_days` (None: no limit)."""
+    packages_changed: tuple[str, ...]
+    """Packages whose version differs between the baseline run and this run ('torch 2.3 -> 2.4')."""
+    suites_changed: tuple[str, ...]
+    """Suite files of the baseline run whose content changed since (or are gone)."""
+    on_stale: str
+    """The rubric's `baseline.on_stale`: 'warn' or 'inconclusive'."""

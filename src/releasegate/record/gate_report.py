@@ -19,6 +19,7 @@ from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
 from .records import RunDir
 from .report_sections import JudgeSection, ReviewRow
+from .stability_report import StabilitySection
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
            "JudgedBy", "LatencySource", "as_report", "typed_report", "load_report"]
@@ -56,6 +57,8 @@ class CriterionRow(MetricRow):
     threshold: float
     slice: dict[str, Any] | None = None
     min_samples: int | None = None
+    phase: Literal["quality", "load"] | None = None
+    """`load`: a quality rate of the load phase's answers; absent for the quality cases."""
     origin: Literal["guard", "baseline", "review"] | None = None
     """Absent for a criterion of the rubric; 'guard' (the default error-rate guard), 'baseline' (a comparison
     with the baseline run) or 'review' (human approval)."""
@@ -98,6 +101,9 @@ class Counts(_Model):
 
     cases: int
     succeeded: int
+    """Cases whose outcome is an answer (no error, non-empty output): the reports say "answered"."""
+    right: int | None = None
+    """Answered cases that passed every check (no failed check, no forbidden hit); null in reports that predate it."""
     errors: dict[str, int]
     cached: int
     phases: dict[str, PhaseCounts] = {}
@@ -124,6 +130,12 @@ class FailingCase(_Model):
     """Why the case failed, one phrase per problem (an error class, a failed check with its detail, a hit)."""
     input: str = ""
     """The input as sent: the prompt, or one 'role: content' line per message (first 1,000 characters)."""
+    user_message: str = ""
+    """What the case asks: its last user message, or its prompt (first 1,000 characters)."""
+    user_turns: int | None = None
+    """How many user messages the case has (1 for a prompt; null in reports that predate it)."""
+    system_prompt: str = ""
+    """The case's system message(s), one per line ('' for none; first 1,000 characters)."""
     expected: str = ""
     """The expected answer, as JSON unless it is a string ('' for none; first 1,000 characters)."""
     error_message: str | None = None
@@ -143,6 +155,11 @@ class JudgedBy(_Model):
     """sha256 of that file's bytes (null when it could not be read)."""
     snapshot_sha256: str | None
     """sha256 of the run's rubric snapshot, rubric.yaml (the rubric the run started with)."""
+    source: str | None = None
+    """The rubric file the run's snapshot was taken from (manifest.json's rubric input); null when unknown."""
+    named_by: str | None = None
+    """Where `rubric:` named that file when not in the run's config: the base config of an `extends:` chain,
+    or '--set rubric'; null: the config itself."""
     whatif: bool
     """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
     reports (RUN/whatif/... or `gate -o DIR`), never over them."""
@@ -266,6 +283,9 @@ class GateReport(_Model):
                     raise ValueError(f"{name!r} is not a review row ({exc.errors()[0]['msg']})") from None
             return {name: ReviewRow.model_validate(row) for name, row in value.items()}
         return value
+    stability: StabilitySection | None = None
+    """The repeated draws and the flip table (see releasegate.gate.stability); absent when the run neither
+    repeats its cases nor is gated on answers under load."""
     judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:

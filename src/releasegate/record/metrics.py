@@ -14,7 +14,7 @@ from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, strea
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
     "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "stratum_counts", "sample_only",
-    "uncounted", "token_sources",
+    "uncounted", "token_sources", "STABILITY_METRICS", "LOAD_PHASE_METRICS",
     "timing_derived_cost", "batched_stream", "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES",
 ]
 
@@ -59,8 +59,23 @@ KNOWN_METRICS["cache_hit_rate"] = ("higher", "response_cache_probe: share of cas
                                              "would answer, at the deployment's threshold")
 KNOWN_METRICS["cache_wrong_hit_rate"] = ("lower", "response_cache_probe: share of cases it would answer with an earlier "
                                                   "answer that fails the case's own checks")
-BOUNDED_METRICS = set(_RATES) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+STABILITY_METRICS: dict[str, tuple[str, str]] = {
+    "pass_all_k": ("higher", "generation.repeats: share of cases whose every draw passes its answer check (pass^k)"),
+    "pass_any_k": ("higher", "generation.repeats: share of cases with at least one draw passing its answer check"),
+    "flip_rate": ("lower", "generation.repeats: share of cases whose draws disagree on pass or fail"),
+    "answer_agreement": ("higher", "generation.repeats: share of draws equal to their case's modal answer "
+                                   "(normalised), bounded per case"),
+    "load_flip_rate": ("lower", "share of cases whose answer under the load phase differs from their quality-phase "
+                                "answer (normalised)"),
+    "load_accuracy_delta": ("higher", "accuracy under load minus accuracy alone, on the cases answered in both "
+                                      "(paired bound)"),
+}
+"""Criteria over repeated draws and over the same cases' answers under load (`gate.stability`)."""
+KNOWN_METRICS.update(STABILITY_METRICS)
+BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
+LOAD_PHASE_METRICS = ("accuracy", "format_compliance", "forbidden_rate")
+"""Quality rates a criterion can ask of the load phase's answers (`phase: load`), scored with the same checks."""
 
 
 @dataclass(frozen=True)

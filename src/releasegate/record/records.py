@@ -17,40 +17,31 @@ import hashlib
 import io
 import json
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ..border.files import check_regular, exists, open_append, open_regular, read_text, replace_file
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
+from .journal_lines import ESCAPED, last_line_start, valid_data
 from .record_parts import Stratum, Timing, Tokens
 from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
 from .sealed import matches_seal
 
 __all__ = ["Timing", "Tokens", "Stratum", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
-
-"""What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
-ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
-"""Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
-(U+0085, U+2028, U+2029), C1 controls and bidi controls, so a line stays one line and prints as it reads."""
-
-
-def _valid_data(data: Any) -> Any:
-    """A JSON-like value with `valid_text` applied to every string in it, keys included."""
-    if isinstance(data, str):
-        return valid_text(data)
-    if isinstance(data, dict):
-        return {_valid_data(k): _valid_data(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_valid_data(v) for v in data]
-    return data
-
 
 class CaseRecord(BaseModel):
     """One case as run: input, output, timings, token counts and automatic scores."""
@@ -93,6 +84,10 @@ class CaseRecord(BaseModel):
     stratum: Stratum | None = None
     """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
     metrics are population-weighted (see `sample_weights.stratum_counts`); None for every other case."""
+    draw: int = Field(default=0, ge=0)
+    """Which of the case's repeated draws this is (`generation.repeats`): 0 the first (the only one without
+    repeats; written only when not 0, so a run without repeats records what it always did), 1..k-1 the others,
+    kept in draws.jsonl. Records are keyed by (case_id, draw)."""
     output_repaired: bool = False
     """True when the output as received was not valid Unicode text: it held lone UTF-16 surrogates (a server
     streaming half of a surrogate pair, a '\\udc80' escape in a replay file) or, from a replay file, bytes that are
@@ -121,6 +116,13 @@ class CaseRecord(BaseModel):
             self.output_repaired = self.output_repaired or repaired.count(REPLACEMENT) > self.output.count(REPLACEMENT)
             self.output = repaired
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_first_draw(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not self.draw:
+            data.pop("draw", None)
+        return data
 
     def slice_value(self, key: str) -> Any:
         """The value this case has for a slice key: 'suite' or any tag."""
@@ -164,6 +166,9 @@ class RunInfo(BaseModel):
     client: dict[str, Any] | None = None
     """The client's own lateness over the quality phase (openai backend): event-loop lag percentiles in ms, the
     client process's CPU share. The load phase's is `load_phase['client']`. See `health.client_saturation`."""
+    repeats: dict[str, int] | None = None
+    """Draws per case by suite (`generation.repeats`, a suite's `repeats:`), when any suite asks more than one;
+    the gate counts the draws each case must have against it. None: one draw per case."""
     phases: list[str] | None = None
     """The phases the config plans: 'quality', and 'load' when it has a load phase. The gate calls a run whose
     planned phase is missing or cut short INCONCLUSIVE. None in runs that predate it (`gate` reads config.yaml)."""
@@ -209,6 +214,13 @@ class RunInfo(BaseModel):
     @classmethod
     def _finite(cls, data: Any) -> Any:  # a stored NaN or a nesting no run writes: refused, never computed with
         return finite_tree(data)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_repeats(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.repeats is None:
+            data.pop("repeats", None)  # a run without repeats writes the run.json it always did
+        return data
 
     @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge")
     @classmethod
@@ -378,20 +390,6 @@ def _record_json(rec: CaseRecord) -> str:
     try:
         line = rec.model_dump_json()
     except ValueError:  # PydanticSerializationError: a lone surrogate somewhere UTF-8 cannot encode
-        line = CaseRecord.model_validate(_valid_data(rec.model_dump())).model_dump_json()
+        line = CaseRecord.model_validate(valid_data(rec.model_dump())).model_dump_json()
     line = redact_json(line)  # registered secrets replaced in the data, before ESCAPED escapes anything
     return ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
-
-
-def last_line_start(fh: BinaryIO, size: int, chunk: int = 1 << 16) -> int:
-    """Offset just past the last newline of a binary file (0 if none); `size` when the file ends in one."""
-    pos = size
-    while pos > 0:
-        step = min(chunk, pos)
-        fh.seek(pos - step)
-        block = fh.read(step)
-        at = block.rfind(b"\n")
-        if at != -1:
-            return pos - step + at + 1
-        pos -= step
-    return 0

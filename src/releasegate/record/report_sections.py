@@ -26,6 +26,9 @@ class ReviewRow(_Model):
     """'pass', 'fail', 'pending', 'pending (allowed)', 'undecided', 'unrepresentative', 'optional', ..."""
     cases: int | None = None
     needed: int | None = None
+    needed_why: str | None = None
+    """Why a required slice needs more labels than the policy's `min_reviewed` (the approval bound needs them),
+    in words; null when it needs just that."""
     reviewed: int = 0
     coverage: Number | None = None
     approved: int = 0
@@ -40,6 +43,10 @@ class ReviewRow(_Model):
     min_approval: Number | None = None
     kappa: Number | None = None
     """Cohen's kappa between the automatic outcome and the reviewers."""
+    awaiting_adjudication: int = 0
+    """Cases whose reviewers disagree and that no adjudicator labelled yet (pending with `labels_per_case: 2`)."""
+    reviewer_agreement: dict[str, Any] | None = None
+    """First against second reviewer on the double-labelled cases: cases, agreed, agreement, kappa, table."""
 
 
 class JudgeCalibration(_Model):

@@ -4,7 +4,10 @@ Nothing is ever rewritten: a corrected import appends new edits, and the latest 
 that reviewer's label. The automatic scores in records.jsonl are never touched.
 
 Several reviewers may label a case. Disagreement rule: a case counts as approved only when every reviewer who
-labelled it approved it; one rejection makes it rejected (the conservative reading for a release gate).
+labelled it approved it; one rejection makes it rejected (the conservative reading for a release gate). With
+double labelling (`review.labels_per_case: 2`) a case has a label once two reviewers agree on it; a case they
+disagree on waits for an adjudicator. An adjudicator's label (from the adjudication CSV) decides its case,
+whatever the reviewers said.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .records import RunDir
 __all__ = [
     "APPROVE", "REJECT", "Label", "LABEL_WORDS", "LabelEdit", "CaseLabel", "REVIEWS_FILE",
     "parse_label", "read_labels", "append_labels", "current_labels", "case_labels", "reviewer_key",
+    "reviewer_rounds", "awaiting_adjudication", "reviewer_pairs",
 ]
 
 Label = Literal["approve", "reject"]
@@ -60,6 +64,9 @@ class LabelEdit(BaseModel):
     """The CSV file the label came from (its name)."""
     source_line: int
     """The line of that file where the row starts."""
+    adjudication: bool = False
+    """True: an adjudicator's label on a case its reviewers disagreed on (a row of the adjudication CSV); it
+    decides the case."""
 
 
 @dataclass(frozen=True)
@@ -72,9 +79,12 @@ class CaseLabel:
     reviewers: tuple[str, ...]
     approvals: int
     rejections: int
+    adjudicated: bool = False
+    """The label is an adjudicator's, given on the reviewers' disagreement."""
 
     @property
     def disagreement(self) -> bool:
+        """The reviewers (not the adjudicator) gave both labels."""
         return self.approvals > 0 and self.rejections > 0
 
 
@@ -118,21 +128,51 @@ def append_labels(run: RunDir, edits: list[LabelEdit]) -> None:
         os.fsync(fh.fileno())
 
 
-def current_labels(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
-    """(case id, reviewer key) -> that reviewer's latest edit for the case."""
-    return {(e.case_id, reviewer_key(e.reviewer)): e for e in edits}
+def current_labels(edits: list[LabelEdit], *, adjudication: bool = False) -> dict[tuple[str, str], LabelEdit]:
+    """(case id, reviewer key) -> that reviewer's latest edit for the case, in the order of each one's first edit:
+    the reviewers' labels, or with `adjudication` the adjudicators'."""
+    return {(e.case_id, reviewer_key(e.reviewer)): e for e in edits if e.adjudication == adjudication}
 
 
-def case_labels(edits: list[LabelEdit]) -> dict[str, CaseLabel]:
-    """Case id -> the human verdict, by the disagreement rule (any rejection rejects)."""
+def reviewer_rounds(edits: list[LabelEdit]) -> dict[str, list[LabelEdit]]:
+    """Case id -> its reviewers' current labels (adjudicators' aside), the first reviewer of the case first."""
     per_case: dict[str, list[LabelEdit]] = {}
     for edit in current_labels(edits).values():
         per_case.setdefault(edit.case_id, []).append(edit)
+    return per_case
+
+
+def case_labels(edits: list[LabelEdit], labels_per_case: int = 1) -> dict[str, CaseLabel]:
+    """Case id -> the human verdict of every case that has one: the latest adjudicator's label when there is one;
+    else by the disagreement rule (any rejection rejects) once `labels_per_case` reviewers labelled it, except
+    that with two or more labels per case a disagreement has no verdict until it is adjudicated."""
+    adjudicated = {e.case_id: e for e in edits if e.adjudication}  # the latest adjudicator's label wins
     out = {}
-    for case_id, labels in per_case.items():
+    for case_id, labels in reviewer_rounds(edits).items():
         rejections = sum(e.label == REJECT for e in labels)
+        label: str = REJECT if rejections else APPROVE
+        if case_id in adjudicated:
+            label = adjudicated[case_id].label
+        elif len(labels) < labels_per_case or (labels_per_case > 1 and 0 < rejections < len(labels)):
+            continue  # a second label, or an adjudicator's, still missing
         out[case_id] = CaseLabel(
-            case_id=case_id, label=REJECT if rejections else APPROVE, reviewers=tuple(sorted(e.reviewer for e in labels)),
-            approvals=len(labels) - rejections, rejections=rejections,
+            case_id=case_id, label=label, reviewers=tuple(sorted(e.reviewer for e in labels)),
+            approvals=len(labels) - rejections, rejections=rejections, adjudicated=case_id in adjudicated,
         )
     return out
+
+
+def awaiting_adjudication(edits: list[LabelEdit]) -> list[str]:
+    """Case ids whose reviewers disagree and that no adjudicator labelled yet: with two or more labels per case
+    they have no verdict (review is pending); with one, the disagreement rule decided them (rejected), and an
+    adjudicator may still."""
+    adjudicated = {e.case_id for e in edits if e.adjudication}
+    return [case_id for case_id, labels in reviewer_rounds(edits).items()
+            if case_id not in adjudicated and len({e.label for e in labels}) > 1]
+
+
+def reviewer_pairs(edits: list[LabelEdit]) -> dict[str, tuple[str, str]]:
+    """Case id -> (first reviewer's label, second reviewer's label) for every case at least two reviewers labelled:
+    what reviewer-reviewer agreement (Cohen's kappa) is counted on, before any adjudication."""
+    return {case_id: (labels[0].label, labels[1].label)
+            for case_id, labels in reviewer_rounds(edits).items() if len(labels) >= 2}

@@ -9,7 +9,8 @@
 plus the terminal table (terminal). Every format renders the typed `GateReport` (record.gate_report), or a
 `RunView` (the report and the run's records) when it needs the cases; a dict given here is validated into a
 GateReport once. Every format reads the run directory, never the model, so `releasegate report RUN_DIR`
-renders any of them again. matplotlib and jinja2 are imported only for HTML.
+renders any of them again. jinja2 is imported only for HTML, and matplotlib only for the plot of a capacity sweep or
+a response-cache probe (the latency plots are written directly).
 
 A new format touches exactly:
     src/releasegate/report/<name>.py      its renderer (GateReport or RunView -> text)

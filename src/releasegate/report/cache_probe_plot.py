@@ -1,11 +1,11 @@
 """The response-cache probe's curve for the HTML report: hit rate and wrong-hit rate (with its upper bound)
 against the similarity threshold. Imported only when an HTML report of a semantic probe is rendered (matplotlib,
-like plots.py)."""
+through matplotlib_svg)."""
 
 from __future__ import annotations
 
 from ..record.cache_probe_report import CacheProbeSection
-from .plots import _RC, _svg
+from .matplotlib_svg import RC, figure_svg
 
 __all__ = ["cache_probe_plot"]
 
@@ -18,7 +18,7 @@ def cache_probe_plot(probe: CacheProbeSection | None) -> str:
     from matplotlib import rc_context  # only when a curve is drawn
     from matplotlib.figure import Figure
 
-    with rc_context(_RC):
+    with rc_context(RC):
         fig = Figure(figsize=(7, 3.0), layout="constrained")
         ax = fig.subplots()
         x = [r.threshold or 0.0 for r in rows]
@@ -35,4 +35,4 @@ def cache_probe_plot(probe: CacheProbeSection | None) -> str:
         ax.set_ylabel("share of cases")
         ax.set_ylim(0, 1)
         ax.legend(loc="upper right", frameon=False, fontsize=8)
-        return _svg(fig)
+        return figure_svg(fig)

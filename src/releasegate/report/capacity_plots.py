@@ -1,12 +1,12 @@
 """Capacity plots for the HTML report: P95 latency against the offered rate, and the server's signals against it.
 
-Imported only when an HTML report of a sweep is rendered (matplotlib, like plots.py).
+Imported only when an HTML report of a sweep is rendered (matplotlib, through matplotlib_svg).
 """
 
 from __future__ import annotations
 
 from ..record.capacity_sweep import CapacityStep, CapacitySweep
-from .plots import _RC, _svg
+from .matplotlib_svg import RC, figure_svg
 
 __all__ = ["capacity_plots"]
 
@@ -24,12 +24,12 @@ def capacity_plots(capacity: CapacitySweep | None) -> dict[str, str]:
     from matplotlib import rc_context  # only when a sweep is drawn
     from matplotlib.figure import Figure
 
-    with rc_context(_RC):
+    with rc_context(RC):
         fig = Figure(figsize=(11, 3.0), layout="constrained")
         latency, signals = fig.subplots(1, 2)
         _latency_panel(latency, steps, capacity)
         _signals_panel(signals, steps, capacity)
-        return {"capacity": _svg(fig)}
+        return {"capacity": figure_svg(fig)}
 
 
 def _latency_panel(ax, steps: list[CapacityStep], capacity: CapacitySweep) -> None:

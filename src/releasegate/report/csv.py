@@ -14,6 +14,7 @@ from ..record.gate_report import GateReport
 from ..spreadsheet import csv_text, neutralise
 from ..text import inert
 from .formatting import latency_source_text
+from .stability_section import STABILITY_COLUMNS, case_stability
 from .view import CaseRow, RunView
 
 __all__ = ["render_csv", "COLUMNS", "neutralise"]
@@ -32,8 +33,11 @@ def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
     by = _judged_by(view.gate_report)
     source = latency_source_text(view.gate_report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
-    rows = ([_cell(v) for v in [*_values(row), source, *by]] for row in view.cases())
-    return csv_text([COLUMNS, *rows], cell_limit=_CELL_CHARS)
+    stable = case_stability(view.gate_report)  # a run with repeats or gated under load: its columns at the end
+    more = STABILITY_COLUMNS if view.gate_report.stability is not None else ()
+    rows = ([_cell(v) for v in [*_values(row), source, *by, *(stable.get(row.case_id, [""] * len(more)) if more else [])]]
+            for row in view.cases())
+    return csv_text([COLUMNS + more, *rows], cell_limit=_CELL_CHARS)
 
 
 def _judged_by(report: GateReport) -> list:

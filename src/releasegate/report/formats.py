@@ -78,7 +78,7 @@ def _json(subject: GateReport | RunView, options: RenderOptions) -> str:
 
 
 def _html(subject: GateReport | RunView, options: RenderOptions) -> str:
-    from .html import render_html  # jinja2 and matplotlib load only for HTML
+    from .html import render_html  # jinja2 (and matplotlib for a sweep's plot) load only for HTML
 
     return render_html(_view(subject))
 

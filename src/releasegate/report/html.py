@@ -1,7 +1,8 @@
 """report.html: one self-contained page for people (verdict, criteria, slices, latency plots, cost, cases).
 
 Model outputs are untrusted text. The page is a jinja2 template with autoescape on, so every value is escaped;
-the only markup not written by the template is matplotlib's SVG, which holds no run text. Every value the template
+the only markup not written by the template is the plots' SVG (plots.py writes the latency plots, escaping every
+label; matplotlib draws a sweep's and a probe's), which holds no run text. Every value the template
 prints also passes through `inert` first (the environment's `finalize`): control, bidi and surrogate characters,
 which HTML cannot hold or which reorder what the reader sees, are shown as visible stand-ins. A Content-Security-Policy
 forbids every script and every fetch, so even a missed escape could not run code or call out. Filtering the
@@ -11,10 +12,11 @@ case table to failures is pure CSS (a checkbox), so the page needs no script at 
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..record.capacity_sweep import CapacitySweep
 from ..record.evidence import answered
@@ -39,7 +41,8 @@ from .formatting import (
 )
 from .judge_section import calibration_table, judge_lines
 from .plots import latency_plots
-from .terminal import judged_by_line, request_summary, whatif_of
+from .stability_section import draw_table, flip_table_rows, stability_lines
+from .terminal import answered_words, judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
 
 __all__ = ["render_html", "CSP"]
@@ -77,6 +80,7 @@ def render_html(view: RunView) -> str:
         headline=_headline(report.metrics, latency_source_text(report)),
         criteria=[_criterion(c, latency_source_text(report)) for c in report.criteria],
         bounds_note=bounds_note(report.criteria), requests=request_summary(report),
+        answered=answered_words(report.counts) if report.counts else "",
         latency=_latency_rows(report.metrics),
         plots={k: Markup(v) for k, v in latency_plots(view.latency_samples(), view.prefill_decode(), report.criteria).items()},
         latency_source=latency_source_text(report), slices_source=latency_source_text(report, slices=True),
@@ -89,6 +93,7 @@ def render_html(view: RunView) -> str:
         comparison=_as_table(_comparison(report)),
         review=_review_table(_review(report)),
         judge=_judge(report.judge),
+        stability=_stability(report),
         review_pending=_review_pending(report),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],
         n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
@@ -104,7 +109,21 @@ def _environment() -> Environment:
     env.filters["interval"] = format_interval
     env.filters["money"] = format_money
     env.filters["metric"] = lambda value, name: format_metric(name, value)
+    env.filters["breakable"] = breakable
     return env
+
+
+_TOKEN_END = re.compile(r"([,:{\[])(?=\S)")
+_TAG_PART_END = re.compile(r"([=_./:-])(?=\S)")
+
+
+def breakable(value, tag: bool = False) -> Markup:
+    """Run text escaped, with a line-break opportunity (<wbr>) after each ',', ':', '{' and '[' that a space does
+    not follow: compact JSON wraps between its tokens, and the CSS never has to break inside one (a key, a string,
+    a number). A tag (`tag`) may wrap after '=', '_', '.', '/', ':' and '-': 'kind=must_refuse_bait' breaks at
+    its parts. Escaping first leaves no entity to split: none holds those characters."""
+    pattern = _TAG_PART_END if tag else _TOKEN_END
+    return Markup(pattern.sub(r"\1<wbr>", str(escape(inert(str(value))))))
 
 
 def _inert_text(value):
@@ -191,6 +210,15 @@ def _judge(judge: JudgeSection | None) -> dict | None:
     table = calibration_table(judge)
     columns, rows = table if table else ((), [])
     return {"lines": judge_lines(judge), "columns": columns, "rows": rows}
+
+
+def _stability(report: GateReport) -> dict | None:
+    """The stable-answers section: its lines and the two tables (`stability_section`)."""
+    if report.stability is None:
+        return None
+    tables = [(title, *table) for title, table in (("Repeated draws", draw_table(report)),
+                                                   ("Answers under load", flip_table_rows(report))) if table[1]]
+    return {"lines": stability_lines(report), "tables": tables}
 
 
 def _review(report: GateReport) -> dict | None:

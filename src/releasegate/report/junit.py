@@ -1,7 +1,8 @@
 """report.junit.xml: the gate as JUnit XML, so CI systems list gate failures as failed tests.
 
 One <testsuite> per run, one <testcase> per criterion (and one for required human review: failed when approval
-failed or pending review holds the verdict, skipped when pending is allowed or the labels decide nothing yet): a failed criterion is a <failure> naming value vs threshold,
+failed or review is pending, skipped when `--allow-pending` allowed pending review or the labels decide nothing
+yet; none when the target could not be run): a failed criterion is a <failure> naming value vs threshold,
 an insufficient one (too few samples, no value) is <skipped> with the reason. With `cases=True`, every failing
 case is a failed testcase too; by default the failing cases go to the suite's <system-out> instead, so the number
 of failed tests is the number of failed criteria and a passing gate is never shown red.
@@ -20,6 +21,7 @@ from ..record.gate_report import CriterionRow, FailingCase, GateReport, as_repor
 from ..record.metrics import is_phased
 from ..text import inert
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
+from .stability_section import stability_lines
 from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_junit", "xml_text"]
@@ -51,6 +53,8 @@ def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
     _judged_by(props, report)
     if summary := request_summary(report):
         ET.SubElement(props, "property", name="requests", value=xml_text(summary))
+    if stable := stability_lines(report):  # repeated draws, answers changed under load
+        ET.SubElement(props, "property", name="stability", value=xml_text("; ".join(stable)))
     for c in criteria:
         _criterion(suite, c, latency_source_text(report))
     if review is not None:
@@ -76,7 +80,8 @@ def _judged_by(props: ET.Element, report: GateReport) -> None:
     by = report.judged_by
     if not by:
         return
-    for name, value in (("rubric_file", by.file), ("rubric_sha256", by.sha256),
+    for name, value in (("rubric_file", by.file), ("rubric_source", by.source), ("rubric_named_by", by.named_by),
+                        ("rubric_sha256", by.sha256),
                         ("rubric_snapshot_sha256", by.snapshot_sha256), ("whatif", str(by.whatif).lower()),
                         ("judged_by", judged_by_line(report))):
         if value is not None:
@@ -96,24 +101,33 @@ def _criterion(suite: ET.Element, c: CriterionRow, source: str = "") -> None:
 
 
 def _review_status(report: GateReport) -> str | None:
-    """None (no required review); 'failed' (a required slice's approval, or the run's, failed: it fails the
-    gate whatever else is pending); 'blocking' (pending, holds the verdict); 'allowed' (pending, allowed);
-    'undecided' (labelled, but the labels decide nothing yet); 'done'."""
+    """None (no required review, or a target that could not be run: no one is asked to review it); 'failed' (a
+    required slice's approval, or the run's, failed: it fails the gate whatever else is pending); 'blocking'
+    (pending); 'allowed' (pending, and `--allow-pending` was given); 'undecided' (labelled, but the labels decide
+    nothing yet); 'done'."""
     required = [row for row in report.review_rows.values() if row.required]
-    if not required:
+    if not required or report.verdict == "TARGET_ERROR":
         return None
     if any(row.status == "fail" for row in required):
         return "failed"
     if any(row.status.startswith("pending") for row in required):
-        return "blocking" if report.verdict == "NEEDS_REVIEW" else "allowed"
+        return "allowed" if _waived(report) else "blocking"
     if any(row.status in ("undecided", "unrepresentative") for row in required):
         return "undecided"
     return "done"
 
 
+def _waived(report: GateReport) -> bool:
+    """Whether `--allow-pending` let pending review through (a report that predates `obligations`: its "all" row
+    says so)."""
+    if report.obligations is not None:
+        return report.obligations.review_waived
+    return report.review_rows["all"].status == "pending (allowed)" if "all" in report.review_rows else False
+
+
 def _review_case(suite: ET.Element, report: GateReport, status: str) -> None:
-    """Required human review as its own test: failed when approval failed or pending review holds the verdict,
-    skipped while pending is allowed or the labels decide nothing yet, passed when approval passed."""
+    """Required human review as its own test: failed when approval failed or review is pending, skipped while
+    `--allow-pending` allows pending review or the labels decide nothing yet, passed when approval passed."""
     case = ET.SubElement(suite, "testcase", classname="releasegate.review", name="human review", time="0")
     rows = {name: row for name, row in report.review_rows.items() if row.required}
     if status == "failed":

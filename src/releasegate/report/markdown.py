@@ -18,13 +18,14 @@ from ..border.env import STEP_SUMMARY, env_path
 from ..border.files import append_regular
 from ..border.outputs import RUN_MARKER
 from ..errors import InputError
-from ..record.gate_report import FailingCase, GateReport, as_report
+from ..record.gate_report import GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.stored_manifest import read_manifest_file
 from ..review.summary import review_headline
 from ..text import inert
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
+from .failing_cases import failing_case_lines
 from .formatting import (
     bounds_note,
     format_interval,
@@ -35,12 +36,12 @@ from .formatting import (
     load_phase_rows,
 )
 from .judge_section import calibration_table, judge_lines
-from .terminal import judged_by_line, request_summary
+from .stability_section import draw_table, flip_table_rows, stability_lines
+from .terminal import answered_words, judged_by_line, request_summary
 
 __all__ = ["render_markdown", "append_step_summary", "md_text", "md_label", "md_code"]
 
 FAILING_CASES_SHOWN = 10
-OUTPUT_CHARS = 120
 _BADGE = {"PASS": "✅", "FAIL": "❌", "NEEDS_REVIEW": "👀", "INCONCLUSIVE": "⚠️", "TARGET_ERROR": "🛑"}
 _CELL = {"pass": "✅ pass", "fail": "❌ fail", "insufficient": "⚠️ insufficient"}
 _SPECIAL = re.compile(r"([\\`*_{}\[\]|~!#])")
@@ -116,7 +117,7 @@ def render_markdown(report: GateReport | dict) -> str:
     if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
     for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _cache_probe_md, _slice_lines, _review_lines, _judge_md,
-                    _failure_lines):
+                    _stability_md, _failure_lines):
         lines += section(report)
     return "\n".join(lines) + "\n"
 
@@ -126,7 +127,7 @@ def _cases_line(report: GateReport) -> list[str]:
     if counts is None:
         return []
     cached = f"; {counts.cached} from the response cache, left out of latency and throughput)" if counts.cached else ")"
-    return [f"- cases: {counts.cases} ({counts.succeeded} succeeded" + cached]
+    return [f"- cases: {counts.cases} ({answered_words(counts)}" + cached]
 
 
 def _judged_by_lines(report: GateReport) -> list[str]:
@@ -225,7 +226,7 @@ def _slice_lines(report: GateReport) -> list[str]:
 
 
 def _review_headline(report: GateReport) -> list[str]:
-    line = review_headline(_review_rows(report))
+    line = review_headline(_review_rows(report), report.verdict)
     return [f"- {md_label(line.split('; next:')[0])}"] if line else []
 
 
@@ -260,28 +261,26 @@ def _judge_md(report: GateReport) -> list[str]:
     return out
 
 
+def _stability_md(report: GateReport) -> list[str]:
+    """Repeated draws and answers under load (`stability_section`); nothing for a run with neither."""
+    lines = stability_lines(report)
+    if not lines:
+        return []
+    out = ["", "## Stable answers", "", *(f"- {md_label(line)}" for line in lines)]
+    for title, (columns, rows), texts in (("Repeated draws", draw_table(report), {0, 4}),
+                                          ("Answers under load", flip_table_rows(report), {0, 1, 2})):
+        if rows:  # case ids and answers are untrusted text; the figures are ours
+            table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+            table += ["| " + " | ".join(md_text(v) if i in texts else md_label(v) for i, v in enumerate(r)) + " |"
+                      for r in rows]
+            out += _details(f"{title} ({len(rows)})", table)
+    return out
+
+
 def _failure_lines(report: GateReport) -> list[str]:
     failing = report.failing_cases
     if not failing:
         return []
     shown = failing[:FAILING_CASES_SHOWN]
-    rows = ["| case | suite | why | input | expected | output | review |", "|---|---|---|---|---|---|---|"]
-    for f in shown:
-        rows.append("| " + " | ".join(md_text(c) for c in _failure_cells(f)) + " |")
     title = f"Failing cases (first {len(shown)})" if len(shown) < len(failing) else f"Failing cases ({len(failing)})"
-    return _details(title, rows)
-
-
-def _failure_cells(f: FailingCase) -> list[str]:
-    output = f.output or (f"no output: {f.error_message}" if f.error_message else "")
-    return [f.case_id, f.suite, "; ".join(f.why), _cut(f.input), _cut(f.expected), _cut(output),
-            "; ".join(_review_text(r) for r in f.reviews)]
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
-
-
-def _review_text(review: dict) -> str:
-    """'reject by alice: wrong intent'."""
-    return f"{review['label']} by {review['reviewer']}" + (f": {_cut(review['reason'])}" if review.get("reason") else "")
+    return _details(title, failing_case_lines(shown, md_text))

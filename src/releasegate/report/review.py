@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from rich import box
 
+from ..review.agreement import agreement_words
 from .formatting import format_value
 from .terminal import Col, FitTable
 
-__all__ = ["review_table"]
+__all__ = ["review_table", "review_notes"]
 
 
 def review_table(rows: dict[str, dict]) -> FitTable:
@@ -24,3 +25,14 @@ def review_table(rows: dict[str, dict]) -> FitTable:
     ]
     return FitTable("human review", [Col("slice (* required)", "left"), Col("status", "left"),
                                      *(Col(h) for h in list(columns.values())[1:])], cells, box=box.SIMPLE_HEAD)
+
+
+def review_notes(rows: dict[str, dict]) -> list[str]:
+    """Lines under the table: how far the reviewers agree with each other, and the disagreements waiting for an
+    adjudicator (`review export RUN_DIR --adjudication`)."""
+    row = rows.get("all") or {}
+    notes = [words] if (words := agreement_words(row.get("reviewer_agreement"))) else []
+    if row.get("awaiting_adjudication"):
+        notes.append(f"{row['awaiting_adjudication']} disagreement(s) await adjudication: releasegate review export "
+                     "RUN_DIR --adjudication")
+    return notes

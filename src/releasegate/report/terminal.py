@@ -24,8 +24,9 @@ from .cache_probe_section import cache_probe_lines, wrong_hit_lines
 from .capacity_section import capacity_lines, prefix_cache_lines
 from .formatting import format_metric, format_threshold, latency_source_text
 from .judge_section import judge_lines
+from .stability_section import stability_lines
 
-__all__ = ["criteria_table", "verdict_lines", "request_summary", "judged_by_line", "whatif_of", "Col", "FitTable"]
+__all__ = ["answered_words", "criteria_table", "verdict_lines", "request_summary", "judged_by_line", "whatif_of", "Col", "FitTable"]
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "NEEDS_REVIEW": "bold yellow", "INCONCLUSIVE": "bold yellow",
           "TARGET_ERROR": "bold red"}
@@ -252,6 +253,13 @@ def request_summary(report: GateReport) -> str:
     return line
 
 
+def answered_words(counts) -> str:
+    """'43 answered, 0 right': cases that got an answer and, of them, those that passed every check (a report
+    that predates `right` says only how many were answered). A request that succeeded says nothing of its answer."""
+    right = f", {counts.right} right" if counts.right is not None else ""
+    return f"{counts.succeeded} answered{right}"
+
+
 def whatif_of(report: GateReport) -> bool:
     """Whether the report was judged by another rubric than the run's own (`gate --rubric`: `judged_by.whatif`)."""
     return report.whatif
@@ -265,9 +273,22 @@ def judged_by_line(report: GateReport) -> str | None:
         return None
     file = inert(by.file, keep="")  # a path from the command line: shown, never acted on by a terminal
     if not by.whatif:
-        return f"judged by the run's rubric: {file}, sha256 {by.sha256}"
+        return f"judged by the run's rubric: {file}{_source(by)}, sha256 {by.sha256}"
     return (f"what-if: judged by {file} (sha256 {by.sha256}), not the run's rubric (rubric.yaml, sha256 "
             f"{by.snapshot_sha256}); the run's own reports are unchanged")
+
+
+def _source(by) -> str:
+    """' (snapshot of rubrics/triage.yaml, named by rubric: in base.yaml)': where the run's snapshot came from."""
+    source = getattr(by, "source", None)
+    if not source:
+        return ""
+    named_by = getattr(by, "named_by", None)
+    if named_by and named_by.startswith("--set"):
+        layer = f", named by {named_by}"
+    else:
+        layer = f", named by rubric: in {named_by} (extends:)" if named_by else ""
+    return inert(f" (snapshot of {source}{layer})", keep="")
 
 
 def verdict_lines(report: GateReport | dict) -> list[str]:
@@ -294,4 +315,5 @@ def verdict_lines(report: GateReport | dict) -> list[str]:
               + cache_probe_lines(report.response_cache_probe)
               + [f"wrong hit: {w}" for w in wrong_hit_lines(report.response_cache_probe, limit=3)]]
     lines += judge_lines(report.judge)
+    lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False) for line in stability_lines(report)]
     return lines

@@ -52,6 +52,9 @@ COLUMNS: tuple[tuple[str, str, str, _Justify], ...] = (
     ("model_bytes", "size on disk", "size", "right"), ("peak_memory_bytes", "peak memory", "peak mem", "right"),
     ("chosen", "chosen", "chosen", "left"), ("why_not", "why not", "why not", "left"),
     ("verdict_reason", "gate said", "gate said", "left"),
+    # quality under load (the load phase's answers, the flip probe), beside the quality phase's figures above
+    ("accuracy_under_load", "accuracy under load", "acc load", "right"),
+    ("load_flip_rate", "answers changed under load", "flips", "right"),
 )
 """Every column, in order: the files' label and the terminal's shorter header for each."""
 _FREE = ("served_as", "why_not", "verdict_reason")
@@ -90,9 +93,18 @@ def _cell(result: dict, v: dict, key: str) -> str:
     if key == "chosen":
         return "✓" if v.get("chosen") else ""
     if key in ("why_not", "verdict_reason"):
-        return str(v.get(key) or "")
+        return _why(v)[key]
     value = v.get(key)
     return value if isinstance(value, str) else format_value(value)
+
+
+def _why(v: dict) -> dict[str, str]:
+    """A variant's reasons, each said once: a variant held back by its gate's verdict says the gate's reason in
+    'why not' ('its gate said FAIL: 1 criterion(s) failed: accuracy'), and 'gate said' is left empty."""
+    why, said = str(v.get("why_not") or ""), str(v.get("verdict_reason") or "")
+    if why.startswith("its gate said") and said:
+        return {"why_not": f"{why}: {said}", "verdict_reason": ""}
+    return {"why_not": why, "verdict_reason": said}
 
 
 def _parity_cell(parity: dict, key: str) -> str:
@@ -147,6 +159,10 @@ def choice_line(result: dict) -> str:
     result = redact_values(result)
     head = f"choice: {result['choice']}" if result.get("choice") is not None else "no variant qualifies"
     reason = result.get("choice_reason")
+    # every variant's reason is in its row ('why not'): the decision's list of them is not said a second time
+    states = "; ".join(f"{v.get('variant')}: {v.get('why_not') or 'qualifies'}" for v in result.get("variants") or [])
+    if isinstance(reason, str) and states:
+        reason = reason.removesuffix(f" ({states})")
     return inert(f"{head} — {reason}" if reason else head, keep="")
 
 

@@ -1,7 +1,9 @@
 """Human review: the sample people label, the CSV they label it in, the labels, and what the gate makes of them.
 
     sampler   seeded, stratified draw of the cases to review (review_sample.json)
-    csv_io    the review CSV: export for spreadsheets, validated import
+    csv_io    the review CSV: export for spreadsheets (blind unless `show_auto`), validated import
+    adjudication  the adjudication round's CSV: the cases two reviewers disagree on, with both labels
+    agreement Cohen's kappa, raw agreement and counts between two raters (reviewer and reviewer, or scorer)
     summary   per-slice approval, coverage and Cohen's kappa for the report and the gate
     session   the review loop of a saved run: export the queue, import labels, where review stands
 
@@ -13,6 +15,8 @@ from importlib import import_module
 
 QUEUE_FILE = "review_queue.csv"
 """The review CSV `review export` writes into the run directory unless told another path."""
+ADJUDICATION_FILE = "review_adjudication.csv"
+"""The adjudication round's CSV (`review export --adjudication`): the cases whose reviewers disagree."""
 
 # Names are loaded on first use (PEP 562): the rubric needs only the policy, and `validate` must not pay for the
 # CSV, label and summary machinery (pydantic models) to read a rubric.
@@ -45,5 +49,5 @@ __all__ = [
     "SAMPLE_FILE", "ReviewItem", "ReviewSample", "choose_sample", "read_sample", "review_id", "write_sample",
     "ReviewSummary", "cohen_kappa", "review_headline", "summarize_review",
     "OpenReview", "QueueExport", "QueueImport", "export_queue", "import_queue", "open_review", "review_status",
-    "QUEUE_FILE",
+    "QUEUE_FILE", "ADJUDICATION_FILE",
 ]

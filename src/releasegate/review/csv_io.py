@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,11 +31,11 @@ from ..gate.case_detail import failing_cases
 from ..inputs.csv_dialect import REOPEN, misread_utf8
 from ..inputs.files import MAX_FILE_BYTES, read_capped
 from ..record.records import CaseRecord
-from ..record.review_labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key
+from ..record.review_labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key, reviewer_rounds
 from ..record.review_outcome import check_verdicts, output_hash
-from ..spreadsheet import csv_text, neutralise, unneutralise
+from ..spreadsheet import SAVE_AS_UTF8, csv_text, neutralise, unneutralise
 from ..text import inert, reveal
-from . import QUEUE_FILE
+from . import ADJUDICATION_FILE, QUEUE_FILE
 from .sampler import ReviewSample
 
 __all__ = [
@@ -47,8 +48,17 @@ COLUMNS = (
     "auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why", "output_hash",
     "label", "reason", "reviewer",
 )
+AUTO_COLUMNS = ("auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why")
+"""The automatic verdict and its reasons: in the CSV only with `review.show_auto: true` (blind review otherwise)."""
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
+READ_BACK = frozenset({*REQUIRED_COLUMNS, "round"})
+"""Columns import reads: neutralised so that it gets their text back exactly. The others are only shown."""
+ROUND = "round"
+"""The adjudication CSV's column saying its rows are an adjudicator's labels ('adjudication' in every row)."""
+ADJUDICATION = "adjudication"
 _DELIMITERS = (",", ";", "\t")  # Excel in many locales saves CSV with semicolons
+_CONVERTED = re.compile(r"[-+]?[\d.,/: %$€£¥]*\d[\d.,/: %$€£¥E+-]*|true|false|wahr|falsch|vrai|faux", re.I)
+"""What a spreadsheet makes of a text cell it took for a number, a date or a truth value ('0001' -> 1)."""
 SPREADSHEET_CELL_LIMIT = 32_767  # Excel's characters per cell: a longer output is cut when a spreadsheet saves it
 
 
@@ -61,7 +71,7 @@ def check_export_target(path: Path, *, default: bool, force: bool) -> int:
     """Whether the review CSV may be written at `path`; the number of labels the file there holds (0 when none),
     which the export replaces. Refused (InputError): a run's own file other than the queue, an existing `-o` file
     without `force`, and a filled-in review CSV without `force`, the default one included (import it first)."""
-    own = frozenset({QUEUE_FILE, instructions_path(Path(QUEUE_FILE)).name})  # what export keeps in a run
+    own = frozenset(name for queue in export_names() for name in (queue, instructions_path(Path(queue)).name))
     check_output_path(path, force=force or default, own=own)
     check_output_path(instructions_path(path), force=True, own=own)
     labels = filled_labels(path)
@@ -69,6 +79,23 @@ def check_export_target(path: Path, *, default: bool, force: bool) -> int:
         raise InputError(f"is a filled-in review CSV ({labels} labelled rows)", file=path,
                          hint=f"import it first (releasegate review import RUN_DIR {path}), or add --force to replace it")
     return labels
+
+
+def export_names(base: str = QUEUE_FILE) -> list[str]:
+    """The review CSVs export writes in a run (from `base`): the queue, each reviewer's copy, the adjudication
+    round's."""
+    stem, suffix = Path(base).stem, Path(base).suffix
+    return [base, *(f"{stem}.{n}{suffix}" for n in (1, 2)), ADJUDICATION_FILE]
+
+
+def copy_path(path: Path, copy: int) -> Path:
+    """The CSV of reviewer `copy` (1, 2) of a double-labelled review: review_queue.csv -> review_queue.1.csv."""
+    return path.with_name(f"{path.stem}.{copy}{path.suffix}")
+
+
+def review_columns(show_auto: bool) -> tuple[str, ...]:
+    """The review CSV's columns: the auto_* ones only when reviewers may see the automatic verdict."""
+    return COLUMNS if show_auto else tuple(c for c in COLUMNS if c not in AUTO_COLUMNS)
 
 
 def filled_labels(path: Path) -> int:
@@ -86,11 +113,23 @@ HIDDEN = "hidden"
 """What the CSV shows in place of the LLM judge's verdict (auto_verdict and auto_answer of judge-scored cases)."""
 
 
-def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict]) -> list[Path]:
-    """Write the review CSV of a sample and its instructions sidecar; return both paths."""
+def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict], *,
+                      show_auto: bool = False, copy: tuple[int, int] | None = None) -> list[Path]:
+    """Write the review CSV of a sample and its instructions sidecar; return both paths. The automatic verdict
+    and reasons are left out unless `show_auto`; `copy` (k, n) is reviewer k's own copy of n."""
+    columns = review_columns(show_auto)
+    rows = [[cells[c] for c in columns] for cells in case_cells(sample, records, scores)]
+    write_csv(path, columns, rows)
+    sidecar = instructions_path(path)
+    _write_atomic(sidecar, _instructions(path, sample, show_auto=show_auto, copy=copy).encode("utf-8"))
+    return [path, sidecar]
+
+
+def case_cells(sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict]) -> list[dict[str, str]]:
+    """Per sampled case, every COLUMNS cell as the CSV shows it (label, reason and reviewer empty)."""
     by_id = {r.case_id: r for r in records}
     why = {f["case_id"]: f["why"] for f in failing_cases(records, scores, limit=len(records))}
-    rows: list[list[str]] = [list(COLUMNS)]
+    out = []
     for item in sample.items:
         record = by_id[item.case_id]
         checks = check_verdicts(scores[item.case_id])
@@ -105,11 +144,15 @@ def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord
             checks["answer"], checks["format"], checks["forbidden"], "; ".join(reasons),
             item.output_hash, "", "", "",
         ]
-        rows.append([inert(c) for c in cells])
-    _write_atomic(path, csv_text(rows, quote_all=True).encode("utf-8-sig"))
-    sidecar = instructions_path(path)
-    _write_atomic(sidecar, _instructions(path, sample).encode("utf-8"))
-    return [path, sidecar]
+        out.append(dict(zip(COLUMNS, (inert(c) for c in cells))))
+    return out
+
+
+def write_csv(path: Path, columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    """A review CSV: UTF-8 with a BOM, every cell quoted; the columns import reads neutralised reversibly, the
+    ones only shown so that an apostrophe of their text stays single."""
+    shown = {i for i, name in enumerate(columns) if name not in READ_BACK}
+    _write_atomic(path, csv_text([list(columns), *rows], quote_all=True, shown_only=shown).encode("utf-8-sig"))
 
 
 def render_input(data: dict) -> str:
@@ -169,7 +212,9 @@ def read_review_csv(
         raise ReviewImportError(path, [(1, f"missing column(s): {', '.join(missing)} (expected the columns "
                                             f"`releasegate review export` writes)")])
     col = {name: header.index(name) for name in header}  # a repeated column: the first one counts
-    items, current = sample.by_id(), current_labels(existing)
+    items, current = sample.by_id(), {**current_labels(existing), **_adjudications(existing)}
+    exported = {item.output_hash for item in sample.items}
+    rounds = reviewer_rounds([e for e in existing if e.output_hash in exported])  # the reviewers an adjudicator follows
     now = now or stamp()
     problems: list[tuple[int | None, str]] = []
     seen: dict[str, int] = {}
@@ -188,17 +233,39 @@ def read_review_csv(
         rows += 1
         cell = {name: (row[i] if i < len(row) else "") for name, i in col.items()}
         problem, edit = _check_row(cell, items, seen, start, reviewer, now, path.name)
+        if problem is None and edit is not None and edit.adjudication:
+            problem = _check_adjudicator(edit, rounds.get(edit.case_id, []))
         if problem:
             problems.append((start, problem))
         elif edit is None:
             unlabelled += 1
-        elif (old := current.get((edit.case_id, reviewer_key(edit.reviewer)))) and (old.label, old.reason) == (edit.label, edit.reason):
+        elif (old := current.get(_key(edit))) and (old.label, old.reason) == (edit.label, edit.reason):
             unchanged += 1
         else:
             edits.append(edit)
     if problems:
         raise ReviewImportError(path, problems)
     return ImportResult(edits=edits, unchanged=unchanged, unlabelled=unlabelled, rows=rows)
+
+
+def _key(edit: LabelEdit) -> tuple[str, str]:
+    """Whose label an edit replaces: a reviewer's own on the case, or the case's adjudication."""
+    return (edit.case_id, ADJUDICATION if edit.adjudication else reviewer_key(edit.reviewer))
+
+
+def _adjudications(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
+    """(case id, 'adjudication') -> the case's latest adjudicator's label."""
+    return {_key(e): e for e in edits if e.adjudication}
+
+
+def _check_adjudicator(edit: LabelEdit, reviewers: list[LabelEdit]) -> str | None:
+    """Why an adjudicator's label cannot be taken, or None: the case's reviewers must disagree, and the
+    adjudicator must be none of them."""
+    if len({e.label for e in reviewers}) < 2:
+        return f"{edit.review_id}: its reviewers do not disagree (nothing to adjudicate); label it in a review CSV"
+    if reviewer_key(edit.reviewer) in {reviewer_key(e.reviewer) for e in reviewers}:
+        return f"{edit.review_id}: {edit.reviewer} labelled this case as a reviewer; the adjudicator must be someone else"
+    return None
 
 
 def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer, now: str, source: str):
@@ -220,7 +287,13 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
             return (f"{rid}: output has {SPREADSHEET_CELL_LIMIT:,} characters, a spreadsheet's cell limit: the "
                     "spreadsheet cut it, so it is not the run's output (label this row in LibreOffice Calc or a text "
                     "editor)"), None
-        return f"{rid}: output was edited since export (its hash no longer matches output_hash)", None
+        converted = (" (a spreadsheet read it as a number, date or truth value: open the CSV with quoted fields "
+                     "as text; LibreOffice: 'Format quoted field as text' on, 'Detect special numbers' off)"
+                     if _CONVERTED.fullmatch(shown.strip()) else "")
+        return f"{rid}: output was edited since export (its hash no longer matches output_hash){converted}", None
+    round_ = unneutralise(cell.get(ROUND, "").strip()).casefold()
+    if round_ not in ("", ADJUDICATION):
+        return f"{rid}: round {round_!r} is not {ADJUDICATION!r} (leave the round column as exported)", None
     word, reason = unneutralise(cell["label"].strip()), unneutralise(cell["reason"].strip())
     if not word:
         return (f"{rid}: a reason but no label", None) if reason else (None, None)
@@ -232,7 +305,7 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
         return f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)", None
     return None, LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
-        output_hash=item.output_hash, source=source, source_line=line,
+        output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,
     )
 
 
@@ -249,25 +322,26 @@ def _shows_output(shown: str, expected_hash: str) -> bool:
 def _decode(path: Path) -> str:
     raw = read_capped(path, what="review CSV")  # a regular file, at most MAX_FILE_BYTES
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ReviewImportError(path, [(1, "the file is UTF-16 (Excel 'Unicode Text'); save it as CSV UTF-8")])
+        raise ReviewImportError(path, [(1, f"the file is UTF-16 (Excel 'Unicode Text'); save it as CSV UTF-8 ({SAVE_AS_UTF8})")])
+    # the header first: a byte-order mark misread (LibreOffice's default Windows-1252) is the cause of what follows
+    misread = misread_utf8(raw.split(b"\n", 1)[0].decode("utf-8-sig", "replace"))  # 'ï»¿review_id' is no review_id
+    if misread is not None:
+        raise ReviewImportError(path, [(1, f"{misread}; {REOPEN}")])
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ReviewImportError(path, [(line, f"not UTF-8 text (byte {exc.start}); save it as CSV UTF-8 "
-                                              "(Excel: 'CSV UTF-8 (Comma delimited)')")]) from None
+                                              f"({SAVE_AS_UTF8})")]) from None
     if not text.strip():
         raise ReviewImportError(path, [(1, "the file is empty")])
-    misread = misread_utf8(text.splitlines()[0])  # 'ï»¿review_id' is no review_id column: say why
-    if misread is not None:
-        raise ReviewImportError(path, [(1, f"{misread}; {REOPEN}")])
     return text
 
 
 def _delimiter(path: Path, text: str) -> str:
     first = text.splitlines()[0]
     for delimiter in _DELIMITERS:
-        if "review_id" in (c.strip() for c in next(csv.reader([first], delimiter=delimiter))):
+        if "review_id" in (c.strip().lstrip("\ufeff") for c in next(csv.reader([first], delimiter=delimiter))):
             return delimiter
     raise ReviewImportError(path, [(1, "no review_id column in the header: not a review CSV from `releasegate review export`")])
 
@@ -282,8 +356,12 @@ def _write_atomic(path: Path, data: bytes) -> None:
     write_output_file(path, data)
 
 
-def _instructions(path: Path, sample: ReviewSample) -> str:
+def _instructions(path: Path, sample: ReviewSample, *, show_auto: bool, copy: tuple[int, int] | None) -> str:
     policy, required = sample.policy, sample.required
+    auto = ("the auto_* columns say what the automatic checks found" if show_auto else
+            "judge each output on its own:\n   the automatic checks' verdict is left out on purpose")
+    own = "" if copy is None else (f"This is copy {copy[0]} of {copy[1]}: each case is labelled by {copy[1]} reviewers, "
+                                   "independently.\nLabel your copy alone, without seeing another copy's labels.\n\n")
 
     def words(label: str) -> str:
         return ", ".join(w for w, v in LABEL_WORDS.items() if v == label)
@@ -291,8 +369,9 @@ def _instructions(path: Path, sample: ReviewSample) -> str:
     return f"""\
 Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.cases} cases sampled.
 
-1. Open {path.name} in Excel, LibreOffice Calc or Google Sheets (UTF-8, comma-separated, one row per case).
-2. Read input, expected and output; the auto_* columns say what the automatic checks found.
+{own}1. Open {path.name} in Excel, LibreOffice Calc or Google Sheets (UTF-8, comma-separated, one row per case;
+   LibreOffice: Character set 'Unicode (UTF-8)', 'Format quoted field as text' on, 'Detect special numbers' off).
+2. Read input, expected and output; {auto}.
 3. Fill in, on the rows you review:
      label     approve  (the output is fine to release)    accepted: {words("approve")}
                reject   (it is not)                         accepted: {words("reject")}
@@ -304,11 +383,13 @@ Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.
    cell and after , ; | or a tab inside one, so that the spreadsheet shows text instead of running a formula
    whatever separator it splits on: leave it. Control and bidi characters
    in a model's output are shown as symbols (␛ for ESC, ⟨U+202E⟩ for a right-to-left override): leave them too.
-5. Save as CSV UTF-8 (Excel: "CSV UTF-8 (Comma delimited)") and import it:
+5. Save as CSV UTF-8 (Excel: "CSV UTF-8 (Comma delimited)"; LibreOffice: 'Keep current format', 'Edit filter
+   settings', Character set 'Unicode (UTF-8)', 'Quote all text cells' on) and import it:
      releasegate review import <run dir> {path.name}
    Every row is checked first; on any problem nothing is imported and each problem is listed with its line.
    Importing again replaces your earlier labels on the rows you label; other reviewers' labels are kept.
-   Several reviewers may label the same case: it counts as approved only if every one of them approved it.
+   {"Several reviewers may label the same case: it counts as approved only if every one of them approved it." if copy is None
+    else "A case is labelled once its reviewers agree; a disagreement goes to an adjudicator, whose label decides."}
 
 Review is required for {", ".join(required) or "no slice"}: at least {policy['min_reviewed']} labelled cases per
 slice (all of them if it has fewer), and as many as it takes to show an approval of at least

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..gate.stability import unstable_cases
 from ..inputs.review_policy import ReviewPolicy
 from ..inputs.rubric import load_rubric
 from ..record.judge_verdicts import run_verdicts
@@ -17,8 +18,9 @@ from ..record.records import CaseRecord, RunDir
 from ..record.review_labels import LabelEdit, append_labels, read_labels
 from ..record.seal import guard_seal, seal
 from ..scorers import score_records
-from . import QUEUE_FILE
-from .csv_io import ImportResult, check_export_target, export_review_csv, read_review_csv
+from . import ADJUDICATION_FILE, QUEUE_FILE
+from .adjudication import export_adjudication_csv
+from .csv_io import ImportResult, check_export_target, copy_path, export_review_csv, read_review_csv
 from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, read_sample, write_sample
 from .summary import ReviewSummary, summarize_review
 
@@ -50,12 +52,18 @@ class QueueExport:
     csv_path: Path
     sidecar: Path
     replaced_labels: int = 0
-    """Labelled rows the file written over held (`--force` over a filled-in review CSV)."""
+    """Labelled rows the files written over held (`--force` over a filled-in review CSV)."""
+    copies: tuple[Path, ...] = ()
+    """Every CSV written: one per reviewer with `labels_per_case: 2` (`csv_path` is the first)."""
+    adjudication: bool = False
+    """The CSV is the adjudication round's (the cases whose reviewers disagree)."""
 
     @property
     def summary(self) -> dict:
         return {
-            "csv": str(self.csv_path), "instructions": str(self.sidecar), "sample": str(self.run_path / SAMPLE_FILE),
+            "csv": str(self.csv_path), "csvs": [str(p) for p in self.copies or (self.csv_path,)],
+            "adjudication": self.adjudication,
+            "instructions": str(self.sidecar), "sample": str(self.run_path / SAMPLE_FILE),
             "drawn": self.drawn, "seed": self.sample.policy["sample"]["seed"], "rows": len(self.sample.items),
             "cases": self.sample.cases, "required": self.sample.required,
         }
@@ -89,15 +97,27 @@ def open_review(run_dir: Path, rubric_path: Path | None = None) -> OpenReview:
 def export_queue(
     run_dir: Path, *, rubric_path: Path | None = None, output: Path | None = None, seed: int | None = None,
     resample: bool = False, note: Callable[[str], None] = lambda line: None, force: bool = False,
+    adjudication: bool = False,
+    unstable_first: bool = False,
 ) -> QueueExport:
     """Write the review CSV (default RUN_DIR/review_queue.csv) of the run's sample, drawing it first when the run
     has none or `resample`; a `seed` other than the kept sample's needs `resample`. `note` hears that a kept sample
     was drawn from fewer cases than the run has now. The target is checked before anything is written: no run's
-    own file, no existing `output` and no filled-in review CSV without `force` (`check_export_target`)."""
+    own file, no existing `output` and no filled-in review CSV without `force` (`check_export_target`).
+    `adjudication` writes the adjudication round's CSV instead (`adjudication.export_adjudication_csv`).
+    `unstable_first`: the sampled cases whose answers changed (across repeated draws, or under load) are the CSV's
+    first rows; which cases are sampled does not change."""
     review = open_review(run_dir, rubric_path)
     run = review.run
+    if adjudication:
+        if seed is not None or resample:
+            raise InputError("--adjudication exports the disputed cases of the run's kept sample",
+                             hint="drop --seed and --resample")
+        return _export_adjudication(review, output, force=force)
     target = output if output is not None else run.path / QUEUE_FILE
-    replaced = check_export_target(target, default=output is None, force=force)
+    copies = review.policy.labels_per_case
+    targets = [target] if copies == 1 else [copy_path(target, k) for k in range(1, copies + 1)]
+    replaced = sum(check_export_target(t, default=output is None, force=force) for t in targets)
     sample = None if resample else read_sample(run)
     if sample is not None and seed is not None and seed != sample.policy["sample"]["seed"]:
         raise InputError(
@@ -113,8 +133,29 @@ def export_queue(
     else:
         sample = choose_sample(run.path.name, review.records, review.scores, review.policy, seed=seed)
         write_sample(run, sample)
-    csv_path, sidecar = export_review_csv(target, sample, review.records, review.scores)
-    return QueueExport(run.path, sample, drawn, csv_path, sidecar, replaced)
+    if unstable_first:
+        unstable = unstable_cases(run.read_info(), review.records, run.read_records("draws.jsonl", required=False),
+                                  run.read_records("load.jsonl", required=False))
+        note(f"{sum(i.case_id in unstable for i in sample.items)} sampled case(s) with unstable answers first")
+        sample = sample.model_copy(update={"items": sorted(sample.items, key=lambda i: i.case_id not in unstable)})
+    written = [export_review_csv(t, sample, review.records, review.scores, show_auto=review.policy.show_auto,
+                                 copy=None if copies == 1 else (k, copies)) for k, t in enumerate(targets, start=1)]
+    (csv_path, sidecar), *_ = written
+    return QueueExport(run.path, sample, drawn, csv_path, sidecar, replaced, copies=tuple(w[0] for w in written))
+
+
+def _export_adjudication(review: OpenReview, output: Path | None, *, force: bool) -> QueueExport:
+    """Write the adjudication CSV (default RUN_DIR/review_adjudication.csv) of the run's kept sample."""
+    run = review.run
+    sample = read_sample(run)
+    if sample is None:
+        raise InputError(f"run has no {SAMPLE_FILE}: nothing was reviewed yet", file=run.path,
+                         hint=f"export first: releasegate review export {run.path}")
+    target = output if output is not None else run.path / ADJUDICATION_FILE
+    replaced = check_export_target(target, default=output is None, force=force)
+    csv_path, sidecar = export_adjudication_csv(target, sample, review.records, review.scores, read_labels(run),
+                                                run_dir=run.path, show_auto=review.policy.show_auto)
+    return QueueExport(run.path, sample, False, csv_path, sidecar, replaced, adjudication=True)
 
 
 def _check_sample_cases(run: RunDir, sample: ReviewSample, records: list[CaseRecord]) -> None:

@@ -31,10 +31,15 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
                     approval unknown)
     min_approval    the threshold, on the rows the gate judges
     kappa           Cohen's kappa between the automatic verdict (pass vs any other outcome) and the human label
+    awaiting_adjudication  disputed cases no adjudicator labelled yet: unlabelled and pending at labels_per_case 2
+    reviewer_agreement  of the first and second reviewers of its double-labelled cases, None without any
+                    (`agreement.reviewer_agreement`: cases, agreed, agreement, Cohen's kappa, the 2x2 table)
 
 Labels given on another output than the record's (a case regenerated since) do not count.
 A required slice is judged once it has its `needed` labels; "all" once no required slice is pending and at least
-one case is labelled. Until then review is pending: NEEDS_REVIEW, unless pending review is allowed.
+one case is labelled. With `labels_per_case: 2` a case is labelled once two reviewers agree or an adjudicator
+labelled it, and every disagreement awaiting adjudication is pending too. Until then review is pending:
+NEEDS_REVIEW, unless pending review is allowed.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from ..record.review_outcome import OUTCOMES, PASS, automatic_outcome, output_hash
 from ..stats.intervals import needed_n_for_rate, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
+from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels
+from .pending import pending_line
 
 __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "approval_words", "ALL", "Approval",
            "approval_of"]
@@ -102,25 +109,29 @@ def summarize_review(
     outcome = {r.case_id: automatic_outcome(r, scores[r.case_id]) for r in records}
     shown = {r.case_id: output_hash(r.output) for r in records}
     # a label counts only for the output it was given on (a resumed run may have regenerated a case since)
-    labels = case_labels([e for e in edits if shown.get(e.case_id) == e.output_hash])
+    counted = [e for e in edits if shown.get(e.case_id) == e.output_hash]
+    labels = case_labels(counted, policy.labels_per_case)
+    rounds = double_labels(counted, policy.labels_per_case)
     required = policy.required(records)
     strata = stratum_counts(records)  # a sampled case weighs its stratum's rows over the run's cases of it
     rows: dict[str, dict] = {ALL: {}}
     results = []
     for slice_ in required:
-        row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata)
+        row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata, rounds=rounds)
         rows[slice_name(slice_)] = row
         if row["status"] in ("pass", "fail", "no cases", "unrepresentative", "undecided"):
             results.append(_result(slice_, row))
     for slice_ in _other_slices(records, policy, required):
-        rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False, strata=strata)
+        rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False, strata=strata,
+                                        rounds=rounds)
     needed = sum(r["needed"] for r in rows.values() if r.get("required"))
     # a slice already decided (or unrepresentative) waits for nothing: only pending slices' missing labels count
     covered = sum(min(r["reviewed"], r["needed"]) if r["status"] == "pending" else r["needed"]
                   for r in rows.values() if r.get("required"))
     rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending,
-                         strata=strata)
-    pending = needed - covered
+                         strata=strata, rounds=rounds)
+    # a disagreement awaiting its adjudicator is a label still missing, wherever the case is
+    pending = needed - covered + rows[ALL]["awaiting_adjudication"]
     # "all" adds a criterion when its bound decides, or when required review left it unrepresentative; an
     # undecided "all" (labels beyond the required slices too few to bound the whole run) stays in the table
     if rows[ALL]["status"] in ("pass", "fail") or (rows[ALL]["status"] == "unrepresentative" and rows[ALL]["required"]):
@@ -128,36 +139,24 @@ def summarize_review(
     return ReviewSummary(rows=rows, results=results, pending=pending, allow_pending=allow_pending)
 
 
-def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
-    """Cohen's kappa of two yes/no raters; None with no pairs or when chance agreement is total (undefined)."""
-    n = len(pairs)
-    if not n:
-        return None
-    observed = sum(a == b for a, b in pairs) / n
-    p_a, p_b = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
-    chance = p_a * p_b + (1 - p_a) * (1 - p_b)
-    return None if chance >= 1 else (observed - chance) / (1 - chance)
-
-
-def review_headline(review: dict | None) -> str | None:
-    """One line for the terminal and the Markdown report; None when review neither applies nor happened."""
+def review_headline(review: dict | None, verdict: str | None = None) -> str | None:
+    """One line for the terminal and the Markdown report; None when review neither applies nor happened. A run
+    whose target could not be run (`verdict` TARGET_ERROR) asks no one to review its few answers."""
     row = review.get(ALL) if review is not None else None
     if review is None or not row or row["status"] == "not required":
         return None
+    if row["status"].startswith("pending") and verdict == "TARGET_ERROR":
+        return "human review: not asked: the target could not be run; run check again, then review"
     if row["status"].startswith("pending"):
-        waiting = {name: r for name, r in review.items() if name != ALL and r["required"] and r["status"] == "pending"}
-        missing = sum(r["needed"] - r["reviewed"] for r in waiting.values())
-        allowed = " (allowed by --allow-pending)" if row["status"] != "pending" else ""
-        return (f"human review: PENDING{allowed}: {missing} required label(s) missing ("
-                + ", ".join(f"{name} {r['reviewed']}/{r['needed']}" for name, r in waiting.items())
-                + "); next: releasegate review export RUN_DIR")
+        return pending_line(review, row, ALL)
     if row["approval"] is None:
         return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_uncovered(row)}"
     kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
     low, high = row["approval_bounds"]
     decided = "" if row["status"] != "undecided" else "; label more cases to decide it"
+    reviewers = agreement_words(row.get("reviewer_agreement"))
     return (f"human review: {row['status']}: {approval_words(row, percent=True)} (bounds {low:.1%}-{high:.1%} at "
-            f"{row['confidence']:g}), {row['rejected']} rejected{kappa}{decided}")
+            f"{row['confidence']:g}), {row['rejected']} rejected{kappa}{decided}" + (f"; {reviewers}" if reviewers else ""))
 
 
 def approval_words(row: dict, *, percent: bool = False) -> str:
@@ -169,8 +168,9 @@ def approval_words(row: dict, *, percent: bool = False) -> str:
 
 
 def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool,
-         strata: dict | None = None) -> dict:
+         strata: dict | None = None, rounds: DoubleLabels) -> dict:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
+    rounded = rounds.of(chosen)
     approved = sum(lab.label == APPROVE for lab in reviewed)
     approval = approval_of(chosen, labels, outcome, policy.confidence, strata)
     needed = _needed(len(chosen), len(reviewed), approval, policy) if required else 0
@@ -189,8 +189,12 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         status = "unrepresentative"
     else:  # labelled whole and still undecided: a weighted sample too small to show min_approval for its source
         status = decided or ("undecided" if len(reviewed) >= len(chosen) else "pending")
+    if rounded["awaiting_adjudication"] and required and status not in ("fail", "no cases"):
+        status = "pending"  # a disputed case left out would bias the approval: its adjudicator decides first
     return {
-        "required": required, "status": status, "cases": len(chosen), "needed": needed, "reviewed": len(reviewed),
+        "required": required, "status": status, "cases": len(chosen), "needed": needed,
+        "needed_why": policy.why_needed(needed, len(chosen), approval.value if approval else None) if required else None,
+        "reviewed": len(reviewed),
         "coverage": min(1.0, len(reviewed) / needed) if needed else None,
         "approved": approved, "rejected": len(reviewed) - approved,
         "disagreements": sum(lab.disagreement for lab in reviewed),
@@ -202,6 +206,7 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         "min_approval": policy.min_approval if status in ("pass", "fail") else None,
         "kappa": cohen_kappa([(outcome[lab.case_id] == PASS, lab.label == APPROVE) for lab in reviewed]),
         "unlabelled_outcomes": _unlabelled_outcomes(chosen, labels, outcome),
+        **rounded,
     }
 
 
@@ -243,16 +248,17 @@ def _finite(x: float) -> float | None:
     return None if math.isinf(x) else round(x, 3)
 
 
-def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict) -> dict:
+def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict,
+             rounds: DoubleLabels) -> dict:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
-    row = _row(records, labels, outcome, policy, required=False, strata=strata)
+    row = _row(records, labels, outcome, policy, required=False, strata=strata, rounds=rounds)
     row["required"] = required = needed > 0
     row["needed"] = needed
     row["coverage"] = covered / needed if needed else None
     decided = _decided(row, policy)
     if decided == "fail":
         row["status"] = "fail"
-    elif covered < needed:
+    elif covered < needed or row["awaiting_adjudication"]:
         row["status"] = "pending (allowed)" if allow else "pending"
     elif row["reviewed"] and row["approval"] is None:
         row["status"] = "unrepresentative"

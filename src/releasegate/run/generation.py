@@ -35,6 +35,10 @@ def open_cache(config: Config, fingerprint: str | None, use_cache: bool, console
     """The config's response cache for this model and generation settings; None when off or unusable."""
     if config.cache is None or not use_cache:
         return None
+    if config.repeats > 1 or any((s.repeats or 1) > 1 for s in config.suites):
+        console.print("response cache not used: generation.repeats asks every draw of every case anew",
+                      markup=False, soft_wrap=True)
+        return None
     if fingerprint is None:
         console.print("response cache not used: the model is a hub id with no local copy to fingerprint",
                       markup=False, soft_wrap=True)

@@ -229,6 +229,8 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
             add("schema", schema)
     rubric = Path(config.rubric)
     add("rubric", rubric)
+    if (set_by := getattr(config, "rubric_set_by", None)) and inputs[-1]["role"] == "rubric":
+        inputs[-1]["named_by"] = set_by  # the extends: layer (or --set) that named it: the verdict says so
     for role, path in _rubric_files(rubric):
         add(role, path)
     _target_files(config, add, inputs, directories)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..record.evidence import answered
 from ..record.records import CaseRecord, RunDir
@@ -28,13 +28,16 @@ class ScoredRun:
     """Case id -> the quality records' scores (`score_records`)."""
     load_records: list[CaseRecord]
     """The load phase's requests (load.jsonl; none when the run had no load phase)."""
+    draws: list[CaseRecord] = field(default_factory=list)
+    """The repeated draws 1..k-1 (draws.jsonl, as written; none without `generation.repeats`)."""
 
 
 def scored_run(run: RunDir, forbidden_rules, verdicts=None) -> ScoredRun:
     """Read a run's records and load requests, and score the records by `forbidden_rules` and `verdicts`."""
     records = run.read_records()
     load = run.read_records("load.jsonl", required=False)
-    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load)
+    draws = run.read_records("draws.jsonl", required=False)
+    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws)
 
 
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:

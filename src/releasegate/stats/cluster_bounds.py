@@ -93,3 +93,4 @@ def cluster_bootstrap(
     alpha = (1 - confidence) * _ITL_TAIL_SHARE
     lower, upper = np.percentile(stats, [100 * alpha, 100 * (1 - alpha)])
     return float(lower), float(upper)
+

@@ -31,7 +31,7 @@ from .cluster_bounds import ITL_MIN_REQUESTS, cluster_bootstrap
 
 __all__ = [
     "percentile", "z_value", "z_one_sided",
-    "wilson", "wilson_bounds",
+    "wilson", "wilson_bounds", "cluster_share_bounds",
     "percentile_bounds", "percentile_min_n", "cluster_bootstrap",
     "bootstrap", "mcnemar_exact", "paired_bootstrap_delta",
     "needed_n_for_rate", "zero_failure_n", "paired_rate_bounds", "paired_min_n", "ITL_MIN_REQUESTS",
@@ -107,6 +107,20 @@ def wilson_bounds(successes: float, n: float, confidence: float = 0.95) -> tuple
 def _bounds(successes: float, n: float, confidence: float) -> tuple[float, float]:
     """`wilson_bounds` for n > 0."""
     return _wilson(successes / n, n, z_one_sided(confidence))
+
+
+def cluster_share_bounds(shares: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """One-sided bounds (each at `confidence`) for the mean of per-cluster shares: a case's share of draws that
+    passed, say, when every case was asked k times. The cluster is the unit: Wilson's bounds at n = the number
+    of clusters, with the shares' sum as the successes. A mean of values in [0, 1] with mean p has variance at
+    most p(1 - p) / n, equality when every cluster is all-or-nothing, so these bounds are never narrower than
+    the clusters allow however many draws each holds: nothing gains n by repeating. None for no cluster."""
+    _check_confidence(confidence)
+    if not shares:
+        return None
+    if any(not 0 <= s <= 1 for s in shares):
+        raise ValueError("shares must lie in [0, 1]")
+    return wilson_bounds(float(sum(shares)), len(shares), confidence)
 
 
 def needed_n_for_rate(

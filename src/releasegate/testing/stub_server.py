@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import hostile
+from .answers import prompt_of, stub_answer
 
 __all__ = ["StubBehaviour", "StubServer"]
 
@@ -84,6 +85,18 @@ class StubBehaviour:
     POSTs: the requests the faults hit (see above; `fail_every` 2: every other one); GETs: every one."""
     redirect_to: str | None = None
     """Where the redirect modes send every request (scheme://host:port; the request's path is kept)."""
+    flip_share: float = 0.0
+    """Answers that change under load, as batching changes a served model's greedy answers: while more than
+    `flip_above` requests are in flight (this one counted), the answer to a seeded `flip_share` of the prompts
+    (`flips`) gets ' (changed)' appended; alone it is the usual answer."""
+    flip_above: int = 1
+    """Requests in flight above which the `flip_share` prompts' answers change."""
+    flip_seed: int = 0
+    """Which prompts flip (`flips`)."""
+    random_replies: tuple[str, ...] = ()
+    """Sample the answer: a request with temperature > 0 is answered with one of these, drawn from a generator
+    seeded with `flip_seed`, the request's `seed` and its prompt (without a seed: also its arrival number); at
+    temperature 0 the first. Empty: the usual answer. Every answer is kept in `StubServer.answers`."""
 
 
 class StubServer:
@@ -97,6 +110,9 @@ class StubServer:
         self.bodies: list[dict] = []
         self.dead = False
         """True once `die_after` requests have come in."""
+        self.answers: list[tuple[str, str]] = []
+        """(prompt, answer) of every answer a `flip_share` or `random_replies` stub gave, in the order given."""
+        self.in_flight = 0
         self._counter = itertools.count()
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -201,13 +217,23 @@ class StubServer:
             return not self.dead
         # drop and stall: every request without fail_every (as always), only the selected ones with it
         cut = (b.fail_every is None or (faulty and b.fail_status is None))
-        async with _DecodeTurn(self._slots, b.first_token_free) as turn:
-            return await self._stream(reader, writer, parsed.get("messages") is not None, cut, parsed, turn) and not self.dead
+        self.in_flight += 1
+        try:
+            text = None
+            if b.flip_share or b.random_replies:
+                text = stub_answer(b, parsed, index, self.in_flight)
+                self.answers.append((prompt_of(parsed), text))
+            async with _DecodeTurn(self._slots, b.first_token_free) as turn:
+                return await self._stream(reader, writer, parsed.get("messages") is not None, cut, parsed, turn,
+                                          text) and not self.dead
+        finally:
+            self.in_flight -= 1
 
     async def _stream(self, reader, writer, chat: bool, cut: bool = True, body: dict | None = None,
-                      turn: _DecodeTurn | None = None) -> bool:
+                      turn: _DecodeTurn | None = None, text: str | None = None) -> bool:
         b = self.behaviour
-        pieces = _pieces(b.reply(body or {}), b.tokens) if b.reply is not None else None
+        text = b.reply(body or {}) if text is None and b.reply is not None else text
+        pieces = _pieces(text, b.tokens) if text is not None else None
         drop_after, stall_after = (b.drop_after, b.stall_after) if cut else (None, None)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         started = time.perf_counter()

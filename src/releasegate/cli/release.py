@@ -1,0 +1,128 @@
+"""`releasegate bless`, `attest`, `verify-attestation` and `promote`: what comes after a PASS."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import JsonOption, consoles, print_json
+
+RunArgument = Annotated[Path, typer.Argument(help="A run directory, e.g. reports/<run-id>.")]
+
+
+def bless(
+    run_dir: RunArgument,
+    name: Annotated[str, typer.Option("--as", help="The baseline's name (letters, digits, '_', '.', '-').")],
+    reason: Annotated[str, typer.Option(help="Why this run is the baseline (kept with the blessing).")],
+    by: Annotated[Optional[str], typer.Option(help="Who blesses it (default: $USER).")] = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Name a run as a baseline that rubrics (`baseline: {blessed: NAME}`) and compare can use. Only a run sealed
+    whole, verified unchanged since (releasegate verify) and whose verdict is PASS; who, when and why are kept in
+    the reports folder's baselines.jsonl, and a name blessed again keeps its earlier blessings there. Exit 1: the
+    run may not be blessed (the line says why); 2: not a run directory, or a bad name or reason."""
+    from ..pipeline.bless import bless_run
+
+    blessing, before = bless_run(run_dir, name, reason, by)
+    if as_json:
+        print_json({"blessing": asdict(blessing), "replaces": asdict(before) if before else None})
+    console = consoles(as_json)
+    console.print(f"blessed {blessing.run} as {blessing.name} (by {blessing.by}, {blessing.blessed_at})",
+                  markup=False, soft_wrap=True)
+    if before is not None:
+        console.print(f"{blessing.name} meant {before.run} (blessed {before.blessed_at}): kept in baselines.jsonl",
+                      markup=False, soft_wrap=True)
+    return 0
+
+
+def attest(
+    run_dir: Annotated[Optional[Path], typer.Argument(help="A run directory, e.g. reports/<run-id>.")] = None,
+    key: Annotated[Optional[Path], typer.Option(help="The Ed25519 private key (PEM) to sign with.", dir_okay=False)] = None,
+    generate_key: Annotated[Optional[Path], typer.Option(
+        "--generate-key", help="Make a new Ed25519 key: FILE (private, mode 0600) and FILE.pub, then stop.",
+        dir_okay=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where the attestation goes (default: "
+                                                                          "<run-id>.intoto.json here).", dir_okay=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")] = False,
+    as_json: JsonOption = False,
+) -> int:
+    """Sign what passed: an in-toto Statement v1 in a DSSE envelope signed with Ed25519, whose subjects are the
+    sha256 of every file that ships (model or merged model, adapter, GGUF, tokenizer, chat template: the run's
+    manifest) and whose predicate holds the verdict, the rubric's hash, each criterion's value and bound, the
+    review's provenance and the run's seal. Only a run sealed whole, verified unchanged and PASS. Exit 1: the run
+    may not be attested (the line says why); 2: a bad key, path or run directory."""
+    from ..pipeline.attest import attest_run
+    from ..pipeline.dsse import generate_key as make_key
+
+    console = consoles(as_json)
+    if generate_key is not None:
+        public = make_key(generate_key)
+        console.print(f"private key: {generate_key} (keep it secret)\npublic key: {public}", markup=False)
+        return 0
+    if run_dir is None or key is None:
+        raise typer.BadParameter("give RUN_DIR and --key KEY (or --generate-key FILE)")
+    path, statement = attest_run(run_dir, key, output, force=force)
+    if as_json:
+        print_json({"attestation": str(path), "statement": statement})
+    console.print(f"attested {statement['predicate']['run']['run_id']}: {statement['predicate']['verdict']}, "
+                  f"{len(statement['subject'])} file(s) as subjects -> {path}", markup=False, soft_wrap=True)
+    return 0
+
+
+def verify_attestation(
+    file: Annotated[Path, typer.Argument(help="The attestation (a DSSE envelope) that attest wrote.", dir_okay=False)],
+    key: Annotated[Path, typer.Option(help="The Ed25519 public key (PEM) it must be signed with.", dir_okay=False)],
+    artifact: Annotated[list[Path], typer.Option(help="A file the deploy ships (repeatable): it must be one of "
+                                                      "the attested files, byte for byte.")],
+    as_json: JsonOption = False,
+) -> int:
+    """The check a deploy step runs: the signature by KEY, the statement, a PASS verdict, and every --artifact
+    one of its subjects (same sha256). Exit 0 when all hold; 1 with one line saying which does not; 2 for a key
+    or file that cannot be read."""
+    from ..pipeline.attest import verify_attestation as check
+
+    result = check(file, key, list(artifact))
+    if as_json:
+        print_json(result)
+    consoles(as_json).print(f"attestation verified: run {result['run_id']}, {result['reason']}", markup=False,
+                            soft_wrap=True)
+    return 0
+
+
+def promote(
+    run_dir: RunArgument,
+    webhook: Annotated[Optional[str], typer.Option(help="POST the signed summary here (needs --key).")] = None,
+    key: Annotated[Optional[Path], typer.Option(help="The Ed25519 private key (PEM) that signs the summary.",
+                                                dir_okay=False)] = None,
+    webhook_token_env: Annotated[Optional[str], typer.Option(
+        help="An environment variable whose value goes as the webhook's Bearer token (never printed).")] = None,
+    mlflow_model: Annotated[Optional[str], typer.Option(help="Register (or tag) a version of this model in the "
+                                                             "MLflow registry.")] = None,
+    alias: Annotated[Optional[str], typer.Option(help="The MLflow alias to point at that version.")] = None,
+    mlflow_uri: Annotated[Optional[str], typer.Option(help="The MLflow registry URI (default: MLflow's own "
+                                                           "settings, MLFLOW_TRACKING_URI).")] = None,
+    as_json: JsonOption = False,
+) -> int:
+    """Hand a PASS on: POST the signed summary to a webhook (retried on a timeout, a refused connection, 429 or
+    5xx; no redirect followed; secrets masked), and/or register or tag the model version in an MLflow registry
+    with the verdict, rubric hash and report, under an alias (pip install 'releasegate[mlflow]'). Only a run
+    sealed whole, verified unchanged and PASS. Exit 1: the run may not be promoted; 2: bad options; 4: the
+    webhook or registry failed."""
+    from ..pipeline.promote import promote_run
+
+    done = promote_run(run_dir, webhook=webhook, key=key, token_env=webhook_token_env, mlflow_model=mlflow_model,
+                       alias=alias, mlflow_uri=mlflow_uri)
+    if as_json:
+        print_json(done)
+    console = consoles(as_json)
+    if "webhook" in done:
+        hook = done["webhook"]
+        console.print(f"webhook: {hook['url']} answered {hook['status']} (attempt {hook['attempts']})", markup=False,
+                      soft_wrap=True)
+    if "mlflow" in done:
+        m = done["mlflow"]
+        console.print(f"mlflow: {m['model']} version {m['version']} is now @{m['alias']}", markup=False, soft_wrap=True)
+    return 0

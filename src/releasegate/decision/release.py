@@ -1,0 +1,88 @@
+"""What may leave the gate: which saved runs may be blessed as a baseline, attested or promoted, whether a signed
+attestation lets a deploy through, and what a stale blessed baseline does to the gate. Each from its typed evidence
+(`record.decision_evidence`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, ReleaseEvidence
+from .verdicts import PASS
+
+__all__ = ["Release", "StaleBaseline", "decide_release", "decide_attestation", "decide_baseline_age"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """Whether the thing may go on, and the one line that says why (the refusal's reason)."""
+
+    allowed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class StaleBaseline:
+    """Why a blessed baseline is stale (empty: it is not), and whether that makes its criteria undecided."""
+
+    reasons: tuple[str, ...]
+    inconclusive: bool
+
+
+def decide_release(e: ReleaseEvidence) -> Release:
+    """Only a run sealed whole, with nothing changed since (every input re-hashed, the same package versions,
+    its own files as sealed), judged by its own rubric, whose verdict is PASS both in its report and judged
+    again from its records (a forged seal over an edited report.json still fails the second)."""
+    if not e.sealed:
+        return Release(False, f"{e.run} has no seal: no stage of releasegate sealed its files, so nothing shows "
+                              "they are what was measured")
+    if not e.complete:
+        return Release(False, f"{e.run} was not complete when it was sealed: finish it with check --resume")
+    if e.verify_outcome == "changed":
+        return Release(False, f"{e.run} changed since it was measured: " + "; ".join(e.changes[:3])
+                              + (f" (and {len(e.changes) - 3} more)" if len(e.changes) > 3 else ""))
+    if e.verify_outcome != "unchanged":
+        return Release(False, f"{e.run} cannot be verified whole (releasegate verify {e.run} says what could not "
+                              "be checked)")
+    if not e.judged_by_own_rubric:
+        return Release(False, f"{e.run}'s report was judged by another rubric (a what-if): judge it by its own "
+                              "with releasegate gate")
+    if e.recorded_verdict != PASS:
+        return Release(False, f"{e.run}'s verdict is {e.recorded_verdict or 'unknown (no readable report)'}, "
+                              "not PASS")
+    if e.judged_again != PASS:
+        return Release(False, f"{e.run}'s report says PASS, but judged again from its records by its own rubric "
+                              f"the run is {e.judged_again or 'not judgeable (its rubric snapshot is unusable)'}"
+                              " (a PASS that needed --allow-pending is no release: import the review labels)")
+    return Release(True, f"{e.run}: sealed, verified unchanged, PASS (judged again from its records)")
+
+
+def decide_attestation(e: AttestationEvidence) -> Release:
+    """A deploy goes on only under a good signature by the given key, over a releasegate statement whose verdict
+    is PASS, with every given artifact one of its subjects, byte for byte."""
+    if e.signature_problem:
+        return Release(False, f"signature: {e.signature_problem}")
+    if e.statement_problem:
+        return Release(False, f"statement: {e.statement_problem}")
+    if e.predicate_verdict != PASS:
+        return Release(False, f"the attested verdict is {e.predicate_verdict}, not PASS")
+    if not e.artifacts:
+        return Release(False, "no artifact given: pass --artifact PATH for each file the deploy ships")
+    for path, problem in e.artifacts:
+        if problem:
+            return Release(False, f"{path}: {problem}")
+    return Release(True, f"signature good, verdict PASS, {len(e.artifacts)} artifact(s) match their subjects")
+
+
+def decide_baseline_age(e: BaselineAgeEvidence) -> StaleBaseline:
+    """A blessed baseline is stale when older than the rubric's `max_age_days`, measured with other package
+    versions, or when a suite it ran changed since; the rubric's `on_stale` says whether that only warns or makes
+    the baseline criteria undecided (INCONCLUSIVE at best)."""
+    reasons = []
+    if e.max_age_days is not None and (e.age_days is None or e.age_days > e.max_age_days):
+        age = "of unknown age" if e.age_days is None else f"{e.age_days:.3g} days old"
+        reasons.append(f"baseline {e.name} is {age}, more than max_age_days {e.max_age_days:g}")
+    if e.packages_changed:
+        reasons.append(f"baseline {e.name} was measured with other package versions: {', '.join(e.packages_changed)}")
+    if e.suites_changed:
+        reasons.append(f"a suite of baseline {e.name} changed since it was measured: {', '.join(e.suites_changed)}")
+    return StaleBaseline(tuple(reasons), bool(reasons) and e.on_stale == "inconclusive")

@@ -1,0 +1,73 @@
+"""A rubric's `baseline: {blessed: NAME}`: whether the blessed run still is what was blessed, and whether it is
+stale for this run (too old, other package versions, a suite changed since); what staleness does is decided by
+`decision.release.decide_baseline_age`, as the rubric's `on_stale` says."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from ..border.files import is_file, sha256_file
+from ..decision.release import decide_baseline_age
+from ..errors import ReleasegateError
+from ..record.blessings import Blessing, blessings, evidence_digest
+from ..record.decision_evidence import BaselineAgeEvidence
+from ..record.records import RunInfo
+from ..record.stored_manifest import read_manifest_file
+
+__all__ = ["BlessedStanding", "blessed_standing"]
+
+
+@dataclass(frozen=True)
+class BlessedStanding:
+    problems: tuple[str, ...]
+    """Why the blessed baseline proves nothing (its criteria undecided)."""
+    warnings: tuple[str, ...]
+    """Why it is stale, when the rubric only warns."""
+
+
+def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
+    name, run = spec["blessed"], Path(spec["run"])
+    try:
+        found = [b for b in blessings(Path(spec["reports"])) if b.name == name and b.run == run.name]
+        manifest = read_manifest_file(run, whole=False) or {}
+    except ReleasegateError as exc:
+        return BlessedStanding((f"baseline {name}: {exc}",), ())
+    if not found:
+        return BlessedStanding((f"{run.name} was never blessed as {name} in {spec['reports']}",), ())
+    blessing = found[-1]
+    if evidence_digest(manifest) != blessing.evidence_sha256:
+        return BlessedStanding((f"baseline {name}'s run {run.name} changed since it was blessed",), ())
+    stale = decide_baseline_age(BaselineAgeEvidence(
+        name=name, age_days=_age_days(blessing, info), max_age_days=spec.get("max_age_days"),
+        packages_changed=_packages_changed(blessing, info), suites_changed=_suites_changed(blessing),
+        on_stale=spec.get("on_stale", "warn")))
+    return BlessedStanding(stale.reasons, ()) if stale.inconclusive else BlessedStanding((), stale.reasons)
+
+
+def _age_days(blessing: Blessing, info: RunInfo | None) -> float | None:
+    try:
+        then = datetime.fromisoformat(blessing.run_created_at)
+        at = datetime.fromisoformat(info.created_at) if info is not None else datetime.now(then.tzinfo)
+    except (ValueError, TypeError):
+        return None
+    return (at - then).total_seconds() / 86400
+
+
+def _packages_changed(blessing: Blessing, info: RunInfo | None) -> tuple[str, ...]:
+    now = (info.versions if info is not None else None) or {}
+    return tuple(f"{k} {blessing.packages[k]} -> {now[k]}" for k in sorted(set(blessing.packages) & set(now))
+                 if str(now[k]) != str(blessing.packages[k]))
+
+
+def _suites_changed(blessing: Blessing) -> tuple[str, ...]:
+    changed = []
+    for path, sha in sorted(blessing.suites.items()):
+        try:
+            now = sha256_file(Path(path), what="suite") if is_file(Path(path)) else None
+        except ReleasegateError:
+            now = None
+        if now != sha:
+            changed.append(f"{Path(path).name} ({'gone' if now is None else 'changed'})")
+    return tuple(changed)

@@ -1,0 +1,166 @@
+"""Quality under load: the load phase's answers scored with the quality cases' own checks, and the flip probe.
+
+A load request asks a suite case's prompt (`prompt_of`); its answer is scored as that case's would be (answer,
+format, forbidden), so `phase: load` gates a quality rate on what users get under the declared load (at a
+capacity sweep, at its capacity step). The flip probe pairs each case's quality-phase answer (alone) with its
+answers under load: `load_flip_rate` is the share of cases whose answer under load differs from it after the
+answer scorer's normalisation (any of its load answers), `load_accuracy_delta` accuracy under load (every load
+answer of the case passing) minus accuracy alone, with Newcombe's paired bound. A load answer whose prompt is no
+case of the run, or whose input differs from the case's, is named and never counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..record.evidence import answered
+from ..record.metrics import MetricValue
+from ..record.records import CaseRecord, RunInfo
+from ..scorers import score_record, score_records
+from ..stats.intervals import paired_rate_bounds, wilson_bounds
+from .stability import _names, answer_key, per_draw_rate
+
+__all__ = ["LoadAnswers", "load_answers", "load_metric", "flip_table", "load_figures", "step_quality",
+           "LOAD_PROBE_METRICS"]
+
+LOAD_PROBE_METRICS = ("load_flip_rate", "load_accuracy_delta")
+
+
+@dataclass
+class LoadAnswers:
+    """Each quality case's answers under load, as records of that case (its checks) with the load's output."""
+
+    by_case: dict[str, list[CaseRecord]] = field(default_factory=dict)
+    foreign: int = 0
+    """Load requests whose prompt is no case of the run, or whose input differs from it: not counted."""
+
+
+def load_answers(records: list[CaseRecord], load_records: list[CaseRecord]) -> LoadAnswers:
+    """The load phase's requests as answers of the quality cases they asked (tag `prompt_of`, the same input)."""
+    cases = {r.case_id: r for r in records}
+    out = LoadAnswers()
+    for rec in load_records:
+        case = cases.get(str(rec.tags.get("prompt_of")))
+        if case is None or case.input != rec.input:
+            out.foreign += 1
+            continue
+        answer = case.model_copy(update={
+            "output": rec.output, "error": rec.error, "error_message": rec.error_message, "tokens": rec.tokens,
+            "timing": rec.timing, "cached": False, "produced_by": None, "scores": {}, "scored_with": None})
+        out.by_case.setdefault(case.case_id, []).append(answer)
+    return out
+
+
+def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
+                confidence: float = 0.95, strata: dict | None = None, info: RunInfo | None = None) -> MetricValue:
+    """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`;
+    `info`: the run, whose quality phase's concurrency the flip probe's note names when it was not 1."""
+    if not under_load.by_case:
+        return MetricValue(None, 0, note="no load-phase answer of a quality case (the run has no load phase?)")
+    note = f"{under_load.foreign} load request(s) of no case of the run left out" if under_load.foreign else ""
+    if name in LOAD_PROBE_METRICS and (alone := _quality_concurrency(info)) > 1:
+        note = "; ".join(x for x in (note, f"the quality phase ran up to {alone} requests in flight: its answers "
+                                           "were not asked alone (target.concurrency: 1)") if x)
+    if name == "load_flip_rate":
+        return _with_note(_flip_rate(chosen, under_load, confidence), note)
+    if name == "load_accuracy_delta":
+        return _with_note(_accuracy_delta(chosen, under_load, scores, forbidden, confidence), note)
+    value = per_draw_rate(name, chosen, under_load.by_case, scores, forbidden, confidence, stored=False, strata=strata)
+    return _with_note(value, note)
+
+
+def load_figures(records: list[CaseRecord], load_records: list[CaseRecord], confidence: float = 0.95) -> dict:
+    """A run's quality under load beside its quality phase (served variants, `servers`): accuracy under load,
+    `load_flip_rate` with its upper bound and `load_accuracy_delta`; empty when the load phase asked no case."""
+    under_load = load_answers(records, load_records)
+    if not under_load.by_case:
+        return {}
+    scores = score_records(records, ())
+    flip = load_metric("load_flip_rate", records, under_load, scores, (), confidence)
+    accuracy = load_metric("accuracy", records, under_load, scores, (), confidence)
+    delta = load_metric("load_accuracy_delta", records, under_load, scores, (), confidence)
+    return {"accuracy_under_load": accuracy.value, "load_flip_rate": flip.value,
+            "load_flip_upper": flip.bounds[1] if flip.bounds else None, "load_accuracy_delta": delta.value}
+
+
+def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict, forbidden,
+                 step_tag: str) -> list[dict]:
+    """Each capacity step's answers scored as the quality cases are: per step (load records tagged `step_tag`),
+    its accuracy, format compliance and forbidden rate under load and its `load_flip_rate`, with n."""
+    steps: dict = {}
+    for rec in load_records:
+        if rec.tags.get(step_tag) is not None:
+            steps.setdefault(rec.tags[step_tag], []).append(rec)
+    rows = []
+    for step, recs in sorted(steps.items(), key=lambda kv: str(kv[0])):
+        under_load = load_answers(records, recs)
+        row: dict = {"step": step, "requests": len(recs)}
+        for name in ("accuracy", "format_compliance", "forbidden_rate", "load_flip_rate"):
+            value = load_metric(name, records, under_load, scores, forbidden) if under_load.by_case else None
+            row[name] = value.value if value is not None else None
+        rows.append(row)
+    return rows
+
+
+def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 1000) -> list[dict]:
+    """The cases whose answer changed under load: case, answer alone, the first differing answer under load."""
+    rows = []
+    for rec in records:
+        alone = answer_key(rec)
+        changed = [a for a in under_load.by_case.get(rec.case_id, ()) if answered(a) and answer_key(a) != alone]
+        if alone is not None and changed:
+            rows.append({"case_id": rec.case_id, "alone": rec.output, "under_load": changed[0].output,
+                         "changed": len(changed), "asked": len(under_load.by_case[rec.case_id])})
+    return rows[:limit]
+
+
+def _flip_rate(chosen: list[CaseRecord], under_load: LoadAnswers, confidence: float) -> MetricValue:
+    pairs, flipped = 0, []
+    for rec in chosen:
+        alone = answer_key(rec)
+        loaded = [answer_key(a) for a in under_load.by_case.get(rec.case_id, ()) if answered(a)]
+        if alone is None or not loaded:
+            continue  # a failed request is no answer to compare: it counts in error_rate
+        pairs += 1
+        if any(k != alone for k in loaded):
+            flipped.append(rec.case_id)
+    if not pairs:
+        return MetricValue(None, 0, note="no case answered both alone and under load")
+    note = f"flipped under load: {_names(flipped)}" if flipped else ""
+    return MetricValue(len(flipped) / pairs, pairs, wilson_bounds(len(flipped), pairs, confidence), note, confidence)
+
+
+def _accuracy_delta(chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
+                    confidence: float) -> MetricValue:
+    cells = {"both": 0, "load_only": 0, "alone_only": 0, "neither": 0}
+    for rec in chosen:
+        loaded = [a for a in under_load.by_case.get(rec.case_id, ()) if answered(a)]
+        alone = scores.get(rec.case_id, {}).get("answer")
+        if not answered(rec) or not loaded or alone is None or alone.get("unknown"):
+            continue
+        outcomes = [score_record(a, forbidden).get("answer") or {} for a in loaded]
+        if any(o.get("unknown") or "passed" not in o for o in outcomes):
+            continue
+        good_load, good_alone = all(o["passed"] for o in outcomes), bool(alone.get("passed"))
+        cell = ("both" if good_alone else "load_only") if good_load else ("alone_only" if good_alone else "neither")
+        cells[cell] += 1
+    n = sum(cells.values())
+    if not n:
+        return MetricValue(None, 0, note="no case with an answer check answered both alone and under load")
+    delta = (cells["load_only"] - cells["alone_only"]) / n
+    bounds = paired_rate_bounds(cells["both"], cells["load_only"], cells["alone_only"], cells["neither"], confidence)
+    note = f"{cells['alone_only']} case(s) right alone and wrong under load, {cells['load_only']} the other way"
+    return MetricValue(delta, n, bounds, note, confidence)
+
+
+def _quality_concurrency(info: RunInfo | None) -> int:
+    """The most requests the quality phase had in flight, over the run's sessions (1 when not recorded)."""
+    sessions = info.sessions if info is not None else []
+    return max([int(s.get("concurrency") or 1) for s in sessions if isinstance(s, dict)] or [1])
+
+
+def _with_note(value: MetricValue, note: str) -> MetricValue:
+    if not note:
+        return value
+    joined = "; ".join(x for x in (value.note, note) if x)
+    return MetricValue(value.value, value.n, value.bounds, joined, value.confidence)

@@ -1,0 +1,250 @@
+"""Stable answers: what a case's repeated draws (`generation.repeats`) say, case by case.
+
+A case asked k times is one cluster: every bound here counts cases, never draws, so nothing gains n by
+repeating. A case's draws are its record in records.jsonl (draw 0) and its lines in draws.jsonl (draws 1..k-1,
+the last line of a (case, draw) winning, as in records.jsonl). What the journal does not hold as planned
+(run.json `repeats`) is named, never counted: a draw missing, a draw answered from the response cache, a draw
+of a case the run does not have, a draw number past k. The figures are then unknown, and `draw_problems` makes
+the run incomplete.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..record.evidence import answered, failure
+from ..record.metrics import MetricValue
+from ..record.records import CaseRecord, RunInfo
+from ..scorers import normalize, score_record
+from ..stats.intervals import cluster_share_bounds, wilson_bounds
+from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+
+__all__ = ["CaseDraws", "case_draws", "draw_metric", "per_draw_rate", "draw_problems", "answer_key", "draws_table",
+           "unstable_cases", "DRAW_METRICS"]
+
+DRAW_METRICS = ("pass_all_k", "pass_any_k", "flip_rate", "answer_agreement")
+_NAMED = 10  # cases a note names before it says how many more
+
+
+@dataclass
+class CaseDraws:
+    """Every case's draws as the gate reads them, and what did not fit the plan."""
+
+    by_case: dict[str, list[CaseRecord]] = field(default_factory=dict)
+    """Case id -> its draws, draw 0 first (only cases planned with more than one draw)."""
+    planned: dict[str, int] = field(default_factory=dict)
+    """Case id -> the draws it must have."""
+    missing: list[str] = field(default_factory=list)
+    """Cases with fewer draws than planned."""
+    cached: list[str] = field(default_factory=list)
+    """Cases with a draw marked as answered from the response cache (repeats are always asked anew)."""
+    foreign: int = 0
+    """draws.jsonl lines of no planned (case, draw): a case the run does not have, a draw number past k, another
+    question or other checks than the case's."""
+    twice: list[str] = field(default_factory=list)
+    """Cases with a draw answered twice: a draw is asked again only after it failed (a resume, --retry-errors)."""
+
+    @property
+    def repeated(self) -> bool:
+        return bool(self.by_case)
+
+    def problem(self) -> str | None:
+        """Why the draws cannot be counted as planned (None: they can)."""
+        parts = []
+        if self.missing:
+            parts.append(f"{len(self.missing)} case(s) lack planned draws ({_names(self.missing)})")
+        if self.cached:
+            parts.append(f"{len(self.cached)} case(s) have a draw from the response cache ({_names(self.cached)})")
+        if self.foreign:
+            parts.append(f"draws.jsonl holds {self.foreign} draw(s) of no planned case and draw")
+        if self.twice:
+            parts.append(f"{len(self.twice)} case(s) have a draw answered twice ({_names(self.twice)})")
+        return "; ".join(parts) or None
+
+
+def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]) -> CaseDraws:
+    """The run's draws by case, checked against the plan in run.json `repeats` (none planned: no draws)."""
+    out = CaseDraws()
+    plan = info.repeats or {}
+    latest: dict[tuple[str, int], CaseRecord] = {}
+    twice = set()
+    for rec in draws:
+        prior = latest.get((rec.case_id, rec.draw))
+        if prior is not None and failure(prior) is None:
+            twice.add(rec.case_id)  # never asked again once answered: a copied line, not a draw
+        latest[(rec.case_id, rec.draw)] = rec  # a failed draw asked again (a resume, --retry-errors): the last wins
+    used = 0
+    for rec in records:
+        k = plan.get(rec.suite, 1)
+        if k <= 1:
+            continue
+        found = [latest[(rec.case_id, d)] for d in range(1, k)
+                 if (rec.case_id, d) in latest and _same_case(rec, latest[(rec.case_id, d)])]
+        used += len(found)
+        out.by_case[rec.case_id], out.planned[rec.case_id] = [rec, *found], k
+        if len(found) < k - 1:
+            out.missing.append(rec.case_id)
+        if any(r.cached for r in (rec, *found)):
+            out.cached.append(rec.case_id)
+    out.foreign = len(latest) - used
+    out.twice = sorted(twice)
+    return out
+
+
+def _same_case(case: CaseRecord, draw: CaseRecord) -> bool:
+    """Whether a draw asked the case's question and is checked as the case is (else it is no draw of it)."""
+    return (draw.suite, draw.input, draw.expected, draw.answer, draw.format) == (
+        case.suite, case.input, case.expected, case.answer, case.format)
+
+
+def draw_problems(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]) -> list[str]:
+    """What makes the run's draws other than planned: a run missing some is incomplete (INCONCLUSIVE)."""
+    problem = case_draws(info, records, draws).problem()
+    return [f"repeated draws: {problem}"] if problem else []
+
+
+def answer_key(record: CaseRecord) -> str | None:
+    """What two answers are compared by: the output after the answer scorer's normalisation (None: no answer)."""
+    return normalize(record.output) if answered(record) and record.output is not None else None
+
+
+def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer",
+            stored: bool = True) -> list[bool | None]:
+    """Each draw's outcome on `key`: True, False (a failed request counts as wrong), None (unknown). `stored`:
+    the first is the case's own record, scored already (`scores`); every other is scored here."""
+    out: list[bool | None] = []
+    for i, rec in enumerate(draws):
+        if not answered(rec):
+            out.append(None if key == "forbidden" else False)
+            continue
+        s = scores.get(rec.case_id, {}) if i == 0 and stored else score_record(rec, forbidden)  # no judge verdicts
+        part = s.get(key)
+        if part is None:
+            out.append(None)
+        elif key == "forbidden":
+            out.append(bool(part.get("hit")))
+        else:
+            out.append(None if part.get("unknown") else bool(part.get("passed")))
+    return out
+
+
+def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict, forbidden,
+                confidence: float = 0.95, strata: dict | None = None) -> MetricValue:
+    """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat;
+    cases of a stratified sample weigh as the source rows they stand for (`strata`: the run's cases per
+    stratum), bounded at Kish's effective n."""
+    repeated = [r for r in chosen if r.case_id in found.by_case]
+    cases = [r.case_id for r in repeated]
+    if not cases:
+        return MetricValue(None, 0, note="no case has repeated draws (set generation.repeats)")
+    problem = found.problem()
+    if problem:
+        return MetricValue(None, len(cases), note=problem)
+    if name == "answer_agreement":
+        shares = [_agreement(found.by_case[c]) for c in cases]
+        return _per_case(shares, repeated, confidence, strata, "bounded per case")
+    outcomes = {c: _passes(found.by_case[c], scores, forbidden) for c in cases}
+    unknown = [c for c, o in outcomes.items() if None in o]
+    if unknown:
+        return MetricValue(None, len(cases), note=f"{len(unknown)} case(s) have a draw that could not be checked "
+                                                  f"({_names(unknown)})")
+    test = {"pass_all_k": all, "pass_any_k": any, "flip_rate": lambda o: len(set(o)) > 1}[name]
+    hits = [c for c, o in outcomes.items() if test(o)]
+    note = f"flipping: {_names(hits)}" if name == "flip_rate" and hits else ""
+    return _per_case([float(c in hits) for c in cases], repeated, confidence, strata, note)
+
+
+def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: dict | None,
+              note: str) -> MetricValue:
+    """The mean of per-case shares with one-sided bounds over the cases (`cluster_share_bounds`); for a weighted
+    sample the population-weighted mean, Wilson at Kish's effective n (as `record.metrics` weighs rates)."""
+    if not any(is_weighted(r) for r in cases):
+        return MetricValue(sum(shares) / len(shares), len(shares), cluster_share_bounds(shares, confidence), note,
+                           confidence)
+    weights = case_weights(cases, strata if strata is not None else stratum_counts(cases))
+    value = sum(w * s for w, s in zip(weights, shares)) / sum(weights)
+    effective = kish_n(weights)
+    note = "; ".join(x for x in (note, f"population-weighted, effective n {effective:.1f}") if x)
+    return MetricValue(value, len(shares), wilson_bounds(value * effective, effective, confidence), note, confidence)
+
+
+def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict,
+                  forbidden, confidence: float = 0.95, problem: str | None = None, stored: bool = True,
+                  strata: dict | None = None) -> MetricValue:
+    """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
+    answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case."""
+    key = {"accuracy": "answer", "format_compliance": "format", "forbidden_rate": "forbidden"}[name]
+    shares, unknown, counted = [], [], []
+    for rec in chosen:
+        draws = draws_of.get(rec.case_id)
+        if not draws or (key != "forbidden" and not _checked(rec, key)):
+            continue
+        outcomes = _passes(draws, scores, forbidden, key, stored)
+        if key != "forbidden" and None in outcomes:
+            unknown.append(rec.case_id)
+        known = [o for o in outcomes if o is not None]
+        if known:
+            shares.append(sum(known) / len(known))
+            counted.append(rec)
+    if problem:
+        return MetricValue(None, len(shares), note=problem)
+    if unknown:
+        return MetricValue(None, len(shares), note=f"{len(unknown)} case(s) could not be checked ({_names(unknown)})")
+    if not shares:
+        return MetricValue(None, 0, note="no case with draws to score")
+    asked = sum(len(draws_of[r.case_id]) for r in chosen if r.case_id in draws_of)
+    return _per_case(shares, counted, confidence, strata, f"{asked} draws of {len(shares)} cases, bounded per case")
+
+
+def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
+                   load_records: list[CaseRecord]) -> set[str]:
+    """Cases whose answer is not stable: draws that disagree (normalised answers), or an answer changed under
+    load. What a reviewer may want to see first."""
+    out = {c for c, d in case_draws(info, records, draws).by_case.items() if _agreement(d) < 1}
+    cases = {r.case_id: r for r in records}
+    for rec in load_records:
+        case = cases.get(str(rec.tags.get("prompt_of")))
+        if case is not None and case.input == rec.input and answered(rec) and answered(case) \
+                and answer_key(rec) != answer_key(case):
+            out.add(case.case_id)
+    return out
+
+
+def draws_table(found: CaseDraws, scores: dict, forbidden, limit: int = 1000) -> list[dict]:
+    """One row per repeated case for the reports: its modal answer, agreement and which draws failed; cases
+    with a failing or disagreeing draw first."""
+    rows = []
+    for case_id, draws in found.by_case.items():
+        outcomes = _passes(draws, scores, forbidden)
+        modal, _ = _modal(draws)
+        rows.append({"case_id": case_id, "draws": len(draws), "planned": found.planned[case_id],
+                     "modal_answer": modal, "agreement": round(_agreement(draws), 6),
+                     "failing_draws": [d.draw for d, o in zip(draws, outcomes) if o is False]})
+    rows.sort(key=lambda r: (not r["failing_draws"] and r["agreement"] == 1, r["agreement"]))
+    return rows[:limit]
+
+
+def _checked(record: CaseRecord, key: str) -> bool:
+    return bool(record.answer) if key == "answer" else bool(record.format)
+
+
+def _modal(draws: list[CaseRecord]) -> tuple[str | None, int]:
+    """The most frequent normalised answer (ties: the earliest draw's) and how many draws gave it."""
+    keys = [answer_key(d) for d in draws]
+    counts = Counter(k for k in keys if k is not None)
+    if not counts:
+        return None, 0
+    best = max(counts.values())
+    modal = next(k for k in keys if k is not None and counts[k] == best)
+    return next(d.output for d, k in zip(draws, keys) if k == modal), best
+
+
+def _agreement(draws: list[CaseRecord]) -> float:
+    """The share of a case's draws equal to its modal answer (a failed request agrees with nothing)."""
+    return _modal(draws)[1] / len(draws)
+
+
+def _names(ids: list[str]) -> str:
+    more = f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else ""
+    return ", ".join(ids[:_NAMED]) + more

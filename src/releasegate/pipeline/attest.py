@@ -1,0 +1,149 @@
+"""A signed attestation of a PASS (`releasegate attest`), and its check at deploy (`releasegate
+verify-attestation`).
+
+The attestation is an in-toto Statement v1 in a DSSE envelope signed with Ed25519 (`dsse`). Its subjects are the
+sha256 digests of every file that ships, as the run's manifest hashed them (base or merged model, adapter, GGUF,
+draft, tokenizer and chat template files); its predicate (`PREDICATE_TYPE`) is the verdict, the rubric's hash, every
+criterion with its value and bound, the review's provenance and the run's seal. Only a run that may be released
+(`release_check`: sealed, verified unchanged, PASS) is attested. The check at deploy accepts only a good signature
+by the given key, a PASS, and artifacts that are subjects byte for byte (`decision.release.decide_attestation`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from ..border.files import is_file, read_capped, sha256_file
+from ..border.outputs import check_output_path, write_output_file
+from ..border.structured import json_loads
+from ..clock import now
+from ..decision.release import decide_attestation
+from ..errors import InputError, ReleaseRefused
+from ..record.decision_evidence import AttestationEvidence
+from ..record.records import RunDir
+from .dsse import envelope_problem, load_private_key, load_public_key, sign_envelope
+from .release_check import releasable_run
+
+__all__ = ["STATEMENT_TYPE", "PREDICATE_TYPE", "SHIPPED_ROLES", "statement_for", "attest_run", "verify_attestation"]
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://releasegate.invalid/attestation/gate-verdict/v1"
+SHIPPED_ROLES = ("model", "adapter", "merged", "gguf", "draft", "tokenizer")
+"""Manifest roles (before ':') whose files ship with the model, and so are the statement's subjects."""
+MAX_ATTESTATION_BYTES = 16 * 1024 * 1024
+MAX_SUBJECTS = 100_000
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _subjects(manifest: dict) -> list[dict]:
+    subjects = []
+    for entry in manifest.get("inputs", []):
+        role, sha = str(entry.get("role", "")), entry.get("sha256")
+        if role.split(":", 1)[0] not in SHIPPED_ROLES or not isinstance(sha, str) or "#" in str(entry.get("path")):
+            continue  # a chat template kept inside tokenizer_config.json is covered by that file's digest
+        subjects.append({"name": str(entry.get("name") or entry.get("path")), "digest": {"sha256": sha}})
+    return subjects
+
+
+def statement_for(run_path: Path, report: dict, manifest: dict) -> dict:
+    """The in-toto statement of a run: its shipped files as subjects, its gate as the predicate."""
+    info = RunDir(run_path).read_info()
+    judged = report.get("judged_by") or {}
+    review = {name: {k: row.get(k) for k in ("required", "status", "reviewed", "approved", "rejected", "approval")}
+              for name, row in (report.get("review") or {}).items() if isinstance(row, dict)}
+    sealed = manifest.get("sealed") or {}
+    predicate = {
+        "verdict": report.get("verdict"), "verdict_reason": report.get("verdict_reason"),
+        "run": {"run_id": info.run_id, "created_at": info.created_at, "finished_at": info.finished_at,
+                "target": info.target, "backend": info.backend,
+                "target_fingerprint": (manifest.get("target") or {}).get("fingerprint")},
+        "rubric": {"name": report.get("rubric"), "sha256": judged.get("snapshot_sha256")},
+        "criteria": [{k: c.get(k) for k in ("name", "metric", "op", "threshold", "value", "bounds", "confidence", "n",
+                                            "verdict", "origin") if k in c} for c in report.get("criteria", [])],
+        "review": {"obligations": report.get("obligations"), "slices": review,
+                   "labels_sha256": (sealed.get("files", {}).get("reviews.jsonl") or {}).get("sha256")},
+        "seal": {"files": sealed.get("files"), "at": sealed.get("at"), "by": sealed.get("by"),
+                 "complete": sealed.get("complete")},
+        "packages": manifest.get("packages"), "attested_at": now(),
+    }
+    return {"_type": STATEMENT_TYPE, "subject": _subjects(manifest), "predicateType": PREDICATE_TYPE,
+            "predicate": predicate}
+
+
+def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) -> tuple[Path, dict]:
+    """Attest a run that may be released; the envelope's path and the statement. ReleaseRefused otherwise."""
+    private_key = load_private_key(key)
+    run = releasable_run(run_dir)
+    statement = statement_for(run.path, run.report, run.manifest)
+    if not statement["subject"]:
+        raise ReleaseRefused(f"{run.path} hashed no file that ships (an endpoint's model is not visible to "
+                             "releasegate): an attestation would bind nothing")
+    path = output if output is not None else Path(f"{run.path.name}.intoto.json")
+    check_output_path(path, force=force)
+    envelope = sign_envelope(json.dumps(statement, sort_keys=True).encode("utf-8"), private_key)
+    write_output_file(path, (json.dumps(envelope, indent=2) + "\n").encode("utf-8"))
+    return path, statement
+
+
+def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> dict:
+    """The attestation checked for a deploy: the key's signature, the statement, a PASS, each artifact a
+    subject. ReleaseRefused (exit 1) with the one line why, else what was checked."""
+    key = load_public_key(public_key)
+    try:
+        envelope = json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES))
+    except (ValueError, RecursionError) as exc:
+        raise ReleaseRefused(f"{file}: not an attestation ({str(exc)[:120]})") from None
+    signature, payload = envelope_problem(envelope, key)
+    statement, statement_problem = _statement(payload) if payload is not None else (None, None)
+    digests = {s["digest"]["sha256"] for s in (statement or {}).get("subject", [])}
+    checked = tuple((str(a), _artifact_problem(a, digests)) for a in artifacts) if statement else ()
+    verdict = ((statement or {}).get("predicate") or {}).get("verdict")
+    decided = decide_attestation(AttestationEvidence(signature, statement_problem,
+                                                     verdict if isinstance(verdict, str) else None, checked))
+    if not decided.allowed:
+        raise ReleaseRefused(f"{file}: {decided.reason}")
+    assert statement is not None  # a good signature over a statement
+    return {"attestation": str(file), "reason": decided.reason, "run_id": statement["predicate"]["run"]["run_id"],
+            "rubric_sha256": statement["predicate"]["rubric"]["sha256"], "verdict": verdict,
+            "artifacts": [{"path": p, "sha256_matches": True} for p, _ in checked],
+            "subjects": len(statement["subject"])}
+
+
+def _statement(payload: bytes) -> tuple[dict | None, str | None]:
+    """The signed statement, or why the payload is not a releasegate statement."""
+    try:
+        statement = json_loads(payload)
+    except (ValueError, RecursionError) as exc:
+        return None, f"the payload is not JSON ({str(exc)[:80]})"
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        return None, f"not an in-toto Statement v1 ({STATEMENT_TYPE})"
+    if statement.get("predicateType") != PREDICATE_TYPE:
+        return None, f"predicateType is not {PREDICATE_TYPE}"
+    subjects = statement.get("subject")
+    if not isinstance(subjects, list) or not 0 < len(subjects) <= MAX_SUBJECTS or not all(
+            isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("digest"), dict)
+            and isinstance(s["digest"].get("sha256"), str) and _SHA256.fullmatch(s["digest"]["sha256"])
+            for s in subjects):
+        return None, "its subjects are not files with sha256 digests"
+    predicate = statement.get("predicate")
+    if not isinstance(predicate, dict) or not isinstance(predicate.get("run"), dict) or \
+            not isinstance(predicate.get("rubric"), dict):
+        return None, "its predicate is not a releasegate gate verdict"
+    return statement, None
+
+
+def _artifact_problem(path: Path, digests: set[str]) -> str | None:
+    if os.path.islink(path):
+        return "is a symbolic link: give the file the deploy ships itself"
+    if not is_file(path):
+        return "not a regular file"
+    try:
+        digest = sha256_file(path, what="artifact")
+    except InputError as exc:
+        return exc.message
+    if digest not in digests:
+        return f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate"
+    return None

@@ -1,0 +1,49 @@
+"""`releasegate bless RUN_DIR --as NAME --reason TEXT`: a sealed, verified PASS run named as a baseline, in the
+reports folder's baselines.jsonl (`record.blessings`); and a blessed name resolved back to its run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..border.env import env_text
+from ..border.files import is_dir
+from ..clock import now
+from ..errors import InputError
+from ..record.blessings import Blessing, append_blessing, blessed, blessings, check_name, evidence_digest
+from ..record.records import RunDir
+from ..text import valid_text
+from .release_check import releasable_run
+
+__all__ = ["bless_run", "baseline_dir"]
+
+MAX_REASON = 2000
+
+
+def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> tuple[Blessing, Blessing | None]:
+    """Bless the run as `name`; the new blessing and the one it replaces (kept in the file), if any."""
+    check_name(name)
+    reason = valid_text(reason).strip()
+    if not reason or len(reason) > MAX_REASON or "\n" in reason:
+        raise InputError(f"say why in one line of at most {MAX_REASON} characters", field="--reason")
+    run = releasable_run(run_dir)
+    info = RunDir(run.path).read_info()
+    reports = run.path.resolve().parent
+    before = [b for b in blessings(reports) if b.name == name]
+    suites = {e["path"]: e["sha256"] for e in run.manifest.get("inputs", [])
+              if e.get("role") == "suite" and isinstance(e.get("sha256"), str)}
+    blessing = Blessing(
+        name=name, run=run.path.resolve().name, run_id=info.run_id, run_created_at=info.created_at, blessed_at=now(),
+        by=by or env_text("USER") or env_text("LOGNAME") or "unknown", reason=reason, verdict=run.report["verdict"],
+        rubric_sha256=(run.report.get("judged_by") or {}).get("snapshot_sha256"),
+        evidence_sha256=evidence_digest(run.manifest),
+        packages={k: str(v) for k, v in (run.manifest.get("packages") or {}).items()}, suites=suites)
+    append_blessing(reports, blessing)
+    return blessing, (before[-1] if before else None)
+
+
+def baseline_dir(given: Path, reports: Path | None) -> Path:
+    """`given` when it is a directory; else a blessed name looked up in `reports` (default: ./reports)."""
+    if is_dir(given) or "/" in str(given):
+        return given
+    folder = reports if reports is not None else Path("reports")
+    return folder / blessed(folder, str(given)).run

@@ -1,0 +1,142 @@
+"""DSSE envelopes signed with Ed25519 (https://github.com/secure-systems-lab/dsse, protocol v1): the signature is
+over PAE(payloadType, payload), never over the JSON of the envelope, so no re-serialisation can change what was
+signed. Keys are PEM files: a PKCS#8 Ed25519 private key (`releasegate attest --generate-key`, or
+`openssl genpkey -algorithm ed25519`) and its SubjectPublicKeyInfo public key."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+    load_pem_private_key,
+    load_pem_public_key,
+)
+
+from ..border.files import exists, read_capped, replace_file
+from ..errors import InputError
+
+__all__ = ["PAYLOAD_TYPE", "pae", "sign_envelope", "envelope_problem", "load_private_key", "load_public_key",
+           "generate_key", "key_id"]
+
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+MAX_KEY_BYTES = 64 * 1024
+MAX_SIGNATURES = 16
+"""Signatures an envelope may carry; more is not an attestation."""
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE's pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, each LEN the
+    ASCII decimal byte length."""
+    kind = payload_type.encode("utf-8")
+    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
+
+
+def key_id(public_key: Ed25519PublicKey) -> str:
+    """The key's id in an envelope: the sha256 of its raw 32 bytes, in hex."""
+
+    return hashlib.sha256(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()
+
+
+def sign_envelope(payload: bytes, private_key: Ed25519PrivateKey) -> dict:
+    """The DSSE envelope of `payload` (an in-toto statement), with one signature by `private_key`."""
+    signature = private_key.sign(pae(PAYLOAD_TYPE, payload))
+    return {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode("ascii"),
+            "signatures": [{"keyid": key_id(private_key.public_key()), "sig": base64.b64encode(signature).decode("ascii")}]}
+
+
+def envelope_problem(envelope: object, public_key: Ed25519PublicKey) -> tuple[str | None, bytes | None]:
+    """Why the envelope does not stand for `public_key` (None when it does), and its payload once decoded. It
+    stands when one signature verifies with the key over PAE(payloadType, payload) and no signature that names
+    this key (or names none) fails: a second signature made to look like the key's is never passed over.
+    Signatures naming other keys are someone else's and are not counted."""
+
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
+        return f"not a DSSE envelope of an in-toto statement (payloadType {PAYLOAD_TYPE})", None
+    signatures = envelope.get("signatures")
+    if not isinstance(signatures, list) or not signatures or len(signatures) > MAX_SIGNATURES:
+        return f"an envelope carries 1 to {MAX_SIGNATURES} signatures", None
+    payload = _b64(envelope.get("payload"))
+    if payload is None:
+        return "the payload is not base64", None
+    mine, good = key_id(public_key), 0
+    for entry in signatures:
+        keyid = entry.get("keyid") if isinstance(entry, dict) else None
+        if keyid not in (None, "", mine):
+            continue
+        raw = _b64(entry.get("sig")) if isinstance(entry, dict) else None
+        try:
+            if raw is None:
+                raise InvalidSignature
+            public_key.verify(raw, pae(PAYLOAD_TYPE, payload))
+            good += 1
+        except InvalidSignature:
+            return "a signature for this key does not verify: the statement was changed, or signed by another key", None
+    if not good:
+        return "no signature by this key (signed by another key?)", None
+    return None, payload
+
+
+def _b64(value: object) -> bytes | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def load_private_key(path: Path) -> Ed25519PrivateKey:
+    """The Ed25519 private key in the PEM file `path`; InputError naming it otherwise."""
+
+    data = read_capped(path, what="private key", max_bytes=MAX_KEY_BYTES)
+    try:
+        key = load_pem_private_key(data, password=None)
+    except TypeError:
+        raise InputError("the private key is encrypted: give an unencrypted PEM key (keep it in your CI's secret "
+                         "store)", file=path) from None
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise InputError(f"not a PEM private key ({type(exc).__name__})", file=path,
+                         hint="make one with releasegate attest --generate-key FILE") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise InputError("not an Ed25519 key", file=path, hint="openssl genpkey -algorithm ed25519 -out FILE")
+    return key
+
+
+def load_public_key(path: Path) -> Ed25519PublicKey:
+    """The Ed25519 public key in the PEM file `path` (a private key's public half is accepted too)."""
+
+    data = read_capped(path, what="public key", max_bytes=MAX_KEY_BYTES)
+    if b"PRIVATE KEY" in data:
+        return load_private_key(path).public_key()
+    try:
+        key = load_pem_public_key(data)
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise InputError(f"not a PEM public key ({type(exc).__name__})", file=path) from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise InputError("not an Ed25519 public key", file=path)
+    return key
+
+
+def generate_key(path: Path) -> Path:
+    """A new Ed25519 key: the private key in `path` (mode 0600), the public key in `path`.pub; never over an
+    existing file."""
+
+    public = Path(f"{path}.pub")
+    for target in (Path(path), public):
+        if exists(target):
+            raise InputError("exists already: a key is never replaced", file=target, hint="choose another name")
+    key = Ed25519PrivateKey.generate()
+    replace_file(Path(path), key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()),
+                 what="private key", mode=0o600)
+    replace_file(public, key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo),
+                 what="public key")
+    return public

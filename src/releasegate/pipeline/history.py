@@ -1,0 +1,80 @@
+"""The run history of a reports root (`releasegate history`): the runs its index lists, filtered, and the trend
+page. The index is `record.history_index`; the run directories stay the record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..border.outputs import check_output_path, write_output_file
+from ..errors import InputError
+from ..record.blessings import blessings
+from ..record.history_index import open_index
+from ..report.trend import render_trend
+
+__all__ = ["History", "run_history", "write_trend", "TREND_FILE"]
+
+TREND_FILE = "history.html"
+"""Where `history --html` writes the trend page by default, in the reports root."""
+
+
+@dataclass(frozen=True)
+class History:
+    root: Path
+    rows: list[dict]
+    """The runs, oldest first, each as `HistoryRow.as_dict` with `blessed`: the baseline names that mean it."""
+    notes: list[str]
+    """What happened to the index file (built, rebuilt after damage), for the command to say."""
+    listed: int
+    """Runs in the index before filtering."""
+
+
+def run_history(root: Path, *, target: str | None = None, suite: str | None = None, verdict: str | None = None,
+                rebuild: bool = False) -> History:
+    """The runs under `root`: `target` matches the target's description or the start of its fingerprint,
+    `suite` a suite file name, `verdict` the verdict; `rebuild` makes every row again from the run directories."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("no reports folder here", file=root, hint="pass --reports DIR (the config's output.dir)")
+    index = open_index(root)
+    try:
+        if rebuild:
+            count = index.rebuild()
+            index.notes.append(f"the run index was rebuilt from {count} run directories")
+        rows = [row.as_dict() for row in index.rows()]
+    finally:
+        index.close()
+    try:
+        names = _blessed_names(root)
+    except InputError as exc:  # the runs are listed all the same; the file is named
+        names = {}
+        index.notes.append(f"blessed baselines not shown: {exc}")
+    rows = [{**r, "blessed": names.get(r["dir"], [])} for r in rows]
+    wanted = [r for r in rows if _matches(r, target, suite, verdict)]
+    return History(root, wanted, index.notes, len(rows))
+
+
+def _blessed_names(root: Path) -> dict[str, list[str]]:
+    """Each run directory and the baseline names that mean it now (a name's latest blessing)."""
+    latest = {b.name: b.run for b in blessings(root)}
+    names: dict[str, list[str]] = {}
+    for name, run in sorted(latest.items()):
+        names.setdefault(run, []).append(name)
+    return names
+
+
+def _matches(row: dict, target: str | None, suite: str | None, verdict: str | None) -> bool:
+    if target and target not in (row["target"] or "") and not (row["fingerprint"] or "").startswith(target):
+        return False
+    if suite and suite not in row["suites"] and not any(s.rsplit(".", 1)[0] == suite for s in row["suites"]):
+        return False
+    return not verdict or (row["verdict"] or "").upper() == verdict.upper().replace("-", "_")
+
+
+def write_trend(history: History, output: Path | None, *, force: bool) -> Path:
+    """The trend page of `history`, written to `output` (default: history.html in the reports root)."""
+    path = output if output is not None else history.root / TREND_FILE
+    if output is not None:
+        check_output_path(path, force=force)
+    write_output_file(path, render_trend(history.rows, str(history.root)).encode("utf-8"))
+    return path

@@ -1,0 +1,54 @@
+"""Whether a saved run may leave the gate (`bless`, `attest`, `promote`): sealed whole, verified unchanged (every
+input re-hashed, the same package versions, its own files as sealed), judged by its own rubric, and PASS. The
+decision is `decision.release.decide_release`; this gathers its evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..border.structured import stored_json
+from ..decision.release import decide_release
+from ..errors import ReleaseRefused
+from ..record.decision_evidence import ReleaseEvidence
+from .regate import judged_again
+from .verify import verify_run
+
+__all__ = ["ReleasableRun", "releasable_run"]
+
+
+@dataclass(frozen=True)
+class ReleasableRun:
+    """A run that may be released, with what was read to say so."""
+
+    path: Path
+    report: dict
+    """Its sealed report.json."""
+    manifest: dict
+    """Its manifest.json, verified."""
+    reason: str
+
+
+def releasable_run(run_dir: Path) -> ReleasableRun:
+    """The run, when it may be released; else ReleaseRefused (exit 1) with the one line that says why. Not a run
+    directory: InputError (exit 2)."""
+    path = Path(run_dir)
+    result = verify_run(path)
+    manifest = result["manifest"]
+    sealed = manifest.get("sealed") or {}
+    report = stored_json(path / "report.json", what="report.json")
+    report = report if isinstance(report, dict) else {}
+    judged: dict = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
+    own = judged.get("whatif") is False and judged.get("sha256") is not None and \
+        judged.get("sha256") == judged.get("snapshot_sha256")
+    verdict = report.get("verdict")
+    evidence = ReleaseEvidence(
+        run=str(path), sealed=bool(sealed), complete=bool(sealed.get("complete")),
+        verify_outcome=result["outcome"], changes=tuple(f"{c['path']} {c['change']}" for c in result["changes"]),
+        recorded_verdict=verdict if isinstance(verdict, str) else None,
+        judged_again=judged_again(path) if verdict == "PASS" and result["outcome"] == "unchanged" else None,
+        judged_by_own_rubric=own)
+    release = decide_release(evidence)
+    if not release.allowed:
+        raise ReleaseRefused(release.reason)
+    return ReleasableRun(path, report, manifest, release.reason)

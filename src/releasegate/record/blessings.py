@@ -1,0 +1,110 @@
+"""Blessed baselines: a name given to a sealed, verified PASS run (`releasegate bless`), kept in the reports
+folder's `baselines.jsonl`, one line per blessing, never rewritten. Blessing a name again appends a line: the name
+then means the new run, and the old blessing stays in the file for good (who, when, why).
+
+A blessing keeps what the run was when it was blessed: its evidence digest (the sealed hashes of its records and
+snapshots), its package versions and its suites' hashes, so that a run changed after its blessing, a suite changed
+since, or a run measured with other packages can be told (`decision.release.decide_baseline_age`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..border.files import append_regular, exists, read_text
+from ..border.structured import json_loads
+from ..errors import InputError
+
+__all__ = ["BASELINES_FILE", "Blessing", "append_blessing", "blessings", "blessed", "evidence_digest", "check_name"]
+
+BASELINES_FILE = "baselines.jsonl"
+EVIDENCE_FILES = ("config.yaml", "rubric.yaml", "records.jsonl", "load.jsonl", "corpus_scores.jsonl")
+"""The sealed files a blessing's evidence digest covers: none of them changes once a run is complete."""
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_MAX_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Blessing:
+    """One line of baselines.jsonl."""
+
+    name: str
+    run: str
+    """The run directory's name in the reports folder."""
+    run_id: str
+    run_created_at: str
+    blessed_at: str
+    by: str
+    reason: str
+    verdict: str
+    rubric_sha256: str | None
+    evidence_sha256: str
+    """`evidence_digest` of the run when it was blessed."""
+    packages: dict[str, str]
+    suites: dict[str, str]
+    """Each suite file of the run (its path) and its sha256 when the run was measured."""
+
+
+def check_name(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise InputError(f"{name[:80]!r} is not a baseline name: letters, digits, '_', '.' and '-', at most 100",
+                         field="--as")
+    return name
+
+
+def evidence_digest(manifest: dict) -> str:
+    """The sha256 over the sealed hashes of the run's `EVIDENCE_FILES`."""
+    files = (manifest.get("sealed") or {}).get("files") or {}
+    kept = {name: (files.get(name) or {}).get("sha256") for name in EVIDENCE_FILES}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+
+
+def append_blessing(reports: Path, blessing: Blessing) -> None:
+    if os.path.islink(Path(reports) / BASELINES_FILE):  # an append would go wherever the link points
+        raise InputError("is a symbolic link: the blessings are kept in the reports folder itself",
+                         file=Path(reports) / BASELINES_FILE)
+    append_regular(Path(reports) / BASELINES_FILE, json.dumps(asdict(blessing), sort_keys=True) + "\n",
+                   what=BASELINES_FILE)
+
+
+def blessings(reports: Path) -> list[Blessing]:
+    """Every blessing of the reports folder, oldest first; InputError naming the line of one that is not one."""
+    path = Path(reports) / BASELINES_FILE
+    if not exists(path):
+        return []
+    found = []
+    for number, line in enumerate(read_text(path, what=BASELINES_FILE, max_bytes=_MAX_BYTES).splitlines(), 1):
+        if line.strip():
+            found.append(_blessing(line, path, number))
+    return found
+
+
+def _blessing(line: str, path: Path, number: int) -> Blessing:
+    try:
+        raw = json_loads(line)
+        entry = Blessing(**raw)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise InputError(f"not a blessing: {str(exc)[:120]}", file=path, line=number,
+                         hint="baselines.jsonl is written by releasegate bless; restore it from version control") from None
+    texts = (entry.name, entry.run, entry.run_id, entry.by, entry.reason, entry.evidence_sha256)
+    if not all(isinstance(t, str) for t in texts) or not _NAME.fullmatch(entry.name) or \
+            entry.run in ("", ".", "..") or "/" in entry.run or "\\" in entry.run:
+        raise InputError("a blessing names something other than a run directory of this folder", file=path,
+                         line=number, hint="baselines.jsonl is written by releasegate bless")
+    if not isinstance(entry.packages, dict) or not isinstance(entry.suites, dict):
+        raise InputError("a blessing's packages or suites are of another shape", file=path, line=number)
+    return entry
+
+
+def blessed(reports: Path, name: str) -> Blessing:
+    """The run the name means now (its latest blessing); InputError when the folder never blessed it."""
+    found = [b for b in blessings(reports) if b.name == name]
+    if not found:
+        known = sorted({b.name for b in blessings(reports)})
+        raise InputError(f"no baseline blessed as {name!r} in {reports}" + (f" (blessed: {', '.join(known)})" if known else ""),
+                         hint="bless a run first: releasegate bless RUN_DIR --as NAME --reason TEXT")
+    return found[-1]

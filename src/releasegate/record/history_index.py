@@ -1,0 +1,309 @@
+"""The run history: an index of the run directories under a reports root, kept in `history.sqlite` there.
+
+The run directories stay the record; the index only lists them, so losing it loses nothing: a missing index is
+built from the directories, a damaged one (not a database, a failed integrity check, another schema, a row that
+names anything but a run directory of the root) is moved aside to `history.sqlite.damaged` and built again, and
+each time the command says so. Every read first adds the run directories the index does not list yet (a run from
+before the index, or one whose `check` was killed before it was indexed) and drops the rows whose directory is
+gone.
+
+Concurrent writers (parallel `check` runs sharing a reports root) are safe: WAL mode, a busy timeout, and each
+write one short IMMEDIATE transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..border.files import check_regular, exists, is_dir, is_file
+from ..border.structured import json_loads, stored_json
+from ..clock import now
+from ..errors import InputError, ReleasegateError
+from .records import RunDir
+from .stored_manifest import read_manifest_file
+
+__all__ = ["INDEX_FILE", "HEADLINE_METRICS", "HistoryRow", "Index", "index_run", "open_index", "run_summary"]
+
+INDEX_FILE = "history.sqlite"
+DAMAGED_SUFFIX = ".damaged"
+HEADLINE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95",
+                    "cost_per_1m_output_tokens")
+"""The metrics `history` shows in its table (every criterion's value is kept in the index)."""
+_SCHEMA_VERSION = "1"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS runs (dir TEXT PRIMARY KEY, run_id TEXT NOT NULL, created_at TEXT NOT NULL, "
+    "status TEXT, target TEXT, fingerprint TEXT, suites TEXT NOT NULL, verdict TEXT, rubric_sha256 TEXT, "
+    "metrics TEXT NOT NULL, criteria TEXT NOT NULL, indexed_at TEXT NOT NULL)",
+)
+_COLUMNS = ("dir", "run_id", "created_at", "status", "target", "fingerprint", "suites", "verdict", "rubric_sha256",
+            "metrics", "criteria", "indexed_at")
+_BUSY_TIMEOUT_S = 60.0
+MAX_RUNS = 100_000
+"""Run directories one reports root may hold; past it the root is not a reports folder."""
+
+
+class IndexDamaged(Exception):
+    """The index file cannot be trusted (raised inside this module only: it is always rebuilt)."""
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One run as the index lists it."""
+
+    dir: str
+    """The run directory's name under the reports root (never a path: a row naming anything else is damage)."""
+    run_id: str
+    created_at: str
+    status: str | None
+    target: str | None
+    fingerprint: str | None
+    """The target fingerprint of the run's manifest (which model files and settings answered)."""
+    suites: list[str]
+    verdict: str | None
+    """The verdict of the run's report.json; None when it has none (killed before the gate)."""
+    rubric_sha256: str | None
+    metrics: dict[str, float | None]
+    criteria: list[dict] = field(default_factory=list)
+    """Each criterion: name, metric, op, threshold, value, verdict."""
+
+    def as_dict(self) -> dict:
+        return {c: getattr(self, c) for c in _COLUMNS if c != "indexed_at"}
+
+
+def run_summary(run_path: Path) -> HistoryRow:
+    """What the index keeps of one run directory, read from its run.json, manifest.json and report.json.
+    InputError when it is no run directory (no readable run.json)."""
+    run = RunDir(run_path)
+    info = run.read_info()
+    try:
+        manifest = read_manifest_file(run.path, whole=False) or {}
+    except InputError:
+        manifest = {}
+    report = stored_json(run.path / "report.json", what="report.json")
+    report = report if isinstance(report, dict) else {}
+    suites = sorted({str(e.get("name")) for e in manifest.get("inputs", []) if e.get("role") == "suite"})
+    metrics: dict = report["metrics"] if isinstance(report.get("metrics"), dict) else {}
+    judged = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
+    criteria = report["criteria"] if isinstance(report.get("criteria"), list) else []
+    return HistoryRow(
+        dir=run.path.name, run_id=info.run_id, created_at=info.created_at, status=info.status, target=info.target,
+        fingerprint=(manifest.get("target") or {}).get("fingerprint"), suites=suites,
+        verdict=report.get("verdict") if isinstance(report.get("verdict"), str) else None,
+        rubric_sha256=judged.get("snapshot_sha256") if isinstance(judged.get("snapshot_sha256"), str) else None,
+        metrics={m: _number(metrics[m].get("value")) for m in HEADLINE_METRICS if isinstance(metrics.get(m), dict)},
+        criteria=[_criterion(c) for c in criteria if isinstance(c, dict)])
+
+
+def _criterion(raw: dict) -> dict:
+    return {"name": str(raw.get("name")), "metric": str(raw.get("metric")), "op": str(raw.get("op")),
+            "threshold": _number(raw.get("threshold")), "value": _number(raw.get("value")),
+            "verdict": str(raw.get("verdict"))}
+
+
+def _number(value: object) -> float | None:
+    """A finite number, else None: a value read back is drawn, so nothing else may pass for one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+class Index:
+    """The open index of one reports root. `notes`: what happened to the index file itself (built, rebuilt after
+    damage), for the command to say."""
+
+    def __init__(self, root: Path, db: sqlite3.Connection, notes: list[str]) -> None:
+        self.root, self.db, self.notes = Path(root), db, notes
+
+    def close(self) -> None:
+        self.db.close()
+
+    def put(self, row: HistoryRow) -> None:
+        self._write(_INSERT, _values(row))
+
+    def _write(self, sql: str, params: tuple = ()) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute(sql, params)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def rows(self) -> list[HistoryRow]:
+        """Every indexed run, oldest first. IndexDamaged when a row is not one this module writes."""
+        try:
+            found = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY created_at, dir").fetchall()
+            return [_row(dict(zip(_COLUMNS, values))) for values in found]
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+            raise IndexDamaged(f"a row cannot be read ({exc})") from None
+
+    def rebuild(self) -> int:
+        """Every row made again from the run directories, in one transaction; how many runs it lists."""
+        rows = []
+        for name in run_directories(self.root):
+            try:
+                rows.append(run_summary(self.root / name))
+            except ReleasegateError:
+                continue
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM runs")
+            for row in rows:
+                self.db.execute(_INSERT, _values(row))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def sync(self) -> None:
+        """Index the run directories the index does not list; drop the rows whose directory is gone."""
+        listed = {row.dir for row in self.rows()}
+        present = set(run_directories(self.root))
+        for name in sorted(present - listed):
+            try:
+                self.put(run_summary(self.root / name))
+            except ReleasegateError:
+                continue  # not readable as a run (yet): it is listed once it is
+        for name in sorted(listed - present):
+            self._write("DELETE FROM runs WHERE dir = ?", (name,))
+
+
+_INSERT = f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+
+
+def _values(row: HistoryRow) -> tuple:
+    values = {**row.as_dict(), "indexed_at": now()}
+    values.update(suites=json.dumps(row.suites), metrics=json.dumps(row.metrics), criteria=json.dumps(row.criteria))
+    return tuple(values[c] for c in _COLUMNS)
+
+
+def _row(values: dict) -> HistoryRow:
+    name = values["dir"]
+    if not isinstance(name, str) or not _plain_name(name):
+        raise ValueError(f"a row names {str(name)[:80]!r}, not a run directory of the reports root")
+    suites, metrics, criteria = (json_loads(values[k]) for k in ("suites", "metrics", "criteria"))
+    if not (isinstance(suites, list) and isinstance(metrics, dict) and isinstance(criteria, list)):
+        raise ValueError("a row's suites, metrics or criteria are of another shape")
+    text = {k: values[k] if isinstance(values[k], str) or values[k] is None else str(values[k])
+            for k in _COLUMNS if k not in ("suites", "metrics", "criteria", "indexed_at")}
+    return HistoryRow(**text, suites=[str(s) for s in suites],
+                      metrics={str(k): _number(v) for k, v in metrics.items()},
+                      criteria=[_criterion(c) for c in criteria if isinstance(c, dict)])
+
+
+def _plain_name(name: str) -> bool:
+    return name not in ("", ".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+
+
+def run_directories(root: Path) -> list[str]:
+    """The names of the run directories directly under `root` (a directory, not a link, holding a run.json)."""
+    if not is_dir(root):
+        return []
+    names = []
+    with os.scandir(root) as entries:
+        for n, entry in enumerate(entries):
+            if n >= MAX_RUNS:
+                raise InputError(f"more than {MAX_RUNS} entries in the reports folder", file=root)
+            if entry.is_dir(follow_symlinks=False) and is_file(Path(entry.path) / "run.json"):
+                names.append(entry.name)
+    return sorted(names)
+
+
+def open_index(root: Path, *, say_built: bool = True) -> Index:
+    """The index of `root`, checked, built or rebuilt as needed, and in step with the run directories.
+    `say_built`: a note when there was no index (a first `check` in a folder makes it without a word)."""
+    root = Path(root)
+    path = root / INDEX_FILE
+    notes: list[str] = []
+    if say_built and not exists(path) and not os.path.lexists(path):
+        notes.append(f"no run index in {root}: built from the run directories")
+    try:
+        index = Index(root, _connect(path), notes)
+        _check(index.db)
+        index.sync()
+    except (IndexDamaged, sqlite3.DatabaseError) as exc:
+        index = _rebuilt(root, path, str(exc), notes)
+    return index
+
+
+def _rebuilt(root: Path, path: Path, why: str, notes: list[str]) -> Index:
+    _move_aside(path)
+    notes.append(f"the run index {path} was damaged ({why}): moved to {path.name}{DAMAGED_SUFFIX}, "
+                 "built again from the run directories")
+    index = Index(root, _connect(path), notes)
+    _check(index.db)
+    index.sync()
+    return index
+
+
+def _move_aside(path: Path) -> None:
+    os.replace(path, path.with_name(path.name + DAMAGED_SUFFIX))
+    for extra in ("-wal", "-shm"):  # the damaged file's own journal must not be replayed into the new one
+        side = path.with_name(path.name + extra)
+        if os.path.lexists(side):
+            os.unlink(side)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    for side in (path, *(path.with_name(path.name + extra) for extra in ("-wal", "-shm"))):
+        if os.path.islink(side):  # sqlite would write wherever the link points
+            raise IndexDamaged(f"{side.name} is a symbolic link")
+    if os.path.lexists(path):  # sqlite opens the file itself: a FIFO or a device there is refused first
+        try:
+            check_regular(path, what="run index")
+        except InputError as exc:
+            raise IndexDamaged(exc.message) from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(50):
+        db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            db.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (_SCHEMA_VERSION,))
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            # two processes creating the file at once: switching to WAL can be refused without waiting
+            if "locked" not in str(exc) or attempt == 49:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _check(db: sqlite3.Connection) -> None:
+    result = db.execute("PRAGMA quick_check").fetchone()
+    if not result or result[0] != "ok":
+        raise IndexDamaged(f"integrity check: {str(result and result[0])[:120]}")
+    version = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    if not version or version[0] != _SCHEMA_VERSION:
+        raise IndexDamaged(f"schema {version and version[0]!r}, not {_SCHEMA_VERSION}")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(runs)").fetchall()]
+    if tuple(columns) != _COLUMNS:
+        raise IndexDamaged("the runs table has other columns")
+
+
+def index_run(run_path: Path) -> list[str]:
+    """Add (or refresh) one run in the index of the reports root that holds it; the notes about the index file.
+    Never fails a run: a run directory stays the record, and the next `history` indexes what this could not."""
+    run_path = Path(run_path)
+    try:
+        index = open_index(run_path.parent, say_built=False)  # its sync indexes a run it did not list yet, this one included
+    except (sqlite3.Error, OSError, ReleasegateError) as exc:
+        return [f"the run was not added to the run index ({exc}); releasegate history indexes it later"]
+    try:
+        index.put(run_summary(run_path))
+    except (sqlite3.Error, OSError, ReleasegateError) as exc:
+        index.notes.append(f"the run was not added to the run index ({exc}); releasegate history indexes it later")
+    finally:
+        index.close()
+    return index.notes

@@ -1,0 +1,71 @@
+"""How far two raters agree on approve/reject: Cohen's kappa with the raw agreement and the 2x2 table it is
+counted from. Used for reviewer-reviewer agreement (double labelling, `review.labels_per_case: 2`) and for the
+agreement between the automatic verdict and the human label.
+
+Kappa is (po - pe) / (1 - pe): po the share of cases the two agree on, pe the agreement expected by chance from
+each rater's own approval rate, p1 p2 + (1 - p1)(1 - p2) (sklearn's `cohen_kappa_score` and statsmodels'
+`cohens_kappa` count the same). When chance agreement is total kappa is
+undefined (both raters gave every case the same one label): None, never 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..record.records import CaseRecord
+from ..record.review_labels import APPROVE, LabelEdit, awaiting_adjudication, reviewer_pairs
+
+__all__ = ["cohen_kappa", "reviewer_agreement", "agreement_words", "DoubleLabels", "double_labels"]
+
+
+def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of two yes/no raters; None with no pairs or when chance agreement is total (undefined)."""
+    n = len(pairs)
+    if not n:
+        return None
+    observed = sum(a == b for a, b in pairs) / n
+    p_a, p_b = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
+    chance = p_a * p_b + (1 - p_a) * (1 - p_b)
+    return None if chance >= 1 else (observed - chance) / (1 - chance)
+
+
+def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict | None:
+    """The first and second reviewer's labels of each double-labelled case, as report.json keeps them: `cases`,
+    `agreed`, `agreement` (agreed / cases), `kappa`, and `table`, the counts of each (first, second) pair of
+    labels; None when no case has two labels."""
+    if not pairs:
+        return None
+    table = {f"{a}/{b}": sum(p == (a, b) for p in pairs) for a in ("approve", "reject") for b in ("approve", "reject")}
+    agreed = table["approve/approve"] + table["reject/reject"]
+    return {"cases": len(pairs), "agreed": agreed, "agreement": agreed / len(pairs),
+            "kappa": cohen_kappa([(a == APPROVE, b == APPROVE) for a, b in pairs]), "table": table}
+
+
+def agreement_words(agreement: dict | None) -> str | None:
+    """'reviewers agree on 18 of 20 double-labelled cases (90.0%), kappa 0.78'; None without double labels."""
+    if agreement is None:
+        return None
+    kappa = "undefined" if agreement["kappa"] is None else f"{agreement['kappa']:.2f}"
+    return (f"reviewers agree on {agreement['agreed']} of {agreement['cases']} double-labelled cases "
+            f"({agreement['agreement']:.1%}), kappa {kappa}")
+
+
+@dataclass(frozen=True)
+class DoubleLabels:
+    """What several labels per case add to a review summary: the cases awaiting an adjudicator (only where the
+    policy asks for two labels per case: with one, the disagreement rule decided them), and each double-labelled
+    case's (first, second) reviewer labels."""
+
+    awaiting: frozenset[str]
+    pairs: dict[str, tuple[str, str]]
+
+    def of(self, chosen: list[CaseRecord]) -> dict:
+        """A summary row's `awaiting_adjudication` and `reviewer_agreement` over the cases `chosen`."""
+        return {"awaiting_adjudication": sum(r.case_id in self.awaiting for r in chosen),
+                "reviewer_agreement": reviewer_agreement([self.pairs[r.case_id] for r in chosen if r.case_id in self.pairs])}
+
+
+def double_labels(edits: list[LabelEdit], labels_per_case: int) -> DoubleLabels:
+    """The double labelling of `edits` (labels on the outputs the run holds) under the policy's `labels_per_case`."""
+    awaiting = frozenset(awaiting_adjudication(edits)) if labels_per_case > 1 else frozenset()
+    return DoubleLabels(awaiting, reviewer_pairs(edits))

@@ -1,0 +1,54 @@
+"""The release decisions on their typed evidence: each precondition of a release, of a deploy, and of a fresh
+blessed baseline, taken away one at a time, turns the answer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from releasegate.decision.release import decide_attestation, decide_baseline_age, decide_release
+from releasegate.record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, ReleaseEvidence
+
+RELEASABLE = ReleaseEvidence(run="reports/r", sealed=True, complete=True, verify_outcome="unchanged", changes=(),
+                             recorded_verdict="PASS", judged_again="PASS", judged_by_own_rubric=True)
+DEPLOYABLE = AttestationEvidence(signature_problem=None, statement_problem=None, predicate_verdict="PASS",
+                                 artifacts=(("model.gguf", None),))
+FRESH = BaselineAgeEvidence(name="prod", age_days=3.0, max_age_days=30.0, packages_changed=(), suites_changed=(),
+                            on_stale="inconclusive")
+
+
+def test_a_whole_verified_pass_is_releasable():
+    assert decide_release(RELEASABLE).allowed
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"sealed": False}, "no seal"), ({"complete": False}, "not complete"),
+    ({"verify_outcome": "changed", "changes": ("records.jsonl changed",)}, "records.jsonl changed"),
+    ({"verify_outcome": "unverified"}, "cannot be verified"), ({"judged_by_own_rubric": False}, "what-if"),
+    ({"recorded_verdict": "NEEDS_REVIEW"}, "NEEDS_REVIEW, not PASS"), ({"recorded_verdict": None}, "unknown"),
+    ({"judged_again": "FAIL"}, "judged again"), ({"judged_again": None}, "not judgeable"),
+])
+def test_each_missing_precondition_refuses_a_release(change, words):
+    decided = decide_release(replace(RELEASABLE, **change))
+    assert not decided.allowed and words in decided.reason
+
+
+def test_a_deploy_needs_every_check():
+    assert decide_attestation(DEPLOYABLE).allowed
+    for change, words in [({"signature_problem": "bad"}, "signature: bad"), ({"statement_problem": "x"}, "statement"),
+                          ({"predicate_verdict": "FAIL"}, "FAIL, not PASS"), ({"predicate_verdict": None}, "not PASS"),
+                          ({"artifacts": ()}, "no artifact"),
+                          ({"artifacts": (("a", None), ("b", "no subject"))}, "b: no subject")]:
+        decided = decide_attestation(replace(DEPLOYABLE, **change))
+        assert not decided.allowed and words in decided.reason, change
+
+
+def test_a_stale_baseline_warns_or_undecides_as_the_rubric_says():
+    assert decide_baseline_age(FRESH).reasons == ()
+    for change in ({"age_days": 31.0}, {"age_days": None}, {"packages_changed": ("torch 2.3 -> 2.4",)},
+                   {"suites_changed": ("a.jsonl (changed)",)}):
+        stale = decide_baseline_age(replace(FRESH, **change))
+        assert stale.reasons and stale.inconclusive, change
+        assert not decide_baseline_age(replace(FRESH, **change, on_stale="warn")).inconclusive
+    assert decide_baseline_age(replace(FRESH, age_days=1e6, max_age_days=None)).reasons == ()
