@@ -187,7 +187,7 @@ def test_open_loop_makes_a_request_task_only_when_it_is_due(tmp_path):
 
     in_flight_at_first_answer = []
 
-    def on_done():
+    def on_done(_gen):
         if not in_flight_at_first_answer:
             in_flight_at_first_answer.append(len(asyncio.all_tasks()))
 

@@ -3,6 +3,7 @@
     ReleasegateError            base; carries the exit code the CLI uses
      +-- InputError             exit 2: a config, suite, rubric or CSV the user must fix
      +-- TargetError            exit 4: the model or endpoint could not be run
+          +-- TargetStopped     exit 4: it stopped answering mid-run; what was recorded is kept
 
 Every error names where it happened (file, line, field) so the CLI can print one line
 and the user knows what to change.
@@ -17,7 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypedDict
 
-__all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "ReleaseRefused", "ErrorKind", "http_kind", "judge_kind"]
+__all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "TargetStopped", "ReleaseRefused", "ErrorKind",
+           "http_kind", "judge_kind"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every character str.splitlines() breaks at
 
@@ -87,6 +89,11 @@ class TargetError(ReleasegateError):
     exit_code = 4
 
 
+class TargetStopped(TargetError):
+    """The target stopped answering in the middle of a run (a dead or wrong server): the run stopped sending,
+    and everything already recorded stays in the run directory, so `check --resume` can finish it."""
+
+
 class ErrorKind(StrEnum):
     """Why one request came back without output: the `error` of a record (records.jsonl, load.jsonl) or a judgment.
 
@@ -110,7 +117,8 @@ class ErrorKind(StrEnum):
     BAD_RESPONSE = "bad_response"
     """The response was not what an OpenAI-compatible server sends: an event that is not JSON or not the shape of
     a stream event (choices, delta, content, usage), usage that is not a count or is out of all proportion to the
-    answer, or HTTP framing that could not be read (a status line, a chunk size, a Content-Length)."""
+    answer, HTTP framing that could not be read (a status line, a chunk size, a Content-Length), or a reply that is
+    no event stream at all (an HTML page: no `data:` line)."""
     RESPONSE_TOO_LARGE = "response_too_large"
     """The response ran past a bound: `target.max_response_bytes`, `target.max_response_tokens`, or a response
     head (status line and headers) over 64 KiB. What came is dropped, never kept whole."""
@@ -127,7 +135,8 @@ class ErrorKind(StrEnum):
     CLIENT_ERROR = "client_error"
     """The client itself raised an unexpected exception (none of the above); not retried."""
     NOT_SENT = "not_sent"
-    """A load request still waiting for a slot when the load's duration ran out: never sent, never recorded."""
+    """A request never sent: a load request still waiting for a slot when the load's duration ran out, or any
+    request left when a dead or wrong target stopped the run (`target.stop_after_errors`); never recorded."""
     MISSING_RESPONSE = "missing_response"
     """The replay backend's file holds no output for the case."""
     GENERATION_ERROR = "generation_error"

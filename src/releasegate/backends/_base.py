@@ -54,9 +54,15 @@ class Backend(ABC):
     def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
         """One Generation per request, in order. Per-request failures are returned, not raised."""
 
-    def probe(self) -> None:
-        """Check the target answers at all before a run starts (raise TargetError if not). Only a backend whose
-        capabilities say `endpoint` is probed; a local model is checked by loading it."""
+    def probe(self) -> list[str]:
+        """Check the target answers at all before a run starts (raise TargetError if not); return what the run
+        should warn of (a model name the server does not list). Only a backend whose capabilities say `endpoint`
+        is probed; a local model is checked by loading it."""
+        return []
+
+    def stop_reason(self) -> str | None:
+        """Why the run must stop now, in one line (a dead or wrong server: nothing more is sent); None: go on."""
+        return None
 
     def close(self) -> None:
         """Release the model or connection."""

@@ -1,9 +1,11 @@
 """When the requests of a run are sent: at their scheduled times or as slots free up, until a deadline.
 
 `send(item)` sends one request and returns its Generation; at most `concurrency` are in flight, the others
-wait for a slot (their send lag). A request still waiting when the deadline has passed is not sent: it comes
-back with error `not_sent`. A `send` that raises (it should not: failures are returned) fails its own request
-with `client_error`, never the batch's gather.
+wait for a slot (their send lag). A request still waiting when the deadline has passed, or when `stop()` says the
+run stopped (a dead target, see `_target_watch`), is not sent: it comes back with error `not_sent`, and an open or
+closed loop takes no further request. A `send` that raises (it should not: failures are returned) fails its own
+request with `client_error`, never the batch's gather. `on_done(gen)` is called with each request's Generation as
+it comes back.
 
 The requests are sent on uvloop's event loop by default, asyncio's with RELEASEGATE_EVENT_LOOP=asyncio
 (`loop_factory`).
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from ..border.env import env_text
 from ..errors import ErrorKind, InputError
 from ._base import Generation, Request
+from ._target_watch import NOT_SENT_STOPPED
 
 __all__ = ["Scheduled", "Send", "gather", "open_loop", "closed_loop", "loop_factory", "EVENT_LOOP_ENV", "EVENT_LOOPS"]
 
@@ -59,61 +62,75 @@ class Scheduled:
 
 
 Send = Callable[[Scheduled], Awaitable[Generation]]
+Stop = Callable[[], bool] | None
+"""Whether the run has stopped (nothing more is sent); None: it never stops."""
 
 
-async def gather(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None) -> list[Generation]:
+async def gather(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None,
+                 stop: Stop = None) -> list[Generation]:
     """Every item (each waits for its time, if it has one), `concurrency` at a time; results in input order."""
     slots = asyncio.Semaphore(concurrency)
 
     async def one(item: Scheduled) -> Generation:
         if item.at_ns is not None:
             await _sleep_until_ns(item.at_ns)
-        return await _in_slot(send, item, slots, deadline_ns, on_done)
+        return await _in_slot(send, item, slots, deadline_ns, on_done, stop)
 
     return list(await asyncio.gather(*(one(i) for i in items)))
 
 
-async def open_loop(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None) -> list[Generation]:
+async def open_loop(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None,
+                    stop: Stop = None) -> list[Generation]:
     """Each item is started at its due time (items come in due order), at most `concurrency` in flight, the
     rest queued (send lag). A request's task is made when it is due, never before: an hour-long open loop
-    holds the requests in flight and the ones queued, not every request it will send."""
+    holds the requests in flight and the ones queued, not every request it will send. Once `stop()`, the items
+    not yet due are left out of the results (the caller counts them as never sent)."""
     slots = asyncio.Semaphore(concurrency)
     tasks = []
     for item in items:
         await _sleep_until_ns(item.at_ns)
-        tasks.append(asyncio.ensure_future(_in_slot(send, item, slots, deadline_ns, on_done)))
+        if stop is not None and stop():
+            break
+        tasks.append(asyncio.ensure_future(_in_slot(send, item, slots, deadline_ns, on_done, stop)))
     return list(await asyncio.gather(*tasks))
 
 
 async def closed_loop(
     send: Send, requests: Iterator[Request], concurrency: int, deadline_ns: int | None, on_done=None,
+    stop: Stop = None,
 ) -> list[tuple[Request, Generation]]:
-    """`concurrency` workers pulling from one iterator until it is empty or the deadline has passed."""
+    """`concurrency` workers pulling from one iterator until it is empty, the deadline has passed or `stop()`."""
     results: list = []
 
     async def worker() -> None:
         while deadline_ns is None or time.perf_counter_ns() <= deadline_ns:
+            if stop is not None and stop():
+                return
             request = next(requests, None)  # one loop thread: no two workers take the same one
             if request is None:
                 return
             slot = len(results)
             results.append(None)
-            results[slot] = (request, await _sent(send, Scheduled(request)))
+            results[slot] = (request, gen := await _sent(send, Scheduled(request)))
             if on_done is not None:
-                on_done()
+                on_done(gen)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return results
 
 
-async def _in_slot(send: Send, item: Scheduled, slots: asyncio.Semaphore, deadline_ns, on_done) -> Generation:
-    """One request once a slot is free; 'not_sent' when the load's deadline passed while it waited."""
+async def _in_slot(send: Send, item: Scheduled, slots: asyncio.Semaphore, deadline_ns, on_done,
+                   stop: Stop = None) -> Generation:
+    """One request once a slot is free; 'not_sent' when the load's deadline passed or the run stopped while it
+    waited."""
     async with slots:
         if deadline_ns is not None and time.perf_counter_ns() > deadline_ns:
             return Generation(None, error=ErrorKind.NOT_SENT, error_message="load duration over")
+        if stop is not None and stop():
+            return Generation(None, error=ErrorKind.NOT_SENT, error_message=NOT_SENT_STOPPED)
         gen = await _sent(send, item)
     if on_done is not None:
-        on_done()
+        on_done(gen)
     return gen
 
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 import contextvars
 import time
 
+from ..errors import TargetError
+from ..redaction import mask_url
 from ._bounds import DEFAULT_MAX_BYTES, ResponseTooLarge
 from ._http import httpx
+from ._retry import root_cause
 
-__all__ = ["make_openai_client", "stream_openai", "import_now"]
+__all__ = ["make_openai_client", "stream_openai", "import_now", "probe_openai"]
 
 _TRACE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
 """The current request's transport trace: httpcore event name -> perf_counter_ns."""
@@ -34,6 +37,20 @@ def make_openai_client(target, api_key: str, concurrency: int | None = None):
                                           follow_redirects=False)
     return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=api_key, max_retries=0, timeout=timeout,
                               default_headers=t.request_headers(), default_query=t.url_query(), http_client=http)
+
+
+async def probe_openai(client) -> None:
+    """The `openai` client's reachability probe: /models listed, any status accepted (it may not exist there);
+    a connection that fails is a TargetError naming the URL."""
+    import openai
+
+    async with client:
+        try:
+            await client.models.list()
+        except openai.APIConnectionError as exc:
+            raise TargetError(f"cannot reach {mask_url(str(client.base_url))}: {root_cause(exc)}") from None
+        except openai.APIStatusError:
+            pass  # the server answers; /models may simply not exist there
 
 
 async def stream_openai(client, body: dict, mode: str, max_bytes: int = DEFAULT_MAX_BYTES):

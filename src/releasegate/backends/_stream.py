@@ -12,7 +12,8 @@ from ..errors import ErrorKind
 from ..text import loads_json
 from ._events import BadEvent, Event, Usage, read_event, usage_problem
 
-__all__ = ["StreamParse", "parse_sse", "split_tokens", "stream_timing", "stream_problem", "token_cap", "EMPTY_ENDS"]
+__all__ = ["StreamParse", "parse_sse", "split_tokens", "stream_timing", "stream_problem", "token_cap", "EMPTY_ENDS",
+           "not_a_stream", "counted_tokens", "prompt_tokens"]
 
 EMPTY_ENDS = ("abort", "error")
 """finish_reasons that say the server gave up on the request (vLLM aborts, load shedding): never an answer."""
@@ -37,6 +38,8 @@ class StreamParse:
     usage: Usage = field(default_factory=Usage)
     seen: int = 0
     """Characters of every string the choices carried (content and reasoning text)."""
+    events: int = 0
+    """`data:` lines the reply held: 0 for a reply that is no event stream at all (an HTML page)."""
 
     @property
     def text(self) -> str:
@@ -49,6 +52,7 @@ def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
     for line, stamp in zip(lines, stamps):
         if not line.startswith("data:"):
             continue
+        out.events += 1
         payload = line[5:].strip()
         if payload == "[DONE]":
             out.finished = True
@@ -63,6 +67,34 @@ def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
             continue
         _take(event, stamp, out)
     return out
+
+
+def not_a_stream(lines: list[str]) -> str:
+    """The message of a reply with no `data:` line: what it began with (an HTML page, a JSON document)."""
+    head = " ".join(" ".join(lines[:3]).split())[:80]
+    return f"not an event stream (no data: line): {head!r}"
+
+
+def counted_tokens(chunks: list[str], cap: int, count=None) -> int:
+    """Output tokens of an answer without usage, by the tokenizer (`count`) or one per chunk; counting stops past
+    `cap`."""
+    if count is None:
+        return len(chunks)
+    total = 0
+    for chunk in chunks:
+        total += max(1, count(chunk))
+        if total > cap:
+            break
+    return total
+
+
+def prompt_tokens(reported: int | None, body: dict | None, count=None) -> int | None:
+    """The server's prompt token count; without one, `target.tokenizer`'s count (`count`) of the prompt text (each
+    message's content: the chat template's own tokens, which the server adds, are not in it); else None."""
+    if reported is not None or count is None or body is None:
+        return reported
+    parts = [m.get("content") for m in body.get("messages") or []] if "messages" in body else [body.get("prompt")]
+    return sum(count(p) for p in parts if isinstance(p, str))
 
 
 def _take(event: Event, stamp: int, out: StreamParse) -> None:

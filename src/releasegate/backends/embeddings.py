@@ -10,6 +10,7 @@ endpoint reported) is returned with the vectors: the embedding cost and latency 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ from ..errors import InputError, TargetError
 from ..inputs.cache_config import EmbeddingSource
 from ..redaction import mask_url, secret_from_env
 
-__all__ = ["Embedded", "embed", "source_fingerprint", "EMBEDDINGS_FILE", "stored_vectors"]
+__all__ = ["Embedded", "embed", "source_fingerprint", "EMBEDDINGS_FILE", "stored_vectors", "probe_embeddings"]
 
 EMBEDDINGS_FILE = "embeddings.jsonl"
 """The run directory's embedding cache: one {key, vector} per line."""
@@ -99,6 +100,19 @@ def source_fingerprint(source: EmbeddingSource) -> str:
         for path in regular_entries(Path(source.local), what="embedding model", suffixes=(".json", ".safetensors", ".bin")):
             digest.update(path.name.encode() + b"\0" + sha256_file(path).encode())
     return digest.hexdigest()[:16]
+
+
+PROBE_DEADLINE_S = 15.0
+"""Seconds `probe_embeddings` gives the endpoint for one short text (or `timeout_s`, if shorter)."""
+
+
+def probe_embeddings(source: EmbeddingSource) -> None:
+    """Embed one short text, as a run would (`validate --probe`): a TargetError naming the endpoint and why, in
+    seconds, when it cannot (unreachable, a server started without its embeddings option, a reply of another
+    shape). A local model is not loaded here."""
+    if source.local is None:
+        deadline = min(source.timeout_s, PROBE_DEADLINE_S)
+        _endpoint(["releasegate probe"], dataclasses.replace(source, timeout_s=deadline), Embedded([], ""))
 
 
 def _endpoint(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[list[float]]:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..border.env import env_secret
-from ..errors import ErrorKind, InputError, TargetError
+from ..errors import ErrorKind, InputError
 from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
 from ..redaction import mask_url
@@ -35,12 +35,22 @@ from ._base import Backend, Generation, Request
 from ._bounds import border_class
 from ._dispatch import Scheduled, Send, closed_loop, gather, loop_factory, open_loop
 from ._lateness import LatenessProbe
-from ._openai_client import import_now, make_openai_client, stream_openai
-from ._reach import answers
+from ._openai_client import import_now, make_openai_client, probe_openai, stream_openai
+from ._reach import ModelList, answers, model_warnings
 from ._registry import BackendEntry, register
 from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
-from ._stream import parse_sse, split_tokens, stream_problem, stream_timing, token_cap
+from ._stream import (
+    counted_tokens,
+    not_a_stream,
+    parse_sse,
+    prompt_tokens,
+    split_tokens,
+    stream_problem,
+    stream_timing,
+    token_cap,
+)
+from ._target_watch import DEFAULT_STOP_AFTER, TargetWatch
 
 __all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
 
@@ -103,6 +113,10 @@ class OpenAIBackend(Backend):
         self.last_run_stats: dict | None = None
         self._quality_probe: LatenessProbe | None = None
         self._lateness: LatenessProbe | None = None  # the probe of the window running now
+        self.watch = TargetWatch(getattr(target, "stop_after_errors", DEFAULT_STOP_AFTER))
+        self._stopped = lambda: self.watch.stopped is not None  # nothing more is sent once a dead target stopped the run
+        self.models: ModelList | None = None
+        """What the server's /models listed when it was probed (None: not probed yet)."""
 
     # -- set-up -------------------------------------------------------------------------------------
     def api_key(self) -> str:
@@ -135,22 +149,18 @@ class OpenAIBackend(Backend):
             self._count = lambda text: len(tok.encode(text, add_special_tokens=False).ids)
         self.probe()
 
-    def probe(self) -> None:
+    def probe(self) -> list[str]:
         """Check the server answers at all, within the connect timeout: an unreachable URL is exit 4 (before
-        `check` makes a run directory), not a run full of errors. The lean client's probe imports nothing."""
-        self.api_key()
-        asyncio.run(answers(self.target) if self.target.client == "lean" else self._probe())
+        `check` makes a run directory), not a run full of errors; then what its /models lists (`_reach`). Returns
+        the warnings: a `model` the server does not list."""
+        key = self.api_key()
+        asyncio.run(answers(self.target) if self.target.client == "lean" else probe_openai(self.openai_client()))
+        self.models, warnings = model_warnings(self.target, None if key == _NO_KEY else key)
+        return warnings
 
-    async def _probe(self) -> None:
-        import openai
-
-        async with self.openai_client() as client:
-            try:
-                await client.models.list()
-            except openai.APIConnectionError as exc:
-                raise TargetError(f"cannot reach {mask_url(self.target.base_url)}: {root_cause(exc)}") from None
-            except openai.APIStatusError:
-                pass  # the server answers; /models may simply not exist there
+    def stop_reason(self) -> str | None:
+        """Why the run must stop (a dead or wrong server, see `_target_watch`), in one line; None: go on."""
+        return self.watch.stop_line(mask_url(self.target.base_url) or "?", self.models)
 
     # -- running --------------------------------------------------------------------------------------
     def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
@@ -158,7 +168,8 @@ class OpenAIBackend(Backend):
         if self._quality_probe is None:
             self._quality_probe = LatenessProbe(self.target.client)
         items = [Scheduled(r) for r in requests]
-        gens = self._run(lambda client, _: gather(self._sender(client, max_new_tokens), items, self.target.concurrency),
+        gens = self._run(lambda client, _: gather(self._sender(client, max_new_tokens), items, self.target.concurrency,
+                                                  stop=self._stopped),
                          self._quality_probe, concurrency=self.target.concurrency)
         self.client_stats = self._quality_probe.summary()
         return gens
@@ -173,7 +184,8 @@ class OpenAIBackend(Backend):
         probe = LatenessProbe(self.target.client)
 
         async def window(client, _):
-            return await gather(self._sender(client, max_new_tokens), items, concurrency, deadline_ns, on_done)
+            return await gather(self._sender(client, max_new_tokens), items, concurrency, deadline_ns, on_done,
+                                self._stopped)
 
         gens = self._run(window, probe, concurrency=concurrency)
         self.last_run_stats = probe.summary()
@@ -198,8 +210,9 @@ class OpenAIBackend(Backend):
 
         async def prepare(client) -> None:
             if warmup:
-                await gather(self._sender(client, max_new_tokens), [Scheduled(r) for r in warmup], self.target.concurrency)
-            if hasattr(client, "preconnect"):
+                await gather(self._sender(client, max_new_tokens), [Scheduled(r) for r in warmup], self.target.concurrency,
+                             stop=self._stopped)
+            if hasattr(client, "preconnect") and not self._stopped():
                 for ns in await client.preconnect(min(concurrency, len(sized)) if sized is not None else concurrency):
                     probe.connected(ns / 1e6, before_window=True)
 
@@ -210,11 +223,11 @@ class OpenAIBackend(Backend):
             started = time.perf_counter()
             deadline = time.perf_counter_ns() + int(duration_s * 1e9) if duration_s else None
             if offsets is None:
-                results = await closed_loop(send, iter(requests), concurrency, deadline, on_done)
+                results = await closed_loop(send, iter(requests), concurrency, deadline, on_done, self._stopped)
             else:
                 start = time.perf_counter_ns() + int(lead_s * 1e9)
                 items = (Scheduled(r, start + int(o * 1e9)) for r, o in zip(requests, offsets))
-                gens = await open_loop(send, items, concurrency, deadline, on_done)
+                gens = await open_loop(send, items, concurrency, deadline, on_done, self._stopped)
                 results = list(zip(requests, gens))
             return results, time.perf_counter() - started
 
@@ -281,6 +294,12 @@ class OpenAIBackend(Backend):
         return lambda item: self._request(client, item, max_new_tokens)
 
     async def _request(self, client, item: Scheduled, max_new_tokens: int) -> Generation:
+        """`_attempts`, each request's outcome shown to the watch (a dead server stops the run)."""
+        gen = await self._attempts(client, item, max_new_tokens)
+        self.watch.saw(gen)
+        return gen
+
+    async def _attempts(self, client, item: Scheduled, max_new_tokens: int) -> Generation:
         """Send, retrying what failed before the first token. The user's clock starts at the first attempt's
         actual send (`first`) and keeps running through retries and backoff; `sent` is the current attempt's."""
         body = self._body(item.request, max_new_tokens)
@@ -320,14 +339,6 @@ class OpenAIBackend(Backend):
                 gen = failed(ErrorKind.BAD_RESPONSE, f"unreadable response: {root_cause(exc)}", clock, attempt)
             return with_retried(gen, retried)
 
-    def _prompt_tokens(self, reported: int | None, body: dict | None) -> int | None:
-        """The server's prompt token count; without one, `target.tokenizer`'s count of the prompt text (each
-        message's content: the chat template's own tokens, which the server adds, are not in it); else None."""
-        if reported is not None or self._count is None or body is None:
-            return reported
-        parts = [m.get("content") for m in body.get("messages") or []] if "messages" in body else [body.get("prompt")]
-        return sum(self._count(p) for p in parts if isinstance(p, str))
-
     def _connected(self, connect: int | None) -> None:
         if connect is not None and self._lateness is not None:
             self._lateness.connected(connect / 1e6)
@@ -354,11 +365,13 @@ class OpenAIBackend(Backend):
             self._lateness.chunk_gaps(parse.chunk_ns)
         if parse.bad_event is not None:
             return failed(ErrorKind.BAD_RESPONSE, parse.bad_event, clock, attempt)
+        if lines and not parse.events:  # an HTML page, a JSON document: not a stream a completions endpoint sends
+            return failed(ErrorKind.BAD_RESPONSE, not_a_stream(lines), clock, attempt)
         if not parse.finished:
             return failed(ErrorKind.STREAM_INTERRUPTED, "stream ended without [DONE] or finish_reason", clock, attempt)
         source = "usage" if parse.completion_tokens is not None else ("tokenizer" if self._count else "chunks")
         cap = token_cap(max_new_tokens, self.target.max_response_tokens)
-        counted = parse.completion_tokens if parse.completion_tokens is not None else self._counted(parse.chunks, cap)
+        counted = parse.completion_tokens if parse.completion_tokens is not None else counted_tokens(parse.chunks, cap, self._count)
         problem = stream_problem(parse, counted, cap)
         if problem is not None:
             return failed(*problem, clock, attempt)
@@ -370,26 +383,16 @@ class OpenAIBackend(Backend):
             timing["send_lag_ms"] = None
         return Generation(
             parse.text,
-            tokens=Tokens(input=self._prompt_tokens(parse.prompt_tokens, body), output=output, source=source),
+            tokens=Tokens(input=prompt_tokens(parse.prompt_tokens, body, self._count), output=output, source=source),
             timing=Timing(**timing, attempts=attempt, connect_ms=clock.connect_ms),
         )
-
-    def _counted(self, chunks: list[str], cap: int) -> int:
-        """Output tokens of an answer without usage, by the tokenizer or one per chunk; counting stops past `cap`."""
-        if self._count is None:
-            return len(chunks)
-        total = 0
-        for chunk in chunks:
-            total += max(1, self._count(chunk))
-            if total > cap:
-                break
-        return total
 
 
 register(BackendEntry(BackendSpec(
     "openai", summary="an OpenAI-compatible endpoint (vLLM, TGI, llama.cpp, OpenAI)", required=("base_url", "model"),
     fields=("base_url", "model", "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s",
-            "retries", "max_response_bytes", "max_response_tokens", "extra_body", "headers", "secret_keys", "tokenizer", "client"),
+            "retries", "max_response_bytes", "max_response_tokens", "extra_body", "headers", "secret_keys", "tokenizer", "client",
+            "stop_after_errors", "strict_model"),
     describe=(("{model} at {base_url} ({mode})", ()),), capabilities=Capabilities(
         load_phase=True, capacity_sweep=True, prefix_cache_probe=True, stream_timings=True, scale="load", response_format=True,
         endpoint=True, tokens="the server's usage, else target.tokenizer", in_flight="concurrency",

@@ -37,10 +37,11 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import ErrorKind, http_kind
 from ..redaction import mask_url
+from ..text import inert
 from .json_reader import MAX_JSON_DEPTH, NotJson, read_json
 from .limits import DEFAULT_MAX_BYTES, Redirected
 
-__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json"]
+__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json", "server_said"]
 
 _PIECE = 65536
 
@@ -230,11 +231,25 @@ def _failure(exc: BaseException, expired: bool, limits: Limits, where: str) -> H
 def _json(reply: Reply, url: str, limits: Limits) -> Any:
     where = mask_url(url) or "?"
     if not 200 <= reply.status < 300:
-        raise HttpError(http_kind(reply.status), where, f"HTTP {reply.status}")
+        raise HttpError(http_kind(reply.status), where, f"HTTP {reply.status}{server_said(reply.body)}")
     try:
         return read_json(reply.body, max_bytes=limits.max_bytes, max_depth=limits.max_depth)
     except NotJson as exc:
         raise HttpError(ErrorKind.BAD_RESPONSE, where, f"{exc}") from None
+
+
+def server_said(body: bytes, limit: int = 160) -> str:
+    """': <what an error reply says>' (its JSON `error.message` or `message`, else its text), one line of at most
+    `limit` characters with every control character made visible; '' for an empty body."""
+    try:
+        value = read_json(body[:65536], max_bytes=65536)
+    except NotJson:
+        value = None
+    error = value.get("error", value) if isinstance(value, dict) else None
+    said = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    text = said if isinstance(said, str) else body[:4096].decode("utf-8", "replace")
+    text = " ".join(inert(text).split())
+    return f": {text[:limit - 1]}…" if len(text) > limit else f": {text}" if text else ""
 
 
 def get_json(url: str, *, headers: dict[str, str] | None = None, limits: Limits = Limits()) -> tuple[Any, Reply]:

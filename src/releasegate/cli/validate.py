@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from .. import DEFAULT_CONFIG
 from ._common import ConfigOption, JsonOption, SetOption, consoles, print_json, set_values
 
+ProbeOption = Annotated[bool, typer.Option(
+    "--probe", help="Also reach every endpoint the config names (target, judge, embeddings): exit 4 with one line "
+                    "naming the one that fails and why.")]
 
-def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None, as_json: JsonOption = False) -> int:
-    """Check config, suites and rubric (schemas, paths, regexes, metric names). Fast: no model is loaded."""
+
+def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None, as_json: JsonOption = False,
+             probe: ProbeOption = False) -> int:
+    """Check config, suites and rubric (schemas, paths, regexes, metric names). Fast: no model is loaded.
+    With --probe, also reach every endpoint the config names, each within seconds."""
     from rich.table import Table
 
     from ..inputs.validation import input_summary, load_inputs
 
     cfg, rubric, per_suite = load_inputs(config, keep=False, overrides=set_values(sets))
     summary = input_summary(cfg, rubric, per_suite)
+    if probe:
+        from ..pipeline.endpoints import reach_endpoints
+
+        reached = reach_endpoints(cfg)
+        summary["endpoints"] = [{"name": r.name, "where": r.where, "seconds": r.seconds} for r in reached]
+        summary["warnings"] += [w for r in reached for w in r.warnings]
     if as_json:
         print_json(summary)
         return 0
@@ -33,6 +48,8 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None
                   f"{len(rubric.forbidden)} forbidden rules)", markup=False)
     if cfg.judge is not None:
         console.print(f"judge: {summary['judge']} ({len(cfg.judge.criteria)} named criteria)", markup=False)
+    for r in summary.get("endpoints", []):
+        console.print(f"reached {r['name']}: {r['where']} in {r['seconds']:.2f} s", markup=False, soft_wrap=True)
     for line in summary["warnings"]:
         console.print(f"warning: {line}", markup=False, soft_wrap=True)
     return 0

@@ -213,6 +213,7 @@ def launch_server(
     threads: int = 1,
     slot_ctx: int = SLOT_CTX,
     alias: str = "demo",
+    embeddings: bool = False,
     log_path: Path,
     timeout: float = 120,
 ) -> ServerProcess:
@@ -222,7 +223,7 @@ def launch_server(
     of that log when the child exits first or is not serving within `timeout` seconds."""
     command = [sys.executable, "-m", MODULE, *_child_arguments(model_path, lora_paths, speculative),
                "--port", "0", "--parallel", str(n_parallel), "--threads", str(threads), "--slot-ctx", str(slot_ctx),
-               "--alias", alias]
+               "--alias", alias] + (["--embeddings"] if embeddings else [])
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -297,8 +298,9 @@ def main(argv: list[str] | None = None) -> None:
     speculative = _speculative(args) if speculating else None
     server = start_server(model, loras, alias=args.alias, port=args.port, n_parallel=args.parallel,
                           slot_ctx=args.slot_ctx, threads=args.threads, http_threads=args.http_threads,
-                          speculative=speculative)
+                          embeddings=args.embeddings, speculative=speculative)
     spec = f"  speculative={speculative.kind}" if speculative else ""
+    spec += "  +/v1/embeddings" if args.embeddings else ""
     serve_until_interrupted(server, f"serving {model.name} (+{len(loras)} LoRA) at {server.base_url}  "
                                     f"model={server.model}{spec}  Ctrl-C stops")
 
@@ -340,6 +342,9 @@ def _server_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CPU threads for decoding (default: %(default)s)")
     parser.add_argument("--http-threads", type=int, default=HTTP_THREADS, metavar="N",
                         help="HTTP threads, one per client connection (default: %(default)s)")
+    parser.add_argument("--embeddings", action="store_true",
+                        help="also serve /v1/embeddings (mean-pooled), for the response-cache probe's "
+                             "embeddings: {base_url: ..., model: ALIAS}; completions still answer")
 
 
 def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -128,7 +128,8 @@ def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings 
     for key in need:
         if key not in raw:
             raise InputError(f"a judge with backend {backend} needs {key}", **at("judge"))
-    target = make_target({**{k: raw[k] for k in TARGET_KEYS if k in raw}, "backend": backend})
+    # a judge that stops answering leaves its criteria undecided (judge errors): it never stops the run
+    target = make_target({**{k: raw[k] for k in TARGET_KEYS if k in raw}, "backend": backend, "stop_after_errors": 0})
     prompt_path = prompt_text = None
     if raw.get("prompt"):
         prompt_path = (here / raw["prompt"]).resolve()

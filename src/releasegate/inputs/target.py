@@ -77,6 +77,11 @@ class TargetConfig:
     max_response_tokens: int | None = None
     """openai: output tokens an answer may hold; past it the request is `response_too_large`. None: twice the
     request's max_tokens plus 64."""
+    stop_after_errors: int = 10
+    """openai: the run stops (exit 4, what was recorded kept) after this many requests in a row failed to connect,
+    or when the first this many all failed; 0: never (see `backends._target_watch`). The judge never stops."""
+    strict_model: bool = False
+    """openai: a `model` the server's /models does not list is an error (exit 2), not a warning."""
 
     def describe(self) -> str:
         """One line naming the target, for run.json and every report: credentials masked (its backend's
@@ -177,7 +182,7 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
     keys = (
         "backend", "merge", "dtype", "threads", "batch_size", "bucket_by_length", "device", "quantize", "base_url", "model",
         "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s", "retries", "extra_body",
-        "client", "headers", "max_response_bytes", "max_response_tokens",
+        "client", "headers", "max_response_bytes", "max_response_tokens", "stop_after_errors", "strict_model",
     )
     return TargetConfig(
         **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,

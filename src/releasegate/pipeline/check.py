@@ -25,7 +25,7 @@ from .. import __version__
 from ..backends import Backend, capabilities, create_backend
 from ..border.env import TEST_JUDGE_DELAY, env_number
 from ..clock import now
-from ..errors import InputError
+from ..errors import InputError, TargetStopped
 from ..gate.comparability import settings_key
 from ..inputs.config import Config, load_config
 from ..inputs.files import read_text
@@ -53,6 +53,7 @@ from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..scorers.evaluate_metric import load_metric, resolve_module
+from .endpoints import target_answers
 from .gate import gate_run
 from .regate import judged_by_snapshot
 
@@ -84,7 +85,7 @@ def run_check(
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     if config.judge is not None:
         manifest["judge"] = judge_manifest(config.judge)
-    _endpoint_answers(config, use_cache)  # a target that cannot be run leaves no empty run directory
+    target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
@@ -176,14 +177,6 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
     rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
     cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
     return config, rubric, cases
-
-
-def _endpoint_answers(config: Config, use_cache: bool | None) -> None:
-    """An endpoint that does not answer is exit 4 before the run directory exists. With the response cache on
-    the run may need no endpoint at all (every answer cached): the backend's own load decides then."""
-    cached = config.cache is not None and use_cache is not False
-    if capabilities(config.target.backend).endpoint and not cached:
-        create_backend(config.target, config.generation).probe()
 
 
 def _check_judged(config: Config, cases: list[Case]) -> None:
@@ -286,6 +279,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         INTERRUPTION.active = None
         if interrupted:
             _print_resume_hint(console, run)
+        if isinstance(exc, TargetStopped):  # one line: what failed, how often, the last error, and the way on
+            raise TargetStopped(f"{exc}; what was recorded is kept: releasegate check --resume {run.path}") from None
         raise
     finally:
         if backend is not None:

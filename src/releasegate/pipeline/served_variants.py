@@ -95,7 +95,7 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
             run, _ = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=spec.name, limit=limit,
                                allow_pending=allow_pending, use_cache=False,
                                target_overrides={"backend": "openai", "base_url": base_url, "model": model})
-        except TargetError as exc:  # it did not answer before the run began: a row of its own, the plan goes on
+        except TargetError as exc:  # it did not answer, or stopped answering: a row of its own, the plan goes on
             return _unserved(spec, out, f"it could not be run: {_one_line(exc)}", console)
         after = _counters(root_url)
         peak = server.peak_memory_bytes() if server is not None else None

@@ -16,14 +16,15 @@ from ..backends import Generation, Request, capabilities
 from ..backends.response_cache import ResponseCache
 from ..border.files import read_capped, replace_file
 from ..border.structured import json_loads
-from ..errors import InputError
+from ..errors import ErrorKind, InputError
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
 from ..record.evidence import answered, worst_client
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
-from .progress import progress_bar
+from .progress import count_done, progress_bar
+from .stopping import stop_if_dead
 
 __all__ = ["open_cache", "cache_hits", "generate_all", "keep_client"]
 
@@ -73,13 +74,15 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
         with progress_bar(console, show) as bar:
             task = bar.add_task("generating", total=len(todo))
             for group, gens in _generated(backend, _batches(order, hits, size), hits, config, run, info, session):
-                records = [_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in group]
+                sent = [c for c in group if c.id in hits or gens[c.id].error != ErrorKind.NOT_SENT]
+                records = [_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in sent]
                 run.append(records)
                 # after the append: a response is cached once it is recorded; an empty answer never is (a failure)
-                fresh = [c for c, r in zip(group, records) if c.id not in hits and answered(r)]
+                fresh = [c for c, r in zip(sent, records) if c.id not in hits and answered(r)]
                 if fresh and cache is not None:
                     cache.put_many([(_request(c), gens[c.id]) for c in fresh])
-                bar.advance(task, len(group))
+                count_done(bar, task, len(sent), failed=sum(not answered(r) for r in records))
+                stop_if_dead(backend, "quality phase")  # a case never sent is not recorded: a resume sends it
     finally:
         # length order, or batches finishing out of order on several workers; also mends a killed session's order
         if capabilities(config.target.backend).reorders_cases and (config.target.bucket_by_length or config.scale is not None):

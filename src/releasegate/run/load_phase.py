@@ -10,8 +10,9 @@ from ..inputs.load_profile import LoadConfig
 from ..record.records import RunDir, RunInfo
 from ..scale.load import DistributedLoad
 from ..scale.traffic import load_record, plan_load
-from .progress import progress_bar
+from .progress import count_done, progress_bar
 from .server_scrape import Scraper, samples_line, summarise
+from .stopping import stop_if_dead
 from .sweep import run_sweep
 
 __all__ = ["run_load_phase", "limited_load"]
@@ -58,9 +59,10 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         done = run_load(
             plan.iter_requests(), offsets=plan.offsets, concurrency=plan.concurrency, max_new_tokens=tokens,
             duration_s=plan.duration_s, warmup=plan.warmup, on_start=lambda: scraper.mark("start"),
-            on_done=lambda: bar.advance(task),
+            on_done=lambda gen: count_done(bar, task, failed=gen.error is not None),
         )
         scraper.mark("end")
+        stop_if_dead(backend, "load phase")  # measured whole or not at all: a resume runs the load phase again
     records = [load_record(r, g) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
     planned = len(done.results) if planned is None else planned
     not_sent = planned - len(records)

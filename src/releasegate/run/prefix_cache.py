@@ -23,6 +23,7 @@ from ..record.metrics import measured
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..stats.intervals import percentile
 from .server_scrape import Scraper
+from .stopping import stop_if_dead
 
 __all__ = ["run_prefix_cache", "prefix_cache_summary", "JOURNAL"]
 
@@ -44,7 +45,8 @@ def run_prefix_cache(backend, config, cases, run: RunDir, info: RunInfo) -> None
     scraper.scrape("before")
     done = backend.run_load(requests, offsets=None, concurrency=1, max_new_tokens=config.max_new_tokens,
                             warmup=[prime], on_start=lambda: counters.append(_cached(scraper)),
-                            on_done=lambda: counters.append(_cached(scraper)))
+                            on_done=lambda _: counters.append(_cached(scraper)))
+    stop_if_dead(backend, "prefix-cache probe")
     cached = [b - a if a is not None and b is not None else None for a, b in zip(counters, counters[1:])]
     records = [_record(r, g, n) for (r, g), n in zip(done.results, cached + [None] * len(done.results))]
     run.append(records, JOURNAL)

@@ -2,8 +2,10 @@
 
 A terminal gets rich's live bars. Anywhere else (stdout piped to a CI log or a file; stderr with `--json`) a bar
 cannot redraw itself and rich would print one bar at the end, cut to the width (`1500/15…`), so each step prints
-plain lines instead: one when it starts, one every `interval_s()` seconds while it runs (done/total, rate, ETA),
-one when it ends. Every line fits in 80 columns; a long step description is wrapped, never cut.
+plain lines instead: one when it starts, one every `interval_s()` seconds while it runs (done/total, the failed
+requests among them, rate, ETA), one when it ends. Every line fits in 80 columns; a long step description is
+wrapped, never cut. Failed requests are counted as they come back (`count_done`), in the bar and in the lines:
+`load: 1,197/2,000 (60%), 1,190 failed, ...`.
 """
 
 from __future__ import annotations
@@ -20,15 +22,18 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from ..border.env import PROGRESS_INTERVAL, env_number
 
-__all__ = ["progress_bar", "step", "PlainProgress", "INTERVAL_ENV", "interval_s", "WIDTH"]
+__all__ = ["progress_bar", "step", "PlainProgress", "INTERVAL_ENV", "interval_s", "WIDTH", "count_done"]
 
 INTERVAL_ENV = PROGRESS_INTERVAL.name
 """Seconds between two progress lines of a running step in a CI log (default 10)."""
@@ -47,9 +52,29 @@ def progress_bar(console: Console, show: bool) -> Progress | PlainProgress:
     if show and not console.is_terminal:
         return PlainProgress(console, interval_s())
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TimeRemainingColumn(), console=console, disable=not show, transient=False,
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _FailedColumn(),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not show, transient=False,
     )
+
+
+class _FailedColumn(ProgressColumn):
+    """`1,190 failed` beside the count, once a request of the step failed."""
+
+    def render(self, task: Task) -> Text:
+        failed = task.fields.get("failed", 0)
+        return Text(f"{failed:,} failed", style="red") if failed else Text("")
+
+
+def count_done(bar, task_id: TaskID, done: float = 1, *, failed: int = 0) -> None:
+    """Count `done` more requests of a step, `failed` of them failed, on a bar or in plain lines (any thread)."""
+    if isinstance(bar, PlainProgress):
+        bar.advance(task_id, done, failed=failed)
+        return
+    if failed:
+        so_far = next((t.fields.get("failed", 0) for t in bar.tasks if t.id == task_id), 0)
+        bar.update(task_id, advance=done, failed=so_far + failed)
+    else:
+        bar.advance(task_id, done)
 
 
 @contextmanager
@@ -74,6 +99,7 @@ class _Task:
     counted: bool
     started: float
     done: float = 0
+    failed: int = 0
     finished: bool = False
 
 
@@ -109,11 +135,13 @@ class PlainProgress:
         self._write(_wrap(f"{description}: started" + (f", {_count(total)} to do" if total else "")))
         return task_id
 
-    def advance(self, task_id: TaskID, advance: float = 1) -> None:
-        """Count `advance` more done (from any thread); the last one ends the task with its line."""
+    def advance(self, task_id: TaskID, advance: float = 1, *, failed: int = 0) -> None:
+        """Count `advance` more done, `failed` of them failed (from any thread); the last one ends the task with its
+        line."""
         with self._lock:
             task = self.tasks[task_id]
             task.done += advance
+            task.failed += failed
             complete = task.total is not None and bool(task.total) and task.done >= task.total
         if complete:
             self._finish(task_id, stopped=False)
@@ -147,7 +175,8 @@ class PlainProgress:
             words.append(f"{_count(task.done)}" + (f"/{_count(task.total)}" if task.total else ""))
         words.append(f"in {_seconds(elapsed)}")
         rate = f", {_rate(task.done, elapsed)}" if task.counted and task.done and elapsed > 0 else ""
-        self._write([_fit(f"{_label(task)}: {' '.join(words)}{rate}")])
+        failed = f", {task.failed:,} failed" if task.failed else ""
+        self._write([_fit(f"{_label(task)}: {' '.join(words)}{failed}{rate}")])
 
     def _write(self, lines: list[str]) -> None:
         for line in lines:
@@ -155,7 +184,8 @@ class PlainProgress:
 
 
 def status_line(task: _Task, now: float) -> str:
-    """`load: 740/1,500 (49%), 61.2/s, ETA 12.1 s, 12.0 s in`: what a running step has done, in WIDTH columns."""
+    """`load: 740/1,500 (49%), 12 failed, 61.2/s, ETA 12.1 s, 12.0 s in`: what a running step has done (the failed
+    requests among them, when any), in WIDTH columns."""
     elapsed = now - task.started
     parts = []
     if not task.counted:
@@ -164,6 +194,8 @@ def status_line(task: _Task, now: float) -> str:
         parts.append(f"{_count(task.done)}/{_count(task.total)} ({task.done / task.total:.0%})")
     else:
         parts.append(f"{_count(task.done)} done")
+    if task.failed:
+        parts.append(f"{task.failed:,} failed")
     if task.counted and task.done and elapsed > 0:
         parts.append(_rate(task.done, elapsed))
         if task.total:

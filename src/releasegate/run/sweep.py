@@ -14,12 +14,14 @@ import math
 
 from ..backends import Request
 from ..border.files import read_text
-from ..errors import ErrorKind, InputError
+from ..errors import ErrorKind, InputError, TargetStopped
 from ..gate.capacity import STEP_TAG, capacity_view, step_signals
 from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES
 from ..record.records import RunInfo
 from ..scale.traffic import arrival_offsets, load_record, nth_request
+from .progress import count_done
 from .server_scrape import Scraper, samples_line, summarise
+from .stopping import stop_if_dead
 
 __all__ = ["run_sweep"]
 
@@ -51,7 +53,13 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
         with scraper:
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
-                                    on_start=lambda: scraper.mark("start"), on_done=lambda: bar.advance(task))
+                                    on_start=lambda: scraper.mark("start"),
+                                    on_done=lambda gen: count_done(bar, task, failed=gen.error is not None))
+        try:
+            stop_if_dead(backend, f"capacity sweep, step {k + 1} at {rate:.4g} req/s")
+        except TargetStopped:
+            info.load_phase = None  # a sweep is measured whole or not at all: a resume runs it again
+            raise
         records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
         run.append(records, "load.jsonl")
         recorded.extend(records)

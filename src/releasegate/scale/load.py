@@ -125,8 +125,9 @@ class DistributedLoad:
             cluster.close()
         if on_done is not None:
             for part in parts:
-                for _ in part["results"]:
-                    on_done()
+                for _, gen in part["results"]:
+                    if gen.error != ErrorKind.NOT_SENT:
+                        on_done(gen)
         return merge(parts, start_at)
 
 
