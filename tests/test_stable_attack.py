@@ -1,0 +1,67 @@
+"""A run record built to get a false PASS out of the flip probe and the repeated draws where the evidence says
+nothing: answers compared batched against batched, a load that never had two requests in flight, load requests
+failing exactly where the answers change, load answers from the response cache. Hand-built records, judged by
+`gate_run` itself."""
+
+from __future__ import annotations
+
+from releasegate.decision.verdicts import PASS
+from releasegate.pipeline.gate import gate_run
+from test_stable_answers_hostile import CASES, INFO, crit, honest, load_rec, row, rubric
+
+LOADED = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES, "planned": CASES, "concurrency": 8}})
+PROBE = rubric(crit("load_flip_rate", "<=", 0.05), crit("load_accuracy_delta", ">=", -0.05),
+               crit("error_rate_quality", "<=", 0.5))
+
+
+def _steady_load():
+    return [load_rec(i, i, "yes") for i in range(CASES)]
+
+
+def test_a_probe_whose_quality_phase_was_batched_proves_nothing():
+    """The server changes c0..c3 whenever anything else is in flight: batched alone and batched under load, the
+    answers agree and nothing was compared with an answer asked alone."""
+    records, _ = honest()
+    records = [r.model_copy(update={"output": "yes (changed)"}) if r.case_id in ("c0", "c1", "c2", "c3") else r
+               for r in records]
+    load = [load_rec(i, i, "yes (changed)" if i < 4 else "yes") for i in range(CASES)]
+    batched = LOADED.model_copy(update={"sessions": [{"mode": "start", "concurrency": 8}]})
+    report = gate_run(batched, records, PROBE, None, load)
+    flip = row(report, "load_flip_rate")
+    assert flip["value"] is None and flip["verdict"] == "insufficient"
+    assert "not asked alone" in flip["reason"]
+    assert row(report, "load_accuracy_delta")["value"] is None
+    assert report["verdict"] != PASS
+
+
+def test_a_load_phase_with_one_request_in_flight_proves_nothing():
+    records, _ = honest()
+    single = LOADED.model_copy(update={"load_phase": {**LOADED.load_phase, "concurrency": 1}})
+    report = gate_run(single, records, PROBE, None, _steady_load())
+    flip = row(report, "load_flip_rate")
+    assert flip["value"] is None and "1 request in flight" in flip["reason"]
+    assert report["verdict"] != PASS
+    assert gate_run(LOADED, records, PROBE, None, _steady_load())["verdict"] == PASS  # 8 in flight: the probe holds
+
+
+def test_failed_load_requests_hide_no_flip():
+    """Under load the server fails exactly the requests whose answer it would have changed."""
+    records, _ = honest()
+    load = [load_rec(i, i, "yes") for i in range(CASES)]
+    load[:4] = [r.model_copy(update={"output": None, "error": "server_error"}) for r in load[:4]]
+    report = gate_run(LOADED, records, PROBE, None, load)
+    flip = row(report, "load_flip_rate")
+    assert flip["value"] == 4 / CASES and flip["n"] == CASES and "no answer under load" in flip["note"]
+    assert flip["verdict"] == "fail" and report["verdict"] != PASS
+    delta = row(report, "load_accuracy_delta")
+    assert delta["value"] == -4 / CASES and delta["n"] == CASES  # a failed request answers nothing right
+
+
+def test_load_answers_from_the_response_cache_are_no_answers_under_load():
+    records, _ = honest()
+    load = [load_rec(i, i, "no" if i < 4 else "yes") for i in range(CASES)]
+    load[:4] = [load_rec(i, i, "yes").model_copy(update={"cached": True}) for i in range(4)]  # the flips, replayed
+    report = gate_run(LOADED, records, PROBE, None, load)
+    flip = row(report, "load_flip_rate")
+    assert flip["value"] is None and "response cache" in flip["reason"]
+    assert report["verdict"] != PASS
