@@ -65,3 +65,11 @@ def test_load_answers_from_the_response_cache_are_no_answers_under_load():
     flip = row(report, "load_flip_rate")
     assert flip["value"] is None and "response cache" in flip["reason"]
     assert report["verdict"] != PASS
+
+
+def test_a_run_json_planning_a_huge_k_is_read_in_the_time_its_draws_take():
+    """run.json `repeats` edited to a trillion draws: the gate reads the journal's draws, never counts to k."""
+    records, draws = honest()
+    huge = INFO.model_copy(update={"repeats": {"s": 10**12}})
+    report = gate_run(huge, records, rubric(crit("pass_all_k", ">=", 0.5)), None, draws=draws)
+    assert report["verdict"] != PASS and "lack planned draws" in report["incomplete"]

@@ -74,13 +74,16 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
         if prior is not None and failure(prior) is None:
             twice.add(rec.case_id)  # never asked again once answered: a copied line, not a draw
         latest[(rec.case_id, rec.draw)] = rec  # a failed draw asked again (a resume, --retry-errors): the last wins
+    of_case: dict[str, list[CaseRecord]] = {}
+    for (case_id, _), rec in sorted(latest.items(), key=lambda kv: kv[0][1]):
+        of_case.setdefault(case_id, []).append(rec)
     used = 0
     for rec in records:
         k = plan.get(rec.suite, 1)
         if k <= 1:
             continue
-        found = [latest[(rec.case_id, d)] for d in range(1, k)
-                 if (rec.case_id, d) in latest and _same_case(rec, latest[(rec.case_id, d)])]
+        # the journal's draws of the case, never a count to k: run.json's plan is read, not trusted to be small
+        found = [d for d in of_case.get(rec.case_id, ()) if 1 <= d.draw < k and _same_case(rec, d)]
         used += len(found)
         out.by_case[rec.case_id], out.planned[rec.case_id] = [rec, *found], k
         if len(found) < k - 1:
