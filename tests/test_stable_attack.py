@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from releasegate.decision.verdicts import PASS
 from releasegate.pipeline.gate import gate_run
-from test_stable_answers_hostile import CASES, INFO, crit, honest, load_rec, row, rubric
+from test_stable_answers_hostile import CASES, INFO, crit, honest, load_rec, rec, row, rubric
 
 LOADED = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES, "planned": CASES, "concurrency": 8}})
 PROBE = rubric(crit("load_flip_rate", "<=", 0.05), crit("load_accuracy_delta", ">=", -0.05),
@@ -73,3 +73,18 @@ def test_a_run_json_planning_a_huge_k_is_read_in_the_time_its_draws_take():
     huge = INFO.model_copy(update={"repeats": {"s": 10**12}})
     report = gate_run(huge, records, rubric(crit("pass_all_k", ">=", 0.5)), None, draws=draws)
     assert report["verdict"] != PASS and "lack planned draws" in report["incomplete"]
+
+
+def test_a_suite_asked_once_is_not_left_out_of_pass_k():
+    """Suite s repeats 3 times and passes every draw; suite once asks its cases one time and fails them all:
+    `pass_all_k` over the run must not read only the suite that passes."""
+    records, draws = honest()
+    records += [rec(100 + i, "no", suite="once") for i in range(CASES)]
+    draws = [d.model_copy(update={"output": "yes"}) for d in draws]
+    info = INFO.model_copy(update={"repeats": {"s": 3, "once": 1}, "cases": 2 * CASES})
+    report = gate_run(info, records, rubric(crit("pass_all_k", ">=", 0.9), crit("pass_any_k", ">=", 0.9)), None,
+                      draws=draws)
+    for metric in ("pass_all_k", "pass_any_k"):
+        assert row(report, metric)["value"] == 0.5 and row(report, metric)["n"] == 2 * CASES
+        assert "asked once" in row(report, metric)["note"]
+    assert report["verdict"] != PASS

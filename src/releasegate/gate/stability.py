@@ -144,17 +144,26 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
     problem = found.problem()
     if problem:
         return MetricValue(None, len(cases), note=problem)
+    # a case asked once can neither disagree nor flip: these two read only the cases that repeat, and say so
+    apart = f"{len(chosen) - len(cases)} case(s) asked once left out" if len(chosen) > len(cases) else ""
     if name == "answer_agreement":
         shares = [_agreement(found.by_case[c]) for c in cases]
-        return _per_case(shares, repeated, confidence, strata, "bounded per case")
-    outcomes = {c: _passes(found.by_case[c], scores, forbidden) for c in cases}
+        return _per_case(shares, repeated, confidence, strata, "; ".join(x for x in ("bounded per case", apart) if x))
+    once = []
+    if name != "flip_rate":  # a case asked once (its suite's repeats: 1) passes all its draws or none: it counts
+        once = [r for r in chosen if r.case_id not in found.by_case]
+        repeated, cases = repeated + once, cases + [r.case_id for r in once]
+    draws_of = {**{r.case_id: [r] for r in once}, **found.by_case}
+    outcomes = {c: _passes(draws_of[c], scores, forbidden) for c in cases}
     unknown = [c for c, o in outcomes.items() if None in o]
     if unknown:
         return MetricValue(None, len(cases), note=f"{len(unknown)} case(s) have a draw that could not be checked "
                                                   f"({_names(unknown)})")
     test = {"pass_all_k": all, "pass_any_k": any, "flip_rate": lambda o: len(set(o)) > 1}[name]
     hits = [c for c, o in outcomes.items() if test(o)]
-    note = f"flipping: {_names(hits)}" if name == "flip_rate" and hits else ""
+    note = "; ".join(x for x in (f"flipping: {_names(hits)}" if hits else "", apart) if x) if name == "flip_rate" else ""
+    if once:
+        note = f"{len(once)} case(s) asked once count their one draw"
     return _per_case([float(c in hits) for c in cases], repeated, confidence, strata, note)
 
 
