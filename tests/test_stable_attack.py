@@ -9,7 +9,8 @@ from releasegate.decision.verdicts import PASS
 from releasegate.pipeline.gate import gate_run
 from test_stable_answers_hostile import CASES, INFO, crit, honest, load_rec, rec, row, rubric
 
-LOADED = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES, "planned": CASES, "concurrency": 8}})
+LOADED = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES, "planned": CASES, "concurrency": 8},
+                                 "sessions": [{"mode": "start", "concurrency": 1}]})
 PROBE = rubric(crit("load_flip_rate", "<=", 0.05), crit("load_accuracy_delta", ">=", -0.05),
                crit("error_rate_quality", "<=", 0.5))
 
@@ -88,3 +89,22 @@ def test_a_suite_asked_once_is_not_left_out_of_pass_k():
         assert row(report, metric)["value"] == 0.5 and row(report, metric)["n"] == 2 * CASES
         assert "asked once" in row(report, metric)["note"]
     assert report["verdict"] != PASS
+
+
+def test_an_old_run_that_never_recorded_its_quality_concurrency_proves_nothing_alone():
+    """A run from before the quality phase's requests in flight were recorded, judged again with a rubric asking
+    the flip probe: nothing says its answers were asked alone."""
+    records, _ = honest()
+    old = LOADED.model_copy(update={"sessions": [{"mode": "start", "cases": CASES}]})
+    flip = row(gate_run(old, records, PROBE, None, _steady_load()), "load_flip_rate")
+    assert flip["value"] is None and "not recorded" in flip["reason"]
+
+
+def test_answers_alone_from_the_response_cache_are_not_answers_asked_alone():
+    records, _ = honest()
+    records = [r.model_copy(update={"cached": True}) if r.case_id in ("c0", "c1", "c2", "c3") else r for r in records]
+    load = [load_rec(i, i, "no" if i < 4 else "yes") for i in range(CASES)]
+    report = gate_run(LOADED, records, PROBE, None, load)
+    flip = row(report, "load_flip_rate")
+    assert flip["value"] is None and "response cache" in flip["reason"] and "c0" in flip["reason"]
+    assert row(report, "load_accuracy_delta")["value"] is None and report["verdict"] != PASS

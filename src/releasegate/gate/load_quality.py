@@ -56,19 +56,27 @@ def load_answers(records: list[CaseRecord], load_records: list[CaseRecord]) -> L
     return out
 
 
-def _unprovable(name: str, under_load: LoadAnswers, info: RunInfo | None) -> str | None:
+def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, info: RunInfo | None) -> str | None:
     """Why the load answers cannot say what the metric claims (None: they can). Answers from the response cache
     were never asked under load; the flip probe compares answers asked alone with answers asked beside others, so
     a quality phase that batched, or a load phase that never had two requests in flight, shows nothing."""
     if under_load.cached:
         return (f"{len(under_load.cached)} case(s) have a load answer from the response cache "
                 f"({_names(under_load.cached)}): not asked under load")
-    if name not in LOAD_PROBE_METRICS:
+    if name not in LOAD_PROBE_METRICS or info is None:  # no run to read (servers, served variants): a figure that can only disqualify
         return None
-    if (alone := _quality_concurrency(info)) > 1:
+    replayed = [r.case_id for r in chosen if r.cached and r.case_id in under_load.by_case]
+    if replayed:
+        return (f"{len(replayed)} case(s) answered alone from the response cache ({_names(replayed)}): not asked "
+                "alone in this run")
+    alone = _quality_concurrency(info)
+    if alone is None:
+        return ("the quality phase's requests in flight were not recorded: nothing says its answers were asked "
+                "alone (run it again with target.concurrency: 1)")
+    if alone > 1:
         return (f"the quality phase ran up to {alone} requests in flight: its answers were not asked alone "
                 "(set target.concurrency: 1)")
-    in_flight = (info.load_phase or {}).get("concurrency") if info is not None else None
+    in_flight = (info.load_phase or {}).get("concurrency")
     if isinstance(in_flight, int) and in_flight <= 1:
         return "the load phase had at most 1 request in flight: no answer was asked beside another"
     return None
@@ -81,7 +89,7 @@ def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, sc
     if not under_load.by_case:
         return MetricValue(None, 0, note="no load-phase answer of a quality case (the run has no load phase?)")
     note = f"{under_load.foreign} load request(s) of no case of the run left out" if under_load.foreign else ""
-    if (problem := _unprovable(name, under_load, info)) is not None:
+    if (problem := _unprovable(name, chosen, under_load, info)) is not None:
         return MetricValue(None, 0, note="; ".join(x for x in (problem, note) if x))
     if name == "load_flip_rate":
         return _with_note(_flip_rate(chosen, under_load, confidence), note)
@@ -182,10 +190,12 @@ def _accuracy_delta(chosen: list[CaseRecord], under_load: LoadAnswers, scores: d
     return MetricValue(delta, n, bounds, note, confidence)
 
 
-def _quality_concurrency(info: RunInfo | None) -> int:
-    """The most requests the quality phase had in flight, over the run's sessions (1 when not recorded)."""
+def _quality_concurrency(info: RunInfo | None) -> int | None:
+    """The most requests the quality phase had in flight, over the run's sessions that recorded it (None: none
+    did, as in a run made before they were recorded)."""
     sessions = info.sessions if info is not None else []
-    return max([int(s.get("concurrency") or 1) for s in sessions if isinstance(s, dict)] or [1])
+    recorded = [int(s["concurrency"]) for s in sessions if isinstance(s, dict) and s.get("concurrency")]
+    return max(recorded) if recorded else None
 
 
 def _with_note(value: MetricValue, note: str) -> MetricValue:
