@@ -108,3 +108,13 @@ def test_answers_alone_from_the_response_cache_are_not_answers_asked_alone():
     flip = row(report, "load_flip_rate")
     assert flip["value"] is None and "response cache" in flip["reason"] and "c0" in flip["reason"]
     assert row(report, "load_accuracy_delta")["value"] is None and report["verdict"] != PASS
+
+
+def test_review_export_puts_a_case_that_got_no_answer_under_load_first():
+    from releasegate.gate.stability import unstable_cases
+
+    records, _ = honest()
+    load = _steady_load()
+    load[3] = load[3].model_copy(update={"output": None, "error": "server_error"})  # where its flip would be
+    load[5] = load_rec(5, 5, "no")
+    assert unstable_cases(LOADED, records, [], load) == {"c3", "c5"}

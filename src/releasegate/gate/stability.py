@@ -212,13 +212,14 @@ def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[
 def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
                    load_records: list[CaseRecord]) -> set[str]:
     """Cases whose answer is not stable: draws that disagree (normalised answers), or an answer changed under
-    load. What a reviewer may want to see first."""
+    load (a load request that failed changed it: as the flip probe counts it). What a reviewer may want to see
+    first."""
     out = {c for c, d in case_draws(info, records, draws).by_case.items() if _agreement(d) < 1}
     cases = {r.case_id: r for r in records}
     for rec in load_records:
         case = cases.get(str(rec.tags.get("prompt_of")))
-        if case is not None and case.input == rec.input and answered(rec) and answered(case) \
-                and answer_key(rec) != answer_key(case):
+        if case is not None and case.input == rec.input and answered(case) \
+                and (not answered(rec) or answer_key(rec) != answer_key(case)):
             out.add(case.case_id)
     return out
 
