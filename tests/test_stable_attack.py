@@ -54,6 +54,8 @@ def test_failed_load_requests_hide_no_flip():
     flip = row(report, "load_flip_rate")
     assert flip["value"] == 4 / CASES and flip["n"] == CASES and "no answer under load" in flip["note"]
     assert flip["verdict"] == "fail" and report["verdict"] != PASS
+    assert [(r["case_id"], r["under_load"]) for r in report["stability"]["flips"]] == [
+        (f"c{i}", "(no answer: server_error)") for i in range(4)]  # the flip table shows them too
     delta = row(report, "load_accuracy_delta")
     assert delta["value"] == -4 / CASES and delta["n"] == CASES  # a failed request answers nothing right
 

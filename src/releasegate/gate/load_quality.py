@@ -133,13 +133,16 @@ def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scor
 
 
 def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 1000) -> list[dict]:
-    """The cases whose answer changed under load: case, answer alone, the first differing answer under load."""
+    """The cases whose answer changed under load: case, answer alone, the first differing answer under load (a
+    failed load request changed it: no answer)."""
     rows = []
     for rec in records:
         alone = answer_key(rec)
-        changed = [a for a in under_load.by_case.get(rec.case_id, ()) if answered(a) and answer_key(a) != alone]
+        changed = [a for a in under_load.by_case.get(rec.case_id, ()) if not answered(a) or answer_key(a) != alone]
         if alone is not None and changed:
-            rows.append({"case_id": rec.case_id, "alone": rec.output, "under_load": changed[0].output,
+            first = changed[0]
+            shown = first.output if answered(first) else f"(no answer: {first.error or 'failed'})"
+            rows.append({"case_id": rec.case_id, "alone": rec.output, "under_load": shown,
                          "changed": len(changed), "asked": len(under_load.by_case[rec.case_id])})
     return rows[:limit]
 
