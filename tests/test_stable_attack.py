@@ -120,3 +120,20 @@ def test_review_export_puts_a_case_that_got_no_answer_under_load_first():
     load[3] = load[3].model_copy(update={"output": None, "error": "server_error"})  # where its flip would be
     load[5] = load_rec(5, 5, "no")
     assert unstable_cases(LOADED, records, [], load) == {"c3", "c5"}
+
+
+def test_a_server_that_changes_answers_whenever_batched_is_not_passed_by_a_batched_quality_phase(tmp_path, cli):
+    """End to end on the stub: a seeded 10% of answers change while more than one request is in flight, and the
+    quality phase runs 8 in flight as the load does. Both phases see the same changed answers: nothing flips
+    between them, and nothing was asked alone."""
+    from releasegate.testing import StubBehaviour, StubServer
+    from test_stable_answers import FLIP_RUBRIC, _yes, check, criterion, project
+
+    behaviour = StubBehaviour(ttft_ms=2, itl_ms=0.5, tokens=2, reply=_yes, flip_share=0.1, flip_above=1, flip_seed=3)
+    with StubServer(behaviour) as stub:
+        config = project(tmp_path, stub.base_url, cases=150, rubric=FLIP_RUBRIC, concurrency=8,
+                         extra="load: {concurrency: 8, requests: 150}\n")
+        code, report, _ = check(cli, config)
+    flip = criterion(report, "load_flip_rate")
+    assert flip["verdict"] == "insufficient" and "up to 8 requests in flight" in flip["reason"]
+    assert report["verdict"] != "PASS" and code != 0
