@@ -137,3 +137,25 @@ def test_a_server_that_changes_answers_whenever_batched_is_not_passed_by_a_batch
     flip = criterion(report, "load_flip_rate")
     assert flip["verdict"] == "insufficient" and "up to 8 requests in flight" in flip["reason"]
     assert report["verdict"] != "PASS" and code != 0
+
+
+def test_answers_that_differ_in_a_sign_or_a_decimal_point_are_not_the_same_answer():
+    """The SQuAD normalisation drops punctuation: '1.5' and '15', '-3' and '3' would compare equal. For an answer
+    check that tells them apart (exact, numeric, json...), the flip probe and the agreement of draws must too."""
+    from releasegate.gate.stability import unstable_cases
+
+    records = [rec(i, "1.5").model_copy(update={"expected": "1.5", "answer": {"type": "exact"}}) for i in range(CASES)]
+    load = [load_rec(i, i, "15" if i < 4 else "1.5") for i in range(CASES)]
+    report = gate_run(LOADED, records, rubric(crit("load_flip_rate", "<=", 0.05)), None, load)
+    assert row(report, "load_flip_rate")["value"] == 4 / CASES and report["verdict"] != PASS
+    assert unstable_cases(LOADED, records, [], load) == {"c0", "c1", "c2", "c3"}
+    draws = [r.model_copy(update={"draw": d, "output": "-3" if (r.case_id == "c0" and d == 2) else r.output})
+             for r in records for d in (1, 2)]
+    agreement = row(gate_run(INFO, records, rubric(crit("answer_agreement", ">=", 1.0)), None, draws=draws),
+                    "answer_agreement")
+    assert agreement["value"] < 1.0 and agreement["verdict"] == "fail"
+    # under the normalized check, punctuation and case are no difference: the scorer cannot see one either
+    same = [r.model_copy(update={"answer": {"type": "normalized"}}) for r in records]
+    loud = [load_rec(i, i, "1.5!" if i < 4 else "1.5") for i in range(CASES)]
+    assert row(gate_run(LOADED, same, rubric(crit("load_flip_rate", "<=", 0.05)), None, loud),
+               "load_flip_rate")["value"] == 0

@@ -107,9 +107,19 @@ def draw_problems(info: RunInfo, records: list[CaseRecord], draws: list[CaseReco
     return [f"repeated draws: {problem}"] if problem else []
 
 
-def answer_key(record: CaseRecord) -> str | None:
-    """What two answers are compared by: the output after the answer scorer's normalisation (None: no answer)."""
-    return normalize(record.output) if answered(record) and record.output is not None else None
+_NORMALISING = ("normalized", "label")
+"""Answer checks that compare normalised text (lower case, no punctuation or articles): two outputs they cannot
+tell apart are one answer. Any other check may tell '1.5' from '15' or '-3' from '3'."""
+
+
+def answer_key(record: CaseRecord, checked_as: CaseRecord | None = None) -> str | None:
+    """What two answers are compared by (None: no answer): the output normalised as the case's answer check
+    normalises it (`checked_as`: the case, when `record` is a load request), else the output itself, surrounding
+    whitespace aside, so a normalisation never hides a change the check would see."""
+    if not answered(record) or record.output is None:
+        return None
+    kind = ((checked_as or record).answer or {}).get("type")
+    return normalize(record.output) if kind in _NORMALISING else record.output.strip()
 
 
 def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer",
@@ -219,7 +229,7 @@ def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRec
     for rec in load_records:
         case = cases.get(str(rec.tags.get("prompt_of")))
         if case is not None and case.input == rec.input and answered(case) \
-                and (not answered(rec) or answer_key(rec) != answer_key(case)):
+                and (not answered(rec) or answer_key(rec, case) != answer_key(case)):
             out.add(case.case_id)
     return out
 
