@@ -122,7 +122,8 @@ def test_draws_of_no_case_or_past_k_are_refused():
 
 def test_load_answers_of_no_case_are_never_counted():
     records, _ = honest()
-    info = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES + 10, "planned": CASES + 10}})
+    info = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES + 10, "planned": CASES + 10},
+                                   "sessions": [{"mode": "start", "concurrency": 1}]})  # the cases asked alone
     load = [load_rec(i, i, "yes") for i in range(CASES)]
     load[0] = load_rec(0, 0, "no")  # one real flip
     fake = [load_rec(CASES + j, 1000 + j, "yes") for j in range(5)]  # cases the run does not have
@@ -140,7 +141,8 @@ def test_load_answers_of_no_case_are_never_counted():
 
 def test_load_accuracy_delta_is_paired_and_phase_load_scores_the_load_answers():
     records, _ = honest()
-    info = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES, "planned": CASES}})
+    info = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES, "planned": CASES},
+                                   "sessions": [{"mode": "start", "concurrency": 1}]})
     load = [load_rec(i, i, "no" if i < 6 else "yes") for i in range(CASES)]
     report = gate_run(info, records, rubric(
         crit("load_accuracy_delta", ">=", -0.02, confidence=0.95),

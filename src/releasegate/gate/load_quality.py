@@ -33,6 +33,9 @@ class LoadAnswers:
     by_case: dict[str, list[CaseRecord]] = field(default_factory=dict)
     foreign: int = 0
     """Load requests whose prompt is no case of the run, or whose input differs from it: not counted."""
+    cached: list[str] = field(default_factory=list)
+    """Cases with a load answer marked as from the response cache: it was not asked under load, and a replayed
+    answer would hide the change it stands in for."""
 
 
 def load_answers(records: list[CaseRecord], load_records: list[CaseRecord]) -> LoadAnswers:
@@ -44,11 +47,39 @@ def load_answers(records: list[CaseRecord], load_records: list[CaseRecord]) -> L
         if case is None or case.input != rec.input:
             out.foreign += 1
             continue
+        if rec.cached and case.case_id not in out.cached:
+            out.cached.append(case.case_id)
         answer = case.model_copy(update={
             "output": rec.output, "error": rec.error, "error_message": rec.error_message, "tokens": rec.tokens,
             "timing": rec.timing, "cached": False, "produced_by": None, "scores": {}, "scored_with": None})
         out.by_case.setdefault(case.case_id, []).append(answer)
     return out
+
+
+def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, info: RunInfo | None) -> str | None:
+    """Why the load answers cannot say what the metric claims (None: they can). Answers from the response cache
+    were never asked under load; the flip probe compares answers asked alone with answers asked beside others, so
+    a quality phase that batched, or a load phase that never had two requests in flight, shows nothing."""
+    if under_load.cached:
+        return (f"{len(under_load.cached)} case(s) have a load answer from the response cache "
+                f"({_names(under_load.cached)}): not asked under load")
+    if name not in LOAD_PROBE_METRICS or info is None:  # no run to read (servers, served variants): a figure that can only disqualify
+        return None
+    replayed = [r.case_id for r in chosen if r.cached and r.case_id in under_load.by_case]
+    if replayed:
+        return (f"{len(replayed)} case(s) answered alone from the response cache ({_names(replayed)}): not asked "
+                "alone in this run")
+    alone = _quality_concurrency(info)
+    if alone is None:
+        return ("the quality phase's requests in flight were not recorded: nothing says its answers were asked "
+                "alone (run it again with target.concurrency: 1)")
+    if alone > 1:
+        return (f"the quality phase ran up to {alone} requests in flight: its answers were not asked alone "
+                "(set target.concurrency: 1)")
+    in_flight = (info.load_phase or {}).get("concurrency")
+    if isinstance(in_flight, int) and in_flight <= 1:
+        return "the load phase had at most 1 request in flight: no answer was asked beside another"
+    return None
 
 
 def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
@@ -58,9 +89,8 @@ def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, sc
     if not under_load.by_case:
         return MetricValue(None, 0, note="no load-phase answer of a quality case (the run has no load phase?)")
     note = f"{under_load.foreign} load request(s) of no case of the run left out" if under_load.foreign else ""
-    if name in LOAD_PROBE_METRICS and (alone := _quality_concurrency(info)) > 1:
-        note = "; ".join(x for x in (note, f"the quality phase ran up to {alone} requests in flight: its answers "
-                                           "were not asked alone (target.concurrency: 1)") if x)
+    if (problem := _unprovable(name, chosen, under_load, info)) is not None:
+        return MetricValue(None, 0, note="; ".join(x for x in (problem, note) if x))
     if name == "load_flip_rate":
         return _with_note(_flip_rate(chosen, under_load, confidence), note)
     if name == "load_accuracy_delta":
@@ -103,30 +133,38 @@ def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scor
 
 
 def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 1000) -> list[dict]:
-    """The cases whose answer changed under load: case, answer alone, the first differing answer under load."""
+    """The cases whose answer changed under load: case, answer alone, the first differing answer under load (a
+    failed load request changed it: no answer)."""
     rows = []
     for rec in records:
         alone = answer_key(rec)
-        changed = [a for a in under_load.by_case.get(rec.case_id, ()) if answered(a) and answer_key(a) != alone]
+        changed = [a for a in under_load.by_case.get(rec.case_id, ()) if not answered(a) or answer_key(a) != alone]
         if alone is not None and changed:
-            rows.append({"case_id": rec.case_id, "alone": rec.output, "under_load": changed[0].output,
+            first = changed[0]
+            shown = first.output if answered(first) else f"(no answer: {first.error or 'failed'})"
+            rows.append({"case_id": rec.case_id, "alone": rec.output, "under_load": shown,
                          "changed": len(changed), "asked": len(under_load.by_case[rec.case_id])})
     return rows[:limit]
 
 
 def _flip_rate(chosen: list[CaseRecord], under_load: LoadAnswers, confidence: float) -> MetricValue:
-    pairs, flipped = 0, []
+    pairs, flipped, unanswered = 0, [], []
     for rec in chosen:
         alone = answer_key(rec)
-        loaded = [answer_key(a) for a in under_load.by_case.get(rec.case_id, ()) if answered(a)]
-        if alone is None or not loaded:
-            continue  # a failed request is no answer to compare: it counts in error_rate
+        asked = under_load.by_case.get(rec.case_id, [])
+        if alone is None or not asked:
+            continue  # a case that failed alone has no answer to compare: it counts in error_rate
         pairs += 1
-        if any(k != alone for k in loaded):
+        if any(not answered(a) for a in asked):
+            unanswered.append(rec.case_id)  # the user under load got no answer: a changed one, never a hidden one
+            flipped.append(rec.case_id)
+        elif any(answer_key(a) != alone for a in asked):
             flipped.append(rec.case_id)
     if not pairs:
-        return MetricValue(None, 0, note="no case answered both alone and under load")
-    note = f"flipped under load: {_names(flipped)}" if flipped else ""
+        return MetricValue(None, 0, note="no case answered alone and asked under load")
+    note = "; ".join(x for x in (f"flipped under load: {_names(flipped)}" if flipped else "",
+                                 f"{len(unanswered)} of them got no answer under load (counted as changed)"
+                                 if unanswered else "") if x)
     return MetricValue(len(flipped) / pairs, pairs, wilson_bounds(len(flipped), pairs, confidence), note, confidence)
 
 
@@ -134,11 +172,13 @@ def _accuracy_delta(chosen: list[CaseRecord], under_load: LoadAnswers, scores: d
                     confidence: float) -> MetricValue:
     cells = {"both": 0, "load_only": 0, "alone_only": 0, "neither": 0}
     for rec in chosen:
-        loaded = [a for a in under_load.by_case.get(rec.case_id, ()) if answered(a)]
+        loaded = under_load.by_case.get(rec.case_id, [])
         alone = scores.get(rec.case_id, {}).get("answer")
         if not answered(rec) or not loaded or alone is None or alone.get("unknown"):
             continue
-        outcomes = [score_record(a, forbidden).get("answer") or {} for a in loaded]
+        # a failed load request answered nothing right (as under `phase: load` and for a repeated draw)
+        outcomes = [score_record(a, forbidden).get("answer") or {} if answered(a) else {"passed": False}
+                    for a in loaded]
         if any(o.get("unknown") or "passed" not in o for o in outcomes):
             continue
         good_load, good_alone = all(o["passed"] for o in outcomes), bool(alone.get("passed"))
@@ -153,10 +193,12 @@ def _accuracy_delta(chosen: list[CaseRecord], under_load: LoadAnswers, scores: d
     return MetricValue(delta, n, bounds, note, confidence)
 
 
-def _quality_concurrency(info: RunInfo | None) -> int:
-    """The most requests the quality phase had in flight, over the run's sessions (1 when not recorded)."""
+def _quality_concurrency(info: RunInfo | None) -> int | None:
+    """The most requests the quality phase had in flight, over the run's sessions that recorded it (None: none
+    did, as in a run made before they were recorded)."""
     sessions = info.sessions if info is not None else []
-    return max([int(s.get("concurrency") or 1) for s in sessions if isinstance(s, dict)] or [1])
+    recorded = [int(s["concurrency"]) for s in sessions if isinstance(s, dict) and s.get("concurrency")]
+    return max(recorded) if recorded else None
 
 
 def _with_note(value: MetricValue, note: str) -> MetricValue:

@@ -74,13 +74,16 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
         if prior is not None and failure(prior) is None:
             twice.add(rec.case_id)  # never asked again once answered: a copied line, not a draw
         latest[(rec.case_id, rec.draw)] = rec  # a failed draw asked again (a resume, --retry-errors): the last wins
+    of_case: dict[str, list[CaseRecord]] = {}
+    for (case_id, _), rec in sorted(latest.items(), key=lambda kv: kv[0][1]):
+        of_case.setdefault(case_id, []).append(rec)
     used = 0
     for rec in records:
         k = plan.get(rec.suite, 1)
         if k <= 1:
             continue
-        found = [latest[(rec.case_id, d)] for d in range(1, k)
-                 if (rec.case_id, d) in latest and _same_case(rec, latest[(rec.case_id, d)])]
+        # the journal's draws of the case, never a count to k: run.json's plan is read, not trusted to be small
+        found = [d for d in of_case.get(rec.case_id, ()) if 1 <= d.draw < k and _same_case(rec, d)]
         used += len(found)
         out.by_case[rec.case_id], out.planned[rec.case_id] = [rec, *found], k
         if len(found) < k - 1:
@@ -104,9 +107,19 @@ def draw_problems(info: RunInfo, records: list[CaseRecord], draws: list[CaseReco
     return [f"repeated draws: {problem}"] if problem else []
 
 
-def answer_key(record: CaseRecord) -> str | None:
-    """What two answers are compared by: the output after the answer scorer's normalisation (None: no answer)."""
-    return normalize(record.output) if answered(record) and record.output is not None else None
+_NORMALISING = ("normalized", "label")
+"""Answer checks that compare normalised text (lower case, no punctuation or articles): two outputs they cannot
+tell apart are one answer. Any other check may tell '1.5' from '15' or '-3' from '3'."""
+
+
+def answer_key(record: CaseRecord, checked_as: CaseRecord | None = None) -> str | None:
+    """What two answers are compared by (None: no answer): the output normalised as the case's answer check
+    normalises it (`checked_as`: the case, when `record` is a load request), else the output itself, surrounding
+    whitespace aside, so a normalisation never hides a change the check would see."""
+    if not answered(record) or record.output is None:
+        return None
+    kind = ((checked_as or record).answer or {}).get("type")
+    return normalize(record.output) if kind in _NORMALISING else record.output.strip()
 
 
 def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer",
@@ -141,17 +154,26 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
     problem = found.problem()
     if problem:
         return MetricValue(None, len(cases), note=problem)
+    # a case asked once can neither disagree nor flip: these two read only the cases that repeat, and say so
+    apart = f"{len(chosen) - len(cases)} case(s) asked once left out" if len(chosen) > len(cases) else ""
     if name == "answer_agreement":
         shares = [_agreement(found.by_case[c]) for c in cases]
-        return _per_case(shares, repeated, confidence, strata, "bounded per case")
-    outcomes = {c: _passes(found.by_case[c], scores, forbidden) for c in cases}
+        return _per_case(shares, repeated, confidence, strata, "; ".join(x for x in ("bounded per case", apart) if x))
+    once = []
+    if name != "flip_rate":  # a case asked once (its suite's repeats: 1) passes all its draws or none: it counts
+        once = [r for r in chosen if r.case_id not in found.by_case]
+        repeated, cases = repeated + once, cases + [r.case_id for r in once]
+    draws_of = {**{r.case_id: [r] for r in once}, **found.by_case}
+    outcomes = {c: _passes(draws_of[c], scores, forbidden) for c in cases}
     unknown = [c for c, o in outcomes.items() if None in o]
     if unknown:
         return MetricValue(None, len(cases), note=f"{len(unknown)} case(s) have a draw that could not be checked "
                                                   f"({_names(unknown)})")
     test = {"pass_all_k": all, "pass_any_k": any, "flip_rate": lambda o: len(set(o)) > 1}[name]
     hits = [c for c, o in outcomes.items() if test(o)]
-    note = f"flipping: {_names(hits)}" if name == "flip_rate" and hits else ""
+    note = "; ".join(x for x in (f"flipping: {_names(hits)}" if hits else "", apart) if x) if name == "flip_rate" else ""
+    if once:
+        note = f"{len(once)} case(s) asked once count their one draw"
     return _per_case([float(c in hits) for c in cases], repeated, confidence, strata, note)
 
 
@@ -200,13 +222,14 @@ def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[
 def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
                    load_records: list[CaseRecord]) -> set[str]:
     """Cases whose answer is not stable: draws that disagree (normalised answers), or an answer changed under
-    load. What a reviewer may want to see first."""
+    load (a load request that failed changed it: as the flip probe counts it). What a reviewer may want to see
+    first."""
     out = {c for c, d in case_draws(info, records, draws).by_case.items() if _agreement(d) < 1}
     cases = {r.case_id: r for r in records}
     for rec in load_records:
         case = cases.get(str(rec.tags.get("prompt_of")))
-        if case is not None and case.input == rec.input and answered(rec) and answered(case) \
-                and answer_key(rec) != answer_key(case):
+        if case is not None and case.input == rec.input and answered(case) \
+                and (not answered(rec) or answer_key(rec, case) != answer_key(case)):
             out.add(case.case_id)
     return out
 
