@@ -9,6 +9,7 @@ from ..border.env import env_text
 from ..border.files import is_dir
 from ..clock import now
 from ..errors import InputError
+from ..gate.blessed_baseline import blessed_standing
 from ..record.blessings import Blessing, append_blessing, blessed, blessings, check_name, evidence_digest
 from ..record.records import RunDir
 from ..text import valid_text
@@ -41,9 +42,13 @@ def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> t
     return blessing, (before[-1] if before else None)
 
 
-def baseline_dir(given: Path, reports: Path | None) -> Path:
-    """`given` when it is a directory; else a blessed name looked up in `reports` (default: ./reports)."""
+def baseline_dir(given: Path, reports: Path | None) -> tuple[Path, tuple[str, ...]]:
+    """`given` when it is a directory; else a blessed name looked up in `reports` (default: ./reports), with why
+    the run it means proves nothing now (changed since its blessing: a seal rewritten to match edited records
+    still changes the evidence digest the blessing kept)."""
     if is_dir(given) or "/" in str(given):
-        return given
+        return given, ()
     folder = reports if reports is not None else Path("reports")
-    return folder / blessed(folder, str(given)).run
+    run = folder / blessed(folder, str(given)).run
+    standing = blessed_standing({"blessed": str(given), "run": str(run), "reports": str(folder)}, None)
+    return run, standing.problems
