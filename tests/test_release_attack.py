@@ -7,6 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from releasegate.pipeline.attest import PREDICATE_TYPE, STATEMENT_TYPE
+from releasegate.pipeline.dsse import load_private_key, sign_envelope
 from test_bless import LENIENT, bless, check, passing_project, set_rubric
 
 
@@ -32,3 +34,70 @@ def test_compare_by_name_with_a_blessed_run_changed_since_says_so(project, cli):
     _forge(base)
     code, out, err = cli("compare", "prod", cand, "--reports", project / "reports", "--json")
     assert code == 3 and "changed since it was blessed" in out + err and json.loads(out)["verdict"] == "INCONCLUSIVE"
+
+
+def _signed(tmp: Path, cli, statement: dict | bytes) -> tuple[Path, Path]:
+    """`statement` signed with a fresh real key, as a deploy would receive it; the envelope and the public key."""
+    if not (tmp / "key").exists():
+        assert cli("attest", "--generate-key", tmp / "key")[0] == 0
+    payload = statement if isinstance(statement, bytes) else json.dumps(statement).encode()
+    envelope = tmp / "statement.intoto.json"
+    envelope.write_text(json.dumps(sign_envelope(payload, load_private_key(tmp / "key"))))
+    return envelope, tmp / "key.pub"
+
+
+def _shipped(tmp: Path) -> dict[str, Path]:
+    (tmp / "release").mkdir(exist_ok=True)
+    files = {"model/model.safetensors": b"weights " * 64, "model/tokenizer.json": b'{"tokenizer": 1}',
+             "adapter/adapter_model.safetensors": b"adapter " * 32}
+    for name, data in files.items():
+        (tmp / "release" / Path(name).name).write_bytes(data)
+    return {name: tmp / "release" / Path(name).name for name in files}
+
+
+def _statement(files: dict[str, Path], verdict: str = "PASS", criteria: list | None = None) -> dict:
+    subjects = [{"name": n, "digest": {"sha256": hashlib.sha256(p.read_bytes()).hexdigest()}} for n, p in files.items()]
+    criteria = criteria if criteria is not None else [{"name": "accuracy", "verdict": "pass", "value": 0.9}]
+    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE,
+            "predicate": {"verdict": verdict, "run": {"run_id": "r1"}, "rubric": {"sha256": "0" * 64},
+                          "criteria": criteria}}
+
+
+def _verify(cli, envelope: Path, key: Path, *artifacts: Path) -> tuple[int, str]:
+    args: list = ["verify-attestation", envelope, "--key", key]
+    for a in artifacts:
+        args += ["--artifact", a]
+    code, _, err = cli(*args)
+    return code, err
+
+
+def test_an_artifact_carrying_another_subjects_bytes_under_a_subject_name_is_refused(tmp_path, cli):
+    files = _shipped(tmp_path)
+    envelope, key = _signed(tmp_path, cli, _statement(files))
+    assert _verify(cli, envelope, key, *files.values())[0] == 0
+    swapped = tmp_path / "deploy" / "adapter_model.safetensors"  # the adapter's name, the tokenizer's bytes
+    swapped.parent.mkdir()
+    swapped.write_bytes(files["model/tokenizer.json"].read_bytes())
+    code, err = _verify(cli, envelope, key, files["model/model.safetensors"], swapped)
+    assert code == 1 and "adapter_model.safetensors" in err and "model/tokenizer.json" in err, err
+    renamed = tmp_path / "deploy" / "served.safetensors"  # a name no subject has: its bytes alone decide
+    renamed.write_bytes(files["adapter/adapter_model.safetensors"].read_bytes())
+    assert _verify(cli, envelope, key, renamed)[0] == 0
+
+
+def test_a_signed_pass_whose_criteria_failed_is_refused(tmp_path, cli):
+    files = _shipped(tmp_path)
+    for criteria in ([{"name": "accuracy", "verdict": "fail", "value": 0.1}],
+                     [{"name": "accuracy", "verdict": "pass"}, {"name": "forbidden", "verdict": "FAIL"}], []):
+        envelope, key = _signed(tmp_path, cli, _statement(files, criteria=criteria))
+        code, err = _verify(cli, envelope, key, *files.values())
+        assert code == 1 and "criteri" in err, (criteria, err)
+
+
+def test_a_signed_statement_with_two_verdict_keys_is_refused(tmp_path, cli):
+    files = _shipped(tmp_path)
+    text = json.dumps(_statement(files, verdict="FAIL"))
+    text = text.replace('"verdict": "FAIL"', '"verdict": "FAIL", "verdict": "PASS"')  # a parser that keeps the last
+    envelope, key = _signed(tmp_path, cli, text.encode())
+    code, err = _verify(cli, envelope, key, *files.values())
+    assert code == 1 and "duplicate" in err and "verdict" in err, err

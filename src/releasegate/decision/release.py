@@ -58,13 +58,20 @@ def decide_release(e: ReleaseEvidence) -> Release:
 
 def decide_attestation(e: AttestationEvidence) -> Release:
     """A deploy goes on only under a good signature by the given key, over a releasegate statement whose verdict
-    is PASS, with every given artifact one of its subjects, byte for byte."""
+    is PASS and whose criteria passed (none failed, at least one passed), with every given artifact one of its
+    subjects, byte for byte."""
     if e.signature_problem:
         return Release(False, f"signature: {e.signature_problem}")
     if e.statement_problem:
         return Release(False, f"statement: {e.statement_problem}")
     if e.predicate_verdict != PASS:
         return Release(False, f"the attested verdict is {e.predicate_verdict}, not PASS")
+    # a PASS passed at least one criterion and failed none (`decide_gate`); a statement saying otherwise was not
+    # made by the gate, whoever signed it
+    unlike = sorted({v for v in e.criteria_verdicts if v not in ("pass", "insufficient")})
+    if unlike or "pass" not in e.criteria_verdicts:
+        return Release(False, "the attested PASS does not follow from its criteria (" + (
+            f"criteria verdicts {', '.join(unlike)[:80]}" if unlike else "no criterion passed") + ")")
     if not e.artifacts:
         return Release(False, "no artifact given: pass --artifact PATH for each file the deploy ships")
     for path, problem in e.artifacts:

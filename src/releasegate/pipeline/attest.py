@@ -93,16 +93,21 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> d
     subject. ReleaseRefused (exit 1) with the one line why, else what was checked."""
     key = load_public_key(public_key)
     try:
-        envelope = json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES))
+        envelope = json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES),
+                              unique_keys=True)
     except (ValueError, RecursionError) as exc:
         raise ReleaseRefused(f"{file}: not an attestation ({str(exc)[:120]})") from None
     signature, payload = envelope_problem(envelope, key)
     statement, statement_problem = _statement(payload) if payload is not None else (None, None)
-    digests = {s["digest"]["sha256"] for s in (statement or {}).get("subject", [])}
-    checked = tuple((str(a), _artifact_problem(a, digests)) for a in artifacts) if statement else ()
-    verdict = ((statement or {}).get("predicate") or {}).get("verdict")
-    decided = decide_attestation(AttestationEvidence(signature, statement_problem,
-                                                     verdict if isinstance(verdict, str) else None, checked))
+    subjects = {(s["name"], s["digest"]["sha256"]) for s in (statement or {}).get("subject", [])}
+    checked = tuple((str(a), _artifact_problem(a, subjects)) for a in artifacts) if statement else ()
+    predicate = (statement or {}).get("predicate") or {}
+    verdict = predicate.get("verdict")
+    criteria = predicate.get("criteria") if isinstance(predicate.get("criteria"), list) else []
+    decided = decide_attestation(AttestationEvidence(
+        signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
+        tuple(str(c.get("verdict")) if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
+              for c in criteria)))
     if not decided.allowed:
         raise ReleaseRefused(f"{file}: {decided.reason}")
     assert statement is not None  # a good signature over a statement
@@ -115,7 +120,7 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> d
 def _statement(payload: bytes) -> tuple[dict | None, str | None]:
     """The signed statement, or why the payload is not a releasegate statement."""
     try:
-        statement = json_loads(payload)
+        statement = json_loads(payload, unique_keys=True)
     except (ValueError, RecursionError) as exc:
         return None, f"the payload is not JSON ({str(exc)[:80]})"
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
@@ -135,7 +140,10 @@ def _statement(payload: bytes) -> tuple[dict | None, str | None]:
     return statement, None
 
 
-def _artifact_problem(path: Path, digests: set[str]) -> str | None:
+def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> str | None:
+    """Why the artifact is not a file that passed: not a regular file, bytes that are no subject's, or bytes of
+    one subject under the file name of another (a tokenizer's bytes shipped as the adapter). A file renamed for
+    the deploy, whose name no subject has, is judged by its bytes alone."""
     if os.path.islink(path):
         return "is a symbolic link: give the file the deploy ships itself"
     if not is_file(path):
@@ -144,6 +152,11 @@ def _artifact_problem(path: Path, digests: set[str]) -> str | None:
         digest = sha256_file(path, what="artifact")
     except InputError as exc:
         return exc.message
-    if digest not in digests:
+    if digest not in {sha for _, sha in subjects}:
         return f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate"
+    named = {name: sha for name, sha in subjects if name.replace("\\", "/").rsplit("/", 1)[-1] == path.name}
+    if named and digest not in named.values():
+        carried = sorted(name for name, sha in subjects if sha == digest)
+        return (f"named as subject {sorted(named)[0]} but its bytes are those of {carried[0]}: not the file that "
+                "passed the gate under this name")
     return None

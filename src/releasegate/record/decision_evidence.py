@@ -266,6 +266,8 @@ class AttestationEvidence:
     predicate_verdict: str | None
     artifacts: tuple[tuple[str, str | None], ...]
     """Each artifact given: its path and why it does not match a subject (None: it matches one)."""
+    criteria_verdicts: tuple[str, ...]
+    """Each attested criterion's verdict, as signed (a value that is no text: '?')."""
 
 
 @dataclass(frozen=True)
