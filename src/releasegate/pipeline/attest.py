@@ -103,11 +103,11 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> d
     checked = tuple((str(a), _artifact_problem(a, subjects)) for a in artifacts) if statement else ()
     predicate = (statement or {}).get("predicate") or {}
     verdict = predicate.get("verdict")
-    criteria = predicate.get("criteria") if isinstance(predicate.get("criteria"), list) else []
+    criteria = predicate.get("criteria")
     decided = decide_attestation(AttestationEvidence(
         signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
-        tuple(str(c.get("verdict")) if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
-              for c in criteria)))
+        tuple(c["verdict"] if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
+              for c in (criteria if isinstance(criteria, list) else []))))
     if not decided.allowed:
         raise ReleaseRefused(f"{file}: {decided.reason}")
     assert statement is not None  # a good signature over a statement
