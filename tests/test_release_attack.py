@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
+from conftest import ROOT
 from releasegate.pipeline.attest import PREDICATE_TYPE, STATEMENT_TYPE
 from releasegate.pipeline.dsse import load_private_key, sign_envelope
 from test_bless import LENIENT, bless, check, passing_project, set_rubric
@@ -101,3 +103,33 @@ def test_a_signed_statement_with_two_verdict_keys_is_refused(tmp_path, cli):
     envelope, key = _signed(tmp_path, cli, text.encode())
     code, err = _verify(cli, envelope, key, *files.values())
     assert code == 1 and "duplicate" in err and "verdict" in err, err
+
+
+def test_an_endpoint_run_with_a_local_tokenizer_is_not_attested_on_the_tokenizer_alone(tmp_path, cli):
+    from releasegate.testing import StubBehaviour, StubServer
+    from test_cache import make_project
+
+    shutil.copy(ROOT / "models" / "demo" / "base" / "tokenizer.json", tmp_path / "tokenizer.json")
+    with StubServer(StubBehaviour(tokens=4)) as stub:
+        config = make_project(tmp_path, stub.base_url, cache="", extra="  tokenizer: tokenizer.json\n")
+        code, _, err = cli("check", "-c", config, "--run-id", "served", "--no-progress")
+    assert code == 0, err
+    assert cli("attest", "--generate-key", tmp_path / "key")[0] == 0
+    code, _, err = cli("attest", tmp_path / "reports" / "served", "--key", tmp_path / "key", "-o", tmp_path / "a.json")
+    assert code == 1 and "behind the endpoint" in err and err.count("\n") == 1, err
+    run = tmp_path / "reports" / "served"  # manifest.json, which no seal covers, rewritten to name a local backend
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "target": {**manifest["target"], "backend": "hf"}}))
+    code, _, err = cli("attest", run, "--key", tmp_path / "key", "-o", tmp_path / "a.json")
+    assert code == 1 and "behind the endpoint" in err, err
+    (run / "manifest.json").write_text(json.dumps({**manifest, "target": {**manifest["target"], "backend": "nope"}}))
+    code, _, err = cli("attest", run, "--key", tmp_path / "key", "-o", tmp_path / "a.json")
+    assert code == 1 and "does not know" in err, err
+    info = json.loads((run / "run.json").read_text())  # run.json and its seal rewritten too: no weights were hashed
+    (run / "run.json").write_text(json.dumps({**info, "backend": "hf"}))
+    manifest["sealed"]["files"]["run.json"] = {"sha256": hashlib.sha256((run / "run.json").read_bytes()).hexdigest(),
+                                               "bytes": (run / "run.json").stat().st_size}
+    (run / "manifest.json").write_text(json.dumps({**manifest, "target": {**manifest["target"], "backend": "hf"}}))
+    code, _, err = cli("attest", run, "--key", tmp_path / "key", "-o", tmp_path / "a.json")
+    assert code == 1 and "no model weights" in err, err
+    assert not (tmp_path / "a.json").exists()

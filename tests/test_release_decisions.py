@@ -11,6 +11,7 @@ from releasegate.decision.release import decide_attestation, decide_baseline_age
 from releasegate.record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, ReleaseEvidence
 
 RELEASABLE = ReleaseEvidence(run="reports/r", sealed=True, complete=True, verify_outcome="unchanged", changes=(),
+                             not_checked=(),
                              recorded_verdict="PASS", judged_again="PASS", judged_by_own_rubric=True)
 DEPLOYABLE = AttestationEvidence(signature_problem=None, statement_problem=None, predicate_verdict="PASS",
                                  artifacts=(("model.gguf", None),), criteria_verdicts=("pass", "insufficient"))
@@ -25,7 +26,9 @@ def test_a_whole_verified_pass_is_releasable():
 @pytest.mark.parametrize("change, words", [
     ({"sealed": False}, "no seal"), ({"complete": False}, "not complete"),
     ({"verify_outcome": "changed", "changes": ("records.jsonl changed",)}, "records.jsonl changed"),
-    ({"verify_outcome": "unverified"}, "cannot be verified"), ({"judged_by_own_rubric": False}, "what-if"),
+    ({"verify_outcome": "unverified"}, "cannot be verified"),
+    ({"verify_outcome": "unverified", "not_checked": ("the model served behind the endpoint",)},
+     "whole: the model served behind the endpoint cannot be checked"), ({"judged_by_own_rubric": False}, "what-if"),
     ({"recorded_verdict": "NEEDS_REVIEW"}, "NEEDS_REVIEW, not PASS"), ({"recorded_verdict": None}, "unknown"),
     ({"judged_again": "FAIL"}, "judged again"), ({"judged_again": None}, "not judgeable"),
 ])

@@ -41,8 +41,9 @@ def decide_release(e: ReleaseEvidence) -> Release:
         return Release(False, f"{e.run} changed since it was measured: " + "; ".join(e.changes[:3])
                               + (f" (and {len(e.changes) - 3} more)" if len(e.changes) > 3 else ""))
     if e.verify_outcome != "unchanged":
-        return Release(False, f"{e.run} cannot be verified whole (releasegate verify {e.run} says what could not "
-                              "be checked)")
+        unseen = f": {e.not_checked[0]} cannot be checked" if e.not_checked else ""
+        return Release(False, f"{e.run} cannot be verified whole{unseen}, so nothing binds what was measured to what "
+                              f"would ship (releasegate verify {e.run} says more)")
     if not e.judged_by_own_rubric:
         return Release(False, f"{e.run}'s report was judged by another rubric (a what-if): judge it by its own "
                               "with releasegate gate")

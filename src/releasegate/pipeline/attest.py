@@ -48,6 +48,13 @@ def _subjects(manifest: dict) -> list[dict]:
     return subjects
 
 
+def _carries_weights(entry: dict) -> bool:
+    """A manifest input that is model weights which ship (a tokenizer or a config alone binds no model)."""
+    role = str(entry.get("role", ""))
+    return role.split(":", 1)[0] in SHIPPED_ROLES and (role.endswith(":weights") or role == "gguf") and \
+        isinstance(entry.get("sha256"), str)
+
+
 def statement_for(run_path: Path, report: dict, manifest: dict) -> dict:
     """The in-toto statement of a run: its shipped files as subjects, its gate as the predicate."""
     info = RunDir(run_path).read_info()
@@ -78,9 +85,9 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     private_key = load_private_key(key)
     run = releasable_run(run_dir)
     statement = statement_for(run.path, run.report, run.manifest)
-    if not statement["subject"]:
-        raise ReleaseRefused(f"{run.path} hashed no file that ships (an endpoint's model is not visible to "
-                             "releasegate): an attestation would bind nothing")
+    if not any(_carries_weights(e) for e in run.manifest.get("inputs", [])):
+        raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
+                             "releasegate): an attestation would not bind the model that answered")
     path = output if output is not None else Path(f"{run.path.name}.intoto.json")
     check_output_path(path, force=force)
     envelope = sign_envelope(json.dumps(statement, sort_keys=True).encode("utf-8"), private_key)

@@ -246,6 +246,8 @@ class ReleaseEvidence:
     """`releasegate verify`'s outcome: 'unchanged', 'changed' or 'unverified'."""
     changes: tuple[str, ...]
     """What verify found changed (inputs, packages, the run's own files), one short line each."""
+    not_checked: tuple[str, ...]
+    """What verify could not check (an input not hashed, the model behind an endpoint), one short line each."""
     recorded_verdict: str | None
     """The verdict of the run's sealed report.json (None: none readable)."""
     judged_again: str | None
