@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..inputs.backend_facts import backend_names, capabilities
 from ..errors import ReleasegateError
+from ..inputs.backend_facts import backend_names, capabilities
 from ..record.records import RunDir
 from ..record.seal import seal_changes
 from ..run.manifest import compare_manifest, read_manifest
