@@ -8,10 +8,10 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, write_jsonl
 from releasegate.pipeline.attest import PREDICATE_TYPE, STATEMENT_TYPE
 from releasegate.pipeline.dsse import load_private_key, sign_envelope
-from test_bless import LENIENT, bless, check, passing_project, set_rubric
+from test_bless import LENIENT, RIGHT, WRONG, bless, check, passing_project, set_rubric
 
 
 def _rubric_against(project: Path, **extra) -> None:
@@ -133,3 +133,22 @@ def test_an_endpoint_run_with_a_local_tokenizer_is_not_attested_on_the_tokenizer
     code, _, err = cli("attest", run, "--key", tmp_path / "key", "-o", tmp_path / "a.json")
     assert code == 1 and "no model weights" in err, err
     assert not (tmp_path / "a.json").exists()
+
+
+def test_a_hand_written_blessing_of_a_failed_run_proves_nothing(project, cli):
+    from releasegate.record.blessings import evidence_digest
+
+    passing_project(project)
+    assert bless(cli, check(cli, project, "base"))[0] == 0
+    write_jsonl(project / "responses.jsonl", WRONG)
+    failed = check(cli, project, "failed", expect=1)
+    journal = project / "reports" / "baselines.jsonl"  # a line appended by hand, its digest computed to match
+    entry = json.loads(journal.read_text())
+    digest = evidence_digest(json.loads((failed / "manifest.json").read_text()))
+    journal.write_text(journal.read_text() + json.dumps({**entry, "run": "failed", "evidence_sha256": digest}) + "\n")
+    write_jsonl(project / "responses.jsonl", RIGHT)
+    _rubric_against(project)
+    report = json.loads((check(cli, project, "cand", expect=3) / "report.json").read_text())
+    assert any("is FAIL, not PASS" in p for p in report["comparison"]["baseline_problems"]), report["comparison"]
+    code, out, _ = cli("compare", "prod", project / "reports" / "cand", "--reports", project / "reports", "--json")
+    assert code == 3 and "is FAIL, not PASS" in out

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, ReleaseEvidence
+from ..record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, BlessedRunEvidence, ReleaseEvidence
 from .verdicts import PASS
 
-__all__ = ["Release", "StaleBaseline", "decide_release", "decide_attestation", "decide_baseline_age"]
+__all__ = ["Release", "StaleBaseline", "decide_release", "decide_attestation", "decide_baseline_age",
+           "decide_blessed_run"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +95,14 @@ def decide_baseline_age(e: BaselineAgeEvidence) -> StaleBaseline:
     if e.suites_changed:
         reasons.append(f"a suite of baseline {e.name} changed since it was measured: {', '.join(e.suites_changed)}")
     return StaleBaseline(tuple(reasons), bool(reasons) and e.on_stale == "inconclusive")
+
+
+def decide_blessed_run(e: BlessedRunEvidence) -> str | None:
+    """Why the run a blessed name means proves nothing (None: it stands): changed since its blessing, or not a
+    PASS (`bless` takes only a PASS, so a line naming another run was not written by it)."""
+    if not e.evidence_matches:
+        return f"baseline {e.name}'s run {e.run} changed since it was blessed"
+    if e.run_verdict != PASS:
+        return (f"baseline {e.name}'s run {e.run} is {e.run_verdict or 'without a readable verdict'}, not PASS: "
+                "releasegate bless never blessed it")
+    return None

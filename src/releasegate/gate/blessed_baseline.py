@@ -9,10 +9,11 @@ from datetime import datetime
 from pathlib import Path
 
 from ..border.files import is_file, sha256_file
-from ..decision.release import decide_baseline_age
+from ..border.structured import stored_json
+from ..decision.release import decide_baseline_age, decide_blessed_run
 from ..errors import ReleasegateError
 from ..record.blessings import Blessing, blessings, evidence_digest
-from ..record.decision_evidence import BaselineAgeEvidence
+from ..record.decision_evidence import BaselineAgeEvidence, BlessedRunEvidence
 from ..record.records import RunInfo
 from ..record.stored_manifest import read_manifest_file
 
@@ -37,8 +38,13 @@ def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
     if not found:
         return BlessedStanding((f"{run.name} was never blessed as {name} in {spec['reports']}",), ())
     blessing = found[-1]
-    if evidence_digest(manifest) != blessing.evidence_sha256:
-        return BlessedStanding((f"baseline {name}'s run {run.name} changed since it was blessed",), ())
+    report = stored_json(run / "report.json", what="report.json")
+    verdict = report.get("verdict") if isinstance(report, dict) else None
+    problem = decide_blessed_run(BlessedRunEvidence(
+        name=name, run=run.name, evidence_matches=evidence_digest(manifest) == blessing.evidence_sha256,
+        run_verdict=verdict if isinstance(verdict, str) else None))
+    if problem:
+        return BlessedStanding((problem,), ())
     stale = decide_baseline_age(BaselineAgeEvidence(
         name=name, age_days=_age_days(blessing, info), max_age_days=spec.get("max_age_days"),
         packages_changed=_packages_changed(blessing, info), suites_changed=_suites_changed(blessing),

@@ -273,6 +273,19 @@ class AttestationEvidence:
 
 
 @dataclass(frozen=True)
+class BlessedRunEvidence:
+    """The run a blessed name means, as the gate finds it."""
+
+    name: str
+    run: str
+    """The run directory's name."""
+    evidence_matches: bool
+    """Its evidence digest now is the one its blessing kept."""
+    run_verdict: str | None
+    """The verdict of its report.json now (None: none readable)."""
+
+
+@dataclass(frozen=True)
 class BaselineAgeEvidence:
     """A blessed baseline as the gate finds it: how old, and what changed since it was measured."""
 
