@@ -152,3 +152,26 @@ def test_a_hand_written_blessing_of_a_failed_run_proves_nothing(project, cli):
     assert any("is FAIL, not PASS" in p for p in report["comparison"]["baseline_problems"]), report["comparison"]
     code, out, _ = cli("compare", "prod", project / "reports" / "cand", "--reports", project / "reports", "--json")
     assert code == 3 and "is FAIL, not PASS" in out
+
+
+def test_a_run_directory_with_a_pass_report_it_was_not_sealed_with_never_lists_as_pass(project, cli):
+    passing_project(project)
+    write_jsonl(project / "responses.jsonl", WRONG)
+    failed = check(cli, project, "failed", expect=1)
+    crafted = project / "reports" / "crafted"  # a FAIL run copied, its report rewritten to say PASS
+    shutil.copytree(failed, crafted)
+    report = json.loads((crafted / "report.json").read_text())
+    criteria = [{**c, "verdict": "pass"} for c in report["criteria"]]
+    (crafted / "report.json").write_text(json.dumps({**report, "verdict": "PASS", "criteria": criteria}))
+    unsealed = project / "reports" / "unsealed"
+    shutil.copytree(crafted, unsealed)
+    manifest = json.loads((unsealed / "manifest.json").read_text())
+    (unsealed / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "sealed"}))
+    code, out, _ = cli("history", "--reports", project / "reports", "--json")
+    shown = {r["dir"]: r["verdict"] for r in json.loads(out)["runs"]}
+    assert shown == {"failed": "FAIL", "crafted": "PASS (edited since sealed)", "unsealed": "PASS (unsealed)"}
+    code, out, _ = cli("history", "--reports", project / "reports", "--verdict", "PASS", "--json")
+    assert json.loads(out)["runs"] == []
+    assert cli("history", "--reports", project / "reports", "--html")[0] == 0
+    page = (project / "reports" / "history.html").read_text()
+    assert 'class="pill pass"' not in page and 'fill="#1a7f37"' not in page  # no green marker, no PASS pill

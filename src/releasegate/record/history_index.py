@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..border.files import check_regular, exists, is_dir, is_file
+from ..border.files import check_regular, exists, is_dir, is_file, sha256_file
 from ..border.structured import json_loads, stored_json
 from ..clock import now
 from ..errors import InputError, ReleasegateError
@@ -67,7 +67,8 @@ class HistoryRow:
     """The target fingerprint of the run's manifest (which model files and settings answered)."""
     suites: list[str]
     verdict: str | None
-    """The verdict of the run's report.json; None when it has none (killed before the gate)."""
+    """The verdict of the run's report.json, with ' (unsealed)' or ' (edited since sealed)' after it when
+    report.json is not the file its seal names; None when it has none (killed before the gate)."""
     rubric_sha256: str | None
     metrics: dict[str, float | None]
     criteria: list[dict] = field(default_factory=list)
@@ -95,10 +96,25 @@ def run_summary(run_path: Path) -> HistoryRow:
     return HistoryRow(
         dir=run.path.name, run_id=info.run_id, created_at=info.created_at, status=info.status, target=info.target,
         fingerprint=(manifest.get("target") or {}).get("fingerprint"), suites=suites,
-        verdict=report.get("verdict") if isinstance(report.get("verdict"), str) else None,
+        verdict=_shown_verdict(run.path, manifest, report.get("verdict")),
         rubric_sha256=judged.get("snapshot_sha256") if isinstance(judged.get("snapshot_sha256"), str) else None,
         metrics={m: _number(metrics[m].get("value")) for m in HEADLINE_METRICS if isinstance(metrics.get(m), dict)},
         criteria=[_criterion(c) for c in criteria if isinstance(c, dict)])
+
+
+def _shown_verdict(run_path: Path, manifest: dict, verdict: object) -> str | None:
+    """The report's verdict, marked when report.json is not the file its seal names (no seal, or edited since):
+    a hand-made run directory's PASS never lists, filters or draws as a PASS."""
+    if not isinstance(verdict, str):
+        return None
+    sealed = ((manifest.get("sealed") or {}).get("files") or {}).get("report.json")
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("sha256"), str):
+        return f"{verdict} (unsealed)"
+    try:
+        digest = sha256_file(run_path / "report.json", what="report.json")
+    except InputError:
+        digest = None
+    return verdict if digest == sealed["sha256"] else f"{verdict} (edited since sealed)"
 
 
 def _criterion(raw: dict) -> dict:
