@@ -175,3 +175,14 @@ def test_a_run_directory_with_a_pass_report_it_was_not_sealed_with_never_lists_a
     assert cli("history", "--reports", project / "reports", "--html")[0] == 0
     page = (project / "reports" / "history.html").read_text()
     assert 'class="pill pass"' not in page and 'fill="#1a7f37"' not in page  # no green marker, no PASS pill
+
+
+def test_a_nan_max_age_days_that_would_never_find_a_baseline_stale_is_refused(project, cli):
+    passing_project(project)
+    assert bless(cli, check(cli, project, "base"))[0] == 0
+    rubric = project / "rubrics" / "example.yaml"
+    _rubric_against(project, max_age_days=30, on_stale="inconclusive")
+    rubric.write_text(rubric.read_text().replace("max_age_days: 30", "max_age_days: .nan"))
+    code, _, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "cand", "--no-progress")
+    assert code == 2 and "baseline.max_age_days" in err and "not a finite number" in err, err
+    assert not (project / "reports" / "cand").exists()
