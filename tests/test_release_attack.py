@@ -186,3 +186,14 @@ def test_a_nan_max_age_days_that_would_never_find_a_baseline_stale_is_refused(pr
     code, _, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "cand", "--no-progress")
     assert code == 2 and "baseline.max_age_days" in err and "not a finite number" in err, err
     assert not (project / "reports" / "cand").exists()
+
+
+def test_an_escape_sequence_in_who_or_why_never_reaches_baselines_jsonl_or_the_log(project, cli):
+    passing_project(project)
+    run = check(cli, project, "base")
+    for option, value in (("--by", "ana\x1b]0;owned\x07\x1b[2J"), ("--reason", "ok\x1b[8mhidden"),
+                          ("--reason", "fine \u202eevil"), ("--by", "ana\nblessed_by: root")):
+        args = {"--by": "ana", "--reason": "shipped", option: value}
+        code, out, err = cli("bless", run, "--as", "prod", *(x for kv in args.items() for x in kv))
+        assert code == 2 and option in err and "\x1b" not in out + err, (option, err)
+    assert not (project / "reports" / "baselines.jsonl").exists()
