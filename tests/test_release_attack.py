@@ -197,3 +197,10 @@ def test_an_escape_sequence_in_who_or_why_never_reaches_baselines_jsonl_or_the_l
         code, out, err = cli("bless", run, "--as", "prod", *(x for kv in args.items() for x in kv))
         assert code == 2 and option in err and "\x1b" not in out + err, (option, err)
     assert not (project / "reports" / "baselines.jsonl").exists()
+
+
+def test_an_escape_sequence_in_a_signed_verdict_stays_text_in_the_refusal(tmp_path, cli):
+    files = _shipped(tmp_path)
+    envelope, key = _signed(tmp_path, cli, _statement(files, verdict="FAIL\x1b[2J\x1b]0;owned\x07" + "x" * 5000))
+    code, err = _verify(cli, envelope, key, *files.values())
+    assert code == 1 and "\x1b" not in err and "\x07" not in err and "FAIL␛[2J" in err and len(err) < 400, err

@@ -67,7 +67,7 @@ def decide_attestation(e: AttestationEvidence) -> Release:
     if e.statement_problem:
         return Release(False, f"statement: {e.statement_problem}")
     if e.predicate_verdict != PASS:
-        return Release(False, f"the attested verdict is {e.predicate_verdict}, not PASS")
+        return Release(False, f"the attested verdict is {str(e.predicate_verdict)[:40]}, not PASS")
     # a PASS passed at least one criterion and failed none (`decide_gate`); a statement saying otherwise was not
     # made by the gate, whoever signed it
     unlike = sorted({v for v in e.criteria_verdicts if v not in ("pass", "insufficient")})
