@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from conftest import ROOT, write_jsonl
@@ -204,3 +205,23 @@ def test_an_escape_sequence_in_a_signed_verdict_stays_text_in_the_refusal(tmp_pa
     envelope, key = _signed(tmp_path, cli, _statement(files, verdict="FAIL\x1b[2J\x1b]0;owned\x07" + "x" * 5000))
     code, err = _verify(cli, envelope, key, *files.values())
     assert code == 1 and "\x1b" not in err and "\x07" not in err and "FAIL␛[2J" in err and len(err) < 400, err
+
+
+def test_a_blessing_line_edited_to_look_fresh_does_not_hide_an_old_baseline(project, cli, monkeypatch):
+    import releasegate.pipeline.check as check_stage
+
+    passing_project(project)
+    then = (datetime.now(UTC) - timedelta(days=40)).isoformat(timespec="seconds")
+    with monkeypatch.context() as patched:  # the baseline run measured 40 days ago
+        patched.setattr(check_stage, "now", lambda: then)
+        base = check(cli, project, "base")
+    assert json.loads((base / "run.json").read_text())["created_at"] == then
+    assert bless(cli, base)[0] == 0
+    journal = project / "reports" / "baselines.jsonl"
+    for fresh in (datetime.now(UTC).isoformat(timespec="seconds"),
+                  (datetime.now(UTC) + timedelta(days=400)).isoformat(timespec="seconds")):
+        entry = json.loads(journal.read_text().splitlines()[0])
+        journal.write_text(json.dumps({**entry, "run_created_at": fresh}) + "\n")
+        _rubric_against(project, max_age_days=30, on_stale="inconclusive")
+        report = json.loads((check(cli, project, f"cand-{fresh[:10]}", expect=3) / "report.json").read_text())
+        assert any("more than max_age_days" in p for p in report["comparison"]["baseline_problems"]), fresh
