@@ -225,3 +225,22 @@ def test_a_blessing_line_edited_to_look_fresh_does_not_hide_an_old_baseline(proj
         _rubric_against(project, max_age_days=30, on_stale="inconclusive")
         report = json.loads((check(cli, project, f"cand-{fresh[:10]}", expect=3) / "report.json").read_text())
         assert any("more than max_age_days" in p for p in report["comparison"]["baseline_problems"]), fresh
+
+
+def test_a_blessing_line_edited_to_todays_packages_does_not_hide_a_version_change(project, cli):
+    passing_project(project)
+    base = check(cli, project, "base")
+    info = json.loads((base / "run.json").read_text())  # the baseline's run.json: measured with another releasegate
+    info["versions"]["releasegate"] = "0.0.1"
+    (base / "run.json").write_text(json.dumps(info))
+    manifest = json.loads((base / "manifest.json").read_text())
+    manifest["sealed"]["files"]["run.json"] = {"sha256": hashlib.sha256((base / "run.json").read_bytes()).hexdigest(),
+                                               "bytes": (base / "run.json").stat().st_size}
+    (base / "manifest.json").write_text(json.dumps(manifest))
+    assert bless(cli, base)[0] == 0
+    journal = project / "reports" / "baselines.jsonl"  # its blessing says today's versions (as a hand edit would)
+    entry = json.loads(journal.read_text())
+    assert entry["packages"].get("releasegate") != "0.0.1"
+    _rubric_against(project, on_stale="inconclusive")
+    report = json.loads((check(cli, project, "cand", expect=3) / "report.json").read_text())
+    assert any("releasegate 0.0.1 ->" in p for p in report["comparison"]["baseline_problems"]), report["comparison"]

@@ -50,7 +50,7 @@ def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
         return BlessedStanding((problem,), ())
     stale = decide_baseline_age(BaselineAgeEvidence(
         name=name, age_days=_age_days(blessing, run, info), max_age_days=spec.get("max_age_days"),
-        packages_changed=_packages_changed(blessing, info), suites_changed=_suites_changed(blessing),
+        packages_changed=_packages_changed(blessing, run, info), suites_changed=_suites_changed(blessing),
         on_stale=spec.get("on_stale", "warn")))
     return BlessedStanding(stale.reasons, ()) if stale.inconclusive else BlessedStanding((), stale.reasons)
 
@@ -70,10 +70,17 @@ def _age_days(blessing: Blessing, run: Path, info: RunInfo | None) -> float | No
     return age if age >= -_CLOCK_SKEW_DAYS else None
 
 
-def _packages_changed(blessing: Blessing, info: RunInfo | None) -> tuple[str, ...]:
+def _packages_changed(blessing: Blessing, run: Path, info: RunInfo | None) -> tuple[str, ...]:
+    """Packages whose version differs from this run's, as the blessing recorded them or as the baseline run's own
+    sealed run.json does: a blessing line edited to today's versions does not hide a change."""
     now = (info.versions if info is not None else None) or {}
-    return tuple(f"{k} {blessing.packages[k]} -> {now[k]}" for k in sorted(set(blessing.packages) & set(now))
-                 if str(now[k]) != str(blessing.packages[k]))
+    try:
+        own = RunDir(run).read_info().versions
+    except ReleasegateError:
+        own = {}
+    changed = {f"{k} {then[k]} -> {now[k]}" for then in (blessing.packages, own)
+               for k in set(then) & set(now) if str(now[k]) != str(then[k])}
+    return tuple(sorted(changed))
 
 
 def _suites_changed(blessing: Blessing) -> tuple[str, ...]:
