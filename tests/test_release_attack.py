@@ -244,3 +244,13 @@ def test_a_blessing_line_edited_to_todays_packages_does_not_hide_a_version_chang
     _rubric_against(project, on_stale="inconclusive")
     report = json.loads((check(cli, project, "cand", expect=3) / "report.json").read_text())
     assert any("releasegate 0.0.1 ->" in p for p in report["comparison"]["baseline_problems"]), report["comparison"]
+
+
+def test_a_signed_statement_without_a_run_id_is_checked_not_crashed_on(tmp_path, cli):
+    files = _shipped(tmp_path)
+    for run in ({}, {"run_id": "r1\x1b[2J\x1b]0;owned\x07"}):
+        statement = _statement(files)
+        statement["predicate"].update(run=run, rubric={})
+        envelope, key = _signed(tmp_path, cli, statement)
+        code, out, err = cli("verify-attestation", envelope, "--key", key, "--artifact", files["model/tokenizer.json"])
+        assert code == 0 and "attestation verified" in out and "\x1b" not in out + err, (run, err)
