@@ -254,3 +254,20 @@ def test_a_signed_statement_without_a_run_id_is_checked_not_crashed_on(tmp_path,
         envelope, key = _signed(tmp_path, cli, statement)
         code, out, err = cli("verify-attestation", envelope, "--key", key, "--artifact", files["model/tokenizer.json"])
         assert code == 0 and "attestation verified" in out and "\x1b" not in out + err, (run, err)
+
+
+def test_a_model_folder_with_a_hash_sign_in_its_path_keeps_its_files_as_subjects(project, cli):
+    from releasegate.pipeline.attest import statement_for
+
+    passing_project(project)
+    run = check(cli, project, "r1")
+    folder = "/models/release#2"
+    manifest = {"inputs": [
+        {"role": "model:weights", "path": f"{folder}/model.safetensors", "name": "model/model.safetensors",
+         "sha256": "a" * 64},
+        {"role": "model:tokenizer", "path": f"{folder}/tokenizer_config.json", "name": "model/tokenizer_config.json",
+         "sha256": "b" * 64},
+        {"role": "model:chat_template", "path": f"{folder}/tokenizer_config.json#chat_template",
+         "name": "model/tokenizer_config.json#chat_template", "sha256": "c" * 64}]}
+    statement = statement_for(run, json.loads((run / "report.json").read_text()), manifest)
+    assert [s["name"] for s in statement["subject"]] == ["model/model.safetensors", "model/tokenizer_config.json"]

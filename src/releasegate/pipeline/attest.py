@@ -33,6 +33,8 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://releasegate.invalid/attestation/gate-verdict/v1"
 SHIPPED_ROLES = ("model", "adapter", "merged", "gguf", "draft", "tokenizer")
 """Manifest roles (before ':') whose files ship with the model, and so are the statement's subjects."""
+EMBEDDED_TEMPLATE = "#chat_template"
+"""The manifest path suffix of a chat template kept inside tokenizer_config.json (hashed on its own, no file)."""
 MAX_ATTESTATION_BYTES = 16 * 1024 * 1024
 MAX_SUBJECTS = 100_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -42,7 +44,8 @@ def _subjects(manifest: dict) -> list[dict]:
     subjects = []
     for entry in manifest.get("inputs", []):
         role, sha = str(entry.get("role", "")), entry.get("sha256")
-        if role.split(":", 1)[0] not in SHIPPED_ROLES or not isinstance(sha, str) or "#" in str(entry.get("path")):
+        if role.split(":", 1)[0] not in SHIPPED_ROLES or not isinstance(sha, str) or \
+                str(entry.get("path")).endswith(EMBEDDED_TEMPLATE):
             continue  # a chat template kept inside tokenizer_config.json is covered by that file's digest
         subjects.append({"name": str(entry.get("name") or entry.get("path")), "digest": {"sha256": sha}})
     return subjects
