@@ -83,6 +83,17 @@ def test_an_artifact_carrying_another_subjects_bytes_under_a_subject_name_is_ref
     swapped.write_bytes(files["model/tokenizer.json"].read_bytes())
     code, err = _verify(cli, envelope, key, files["model/model.safetensors"], swapped)
     assert code == 1 and "adapter_model.safetensors" in err and "model/tokenizer.json" in err, err
+    draft = tmp_path / "draft"  # the draft's weights shipped where the base model's go
+    draft.mkdir()
+    (draft / "model.safetensors").write_bytes(b"draft " * 64)
+    files2 = {**files, "draft/model.safetensors": draft / "model.safetensors"}
+    envelope, key = _signed(tmp_path, cli, _statement(files2))
+    served = tmp_path / "srv" / "model" / "model.safetensors"
+    served.parent.mkdir(parents=True)
+    served.write_bytes((draft / "model.safetensors").read_bytes())
+    code, err = _verify(cli, envelope, key, served)
+    assert code == 1 and "named as subject model/model.safetensors" in err and "draft/model.safetensors" in err, err
+    assert _verify(cli, envelope, key, draft / "model.safetensors", files["model/model.safetensors"])[0] == 0
     renamed = tmp_path / "deploy" / "served.safetensors"  # a name no subject has: its bytes alone decide
     renamed.write_bytes(files["adapter/adapter_model.safetensors"].read_bytes())
     assert _verify(cli, envelope, key, renamed)[0] == 0

@@ -165,9 +165,24 @@ def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> str | None:
         return exc.message
     if digest not in {sha for _, sha in subjects}:
         return f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate"
-    named = {name: sha for name, sha in subjects if name.replace("\\", "/").rsplit("/", 1)[-1] == path.name}
+    named = _closest_names(path, subjects)
     if named and digest not in named.values():
         carried = sorted(name for name, sha in subjects if sha == digest)
         return (f"named as subject {sorted(named)[0]} but its bytes are those of {carried[0]}: not the file that "
                 "passed the gate under this name")
     return None
+
+
+def _closest_names(path: Path, subjects: set[tuple[str, str]]) -> dict[str, str]:
+    """The subjects whose names end the artifact's path most closely (most trailing folder and file names in
+    common; at least the file name), each with its digest: `/srv/draft/model.safetensors` is the draft's
+    `draft/model.safetensors` rather than the base model's `model/model.safetensors`."""
+    parts = Path(os.path.abspath(path)).parts
+
+    def common(name: str) -> int:
+        tail = name.replace("\\", "/").split("/")
+        return next((i for i, (a, b) in enumerate(zip(reversed(parts), reversed(tail), strict=False)) if a != b),
+                    min(len(parts), len(tail)))
+
+    best = max((common(name) for name, _ in subjects), default=0)
+    return {name: sha for name, sha in subjects if best and common(name) == best}
