@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -282,3 +284,18 @@ def test_a_model_folder_with_a_hash_sign_in_its_path_keeps_its_files_as_subjects
          "name": "model/tokenizer_config.json#chat_template", "sha256": "c" * 64}]}
     statement = statement_for(run, json.loads((run / "report.json").read_text()), manifest)
     assert [s["name"] for s in statement["subject"]] == ["model/model.safetensors", "model/tokenizer_config.json"]
+
+
+def test_a_report_rewritten_after_it_was_indexed_is_listed_as_it_is_now(project, cli):
+    passing_project(project)
+    run = check(cli, project, "r1")
+    code, out, _ = cli("history", "--reports", project / "reports", "--json")
+    assert [r["verdict"] for r in json.loads(out)["runs"]] == ["PASS"]
+    report = json.loads((run / "report.json").read_text())  # rewritten outside releasegate (not resealed)
+    (run / "report.json").write_text(json.dumps({**report, "verdict": "PASS", "note": "edited"}))
+    later = time.time() + 5  # a clock second later than the row was indexed, whatever the file system keeps
+    os.utime(run / "report.json", (later, later))
+    code, out, _ = cli("history", "--reports", project / "reports", "--verdict", "PASS", "--json")
+    assert json.loads(out)["runs"] == []
+    code, out, _ = cli("history", "--reports", project / "reports", "--json")
+    assert [r["verdict"] for r in json.loads(out)["runs"]] == ["PASS (edited since sealed)"]

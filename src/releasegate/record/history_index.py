@@ -19,9 +19,10 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from ..border.files import check_regular, exists, is_dir, is_file, sha256_file
+from ..border.files import check_regular, exists, is_dir, is_file, modified_at, sha256_file
 from ..border.structured import json_loads, stored_json
 from ..clock import now
 from ..errors import InputError, ReleasegateError
@@ -44,6 +45,8 @@ _SCHEMA = (
 )
 _COLUMNS = ("dir", "run_id", "created_at", "status", "target", "fingerprint", "suites", "verdict", "rubric_sha256",
             "metrics", "criteria", "indexed_at")
+_SUMMARY_FILES = ("run.json", "manifest.json", "report.json")
+"""The files of a run directory a row is made from."""
 _BUSY_TIMEOUT_S = 60.0
 MAX_RUNS = 100_000
 """Run directories one reports root may hold; past it the root is not a reports folder."""
@@ -180,16 +183,34 @@ class Index:
         return len(rows)
 
     def sync(self) -> None:
-        """Index the run directories the index does not list; drop the rows whose directory is gone."""
+        """Index the run directories the index does not list, and again those whose files changed since they were
+        indexed (a report rewritten outside releasegate); drop the rows whose directory is gone."""
         listed = {row.dir for row in self.rows()}
         present = set(run_directories(self.root))
-        for name in sorted(present - listed):
+        for name in sorted((present - listed) | self._changed_since_indexed(present & listed)):
             try:
                 self.put(run_summary(self.root / name))
             except ReleasegateError:
                 continue  # not readable as a run (yet): it is listed once it is
         for name in sorted(listed - present):
             self._write("DELETE FROM runs WHERE dir = ?", (name,))
+
+
+    def _changed_since_indexed(self, names: set[str]) -> set[str]:
+        """The listed runs whose run.json, manifest.json or report.json was written at or after their row (to the
+        second the row keeps): each is read again once, then its row is newer."""
+        changed = set()
+        for name, at in self.db.execute("SELECT dir, indexed_at FROM runs").fetchall():
+            if name not in names:
+                continue
+            try:
+                indexed = datetime.fromisoformat(at).timestamp()
+            except (TypeError, ValueError):
+                changed.add(name)
+                continue
+            if any(modified_at(self.root / name / f) >= indexed - 1 for f in _SUMMARY_FILES):
+                changed.add(name)
+        return changed
 
 
 _INSERT = f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
