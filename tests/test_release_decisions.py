@@ -11,9 +11,10 @@ from releasegate.decision.release import decide_attestation, decide_baseline_age
 from releasegate.record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, ReleaseEvidence
 
 RELEASABLE = ReleaseEvidence(run="reports/r", sealed=True, complete=True, verify_outcome="unchanged", changes=(),
+                             not_checked=(),
                              recorded_verdict="PASS", judged_again="PASS", judged_by_own_rubric=True)
 DEPLOYABLE = AttestationEvidence(signature_problem=None, statement_problem=None, predicate_verdict="PASS",
-                                 artifacts=(("model.gguf", None),))
+                                 artifacts=(("model.gguf", None),), criteria_verdicts=("pass", "insufficient"))
 FRESH = BaselineAgeEvidence(name="prod", age_days=3.0, max_age_days=30.0, packages_changed=(), suites_changed=(),
                             on_stale="inconclusive")
 
@@ -25,7 +26,9 @@ def test_a_whole_verified_pass_is_releasable():
 @pytest.mark.parametrize("change, words", [
     ({"sealed": False}, "no seal"), ({"complete": False}, "not complete"),
     ({"verify_outcome": "changed", "changes": ("records.jsonl changed",)}, "records.jsonl changed"),
-    ({"verify_outcome": "unverified"}, "cannot be verified"), ({"judged_by_own_rubric": False}, "what-if"),
+    ({"verify_outcome": "unverified"}, "cannot be verified"),
+    ({"verify_outcome": "unverified", "not_checked": ("the model served behind the endpoint",)},
+     "whole: the model served behind the endpoint cannot be checked"), ({"judged_by_own_rubric": False}, "what-if"),
     ({"recorded_verdict": "NEEDS_REVIEW"}, "NEEDS_REVIEW, not PASS"), ({"recorded_verdict": None}, "unknown"),
     ({"judged_again": "FAIL"}, "judged again"), ({"judged_again": None}, "not judgeable"),
 ])
@@ -39,6 +42,10 @@ def test_a_deploy_needs_every_check():
     for change, words in [({"signature_problem": "bad"}, "signature: bad"), ({"statement_problem": "x"}, "statement"),
                           ({"predicate_verdict": "FAIL"}, "FAIL, not PASS"), ({"predicate_verdict": None}, "not PASS"),
                           ({"artifacts": ()}, "no artifact"),
+                          ({"criteria_verdicts": ("pass", "fail")}, "criteria verdicts fail"),
+                          ({"criteria_verdicts": ("pass", "PASS ")}, "criteria verdicts PASS"),
+                          ({"criteria_verdicts": ("insufficient",)}, "no criterion passed"),
+                          ({"criteria_verdicts": ()}, "no criterion passed"),
                           ({"artifacts": (("a", None), ("b", "no subject"))}, "b: no subject")]:
         decided = decide_attestation(replace(DEPLOYABLE, **change))
         assert not decided.allowed and words in decided.reason, change

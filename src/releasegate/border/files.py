@@ -22,7 +22,7 @@ from typing import BinaryIO
 from ..errors import InputError
 
 __all__ = [
-    "exists", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file",
+    "exists", "modified_at", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file",
     "walk_files", "regular_entries", "append_regular", "open_append", "replace_file", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
 ]
 
@@ -38,6 +38,15 @@ def exists(path: Path) -> bool:
         return Path(path).exists()
     except (OSError, ValueError):
         return False
+
+
+def modified_at(path: Path) -> float:
+    """The time `path` was last written (seconds since the epoch, its link not followed); 0.0 for a path that is
+    missing or cannot be looked up."""
+    try:
+        return os.lstat(path).st_mtime
+    except (OSError, ValueError):
+        return 0.0
 
 
 def is_file(path: Path) -> bool:

@@ -35,14 +35,24 @@ def nesting(value: Any) -> int:
     return deepest
 
 
-def json_loads(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def json_loads(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, unique_keys: bool = False) -> Any:
     """`json.loads`, refusing (TooDeep, a ValueError) a value nested deeper than `max_depth`, counted on the text
     before it is parsed (`json_reader.json_depth`, the border's one depth count), so no parser recursion is ever
-    reached."""
+    reached. `unique_keys`: an object naming a key twice is refused (a ValueError), for signed documents that
+    another parser, keeping the first of two keys where Python keeps the last, would read otherwise."""
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if json_depth(raw, stop_at=max_depth) > max_depth:
         raise TooDeep(f"JSON nested too deeply (more than {max_depth} levels)")
-    return json.loads(text)
+    return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict:
+    found: dict = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"duplicate key {key[:40]!r} in one object")
+        found[key] = value
+    return found
 
 
 def stored_json(path, *, what: str, max_bytes: int = 64 * 1024 * 1024) -> Any:

@@ -13,6 +13,7 @@ from typer.exceptions import TyperException
 from ..border.env import TRACEBACK, check_environment, env_flag
 from ..errors import ReleasegateError
 from ..redaction import redact_error
+from ..text import inert
 from . import capacity, check, compare, gate, history, init, matrix, release, report, servers, validate, verify
 from ._interrupts import interrupts_stop_the_command, keep_exit_code
 from ._streams import outlive_readers
@@ -127,7 +128,8 @@ def _report(exc: BaseException) -> int:
     err = Console(stderr=True, highlight=False)
     if cls is Exception and env_flag(TRACEBACK_ENV):
         err.print_exception()
-    err.print(redact_error(message(exc)), markup=False, soft_wrap=True)
+    # inert: a message may quote what a file or a signed statement says; its escape sequences stay text
+    err.print(inert(redact_error(message(exc))), markup=False, soft_wrap=True)
     if code is None:  # EXIT_TABLE's ReleasegateError row
         assert isinstance(exc, ReleasegateError)
         return exc.exit_code

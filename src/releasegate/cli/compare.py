@@ -44,7 +44,8 @@ def compare(
     from ..pipeline.compare import compare_runs
     from ..report.compare import comparison_notes, comparison_table, render_comparison
 
-    result = compare_runs(baseline_dir(baseline, reports), candidate, rubric, confidence)
+    base_dir, blessing_problems = baseline_dir(baseline, reports)
+    result = compare_runs(base_dir, candidate, rubric, confidence, blessing_problems=blessing_problems)
     if as_json:
         print_json(result)
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only the --format text

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..text import inert
 from ._common import JsonOption, consoles, print_json
 
 RunArgument = Annotated[Path, typer.Argument(help="A run directory, e.g. reports/<run-id>.")]
@@ -87,8 +88,8 @@ def verify_attestation(
     result = check(file, key, list(artifact))
     if as_json:
         print_json(result)
-    consoles(as_json).print(f"attestation verified: run {result['run_id']}, {result['reason']}", markup=False,
-                            soft_wrap=True)
+    run_id = inert(str(result["run_id"]))[:200]  # as the signed statement says it
+    consoles(as_json).print(f"attestation verified: run {run_id}, {result['reason']}", markup=False, soft_wrap=True)
     return 0
 
 

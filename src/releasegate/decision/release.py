@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, ReleaseEvidence
+from ..record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, BlessedRunEvidence, ReleaseEvidence
 from .verdicts import PASS
 
-__all__ = ["Release", "StaleBaseline", "decide_release", "decide_attestation", "decide_baseline_age"]
+__all__ = ["Release", "StaleBaseline", "decide_release", "decide_attestation", "decide_baseline_age",
+           "decide_blessed_run"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,9 @@ def decide_release(e: ReleaseEvidence) -> Release:
         return Release(False, f"{e.run} changed since it was measured: " + "; ".join(e.changes[:3])
                               + (f" (and {len(e.changes) - 3} more)" if len(e.changes) > 3 else ""))
     if e.verify_outcome != "unchanged":
-        return Release(False, f"{e.run} cannot be verified whole (releasegate verify {e.run} says what could not "
-                              "be checked)")
+        unseen = f": {e.not_checked[0]} cannot be checked" if e.not_checked else ""
+        return Release(False, f"{e.run} cannot be verified whole{unseen}, so nothing binds what was measured to what "
+                              f"would ship (releasegate verify {e.run} says more)")
     if not e.judged_by_own_rubric:
         return Release(False, f"{e.run}'s report was judged by another rubric (a what-if): judge it by its own "
                               "with releasegate gate")
@@ -58,13 +60,20 @@ def decide_release(e: ReleaseEvidence) -> Release:
 
 def decide_attestation(e: AttestationEvidence) -> Release:
     """A deploy goes on only under a good signature by the given key, over a releasegate statement whose verdict
-    is PASS, with every given artifact one of its subjects, byte for byte."""
+    is PASS and whose criteria passed (none failed, at least one passed), with every given artifact one of its
+    subjects, byte for byte."""
     if e.signature_problem:
         return Release(False, f"signature: {e.signature_problem}")
     if e.statement_problem:
         return Release(False, f"statement: {e.statement_problem}")
     if e.predicate_verdict != PASS:
-        return Release(False, f"the attested verdict is {e.predicate_verdict}, not PASS")
+        return Release(False, f"the attested verdict is {str(e.predicate_verdict)[:40]}, not PASS")
+    # a PASS passed at least one criterion and failed none (`decide_gate`); a statement saying otherwise was not
+    # made by the gate, whoever signed it
+    unlike = sorted({v for v in e.criteria_verdicts if v not in ("pass", "insufficient")})
+    if unlike or "pass" not in e.criteria_verdicts:
+        return Release(False, "the attested PASS does not follow from its criteria (" + (
+            f"criteria verdicts {', '.join(unlike)[:80]}" if unlike else "no criterion passed") + ")")
     if not e.artifacts:
         return Release(False, "no artifact given: pass --artifact PATH for each file the deploy ships")
     for path, problem in e.artifacts:
@@ -86,3 +95,14 @@ def decide_baseline_age(e: BaselineAgeEvidence) -> StaleBaseline:
     if e.suites_changed:
         reasons.append(f"a suite of baseline {e.name} changed since it was measured: {', '.join(e.suites_changed)}")
     return StaleBaseline(tuple(reasons), bool(reasons) and e.on_stale == "inconclusive")
+
+
+def decide_blessed_run(e: BlessedRunEvidence) -> str | None:
+    """Why the run a blessed name means proves nothing (None: it stands): changed since its blessing, or not a
+    PASS (`bless` takes only a PASS, so a line naming another run was not written by it)."""
+    if not e.evidence_matches:
+        return f"baseline {e.name}'s run {e.run} changed since it was blessed"
+    if e.run_verdict != PASS:
+        return (f"baseline {e.name}'s run {e.run} is {e.run_verdict or 'without a readable verdict'}, not PASS: "
+                "releasegate bless never blessed it")
+    return None

@@ -9,14 +9,18 @@ from datetime import datetime
 from pathlib import Path
 
 from ..border.files import is_file, sha256_file
-from ..decision.release import decide_baseline_age
+from ..border.structured import stored_json
+from ..decision.release import decide_baseline_age, decide_blessed_run
 from ..errors import ReleasegateError
 from ..record.blessings import Blessing, blessings, evidence_digest
-from ..record.decision_evidence import BaselineAgeEvidence
-from ..record.records import RunInfo
+from ..record.decision_evidence import BaselineAgeEvidence, BlessedRunEvidence
+from ..record.records import RunDir, RunInfo
 from ..record.stored_manifest import read_manifest_file
 
 __all__ = ["BlessedStanding", "blessed_standing"]
+
+_CLOCK_SKEW_DAYS = 1 / 24
+"""How far the baseline run may seem to come after this run (clocks of two machines) before its age is unknown."""
 
 
 @dataclass(frozen=True)
@@ -37,28 +41,46 @@ def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
     if not found:
         return BlessedStanding((f"{run.name} was never blessed as {name} in {spec['reports']}",), ())
     blessing = found[-1]
-    if evidence_digest(manifest) != blessing.evidence_sha256:
-        return BlessedStanding((f"baseline {name}'s run {run.name} changed since it was blessed",), ())
+    report = stored_json(run / "report.json", what="report.json")
+    verdict = report.get("verdict") if isinstance(report, dict) else None
+    problem = decide_blessed_run(BlessedRunEvidence(
+        name=name, run=run.name, evidence_matches=evidence_digest(manifest) == blessing.evidence_sha256,
+        run_verdict=verdict if isinstance(verdict, str) else None))
+    if problem:
+        return BlessedStanding((problem,), ())
     stale = decide_baseline_age(BaselineAgeEvidence(
-        name=name, age_days=_age_days(blessing, info), max_age_days=spec.get("max_age_days"),
-        packages_changed=_packages_changed(blessing, info), suites_changed=_suites_changed(blessing),
+        name=name, age_days=_age_days(blessing, run, info), max_age_days=spec.get("max_age_days"),
+        packages_changed=_packages_changed(blessing, run, info), suites_changed=_suites_changed(blessing),
         on_stale=spec.get("on_stale", "warn")))
     return BlessedStanding(stale.reasons, ()) if stale.inconclusive else BlessedStanding((), stale.reasons)
 
 
-def _age_days(blessing: Blessing, info: RunInfo | None) -> float | None:
+def _age_days(blessing: Blessing, run: Path, info: RunInfo | None) -> float | None:
+    """Days from the baseline run to this run (or now): from the earlier of the blessing's record of when the run
+    was made and the run's own sealed run.json, so neither, edited alone, makes an old baseline look fresh. None
+    (unknown, so stale under `max_age_days`) when unreadable, or when the baseline would come after this run."""
     try:
-        then = datetime.fromisoformat(blessing.run_created_at)
+        made = [datetime.fromisoformat(blessing.run_created_at)]
+        made += [datetime.fromisoformat(RunDir(run).read_info().created_at)]
+        then = min(made)
         at = datetime.fromisoformat(info.created_at) if info is not None else datetime.now(then.tzinfo)
-    except (ValueError, TypeError):
+        age = (at - then).total_seconds() / 86400
+    except (ValueError, TypeError, ReleasegateError):
         return None
-    return (at - then).total_seconds() / 86400
+    return age if age >= -_CLOCK_SKEW_DAYS else None
 
 
-def _packages_changed(blessing: Blessing, info: RunInfo | None) -> tuple[str, ...]:
+def _packages_changed(blessing: Blessing, run: Path, info: RunInfo | None) -> tuple[str, ...]:
+    """Packages whose version differs from this run's, as the blessing recorded them or as the baseline run's own
+    sealed run.json does: a blessing line edited to today's versions does not hide a change."""
     now = (info.versions if info is not None else None) or {}
-    return tuple(f"{k} {blessing.packages[k]} -> {now[k]}" for k in sorted(set(blessing.packages) & set(now))
-                 if str(now[k]) != str(blessing.packages[k]))
+    try:
+        own = RunDir(run).read_info().versions
+    except ReleasegateError:
+        own = {}
+    changed = {f"{k} {then[k]} -> {now[k]}" for then in (blessing.packages, own)
+               for k in set(then) & set(now) if str(now[k]) != str(then[k])}
+    return tuple(sorted(changed))
 
 
 def _suites_changed(blessing: Blessing) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import numbers
 import re
 from functools import cache
@@ -325,11 +326,31 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _non_finite(data: Any) -> tuple[list[str | int], float] | None:
+    """The path of the first number in `data` that is NaN or infinite, and the number; None when there is none."""
+    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
+    while stack:
+        value, parts = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return parts, value
+        if isinstance(value, dict):
+            stack.extend((v, [*parts, str(k)]) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, [*parts, i]) for i, v in enumerate(value))
+    return None
+
+
 def validate(
     data: Any, schema_name: str, *, file: Path, node: yaml.Node | None = None, line: int | None = None
 ) -> None:
     """Validate against a shipped schema; raise InputError at the most relevant error. A valid document is
-    accepted by the compiled test alone: jsonschema is imported only to explain a rejection."""
+    accepted by the compiled test alone: jsonschema is imported only to explain a rejection. A number that is not
+    finite (YAML's .nan, .inf) is refused first: a schema's bounds never refuse NaN, and a NaN limit compares
+    false with everything (a `max_age_days: .nan` would never find a baseline stale)."""
+    odd = _non_finite(data)
+    if odd is not None:
+        raise InputError(f"{odd[1]} is not a finite number", file=file,
+                         line=line if line is not None else line_of(node, odd[0]), field=field_path(odd[0]) or None)
     fast = _fast_check(schema_name)
     if fast is not None:
         try:

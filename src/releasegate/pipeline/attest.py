@@ -33,6 +33,8 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://releasegate.invalid/attestation/gate-verdict/v1"
 SHIPPED_ROLES = ("model", "adapter", "merged", "gguf", "draft", "tokenizer")
 """Manifest roles (before ':') whose files ship with the model, and so are the statement's subjects."""
+EMBEDDED_TEMPLATE = "#chat_template"
+"""The manifest path suffix of a chat template kept inside tokenizer_config.json (hashed on its own, no file)."""
 MAX_ATTESTATION_BYTES = 16 * 1024 * 1024
 MAX_SUBJECTS = 100_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -42,10 +44,18 @@ def _subjects(manifest: dict) -> list[dict]:
     subjects = []
     for entry in manifest.get("inputs", []):
         role, sha = str(entry.get("role", "")), entry.get("sha256")
-        if role.split(":", 1)[0] not in SHIPPED_ROLES or not isinstance(sha, str) or "#" in str(entry.get("path")):
+        if role.split(":", 1)[0] not in SHIPPED_ROLES or not isinstance(sha, str) or \
+                str(entry.get("path")).endswith(EMBEDDED_TEMPLATE):
             continue  # a chat template kept inside tokenizer_config.json is covered by that file's digest
         subjects.append({"name": str(entry.get("name") or entry.get("path")), "digest": {"sha256": sha}})
     return subjects
+
+
+def _carries_weights(entry: dict) -> bool:
+    """A manifest input that is model weights which ship (a tokenizer or a config alone binds no model)."""
+    role = str(entry.get("role", ""))
+    return role.split(":", 1)[0] in SHIPPED_ROLES and (role.endswith(":weights") or role == "gguf") and \
+        isinstance(entry.get("sha256"), str)
 
 
 def statement_for(run_path: Path, report: dict, manifest: dict) -> dict:
@@ -78,9 +88,9 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     private_key = load_private_key(key)
     run = releasable_run(run_dir)
     statement = statement_for(run.path, run.report, run.manifest)
-    if not statement["subject"]:
-        raise ReleaseRefused(f"{run.path} hashed no file that ships (an endpoint's model is not visible to "
-                             "releasegate): an attestation would bind nothing")
+    if not any(_carries_weights(e) for e in run.manifest.get("inputs", [])):
+        raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
+                             "releasegate): an attestation would not bind the model that answered")
     path = output if output is not None else Path(f"{run.path.name}.intoto.json")
     check_output_path(path, force=force)
     envelope = sign_envelope(json.dumps(statement, sort_keys=True).encode("utf-8"), private_key)
@@ -93,21 +103,27 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> d
     subject. ReleaseRefused (exit 1) with the one line why, else what was checked."""
     key = load_public_key(public_key)
     try:
-        envelope = json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES))
+        envelope = json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES),
+                              unique_keys=True)
     except (ValueError, RecursionError) as exc:
         raise ReleaseRefused(f"{file}: not an attestation ({str(exc)[:120]})") from None
     signature, payload = envelope_problem(envelope, key)
     statement, statement_problem = _statement(payload) if payload is not None else (None, None)
-    digests = {s["digest"]["sha256"] for s in (statement or {}).get("subject", [])}
-    checked = tuple((str(a), _artifact_problem(a, digests)) for a in artifacts) if statement else ()
-    verdict = ((statement or {}).get("predicate") or {}).get("verdict")
-    decided = decide_attestation(AttestationEvidence(signature, statement_problem,
-                                                     verdict if isinstance(verdict, str) else None, checked))
+    subjects = {(s["name"], s["digest"]["sha256"]) for s in (statement or {}).get("subject", [])}
+    checked = tuple((str(a), _artifact_problem(a, subjects)) for a in artifacts) if statement else ()
+    predicate = (statement or {}).get("predicate") or {}
+    verdict = predicate.get("verdict")
+    criteria = predicate.get("criteria")
+    decided = decide_attestation(AttestationEvidence(
+        signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
+        tuple(c["verdict"] if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
+              for c in (criteria if isinstance(criteria, list) else []))))
     if not decided.allowed:
         raise ReleaseRefused(f"{file}: {decided.reason}")
     assert statement is not None  # a good signature over a statement
-    return {"attestation": str(file), "reason": decided.reason, "run_id": statement["predicate"]["run"]["run_id"],
-            "rubric_sha256": statement["predicate"]["rubric"]["sha256"], "verdict": verdict,
+    # what a signed statement says of its run is shown as it is: a key missing is shown as null, never a crash
+    return {"attestation": str(file), "reason": decided.reason, "run_id": predicate["run"].get("run_id"),
+            "rubric_sha256": predicate["rubric"].get("sha256"), "verdict": verdict,
             "artifacts": [{"path": p, "sha256_matches": True} for p, _ in checked],
             "subjects": len(statement["subject"])}
 
@@ -115,7 +131,7 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> d
 def _statement(payload: bytes) -> tuple[dict | None, str | None]:
     """The signed statement, or why the payload is not a releasegate statement."""
     try:
-        statement = json_loads(payload)
+        statement = json_loads(payload, unique_keys=True)
     except (ValueError, RecursionError) as exc:
         return None, f"the payload is not JSON ({str(exc)[:80]})"
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
@@ -135,7 +151,10 @@ def _statement(payload: bytes) -> tuple[dict | None, str | None]:
     return statement, None
 
 
-def _artifact_problem(path: Path, digests: set[str]) -> str | None:
+def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> str | None:
+    """Why the artifact is not a file that passed: not a regular file, bytes that are no subject's, or bytes of
+    one subject under the file name of another (a tokenizer's bytes shipped as the adapter). A file renamed for
+    the deploy, whose name no subject has, is judged by its bytes alone."""
     if os.path.islink(path):
         return "is a symbolic link: give the file the deploy ships itself"
     if not is_file(path):
@@ -144,6 +163,26 @@ def _artifact_problem(path: Path, digests: set[str]) -> str | None:
         digest = sha256_file(path, what="artifact")
     except InputError as exc:
         return exc.message
-    if digest not in digests:
+    if digest not in {sha for _, sha in subjects}:
         return f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate"
+    named = _closest_names(path, subjects)
+    if named and digest not in named.values():
+        carried = sorted(name for name, sha in subjects if sha == digest)
+        return (f"named as subject {sorted(named)[0]} but its bytes are those of {carried[0]}: not the file that "
+                "passed the gate under this name")
     return None
+
+
+def _closest_names(path: Path, subjects: set[tuple[str, str]]) -> dict[str, str]:
+    """The subjects whose names end the artifact's path most closely (most trailing folder and file names in
+    common; at least the file name), each with its digest: `/srv/draft/model.safetensors` is the draft's
+    `draft/model.safetensors` rather than the base model's `model/model.safetensors`."""
+    parts = Path(os.path.abspath(path)).parts
+
+    def common(name: str) -> int:
+        tail = name.replace("\\", "/").split("/")
+        return next((i for i, (a, b) in enumerate(zip(reversed(parts), reversed(tail), strict=False)) if a != b),
+                    min(len(parts), len(tail)))
+
+    best = max((common(name) for name, _ in subjects), default=0)
+    return {name: sha for name, sha in subjects if best and common(name) == best}

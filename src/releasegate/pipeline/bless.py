@@ -9,9 +9,10 @@ from ..border.env import env_text
 from ..border.files import is_dir
 from ..clock import now
 from ..errors import InputError
+from ..gate.blessed_baseline import blessed_standing
 from ..record.blessings import Blessing, append_blessing, blessed, blessings, check_name, evidence_digest
 from ..record.records import RunDir
-from ..text import valid_text
+from ..text import UNSAFE, valid_text
 from .release_check import releasable_run
 
 __all__ = ["bless_run", "baseline_dir"]
@@ -22,9 +23,8 @@ MAX_REASON = 2000
 def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> tuple[Blessing, Blessing | None]:
     """Bless the run as `name`; the new blessing and the one it replaces (kept in the file), if any."""
     check_name(name)
-    reason = valid_text(reason).strip()
-    if not reason or len(reason) > MAX_REASON or "\n" in reason:
-        raise InputError(f"say why in one line of at most {MAX_REASON} characters", field="--reason")
+    reason = _one_line(reason, "--reason", "say why")
+    by = _one_line(by, "--by", "say who") if by is not None else None
     run = releasable_run(run_dir)
     info = RunDir(run.path).read_info()
     reports = run.path.resolve().parent
@@ -41,9 +41,23 @@ def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> t
     return blessing, (before[-1] if before else None)
 
 
-def baseline_dir(given: Path, reports: Path | None) -> Path:
-    """`given` when it is a directory; else a blessed name looked up in `reports` (default: ./reports)."""
+def _one_line(text: str, option: str, what: str) -> str:
+    """`text` as one line of plain text: a control character (an escape sequence that would rewrite a CI log or
+    a terminal, a newline) or a bidi control is refused, not kept in baselines.jsonl for others to print."""
+    text = valid_text(text).strip()
+    if not text or len(text) > MAX_REASON or UNSAFE.search(text):
+        raise InputError(f"{what} in one line of at most {MAX_REASON} characters, without control characters",
+                         field=option)
+    return text
+
+
+def baseline_dir(given: Path, reports: Path | None) -> tuple[Path, tuple[str, ...]]:
+    """`given` when it is a directory; else a blessed name looked up in `reports` (default: ./reports), with why
+    the run it means proves nothing now (changed since its blessing: a seal rewritten to match edited records
+    still changes the evidence digest the blessing kept)."""
     if is_dir(given) or "/" in str(given):
-        return given
+        return given, ()
     folder = reports if reports is not None else Path("reports")
-    return folder / blessed(folder, str(given)).run
+    run = folder / blessed(folder, str(given)).run
+    standing = blessed_standing({"blessed": str(given), "run": str(run), "reports": str(folder)}, None)
+    return run, standing.problems

@@ -38,9 +38,11 @@ from ..record.seal import sealed_snapshot
 __all__ = ["compare_runs"]
 
 
-def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, confidence: float = 0.95) -> dict:
+def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, confidence: float = 0.95,
+                 blessing_problems: tuple[str, ...] = ()) -> dict:
     """The comparison of `candidate` with `baseline` on their shared cases, with its verdict; `rubric` (default:
-    the candidate's snapshot) gives the forbidden rules and the baseline margins."""
+    the candidate's snapshot) gives the forbidden rules and the baseline margins; `blessing_problems`: why a
+    blessed baseline proves nothing now."""
     base_run, cand_run = RunDir(baseline), RunDir(candidate)
     base_info, cand_info = base_run.read_info(), cand_run.read_info()
     if same_run(base_run.path, base_info, cand_run.path, cand_info):
@@ -59,8 +61,8 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
                              base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
     # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
     base_draws, cand_draws = (run.read_records("draws.jsonl", required=False) for run in (base_run, cand_run))
-    base_health = Health(tuple(baseline_problems(base_run.path, base_info, base, base_load)
-                               + draw_problems(base_info, base, base_draws)), None, None)
+    base_health = Health((*blessing_problems, *baseline_problems(base_run.path, base_info, base, base_load),
+                          *draw_problems(base_info, base, base_draws)), None, None)
     cand_health = Health(tuple(saved_run_problems(cand_run.path, cand_info, cand, cand_load)
                                + draw_problems(cand_info, cand, cand_draws)), target_failure(cand + cand_draws, cand_load), None)
     evidence = ComparisonEvidence(

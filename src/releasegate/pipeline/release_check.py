@@ -45,6 +45,7 @@ def releasable_run(run_dir: Path) -> ReleasableRun:
     evidence = ReleaseEvidence(
         run=str(path), sealed=bool(sealed), complete=bool(sealed.get("complete")),
         verify_outcome=result["outcome"], changes=tuple(f"{c['path']} {c['change']}" for c in result["changes"]),
+        not_checked=tuple(str(n) for n in result["not_hashed"]),
         recorded_verdict=verdict if isinstance(verdict, str) else None,
         judged_again=judged_again(path) if verdict == "PASS" and result["outcome"] == "unchanged" else None,
         judged_by_own_rubric=own)

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ReleasegateError
 from ..inputs.backend_facts import backend_names, capabilities
+from ..record.records import RunDir
 from ..record.seal import seal_changes
 from ..run.manifest import compare_manifest, read_manifest
 
 __all__ = ["verify_run", "OUTCOME_EXIT"]
+
+ENDPOINT = "the model served behind the endpoint (its weights are not visible to releasegate)"
 
 OUTCOME_EXIT = {"changed": 1, "unverified": 3, "unchanged": 0}
 """`releasegate verify`'s exit code for each outcome."""
@@ -28,12 +32,25 @@ def verify_run(run_dir: Path) -> dict:
     rows = compare_manifest(manifest) + sealed_rows
     checked = sum(1 for e in manifest["inputs"] if e.get("sha256"))
     unhashed = [e["path"] for e in manifest["inputs"] if not e.get("sha256")]
-    backend = manifest.get("target", {}).get("backend")
-    if backend in backend_names() and capabilities(backend).endpoint:
-        unhashed.append("the model served behind the endpoint (its weights are not visible to releasegate)")
+    unhashed += _model_unseen(manifest, run_dir)
     if not sealed:
         unhashed.append(UNSEALED)
     outcome = "changed" if rows else "unverified" if unhashed else "unchanged"
     return {"run": str(run_dir), "outcome": outcome, "checked": checked, "unchanged": not rows, "changes": rows,
             "sealed": sorted((manifest.get("sealed") or {}).get("files", {})), "not_hashed": unhashed,
             "manifest": manifest}
+
+
+def _model_unseen(manifest: dict, run_dir: Path) -> list[str]:
+    """Why the model that answered could not be hashed: an endpoint's, or a backend releasegate does not know.
+    The backend is read from the sealed run.json as well as from manifest.json, which no seal covers: a manifest
+    rewritten to name a local backend does not hide an endpoint."""
+    try:
+        sealed_backend: str | None = RunDir(run_dir).read_info().backend
+    except ReleasegateError:
+        sealed_backend = None
+    named = {b for b in ((manifest.get("target") or {}).get("backend"), sealed_backend) if b is not None}
+    unknown = sorted(str(b) for b in named if b not in backend_names())
+    if unknown:
+        return [f"the model of backend {unknown[0][:40]!r}, which releasegate does not know"]
+    return [ENDPOINT] if any(capabilities(b).endpoint for b in named) else []

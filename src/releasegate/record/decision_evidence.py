@@ -251,6 +251,8 @@ class ReleaseEvidence:
     """`releasegate verify`'s outcome: 'unchanged', 'changed' or 'unverified'."""
     changes: tuple[str, ...]
     """What verify found changed (inputs, packages, the run's own files), one short line each."""
+    not_checked: tuple[str, ...]
+    """What verify could not check (an input not hashed, the model behind an endpoint), one short line each."""
     recorded_verdict: str | None
     """The verdict of the run's sealed report.json (None: none readable)."""
     judged_again: str | None
@@ -271,6 +273,21 @@ class AttestationEvidence:
     predicate_verdict: str | None
     artifacts: tuple[tuple[str, str | None], ...]
     """Each artifact given: its path and why it does not match a subject (None: it matches one)."""
+    criteria_verdicts: tuple[str, ...]
+    """Each attested criterion's verdict, as signed (a value that is no text: '?')."""
+
+
+@dataclass(frozen=True)
+class BlessedRunEvidence:
+    """The run a blessed name means, as the gate finds it."""
+
+    name: str
+    run: str
+    """The run directory's name."""
+    evidence_matches: bool
+    """Its evidence digest now is the one its blessing kept."""
+    run_verdict: str | None
+    """The verdict of its report.json now (None: none readable)."""
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from ..border.files import check_regular, exists, is_dir, is_file
+from ..border.files import check_regular, exists, is_dir, is_file, modified_at, sha256_file
 from ..border.structured import json_loads, stored_json
 from ..clock import now
 from ..errors import InputError, ReleasegateError
@@ -44,6 +45,8 @@ _SCHEMA = (
 )
 _COLUMNS = ("dir", "run_id", "created_at", "status", "target", "fingerprint", "suites", "verdict", "rubric_sha256",
             "metrics", "criteria", "indexed_at")
+_SUMMARY_FILES = ("run.json", "manifest.json", "report.json")
+"""The files of a run directory a row is made from."""
 _BUSY_TIMEOUT_S = 60.0
 MAX_RUNS = 100_000
 """Run directories one reports root may hold; past it the root is not a reports folder."""
@@ -67,7 +70,8 @@ class HistoryRow:
     """The target fingerprint of the run's manifest (which model files and settings answered)."""
     suites: list[str]
     verdict: str | None
-    """The verdict of the run's report.json; None when it has none (killed before the gate)."""
+    """The verdict of the run's report.json, with ' (unsealed)' or ' (edited since sealed)' after it when
+    report.json is not the file its seal names; None when it has none (killed before the gate)."""
     rubric_sha256: str | None
     metrics: dict[str, float | None]
     criteria: list[dict] = field(default_factory=list)
@@ -95,10 +99,25 @@ def run_summary(run_path: Path) -> HistoryRow:
     return HistoryRow(
         dir=run.path.name, run_id=info.run_id, created_at=info.created_at, status=info.status, target=info.target,
         fingerprint=(manifest.get("target") or {}).get("fingerprint"), suites=suites,
-        verdict=report.get("verdict") if isinstance(report.get("verdict"), str) else None,
+        verdict=_shown_verdict(run.path, manifest, report.get("verdict")),
         rubric_sha256=judged.get("snapshot_sha256") if isinstance(judged.get("snapshot_sha256"), str) else None,
         metrics={m: _number(metrics[m].get("value")) for m in HEADLINE_METRICS if isinstance(metrics.get(m), dict)},
         criteria=[_criterion(c) for c in criteria if isinstance(c, dict)])
+
+
+def _shown_verdict(run_path: Path, manifest: dict, verdict: object) -> str | None:
+    """The report's verdict, marked when report.json is not the file its seal names (no seal, or edited since):
+    a hand-made run directory's PASS never lists, filters or draws as a PASS."""
+    if not isinstance(verdict, str):
+        return None
+    sealed = ((manifest.get("sealed") or {}).get("files") or {}).get("report.json")
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("sha256"), str):
+        return f"{verdict} (unsealed)"
+    try:
+        digest = sha256_file(run_path / "report.json", what="report.json")
+    except InputError:
+        digest = None
+    return verdict if digest == sealed["sha256"] else f"{verdict} (edited since sealed)"
 
 
 def _criterion(raw: dict) -> dict:
@@ -164,16 +183,34 @@ class Index:
         return len(rows)
 
     def sync(self) -> None:
-        """Index the run directories the index does not list; drop the rows whose directory is gone."""
+        """Index the run directories the index does not list, and again those whose files changed since they were
+        indexed (a report rewritten outside releasegate); drop the rows whose directory is gone."""
         listed = {row.dir for row in self.rows()}
         present = set(run_directories(self.root))
-        for name in sorted(present - listed):
+        for name in sorted((present - listed) | self._changed_since_indexed(present & listed)):
             try:
                 self.put(run_summary(self.root / name))
             except ReleasegateError:
                 continue  # not readable as a run (yet): it is listed once it is
         for name in sorted(listed - present):
             self._write("DELETE FROM runs WHERE dir = ?", (name,))
+
+
+    def _changed_since_indexed(self, names: set[str]) -> set[str]:
+        """The listed runs whose run.json, manifest.json or report.json was written at or after their row (to the
+        second the row keeps): each is read again once, then its row is newer."""
+        changed = set()
+        for name, at in self.db.execute("SELECT dir, indexed_at FROM runs").fetchall():
+            if name not in names:
+                continue
+            try:
+                indexed = datetime.fromisoformat(at).timestamp()
+            except (TypeError, ValueError):
+                changed.add(name)
+                continue
+            if any(modified_at(self.root / name / f) >= indexed - 1 for f in _SUMMARY_FILES):
+                changed.add(name)
+        return changed
 
 
 _INSERT = f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
