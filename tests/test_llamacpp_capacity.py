@@ -44,7 +44,8 @@ def check(cli, config: Path, run_id: str) -> tuple[int, dict]:
 
 
 def test_capacity_sweep_agrees_with_a_fixed_rate_check(llamacpp_server, cli, tmp_path):
-    sweep = {"start_rps": 24, "max_rps": 2000, "factor": 1.5, "requests_per_step": 60, "step_s": 1.5, "refine": 1,
+    # the first step low enough that a crowded machine (the server fell behind at 24 req/s once) still meets it
+    sweep = {"start_rps": 6, "max_rps": 2000, "factor": 1.5, "requests_per_step": 60, "step_s": 1.5, "refine": 1,
              "slo": SLO}
     config = project(tmp_path, llamacpp_server, "criteria:\n  - {metric: capacity_rps, op: '>=', threshold: 10}\n",
                      f"load: {{warmup: 4, sweep: {json.dumps(sweep)}}}\n")
@@ -58,7 +59,7 @@ def test_capacity_sweep_agrees_with_a_fixed_rate_check(llamacpp_server, cli, tmp
     assert broke["rate"] > capacity and broke["verdict"] == "breaks"
     # the sweep rose by its factor, then bisected between the last good and the first bad rate
     rises = [s["rate"] for s in sorted(cap["steps"], key=lambda s: s["step"])][:3]
-    assert rises[:2] == [24, 36] and len(cap["steps"]) >= 3
+    assert rises[:2] == [6, 9] and len(cap["steps"]) >= 3
     # the server's signals were read at every step; llama.cpp's queue is its deferred requests
     assert all("queue" in s["signals"] and "running" in s["signals"] for s in cap["steps"])
     assert broke["signals"]["queue"]["max"] > 0
