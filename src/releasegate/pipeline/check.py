@@ -34,6 +34,7 @@ from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
+from ..llm_judge.guard import guard_stage
 from ..llm_judge.stage import judge_manifest, judge_stage
 from ..record.evidence import failure
 from ..record.judge_verdicts import run_verdicts
@@ -266,6 +267,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             backend = None
         with timing.part("judging_s"):
             _judge_outputs(run, info, config, console, progress, use_cache)
+            guard_stage(run, info, config, rubric.forbidden, console=console, use_cache=use_cache,
+                        between=INTERRUPTION.raise_if_pending)
         INTERRUPTION.raise_if_pending()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)

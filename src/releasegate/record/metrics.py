@@ -223,8 +223,10 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
         return _proportion(hits, done, confidence, strata)
     if name == "forbidden_rate":
         done = [r for r in records if answered(r)]
-        hits = [bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done]
-        return _proportion(hits, done, confidence, strata)
+        found = [scores[r.case_id].get("forbidden", {}) for r in done]
+        if missing := [r.case_id for r, f in zip(done, found) if f.get("unknown")]:  # no guard verdict: not 'clean'
+            return MetricValue(None, len(done), note=f"{len(missing)} answer(s) have no guard verdict, e.g. {missing[0]}")
+        return _proportion([bool(f.get("hit")) for f in found], done, confidence, strata)
     key = "answer" if name == "accuracy" else "format"
     # a failed request (an empty answer too) counts as wrong where the check applies
     judged = [r for r in records if key in scores[r.case_id] or (not answered(r) and _has_check(r, key))]
