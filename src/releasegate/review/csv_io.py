@@ -31,7 +31,8 @@ from ..gate.case_detail import failing_cases
 from ..inputs.csv_dialect import REOPEN, misread_utf8
 from ..inputs.files import MAX_FILE_BYTES, read_capped
 from ..record.records import CaseRecord
-from ..record.review_labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key, reviewer_rounds
+from ..record.review_labels import (LABEL_WORDS, LabelEdit, current_labels, parse_forbidden, parse_label, reviewer_key,
+                                    reviewer_rounds)
 from ..record.review_outcome import check_verdicts, output_hash
 from ..spreadsheet import SAVE_AS_UTF8, csv_text, neutralise, unneutralise
 from ..text import inert, reveal
@@ -46,12 +47,12 @@ __all__ = [
 COLUMNS = (
     "review_id", "case_id", "slice", "sampled_as", "input", "expected", "output",
     "auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why", "output_hash",
-    "label", "reason", "reviewer",
+    "label", "reason", "reviewer", "forbidden",
 )
 AUTO_COLUMNS = ("auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why")
 """The automatic verdict and its reasons: in the CSV only with `review.show_auto: true` (blind review otherwise)."""
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
-READ_BACK = frozenset({*REQUIRED_COLUMNS, "round"})
+READ_BACK = frozenset({*REQUIRED_COLUMNS, "round", "forbidden"})
 """Columns import reads: neutralised so that it gets their text back exactly. The others are only shown."""
 ROUND = "round"
 """The adjudication CSV's column saying its rows are an adjudicator's labels ('adjudication' in every row)."""
@@ -142,7 +143,7 @@ def case_cells(sample: ReviewSample, records: list[CaseRecord], scores: dict[str
             item.review_id, item.case_id, item.stratum, item.sampled_as, render_input(record.input),
             _text(record.expected), record.output or "", outcome,
             checks["answer"], checks["format"], checks["forbidden"], "; ".join(reasons),
-            item.output_hash, "", "", "",
+            item.output_hash, "", "", "", "",
         ]
         out.append(dict(zip(COLUMNS, (inert(c) for c in cells))))
     return out
@@ -239,7 +240,7 @@ def read_review_csv(
             problems.append((start, problem))
         elif edit is None:
             unlabelled += 1
-        elif (old := current.get(_key(edit))) and (old.label, old.reason) == (edit.label, edit.reason):
+        elif (old := current.get(_key(edit))) and (old.label, old.reason, old.forbidden) == (edit.label, edit.reason, edit.forbidden):
             unchanged += 1
         else:
             edits.append(edit)
@@ -306,6 +307,7 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     return None, LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,
+        forbidden=parse_forbidden(unneutralise(cell.get("forbidden", ""))),
     )
 
 
@@ -377,6 +379,7 @@ Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.
                reject   (it is not)                         accepted: {words("reject")}
      reason    a few words on why (most useful for rejections)
      reviewer  your name; every labelled row needs one
+     forbidden the forbidden categories the output falls under, comma-separated, or none (measures a guard model)
    Leave label empty on rows you did not review.
 4. Do not edit the other columns. review_id identifies the row; output_hash proves the output is the one exported,
    and a row whose output was changed is refused. An apostrophe (') was added before = + - @ at the start of a
