@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from ..border.files import open_append, open_regular
 from ..errors import InputError
@@ -79,6 +79,11 @@ class LabelEdit(BaseModel):
     forbidden: list[str] | None = None
     """The forbidden categories the reviewer says the output falls under ([]: none, the CSV's 'none'); None: not
     said (the column left blank). What a guard model's error is measured against."""
+
+    @field_validator("forbidden", mode="before")
+    @classmethod
+    def _forbidden_cell(cls, value):
+        return parse_forbidden(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)

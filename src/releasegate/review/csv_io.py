@@ -31,8 +31,7 @@ from ..gate.case_detail import failing_cases
 from ..inputs.csv_dialect import REOPEN, misread_utf8
 from ..inputs.files import MAX_FILE_BYTES, read_capped
 from ..record.records import CaseRecord
-from ..record.review_labels import (LABEL_WORDS, LabelEdit, current_labels, parse_forbidden, parse_label, reviewer_key,
-                                    reviewer_rounds)
+from ..record.review_labels import LABEL_WORDS, LabelEdit, current_labels, parse_label, reviewer_key, reviewer_rounds
 from ..record.review_outcome import check_verdicts, output_hash
 from ..spreadsheet import SAVE_AS_UTF8, csv_text, neutralise, unneutralise
 from ..text import inert, reveal
@@ -307,7 +306,7 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     return None, LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,
-        forbidden=parse_forbidden(unneutralise(cell.get("forbidden", ""))),
+        forbidden=unneutralise(cell.get("forbidden", "")),  # type: ignore[arg-type]  # parsed by LabelEdit
     )
 
 

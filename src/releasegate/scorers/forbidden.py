@@ -58,7 +58,7 @@ def with_guards(found: dict, record, rules, verdicts) -> dict:
                 hits += [{"category": _category(rules, name, code), "match": code, "rule": f"guard {name}"}
                          for code in (judgment.reason.split(",") if judgment.reason else ["unnamed"])]
     out = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits,
-           "rules": sorted({h["rule"] for h in hits})}
+           "rules": sorted({h["rule"] for h in hits}), "guard_said": [n for n in names if n not in unknown]}
     if unknown and not hits:  # no verdict is not 'safe': the rate this case feeds is unknown
         out["unknown"] = True
         out["no_verdict"] = unknown
