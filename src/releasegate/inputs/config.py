@@ -34,6 +34,7 @@ from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .guard_settings import parse_guards
 from .judge_settings import parse_judge
 from .load_profile import LoadConfig, parse_load
+from .probes import parse_probes
 from .scale_config import ScaleConfig, parse_scale
 from .schema_check import validate
 from .suite_config import SuiteConfig, check_unique_names, parse_suite
@@ -75,6 +76,8 @@ class Config:
     declared."""
     judge: Any = None
     """The LLM judge (`judge:`, an `inputs.judge_settings.JudgeSettings`); None: no judge configured."""
+    probes: Any = None
+    """Attack families applied to the must-refuse cases (`probes:`, an `inputs.probes.ProbePlan`); None: none."""
     guards: dict = field(default_factory=dict)
     """Guard models by name (`guards:`, `inputs.guard_settings.GuardSettings`) that `forbidden:` rules of kind
     guard ask; empty: none."""
@@ -199,6 +202,7 @@ def load_config(
         response_cache_probe=parse_response_cache_probe(data.get("response_cache_probe"), here, at),
         judge=judge,
         guards=guards,
+        probes=parse_probes(data.get("probes"), here, at),
         scale=parse_scale(data.get("scale"), served, data.get("load"), at),
         variants=parse_variant_plan(data.get("variants"), data.get("variant_choice"), data["target"], here, at),
         base_dir=here,

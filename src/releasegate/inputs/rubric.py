@@ -203,6 +203,10 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
             hint=did_you_mean(raw["metric"], sorted(known)) or "known: " + ", ".join(sorted(known)),
         )
     slice_ = {k: v for k, v in raw.get("slice", {}).items()}
+    if raw.get("probe") is not None:  # a probe family's rate: the slice of its probe cases (inputs.probes)
+        if raw["metric"] not in ("forbidden_rate", "forbidden_rate_delta"):
+            raise InputError("probe: is for forbidden_rate", **at("criteria", i, "probe"))
+        slice_["probe"] = raw["probe"]
     name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items()) + (
         " (under load)" if raw.get("phase") == "load" else "")
     confidence = raw.get("confidence")

@@ -30,6 +30,7 @@ from ..gate.comparability import settings_key
 from ..inputs.config import Config, load_config
 from ..inputs.files import read_text
 from ..inputs.judge_settings import check_judged_cases
+from ..inputs.probes import with_probes
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
@@ -176,7 +177,8 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
         overrides: dict[str, Any] = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
         config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
     rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
-    cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
+    cases = with_probes(load_suites(config.suites, base, limit=info.limit), config.probes,  # the first info.limit
+                        limited=info.limit is not None)
     return config, rubric, cases
 
 
