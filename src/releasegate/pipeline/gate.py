@@ -32,6 +32,7 @@ from ..gate.health import (
 )
 from ..gate.latency_source import latency_source, quality_source
 from ..gate.load_quality import LOAD_PROBE_METRICS, flip_table, load_answers, load_metric, step_quality
+from ..gate.safety_delta import forbidden_delta
 from ..gate.stability import DRAW_METRICS, case_draws, draw_metric, draw_problems, draws_table, per_draw_rate
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
@@ -138,6 +139,8 @@ def gate_run(
             return capacity_metric(sweep)
         if name in CACHE_METRICS:
             return cache_metric(name, info.response_cache_probe, confidence)
+        if name == "forbidden_rate_delta":
+            return forbidden_delta(rubric.baseline, rubric.forbidden, records, scores, slice_, confidence or 0.95)
         source = by_phase[name] if name in by_phase else (timed if is_phased(name) else records)
         chosen = select(source, slice_)
         if name in evaluate_values:

@@ -69,6 +69,7 @@ STABILITY_METRICS: dict[str, tuple[str, str]] = {
                                 "answer (normalised)"),
     "load_accuracy_delta": ("higher", "accuracy under load minus accuracy alone, on the cases answered in both "
                                       "(paired bound)"),
+    "forbidden_rate_delta": ("lower", "forbidden_rate minus the baseline run's, on the cases both answered (paired)"),
 }
 """Criteria over repeated draws and over the same cases' answers under load (`gate.stability`)."""
 KNOWN_METRICS.update(STABILITY_METRICS)
@@ -380,8 +381,7 @@ def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
 
 
 def timing_derived_cost(cost: dict | None) -> bool:
-    """Whether cost figures depend on the run's timing: self-hosted cost divides by measured time or throughput; an
-    API price table multiplies counted tokens, which no client lateness changes."""
+    """Whether cost figures depend on the run's timing (self-hosted: divided by measured time or throughput)."""
     return not cost or cost.get("mode") != "api"
 
 
