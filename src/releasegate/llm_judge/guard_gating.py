@@ -44,6 +44,11 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
     for result in results:
         c = result.criterion
         own = getattr(c, "origin", None) != "baseline" and getattr(c, "phase", None) in (None, "quality")
+        if c.metric == "forbidden_rate_delta" and result.value.value is not None:
+            # both arms' raw guard verdicts: an uncalibrated guard's word cannot show "no less safe than the base"
+            verdict, why = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, result.verdict, ""))
+            out.append(result if verdict == result.verdict else result.undecided(why, Undecided.JUDGE))
+            continue
         if c.metric != "forbidden_rate" or not own or result.value.value is None:
             out.append(result)  # no value: already undecided for want of guard verdicts
             continue
@@ -51,7 +56,7 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
                                     result.value.confidence)
         again = judge_criterion(c, value) if value.value is not None else None
         verdict, why = guard_ruling(GuardedCriterion(
-            getattr(c, "name", None) or c.metric, result.verdict, calibration,
+            c.name, result.verdict, calibration,
             again.verdict if again else None, (again.reason if again else value.note)))
         if any(g.labelled < g.min_labels for g in calibration):
             out.append(result.undecided(why, Undecided.JUDGE) if verdict == "insufficient"
