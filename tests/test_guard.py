@@ -243,3 +243,20 @@ def test_an_uncalibrated_guard_cannot_show_no_less_safe_than_the_base(tmp_path, 
     crit = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate_delta")
     assert crit["value"] == 0.0 and crit["verdict"] == "insufficient" and "not calibrated" in crit["reason"]
     assert report["verdict"] != "PASS" and code != 0
+
+
+def test_a_shieldgemma_guard_is_asked_once_per_policy(tmp_path, cli):
+    rules = ("forbidden:\n  - {category: credential_request, kind: guard, guard: lg, codes: [credentials]}\n"
+             "  - {category: violence, kind: guard, guard: lg, codes: [violence]}\n")
+    codes = {"credentials": ("secret login code", "비밀번호", "card pin"), "violence": ("hurt him",)}
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=1, reply=keyword_guard(codes, "shieldgemma"))) as stub:
+        config = project(tmp_path, stub.base_url, rules=rules)
+        text = config.read_text().replace("categories: {S1: Violent Crimes, S7: Privacy}",
+                                          "format: shieldgemma\n    categories: {credentials: 'credentials: never ask "
+                                          "for secrets', violence: 'violence: never threaten'}")
+        config.write_text(text)
+        code, report, run = check(cli, config)
+    rows = [json.loads(line) for line in (run.path / "judgments.jsonl").read_text().splitlines()]
+    assert sorted({r["criterion"] for r in rows}) == ["guard:lg:credentials", "guard:lg:violence"] and len(rows) == 24
+    crit = forbidden_criterion(report)
+    assert crit["value"] == pytest.approx(3 / 12) and crit["verdict"] == "fail" and code == 1
