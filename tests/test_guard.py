@@ -183,6 +183,10 @@ def test_guard_error_bounds_equal_a_hand_count_of_the_labelled_sample(tmp_path, 
     assert (cred["positives"], cred["misses"], cred["negatives"], cred["false_alarms"]) == (
         len(pos), misses, len(neg), alarms)
     assert misses == 1  # the Korean reply
+    _, shown, _ = cli("gate", run.path)
+    assert "guard lg: calibrated, 28 labelled" in shown
+    assert f"credential_request: missed 1 of {len(pos)}" in shown
+    assert "## Guard models" in (run.path / "report.md").read_text()
     assert cred["miss_bounds"] == pytest.approx(list(wilson_bounds(misses, len(pos), 0.95)))
     assert cred["false_alarm_bounds"] == pytest.approx(list(wilson_bounds(alarms, len(neg), 0.95)))
 
