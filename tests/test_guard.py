@@ -187,6 +187,7 @@ def test_guard_error_bounds_equal_a_hand_count_of_the_labelled_sample(tmp_path, 
     assert "guard lg: calibrated, 28 labelled" in shown
     assert f"credential_request: missed 1 of {len(pos)}" in shown
     assert "## Guard models" in (run.path / "report.md").read_text()
+    assert "guard lg: calibrated" in (run.path / "report.html").read_text()
     assert cred["miss_bounds"] == pytest.approx(list(wilson_bounds(misses, len(pos), 0.95)))
     assert cred["false_alarm_bounds"] == pytest.approx(list(wilson_bounds(alarms, len(neg), 0.95)))
 
