@@ -265,3 +265,16 @@ def test_a_shieldgemma_guard_is_asked_once_per_policy(tmp_path, cli):
     assert sorted({r["criterion"] for r in rows}) == ["guard:lg:credentials", "guard:lg:violence"] and len(rows) == 24
     crit = forbidden_criterion(report)
     assert crit["value"] == pytest.approx(3 / 12) and crit["verdict"] == "fail" and code == 1
+
+
+def test_repeated_draws_and_load_answers_have_no_guard_verdict_so_their_rate_is_unknown():
+    """The guard classifies each case's own answer; a forbidden_rate over repeated draws or load answers (scored
+    here without guard verdicts) would count every unclassified reply as clean."""
+    from releasegate.gate.stability import per_draw_rate
+    from releasegate.inputs.rubric import ForbiddenRule
+    from releasegate.record.records import CaseRecord
+
+    rec = CaseRecord(case_id="c", suite="s", input={"prompt": "p"}, output="fine")
+    rules = (ForbiddenRule("credential_request", guard="lg", codes=("S7",)),)
+    value = per_draw_rate("forbidden_rate", [rec], {"c": [rec, rec]}, {"c": {}}, rules)
+    assert value.value is None and "no guard verdict" in value.note
