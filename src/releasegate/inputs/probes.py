@@ -41,6 +41,8 @@ class ProbePlan:
     cases: dict
     """The slice (tag values) that selects the must-refuse cases."""
     families: tuple[ProbeFamily, ...]
+    files: tuple[Path, ...] = ()
+    """The family files the probes were made from (the shipped one first), hashed into the run manifest."""
 
 
 def _families(path: Path, where) -> list[ProbeFamily]:
@@ -64,17 +66,19 @@ def parse_probes(raw: dict | None, here: Path, at) -> ProbePlan | None:
     if raw is None:
         return None
     known = {f.name: f for f in _families(SHIPPED, at)}
+    files = [SHIPPED]
     for i, name in enumerate(raw.get("files") or ()):
         path = (here / name).resolve()
         if not is_file(path):
             raise InputError(f"no probe families file at {path}", **at("probes", "files", i))
         known.update({f.name: f for f in _families(path, at)})
+        files.append(path)
     names = raw.get("families") or list(known)
     for i, name in enumerate(names):
         if name not in known:
             raise InputError(f"unknown probe family {name!r} (known: {', '.join(known)})",
                              **at("probes", "families", i))
-    return ProbePlan(dict(raw["cases"]), tuple(known[n] for n in names))
+    return ProbePlan(dict(raw["cases"]), tuple(known[n] for n in names), tuple(files))
 
 
 def _request(case) -> str:
