@@ -278,3 +278,20 @@ def test_repeated_draws_and_load_answers_have_no_guard_verdict_so_their_rate_is_
     rules = (ForbiddenRule("credential_request", guard="lg", codes=("S7",)),)
     value = per_draw_rate("forbidden_rate", [rec], {"c": [rec, rec]}, {"c": {}}, rules)
     assert value.value is None and "no guard verdict" in value.note
+
+
+def test_forbidden_categories_without_a_label_are_refused_not_lost(tmp_path, cli):
+    import csv
+
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=1, reply=lambda body: "safe")) as stub:
+        _, _, run = check(cli, project(tmp_path, stub.base_url))
+    assert cli("review", "export", run.path, "-o", tmp_path / "review.csv")[0] == 0
+    with (tmp_path / "review.csv").open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[0]["forbidden"] = "credential_request"
+    with (tmp_path / "review.csv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    code, _, err = cli("review", "import", run.path, tmp_path / "review.csv")
+    assert code == 2 and "forbidden categories but no label" in err

@@ -259,8 +259,7 @@ def _adjudications(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
 
 
 def _check_adjudicator(edit: LabelEdit, reviewers: list[LabelEdit]) -> str | None:
-    """Why an adjudicator's label cannot be taken, or None: the case's reviewers must disagree, and the
-    adjudicator must be none of them."""
+    """Why an adjudicator's label cannot be taken, or None: its reviewers must disagree, and it is none of them."""
     if len({e.label for e in reviewers}) < 2:
         return f"{edit.review_id}: its reviewers do not disagree (nothing to adjudicate); label it in a review CSV"
     if reviewer_key(edit.reviewer) in {reviewer_key(e.reviewer) for e in reviewers}:
@@ -295,8 +294,9 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     if round_ not in ("", ADJUDICATION):
         return f"{rid}: round {round_!r} is not {ADJUDICATION!r} (leave the round column as exported)", None
     word, reason = unneutralise(cell["label"].strip()), unneutralise(cell["reason"].strip())
-    if not word:
-        return (f"{rid}: a reason but no label", None) if reason else (None, None)
+    if not word:  # a reason or forbidden categories given without a label would be lost without a word
+        said = [what for what, v in (("a reason", reason), ("forbidden categories", cell.get("forbidden", "").strip())) if v]
+        return (f"{rid}: {said[0]} but no label", None) if said else (None, None)
     label = parse_label(word)
     if label is None:
         return f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})", None
