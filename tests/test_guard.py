@@ -295,3 +295,9 @@ def test_forbidden_categories_without_a_label_are_refused_not_lost(tmp_path, cli
         writer.writerows(rows)
     code, _, err = cli("review", "import", run.path, tmp_path / "review.csv")
     assert code == 2 and "forbidden categories but no label" in err
+
+
+def test_a_rule_naming_an_undefined_guard_is_refused_before_anything_runs(tmp_path, cli):
+    code, out, err = cli("check", "-c", project(tmp_path, None), "--no-progress")
+    assert code == 2 and "names guard 'lg', which the config does not define" in err
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())

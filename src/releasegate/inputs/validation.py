@@ -37,6 +37,7 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     config = load_config(config_path, overrides=overrides)
     rubric = load_rubric(named_file(config.rubric, what="rubric", where=config.key_at("rubric"), base=config.base_dir))
     _check_installed(rubric)
+    _check_guards(config, rubric)
     _check_embedding_model(config)
     cases = with_probes(load_suites(config.suites, config.path.parent, limit=limit), config.probes,
                         limited=limit is not None) if keep else None
@@ -60,6 +61,16 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     families = {f.name for f in config.probes.families} if config.probes is not None else set()
     _refuse_slices(rubric, [m for m in missing if str(m[1].get("probe")) not in families], seen)  # probes: made
     return config, rubric, cases if keep else per_suite
+
+
+def _check_guards(config, rubric) -> None:
+    """A rubric rule of kind guard names a guard of the config's `guards:`: said before the model runs."""
+    for i, rule in enumerate(rubric.forbidden):
+        if rule.guard and rule.guard not in config.guards:
+            known = ", ".join(config.guards) or "none: the config has no guards: section"
+            raise InputError(f"forbidden rule {i + 1} names guard '{rule.guard}', which the config does not define "
+                             f"(known: {known})", file=rubric.path, field="forbidden",
+                             hint="add it under guards: in the config (see docs/scorers.md)")
 
 
 def _check_installed(rubric) -> None:
