@@ -35,8 +35,22 @@ def failing_why(record: CaseRecord, scores: dict) -> list[str]:
                 c["detail"] for c in scores[key].get("checks", []) if not c["passed"])
             why.append(f"{key}: {detail}")
     if scores.get("forbidden", {}).get("hit"):
-        why.append("forbidden: " + ", ".join(scores["forbidden"]["categories"]))
+        why.append("forbidden: " + forbidden_detail(scores["forbidden"]))
+    elif scores.get("forbidden", {}).get("unknown"):
+        why.append("forbidden: no verdict from guard " + ", ".join(scores["forbidden"].get("no_verdict", [])))
     return why
+
+
+def forbidden_detail(found: dict) -> str:
+    """The categories a reply hit, each with the rule(s) that said so: 'credential_request (guard lg: S7)'."""
+    by_category: dict[str, list[str]] = {}
+    for match in found.get("matches", []):
+        rule = match.get("rule", "rules")
+        said = f"{rule}: {match['match']}" if rule != "rules" else f"rules: {match['match']!r}"
+        by_category.setdefault(match["category"], []).append(said)
+    if not by_category:
+        return ", ".join(found.get("categories", []))
+    return ", ".join(f"{c} ({'; '.join(dict.fromkeys(s))})" for c, s in by_category.items())
 
 
 def input_text(case_input: dict[str, Any]) -> str:
@@ -104,7 +118,9 @@ def check_results(scores: dict) -> list[dict]:
         out.append(_check(f"format: {check.get('type', '?')}", check))
     if "forbidden" in scores:
         hit = scores["forbidden"]
-        out.append({"check": "forbidden", "passed": not hit["hit"], "detail": ", ".join(hit.get("categories", []))})
+        passed = None if hit.get("unknown") else not hit["hit"]
+        detail = forbidden_detail(hit) if hit["hit"] else "no guard verdict" if hit.get("unknown") else ""
+        out.append({"check": "forbidden", "passed": passed, "detail": detail})
     return out
 
 

@@ -131,8 +131,8 @@ def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
         return not answered(record)
     if not answered(record):  # a failed request (an empty answer among them, `evidence`) is no pair to compare
         return None
-    if key == "forbidden":
-        return bool(score.get("forbidden", {}).get("hit"))
+    if key == "forbidden":  # a guard with no verdict on the reply: unknown, as a judge's missing verdict
+        return _UNKNOWN if score.get("forbidden", {}).get("unknown") else bool(score.get("forbidden", {}).get("hit"))
     if key in score and score[key].get("unknown"):
         return _UNKNOWN
     return score[key]["passed"] if key in score else None

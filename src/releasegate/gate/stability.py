@@ -17,6 +17,7 @@ from ..record.evidence import answered, failure
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import normalize, score_record
+from ..scorers.forbidden import guard_names
 from ..stats.intervals import cluster_share_bounds, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
 
@@ -197,6 +198,8 @@ def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
     answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case."""
     key = {"accuracy": "answer", "format_compliance": "format", "forbidden_rate": "forbidden"}[name]
+    if key == "forbidden" and guard_names(forbidden):  # a guard classified each case's first answer only
+        return MetricValue(None, len(chosen), note="guard rules: no guard verdict on repeated draws or load answers")
     shares, unknown, counted = [], [], []
     for rec in chosen:
         draws = draws_of.get(rec.case_id)

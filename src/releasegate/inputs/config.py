@@ -31,8 +31,10 @@ from .composition import Override, compose, parse_override, recorded_override, v
 from .config_secrets import masked_config, register_config_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
+from .guard_settings import parse_guards
 from .judge_settings import parse_judge
 from .load_profile import LoadConfig, parse_load
+from .probes import parse_probes
 from .scale_config import ScaleConfig, parse_scale
 from .schema_check import validate
 from .suite_config import SuiteConfig, check_unique_names, parse_suite
@@ -74,6 +76,11 @@ class Config:
     declared."""
     judge: Any = None
     """The LLM judge (`judge:`, an `inputs.judge_settings.JudgeSettings`); None: no judge configured."""
+    probes: Any = None
+    """Attack families applied to the must-refuse cases (`probes:`, an `inputs.probes.ProbePlan`); None: none."""
+    guards: dict = field(default_factory=dict)
+    """Guard models by name (`guards:`, `inputs.guard_settings.GuardSettings`) that `forbidden:` rules of kind
+    guard ask; empty: none."""
     base_dir: Path | None = None
     """The directory relative paths were resolved against: the config's own, or, for a run's snapshot read by
     `check --resume`, the original config's."""
@@ -169,6 +176,7 @@ def load_config(
     target = parse_target(data["target"], here, at)
     target.register_secrets()
     judge = _judge(data.get("judge"), here, at)
+    guards = _guards(data.get("guards"), here, at)
     suites = tuple(parse_suite(s, here, path, lambda *p, i=i: at("suites", i, *p)) for i, s in enumerate(data["suites"]))
     check_unique_names(suites, at)
     output = data.get("output", {})
@@ -193,6 +201,8 @@ def load_config(
         prefix_cache=parse_prefix_cache(data.get("prefix_cache"), served, here, at),
         response_cache_probe=parse_response_cache_probe(data.get("response_cache_probe"), here, at),
         judge=judge,
+        guards=guards,
+        probes=parse_probes(data.get("probes"), here, at),
         scale=parse_scale(data.get("scale"), served, data.get("load"), at),
         variants=parse_variant_plan(data.get("variants"), data.get("variant_choice"), data["target"], here, at),
         base_dir=here,
@@ -254,6 +264,17 @@ def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:
         return compose(path, tuple(recorded_override(r) for r in recorded)).data
     except InputError:
         return None
+
+
+def _guards(raw: dict | None, here: Path, at) -> dict:
+    """The `guards:` section: each guard's model is built exactly as `target:` is, errors named under its key."""
+
+    def make_target(section: dict, name: str) -> TargetConfig:
+        target = parse_target(section, here, lambda *parts: at("guards", name, *parts[1:]) if parts and parts[0] == "target" else at(*parts))
+        target.register_secrets()
+        return target
+
+    return parse_guards(raw, here, at, make_target)
 
 
 def _judge(raw: dict | None, here: Path, at):

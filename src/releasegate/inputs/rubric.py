@@ -63,21 +63,38 @@ class Criterion:
 
 @dataclass(frozen=True)
 class ForbiddenRule:
-    """Regexes and phrases that must never appear in an output, grouped by category."""
+    """Regexes and phrases that must never appear in an output, grouped by category; or (kind guard) the codes of
+    a guard model that mean this category."""
 
     category: str
     regex: tuple[str, ...] = ()
     phrases: tuple[str, ...] = ()
     description: str = ""
+    guard: str | None = None
+    """Kind guard: the guard (the config's `guards:`) that decides this category; None: regex and phrases."""
+    codes: tuple[str, ...] = ()
+    """Kind guard: the guard's category codes that mean this category."""
+
+    @property
+    def kind(self) -> str:
+        return "guard" if self.guard else "rules"
+
+    @property
+    def name(self) -> str:
+        """How a report names the rule: 'guard NAME' or 'rules'."""
+        return f"guard {self.guard}" if self.guard else "rules"
 
     @classmethod
     def from_dict(cls, rule: dict) -> ForbiddenRule:
         """A rule from its rubric (or `as_dict`) form, already validated."""
         return cls(category=rule["category"], regex=tuple(rule.get("regex", ())),
-                   phrases=tuple(rule.get("phrases", ())), description=rule.get("description", ""))
+                   phrases=tuple(rule.get("phrases", ())), description=rule.get("description", ""),
+                   guard=rule.get("guard"), codes=tuple(rule.get("codes", ())))
 
     def as_dict(self) -> dict:
         out: dict = {"category": self.category}
+        if self.guard:
+            out |= {"kind": "guard", "guard": self.guard, "codes": list(self.codes)}
         if self.description:
             out["description"] = self.description
         if self.regex:
@@ -186,6 +203,10 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
             hint=did_you_mean(raw["metric"], sorted(known)) or "known: " + ", ".join(sorted(known)),
         )
     slice_ = {k: v for k, v in raw.get("slice", {}).items()}
+    if raw.get("probe") is not None:  # a probe family's rate: the slice of its probe cases (inputs.probes)
+        if raw["metric"] not in ("forbidden_rate", "forbidden_rate_delta"):
+            raise InputError("probe: is for forbidden_rate", **at("criteria", i, "probe"))
+        slice_["probe"] = raw["probe"]
     name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items()) + (
         " (under load)" if raw.get("phase") == "load" else "")
     confidence = raw.get("confidence")
@@ -271,9 +292,25 @@ def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
     else:
         rules, rule_at = raw, partial(at, "forbidden")
     for i, rule in enumerate(rules):
+        _check_kind(rule, partial(rule_at, i))
         for j, pattern in enumerate(rule.get("regex", ())):
             check_regex(pattern, rule_at(i, "regex", j))
     return tuple(ForbiddenRule.from_dict(rule) for rule in rules)
+
+
+def _check_kind(rule: dict, at) -> None:
+    """A guard rule names its guard and codes and nothing else; a rules rule has no guard."""
+    is_guard = rule.get("kind") == "guard" or "guard" in rule
+    if not is_guard:
+        return
+    if rule.get("kind", "guard") != "guard":
+        raise InputError("a rule naming a guard is of kind guard", **at("kind"), hint="write kind: guard")
+    for key in ("guard", "codes"):
+        if not rule.get(key):
+            raise InputError(f"a guard rule needs {key}", **at(), hint="e.g. {category: violence, kind: guard, "
+                                                                       "guard: llama-guard, codes: [S1]}")
+    if rule.get("regex") or rule.get("phrases"):
+        raise InputError("a guard rule takes no regex or phrases: give them their own rule", **at("regex"))
 
 
 def _baseline(raw: dict | None, here: Path, at) -> dict | None:

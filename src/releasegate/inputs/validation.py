@@ -14,6 +14,7 @@ from .config import load_config
 from .files import named_file
 from .judge_settings import check_judged_cases
 from .model_files import check_model_dir
+from .probes import with_probes
 from .rubric import load_rubric
 from .schema_check import did_you_mean
 from .suites import Case, load_suites, stream_cases, suite_tags
@@ -36,8 +37,10 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     config = load_config(config_path, overrides=overrides)
     rubric = load_rubric(named_file(config.rubric, what="rubric", where=config.key_at("rubric"), base=config.base_dir))
     _check_installed(rubric)
+    _check_guards(config, rubric)
     _check_embedding_model(config)
-    cases = load_suites(config.suites, config.path.parent, limit=limit) if keep else None
+    cases = with_probes(load_suites(config.suites, config.path.parent, limit=limit), config.probes,
+                        limited=limit is not None) if keep else None
     per_suite: Counter = Counter()
     chat: list[Case] = []
 
@@ -55,8 +58,19 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     _check_mode(config, chat)
     if missing and limit:
         missing = _unmatched(missing, suite_tags(config.suites), stop=True, seen=seen)
-    _refuse_slices(rubric, missing, seen)
+    families = {f.name for f in config.probes.families} if config.probes is not None else set()
+    _refuse_slices(rubric, [m for m in missing if str(m[1].get("probe")) not in families], seen)  # probes: made
     return config, rubric, cases if keep else per_suite
+
+
+def _check_guards(config, rubric) -> None:
+    """A rubric rule of kind guard names a guard of the config's `guards:`: said before the model runs."""
+    for i, rule in enumerate(rubric.forbidden):
+        if rule.guard and rule.guard not in config.guards:
+            known = ", ".join(config.guards) or "none: the config has no guards: section"
+            raise InputError(f"forbidden rule {i + 1} names guard '{rule.guard}', which the config does not define "
+                             f"(known: {known})", file=rubric.path, field="forbidden",
+                             hint="add it under guards: in the config (see docs/scorers.md)")
 
 
 def _check_installed(rubric) -> None:

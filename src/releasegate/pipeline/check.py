@@ -30,10 +30,12 @@ from ..gate.comparability import settings_key
 from ..inputs.config import Config, load_config
 from ..inputs.files import read_text
 from ..inputs.judge_settings import check_judged_cases
+from ..inputs.probes import with_probes
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
+from ..llm_judge.guard import guard_stage
 from ..llm_judge.stage import judge_manifest, judge_stage
 from ..record.evidence import failure
 from ..record.judge_verdicts import run_verdicts
@@ -175,7 +177,8 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
         overrides: dict[str, Any] = {k: Path(v) if k in ("adapter", "draft") and v is not None else v for k, v in info.target_overrides.items()}
         config = dataclasses.replace(config, target=dataclasses.replace(config.target, **overrides))
     rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
-    cases = load_suites(config.suites, base, limit=info.limit)  # the first info.limit cases, the rest unread
+    cases = with_probes(load_suites(config.suites, base, limit=info.limit), config.probes,  # the first info.limit
+                        limited=info.limit is not None)
     return config, rubric, cases
 
 
@@ -266,6 +269,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             backend = None
         with timing.part("judging_s"):
             _judge_outputs(run, info, config, console, progress, use_cache)
+            guard_stage(run, info, config, rubric.forbidden, console=console, use_cache=use_cache,
+                        between=INTERRUPTION.raise_if_pending)
         INTERRUPTION.raise_if_pending()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)

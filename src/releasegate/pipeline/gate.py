@@ -32,9 +32,11 @@ from ..gate.health import (
 )
 from ..gate.latency_source import latency_source, quality_source
 from ..gate.load_quality import LOAD_PROBE_METRICS, flip_table, load_answers, load_metric, step_quality
+from ..gate.safety_delta import forbidden_delta
 from ..gate.stability import DRAW_METRICS, case_draws, draw_metric, draw_problems, draws_table, per_draw_rate
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
+from ..llm_judge.guard_gating import guard_corrected, guard_section
 from ..record.gate_report import typed_report
 from ..record.judge_verdicts import Verdicts
 from ..record.metrics import (
@@ -137,6 +139,8 @@ def gate_run(
             return capacity_metric(sweep)
         if name in CACHE_METRICS:
             return cache_metric(name, info.response_cache_probe, confidence)
+        if name == "forbidden_rate_delta":
+            return forbidden_delta(rubric.baseline, rubric.forbidden, records, scores, slice_, confidence or 0.95)
         source = by_phase[name] if name in by_phase else (timed if is_phased(name) else records)
         chosen = select(source, slice_)
         if name in evaluate_values:
@@ -177,6 +181,8 @@ def gate_run(
     judge = judge_section(info, records, scores, labels, rubric, verdicts)
     results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge,
                                      labels or [], rubric.review)
+    guard = guard_section(records, scores, labels, rubric)
+    results = guard_corrected(results, records, scores, guard, labels or [], rubric.review)
     problems = run_problems(info, records, load_records) + draw_problems(info, records, draws or []) + list(edited)
     evidence = gate_evidence(info, records, load_records, results, review_pending=review.pending,
                              allow_pending=allow_pending, problems=problems, target_error=target_failure(asked, load_records),
@@ -216,6 +222,7 @@ def gate_run(
         "forbidden_rules": [r.as_dict() for r in rubric.forbidden],
         "review": review.rows,
         **({"judge": judge} if judge is not None else {}),
+        **({"guard": guard} if guard is not None else {}),
         **_stability_section(found, under_load, records, scores, rubric,
                              lambda: step_quality(records, load_records, scores, rubric.forbidden, STEP_TAG) if sweep else []),
     })

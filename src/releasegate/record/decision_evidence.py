@@ -16,6 +16,7 @@ from dataclasses import dataclass
 __all__ = [
     "Population", "Requests", "Obligations", "Health", "Provenance", "Outcome", "GateEvidence", "Arm",
     "ComparisonEvidence", "Contender", "CacheRow", "CacheEvidence", "WhatIfEvidence", "MIN_FRESH_REQUESTS",
+    "GuardCalibration", "GuardedCriterion",
 ]
 
 MIN_FRESH_REQUESTS = 3
@@ -305,3 +306,28 @@ class BaselineAgeEvidence:
     """Suite files of the baseline run whose content changed since (or are gone)."""
     on_stale: str
     """The rubric's `baseline.on_stale`: 'warn' or 'inconclusive'."""
+
+
+@dataclass(frozen=True)
+class GuardCalibration:
+    """A guard model as a criterion it feeds sees it: how many of the replies it judged reviewers labelled."""
+
+    guard: str
+    labelled: int
+    """Replies with a reviewer's forbidden label that the guard gave a verdict on."""
+    min_labels: int
+    """The rubric's judge policy `min_labels`: fewer labels leave the guard uncalibrated."""
+
+
+@dataclass(frozen=True)
+class GuardedCriterion:
+    """A forbidden_rate criterion fed by guard verdicts."""
+
+    name: str
+    raw_verdict: str
+    """The criterion's verdict on the guard's own word (the uncorrected rate): 'pass', 'fail' or 'insufficient'."""
+    guards: tuple[GuardCalibration, ...]
+    corrected_verdict: str | None
+    """Its verdict on the guard-corrected rate; None when no corrected rate could be measured."""
+    corrected_why: str
+    """Why the corrected rate is missing or undecided ('' when it decided)."""

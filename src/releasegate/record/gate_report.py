@@ -286,6 +286,10 @@ class GateReport(_Model):
     stability: StabilitySection | None = None
     """The repeated draws and the flip table (see releasegate.gate.stability); absent when the run neither
     repeats its cases nor is gated on answers under load."""
+    guard: dict[str, Any] | None = None
+    """Guard models (forbidden rules of kind guard), by name: `labelled` (replies with a reviewer forbidden label it
+    judged), `min_labels`, `calibrated`, and per rubric category its miss and false-alarm rates with one-sided
+    Wilson bounds (see releasegate.llm_judge.guard_error)."""
     judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:

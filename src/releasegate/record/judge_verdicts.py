@@ -33,6 +33,19 @@ class Verdicts:
     on_error: str = "insufficient"
     baseline_hashes: dict = field(default_factory=dict)
     """Pairwise: case id -> output hash of the baseline run's output (the cases that have a comparison)."""
+    guards: dict = field(default_factory=dict)
+    """Guard name -> {'fingerprint', 'questions'}: the guards the run asked (run.json `guards`)."""
+
+    def guard_said(self, record: CaseRecord, name: str) -> list[Judgment] | None:
+        """The guard's verdicts on this record's output, one per question it is asked; None when the guard was not
+        asked about it or any question has no verdict (an error, an unreadable reply, not asked yet)."""
+        spec = self.guards.get(name)
+        if not spec or not answered(record):
+            return None
+        mine = output_hash(record.output)
+        found = [self.judgments.get(judgment_key(record.case_id, q, spec["fingerprint"], mine)) for q in spec["questions"]]
+        said = [j for j in found if j is not None and j.error is None]
+        return said if said and len(said) == len(found) else None
 
     def of(self, record: CaseRecord) -> Judgment | None:
         if self.fingerprint is None or not answered(record):
@@ -54,11 +67,12 @@ class Verdicts:
 
 def run_verdicts(run: RunDir, info: RunInfo) -> Verdicts | None:
     """The verdicts of the judge the run was configured with (run.json `judge`); None for a run with no judge."""
-    spec = getattr(info, "judge", None)
-    if not spec:
+    spec, guards = getattr(info, "judge", None), getattr(info, "guards", None) or {}
+    if not spec and not guards:
         return None
+    spec = spec or {}
     return Verdicts(spec.get("fingerprint"), read_judgments(run), spec.get("on_error", "insufficient"),
-                    _baseline_hashes(spec.get("baseline")))
+                    _baseline_hashes(spec.get("baseline")), guards)
 
 
 def saved_verdicts(run: RunDir) -> Verdicts | None:

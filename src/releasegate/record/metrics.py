@@ -69,6 +69,7 @@ STABILITY_METRICS: dict[str, tuple[str, str]] = {
                                 "answer (normalised)"),
     "load_accuracy_delta": ("higher", "accuracy under load minus accuracy alone, on the cases answered in both "
                                       "(paired bound)"),
+    "forbidden_rate_delta": ("lower", "forbidden_rate minus the baseline run's, on the cases both answered (paired)"),
 }
 """Criteria over repeated draws and over the same cases' answers under load (`gate.stability`)."""
 KNOWN_METRICS.update(STABILITY_METRICS)
@@ -223,8 +224,10 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
         return _proportion(hits, done, confidence, strata)
     if name == "forbidden_rate":
         done = [r for r in records if answered(r)]
-        hits = [bool(scores[r.case_id].get("forbidden", {}).get("hit")) for r in done]
-        return _proportion(hits, done, confidence, strata)
+        found = [scores[r.case_id].get("forbidden", {}) for r in done]
+        if missing := [r.case_id for r, f in zip(done, found) if f.get("unknown")]:  # no guard verdict: not 'clean'
+            return MetricValue(None, len(done), note=f"{len(missing)} answer(s) have no guard verdict, e.g. {missing[0]}")
+        return _proportion([bool(f.get("hit")) for f in found], done, confidence, strata)
     key = "answer" if name == "accuracy" else "format"
     # a failed request (an empty answer too) counts as wrong where the check applies
     judged = [r for r in records if key in scores[r.case_id] or (not answered(r) and _has_check(r, key))]
@@ -378,8 +381,7 @@ def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
 
 
 def timing_derived_cost(cost: dict | None) -> bool:
-    """Whether cost figures depend on the run's timing: self-hosted cost divides by measured time or throughput; an
-    API price table multiplies counted tokens, which no client lateness changes."""
+    """Whether cost figures depend on the run's timing (self-hosted: divided by measured time or throughput)."""
     return not cost or cost.get("mode") != "api"
 
 

@@ -177,6 +177,9 @@ class RunInfo(BaseModel):
     judge: dict[str, Any] | None = None
     """The LLM judge the run's judge-scored cases are graded by: its description (backend, model, parameters,
     prompt template hash), `fingerprint` (which judgments count), `on_error` and `price`. None: no judge."""
+    guards: dict[str, Any] | None = None
+    """The guard models the rubric's guard rules ask, by name: each one's description and `fingerprint` (which of
+    its verdicts in judgments.jsonl count) and `questions` (the criterion names it was asked under). None: none."""
     versions: dict[str, str] = Field(default_factory=dict)
     """Versions of Python and the libraries that ran the model."""
     host: dict[str, Any] = Field(default_factory=dict)
@@ -222,7 +225,7 @@ class RunInfo(BaseModel):
             data.pop("repeats", None)  # a run without repeats writes the run.json it always did
         return data
 
-    @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge")
+    @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge", "guards")
     @classmethod
     def _part_shape(cls, value: Any, info) -> Any:
         return check_part(info.field_name, value)

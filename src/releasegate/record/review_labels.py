@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from ..border.files import open_append, open_regular
 from ..errors import InputError
@@ -25,7 +25,7 @@ from .records import RunDir
 
 __all__ = [
     "APPROVE", "REJECT", "Label", "LABEL_WORDS", "LabelEdit", "CaseLabel", "REVIEWS_FILE",
-    "parse_label", "read_labels", "append_labels", "current_labels", "case_labels", "reviewer_key",
+    "parse_label", "parse_forbidden", "read_labels", "append_labels", "current_labels", "case_labels", "reviewer_key",
     "reviewer_rounds", "awaiting_adjudication", "reviewer_pairs",
 ]
 
@@ -41,6 +41,15 @@ LABEL_WORDS: dict[str, Label] = {
 REVIEWS_FILE = "reviews.jsonl"
 _REVIEWS_MAX = 4 * 1024**3
 """Bytes reviews.jsonl may hold when read back (millions of labels fit many times over)."""
+
+
+def parse_forbidden(cell: str) -> list[str] | None:
+    """The review CSV's `forbidden` cell: blank -> None (not said), 'none' -> [], else its comma-separated
+    categories."""
+    words = [w.strip() for w in cell.split(",") if w.strip()]
+    if not words:
+        return None
+    return [] if [w.casefold() for w in words] == ["none"] else sorted(set(words))
 
 
 class LabelEdit(BaseModel):
@@ -67,6 +76,14 @@ class LabelEdit(BaseModel):
     adjudication: bool = False
     """True: an adjudicator's label on a case its reviewers disagreed on (a row of the adjudication CSV); it
     decides the case."""
+    forbidden: list[str] | None = None
+    """The forbidden categories the reviewer says the output falls under ([]: none, the CSV's 'none'); None: not
+    said (the column left blank). What a guard model's error is measured against."""
+
+    @field_validator("forbidden", mode="before")
+    @classmethod
+    def _forbidden_cell(cls, value):
+        return parse_forbidden(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, Strict, ValidationError, model_validator
 
 __all__ = ["Count", "Seconds", "Figure", "PART_MODELS", "check_part", "check_sessions", "problem_line", "finite_tree", "non_finite_as_null",
            "MAX_JSON_DEPTH"]
@@ -109,9 +109,16 @@ class JudgeFacts(_Part):
     fingerprint: str | None = None
 
 
+class GuardFacts(_Part):
+    fingerprint: str
+    questions: list[str]
+
+
+GuardsFacts = RootModel[dict[str, GuardFacts]]
+
 PART_MODELS: dict[str, type[BaseModel]] = {
     "cost": CostFacts, "response_cache_probe": CacheProbeFacts, "load_phase": LoadPhaseFacts,
-    "prefix_cache": PrefixCacheFacts, "judge": JudgeFacts,
+    "prefix_cache": PrefixCacheFacts, "judge": JudgeFacts, "guards": GuardsFacts,
 }
 """run.json's dict-valued fields, each with the shape it must have (None: the part did not run)."""
 

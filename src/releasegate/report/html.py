@@ -39,7 +39,7 @@ from .formatting import (
     latency_source_text,
     load_phase_rows,
 )
-from .judge_section import calibration_table, judge_lines
+from .judge_section import calibration_table, guard_lines, judge_lines
 from .plots import latency_plots
 from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import answered_words, judged_by_line, request_summary, whatif_of
@@ -93,6 +93,7 @@ def render_html(view: RunView) -> str:
         comparison=_as_table(_comparison(report)),
         review=_review_table(_review(report)),
         judge=_judge(report.judge),
+        guard_lines=[line.strip() for line in guard_lines(report.guard)],
         stability=_stability(report),
         review_pending=_review_pending(report),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],

@@ -49,3 +49,22 @@ def _cells(name: str, slice_: str, row: JudgeCalibration, calibrated: str) -> li
     return [name, slice_, str(row.labels), format_value(row.agreement),
             format_value(row.agreement_lower), format_value(row.kappa),
             str(c.get("judge_pass_reviewer_reject", 0)), str(c.get("judge_fail_reviewer_approve", 0)), calibrated]
+
+
+def guard_lines(guard: dict | None) -> list[str]:
+    """One line per guard model and category it decides: calibrated or not, its miss and false-alarm rates against
+    the reviewers' forbidden labels with their upper bounds."""
+    out = []
+    for name, row in (guard or {}).items():
+        state = "calibrated" if row["calibrated"] else f"NOT calibrated (min_labels {row['min_labels']})"
+        out.append(f"guard {name}: {state}, {row['labelled']} labelled repl(ies) it judged")
+        for c in row["categories"]:
+            out.append(f"  {c['category']}: missed {_share(c['misses'], c['positives'], c['miss_bounds'])}, "
+                       f"false alarms {_share(c['false_alarms'], c['negatives'], c['false_alarm_bounds'])}")
+    return out
+
+
+def _share(k: int, n: int, bounds) -> str:
+    if not n:
+        return "0 of 0"
+    return f"{k} of {n} ({k / n:.2f}, upper bound {bounds[1]:.2f})"

@@ -35,7 +35,7 @@ from .formatting import (
     latency_source_text,
     load_phase_rows,
 )
-from .judge_section import calibration_table, judge_lines
+from .judge_section import calibration_table, guard_lines, judge_lines
 from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import answered_words, judged_by_line, request_summary
 
@@ -117,7 +117,7 @@ def render_markdown(report: GateReport | dict) -> str:
     if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
     for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _cache_probe_md, _slice_lines, _review_lines, _judge_md,
-                    _stability_md, _failure_lines):
+                    _guard_md, _stability_md, _failure_lines):
         lines += section(report)
     return "\n".join(lines) + "\n"
 
@@ -259,6 +259,11 @@ def _judge_md(report: GateReport) -> list[str]:
         body += ["| " + " | ".join(md_label(v) for v in row) + " |" for row in rows]
         out += _details("Judge calibration against the reviewers", body)
     return out
+
+
+def _guard_md(report: GateReport) -> list[str]:
+    lines = guard_lines(report.guard)
+    return ["", "## Guard models", "", *(f"- {md_label(line.strip())}" for line in lines)] if lines else []
 
 
 def _stability_md(report: GateReport) -> list[str]:

@@ -23,7 +23,7 @@ from ..text import inert
 from .cache_probe_section import cache_probe_lines, wrong_hit_lines
 from .capacity_section import capacity_lines, prefix_cache_lines
 from .formatting import format_metric, format_threshold, latency_source_text
-from .judge_section import judge_lines
+from .judge_section import guard_lines, judge_lines
 from .stability_section import stability_lines
 
 __all__ = ["answered_words", "criteria_table", "verdict_lines", "request_summary", "judged_by_line", "whatif_of", "Col", "FitTable"]
@@ -315,5 +315,7 @@ def verdict_lines(report: GateReport | dict) -> list[str]:
               + cache_probe_lines(report.response_cache_probe)
               + [f"wrong hit: {w}" for w in wrong_hit_lines(report.response_cache_probe, limit=3)]]
     lines += judge_lines(report.judge)
+    lines += [textwrap.fill(line, 80, initial_indent="", subsequent_indent="    ", break_on_hyphens=False)
+              for line in guard_lines(report.guard)]
     lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False) for line in stability_lines(report)]
     return lines

@@ -46,12 +46,12 @@ __all__ = [
 COLUMNS = (
     "review_id", "case_id", "slice", "sampled_as", "input", "expected", "output",
     "auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why", "output_hash",
-    "label", "reason", "reviewer",
+    "label", "reason", "reviewer", "forbidden",
 )
 AUTO_COLUMNS = ("auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why")
 """The automatic verdict and its reasons: in the CSV only with `review.show_auto: true` (blind review otherwise)."""
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
-READ_BACK = frozenset({*REQUIRED_COLUMNS, "round"})
+READ_BACK = frozenset({*REQUIRED_COLUMNS, "round", "forbidden"})
 """Columns import reads: neutralised so that it gets their text back exactly. The others are only shown."""
 ROUND = "round"
 """The adjudication CSV's column saying its rows are an adjudicator's labels ('adjudication' in every row)."""
@@ -142,7 +142,7 @@ def case_cells(sample: ReviewSample, records: list[CaseRecord], scores: dict[str
             item.review_id, item.case_id, item.stratum, item.sampled_as, render_input(record.input),
             _text(record.expected), record.output or "", outcome,
             checks["answer"], checks["format"], checks["forbidden"], "; ".join(reasons),
-            item.output_hash, "", "", "",
+            item.output_hash, "", "", "", "",
         ]
         out.append(dict(zip(COLUMNS, (inert(c) for c in cells))))
     return out
@@ -239,7 +239,7 @@ def read_review_csv(
             problems.append((start, problem))
         elif edit is None:
             unlabelled += 1
-        elif (old := current.get(_key(edit))) and (old.label, old.reason) == (edit.label, edit.reason):
+        elif (old := current.get(_key(edit))) and (old.label, old.reason, old.forbidden) == (edit.label, edit.reason, edit.forbidden):
             unchanged += 1
         else:
             edits.append(edit)
@@ -259,8 +259,7 @@ def _adjudications(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
 
 
 def _check_adjudicator(edit: LabelEdit, reviewers: list[LabelEdit]) -> str | None:
-    """Why an adjudicator's label cannot be taken, or None: the case's reviewers must disagree, and the
-    adjudicator must be none of them."""
+    """Why an adjudicator's label cannot be taken, or None: its reviewers must disagree, and it is none of them."""
     if len({e.label for e in reviewers}) < 2:
         return f"{edit.review_id}: its reviewers do not disagree (nothing to adjudicate); label it in a review CSV"
     if reviewer_key(edit.reviewer) in {reviewer_key(e.reviewer) for e in reviewers}:
@@ -295,8 +294,9 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     if round_ not in ("", ADJUDICATION):
         return f"{rid}: round {round_!r} is not {ADJUDICATION!r} (leave the round column as exported)", None
     word, reason = unneutralise(cell["label"].strip()), unneutralise(cell["reason"].strip())
-    if not word:
-        return (f"{rid}: a reason but no label", None) if reason else (None, None)
+    if not word:  # a reason or forbidden categories given without a label would be lost without a word
+        said = [what for what, v in (("a reason", reason), ("forbidden categories", cell.get("forbidden", "").strip())) if v]
+        return (f"{rid}: {said[0]} but no label", None) if said else (None, None)
     label = parse_label(word)
     if label is None:
         return f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})", None
@@ -306,6 +306,7 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     return None, LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,
+        forbidden=unneutralise(cell.get("forbidden", "")),  # type: ignore[arg-type]  # parsed by LabelEdit
     )
 
 
@@ -377,6 +378,7 @@ Human review of releasegate run {sample.run_id}: {len(sample.items)} of {sample.
                reject   (it is not)                         accepted: {words("reject")}
      reason    a few words on why (most useful for rejections)
      reviewer  your name; every labelled row needs one
+     forbidden the forbidden categories the output falls under, comma-separated, or none (measures a guard model)
    Leave label empty on rows you did not review.
 4. Do not edit the other columns. review_id identifies the row; output_hash proves the output is the one exported,
    and a row whose output was changed is refused. An apostrophe (') was added before = + - @ at the start of a

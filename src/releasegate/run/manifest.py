@@ -239,6 +239,8 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
         add("price_table", base_dir / cost["price_table"])
     if config.load is not None and config.load.replay is not None:
         add("traffic_log", config.load.replay)
+    for path in getattr(getattr(config, "probes", None), "files", ()):  # the attack families the probes were made by
+        add("probe_families", path)
     return inputs, directories
 
 

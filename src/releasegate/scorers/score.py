@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..record.evidence import answered
 from ..record.records import CaseRecord, RunDir
 from ._registry import get_scorer
-from .forbidden import find_hits
+from .forbidden import find_hits, with_guards
 from .judged import judged_answer, pairwise_outcome
 from .stored import fingerprint, reusable
 
@@ -51,9 +51,10 @@ def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
     fixed = reusable(record, forbidden_rules)
     if fixed is None:
         fixed = fixed_scores(record, forbidden_rules)
+    fixed = {**fixed, "forbidden": with_guards(fixed.get("forbidden", {}), record, forbidden_rules, verdicts)}
     if record.answer and record.answer.get("type") == "judge":  # the verdict, never a stored answer
         return {**_judged(record, verdicts), **{k: v for k, v in fixed.items() if k not in ("answer", "pairwise")}}
-    return dict(fixed)
+    return fixed
 
 
 def stored_scores(record: CaseRecord, forbidden_rules) -> tuple[dict, str | None]:
@@ -76,6 +77,8 @@ def fixed_scores(record: CaseRecord, forbidden_rules) -> dict:
         scores["format"] = _format(record, output)
     hits = find_hits(output, forbidden_rules)
     scores["forbidden"] = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits}
+    if hits:
+        scores["forbidden"]["rules"] = ["rules"]
     return scores
 
 

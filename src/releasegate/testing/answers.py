@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import random
+import re
+from collections.abc import Callable
 
-__all__ = ["flips", "prompt_of", "stub_answer"]
+__all__ = ["flips", "prompt_of", "stub_answer", "keyword_guard"]
 
 
 def flips(prompt: str, share: float, seed: int = 0) -> bool:
@@ -34,3 +38,39 @@ def stub_answer(behaviour, body: dict, index: int, in_flight: int) -> str:
     if in_flight > b.flip_above and flips(prompt, b.flip_share, b.flip_seed):
         text += " (changed)"
     return text
+
+
+_REPLY = re.compile(r"(?:\nAgent: |Chatbot Response: )(.*?)(?:\n\n<END CONVERSATION>|\n<end_of_turn>)", re.S)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
+
+
+def keyword_guard(codes: dict[str, tuple[str, ...]], fmt: str = "llama_guard") -> Callable[[dict], str]:
+    """A scripted guard model for the stub (`StubBehaviour.reply`): it reads the reply out of a Llama Guard or
+    ShieldGemma prompt, decodes any base64 run in it, and calls it unsafe under each code one of whose words it
+    contains (any case). Llama Guard: 'safe' or 'unsafe\nS1,S3'; ShieldGemma: 'Yes' or 'No' for the policy asked,
+    matched by its code's words. A prompt with no reply in it is answered 'safe?' (an unreadable verdict)."""
+
+    def reply(body: dict) -> str:
+        prompt = prompt_of(body)
+        found = _REPLY.search(prompt)
+        if found is None:
+            return "safe?"
+        text = _decoded(found.group(1)).lower()
+        hit = [code for code, words in codes.items() if any(w.lower() in text for w in words)]
+        if fmt == "shieldgemma":
+            asked = [code for code in codes if f"* {code}" in prompt or f"* {code.lower()}" in prompt.lower()]
+            return "Yes" if any(code in hit for code in asked) else "No"
+        return "unsafe\n" + ",".join(hit) if hit else "safe"
+
+    return reply
+
+
+def _decoded(text: str) -> str:
+    """`text` with every base64 run that decodes to UTF-8 text appended in clear."""
+    extra = []
+    for run in _BASE64.findall(text):
+        try:
+            extra.append(base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8"))
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+    return " ".join([text, *extra])

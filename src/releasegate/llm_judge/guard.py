@@ -1,0 +1,134 @@
+"""The guard stage: every answered case's reply is shown to each guard the rubric's guard rules name, once per
+(guard, question, output), by the judge's own request path (backend, response cache, journal).
+
+A guard verdict is a `Judgment` in judgments.jsonl under the criterion 'guard:NAME' (ShieldGemma: one per policy,
+'guard:NAME:CODE'), keyed by the guard's fingerprint: `passed` is False when the guard called the reply unsafe,
+`reason` the category codes it named. A guard that cannot be reached, or answers in neither shape its format
+expects, records an error: that reply has no guard verdict, and the forbidden rate it feeds is unknown.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from ..backends import Generation, Request, create_backend
+from ..errors import ErrorKind, InputError, TargetError, judge_kind
+from ..inputs.guard_settings import GuardSettings, TemplateFailed, Unparseable, guard_prompt, parse_guard_reply
+from ..record.evidence import answered
+from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
+from ..record.records import CaseRecord, RunDir
+from ..record.review_outcome import output_hash
+from ..run.manifest import target_fingerprint
+from ..scorers.forbidden import guard_names
+from .stage import JUDGE_BATCH, _open_cache
+
+__all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard"]
+
+
+def guard_question(name: str, policy: str | None) -> str:
+    """The criterion a guard's verdict is journaled under."""
+    return f"guard:{name}" if policy is None else f"guard:{name}:{policy}"
+
+
+def guard_fingerprint(settings: GuardSettings) -> str:
+    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), []) or "unhashed")
+
+
+def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, between) -> None:
+    """The guard stage of `check`: records each guard the forbidden `rules` name in run.json, then asks it about
+    every reply it has no verdict on yet."""
+    names = guard_names(rules)
+    if not names:
+        return
+    missing = [n for n in names if n not in config.guards]
+    if missing:
+        raise InputError(f"the rubric's forbidden rules name guard '{missing[0]}', which the config does not define",
+                         file=config.path, field="guards", hint="add it under guards: (see docs/scorers.md)")
+    records = [r for r in run.read_records() if answered(r)]
+    info.guards = {}
+    for name in names:
+        settings = config.guards[name]
+        info.guards[name] = {**settings.describe(), "fingerprint": guard_fingerprint(settings),
+                             "questions": [guard_question(name, q) for q in settings.questions()]}
+    run.write_info(info)
+    cache_path = config.cache.path if config.cache is not None and use_cache else None
+    for name in names:
+        failure = run_guard(run, records, config.guards[name], info.guards[name]["fingerprint"], cache_path, between)
+        if failure and console is not None:
+            console.print(f"guard {name}: {failure}; its replies have no guard verdict (forbidden_rate is unknown); "
+                          f"finish with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
+
+
+def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, fingerprint: str, cache_path=None,
+              between=lambda: None) -> str | None:
+    """Ask the guard every question it has no verdict on (or a failed one); the failure that stopped it, if any."""
+    have = read_judgments(run)
+    asks = [(r, q) for r in records for q in settings.questions()
+            if (j := have.get(judgment_key(r.case_id, guard_question(settings.name, q), fingerprint,
+                                           output_hash(r.output)))) is None or j.error is not None]
+    if not asks:
+        return None
+    generation = {"temperature": settings.temperature, "role": "guard"}
+    backend = create_backend(settings.target, {"temperature": settings.temperature})
+    cache = _open_cache(cache_path, fingerprint, generation) if settings.cache else None
+    try:
+        backend.load()
+    except TargetError as exc:
+        return str(exc)
+    try:
+        for start in range(0, len(asks), JUDGE_BATCH):
+            between()
+            batch = asks[start:start + JUDGE_BATCH]
+            built = {_id(r, q): _request(settings, r, q) for r, q in batch}
+            requests = [x for x in built.values() if isinstance(x, Request)]
+            hits = {x.case_id: g for x in requests if cache is not None and (g := cache.get(x)) is not None}
+            fresh = [x for x in requests if x.case_id not in hits]
+            gens = dict(zip([x.case_id for x in fresh],
+                            backend.generate(fresh, max_new_tokens=settings.max_tokens) if fresh else []))
+            gens.update({k: v for k, v in built.items() if isinstance(v, Generation)})
+            judgments = [_judgment(settings, fingerprint, r, q, hits.get(_id(r, q)) or gens[_id(r, q)],
+                                   _id(r, q) in hits) for r, q in batch]
+            append_judgments(run, judgments)
+            if cache is not None:
+                ok = {_id(r, q) for (r, q), j in zip(batch, judgments) if j.error is None and not j.cached}
+                cache.put_many([(x, gens[x.case_id]) for x in fresh if x.case_id in ok])
+    finally:
+        backend.close()
+        if cache is not None:
+            cache.close()
+    return None
+
+
+def _user_turns(data: dict) -> str:
+    """What the user said: the prompt, or the chat's messages (all but the assistant's) one per line."""
+    if data.get("messages") is not None:
+        return "\n".join(str(m.get("content", "")) for m in data["messages"] if m.get("role") != "assistant")
+    return str(data.get("prompt", ""))
+
+
+def _id(record: CaseRecord, policy: str | None) -> str:
+    return record.case_id if policy is None else f"{record.case_id}:{policy}"
+
+
+def _request(settings: GuardSettings, record: CaseRecord, policy: str | None) -> Request | Generation:
+    try:
+        text = guard_prompt(settings, _user_turns(record.input), record.output or "", policy)
+    except TemplateFailed as exc:
+        return Generation(None, error=ErrorKind.TEMPLATE_ERROR, error_message=f"guard prompt template: {exc.message}")
+    return Request(_id(record, policy), [{"role": "user", "content": text}])
+
+
+def _judgment(settings: GuardSettings, fingerprint: str, record: CaseRecord, policy: str | None, gen: Generation,
+              cached: bool) -> Judgment:
+    base: dict[str, Any] = {"case_id": record.case_id, "criterion": guard_question(settings.name, policy), "judge": fingerprint,
+            "output_hash": output_hash(record.output), "cached": cached,
+            "tokens": JudgeTokens(input=gen.tokens.input, output=gen.tokens.output),
+            "latency_ms": None if cached else gen.timing.e2e_ms}
+    if gen.error is not None or gen.text is None:
+        return Judgment(**base, error=judge_kind(gen.error), error_message=gen.error_message)
+    try:
+        reply = parse_guard_reply(gen.text, settings.format, policy)
+    except Unparseable as exc:
+        return Judgment(**base, error=ErrorKind.JUDGE_UNPARSEABLE, error_message=str(exc), raw=gen.text[:2000])
+    return Judgment(**base, passed=not reply.unsafe, reason=",".join(reply.codes), raw=gen.text[:2000])
