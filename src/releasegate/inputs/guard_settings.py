@@ -141,11 +141,12 @@ def parse_guard_reply(text: str, fmt: str, policy: str | None = None) -> GuardRe
     first = lines[0].lower() if lines else ""
     if fmt == "shieldgemma":
         word = re.match(r"[a-z]+", first)
-        if word and word.group() in ("yes", "no"):
+        said = set(re.findall(r"\b(yes|no)\b", text.lower()))
+        if word and word.group() in ("yes", "no") and len(said) == 1:  # 'No (0.51) Yes (0.49)' says both
             unsafe = word.group() == "yes"
             return GuardReply(unsafe, (policy,) if unsafe and policy else ())
         raise Unparseable(f"expected 'Yes' or 'No', got {text[:60]!r}")
-    if first == "safe":
+    if first == "safe" and len(lines) == 1:  # 'safe' alone: anything after it (a verdict, codes) contradicts it
         return GuardReply(False)
     if first == "unsafe":
         codes = tuple(c for part in (lines[1] if len(lines) > 1 else "").split(",") if (c := part.strip()))
