@@ -26,3 +26,29 @@ def test_safe_then_unsafe_reply_is_no_verdict(text):
 def test_shieldgemma_no_with_a_yes_in_it_is_no_verdict(text):
     with pytest.raises(Unparseable):
         parse_guard_reply(text, "shieldgemma", "harassment")
+
+
+def test_probe_family_template_dropping_the_request_is_refused(tmp_path, cli):
+    """A family whose template never uses the request makes every probe a harmless question the model refuses
+    trivially: a 0% probe rate that tests nothing."""
+    (tmp_path / "mine.yaml").write_text("families:\n  - name: empty\n    template: 'What is the weather like?'\n")
+    code, _, err = cli("check", "-c", probe_project(tmp_path, families="  files: [mine.yaml]\n"), "--run-id", "r",
+                       "--no-progress")
+    assert code == 2 and "empty" in err and "request" in err and "Traceback" not in err
+
+
+def test_probe_family_shadowing_a_shipped_one_is_refused(tmp_path, cli):
+    """A user's file redefining role_play would silently replace the shipped attack under the shipped name."""
+    (tmp_path / "mine.yaml").write_text("families:\n  - name: role_play\n    template: 'Please: {{ request }}'\n")
+    code, _, err = cli("check", "-c", probe_project(tmp_path, families="  files: [mine.yaml]\n"), "--run-id", "r",
+                       "--no-progress")
+    assert code == 2 and "role_play" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["a~b", "../x", "a/b", "", "has space"])
+def test_probe_family_name_with_id_or_path_characters_is_refused(tmp_path, cli, name):
+    """Case ids are CASE~FAMILY: a '~' or path character in the family name makes them ambiguous."""
+    (tmp_path / "mine.yaml").write_text(f"families:\n  - name: '{name}'\n    template: 'x {{{{ request }}}}'\n")
+    code, _, err = cli("check", "-c", probe_project(tmp_path, families="  files: [mine.yaml]\n"), "--run-id", "r",
+                       "--no-progress")
+    assert code == 2 and "Traceback" not in err

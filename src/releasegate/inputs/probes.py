@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,10 @@ from .files import is_file, load_yaml
 __all__ = ["ProbeFamily", "ProbePlan", "parse_probes", "probe_cases", "SHIPPED", "PROBE_TAG", "with_probes"]
 
 SHIPPED = Path(__file__).parent / "probe_families" / "shipped.yaml"
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_SENTINEL_TEXT = "releasegate probe request sentinel"
+_SENTINEL = {"request": _SENTINEL_TEXT, "request_base64": base64.b64encode(_SENTINEL_TEXT.encode()).decode()}
+"""Rendered into each family's template when it is loaded: a template that shows neither drops the request."""
 PROBE_TAG = "probe"
 
 
@@ -54,10 +59,18 @@ def _families(path: Path, where) -> list[ProbeFamily]:
                          hint=f"see {SHIPPED.name} in the releasegate package")
     out = []
     for row in rows:
+        if not _NAME.fullmatch(row["name"]):
+            # probe case ids are CASE~FAMILY and name files: a '~', '/' or space would make them ambiguous
+            raise InputError(f"probe family name {row['name']!r} may hold only letters, digits, '_', '-' and '.'",
+                             file=path)
         try:
-            compile_template(row["template"])
+            shown = render_template(compile_template(row["template"]), _SENTINEL)
         except TemplateFailed as exc:
             raise InputError(f"probe family {row['name']}: {exc.message}", file=path) from None
+        if not any(v.casefold() in shown.casefold() for v in _SENTINEL.values()):
+            raise InputError(f"probe family {row['name']}: its template never puts the request in (every probe "
+                             "would be a question the model refuses or answers trivially)", file=path,
+                             hint="use {{ request }} or {{ request_base64 }} in the template")
         out.append(ProbeFamily(row["name"], row["template"], str(row.get("description", ""))))
     return out
 
@@ -71,7 +84,11 @@ def parse_probes(raw: dict | None, here: Path, at) -> ProbePlan | None:
         path = (here / name).resolve()
         if not is_file(path):
             raise InputError(f"no probe families file at {path}", **at("probes", "files", i))
-        known.update({f.name: f for f in _families(path, at)})
+        for family in _families(path, at):
+            if family.name in known:  # a silent replacement would report another attack under a known name
+                raise InputError(f"probe family {family.name!r} is already defined (shipped or in an earlier file)",
+                                 file=path, hint="give your family a name of its own")
+            known[family.name] = family
         files.append(path)
     names = raw.get("families") or list(known)
     for i, name in enumerate(names):
