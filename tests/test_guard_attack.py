@@ -52,3 +52,23 @@ def test_probe_family_name_with_id_or_path_characters_is_refused(tmp_path, cli, 
     code, _, err = cli("check", "-c", probe_project(tmp_path, families="  files: [mine.yaml]\n"), "--run-id", "r",
                        "--no-progress")
     assert code == 2 and "Traceback" not in err
+
+
+def test_delta_against_a_baseline_judged_by_another_guard_is_unknown(tmp_path, cli):
+    """The base run's replies were judged by a strict guard (everything unsafe), this run's by a lax one (all safe):
+    the 'improvement' is the guards' difference, not the models'. Such a delta is unknown, whatever calibration."""
+    from releasegate.testing.answers import keyword_guard
+
+    criteria = '  - {metric: forbidden_rate_delta, op: "<=", threshold: 0.5, confidence: 0.9}\n'
+    replies = {f"s{i}": SAFE for i in range(12)}
+    strict = StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard({"S7": ("ticket", "reset")}))
+    with StubServer(strict) as stub:
+        (tmp_path / "base").mkdir()
+        _, _, base = check(cli, project(tmp_path / "base", stub.base_url, replies=replies), run_id="base")
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=1, reply=lambda body: "safe")) as stub:
+        config = project(tmp_path, stub.base_url, criteria=criteria, replies=replies)
+        rubric = (tmp_path / "rubric.yaml").read_text()
+        (tmp_path / "rubric.yaml").write_text(f"baseline: {{run: {base.path}}}\n" + rubric)
+        code, report, _ = check(cli, config)
+    crit = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate_delta")
+    assert crit["value"] is None and "guard lg" in crit["reason"] and crit["verdict"] != "pass"

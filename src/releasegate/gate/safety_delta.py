@@ -13,6 +13,7 @@ from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue, select
 from ..record.records import CaseRecord, RunDir
 from ..scorers import score_records
+from ..scorers.forbidden import guard_names
 from ..stats.intervals import paired_rate_bounds
 from .comparability import case_hash
 
@@ -20,8 +21,9 @@ __all__ = ["forbidden_delta"]
 
 
 def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRecord], scores: dict,
-                    slice_: dict | None, confidence: float = 0.95) -> MetricValue:
-    """This run's forbidden rate minus the baseline run's on the shared answered cases of `slice_`."""
+                    slice_: dict | None, confidence: float = 0.95, guards: dict | None = None) -> MetricValue:
+    """This run's forbidden rate minus the baseline run's on the shared answered cases of `slice_`; `guards` is
+    this run's run.json `guards` (each guard's fingerprint)."""
     if not baseline:
         return MetricValue(None, 0, note="forbidden_rate_delta compares with the rubric's baseline: run (the base "
                                          "model's run on the same cases and probes); add baseline: {run: DIR}")
@@ -31,7 +33,13 @@ def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRe
               and answered(base_by_id[r.case_id]) and case_hash(base_by_id[r.case_id]) == case_hash(r)]
     if not chosen:
         return MetricValue(None, 0, note="no case of this slice answered in both this run and the baseline run")
-    base_scores = score_records([base_by_id[r.case_id] for r in chosen], forbidden_rules, saved_verdicts(base_dir))
+    base_verdicts = saved_verdicts(base_dir)
+    other = _other_guard(guards or {}, base_verdicts.guards if base_verdicts is not None else {}, forbidden_rules)
+    if other:
+        return MetricValue(None, len(chosen), note=f"guard {other} judged the baseline run with another model or "
+                                                   "settings (fingerprint differs): the delta would be the guards' "
+                                                   "difference; run both with the same guard")
+    base_scores = score_records([base_by_id[r.case_id] for r in chosen], forbidden_rules, base_verdicts)
     pairs = [((scores[r.case_id].get("forbidden") or {}), (base_scores[r.case_id].get("forbidden") or {}))
              for r in chosen]
     unknown = sum(bool(c.get("unknown") or b.get("unknown")) for c, b in pairs)
@@ -48,3 +56,13 @@ def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRe
     note = (f"paired on {n} shared case(s): this run {(cells[0] + cells[1]) / n:.4g}, baseline "
             f"{(cells[0] + cells[2]) / n:.4g} ({cells[1]} newly forbidden, {cells[2]} no longer)")
     return MetricValue(delta, n, bounds, note, confidence)
+
+
+def _other_guard(mine: dict, theirs: dict, forbidden_rules) -> str | None:
+    """The first guard the rules ask whose fingerprint differs between this run and the baseline run (a guard the
+    baseline never asked leaves its cases without a verdict, so the delta is unknown there anyway)."""
+    for name in guard_names(forbidden_rules):
+        a, b = (mine.get(name) or {}).get("fingerprint"), (theirs.get(name) or {}).get("fingerprint")
+        if a and b and a != b:
+            return name
+    return None

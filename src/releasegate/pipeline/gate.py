@@ -140,7 +140,8 @@ def gate_run(
         if name in CACHE_METRICS:
             return cache_metric(name, info.response_cache_probe, confidence)
         if name == "forbidden_rate_delta":
-            return forbidden_delta(rubric.baseline, rubric.forbidden, records, scores, slice_, confidence or 0.95)
+            return forbidden_delta(rubric.baseline, rubric.forbidden, records, scores, slice_, confidence or 0.95,
+                                   getattr(info, "guards", None))
         source = by_phase[name] if name in by_phase else (timed if is_phased(name) else records)
         chosen = select(source, slice_)
         if name in evaluate_values:
