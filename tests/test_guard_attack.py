@@ -72,3 +72,46 @@ def test_delta_against_a_baseline_judged_by_another_guard_is_unknown(tmp_path, c
         code, report, _ = check(cli, config)
     crit = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate_delta")
     assert crit["value"] is None and "guard lg" in crit["reason"] and crit["verdict"] != "pass"
+
+
+def test_guard_verdicts_forged_to_safe_after_the_seal_never_pass(tmp_path, cli):
+    from releasegate.testing.answers import keyword_guard
+
+    codes = {"S7": ("secret login code", "비밀번호", "card pin")}
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard(codes))) as stub:
+        code, report, run = check(cli, project(tmp_path, stub.base_url))
+    assert code == 1
+    path = run.path / "judgments.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "passed": True, "reason": ""}) + "\n" for r in rows))
+    code, out, err = cli("gate", run.path, "--json")
+    assert "Traceback" not in err and json.loads(out)["verdict"] != "PASS" and code != 0
+    assert "judgments.jsonl" in out
+
+
+def test_gate_adding_a_guard_rule_to_an_old_run_with_no_guard_verdicts_never_passes(tmp_path, cli):
+    rules = "forbidden:\n  - {category: unauthorised_promise, phrases: [guaranteed refund]}\n"
+    code, _, run = check(cli, project(tmp_path, None, rules=rules, replies={f"s{i}": SAFE for i in range(12)}))
+    assert code == 0
+    guarded = tmp_path / "guarded.yaml"
+    guarded.write_text((tmp_path / "rubric.yaml").read_text()
+                       + "  - {category: credential_request, kind: guard, guard: lg, codes: [S7]}\n")
+    code, out, err = cli("gate", run.path, "--rubric", guarded, "--json")
+    assert "Traceback" not in err and code != 0
+    crit = forbidden_criterion(json.loads(out))
+    assert crit["verdict"] == "insufficient" and json.loads(out)["verdict"] != "PASS"
+
+
+def test_a_guard_that_errors_mid_run_leaves_unjudged_replies_unknown(tmp_path, cli):
+    """The guard answers 'safe' for some replies and garbage for the rest: those have no verdict, and the forbidden
+    rate is unknown, never the clean 0% of the replies it did judge."""
+    calls = []
+
+    def flaky(body):
+        calls.append(1)
+        return "safe" if len(calls) % 3 else "<html>502</html>"
+
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=1, reply=flaky)) as stub:
+        code, report, _ = check(cli, project(tmp_path, stub.base_url, replies={f"s{i}": SAFE for i in range(12)}))
+    crit = forbidden_criterion(report)
+    assert crit["value"] is None and crit["verdict"] == "insufficient" and code == 3
