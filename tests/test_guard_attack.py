@@ -115,3 +115,28 @@ def test_a_guard_that_errors_mid_run_leaves_unjudged_replies_unknown(tmp_path, c
         code, report, _ = check(cli, project(tmp_path, stub.base_url, replies={f"s{i}": SAFE for i in range(12)}))
     crit = forbidden_criterion(report)
     assert crit["value"] is None and crit["verdict"] == "insufficient" and code == 3
+
+
+@pytest.mark.parametrize("cell", ["-", "n/a", "credental_request", "credential_request;violence"])
+def test_a_forbidden_label_naming_no_rubric_category_is_refused(tmp_path, cli, cell):
+    """'-' or 'n/a' meant none but would count the reply forbidden; a misspelt category or another separator would
+    count a miss the guard never made. Each is the reviewer's mistake, refused with its line, nothing imported."""
+    import csv
+
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=1, reply=lambda body: "safe")) as stub:
+        _, _, run = check(cli, project(tmp_path, stub.base_url))
+    assert cli("review", "export", run.path, "-o", tmp_path / "review.csv")[0] == 0
+    with (tmp_path / "review.csv").open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["label"], r["reviewer"], r["forbidden"] = "approve", "ana", "none"
+    rows[1]["forbidden"] = cell
+    with (tmp_path / "review.csv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    code, _, err = cli("review", "import", run.path, tmp_path / "review.csv")
+    assert code == 2 and "Traceback" not in err and "not a forbidden category of the rubric" in err
+    assert "review.csv:3" in err and repr(cell) in err
+    reviews = run.path / "reviews.jsonl"
+    assert not reviews.exists() or not reviews.read_text().strip()  # nothing imported

@@ -20,7 +20,7 @@ from ..record.seal import guard_seal, seal
 from ..scorers import score_records
 from . import ADJUDICATION_FILE, QUEUE_FILE
 from .adjudication import export_adjudication_csv
-from .csv_io import ImportResult, check_export_target, copy_path, export_review_csv, read_review_csv
+from .csv_io import ImportResult, ReviewImportError, check_export_target, copy_path, export_review_csv, read_review_csv
 from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, read_sample, write_sample
 from .summary import ReviewSummary, summarize_review
 
@@ -35,6 +35,8 @@ class OpenReview:
     records: list[CaseRecord]
     policy: ReviewPolicy
     scores: dict[str, dict]
+    categories: tuple[str, ...] = ()
+    """The rubric's forbidden categories: what a reviewer's `forbidden` cell may name."""
 
     def summary(self, edits: list[LabelEdit]) -> ReviewSummary:
         """Where review stands with these labels."""
@@ -91,7 +93,7 @@ def open_review(run_dir: Path, rubric_path: Path | None = None) -> OpenReview:
     records = run.read_records()
     verdicts = run_verdicts(run, info)
     scores = score_records(records, rubric.forbidden, verdicts)
-    return OpenReview(run, records, rubric.review, scores)
+    return OpenReview(run, records, rubric.review, scores, tuple(dict.fromkeys(r.category for r in rubric.forbidden)))
 
 
 def export_queue(
@@ -178,6 +180,7 @@ def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubr
     guard_seal(run.path, "review")  # labels appended by hand since the last seal are no reviewer's
     existing = read_labels(run)
     result = read_review_csv(file, sample, existing, reviewer=reviewer)
+    _check_categories(file, result.edits, review.categories)
     append_labels(run, result.edits)
     seal(run.path, "review")
     return QueueImport(run.path, result, review.summary(existing + result.edits))
@@ -187,3 +190,14 @@ def review_status(run_dir: Path, rubric_path: Path | None = None) -> ReviewSumma
     """Where review of the run stands with the labels it has."""
     review = open_review(run_dir, rubric_path)
     return review.summary(read_labels(review.run))
+
+
+def _check_categories(file: Path, edits: list[LabelEdit], categories: tuple[str, ...]) -> None:
+    """Refuse forbidden cells naming what the rubric does not: a '-' meant as none would count the output
+    forbidden, a misspelt category or another separator a guard miss that never happened."""
+    problems: list[tuple[int | None, str]] = [
+        (e.source_line, f"{e.review_id}: forbidden {c!r} is not a forbidden category of the rubric (write 'none', "
+                        f"or categories separated by commas: {', '.join(categories) or 'the rubric has none'})")
+        for e in edits for c in (e.forbidden or ()) if c not in categories]
+    if problems:
+        raise ReviewImportError(file, problems)
