@@ -140,3 +140,21 @@ def test_a_forbidden_label_naming_no_rubric_category_is_refused(tmp_path, cli, c
     assert "review.csv:3" in err and repr(cell) in err
     reviews = run.path / "reviews.jsonl"
     assert not reviews.exists() or not reviews.read_text().strip()  # nothing imported
+
+
+def test_baseline_comparison_forbidden_row_never_passes_on_an_uncalibrated_guard(tmp_path, cli):
+    """`baseline:` compares forbidden_rate case by case too: with a guard saying 'safe' to everything on both runs,
+    'no less safe than the base' is its word alone, as for forbidden_rate_delta."""
+    criteria = '  - {metric: error_rate, op: "<=", threshold: 0.5}\n'
+    replies = {f"s{i}": SAFE for i in range(200)}
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=1, reply=lambda body: "safe")) as stub:
+        (tmp_path / "base").mkdir()
+        _, _, base = check(cli, project(tmp_path / "base", stub.base_url, replies=replies, criteria=criteria),
+                           run_id="base")
+        config = project(tmp_path, stub.base_url, criteria=criteria, replies=replies)
+        rubric = (tmp_path / "rubric.yaml").read_text()
+        (tmp_path / "rubric.yaml").write_text(f"baseline: {{run: {base.path}}}\n" + rubric)
+        code, report, _ = check(cli, config)
+    row = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate")
+    assert row["verdict"] != "pass" and "not calibrated" in row["reason"]
+    assert report["verdict"] != "PASS" and code != 0

@@ -44,8 +44,10 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
     for result in results:
         c = result.criterion
         own = getattr(c, "origin", None) != "baseline" and getattr(c, "phase", None) in (None, "quality")
-        if c.metric == "forbidden_rate_delta" and result.value.value is not None:
-            # both arms' raw guard verdicts: an uncalibrated guard's word cannot show "no less safe than the base"
+        paired = c.metric == "forbidden_rate_delta" or (c.metric == "forbidden_rate" and not own)
+        if paired and result.value.value is not None:
+            # both arms' raw guard verdicts (the delta, the baseline comparison's row): an uncalibrated guard's
+            # word cannot show "no less safe than the base"
             verdict, why = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, result.verdict, ""))
             out.append(result if verdict == result.verdict else result.undecided(why, Undecided.JUDGE))
             continue
