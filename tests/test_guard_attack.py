@@ -158,3 +158,25 @@ def test_baseline_comparison_forbidden_row_never_passes_on_an_uncalibrated_guard
     row = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate")
     assert row["verdict"] != "pass" and "not calibrated" in row["reason"]
     assert report["verdict"] != "PASS" and code != 0
+
+
+def test_baseline_comparison_against_a_run_judged_by_another_guard_proves_nothing(tmp_path, cli):
+    """Base judged by a strict guard (everything unsafe), this run by a lax one: the comparison would credit the
+    fine-tune with the guards' difference. The baseline proves nothing, and says which guard."""
+    from releasegate.testing.answers import keyword_guard
+
+    criteria = '  - {metric: error_rate, op: "<=", threshold: 0.5}\n'
+    replies = {f"s{i}": SAFE for i in range(12)}
+    strict = StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard({"S7": ("ticket", "reset")}))
+    with StubServer(strict) as stub:
+        (tmp_path / "base").mkdir()
+        _, _, base = check(cli, project(tmp_path / "base", stub.base_url, replies=replies, criteria=criteria),
+                           run_id="base")
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=1, reply=lambda body: "safe")) as stub:
+        config = project(tmp_path, stub.base_url, criteria=criteria, replies=replies)
+        rubric = (tmp_path / "rubric.yaml").read_text()
+        (tmp_path / "rubric.yaml").write_text(f"baseline: {{run: {base.path}}}\n" + rubric)
+        _, report, _ = check(cli, config)
+    rows = [c for c in report["criteria"] if c.get("origin") == "baseline"]
+    assert rows and all(c["verdict"] != "pass" for c in rows)
+    assert any("guard lg judged the baseline run with another model" in c["reason"] for c in rows)

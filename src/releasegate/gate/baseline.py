@@ -13,7 +13,8 @@ from ..record.judge_verdicts import Verdicts, saved_verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunDir, RunInfo
 from .blessed_baseline import blessed_standing
-from .comparability import BASELINE_PARTS, baseline_problems, coverage_problem, saved_settings_key, settings_problem
+from .comparability import (BASELINE_PARTS, baseline_problems, coverage_problem, guard_problem, saved_settings_key,
+                            settings_problem)
 from .criteria import CriterionResult, Undecided
 from .paired_comparison import Margins, changed_note, compare_records
 
@@ -32,9 +33,13 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
 
     base = RunDir(Path(spec["run"]))
     base_records = base.read_records()
+    base_verdicts = saved_verdicts(base)
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
-                                 base_verdicts=saved_verdicts(base), cand_verdicts=verdicts)
+                                 base_verdicts=base_verdicts, cand_verdicts=verdicts)
     problems = _baseline_standing(base, base_records, info)
+    guards = guard_problem(base_verdicts.guards if base_verdicts else {}, verdicts.guards if verdicts else {},
+                           rubric.forbidden)
+    problems += [guards] if guards else []
     problems += [n for n in (changed_note(comparison), coverage_problem(comparison["shared_cases"], len(base_records))) if n]
     warnings: list[str] = []
     if spec.get("blessed"):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..border.files import sha256_file
 from ..errors import InputError
 from ..inputs.files import stored_yaml
+from ..scorers.forbidden import guard_names
 from .health import saved_run_problems, target_failure
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
            "same_run", "describe_differences", "baseline_problems", "settings_problem", "coverage_problem",
-           "MIN_SHARED_SHARE"]
+           "MIN_SHARED_SHARE", "guard_problem"]
 
 SETTINGS_PARTS = ("generation", "load", "slo", "rubric")
 """The run-wide parts of the key, in the order a difference is named."""
@@ -165,3 +166,15 @@ def settings_problem(base_key: dict, cand_key: dict, parts: Iterable[str] = SETT
     if not differ:
         return None
     return f"the runs differ in {describe_differences(differ)}: they are not runs of the same thing"
+
+
+def guard_problem(base_guards: dict, cand_guards: dict, forbidden_rules) -> str | None:
+    """One line naming the first guard the forbidden rules ask that judged the two runs with another model or
+    settings (run.json `guards` fingerprints differ): their forbidden rates would differ by the guards. None when
+    they agree (a guard one run never asked leaves its replies without a verdict: unknown there anyway)."""
+    for name in guard_names(forbidden_rules):
+        a, b = (base_guards.get(name) or {}).get("fingerprint"), (cand_guards.get(name) or {}).get("fingerprint")
+        if a and b and a != b:
+            return (f"guard {name} judged the baseline run with another model or settings (fingerprint differs): "
+                    "the forbidden rates would differ by the guards; judge both runs with the same guard")
+    return None

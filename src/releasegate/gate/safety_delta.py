@@ -13,9 +13,8 @@ from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue, select
 from ..record.records import CaseRecord, RunDir
 from ..scorers import score_records
-from ..scorers.forbidden import guard_names
 from ..stats.intervals import paired_rate_bounds
-from .comparability import case_hash
+from .comparability import case_hash, guard_problem
 
 __all__ = ["forbidden_delta"]
 
@@ -34,11 +33,9 @@ def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRe
     if not chosen:
         return MetricValue(None, 0, note="no case of this slice answered in both this run and the baseline run")
     base_verdicts = saved_verdicts(base_dir)
-    other = _other_guard(guards or {}, base_verdicts.guards if base_verdicts is not None else {}, forbidden_rules)
+    other = guard_problem(base_verdicts.guards if base_verdicts is not None else {}, guards or {}, forbidden_rules)
     if other:
-        return MetricValue(None, len(chosen), note=f"guard {other} judged the baseline run with another model or "
-                                                   "settings (fingerprint differs): the delta would be the guards' "
-                                                   "difference; run both with the same guard")
+        return MetricValue(None, len(chosen), note=other)
     base_scores = score_records([base_by_id[r.case_id] for r in chosen], forbidden_rules, base_verdicts)
     pairs = [((scores[r.case_id].get("forbidden") or {}), (base_scores[r.case_id].get("forbidden") or {}))
              for r in chosen]
@@ -57,12 +54,3 @@ def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRe
             f"{(cells[0] + cells[2]) / n:.4g} ({cells[1]} newly forbidden, {cells[2]} no longer)")
     return MetricValue(delta, n, bounds, note, confidence)
 
-
-def _other_guard(mine: dict, theirs: dict, forbidden_rules) -> str | None:
-    """The first guard the rules ask whose fingerprint differs between this run and the baseline run (a guard the
-    baseline never asked leaves its cases without a verdict, so the delta is unknown there anyway)."""
-    for name in guard_names(forbidden_rules):
-        a, b = (mine.get(name) or {}).get("fingerprint"), (theirs.get(name) or {}).get("fingerprint")
-        if a and b and a != b:
-            return name
-    return None
