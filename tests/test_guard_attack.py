@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from releasegate.errors import InputError
 from releasegate.inputs.guard_settings import Unparseable, parse_guard_reply
 from releasegate.testing import StubBehaviour, StubServer
 from test_guard import SAFE, check, forbidden_criterion, project

@@ -13,8 +13,14 @@ from ..record.judge_verdicts import Verdicts, saved_verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunDir, RunInfo
 from .blessed_baseline import blessed_standing
-from .comparability import (BASELINE_PARTS, baseline_problems, coverage_problem, guard_problem, saved_settings_key,
-                            settings_problem)
+from .comparability import (
+    BASELINE_PARTS,
+    baseline_problems,
+    coverage_problem,
+    guard_problem,
+    saved_settings_key,
+    settings_problem,
+)
 from .criteria import CriterionResult, Undecided
 from .paired_comparison import Margins, changed_note, compare_records
 
