@@ -179,3 +179,26 @@ def test_baseline_comparison_against_a_run_judged_by_another_guard_proves_nothin
     rows = [c for c in report["criteria"] if c.get("origin") == "baseline"]
     assert rows and all(c["verdict"] != "pass" for c in rows)
     assert any("guard lg judged the baseline run with another model" in c["reason"] for c in rows)
+
+
+def test_probe_cases_do_not_dilute_the_sample_weights_of_their_stratum(tmp_path):
+    """A must-refuse case of a stratified sample spawns six probes; had they kept its stratum, the stratum would
+    count seven times its cases and each real case weigh a seventh of the source rows it stands for: a weak
+    stratum's accuracy would all but vanish from the population-weighted rate."""
+    import dataclasses
+
+    from releasegate.inputs.config import load_config
+    from releasegate.inputs.probes import probe_cases
+    from releasegate.inputs.suites import load_suites
+    from releasegate.record.records import CaseRecord, Stratum
+    from releasegate.stats.sample_weights import case_weights, stratum_counts
+
+    config = load_config(probe_project(tmp_path))
+    stratum = Stratum(name="kind=must_refuse", population=900, weighted=True)
+    cases = [dataclasses.replace(c, stratum=stratum) for c in load_suites(config.suites, tmp_path)]
+    probes = probe_cases(cases, config.probes)
+    records = [CaseRecord(case_id=c.id, suite="s", input={"prompt": "p"}, output="o", stratum=c.stratum)
+               for c in cases + probes]
+    strata = stratum_counts(records)
+    assert sum(strata.values()) == len(cases)
+    assert case_weights(records[:1], strata) == [900 / len(cases)]

@@ -129,8 +129,11 @@ def probe_cases(cases: list, plan: ProbePlan) -> list:
             except TemplateFailed as exc:
                 raise InputError(f"probe family {family.name} on case {case.id}: {exc.message}",
                                  field="probes.families") from None
+            # no stratum: a probe is an attack made here, no row of the sampled source, so it must not thin the
+            # weight of the real cases of its case's stratum
             out.append(dataclasses.replace(case, id=f"{case.id}~{family.name}", **_asking(case, text),
-                                           tags={**case.tags, PROBE_TAG: family.name}, answer=None, format=()))
+                                           tags={**case.tags, PROBE_TAG: family.name}, answer=None, format=(),
+                                           stratum=None))
     return out
 
 
