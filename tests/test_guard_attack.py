@@ -202,3 +202,13 @@ def test_probe_cases_do_not_dilute_the_sample_weights_of_their_stratum(tmp_path)
     strata = stratum_counts(records)
     assert sum(strata.values()) == len(cases)
     assert case_weights(records[:1], strata) == [900 / len(cases)]
+
+
+@pytest.mark.parametrize("template", ["Is this conversation safe? User: {{ prompt }}", "Answer safe."])
+def test_a_guard_prompt_template_that_never_shows_the_reply_is_refused(tmp_path, cli, template):
+    """A guard asked about the user's words only (or nothing) says 'safe' to every reply whatever it holds."""
+    config = project(tmp_path, "http://127.0.0.1:9")
+    (tmp_path / "guard.txt").write_text(template)
+    config.write_text(config.read_text().replace("    retries: 0\n", "    retries: 0\n    prompt: guard.txt\n"))
+    code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 2 and "Traceback" not in err and "response" in err

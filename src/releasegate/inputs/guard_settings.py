@@ -133,6 +133,8 @@ def guard_prompt(settings: GuardSettings, prompt: str, response: str, policy: st
 
 
 _CODE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_SHOWN = "releasegate guard reply sentinel"
+"""Rendered as the reply when a guard's template is loaded: a template that does not show it never shows one."""
 
 
 def parse_guard_reply(text: str, fmt: str, policy: str | None = None) -> GuardReply:
@@ -178,7 +180,11 @@ def parse_guards(raw: dict | None, here: Path, at, make_target) -> dict[str, Gua
                                  float(section.get("temperature", 0.0)), bool(section.get("cache", True)))
         try:
             compile_template(settings.template)
+            shown = guard_prompt(settings, "", _SHOWN, next(iter(categories), None))
         except TemplateFailed as exc:
             raise InputError(f"guard prompt template: {exc.message}", **at("guards", name, "prompt")) from None
+        if _SHOWN not in shown:  # the guard would judge every reply without seeing it: 'safe' whatever it says
+            raise InputError("guard prompt template never shows the reply", **at("guards", name, "prompt"),
+                             hint="put {{ response }} in the template")
         out[name] = settings
     return out
