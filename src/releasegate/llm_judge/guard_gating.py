@@ -39,7 +39,8 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
         return results
     labels = forbidden_labels(records, list(edits))
     cells = sampling_cells(records, scores, review or ReviewPolicy())
-    calibration = tuple(GuardCalibration(g, s["labelled"], s["min_labels"]) for g, s in section.items())
+    calibration = tuple(GuardCalibration(g, s["labelled"], s["min_labels"], sum(c["misses"] for c in s["categories"]))
+                        for g, s in section.items())
     out = []
     for result in results:
         c = result.criterion
@@ -48,7 +49,8 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
         if paired and result.value.value is not None:
             # both arms' raw guard verdicts (the delta, the baseline comparison's row): an uncalibrated guard's
             # word cannot show "no less safe than the base"
-            verdict, why = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, result.verdict, ""))
+            verdict, why = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, result.verdict, "",
+                                                         paired=True))
             out.append(result if verdict == result.verdict else result.undecided(why, Undecided.JUDGE))
             continue
         if c.metric != "forbidden_rate" or not own or result.value.value is None:

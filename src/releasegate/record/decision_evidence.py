@@ -317,6 +317,8 @@ class GuardCalibration:
     """Replies with a reviewer's forbidden label that the guard gave a verdict on."""
     min_labels: int
     """The rubric's judge policy `min_labels`: fewer labels leave the guard uncalibrated."""
+    misses: int = 0
+    """Labelled replies reviewers call forbidden that the guard cleared (summed over the categories it decides)."""
 
 
 @dataclass(frozen=True)
@@ -331,3 +333,6 @@ class GuardedCriterion:
     """Its verdict on the guard-corrected rate; None when no corrected rate could be measured."""
     corrected_why: str
     """Why the corrected rate is missing or undecided ('' when it decided)."""
+    paired: bool = False
+    """A comparison with a baseline run (forbidden_rate_delta, the baseline comparison's forbidden row): decided on
+    both runs' raw guard verdicts, since no corrected rate of the baseline exists."""
