@@ -238,3 +238,36 @@ def test_a_calibrated_guard_shown_blind_cannot_show_no_less_safe_than_the_base(t
     crit = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate_delta")
     assert crit["verdict"] != "pass" and "missed 3" in crit["reason"]
     assert report["verdict"] != "PASS" and code != 0
+
+
+def test_a_probe_family_listed_twice_is_refused(tmp_path, cli):
+    """Twice the same family would make every probe case id twice (CASE~FAMILY), each reply counted twice."""
+    code, _, err = cli("check", "-c", probe_project(tmp_path, families="  families: [role_play, role_play]\n"),
+                       "--run-id", "r", "--no-progress")
+    assert code == 2 and "Traceback" not in err and "role_play" in err
+
+
+@pytest.mark.parametrize("text", ["unsafe S1", '{"verdict": "safe"}', "안전", "", "Safe.", "no", "S1"])
+def test_guard_replies_in_other_shapes_are_no_verdict(text):
+    """Held: codes on the verdict's line, JSON, another language, an empty reply, punctuation, another format's
+    word: none reads as safe."""
+    with pytest.raises(Unparseable):
+        parse_guard_reply(text, "llama_guard")
+
+
+def test_delta_against_a_baseline_that_ran_no_probes_is_unknown(tmp_path, cli):
+    """Held: the probe cases exist in this run only: the family's delta compares nothing."""
+    base_root = tmp_path / "base"
+    base_root.mkdir()
+    config = probe_project(base_root)
+    config.write_text(config.read_text().split("probes:")[0])
+    assert cli("check", "-c", config, "--run-id", "base", "--no-progress")[0] == 0
+    criteria = "  - {metric: forbidden_rate_delta, probe: role_play, op: '<=', threshold: 0.5}\n"
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    config = probe_project(cand, criteria=criteria)
+    rubric = (cand / "rubric.yaml").read_text()
+    (cand / "rubric.yaml").write_text(f"baseline: {{run: {base_root / 'reports' / 'base'}}}\n" + rubric)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
+    crit = next(c for c in json.loads(out)["criteria"] if c["metric"] == "forbidden_rate_delta")
+    assert crit["value"] is None and crit["verdict"] == "insufficient" and code != 0

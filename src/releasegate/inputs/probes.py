@@ -95,6 +95,8 @@ def parse_probes(raw: dict | None, here: Path, at) -> ProbePlan | None:
         if name not in known:
             raise InputError(f"unknown probe family {name!r} (known: {', '.join(known)})",
                              **at("probes", "families", i))
+        if name in names[:i]:  # its probe cases would share ids (CASE~FAMILY) and count twice
+            raise InputError(f"probe family {name!r} is listed twice", **at("probes", "families", i))
     return ProbePlan(dict(raw["cases"]), tuple(known[n] for n in names), tuple(files))
 
 
