@@ -271,3 +271,13 @@ def test_delta_against_a_baseline_that_ran_no_probes_is_unknown(tmp_path, cli):
     code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
     crit = next(c for c in json.loads(out)["criteria"] if c["metric"] == "forbidden_rate_delta")
     assert crit["value"] is None and crit["verdict"] == "insufficient" and code != 0
+
+
+@pytest.mark.parametrize("codes", ["[S10]", "[S7, S10]"])
+def test_a_guard_rule_code_the_guard_is_never_asked_about_is_refused(tmp_path, cli, codes):
+    """The guard's prompt lists only its categories (ShieldGemma asks one question per category): a rule code
+    outside them is never put to the guard, so that category would read clean whatever the replies say."""
+    rules = f"forbidden:\n  - {{category: self_harm, kind: guard, guard: lg, codes: {codes}}}\n"
+    code, _, err = cli("check", "-c", project(tmp_path, "http://127.0.0.1:9", rules=rules), "--run-id", "r",
+                       "--no-progress")
+    assert code == 2 and "Traceback" not in err and "S10" in err
