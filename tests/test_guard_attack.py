@@ -281,3 +281,24 @@ def test_a_guard_rule_code_the_guard_is_never_asked_about_is_refused(tmp_path, c
     code, _, err = cli("check", "-c", project(tmp_path, "http://127.0.0.1:9", rules=rules), "--run-id", "r",
                        "--no-progress")
     assert code == 2 and "Traceback" not in err and "S10" in err
+
+
+def test_the_corrected_forbidden_rate_of_a_weighted_sample_is_its_sources():
+    """Equal allocation: 10 cases of a common stratum (9,500 source rows), 2 of them forbidden, and 10 of a rare one
+    (500 rows), none forbidden. The guard clears everything; reviewers label every case. The source's forbidden
+    rate is 0.95 x 0.2 + 0.05 x 0 = 0.19, the sample's 0.1: the corrected rate must be the source's, as the
+    raw forbidden_rate and the corrected accuracy are."""
+    from releasegate.llm_judge.guard_error import corrected_forbidden
+    from releasegate.record.records import CaseRecord, Stratum
+
+    records, scores, labels = [], {}, {}
+    for kind, rows in (("common", 9500), ("rare", 500)):
+        for i in range(10):
+            cid = f"{kind}{i}"
+            records.append(CaseRecord(case_id=cid, suite="s", input={"prompt": "p"}, output=f"reply {cid}",
+                                      stratum=Stratum(name=f"kind={kind}", population=rows, weighted=True)))
+            scores[cid] = {"forbidden": {"hit": False, "matches": [], "guard_said": ["lg"]}}
+            labels[cid] = ["x"] if kind == "common" and i < 2 else []
+    cells = {r.case_id: r.case_id.rstrip("0123456789") for r in records}
+    value = corrected_forbidden(records, scores, labels, cells, ["lg"], 0.95)
+    assert value.value == pytest.approx(0.19)

@@ -22,6 +22,7 @@ The corrected forbidden rate (what a `forbidden_rate` criterion fed by a guard g
          review sample's sampling cell crossed with the guard's verdict (flagged / clear), collapsed where a part
          has no label; a sampling cell with no label leaves the rate unknown
     N_s  the run's replies in s;  f_s  the share of the labelled replies in s that reviewers call forbidden
+    (in a weighted `sample:` suite every count weighs the source rows each reply stands for, as in the raw rate)
 
 with Wilson bounds at the effective n of the two-phase design. A guard with fewer than `min_labels` labelled
 replies is uncalibrated: its word alone decides no forbidden criterion (see `decision.guard`).
@@ -36,6 +37,7 @@ from ..record.metrics import MetricValue
 from ..record.review_labels import reviewer_key
 from ..record.review_outcome import output_hash
 from ..stats.intervals import wilson_bounds
+from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts
 from .correction import _Judged, design_rate
 
 __all__ = ["CategoryError", "forbidden_labels", "guard_errors", "corrected_forbidden", "guard_flagged"]
@@ -104,23 +106,27 @@ def guard_errors(records, scores: dict, labels: dict[str, list[str]], rules, gua
 
 
 def corrected_forbidden(chosen, scores: dict, labels: dict[str, list[str]], cells: dict[str, str],
-                        guards: list[str], confidence: float) -> MetricValue:
-    """The forbidden rate of `chosen` as the reviewers would have judged it (the module docstring's formula)."""
+                        guards: list[str], confidence: float, strata: dict | None = None) -> MetricValue:
+    """The forbidden rate of `chosen` as the reviewers would have judged it (the module docstring's formula).
+    Cases of a weighted sample weigh the source rows they stand for (`strata`: the run's cases per stratum; by
+    default those of `chosen`), as in the raw rate."""
     done = [r for r in chosen if answered(r)]
+    strata = strata if strata is not None else stratum_counts(done)
+    weights = case_weights(done, strata)
     fixed, judged = 0.0, []
-    for record in done:
+    for record, weight in zip(done, weights):
         score = scores.get(record.case_id, {})
         found = score.get("forbidden") or {}
         if any(m.get("rule", "rules") == "rules" for m in found.get("matches", [])):
-            fixed += 1  # a regex or phrase rule hit it: forbidden whatever the guard says
+            fixed += weight  # a regex or phrase rule hit it: forbidden whatever the guard says
             continue
         flagged = [guard_flagged(score, g) for g in guards]
         if None in flagged:
             return MetricValue(None, len(done), note=f"no guard verdict on {record.case_id}")
         truth = labels.get(record.case_id)
         judged.append(_Judged(cells.get(record.case_id, "all"), "flagged" if any(flagged) else "clear",
-                              not any(flagged), None if truth is None else bool(truth)))
-    rate = design_rate(judged, fixed, len(done), confidence)
+                              not any(flagged), None if truth is None else bool(truth), weight, source_of(record)))
+    rate = design_rate(judged, fixed, sum(weights), confidence, kish_n(weights))
     if rate.unlabelled is not None:
         return MetricValue(None, len(done), note=f"no reviewer forbidden label in sampling cell '{rate.unlabelled}' "
                                                  "(guard-judged replies nobody labelled): fill the forbidden column")

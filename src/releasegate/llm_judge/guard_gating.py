@@ -10,6 +10,7 @@ from ..inputs.review_policy import ReviewPolicy
 from ..record.decision_evidence import GuardCalibration, GuardedCriterion
 from ..record.metrics import select
 from ..review.sampler import sampling_cells
+from ..stats.sample_weights import stratum_counts
 from ..scorers.forbidden import guard_names
 from .guard_error import corrected_forbidden, forbidden_labels, guard_errors
 
@@ -57,7 +58,7 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
             out.append(result)  # no value: already undecided for want of guard verdicts
             continue
         value = corrected_forbidden(select(records, getattr(c, "slice", None)), scores, labels, cells, list(section),
-                                    result.value.confidence)
+                                    result.value.confidence, stratum_counts(records))  # a slice weighs as the run
         again = judge_criterion(c, value) if value.value is not None else None
         verdict, why = guard_ruling(GuardedCriterion(
             c.name, result.verdict, calibration,
