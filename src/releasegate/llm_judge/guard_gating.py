@@ -10,8 +10,8 @@ from ..inputs.review_policy import ReviewPolicy
 from ..record.decision_evidence import GuardCalibration, GuardedCriterion
 from ..record.metrics import select
 from ..review.sampler import sampling_cells
-from ..stats.sample_weights import stratum_counts
 from ..scorers.forbidden import guard_names
+from ..stats.sample_weights import stratum_counts
 from .guard_error import corrected_forbidden, forbidden_labels, guard_errors
 
 __all__ = ["guard_section", "guard_corrected"]
