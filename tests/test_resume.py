@@ -134,7 +134,8 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_pa
 
 
 def test_sigterm_marks_the_run_interrupted_and_resume_finishes_it(tmp_path):
-    with StubServer(StubBehaviour(ttft_ms=150, itl_ms=2, tokens=3)) as stub:
+    # 13 rounds of 0.6 s: a signal a busy machine delivers seconds late still lands before the last case
+    with StubServer(StubBehaviour(ttft_ms=600, itl_ms=2, tokens=3)) as stub:
         config = make_project(tmp_path, stub.base_url, cases=200, concurrency=16)
         run = RunDir(tmp_path / "reports" / "t")
         proc = popen_check("-c", config, "--run-id", "t", cwd=tmp_path)
