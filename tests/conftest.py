@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +30,6 @@ def project(tmp_path: Path) -> Path:
     config = tmp_path / "releasegate.yaml"
     text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
     text = text.replace("  base: your-org/your-base-model", "")
-    for key in ("dtype", "threads", "batch_size"):  # the hf backend's own keys: replay would warn it ignores them
-        text = re.sub(rf"(?m)^  {key}: .*\n", "", text)
     config.write_text(text)
     write_jsonl(
         tmp_path / "responses.jsonl",

@@ -83,8 +83,10 @@ def test_every_variant_ran_the_same_cases_and_is_compared_with_f16(served):
     for row in by.values():
         assert row["verdict"] in ("PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE"), row["why_not"]
         assert row["ttft_ms_p50"] > 0 and row["e2e_ms_p99"] >= row["e2e_ms_p50"] > 0, row
-        # a busy client may read a whole answer at once: its decode time is then unknown, never 0
-        assert row["tpot_ms_p95"] is None or row["tpot_ms_p95"] > 0, row
+        # the tiny demo decodes in well under a millisecond a token, and a server that coalesces its writes (or a
+        # client the shared machine slows) reads a whole answer at once: 0 ms then, flagged as a batched stream
+        # (the plan's rubric allows it: max_itl_batched_share 1)
+        assert row["tpot_ms_p95"] is not None and row["tpot_ms_p95"] >= 0, row
         assert row["peak_memory_bytes"] > 10 * 2**20, row  # a child process's high-water mark, not this process's
 
 

@@ -178,8 +178,7 @@ def stream_timing(
     return {
         **common,
         "ttft_ms": (first - first_sent) / _NS_PER_MS,
-        # An answer whose every token came in one read shows no decode time: unknown, never 0 ms per token.
-        "tpot_ms": (last - first) / _NS_PER_MS / (n_tokens - 1) if n_tokens >= 2 and last > first else None,
+        "tpot_ms": (last - first) / _NS_PER_MS / (n_tokens - 1) if n_tokens >= 2 else None,
         "itl_ms": itl,
         "ttft_sched_ms": (first - scheduled_ns) / _NS_PER_MS,
         "ttft_last_attempt_ms": (first - sent_ns) / _NS_PER_MS,

@@ -23,6 +23,7 @@ from ..inputs.suites import Case, load_suites
 from ..record.evidence import answered, worst_client
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
+from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
 from .stopping import stop_if_dead
 
@@ -76,6 +77,11 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
             for group, gens in _generated(backend, _batches(order, hits, size), hits, config, run, info, session):
                 sent = [c for c in group if c.id in hits or gens[c.id].error != ErrorKind.NOT_SENT]
                 records = [_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in sent]
+                if INTERRUPTION.signum is not None:
+                    # the run is stopping: a request that failed now may have been cut by the stop itself, which is
+                    # no failure of the target; left unrecorded, the resume sends it again
+                    kept = [(c, r) for c, r in zip(sent, records) if answered(r)]
+                    sent, records = [c for c, _ in kept], [r for _, r in kept]
                 run.append(records)
                 # after the append: a response is cached once it is recorded; an empty answer never is (a failure)
                 fresh = [c for c, r in zip(sent, records) if c.id not in hits and answered(r)]
