@@ -13,15 +13,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..backends import Generation, Request, create_backend
-from ..errors import ErrorKind, InputError, TargetError, judge_kind
+from ..errors import ErrorKind, InputError, judge_kind
 from ..inputs.guard_settings import GuardSettings, TemplateFailed, Unparseable, guard_prompt, parse_guard_reply
 from ..record.evidence import answered
-from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judgment_key, read_judgments
+from ..record.judge_journal import JudgeTokens, Judgment, judgment_key, read_judgments
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..run.manifest import target_fingerprint
 from ..scorers.forbidden import guard_names
-from .stage import JUDGE_BATCH, _open_cache
+from .stage import _open_cache, ask_in_batches
 
 __all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard"]
 
@@ -70,34 +70,11 @@ def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, f
     if not asks:
         return None
     generation = {"temperature": settings.temperature, "role": "guard"}
-    backend = create_backend(settings.target, {"temperature": settings.temperature})
-    cache = _open_cache(cache_path, fingerprint, generation) if settings.cache else None
-    try:
-        backend.load()
-    except TargetError as exc:
-        return str(exc)
-    try:
-        for start in range(0, len(asks), JUDGE_BATCH):
-            between()
-            batch = asks[start:start + JUDGE_BATCH]
-            built = {_id(r, q): _request(settings, r, q) for r, q in batch}
-            requests = [x for x in built.values() if isinstance(x, Request)]
-            hits = {x.case_id: g for x in requests if cache is not None and (g := cache.get(x)) is not None}
-            fresh = [x for x in requests if x.case_id not in hits]
-            gens = dict(zip([x.case_id for x in fresh],
-                            backend.generate(fresh, max_new_tokens=settings.max_tokens) if fresh else []))
-            gens.update({k: v for k, v in built.items() if isinstance(v, Generation)})
-            judgments = [_judgment(settings, fingerprint, r, q, hits.get(_id(r, q)) or gens[_id(r, q)],
-                                   _id(r, q) in hits) for r, q in batch]
-            append_judgments(run, judgments)
-            if cache is not None:
-                ok = {_id(r, q) for (r, q), j in zip(batch, judgments) if j.error is None and not j.cached}
-                cache.put_many([(x, gens[x.case_id]) for x in fresh if x.case_id in ok])
-    finally:
-        backend.close()
-        if cache is not None:
-            cache.close()
-    return None
+    return ask_in_batches(
+        run, asks, backend=create_backend(settings.target, {"temperature": settings.temperature}),
+        cache=_open_cache(cache_path, fingerprint, generation) if settings.cache else None,
+        max_tokens=settings.max_tokens, request_id=lambda a: _id(a[0], a[1]), build=lambda a: _request(settings, a[0], a[1]),
+        judge=lambda a, gen, cached: _judgment(settings, fingerprint, a[0], a[1], gen, cached), between=between)
 
 
 def _user_turns(data: dict) -> str:

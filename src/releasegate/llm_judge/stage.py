@@ -155,31 +155,49 @@ def _baseline_outputs(settings: JudgeSettings) -> dict[str, str]:
 def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, task, between) -> str | None:
     """One criterion's questions of one kind (one response_format): batches, each appended as it comes back."""
     target, generation = _judge_target(settings, asks[0])
-    backend = create_backend(target, generation)
-    cache = _open_cache(cache_path, fingerprint, generation)
+
+    def advance(n: int) -> None:
+        if bar is not None:
+            bar.advance(task, n)
+
+    return ask_in_batches(
+        run, asks, backend=create_backend(target, generation),
+        cache=_open_cache(cache_path, fingerprint, generation), max_tokens=settings.max_tokens,
+        request_id=lambda a: a.request_id, build=lambda a: _request(a, settings),
+        judge=lambda a, gen, cached: _judgment(a, fingerprint, gen, cached=cached), between=between, advance=advance)
+
+
+def ask_in_batches(run, items: list, *, backend, cache, max_tokens: int, request_id, build, judge, between,
+                   advance=lambda n: None) -> str | None:
+    """Ask a judging model (the judge, a guard) about `items` in batches of JUDGE_BATCH: each item's request
+    (`build`: a Request, or the failed Generation of a prompt template that failed) answered from the response
+    cache or by `backend`, made a Judgment by `judge(item, generation, cached)` and appended as its batch comes
+    back; only replies that held a verdict are cached. The failure that stopped it (the backend would not load),
+    if any. The backend and the cache are closed at the end."""
     try:
         backend.load()
     except TargetError as exc:
+        if cache is not None:
+            cache.close()
         return str(exc)
     try:
-        for start in range(0, len(asks), JUDGE_BATCH):
+        for start in range(0, len(items), JUDGE_BATCH):
             between()
-            batch = asks[start:start + JUDGE_BATCH]
-            built = {a.request_id: _request(a, settings) for a in batch}  # a Generation: the template failed
+            batch = items[start:start + JUDGE_BATCH]
+            built = {request_id(item): build(item) for item in batch}
             requests = [q for q in built.values() if isinstance(q, Request)]
             hits = {q.case_id: g for q in requests if cache is not None and (g := cache.get(q)) is not None}
             fresh = [q for q in requests if q.case_id not in hits]
-            gens = dict(zip([q.case_id for q in fresh], backend.generate(fresh, max_new_tokens=settings.max_tokens)
+            gens = dict(zip([q.case_id for q in fresh], backend.generate(fresh, max_new_tokens=max_tokens)
                             if fresh else []))
             gens.update({rid: q for rid, q in built.items() if not isinstance(q, Request)})
-            judgments = [_judgment(a, fingerprint, hits.get(a.request_id) or gens[a.request_id],
-                                   cached=a.request_id in hits) for a in batch]
+            judgments = [judge(item, hits.get(request_id(item)) or gens[request_id(item)], request_id(item) in hits)
+                         for item in batch]
             append_judgments(run, judgments)
             if cache is not None:  # only replies that held a verdict are worth keeping
-                ok = {a.request_id for a, j in zip(batch, judgments) if j.error is None and not j.cached}
+                ok = {request_id(item) for item, j in zip(batch, judgments) if j.error is None and not j.cached}
                 cache.put_many([(q, gens[q.case_id]) for q in fresh if q.case_id in ok])
-            if bar is not None:
-                bar.advance(task, len(batch))
+            advance(len(batch))
     finally:
         backend.close()
         if cache is not None:
