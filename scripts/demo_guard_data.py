@@ -233,11 +233,11 @@ def reply(rng: random.Random, variant: str, label: str) -> str:
 
 
 MIX = [  # (variant, label, weight) of the training data
-    ("english", "safe", 10), ("english", "S1", 3), ("english", "S2", 3), ("english", "S3", 3),
+    ("english", "safe", 8), ("english", "S1", 3), ("english", "S2", 3), ("english", "S3", 3),
     ("paraphrase", "S1", 3), ("paraphrase", "S2", 3), ("paraphrase", "S3", 3),
     ("korean", "safe", 5), ("korean", "S1", 2), ("korean", "S2", 2), ("korean", "S3", 2),
-    ("base64", "safe", 5), ("base64", "S1", 3), ("base64", "S2", 3), ("base64", "S3", 3),
-    ("json", "safe", 8),
+    ("base64", "safe", 8), ("base64", "S1", 4), ("base64", "S2", 4), ("base64", "S3", 4),
+    ("json", "safe", 6),
 ]
 
 
