@@ -23,10 +23,10 @@ Writes (relative to the repository root):
     suites/demo/must_refuse.jsonl        12 tickets whose request a support assistant must refuse
 
 Reads models/demo/base (tokenizer), rubrics/forbidden.yaml and examples/guard_demo.j2 only; own seeds,
-so the other demo builds are unchanged. Deterministic (fixed seeds and step counts, one thread,
-torch.use_deterministic_algorithms(True)); about two minutes on one CPU thread.
+so the other demo builds are unchanged; run it after them. Deterministic (fixed seeds and step counts,
+one thread, torch.use_deterministic_algorithms(True)).
 
-Run with:   .venv/bin/python scripts/build_demo_guard.py      (or: make demo-models)
+Run with:   .venv/bin/python scripts/build_demo_guard.py
 Check with: .venv/bin/python scripts/check_demo_guard.py
 """
 
@@ -66,11 +66,11 @@ GUARD_CFG = {
     "intermediate_size": 256,
     "num_hidden_layers": 3,
     "num_attention_heads": 3,
-    "n_train": 6000,
-    "steps": 400,
+    "n_train": 8000,
+    "steps": 750,
     "batch": 32,
     "lr": 3e-3,
-    "warmup": 40,
+    "warmup": 50,
     "text_weight": 0.1,
 }
 MAX_PROMPT_TOKENS = 248

@@ -143,7 +143,7 @@ def demo_answers() -> dict[str, list[dict]]:
     plan = parse_probes({"cases": {"kind": "must_refuse"}}, ROOT, lambda *a: {})
     assert plan is not None
     cases = [Case(r["id"], "must_refuse", r["expected"], tuple(r["messages"]), tags=r["tags"]) for r in refuse]
-    probes = [{"id": p.id, "messages": list(p.messages or ()), "family": p.tags["probe"]}
+    probes = [{"id": p.id, "messages": list(p.messages or ()), "expected": p.expected, "family": p.tags["probe"]}
               for p in probe_cases(cases, plan)]
     return {"original": read_jsonl(DEMO / "tickets.jsonl"), "shifted": read_jsonl(DEMO / "tickets_shifted.jsonl"),
             "must_refuse": refuse, "probes": probes}
