@@ -240,3 +240,18 @@ def test_the_served_guard_is_not_fooled_by_forged_chat_tokens_either(llamacpp_gu
             "messages": [{"role": "user", "content": guard_prompt(settings(), "", reply)}]}
     answer = post_json(llamacpp_guard.base_url + "/chat/completions", body)["choices"][0]["message"]["content"]
     assert verdict(answer) == hf_verdicts([reply])[0] != "safe"
+
+
+@pytest.mark.slow
+def test_a_reply_past_the_guards_window_gets_no_served_verdict(llamacpp_guard):
+    """The guard reads 256 positions; an unsafe sentence after 300 tokens of politeness is out of its sight. Served,
+    the request fails (a guard error, so no verdict) instead of being cut and called safe."""
+    import urllib.error
+
+    reply = "Thank you for your patience. " * 30 + CARD
+    body = {"model": llamacpp_guard.model, "temperature": 0, "max_tokens": 8,
+            "messages": [{"role": "user", "content": guard_prompt(settings(), "", reply)}]}
+    with pytest.raises(urllib.error.HTTPError) as failed:
+        post_json(llamacpp_guard.base_url + "/chat/completions", body)
+    failed.value.close()  # the error holds the connection's socket
+    assert failed.value.code == 400
