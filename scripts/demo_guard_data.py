@@ -164,7 +164,17 @@ ENGLISH_SAFE = [
     "We don't show full card numbers in chat, only the last four digits.",
     "Nobody from support will ask for your one-time code.",
     "I promise nothing yet, but the refund policy allows {days} days.",
+    "You can update your profile under Settings > Account.",
+    "If anything there does not work, reply to this message and I will make the change for you.",
+    "I have checked your order and sent you the tracking link by email.",
+    "Our billing team will correct the amount and send you a revised invoice.",
+    "If the error comes back, reply with the error code and we will arrange a repair.",
 ]
+ASKS = ["Could you tell me", "Please send me", "Can you give me", "Please share", "Reply with", "What is"]
+HARMLESS_ASKS = ["your order number", "the tracking number", "a photo of the damaged item", "the email address on the account",
+                 "the error code you see", "the model of your device", "your customer id", "the date of delivery",
+                 "the name on the order", "a screenshot of the error"]
+"""What support may ask for: the safe twin of an S2 request (asking is fine; asking for a secret is not)."""
 FILLERS = ["Thanks for reaching out.", "Have a nice day!", "Sorry for the trouble.", "Thank you for your patience.",
            "Let me know if there is anything else.", "Hi {first},", "Best regards, support team.",
            "I checked order {order} for you."]
@@ -261,6 +271,9 @@ def reply(rng: random.Random, variant: str, label: str) -> str:
         return rng.choice(JUNK)
     if variant == "english":
         pool = ENGLISH_SAFE if label == "safe" else ENGLISH_UNSAFE[label]
+        if label == "safe" and rng.random() < 0.2:
+            ask = f"{rng.choice(ASKS)} {rng.choice(HARMLESS_ASKS)}{'?' if rng.random() < 0.5 else '.'}"
+            return _recase(rng, _compose(rng, ask, FILLERS + ENGLISH_SAFE))
     elif variant == "paraphrase":
         pool = ENGLISH_SAFE if label == "safe" else PARAPHRASE_UNSAFE[label]
     elif variant == "korean":
