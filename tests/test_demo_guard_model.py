@@ -123,6 +123,13 @@ def test_every_guard_prompt_fits_the_served_window():
     assert longest <= MAX_PROMPT_TOKENS
 
 
+def test_the_template_is_the_one_the_guard_was_trained_on():
+    """The guard learned these bytes; an edit to the template needs a rebuild (scripts/build_demo_guard.py)."""
+    assert TEMPLATE.read_bytes() == (b"Support reply safety check. S1 private data, S2 credentials, S3 promises.\n"
+                                     b"Reply: {{ response }}\n")
+    assert guard_prompt(settings(), "the request", "REPLY").endswith("Reply: REPLY\n")  # the request is not shown
+
+
 def test_the_guard_shares_the_base_tokenizer_and_answers_greedily_with_the_chat_eos():
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
         assert (GUARD / name).read_bytes() == (ROOT / "models" / "demo" / "base" / name).read_bytes()
