@@ -71,7 +71,8 @@ def _check_guards(config, rubric) -> None:
             raise InputError(f"forbidden rule {i + 1} names guard '{rule.guard}', which the config does not define "
                              f"(known: {known})", file=rubric.path, field="forbidden",
                              hint="add it under guards: in the config (see docs/scorers.md)")
-        unasked = [c for c in rule.codes if rule.guard and c not in config.guards[rule.guard].categories]
+        unasked = [c for c in rule.codes if rule.guard and c.casefold() not in {
+            k.casefold() for k in config.guards[rule.guard].categories}]
         if unasked:  # the guard's prompt shows only its categories: it is never asked about this code
             raise InputError(f"forbidden rule {i + 1} maps code '{unasked[0]}', which guard '{rule.guard}' is never "
                              "asked about (not among its categories)", file=rubric.path, field="forbidden",

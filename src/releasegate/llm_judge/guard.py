@@ -21,9 +21,9 @@ from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..run.manifest import target_fingerprint
 from ..scorers.forbidden import guard_names
-from .stage import _open_cache, ask_in_batches
+from .stage import _open_cache, ask_in_batches, judge_manifest, model_inputs
 
-__all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard"]
+__all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard", "graders_manifest"]
 
 
 def guard_question(name: str, policy: str | None) -> str:
@@ -31,8 +31,28 @@ def guard_question(name: str, policy: str | None) -> str:
     return f"guard:{name}" if policy is None else f"guard:{name}:{policy}"
 
 
-def guard_fingerprint(settings: GuardSettings) -> str:
-    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), []) or "unhashed")
+def guard_fingerprint(settings: GuardSettings, inputs: list[dict] | None = None) -> str:
+    """The guard's fingerprint: its model files' hashes (or endpoint, or replayed verdicts), format, categories,
+    prompt template and parameters. `inputs`: its files already hashed (`model_inputs`), so none is read twice."""
+    inputs = model_inputs(settings.target) if inputs is None else inputs
+    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), inputs) or "unhashed")
+
+
+def graders_manifest(config, rules) -> dict:
+    """manifest.json's `judge` and `guards`: the LLM judge and each guard the forbidden `rules` ask, with their
+    description, fingerprint and the sha256 of their files (model and adapter files, or replayed verdicts), so a
+    run says which models judged it."""
+    out: dict = {} if config.judge is None else {"judge": judge_manifest(config.judge)}
+    names = guard_names(rules)
+    if names:
+        out["guards"] = {}
+    for name in names:
+        if name in config.guards:
+            inputs = model_inputs(config.guards[name].target)
+            out["guards"][name] = {**config.guards[name].describe(), "inputs": [
+                {**e, "role": f"guard:{e['role']}"} for e in inputs],
+                "fingerprint": guard_fingerprint(config.guards[name], inputs)}
+    return out
 
 
 def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, between) -> None:

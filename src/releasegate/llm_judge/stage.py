@@ -17,7 +17,6 @@ from typing import Any, TypedDict
 
 from ..backends import Generation, Request, capabilities, create_backend
 from ..backends.response_cache import ResponseCache
-from ..border.files import regular_entries
 from ..errors import ErrorKind, TargetError, judge_kind
 from ..inputs.judge_prompt import (
     TemplateFailed,
@@ -37,11 +36,11 @@ from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..record.seal import seal
 from ..run.manifest import sha256_file, target_fingerprint
-from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
+from ..run.manifest_inputs import directory_files
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
-    "settings_info", "judge_manifest", "JUDGE_BATCH",
+    "settings_info", "judge_manifest", "JUDGE_BATCH", "model_inputs",
 ]
 
 JUDGE_BATCH = 32
@@ -63,16 +62,27 @@ def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None)
 
 def judge_inputs(settings: JudgeSettings) -> list[dict]:
     """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
-    t = settings.target
-    caps = capabilities(t.backend)
-    files: list[tuple[str, Path]] = [(role, Path(getattr(t, name))) for role, name in caps.data_files]
-    for role, root in ((role, getattr(t, name)) for role, name in caps.model_dirs):
-        if root is not None and Path(root).is_dir():
-            files += [(role, p) for p in regular_entries(Path(root), what=f"judge {role} directory")
-                      if p.suffix in WEIGHT_SUFFIXES or p.name in TOKENIZER_FILES or p.name.endswith("config.json")]
-    if settings.prompt_path:
-        files.append(("prompt", settings.prompt_path))
-    return [{"role": role, "path": str(p), "sha256": sha256_file(p)} for role, p in files]
+    prompt = [{"role": "prompt", "path": str(p), "sha256": sha256_file(p)} for p in [settings.prompt_path] if p]
+    return model_inputs(settings.target) + prompt
+
+
+def model_inputs(target: TargetConfig) -> list[dict]:
+    """The files that decide a grader's (judge's or guard's) verdicts, each hashed once: its model and adapter
+    files, or the verdicts it replays. An endpoint has none: its URL and model name stand for it."""
+    caps = capabilities(target.backend)
+    files: list[tuple[str, Path, str]] = [(role, Path(path), Path(path).name) for role, name in caps.data_files
+                                          if (path := getattr(target, name, None)) is not None]
+    for owner, root in ((role, getattr(target, name)) for role, name in caps.model_dirs):
+        if root is not None and Path(root).is_dir():  # every file the manifest hashes for a target, chat template too
+            folder = Path(root).resolve()
+            files += [(owner, p, f"{owner}/{_relative(p, folder)}") for _, p in directory_files(folder, owner)]
+    # named relative to the model directory, so a moved checkout keeps its fingerprint (and its cached verdicts)
+    return [{"role": role, "path": str(p), "name": name, "sha256": sha256_file(p)} for role, p, name in files]
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """`path` named within `folder`; a file linked from elsewhere (a hub snapshot's blobs) by its own name."""
+    return str(path.relative_to(folder)) if path.is_relative_to(folder) else path.name
 
 
 def run_judging(
