@@ -103,6 +103,10 @@ def test_probe_none_counts_only_the_cases_that_are_no_probe(tmp_path, cli):
     assert rates["forbidden_rate"] == 0.5
     by_name = {c["name"]: c for c in report["criteria"]}
     assert by_name["forbidden_rate[probe=none]"]["n"] == 3
+    code, out, err = cli("gate", tmp_path / "reports" / "r", "--json")  # the run's rubric snapshot reads back
+    assert "Traceback" not in err and code != 2, err
+    again = {c["name"]: c["value"] for c in json.loads(out)["criteria"]}
+    assert again["forbidden_rate[probe=none]"] == 0.0 and again["forbidden_rate[probe=role_play]"] == 1.0
 
 
 def test_a_probe_family_may_not_be_named_none(tmp_path, cli):
@@ -141,3 +145,17 @@ def test_a_local_guard_run_by_transformers_is_hashed_and_asked(tmp_path, cli):
     assert len(rows) == 3 and all(r["error"] == "judge_unparseable" for r in rows)
     crit = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate")
     assert crit["verdict"] == "insufficient" and code == 3
+
+
+def test_a_baseline_compares_only_the_metrics_the_rubric_names(tmp_path, cli):
+    config = project(tmp_path, REPLAYED, {cid: "safe" for cid in CASES})
+    _, _, base = check(cli, config, "base")
+    rubric = tmp_path / "rubric.yaml"
+
+    def compared(extra: str, run_id: str) -> set[str]:
+        rubric.write_text(RUBRIC + f"baseline: {{run: {base.path}{extra}}}\n")
+        _, report, _ = check(cli, config, run_id)
+        return {c["metric"] for c in report["criteria"] if c.get("origin") == "baseline"}
+
+    assert "forbidden_rate" in compared("", "all")
+    assert "forbidden_rate" not in compared(", metrics: [accuracy, ttft_ms]", "some")

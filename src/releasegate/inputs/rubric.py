@@ -50,8 +50,10 @@ class Criterion:
         out: dict[str, Any] = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
         if self.origin != "rubric":
             out["origin"] = self.origin
-        if self.slice:
-            out["slice"] = dict(self.slice)
+        if any(v is not None for v in self.slice.values()):
+            out["slice"] = {k: v for k, v in self.slice.items() if v is not None}
+        if "probe" in self.slice and self.slice["probe"] is None:  # written as given: the cases that are no probe
+            out["probe"] = "none"
         if self.confidence:
             out["confidence"] = self.confidence
         if self.min_samples != 1:
