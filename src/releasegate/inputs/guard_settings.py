@@ -108,7 +108,7 @@ class GuardSettings:
     def describe(self) -> dict:
         """What run.json and the report say of the guard (credentials masked)."""
         t = self.target
-        return {"name": self.name, "backend": t.backend, "model": t.model or (str(t.responses) if t.responses else None),
+        return {"name": self.name, "backend": t.backend, "model": t.model or t.base or (str(t.responses) if t.responses else None),
                 "base_url": t.masked()["base_url"], "format": self.format, "categories": dict(self.categories),
                 "prompt_sha256": hashlib.sha256(self.template.encode()).hexdigest(), "max_tokens": self.max_tokens,
                 "temperature": self.temperature}

@@ -9,7 +9,6 @@ expects, records an error: that reply has no guard verdict, and the forbidden ra
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from ..backends import Generation, Request, create_backend
@@ -19,9 +18,8 @@ from ..record.evidence import answered
 from ..record.judge_journal import JudgeTokens, Judgment, judgment_key, read_judgments
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
-from ..run.manifest import target_fingerprint
 from ..scorers.forbidden import guard_names
-from .stage import _open_cache, ask_in_batches, judge_manifest, model_inputs
+from .stage import _open_cache, ask_in_batches, grader_fingerprint, judge_manifest, model_inputs
 
 __all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard", "graders_manifest"]
 
@@ -35,7 +33,7 @@ def guard_fingerprint(settings: GuardSettings, inputs: list[dict] | None = None)
     """The guard's fingerprint: its model files' hashes (or endpoint, or replayed verdicts), format, categories,
     prompt template and parameters. `inputs`: its files already hashed (`model_inputs`), so none is read twice."""
     inputs = model_inputs(settings.target) if inputs is None else inputs
-    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), inputs) or "unhashed")
+    return settings.fingerprint(grader_fingerprint(settings.target, inputs))
 
 
 def graders_manifest(config, rules) -> dict:

@@ -35,12 +35,12 @@ from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judg
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..record.seal import seal
-from ..run.manifest import sha256_file, target_fingerprint
+from ..run.manifest import hub_model_snapshot, sha256_file, target_fingerprint
 from ..run.manifest_inputs import directory_files
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
-    "settings_info", "judge_manifest", "JUDGE_BATCH", "model_inputs",
+    "settings_info", "judge_manifest", "JUDGE_BATCH", "model_inputs", "grader_fingerprint",
 ]
 
 JUDGE_BATCH = 32
@@ -56,8 +56,15 @@ def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None)
     """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template.
     `inputs`: the judge's files already hashed (`judge_inputs`), so no file is read twice."""
     inputs = judge_inputs(settings) if inputs is None else inputs
-    model_files = [e for e in inputs if e["role"] != "prompt"]
-    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), model_files) or "unhashed")
+    return settings.fingerprint(grader_fingerprint(settings.target, [e for e in inputs if e["role"] != "prompt"]))
+
+
+def grader_fingerprint(target: TargetConfig, inputs: list[dict]) -> str:
+    """What decides a grader's (judge's or guard's) verdicts as `run.manifest.target_fingerprint` hashes it, its
+    `model_inputs` given. A hub model with no copy in the hub cache has no bytes to hash: it is known by its id
+    (and dtype, device...), so another model never shares its fingerprint, its cached verdicts or its journal."""
+    named = [{**e, "sha256": e["sha256"] or f"unhashed:{e['path']}"} for e in inputs]
+    return target_fingerprint(SimpleNamespace(target=target), named) or "unhashed"
 
 
 def judge_inputs(settings: JudgeSettings) -> list[dict]:
@@ -68,16 +75,23 @@ def judge_inputs(settings: JudgeSettings) -> list[dict]:
 
 def model_inputs(target: TargetConfig) -> list[dict]:
     """The files that decide a grader's (judge's or guard's) verdicts, each hashed once: its model and adapter
-    files, or the verdicts it replays. An endpoint has none: its URL and model name stand for it."""
+    files (a hub id's: the files of its copy in the hub cache, as for the target), or the verdicts it replays. An
+    endpoint has none: its URL and model name stand for it. A hub id with no local copy: one entry, sha256 None."""
     caps = capabilities(target.backend)
     files: list[tuple[str, Path, str]] = [(role, Path(path), Path(path).name) for role, name in caps.data_files
                                           if (path := getattr(target, name, None)) is not None]
-    for owner, root in ((role, getattr(target, name)) for role, name in caps.model_dirs):
-        if root is not None and Path(root).is_dir():  # every file the manifest hashes for a target, chat template too
-            folder = Path(root).resolve()
-            files += [(owner, p, f"{owner}/{_relative(p, folder)}") for _, p in directory_files(folder, owner)]
+    unhashed: list[dict] = []
+    for owner, location in ((role, getattr(target, name)) for role, name in caps.model_dirs):
+        if location is None:
+            continue
+        folder = Path(location) if Path(location).is_dir() else hub_model_snapshot(str(location))
+        if folder is None:  # not on disk: the backend fetches it; its id is all there is to know it by
+            unhashed.append({"role": owner, "path": f"hub:{location}", "name": str(location), "sha256": None})
+            continue
+        folder = folder.resolve()  # every file the manifest hashes for a target, chat template too
+        files += [(owner, p, f"{owner}/{_relative(p, folder)}") for _, p in directory_files(folder, owner)]
     # named relative to the model directory, so a moved checkout keeps its fingerprint (and its cached verdicts)
-    return [{"role": role, "path": str(p), "name": name, "sha256": sha256_file(p)} for role, p, name in files]
+    return [{"role": role, "path": str(p), "name": name, "sha256": sha256_file(p)} for role, p, name in files] + unhashed
 
 
 def _relative(path: Path, folder: Path) -> str:
