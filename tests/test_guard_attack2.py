@@ -77,3 +77,19 @@ def test_a_suite_case_tagged_probe_is_refused(tmp_path, cli, tag):
     code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
     assert code == 2 and "Traceback" not in err and "probe" in err and "suite.jsonl:6" in err
     assert not (tmp_path / "reports" / "r").exists()
+
+
+@pytest.mark.parametrize("broken", ["config.json", "model.safetensors"])
+def test_a_local_guard_model_its_loader_cannot_read_is_refused_before_the_run(tmp_path, cli, broken):
+    """The guard runs after every case is answered: a guard directory with a config.json that is not JSON, or no
+    weights, let the whole run happen and ended INCONCLUSIVE (exit 3) instead of a refusal naming the field."""
+    guard = tmp_path / "guard"
+    shutil.copytree(ROOT / "models" / "demo" / "base", guard)
+    if broken == "config.json":
+        (guard / "config.json").write_text("{not json")
+    else:
+        (guard / broken).unlink()
+    config = project(tmp_path, f"    backend: hf\n    base: {guard}\n")
+    code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 2 and "Traceback" not in err and "guards.lg.base" in err and "releasegate.yaml:5" in err
+    assert not (tmp_path / "reports" / "r").exists()
