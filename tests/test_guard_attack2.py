@@ -13,7 +13,7 @@ from conftest import ROOT, write_jsonl
 from releasegate.inputs.config import load_config
 from releasegate.llm_judge import stage
 from releasegate.llm_judge.guard import graders_manifest, guard_fingerprint
-from test_guard_files import CASES, project
+from test_guard_files import CASES, REPLAYED, check, project
 from test_probes import project as probe_project
 
 
@@ -93,3 +93,33 @@ def test_a_local_guard_model_its_loader_cannot_read_is_refused_before_the_run(tm
     code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
     assert code == 2 and "Traceback" not in err and "guards.lg.base" in err and "releasegate.yaml:5" in err
     assert not (tmp_path / "reports" / "r").exists()
+
+
+def _fingerprints(run) -> tuple[str, str]:
+    manifest = json.loads((run.path / "manifest.json").read_text())["guards"]["lg"]["fingerprint"]
+    return manifest, json.loads((run.path / "run.json").read_text())["guards"]["lg"]["fingerprint"]
+
+
+def test_a_resume_after_the_guard_changed_records_the_guard_that_judged(tmp_path, cli):
+    """`check --resume` asks a changed guard again: run.json named the new guard, manifest.json still the old one
+    and its files, so the record said a guard judged the run that did not."""
+    config = project(tmp_path, REPLAYED, {cid: "safe" for cid in CASES})
+    _, _, run = check(cli, config, "r")
+    project(tmp_path, REPLAYED, {**{cid: "safe" for cid in CASES}, "s0": "unsafe\nS7"})
+    code, _, err = cli("check", "--resume", run.path, "--no-progress", "--json")
+    assert "Traceback" not in err and code != 2, err
+    manifest, info = _fingerprints(run)
+    assert manifest == info
+    files = json.loads((run.path / "manifest.json").read_text())["guards"]["lg"]["inputs"]
+    assert [e["sha256"] for e in files] == [stage.sha256_file(tmp_path / "verdicts.jsonl")]
+    code, out, err = cli("verify", run.path)  # the seal still holds: the stage wrote the manifest itself
+    assert code == 0 and "nothing changed" in out, out + err
+
+
+def test_verify_names_a_guard_file_changed_since_the_run(tmp_path, cli):
+    """The guard's verdicts file edited after the run: verify said 'nothing changed'."""
+    config = project(tmp_path, REPLAYED, {cid: "safe" for cid in CASES})
+    _, _, run = check(cli, config, "r")
+    project(tmp_path, REPLAYED, {**{cid: "safe" for cid in CASES}, "s0": "unsafe\nS7"})
+    code, out, err = cli("verify", run.path)
+    assert code != 0 and "verdicts.jsonl" in out + err and "Traceback" not in err

@@ -18,6 +18,7 @@ from ..record.evidence import answered
 from ..record.judge_journal import JudgeTokens, Judgment, judgment_key, read_judgments
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
+from ..run.manifest import MANIFEST, read_manifest
 from ..scorers.forbidden import guard_names
 from .stage import _open_cache, ask_in_batches, grader_fingerprint, judge_manifest, model_inputs
 
@@ -41,15 +42,17 @@ def graders_manifest(config, rules) -> dict:
     description, fingerprint and the sha256 of their files (model and adapter files, or replayed verdicts), so a
     run says which models judged it."""
     out: dict = {} if config.judge is None else {"judge": judge_manifest(config.judge)}
-    names = guard_names(rules)
-    if names:
-        out["guards"] = {}
-    for name in names:
-        if name in config.guards:
-            inputs = model_inputs(config.guards[name].target)
-            out["guards"][name] = {**config.guards[name].describe(), "inputs": [
-                {**e, "role": f"guard:{e['role']}"} for e in inputs],
-                "fingerprint": guard_fingerprint(config.guards[name], inputs)}
+    guards = guards_manifest(config, rules)
+    return {**out, "guards": guards} if guards else out
+
+
+def guards_manifest(config, rules) -> dict:
+    """manifest.json's `guards`: each guard the `rules` ask (and the config defines), its files hashed once."""
+    out = {}
+    for name in (n for n in guard_names(rules) if n in config.guards):
+        inputs = model_inputs(config.guards[name].target)
+        out[name] = {**config.guards[name].describe(), "inputs": [{**e, "role": f"guard:{e['role']}"} for e in inputs],
+                     "fingerprint": guard_fingerprint(config.guards[name], inputs)}
     return out
 
 
@@ -64,18 +67,30 @@ def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, b
         raise InputError(f"the rubric's forbidden rules name guard '{missing[0]}', which the config does not define",
                          file=config.path, field="guards", hint="add it under guards: (see docs/scorers.md)")
     records = [r for r in run.read_records() if answered(r)]
-    info.guards = {}
-    for name in names:
-        settings = config.guards[name]
-        info.guards[name] = {**settings.describe(), "fingerprint": guard_fingerprint(settings),
-                             "questions": [guard_question(name, q) for q in settings.questions()]}
+    hashed = guards_manifest(config, rules)  # each guard's files hashed once, now, as it is asked
+    info.guards = {name: {**config.guards[name].describe(), "fingerprint": hashed[name]["fingerprint"],
+                          "questions": [guard_question(name, q) for q in config.guards[name].questions()]}
+                   for name in names}
     run.write_info(info)
+    _record_guards(run, hashed)
     cache_path = config.cache.path if config.cache is not None and use_cache else None
     for name in names:
         failure = run_guard(run, records, config.guards[name], info.guards[name]["fingerprint"], cache_path, between)
         if failure and console is not None:
             console.print(f"guard {name}: {failure}; its replies have no guard verdict (forbidden_rate is unknown); "
                           f"finish with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
+
+
+def _record_guards(run: RunDir, guards: dict) -> None:
+    """manifest.json's `guards` as run.json's: the guards as they were when asked. A guard changed on disk since
+    the run started (a `check --resume`, or an edit while the cases ran) is asked again under its new
+    fingerprint, and the manifest then names the files that judged the run, not those hashed at its start."""
+    try:
+        manifest = read_manifest(run.path)
+    except InputError:  # a run directory with no manifest (one built by hand) has none to keep them in
+        return
+    if manifest.get("guards") != guards:
+        run.write_json(MANIFEST, {**manifest, "guards": guards})
 
 
 def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, fingerprint: str, cache_path=None,

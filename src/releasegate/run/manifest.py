@@ -32,7 +32,7 @@ from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, sche
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
-    "package_versions", "GENERATION_ROLES", "recorded_overrides", "hub_model_snapshot",
+    "package_versions", "GENERATION_ROLES", "recorded_overrides", "hub_model_snapshot", "grader_inputs",
 ]
 
 MANIFEST = "manifest.json"
@@ -108,7 +108,7 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
 
     rows = []
     known = set()
-    for entry in manifest["inputs"]:
+    for entry in manifest["inputs"] + grader_inputs(manifest):
         role, path, before = entry.get("role", "?"), str(entry.get("path")), entry.get("sha256")
         known.add(path)
         if not wanted(role) or before is None:
@@ -130,6 +130,12 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
             if before != after:
                 rows.append({"role": "package", "path": name, "change": "version", "before": before, "after": after})
     return rows
+
+
+def grader_inputs(manifest: dict) -> list[dict]:
+    """The files of the LLM judge and of each guard that judged the run (manifest.json `judge`, `guards`)."""
+    graders = [manifest.get("judge")] + list((manifest.get("guards") or {}).values())
+    return [e for g in graders if isinstance(g, dict) for e in g.get("inputs") or () if isinstance(e, dict)]
 
 
 def diff_manifests(old: dict, new: dict, *, roles: tuple[str, ...]) -> list[dict]:
