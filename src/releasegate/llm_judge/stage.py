@@ -35,7 +35,7 @@ from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judg
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..record.seal import seal
-from ..run.manifest import sha256_file, target_fingerprint
+from ..run.manifest import hub_snapshot, sha256_file, target_fingerprint
 from ..run.manifest_inputs import directory_files
 
 __all__ = [
@@ -73,8 +73,9 @@ def model_inputs(target: TargetConfig) -> list[dict]:
     files: list[tuple[str, Path, str]] = [(role, Path(path), Path(path).name) for role, name in caps.data_files
                                           if (path := getattr(target, name, None)) is not None]
     for owner, root in ((role, getattr(target, name)) for role, name in caps.model_dirs):
-        if root is not None and Path(root).is_dir():  # every file the manifest hashes for a target, chat template too
-            folder = Path(root).resolve()
+        # a directory, or a hub id's copy in the local cache: every file the manifest hashes for a target
+        folder = None if root is None else Path(root).resolve() if Path(root).is_dir() else hub_snapshot(str(root))
+        if folder is not None:
             files += [(owner, p, f"{owner}/{_relative(p, folder)}") for _, p in directory_files(folder, owner)]
     # named relative to the model directory, so a moved checkout keeps its fingerprint (and its cached verdicts)
     return [{"role": role, "path": str(p), "name": name, "sha256": sha256_file(p)} for role, p, name in files]
