@@ -37,7 +37,7 @@ def test_a_hub_guard_is_known_by_the_files_of_its_hub_cache_copy(tmp_path, monke
     """The same hub id, its cached copy retrained (another snapshot): another guard, as a local directory is."""
     snapshot = tmp_path / "snapshot"
     shutil.copytree(ROOT / "models" / "demo" / "base", snapshot)
-    monkeypatch.setattr(stage, "hub_model_snapshot", lambda repo_id: snapshot)
+    monkeypatch.setattr(stage, "hub_snapshot", lambda repo_id: snapshot)
     config = load_config(hub_guard(tmp_path, "acme/guard"))
     before = guard_fingerprint(config.guards["lg"])
     manifest = graders_manifest(config, _guard_rules(tmp_path))["guards"]["lg"]

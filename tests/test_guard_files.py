@@ -159,3 +159,29 @@ def test_a_baseline_compares_only_the_metrics_the_rubric_names(tmp_path, cli):
 
     assert "forbidden_rate" in compared("", "all")
     assert "forbidden_rate" not in compared(", metrics: [accuracy, ttft_ms]", "some")
+
+
+def test_a_guard_named_by_hub_id_is_hashed_from_the_local_hub_cache(tmp_path, monkeypatch):
+    from releasegate.inputs.guard_settings import GuardSettings
+    from releasegate.inputs.target import TargetConfig
+    from releasegate.llm_judge.guard import guard_fingerprint
+    from releasegate.llm_judge.stage import model_inputs
+
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--org--guard" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (cache / "models--org--guard" / "refs").mkdir()
+    (cache / "models--org--guard" / "refs" / "main").write_text("abc123")
+    (snapshot / "config.json").write_text("{}")
+    (snapshot / "model.safetensors").write_bytes(b"weights v1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    from huggingface_hub import constants  # read at import: another test may have imported it already
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    settings = GuardSettings("g", TargetConfig(backend="hf", base="org/guard"))
+    names = {e["name"]: e["sha256"] for e in model_inputs(settings.target)}
+    assert set(names) == {"model/config.json", "model/model.safetensors"} and all(names.values())
+    before = guard_fingerprint(settings)
+    (snapshot / "model.safetensors").write_bytes(b"weights v2")  # the cached model updated under the same id
+    assert guard_fingerprint(settings) != before

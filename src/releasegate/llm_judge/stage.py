@@ -35,7 +35,7 @@ from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judg
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..record.seal import seal
-from ..run.manifest import hub_model_snapshot, sha256_file, target_fingerprint
+from ..run.manifest import hub_snapshot, sha256_file, target_fingerprint
 from ..run.manifest_inputs import directory_files
 
 __all__ = [
@@ -84,7 +84,7 @@ def model_inputs(target: TargetConfig) -> list[dict]:
     for owner, location in ((role, getattr(target, name)) for role, name in caps.model_dirs):
         if location is None:
             continue
-        folder = Path(location) if Path(location).is_dir() else hub_model_snapshot(str(location))
+        folder = Path(location) if Path(location).is_dir() else hub_snapshot(str(location))
         if folder is None:  # not on disk: the backend fetches it; its id is all there is to know it by
             unhashed.append({"role": owner, "path": f"hub:{location}", "name": str(location), "sha256": None})
             continue
