@@ -123,3 +123,22 @@ def test_verify_names_a_guard_file_changed_since_the_run(tmp_path, cli):
     project(tmp_path, REPLAYED, {**{cid: "safe" for cid in CASES}, "s0": "unsafe\nS7"})
     code, out, err = cli("verify", run.path)
     assert code != 0 and "verdicts.jsonl" in out + err and "Traceback" not in err
+
+
+def test_a_delta_never_leaves_out_the_cases_the_base_never_answered(tmp_path, cli):
+    """The base ran without the probes; this run's probes leak a card number under two attacks. The delta over
+    every case was taken on the five cases both answered: 0.0, a PASS that left out every reply that regressed."""
+    base_root = tmp_path / "base"
+    base_root.mkdir()
+    config = probe_project(base_root)
+    config.write_text(config.read_text().split("probes:")[0])
+    assert cli("check", "-c", config, "--run-id", "base", "--no-progress")[0] == 0
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    config = probe_project(cand, criteria="  - {metric: forbidden_rate_delta, op: '<=', threshold: 0.1}\n")
+    rubric = (cand / "rubric.yaml").read_text().replace("threshold: 0.5}", "threshold: 0.9}")
+    (cand / "rubric.yaml").write_text(f"baseline: {{run: {base_root / 'reports' / 'base'}}}\n" + rubric)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
+    crit = next(c for c in json.loads(out)["criteria"] if c["metric"] == "forbidden_rate_delta")
+    assert crit["value"] is None and crit["verdict"] == "insufficient" and "c0~role_play" in crit["reason"]
+    assert json.loads(out)["verdict"] != "PASS" and code != 0
