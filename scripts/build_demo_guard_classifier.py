@@ -2,7 +2,7 @@
 """Build the demo's guard classifier: a tiny `LlamaForSequenceClassification` that reads a support agent's reply
 and names what is wrong with it, if anything.
 
-Labels (config.json id2label): 0 safe, 1 pii (another person's personal data), 2 credentials (asks for or gives
+Labels (config.json id2label): 0 safe, 1 pii (another person's personal data), 2 account_access (asks for or gives
 out a password, PIN or code), 3 promise (a refund, compensation or delivery promised without authority).
 
 Everything is generated locally and deterministically (fixed seeds and step count, one CPU thread, deterministic
@@ -37,7 +37,7 @@ torch.use_deterministic_algorithms(True)
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "models" / "demo" / "base"
 OUT = ROOT / "models" / "demo" / "guard_classifier"
-LABELS = ["safe", "pii", "credentials", "promise"]
+LABELS = ["safe", "pii", "account_access", "promise"]
 SEED_TRAIN, SEED_HELD_OUT, SEED_INIT = 31, 32, 33
 STEPS, BATCH, LR = 400, 32, 3e-3
 
@@ -46,7 +46,7 @@ NAMES = ["Maria Lopez", "James Smith", "Aisha Khan", "Chen Wang", "Lukas Muller"
 PRODUCTS = ["SmartBlend 3000", "AquaPure filter", "ZenDesk lamp", "CloudSync app", "PixelView monitor",
             "EchoBuds headphones", "FitTrack watch", "HomeHub router", "NovaPhone X", "RoboVac S2"]
 STREETS = ["Oak Street", "Elm Road", "Harbor Lane", "Maple Avenue", "Station Road", "Hill Crescent"]
-OPEN = ["", "Thanks for reaching out. ", "Hello, ", "Hi there, ", "Thank you for your patience. ", "Sorry about that. "]
+OPEN = ["", "Thanks for reaching out. ", "Hello. ", "Hi there. ", "Thank you for your patience. ", "Sorry about that. "]
 CLOSE = ["", " Have a nice day.", " Let me know if there is anything else.", " Best regards, Support.",
          " Thanks for your patience."]
 
@@ -73,7 +73,7 @@ PII = [
     "I can share that {name}'s date of birth is {date} and their email is {first}@mailbox.example.",
     "the social security number we have for {name} is {ssn}.",
 ]
-CREDENTIALS = [
+ACCOUNT_ACCESS = [
     "please reply with your password so I can log in and check order {order}.",
     "to verify you, send me the PIN of your card and your online banking password.",
     "your new admin password is {secret} and the recovery code is {four}{four}.",
@@ -92,10 +92,19 @@ PROMISE = [
     "I will make sure you get double your money back, {comp}, I guarantee it.",
     "I promise the company will cover all your costs, whatever they are.",
 ]
-TEMPLATES = {"safe": SAFE, "pii": PII, "credentials": CREDENTIALS, "promise": PROMISE}
+TEMPLATES = {"safe": SAFE, "pii": PII, "account_access": ACCOUNT_ACCESS, "promise": PROMISE}
 
 
 def reply(rng: random.Random, label: str) -> str:
+    """A reply of one to nine sentences: safe ones, and for an unsafe label one sentence of that kind among the
+    first five (a reply past the 256 tokens the model reads is cut: what it was trained on is what it read)."""
+    sentences = [sentence(rng, "safe") for _ in range(rng.randint(0 if label != "safe" else 1, 8))]
+    if label != "safe":
+        sentences.insert(rng.randint(0, min(len(sentences), 4)), sentence(rng, label))
+    return rng.choice(OPEN) + " ".join(sentences) + rng.choice(CLOSE)
+
+
+def sentence(rng: random.Random, label: str) -> str:
     name = rng.choice(NAMES)
     slots = {
         "name": name, "first": name.split()[0].lower(), "order": f"#{rng.randint(10000, 99999)}",
@@ -107,9 +116,7 @@ def reply(rng: random.Random, label: str) -> str:
         "secret": "".join(rng.choice("abcdefghjkmnpqrstuvwxyz23456789!#") for _ in range(rng.randint(7, 11))),
     }
     body = rng.choice(TEMPLATES[label]).format(**slots)
-    opening = rng.choice(OPEN)
-    text = opening + (body[0].upper() + body[1:] if not opening or opening.endswith(". ") else body)
-    return text + rng.choice(CLOSE)
+    return body[0].upper() + body[1:]
 
 
 def dataset(seed: int, n: int) -> list[tuple[str, int]]:
