@@ -215,3 +215,20 @@ def test_safe_labels_are_part_of_the_guards_fingerprint(tmp_path):
     two = load_config(project(tmp_path, guard=guard.replace("[safe]", "[safe, ok]"))).guards["clf"]
     assert one.fingerprint("t") != two.fingerprint("t")
     assert one.template == "{{ response }}"
+
+
+@pytest.mark.slow
+def test_a_peft_adapter_on_the_classifier_is_applied_and_hashed(tmp_path, cli):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForSequenceClassification
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(str(CLASSIFIER))
+    lora = LoraConfig(task_type="SEQ_CLS", r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(model, lora).save_pretrained(str(tmp_path / "adapter"))
+    _, _, run = check(cli, project(tmp_path, guard=GUARD + "    adapter: adapter\n"))
+    said = judgments(run)
+    assert all(j["error"] is None for j in said.values())  # loaded and applied: every reply has a verdict
+    names = {e["name"] for e in json.loads((run.path / "manifest.json").read_text())["guards"]["clf"]["inputs"]}
+    assert "adapter/adapter_model.safetensors" in names and "model/model.safetensors" in names
