@@ -178,6 +178,17 @@ def test_a_classifier_guard_config_that_cannot_be_read_is_refused(tmp_path, cli,
     assert f"guards.clf.{field}" in err and words in err
 
 
+def test_a_multi_label_classifier_is_refused(tmp_path, cli):
+    copy = tmp_path / "toxic"
+    copy.mkdir()
+    for f in CLASSIFIER.iterdir():
+        copy.joinpath(f.name).write_bytes(f.read_bytes())
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "problem_type": "multi_label_classification"}))
+    err = validate_error(cli, project(tmp_path, guard=GUARD.replace(str(CLASSIFIER), str(copy))))
+    assert "guards.clf.base" in err and "multi-label" in err
+
+
 def test_a_classifier_is_no_model_under_test_and_no_judge(tmp_path, cli):
     config = project(tmp_path)
     text = config.read_text()

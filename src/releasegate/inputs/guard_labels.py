@@ -84,6 +84,9 @@ def model_labels(base, where: Where) -> list[str]:
                          "checked", **where, hint="download it where the hub is reachable and set base to its directory")
     check_model_dir(folder, "classifier", where)
     data = json_loads(read_text(folder / "config.json", what="classifier config.json", max_bytes=MAX_CONFIG_BYTES))
+    if data.get("problem_type") == "multi_label_classification":  # each label scored on its own: none means safe
+        raise InputError(f"classifier {base} is multi-label: the label it scores highest is never 'none of them'",
+                         **where, hint="use a single-label classifier that has a label for a safe reply")
     id2label = data.get("id2label")
     if id2label is None:
         count = data.get("num_labels", 2)
