@@ -161,19 +161,17 @@ def test_a_label_the_model_does_not_have_is_refused_naming_the_field(tmp_path, c
     assert "guards.clf.safe_labels" in err and "'benign'" in err
 
 
-@pytest.mark.parametrize("change, field, words", [
-    ("[SAFE]", "safe_labels", "both safe and unsafe"),  # a label in both lists
-    ("[SAFE]", "safe_labels", "differ only in case"),  # two spellings of one label
-    ("format: classifier", "format", "format is classifier"),  # its replies read as Llama Guard's
-    ("backend: hf_classifier", "base", "neither a directory nor in the local hub cache"),
+@pytest.mark.parametrize("edits, field, words", [
+    ({"[SAFE]": "[SAFE, PII]"}, "safe_labels", "both safe and unsafe"),  # a label in both lists
+    ({"[SAFE]": "[SAFE, safe]"}, "safe_labels", "differ only in case"),  # two spellings of one label
+    ({"format: classifier": "format: llama_guard", "    safe_labels: [SAFE]\n": ""}, "format", "format is classifier"),
+    ({str(CLASSIFIER): "nobody/no-such-guard"}, "base", "neither a directory nor in the local hub cache"),
 ])
-def test_a_classifier_guard_config_that_cannot_be_read_is_refused(tmp_path, cli, change, field, words):
-    guard = {"both safe and unsafe": GUARD.replace("[SAFE]", "[SAFE, PII]"),
-             "differ only in case": GUARD.replace("[SAFE]", "[SAFE, safe]"),
-             "format is classifier": GUARD.replace("format: classifier", "format: llama_guard").replace(
-                 "    safe_labels: [SAFE]\n", ""),
-             "neither a directory nor in the local hub cache": GUARD.replace(str(CLASSIFIER), "nobody/no-such-guard"),
-             }[words]
+def test_a_classifier_guard_config_that_cannot_be_read_is_refused(tmp_path, cli, edits, field, words):
+    guard = GUARD
+    for old, new in edits.items():
+        assert old in guard
+        guard = guard.replace(old, new)
     err = validate_error(cli, project(tmp_path, guard=guard))
     assert f"guards.clf.{field}" in err and words in err
 
@@ -194,9 +192,11 @@ def test_a_classifier_is_no_model_under_test_and_no_judge(tmp_path, cli):
     text = config.read_text()
     config.write_text(text.replace("target: {backend: replay, responses: replies.jsonl}",
                                    f"target: {{backend: hf_classifier, base: {CLASSIFIER}}}"))
-    assert "target.backend" in validate_error(cli, config)
+    err = validate_error(cli, config)
+    assert "target.backend" in err and "replies with a label name" in err
     config.write_text(text + f"judge: {{backend: hf_classifier, base: {CLASSIFIER}}}\n")
-    assert "judge.backend" in validate_error(cli, config)
+    err = validate_error(cli, config)
+    assert "judge.backend" in err and "replies with a label name" in err
 
 
 # -- the classifier format with any backend: a label in neither list is no verdict -------------------------------
