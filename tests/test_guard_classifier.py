@@ -105,10 +105,7 @@ def test_the_manifest_and_fingerprint_cover_the_classifier_files(tmp_path, cli):
     assert all(e["role"] == "guard:model" and len(e["sha256"]) == 64 for e in files.values())
     assert guard["backend"] == "hf_classifier" and guard["safe_labels"] == ["SAFE"]
     # the same model elsewhere with one weight file changed is another guard: asked again, not served from before
-    copy = tmp_path / "copy"
-    copy.mkdir()
-    for f in CLASSIFIER.iterdir():
-        copy.joinpath(f.name).write_bytes(f.read_bytes())
+    copy = copied(tmp_path)
     (copy / "config.json").write_text((copy / "config.json").read_text().replace('"rms_norm_eps": 1e-06', '"rms_norm_eps": 1e-05'))
     _, _, again = check(cli, project(tmp_path, guard=GUARD.replace(str(CLASSIFIER), str(copy))), "again")
     assert json.loads((again.path / "run.json").read_text())["guards"]["clf"]["fingerprint"] != guard["fingerprint"]
@@ -176,11 +173,41 @@ def test_a_classifier_guard_config_that_cannot_be_read_is_refused(tmp_path, cli,
     assert f"guards.clf.{field}" in err and words in err
 
 
-def test_a_multi_label_classifier_is_refused(tmp_path, cli):
-    copy = tmp_path / "toxic"
+def test_a_model_with_no_classification_head_is_refused(tmp_path, cli):
+    err = validate_error(cli, project(tmp_path, guard=GUARD.replace(str(CLASSIFIER), str(ROOT / "models/demo/base"))))
+    assert "guards.clf.base" in err and "LlamaForCausalLM" in err
+
+
+@pytest.mark.slow
+def test_a_classifier_whose_weights_lack_its_head_gives_no_verdicts(tmp_path, cli):
+    from safetensors.torch import load_file, save_file
+
+    copy = copied(tmp_path)
+    weights = load_file(str(copy / "model.safetensors"))
+    save_file({k: v for k, v in weights.items() if not k.startswith("score.")}, str(copy / "model.safetensors"))
+    code, report, run = check(cli, project(tmp_path, guard=GUARD.replace(str(CLASSIFIER), str(copy))))
+    assert not (run.path / "judgments.jsonl").exists() or not any(j["passed"] is not None for j in judgments(run).values())
+    assert report["verdict"] != "PASS" and code != 0
+
+
+def test_safe_labels_are_only_for_a_classifier(tmp_path, cli):
+    write_jsonl(tmp_path / "labels.jsonl", [{"id": "safe-1", "output": "safe"}])
+    guard = "    backend: replay\n    responses: labels.jsonl\n    format: llama_guard\n    safe_labels: [safe]\n"
+    err = validate_error(cli, project(tmp_path, guard=guard))
+    assert "guards.clf.safe_labels" in err and "format classifier" in err
+
+
+def copied(tmp_path: Path) -> Path:
+    """A copy of the demo classifier to edit."""
+    copy = tmp_path / "classifier"
     copy.mkdir()
     for f in CLASSIFIER.iterdir():
         copy.joinpath(f.name).write_bytes(f.read_bytes())
+    return copy
+
+
+def test_a_multi_label_classifier_is_refused(tmp_path, cli):
+    copy = copied(tmp_path)
     config = json.loads((copy / "config.json").read_text())
     (copy / "config.json").write_text(json.dumps({**config, "problem_type": "multi_label_classification"}))
     err = validate_error(cli, project(tmp_path, guard=GUARD.replace(str(CLASSIFIER), str(copy))))

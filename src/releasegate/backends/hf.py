@@ -111,8 +111,7 @@ class HFBackend(Backend):
 
         t = self.target
         try:
-            auto = getattr(transformers, self.auto_model)
-            model = auto.from_pretrained(t.base, dtype=getattr(self.torch, t.dtype))
+            model = self._from_pretrained(getattr(transformers, self.auto_model))
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load base model {t.base}: {_first_line(exc)}{self._hub_hint()}") from None
         embeddings: Any = model.get_input_embeddings()
@@ -123,6 +122,9 @@ class HFBackend(Backend):
         if t.quantize == "int8":
             model = self._int8(model)
         return model.to(t.device).eval()
+
+    def _from_pretrained(self, auto):
+        return auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype))
 
     def _apply_adapter(self, model):
         # transformers' own adapter loading refuses older peft; PeftModel.from_pretrained does not

@@ -53,6 +53,15 @@ class HFClassifierBackend(HFBackend):
         self.max_length = self._max_length()
         self.sync = self._device_sync()
 
+    def _from_pretrained(self, auto):
+        model, info = auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype),
+                                           output_loading_info=True)
+        missing = list(info.get("missing_keys") or ())
+        if missing and self.target.adapter is None:  # transformers fills them at random: its labels would be chance
+            raise TargetError(f"classifier {self.target.base} has no trained weights for {missing[0]} (a model "
+                              "without a classification head?)")
+        return model
+
     def _labels(self) -> list[str]:
         id2label = self.model.config.id2label or {}
         labels = [id2label.get(i, id2label.get(str(i))) for i in range(self.model.config.num_labels)]

@@ -44,7 +44,9 @@ def classifier_labels(section: dict, name: str, fmt: str, target, at) -> tuple[s
         raise InputError(f"label '{both[0]}' is both safe and unsafe", **at("guards", name, "safe_labels"),
                          hint="name each label in one of safe_labels and categories")
     if labels_from:
-        _match_model(model_labels(getattr(target, labels_from), at("guards", name, labels_from)), unsafe, safe, name, at)
+        where = at("guards", name, labels_from)
+        _match_model(model_labels(getattr(target, labels_from), where, adapted=bool(section.get("adapter"))),
+                     unsafe, safe, name, at)
     return safe
 
 
@@ -75,15 +77,22 @@ def _match_model(model: list[str], unsafe: tuple[str, ...], safe: tuple[str, ...
                          hint=f"add '{unnamed[0]}' to safe_labels or to categories")
 
 
-def model_labels(base, where: Where) -> list[str]:
+def model_labels(base, where: Where, *, adapted: bool = False) -> list[str]:
     """A classifier's labels in index order, from the config.json of its directory (or of its copy in the local
-    hub cache); transformers' LABEL_0, LABEL_1 where it names none."""
+    hub cache); transformers' LABEL_0, LABEL_1 where it names none. A model saved as another kind (a causal LM)
+    has no trained classification head, unless an adapter (`adapted`) brings one."""
     folder = Path(base) if base is not None and is_dir(Path(base)) else _hub_snapshot(base)
     if folder is None:
         raise InputError(f"classifier {base} is neither a directory nor in the local hub cache: its labels cannot be "
                          "checked", **where, hint="download it where the hub is reachable and set base to its directory")
     check_model_dir(folder, "classifier", where)
     data = json_loads(read_text(folder / "config.json", what="classifier config.json", max_bytes=MAX_CONFIG_BYTES))
+    kinds = data.get("architectures")
+    if not adapted and isinstance(kinds, list) and kinds and not any(str(k).endswith("ForSequenceClassification")
+                                                                      for k in kinds):
+        raise InputError(f"classifier {base} is a {kinds[0]}, not a sequence-classification model: its "
+                         "classification head would be untrained", **where,
+                         hint="point at a model saved with AutoModelForSequenceClassification")
     if data.get("problem_type") == "multi_label_classification":  # each label scored on its own: none means safe
         raise InputError(f"classifier {base} is multi-label: the label it scores highest is never 'none of them'",
                          **where, hint="use a single-label classifier that has a label for a safe reply")
