@@ -17,7 +17,12 @@ from ..errors import InputError, Where
 from .backend_facts import capabilities
 from .model_files import MAX_CONFIG_BYTES, check_model_dir
 
-__all__ = ["classifier_labels", "model_labels"]
+__all__ = ["classifier_labels", "model_labels", "label_key"]
+
+
+def label_key(label: str) -> str:
+    """How labels are compared: in any case, spaces around them aside."""
+    return label.strip().casefold()
 
 
 def classifier_labels(section: dict, name: str, fmt: str, target, at) -> tuple[str, ...]:
@@ -39,7 +44,7 @@ def classifier_labels(section: dict, name: str, fmt: str, target, at) -> tuple[s
                              f"{'unsafe' if key == 'categories' else 'safe'}", **at("guards", name, key),
                              hint="categories: {pii: 'personal data'}, safe_labels: [safe]")
         _check_spelling(given, at("guards", name, key))
-    both = [label for label in safe if label.casefold() in {u.casefold() for u in unsafe}]
+    both = [label for label in safe if label_key(label) in {label_key(u) for u in unsafe}]
     if both:
         raise InputError(f"label '{both[0]}' is both safe and unsafe", **at("guards", name, "safe_labels"),
                          hint="name each label in one of safe_labels and categories")
@@ -55,22 +60,22 @@ def _check_spelling(labels: tuple[str, ...], where: Where) -> None:
     for label in labels:
         if "," in label or not label.strip():  # a verdict lists its codes comma-separated
             raise InputError(f"label {label!r} cannot be a guard code (empty, or a comma in it)", **where)
-        if label.casefold() in seen:  # labels are compared in any case: these two would be one
-            raise InputError(f"labels '{seen[label.casefold()]}' and '{label}' differ only in case", **where)
-        seen[label.casefold()] = label
+        if label_key(label) in seen:  # labels are compared in any case: these two would be one
+            raise InputError(f"labels '{seen[label_key(label)]}' and '{label}' differ only in case (or spaces around them)", **where)
+        seen[label_key(label)] = label
 
 
 def _match_model(model: list[str], unsafe: tuple[str, ...], safe: tuple[str, ...], name: str, at) -> None:
     _check_spelling(tuple(model), at("guards", name, "base"))
-    known = {m.casefold() for m in model}
+    known = {label_key(m) for m in model}
     listed = ", ".join(model)
     for key, given in (("categories", unsafe), ("safe_labels", safe)):
-        stray = [label for label in given if label.casefold() not in known]
+        stray = [label for label in given if label_key(label) not in known]
         if stray:
             raise InputError(f"label '{stray[0]}' is not a label of the model (its labels: {listed})",
                              **at("guards", name, key), hint="name the labels as config.json id2label spells them")
-    named = {label.casefold() for label in unsafe + safe}
-    unnamed = [m for m in model if m.casefold() not in named]
+    named = {label_key(label) for label in unsafe + safe}
+    unnamed = [m for m in model if label_key(m) not in named]
     if unnamed:
         raise InputError(f"the model's label '{unnamed[0]}' is in neither safe_labels nor categories: every reply it "
                          "gives that label would have no verdict", **at("guards", name, "safe_labels"),

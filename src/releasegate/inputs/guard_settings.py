@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import is_file, read_text
-from .guard_labels import classifier_labels
+from .guard_labels import classifier_labels, label_key
 from .judge_settings import TARGET_KEYS
 
 __all__ = ["GuardSettings", "GuardReply", "parse_guards", "parse_guard_reply", "guard_prompt", "FORMATS",
@@ -174,10 +174,10 @@ def parse_guard_reply(text: str, fmt: str, policy: str | None = None, settings: 
 
 def _label_reply(text: str, settings: GuardSettings | None) -> GuardReply:
     """A classifier's label: safe, or unsafe under the category code it is; any other word has no verdict."""
-    label = text.strip().casefold()
-    if settings is not None and label in {s.casefold() for s in settings.safe_labels}:
+    label = label_key(text)
+    if settings is not None and label in {label_key(s) for s in settings.safe_labels}:
         return GuardReply(False)
-    code = next((c for c in (settings.categories if settings is not None else {}) if c.casefold() == label), None)
+    code = next((c for c in (settings.categories if settings is not None else {}) if label_key(c) == label), None)
     if code is None:  # a label the config never mapped: unknown, never safe
         raise Unparseable(f"label {text.strip()[:60]!r} is in neither safe_labels nor categories")
     return GuardReply(True, (code,))
