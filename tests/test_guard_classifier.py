@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, write_jsonl
-from releasegate.backends import Request, create_backend
 from releasegate.inputs.config import load_config
 from releasegate.inputs.rubric import load_rubric
 from releasegate.record.judge_verdicts import saved_verdicts
@@ -126,23 +125,6 @@ def test_a_reply_cut_to_the_models_length_and_called_safe_has_no_verdict(tmp_pat
     assert report["verdict"] != "PASS" and code != 0
 
 
-@pytest.mark.slow
-def test_a_batch_gives_each_reply_the_label_it_gets_alone(tmp_path):
-    config = load_config(project(tmp_path))
-    target = config.guards["clf"].target
-    requests = [Request(cid, [{"role": "user", "content": text}]) for cid, text in REPLIES.items()]
-    backend = create_backend(target)
-    backend.load()
-    try:
-        together = [g.text for g in backend.generate(requests, max_new_tokens=1)]
-        alone = [backend.generate([r], max_new_tokens=1)[0].text for r in requests]
-        empty = backend.generate([Request("e", [{"role": "user", "content": ""}])], max_new_tokens=1)[0]
-    finally:
-        backend.close()
-    assert together == alone == ["safe", "safe", "safe", "pii", "account_access", "promise"]
-    assert empty.text is None and empty.error == "generation_error"  # nothing to classify is no label
-
-
 # -- the labels, checked before anything runs (config.json only: no model is loaded) -----------------------------
 
 
@@ -204,6 +186,15 @@ def copied(tmp_path: Path) -> Path:
     for f in CLASSIFIER.iterdir():
         copy.joinpath(f.name).write_bytes(f.read_bytes())
     return copy
+
+
+def test_labels_are_matched_to_the_model_in_any_case_and_spaces_aside(tmp_path, cli):
+    copy = copied(tmp_path)
+    config = json.loads((copy / "config.json").read_text())
+    config["id2label"] = {**config["id2label"], "1": " PII "}
+    (copy / "config.json").write_text(json.dumps(config))
+    code, _, err = cli("validate", "-c", project(tmp_path, guard=GUARD.replace(str(CLASSIFIER), str(copy))))
+    assert code == 0, err
 
 
 def test_a_multi_label_classifier_is_refused(tmp_path, cli):
