@@ -60,3 +60,10 @@ def test_a_text_with_no_tokens_has_no_label(classifier):
     empty, fine = ask(classifier, ["", REPLIES[3]])
     assert empty.text is None and empty.error == "generation_error"
     assert fine.text == "pii"
+
+
+def test_more_requests_than_a_batch_are_classified_batch_by_batch(classifier, monkeypatch):
+    monkeypatch.setattr(classifier, "batch_size", 4)
+    out = ask(classifier, REPLIES)
+    assert [g.text for g in out] == ["safe", "safe", "safe", "pii", "account_access", "promise"]
+    assert [g.timing.batch_size for g in out] == [4, 4, 4, 4, 2, 2]
