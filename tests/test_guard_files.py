@@ -174,11 +174,10 @@ def test_a_guard_named_by_hub_id_is_hashed_from_the_local_hub_cache(tmp_path, mo
     (cache / "models--org--guard" / "refs" / "main").write_text("abc123")
     (snapshot / "config.json").write_text("{}")
     (snapshot / "model.safetensors").write_bytes(b"weights v1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    from huggingface_hub import constants  # read at import: another test may have imported it already
+    import huggingface_hub.constants
 
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    # huggingface_hub reads HF_HUB_CACHE once, when first imported: set the value it reads at each call
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
     settings = GuardSettings("g", TargetConfig(backend="hf", base="org/guard"))
     names = {e["name"]: e["sha256"] for e in model_inputs(settings.target)}
     assert set(names) == {"model/config.json", "model/model.safetensors"} and all(names.values())

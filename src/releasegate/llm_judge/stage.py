@@ -219,7 +219,8 @@ def ask_in_batches(run, items: list, *, backend, cache, max_tokens: int, request
                          for item in batch]
             append_judgments(run, judgments)
             if cache is not None:  # only replies that held a verdict are worth keeping
-                ok = {request_id(item) for item, j in zip(batch, judgments) if j.error is None and not j.cached}
+                ok = {request_id(item) for item, j in zip(batch, judgments)
+                      if j.error is None and not j.cached and j.truncated_to is None}  # the cache keeps no cut
                 cache.put_many([(q, gens[q.case_id]) for q in fresh if q.case_id in ok])
             advance(len(batch))
     finally:
