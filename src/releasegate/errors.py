@@ -145,6 +145,9 @@ class ErrorKind(StrEnum):
     """The judge replied, but with no verdict that could be read."""
     JUDGE_NO_REPLY = "judge_no_reply"
     """The judge's request ended with neither a reply nor an error."""
+    JUDGE_INPUT_TRUNCATED = "judge_input_truncated"
+    """A classifier guard read only the start of what it was shown (its model's max length) and called it safe:
+    nothing is known of the rest, so that reply has no guard verdict."""
     TEMPLATE_ERROR = "template_error"
     """The request could not be built: its prompt template failed on this case or ran past its render budget
     (a judgment's error is then judge_template_error)."""

@@ -18,7 +18,7 @@ A new backend touches:
 
 from __future__ import annotations
 
-from . import hf, openai, replay  # noqa: F401  (registration by import)
+from . import hf, hf_classifier, openai, replay  # noqa: F401  (registration by import)
 from ._base import BACKENDS, Backend, Generation, Request, backend, create_backend
 from ._registry import BackendEntry, capabilities, entry, register
 

@@ -49,7 +49,19 @@ class HFBackend(Backend):
         self.tokenizer: Any = None
         self.sync: Any = None
 
+    auto_model = "AutoModelForCausalLM"
+    """The transformers Auto class the base model is loaded with."""
+
     def load(self) -> None:
+        self._start_torch()
+        self.tokenizer = self._load_tokenizer()
+        self.model = self._load_model()
+        self.eos_ids = self._eos_ids()
+        self.draft = self._load_draft() if self.target.draft else None
+        self.sync = self._device_sync()
+
+    def _start_torch(self) -> None:
+        """Import torch and transformers quietly, on the target's threads."""
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import torch
@@ -61,11 +73,6 @@ class HFBackend(Backend):
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)\.")
         torch.set_num_threads(self.target.threads)
         self.torch = torch
-        self.tokenizer = self._load_tokenizer()
-        self.model = self._load_model()
-        self.eos_ids = self._eos_ids()
-        self.draft = self._load_draft() if self.target.draft else None
-        self.sync = self._device_sync()
 
     def _device_sync(self):
         """What the clock calls before each read: wait for the GPU's queued work on CUDA, nothing on CPU."""
@@ -100,11 +107,11 @@ class HFBackend(Backend):
         return tok
 
     def _load_model(self):
-        from transformers import AutoModelForCausalLM
+        import transformers
 
         t = self.target
         try:
-            model = AutoModelForCausalLM.from_pretrained(t.base, dtype=getattr(self.torch, t.dtype))
+            model = self._from_pretrained(getattr(transformers, self.auto_model))
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load base model {t.base}: {_first_line(exc)}{self._hub_hint()}") from None
         embeddings: Any = model.get_input_embeddings()
@@ -115,6 +122,9 @@ class HFBackend(Backend):
         if t.quantize == "int8":
             model = self._int8(model)
         return model.to(t.device).eval()
+
+    def _from_pretrained(self, auto):
+        return auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype))
 
     def _apply_adapter(self, model):
         # transformers' own adapter loading refuses older peft; PeftModel.from_pretrained does not

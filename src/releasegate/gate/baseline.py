@@ -42,6 +42,8 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
     base_verdicts = saved_verdicts(base)
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
                                  base_verdicts=base_verdicts, cand_verdicts=verdicts)
+    if spec.get("metrics"):  # the rubric compares only these; a request that fails more is always compared
+        comparison["rows"] = [r for r in comparison["rows"] if r["metric"] in (*spec["metrics"], "error_rate")]
     problems = _baseline_standing(base, base_records, info)
     guards = guard_problem(base_verdicts.guards if base_verdicts else {}, verdicts.guards if verdicts else {},
                            rubric.forbidden)

@@ -52,13 +52,16 @@ def passes_checks(scores: dict) -> bool | None:
         return False
     if (scores.get("forbidden") or {}).get("hit"):
         return False
+    # a guard that never judged this reply to this question leaves its forbidden check unknown, never clean
+    parts.append(scores.get("forbidden"))
     return None if any(p is not None and p.get("unknown") for p in parts) else True
 
 
-def answer_passes(records: Sequence[CaseRecord], forbidden_rules) -> Callable[[int, int], bool | None]:
+def answer_passes(records: Sequence[CaseRecord], forbidden_rules, verdicts=None) -> Callable[[int, int], bool | None]:
     """passes(a, b): whether records[a]'s output passes records[b]'s own checks (a copy of b's record with a's
-    output, scored by `scorers.score_record`; None when the check cannot be made). Results are memoised: a probe
-    asks again at every threshold."""
+    output, scored by `scorers.score_record`; None when the check cannot be made). A guard rule reads `verdicts`
+    (`record.judge_verdicts.saved_verdicts`): the guard's verdict on that text as b's reply, which it has only when
+    a's answer is b's own. Results are memoised: a probe asks again at every threshold."""
     seen: dict[tuple[int, int], bool | None] = {}
 
     def passes(a: int, b: int) -> bool | None:
@@ -67,7 +70,7 @@ def answer_passes(records: Sequence[CaseRecord], forbidden_rules) -> Callable[[i
             served = case.model_copy(update={"output": donor.output, "error": None, "error_message": None,
                                              "scores": {}, "scored_with": None,
                                              "tokens": case.tokens.model_copy(update={"output": donor.tokens.output})})
-            seen[(a, b)] = passes_checks(score_record(served, forbidden_rules))
+            seen[(a, b)] = passes_checks(score_record(served, forbidden_rules, verdicts))
         return seen[(a, b)]
 
     return passes

@@ -63,6 +63,9 @@ class Capabilities:
     """(module, target field) it needs installed: always when the field is '', else when that field is set."""
     versions: tuple[str, ...] = ()
     """Packages whose versions a run records once the backend is loaded."""
+    labels_from: str | None = None
+    """A classifier: (target field) of the model directory whose config.json `id2label` names every reply it gives.
+    Its replies are label names, read only by a guard of format classifier; None: it writes text."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
-from .backend_facts import SHARED_FIELDS, backend_names, spec
+from .backend_facts import SHARED_FIELDS, backend_names, capabilities, spec
 from .cache_config import (
     CacheConfig,
     PrefixCacheConfig,
@@ -175,6 +175,7 @@ def load_config(
 
     target = parse_target(data["target"], here, at)
     target.register_secrets()
+    _check_answers(target, at("target", "backend"))
     judge = _judge(data.get("judge"), here, at)
     guards = _guards(data.get("guards"), here, at)
     suites = tuple(parse_suite(s, here, path, lambda *p, i=i: at("suites", i, *p)) for i, s in enumerate(data["suites"]))
@@ -266,6 +267,13 @@ def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:
         return None
 
 
+def _check_answers(target: TargetConfig, where) -> None:
+    """The model under test and the judge write text: a classifier's reply is a label, read only by a guard."""
+    if capabilities(target.backend).labels_from:
+        raise InputError(f"backend {target.backend} replies with a label name, not an answer", **where,
+                         hint="a classifier is a guard: declare it under guards: with format: classifier")
+
+
 def _guards(raw: dict | None, here: Path, at) -> dict:
     """The `guards:` section: each guard's model is built exactly as `target:` is, errors named under its key."""
 
@@ -288,6 +296,7 @@ def _judge(raw: dict | None, here: Path, at):
     def make_target(section: dict) -> TargetConfig:
         target = parse_target(section, here, judge_at)
         target.register_secrets()
+        _check_answers(target, at("judge", "backend"))
         return target
 
     return parse_judge(raw, here, at, make_target)

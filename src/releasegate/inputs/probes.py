@@ -59,6 +59,9 @@ def _families(path: Path, where) -> list[ProbeFamily]:
                          hint=f"see {SHIPPED.name} in the releasegate package")
     out = []
     for row in rows:
+        if row["name"].lower() == "none":  # probe: none in a criterion means the cases that are no probe
+            raise InputError("probe family name 'none' is reserved (probe: none selects the cases that are no probe)",
+                             file=path, hint="give your family another name")
         if not _NAME.fullmatch(row["name"]):
             # probe case ids are CASE~FAMILY and name files: a '~', '/' or space would make them ambiguous
             raise InputError(f"probe family name {row['name']!r} may hold only letters, digits, '_', '-' and '.'",

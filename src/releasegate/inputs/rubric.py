@@ -50,8 +50,10 @@ class Criterion:
         out: dict[str, Any] = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
         if self.origin != "rubric":
             out["origin"] = self.origin
-        if self.slice:
-            out["slice"] = dict(self.slice)
+        if any(v is not None for v in self.slice.values()):
+            out["slice"] = {k: v for k, v in self.slice.items() if v is not None}
+        if "probe" in self.slice and self.slice["probe"] is None:  # written as given: the cases that are no probe
+            out["probe"] = "none"
         if self.confidence:
             out["confidence"] = self.confidence
         if self.min_samples != 1:
@@ -206,8 +208,9 @@ def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float
     if raw.get("probe") is not None:  # a probe family's rate: the slice of its probe cases (inputs.probes)
         if raw["metric"] not in ("forbidden_rate", "forbidden_rate_delta"):
             raise InputError("probe: is for forbidden_rate", **at("criteria", i, "probe"))
-        slice_["probe"] = raw["probe"]
-    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={v}]" for k, v in slice_.items()) + (
+        # probe: none is the cases that are no probe: their probe tag is absent, which a slice matches as None
+        slice_["probe"] = None if str(raw["probe"]).lower() == "none" else raw["probe"]
+    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={'none' if v is None else v}]" for k, v in slice_.items()) + (
         " (under load)" if raw.get("phase") == "load" else "")
     confidence = raw.get("confidence")
     if confidence is not None and raw["metric"] not in BOUNDED_METRICS:

@@ -27,6 +27,7 @@ from ..errors import InputError, Where
 from .case_checks import check_answer, resolve_format
 from .expected_check import check_expected
 from .files import KeyAt, field_path, named_file, open_regular, read_text
+from .probes import PROBE_TAG
 from .schema_check import validate
 from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
 from .suite_config import SuiteConfig
@@ -351,6 +352,10 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
 def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file) -> Case:
     """A case object (a JSONL line's, or a source row's) validated against the case schema and built."""
     validate(raw, "case", file=file, line=number)
+    if PROBE_TAG in (raw.get("tags") or {}):  # a suite case so tagged would count as (or hide from) the probes
+        raise InputError(f"tag '{PROBE_TAG}' is releasegate's own: it marks the probe cases probes: makes, and a "
+                         "forbidden_rate criterion's probe: FAMILY (or none) selects by it", file=file, line=number,
+                         field=f"tags.{PROBE_TAG}", hint="give the tag another name")
     if raw.get("answer"):
         check_answer(raw["answer"], _on_line(file, number, "answer"))
     formats = raw.get("format")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..errors import InputError, Where
 from ..extras import require
-from .backend_facts import spec
+from .backend_facts import capabilities, spec
 from .config import load_config
-from .files import named_file
+from .files import is_dir, named_file
 from .judge_settings import check_judged_cases
 from .model_files import check_model_dir
 from .probes import with_probes
@@ -38,6 +38,8 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     rubric = load_rubric(named_file(config.rubric, what="rubric", where=config.key_at("rubric"), base=config.base_dir))
     _check_installed(rubric)
     _check_guards(config, rubric)
+    if config.judge is not None:
+        _check_grader_model(config, config.judge.target, ("judge",))
     _check_embedding_model(config)
     cases = with_probes(load_suites(config.suites, config.path.parent, limit=limit), config.probes,
                         limited=limit is not None) if keep else None
@@ -71,11 +73,23 @@ def _check_guards(config, rubric) -> None:
             raise InputError(f"forbidden rule {i + 1} names guard '{rule.guard}', which the config does not define "
                              f"(known: {known})", file=rubric.path, field="forbidden",
                              hint="add it under guards: in the config (see docs/scorers.md)")
-        unasked = [c for c in rule.codes if rule.guard and c not in config.guards[rule.guard].categories]
+        unasked = [c for c in rule.codes if rule.guard and c.casefold() not in {
+            k.casefold() for k in config.guards[rule.guard].categories}]
         if unasked:  # the guard's prompt shows only its categories: it is never asked about this code
             raise InputError(f"forbidden rule {i + 1} maps code '{unasked[0]}', which guard '{rule.guard}' is never "
                              "asked about (not among its categories)", file=rubric.path, field="forbidden",
                              hint=f"add {unasked[0]} to guards.{rule.guard}.categories in the config")
+    for name in dict.fromkeys(rule.guard for rule in rubric.forbidden if rule.guard):
+        _check_grader_model(config, config.guards[name].target, ("guards", name))
+
+
+def _check_grader_model(config, target, at: tuple[str, ...]) -> None:
+    """A guard's or judge's local model runs after every case is answered: a directory its loader cannot read (no
+    weights, a config.json that is not a model's) is said now, naming its field, not once the run is done."""
+    for role, key in capabilities(target.backend).model_dirs:
+        location = getattr(target, key, None)
+        if role != "adapter" and location is not None and is_dir(Path(location)):
+            check_model_dir(Path(location), f"{at[0].rstrip('s')} {role}", config.key_at(*at, key))
 
 
 def _check_installed(rubric) -> None:

@@ -4,12 +4,12 @@
 A guard verdict is a `Judgment` in judgments.jsonl under the criterion 'guard:NAME' (ShieldGemma: one per policy,
 'guard:NAME:CODE'), keyed by the guard's fingerprint: `passed` is False when the guard called the reply unsafe,
 `reason` the category codes it named. A guard that cannot be reached, or answers in neither shape its format
-expects, records an error: that reply has no guard verdict, and the forbidden rate it feeds is unknown.
+expects, records an error: that reply has no guard verdict, and the forbidden rate it feeds is unknown. So does
+a classifier that read only the start of a long reply (its model's max length) and called that start safe.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from ..backends import Generation, Request, create_backend
@@ -19,11 +19,11 @@ from ..record.evidence import answered
 from ..record.judge_journal import JudgeTokens, Judgment, judgment_key, read_judgments
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
-from ..run.manifest import target_fingerprint
+from ..run.manifest import MANIFEST, read_manifest
 from ..scorers.forbidden import guard_names
-from .stage import _open_cache, ask_in_batches
+from .stage import _open_cache, ask_in_batches, grader_fingerprint, judge_manifest, model_inputs
 
-__all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard"]
+__all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard", "graders_manifest"]
 
 
 def guard_question(name: str, policy: str | None) -> str:
@@ -31,8 +31,30 @@ def guard_question(name: str, policy: str | None) -> str:
     return f"guard:{name}" if policy is None else f"guard:{name}:{policy}"
 
 
-def guard_fingerprint(settings: GuardSettings) -> str:
-    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), []) or "unhashed")
+def guard_fingerprint(settings: GuardSettings, inputs: list[dict] | None = None) -> str:
+    """The guard's fingerprint: its model files' hashes (or endpoint, or replayed verdicts), format, categories,
+    prompt template and parameters. `inputs`: its files already hashed (`model_inputs`), so none is read twice."""
+    inputs = model_inputs(settings.target) if inputs is None else inputs
+    return settings.fingerprint(grader_fingerprint(settings.target, inputs))
+
+
+def graders_manifest(config, rules) -> dict:
+    """manifest.json's `judge` and `guards`: the LLM judge and each guard the forbidden `rules` ask, with their
+    description, fingerprint and the sha256 of their files (model and adapter files, or replayed verdicts), so a
+    run says which models judged it."""
+    out: dict = {} if config.judge is None else {"judge": judge_manifest(config.judge)}
+    guards = guards_manifest(config, rules)
+    return {**out, "guards": guards} if guards else out
+
+
+def guards_manifest(config, rules) -> dict:
+    """manifest.json's `guards`: each guard the `rules` ask (and the config defines), its files hashed once."""
+    out = {}
+    for name in (n for n in guard_names(rules) if n in config.guards):
+        inputs = model_inputs(config.guards[name].target)
+        out[name] = {**config.guards[name].describe(), "inputs": [{**e, "role": f"guard:{e['role']}"} for e in inputs],
+                     "fingerprint": guard_fingerprint(config.guards[name], inputs)}
+    return out
 
 
 def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, between) -> None:
@@ -46,18 +68,30 @@ def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, b
         raise InputError(f"the rubric's forbidden rules name guard '{missing[0]}', which the config does not define",
                          file=config.path, field="guards", hint="add it under guards: (see docs/scorers.md)")
     records = [r for r in run.read_records() if answered(r)]
-    info.guards = {}
-    for name in names:
-        settings = config.guards[name]
-        info.guards[name] = {**settings.describe(), "fingerprint": guard_fingerprint(settings),
-                             "questions": [guard_question(name, q) for q in settings.questions()]}
+    hashed = guards_manifest(config, rules)  # each guard's files hashed once, now, as it is asked
+    info.guards = {name: {**config.guards[name].describe(), "fingerprint": hashed[name]["fingerprint"],
+                          "questions": [guard_question(name, q) for q in config.guards[name].questions()]}
+                   for name in names}
     run.write_info(info)
+    _record_guards(run, hashed)
     cache_path = config.cache.path if config.cache is not None and use_cache else None
     for name in names:
         failure = run_guard(run, records, config.guards[name], info.guards[name]["fingerprint"], cache_path, between)
         if failure and console is not None:
             console.print(f"guard {name}: {failure}; its replies have no guard verdict (forbidden_rate is unknown); "
                           f"finish with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
+
+
+def _record_guards(run: RunDir, guards: dict) -> None:
+    """manifest.json's `guards` as run.json's: the guards as they were when asked. A guard changed on disk since
+    the run started (a `check --resume`, or an edit while the cases ran) is asked again under its new
+    fingerprint, and the manifest then names the files that judged the run, not those hashed at its start."""
+    try:
+        manifest = read_manifest(run.path)
+    except InputError:  # a run directory with no manifest (one built by hand) has none to keep them in
+        return
+    if manifest.get("guards") != guards:
+        run.write_json(MANIFEST, {**manifest, "guards": guards})
 
 
 def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, fingerprint: str, cache_path=None,
@@ -105,7 +139,11 @@ def _judgment(settings: GuardSettings, fingerprint: str, record: CaseRecord, pol
     if gen.error is not None or gen.text is None:
         return Judgment(**base, error=judge_kind(gen.error), error_message=gen.error_message)
     try:
-        reply = parse_guard_reply(gen.text, settings.format, policy)
+        reply = parse_guard_reply(gen.text, settings.format, policy, settings)
     except Unparseable as exc:
         return Judgment(**base, error=ErrorKind.JUDGE_UNPARSEABLE, error_message=str(exc), raw=gen.text[:2000])
-    return Judgment(**base, passed=not reply.unsafe, reason=",".join(reply.codes), raw=gen.text[:2000])
+    if gen.truncated_to is not None and not reply.unsafe:  # it saw the start only: the rest may be what is unsafe
+        return Judgment(**base, error=ErrorKind.JUDGE_INPUT_TRUNCATED, raw=gen.text[:2000], truncated_to=gen.truncated_to,
+                        error_message=f"the guard read only the first {gen.truncated_to} tokens and called them safe")
+    return Judgment(**base, passed=not reply.unsafe, reason=",".join(reply.codes), raw=gen.text[:2000],
+                    truncated_to=gen.truncated_to)

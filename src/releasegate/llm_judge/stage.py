@@ -17,7 +17,6 @@ from typing import Any, TypedDict
 
 from ..backends import Generation, Request, capabilities, create_backend
 from ..backends.response_cache import ResponseCache
-from ..border.files import regular_entries
 from ..errors import ErrorKind, TargetError, judge_kind
 from ..inputs.judge_prompt import (
     TemplateFailed,
@@ -36,12 +35,12 @@ from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judg
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..record.seal import seal
-from ..run.manifest import sha256_file, target_fingerprint
-from ..run.manifest_inputs import TOKENIZER_FILES, WEIGHT_SUFFIXES
+from ..run.manifest import hub_snapshot, sha256_file, target_fingerprint
+from ..run.manifest_inputs import directory_files
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
-    "settings_info", "judge_manifest", "JUDGE_BATCH",
+    "settings_info", "judge_manifest", "JUDGE_BATCH", "model_inputs", "grader_fingerprint",
 ]
 
 JUDGE_BATCH = 32
@@ -57,22 +56,47 @@ def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None)
     """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template.
     `inputs`: the judge's files already hashed (`judge_inputs`), so no file is read twice."""
     inputs = judge_inputs(settings) if inputs is None else inputs
-    model_files = [e for e in inputs if e["role"] != "prompt"]
-    return settings.fingerprint(target_fingerprint(SimpleNamespace(target=settings.target), model_files) or "unhashed")
+    return settings.fingerprint(grader_fingerprint(settings.target, [e for e in inputs if e["role"] != "prompt"]))
+
+
+def grader_fingerprint(target: TargetConfig, inputs: list[dict]) -> str:
+    """What decides a grader's (judge's or guard's) verdicts as `run.manifest.target_fingerprint` hashes it, its
+    `model_inputs` given. A hub model with no copy in the hub cache has no bytes to hash: it is known by its id
+    (and dtype, device...), so another model never shares its fingerprint, its cached verdicts or its journal."""
+    named = [{**e, "sha256": e["sha256"] or f"unhashed:{e['path']}"} for e in inputs]
+    return target_fingerprint(SimpleNamespace(target=target), named) or "unhashed"
 
 
 def judge_inputs(settings: JudgeSettings) -> list[dict]:
     """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
-    t = settings.target
-    caps = capabilities(t.backend)
-    files: list[tuple[str, Path]] = [(role, Path(getattr(t, name))) for role, name in caps.data_files]
-    for role, root in ((role, getattr(t, name)) for role, name in caps.model_dirs):
-        if root is not None and Path(root).is_dir():
-            files += [(role, p) for p in regular_entries(Path(root), what=f"judge {role} directory")
-                      if p.suffix in WEIGHT_SUFFIXES or p.name in TOKENIZER_FILES or p.name.endswith("config.json")]
-    if settings.prompt_path:
-        files.append(("prompt", settings.prompt_path))
-    return [{"role": role, "path": str(p), "sha256": sha256_file(p)} for role, p in files]
+    prompt = [{"role": "prompt", "path": str(p), "sha256": sha256_file(p)} for p in [settings.prompt_path] if p]
+    return model_inputs(settings.target) + prompt
+
+
+def model_inputs(target: TargetConfig) -> list[dict]:
+    """The files that decide a grader's (judge's or guard's) verdicts, each hashed once: its model and adapter
+    files (a hub id's: the files of its copy in the hub cache, as for the target), or the verdicts it replays. An
+    endpoint has none: its URL and model name stand for it. A hub id with no local copy: one entry, sha256 None."""
+    caps = capabilities(target.backend)
+    files: list[tuple[str, Path, str]] = [(role, Path(path), Path(path).name) for role, name in caps.data_files
+                                          if (path := getattr(target, name, None)) is not None]
+    unhashed: list[dict] = []
+    for owner, location in ((role, getattr(target, name)) for role, name in caps.model_dirs):
+        if location is None:
+            continue
+        folder = Path(location) if Path(location).is_dir() else hub_snapshot(str(location))
+        if folder is None:  # not on disk: the backend fetches it; its id is all there is to know it by
+            unhashed.append({"role": owner, "path": f"hub:{location}", "name": str(location), "sha256": None})
+            continue
+        folder = folder.resolve()  # every file the manifest hashes for a target, chat template too
+        files += [(owner, p, f"{owner}/{_relative(p, folder)}") for _, p in directory_files(folder, owner)]
+    # named relative to the model directory, so a moved checkout keeps its fingerprint (and its cached verdicts)
+    return [{"role": role, "path": str(p), "name": name, "sha256": sha256_file(p)} for role, p, name in files] + unhashed
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """`path` named within `folder`; a file linked from elsewhere (a hub snapshot's blobs) by its own name."""
+    return str(path.relative_to(folder)) if path.is_relative_to(folder) else path.name
 
 
 def run_judging(
@@ -195,7 +219,8 @@ def ask_in_batches(run, items: list, *, backend, cache, max_tokens: int, request
                          for item in batch]
             append_judgments(run, judgments)
             if cache is not None:  # only replies that held a verdict are worth keeping
-                ok = {request_id(item) for item, j in zip(batch, judgments) if j.error is None and not j.cached}
+                ok = {request_id(item) for item, j in zip(batch, judgments)
+                      if j.error is None and not j.cached and j.truncated_to is None}  # the cache keeps no cut
                 cache.put_many([(q, gens[q.case_id]) for q in fresh if q.case_id in ok])
             advance(len(batch))
     finally:

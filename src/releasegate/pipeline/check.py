@@ -35,8 +35,8 @@ from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
-from ..llm_judge.guard import guard_stage
-from ..llm_judge.stage import judge_manifest, judge_stage
+from ..llm_judge.guard import graders_manifest, guard_stage
+from ..llm_judge.stage import judge_stage
 from ..record.evidence import failure
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir, RunInfo
@@ -85,8 +85,7 @@ def run_check(
         run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
         # an unreadable input fails before the directory exists
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
-    if config.judge is not None:
-        manifest["judge"] = judge_manifest(config.judge)
+    manifest.update(graders_manifest(config, rubric.forbidden))
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
@@ -251,8 +250,6 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         generate_draws(backend, draws, config, rubric, run, session, console, progress)
         timing.add("generation_s", session["generation_seconds"])
         keep_client(info, session, backend)
-        if config.response_cache_probe is not None:  # a simulation on the answers: no request to the target
-            run_response_cache_probe(config, rubric, cases, run, info)
         INTERRUPTION.raise_if_pending()
         if load_phase:
             for stale in ("load.jsonl", "server_metrics.jsonl"):  # a load phase is measured whole or not at all
@@ -271,6 +268,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
             _judge_outputs(run, info, config, console, progress, use_cache)
             guard_stage(run, info, config, rubric.forbidden, console=console, use_cache=use_cache,
                         between=INTERRUPTION.raise_if_pending)
+        if config.response_cache_probe is not None:  # a simulation on the answers and the guards' verdicts on them
+            run_response_cache_probe(config, rubric, cases, run, info)
         INTERRUPTION.raise_if_pending()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)

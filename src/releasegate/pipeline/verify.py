@@ -11,7 +11,7 @@ from ..errors import ReleasegateError
 from ..inputs.backend_facts import backend_names, capabilities
 from ..record.records import RunDir
 from ..record.seal import seal_changes
-from ..run.manifest import compare_manifest, read_manifest
+from ..run.manifest import compare_manifest, grader_inputs, read_manifest
 
 __all__ = ["verify_run", "OUTCOME_EXIT"]
 
@@ -30,8 +30,9 @@ def verify_run(run_dir: Path) -> dict:
     manifest = read_manifest(run_dir)
     sealed_rows, sealed = seal_changes(manifest, run_dir)
     rows = compare_manifest(manifest) + sealed_rows
-    checked = sum(1 for e in manifest["inputs"] if e.get("sha256"))
-    unhashed = [e["path"] for e in manifest["inputs"] if not e.get("sha256")]
+    inputs = manifest["inputs"] + grader_inputs(manifest)  # the judge's and the guards' files too
+    checked = sum(1 for e in inputs if e.get("sha256"))
+    unhashed = [e["path"] for e in inputs if not e.get("sha256")]
     unhashed += _model_unseen(manifest, run_dir)
     if not sealed:
         unhashed.append(UNSEALED)

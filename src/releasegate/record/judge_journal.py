@@ -55,6 +55,9 @@ class Judgment(BaseModel):
     error_message: str | None = None
     raw: str | None = None
     """The judge's reply, kept when it could not be parsed (cut to 2,000 characters)."""
+    truncated_to: int | None = None
+    """A guard that read only the first this many tokens of what it was shown (a classifier's max length); None:
+    it read all of it."""
     tokens: JudgeTokens = Field(default_factory=JudgeTokens)
     latency_ms: float | None = None
     """Judge request send -> end of its reply; None for a cached verdict."""

@@ -10,6 +10,7 @@ from ..errors import TargetError
 from ..gate.cache_probe import ProbeSettings, degenerate, simulate_all
 from ..gate.cache_probe_records import answer_passes, probe_cases
 from ..inputs.files import stored_yaml
+from ..record.judge_verdicts import saved_verdicts
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..stats.intervals import percentile
 
@@ -54,7 +55,8 @@ def cache_probe_figures(config, rubric, records: list[CaseRecord], run: RunDir |
         embedded = {"source": probe.embeddings.describe(), "fingerprint": done.fingerprint, "computed": done.computed,
                     "seconds": done.seconds, "tokens": done.tokens,
                     "latency_ms_p50": percentile(done.latencies_ms, 50) if done.latencies_ms else None}
-    rows = simulate_all(probe_set, answer_passes(records, rubric.forbidden), settings, probe.thresholds, vectors)
+    verdicts = saved_verdicts(run) if run is not None else None  # guard rules: the guard's verdicts on the answers
+    rows = simulate_all(probe_set, answer_passes(records, rubric.forbidden, verdicts), settings, probe.thresholds, vectors)
     return {"mode": probe.mode, "threshold": probe.threshold, "ttl_s": probe.ttl_s,
             "arrival_interval_s": probe.arrival_interval_s, "time_sensitive_max_age_s": probe.time_sensitive_max_age_s,
             "group_tag": probe.group_tag, "embeddings": embedded, "rows": rows}
@@ -83,7 +85,7 @@ def rederived_probe(run: RunDir, info: RunInfo, rubric, records: list[CaseRecord
                              input_usd_per_1m=cost.get("input_usd_per_1m") if api else None,
                              output_usd_per_1m=cost.get("output_usd_per_1m") if api else None)
     thresholds = [r["threshold"] for r in probe.get("rows") or () if r.get("threshold") is not None]
-    rows = simulate_all(cases, answer_passes(records, rubric.forbidden), settings, thresholds, vectors)
+    rows = simulate_all(cases, answer_passes(records, rubric.forbidden, saved_verdicts(run)), settings, thresholds, vectors)
     return {**probe, "rows": rows}
 
 

@@ -32,7 +32,7 @@ from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, sche
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
-    "package_versions", "GENERATION_ROLES", "recorded_overrides",
+    "package_versions", "GENERATION_ROLES", "recorded_overrides", "hub_snapshot", "grader_inputs",
 ]
 
 MANIFEST = "manifest.json"
@@ -108,7 +108,7 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
 
     rows = []
     known = set()
-    for entry in manifest["inputs"]:
+    for entry in manifest["inputs"] + grader_inputs(manifest):
         role, path, before = entry.get("role", "?"), str(entry.get("path")), entry.get("sha256")
         known.add(path)
         if not wanted(role) or before is None:
@@ -130,6 +130,12 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
             if before != after:
                 rows.append({"role": "package", "path": name, "change": "version", "before": before, "after": after})
     return rows
+
+
+def grader_inputs(manifest: dict) -> list[dict]:
+    """The files of the LLM judge and of each guard that judged the run (manifest.json `judge`, `guards`)."""
+    graders = [manifest.get("judge")] + list((manifest.get("guards") or {}).values())
+    return [e for g in graders if isinstance(g, dict) for e in g.get("inputs") or () if isinstance(e, dict)]
 
 
 def diff_manifests(old: dict, new: dict, *, roles: tuple[str, ...]) -> list[dict]:
@@ -255,7 +261,7 @@ def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> N
     for owner, location in ((role, getattr(t, name, None)) for role, name in caps.model_dirs):
         if location is None:
             continue
-        folder = Path(location).resolve() if Path(location).is_dir() else _hub_snapshot(str(location))
+        folder = Path(location).resolve() if Path(location).is_dir() else hub_snapshot(str(location))
         if folder is None:
             inputs.append({"role": owner, "path": f"hub:{location}", "name": str(location), "sha256": None,
                            "note": "a hub id not in the local cache: not hashed, so not cacheable"})
@@ -281,7 +287,7 @@ def _embedded_template(path: Path) -> str | None:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
 
 
-def _hub_snapshot(repo_id: str) -> Path | None:
+def hub_snapshot(repo_id: str) -> Path | None:
     """The local copy of a hub model, if the hub cache has one (never downloads)."""
     try:
         from huggingface_hub import snapshot_download

@@ -66,7 +66,8 @@ def with_guards(found: dict, record, rules, verdicts) -> dict:
 
 
 def _category(rules, guard: str, code: str) -> str:
+    """The rubric category a guard's code falls under; codes compared in any case (a guard may answer 's1')."""
     for rule in rules:
-        if rule.guard == guard and code in rule.codes:
+        if rule.guard == guard and code.casefold() in {c.casefold() for c in rule.codes}:
             return rule.category
     return f"guard:{guard}:{code}"
