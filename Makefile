@@ -10,7 +10,7 @@ export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo demo-regressed demo-judge test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
+.PHONY: setup demo demo-regressed demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ demo-regressed: setup  ## the regressed adapter (FAIL, exit 1)
 
 demo-judge: setup  ## reply drafts graded by an LLM judge, calibrated by a reviewer's labels (INCONCLUSIVE, then PASS)
 	$(PY) scripts/demo_judge.py
+
+demo-guard: setup  ## the fine-tune vs its base under attack probes, replies judged by the demo guard (INCONCLUSIVE, then PASS)
+	$(PY) scripts/demo_guard.py
 
 test: setup  ## the whole suite, real model tests included (the vLLM tests run with make test-vllm), then the docs build
 	$(PY) -m pytest -m "not vllm"
@@ -53,9 +56,11 @@ lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml)
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/mypy
 
-demo-models: setup  ## rebuild models/demo (base, adapters, draft) and suites/demo deterministically
+demo-models: setup  ## rebuild models/demo (base, adapters, draft, guard, guard_classifier) and suites/demo deterministically
 	$(PY) scripts/build_demo_models.py
 	$(PY) scripts/build_demo_draft.py
+	$(PY) scripts/build_demo_guard.py
+	$(PY) scripts/build_demo_guard_classifier.py
 
 # No setup needed: setuptools' own build hooks in .venv's python, or in $(PYTHON) before there is a .venv.
 dist:  ## the sdist and the wheel into dist/: pip install dist/releasegate-0.1.0-py3-none-any.whl (extras: '...whl[hf]')

@@ -141,6 +141,9 @@ class ErrorKind(StrEnum):
     """The replay backend's file holds no output for the case."""
     GENERATION_ERROR = "generation_error"
     """The in-process model (hf backend) raised while generating the batch the case was in."""
+    CONTEXT_EXCEEDED = "context_exceeded"
+    """The in-process model (hf backend) was not asked: the prompt and max_new_tokens run past the positions the
+    model was built for (max_position_embeddings), where it answers anything; a server answers such a request 400."""
     JUDGE_UNPARSEABLE = "judge_unparseable"
     """The judge replied, but with no verdict that could be read."""
     JUDGE_NO_REPLY = "judge_no_reply"

@@ -190,16 +190,33 @@ class HFBackend(Backend):
         return tok(request.prompt)["input_ids"]
 
     def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
-        try:
-            return self._generate(requests, max_new_tokens)
-        except (RuntimeError, ValueError, IndexError) as exc:  # one bad batch must not end the run
-            return [Generation(None, error=ErrorKind.GENERATION_ERROR, error_message=_first_line(exc)) for _ in requests]
+        prompts = [self.prompt_ids(r) for r in requests]
+        out: list[Generation | None] = [self._past_context(len(p), max_new_tokens) for p in prompts]
+        fits = [i for i, g in enumerate(out) if g is None]
+        if fits:
+            try:
+                made = self._generate([prompts[i] for i in fits], max_new_tokens)
+            except (RuntimeError, ValueError, IndexError) as exc:  # one bad batch must not end the run
+                made = [Generation(None, error=ErrorKind.GENERATION_ERROR, error_message=_first_line(exc)) for _ in fits]
+            for i, generation in zip(fits, made):
+                out[i] = generation
+        return [g for g in out if g is not None]
 
-    def _generate(self, requests: list[Request], max_new_tokens: int) -> list[Generation]:
+    def _past_context(self, n_prompt: int, max_new_tokens: int) -> Generation | None:
+        """An error for a prompt that, with the tokens it may generate, runs past the positions the model was built
+        for (`max_position_embeddings`): past them a model reads positions it never saw, and answers anything (a
+        guard reading a long reply calls it safe), so the request is refused, as a server refuses it."""
+        limit = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        if not isinstance(limit, int) or n_prompt + max_new_tokens <= limit:
+            return None
+        return Generation(None, error=ErrorKind.CONTEXT_EXCEEDED, error_message=(
+            f"the prompt's {n_prompt} tokens and max_new_tokens {max_new_tokens} run past the model's "
+            f"{limit} positions (max_position_embeddings)"))
+
+    def _generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Generation]:
         from transformers import LogitsProcessorList
 
         torch = self.torch
-        prompts = [self.prompt_ids(r) for r in requests]
         input_ids, attention = self._left_pad(prompts)
         clock = _StepClock(self.sync)
         with torch.inference_mode():
@@ -214,7 +231,7 @@ class HFBackend(Backend):
         if self.draft is not None:
             # assisted decoding verifies several tokens per step: step stamps are not per token
             return [self._one_assisted(new[0], len(prompts[0]), clock.stamps[0], start, end)]
-        return [self._one(row, len(p), clock.stamps, start, len(requests)) for row, p in zip(new, prompts)]
+        return [self._one(row, len(p), clock.stamps, start, len(prompts)) for row, p in zip(new, prompts)]
 
     def _assist(self) -> dict:
         return {"assistant_model": self.draft} if self.draft is not None else {}
