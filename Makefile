@@ -9,6 +9,9 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
+# Bytecode kept: the suite starts a few hundred fresh interpreters (the CLI as a user runs it), and with
+# PYTHONDONTWRITEBYTECODE set in the shell each would compile every releasegate module it imports anew.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup demo demo-regressed demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 

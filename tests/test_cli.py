@@ -122,3 +122,22 @@ def test_gate_on_a_run_cut_short_is_never_a_pass(project, cli):
     code, out, err = cli("gate", run, "--rubric", lax, "--json")
     report = json.loads(out)
     assert code == 3 and report["verdict"] == "INCONCLUSIVE" and "1 of 2 cases" in report["incomplete"]
+
+
+def test_commands_run_one_after_another_in_one_process_keep_their_own_options(project, cli):
+    """One process may call `main` many times: no option, value or usage error of one call carries into the next."""
+    cli("check", "-c", project / "releasegate.yaml", "--run-id", "r", "--no-progress")
+    run = project / "reports" / "r"
+    code, out, _ = cli("gate", run, "--json")
+    assert code == 1 and json.loads(out)["verdict"] == "FAIL"
+    code, out, err = cli("gate", run)  # no --json this time: the human table, on stdout, no JSON
+    assert code == 1 and "criterion" in out and not out.lstrip().startswith("{")
+    lax = project / "lax.yaml"
+    lax.write_text("criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\nreview: {required_domains: []}\n")
+    assert cli("gate", run, "--rubric", lax, "--json")[0] == 3
+    code, out, _ = cli("gate", run, "--json")  # the rubric of the call before is not this call's
+    judged_by = json.loads(out)["judged_by"]
+    assert code == 1 and judged_by["file"] == "rubric.yaml" and not judged_by["whatif"]
+    code, _, err = cli("gate", run, "--no-such-option")
+    assert code == 2 and "--no-such-option" in err
+    assert cli("gate", run, "--json")[0] == 1  # a usage error leaves nothing behind

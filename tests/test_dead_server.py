@@ -17,7 +17,7 @@ from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 from test_openai_backend import CLIENTS, project
 
-LOAD = "load: {concurrency: 4, requests: 2000, warmup: 2}\n"
+LOAD = "load: {concurrency: 4, requests: 200, warmup: 2}\n"
 
 
 def run_check(cli, config: Path, *more: str):
@@ -49,7 +49,7 @@ def test_a_server_killed_mid_load_stops_the_run_and_resume_finishes_it(tmp_path,
     assert code == 4 and line.startswith("error: load phase: the target at http://127.0.0.1:")
     assert "requests in a row could not connect" in line and "(connection_error" in line and "last: connection_error: " in line
     assert f"check --resume {run.path}" in line
-    assert sent_of(line) < 100  # of the 2,000 planned: the run stopped, it did not fail its way through them
+    assert sent_of(line) < 100  # of the 200 planned: the run stopped, it did not fail its way through them
     info = run.read_info()
     assert info.status == "failed" and info.load_phase is None
     assert len(run.read_records()) == 6 and not (run.path / "load.jsonl").exists()
@@ -59,7 +59,7 @@ def test_a_server_killed_mid_load_stops_the_run_and_resume_finishes_it(tmp_path,
     with StubServer(StubBehaviour(tokens=4), port=port):
         code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json")
     assert code == 0, err
-    assert json.loads(out)["counts"]["phases"]["load"]["requests"] == 2000
+    assert json.loads(out)["counts"]["phases"]["load"]["requests"] == 200
 
 
 def test_a_server_killed_mid_quality_phase_keeps_what_it_answered(tmp_path, cli):

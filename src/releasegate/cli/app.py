@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import inspect
 import os
 import sys
 from collections.abc import Callable
 
 import typer
+import typer.main
 from rich.console import Console
 from typer.exceptions import TyperException
 
@@ -115,12 +117,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with interrupts_stop_the_command():  # Ctrl-C: 'interrupted', exit 130, never a traceback
             check_environment()  # a bad RELEASEGATE_* value is exit 2 naming it, before any work
-            result = app(args=argv, prog_name="releasegate", standalone_mode=False)
+            result = _command_tree().main(args=argv, prog_name="releasegate", standalone_mode=False)
     except TyperException as exc:
         return _usage(exc)
     except (Exception, KeyboardInterrupt) as exc:
         return _report(exc)
     return result if isinstance(result, int) else 0
+
+
+@functools.cache
+def _command_tree():
+    """The command tree typer builds from `app`, built once per process: building it reads every command's
+    signature (tens of milliseconds), and a process that calls `main` again (a test, a script) parses with it."""
+    return typer.main.get_command(app)
 
 
 def _report(exc: BaseException) -> int:

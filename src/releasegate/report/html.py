@@ -11,6 +11,7 @@ case table to failures is pure CSS (a checkbox), so the page needs no script at 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from importlib import resources
@@ -101,7 +102,10 @@ def render_html(view: RunView) -> str:
     )
 
 
+@functools.cache
 def _environment() -> Environment:
+    """One per process: it keeps the compiled template (compiling it takes tens of milliseconds), so a process
+    that renders many reports (a test session, a script) compiles it once."""
     env = Environment(
         loader=FileSystemLoader(str(resources.files(__package__) / "templates")),
         autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_inert_text,
