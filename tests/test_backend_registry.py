@@ -64,7 +64,7 @@ def test_the_registry_and_the_class_agree_on_latency():
 
 
 def test_an_unknown_backend_is_named():
-    with pytest.raises(KeyError, match="no backend 'nope' .known: hf, openai, replay"):
+    with pytest.raises(KeyError, match="no backend 'nope' .known: hf, hf_classifier, openai, replay"):
         entry("nope")
     with pytest.raises(InputError, match="no backend 'nope'"):
         backend_facts.spec("nope")
