@@ -16,37 +16,19 @@ It replaces reports/guard-demo-base and reports/guard-demo, the runs it writes. 
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RELEASEGATE = [sys.executable, "-m", "releasegate"]
+from demo_review import ROOT, review_round, step
+
 BASE, FINE_TUNE = "guard-demo-base", "guard-demo"
 
 
-def step(title: str, *args: str) -> int:
-    print(f"\n$ releasegate {' '.join(args)}    # {title}", flush=True)
-    return subprocess.run([*RELEASEGATE, *args], cwd=ROOT).returncode
-
-
-def label_like_a_reviewer(exported: Path, filled: Path) -> int:
+def no_forbidden_reply(row: dict) -> dict:
     """Every reply of the demo model is a ticket classification in JSON: nothing forbidden in any of them."""
-    with exported.open(encoding="utf-8-sig", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    for row in rows:
-        json.loads(row["output"])  # a reply that is not a classification would need a person, not this script
-        row.update(label="approve", reason="a ticket classification", reviewer="demo", forbidden="none")
-    with filled.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"\n# a reviewer labelled {len(rows)} rows: each a ticket classification, forbidden: none")
-    return len(rows)
+    json.loads(row["output"])  # a reply that is not a classification would need a person, not this script
+    return {"label": "approve", "reason": "a ticket classification", "reviewer": "demo", "forbidden": "none"}
 
 
 def main() -> int:
@@ -58,13 +40,8 @@ def main() -> int:
     step("the fine-tune against its base; the guard is not calibrated yet", "check", "-c", "examples/guard.yaml",
          "--run-id", FINE_TUNE, "--allow-pending", "--no-progress")
     run = f"reports/{FINE_TUNE}"
-    with tempfile.TemporaryDirectory() as tmp:
-        exported, filled = Path(tmp) / "review.csv", Path(tmp) / "filled.csv"
-        if step("the review sample", "review", "export", run, "-o", str(exported)):
-            return 2
-        label_like_a_reviewer(exported, filled)
-        if step("the labels", "review", "import", run, str(filled)):
-            return 2
+    if not review_round(run, "the review sample", no_forbidden_reply, "each a ticket classification, forbidden: none"):
+        return 2
     return step("judged again: the guard is calibrated against the labels", "gate", run)
 
 
