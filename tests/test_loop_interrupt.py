@@ -1,0 +1,135 @@
+"""A SIGTERM that arrives while the lean client's event loop runs stops the requests as an interruption, whichever
+callback it lands in: uvloop swallows a KeyboardInterrupt raised in a protocol's `data_received` ("Fatal error on
+transport"), so the signal handler cancels the loop's main task instead and the backend raises KeyboardInterrupt.
+
+The signal is sent from inside the callback (os.kill to this process), so the handler runs right there, every
+time: on uvloop and asyncio's loop, in the quality phase and the load phase."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+import pytest
+
+from conftest import write_jsonl
+from releasegate.backends import Request
+from releasegate.backends._sse_client import _Response
+from releasegate.backends.openai import OpenAIBackend
+from releasegate.inputs.config import load_config
+from releasegate.loop_interrupt import interrupt_running_loop, run_interruptibly
+from releasegate.run.interruption import INTERRUPTION, signals_stop
+from releasegate.testing import StubBehaviour, StubServer
+
+REQUESTS = 40
+LOOPS = ["uvloop", "asyncio"]
+
+
+def backend_for(tmp_path, base_url: str) -> OpenAIBackend:
+    write_jsonl(tmp_path / "suite.jsonl", [{"id": "c0", "messages": [{"role": "user", "content": "hi"}]}])
+    (tmp_path / "rubric.yaml").write_text("criteria:\n  - {metric: error_rate, op: '<=', threshold: 0.0}\n")
+    (tmp_path / "releasegate.yaml").write_text(
+        f"target:\n  backend: openai\n  base_url: {base_url}\n  model: stub\n  client: lean\n"
+        "  concurrency: 4\n  timeout_s: 10\ngeneration: {max_new_tokens: 4}\n"
+        "suites: [{path: suite.jsonl, answer: {type: regex, pattern: tok}}]\nrubric: rubric.yaml\n")
+    config = load_config(tmp_path / "releasegate.yaml")
+    backend = OpenAIBackend(config.target, config.generation)
+    backend.load()
+    return backend
+
+
+def requests() -> list[Request]:
+    return [Request(f"r{i}", [{"role": "user", "content": "hi"}], None) for i in range(REQUESTS)]
+
+
+def sigterm_once():
+    """A callback hook that sends this process SIGTERM the first time it runs."""
+    sent = []
+
+    def fire(*_args) -> None:
+        if not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before this callback's next line
+
+    return fire
+
+
+def interrupted(call) -> None:
+    """`call()` under check's signal handler: it must raise KeyboardInterrupt (the run takes it, as check does)."""
+    with signals_stop():
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        assert INTERRUPTION.signum == signal.SIGTERM
+        INTERRUPTION.taken = True
+
+
+def no_transport_errors(caplog) -> None:
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+@pytest.mark.parametrize("event_loop", LOOPS)
+@pytest.mark.parametrize("phase", ["quality", "load"])
+def test_a_sigterm_in_data_received_stops_the_requests_as_an_interruption(tmp_path, monkeypatch, caplog, event_loop,
+                                                                          phase):
+    monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", event_loop)
+    fire, receive = sigterm_once(), _Response.data_received
+
+    def data_received(self, data):
+        fire()
+        receive(self, data)
+
+    monkeypatch.setattr(_Response, "data_received", data_received)
+    with StubServer(StubBehaviour(ttft_ms=50, itl_ms=2, tokens=3)) as stub:
+        backend = backend_for(tmp_path, stub.base_url)
+        sent = stub.requests
+        if phase == "quality":
+            interrupted(lambda: backend.generate(requests(), max_new_tokens=4))
+        else:
+            interrupted(lambda: backend.run_load(requests(), offsets=None, concurrency=4, max_new_tokens=4))
+        backend.close()
+        assert stub.requests - sent < REQUESTS  # stopped there, not at the end of the batch
+    no_transport_errors(caplog)
+
+
+@pytest.mark.parametrize("event_loop", LOOPS)
+def test_a_sigterm_in_a_task_callback_stops_the_load_phase_as_an_interruption(tmp_path, monkeypatch, caplog,
+                                                                             event_loop):
+    monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", event_loop)
+    with StubServer(StubBehaviour(ttft_ms=20, itl_ms=2, tokens=3)) as stub:
+        backend = backend_for(tmp_path, stub.base_url)
+        sent = stub.requests
+        interrupted(lambda: backend.run_load(requests(), offsets=[0.01 * i for i in range(REQUESTS)], concurrency=4,
+                                             max_new_tokens=4, on_done=sigterm_once()))
+        backend.close()
+        assert stub.requests - sent < REQUESTS
+    no_transport_errors(caplog)
+
+
+def test_a_task_that_ignores_the_cancellation_still_ends_in_keyboard_interrupt():
+    async def stubborn() -> str:
+        try:
+            assert interrupt_running_loop()
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass  # a library that eats the cancellation: the run stops all the same
+        return "done"
+
+    with pytest.raises(KeyboardInterrupt):
+        run_interruptibly(stubborn())
+    assert not interrupt_running_loop()  # no loop runs any more: the handler raises itself
+
+
+def test_a_loop_in_another_thread_is_never_interrupted_from_the_handler():
+    import threading
+
+    seen = []
+
+    async def work() -> None:
+        seen.append(interrupt_running_loop())
+
+    thread = threading.Thread(target=lambda: run_interruptibly(work()))
+    thread.start()
+    thread.join()
+    assert seen == [False]
