@@ -44,16 +44,27 @@ def requests() -> list[Request]:
     return [Request(f"r{i}", [{"role": "user", "content": "hi"}], None) for i in range(REQUESTS)]
 
 
-def sigterm_once():
-    """A callback hook that sends this process SIGTERM the first time it runs."""
+def signal_once(signum: int = signal.SIGTERM):
+    """A callback hook that sends this process `signum` the first time it runs."""
     sent = []
 
     def fire(*_args) -> None:
         if not sent:
             sent.append(True)
-            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before this callback's next line
+            os.kill(os.getpid(), signum)  # the handler runs before this callback's next line
 
     return fire
+
+
+def signal_in_data_received(monkeypatch, signum: int) -> None:
+    """The lean client's receive callback sends `signum` the first time it runs, before it reads the bytes."""
+    fire, receive = signal_once(signum), _Response.data_received
+
+    def data_received(self, data):
+        fire()
+        receive(self, data)
+
+    monkeypatch.setattr(_Response, "data_received", data_received)
 
 
 def interrupted(call) -> None:
@@ -74,13 +85,7 @@ def no_transport_errors(caplog) -> None:
 def test_a_sigterm_in_data_received_stops_the_requests_as_an_interruption(tmp_path, monkeypatch, caplog, event_loop,
                                                                           phase):
     monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", event_loop)
-    fire, receive = sigterm_once(), _Response.data_received
-
-    def data_received(self, data):
-        fire()
-        receive(self, data)
-
-    monkeypatch.setattr(_Response, "data_received", data_received)
+    signal_in_data_received(monkeypatch, signal.SIGTERM)
     with StubServer(StubBehaviour(ttft_ms=50, itl_ms=2, tokens=3)) as stub:
         backend = backend_for(tmp_path, stub.base_url)
         sent = stub.requests
@@ -101,7 +106,7 @@ def test_a_sigterm_in_a_task_callback_stops_the_load_phase_as_an_interruption(tm
         backend = backend_for(tmp_path, stub.base_url)
         sent = stub.requests
         interrupted(lambda: backend.run_load(requests(), offsets=[0.01 * i for i in range(REQUESTS)], concurrency=4,
-                                             max_new_tokens=4, on_done=sigterm_once()))
+                                             max_new_tokens=4, on_done=signal_once()))
         backend.close()
         assert stub.requests - sent < REQUESTS
     no_transport_errors(caplog)
@@ -133,3 +138,19 @@ def test_a_loop_in_another_thread_is_never_interrupted_from_the_handler():
     thread.start()
     thread.join()
     assert seen == [False]
+
+
+def test_ctrl_c_without_a_handler_of_the_programs_own_stops_the_requests_too(tmp_path, monkeypatch, caplog):
+    """A command other than `check` installs no handler: Ctrl-C in `data_received` on uvloop still stops it."""
+    monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", "uvloop")
+    signal_in_data_received(monkeypatch, signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with StubServer(StubBehaviour(ttft_ms=50, itl_ms=2, tokens=3)) as stub:
+        backend = backend_for(tmp_path, stub.base_url)
+        sent = stub.requests
+        with pytest.raises(KeyboardInterrupt):
+            backend.generate(requests(), max_new_tokens=4)
+        backend.close()
+        assert stub.requests - sent < REQUESTS
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    no_transport_errors(caplog)

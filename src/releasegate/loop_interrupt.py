@@ -8,12 +8,14 @@ so the request fails as a broken connection (a failure the target never had) and
 next stage boundary or the grace period. So while `run_interruptibly` runs a loop in the main thread, the signal
 handler (run/interruption.py) calls `interrupt_running_loop` instead of raising: the loop's main task is
 cancelled, the way asyncio.Runner handles Ctrl-C, the cancellation unwinds every request in flight and the
-client, and `run_interruptibly` raises KeyboardInterrupt once the loop is closed.
+client, and `run_interruptibly` raises KeyboardInterrupt once the loop is closed. Where the program has no
+SIGINT handler of its own (a command other than `check`), Ctrl-C does the same, as under asyncio.Runner.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -60,6 +62,9 @@ def run_interruptibly(coro: Coroutine[Any, Any, T], loop_factory: Callable[[], a
             return runner.run(coro)
     running, outer = _Running(), _RUNNING
     _RUNNING = running
+    ctrl_c = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # no handler of the program's own
+    if ctrl_c:
+        signal.signal(signal.SIGINT, _on_ctrl_c)
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
             running.loop = runner.get_loop()
@@ -73,6 +78,8 @@ def run_interruptibly(coro: Coroutine[Any, Any, T], loop_factory: Callable[[], a
         raise
     finally:
         _RUNNING = outer
+        if ctrl_c and signal.getsignal(signal.SIGINT) is _on_ctrl_c:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     if running.interrupted:  # the task had finished, or let the cancellation go: the run stops all the same
         raise KeyboardInterrupt
     return result
@@ -88,3 +95,10 @@ def interrupt_running_loop() -> bool:
     running.interrupted = True
     running.cancel()
     return True
+
+
+def _on_ctrl_c(signum, frame) -> None:
+    """Ctrl-C where the program installed no handler of its own (asyncio.Runner's rule): the first cancels the
+    running loop's main task, a second raises KeyboardInterrupt at once."""
+    if _RUNNING is None or _RUNNING.interrupted or not interrupt_running_loop():
+        raise KeyboardInterrupt
