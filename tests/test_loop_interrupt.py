@@ -20,11 +20,18 @@ from releasegate.backends._sse_client import _Response
 from releasegate.backends.openai import OpenAIBackend
 from releasegate.inputs.config import load_config
 from releasegate.loop_interrupt import interrupt_running_loop, run_interruptibly
+from releasegate.run import interruption
 from releasegate.run.interruption import INTERRUPTION, signals_stop
 from releasegate.testing import StubBehaviour, StubServer
 
 REQUESTS = 40
 LOOPS = ["uvloop", "asyncio"]
+
+
+@pytest.fixture(autouse=True)
+def no_grace_period_exit(monkeypatch):
+    """A run that does not stop would be ended by the grace period's os._exit, pytest with it: fail instead."""
+    monkeypatch.setattr(interruption, "GRACE_S", 300.0)
 
 
 def backend_for(tmp_path, base_url: str) -> OpenAIBackend:
@@ -112,6 +119,30 @@ def test_a_sigterm_in_a_task_callback_stops_the_load_phase_as_an_interruption(tm
     no_transport_errors(caplog)
 
 
+@pytest.mark.parametrize("event_loop", LOOPS)
+def test_a_sigterm_while_every_request_stalls_stops_them_as_an_interruption(tmp_path, monkeypatch, caplog, event_loop):
+    """The signal comes from another thread while the loop waits on stalled streams: the handler runs from the
+    loop's wake-up, not from a callback of the client."""
+    import threading
+    import time
+
+    monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", event_loop)
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=1, tokens=3, stall_after=1)) as stub:
+        backend = backend_for(tmp_path, stub.base_url)
+        sent = stub.requests
+
+        def signal_once_all_stall() -> None:
+            while stub.requests - sent < 4:  # the 4 slots hold stalled streams: the loop only waits
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=signal_once_all_stall, daemon=True).start()
+        interrupted(lambda: backend.generate(requests(), max_new_tokens=4))
+        backend.close()
+        assert stub.requests - sent == 4
+    no_transport_errors(caplog)
+
+
 def test_a_task_that_ignores_the_cancellation_still_ends_in_keyboard_interrupt():
     async def stubborn() -> str:
         try:
@@ -124,6 +155,21 @@ def test_a_task_that_ignores_the_cancellation_still_ends_in_keyboard_interrupt()
     with pytest.raises(KeyboardInterrupt):
         run_interruptibly(stubborn())
     assert not interrupt_running_loop()  # no loop runs any more: the handler raises itself
+
+
+def test_a_signal_while_the_loop_is_being_made_stops_the_work_before_it_starts():
+    started = []
+
+    def loop_factory() -> asyncio.AbstractEventLoop:
+        assert interrupt_running_loop()  # no loop nor task yet: noted, and the task is cancelled once it exists
+        return asyncio.new_event_loop()
+
+    async def work() -> None:
+        started.append(True)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_interruptibly(work(), loop_factory)
+    assert started == []
 
 
 def test_a_loop_in_another_thread_is_never_interrupted_from_the_handler():
