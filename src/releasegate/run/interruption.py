@@ -32,9 +32,10 @@ GRACE_S = 5.0
 
 class Interruption:
     """The SIGINT or SIGTERM `check` is stopping for. The handler (`signals_stop`) notes the signal here and
-    raises KeyboardInterrupt; should that exception be lost on its way (a library's bare `except`), the runner
-    raises it again at its next stage boundary, and an exit that cannot unwind (`os._exit` after a grace period
-    or a second signal) still leaves run.json saying 'interrupted' through `mark_interrupted`."""
+    raises KeyboardInterrupt (under an event loop: has it raised once the loop is done); should that exception be
+    lost on its way (a library's bare `except`), the runner raises it again at its next stage boundary, and an
+    exit that cannot unwind (`os._exit` after a grace period or a second signal) still leaves run.json saying
+    'interrupted' through `mark_interrupted`."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
