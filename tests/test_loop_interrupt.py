@@ -11,6 +11,9 @@ import asyncio
 import logging
 import os
 import signal
+import socket
+import sys
+import threading
 
 import pytest
 
@@ -74,6 +77,21 @@ def signal_in_data_received(monkeypatch, signum: int) -> None:
     monkeypatch.setattr(_Response, "data_received", data_received)
 
 
+def signal_in_loop_setup(monkeypatch) -> None:
+    """The first socket pair made in the main thread from now on sends SIGTERM from inside `socket.socketpair`:
+    uvloop makes its self-pipe that way as a run starts, just after it marked itself running (asyncio's loop
+    makes it when it is created)."""
+    fire, made = signal_once(), socket.socket
+
+    class Socket(made):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            if threading.current_thread() is threading.main_thread() and sys._getframe(1).f_code.co_name == "socketpair":
+                fire()
+
+    monkeypatch.setattr(socket, "socket", Socket)
+
+
 def interrupted(call) -> None:
     """`call()` under check's signal handler: it must raise KeyboardInterrupt (the run takes it, as check does)."""
     with signals_stop():
@@ -106,6 +124,22 @@ def test_a_sigterm_in_data_received_stops_the_requests_as_an_interruption(tmp_pa
 
 
 @pytest.mark.parametrize("event_loop", LOOPS)
+def test_a_sigterm_while_the_loop_starts_stops_the_requests_as_an_interruption(tmp_path, monkeypatch, caplog,
+                                                                               event_loop):
+    """uvloop marks itself running, then makes its self-pipe: a KeyboardInterrupt raised there left it marked
+    running, and closing it failed ("Cannot close a running event loop": an internal error, exit 70)."""
+    monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", event_loop)
+    with StubServer(StubBehaviour(ttft_ms=20, itl_ms=2, tokens=3)) as stub:
+        backend = backend_for(tmp_path, stub.base_url)
+        sent = stub.requests
+        signal_in_loop_setup(monkeypatch)
+        interrupted(lambda: backend.generate(requests(), max_new_tokens=4))
+        backend.close()
+        assert stub.requests == sent  # stopped before the first request
+    no_transport_errors(caplog)
+
+
+@pytest.mark.parametrize("event_loop", LOOPS)
 def test_a_sigterm_in_a_task_callback_stops_the_load_phase_as_an_interruption(tmp_path, monkeypatch, caplog,
                                                                              event_loop):
     monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", event_loop)
@@ -123,7 +157,6 @@ def test_a_sigterm_in_a_task_callback_stops_the_load_phase_as_an_interruption(tm
 def test_a_sigterm_while_every_request_stalls_stops_them_as_an_interruption(tmp_path, monkeypatch, caplog, event_loop):
     """The signal comes from another thread while the loop waits on stalled streams: the handler runs from the
     loop's wake-up, not from a callback of the client."""
-    import threading
     import time
 
     monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", event_loop)
@@ -173,8 +206,6 @@ def test_a_signal_while_the_loop_is_being_made_stops_the_work_before_it_starts()
 
 
 def test_a_loop_in_another_thread_is_never_interrupted_from_the_handler():
-    import threading
-
     seen = []
 
     async def work() -> None:
