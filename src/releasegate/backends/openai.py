@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from ..border.env import env_secret
 from ..errors import ErrorKind, InputError
 from ..inputs.backend_facts import BackendSpec, Capabilities
+from ..loop_interrupt import run_interruptibly
 from ..record.records import Timing, Tokens
 from ..redaction import mask_url
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
@@ -154,7 +155,7 @@ class OpenAIBackend(Backend):
         `check` makes a run directory), not a run full of errors; then what its /models lists (`_reach`). Returns
         the warnings: a `model` the server does not list."""
         key = self.api_key()
-        asyncio.run(answers(self.target) if self.target.client == "lean" else probe_openai(self.openai_client()))
+        run_interruptibly(answers(self.target) if self.target.client == "lean" else probe_openai(self.openai_client()))
         self.models, warnings = model_warnings(self.target, None if key == _NO_KEY else key)
         return warnings
 
@@ -267,8 +268,7 @@ class OpenAIBackend(Backend):
                     if hasattr(client, "probe"):
                         client.probe = None
 
-        with asyncio.Runner(loop_factory=self.loop_factory) as runner:
-            return runner.run(main())
+        return run_interruptibly(main(), self.loop_factory)  # a signal meanwhile: KeyboardInterrupt
 
     def _body(self, request: Request, max_new_tokens: int) -> dict:
         g, t = self.generation, self.target

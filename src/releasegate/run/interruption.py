@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..border.env import TEST_HOLD_AFTER_VERDICT, env_number
 from ..clock import now
+from ..loop_interrupt import interrupt_running_loop
 from ..redaction import redact_data
 
 if TYPE_CHECKING:
@@ -31,9 +32,10 @@ GRACE_S = 5.0
 
 class Interruption:
     """The SIGINT or SIGTERM `check` is stopping for. The handler (`signals_stop`) notes the signal here and
-    raises KeyboardInterrupt; should that exception be lost on its way (a library's bare `except`), the runner
-    raises it again at its next stage boundary, and an exit that cannot unwind (`os._exit` after a grace period
-    or a second signal) still leaves run.json saying 'interrupted' through `mark_interrupted`."""
+    raises KeyboardInterrupt (under an event loop: has it raised once the loop is done); should that exception be
+    lost on its way (a library's bare `except`), the runner raises it again at its next stage boundary, and an
+    exit that cannot unwind (`os._exit` after a grace period or a second signal) still leaves run.json saying
+    'interrupted' through `mark_interrupted`."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
@@ -100,6 +102,9 @@ def signals_stop() -> Iterator[None]:
       until the run has taken it;
     - a second signal, or GRACE_S after the first, ends the process at once with os._exit(130), after writing
       run.json as 'interrupted' (records.jsonl is fsynced per batch, and the run's lock dies with the process).
+    While an event loop runs the run's requests in the main thread (`loop_interrupt.run_interruptibly`), the
+    handler does not raise into whichever of its callbacks runs (uvloop swallows one raised in `data_received`):
+    it cancels the loop's main task, and the KeyboardInterrupt is raised once the loop is closed.
     Once the reports are on disk (`Interruption.finish`) the run is over: a signal while the verdict is printed
     is noted, never raised, and the process exits with the verdict's code, so a finished run cannot end up
     'interrupted' nor exit 130.
@@ -131,7 +136,7 @@ def signals_stop() -> Iterator[None]:
             force_exit("second signal")
         state.signum = signum
         threading.Thread(target=grace_period, name="releasegate-grace", daemon=True).start()
-        if state.finished_with is None:
+        if state.finished_with is None and not interrupt_running_loop():  # under a loop: its task is cancelled
             raise KeyboardInterrupt
 
     def unraisable(hook_args) -> None:
