@@ -95,7 +95,7 @@ def test_help_and_validate_do_not_import_torch(tmp_path):
 def test_help_loads_no_model_run_or_schema_machinery():
     """`--help` imports only the CLI's own wiring: no pydantic models, no YAML or JSON Schema, no reports."""
     heavy = ("pydantic", "jsonschema", "yaml", "numpy", "releasegate.record.records", "releasegate.report",
-             "releasegate.pipeline.gate", "releasegate.inputs.config", "releasegate.pipeline.check")
+             "releasegate.pipeline.gate", "releasegate.inputs.config", "releasegate.pipeline.check", "asyncio")
     assert heavy_imports_after([["--help"]], heavy) == []
 
 

@@ -14,11 +14,13 @@ SIGINT handler of its own (a command other than `check`), Ctrl-C does the same, 
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # asyncio is imported where a loop is run: the signal handler's module is on every command's path
+    import asyncio
 
 __all__ = ["run_interruptibly", "interrupt_running_loop"]
 
@@ -56,6 +58,8 @@ def run_interruptibly(coro: Coroutine[Any, Any, T], loop_factory: Callable[[], a
     asyncio.run closes its own. In the main thread, an `interrupt_running_loop` call meanwhile (a signal's)
     cancels `coro`, and this raises KeyboardInterrupt once the loop is closed, whatever `coro` then returned or
     raised (the run is stopping: what came back after the signal is not kept)."""
+    import asyncio
+
     global _RUNNING
     if threading.current_thread() is not threading.main_thread():  # signals are handled in the main thread only
         with asyncio.Runner(loop_factory=loop_factory) as runner:

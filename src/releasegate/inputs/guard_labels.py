@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..border.files import is_dir, read_text
+from ..border.hub import hub_snapshot
 from ..border.structured import json_loads
 from ..errors import InputError, Where
 from .backend_facts import capabilities
@@ -86,7 +87,7 @@ def model_labels(base, where: Where, *, adapted: bool = False) -> list[str]:
     """A classifier's labels in index order, from the config.json of its directory (or of its copy in the local
     hub cache); transformers' LABEL_0, LABEL_1 where it names none. A model saved as another kind (a causal LM)
     has no trained classification head, unless an adapter (`adapted`) brings one."""
-    folder = Path(base) if base is not None and is_dir(Path(base)) else _hub_snapshot(base)
+    folder = Path(base) if base is not None and is_dir(Path(base)) else hub_snapshot(str(base))
     if folder is None:
         raise InputError(f"classifier {base} is neither a directory nor in the local hub cache: its labels cannot be "
                          "checked", **where, hint="download it where the hub is reachable and set base to its directory")
@@ -111,13 +112,3 @@ def model_labels(base, where: Where, *, adapted: bool = False) -> list[str]:
         raise InputError(f"{folder / 'config.json'}: id2label is not a map of 0..n-1 to label names", **where,
                          hint="point at a sequence-classification model (config.json with id2label)")
     return [str(label) for label in labels]
-
-
-def _hub_snapshot(repo_id) -> Path | None:
-    """The local hub cache's copy of a model (never downloads), or None."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(str(repo_id), local_files_only=True))
-    except Exception:  # not cached, offline, or no huggingface_hub
-        return None

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..border.hub import hub_snapshot
 from ..errors import InputError, Where
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
@@ -130,29 +131,19 @@ def _disk_rows(src: dict) -> Iterator[dict]:
     yield from data  # a selection over the table: rows are read as they are asked for
 
 
-def hub_snapshot(hub: str, revision: str | None) -> str | None:
-    """The hub cache's copy of a dataset repository at `revision` (never downloads), or None."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        return snapshot_download(hub, repo_type="dataset", revision=revision, local_files_only=True)
-    except Exception:  # not cached (or no huggingface_hub): the datasets cache is tried next
-        return None
-
-
 def _hub_rows(src: dict) -> Iterator[dict]:
     """A hub dataset's split: streamed from the hub cache's copy of the repository when it has one, else
     from the datasets cache (a dataset loaded before), else from the hub when online."""
     hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
     datasets = _datasets("a hub suite source (source.hub)", f"hub:{hub}")
     what = f"hub dataset '{hub}'" + (f" (config {config})" if config else "")
-    snapshot = hub_snapshot(hub, src.get("revision"))
-    for file in sorted(Path(snapshot).rglob("*.json*")) if snapshot is not None else ():  # JSON read by pyarrow too
+    snapshot = hub_snapshot(hub, repo_type="dataset", revision=src.get("revision"))
+    for file in sorted(snapshot.rglob("*.json*")) if snapshot is not None else ():  # JSON read by pyarrow too
         if file.suffix in (".json", ".jsonl") and file.is_file():
             check_json_depth(file)
     try:
         if snapshot is not None:
-            data = datasets.load_dataset(snapshot, config, split=split, streaming=True)
+            data = datasets.load_dataset(str(snapshot), config, split=split, streaming=True)
         else:
             kwargs = {"revision": src["revision"]} if src.get("revision") else {}
             data = datasets.load_dataset(hub, config, split=split, **kwargs)

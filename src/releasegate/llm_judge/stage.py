@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 
 from ..backends import Generation, Request, capabilities, create_backend
 from ..backends.response_cache import ResponseCache
+from ..border.hub import hub_snapshot
 from ..errors import ErrorKind, TargetError, judge_kind
 from ..inputs.judge_prompt import (
     TemplateFailed,
@@ -35,7 +36,7 @@ from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judg
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..record.seal import seal
-from ..run.manifest import hub_snapshot, sha256_file, target_fingerprint
+from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import directory_files
 
 __all__ = [

@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import __version__
 from ..border.files import is_dir, is_file, read_text, sha256_file, walk_files
+from ..border.hub import hub_snapshot
 from ..border.structured import json_loads
 from ..clock import now
 from ..errors import InputError
@@ -32,7 +33,7 @@ from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, sche
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
-    "package_versions", "GENERATION_ROLES", "recorded_overrides", "hub_snapshot", "grader_inputs",
+    "package_versions", "GENERATION_ROLES", "recorded_overrides", "grader_inputs",
 ]
 
 MANIFEST = "manifest.json"
@@ -285,16 +286,6 @@ def _embedded_template(path: Path) -> str | None:
     if template is None:
         return None
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
-
-
-def hub_snapshot(repo_id: str) -> Path | None:
-    """The local copy of a hub model, if the hub cache has one (never downloads)."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(repo_id, local_files_only=True))
-    except Exception:  # not cached, offline, or no huggingface_hub: the model is then simply not hashed
-        return None
 
 
 def _rubric_files(rubric: Path) -> list[tuple[str, Path]]:

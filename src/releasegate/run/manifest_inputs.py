@@ -11,9 +11,9 @@ import hashlib
 from pathlib import Path
 
 from ..border.files import is_dir, read_text, walk_files
+from ..border.hub import hub_snapshot
 from ..border.structured import json_loads
 from ..errors import InputError
-from ..inputs.sources import hub_snapshot
 from ..inputs.suites import _lines
 from ..inputs.tables import data_files
 
@@ -69,8 +69,7 @@ def _state_data_files(folder: Path, hashed: set[Path]) -> list[Path]:
 
 def _dataset_snapshot(hub: str, revision: str | None) -> Path | None:
     """The hub cache's snapshot of a dataset repository at `revision` (never downloads), or None."""
-    folder = hub_snapshot(hub, revision)
-    return Path(folder) if folder is not None else None
+    return hub_snapshot(hub, repo_type="dataset", revision=revision)
 
 
 def snapshot_commit(key: str) -> str | None:
