@@ -46,6 +46,9 @@ class HFClassifierBackend(HFBackend):
         self._start_torch()
         self.tokenizer = self._load_tokenizer()
         self.tokenizer.padding_side = "right"  # position ids count from the first token: pad after the text
+        if self.tokenizer.pad_token_id is None:  # every batch would fail to pad: no reply would get a label
+            raise TargetError(f"classifier {self.target.base}: its tokenizer has neither a pad token nor an eos token "
+                              "to pad a batch with (set pad_token in tokenizer_config.json)")
         self.model = self._load_model()
         if self.model.config.pad_token_id is None:  # a batch needs it to find each row's last token
             self.model.config.pad_token_id = self.tokenizer.pad_token_id
@@ -54,8 +57,12 @@ class HFClassifierBackend(HFBackend):
         self.sync = self._device_sync()
 
     def _from_pretrained(self, auto):
-        model, info = auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype),
-                                           output_loading_info=True)
+        try:
+            model, info = auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype),
+                                               output_loading_info=True)
+        except RuntimeError as exc:  # weights that do not fit the config (a head of another num_labels)
+            raise TargetError(f"cannot load classifier {self.target.base}: its weights do not fit its config.json "
+                              f"(num_labels?): {_first_line(exc)}") from None
         missing = list(info.get("missing_keys") or ())
         if missing and self.target.adapter is None:  # transformers fills them at random: its labels would be chance
             raise TargetError(f"classifier {self.target.base} has no trained weights for {missing[0]} (a model "
