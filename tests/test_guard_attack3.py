@@ -63,3 +63,14 @@ def test_a_tokenizer_that_cannot_pad_is_refused_at_load(tmp_path):
     with pytest.raises(TargetError, match="pad"):
         backend.load()
     assert (ROOT / "models" / "demo" / "guard_classifier" / "config.json").exists()
+
+
+@pytest.mark.parametrize("backend", ["hf", "hf_classifier"])
+def test_a_guard_without_its_model_is_refused_at_its_field(tmp_path, cli, backend):
+    """A guard of backend hf with no `base:` was valid; check then asked the hub for a model named 'None', retried
+    five times and ended in an internal error (exit 70). An hf_classifier guard's error said 'classifier None'."""
+    guard = GUARD.replace(f"    base: {CLASSIFIER}\n", "").replace("hf_classifier", backend)
+    if backend == "hf":
+        guard = guard.replace("    format: classifier\n", "").replace("    safe_labels: [SAFE]\n", "")
+    err = validate_error(cli, project(tmp_path, guard=guard))
+    assert "guards.clf" in err and "needs base" in err and "None" not in err
