@@ -74,3 +74,12 @@ def test_a_guard_without_its_model_is_refused_at_its_field(tmp_path, cli, backen
         guard = guard.replace("    format: classifier\n", "").replace("    safe_labels: [SAFE]\n", "")
     err = validate_error(cli, project(tmp_path, guard=guard))
     assert "guards.clf" in err and "needs base" in err and "None" not in err
+
+
+def test_a_label_spelt_with_a_combining_accent_is_the_same_label(tmp_path, cli):
+    """A config.json label 'cafe' + U+0301 and the config's 'café' (one character) look the same; the config was
+    refused as naming a label the model does not have."""
+    model = lying_model(tmp_path, {"id2label": LABELS | {"4": "cafe\u0301"}, "label2id": {}})
+    guard = GUARD.replace(str(CLASSIFIER), str(model)).replace("{pii:", "{caf\u00e9: coffee talk, pii:")
+    code, _, err = cli("validate", "-c", project(tmp_path, guard=guard))
+    assert code == 0 and "Traceback" not in err, err

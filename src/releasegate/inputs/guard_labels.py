@@ -9,6 +9,7 @@ no verdict for every reply of its class, and a misspelt one would never match at
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from ..border.files import is_dir, read_text
@@ -21,8 +22,9 @@ __all__ = ["classifier_labels", "model_labels", "label_key"]
 
 
 def label_key(label: str) -> str:
-    """How labels are compared: in any case, spaces around them aside."""
-    return label.strip().casefold()
+    """How labels are compared: in any case, spaces around them aside, an accent composed or not (a config.json
+    may spell 'é' as 'e' and a combining accent, a YAML file as one character)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", label).strip().casefold())
 
 
 def classifier_labels(section: dict, name: str, fmt: str, target, at) -> tuple[str, ...]:
