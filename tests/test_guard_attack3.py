@@ -3,11 +3,18 @@ a resume measures it again, never a PASS on part of its evidence."""
 
 from __future__ import annotations
 
+import pytest
+
+from conftest import ROOT
 from releasegate.backends.openai import OpenAIBackend
 from releasegate.testing import StubBehaviour, StubServer
 from test_dead_server import run_check
+from test_guard_classifier import check as classifier_check
+from test_guard_classifier import judgments as classifier_judgments
+from test_guard_classifier import project as classifier_project
 from test_openai_backend import project
 
+BASE = ROOT / "models/demo/base"
 SWEEP = "load: {sweep: {start_rps: 40, max_rps: 160, requests_per_step: 60, step_s: 1, slo: {ttft_ms_p95: 5000}}}\n"
 
 
@@ -34,3 +41,32 @@ def test_a_sweep_stopped_in_its_second_step_is_run_again_on_resume(tmp_path, cli
     steps = run.read_info().load_phase["sweep"]["steps"]
     assert code in (0, 1) and len(steps) > 1  # the sweep run again, whole
     assert sum(s["requests"] for s in steps) == len(run.read_records("load.jsonl"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", [None, "SEQ_CLS"])
+def test_an_adapter_that_brings_no_classification_head_gives_no_verdicts(tmp_path, cli, task):
+    """A causal LM as the classifier's base is let through when an adapter brings the head; an adapter that trains
+    only attention (no `modules_to_save`) left transformers' randomly filled head to call replies safe by chance."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForSequenceClassification
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(str(BASE), num_labels=2)
+    # task SEQ_CLS: peft saves the head whole (modules_to_save); none: the attention alone
+    lora = LoraConfig(task_type=task, r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(model, lora).save_pretrained(str(tmp_path / "adapter"))
+    guard = (f"    backend: hf_classifier\n    base: {BASE}\n    adapter: adapter\n    format: classifier\n"
+             "    categories: {LABEL_1: personal data}\n    safe_labels: [LABEL_0]\n")
+    config = classifier_project(tmp_path, guard=guard)
+    (tmp_path / "rubric.yaml").write_text(
+        "criteria:\n  - {metric: forbidden_rate, op: '<=', threshold: 0.9}\n"
+        "forbidden:\n  - {category: personal_data, kind: guard, guard: clf, codes: [LABEL_1]}\n")
+    code, report, run = classifier_check(cli, config)
+    said = classifier_judgments(run) if (run.path / "judgments.jsonl").exists() else {}
+    if task == "SEQ_CLS":  # a head it trained: every reply has a verdict
+        assert said and all(j["error"] is None for j in said.values())
+        return
+    assert not any(j["passed"] is not None for j in said.values())  # no verdict, never a chance 'safe'
+    assert report["verdict"] != "PASS" and code != 0

@@ -60,7 +60,20 @@ class HFClassifierBackend(HFBackend):
         if missing and self.target.adapter is None:  # transformers fills them at random: its labels would be chance
             raise TargetError(f"classifier {self.target.base} has no trained weights for {missing[0]} (a model "
                               "without a classification head?)")
+        self.untrained = missing  # the adapter must bring each of them (checked once it is applied)
         return model
+
+    def _check_adapter_applied(self, model) -> None:
+        super()._check_adapter_applied(model)
+        # peft keeps a trained copy of each module it saved whole (`modules_to_save`); a weight the base lacks and
+        # no such copy brings is still transformers' random fill
+        saved = [name for name, _ in model.named_parameters() if ".modules_to_save." in name]
+        for key in self.untrained:
+            module, _, leaf = key.rpartition(".")
+            if not any(f"{module}.modules_to_save." in name and name.endswith(f".{leaf}") for name in saved):
+                raise TargetError(f"adapter {self.target.adapter} brings no trained weights for {key}, which "
+                                  f"classifier {self.target.base} lacks (an adapter saved without "
+                                  "modules_to_save for the classification head?)")
 
     def _labels(self) -> list[str]:
         id2label = self.model.config.id2label or {}
