@@ -1,7 +1,9 @@
-"""Hostile runs, third round: a stop or a failure part-way through a stage must leave that stage unrecorded, so
-a resume measures it again, never a PASS on part of its evidence."""
+"""Hostile runs and guards, third round: a stage stopped part-way, a classifier head nobody trained, a text the
+classifier never saw: each ends in no verdict or a stage measured again, never a PASS on part of its evidence."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -70,3 +72,32 @@ def test_an_adapter_that_brings_no_classification_head_gives_no_verdicts(tmp_pat
         return
     assert not any(j["passed"] is not None for j in said.values())  # no verdict, never a chance 'safe'
     assert report["verdict"] != "PASS" and code != 0
+
+
+@pytest.mark.slow
+def test_an_empty_text_has_no_label_under_a_tokenizer_that_adds_a_start_token(tmp_path):
+    """A BERT- or Llama-like tokenizer adds a start token to every text: an empty one counted a token, so the
+    classifier labelled a text it never saw (its start token alone), most often as the safe label."""
+    import shutil
+
+    from releasegate.backends import Request, create_backend
+    from releasegate.inputs.target import TargetConfig
+
+    copy = shutil.copytree(ROOT / "models/demo/guard_classifier", tmp_path / "clf")
+    tokenizer = json.loads((copy / "tokenizer.json").read_text())
+    tokenizer["post_processor"] = {
+        "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                                 {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
+    (copy / "tokenizer.json").write_text(json.dumps(tokenizer))
+    backend = create_backend(TargetConfig(backend="hf_classifier", base=str(copy), batch_size=4))
+    backend.load()
+    try:
+        empty, said = backend.generate([Request("e", [{"role": "user", "content": text}]) for text in ("", "hello")],
+                                       max_new_tokens=1)
+    finally:
+        backend.close()
+    assert backend.tokenizer("")["input_ids"] == [1]  # the start token, as such tokenizers add it
+    assert empty.text is None and empty.error == "generation_error" and said.text is not None
