@@ -67,7 +67,20 @@ class HFClassifierBackend(HFBackend):
         if missing and self.target.adapter is None:  # transformers fills them at random: its labels would be chance
             raise TargetError(f"classifier {self.target.base} has no trained weights for {missing[0]} (a model "
                               "without a classification head?)")
+        self.untrained = missing  # the adapter must bring each of them (checked once it is applied)
         return model
+
+    def _check_adapter_applied(self, model) -> None:
+        super()._check_adapter_applied(model)
+        # peft keeps a trained copy of each module it saved whole (`modules_to_save`); a weight the base lacks and
+        # no such copy brings is still transformers' random fill
+        saved = [name for name, _ in model.named_parameters() if ".modules_to_save." in name]
+        for key in self.untrained:
+            module, _, leaf = key.rpartition(".")
+            if not any(f"{module}.modules_to_save." in name and name.endswith(f".{leaf}") for name in saved):
+                raise TargetError(f"adapter {self.target.adapter} brings no trained weights for {key}, which "
+                                  f"classifier {self.target.base} lacks (an adapter saved without "
+                                  "modules_to_save for the classification head?)")
 
     def _labels(self) -> list[str]:
         id2label = self.model.config.id2label or {}
@@ -94,7 +107,9 @@ class HFClassifierBackend(HFBackend):
     def _classify(self, requests: list[Request]) -> list[Generation]:
         texts = [_last_user_text(r) for r in requests]
         whole = [len(ids) for ids in self.tokenizer(texts)["input_ids"]]
-        readable = [i for i, n in enumerate(whole) if n > 0]
+        # a tokenizer may add a start token to every text: an empty one would be labelled on that token alone
+        said = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        readable = [i for i, n in enumerate(said) if n > 0]
         out = [Generation(None, error=ErrorKind.GENERATION_ERROR, error_message="nothing to classify: the text has "
                           "no tokens") for _ in requests]
         for start in range(0, len(readable), self.batch_size):  # a grader's caller may send more than a batch
