@@ -106,9 +106,9 @@ class HFClassifierBackend(HFBackend):
 
     def _classify(self, requests: list[Request]) -> list[Generation]:
         texts = [_last_user_text(r) for r in requests]
-        whole = [len(ids) for ids in self.tokenizer(texts)["input_ids"]]
         # a tokenizer may add a start token to every text: an empty one would be labelled on that token alone
         said = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        whole = [n + self.tokenizer.num_special_tokens_to_add() for n in said]  # what the model is given
         readable = [i for i, n in enumerate(said) if n > 0]
         out = [Generation(None, error=ErrorKind.GENERATION_ERROR, error_message="nothing to classify: the text has "
                           "no tokens") for _ in requests]
