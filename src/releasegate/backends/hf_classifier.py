@@ -46,6 +46,9 @@ class HFClassifierBackend(HFBackend):
         self._start_torch()
         self.tokenizer = self._load_tokenizer()
         self.tokenizer.padding_side = "right"  # position ids count from the first token: pad after the text
+        if self.tokenizer.pad_token_id is None:  # every batch would fail to pad: no reply would get a label
+            raise TargetError(f"classifier {self.target.base}: its tokenizer has neither a pad token nor an eos token "
+                              "to pad a batch with (set pad_token in tokenizer_config.json)")
         self.model = self._load_model()
         if self.model.config.pad_token_id is None:  # a batch needs it to find each row's last token
             self.model.config.pad_token_id = self.tokenizer.pad_token_id
@@ -54,13 +57,30 @@ class HFClassifierBackend(HFBackend):
         self.sync = self._device_sync()
 
     def _from_pretrained(self, auto):
-        model, info = auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype),
-                                           output_loading_info=True)
+        try:
+            model, info = auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype),
+                                               output_loading_info=True)
+        except RuntimeError as exc:  # weights that do not fit the config (a head of another num_labels)
+            raise TargetError(f"cannot load classifier {self.target.base}: its weights do not fit its config.json "
+                              f"(num_labels?): {_first_line(exc)}") from None
         missing = list(info.get("missing_keys") or ())
         if missing and self.target.adapter is None:  # transformers fills them at random: its labels would be chance
             raise TargetError(f"classifier {self.target.base} has no trained weights for {missing[0]} (a model "
                               "without a classification head?)")
+        self.untrained = missing  # the adapter must bring each of them (checked once it is applied)
         return model
+
+    def _check_adapter_applied(self, model) -> None:
+        super()._check_adapter_applied(model)
+        # peft keeps a trained copy of each module it saved whole (`modules_to_save`); a weight the base lacks and
+        # no such copy brings is still transformers' random fill
+        saved = [name for name, _ in model.named_parameters() if ".modules_to_save." in name]
+        for key in self.untrained:
+            module, _, leaf = key.rpartition(".")
+            if not any(f"{module}.modules_to_save." in name and name.endswith(f".{leaf}") for name in saved):
+                raise TargetError(f"adapter {self.target.adapter} brings no trained weights for {key}, which "
+                                  f"classifier {self.target.base} lacks (an adapter saved without "
+                                  "modules_to_save for the classification head?)")
 
     def _labels(self) -> list[str]:
         id2label = self.model.config.id2label or {}
@@ -86,8 +106,10 @@ class HFClassifierBackend(HFBackend):
 
     def _classify(self, requests: list[Request]) -> list[Generation]:
         texts = [_last_user_text(r) for r in requests]
-        whole = [len(ids) for ids in self.tokenizer(texts)["input_ids"]]
-        readable = [i for i, n in enumerate(whole) if n > 0]
+        # a tokenizer may add a start token to every text: an empty one would be labelled on that token alone
+        said = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        whole = [n + self.tokenizer.num_special_tokens_to_add() for n in said]  # what the model is given
+        readable = [i for i, n in enumerate(said) if n > 0]
         out = [Generation(None, error=ErrorKind.GENERATION_ERROR, error_message="nothing to classify: the text has "
                           "no tokens") for _ in requests]
         for start in range(0, len(readable), self.batch_size):  # a grader's caller may send more than a batch

@@ -9,6 +9,7 @@ no verdict for every reply of its class, and a misspelt one would never match at
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from ..border.files import is_dir, read_text
@@ -22,8 +23,9 @@ __all__ = ["classifier_labels", "model_labels", "label_key"]
 
 
 def label_key(label: str) -> str:
-    """How labels are compared: in any case, spaces around them aside."""
-    return label.strip().casefold()
+    """How labels are compared: in any case, spaces around them aside, an accent composed or not (a config.json
+    may spell 'é' as 'e' and a combining accent, a YAML file as one character)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", label).strip().casefold())
 
 
 def classifier_labels(section: dict, name: str, fmt: str, target, at) -> tuple[str, ...]:
@@ -56,31 +58,40 @@ def classifier_labels(section: dict, name: str, fmt: str, target, at) -> tuple[s
     return safe
 
 
+_SHOWN = 60
+"""How much of a label an error shows: a model's config.json may name one of any length."""
+
+
+def _shown(label: str) -> str:
+    return label if len(label) <= _SHOWN else label[:_SHOWN] + "..."
+
+
 def _check_spelling(labels: tuple[str, ...], where: Where) -> None:
     seen: dict[str, str] = {}
     for label in labels:
         if "," in label or not label.strip():  # a verdict lists its codes comma-separated
-            raise InputError(f"label {label!r} cannot be a guard code (empty, or a comma in it)", **where)
+            raise InputError(f"label {_shown(label)!r} cannot be a guard code (empty, or a comma in it)", **where)
         if label_key(label) in seen:  # labels are compared in any case: these two would be one
-            raise InputError(f"labels '{seen[label_key(label)]}' and '{label}' differ only in case (or spaces around them)", **where)
+            raise InputError(f"labels '{_shown(seen[label_key(label)])}' and '{_shown(label)}' differ only in case "
+                             "(or spaces around them)", **where)
         seen[label_key(label)] = label
 
 
 def _match_model(model: list[str], unsafe: tuple[str, ...], safe: tuple[str, ...], name: str, at) -> None:
     _check_spelling(tuple(model), at("guards", name, "base"))
     known = {label_key(m) for m in model}
-    listed = ", ".join(model)
+    listed = ", ".join(_shown(m) for m in model[:20]) + (f" and {len(model) - 20} more" if len(model) > 20 else "")
     for key, given in (("categories", unsafe), ("safe_labels", safe)):
         stray = [label for label in given if label_key(label) not in known]
         if stray:
-            raise InputError(f"label '{stray[0]}' is not a label of the model (its labels: {listed})",
+            raise InputError(f"label '{_shown(stray[0])}' is not a label of the model (its labels: {listed})",
                              **at("guards", name, key), hint="name the labels as config.json id2label spells them")
     named = {label_key(label) for label in unsafe + safe}
     unnamed = [m for m in model if label_key(m) not in named]
     if unnamed:
-        raise InputError(f"the model's label '{unnamed[0]}' is in neither safe_labels nor categories: every reply it "
+        raise InputError(f"the model's label '{_shown(unnamed[0])}' is in neither safe_labels nor categories: every reply it "
                          "gives that label would have no verdict", **at("guards", name, "safe_labels"),
-                         hint=f"add '{unnamed[0]}' to safe_labels or to categories")
+                         hint=f"add '{_shown(unnamed[0])}' to safe_labels or to categories")
 
 
 def model_labels(base, where: Where, *, adapted: bool = False) -> list[str]:
@@ -111,4 +122,8 @@ def model_labels(base, where: Where, *, adapted: bool = False) -> list[str]:
     if not by_index or not all(isinstance(label, str) for label in labels):
         raise InputError(f"{folder / 'config.json'}: id2label is not a map of 0..n-1 to label names", **where,
                          hint="point at a sequence-classification model (config.json with id2label)")
+    count = data.get("num_labels", len(labels))  # transformers sizes the head by num_labels, not by id2label
+    if count != len(labels):
+        raise InputError(f"{folder / 'config.json'}: num_labels is {count!r} but id2label names {len(labels)} "
+                         "labels", **where, hint="make num_labels the number of labels id2label names")
     return [str(label) for label in labels]

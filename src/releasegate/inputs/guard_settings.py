@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import InputError
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
+from .backend_facts import spec
 from .files import is_file, read_text
 from .guard_labels import classifier_labels, label_key
 from .judge_settings import TARGET_KEYS
@@ -198,8 +199,13 @@ def parse_guards(raw: dict | None, here: Path, at, make_target) -> dict[str, Gua
             if not is_file(path):
                 raise InputError(f"no prompt template at {path}", **at("guards", name, "prompt"))
             prompt_text = read_text(path, what="guard prompt template")
+        backend = section.get("backend", "openai")
+        missing = [key for key in spec(backend).required if key not in section]
+        if missing:  # else the guard would load a model named None mid-run
+            raise InputError(f"a guard with backend {backend} needs {missing[0]}", **at("guards", name),
+                             hint=f"set guards.{name}.{missing[0]}")
         target = make_target({**{k: section[k] for k in TARGET_KEYS if k in section},
-                              "backend": section.get("backend", "openai"), "stop_after_errors": 0}, name)
+                              "backend": backend, "stop_after_errors": 0}, name)
         safe_labels = classifier_labels(section, name, fmt, target, at)
         settings = GuardSettings(name, target, fmt, categories, safe_labels, prompt_text,
                                  int(section.get("max_tokens", 32)), float(section.get("temperature", 0.0)),

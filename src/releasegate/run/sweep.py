@@ -14,7 +14,7 @@ import math
 
 from ..backends import Request
 from ..border.files import read_text
-from ..errors import ErrorKind, InputError, TargetStopped
+from ..errors import ErrorKind, InputError
 from ..gate.capacity import STEP_TAG, capacity_view, step_signals
 from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES
 from ..record.records import RunInfo
@@ -55,11 +55,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"),
                                     on_done=lambda gen: count_done(bar, task, failed=gen.error is not None))
-        try:
-            stop_if_dead(backend, f"capacity sweep, step {k + 1} at {rate:.4g} req/s")
-        except TargetStopped:
-            info.load_phase = None  # a sweep is measured whole or not at all: a resume runs it again
-            raise
+        stop_if_dead(backend, f"capacity sweep, step {k + 1} at {rate:.4g} req/s")
         records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
         run.append(records, "load.jsonl")
         recorded.extend(records)
@@ -69,10 +65,22 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
                       "requests": len(records),
                       "signals": step_signals(scraper.samples), "client": done.client,
                       "metrics_error": scraper.error})
-        info.load_phase = _phase(config, steps, samples, seconds)
-        view = _sweep_view(info, recorded, lag_share)
+        # run.json gets the sweep once it is whole (a stop in a later step, even os._exit, leaves none)
+        so_far = info.model_copy(update={"load_phase": _phase(config, steps, samples, seconds)})
+        view = _sweep_view(so_far, recorded, lag_share)
         return next(s["verdict"] for s in view["steps"] if s["step"] == k)
 
+    info.load_phase = None  # measured whole or not at all: a resume runs it again
+    _search(step, sweep)
+    info.load_phase = _phase(config, steps, samples, seconds)
+    _client_at_capacity(info, _sweep_view(info, recorded, lag_share))
+    run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in samples))
+    run.write_info(info)
+
+
+def _search(step, sweep) -> None:
+    """The steps of the sweep: rising until a step misses the SLO, then `refine` halvings between the last
+    rate that met it and the first that did not."""
     good, bad = _rise(step, sweep)
     for _ in range(sweep.refine if good is not None and bad is not None else 0):
         assert good is not None and bad is not None  # the range is empty otherwise
@@ -81,13 +89,10 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
         if verdict == "undecided":
             break
         good, bad = (middle, bad) if verdict == "meets" else (good, middle)
-    _client_at_capacity(info, _sweep_view(info, recorded, lag_share))
-    run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in samples))
-    run.write_info(info)
 
 
 def _sweep_view(info: RunInfo, recorded: list, lag_share: float) -> dict:
-    """`capacity_view` of the sweep being run (it has a step: `info.load_phase` holds it)."""
+    """`capacity_view` of the sweep being run (it has a step: `info.load_phase` holds the steps so far)."""
     view = capacity_view(info, recorded, lag_share)
     assert view is not None
     return view
