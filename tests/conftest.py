@@ -95,7 +95,7 @@ def overall_verdict(results, *, review_pending: bool = False, allow_insufficient
                     incomplete: bool = False, target_failed: bool = False) -> str:
     """The overall verdict `decision.decide_gate` gives criteria results on an otherwise whole, healthy run."""
     from releasegate.decision.gate import decide_gate
-    from releasegate.gate.criteria import relaxable
+    from releasegate.decision.criterion import relaxable
     from releasegate.record.decision_evidence import (
         GateEvidence,
         Health,

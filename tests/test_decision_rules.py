@@ -137,7 +137,7 @@ def _cached(i: int, produced: list | None) -> CaseRecord:
 
 
 def test_the_failures_behind_cached_answers_count_and_too_few_requests_decide_nothing():
-    from releasegate.gate.criteria import judge_criterion
+    from releasegate.decision.criterion import CriterionEvidence, decide_criterion
     from releasegate.inputs.rubric import Criterion
     from releasegate.record.metrics import compute_metric
 
@@ -147,7 +147,7 @@ def test_the_failures_behind_cached_answers_count_and_too_few_requests_decide_no
     unknown = [_cached(i, None) for i in range(10)] + [CaseRecord(case_id="f", suite="s", input={}, output=RIGHT)]
     value = compute_metric("error_rate", unknown, {}, {"all_records": True})
     assert (value.value, value.n) == (0.0, 1)
-    result = judge_criterion(Criterion(name="e", metric="error_rate", op="<=", threshold=0.5), value)
+    result = decide_criterion(CriterionEvidence(Criterion(name="e", metric="error_rate", op="<=", threshold=0.5), value))
     assert result.verdict == "insufficient" and "at least 3" in result.reason  # one fresh request says nothing
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import overall_verdict
 from releasegate.decision.verdicts import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS
-from releasegate.gate.criteria import judge_criterion
+from releasegate.decision.criterion import CriterionEvidence, decide_criterion
 from releasegate.inputs.rubric import Criterion, ForbiddenRule, Rubric
 from releasegate.pipeline.gate import gate_run
 from releasegate.record.metrics import MetricValue
@@ -106,13 +106,13 @@ def test_cost_self_hosted_and_api():
     [(">=", 0.9, 0.9, "pass"), (">", 0.9, 0.9, "fail"), ("<=", 5, 4, "fail"), ("<", 3, 4, "pass")],
 )
 def test_comparators(op, value, threshold, verdict):
-    result = judge_criterion(crit("accuracy", op, threshold), MetricValue(value, 10))
+    result = decide_criterion(CriterionEvidence(crit("accuracy", op, threshold), MetricValue(value, 10)))
     assert result.verdict == verdict
 
 
 def test_overall_precedence():
     def r(v):
-        return judge_criterion(crit("accuracy", ">=", 0.5), MetricValue(None if v == "insufficient" else (1.0 if v == "pass" else 0.0), 5))
+        return decide_criterion(CriterionEvidence(crit("accuracy", ">=", 0.5), MetricValue(None if v == "insufficient" else (1.0 if v == "pass" else 0.0), 5)))
 
     assert overall_verdict([r("pass"), r("insufficient"), r("fail")]) == FAIL
     assert overall_verdict([r("pass"), r("insufficient")], review_pending=True) == NEEDS_REVIEW

@@ -12,10 +12,14 @@ Rules, once for `compare`, a rubric's `baseline:`, `servers`' parity and the ser
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..record.decision_evidence import Arm, ComparisonEvidence
+from ..record.metrics import MetricValue
+from .criterion import CriterionResult, CriterionVerdict, Undecided
 from .verdicts import FAIL, INCONCLUSIVE, PASS, TARGET_ERROR, Decision, decision, worst
 
-__all__ = ["decide_comparison", "pairs_verdict", "matrix_decision", "quality_row_verdict", "non_inferiority",
+__all__ = ["compared_result", "decide_comparison", "pairs_verdict", "matrix_decision", "quality_row_verdict", "non_inferiority",
            "latency_non_inferiority"]
 
 
@@ -113,3 +117,12 @@ def latency_non_inferiority(pairs: int, interval, margin: float, min_pairs: int)
     if interval[1] <= margin:
         return "pass", ""
     return "insufficient", ""
+
+
+def compared_result(criterion: Any, value: MetricValue, row_verdict: str, reason: str, needed_n: int | None
+                    ) -> CriterionResult:
+    """A paired row of the baseline comparison (its verdict decided by `non_inferiority`) as a gate criterion."""
+    verdict = CriterionVerdict(row_verdict)
+    if verdict == CriterionVerdict.INSUFFICIENT:
+        return CriterionResult(criterion, value, verdict, reason, needed_n, Undecided.BASELINE)
+    return CriterionResult(criterion, value, verdict, reason)

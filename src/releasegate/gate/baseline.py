@@ -4,9 +4,10 @@ guarantees")."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+from ..decision.comparison import compared_result
+from ..decision.criterion import CriterionResult, Undecided, undecided
 from ..errors import ReleasegateError
 from ..inputs.rubric import Criterion, Rubric
 from ..record.judge_verdicts import Verdicts, saved_verdicts
@@ -21,7 +22,6 @@ from .comparability import (
     saved_settings_key,
     settings_problem,
 )
-from .criteria import CriterionResult, Undecided
 from .paired_comparison import Margins, changed_note, compare_records
 
 __all__ = ["baseline_comparison", "comparison_results"]
@@ -77,20 +77,18 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
     """Each compared metric as a gate criterion: a regression beyond its margin fails. A comparison with nothing
     to compare (no shared cases, or none judged on any metric), or with a baseline that proves nothing (see
     `_baseline_standing`; a case whose contents differ), is one insufficient criterion, never a pass. Baseline
-    criteria never make a run PASS on their own (`criteria.overall_verdict`)."""
+    criteria never make a run PASS on their own (`decision.gate`)."""
     criterion = Criterion(name="baseline comparison", metric="baseline", op=">=", threshold=1, origin="baseline")
     if comparison.get("baseline_problems"):
         why = "baseline not usable: " + "; ".join(comparison["baseline_problems"])
-        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
-                                cause=Undecided.BASELINE)]
+        return [undecided(criterion, MetricValue(None, comparison["shared_cases"], note=why), why, Undecided.BASELINE)]
     if not comparison["rows"]:
         why = (f"nothing to compare: {comparison['shared_cases']} case(s) shared with the baseline run "
                f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
-        return [CriterionResult(criterion, MetricValue(None, comparison["shared_cases"], note=why), "insufficient", why,
-                                cause=Undecided.BASELINE)]
+        return [undecided(criterion, MetricValue(None, comparison["shared_cases"], note=why), why, Undecided.BASELINE)]
     rows = [_baseline_row(row, comparison.get("confidence", 0.95)) for row in comparison["rows"]]
     warned = "; ".join(comparison.get("baseline_warnings") or [])
-    return [replace(r, reason=f"{r.reason}; stale baseline: {warned}") if warned else r for r in rows]
+    return [r.explained(f"stale baseline: {warned}") if warned else r for r in rows]
 
 
 def _baseline_row(row: dict, confidence: float) -> CriterionResult:
@@ -107,6 +105,4 @@ def _baseline_row(row: dict, confidence: float) -> CriterionResult:
     else:
         reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
         reason += f"; {row['note']}" if row.get("note") else ""
-    undecided = row["verdict"] == "insufficient"
-    return CriterionResult(criterion, value, row["verdict"], reason, row.get("needed_n") if undecided else None,
-                           cause=Undecided.BASELINE if undecided else None)
+    return compared_result(criterion, value, row["verdict"], reason, row.get("needed_n"))

@@ -8,7 +8,7 @@ saturated enough to have made the verdict). The capacity is the highest rate suc
 it met the objective; the first step above it must have broken it. Anything else (the lowest rate already
 broke, a step that decided nothing at the boundary) leaves the capacity unknown, so a `capacity_rps` criterion
 is insufficient, never a pass. A sweep that met the objective up to `max_rps` gives `max_rps` as a floor
-(`at_least`), gated as one (`judge_capacity`): the rubric refuses `<=` criteria on it, and a `>=` threshold
+(`at_least`), gated as one (`capacity_range`, decided in `decision.criterion`): the rubric refuses `<=` criteria on it, and a `>=` threshold
 above the floor is undecided, not failed.
 """
 
@@ -18,6 +18,7 @@ from statistics import fmean
 
 from pydantic import ValidationError
 
+from ..decision.criterion import CapacityRange
 from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
 from ..record.capacity_sweep import CapacityStep, CapacitySweep, SignalThreshold, as_sweep
@@ -27,12 +28,11 @@ from ..record.metrics import MetricValue, measured
 from ..record.records import RunDir
 from ..stats.intervals import percentile, percentile_bounds, percentile_min_n
 from .capacity_pace import KEEP_UP, behind_why, completion_share, e2e_growth_ms, growth_ms, kept_up, unknown_why
-from .criteria import CriterionResult, judge_criterion, meets
 from .health import client_saturation
 
 __all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
            "step_figures", "step_verdict", "step_signals", "capacity_sweep", "capacity_view", "capacity_metric",
-           "judge_capacity", "gated_records", "as_sweep"]
+           "capacity_range", "gated_records", "as_sweep"]
 
 CONFIDENCE = 0.95
 """A step meets the objective when the one-sided upper bound at this confidence of every percentile it names is
@@ -298,33 +298,12 @@ def capacity_metric(view: CapacitySweep | dict | None) -> MetricValue:
     return MetricValue(sweep.capacity_rps, step.answered, note=sweep.why)
 
 
-def judge_capacity(criterion, view: CapacitySweep | dict | None) -> CriterionResult:
-    """A `capacity_rps` criterion, gated on what the sweep showed: the capacity is at least `capacity_rps` and,
-    when a step above it broke the objective, below that step's rate (`break_rps`). A threshold that this range
-    decides passes or fails; one inside it (above a floor the sweep met up to max_rps without breaking, or
-    between the last rate met and the first broken) is insufficient: the sweep did not go there."""
+def capacity_range(view: CapacitySweep | dict | None) -> CapacityRange:
+    """What the sweep showed of the capacity, for `decision.criterion` to gate a `capacity_rps` criterion on."""
     sweep = as_sweep(view)
-    value = capacity_metric(sweep)
-    result = judge_criterion(criterion, value)
-    if result.verdict == "insufficient" or sweep is None or value.value is None:
-        return result
-    low, high, op, threshold = value.value, sweep.break_rps, criterion.op, criterion.threshold
-    if meets(op, low, threshold):
-        floor = f"at least {low:.4g} req/s (a floor: the sweep never broke the objective)" if sweep.at_least else ""
-        return CriterionResult(criterion, value, "pass", f"{floor} {op} {threshold:g}" if floor else result.reason)
-    if high is not None and high <= threshold:
-        return CriterionResult(criterion, value, "fail", f"{low:.4g} req/s met the objective and {high:.4g} req/s "
-                               f"broke it: the capacity is below {threshold:g}")
-    return CriterionResult(criterion, value, "insufficient", _undecided_by_the_sweep(low, high, op, threshold))
-
-
-def _undecided_by_the_sweep(low: float, high: float | None, op: str, threshold: float) -> str:
-    """Why a threshold inside the range a sweep left open decides nothing, and what would decide it."""
-    if high is None:
-        return (f"the capacity is at least {low:.4g} req/s (the sweep met the objective up to there without "
-                f"breaking it), so whether it is {op} {threshold:g} is unknown: raise max_rps above {threshold:g}")
-    return (f"the capacity lies between {low:.4g} req/s (met the objective) and {high:.4g} req/s (broke it), so "
-            f"whether it is {op} {threshold:g} is unknown: more refine steps narrow it")
+    if sweep is None:
+        return CapacityRange(None, False)
+    return CapacityRange(sweep.break_rps, bool(sweep.at_least))
 
 
 def saved_sweep(run_dir) -> dict:

@@ -3,6 +3,7 @@ requests behind the rates, review obligations, run health and provenance. `decis
 
 from __future__ import annotations
 
+from ..decision.criterion import CriterionResult, relaxable
 from ..record.decision_evidence import (
     Arm,
     GateEvidence,
@@ -16,7 +17,6 @@ from ..record.decision_evidence import (
 from ..record.evidence import answered, attempt_counts
 from ..record.records import CaseRecord, RunInfo
 from ..stats.sample_weights import sample_only
-from .criteria import CriterionResult, relaxable
 
 __all__ = ["gate_evidence", "run_population", "run_requests", "run_arm"]
 

@@ -12,7 +12,7 @@ slice is concerned. A judge that passes what reviewers reject can no longer lift
 
 from __future__ import annotations
 
-from ..gate.criteria import CriterionResult, Undecided, judge_criterion
+from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..record.evidence import answered
 from ..record.metrics import MetricValue, compute_metric, select
@@ -149,6 +149,6 @@ def _too_few_labels(result: CriterionResult, chosen: list, scores: dict, approve
 
 
 def _rejudged(result: CriterionResult, value: MetricValue) -> CriterionResult:
-    again = judge_criterion(result.criterion, value)
+    again = decide_criterion(CriterionEvidence(result.criterion, value))
     cause = Undecided.JUDGE if again.verdict == "insufficient" else None  # the judge's calibration is in the bound
     return CriterionResult(again.criterion, value, again.verdict, again.reason or value.note, again.needed_n, cause)

@@ -4,8 +4,8 @@ the reviewers' forbidden labels) and forbidden_rate criteria judged again on the
 
 from __future__ import annotations
 
+from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
 from ..decision.guard import guard_ruling
-from ..gate.criteria import CriterionResult, Undecided, judge_criterion
 from ..inputs.review_policy import ReviewPolicy
 from ..record.decision_evidence import GuardCalibration, GuardedCriterion
 from ..record.metrics import select
@@ -59,7 +59,7 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
             continue
         value = corrected_forbidden(select(records, getattr(c, "slice", None)), scores, labels, cells, list(section),
                                     result.value.confidence, stratum_counts(records))  # a slice weighs as the run
-        again = judge_criterion(c, value) if value.value is not None else None
+        again = decide_criterion(CriterionEvidence(c, value)) if value.value is not None else None
         verdict, why = guard_ruling(GuardedCriterion(
             c.name, result.verdict, calibration,
             again.verdict if again else None, (again.reason if again else value.note)))

@@ -118,7 +118,7 @@ class Outcome:
     verdict: str
     """'pass', 'fail' or 'insufficient'."""
     cause: str | None
-    """Why an insufficient criterion is undecided (`gate.criteria.Undecided`)."""
+    """Why an insufficient criterion is undecided (`decision.criterion.Undecided`)."""
     relaxable: bool
     """Whether `allow_insufficient` may let it stand undecided."""
 

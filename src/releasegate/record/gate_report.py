@@ -22,7 +22,7 @@ from .report_sections import JudgeSection, ReviewRow
 from .stability_report import StabilitySection
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
-           "JudgedBy", "LatencySource", "as_report", "typed_report", "load_report"]
+           "JudgedBy", "LatencySource", "FeatureSection", "SectionRow", "as_report", "typed_report", "load_report"]
 
 Verdict = Literal["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"]
 
@@ -202,6 +202,22 @@ class ObligationsRow(_Model):
     """Required human review was pending and `--allow-pending` let the verdict through: not reviewed."""
 
 
+class SectionRow(_Model):
+    """One line of a feature's summary: a label and its value as shown."""
+
+    label: str
+    value: str
+
+
+class FeatureSection(_Model):
+    """A gate feature's summary (`gate.feature.GateFeature.summary`), shown as it is by every renderer."""
+
+    feature: str
+    """The registered feature that made it."""
+    title: str
+    rows: list[SectionRow] = []
+
+
 class GateReport(_Model):
     """The verdict on one run and everything it was decided from."""
 
@@ -290,6 +306,9 @@ class GateReport(_Model):
     """Guard models (forbidden rules of kind guard), by name: `labelled` (replies with a reviewer forbidden label it
     judged), `min_labels`, `calibrated`, and per rubric category its miss and false-alarm rates with one-sided
     Wilson bounds (see releasegate.llm_judge.guard_error)."""
+    sections: list[FeatureSection] = []
+    """The summaries of the gate features that show one (`gate.feature`), in registry order; absent when none
+    does."""
     judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:

@@ -47,10 +47,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..gate.criteria import CriterionResult, Undecided
+from ..decision.criterion import CriterionResult
+from ..decision.review import ApprovalEvidence, approval_result, approval_status
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
-from ..record.metrics import MetricValue, select, slices_of
+from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from ..record.review_outcome import OUTCOMES, PASS, automatic_outcome, output_hash
@@ -273,9 +274,7 @@ def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, all
 
 def _decided(row: dict, policy: ReviewPolicy) -> str | None:
     bounds = row["approval_bounds"]
-    if bounds is None:
-        return None
-    return "pass" if bounds[0] >= policy.min_approval else "fail" if bounds[1] < policy.min_approval else None
+    return None if bounds is None else approval_status(bounds, policy.min_approval)
 
 
 def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict,
@@ -372,24 +371,12 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
                           origin="review")
     if row["status"] == "no cases":
         why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
-        return CriterionResult(criterion, MetricValue(None, 0, note=why), "insufficient", why, cause=Undecided.REVIEW)
+        return approval_result(criterion, ApprovalEvidence(None, 0, None, None, why))
     if row["status"] == "unrepresentative":
         why = f"the labels {_uncovered(row)}, e.g. with a new review export"
-        return CriterionResult(criterion, MetricValue(None, row["reviewed"], note=why), "insufficient", why,
-                               cause=Undecided.REVIEW)
+        return approval_result(criterion, ApprovalEvidence(None, row["reviewed"], None, None, why))
     bounds = (row["approval_bounds"][0], row["approval_bounds"][1]) if row["approval_bounds"] else None
-    value = MetricValue(row["approval"], row["reviewed"], bounds, confidence=row["confidence"])
-    note = approval_words(row)
     assert bounds is not None, f"review slice {name}: status {row['status']} without approval bounds"
-    if row["status"] == "undecided":
-        more = ("every case labelled: the sample is too small to show min_approval for its source"
-                if row["reviewed"] >= row["cases"] else "label more cases")
-        why = (f"{note}; approval bounds [{bounds[0]:.4g}, {bounds[1]:.4g}] at {row['confidence']:g} straddle "
-               f"min_approval: {more}")
-        return CriterionResult(criterion, value, "insufficient", why, cause=Undecided.REVIEW)
-    verdict = row["status"]
-    side = "lower" if verdict == "pass" else "upper"
-    bound = bounds[0] if verdict == "pass" else bounds[1]
-    reason = f"{note}; one-sided {row['confidence']:g} {side} bound {bound:.4g}" if row["effective_n"] else \
-        f"{note}; every case of the slice labelled"
-    return CriterionResult(criterion, value, verdict, reason)
+    return approval_result(criterion, ApprovalEvidence(
+        row["approval"], row["reviewed"], bounds, row["confidence"], approval_words(row),
+        every_case=row["reviewed"] >= row["cases"], status=row["status"], weighted=bool(row["effective_n"])))

@@ -1,0 +1,188 @@
+"""One run being gated: what the gate was given (`GateInputs`) and the figures derived from it, each computed
+once (`GateContext`) and read by every feature, so no two features measure the same thing two ways."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ..decision.criterion import CriterionEvidence, Measurement
+from ..inputs.rubric import Criterion, Rubric
+from ..record.judge_verdicts import Verdicts
+from ..record.metrics import (
+    MetricValue,
+    batched_stream,
+    compute_metric,
+    is_phased,
+    latency_phase,
+    measured,
+    phase_records,
+    select,
+    timing_derived_cost,
+)
+from ..record.records import CaseRecord, RunInfo
+from ..record.review_labels import LabelEdit
+from ..scorers import CorpusScores, score_records
+from ..stats.sample_weights import stratum_counts
+from .capacity import capacity_view, gated_records
+from .feature import GateFeature, MetricQuery, registered
+from .health import client_batched_share, client_lag_ms, client_lateness_ms, client_load, client_saturation
+
+__all__ = ["GateInputs", "GateContext", "run_facts"]
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    """Everything a gate is given: the run record, the rubric, and what was learnt about the run since."""
+
+    info: RunInfo
+    records: list[CaseRecord]
+    rubric: Rubric
+    cost: dict | None = None
+    load_records: list[CaseRecord] = field(default_factory=list)
+    labels: list[LabelEdit] = field(default_factory=list)
+    """The run's human labels (reviews.jsonl)."""
+    allow_pending: bool = False
+    verdicts: Verdicts | None = None
+    """The run's LLM-judge and guard verdicts."""
+    edited: Sequence[str] = ()
+    """The run's own files edited since releasegate sealed them (`record.seal.edited_evidence`)."""
+    corpus_scores: CorpusScores | None = None
+    scores: dict[str, dict] | None = None
+    """The records' scores when the caller has them already (`scorers.scored_run`)."""
+    rubric_file: str = ""
+    inputs_changed: Sequence[str] = ()
+    draws: list[CaseRecord] = field(default_factory=list)
+    """The repeated draws (draws.jsonl, `generation.repeats`)."""
+
+
+def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, phase: str = "quality") -> dict:
+    """Run-level facts metrics need: generation time, system throughput, cost config. Tokens and seconds come
+    from the same phase (`both`: the two phases' tokens over the two phases' seconds)."""
+    tokens = sum(r.tokens.output or 0 for r in measured(records))  # cached responses took no generation time
+    load_seconds = (info.load_phase or {}).get("seconds")
+    seconds = {"quality": info.generation_seconds, "load": load_seconds}.get(phase)
+    if phase == "both":
+        seconds = (info.generation_seconds or 0.0) + (load_seconds or 0.0) if info.generation_seconds and load_seconds else None
+    return {
+        "generation_seconds": seconds,
+        "system_output_tokens_per_s": tokens / seconds if seconds else None,
+        "cost": cost,
+        "all_records": True,
+    }
+
+
+class GateContext:
+    """The run as every feature sees it (see the module docstring)."""
+
+    def __init__(self, inputs: GateInputs, features: Sequence[GateFeature] | None = None) -> None:
+        self.inputs = inputs
+        self.info, self.records, self.rubric = inputs.info, inputs.records, inputs.rubric
+        self.features = list(registered() if features is None else features)
+        self.sections: dict[str, dict[str, Any]] = {}
+        """Each feature's section once collected, for the features that declare they need it."""
+        self.memo: dict[str, Any] = {}
+        """Figures a feature derives once and reads again (its rule and its section)."""
+        self.review_pending = 0
+        """Required review still pending: set by the review feature, read by the run's evidence."""
+
+    @cached_property
+    def criteria(self) -> list[Criterion]:
+        """The rubric's criteria and the defaults features add where the rubric says nothing."""
+        added = [c for f in self.features if f.defaults is not None for c in f.defaults(self.rubric)]
+        return [*self.rubric.criteria, *added]
+
+    @cached_property
+    def scores(self) -> dict[str, dict]:
+        """The quality phase's scores, by case id."""
+        given = self.inputs.scores
+        return given if given is not None else score_records(self.records, self.rubric.forbidden, self.inputs.verdicts)
+
+    @cached_property
+    def phase(self) -> str:
+        """Where latency, throughput and cost come from: 'quality', 'load' or 'both'."""
+        return latency_phase(self.rubric.latency_from, self.inputs.load_records)
+
+    @cached_property
+    def sweep(self) -> dict | None:
+        """A capacity sweep judged at its capacity (None: the load phase was no sweep)."""
+        return capacity_view(self.info, self.inputs.load_records, self.rubric.max_client_lag_share)
+
+    @cached_property
+    def load_at(self) -> tuple[list[CaseRecord], list[CaseRecord]]:
+        """The load requests whose errors count (a sweep: the steps at or below its capacity) and those timed."""
+        return gated_records(self.sweep, self.inputs.load_records)
+
+    @cached_property
+    def info_at(self) -> RunInfo:
+        """The run as its figures see it: for a sweep, the load phase lasted as long as its capacity step."""
+        if self.sweep is None:
+            return self.info
+        step = next((s for s in self.sweep["steps"] if s["step"] == self.sweep["capacity_step"]), None)
+        load = {**(self.info.load_phase or {}), "seconds": step["seconds"] if step else None}
+        return self.info.model_copy(update={"load_phase": load})
+
+    @cached_property
+    def timed(self) -> list[CaseRecord]:
+        """The requests latency, throughput and cost are measured on."""
+        return phase_records(self.phase, self.records, self.load_at[1])
+
+    @cached_property
+    def strata(self) -> dict:
+        """Sample weights: the source's count of each stratum a `sample:` drew from."""
+        return stratum_counts(self.records)
+
+    @cached_property
+    def facts(self) -> dict:
+        return {**run_facts(self.info_at, self.timed, self.inputs.cost, phase=self.phase), "strata": self.strata}
+
+    @cached_property
+    def asked(self) -> list[CaseRecord]:
+        """The quality phase's requests: every repeated draw is one too."""
+        return self.records + self.inputs.draws
+
+    def measure(self, query: MetricQuery) -> MetricValue:
+        """The metric's value: from the first feature that serves it, else the catalogue's (`compute_metric`)."""
+        for feature in self.features:
+            if feature.measure is not None and (value := feature.measure(self, query)) is not None:
+                return value
+        chosen = select(self.timed if is_phased(query.name) else self.records, query.slice)
+        facts = {**self.facts, "all_records": not query.slice, "confidence": query.confidence}
+        return compute_metric(query.name, chosen, self.scores, facts)
+
+    def evidence(self, criterion: Criterion) -> CriterionEvidence:
+        """A criterion's value and the conditions it was measured under, from the features that know them."""
+        value = self.measure(MetricQuery(criterion.metric, criterion.slice, criterion.confidence, criterion.phase))
+        for feature in self.features:
+            if feature.evidence is not None and (found := feature.evidence(self, criterion, value)) is not None:
+                return found
+        return CriterionEvidence(criterion, value, self.measurement)
+
+    @cached_property
+    def lag_ms(self) -> float | None:
+        return client_lag_ms(self.info, self.phase)
+
+    @cached_property
+    def lateness_ms(self) -> float:
+        return client_lateness_ms(self.info, self.phase, self.timed)
+
+    @cached_property
+    def saturated(self) -> str | None:
+        """Why the client, not the target, set the latency (a busy machine told from a busy client), or None."""
+        p50 = self.measure(MetricQuery("ttft_ms_p50")).value
+        return client_saturation(self.lag_ms, p50, self.rubric.max_client_lag_share,
+                                 **client_load(self.info, self.phase, self.timed))
+
+    @cached_property
+    def measurement(self) -> Measurement:
+        """The health of the run's latency measurement, as every criterion of the rubric is decided under it."""
+        batched = batched_stream(client_batched_share(self.info, self.phase), self.rubric.max_itl_batched_share)
+        return Measurement(lateness_ms=self.lateness_ms or None,
+                           saturated=self.saturated if self.lag_ms is not None else None,
+                           cost_from_timing=bool(timing_derived_cost(self.inputs.cost)), batched=batched)
+
+    def section_of(self, name: str) -> dict[str, Any]:
+        """The section a feature this one needs has made (empty when it made none)."""
+        return self.sections.get(name, {})

@@ -1,0 +1,126 @@
+"""Quality and errors as a gate feature: error rates over every attempt of each phase (and the default
+`error_rate <= 0.01` guard when the rubric names none), the rubric's `evaluate` metrics, and the report's summary
+metrics, slices, counts and failing cases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..extras import require
+from ..inputs.rubric import Criterion, Rubric
+from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
+from ..record.records import CaseRecord
+from ..scorers.evaluate_metric import evaluate_value
+from .cache_probe_gate import CACHE_METRICS
+from .case_detail import case_reviews, failing_cases
+from .context import GateContext
+from .feature import GateFeature, MetricQuery
+from .health import phase_counts
+from .stability_feature import per_draw, repeated
+
+__all__ = ["FEATURE", "SUMMARY_METRICS", "DEFAULT_ERROR_GUARD", "FAILING_CASES_KEPT"]
+
+SUMMARY_METRICS = (
+    "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load",
+    "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99",
+    "itl_ms_p50", "itl_ms_p95", "itl_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
+    "send_lag_ms_p50", "send_lag_ms_p99", "ttft_sched_ms_p95", "e2e_sched_ms_p95", "output_tokens_per_s", "output_tokens_per_s_request_p50",
+    "cost_per_1m_output_tokens", "cost_usd_total", "capacity_rps",
+)
+_SLICE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95", "tpot_ms_p95")
+DEFAULT_ERROR_GUARD = 0.01
+"""With no error-rate criterion in the rubric, the gate adds `error_rate <= 0.01` over every phase."""
+FAILING_CASES_KEPT = 1000
+"""report.json keeps the first this many failing cases (failing_cases_total says how many there are)."""
+
+
+def _by_phase(ctx: GateContext) -> dict[str, list[CaseRecord]]:
+    gated_load = ctx.load_at[0]
+    return {"error_rate": ctx.asked + gated_load, "error_rate_quality": ctx.asked, "error_rate_load": gated_load}
+
+
+def _evaluate(ctx: GateContext) -> dict[str, Callable[[list], MetricValue]]:
+    """The rubric's `evaluate` metrics by name, each a function of the records chosen: a stored value where one
+    matches, else computed (the module is loaded only then)."""
+    if "evaluate" in ctx.memo:
+        return ctx.memo["evaluate"]
+    if ctx.rubric.evaluate:  # found, not imported: a missing extra is one line before anything is judged
+        require("the rubric's evaluate: metrics", "evaluate", field="evaluate")
+    out = {}
+    for spec in ctx.rubric.evaluate:
+
+        def run(chosen, spec=spec):
+            return evaluate_value(spec, select(chosen, spec.slice), ctx.inputs.corpus_scores)
+
+        out[spec.name] = run
+    ctx.memo["evaluate"] = out
+    return out
+
+
+def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
+    if q.name in ERROR_METRICS:
+        chosen = select(_by_phase(ctx)[q.name], q.slice)
+        return compute_metric(q.name, chosen, ctx.scores, {**ctx.facts, "all_records": not q.slice,
+                                                           "confidence": q.confidence})
+    evaluated = _evaluate(ctx)
+    if q.name in evaluated:
+        return evaluated[q.name](select(ctx.records, q.slice))
+    return None
+
+
+def _defaults(rubric: Rubric) -> tuple[Criterion, ...]:
+    if any(c.metric in ERROR_METRICS for c in rubric.criteria):
+        return ()
+    return (Criterion(name="error_rate (default guard)", metric="error_rate", op="<=", threshold=DEFAULT_ERROR_GUARD,
+                      origin="guard"),)
+
+
+def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+    records, labels = ctx.records, ctx.inputs.labels
+    names = SUMMARY_METRICS + (CACHE_METRICS  # the summary shows the probe's rates when one ran
+                                if ctx.info.response_cache_probe else ())
+    failing = failing_cases(records, ctx.scores, limit=None, reviews=case_reviews(labels))
+    return {
+        "metrics": {name: ctx.measure(MetricQuery(name)).as_dict() for name in names},
+        "slices": _slices(ctx),
+        "counts": {**_counts(records, ctx.inputs.load_records, ctx.inputs.draws), "right": len(records) - len(failing)},
+        "failing_cases": failing[:FAILING_CASES_KEPT],
+        "failing_cases_total": len(failing),
+    }
+
+
+def _slices(ctx: GateContext) -> list[dict]:
+    """Per-slice figures for the suite and every low-cardinality tag; under repeats, the quality rates per draw
+    (as the criteria read them)."""
+    rows = []
+    drawn = repeated(ctx)
+    for slice_ in slices_of(ctx.records):
+        chosen = select(ctx.records, slice_)
+        (key, value), = slice_.items()
+        row: dict[str, Any] = {"slice": f"{key}={value}", "n": len(chosen)}
+        for name in _SLICE_METRICS:
+            value_ = per_draw(ctx, name, chosen, "quality", 0.95) if drawn else None
+            row[name] = (value_ or compute_metric(name, chosen, ctx.scores, {**ctx.facts, "all_records": False})).value
+        rows.append(row)
+    return rows
+
+
+def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord]) -> dict:
+    """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys); the
+    quality phase's requests include its repeated draws."""
+    quality = phase_counts(records)
+    if draws:  # the draws' requests and failures; cases stay the cases
+        sent = phase_counts(records + draws)
+        quality = {**quality, **{k: sent[k] for k in ("requests", "failed", "errors", "error_rate")}, "draws": len(draws)}
+    phases = {"quality": quality}
+    if load_records:
+        phases["load"] = phase_counts(load_records)
+    phases["all"] = phase_counts(records + draws + load_records)
+    return {"cases": len(records), "succeeded": quality["succeeded"], "errors": quality["errors"],
+            "cached": quality["cached"], "phases": phases}
+
+
+FEATURE = GateFeature("quality", measure=_measure, section=_section, defaults=_defaults)
+
+assert set(SUMMARY_METRICS) <= set(KNOWN_METRICS)

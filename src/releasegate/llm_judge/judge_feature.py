@@ -1,0 +1,33 @@
+"""The LLM judge as a gate feature: criteria its verdicts feed are undecided while it is not calibrated against
+the reviewers, and decided on the reviewer-corrected accuracy once it is; the report's `judge` section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..gate.context import GateContext
+from ..gate.feature import GateFeature
+from .gating import corrected_by_reviewers, judge_section, undecided_by_judge
+
+__all__ = ["FEATURE"]
+
+
+def _judge(ctx: GateContext) -> dict | None:
+    if "judge" not in ctx.memo:
+        ctx.memo["judge"] = judge_section(ctx.info, ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric,
+                                          ctx.inputs.verdicts)
+    return ctx.memo["judge"]
+
+
+def _rule(ctx: GateContext, results: list) -> list:
+    judge, records, scores = _judge(ctx), ctx.records, ctx.scores
+    results = undecided_by_judge(results, records, scores, judge)
+    return corrected_by_reviewers(results, records, scores, judge, ctx.inputs.labels, ctx.rubric.review)
+
+
+def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+    judge = _judge(ctx)
+    return {"judge": judge} if judge is not None else {}
+
+
+FEATURE = GateFeature("judge", rule=_rule, section=_section, needs=("review",))

@@ -1,0 +1,32 @@
+"""Human review as a gate feature: approval per required slice as criteria, pending review as an obligation of
+the verdict (NEEDS_REVIEW), and the report's `review` rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..gate.context import GateContext
+from ..gate.feature import GateFeature
+from .summary import ReviewSummary, summarize_review
+
+__all__ = ["FEATURE", "review_of"]
+
+
+def review_of(ctx: GateContext) -> ReviewSummary:
+    """The run's review, summarised once."""
+    if "review" not in ctx.memo:
+        ctx.memo["review"] = summarize_review(ctx.rubric.review, ctx.records, ctx.scores, ctx.inputs.labels,
+                                              allow_pending=ctx.inputs.allow_pending)
+        ctx.review_pending = ctx.memo["review"].pending
+    return ctx.memo["review"]
+
+
+def _rule(ctx: GateContext, results: list) -> list:
+    return results + list(review_of(ctx).results)
+
+
+def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+    return {"review": review_of(ctx).rows}
+
+
+FEATURE = GateFeature("review", rule=_rule, section=_section)
