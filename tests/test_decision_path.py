@@ -106,3 +106,23 @@ def test_reading_a_verdict_is_not_deciding():
                'ok = verdict in ("PASS", "NEEDS_REVIEW")\n'
                'Verdict = Literal["PASS", "FAIL"]\n')
     assert decision_violations(allowed, "reader.py") == []
+
+
+def criterion_result_violations(source: str, where: str) -> list[str]:
+    """A `CriterionResult(...)` made outside `decision/`: a criterion's verdict decided on its own."""
+    tree = ast.parse(source)
+    return [f"{where}:{node.lineno} builds a CriterionResult" for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "CriterionResult"]
+
+
+def test_only_the_decision_module_builds_a_criterion_verdict():
+    wrong = []
+    for name, source in _outside_decision().items():
+        wrong += criterion_result_violations(source, str(MODULES[name][0].relative_to(ROOT)))
+    assert wrong == []
+
+
+def test_a_criterion_verdict_built_elsewhere_is_caught():
+    mutated = 'def f(c, v):\n    return CriterionResult(c, v, "pass", "")\n'
+    assert criterion_result_violations(mutated, "m.py") == ["m.py:2 builds a CriterionResult"]
+    assert criterion_result_violations("def f(r):\n    return r.undecided('why', cause)\n", "m.py") == []

@@ -12,10 +12,11 @@ slice is concerned. A judge that passes what reviewers reject can no longer lift
 
 from __future__ import annotations
 
-from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
+from ..decision.calibration import judge_uncalibrated, rejudged, too_few_labels
+from ..decision.criterion import CriterionResult
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..record.evidence import answered
-from ..record.metrics import MetricValue, compute_metric, select
+from ..record.metrics import compute_metric, select
 from ..review.sampler import sampling_cells
 from ..stats.sample_weights import stratum_counts
 from .calibration import calibrate, reviewer_labels
@@ -86,9 +87,7 @@ def undecided_by_judge(results: list[CriterionResult], records, scores: dict, se
         blocking = [n for n in sorted(names) if n in uncalibrated]
         if blocking:  # an already undecided one too: its cause is now the judge, which no switch relaxes
             why = "; ".join(f"judge criterion '{n.split('#')[0]}': {uncalibrated[n]}" for n in blocking)
-            reason = f"judge not calibrated on this suite ({why})"
-            result = result.undecided(reason if result.verdict != "insufficient" else f"{result.reason}; {reason}",
-                                      Undecided.JUDGE)
+            result = judge_uncalibrated(result, f"judge not calibrated on this suite ({why})")
         out.append(result)
     return out
 
@@ -123,8 +122,7 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
             short = _too_few_labels(result, chosen, scores, approved, section["policy"]["min_labels"])
             value = corrected_accuracy(chosen, scores, approved, cells, result.value.confidence,
                                        strata=stratum_counts(records))  # a slice weighs as the run's strata
-            result = _rejudged(result, value) if short is None else CriterionResult(
-                result.criterion, value, "insufficient", short)
+            result = rejudged(result, value) if short is None else too_few_labels(result.criterion, value, short)
         out.append(result)
     return out
 
@@ -146,9 +144,3 @@ def _too_few_labels(result: CriterionResult, chosen: list, scores: dict, approve
         return None
     return (f"judge not calibrated on slice {slice_name(slice_)}: {labelled} labelled judge-scored case(s) in it, "
             f"min_labels {needed} needed (a slice is corrected with its own labels); label more of its cases")
-
-
-def _rejudged(result: CriterionResult, value: MetricValue) -> CriterionResult:
-    again = decide_criterion(CriterionEvidence(result.criterion, value))
-    cause = Undecided.JUDGE if again.verdict == "insufficient" else None  # the judge's calibration is in the bound
-    return CriterionResult(again.criterion, value, again.verdict, again.reason or value.note, again.needed_n, cause)

@@ -4,8 +4,8 @@ the reviewers' forbidden labels) and forbidden_rate criteria judged again on the
 
 from __future__ import annotations
 
+from ..decision.calibration import guard_ruling
 from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
-from ..decision.guard import guard_ruling
 from ..inputs.review_policy import ReviewPolicy
 from ..record.decision_evidence import GuardCalibration, GuardedCriterion
 from ..record.metrics import select

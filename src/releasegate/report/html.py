@@ -29,6 +29,7 @@ from .cache_probe_plot import cache_probe_plot
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_plots import capacity_plots
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
+from .feature_sections import section_tables
 from .formatting import (
     CSP,
     bounds_note,
@@ -95,6 +96,7 @@ def render_html(view: RunView) -> str:
         review=_review_table(_review(report)),
         judge=_judge(report.judge),
         guard_lines=[line.strip() for line in guard_lines(report.guard)],
+        feature_sections=section_tables(report),
         stability=_stability(report),
         review_pending=_review_pending(report),
         cases=[_case(c) for c in cases if c.case_id in shown_ids],

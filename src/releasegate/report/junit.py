@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from ..record.gate_report import CriterionRow, FailingCase, GateReport, as_report
 from ..record.metrics import is_phased
 from ..text import inert
+from .feature_sections import section_lines
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
 from .stability_section import stability_lines
 from .terminal import judged_by_line, request_summary
@@ -55,6 +56,8 @@ def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
         ET.SubElement(props, "property", name="requests", value=xml_text(summary))
     if stable := stability_lines(report):  # repeated draws, answers changed under load
         ET.SubElement(props, "property", name="stability", value=xml_text("; ".join(stable)))
+    for feature, line in zip(report.sections, section_lines(report), strict=True):  # each feature's own summary
+        ET.SubElement(props, "property", name=xml_text(f"feature.{feature.feature}"), value=xml_text(line))
     for c in criteria:
         _criterion(suite, c, latency_source_text(report))
     if review is not None:

@@ -26,6 +26,7 @@ from ..text import inert
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .failing_cases import failing_case_lines
+from .feature_sections import section_tables
 from .formatting import (
     bounds_note,
     format_interval,
@@ -117,7 +118,7 @@ def render_markdown(report: GateReport | dict) -> str:
     if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
     for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _cache_probe_md, _slice_lines, _review_lines, _judge_md,
-                    _guard_md, _stability_md, _failure_lines):
+                    _guard_md, _stability_md, _feature_md, _failure_lines):
         lines += section(report)
     return "\n".join(lines) + "\n"
 
@@ -280,6 +281,15 @@ def _stability_md(report: GateReport) -> list[str]:
                       for r in rows]
             out += _details(f"{title} ({len(rows)})", table)
     return out
+
+
+def _feature_md(report: GateReport) -> list[str]:
+    """Each gate feature's own summary, as a table."""
+    lines = []
+    for title, rows in section_tables(report):
+        lines += ["", f"### {md_label(title)}", "", "| | |", "|---|---|",
+                  *(f"| {md_label(label)} | {md_label(value)} |" for label, value in rows)]
+    return lines
 
 
 def _failure_lines(report: GateReport) -> list[str]:

@@ -22,6 +22,7 @@ from ..record.metrics import is_phased
 from ..text import inert
 from .cache_probe_section import cache_probe_lines, wrong_hit_lines
 from .capacity_section import capacity_lines, prefix_cache_lines
+from .feature_sections import section_lines
 from .formatting import format_metric, format_threshold, latency_source_text
 from .judge_section import guard_lines, judge_lines
 from .stability_section import stability_lines
@@ -317,5 +318,6 @@ def verdict_lines(report: GateReport | dict) -> list[str]:
     lines += judge_lines(report.judge)
     lines += [textwrap.fill(line, 80, initial_indent="", subsequent_indent="    ", break_on_hyphens=False)
               for line in guard_lines(report.guard)]
-    lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False) for line in stability_lines(report)]
+    lines += [textwrap.fill(line, 80, subsequent_indent="  ", break_on_hyphens=False)
+              for line in stability_lines(report) + section_lines(report)]
     return lines
