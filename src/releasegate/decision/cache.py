@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..record.decision_evidence import CacheEvidence, CacheRow
 
@@ -29,7 +30,7 @@ class Recommendation:
     why: str
     row: CacheRow | None = None
 
-    def as_section(self, hit_rate: float | None = None) -> dict:
+    def as_section(self, hit_rate: float | None = None) -> dict[str, Any]:
         """The report's `recommended` entry."""
         row = self.row
         return {"recommended": {

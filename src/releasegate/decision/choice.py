@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..record.decision_evidence import Contender
 from .verdicts import INCONCLUSIVE, NEEDS_REVIEW, PASS, TARGET_ERROR, Decision, decision
@@ -43,12 +44,12 @@ class Choice:
     decision: Decision
     why_not: dict[str, str | None]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The served variants' result keys."""
         return {"choice": self.chosen, "rule": self.basis, "choice_reason": self.decision.reason,
                 **self.decision.as_dict()}
 
-    def as_recommendation(self) -> dict:
+    def as_recommendation(self) -> dict[str, Any]:
         """`servers`' result keys."""
         return {"recommended": self.chosen, "recommendation": self.decision.reason, **self.decision.as_dict()}
 
@@ -99,7 +100,8 @@ def choose(contenders: list[Contender], *, bases: tuple[str, ...] = ("cost", "ca
 
 
 def _range(c: Contender, basis: str) -> tuple[float, float] | None:
-    return getattr(c, BASES[basis][0])
+    found: tuple[float, float] | None = getattr(c, BASES[basis][0])
+    return found
 
 
 def _span_of(c: Contender, basis: str) -> tuple[float, float]:

@@ -12,6 +12,7 @@ Rules, once for `compare`, a rubric's `baseline:`, `servers`' parity and the ser
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..record.decision_evidence import Arm, ComparisonEvidence
@@ -23,7 +24,7 @@ __all__ = ["compared_result", "decide_comparison", "pairs_verdict", "matrix_deci
            "latency_non_inferiority"]
 
 
-def pairs_verdict(metric_verdicts, pairs: int, changed: int) -> str:
+def pairs_verdict(metric_verdicts: Iterable[tuple[str, str]], pairs: int, changed: int) -> str:
     """The verdict of the paired rows alone: FAIL on any regression, INCONCLUSIVE when nothing was compared, a
     metric is undecided or a case changed under its id, else PASS."""
     verdicts = {v for _, v in metric_verdicts}
@@ -71,7 +72,7 @@ def _candidate_problems(cand: Arm) -> list[str]:
     return problems
 
 
-def matrix_decision(rows) -> Decision:
+def matrix_decision(rows: Sequence[Mapping[str, Any]]) -> Decision:
     """The matrix: the worst of every variant's own gate verdict and its quality comparison with the reference
     (each row: `verdict` and `quality_verdict`, 'pass' | 'fail' | 'insufficient')."""
     verdicts = []
@@ -84,7 +85,7 @@ def matrix_decision(rows) -> Decision:
     return decision(verdict, f"the worst of {len(rows)} variant(s)' gates and quality comparisons: {verdict}")
 
 
-def quality_row_verdict(metric_verdicts, pairs: int, changed: int) -> str:
+def quality_row_verdict(metric_verdicts: Iterable[tuple[str, str]], pairs: int, changed: int) -> str:
     """A matrix row's quality against the reference: 'pass', 'fail' or 'insufficient'."""
     return {PASS: "pass", FAIL: "fail"}.get(pairs_verdict(metric_verdicts, pairs, changed), "insufficient")
 
@@ -107,7 +108,8 @@ def non_inferiority(n: float, loss_lo: float, loss_hi: float, margin: float, nee
     return "insufficient", f"the bound {loss_hi:.4g} on the loss is past the margin {margin:g}: more shared cases are needed"
 
 
-def latency_non_inferiority(pairs: int, interval, margin: float, min_pairs: int) -> tuple[str, str]:
+def latency_non_inferiority(pairs: int, interval: Sequence[float], margin: float, min_pairs: int
+                            ) -> tuple[str, str]:
     """A paired latency row: undecided below `min_pairs` (the bootstrap bound's coverage does not hold yet), a
     regression when the interval lies past the margin, non-inferior when it lies within it."""
     if pairs < min_pairs:

@@ -155,7 +155,7 @@ class CriterionEvidence:
 
 def meets(op: str, value: float, threshold: float) -> bool:
     """`value op threshold` for a criterion's comparator ('>=', '>', '<=', '<')."""
-    return _OPS[op](value, threshold)
+    return bool(_OPS[op](value, threshold))
 
 
 def undecided(criterion: Any, value: MetricValue, why: str, cause: Undecided, needed_n: int | None = None

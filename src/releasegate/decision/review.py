@@ -21,7 +21,7 @@ class ApprovalEvidence:
     approval: float | None
     reviewed: int
     bounds: tuple[float, float] | None
-    confidence: float | None
+    confidence: float
     words: str
     """'k of n approved ...', or why there is no approval."""
     every_case: bool = False

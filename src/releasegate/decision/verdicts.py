@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "Decision", "worst",
            "decision", "RANK"]
@@ -24,7 +26,7 @@ class Decision:
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "exit_code": self.exit_code, "verdict_reason": self.reason}
 
 
@@ -34,7 +36,7 @@ def decision(verdict: str, reason: str) -> Decision:
     return Decision(verdict, reason)
 
 
-def worst(verdicts) -> str:
+def worst(verdicts: Iterable[str]) -> str:
     """The worst of `verdicts`; INCONCLUSIVE for none (nothing decided is never a PASS)."""
     known = list(verdicts)
     if not known:

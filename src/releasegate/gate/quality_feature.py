@@ -47,7 +47,7 @@ def _evaluate(ctx: GateContext) -> dict[str, Callable[[list], MetricValue]]:
         return ctx.memo["evaluate"]
     if ctx.rubric.evaluate:  # found, not imported: a missing extra is one line before anything is judged
         require("the rubric's evaluate: metrics", "evaluate", field="evaluate")
-    out = {}
+    out: dict[str, Callable[[list], MetricValue]] = {}
     for spec in ctx.rubric.evaluate:
 
         def run(chosen, spec=spec):

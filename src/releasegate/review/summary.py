@@ -371,10 +371,10 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
                           origin="review")
     if row["status"] == "no cases":
         why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
-        return approval_result(criterion, ApprovalEvidence(None, 0, None, None, why))
+        return approval_result(criterion, ApprovalEvidence(None, 0, None, 0.95, why))
     if row["status"] == "unrepresentative":
         why = f"the labels {_uncovered(row)}, e.g. with a new review export"
-        return approval_result(criterion, ApprovalEvidence(None, row["reviewed"], None, None, why))
+        return approval_result(criterion, ApprovalEvidence(None, row["reviewed"], None, 0.95, why))
     bounds = (row["approval_bounds"][0], row["approval_bounds"][1]) if row["approval_bounds"] else None
     assert bounds is not None, f"review slice {name}: status {row['status']} without approval bounds"
     return approval_result(criterion, ApprovalEvidence(
