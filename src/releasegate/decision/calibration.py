@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..record.decision_evidence import GuardedCriterion
+from ..record.decision_evidence import GuardCalibration, GuardedCriterion
 from ..record.metrics import MetricValue
 from .criterion import CriterionEvidence, CriterionResult, CriterionVerdict, Undecided, decide_criterion, undecided
 
-__all__ = ["guard_ruling", "judge_uncalibrated", "rejudged", "too_few_labels"]
+__all__ = ["guard_ruling", "guard_corrected_result", "guard_paired_result", "judge_uncalibrated", "rejudged", "too_few_labels"]
 
 
 def judge_uncalibrated(result: CriterionResult, why: str) -> CriterionResult:
@@ -62,3 +62,28 @@ def guard_ruling(e: GuardedCriterion) -> tuple[str, str]:
     if e.corrected_verdict is None:
         return "insufficient", e.corrected_why or "no guard-corrected forbidden rate"
     return e.corrected_verdict, e.corrected_why
+
+
+def guard_paired_result(result: CriterionResult, calibration: tuple[GuardCalibration, ...]) -> CriterionResult:
+    """A comparison with a baseline run on both arms' raw guard verdicts (the delta, the comparison's row)."""
+    c = result.criterion
+    verdict, why = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, result.verdict, "", paired=True))
+    return result if verdict == result.verdict else result.undecided(why, Undecided.JUDGE)
+
+
+def guard_corrected_result(result: CriterionResult, value: MetricValue,
+                           calibration: tuple[GuardCalibration, ...]) -> CriterionResult:
+    """A forbidden_rate criterion of the run's own cases, ruled on by `guard_ruling` with the guard-corrected
+    `value`: an uncalibrated guard keeps the raw value (its word may fail, never pass), a calibrated one is
+    decided on the corrected value and its bound."""
+    c = result.criterion
+    again = decide_criterion(CriterionEvidence(c, value)) if value.value is not None else None
+    verdict, why = guard_ruling(GuardedCriterion(
+        c.name, result.verdict, calibration, again.verdict if again else None, (again.reason if again else value.note)))
+    if any(g.labelled < g.min_labels for g in calibration):
+        if verdict == CriterionVerdict.INSUFFICIENT:
+            return result.undecided(why, Undecided.JUDGE)
+        return CriterionResult(c, result.value, CriterionVerdict(verdict), why, result.needed_n)
+    undecided_now = verdict == CriterionVerdict.INSUFFICIENT
+    return CriterionResult(c, value, CriterionVerdict(verdict), why or value.note, again.needed_n if again else None,
+                           Undecided.JUDGE if undecided_now else None)

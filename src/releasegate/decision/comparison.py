@@ -108,12 +108,14 @@ def non_inferiority(n: float, loss_lo: float, loss_hi: float, margin: float, nee
     return "insufficient", f"the bound {loss_hi:.4g} on the loss is past the margin {margin:g}: more shared cases are needed"
 
 
-def latency_non_inferiority(pairs: int, interval: Sequence[float], margin: float, min_pairs: int
+def latency_non_inferiority(pairs: int, interval: Sequence[float] | None, margin: float, min_pairs: int
                             ) -> tuple[str, str]:
     """A paired latency row: undecided below `min_pairs` (the bootstrap bound's coverage does not hold yet), a
     regression when the interval lies past the margin, non-inferior when it lies within it."""
     if pairs < min_pairs:
         return "insufficient", f"{pairs} paired timings: at least {min_pairs} are needed"
+    if interval is None:
+        return "insufficient", "no interval on the paired timings"
     if interval[0] > margin:
         return "fail", ""
     if interval[1] <= margin:

@@ -25,7 +25,7 @@ The corrected forbidden rate (what a `forbidden_rate` criterion fed by a guard g
     (in a weighted `sample:` suite every count weighs the source rows each reply stands for, as in the raw rate)
 
 with Wilson bounds at the effective n of the two-phase design. A guard with fewer than `min_labels` labelled
-replies is uncalibrated: its word alone decides no forbidden criterion (see `decision.guard`).
+replies is uncalibrated: its word alone decides no forbidden criterion (see `decision.calibration`).
 """
 
 from __future__ import annotations

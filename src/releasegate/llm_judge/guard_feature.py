@@ -1,5 +1,5 @@
 """Guard models as a gate feature: forbidden_rate criteria fed by a guard decided by its calibration against the
-reviewers' forbidden labels (`decision.guard`), and the report's `guard` section."""
+reviewers' forbidden labels (`decision.calibration`), and the report's `guard` section."""
 
 from __future__ import annotations
 

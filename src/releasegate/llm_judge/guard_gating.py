@@ -1,13 +1,13 @@
 """What guard models mean for the verdict: the report's `guard` section (each guard's error per category against
 the reviewers' forbidden labels) and forbidden_rate criteria judged again on the guard-corrected rate, as
-`decision.guard` rules (see `guard_error` for the formula)."""
+`decision.calibration` rules (see `guard_error` for the formula)."""
 
 from __future__ import annotations
 
-from ..decision.calibration import guard_ruling
-from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
+from ..decision.calibration import guard_corrected_result, guard_paired_result
+from ..decision.criterion import CriterionResult
 from ..inputs.review_policy import ReviewPolicy
-from ..record.decision_evidence import GuardCalibration, GuardedCriterion
+from ..record.decision_evidence import GuardCalibration
 from ..record.metrics import select
 from ..review.sampler import sampling_cells
 from ..scorers.forbidden import guard_names
@@ -35,7 +35,7 @@ def guard_section(records, scores: dict, edits, rubric) -> dict | None:
 
 def guard_corrected(results: list[CriterionResult], records, scores: dict, section: dict | None, edits=(),
                     review: ReviewPolicy | None = None) -> list[CriterionResult]:
-    """`results` with each forbidden_rate criterion of the run's own quality cases ruled on by `decision.guard`."""
+    """`results` with each forbidden_rate criterion of the run's own quality cases ruled on by `decision.calibration`."""
     if not section:
         return results
     labels = forbidden_labels(records, list(edits))
@@ -50,23 +50,12 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
         if paired and result.value.value is not None:
             # both arms' raw guard verdicts (the delta, the baseline comparison's row): an uncalibrated guard's
             # word cannot show "no less safe than the base"
-            verdict, why = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, result.verdict, "",
-                                                         paired=True))
-            out.append(result if verdict == result.verdict else result.undecided(why, Undecided.JUDGE))
+            out.append(guard_paired_result(result, calibration))
             continue
         if c.metric != "forbidden_rate" or not own or result.value.value is None:
             out.append(result)  # no value: already undecided for want of guard verdicts
             continue
         value = corrected_forbidden(select(records, getattr(c, "slice", None)), scores, labels, cells, list(section),
                                     result.value.confidence, stratum_counts(records))  # a slice weighs as the run
-        again = decide_criterion(CriterionEvidence(c, value)) if value.value is not None else None
-        verdict, why = guard_ruling(GuardedCriterion(
-            c.name, result.verdict, calibration,
-            again.verdict if again else None, (again.reason if again else value.note)))
-        if any(g.labelled < g.min_labels for g in calibration):
-            out.append(result.undecided(why, Undecided.JUDGE) if verdict == "insufficient"
-                       else CriterionResult(c, result.value, verdict, why, result.needed_n))
-            continue
-        out.append(CriterionResult(c, value, verdict, why or value.note, again.needed_n if again else None,
-                                   Undecided.JUDGE if verdict == "insufficient" else None))
+        out.append(guard_corrected_result(result, value, calibration))
     return out
