@@ -36,7 +36,7 @@ from ..gate.safety_delta import forbidden_delta
 from ..gate.stability import DRAW_METRICS, case_draws, draw_metric, draw_problems, draws_table, per_draw_rate
 from ..inputs.rubric import Criterion, Rubric
 from ..llm_judge.gating import corrected_by_reviewers, judge_section, undecided_by_judge
-from ..llm_judge.guard_gating import guard_corrected, guard_section
+from ..llm_judge.guard_gating import corrected_metrics, guard_corrected, guard_section, guard_view
 from ..record.gate_report import typed_report
 from ..record.judge_verdicts import Verdicts
 from ..record.metrics import (
@@ -129,7 +129,7 @@ def gate_run(
     evaluate_values = _evaluate_metrics(rubric, corpus_scores)
     asked = records + (draws or [])  # the quality phase's requests: every repeated draw is one too
     by_phase = {"error_rate": asked + gated_load, "error_rate_quality": asked, "error_rate_load": gated_load}
-    found, under_load = case_draws(info, records, draws or []), load_answers(records, timed_load)
+    found, under_load = case_draws(info, records, draws or [], verdicts), load_answers(records, timed_load)
 
     def measure(name: str, slice_: dict | None, confidence: float | None = None, phase: str = "quality"):
         stable = _stability(name, select(records, slice_), phase, confidence or 0.95) if name in _STABLE else None
@@ -157,7 +157,7 @@ def gate_run(
         if found.repeated and name in LOAD_PHASE_METRICS:
             each = {r.case_id: found.by_case.get(r.case_id, [r]) for r in chosen}
             return per_draw_rate(name, chosen, each, scores, rubric.forbidden, confidence, found.problem(),
-                                 strata=facts["strata"])
+                                 strata=facts["strata"], verdicts=found.verdicts)
         return None
 
     criteria = rubric.criteria + _default_guards(rubric)
@@ -174,7 +174,7 @@ def gate_run(
     batched = batched_stream(client_batched_share(info, phase), rubric.max_itl_batched_share)
     if batched:
         results = [_undecided(r, batched) if stream_timed(r.criterion.metric) else r for r in results]
-    comparison = baseline_comparison(rubric, records, verdicts, info)
+    comparison = baseline_comparison(rubric, records, verdicts, info, found)
     if comparison is not None:
         results += comparison_results(comparison)
     review = summarize_review(rubric.review, records, scores, labels or [], allow_pending=allow_pending)
@@ -183,7 +183,9 @@ def gate_run(
     results = corrected_by_reviewers(undecided_by_judge(results, records, scores, judge), records, scores, judge,
                                      labels or [], rubric.review)
     guard = guard_section(records, scores, labels, rubric)
-    results = guard_corrected(results, records, scores, guard, labels or [], rubric.review)
+    view = guard_view(records, scores, guard, labels or [], rubric, found)  # the guard-corrected forbidden rate
+    results = guard_corrected(results, records, scores, guard, labels or [], rubric.review, view=view,
+                              comparison=comparison, rubric=rubric)
     problems = run_problems(info, records, load_records) + draw_problems(info, records, draws or []) + list(edited)
     evidence = gate_evidence(info, records, load_records, results, review_pending=review.pending,
                              allow_pending=allow_pending, problems=problems, target_error=target_failure(asked, load_records),
@@ -207,8 +209,8 @@ def gate_run(
         "latency_from": phase,
         "latency_source": latency_source(info, records, phase, sweep),
         "slices_latency_source": quality_source(info, records),
-        "metrics": {name: measure(name, None).as_dict()
-                    for name in SUMMARY_METRICS + (CACHE_METRICS if info.response_cache_probe else ())},
+        "metrics": corrected_metrics({name: measure(name, None).as_dict()
+                                      for name in SUMMARY_METRICS + (CACHE_METRICS if info.response_cache_probe else ())}, view),
         "latency_excluded": latency_exclusions(timed),
         "client_saturated": saturated,
         "client_lateness_ms": lateness,
