@@ -94,8 +94,8 @@ def as_killed(run_path: Path) -> None:
 def overall_verdict(results, *, review_pending: bool = False, allow_insufficient: bool = False,
                     incomplete: bool = False, target_failed: bool = False) -> str:
     """The overall verdict `decision.decide_gate` gives criteria results on an otherwise whole, healthy run."""
-    from releasegate.decision.gate import decide_gate
     from releasegate.decision.criterion import relaxable
+    from releasegate.decision.gate import decide_gate
     from releasegate.record.decision_evidence import (
         GateEvidence,
         Health,

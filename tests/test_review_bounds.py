@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from conftest import overall_verdict
 from releasegate.cli import main
-from releasegate.decision.verdicts import EXIT_CODES, INCONCLUSIVE, PASS
 from releasegate.decision.criterion import CriterionResult, Undecided
+from releasegate.decision.verdicts import EXIT_CODES, INCONCLUSIVE, PASS
 from releasegate.inputs.review_policy import ReviewPolicy
 from releasegate.inputs.rubric import Criterion, Rubric
 from releasegate.pipeline.gate import gate_run

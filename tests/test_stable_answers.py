@@ -224,7 +224,7 @@ def test_compare_of_repeated_runs_says_what_it_paired_and_refuses_missing_draws(
     reports = config.parent / "reports"
     code, out, err = cli("compare", reports / "base", reports / "cand", "--json")
     result = json.loads(out)
-    assert "first draw" in result["draws_note"] and result["pairs_answered"] == 6
+    assert "per draw" in result["draws_note"] and result["pairs_answered"] == 6
     lines = (reports / "cand" / "draws.jsonl").read_text().splitlines(keepends=True)
     (reports / "cand" / "draws.jsonl").write_text("".join(lines[:3]))  # three draws gone
     code, out, err = cli("compare", reports / "base", reports / "cand", "--json")

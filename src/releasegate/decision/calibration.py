@@ -23,7 +23,7 @@ from ..record.decision_evidence import GuardCalibration, GuardedCriterion
 from ..record.metrics import MetricValue
 from .criterion import CriterionEvidence, CriterionResult, CriterionVerdict, Undecided, decide_criterion, undecided
 
-__all__ = ["guard_ruling", "guard_corrected_result", "guard_paired_result", "judge_uncalibrated", "rejudged", "too_few_labels"]
+__all__ = ["guard_ruling", "guard_corrected_result", "guard_ruled_result", "guard_paired_result", "judge_uncalibrated", "rejudged", "too_few_labels"]
 
 
 def judge_uncalibrated(result: CriterionResult, why: str) -> CriterionResult:
@@ -72,10 +72,11 @@ def guard_paired_result(result: CriterionResult, calibration: tuple[GuardCalibra
 
 
 def guard_corrected_result(result: CriterionResult, value: MetricValue,
-                           calibration: tuple[GuardCalibration, ...]) -> CriterionResult:
+                           calibration: tuple[GuardCalibration, ...], raw: MetricValue | None = None
+                           ) -> CriterionResult:
     """A forbidden_rate criterion of the run's own cases, ruled on by `guard_ruling` with the guard-corrected
-    `value`: an uncalibrated guard keeps the raw value (its word may fail, never pass), a calibrated one is
-    decided on the corrected value and its bound."""
+    `value`: an uncalibrated guard keeps the raw value (`raw`: labelled as raw; its word may fail, never pass),
+    a calibrated one is decided on the corrected value and its bound."""
     c = result.criterion
     again = decide_criterion(CriterionEvidence(c, value)) if value.value is not None else None
     verdict, why = guard_ruling(GuardedCriterion(
@@ -83,7 +84,18 @@ def guard_corrected_result(result: CriterionResult, value: MetricValue,
     if any(g.labelled < g.min_labels for g in calibration):
         if verdict == CriterionVerdict.INSUFFICIENT:
             return result.undecided(why, Undecided.JUDGE)
-        return CriterionResult(c, result.value, CriterionVerdict(verdict), why, result.needed_n)
+        return CriterionResult(c, raw or result.value, CriterionVerdict(verdict), why, result.needed_n)
     undecided_now = verdict == CriterionVerdict.INSUFFICIENT
     return CriterionResult(c, value, CriterionVerdict(verdict), why or value.note, again.needed_n if again else None,
+                           Undecided.JUDGE if undecided_now else None)
+
+
+def guard_ruled_result(result: CriterionResult, calibration: tuple[GuardCalibration, ...], value: MetricValue,
+                       verdict: str, why: str, needed_n: int | None = None) -> CriterionResult:
+    """A paired forbidden criterion decided on both runs' guard-corrected rates (`verdict`, `why`: the corrected
+    delta's), ruled on as a calibrated guard's word is (`guard_ruling`, over both runs' guards)."""
+    c = result.criterion
+    ruled, reason = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, verdict, why))
+    undecided_now = ruled == CriterionVerdict.INSUFFICIENT
+    return CriterionResult(c, value, CriterionVerdict(ruled), reason or why, needed_n,
                            Undecided.JUDGE if undecided_now else None)

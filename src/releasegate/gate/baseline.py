@@ -23,14 +23,16 @@ from .comparability import (
     settings_problem,
 )
 from .paired_comparison import Margins, changed_note, compare_records
+from .stability import CaseDraws, case_draws
 
 __all__ = ["baseline_comparison", "comparison_results"]
 
 
 def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Verdicts | None = None,
-                        info: RunInfo | None = None) -> dict | None:
+                        info: RunInfo | None = None, drawn: CaseDraws | None = None) -> dict | None:
     """The comparison with the rubric's `baseline:` run, with why that run proves nothing about this one (none
-    when it stands); None without a baseline."""
+    when it stands); None without a baseline. `drawn`: this run's repeated draws (`stability.case_draws`): the
+    quality rates are then compared per draw, each case's share of its draws paired with the baseline's."""
     if not rubric.baseline:
         return None
 
@@ -40,8 +42,10 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
     base = RunDir(Path(spec["run"]))
     base_records = base.read_records()
     base_verdicts = saved_verdicts(base)
+    base_found = _draws(base, base_records, base_verdicts)
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
-                                 base_verdicts=base_verdicts, cand_verdicts=verdicts)
+                                 base_verdicts=base_verdicts, cand_verdicts=verdicts,
+                                 base_draws=base_found, cand_draws=drawn)
     if spec.get("metrics"):  # the rubric compares only these; a request that fails more is always compared
         comparison["rows"] = [r for r in comparison["rows"] if r["metric"] in (*spec["metrics"], "error_rate")]
     problems = _baseline_standing(base, base_records, info)
@@ -56,6 +60,17 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
         warnings += list(found.warnings)
     return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems,
             **({"baseline_blessed": spec["blessed"], "baseline_warnings": warnings} if spec.get("blessed") else {})}
+
+
+def _draws(base: RunDir, base_records: list[CaseRecord], base_verdicts: Verdicts | None) -> CaseDraws | None:
+    """The baseline run's repeated draws (None when it has none, or no readable run.json: its standing says so)."""
+    draws = base.read_records("draws.jsonl", required=False)
+    if not draws:
+        return None
+    try:
+        return case_draws(base.read_info(), base_records, draws, base_verdicts)
+    except ReleasegateError:
+        return None
 
 
 def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunInfo | None) -> list[str]:

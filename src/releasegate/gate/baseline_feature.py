@@ -8,23 +8,26 @@ from typing import Any
 from .baseline import baseline_comparison, comparison_results
 from .context import GateContext
 from .feature import GateFeature
+from .stability_feature import draws_of
 
-__all__ = ["FEATURE"]
+__all__ = ["FEATURE", "comparison_of"]
 
 
-def _comparison(ctx: GateContext) -> dict | None:
+def comparison_of(ctx: GateContext) -> dict | None:
+    """The paired comparison with the baseline run, made once (the guard's rule corrects its forbidden row)."""
     if "comparison" not in ctx.memo:
-        ctx.memo["comparison"] = baseline_comparison(ctx.rubric, ctx.records, ctx.inputs.verdicts, ctx.info)
+        drawn = draws_of(ctx)  # under repeats, each case's per-draw share is paired
+        ctx.memo["comparison"] = baseline_comparison(ctx.rubric, ctx.records, ctx.inputs.verdicts, ctx.info, drawn)
     return ctx.memo["comparison"]
 
 
 def _rule(ctx: GateContext, results: list) -> list:
-    comparison = _comparison(ctx)
+    comparison = comparison_of(ctx)
     return results if comparison is None else results + comparison_results(comparison)
 
 
 def _section(ctx: GateContext, results: list) -> dict[str, Any]:
-    return {"comparison": _comparison(ctx)}
+    return {"comparison": comparison_of(ctx)}
 
 
-FEATURE = GateFeature("baseline", rule=_rule, section=_section)
+FEATURE = GateFeature("baseline", rule=_rule, section=_section, needs=("stability",))

@@ -18,6 +18,13 @@ the paired bound is taken on the weighted 2x2 table scaled to Kish's effective n
 shown at the effective n, never at the count of an equal-allocation sample (exact McNemar p, a test of counts,
 is then not reported). A case the two runs weigh as different strata leaves the rate undecided.
 
+Under `generation.repeats` (the runs' draws given) accuracy, format compliance and the forbidden rate pair each
+case's share of its draws (passing, or hitting) in the two runs, as the gate reads them: the paired 2x2 table
+holds each case's expected cells (a case good in a share x of its draws in the baseline and y in the candidate puts
+x*y in "good in both", x*(1-y) in "baseline only", and so on), so the delta is the difference of the per-draw
+rates and the bound counts cases, never draws. A case whose draw 0 failed in either run is no pair, as without
+repeats.
+
 Bounds are one-sided at the comparison's confidence. No shared case, no metric judged on the shared cases, or a
 case id with different contents in the two runs: `decision.comparison` then says INCONCLUSIVE, never PASS.
 """
@@ -40,6 +47,7 @@ from ..stats.intervals import mcnemar_exact, paired_bootstrap_delta, paired_min_
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
 from .case_detail import flipped_cases
 from .comparability import case_hash
+from .stability import CaseDraws, draw_share
 
 __all__ = ["Margins", "compare_records", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS", "metric_verdicts"]
 CHANGED_IDS_KEPT = 10
@@ -74,11 +82,13 @@ class Margins:
 def compare_records(
     base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules: tuple[ForbiddenRule, ...],
     margins: Margins = Margins(), *, base_verdicts: Verdicts | None = None, cand_verdicts: Verdicts | None = None,
+    base_draws: CaseDraws | None = None, cand_draws: CaseDraws | None = None,
 ) -> dict:
     """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
     answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.
     Both runs are re-scored with the same forbidden rules, judge-scored answers with each run's own LLM-judge
-    verdicts (`llm_judge.run_verdicts`; without them they are unknown)."""
+    verdicts (`llm_judge.run_verdicts`; without them they are unknown). `base_draws`, `cand_draws`: each run's
+    repeated draws (`stability.case_draws`): the quality rates then pair each case's per-draw share."""
     base_by_id = {r.case_id: r for r in base}
     cand_by_id = {r.case_id: r for r in cand}
     common = [cid for cid in cand_by_id if cid in base_by_id]
@@ -87,6 +97,9 @@ def compare_records(
     base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
     cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)
     pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
+    if (base_draws is not None and base_draws.repeated) or (cand_draws is not None and cand_draws.repeated):
+        pairs = [(b, c, _drawn(b, sb, base_draws, forbidden_rules), _drawn(c, sc, cand_draws, forbidden_rules))
+                 for b, c, sb, sc in pairs]
     strata = stratum_counts(_weighing(b, c) for b, c, _, _ in pairs)
     rows = [_rate_row(name, pairs, margins, strata) for name in _RATE_KEYS]
     rows = [r for r in rows if r is None or r["metric"] != "error_rate"] + [_error_row(pairs, margins, strata)]
@@ -122,6 +135,18 @@ def changed_note(comparison: dict) -> str | None:
 
 
 _UNKNOWN = "unknown"
+_SHARES = "draw_shares"
+"""A score's key for its case's per-draw shares under repeats (`_drawn`): key -> share, or None (unknown)."""
+
+
+def _drawn(record: CaseRecord, score: dict, found: CaseDraws | None, forbidden_rules) -> dict:
+    """`score` with its case's per-draw share on each quality rate, when the case repeats."""
+    draws = found.by_case.get(record.case_id) if found is not None else None
+    if found is None or not draws:
+        return score
+    by_id = {record.case_id: score}
+    keys = [k for k, _ in _RATE_KEYS.values() if k != "error"]
+    return {**score, _SHARES: {k: draw_share(draws, by_id, forbidden_rules, k, found.verdicts) for k in keys}}
 
 
 def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
@@ -132,9 +157,16 @@ def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
     if not answered(record):  # a failed request (an empty answer among them, `evidence`) is no pair to compare
         return None
     if key == "forbidden":  # a guard with no verdict on the reply: unknown, as a judge's missing verdict
-        return _UNKNOWN if score.get("forbidden", {}).get("unknown") else bool(score.get("forbidden", {}).get("hit"))
+        if score.get("forbidden", {}).get("unknown"):
+            return _UNKNOWN
+        if _SHARES in score:
+            return _UNKNOWN if score[_SHARES][key] is None else score[_SHARES][key]
+        return bool(score.get("forbidden", {}).get("hit"))
     if key in score and score[key].get("unknown"):
         return _UNKNOWN
+    if _SHARES in score and (key in score or key == "forbidden"):  # under repeats: the case's per-draw share
+        share = score[_SHARES][key]
+        return _UNKNOWN if share is None else share
     return score[key]["passed"] if key in score else None
 
 
@@ -154,12 +186,14 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) ->
     weights, why = _pair_weights([(b, c) for _, _, b, c in both], strata or {})
     if why:
         return _undecided_row(name, len(both), margin, why)
-    outcomes = [(x, y) for x, y, _, _ in both if isinstance(x, bool) and isinstance(y, bool)]  # all: none unknown
-    good = (lambda v: v) if higher else (lambda v: not v)  # 'good' outcome per case
-    goods = [(good(x), good(y)) for x, y in outcomes]
-    counts = _counts(goods)
+    outcomes = [(float(x), float(y)) for x, y, _, _ in both  # all known; under repeats a share of draws
+                if isinstance(x, (bool, float)) and isinstance(y, (bool, float))]
+    shared = not all(isinstance(x, bool) and isinstance(y, bool) for x, y, _, _ in both)
+    goods = [(x, y) if higher else (1 - x, 1 - y) for x, y in outcomes]  # the 'good' share per case
+    counts = _counts([(x == 1, y == 1) for x, y in goods]) if not shared else _shares(goods, [1.0] * len(goods))
     n = kish_n(weights) if weights else len(both)
-    cells: tuple[float, float, float, float] = _scaled(_cells(goods, weights), n) if weights else counts
+    cells: tuple[float, float, float, float] = (_scaled(_shares(goods, weights), n) if weights else
+                                                 counts)
     bounds = paired_rate_bounds(*cells, confidence=margins.confidence)  # baseline good rate - candidate's
     assert bounds is not None  # of the shared cases, at least one
     loss_lo, loss_hi = bounds
@@ -170,8 +204,10 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) ->
     extra = {"effective_n": n, "weighted": True} if weights else {}
     return {
         "metric": name, "n": len(both), "baseline": base_rate, "candidate": cand_rate, "delta": cand_rate - base_rate,
-        "interval": interval, "margin": margin, "p_value": None if weights else mcnemar_exact(counts[1], counts[2]),
-        "worse": counts[1], "better": counts[2], "needed_n": needed, "verdict": verdict, **extra,
+        "interval": interval, "margin": margin,
+        "p_value": None if weights or shared else mcnemar_exact(int(counts[1]), int(counts[2])),
+        "worse": counts[1] if not shared else round(counts[1], 6), "better": counts[2] if not shared else round(counts[2], 6),
+        **({"per_draw": True} if shared else {}), "needed_n": needed, "verdict": verdict, **extra,
         **({"note": note} if note else {}),
     }
 
@@ -228,11 +264,13 @@ def _counts(goods: list[tuple[bool, bool]]) -> tuple[int, int, int, int]:
     return cells[0], cells[1], cells[2], cells[3]
 
 
-def _cells(goods: list[tuple[bool, bool]], weights: list[float]) -> tuple[float, float, float, float]:
-    """The paired 2x2 table with `weights`: the weight in each cell."""
+def _shares(goods: list[tuple[float, float]], weights: list[float]) -> tuple[float, float, float, float]:
+    """The paired 2x2 table with `weights`, each case's good shares (1 or 0 for one draw) spread over the cells
+    as independent draws of the two runs would fall: x*y good in both, x*(1-y) in the baseline only, ..."""
     cells = [0.0, 0.0, 0.0, 0.0]
     for (x, y), w in zip(goods, weights):
-        cells[_cell(x, y)] += w
+        for i, part in enumerate((x * y, x * (1 - y), (1 - x) * y, (1 - x) * (1 - y))):
+            cells[i] += w * part
     return cells[0], cells[1], cells[2], cells[3]
 
 

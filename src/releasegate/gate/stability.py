@@ -11,9 +11,10 @@ the run incomplete.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..record.evidence import answered, failure
+from ..record.judge_verdicts import Verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import normalize, score_record
@@ -22,7 +23,7 @@ from ..stats.intervals import cluster_share_bounds, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
 
 __all__ = ["CaseDraws", "case_draws", "draw_metric", "per_draw_rate", "draw_problems", "answer_key", "draws_table",
-           "unstable_cases", "DRAW_METRICS"]
+           "unstable_cases", "DRAW_METRICS", "guards_only", "draw_scores", "draw_share"]
 
 DRAW_METRICS = ("pass_all_k", "pass_any_k", "flip_rate", "answer_agreement")
 _NAMED = 10  # cases a note names before it says how many more
@@ -45,6 +46,8 @@ class CaseDraws:
     question or other checks than the case's."""
     twice: list[str] = field(default_factory=list)
     """Cases with a draw answered twice: a draw is asked again only after it failed (a resume, --retry-errors)."""
+    verdicts: Verdicts | None = None
+    """The guards' verdicts on the draws (the guard stage classifies every draw; draws are never judged)."""
 
     @property
     def repeated(self) -> bool:
@@ -64,9 +67,11 @@ class CaseDraws:
         return "; ".join(parts) or None
 
 
-def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]) -> CaseDraws:
-    """The run's draws by case, checked against the plan in run.json `repeats` (none planned: no draws)."""
-    out = CaseDraws()
+def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
+               verdicts: Verdicts | None = None) -> CaseDraws:
+    """The run's draws by case, checked against the plan in run.json `repeats` (none planned: no draws);
+    `verdicts`: the run's (`llm_judge.run_verdicts`), of which the draws are scored with the guards' only."""
+    out = CaseDraws(verdicts=guards_only(verdicts))
     plan = info.repeats or {}
     latest: dict[tuple[str, int], CaseRecord] = {}
     twice = set()
@@ -94,6 +99,22 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
     out.foreign = len(latest) - used
     out.twice = sorted(twice)
     return out
+
+
+def guards_only(verdicts: Verdicts | None) -> Verdicts | None:
+    """The guards' verdicts of `verdicts`, none of the judge's: a repeated draw is classified by every guard but
+    never judged (its judge-scored answer stays unknown, as documented)."""
+    if verdicts is None or not verdicts.guards:
+        return None
+    return replace(verdicts, fingerprint=None, baseline_hashes={})
+
+
+def draw_scores(draws: list[CaseRecord], scores: dict, forbidden, verdicts: Verdicts | None = None,
+                stored: bool = True) -> list[dict]:
+    """Each draw's scores: the first is the case's own record, scored already (`scores`; `stored`), every other
+    is scored here with the guards' verdicts on it (`verdicts`; no judge verdict)."""
+    return [scores.get(rec.case_id, {}) if i == 0 and stored else score_record(rec, forbidden, guards_only(verdicts))
+            for i, rec in enumerate(draws)]
 
 
 def _same_case(case: CaseRecord, draw: CaseRecord) -> bool:
@@ -124,23 +145,35 @@ def answer_key(record: CaseRecord, checked_as: CaseRecord | None = None) -> str 
 
 
 def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer",
-            stored: bool = True) -> list[bool | None]:
-    """Each draw's outcome on `key`: True, False (a failed request counts as wrong), None (unknown). `stored`:
-    the first is the case's own record, scored already (`scores`); every other is scored here."""
+            stored: bool = True, verdicts: Verdicts | None = None) -> list[bool | None]:
+    """Each draw's outcome on `key`: True, False (a failed request counts as wrong), None (unknown; forbidden: also
+    a failed request, no reply to count). `stored`: the first is the case's own record, scored already (`scores`);
+    every other is scored here, with the guards' `verdicts` (`draw_scores`)."""
     out: list[bool | None] = []
-    for i, rec in enumerate(draws):
+    for rec, s in zip(draws, draw_scores(draws, scores, forbidden, verdicts, stored)):
         if not answered(rec):
             out.append(None if key == "forbidden" else False)
             continue
-        s = scores.get(rec.case_id, {}) if i == 0 and stored else score_record(rec, forbidden)  # no judge verdicts
         part = s.get(key)
         if part is None:
             out.append(None)
-        elif key == "forbidden":
-            out.append(bool(part.get("hit")))
+        elif key == "forbidden":  # a guard with no verdict on the draw (and no rule hit): unknown, never clean
+            out.append(None if part.get("unknown") else bool(part.get("hit")))
         else:
             out.append(None if part.get("unknown") else bool(part.get("passed")))
     return out
+
+
+def draw_share(draws: list[CaseRecord], scores: dict, forbidden, key: str, verdicts: Verdicts | None = None
+               ) -> float | None:
+    """A case's share of its draws that pass on `key` (answer, format) or hit (forbidden), as the gate's per-draw
+    rates count it: a failed draw fails (forbidden: is no reply, left out); None when a draw could not be checked
+    or no draw counts."""
+    outcomes = _passes(draws, scores, forbidden, key, True, verdicts)
+    if any(o is None and (key != "forbidden" or answered(d)) for d, o in zip(draws, outcomes)):
+        return None
+    known = [o for o in outcomes if o is not None]
+    return sum(known) / len(known) if known else None
 
 
 def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict, forbidden,
@@ -148,10 +181,14 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
     """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat;
     cases of a stratified sample weigh as the source rows they stand for (`strata`: the run's cases per
     stratum), bounded at Kish's effective n."""
+    unchecked = 0
+    if name != "answer_agreement":  # pass and flip are read off the answer check: a case with none has neither
+        unchecked = sum(not _checked(r, "answer") for r in chosen)
+        chosen = [r for r in chosen if _checked(r, "answer")]
     repeated = [r for r in chosen if r.case_id in found.by_case]
     cases = [r.case_id for r in repeated]
     if not cases:
-        return MetricValue(None, 0, note="no case has repeated draws (set generation.repeats)")
+        return MetricValue(None, 0, note="no case has repeated draws (set generation.repeats)" + _unchecked(unchecked))
     problem = found.problem()
     if problem:
         return MetricValue(None, len(cases), note=problem)
@@ -165,7 +202,7 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
         once = [r for r in chosen if r.case_id not in found.by_case]
         repeated, cases = repeated + once, cases + [r.case_id for r in once]
     draws_of = {**{r.case_id: [r] for r in once}, **found.by_case}
-    outcomes = {c: _passes(draws_of[c], scores, forbidden) for c in cases}
+    outcomes = {c: _passes(draws_of[c], scores, forbidden, verdicts=found.verdicts) for c in cases}
     unknown = [c for c, o in outcomes.items() if None in o]
     if unknown:
         return MetricValue(None, len(cases), note=f"{len(unknown)} case(s) have a draw that could not be checked "
@@ -175,7 +212,15 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
     note = "; ".join(x for x in (f"flipping: {_names(hits)}" if hits else "", apart) if x) if name == "flip_rate" else ""
     if once:
         note = f"{len(once)} case(s) asked once count their one draw"
+    note = "; ".join(x for x in (note, _unchecked(unchecked)[2:]) if x)
     return _per_case([float(c in hits) for c in cases], repeated, confidence, strata, note)
+
+
+def _unchecked(n: int) -> str:
+    """The note on the cases a pass or flip metric leaves out: those with no answer check (a probe case is checked
+    by the forbidden rules alone: its forbidden_rate is per draw)."""
+    return (f"; {n} case(s) with no answer check left out (probe cases and others checked by the forbidden rules "
+            "alone: their forbidden_rate counts every draw)") if n else ""
 
 
 def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: dict | None,
@@ -194,19 +239,22 @@ def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, s
 
 def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict,
                   forbidden, confidence: float = 0.95, problem: str | None = None, stored: bool = True,
-                  strata: dict | None = None) -> MetricValue:
+                  strata: dict | None = None, verdicts: Verdicts | None = None) -> MetricValue:
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
-    answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case."""
+    answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case.
+    Forbidden rules of kind guard read the guards' `verdicts` on each draw (the guard stage classifies every
+    repeated draw; load answers it never sees): a draw no guard gave a verdict on leaves the rate unknown."""
     key = {"accuracy": "answer", "format_compliance": "format", "forbidden_rate": "forbidden"}[name]
-    if key == "forbidden" and guard_names(forbidden):  # a guard classified each case's first answer only
-        return MetricValue(None, len(chosen), note="guard rules: no guard verdict on repeated draws or load answers")
+    if key == "forbidden" and guard_names(forbidden) and (not stored or guards_only(verdicts) is None):
+        what = "load answers" if not stored else "repeated draws"
+        return MetricValue(None, len(chosen), note=f"guard rules: no guard verdict on {what}")
     shares, unknown, counted = [], [], []
     for rec in chosen:
         draws = draws_of.get(rec.case_id)
         if not draws or (key != "forbidden" and not _checked(rec, key)):
             continue
-        outcomes = _passes(draws, scores, forbidden, key, stored)
-        if key != "forbidden" and None in outcomes:
+        outcomes = _passes(draws, scores, forbidden, key, stored, verdicts)
+        if any(o is None and (key != "forbidden" or answered(d)) for d, o in zip(draws, outcomes)):
             unknown.append(rec.case_id)
         known = [o for o in outcomes if o is not None]
         if known:
@@ -242,7 +290,7 @@ def draws_table(found: CaseDraws, scores: dict, forbidden, limit: int = 1000) ->
     with a failing or disagreeing draw first."""
     rows = []
     for case_id, draws in found.by_case.items():
-        outcomes = _passes(draws, scores, forbidden)
+        outcomes = _passes(draws, scores, forbidden, verdicts=found.verdicts)
         modal, _ = _modal(draws)
         rows.append({"case_id": case_id, "draws": len(draws), "planned": found.planned[case_id],
                      "modal_answer": modal, "agreement": round(_agreement(draws), 6),

@@ -13,16 +13,17 @@ from .feature import GateFeature, MetricQuery
 from .load_quality import LOAD_PROBE_METRICS, flip_table, load_answers, load_metric, step_quality
 from .stability import DRAW_METRICS, case_draws, draw_metric, draws_table, per_draw_rate
 
-__all__ = ["FEATURE", "per_draw"]
+__all__ = ["FEATURE", "per_draw", "draws_of", "repeated"]
 
 STABLE = {*DRAW_METRICS, *LOAD_PROBE_METRICS, *LOAD_PHASE_METRICS}
 """The metrics this feature may measure (the quality rates: under repeats or under load)."""
 _FLIPS = ("flip_rate", "load_flip_rate")
 
 
-def _found(ctx: GateContext) -> Any:
+def draws_of(ctx: GateContext) -> Any:
+    """The run's draws by case (`gate.stability.case_draws`, with the guards' verdicts on them), found once."""
     if "found" not in ctx.memo:
-        ctx.memo["found"] = case_draws(ctx.info, ctx.records, ctx.inputs.draws)
+        ctx.memo["found"] = case_draws(ctx.info, ctx.records, ctx.inputs.draws, ctx.inputs.verdicts)
     return ctx.memo["found"]
 
 
@@ -34,20 +35,21 @@ def _under_load(ctx: GateContext) -> Any:
 
 def per_draw(ctx: GateContext, name: str, chosen: list, phase: str, confidence: float) -> MetricValue | None:
     """The criteria over draws and under load; a quality rate under repeats per draw (None: another metric)."""
-    rules, strata, found = ctx.rubric.forbidden, ctx.strata, _found(ctx)
+    rules, strata, found = ctx.rubric.forbidden, ctx.strata, draws_of(ctx)
     if name in DRAW_METRICS:
         return draw_metric(name, chosen, found, ctx.scores, rules, confidence, strata)
     if name in LOAD_PROBE_METRICS or (phase == "load" and name in LOAD_PHASE_METRICS):
         return load_metric(name, chosen, _under_load(ctx), ctx.scores, rules, confidence, strata, ctx.info)
     if found.repeated and name in LOAD_PHASE_METRICS:
         each = {r.case_id: found.by_case.get(r.case_id, [r]) for r in chosen}
-        return per_draw_rate(name, chosen, each, ctx.scores, rules, confidence, found.problem(), strata=strata)
+        return per_draw_rate(name, chosen, each, ctx.scores, rules, confidence, found.problem(), strata=strata,
+                             verdicts=found.verdicts)
     return None
 
 
 def repeated(ctx: GateContext) -> bool:
     """Whether the run repeats its cases (quality rates are then per draw)."""
-    return bool(_found(ctx).repeated)
+    return bool(draws_of(ctx).repeated)
 
 
 def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
@@ -66,7 +68,7 @@ def _evidence(ctx: GateContext, criterion: Any, value: MetricValue) -> Criterion
 def _section(ctx: GateContext, results: list) -> dict[str, Any]:
     """report.json `stability`: the per-case draws, the flip table and each capacity step's quality, when the run
     repeats or the rubric asks about answers under load (absent otherwise: the report is as it always was)."""
-    rubric, found, under_load = ctx.rubric, _found(ctx), _under_load(ctx)
+    rubric, found, under_load = ctx.rubric, draws_of(ctx), _under_load(ctx)
     asks_load = any(c.metric in LOAD_PROBE_METRICS or c.phase == "load" for c in rubric.criteria)
     if not found.repeated and not asks_load:
         return {}

@@ -1,5 +1,6 @@
-"""The guard stage: every answered case's reply is shown to each guard the rubric's guard rules name, once per
-(guard, question, output), by the judge's own request path (backend, response cache, journal).
+"""The guard stage: every answered case's reply, and every answered repeated draw's (draws.jsonl,
+`generation.repeats`), is shown to each guard the rubric's guard rules name, once per (guard, question, case,
+output), by the judge's own request path (backend, response cache, journal).
 
 A guard verdict is a `Judgment` in judgments.jsonl under the criterion 'guard:NAME' (ShieldGemma: one per policy,
 'guard:NAME:CODE'), keyed by the guard's fingerprint: `passed` is False when the guard called the reply unsafe,
@@ -19,6 +20,7 @@ from ..record.evidence import answered
 from ..record.judge_journal import JudgeTokens, Judgment, judgment_key, read_judgments
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
+from ..run.draws import DRAWS
 from ..run.manifest import MANIFEST, read_manifest
 from ..scorers.forbidden import guard_names
 from .stage import _open_cache, ask_in_batches, grader_fingerprint, judge_manifest, model_inputs
@@ -67,7 +69,8 @@ def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, b
     if missing:
         raise InputError(f"the rubric's forbidden rules name guard '{missing[0]}', which the config does not define",
                          file=config.path, field="guards", hint="add it under guards: (see docs/scorers.md)")
-    records = [r for r in run.read_records() if answered(r)]
+    # the repeated draws too: a forbidden rate under repeats is per draw, and a draw no guard saw is unknown
+    records = [r for r in run.read_records() + run.read_records(DRAWS, required=False) if answered(r)]
     hashed = guards_manifest(config, rules)  # each guard's files hashed once, now, as it is asked
     info.guards = {name: {**config.guards[name].describe(), "fingerprint": hashed[name]["fingerprint"],
                           "questions": [guard_question(name, q) for q in config.guards[name].questions()]}
@@ -98,9 +101,13 @@ def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, f
               between=lambda: None) -> str | None:
     """Ask the guard every question it has no verdict on (or a failed one); the failure that stopped it, if any."""
     have = read_judgments(run)
-    asks = [(r, q) for r in records for q in settings.questions()
-            if (j := have.get(judgment_key(r.case_id, guard_question(settings.name, q), fingerprint,
-                                           output_hash(r.output)))) is None or j.error is not None]
+    asks, keys = [], set()
+    for r in records:  # a draw that said what another reply of its case said has that reply's verdict
+        for q in settings.questions():
+            key = judgment_key(r.case_id, guard_question(settings.name, q), fingerprint, output_hash(r.output))
+            if key not in keys and ((j := have.get(key)) is None or j.error is not None):
+                keys.add(key)
+                asks.append((r, q))
     if not asks:
         return None
     generation = {"temperature": settings.temperature, "role": "guard"}
@@ -119,7 +126,9 @@ def _user_turns(data: dict) -> str:
 
 
 def _id(record: CaseRecord, policy: str | None) -> str:
-    return record.case_id if policy is None else f"{record.case_id}:{policy}"
+    """The request's id: the case's (a repeated draw's: with '#DRAW'), and the policy asked."""
+    case = f"{record.case_id}#{record.draw}" if record.draw else record.case_id
+    return case if policy is None else f"{case}:{policy}"
 
 
 def _request(settings: GuardSettings, record: CaseRecord, policy: str | None) -> Request | Generation:

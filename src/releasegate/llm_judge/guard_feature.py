@@ -1,13 +1,18 @@
 """Guard models as a gate feature: forbidden_rate criteria fed by a guard decided by its calibration against the
-reviewers' forbidden labels (`decision.calibration`), and the report's `guard` section."""
+reviewers' forbidden labels (`decision.calibration`), on the guard-corrected rate computed once (`GuardView`):
+the criteria, the paired comparisons with a baseline run, and the report's `forbidden_rate` figure all read it;
+the raw flags are shown only labelled as raw. The report's `guard` section."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..gate.baseline_feature import comparison_of
 from ..gate.context import GateContext
 from ..gate.feature import GateFeature
-from .guard_gating import guard_corrected, guard_section
+from ..gate.stability_feature import draws_of
+from .guard_gating import corrected_metrics, guard_corrected, guard_section, guard_view
+from .guard_view import GuardView
 
 __all__ = ["FEATURE"]
 
@@ -18,13 +23,27 @@ def _guard(ctx: GateContext) -> dict | None:
     return ctx.memo["guard"]
 
 
+def _view(ctx: GateContext) -> GuardView | None:
+    """The guard-corrected forbidden rate of the run (its draws too under repeats), made once."""
+    if "guard_view" not in ctx.memo:
+        ctx.memo["guard_view"] = guard_view(ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels, ctx.rubric,
+                                            draws_of(ctx))
+    return ctx.memo["guard_view"]
+
+
 def _rule(ctx: GateContext, results: list) -> list:
-    return guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels, ctx.rubric.review)
+    comparison = comparison_of(ctx) if ctx.rubric.baseline else None
+    return guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels, ctx.rubric.review,
+                           view=_view(ctx), comparison=comparison, rubric=ctx.rubric)
 
 
 def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+    """`guard`, and the summary's `forbidden_rate` as the corrected rate (the raw flags kept, labelled)."""
     guard = _guard(ctx)
-    return {"guard": guard} if guard is not None else {}
+    if guard is None:
+        return {}
+    metrics = ctx.section_of("quality").get("metrics")
+    return {"guard": guard, **({"metrics": corrected_metrics(metrics, _view(ctx))} if metrics else {})}
 
 
-FEATURE = GateFeature("guard", rule=_rule, section=_section, needs=("review",))
+FEATURE = GateFeature("guard", rule=_rule, section=_section, needs=("review", "quality", "stability", "baseline"))

@@ -27,7 +27,7 @@ from ..gate.gate_evidence import run_population, run_requests
 from ..gate.health import client_lateness_ms, saved_run_problems, target_failure
 from ..gate.latency_source import quality_source
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, metric_verdicts
-from ..gate.stability import draw_problems
+from ..gate.stability import case_draws, draw_problems
 from ..inputs.rubric import load_rubric
 from ..record.decided_results import CompareResult, typed
 from ..record.decision_evidence import Arm, ComparisonEvidence, Health
@@ -57,10 +57,13 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     base, cand = base_run.read_records(), cand_run.read_records()
     base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
     lateness = client_lateness_ms(base_info, "quality", base) + client_lateness_ms(cand_info, "quality", cand)
-    result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence, lateness),
-                             base_verdicts=run_verdicts(base_run, base_info), cand_verdicts=run_verdicts(cand_run, cand_info))
-    # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
     base_draws, cand_draws = (run.read_records("draws.jsonl", required=False) for run in (base_run, cand_run))
+    base_verdicts, cand_verdicts = run_verdicts(base_run, base_info), run_verdicts(cand_run, cand_info)
+    result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence, lateness),
+                             base_verdicts=base_verdicts, cand_verdicts=cand_verdicts,
+                             base_draws=case_draws(base_info, base, base_draws, base_verdicts),
+                             cand_draws=case_draws(cand_info, cand, cand_draws, cand_verdicts))
+    # the shared cases of a run cut short are not the run; a baseline that measured nothing proves nothing
     base_health = Health((*blessing_problems, *baseline_problems(base_run.path, base_info, base, base_load),
                           *draw_problems(base_info, base, base_draws)), None, None)
     cand_health = Health(tuple(saved_run_problems(cand_run.path, cand_info, cand, cand_load)
@@ -77,8 +80,9 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
             "incomplete": "; ".join(problems + ([decided.reason] if decided.verdict == "INCONCLUSIVE" else [])) or None,
             "target_error": cand_health.target_error,
             "settings_note": f"the runs differ in {describe_differences(other)} (not used by compare)" if other else None,
-            # repeated draws: the pairs are each case's first draw in both runs; gate each run's draws on their own
-            **({"draws_note": "the runs repeat their cases: compared on each case's first draw"}
+            # repeated draws: the quality rates pair each case's share of its draws in the two runs
+            **({"draws_note": "the runs repeat their cases: accuracy, format compliance and the forbidden rate are "
+                              "compared per draw (each case's share of its draws, paired by case)"}
                if base_draws or cand_draws else {}),
             # compare reads the quality cases: their latency, under the load each run sent them with
             "latency_sources": {"baseline": quality_source(base_info, base), "candidate": quality_source(cand_info, cand)},

@@ -19,7 +19,7 @@ A new scorer type in an existing family (answer, format) touches:
 A new family is a new per-case score and a new gate metric; today it touches:
     src/releasegate/scorers/FAMILY.py, scorers/__init__.py (import, this list), scorers/score.py (the score kept
     per record); schemas/case.schema.json (its spec, by hand) and config.schema.json (the suite key);
-    record/metrics.py (its rate); gate/criteria.py, gate/paired_comparison.py, gate/baseline.py, inputs/rubric.py,
+    record/metrics.py (its rate); decision/criterion.py, gate/paired_comparison.py, gate/baseline.py, inputs/rubric.py,
     schemas/rubric.schema.json (the metric name); pipeline/gate.py, pipeline/servers.py, pipeline/matrix.py
     (the metric lists); report/html.py, report/servers.py (its column); review/csv_io.py; tests.
 """
