@@ -12,7 +12,7 @@ import random
 import time
 
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.pipeline.gate import gate_run
+from releasegate.pipeline.gate import GateInputs, judge_run
 from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens
 from releasegate.stats.intervals import bootstrap, percentile
 
@@ -42,7 +42,7 @@ def main() -> None:
         Criterion(name="itl p95", metric="itl_ms_p95", op="<=", threshold=50, confidence=0.95),
     ))
     started = time.perf_counter()
-    report = gate_run(info, recs, rubric, None)
+    report = judge_run(GateInputs(info, recs, rubric)).as_json()
     judged = time.perf_counter() - started
 
     pooled = [g for r in recs for g in r.timing.itl_ms]

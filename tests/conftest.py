@@ -121,3 +121,13 @@ def comparison_verdict(comparison: dict) -> str:
     from releasegate.gate.paired_comparison import metric_verdicts
 
     return pairs_verdict(metric_verdicts(comparison), comparison["pairs_answered"], comparison["changed_cases"])
+
+
+def gate_run(info, records, rubric, cost, load_records=None, *, labels=None, allow_pending=False, verdicts=None,
+             edited=(), corpus_scores=None, scores=None, rubric_file="", inputs_changed=(), draws=None) -> dict:
+    """The gate on records built in a test, in report.json's form (`pipeline.gate.judge_run` over `GateInputs`)."""
+    from releasegate.pipeline.gate import GateInputs, judge_run
+
+    return judge_run(GateInputs(info, records, rubric, cost, load_records or [], list(labels or []), allow_pending,
+                                verdicts, edited, corpus_scores, scores, rubric_file, inputs_changed,
+                                draws or [])).as_json()

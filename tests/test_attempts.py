@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from conftest import write_jsonl
+from conftest import gate_run, write_jsonl
 from releasegate.cli import main
 from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.errors import ErrorKind
@@ -21,7 +21,6 @@ from releasegate.gate.capacity import step_figures, step_verdict
 from releasegate.gate.health import client_lag_ms, phase_counts, target_failure
 from releasegate.gate.paired_comparison import Margins, compare_records
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.evidence import answered, attempt_outcomes, case_attempts, failure, worst_client
 from releasegate.record.metrics import latency_exclusions
 from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing

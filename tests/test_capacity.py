@@ -60,8 +60,8 @@ def capacity_rubric(threshold: float = 20, **extra) -> dict:
 def gate(tmp_path, run: Run, capsys) -> tuple[int, dict]:
     """The run judged as `releasegate gate` judges it, without rendering the reports (test_reports_show_the_sweep
     goes through the command)."""
+    from conftest import gate_run
     from releasegate.inputs.rubric import load_rubric
-    from releasegate.pipeline.gate import gate_run
     from releasegate.record.records import RunDir
 
     path = run.build(tmp_path)

@@ -311,5 +311,5 @@ def test_check_reads_the_records_once_and_scores_them_once(tmp_path, monkeypatch
     reads.clear(), scorings.clear()
     again = regate(run.path)
     assert reads.count("records.jsonl") == 1 and scorings == [10], (reads, scorings)
-    assert again.report["verdict"] == report["verdict"] == "PASS"
-    assert again.report["metrics"]["accuracy"]["value"] == report["metrics"]["accuracy"]["value"] == 0.9
+    assert again.report.verdict == report["verdict"] == "PASS"
+    assert again.report.metrics["accuracy"].value == report["metrics"]["accuracy"]["value"] == 0.9

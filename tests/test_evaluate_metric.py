@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
+from conftest import gate_run
 from releasegate.errors import InputError
 from releasegate.inputs.rubric import Criterion, EvaluateMetric, Rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.records import CaseRecord, RunInfo
 from releasegate.scorers.evaluate_metric import compute_evaluate_metric, load_metric, resolve_module
 

@@ -17,12 +17,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import comparison_verdict
+from conftest import comparison_verdict, gate_run
 from releasegate.cli import main
 from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.gate.paired_comparison import compare_records
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.pipeline.matrix import matrix_verdict
 from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing, Tokens
 from releasegate.record.review_labels import LabelEdit

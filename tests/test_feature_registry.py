@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import gate_run
 from releasegate.decision.criterion import CriterionVerdict
 from releasegate.gate.feature import FeatureMetric, GateFeature, MetricQuery, register, registered, unregister
 from releasegate.inputs.rubric import Criterion, Rubric, load_rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.gate_report import as_report
 from releasegate.record.metrics import MetricValue, select
 from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing, Tokens

@@ -4,11 +4,10 @@ import math
 
 import pytest
 
-from conftest import overall_verdict
+from conftest import gate_run, overall_verdict
 from releasegate.decision.criterion import CriterionEvidence, decide_criterion
 from releasegate.decision.verdicts import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS
 from releasegate.inputs.rubric import Criterion, ForbiddenRule, Rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.metrics import MetricValue
 from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens
 

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
+from conftest import gate_run
 from releasegate.errors import InputError
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.records import RunDir, RunInfo
 from releasegate.report import render
 from test_capacity import SLO, capacity_rubric, sweep_run  # noqa: F401

@@ -17,9 +17,8 @@ import pytest
 import yaml
 from junitparser import Failure, JUnitXml, Skipped
 
-from conftest import GOOD, ROOT, heavy_imports_after, write_jsonl
+from conftest import GOOD, ROOT, gate_run, heavy_imports_after, write_jsonl
 from releasegate.inputs.rubric import load_rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing, Tokens
 from releasegate.report import FORMATS, render, render_markdown, write_reports
 from releasegate.report.csv import COLUMNS

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import overall_verdict
+from conftest import gate_run, overall_verdict
 from releasegate.cli import main
 from releasegate.decision.criterion import CriterionResult, Undecided
 from releasegate.decision.verdicts import EXIT_CODES, INCONCLUSIVE, PASS
 from releasegate.inputs.review_policy import ReviewPolicy
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.metrics import MetricValue
 from releasegate.record.records import CaseRecord, RunInfo
 from releasegate.record.review_labels import LabelEdit

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import gate_run
 from releasegate.decision.verdicts import INCONCLUSIVE, PASS
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.pipeline.gate import gate_run
 from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens
 from releasegate.stats.intervals import cluster_share_bounds, wilson_bounds
 

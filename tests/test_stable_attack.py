@@ -5,8 +5,8 @@ failing exactly where the answers change, load answers from the response cache. 
 
 from __future__ import annotations
 
+from conftest import gate_run
 from releasegate.decision.verdicts import PASS
-from releasegate.pipeline.gate import gate_run
 from test_stable_answers_hostile import CASES, INFO, crit, honest, load_rec, rec, row, rubric
 
 LOADED = INFO.model_copy(update={"repeats": None, "load_phase": {"requests": CASES, "planned": CASES, "concurrency": 8},

@@ -30,16 +30,15 @@ def gate(
     what-if never exits 0 unless the run's own verdict is PASS; a run whose suites or rubric changed since is
     INCONCLUSIVE."""
     from ..pipeline.regate import regate
-    from ..record.gate_report import as_report
     from ..record.history_index import index_run
     from ..report import criteria_table, verdict_lines
 
     done = regate(run_dir, rubric, allow_pending=allow_pending, output=output, force=force)
-    report = done.report
+    shown = done.report  # validated once, when the gate made it
+    report = shown.as_json()
     if as_json:
         print_json(report)
     console = consoles(as_json)
-    shown = as_report(report)  # validated once, for the table and the lines under it
     console.print(criteria_table(shown))
     print_review_line(console, report, done.run.path)
     for line in verdict_lines(shown):
@@ -50,4 +49,4 @@ def gate(
     if not done.official:  # the run's own reports were rewritten, as ever, or are left as they were: say which
         kind = "what-if reports" if (report.get("judged_by") or {}).get("whatif") else "reports"
         console.print(f"{kind}: {done.written_to} (the run's own reports are unchanged)", markup=False, soft_wrap=True)
-    return report["exit_code"]
+    return shown.exit_code

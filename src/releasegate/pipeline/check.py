@@ -38,6 +38,7 @@ from ..inputs.validation import load_inputs
 from ..llm_judge.guard import graders_manifest, guard_stage
 from ..llm_judge.stage import judge_stage
 from ..record.evidence import failure
+from ..record.gate_report import GateReport
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir, RunInfo
 from ..record.review_labels import read_labels
@@ -56,7 +57,7 @@ from ..run.progress import progress_bar, step
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..scorers.evaluate_metric import load_metric, resolve_module
 from .endpoints import target_answers
-from .gate import gate_run
+from .gate import GateInputs, judge_run
 from .regate import judged_by_snapshot
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
@@ -299,18 +300,18 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
     try:
         corpus = CorpusScores.of(run)
         with timing.part("judging_s"), step(console, progress, "judging"):
-            report, scored = _judge(run, info, rubric, mode, allow_pending, corpus)
-        report = judged_by_snapshot(report, run.path)  # the report names the rubric that judged it
+            typed, scored = _judge(run, info, rubric, mode, allow_pending, corpus)
+        typed = judged_by_snapshot(typed, run.path)  # the report names the rubric that judged it
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)
         corpus.save(run)  # the corpus metric values, for every later `gate` to read
         with timing.part("reports_s"), step(console, progress, "writing the reports"):
-            write_reports(run, report, scored)  # the records as the gate read and scored them
+            write_reports(run, typed, scored)  # the records as the gate read and scored them
         info.timing = session["timing"] = timing.as_dict()
         run.write_info(info)
         seal(run.path, "check")
-        INTERRUPTION.finish(report["exit_code"])  # on disk and sealed: from here on a signal cannot undo the verdict
+        INTERRUPTION.finish(typed.exit_code)  # on disk and sealed: from here on a signal cannot undo the verdict
         INTERRUPTION.active = None
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
@@ -323,11 +324,11 @@ def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, pr
         if isinstance(exc, KeyboardInterrupt):
             _print_resume_hint(console, run)
         raise
-    return run, report
+    return run, typed.as_json()
 
 
 def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending: bool,
-           corpus: CorpusScores) -> tuple[dict, ScoredRun]:
+           corpus: CorpusScores) -> tuple[GateReport, ScoredRun]:
     """The verdict on the run's records as they are now on disk, and those records as read and scored once (the
     reports render from them); `corpus`: the run's stored `evaluate` values, given those computed here."""
     labels = None
@@ -335,9 +336,9 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
         labels = read_labels(run)
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, rubric.forbidden, verdicts)
-    report = gate_run(info, scored.records, rubric, info.cost, scored.load_records, labels=labels,
-                      allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path, found_only=True),
-                      corpus_scores=corpus, scores=scored.scores, draws=scored.draws)
+    report = judge_run(GateInputs(
+        info, scored.records, rubric, info.cost, scored.load_records, labels or [], allow_pending, verdicts,
+        edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws))
     return report, scored
 
 

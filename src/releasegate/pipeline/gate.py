@@ -18,31 +18,10 @@ from ..gate.gate_evidence import gate_evidence
 from ..gate.health import run_problems, target_failure
 from ..gate.quality_feature import DEFAULT_ERROR_GUARD, SUMMARY_METRICS
 from ..gate.stability import draw_problems
-from ..inputs.rubric import Rubric
 from ..record.gate_report import GateReport, as_report
-from ..record.judge_verdicts import Verdicts
-from ..record.records import CaseRecord, RunInfo
-from ..record.review_labels import LabelEdit
-from ..scorers import CorpusScores
 from . import features as _built_in  # noqa: F401  # registers the built-in features
 
-__all__ = ["gate_run", "judge_run", "SUMMARY_METRICS", "run_facts", "DEFAULT_ERROR_GUARD"]
-
-
-def gate_run(
-    info: RunInfo, records: list[CaseRecord], rubric: Rubric, cost: dict | None, load_records: list[CaseRecord] | None = None,
-    *, labels: list[LabelEdit] | None = None, allow_pending: bool = False, verdicts: Verdicts | None = None, edited: Sequence[str] = (),
-    corpus_scores: CorpusScores | None = None, scores: dict[str, dict] | None = None, rubric_file: str = "",
-    inputs_changed: Sequence[str] = (), draws: list[CaseRecord] | None = None,
-) -> dict:
-    """Score, measure and gate a run; return the report in its JSON form (what report.json holds).
-
-    The keywords are `GateInputs`' fields: `labels` the run's human labels, `verdicts` its judge and guard
-    verdicts, `edited` its files edited since they were sealed, `scores` the records' scores when the caller has
-    them, `draws` the repeated draws. See `judge_run`."""
-    inputs = GateInputs(info, records, rubric, cost, load_records or [], list(labels or []), allow_pending, verdicts,
-                        edited, corpus_scores, scores, rubric_file, inputs_changed, draws or [])
-    return judge_run(inputs).as_json()
+__all__ = ["judge_run", "GateInputs", "SUMMARY_METRICS", "run_facts", "DEFAULT_ERROR_GUARD"]
 
 
 def judge_run(inputs: GateInputs, features: Sequence[GateFeature] | None = None) -> GateReport:

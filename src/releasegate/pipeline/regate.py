@@ -20,10 +20,11 @@ from ..border.files import sha256_file
 from ..border.outputs import check_output_path, write_output_file
 from ..decision.whatif import decide_whatif
 from ..errors import InputError
+from ..gate.context import GateInputs
 from ..gate.health import planned_phases
 from ..inputs.rubric import Rubric, load_rubric
 from ..record.decision_evidence import WhatIfEvidence
-from ..record.gate_report import typed_report
+from ..record.gate_report import GateReport, JudgedBy
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
 from ..record.review_labels import read_labels
@@ -35,7 +36,7 @@ from ..run.cache_probe_stage import rederived_probe
 from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
-from .gate import gate_run
+from .gate import judge_run
 
 __all__ = ["regate", "Regated", "judged_by_snapshot", "judged_again", "rubric_source", "WHATIF_DIR"]
 
@@ -49,7 +50,7 @@ class Regated:
     """The outcome of `gate`: the run, the new report, and where its reports were written."""
 
     run: RunDir
-    report: dict
+    report: GateReport
     written_to: Path
     """The run directory (the official judgment) or the what-if directory (`judged_by.whatif`, or `-o`)."""
 
@@ -72,15 +73,15 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     recorded = _own_verdict(run, info, verdicts, allow_pending) if judged_by["whatif"] else None
     if judged_by["whatif"]:  # the probe's flags re-derived under the what-if's own rules
         info.response_cache_probe = rederived_probe(run, info, policy, scored.records)
-    report = gate_run(info, scored.records, policy, info.cost, scored.load_records, labels=read_labels(run),
-                      allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
-                      corpus_scores=CorpusScores.of(run), scores=scored.scores,  # read only: no journal grows
-                      draws=scored.draws, rubric_file=judged_by["file"], inputs_changed=_inputs_changed(run.path, judged_by["whatif"]))
+    report = judge_run(GateInputs(
+        info, scored.records, policy, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
+        edited_evidence(run.path), CorpusScores.of(run), scored.scores,  # read only: no journal grows
+        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws))
+    decided: dict = {}
     if judged_by["whatif"]:
-        whatif = decide_whatif(WhatIfEvidence(report["verdict"], recorded, ()), report["verdict_reason"])
-        judged_by = {**judged_by, "whatif_verdict": report["verdict"], "recorded_verdict": recorded}
-        report = {**report, **whatif.as_dict()}
-    report = typed_report({**report, "judged_by": judged_by})
+        decided = decide_whatif(WhatIfEvidence(report.verdict, recorded, ()), report.verdict_reason).as_dict()
+        judged_by = {**judged_by, "whatif_verdict": report.verdict, "recorded_verdict": recorded}
+    report = with_judged_by(report, judged_by, decided)
     if output is None and not judged_by["whatif"]:
         write_reports(run, report, scored)
         seal(run.path, "gate")
@@ -109,10 +110,10 @@ def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None
     if own is None:
         return None
     scored = scored_run(run, own.forbidden, verdicts)
-    return gate_run(info, scored.records, own, info.cost, scored.load_records, labels=read_labels(run),
-                    allow_pending=allow_pending, verdicts=verdicts, edited=edited_evidence(run.path),
-                    corpus_scores=CorpusScores.of(run), scores=scored.scores, draws=scored.draws,
-                    inputs_changed=_inputs_changed(run.path, False))["verdict"]
+    return judge_run(GateInputs(
+        info, scored.records, own, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
+        edited_evidence(run.path), CorpusScores.of(run), scored.scores, "", _inputs_changed(run.path, False),
+        scored.draws)).verdict
 
 
 def judged_again(run_dir: Path) -> str | None:
@@ -123,12 +124,18 @@ def judged_again(run_dir: Path) -> str | None:
     return _own_verdict(run, info, run_verdicts(run, info), allow_pending=False)
 
 
-def judged_by_snapshot(report: dict, run_path: Path) -> dict:
+def judged_by_snapshot(report: GateReport, run_path: Path) -> GateReport:
     """`report` with `judged_by` naming the run's own rubric snapshot (what `check` judges by)."""
     digest = _sha256(Path(run_path) / SNAPSHOT)
     judged_by = {"file": SNAPSHOT, "sha256": digest, "snapshot_sha256": digest, "whatif": False,
                  **rubric_source(Path(run_path))}
-    return typed_report({**report, "judged_by": judged_by})
+    return with_judged_by(report, judged_by)
+
+
+def with_judged_by(report: GateReport, judged_by: dict, decided: dict | None = None) -> GateReport:
+    """`report` naming the rubric that judged it (`decided`: a what-if's own verdict over the report's). The
+    report is not validated again: only `judged_by` is new, and it is validated here."""
+    return report.model_copy(update={**(decided or {}), "judged_by": JudgedBy.model_validate(judged_by)})
 
 
 def rubric_source(run_path: Path) -> dict:
@@ -193,7 +200,7 @@ def _whatif_name(judged_by: dict) -> str:
     return f"{stem}-{(judged_by['sha256'] or '')[:12]}"
 
 
-def _write_beside(run: RunDir, report: dict, where: Path, scored: ScoredRun, *, force: bool) -> None:
+def _write_beside(run: RunDir, report: GateReport, where: Path, scored: ScoredRun, *, force: bool) -> None:
     """Every report format into `where` (created), under the `-o` rules (`outputs.check_output_path`: never over a
     run's own files; an existing file only with `force`). The run directory is not written, nor sealed."""
     texts = rendered_reports(run, report, scored)

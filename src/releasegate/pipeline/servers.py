@@ -30,6 +30,7 @@ from ..border.structured import stored_json
 from ..decision.comparison import decide_comparison
 from ..errors import InputError
 from ..gate.comparability import describe_differences, differences, same_run, saved_settings_key
+from ..gate.context import GateInputs
 from ..gate.gate_evidence import run_arm
 from ..gate.health import planned_phases, run_problems
 from ..gate.load_quality import load_figures
@@ -43,7 +44,7 @@ from ..record.records import RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, sealed_snapshot
 from ..scorers import CorpusScores
-from .gate import gate_run
+from .gate import judge_run
 from .server_ranking import recommend
 
 __all__ = ["compare_servers", "PREFILL_BOUND_SHARE", "MIN_PARITY_SHARE"]
@@ -132,9 +133,9 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     records, verdicts = run.read_records(), run_verdicts(run, info)
     load = run.read_records("load.jsonl", required=False)
-    report = gate_run(info, records, policy, info.cost, load, labels=read_labels(run), verdicts=verdicts,
-                      edited=edited_evidence(run.path), allow_pending=allow_pending, corpus_scores=CorpusScores.of(run),
-                      draws=run.read_records("draws.jsonl", required=False))
+    report = judge_run(GateInputs(
+        info, records, policy, info.cost, load, read_labels(run), allow_pending, verdicts, edited_evidence(run.path),
+        CorpusScores.of(run), draws=run.read_records("draws.jsonl", required=False))).as_json()
     return report, records, policy, verdicts, load
 
 
