@@ -67,6 +67,7 @@ def main() -> None:
 def run(tmp: Path, server, run_id: str, load: str) -> dict:
     from releasegate.inputs.validation import load_inputs
     from releasegate.pipeline.check import run_check
+    from releasegate.pipeline.check_options import CheckOptions
 
     project = tmp / run_id
     project.mkdir()
@@ -78,8 +79,8 @@ def run(tmp: Path, server, run_id: str, load: str) -> dict:
         f"suites:\n  - {{path: {ROOT / 'suites/demo/tickets.jsonl'}, limit: 4}}\nrubric: rubric.yaml\n{load}"
         "cost: {mode: self_hosted, hourly_usd: 0.1}\n")
     config, rubric, cases = load_inputs(project / "c.yaml")
-    _, report = run_check(config, rubric, cases, console=Console(quiet=True), progress=False, run_id="run",
-                          allow_pending=True)
+    _, report = run_check(config, rubric, cases, CheckOptions(Console(quiet=True), progress=False, run_id="run",
+                                                               allow_pending=True))
     return report
 
 

@@ -31,6 +31,7 @@ from rich.console import Console
 
 from releasegate.inputs.validation import load_inputs
 from releasegate.pipeline.check import run_check
+from releasegate.pipeline.check_options import CheckOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 7
@@ -74,8 +75,8 @@ def _run(config_path: Path, out_dir: Path, bucketed: bool, batch_size: int) -> d
     config, rubric, cases = load_inputs(config_path)
     target = dataclasses.replace(config.target, bucket_by_length=bucketed, batch_size=batch_size)
     config = dataclasses.replace(config, target=target, output_dir=out_dir)
-    run, report = run_check(config, rubric, cases, console=Console(quiet=True), progress=False, run_id="run",
-                            allow_pending=True, use_cache=False)
+    run, report = run_check(config, rubric, cases, CheckOptions(
+        Console(quiet=True), progress=False, run_id="run", allow_pending=True, use_cache=False))
     records = run.read_records()
     assert [r.case_id for r in records] == [c.id for c in cases], "records.jsonl is not in case order"
     info = json.loads((run.path / "run.json").read_text())

@@ -43,6 +43,7 @@ import latency_accuracy as la  # noqa: E402  # the stub-in-its-own-process and e
 from releasegate.backends import Request  # noqa: E402
 from releasegate.inputs.scale_config import ScaleConfig  # noqa: E402
 from releasegate.inputs.target import TargetConfig  # noqa: E402
+from releasegate.pipeline.check_options import CheckOptions  # noqa: E402
 from releasegate.scale._ray import normal_priority  # noqa: E402
 from releasegate.scale.load import DistributedLoad, LoadWorker  # noqa: E402
 from releasegate.stats.intervals import percentile  # noqa: E402
@@ -103,8 +104,9 @@ def demo(rounds: int) -> None:
             for name in (list(ways) if round_ % 2 == 0 else list(ways)[::-1]):
                 cfg = dataclasses.replace(config, scale=ways[name], output_dir=Path(tmp) / f"{round_}")
                 begun = time.perf_counter()
-                run, _ = run_check(cfg, rubric, cases, console=Console(quiet=True), progress=False,
-                                   run_id=name.replace(" ", "-"), allow_pending=True, use_cache=False)
+                run, _ = run_check(cfg, rubric, cases, CheckOptions(
+                    Console(quiet=True), progress=False, run_id=name.replace(" ", "-"), allow_pending=True,
+                    use_cache=False))
                 wall = time.perf_counter() - begun
                 time.sleep(SETTLE_S)
                 info = json.loads((run.path / "run.json").read_text())

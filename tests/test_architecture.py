@@ -432,3 +432,44 @@ def test_the_comparison_commands_format_choices_are_what_their_renderer_renders(
     module, _, name = renders.partition(":")
     choices = importlib.import_module(f"releasegate.cli.{command}").Format
     assert sorted(f.value for f in choices) == sorted(getattr(importlib.import_module(module), name))
+
+
+GATE_PATH = ("releasegate.pipeline.gate", "releasegate.gate.context", "releasegate.gate.feature")
+MAX_PARAMETERS, MAX_GATE_LINES = 8, 60
+
+
+def _feature_code(name: str) -> bool:
+    """The commands' pipeline and the gate features: where typed objects, not long argument lists, carry a run."""
+    return name.startswith("releasegate.pipeline.") or name.endswith("_feature") or name.endswith(".feature") \
+        or name in GATE_PATH
+
+
+def _functions(path):
+    tree = ast.parse(path.read_text("utf-8"))
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _parameters(node) -> int:
+    a = node.args
+    names = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+    extra = (a.vararg is not None) + (a.kwarg is not None)
+    return len([n for n in names if n.arg not in ("self", "cls")]) + extra
+
+
+def test_pipeline_and_feature_functions_take_at_most_eight_parameters():
+    wrong = [f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name} takes {_parameters(fn)}"
+             for name, (path, _) in MODULES.items() if _feature_code(name)
+             for fn in _functions(path) if _parameters(fn) > MAX_PARAMETERS]
+    assert wrong == []
+
+
+def test_the_gate_path_has_no_function_over_sixty_lines():
+    """The gate is a short loop over the features (`pipeline.gate.judge_run`); none of its functions grows into a
+    crossroads again."""
+    wrong = [f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name} is {fn.end_lineno - fn.lineno + 1} lines"
+             for name, (path, _) in MODULES.items()
+             if name in GATE_PATH or name.endswith("_feature") or name.endswith(".feature")
+             for fn in _functions(path) if fn.end_lineno - fn.lineno + 1 > MAX_GATE_LINES]
+    assert wrong == []
+    judge = next(fn for fn in _functions(MODULES["releasegate.pipeline.gate"][0]) if fn.name == "judge_run")
+    assert judge.end_lineno - judge.lineno + 1 < 40

@@ -18,6 +18,7 @@ import pytest
 from rich.console import Console
 
 from conftest import HANG_S, ROOT, write_jsonl
+from releasegate.pipeline.check_options import CheckOptions
 from releasegate.record.records import RunDir
 from releasegate.record.stage_timing import PARTS
 from releasegate.run.interruption import HOLD_ENV
@@ -303,7 +304,7 @@ def test_check_reads_the_records_once_and_scores_them_once(tmp_path, monkeypatch
 
     config = replay_project(tmp_path, right=9, wrong=1)
     reads, scorings = _count_reads_and_scorings(monkeypatch)
-    run, report = run_check_file(config, console=Console(quiet=True), progress=False, run_id="once")
+    run, report = run_check_file(config, CheckOptions(Console(quiet=True), progress=False, run_id="once"))
     assert reads.count("records.jsonl") == 1 and reads.count("load.jsonl") == 1, reads
     assert scorings == [10]
     assert {f for f in REPORTS if (run.path / f).is_file()} == set(REPORTS)

@@ -12,6 +12,7 @@ from releasegate.backends import Request, create_backend
 from releasegate.decision.verdicts import EXIT_CODES
 from releasegate.inputs.config import load_config
 from releasegate.inputs.suites import load_suites
+from releasegate.pipeline.check_options import CheckOptions
 from releasegate.pipeline.matrix import matrix_verdict
 from releasegate.record.records import RunDir
 
@@ -334,8 +335,8 @@ def bucketed_and_file_order(tmp_path_factory):
 
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(RunDir, "append", observed)
-            run, _ = run_check(config, rubric, cases, console=Console(quiet=True), progress=False, run_id=name,
-                               allow_pending=True, use_cache=False)
+            run, _ = run_check(config, rubric, cases, CheckOptions(
+                Console(quiet=True), progress=False, run_id=name, allow_pending=True, use_cache=False))
         runs[name] = (run, appends, [c.id for c in cases])
     return runs
 
@@ -459,8 +460,8 @@ def test_a_bucketed_run_that_stops_leaves_its_journal_in_case_order(monkeypatch,
 
     monkeypatch.setattr(generation, "_generate", failing)
     with pytest.raises(RuntimeError, match="device lost"):
-        runner.run_check(config, rubric, cases, console=Console(quiet=True), progress=False, run_id="r", allow_pending=True,
-                         use_cache=False)
+        runner.run_check(config, rubric, cases, CheckOptions(
+            Console(quiet=True), progress=False, run_id="r", allow_pending=True, use_cache=False))
     run = RunDir(tmp_path / "r")
     recorded = set(calls[0] + calls[1])
     assert _journal_ids(run) == [c.id for c in cases if c.id in recorded] != calls[0] + calls[1]

@@ -66,6 +66,7 @@ def check(
     status 'interrupted'; `check --resume RUN_DIR` finishes it. The verdict is printed once the reports are on
     disk: a signal after that leaves the run complete and exits with the verdict's code."""
     from ..pipeline.check import resume_check, run_check_file
+    from ..pipeline.check_options import CheckOptions
     from ..record.gate_report import as_report
     from ..record.history_index import index_run
     from ..report import criteria_table, verdict_lines
@@ -84,9 +85,9 @@ def check(
             run, report = resume_check(resume, console=console, progress=progress, retry_errors=retry_errors,
                                        allow_pending=allow_pending, use_cache=cache)
         else:
-            run, report = run_check_file(config if config is not None else Path(DEFAULT_CONFIG), console=console,
-                                         output_dir=output_dir, limit=limit, progress=progress, run_id=run_id,
-                                         allow_pending=allow_pending, use_cache=cache, overrides=set_values(sets))
+            options = CheckOptions(console, progress, run_id, allow_pending, limit, use_cache=cache)
+            run, report = run_check_file(config if config is not None else Path(DEFAULT_CONFIG), options,
+                                         output_dir=output_dir, overrides=set_values(sets))
         if as_json:
             print_json({**report, "timing": run.read_info().timing})
         shown = as_report(report)  # validated once, for the table and the lines under it

@@ -69,14 +69,14 @@ def matrix(
     Else the in-process variants of an hf target: quality delta (paired test), P95 latency and cost ratios, share
     of outputs identical to the reference. Exits with the worst verdict: a variant's own gate verdict or its
     quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
+    from ..pipeline.check_options import CheckOptions
     from ..pipeline.matrix import run_matrix
     from ..report.matrix import latency_line, matrix_table
     from ..text import inert
 
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only JSON or the --format text
-    result = run_matrix(config, variants, draft=draft, console=console, progress=progress, run_id=run_id,
-                        output_dir=output_dir, limit=limit, allow_pending=allow_pending,
-                        overrides=set_values(sets))
+    options = CheckOptions(console, progress, run_id, allow_pending, limit)
+    result = run_matrix(config, variants, options, draft=draft, output_dir=output_dir, overrides=set_values(sets))
     if result.get("kind") == "served_variants":
         return _served(result, console, fmt, output, force=force, as_json=as_json)
     rows, verdict = result["variants"], result["verdict"]

@@ -56,6 +56,7 @@ from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..scorers.evaluate_metric import load_metric, resolve_module
+from .check_options import CheckOptions
 from .endpoints import target_answers
 from .gate import GateInputs, judge_run
 from .regate import judged_by_snapshot
@@ -68,16 +69,10 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-def run_check(
-    config: Config, rubric: Rubric, cases: list[Case], *, console: Console, progress: bool = True, run_id: str | None = None,
-    allow_pending: bool = False, limit: int | None = None, use_cache: bool | None = None,
-    target_overrides: dict | None = None, timing: Timing | None = None,
-) -> tuple[RunDir, dict]:
-    """Run every case, record it, judge the run and write the reports. Returns the run dir and the report.
-    `limit` is only recorded (the caller already cut `cases`), so that a resumed run plans the same cases;
-    `target_overrides` likewise records how `config.target` differs from the config file (matrix variants);
-    `timing` is the session's clock when the caller started it (see releasegate.record.stage_timing)."""
-    timing = timing or Timing()
+def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckOptions) -> tuple[RunDir, dict]:
+    """Run every case, record it, judge the run and write the reports (`options`: how, `CheckOptions`). Returns
+    the run dir and the report."""
+    console, run_id, use_cache, timing = options.console, options.run_id, options.use_cache, options.timing
     with timing.part("inputs_s"):
         _check_served_sections(config)
         _check_metrics(rubric)
@@ -91,12 +86,11 @@ def run_check(
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
-        info = _start(run, config, rubric, limit, no_cache=use_cache is False, target_overrides=target_overrides,
-                      cases=tuple(cases))
+        info = _start(run, config, rubric, options.limit, no_cache=use_cache is False,
+                      target_overrides=options.target_overrides, cases=tuple(cases))
         seal(run.path, "check")
-        return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], mode="start",
-                        console=console, progress=progress, allow_pending=allow_pending, use_cache=not info.no_cache,
-                        timing=timing)
+        how = dataclasses.replace(options, use_cache=not info.no_cache)
+        return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], "start", how)
 
 
 def _check_served_sections(config: Config) -> None:
@@ -110,21 +104,16 @@ def _check_served_sections(config: Config) -> None:
                              file=config.path, field=name, hint="run releasegate matrix, which serves them")
 
 
-def run_check_file(
-    config_path: Path, *, console: Console, output_dir: Path | None = None, limit: int | None = None,
-    progress: bool = True, run_id: str | None = None, allow_pending: bool = False, use_cache: bool | None = None,
-    overrides: tuple[str, ...] = (),
-) -> tuple[RunDir, dict]:
+def run_check_file(config_path: Path, options: CheckOptions, *, output_dir: Path | None = None,
+                   overrides: tuple[str, ...] = ()) -> tuple[RunDir, dict]:
     """`run_check` on a config file's inputs, `output_dir` in place of the config's, `overrides` (`--set`) over
-    it. Only the first `limit` cases are read and validated (see load_inputs)."""
-    timing = Timing()
-    with timing.part("inputs_s"):
-        config, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)
+    it. Only the first `options.limit` cases are read and validated (see load_inputs)."""
+    with options.timing.part("inputs_s"):
+        config, rubric, cases = load_inputs(config_path, limit=options.limit, overrides=overrides)
     for line in config.warnings:  # keys the run will not use: said before it starts, never silently dropped
-        console.print(f"warning: {line}", markup=False, soft_wrap=True)
+        options.console.print(f"warning: {line}", markup=False, soft_wrap=True)
     config = dataclasses.replace(config, output_dir=output_dir) if output_dir is not None else config
-    return run_check(config, rubric, cases, console=console, progress=progress, run_id=run_id,
-                     allow_pending=allow_pending, limit=limit, use_cache=use_cache, timing=timing)
+    return run_check(config, rubric, cases, options)
 
 
 def resume_check(
@@ -158,10 +147,10 @@ def resume_check(
         for session in info.sessions:  # we hold the lock: a session still 'running' was killed
             if session.get("status") == "running":
                 session["status"] = "killed"
+        how = CheckOptions(console, progress, allow_pending=allow_pending, timing=timing,
+                           use_cache=not info.no_cache if use_cache is None else use_cache)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"],
-                        mode="retry_errors" if retry_errors else "resume", console=console, progress=progress,
-                        allow_pending=allow_pending, use_cache=not info.no_cache if use_cache is None else use_cache,
-                        timing=timing)
+                        "retry_errors" if retry_errors else "resume", how)
 
 
 def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Case]]:
@@ -217,15 +206,16 @@ class _SlowFinalizer:
         time.sleep(0.005)
 
 
-def _execute(run, info, config, rubric, cases, fingerprint, *, mode, console, progress, allow_pending, use_cache,
-             timing: Timing):
+def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: CheckOptions):
+    console, progress, allow_pending, use_cache, timing = how.console, how.progress, how.allow_pending, \
+        bool(how.use_cache), how.timing
     # a fresh run's journal is empty: only a resumed run has records to keep
     done = {} if mode == "start" else {r.case_id: r for r in run.read_records(required=False)}
     # an empty answer is a failed request (`evidence.failure`): --retry-errors sends it again too
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
     load_phase = config.load is not None and info.load_phase is None
     prefix_probe = config.prefix_cache is not None and info.prefix_cache is None
-    session = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
+    session: dict[str, Any] = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
                "status": "running"}
     info.sessions.append(session)
     info.cases, info.status, info.finished_at = len(cases), "running", None

@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rich.console import Console
-
 from ..decision.comparison import matrix_decision, quality_row_verdict
 from ..gate.comparability import describe_differences, differences, saved_settings_key
 from ..gate.paired_comparison import compare_records, metric_verdicts
@@ -17,26 +15,27 @@ from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
 from ..record.decided_results import MatrixResult, typed
 from ..record.records import RunDir
+from ..record.stage_timing import Timing
 from .check import new_run_id, run_check
+from .check_options import CheckOptions
 from .served_variants import run_served_variants
 from .variants import VARIANTS, parse_variants, variant_changes, variant_config
 
 __all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
 
 
-def run_matrix(config_path: Path, variants: str | None, *, draft: Path | None, console: Console, progress: bool,
-               run_id: str | None = None, output_dir: Path | None = None, limit: int | None = None,
-               allow_pending: bool = False, overrides: tuple[str, ...] = ()) -> dict:
+def run_matrix(config_path: Path, variants: str | None, options: CheckOptions, *, draft: Path | None = None,
+               output_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> dict:
     """Run every variant in full, compare each with the first, write matrix.json; the matrix result.
     `overrides`: `--set KEY=VALUE` over the config file, for every variant. `variants` None: the config's served
     variants (`variants:`, see `served_variants`) when it declares them, else every in-process variant."""
+    console, run_id, limit = options.console, options.run_id, options.limit
     cfg, rubric, cases = load_inputs(config_path, limit=limit, overrides=overrides)  # only the cases it runs are read
     if variants is None and cfg.variants is not None:
         root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-variants")
         if output_dir is not None:
             cfg = dataclasses.replace(cfg, output_dir=output_dir)
-        return run_served_variants(cfg, rubric, cases, root=root, console=console, progress=progress, limit=limit,
-                                   allow_pending=allow_pending)
+        return run_served_variants(cfg, rubric, cases, root=root, options=options)
     names = parse_variants(variants if variants is not None else ",".join(VARIANTS))
     draft = draft if draft is not None else cfg.target.draft
     root = (output_dir or cfg.output_dir) / (run_id or new_run_id() + "-matrix")
@@ -44,9 +43,8 @@ def run_matrix(config_path: Path, variants: str | None, *, draft: Path | None, c
     for name in names:
         console.print(f"[bold]variant {name}[/]")
         vcfg = dataclasses.replace(variant_config(cfg, name, draft), output_dir=root)
-        runs[name], reports[name] = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=name,
-                                              limit=limit, target_overrides=variant_changes(name, draft),
-                                              allow_pending=allow_pending)
+        how = dataclasses.replace(options, run_id=name, target_overrides=variant_changes(name, draft), timing=Timing())
+        runs[name], reports[name] = run_check(vcfg, rubric, cases, how)
     rows = matrix_rows(runs, reports, rubric.forbidden)
     result = typed(MatrixResult, {"reference": names[0], **matrix_decision(rows).as_dict(), "variants": rows,
                                   "dir": str(root)})

@@ -39,9 +39,11 @@ from ..inputs.suites import Case
 from ..inputs.variant_plan import VariantPlan, VariantSpec
 from ..record.decided_results import VariantsResult, typed
 from ..record.records import RunDir
+from ..record.stage_timing import Timing
 from ..report.variants import VARIANT_FILES, render_variants
 from ..run.server_scrape import acceptance, fetch_metrics, parse_prometheus, speculative_counts
 from .check import run_check
+from .check_options import CheckOptions
 from .server_ranking import choose_cheapest
 from .servers import compare_servers
 
@@ -52,31 +54,32 @@ FILES_DIR = ".variant-files"
 """Under the output directory: exported files, one directory per content key, reused across matrix runs."""
 
 
-def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, root: Path, console: Console,
-                        progress: bool, limit: int | None, allow_pending: bool) -> dict:
+def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, root: Path,
+                        options: CheckOptions) -> dict:
     """Run every variant of `config.variants`, compare, choose; write variants.json and the reports in `root`."""
+    console = options.console
     plan = config.variants
     assert plan is not None
     cache = config.output_dir / FILES_DIR
     runs: dict[str, RunDir | str] = {}
     for spec in plan.variants:
         console.print(f"[bold]variant {spec.name}[/]: {spec.describe()}", soft_wrap=True)
-        runs[spec.name] = _run_variant(config, rubric, cases, spec, root=root, cache=cache, console=console,
-                                       progress=progress, limit=limit, allow_pending=allow_pending)
+        runs[spec.name] = _run_variant(config, rubric, cases, spec, root=root, cache=cache, options=options)
     ref = plan.reference.name
     if not isinstance(runs[ref], RunDir):
         raise TargetError(f"the reference variant {ref} could not be served: {runs[ref]}; nothing can be compared "
                           "with it")
     greedy = not config.generation.get("temperature")  # 0 or unset: the openai client sends 0
-    result = served_result(plan, runs, root, allow_pending=allow_pending, greedy=greedy)
+    result = served_result(plan, runs, root, allow_pending=options.allow_pending, greedy=greedy)
     for fmt, name in VARIANT_FILES.items():
         replace_file(root / name, render_variants(result, fmt).encode("utf-8"), what=name)
     return result
 
 
 def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: VariantSpec, *, root: Path, cache: Path,
-                 console: Console, progress: bool, limit: int | None, allow_pending: bool) -> RunDir | str:
+                 options: CheckOptions) -> RunDir | str:
     """The variant's judged run directory, or why its server could not be had (a line, for its row)."""
+    console = options.console
     out = root / spec.name
     logs = root / "server-logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -92,9 +95,10 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
         vcfg = dataclasses.replace(config, output_dir=root, target=_served_target(config, spec, base_url, model),
                                    cost=_cost(config, spec))
         try:
-            run, _ = run_check(vcfg, rubric, cases, console=console, progress=progress, run_id=spec.name, limit=limit,
-                               allow_pending=allow_pending, use_cache=False,
-                               target_overrides={"backend": "openai", "base_url": base_url, "model": model})
+            served = {"backend": "openai", "base_url": base_url, "model": model}
+            how = dataclasses.replace(options, run_id=spec.name, use_cache=False, target_overrides=served,
+                                      timing=Timing())
+            run, _ = run_check(vcfg, rubric, cases, how)
         except TargetError as exc:  # it did not answer, or stopped answering: a row of its own, the plan goes on
             return _unserved(spec, out, f"it could not be run: {_one_line(exc)}", console)
         after = _counters(root_url)

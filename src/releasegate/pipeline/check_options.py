@@ -1,0 +1,32 @@
+"""How `check` runs, as one typed object its stages pass along (never a dict, never a dozen keywords)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Console
+
+from ..record.stage_timing import Timing
+
+__all__ = ["CheckOptions"]
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What the caller of `check` decides: where it prints, what it may reuse, what the run records of it."""
+
+    console: Console
+    progress: bool = True
+    """Show rich progress bars (off in CI logs and tests)."""
+    run_id: str | None = None
+    """The run directory's name (default: the config's `run_id`, else a new timestamped id)."""
+    allow_pending: bool = False
+    """Let pending required human review through (the verdict says it was waived)."""
+    limit: int | None = None
+    """Only recorded: the caller already cut the cases, so a resumed run plans the same ones."""
+    use_cache: bool | None = None
+    """The response cache: None keeps the config's (or a resumed run's) own choice."""
+    target_overrides: dict | None = None
+    """How `config.target` differs from the config file (a matrix variant), recorded in run.json."""
+    timing: Timing = field(default_factory=Timing)
+    """The session's clock, when the caller started it (`record.stage_timing`)."""
