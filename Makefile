@@ -55,10 +55,10 @@ bench: setup
 bench-peers: setup  ## releasegate's clients vs aiperf and guidellm on the stub (installs the peers into build/peers/, never .venv)
 	$(PY) bench/run.py peers
 
-lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on the decisions
+lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on the decisions and the border
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy --strict src/releasegate/decision
+	$(VENV)/bin/mypy --strict src/releasegate/decision src/releasegate/border
 
 demo-models: setup  ## rebuild models/demo (base, adapters, draft, guard, guard_classifier) and suites/demo deterministically
 	$(PY) scripts/build_demo_models.py

@@ -65,6 +65,9 @@ LISTED = {
         "an `evaluate` metric script: parses the outputs given to it, as `evaluate` runs it",
     ("releasegate.testing.hostile", "json.loads"): "the test stub's own request bodies",
     ("releasegate.testing.stub_server", "json.loads"): "the test stub's own request bodies",
+    ("releasegate.testing.composition", ".open()"): "the composition matrix writes and reads its own fixture projects",
+    ("releasegate.testing.composition", ".open() for writing"): "the composition matrix writes its own fixture projects",
+    ("releasegate.testing.composition", ".write_text()"): "the composition matrix writes its own fixture projects",
     ("releasegate.text", "json.loads"):
         "loads_json, the parser the border's json_reader and the stream events call after their bounds",
     ("releasegate.report.compare", ".read_text()"): "the package's own report.css",

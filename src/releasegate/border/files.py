@@ -17,7 +17,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import InputError
 
@@ -72,7 +72,7 @@ class _Capped(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: Any) -> int:  # any writable buffer (collections.abc.Buffer from 3.12)
         n = self._fh.readinto(memoryview(buffer)[: max(1, min(len(buffer), self._left + 1))])
         self._left -= n or 0
         if self._left < 0:

@@ -33,7 +33,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from ..errors import ErrorKind, http_kind
 from ..redaction import mask_url
@@ -99,7 +99,7 @@ class _Watchdog:
         self.timer.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.timer.cancel()
         self.conn.close()
 
@@ -132,7 +132,7 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
     return Reply(status=reply.status, body=data, seconds=time.monotonic() - started, headers=headers_read)
 
 
-def _request_parts(url: str, headers: dict[str, str], where: str):
+def _request_parts(url: str, headers: dict[str, str], where: str) -> tuple[SplitResult, str, dict[str, str]]:
     """(the URL's parts, the request target, the headers to send): userinfo as Basic authorization."""
     try:
         parts = urlsplit(url)
@@ -148,41 +148,41 @@ def _request_parts(url: str, headers: dict[str, str], where: str):
     return parts, target, sent
 
 
-def _basic(parts) -> str:
+def _basic(parts: SplitResult) -> str:
     """HTTP Basic credentials from a URL's userinfo."""
     pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
     return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
-def _connection(parts, target: str, sent: dict[str, str], timeout: float) -> tuple[http.client.HTTPConnection, str]:
+def _connection(parts: SplitResult, target: str, sent: dict[str, str], timeout: float) -> tuple[http.client.HTTPConnection, str]:
     """The connection for a URL and the request target to send on it: straight to the server, or through the
     proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY; never for a loopback host): an https URL
     through a CONNECT tunnel (the proxy sees no header of the request), an http URL in absolute form."""
-    https = parts.scheme == "https"
+    https, host = parts.scheme == "https", parts.hostname or ""  # a host there is (`_request_parts`)
     proxy = _proxy(parts)
     if proxy is None:
         if https:
-            return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout,
+            return http.client.HTTPSConnection(host, parts.port, timeout=timeout,
                                                context=ssl.create_default_context()), target
-        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), target
-    auth = {}
+        return http.client.HTTPConnection(host, parts.port, timeout=timeout), target
+    auth, proxy_host = {}, proxy.hostname or ""  # a host there is (`_proxy`)
     if proxy.username is not None:
         auth["Proxy-Authorization"] = _basic(proxy)
     if https:
-        conn = http.client.HTTPSConnection(proxy.hostname, proxy.port or 80, timeout=timeout,
+        conn = http.client.HTTPSConnection(proxy_host, proxy.port or 80, timeout=timeout,
                                            context=ssl.create_default_context())
-        conn.set_tunnel(parts.hostname, parts.port or 443, headers=auth)
+        conn.set_tunnel(host, parts.port or 443, headers=auth)
         return conn, target
     if any(k.lower() == "authorization" for k in sent):  # the proxy would read it: another origin, in clear
         raise HttpError(ErrorKind.CONNECTION_ERROR, mask_url(parts.geturl()) or "?",
                         "a credential would go through the environment's HTTP proxy in clear: add the host to "
                         "NO_PROXY, or use https (tunnelled)")
     sent.update(auth)
-    host = parts.netloc.rpartition("@")[2]
-    return http.client.HTTPConnection(proxy.hostname, proxy.port or 80, timeout=timeout), f"http://{host}{target}"
+    netloc = parts.netloc.rpartition("@")[2]
+    return http.client.HTTPConnection(proxy_host, proxy.port or 80, timeout=timeout), f"http://{netloc}{target}"
 
 
-def _proxy(parts):
+def _proxy(parts: SplitResult) -> SplitResult | None:
     """The parts of the proxy URL the environment names for this URL; None: no proxy (or a loopback host)."""
     host = (parts.hostname or "").lower()
     if host == "localhost" or host == "::1" or host.startswith("127."):

@@ -56,7 +56,7 @@ def endpoint_url(base_url: str, path: str) -> str:
 
 def same_origin(a: str | None, b: str | None) -> bool:
     """Whether two URLs name one origin: scheme, host (case folded) and port, a default port spelled or not."""
-    def key(url: str | None):
+    def key(url: str | None) -> tuple[object, ...] | None:
         if not url:
             return None
         try:

@@ -5,6 +5,8 @@ record) that would end a run as an internal error."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -46,8 +48,8 @@ def json_loads(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, unique_key
     return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict:
-    found: dict = {}
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
     for key, value in pairs:
         if key in found:
             raise ValueError(f"duplicate key {key[:40]!r} in one object")
@@ -55,12 +57,12 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict:
     return found
 
 
-def stored_json(path, *, what: str, max_bytes: int = 64 * 1024 * 1024) -> Any:
+def stored_json(path: str | os.PathLike[str], *, what: str, max_bytes: int = 64 * 1024 * 1024) -> Any:
     """The JSON value of a file releasegate or a model wrote (a run's report.json or variant.json, a model's
     config.json), read as a regular file of at most `max_bytes` and nested at most MAX_JSON_DEPTH; None when it
     is missing, not a regular file, too large, not UTF-8 or not JSON: such a file says nothing, it never ends a
     command."""
     try:
-        return json_loads(read_text(path, what=what, max_bytes=max_bytes))
+        return json_loads(read_text(Path(path), what=what, max_bytes=max_bytes))
     except (InputError, ValueError):
         return None
