@@ -133,3 +133,36 @@ def test_pass_all_k_over_judged_cases_asked_once_waits_for_the_judge_calibration
     crit = _criterion(report, "pass_all_k")
     assert crit["verdict"] == "insufficient" and crit["undecided_cause"] == "judge", crit
     assert report["verdict"] == "INCONCLUSIVE" and report["exit_code"] == 3
+
+
+def _labels(records: list[CaseRecord], approve: bool = True) -> list:
+    from releasegate.record.review_labels import LabelEdit
+
+    return [LabelEdit(review_id=f"R-{r.case_id}", case_id=r.case_id, reviewer="ana",
+                      label="approve" if approve else "reject", time="2024-01-01T00:00:00Z",
+                      output_hash=output_hash(r.output), source="labels.csv", source_line=i + 2)
+            for i, r in enumerate(records)]
+
+
+@pytest.mark.xfail(strict=True, reason="the judge rule re-decides accuracy on the reviewer-corrected accuracy of "
+                                       "records.jsonl (draw 0): the per-draw measurement of the stability feature "
+                                       "is thrown away")
+def test_calibrated_judge_keeps_the_per_draw_accuracy_of_the_repeated_suite():
+    """Suite 'main' (repeats 3, regex): right on draw 0, wrong on draws 1 and 2 of every case (per-draw accuracy
+    1/3). Suite 'drafts' (repeats 1, judge-scored): the judge passes all 40 and reviewers approve all 40 (the
+    judge is calibrated). Per draw, accuracy is (40 * 1/3 + 40) / 80 = 2/3: `accuracy >= 0.8` fails. The judge
+    rule replaces that value with the corrected accuracy of draw 0 alone (1.0) and the run passes."""
+    main = [_rec(f"m{i:02d}", "main", SAFE, REGEX) for i in range(40)]
+    draws = [_rec(f"m{i:02d}", "main", "wrong", REGEX, draw=d) for i in range(40) for d in (1, 2)]
+    drafts = [_rec(f"d{i:02d}", "drafts", "a reply", HELPFUL) for i in range(40)]
+    judgments = {(r.case_id, "helpful", JUDGE, output_hash(r.output), None, None): Judgment(
+        case_id=r.case_id, criterion="helpful", judge=JUDGE, output_hash=output_hash(r.output), passed=True)
+        for r in drafts}
+    info = _info(repeats={"main": 3}, judge={"fingerprint": JUDGE, "model": "judge"})
+    rubric = Rubric(path=None, name="t", criteria=(_crit("accuracy", ">=", 0.8),))
+    report = gate_run(info, main + drafts, rubric, None, verdicts=Verdicts(JUDGE, judgments), draws=draws,
+                      labels=_labels(drafts))
+    assert report["judge"]["calibration"]["helpful"]["calibrated"]
+    crit = _criterion(report, "accuracy")
+    assert crit["verdict"] == "fail" and crit["value"] == pytest.approx(2 / 3, abs=0.02), crit
+    assert report["verdict"] == "FAIL" and report["exit_code"] == 1
