@@ -166,3 +166,31 @@ def test_calibrated_judge_keeps_the_per_draw_accuracy_of_the_repeated_suite():
     crit = _criterion(report, "accuracy")
     assert crit["verdict"] == "fail" and crit["value"] == pytest.approx(2 / 3, abs=0.02), crit
     assert report["verdict"] == "FAIL" and report["exit_code"] == 1
+
+
+@pytest.mark.xfail(strict=True, reason="the judge rule re-decides a `phase: load` accuracy criterion on the quality "
+                                       "phase's reviewer-corrected accuracy: the load answers' failure is replaced")
+def test_calibrated_judge_does_not_replace_accuracy_under_load():
+    """Suite 'main' (regex) right in the quality phase and wrong on every load answer; suite 'drafts' judge-scored,
+    the judge calibrated (passes all 40, reviewers approve all 40); the load phase asked main's prompts. `accuracy
+    >= 0.8, phase: load` measures 0 on the load answers and fails; the judge rule, seeing an accuracy criterion
+    whose records include judged cases, decides it again on the quality phase's corrected accuracy (1.0)."""
+    main = [_rec(f"m{i:02d}", "main", SAFE, REGEX) for i in range(40)]
+    drafts = [_rec(f"d{i:02d}", "drafts", "a reply", HELPFUL) for i in range(40)]
+    load = [CaseRecord(case_id=f"load-{i}", suite="load", tags={"phase": "load", "prompt_of": r.case_id},
+                       input=r.input, output="wrong", tokens=Tokens(input=5, output=4),
+                       timing=Timing(ttft_ms=20.0, tpot_ms=2.0, e2e_ms=26.0)) for i, r in enumerate(main)]
+    judgments = {(r.case_id, "helpful", JUDGE, output_hash(r.output), None, None): Judgment(
+        case_id=r.case_id, criterion="helpful", judge=JUDGE, output_hash=output_hash(r.output), passed=True)
+        for r in drafts}
+    info = _info(judge={"fingerprint": JUDGE, "model": "judge"},
+                 load_phase={"requests": 40, "seconds": 2.0, "concurrency": 4})
+    rubric = Rubric(path=None, name="t", criteria=(_crit("accuracy", ">=", 0.8, phase="load"),))
+    without_judge = gate_run(info, main, rubric, None, load)
+    assert _criterion(without_judge, "accuracy")["verdict"] == "fail"  # the load answers alone: 0
+    report = gate_run(info, main + drafts, rubric, None, load, verdicts=Verdicts(JUDGE, judgments),
+                      labels=_labels(drafts))
+    assert report["judge"]["calibration"]["helpful"]["calibrated"]
+    crit = _criterion(report, "accuracy")
+    assert crit["verdict"] == "fail", crit
+    assert report["verdict"] == "FAIL" and report["exit_code"] == 1
