@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_jsonl
-from releasegate.record.records import RunDir
+from conftest import gate_run, write_jsonl
+from releasegate.inputs.rubric import Criterion, Rubric
+from releasegate.record.judge_journal import Judgment
+from releasegate.record.judge_verdicts import Verdicts
+from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing, Tokens
+from releasegate.record.review_labels import LabelEdit
+from releasegate.record.review_outcome import output_hash
 from releasegate.testing import StubBehaviour, StubServer
 
 SAFE = "I have reset your ticket; you will get an email shortly."
@@ -78,13 +83,6 @@ def test_forbidden_rate_delta_under_repeats_counts_every_draw(tmp_path, cli):
 
 # --- pass^k over a suite asked once and judged ----------------------------------------------------------------------
 
-from conftest import gate_run  # noqa: E402
-from releasegate.inputs.rubric import Criterion, Rubric  # noqa: E402
-from releasegate.record.judge_journal import Judgment  # noqa: E402
-from releasegate.record.judge_verdicts import Verdicts  # noqa: E402
-from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens  # noqa: E402
-from releasegate.record.review_outcome import output_hash  # noqa: E402
-
 JUDGE = "judge-fp"
 REGEX = {"type": "regex", "pattern": "reset your ticket"}
 HELPFUL = {"type": "judge", "criterion": "helpful"}
@@ -136,8 +134,6 @@ def test_pass_all_k_over_judged_cases_asked_once_waits_for_the_judge_calibration
 
 
 def _labels(records: list[CaseRecord], approve: bool = True) -> list:
-    from releasegate.record.review_labels import LabelEdit
-
     return [LabelEdit(review_id=f"R-{r.case_id}", case_id=r.case_id, reviewer="ana",
                       label="approve" if approve else "reject", time="2024-01-01T00:00:00Z",
                       output_hash=output_hash(r.output), source="labels.csv", source_line=i + 2)
