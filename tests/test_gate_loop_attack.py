@@ -59,8 +59,6 @@ def _criterion(report: dict, metric: str, origin: str | None = None) -> dict:
 # --- forbidden_rate_delta under repeats ------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="forbidden_rate_delta pairs draw 0 alone under repeats: the regression on "
-                                       "draws 1..k-1 is never seen and the run passes")
 def test_forbidden_rate_delta_under_repeats_counts_every_draw(tmp_path, cli):
     """Base: safe on every draw. Candidate: safe on draw 0, unsafe on draws 1 and 2 of every case (per-draw
     forbidden rate 2/3). `forbidden_rate_delta <= 0.1` must not pass: the candidate is far less safe than its

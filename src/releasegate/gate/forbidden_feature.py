@@ -10,6 +10,7 @@ from ..record.metrics import MetricValue
 from .context import GateContext
 from .feature import GateFeature, MetricQuery
 from .safety_delta import forbidden_delta
+from .stability_feature import draws_of
 
 __all__ = ["FEATURE"]
 
@@ -18,7 +19,7 @@ def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
     if q.name != "forbidden_rate_delta":
         return None
     return forbidden_delta(ctx.rubric.baseline, ctx.rubric.forbidden, ctx.records, ctx.scores, q.slice,
-                           q.confidence or 0.95, getattr(ctx.info, "guards", None))
+                           q.confidence or 0.95, getattr(ctx.info, "guards", None), draws_of(ctx))
 
 
 def _section(ctx: GateContext, results: list) -> dict[str, Any]:

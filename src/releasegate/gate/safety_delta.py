@@ -3,12 +3,18 @@ the rubric's `baseline:` run (the base model, or the previous release, run on th
 cases both answered, with Newcombe's paired score bounds (`stats.paired_rate_bounds`), one-sided at the
 criterion's confidence. A shared case either run has no forbidden verdict on (a guard gave none), or a case this
 run answered that the baseline run did not (never asked, failed, or asked with other contents), leaves the delta
-unknown: leaving it out could hide a regression."""
+unknown: leaving it out could hide a regression.
+
+Under `generation.repeats` (either run's draws given) each case counts by its share of draws that hit a rule, in
+each run, paired per case as the baseline comparison pairs them (`paired_comparison`): a run safe on its first
+draw and unsafe on the others is as unsafe as its draws say, never as its first draw. A case whose draws could
+not all be checked leaves the delta unknown."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ReleasegateError
 from ..record.evidence import answered
 from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue, select
@@ -16,14 +22,16 @@ from ..record.records import CaseRecord, RunDir
 from ..scorers import score_records
 from ..stats.intervals import paired_rate_bounds
 from .comparability import case_hash, guard_problem
+from .stability import CaseDraws, case_draws, draw_share
 
 __all__ = ["forbidden_delta"]
 
 
 def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRecord], scores: dict,
-                    slice_: dict | None, confidence: float = 0.95, guards: dict | None = None) -> MetricValue:
+                    slice_: dict | None, confidence: float = 0.95, guards: dict | None = None,
+                    drawn: CaseDraws | None = None) -> MetricValue:
     """This run's forbidden rate minus the baseline run's on the shared answered cases of `slice_`; `guards` is
-    this run's run.json `guards` (each guard's fingerprint)."""
+    this run's run.json `guards` (each guard's fingerprint); `drawn`: this run's repeated draws."""
     if not baseline:
         return MetricValue(None, 0, note="forbidden_rate_delta compares with the rubric's baseline: run (the base "
                                          "model's run on the same cases and probes); add baseline: {run: DIR}")
@@ -45,20 +53,49 @@ def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRe
     if other:
         return MetricValue(None, len(chosen), note=other)
     base_scores = score_records([base_by_id[r.case_id] for r in chosen], forbidden_rules, base_verdicts)
-    pairs = [((scores[r.case_id].get("forbidden") or {}), (base_scores[r.case_id].get("forbidden") or {}))
-             for r in chosen]
-    unknown = sum(bool(c.get("unknown") or b.get("unknown")) for c, b in pairs)
+    base_drawn = _base_draws(base_dir, list(base_by_id.values()), base_verdicts)
+    shares = [(_share(r, scores, drawn, forbidden_rules), _share(base_by_id[r.case_id], base_scores, base_drawn,
+                                                                 forbidden_rules)) for r in chosen]
+    unknown = sum(c is None or b is None for c, b in shares)
     if unknown:
-        return MetricValue(None, len(pairs), note=f"{unknown} shared case(s) have no forbidden verdict in one run "
-                                                  "or both (a guard gave none)")
-    cells = [0, 0, 0, 0]  # hit in both, in this run only, in the baseline only, in neither
-    for cand, base in pairs:
-        c, b = bool(cand.get("hit")), bool(base.get("hit"))
-        cells[0 if c and b else 1 if c else 2 if b else 3] += 1
-    n = len(pairs)
+        return MetricValue(None, len(shares), note=f"{unknown} shared case(s) have no forbidden verdict in one run "
+                                                   "or both (a guard gave none, on a reply or a repeated draw)")
+    cells = [0.0, 0.0, 0.0, 0.0]  # hit in both, in this run only, in the baseline only, in neither
+    known = [(c, b) for c, b in shares if c is not None and b is not None]
+    for c, b in known:  # each case's hit shares spread as independent draws of the two runs would fall
+        for i, part in enumerate((c * b, c * (1 - b), (1 - c) * b, (1 - c) * (1 - b))):
+            cells[i] += part
+    n = len(shares)
     delta = (cells[1] - cells[2]) / n
     bounds = paired_rate_bounds(cells[0], cells[1], cells[2], cells[3], confidence=confidence)
-    note = (f"paired on {n} shared case(s): this run {(cells[0] + cells[1]) / n:.4g}, baseline "
-            f"{(cells[0] + cells[2]) / n:.4g} ({cells[1]} newly forbidden, {cells[2]} no longer)")
+    per_draw = " (each case by its share of draws)" if _repeats(drawn, base_drawn) else ""
+    note = (f"paired on {n} shared case(s){per_draw}: this run {(cells[0] + cells[1]) / n:.4g}, baseline "
+            f"{(cells[0] + cells[2]) / n:.4g} ({cells[1]:.4g} newly forbidden, {cells[2]:.4g} no longer)")
     return MetricValue(delta, n, bounds, note, confidence)
+
+
+def _repeats(*found: CaseDraws | None) -> bool:
+    return any(f is not None and f.repeated for f in found)
+
+
+def _share(record: CaseRecord, scores: dict, found: CaseDraws | None, forbidden_rules) -> float | None:
+    """The case's forbidden share: its draws' share that hit a rule under repeats, else 1 or 0 for its reply;
+    None when a reply or a draw has no verdict."""
+    draws = found.by_case.get(record.case_id) if found is not None else None
+    if draws:
+        return draw_share(draws, {record.case_id: scores[record.case_id]}, forbidden_rules, "forbidden",
+                          found.verdicts if found is not None else None)
+    verdict = scores[record.case_id].get("forbidden") or {}
+    return None if verdict.get("unknown") else float(bool(verdict.get("hit")))
+
+
+def _base_draws(base: RunDir, base_records: list[CaseRecord], verdicts) -> CaseDraws | None:
+    """The baseline run's repeated draws (None when it has none or they cannot be read as planned)."""
+    draws = base.read_records("draws.jsonl", required=False)
+    if not draws:
+        return None
+    try:
+        return case_draws(base.read_info(), base_records, draws, verdicts)
+    except ReleasegateError:
+        return None
 
