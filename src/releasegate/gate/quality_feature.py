@@ -101,7 +101,8 @@ def _slices(ctx: GateContext) -> list[dict]:
         row: dict[str, Any] = {"slice": f"{key}={value}", "n": len(chosen)}
         for name in _SLICE_METRICS:
             value_ = per_draw(ctx, name, chosen, "quality", 0.95) if drawn else None
-            row[name] = (value_ or compute_metric(name, chosen, ctx.scores, {**ctx.facts, "all_records": False})).value
+            sent = select(ctx.asked, slice_) if name == "error_rate" else chosen  # every draw is a request too
+            row[name] = (value_ or compute_metric(name, sent, ctx.scores, {**ctx.facts, "all_records": False})).value
         rows.append(row)
     return rows
 

@@ -11,6 +11,7 @@ from ..gate.baseline_feature import comparison_of
 from ..gate.context import GateContext
 from ..gate.feature import GateFeature
 from ..gate.stability_feature import draws_of
+from ..record.metrics import select, slices_of
 from .guard_gating import corrected_metrics, guard_corrected, guard_section, guard_view
 from .guard_view import GuardView
 
@@ -38,12 +39,25 @@ def _rule(ctx: GateContext, results: list) -> list:
 
 
 def _section(ctx: GateContext, results: list) -> dict[str, Any]:
-    """`guard`, and the summary's `forbidden_rate` as the corrected rate (the raw flags kept, labelled)."""
-    guard = _guard(ctx)
+    """`guard`, and the summary's and every slice's `forbidden_rate` as the corrected rate (the raw flags kept,
+    labelled, in the summary)."""
+    guard, view = _guard(ctx), _view(ctx)
     if guard is None:
         return {}
-    metrics = ctx.section_of("quality").get("metrics")
-    return {"guard": guard, **({"metrics": corrected_metrics(metrics, _view(ctx))} if metrics else {})}
+    quality = ctx.section_of("quality")
+    metrics, slices = quality.get("metrics"), quality.get("slices")
+    return {"guard": guard, **({"metrics": corrected_metrics(metrics, view)} if metrics else {}),
+            **({"slices": _corrected_slices(ctx, slices, view)} if slices and view is not None else {})}
+
+
+def _corrected_slices(ctx: GateContext, rows: list[dict], view: GuardView) -> list[dict]:
+    """The per-slice table with each slice's guard-corrected forbidden rate, once the guard is calibrated (an
+    uncalibrated guard's flags stay, as the summary's do)."""
+    if not view.calibrated:
+        return rows
+    slices = slices_of(ctx.records)  # the same slices, in the same order, as the quality feature's rows
+    return [{**row, "forbidden_rate": view.rate(select(ctx.records, s)).value} for row, s in zip(rows, slices,
+                                                                                                  strict=True)]
 
 
 FEATURE = GateFeature("guard", rule=_rule, section=_section, needs=("review", "quality", "stability", "baseline"))
