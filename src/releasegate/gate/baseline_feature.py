@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from .baseline import baseline_comparison, comparison_results
 from .context import GateContext
 from .feature import GateFeature
@@ -13,20 +14,19 @@ from .stability_feature import draws_of
 __all__ = ["FEATURE", "comparison_of"]
 
 
-def comparison_of(ctx: GateContext) -> dict | None:
+def comparison_of(ctx: GateContext) -> dict[str, Any] | None:
     """The paired comparison with the baseline run, made once (the guard's rule corrects its forbidden row)."""
-    if "comparison" not in ctx.memo:
-        drawn = draws_of(ctx)  # under repeats, each case's per-draw share is paired
-        ctx.memo["comparison"] = baseline_comparison(ctx.rubric, ctx.records, ctx.inputs.verdicts, ctx.info, drawn)
-    return ctx.memo["comparison"]
+    # under repeats, each case's per-draw share is paired
+    return ctx.once("comparison", lambda: baseline_comparison(ctx.rubric, ctx.records, ctx.inputs.verdicts,
+                                                                ctx.info, draws_of(ctx)))
 
 
-def _rule(ctx: GateContext, results: list) -> list:
+def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     comparison = comparison_of(ctx)
     return results if comparison is None else results + comparison_results(comparison)
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     return {"comparison": comparison_of(ctx)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from ..record.metrics import MetricValue
 from .cache_probe_gate import CACHE_METRICS, cache_metric, cache_section
 from .context import GateContext
@@ -17,7 +18,7 @@ def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
     return cache_metric(q.name, ctx.info.response_cache_probe, q.confidence) if q.name in CACHE_METRICS else None
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     return {"response_cache_probe": cache_section(ctx.info.response_cache_probe, ctx.criteria)}
 
 

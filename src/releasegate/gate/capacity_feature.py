@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..decision.criterion import CriterionEvidence
+from ..decision.criterion import CriterionEvidence, CriterionResult
 from ..record.metrics import MetricValue, compute_metric
 from .capacity import capacity_metric, capacity_range
 from .context import GateContext, run_facts
@@ -24,7 +24,7 @@ def _evidence(ctx: GateContext, criterion: Any, value: MetricValue) -> Criterion
     return CriterionEvidence(criterion, value, ctx.measurement, capacity=capacity_range(ctx.sweep))
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     """The sweep for the reports, with the cost per 1M output tokens at the capacity."""
     sweep = ctx.sweep
     if sweep is None:

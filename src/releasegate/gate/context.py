@@ -3,10 +3,10 @@ once (`GateContext`) and read by every feature, so no two features measure the s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..decision.criterion import CriterionEvidence, Measurement
 from ..inputs.rubric import Criterion, Rubric
@@ -32,6 +32,8 @@ from .health import client_batched_share, client_lag_ms, client_lateness_ms, cli
 
 __all__ = ["GateInputs", "GateContext", "run_facts"]
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class GateInputs:
@@ -40,7 +42,7 @@ class GateInputs:
     info: RunInfo
     records: list[CaseRecord]
     rubric: Rubric
-    cost: dict | None = None
+    cost: dict[str, Any] | None = None
     load_records: list[CaseRecord] = field(default_factory=list)
     labels: list[LabelEdit] = field(default_factory=list)
     """The run's human labels (reviews.jsonl)."""
@@ -50,7 +52,7 @@ class GateInputs:
     edited: Sequence[str] = ()
     """The run's own files edited since releasegate sealed them (`record.seal.edited_evidence`)."""
     corpus_scores: CorpusScores | None = None
-    scores: dict[str, dict] | None = None
+    scores: dict[str, dict[str, Any]] | None = None
     """The records' scores when the caller has them already (`scorers.scored_run`)."""
     rubric_file: str = ""
     inputs_changed: Sequence[str] = ()
@@ -58,7 +60,8 @@ class GateInputs:
     """The repeated draws (draws.jsonl, `generation.repeats`)."""
 
 
-def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict | None, *, phase: str = "quality") -> dict:
+def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict[str, Any] | None, *,
+              phase: str = "quality") -> dict[str, Any]:
     """Run-level facts metrics need: generation time, system throughput, cost config. Tokens and seconds come
     from the same phase (`both`: the two phases' tokens over the two phases' seconds)."""
     tokens = sum(r.tokens.output or 0 for r in measured(records))  # cached responses took no generation time
@@ -95,7 +98,7 @@ class GateContext:
         return [*self.rubric.criteria, *added]
 
     @cached_property
-    def scores(self) -> dict[str, dict]:
+    def scores(self) -> dict[str, dict[str, Any]]:
         """The quality phase's scores, by case id."""
         given = self.inputs.scores
         return given if given is not None else score_records(self.records, self.rubric.forbidden, self.inputs.verdicts)
@@ -106,7 +109,7 @@ class GateContext:
         return latency_phase(self.rubric.latency_from, self.inputs.load_records)
 
     @cached_property
-    def sweep(self) -> dict | None:
+    def sweep(self) -> dict[str, Any] | None:
         """A capacity sweep judged at its capacity (None: the load phase was no sweep)."""
         return capacity_view(self.info, self.inputs.load_records, self.rubric.max_client_lag_share)
 
@@ -130,12 +133,12 @@ class GateContext:
         return phase_records(self.phase, self.records, self.load_at[1])
 
     @cached_property
-    def strata(self) -> dict:
+    def strata(self) -> dict[str, Any]:
         """Sample weights: the source's count of each stratum a `sample:` drew from."""
         return stratum_counts(self.records)
 
     @cached_property
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         return {**run_facts(self.info_at, self.timed, self.inputs.cost, phase=self.phase), "strata": self.strata}
 
     @cached_property
@@ -182,6 +185,12 @@ class GateContext:
         return Measurement(lateness_ms=self.lateness_ms or None,
                            saturated=self.saturated if self.lag_ms is not None else None,
                            cost_from_timing=bool(timing_derived_cost(self.inputs.cost)), batched=batched)
+
+    def once(self, key: str, make: Callable[[], T]) -> T:
+        """The figure `key`, made by `make` the first time a feature asks, then read by every consumer."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return cast(T, self.memo[key])
 
     def section_of(self, name: str) -> dict[str, Any]:
         """The section a feature this one needs has made (empty when it made none)."""

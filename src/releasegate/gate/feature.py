@@ -42,7 +42,7 @@ class MetricQuery:
     """A metric asked of the run: by a criterion (its slice, confidence and phase) or by the summary."""
 
     name: str
-    slice: dict | None = None
+    slice: dict[str, Any] | None = None
     confidence: float | None = None
     phase: str = "quality"
 

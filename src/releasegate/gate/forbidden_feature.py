@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from ..record.metrics import MetricValue
 from .context import GateContext
 from .feature import GateFeature, MetricQuery
@@ -22,7 +23,7 @@ def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
                            q.confidence or 0.95, getattr(ctx.info, "guards", None), draws_of(ctx))
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     return {"forbidden_rules": [r.as_dict() for r in ctx.rubric.forbidden]}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from ..record.metrics import latency_exclusions
 from .context import GateContext
 from .feature import GateFeature
@@ -14,7 +15,7 @@ from .latency_source import latency_source, quality_source
 __all__ = ["FEATURE"]
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     return {
         "latency_from": ctx.phase,
         "latency_source": latency_source(ctx.info, ctx.records, ctx.phase, ctx.sweep),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from ..extras import require
 from ..inputs.rubric import Criterion, Rubric
 from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
@@ -40,21 +41,26 @@ def _by_phase(ctx: GateContext) -> dict[str, list[CaseRecord]]:
     return {"error_rate": ctx.asked + gated_load, "error_rate_quality": ctx.asked, "error_rate_load": gated_load}
 
 
-def _evaluate(ctx: GateContext) -> dict[str, Callable[[list], MetricValue]]:
+Evaluated = dict[str, Callable[[list[CaseRecord]], MetricValue]]
+
+
+def _evaluate(ctx: GateContext) -> Evaluated:
     """The rubric's `evaluate` metrics by name, each a function of the records chosen: a stored value where one
     matches, else computed (the module is loaded only then)."""
-    if "evaluate" in ctx.memo:
-        return ctx.memo["evaluate"]
+    return ctx.once("evaluate", lambda: _evaluated(ctx))
+
+
+def _evaluated(ctx: GateContext) -> Evaluated:
     if ctx.rubric.evaluate:  # found, not imported: a missing extra is one line before anything is judged
         require("the rubric's evaluate: metrics", "evaluate", field="evaluate")
-    out: dict[str, Callable[[list], MetricValue]] = {}
+    out: Evaluated = {}
     for spec in ctx.rubric.evaluate:
 
-        def run(chosen, spec=spec):
-            return evaluate_value(spec, select(chosen, spec.slice), ctx.inputs.corpus_scores)
+        def run(chosen: list[CaseRecord], spec: Any = spec) -> MetricValue:
+            value: MetricValue = evaluate_value(spec, select(chosen, spec.slice), ctx.inputs.corpus_scores)
+            return value
 
         out[spec.name] = run
-    ctx.memo["evaluate"] = out
     return out
 
 
@@ -76,7 +82,7 @@ def _defaults(rubric: Rubric) -> tuple[Criterion, ...]:
                       origin="guard"),)
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     records, labels = ctx.records, ctx.inputs.labels
     names = SUMMARY_METRICS + (CACHE_METRICS  # the summary shows the probe's rates when one ran
                                 if ctx.info.response_cache_probe else ())
@@ -90,7 +96,7 @@ def _section(ctx: GateContext, results: list) -> dict[str, Any]:
     }
 
 
-def _slices(ctx: GateContext) -> list[dict]:
+def _slices(ctx: GateContext) -> list[dict[str, Any]]:
     """Per-slice figures for the suite and every low-cardinality tag; under repeats, the quality rates per draw
     (as the criteria read them)."""
     rows = []
@@ -107,7 +113,7 @@ def _slices(ctx: GateContext) -> list[dict]:
     return rows
 
 
-def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord]) -> dict:
+def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord]) -> dict[str, Any]:
     """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys); the
     quality phase's requests include its repeated draws."""
     quality = phase_counts(records)

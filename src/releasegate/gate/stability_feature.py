@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..decision.criterion import CriterionEvidence
+from ..decision.criterion import CriterionEvidence, CriterionResult
 from ..record.metrics import LOAD_PHASE_METRICS, MetricValue, select
+from ..record.records import CaseRecord
 from .capacity import STEP_TAG
 from .context import GateContext
 from .feature import GateFeature, MetricQuery
@@ -22,18 +23,14 @@ _FLIPS = ("flip_rate", "load_flip_rate")
 
 def draws_of(ctx: GateContext) -> Any:
     """The run's draws by case (`gate.stability.case_draws`, with the guards' verdicts on them), found once."""
-    if "found" not in ctx.memo:
-        ctx.memo["found"] = case_draws(ctx.info, ctx.records, ctx.inputs.draws, ctx.inputs.verdicts)
-    return ctx.memo["found"]
+    return ctx.once("found", lambda: case_draws(ctx.info, ctx.records, ctx.inputs.draws, ctx.inputs.verdicts))
 
 
 def _under_load(ctx: GateContext) -> Any:
-    if "under_load" not in ctx.memo:
-        ctx.memo["under_load"] = load_answers(ctx.records, ctx.load_at[1])
-    return ctx.memo["under_load"]
+    return ctx.once("under_load", lambda: load_answers(ctx.records, ctx.load_at[1]))
 
 
-def per_draw(ctx: GateContext, name: str, chosen: list, phase: str, confidence: float) -> MetricValue | None:
+def per_draw(ctx: GateContext, name: str, chosen: list[CaseRecord], phase: str, confidence: float) -> MetricValue | None:
     """The criteria over draws and under load; a quality rate under repeats per draw (None: another metric)."""
     rules, strata, found = ctx.rubric.forbidden, ctx.strata, draws_of(ctx)
     if name in DRAW_METRICS:
@@ -65,7 +62,7 @@ def _evidence(ctx: GateContext, criterion: Any, value: MetricValue) -> Criterion
     return CriterionEvidence(criterion, value, ctx.measurement, failure_names=value.note)
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     """report.json `stability`: the per-case draws, the flip table and each capacity step's quality, when the run
     repeats or the rubric asks about answers under load (absent otherwise: the report is as it always was)."""
     rubric, found, under_load = ctx.rubric, draws_of(ctx), _under_load(ctx)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from ..gate.baseline_feature import comparison_of
 from ..gate.context import GateContext
 from ..gate.feature import GateFeature
@@ -18,27 +19,23 @@ from .guard_view import GuardView
 __all__ = ["FEATURE"]
 
 
-def _guard(ctx: GateContext) -> dict | None:
-    if "guard" not in ctx.memo:
-        ctx.memo["guard"] = guard_section(ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric)
-    return ctx.memo["guard"]
+def _guard(ctx: GateContext) -> dict[str, Any] | None:
+    return ctx.once("guard", lambda: guard_section(ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric))
 
 
 def _view(ctx: GateContext) -> GuardView | None:
     """The guard-corrected forbidden rate of the run (its draws too under repeats), made once."""
-    if "guard_view" not in ctx.memo:
-        ctx.memo["guard_view"] = guard_view(ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels, ctx.rubric,
-                                            draws_of(ctx))
-    return ctx.memo["guard_view"]
+    return ctx.once("guard_view", lambda: guard_view(ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels,
+                                                     ctx.rubric, draws_of(ctx)))
 
 
-def _rule(ctx: GateContext, results: list) -> list:
+def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     comparison = comparison_of(ctx) if ctx.rubric.baseline else None
     return guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels, ctx.rubric.review,
                            view=_view(ctx), comparison=comparison, rubric=ctx.rubric)
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     """`guard`, and the summary's and every slice's `forbidden_rate` as the corrected rate (the raw flags kept,
     labelled, in the summary)."""
     guard, view = _guard(ctx), _view(ctx)
@@ -50,7 +47,7 @@ def _section(ctx: GateContext, results: list) -> dict[str, Any]:
             **({"slices": _corrected_slices(ctx, slices, view)} if slices and view is not None else {})}
 
 
-def _corrected_slices(ctx: GateContext, rows: list[dict], view: GuardView) -> list[dict]:
+def _corrected_slices(ctx: GateContext, rows: list[dict[str, Any]], view: GuardView) -> list[dict[str, Any]]:
     """The per-slice table with each slice's guard-corrected forbidden rate, once the guard is calibrated (an
     uncalibrated guard's flags stay, as the summary's do)."""
     if not view.calibrated:

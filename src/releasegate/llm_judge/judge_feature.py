@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from ..gate.context import GateContext
 from ..gate.feature import GateFeature
 from .gating import corrected_by_reviewers, judge_section, undecided_by_judge
@@ -12,20 +13,20 @@ from .gating import corrected_by_reviewers, judge_section, undecided_by_judge
 __all__ = ["FEATURE"]
 
 
-def _judge(ctx: GateContext) -> dict | None:
-    if "judge" not in ctx.memo:
-        ctx.memo["judge"] = judge_section(ctx.info, ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric,
-                                          ctx.inputs.verdicts)
-    return ctx.memo["judge"]
+def _judge(ctx: GateContext) -> dict[str, Any] | None:
+    return ctx.once("judge", lambda: judge_section(ctx.info, ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric,
+                                                   ctx.inputs.verdicts))
 
 
-def _rule(ctx: GateContext, results: list) -> list:
+def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     judge, records, scores = _judge(ctx), ctx.records, ctx.scores
     results = undecided_by_judge(results, records, scores, judge)
-    return corrected_by_reviewers(results, records, scores, judge, ctx.inputs.labels, ctx.rubric.review)
+    corrected: list[CriterionResult] = corrected_by_reviewers(results, records, scores, judge, ctx.inputs.labels,
+                                                              ctx.rubric.review)
+    return corrected
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     judge = _judge(ctx)
     return {"judge": judge} if judge is not None else {}
 

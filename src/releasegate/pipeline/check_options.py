@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console
 
@@ -26,7 +27,7 @@ class CheckOptions:
     """Only recorded: the caller already cut the cases, so a resumed run plans the same ones."""
     use_cache: bool | None = None
     """The response cache: None keeps the config's (or a resumed run's) own choice."""
-    target_overrides: dict | None = None
+    target_overrides: dict[str, Any] | None = None
     """How `config.target` differs from the config file (a matrix variant), recorded in run.json."""
     timing: Timing = field(default_factory=Timing)
     """The session's clock, when the caller started it (`record.stage_timing`)."""

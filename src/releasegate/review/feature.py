@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..decision.criterion import CriterionResult
 from ..gate.context import GateContext
 from ..gate.feature import GateFeature
 from .summary import ReviewSummary, summarize_review
@@ -14,18 +15,17 @@ __all__ = ["FEATURE", "review_of"]
 
 def review_of(ctx: GateContext) -> ReviewSummary:
     """The run's review, summarised once."""
-    if "review" not in ctx.memo:
-        ctx.memo["review"] = summarize_review(ctx.rubric.review, ctx.records, ctx.scores, ctx.inputs.labels,
-                                              allow_pending=ctx.inputs.allow_pending)
-        ctx.review_pending = ctx.memo["review"].pending
-    return ctx.memo["review"]
+    review = ctx.once("review", lambda: summarize_review(ctx.rubric.review, ctx.records, ctx.scores,
+                                                        ctx.inputs.labels, allow_pending=ctx.inputs.allow_pending))
+    ctx.review_pending = review.pending
+    return review
 
 
-def _rule(ctx: GateContext, results: list) -> list:
+def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     return results + list(review_of(ctx).results)
 
 
-def _section(ctx: GateContext, results: list) -> dict[str, Any]:
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     return {"review": review_of(ctx).rows}
 
 
