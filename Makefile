@@ -13,6 +13,12 @@ export TOKENIZERS_PARALLELISM := false
 # PYTHONDONTWRITEBYTECODE set in the shell each would compile every releasegate module it imports anew.
 unexport PYTHONDONTWRITEBYTECODE
 
+# Strict typing, package by package: the decisions, the border, and the gate kernel with every gate feature.
+STRICT := src/releasegate/decision src/releasegate/border src/releasegate/gate/feature.py src/releasegate/gate/context.py \
+	$(wildcard src/releasegate/gate/*_feature.py) src/releasegate/review/feature.py \
+	$(wildcard src/releasegate/llm_judge/*_feature.py) src/releasegate/pipeline/gate.py src/releasegate/pipeline/features.py \
+	src/releasegate/pipeline/check_options.py src/releasegate/report/feature_sections.py
+
 .PHONY: setup demo demo-regressed demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
@@ -55,10 +61,10 @@ bench: setup
 bench-peers: setup  ## releasegate's clients vs aiperf and guidellm on the stub (installs the peers into build/peers/, never .venv)
 	$(PY) bench/run.py peers
 
-lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on the decisions and the border
+lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on the decisions, the border and the gate features
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy --strict src/releasegate/decision src/releasegate/border
+	$(VENV)/bin/mypy --strict $(STRICT)
 
 demo-models: setup  ## rebuild models/demo (base, adapters, draft, guard, guard_classifier) and suites/demo deterministically
 	$(PY) scripts/build_demo_models.py

@@ -1,5 +1,5 @@
 """Attacks on the gate as a loop over features: where two features meet, a verdict the evidence does not support.
-Each test states the right verdict; an xfail marks one the gate gets wrong today."""
+Each test states the right verdict."""
 
 from __future__ import annotations
 
@@ -103,8 +103,6 @@ def _crit(metric: str, op: str, threshold: float, **kw) -> Criterion:
     return Criterion(name=kw.pop("name", metric), metric=metric, op=op, threshold=threshold, **kw)
 
 
-@pytest.mark.xfail(strict=True, reason="pass_all_k reads an uncalibrated judge's grades on the cases of a suite "
-                                       "asked once; the judge rule undecides only accuracy (JUDGE_FED_METRICS)")
 def test_pass_all_k_over_judged_cases_asked_once_waits_for_the_judge_calibration():
     """Suite 'main' (repeats 3, regex check, every draw right) and suite 'drafts' (repeats 1, judge-scored: the
     judge passes all 40). No reviewer label: the judge is not calibrated. `accuracy` is undecided by the judge
@@ -138,9 +136,6 @@ def _labels(records: list[CaseRecord], approve: bool = True) -> list:
             for i, r in enumerate(records)]
 
 
-@pytest.mark.xfail(strict=True, reason="the judge rule re-decides accuracy on the reviewer-corrected accuracy of "
-                                       "records.jsonl (draw 0): the per-draw measurement of the stability feature "
-                                       "is thrown away")
 def test_calibrated_judge_keeps_the_per_draw_accuracy_of_the_repeated_suite():
     """Suite 'main' (repeats 3, regex): right on draw 0, wrong on draws 1 and 2 of every case (per-draw accuracy
     1/3). Suite 'drafts' (repeats 1, judge-scored): the judge passes all 40 and reviewers approve all 40 (the
@@ -162,8 +157,6 @@ def test_calibrated_judge_keeps_the_per_draw_accuracy_of_the_repeated_suite():
     assert report["verdict"] == "FAIL" and report["exit_code"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the judge rule re-decides a `phase: load` accuracy criterion on the quality "
-                                       "phase's reviewer-corrected accuracy: the load answers' failure is replaced")
 def test_calibrated_judge_does_not_replace_accuracy_under_load():
     """Suite 'main' (regex) right in the quality phase and wrong on every load answer; suite 'drafts' judge-scored,
     the judge calibrated (passes all 40, reviewers approve all 40); the load phase asked main's prompts. `accuracy

@@ -23,7 +23,7 @@ from ..stats.intervals import cluster_share_bounds, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
 
 __all__ = ["CaseDraws", "case_draws", "draw_metric", "per_draw_rate", "draw_problems", "answer_key", "draws_table",
-           "unstable_cases", "DRAW_METRICS", "guards_only", "draw_scores", "draw_share"]
+           "unstable_cases", "DRAW_METRICS", "guards_only", "draw_verdicts", "draw_scores", "draw_share"]
 
 DRAW_METRICS = ("pass_all_k", "pass_any_k", "flip_rate", "answer_agreement")
 _NAMED = 10  # cases a note names before it says how many more
@@ -47,7 +47,8 @@ class CaseDraws:
     twice: list[str] = field(default_factory=list)
     """Cases with a draw answered twice: a draw is asked again only after it failed (a resume, --retry-errors)."""
     verdicts: Verdicts | None = None
-    """The guards' verdicts on the draws (the guard stage classifies every draw; draws are never judged)."""
+    """The judge's and the guards' verdicts on the draws (`draw_verdicts`: the judge stage grades every answered
+    draw of a judge-scored case, the guard stage classifies every answered draw)."""
 
     @property
     def repeated(self) -> bool:
@@ -70,8 +71,8 @@ class CaseDraws:
 def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
                verdicts: Verdicts | None = None) -> CaseDraws:
     """The run's draws by case, checked against the plan in run.json `repeats` (none planned: no draws);
-    `verdicts`: the run's (`llm_judge.run_verdicts`), of which the draws are scored with the guards' only."""
-    out = CaseDraws(verdicts=guards_only(verdicts))
+    `verdicts`: the run's (`llm_judge.run_verdicts`), with which the draws are scored (`draw_verdicts`)."""
+    out = CaseDraws(verdicts=draw_verdicts(verdicts))
     plan = info.repeats or {}
     latest: dict[tuple[str, int], CaseRecord] = {}
     twice = set()
@@ -102,18 +103,27 @@ def case_draws(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord]
 
 
 def guards_only(verdicts: Verdicts | None) -> Verdicts | None:
-    """The guards' verdicts of `verdicts`, none of the judge's: a repeated draw is classified by every guard but
-    never judged (its judge-scored answer stays unknown, as documented)."""
+    """The guards' verdicts of `verdicts`, none of the judge's (None without guards): what a load answer, which
+    no judge grades, is classified with."""
     if verdicts is None or not verdicts.guards:
         return None
     return replace(verdicts, fingerprint=None, baseline_hashes={})
 
 
+def draw_verdicts(verdicts: Verdicts | None) -> Verdicts | None:
+    """The verdicts a repeated draw is scored with: the judge's on its output (the judge stage grades every
+    answered draw; a draw that said what another reply of its case said shares that reply's verdict) and the
+    guards'; no pairwise comparison (the baseline run's output is compared with the case's draw 0 alone)."""
+    if verdicts is None or (verdicts.fingerprint is None and not verdicts.guards):
+        return None
+    return replace(verdicts, baseline_hashes={})
+
+
 def draw_scores(draws: list[CaseRecord], scores: dict, forbidden, verdicts: Verdicts | None = None,
                 stored: bool = True) -> list[dict]:
     """Each draw's scores: the first is the case's own record, scored already (`scores`; `stored`), every other
-    is scored here with the guards' verdicts on it (`verdicts`; no judge verdict)."""
-    return [scores.get(rec.case_id, {}) if i == 0 and stored else score_record(rec, forbidden, guards_only(verdicts))
+    is scored here with the judge's and the guards' verdicts on it (`verdicts`, as `draw_verdicts` keeps them)."""
+    return [scores.get(rec.case_id, {}) if i == 0 and stored else score_record(rec, forbidden, draw_verdicts(verdicts))
             for i, rec in enumerate(draws)]
 
 
@@ -148,7 +158,7 @@ def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer
             stored: bool = True, verdicts: Verdicts | None = None) -> list[bool | None]:
     """Each draw's outcome on `key`: True, False (a failed request counts as wrong), None (unknown; forbidden: also
     a failed request, no reply to count). `stored`: the first is the case's own record, scored already (`scores`);
-    every other is scored here, with the guards' `verdicts` (`draw_scores`)."""
+    every other is scored here, with the judge's and the guards' `verdicts` (`draw_scores`)."""
     out: list[bool | None] = []
     for rec, s in zip(draws, draw_scores(draws, scores, forbidden, verdicts, stored)):
         if not answered(rec):
@@ -243,7 +253,8 @@ def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
     answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case.
     Forbidden rules of kind guard read the guards' `verdicts` on each draw (the guard stage classifies every
-    repeated draw; load answers it never sees): a draw no guard gave a verdict on leaves the rate unknown."""
+    repeated draw; load answers it never sees), a judge-scored answer the judge's (the judge stage grades every
+    repeated draw; load answers it never sees): a draw with no verdict leaves the rate unknown."""
     key = {"accuracy": "answer", "format_compliance": "format", "forbidden_rate": "forbidden"}[name]
     if key == "forbidden" and guard_names(forbidden) and (not stored or guards_only(verdicts) is None):
         what = "load answers" if not stored else "repeated draws"

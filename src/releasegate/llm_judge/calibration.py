@@ -25,7 +25,8 @@ from ..review.sampler import sampling_cells
 from ..review.summary import cohen_kappa
 from .correction import DesignRate, design_rate, judged_cases
 
-__all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs", "reviewer_labels", "bound_text"]
+__all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs", "reviewer_labels", "output_approvals",
+           "bound_text"]
 
 
 def reviewer_labels(records, edits, labels_per_case: int = 1) -> dict[str, bool]:
@@ -35,6 +36,17 @@ def reviewer_labels(records, edits, labels_per_case: int = 1) -> dict[str, bool]
     hashes = {r.case_id: output_hash(r.output) for r in records}
     labels = case_labels([e for e in edits if hashes.get(e.case_id) == e.output_hash], labels_per_case)
     return {case_id: label.label == APPROVE for case_id, label in labels.items()}
+
+
+def output_approvals(edits, labels_per_case: int = 1) -> dict[tuple[str, str], bool]:
+    """(case id, output hash) -> whether the reviewers approved that output of the case (`reviewer_labels` for
+    every output labelled: a repeated draw that said what was labelled shares its label)."""
+    by_output: dict[str, list] = {}
+    for e in edits:
+        if e.output_hash:
+            by_output.setdefault(e.output_hash, []).append(e)
+    return {(case_id, digest): label.label == APPROVE for digest, mine in by_output.items()
+            for case_id, label in case_labels(mine, labels_per_case).items()}
 
 
 def judge_pairs(records, scores: dict, edits, labels_per_case: int = 1) -> dict[str, list[tuple]]:

@@ -38,8 +38,8 @@ from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
 
-__all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "post_strata",
-           "judge_grade", "effective_n"]
+__all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "judged_draws",
+           "post_strata", "judge_grade", "effective_n"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,24 @@ def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[st
     return judged, fixed
 
 
+def judged_draws(chosen, weights: list[float], replies: dict[str, list[tuple]]) -> tuple[list[_Judged], float]:
+    """As `judged_cases`, over every draw of each case of `chosen` (`replies`: case id -> its draws as (record,
+    scores, the reviewers' label on that output of the case or None, sampling cell)), each draw weighing an equal
+    share of its case's weight (`weights`), so the case stays the unit; a failed draw counts as a wrong answer."""
+    judged, fixed = [], 0.0
+    for r, weight in zip(chosen, weights):
+        own = replies.get(r.case_id) or []
+        for _, score, label, cell in own:
+            share = weight / len(own)
+            answer = score.get("answer", {})
+            verdict = answer.get("judge")
+            if verdict is None or verdict.get("passed") is None:
+                fixed += share * bool(answer.get("passed"))
+                continue
+            judged.append(_Judged(cell, judge_grade(verdict), bool(verdict["passed"]), label, share, source_of(r)))
+    return judged, fixed
+
+
 @dataclass(frozen=True)
 class DesignRate:
     """A rate over judge-scored cases from their labelled ones, post-stratified: the point, its effective n
@@ -138,24 +156,29 @@ def design_rate(judged: list[_Judged], fixed: float, n: float, confidence: float
 
 
 def corrected_accuracy(chosen, scores: dict, approved: dict[str, bool], cells: dict[str, str],
-                       confidence: float, strata: dict | None = None) -> MetricValue:
+                       confidence: float, strata: dict | None = None,
+                       replies: dict[str, list[tuple]] | None = None) -> MetricValue:
     """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the
     approval of its post-stratum, any other as its automatic score. `approved`: case id -> the reviewers' label
     (on the current output); `cells`: case id -> sampling cell. Cases of a weighted sample weigh the source rows
-    they stand for (`strata`: the run's cases per stratum; by default those of `chosen`)."""
+    they stand for (`strata`: the run's cases per stratum; by default those of `chosen`). `replies` (under
+    repeats): every draw of each case, each a 1/k share of its case (`judged_draws`); n still counts cases."""
     n = len(chosen)
     strata = strata if strata is not None else stratum_counts(chosen)
     weights = case_weights(chosen, strata)
-    rate = design_rate(*judged_cases(chosen, scores, approved, cells, strata), sum(weights), confidence,
-                       kish_n(weights))
+    found = (judged_cases(chosen, scores, approved, cells, strata) if replies is None
+             else judged_draws(chosen, weights, replies))
+    rate = design_rate(*found, sum(weights), confidence, kish_n(weights))
     if rate.unlabelled is not None:
         return MetricValue(None, n, note=f"no reviewer label in sampling cell '{rate.unlabelled}' (judge-scored "
                                          "cases that nobody labelled): its accuracy is unknown; label some of them")
     if rate.point is None:
         return MetricValue(None, 0, note="no cases")
     weighed = f"{n} case(s)" if not strata else f"{n} sampled case(s), population-weighted"
-    note = (f"reviewer-corrected: {rate.labels} label(s) in {rate.strata} post-strata (judge grade x sampling cell) "
-            f"weighted by the run's {weighed}; effective n {rate.effective_n:.1f}")
+    drawn = "every draw of " if replies is not None else ""
+    labels = "labelled draw(s)" if replies is not None else "label(s)"
+    note = (f"reviewer-corrected: {rate.labels} {labels} in {rate.strata} post-strata (judge grade x sampling cell) "
+            f"weighted by {drawn}the run's {weighed}; effective n {rate.effective_n:.1f}")
     return MetricValue(rate.point, n, rate.bounds, note, confidence)
 
 

@@ -8,36 +8,52 @@ labelled cases of its post-stratum (the judge's grade within the review sample's
 the run's own counts, with one-sided bounds at the criterion's confidence from an effective n. A criterion on a
 slice is corrected with that slice's labels alone, and is insufficient while the slice has fewer than the
 calibration's `min_labels` of them: a judge the reviewers trust on the whole run may still be wrong where one
-slice is concerned. A judge that passes what reviewers reject can no longer lift a model over its threshold."""
+slice is concerned. A judge that passes what reviewers reject can no longer lift a model over its threshold.
+
+Under `generation.repeats` the judge grades every answered draw and accuracy is per draw (`gate.stability`), so
+given the run's draws (`corrected_by_reviewers`' `found`; without them it corrects draw 0 alone) the correction
+counts every draw too, as the guard's does (`guard_error`): each draw weighs 1/k of its case (n and
+the effective n count cases), in its case's sampling cell read with the draw's own automatic outcome, labelled
+when the reviewers labelled that same output of its case (a draw that repeats the labelled draw 0 shares its
+label). Calibration itself reads the labelled cases' draw 0, the output the reviewers saw."""
 
 from __future__ import annotations
 
 from ..decision.calibration import judge_uncalibrated, rejudged, too_few_labels
 from ..decision.criterion import CriterionResult
+from ..gate.stability import CaseDraws, draw_scores
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..record.evidence import answered
 from ..record.metrics import compute_metric, select
+from ..record.review_outcome import output_hash
 from ..review.sampler import sampling_cells
 from ..stats.sample_weights import stratum_counts
-from .calibration import calibrate, reviewer_labels
+from .calibration import calibrate, output_approvals, reviewer_labels
 from .correction import corrected_accuracy
+from .guard_view import draw_cell
 from .stage import judge_summary
 
-__all__ = ["judge_section", "undecided_by_judge", "corrected_by_reviewers", "JUDGE_FED_METRICS"]
+__all__ = ["judge_section", "undecided_by_judge", "corrected_by_reviewers", "judged_replies", "JUDGE_FED_METRICS",
+           "CORRECTED_METRICS"]
 
-JUDGE_FED_METRICS = ("accuracy",)
-"""Metrics a judge-scored answer feeds (the judge grades the answer, nothing else)."""
+JUDGE_FED_METRICS = ("accuracy", "pass_all_k", "pass_any_k", "flip_rate")
+"""Metrics a judge-scored answer feeds (the judge grades the answer, nothing else; under repeats every draw's):
+an uncalibrated judge leaves them undecided."""
+CORRECTED_METRICS = ("accuracy",)
+"""The judge-fed metrics a calibrated judge's criterion is decided on again, reviewer-corrected (pass and flip
+over k draws are ruled on the calibrated judge's verdicts as they are)."""
 PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate")
 """Metrics of the judge's comparisons with a baseline run (`judge.baseline`)."""
 
 
-def judge_section(info, records, scores: dict, labels, rubric, verdicts) -> dict | None:
-    """The report's `judge`: the judge and its calls, tokens and cost (apart from the model's), and its
-    calibration per criterion and slice. None when no case is judge-scored and no judge is configured."""
+def judge_section(info, records, scores: dict, labels, rubric, verdicts, draws=()) -> dict | None:
+    """The report's `judge`: the judge and its calls, tokens and cost (apart from the model's; the repeated
+    `draws`' calls among them, their errors counted with the cases'), and its calibration per criterion and
+    slice. None when no case is judge-scored and no judge is configured."""
     judged = [r for r in records if (r.answer or {}).get("type") == "judge"]
     if not judged and not info.judge:
         return None
-    summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge) or {"model": None}
+    summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge, draws) or {"model": None}
     calibration = calibrate(records, scores, labels or [], rubric.judge, rubric.review)
     rate = compute_metric("judge_error_rate", records, scores, {}).as_dict()
     out = {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
@@ -104,26 +120,46 @@ def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[st
 
 
 def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict, section: dict | None, edits=(),
-                           review: ReviewPolicy | None = None):
+                           review: ReviewPolicy | None = None, *, found: CaseDraws | None = None, forbidden=()):
     """`results` with each decided criterion fed by calibrated judge verdicts judged again on the
     reviewer-corrected accuracy (see the module docstring). `edits`: the run's labels; `review`: the policy the
-    review sample was drawn with (its sampling cells)."""
+    review sample was drawn with (its sampling cells); `found`: the run's draws (`gate.stability.case_draws`, with
+    the judge's verdicts on them) when it repeats its cases, scored by the `forbidden` rules."""
     if not section:
         return results
     calibration = section["calibration"]
-    approved = reviewer_labels(records, list(edits), (review or ReviewPolicy()).labels_per_case)
-    cells = sampling_cells(records, scores, review or ReviewPolicy())
+    review = review or ReviewPolicy()
+    approved = reviewer_labels(records, list(edits), review.labels_per_case)
+    cells = sampling_cells(records, scores, review)
+    replies = judged_replies(records, scores, cells, found, forbidden, list(edits), review.labels_per_case) \
+        if found is not None and found.repeated else None
     out = []
     for result in results:
-        own = getattr(result.criterion, "origin", None) != "baseline"  # a comparison's value is a delta, not a rate
-        names = _judge_criteria_in(result, records, scores) if own and result.criterion.metric in JUDGE_FED_METRICS else set()
+        # a comparison's value is a delta, not a rate; a load-phase rate is of other answers than the reviewers saw
+        own = getattr(result.criterion, "origin", None) != "baseline" and \
+            getattr(result.criterion, "phase", None) in (None, "quality")
+        names = _judge_criteria_in(result, records, scores) if own and result.criterion.metric in CORRECTED_METRICS else set()
         if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
             chosen = _chosen(result, records, scores)
             short = _too_few_labels(result, chosen, scores, approved, section["policy"]["min_labels"])
             value = corrected_accuracy(chosen, scores, approved, cells, result.value.confidence,
-                                       strata=stratum_counts(records))  # a slice weighs as the run's strata
+                                       strata=stratum_counts(records), replies=replies)  # a slice: as the run
             result = rejudged(result, value) if short is None else too_few_labels(result.criterion, value, short)
         out.append(result)
+    return out
+
+
+def judged_replies(records, scores: dict, cells: dict[str, str], found: CaseDraws, forbidden, edits,
+                   labels_per_case: int = 1) -> dict[str, list[tuple]]:
+    """Case id -> every draw of the case (a case asked once: its record) as (record, scores, the reviewers' label
+    on that output of the case or None, sampling cell: the case's, with the draw's own automatic outcome)."""
+    by_output = output_approvals(edits, labels_per_case)
+    out = {}
+    for rec in records:
+        draws = found.by_case.get(rec.case_id, [rec])
+        scored = draw_scores(draws, scores, forbidden, found.verdicts)
+        out[rec.case_id] = [(d, s, by_output.get((d.case_id, output_hash(d.output))) if answered(d) else None,
+                             draw_cell(cells[rec.case_id], d, s)) for d, s in zip(draws, scored)]
     return out
 
 

@@ -18,7 +18,7 @@ from ..scorers.forbidden import guard_names
 from ..stats.sample_weights import stratum_counts
 from .guard_error import corrected_forbidden, forbidden_labels, guard_errors, output_labels
 
-__all__ = ["GuardView", "guard_view", "guard_section"]
+__all__ = ["GuardView", "guard_view", "guard_section", "draw_cell"]
 
 
 def guard_section(records, scores: dict, edits, rubric) -> dict | None:
@@ -89,15 +89,16 @@ def guard_view(records, scores: dict, section: dict | None, edits=(), rubric=Non
         for rec in records:
             draws = found.by_case.get(rec.case_id, [rec])
             scored = draw_scores(draws, scores, rules, found.verdicts)
-            replies[rec.case_id] = [(d, s, by_output.get((d.case_id, output_hash(d.output))), _cell(cells[rec.case_id], d, s))
+            replies[rec.case_id] = [(d, s, by_output.get((d.case_id, output_hash(d.output))), draw_cell(cells[rec.case_id], d, s))
                                     for d, s in zip(draws, scored) if answered(d)]
     return GuardView(list(records), scores, forbidden_labels(records, edits), cells, tuple(section), calibration,
                      stratum_counts(records), replies)
 
 
-def _cell(case_cell: str, draw: CaseRecord, score: dict) -> str:
+def draw_cell(case_cell: str, draw: CaseRecord, score: dict) -> str:
     """A draw's sampling cell: its case's ('stratum|outcome[|slices]'), with the draw's own automatic outcome, so a
-    flagged draw of a case whose first answer was clean is weighed with the labelled replies that failed alike."""
+    flagged draw of a case whose first answer was clean is weighed with the labelled replies that failed alike
+    (a judge-failed draw of a case the judge passed, likewise: `gating.corrected_by_reviewers`)."""
     stratum, _, rest = case_cell.partition("|")
     _, bar, inside = rest.partition("|")
     return f"{stratum}|{automatic_outcome(draw, score)}{bar}{inside}"

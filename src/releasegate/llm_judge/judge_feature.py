@@ -8,6 +8,7 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..gate.context import GateContext
 from ..gate.feature import GateFeature
+from ..gate.stability_feature import draws_of
 from .gating import corrected_by_reviewers, judge_section, undecided_by_judge
 
 __all__ = ["FEATURE"]
@@ -15,14 +16,15 @@ __all__ = ["FEATURE"]
 
 def _judge(ctx: GateContext) -> dict[str, Any] | None:
     return ctx.once("judge", lambda: judge_section(ctx.info, ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric,
-                                                   ctx.inputs.verdicts))
+                                                   ctx.inputs.verdicts, ctx.inputs.draws))
 
 
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     judge, records, scores = _judge(ctx), ctx.records, ctx.scores
     results = undecided_by_judge(results, records, scores, judge)
-    corrected: list[CriterionResult] = corrected_by_reviewers(results, records, scores, judge, ctx.inputs.labels,
-                                                              ctx.rubric.review)
+    corrected: list[CriterionResult] = corrected_by_reviewers(
+        results, records, scores, judge, ctx.inputs.labels, ctx.rubric.review, found=draws_of(ctx),
+        forbidden=ctx.rubric.forbidden)  # under repeats every draw is corrected, as the criteria measure it
     return corrected
 
 
@@ -31,4 +33,4 @@ def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     return {"judge": judge} if judge is not None else {}
 
 
-FEATURE = GateFeature("judge", rule=_rule, section=_section, needs=("review",))
+FEATURE = GateFeature("judge", rule=_rule, section=_section, needs=("review", "stability"))

@@ -1,4 +1,6 @@
-"""The LLM judge stage: every judge-scored case with an output is graded once per (judge, criterion, output).
+"""The LLM judge stage: every judge-scored case with an output, and every answered repeated draw of one
+(draws.jsonl, `generation.repeats`), is graded once per (judge, criterion, case, output): a draw that said what
+another reply of its case said shares that reply's verdict, so a stable answer costs one call, not k.
 
 It runs after generation (and the load phase), with the model under test released. Verdicts are appended to
 judgments.jsonl batch by batch, so a stopped run keeps what was judged and `check --resume` asks only for the rest
@@ -9,7 +11,7 @@ the criteria they feed are insufficient, and the run is still complete (the mode
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,6 +38,7 @@ from ..record.judge_journal import JudgeTokens, Judgment, append_judgments, judg
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..record.seal import seal
+from ..run.draws import DRAWS
 from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import directory_files
 
@@ -109,9 +112,11 @@ def run_judging(
     fingerprint = fingerprint or judge_fingerprint(settings)
     have = read_judgments(run)
     groups: dict[tuple, list[_Ask]] = {}
-    for ask in _asks(records, settings):
-        j = have.get(ask.key(fingerprint))
-        if j is None or j.error is not None:
+    keys: set[tuple] = set()
+    for ask in _asks(records, settings):  # a draw that said what another reply of its case said: asked once
+        key = ask.key(fingerprint)
+        if key not in keys and ((j := have.get(key)) is None or j.error is not None):
+            keys.add(key)
             groups.setdefault((ask.criterion.name, ask.order is not None), []).append(ask)
     task = bar.add_task("judging", total=sum(map(len, groups.values()))) if bar is not None and groups else None
     failure = None
@@ -135,7 +140,9 @@ class _Ask:
 
     @property
     def request_id(self) -> str:
-        return self.record.case_id if self.order is None else f"{self.record.case_id}:{self.order}"
+        """The case's id (a repeated draw's: with '#DRAW'), and the order of a pairwise question."""
+        case = f"{self.record.case_id}#{self.record.draw}" if self.record.draw else self.record.case_id
+        return case if self.order is None else f"{case}:{self.order}"
 
     def key(self, fingerprint: str) -> tuple:
         base = output_hash(self.baseline_output) if self.order else None
@@ -161,7 +168,7 @@ def _asks(records: list[CaseRecord], settings: JudgeSettings) -> list[_Ask]:
         assert record.answer is not None  # judged_records keeps records with a judge answer spec only
         criterion = criterion_of(record.answer, settings)
         out.append(_Ask(record, criterion))
-        other = baseline.get(record.case_id)
+        other = baseline.get(record.case_id) if not record.draw else None  # compared on its draw 0 alone
         if other is not None:
             out += [_Ask(record, criterion, order, other) for order in PAIR_ORDERS]
     return out
@@ -304,16 +311,20 @@ def _undo_position(position: str, order: str) -> str:
     return first if position == "A" else second
 
 
-def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dict | None) -> dict | None:
-    """The report's `judge` section: calls, errors by class, the judge's own tokens and cost, apart from the
-    model's. `settings_info`: run.json's `judge` (description, fingerprint, price)."""
+def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dict | None,
+                  draws: Sequence[CaseRecord] = ()) -> dict | None:
+    """The report's `judge` section: calls and tokens (every graded draw's among them: a draw that repeats its
+    case's output shares its verdict, no call), errors by class on the current outputs of the cases and of their
+    repeated `draws`, the judge's own cost, apart from the model's; `judged`: cases whose draw 0 has a verdict.
+    `settings_info`: run.json's `judge` (description, fingerprint, price)."""
     if not settings_info:
         return None
     fingerprint = settings_info.get("fingerprint")
     mine = [j for j in judgments.values() if j.judge == fingerprint]
     judged = [r for r in judged_records(records) if answered(r)]
-    hashes = {(r.case_id, output_hash(r.output)) for r in judged}
+    hashes = {(r.case_id, output_hash(r.output)) for r in judged + judged_records(list(draws)) if answered(r)}
     current = [j for j in mine if (j.case_id, j.output_hash) in hashes and j.order is None]  # pairwise: apart
+    first = {(r.case_id, output_hash(r.output)) for r in judged}
     errors: dict[str, int] = {}
     for j in current:
         if j.error:
@@ -324,7 +335,7 @@ def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dic
     cost = None
     if price:
         cost = (tokens_in * price.get("input_usd_per_1m", 0.0) + tokens_out * price.get("output_usd_per_1m", 0.0)) / 1e6
-    verdicts = {(j.case_id, j.criterion) for j in current if j.error is None}
+    verdicts = {(j.case_id, j.criterion) for j in current if j.error is None and (j.case_id, j.output_hash) in first}
     return {
         "model": settings_info.get("model"), "backend": settings_info.get("backend"), "fingerprint": fingerprint,
         "cases": len(judged), "judged": len(verdicts), "calls": sum(not j.cached for j in mine),
@@ -349,7 +360,8 @@ def judge_manifest(settings: JudgeSettings) -> dict:
 def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: bool, between) -> None:
     """The judging stage of `check`: records the judge in run.json, then grades what is not graded yet."""
     settings = config.judge
-    records = [r for r in run.read_records() if answered(r)]
+    # the repeated draws too: accuracy under repeats is per draw, and a draw the judge never saw is unknown
+    records = [r for r in run.read_records() + run.read_records(DRAWS, required=False) if answered(r)]
     if settings is None or not judged_records(records):
         return
     fingerprint = judge_fingerprint(settings)

@@ -105,7 +105,7 @@ def _twins(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
 
 PARTS: dict[str, Part] = {p.feature: p for p in (
     Part("stability", "generation.repeats: 3 (temperature 0.8) and pass_all_k >= 0.7",
-         "every draw right: pass_all_k 1.0", "draw 2 wrong on half the cases: pass_all_k 0.5",
+         "every draw right: pass_all_k 1.0", "draw 2 wrong on half the cases (of every suite): pass_all_k 0.5",
          config=lambda bad: {"generation": {"repeats": 3, "temperature": 0.8}},
          rubric=lambda bad: {"criteria": [_criterion("pass_all_k", ">=", 0.7)]}),
     Part("capacity", "load.sweep (30 then 60 req/s, constant arrivals) on a stub that decodes 2 answers at once "
@@ -179,13 +179,7 @@ PARTS: dict[str, Part] = {p.feature: p for p in (
 REFUSED: dict[frozenset[str], tuple[tuple[str, ...], str]] = {}
 """Pairs `releasegate validate` refuses by design: the keys its one line names (each must appear) and why."""
 
-_JUDGE_DRAWS = ("the judge grades draw 0 alone (judgments.jsonl holds one verdict a case; the guard stage asks about "
-                "every draw), so under repeats every judged case 'could not be checked': helpful and pass_all_k are "
-                "insufficient, and validate accepts the config")
-WRONG: dict[tuple[frozenset[str], str], tuple[str, str]] = {
-    (frozenset({"stability", "judge"}), "good"): ("INCONCLUSIVE", _JUDGE_DRAWS),
-    (frozenset({"stability", "judge"}), "bad"): ("INCONCLUSIVE", _JUDGE_DRAWS),
-}
+WRONG: dict[tuple[frozenset[str], str], tuple[str, str]] = {}
 """Pairs known to give a wrong verdict: (pair, 'good' or 'bad') -> (the verdict the gate gives, why)."""
 
 
@@ -232,12 +226,13 @@ def reply_for(mode: Mode) -> Callable[[dict], str]:
         if found is None:
             return RIGHT
         kind, i = found.group(1), int(found.group(2))
+        redrawn = mode.fails("stability") and body.get("seed") == 9 and i % 2 == 0  # draw 2, of every suite
         if kind == "draft":
-            return f"draft {i}: {'BAD' if mode.fails('judge') and i % 2 == 0 else 'GOOD'} reply"
+            return f"draft {i}: {'BAD' if (mode.fails('judge') and i % 2 == 0) or redrawn else 'GOOD'} reply"
         if kind == "TICKET" and mode.fails("cache"):
             return REFUND
         wrong = ((mode.fails("quality") and i % 2 == 1) or (mode.fails("baseline") and i % 4 == 3)
-                 or (mode.fails("stability") and body.get("seed") == 9 and i % 2 == 0))
+                 or redrawn)
         out = WRONG_ANSWER if wrong else RIGHT
         if mode.fails("forbidden") and i % 2 == 0:
             out += PASSWORD
