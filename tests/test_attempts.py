@@ -24,7 +24,8 @@ from releasegate.inputs.rubric import Criterion, Rubric
 from releasegate.record.evidence import answered, attempt_outcomes, case_attempts, failure, worst_client
 from releasegate.record.metrics import latency_exclusions
 from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing
-from releasegate.record.review_outcome import FAIL, automatic_outcome
+from releasegate.record.review_outcome import FAILED as FAIL
+from releasegate.record.review_outcome import automatic_outcome
 from releasegate.run.generation import keep_client
 from releasegate.scorers import score_records
 from releasegate.testing import StubBehaviour, StubServer

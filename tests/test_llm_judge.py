@@ -363,7 +363,9 @@ def test_a_calibrated_but_lenient_judge_cannot_lift_a_model_over_its_threshold(t
 
 
 def test_the_review_sample_over_draws_where_the_judge_is_least_sure(tmp_path, cli):
-    from releasegate.record.review_outcome import FAIL, JUDGE_UNSURE, PASS, automatic_outcome
+    from releasegate.record.review_outcome import FAILED as FAIL
+    from releasegate.record.review_outcome import JUDGE_UNSURE, automatic_outcome
+    from releasegate.record.review_outcome import PASSED as PASS
 
     record = type("R", (), {"error": None, "output": "o"})()
     scale = {"criterion": "c", "passed": True, "score": 4, "pass_mark": 4}

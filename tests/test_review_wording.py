@@ -14,12 +14,12 @@ from releasegate.inputs.rubric import load_rubric
 from releasegate.record.records import CaseRecord
 from releasegate.record.review_outcome import (
     ANSWER_FAIL,
-    FAIL,
     FORMAT_FAIL,
-    PASS,
     automatic_outcome,
     oversample_weights,
 )
+from releasegate.record.review_outcome import FAILED as FAIL
+from releasegate.record.review_outcome import PASSED as PASS
 from releasegate.review.sampler import ReviewSample
 from test_false_pass import RIGHT, WRONG, Run, lenient, ok
 

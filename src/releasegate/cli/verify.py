@@ -20,7 +20,8 @@ def verify(
     checked; 1: something changed, or a run file was edited since releasegate sealed it; 3: nothing that could be
     checked changed, but some inputs could not be verified (a hub id that was not on disk, the model behind an
     endpoint, a run no stage sealed); 2: not a run."""
-    from ..pipeline.verify import OUTCOME_EXIT, verify_run
+    from ..decision.verdicts import verify_exit
+    from ..pipeline.verify import verify_run
     from ..report.verify import changes_table, seal_notes, verify_summary
 
     result = verify_run(run_dir)
@@ -37,4 +38,4 @@ def verify(
     if result["outcome"] == "unverified":
         console.print("outcome: unverified (nothing checked changed, but not every input could be checked)",
                       markup=False, soft_wrap=True)
-    return OUTCOME_EXIT[result["outcome"]]
+    return verify_exit(result["outcome"])

@@ -20,7 +20,7 @@ from ..record.metrics import MetricValue
 from .criterion import CriterionResult, CriterionVerdict, Undecided
 from .verdicts import FAIL, INCONCLUSIVE, PASS, TARGET_ERROR, Decision, decision, worst
 
-__all__ = ["compared_result", "decide_comparison", "pairs_verdict", "matrix_decision", "quality_row_verdict", "non_inferiority",
+__all__ = ["compared_result", "row_word", "decide_comparison", "pairs_verdict", "matrix_decision", "quality_row_verdict", "non_inferiority",
            "latency_non_inferiority"]
 
 
@@ -87,7 +87,14 @@ def matrix_decision(rows: Sequence[Mapping[str, Any]]) -> Decision:
 
 def quality_row_verdict(metric_verdicts: Iterable[tuple[str, str]], pairs: int, changed: int) -> str:
     """A matrix row's quality against the reference: 'pass', 'fail' or 'insufficient'."""
-    return {PASS: "pass", FAIL: "fail"}.get(pairs_verdict(metric_verdicts, pairs, changed), "insufficient")
+    return str(row_word(pairs_verdict(metric_verdicts, pairs, changed)))
+
+
+def row_word(verdict: str) -> CriterionVerdict:
+    """A run-level verdict said of one row or criterion: PASS 'pass', FAIL 'fail', anything else 'insufficient'
+    (the one map between the two vocabularies)."""
+    words: dict[str, CriterionVerdict] = {PASS: CriterionVerdict.PASS, FAIL: CriterionVerdict.FAIL}
+    return words.get(verdict, CriterionVerdict.INSUFFICIENT)
 
 
 

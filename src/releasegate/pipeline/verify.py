@@ -13,12 +13,10 @@ from ..record.records import RunDir
 from ..record.seal import seal_changes
 from ..run.manifest import compare_manifest, grader_inputs, read_manifest
 
-__all__ = ["verify_run", "OUTCOME_EXIT"]
+__all__ = ["verify_run"]
 
 ENDPOINT = "the model served behind the endpoint (its weights are not visible to releasegate)"
 
-OUTCOME_EXIT = {"changed": 1, "unverified": 3, "unchanged": 0}
-"""`releasegate verify`'s exit code for each outcome."""
 
 UNSEALED = "the run's own files (records, rubric snapshot, report): no stage sealed them (a run from before seals)"
 

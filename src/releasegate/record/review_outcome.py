@@ -10,17 +10,18 @@ from .evidence import answered
 if TYPE_CHECKING:  # the outcome names are read with the rubric (`policy`), which `validate` loads: no run record
     from .records import CaseRecord
 
-__all__ = ["PASS", "ANSWER_FAIL", "FORMAT_FAIL", "JUDGE_UNSURE", "FAIL", "OUTCOMES", "BORDERLINE", "automatic_outcome",
+__all__ = ["PASSED", "ANSWER_FAIL", "FORMAT_FAIL", "JUDGE_UNSURE", "FAILED", "OUTCOMES", "BORDERLINE", "automatic_outcome",
            "oversample_weights", "check_verdicts", "output_hash", "normalise_output"]
 
-PASS, FAIL = "pass", "fail"
+PASSED, FAILED = "pass", "fail"
+"""The automatic outcomes at either end (a review outcome, not a verdict: `decision.verdicts` has those)."""
 ANSWER_FAIL = "answer_fail"
 """The output is well-formed (every format check passed) but its answer check failed: a wrong answer in valid JSON."""
 FORMAT_FAIL = "format_fail"
 """The answer check passed but a format check failed."""
 JUDGE_UNSURE = "judge_unsure"
 """A judge-scored answer the LLM judge gave no verdict on, or graded at its pass mark or one step below."""
-OUTCOMES = (PASS, ANSWER_FAIL, FORMAT_FAIL, JUDGE_UNSURE, FAIL)
+OUTCOMES = (PASSED, ANSWER_FAIL, FORMAT_FAIL, JUDGE_UNSURE, FAILED)
 """Every automatic outcome, in the order reports list them."""
 BORDERLINE = "borderline"
 """What review files and rubrics written before the split called answer_fail, format_fail and judge_unsure
@@ -36,14 +37,14 @@ def automatic_outcome(record: CaseRecord, scores: dict) -> str:
     one step either side of its pass mark (over-drawn for review: where the judge is least certain, its
     calibration matters most)."""
     if not answered(record) or scores.get("forbidden", {}).get("hit"):
-        return FAIL
+        return FAILED
     if _judge_unsure(scores.get("answer", {}).get("judge")):
         return JUDGE_UNSURE
     checks = {k: bool(scores[k]["passed"]) for k in ("answer", "format") if k in scores}
     if all(checks.values()):
-        return PASS
+        return PASSED
     if not any(checks.values()):
-        return FAIL
+        return FAILED
     return ANSWER_FAIL if not checks.get("answer", True) else FORMAT_FAIL
 
 

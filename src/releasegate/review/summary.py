@@ -54,7 +54,7 @@ from ..inputs.rubric import Criterion  # here: the rubric module imports the rev
 from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
-from ..record.review_outcome import OUTCOMES, PASS, automatic_outcome, output_hash
+from ..record.review_outcome import OUTCOMES, PASSED, automatic_outcome, output_hash
 from ..stats.intervals import needed_n_for_rate, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
 from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels
@@ -78,10 +78,9 @@ class Approval:
     """(lower, upper), each one-sided at the policy's confidence."""
 
     def decides(self, minimum: float) -> str | None:
-        """'pass' when the lower bound reaches `minimum`, 'fail' when the upper bound misses it, else None."""
-        if self.bounds[0] >= minimum:
-            return "pass"
-        return "fail" if self.bounds[1] < minimum else None
+        """'pass' when the lower bound reaches `minimum`, 'fail' when the upper bound misses it, else None
+        (`decision.review.approval_status`)."""
+        return approval_status(self.bounds, minimum)
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         "confidence": policy.confidence,
         "approval_sample": approved / len(reviewed) if reviewed else None,
         "min_approval": policy.min_approval if status in ("pass", "fail") else None,
-        "kappa": cohen_kappa([(outcome[lab.case_id] == PASS, lab.label == APPROVE) for lab in reviewed]),
+        "kappa": cohen_kappa([(outcome[lab.case_id] == PASSED, lab.label == APPROVE) for lab in reviewed]),
         "unlabelled_outcomes": _unlabelled_outcomes(chosen, labels, outcome),
         **rounded,
     }
