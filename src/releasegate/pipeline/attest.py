@@ -23,6 +23,7 @@ from ..clock import now
 from ..decision.release import decide_attestation
 from ..errors import InputError, ReleaseRefused
 from ..record.decision_evidence import AttestationEvidence
+from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
 from .dsse import envelope_problem, load_private_key, load_public_key, sign_envelope
 from .release_check import releasable_run
@@ -58,22 +59,25 @@ def _carries_weights(entry: dict) -> bool:
         isinstance(entry.get("sha256"), str)
 
 
-def statement_for(run_path: Path, report: dict, manifest: dict) -> dict:
+def statement_for(run_path: Path, report: GateReport | dict, manifest: dict) -> dict:
     """The in-toto statement of a run: its shipped files as subjects, its gate as the predicate."""
     info = RunDir(run_path).read_info()
-    judged = report.get("judged_by") or {}
-    review = {name: {k: row.get(k) for k in ("required", "status", "reviewed", "approved", "rejected", "approval")}
-              for name, row in (report.get("review") or {}).items() if isinstance(row, dict)}
+    typed = as_report(report, source=run_path / "report.json")
+    review = {name: {k: row.model_dump(mode="json").get(k) for k in ("required", "status", "reviewed", "approved",
+                                                                     "rejected", "approval")}
+              for name, row in typed.review_rows.items()}
     sealed = manifest.get("sealed") or {}
+    criteria = [c.model_dump(mode="json", exclude_unset=True) for c in typed.criteria]
+    obligations = typed.obligations.model_dump(mode="json", exclude_unset=True) if typed.obligations else None
     predicate = {
-        "verdict": report.get("verdict"), "verdict_reason": report.get("verdict_reason"),
+        "verdict": typed.verdict, "verdict_reason": typed.verdict_reason,
         "run": {"run_id": info.run_id, "created_at": info.created_at, "finished_at": info.finished_at,
                 "target": info.target, "backend": info.backend,
                 "target_fingerprint": (manifest.get("target") or {}).get("fingerprint")},
-        "rubric": {"name": report.get("rubric"), "sha256": judged.get("snapshot_sha256")},
-        "criteria": [{k: c.get(k) for k in ("name", "metric", "op", "threshold", "value", "bounds", "confidence", "n",
-                                            "verdict", "origin") if k in c} for c in report.get("criteria", [])],
-        "review": {"obligations": report.get("obligations"), "slices": review,
+        "rubric": {"name": typed.rubric, "sha256": typed.judged_by.snapshot_sha256 if typed.judged_by else None},
+        "criteria": [{k: c[k] for k in ("name", "metric", "op", "threshold", "value", "bounds", "confidence", "n",
+                                        "verdict", "origin") if k in c} for c in criteria],
+        "review": {"obligations": obligations, "slices": review,
                    "labels_sha256": (sealed.get("files", {}).get("reviews.jsonl") or {}).get("sha256")},
         "seal": {"files": sealed.get("files"), "at": sealed.get("at"), "by": sealed.get("by"),
                  "complete": sealed.get("complete")},

@@ -33,8 +33,8 @@ def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> t
               if e.get("role") == "suite" and isinstance(e.get("sha256"), str)}
     blessing = Blessing(
         name=name, run=run.path.resolve().name, run_id=info.run_id, run_created_at=info.created_at, blessed_at=now(),
-        by=by or env_text("USER") or env_text("LOGNAME") or "unknown", reason=reason, verdict=run.report["verdict"],
-        rubric_sha256=(run.report.get("judged_by") or {}).get("snapshot_sha256"),
+        by=by or env_text("USER") or env_text("LOGNAME") or "unknown", reason=reason, verdict=run.report.verdict,
+        rubric_sha256=run.report.judged_by.snapshot_sha256 if run.report.judged_by else None,
         evidence_sha256=evidence_digest(run.manifest),
         packages={k: str(v) for k, v in (run.manifest.get("packages") or {}).items()}, suites=suites)
     append_blessing(reports, blessing)

@@ -43,12 +43,12 @@ _WEBHOOK_LIMITS = Limits(deadline_s=20.0, read_timeout_s=10.0, max_bytes=1 << 20
 def release_summary(run: ReleasableRun) -> dict:
     """What a promotion says of the run: id, verdict and why, rubric hash, target and its fingerprint, criteria."""
     report, manifest = run.report, run.manifest
-    return {"run_id": report.get("run_id"), "verdict": report.get("verdict"), "reason": report.get("verdict_reason"),
-            "rubric": report.get("rubric"), "rubric_sha256": (report.get("judged_by") or {}).get("snapshot_sha256"),
-            "target": report.get("target"), "target_fingerprint": (manifest.get("target") or {}).get("fingerprint"),
+    return {"run_id": report.run_id, "verdict": report.verdict, "reason": report.verdict_reason,
+            "rubric": report.rubric, "rubric_sha256": report.judged_by.snapshot_sha256 if report.judged_by else None,
+            "target": report.target, "target_fingerprint": (manifest.get("target") or {}).get("fingerprint"),
             "report": str((run.path / "report.json").resolve()),
-            "criteria": [{k: c.get(k) for k in ("name", "op", "threshold", "value", "verdict")}
-                         for c in report.get("criteria", [])]}
+            "criteria": [{"name": c.name, "op": c.op, "threshold": c.threshold, "value": c.value,
+                          "verdict": c.verdict} for c in report.criteria]}
 
 
 def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None = None, token_env: str | None = None,

@@ -11,6 +11,7 @@ from ..border.structured import stored_json
 from ..decision.release import decide_release
 from ..errors import ReleaseRefused
 from ..record.decision_evidence import ReleaseEvidence
+from ..record.gate_report import GateReport, as_report
 from .regate import judged_again
 from .verify import verify_run
 
@@ -22,8 +23,8 @@ class ReleasableRun:
     """A run that may be released, with what was read to say so."""
 
     path: Path
-    report: dict
-    """Its sealed report.json."""
+    report: GateReport
+    """Its sealed report.json, validated once (`record.gate_report`)."""
     manifest: dict
     """Its manifest.json, verified."""
     reason: str
@@ -52,4 +53,4 @@ def releasable_run(run_dir: Path) -> ReleasableRun:
     release = decide_release(evidence)
     if not release.allowed:
         raise ReleaseRefused(release.reason)
-    return ReleasableRun(path, report, manifest, release.reason)
+    return ReleasableRun(path, as_report(report, source=path / "report.json"), manifest, release.reason)
