@@ -27,3 +27,44 @@ def test_a_slice_error_rate_counts_the_failed_repeated_draws():
     assert report["metrics"]["error_rate"]["value"] == 20 / 60
     task = next(row for row in report["slices"] if row["slice"] == "task=t")
     assert task["error_rate"] == 20 / 60
+
+
+def _load(i: int, error: str | None = None) -> CaseRecord:
+    return _rec(i, error=error).model_copy(update={"tags": {"task": "t", "phase": "load"}})
+
+
+def _gated(criteria: tuple[Criterion, ...], load: list[CaseRecord]) -> dict:
+    info = RunInfo(run_id="r", created_at="now", target="t", backend="openai", generation_seconds=1.0,
+                   status="complete")
+    return gate_run(info, [_rec(i) for i in range(100)], Rubric(path=None, name="r", criteria=criteria), None, load)
+
+
+ACCURACY = Criterion(name="a", metric="accuracy", op=">=", threshold=0.5)
+
+
+def test_an_error_criterion_on_a_slice_keeps_the_default_guard_over_the_run():
+    """A criterion on five cases that never fail says nothing of the others: the default guard still covers them."""
+    sliced = Criterion(name="e", metric="error_rate", op="<=", threshold=0.5, slice={"task": "t"})
+    load = [_load(i, "http_5xx" if i % 2 else None) for i in range(100)]
+    report = _gated((ACCURACY, sliced), load)
+    guard = next(c for c in report["criteria"] if c.get("origin") == "guard")
+    assert (guard["name"], guard["verdict"]) == ("error_rate (default guard)", "fail")
+    assert report["verdict"] == "FAIL"
+
+
+def test_an_error_criterion_on_the_quality_phase_leaves_the_load_phase_guarded():
+    quality = Criterion(name="e", metric="error_rate_quality", op="<=", threshold=0.01)
+    load = [_load(i, "http_5xx" if i % 2 else None) for i in range(100)]
+    report = _gated((ACCURACY, quality), load)
+    guard = next(c for c in report["criteria"] if c.get("origin") == "guard")
+    assert (guard["name"], guard["metric"], guard["value"]) == ("error_rate_load (default guard)",
+                                                                 "error_rate_load", 0.5)
+    assert report["verdict"] == "FAIL"
+    healthy = _gated((ACCURACY, quality), [_load(i) for i in range(100)])
+    assert healthy["verdict"] == "PASS"
+
+
+def test_an_error_criterion_over_every_phase_needs_no_default_guard():
+    every = Criterion(name="e", metric="error_rate", op="<=", threshold=0.6)
+    report = _gated((ACCURACY, every), [_load(i, "http_5xx" if i % 2 else None) for i in range(100)])
+    assert not any(c.get("origin") == "guard" for c in report["criteria"]) and report["verdict"] == "PASS"

@@ -94,7 +94,7 @@ class GateContext:
     @cached_property
     def criteria(self) -> list[Criterion]:
         """The rubric's criteria and the defaults features add where the rubric says nothing."""
-        added = [c for f in self.features if f.defaults is not None for c in f.defaults(self.rubric)]
+        added = [c for f in self.features if f.defaults is not None for c in f.defaults(self)]
         return [*self.rubric.criteria, *added]
 
     @cached_property

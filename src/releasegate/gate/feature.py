@@ -13,7 +13,8 @@ place that declares:
 - `section(ctx, results)`: its part of the report (report.json keys, typed by `record.gate_report`), and
   `summary(ctx, results)`: optional title and rows every renderer shows as they are (`record.gate_report.
   FeatureSection`), so a feature with no renderer of its own still appears in every format;
-- `defaults(rubric)`: criteria it adds to the rubric's when the rubric does not say (the default error guard);
+- `defaults(ctx)`: criteria it adds where the rubric does not say (the default error guard over the attempts no
+  error criterion of the rubric covers);
 - `needs`: the features it reads through `ctx.section_of` (the guard reads review labels).
 
 The gate (`pipeline.gate`) walks the registry in order: the rubric's criteria are measured and decided, then each
@@ -75,8 +76,8 @@ class GateFeature:
     section: Section | None = None
     summary: Section | None = None
     """report.json `sections` rows of this feature: {'title', 'rows': [{'label', 'value'}]} or {} for none."""
-    defaults: Callable[[Any], tuple[Any, ...]] | None = None
-    """Criteria it adds to a rubric that does not name them (the default error guard), from the rubric."""
+    defaults: Callable[[GateContext], tuple[Any, ...]] | None = None
+    """Criteria it adds where the rubric says nothing (the default error guard over what no criterion covers)."""
     needs: tuple[str, ...] = ()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..decision.criterion import CriterionResult
 from ..extras import require
-from ..inputs.rubric import Criterion, Rubric
+from ..inputs.rubric import Criterion
 from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
 from ..record.records import CaseRecord
 from ..scorers.evaluate_metric import evaluate_value
@@ -75,10 +75,23 @@ def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
     return None
 
 
-def _defaults(rubric: Rubric) -> tuple[Criterion, ...]:
-    if any(c.metric in ERROR_METRICS for c in rubric.criteria):
+_COVERS = {"error_rate": {"quality", "load"}, "error_rate_quality": {"quality"}, "error_rate_load": {"load"}}
+"""The phases whose every attempt an error criterion over the whole run (no slice) gates."""
+_GUARD_FOR = {frozenset({"quality", "load"}): "error_rate", frozenset({"quality"}): "error_rate_quality",
+              frozenset({"load"}): "error_rate_load"}
+
+
+def _defaults(ctx: GateContext) -> tuple[Criterion, ...]:
+    """The default error guard over every attempt no error criterion of the rubric covers: a criterion on a slice
+    (five cases that never fail) or on one phase (the quality cases, while half the load requests failed) leaves
+    the rest guarded at `error_rate <= 0.01`; its name says which population it guards."""
+    covered = {p for c in ctx.rubric.criteria if c.metric in _COVERS and not c.slice for p in _COVERS[c.metric]}
+    phases = {"quality"} | ({"load"} if ctx.inputs.load_records else set())
+    left = frozenset(phases - covered)
+    if not left:
         return ()
-    return (Criterion(name="error_rate (default guard)", metric="error_rate", op="<=", threshold=DEFAULT_ERROR_GUARD,
+    metric = _GUARD_FOR[left] if covered else "error_rate"  # nothing covered: every phase, as it always was
+    return (Criterion(name=f"{metric} (default guard)", metric=metric, op="<=", threshold=DEFAULT_ERROR_GUARD,
                       origin="guard"),)
 
 
