@@ -59,6 +59,12 @@ def _notes(e: GateEvidence, verdict: str) -> str:
         notes.append(e.population.describe())
     if e.requests.cached and verdict == PASS:
         notes.append(f"{e.requests.cached} of {e.population.evaluated} answers reused from the response cache")
+    if e.obligations.unplaced_domains:  # a high-risk domain it cannot recognise would go unreviewed: say so
+        named = ", ".join(repr(d) for d in e.obligations.unplaced_domains[:5])
+        more = f" and {len(e.obligations.unplaced_domains) - 5} more" if len(e.obligations.unplaced_domains) > 5 else ""
+        how = "reviewed as required (review.unplaced_domains: require)" if e.obligations.unplaced_reviewed else \
+            "not reviewed unless required: list them in review.required_domains or set review.unplaced_domains: require"
+        notes.append(f"domain value(s) {named}{more} not known as high-risk or not: {how}")
     if e.provenance.overrides:
         notes.append("--set " + ", ".join(e.provenance.overrides))
     return "".join(f"; {n}" for n in notes)

@@ -90,6 +90,8 @@ class GateContext:
         """Figures a feature derives once and reads again (its rule and its section)."""
         self.review_pending = 0
         """Required review still pending: set by the review feature, read by the run's evidence."""
+        self.unplaced_domains: tuple[str, ...] = ()
+        """Domain values placed neither as high-risk nor low-risk: set by the review feature, read likewise."""
 
     @cached_property
     def criteria(self) -> list[Criterion]:

@@ -39,7 +39,8 @@ def run_requests(records: list[CaseRecord], load_records: list[CaseRecord]) -> R
 def gate_evidence(info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord],
                   results: list[CriterionResult], *, review_pending: int, allow_pending: bool, problems: list[str],
                   target_error: str | None, client_lag_ms: float | None, rubric_file: str, overrides: tuple[str, ...],
-                  inputs_changed: tuple[str, ...], allow_insufficient: bool) -> GateEvidence:
+                  inputs_changed: tuple[str, ...], allow_insufficient: bool,
+                  unplaced_domains: tuple[str, ...] = (), unplaced_reviewed: bool = False) -> GateEvidence:
     outcomes = tuple(Outcome(r.criterion.name, getattr(r.criterion, "origin", "rubric"), r.verdict,
                              str(r.cause) if r.cause else None, relaxable(r)) for r in results)
     undecided = tuple(o.name for o in outcomes if o.verdict == "insufficient")
@@ -48,7 +49,8 @@ def gate_evidence(info: RunInfo, records: list[CaseRecord], load_records: list[C
         population=run_population(info, records),
         requests=run_requests(records, load_records),
         obligations=Obligations(review_pending=review_pending > 0 and not allow_pending,
-                                review_waived=review_pending > 0 and allow_pending, undecided=undecided),
+                                review_waived=review_pending > 0 and allow_pending, undecided=undecided,
+                                unplaced_domains=unplaced_domains, unplaced_reviewed=unplaced_reviewed),
         health=Health(problems=tuple(problems), target_error=target_error, client_lag_ms=client_lag_ms),
         provenance=Provenance(rubric=rubric_file, overrides=overrides, inputs_changed=inputs_changed),
         allow_insufficient=allow_insufficient,

@@ -27,6 +27,7 @@ at least `min_reviewed`, and at least the fewest that, all approving, give a low
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 from ..record.review_outcome import oversample_weights
@@ -37,15 +38,35 @@ __all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", 
 
 DEFAULT_REQUIRED_DOMAINS = ("customer_support", "medical", "legal")
 HIGH_RISK_NAMES = {
-    "medical": frozenset({"medical", "medicine", "healthcare", "health", "clinical", "clinic", "clinician", "patient",
-                          "patients", "hospital", "nursing", "pharmacy", "pharmaceutical", "diagnosis", "triage",
-                          "의료", "의학", "건강", "진료"}),
-    "legal": frozenset({"legal", "law", "laws", "lawyer", "attorney", "litigation", "juridical", "court", "법률", "법무"}),
-    "customer_support": frozenset({"support", "customersupport", "customerservice", "customercare", "helpdesk",
-                                   "servicedesk", "techsupport", "technicalsupport", "cs", "고객지원", "고객센터", "상담"}),
+    "medical": frozenset({
+        "medical", "medicine", "medic", "healthcare", "health", "clinical", "clinic", "clinician", "patient",
+        "patients", "hospital", "nursing", "nurse", "pharmacy", "pharmaceutical", "pharma", "drug", "drugs",
+        "medication", "diagnosis", "diagnostic", "triage", "telehealth", "telemedicine", "mentalhealth", "therapy",
+        "therapist", "psychology", "psychiatry", "psychiatric", "oncology", "cardiology", "radiology", "neurology",
+        "pediatrics", "paediatrics", "pediatric", "dermatology", "surgery", "surgical", "dental", "dentistry",
+        "obstetrics", "gynecology", "emergency", "icu", "ehr", "emr", "biomedical",
+        # French, Spanish, Portuguese, Italian, German (accents folded: médical -> medical, santé -> sante)
+        "medecine", "sante", "medico", "medica", "medicina", "salud", "saude", "sanitario", "sanidad", "paciente",
+        "medizin", "medizinisch", "gesundheit", "krankenhaus", "arzt", "klinik", "klinisch", "pflege",
+        "의료", "의학", "건강", "진료", "병원", "환자", "医疗", "医学", "医療", "病院", "患者", "健康"}),
+    "legal": frozenset({
+        "legal", "law", "laws", "lawyer", "lawyers", "attorney", "litigation", "juridical", "court", "courts",
+        "paralegal", "legaltech", "contract", "contracts", "clause", "clauses", "notary", "notarial", "judicial",
+        "jurisprudence", "statute", "statutory",
+        "juridique", "droit", "avocat", "juridico", "derecho", "abogado", "legale", "avvocato", "recht", "rechtlich",
+        "juristisch", "anwalt", "rechtsanwalt", "vertrag", "vertragsrecht",
+        "법률", "법무", "법", "계약", "法律", "法務", "法务", "合同", "契約"}),
+    "customer_support": frozenset({
+        "support", "customersupport", "customerservice", "customercare", "customersuccess", "helpdesk",
+        "servicedesk", "techsupport", "technicalsupport", "cs", "callcenter", "callcentre", "contactcenter",
+        "contactcentre", "aftersales", "complaints", "ticketing",
+        "serviceclient", "assistance", "atencionalcliente", "soporte", "suporte", "atendimento", "assistenza",
+        "kundenservice", "kundendienst", "kundensupport",
+        "고객지원", "고객센터", "상담", "고객서비스", "客服", "客户服务", "顾客服务", "カスタマーサポート", "サポート"}),
 }
-"""How each high-risk domain may be spelled in a case's tag: a value matches when, case folded, it or any of its
-words (split at anything not a letter or digit) is one of these names, or its words joined are."""
+"""How each high-risk domain may be spelled in a case's tag, in several languages with its specialties and
+synonyms: a value matches when, folded (NFKC, case, accents, separators: `_words`), it or any of its words is one
+of these names, or its words joined are."""
 KNOWN_DOMAINS = frozenset({"general", "billing", "sales", "marketing", "finance", "travel", "web", "coding", "code",
                            "math", "chitchat", "chat", "retail", "education", "shopping", "search", "other"})
 """Domains that are not high-risk by default: `validate` warns of any value neither these nor a high-risk name."""
@@ -106,6 +127,9 @@ class ReviewPolicy:
     show_auto: bool = False
     """The review CSV shows the automatic verdict and its reasons (auto_* columns). Off by default: a reviewer shown
     'pass' approves more (anchoring); the gate reads the verdict from the run record, never from the CSV."""
+    unplaced_domains: str = "warn"
+    """A domain value placed neither as high-risk nor as known low-risk (`unrecognised`): 'warn' names it in the
+    verdict line and report.json `obligations`; 'require' makes its cases need review as a required domain's."""
     labels_per_case: int = 1
     """Independent labels a sampled case needs. At 2 a case counts as reviewed when two reviewers agree or an
     adjudicator labelled it; a disagreement without an adjudicator's label keeps review pending."""
@@ -134,8 +158,9 @@ class ReviewPolicy:
         'healthcare' and 'clinical' are all medical), then `required_slices`."""
         found = {str(r.tags.get(self.domain_tag)) for r in records if r.tags.get(self.domain_tag) is not None}
         wanted = {domain_family(d) for d in self.required_domains}
+        unplaced = set(self.unrecognised(found)) if self.unplaced_domains == "require" else set()
         out = [{self.domain_tag: d} for d in sorted(found, key=lambda d: (_rank(domain_family(d), self), d))
-               if domain_family(d) in wanted]
+               if domain_family(d) in wanted or d in unplaced]
         return out + [dict(s) for s in self.required_slices if dict(s) not in out]
 
     def unrecognised(self, values) -> list[str]:
@@ -151,12 +176,17 @@ class ReviewPolicy:
             "required_slices": [dict(s) for s in self.required_slices], "min_reviewed": self.min_reviewed,
             "min_approval": self.min_approval, "confidence": self.confidence, "show_auto": self.show_auto,
             "labels_per_case": self.labels_per_case, "sample": self.sample.as_dict(),
+            **({"unplaced_domains": self.unplaced_domains} if self.unplaced_domains != "warn" else {}),
         }
 
 
 def _words(value) -> tuple[list[str], str]:
-    """A tag value's words (case folded, split at anything not a letter or digit) and the words joined."""
-    words = [w for w in "".join(c if c.isalnum() else " " for c in str(value).casefold()).split() if w]
+    """A tag value's words and the words joined: NFKC-normalised (full-width and compatibility forms), case
+    folded, accents removed ('Médical' -> 'medical'), split at anything not a letter or digit."""
+    text = unicodedata.normalize("NFKC", str(value)).casefold()
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    text = unicodedata.normalize("NFC", text)  # Hangul and kana recomposed after the accents are gone
+    words = [w for w in "".join(c if c.isalnum() else " " for c in text).split() if w]
     return words, "".join(words)
 
 
@@ -185,6 +215,7 @@ def parse_policy(raw: dict | None) -> ReviewPolicy:
         required_domains=tuple(str(d) for d in raw.get("required_domains", DEFAULT_REQUIRED_DOMAINS)),
         domain_tag=raw.get("domain_tag", "domain"),
         required_slices=tuple(dict(s) for s in raw.get("required_slices", ())),
+        unplaced_domains=str(raw.get("unplaced_domains", "warn")),
         min_reviewed=raw.get("min_reviewed", ReviewPolicy.min_reviewed),
         min_approval=float(raw.get("min_approval", ReviewPolicy.min_approval)),
         confidence=float(raw.get("confidence", ReviewPolicy.confidence)),

@@ -49,14 +49,17 @@ def _verdict(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
                              allow_pending=inputs.allow_pending, problems=problems,
                              target_error=target_failure(ctx.asked, load), client_lag_ms=ctx.lag_ms,
                              rubric_file=inputs.rubric_file or ctx.rubric.name, overrides=tuple(info.overrides or ()),
-                             inputs_changed=tuple(inputs.inputs_changed), allow_insufficient=ctx.rubric.allow_insufficient)
+                             inputs_changed=tuple(inputs.inputs_changed), allow_insufficient=ctx.rubric.allow_insufficient,
+                             unplaced_domains=ctx.unplaced_domains,
+                             unplaced_reviewed=ctx.rubric.review.unplaced_domains == "require")
     return {
         "incomplete": "; ".join(problems) or None, "target_error": evidence.health.target_error,
         "run_id": info.run_id, "target": info.target, "rubric": ctx.rubric.name, **decide_gate(evidence).as_dict(),
         "population": {"planned": evidence.population.planned, "evaluated": evidence.population.evaluated,
                        "cuts": list(evidence.population.cuts)},
         "obligations": {"review_waived": evidence.obligations.review_waived,
-                        "review_pending": evidence.obligations.review_pending},
+                        "review_pending": evidence.obligations.review_pending,
+                        **({"unplaced_domains": list(ctx.unplaced_domains)} if ctx.unplaced_domains else {})},
         "criteria": [r.as_dict() for r in results],
     }
 

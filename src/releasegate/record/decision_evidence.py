@@ -75,6 +75,10 @@ class Obligations:
     built on it say so."""
     undecided: tuple[str, ...]
     """Names of the criteria that were not decided (each with its cause)."""
+    unplaced_domains: tuple[str, ...] = ()
+    """Domain tag values placed neither as high-risk nor as known low-risk (`review.unplaced_domains`)."""
+    unplaced_reviewed: bool = False
+    """Whether the rubric requires review of them (`unplaced_domains: require`) rather than naming them."""
 
 
 @dataclass(frozen=True)

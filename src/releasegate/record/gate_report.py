@@ -200,6 +200,9 @@ class ObligationsRow(_Model):
     """Required human review has not decided and blocks the verdict (NEEDS_REVIEW)."""
     review_waived: bool = False
     """Required human review was pending and `--allow-pending` let the verdict through: not reviewed."""
+    unplaced_domains: list[str] = []
+    """Domain tag values releasegate placed neither as high-risk nor as known low-risk (`review.unplaced_domains`):
+    named in the verdict line, and reviewed as required domains under `unplaced_domains: require`."""
 
 
 class SectionRow(_Model):

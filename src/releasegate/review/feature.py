@@ -18,6 +18,9 @@ def review_of(ctx: GateContext) -> ReviewSummary:
     review = ctx.once("review", lambda: summarize_review(ctx.rubric.review, ctx.records, ctx.scores,
                                                         ctx.inputs.labels, allow_pending=ctx.inputs.allow_pending))
     ctx.review_pending = review.pending
+    policy = ctx.rubric.review
+    ctx.unplaced_domains = tuple(policy.unrecognised(
+        {r.tags[policy.domain_tag] for r in ctx.records if r.tags.get(policy.domain_tag) is not None}))
     return review
 
 
