@@ -214,3 +214,19 @@ def test_a_load_phase_measured_again_whole_is_the_tools_own_rewrite(tmp_path, fi
     rows, sealed = seal_changes(json.loads((run / "manifest.json").read_text()), run)
     assert sealed
     assert [(r["path"], r["change"]) for r in rows] == ([("load.jsonl", "edited")] if finished else [])
+
+
+@pytest.mark.parametrize("fmt", ["junit", "md", "html", "json"])
+def test_a_report_edited_since_sealed_is_refused_by_every_command_that_reads_it(project, cli, fmt):
+    """An edited report.json (a FAIL turned PASS) is never rendered or acted on as the run's verdict: every
+    command that reads it through `load_report` refuses it in one line naming it (exit 2), without judging again."""
+    run = run_check(project, cli)
+    report = json.loads((run / "report.json").read_text())
+    report.update(verdict="PASS", exit_code=0, verdict_reason="every criterion passed")
+    report["criteria"] = [{**c, "verdict": "pass"} for c in report["criteria"]]
+    (run / "report.json").write_text(json.dumps(report))
+    code, out, err = cli("report", run, "--format", fmt)
+    assert code == 2 and "report.json is not the file the run's seal names" in err and "Traceback" not in err
+    assert out == ""
+    code, _, err = cli("gate", run)  # judging again from the records is the way back, and seals it anew
+    assert code in (1, 3) and cli("report", run, "--format", fmt)[0] == 0

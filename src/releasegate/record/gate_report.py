@@ -12,13 +12,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from ..border.files import exists, read_text
+from ..border.files import exists, read_text, sha256_file
 from ..border.structured import json_loads
 from ..errors import InputError
 from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
 from .records import RunDir
 from .report_sections import JudgeSection, ReviewRow
+from .sealed import matches_seal, sealed_run
 from .stability_report import StabilitySection
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
@@ -354,7 +355,10 @@ def typed_report(report: dict, *, source: str | Path | None = None) -> dict:
 
 
 def load_report(run: RunDir) -> GateReport:
-    """The saved report.json of a run directory."""
+    """The saved report.json of a run directory, read through its seal: in a sealed run, a report.json that is not
+    the file the seal names (edited by hand since the gate wrote it) is an input error naming it, never rendered
+    or acted on as the run's verdict. A run with no seal at all (older, or built by hand) is read as it is; `history`
+    marks it unsealed."""
     path = run.path / "report.json"
     if not exists(path):
         run.read_info()  # not a run directory at all: say that instead
@@ -367,7 +371,11 @@ def load_report(run: RunDir) -> GateReport:
     if missing:  # truncated or hand-edited: rendered, it would read as complete (no counts, "quality" latency)
         raise InputError(f"not a releasegate report: {missing[0]}: Field required", file=path,
                          hint="judge the run again: releasegate gate RUN_DIR")
-    return as_report(report, source=path)
+    typed = as_report(report, source=path)
+    if sealed_run(run.path) and not matches_seal(run.path, "report.json", sha256_file(path, what="report.json")):
+        raise InputError("report.json is not the file the run's seal names (edited since the gate wrote it): its "
+                         "verdict is not the run's", file=path, hint=f"judge the run again: releasegate gate {run.path}")
+    return typed
 
 
 GATE_WRITES = ("latency_from", "metrics", "slices", "counts")

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import InputError
 from .stored_manifest import read_manifest_file
 
-__all__ = ["matches_seal"]
+__all__ = ["matches_seal", "sealed_run"]
 
 
 def matches_seal(run_path: Path, name: str, sha256: str) -> bool:
@@ -29,3 +29,13 @@ def matches_seal(run_path: Path, name: str, sha256: str) -> bool:
     if not isinstance(entry, dict) or entry.get("sha256") != sha256:
         return False
     return not any(isinstance(b, dict) and b.get("file") == name for b in sealed.get("broken") or [])
+
+
+def sealed_run(run_path: Path) -> bool:
+    """Whether any stage sealed the run (manifest.json `sealed`); an unreadable manifest counts as sealed, so a
+    file of the run is then vouched for by nothing."""
+    try:
+        manifest = read_manifest_file(Path(run_path), whole=False)
+    except InputError:
+        return True
+    return isinstance(manifest, dict) and manifest.get("sealed") is not None
