@@ -243,6 +243,34 @@ def test_help_paragraphs_wrap_at_the_screen_not_at_the_source_line():
     assert broken == []
 
 
+SERVING = """
+import signal
+from releasegate.export._serve import run_cli, serve_until_interrupted
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under nohup or in a background job: no Ctrl-C reaches it
+
+
+class Server:
+    def stop(self):
+        print("server stopped", flush=True)
+
+
+run_cli("serve", lambda argv: serve_until_interrupted(Server(), "serving at http://127.0.0.1:1/v1  Ctrl-C stops"))
+"""
+
+
+def test_sigterm_stops_a_serving_clis_server_where_ctrl_c_cannot_reach_it(tmp_path, children):
+    """A serving CLI (llama.cpp, vLLM) started under nohup has SIGINT ignored: `kill` (SIGTERM) stops its server
+    as Ctrl-C would, and the CLI ends without a traceback."""
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = children.start([sys.executable, "-c", SERVING], stdout=out, stderr=subprocess.STDOUT)
+    wait_for(log, "Ctrl-C stops", proc)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=HANG_S) == 0, log.read_text()
+    assert log.read_text().endswith("Ctrl-C stops\nserver stopped\n")
+
+
 @pytest.mark.slow
 def test_the_llamacpp_cli_serves_the_demo_from_anywhere(tmp_path, children):
     """From a directory that is not the checkout, the defaults still find the demo model: it is exported, served

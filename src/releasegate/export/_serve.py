@@ -70,13 +70,18 @@ def run_cli(prog: str, main: Callable[[list[str] | None], None], argv: list[str]
 
 
 def serve_until_interrupted(server, line: str) -> None:
-    """Say where the server listens, then keep it up until Ctrl-C, which stops it."""
+    """Say where the server listens, then keep it up until Ctrl-C or SIGTERM, either of which stops it. Started
+    under nohup or as a background job, the process has SIGINT ignored and `kill` (SIGTERM) is how it is stopped;
+    without stopping the server then, a vLLM server (in a process group of its own) would outlive this process."""
     print(line, flush=True)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a KeyboardInterrupt, as Ctrl-C
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         server.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
