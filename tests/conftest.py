@@ -4,10 +4,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from children import Children
 from releasegate.cli import main
 from releasegate.inputs.scaffold import scaffold
 
@@ -60,6 +62,16 @@ def run_subprocess(*args: str, cwd: Path | None = None, env: dict | None = None)
         [sys.executable, "-m", "releasegate", *map(str, args)],
         cwd=cwd or ROOT, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=600,
     )
+
+
+@pytest.fixture
+def children() -> Iterator[Children]:
+    """Starts the processes a test signals (`children.start(args, **popen)`): SIGINT at its default in each, also
+    when the suite runs as a background job (SIGINT ignored); each one killed if still running, and reaped, when
+    the test ends, passed or failed (tests/children.py)."""
+    started = Children()
+    yield started
+    started.reap_all()
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,27 @@ def test_a_trickled_reply_ends_at_the_deadline_not_at_a_read_timeout():
     assert elapsed < 1.5 * 3
 
 
+@pytest.mark.parametrize("read_timeout_s", [10.0, 0.5])
+def test_a_deadline_passed_is_the_deadline_whichever_timer_fires_first(monkeypatch, read_timeout_s):
+    """A read timeout at or past the deadline (the socket's timeout is clamped to it) ends the reply at the same
+    bound as the deadline's watchdog; with the watchdog late, as a busy machine may run its thread, the reply
+    still fails as the deadline, never as a silence of a read timeout that had not run out."""
+    import releasegate.border.http as border_http
+
+    on_time = border_http._Watchdog.__init__
+    monkeypatch.setattr(border_http._Watchdog, "__init__", lambda self, conn, seconds: on_time(self, conn, seconds + 60))
+    with StubServer(StubBehaviour(hostile="metrics-trickle")) as stub, pytest.raises(HttpError) as caught:
+        fetch(stub.base_url[:-3] + "/metrics", limits=Limits(deadline_s=0.5, read_timeout_s=read_timeout_s))
+    assert caught.value.kind == ErrorKind.TIMEOUT and caught.value.detail == "no whole reply within 0.5 s"
+
+
+def test_a_silence_before_the_deadline_is_a_stall():
+    """A read timeout shorter than the deadline that runs out before it: the silence, not the deadline."""
+    with StubServer(StubBehaviour(hostile="metrics-trickle")) as stub, pytest.raises(HttpError) as caught:
+        fetch(stub.base_url[:-3] + "/metrics", limits=Limits(deadline_s=30, read_timeout_s=0.3))
+    assert caught.value.kind == ErrorKind.STALL_TIMEOUT and caught.value.detail == "nothing received for 0.3 s"
+
+
 def test_a_reply_without_end_stops_at_the_byte_bound():
     with StubServer(StubBehaviour(hostile="embeddings-huge")) as stub:
         with pytest.raises(HttpError) as caught:

@@ -152,26 +152,22 @@ def wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = HAN
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_after_the_verdict_leaves_the_run_complete_with_its_verdict(tmp_path, signum):
+def test_a_signal_after_the_verdict_leaves_the_run_complete_with_its_verdict(tmp_path, signum, children):
     """The verdict line appears only once every report is written and run.json says complete; a signal then (the
     process held there by a test hook) exits with the verdict's code (FAIL: 1), never 130, run.json unchanged."""
     config = replay_project(tmp_path, right=3, wrong=3)
     log = tmp_path / "log.txt"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "releasegate", "check", "-c", str(config), "--run-id", "v"],
-                                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "COLUMNS": "80", HOLD_ENV: "120"})
+        proc = children.start([sys.executable, "-m", "releasegate", "check", "-c", str(config), "--run-id", "v"],
+                              cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                              env={**os.environ, "COLUMNS": "80", HOLD_ENV: "120"})
     run = tmp_path / "reports" / "v"
-    try:
-        wait_for(log, "verdict: FAIL", proc)
-        assert all((run / name).is_file() and (run / name).stat().st_size > 0 for name in REPORTS)
-        info = json.loads((run / "run.json").read_text())
-        assert info["status"] == "complete" and info["timing"]["reports_s"] > 0
-        proc.send_signal(signum)
-        assert proc.wait(timeout=HANG_S) == 1, log.read_text()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    wait_for(log, "verdict: FAIL", proc)
+    assert all((run / name).is_file() and (run / name).stat().st_size > 0 for name in REPORTS)
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "complete" and info["timing"]["reports_s"] > 0
+    proc.send_signal(signum)
+    assert proc.wait(timeout=HANG_S) == 1, log.read_text()
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
     assert "interrupted" not in log.read_text()
     assert json.loads((run / "report.json").read_text())["verdict"] == "FAIL"
@@ -248,26 +244,50 @@ def test_help_paragraphs_wrap_at_the_screen_not_at_the_source_line():
     assert broken == []
 
 
+SERVING = """
+import signal
+from releasegate.export._serve import run_cli, serve_until_interrupted
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under nohup or in a background job: no Ctrl-C reaches it
+
+
+class Server:
+    def stop(self):
+        print("server stopped", flush=True)
+
+
+run_cli("serve", lambda argv: serve_until_interrupted(Server(), "serving at http://127.0.0.1:1/v1  Ctrl-C stops"))
+"""
+
+
+def test_sigterm_stops_a_serving_clis_server_where_ctrl_c_cannot_reach_it(tmp_path, children):
+    """A serving CLI (llama.cpp, vLLM) started under nohup has SIGINT ignored: `kill` (SIGTERM) stops its server
+    as Ctrl-C would, and the CLI ends without a traceback."""
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = children.start([sys.executable, "-c", SERVING], stdout=out, stderr=subprocess.STDOUT)
+    wait_for(log, "Ctrl-C stops", proc)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=HANG_S) == 0, log.read_text()
+    assert log.read_text().endswith("Ctrl-C stops\nserver stopped\n")
+
+
 @pytest.mark.slow
-def test_the_llamacpp_cli_serves_the_demo_from_anywhere(tmp_path):
+def test_the_llamacpp_cli_serves_the_demo_from_anywhere(tmp_path, children):
     """From a directory that is not the checkout, the defaults still find the demo model: it is exported, served
     and answers /health; Ctrl-C stops it without a traceback."""
     pytest.importorskip("xllamacpp")
     pytest.importorskip("gguf")
     log = tmp_path / "serve.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "releasegate.export.llamacpp", "--port", "0", "--out", "gguf"],
-                                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "80"})
-    try:
-        wait_for(log, "Ctrl-C stops", proc)
-        url = log.read_text().split(" at ", 1)[1].split()[0].removesuffix("/v1")
-        with urllib.request.urlopen(url + "/health", timeout=10) as health:  # noqa: S310 - loopback
-            assert health.status == 200
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=HANG_S) in (0, 130)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        proc = children.start([sys.executable, "-m", "releasegate.export.llamacpp", "--port", "0", "--out", "gguf"],
+                              cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "80"})
+    wait_for(log, "Ctrl-C stops", proc)
+    url = log.read_text().split(" at ", 1)[1].split()[0].removesuffix("/v1")
+    with urllib.request.urlopen(url + "/health", timeout=10) as health:  # noqa: S310 - loopback
+        assert health.status == 200
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=HANG_S) in (0, 130)
     assert "Traceback" not in log.read_text()
     assert (tmp_path / "gguf" / "base.gguf").is_file()
 

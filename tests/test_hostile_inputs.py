@@ -38,6 +38,7 @@ def run_measured(*args, cwd: Path) -> tuple[int, str, float]:
         _, err = proc.communicate(timeout=300)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()  # reaped, its pipe closed
         raise
     return proc.returncode, err, int(rss.read_text()) / 1024
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from children import Children
 from releasegate.record.records import RunDir
 from releasegate.testing.stub_server import StubBehaviour, StubServer
 
@@ -32,11 +33,11 @@ def _project(root: Path, base_url: str) -> Path:
     return config
 
 
-def _start(root: Path, *args: str, flags: tuple[str, ...] = ()) -> tuple[subprocess.Popen, Path]:
+def _start(children: Children, root: Path, *args: str, flags: tuple[str, ...] = ()) -> tuple[subprocess.Popen, Path]:
     log = root / f"log-{len(list(root.glob('log-*')))}.txt"
     with log.open("w") as out:  # a file, not a pipe: nothing to fill up
-        proc = subprocess.Popen([sys.executable, *flags, "-m", "releasegate", *args, "--no-progress"], cwd=root,
-                                stdout=out, stderr=out, env={**os.environ, "COLUMNS": "120"})
+        proc = children.start([sys.executable, *flags, "-m", "releasegate", *args, "--no-progress"], cwd=root,
+                              stdout=out, stderr=out, env={**os.environ, "COLUMNS": "120"})
     return proc, log
 
 
@@ -56,8 +57,7 @@ def _stopped(proc: subprocess.Popen, log: Path) -> str:
     proc.send_signal(signal.SIGINT)
     try:
         code = proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    except subprocess.TimeoutExpired:  # the `children` fixture kills and reaps it
         raise AssertionError(f"still running after SIGINT: {log.read_text()}") from None
     text = log.read_text()
     assert code == 130, text
@@ -71,24 +71,24 @@ def server():
         yield stub
 
 
-def test_ctrl_c_while_the_command_line_is_still_importing_prints_no_traceback(tmp_path, server):
+def test_ctrl_c_while_the_command_line_is_still_importing_prints_no_traceback(tmp_path, server, children):
     config = _project(tmp_path, server.base_url)
     # -X importtime logs each module as its import ends: once releasegate.border.env is in, the process runs
     # releasegate's own code and is still importing the command line (app.py imports it before `main`)
-    proc, log = _start(tmp_path, "check", "-c", str(config), "--run-id", "early", flags=("-X", "importtime"))
+    proc, log = _start(children, tmp_path, "check", "-c", str(config), "--run-id", "early", flags=("-X", "importtime"))
     _wait(lambda: "releasegate.border.env" in log.read_text(), proc, log)
     _stopped(proc, log)
 
 
-def test_ctrl_c_mid_run_prints_no_traceback_and_the_run_resumes(tmp_path, server):
+def test_ctrl_c_mid_run_prints_no_traceback_and_the_run_resumes(tmp_path, server, children):
     config = _project(tmp_path, server.base_url)
     run = RunDir(tmp_path / "reports" / "mid")
-    proc, log = _start(tmp_path, "check", "-c", str(config), "--run-id", "mid")
+    proc, log = _start(children, tmp_path, "check", "-c", str(config), "--run-id", "mid")
     _wait(lambda: 0 < _lines(run.records_path), proc, log)
     text = _stopped(proc, log)
     assert "interrupted" in text and f"check --resume {run.path}" in text
     assert run.read_info().status == "interrupted" and 0 < _lines(run.records_path) < CASES
-    proc, log = _start(tmp_path, "check", "--resume", str(run.path))
+    proc, log = _start(children, tmp_path, "check", "--resume", str(run.path))
     assert proc.wait(300) == 0, log.read_text()
     assert run.read_info().status == "complete" and _lines(run.records_path) == CASES
 

@@ -217,7 +217,18 @@ def test_a_loop_in_another_thread_is_never_interrupted_from_the_handler():
     assert seen == [False]
 
 
-def test_ctrl_c_without_a_handler_of_the_programs_own_stops_the_requests_too(tmp_path, monkeypatch, caplog):
+@pytest.fixture
+def python_ctrl_c():
+    """SIGINT raises KeyboardInterrupt in this process, as Python sets it up in a program started in the foreground.
+    A suite run as a background job (`make test &`, nohup, a CI runner) starts with SIGINT ignored, and Python then
+    leaves it ignored: Ctrl-C could not reach the code under test."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_without_a_handler_of_the_programs_own_stops_the_requests_too(tmp_path, monkeypatch, caplog,
+                                                                             python_ctrl_c):
     """A command other than `check` installs no handler: Ctrl-C in `data_received` on uvloop still stops it."""
     monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", "uvloop")
     signal_in_data_received(monkeypatch, signal.SIGINT)

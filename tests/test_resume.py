@@ -7,13 +7,13 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from children import Children
 from conftest import HANG_S, as_killed, write_jsonl
 from releasegate.errors import InputError
 from releasegate.record.records import CaseRecord, RunDir, RunInfo
@@ -51,11 +51,11 @@ class Check:
 
     count = 0
 
-    def __init__(self, *args, cwd: Path) -> None:
+    def __init__(self, *args, cwd: Path, children: Children) -> None:
         Check.count += 1
         self.log = cwd / f"stderr-{Check.count}.txt"
         with self.log.open("w") as err:
-            self.proc = subprocess.Popen(
+            self.proc = children.start(
                 [sys.executable, "-m", "releasegate", "check", *map(str, args), "--no-progress"], cwd=cwd,
                 stdout=err, stderr=err, env={**os.environ, "COLUMNS": "200"},
             )
@@ -71,8 +71,8 @@ class Check:
         return self.log.read_text()
 
 
-def popen_check(*args, cwd: Path) -> Check:
-    return Check(*args, cwd=cwd)
+def popen_check(*args, cwd: Path, children: Children) -> Check:
+    return Check(*args, cwd=cwd, children=children)
 
 
 def lines(path: Path) -> int:
@@ -91,16 +91,16 @@ def wait_for(predicate, proc: Check, timeout: float = HANG_S) -> None:
 
 # -- kill -9 at random points ------------------------------------------------------------------------------
 
-def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_path):
+def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_path, children):
     rng = random.Random(1234)
     n = 320  # 5 journal batches (the openai backend appends every 64 cases)
     with StubServer(StubBehaviour(ttft_ms=15, itl_ms=3, tokens=4)) as stub:
         config = make_project(tmp_path, stub.base_url, cases=n, concurrency=8)
-        reference = popen_check("-c", config, "--run-id", "reference", cwd=tmp_path)
+        reference = popen_check("-c", config, "--run-id", "reference", cwd=tmp_path, children=children)
         assert reference.wait(120) == 0, reference.stderr
 
         run = RunDir(tmp_path / "reports" / "killed")
-        proc = popen_check("-c", config, "--run-id", "killed", cwd=tmp_path)
+        proc = popen_check("-c", config, "--run-id", "killed", cwd=tmp_path, children=children)
         wait_for(lambda: (run.path / "run.json").exists(), proc)  # resume needs a run directory to exist
         kills, partial = 0, 0
         for round_ in range(4):
@@ -113,7 +113,7 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_pa
                 kills += 1
                 partial += 0 < len(set(raw_ids(run))) < n
             proc.wait(30)
-            proc = popen_check("--resume", run.path, cwd=tmp_path)
+            proc = popen_check("--resume", run.path, cwd=tmp_path, children=children)
         code = proc.wait(120)
         assert code == 0, proc.stderr
 
@@ -133,12 +133,12 @@ def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_pa
     assert info.sessions[-1]["status"] == "complete" and {s["status"] for s in info.sessions[:-1]} <= {"killed"}
 
 
-def test_sigterm_marks_the_run_interrupted_and_resume_finishes_it(tmp_path):
+def test_sigterm_marks_the_run_interrupted_and_resume_finishes_it(tmp_path, children):
     # 13 rounds of 0.6 s: a signal a busy machine delivers seconds late still lands before the last case
     with StubServer(StubBehaviour(ttft_ms=600, itl_ms=2, tokens=3)) as stub:
         config = make_project(tmp_path, stub.base_url, cases=200, concurrency=16)
         run = RunDir(tmp_path / "reports" / "t")
-        proc = popen_check("-c", config, "--run-id", "t", cwd=tmp_path)
+        proc = popen_check("-c", config, "--run-id", "t", cwd=tmp_path, children=children)
         wait_for(lambda: lines(run.records_path) > 0, proc)
         assert proc.poll() is None
         proc.proc.send_signal(signal.SIGTERM)
@@ -148,7 +148,7 @@ def test_sigterm_marks_the_run_interrupted_and_resume_finishes_it(tmp_path):
         assert "check --resume" in proc.stderr
         done = len(raw_ids(run))
         assert 0 < done < 200
-        proc = popen_check("--resume", run.path, cwd=tmp_path)
+        proc = popen_check("--resume", run.path, cwd=tmp_path, children=children)
         assert proc.wait(60) == 0, proc.stderr
     assert sorted(raw_ids(run)) == [f"c{i:03d}" for i in range(200)]
     assert [s["cases"] for s in run.read_info().sessions] == [200, 200 - done]

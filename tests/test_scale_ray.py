@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from children import Children
 from conftest import HANG_S, ROOT, write_jsonl
 from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
@@ -49,10 +50,11 @@ def demo_config(tmp_path: Path, name: str, *, scale: str = "", batch_size: int =
     return path
 
 
-def check(*args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "releasegate", "check", *map(str, args), "--no-progress",
-                             "--allow-pending"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "COLUMNS": "200"})
+def check(*args, children: Children | None = None) -> subprocess.Popen:
+    """`releasegate check ARGS` in its own process; through `children` for one the test signals."""
+    command = [sys.executable, "-m", "releasegate", "check", *map(str, args), "--no-progress", "--allow-pending"]
+    popen = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "env": {**os.environ, "COLUMNS": "200"}}
+    return children.start(command, **popen) if children is not None else subprocess.Popen(command, **popen)
 
 
 def finished(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
@@ -91,12 +93,12 @@ def test_sharded_demo_gives_the_records_of_one_process(cluster, reference, tmp_p
     assert info.status == "complete" and info.generation_seconds > 0
 
 
-def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, reference, tmp_path):
+def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, reference, tmp_path, children):
     # small batches: 25 journal appends, so the kill lands with part of the run recorded (batch size does not
     # change the demo's greedy outputs: tests/test_hf_backend.py)
     scale = f"{{engine: ray, workers: 2, address: '{cluster}'}}"
     run = RunDir(tmp_path / "killed")
-    proc = check("-c", demo_config(tmp_path, "ray", scale=scale, batch_size=4), "--run-id", "killed")
+    proc = check("-c", demo_config(tmp_path, "ray", scale=scale, batch_size=4), "--run-id", "killed", children=children)
     deadline = time.monotonic() + 300
     while not (run.records_path.exists() and run.records_path.read_bytes().count(b"\n") >= 2):
         assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "no progress"
@@ -120,11 +122,12 @@ def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, refe
     assert info.status == "complete" and [s["status"] for s in info.sessions] == ["killed", "complete"]
 
 
-def test_sigterm_stops_a_sharded_run_cleanly(cluster, tmp_path):
+def test_sigterm_stops_a_sharded_run_cleanly(cluster, tmp_path, children):
     """Ray's core installs a crash handler for SIGTERM (a stack, then abort): the run keeps `check`'s own."""
     scale = f"{{engine: ray, workers: 2, address: '{cluster}'}}"
     run = RunDir(tmp_path / "stopped")
-    proc = check("-c", demo_config(tmp_path, "ray", scale=scale, batch_size=4), "--run-id", "stopped")
+    proc = check("-c", demo_config(tmp_path, "ray", scale=scale, batch_size=4), "--run-id", "stopped",
+                 children=children)
     deadline = time.monotonic() + 300
     while not (run.records_path.exists() and run.records_path.read_bytes().count(b"\n") >= 2):
         assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "no progress"

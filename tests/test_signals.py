@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from children import Children
 from conftest import write_jsonl
 from releasegate.record.records import RunDir
 
@@ -35,10 +36,10 @@ def make_project(tmp_path: Path) -> Path:
     return tmp_path / "releasegate.yaml"
 
 
-def start(*args, cwd: Path, log: Path, env: dict | None = None) -> subprocess.Popen:
+def start(children: Children, *args, cwd: Path, log: Path, env: dict | None = None) -> subprocess.Popen:
     with log.open("w") as out:  # a file, not a pipe: nothing to fill up or leak
-        return subprocess.Popen([sys.executable, "-m", "releasegate", *map(str, args), "--no-progress"], cwd=cwd,
-                                stdout=out, stderr=out, env={**os.environ, "COLUMNS": "200", **(env or {})})
+        return children.start([sys.executable, "-m", "releasegate", *map(str, args), "--no-progress"], cwd=cwd,
+                              stdout=out, stderr=out, env={**os.environ, "COLUMNS": "200", **(env or {})})
 
 
 def records(run: RunDir) -> int:
@@ -56,11 +57,11 @@ def wait_until(condition, proc: subprocess.Popen, log: Path, timeout: float = 60
         time.sleep(0.05)
 
 
-def interrupt_while_judging(tmp_path: Path, config: Path, run_id: str, signum: int) -> RunDir:
+def interrupt_while_judging(children: Children, tmp_path: Path, config: Path, run_id: str, signum: int) -> RunDir:
     """Start `check`, wait until every record is in (judging then runs for a minute), send `signum`."""
     run = RunDir(tmp_path / "reports" / run_id)
     log = tmp_path / f"{run_id}.log"
-    proc = start("check", "-c", config, "--run-id", run_id, cwd=tmp_path, log=log,
+    proc = start(children, "check", "-c", config, "--run-id", run_id, cwd=tmp_path, log=log,
                  env={"RELEASEGATE_TEST_JUDGE_DELAY_S": "60"})
     wait_until(lambda: records(run) == CASES, proc, log)
     time.sleep(0.5)  # past the last append, into judging
@@ -68,9 +69,7 @@ def interrupt_while_judging(tmp_path: Path, config: Path, run_id: str, signum: i
     proc.send_signal(signum)
     try:
         code = proc.wait(20)  # a generous bound on "the process ended"; judging alone would take a minute
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    except subprocess.TimeoutExpired:  # the `children` fixture kills and reaps it
         raise AssertionError(f"check still running 20 s after the signal: {log.read_text()}") from None
     err = log.read_text()
     assert code == 130, err
@@ -96,16 +95,16 @@ def resume(cli, run: RunDir) -> None:
     assert (run.path / "report.html").exists() and (run.path / "report.junit.xml").exists()
 
 
-def test_sigterm_while_judging_stops_check_every_time_and_resume_judges_the_run(tmp_path, cli):
+def test_sigterm_while_judging_stops_check_every_time_and_resume_judges_the_run(tmp_path, cli, children):
     config = make_project(tmp_path)
-    runs = [interrupt_while_judging(tmp_path, config, f"term{i}", signal.SIGTERM) for i in range(5)]
+    runs = [interrupt_while_judging(children, tmp_path, config, f"term{i}", signal.SIGTERM) for i in range(5)]
     for run in runs:
         resume(cli, run)
 
 
-def test_sigint_while_judging_stops_check_and_resume_judges_the_run(tmp_path, cli):
+def test_sigint_while_judging_stops_check_and_resume_judges_the_run(tmp_path, cli, children):
     config = make_project(tmp_path)
-    resume(cli, interrupt_while_judging(tmp_path, config, "int", signal.SIGINT))
+    resume(cli, interrupt_while_judging(children, tmp_path, config, "int", signal.SIGINT))
 
 
 # A run whose KeyboardInterrupt never arrives (a library catching BaseException in a loop) still ends: GRACE_S after
@@ -133,34 +132,32 @@ SWALLOWER = textwrap.dedent("""
 """)
 
 
-def run_swallower(tmp_path: Path, signals: int) -> tuple[int, str, RunDir]:
+def run_swallower(children: Children, tmp_path: Path, signals: int) -> tuple[int, str, RunDir]:
     run = RunDir(tmp_path / f"swallow{signals}")
     log = tmp_path / f"swallow{signals}.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-c", SWALLOWER, str(run.path)], stdout=out, stderr=out)
+        proc = children.start([sys.executable, "-c", SWALLOWER, str(run.path)], stdout=out, stderr=out)
     wait_until(lambda: "ready" in log.read_text(), proc, log)
     for _ in range(signals):
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
     try:
         code = proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    except subprocess.TimeoutExpired:  # the `children` fixture kills and reaps it
         raise AssertionError(f"still running 20 s after the signal: {log.read_text()}") from None
     return code, log.read_text(), run
 
 
-def test_a_swallowed_interrupt_ends_the_process_after_the_grace_period(tmp_path):
-    code, err, run = run_swallower(tmp_path, signals=1)
+def test_a_swallowed_interrupt_ends_the_process_after_the_grace_period(tmp_path, children):
+    code, err, run = run_swallower(children, tmp_path, signals=1)
     assert code == 130, err
     assert "interrupted (still running" in err and f"check --resume {run.path}" in err
     info = run.read_info()
     assert info.status == "interrupted" and info.sessions[-1]["status"] == "interrupted"
 
 
-def test_a_second_signal_ends_the_process_at_once(tmp_path):
-    code, err, run = run_swallower(tmp_path, signals=2)
+def test_a_second_signal_ends_the_process_at_once(tmp_path, children):
+    code, err, run = run_swallower(children, tmp_path, signals=2)
     assert code == 130, err
     assert "interrupted (second signal)" in err and "interrupted (still running" not in err
     assert run.read_info().status == "interrupted"

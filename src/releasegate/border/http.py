@@ -125,7 +125,8 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
         except Redirected as exc:
             raise HttpError(ErrorKind.REDIRECT, where, f"{exc}") from None
         except Exception as exc:  # noqa: BLE001 - whatever the server's bytes made the client raise
-            raise _failure(exc, watchdog.expired.is_set(), limits, where) from None
+            raise _failure(exc, watchdog.expired.is_set() or _past_deadline(exc, started, limits), limits,
+                           where) from None
         if watchdog.expired.is_set():  # the last read was cut short by the deadline
             raise _failure(TimeoutError(), True, limits, where)
     headers_read = {k.lower(): v for k, v in reply.getheaders()}
@@ -209,6 +210,15 @@ def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
             raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply over {max_bytes} bytes")
         pieces.append(piece)
     return b"".join(pieces)
+
+
+def _past_deadline(exc: BaseException, started: float, limits: Limits) -> bool:
+    """Whether a socket timeout is the deadline's: the deadline had passed when it came, or the silence bound was
+    the deadline itself (read_timeout_s clamped to it). Both timers then end the request at the same bound, and
+    whichever fires first (the watchdog's thread may run late on a busy machine) it fails as the deadline."""
+    if not isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError
+        return False
+    return limits.read_timeout_s >= limits.deadline_s or time.monotonic() - started >= limits.deadline_s
 
 
 def _failure(exc: BaseException, expired: bool, limits: Limits, where: str) -> HttpError:
