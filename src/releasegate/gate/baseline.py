@@ -23,7 +23,7 @@ from .comparability import (
     settings_problem,
 )
 from .paired_comparison import Margins, changed_note, compare_records
-from .stability import CaseDraws, case_draws
+from .stability import CaseDraws, saved_draws
 
 __all__ = ["baseline_comparison", "comparison_results"]
 
@@ -42,7 +42,7 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
     base = RunDir(Path(spec["run"]))
     base_records = base.read_records()
     base_verdicts = saved_verdicts(base)
-    base_found = _draws(base, base_records, base_verdicts)
+    base_found = saved_draws(base, base_records, base_verdicts)
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
                                  base_verdicts=base_verdicts, cand_verdicts=verdicts,
                                  base_draws=base_found, cand_draws=drawn)
@@ -60,17 +60,6 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
         warnings += list(found.warnings)
     return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems,
             **({"baseline_blessed": spec["blessed"], "baseline_warnings": warnings} if spec.get("blessed") else {})}
-
-
-def _draws(base: RunDir, base_records: list[CaseRecord], base_verdicts: Verdicts | None) -> CaseDraws | None:
-    """The baseline run's repeated draws (None when it has none, or no readable run.json: its standing says so)."""
-    draws = base.read_records("draws.jsonl", required=False)
-    if not draws:
-        return None
-    try:
-        return case_draws(base.read_info(), base_records, draws, base_verdicts)
-    except ReleasegateError:
-        return None
 
 
 def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunInfo | None) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ReleasegateError
 from ..record.evidence import answered
 from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue, select
@@ -22,7 +21,7 @@ from ..record.records import CaseRecord, RunDir
 from ..scorers import score_records
 from ..stats.intervals import paired_rate_bounds
 from .comparability import case_hash, guard_problem
-from .stability import CaseDraws, case_draws, draw_share
+from .stability import CaseDraws, draw_share, saved_draws
 
 __all__ = ["forbidden_delta"]
 
@@ -53,7 +52,7 @@ def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRe
     if other:
         return MetricValue(None, len(chosen), note=other)
     base_scores = score_records([base_by_id[r.case_id] for r in chosen], forbidden_rules, base_verdicts)
-    base_drawn = _base_draws(base_dir, list(base_by_id.values()), base_verdicts)
+    base_drawn = saved_draws(base_dir, list(base_by_id.values()), base_verdicts)
     shares = [(_share(r, scores, drawn, forbidden_rules), _share(base_by_id[r.case_id], base_scores, base_drawn,
                                                                  forbidden_rules)) for r in chosen]
     unknown = sum(c is None or b is None for c, b in shares)
@@ -87,15 +86,4 @@ def _share(record: CaseRecord, scores: dict, found: CaseDraws | None, forbidden_
                           found.verdicts if found is not None else None)
     verdict = scores[record.case_id].get("forbidden") or {}
     return None if verdict.get("unknown") else float(bool(verdict.get("hit")))
-
-
-def _base_draws(base: RunDir, base_records: list[CaseRecord], verdicts) -> CaseDraws | None:
-    """The baseline run's repeated draws (None when it has none or they cannot be read as planned)."""
-    draws = base.read_records("draws.jsonl", required=False)
-    if not draws:
-        return None
-    try:
-        return case_draws(base.read_info(), base_records, draws, verdicts)
-    except ReleasegateError:
-        return None
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from ..errors import ReleasegateError
 from ..record.evidence import answered, failure
 from ..record.judge_verdicts import Verdicts
 from ..record.metrics import MetricValue
-from ..record.records import CaseRecord, RunInfo
+from ..record.records import CaseRecord, RunDir, RunInfo
 from ..scorers import normalize, score_record
 from ..scorers.forbidden import guard_names
 from ..stats.intervals import cluster_share_bounds, wilson_bounds
@@ -333,3 +334,15 @@ def _agreement(draws: list[CaseRecord]) -> float:
 def _names(ids: list[str]) -> str:
     more = f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else ""
     return ", ".join(ids[:_NAMED]) + more
+
+
+def saved_draws(run: RunDir, records: list[CaseRecord], verdicts: Verdicts | None) -> CaseDraws | None:
+    """Another saved run's repeated draws (a baseline's), None when it has none or no readable run.json (its
+    standing says so)."""
+    draws = run.read_records("draws.jsonl", required=False)
+    if not draws:
+        return None
+    try:
+        return case_draws(run.read_info(), records, draws, verdicts)
+    except ReleasegateError:
+        return None
