@@ -18,7 +18,7 @@ from pathlib import Path
 from ..decision.comparison import non_inferiority
 from ..errors import ReleasegateError
 from ..gate.comparability import case_hash
-from ..gate.stability import case_draws
+from ..gate.stability import saved_draws
 from ..record.evidence import answered
 from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue
@@ -29,9 +29,6 @@ from ..stats.intervals import paired_min_n
 from .guard_view import GuardView, guard_section, guard_view
 
 __all__ = ["BaselineArm", "CorrectedDelta", "baseline_arm", "corrected_delta", "corrected_row"]
-
-_DRAWS = "draws.jsonl"
-
 
 @dataclass(frozen=True)
 class BaselineArm:
@@ -51,7 +48,7 @@ def baseline_arm(rubric) -> BaselineArm:
         verdicts = saved_verdicts(base)
         scores = score_records(records, rubric.forbidden, verdicts)
         edits = read_labels(base)
-        found = case_draws(base.read_info(), records, base.read_records(_DRAWS, required=False), verdicts)
+        found = saved_draws(base, records, verdicts)
     except (ReleasegateError, OSError) as exc:
         return BaselineArm(None, {}, f"the baseline run cannot be read ({exc})")
     by_id = {r.case_id: r for r in records}

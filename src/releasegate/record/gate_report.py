@@ -19,7 +19,7 @@ from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
 from .records import RunDir
 from .report_sections import JudgeSection, ReviewRow
-from .sealed import matches_seal, sealed_run
+from .sealed import seal_of
 from .stability_report import StabilitySection
 
 __all__ = ["GateReport", "CriterionRow", "MetricRow", "PhaseCounts", "Counts", "FailingCase", "LatencyExcluded",
@@ -372,7 +372,7 @@ def load_report(run: RunDir) -> GateReport:
         raise InputError(f"not a releasegate report: {missing[0]}: Field required", file=path,
                          hint="judge the run again: releasegate gate RUN_DIR")
     typed = as_report(report, source=path)
-    if sealed_run(run.path) and not matches_seal(run.path, "report.json", sha256_file(path, what="report.json")):
+    if seal_of(run.path, "report.json", sha256_file(path, what="report.json")) == "differs":
         raise InputError("report.json is not the file the run's seal names (edited since the gate wrote it): its "
                          "verdict is not the run's", file=path, hint=f"judge the run again: releasegate gate {run.path}")
     return typed

@@ -13,29 +13,30 @@ from pathlib import Path
 from ..errors import InputError
 from .stored_manifest import read_manifest_file
 
-__all__ = ["matches_seal", "sealed_run"]
+__all__ = ["matches_seal", "seal_of"]
 
 
 def matches_seal(run_path: Path, name: str, sha256: str) -> bool:
     """Whether `name` in the run directory, which hashes to `sha256` as read, is the file the run sealed."""
-    try:
-        manifest = read_manifest_file(Path(run_path), whole=False)
-    except InputError:  # unreadable or of another shape: nothing stored in the run is vouched for
-        return False
-    sealed = manifest.get("sealed") if isinstance(manifest, dict) else None
-    if not isinstance(sealed, dict):
-        return False
-    entry = (sealed.get("files") or {}).get(name)
-    if not isinstance(entry, dict) or entry.get("sha256") != sha256:
-        return False
-    return not any(isinstance(b, dict) and b.get("file") == name for b in sealed.get("broken") or [])
+    return seal_of(run_path, name, sha256) == "matches"
 
 
-def sealed_run(run_path: Path) -> bool:
-    """Whether any stage sealed the run (manifest.json `sealed`); an unreadable manifest counts as sealed, so a
-    file of the run is then vouched for by nothing."""
+def seal_of(run_path: Path, name: str, sha256: str) -> str:
+    """What the run's seal says of `name` as read (hashing to `sha256`), from one read of manifest.json:
+    'matches'; 'unsealed' when no stage sealed the run at all (older, or built by hand); else 'differs' (another
+    digest, a file the seal does not name, one a stage found edited, or a manifest unreadable or of another
+    shape: then nothing stored in the run is vouched for)."""
     try:
         manifest = read_manifest_file(Path(run_path), whole=False)
     except InputError:
-        return True
-    return isinstance(manifest, dict) and manifest.get("sealed") is not None
+        return "differs"
+    sealed = manifest.get("sealed") if isinstance(manifest, dict) else None
+    if sealed is None and isinstance(manifest, dict):
+        return "unsealed"
+    if not isinstance(sealed, dict):
+        return "differs"
+    entry = (sealed.get("files") or {}).get(name)
+    if not isinstance(entry, dict) or entry.get("sha256") != sha256:
+        return "differs"
+    broken = any(isinstance(b, dict) and b.get("file") == name for b in sealed.get("broken") or [])
+    return "differs" if broken else "matches"
