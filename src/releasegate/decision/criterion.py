@@ -219,8 +219,9 @@ def _on_value(criterion: Any, value: MetricValue) -> CriterionResult:
     if criterion.metric in ERROR_METRICS and value.n < MIN_FRESH_REQUESTS:  # says nothing of the next request
         return undecided(criterion, value, f"{value.n} request(s) sent: an error rate needs at least "
                          f"{MIN_FRESH_REQUESTS}", Undecided.UNKNOWN)
-    if value.n < criterion.min_samples:
-        return undecided(criterion, value, f"n={value.n} < min_samples={criterion.min_samples}", Undecided.SAMPLES)
+    if value.n < criterion.min_samples:  # an error criterion replaces the default guard: never relaxed away
+        cause = Undecided.UNKNOWN if criterion.metric in ERROR_METRICS else Undecided.SAMPLES
+        return undecided(criterion, value, f"n={value.n} < min_samples={criterion.min_samples}", cause)
     if criterion.confidence:
         return _on_bounds(criterion, value)
     ok = _OPS[criterion.op](value.value, criterion.threshold)

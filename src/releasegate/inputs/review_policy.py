@@ -34,7 +34,7 @@ from ..record.review_outcome import oversample_weights
 from ..stats.intervals import needed_n_for_rate
 
 __all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", "parse_policy", "slice_name",
-           "domain_family", "HIGH_RISK_NAMES", "KNOWN_DOMAINS"]
+           "domain_family", "domain_families", "HIGH_RISK_NAMES", "KNOWN_DOMAINS"]
 
 DEFAULT_REQUIRED_DOMAINS = ("customer_support", "medical", "legal")
 HIGH_RISK_NAMES = {
@@ -160,7 +160,7 @@ class ReviewPolicy:
         wanted = {domain_family(d) for d in self.required_domains}
         unplaced = set(self.unrecognised(found)) if self.unplaced_domains == "require" else set()
         out = [{self.domain_tag: d} for d in sorted(found, key=lambda d: (_rank(domain_family(d), self), d))
-               if domain_family(d) in wanted or d in unplaced]
+               if domain_families(d) & wanted or d in unplaced]  # 'health law' is legal too
         return out + [dict(s) for s in self.required_slices if dict(s) not in out]
 
     def unrecognised(self, values) -> list[str]:
@@ -190,14 +190,21 @@ def _words(value) -> tuple[list[str], str]:
     return words, "".join(words)
 
 
+def domain_families(value) -> set[str]:
+    """Every high-risk domain a tag value names ('medical-legal', 'health law': medical and legal), else the value
+    itself, folded: a value naming a required domain among others is that domain's too."""
+    words, joined = _words(value)
+    found = {family for family, names in HIGH_RISK_NAMES.items()
+             if joined in names or joined == family.replace("_", "") or any(w in names for w in words)}
+    return found or {joined}
+
+
 def domain_family(value) -> str:
     """The high-risk domain a tag value names however it is spelled ('Medical', 'health-care', 'clinical' ->
-    'medical'; 'Customer Service' -> 'customer_support'), else the value itself, case folded and joined."""
-    words, joined = _words(value)
-    for family, names in HIGH_RISK_NAMES.items():
-        if joined in names or joined == family.replace("_", "") or any(w in names for w in words):
-            return family
-    return joined
+    'medical'; 'Customer Service' -> 'customer_support'), the first in HIGH_RISK_NAMES' order when it names
+    several, else the value itself, case folded and joined."""
+    found = domain_families(value)
+    return next((family for family in HIGH_RISK_NAMES if family in found), next(iter(found)))
 
 
 def _rank(family: str, policy: ReviewPolicy) -> int:

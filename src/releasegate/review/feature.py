@@ -20,7 +20,7 @@ def review_of(ctx: GateContext) -> ReviewSummary:
     ctx.review_pending = review.pending
     policy = ctx.rubric.review
     ctx.unplaced_domains = tuple(policy.unrecognised(
-        {r.tags[policy.domain_tag] for r in ctx.records if r.tags.get(policy.domain_tag) is not None}))
+        {str(r.tags[policy.domain_tag]) for r in ctx.records if r.tags.get(policy.domain_tag) is not None}))
     return review
 
 
