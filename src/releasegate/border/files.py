@@ -13,9 +13,11 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
+import itertools
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,7 +25,7 @@ from ..errors import InputError
 
 __all__ = [
     "exists", "modified_at", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file",
-    "walk_files", "regular_entries", "append_regular", "open_append", "replace_file", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
+    "walk_files", "regular_entries", "journal_lines", "MAX_LINE_BYTES", "append_regular", "open_append", "replace_file", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
 ]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger suite is a mistake, not an input
@@ -97,6 +99,23 @@ def _open_fd(path: Path, what: str) -> int:
         raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
     except ValueError:  # a NUL byte in the path
         raise InputError(f"{what}: not a path the system can open", file=path) from None
+
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line of a journal (a record, a judgment, a label): one line past it is refused, never held whole."""
+
+
+def journal_lines(fh: BinaryIO, *, path: Path, what: str, max_line: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a binary journal, each line read at most `max_line` bytes at a time: a longer one is
+    an InputError naming the file and line (a journal of one endless line costs no more memory than the cap)."""
+    for number in itertools.count(1):
+        line = fh.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) > max_line:
+            raise InputError(f"{what}: a line over {max_line // (1024 * 1024)} MiB", file=path, line=number,
+                             hint="a journal line is one record; this file was not written by releasegate")
+        yield number, line
 
 
 def open_regular(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> BinaryIO:

@@ -372,7 +372,11 @@ def load_report(run: RunDir) -> GateReport:
         raise InputError(f"not a releasegate report: {missing[0]}: Field required", file=path,
                          hint="judge the run again: releasegate gate RUN_DIR")
     typed = as_report(report, source=path)
-    if seal_of(run.path, "report.json", sha256_file(path, what="report.json")) == "differs":
+    state = seal_of(run.path, "report.json", sha256_file(path, what="report.json"))
+    if state == "unreadable":  # the seal itself is what cannot be read: name it, not the report
+        raise InputError("manifest.json or its seal cannot be read, so nothing vouches for report.json",
+                         file=run.path / "manifest.json", hint=f"see releasegate verify {run.path}")
+    if state == "differs":
         raise InputError("report.json is not the file the run's seal names (edited since the gate wrote it): its "
                          "verdict is not the run's", file=path, hint=f"judge the run again: releasegate gate {run.path}")
     return typed

@@ -12,7 +12,7 @@ import os
 
 from pydantic import BaseModel, Field
 
-from ..border.files import check_regular, open_append, open_regular
+from ..border.files import check_regular, journal_lines, open_append, open_regular
 from ..errors import InputError
 from ..redaction import redact_json
 from .records import ESCAPED, MAX_JOURNAL_BYTES, RunDir, last_line_start
@@ -86,7 +86,7 @@ def read_judgments(run: RunDir) -> dict[tuple, Judgment]:
         return {}
     out: dict[tuple, Judgment] = {}
     with open_regular(path, what=JUDGMENTS_FILE, max_bytes=MAX_JOURNAL_BYTES) as fh:  # a FIFO: refused, not waited on
-        for number, line in enumerate(fh, start=1):
+        for number, line in journal_lines(fh, path=path, what=JUDGMENTS_FILE):
             if not line.strip():
                 continue
             try:

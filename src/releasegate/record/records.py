@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..border.files import check_regular, exists, open_append, open_regular, read_text, replace_file
+from ..border.files import check_regular, exists, journal_lines, open_append, open_regular, read_text, replace_file
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
@@ -295,7 +295,7 @@ class RunDir:
         records, digest = [], hashlib.sha256()
         # bytes: a kill can tear a line inside a multi-byte character; a FIFO or a device is refused, not waited on
         with open_regular(path, what=name, max_bytes=MAX_JOURNAL_BYTES) as fh:
-            for number, line in enumerate(fh, start=1):
+            for number, line in journal_lines(fh, path=path, what=name):
                 digest.update(line)
                 if not line.strip():
                     continue

@@ -19,7 +19,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, field_validator
 
-from ..border.files import open_append, open_regular
+from ..border.files import journal_lines, open_append, open_regular
 from ..errors import InputError
 from .records import RunDir
 
@@ -121,9 +121,9 @@ def read_labels(run: RunDir) -> list[LabelEdit]:
     if not path.is_file():
         return []
     edits = []
-    raw = open_regular(path, what="reviews.jsonl", max_bytes=_REVIEWS_MAX)
-    with io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape") as fh:  # bytes not UTF-8: a corrupt line
-        for number, line in enumerate(fh, start=1):
+    with open_regular(path, what="reviews.jsonl", max_bytes=_REVIEWS_MAX) as fh:
+        for number, raw in journal_lines(fh, path=path, what="reviews.jsonl"):
+            line = raw.decode("utf-8", errors="surrogateescape")  # bytes not UTF-8: a corrupt line
             if not line.strip():
                 continue
             try:

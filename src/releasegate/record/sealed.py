@@ -23,18 +23,18 @@ def matches_seal(run_path: Path, name: str, sha256: str) -> bool:
 
 def seal_of(run_path: Path, name: str, sha256: str) -> str:
     """What the run's seal says of `name` as read (hashing to `sha256`), from one read of manifest.json:
-    'matches'; 'unsealed' when no stage sealed the run at all (older, or built by hand); else 'differs' (another
-    digest, a file the seal does not name, one a stage found edited, or a manifest unreadable or of another
-    shape: then nothing stored in the run is vouched for)."""
+    'matches'; 'unsealed' when no stage sealed the run at all (older, or built by hand); 'unreadable' when
+    manifest.json or its seal cannot be read or has another shape; else 'differs' (another digest, a file the seal
+    does not name, one a stage found edited). Only 'matches' vouches for what the run stored."""
     try:
         manifest = read_manifest_file(Path(run_path), whole=False)
     except InputError:
-        return "differs"
+        return "unreadable"
     sealed = manifest.get("sealed") if isinstance(manifest, dict) else None
     if sealed is None and isinstance(manifest, dict):
         return "unsealed"
-    if not isinstance(sealed, dict):
-        return "differs"
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("files") or {}, dict):
+        return "unreadable"
     entry = (sealed.get("files") or {}).get(name)
     if not isinstance(entry, dict) or entry.get("sha256") != sha256:
         return "differs"
