@@ -180,10 +180,14 @@ class ReviewPolicy:
         }
 
 
+_MAX_TAG_CHARS = 1024
+"""A domain tag value is placed by its first this many characters (a name, never a document)."""
+
+
 def _words(value) -> tuple[list[str], str]:
     """A tag value's words and the words joined: NFKC-normalised (full-width and compatibility forms), case
     folded, accents removed ('Médical' -> 'medical'), split at anything not a letter or digit."""
-    text = unicodedata.normalize("NFKC", str(value)).casefold()
+    text = unicodedata.normalize("NFKC", str(value)[:_MAX_TAG_CHARS]).casefold()  # NFKC can grow a text 18x
     text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     text = unicodedata.normalize("NFC", text)  # Hangul and kana recomposed after the accents are gone
     words = [w for w in "".join(c if c.isalnum() else " " for c in text).split() if w]
