@@ -30,8 +30,10 @@ def seal_of(run_path: Path, name: str, sha256: str) -> str:
         manifest = read_manifest_file(Path(run_path), whole=False)
     except InputError:
         return "unreadable"
-    sealed = manifest.get("sealed") if isinstance(manifest, dict) else None
-    if sealed is None and isinstance(manifest, dict):
+    if manifest is None:  # no manifest.json: a run from before manifests, or built by hand
+        return "unsealed"
+    sealed = manifest.get("sealed")
+    if sealed is None:
         return "unsealed"
     if not isinstance(sealed, dict) or not isinstance(sealed.get("files") or {}, dict):
         return "unreadable"
