@@ -61,8 +61,8 @@ LISTED = {
                                                     "validated by load_rubric in the same run",
     ("releasegate.run.sweep", "yaml.safe_load"): "the sealed rubric snapshot read by border.files.read_text, bounded",
     ("releasegate.scorers.stored", ".read_bytes()"): "the package's own scorer sources, hashed into a fingerprint",
-    ("releasegate.scorers.metrics_local.field_accuracy.field_accuracy", "json.loads"):
-        "an `evaluate` metric script: parses the outputs given to it, as `evaluate` runs it",
+    ("releasegate.scorers.shipped_metrics", "json.loads"):
+        "field_accuracy parses the outputs given to it (a RecursionError is no object), as its `evaluate` script does",
     ("releasegate.testing.hostile", "json.loads"): "the test stub's own request bodies",
     ("releasegate.testing.stub_server", "json.loads"): "the test stub's own request bodies",
     ("releasegate.testing.composition", ".open()"): "the composition matrix writes and reads its own fixture projects",

@@ -57,3 +57,73 @@ def test_hub_name_offline_says_how_to_fix(monkeypatch):
 def test_unknown_shipped_metric():
     with pytest.raises(InputError, match="no shipped evaluate metric"):
         resolve_module("releasegate:nope")
+
+
+# The shipped metrics are computed without `evaluate`: the same functions the module scripts call, so loading a
+# script with `evaluate.load` and the gate's own path give one value on any input.
+TEXTS = ["the parcel ships today", "", "Der Termin ist am Montag.", "le colis part aujourd'hui", "見積もりは明日です",
+         '{"intent": "billing", "priority": "high"}', '{"intent": "refund"} trailing', "[1, 2]", "{" * 50,
+         "Refunds take 5 to 7 business days."]
+SHIPPED_KWARGS = {"field_accuracy": [{}], "rouge": [{}, {"use_stemmer": True}], "bleu": [{}, {"lowercase": True}],
+                  "chrf": [{}, {"word_order": 2}]}
+
+
+def _pairs(name, seed):
+    import random
+
+    rng = random.Random(seed)
+    objects = ['{"intent": "billing", "priority": "high"}', '{"a": 1}', '{"intent": "refund", "n": [1, 2]}']
+    refs = [rng.choice(objects) if name == "field_accuracy" else rng.choice(TEXTS[2:]) for _ in range(rng.randint(1, 8))]
+    return [rng.choice(TEXTS + objects) for _ in refs], refs
+
+
+@pytest.mark.slow  # `import evaluate` (datasets, transformers, torch) and one script load per metric
+@pytest.mark.parametrize("name", sorted(SHIPPED_KWARGS))
+def test_a_shipped_metric_gives_the_value_its_evaluate_module_gives(name):
+    from releasegate.scorers.shipped_metrics import ShippedMetric
+
+    through_evaluate = load_metric(resolve_module(f"releasegate:{name}"))
+    for seed in range(6):
+        predictions, references = _pairs(name, seed)
+        for kwargs in SHIPPED_KWARGS[name]:
+            want = through_evaluate.compute(predictions=predictions, references=references, **kwargs)
+            got = ShippedMetric(name).compute(predictions=predictions, references=references, **kwargs)
+            assert got.keys() == want.keys()
+            assert all(got[k] == pytest.approx(want[k]) for k in want), (seed, kwargs)
+
+
+def test_the_shipped_names_are_the_shipped_functions():
+    from releasegate.inputs.rubric import SHIPPED_METRICS
+    from releasegate.scorers.shipped_metrics import SHIPPED
+
+    assert set(SHIPPED_METRICS) == set(SHIPPED)
+    for name in SHIPPED_METRICS:
+        assert EvaluateMetric(name="m", module=f"releasegate:{name}").shipped
+        assert (resolve_module(f"releasegate:{name}")).endswith(f"{name}.py")
+    assert not EvaluateMetric(name="m", module="some-org/metric").shipped
+    assert not EvaluateMetric(name="m", module=resolve_module("releasegate:rouge")).shipped  # a path: evaluate loads it
+
+
+def test_gating_a_shipped_metric_imports_no_evaluate_library(tmp_path):
+    """A fresh interpreter gates a run whose rubric has every shipped metric: the values come, and neither
+    `evaluate` nor `datasets` nor torch was imported."""
+    import subprocess
+    import sys
+
+    script = f"""
+import json, sys
+from releasegate.inputs.rubric import EvaluateMetric
+from releasegate.record.records import CaseRecord
+from releasegate.scorers.evaluate_metric import evaluate_value
+records = [CaseRecord(case_id=f"c{{i}}", suite="s", input={{"prompt": "p"}}, expected={{"a": i}},
+                      output=json.dumps({{"a": i % 2}})) for i in range(4)]
+values = {{n: evaluate_value(EvaluateMetric(name=n, module="releasegate:" + n, key=k), records).value
+          for n, k in (("field_accuracy", None), ("rouge", "rougeL"), ("bleu", None), ("chrf", None))}}
+print(json.dumps(values))
+print(json.dumps(sorted(m for m in ("evaluate", "datasets", "torch", "transformers") if m in sys.modules)))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path)
+    values, imported = (json.loads(line) for line in out.stdout.splitlines()[-2:])
+    assert values["field_accuracy"] == pytest.approx(0.5)
+    assert all(isinstance(v, float) for v in values.values()), values
+    assert imported == []

@@ -133,9 +133,19 @@ def test_ray_scale_without_the_ray_extra(project):
              install_command("ray"))
 
 
+def _local_metric(where: Path) -> str:
+    """A copy of a shipped metric's script as a user's own `evaluate` module: `evaluate` loads it."""
+    from releasegate.scorers.evaluate_metric import resolve_module
+
+    folder = where / "my_metric"
+    folder.mkdir(exist_ok=True)
+    (folder / "my_metric.py").write_bytes(Path(resolve_module("releasegate:field_accuracy")).read_bytes())
+    return f"evaluate:\n  - {{name: field_accuracy, module: '{folder}', key: field_accuracy}}\n"
+
+
 def test_a_rubric_with_evaluate_metrics_without_the_evaluate_extra(project):
     rubric = project / "rubrics" / "example.yaml"
-    rubric.write_text(rubric.read_text() + "evaluate:\n  - {name: field_accuracy, module: 'releasegate:field_accuracy'}\n")
+    rubric.write_text(rubric.read_text() + _local_metric(project))
     out = without("evaluate", "releasegate", "check", "-c", replay_config(project), "--no-progress", cwd=project)
     one_line(out, "example.yaml", "field 'evaluate'", install_command("evaluate"))
     assert not (project / "reports").exists()  # said before the model runs, not after
@@ -145,8 +155,7 @@ def test_gate_with_an_evaluate_rubric_without_the_evaluate_extra_refuses_rather_
     code, _, err = cli("check", "-c", replay_config(project), "--run-id", "r", "--no-progress", "--allow-pending")
     assert code in (0, 1, 3), err
     rubric = project / "rubrics" / "with_evaluate.yaml"
-    rubric.write_text((project / "rubrics" / "example.yaml").read_text()
-                      + "evaluate:\n  - {name: field_accuracy, module: 'releasegate:field_accuracy'}\n")
+    rubric.write_text((project / "rubrics" / "example.yaml").read_text() + _local_metric(project))
     report = project / "reports" / "r" / "report.json"
     before = report.read_bytes()
     out = without("evaluate", "releasegate", "gate", project / "reports" / "r", "--rubric", rubric, cwd=project)
@@ -155,11 +164,12 @@ def test_gate_with_an_evaluate_rubric_without_the_evaluate_extra_refuses_rather_
 
 
 def test_corpus_a_missing_extra_is_never_a_pass_without_its_metric(tmp_path, capsys):
-    """A run every criterion passes, field_accuracy from the evaluate library among them: PASS with the extra
-    installed; without it `gate` refuses (exit 2), never judges the rubric's other criteria alone."""
+    """A run every criterion passes, field_accuracy from a local `evaluate` module among them: PASS with the
+    extra installed; without it `gate` refuses (exit 2), never judges the rubric's other criteria alone."""
     from test_false_pass import Run, lenient, ok
 
-    rubric = lenient(evaluate=[{"name": "field_accuracy", "module": "releasegate:field_accuracy"}])
+    module = _local_metric(tmp_path).split("module: '")[1].split("'")[0]
+    rubric = lenient(evaluate=[{"name": "field_accuracy", "module": module, "key": "field_accuracy"}])
     rubric["criteria"].append({"metric": "field_accuracy", "op": ">=", "threshold": 0.9})
     path = Run([ok(i) for i in range(100)], rubric=rubric).build(tmp_path)
     out = without("evaluate", "releasegate", "gate", path, "--json", cwd=tmp_path)
@@ -167,6 +177,26 @@ def test_corpus_a_missing_extra_is_never_a_pass_without_its_metric(tmp_path, cap
     assert '"PASS"' not in out.stdout and not (path / "report.json").exists()
     assert main(["gate", str(path), "--json"]) == 0  # the control: the same run, the extra installed
     assert json.loads(capsys.readouterr().out)["verdict"] == "PASS"
+
+
+def test_the_shipped_metrics_need_no_evaluate_extra(tmp_path, capsys):
+    """`releasegate:field_accuracy` (and rouge, bleu, chrf) are computed by releasegate itself: a core install
+    gates a rubric that names them, with the values the full install gives."""
+    from test_false_pass import Run, lenient, ok
+
+    rubric = lenient(evaluate=[{"name": "field_accuracy", "module": "releasegate:field_accuracy"},
+                               {"name": "chrf", "module": "releasegate:chrf"}])
+    rubric["criteria"] += [{"metric": "field_accuracy", "op": ">=", "threshold": 0.0},
+                           {"metric": "chrf", "op": ">=", "threshold": 0.0}]
+    path = Run([ok(i) for i in range(30)], rubric=rubric).build(tmp_path)
+    out = without("evaluate,datasets,torch,transformers", "releasegate", "gate", path, "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lean = json.loads(out.stdout)
+    assert main(["gate", str(path), "--json"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert lean["verdict"] == full["verdict"] == "PASS"
+    values = [{c["metric"]: c["value"] for c in report["criteria"]} for report in (lean, full)]
+    assert values[0] == values[1] and values[0]["field_accuracy"] == 1.0 and values[0]["chrf"] is not None
 
 
 def test_the_gguf_export_without_its_extras(tmp_path):

@@ -12,7 +12,7 @@ from ..extras import require
 from ..inputs.rubric import Criterion
 from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
 from ..record.records import CaseRecord
-from ..scorers.evaluate_metric import evaluate_value
+from ..scorers.evaluate_metric import evaluate_value, needs_evaluate
 from .cache_probe_gate import CACHE_METRICS
 from .case_detail import case_reviews, failing_cases
 from .context import GateContext
@@ -51,7 +51,7 @@ def _evaluate(ctx: GateContext) -> Evaluated:
 
 
 def _evaluated(ctx: GateContext) -> Evaluated:
-    if ctx.rubric.evaluate:  # found, not imported: a missing extra is one line before anything is judged
+    if needs_evaluate(ctx.rubric.evaluate):  # found, not imported: a missing extra is one line before anything is judged
         require("the rubric's evaluate: metrics", "evaluate", field="evaluate")
     out: Evaluated = {}
     for spec in ctx.rubric.evaluate:

@@ -106,6 +106,10 @@ class ForbiddenRule:
         return out
 
 
+SHIPPED_METRICS = ("field_accuracy", "rouge", "bleu", "chrf")
+"""The corpus metrics releasegate ships, as `releasegate:<name>` (their code: `scorers.shipped_metrics`)."""
+
+
 @dataclass(frozen=True)
 class EvaluateMetric:
     """A metric from the `evaluate` library, by hub name, local path or `releasegate:<name>`."""
@@ -114,6 +118,12 @@ class EvaluateMetric:
     module: str
     key: str | None = None
     slice: dict = field(default_factory=dict)
+
+    @property
+    def shipped(self) -> bool:
+        """A metric releasegate ships (`releasegate:field_accuracy`, rouge, bleu, chrf): computed without the
+        `evaluate` library (`scorers.shipped_metrics`), so it needs no `evaluate` extra."""
+        return self.module in {f"releasegate:{name}" for name in SHIPPED_METRICS}
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "module": self.module}

@@ -93,9 +93,9 @@ def _check_grader_model(config, target, at: tuple[str, ...]) -> None:
 
 
 def _check_installed(rubric) -> None:
-    """A rubric's `evaluate:` metrics need the `evaluate` extra: said before the model runs, not once it has
-    answered every case. `gate` on a saved run does not come here."""
-    if rubric.evaluate:
+    """A rubric's `evaluate:` metrics other than the shipped ones need the `evaluate` extra: said before the model
+    runs, not once it has answered every case. `gate` on a saved run does not come here."""
+    if any(not spec.shipped for spec in rubric.evaluate):
         require("a rubric's evaluate: metrics", "evaluate", file=rubric.path, field="evaluate")
 
 

@@ -3,8 +3,8 @@
 `evaluate.load("name")` reaches for the hub; offline it fails with a misleading message, so we set
 HF_HUB_OFFLINE before importing and translate the failure into what to do instead.
 
-`import evaluate` pulls in datasets, transformers and torch (seconds): a value is computed only when the run has
-none stored for the same module file and the same predictions and references (`evaluate_value`), so re-judging
+`import evaluate` pulls in datasets, transformers and torch (seconds): the shipped metrics are computed without it
+(`shipped_metrics`), and any value is computed only when the run has none stored for the same module file and the same predictions and references (`evaluate_value`), so re-judging
 a run reads its values instead.
 """
 
@@ -20,9 +20,10 @@ from ..errors import InputError
 from ..extras import install_command
 from ..record.metrics import MetricValue
 from ._text import as_text
+from .shipped_metrics import SHIPPED, ShippedMetric
 from .stored import CorpusScores, digest_of, scorer_code
 
-__all__ = ["resolve_module", "load_metric", "compute_evaluate_metric", "evaluate_value", "module_fingerprint"]
+__all__ = ["needs_evaluate", "resolve_module", "load_metric", "compute_evaluate_metric", "evaluate_value", "module_fingerprint"]
 
 
 def resolve_module(module: str) -> str:
@@ -34,6 +35,17 @@ def resolve_module(module: str) -> str:
             raise InputError(f"no shipped evaluate metric '{name}'", field="evaluate.module", hint="shipped: field_accuracy, rouge, bleu, chrf")
         return str(path)
     return module
+
+
+def needs_evaluate(specs) -> bool:
+    """Whether any of the rubric's `evaluate:` metrics needs the `evaluate` library: the shipped ones
+    (`releasegate:<name>`) are computed without it."""
+    return any(not spec.shipped for spec in specs)
+
+
+def _shipped_name(module: str) -> str | None:
+    name = module.split(":", 1)[1] if module.startswith("releasegate:") else None
+    return name if name in SHIPPED else None
 
 
 def load_metric(module: str):
@@ -120,7 +132,11 @@ def module_fingerprint(module: str) -> str | None:
 
 @cache
 def _loaded(module: str, version: str | None):
-    """One load per module and version of its files (`version`: a fingerprint that changes with them)."""
+    """One load per module and version of its files (`version`: a fingerprint that changes with them). A shipped
+    metric (`releasegate:<name>`) is computed by its own function, without importing `evaluate`: the same code
+    its module script runs (`shipped_metrics`)."""
+    if (name := _shipped_name(module)) is not None:
+        return ShippedMetric(name)
     return load_metric(module)
 
 

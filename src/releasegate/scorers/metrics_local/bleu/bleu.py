@@ -8,6 +8,8 @@ cases; it is not the mean of sentence BLEU.
 import datasets
 import evaluate
 
+from releasegate.scorers.shipped_metrics import bleu
+
 _DESCRIPTION = __doc__
 _KWARGS = """
 Args:
@@ -31,9 +33,4 @@ class Bleu(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, tokenize="13a", lowercase=False):
-        import sacrebleu
-
-        if not references:
-            return {"bleu": None}
-        result = sacrebleu.corpus_bleu(list(predictions), [list(references)], tokenize=tokenize, lowercase=lowercase)
-        return {"bleu": result.score}
+        return bleu(predictions, references, tokenize, lowercase)

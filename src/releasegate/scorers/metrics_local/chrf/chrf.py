@@ -7,6 +7,8 @@ n-grams): one reference per prediction, a score in [0, 100]. Character n-grams w
 import datasets
 import evaluate
 
+from releasegate.scorers.shipped_metrics import chrf
+
 _DESCRIPTION = __doc__
 _KWARGS = """
 Args:
@@ -29,8 +31,4 @@ class Chrf(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, word_order=0):
-        import sacrebleu
-
-        if not references:
-            return {"chrf": None}
-        return {"chrf": sacrebleu.corpus_chrf(list(predictions), [list(references)], word_order=word_order).score}
+        return chrf(predictions, references, word_order)

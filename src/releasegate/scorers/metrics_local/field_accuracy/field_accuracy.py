@@ -5,10 +5,10 @@ the share of the reference's fields it reproduces exactly; unparseable predictio
 Unlike all-fields-exact accuracy, this gives partial credit, so it shows which way a regression leans.
 """
 
-import json
-
 import datasets
 import evaluate
+
+from releasegate.scorers.shipped_metrics import field_accuracy
 
 _DESCRIPTION = __doc__
 _KWARGS = """
@@ -18,20 +18,6 @@ Args:
 Returns:
     field_accuracy: mean over cases of the share of reference fields matched, in [0, 1].
 """
-
-
-def _first_object(text):
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # a prediction nested past the parser's depth is no JSON
-        start = text.find("{")
-        if start == -1:
-            return None
-        try:
-            value, _ = json.JSONDecoder().raw_decode(text[start:])
-        except (ValueError, RecursionError):
-            return None
-    return value if isinstance(value, dict) else None
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
@@ -45,11 +31,4 @@ class FieldAccuracy(evaluate.Metric):
         )
 
     def _compute(self, predictions, references):
-        if not references:
-            return {"field_accuracy": None}
-        total = 0.0
-        for pred, ref in zip(predictions, references):
-            want = json.loads(ref)
-            got = _first_object(pred) or {}
-            total += sum(got.get(k) == v for k, v in want.items()) / max(len(want), 1)
-        return {"field_accuracy": total / len(references)}
+        return field_accuracy(predictions, references)

@@ -10,6 +10,8 @@ digits: text in other scripts scores 0, so use `releasegate:chrf` for it.
 import datasets
 import evaluate
 
+from releasegate.scorers.shipped_metrics import ROUGE_TYPES, rouge
+
 _DESCRIPTION = __doc__
 _KWARGS = """
 Args:
@@ -21,7 +23,6 @@ Returns:
     one key per rouge type: the mean F-measure over cases, in [0, 1].
 """
 
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
@@ -35,15 +36,4 @@ class Rouge(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, rouge_types=ROUGE_TYPES, use_stemmer=False):
-        from rouge_score import rouge_scorer
-
-        rouge_types = list(rouge_types)
-        if not references:
-            return {t: None for t in rouge_types}
-        scorer = rouge_scorer.RougeScorer(rouge_types, use_stemmer=use_stemmer)
-        totals = dict.fromkeys(rouge_types, 0.0)
-        for pred, ref in zip(predictions, references):
-            scores = scorer.score(ref, pred)
-            for t in rouge_types:
-                totals[t] += scores[t].fmeasure
-        return {t: totals[t] / len(references) for t in rouge_types}
+        return rouge(predictions, references, rouge_types, use_stemmer)
