@@ -110,15 +110,15 @@ def test_gating_a_shipped_metric_imports_no_evaluate_library(tmp_path):
     import subprocess
     import sys
 
-    script = f"""
+    script = """
 import json, sys
 from releasegate.inputs.rubric import EvaluateMetric
 from releasegate.record.records import CaseRecord
 from releasegate.scorers.evaluate_metric import evaluate_value
-records = [CaseRecord(case_id=f"c{{i}}", suite="s", input={{"prompt": "p"}}, expected={{"a": i}},
-                      output=json.dumps({{"a": i % 2}})) for i in range(4)]
-values = {{n: evaluate_value(EvaluateMetric(name=n, module="releasegate:" + n, key=k), records).value
-          for n, k in (("field_accuracy", None), ("rouge", "rougeL"), ("bleu", None), ("chrf", None))}}
+records = [CaseRecord(case_id=f"c{i}", suite="s", input={"prompt": "p"}, expected={"a": i},
+                      output=json.dumps({"a": i % 2})) for i in range(4)]
+values = {n: evaluate_value(EvaluateMetric(name=n, module="releasegate:" + n, key=k), records).value
+          for n, k in (("field_accuracy", None), ("rouge", "rougeL"), ("bleu", None), ("chrf", None))}
 print(json.dumps(values))
 print(json.dumps(sorted(m for m in ("evaluate", "datasets", "torch", "transformers") if m in sys.modules)))
 """

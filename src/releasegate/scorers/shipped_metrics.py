@@ -18,7 +18,7 @@ __all__ = ["SHIPPED", "ShippedMetric", "field_accuracy", "rouge", "bleu", "chrf"
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
-def _first_object(text: str) -> dict | None:
+def _first_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # a prediction nested past the parser's depth is no JSON
@@ -92,6 +92,6 @@ class ShippedMetric:
         self.name = name
         self._compute = SHIPPED[name]
 
-    def compute(self, *, predictions: Sequence[Any], references: Sequence[Any], **kwargs: Any) -> dict:
+    def compute(self, *, predictions: Sequence[Any], references: Sequence[Any], **kwargs: Any) -> dict[str, float | None]:
         # evaluate casts both columns to strings (Features: Value("string")); so does this
         return self._compute([str(p) for p in predictions], [str(r) for r in references], **kwargs)
