@@ -31,7 +31,7 @@ from ..stats.sample_weights import stratum_counts
 from .calibration import calibrate, output_approvals, reviewer_labels
 from .correction import corrected_accuracy
 from .guard_view import draw_cell
-from .stage import judge_summary
+from .judge_summary import judge_summary
 
 __all__ = ["judge_section", "undecided_by_judge", "corrected_by_reviewers", "judged_replies", "JUDGE_FED_METRICS",
            "CORRECTED_METRICS"]

@@ -11,7 +11,7 @@ the criteria they feed are insufficient, and the run is still complete (the mode
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -41,6 +41,7 @@ from ..record.seal import seal
 from ..run.draws import DRAWS
 from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import directory_files
+from .judge_summary import judge_summary, judged_records
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
@@ -49,11 +50,6 @@ __all__ = [
 
 JUDGE_BATCH = 32
 """Verdicts per journal append (the backend runs `judge.concurrency` of them at a time)."""
-
-
-def judged_records(records: list[CaseRecord]) -> list[CaseRecord]:
-    """The records whose answer is graded by the judge."""
-    return [r for r in records if r.answer and r.answer.get("type") == "judge"]
 
 
 def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None) -> str:
@@ -309,39 +305,6 @@ def _undo_position(position: str, order: str) -> str:
     first = "candidate" if order == "candidate_first" else "baseline"
     second = "baseline" if first == "candidate" else "candidate"
     return first if position == "A" else second
-
-
-def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dict | None,
-                  draws: Sequence[CaseRecord] = ()) -> dict | None:
-    """The report's `judge` section: calls and tokens (every graded draw's among them: a draw that repeats its
-    case's output shares its verdict, no call), errors by class on the current outputs of the cases and of their
-    repeated `draws`, the judge's own cost, apart from the model's; `judged`: cases whose draw 0 has a verdict.
-    `settings_info`: run.json's `judge` (description, fingerprint, price)."""
-    if not settings_info:
-        return None
-    fingerprint = settings_info.get("fingerprint")
-    mine = [j for j in judgments.values() if j.judge == fingerprint]
-    judged = [r for r in judged_records(records) if answered(r)]
-    hashes = {(r.case_id, output_hash(r.output)) for r in judged + judged_records(list(draws)) if answered(r)}
-    current = [j for j in mine if (j.case_id, j.output_hash) in hashes and j.order is None]  # pairwise: apart
-    first = {(r.case_id, output_hash(r.output)) for r in judged}
-    errors: dict[str, int] = {}
-    for j in current:
-        if j.error:
-            errors[j.error] = errors.get(j.error, 0) + 1
-    tokens_in = sum(j.tokens.input or 0 for j in mine if not j.cached)
-    tokens_out = sum(j.tokens.output or 0 for j in mine if not j.cached)
-    price = settings_info.get("price") or {}
-    cost = None
-    if price:
-        cost = (tokens_in * price.get("input_usd_per_1m", 0.0) + tokens_out * price.get("output_usd_per_1m", 0.0)) / 1e6
-    verdicts = {(j.case_id, j.criterion) for j in current if j.error is None and (j.case_id, j.output_hash) in first}
-    return {
-        "model": settings_info.get("model"), "backend": settings_info.get("backend"), "fingerprint": fingerprint,
-        "cases": len(judged), "judged": len(verdicts), "calls": sum(not j.cached for j in mine),
-        "cached": sum(j.cached for j in mine), "errors": errors,
-        "tokens": {"input": tokens_in, "output": tokens_out}, "cost_usd": cost,
-    }
 
 
 def settings_info(settings: JudgeSettings, fingerprint: str) -> dict:

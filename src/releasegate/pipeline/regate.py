@@ -32,7 +32,6 @@ from ..record.seal import edited_evidence, seal, sealed_snapshot
 from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
-from ..run.cache_probe_stage import rederived_probe
 from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
@@ -71,7 +70,10 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, policy.forbidden, verdicts)  # read and scored once: the gate and the reports share it
     recorded = _own_verdict(run, info, verdicts, allow_pending) if judged_by["whatif"] else None
-    if judged_by["whatif"]:  # the probe's flags re-derived under the what-if's own rules
+    if judged_by["whatif"] and info.response_cache_probe:  # the probe's flags re-derived under the what-if's rules
+        # imported here: the probe's stage reaches the embedding backends, which a plain `gate` never needs
+        from ..run.cache_probe_stage import rederived_probe
+
         info.response_cache_probe = rederived_probe(run, info, policy, scored.records)
     report = judge_run(GateInputs(
         info, scored.records, policy, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
