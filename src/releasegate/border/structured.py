@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +38,31 @@ def nesting(value: Any) -> int:
     return deepest
 
 
-def json_loads(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, unique_keys: bool = False) -> Any:
+def json_loads(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, unique_keys: bool = False,
+               parse_float: Callable[[str], Any] | None = None,
+               parse_constant: Callable[[str], Any] | None = None) -> Any:
     """`json.loads`, refusing (TooDeep, a ValueError) a value nested deeper than `max_depth`, counted on the text
     before it is parsed (`json_reader.json_depth`, the border's one depth count), so no parser recursion is ever
     reached. `unique_keys`: an object naming a key twice is refused (a ValueError), for signed documents that
-    another parser, keeping the first of two keys where Python keeps the last, would read otherwise."""
-    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    if json_depth(raw, stop_at=max_depth) > max_depth:
+    another parser, keeping the first of two keys where Python keeps the last, would read otherwise.
+    `parse_float`, `parse_constant`: as `json.loads` takes them."""
+    if not _shallow(text, max_depth) and json_depth(_bytes(text), stop_at=max_depth) > max_depth:
         raise TooDeep(f"JSON nested too deeply (more than {max_depth} levels)")
-    return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
+    return json.loads(text, object_pairs_hook=_unique if unique_keys else None, parse_float=parse_float,
+                      parse_constant=parse_constant)
+
+
+def _shallow(text: str | bytes, max_depth: int) -> bool:
+    """Whether the text holds at most `max_depth` brackets that open, brackets in strings counted: then no value
+    in it can nest deeper. Counted at C speed; a row of a suite, a record or a reply holds a handful, so the
+    exact count (`json_depth`, a Python loop over every bracket and quote) runs only for bigger documents."""
+    if isinstance(text, bytes):
+        return text.count(b"[") + text.count(b"{") <= max_depth
+    return text.count("[") + text.count("{") <= max_depth
+
+
+def _bytes(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

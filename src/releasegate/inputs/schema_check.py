@@ -341,13 +341,14 @@ def _non_finite(data: Any) -> tuple[list[str | int], float] | None:
 
 
 def validate(
-    data: Any, schema_name: str, *, file: Path, node: yaml.Node | None = None, line: int | None = None
+    data: Any, schema_name: str, *, file: Path, node: yaml.Node | None = None, line: int | None = None,
+    finite: bool = False,
 ) -> None:
     """Validate against a shipped schema; raise InputError at the most relevant error. A valid document is
     accepted by the compiled test alone: jsonschema is imported only to explain a rejection. A number that is not
     finite (YAML's .nan, .inf) is refused first: a schema's bounds never refuse NaN, and a NaN limit compares
     false with everything (a `max_age_days: .nan` would never find a baseline stale)."""
-    odd = _non_finite(data)
+    odd = None if finite else _non_finite(data)  # `finite`: the caller knows its text holds no such number
     if odd is not None:
         raise InputError(f"{odd[1]} is not a finite number", file=file,
                          line=line if line is not None else line_of(node, odd[0]), field=field_path(odd[0]) or None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import json
+import math
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -334,7 +335,10 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tuple[dict, ...]) -> Case:
     try:
-        raw = json_loads(line)  # at most 64 levels deep (border.structured)
+        # at most 64 levels deep (border.structured); a number that is not finite is noted as it is parsed, so
+        # only a line with one is walked to name where it is (`validate`)
+        odd: list[str] = []
+        raw = json_loads(line, parse_float=partial(_float, odd), parse_constant=partial(_constant, odd))
         # what could never be written back: a lone surrogate, only ever from an escape (\\ud800)
         if "\\u" in line or line.count("[") + line.count("{") > 500:
             json.dumps(raw, ensure_ascii=False).encode("utf-8")
@@ -346,12 +350,28 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
         raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=suite.path, line=number) from None
     if not isinstance(raw, dict):
         raise InputError("each line must be a JSON object", file=suite.path, line=number)
-    return _case(raw, number, suite, default_format, suite.path)
+    return _case(raw, number, suite, default_format, suite.path, finite=not odd)
 
 
-def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file) -> Case:
-    """A case object (a JSONL line's, or a source row's) validated against the case schema and built."""
-    validate(raw, "case", file=file, line=number)
+def _float(odd: list, text: str) -> float:
+    """A JSON number with a fraction or exponent, as the parser makes it; one past a float (1e999) noted."""
+    value = float(text)
+    if not math.isfinite(value):
+        odd.append(text)
+    return value
+
+
+def _constant(odd: list, name: str) -> float:
+    """NaN, Infinity or -Infinity, which Python's parser accepts: noted, so the line is searched for where."""
+    odd.append(name)
+    return float(name)
+
+
+def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file, *,
+          finite: bool = False) -> Case:
+    """A case object (a JSONL line's, or a source row's) validated against the case schema and built.
+    `finite`: its text was seen to hold no number that is not finite (a JSONL line's)."""
+    validate(raw, "case", file=file, line=number, finite=finite)
     if PROBE_TAG in (raw.get("tags") or {}):  # a suite case so tagged would count as (or hide from) the probes
         raise InputError(f"tag '{PROBE_TAG}' is releasegate's own: it marks the probe cases probes: makes, and a "
                          "forbidden_rate criterion's probe: FAMILY (or none) selects by it", file=file, line=number,

@@ -19,8 +19,18 @@ from .rubric import load_rubric
 from .schema_check import did_you_mean
 from .suites import Case, load_suites, stream_cases, suite_tags
 
-__all__ = ["load_inputs", "input_summary"]
+__all__ = ["load_inputs", "input_summary", "SuiteCounts"]
 
+
+class SuiteCounts(Counter):
+    """Cases per suite (what `validate` counts), and the domain tag's values the cases had on the way: the
+    suites are read once, not once more for the domain warnings."""
+
+    domains: set[str]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.domains = set()
 
 
 def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = True, overrides: tuple[str, ...] = ()):
@@ -32,8 +42,8 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     check is then about the cases that run; a slice is still refused only if no case of the suites has it (the
     rest of the suites is scanned for its tags, unvalidated, when the cases that run do not have it).
     `keep=False` (`validate`): the cases are read one at a time and not kept, their ids as 8-byte hashes
-    (`stream_cases`), and a Counter of cases per suite is returned in their place, so a suite of a million rows
-    validates in bounded memory."""
+    (`stream_cases`), and the cases per suite (`SuiteCounts`) are returned in their place, so a suite of a million
+    rows validates in bounded memory."""
     config = load_config(config_path, overrides=overrides)
     rubric = load_rubric(named_file(config.rubric, what="rubric", where=config.key_at("rubric"), base=config.base_dir))
     _check_installed(rubric)
@@ -43,12 +53,15 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     _check_embedding_model(config)
     cases = with_probes(load_suites(config.suites, config.path.parent, limit=limit), config.probes,
                         limited=limit is not None) if keep else None
-    per_suite: Counter = Counter()
+    per_suite = SuiteCounts()
     chat: list[Case] = []
+    domain_tag = rubric.review.domain_tag
 
     def tagged() -> Iterator[tuple[str, dict]]:
         for case in cases if cases is not None else stream_cases(config.suites, config.path.parent, limit=limit):
             per_suite[case.suite] += 1
+            if case.tags.get(domain_tag) is not None:
+                per_suite.domains.add(str(case.tags[domain_tag]))
             if case.messages is not None and not chat:
                 chat.append(case)
             if (case.answer or {}).get("type") == "judge":  # a judge to ask, and a criterion it knows
@@ -185,12 +198,14 @@ def _check_mode(config, cases) -> None:
                              field="messages", hint="use mode: chat, or give the case a prompt")
 
 
-def domain_warnings(config, rubric) -> list[str]:
+def domain_warnings(config, rubric, values: set[str] | None = None) -> list[str]:
     """One line per domain tag value `validate` cannot tell high-risk or not (`ReviewPolicy.unrecognised`): a
-    high-risk domain spelled in a way it does not know would go unreviewed."""
+    high-risk domain spelled in a way it does not know would go unreviewed. `values`: the values the cases had,
+    when they were counted as they were read (else the suites are read again for them)."""
     policy = rubric.review
-    values = {str(tags.get(policy.domain_tag)) for _, tags in suite_tags(config.suites)
-              if isinstance(tags, dict) and tags.get(policy.domain_tag) is not None}
+    if values is None:
+        values = {str(tags.get(policy.domain_tag)) for _, tags in suite_tags(config.suites)
+                  if isinstance(tags, dict) and tags.get(policy.domain_tag) is not None}
     return [f"{policy.domain_tag}: {value!r} is not a domain releasegate knows; if it is high-risk (like "
             f"medical, legal or customer support), add it to the rubric's review.required_domains"
             for value in policy.unrecognised(values)]
@@ -207,7 +222,7 @@ def input_summary(config, rubric, per_suite: Counter) -> dict:
         "suites": dict(per_suite),
         "cases": sum(per_suite.values()),
         "valid": True,
-        "warnings": [*config.warnings, *domain_warnings(config, rubric)],
+        "warnings": [*config.warnings, *domain_warnings(config, rubric, getattr(per_suite, "domains", None))],
     }
     if config.judge is not None:
         summary["judge"] = config.judge.target.describe()
