@@ -108,6 +108,11 @@ _ANNOTATIONS = frozenset({"$schema", "$comment", "$defs", "definitions", "title"
                           "format"})  # "format" asserts nothing without a format checker, and _validator has none
 
 
+_OBJECT_KEYWORDS = frozenset({"type", "properties", "additionalProperties", "required", "propertyNames",
+                              "maxProperties", "minProperties"})
+_STRING_KEYWORDS = frozenset({"type", "maxLength", "minLength", "pattern", "enum"})
+
+
 def _is_number(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, numbers.Number)
 
@@ -145,7 +150,9 @@ class _SchemaCompiler:
             return self.done[id(schema)]
         cell: list = []
         self.done[id(schema)] = lambda value: cell[0](value)  # a $ref cycle reaches this before it is built
-        found = [self._keyword(key, arg, schema) for key, arg in schema.items()]
+        together, covered = self._together(schema)  # an object's or a string's keywords as one check
+        found = [together] if together is not None else []
+        found += [self._keyword(key, arg, schema) for key, arg in schema.items() if key not in covered]
         checks = tuple(c for c in found if c is not None)
         if not checks:
             fn = lambda value: True  # noqa: E731
@@ -160,6 +167,63 @@ class _SchemaCompiler:
         cell.append(fn)
         self.done[id(schema)] = fn
         return fn
+
+    def _together(self, schema: dict):
+        """One check for `type: object` with its properties, required, additionalProperties, propertyNames and
+        size bounds (one pass over the object's items), or `type: string` with its length bounds, pattern and
+        enum; (None, nothing) for any other schema (its keywords are checked one by one). With the keywords the
+        check covers."""
+        kind = schema.get("type")
+        if kind == "object" and "patternProperties" not in schema:
+            return self._object(schema), _OBJECT_KEYWORDS
+        if kind == "string" and isinstance(schema.get("enum", []), list) and \
+                all(isinstance(a, str) for a in schema.get("enum", ())):
+            return self._string(schema), _STRING_KEYWORDS
+        return None, frozenset()
+
+    def _object(self, schema: dict):
+        subs = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
+        extra = schema.get("additionalProperties", True)
+        other = None if extra is True or extra is False else self.compile(extra)
+        names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
+        required = tuple(schema.get("required", ()))
+        most, least = schema.get("maxProperties", math.inf), schema.get("minProperties", 0)
+        if not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
+            raise _Unsupported("object")
+
+        def check(value) -> bool:
+            if not isinstance(value, dict) or not least <= len(value) <= most:
+                return False
+            for name in required:
+                if name not in value:
+                    return False
+            for key, item in value.items():
+                sub = subs.get(key)
+                if sub is not None:
+                    if not sub(item):
+                        return False
+                elif extra is False or (other is not None and not other(item)):
+                    return False
+                if names is not None and not names(key):
+                    return False
+            return True
+        return check
+
+    def _string(self, schema: dict):
+        most, least = schema.get("maxLength", math.inf), schema.get("minLength", 0)
+        if not (_is_number(most) and _is_number(least)):
+            raise _Unsupported("string")
+        try:
+            search = re.compile(schema["pattern"]).search if "pattern" in schema else None
+        except (re.error, TypeError):
+            raise _Unsupported("pattern") from None
+        allowed = frozenset(schema["enum"]) if "enum" in schema else None
+
+        def check(value) -> bool:
+            # lengths in code points, as jsonschema counts them
+            return isinstance(value, str) and least <= len(value) <= most and \
+                (search is None or search(value) is not None) and (allowed is None or value in allowed)
+        return check
 
     def _ref(self, ref: str):
         if not isinstance(ref, str) or "~" in ref or "%" in ref:

@@ -18,13 +18,14 @@ only for an xlsx sheet, `jinja2` only for a template.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..border.hub import hub_snapshot
 from ..errors import InputError, Where
-from ..safe_template import TemplateFailed, compile_template
+from ..safe_template import MAX_CHARS, TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import is_dir, named_file
 from .sampling import sampled_rows
@@ -226,7 +227,7 @@ class Templates:
                 self.parts.append((role, spec[role]))  # plain text: nothing to render, row after row
             elif role in spec:
                 try:
-                    self.parts.append((role, compile_template(spec[role])))
+                    self.parts.append((role, _Field.of(spec[role]) or compile_template(spec[role])))
                 except TemplateFailed as exc:
                     raise InputError(exc.message, **self.at("template", role)) from None
 
@@ -238,12 +239,34 @@ class Templates:
             if isinstance(template, str):
                 messages.append({"role": role, "content": template})
                 continue
+            if isinstance(template, _Field):  # `{{ text }}` of a text column: the text, as Jinja renders it
+                if type(value := context.get(template.name)) is str and len(value) <= MAX_CHARS:
+                    messages.append({"role": role, "content": value})
+                    continue
+                template = template.compiled
             try:
                 content = render_template(template, context)
             except TemplateFailed as exc:
                 raise _template_error(exc, role, row, file, number, self.at) from None
             messages.append({"role": role, "content": content})
         return messages
+
+
+class _Field:
+    """A template that is one column's value (`{{ text }}`, the usual one): rendered without Jinja when the
+    value is text (a million rows, about 30 microseconds a row less), by Jinja otherwise (a number, a missing
+    column, a text over the render bound), so the output and its errors are Jinja's own."""
+
+    _ONE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self.compiled = compile_template(text)
+
+    @classmethod
+    def of(cls, text: str) -> _Field | None:
+        found = cls._ONE.fullmatch(text)
+        return cls(found.group(1), text) if found and found.group(1) not in ("row", "range", "namespace") else None
 
 
 def _template_error(exc: TemplateFailed, role: str, row: dict, file: str, number: int, at) -> InputError:
