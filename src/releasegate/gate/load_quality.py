@@ -204,8 +204,8 @@ def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: di
     total, effective = sum(case_weights(counted, strata)), kish_n(case_weights(counted, strata))
     share = {k: sum(case_weights(v, strata)) / total for k, v in cells.items()}
     delta = share["load_only"] - share["alone_only"]
-    bounds = paired_rate_bounds(*(share[k] * effective for k in ("both", "load_only", "alone_only", "neither")),
-                                confidence=confidence)
+    both, load_only, alone_only, neither = (share[k] * effective for k in ("both", "load_only", "alone_only", "neither"))
+    bounds = paired_rate_bounds(both, load_only, alone_only, neither, confidence)
     note = (f"{len(cells['alone_only'])} case(s) right alone and wrong under load, {len(cells['load_only'])} the "
             "other way" + (f"; population-weighted, effective n {effective:.1f}" if any(map(is_weighted, counted))
                            else ""))
