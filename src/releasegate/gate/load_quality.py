@@ -2,13 +2,13 @@
 
 A load request asks a suite case's prompt (`prompt_of`); its answer is scored as that case's would be (answer,
 format, forbidden), so `phase: load` gates a quality rate on what users get under the declared load (at a
-capacity sweep, at its capacity step). The flip probe pairs each case's quality-phase answer asked
-alone with its answers under load, on the pairs `load_pairs` finds (observed in flight, covering enough cases):
+capacity sweep, at its capacity step). The flip probe pairs each case's quality-phase answer asked alone with
+its answers under load, on the pairs `load_pairs` finds (as observed in flight, covering enough cases):
 `load_flip_rate` is the share of paired cases whose answer under load differs from it after the answer scorer's
 normalisation (any of its load answers), `load_accuracy_delta` accuracy under load (every load answer of the case
 passing) minus accuracy alone, with Newcombe's paired bound; both weighted to the source under a stratified
-`sample:`. A load answer whose prompt is no
-case of the run, or whose input differs from the case's, is named and never counted.
+`sample:`. A load answer whose prompt is no case of the run, or whose input differs from the case's, is named and
+never counted.
 """
 
 from __future__ import annotations
