@@ -198,3 +198,41 @@ def test_draw_variation_is_the_lower_bound_of_cases_whose_draws_disagree():
     assert draw_variation(info, records, draws) == pytest.approx(wilson_bounds(10, CASES)[0])
     assert draw_variation(info, records, draws[:-1]) is None  # a draw missing: not as planned
     assert draw_variation(INFO.model_copy(update={"repeats": None}), records, []) is None
+
+
+# --- what each request observed --------------------------------------------------------------------------------
+
+@given(st.lists(st.booleans(), min_size=1, max_size=60))
+def test_each_request_records_the_requests_in_flight_it_saw(steps):
+    """A random interleaving of sends (True) and answers (False, the oldest request still in flight): each
+    request's `at_send` and `most` equal a count over the whole schedule."""
+    from contextlib import ExitStack
+
+    from releasegate.backends._in_flight import InFlight
+
+    in_flight, open_, seen, spans, t = InFlight(), [], [], [], 0
+    with ExitStack() as stack:
+        for send in steps:
+            t += 1
+            if send:
+                open_.append((len(seen), stack.enter_context(ExitStack())))
+                seen.append(open_[-1][1].enter_context(in_flight.request()))
+                spans.append([t, None])
+            elif open_:
+                i, ctx = open_.pop(0)
+                ctx.close()
+                spans[i][1] = t
+    end = t + 1
+    live = [(a, b if b is not None else end) for a, b in spans]
+    for (start, stop), got in zip(live, seen):
+        assert got.at_send == sum(a <= start < b for a, b in live)
+        assert got.most == max(sum(a <= u < b for a, b in live) for u, _ in live if start <= u < stop)
+
+
+def test_a_timing_writes_what_was_in_flight_only_when_known():
+    from releasegate.record.records import Timing
+
+    assert "in_flight_most" not in Timing(ttft_ms=1.0).model_dump()  # an older run's line reads and writes as before
+    assert Timing.model_validate({"ttft_ms": 1.0}).in_flight_most is None
+    dumped = Timing(in_flight_at_send=2, in_flight_most=3).model_dump(mode="json")
+    assert (dumped["in_flight_at_send"], dumped["in_flight_most"]) == (2, 3)
