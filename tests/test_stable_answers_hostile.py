@@ -17,16 +17,22 @@ CASES = 40
 
 
 def rec(i: int, output: str | None, *, draw: int = 0, cached: bool = False, suite: str = "s",
-        error: str | None = None) -> CaseRecord:
+        error: str | None = None, in_flight: int | None = 1) -> CaseRecord:
+    """A quality case's record, asked with `in_flight` requests in flight (observed; None: not recorded)."""
     return CaseRecord(case_id=f"c{i}", suite=suite, input={"prompt": f"q{i}"}, expected="yes",
                       answer={"type": "normalized"}, output=output, draw=draw, cached=cached, error=error,
-                      tokens=Tokens(input=3, output=1), timing=Timing(ttft_ms=10.0, e2e_ms=12.0))
+                      tokens=Tokens(input=3, output=1), timing=_timing(in_flight))
 
 
-def load_rec(n: int, i: int, output: str, *, prompt: str | None = None) -> CaseRecord:
+def load_rec(n: int, i: int, output: str, *, prompt: str | None = None, in_flight: int | None = 4) -> CaseRecord:
+    """A load request asking case c{i}'s prompt, with `in_flight` requests in flight (observed)."""
     return CaseRecord(case_id=f"load-{n:05d}:c{i}", suite="load", tags={"phase": "load", "prompt_of": f"c{i}"},
                       input={"prompt": prompt or f"q{i}"}, output=output, tokens=Tokens(input=3, output=1),
-                      timing=Timing(ttft_ms=10.0, e2e_ms=12.0))
+                      timing=_timing(in_flight))
+
+
+def _timing(in_flight: int | None) -> Timing:
+    return Timing(ttft_ms=10.0, e2e_ms=12.0, in_flight_at_send=in_flight, in_flight_most=in_flight)
 
 
 INFO = RunInfo(run_id="r", created_at="now", target="t", backend="openai", status="complete", cases=CASES,
@@ -132,9 +138,9 @@ def test_load_answers_of_no_case_are_never_counted():
     flip = row(report, "load_flip_rate")
     assert flip["n"] == CASES and flip["value"] == 1 / CASES
     assert "10 load request(s) of no case" in flip["note"] and "not asked alone" not in flip["note"]
-    batched = info.model_copy(update={"sessions": [{"mode": "start", "concurrency": 4}]})
-    note = row(gate_run(batched, records, rubric(crit("load_flip_rate", "<=", 0.5)), None, load), "load_flip_rate")["note"]
-    assert "up to 4 requests in flight" in note
+    batched = [r.model_copy(update={"timing": r.timing.model_copy(update={"in_flight_most": 4})}) for r in records]
+    note = row(gate_run(info, batched, rubric(crit("load_flip_rate", "<=", 0.5)), None, load), "load_flip_rate")["note"]
+    assert "40 not asked alone in the quality phase" in note
     assert report["stability"]["load_answers_left_out"] == 10
     assert [r["case_id"] for r in report["stability"]["flips"]] == ["c0"]
 

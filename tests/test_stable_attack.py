@@ -25,9 +25,9 @@ def test_a_probe_whose_quality_phase_was_batched_proves_nothing():
     records, _ = honest()
     records = [r.model_copy(update={"output": "yes (changed)"}) if r.case_id in ("c0", "c1", "c2", "c3") else r
                for r in records]
+    records = [r.model_copy(update={"timing": r.timing.model_copy(update={"in_flight_most": 8})}) for r in records]
     load = [load_rec(i, i, "yes (changed)" if i < 4 else "yes") for i in range(CASES)]
-    batched = LOADED.model_copy(update={"sessions": [{"mode": "start", "concurrency": 8}]})
-    report = gate_run(batched, records, PROBE, None, load)
+    report = gate_run(LOADED, records, PROBE, None, load)
     flip = row(report, "load_flip_rate")
     assert flip["value"] is None and flip["verdict"] == "insufficient"
     assert "not asked alone" in flip["reason"]
@@ -36,11 +36,12 @@ def test_a_probe_whose_quality_phase_was_batched_proves_nothing():
 
 
 def test_a_load_phase_with_one_request_in_flight_proves_nothing():
+    """The load phase declared 8 in flight, but each of its requests observed only itself in flight."""
     records, _ = honest()
-    single = LOADED.model_copy(update={"load_phase": {**LOADED.load_phase, "concurrency": 1}})
-    report = gate_run(single, records, PROBE, None, _steady_load())
+    single = [load_rec(i, i, "yes", in_flight=1) for i in range(CASES)]
+    report = gate_run(LOADED, records, PROBE, None, single)
     flip = row(report, "load_flip_rate")
-    assert flip["value"] is None and "1 request in flight" in flip["reason"]
+    assert flip["value"] is None and "only with 1 in flight" in flip["reason"]
     assert report["verdict"] != PASS
     assert gate_run(LOADED, records, PROBE, None, _steady_load())["verdict"] == PASS  # 8 in flight: the probe holds
 
@@ -96,10 +97,10 @@ def test_a_suite_asked_once_is_not_left_out_of_pass_k():
 def test_an_old_run_that_never_recorded_its_quality_concurrency_proves_nothing_alone():
     """A run from before the quality phase's requests in flight were recorded, judged again with a rubric asking
     the flip probe: nothing says its answers were asked alone."""
-    records, _ = honest()
+    records = [rec(i, "yes", in_flight=None) for i in range(CASES)]
     old = LOADED.model_copy(update={"sessions": [{"mode": "start", "cases": CASES}]})
     flip = row(gate_run(old, records, PROBE, None, _steady_load()), "load_flip_rate")
-    assert flip["value"] is None and "not recorded" in flip["reason"]
+    assert flip["value"] is None and "did not record how many were in flight" in flip["reason"]
 
 
 def test_answers_alone_from_the_response_cache_are_not_answers_asked_alone():
@@ -135,7 +136,7 @@ def test_a_server_that_changes_answers_whenever_batched_is_not_passed_by_a_batch
                          extra="load: {concurrency: 8, requests: 150}\n")
         code, report, _ = check(cli, config)
     flip = criterion(report, "load_flip_rate")
-    assert flip["verdict"] == "insufficient" and "up to 8 requests in flight" in flip["reason"]
+    assert flip["verdict"] == "insufficient" and "not asked alone in the quality phase" in flip["reason"]
     assert report["verdict"] != "PASS" and code != 0
 
 

@@ -5,7 +5,8 @@ wait for a slot (their send lag). A request still waiting when the deadline has 
 run stopped (a dead target, see `_target_watch`), is not sent: it comes back with error `not_sent`, and an open or
 closed loop takes no further request. A `send` that raises (it should not: failures are returned) fails its own
 request with `client_error`, never the batch's gather. `on_done(gen)` is called with each request's Generation as
-it comes back.
+it comes back. Each request records the requests in flight it observed (`_in_flight`: at its send, and the
+most while it was in flight), counted over the call: what the flip probe reads, never the declared concurrency.
 
 The requests are sent on uvloop's event loop by default, asyncio's with RELEASEGATE_EVENT_LOOP=asyncio
 (`loop_factory`).
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from ..border.env import env_text
 from ..errors import ErrorKind, InputError
 from ._base import Generation, Request
+from ._in_flight import InFlight
 from ._target_watch import NOT_SENT_STOPPED
 
 __all__ = ["Scheduled", "Send", "gather", "open_loop", "closed_loop", "loop_factory", "EVENT_LOOP_ENV", "EVENT_LOOPS"]
@@ -69,7 +71,7 @@ Stop = Callable[[], bool] | None
 async def gather(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None,
                  stop: Stop = None) -> list[Generation]:
     """Every item (each waits for its time, if it has one), `concurrency` at a time; results in input order."""
-    slots = asyncio.Semaphore(concurrency)
+    slots, send = asyncio.Semaphore(concurrency), _counted(send)
 
     async def one(item: Scheduled) -> Generation:
         if item.at_ns is not None:
@@ -85,8 +87,7 @@ async def open_loop(send: Send, items, concurrency: int, deadline_ns: int | None
     rest queued (send lag). A request's task is made when it is due, never before: an hour-long open loop
     holds the requests in flight and the ones queued, not every request it will send. Once `stop()`, the items
     not yet due are left out of the results (the caller counts them as never sent)."""
-    slots = asyncio.Semaphore(concurrency)
-    tasks = []
+    slots, send, tasks = asyncio.Semaphore(concurrency), _counted(send), []
     for item in items:
         await _sleep_until_ns(item.at_ns)
         if stop is not None and stop():
@@ -101,6 +102,7 @@ async def closed_loop(
 ) -> list[tuple[Request, Generation]]:
     """`concurrency` workers pulling from one iterator until it is empty, the deadline has passed or `stop()`."""
     results: list = []
+    send = _counted(send)
 
     async def worker() -> None:
         while deadline_ns is None or time.perf_counter_ns() <= deadline_ns:
@@ -140,6 +142,19 @@ async def _sent(send: Send, item: Scheduled) -> Generation:
         return await send(item)
     except Exception as exc:
         return Generation(None, error=ErrorKind.CLIENT_ERROR, error_message=f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _counted(send: Send) -> Send:
+    """`send`, each request's Generation carrying the requests in flight it observed among this call's."""
+    in_flight = InFlight()
+
+    async def counted(item: Scheduled) -> Generation:
+        with in_flight.request() as seen:
+            gen = await send(item)
+        gen.timing.in_flight_at_send, gen.timing.in_flight_most = seen.at_send, seen.most
+        return gen
+
+    return counted
 
 
 async def _sleep_until_ns(deadline: int) -> None:

@@ -243,7 +243,8 @@ class HFBackend(Backend):
         return Generation(
             self.tokenizer.decode(row[:n_text], skip_special_tokens=True),
             tokens=Tokens(input=n_in, output=n_out, source="tokenizer"),
-            timing=Timing(ttft_ms=(first - start) / _NS_PER_MS, tpot_ms=tpot, e2e_ms=(end - start) / _NS_PER_MS, batch_size=1),
+            timing=Timing(ttft_ms=(first - start) / _NS_PER_MS, tpot_ms=tpot, e2e_ms=(end - start) / _NS_PER_MS, batch_size=1,
+                          in_flight_at_send=1, in_flight_most=1),
             output_ids=row[:n_out],
         )
 
@@ -274,7 +275,8 @@ class HFBackend(Backend):
         return Generation(
             text,
             tokens=Tokens(input=n_in, output=n_out, source="tokenizer"),
-            timing=Timing(ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, batch_size=batch),
+            timing=Timing(ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e, batch_size=batch, in_flight_at_send=batch,
+                          in_flight_most=batch),  # a batch shares its forward passes
             output_ids=row[:n_out],
         )
 

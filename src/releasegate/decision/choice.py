@@ -4,9 +4,10 @@ Rules, once for `servers`' recommendation and the served variants' choice:
 - a contender qualifies when its own gate says PASS, it is comparable with the reference, its quality is shown
   non-inferior to the reference's (`decision.comparison`), a sweep it ran established a capacity, and, when it
   speculates, its server proposed draft tokens (one that proposed none is not speculative) without changing the
-  greedy answers; and, where its load phase was probed under greedy decoding, its answers under load change in
-  no larger a share of cases than the quality margin (the upper bound of `load_flip_rate`; for the reference,
-  which needs no proof against itself, its measured rate);
+  greedy answers; and, where it ran a load phase, at any temperature, its flip probe spoke (pairs observed alone
+  and beside others, covering enough cases) and its answers under load change in no larger a share of cases than
+  the quality margin (the upper bound of `load_flip_rate`; for the reference, which needs no proof against
+  itself, its measured rate), plus, at temperature > 0, how often its own repeated draws disagree (sampling);
 - the reference must qualify itself (whole, healthy, its gate PASS) before anything is chosen over it;
 - another contender is better than the reference only when its interval says so: its whole range of cost (or of
   capacity, or of the latency p95's bounds) lies on the better side of the reference's; otherwise the reference
@@ -67,13 +68,19 @@ def why_not(c: Contender) -> str | None:
     if c.speculative and not c.draft_tokens:
         return ("its server proposed no draft token: it did not speculate" if c.draft_tokens == 0
                 else "its draft tokens were not counted: speculation not shown")
+    if c.flip_margin is not None and c.load_flip is None and c.load_flip_unknown:
+        return f"its answers under load were not shown stable: {c.load_flip_unknown}"
     if c.load_flip is not None and c.flip_margin is not None:
         # the reference needs no proof against itself (as its quality needs no parity): its measured rate must
-        # be within the margin; another contender must show it, its upper bound within the margin
+        # be within the margin; another contender must show it, its upper bound within the margin; at
+        # temperature > 0 the change its own draws show alone is sampling, not the load
         value, upper = c.load_flip
-        if (value if c.is_reference else upper) > c.flip_margin:
+        limit = c.flip_margin + (c.flip_variation or 0.0)
+        if (value if c.is_reference else upper) > limit:
             shown = f"load_flip_rate {value:.3g}" if c.is_reference else f"load_flip_rate {value:.3g}, upper bound {upper:.3g}"
-            return f"its answers change under load: {shown} over the margin {c.flip_margin:g}"
+            over = f"the margin {c.flip_margin:g}" + (f" plus its draws' variation {c.flip_variation:.3g}"
+                                                     if c.flip_variation else "")
+            return f"its answers change under load: {shown} over {over}"
     return c.speculation_changed
 
 

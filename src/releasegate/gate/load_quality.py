@@ -2,11 +2,13 @@
 
 A load request asks a suite case's prompt (`prompt_of`); its answer is scored as that case's would be (answer,
 format, forbidden), so `phase: load` gates a quality rate on what users get under the declared load (at a
-capacity sweep, at its capacity step). The flip probe pairs each case's quality-phase answer (alone) with its
-answers under load: `load_flip_rate` is the share of cases whose answer under load differs from it after the
-answer scorer's normalisation (any of its load answers), `load_accuracy_delta` accuracy under load (every load
-answer of the case passing) minus accuracy alone, with Newcombe's paired bound. A load answer whose prompt is no
-case of the run, or whose input differs from the case's, is named and never counted.
+capacity sweep, at its capacity step). The flip probe pairs each case's quality-phase answer asked alone with
+its answers under load, on the pairs `load_pairs` finds (as observed in flight, covering enough cases):
+`load_flip_rate` is the share of paired cases whose answer under load differs from it after the answer scorer's
+normalisation (any of its load answers), `load_accuracy_delta` accuracy under load (every load answer of the case
+passing) minus accuracy alone, with Newcombe's paired bound; both weighted to the source under a stratified
+`sample:`. A load answer whose prompt is no case of the run, or whose input differs from the case's, is named and
+never counted.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import score_record, score_records
 from ..stats.intervals import paired_rate_bounds, wilson_bounds
-from .stability import _names, answer_key, per_draw_rate
+from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+from .load_pairs import DEFAULT_MIN_PAIR_SHARE, load_pairs
+from .stability import _names, answer_key, case_draws, per_draw_rate
 
 __all__ = ["LoadAnswers", "load_answers", "load_metric", "flip_table", "load_figures", "step_quality",
-           "LOAD_PROBE_METRICS"]
+           "LOAD_PROBE_METRICS", "draw_variation"]
 
 LOAD_PROBE_METRICS = ("load_flip_rate", "load_accuracy_delta")
 
@@ -56,45 +60,39 @@ def load_answers(records: list[CaseRecord], load_records: list[CaseRecord]) -> L
     return out
 
 
-def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, info: RunInfo | None) -> str | None:
+def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers) -> str | None:
     """Why the load answers cannot say what the metric claims (None: they can). Answers from the response cache
-    were never asked under load; the flip probe compares answers asked alone with answers asked beside others, so
-    a quality phase that batched, or a load phase that never had two requests in flight, shows nothing."""
+    were never asked under load (nor, for the probe, alone in this run): a replayed answer hides the change."""
     if under_load.cached:
         return (f"{len(under_load.cached)} case(s) have a load answer from the response cache "
                 f"({_names(under_load.cached)}): not asked under load")
-    if name not in LOAD_PROBE_METRICS or info is None:  # no run to read (servers, served variants): a figure that can only disqualify
-        return None
     replayed = [r.case_id for r in chosen if r.cached and r.case_id in under_load.by_case]
-    if replayed:
+    if name in LOAD_PROBE_METRICS and replayed:
         return (f"{len(replayed)} case(s) answered alone from the response cache ({_names(replayed)}): not asked "
                 "alone in this run")
-    alone = _quality_concurrency(info)
-    if alone is None:
-        return ("the quality phase's requests in flight were not recorded: nothing says its answers were asked "
-                "alone (run it again with target.concurrency: 1)")
-    if alone > 1:
-        return (f"the quality phase ran up to {alone} requests in flight: its answers were not asked alone "
-                "(set target.concurrency: 1)")
-    in_flight = (info.load_phase or {}).get("concurrency")
-    if isinstance(in_flight, int) and in_flight <= 1:
-        return "the load phase had at most 1 request in flight: no answer was asked beside another"
     return None
 
 
 def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
-                confidence: float = 0.95, strata: dict | None = None, info: RunInfo | None = None) -> MetricValue:
-    """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`;
-    `info`: the run, whose quality phase's concurrency the flip probe's note names when it was not 1."""
+                confidence: float = 0.95, strata: dict | None = None,
+                min_share: float = DEFAULT_MIN_PAIR_SHARE) -> MetricValue:
+    """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`
+    (on the pairs `load_pairs` finds, covering `min_share` of `chosen`; weighted by `strata`, the run's cases per
+    stratum, under a stratified sample)."""
     if not under_load.by_case:
         return MetricValue(None, 0, note="no load-phase answer of a quality case (the run has no load phase?)")
     note = f"{under_load.foreign} load request(s) of no case of the run left out" if under_load.foreign else ""
-    if (problem := _unprovable(name, chosen, under_load, info)) is not None:
+    if (problem := _unprovable(name, chosen, under_load)) is not None:
         return MetricValue(None, 0, note="; ".join(x for x in (problem, note) if x))
-    if name == "load_flip_rate":
-        return _with_note(_flip_rate(chosen, under_load, confidence), note)
-    if name == "load_accuracy_delta":
-        return _with_note(_accuracy_delta(chosen, under_load, scores, forbidden, confidence), note)
+    if name in LOAD_PROBE_METRICS:
+        pairs = load_pairs(chosen, under_load.by_case, min_share)
+        if pairs.problem is not None:
+            return MetricValue(None, 0, note="; ".join(x for x in (pairs.problem, note) if x))
+        note = "; ".join(x for x in (pairs.note, note) if x)
+        strata = strata if strata is not None else stratum_counts(chosen)
+        if name == "load_flip_rate":
+            return _with_note(_flip_rate(pairs.cases, under_load, confidence, strata), note)
+        return _with_note(_accuracy_delta(pairs.cases, under_load, scores, forbidden, confidence, strata), note)
     value = per_draw_rate(name, chosen, under_load.by_case, scores, forbidden, confidence, stored=False, strata=strata)
     return _with_note(value, note)
 
@@ -110,7 +108,22 @@ def load_figures(records: list[CaseRecord], load_records: list[CaseRecord], conf
     accuracy = load_metric("accuracy", records, under_load, scores, (), confidence)
     delta = load_metric("load_accuracy_delta", records, under_load, scores, (), confidence)
     return {"accuracy_under_load": accuracy.value, "load_flip_rate": flip.value,
-            "load_flip_upper": flip.bounds[1] if flip.bounds else None, "load_accuracy_delta": delta.value}
+            "load_flip_upper": flip.bounds[1] if flip.bounds else None, "load_accuracy_delta": delta.value,
+            "load_flip_unknown": flip.note if flip.value is None else None}
+
+
+def draw_variation(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
+                   confidence: float = 0.95) -> float | None:
+    """How often a case's own repeated draws (`generation.repeats`) disagree on the answer: the
+    lower bound of the share of repeated cases with two different answers among their draws. At temperature > 0
+    this much change is sampling, not the load. None: the run has no draws as planned."""
+    found = case_draws(info, records, draws)
+    if not found.repeated or found.problem() is not None:
+        return None
+    shown = [[answer_key(d) for d in draws_of_case if answered(d)] for draws_of_case in found.by_case.values()]
+    varied = [len(set(keys)) > 1 for keys in shown if len(keys) >= 2]
+    bounds = wilson_bounds(sum(varied), len(varied), confidence) if varied else None
+    return bounds[0] if bounds else None
 
 
 def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict, forbidden,
@@ -147,58 +160,56 @@ def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 
     return rows[:limit]
 
 
-def _flip_rate(chosen: list[CaseRecord], under_load: LoadAnswers, confidence: float) -> MetricValue:
-    pairs, flipped, unanswered = 0, [], []
-    for rec in chosen:
-        alone = answer_key(rec)
-        asked = under_load.by_case.get(rec.case_id, [])
-        if alone is None or not asked:
-            continue  # a case that failed alone has no answer to compare: it counts in error_rate
-        pairs += 1
+def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: float, strata: dict) -> MetricValue:
+    flipped, unanswered, hits = [], [], []
+    for rec in pairs:
+        alone, asked = answer_key(rec), under_load.by_case[rec.case_id]
+        changed = any(not answered(a) or answer_key(a) != alone for a in asked)
         if any(not answered(a) for a in asked):
             unanswered.append(rec.case_id)  # the user under load got no answer: a changed one, never a hidden one
+        if changed:
             flipped.append(rec.case_id)
-        elif any(answer_key(a) != alone for a in asked):
-            flipped.append(rec.case_id)
-    if not pairs:
-        return MetricValue(None, 0, note="no case answered alone and asked under load")
+        hits.append(changed)
     note = "; ".join(x for x in (f"flipped under load: {_names(flipped)}" if flipped else "",
                                  f"{len(unanswered)} of them got no answer under load (counted as changed)"
                                  if unanswered else "") if x)
-    return MetricValue(len(flipped) / pairs, pairs, wilson_bounds(len(flipped), pairs, confidence), note, confidence)
+    if not any(is_weighted(r) for r in pairs):
+        return MetricValue(len(flipped) / len(pairs), len(pairs), wilson_bounds(len(flipped), len(pairs), confidence),
+                           note, confidence)
+    weights = case_weights(pairs, strata)  # each case stands for its stratum's rows of the source
+    value, effective = sum(w for w, hit in zip(weights, hits) if hit) / sum(weights), kish_n(weights)
+    note = "; ".join(x for x in (note, f"population-weighted, effective n {effective:.1f}") if x)
+    return MetricValue(value, len(pairs), wilson_bounds(value * effective, effective, confidence), note, confidence)
 
 
-def _accuracy_delta(chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
-                    confidence: float) -> MetricValue:
-    cells = {"both": 0, "load_only": 0, "alone_only": 0, "neither": 0}
-    for rec in chosen:
-        loaded = under_load.by_case.get(rec.case_id, [])
+def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
+                    confidence: float, strata: dict) -> MetricValue:
+    cells: dict[str, list[CaseRecord]] = {"both": [], "load_only": [], "alone_only": [], "neither": []}
+    for rec in pairs:
         alone = scores.get(rec.case_id, {}).get("answer")
-        if not answered(rec) or not loaded or alone is None or alone.get("unknown"):
+        if not answered(rec) or alone is None or alone.get("unknown"):
             continue
         # a failed load request answered nothing right (as under `phase: load` and for a repeated draw)
         outcomes = [score_record(a, forbidden).get("answer") or {} if answered(a) else {"passed": False}
-                    for a in loaded]
+                    for a in under_load.by_case[rec.case_id]]
         if any(o.get("unknown") or "passed" not in o for o in outcomes):
             continue
         good_load, good_alone = all(o["passed"] for o in outcomes), bool(alone.get("passed"))
         cell = ("both" if good_alone else "load_only") if good_load else ("alone_only" if good_alone else "neither")
-        cells[cell] += 1
-    n = sum(cells.values())
-    if not n:
+        cells[cell].append(rec)
+    counted = [r for cell in cells.values() for r in cell]
+    if not counted:
         return MetricValue(None, 0, note="no case with an answer check answered both alone and under load")
-    delta = (cells["load_only"] - cells["alone_only"]) / n
-    bounds = paired_rate_bounds(cells["both"], cells["load_only"], cells["alone_only"], cells["neither"], confidence)
-    note = f"{cells['alone_only']} case(s) right alone and wrong under load, {cells['load_only']} the other way"
-    return MetricValue(delta, n, bounds, note, confidence)
-
-
-def _quality_concurrency(info: RunInfo | None) -> int | None:
-    """The most requests the quality phase had in flight, over the run's sessions that recorded it (None: none
-    did, as in a run made before they were recorded)."""
-    sessions = info.sessions if info is not None else []
-    recorded = [int(s["concurrency"]) for s in sessions if isinstance(s, dict) and s.get("concurrency")]
-    return max(recorded) if recorded else None
+    # each cell as the source rows its cases stand for, scaled to Kish's effective n (counts when unweighted)
+    total, effective = sum(case_weights(counted, strata)), kish_n(case_weights(counted, strata))
+    share = {k: sum(case_weights(v, strata)) / total for k, v in cells.items()}
+    delta = share["load_only"] - share["alone_only"]
+    both, load_only, alone_only, neither = (share[k] * effective for k in ("both", "load_only", "alone_only", "neither"))
+    bounds = paired_rate_bounds(both, load_only, alone_only, neither, confidence)
+    note = (f"{len(cells['alone_only'])} case(s) right alone and wrong under load, {len(cells['load_only'])} the "
+            "other way" + (f"; population-weighted, effective n {effective:.1f}" if any(map(is_weighted, counted))
+                           else ""))
+    return MetricValue(delta, len(counted), bounds, note, confidence)
 
 
 def _with_note(value: MetricValue, note: str) -> MetricValue:

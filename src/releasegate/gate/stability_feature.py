@@ -36,7 +36,8 @@ def per_draw(ctx: GateContext, name: str, chosen: list[CaseRecord], phase: str, 
     if name in DRAW_METRICS:
         return draw_metric(name, chosen, found, ctx.scores, rules, confidence, strata)
     if name in LOAD_PROBE_METRICS or (phase == "load" and name in LOAD_PHASE_METRICS):
-        return load_metric(name, chosen, _under_load(ctx), ctx.scores, rules, confidence, strata, ctx.info)
+        return load_metric(name, chosen, _under_load(ctx), ctx.scores, rules, confidence, strata,
+                           ctx.rubric.min_load_pair_share)
     if found.repeated and name in LOAD_PHASE_METRICS:
         each = {r.case_id: found.by_case.get(r.case_id, [r]) for r in chosen}
         return per_draw_rate(name, chosen, each, ctx.scores, rules, confidence, found.problem(), strata=strata,

@@ -18,6 +18,7 @@ from ..record.metrics import (
     LOAD_PHASE_METRICS,
     STABILITY_METRICS,
 )
+from ..record.record_parts import DEFAULT_MIN_PAIR_SHARE
 from .case_checks import check_regex
 from .files import KeyAt, exists, is_file, key_at, load_yaml, named_file, nowhere
 from .judge_settings import CalibrationPolicy, parse_calibration
@@ -152,6 +153,9 @@ class Rubric:
     """TPOT and ITL criteria are insufficient when more than this share of the gaps between content chunks were
     under 0.5 ms (the client's `itl_batched_share`): the stream was read in batches (a buffering proxy, a server
     flushing late, a client reading a backlog), so its stamps are the reader's, not the server's decode."""
+    min_load_pair_share: float = DEFAULT_MIN_PAIR_SHARE
+    """The least share of a criterion's cases the flip probe's pairs (an answer asked alone, answers asked beside
+    others, both as observed) must cover before `load_flip_rate` or `load_accuracy_delta` decides anything."""
     baseline: dict | None = None
     """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run; with
     'blessed' (the name), 'reports' (absolute), 'max_age_days' and 'on_stale' when the run is a blessed baseline."""
@@ -172,6 +176,8 @@ class Rubric:
             out["max_client_lag_share"] = self.max_client_lag_share
         if self.max_itl_batched_share != DEFAULT_MAX_ITL_BATCHED_SHARE:
             out["max_itl_batched_share"] = self.max_itl_batched_share
+        if self.min_load_pair_share != DEFAULT_MIN_PAIR_SHARE:
+            out["min_load_pair_share"] = self.min_load_pair_share
         if self.baseline:
             out["baseline"] = dict(self.baseline)
         if self.forbidden:
@@ -203,6 +209,7 @@ def load_rubric(path: Path) -> Rubric:
         latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
         max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
         max_itl_batched_share=float(data.get("max_itl_batched_share", DEFAULT_MAX_ITL_BATCHED_SHARE)),
+        min_load_pair_share=float(data.get("min_load_pair_share", DEFAULT_MIN_PAIR_SHARE)),
         baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
         judge=parse_calibration(data.get("judge")), key_at=at,
     )

@@ -31,7 +31,7 @@ from ..errors import TargetError
 from ..export.llamacpp import Speculative, launch_server
 from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
 from ..export.vllm import start_server as start_vllm
-from ..gate.load_quality import load_figures
+from ..gate.load_quality import draw_variation, load_figures
 from ..gate.paired_comparison import DEFAULT_MARGINS
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
@@ -220,8 +220,10 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
     for row in rows:  # quality under load beside the quality phase's; a variant flipping past the margin is out
         run = runs[row["variant"]]
         if isinstance(run, RunDir):
-            row.update(load_figures(run.read_records(), run.read_records("load.jsonl", required=False)),
-                       flip_margin=(_margin(rows, plan) or DEFAULT_MARGINS["accuracy"]) if greedy else None)
+            records = run.read_records()
+            row.update(load_figures(records, run.read_records("load.jsonl", required=False)),
+                       flip_margin=_margin(rows, plan) or DEFAULT_MARGINS["accuracy"],
+                       flip_variation=None if greedy else _variation(run, records))
     choice = choose_cheapest(rows, reference=plan.reference.name)  # the decision: verdict, exit code, choice
     for row in rows:
         row["chosen"] = row["variant"] == choice["choice"]
@@ -229,6 +231,11 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
     return typed(VariantsResult, {"kind": "served_variants", "reference": plan.reference.name, **choice,
             "margin": _margin(rows, plan), "min_parity_share": plan.min_parity_share,
             "slo": slo, "dir": str(root), "variants": rows})
+
+
+def _variation(run: RunDir, records: list) -> float | None:
+    """At temperature > 0, how often the variant's own draws disagree (the change sampling makes alone)."""
+    return draw_variation(run.read_info(), records, run.read_records("draws.jsonl", required=False))
 
 
 _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p50", "ttft_ms_p95",

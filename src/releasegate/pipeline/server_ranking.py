@@ -30,7 +30,8 @@ def contender(row: dict, *, is_reference: bool, name_key: str = "run_id") -> Con
         e2e_p95=widen(_bounds(row.get("e2e_ms_p95_bounds")), _lateness(row.get("client_lateness_ms"))),
         speculative=bool(row.get("speculative")), draft_tokens=row.get("draft_tokens"),
         speculation_changed=row.get("speculation_changed"), load_flip=_flip(row),
-        flip_margin=row.get("flip_margin"))
+        flip_margin=row.get("flip_margin"), load_flip_unknown=row.get("load_flip_unknown"),
+        flip_variation=row.get("flip_variation"))
 
 
 def _flip(row: dict) -> tuple[float, float] | None:

@@ -33,7 +33,7 @@ from ..gate.comparability import describe_differences, differences, same_run, sa
 from ..gate.context import GateInputs
 from ..gate.gate_evidence import run_arm
 from ..gate.health import planned_phases, run_problems
-from ..gate.load_quality import load_figures
+from ..gate.load_quality import draw_variation, load_figures
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, metric_verdicts
 from ..inputs.files import stored_yaml
 from ..inputs.rubric import load_rubric
@@ -80,11 +80,13 @@ def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHAR
                                               if margin is not None else {})})
     targets = []
     for i, (run, info) in enumerate(zip(runs, infos)):
-        report, records, _, verdicts, _ = judged[i]
+        report, records, _, verdicts, load, draws = judged[i]
         row = _target_row(run, info, report)
         row["review_waived"] = arms[i].review_waived
-        # quality under load beside the quality phase's; greedy answers the load changes past the margin disqualify
-        row.update(load_figures(records, judged[i][4]), flip_margin=margins.margins["accuracy"] if _greedy(run) else None)
+        # quality under load beside the quality phase's; answers the load changes past the margin disqualify (at
+        # temperature > 0, past the margin plus the change the run's own draws show alone)
+        row.update(load_figures(records, load), flip_margin=margins.margins["accuracy"],
+                   flip_variation=None if _greedy(run) else draw_variation(info, records, draws))
         if i:
             ref_records, ref_verdicts = judged[0][1], judged[0][3]
             row["parity"] = _parity(ref_records, records, rules, ref_verdicts, verdicts, margins,
@@ -96,8 +98,8 @@ def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHAR
 
 
 def _greedy(run: RunDir) -> bool:
-    """Whether the run decoded greedily (its config snapshot's temperature 0 or unset): only then is an answer
-    changed by the load a fault of the server, not a sample."""
+    """Whether the run decoded greedily (its config snapshot's temperature 0 or unset): then every answer changed
+    by the load is a fault of the server, none a sample."""
     config = stored_yaml(run.path / "config.yaml", what="config snapshot") or {}
     generation = config.get("generation")
     return not (generation.get("temperature") if isinstance(generation, dict) else None)
@@ -127,16 +129,16 @@ def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | No
 
 
 def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tuple:
-    """(report, records, rubric, judge verdicts, load records): the run judged from disk by its own rubric
+    """(report, records, rubric, judge verdicts, load records, draws): the run judged from disk by its own rubric
     snapshot."""
     info.phases = planned_phases(run.path, info)
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     records, verdicts = run.read_records(), run_verdicts(run, info)
-    load = run.read_records("load.jsonl", required=False)
+    load, draws = run.read_records("load.jsonl", required=False), run.read_records("draws.jsonl", required=False)
     report = judge_run(GateInputs(
         info, records, policy, info.cost, load, read_labels(run), allow_pending, verdicts, edited_evidence(run.path),
-        CorpusScores.of(run), draws=run.read_records("draws.jsonl", required=False))).as_json()
-    return report, records, policy, verdicts, load
+        CorpusScores.of(run), draws=draws)).as_json()
+    return report, records, policy, verdicts, load, draws
 
 
 def _target_row(run: RunDir, info, report: dict) -> dict:

@@ -206,6 +206,12 @@ class Contender:
     its load; None: not measured (no load phase)."""
     flip_margin: float | None = None
     """The most answers a contender may change under load (the plan's quality margin); None: not checked."""
+    load_flip_unknown: str | None = None
+    """Why its load phase ran but its flip probe could not speak (no pair observed, too few cases covered); None:
+    it spoke, or no load phase asked a case."""
+    flip_variation: float | None = None
+    """At temperature > 0: how often its own repeated draws disagree (`gate.load_quality.draw_variation`, a lower
+    bound), the change sampling alone makes; None: greedy, or no draws (every change then counts)."""
 
 
 @dataclass(frozen=True)

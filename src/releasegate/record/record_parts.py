@@ -4,9 +4,16 @@ readable; import them from `releasegate.record.records`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
 
-__all__ = ["Timing", "Tokens", "Stratum"]
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+
+__all__ = ["Timing", "Tokens", "Stratum", "DEFAULT_MIN_PAIR_SHARE"]
+
+DEFAULT_MIN_PAIR_SHARE = 0.9
+"""The rubric's `min_load_pair_share` when it sets none: the flip probe's pairs (an answer asked alone, answers
+asked beside others, as `Timing.in_flight_most` observed them) must cover 0.9 of a criterion's cases, as quality
+parity must cover 0.9 of a comparison's reference."""
 
 
 class Timing(BaseModel):
@@ -51,6 +58,21 @@ class Timing(BaseModel):
     retried_errors: list[str] = Field(default_factory=list)
     """Error kinds of the attempts that failed and were sent again, in order (openai): `attempts` - 1 of them.
     Every one counts as a failed request (see `releasegate.record.evidence`)."""
+    in_flight_at_send: int | None = None
+    """Requests the client had in flight when this one was sent, this one counted (openai; hf: its batch). None:
+    not observed (a run made before it was recorded, a replay); written only when known."""
+    in_flight_most: int | None = None
+    """The most requests the client had in flight at any moment while this one was, this one counted: 1 means it
+    was asked alone (the flip probe reads it). None: not observed; written only when known."""
+
+    @model_serializer(mode="wrap")
+    def _observed_only(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):  # an older run's records read (and are written) as they always were
+            for key in ("in_flight_at_send", "in_flight_most"):
+                if data.get(key) is None:
+                    data.pop(key, None)
+        return data
 
 
 class Tokens(BaseModel):
