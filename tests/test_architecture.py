@@ -30,6 +30,9 @@ LAZY_LIBRARY = {
     "releasegate.export": {"releasegate.export.gguf"},
     # the entry point answers Ctrl-C before it imports the command line, which takes a second or more
     "releasegate.__main__": {"releasegate.cli"},
+    # a what-if re-derives the cache probe, whose stage reaches the embedding backends; a plain `gate` imports
+    # no backend (tests/test_command_imports.py)
+    "releasegate.pipeline.regate": {"releasegate.run.cache_probe_stage"},
 }
 """Function-level imports of releasegate's own modules outside the CLI: each one listed, with its reason."""
 

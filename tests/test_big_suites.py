@@ -166,9 +166,9 @@ def test_each_schema_is_built_once_not_per_line(project, cli, monkeypatch, fresh
         def __getattr__(self, name):
             return getattr(real, name)
 
-    def counting_compiler(root):
+    def counting_compiler(root, *args):
         compiled.append(root.get("$id"))
-        return real_compiler(root)
+        return real_compiler(root, *args)
 
     monkeypatch.setattr(jsonschema, "Draft202012Validator", Counting())
     monkeypatch.setattr(_loading, "_SchemaCompiler", counting_compiler)

@@ -14,18 +14,17 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import json
-import math
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from sys import intern
 from typing import Any, BinaryIO, Protocol
 
 from ..border.structured import TooDeep, json_loads
 from ..errors import InputError, Where
 from .case_checks import check_answer, resolve_format
+from .case_values import note_constant, note_float, shared
 from .expected_check import check_expected
 from .files import KeyAt, field_path, named_file, open_regular, read_text
 from .probes import PROBE_TAG
@@ -338,7 +337,7 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
         # at most 64 levels deep (border.structured); a number that is not finite is noted as it is parsed, so
         # only a line with one is walked to name where it is (`validate`)
         odd: list[str] = []
-        raw = json_loads(line, parse_float=partial(_float, odd), parse_constant=partial(_constant, odd))
+        raw = json_loads(line, parse_float=partial(note_float, odd), parse_constant=partial(note_constant, odd))
         # what could never be written back: a lone surrogate, only ever from an escape (\\ud800)
         if "\\u" in line or line.count("[") + line.count("{") > 500:
             json.dumps(raw, ensure_ascii=False).encode("utf-8")
@@ -351,20 +350,6 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
     if not isinstance(raw, dict):
         raise InputError("each line must be a JSON object", file=suite.path, line=number)
     return _case(raw, number, suite, default_format, suite.path, finite=not odd)
-
-
-def _float(odd: list, text: str) -> float:
-    """A JSON number with a fraction or exponent, as the parser makes it; one past a float (1e999) noted."""
-    value = float(text)
-    if not math.isfinite(value):
-        odd.append(text)
-    return value
-
-
-def _constant(odd: list, name: str) -> float:
-    """NaN, Infinity or -Infinity, which Python's parser accepts: noted, so the line is searched for where."""
-    odd.append(name)
-    return float(name)
 
 
 def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file, *,
@@ -388,10 +373,10 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
     return Case(
         id=raw["id"],
         suite=suite.name,
-        expected=_shared(expected) if isinstance(expected, dict) else expected,
-        messages=tuple(_shared(m) for m in raw["messages"]) if "messages" in raw else None,
+        expected=shared(expected) if isinstance(expected, dict) else expected,
+        messages=tuple(shared(m) for m in raw["messages"]) if "messages" in raw else None,
         prompt=raw.get("prompt"),
-        tags=_shared(raw.get("tags", {})),
+        tags=shared(raw.get("tags", {})),
         answer=raw.get("answer") or suite.answer,
         format=fmt,
     )
@@ -406,9 +391,3 @@ def _with_stratum(case: Case, row: dict) -> Case:
     """The case with the stratum its sampled row came from (a row of an unsampled source has none)."""
     stratum = getattr(row, "stratum", None)
     return case if stratum is None else dataclasses.replace(case, stratum=stratum)
-
-
-def _shared(mapping: dict) -> dict:
-    """A copy of a JSON object whose keys and short string values are interned: the cases of a suite repeat
-    the same keys, roles, tags and labels, and a big suite would otherwise hold each of them once per case."""
-    return {intern(k): intern(v) if type(v) is str and len(v) <= 64 else v for k, v in mapping.items()}
