@@ -200,3 +200,21 @@ def test_layers_over_the_config_naming_the_rubric_are_overrides(tmp_path):
     assert list(over) == [{"key": "generation.max_new_tokens", "by": mine}, {"key": "generation.temperature", "by": mine},
                           {"key": "output.dir", "by": mine}, {"key": "suites[0].limit", "by": "--set"}]
     assert layered_over_official(compose(tmp_path / "official.yaml")) == ()
+
+
+def test_compare_and_history_name_the_rubric_that_judged(runs, cli):
+    _, official, found = runs
+    code, out, err = cli("compare", found["official"], found["set"], "--json")
+    assert code in (0, 1, 3), err
+    rubrics = json.loads(out)["rubrics"]
+    assert rubrics["baseline"]["overrides"] == []
+    assert rubrics["candidate"]["overrides"] == [{"key": "suites[0].answer", "by": "--set", "judges": True}]
+    assert rubrics["baseline"]["effective_sha256"] != rubrics["candidate"]["effective_sha256"]
+    assert rubrics["baseline"]["official_sha256"] == rubrics["candidate"]["official_sha256"]
+    code, out, err = cli("history", "--reports", official / "reports", "--json")
+    assert code == 0, err
+    rows = {r["dir"]: r for r in json.loads(out)["runs"]}
+    assert rows["official"]["rubric_overrides"] == [] and rows["set"]["rubric_overrides"] == ["suites[0].answer (--set)"]
+    assert rows["layer"]["rubric_overrides"] == [f"suites ({(official / 'mine.yaml').resolve()})"]
+    assert rows["official"]["effective_rubric_sha256"] == _official_hash(cli, official / "releasegate.yaml")
+    assert len({r["effective_rubric_sha256"] for r in rows.values()}) == 2  # the loosened check, however laid over

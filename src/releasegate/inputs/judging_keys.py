@@ -24,7 +24,7 @@ import yaml
 from .files import field_path
 
 __all__ = ["NOT_JUDGING", "judges", "judging_part", "layered_over_official", "key_parts", "effective_rubric_sha256",
-           "effective_sha256_of"]
+           "effective_sha256_of", "snapshot_form"]
 
 NOT_JUDGING: dict[str, tuple[str, ...]] = {
     "output": (),  # every key under it
@@ -77,11 +77,14 @@ def effective_rubric_sha256(config: dict, rubric: dict) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def snapshot_form(rubric) -> dict:
+    """A loaded Rubric as its run snapshot (rubric.yaml) reads back."""
+    return yaml.safe_load(yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
+
+
 def effective_sha256_of(config, rubric) -> str:
     """`effective_rubric_sha256` of a loaded Config and Rubric, as a run of them records it (their snapshots)."""
-    snapshot = yaml.safe_load(config.snapshot_text())
-    policy = yaml.safe_load(yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
-    return effective_rubric_sha256(snapshot, policy)
+    return effective_rubric_sha256(yaml.safe_load(config.snapshot_text()), snapshot_form(rubric))
 
 
 def layered_over_official(composed) -> tuple[dict, ...]:

@@ -136,7 +136,8 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path],
     predicate = (statement or {}).get("predicate") or {}
     verdict = predicate.get("verdict")
     criteria = predicate.get("criteria")
-    rubric = predicate.get("rubric") if isinstance(predicate.get("rubric"), dict) else {}
+    signed_rubric = predicate.get("rubric")
+    rubric: dict = signed_rubric if isinstance(signed_rubric, dict) else {}
     effective = rubric.get("effective_sha256")
     decided = decide_attestation(AttestationEvidence(
         signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,

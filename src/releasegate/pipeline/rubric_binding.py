@@ -18,8 +18,9 @@ from ..border.files import sha256_file
 from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
+from ..record.stored_manifest import read_manifest_file
 
-__all__ = ["RubricOverride", "RubricBinding", "binding_of"]
+__all__ = ["RubricOverride", "RubricBinding", "binding_of", "run_binding"]
 
 CONFIG_SNAPSHOT = "config.yaml"
 RUBRIC_SNAPSHOT = "rubric.yaml"
@@ -56,11 +57,23 @@ class RubricBinding:
                 "allow_overrides": list(self.allow_overrides)}
 
 
-def binding_of(run_path: Path, manifest: dict, whatif: str | None = None) -> RubricBinding:
+def run_binding(run_path: Path, whatif: Path | None = None, whatif_policy: dict | None = None) -> RubricBinding:
+    """`binding_of` with the run's manifest read here (none readable: no override known beyond a what-if)."""
+    try:
+        manifest = read_manifest_file(Path(run_path), whole=False) or {}
+    except InputError:
+        manifest = {}
+    return binding_of(Path(run_path), manifest, str(whatif) if whatif is not None else None, whatif_policy)
+
+
+def binding_of(run_path: Path, manifest: dict, whatif: str | None = None,
+               whatif_policy: dict | None = None) -> RubricBinding:
     """The run's rubric binding from its sealed snapshots and manifest; `whatif`: the rubric file a what-if report
-    was judged by (an override of the whole rubric)."""
+    was judged by (an override of the whole rubric), and `whatif_policy` that rubric's snapshot form
+    (`Rubric.as_dict`), which then stands in the effective rubric for the run's own."""
     config = stored_yaml(run_path / CONFIG_SNAPSHOT, what="config snapshot")
-    rubric = stored_yaml(run_path / RUBRIC_SNAPSHOT, what="rubric snapshot")
+    rubric = whatif_policy if whatif_policy is not None else stored_yaml(run_path / RUBRIC_SNAPSHOT,
+                                                                         what="rubric snapshot")
     try:
         official = sha256_file(run_path / RUBRIC_SNAPSHOT, what="rubric snapshot")
     except InputError:
