@@ -19,8 +19,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import yaml
-
 from .files import field_path
 
 __all__ = ["NOT_JUDGING", "judges", "judging_part", "layered_over_official", "key_parts", "effective_rubric_sha256",
@@ -78,13 +76,15 @@ def effective_rubric_sha256(config: dict, rubric: dict) -> str:
 
 
 def snapshot_form(rubric) -> dict:
-    """A loaded Rubric as its run snapshot (rubric.yaml) reads back."""
-    return yaml.safe_load(yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
+    """A loaded Rubric as its run snapshot (rubric.yaml) reads back: `Rubric.as_dict`, plain data that YAML
+    writes and reads back unchanged."""
+    return rubric.as_dict()
 
 
 def effective_sha256_of(config, rubric) -> str:
-    """`effective_rubric_sha256` of a loaded Config and Rubric, as a run of them records it (their snapshots)."""
-    return effective_rubric_sha256(yaml.safe_load(config.snapshot_text()), snapshot_form(rubric))
+    """`effective_rubric_sha256` of a loaded Config and Rubric, as a run of them records it (their snapshots: the
+    config as composed, credentials masked)."""
+    return effective_rubric_sha256(config.masked_raw(), snapshot_form(rubric))
 
 
 def layered_over_official(composed) -> tuple[dict, ...]:
