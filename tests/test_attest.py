@@ -96,10 +96,16 @@ def test_a_pass_is_attested_and_its_files_verify(runs, cli):
     assert predicate["criteria"][0]["threshold"] == 1.0 and predicate["criteria"][0]["value"] == 0.0
     assert predicate["seal"]["files"]["records.jsonl"]["sha256"] and predicate["seal"]["complete"] is True
     assert "obligations" in predicate["review"]
+    assert {w["name"] for w in predicate["weights"]} == {"model/model.safetensors", "adapter/adapter_model.safetensors"}
     code, err = _verify(cli, att, tmp / "key.pub", adapter, weights)
     assert code == 0, err
-    code, out, _ = cli("verify-attestation", att, "--key", tmp / "key.pub", "--artifact", adapter, "--json")
+    code, out, _ = cli("verify-attestation", att, "--key", tmp / "key.pub", "--artifact", adapter, "--artifact",
+                       weights, "--json")
     assert code == 0 and json.loads(out)["verdict"] == "PASS"
+    # every weights file the run loaded must be given: the adapter alone, or the base alone, is not what passed
+    for given, missing in ((adapter, "model/model.safetensors"), (weights, "adapter/adapter_model.safetensors")):
+        code, err = _verify(cli, att, tmp / "key.pub", given)
+        assert code == 1 and f"also loaded {missing}" in err and err.count("\n") == 1
 
 
 def _flipped(source: Path, where: Path) -> Path:
@@ -171,7 +177,8 @@ def test_hostile_envelopes_and_artifacts(runs, cli):
     other = load_private_key(tmp / "other")
     cosig = {"keyid": "f" * 64, "sig": base64.b64encode(other.sign(pae(envelope["payloadType"], base64.b64decode(envelope["payload"])))).decode()}
     other_signer.write_text(json.dumps({**envelope, "signatures": [good, cosig]}))
-    assert _verify(cli, other_signer, tmp / "key.pub", adapter)[0] == 0
+    weights = found["pass"].parents[1] / "models" / "base" / "model.safetensors"
+    assert _verify(cli, other_signer, tmp / "key.pub", adapter, weights)[0] == 0
     deep = tmp / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     code, err = _verify(cli, deep, tmp / "key.pub", adapter)
@@ -197,7 +204,8 @@ def test_a_key_made_with_openssl_signs_and_verifies(runs, cli, tmp_path):
     out = tmp_path / "ossl.json"
     assert cli("attest", found["pass"], "--key", key, "-o", out)[0] == 0
     adapter = found["pass"].parents[1] / "models" / "adapter" / "adapter_model.safetensors"
-    assert _verify(cli, out, pub, adapter)[0] == 0
+    weights = found["pass"].parents[1] / "models" / "base" / "model.safetensors"
+    assert _verify(cli, out, pub, adapter, weights)[0] == 0
     assert cli("attest", found["pass"], "--key", pub, "-o", tmp_path / "x.json")[0] == 2  # a public key cannot sign
 
 

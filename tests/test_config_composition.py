@@ -158,8 +158,12 @@ def test_a_run_records_the_composition_in_its_manifest_and_snapshot(project, var
     run = project / "reports" / "r"
     assert code in (0, 1, 3), err
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["composition"] == {"extends": [str((project / "releasegate.yaml").resolve())],
-                                       "set": [{"key": "generation.max_new_tokens", "value": 12}]}
+    assert manifest["composition"] == {
+        "extends": [str((project / "releasegate.yaml").resolve())],
+        "set": [{"key": "generation.max_new_tokens", "value": 12}],
+        # the base names the rubric: what the variant writes over it, and the --set, are overrides of it
+        "over_official": [{"key": "generation.temperature", "by": str(variant.resolve())},
+                          {"key": "generation.max_new_tokens", "by": "--set"}]}
     roles = {e["role"]: e["path"] for e in manifest["inputs"]}
     assert roles["config"] == str(variant.resolve()) and roles["config:extends"] == str((project / "releasegate.yaml").resolve())
     snapshot_text = (run / "config.yaml").read_text()

@@ -65,7 +65,9 @@ def _statement(files: dict[str, Path], verdict: str = "PASS", criteria: list | N
     criteria = criteria if criteria is not None else [{"name": "accuracy", "verdict": "pass", "value": 0.9}]
     return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE,
             "predicate": {"verdict": verdict, "run": {"run_id": "r1"}, "rubric": {"sha256": "0" * 64},
-                          "criteria": criteria}}
+                          "criteria": criteria, "weights": [
+                              {"name": s["name"], "sha256": s["digest"]["sha256"]} for s in subjects
+                              if s["name"].endswith(".safetensors")]}}
 
 
 def _verify(cli, envelope: Path, key: Path, *artifacts: Path) -> tuple[int, str]:
@@ -95,10 +97,14 @@ def test_an_artifact_carrying_another_subjects_bytes_under_a_subject_name_is_ref
     served.write_bytes((draft / "model.safetensors").read_bytes())
     code, err = _verify(cli, envelope, key, served)
     assert code == 1 and "named as subject model/model.safetensors" in err and "draft/model.safetensors" in err, err
-    assert _verify(cli, envelope, key, draft / "model.safetensors", files["model/model.safetensors"])[0] == 0
+    base, adapter = files["model/model.safetensors"], files["adapter/adapter_model.safetensors"]
+    assert _verify(cli, envelope, key, draft / "model.safetensors", base, adapter)[0] == 0
     renamed = tmp_path / "deploy" / "served.safetensors"  # a name no subject has: its bytes alone decide
-    renamed.write_bytes(files["adapter/adapter_model.safetensors"].read_bytes())
-    assert _verify(cli, envelope, key, renamed)[0] == 0
+    renamed.write_bytes(adapter.read_bytes())
+    assert _verify(cli, envelope, key, renamed, base, draft / "model.safetensors")[0] == 0
+    # every weights file the run loaded must be given: leaving out the draft is refused, naming it
+    code, err = _verify(cli, envelope, key, renamed, base)
+    assert code == 1 and "also loaded draft/model.safetensors" in err, err
 
 
 def test_a_signed_pass_whose_criteria_failed_is_refused(tmp_path, cli):
@@ -265,7 +271,8 @@ def test_a_signed_statement_without_a_run_id_is_checked_not_crashed_on(tmp_path,
         statement = _statement(files)
         statement["predicate"].update(run=run, rubric={})
         envelope, key = _signed(tmp_path, cli, statement)
-        code, out, err = cli("verify-attestation", envelope, "--key", key, "--artifact", files["model/tokenizer.json"])
+        artifacts = [a for f in files.values() for a in ("--artifact", f)]
+        code, out, err = cli("verify-attestation", envelope, "--key", key, *artifacts)
         assert code == 0 and "attestation verified" in out and "\x1b" not in out + err, (run, err)
 
 

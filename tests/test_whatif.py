@@ -55,8 +55,12 @@ def test_whatif_leaves_the_run_byte_identical_and_every_report_names_its_rubric(
     report = json.loads((where / "report.json").read_text())
     snapshot = hashlib.sha256((run / "rubric.yaml").read_bytes()).hexdigest()
     assert report["verdict"] == "INCONCLUSIVE" and "recorded verdict under its own rubric is FAIL" in report["verdict_reason"]
+    bound = {k: report["judged_by"].pop(k) for k in ("effective_sha256", "overrides")}
     assert report["judged_by"] == {"file": str(rubric), "sha256": digest, "snapshot_sha256": snapshot, "whatif": True,
                                    "whatif_verdict": "PASS", "recorded_verdict": "FAIL"}
+    # the what-if is named as the override of the whole rubric, and the effective rubric is the other one's
+    assert bound["overrides"] == [{"key": "rubric", "by": f"what-if {rubric}", "judges": True}]
+    assert json.loads((run / "report.json").read_text())["judged_by"]["overrides"] == []
     for name in ("report.md", "report.html"):
         text = (where / name).read_text()
         assert "what-if" in text and "relaxed.yaml" in text and digest in text and "not the run" in text, name
@@ -76,7 +80,7 @@ def test_the_official_reports_name_the_runs_own_rubric(tmp_path, cli):
     assert code == 1 and "judged by the run's rubric: rubric.yaml" in out and "what-if" not in out
     report = json.loads((run / "report.json").read_text())
     assert report["judged_by"] == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot,
-                                   "whatif": False}
+                                   "whatif": False, "effective_sha256": None, "overrides": []}  # no config snapshot
     assert snapshot in (run / "report.md").read_text() and "what-if" not in (run / "report.md").read_text()
     assert _csv_rows(run / "report.csv")[1][-2:] == ["rubric.yaml", snapshot]
     assert not (run / "whatif").exists()
@@ -123,8 +127,12 @@ def test_check_names_the_snapshot_that_judged_it(project, cli):
     snapshot = hashlib.sha256((run / "rubric.yaml").read_bytes()).hexdigest()
     judged_by = json.loads((run / "report.json").read_text())["judged_by"]
     rubric = next(i["path"] for i in json.loads((run / "manifest.json").read_text())["inputs"] if i["role"] == "rubric")
+    effective = judged_by.pop("effective_sha256")
     assert judged_by == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot, "whatif": False,
-                         "source": rubric, "named_by": None}  # the file the snapshot came from, named by the config
+                         "source": rubric, "named_by": None, "overrides": []}  # the file the snapshot came from
+    # the effective rubric is the one validate names for the same config
+    code, out, _ = cli("validate", "-c", project / "releasegate.yaml", "--json")
+    assert code == 0 and json.loads(out)["effective_rubric_sha256"] == effective
     assert cli("verify", run)[0] in (0, 3)  # the report that names it is the one sealed
 
 

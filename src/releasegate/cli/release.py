@@ -78,14 +78,18 @@ def verify_attestation(
     key: Annotated[Path, typer.Option(help="The Ed25519 public key (PEM) it must be signed with.", dir_okay=False)],
     artifact: Annotated[list[Path], typer.Option(help="A file the deploy ships (repeatable): it must be one of "
                                                       "the attested files, byte for byte.")],
+    rubric_sha256: Annotated[Optional[list[str]], typer.Option(
+        "--rubric-sha256", help="Require this effective rubric sha256 (repeatable: any of them), as releasegate "
+                                "validate prints it for the official config, and no override of a judging key.")] = None,
     as_json: JsonOption = False,
 ) -> int:
-    """The check a deploy step runs: the signature by KEY, the statement, a PASS verdict, and every --artifact
-    one of its subjects (same sha256). Exit 0 when all hold; 1 with one line saying which does not; 2 for a key
-    or file that cannot be read."""
+    """The check a deploy step runs: the signature by KEY, the statement, a PASS verdict, every --artifact one
+    of its subjects (same sha256), every weights file the run loaded (base, adapter, merged, GGUF, draft) among
+    the artifacts, and with --rubric-sha256 the rubric that judged. Exit 0 when all hold; 1 with one line saying
+    which does not; 2 for a key, file or hash that cannot be read."""
     from ..pipeline.attest import verify_attestation as check
 
-    result = check(file, key, list(artifact))
+    result = check(file, key, list(artifact), tuple(rubric_sha256 or ()))
     if as_json:
         print_json(result)
     run_id = inert(str(result["run_id"]))[:200]  # as the signed statement says it

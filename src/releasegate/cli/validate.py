@@ -45,7 +45,11 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None
         table.add_row(name, str(n))
     console.print(table)
     console.print(f"target: {summary['target']}\nrubric: {rubric.path} ({len(rubric.criteria)} criteria, "
-                  f"{len(rubric.forbidden)} forbidden rules)", markup=False)
+                  f"{len(rubric.forbidden)} forbidden rules)\neffective rubric sha256: "
+                  f"{summary['effective_rubric_sha256']}", markup=False)
+    if summary["judging_overrides"]:
+        console.print("overrides of judging keys (a run of them is not releasable unless the rubric allows them by "
+                      "name): " + ", ".join(summary["judging_overrides"]), markup=False, soft_wrap=True)
     if cfg.judge is not None:
         console.print(f"judge: {summary['judge']} ({len(cfg.judge.criteria)} named criteria)", markup=False)
     for r in summary.get("endpoints", []):

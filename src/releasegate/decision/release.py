@@ -4,13 +4,14 @@ attestation lets a deploy through, and what a stale blessed baseline does to the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, BlessedRunEvidence, ReleaseEvidence
 from .verdicts import PASS
 
 __all__ = ["Release", "StaleBaseline", "decide_release", "decide_attestation", "decide_baseline_age",
-           "decide_blessed_run"]
+           "decide_blessed_run", "unallowed_overrides", "override_allowed"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,12 @@ def decide_release(e: ReleaseEvidence) -> Release:
     if not e.judged_by_own_rubric:
         return Release(False, f"{e.run}'s report was judged by another rubric (a what-if): judge it by its own "
                               "with releasegate gate")
+    unallowed = unallowed_overrides(e.overrides, e.allow_overrides)
+    if unallowed:
+        more = f" (and {len(unallowed) - 1} more)" if len(unallowed) > 1 else ""
+        return Release(False, f"{e.run} was judged with {unallowed[0]}{more}, which overrides a judging key of its "
+                              "official config: run it again without the override, or let the rubric allow it by "
+                              "name (release: {allow_overrides: [KEY]})")
     if e.recorded_verdict != PASS:
         return Release(False, f"{e.run}'s verdict is {e.recorded_verdict or 'unknown (no readable report)'}, "
                               "not PASS")
@@ -56,6 +63,18 @@ def decide_release(e: ReleaseEvidence) -> Release:
                               f"the run is {e.judged_again or 'not judgeable (its rubric snapshot is unusable)'}"
                               " (a PASS that needed --allow-pending is no release: import the review labels)")
     return Release(True, f"{e.run}: sealed, verified unchanged, PASS (judged again from its records)")
+
+
+def override_allowed(key: str, allowed: tuple[str, ...]) -> bool:
+    """Whether the rubric's `allow_overrides` names the key: a pattern equal to it, `*` matching any text."""
+    return any(re.fullmatch(".*".join(re.escape(p) for p in pattern.split("*")), key) for pattern in allowed)
+
+
+def unallowed_overrides(overrides: tuple[tuple[str, str, bool], ...], allowed: tuple[str, ...]) -> list[str]:
+    """The overrides that keep a run from release, one line each: those that judge (change what is measured
+    against the criteria) and that the rubric does not allow by name. A what-if is never allowed."""
+    return [f"--set {key}" if by == "--set" else f"{key} (set by {by})" for key, by, judging in overrides
+            if judging and (by.startswith("what-if") or not override_allowed(key, allowed))]
 
 
 def decide_attestation(e: AttestationEvidence) -> Release:
@@ -74,12 +93,26 @@ def decide_attestation(e: AttestationEvidence) -> Release:
     if unlike or "pass" not in e.criteria_verdicts:
         return Release(False, "the attested PASS does not follow from its criteria (" + (
             f"criteria verdicts {', '.join(unlike)[:80]}" if unlike else "no criterion passed") + ")")
+    if e.required_rubrics and e.rubric_sha256 not in e.required_rubrics:
+        return Release(False, f"the attested effective rubric sha256 {str(e.rubric_sha256)[:64]} is not the one "
+                              f"required ({', '.join(r[:16] + '…' for r in e.required_rubrics[:3])})")
+    if e.required_rubrics and e.judging_overrides:
+        return Release(False, f"the attested run was judged with {e.judging_overrides[0][:200]}, an override of "
+                              "the required rubric")
     if not e.artifacts:
         return Release(False, "no artifact given: pass --artifact PATH for each file the deploy ships")
     for path, problem in e.artifacts:
         if problem:
             return Release(False, f"{path}: {problem}")
-    return Release(True, f"signature good, verdict PASS, {len(e.artifacts)} artifact(s) match their subjects")
+    if e.weights_not_given is None:
+        return Release(False, "the attestation does not say which of its subjects are the weights the run loaded "
+                              "(made by an older releasegate): attest the run again")
+    if e.weights_not_given:
+        more = f" (and {len(e.weights_not_given) - 1} more)" if len(e.weights_not_given) > 1 else ""
+        return Release(False, f"the attested run also loaded {e.weights_not_given[0][:200]}{more}, and no --artifact "
+                              "carries it: give every weights file the deploy serves (base, adapter, draft)")
+    return Release(True, f"signature good, verdict PASS, {len(e.artifacts)} artifact(s) match their subjects, every "
+                         "attested weights file among them" + (", the required rubric" if e.required_rubrics else ""))
 
 
 def decide_baseline_age(e: BaselineAgeEvidence) -> StaleBaseline:

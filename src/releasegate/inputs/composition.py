@@ -126,6 +126,8 @@ class Layer:
     file: Path | None
     node: yaml.Node | None = None
     override: Override | None = None
+    written: dict | None = None
+    """A file layer's mapping as written (`extends` left out): the keys it sets, null ones included."""
 
 
 @dataclass
@@ -176,7 +178,7 @@ def _field_parts(text: str) -> list[str | int]:
 def compose(path: Path, overrides: tuple[Override, ...] = ()) -> Composed:
     """The config at `path` with its `extends:` chain merged under it and `overrides` applied over it."""
     chain = _chain(Path(path))
-    layers = [Layer(file=p, node=n) for p, _, n in reversed(chain)]
+    layers = [Layer(file=p, node=n, written=copy.deepcopy(raw)) for p, raw, n in reversed(chain)]
     data: Any = None
     origin = _Origin(0)
     for index, (_, raw, _) in enumerate(reversed(chain)):

@@ -33,6 +33,7 @@ from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .guard_settings import parse_guards
 from .judge_settings import parse_judge
+from .judging_keys import layered_over_official
 from .load_profile import LoadConfig, parse_load
 from .probes import parse_probes
 from .scale_config import ScaleConfig, parse_scale
@@ -97,6 +98,9 @@ class Config:
     rubric_set_by: str | None = None
     """Where `rubric:` was written when not in this file: the base config (`extends:`) whose key names the
     rubric, or '--set rubric'; None: this file names it."""
+    over_official: tuple[dict, ...] = ()
+    """Every key laid over the official config ({'key', 'by'}): written by an `extends:` layer over the one that
+    names the rubric, or by a `--set` (`judging_keys.layered_over_official`)."""
 
     def draws_of(self, suite: str) -> int:
         """Draws per case of the suite named `suite`: its own `repeats:`, else `generation.repeats`."""
@@ -211,6 +215,7 @@ def load_config(
         overrides=composed.overrides,
         key_at=at,
         rubric_set_by=_set_by(composed, path, "rubric"),
+        over_official=layered_over_official(composed),
         warnings=ignored_target_keys(composed, path),
     )
 

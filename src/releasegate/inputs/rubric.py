@@ -163,6 +163,9 @@ class Rubric:
     """Human review policy (`review:`); the defaults when the rubric has none (see releasegate.inputs.review_policy)."""
     judge: CalibrationPolicy = field(default_factory=CalibrationPolicy)
     """How well the LLM judge must agree with reviewers before judge-scored criteria decide (`judge:`)."""
+    allow_overrides: tuple[str, ...] = ()
+    """Judging config keys (globs) an override may change and the run still be released (`release:
+    {allow_overrides: [...]}`); empty: none."""
     key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
     """Where a key of the rubric file was written (`key_at("criteria", 0, "slice")`), for errors found later
     (a slice no case has). Not part of the snapshot."""
@@ -184,6 +187,8 @@ class Rubric:
             out["forbidden"] = [r.as_dict() for r in self.forbidden]
         if self.evaluate:
             out["evaluate"] = [m.as_dict() for m in self.evaluate]
+        if self.allow_overrides:
+            out["release"] = {"allow_overrides": list(self.allow_overrides)}
         out["review"] = self.review.as_dict()  # always: the snapshot keeps the policy even if defaults change
         out["judge"] = self.judge.as_dict()
         return out
@@ -212,6 +217,7 @@ def load_rubric(path: Path) -> Rubric:
         min_load_pair_share=float(data.get("min_load_pair_share", DEFAULT_MIN_PAIR_SHARE)),
         baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
         judge=parse_calibration(data.get("judge")), key_at=at,
+        allow_overrides=tuple((data.get("release") or {}).get("allow_overrides", ())),
     )
 
 

@@ -27,6 +27,7 @@ from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
 from .dsse import envelope_problem, load_private_key, load_public_key, sign_envelope
 from .release_check import releasable_run
+from .rubric_binding import RubricBinding, binding_of
 
 __all__ = ["STATEMENT_TYPE", "PREDICATE_TYPE", "SHIPPED_ROLES", "statement_for", "attest_run", "verify_attestation"]
 
@@ -59,9 +60,19 @@ def _carries_weights(entry: dict) -> bool:
         isinstance(entry.get("sha256"), str)
 
 
-def statement_for(run_path: Path, report: GateReport | dict, manifest: dict) -> dict:
-    """The in-toto statement of a run: its shipped files as subjects, its gate as the predicate."""
+def _weights(manifest: dict) -> list[dict]:
+    """Every weights file the run loaded (base, adapter or merged, GGUF, draft), as a subject is named: a deploy
+    must give each of them (`verify_attestation`)."""
+    return [{"name": str(e.get("name") or e.get("path")), "sha256": e["sha256"]}
+            for e in manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)]
+
+
+def statement_for(run_path: Path, report: GateReport | dict, manifest: dict,
+                  binding: RubricBinding | None = None) -> dict:
+    """The in-toto statement of a run: its shipped files as subjects, its gate as the predicate, with the rubric
+    that judged it (`rubric_binding`: its effective hash, the rubric file's, every override)."""
     info = RunDir(run_path).read_info()
+    binding = binding if binding is not None else binding_of(Path(run_path), manifest)
     typed = as_report(report, source=run_path / "report.json")
     review = {name: {k: row.model_dump(mode="json").get(k) for k in ("required", "status", "reviewed", "approved",
                                                                      "rejected", "approval")}
@@ -74,7 +85,9 @@ def statement_for(run_path: Path, report: GateReport | dict, manifest: dict) -> 
         "run": {"run_id": info.run_id, "created_at": info.created_at, "finished_at": info.finished_at,
                 "target": info.target, "backend": info.backend,
                 "target_fingerprint": (manifest.get("target") or {}).get("fingerprint")},
-        "rubric": {"name": typed.rubric, "sha256": typed.judged_by.snapshot_sha256 if typed.judged_by else None},
+        "rubric": {"name": typed.rubric, "sha256": typed.judged_by.snapshot_sha256 if typed.judged_by else None,
+                   **binding.as_record()},
+        "weights": _weights(manifest),
         "criteria": [{k: c[k] for k in ("name", "metric", "op", "threshold", "value", "bounds", "confidence", "n",
                                         "verdict", "origin") if k in c} for c in criteria],
         "review": {"obligations": obligations, "slices": review,
@@ -91,7 +104,7 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     """Attest a run that may be released; the envelope's path and the statement. ReleaseRefused otherwise."""
     private_key = load_private_key(key)
     run = releasable_run(run_dir)
-    statement = statement_for(run.path, run.report, run.manifest)
+    statement = statement_for(run.path, run.report, run.manifest, run.binding)
     if not any(_carries_weights(e) for e in run.manifest.get("inputs", [])):
         raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
                              "releasegate): an attestation would not bind the model that answered")
@@ -102,9 +115,13 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     return path, statement
 
 
-def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> dict:
+def verify_attestation(file: Path, public_key: Path, artifacts: list[Path],
+                       rubric_sha256: tuple[str, ...] = ()) -> dict:
     """The attestation checked for a deploy: the key's signature, the statement, a PASS, each artifact a
-    subject. ReleaseRefused (exit 1) with the one line why, else what was checked."""
+    subject, every weights file the run loaded among the artifacts, and (`rubric_sha256` given) the effective
+    rubric one of those, with no judging override. ReleaseRefused (exit 1) with the one line why, else what was
+    checked."""
+    required = tuple(_required_rubric(h) for h in rubric_sha256)
     key = load_public_key(public_key)
     try:
         envelope = json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES),
@@ -114,20 +131,28 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path]) -> d
     signature, payload = envelope_problem(envelope, key)
     statement, statement_problem = _statement(payload) if payload is not None else (None, None)
     subjects = {(s["name"], s["digest"]["sha256"]) for s in (statement or {}).get("subject", [])}
-    checked = tuple((str(a), _artifact_problem(a, subjects)) for a in artifacts) if statement else ()
+    looked = [(str(a), *_artifact_problem(a, subjects)) for a in artifacts] if statement else []
+    checked = tuple((path, problem) for path, problem, _ in looked)
     predicate = (statement or {}).get("predicate") or {}
     verdict = predicate.get("verdict")
     criteria = predicate.get("criteria")
+    signed_rubric = predicate.get("rubric")
+    rubric: dict = signed_rubric if isinstance(signed_rubric, dict) else {}
+    effective = rubric.get("effective_sha256")
     decided = decide_attestation(AttestationEvidence(
         signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
         tuple(c["verdict"] if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
-              for c in (criteria if isinstance(criteria, list) else []))))
+              for c in (criteria if isinstance(criteria, list) else [])),
+        weights_not_given=_weights_not_given(predicate.get("weights"), {d for _, p, d in looked if p is None}),
+        required_rubrics=required, rubric_sha256=effective if isinstance(effective, str) else None,
+        judging_overrides=_judging_overrides(rubric.get("overrides"))))
     if not decided.allowed:
         raise ReleaseRefused(f"{file}: {decided.reason}")
     assert statement is not None  # a good signature over a statement
     # what a signed statement says of its run is shown as it is: a key missing is shown as null, never a crash
     return {"attestation": str(file), "reason": decided.reason, "run_id": predicate["run"].get("run_id"),
-            "rubric_sha256": predicate["rubric"].get("sha256"), "verdict": verdict,
+            "rubric_sha256": predicate["rubric"].get("sha256"),
+            "effective_rubric_sha256": predicate["rubric"].get("effective_sha256"), "verdict": verdict,
             "artifacts": [{"path": p, "sha256_matches": True} for p, _ in checked],
             "subjects": len(statement["subject"])}
 
@@ -155,26 +180,57 @@ def _statement(payload: bytes) -> tuple[dict | None, str | None]:
     return statement, None
 
 
-def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> str | None:
+def _required_rubric(text: str) -> str:
+    """A `--rubric-sha256` value: 64 hex digits (an InputError, exit 2, otherwise)."""
+    value = text.strip().lower()
+    if not _SHA256.fullmatch(value):
+        raise InputError(f"{text[:80]!r} is not a sha256 (64 hex digits)", field="--rubric-sha256",
+                         hint="the effective rubric sha256 that releasegate validate prints for the official config")
+    return value
+
+
+def _weights_not_given(weights: object, given: set[str | None]) -> tuple[str, ...] | None:
+    """The attested weights files (`statement_for`'s `weights`) whose bytes no good artifact carries; None when
+    the statement does not list them as releasegate writes them."""
+    if not isinstance(weights, list) or not weights or not all(
+            isinstance(w, dict) and isinstance(w.get("name"), str) and isinstance(w.get("sha256"), str)
+            for w in weights):
+        return None
+    return tuple(w["name"] for w in weights if w["sha256"] not in given)
+
+
+def _judging_overrides(overrides: object) -> tuple[str, ...]:
+    """The attested overrides that judge, one line each; one the statement does not write as releasegate does
+    counts as judging."""
+    if overrides is None:
+        return ()
+    if not isinstance(overrides, list):
+        return ("overrides it does not list",)
+    return tuple(f"{o.get('key')} (set by {o.get('by')})"[:200] if isinstance(o, dict) else "an unreadable override"
+                 for o in overrides if not isinstance(o, dict) or o.get("judges") is not False)
+
+
+def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> tuple[str | None, str | None]:
     """Why the artifact is not a file that passed: not a regular file, bytes that are no subject's, or bytes of
     one subject under the file name of another (a tokenizer's bytes shipped as the adapter). A file renamed for
-    the deploy, whose name no subject has, is judged by its bytes alone."""
+    the deploy, whose name no subject has, is judged by its bytes alone. With the problem, the file's sha256
+    (None: not read)."""
     if os.path.islink(path):
-        return "is a symbolic link: give the file the deploy ships itself"
+        return "is a symbolic link: give the file the deploy ships itself", None
     if not is_file(path):
-        return "not a regular file"
+        return "not a regular file", None
     try:
         digest = sha256_file(path, what="artifact")
     except InputError as exc:
-        return exc.message
+        return exc.message, None
     if digest not in {sha for _, sha in subjects}:
-        return f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate"
+        return f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate", digest
     named = _closest_names(path, subjects)
     if named and digest not in named.values():
         carried = sorted(name for name, sha in subjects if sha == digest)
         return (f"named as subject {sorted(named)[0]} but its bytes are those of {carried[0]}: not the file that "
-                "passed the gate under this name")
-    return None
+                "passed the gate under this name"), digest
+    return None, digest
 
 
 def _closest_names(path: Path, subjects: set[tuple[str, str]]) -> dict[str, str]:

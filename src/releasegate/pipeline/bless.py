@@ -36,7 +36,8 @@ def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> t
         by=by or env_text("USER") or env_text("LOGNAME") or "unknown", reason=reason, verdict=run.report.verdict,
         rubric_sha256=run.report.judged_by.snapshot_sha256 if run.report.judged_by else None,
         evidence_sha256=evidence_digest(run.manifest),
-        packages={k: str(v) for k, v in (run.manifest.get("packages") or {}).items()}, suites=suites)
+        packages={k: str(v) for k, v in (run.manifest.get("packages") or {}).items()}, suites=suites,
+        rubric=run.binding.as_record())
     append_blessing(reports, blessing)
     return blessing, (before[-1] if before else None)
 

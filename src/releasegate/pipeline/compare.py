@@ -28,12 +28,14 @@ from ..gate.health import client_lateness_ms, saved_run_problems, target_failure
 from ..gate.latency_source import quality_source
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, changed_note, compare_records, metric_verdicts
 from ..gate.stability import case_draws, draw_problems
+from ..inputs.judging_keys import snapshot_form
 from ..inputs.rubric import load_rubric
 from ..record.decided_results import CompareResult, typed
 from ..record.decision_evidence import Arm, ComparisonEvidence, Health
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
 from ..record.seal import sealed_snapshot
+from .rubric_binding import run_binding
 
 __all__ = ["compare_runs"]
 
@@ -53,6 +55,7 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     if refused is not None:
         raise InputError(refused, file=candidate, hint="compare runs made with the same generation settings")
     policy = load_rubric(rubric if rubric is not None else sealed_snapshot(cand_run.path, "rubric.yaml"))
+    whatif = snapshot_form(policy) if rubric is not None else None
     margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
     base, cand = base_run.read_records(), cand_run.read_records()
     base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
@@ -86,4 +89,7 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
                if base_draws or cand_draws else {}),
             # compare reads the quality cases: their latency, under the load each run sent them with
             "latency_sources": {"baseline": quality_source(base_info, base), "candidate": quality_source(cand_info, cand)},
+            # the rubric that judged each run (effective hash, overrides); `rubric` given: a what-if over both
+            "rubrics": {"baseline": run_binding(base_run.path, rubric, whatif).as_record(),
+                        "candidate": run_binding(cand_run.path, rubric, whatif).as_record()},
             **result})

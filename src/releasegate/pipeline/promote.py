@@ -45,6 +45,8 @@ def release_summary(run: ReleasableRun) -> dict:
     report, manifest = run.report, run.manifest
     return {"run_id": report.run_id, "verdict": report.verdict, "reason": report.verdict_reason,
             "rubric": report.rubric, "rubric_sha256": report.judged_by.snapshot_sha256 if report.judged_by else None,
+            "effective_rubric_sha256": run.binding.effective_sha256,
+            "rubric_overrides": [o.as_record() for o in run.binding.overrides],
             "target": report.target, "target_fingerprint": (manifest.get("target") or {}).get("fingerprint"),
             "report": str((run.path / "report.json").resolve()),
             "criteria": [{"name": c.name, "op": c.op, "threshold": c.threshold, "value": c.value,
@@ -72,7 +74,7 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
     done: dict[str, Any] = {"run": str(run.path), "summary": summary}
     if webhook is not None:
         assert private_key is not None
-        statement = statement_for(run.path, run.report, run.manifest)
+        statement = statement_for(run.path, run.report, run.manifest, run.binding)
         envelope = sign_envelope(json.dumps(statement, sort_keys=True).encode("utf-8"), private_key)
         done["webhook"] = post_webhook(webhook, {"event": "releasegate.promote", "summary": summary,
                                                  "attestation": envelope}, token)
@@ -117,7 +119,8 @@ def register_version(run: ReleasableRun, summary: dict, model: str, alias: str, 
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     tags = {"releasegate.verdict": summary["verdict"], "releasegate.rubric_sha256": summary["rubric_sha256"] or "",
             "releasegate.run_id": summary["run_id"] or "", "releasegate.report": summary["report"],
-            "releasegate.target_fingerprint": summary["target_fingerprint"] or ""}
+            "releasegate.target_fingerprint": summary["target_fingerprint"] or "",
+            "releasegate.effective_rubric_sha256": summary["effective_rubric_sha256"] or ""}
     try:
         try:
             client.get_registered_model(model)

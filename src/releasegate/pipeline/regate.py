@@ -22,6 +22,7 @@ from ..decision.whatif import decide_whatif
 from ..errors import InputError
 from ..gate.context import GateInputs
 from ..gate.health import planned_phases
+from ..inputs.judging_keys import snapshot_form
 from ..inputs.rubric import Rubric, load_rubric
 from ..record.decision_evidence import WhatIfEvidence
 from ..record.gate_report import GateReport, JudgedBy
@@ -36,6 +37,7 @@ from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
 from .gate import judge_run
+from .rubric_binding import RubricBinding, run_binding
 
 __all__ = ["regate", "Regated", "judged_by_snapshot", "judged_again", "rubric_source", "WHATIF_DIR"]
 
@@ -130,7 +132,7 @@ def judged_by_snapshot(report: GateReport, run_path: Path) -> GateReport:
     """`report` with `judged_by` naming the run's own rubric snapshot (what `check` judges by)."""
     digest = _sha256(Path(run_path) / SNAPSHOT)
     judged_by = {"file": SNAPSHOT, "sha256": digest, "snapshot_sha256": digest, "whatif": False,
-                 **rubric_source(Path(run_path))}
+                 **rubric_source(Path(run_path)), **_bound(run_binding(Path(run_path)))}
     return with_judged_by(report, judged_by)
 
 
@@ -162,14 +164,19 @@ def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict]:
     if rubric is None:
         policy = load_rubric(sealed_snapshot(run_path, SNAPSHOT))
         return policy, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False,
-                        **rubric_source(run_path)}
+                        **rubric_source(run_path), **_bound(run_binding(run_path))}
     policy = load_rubric(rubric)
     own = _snapshot_policy(run_path)
     if own is not None and _same_policy(policy, own):
         return own, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False,
-                     **rubric_source(run_path)}
+                     **rubric_source(run_path), **_bound(run_binding(run_path))}
     return policy, {"file": str(rubric), "sha256": _sha256(Path(rubric)), "snapshot_sha256": snapshot_sha,
-                    "whatif": True}
+                    "whatif": True, **_bound(run_binding(run_path, Path(rubric), snapshot_form(policy)))}
+
+
+def _bound(binding: RubricBinding) -> dict:
+    """What `judged_by` keeps of the rubric binding: the effective rubric's hash and the overrides."""
+    return {"effective_sha256": binding.effective_sha256, "overrides": [o.as_record() for o in binding.overrides]}
 
 
 def _snapshot_policy(run_path: Path) -> Rubric | None:

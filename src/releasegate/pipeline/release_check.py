@@ -1,6 +1,7 @@
 """Whether a saved run may leave the gate (`bless`, `attest`, `promote`): sealed whole, verified unchanged (every
-input re-hashed, the same package versions, its own files as sealed), judged by its own rubric, and PASS. The
-decision is `decision.release.decide_release`; this gathers its evidence."""
+input re-hashed, the same package versions, its own files as sealed), judged by its own rubric with no override
+of a judging key that the rubric does not allow by name (`rubric_binding`), and PASS. The decision is
+`decision.release.decide_release`; this gathers its evidence."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..errors import ReleaseRefused
 from ..record.decision_evidence import ReleaseEvidence
 from ..record.gate_report import GateReport, as_report
 from .regate import judged_again
+from .rubric_binding import RubricBinding, binding_of
 from .verify import verify_run
 
 __all__ = ["ReleasableRun", "releasable_run"]
@@ -28,6 +30,8 @@ class ReleasableRun:
     manifest: dict
     """Its manifest.json, verified."""
     reason: str
+    binding: RubricBinding
+    """The rubric that judged it: its effective hash, the rubric file's, every override."""
 
 
 def releasable_run(run_dir: Path) -> ReleasableRun:
@@ -43,14 +47,16 @@ def releasable_run(run_dir: Path) -> ReleasableRun:
     own = judged.get("whatif") is False and judged.get("sha256") is not None and \
         judged.get("sha256") == judged.get("snapshot_sha256")
     verdict = report.get("verdict")
+    binding = binding_of(path, manifest, whatif=str(judged.get("file")) if judged.get("whatif") is not False else None)
     evidence = ReleaseEvidence(
         run=str(path), sealed=bool(sealed), complete=bool(sealed.get("complete")),
         verify_outcome=result["outcome"], changes=tuple(f"{c['path']} {c['change']}" for c in result["changes"]),
         not_checked=tuple(str(n) for n in result["not_hashed"]),
         recorded_verdict=verdict if isinstance(verdict, str) else None,
         judged_again=judged_again(path) if verdict == "PASS" and result["outcome"] == "unchanged" else None,
-        judged_by_own_rubric=own)
+        judged_by_own_rubric=own, overrides=tuple((o.key, o.by, o.judges) for o in binding.overrides),
+        allow_overrides=binding.allow_overrides)
     release = decide_release(evidence)
     if not release.allowed:
         raise ReleaseRefused(release.reason)
-    return ReleasableRun(path, as_report(report, source=path / "report.json"), manifest, release.reason)
+    return ReleasableRun(path, as_report(report, source=path / "report.json"), manifest, release.reason, binding)

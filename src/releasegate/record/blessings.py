@@ -47,6 +47,9 @@ class Blessing:
     packages: dict[str, str]
     suites: dict[str, str]
     """Each suite file of the run (its path) and its sha256 when the run was measured."""
+    rubric: dict | None = None
+    """The rubric that judged it (`pipeline.rubric_binding`): effective_sha256, official_sha256, overrides;
+    None in a blessing written before it was kept."""
 
 
 def check_name(name: str) -> str:

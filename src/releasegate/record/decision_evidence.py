@@ -271,6 +271,12 @@ class ReleaseEvidence:
     its rubric snapshot is missing or edited)."""
     judged_by_own_rubric: bool
     """report.json was judged by the run's own rubric snapshot (not a what-if)."""
+    overrides: tuple[tuple[str, str, bool], ...]
+    """Every key laid over the official config ('--set', an `extends:` layer over the one naming the rubric, a
+    what-if): (key, by whom, whether it judges: can change what is measured against the criteria)."""
+    allow_overrides: tuple[str, ...]
+    """The judging keys (globs, `*` any text) the run's own rubric lets an override change (`release:
+    {allow_overrides}`)."""
 
 
 @dataclass(frozen=True)
@@ -286,6 +292,15 @@ class AttestationEvidence:
     """Each artifact given: its path and why it does not match a subject (None: it matches one)."""
     criteria_verdicts: tuple[str, ...]
     """Each attested criterion's verdict, as signed (a value that is no text: '?')."""
+    weights_not_given: tuple[str, ...] | None
+    """The attested weights files (every model, adapter, merged, GGUF or draft weights the run loaded) no
+    --artifact carries, by subject name; None: the statement does not say which subjects are weights."""
+    required_rubrics: tuple[str, ...]
+    """The effective rubric hashes the deploy accepts (`--rubric-sha256`); empty: none required."""
+    rubric_sha256: str | None
+    """The attested effective rubric hash (None: the statement has none)."""
+    judging_overrides: tuple[str, ...]
+    """The attested overrides that judge, one line each ('--set suites[0].answer')."""
 
 
 @dataclass(frozen=True)

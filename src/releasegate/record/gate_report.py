@@ -170,6 +170,12 @@ class JudgedBy(_Model):
     recorded_verdict: str | None = None
     """A what-if: the run's verdict under its own rubric snapshot, judged again from its records (never read from
     report.json); null when the snapshot is missing or edited since it was sealed."""
+    effective_sha256: str | None = None
+    """sha256 of the effective rubric that judged: the rubric with every judging key of the run's config
+    (`pipeline.rubric_binding`); null in a report written before it was kept."""
+    overrides: list[dict[str, Any]] | None = None
+    """Every override of the official config the report was judged with: {key, by, judges} (`--set`, an
+    `extends:` layer over the config naming the rubric, a what-if)."""
 
 
 class LatencySource(_Model):

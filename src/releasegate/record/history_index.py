@@ -36,15 +36,18 @@ DAMAGED_SUFFIX = ".damaged"
 HEADLINE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95",
                     "cost_per_1m_output_tokens")
 """The metrics `history` shows in its table (every criterion's value is kept in the index)."""
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"  # 2: the effective rubric's hash and the overrides it was judged with
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (dir TEXT PRIMARY KEY, run_id TEXT NOT NULL, created_at TEXT NOT NULL, "
     "status TEXT, target TEXT, fingerprint TEXT, suites TEXT NOT NULL, verdict TEXT, rubric_sha256 TEXT, "
-    "metrics TEXT NOT NULL, criteria TEXT NOT NULL, indexed_at TEXT NOT NULL)",
+    "metrics TEXT NOT NULL, criteria TEXT NOT NULL, effective_rubric_sha256 TEXT, rubric_overrides TEXT NOT NULL, "
+    "indexed_at TEXT NOT NULL)",
 )
 _COLUMNS = ("dir", "run_id", "created_at", "status", "target", "fingerprint", "suites", "verdict", "rubric_sha256",
-            "metrics", "criteria", "indexed_at")
+            "metrics", "criteria", "effective_rubric_sha256", "rubric_overrides", "indexed_at")
+_LISTS = ("suites", "metrics", "criteria", "rubric_overrides")
+"""The columns kept as JSON text."""
 _SUMMARY_FILES = ("run.json", "manifest.json", "report.json")
 """The files of a run directory a row is made from."""
 _BUSY_TIMEOUT_S = 60.0
@@ -76,6 +79,10 @@ class HistoryRow:
     metrics: dict[str, float | None]
     criteria: list[dict] = field(default_factory=list)
     """Each criterion: name, metric, op, threshold, value, verdict."""
+    effective_rubric_sha256: str | None = None
+    """The hash of the rubric that judged, with the config's judging keys (report.json `judged_by`)."""
+    rubric_overrides: list[str] = field(default_factory=list)
+    """Each override of the official config it was judged with: 'KEY (by)'."""
 
     def as_dict(self) -> dict:
         return {c: getattr(self, c) for c in _COLUMNS if c != "indexed_at"}
@@ -96,13 +103,17 @@ def run_summary(run_path: Path) -> HistoryRow:
     metrics: dict = report["metrics"] if isinstance(report.get("metrics"), dict) else {}
     judged = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
     criteria = report["criteria"] if isinstance(report.get("criteria"), list) else []
+    overrides = judged["overrides"] if isinstance(judged.get("overrides"), list) else []
+    effective = judged.get("effective_sha256")
     return HistoryRow(
         dir=run.path.name, run_id=info.run_id, created_at=info.created_at, status=info.status, target=info.target,
         fingerprint=(manifest.get("target") or {}).get("fingerprint"), suites=suites,
         verdict=_shown_verdict(run.path, manifest, report.get("verdict")),
         rubric_sha256=judged.get("snapshot_sha256") if isinstance(judged.get("snapshot_sha256"), str) else None,
         metrics={m: _number(metrics[m].get("value")) for m in HEADLINE_METRICS if isinstance(metrics.get(m), dict)},
-        criteria=[_criterion(c) for c in criteria if isinstance(c, dict)])
+        criteria=[_criterion(c) for c in criteria if isinstance(c, dict)],
+        effective_rubric_sha256=effective if isinstance(effective, str) else None,
+        rubric_overrides=[f"{o.get('key')} ({o.get('by')})" for o in overrides if isinstance(o, dict)])
 
 
 def _shown_verdict(run_path: Path, manifest: dict, verdict: object) -> str | None:
@@ -218,7 +229,7 @@ _INSERT = f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.jo
 
 def _values(row: HistoryRow) -> tuple:
     values = {**row.as_dict(), "indexed_at": now()}
-    values.update(suites=json.dumps(row.suites), metrics=json.dumps(row.metrics), criteria=json.dumps(row.criteria))
+    values.update({k: json.dumps(values[k]) for k in _LISTS})
     return tuple(values[c] for c in _COLUMNS)
 
 
@@ -226,14 +237,16 @@ def _row(values: dict) -> HistoryRow:
     name = values["dir"]
     if not isinstance(name, str) or not _plain_name(name):
         raise ValueError(f"a row names {str(name)[:80]!r}, not a run directory of the reports root")
-    suites, metrics, criteria = (json_loads(values[k]) for k in ("suites", "metrics", "criteria"))
-    if not (isinstance(suites, list) and isinstance(metrics, dict) and isinstance(criteria, list)):
-        raise ValueError("a row's suites, metrics or criteria are of another shape")
+    suites, metrics, criteria, overrides = (json_loads(values[k]) for k in _LISTS)
+    if not (isinstance(suites, list) and isinstance(metrics, dict) and isinstance(criteria, list)
+            and isinstance(overrides, list)):
+        raise ValueError("a row's suites, metrics, criteria or overrides are of another shape")
     text = {k: values[k] if isinstance(values[k], str) or values[k] is None else str(values[k])
-            for k in _COLUMNS if k not in ("suites", "metrics", "criteria", "indexed_at")}
+            for k in _COLUMNS if k not in (*_LISTS, "indexed_at")}
     return HistoryRow(**text, suites=[str(s) for s in suites],
                       metrics={str(k): _number(v) for k, v in metrics.items()},
-                      criteria=[_criterion(c) for c in criteria if isinstance(c, dict)])
+                      criteria=[_criterion(c) for c in criteria if isinstance(c, dict)],
+                      rubric_overrides=[str(o) for o in overrides])
 
 
 def _plain_name(name: str) -> bool:

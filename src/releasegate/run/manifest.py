@@ -72,12 +72,14 @@ def build_manifest(config, *, run_id: str, cases=None) -> dict:
 
 def _composition(config) -> dict:
     """How the config was composed, when it was: the files it extends (each hashed as a `config:extends` input)
-    and the --set overrides, values as the masked config holds them."""
+    and the --set overrides, values as the masked config holds them; `over_official`: every key laid over the
+    config layer that names the rubric, by whom (`inputs.judging_keys`), which release checks hold to the rubric."""
     extends, overrides = getattr(config, "extends", ()), getattr(config, "overrides", ())
     if not extends and not overrides:
         return {}
     return {"composition": {"extends": [str(Path(p).resolve()) for p in extends],
-                            "set": config.recorded_overrides()}}
+                            "set": config.recorded_overrides(),
+                            "over_official": [dict(o) for o in getattr(config, "over_official", ())]}}
 
 
 def recorded_overrides(run_dir: Path) -> tuple[dict, ...]:

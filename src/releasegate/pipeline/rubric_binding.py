@@ -1,0 +1,109 @@
+"""The rubric that actually judged a run, as release records it (attest, bless, promote, compare, history).
+
+The effective rubric is the run's rubric snapshot (criteria, thresholds, forbidden rules, review keys, what may be
+overridden) together with every judging key of the config the run was composed with (answer and format checks,
+sample, generation, judge, guards, probes...; `inputs.judging_keys`), after `extends:` and `--set`. Its hash
+(`effective_sha256`) is what a deploy can require (`verify-attestation --rubric-sha256`): the same official config
+and rubric give the same hash on any machine, since paths are hashed as written. The overrides are every key laid
+over the config layer that names the rubric, recorded by `check` in manifest.json (`composition.over_official`),
+and a what-if (`gate --rubric`) when the report was judged by another rubric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..border.files import sha256_file
+from ..errors import InputError
+from ..inputs.files import stored_yaml
+from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
+from ..record.stored_manifest import read_manifest_file
+
+__all__ = ["RubricOverride", "RubricBinding", "binding_of", "run_binding"]
+
+CONFIG_SNAPSHOT = "config.yaml"
+RUBRIC_SNAPSHOT = "rubric.yaml"
+
+
+@dataclass(frozen=True)
+class RubricOverride:
+    """One key laid over the official config: the key path, who wrote it ('--set', an `extends:` file, or
+    'what-if FILE'), and whether it can change what is measured against the criteria."""
+
+    key: str
+    by: str
+    judges: bool
+
+    def as_record(self) -> dict:
+        return {"key": self.key, "by": self.by, "judges": self.judges}
+
+
+@dataclass(frozen=True)
+class RubricBinding:
+    """The rubric that judged a run: its effective hash, the rubric file's, every override, and the overrides the
+    rubric itself allows by name (`release.allow_overrides`)."""
+
+    effective_sha256: str | None
+    """None: a snapshot could not be read (nothing can then be bound)."""
+    official_sha256: str | None
+    """sha256 of the run's rubric snapshot: the rubric file as the run took it."""
+    overrides: tuple[RubricOverride, ...]
+    allow_overrides: tuple[str, ...]
+
+    def as_record(self) -> dict:
+        return {"effective_sha256": self.effective_sha256, "official_sha256": self.official_sha256,
+                "overrides": [o.as_record() for o in self.overrides],
+                "allow_overrides": list(self.allow_overrides)}
+
+
+def run_binding(run_path: Path, whatif: Path | None = None, whatif_policy: dict | None = None) -> RubricBinding:
+    """`binding_of` with the run's manifest read here (none readable: no override known beyond a what-if)."""
+    try:
+        manifest = read_manifest_file(Path(run_path), whole=False) or {}
+    except InputError:
+        manifest = {}
+    return binding_of(Path(run_path), manifest, str(whatif) if whatif is not None else None, whatif_policy)
+
+
+def binding_of(run_path: Path, manifest: dict, whatif: str | None = None,
+               whatif_policy: dict | None = None) -> RubricBinding:
+    """The run's rubric binding from its sealed snapshots and manifest; `whatif`: the rubric file a what-if report
+    was judged by (an override of the whole rubric), and `whatif_policy` that rubric's snapshot form
+    (`Rubric.as_dict`), which then stands in the effective rubric for the run's own."""
+    config = stored_yaml(run_path / CONFIG_SNAPSHOT, what="config snapshot")
+    rubric = whatif_policy if whatif_policy is not None else stored_yaml(run_path / RUBRIC_SNAPSHOT,
+                                                                         what="rubric snapshot")
+    try:
+        official = sha256_file(run_path / RUBRIC_SNAPSHOT, what="rubric snapshot")
+    except InputError:
+        official = None
+    effective = effective_rubric_sha256(config, rubric) if config is not None and rubric is not None else None
+    overrides = list(_recorded(manifest))
+    if whatif is not None:
+        overrides.append(RubricOverride("rubric", f"what-if {whatif}", True))
+    release = (rubric or {}).get("release")
+    allowed = release.get("allow_overrides") if isinstance(release, dict) else None
+    return RubricBinding(effective, official, tuple(overrides),
+                         tuple(str(a) for a in allowed) if isinstance(allowed, list) else ())
+
+
+def _recorded(manifest: dict) -> list[RubricOverride]:
+    """The overrides manifest.json records. A run composed before they were recorded names its `--set` keys
+    only; when a base config named its rubric, the layers over it are unknown, and count as one judging override."""
+    composition = manifest.get("composition")
+    if not isinstance(composition, dict):
+        return []
+    over = composition.get("over_official")
+    if isinstance(over, list):
+        return [_override(str(o.get("key")), str(o.get("by"))) for o in over if isinstance(o, dict)]
+    out = [_override(str(o.get("key")), "--set") for o in composition.get("set") or () if isinstance(o, dict)]
+    rubric_row = next((r for r in manifest.get("inputs") or () if isinstance(r, dict) and r.get("role") == "rubric"),
+                      {})
+    if composition.get("extends") and rubric_row.get("named_by"):
+        out.append(RubricOverride("*", "extends: layers over the config naming the rubric (not recorded)", True))
+    return out
+
+
+def _override(key: str, by: str) -> RubricOverride:
+    return RubricOverride(key, by, judges(key_parts(key)))
