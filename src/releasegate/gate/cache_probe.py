@@ -8,15 +8,21 @@ serves a stored answer and stores nothing; an entry older than `ttl_s` has expir
 question (whitespace collapsed, case folded); semantic mode matches a live entry whose cosine similarity is >= the
 threshold.
 
-Which member of a paraphrase group fills the cache first is chance, not suite order: every case another answered
-case matches (`hittable`) is judged against each answer it could be served (each member's answer served to the
-others), and takes the worst of them. Hit rate, savings and staleness come from the stated arrival process.
-- right: every answer it could be served passes its checks;
-- harmful: an answer it could be served fails its checks while the model's own fresh answer passes them, or it
-  is time-sensitive and the answer served is older than `fresh_s` (a stale hit counts against the cache);
+Which case fills the cache first is chance, not suite order: every other answered case whose similarity is at or
+above the threshold could have been cached before a case (any arrival order), so each such neighbour's answer is
+one it could be served, not only the nearest's. A case with at least one neighbour (`hittable`) is judged against
+every one of them and takes the worst. Hit rate and savings come from the stated arrival process; judgement does
+not.
+- wrong: at least one answer it could be served fails its checks, or it is stale;
+- stale: it is time-sensitive and the TTL exceeds `fresh_s` (no TTL: entries never expire). Some arrival order
+  serves it an answer as old as the TTL, whatever the arrival interval or the suite's time span;
+- harmful: stale, or an answer it could be served fails its checks while the model's own fresh answer passes
+  them (a wrong hit where the model was wrong too did no harm);
+- right: every answer it could be served passes its checks, and it is not stale;
 - unknown: a check could not be made (no judge verdict, no token count): undecided, never right or wrong.
-Across paraphrase groups whose expected answers differ, an answer is wrong for the other case unless that case's
-answer check is exact (a lenient check, a regex or a label, cannot tell it served another question's answer).
+Across paraphrase groups, an answer is wrong for the other case unless both expected answers are known and equal
+or that case's answer check is exact (a lenient check, a regex or a label, cannot tell it served another
+question's answer).
 Rates are weighted to the source under a stratified sample (each case weighs what it stands for).
 """
 
@@ -30,10 +36,13 @@ from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import kish_n
 
 __all__ = ["ProbeCase", "ProbeSettings", "simulate", "simulate_all", "normalised_key", "cosine", "degenerate", "Check",
-           "WRONG_HITS_KEPT"]
+           "WRONG_HITS_KEPT", "WRONG_CASES_KEPT", "may_be_stale"]
 
 WRONG_HITS_KEPT = 20
-"""Each threshold keeps this many wrong hits, the most dangerous first."""
+"""Each threshold keeps this many wrong hits with their texts, the most dangerous first."""
+WRONG_CASES_KEPT = 1000
+"""Each threshold names this many cases with a wrong possible answer (ids and figures only), the most dangerous
+first; `wrong_hits` counts them all."""
 
 
 @dataclass(frozen=True)
@@ -196,29 +205,40 @@ def _served(cases, check: Check, donor: int, i: int) -> bool | None:
     answer is wrong unless i's check is exact."""
     new, old = cases[i], cases[donor]
     across = (new.group or old.group) is not None and new.group != old.group
-    if across and new.expected != old.expected and not new.exact_check:
+    same_answer = new.expected is not None and new.expected == old.expected  # unknown answers never match
+    if across and not same_answer and not new.exact_check:
         return False
     return check(donor, i)
 
 
+def may_be_stale(settings: ProbeSettings) -> bool:
+    """Whether a time-sensitive case could be served an answer older than it tolerates: an entry lives up to the
+    TTL (for ever without one), and some arrival order serves it at that age."""
+    return settings.ttl_s is None or settings.ttl_s > settings.fresh_s
+
+
 def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, float]], i: int,
          age: float | None) -> dict:
-    """Case i judged against every answer the cache could serve it; `age`: the served entry's age when the
-    arrival process made it a hit (None: a miss there)."""
+    """Case i judged against every answer the cache could serve it (`donors`: every answered neighbour at or above
+    the threshold); `age`: the served entry's age when the arrival process made it a hit (None: a miss there)."""
     new = cases[i]
     fresh = check(i, i) if new.output is not None else False  # a failed request of its own answered nothing
     outcomes = [(_served(cases, check, j, i), j, similarity) for j, similarity in donors]
-    stale = age is not None and new.time_sensitive and age > settings.fresh_s
-    harmful = stale or any(o is False and fresh is True for o, _, _ in outcomes)
+    failing = sum(o is False for o, _, _ in outcomes)
+    stale = new.time_sensitive and may_be_stale(settings)
+    harmful = stale or (failing > 0 and fresh is True)
     unknown = not harmful and any(o is None or (o is False and fresh is None) for o, _, _ in outcomes)
-    served, donor, similarity = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
+    # the worst neighbour: a failing answer, else an unchecked one, the most similar first (a tighter threshold
+    # keeps it longest)
+    _, donor, similarity = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
     cached = cases[donor]
     return {
         "case_id": new.case_id, "cached_case_id": cached.case_id, "similarity": round(similarity, 6),
         "age_s": age, "hit": age is not None, "within_group": new.group is not None and new.group == cached.group,
-        "wrong": served is False or stale, "harmful": harmful, "unknown": unknown,
+        "wrong": failing > 0 or stale, "harmful": harmful, "unknown": unknown,
         "right": not harmful and not unknown and all(o is True for o, _, _ in outcomes),
         "stale": stale, "weight": new.weight, "donors": len(outcomes),
+        "wrong_neighbours": len(outcomes) if stale else failing,
         "question": new.question, "cached_question": cached.question,
         "answer": new.output, "cached_answer": cached.output,
         "input_tokens": new.input_tokens, "output_tokens": new.output_tokens,
@@ -226,11 +246,13 @@ def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, f
 
 
 def _figures(cases: Sequence[ProbeCase], judged: list[dict], settings: ProbeSettings, threshold) -> dict:
-    """`hits`, `hit_rate`, savings and staleness from the arrival process; `right_hits`, `harmful_hits` and the
-    harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order."""
+    """`hits`, `hit_rate` and savings from the arrival process; `right_hits`, `harmful_hits`, staleness and the
+    harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order;
+    `wrong_hits` and `wrong_hit_rate`: the cases with at least one wrong possible answer, over every case seen."""
     n, total = len(cases), sum(c.weight for c in cases)
     hits = [h for h in judged if h["hit"]]
     wrong = [h for h in judged if h["wrong"]]
+    ranked = sorted(wrong, key=_danger)
     hit_weight = sum(h["weight"] for h in hits)
     judged_weight = sum(h["weight"] for h in judged)
     harmful = sum(h["weight"] for h in judged if h["harmful"])
@@ -255,9 +277,10 @@ def _figures(cases: Sequence[ProbeCase], judged: list[dict], settings: ProbeSett
         "wrong_across_group": sum(not h["within_group"] for h in wrong),
         "tokens_saved": {"input": saved_in, "output": saved_out},
         "cost_saved_usd": cost,
-        "stale_time_sensitive": sum(h["stale"] for h in hits),
-        "stale_cases": [h["case_id"] for h in hits if h["stale"]][:WRONG_HITS_KEPT],
-        "wrong": [_shown(h) for h in sorted(wrong, key=_danger)[:WRONG_HITS_KEPT]],
+        "stale_time_sensitive": sum(h["stale"] for h in judged),
+        "stale_cases": [h["case_id"] for h in judged if h["stale"]][:WRONG_HITS_KEPT],
+        "wrong": [_shown(h) for h in ranked[:WRONG_HITS_KEPT]],
+        "wrong_cases": [_named(h) for h in ranked[:WRONG_CASES_KEPT]],
     }
 
 
@@ -268,6 +291,13 @@ def _danger(hit: dict) -> tuple:
 
 
 def _shown(hit: dict) -> dict:
-    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "question", "cached_question",
-            "answer", "cached_answer")
+    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
+            "donors", "question", "cached_question", "answer", "cached_answer")
+    return {k: hit[k] for k in keep}
+
+
+def _named(hit: dict) -> dict:
+    """A case with a wrong possible answer, without its texts: its worst neighbour and how many are wrong."""
+    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
+            "donors")
     return {k: hit[k] for k in keep}

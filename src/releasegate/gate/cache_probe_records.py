@@ -32,7 +32,7 @@ def probe_cases(records: Sequence[CaseRecord], *, group_tag: str | None, time_se
         case_id=r.case_id, question=question_of(r), output=r.output if answered(r) else None,
         group=_tag(r, group_tag), time_sensitive=_truthy(_tag(r, time_sensitive_tag)),
         input_tokens=r.tokens.input or 0, output_tokens=r.tokens.output or 0,
-        expected=json.dumps(r.answer, sort_keys=True, default=str) if r.answer else None,
+        expected=_canonical(r.expected),
         exact_check=(r.answer or {}).get("type") in EXACT_CHECKS, weight=w,
     ) for r, w in zip(records, weights)]
 
@@ -74,6 +74,12 @@ def answer_passes(records: Sequence[CaseRecord], forbidden_rules, verdicts=None)
         return seen[(a, b)]
 
     return passes
+
+
+def _canonical(expected) -> str | None:
+    """The expected answer as one comparable text (None: the case has none). The reference answer, not the
+    answer check's settings, which one suite-wide check shares across every question."""
+    return None if expected is None else json.dumps(expected, sort_keys=True, default=str)
 
 
 def _tag(record: CaseRecord, tag: str | None) -> str | None:
