@@ -29,6 +29,7 @@ Rates are weighted to the source under a stratified sample (each case weighs wha
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -96,12 +97,6 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-@dataclass
-class _Entry:
-    index: int
-    stored_at: float
-
-
 Check = Callable[[int, int], "bool | None"]
 
 
@@ -109,26 +104,26 @@ def simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
              threshold: float | None = None, embeddings: Sequence[Sequence[float]] | None = None) -> dict:
     """The cache's figures at one threshold (exact mode: `threshold` is ignored and reported as None)."""
     if settings.mode == "exact":
-        return _simulate(cases, check, settings, None, None)
-    if embeddings is None or threshold is None:
+        return simulate_all(cases, check, settings, [])[0]
+    if threshold is None:
         raise ValueError("semantic mode needs embeddings and a threshold")
-    return _simulate(cases, check, settings, threshold, _Similarity(embeddings))
+    return simulate_all(cases, check, settings, [threshold], embeddings)[0]
 
 
 def simulate_all(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
                  thresholds: Sequence[float], embeddings: Sequence[Sequence[float]] | None = None) -> list[dict]:
     """`simulate` at every threshold, highest first (exact mode: one row); the similarities computed once."""
     if settings.mode == "exact":
-        return [simulate(cases, check, settings)]
+        return _simulate(cases, check, settings, [None], _SameQuestion(cases))
     if embeddings is None:
         raise ValueError("semantic mode needs embeddings")
-    sims = _Similarity(embeddings)
-    return [_simulate(cases, check, settings, t, sims) for t in sorted(set(thresholds), reverse=True)]
+    return _simulate(cases, check, settings, sorted(set(thresholds), reverse=True), _Similarity(embeddings))
 
 
 class _Similarity:
     """The cases' cosine similarities, a row at a time: unit vectors made once (a zero vector is similar to
-    nothing), each row one matrix product, so a probe of thousands of cases at several thresholds stays seconds."""
+    nothing), each row one matrix product, so a probe of thousands of cases at several thresholds stays seconds
+    in memory linear in the cases."""
 
     def __init__(self, embeddings: Sequence[Sequence[float]]) -> None:
         import numpy as np  # only for a semantic probe
@@ -141,34 +136,77 @@ class _Similarity:
         return self.unit @ self.unit[i]
 
 
-def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, threshold: float | None,
-              sims: _Similarity | None) -> dict:
-    """One pass in arrival order: the stated arrival process decides the hits (a miss stores its answer, a hit
-    stores nothing, an entry older than the TTL expires), and every case another answered case matches is judged
-    against each answer it could be served, whatever the fill order. `sims` None: exact mode."""
-    keys = [normalised_key(c.question) for c in cases] if sims is None else []
-    answered_by_key: dict[str, list[int]] = {}
-    for j, key in enumerate(keys):
-        if cases[j].output is not None:
-            answered_by_key.setdefault(key, []).append(j)
-    entries: list[_Entry] = []
-    judged = []
+class _SameQuestion:
+    """Exact mode's similarities: 1.0 between cases with one normalised question, else 0.0 (matched at 1.0)."""
+
+    def __init__(self, cases: Sequence[ProbeCase]) -> None:
+        import numpy as np
+
+        ids: dict[str, int] = {}
+        self.keys = np.array([ids.setdefault(normalised_key(c.question), len(ids)) for c in cases])
+
+    def row(self, i: int):
+        return (self.keys == self.keys[i]).astype(float)
+
+
+class _Cache:
+    """The stated arrival process's cache: which cases' answers are live entries, as a mask, so a lookup is one
+    vectorised pass over the cases rather than a loop over the entries. Entries are stored in arrival order, so
+    they expire in that order too."""
+
+    def __init__(self, n: int, ttl_s: float | None) -> None:
+        import numpy as np
+
+        self.np, self.ttl_s = np, ttl_s
+        self.live, self.stored_at = np.zeros(n, dtype=bool), np.zeros(n)
+        self.stored: deque[int] = deque()  # the live entries' cases, oldest first
+
+    def serve(self, row, threshold: float, now: float) -> float | None:
+        """The age of the entry that serves this row's case (None: a miss): the most similar live entry at or
+        above the threshold, the earliest stored among equals (exact mode: the earliest with its key)."""
+        while self.ttl_s is not None and self.stored and now - self.stored_at[self.stored[0]] > self.ttl_s:
+            self.live[self.stored.popleft()] = False
+        match = self.live & (row >= threshold)
+        if not match.any():
+            return None
+        best = int(self.np.argmax(self.np.where(match, row, -self.np.inf)))  # the first of equals: stored earliest
+        return float(now - self.stored_at[best])
+
+    def store(self, i: int, now: float) -> None:
+        self.live[i], self.stored_at[i] = True, now
+        self.stored.append(i)
+
+
+def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, thresholds: list[float | None],
+              sims: _Similarity | _SameQuestion) -> list[dict]:
+    """One pass in arrival order, every threshold side by side (each case's similarities computed once): the
+    stated arrival process decides the hits (a miss stores its answer, a hit stores nothing, an entry older than
+    the TTL expires), and every case another answered case matches is judged against each answer it could be
+    served, whatever the fill order. A threshold None: exact mode."""
+    cuts = [1.0 if t is None else t for t in thresholds]
+    caches = [_Cache(len(cases), settings.ttl_s) for _ in thresholds]
+    answered = caches[0].np.array([c.output is not None for c in cases], dtype=bool)
+    judged: list[list[dict]] = [[] for _ in thresholds]
     for i, case in enumerate(cases):
-        row = sims.row(i) if sims is not None else None
         now = i * settings.arrival_s
-        if settings.ttl_s is not None:
-            entries = [e for e in entries if now - e.stored_at <= settings.ttl_s]
-        found = _lookup(entries, i, keys, row, threshold)
-        if found is None and case.output is not None:
-            entries.append(_Entry(i, now))
-        if row is None:
-            donors = [(j, 1.0) for j in answered_by_key.get(keys[i], ()) if j != i]
-        else:
-            donors = [(int(j), float(row[j])) for j in (row >= threshold).nonzero()[0]
-                      if j != i and cases[j].output is not None]
-        if donors:
-            judged.append(_hit(cases, check, settings, donors, i, None if found is None else now - found.stored_at))
-    return _figures(cases, judged, settings, threshold)
+        row = sims.row(i)
+        for cache, cut, found in zip(caches, cuts, judged):
+            age = cache.serve(row, cut, now)
+            if age is None and case.output is not None:
+                cache.store(i, now)
+            donors = _neighbours(row, cut, answered, i)
+            if donors:
+                found.append(_hit(cases, check, settings, donors, i, age))
+    return [_figures(cases, found, settings, t) for found, t in zip(judged, thresholds)]
+
+
+def _neighbours(row, threshold: float, answered, i: int) -> list[tuple[int, float]]:
+    """Every answered case other than i at or above the threshold, with its similarity: the answers i could be
+    served."""
+    mask = (row >= threshold) & answered
+    mask[i] = False
+    index = mask.nonzero()[0]
+    return list(zip(index.tolist(), row[index].tolist()))
 
 
 def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
@@ -185,19 +223,6 @@ def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
     if len(vectors) > 1 and all(cosine(v, first) >= 1 - 1e-9 for v in vectors[1:]):
         return "every question has the same embedding: the model tells none apart"
     return None
-
-
-def _lookup(entries: list[_Entry], i: int, keys: list[str], row, threshold) -> _Entry | None:
-    """The live entry that serves case i: exact mode the earliest with its key; semantic mode the most similar at
-    or above the threshold (a later entry wins only when strictly more similar)."""
-    if row is None:
-        return next((e for e in entries if keys[e.index] == keys[i]), None)
-    best, best_similarity = None, -math.inf
-    for e in entries:
-        similarity = float(row[e.index])
-        if similarity >= threshold and similarity > best_similarity:
-            best, best_similarity = e, similarity
-    return best
 
 
 def _served(cases, check: Check, donor: int, i: int) -> bool | None:
