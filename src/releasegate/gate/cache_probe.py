@@ -177,7 +177,7 @@ class _Cache:
         self.stored.append(i)
 
 
-def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, thresholds: list[float | None],
+def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, thresholds: Sequence[float | None],
               sims: _Similarity | _SameQuestion) -> list[dict]:
     """One pass in arrival order, every threshold side by side (each case's similarities computed once): the
     stated arrival process decides the hits (a miss stores its answer, a hit stores nothing, an entry older than
