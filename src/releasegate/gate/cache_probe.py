@@ -183,6 +183,8 @@ def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
     stated arrival process decides the hits (a miss stores its answer, a hit stores nothing, an entry older than
     the TTL expires), and every case another answered case matches is judged against each answer it could be
     served, whatever the fill order. A threshold None: exact mode."""
+    if not thresholds:
+        return []
     cuts = [1.0 if t is None else t for t in thresholds]
     caches = [_Cache(len(cases), settings.ttl_s) for _ in thresholds]
     answered = caches[0].np.array([c.output is not None for c in cases], dtype=bool)
