@@ -139,10 +139,11 @@ def test_an_entry_older_than_the_ttl_has_expired():
 
 def test_a_stale_time_sensitive_hit_counts_against_the_cache():
     cases = [case(0, "price?"), case(1, "price?", time=True), case(2, "price?")]
-    row = simulate(cases, always, ProbeSettings(mode="exact", arrival_s=60.0, fresh_s=30.0))
+    row = simulate(cases, always, ProbeSettings(mode="exact", arrival_s=60.0, ttl_s=3600.0, fresh_s=30.0))
     assert row["stale_time_sensitive"] == 1 and row["stale_cases"] == ["c1"]  # c2 is not time-sensitive
-    assert row["harmful_hits"] == 1
-    row = simulate(cases, always, ProbeSettings(mode="exact", arrival_s=60.0, fresh_s=60.0))
+    assert row["harmful_hits"] == 1 and row["wrong"][0]["stale"] and row["wrong"][0]["wrong_neighbours"] == 2
+    # a TTL within the tolerance never serves an answer older than it, whatever the arrival order
+    row = simulate(cases, always, ProbeSettings(mode="exact", arrival_s=60.0, ttl_s=60.0, fresh_s=60.0))
     assert row["stale_time_sensitive"] == 0 and row["harmful_hits"] == 0
 
 

@@ -8,21 +8,28 @@ serves a stored answer and stores nothing; an entry older than `ttl_s` has expir
 question (whitespace collapsed, case folded); semantic mode matches a live entry whose cosine similarity is >= the
 threshold.
 
-Which member of a paraphrase group fills the cache first is chance, not suite order: every case another answered
-case matches (`hittable`) is judged against each answer it could be served (each member's answer served to the
-others), and takes the worst of them. Hit rate, savings and staleness come from the stated arrival process.
-- right: every answer it could be served passes its checks;
-- harmful: an answer it could be served fails its checks while the model's own fresh answer passes them, or it
-  is time-sensitive and the answer served is older than `fresh_s` (a stale hit counts against the cache);
+Which case fills the cache first is chance, not suite order: every other answered case whose similarity is at or
+above the threshold could have been cached before a case (any arrival order), so each such neighbour's answer is
+one it could be served, not only the nearest's. A case with at least one neighbour (`hittable`) is judged against
+every one of them and takes the worst. Hit rate and savings come from the stated arrival process; judgement does
+not.
+- wrong: at least one answer it could be served fails its checks, or it is stale;
+- stale: it is time-sensitive and the TTL exceeds `fresh_s` (no TTL: entries never expire). Some arrival order
+  serves it an answer as old as the TTL, whatever the arrival interval or the suite's time span;
+- harmful: stale, or an answer it could be served fails its checks while the model's own fresh answer passes
+  them (a wrong hit where the model was wrong too did no harm);
+- right: every answer it could be served passes its checks, and it is not stale;
 - unknown: a check could not be made (no judge verdict, no token count): undecided, never right or wrong.
-Across paraphrase groups whose expected answers differ, an answer is wrong for the other case unless that case's
-answer check is exact (a lenient check, a regex or a label, cannot tell it served another question's answer).
+Across paraphrase groups, an answer is wrong for the other case unless both expected answers are known and equal
+or that case's answer check is exact (a lenient check, a regex or a label, cannot tell it served another
+question's answer).
 Rates are weighted to the source under a stratified sample (each case weighs what it stands for).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -30,10 +37,13 @@ from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import kish_n
 
 __all__ = ["ProbeCase", "ProbeSettings", "simulate", "simulate_all", "normalised_key", "cosine", "degenerate", "Check",
-           "WRONG_HITS_KEPT"]
+           "WRONG_HITS_KEPT", "WRONG_CASES_KEPT", "may_be_stale"]
 
 WRONG_HITS_KEPT = 20
-"""Each threshold keeps this many wrong hits, the most dangerous first."""
+"""Each threshold keeps this many wrong hits with their texts, the most dangerous first."""
+WRONG_CASES_KEPT = 1000
+"""Each threshold names this many cases with a wrong possible answer (ids and figures only), the most dangerous
+first; `wrong_hits` counts them all."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +97,6 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-@dataclass
-class _Entry:
-    index: int
-    stored_at: float
-
-
 Check = Callable[[int, int], "bool | None"]
 
 
@@ -100,26 +104,26 @@ def simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
              threshold: float | None = None, embeddings: Sequence[Sequence[float]] | None = None) -> dict:
     """The cache's figures at one threshold (exact mode: `threshold` is ignored and reported as None)."""
     if settings.mode == "exact":
-        return _simulate(cases, check, settings, None, None)
-    if embeddings is None or threshold is None:
+        return simulate_all(cases, check, settings, [])[0]
+    if threshold is None:
         raise ValueError("semantic mode needs embeddings and a threshold")
-    return _simulate(cases, check, settings, threshold, _Similarity(embeddings))
+    return simulate_all(cases, check, settings, [threshold], embeddings)[0]
 
 
 def simulate_all(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
                  thresholds: Sequence[float], embeddings: Sequence[Sequence[float]] | None = None) -> list[dict]:
     """`simulate` at every threshold, highest first (exact mode: one row); the similarities computed once."""
     if settings.mode == "exact":
-        return [simulate(cases, check, settings)]
+        return _simulate(cases, check, settings, [None], _SameQuestion(cases))
     if embeddings is None:
         raise ValueError("semantic mode needs embeddings")
-    sims = _Similarity(embeddings)
-    return [_simulate(cases, check, settings, t, sims) for t in sorted(set(thresholds), reverse=True)]
+    return _simulate(cases, check, settings, sorted(set(thresholds), reverse=True), _Similarity(embeddings))
 
 
 class _Similarity:
     """The cases' cosine similarities, a row at a time: unit vectors made once (a zero vector is similar to
-    nothing), each row one matrix product, so a probe of thousands of cases at several thresholds stays seconds."""
+    nothing), each row one matrix product, so a probe of thousands of cases at several thresholds stays seconds
+    in memory linear in the cases."""
 
     def __init__(self, embeddings: Sequence[Sequence[float]]) -> None:
         import numpy as np  # only for a semantic probe
@@ -132,34 +136,79 @@ class _Similarity:
         return self.unit @ self.unit[i]
 
 
-def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, threshold: float | None,
-              sims: _Similarity | None) -> dict:
-    """One pass in arrival order: the stated arrival process decides the hits (a miss stores its answer, a hit
-    stores nothing, an entry older than the TTL expires), and every case another answered case matches is judged
-    against each answer it could be served, whatever the fill order. `sims` None: exact mode."""
-    keys = [normalised_key(c.question) for c in cases] if sims is None else []
-    answered_by_key: dict[str, list[int]] = {}
-    for j, key in enumerate(keys):
-        if cases[j].output is not None:
-            answered_by_key.setdefault(key, []).append(j)
-    entries: list[_Entry] = []
-    judged = []
+class _SameQuestion:
+    """Exact mode's similarities: 1.0 between cases with one normalised question, else 0.0 (matched at 1.0)."""
+
+    def __init__(self, cases: Sequence[ProbeCase]) -> None:
+        import numpy as np
+
+        ids: dict[str, int] = {}
+        self.keys = np.array([ids.setdefault(normalised_key(c.question), len(ids)) for c in cases])
+
+    def row(self, i: int):
+        return (self.keys == self.keys[i]).astype(float)
+
+
+class _Cache:
+    """The stated arrival process's cache: which cases' answers are live entries, as a mask, so a lookup is one
+    vectorised pass over the cases rather than a loop over the entries. Entries are stored in arrival order, so
+    they expire in that order too."""
+
+    def __init__(self, n: int, ttl_s: float | None) -> None:
+        import numpy as np
+
+        self.np, self.ttl_s = np, ttl_s
+        self.live, self.stored_at = np.zeros(n, dtype=bool), np.zeros(n)
+        self.stored: deque[int] = deque()  # the live entries' cases, oldest first
+
+    def serve(self, row, threshold: float, now: float) -> float | None:
+        """The age of the entry that serves this row's case (None: a miss): the most similar live entry at or
+        above the threshold, the earliest stored among equals (exact mode: the earliest with its key)."""
+        while self.ttl_s is not None and self.stored and now - self.stored_at[self.stored[0]] > self.ttl_s:
+            self.live[self.stored.popleft()] = False
+        match = self.live & (row >= threshold)
+        if not match.any():
+            return None
+        best = int(self.np.argmax(self.np.where(match, row, -self.np.inf)))  # the first of equals: stored earliest
+        return float(now - self.stored_at[best])
+
+    def store(self, i: int, now: float) -> None:
+        self.live[i], self.stored_at[i] = True, now
+        self.stored.append(i)
+
+
+def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, thresholds: Sequence[float | None],
+              sims: _Similarity | _SameQuestion) -> list[dict]:
+    """One pass in arrival order, every threshold side by side (each case's similarities computed once): the
+    stated arrival process decides the hits (a miss stores its answer, a hit stores nothing, an entry older than
+    the TTL expires), and every case another answered case matches is judged against each answer it could be
+    served, whatever the fill order. A threshold None: exact mode."""
+    if not thresholds:
+        return []
+    cuts = [1.0 if t is None else t for t in thresholds]
+    caches = [_Cache(len(cases), settings.ttl_s) for _ in thresholds]
+    answered = caches[0].np.array([c.output is not None for c in cases], dtype=bool)
+    judged: list[list[dict]] = [[] for _ in thresholds]
     for i, case in enumerate(cases):
-        row = sims.row(i) if sims is not None else None
         now = i * settings.arrival_s
-        if settings.ttl_s is not None:
-            entries = [e for e in entries if now - e.stored_at <= settings.ttl_s]
-        found = _lookup(entries, i, keys, row, threshold)
-        if found is None and case.output is not None:
-            entries.append(_Entry(i, now))
-        if row is None:
-            donors = [(j, 1.0) for j in answered_by_key.get(keys[i], ()) if j != i]
-        else:
-            donors = [(int(j), float(row[j])) for j in (row >= threshold).nonzero()[0]
-                      if j != i and cases[j].output is not None]
-        if donors:
-            judged.append(_hit(cases, check, settings, donors, i, None if found is None else now - found.stored_at))
-    return _figures(cases, judged, settings, threshold)
+        row = sims.row(i)
+        for cache, cut, found in zip(caches, cuts, judged):
+            age = cache.serve(row, cut, now)
+            if age is None and case.output is not None:
+                cache.store(i, now)
+            donors = _neighbours(row, cut, answered, i)
+            if donors:
+                found.append(_hit(cases, check, settings, donors, i, age))
+    return [_figures(cases, found, settings, t) for found, t in zip(judged, thresholds)]
+
+
+def _neighbours(row, threshold: float, answered, i: int) -> list[tuple[int, float]]:
+    """Every answered case other than i at or above the threshold, with its similarity: the answers i could be
+    served."""
+    mask = (row >= threshold) & answered
+    mask[i] = False
+    index = mask.nonzero()[0]
+    return list(zip(index.tolist(), row[index].tolist()))
 
 
 def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
@@ -178,47 +227,45 @@ def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
     return None
 
 
-def _lookup(entries: list[_Entry], i: int, keys: list[str], row, threshold) -> _Entry | None:
-    """The live entry that serves case i: exact mode the earliest with its key; semantic mode the most similar at
-    or above the threshold (a later entry wins only when strictly more similar)."""
-    if row is None:
-        return next((e for e in entries if keys[e.index] == keys[i]), None)
-    best, best_similarity = None, -math.inf
-    for e in entries:
-        similarity = float(row[e.index])
-        if similarity >= threshold and similarity > best_similarity:
-            best, best_similarity = e, similarity
-    return best
-
-
 def _served(cases, check: Check, donor: int, i: int) -> bool | None:
     """Whether donor's answer passes case i's checks; another question's answer across groups with another expected
     answer is wrong unless i's check is exact."""
     new, old = cases[i], cases[donor]
     across = (new.group or old.group) is not None and new.group != old.group
-    if across and new.expected != old.expected and not new.exact_check:
+    same_answer = new.expected is not None and new.expected == old.expected  # unknown answers never match
+    if across and not same_answer and not new.exact_check:
         return False
     return check(donor, i)
 
 
+def may_be_stale(settings: ProbeSettings) -> bool:
+    """Whether a time-sensitive case could be served an answer older than it tolerates: an entry lives up to the
+    TTL (for ever without one), and some arrival order serves it at that age."""
+    return settings.ttl_s is None or settings.ttl_s > settings.fresh_s
+
+
 def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, float]], i: int,
          age: float | None) -> dict:
-    """Case i judged against every answer the cache could serve it; `age`: the served entry's age when the
-    arrival process made it a hit (None: a miss there)."""
+    """Case i judged against every answer the cache could serve it (`donors`: every answered neighbour at or above
+    the threshold); `age`: the served entry's age when the arrival process made it a hit (None: a miss there)."""
     new = cases[i]
     fresh = check(i, i) if new.output is not None else False  # a failed request of its own answered nothing
     outcomes = [(_served(cases, check, j, i), j, similarity) for j, similarity in donors]
-    stale = age is not None and new.time_sensitive and age > settings.fresh_s
-    harmful = stale or any(o is False and fresh is True for o, _, _ in outcomes)
+    failing = sum(o is False for o, _, _ in outcomes)
+    stale = new.time_sensitive and may_be_stale(settings)
+    harmful = stale or (failing > 0 and fresh is True)
     unknown = not harmful and any(o is None or (o is False and fresh is None) for o, _, _ in outcomes)
-    served, donor, similarity = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
+    # the worst neighbour: a failing answer, else an unchecked one, the most similar first (a tighter threshold
+    # keeps it longest)
+    _, donor, similarity = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
     cached = cases[donor]
     return {
         "case_id": new.case_id, "cached_case_id": cached.case_id, "similarity": round(similarity, 6),
         "age_s": age, "hit": age is not None, "within_group": new.group is not None and new.group == cached.group,
-        "wrong": served is False or stale, "harmful": harmful, "unknown": unknown,
+        "wrong": failing > 0 or stale, "harmful": harmful, "unknown": unknown,
         "right": not harmful and not unknown and all(o is True for o, _, _ in outcomes),
         "stale": stale, "weight": new.weight, "donors": len(outcomes),
+        "wrong_neighbours": len(outcomes) if stale else failing,
         "question": new.question, "cached_question": cached.question,
         "answer": new.output, "cached_answer": cached.output,
         "input_tokens": new.input_tokens, "output_tokens": new.output_tokens,
@@ -226,11 +273,13 @@ def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, f
 
 
 def _figures(cases: Sequence[ProbeCase], judged: list[dict], settings: ProbeSettings, threshold) -> dict:
-    """`hits`, `hit_rate`, savings and staleness from the arrival process; `right_hits`, `harmful_hits` and the
-    harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order."""
+    """`hits`, `hit_rate` and savings from the arrival process; `right_hits`, `harmful_hits`, staleness and the
+    harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order;
+    `wrong_hits` and `wrong_hit_rate`: the cases with at least one wrong possible answer, over every case seen."""
     n, total = len(cases), sum(c.weight for c in cases)
     hits = [h for h in judged if h["hit"]]
     wrong = [h for h in judged if h["wrong"]]
+    ranked = sorted(wrong, key=_danger)
     hit_weight = sum(h["weight"] for h in hits)
     judged_weight = sum(h["weight"] for h in judged)
     harmful = sum(h["weight"] for h in judged if h["harmful"])
@@ -255,9 +304,10 @@ def _figures(cases: Sequence[ProbeCase], judged: list[dict], settings: ProbeSett
         "wrong_across_group": sum(not h["within_group"] for h in wrong),
         "tokens_saved": {"input": saved_in, "output": saved_out},
         "cost_saved_usd": cost,
-        "stale_time_sensitive": sum(h["stale"] for h in hits),
-        "stale_cases": [h["case_id"] for h in hits if h["stale"]][:WRONG_HITS_KEPT],
-        "wrong": [_shown(h) for h in sorted(wrong, key=_danger)[:WRONG_HITS_KEPT]],
+        "stale_time_sensitive": sum(h["stale"] for h in judged),
+        "stale_cases": [h["case_id"] for h in judged if h["stale"]][:WRONG_HITS_KEPT],
+        "wrong": [_shown(h) for h in ranked[:WRONG_HITS_KEPT]],
+        "wrong_cases": [_named(h) for h in ranked[:WRONG_CASES_KEPT]],
     }
 
 
@@ -268,6 +318,13 @@ def _danger(hit: dict) -> tuple:
 
 
 def _shown(hit: dict) -> dict:
-    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "question", "cached_question",
-            "answer", "cached_answer")
+    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
+            "donors", "question", "cached_question", "answer", "cached_answer")
+    return {k: hit[k] for k in keep}
+
+
+def _named(hit: dict) -> dict:
+    """A case with a wrong possible answer, without its texts: its worst neighbour and how many are wrong."""
+    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
+            "donors")
     return {k: hit[k] for k in keep}

@@ -32,7 +32,7 @@ def probe_cases(records: Sequence[CaseRecord], *, group_tag: str | None, time_se
         case_id=r.case_id, question=question_of(r), output=r.output if answered(r) else None,
         group=_tag(r, group_tag), time_sensitive=_truthy(_tag(r, time_sensitive_tag)),
         input_tokens=r.tokens.input or 0, output_tokens=r.tokens.output or 0,
-        expected=json.dumps(r.answer, sort_keys=True, default=str) if r.answer else None,
+        expected=_canonical(r.expected),
         exact_check=(r.answer or {}).get("type") in EXACT_CHECKS, weight=w,
     ) for r, w in zip(records, weights)]
 
@@ -61,19 +61,28 @@ def answer_passes(records: Sequence[CaseRecord], forbidden_rules, verdicts=None)
     """passes(a, b): whether records[a]'s output passes records[b]'s own checks (a copy of b's record with a's
     output, scored by `scorers.score_record`; None when the check cannot be made). A guard rule reads `verdicts`
     (`record.judge_verdicts.saved_verdicts`): the guard's verdict on that text as b's reply, which it has only when
-    a's answer is b's own. Results are memoised: a probe asks again at every threshold."""
-    seen: dict[tuple[int, int], bool | None] = {}
+    a's answer is b's own. Results are memoised by what a's record gives the copy (its text and its token count):
+    a probe asks again at every threshold, and paraphrases often share one answer text."""
+    seen: dict[tuple[str | None, int | None, int], bool | None] = {}
+    given = [(r.output, r.tokens.output) for r in records]  # all a served copy takes from its donor
 
     def passes(a: int, b: int) -> bool | None:
-        if (a, b) not in seen:
+        key = (*given[a], b)
+        if key not in seen:
             donor, case = records[a], records[b]
             served = case.model_copy(update={"output": donor.output, "error": None, "error_message": None,
                                              "scores": {}, "scored_with": None,
                                              "tokens": case.tokens.model_copy(update={"output": donor.tokens.output})})
-            seen[(a, b)] = passes_checks(score_record(served, forbidden_rules, verdicts))
-        return seen[(a, b)]
+            seen[key] = passes_checks(score_record(served, forbidden_rules, verdicts))
+        return seen[key]
 
     return passes
+
+
+def _canonical(expected) -> str | None:
+    """The expected answer as one comparable text (None: the case has none). The reference answer, not the
+    answer check's settings, which one suite-wide check shares across every question."""
+    return None if expected is None else json.dumps(expected, sort_keys=True, default=str)
 
 
 def _tag(record: CaseRecord, tag: str | None) -> str | None:

@@ -8,26 +8,40 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["CacheProbeSection", "CacheProbeRow", "CacheWrongHit", "CacheRecommendation"]
+__all__ = ["CacheProbeSection", "CacheProbeRow", "CacheWrongHit", "CacheWrongCase", "CacheRecommendation"]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class CacheWrongHit(_Model):
-    """A hit whose served answer fails the new case's own checks."""
+class CacheWrongCase(_Model):
+    """A case with at least one wrong answer among those it could be served (every answered neighbour at or above
+    the threshold), named by its worst neighbour."""
 
     case_id: str
     """The new case."""
     cached_case_id: str
-    """The case whose answer the cache served."""
+    """Its worst neighbour: a wrong answer it could be served, the most similar first."""
     similarity: float
     """Cosine similarity of the two questions (1.0 in exact mode)."""
     within_group: bool
     """Whether both cases are in one paraphrase group (false: a hit across groups, the dangerous kind)."""
     harmful: bool = True
-    """Whether the model's own answer passed where the served one failed (false: the model was wrong too)."""
+    """Whether the model's own answer passed where the served one failed, or the case is stale (false: the model
+    was wrong too)."""
+    stale: bool = False
+    """Time-sensitive, under a TTL longer than `time_sensitive_max_age_s`: any answer it is served may be too old."""
+    wrong_neighbours: int | None = None
+    """How many of the answers it could be served are wrong for it (every one when it is stale); null in runs
+    recorded before it was counted."""
+    donors: int | None = None
+    """How many answers it could be served."""
+
+
+class CacheWrongHit(CacheWrongCase):
+    """A wrong case with its texts: the new question, its worst neighbour's question and both answers."""
+
     question: str
     cached_question: str
     answer: str | None = None
@@ -46,13 +60,13 @@ class CacheProbeRow(_Model):
     hits: int
     hit_rate: float | None
     hittable: int | None = None
-    """Cases another answered case matches at this threshold: each could be a hit, whichever member of its group
-    fills the cache first; the harmful share is over these."""
+    """Cases another answered case matches at this threshold: each could be a hit, served any such neighbour's
+    answer, whichever reaches the cache first; the harmful share is over these."""
     right_hits: int | None = None
-    """Hittable cases whose every possible served answer passes the case's checks."""
+    """Hittable cases whose every possible served answer passes the case's checks, and not stale."""
     harmful_hits: int | None = None
-    """Hits where a served answer fails the case's checks while the model's own answer passes them, or a
-    time-sensitive case is served an answer older than its limit (null in runs recorded before harm was counted)."""
+    """Hittable cases with at least one possible served answer that fails the case's checks while the model's own
+    answer passes them, or stale time-sensitive cases (null in runs recorded before harm was counted)."""
     unknown_hits: int = 0
     """Hits whose checks could not be made: the harmful share is then unknown."""
     harmful_share: float | None = None
@@ -60,12 +74,12 @@ class CacheProbeRow(_Model):
     effective_hits: float | None = None
     """Kish's effective n of the hits (their count unless weighted)."""
     wrong_hits: int
-    """Hits served an answer that fails the case's checks (harmful or not: the model may have been wrong too)."""
+    """Cases with at least one wrong answer among those they could be served: failing their checks (harmful or
+    not: the model may have been wrong too), or stale."""
     wrong_hit_rate: float | None
-    """Wrong hits over every case the cache saw."""
+    """Those cases over every case the cache saw (weighted under a sample); a higher threshold never raises it."""
     wrong_hit_upper: float | None
-    """The one-sided upper bound of the harmful share of hits, at `confidence`."""
-    """Its one-sided Wilson upper bound at `confidence`."""
+    """The one-sided Wilson upper bound of the harmful share, at `confidence`."""
     confidence: float = 0.95
     within_group: int = 0
     """Hits inside one paraphrase group (expected)."""
@@ -77,10 +91,15 @@ class CacheProbeRow(_Model):
     cost_saved_usd: float | None = None
     """Those tokens at the API prices of `cost:`; null when the run is not priced per token."""
     stale_time_sensitive: int = 0
-    """Time-sensitive cases served an answer older than `time_sensitive_max_age_s` (a warning)."""
+    """Time-sensitive cases that could hit while the TTL exceeds `time_sensitive_max_age_s`: some arrival order
+    serves them an answer older than that (harmful)."""
     stale_cases: list[str] = []
     wrong: list[CacheWrongHit] = []
-    """The most dangerous wrong hits first: across groups, then the most similar (at most 20)."""
+    """The most dangerous wrong cases first, with their texts: harmful, across groups, then the most similar (at
+    most 20)."""
+    wrong_cases: list[CacheWrongCase] = []
+    """Every case with a wrong possible answer (at most 1,000), in the same order, with its worst neighbour and
+    how many of its possible answers are wrong."""
 
 
 class CacheRecommendation(_Model):

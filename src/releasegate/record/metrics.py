@@ -57,8 +57,8 @@ KNOWN_METRICS["cost_usd_total"] = ("lower", "USD for the whole run (api mode) or
 KNOWN_METRICS["capacity_rps"] = ("higher", "requests/s the capacity sweep (load.sweep) found within its objective")
 KNOWN_METRICS["cache_hit_rate"] = ("higher", "response_cache_probe: share of cases a simulated cache in front of the model "
                                              "would answer, at the deployment's threshold")
-KNOWN_METRICS["cache_wrong_hit_rate"] = ("lower", "response_cache_probe: share of cases it would answer with an earlier "
-                                                  "answer that fails the case's own checks")
+KNOWN_METRICS["cache_wrong_hit_rate"] = ("lower", "response_cache_probe: share of the cases it could answer that any "
+                                                  "neighbour's answer at the threshold would harm, or that are stale")
 STABILITY_METRICS: dict[str, tuple[str, str]] = {
     "pass_all_k": ("higher", "generation.repeats: share of cases whose every draw passes its answer check (pass^k)"),
     "pass_any_k": ("higher", "generation.repeats: share of cases with at least one draw passing its answer check"),

@@ -4,7 +4,7 @@ dangerous wrong hits (new question, cached question, both answers)."""
 
 from __future__ import annotations
 
-from ..record.cache_probe_report import CacheProbeRow, CacheProbeSection
+from ..record.cache_probe_report import CacheProbeRow, CacheProbeSection, CacheWrongHit
 from .formatting import format_value
 
 __all__ = ["cache_probe_lines", "cache_probe_table", "wrong_hit_lines", "deployed_row"]
@@ -34,9 +34,13 @@ def cache_probe_lines(probe: CacheProbeSection | None) -> list[str]:
                      f"{_pct(row.wrong_hit_upper)} at {row.confidence:g}), {row.right_hits if row.right_hits is not None else '-'} "
                      f"right, {row.across_group} across paraphrase groups"
                      + (f", {row.unknown_hits} not checkable" if row.unknown_hits else ""))
+        if row.wrong_hits:
+            lines.append(f"{row.wrong_hits} case(s) could be served a wrong answer ({_pct(row.wrong_hit_rate)} of the "
+                         "cases), by any neighbour at the threshold whichever reaches the cache first")
         if row.stale_time_sensitive:
-            lines.append(f"warning: {row.stale_time_sensitive} time-sensitive case(s) served an answer older than "
-                         f"{format_value(probe.time_sensitive_max_age_s)} s: {', '.join(row.stale_cases)}")
+            lines.append(f"warning: {row.stale_time_sensitive} time-sensitive case(s) could be served an answer older "
+                         f"than {format_value(probe.time_sensitive_max_age_s)} s ({_ttl(probe.ttl_s)}), "
+                         f"counted harmful: {', '.join(row.stale_cases)}")
     if probe.error:
         lines[0] += f": no figures, the probe failed: {probe.error}"
     rec = probe.recommended
@@ -71,7 +75,19 @@ def wrong_hit_lines(probe: CacheProbeSection | None, limit: int = 5) -> list[str
         return []
     return [f"{w.case_id} ({w.question!r}) could be served {w.cached_case_id}'s answer ({w.cached_question!r}, "
             f"similarity {w.similarity:.4f}{'' if w.within_group else ', across groups'}): {w.cached_answer!r} instead "
-            f"of {w.answer!r}{'' if w.harmful else ' (the model was wrong too)'}" for w in row.wrong[:limit]]
+            f"of {w.answer!r}{_how_many(w)}{'' if w.harmful else ' (the model was wrong too)'}"
+            f"{' (stale: time-sensitive)' if w.stale else ''}" for w in row.wrong[:limit]]
+
+
+def _how_many(w: CacheWrongHit) -> str:
+    """How many of the answers the case could be served are wrong for it."""
+    if w.wrong_neighbours is None or w.donors is None:
+        return ""
+    return f"; {w.wrong_neighbours} of the {w.donors} answer(s) it could be served wrong"
+
+
+def _ttl(ttl_s: float | None) -> str:
+    return "entries never expire" if ttl_s is None else f"the TTL, {format_value(ttl_s)} s, exceeds it"
 
 
 def _could(row: CacheProbeRow) -> int:
