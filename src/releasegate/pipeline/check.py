@@ -322,9 +322,9 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
            corpus: CorpusScores) -> tuple[GateReport, ScoredRun]:
     """The verdict on the run's records as they are now on disk, and those records as read and scored once (the
     reports render from them); `corpus`: the run's stored `evaluate` values, given those computed here."""
-    labels, drawn = None, ()
+    labels, drawn = None, drawn_rows(run) if mode != "start" else ()
     if mode != "start":  # reviewers may have labelled part of the run while it was stopped
-        labels, drawn = read_labels(run), drawn_rows(run)
+        labels = read_labels(run)
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, rubric.forbidden, verdicts)
     report = judge_run(GateInputs(
