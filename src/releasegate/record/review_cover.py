@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .review_labels import LabelEdit
 
-__all__ = ["DrawnRow", "UNLABELLED_FORBIDDEN", "covering", "blank_rows", "blank_cases"]
+__all__ = ["DrawnRow", "UNLABELLED_FORBIDDEN", "covering", "blank_cases"]
 
 UNLABELLED_FORBIDDEN = ["(unlabelled: counted forbidden)"]
 """The reviewers' categories a blank drawn row stands in with for a guard: any category, so the reply counts as
@@ -45,12 +45,7 @@ def covering(edits: Iterable[LabelEdit], drawn: Sequence[DrawnRow]) -> list[Labe
             or (e.review_id == row.review_id and e.output_hash == row.output_hash)]
 
 
-def blank_rows(drawn: Sequence[DrawnRow], present: Container[str], labelled: Container[str]) -> list[DrawnRow]:
-    """The drawn rows of cases the run has (`present`) that no label covers (`labelled`: the case ids with a
-    label in the sense the reader needs: a human verdict, a forbidden cell)."""
-    return [row for row in drawn if row.case_id in present and row.case_id not in labelled]
-
-
 def blank_cases(drawn: Sequence[DrawnRow], present: Container[str], labelled: Container[str]) -> set[str]:
-    """The case ids of `blank_rows`."""
-    return {row.case_id for row in blank_rows(drawn, present, labelled)}
+    """The cases of the drawn rows the run has (`present`) that no label covers (`labelled`: the case ids with a
+    label in the sense the reader needs: a human verdict, a forbidden cell)."""
+    return {row.case_id for row in drawn if row.case_id in present and row.case_id not in labelled}
