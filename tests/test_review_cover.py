@@ -154,6 +154,22 @@ def test_a_label_covers_a_drawn_row_only_for_that_row_and_reply():
         assert summary.blocking and row["status"] == "pending" and row["unlabelled_drawn"] == 1
 
 
+def test_a_double_review_of_the_easy_rows_alone_stays_pending():
+    """Blind double review: two reviewers approve the easy rows, the hard rows have one label or none. A row
+    with one label is still blank, so review is pending and its bound counts it a rejection."""
+    records = [CaseRecord.model_validate(ok(100 + i, output=RIGHT if i >= 3 else WRONG, tags={"domain": "medical"}))
+               for i in range(30)]
+    scores = {r.case_id: {} for r in records}
+    policy = ReviewPolicy(min_reviewed=1, min_approval=0.5, labels_per_case=2)
+    drawn = [_row(r) for r in records]
+    easy = [_edit(r, "approve", reviewer=who) for r in records[1:] for who in ("ana", "bob")]
+    summary = summarize_review(policy, records, scores, easy + [_edit(records[0], "reject", reviewer="ana")],
+                               drawn=drawn)
+    row = summary.rows["domain=medical"]
+    assert summary.blocking and row["status"] == "pending" and row["unlabelled_drawn"] == 1
+    assert row["reviewed"] == 29
+
+
 # ---------------------------------------------------------------- reviewer names
 
 
