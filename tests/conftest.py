@@ -136,10 +136,12 @@ def comparison_verdict(comparison: dict) -> str:
 
 
 def gate_run(info, records, rubric, cost, load_records=None, *, labels=None, allow_pending=False, verdicts=None,
-             edited=(), corpus_scores=None, scores=None, rubric_file="", inputs_changed=(), draws=None) -> dict:
-    """The gate on records built in a test, in report.json's form (`pipeline.gate.judge_run` over `GateInputs`)."""
+             edited=(), corpus_scores=None, scores=None, rubric_file="", inputs_changed=(), draws=None,
+             drawn=()) -> dict:
+    """The gate on records built in a test, in report.json's form (`pipeline.gate.judge_run` over `GateInputs`);
+    `drawn`: the rows of its review sample (`record.review_cover.DrawnRow`)."""
     from releasegate.pipeline.gate import GateInputs, judge_run
 
     return judge_run(GateInputs(info, records, rubric, cost, load_records or [], list(labels or []), allow_pending,
                                 verdicts, edited, corpus_scores, scores, rubric_file, inputs_changed,
-                                draws or [])).as_json()
+                                draws or [], tuple(drawn))).as_json()

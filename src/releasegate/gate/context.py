@@ -23,6 +23,7 @@ from ..record.metrics import (
     timing_derived_cost,
 )
 from ..record.records import CaseRecord, RunInfo
+from ..record.review_cover import DrawnRow
 from ..record.review_labels import LabelEdit
 from ..scorers import CorpusScores, score_records
 from ..stats.sample_weights import stratum_counts
@@ -58,6 +59,9 @@ class GateInputs:
     inputs_changed: Sequence[str] = ()
     draws: list[CaseRecord] = field(default_factory=list)
     """The repeated draws (draws.jsonl, `generation.repeats`)."""
+    drawn: Sequence[DrawnRow] = ()
+    """The rows of the run's review sample (review_sample.json): each needs a label before review is done, and
+    every bound the labels feed counts a blank one at its worst (`record.review_cover`)."""
 
 
 def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict[str, Any] | None, *,

@@ -16,9 +16,12 @@ how the review sample drew them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..inputs.judge_settings import CalibrationPolicy, parse_calibration
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..record.metrics import select, slices_of
+from ..record.review_cover import DrawnRow, blank_cases, covering
 from ..record.review_labels import APPROVE, case_labels
 from ..record.review_outcome import output_hash
 from ..review.sampler import sampling_cells
@@ -29,12 +32,13 @@ __all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs",
            "bound_text"]
 
 
-def reviewer_labels(records, edits, labels_per_case: int = 1) -> dict[str, bool]:
+def reviewer_labels(records, edits, labels_per_case: int = 1, drawn: Sequence[DrawnRow] = ()) -> dict[str, bool]:
     """Case id -> whether the reviewers approved it (`case_labels`: any rejection rejects, an adjudicator's label
     decides, a double-labelled case waits for its second label or its adjudicator). A label counts only for the
-    output it was given on."""
+    output it was given on, and on a drawn case only for its drawn row (`record.review_cover.covering`)."""
     hashes = {r.case_id: output_hash(r.output) for r in records}
-    labels = case_labels([e for e in edits if hashes.get(e.case_id) == e.output_hash], labels_per_case)
+    labels = case_labels([e for e in covering(edits, drawn) if hashes.get(e.case_id) == e.output_hash],
+                         labels_per_case)
     return {case_id: label.label == APPROVE for case_id, label in labels.items()}
 
 
@@ -49,9 +53,10 @@ def output_approvals(edits, labels_per_case: int = 1) -> dict[tuple[str, str], b
             for case_id, label in case_labels(mine, labels_per_case).items()}
 
 
-def judge_pairs(records, scores: dict, edits, labels_per_case: int = 1) -> dict[str, list[tuple]]:
+def judge_pairs(records, scores: dict, edits, labels_per_case: int = 1,
+                drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple]]:
     """Per judge criterion: (record, judge passed, reviewers approved) for every case with both."""
-    approved = reviewer_labels(records, edits, labels_per_case)
+    approved = reviewer_labels(records, edits, labels_per_case, drawn)
     out: dict[str, list[tuple]] = {}
     for r in records:
         verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
@@ -62,19 +67,22 @@ def judge_pairs(records, scores: dict, edits, labels_per_case: int = 1) -> dict[
 
 
 def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
-              review: ReviewPolicy | None = None) -> dict[str, dict]:
+              review: ReviewPolicy | None = None, drawn: Sequence[DrawnRow] = ()) -> dict[str, dict]:
     """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows and
     `cells`: per sampling cell of the review sample's design (`review`'s), the criterion's judge-scored cases,
-    how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights)."""
+    how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights).
+    A row of the review sample (`drawn`) left blank counts as a disagreement in the agreement and its bound,
+    never as a label toward `min_labels`."""
     criteria = sorted({v["criterion"] for s in scores.values() if (v := s.get("answer", {}).get("judge"))})
     per_case = (review or ReviewPolicy()).labels_per_case
-    pairs = judge_pairs(records, scores, edits, per_case)
-    approved = reviewer_labels(records, edits, per_case)
+    pairs = judge_pairs(records, scores, edits, per_case, drawn)
+    approved = reviewer_labels(records, edits, per_case, drawn)
+    blanks = blank_cases(drawn, {r.case_id for r in records}, approved)
     cell_of = sampling_cells(records, scores, review or ReviewPolicy())
 
     def agreement(graded: list) -> DesignRate:
-        agrees = {r.case_id: approved[r.case_id] == _judged(scores, r)["passed"]
-                  for r in graded if r.case_id in approved}
+        agrees = {r.case_id: approved[r.case_id] == _judged(scores, r)["passed"] if r.case_id in approved else False
+                  for r in graded if r.case_id in approved or r.case_id in blanks}
         judged, _ = judged_cases(graded, scores, agrees, cell_of)
         return design_rate(judged, 0, len(judged), policy.confidence)
 

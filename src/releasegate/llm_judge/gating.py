@@ -19,12 +19,15 @@ label). Calibration itself reads the labelled cases' draw 0, the output the revi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..decision.calibration import judge_uncalibrated, rejudged, too_few_labels
 from ..decision.criterion import CriterionResult
 from ..gate.stability import CaseDraws, draw_scores
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..record.evidence import answered
 from ..record.metrics import compute_metric, select
+from ..record.review_cover import DrawnRow, blank_cases, covering
 from ..record.review_outcome import output_hash
 from ..review.sampler import sampling_cells
 from ..stats.sample_weights import stratum_counts
@@ -46,7 +49,8 @@ PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsiste
 """Metrics of the judge's comparisons with a baseline run (`judge.baseline`)."""
 
 
-def judge_section(info, records, scores: dict, labels, rubric, verdicts, draws=()) -> dict | None:
+def judge_section(info, records, scores: dict, labels, rubric, verdicts, draws=(),
+                  drawn: Sequence[DrawnRow] = ()) -> dict | None:
     """The report's `judge`: the judge and its calls, tokens and cost (apart from the model's; the repeated
     `draws`' calls among them, their errors counted with the cases'), and its calibration per criterion and
     slice. None when no case is judge-scored and no judge is configured."""
@@ -54,7 +58,7 @@ def judge_section(info, records, scores: dict, labels, rubric, verdicts, draws=(
     if not judged and not info.judge:
         return None
     summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge, draws) or {"model": None}
-    calibration = calibrate(records, scores, labels or [], rubric.judge, rubric.review)
+    calibration = calibrate(records, scores, labels or [], rubric.judge, rubric.review, drawn)
     rate = compute_metric("judge_error_rate", records, scores, {}).as_dict()
     out = {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
     pairwise = _pairwise_summary(records, scores, rubric.judge.max_order_inconsistency)
@@ -120,19 +124,22 @@ def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[st
 
 
 def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict, section: dict | None, edits=(),
-                           review: ReviewPolicy | None = None, *, found: CaseDraws | None = None, forbidden=()):
+                           review: ReviewPolicy | None = None, *, found: CaseDraws | None = None, forbidden=(),
+                           drawn: Sequence[DrawnRow] = ()):
     """`results` with each decided criterion fed by calibrated judge verdicts judged again on the
     reviewer-corrected accuracy (see the module docstring). `edits`: the run's labels; `review`: the policy the
     review sample was drawn with (its sampling cells); `found`: the run's draws (`gate.stability.case_draws`, with
-    the judge's verdicts on them) when it repeats its cases, scored by the `forbidden` rules."""
+    the judge's verdicts on them) when it repeats its cases, scored by the `forbidden` rules. A row of the review
+    sample (`drawn`) left blank counts as a rejection in the corrected accuracy, never as a label of a slice."""
     if not section:
         return results
     calibration = section["calibration"]
     review = review or ReviewPolicy()
-    approved = reviewer_labels(records, list(edits), review.labels_per_case)
+    approved = reviewer_labels(records, list(edits), review.labels_per_case, drawn)
+    worst = {**approved, **dict.fromkeys(blank_cases(drawn, {r.case_id for r in records}, approved), False)}
     cells = sampling_cells(records, scores, review)
-    replies = judged_replies(records, scores, cells, found, forbidden, list(edits), review.labels_per_case) \
-        if found is not None and found.repeated else None
+    replies = judged_replies(records, scores, cells, found, forbidden, covering(list(edits), drawn),
+                             review.labels_per_case, drawn) if found is not None and found.repeated else None
     out = []
     for result in results:
         # a comparison's value is a delta, not a rate; a load-phase rate is of other answers than the reviewers saw
@@ -142,7 +149,7 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
         if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
             chosen = _chosen(result, records, scores)
             short = _too_few_labels(result, chosen, scores, approved, section["policy"]["min_labels"])
-            value = corrected_accuracy(chosen, scores, approved, cells, result.value.confidence,
+            value = corrected_accuracy(chosen, scores, worst, cells, result.value.confidence,
                                        strata=stratum_counts(records), replies=replies)  # a slice: as the run
             result = rejudged(result, value) if short is None else too_few_labels(result.criterion, value, short)
         out.append(result)
@@ -150,10 +157,13 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
 
 
 def judged_replies(records, scores: dict, cells: dict[str, str], found: CaseDraws, forbidden, edits,
-                   labels_per_case: int = 1) -> dict[str, list[tuple]]:
+                   labels_per_case: int = 1, drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple]]:
     """Case id -> every draw of the case (a case asked once: its record) as (record, scores, the reviewers' label
-    on that output of the case or None, sampling cell: the case's, with the draw's own automatic outcome)."""
+    on that output of the case or None, sampling cell: the case's, with the draw's own automatic outcome). The
+    reply of a row of the review sample (`drawn`) left blank counts as rejected."""
     by_output = output_approvals(edits, labels_per_case)
+    for row in drawn:
+        by_output.setdefault((row.case_id, row.output_hash), False)
     out = {}
     for rec in records:
         draws = found.by_case.get(rec.case_id, [rec])

@@ -24,6 +24,7 @@ from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunDir
 from ..record.review_labels import read_labels
+from ..review.sampler import drawn_rows
 from ..scorers import score_records
 from ..stats.intervals import paired_min_n
 from .guard_view import GuardView, guard_section, guard_view
@@ -47,12 +48,13 @@ def baseline_arm(rubric) -> BaselineArm:
         records = base.read_records()
         verdicts = saved_verdicts(base)
         scores = score_records(records, rubric.forbidden, verdicts)
-        edits = read_labels(base)
+        edits, drawn = read_labels(base), drawn_rows(base)
         found = saved_draws(base, records, verdicts)
     except (ReleasegateError, OSError) as exc:
         return BaselineArm(None, {}, f"the baseline run cannot be read ({exc})")
     by_id = {r.case_id: r for r in records}
-    view = guard_view(records, scores, guard_section(records, scores, edits, rubric), edits, rubric, found)
+    view = guard_view(records, scores, guard_section(records, scores, edits, rubric, drawn), edits, rubric, found,
+                      drawn=drawn)
     if view is None:
         return BaselineArm(None, by_id, "the baseline run has no guard verdicts")
     if not view.calibrated:

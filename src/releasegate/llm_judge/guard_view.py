@@ -4,6 +4,7 @@ guard's raw flags presented as the rate (see `guard_error` for the formula)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..gate.stability import draw_scores
@@ -12,6 +13,7 @@ from ..record.decision_evidence import GuardCalibration
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord
+from ..record.review_cover import UNLABELLED_FORBIDDEN, DrawnRow, blank_cases, covering
 from ..record.review_outcome import automatic_outcome, output_hash
 from ..review.sampler import sampling_cells
 from ..scorers.forbidden import guard_names
@@ -21,13 +23,14 @@ from .guard_error import corrected_forbidden, forbidden_labels, guard_errors, ou
 __all__ = ["GuardView", "guard_view", "guard_section", "draw_cell"]
 
 
-def guard_section(records, scores: dict, edits, rubric) -> dict | None:
+def guard_section(records, scores: dict, edits, rubric, drawn: Sequence[DrawnRow] = ()) -> dict | None:
     """Per guard the rubric's rules name: the labelled replies it judged, whether that calibrates it, and its miss
-    and false-alarm rates per category with their bounds. None without guard rules."""
+    and false-alarm rates per category with their bounds. None without guard rules. Only labels count (a drawn
+    row left blank is none), and on a drawn case only those given on its drawn row (`review_cover.covering`)."""
     names = guard_names(rubric.forbidden)
     if not names:
         return None
-    labels = forbidden_labels(records, list(edits or []))
+    labels = forbidden_labels(records, covering(list(edits or []), drawn))
     policy = rubric.judge
     out = {}
     for name in names:
@@ -70,13 +73,14 @@ class GuardView:
 
 
 def guard_view(records, scores: dict, section: dict | None, edits=(), rubric=None, found=None, *,
-               review: ReviewPolicy | None = None, forbidden=()) -> GuardView | None:
+               review: ReviewPolicy | None = None, forbidden=(), drawn: Sequence[DrawnRow] = ()) -> GuardView | None:
     """The run's `GuardView` (None without guard rules: `section` is `guard_section`'s). `found`: the run's draws
     (`gate.stability.case_draws`, with the guards' verdicts on them) when it repeats its cases; `rubric` gives the
-    forbidden rules and review policy (else `forbidden` and `review`)."""
+    forbidden rules and review policy (else `forbidden` and `review`). A reply of a row of the review sample
+    (`drawn`) whose forbidden cell was left blank counts as forbidden in the corrected rate."""
     if not section:
         return None
-    edits = list(edits or [])
+    edits = covering(list(edits or []), drawn)
     rules = rubric.forbidden if rubric is not None else forbidden
     policy = rubric.review if rubric is not None else (review or ReviewPolicy())
     calibration = tuple(GuardCalibration(g, s["labelled"], s["min_labels"], sum(c["misses"] for c in s["categories"]))
@@ -85,14 +89,18 @@ def guard_view(records, scores: dict, section: dict | None, edits=(), rubric=Non
     replies = None
     if found is not None and found.repeated:
         by_output = output_labels(edits)
+        for row in drawn:
+            by_output.setdefault((row.case_id, row.output_hash), UNLABELLED_FORBIDDEN)
         replies = {}
         for rec in records:
             draws = found.by_case.get(rec.case_id, [rec])
             scored = draw_scores(draws, scores, rules, found.verdicts)
             replies[rec.case_id] = [(d, s, by_output.get((d.case_id, output_hash(d.output))), draw_cell(cells[rec.case_id], d, s))
                                     for d, s in zip(draws, scored) if answered(d)]
-    return GuardView(list(records), scores, forbidden_labels(records, edits), cells, tuple(section), calibration,
-                     stratum_counts(records), replies)
+    labels = forbidden_labels(records, edits)
+    blanks = blank_cases(drawn, {r.case_id for r in records if answered(r)}, labels)
+    return GuardView(list(records), scores, {**labels, **dict.fromkeys(blanks, UNLABELLED_FORBIDDEN)}, cells,
+                     tuple(section), calibration, stratum_counts(records), replies)
 
 
 def draw_cell(case_cell: str, draw: CaseRecord, score: dict) -> str:

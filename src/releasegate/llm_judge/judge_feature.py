@@ -16,7 +16,7 @@ __all__ = ["FEATURE"]
 
 def _judge(ctx: GateContext) -> dict[str, Any] | None:
     return ctx.once("judge", lambda: judge_section(ctx.info, ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric,
-                                                   ctx.inputs.verdicts, ctx.inputs.draws))
+                                                   ctx.inputs.verdicts, ctx.inputs.draws, ctx.inputs.drawn))
 
 
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
@@ -24,7 +24,7 @@ def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionRes
     results = undecided_by_judge(results, records, scores, judge)
     corrected: list[CriterionResult] = corrected_by_reviewers(
         results, records, scores, judge, ctx.inputs.labels, ctx.rubric.review, found=draws_of(ctx),
-        forbidden=ctx.rubric.forbidden)  # under repeats every draw is corrected, as the criteria measure it
+        forbidden=ctx.rubric.forbidden, drawn=ctx.inputs.drawn)  # under repeats every draw is corrected, as the criteria measure it
     return corrected
 
 

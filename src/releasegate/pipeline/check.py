@@ -46,6 +46,7 @@ from ..record.seal import edited_evidence, guard_seal, seal, sealed_snapshot
 from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
+from ..review.sampler import drawn_rows
 from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.draws import generate_draws, pending_draws
 from ..run.generation import cache_hits, generate_all, keep_client, open_cache
@@ -321,14 +322,14 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
            corpus: CorpusScores) -> tuple[GateReport, ScoredRun]:
     """The verdict on the run's records as they are now on disk, and those records as read and scored once (the
     reports render from them); `corpus`: the run's stored `evaluate` values, given those computed here."""
-    labels = None
+    labels, drawn = None, drawn_rows(run) if mode != "start" else ()
     if mode != "start":  # reviewers may have labelled part of the run while it was stopped
         labels = read_labels(run)
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, rubric.forbidden, verdicts)
     report = judge_run(GateInputs(
         info, scored.records, rubric, info.cost, scored.load_records, labels or [], allow_pending, verdicts,
-        edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws))
+        edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws, drawn))
     return report, scored
 
 

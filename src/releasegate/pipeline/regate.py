@@ -33,6 +33,7 @@ from ..record.seal import edited_evidence, seal, sealed_snapshot
 from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
+from ..review.sampler import drawn_rows
 from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
@@ -80,7 +81,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     report = judge_run(GateInputs(
         info, scored.records, policy, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores,  # read only: no journal grows
-        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws))
+        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run)))
     decided: dict = {}
     if judged_by["whatif"]:
         decided = decide_whatif(WhatIfEvidence(report.verdict, recorded, ()), report.verdict_reason).as_dict()
@@ -117,7 +118,7 @@ def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None
     return judge_run(GateInputs(
         info, scored.records, own, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores, "", _inputs_changed(run.path, False),
-        scored.draws)).verdict
+        scored.draws, drawn_rows(run))).verdict
 
 
 def judged_again(run_dir: Path) -> str | None:

@@ -43,6 +43,7 @@ from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, sealed_snapshot
+from ..review.sampler import drawn_rows
 from ..scorers import CorpusScores
 from .gate import judge_run
 from .server_ranking import recommend
@@ -137,7 +138,7 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
     load, draws = run.read_records("load.jsonl", required=False), run.read_records("draws.jsonl", required=False)
     report = judge_run(GateInputs(
         info, records, policy, info.cost, load, read_labels(run), allow_pending, verdicts, edited_evidence(run.path),
-        CorpusScores.of(run), draws=draws)).as_json()
+        CorpusScores.of(run), draws=draws, drawn=drawn_rows(run))).as_json()
     return report, records, policy, verdicts, load, draws
 
 

@@ -45,6 +45,8 @@ class ReviewRow(_Model):
     """Cohen's kappa between the automatic outcome and the reviewers."""
     awaiting_adjudication: int = 0
     """Cases whose reviewers disagree and that no adjudicator labelled yet (pending with `labels_per_case: 2`)."""
+    unlabelled_drawn: int = 0
+    """Rows of the review sample in the slice no label covers (`record.review_cover`): review is pending."""
     reviewer_agreement: dict[str, Any] | None = None
     """First against second reviewer on the double-labelled cases: cases, agreed, agreement, kappa, table."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -111,8 +112,17 @@ def parse_label(text: str) -> Label | None:
 
 
 def reviewer_key(name: str) -> str:
-    """Reviewer names compare without case and surrounding spaces ('Alice ' is 'alice')."""
-    return " ".join(name.split()).casefold()
+    """Who a reviewer name stands for: the one place reviewer names are compared or counted. Unicode NFKC, case
+    folded, format characters (category Cf: a zero-width space, U+FEFF, a bidi mark) removed and runs of spaces
+    made one, so 'Alice ', 'ALICE', 'Ａｌｉｃｅ' and 'Al\u200bice' are one reviewer, never a second one."""
+    text, before = name, None
+    for _ in range(4):  # folding may leave text that NFKC changes again: repeat until it settles
+        if text == before:
+            break
+        before = text
+        text = " ".join(unicodedata.normalize(
+            "NFKC", "".join(c for c in text if unicodedata.category(c) != "Cf")).casefold().split())
+    return text
 
 
 def read_labels(run: RunDir) -> list[LabelEdit]:

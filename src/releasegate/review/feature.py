@@ -16,7 +16,8 @@ __all__ = ["FEATURE", "review_of"]
 def review_of(ctx: GateContext) -> ReviewSummary:
     """The run's review, summarised once."""
     review = ctx.once("review", lambda: summarize_review(ctx.rubric.review, ctx.records, ctx.scores,
-                                                        ctx.inputs.labels, allow_pending=ctx.inputs.allow_pending))
+                                                        ctx.inputs.labels, allow_pending=ctx.inputs.allow_pending,
+                                                        drawn=ctx.inputs.drawn))
     ctx.review_pending = review.pending
     policy = ctx.rubric.review
     ctx.unplaced_domains = tuple(policy.unrecognised(

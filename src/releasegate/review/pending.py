@@ -22,5 +22,8 @@ def pending_line(review: dict, row: dict, all_name: str) -> str:
         if missing else []
     if awaiting:
         parts.append(f"{awaiting} disagreement(s) await adjudication")
+    blanks = (row.get("unlabelled_drawn") or 0) - missing - awaiting  # the sample's other rows left blank
+    if blanks > 0:
+        parts.append(f"{blanks} row(s) of the review sample left blank (every drawn row needs its label)")
     step = "review export RUN_DIR" + (" --adjudication" if awaiting and not missing else "")
     return f"human review: PENDING{allowed}: {'; '.join(parts)}; next: releasegate {step}"

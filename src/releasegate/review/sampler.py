@@ -33,10 +33,11 @@ from ..errors import InputError
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..record.metrics import select
 from ..record.records import CaseRecord, RunDir
+from ..record.review_cover import DrawnRow
 from ..record.review_outcome import automatic_outcome, output_hash
 
 __all__ = ["ReviewItem", "ReviewSample", "choose_sample", "review_id", "SAMPLE_FILE", "read_sample", "write_sample",
-           "sampling_cells"]
+           "sampling_cells", "drawn_rows"]
 
 SAMPLE_FILE = "review_sample.json"
 _NONE = "(none)"
@@ -83,6 +84,10 @@ class ReviewSample(BaseModel):
 
     def by_id(self) -> dict[str, ReviewItem]:
         return {item.review_id: item for item in self.items}
+
+    def drawn(self) -> tuple[DrawnRow, ...]:
+        """Its rows as the gate holds labels to them (`record.review_cover`)."""
+        return tuple(DrawnRow(i.review_id, i.case_id, i.output_hash) for i in self.items)
 
 
 def review_id(run_id: str, case_id: str) -> str:
@@ -182,6 +187,12 @@ def read_sample(run: RunDir) -> ReviewSample | None:
         return ReviewSample.model_validate_json(read_text(path, what="review sample"))
     except ValueError as exc:
         raise InputError(f"unreadable review sample: {str(exc).splitlines()[0]}", file=path) from None
+
+
+def drawn_rows(run: RunDir) -> tuple[DrawnRow, ...]:
+    """The rows of the run's review sample; none before `review export` drew one."""
+    sample = read_sample(run)
+    return () if sample is None else sample.drawn()
 
 
 def write_sample(run: RunDir, sample: ReviewSample) -> None:

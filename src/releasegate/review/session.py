@@ -21,7 +21,7 @@ from ..scorers import score_records
 from . import ADJUDICATION_FILE, QUEUE_FILE
 from .adjudication import export_adjudication_csv
 from .csv_io import ImportResult, ReviewImportError, check_export_target, copy_path, export_review_csv, read_review_csv
-from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, read_sample, write_sample
+from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, drawn_rows, read_sample, write_sample
 from .summary import ReviewSummary, summarize_review
 
 __all__ = ["OpenReview", "QueueExport", "QueueImport", "open_review", "export_queue", "import_queue", "review_status"]
@@ -39,8 +39,8 @@ class OpenReview:
     """The rubric's forbidden categories: what a reviewer's `forbidden` cell may name."""
 
     def summary(self, edits: list[LabelEdit]) -> ReviewSummary:
-        """Where review stands with these labels."""
-        return summarize_review(self.policy, self.records, self.scores, edits)
+        """Where review stands with these labels, over the rows of the run's review sample."""
+        return summarize_review(self.policy, self.records, self.scores, edits, drawn=drawn_rows(self.run))
 
 
 @dataclass(frozen=True)

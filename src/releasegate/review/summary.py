@@ -32,6 +32,9 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
     min_approval    the threshold, on the rows the gate judges
     kappa           Cohen's kappa between the automatic verdict (pass vs any other outcome) and the human label
     awaiting_adjudication  disputed cases no adjudicator labelled yet: unlabelled and pending at labels_per_case 2
+    unlabelled_drawn  rows of the review sample in the slice that no label covers (`record.review_cover`): while
+                    any is left the slice (and "all") is pending, and the approval's lower bound counts each as a
+                    rejection, its upper bound as an approval
     reviewer_agreement  of the first and second reviewers of its double-labelled cases, None without any
                     (`agreement.reviewer_agreement`: cases, agreed, agreement, Cohen's kappa, the 2x2 table)
 
@@ -45,6 +48,7 @@ NEEDS_REVIEW, unless pending review is allowed.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..decision.criterion import CriterionResult
@@ -53,11 +57,13 @@ from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..inputs.rubric import Criterion  # here: the rubric module imports the review policy
 from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
+from ..record.review_cover import DrawnRow, blank_cases, covering
 from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from ..record.review_outcome import OUTCOMES, PASSED, automatic_outcome, output_hash
-from ..stats.intervals import needed_n_for_rate, wilson_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
+from ..stats.intervals import needed_n_for_rate
+from ..stats.sample_weights import stratum_counts
 from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels
+from .approval import Approval, approval_of, blanks_bounded
 from .pending import pending_line
 
 __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "approval_words", "ALL", "Approval",
@@ -65,22 +71,6 @@ __all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline"
 
 ALL = "all"
 _UNCOVERED = f"do not cover every automatic outcome of the slice ({', '.join(OUTCOMES)})"
-
-
-@dataclass(frozen=True)
-class Approval:
-    """A slice's post-stratified approval with its one-sided bounds."""
-
-    value: float
-    effective_n: float
-    """Kish's effective n of the estimate for the unlabelled cases (infinite for a slice labelled whole)."""
-    bounds: tuple[float, float]
-    """(lower, upper), each one-sided at the policy's confidence."""
-
-    def decides(self, minimum: float) -> str | None:
-        """'pass' when the lower bound reaches `minimum`, 'fail' when the upper bound misses it, else None
-        (`decision.review.approval_status`)."""
-        return approval_status(self.bounds, minimum)
 
 
 @dataclass(frozen=True)
@@ -103,35 +93,40 @@ class ReviewSummary:
 
 def summarize_review(
     policy: ReviewPolicy, records: list[CaseRecord], scores: dict[str, dict], edits: list[LabelEdit],
-    *, allow_pending: bool = False,
+    *, allow_pending: bool = False, drawn: Sequence[DrawnRow] = (),
 ) -> ReviewSummary:
-    """Summarise the labels of a run against its review policy."""
+    """Summarise the labels of a run against its review policy; `drawn`: the rows of its review sample, each of
+    which needs a label before review is done."""
     outcome = {r.case_id: automatic_outcome(r, scores[r.case_id]) for r in records}
     shown = {r.case_id: output_hash(r.output) for r in records}
-    # a label counts only for the output it was given on (a resumed run may have regenerated a case since)
-    counted = [e for e in edits if shown.get(e.case_id) == e.output_hash]
+    # a label counts only for the output it was given on (a resumed run may have regenerated a case since), and on
+    # a drawn case only for the row and reply drawn
+    counted = [e for e in covering(edits, drawn) if shown.get(e.case_id) == e.output_hash]
     labels = case_labels(counted, policy.labels_per_case)
+    blanks = frozenset(blank_cases(drawn, shown, labels))
     rounds = double_labels(counted, policy.labels_per_case)
     required = policy.required(records)
     strata = stratum_counts(records)  # a sampled case weighs its stratum's rows over the run's cases of it
     rows: dict[str, dict] = {ALL: {}}
     results = []
     for slice_ in required:
-        row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata, rounds=rounds)
+        row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata, rounds=rounds,
+                   blanks=blanks)
         rows[slice_name(slice_)] = row
         if row["status"] in ("pass", "fail", "no cases", "unrepresentative", "undecided"):
             results.append(_result(slice_, row))
     for slice_ in _other_slices(records, policy, required):
         rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False, strata=strata,
-                                        rounds=rounds)
+                                        rounds=rounds, blanks=blanks)
     needed = sum(r["needed"] for r in rows.values() if r.get("required"))
     # a slice already decided (or unrepresentative) waits for nothing: only pending slices' missing labels count
     covered = sum(min(r["reviewed"], r["needed"]) if r["status"] == "pending" else r["needed"]
                   for r in rows.values() if r.get("required"))
     rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending,
-                         strata=strata, rounds=rounds)
-    # a disagreement awaiting its adjudicator is a label still missing, wherever the case is
-    pending = needed - covered + rows[ALL]["awaiting_adjudication"]
+                         strata=strata, rounds=rounds, blanks=blanks)
+    # a disagreement awaiting its adjudicator is a label still missing, wherever the case is; so is every blank
+    # row of the sample once its review has begun
+    pending = max(needed - covered + rows[ALL]["awaiting_adjudication"], _open_blanks(rows[ALL], policy))
     # "all" adds a criterion when its bound decides, or when required review left it unrepresentative; an
     # undecided "all" (labels beyond the required slices too few to bound the whole run) stays in the table
     if rows[ALL]["status"] in ("pass", "fail") or (rows[ALL]["status"] == "unrepresentative" and rows[ALL]["required"]):
@@ -168,12 +163,14 @@ def approval_words(row: dict, *, percent: bool = False) -> str:
 
 
 def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool,
-         strata: dict | None = None, rounds: DoubleLabels) -> dict:
+         strata: dict | None = None, rounds: DoubleLabels, blanks: frozenset[str] = frozenset()) -> dict:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
     rounded = rounds.of(chosen)
     approved = sum(lab.label == APPROVE for lab in reviewed)
-    approval = approval_of(chosen, labels, outcome, policy.confidence, strata)
-    needed = _needed(len(chosen), len(reviewed), approval, policy) if required else 0
+    blank = [r for r in chosen if r.case_id in blanks]
+    approval = blanks_bounded(approval_of(chosen, labels, outcome, policy.confidence, strata), blank, labels,
+                              lambda filled: approval_of(chosen, filled, outcome, policy.confidence, strata))
+    needed = max(_needed(len(chosen), len(reviewed), approval, policy), len(reviewed) + len(blank)) if required else 0
     decided = approval.decides(policy.min_approval) if approval else None
     if not required:
         status = "optional"
@@ -181,6 +178,8 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         status = "no cases"  # a required slice that matches nothing: a typo must not drop the requirement
     elif decided == "fail":
         status = "fail"  # the labels in already show it: no more of them can make it pass
+    elif blank:
+        status = "pending"  # a drawn row left blank: the labels given so far may be the easy ones
     elif approval is None and len(reviewed) >= min(policy.min_reviewed, len(chosen)):
         status = "unrepresentative"  # the policy's count is in, but an automatic outcome has no label
     elif len(reviewed) < needed:
@@ -206,6 +205,7 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         "min_approval": policy.min_approval if status in ("pass", "fail") else None,
         "kappa": cohen_kappa([(outcome[lab.case_id] == PASSED, lab.label == APPROVE) for lab in reviewed]),
         "unlabelled_outcomes": _unlabelled_outcomes(chosen, labels, outcome),
+        "unlabelled_drawn": len(blank),
         **rounded,
     }
 
@@ -249,16 +249,16 @@ def _finite(x: float) -> float | None:
 
 
 def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict,
-             rounds: DoubleLabels) -> dict:
+             rounds: DoubleLabels, blanks: frozenset[str]) -> dict:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
-    row = _row(records, labels, outcome, policy, required=False, strata=strata, rounds=rounds)
+    row = _row(records, labels, outcome, policy, required=False, strata=strata, rounds=rounds, blanks=blanks)
     row["required"] = required = needed > 0
     row["needed"] = needed
     row["coverage"] = covered / needed if needed else None
     decided = _decided(row, policy)
     if decided == "fail":
         row["status"] = "fail"
-    elif covered < needed or row["awaiting_adjudication"]:
+    elif covered < needed or row["awaiting_adjudication"] or _open_blanks(row, policy):
         row["status"] = "pending (allowed)" if allow else "pending"
     elif row["reviewed"] and row["approval"] is None:
         row["status"] = "unrepresentative"
@@ -271,90 +271,15 @@ def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, all
     return row
 
 
+def _open_blanks(row: dict, policy: ReviewPolicy) -> int:
+    """The blank rows of the sample that hold review pending: every one, once review is required or has begun (a
+    sample exported and never labelled, where nothing requires review, asks nothing)."""
+    return row["unlabelled_drawn"] if row["required"] or row["reviewed"] or row["awaiting_adjudication"] else 0
+
+
 def _decided(row: dict, policy: ReviewPolicy) -> str | None:
     bounds = row["approval_bounds"]
     return None if bounds is None else approval_status(bounds, policy.min_approval)
-
-
-def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict,
-                confidence: float = 0.95, strata: dict | None = None) -> Approval | None:
-    """Post-stratified by automatic outcome: the slice's approval is its labelled cases' (known) plus, for each
-    outcome group, its unlabelled cases at the group's approval among the labelled; None when an outcome group
-    has no label (its approval, so the slice's, is unknown).
-
-    Only the unlabelled cases are estimated, so the bounds are (approved + unlabelled x q) / cases with q the
-    one-sided Wilson bounds of their weighted estimate at Kish's effective n, (sum of weights)^2 / sum of squared
-    weights, each label of group g weighing (unlabelled in g) / (labelled in g). A slice labelled whole has no
-    sampling error: its bounds are its approval. Cases of a weighted sample: `_weighted_approval`."""
-    if any(is_weighted(r) for r in chosen):
-        return _weighted_approval(chosen, labels, outcome, confidence,
-                                  strata if strata is not None else stratum_counts(chosen))
-    groups: dict[str, list[int]] = {}  # outcome -> [cases, reviewed, approved]
-    for r in chosen:
-        g = groups.setdefault(outcome[r.case_id], [0, 0, 0])
-        g[0] += 1
-        if r.case_id in labels:
-            g[1] += 1
-            g[2] += labels[r.case_id].label == APPROVE
-    if not groups or any(reviewed == 0 for _, reviewed, _ in groups.values()):
-        return None
-    approved = sum(a for _, _, a in groups.values())
-    unlabelled = sum(cases - reviewed for cases, reviewed, _ in groups.values())
-    estimate = sum((cases - reviewed) * a / reviewed for cases, reviewed, a in groups.values())
-    value = (approved + estimate) / len(chosen)
-    if not unlabelled:
-        return Approval(value, math.inf, (value, value))
-    squares = sum((cases - reviewed) ** 2 / reviewed for cases, reviewed, _ in groups.values())
-    effective_n = unlabelled ** 2 / squares
-    low, high = _bounds(estimate / unlabelled * effective_n, effective_n, confidence)
-    bounds = ((approved + unlabelled * low) / len(chosen), (approved + unlabelled * high) / len(chosen))
-    return Approval(value, effective_n, bounds)
-
-
-def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, confidence: float,
-                       strata: dict) -> Approval | None:
-    """The approval of the source a weighted sample stands for: each case weighs its stratum's rows over the
-    run's cases of it (`sample_weights`). Post-strata are the automatic outcomes, each split by stratum where every
-    part has a label; a post-stratum's rows take the weighted share of its labels that approve. The bounds are
-    Wilson's at the two-phase effective n (`sample_weights.two_phase_n`): the cases' own variance at Kish's n of
-    their weights (the run is a sample of its source: labelling it whole does not make it the source), plus each
-    post-stratum's labels'."""
-    weight = dict(zip((r.case_id for r in chosen), case_weights(chosen, strata)))
-    parts = _approval_parts(chosen, labels, outcome)
-    if not parts or any(not any(r.case_id in labels for r in part) for part in parts):
-        return None
-    total = sum(weight.values())
-    terms = []  # per post-stratum: (share of the rows, labels' weighted approval, their effective n, share labelled)
-    for part in parts:
-        seen = [(weight[r.case_id], labels[r.case_id].label == APPROVE) for r in part if r.case_id in labels]
-        rate = sum(w for w, ok in seen if ok) / sum(w for w, _ in seen)
-        terms.append((sum(weight[r.case_id] for r in part) / total, rate, kish_n([w for w, _ in seen]),
-                      len(seen) / len(part)))
-    value = sum(share * rate for share, rate, _, _ in terms)
-    effective_n = two_phase_n(value, kish_n(list(weight.values())), terms)
-    return Approval(value, effective_n, _bounds(value * effective_n, effective_n, confidence))
-
-
-def _bounds(successes: float, effective_n: float, confidence: float) -> tuple[float, float]:
-    """`wilson_bounds` at an effective n of labelled cases (above 0: every part of the estimate has a label)."""
-    bounds = wilson_bounds(successes, effective_n, confidence)
-    assert bounds is not None
-    return bounds
-
-
-def _approval_parts(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> list[list[CaseRecord]]:
-    """The post-strata of a weighted approval: each automatic outcome's cases, split by the stratum they stand for
-    where every part has a label, else whole."""
-    groups: dict = {}
-    for r in chosen:
-        groups.setdefault(outcome[r.case_id], {}).setdefault(source_of(r), []).append(r)
-    parts = []
-    for by_source in groups.values():
-        if all(any(r.case_id in labels for r in part) for part in by_source.values()):
-            parts += by_source.values()
-        else:  # a stratum with no label in this outcome: the outcome's labels stand for all of its cases
-            parts.append([r for part in by_source.values() for r in part])
-    return parts
 
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
