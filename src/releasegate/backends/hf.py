@@ -236,10 +236,11 @@ class HFBackend(Backend):
         torch = self.torch
         input_ids, attention = self._left_pad(prompts)
         clock = _StepClock(self.sync)
-        starved = StarvedSteps(self.waits) if self.waits is not None else None
         cpu = (time.thread_time(), time.process_time())
         with torch.inference_mode():
             start = clock.now()  # on CUDA, after the input copies queued by _left_pad
+            # the CPU wait is read right after each clock read: the first just after `start`, then after every step
+            starved = StarvedSteps(self.waits) if self.waits is not None else None
             out = self.model.generate(
                 input_ids=input_ids, attention_mask=attention, max_new_tokens=max_new_tokens, do_sample=False,
                 num_beams=1, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=sorted(self.eos_ids),
