@@ -170,4 +170,5 @@ class GenerationLateness:
             "process_cpu_share": self.process_cpu_s / self.window_s, "loop_busy_share": None,
             "rx_dispatch_ms": None, "itl_batched_share": None, "itl_gaps": 0, "connect_ms": None,
             "preconnect_ms": None, "e2e_lag_ms": spread(self.e2e_ms), "lag_source": self.source,
+            "reads_long_only": True,  # a wait for a CPU only lengthens a timed interval (`decision.latency`)
         }

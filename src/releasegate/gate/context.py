@@ -34,6 +34,7 @@ from .health import (
     client_lag_ms,
     client_lateness_ms,
     client_load,
+    client_reads_long,
     client_saturation,
 )
 
@@ -198,7 +199,7 @@ class GateContext:
     def measurement(self) -> Measurement:
         """The health of the run's latency measurement, as every criterion of the rubric is decided under it."""
         batched = batched_stream(client_batched_share(self.info, self.phase), self.rubric.max_itl_batched_share)
-        return Measurement(lateness_ms=self.lateness_ms or None,
+        return Measurement(lateness_ms=self.lateness_ms or None, reads_long=client_reads_long(self.info, self.phase),
                            saturated=self.saturated if self.lag_ms is not None else None,
                            cost_from_timing=bool(timing_derived_cost(self.inputs.cost)), batched=batched)
 

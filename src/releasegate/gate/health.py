@@ -20,7 +20,7 @@ from ..record.seal import edited_evidence
 
 __all__ = [
     "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
-    "client_saturation", "client_lateness_ms", "lateness_advice", "client_load", "quality_client",
+    "client_saturation", "client_lateness_ms", "client_reads_long", "lateness_advice", "client_load", "quality_client",
     "client_batched_share", "TARGET_FAILURE_SHARE",
 ]
 
@@ -162,6 +162,14 @@ def client_lateness_ms(info: RunInfo, phase: str, records: list[CaseRecord], met
         return 0.0
     send = compute_metric("send_lag_ms_p99", records, {}, {"all_records": True}).value
     return lag + max(send or 0.0, 0.0)
+
+
+def client_reads_long(info: RunInfo, phase: str) -> bool:
+    """Whether every client summary of the phase says its lateness can only have made figures read long
+    (`reads_long_only`: the hf backend, whose stamps a wait for a CPU only moves later within the interval it
+    times), so latency bounds are widened below only; False when any part says otherwise or nothing says."""
+    summaries = [s for s in _summaries(info, phase) if isinstance(s, dict)]
+    return bool(summaries) and all(s.get("reads_long_only") is True for s in summaries)
 
 
 def client_batched_share(info: RunInfo, phase: str) -> float | None:
