@@ -10,6 +10,7 @@ nor failed.
 from __future__ import annotations
 
 import math
+from typing import Any
 from pathlib import Path
 
 from ..inputs.files import stored_yaml
@@ -137,12 +138,12 @@ def client_lag_ms(info: RunInfo, phase: str, *, e2e: bool = False) -> float | No
     event-loop lag, the hf backend's CPU wait within a TTFT or TPOT (`backends._starvation`), or with `e2e` its
     wait within an E2E, which accrues over every step (`e2e_lag_ms`; a client without it: its lag). None when the
     run has no client figures (runs that predate them)."""
-    lags = [_lag_p99(s, e2e) for s in _summaries(info, phase) if isinstance(s, dict)]
-    lags = [float(lag) for lag in lags if _figure(lag)]  # a hand-edited figure that is not a number says nothing
+    found = [_lag_p99(s, e2e) for s in _summaries(info, phase) if isinstance(s, dict)]
+    lags = [float(lag) for lag in found if _figure(lag)]  # a hand-edited figure that is not a number says nothing
     return max(lags) if lags else None
 
 
-def _lag_p99(summary: dict, e2e: bool) -> object:
+def _lag_p99(summary: dict[str, Any], e2e: bool) -> Any:
     lag = summary.get("e2e_lag_ms") if e2e and isinstance(summary.get("e2e_lag_ms"), dict) else summary.get("loop_lag_ms")
     return lag.get("p99") if isinstance(lag, dict) else None
 
