@@ -66,8 +66,11 @@ def _schedstat_works() -> bool:
     """Whether the kernel keeps per-thread run-queue figures: the file reads, and counts this thread's time slices
     (a kernel that does not keep them writes zeros)."""
     try:
-        with open(_SCHEDSTAT, "rb") as f:
-            fields = f.read(256).split()
+        fd = os.open(_SCHEDSTAT, os.O_RDONLY)
+        try:
+            fields = os.pread(fd, 256, 0).split()
+        finally:
+            os.close(fd)
         return len(fields) >= 3 and int(fields[2]) > 0
     except (OSError, ValueError):
         return False
