@@ -64,6 +64,16 @@ def test_a_thread_made_in_the_window_counts_whole_and_one_gone_is_left_out():
     assert waited_ns({1: 100, 2: 50}, {1: 130, 3: 20}) == 30 + 20
 
 
+def test_wall_minus_cpu_stands_in_only_where_it_is_sound(monkeypatch):
+    """Without the kernel's run-queue figures, one thread on CPU falls back to wall minus CPU time; on CUDA (the
+    thread blocks in synchronize) or with several torch threads (they wait in barriers) nothing is measured."""
+    from releasegate.backends import _starvation
+
+    monkeypatch.setattr(_starvation, "_schedstat_works", lambda: False)
+    assert _starvation.cpu_waits(1, "cpu")[1] == "off_cpu"
+    assert _starvation.cpu_waits(1, "cuda") is None and _starvation.cpu_waits(4, "cpu") is None
+
+
 def test_the_summary_has_the_endpoint_clients_shape():
     from test_client_lateness import SUMMARY_KEYS
 
