@@ -10,8 +10,8 @@ nor failed.
 from __future__ import annotations
 
 import math
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from ..inputs.files import stored_yaml
 from ..record.evidence import answered, attempt_counts, case_attempts, worst_client
