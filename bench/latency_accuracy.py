@@ -83,10 +83,14 @@ with stub:
 
 
 class _Server:
-    """The stub in its own process; `receipts()`: request content -> when the stub read it (ns)."""
+    """The stub in its own process (TTFT, ITL, tokens as given); `receipts()`: request content -> when the stub read
+    it (ns)."""
+
+    def __init__(self, ttft_ms: float = TTFT_MS, itl_ms: float = ITL_MS, tokens: int = TOKENS) -> None:
+        self.delays = (ttft_ms, itl_ms, tokens)
 
     def __enter__(self) -> _Server:
-        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(TTFT_MS), str(ITL_MS), str(TOKENS)],
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, *map(str, self.delays)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         port = self.proc.stdout.readline().strip()
         if not port:

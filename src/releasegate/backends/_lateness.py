@@ -29,7 +29,7 @@ from array import array
 
 from ..stats.intervals import percentile
 
-__all__ = ["LatenessProbe", "BATCHED_GAP_MS"]
+__all__ = ["LatenessProbe", "BATCHED_GAP_MS", "spread"]
 
 TICK_S = 0.005
 """The lag timer's period."""
@@ -41,7 +41,8 @@ BATCHED_GAP_MS = 0.5
 """Gaps between content chunks shorter than this count as read together (`itl_batched_share`)."""
 
 
-def _spread(samples) -> dict | None:
+def spread(samples) -> dict | None:
+    """{p50, p99, max, n} of `samples` (ms), None when there are none."""
     if not len(samples):
         return None
     return {"p50": percentile(samples, 50), "p99": percentile(samples, 99), "max": max(samples), "n": len(samples)}
@@ -155,14 +156,14 @@ class LatenessProbe:
             "client": self.client,
             "event_loop": self.event_loop,
             "window_s": self.window_s,
-            "loop_lag_ms": _spread(self.lag_ms),
+            "loop_lag_ms": spread(self.lag_ms),
             "tick_ms": self.tick_s * 1e3,
             "cpu_share": self.loop_cpu_s / self.window_s,
             "process_cpu_share": self.process_cpu_s / self.window_s,
             "loop_busy_share": max(0.0, 1 - self.idle_ns / 1e9 / self.window_s) if self._busy_known else None,
-            "rx_dispatch_ms": _spread(self.rx_ms),
+            "rx_dispatch_ms": spread(self.rx_ms),
             "itl_batched_share": self.batched_gaps / self.gaps if self.gaps else None,
             "itl_gaps": self.gaps,
-            "connect_ms": _spread(self.connect_ms),
-            "preconnect_ms": _spread(self.preconnect_ms),
+            "connect_ms": spread(self.connect_ms),
+            "preconnect_ms": spread(self.preconnect_ms),
         }

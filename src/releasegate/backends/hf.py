@@ -6,6 +6,10 @@ are decode steps (TPOT). In a batch the prefill covers the whole batch, as in a 
 timing records its batch size. On CUDA every clock read waits for the device first (see `_StepClock`).
 Output tokens include the end-of-sequence token when generation stopped on one, as servers' `usage` does
 (llama.cpp, vLLM): its step is the last token of TPOT and E2E.
+
+The backend's own lateness, the time its generating thread waited for a CPU within each request's timed window
+(`_starvation`), is kept as a client summary (`client_stats`, run.json `client`), as the endpoint clients keep
+theirs: a starved machine widens the latency bounds instead of failing them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
 from ._base import Backend, Generation, Request
 from ._registry import BackendEntry, register
+from ._starvation import GenerationLateness, StarvedSteps, Waits, cpu_waits
 
 SPEC = BackendSpec(
     "hf", summary="transformers + peft, in-process",
@@ -48,6 +53,11 @@ class HFBackend(Backend):
         self.model: Any = None
         self.tokenizer: Any = None
         self.sync: Any = None
+        self.waits: Waits | None = None
+        """What reads the generating thread's CPU wait (`_starvation.cpu_waits`); None: not measured."""
+        self.lateness: GenerationLateness | None = None
+        self.client_stats: dict | None = None
+        """The lateness over every `generate` call so far, as a client summary (`_starvation`); None before."""
 
     auto_model = "AutoModelForCausalLM"
     """The transformers Auto class the base model is loaded with."""
@@ -59,6 +69,13 @@ class HFBackend(Backend):
         self.eos_ids = self._eos_ids()
         self.draft = self._load_draft() if self.target.draft else None
         self.sync = self._device_sync()
+        found = cpu_waits(self.target.threads, self.torch.device(self.target.device).type)
+        if found is not None:
+            self.watch_cpu(*found)
+
+    def watch_cpu(self, waits: Waits, source: str) -> None:
+        """Measure the generating thread's CPU wait with `waits` from now on (`source` names it in the summary)."""
+        self.waits, self.lateness, self.client_stats = waits, GenerationLateness(source), None
 
     def _start_torch(self) -> None:
         """Import torch and transformers quietly, on the target's threads."""
@@ -219,19 +236,37 @@ class HFBackend(Backend):
         torch = self.torch
         input_ids, attention = self._left_pad(prompts)
         clock = _StepClock(self.sync)
+        cpu = (time.thread_time(), time.process_time())
         with torch.inference_mode():
             start = clock.now()  # on CUDA, after the input copies queued by _left_pad
+            # the CPU wait is read right after each clock read: the first just after `start`, then after every step
+            starved = StarvedSteps(self.waits) if self.waits is not None else None
             out = self.model.generate(
                 input_ids=input_ids, attention_mask=attention, max_new_tokens=max_new_tokens, do_sample=False,
                 num_beams=1, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=sorted(self.eos_ids),
-                logits_processor=LogitsProcessorList([clock]), **self._assist(),
+                logits_processor=LogitsProcessorList([clock, *([starved] if starved else [])]), **self._assist(),
             )
             end = clock.now()
         new = out[:, input_ids.shape[1]:].tolist()
         if self.draft is not None:
             # assisted decoding verifies several tokens per step: step stamps are not per token
-            return [self._one_assisted(new[0], len(prompts[0]), clock.stamps[0], start, end)]
-        return [self._one(row, len(p), clock.stamps, start, len(prompts)) for row, p in zip(new, prompts)]
+            gens = [self._one_assisted(new[0], len(prompts[0]), clock.stamps[0], start, end)]
+            ends: list[int | None] = [None]  # its E2E runs to `end`
+        else:
+            gens = [self._one(row, len(p), clock.stamps, start, len(prompts)) for row, p in zip(new, prompts)]
+            ends = [_last_step(self._split(row)[1], len(clock.stamps)) for row in new]
+        if starved is not None:
+            self._keep_lateness(starved, gens, ends, (end - start) / 1e9, cpu)
+        return gens
+
+    def _keep_lateness(self, starved: StarvedSteps, gens: list[Generation], ends: list[int | None], window_s: float,
+                       cpu: tuple[float, float]) -> None:
+        """Each request's CPU wait within its timed windows (`_starvation.request_waits`), into `client_stats`."""
+        assert self.lateness is not None  # set with `waits` (`watch_cpu`)
+        self.lateness.add([starved.request(g.tokens.output or 0, step) for g, step in zip(gens, ends)],
+                          window_s=window_s, thread_cpu_s=time.thread_time() - cpu[0],
+                          process_cpu_s=time.process_time() - cpu[1])
+        self.client_stats = self.lateness.summary()
 
     def _assist(self) -> dict:
         return {"assistant_model": self.draft} if self.draft is not None else {}
@@ -267,8 +302,7 @@ class HFBackend(Backend):
     def _one(self, row: list[int], n_in: int, stamps: list[int], start: int, batch: int) -> Generation:
         n_text, n_out = self._split(row)
         text = self.tokenizer.decode(row[:n_text], skip_special_tokens=True)
-        # stamps[i] closes the step that produced token i; the last token is the EOS when there is one
-        last = stamps[min(n_out - 1, len(stamps) - 1)]
+        last = stamps[_last_step(n_out, len(stamps))]
         ttft = (stamps[0] - start) / _NS_PER_MS
         tpot = (last - stamps[0]) / _NS_PER_MS / (n_out - 1) if n_out >= 2 else None
         e2e = (last - start) / _NS_PER_MS
@@ -306,6 +340,12 @@ class _StepClock:
     def __call__(self, input_ids, scores):
         self.stamps.append(self.now())
         return scores
+
+
+def _last_step(n_out: int, n_steps: int) -> int:
+    """The step whose stamp ends a request's E2E: stamps[i] closes the step that produced token i, and the last
+    token is the EOS when there is one."""
+    return min(n_out - 1, n_steps - 1)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -122,6 +122,9 @@ class Measurement:
 
     lateness_ms: float | None = None
     """How late the client was (loop lag p99, plus send lag): latency bounds are widened by it."""
+    reads_long: bool = False
+    """The lateness can only have made latency figures read long (the hf backend's wait for a CPU): bounds are
+    widened below only."""
     saturated: str | None = None
     """Why the client was the bottleneck, or None: throughput and timing-derived cost cannot fail then."""
     cost_from_timing: bool = False
@@ -173,7 +176,7 @@ def decide_criterion(e: CriterionEvidence) -> CriterionResult:
         result = result.explained(e.failure_names)
     m = e.measurement
     if m.lateness_ms:
-        result = _widened(result, m.lateness_ms)
+        result = _widened(result, m.lateness_ms, m.reads_long)
     if m.saturated and _client_bound(result, m.cost_from_timing):
         result = result.undecided(m.saturated, Undecided.CLIENT)
     if m.batched and stream_timed(result.criterion.metric):
@@ -272,7 +275,7 @@ _WIDENED = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "ttft_sched_ms", "e2e_sche
 _COST_METRICS = ("cost_per_1m_output_tokens", "cost_usd_total")
 
 
-def _widened(result: CriterionResult, lateness_ms: float) -> CriterionResult:
+def _widened(result: CriterionResult, lateness_ms: float, reads_long: bool = False) -> CriterionResult:
     """A decided latency criterion decided again on its bounds widened by the client's lateness
     (`decision.latency`); an undecided one, or another metric, as it was."""
     metric = result.criterion.metric
@@ -282,7 +285,8 @@ def _widened(result: CriterionResult, lateness_ms: float) -> CriterionResult:
     value, point = result.value, result.value.value
     lo, hi = value.bounds if value.bounds is not None and result.criterion.confidence else (None, None)
     bounds = (point if lo is None else lo, point if hi is None else hi)
-    verdict, why = widened_latency(result.criterion.op, result.criterion.threshold, bounds, lateness_ms)
+    verdict, why = widened_latency(result.criterion.op, result.criterion.threshold, bounds, lateness_ms,
+                                   reads_long=reads_long)
     cause = Undecided.CLIENT if verdict == CriterionVerdict.INSUFFICIENT else None
     return CriterionResult(result.criterion, value, CriterionVerdict(verdict), why, result.needed_n, cause)
 

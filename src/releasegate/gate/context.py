@@ -4,7 +4,7 @@ once (`GateContext`) and read by every feature, so no two features measure the s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, TypeVar, cast
 
@@ -29,7 +29,15 @@ from ..scorers import CorpusScores, score_records
 from ..stats.sample_weights import stratum_counts
 from .capacity import capacity_view, gated_records
 from .feature import GateFeature, MetricQuery, registered
-from .health import client_batched_share, client_lag_ms, client_lateness_ms, client_load, client_saturation
+from .health import (
+    client_batched_share,
+    client_kind,
+    client_lag_ms,
+    client_lateness_ms,
+    client_load,
+    client_reads_long,
+    client_saturation,
+)
 
 __all__ = ["GateInputs", "GateContext", "run_facts"]
 
@@ -167,7 +175,14 @@ class GateContext:
         for feature in self.features:
             if feature.evidence is not None and (found := feature.evidence(self, criterion, value)) is not None:
                 return found
-        return CriterionEvidence(criterion, value, self.measurement)
+        return CriterionEvidence(criterion, value, self.measured_for(criterion.metric))
+
+    def measured_for(self, metric: str) -> Measurement:
+        """The measurement a criterion on `metric` is decided under: an E2E figure's bounds are widened by the
+        client's E2E lateness, which for the hf backend holds the CPU wait of every step (`health.client_lag_ms`)."""
+        if not metric.startswith("e2e"):
+            return self.measurement
+        return replace(self.measurement, lateness_ms=client_lateness_ms(self.info, self.phase, self.timed, metric) or None)
 
     @cached_property
     def lag_ms(self) -> float | None:
@@ -182,13 +197,13 @@ class GateContext:
         """Why the client, not the target, set the latency (a busy machine told from a busy client), or None."""
         p50 = self.measure(MetricQuery("ttft_ms_p50")).value
         return client_saturation(self.lag_ms, p50, self.rubric.max_client_lag_share,
-                                 **client_load(self.info, self.phase, self.timed))
+                                 client=client_kind(self.info, self.phase), **client_load(self.info, self.phase, self.timed))
 
     @cached_property
     def measurement(self) -> Measurement:
         """The health of the run's latency measurement, as every criterion of the rubric is decided under it."""
         batched = batched_stream(client_batched_share(self.info, self.phase), self.rubric.max_itl_batched_share)
-        return Measurement(lateness_ms=self.lateness_ms or None,
+        return Measurement(lateness_ms=self.lateness_ms or None, reads_long=client_reads_long(self.info, self.phase),
                            saturated=self.saturated if self.lag_ms is not None else None,
                            cost_from_timing=bool(timing_derived_cost(self.inputs.cost)), batched=batched)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from ..inputs.files import stored_yaml
 from ..record.evidence import answered, attempt_counts, case_attempts, worst_client
@@ -20,7 +21,7 @@ from ..record.seal import edited_evidence
 
 __all__ = [
     "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
-    "client_saturation", "client_lateness_ms", "lateness_advice", "client_load", "quality_client",
+    "client_saturation", "client_lateness_ms", "client_reads_long", "lateness_advice", "client_load", "quality_client",
     "client_batched_share", "TARGET_FAILURE_SHARE",
 ]
 
@@ -126,35 +127,50 @@ def quality_client(info: RunInfo) -> dict | None:
 
 
 def client_kind(info: RunInfo, phase: str) -> str | None:
-    """'lean' or 'openai': the client that measured the phase latency comes from (None when unknown or mixed)."""
+    """'lean', 'openai' or 'hf' (the in-process model): the client that measured the phase latency comes from
+    (None when unknown or mixed)."""
     kinds = {s.get("client") for s in _summaries(info, phase) if isinstance(s, dict)}
     return kinds.pop() if len(kinds) == 1 else None  # mixed parts: unknown, as strict as the openai client
 
 
-def client_lag_ms(info: RunInfo, phase: str) -> float | None:
-    """The client's event-loop lag p99 over the phase latency comes from (the worse of two for `both`); None when
-    the run has no client figures (the hf backend, runs that predate them)."""
-    lags = [s["loop_lag_ms"].get("p99") for s in _summaries(info, phase)
-            if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict)]
-    lags = [float(lag) for lag in lags if _figure(lag)]  # a hand-edited figure that is not a number says nothing
+def client_lag_ms(info: RunInfo, phase: str, *, e2e: bool = False) -> float | None:
+    """The client's lag p99 over the phase latency comes from (the worse of two for `both`): an endpoint client's
+    event-loop lag, the hf backend's CPU wait within a TTFT or TPOT (`backends._starvation`), or with `e2e` its
+    wait within an E2E, which accrues over every step (`e2e_lag_ms`; a client without it: its lag). None when the
+    run has no client figures (runs that predate them)."""
+    found = [_lag_p99(s, e2e) for s in _summaries(info, phase) if isinstance(s, dict)]
+    lags = [float(lag) for lag in found if _figure(lag)]  # a hand-edited figure that is not a number says nothing
     return max(lags) if lags else None
+
+
+def _lag_p99(summary: dict[str, Any], e2e: bool) -> Any:
+    lag = summary.get("e2e_lag_ms") if e2e and isinstance(summary.get("e2e_lag_ms"), dict) else summary.get("loop_lag_ms")
+    return lag.get("p99") if isinstance(lag, dict) else None
 
 
 def _figure(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def client_lateness_ms(info: RunInfo, phase: str, records: list[CaseRecord]) -> float:
-    """How late the client measured the phase (ms): its event loop's lag p99, and, for the openai client, whose
-    transport stamps the send after handing the loop back, the send lag p99 of `records` too (the lean client
-    stamps right after its write). 0 when the run has no client figures (the hf backend)."""
-    lag = client_lag_ms(info, phase)
+def client_lateness_ms(info: RunInfo, phase: str, records: list[CaseRecord], metric: str = "ttft_ms") -> float:
+    """How late the client measured the phase's figures of `metric` (ms), for every client alike: its lag p99
+    (`client_lag_ms`: an E2E figure takes the hf backend's E2E wait) plus the send lag p99 of `records` (scheduled
+    send -> request written; none for the hf backend). A send stamped late makes TTFT read short: the openai
+    client's transport stamps it after handing the loop back, and the lean client's stamp right after its write
+    is late by whatever held the thread between the two (a starved CPU). 0 when the run has no client figures."""
+    lag = client_lag_ms(info, phase, e2e=metric.startswith("e2e"))
     if lag is None:
         return 0.0
-    if client_kind(info, phase) == "lean":
-        return lag
     send = compute_metric("send_lag_ms_p99", records, {}, {"all_records": True}).value
     return lag + max(send or 0.0, 0.0)
+
+
+def client_reads_long(info: RunInfo, phase: str) -> bool:
+    """Whether every client summary of the phase says its lateness can only have made figures read long
+    (`reads_long_only`: the hf backend, whose stamps a wait for a CPU only moves later within the interval it
+    times), so latency bounds are widened below only; False when any part says otherwise or nothing says."""
+    summaries = [s for s in _summaries(info, phase) if isinstance(s, dict)]
+    return bool(summaries) and all(s.get("reads_long_only") is True for s in summaries)
 
 
 def client_batched_share(info: RunInfo, phase: str) -> float | None:
@@ -174,31 +190,37 @@ about one at a time, no concurrency left to lower."""
 
 
 def client_saturation(lag: float | None, ttft_p50_ms: float | None, max_share: float, *,
-                      cpu_share: float | None = None, in_flight: float | None = None) -> str | None:
-    """A one-line reason when the client, not the target, set the latency: its event loop ran late (`lag`, p99)
-    by more than `max_share` of the measured TTFT p50, with what to do about it (`lateness_advice`: a busy machine
-    is told apart from too much concurrency by the loop's CPU share and the requests in flight). None when it did
-    not run late, or when nothing says."""
+                      cpu_share: float | None = None, in_flight: float | None = None, client: str | None = None
+                      ) -> str | None:
+    """A one-line reason when the client, not the target, set the latency: its event loop ran late (`lag`, p99;
+    for the hf backend, `client` 'hf': its generating thread waited for a CPU) by more than `max_share` of the
+    measured TTFT p50, with what to do about it (`lateness_advice`: a busy machine is told apart from too much
+    concurrency by the loop's CPU share and the requests in flight). None when it did not run late, or when
+    nothing says."""
     if lag is None or not ttft_p50_ms:
         return None
     if lag <= max_share * ttft_p50_ms:
         return None
-    return (f"client saturated: its event loop ran {lag:.1f} ms late (p99) beside a TTFT p50 of {ttft_p50_ms:.1f} ms, "
+    late = (f"its generating thread waited {lag:.1f} ms for a CPU (p99)" if client == "hf"
+            else f"its event loop ran {lag:.1f} ms late (p99)")
+    return (f"client saturated: {late} beside a TTFT p50 of {ttft_p50_ms:.1f} ms, "
             f"{lag / ttft_p50_ms:.0%} of it, over the rubric's max_client_lag_share of {max_share:g}; "
-            + lateness_advice(max_share, cpu_share=cpu_share, in_flight=in_flight))
+            + lateness_advice(max_share, cpu_share=cpu_share, in_flight=in_flight, starved=client == "hf"))
 
 
-def lateness_advice(max_share: float, *, cpu_share: float | None, in_flight: float | None) -> str:
+def lateness_advice(max_share: float, *, cpu_share: float | None, in_flight: float | None,
+                    starved: bool = False) -> str:
     """What to do about a late client. Late at about one request in flight, or with its loop using little CPU, it
-    waited for the machine (other processes), not for its own work: fewer requests would not help."""
+    waited for the machine (other processes), not for its own work: fewer requests would not help. An in-process
+    model's wait for a CPU (`starved`) is always the machine's: its own work runs, it does not wait."""
     knowingly = (f"or raise max_client_lag_share above {max_share:g} knowingly (latency figures may then hold that "
                  "much client lateness)")
     quieter = "run on a quieter machine, pin releasegate to a core of its own (taskset -c N), stop other processes"
-    busy = []
+    busy = ["other processes held the CPU the model was generating on"] if starved else []
     if in_flight is not None and in_flight <= ONE_IN_FLIGHT:
         busy.append(f"late at {in_flight:.1f} request(s) in flight on average")
     if cpu_share is not None and cpu_share < BUSY_LOOP_CPU_SHARE:
-        busy.append(f"its loop used {cpu_share:.0%} of a CPU while it ran late")
+        busy.append(f"{'the generating thread' if starved else 'its loop'} used {cpu_share:.0%} of a CPU while it ran late")
     if busy:
         return f"the machine is busy, not the client ({', '.join(busy)}): {quieter}, {knowingly}"
     if cpu_share is None and in_flight is None:

@@ -59,7 +59,8 @@ def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, co
     margins = {**DEFAULT_MARGINS, **(policy.baseline or {}).get("margins", {})}
     base, cand = base_run.read_records(), cand_run.read_records()
     base_load, cand_load = (run.read_records("load.jsonl", required=False) for run in (base_run, cand_run))
-    lateness = client_lateness_ms(base_info, "quality", base) + client_lateness_ms(cand_info, "quality", cand)
+    # one lateness widens the TTFT, TPOT and E2E rows: the E2E one, which holds the hf backend's every step
+    lateness = client_lateness_ms(base_info, "quality", base, "e2e_ms") + client_lateness_ms(cand_info, "quality", cand, "e2e_ms")
     base_draws, cand_draws = (run.read_records("draws.jsonl", required=False) for run in (base_run, cand_run))
     base_verdicts, cand_verdicts = run_verdicts(base_run, base_info), run_verdicts(cand_run, cand_info)
     result = compare_records(base, cand, policy.forbidden, Margins(margins, confidence, lateness),

@@ -164,8 +164,8 @@ class RunInfo(BaseModel):
     """The response-cache probe, when one ran: the simulated cache at every threshold (see
     releasegate.run.cache_probe_stage)."""
     client: dict[str, Any] | None = None
-    """The client's own lateness over the quality phase (openai backend): event-loop lag percentiles in ms, the
-    client process's CPU share. The load phase's is `load_phase['client']`. See `health.client_saturation`."""
+    """The client's own lateness over the quality phase: the openai backend's event-loop lag percentiles in ms and
+    CPU share, or the hf backend's wait for a CPU (`backends._starvation`, `client: hf`). The load phase's is `load_phase['client']`. See `health.client_saturation`."""
     repeats: dict[str, int] | None = None
     """Draws per case by suite (`generation.repeats`, a suite's `repeats:`), when any suite asks more than one;
     the gate counts the draws each case must have against it. None: one draw per case."""
