@@ -83,3 +83,23 @@ def test_the_depth_bound_holds_whatever_the_brackets_in_strings(value, bound):
     else:
         assert json_loads(text, max_depth=bound) == value
         assert json_loads(text.encode(), max_depth=bound) == value
+
+
+@pytest.mark.parametrize("column", ["score", "answer"])
+def test_a_table_cell_that_is_not_finite_is_refused_naming_its_row_and_column(tmp_path, column):
+    """A source row's numbers are checked as the row becomes a case (JSON cannot hold them): the schema's walk
+    over the case is not needed to refuse them, and is skipped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from releasegate.inputs.suites import load_suites
+
+    values = {"score": [1.0, 3.0], "answer": [2.0, 4.0]}
+    values[column][1] = float("-inf") if column == "answer" else float("inf")
+    pq.write_table(pa.table({"q": ["a?", "b?"], **values}), tmp_path / "t.parquet")
+    suite = SuiteConfig(path=tmp_path / "t.parquet", name="s", answer={"type": "numeric"},
+                        source={"format": "parquet", "path": str(tmp_path / "t.parquet")},
+                        columns={"prompt": "q", "expected": "answer", "tags": ["score"]})
+    with pytest.raises(InputError) as err:
+        load_suites((suite,), tmp_path)
+    assert f"field '{column}'" in str(err.value) and "(row 2)" in str(err.value), str(err.value)

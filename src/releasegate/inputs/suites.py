@@ -198,8 +198,8 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, see
         for number, row in source_rows(suite, limit=wanted):
             origin: dict = {}
             try:
-                raw, origin = row_to_raw(row, number, suite, templates)
-                case = _with_stratum(_case(raw, number, suite, default_format, file), row)
+                raw, origin = row_to_raw(row, number, suite, templates)  # refuses a number JSON cannot hold
+                case = _with_stratum(_case(raw, number, suite, default_format, file, finite=True), row)
             except InputError as exc:
                 raise _on_row(exc, suite, number, origin) from None
             yield number, case
