@@ -328,7 +328,7 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
     scored = scored_run(run, rubric.forbidden, verdicts)
     report = judge_run(GateInputs(
         info, scored.records, rubric, info.cost, scored.load_records, labels or [], allow_pending, verdicts,
-        edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws))
+        edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws, scored.ledger))
     return report, scored
 
 

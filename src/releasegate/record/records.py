@@ -81,6 +81,9 @@ class CaseRecord(BaseModel):
     produced_by: list[str | None] | None = None
     """A cached record: the attempts of the session that produced its answer (None an answer, else its error
     kind), counted in this run's error rate; None: not known, the record stands for no request."""
+    produced_in: str | None = None
+    """A cached record: the response cache's name of the session that produced its answer ('run id/session'),
+    whose whole attempt tally the run's attempts ledger counts (`record.ledger`); written only when known."""
     stratum: Stratum | None = None
     """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
     metrics are population-weighted (see `sample_weights.stratum_counts`); None for every other case."""
@@ -122,6 +125,8 @@ class CaseRecord(BaseModel):
         data = handler(self)
         if isinstance(data, dict) and not self.draw:
             data.pop("draw", None)
+        if isinstance(data, dict) and self.produced_in is None:
+            data.pop("produced_in", None)
         return data
 
     def slice_value(self, key: str) -> Any:

@@ -28,8 +28,9 @@ __all__ = ["run_sweep"]
 _DEFAULT_CAP = 256
 
 
-def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
-    """Run the sweep of `config.load.sweep` and record it (load.jsonl, server_metrics.jsonl, run.json)."""
+def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: None) -> None:
+    """Run the sweep of `config.load.sweep` and record it (load.jsonl, server_metrics.jsonl, run.json); `kept` is
+    given each completed request (the attempts ledger)."""
     load, sweep = config.load, config.load.sweep
     pool = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
     steps: list[dict] = []
@@ -54,7 +55,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"),
-                                    on_done=lambda gen: count_done(bar, task, failed=gen.error is not None))
+                                    on_done=lambda gen: (kept(gen), count_done(bar, task, failed=gen.error is not None)))
         stop_if_dead(backend, f"capacity sweep, step {k + 1} at {rate:.4g} req/s")
         records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
         run.append(records, "load.jsonl")
