@@ -31,7 +31,7 @@ from ..border.files import exists, journal_lines, open_append, open_regular
 from ..errors import ErrorKind, InputError
 
 __all__ = ["LEDGER", "LedgerLine", "LoadLedger", "read_ledger", "covered", "outcomes_of", "tally_line",
-           "ledger_summary", "source_lines"]
+           "ledger_summary", "append_sources"]
 
 LEDGER = "attempts.jsonl"
 _MAX_BYTES = 1 << 32
@@ -91,21 +91,28 @@ class LoadLedger:
         self._fh.close()
 
 
-def source_lines(sources: dict[str, dict]) -> list[dict]:
-    """The ledger lines of the cache's sessions a run's cached answers came from (session id -> its tally)."""
-    return [{"phase": "quality", "source": sid, "attempts": int(t.get("attempts", 0)),
-             "errors": dict(sorted(t.get("errors", {}).items()))} for sid, t in sorted(sources.items())]
+def append_sources(run_path: Path, sources: dict[str, dict]) -> None:
+    """Append to the ledger the tallies of the cache's sessions a run's cached answers came from (session name ->
+    {'attempts', 'errors'}), fsynced: written before the records they cover."""
+    if not sources:
+        return
+    lines = [{"phase": "quality", "source": name, "attempts": int(t.get("attempts", 0)),
+              "errors": dict(sorted(t.get("errors", {}).items()))} for name, t in sorted(sources.items())]
+    with io.TextIOWrapper(open_append(Path(run_path) / LEDGER, what=LEDGER), encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(line) + "\n" for line in lines))
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:
     """The ledger's lines, less those of `load_session` (the session whose load phase finished: load.jsonl holds
-    them) and any source named twice. A torn last line is a request a kill cut off; any other bad line is refused
+    them), each source once (its largest tally). A torn last line is a request a kill cut off; any other bad line is refused
     naming the file and line."""
     path = Path(run_path) / LEDGER
     if not exists(path):
         return []
     out: list[LedgerLine] = []
-    seen: set[str] = set()
+    sources: dict[str, LedgerLine] = {}
     with open_regular(path, what=LEDGER, max_bytes=_MAX_BYTES) as fh:
         for number, raw in journal_lines(fh, path=path, what=LEDGER):
             if not raw.strip():
@@ -117,14 +124,11 @@ def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:
                     break
                 raise InputError(f"corrupt attempts ledger line: {exc}", file=path, line=number,
                                  hint="restore attempts.jsonl as the run wrote it") from None
-            if line.source is not None:
-                if line.source in seen:  # each session once, however many runs of it were snapshot
-                    continue
-                seen.add(line.source)
-            elif line.phase == "load" and line.session == load_session:
-                continue
-            out.append(line)
-    return out
+            if line.source is not None:  # each session once: its latest tally, the most it is known to have sent
+                sources[line.source] = max(line, sources.get(line.source, line), key=lambda x: len(x.outcomes))
+            elif not (line.phase == "load" and line.session == load_session):
+                out.append(line)
+    return out + list(sources.values())
 
 
 def _line(data: Any) -> LedgerLine:
