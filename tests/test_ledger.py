@@ -5,6 +5,7 @@ that produced it, so reruns through the response cache never wash a failing serv
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from releasegate.record.evidence import attempt_counts
-from releasegate.record.ledger import LedgerLine, covered, read_ledger
+from releasegate.record.ledger import read_ledger
 from releasegate.record.records import CaseRecord, RunDir
 from releasegate.testing import StubBehaviour, StubServer
 from test_resume import make_project
@@ -72,3 +73,105 @@ def test_cache_reruns_of_a_failing_server_never_wash_its_errors_away(tmp_path, c
     assert last["metrics"]["error_rate"]["value"] == pytest.approx(failed_total / sent) and failed_total / sent > 0.25
     assert (code, last["verdict"]) == (1, "FAIL")
     assert "error_rate (default guard)" in {c["name"] for c in last["criteria"] if c["verdict"] == "fail"}
+
+
+# --- property: no sequence of runs, interrupts, resumes, retries or cache reruns lowers the failed share ----------
+
+class _Server:
+    """Fails a fixed set of the requests it gets: the i-th request fails iff `pattern[i % len(pattern)]`."""
+
+    def __init__(self, pattern: list[bool]) -> None:
+        self.pattern, self.sent = pattern, []
+
+    def send(self) -> str | None:
+        kind = "http_5xx" if self.pattern[len(self.sent) % len(self.pattern)] else None
+        self.sent.append(kind)
+        return kind
+
+
+def _record(case_id: str, kind: str | None, cached_from=None) -> CaseRecord:
+    return CaseRecord(case_id=case_id, suite="s", input={"prompt": case_id}, output=None if kind else "tok",
+                      error=kind, cached=cached_from is not None,
+                      produced_by=cached_from.produced_by if cached_from else None,
+                      produced_in=cached_from.produced_in if cached_from else None)
+
+
+def _session(root, cache_path, server: _Server, run_id: str, cases: list[str], limit: int | None) -> None:
+    """One `check` session of run `run_id` as generation.py runs it: the cache looked up for the cases to do,
+    the sessions behind the hits written to the ledger, fresh requests sent, each recorded, then cached with the
+    session's tally. `limit`: interrupted after that many fresh requests (what was recorded is kept)."""
+    from releasegate.backends import Generation, Request
+    from releasegate.backends.response_cache import ResponseCache
+    from releasegate.record.evidence import attempt_outcomes, failure
+    from releasegate.record.records import RunInfo, Timing
+    from releasegate.run.generation import _cache_batch, cache_session_name, keep_sources
+
+    run = RunDir(root / run_id)
+    if not run.path.exists():
+        run.create()
+        run.write_info(RunInfo(run_id=run_id, created_at="2026-01-01T00:00:00Z", target="stub", backend="openai"))
+    info = run.read_info()
+    done = {r.case_id: r for r in run.read_records(required=False)}
+    todo = [c for c in cases if c not in done or failure(done[c]) is not None]
+    if not todo:
+        return
+    info.sessions.append({"mode": "resume", "cache_session": cache_session_name(run_id, len(info.sessions))})
+    run.write_info(info)
+    own = [s["cache_session"] for s in info.sessions]
+    cache = ResponseCache(cache_path, fingerprint="f", generation={}, session=own[-1], stood_on=tuple(own[:-1]))
+    try:
+        hits = {c: g for c in todo if (g := cache.get(Request(c, None, c))) is not None}
+        keep_sources(run, info, cache)
+        sent = 0
+        for case in todo:
+            if case in hits:
+                run.append([_record(case, None, hits[case])])
+                continue
+            if limit is not None and sent >= limit:
+                continue  # interrupted: never sent
+            sent += 1
+            kind = server.send()
+            record = _record(case, kind)
+            run.append([record])
+            gen = Generation(None if kind else "tok", timing=Timing(), error=kind)
+            _cache_batch(cache, [(SimpleNamespace(id=case, messages=None, prompt=case), record)], {case: gen})
+        assert attempt_outcomes  # (the tally is the generation code's own, `_cache_batch`)
+    finally:
+        cache.close()
+
+
+def _counted(run_path) -> dict:
+    from releasegate.scorers import run_ledger
+
+    if not (run_path / "records.jsonl").exists():  # interrupted before anything was recorded
+        return {"attempts": 0, "failed": 0}
+    records, ledger = run_ledger(RunDir(run_path))
+    return attempt_counts([*records, *ledger], cached=False)
+
+
+_op = st.tuples(st.sampled_from(["new", "resume"]), st.integers(0, 5), st.one_of(st.none(), st.integers(0, 6)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(pattern=st.lists(st.booleans(), min_size=1, max_size=12), cases=st.integers(1, 8),
+       ops=st.lists(_op, min_size=1, max_size=8))
+def test_no_sequence_of_sessions_lowers_the_failed_share(tmp_path_factory, pattern, cases, ops):
+    """Runs with new run ids through one response cache, interrupted (`limit`) and resumed with the failed cases
+    sent again, against a server failing a fixed set of requests: the run whose session came last counts every
+    request the server got, each once, so its failed share is the server's own; every run counts at least its own
+    failed requests."""
+    root = tmp_path_factory.mktemp("ledger")
+    server, names, last = _Server(pattern), [f"c{i}" for i in range(cases)], None
+    own_failed: dict[str, int] = {}
+    for kind, which, limit in ops:
+        run_id = f"r{len(own_failed)}" if kind == "new" or not own_failed else sorted(own_failed)[which % len(own_failed)]
+        before = len(server.sent)
+        _session(root, root / "cache.sqlite", server, run_id, names, limit)
+        own_failed[run_id] = own_failed.get(run_id, 0) + sum(k is not None for k in server.sent[before:])
+        if len(server.sent) > before:
+            last = run_id
+    for run_id, failed in own_failed.items():
+        assert _counted(root / run_id)["failed"] >= failed
+    if last is not None:
+        counted = _counted(root / last)
+        assert (counted["attempts"], counted["failed"]) == (len(server.sent), sum(k is not None for k in server.sent))

@@ -20,7 +20,8 @@ no request body, header, URL or key.
 Each entry also names the session that produced it (`session`), and the `sessions` table keeps every session's
 attempt tally: every request it sent for a quality case, answered or failed (its row is written with each batch
 it records, in the same transaction as the batch's answers), and the sessions it stood on (the earlier sessions of
-its run, the sessions its own cached answers came from). A run that serves an answer from a session counts that
+its run, the sessions its own cached answers came from, and every session that failed a request it then sent
+again: `failures` keeps, per key, the sessions whose request for it failed). A run that serves an answer from a session counts that
 session's whole tally once (`ledger`, `record.ledger`): reruns that take the answers a failing server gave and
 send only the rest again never lose the failures on the rest.
 `ttl_s`: an entry older than this is a miss (and is overwritten by the fresh response); no TTL: never expires.
@@ -55,6 +56,11 @@ CREATE TABLE IF NOT EXISTS responses (
     tokens TEXT NOT NULL,
     attempts TEXT,
     session TEXT
+);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT NOT NULL,
+    session TEXT NOT NULL,
+    PRIMARY KEY (key, session)
 );
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY,
@@ -141,6 +147,7 @@ class ResponseCache:
             self.error = f"could not read responses: {exc}"
             return None
         if row is None:
+            self._stand_on_failures(params[0])
             return None
         self.hits += 1
         source = row[3] if isinstance(row[3], str) and row[3] else None
@@ -149,9 +156,21 @@ class ResponseCache:
         return Generation(row[0], tokens=Tokens.model_validate_json(row[1]), timing=Timing(),
                           produced_by=_attempts(row[2]), produced_in=source)
 
-    def put_many(self, pairs: list[tuple[Request, Generation]], outcomes: Sequence[str | None] = ()) -> None:
-        """Store the successful responses among `pairs`, and this session's tally with `outcomes` (the attempts
-        of the batch just recorded, answered or failed) added, in one transaction (errors are never cached)."""
+    def _stand_on_failures(self, key: str) -> None:
+        """A miss is sent again: this session stands on every session whose request for it failed, so rerunning
+        what failed never sheds the failures (a run that answered what another failed counts the other too)."""
+        try:
+            rows = self._db.execute("SELECT session FROM failures WHERE key = ?", (key,)).fetchall()
+        except sqlite3.Error as exc:
+            self.error = f"could not read failures: {exc}"
+            return
+        self.sources.update(row[0] for row in rows if isinstance(row[0], str))
+
+    def put_many(self, pairs: list[tuple[Request, Generation]], outcomes: Sequence[str | None] = (),
+                 failed: Sequence[Request] = ()) -> None:
+        """Store the successful responses among `pairs` (errors are never cached), this session's tally with
+        `outcomes` added (the attempts of the batch just recorded, answered or failed), and the requests of the
+        batch whose case failed (`failed`), in one transaction."""
         for kind in outcomes:
             self.tally["attempts"] += 1
             if kind is not None:
@@ -161,6 +180,7 @@ class ResponseCache:
              json.dumps(_sent(gen)), self.session)
             for req, gen in pairs if gen.error is None and gen.text is not None
         ]
+        failed_keys = [(self.key(req), self.session) for req in failed] if self.session is not None else []
         if not rows and (self.session is None or not outcomes):
             return
         try:
@@ -171,6 +191,7 @@ class ResponseCache:
                         self.session, self.tally["attempts"], json.dumps(self.tally["errors"], sort_keys=True),
                         json.dumps(sorted(self.sources - {self.session}))))
                 self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                self._db.executemany("INSERT OR IGNORE INTO failures VALUES (?, ?)", failed_keys)
         except sqlite3.Error as exc:  # a full disk or a long-held lock must not stop the run: it only costs hits
             self.error = f"could not store responses: {exc}"
             return

@@ -7,9 +7,8 @@ order when generation ends.
 
 from __future__ import annotations
 
-import uuid
-
 import time
+import uuid
 from pathlib import Path
 
 from rich.console import Console
@@ -114,10 +113,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
                     sent, records = [c for c, _ in kept], [r for _, r in kept]
                 run.append(records)
                 # after the append: a response is cached once it is recorded; an empty answer never is (a failure)
-                fresh = [c for c, r in zip(sent, records) if c.id not in hits and answered(r)]
-                if cache is not None:  # with the session's tally: every attempt just recorded, failed ones too
-                    outcomes = attempt_outcomes([r for c, r in zip(sent, records) if c.id not in hits])
-                    cache.put_many([(_request(c), gens[c.id]) for c in fresh], outcomes)
+                if cache is not None:
+                    _cache_batch(cache, [(c, r) for c, r in zip(sent, records) if c.id not in hits], gens)
                 count_done(bar, task, len(sent), failed=sum(not answered(r) for r in records))
                 stop_if_dead(backend, "quality phase")  # a case never sent is not recorded: a resume sends it
     finally:
@@ -241,6 +238,14 @@ def keep_client(info: RunInfo, session: dict, backend) -> None:
         # requests in flight at most: the reports say under what load the quality cases' latency was measured
         session["concurrency"] = getattr(getattr(backend, "target", None), "concurrency", None)
         info.client = worst_client(*(s.get("client") for s in info.sessions if isinstance(s, dict)), info.client, stats)
+
+
+def _cache_batch(cache: ResponseCache, fresh: list[tuple[Case, CaseRecord]], gens: dict[str, Generation]) -> None:
+    """Cache a recorded batch's answers, with the session's tally (every attempt just recorded, failed ones too)
+    and the requests that failed (a later session that sends them again stands on this one)."""
+    answers = [(_request(c), gens[c.id]) for c, r in fresh if answered(r)]
+    failed = [_request(c) for c, r in fresh if not answered(r)]
+    cache.put_many(answers, attempt_outcomes([r for _, r in fresh]), failed)
 
 
 def _count_generation(info, session, run, elapsed: float) -> None:
