@@ -54,6 +54,7 @@ LISTED = {
     ("releasegate.inputs.tables", ".open()"): "a member of an .xlsx read by openpyxl after border.files checked the file",
     ("releasegate.record.judge_journal", ".open()"): "judgments.jsonl's torn tail cut (r+b), checked regular first",
     ("releasegate.record.records", ".open()"): "the journal's torn tail cut (r+b), and the run's lock file",
+    ("releasegate.record.ledger", ".open()"): "the attempts ledger's torn tail cut (r+b), as the journal's",
     ("releasegate.record.stage_timing", "open()"): "/proc/self/stat and /proc/uptime: this process's own CPU time",
     ("releasegate.redaction", "json.loads"):
         "a journal line releasegate itself just serialised, decoded to redact its strings (ground layer: no border)",

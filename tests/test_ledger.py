@@ -175,3 +175,77 @@ def test_no_sequence_of_sessions_lowers_the_failed_share(tmp_path_factory, patte
     if last is not None:
         counted = _counted(root / last)
         assert (counted["attempts"], counted["failed"]) == (len(server.sent), sum(k is not None for k in server.sent))
+
+
+def _gen(kind: str | None, retried: list[str]):
+    from releasegate.backends import Generation
+    from releasegate.record.records import Timing
+
+    return Generation(None if kind else "tok", timing=Timing(attempts=len(retried) + 1, retried_errors=retried),
+                      error=kind)
+
+
+@settings(max_examples=40, deadline=None)
+@given(pattern=st.lists(st.booleans(), min_size=1, max_size=10), planned=st.integers(1, 12),
+       cuts=st.lists(st.tuples(st.integers(0, 11), st.booleans()), max_size=4), retries=st.integers(0, 2))
+def test_a_load_phase_cut_and_resumed_counts_every_attempt_and_times_only_the_whole_one(
+        tmp_path_factory, pattern, planned, cuts, retries):
+    """Load phases cut after any number of completed requests (by a kill that may tear the line being written),
+    each resumed by one that runs the phase again, then one that finishes: the error count holds every request of
+    every session, in-run retries too; load.jsonl, the latency window, holds only the finished phase's."""
+    from releasegate.record.ledger import LEDGER, LoadLedger
+    from releasegate.scale.traffic import load_record
+    from releasegate.backends import Request
+
+    run = RunDir(tmp_path_factory.mktemp("load"))
+    server = _Server(pattern)
+
+    def send(ledger: LoadLedger):  # one load request, retried in-run up to `retries` times while it fails
+        retried: list[str] = []
+        while (kind := server.send()) is not None and len(retried) < retries:
+            retried.append(kind)
+        gen = _gen(kind, retried)
+        ledger.add(gen)
+        return gen
+
+    for session, (done, torn) in enumerate(cuts):
+        ledger = LoadLedger(run.path, session)
+        for _ in range(min(done, planned)):
+            send(ledger)
+        ledger.close()
+        if torn:  # killed while writing a line
+            with (run.path / LEDGER).open("ab") as fh:
+                fh.write(b'{"phase": "load", "sess')
+    final = LoadLedger(run.path, len(cuts))
+    gens = [send(final) for _ in range(planned)]
+    final.close()
+    run.append([load_record(Request(f"l{i}", None, "x"), g) for i, g in enumerate(gens)], "load.jsonl")
+    load = run.read_records("load.jsonl", required=False)
+    ledger = read_ledger(run.path, load_session=len(cuts))
+    counted = attempt_counts([*load, *ledger], cached=False)
+    assert (counted["attempts"], counted["failed"]) == (len(server.sent), sum(k is not None for k in server.sent))
+    assert len(load) == planned and all(line.session != len(cuts) for line in ledger)
+
+
+def test_a_run_whose_ledger_was_removed_or_damaged_never_passes(tmp_path, cli):
+    """attempts.jsonl is sealed evidence: removing it (and with it the failures it holds) is an edit the gate
+    names, never a PASS; a line no run writes is refused naming the file and line (exit 2, no traceback)."""
+    from test_attempts import _check, _project
+
+    with StubServer(StubBehaviour(fail_status=500, fail_every=4, ttft_ms=1, itl_ms=0.5, tokens=3)) as stub:
+        config = _project(tmp_path, stub.base_url, cases=8)
+        config.write_text(config.read_text() + "cache: {path: cache.sqlite}\n")
+        (tmp_path / "rubric.yaml").write_text((tmp_path / "rubric.yaml").read_text() + "  - {metric: error_rate, "
+                                              "op: '<=', threshold: 0.1}\n")
+        _check(cli, "-c", config, "--run-id", "a")
+        code, report = _check(cli, "-c", config, "--run-id", "b")
+    run = RunDir(tmp_path / "reports" / "b")
+    # b sent again only what a failed: 2 requests, none failed; a's 8 with its 2 failures count too
+    assert report["counts"]["phases"]["quality"]["ledger"]["quality"]["failed"] == 2 and code == 1
+    ledger = (run.path / "attempts.jsonl").read_bytes()
+    (run.path / "attempts.jsonl").write_bytes(ledger + b'{"phase": "quality", "session": "x"}\n')
+    code, _, err = cli("gate", run.path)
+    assert code == 2 and "attempts.jsonl" in err and ":" in err and "Traceback" not in err
+    (run.path / "attempts.jsonl").unlink()
+    code, out, err = cli("gate", run.path, "--json")
+    assert code != 0 and json.loads(out)["verdict"] != "PASS", err

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..border.files import exists, journal_lines, open_append, open_regular
+from ..border.files import check_regular, exists, journal_lines, open_append, open_regular
+from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
+from .journal_lines import last_line_start
 
 __all__ = ["LEDGER", "LedgerLine", "LoadLedger", "read_ledger", "covered", "outcomes_of", "tally_line",
            "ledger_summary", "append_sources"]
@@ -75,6 +77,7 @@ class LoadLedger:
     def __init__(self, path: Path, session: int) -> None:
         self.session = session
         self._lock = threading.Lock()  # a backend may report completions from more than one thread
+        _mend(path / LEDGER)
         self._fh = io.TextIOWrapper(open_append(path / LEDGER, what=LEDGER), encoding="utf-8")
 
     def add(self, gen: Any) -> None:
@@ -98,8 +101,31 @@ def append_sources(run_path: Path, sources: dict[str, dict]) -> None:
         return
     lines = [{"phase": "quality", "source": name, "attempts": int(t.get("attempts", 0)),
               "errors": dict(sorted(t.get("errors", {}).items()))} for name, t in sorted(sources.items())]
+    _mend(Path(run_path) / LEDGER)
     with io.TextIOWrapper(open_append(Path(run_path) / LEDGER, what=LEDGER), encoding="utf-8") as fh:
         fh.write("".join(json.dumps(line) + "\n" for line in lines))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _mend(path: Path) -> None:
+    """Before appending: a last line a kill tore is ended when it is whole all the same, else cut off (the request
+    it was writing is the one the kill cut), so the next line starts a line of its own."""
+    if not exists(path):
+        return
+    check_regular(path, what=LEDGER)  # a FIFO is refused before it is opened for writing
+    with path.open("r+b") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        start = last_line_start(fh, size)
+        if start == size:
+            return
+        fh.seek(start)
+        try:
+            _line(json_loads(fh.read()))
+        except (ValueError, TypeError, KeyError):
+            fh.truncate(start)
+        else:
+            fh.write(b"\n")
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -118,7 +144,7 @@ def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:
             if not raw.strip():
                 continue
             try:
-                line = _line(json.loads(raw))
+                line = _line(json_loads(raw))
             except (ValueError, TypeError, KeyError) as exc:
                 if not raw.endswith(b"\n"):
                     break
