@@ -8,7 +8,6 @@ import json
 from types import SimpleNamespace
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -193,9 +192,9 @@ def test_a_load_phase_cut_and_resumed_counts_every_attempt_and_times_only_the_wh
     """Load phases cut after any number of completed requests (by a kill that may tear the line being written),
     each resumed by one that runs the phase again, then one that finishes: the error count holds every request of
     every session, in-run retries too; load.jsonl, the latency window, holds only the finished phase's."""
+    from releasegate.backends import Request
     from releasegate.record.ledger import LEDGER, LoadLedger
     from releasegate.scale.traffic import load_record
-    from releasegate.backends import Request
 
     run = RunDir(tmp_path_factory.mktemp("load"))
     server = _Server(pattern)

@@ -11,6 +11,7 @@ from ..decision.criterion import CriterionResult
 from ..extras import require
 from ..inputs.rubric import Criterion
 from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
+from ..record.ledger import LedgerLine
 from ..record.records import CaseRecord
 from ..scorers.evaluate_metric import evaluate_value
 from .cache_probe_gate import CACHE_METRICS
@@ -41,7 +42,7 @@ def _by_phase(ctx: GateContext) -> dict[str, list[CaseRecord]]:
     return {"error_rate": ctx.asked + gated_load, "error_rate_quality": ctx.asked, "error_rate_load": gated_load}
 
 
-def _ledger_of(ctx: GateContext, name: str) -> list:
+def _ledger_of(ctx: GateContext, name: str) -> list[LedgerLine]:
     """The ledger's attempts an error metric over the whole run counts (a slice's cases hold none of them)."""
     phases = {"error_rate": ("quality", "load"), "error_rate_quality": ("quality",), "error_rate_load": ("load",)}
     return [line for phase in phases[name] for line in ctx.ledger(phase)]
@@ -134,7 +135,7 @@ def _slices(ctx: GateContext) -> list[dict[str, Any]]:
 
 
 def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord],
-            ledger: list) -> dict[str, Any]:
+            ledger: list[LedgerLine]) -> dict[str, Any]:
     """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys); the
     quality phase's requests include its repeated draws and, as every phase's, its attempts in the ledger."""
     kept = {phase: [line for line in ledger if line.phase == phase] for phase in ("quality", "load")}

@@ -11,7 +11,7 @@ from ..record.ledger import LoadLedger
 from ..record.records import RunDir, RunInfo
 from ..scale.load import DistributedLoad
 from ..scale.traffic import load_record, plan_load
-from .progress import count_done, progress_bar
+from .progress import count_kept, progress_bar
 from .server_scrape import Scraper, samples_line, summarise
 from .stopping import stop_if_dead
 from .sweep import run_sweep
@@ -74,7 +74,7 @@ def _run_planned(backend, config, cases, run: RunDir, info: RunInfo, console, sh
         done = run_load(
             plan.iter_requests(), offsets=plan.offsets, concurrency=plan.concurrency, max_new_tokens=tokens,
             duration_s=plan.duration_s, warmup=plan.warmup, on_start=lambda: scraper.mark("start"),
-            on_done=lambda gen: (kept(gen), count_done(bar, task, failed=gen.error is not None)),
+            on_done=lambda gen: count_kept(bar, task, gen, kept),
         )
         scraper.mark("end")
         stop_if_dead(backend, "load phase")  # measured whole or not at all: a resume runs the load phase again
@@ -106,5 +106,3 @@ def _note_limit(run: RunDir, info: RunInfo) -> None:
         assert info.load_phase is not None  # recorded by the load phase or the sweep just run
         info.load_phase["limit"] = info.limit
     run.write_info(info)
-
-

@@ -19,7 +19,7 @@ from ..gate.capacity import STEP_TAG, capacity_view, step_signals
 from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES
 from ..record.records import RunInfo
 from ..scale.traffic import arrival_offsets, load_record, nth_request
-from .progress import count_done
+from .progress import count_kept
 from .server_scrape import Scraper, samples_line, summarise
 from .stopping import stop_if_dead
 
@@ -55,7 +55,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: 
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"),
-                                    on_done=lambda gen: (kept(gen), count_done(bar, task, failed=gen.error is not None)))
+                                    on_done=lambda gen: count_kept(bar, task, gen, kept))
         stop_if_dead(backend, f"capacity sweep, step {k + 1} at {rate:.4g} req/s")
         records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
         run.append(records, "load.jsonl")

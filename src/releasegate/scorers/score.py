@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..record.evidence import answered
 from ..border.files import exists
+from ..record.evidence import answered
 from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir
 from ._registry import get_scorer
