@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from releasegate.record.evidence import attempt_counts
+from releasegate.record.gate_report import as_report
 from releasegate.record.ledger import read_ledger
 from releasegate.record.records import CaseRecord, RunDir
+from releasegate.report.terminal import request_summary
 from releasegate.testing import StubBehaviour, StubServer
 from test_resume import make_project
 
@@ -72,6 +74,9 @@ def test_cache_reruns_of_a_failing_server_never_wash_its_errors_away(tmp_path, c
     assert last["metrics"]["error_rate"]["value"] == pytest.approx(failed_total / sent) and failed_total / sent > 0.25
     assert (code, last["verdict"]) == (1, "FAIL")
     assert "error_rate (default guard)" in {c["name"] for c in last["criteria"] if c["verdict"] == "fail"}
+    # the terminal says where the attempts came from: the sessions of r0, r1 and r2
+    line = request_summary(as_report(last))
+    assert all(f"cache session r{k}/0-" in line for k in range(3)) and "from other sessions" in line
 
 
 # --- property: no sequence of runs, interrupts, resumes, retries or cache reruns lowers the failed share ----------
