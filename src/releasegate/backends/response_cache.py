@@ -19,11 +19,11 @@ The file holds hashes, response texts (registered secrets redacted, as in record
 no request body, header, URL or key.
 Each entry also names the session that produced it (`session`), and the `sessions` table keeps every session's
 attempt tally: every request it sent for a quality case, answered or failed (its row is written with each batch
-it records, in the same transaction as the batch's answers), and the sessions it stood on (the earlier sessions of
-its run, the sessions its own cached answers came from, and every session that failed a request it then sent
-again: `failures` keeps, per key, the sessions whose request for it failed). A run that serves an answer from a session counts that
-session's whole tally once (`ledger`, `record.ledger`): reruns that take the answers a failing server gave and
-send only the rest again never lose the failures on the rest.
+it records, in the same transaction as the batch's answers), and the sessions it stood on: the earlier sessions
+of its run, the sessions its own cached answers came from, and every session that failed a request it then sent
+again (`failures` keeps, per key, the sessions whose request for it failed). A run that serves an answer from a
+session counts that session's whole tally once (`ledger`, `record.ledger`): reruns that take the answers a
+failing server gave and send only the rest again never lose the failures on the rest.
 `ttl_s`: an entry older than this is a miss (and is overwritten by the fresh response); no TTL: never expires.
 """
 
@@ -94,7 +94,8 @@ class ResponseCache:
         self.tally: dict = {"attempts": 0, "errors": {}}
         """The attempts this session recorded for fresh requests, failed ones by kind."""
         self.sources: set[str] = set(stood_on)
-        """The sessions this one stands on: its run's earlier sessions and those its cached answers came from."""
+        """The sessions this one stands on: its run's earlier sessions, those its cached answers came from, and
+        those that failed a request this one sends again."""
         self.fingerprint = fingerprint
         self.generation = dict(generation)
         self.ttl_s = ttl_s

@@ -10,8 +10,8 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..extras import require
 from ..inputs.rubric import Criterion
-from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
 from ..record.ledger import LedgerLine
+from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
 from ..record.records import CaseRecord
 from ..scorers.evaluate_metric import evaluate_value
 from .cache_probe_gate import CACHE_METRICS

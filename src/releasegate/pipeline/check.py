@@ -215,8 +215,9 @@ def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: Chec
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
     load_phase = config.load is not None and info.load_phase is None
     prefix_probe = config.prefix_cache is not None and info.prefix_cache is None
+    # the session is named in the response cache before run.json is written: a kill cannot leave it unnamed
     session: dict[str, Any] = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
-               "status": "running", "cache_session": cache_session_name(info.run_id, len(info.sessions))}  # named before run.json is written
+               "status": "running", "cache_session": cache_session_name(info.run_id, len(info.sessions))}
     info.sessions.append(session)
     info.cases, info.status, info.finished_at = len(cases), "running", None
     info.phases = (["quality"] + (["load"] if config.load is not None else [])
