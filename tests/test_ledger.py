@@ -253,3 +253,32 @@ def test_a_run_whose_ledger_was_removed_or_damaged_never_passes(tmp_path, cli):
     (run.path / "attempts.jsonl").unlink()
     code, out, err = cli("gate", run.path, "--json")
     assert code != 0 and json.loads(out)["verdict"] != "PASS", err
+
+
+def test_ctrl_c_in_the_load_phase_keeps_its_failed_requests_for_the_resume(tmp_path, children):
+    """Ctrl-C to a real `check` process while its load phase runs (its progress has counted failures): the resume
+    runs the phase again whole on a server that no longer fails, and the error rate still holds the failures."""
+    from test_interrupts import _lines, _start, _stopped, _wait
+
+    cases, early = 4, 10  # the stub fails every other one of its first `early` requests, then none
+    stub = StubBehaviour(ttft_ms=20, itl_ms=1, tokens=3, fail_status=500, fail_every=2, fail_count=cases + early)
+    with StubServer(stub) as server:
+        config = make_project(tmp_path, server.base_url, cases=cases, concurrency=1, extra="  retries: 0\n",
+                              load="load: {concurrency: 1, requests: 400}\n")
+        (tmp_path / "rubric.yaml").write_text(  # the load phase alone decides: its failures are all before the cut
+            'criteria:\n  - {metric: accuracy, op: ">=", threshold: 0.5}\n'
+            '  - {metric: error_rate_quality, op: "<=", threshold: 0.6}\n'
+            '  - {metric: error_rate_load, op: "<=", threshold: 0.0}\n')
+        run = RunDir(tmp_path / "reports" / "r")
+        proc, log = _start(children, tmp_path, "check", "-c", str(config), "--run-id", "r")
+        _wait(lambda: _lines(run.path / "attempts.jsonl") > early, proc, log)
+        _stopped(proc, log)
+        cut = read_ledger(run.path, None)
+        failed_before = sum(o is not None for line in cut for o in line.outcomes)
+        assert failed_before >= 2 and not (run.path / "load.jsonl").exists()
+        proc, log = _start(children, tmp_path, "check", "--resume", str(run.path))
+        assert proc.wait(300) == 1, log.read_text()  # `error_rate_load <= 0.0`: the cut phase's failures count
+    report = _report(run)
+    load = report["counts"]["phases"]["load"]
+    assert (load["requests"], load["failed"]) == (400 + len(cut), failed_before)
+    assert len(run.read_records("load.jsonl")) == 400 and report["metrics"]["error_rate_load"]["value"] > 0
