@@ -121,8 +121,11 @@ def attempt_counts(records: Iterable, *, cached: bool = True) -> dict:
 
 def attempts_note(records: list) -> str:
     """'N requests sent for M cases (retries included)' when attempts outnumber the records; '' otherwise."""
-    n = len(attempt_outcomes(records))
-    return f"{n} requests for {len(records)} cases (every attempt counts)" if n > len(records) else ""
+    n = len(attempt_outcomes(records, cached=False))  # the requests an error rate counts: sent ones
+    cases = sum(getattr(r, "ledger_outcomes", None) is None for r in records)  # a ledger line is no case
+    sessions = sum(getattr(r, "source", None) is not None for r in records)
+    kept = f", those of the {sessions} cache session(s) its cached answers came from too" if sessions else ""
+    return f"{n} requests for {cases} cases (every attempt counts{kept})" if n > cases else ""
 
 
 def worst_client(*summaries: dict | None) -> dict | None:
