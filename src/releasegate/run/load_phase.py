@@ -44,7 +44,7 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
     try:
         if config.load.sweep is not None:
             with progress_bar(console, show) as bar:
-                run_sweep(backend, config, cases, run, info, bar, ledger.add)
+                run_sweep(backend, config, cases, run, info, bar, ledger.add, ledger.session)
         else:
             _run_planned(backend, config, cases, run, info, console, show, ledger.add)
     finally:
