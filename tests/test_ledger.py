@@ -168,7 +168,8 @@ def test_no_sequence_of_sessions_lowers_the_failed_share(tmp_path_factory, patte
     server, names, last = _Server(pattern), [f"c{i}" for i in range(cases)], None
     own_failed: dict[str, int] = {}
     for kind, which, limit in ops:
-        run_id = f"r{len(own_failed)}" if kind == "new" or not own_failed else sorted(own_failed)[which % len(own_failed)]
+        known = sorted(own_failed)
+        run_id = f"r{len(known)}" if kind == "new" or not known else known[which % len(known)]
         before = len(server.sent)
         _session(root, root / "cache.sqlite", server, run_id, names, limit)
         own_failed[run_id] = own_failed.get(run_id, 0) + sum(k is not None for k in server.sent[before:])

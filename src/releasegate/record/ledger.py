@@ -132,8 +132,8 @@ def _mend(path: Path) -> None:
 
 def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:
     """The ledger's lines, less those of `load_session` (the session whose load phase finished: load.jsonl holds
-    them), each source once (its largest tally). A torn last line is a request a kill cut off; any other bad line is refused
-    naming the file and line."""
+    them), each source once (its largest tally). A torn last line is a request a kill cut off; any other bad
+    line is refused naming the file and line."""
     path = Path(run_path) / LEDGER
     if not exists(path):
         return []
@@ -162,7 +162,8 @@ def _line(data: Any) -> LedgerLine:
         raise ValueError("no phase of quality or load")
     if "source" in data:
         errors = data.get("errors", {})
-        if not isinstance(data["source"], str) or not isinstance(errors, dict) or not isinstance(data.get("attempts"), int):
+        attempts = data.get("attempts")
+        if not isinstance(data["source"], str) or not isinstance(errors, dict) or not isinstance(attempts, int):
             raise ValueError("a source needs a name, attempts and errors")
         return LedgerLine(data["phase"], tally_line(data), source=data["source"])
     outcomes, session = data.get("outcomes"), data.get("session")

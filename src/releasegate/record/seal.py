@@ -32,8 +32,8 @@ from .stored_manifest import read_manifest_file
 
 __all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
-SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl", "attempts.jsonl",
-                "judgments.jsonl", "reviews.jsonl", "corpus_scores.jsonl", "report.json")
+SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl",
+                "attempts.jsonl", "judgments.jsonl", "reviews.jsonl", "corpus_scores.jsonl", "report.json")
 """The run's own files the seal covers, in the order `verify` lists them."""
 JOURNALS = ("records.jsonl", "draws.jsonl", "load.jsonl", "attempts.jsonl", "judgments.jsonl", "reviews.jsonl",
             "corpus_scores.jsonl")

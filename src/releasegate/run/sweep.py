@@ -28,7 +28,8 @@ __all__ = ["run_sweep"]
 _DEFAULT_CAP = 256
 
 
-def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: None, session: int | None = None) -> None:
+def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: None,
+              session: int | None = None) -> None:
     """Run the sweep of `config.load.sweep` and record it (load.jsonl, server_metrics.jsonl, run.json); `kept` is
     given each completed request (the attempts ledger of `session`, whose lines run.json then names as load.jsonl's)."""
     load, sweep = config.load, config.load.sweep
@@ -73,7 +74,9 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: 
 
     info.load_phase = None  # measured whole or not at all: a resume runs it again
     _search(step, sweep)
-    info.load_phase = {**_phase(config, steps, samples, seconds), **({"session": session} if session is not None else {})}
+    info.load_phase = _phase(config, steps, samples, seconds)
+    if session is not None:  # the ledger's lines of this session are load.jsonl's (`record.ledger`)
+        info.load_phase["session"] = session
     _client_at_capacity(info, _sweep_view(info, recorded, lag_share))
     run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in samples))
     run.write_info(info)
