@@ -35,6 +35,8 @@ class Generation:
     """Generated token ids, where the backend has them (not written to the record)."""
     produced_by: list[str | None] | None = None
     """A cached response: the attempts of the session that produced it (see `CaseRecord.produced_by`)."""
+    produced_in: str | None = None
+    """A cached response: the cache's name of the session that produced it (see `CaseRecord.produced_in`)."""
     truncated_to: int | None = None
     """The input was cut to this many tokens before the model read it (a classifier reads at most its model's
     max length); None: it was read whole."""

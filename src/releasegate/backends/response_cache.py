@@ -17,6 +17,13 @@ answer still count in the error rate); never a timing. A record built from the c
 says `cached: true`, has no timing, and no latency, throughput or run-cost figure uses it.
 The file holds hashes, response texts (registered secrets redacted, as in records.jsonl) and token counts only:
 no request body, header, URL or key.
+Each entry also names the session that produced it (`session`), and the `sessions` table keeps every session's
+attempt tally: every request it sent for a quality case, answered or failed (its row is written with each batch
+it records, in the same transaction as the batch's answers), and the sessions it stood on: the earlier sessions
+of its run, the sessions its own cached answers came from, and every session that failed a request it then sent
+again (`failures` keeps, per key, the sessions whose request for it failed). A run that serves an answer from a
+session counts that session's whole tally once (`ledger`, `record.ledger`): reruns that take the answers a
+failing server gave and send only the rest again never lose the failures on the rest.
 `ttl_s`: an entry older than this is a miss (and is overwritten by the fresh response); no TTL: never expires.
 """
 
@@ -27,6 +34,7 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from ..border.files import check_regular, exists
@@ -46,11 +54,24 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at REAL NOT NULL,
     text TEXT NOT NULL,
     tokens TEXT NOT NULL,
-    attempts TEXT
+    attempts TEXT,
+    session TEXT
+);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT NOT NULL,
+    session TEXT NOT NULL,
+    PRIMARY KEY (key, session)
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY,
+    attempts INTEGER NOT NULL,
+    errors TEXT NOT NULL,
+    sources TEXT NOT NULL
 )
 """
-_ADD_ATTEMPTS = "ALTER TABLE responses ADD COLUMN attempts TEXT"
-"""A cache file from before `attempts`: the column is added; its entries know no attempts (NULL)."""
+_ADDED = {"attempts": "ALTER TABLE responses ADD COLUMN attempts TEXT",
+          "session": "ALTER TABLE responses ADD COLUMN session TEXT"}
+"""A cache file from before these columns: they are added; its entries know no attempts and no session (NULL)."""
 _KEY_VERSION = 2  # 2: output token counts include the end-of-sequence token the model stopped on
 _BUSY_TIMEOUT_S = 60.0
 
@@ -65,8 +86,16 @@ def cache_key(fingerprint: str, request: Request, generation: dict) -> str:
 class ResponseCache:
     """One cache file, opened for one run (one process, one thread)."""
 
-    def __init__(self, path: Path, *, fingerprint: str, generation: dict, ttl_s: float | None = None) -> None:
+    def __init__(self, path: Path, *, fingerprint: str, generation: dict, ttl_s: float | None = None,
+                 session: str | None = None, stood_on: tuple[str, ...] = ()) -> None:
         self.path = Path(path)
+        self.session = session
+        """This session's name in the cache (None: its answers name no session, as before sessions)."""
+        self.tally: dict = {"attempts": 0, "errors": {}}
+        """The attempts this session recorded for fresh requests, failed ones by kind."""
+        self.sources: set[str] = set(stood_on)
+        """The sessions this one stands on: its run's earlier sessions, those its cached answers came from, and
+        those that failed a request this one sends again."""
         self.fingerprint = fingerprint
         self.generation = dict(generation)
         self.ttl_s = ttl_s
@@ -86,9 +115,11 @@ class ResponseCache:
                 db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
-                db.execute(_SCHEMA)
-                if "attempts" not in {row[1] for row in db.execute("PRAGMA table_info(responses)")}:
-                    db.execute(_ADD_ATTEMPTS)
+                db.executescript(_SCHEMA)
+                have = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+                for column, alter in _ADDED.items():
+                    if column not in have:
+                        db.execute(alter)
                 return db
             except (sqlite3.Error, OSError) as exc:
                 if db is not None:
@@ -106,7 +137,7 @@ class ResponseCache:
 
     def get(self, request: Request) -> Generation | None:
         """The cached response to `request` (tokens, no timing), or None."""
-        query = "SELECT text, tokens, attempts FROM responses WHERE key = ?"
+        query = "SELECT text, tokens, attempts, session FROM responses WHERE key = ?"
         params: tuple = (self.key(request),)
         if self.ttl_s is not None:
             query += " AND created_at >= ?"
@@ -117,28 +148,81 @@ class ResponseCache:
             self.error = f"could not read responses: {exc}"
             return None
         if row is None:
+            self._stand_on_failures(params[0])
             return None
         self.hits += 1
+        source = row[3] if isinstance(row[3], str) and row[3] else None
+        if source is not None:
+            self.sources.add(source)
         return Generation(row[0], tokens=Tokens.model_validate_json(row[1]), timing=Timing(),
-                          produced_by=_attempts(row[2]))
+                          produced_by=_attempts(row[2]), produced_in=source)
 
-    def put_many(self, pairs: list[tuple[Request, Generation]]) -> None:
-        """Store the successful responses among `pairs` in one transaction (errors are never cached)."""
+    def _stand_on_failures(self, key: str) -> None:
+        """A miss is sent again: this session stands on every session whose request for it failed, so rerunning
+        what failed never sheds the failures (a run that answered what another failed counts the other too)."""
+        try:
+            rows = self._db.execute("SELECT session FROM failures WHERE key = ?", (key,)).fetchall()
+        except sqlite3.Error as exc:
+            self.error = f"could not read failures: {exc}"
+            return
+        self.sources.update(row[0] for row in rows if isinstance(row[0], str))
+
+    def put_many(self, pairs: list[tuple[Request, Generation]], outcomes: Sequence[str | None] = (),
+                 failed: Sequence[Request] = ()) -> None:
+        """Store the successful responses among `pairs` (errors are never cached), this session's tally with
+        `outcomes` added (the attempts of the batch just recorded, answered or failed), and the requests of the
+        batch whose case failed (`failed`), in one transaction."""
+        for kind in outcomes:
+            self.tally["attempts"] += 1
+            if kind is not None:
+                self.tally["errors"][kind] = self.tally["errors"].get(kind, 0) + 1
         rows = [
             (self.key(req), self.fingerprint, time.time(), redact(valid_text(gen.text)), gen.tokens.model_dump_json(),
-             json.dumps(_sent(gen)))
+             json.dumps(_sent(gen)), self.session)
             for req, gen in pairs if gen.error is None and gen.text is not None
         ]
-        if not rows:
+        failed_keys = [(self.key(req), self.session) for req in failed] if self.session is not None else []
+        if not rows and (self.session is None or not outcomes):
             return
         try:
             with self._db:  # one transaction: commits, or rolls back on error
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)", rows)
+                if self.session is not None:  # the tally first: no answer of the session is stored without it
+                    self._db.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?)", (
+                        self.session, self.tally["attempts"], json.dumps(self.tally["errors"], sort_keys=True),
+                        json.dumps(sorted(self.sources - {self.session}))))
+                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                self._db.executemany("INSERT OR IGNORE INTO failures VALUES (?, ?)", failed_keys)
         except sqlite3.Error as exc:  # a full disk or a long-held lock must not stop the run: it only costs hits
             self.error = f"could not store responses: {exc}"
             return
         self.stored += len(rows)
+
+    def ledger(self, leave_out: Collection[str] = frozenset()) -> dict[str, dict]:
+        """Session -> its tally ({'attempts', 'errors'}) for every session this one stands on, directly or through
+        the sessions it stood on, each once; `leave_out` (the run's own sessions, whose attempts its records hold)
+        is neither listed nor followed. A session with no row (a cache from before sessions) is left out: its
+        answers keep the attempts they carry (`CaseRecord.produced_by`)."""
+        found: dict[str, dict] = {}
+        todo = sorted(self.sources - set(leave_out))
+        seen = set(todo) | set(leave_out)
+        while todo:
+            name = todo.pop()
+            try:
+                row = self._db.execute("SELECT attempts, errors, sources FROM sessions WHERE session = ?",
+                                       (name,)).fetchone()
+            except sqlite3.Error as exc:
+                self.error = f"could not read sessions: {exc}"
+                return found
+            tally = _tally(row)
+            if tally is None:
+                continue
+            found[name] = tally[0]
+            for more in tally[1]:
+                if more not in seen:
+                    seen.add(more)
+                    todo.append(more)
+        return found
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -153,6 +237,20 @@ def _sent(gen: Generation) -> list[str | None]:
     kinds: list[str | None] = list(gen.timing.retried_errors[:retries])
     kinds += [ErrorKind.RETRIED] * (retries - len(kinds))
     return [*kinds, None]
+
+
+def _tally(row) -> tuple[dict, list[str]] | None:
+    """A sessions row as (tally, sources), or None when missing or malformed."""
+    if row is None or not isinstance(row[0], int) or row[0] < 0:
+        return None
+    try:
+        errors, sources = json_loads(row[1]), json_loads(row[2])
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(errors, dict) or not all(isinstance(n, int) and n >= 0 for n in errors.values()) \
+            or not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+        return None
+    return {"attempts": max(row[0], sum(errors.values())), "errors": errors}, sources
 
 
 def _attempts(raw) -> list[str | None] | None:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar, cast
 from ..decision.criterion import CriterionEvidence, Measurement
 from ..inputs.rubric import Criterion, Rubric
 from ..record.judge_verdicts import Verdicts
+from ..record.ledger import LedgerLine
 from ..record.metrics import (
     MetricValue,
     batched_stream,
@@ -70,6 +71,8 @@ class GateInputs:
     drawn: Sequence[DrawnRow] = ()
     """The rows of the run's review sample (review_sample.json): each needs a label before review is done, and
     every bound the labels feed counts a blank one at its worst (`record.review_cover`)."""
+    ledger: list[LedgerLine] = field(default_factory=list)
+    """The attempts no record holds (attempts.jsonl, `record.ledger`): they count in the error rates only."""
 
 
 def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict[str, Any] | None, *,
@@ -159,6 +162,10 @@ class GateContext:
     def asked(self) -> list[CaseRecord]:
         """The quality phase's requests: every repeated draw is one too."""
         return self.records + self.inputs.draws
+
+    def ledger(self, phase: str) -> list[LedgerLine]:
+        """The ledger's attempts of one phase ('quality' or 'load'): cut load phases', cached answers' sessions'."""
+        return [line for line in self.inputs.ledger if line.phase == phase]
 
     def measure(self, query: MetricQuery) -> MetricValue:
         """The metric's value: from the first feature that serves it, else the catalogue's (`compute_metric`)."""

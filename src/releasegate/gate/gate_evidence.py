@@ -3,6 +3,8 @@ requests behind the rates, review obligations, run health and provenance. `decis
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..decision.criterion import CriterionResult, relaxable
 from ..record.decision_evidence import (
     Arm,
@@ -29,8 +31,8 @@ def run_population(info: RunInfo, records: list[CaseRecord]) -> Population:
     return Population(planned=info.cases, evaluated=len(records), cuts=tuple(cuts))
 
 
-def run_requests(records: list[CaseRecord], load_records: list[CaseRecord]) -> Requests:
-    tally = attempt_counts(records + load_records)
+def run_requests(records: list[CaseRecord], load_records: list[CaseRecord], ledger: Sequence = ()) -> Requests:
+    tally = attempt_counts([*records, *load_records, *ledger])  # the ledger's attempts were sent too
     fresh = attempt_counts(records, cached=False)["attempts"]
     return Requests(attempts=tally["attempts"], failed=tally["failed"], answered=sum(answered(r) for r in records),
                     cached=sum(bool(r.cached) for r in records), fresh=fresh)
@@ -40,14 +42,15 @@ def gate_evidence(info: RunInfo, records: list[CaseRecord], load_records: list[C
                   results: list[CriterionResult], *, review_pending: int, allow_pending: bool, problems: list[str],
                   target_error: str | None, client_lag_ms: float | None, rubric_file: str, overrides: tuple[str, ...],
                   inputs_changed: tuple[str, ...], allow_insufficient: bool,
-                  unplaced_domains: tuple[str, ...] = (), unplaced_reviewed: bool = False) -> GateEvidence:
+                  unplaced_domains: tuple[str, ...] = (), unplaced_reviewed: bool = False,
+                  ledger: Sequence = ()) -> GateEvidence:
     outcomes = tuple(Outcome(r.criterion.name, getattr(r.criterion, "origin", "rubric"), r.verdict,
                              str(r.cause) if r.cause else None, relaxable(r)) for r in results)
     undecided = tuple(o.name for o in outcomes if o.verdict == "insufficient")
     return GateEvidence(
         outcomes=outcomes,
         population=run_population(info, records),
-        requests=run_requests(records, load_records),
+        requests=run_requests(records, load_records, ledger),
         obligations=Obligations(review_pending=review_pending > 0 and not allow_pending,
                                 review_waived=review_pending > 0 and allow_pending, undecided=undecided,
                                 unplaced_domains=unplaced_domains, unplaced_reviewed=unplaced_reviewed),

@@ -10,11 +10,13 @@ nor failed.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..inputs.files import stored_yaml
 from ..record.evidence import answered, attempt_counts, case_attempts, worst_client
+from ..record.ledger import ledger_summary
 from ..record.metrics import compute_metric
 from ..record.records import CaseRecord, RunInfo
 from ..record.seal import edited_evidence
@@ -66,13 +68,14 @@ def _load_problems(info: RunInfo, load_records: list[CaseRecord]) -> list[str]:
     return []
 
 
-def phase_counts(records: list[CaseRecord]) -> dict:
-    """Requests of one phase: every attempt (`evidence`: earlier journal lines and in-run retries count), how
-    many cases were answered, failed attempts by error class (empty answers among them), cases whose outcome
-    failed and cases that needed more than one attempt, cached records (which sent no request), the error rate
-    over the requests sent."""
-    tally = attempt_counts(records, cached=False)
-    return {
+def phase_counts(records: list[CaseRecord], ledger: Sequence = ()) -> dict:
+    """Requests of one phase: every attempt (`evidence`: earlier journal lines and in-run retries count, and the
+    phase's attempts in the ledger, `record.ledger`), how many cases were answered, failed attempts by error class
+    (empty answers among them), cases whose outcome failed and cases that needed more than one attempt, cached
+    records (which sent no request), the error rate over the requests sent; `ledger` says, when it holds any,
+    its attempts and failed attempts and where they came from."""
+    tally = attempt_counts([*records, *ledger], cached=False)
+    return {**({"ledger": ledger_summary(list(ledger))} if ledger else {}),
         "requests": tally["attempts"], "succeeded": sum(answered(r) for r in records), "failed": tally["failed"],
         "errors": tally["errors"], "cached": sum(bool(r.cached) for r in records),
         "error_rate": tally["failed"] / tally["attempts"] if tally["attempts"] else None,
@@ -82,10 +85,11 @@ def phase_counts(records: list[CaseRecord]) -> dict:
     }
 
 
-def target_failure(records: list[CaseRecord], load_records: list[CaseRecord]) -> str | None:
+def target_failure(records: list[CaseRecord], load_records: list[CaseRecord], ledger: Sequence = ()) -> str | None:
     """A one-line reason when the target failed more than TARGET_FAILURE_SHARE of the requests sent to it; None
-    otherwise. Every attempt counts (`evidence`): a case answered on its third try was two failed requests."""
-    tally = attempt_counts(records + load_records, cached=False)
+    otherwise. Every attempt counts (`evidence`): a case answered on its third try was two failed requests, and the
+    ledger's attempts (`record.ledger`) are requests sent too."""
+    tally = attempt_counts([*records, *load_records, *ledger], cached=False)
     sent, failed = tally["attempts"], tally["failed"]
     if not sent or failed <= TARGET_FAILURE_SHARE * sent:
         return None

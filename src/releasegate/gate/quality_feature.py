@@ -10,6 +10,7 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..extras import require
 from ..inputs.rubric import Criterion
+from ..record.ledger import LedgerLine
 from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
 from ..record.records import CaseRecord
 from ..scorers.evaluate_metric import evaluate_value, needs_evaluate
@@ -41,6 +42,12 @@ def _by_phase(ctx: GateContext) -> dict[str, list[CaseRecord]]:
     return {"error_rate": ctx.asked + gated_load, "error_rate_quality": ctx.asked, "error_rate_load": gated_load}
 
 
+def _ledger_of(ctx: GateContext, name: str) -> list[LedgerLine]:
+    """The ledger's attempts an error metric over the whole run counts (a slice's cases hold none of them)."""
+    phases = {"error_rate": ("quality", "load"), "error_rate_quality": ("quality",), "error_rate_load": ("load",)}
+    return [line for phase in phases[name] for line in ctx.ledger(phase)]
+
+
 Evaluated = dict[str, Callable[[list[CaseRecord]], MetricValue]]
 
 
@@ -66,7 +73,7 @@ def _evaluated(ctx: GateContext) -> Evaluated:
 
 def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
     if q.name in ERROR_METRICS:
-        chosen = select(_by_phase(ctx)[q.name], q.slice)
+        chosen = select(_by_phase(ctx)[q.name], q.slice) + ([] if q.slice else _ledger_of(ctx, q.name))
         return compute_metric(q.name, chosen, ctx.scores, {**ctx.facts, "all_records": not q.slice,
                                                            "confidence": q.confidence})
     evaluated = _evaluate(ctx)
@@ -103,7 +110,8 @@ def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     return {
         "metrics": {name: ctx.measure(MetricQuery(name)).as_dict() for name in names},
         "slices": _slices(ctx),
-        "counts": {**_counts(records, ctx.inputs.load_records, ctx.inputs.draws), "right": len(records) - len(failing)},
+        "counts": {**_counts(records, ctx.inputs.load_records, ctx.inputs.draws, ctx.inputs.ledger),
+                   "right": len(records) - len(failing)},
         "failing_cases": failing[:FAILING_CASES_KEPT],
         "failing_cases_total": len(failing),
     }
@@ -126,17 +134,19 @@ def _slices(ctx: GateContext) -> list[dict[str, Any]]:
     return rows
 
 
-def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord]) -> dict[str, Any]:
+def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: list[CaseRecord],
+            ledger: list[LedgerLine]) -> dict[str, Any]:
     """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys); the
-    quality phase's requests include its repeated draws."""
-    quality = phase_counts(records)
+    quality phase's requests include its repeated draws and, as every phase's, its attempts in the ledger."""
+    kept = {phase: [line for line in ledger if line.phase == phase] for phase in ("quality", "load")}
+    quality = phase_counts(records, kept["quality"])
     if draws:  # the draws' requests and failures; cases stay the cases
-        sent = phase_counts(records + draws)
+        sent = phase_counts(records + draws, kept["quality"])
         quality = {**quality, **{k: sent[k] for k in ("requests", "failed", "errors", "error_rate")}, "draws": len(draws)}
     phases = {"quality": quality}
-    if load_records:
-        phases["load"] = phase_counts(load_records)
-    phases["all"] = phase_counts(records + draws + load_records)
+    if load_records or kept["load"]:
+        phases["load"] = phase_counts(load_records, kept["load"])
+    phases["all"] = phase_counts(records + draws + load_records, ledger)
     return {"cases": len(records), "succeeded": quality["succeeded"], "errors": quality["errors"],
             "cached": quality["cached"], "phases": phases}
 

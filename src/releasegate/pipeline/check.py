@@ -49,7 +49,7 @@ from ..report import write_reports
 from ..review.sampler import drawn_rows
 from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.draws import generate_draws, pending_draws
-from ..run.generation import cache_hits, generate_all, keep_client, open_cache
+from ..run.generation import cache_hits, cache_session_name, generate_all, keep_client, keep_sources, open_cache
 from ..run.interruption import INTERRUPTION
 from ..run.load_phase import run_load_phase
 from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
@@ -216,8 +216,9 @@ def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: Chec
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
     load_phase = config.load is not None and info.load_phase is None
     prefix_probe = config.prefix_cache is not None and info.prefix_cache is None
+    # the session is named in the response cache before run.json is written: a kill cannot leave it unnamed
     session: dict[str, Any] = {"mode": mode, "started_at": now(), "cases": len(todo), "cached": 0, "generation_seconds": 0.0,
-               "status": "running"}
+               "status": "running", "cache_session": cache_session_name(info.run_id, len(info.sessions))}
     info.sessions.append(session)
     info.cases, info.status, info.finished_at = len(cases), "running", None
     info.phases = (["quality"] + (["load"] if config.load is not None else [])
@@ -230,8 +231,9 @@ def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: Chec
     INTERRUPTION.active, INTERRUPTION.finished_with = (run, info), None
     try:
         INTERRUPTION.raise_if_pending()
-        cache = open_cache(config, fingerprint, use_cache, console) if todo else None
+        cache = open_cache(config, fingerprint, use_cache, console, info) if todo else None
         hits = cache_hits(cache, todo)
+        keep_sources(run, info, cache)  # the sessions behind the cached answers: their every attempt counts
         session["cached"] = len(hits)
         draws = pending_draws(run, info, config, cases, mode)  # generation.repeats: draws 1..k-1, never cached
         if len(hits) < len(todo) or draws or load_phase or prefix_probe:
@@ -329,7 +331,8 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
     scored = scored_run(run, rubric.forbidden, verdicts)
     report = judge_run(GateInputs(
         info, scored.records, rubric, info.cost, scored.load_records, labels or [], allow_pending, verdicts,
-        edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws, drawn))
+        edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws, drawn,
+        ledger=scored.ledger))
     return report, scored
 
 

@@ -47,11 +47,12 @@ def _verdict(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     problems = run_problems(info, records, load) + draw_problems(info, records, inputs.draws) + list(inputs.edited)
     evidence = gate_evidence(info, records, load, results, review_pending=ctx.review_pending,
                              allow_pending=inputs.allow_pending, problems=problems,
-                             target_error=target_failure(ctx.asked, load), client_lag_ms=ctx.lag_ms,
+                             target_error=target_failure(ctx.asked, load, inputs.ledger), client_lag_ms=ctx.lag_ms,
                              rubric_file=inputs.rubric_file or ctx.rubric.name, overrides=tuple(info.overrides or ()),
                              inputs_changed=tuple(inputs.inputs_changed), allow_insufficient=ctx.rubric.allow_insufficient,
                              unplaced_domains=ctx.unplaced_domains,
-                             unplaced_reviewed=ctx.rubric.review.unplaced_domains == "require")
+                             unplaced_reviewed=ctx.rubric.review.unplaced_domains == "require",
+                             ledger=inputs.ledger)
     return {
         "incomplete": "; ".join(problems) or None, "target_error": evidence.health.target_error,
         "run_id": info.run_id, "target": info.target, "rubric": ctx.rubric.name, **decide_gate(evidence).as_dict(),

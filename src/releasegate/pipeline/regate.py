@@ -81,7 +81,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     report = judge_run(GateInputs(
         info, scored.records, policy, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores,  # read only: no journal grows
-        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run)))
+        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run), scored.ledger))
     decided: dict = {}
     if judged_by["whatif"]:
         decided = decide_whatif(WhatIfEvidence(report.verdict, recorded, ()), report.verdict_reason).as_dict()
@@ -118,7 +118,7 @@ def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None
     return judge_run(GateInputs(
         info, scored.records, own, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores, "", _inputs_changed(run.path, False),
-        scored.draws, drawn_rows(run))).verdict
+        scored.draws, drawn_rows(run), scored.ledger)).verdict
 
 
 def judged_again(run_dir: Path) -> str | None:

@@ -44,7 +44,7 @@ from ..record.records import RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, sealed_snapshot
 from ..review.sampler import drawn_rows
-from ..scorers import CorpusScores
+from ..scorers import CorpusScores, run_ledger
 from .gate import judge_run
 from .server_ranking import recommend
 
@@ -134,11 +134,11 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
     snapshot."""
     info.phases = planned_phases(run.path, info)
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
-    records, verdicts = run.read_records(), run_verdicts(run, info)
+    (records, ledger), verdicts = run_ledger(run), run_verdicts(run, info)
     load, draws = run.read_records("load.jsonl", required=False), run.read_records("draws.jsonl", required=False)
     report = judge_run(GateInputs(
         info, records, policy, info.cost, load, read_labels(run), allow_pending, verdicts, edited_evidence(run.path),
-        CorpusScores.of(run), draws=draws, drawn=drawn_rows(run))).as_json()
+        CorpusScores.of(run), draws=draws, drawn=drawn_rows(run), ledger=ledger)).as_json()
     return report, records, policy, verdicts, load, draws
 
 

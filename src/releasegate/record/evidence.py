@@ -14,6 +14,9 @@ counts through these functions, so a new surface inherits them.
   case only on its fourth try failed three requests in four: it was not measured, whatever its last tries say.
 - A cached answer carries the attempts of the session that produced it (`produced_by`): they were sent, and
   their failures count in the error rate; an entry that does not know them stands for no request.
+- The attempts ledger (`record.ledger`, attempts.jsonl) keeps the attempts no kept record holds: those of a load
+  phase a resume ran again, and the whole tally of every session a cached answer came from (each session once; its
+  cached answers then stand for no request of their own). Its lines count here like records.
 - Client lateness over a run resumed in parts is the worst of its parts (`worst_client`).
 """
 
@@ -60,7 +63,10 @@ def case_attempts(record: CaseRecord) -> list[str | None]:
     """Every request sent for the record's case, oldest first: None for an answer, else its error kind. A cached
     answer stands for the attempts of the session that produced it (`produced_by`), or, not known, for one
     outcome; the cache keeps only answers, so a cached record that is no answer is a failed request whatever it
-    claims."""
+    claims. A line of the attempts ledger (`ledger.LedgerLine`) stands for the requests it kept."""
+    kept = getattr(record, "ledger_outcomes", None)
+    if kept is not None:
+        return list(kept)
     earlier = [kind for line in getattr(record, "earlier_attempts", ()) for kind in _line_outcomes(line)]
     if getattr(record, "cached", False):
         own, produced = failure(record), _produced(record)
@@ -115,8 +121,11 @@ def attempt_counts(records: Iterable, *, cached: bool = True) -> dict:
 
 def attempts_note(records: list) -> str:
     """'N requests sent for M cases (retries included)' when attempts outnumber the records; '' otherwise."""
-    n = len(attempt_outcomes(records))
-    return f"{n} requests for {len(records)} cases (every attempt counts)" if n > len(records) else ""
+    n = len(attempt_outcomes(records, cached=False))  # the requests an error rate counts: sent ones
+    cases = sum(getattr(r, "ledger_outcomes", None) is None for r in records)  # a ledger line is no case
+    sessions = sum(getattr(r, "source", None) is not None for r in records)
+    kept = f", those of the {sessions} cache session(s) its cached answers came from too" if sessions else ""
+    return f"{n} requests for {cases} cases (every attempt counts{kept})" if n > cases else ""
 
 
 def worst_client(*summaries: dict | None) -> dict | None:

@@ -95,6 +95,9 @@ class PhaseCounts(_Model):
     """Cases whose last attempt failed."""
     retried_cases: int | None = None
     """Cases that took more than one attempt."""
+    ledger: dict[str, Any] | None = None
+    """The attempts counted from the attempts ledger (`record.ledger`), per phase: `attempts`, `failed` and `from`
+    (a cut load phase's session, a cached answer's session -> its attempts and failed attempts); only when any."""
 
 
 class Counts(_Model):

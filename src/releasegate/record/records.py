@@ -81,6 +81,8 @@ class CaseRecord(BaseModel):
     produced_by: list[str | None] | None = None
     """A cached record: the attempts of the session that produced its answer (None an answer, else its error
     kind), counted in this run's error rate; None: not known, the record stands for no request."""
+    produced_in: str | None = None
+    """A cached record: its session's name in the cache, whose whole tally the ledger counts (`record.ledger`)."""
     stratum: Stratum | None = None
     """For a case of a stratified `sample:` suite: its stratum and the stratum's size in the source, so rate
     metrics are population-weighted (see `sample_weights.stratum_counts`); None for every other case."""
@@ -120,9 +122,8 @@ class CaseRecord(BaseModel):
     @model_serializer(mode="wrap")
     def _without_first_draw(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and not self.draw:
-            data.pop("draw", None)
-        return data
+        unset = {name for name, empty in (("draw", not self.draw), ("produced_in", self.produced_in is None)) if empty}
+        return {k: v for k, v in data.items() if k not in unset} if isinstance(data, dict) else data
 
     def slice_value(self, key: str) -> Any:
         """The value this case has for a slice key: 'suite' or any tag."""

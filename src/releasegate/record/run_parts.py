@@ -66,6 +66,7 @@ class SweepStepFacts(_Part):
     rate: Figure | None = None
     seconds: Seconds | None = None
     client: dict[str, Any] | None = None  # a client figure that is not a number says nothing (evidence)
+    cache_session: str | None = None  # the session's name in the response cache (`ResponseCache.session`)
 
 
 class SweepFacts(_Part):

@@ -32,16 +32,17 @@ from .stored_manifest import read_manifest_file
 
 __all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
-SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl", "judgments.jsonl",
-                "reviews.jsonl", "corpus_scores.jsonl", "report.json")
+SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl",
+                "attempts.jsonl", "judgments.jsonl", "reviews.jsonl", "corpus_scores.jsonl", "report.json")
 """The run's own files the seal covers, in the order `verify` lists them."""
-JOURNALS = ("records.jsonl", "draws.jsonl", "load.jsonl", "judgments.jsonl", "reviews.jsonl", "corpus_scores.jsonl")
+JOURNALS = ("records.jsonl", "draws.jsonl", "load.jsonl", "attempts.jsonl", "judgments.jsonl", "reviews.jsonl",
+            "corpus_scores.jsonl")
 """Append-only: a legitimate change keeps the sealed bytes as the file's start."""
 SNAPSHOTS = ("config.yaml", "rubric.yaml")
 """Written once, when the run starts."""
 STAGE_WRITES = {
-    "check": ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl", "judgments.jsonl",
-              "corpus_scores.jsonl", "report.json"),
+    "check": ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl", "attempts.jsonl",
+              "judgments.jsonl", "corpus_scores.jsonl", "report.json"),
     "judge": ("run.json", "judgments.jsonl"),
     "review": ("reviews.jsonl",),
     "gate": ("report.json",),

@@ -245,13 +245,23 @@ def request_summary(report: GateReport) -> str:
             continue
         kinds = ", ".join(f"{kind} {n}" for kind, n in p.errors.items())
         repaired = f", {p.repaired} with invalid Unicode repaired" if p.repaired else ""
-        parts.append(f"{name} {p.requests} ({p.failed} failed{': ' + kinds if kinds else ''}{repaired})")
+        parts.append(f"{name} {p.requests} ({p.failed} failed{': ' + kinds if kinds else ''}{repaired}"
+                     f"{ledger_words((p.ledger or {}).get(name))})")
     line = "requests: " + "; ".join(parts) if parts else ""
     ex = report.latency_excluded
     if ex and ex.requests > ex.measured:
         left = ex.requests - ex.measured
         line += f"; latency ({report.latency_from}) from {ex.measured} of {ex.requests}, {left} left out"
     return line
+
+
+def ledger_words(kept: dict | None) -> str:
+    """'; 6 of them (3 failed) from other sessions: cut load phase, session 0 6 (3 failed)': the phase's attempts
+    that no kept record holds (`record.ledger`), and where they came from; '' when none."""
+    if not kept:
+        return ""
+    where = ", ".join(f"{name} {n['attempts']} ({n['failed']} failed)" for name, n in sorted(kept["from"].items()))
+    return f"; {kept['attempts']} of them ({kept['failed']} failed) from other sessions: {where}"
 
 
 def answered_words(counts) -> str:

@@ -8,6 +8,7 @@ order when generation ends.
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 
 from rich.console import Console
@@ -20,20 +21,22 @@ from ..errors import ErrorKind, InputError
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
-from ..record.evidence import answered, worst_client
+from ..record.evidence import answered, attempt_outcomes, worst_client
+from ..record.ledger import append_sources
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
 from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
 from .stopping import stop_if_dead
 
-__all__ = ["open_cache", "cache_hits", "generate_all", "keep_client"]
+__all__ = ["open_cache", "cache_hits", "cache_session_name", "keep_sources", "generate_all", "keep_client"]
 
 _MAX_PENDING = 512  # cached records appended at least this often, so a long run of hits is journaled too
 
 
-def open_cache(config: Config, fingerprint: str | None, use_cache: bool, console: Console):
-    """The config's response cache for this model and generation settings; None when off or unusable."""
+def open_cache(config: Config, fingerprint: str | None, use_cache: bool, console: Console, info: RunInfo | None = None):
+    """The config's response cache for this model and generation settings, for the run's latest session (`info`:
+    its name in the cache, standing on the run's earlier sessions); None when off or unusable."""
     if config.cache is None or not use_cache:
         return None
     if config.repeats > 1 or any((s.repeats or 1) > 1 for s in config.suites):
@@ -46,7 +49,33 @@ def open_cache(config: Config, fingerprint: str | None, use_cache: bool, console
         return None
 
     generation = {**config.generation, "max_new_tokens": config.max_new_tokens}
-    return ResponseCache(config.cache.path, fingerprint=fingerprint, generation=generation, ttl_s=config.cache.ttl_s)
+    own = _cache_sessions(info)
+    return ResponseCache(config.cache.path, fingerprint=fingerprint, generation=generation, ttl_s=config.cache.ttl_s,
+                         session=own[-1] if own else None, stood_on=tuple(own[:-1]))
+
+
+def _cache_sessions(info: RunInfo | None) -> list[str]:
+    """The run's sessions' names in the response cache, oldest first; the latest session is given one here."""
+    if info is None or not info.sessions:
+        return []
+    info.sessions[-1].setdefault("cache_session", cache_session_name(info.run_id, len(info.sessions) - 1))
+    return [s["cache_session"] for s in info.sessions if isinstance(s.get("cache_session"), str)]
+
+
+def cache_session_name(run_id: str, index: int) -> str:
+    """A session's name in the response cache, 'run id/session-random': the random part keeps runs that share a
+    run id (in other directories) from sharing a tally."""
+    return f"{run_id}/{index}-{uuid.uuid4().hex[:12]}"
+
+
+def keep_sources(run: RunDir, info: RunInfo, cache) -> None:
+    """Write to the attempts ledger the tally of every session the run's cached answers came from (and those they
+    stood on), each once, before any cached record is: a run that serves one answer of a session counts every
+    attempt that session made, its failures on other cases too (`record.ledger`). The run's own sessions are
+    left out: its records hold their attempts."""
+    if cache is None or not cache.sources:
+        return
+    append_sources(run.path, cache.ledger(leave_out=set(_cache_sessions(info))))
 
 
 def cache_hits(cache, cases: list[Case]) -> dict[str, Generation]:
@@ -84,9 +113,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
                     sent, records = [c for c, _ in kept], [r for _, r in kept]
                 run.append(records)
                 # after the append: a response is cached once it is recorded; an empty answer never is (a failure)
-                fresh = [c for c, r in zip(sent, records) if c.id not in hits and answered(r)]
-                if fresh and cache is not None:
-                    cache.put_many([(_request(c), gens[c.id]) for c in fresh])
+                if cache is not None:
+                    _cache_batch(cache, [(c, r) for c, r in zip(sent, records) if c.id not in hits], gens)
                 count_done(bar, task, len(sent), failed=sum(not answered(r) for r in records))
                 stop_if_dead(backend, "quality phase")  # a case never sent is not recorded: a resume sends it
     finally:
@@ -212,6 +240,14 @@ def keep_client(info: RunInfo, session: dict, backend) -> None:
         info.client = worst_client(*(s.get("client") for s in info.sessions if isinstance(s, dict)), info.client, stats)
 
 
+def _cache_batch(cache: ResponseCache, fresh: list[tuple[Case, CaseRecord]], gens: dict[str, Generation]) -> None:
+    """Cache a recorded batch's answers, with the session's tally (every attempt just recorded, failed ones too)
+    and the requests that failed (a later session that sends them again stands on this one)."""
+    answers = [(_request(c), gens[c.id]) for c, r in fresh if answered(r)]
+    failed = [_request(c) for c, r in fresh if not answered(r)]
+    cache.put_many(answers, attempt_outcomes([r for _, r in fresh]), failed)
+
+
 def _count_generation(info, session, run, elapsed: float) -> None:
     """Checkpointed before the records it paid for (see RunInfo.generation_seconds)."""
     info.generation_seconds = (info.generation_seconds or 0.0) + elapsed
@@ -228,7 +264,7 @@ def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False
         case_id=case.id, suite=case.suite, tags=case.tags, input=case.input, expected=case.expected,
         answer=case.answer, format=list(case.format), output=gen.text, error=gen.error,
         error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing, cached=cached,
-        produced_by=gen.produced_by if cached else None,
+        produced_by=gen.produced_by if cached else None, produced_in=gen.produced_in if cached else None,
         stratum=getattr(case, "stratum", None),
     )
     record.scores, record.scored_with = stored_scores(record, rubric.forbidden)  # reused by every later stage

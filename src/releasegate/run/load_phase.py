@@ -7,10 +7,11 @@ import dataclasses
 from ..backends import capabilities
 from ..errors import ErrorKind
 from ..inputs.load_profile import LoadConfig
+from ..record.ledger import LoadLedger
 from ..record.records import RunDir, RunInfo
 from ..scale.load import DistributedLoad
 from ..scale.traffic import load_record, plan_load
-from .progress import count_done, progress_bar
+from .progress import count_kept, progress_bar
 from .server_scrape import Scraper, samples_line, summarise
 from .stopping import stop_if_dead
 from .sweep import run_sweep
@@ -38,11 +39,25 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
     if not capabilities(config.target.backend).load_phase:  # the config loader already refuses this; belt and braces
         raise TypeError("a load phase needs the openai backend")
     config = dataclasses.replace(config, load=limited_load(config.load, info.limit))
-    if config.load.sweep is not None:
-        with progress_bar(console, show) as bar:
-            run_sweep(backend, config, cases, run, info, bar)
-        _note_limit(run, info)
-        return
+    # every request is written to the attempts ledger as it completes: a phase cut short keeps its failures
+    ledger = LoadLedger(run.path, session=len(info.sessions) - 1)
+    try:
+        if config.load.sweep is not None:
+            with progress_bar(console, show) as bar:
+                run_sweep(backend, config, cases, run, info, bar, ledger.add, ledger.session)
+        else:
+            _run_planned(backend, config, cases, run, info, console, show, ledger.add)
+    finally:
+        ledger.close()
+    assert info.load_phase is not None  # recorded by the phase just run
+    # this session's ledger lines are load.jsonl's now: the finished phase is counted from load.jsonl
+    info.load_phase["session"] = ledger.session
+    _note_limit(run, info)
+
+
+def _run_planned(backend, config, cases, run: RunDir, info: RunInfo, console, show: bool, kept) -> None:
+    """The planned load (not a sweep): load.jsonl, server_metrics.jsonl and `info.load_phase`; `kept` is given
+    each completed request."""
     plan = plan_load(config.load, cases)
     tokens = config.max_new_tokens
     target = config.target
@@ -59,7 +74,7 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
         done = run_load(
             plan.iter_requests(), offsets=plan.offsets, concurrency=plan.concurrency, max_new_tokens=tokens,
             duration_s=plan.duration_s, warmup=plan.warmup, on_start=lambda: scraper.mark("start"),
-            on_done=lambda gen: count_done(bar, task, failed=gen.error is not None),
+            on_done=lambda gen: count_kept(bar, task, gen, kept),
         )
         scraper.mark("end")
         stop_if_dead(backend, "load phase")  # measured whole or not at all: a resume runs the load phase again
@@ -84,7 +99,6 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
                                     profile=plan.describe()) if scraper.samples else {"error": scraper.error},
         "client": done.client,  # the client's own lateness over the window: see OpenAIBackend
     }
-    _note_limit(run, info)
 
 
 def _note_limit(run: RunDir, info: RunInfo) -> None:
@@ -92,5 +106,3 @@ def _note_limit(run: RunDir, info: RunInfo) -> None:
         assert info.load_phase is not None  # recorded by the load phase or the sweep just run
         info.load_phase["limit"] = info.limit
     run.write_info(info)
-
-

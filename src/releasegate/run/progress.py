@@ -33,7 +33,7 @@ from rich.text import Text
 
 from ..border.env import PROGRESS_INTERVAL, env_number
 
-__all__ = ["progress_bar", "step", "PlainProgress", "INTERVAL_ENV", "interval_s", "WIDTH", "count_done"]
+__all__ = ["progress_bar", "step", "PlainProgress", "INTERVAL_ENV", "interval_s", "WIDTH", "count_done", "count_kept"]
 
 INTERVAL_ENV = PROGRESS_INTERVAL.name
 """Seconds between two progress lines of a running step in a CI log (default 10)."""
@@ -63,6 +63,12 @@ class _FailedColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         failed = task.fields.get("failed", 0)
         return Text(f"{failed:,} failed", style="red") if failed else Text("")
+
+
+def count_kept(bar, task_id: TaskID, gen, kept) -> None:
+    """One load request completed: handed to `kept` (the attempts ledger, `record.ledger`), then counted."""
+    kept(gen)
+    count_done(bar, task_id, failed=gen.error is not None)
 
 
 def count_done(bar, task_id: TaskID, done: float = 1, *, failed: int = 0) -> None:

@@ -19,7 +19,7 @@ from ..gate.capacity import STEP_TAG, capacity_view, step_signals
 from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES
 from ..record.records import RunInfo
 from ..scale.traffic import arrival_offsets, load_record, nth_request
-from .progress import count_done
+from .progress import count_kept
 from .server_scrape import Scraper, samples_line, summarise
 from .stopping import stop_if_dead
 
@@ -28,8 +28,10 @@ __all__ = ["run_sweep"]
 _DEFAULT_CAP = 256
 
 
-def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
-    """Run the sweep of `config.load.sweep` and record it (load.jsonl, server_metrics.jsonl, run.json)."""
+def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: None,
+              session: int | None = None) -> None:
+    """Run the sweep of `config.load.sweep` and record it (load.jsonl, server_metrics.jsonl, run.json); `kept` is
+    given each completed request (the attempts ledger of `session`, whose lines run.json then names as load.jsonl's)."""
     load, sweep = config.load, config.load.sweep
     pool = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
     steps: list[dict] = []
@@ -54,7 +56,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
             done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"),
-                                    on_done=lambda gen: count_done(bar, task, failed=gen.error is not None))
+                                    on_done=lambda gen: count_kept(bar, task, gen, kept))
         stop_if_dead(backend, f"capacity sweep, step {k + 1} at {rate:.4g} req/s")
         records = [load_record(r, g, {STEP_TAG: k}) for r, g in done.results if g.error != ErrorKind.NOT_SENT]
         run.append(records, "load.jsonl")
@@ -73,6 +75,8 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar) -> None:
     info.load_phase = None  # measured whole or not at all: a resume runs it again
     _search(step, sweep)
     info.load_phase = _phase(config, steps, samples, seconds)
+    if session is not None:  # the ledger's lines of this session are load.jsonl's (`record.ledger`)
+        info.load_phase["session"] = session
     _client_at_capacity(info, _sweep_view(info, recorded, lag_share))
     run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in samples))
     run.write_info(info)

@@ -29,8 +29,8 @@ from __future__ import annotations
 from . import accuracy, forbidden, format, judged, reference  # noqa: F401,E402  (registration by import)
 from ._registry import SCORERS, Score, get_scorer, scorer
 from ._text import normalize
-from .score import ScoredRun, score_record, score_records, scored_run, stored_scores
+from .score import ScoredRun, run_ledger, score_record, score_records, scored_run, stored_scores
 from .stored import CorpusScores
 
-__all__ = ["SCORERS", "Score", "scorer", "get_scorer", "score_record", "score_records", "stored_scores", "ScoredRun", "scored_run", "CorpusScores",
+__all__ = ["SCORERS", "Score", "scorer", "get_scorer", "score_record", "score_records", "stored_scores", "ScoredRun", "scored_run", "run_ledger", "CorpusScores",
            "normalize"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..border.files import exists
 from ..record.evidence import answered
+from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir
 from ._registry import get_scorer
 from .forbidden import find_hits, with_guards
@@ -30,14 +32,26 @@ class ScoredRun:
     """The load phase's requests (load.jsonl; none when the run had no load phase)."""
     draws: list[CaseRecord] = field(default_factory=list)
     """The repeated draws 1..k-1 (draws.jsonl, as written; none without `generation.repeats`)."""
+    ledger: list[LedgerLine] = field(default_factory=list)
+    """The attempts no record holds (`record.ledger`): cut load phases', and the cached answers' sessions'."""
 
 
 def scored_run(run: RunDir, forbidden_rules, verdicts=None) -> ScoredRun:
     """Read a run's records and load requests, and score the records by `forbidden_rules` and `verdicts`."""
-    records = run.read_records()
+    records, ledger = run_ledger(run)
     load = run.read_records("load.jsonl", required=False)
     draws = run.read_records("draws.jsonl", required=False)
-    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws)
+    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger)
+
+
+def run_ledger(run: RunDir) -> tuple[list[CaseRecord], list[LedgerLine]]:
+    """A run's records and its attempts ledger, each cached record whose session the ledger counts standing for
+    no request of its own (`ledger.covered`)."""
+    if not exists(run.path / LEDGER):  # a run from before the ledger, or one that needed none
+        return run.read_records(), []
+    load_phase = run.read_info().load_phase or {}
+    ledger = read_ledger(run.path, load_phase.get("session"))
+    return covered(run.read_records(), ledger), ledger
 
 
 def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
