@@ -337,3 +337,33 @@ def test_a_guard_calibrated_on_the_easy_rows_never_passes_a_ten_percent_forbidde
         code, out, _ = cli("gate", run.path, *waived, "--json")
         crit = forbidden_criterion(json.loads(out))
         assert crit["verdict"] == "fail" and crit["value"] == pytest.approx(4 / 40) and code == 1
+
+
+@pytest.mark.parametrize("edit", ["removed", "hard rows dropped"])
+def test_the_drawn_sample_is_sealed_so_its_blank_rows_cannot_be_made_to_vanish(tmp_path, cli, edit):
+    """The easy rows labelled, the hard ones blank: pending. Removing review_sample.json, or dropping the hard
+    rows from it, would leave no blank drawn row; both are edits of a sealed file, and the run is no PASS."""
+    run, outcome = _exported(cli, tmp_path)
+    hard = {c for c, o in outcome.items() if o != "pass" and c not in ACCEPTABLE}
+    _fill(cli, run, run / "review_queue.csv", lambda r: ("approve", "ana") if r["case_id"] not in hard else None)
+    sample = run / "review_sample.json"
+    if edit == "removed":
+        sample.unlink()
+    else:
+        doc = json.loads(sample.read_text())
+        doc["items"] = [i for i in doc["items"] if i["case_id"] not in hard]
+        sample.write_text(json.dumps(doc))
+    code, out, err = cli("gate", run, "--json")
+    assert code != 0 and json.loads(out)["verdict"] != "PASS", err
+    assert "review_sample.json" in out + err
+
+
+def test_a_run_sealed_before_the_sample_was_is_not_called_edited(tmp_path, cli):
+    """A run whose review_sample.json no seal names (sealed before samples were) reads as it did: not edited."""
+    from releasegate.record.seal import edited_evidence
+
+    run, _ = _exported(cli, tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["sealed"]["files"].pop("review_sample.json")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert edited_evidence(run) == []

@@ -33,8 +33,11 @@ from .stored_manifest import read_manifest_file
 __all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
 SEALED_FILES = ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl",
-                "attempts.jsonl", "judgments.jsonl", "reviews.jsonl", "corpus_scores.jsonl", "report.json")
+                "attempts.jsonl", "judgments.jsonl", "reviews.jsonl", "review_sample.json", "corpus_scores.jsonl",
+                "report.json")
 """The run's own files the seal covers, in the order `verify` lists them."""
+UNSEALED_BEFORE = ("review_sample.json",)
+"""Sealed only by runs made since it was: such a file that no seal names is an older run's, not an addition."""
 JOURNALS = ("records.jsonl", "draws.jsonl", "load.jsonl", "attempts.jsonl", "judgments.jsonl", "reviews.jsonl",
             "corpus_scores.jsonl")
 """Append-only: a legitimate change keeps the sealed bytes as the file's start."""
@@ -44,7 +47,7 @@ STAGE_WRITES = {
     "check": ("config.yaml", "rubric.yaml", "run.json", "records.jsonl", "draws.jsonl", "load.jsonl", "attempts.jsonl",
               "judgments.jsonl", "corpus_scores.jsonl", "report.json"),
     "judge": ("run.json", "judgments.jsonl"),
-    "review": ("reviews.jsonl",),
+    "review": ("reviews.jsonl", "review_sample.json"),  # the sample every drawn row of which needs a label
     "gate": ("report.json",),
 }
 """Which of the run's files each stage writes, and so seals."""
@@ -196,7 +199,7 @@ def _foreign_change(name: str, before: dict | None, state: dict | None, stage: s
 def _change_row(name: str, before: dict | None, state: dict | None, sealed: dict) -> dict | None:
     row = {"role": "run", "path": name, "before": before and before["sha256"], "after": state and state["sha256"]}
     if before is None:
-        if state is None:
+        if state is None or name in UNSEALED_BEFORE:
             return None
         return {**row, "change": "added", "note": f"written after the last seal ({sealed.get('by')}, {sealed.get('at')})"}
     if state is None:

@@ -134,7 +134,9 @@ def export_queue(
                  "--resample includes them")
     else:
         sample = choose_sample(run.path.name, review.records, review.scores, review.policy, seed=seed)
+        guard_seal(run.path, "review")  # what changed by hand before this stage writes is kept as found
         write_sample(run, sample)
+        seal(run.path, "review")  # the drawn rows, each of which needs a label: removing the file is an edit
     if unstable_first:
         unstable = unstable_cases(run.read_info(), review.records, run.read_records("draws.jsonl", required=False),
                                   run.read_records("load.jsonl", required=False))
