@@ -231,3 +231,43 @@ def test_bless_refuses_a_run_whose_review_sample_lost_its_blank_rows(tmp_path, c
     cli("gate", run, "--json")
     code, out, err = cli("bless", run, "--as", "prod", "--reason", "shipping", "--by", "ana")
     assert code != 0, out + err
+
+
+# ---------------------------------------------------------------- the effective rubric's hash
+
+
+def _effective(cli, config: Path) -> str:
+    code, out, err = cli("validate", "-c", config, "--json")
+    assert code == 0, err
+    return json.loads(out)["effective_rubric_sha256"]
+
+
+@pytest.mark.xfail(strict=True, reason="the effective rubric hashes the suite's path, not its cases")
+def test_an_edited_suite_changes_the_effective_rubric(tmp_path, cli):
+    """Path: a deploy pins the official effective rubric (`validate -c official --json`, then `verify-attestation
+    --rubric-sha256 H`). The candidate's owner edits the suite file the official config names, in place: drops the
+    cases it fails and rewrites the expected answers of others to what it says. `judging_part` hashes the config
+    as written (the suite's *path*), so the run's effective rubric is still H, no override is recorded (no --set,
+    no layer), bless/attest pass and verify-attestation --rubric-sha256 H accepts a PASS on another suite."""
+    from releasegate.inputs.scaffold import scaffold
+
+    scaffold(tmp_path)
+    config = tmp_path / "releasegate.yaml"
+    before = _effective(cli, config)
+    suite = tmp_path / "suites" / "example.jsonl"
+    lines = suite.read_text().splitlines()
+    suite.write_text("\n".join(lines[:1]) + "\n")  # one easy case kept of the suite
+    assert _effective(cli, config) != before
+
+
+def test_an_edited_forbidden_file_changes_the_effective_rubric(tmp_path, cli):
+    """Held: the rubric's `forbidden: forbidden.yaml` emptied of the rules the model breaks changes the effective
+    hash (the rules are inlined in the rubric snapshot)."""
+    from releasegate.inputs.scaffold import scaffold
+
+    scaffold(tmp_path)
+    config = tmp_path / "releasegate.yaml"
+    before = _effective(cli, config)
+    forbidden = tmp_path / "rubrics" / "forbidden.yaml"
+    forbidden.write_text("rules:\n  - category: pii\n    phrases: [\"a phrase no model writes\"]\n")
+    assert _effective(cli, config) != before
