@@ -271,3 +271,50 @@ def test_an_edited_forbidden_file_changes_the_effective_rubric(tmp_path, cli):
     forbidden = tmp_path / "rubrics" / "forbidden.yaml"
     forbidden.write_text("rules:\n  - category: pii\n    phrases: [\"a phrase no model writes\"]\n")
     assert _effective(cli, config) != before
+
+
+# ---------------------------------------------------------------- the flip probe at temperature > 0
+
+
+def _many_draws(k: int = 10, cases: int = 40):
+    """Each case drawn k times at temperature > 0: k - 1 draws say 'yes', one says 'no' (two draws of a case
+    disagree with probability 2(k-1)/k^2, 0.18 at k = 10)."""
+    from test_stable_answers_hostile import INFO, rec
+
+    records = [rec(i, "yes") for i in range(cases)]
+    draws = [rec(i, "no" if d == k - 1 else "yes", draw=d) for i in range(cases) for d in range(1, k)]
+    return INFO.model_copy(update={"repeats": {"s": k}, "cases": cases}), records, draws
+
+
+@pytest.mark.xfail(strict=True, reason="draw_variation counts a case varied when any of its k draws differ")
+def test_the_draws_variation_is_what_one_resample_changes_not_what_k_draws_show():
+    """Path: `servers` / served variants at temperature > 0 with `generation.repeats: 10`. The flip probe compares
+    each case's one answer alone with its (one or few) answers under load, but `draw_variation` is the lower bound
+    of cases whose *ten* draws show two different answers: with answers that resample to another one 18% of the
+    time, every case varies over ten draws, the allowance is about 0.91 and a contender flipping 60% of its answers
+    under load (upper bound 0.74) qualifies. Sampling alone explains at most about what two draws disagree on."""
+    from releasegate.gate.load_quality import draw_variation
+
+    info, records, draws = _many_draws()
+    assert draw_variation(info, records, draws) <= 0.3
+
+
+@pytest.mark.xfail(strict=True, reason="the allowance from k draws swallows a 60% flip rate under load")
+def test_a_contender_flipping_most_answers_under_load_is_not_chosen_at_temperature():
+    """Path: as above, through `why_not`: load_flip (0.6, upper 0.74), margin 0.02, variation from ten draws."""
+    from releasegate.decision.choice import why_not
+    from releasegate.gate.load_quality import draw_variation
+    from test_flip_observed import _contender
+
+    info, records, draws = _many_draws()
+    variation = draw_variation(info, records, draws)
+    assert why_not(_contender(load_flip=(0.6, 0.74), flip_variation=variation)) is not None
+
+
+def test_two_draws_give_the_allowance_two_draws_show():
+    """Held: with two draws a case (k = 2) the allowance is the bound of cases whose two draws differ."""
+    from releasegate.gate.load_quality import draw_variation
+    from releasegate.stats.intervals import wilson_bounds
+
+    info, records, draws = _many_draws(k=2)
+    assert draw_variation(info, records, draws) == pytest.approx(wilson_bounds(40, 40)[0])
