@@ -318,3 +318,36 @@ def test_two_draws_give_the_allowance_two_draws_show():
 
     info, records, draws = _many_draws(k=2)
     assert draw_variation(info, records, draws) == pytest.approx(wilson_bounds(40, 40)[0])
+
+
+# ---------------------------------------------------------------- overrides over the official config
+
+
+def _layers(tmp_path: Path, mine: dict):
+    import yaml
+
+    from releasegate.inputs.composition import compose, parse_override  # noqa: F401
+    from releasegate.inputs.judging_keys import layered_over_official
+
+    (tmp_path / "official.yaml").write_text(yaml.safe_dump({
+        "target": {"backend": "replay", "responses": "r.jsonl"}, "rubric": "rubric.yaml",
+        "suites": [{"path": "s.jsonl", "answer": {"type": "json_fields", "fields": ["intent"]}}]}))
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"extends": "official.yaml", **mine}))
+    return [o["key"] for o in layered_over_official(compose(tmp_path / "mine.yaml"))]
+
+
+LOOSE = {"suites": [{"path": "s.jsonl", "answer": {"type": "rouge", "min": 0}}]}
+
+
+@pytest.mark.xfail(strict=True, reason="a layer that names the rubric again becomes the official config")
+def test_a_layer_naming_the_same_rubric_again_is_still_an_override(tmp_path):
+    """Path: mine.yaml `extends: official.yaml`, loosens the answer check (every answer passes) and writes
+    `rubric: rubric.yaml` again, the very rubric the official layer names. `layered_over_official` takes the layer
+    that last wrote `rubric:` as the official one, so nothing is over it: no override is recorded and `bless`,
+    `promote` and `attest` release the loosened run (only a deploy pinning --rubric-sha256 would notice)."""
+    assert "suites" in _layers(tmp_path, {"rubric": "rubric.yaml", **LOOSE})
+
+
+def test_a_layer_over_the_official_config_is_an_override(tmp_path):
+    """Held: the same layer without `rubric:` records its keys as overrides."""
+    assert _layers(tmp_path, LOOSE) == ["suites"]
