@@ -351,3 +351,33 @@ def test_a_layer_naming_the_same_rubric_again_is_still_an_override(tmp_path):
 def test_a_layer_over_the_official_config_is_an_override(tmp_path):
     """Held: the same layer without `rubric:` records its keys as overrides."""
     assert _layers(tmp_path, LOOSE) == ["suites"]
+
+
+# ---------------------------------------------------------------- answer checks and the shipped metrics
+
+
+@pytest.mark.parametrize("expected,output", [({"escalate": True}, '{"escalate": 1}'),
+                                             ({"count": 0}, '{"count": false}'),
+                                             ({"flags": [True, False]}, '{"flags": [1, 0]}')])
+@pytest.mark.xfail(strict=True, reason="Python equality: True == 1 and False == 0 in json_fields")
+def test_json_fields_tells_a_boolean_from_a_number(expected, output):
+    """Path: an answer check `json_fields` with an expected boolean (or number) field: the scorer compares with
+    Python's `!=`, for which `True == 1` and `False == 0`, so a model answering `{"escalate": 1}` (a JSON number
+    where the consumer reads a boolean) passes accuracy, and the shipped `releasegate:field_accuracy` metric (the
+    same comparison, `got.get(k) == v`) counts it right too."""
+    from releasegate.scorers.accuracy import json_fields
+    from releasegate.scorers.shipped_metrics import field_accuracy
+
+    assert not json_fields(output, expected, {}).passed
+    assert field_accuracy([output], [json.dumps(expected)])["field_accuracy"] == 0.0
+
+
+def test_field_accuracy_reads_the_first_object_of_a_chatty_answer():
+    """Held: the shipped field_accuracy takes the first JSON object of an answer with text around it, and a
+    prediction nested past the parser's depth is no JSON (0), never an error."""
+    from releasegate.scorers.shipped_metrics import field_accuracy
+
+    ref = json.dumps({"intent": "billing", "priority": "high"})
+    assert field_accuracy(['Sure! {"intent": "billing", "priority": "low"} hope it helps'], [ref]) == \
+        {"field_accuracy": 0.5}
+    assert field_accuracy(["[" * 5000], [ref]) == {"field_accuracy": 0.0}
