@@ -381,3 +381,52 @@ def test_field_accuracy_reads_the_first_object_of_a_chatty_answer():
     assert field_accuracy(['Sure! {"intent": "billing", "priority": "low"} hope it helps'], [ref]) == \
         {"field_accuracy": 0.5}
     assert field_accuracy(["[" * 5000], [ref]) == {"field_accuracy": 0.0}
+
+
+# ---------------------------------------------------------------- the flip probe's coverage under a weighted sample
+
+
+def _weighted_flip_run():
+    from releasegate.record.records import Stratum
+    from test_flip_observed import DECLARED
+    from test_stable_answers_hostile import load_rec, rec
+
+    records, load = [], []
+    for i in range(100):
+        small = i < 90  # stratum a: 90 cases standing for 90 rows; b: 10 cases standing for 10,000 rows
+        r = rec(i, "yes", in_flight=1 if small else 2).model_copy(
+            update={"stratum": Stratum(name="a" if small else "b", population=90 if small else 10_000)})
+        records.append(r)
+        load.append(load_rec(i, i, "yes" if small else "no"))
+    return DECLARED.model_copy(update={"cases": 100, "load_phase": {"requests": 100, "planned": 100,
+                                                                      "concurrency": 8}}), records, load
+
+
+@pytest.mark.xfail(strict=True, reason="the pair coverage is counted in cases, not in the population they stand for")
+def test_the_flip_probe_coverage_is_the_populations_under_a_weighted_sample():
+    """Path: a stratified `sample:` weighted to its source; the 10 cases of stratum b (99% of the source) were not
+    asked alone in the quality phase (observed 2 in flight: e.g. long answers overlapping), and every one of their
+    answers changes under load. `load_pairs` counts coverage in cases (90 of 100 = 0.9, the default minimum), so
+    the probe speaks on stratum a alone, the weights renormalise over the pairs and load_flip_rate reads 0 with a
+    tight bound: PASS, while the source it is weighted to flips 99% of its answers."""
+    from conftest import gate_run
+    from test_stable_answers_hostile import crit, row, rubric
+
+    info, records, load = _weighted_flip_run()
+    report = gate_run(info, records, rubric(crit("load_flip_rate", "<=", 0.1)), None, load)
+    assert row(report, "load_flip_rate")["verdict"] != "pass" and report["verdict"] != "PASS"
+
+
+def test_the_flip_probe_coverage_in_cases_is_held_unweighted():
+    """Held: the same run without strata: 90 of 100 cases paired, no flip among them: the probe speaks (the
+    declared rule), and a case short of the share leaves it undecided."""
+    from conftest import gate_run
+    from test_stable_answers_hostile import crit, row, rubric
+
+    info, records, load = _weighted_flip_run()
+    plain = [r.model_copy(update={"stratum": None}) for r in records]
+    flip = row(gate_run(info, plain, rubric(crit("load_flip_rate", "<=", 0.1)), None, load), "load_flip_rate")
+    assert flip["value"] == 0.0 and flip["n"] == 90
+    plain[0] = plain[0].model_copy(update={"timing": plain[90].timing})
+    flip = row(gate_run(info, plain, rubric(crit("load_flip_rate", "<=", 0.1)), None, load), "load_flip_rate")
+    assert flip["value"] is None and flip["verdict"] != "pass"
