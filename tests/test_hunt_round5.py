@@ -430,3 +430,78 @@ def test_the_flip_probe_coverage_in_cases_is_held_unweighted():
     plain[0] = plain[0].model_copy(update={"timing": plain[90].timing})
     flip = row(gate_run(info, plain, rubric(crit("load_flip_rate", "<=", 0.1)), None, load), "load_flip_rate")
     assert flip["value"] is None and flip["verdict"] != "pass"
+
+
+# ---------------------------------------------------------------- held: allow_overrides, not-judging keys
+
+
+@pytest.mark.parametrize("pattern,key,allowed", [
+    ("suites[*].limit", "suites[0].limit", True),
+    ("suites[*].limit", "suites[0].answer", False),
+    ("suites[*].limit", "suites[0]", False),
+    ("suites[*].limit", "suites", False),
+    ("generation.seed", "generation", False),
+    ("generation.seed", "generation.seed.x", False),
+    ("generation.seed", "generation.temperature", False),
+    ("suites[0].limit", "suites[0]Xlimit", False),  # the dot and the brackets are literal, never regex
+    ("target.base_url", "target", False),
+])
+def test_an_allow_overrides_pattern_allows_only_what_it_names(pattern, key, allowed):
+    from releasegate.decision.release import override_allowed
+
+    assert override_allowed(key, (pattern,)) is allowed
+
+
+@pytest.mark.parametrize("key", ["target.base_url", "target.headers.X-Api", "output.dir", "target.adapter"])
+def test_the_not_judging_keys_are_exactly_the_documented_ones(key):
+    assert not judges(key_parts(key))
+
+
+def test_the_compiled_shipped_schemas_answer_as_jsonschema_on_mutated_documents(tmp_path):
+    """Held: the scaffold's config, rubric and a case, mutated at random paths (values replaced, keys removed or
+    added): the compiled test of each shipped schema answers as jsonschema's is_valid (4,000 documents each in
+    an ad-hoc run, 300 here)."""
+    import copy
+    import random
+
+    import yaml
+
+    from releasegate.inputs.scaffold import scaffold
+    from releasegate.inputs.schema_check import _fast_check, _validator
+
+    scaffold(tmp_path)
+    docs = {"config": yaml.safe_load((tmp_path / "releasegate.yaml").read_text()),
+            "rubric": yaml.safe_load((tmp_path / "rubrics" / "example.yaml").read_text()),
+            "case": json.loads((tmp_path / "suites" / "example.jsonl").read_text().splitlines()[0])}
+    values = [None, True, False, 0, 1, -1, 1.5, 1.0, "", "x", "accuracy", ">=", "json", [], [1], ["x"], {},
+              {"x": 1}, {"type": "json"}, {"metric": "accuracy", "op": ">=", "threshold": 0.5}, "1"]
+    rng = random.Random(5)
+
+    def paths(x, p=()):
+        yield p
+        children = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+        for k, v in children:
+            yield from paths(v, (*p, k))
+
+    for name, doc in docs.items():
+        fast, slow = _fast_check(name), _validator(name)
+        assert fast is not None
+        found = [p for p in paths(doc) if p]
+        for _ in range(300):
+            mutated = copy.deepcopy(doc)
+            for _ in range(rng.randint(1, 3)):
+                path = rng.choice(found)
+                try:
+                    parent = mutated
+                    for k in path[:-1]:
+                        parent = parent[k]
+                    roll = rng.random()
+                    if roll < 0.6:
+                        parent[path[-1]] = copy.deepcopy(rng.choice(values))
+                    elif isinstance(parent, dict) and roll < 0.8:
+                        del parent[path[-1]]
+                    elif isinstance(parent, dict):
+                        parent[rng.choice(["x", "type", "min", "fields", "weight", "labels"])] = rng.choice(values)
+                except (KeyError, IndexError, TypeError):
+                    pass
+            assert fast(mutated) == slow.is_valid(mutated), (name, mutated)
