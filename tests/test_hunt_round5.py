@@ -505,3 +505,11 @@ def test_the_compiled_shipped_schemas_answer_as_jsonschema_on_mutated_documents(
                 except (KeyError, IndexError, TypeError):
                     pass
             assert fast(mutated) == slow.is_valid(mutated), (name, mutated)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_deep_document_in_another_json_encoding_is_refused(encoding):
+    """Held: bytes json.loads detects as UTF-16 or UTF-32 are counted as deep as they are (TooDeep, never a
+    RecursionError inside the parser)."""
+    with pytest.raises(TooDeep):
+        json_loads(("[" * 3000 + "]" * 3000).encode(encoding))
