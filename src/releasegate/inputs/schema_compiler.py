@@ -159,6 +159,8 @@ class SchemaCompiler:
                 other.done, other.others = self.done, self.others
                 self.others[shipped] = other
             return self.others[shipped]._ref("#" + fragment)
+        if ref != "#" and not ref.startswith("#/"):  # '#name': an $anchor somewhere in the schema, left to jsonschema
+            raise Unsupported(ref)
         target = self.root
         for part in ref[1:].split("/")[1:] if ref != "#" else []:
             if not isinstance(target, dict) or part not in target:

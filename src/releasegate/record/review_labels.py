@@ -113,16 +113,27 @@ def parse_label(text: str) -> Label | None:
 
 def reviewer_key(name: str) -> str:
     """Who a reviewer name stands for: the one place reviewer names are compared or counted. Unicode NFKC, case
-    folded, format characters (category Cf: a zero-width space, U+FEFF, a bidi mark) removed and runs of spaces
+    folded, invisible characters (category Cf: a zero-width space, U+FEFF, a bidi mark; the other default-ignorable
+    code points, `_IGNORABLE`) removed and runs of spaces
     made one, so 'Alice ', 'ALICE', 'Ａｌｉｃｅ' and 'Al\u200bice' are one reviewer, never a second one."""
     text, before = name, None
     for _ in range(4):  # folding may leave text that NFKC changes again: repeat until it settles
         if text == before:
             break
         before = text
-        text = " ".join(unicodedata.normalize(
-            "NFKC", "".join(c for c in text if unicodedata.category(c) != "Cf")).casefold().split())
+        text = " ".join(unicodedata.normalize("NFKC", "".join(c for c in text if not _invisible(c))).casefold().split())
     return text
+
+
+_IGNORABLE = frozenset(map(chr, (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0,
+                                 *range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0))))
+"""Characters that show as nothing outside category Cf: Unicode's other default-ignorable code points (the
+combining grapheme joiner, variation selectors, Mongolian free variation selectors, Hangul and Khmer fillers) and
+the blank braille pattern."""
+
+
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) == "Cf" or char in _IGNORABLE
 
 
 def read_labels(run: RunDir) -> list[LabelEdit]:
