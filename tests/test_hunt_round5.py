@@ -20,7 +20,7 @@ from releasegate.inputs.judging_keys import judges, key_parts
 from releasegate.inputs.schema_check import schema_errors
 from releasegate.inputs.schema_compiler import SchemaCompiler, Unsupported
 from releasegate.record.review_labels import reviewer_key
-from test_review_cover import _exported, _fill, ACCEPTABLE
+from test_review_cover import ACCEPTABLE, _exported, _fill
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -142,7 +142,7 @@ def test_every_non_finite_number_of_a_line_is_noted(text):
     """Held: a number JSON cannot hold, however written (exponent, constant, sign), is noted by the hooks that let
     a suite line skip the schema's non-finite walk."""
     odd: list = []
-    value = json_loads('{"x": [%s]}' % text, parse_float=lambda t: note_float(odd, t),
+    value = json_loads(f'{{"x": [{text}]}}', parse_float=lambda t: note_float(odd, t),
                        parse_constant=lambda t: note_constant(odd, t))
     assert not math.isfinite(value["x"][0])
     assert odd
