@@ -354,7 +354,6 @@ def test_a_layer_over_the_official_config_is_an_override(tmp_path):
 @pytest.mark.parametrize("expected,output", [({"escalate": True}, '{"escalate": 1}'),
                                              ({"count": 0}, '{"count": false}'),
                                              ({"flags": [True, False]}, '{"flags": [1, 0]}')])
-@pytest.mark.xfail(strict=True, reason="Python equality: True == 1 and False == 0 in json_fields")
 def test_json_fields_tells_a_boolean_from_a_number(expected, output):
     """Path: an answer check `json_fields` with an expected boolean (or number) field: the scorer compares with
     Python's `!=`, for which `True == 1` and `False == 0`, so a model answering `{"escalate": 1}` (a JSON number

@@ -103,3 +103,12 @@ def test_a_table_cell_that_is_not_finite_is_refused_naming_its_row_and_column(tm
     with pytest.raises(InputError) as err:
         load_suites((suite,), tmp_path)
     assert f"field '{column}'" in str(err.value) and "(row 2)" in str(err.value), str(err.value)
+
+
+def test_json_equality_is_jsons():
+    from releasegate.scorers._text import json_equal
+
+    assert json_equal(1, 1.0) and json_equal({"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]})
+    assert not json_equal(True, 1) and not json_equal(0, False) and not json_equal([True], [1])
+    assert not json_equal({"a": 1}, {"a": 1, "b": 2}) and not json_equal([1], [1, 1]) and not json_equal("1", 1)
+    assert json_equal(True, True) and not json_equal(True, False) and not json_equal({"a": 1}, [1])

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ._registry import Score, scorer
-from ._text import as_text, normalize, parse_json_object
+from ._text import as_text, json_equal, normalize, parse_json_object
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -47,7 +47,7 @@ def json_fields(output: str, expected: Any, spec: dict) -> Score:
     if not isinstance(got, dict):
         return Score(False, "no JSON object in output")
     fields = spec.get("fields") or sorted(expected)
-    wrong = [f for f in fields if f not in got or got[f] != expected.get(f)]
+    wrong = [f for f in fields if f not in got or not json_equal(got[f], expected.get(f))]
     detail = ", ".join(f"{f}: got {got.get(f)!r}, expected {expected.get(f)!r}" for f in wrong)
     return Score(not wrong, detail)
 

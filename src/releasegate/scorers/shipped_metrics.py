@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._text import json_equal
+
 __all__ = ["SHIPPED", "ShippedMetric", "field_accuracy", "rouge", "bleu", "chrf", "ROUGE_TYPES"]
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
@@ -33,14 +35,15 @@ def _first_object(text: str) -> dict[str, Any] | None:
 
 
 def field_accuracy(predictions: Sequence[str], references: Sequence[str]) -> dict[str, float | None]:
-    """Mean over cases of the share of the reference JSON object's fields the prediction reproduces exactly."""
+    """Mean over cases of the share of the reference JSON object's fields the prediction reproduces exactly (as
+    JSON: `true` is not 1)."""
     if not references:
         return {"field_accuracy": None}
     total = 0.0
     for pred, ref in zip(predictions, references, strict=False):
         want = json.loads(ref)
         got = _first_object(pred) or {}
-        total += sum(got.get(k) == v for k, v in want.items()) / max(len(want), 1)
+        total += sum(json_equal(got.get(k), v) for k, v in want.items()) / max(len(want), 1)
     return {"field_accuracy": total / len(references)}
 
 
