@@ -13,6 +13,7 @@ never counted.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..record.evidence import answered
@@ -114,16 +115,26 @@ def load_figures(records: list[CaseRecord], load_records: list[CaseRecord], conf
 
 def draw_variation(info: RunInfo, records: list[CaseRecord], draws: list[CaseRecord],
                    confidence: float = 0.95) -> float | None:
-    """How often a case's own repeated draws (`generation.repeats`) disagree on the answer: the
-    lower bound of the share of repeated cases with two different answers among their draws. At temperature > 0
-    this much change is sampling, not the load. None: the run has no draws as planned."""
+    """How often one resample changes a case's answer (`generation.repeats`): over the repeated cases, the lower
+    bound of the mean share of pairs of a case's draws that disagree. At temperature > 0 this much change is
+    sampling, not the load; the flip probe compares one answer alone with an answer under load, so the allowance
+    is what two draws disagree on, never whether any of k draws did (which nears 1 as k grows). None: the run has
+    no draws as planned."""
     found = case_draws(info, records, draws)
     if not found.repeated or found.problem() is not None:
         return None
     shown = [[answer_key(d) for d in draws_of_case if answered(d)] for draws_of_case in found.by_case.values()]
-    varied = [len(set(keys)) > 1 for keys in shown if len(keys) >= 2]
-    bounds = wilson_bounds(sum(varied), len(varied), confidence) if varied else None
+    shares = [_disagreeing_pairs(keys) for keys in shown if len(keys) >= 2]
+    bounds = wilson_bounds(sum(shares), len(shares), confidence) if shares else None
     return bounds[0] if bounds else None
+
+
+def _disagreeing_pairs(keys: list) -> float:
+    """The share of a case's pairs of draws with different answers (two draws: 0 or 1)."""
+    counts = Counter(keys)
+    n = len(keys)
+    same = sum(c * (c - 1) for c in counts.values())
+    return 1 - same / (n * (n - 1))
 
 
 def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict, forbidden,
