@@ -394,7 +394,6 @@ def _weighted_flip_run():
                                                                       "concurrency": 8}}), records, load
 
 
-@pytest.mark.xfail(strict=True, reason="the pair coverage is counted in cases, not in the population they stand for")
 def test_the_flip_probe_coverage_is_the_populations_under_a_weighted_sample():
     """Path: a stratified `sample:` weighted to its source; the 10 cases of stratum b (99% of the source) were not
     asked alone in the quality phase (observed 2 in flight: e.g. long answers overlapping), and every one of their

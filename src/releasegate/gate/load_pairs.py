@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..record.record_parts import DEFAULT_MIN_PAIR_SHARE
 from ..record.records import CaseRecord
+from ..stats.sample_weights import case_weights, is_weighted, stratum_counts
 from .stability import answer_key
 
 __all__ = ["LoadPairs", "load_pairs", "DEFAULT_MIN_PAIR_SHARE"]
@@ -58,12 +59,28 @@ def load_pairs(chosen: list[CaseRecord], by_case: dict[str, list[CaseRecord]],
             lonely += 1  # every load answer of the case was asked alone: nothing beside another
         else:
             pairs.append(rec)
-    share = len(pairs) / len(chosen) if chosen else 0.0
+    share = _covered(pairs, chosen)
     why = ", ".join(f"{n} {what}" for n, what in (
         (crowded, "not asked alone in the quality phase"), (unanswered, "not answered alone"),
         (unasked, "not asked under load"), (lonely, "asked under load only with 1 in flight")) if n)
     note = f"{len(pairs)} of {len(chosen)} cases paired" + (f" ({why})" if why else "")
     if not pairs or share < min_share:
-        return LoadPairs(problem=f"the flip probe covers {len(pairs)} of {len(chosen)} cases ({share:.0%}; at least "
-                                 f"{min_share:.0%} needed): {why or 'none asked'}")
+        of = " of the population they stand for" if _weighted(chosen) else ""
+        return LoadPairs(problem=f"the flip probe covers {len(pairs)} of {len(chosen)} cases ({share:.0%}{of}; at "
+                                 f"least {min_share:.0%} needed): {why or 'none asked'}")
     return LoadPairs(pairs, None, note)
+
+
+def _weighted(chosen: list[CaseRecord]) -> bool:
+    return any(is_weighted(r) for r in chosen)
+
+
+def _covered(pairs: list[CaseRecord], chosen: list[CaseRecord]) -> float:
+    """The share of `chosen` the pairs cover: of the cases, or under a weighted `sample:` of the population the
+    cases stand for (ten cases standing for 10,000 rows weigh as those rows do, so leaving them out is seen)."""
+    if not chosen:
+        return 0.0
+    if not _weighted(chosen):
+        return len(pairs) / len(chosen)
+    weights = dict(zip((id(r) for r in chosen), case_weights(chosen, stratum_counts(chosen)), strict=True))
+    return sum(weights[id(r)] for r in pairs) / sum(weights.values())
