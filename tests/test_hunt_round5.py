@@ -332,7 +332,6 @@ def _layers(tmp_path: Path, mine: dict):
 LOOSE = {"suites": [{"path": "s.jsonl", "answer": {"type": "rouge", "min": 0}}]}
 
 
-@pytest.mark.xfail(strict=True, reason="a layer that names the rubric again becomes the official config")
 def test_a_layer_naming_the_same_rubric_again_is_still_an_override(tmp_path):
     """Path: mine.yaml `extends: official.yaml`, loosens the answer check (every answer passes) and writes
     `rubric: rubric.yaml` again, the very rubric the official layer names. `layered_over_official` takes the layer

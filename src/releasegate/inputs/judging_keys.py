@@ -90,8 +90,7 @@ def effective_sha256_of(config, rubric) -> str:
 def layered_over_official(composed) -> tuple[dict, ...]:
     """[{'key', 'by'}]: each key written by an `extends:` layer over the layer that names the rubric ('by' the
     file), then each `--set` ('by': '--set'), in the order applied. A layer's null (a key removed) counts."""
-    children = composed.origin.children or {}
-    official = children["rubric"].layer if "rubric" in children else len(composed.layers)
+    official = _official_layer(composed)
     out: list[dict] = []
     for index, layer in enumerate(composed.layers):
         if layer.override is not None:
@@ -99,6 +98,30 @@ def layered_over_official(composed) -> tuple[dict, ...]:
         elif index > official and layer.written is not None:
             out += [{"key": key, "by": str(Path(layer.file).resolve())} for key in _written_keys(layer.written, ())]
     return tuple(out)
+
+
+def _official_layer(composed) -> int:
+    """The layer that stands for the official config: the lowest file layer naming the rubric the run uses (the
+    same file, resolved where each layer names it), so a layer over it that names that rubric again, loosening a
+    check beside it, is still an override; a layer naming another rubric makes that rubric the run's own (its
+    hash is another one, which a deploy's `--rubric-sha256` refuses)."""
+    children = composed.origin.children or {}
+    if "rubric" not in children:
+        return len(composed.layers)
+    last = children["rubric"].layer
+    used = _named_rubric(composed.layers[last])
+    for index, layer in enumerate(composed.layers[:last]):
+        if layer.override is None and used is not None and _named_rubric(layer) == used:
+            return index
+    return last
+
+
+def _named_rubric(layer) -> Path | None:
+    """The rubric file a config layer names, resolved beside the layer's file; None: it names none."""
+    value = (layer.written or {}).get("rubric") if isinstance(layer.written, dict) else None
+    if not isinstance(value, str) or layer.file is None:
+        return None
+    return (Path(layer.file).parent / value).resolve()
 
 
 def _written_keys(value: object, parts: tuple) -> list[str]:
