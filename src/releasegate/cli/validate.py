@@ -21,10 +21,14 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None
     With --probe, also reach every endpoint the config names, each within seconds."""
     from rich.table import Table
 
+    from ..inputs.judging_keys import effective_sha256_of
     from ..inputs.validation import input_summary, load_inputs
+    from ..run.manifest import case_digests
 
     cfg, rubric, per_suite = load_inputs(config, keep=False, overrides=set_values(sets))
     summary = input_summary(cfg, rubric, per_suite)
+    # what a deploy pins (verify-attestation --rubric-sha256): the rubric, the config's judging keys, the cases' files
+    summary["effective_rubric_sha256"] = effective_sha256_of(cfg, rubric, case_digests(cfg))
     if probe:
         from ..pipeline.endpoints import reach_endpoints
 

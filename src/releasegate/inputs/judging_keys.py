@@ -66,12 +66,14 @@ def judging_part(config: dict) -> dict:
     return out
 
 
-def effective_rubric_sha256(config: dict, rubric: dict) -> str:
+def effective_rubric_sha256(config: dict, rubric: dict, cases: list[str] | tuple[str, ...] = ()) -> str:
     """The effective rubric's hash: a rubric snapshot (`Rubric.as_dict` as YAML reads it back) with the judging
-    keys of a config (as the run's config.yaml snapshot holds it), as canonical JSON (sorted keys, no whitespace,
-    UTF-8). Paths are hashed as written, so the same files give the same hash on any machine."""
-    text = json.dumps({"rubric": rubric, "config": judging_part(config)}, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False, default=str)
+    keys of a config (as the run's config.yaml snapshot holds it) and `cases`, the sha256 of every suite and
+    schema file the cases are read from (`run.manifest.case_digests`: a suite edited in place is another
+    rubric), as canonical JSON (sorted keys, no whitespace, UTF-8). Paths are hashed as written, so the same
+    files give the same hash on any machine."""
+    text = json.dumps({"rubric": rubric, "config": judging_part(config), "cases": sorted(cases)}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -81,10 +83,10 @@ def snapshot_form(rubric) -> dict:
     return rubric.as_dict()
 
 
-def effective_sha256_of(config, rubric) -> str:
+def effective_sha256_of(config, rubric, cases: list[str] | tuple[str, ...] = ()) -> str:
     """`effective_rubric_sha256` of a loaded Config and Rubric, as a run of them records it (their snapshots: the
-    config as composed, credentials masked)."""
-    return effective_rubric_sha256(config.masked_raw(), snapshot_form(rubric))
+    config as composed, credentials masked), with `cases` (the suite and schema files' sha256)."""
+    return effective_rubric_sha256(config.masked_raw(), snapshot_form(rubric), cases)
 
 
 def layered_over_official(composed) -> tuple[dict, ...]:

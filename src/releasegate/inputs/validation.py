@@ -13,7 +13,7 @@ from .backend_facts import capabilities, spec
 from .config import load_config
 from .files import is_dir, named_file
 from .judge_settings import check_judged_cases
-from .judging_keys import effective_sha256_of, judges, key_parts
+from .judging_keys import judges, key_parts
 from .model_files import check_model_dir
 from .probes import with_probes
 from .rubric import load_rubric
@@ -224,8 +224,6 @@ def input_summary(config, rubric, per_suite: Counter) -> dict:
         "cases": sum(per_suite.values()),
         "valid": True,
         "warnings": [*config.warnings, *domain_warnings(config, rubric, getattr(per_suite, "domains", None))],
-        # what a deploy pins (verify-attestation --rubric-sha256): the rubric and the config's judging keys
-        "effective_rubric_sha256": effective_sha256_of(config, rubric),
         "judging_overrides": [o["key"] for o in config.over_official if judges(key_parts(o["key"]))],
     }
     if config.judge is not None:

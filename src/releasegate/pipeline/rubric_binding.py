@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
 from ..record.stored_manifest import read_manifest_file
+from ..run.manifest import case_digests_of
 
 __all__ = ["RubricOverride", "RubricBinding", "binding_of", "run_binding"]
 
@@ -78,7 +79,8 @@ def binding_of(run_path: Path, manifest: dict, whatif: str | None = None,
         official = sha256_file(run_path / RUBRIC_SNAPSHOT, what="rubric snapshot")
     except InputError:
         official = None
-    effective = effective_rubric_sha256(config, rubric) if config is not None and rubric is not None else None
+    effective = effective_rubric_sha256(config, rubric, case_digests_of(manifest)) \
+        if config is not None and rubric is not None else None
     overrides = list(_recorded(manifest))
     if whatif is not None:
         overrides.append(RubricOverride("rubric", f"what-if {whatif}", True))

@@ -209,6 +209,22 @@ def host_facts() -> dict[str, Any]:
 
 # -- which files ----------------------------------------------------------------------------------------------
 
+CASE_ROLES = ("suite", "schema")
+"""The manifest roles of the files a run's cases are read from, which the effective rubric hashes."""
+
+
+def case_digests(config) -> list[str]:
+    """The sha256 of every file the config's cases are read from (suites, their sources, the schemas their
+    format checks name), as a run of it records them in its manifest (`case_digests_of`)."""
+    return case_digests_of({"inputs": _hash_inputs(config)[0]})
+
+
+def case_digests_of(manifest: dict) -> list[str]:
+    """The sha256 of the suite and schema files a run's manifest records, sorted."""
+    return sorted(str(e["sha256"]) for e in manifest.get("inputs") or []
+                  if isinstance(e, dict) and e.get("role") in CASE_ROLES and isinstance(e.get("sha256"), str))
+
+
 def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
     inputs: list[dict] = []
     directories: list[dict] = []
