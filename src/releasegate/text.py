@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "valid_text", "has_surrogates", "loads_json", "decode_json_at", "UNSAFE", "inert", "reveal", "json_inert"]
+__all__ = ["REPLACEMENT", "valid_text", "has_surrogates", "loads_json", "decode_json_at", "UNSAFE", "inert", "reveal", "json_inert", "json_equal"]
 
 REPLACEMENT = "\ufffd"
 """What stands in a record for a code point that was not valid Unicode text (U+FFFD REPLACEMENT CHARACTER)."""
@@ -106,3 +106,17 @@ def decode_json_at(text: str, index: int = 0) -> tuple[Any, int]:
         return _DECODER.raw_decode(text, index)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of two JSON values as JSON has it: `true` is no number (Python's `True == 1` is not JSON's),
+    numbers compare by value (1 and 1.0 are one number), arrays item by item, objects key by key."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return bool(a == b)

@@ -9,6 +9,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..text import json_equal
+
 __all__ = ["SchemaCompiler", "Unsupported"]
 
 
@@ -250,10 +252,7 @@ class SchemaCompiler:
         if key == "uniqueItems":
             if arg is not True:
                 raise Unsupported(key)
-            # strings only: jsonschema's equality of numbers, booleans and containers is its own; anything else
-            # is "not sure" (False), and jsonschema decides
-            return lambda value: not isinstance(value, list) or (
-                all(isinstance(v, str) for v in value) and len(set(value)) == len(value))
+            return lambda value: not isinstance(value, list) or _unique(value)
         if key == "if":
             test = self.compile(arg)
             then = self.compile(schema["then"]) if "then" in schema else None
@@ -265,3 +264,18 @@ class SchemaCompiler:
                 return else_ is None or else_(value)
             return if_
         raise Unsupported(key)
+
+
+def _unique(items: list[Any]) -> bool:
+    """No two items equal as JSON values are (jsonschema's `uniqueItems`: true is not 1, 1 is 1.0): scalars by a
+    set, containers pairwise. Exact, never "not sure": a check inside `not` or `oneOf` must not be inverted."""
+    scalars, containers = set(), []
+    for item in items:
+        if isinstance(item, (dict, list)):
+            containers.append(item)
+            continue
+        key = (type(item) is bool, item)  # a boolean apart from the numbers; 1 and 1.0 hash alike
+        if key in scalars:
+            return False
+        scalars.add(key)
+    return all(not json_equal(a, b) for i, a in enumerate(containers) for b in containers[i + 1:])

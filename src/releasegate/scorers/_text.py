@@ -40,16 +40,3 @@ def as_text(value: Any) -> str:
     """Expected answers may be JSON values; compare them as text in a stable form."""
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
 
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality of two JSON values as JSON has it: `true` is no number (Python's `True == 1` is not JSON's),
-    numbers compare by value (1 and 1.0 are one number), arrays item by item, objects key by key."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
-        return False
-    return bool(a == b)

@@ -6,8 +6,9 @@ import math
 import re
 from typing import Any
 
+from ..text import json_equal
 from ._registry import Score, scorer
-from ._text import as_text, json_equal, normalize, parse_json_object
+from ._text import as_text, normalize, parse_json_object
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._text import json_equal
+from ..text import json_equal
 
 __all__ = ["SHIPPED", "ShippedMetric", "field_accuracy", "rouge", "bleu", "chrf", "ROUGE_TYPES"]
 
