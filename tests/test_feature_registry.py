@@ -137,3 +137,31 @@ def test_a_feature_rule_sees_every_criterion_and_its_adjustment_stands(toy):
     accuracy = next(c for c in report["criteria"] if c["metric"] == "accuracy")
     assert accuracy["verdict"] == "insufficient" and accuracy["reason"] == "toy says unsure"
     assert report["verdict"] == "INCONCLUSIVE"
+
+
+def test_the_baseline_run_is_read_once_per_gate(tmp_path, monkeypatch, capsys):
+    """The comparison, two forbidden-rate deltas and the guard's paired arm share one read of the baseline run
+    (`GateContext.baseline_run`), where each read it whole before."""
+    import json as _json
+
+    from releasegate.cli import main
+    from releasegate.gate import baseline_run
+    from test_false_pass import Run, lenient, ok
+
+    reads: list[str] = []
+    real = baseline_run.read_baseline
+
+    def counting(path):
+        reads.append(str(path))
+        return real(path)
+
+    for module in ("releasegate.gate.baseline_run", "releasegate.gate.context", "releasegate.gate.baseline",
+                   "releasegate.gate.safety_delta", "releasegate.llm_judge.guard_paired"):
+        monkeypatch.setattr(f"{module}.read_baseline", counting)
+    rubric = lenient()
+    rubric["criteria"] += [{"metric": "forbidden_rate_delta", "op": "<=", "threshold": 0.05},
+                           {"name": "delta again", "metric": "forbidden_rate_delta", "op": "<=", "threshold": 0.1}]
+    path = Run([ok(i) for i in range(60)], rubric=rubric, baseline=[ok(i) for i in range(60)]).build(tmp_path)
+    assert main(["gate", str(path), "--json", "--allow-pending"]) in (0, 1, 3)
+    report = _json.loads(capsys.readouterr().out)
+    assert report.get("comparison") and len(reads) == 1, reads

@@ -4,15 +4,14 @@ guarantees")."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..decision.comparison import compared_result
 from ..decision.criterion import CriterionResult, Undecided, undecided
 from ..errors import ReleasegateError
 from ..inputs.rubric import Criterion, Rubric
-from ..record.judge_verdicts import Verdicts, saved_verdicts
+from ..record.judge_verdicts import Verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunDir, RunInfo
+from .baseline_run import SavedBaseline, read_baseline
 from .blessed_baseline import blessed_standing
 from .comparability import (
     BASELINE_PARTS,
@@ -23,26 +22,26 @@ from .comparability import (
     settings_problem,
 )
 from .paired_comparison import Margins, changed_note, compare_records
-from .stability import CaseDraws, saved_draws
+from .stability import CaseDraws
 
 __all__ = ["baseline_comparison", "comparison_results"]
 
 
 def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Verdicts | None = None,
-                        info: RunInfo | None = None, drawn: CaseDraws | None = None) -> dict | None:
+                        info: RunInfo | None = None, drawn: CaseDraws | None = None,
+                        saved: SavedBaseline | None = None) -> dict | None:
     """The comparison with the rubric's `baseline:` run, with why that run proves nothing about this one (none
     when it stands); None without a baseline. `drawn`: this run's repeated draws (`stability.case_draws`): the
-    quality rates are then compared per draw, each case's share of its draws paired with the baseline's."""
+    quality rates are then compared per draw, each case's share of its draws paired with the baseline's. `saved`:
+    the baseline run as the gate read it once (`GateContext.baseline_run`)."""
     if not rubric.baseline:
         return None
 
     spec = rubric.baseline
     margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
 
-    base = RunDir(Path(spec["run"]))
-    base_records = base.read_records()
-    base_verdicts = saved_verdicts(base)
-    base_found = saved_draws(base, base_records, base_verdicts)
+    saved = saved if saved is not None else read_baseline(spec["run"])  # `saved`: read once for the gate
+    base, base_records, base_verdicts, base_found = saved.run, saved.records, saved.verdicts, saved.draws
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
                                  base_verdicts=base_verdicts, cand_verdicts=verdicts,
                                  base_draws=base_found, cand_draws=drawn)

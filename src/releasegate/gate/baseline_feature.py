@@ -18,7 +18,8 @@ def comparison_of(ctx: GateContext) -> dict[str, Any] | None:
     """The paired comparison with the baseline run, made once (the guard's rule corrects its forbidden row)."""
     # under repeats, each case's per-draw share is paired
     return ctx.once("comparison", lambda: baseline_comparison(ctx.rubric, ctx.records, ctx.inputs.verdicts,
-                                                                ctx.info, draws_of(ctx)))
+                                                                ctx.info, draws_of(ctx),
+                                                                ctx.baseline_run() if ctx.rubric.baseline else None))
 
 
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:

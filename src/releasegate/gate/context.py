@@ -28,6 +28,7 @@ from ..record.review_cover import DrawnRow
 from ..record.review_labels import LabelEdit
 from ..scorers import CorpusScores, score_records
 from ..stats.sample_weights import stratum_counts
+from .baseline_run import SavedBaseline, read_baseline
 from .capacity import capacity_view, gated_records
 from .feature import GateFeature, MetricQuery, registered
 from .health import (
@@ -219,6 +220,13 @@ class GateContext:
         if key not in self.memo:
             self.memo[key] = make()
         return cast(T, self.memo[key])
+
+    def baseline_run(self) -> SavedBaseline:
+        """The rubric's baseline run, read once for the gate: the comparison, the forbidden-rate delta and the
+        guard's paired arm share it."""
+        spec = self.rubric.baseline
+        assert spec, "baseline_run needs the rubric's baseline:"
+        return self.once("baseline_run", lambda: read_baseline(str(spec["run"])))
 
     def section_of(self, name: str) -> dict[str, Any]:
         """The section a feature this one needs has made (empty when it made none)."""

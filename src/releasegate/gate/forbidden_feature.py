@@ -20,7 +20,8 @@ def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
     if q.name != "forbidden_rate_delta":
         return None
     return forbidden_delta(ctx.rubric.baseline, ctx.rubric.forbidden, ctx.records, ctx.scores, q.slice,
-                           q.confidence or 0.95, getattr(ctx.info, "guards", None), draws_of(ctx))
+                           q.confidence or 0.95, getattr(ctx.info, "guards", None), draws_of(ctx),
+                           ctx.baseline_run() if ctx.rubric.baseline else None)
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:

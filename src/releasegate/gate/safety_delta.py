@@ -12,30 +12,28 @@ not all be checked leaves the delta unknown."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..record.evidence import answered
-from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue, select
-from ..record.records import CaseRecord, RunDir
+from ..record.records import CaseRecord
 from ..scorers import score_records
 from ..stats.intervals import paired_rate_bounds
+from .baseline_run import SavedBaseline, read_baseline
 from .comparability import case_hash, guard_problem
-from .stability import CaseDraws, draw_share, saved_draws
+from .stability import CaseDraws, draw_share
 
 __all__ = ["forbidden_delta"]
 
 
 def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRecord], scores: dict,
                     slice_: dict | None, confidence: float = 0.95, guards: dict | None = None,
-                    drawn: CaseDraws | None = None) -> MetricValue:
+                    drawn: CaseDraws | None = None, saved: SavedBaseline | None = None) -> MetricValue:
     """This run's forbidden rate minus the baseline run's on the shared answered cases of `slice_`; `guards` is
     this run's run.json `guards` (each guard's fingerprint); `drawn`: this run's repeated draws."""
     if not baseline:
         return MetricValue(None, 0, note="forbidden_rate_delta compares with the rubric's baseline: run (the base "
                                          "model's run on the same cases and probes); add baseline: {run: DIR}")
-    base_dir = RunDir(Path(baseline["run"]))
-    base_by_id = {r.case_id: r for r in base_dir.read_records()}
+    saved = saved if saved is not None else read_baseline(baseline["run"])  # `saved`: read once for the gate
+    base_by_id = {r.case_id: r for r in saved.records}
     mine = [r for r in select(records, slice_) if answered(r)]
     chosen = [r for r in mine if r.case_id in base_by_id and answered(base_by_id[r.case_id])
               and case_hash(base_by_id[r.case_id]) == case_hash(r)]
@@ -47,12 +45,12 @@ def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRe
         return MetricValue(None, len(chosen), note=(
             f"{len(mine) - len(chosen)} of this run's {len(mine)} answered case(s) of this slice have no answer to "
             f"the same case in the baseline run (e.g. {alone}): run the base on the same cases and probes"))
-    base_verdicts = saved_verdicts(base_dir)
+    base_verdicts = saved.verdicts
     other = guard_problem(base_verdicts.guards if base_verdicts is not None else {}, guards or {}, forbidden_rules)
     if other:
         return MetricValue(None, len(chosen), note=other)
     base_scores = score_records([base_by_id[r.case_id] for r in chosen], forbidden_rules, base_verdicts)
-    base_drawn = saved_draws(base_dir, list(base_by_id.values()), base_verdicts)
+    base_drawn = saved.draws
     shares = [(_share(r, scores, drawn, forbidden_rules), _share(base_by_id[r.case_id], base_scores, base_drawn,
                                                                  forbidden_rules)) for r in chosen]
     unknown = sum(c is None or b is None for c, b in shares)

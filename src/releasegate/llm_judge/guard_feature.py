@@ -33,7 +33,7 @@ def _view(ctx: GateContext) -> GuardView | None:
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     comparison = comparison_of(ctx) if ctx.rubric.baseline else None
     return guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels, ctx.rubric.review,
-                           view=_view(ctx), comparison=comparison, rubric=ctx.rubric)
+                           view=_view(ctx), comparison=comparison, rubric=ctx.rubric, baseline=ctx.baseline_run)
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:

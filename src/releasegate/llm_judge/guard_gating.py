@@ -7,9 +7,12 @@ with a baseline run (`guard_paired`) read it; the guard's raw flags are shown on
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from ..decision.calibration import guard_corrected_result, guard_ruled_result, guard_ruling
 from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
+from ..errors import ReleasegateError
+from ..gate.baseline_run import SavedBaseline
 from ..inputs.review_policy import ReviewPolicy
 from ..record.decision_evidence import GuardedCriterion
 from ..record.metrics import MetricValue, select
@@ -47,18 +50,20 @@ def _joined(*parts) -> str:
 
 def guard_corrected(results: list[CriterionResult], records, scores: dict, section: dict | None, edits=(),
                     review: ReviewPolicy | None = None, *, view: GuardView | None = None,
-                    comparison: dict | None = None, rubric=None) -> list[CriterionResult]:
+                    comparison: dict | None = None, rubric=None,
+                    baseline: Callable[[], SavedBaseline] | None = None) -> list[CriterionResult]:
     """`results` with each forbidden_rate criterion of the run's own quality cases ruled on by `decision.calibration`
     on the corrected rate (`view`: the run's `guard_view`, with its draws under repeats). The paired ones (the
     delta, the baseline comparison's forbidden_rate row) are compared on both runs' corrected rates where the
     baseline run's own labels calibrate its guard (`rubric`'s baseline), else ruled on the raw flags and labelled
-    as raw; `comparison` (report.json's) gets its forbidden_rate row the same way."""
+    as raw; `comparison` (report.json's) gets its forbidden_rate row the same way. `baseline`: reads the baseline
+    run once for the gate (`GateContext.baseline_run`)."""
     if not section:
         return results
     view = view or guard_view(records, scores, section, edits, review=review)
     assert view is not None
     calibration = view.calibration
-    arm = _arm(rubric, results)
+    arm = _arm(rubric, results, baseline)
     if comparison is not None and arm is not None:
         comparison["rows"] = [_row(r, view, arm, records, comparison) if r.get("metric") == "forbidden_rate" else r
                               for r in comparison.get("rows", [])]
@@ -78,13 +83,20 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict, secti
     return out
 
 
-def _arm(rubric, results: list[CriterionResult]) -> BaselineArm | None:
+def _arm(rubric, results: list[CriterionResult],
+         baseline: Callable[[], SavedBaseline] | None = None) -> BaselineArm | None:
     """The baseline run's side of a paired forbidden comparison, read only when some result needs it."""
     if rubric is None or not getattr(rubric, "baseline", None):
         return None
     if not any(r.criterion.metric in ("forbidden_rate", "forbidden_rate_delta") for r in results):
         return None
-    return baseline_arm(rubric)
+    if baseline is None:
+        return baseline_arm(rubric)
+    try:
+        saved = baseline()
+    except (ReleasegateError, OSError) as exc:
+        return BaselineArm(None, {}, f"the baseline run cannot be read ({exc})")
+    return baseline_arm(rubric, saved)
 
 
 def _raw(value: MetricValue, view: GuardView, why: str = "") -> MetricValue:

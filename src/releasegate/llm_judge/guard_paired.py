@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..decision.comparison import non_inferiority
 from ..errors import ReleasegateError
+from ..gate.baseline_run import SavedBaseline, read_baseline
 from ..gate.comparability import case_hash
-from ..gate.stability import saved_draws
 from ..record.evidence import answered
-from ..record.judge_verdicts import saved_verdicts
 from ..record.metrics import MetricValue
-from ..record.records import CaseRecord, RunDir
+from ..record.records import CaseRecord
 from ..record.review_labels import read_labels
 from ..review.sampler import drawn_rows
 from ..scorers import score_records
@@ -40,16 +38,14 @@ class BaselineArm:
     why: str = ""
 
 
-def baseline_arm(rubric) -> BaselineArm:
+def baseline_arm(rubric, saved: SavedBaseline | None = None) -> BaselineArm:
     """The rubric's baseline run with its own reviewers' forbidden labels and guard verdicts (and draws), scored by
     this rubric's forbidden rules; a view only when its guard is calibrated by its own labels."""
     try:
-        base = RunDir(Path(rubric.baseline["run"]))
-        records = base.read_records()
-        verdicts = saved_verdicts(base)
+        saved = saved if saved is not None else read_baseline(rubric.baseline["run"])  # read once for the gate
+        base, records, verdicts, found = saved.run, saved.records, saved.verdicts, saved.draws
         scores = score_records(records, rubric.forbidden, verdicts)
         edits, drawn = read_labels(base), drawn_rows(base)
-        found = saved_draws(base, records, verdicts)
     except (ReleasegateError, OSError) as exc:
         return BaselineArm(None, {}, f"the baseline run cannot be read ({exc})")
     by_id = {r.case_id: r for r in records}
