@@ -1,5 +1,5 @@
 """What each command imports: the commands that read saved runs, files and configs (`gate`, `report`,
-`validate`, `history`, `bless`, `verify`) import no model library and no backend, so they start as fast as the
+`validate`, `history`, `bless`, `verify`, `attest`, `verify-attestation`) import no model library and no backend, so they start as fast as the
 CLI itself. Each runs in a fresh interpreter as a user runs it; at its exit the interpreter lists which of the
 denied modules it loaded (whatever the command's exit code: a refusal path must not import them either)."""
 
@@ -51,6 +51,7 @@ def checked(tmp_path_factory) -> Path:
     code, _ = imported(["check", "-c", "releasegate.yaml", "--run-id", "r", "--no-progress", "--allow-pending"],
                        project)
     assert code in (0, 1, 3)
+    assert imported(["attest", "--generate-key", "key.pem"], project)[0] == 0
     return project
 
 
@@ -64,6 +65,8 @@ def checked(tmp_path_factory) -> Path:
     ["history", "--reports", "reports"],
     ["bless", "reports/r", "--name", "prod", "--reason", "import check"],
     ["verify", "reports/r"],
+    ["attest", "reports/r", "--key", "key.pem"],  # refused (the replay run hashed no weights), as a user meets it
+    ["verify-attestation", "missing.intoto.json", "--key", "key.pem.pub"],
 ], ids=lambda a: " ".join(a[:3]))
 def test_a_command_on_saved_files_imports_no_model_library_or_backend(checked, args):
     code, found = imported(args, checked)
