@@ -47,6 +47,16 @@ _TYPES = {
 }
 
 
+def _unique_items(value) -> bool:
+    if not isinstance(value, list):
+        return True
+    if all(isinstance(v, str) for v in value):
+        return len(set(value)) == len(value)
+    from jsonschema._utils import uniq
+
+    return bool(uniq(value))
+
+
 class SchemaCompiler:
     """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
     (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema alone."""
@@ -248,10 +258,9 @@ class SchemaCompiler:
         if key == "uniqueItems":
             if arg is not True:
                 raise Unsupported(key)
-            # strings only: jsonschema's equality of numbers, booleans and containers is its own; anything else
-            # is "not sure" (False), and jsonschema decides
-            return lambda value: not isinstance(value, list) or (
-                all(isinstance(v, str) for v in value) and len(set(value)) == len(value))
+            # strings here; jsonschema's equality of numbers, booleans and containers is its own, so any other
+            # list is asked of it: a "not sure" False would read as True under `not`, `oneOf` or `if`
+            return _unique_items
         if key == "if":
             test = self.compile(arg)
             then = self.compile(schema["then"]) if "then" in schema else None

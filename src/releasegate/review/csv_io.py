@@ -50,6 +50,8 @@ COLUMNS = (
 )
 AUTO_COLUMNS = ("auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why")
 """The automatic verdict and its reasons: in the CSV only with `review.show_auto: true` (blind review otherwise)."""
+MAX_REVIEWER_CHARS = 200
+"""A reviewer name is a name: one longer is refused at import, never carried into every table and message."""
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
 READ_BACK = frozenset({*REQUIRED_COLUMNS, "round", "forbidden"})
 """Columns import reads: neutralised so that it gets their text back exactly. The others are only shown."""
@@ -301,8 +303,10 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     if label is None:
         return f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})", None
     name = " ".join(unneutralise(cell["reviewer"]).split()) or (default_reviewer or "")
-    if not name:
+    if not reviewer_key(name):  # empty, or nothing but format characters (a zero-width space): no one's name
         return f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)", None
+    if len(name) > MAX_REVIEWER_CHARS:
+        return f"{rid}: the reviewer name is longer than {MAX_REVIEWER_CHARS} characters (write a name)", None
     return None, LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,
