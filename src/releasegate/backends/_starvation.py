@@ -81,6 +81,15 @@ def _off_cpu() -> dict[int, int]:
     return {threading.get_native_id(): time.perf_counter_ns() - time.thread_time_ns()}
 
 
+def _task_ids() -> list[int]:
+    """The process's thread ids; the calling thread's alone where /proc/self/task cannot be listed (a /proc
+    mounted hidepid, a sandbox) or lists a name that is no thread id: a wait read short, never a failed run."""
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except (OSError, ValueError):
+        return [threading.get_native_id()]
+
+
 class _RunQueue:
     """The run-queue wait of the calling thread, or of every thread of the process (`every_thread`), from
     schedstat; each thread's file is kept open and read from its start (about 2 us a read)."""
@@ -90,7 +99,7 @@ class _RunQueue:
         self._files: dict[int, int] = {}
 
     def __call__(self) -> dict[int, int]:
-        tids = [int(t) for t in os.listdir("/proc/self/task")] if self.every_thread else [threading.get_native_id()]
+        tids = _task_ids() if self.every_thread else [threading.get_native_id()]
         out = {}
         for tid in tids:
             ns = self._read(tid)

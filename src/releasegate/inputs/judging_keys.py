@@ -37,7 +37,7 @@ def key_parts(key: str) -> tuple[str | int, ...]:
     for name in key.replace("]", "").split("."):
         head, *indices = name.split("[")
         parts += [head] if head else []
-        parts += [int(i) if i.isdigit() else i for i in indices]
+        parts += [int(i) if i.isascii() and i.isdigit() else i for i in indices]  # '²' is a digit int() refuses
     return tuple(parts)
 
 

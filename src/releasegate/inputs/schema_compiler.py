@@ -9,8 +9,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..text import json_equal
-
 __all__ = ["SchemaCompiler", "Unsupported"]
 
 
@@ -47,6 +45,16 @@ _TYPES = {
     "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None, "number": _is_number, "integer": _is_integer,
 }
+
+
+def _unique_items(value) -> bool:
+    if not isinstance(value, list):
+        return True
+    if all(isinstance(v, str) for v in value):
+        return len(set(value)) == len(value)
+    from jsonschema._utils import uniq
+
+    return bool(uniq(value))
 
 
 class SchemaCompiler:
@@ -252,7 +260,9 @@ class SchemaCompiler:
         if key == "uniqueItems":
             if arg is not True:
                 raise Unsupported(key)
-            return lambda value: not isinstance(value, list) or _unique(value)
+            # strings here; jsonschema's equality of numbers, booleans and containers is its own, so any other
+            # list is asked of it: a "not sure" False would read as True under `not`, `oneOf` or `if`
+            return _unique_items
         if key == "if":
             test = self.compile(arg)
             then = self.compile(schema["then"]) if "then" in schema else None
@@ -265,17 +275,3 @@ class SchemaCompiler:
             return if_
         raise Unsupported(key)
 
-
-def _unique(items: list[Any]) -> bool:
-    """No two items equal as JSON values are (jsonschema's `uniqueItems`: true is not 1, 1 is 1.0): scalars by a
-    set, containers pairwise. Exact, never "not sure": a check inside `not` or `oneOf` must not be inverted."""
-    scalars, containers = set(), []
-    for item in items:
-        if isinstance(item, (dict, list)):
-            containers.append(item)
-            continue
-        key = (type(item) is bool, item)  # a boolean apart from the numbers; 1 and 1.0 hash alike
-        if key in scalars:
-            return False
-        scalars.add(key)
-    return all(not json_equal(a, b) for i, a in enumerate(containers) for b in containers[i + 1:])

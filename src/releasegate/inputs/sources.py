@@ -252,6 +252,11 @@ class Templates:
         return messages
 
 
+_NOT_A_COLUMN = frozenset({"row", "range", "namespace", "true", "false", "none", "True", "False", "None", "self"})
+"""Names `{{ NAME }}` never reads from a column as Jinja renders it (its literals and `self`) or that the context
+sets itself: rendered by Jinja, whatever the row holds, so every row of a suite reads them alike."""
+
+
 class _Field:
     """A template that is one column's value (`{{ text }}`, the usual one): rendered without Jinja when the
     value is text (a million rows, about 30 microseconds a row less), by Jinja otherwise (a number, a missing
@@ -266,7 +271,7 @@ class _Field:
     @classmethod
     def of(cls, text: str) -> _Field | None:
         found = cls._ONE.fullmatch(text)
-        return cls(found.group(1), text) if found and found.group(1) not in ("row", "range", "namespace") else None
+        return cls(found.group(1), text) if found and found.group(1) not in _NOT_A_COLUMN else None
 
 
 def _template_error(exc: TemplateFailed, role: str, row: dict, file: str, number: int, at) -> InputError:

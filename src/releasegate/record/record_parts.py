@@ -4,11 +4,14 @@ readable; import them from `releasegate.record.records`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = ["Timing", "Tokens", "Stratum", "DEFAULT_MIN_PAIR_SHARE"]
+
+_InFlight = Annotated[int, Field(strict=True, ge=1)]
+"""A count of requests in flight, this one counted: at least 1, a JSON integer (never `true`, `"3"` or 2.0)."""
 
 DEFAULT_MIN_PAIR_SHARE = 0.9
 """The rubric's `min_load_pair_share` when it sets none: the flip probe's pairs (an answer asked alone, answers
@@ -58,10 +61,10 @@ class Timing(BaseModel):
     retried_errors: list[str] = Field(default_factory=list)
     """Error kinds of the attempts that failed and were sent again, in order (openai): `attempts` - 1 of them.
     Every one counts as a failed request (see `releasegate.record.evidence`)."""
-    in_flight_at_send: int | None = None
+    in_flight_at_send: _InFlight | None = None
     """Requests the client had in flight when this one was sent, this one counted (openai; hf: its batch). None:
     not observed (a run made before it was recorded, a replay); written only when known."""
-    in_flight_most: int | None = None
+    in_flight_most: _InFlight | None = None
     """The most requests the client had in flight at any moment while this one was, this one counted: 1 means it
     was asked alone (the flip probe reads it). None: not observed; written only when known."""
 

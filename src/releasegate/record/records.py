@@ -305,7 +305,7 @@ class RunDir:
                 except ValueError as exc:  # pydantic's ValidationError too (bad JSON, bad UTF-8)
                     if not line.endswith(b"\n"):
                         break  # a torn last line from an interrupted run: the case was not completed
-                    raise InputError(f"corrupt record: {str(exc).splitlines()[0]}", file=path, line=number) from None
+                    raise InputError(f"corrupt record: {problem_line(exc)}", file=path, line=number) from None
         if not matches_seal(self.path, name, digest.hexdigest()):
             for rec in records:
                 rec.scored_with = None

@@ -47,11 +47,52 @@ class CostFacts(_Part):
         return self
 
 
+class WrongCaseFacts(_Part):
+    """A wrong case of a probe row (`record.cache_probe_report.CacheWrongCase`), as the reports read it."""
+
+    case_id: str
+    cached_case_id: str
+    similarity: Figure
+    within_group: Annotated[bool, Strict()]
+    harmful: Annotated[bool, Strict()] = True
+    stale: Annotated[bool, Strict()] = False
+    wrong_neighbours: Count | None = None
+    donors: Count | None = None
+
+
+class WrongHitFacts(WrongCaseFacts):
+    question: str
+    cached_question: str
+    answer: str | None = None
+    cached_answer: str | None = None
+
+
 class ProbeRow(_Part):
+    """One threshold of the probe: every figure the gate computes on or a report shows, of its type (a string
+    where a count belongs would otherwise be an internal error in the gate's bound)."""
+
     threshold: Figure | None = None
     n: Count
     hits: Count
     wrong_hits: Count
+    hit_rate: Figure | None = None
+    hittable: Count | None = None
+    right_hits: Count | None = None
+    harmful_hits: Count | None = None
+    unknown_hits: Count = 0
+    harmful_share: Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    effective_hits: Seconds | None = None
+    wrong_hit_rate: Figure | None = None
+    wrong_hit_upper: Figure | None = None
+    within_group: Count = 0
+    across_group: Count = 0
+    wrong_across_group: Count = 0
+    tokens_saved: dict[str, Count | None] = {}
+    cost_saved_usd: Figure | None = None
+    stale_time_sensitive: Count = 0
+    stale_cases: list[str] = []
+    wrong: list[WrongHitFacts] = []
+    wrong_cases: list[WrongCaseFacts] = []
 
 
 class CacheProbeFacts(_Part):

@@ -66,8 +66,27 @@ class Seal(_Shape):
     complete: bool | None = None
 
 
+class OverrideEntry(_Shape):
+    key: str
+    by: str
+
+
+class Composition(_Shape):
+    """How the config was composed (`run.manifest._composition`): its readers walk `set` and `over_official`."""
+
+    extends: list[str] | None = None
+    set: list[dict[str, Any]] | None = None
+    over_official: list[OverrideEntry] | None = None
+
+
 class SealOnly(_Shape):
+    """The seal, and the few parts the seal's readers read besides it (history, the rubric binding): a part of
+    another shape (`inputs` a number, `composition.set` a string) is refused, never an internal error."""
+
     sealed: Seal | None = None
+    inputs: list[dict[str, Any]] | None = None
+    target: dict[str, Any] | None = None
+    composition: Composition | None = None
 
 
 class ManifestShape(_Shape):
@@ -78,6 +97,7 @@ class ManifestShape(_Shape):
     packages: dict[str, str] = {}
     samples: list[dict[str, Any]] = []
     sealed: Seal | None = None
+    composition: Composition | None = None
 
 
 def check_manifest(data: Any, path: Path, *, whole: bool = True) -> dict:

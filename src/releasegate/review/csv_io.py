@@ -4,11 +4,10 @@ Export writes UTF-8 with a BOM (so Excel detects the encoding), RFC 4180 quoting
 rows, newlines inside cells kept) and no truncation: an output of any length round-trips (import lifts the csv
 module's 131,072-character field limit). Model outputs are untrusted: an apostrophe goes before = + - @ tab CR or
 an apostrophe wherever a cell could begin under any common separator (`spreadsheet.neutralise`: the file may be
-opened with ';'), so no spreadsheet reads a formula; control, bidi and surrogate
-characters are shown as visible stand-ins (`inert`: ESC as '␛', U+202E as '⟨U+202E⟩'), so neither a terminal
-printing the file nor a reviewer's spreadsheet acts on them. Import undoes both before it compares the output with
-the run's (by hash). Instructions go into a sidecar text file, so the CSV itself stays a plain table for pandas and
-the csv module.
+opened with ';'), so no spreadsheet reads a formula; control, bidi and surrogate characters are shown as visible
+stand-ins (`inert`: ESC as '␛', U+202E as '⟨U+202E⟩'), so neither a terminal printing the file nor a reviewer's
+spreadsheet acts on them. Import undoes both before it compares the output with the run's (by hash). Instructions
+go into a sidecar text file, so the CSV itself stays a plain table for pandas and the csv module.
 
 Import validates every row before anything is written and reports every problem with its line (the physical line
 where the row starts, the header being line 1): unknown or duplicated review ids, rows from another run or
@@ -50,6 +49,7 @@ COLUMNS = (
 )
 AUTO_COLUMNS = ("auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why")
 """The automatic verdict and its reasons: in the CSV only with `review.show_auto: true` (blind review otherwise)."""
+MAX_REVIEWER_CHARS = 200  # a name: one longer is refused at import, never carried into every table and message
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
 READ_BACK = frozenset({*REQUIRED_COLUMNS, "round", "forbidden"})
 """Columns import reads: neutralised so that it gets their text back exactly. The others are only shown."""
@@ -301,8 +301,9 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     if label is None:
         return f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})", None
     name = " ".join(unneutralise(cell["reviewer"]).split()) or (default_reviewer or "")
-    if not name:
-        return f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)", None
+    if not reviewer_key(name) or len(name) > MAX_REVIEWER_CHARS:  # nothing but invisible characters, or no name
+        return (f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)" if
+                not reviewer_key(name) else f"{rid}: the reviewer name is longer than {MAX_REVIEWER_CHARS} characters"), None
     return None, LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,

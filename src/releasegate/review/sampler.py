@@ -27,7 +27,7 @@ import math
 
 from pydantic import BaseModel
 
-from ..border.files import read_text
+from ..border.files import exists, read_text
 from ..clock import now
 from ..errors import InputError
 from ..inputs.review_policy import ReviewPolicy, slice_name
@@ -35,6 +35,7 @@ from ..record.metrics import select
 from ..record.records import CaseRecord, RunDir
 from ..record.review_cover import DrawnRow
 from ..record.review_outcome import automatic_outcome, output_hash
+from ..record.run_parts import problem_line
 
 __all__ = ["ReviewItem", "ReviewSample", "choose_sample", "review_id", "SAMPLE_FILE", "read_sample", "write_sample",
            "sampling_cells", "drawn_rows"]
@@ -181,12 +182,13 @@ def _drawn_share(cell: dict[str, str], chosen: dict[str, str]) -> dict[str, floa
 def read_sample(run: RunDir) -> ReviewSample | None:
     """The run's saved sample, or None when `review export` has not drawn one yet."""
     path = run.path / SAMPLE_FILE
-    if not path.is_file():
-        return None
+    if not exists(path) and not path.is_symlink():  # a FIFO, a device, a directory or a dangling link is no
+        return None  # "not drawn yet": read_text refuses it, naming the file (its drawn rows are never dropped)
     try:
         return ReviewSample.model_validate_json(read_text(path, what="review sample"))
     except ValueError as exc:
-        raise InputError(f"unreadable review sample: {str(exc).splitlines()[0]}", file=path) from None
+        raise InputError(f"unreadable review sample: {problem_line(exc)}", file=path,
+                         hint="draw it again with releasegate review export --resample") from None
 
 
 def drawn_rows(run: RunDir) -> tuple[DrawnRow, ...]:

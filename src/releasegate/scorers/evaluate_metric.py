@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..extras import install_command
 from ..record.metrics import MetricValue
 from ._text import as_text
-from .shipped_metrics import SHIPPED, ShippedMetric
+from .shipped_metrics import SHIPPED, BadReference, ShippedMetric
 from .stored import CorpusScores, digest_of, scorer_code
 
 __all__ = ["needs_evaluate", "resolve_module", "load_metric", "compute_evaluate_metric", "evaluate_value", "module_fingerprint"]
@@ -77,7 +77,13 @@ def compute_evaluate_metric(metric, records: list, *, key: str | None, name: str
     done = [r for r in records if r.output is not None]
     if not done:
         return MetricValue(None, 0)
-    result = metric.compute(predictions=[r.output for r in done], references=[as_text(r.expected) for r in done])
+    try:
+        result = metric.compute(predictions=[r.output for r in done], references=[as_text(r.expected) for r in done])
+    except BadReference as exc:  # a shipped metric's reference it cannot read: the case's, named
+        case = done[exc.index] if 0 <= exc.index < len(done) else None
+        where = f"case {case.case_id} of suite {case.suite}" if case is not None else "a case"
+        raise InputError(f"evaluate metric '{name}' cannot score {where}: {exc}", field=f"evaluate.{name}",
+                         hint="give it an expected JSON object, or drop the metric for that suite") from None
     wanted = key or name
     if wanted not in result:
         value = next(iter(result.values())) if len(result) == 1 else None

@@ -13,9 +13,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..border.structured import json_loads
 from ..text import json_equal
 
-__all__ = ["SHIPPED", "ShippedMetric", "field_accuracy", "rouge", "bleu", "chrf", "ROUGE_TYPES"]
+__all__ = ["SHIPPED", "ShippedMetric", "BadReference", "field_accuracy", "rouge", "bleu", "chrf", "ROUGE_TYPES"]
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
@@ -34,14 +35,35 @@ def _first_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+class BadReference(ValueError):
+    """A reference a shipped metric cannot read (field_accuracy: no JSON object); `index`: its place among the
+    references, so the caller names the case."""
+
+    def __init__(self, index: int, why: str) -> None:
+        super().__init__(why)
+        self.index = index
+
+
+def _reference_object(ref: str, index: int) -> dict[str, Any]:
+    """A field_accuracy reference: a JSON object (its fields are what is counted), read through the border's
+    depth limit; anything else is a BadReference, never an internal error."""
+    try:
+        want = json_loads(ref)
+    except ValueError as exc:  # not JSON, or nested past the border's limit
+        raise BadReference(index, f"its expected answer is not JSON ({str(exc).splitlines()[0][:80]})") from None
+    if not isinstance(want, dict):
+        raise BadReference(index, f"its expected answer is a JSON {type(want).__name__}, not an object of fields")
+    return want
+
+
 def field_accuracy(predictions: Sequence[str], references: Sequence[str]) -> dict[str, float | None]:
     """Mean over cases of the share of the reference JSON object's fields the prediction reproduces exactly (as
     JSON: `true` is not 1)."""
     if not references:
         return {"field_accuracy": None}
     total = 0.0
-    for pred, ref in zip(predictions, references, strict=False):
-        want = json.loads(ref)
+    for index, (pred, ref) in enumerate(zip(predictions, references, strict=False)):
+        want = _reference_object(ref, index)
         got = _first_object(pred) or {}
         total += sum(json_equal(got.get(k), v) for k, v in want.items()) / max(len(want), 1)
     return {"field_accuracy": total / len(references)}
