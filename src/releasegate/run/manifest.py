@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import socket
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,9 @@ CASE_ROLES = ("suite", "schema")
 def case_digests(config) -> list[str]:
     """The sha256 of every file the config's cases are read from (suites, their sources, the schemas their
     format checks name), as a run of it records them in its manifest (`case_digests_of`)."""
-    return case_digests_of({"inputs": _hash_inputs(config)[0]})
+    inputs: list[dict] = []
+    _case_files(config, _adder(inputs, set()), inputs, [])
+    return case_digests_of({"inputs": inputs})
 
 
 def case_digests_of(manifest: dict) -> list[str]:
@@ -225,10 +228,8 @@ def case_digests_of(manifest: dict) -> list[str]:
                   if isinstance(e, dict) and e.get("role") in CASE_ROLES and isinstance(e.get("sha256"), str))
 
 
-def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
-    inputs: list[dict] = []
-    directories: list[dict] = []
-    seen: set[str] = set()
+def _adder(inputs: list[dict], seen: set[str]) -> Callable[..., None]:
+    """`add(role, path, name=None)`: the file hashed into `inputs`, once per resolved path."""
 
     def add(role: str, path: Path, name: str | None = None) -> None:
         key = str(path.resolve())
@@ -240,10 +241,11 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
                            "sha256": sha256_file(path)})
         except OSError as exc:
             raise InputError(f"cannot read input to hash it: {exc.strerror}", file=path) from None
+    return add
 
-    add("config", Path(config.path))
-    for extended in getattr(config, "extends", ()):
-        add("config:extends", Path(extended))
+
+def _case_files(config, add, inputs: list[dict], directories: list[dict]) -> None:
+    """The files the cases are read from: each suite (or its source's files) and the schemas its checks name."""
     base_dir = getattr(config, "base_dir", None) or Path(config.path).parent
     for suite in config.suites:
         if getattr(suite, "source", None) is None:
@@ -252,6 +254,17 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
             source_files(suite, add, inputs, directories)
         for schema in schema_paths(suite, base_dir):
             add("schema", schema)
+
+
+def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
+    inputs: list[dict] = []
+    directories: list[dict] = []
+    add = _adder(inputs, set())
+    add("config", Path(config.path))
+    for extended in getattr(config, "extends", ()):
+        add("config:extends", Path(extended))
+    _case_files(config, add, inputs, directories)
+    base_dir = getattr(config, "base_dir", None) or Path(config.path).parent
     rubric = Path(config.rubric)
     add("rubric", rubric)
     if (set_by := getattr(config, "rubric_set_by", None)) and inputs[-1]["role"] == "rubric":
