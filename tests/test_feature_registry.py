@@ -165,3 +165,26 @@ def test_the_baseline_run_is_read_once_per_gate(tmp_path, monkeypatch, capsys):
     assert main(["gate", str(path), "--json", "--allow-pending"]) in (0, 1, 3)
     report = _json.loads(capsys.readouterr().out)
     assert report.get("comparison") and len(reads) == 1, reads
+
+
+def test_history_keeps_the_feature_summaries(toy, tmp_path: Path, capsys):
+    """`history --json` lists each run with its gate features' summaries, as report.json holds them; a section of
+    another shape in a report is left out, never an error."""
+    from releasegate.cli import main
+    from releasegate.record.history_index import run_summary
+    from test_false_pass import Run, lenient, ok
+
+    rubric = lenient()
+    rubric["criteria"].append({"metric": "politeness_rate", "op": ">=", "threshold": 0.0})
+    path = Run([ok(i) for i in range(20)], rubric=rubric).build(tmp_path / "reports")
+    assert main(["gate", str(path), "--allow-pending"]) == 0
+    capsys.readouterr()
+    assert run_summary(path).sections == [{"feature": "politeness", "title": "Politeness",
+                                           "rows": [{"label": "polite answers", "value": "0%"}]}]
+    assert main(["history", "--reports", str(path.parent), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["runs"]
+    assert listed[0]["sections"][0]["title"] == "Politeness"
+    report = json.loads((path / "report.json").read_text())
+    report["sections"] = [{"feature": "x", "title": "T", "rows": "not rows"}, 5]
+    (path / "report.json").write_text(json.dumps(report))
+    assert run_summary(path).sections == []

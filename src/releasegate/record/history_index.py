@@ -36,17 +36,17 @@ DAMAGED_SUFFIX = ".damaged"
 HEADLINE_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p95",
                     "cost_per_1m_output_tokens")
 """The metrics `history` shows in its table (every criterion's value is kept in the index)."""
-_SCHEMA_VERSION = "2"  # 2: the effective rubric's hash and the overrides it was judged with
+_SCHEMA_VERSION = "3"  # 2: the effective rubric's hash and the overrides; 3: the gate features' summaries
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (dir TEXT PRIMARY KEY, run_id TEXT NOT NULL, created_at TEXT NOT NULL, "
     "status TEXT, target TEXT, fingerprint TEXT, suites TEXT NOT NULL, verdict TEXT, rubric_sha256 TEXT, "
     "metrics TEXT NOT NULL, criteria TEXT NOT NULL, effective_rubric_sha256 TEXT, rubric_overrides TEXT NOT NULL, "
-    "indexed_at TEXT NOT NULL)",
+    "sections TEXT NOT NULL, indexed_at TEXT NOT NULL)",
 )
 _COLUMNS = ("dir", "run_id", "created_at", "status", "target", "fingerprint", "suites", "verdict", "rubric_sha256",
-            "metrics", "criteria", "effective_rubric_sha256", "rubric_overrides", "indexed_at")
-_LISTS = ("suites", "metrics", "criteria", "rubric_overrides")
+            "metrics", "criteria", "effective_rubric_sha256", "rubric_overrides", "sections", "indexed_at")
+_LISTS = ("suites", "metrics", "criteria", "rubric_overrides", "sections")
 """The columns kept as JSON text."""
 _SUMMARY_FILES = ("run.json", "manifest.json", "report.json")
 """The files of a run directory a row is made from."""
@@ -83,6 +83,8 @@ class HistoryRow:
     """The hash of the rubric that judged, with the config's judging keys (report.json `judged_by`)."""
     rubric_overrides: list[str] = field(default_factory=list)
     """Each override of the official config it was judged with: 'KEY (by)'."""
+    sections: list[dict] = field(default_factory=list)
+    """Each gate feature's summary as report.json `sections` has it: {feature, title, rows: [{label, value}]}."""
 
     def as_dict(self) -> dict:
         return {c: getattr(self, c) for c in _COLUMNS if c != "indexed_at"}
@@ -113,7 +115,20 @@ def run_summary(run_path: Path) -> HistoryRow:
         metrics={m: _number(metrics[m].get("value")) for m in HEADLINE_METRICS if isinstance(metrics.get(m), dict)},
         criteria=[_criterion(c) for c in criteria if isinstance(c, dict)],
         effective_rubric_sha256=effective if isinstance(effective, str) else None,
-        rubric_overrides=[f"{o.get('key')} ({o.get('by')})" for o in overrides if isinstance(o, dict)])
+        rubric_overrides=[f"{o.get('key')} ({o.get('by')})" for o in overrides if isinstance(o, dict)],
+        sections=_sections(report.get("sections")))
+
+
+def _sections(raw: object) -> list[dict]:
+    """report.json's feature summaries as plain text (a section of another shape is left out, never an error)."""
+    out = []
+    for s in raw if isinstance(raw, list) else []:
+        rows = s.get("rows") if isinstance(s, dict) else None
+        if isinstance(rows, list):
+            out.append({"feature": str(s.get("feature")), "title": str(s.get("title")),
+                        "rows": [{"label": str(r.get("label")), "value": str(r.get("value"))}
+                                 for r in rows if isinstance(r, dict)]})
+    return out
 
 
 def _shown_verdict(run_path: Path, manifest: dict, verdict: object) -> str | None:
@@ -237,16 +252,16 @@ def _row(values: dict) -> HistoryRow:
     name = values["dir"]
     if not isinstance(name, str) or not _plain_name(name):
         raise ValueError(f"a row names {str(name)[:80]!r}, not a run directory of the reports root")
-    suites, metrics, criteria, overrides = (json_loads(values[k]) for k in _LISTS)
+    suites, metrics, criteria, overrides, sections = (json_loads(values[k]) for k in _LISTS)
     if not (isinstance(suites, list) and isinstance(metrics, dict) and isinstance(criteria, list)
-            and isinstance(overrides, list)):
-        raise ValueError("a row's suites, metrics, criteria or overrides are of another shape")
+            and isinstance(overrides, list) and isinstance(sections, list)):
+        raise ValueError("a row's suites, metrics, criteria, overrides or sections are of another shape")
     text = {k: values[k] if isinstance(values[k], str) or values[k] is None else str(values[k])
             for k in _COLUMNS if k not in (*_LISTS, "indexed_at")}
     return HistoryRow(**text, suites=[str(s) for s in suites],
                       metrics={str(k): _number(v) for k, v in metrics.items()},
                       criteria=[_criterion(c) for c in criteria if isinstance(c, dict)],
-                      rubric_overrides=[str(o) for o in overrides])
+                      rubric_overrides=[str(o) for o in overrides], sections=_sections(sections))
 
 
 def _plain_name(name: str) -> bool:
