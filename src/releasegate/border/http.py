@@ -41,7 +41,7 @@ from ..text import inert
 from .json_reader import MAX_JSON_DEPTH, NotJson, read_json
 from .limits import DEFAULT_MAX_BYTES, Redirected
 
-__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json", "server_said"]
+__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json", "server_said", "url_problem"]
 
 _PIECE = 65536
 
@@ -133,15 +133,27 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
     return Reply(status=reply.status, body=data, seconds=time.monotonic() - started, headers=headers_read)
 
 
-def _request_parts(url: str, headers: dict[str, str], where: str) -> tuple[SplitResult, str, dict[str, str]]:
-    """(the URL's parts, the request target, the headers to send): userinfo as Basic authorization."""
+def url_problem(url: str) -> str | None:
+    """Why `url` is no http(s) URL a request can go to ('not a URL (...)', 'not an http(s) URL'); None when it is
+    one. The one parse every URL from a config, an option or the environment gets where it comes in: urllib's
+    own ValueError (an unclosed IPv6 bracket, a port past 65535 or not a number) is the caller's one-line error,
+    never an internal one later."""
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError:
-        raise HttpError(ErrorKind.CONNECTION_ERROR, where, "not a URL") from None
+        parts.port  # noqa: B018 - raises on a port that is not a number or out of range
+    except ValueError as exc:
+        return f"not a URL ({exc})"
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise HttpError(ErrorKind.CONNECTION_ERROR, where, "not an http(s) URL")
+        return "not an http(s) URL"
+    return None
+
+
+def _request_parts(url: str, headers: dict[str, str], where: str) -> tuple[SplitResult, str, dict[str, str]]:
+    """(the URL's parts, the request target, the headers to send): userinfo as Basic authorization."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise HttpError(ErrorKind.CONNECTION_ERROR, where, problem.split(" (")[0])
+    parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     sent = dict(headers)
     if parts.username is not None and not any(k.lower() == "authorization" for k in sent):

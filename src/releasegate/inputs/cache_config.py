@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..border.http import url_problem
 from ..errors import InputError
 from ..redaction import mask_url
 from .backend_facts import capabilities
@@ -136,6 +137,9 @@ def _embeddings(raw: dict, here: Path, at) -> EmbeddingSource:
     if ("local" in raw) == ("base_url" in raw):
         raise InputError("embeddings needs one of base_url (an endpoint) or local (a model directory)",
                          **at("response_cache_probe", "embeddings"))
+    if isinstance(raw.get("base_url"), str) and (problem := url_problem(raw["base_url"])) is not None:
+        raise InputError(f"embeddings.base_url is {problem}", **at("response_cache_probe", "embeddings", "base_url"),
+                         hint="write it as http(s)://host[:port]/v1")
     if "base_url" in raw and not raw.get("model"):
         raise InputError("an embeddings endpoint needs its model", **at("response_cache_probe", "embeddings", "model"))
     local = resolve_under(here, raw["local"]) if "local" in raw else None

@@ -6,6 +6,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..border.files import replace_file
+from ..border.http import url_problem
 from ..errors import InputError
 
 __all__ = ["scaffold", "endpoint_config", "FILES"]
@@ -98,13 +99,9 @@ def endpoint_config(base_url: str, model: str | None = None) -> str:
 def _endpoint_url(url: str) -> str:
     """An http(s) URL written as is; credentials in it are refused: they belong in the environment."""
     url = _plain(url.strip(), "--endpoint")
-    try:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError
-    except ValueError:
-        raise InputError(f"{url!r} is not an http(s) URL", field="--endpoint",
-                         hint="e.g. http://127.0.0.1:8000/v1") from None
+    if (problem := url_problem(url)) is not None:
+        raise InputError(f"{url!r} is {problem}", field="--endpoint", hint="e.g. http://127.0.0.1:8000/v1")
+    parts = urlsplit(url)
     if parts.username is not None or parts.password is not None or parts.query:
         raise InputError("the URL carries credentials or a query", field="--endpoint",
                          hint="give the key in an environment variable named by target.api_key_env")

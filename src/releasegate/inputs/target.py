@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ..border.env import env_secret
+from ..border.http import url_problem
 from ..errors import InputError
 from ..extras import require
 from ..redaction import (
@@ -175,6 +176,9 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
     draft = resolve_under(here, raw["draft"]) if raw.get("draft") else None
     if draft is not None:  # loaded only once generation starts: a draft that cannot load is refused now
         check_model_dir(draft, "draft model", at("target", "draft"))
+    if isinstance(raw.get("base_url"), str) and (problem := url_problem(raw["base_url"])) is not None:
+        raise InputError(f"base_url is {problem}", **at("target", "base_url"),
+                         hint="write it as http(s)://host[:port]/v1")
     for name in raw.get("headers") or {}:
         if name.lower() in _OWN_HEADERS:
             raise InputError(f"header '{name}' is set by releasegate itself", **at("target", "headers", name),

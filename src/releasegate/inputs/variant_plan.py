@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from ..border.http import url_problem
 from ..errors import InputError
 from ..redaction import mask_url
 from .files import exists, is_file, resolve_under
@@ -188,10 +188,8 @@ def _endpoint(item: dict, name: str, target: dict, where) -> VariantSpec:
     if not item.get("base_url"):
         raise InputError("an endpoint variant needs its base_url", **where("base_url"),
                          hint="e.g. base_url: http://127.0.0.1:8000/v1")
-    parts = urlsplit(item["base_url"])
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError("base_url must be an http(s) URL with a host", **where("base_url"),
-                         hint="e.g. base_url: http://127.0.0.1:8000/v1")
+    if (problem := url_problem(str(item["base_url"]))) is not None:
+        raise InputError(f"base_url is {problem}", **where("base_url"), hint="e.g. base_url: http://127.0.0.1:8000/v1")
     model = item.get("model") or target.get("model")
     if not model:
         raise InputError("an endpoint variant needs the model it serves", **where("model"))

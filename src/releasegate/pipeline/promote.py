@@ -16,10 +16,9 @@ import re
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..border.env import env_secret
-from ..border.http import HttpError, Limits, fetch
+from ..border.http import HttpError, Limits, fetch, url_problem
 from ..errors import ErrorKind, InputError, TargetError
 from ..extras import load
 from ..redaction import add_secret, mask_url
@@ -59,8 +58,11 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
     that may not be released; InputError (2) for missing options; TargetError (4) when a receiver failed."""
     if webhook is None and mlflow_model is None:
         raise InputError("nothing to promote to: give --webhook URL and/or --mlflow-model NAME --alias ALIAS")
-    if webhook is not None and (urlsplit(webhook).scheme not in ("http", "https") or not urlsplit(webhook).hostname):
-        raise InputError(f"{mask_url(webhook)} is not an http(s) URL", field="--webhook")
+    if webhook is not None and (problem := url_problem(webhook)) is not None:
+        raise InputError(f"the webhook is {problem}", field="--webhook")
+    if mlflow_uri is not None and "://" in mlflow_uri and mlflow_uri.split("://")[0] in ("http", "https") and \
+            (problem := url_problem(mlflow_uri)) is not None:
+        raise InputError(f"the MLflow URI is {problem}", field="--mlflow-uri")
     if webhook is not None and key is None:
         raise InputError("--webhook sends a signed summary: give --key KEY (an Ed25519 private key)", field="--key")
     if mlflow_model is not None and not (alias and _NAME.fullmatch(alias) and _NAME.fullmatch(mlflow_model)):
