@@ -3,13 +3,14 @@ page. The index is `record.history_index`; the run directories stay the record."
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..border.outputs import check_output_path, write_output_file
 from ..errors import InputError
 from ..record.blessings import blessings
-from ..record.history_index import open_index
+from ..record.history_index import INDEX_FILE, open_index, runs_without_index
 from ..report.trend import render_trend
 
 __all__ = ["History", "run_history", "write_trend", "TREND_FILE"]
@@ -36,7 +37,27 @@ def run_history(root: Path, *, target: str | None = None, suite: str | None = No
     root = Path(root)
     if not root.is_dir():
         raise InputError("no reports folder here", file=root, hint="pass --reports DIR (the config's output.dir)")
-    index = open_index(root)
+    notes, rows = _indexed(root, rebuild)
+    try:
+        names = _blessed_names(root)
+    except InputError as exc:  # the runs are listed all the same; the file is named
+        names = {}
+        notes.append(f"blessed baselines not shown: {exc}")
+    rows = [{**r, "blessed": names.get(r["dir"], [])} for r in rows]
+    wanted = [r for r in rows if _matches(r, target, suite, verdict)]
+    return History(root, wanted, notes, len(rows))
+
+
+def _indexed(root: Path, rebuild: bool) -> tuple[list[str], list[dict]]:
+    """(notes, every run as the index lists it). An index another process holds locked past its wait is not
+    waited on longer: the runs are listed from their directories, and the note says so."""
+    try:
+        index = open_index(root)
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        return ([f"the run index {root / INDEX_FILE} is locked by another process: listed from the run "
+                 "directories"], [row.as_dict() for row in runs_without_index(root)])
     try:
         if rebuild:
             count = index.rebuild()
@@ -44,14 +65,7 @@ def run_history(root: Path, *, target: str | None = None, suite: str | None = No
         rows = [row.as_dict() for row in index.rows()]
     finally:
         index.close()
-    try:
-        names = _blessed_names(root)
-    except InputError as exc:  # the runs are listed all the same; the file is named
-        names = {}
-        index.notes.append(f"blessed baselines not shown: {exc}")
-    rows = [{**r, "blessed": names.get(r["dir"], [])} for r in rows]
-    wanted = [r for r in rows if _matches(r, target, suite, verdict)]
-    return History(root, wanted, index.notes, len(rows))
+    return index.notes, rows
 
 
 def _blessed_names(root: Path) -> dict[str, list[str]]:

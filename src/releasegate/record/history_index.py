@@ -29,7 +29,7 @@ from ..errors import InputError, ReleasegateError
 from .records import RunDir
 from .stored_manifest import read_manifest_file
 
-__all__ = ["INDEX_FILE", "HEADLINE_METRICS", "HistoryRow", "Index", "index_run", "open_index", "run_summary"]
+__all__ = ["runs_without_index", "INDEX_FILE", "HEADLINE_METRICS", "HistoryRow", "Index", "index_run", "open_index", "run_summary"]
 
 INDEX_FILE = "history.sqlite"
 DAMAGED_SUFFIX = ".damaged"
@@ -50,7 +50,9 @@ _LISTS = ("suites", "metrics", "criteria", "rubric_overrides", "sections")
 """The columns kept as JSON text."""
 _SUMMARY_FILES = ("run.json", "manifest.json", "report.json")
 """The files of a run directory a row is made from."""
-_BUSY_TIMEOUT_S = 60.0
+_BUSY_TIMEOUT_S = 5.0
+"""The longest the index waits for another process's write lock, all attempts together: past it the run is
+"not indexed yet" (`check`, `gate`) and `history` lists from the run directories (`runs_without_index`)."""
 MAX_RUNS = 100_000
 """Run directories one reports root may hold; past it the root is not a reports folder."""
 
@@ -295,6 +297,8 @@ def open_index(root: Path, *, say_built: bool = True) -> Index:
         _check(index.db)
         index.sync()
     except (IndexDamaged, sqlite3.DatabaseError) as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise  # another process holds it: no damage, never moved aside (the caller lists without it)
         index = _rebuilt(root, path, str(exc), notes)
     return index
 
@@ -327,10 +331,12 @@ def _connect(path: Path) -> sqlite3.Connection:
         except InputError as exc:
             raise IndexDamaged(exc.message) from None
     path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
     for attempt in range(50):
-        db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        left = max(0.05, deadline - time.monotonic())
+        db = sqlite3.connect(path, timeout=left, isolation_level=None)
         try:
-            db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
             db.execute("PRAGMA journal_mode=WAL")
             for statement in _SCHEMA:
                 db.execute(statement)
@@ -339,9 +345,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         except sqlite3.OperationalError as exc:
             db.close()
             # two processes creating the file at once: switching to WAL can be refused without waiting
-            if "locked" not in str(exc) or attempt == 49:
+            if "locked" not in str(exc) or attempt == 49 or time.monotonic() >= deadline:
                 raise
-            time.sleep(0.05 * (attempt + 1))
+            time.sleep(min(0.05 * (attempt + 1), max(0.0, deadline - time.monotonic())))
     raise AssertionError("unreachable")
 
 
@@ -355,6 +361,18 @@ def _check(db: sqlite3.Connection) -> None:
     columns = [r[1] for r in db.execute("PRAGMA table_info(runs)").fetchall()]
     if tuple(columns) != _COLUMNS:
         raise IndexDamaged("the runs table has other columns")
+
+
+def runs_without_index(root: Path) -> list[HistoryRow]:
+    """Every run directory of `root` as the index would list it, read from the directories themselves (the
+    index locked by another process past `_BUSY_TIMEOUT_S`): oldest first; a directory that is no run is left out."""
+    rows = []
+    for name in run_directories(Path(root)):
+        try:
+            rows.append(run_summary(Path(root) / name))
+        except (ReleasegateError, OSError):
+            continue
+    return sorted(rows, key=lambda r: (r.created_at, r.dir))
 
 
 def index_run(run_path: Path) -> list[str]:
