@@ -140,3 +140,17 @@ def test_a_model_version_in_a_real_mlflow_registry(released, cli, tmp_path, monk
     assert str(client.get_model_version_by_alias("support-bot", "canary").version) == str(version.version)
     code, _, err = promote(cli, run, "--mlflow-model", "x' OR name != '", "--alias", "prod", "--mlflow-uri", store)
     assert code == 2
+
+
+def test_a_webhook_is_shown_by_its_origin_only(released, cli):
+    """A Slack or Discord webhook's secret is its path: stdout, --json and the error line show the origin alone."""
+    run, key = released
+    secret = "/services/T0AAAAAAA/B0BBBBBBB/xyzSECRETxyzSECRETxyz"
+    with Receiver() as hook:
+        origin = hook.url.rsplit("/", 1)[0]
+        for extra in ((), ("--json",)):
+            code, out, err = promote(cli, run, "--webhook", origin + secret, "--key", key, *extra)
+            assert code == 0, err
+            assert "SECRET" not in out + err and f"{origin}/…" in out, out
+    code, out, err = promote(cli, run, "--webhook", "http://127.0.0.1:9" + secret, "--key", key)
+    assert code == 4 and "SECRET" not in out + err and "http://127.0.0.1:9/…" in err, err

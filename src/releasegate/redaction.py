@@ -27,7 +27,7 @@ import re
 from collections.abc import Collection
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = [
+__all__ = ["url_origin", 
     "REDACTED", "URL_REDACTED", "add_secret", "secret_from_env", "redact", "redact_error", "redact_data", "redact_values",
     "redact_json", "is_secret_name",
     "mask_url", "url_secrets", "mask_mapping", "mapping_secrets",
@@ -200,6 +200,19 @@ def mask_url(url: str | None, extra: Collection[str] = frozenset()) -> str | Non
     query = _masked_query(parts.query, extra) if parts.query else parts.query
     fragment = _masked_query(parts.fragment, extra) if parts.fragment else parts.fragment
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def url_origin(url: str) -> str:
+    """A URL shown by its origin alone, 'scheme://host[:port]/…': a webhook's secret is often its path (Slack,
+    Discord), so no more of it is ever shown."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "?"
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{port}/…"
 
 
 def url_secrets(url: str | None, extra: Collection[str] = frozenset()) -> list[str]:

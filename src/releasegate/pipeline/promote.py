@@ -21,7 +21,7 @@ from ..border.env import env_secret
 from ..border.http import HttpError, Limits, fetch, url_problem
 from ..errors import ErrorKind, InputError, TargetError
 from ..extras import load
-from ..redaction import add_secret, mask_url
+from ..redaction import add_secret, mask_url, url_origin
 from .attest import statement_for
 from .dsse import load_private_key, sign_envelope
 from .release_check import ReleasableRun, releasable_run
@@ -68,6 +68,9 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
     if mlflow_model is not None and not (alias and _NAME.fullmatch(alias) and _NAME.fullmatch(mlflow_model)):
         raise InputError("--mlflow-model and --alias: letters, digits, '_', '.', '-' and '/', at most 200",
                          field="--alias" if mlflow_model and _NAME.fullmatch(mlflow_model) else "--mlflow-model")
+    if webhook is not None:  # its path and query are its secret (a Slack or Discord hook): never shown
+        rest = webhook.split("://", 1)[-1].partition("/")[2]
+        add_secret("/" + rest if rest else None)
     private_key = load_private_key(key) if key is not None else None
     token = env_secret(token_env, field="--webhook-token-env") if token_env else None
     add_secret(token)
@@ -92,13 +95,13 @@ def post_webhook(url: str, payload: dict, token: str | None) -> dict:
     body = json.dumps(payload, sort_keys=True).encode("ascii")
     headers = {"Content-Type": "application/json", "Idempotency-Key": hashlib.sha256(body).hexdigest(),
                **({"Authorization": f"Bearer {token}"} if token else {})}
-    where = mask_url(url) or "?"
+    where = url_origin(url)
     last = ""
     for attempt in range(1, WEBHOOK_ATTEMPTS + 1):
         try:
             reply = fetch(url, method="POST", body=body, headers=headers, limits=_WEBHOOK_LIMITS)
         except HttpError as exc:
-            last = str(exc)
+            last = str(exc).replace(mask_url(url) or "?", where)
             if exc.kind not in _RETRIED:
                 break
         else:
