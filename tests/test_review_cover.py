@@ -367,3 +367,21 @@ def test_a_run_sealed_before_the_sample_was_is_not_called_edited(tmp_path, cli):
     manifest["sealed"]["files"].pop("review_sample.json")
     (run / "manifest.json").write_text(json.dumps(manifest))
     assert edited_evidence(run) == []
+
+
+def test_a_review_reason_is_bounded(tmp_path, cli):
+    """A reason over 2,000 characters (as `bless --reason`) is refused at import, naming the row; nothing is kept."""
+    run, _ = _exported(cli, tmp_path)
+    source = run / "review_queue.csv"
+    with source.open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[0].update(label="approve", reviewer="ana", reason="x" * 2001)
+    filled = tmp_path / "filled.csv"
+    with filled.open("w", encoding="utf-8-sig", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    before = (run / "reviews.jsonl").read_bytes() if (run / "reviews.jsonl").exists() else b""
+    code, _, err = cli("review", "import", run, filled)
+    assert code == 2 and "longer than 2000 characters" in err and rows[0]["review_id"] in err, err
+    assert ((run / "reviews.jsonl").read_bytes() if (run / "reviews.jsonl").exists() else b"") == before

@@ -49,7 +49,7 @@ COLUMNS = (
 )
 AUTO_COLUMNS = ("auto_verdict", "auto_answer", "auto_format", "auto_forbidden", "auto_why")
 """The automatic verdict and its reasons: in the CSV only with `review.show_auto: true` (blind review otherwise)."""
-MAX_REVIEWER_CHARS = 200  # a name: one longer is refused at import, never carried into every table and message
+MAX_REVIEWER_CHARS, MAX_REASON_CHARS = 200, 2000  # longer is refused at import (a reason as `bless --reason`)
 REQUIRED_COLUMNS = ("review_id", "output", "output_hash", "label", "reason", "reviewer")
 READ_BACK = frozenset({*REQUIRED_COLUMNS, "round", "forbidden"})
 """Columns import reads: neutralised so that it gets their text back exactly. The others are only shown."""
@@ -274,8 +274,7 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
         return "review_id is empty", None
     if rid in seen:
         return f"review id {rid} is duplicated (first on line {seen[rid]})", None
-    seen[rid] = line
-    item = items.get(rid)
+    seen[rid], item = line, items.get(rid)
     if item is None:
         return f"unknown review id {rid!r}: not in this run's review sample", None
     if cell["output_hash"].strip() != item.output_hash:
@@ -298,8 +297,9 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
         said = [what for what, v in (("a reason", reason), ("forbidden categories", cell.get("forbidden", "").strip())) if v]
         return (f"{rid}: {said[0]} but no label", None) if said else (None, None)
     label = parse_label(word)
-    if label is None:
-        return f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})", None
+    if label is None or len(reason) > MAX_REASON_CHARS:  # a megabyte reason would be kept in every journal read
+        return (f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})" if label
+                is None else f"{rid}: the reason is longer than {MAX_REASON_CHARS} characters (write a few words)"), None
     name = " ".join(unneutralise(cell["reviewer"]).split()) or (default_reviewer or "")
     if not reviewer_key(name) or len(name) > MAX_REVIEWER_CHARS:  # nothing but invisible characters, or no name
         return (f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)" if
