@@ -84,7 +84,23 @@ def test_validate_the_repo_demo(cli):
 
 def test_help_names_exit_codes(cli):
     code, out, _ = cli("--help")
-    assert code == 0 and "Exit codes" in out and "4 the target could not be run" in out
+    assert code == 0 and "Exit codes" in out and "4 target failed" in " ".join(out.split())
+    code, out, _ = cli("check", "--help")
+    assert code == 0 and "4 the target could not be run" in " ".join(out.replace("│", " ").split())
+
+
+def test_help_is_one_line_a_command_in_panels_within_40_lines_at_80_columns():
+    """`releasegate --help` in a CI log: every command on one line, grouped in panels, the screen under 40 lines."""
+    from conftest import run_subprocess
+    from releasegate.cli.app import COMMANDS
+
+    out = run_subprocess("--help", env={"COLUMNS": "80"}).stdout
+    lines = out.rstrip().splitlines()
+    assert len(lines) < 40 and max(len(line) for line in lines) <= 80, out
+    for panel in ("Run", "Judge", "Review", "Compare", "Release"):
+        assert f"─ {panel} ─" in out
+    for name, _function, _panel, short, _codes in COMMANDS:
+        assert any(line.startswith(f"│ {name} ") and short in line for line in lines), name
 
 
 def test_help_and_validate_do_not_import_torch(tmp_path):

@@ -25,33 +25,45 @@ EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usa
 3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint, or it failed most requests) | 70 internal error (a bug; what was recorded is kept) | \
 130 interrupted (resume with check --resume)."""
 
+SHORT_EXIT_CODES = ("Exit codes: 0 pass | 1 fail | 2 bad input | 3 needs review or inconclusive | 4 target "
+                    "failed | 70 bug | 130 interrupted (COMMAND --help says more).")
+
 app = typer.Typer(
     name="releasegate",
-    help="Pre-deployment evaluation and release gate for fine-tuned LLMs: quality, format, safety, latency, cost.",
-    epilog=EXIT_CODES_HELP,
+    help="Pre-deployment evaluation and release gate for fine-tuned LLMs.",
+    epilog=SHORT_EXIT_CODES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("check", epilog=EXIT_CODES_HELP)(check.check)
-app.command("validate", epilog=EXIT_CODES_HELP)(validate.validate)
-app.command("init")(init.init)
-app.command("gate", epilog=EXIT_CODES_HELP)(gate.gate)
-app.command("report")(report.report)
-app.command("capacity", epilog="Exit codes: 0 a capacity was established | 2 no sweep in the run | 3 unknown.")(capacity.capacity)
-app.command("compare", epilog=EXIT_CODES_HELP)(compare.compare)
-app.command("matrix")(matrix.matrix)
-app.command("servers", epilog="Exit codes: 0 a target is recommended | 2 a bad run directory | "
-                               "3 no target passed its gate with quality no worse than the reference's.")(servers.servers)
-app.command("verify", epilog="Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | "
-                                 "3 unverified: some inputs could not be hashed.")(verify.verify)
-app.command("history")(history.history)
-app.command("bless")(release.bless)
-app.command("attest")(release.attest)
-app.command("verify-attestation")(release.verify_attestation)
-app.command("promote")(release.promote)
-app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP)
+COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit codes)
+    ("check", check.check, "Run", "Run the model on the suites and give the verdict.", EXIT_CODES_HELP),
+    ("validate", validate.validate, "Run", "Check config, suites and rubric without loading a model.", EXIT_CODES_HELP),
+    ("init", init.init, "Run", "Write a starter config, suite and rubric.", None),
+    ("matrix", matrix.matrix, "Run", "Run every variant of a plan and compare them.", None),
+    ("gate", gate.gate, "Judge", "Judge a saved run again (new labels, a what-if).", EXIT_CODES_HELP),
+    ("report", report.report, "Judge", "Render one report of a saved run.", None),
+    ("capacity", capacity.capacity, "Judge", "The capacity sweep of a saved run, step by step.",
+     "Exit codes: 0 a capacity was established | 2 no sweep in the run | 3 unknown."),
+    ("compare", compare.compare, "Compare", "Compare two runs on their shared cases.", EXIT_CODES_HELP),
+    ("servers", servers.servers, "Compare", "Choose among served targets judged on the same suites.",
+     "Exit codes: 0 a target is recommended | 2 a bad run directory | 3 no target passed its gate with quality no "
+     "worse than the reference's."),
+    ("history", history.history, "Compare", "List the runs of a reports folder, or draw their trend.", None),
+    ("verify", verify.verify, "Release", "Check a run's inputs and files against its record.",
+     "Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | 3 unverified: some "
+     "inputs could not be hashed."),
+    ("bless", release.bless, "Release", "Name a PASS run as a baseline (production, ...).", None),
+    ("attest", release.attest, "Release", "Sign what passed: an in-toto attestation of the run.", None),
+    ("verify-attestation", release.verify_attestation, "Release", "Check an attestation and the files a deploy ships.",
+     None),
+    ("promote", release.promote, "Release", "Hand a PASS on: a webhook, an MLflow model version.", None),
+)
+for _name, _function, _panel, _short, _codes in COMMANDS:
+    app.command(_name, short_help=_short, rich_help_panel=_panel, **({"epilog": _codes} if _codes else {}))(_function)
+app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP, rich_help_panel="Review",
+              short_help="Export the review sample as CSV, import labels.")
 
 
 def help_paragraphs(doc: str) -> str:
