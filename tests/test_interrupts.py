@@ -3,6 +3,7 @@ command line, not mid-run, not when a library's finalizer catches it; a run stop
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -85,7 +86,11 @@ def test_ctrl_c_mid_run_prints_no_traceback_and_the_run_resumes(tmp_path, server
     run = RunDir(tmp_path / "reports" / "mid")
     proc, log = _start(children, tmp_path, "check", "-c", str(config), "--run-id", "mid")
     _wait(lambda: 0 < _lines(run.records_path), proc, log)
+    # every request from now on hangs without a token: however late the signal lands on a busy machine, the run
+    # is still generating (the stub reads its behaviour per request)
+    server.behaviour = dataclasses.replace(server.behaviour, stall_after=0)
     text = _stopped(proc, log)
+    server.behaviour = dataclasses.replace(server.behaviour, stall_after=None)
     assert "interrupted" in text and f"check --resume {run.path}" in text
     assert run.read_info().status == "interrupted" and 0 < _lines(run.records_path) < CASES
     proc, log = _start(children, tmp_path, "check", "--resume", str(run.path))
