@@ -66,8 +66,13 @@ def test_forbidden_rate_per_family_with_a_criterion_each(tmp_path, cli):
 
 
 def test_probes_on_a_suite_with_no_must_refuse_case_are_refused(tmp_path, cli):
-    code, _, err = cli("check", "-c", project(tmp_path, must_refuse=False), "--no-progress")
-    assert code == 2 and "selects no case" in err and "Traceback" not in err
+    """`validate` says it as `check` does, at the file and line of probes.cases, before any model runs."""
+    config = project(tmp_path, must_refuse=False)
+    for command in (("check", "-c", config, "--no-progress"), ("validate", "-c", config)):
+        code, _, err = cli(*command)
+        assert code == 2 and "selects no case" in err and "Traceback" not in err, (command, err)
+        assert "releasegate.yaml:" in err and "probes.cases" in err, (command, err)
+    assert cli("validate", "-c", project(tmp_path))[0] == 0  # the control: a must-refuse case is there
 
 
 def test_users_add_their_own_family_file(tmp_path, cli):

@@ -61,7 +61,7 @@ COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit 
     ("promote", release.promote, "Release", "Hand a PASS on: a webhook, an MLflow model version.", None),
 )
 for _name, _function, _panel, _short, _codes in COMMANDS:
-    app.command(_name, short_help=_short, rich_help_panel=_panel, **({"epilog": _codes} if _codes else {}))(_function)
+    app.command(_name, short_help=_short, rich_help_panel=_panel, epilog=_codes)(_function)
 app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP, rich_help_panel="Review",
               short_help="Export the review sample as CSV, import labels.")
 

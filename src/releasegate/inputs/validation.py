@@ -28,10 +28,12 @@ class SuiteCounts(Counter):
     suites are read once, not once more for the domain warnings."""
 
     domains: set[str]
+    probed: int
+    """Cases the config's `probes.cases` selects."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.domains = set()
+        self.domains, self.probed = set(), 0
 
 
 def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = True, overrides: tuple[str, ...] = ()):
@@ -52,8 +54,13 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     if config.judge is not None:
         _check_grader_model(config, config.judge.target, ("judge",))
     _check_embedding_model(config)
-    cases = with_probes(load_suites(config.suites, config.path.parent, limit=limit), config.probes,
-                        limited=limit is not None) if keep else None
+    try:
+        cases = with_probes(load_suites(config.suites, config.path.parent, limit=limit), config.probes,
+                            limited=limit is not None) if keep else None
+    except InputError as exc:
+        if exc.field != "probes.cases":
+            raise
+        raise InputError(exc.message, **config.key_at("probes", "cases"), hint=exc.hint) from None
     per_suite = SuiteCounts()
     chat: list[Case] = []
     domain_tag = rubric.review.domain_tag
@@ -67,11 +74,18 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
                 chat.append(case)
             if (case.answer or {}).get("type") == "judge":  # a judge to ask, and a criterion it knows
                 check_judged_cases(config, [case])
+            if config.probes is not None and all(str(case.tags.get(k)) == str(v)
+                                                 for k, v in config.probes.cases.items()):
+                per_suite.probed += 1
             yield case.suite, case.tags
 
     seen = TagValues()
     missing = _unmatched(_named_slices(rubric), tagged(), seen=seen)  # every case read (and validated) here
     _check_mode(config, chat)
+    if config.probes is not None and not keep and not limit and not per_suite.probed:  # as `check` would say
+        raise InputError(f"probes.cases {config.probes.cases} selects no case of the suites: the probes would test "
+                         "nothing", **config.key_at("probes", "cases"),
+                         hint="tag the must-refuse cases (e.g. kind: must_refuse) and select them")
     if missing and limit:
         missing = _unmatched(missing, suite_tags(config.suites), stop=True, seen=seen)
     families = {f.name for f in config.probes.families} if config.probes is not None else set()
