@@ -56,7 +56,8 @@ LISTED = {
     ("releasegate.record.records", ".open()"): "the journal's torn tail cut (r+b), and the run's lock file",
     ("releasegate.backends._starvation", "os.open"):
         "/proc/self/task/*/schedstat: this process's own threads' run-queue wait (the hf backend's lateness)",
-    ("releasegate.record.ledger", ".open()"): "the attempts ledger's torn tail cut (r+b), as the journal's",
+    ("releasegate.record.journal_lines", ".open()"):
+        "a journal's torn last line mended (r+b) before an append, checked regular first",
     ("releasegate.record.stage_timing", "open()"): "/proc/self/stat and /proc/uptime: this process's own CPU time",
     ("releasegate.redaction", "json.loads"):
         "a journal line releasegate itself just serialised, decoded to redact its strings (ground layer: no border)",

@@ -1,14 +1,18 @@
 """Journal lines: which characters a line writes escaped, strings made valid text, and where a file's last
-line starts (`RunDir.repair`, the judge journal)."""
+line starts (`RunDir.repair`, the judge journal), and a torn last line mended before the next append."""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..border.files import check_regular, exists
 from ..text import valid_text
 
-__all__ = ["ESCAPED", "valid_data", "last_line_start"]
+__all__ = ["ESCAPED", "valid_data", "last_line_start", "mend_last_line"]
 
 ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
 """Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
@@ -38,3 +42,24 @@ def last_line_start(fh: BinaryIO, size: int, chunk: int = 1 << 16) -> int:
             return pos - step + at + 1
         pos -= step
     return 0
+
+
+def mend_last_line(path: Path, what: str, whole: Callable[[bytes], bool]) -> None:
+    """Make a journal safe to append to after a kill: a torn last line (no newline) is given its newline when
+    `whole` says it is a whole line all the same, else cut off, so the next line starts a line of its own. A
+    FIFO (or anything but a regular file) is refused before it is opened for writing."""
+    if not exists(path):
+        return
+    check_regular(path, what=what)
+    with path.open("r+b") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        start = last_line_start(fh, size)
+        if start == size:
+            return
+        fh.seek(start)
+        if whole(fh.read()):
+            fh.write(b"\n")
+        else:
+            fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())

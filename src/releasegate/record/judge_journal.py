@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field
 from ..border.files import check_regular, journal_lines, open_append, open_regular
 from ..errors import InputError
 from ..redaction import redact_json
-from .records import ESCAPED, MAX_JOURNAL_BYTES, RunDir, last_line_start
+from .journal_lines import last_line_start
+from .records import ESCAPED, MAX_JOURNAL_BYTES, RunDir
 
 __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
 

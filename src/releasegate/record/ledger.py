@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..border.files import check_regular, exists, journal_lines, open_append, open_regular
+from ..border.files import exists, journal_lines, open_append, open_regular
 from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
-from .journal_lines import last_line_start
+from .journal_lines import mend_last_line
 
 __all__ = ["LEDGER", "LedgerLine", "LoadLedger", "read_ledger", "covered", "outcomes_of", "tally_line",
            "ledger_summary", "append_sources"]
@@ -111,23 +111,15 @@ def append_sources(run_path: Path, sources: dict[str, dict]) -> None:
 def _mend(path: Path) -> None:
     """Before appending: a last line a kill tore is ended when it is whole all the same, else cut off (the request
     it was writing is the one the kill cut), so the next line starts a line of its own."""
-    if not exists(path):
-        return
-    check_regular(path, what=LEDGER)  # a FIFO is refused before it is opened for writing
-    with path.open("r+b") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        start = last_line_start(fh, size)
-        if start == size:
-            return
-        fh.seek(start)
-        try:
-            _line(json_loads(fh.read()))
-        except (ValueError, TypeError, KeyError):
-            fh.truncate(start)
-        else:
-            fh.write(b"\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    mend_last_line(path, LEDGER, _whole_line)
+
+
+def _whole_line(raw: bytes) -> bool:
+    try:
+        _line(json_loads(raw))
+    except (ValueError, TypeError, KeyError):
+        return False
+    return True
 
 
 def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:

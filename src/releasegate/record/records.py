@@ -32,11 +32,11 @@ from pydantic import (
     model_validator,
 )
 
-from ..border.files import check_regular, exists, journal_lines, open_append, open_regular, read_text, replace_file
+from ..border.files import exists, journal_lines, open_append, open_regular, read_text, replace_file
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
-from .journal_lines import ESCAPED, last_line_start, valid_data
+from .journal_lines import ESCAPED, mend_last_line, valid_data
 from .record_parts import Stratum, Timing, Tokens
 from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
 from .sealed import matches_seal
@@ -316,25 +316,7 @@ class RunDir:
     def repair(self, name: str = "records.jsonl") -> None:
         """Make a journal safe to append to after a kill: a torn last line (no newline) is cut off, or, when it
         happens to be a whole record, given its newline. Reading and resuming then agree on what was done."""
-        path = self.path / name
-        if not path.exists():
-            return
-        check_regular(path, what=name)  # a FIFO is refused before it is opened for writing
-        with path.open("r+b") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            start = last_line_start(fh, size)
-            if start == size:
-                return
-            fh.seek(start)
-            tail = fh.read()
-            try:
-                CaseRecord.model_validate_json(tail)
-            except ValueError:
-                fh.truncate(start)
-            else:
-                fh.write(b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        mend_last_line(self.path / name, name, _whole_record)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -397,3 +379,11 @@ def _record_json(rec: CaseRecord) -> str:
         line = CaseRecord.model_validate(valid_data(rec.model_dump())).model_dump_json()
     line = redact_json(line)  # registered secrets replaced in the data, before ESCAPED escapes anything
     return ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", line)  # only inside strings: the same JSON
+
+
+def _whole_record(line: bytes) -> bool:
+    try:
+        CaseRecord.model_validate_json(line)
+    except ValueError:
+        return False
+    return True
