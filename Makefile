@@ -18,7 +18,7 @@ STRICT := src/releasegate/decision src/releasegate/border src/releasegate/gate/f
 	$(wildcard src/releasegate/gate/*_feature.py) src/releasegate/review/feature.py \
 	$(wildcard src/releasegate/llm_judge/*_feature.py) src/releasegate/pipeline/gate.py src/releasegate/pipeline/features.py \
 	src/releasegate/pipeline/check_options.py src/releasegate/report/feature_sections.py \
-	src/releasegate/scorers/shipped_metrics.py
+	src/releasegate/scorers/shipped_metrics.py src/releasegate/report/summary_csv.py
 
 .PHONY: setup demo demo-regressed demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 

@@ -4,6 +4,8 @@ file of releasegate changed. And the gate really is the loop over the registry."
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from releasegate.record.metrics import MetricValue, select
 from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing, Tokens
 from releasegate.report.junit import render_junit
 from releasegate.report.markdown import render_markdown
+from releasegate.report.summary_csv import render_summary_csv
 from releasegate.report.terminal import verdict_lines
 
 SPEC = {"type": "json_fields", "fields": ["intent"]}
@@ -97,6 +100,21 @@ def test_every_format_shows_the_feature_summary(toy, tmp_path: Path):
     assert json.loads(json.dumps(report.as_json()))["sections"][0]["title"] == "Politeness"
     html = _html(report, tmp_path)
     assert "<h2>Politeness</h2>" in html and "<th>polite answers</th><td>25%</td>" in html
+    summary = list(csv.reader(io.StringIO(render_summary_csv(report))))
+    assert ["section", "politeness", "polite answers", "25%", "", "Politeness"] in summary
+    polite = next(row for row in summary if row[2] == "polite enough")  # the criterion the feature's metric decided
+    assert polite[:5] == ["criterion", "rubric", "polite enough", "0.25", "pass"]
+    assert polite[5] == "politeness_rate >= 0.2"  # a metric without bounds shows none
+    assert summary[1][:5] == ["run", "toy", report.run_id, "", "PASS"]
+
+
+def test_the_summary_csv_keeps_a_formula_from_a_feature_inert(toy):
+    """A feature's row is untrusted text like any cell: a label that a spreadsheet would evaluate gets its
+    apostrophe, as in report.csv."""
+    report = as_report(gate_run(INFO, RECORDS, _rubric(0.2), None))
+    report.sections[0].rows[0].label = "=HYPERLINK(\"http://x\")"
+    rows = list(csv.reader(io.StringIO(render_summary_csv(report))))
+    assert ["section", "politeness", "'=HYPERLINK(\"http://x\")", "25%", "", "Politeness"] in rows
 
 
 def _html(report, tmp_path: Path) -> str:

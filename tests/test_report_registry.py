@@ -20,7 +20,8 @@ from test_reports import make_run, report_of
 def test_every_format_is_registered_with_its_file_and_what_it_needs():
     assert FORMATS == {f.name: f.file for f in REGISTRY.values()}
     assert {f.name: f.needs for f in REGISTRY.values()} == {
-        "json": "report", "md": "report", "html": "records", "junit": "report", "csv": "records"}
+        "json": "report", "md": "report", "html": "records", "junit": "report", "csv": "records",
+        "summary": "report"}
 
 
 def test_a_name_registered_twice_is_refused():

@@ -18,6 +18,7 @@ class Format(StrEnum):
     junit = "junit"
     json = "json"
     csv = "csv"
+    summary = "summary"
 
 
 def report(

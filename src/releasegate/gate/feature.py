@@ -89,6 +89,8 @@ class _Entry:
 
 
 _REGISTRY: list[_Entry] = []
+_ADDED: set[str] = set()
+"""Metrics a registered feature added to the catalogue (not the record's own): what `unregister` may take out."""
 
 
 def register(feature: GateFeature | str, *, name: str | None = None, before: str | None = None) -> None:
@@ -105,8 +107,15 @@ def register(feature: GateFeature | str, *, name: str | None = None, before: str
 
 
 def unregister(name: str) -> None:
-    """Remove a feature by name (a test's toy feature after the test)."""
+    """Remove a feature by name (a test's toy feature after the test), and the metrics only it served from the
+    catalogue, so a rubric naming them is refused again."""
+    gone = [e.feature for e in _REGISTRY if e.name == name and e.feature is not None]
     _REGISTRY[:] = [e for e in _REGISTRY if e.name != name]
+    kept = {m for e in _REGISTRY if e.feature is not None for m in e.feature.metrics}
+    for metric in ({m for f in gone for m in f.metrics} & _ADDED) - kept:
+        _ADDED.discard(metric)
+        KNOWN_METRICS.pop(metric, None)
+        BOUNDED_METRICS.discard(metric)
 
 
 def registered() -> Sequence[GateFeature]:
@@ -122,6 +131,8 @@ def registered() -> Sequence[GateFeature]:
 def _catalogue(feature: GateFeature) -> None:
     """A feature's own metrics join the catalogue the rubric is checked against and the reports describe."""
     for metric, spec in feature.metrics.items():
+        if metric not in KNOWN_METRICS:
+            _ADDED.add(metric)
         KNOWN_METRICS.setdefault(metric, (spec.direction, spec.meaning))
         if spec.bounded:
             BOUNDED_METRICS.add(metric)

@@ -5,6 +5,7 @@
     html      report.html        one self-contained page with plots and every case (html, plots)
     junit     report.junit.xml   one testcase per criterion, for CI test views (junit)
     csv       report.csv         one row per case, for a spreadsheet (csv)
+    summary   report.summary.csv the verdict, every criterion and every feature summary line (csv)
 
 plus the terminal table (terminal). Every format renders the typed `GateReport` (record.gate_report), or a
 `RunView` (the report and the run's records) when it needs the cases; a dict given here is validated into a

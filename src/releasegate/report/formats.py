@@ -18,6 +18,7 @@ from ..text import json_inert
 from .csv import render_csv
 from .junit import render_junit
 from .markdown import render_markdown
+from .summary_csv import render_summary_csv
 from .view import RunView
 
 __all__ = ["ReportFormat", "RenderOptions", "REGISTRY", "register", "format_names"]
@@ -88,3 +89,4 @@ register(ReportFormat("md", "report.md", "report", lambda s, o: render_markdown(
 register(ReportFormat("html", "report.html", "records", _html))
 register(ReportFormat("junit", "report.junit.xml", "report", lambda s, o: render_junit(_report(s), cases=o.junit_cases)))
 register(ReportFormat("csv", "report.csv", "records", lambda s, o: render_csv(_view(s))))
+register(ReportFormat("summary", "report.summary.csv", "report", lambda s, o: render_summary_csv(_report(s))))
