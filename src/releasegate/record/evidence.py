@@ -23,7 +23,7 @@ counts through these functions, so a new surface inherits them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import ErrorKind
@@ -119,7 +119,7 @@ def attempt_counts(records: Iterable, *, cached: bool = True) -> dict:
     return {"attempts": len(outcomes), "failed": sum(errors.values()), "errors": dict(sorted(errors.items()))}
 
 
-def attempts_note(records: list) -> str:
+def attempts_note(records: Sequence[object]) -> str:
     """'N requests sent for M cases (retries included)' when attempts outnumber the records; '' otherwise."""
     n = len(attempt_outcomes(records, cached=False))  # the requests an error rate counts: sent ones
     cases = sum(getattr(r, "ledger_outcomes", None) is None for r in records)  # a ledger line is no case

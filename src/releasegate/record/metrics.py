@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
 from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
 from .evidence import answered, attempt_outcomes, attempts_note
 from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
+
+if TYPE_CHECKING:
+    from .ledger import LedgerLine
+    from .records import CaseRecord
+
+    Attempted = CaseRecord | LedgerLine
+    """What an error metric counts: case records, and the attempts ledger's lines for attempts no record holds."""
+
+Scores = dict[str, dict[str, Any]]
+"""Case id -> its scores by family (answer, format, forbidden, pairwise), as `scorers.score_records` makes them."""
 
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
@@ -98,8 +109,8 @@ class MetricValue:
         lo, hi = self.bounds
         return None if lo is None or hi is None else (lo, hi)
 
-    def as_dict(self) -> dict:
-        out: dict = {"value": self.value, "n": self.n}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "n": self.n}
         if self.bounds is not None:
             lo, hi = self.bounds
             if lo is not None and hi is not None:
@@ -117,7 +128,7 @@ def percentile_of(name: str) -> float | None:
     return float(q) if base in LATENCY_METRICS and q.isdigit() else None
 
 
-def select(records: Iterable, slice_: dict | None) -> list:
+def select(records: Iterable[CaseRecord], slice_: dict[str, Any] | None) -> list[CaseRecord]:
     """The records in a slice: every key (a tag or 'suite') must match; values compared as text."""
     if not slice_:
         return list(records)
@@ -127,11 +138,11 @@ def select(records: Iterable, slice_: dict | None) -> list:
 _MAX_SLICE_VALUES = 20  # a tag with more distinct values is an id, not a slice
 
 
-def slices_of(records: list, keys: list[str] | None = None) -> list[dict]:
+def slices_of(records: list[CaseRecord], keys: list[str] | None = None) -> list[dict[str, str]]:
     """Every single-key slice worth a row, e.g. {'task': 'x'}: one per value of each key (default: the suite and
     every tag) that has few distinct values (a key with many is an id, not a slice)."""
     keys = ["suite"] + sorted({k for r in records for k in r.tags}) if keys is None else keys
-    out = []
+    out: list[dict[str, str]] = []
     for key in keys:
         values = sorted({str(r.slice_value(key)) for r in records if r.slice_value(key) is not None})
         if len(values) <= _MAX_SLICE_VALUES:
@@ -139,9 +150,13 @@ def slices_of(records: list, keys: list[str] | None = None) -> list[dict]:
     return out
 
 
-def compute_metric(name: str, records: list, scores: dict[str, dict], run: dict) -> MetricValue:
-    """One metric over `records`; `scores` maps case id -> scores; `run` holds run-level facts."""
+def compute_metric(name: str, given: Sequence[Attempted], scores: Scores, run: dict[str, Any]) -> MetricValue:
+    """One metric over the records `given` (an error metric's may hold the attempts ledger's lines too); `scores`
+    maps case id -> scores; `run` holds run-level facts."""
     confidence = run.get("confidence") or 0.95
+    if name in ERROR_METRICS:  # the caller passes the phase's records: every attempt of each counts
+        return _error_rate(given, confidence)
+    records = cast("list[CaseRecord]", given)  # only error metrics are given ledger lines
     if name in _RATES:
         return _rate(name, records, scores, confidence, run.get("strata"))
     q = percentile_of(name)
@@ -162,14 +177,14 @@ def is_phased(name: str) -> bool:
     return name in PHASED_METRICS or name.rpartition("_p")[0] in LATENCY_METRICS
 
 
-def measured(records: Iterable) -> list:
+def measured(records: Iterable[CaseRecord]) -> list[CaseRecord]:
     """The records whose latency, throughput and cost this run measured: answers (`evidence.answered`: an empty
     output is a failed request), and not from the response cache. The one rule every latency, throughput and cost
     figure goes through (cached outputs are never fast)."""
     return [r for r in records if answered(r) and not getattr(r, "cached", False)]
 
 
-def latency_exclusions(records: list) -> dict:
+def latency_exclusions(records: list[CaseRecord]) -> dict[str, Any]:
     """How many requests a latency figure over `records` leaves out, and why. `requests` counts every attempt
     (`evidence.attempt_outcomes`: earlier journal lines and in-run retries too; a retried request's wait is inside
     its case's sample, which runs from the first send), `failed` every failed one by error kind, empty answers
@@ -181,7 +196,7 @@ def latency_exclusions(records: list) -> dict:
             "cached": cached}
 
 
-def _exclusion_note(records: list) -> str:
+def _exclusion_note(records: list[CaseRecord]) -> str:
     ex = latency_exclusions(records)
     left_out = ex["requests"] - ex["measured"]
     if not left_out:
@@ -192,7 +207,7 @@ def _exclusion_note(records: list) -> str:
     return f"{ex['measured']} of {ex['requests']} requests; left out: " + ", ".join(why)
 
 
-def _latency(base: str, q: float, records: list, confidence: float, *, bounds: bool) -> MetricValue:
+def _latency(base: str, q: float, records: list[CaseRecord], confidence: float, *, bounds: bool) -> MetricValue:
     """A latency percentile; per-request figures get order-statistic bounds, inter-token gaps a bootstrap that
     resamples whole requests (the gaps of one request are not independent). n counts requests."""
     done = measured(records)
@@ -208,14 +223,12 @@ def _latency(base: str, q: float, records: list, confidence: float, *, bounds: b
     return MetricValue(percentile(samples, q), len(samples), limits, note, confidence)
 
 
-def _rate(name: str, records: list, scores: dict[str, dict], confidence: float = 0.95,
-          strata: dict | None = None) -> MetricValue:
+def _rate(name: str, records: list[CaseRecord], scores: Scores, confidence: float = 0.95,
+          strata: dict[str, Any] | None = None) -> MetricValue:
     """A share over `records`; cases of a stratified sample weigh as many source rows as they stand for
     (`_proportion`), `strata` being the run's cases per stratum (`stratum_counts`; default: of `records`). Error
     rates count requests sent (every attempt), unweighted: they measure the server, not the suite's source."""
     strata = strata if strata is not None else stratum_counts(records)
-    if name in ERROR_METRICS:  # the caller passes the phase's records: every attempt of each counts
-        return _error_rate(records, confidence)
     if name in PAIRWISE_METRICS:
         return _pairwise(name, records, scores, confidence)
     if name == "judge_error_rate":
@@ -240,7 +253,7 @@ def _rate(name: str, records: list, scores: dict[str, dict], confidence: float =
     return _proportion(passed, judged, confidence, strata)
 
 
-def _error_rate(records: list, confidence: float) -> MetricValue:
+def _error_rate(records: Sequence[Attempted], confidence: float) -> MetricValue:
     """Failed attempts over the requests sent (`evidence.attempt_outcomes`), empty answers among the failed. A
     cached record sent no request: it neither fails nor dilutes the rate (950 cached beside 50 sent, 10 failed:
     0.2, not 0.01); a run that sent none has no error rate."""
@@ -251,7 +264,7 @@ def _error_rate(records: list, confidence: float) -> MetricValue:
     return MetricValue(rate.value, rate.n, rate.bounds, "; ".join(n for n in notes if n), confidence)
 
 
-def _pairwise(name: str, records: list, scores: dict, confidence: float) -> MetricValue:
+def _pairwise(name: str, records: list[CaseRecord], scores: Scores, confidence: float) -> MetricValue:
     pairs = [scores[r.case_id]["pairwise"] for r in records if "pairwise" in scores.get(r.case_id, {})]
     missing = sum(p["outcome"] is None for p in pairs)
     if missing:  # a comparison that failed is not a tie: undecided, as an unknown answer is
@@ -262,7 +275,7 @@ def _pairwise(name: str, records: list, scores: dict, confidence: float) -> Metr
     return _share(hits, len(pairs), confidence)
 
 
-def _has_check(record, key: str) -> bool:
+def _has_check(record: CaseRecord, key: str) -> bool:
     return bool(record.answer) if key == "answer" else bool(record.format)
 
 
@@ -270,7 +283,7 @@ def _share(hits: float, n: int, confidence: float = 0.95) -> MetricValue:
     return MetricValue(hits / n if n else None, n, wilson_bounds(hits, n, confidence), confidence=confidence)
 
 
-def _proportion(hits: list[bool], records: list, confidence: float, strata: dict) -> MetricValue:
+def _proportion(hits: list[bool], records: list[CaseRecord], confidence: float, strata: dict[str, Any]) -> MetricValue:
     """The share of `hits` over `records`. Cases of a weighted sample stand for population / (the run's cases of
     their stratum) source rows each (any other case for itself): the estimate is the weighted share, its bounds
     Wilson's at Kish's effective n, (sum of weights)^2 / sum of squared weights, so an equal-allocation sample
@@ -284,14 +297,14 @@ def _proportion(hits: list[bool], records: list, confidence: float, strata: dict
     return MetricValue(value, len(records), bounds, note, confidence)
 
 
-def _request_speed(record) -> float | None:
+def _request_speed(record: CaseRecord) -> float | None:
     t = record.timing
     if not measured([record]) or t.tpot_ms is None or t.tpot_ms <= 0:
         return None
     return 1000.0 / t.tpot_ms
 
 
-def _system_throughput(records: list, run: dict) -> MetricValue:
+def _system_throughput(records: list[CaseRecord], run: dict[str, Any]) -> MetricValue:
     seconds = run.get("generation_seconds")
     tokens = [r.tokens.output for r in measured(records) if r.tokens.output is not None]
     if not run.get("all_records", True):
@@ -308,7 +321,7 @@ COUNTED_SOURCES = ("usage", "tokenizer")
 'chunks' (one per streamed chunk) and 'none' (a replay file) are guesses or nothing: no price is put on them."""
 
 
-def cost_metric(name: str, records: list, run: dict) -> MetricValue:
+def cost_metric(name: str, records: list[CaseRecord], run: dict[str, Any]) -> MetricValue:
     """`cost_per_1m_output_tokens` or `cost_usd_total` for `records` under the run's cost config. Tokens that were
     not counted (no usage from the server and no `target.tokenizer`) are unknown, never 0: the cost is then
     undecided, and the note says where the counts came from."""
@@ -321,10 +334,10 @@ def cost_metric(name: str, records: list, run: dict) -> MetricValue:
     return _self_hosted(name, done, cost, run)
 
 
-def uncounted(done: list, sides: tuple[str, ...] = ("input", "output")) -> dict[str, int]:
+def uncounted(done: list[CaseRecord], sides: tuple[str, ...] = ("input", "output")) -> dict[str, int]:
     """How many requests have no counted token figure, per side ('input', 'output'): a count that is missing,
     or that came from no tokenizer (`COUNTED_SOURCES`)."""
-    out = {}
+    out: dict[str, int] = {}
     for side in sides:
         missing = sum(getattr(r.tokens, side) is None or r.tokens.source not in COUNTED_SOURCES for r in done)
         if missing:
@@ -332,7 +345,7 @@ def uncounted(done: list, sides: tuple[str, ...] = ("input", "output")) -> dict[
     return out
 
 
-def token_sources(done: list) -> str:
+def token_sources(done: list[CaseRecord]) -> str:
     """Where the token counts came from, e.g. 'counted by server usage 30, tokenizer 10'."""
     count = Counter(r.tokens.source for r in done)
     return "counted by " + ", ".join(f"{_SOURCE_WORDS.get(k, k)} {n}" for k, n in sorted(count.items()))
@@ -341,18 +354,18 @@ def token_sources(done: list) -> str:
 _SOURCE_WORDS = {"usage": "server usage", "tokenizer": "target.tokenizer", "chunks": "streamed chunks (a guess)"}
 
 
-def _unknown_cost(done: list, missing: dict[str, int]) -> MetricValue:
+def _unknown_cost(done: list[CaseRecord], missing: dict[str, int]) -> MetricValue:
     sides = " and ".join(f"{n} request(s) with no {side} token count" for side, n in missing.items())
     return MetricValue(None, len(done), note=f"{sides} (neither the server's usage nor target.tokenizer counted them): "
                                              f"cost unknown, not priced at 0; {token_sources(done)}")
 
 
-def _api(name: str, done: list, cost: dict) -> MetricValue:
+def _api(name: str, done: list[CaseRecord], cost: dict[str, Any]) -> MetricValue:
     missing = uncounted(done)
     if missing:
         return _unknown_cost(done, missing)
-    tokens_in = sum(r.tokens.input for r in done)
-    tokens_out = sum(r.tokens.output for r in done)
+    tokens_in = sum(r.tokens.input or 0 for r in done)  # every count known: uncounted() is empty
+    tokens_out = sum(r.tokens.output or 0 for r in done)
     total = (tokens_in * cost["input_usd_per_1m"] + tokens_out * cost["output_usd_per_1m"]) / 1e6
     sources = token_sources(done)
     if name == "cost_usd_total":
@@ -363,7 +376,7 @@ def _api(name: str, done: list, cost: dict) -> MetricValue:
     return MetricValue(total / tokens_out * 1e6, len(done), note=f"input and output prices, per output token; {sources}")
 
 
-def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
+def _self_hosted(name: str, done: list[CaseRecord], cost: dict[str, Any], run: dict[str, Any]) -> MetricValue:
     hourly = cost["hourly_usd"]
     seconds = run.get("generation_seconds")
     if name == "cost_usd_total":
@@ -380,12 +393,12 @@ def _self_hosted(name: str, done: list, cost: dict, run: dict) -> MetricValue:
     return MetricValue(value, len(done), note=f"{hourly} $/h / ({throughput:.1f} output tokens/s x 3600) x 1e6")
 
 
-def timing_derived_cost(cost: dict | None) -> bool:
+def timing_derived_cost(cost: dict[str, Any] | None) -> bool:
     """Whether cost figures depend on the run's timing (self-hosted: divided by measured time or throughput)."""
     return not cost or cost.get("mode") != "api"
 
 
-def latency_phase(latency_from: str, load_records: list) -> str:
+def latency_phase(latency_from: str, load_records: list[CaseRecord]) -> str:
     """The phase latency is judged on: the rubric's `latency_from` (auto: the load phase when one ran; load or both
     without a load phase: the quality cases for both, and load stays load, whose figures are then undecided)."""
     if latency_from == "auto":
@@ -395,6 +408,6 @@ def latency_phase(latency_from: str, load_records: list) -> str:
     return latency_from
 
 
-def phase_records(phase: str, quality: list, load: list) -> list:
+def phase_records(phase: str, quality: list[CaseRecord], load: list[CaseRecord]) -> list[CaseRecord]:
     """The records of a latency phase (`latency_phase`): the quality cases, the load phase's, or both."""
     return {"quality": quality, "load": load, "both": quality + load}[phase]
