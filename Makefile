@@ -18,7 +18,13 @@ STRICT := src/releasegate/decision src/releasegate/border src/releasegate/gate/f
 	$(wildcard src/releasegate/gate/*_feature.py) src/releasegate/review/feature.py \
 	$(wildcard src/releasegate/llm_judge/*_feature.py) src/releasegate/pipeline/gate.py src/releasegate/pipeline/features.py \
 	src/releasegate/pipeline/check_options.py src/releasegate/report/feature_sections.py \
-	src/releasegate/scorers/shipped_metrics.py src/releasegate/report/summary_csv.py
+	src/releasegate/scorers/shipped_metrics.py src/releasegate/report/summary_csv.py \
+	src/releasegate/record/metrics.py src/releasegate/redaction.py \
+	src/releasegate/report/variants.py src/releasegate/report/compare.py src/releasegate/pipeline/served_variants.py src/releasegate/pipeline/servers.py \
+	src/releasegate/pipeline/server_ranking.py src/releasegate/report/servers.py src/releasegate/report/matrix.py src/releasegate/pipeline/matrix.py \
+	src/releasegate/report/capacity_section.py src/releasegate/report/capacity_plots.py src/releasegate/record/capacity_sweep.py src/releasegate/pipeline/endpoints.py \
+	src/releasegate/pipeline/compare.py src/releasegate/report/stability_section.py src/releasegate/record/stability_report.py src/releasegate/pipeline/verify.py \
+	src/releasegate/report/verify.py src/releasegate/report/judge_section.py src/releasegate/record/judge_verdicts.py src/releasegate/record/judge_journal.py
 
 .PHONY: setup demo demo-regressed demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 

@@ -25,6 +25,7 @@ import json
 import os
 import re
 from collections.abc import Collection
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = ["url_origin", 
@@ -113,7 +114,7 @@ def redact_error(text: str | None) -> str | None:
     return text
 
 
-def redact_values(data):
+def redact_values(data: Any) -> Any:
     """A JSON-like value with every registered secret replaced in every string in it, keys included: redaction
     of the data, before any format escapes it. The value itself when no secret is registered."""
     if not _secrets:
@@ -139,7 +140,7 @@ def redact_json(text: str) -> str:
     return json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
 
 
-def redact_data(data):
+def redact_data(data: Any) -> Any:
     """A JSON-like value with `redact_error` applied to every string value in it (keys are kept)."""
     if isinstance(data, str):
         return redact_error(data)
@@ -240,7 +241,7 @@ def url_secrets(url: str | None, extra: Collection[str] = frozenset()) -> list[s
     return [v for v in out if v] + [unquote(v) for v in out if v and unquote(v) != v]
 
 
-def mask_mapping(data, extra: Collection[str] = frozenset(), *, secret: bool = False):
+def mask_mapping(data: Any, extra: Collection[str] = frozenset(), *, secret: bool = False) -> Any:
     """A JSON-like value with every string under a secret-looking key (at any depth) replaced by [REDACTED].
     A `{env: NAME}` reference is kept: it names a variable, it is not the value."""
     if isinstance(data, dict):
@@ -254,7 +255,7 @@ def mask_mapping(data, extra: Collection[str] = frozenset(), *, secret: bool = F
     return data
 
 
-def mapping_secrets(data, extra: Collection[str] = frozenset(), *, secret: bool = False) -> list[str]:
+def mapping_secrets(data: Any, extra: Collection[str] = frozenset(), *, secret: bool = False) -> list[str]:
     """The strings `mask_mapping` would mask."""
     if isinstance(data, dict):
         if set(data) == {"env"} and isinstance(data["env"], str):

@@ -10,6 +10,7 @@ compare re-scores both runs' quality records with one rubric and reads no load-p
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..decision.comparison import decide_comparison
 from ..errors import InputError
@@ -41,7 +42,7 @@ __all__ = ["compare_runs"]
 
 
 def compare_runs(baseline: Path, candidate: Path, rubric: Path | None = None, confidence: float = 0.95,
-                 blessing_problems: tuple[str, ...] = ()) -> dict:
+                 blessing_problems: tuple[str, ...] = ()) -> dict[str, Any]:
     """The comparison of `candidate` with `baseline` on their shared cases, with its verdict; `rubric` (default:
     the candidate's snapshot) gives the forbidden rules and the baseline margins; `blessing_problems`: why a
     blessed baseline proves nothing now."""

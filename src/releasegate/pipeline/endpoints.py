@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..backends import capabilities, create_backend
 from ..backends.embeddings import probe_embeddings
@@ -38,7 +39,7 @@ def reach_target(config: Config) -> Reached | None:
     return reached
 
 
-def target_answers(config: Config, use_cache: bool | None, console) -> None:
+def target_answers(config: Config, use_cache: bool | None, console: Any) -> None:
     """`check`'s probe: a target that does not answer is exit 4 before the run directory exists; a `model:` it
     does not list is a warning on `console`. With the response cache on the run may need no endpoint at all
     (every answer cached): the backend's own load decides then."""
@@ -63,12 +64,12 @@ def reach_endpoints(config: Config) -> list[Reached]:
     return out
 
 
-def _embedded(source) -> list[str]:
+def _embedded(source: Any) -> list[str]:
     probe_embeddings(source)
     return []
 
 
-def _reach(name: str, where: str, probe, field: str = "target.model") -> Reached:
+def _reach(name: str, where: str, probe: Any, field: str = "target.model") -> Reached:
     started = time.perf_counter()
     try:
         warnings = probe()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from ..decision.comparison import matrix_decision, quality_row_verdict
 from ..gate.comparability import describe_differences, differences, saved_settings_key
@@ -25,7 +26,7 @@ __all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
 
 
 def run_matrix(config_path: Path, variants: str | None, options: CheckOptions, *, draft: Path | None = None,
-               output_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> dict:
+               output_dir: Path | None = None, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run every variant in full, compare each with the first, write matrix.json; the matrix result.
     `overrides`: `--set KEY=VALUE` over the config file, for every variant. `variants` None: the config's served
     variants (`variants:`, see `served_variants`) when it declares them, else every in-process variant."""
@@ -51,8 +52,8 @@ def run_matrix(config_path: Path, variants: str | None, options: CheckOptions, *
     RunDir(root).write_json("matrix.json", result)
     return result
 
-def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict],
-                forbidden_rules: tuple[ForbiddenRule, ...]) -> list[dict]:
+def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict[str, Any]],
+                forbidden_rules: tuple[ForbiddenRule, ...]) -> list[dict[str, Any]]:
     """One row per variant against the first (the reference)."""
     names = list(runs)
     ref_name = names[0]
@@ -93,16 +94,16 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict],
 _QUALITY = ("accuracy", "format_compliance", "forbidden_rate", "error_rate")
 
 
-def _settings(run: RunDir) -> dict:
+def _settings(run: RunDir) -> dict[str, Any]:
     """The variant run's comparability settings (every variant starts from one config: they should agree)."""
     return saved_settings_key(run.path, run.read_info())
 
 
-def matrix_verdict(rows: list[dict]) -> str:
+def matrix_verdict(rows: list[dict[str, Any]]) -> str:
     """The matrix's verdict (`decision.comparison.matrix_decision`)."""
     return matrix_decision(rows).verdict
 
 
-def _ratio(metrics: dict, ref: dict, name: str) -> float | None:
+def _ratio(metrics: dict[str, Any], ref: dict[str, Any], name: str) -> float | None:
     a, b = metrics[name]["value"], ref[name]["value"]
     return a / b if a is not None and b else None

@@ -20,6 +20,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -55,7 +56,7 @@ FILES_DIR = ".variant-files"
 
 
 def run_served_variants(config: Config, rubric: Rubric, cases: list[Case], *, root: Path,
-                        options: CheckOptions) -> dict:
+                        options: CheckOptions) -> dict[str, Any]:
     """Run every variant of `config.variants`, compare, choose; write variants.json and the reports in `root`."""
     console = options.console
     plan = config.variants
@@ -135,7 +136,7 @@ def _files(spec: VariantSpec, cache: Path) -> ServedFiles | None:
     return None
 
 
-def _start(spec: VariantSpec, files: ServedFiles | None, log: Path):
+def _start(spec: VariantSpec, files: ServedFiles | None, log: Path) -> Any:
     """The started server (with base_url, root_url, model, stop(), peak_memory_bytes()); None for an endpoint."""
     if files is None:
         return None
@@ -162,7 +163,7 @@ def _context(spec: VariantSpec) -> int:
     return min(int(window), 8192) if isinstance(window, int) and window > 0 else 4096
 
 
-def _address(spec: VariantSpec, server) -> tuple[str, str, str]:
+def _address(spec: VariantSpec, server: Any) -> tuple[str, str, str]:
     """(base_url, the model name requests send, the server's root for /metrics)."""
     if server is None:
         assert spec.base_url is not None and spec.model is not None
@@ -173,14 +174,14 @@ def _address(spec: VariantSpec, server) -> tuple[str, str, str]:
     return server.base_url, model, server.root_url
 
 
-def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str):
+def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str) -> Any:
     """The config's target pointed at the variant's server: its client settings kept when it is an endpoint
     already, a plain chat client otherwise; llama.cpp's per-request LoRA sent as its `lora` field."""
     t = config.target
     extra = {k: v for k, v in t.extra_body.items() if k != "lora"} if t.backend == "openai" else {}
     if spec.server == "llamacpp" and spec.adapter is not None and spec.lora == "per_request":
         extra["lora"] = [{"id": 0, "scale": 1.0}]
-    fields: dict = {"backend": "openai", "base_url": base_url, "model": model, "extra_body": extra, "base": None,
+    fields: dict[str, Any] = {"backend": "openai", "base_url": base_url, "model": model, "extra_body": extra, "base": None,
                     "adapter": None, "merge": False, "quantize": None, "draft": None, "responses": None}
     if t.backend != "openai":
         fields.update(mode="chat", concurrency=spec.parallel, api_key_env=None, headers={})
@@ -193,13 +194,13 @@ def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str)
     return dataclasses.replace(t, **fields)
 
 
-def _cost(config: Config, spec: VariantSpec):
+def _cost(config: Config, spec: VariantSpec) -> Any:
     if spec.hourly_usd is None or config.cost is None or config.cost.mode != "self_hosted":
         return config.cost
     return dataclasses.replace(config.cost, hourly_usd=spec.hourly_usd)
 
 
-def _counters(root_url: str) -> dict | None:
+def _counters(root_url: str) -> dict[str, Any] | None:
     """The server's speculative counters now; None when its /metrics cannot be read."""
     try:
         return speculative_counts(parse_prometheus(fetch_metrics(root_url + "/metrics", {})))
@@ -208,7 +209,7 @@ def _counters(root_url: str) -> dict | None:
 
 
 def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, *, allow_pending: bool = False,
-                  greedy: bool = True) -> dict:
+                  greedy: bool = True) -> dict[str, Any]:
     """The comparison of the variants' runs and the choice (the report's one data structure); `allow_pending` as
     the runs were judged (`matrix --allow-pending`)."""
     ran = [name for name, run in runs.items() if isinstance(run, RunDir)]
@@ -233,7 +234,7 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
             "slo": slo, "dir": str(root), "variants": rows})
 
 
-def _variation(run: RunDir, records: list) -> float | None:
+def _variation(run: RunDir, records: list[Any]) -> float | None:
     """At temperature > 0, how often the variant's own draws disagree (the change sampling makes alone)."""
     return draw_variation(run.read_info(), records, run.read_records("draws.jsonl", required=False))
 
@@ -250,10 +251,10 @@ def _same_model(spec: VariantSpec, ref: VariantSpec) -> bool:
                                threads=ref.threads, hourly_usd=ref.hourly_usd) == ref
 
 
-def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds: bool) -> dict:
+def _row(spec: VariantSpec, run: RunDir | str, target: dict[str, Any] | None, parity_binds: bool) -> dict[str, Any]:
     record = spec.as_record()
     served = _read_variant(run) if isinstance(run, RunDir) else {}
-    row: dict = {"variant": spec.name, "server": spec.server, "quant": record["quant"] or _gguf_type(served),
+    row: dict[str, Any] = {"variant": spec.name, "server": spec.server, "quant": record["quant"] or _gguf_type(served),
                  "lora": record["lora"], "speculative": spec.speculative.kind if spec.speculative else None,
                  "described": spec.describe()}
     if target is None:  # the server could not be had: no run, no figures
@@ -285,7 +286,7 @@ def _row(spec: VariantSpec, run: RunDir | str, target: dict | None, parity_binds
     return row
 
 
-def _speculation_changed(spec: VariantSpec, parity: dict | None, binds: bool) -> str | None:
+def _speculation_changed(spec: VariantSpec, parity: dict[str, Any] | None, binds: bool) -> str | None:
     """Why a speculative variant is not to be trusted: under greedy decoding (`binds`: and when the reference
     serves the same model without speculation) it changed answers the model gives without it."""
     if not binds or spec.speculative is None or parity is None or parity["identical_outputs"] >= parity["shared_cases"]:
@@ -295,19 +296,19 @@ def _speculation_changed(spec: VariantSpec, parity: dict | None, binds: bool) ->
             "may change speed, never the text")
 
 
-def _read_variant(run: RunDir) -> dict:
+def _read_variant(run: RunDir) -> dict[str, Any]:
     data = stored_json(run.path / VARIANT_FILE, what="variant.json")
     return data if isinstance(data, dict) else {}
 
 
-def _gguf_type(served: dict) -> str | None:
+def _gguf_type(served: dict[str, Any]) -> str | None:
     """A prebuilt GGUF's type, as its manifest entry read it."""
     files = served.get("files") or []
     kind = next((m.get("type") for m in files if m.get("role") == "model"), None)
     return str(kind).lower() if kind else None
 
 
-def _margin(rows: list[dict], plan: VariantPlan) -> float | None:
+def _margin(rows: list[dict[str, Any]], plan: VariantPlan) -> float | None:
     margins = [r["parity"]["margin"] for r in rows if r.get("parity") and r["parity"].get("margin") is not None]
     return margins[0] if margins else plan.margin
 

@@ -11,6 +11,7 @@ cheaper than the reference. E2E p95 ranges are its order-statistic bounds widene
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..decision.choice import choose, why_not
 from ..decision.latency import widen
@@ -19,7 +20,7 @@ from ..record.decision_evidence import Contender
 __all__ = ["recommend", "eligible", "choose_cheapest", "contender"]
 
 
-def contender(row: dict, *, is_reference: bool, name_key: str = "run_id") -> Contender:
+def contender(row: dict[str, Any], *, is_reference: bool, name_key: str = "run_id") -> Contender:
     """A target row (`servers`) or variant row (served variants) as the choice sees it."""
     parity = row.get("parity")
     return Contender(
@@ -34,13 +35,13 @@ def contender(row: dict, *, is_reference: bool, name_key: str = "run_id") -> Con
         flip_variation=row.get("flip_variation"))
 
 
-def _flip(row: dict) -> tuple[float, float] | None:
+def _flip(row: dict[str, Any]) -> tuple[float, float] | None:
     """A row's `load_flip_rate` and its upper bound; None when either is missing (not probed)."""
     value, upper = row.get("load_flip_rate"), row.get("load_flip_upper")
     return None if value is None or upper is None else (float(value), float(upper))
 
 
-def _capacity(row: dict) -> tuple[float, float] | None:
+def _capacity(row: dict[str, Any]) -> tuple[float, float] | None:
     lo = row.get("capacity_rps")
     if lo is None:
         return None
@@ -48,7 +49,7 @@ def _capacity(row: dict) -> tuple[float, float] | None:
     return (lo, hi) if hi is not None else None
 
 
-def _cost(row: dict) -> tuple[float, float] | None:
+def _cost(row: dict[str, Any]) -> tuple[float, float] | None:
     at_capacity, capacity = row.get("cost_per_1m_at_capacity"), _capacity(row)
     if at_capacity is not None and capacity is not None:
         lo, hi = capacity
@@ -59,13 +60,13 @@ def _cost(row: dict) -> tuple[float, float] | None:
     return None
 
 
-def _bounds(bounds) -> tuple[float, float] | None:
+def _bounds(bounds: Any) -> tuple[float, float] | None:
     if not bounds or len(bounds) != 2 or any(b is None for b in bounds):
         return None
     return float(bounds[0]), float(bounds[1])
 
 
-def _lateness(value) -> float:
+def _lateness(value: Any) -> float:
     """A row's client lateness (ms); a figure that is not a finite number is infinite: nothing read by such a
     client is shown faster than anything."""
     if value is None:
@@ -73,20 +74,20 @@ def _lateness(value) -> float:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.inf
 
 
-def eligible(row: dict) -> bool:
+def eligible(row: dict[str, Any]) -> bool:
     """Whether a target or variant row qualifies (`decision.choice.why_not`); the first row passed to `recommend`
     is the reference, any other is compared with it."""
     return why_not(contender(row, is_reference=row.get("parity") is None)) is None
 
 
-def recommend(targets: list[dict]) -> dict:
+def recommend(targets: list[dict[str, Any]]) -> dict[str, Any]:
     """`servers`: the recommended run id (None when nothing is chosen), the sentence that says why, the verdict
     and exit code."""
     contenders = [contender(t, is_reference=i == 0) for i, t in enumerate(targets)]
     return choose(contenders, bases=("capacity", "cost", "latency")).as_recommendation()
 
 
-def choose_cheapest(rows: list[dict], *, reference: str) -> dict:
+def choose_cheapest(rows: list[dict[str, Any]], *, reference: str) -> dict[str, Any]:
     """The served-variant choice (the reference row first, `reference` its name): {choice, rule, choice_reason,
     verdict, exit_code, verdict_reason} and each row's `why_not`."""
     ordered = sorted(rows, key=lambda r: r["variant"] != reference)

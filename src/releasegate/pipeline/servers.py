@@ -26,6 +26,8 @@ those left does). No eligible target: no recommendation, exit 3.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..border.structured import stored_json
 from ..decision.comparison import decide_comparison
 from ..errors import InputError
@@ -61,8 +63,8 @@ _REFUSED = ("generation", "load", "slo")
 _PARITY_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate")
 
 
-def compare_servers(run_dirs: list, *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None,
-                    allow_pending: bool = False, fewest: int = 2) -> dict:
+def compare_servers(run_dirs: list[Any], *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None,
+                    allow_pending: bool = False, fewest: int = 2) -> dict[str, Any]:
     """The comparison of saved runs, each judged again; the first is the reference for parity. `margin`: the
     non-inferiority margin of every quality rate (default: compare's); `allow_pending`: pending human review
     does not hold a verdict at NEEDS_REVIEW (as `check --allow-pending`); `fewest`: runs it needs (the served
@@ -106,7 +108,7 @@ def _greedy(run: RunDir) -> bool:
     return not (generation.get("temperature") if isinstance(generation, dict) else None)
 
 
-def _refuse_incomparable(runs: list[RunDir], infos: list, keys: list[dict]) -> None:
+def _refuse_incomparable(runs: list[RunDir], infos: list[Any], keys: list[dict[str, Any]]) -> None:
     """Exit 2 for a run given twice, or for settings that make a target's figures answer another question."""
     for i in range(1, len(runs)):
         for j in range(i):
@@ -120,7 +122,7 @@ def _refuse_incomparable(runs: list[RunDir], infos: list, keys: list[dict]) -> N
                              hint="run every target with the same generation, load and objective settings")
 
 
-def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | None]:
+def _comparability_notes(ref_key: dict[str, Any], key: dict[str, Any]) -> tuple[str | None, str | None]:
     """(why the target is not comparable with the reference: another rubric; a warning naming the settings one
     of the two runs does not record, so they could not be checked)."""
     differ, unchecked = differences(ref_key, key)
@@ -129,7 +131,7 @@ def _comparability_notes(ref_key: dict, key: dict) -> tuple[str | None, str | No
     return refusal, warning
 
 
-def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tuple:
+def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tuple[Any, ...]:
     """(report, records, rubric, judge verdicts, load records, draws): the run judged from disk by its own rubric
     snapshot."""
     info.phases = planned_phases(run.path, info)
@@ -142,7 +144,7 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
     return report, records, policy, verdicts, load, draws
 
 
-def _target_row(run: RunDir, info, report: dict) -> dict:
+def _target_row(run: RunDir, info: Any, report: dict[str, Any]) -> dict[str, Any]:
     metrics = report["metrics"]
     value = {name: (metrics.get(name) or {}).get("value") for name in _FIGURES}
     capacity = report.get("capacity") or {}
@@ -174,8 +176,8 @@ def _saved_verdict(run: RunDir) -> str | None:
     return verdict if isinstance(verdict, str) else None
 
 
-def _parity(ref: list, other: list, rules, ref_verdicts, other_verdicts, margins: Margins, arms: tuple,
-            min_share: float) -> dict:
+def _parity(ref: list[Any], other: list[Any], rules: Any, ref_verdicts: Any, other_verdicts: Any, margins: Margins, arms: tuple[Any, ...],
+            min_share: float) -> dict[str, Any]:
     comparison = compare_records(ref, other, rules, margins, base_verdicts=ref_verdicts, cand_verdicts=other_verdicts)
     quality = {"rows": [r for r in comparison["rows"] if r["metric"] in _PARITY_METRICS],
                "shared_cases": comparison["shared_cases"], "changed_cases": comparison["changed_cases"]}

@@ -6,6 +6,7 @@ could be checked: an input that could not be hashed, or a run sealed by no stage
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import ReleasegateError
 from ..inputs.backend_facts import backend_names, capabilities
@@ -21,7 +22,7 @@ ENDPOINT = "the model served behind the endpoint (its weights are not visible to
 UNSEALED = "the run's own files (records, rubric snapshot, report): no stage sealed them (a run from before seals)"
 
 
-def verify_run(run_dir: Path) -> dict:
+def verify_run(run_dir: Path) -> dict[str, Any]:
     """The verification of a run: its outcome, the changed inputs and run files (`compare_manifest` and
     `seal_changes` rows), how many inputs were checked, and what could not be checked (a hub id not on disk, the
     model behind an endpoint, a run with no seal)."""
@@ -40,7 +41,7 @@ def verify_run(run_dir: Path) -> dict:
             "manifest": manifest}
 
 
-def _model_unseen(manifest: dict, run_dir: Path) -> list[str]:
+def _model_unseen(manifest: dict[str, Any], run_dir: Path) -> list[str]:
     """Why the model that answered could not be hashed: an endpoint's, or a backend releasegate does not know.
     The backend is read from the sealed run.json as well as from manifest.json, which no seal covers: a manifest
     rewritten to name a local backend does not hide an endpoint."""

@@ -134,11 +134,11 @@ class CapacitySweep(_Model):
         """The step numbered `number`, or None."""
         return next((s for s in self.steps if s.step == number), None)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         """The JSON form (what report.json holds under `capacity`)."""
         return self.model_dump(mode="json", exclude_unset=True)
 
 
-def as_sweep(sweep: CapacitySweep | dict | None) -> CapacitySweep | None:
+def as_sweep(sweep: CapacitySweep | dict[str, Any] | None) -> CapacitySweep | None:
     """A sweep as judged, from its model or its JSON form (validated)."""
     return sweep if sweep is None or isinstance(sweep, CapacitySweep) else CapacitySweep.model_validate(sweep)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import io
 import os
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ..border.files import check_regular, journal_lines, open_append, open_regular
 from ..errors import InputError
 from ..redaction import redact_json
-from .journal_lines import last_line_start
-from .records import ESCAPED, MAX_JOURNAL_BYTES, RunDir
+from .journal_lines import ESCAPED, last_line_start
+from .records import MAX_JOURNAL_BYTES, RunDir
 
 __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
 
@@ -73,19 +75,19 @@ class Judgment(BaseModel):
 
 
 def judgment_key(case_id: str, criterion: str, judge: str, output_hash: str, order: str | None = None,
-                 baseline_hash: str | None = None) -> tuple:
+                 baseline_hash: str | None = None) -> tuple[Any, ...]:
     """What a judgment answers: this output, by this judge, on this criterion (pairwise: in this order, against
     this baseline output)."""
     return (case_id, criterion, judge, output_hash, order, baseline_hash)
 
 
-def read_judgments(run: RunDir) -> dict[tuple, Judgment]:
+def read_judgments(run: RunDir) -> dict[tuple[Any, ...], Judgment]:
     """The run's judgments by (case id, criterion, judge, output hash); the last of a key wins. A torn last
     line (a kill while appending) is ignored: that verdict is asked again."""
     path = run.path / JUDGMENTS_FILE
     if not path.exists():
         return {}
-    out: dict[tuple, Judgment] = {}
+    out: dict[tuple[Any, ...], Judgment] = {}
     with open_regular(path, what=JUDGMENTS_FILE, max_bytes=MAX_JOURNAL_BYTES) as fh:  # a FIFO: refused, not waited on
         for number, line in journal_lines(fh, path=path, what=JUDGMENTS_FILE):
             if not line.strip():
@@ -112,7 +114,7 @@ def append_judgments(run: RunDir, judgments: list[Judgment]) -> None:
         os.fsync(fh.fileno())
 
 
-def _cut_torn_tail(path) -> None:
+def _cut_torn_tail(path: Path) -> None:
     """A kill mid-append leaves a last line without its newline: cut it off, so the next append starts a line."""
     if not path.exists():
         return

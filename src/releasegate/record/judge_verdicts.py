@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InputError
 from .evidence import answered
@@ -13,7 +14,7 @@ from .review_outcome import output_hash
 __all__ = ["Verdicts", "run_verdicts", "saved_verdicts", "criterion_name"]
 
 
-def criterion_name(answer: dict) -> str:
+def criterion_name(answer: dict[str, Any]) -> str:
     """The criterion a judge answer spec names ('inline' for one written without a name)."""
     return answer.get("criterion") or "inline"
 
@@ -29,11 +30,12 @@ class Verdicts:
     """The judgments of one judge (by fingerprint) and what a judge error means for a case."""
 
     fingerprint: str | None
-    judgments: dict = field(default_factory=dict)
+    judgments: dict[tuple[Any, ...], Judgment] = field(default_factory=dict)
+    """The run's judgments by `judge_journal.judgment_key`."""
     on_error: str = "insufficient"
-    baseline_hashes: dict = field(default_factory=dict)
+    baseline_hashes: dict[str, str] = field(default_factory=dict)
     """Pairwise: case id -> output hash of the baseline run's output (the cases that have a comparison)."""
-    guards: dict = field(default_factory=dict)
+    guards: dict[str, Any] = field(default_factory=dict)
     """Guard name -> {'fingerprint', 'questions'}: the guards the run asked (run.json `guards`)."""
 
     def guard_said(self, record: CaseRecord, name: str) -> list[Judgment] | None:
@@ -82,7 +84,7 @@ def saved_verdicts(run: RunDir) -> Verdicts | None:
     return run_verdicts(run, run.read_info())
 
 
-def _baseline_hashes(path: str | None) -> dict:
+def _baseline_hashes(path: str | None) -> dict[str, str]:
     """The baseline run's output hashes; an unreadable baseline run gives none (no pairwise figures, never a
     guess)."""
     if not path:

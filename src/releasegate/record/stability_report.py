@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["StabilitySection", "DrawRow", "FlipRow"]
@@ -52,6 +54,6 @@ class StabilitySection(_Model):
     """The cases whose answer changed under load (at most 1,000)."""
     load_answers_left_out: int = 0
     """Load requests of no case of the run (or another input): never counted."""
-    steps: list[dict] | None = None
+    steps: list[dict[str, Any]] | None = None
     """A capacity sweep's steps, each step's answers scored as the quality cases are: {step, requests, accuracy,
     format_compliance, forbidden_rate, load_flip_rate}; absent without a sweep."""

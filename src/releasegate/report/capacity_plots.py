@@ -5,6 +5,8 @@ Imported only when an HTML report of a sweep is rendered (matplotlib, through ma
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..record.capacity_sweep import CapacityStep, CapacitySweep
 from .matplotlib_svg import RC, figure_svg
 
@@ -32,7 +34,7 @@ def capacity_plots(capacity: CapacitySweep | None) -> dict[str, str]:
         return {"capacity": figure_svg(fig)}
 
 
-def _latency_panel(ax, steps: list[CapacityStep], capacity: CapacitySweep) -> None:
+def _latency_panel(ax: Any, steps: list[CapacityStep], capacity: CapacitySweep) -> None:
     ax.set_title("P95 latency against the offered rate")
     rates = [s.rate for s in steps]
     for key, slo_key, label, color in _LATENCY:
@@ -50,7 +52,7 @@ def _latency_panel(ax, steps: list[CapacityStep], capacity: CapacitySweep) -> No
     ax.legend(loc="upper left", frameon=False, fontsize=8)
 
 
-def _signals_panel(ax, steps: list[CapacityStep], capacity: CapacitySweep) -> None:
+def _signals_panel(ax: Any, steps: list[CapacityStep], capacity: CapacitySweep) -> None:
     ax.set_title("Server signals (mean per step)")
     drawn = False
     for key, label, color in _SIGNALS:
@@ -68,7 +70,7 @@ def _signals_panel(ax, steps: list[CapacityStep], capacity: CapacitySweep) -> No
         ax.legend(loc="upper left", frameon=False, fontsize=8)
 
 
-def _mark_capacity(ax, capacity: CapacitySweep, rates: list[float]) -> None:
+def _mark_capacity(ax: Any, capacity: CapacitySweep, rates: list[float]) -> None:
     value = capacity.capacity_rps
     if value is None:
         return

@@ -3,6 +3,8 @@ every report format."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 
 from ..inputs.load_profile import objective_limits
@@ -16,14 +18,14 @@ _COLUMNS = ("rate req/s", "requests", "P95 TTFT (sched) ms", "P95 TPOT ms", "P95
 _LATENCY_WORDS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 
 
-def objective_text(slo: dict) -> str:
+def objective_text(slo: dict[str, Any]) -> str:
     """'P95 TTFT <= 200 ms, P95 TPOT <= 20 ms, errors <= 1%': every limit of the objective, in its order."""
     parts = [f"P{q} {_LATENCY_WORDS[latency]} <= {limit:g} ms" for latency, q, limit in objective_limits(slo).values()]
     parts.append(f"errors <= {slo.get('error_rate', 0.01) * 100:g}%")
     return ", ".join(parts)
 
 
-def capacity_lines(sweep: CapacitySweep | dict | None) -> list[str]:
+def capacity_lines(sweep: CapacitySweep | dict[str, Any] | None) -> list[str]:
     """The capacity, why, what the server looked like there, the scale-out thresholds and the cost (a dict is
     the sweep's JSON form)."""
     capacity = as_sweep(sweep)
@@ -67,7 +69,7 @@ def capacity_table(capacity: CapacitySweep | None) -> tuple[tuple[str, ...], lis
     return _COLUMNS, rows
 
 
-def prefix_cache_lines(probe: dict | None) -> list[str]:
+def prefix_cache_lines(probe: dict[str, Any] | None) -> list[str]:
     """Warm vs cold TTFT of the prefix-cache probe, and the cached prompt tokens the server reported."""
     if not probe:
         return []
@@ -104,11 +106,11 @@ def _errors(step: CapacityStep) -> str:
     return f"{step.failed} ({step.empty} empty)" if step.empty else str(step.failed)
 
 
-def _or_dash(value) -> str:
+def _or_dash(value: Any) -> str:
     return "—" if value is None else format_value(value)
 
 
-def sweep_table(given: CapacitySweep | dict) -> Table:
+def sweep_table(given: CapacitySweep | dict[str, Any]) -> Table:
     """Every step of a sweep: rate, requests, P95 TTFT from the scheduled send, P95 TPOT, errors, kept up, queue,
     verdict; the capacity step marked * (a dict is the sweep's JSON form)."""
     sweep = as_sweep(given)

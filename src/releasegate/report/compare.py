@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from typing import Any
 
 from rich.text import Text
 
@@ -31,22 +32,22 @@ _STYLE = {"pass": "green", "fail": "red", "insufficient": "yellow"}
 _DIRECTIONS = (("pass_to_fail", "pass → fail (lost by the candidate)"), ("fail_to_pass", "fail → pass (gained)"))
 
 
-def _num(value, spec: str = ".4g") -> str:
+def _num(value: Any, spec: str = ".4g") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _interval(row: dict) -> str:
+def _interval(row: dict[str, Any]) -> str:
     return f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row.get("interval") else "—"
 
 
-def _metric_cells(row: dict) -> list[str]:
+def _metric_cells(row: dict[str, Any]) -> list[str]:
     """metric, baseline, candidate, delta, interval, margin, McNemar p, as text."""
     p = f"{row['p_value']:.3g}" if row.get("p_value") is not None else "—"
     return [row["metric"], _num(row["baseline"]), _num(row["candidate"]), _num(row["delta"], "+.4g"), _interval(row),
             f"{row['margin']:.3g}", p]
 
 
-def comparison_table(result: dict):
+def comparison_table(result: dict[str, Any]) -> FitTable:
     """One row per metric, whole at any width (see `FitTable`)."""
     columns = [Col("metric", "left"), *(Col(c) for c in ("baseline", "candidate", "delta", "interval", "margin", "McNemar p")),
                Col("verdict", "left")]
@@ -54,12 +55,12 @@ def comparison_table(result: dict):
     return FitTable(_title(result), columns, rows)
 
 
-def _title(result: dict) -> str:
+def _title(result: dict[str, Any]) -> str:
     return (f"compare: {result['verdict']} ({result['shared_cases']} shared cases, "
             f"{result['identical_outputs']} identical outputs)")
 
 
-def comparison_notes(result: dict) -> list[str]:
+def comparison_notes(result: dict[str, Any]) -> list[str]:
     """The lines under the table: each metric's note, what keeps the comparison from standing, the flips."""
     lines = [f"{row['metric']}: {row['note']}" for row in result["rows"] if row.get("note")]
     lines += [f"{result['verdict']}: {why}" for why in (result.get("target_error"), result.get("incomplete"),
@@ -71,7 +72,7 @@ def comparison_notes(result: dict) -> list[str]:
     return lines
 
 
-def _latency_lines(result: dict) -> list[str]:
+def _latency_lines(result: dict[str, Any]) -> list[str]:
     """Where the latency rows come from (each run's quality cases), and a warning when the two runs sent them
     under different loads: a TTFT delta then measures the load as much as the model."""
     sources = result.get("latency_sources")
@@ -84,7 +85,7 @@ def _latency_lines(result: dict) -> list[str]:
             "a latency delta measures the load as well as the target"]
 
 
-def render_comparison(result: dict, fmt: str) -> str:
+def render_comparison(result: dict[str, Any], fmt: str) -> str:
     """The comparison as Markdown, HTML or JSON text; registered secrets redacted in the data first, read through
     `CompareResult` (a comparison without its decision is an error, never a report)."""
     result = typed(CompareResult, redact_values(result))
@@ -97,11 +98,11 @@ def render_comparison(result: dict, fmt: str) -> str:
     raise ValueError(f"unknown comparison format {fmt!r}")
 
 
-def _flips(result: dict, direction: str) -> list[dict]:
+def _flips(result: dict[str, Any], direction: str) -> list[dict[str, Any]]:
     return [c for c in (result.get("flipped") or {}).get("cases", []) if c["flip"] == direction]
 
 
-def _markdown(result: dict) -> str:
+def _markdown(result: dict[str, Any]) -> str:
     lines = [f"## releasegate {md_label(_title(result))}", "",
              f"- baseline: {md_label(result['baseline_run'])}", f"- candidate: {md_label(result['candidate_run'])}",
              *(f"- {md_text(line)}" for line in comparison_notes(result)), "",
@@ -120,7 +121,7 @@ def _markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _flip_md(result: dict, direction: str, title: str) -> list[str]:
+def _flip_md(result: dict[str, Any], direction: str, title: str) -> list[str]:
     cases = _flips(result, direction)
     total = (result.get("flipped") or {}).get(direction, 0)
     if not total:
@@ -138,7 +139,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= _TEXT_MD else text[:_TEXT_MD] + "…"
 
 
-def _html(result: dict) -> str:
+def _html(result: dict[str, Any]) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined  # only for HTML
     from markupsafe import Markup
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..record.report_sections import JudgeCalibration, JudgeSection
 from .formatting import format_money, format_value
 
@@ -51,7 +53,7 @@ def _cells(name: str, slice_: str, row: JudgeCalibration, calibrated: str) -> li
             str(c.get("judge_pass_reviewer_reject", 0)), str(c.get("judge_fail_reviewer_approve", 0)), calibrated]
 
 
-def guard_lines(guard: dict | None) -> list[str]:
+def guard_lines(guard: dict[str, Any] | None) -> list[str]:
     """One line per guard model and category it decides: calibrated or not, its miss and false-alarm rates against
     the reviewers' forbidden labels with their upper bounds."""
     out = []
@@ -64,7 +66,7 @@ def guard_lines(guard: dict | None) -> list[str]:
     return out
 
 
-def _share(k: int, n: int, bounds) -> str:
+def _share(k: int, n: int, bounds: Any) -> str:
     if not n:
         return "0 of 0"
     return f"{k} of {n} ({k / n:.2f}, upper bound {bounds[1]:.2f})"

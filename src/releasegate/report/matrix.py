@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich import box
 
 from ..text import inert
@@ -12,7 +14,7 @@ __all__ = ["matrix_table", "variant_why", "latency_line"]
 
 
 
-def matrix_table(rows: list[dict]):
+def matrix_table(rows: list[dict[str, Any]]) -> FitTable:
     """One row per variant, whole at any width (see `FitTable`): its own gate verdict and why, beside its quality
     comparison with the reference; the matrix's verdict is the worst of both columns over every row."""
     columns = [Col(c, "left" if c in ("variant", "verdict", "quality") else "right")
@@ -29,7 +31,7 @@ def matrix_table(rows: list[dict]):
                     box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
 
 
-def variant_why(row: dict) -> str:
+def variant_why(row: dict[str, Any]) -> str:
     """Why a variant got its verdicts: its gate's reason, and what kept its quality comparison from a pass."""
     parts = [row.get("verdict_reason") or ""]
     if row.get("not_comparable"):
@@ -43,7 +45,7 @@ def variant_why(row: dict) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def latency_line(rows: list[dict]) -> str:
+def latency_line(rows: list[dict[str, Any]]) -> str:
     """Where each variant's latency was measured ('latency measured on: quality cases, batches of 8' when they
     agree, each variant's otherwise): a ratio between figures measured under different loads compares the loads."""
     texts = {r["variant"]: (r.get("latency_source") or {}).get("text") or "not recorded" for r in rows}
@@ -52,9 +54,9 @@ def latency_line(rows: list[dict]) -> str:
     return "latency measured under different loads: " + "; ".join(f"{v}: {t}" for v, t in texts.items())
 
 
-def _signed(value) -> str:
+def _signed(value: Any) -> str:
     return "—" if value is None else f"{value:+.3f}"
 
 
-def _ratio_only(ratio) -> str:
+def _ratio_only(ratio: Any) -> str:
     return "—" if ratio is None else f"{ratio:.2f}×"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..record.decided_results import ServersResult, typed
 from ..redaction import redact_values
@@ -29,7 +30,7 @@ _MONEY = ("cost_per_1m_output_tokens", "cost_per_1m_at_capacity")
 _PARITY_KEYS = ("identical_outputs", "shared_share", "accuracy_delta", "quality_verdict", "comparable")
 
 
-def servers_rows(comparison: dict) -> list[list[str]]:
+def servers_rows(comparison: dict[str, Any]) -> list[list[str]]:
     """One row of text cells per target (the reference's parity cells say 'reference')."""
     rows = []
     for t in comparison["targets"]:
@@ -53,12 +54,12 @@ def servers_rows(comparison: dict) -> list[list[str]]:
     return rows
 
 
-def _source_text(target: dict) -> str:
+def _source_text(target: dict[str, Any]) -> str:
     source = target.get("latency_source")
     return source["text"] if isinstance(source, dict) and source.get("text") else (target.get("latency_from") or "—")
 
 
-def load_warning(comparison: dict) -> str | None:
+def load_warning(comparison: dict[str, Any]) -> str | None:
     """A warning when the targets' latency figures were measured under different loads (another phase, or
     another number of requests in flight): their TTFT and TPOT then answer different questions. None otherwise."""
     targets = comparison["targets"]
@@ -70,7 +71,7 @@ def load_warning(comparison: dict) -> str | None:
     return f"the targets' latency was measured under different loads, so TTFT and TPOT are not like for like: {each}"
 
 
-def servers_table(comparison: dict):
+def servers_table(comparison: dict[str, Any]) -> FitTable:
     """The terminal table, whole at any width (see `FitTable`)."""
     columns = [Col(label, "left" if key in ("run_id", "target", "verdict", "bottleneck", "quality_verdict") else "right",
                    free=key == "latency_source") for key, label in COLUMNS]
@@ -78,7 +79,7 @@ def servers_table(comparison: dict):
                     servers_rows(comparison))
 
 
-def render_servers(comparison: dict, fmt: str) -> str:
+def render_servers(comparison: dict[str, Any], fmt: str) -> str:
     """The comparison in `fmt` (json, csv, md, html); registered secrets redacted in the data first, read through
     `ServersResult` (one without its decision is an error, never a report)."""
     comparison = typed(ServersResult, redact_values(comparison))
@@ -93,7 +94,7 @@ def render_servers(comparison: dict, fmt: str) -> str:
     raise ValueError(fmt)
 
 
-def _markdown(comparison: dict) -> str:
+def _markdown(comparison: dict[str, Any]) -> str:
     lines = ["# Server comparison", "", f"**Recommendation:** {md_label(comparison['recommendation'])}", "",
              "| " + " | ".join(label for _, label in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in servers_rows(comparison)]
@@ -107,7 +108,7 @@ _BOUND_NOTE = ("bound by: where the median request spends most of its time, pref
                "cases. Each run is judged again from its records.")
 
 
-def _html(comparison: dict) -> str:
+def _html(comparison: dict[str, Any]) -> str:
     from jinja2 import Environment
 
     env = Environment(autoescape=True)

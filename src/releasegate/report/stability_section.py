@@ -4,6 +4,8 @@ Markdown, HTML, terminal, JUnit and CSV renderings say the same thing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..record.gate_report import GateReport
 
 __all__ = ["stability_lines", "draw_table", "flip_table_rows", "case_stability", "STABILITY_COLUMNS",
@@ -59,12 +61,12 @@ def flip_table_rows(report: GateReport) -> tuple[list[str], list[list[str]]]:
     return ["case", "answer alone", "answer under load", "changed"], rows
 
 
-def case_stability(report: GateReport) -> dict[str, list]:
+def case_stability(report: GateReport) -> dict[str, list[Any]]:
     """Case id -> its STABILITY_COLUMNS cells, for report.csv (empty without a stability section)."""
     s = report.stability
     if s is None:
         return {}
-    out: dict[str, list] = {r.case_id: [r.draws, " ".join(map(str, r.failing_draws)), r.modal_answer or "", ""]
+    out: dict[str, list[Any]] = {r.case_id: [r.draws, " ".join(map(str, r.failing_draws)), r.modal_answer or "", ""]
                             for r in s.draws}
     for f in s.flips:
         out.setdefault(f.case_id, ["", "", "", ""])[3] = f.under_load or ""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from ..record.decided_results import VariantsResult, typed
 from ..redaction import redact_values
@@ -68,13 +68,13 @@ _RULES = {"cost": "cost per 1M output tokens, shown lower than the reference's b
 _UNITS = ("B", "kB", "MB", "GB", "TB")
 
 
-def variants_rows(result: dict) -> list[list[str]]:
+def variants_rows(result: dict[str, Any]) -> list[list[str]]:
     """One row of text cells per variant, every one inert (the reference's parity cells say 'reference')."""
     result = redact_values(result)
     return [[inert(_cell(result, v, key), keep="") for key, *_ in COLUMNS] for v in result["variants"]]
 
 
-def _cell(result: dict, v: dict, key: str) -> str:
+def _cell(result: dict[str, Any], v: dict[str, Any], key: str) -> str:
     parity = v.get("parity")
     if key in _PARITY:
         if parity is None:
@@ -98,7 +98,7 @@ def _cell(result: dict, v: dict, key: str) -> str:
     return value if isinstance(value, str) else format_value(value)
 
 
-def _why(v: dict) -> dict[str, str]:
+def _why(v: dict[str, Any]) -> dict[str, str]:
     """A variant's reasons, each said once: a variant held back by its gate's verdict says the gate's reason in
     'why not' ('its gate said FAIL: 1 criterion(s) failed: accuracy'), and 'gate said' is left empty."""
     why, said = str(v.get("why_not") or ""), str(v.get("verdict_reason") or "")
@@ -107,7 +107,7 @@ def _why(v: dict) -> dict[str, str]:
     return {"why_not": why, "verdict_reason": said}
 
 
-def _parity_cell(parity: dict, key: str) -> str:
+def _parity_cell(parity: dict[str, Any], key: str) -> str:
     if key == "accuracy_delta":
         delta = parity.get("accuracy_delta")
         text = "—" if delta is None else f"{delta:+.3f}"
@@ -123,7 +123,7 @@ def _parity_cell(parity: dict, key: str) -> str:
     return str(parity.get("quality_verdict") or "—")
 
 
-def served_as(variant: dict) -> str:
+def served_as(variant: dict[str, Any]) -> str:
     """How the variant was served, in words: 'llama.cpp q8_0, merged, draft spec'."""
     server = str(variant.get("server") or "")
     head = " ".join(str(p) for p in (_SERVERS.get(server, server), variant.get("quant")) if p)
@@ -135,7 +135,7 @@ def served_as(variant: dict) -> str:
     return ", ".join(parts) or "—"
 
 
-def _acceptance(v: dict) -> str:
+def _acceptance(v: dict[str, Any]) -> str:
     """Accepted over drafted tokens: '75% (90/120)'; '—' for a variant that drafts nothing."""
     rate, accepted, drafted = v.get("acceptance_rate"), v.get("accepted_tokens"), v.get("draft_tokens")
     if rate is None:
@@ -144,7 +144,7 @@ def _acceptance(v: dict) -> str:
     return f"{rate:.0%}" + counts
 
 
-def _bytes(n) -> str:
+def _bytes(n: Any) -> str:
     """A size in SI units, 3 significant digits: 1234567 -> '1.23 MB'; '—' when not measured."""
     if n is None:
         return "—"
@@ -154,7 +154,7 @@ def _bytes(n) -> str:
     return f"{int(value)} B" if unit == 0 else f"{value:.3g} {_UNITS[unit]}"
 
 
-def choice_line(result: dict) -> str:
+def choice_line(result: dict[str, Any]) -> str:
     """'choice: q8_0 — <reason>', or 'no variant qualifies — <reason>', one inert line."""
     result = redact_values(result)
     head = f"choice: {result['choice']}" if result.get("choice") is not None else "no variant qualifies"
@@ -166,25 +166,25 @@ def choice_line(result: dict) -> str:
     return inert(f"{head} — {reason}" if reason else head, keep="")
 
 
-def _title(result: dict) -> str:
+def _title(result: dict[str, Any]) -> str:
     slo = result.get("slo")
     capacity = f"; capacity at {objective_text(slo)}" if slo else ""
     return inert(f"served variants: {len(result['variants'])}, reference {result['reference']}{capacity}", keep="")
 
 
-def _rule_line(result: dict) -> str:
+def _rule_line(result: dict[str, Any]) -> str:
     rule = str(result.get("rule"))
     return inert(f"chosen by: {_RULES.get(rule, rule)}; verdict {result.get('verdict')} (exit "
                  f"{result.get('exit_code')})", keep="")
 
 
-def variants_table(result: dict) -> FitTable:
+def variants_table(result: dict[str, Any]) -> FitTable:
     """The terminal table, whole at any width (see `FitTable`): the reasons are free text, everything else whole."""
     columns = [Col(short, justify, free=key in _FREE) for key, _, short, justify in COLUMNS]
     return FitTable(_title(redact_values(result)), columns, variants_rows(result))
 
 
-def render_variants(result: dict, fmt: str) -> str:
+def render_variants(result: dict[str, Any], fmt: str) -> str:
     """The result in `fmt` (one of VARIANT_FORMATS); registered secrets redacted in the data first. The result is
     read through `VariantsResult`: one without its decision is an error, never a report."""
     if fmt not in VARIANT_FORMATS:
@@ -192,16 +192,16 @@ def render_variants(result: dict, fmt: str) -> str:
     return _RENDERERS[fmt](typed(VariantsResult, redact_values(result)))
 
 
-def _json(result: dict) -> str:
+def _json(result: dict[str, Any]) -> str:
     # text from the variants escaped where a terminal would act on it: the same JSON value, safe to cat
     return json_inert(json.dumps(result, indent=2, ensure_ascii=False, default=str)) + "\n"
 
 
-def _csv(result: dict) -> str:
+def _csv(result: dict[str, Any]) -> str:
     return csv_text([[label for _, label, *_ in COLUMNS], *variants_rows(result)])
 
 
-def _note(result: dict) -> str:
+def _note(result: dict[str, Any]) -> str:
     """What the figures are, with this result's margin, parity share and objective."""
     slo = result.get("slo")
     objective = objective_text(slo) if slo else "no objective: no capacity was measured"
@@ -218,7 +218,7 @@ def _note(result: dict) -> str:
     )
 
 
-def _markdown(result: dict) -> str:
+def _markdown(result: dict[str, Any]) -> str:
     labels = [label for _, label, *_ in COLUMNS]
     lines = ["# Served variants", "", f"**{md_label(choice_line(result))}**", "", md_label(_title(result)), "",
              md_label(_rule_line(result)), "", "| " + " | ".join(labels) + " |", "|" + "---|" * len(labels)]
@@ -226,7 +226,7 @@ def _markdown(result: dict) -> str:
     return "\n".join([*lines, "", md_label(_note(result)), ""])
 
 
-def _html(result: dict) -> str:
+def _html(result: dict[str, Any]) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined  # only for HTML
     from markupsafe import Markup
 
@@ -240,7 +240,7 @@ def _html(result: dict) -> str:
         columns=[(label, justify == "right") for _, label, _, justify in COLUMNS])
 
 
-def _junit(result: dict) -> str:
+def _junit(result: dict[str, Any]) -> str:
     """One testsuite; one testcase per variant, failed when it is not eligible (why not), and one for the choice,
     failed unless the decision is PASS (no variant qualifies, or a waived review holds it). The chosen variant's
     system-out says so."""
@@ -265,7 +265,7 @@ def _junit(result: dict) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _variant_case(suite: ET.Element, v: dict, cells: dict[str, str]) -> None:
+def _variant_case(suite: ET.Element, v: dict[str, Any], cells: dict[str, str]) -> None:
     case = ET.SubElement(suite, "testcase", classname="releasegate.variants", name=xml_text(v["variant"]), time="0")
     details = "\n".join(f"{label}: {cells[key]}" for key, label, *_ in COLUMNS if key != "variant" and cells[key])
     if not v.get("eligible"):

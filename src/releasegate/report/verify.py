@@ -4,13 +4,14 @@ since the last seal (its own files), then and now."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
 __all__ = ["changes_table", "verify_summary", "seal_notes"]
 
 
-def changes_table(manifest: dict, rows: list[dict]) -> Table:
+def changes_table(manifest: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
     """One row per changed input, package or run file (role 'run': a file of the run directory, against its
     seal), paths relative to the run's config directory."""
     base = Path(manifest.get("config", ".")).parent
@@ -24,7 +25,7 @@ def changes_table(manifest: dict, rows: list[dict]) -> Table:
     return table
 
 
-def verify_summary(result: dict) -> str:
+def verify_summary(result: dict[str, Any]) -> str:
     """The one line under the table: how many inputs were checked and what changed."""
     rows, checked = result["changes"], result["checked"]
     run_files = sum(r["role"] == "run" for r in rows)
@@ -37,7 +38,7 @@ def verify_summary(result: dict) -> str:
     return f"{checked} input files checked{sealed}, package versions compared: nothing changed"
 
 
-def seal_notes(rows: list[dict]) -> list[str]:
+def seal_notes(rows: list[dict[str, Any]]) -> list[str]:
     """One line per run file that differs from its seal, naming it and saying how."""
     return [f"{r['path']}: {r['note']}" for r in rows if r["role"] == "run" and r.get("note")]
 
