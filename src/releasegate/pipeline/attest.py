@@ -26,7 +26,7 @@ from ..errors import InputError, ReleaseRefused
 from ..record.decision_evidence import AttestationEvidence
 from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
-from .attest_test_result import in_toto_problem, sibling, test_result_problem, test_result_statement
+from .attest_test_result import disagreement, in_toto_problem, make_test_result, sibling
 from .dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, verified_by
 from .release_check import releasable_run
 from .rubric_binding import RubricBinding, binding_of
@@ -136,7 +136,7 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     for target in (path, sibling(path)):
         check_output_path(target, force=force)
     payload = json.dumps(statement, sort_keys=True).encode("utf-8")
-    test_result = json.dumps(test_result_statement(statement, payload), sort_keys=True).encode("utf-8")
+    test_result = json.dumps(make_test_result(statement, payload), sort_keys=True).encode("utf-8")
     for target, signed in ((path, payload), (sibling(path), test_result)):
         envelope = sign_envelope(signed, private_key)
         write_output_file(target, (json.dumps(envelope, indent=2) + "\n").encode("utf-8"))
@@ -221,7 +221,7 @@ def _test_result(given: Path | None, file: Path, keys: list, statement: dict | N
         test_result = json_loads(signed, unique_keys=True)
     except (ValueError, RecursionError) as exc:
         return f"{path.name}: the payload is not JSON ({str(exc)[:80]})", path
-    problem = test_result_problem(test_result, statement, payload) if isinstance(test_result, dict) else \
+    problem = disagreement(test_result, statement, payload) if isinstance(test_result, dict) else \
         "not a statement"
     return (f"{path.name}: {problem}" if problem else None), path
 

@@ -7,7 +7,7 @@ in-toto's own model (`TestResult`): `result` PASSED (FAILED for any other verdic
 an unknown is never a pass), `passedTests` / `warnedTests` / `failedTests` the criteria by name (a criterion
 with too little evidence is warned), and `configuration` the releasegate statement it stands for (the sha256 of
 that signed payload) and the effective rubric. `verify-attestation` checks that it agrees with releasegate's
-predicate (`test_result_problem`). Both statements are checked against in-toto's Statement model
+predicate (`disagreement`). Both statements are checked against in-toto's Statement model
 (`in_toto_problem`)."""
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import json_format
-from in_toto_attestation.predicates.test_result.v0.test_result_pb2 import TestResult  # type: ignore[import-untyped]
-from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor  # type: ignore[import-untyped]
-from in_toto_attestation.v1.statement import Statement  # type: ignore[import-untyped]
-from in_toto_attestation.v1.statement_pb2 import Statement as StatementMessage  # type: ignore[import-untyped]
+from in_toto_attestation.predicates.test_result.v0.test_result_pb2 import TestResult
+from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+from in_toto_attestation.v1.statement import Statement
+from in_toto_attestation.v1.statement_pb2 import Statement as StatementMessage
 
-__all__ = ["TEST_RESULT_TYPE", "sibling", "test_result_statement", "test_result_problem", "in_toto_problem"]
+__all__ = ["TEST_RESULT_TYPE", "sibling", "make_test_result", "disagreement", "in_toto_problem"]
 
 TEST_RESULT_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 STATEMENT_MEDIA_TYPE = "application/vnd.in-toto+json"
@@ -39,36 +40,38 @@ def sibling(attestation: Path) -> Path:
     return Path(attestation).with_name(f"{stem}.test-result.intoto.json")
 
 
-def test_result_statement(statement: dict, payload: bytes) -> dict:
+def make_test_result(statement: dict[str, Any], payload: bytes) -> dict[str, Any]:
     """The test-result statement standing for the releasegate `statement`, signed as `payload`."""
     return {"_type": statement["_type"], "subject": statement["subject"], "predicateType": TEST_RESULT_TYPE,
             "predicate": _predicate(statement, payload)}
 
 
-def _predicate(statement: dict, payload: bytes) -> dict:
+def _predicate(statement: dict[str, Any], payload: bytes) -> dict[str, Any]:
     predicate = statement.get("predicate") or {}
     tests: dict[str, list[str]] = {"passedTests": [], "warnedTests": [], "failedTests": []}
     for c in predicate.get("criteria") or []:
         c = c if isinstance(c, dict) else {}
         verdict = c.get("verdict") if isinstance(c.get("verdict"), str) else None
         tests[_LISTS.get(verdict or "", "failedTests")].append(str(c.get("name") or c.get("metric"))[:200])
-    run = predicate.get("run") if isinstance(predicate.get("run"), dict) else {}
-    made = {"predicateType": str(statement.get("predicateType"))}
-    if isinstance(run.get("run_id"), str):
-        made["run_id"] = run["run_id"][:200]
+    run: dict[str, object] = predicate["run"] if isinstance(predicate.get("run"), dict) else {}
+    annotations = {"predicateType": str(statement.get("predicateType"))}
+    run_id = run.get("run_id")
+    if isinstance(run_id, str):
+        annotations["run_id"] = run_id[:200]
     configuration = [ResourceDescriptor(name="releasegate gate verdict", media_type=STATEMENT_MEDIA_TYPE,
-                                        digest={"sha256": hashlib.sha256(payload).hexdigest()}, annotations=made).pb]
-    effective = (predicate.get("rubric") or {}).get("effective_sha256") if isinstance(predicate.get("rubric"), dict) \
-        else None
+                                        digest={"sha256": hashlib.sha256(payload).hexdigest()}, annotations=annotations).pb]
+    rubric: dict[str, object] = predicate["rubric"] if isinstance(predicate.get("rubric"), dict) else {}
+    effective = rubric.get("effective_sha256")
     if isinstance(effective, str) and _SHA256.fullmatch(effective):
         configuration.append(ResourceDescriptor(name="effective rubric", digest={"sha256": effective}).pb)
     result = TestResult(result="PASSED" if predicate.get("verdict") == "PASS" else "FAILED",
                         configuration=configuration, passed_tests=tests["passedTests"],
                         warned_tests=tests["warnedTests"], failed_tests=tests["failedTests"])
-    return json_format.MessageToDict(result)
+    made: dict[str, Any] = json_format.MessageToDict(result)
+    return made
 
 
-def test_result_problem(test_result: dict, statement: dict, payload: bytes) -> str | None:
+def disagreement(test_result: dict[str, Any], statement: dict[str, Any], payload: bytes) -> str | None:
     """Why the signed test-result statement does not agree with the releasegate `statement` signed as `payload`
     (None: it agrees): another predicate type, other subjects, or a result, test list or configuration other
     than the one that statement gives."""
@@ -92,13 +95,13 @@ def test_result_problem(test_result: dict, statement: dict, payload: bytes) -> s
     return f"it carries {unknown[0][:40]}, which releasegate does not write" if unknown else None
 
 
-def _subjects(statement: dict) -> list[tuple[str, str]]:
+def _subjects(statement: dict[str, object]) -> list[tuple[str, str]]:
     subjects = statement.get("subject")
     return sorted((str(s.get("name")), str((s.get("digest") or {}).get("sha256"))) for s in subjects
                   if isinstance(s, dict)) if isinstance(subjects, list) else []
 
 
-def in_toto_problem(statement: dict) -> str | None:
+def in_toto_problem(statement: dict[str, object]) -> str | None:
     """Why `statement` is not an in-toto Statement v1 as in-toto's own model reads and validates it (None: it
     is one)."""
     try:

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import UnverifiedSignatureError, VerificationError
-from securesystemslib.signer import CryptoSigner, Signature, SSlibKey
+from securesystemslib.signer import CryptoSigner, Key, Signature, SSlibKey
 
 from ..border.files import exists, read_capped, replace_file
 from ..errors import InputError
@@ -83,7 +83,7 @@ def verified_by(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519Pu
     stands when a signature verifies with one of the keys over PAE(payloadType, payload) and no signature that
     names one of the keys (or names none) fails: a second signature made to look like a trusted key's is never
     passed over. Signatures naming other keys are someone else's and are not counted."""
-    keys = [_sslib_key(k) for k in ([public_keys] if isinstance(public_keys, Ed25519PublicKey) else public_keys)]
+    keys: list[Key] = [_sslib_key(k) for k in ([public_keys] if isinstance(public_keys, Ed25519PublicKey) else public_keys)]
     if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
         return f"not a DSSE envelope of an in-toto statement (payloadType {PAYLOAD_TYPE})", None, None
     signatures = envelope.get("signatures")
@@ -111,7 +111,7 @@ def verified_by(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519Pu
     return None, payload, sorted(accepted)[0]
 
 
-def _verifies(key: SSlibKey, raw: bytes, data: bytes) -> bool:
+def _verifies(key: Key, raw: bytes, data: bytes) -> bool:
     try:
         key.verify_signature(Signature(key.keyid, raw.hex()), data)
     except (UnverifiedSignatureError, VerificationError):
