@@ -153,3 +153,48 @@ def test_hostile_key_lists_are_one_line_exit_2(tmp_path, cli, keys):
     assert code == 2 and "junk.pub" in err and "\x1b" not in err, err
     code, _, err = cli("verify-attestation", envelope, "--artifact", files["model/model.safetensors"])
     assert code == 2 and "--key" in err
+
+
+def _with_directory(tmp: Path, files: dict, key: Path) -> tuple[Path, Path]:
+    """A statement whose subjects also name the folder holding the files by its model-signing digest."""
+    from releasegate.border.model_digest import model_directory_digest
+
+    folder = files["model/model.safetensors"].parent
+    statement = _statement(files)
+    statement["subject"].append({"name": "model/", "digest": {"sha256": model_directory_digest(folder)}})
+    envelope, _ = _write(tmp / "dir.intoto.json", statement, key)
+    return envelope, folder
+
+
+def test_a_model_directory_verifies_whole_and_nothing_else_passes_for_it(tmp_path, cli, keys):
+    import hashlib
+    import os
+
+    from releasegate.border.model_digest import model_files
+
+    files = _shipped(tmp_path)
+    envelope, folder = _with_directory(tmp_path, files, keys["new"])
+    verify = ["verify-attestation", envelope, "--public-key", f"{keys['new']}.pub"]
+    assert cli(*verify, "--artifact", folder)[0] == 0  # the directory carries every weights file in it
+    # a file made of the directory's file digests has the directory's digest: it is no file that passed
+    digests = model_files(folder)
+    forged = tmp_path / "forged.bin"
+    forged.write_bytes(b"".join(bytes.fromhex(digests[n]) for n in sorted(digests)))
+    code, _, err = cli(*verify, "--artifact", forged, "--artifact", folder)
+    assert code == 1 and "forged.bin" in err and "no subject" in err, err
+    (folder / "extra.txt").write_text("one more file")  # another model
+    code, _, err = cli(*verify, "--artifact", folder)
+    assert code == 1 and "model-signing digest" in err and err.count("\n") == 1, err
+    (folder / "extra.txt").unlink()
+    os.mkfifo(folder / "pipe")
+    code, _, err = cli(*verify, "--artifact", folder)
+    assert code == 1 and "not a regular file" in err and err.count("\n") == 1, err
+    (folder / "pipe").unlink()
+    os.symlink(tmp_path, folder / "up")
+    code, _, err = cli(*verify, "--artifact", folder)
+    assert code == 1 and "symbolic link" in err and err.count("\n") == 1, err
+    (folder / "up").unlink()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = cli(*verify, "--artifact", empty)
+    assert code == 1 and hashlib.sha256(b"").hexdigest()[:16] in err, err

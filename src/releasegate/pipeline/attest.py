@@ -296,7 +296,8 @@ def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> tuple[str |
         digest = sha256_file(path, what="artifact")
     except InputError as exc:
         return exc.message, frozenset()
-    if digest not in {sha for _, sha in subjects}:
+    # a file matches file subjects only: a file of a directory's concatenated file digests has its digest
+    if digest not in {sha for name, sha in subjects if not name.endswith("/")}:
         return (f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate",
                 frozenset({digest}))
     named = _closest_names(path, subjects)
