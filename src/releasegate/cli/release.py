@@ -80,7 +80,7 @@ def attest(
 def verify_attestation(
     file: Annotated[Path, typer.Argument(help="The attestation (a DSSE envelope) that attest wrote.", dir_okay=False)],
     key: Annotated[list[Path], typer.Option(
-        "--key", "--public-key", help="An Ed25519 public key (PEM) it may be signed with (repeatable while a key "
+        "--public-key", "--key", help="An Ed25519 public key (PEM) it may be signed with (repeatable while a key "
                                       "is rotated: any one that verifies counts).", dir_okay=False)],
     artifact: Annotated[list[Path], typer.Option(help="A file the deploy ships, or a model directory (repeatable): "
                                                       "it must be one of the attested subjects, byte for byte.")],
@@ -88,11 +88,11 @@ def verify_attestation(
         "--rubric-sha256", help="Require this effective rubric sha256 (repeatable: any of them), as releasegate "
                                 "validate prints it for the official config, and no override of a judging key.")] = None,
     test_result: Annotated[Optional[Path], typer.Option(
-        help="The in-toto test-result attestation attest wrote beside FILE (default: FILE's "
-             "<run-id>.test-result.intoto.json when it exists); it must agree with FILE.", dir_okay=False)] = None,
+        help="The in-toto test-result attestation attest wrote (default: the .test-result.intoto.json beside "
+             "FILE, when it exists); it must agree with FILE.", dir_okay=False)] = None,
     as_json: JsonOption = False,
 ) -> int:
-    """The check a deploy step runs: a signature by one of the --key keys, the statement, a PASS verdict, the
+    """The check a deploy step runs: a signature by one of the --public-key keys, the statement, a PASS verdict, the
     test-result attestation beside it agreeing, every --artifact one of its subjects (a file by its sha256, a model
     directory by the digest OpenSSF model-signing gives it), every weights file the run loaded (base, adapter,
     merged, GGUF, draft) among the artifacts, and with --rubric-sha256 the rubric that judged. Exit 0 when all
