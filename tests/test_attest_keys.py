@@ -198,3 +198,13 @@ def test_a_model_directory_verifies_whole_and_nothing_else_passes_for_it(tmp_pat
     empty.mkdir()
     code, _, err = cli(*verify, "--artifact", empty)
     assert code == 1 and hashlib.sha256(b"").hexdigest()[:16] in err, err
+
+
+@pytest.mark.parametrize("value", [b"1" + b"0" * 400, b'"\\ud800"'])
+def test_a_signed_statement_in_toto_cannot_read_is_refused_not_crashed_on(tmp_path, cli, keys, value):
+    files = _shipped(tmp_path)
+    text = json.dumps(_statement(files)).replace('"value": 0.9', '"value": VALUE').encode().replace(b"VALUE", value)
+    envelope = tmp_path / "odd.intoto.json"
+    envelope.write_text(json.dumps(sign_envelope(text, load_private_key(keys["new"]))))
+    code, _, err = _verify(cli, envelope, [keys["new"]], files)
+    assert code == 1 and "in-toto's Statement model refuses it" in err and err.count("\n") == 1, err

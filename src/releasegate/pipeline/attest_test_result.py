@@ -8,7 +8,8 @@ an unknown is never a pass), `passedTests` / `warnedTests` / `failedTests` the c
 with too little evidence is warned), and `configuration` the releasegate statement it stands for (the sha256 of
 that signed payload) and the effective rubric. `verify-attestation` checks that it agrees with releasegate's
 predicate (`disagreement`). Both statements are checked against in-toto's Statement model
-(`in_toto_problem`)."""
+(`in_toto_problem`). The releasegate statement itself is written as JSON rather than through that model: its
+protobuf Struct would turn every integer of the predicate (a count, n) into a float."""
 
 from __future__ import annotations
 
@@ -107,6 +108,6 @@ def in_toto_problem(statement: dict[str, object]) -> str | None:
     try:
         message = json_format.ParseDict(statement, StatementMessage())
         Statement.copy_from_pb(message).validate()
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+    except (json_format.ParseError, ValueError, TypeError, RecursionError, OverflowError) as exc:
         return f"in-toto's Statement model refuses it ({str(exc)[:120]})"
     return None
