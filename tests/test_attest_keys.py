@@ -137,8 +137,8 @@ def test_a_test_result_signed_by_another_key_or_unreadable_is_refused(tmp_path, 
         code, _, err = _verify(cli, envelope, [keys["new"]], files)
         assert code == 1 and "test result" in err and err.count("\n") == 1, (garbage[:10], err)
     sibling(envelope).unlink()  # none beside it: the statement alone is checked, and the result says so
-    code, out, _ = _verify(cli, envelope, [keys["new"]], files, "--json")
-    assert code == 0 and json.loads(out)["test_result"] is None
+    code, out, err = _verify(cli, envelope, [keys["new"]], files, "--json")
+    assert code == 0 and json.loads(out)["test_result"] is None and "no test-result attestation beside it" in err
     code, _, err = _verify(cli, envelope, [keys["new"]], files, "--test-result", tmp_path / "missing.json")
     assert code == 2 and "missing.json" in err  # named, but not there: a bad input
 

@@ -70,7 +70,7 @@ def attest(
         raise typer.BadParameter("give RUN_DIR and --key KEY (or --generate-key FILE)")
     path, statement = attest_run(run_dir, key, output, force=force)
     if as_json:
-        print_json({"attestation": str(path), "statement": statement})
+        print_json({"attestation": str(path), "test_result": str(sibling(path)), "statement": statement})
     console.print(f"attested {statement['predicate']['run']['run_id']}: {statement['predicate']['verdict']}, "
                   f"{len(statement['subject'])} subject(s) -> {path} (and its test result, {sibling(path).name})",
                   markup=False, soft_wrap=True)
@@ -104,7 +104,8 @@ def verify_attestation(
     if as_json:
         print_json(result)
     run_id = inert(str(result["run_id"]))[:200]  # as the signed statement says it
-    agreed = f"; {Path(result['test_result']).name} agrees" if result["test_result"] else ""
+    agreed = f"; {Path(result['test_result']).name} agrees" if result["test_result"] else \
+        "; no test-result attestation beside it"
     consoles(as_json).print(f"attestation verified: run {run_id}, {result['reason']} (key {result['key_id'][:16]}…"
                             f"{agreed})", markup=False, soft_wrap=True)
     return 0
