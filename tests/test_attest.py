@@ -223,3 +223,68 @@ def test_a_forged_seal_over_a_report_edited_to_pass_is_still_refused(runs, cli, 
     assert cli("verify", run)[0] == 0  # the forgery fools verify
     code, _, err = _attest(cli, tmp, run, "forged-seal")
     assert code == 1 and "judged again from its records" in err and "FAIL" in err
+
+
+def test_attest_writes_the_test_result_beside_and_model_signing_digests_of_each_model_directory(runs, cli, tmp_path):
+    from releasegate.border.model_digest import model_directory_digest
+    from releasegate.pipeline.attest_test_result import TEST_RESULT_TYPE
+    from releasegate.pipeline.dsse import key_id, load_public_key
+
+    tmp, found = runs
+    code, att, err = _attest(cli, tmp, found["pass"], "tr")
+    assert code == 0, err
+    project = found["pass"].parents[1]
+    payload = base64.b64decode(json.loads(att.read_text())["payload"])
+    statement = json.loads(payload)
+    beside = tmp / "tr.test-result.intoto.json"
+    result = json.loads(base64.b64decode(json.loads(beside.read_text())["payload"]))
+    assert result["predicateType"] == TEST_RESULT_TYPE and result["subject"] == statement["subject"]
+    assert result["predicate"]["result"] == "PASSED"
+    assert result["predicate"]["passedTests"] == [c["name"] for c in statement["predicate"]["criteria"]]
+    assert result["predicate"]["configuration"][0]["digest"]["sha256"] == hashlib.sha256(payload).hexdigest()
+    subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+    adapter_dir, base_dir = project / "models" / "adapter", project / "models" / "base"
+    assert subjects["adapter/"] == model_directory_digest(adapter_dir) and subjects["model/"] == \
+        model_directory_digest(base_dir)
+    try:  # the digest model-signing's own code gives the directory, where it is installed
+        import model_signing
+        from model_signing._signing.signing import Payload
+    except ImportError:
+        pass
+    else:
+        theirs = Payload(model_signing.hashing.hash(adapter_dir)).statement.pb.subject[0].digest["sha256"]
+        assert subjects["adapter/"] == theirs
+    # the deploy gives the model directories whole, and trusts the old and the new key while rotating
+    code, out, err = cli("verify-attestation", att, "--public-key", tmp / "other.pub", "--public-key",
+                         tmp / "key.pub", "--artifact", adapter_dir, "--artifact", base_dir, "--json")
+    assert code == 0, err
+    checked = json.loads(out)
+    assert checked["key_id"] == key_id(load_public_key(tmp / "key.pub")) and checked["test_result"] == str(beside)
+    # one more file in a copy of the adapter directory is another model (model-signing would say so too)
+    copy = tmp_path / "adapter"
+    shutil.copytree(adapter_dir, copy)
+    (copy / "README.md").write_text("changed after the gate")
+    code, err = _verify(cli, att, tmp / "key.pub", copy, base_dir)
+    assert code == 1 and "model-signing digest" in err and "no subject" in err, err
+    # a test result signed for another run (the failed one) beside this attestation is refused
+    other = statement_for(found["fail"], json.loads((found["fail"] / "report.json").read_text()),
+                          read_manifest_file(found["fail"]))
+    from releasegate.pipeline.attest_test_result import make_test_result
+    other_payload = json.dumps(other, sort_keys=True).encode()
+    forged = make_test_result(other, other_payload)
+    forged["predicate"]["result"] = "PASSED"
+    beside.write_text(json.dumps(sign_envelope(json.dumps(forged).encode(), load_private_key(tmp / "key"))))
+    code, err = _verify(cli, att, tmp / "key.pub", adapter_dir, base_dir)
+    assert code == 1 and "test result" in err, err
+
+
+def test_a_model_file_changed_between_the_run_and_its_attestation_is_refused(runs, tmp_path):
+    from releasegate.errors import ReleaseRefused
+
+    tmp, found = runs
+    run = found["pass"]
+    manifest = read_manifest_file(run)
+    adapter = next(e for e in manifest["inputs"] if e["name"] == "adapter/adapter_model.safetensors")
+    manifest["inputs"] = [{**e, "sha256": "0" * 64} if e is adapter else e for e in manifest["inputs"]]
+    with pytest.raises(ReleaseRefused, match="adapter/adapter_model.safetensors changed since the run"):
+        statement_for(run, json.loads((run / "report.json").read_text()), manifest)

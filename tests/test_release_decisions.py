@@ -54,6 +54,7 @@ def test_a_deploy_needs_every_check():
                           ({"weights_not_given": ("adapter/adapter_model.safetensors",)},
                            "also loaded adapter/adapter_model.safetensors"),
                           ({"required_rubrics": ("b" * 64,)}, "is not the one required"),
+                          ({"test_result_problem": "result FAILED"}, "test result: result FAILED"),
                           ({"required_rubrics": ("a" * 64,), "judging_overrides": ("suites (set by x.yaml)",)},
                            "judged with suites (set by x.yaml)")]:
         decided = decide_attestation(replace(DEPLOYABLE, **change))

@@ -52,10 +52,13 @@ def attest(
 ) -> int:
     """Sign what passed: an in-toto Statement v1 in a DSSE envelope signed with Ed25519, whose subjects are the
     sha256 of every file that ships (model or merged model, adapter, GGUF, tokenizer, chat template: the run's
-    manifest) and whose predicate holds the verdict, the rubric's hash, each criterion's value and bound, the
-    review's provenance and the run's seal. Only a run sealed whole, verified unchanged and PASS. Exit 1: the run
-    may not be attested (the line says why); 2: a bad key, path or run directory."""
+    manifest) and of each model directory as OpenSSF model-signing digests it, and whose predicate holds the
+    verdict, the rubric's hash, each criterion's value and bound, the review's provenance and the run's seal; and
+    beside it (<run-id>.test-result.intoto.json) the same subjects under in-toto's test-result predicate, so a
+    generic verifier reads pass or fail. Only a run sealed whole, verified unchanged and PASS. Exit 1: the run may
+    not be attested (the line says why); 2: a bad key, path or run directory."""
     from ..pipeline.attest import attest_run
+    from ..pipeline.attest_test_result import sibling
     from ..pipeline.dsse import generate_key as make_key
 
     console = consoles(as_json)
@@ -67,33 +70,44 @@ def attest(
         raise typer.BadParameter("give RUN_DIR and --key KEY (or --generate-key FILE)")
     path, statement = attest_run(run_dir, key, output, force=force)
     if as_json:
-        print_json({"attestation": str(path), "statement": statement})
+        print_json({"attestation": str(path), "test_result": str(sibling(path)), "statement": statement})
     console.print(f"attested {statement['predicate']['run']['run_id']}: {statement['predicate']['verdict']}, "
-                  f"{len(statement['subject'])} file(s) as subjects -> {path}", markup=False, soft_wrap=True)
+                  f"{len(statement['subject'])} subject(s) -> {path} (and its test result, {sibling(path).name})",
+                  markup=False, soft_wrap=True)
     return 0
 
 
 def verify_attestation(
     file: Annotated[Path, typer.Argument(help="The attestation (a DSSE envelope) that attest wrote.", dir_okay=False)],
-    key: Annotated[Path, typer.Option(help="The Ed25519 public key (PEM) it must be signed with.", dir_okay=False)],
-    artifact: Annotated[list[Path], typer.Option(help="A file the deploy ships (repeatable): it must be one of "
-                                                      "the attested files, byte for byte.")],
+    key: Annotated[list[Path], typer.Option(
+        "--public-key", "--key", help="An Ed25519 public key (PEM) it may be signed with (repeatable while a key "
+                                      "is rotated: any one that verifies counts).", dir_okay=False)],
+    artifact: Annotated[list[Path], typer.Option(help="A file the deploy ships, or a model directory (repeatable): "
+                                                      "it must be one of the attested subjects, byte for byte.")],
     rubric_sha256: Annotated[Optional[list[str]], typer.Option(
         "--rubric-sha256", help="Require this effective rubric sha256 (repeatable: any of them), as releasegate "
                                 "validate prints it for the official config, and no override of a judging key.")] = None,
+    test_result: Annotated[Optional[Path], typer.Option(
+        help="The in-toto test-result attestation attest wrote (default: the .test-result.intoto.json beside "
+             "FILE, when it exists); it must agree with FILE.", dir_okay=False)] = None,
     as_json: JsonOption = False,
 ) -> int:
-    """The check a deploy step runs: the signature by KEY, the statement, a PASS verdict, every --artifact one
-    of its subjects (same sha256), every weights file the run loaded (base, adapter, merged, GGUF, draft) among
-    the artifacts, and with --rubric-sha256 the rubric that judged. Exit 0 when all hold; 1 with one line saying
-    which does not; 2 for a key, file or hash that cannot be read."""
+    """The check a deploy step runs: a signature by one of the --public-key keys, the statement, a PASS verdict, the
+    test-result attestation beside it agreeing, every --artifact one of its subjects (a file by its sha256, a model
+    directory by the digest OpenSSF model-signing gives it), every weights file the run loaded (base, adapter,
+    merged, GGUF, draft) among the artifacts, and with --rubric-sha256 the rubric that judged. Exit 0 when all
+    hold (the line names the key that verified); 1 with one line saying which does not; 2 for a key, file or hash
+    that cannot be read."""
     from ..pipeline.attest import verify_attestation as check
 
-    result = check(file, key, list(artifact), tuple(rubric_sha256 or ()))
+    result = check(file, list(key), list(artifact), tuple(rubric_sha256 or ()), test_result)
     if as_json:
         print_json(result)
     run_id = inert(str(result["run_id"]))[:200]  # as the signed statement says it
-    consoles(as_json).print(f"attestation verified: run {run_id}, {result['reason']}", markup=False, soft_wrap=True)
+    agreed = f"; {Path(result['test_result']).name} agrees" if result["test_result"] else \
+        "; no test-result attestation beside it"
+    consoles(as_json).print(f"attestation verified: run {run_id}, {result['reason']} (key {result['key_id'][:16]}…"
+                            f"{agreed})", markup=False, soft_wrap=True)
     return 0
 
 

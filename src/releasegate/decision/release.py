@@ -111,6 +111,8 @@ def decide_attestation(e: AttestationEvidence) -> Release:
     if unlike or "pass" not in e.criteria_verdicts:
         return Release(False, "the attested PASS does not follow from its criteria (" + (
             f"criteria verdicts {', '.join(unlike)[:80]}" if unlike else "no criterion passed") + ")")
+    if e.test_result_problem:  # a generic verifier would read another outcome than this check
+        return Release(False, f"test result: {e.test_result_problem[:300]}")
     if e.required_rubrics and e.rubric_sha256 not in e.required_rubrics:
         return Release(False, f"the attested effective rubric sha256 {str(e.rubric_sha256)[:64]} is not the one "
                               f"required ({', '.join(r[:16] + '…' for r in e.required_rubrics[:3])})")

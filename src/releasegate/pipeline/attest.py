@@ -16,7 +16,8 @@ import os
 import re
 from pathlib import Path
 
-from ..border.files import is_file, read_capped, sha256_file
+from ..border.files import is_dir, is_file, read_capped, sha256_file
+from ..border.model_digest import model_files, root_digest
 from ..border.outputs import check_output_path, write_output_file
 from ..border.structured import json_loads
 from ..clock import now
@@ -25,7 +26,8 @@ from ..errors import InputError, ReleaseRefused
 from ..record.decision_evidence import AttestationEvidence
 from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
-from .dsse import envelope_problem, load_private_key, load_public_key, sign_envelope
+from .attest_test_result import disagreement, in_toto_problem, make_test_result, sibling
+from .dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, verified_by
 from .release_check import releasable_run
 from .rubric_binding import RubricBinding, binding_of
 
@@ -96,8 +98,30 @@ def statement_for(run_path: Path, report: GateReport | dict, manifest: dict,
                  "complete": sealed.get("complete")},
         "packages": manifest.get("packages"), "attested_at": now(),
     }
-    return {"_type": STATEMENT_TYPE, "subject": _subjects(manifest), "predicateType": PREDICATE_TYPE,
+    directories = _directory_subjects(manifest)
+    predicate["directories"] = [{"name": d["name"], "sha256": d["digest"]["sha256"]} for d in directories]
+    return {"_type": STATEMENT_TYPE, "subject": _subjects(manifest) + directories, "predicateType": PREDICATE_TYPE,
             "predicate": predicate}
+
+
+def _directory_subjects(manifest: dict) -> list[dict]:
+    """Each shipped model directory (base, adapter, merged, draft) as one more subject, `<role>/`, whose digest is
+    the one OpenSSF model-signing computes for it (`border.model_digest`), so `model_signing verify` at deploy
+    and `verify-attestation` agree on the bytes. Its files are hashed now: one the run hashed that differs (or
+    is gone) is refused, as a model changed since the run."""
+    out = []
+    for entry in manifest.get("directories") or []:
+        owner = str(entry.get("role")) if isinstance(entry, dict) else ""
+        if owner not in SHIPPED_ROLES or not is_dir(Path(str(entry.get("path")))):
+            continue
+        files = model_files(Path(entry["path"]), allow_symlinks=True)  # a hub snapshot links to its blobs
+        for e in manifest.get("inputs", []):
+            name = str(e.get("name", ""))
+            if name.startswith(f"{owner}/") and not name.endswith(EMBEDDED_TEMPLATE) and isinstance(
+                    e.get("sha256"), str) and files.get(name[len(owner) + 1:]) != e["sha256"]:
+                raise ReleaseRefused(f"{name} changed since the run hashed it: attest a run of the model as it is")
+        out.append({"name": f"{owner}/", "digest": {"sha256": root_digest(files)}})
+    return out
 
 
 def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) -> tuple[Path, dict]:
@@ -109,27 +133,31 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
         raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
                              "releasegate): an attestation would not bind the model that answered")
     path = output if output is not None else Path(f"{run.path.name}.intoto.json")
-    check_output_path(path, force=force)
-    envelope = sign_envelope(json.dumps(statement, sort_keys=True).encode("utf-8"), private_key)
-    write_output_file(path, (json.dumps(envelope, indent=2) + "\n").encode("utf-8"))
+    for target in (path, sibling(path)):
+        check_output_path(target, force=force)
+    payload = json.dumps(statement, sort_keys=True).encode("utf-8")
+    test_result = json.dumps(make_test_result(statement, payload), sort_keys=True).encode("utf-8")
+    for target, signed in ((path, payload), (sibling(path), test_result)):
+        envelope = sign_envelope(signed, private_key)
+        write_output_file(target, (json.dumps(envelope, indent=2) + "\n").encode("utf-8"))
     return path, statement
 
 
-def verify_attestation(file: Path, public_key: Path, artifacts: list[Path],
-                       rubric_sha256: tuple[str, ...] = ()) -> dict:
-    """The attestation checked for a deploy: the key's signature, the statement, a PASS, each artifact a
-    subject, every weights file the run loaded among the artifacts, and (`rubric_sha256` given) the effective
-    rubric one of those, with no judging override. ReleaseRefused (exit 1) with the one line why, else what was
-    checked."""
+def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: list[Path],
+                       rubric_sha256: tuple[str, ...] = (), test_result: Path | None = None) -> dict:
+    """The attestation checked for a deploy: a signature by one of the keys (several while a key is rotated),
+    the statement, a PASS, the test-result attestation beside it (`test_result`, or `attest_test_result.sibling`
+    when that file exists) agreeing with it, each artifact a subject, every weights file the run loaded among
+    the artifacts, and (`rubric_sha256` given) the effective rubric one of those, with no judging override.
+    ReleaseRefused (exit 1) with the one line why, else what was checked and which key verified."""
     required = tuple(_required_rubric(h) for h in rubric_sha256)
-    key = load_public_key(public_key)
-    try:
-        envelope = json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES),
-                              unique_keys=True)
-    except (ValueError, RecursionError) as exc:
-        raise ReleaseRefused(f"{file}: not an attestation ({str(exc)[:120]})") from None
-    signature, payload = envelope_problem(envelope, key)
+    keys = _public_keys(public_keys)
+    envelope, unreadable = _envelope(file)
+    if unreadable:
+        raise ReleaseRefused(f"{file}: not an attestation ({unreadable})")
+    signature, payload, keyid = verified_by(envelope, keys)
     statement, statement_problem = _statement(payload) if payload is not None else (None, None)
+    agreed, test_result = _test_result(test_result, file, keys, statement, payload)
     subjects = {(s["name"], s["digest"]["sha256"]) for s in (statement or {}).get("subject", [])}
     looked = [(str(a), *_artifact_problem(a, subjects)) for a in artifacts] if statement else []
     checked = tuple((path, problem) for path, problem, _ in looked)
@@ -143,18 +171,59 @@ def verify_attestation(file: Path, public_key: Path, artifacts: list[Path],
         signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
         tuple(c["verdict"] if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
               for c in (criteria if isinstance(criteria, list) else [])),
-        weights_not_given=_weights_not_given(predicate.get("weights"), {d for _, p, d in looked if p is None}),
+        weights_not_given=_weights_not_given(predicate.get("weights"),
+                                             {d for _, p, found in looked if p is None for d in found}),
         required_rubrics=required, rubric_sha256=effective if isinstance(effective, str) else None,
-        judging_overrides=_judging_overrides(rubric.get("overrides"))))
+        judging_overrides=_judging_overrides(rubric.get("overrides")), test_result_problem=agreed))
     if not decided.allowed:
         raise ReleaseRefused(f"{file}: {decided.reason}")
     assert statement is not None  # a good signature over a statement
     # what a signed statement says of its run is shown as it is: a key missing is shown as null, never a crash
     return {"attestation": str(file), "reason": decided.reason, "run_id": predicate["run"].get("run_id"),
+            "key_id": keyid, "test_result": None if test_result is None else str(test_result),
             "rubric_sha256": predicate["rubric"].get("sha256"),
             "effective_rubric_sha256": predicate["rubric"].get("effective_sha256"), "verdict": verdict,
             "artifacts": [{"path": p, "sha256_matches": True} for p, _ in checked],
             "subjects": len(statement["subject"])}
+
+
+def _public_keys(paths: Path | list[Path]) -> list:
+    """The public keys a deploy trusts (each file read, an InputError naming one that cannot be)."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    if not paths or len(paths) > MAX_KEYS:
+        raise InputError(f"give 1 to {MAX_KEYS} public keys", field="--key")
+    return [load_public_key(p) for p in paths]
+
+
+def _envelope(file: Path) -> tuple[object, str | None]:
+    """The envelope in `file` (read within MAX_ATTESTATION_BYTES), or why it is not JSON."""
+    try:
+        return json_loads(read_capped(file, what="attestation", max_bytes=MAX_ATTESTATION_BYTES),
+                          unique_keys=True), None
+    except (ValueError, RecursionError) as exc:
+        return None, str(exc)[:120]
+
+
+def _test_result(given: Path | None, file: Path, keys: list, statement: dict | None,
+                 payload: bytes | None) -> tuple[str | None, Path | None]:
+    """Why the test-result attestation does not agree with the releasegate statement (None: it agrees, or there
+    is none to check), and the file checked. It is `given`, or the sibling of `file` when that exists."""
+    path = given if given is not None else sibling(file)
+    if statement is None or payload is None or (given is None and not is_file(path)):
+        return None, None
+    envelope, unreadable = _envelope(path)
+    if unreadable:
+        return f"{path.name} is not an attestation ({unreadable})", path
+    signature, signed, _ = verified_by(envelope, keys)
+    if signature or signed is None:
+        return f"{path.name}: signature: {signature}", path
+    try:
+        test_result = json_loads(signed, unique_keys=True)
+    except (ValueError, RecursionError) as exc:
+        return f"{path.name}: the payload is not JSON ({str(exc)[:80]})", path
+    problem = disagreement(test_result, statement, payload) if isinstance(test_result, dict) else \
+        "not a statement"
+    return (f"{path.name}: {problem}" if problem else None), path
 
 
 def _statement(payload: bytes) -> tuple[dict | None, str | None]:
@@ -177,7 +246,8 @@ def _statement(payload: bytes) -> tuple[dict | None, str | None]:
     if not isinstance(predicate, dict) or not isinstance(predicate.get("run"), dict) or \
             not isinstance(predicate.get("rubric"), dict):
         return None, "its predicate is not a releasegate gate verdict"
-    return statement, None
+    problem = in_toto_problem(statement)
+    return (None, problem) if problem else (statement, None)
 
 
 def _required_rubric(text: str) -> str:
@@ -210,27 +280,46 @@ def _judging_overrides(overrides: object) -> tuple[str, ...]:
                  for o in overrides if not isinstance(o, dict) or o.get("judges") is not False)
 
 
-def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> tuple[str | None, str | None]:
+def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> tuple[str | None, frozenset[str]]:
     """Why the artifact is not a file that passed: not a regular file, bytes that are no subject's, or bytes of
     one subject under the file name of another (a tokenizer's bytes shipped as the adapter). A file renamed for
-    the deploy, whose name no subject has, is judged by its bytes alone. With the problem, the file's sha256
-    (None: not read)."""
+    the deploy, whose name no subject has, is judged by its bytes alone; a model directory, by the digest
+    model-signing gives it (`_directory_problem`). With the problem, the sha256 of every file it carries (none:
+    not read)."""
     if os.path.islink(path):
-        return "is a symbolic link: give the file the deploy ships itself", None
+        return "is a symbolic link: give the file the deploy ships itself", frozenset()
+    if is_dir(path):
+        return _directory_problem(path, subjects)
     if not is_file(path):
-        return "not a regular file", None
+        return "not a regular file", frozenset()
     try:
         digest = sha256_file(path, what="artifact")
     except InputError as exc:
-        return exc.message, None
-    if digest not in {sha for _, sha in subjects}:
-        return f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate", digest
+        return exc.message, frozenset()
+    # a file matches file subjects only: a file of a directory's concatenated file digests has its digest
+    if digest not in {sha for name, sha in subjects if not name.endswith("/")}:
+        return (f"sha256 {digest[:16]}… is no subject of the attestation: not the file that passed the gate",
+                frozenset({digest}))
     named = _closest_names(path, subjects)
     if named and digest not in named.values():
         carried = sorted(name for name, sha in subjects if sha == digest)
         return (f"named as subject {sorted(named)[0]} but its bytes are those of {carried[0]}: not the file that "
-                "passed the gate under this name"), digest
-    return None, digest
+                "passed the gate under this name"), frozenset({digest})
+    return None, frozenset({digest})
+
+
+def _directory_problem(path: Path, subjects: set[tuple[str, str]]) -> tuple[str | None, frozenset[str]]:
+    """A model directory given whole: its model-signing digest must be a directory subject's (`<role>/`), and
+    then it carries every file in it."""
+    try:
+        files = model_files(path, allow_symlinks=True)
+    except InputError as exc:
+        return exc.message, frozenset()
+    digest = root_digest(files)
+    if digest not in {sha for name, sha in subjects if name.endswith("/")}:
+        return (f"a directory whose model-signing digest {digest[:16]}… is no subject of the attestation: not the "
+                "model directory that passed the gate"), frozenset()
+    return None, frozenset(files.values())
 
 
 def _closest_names(path: Path, subjects: set[tuple[str, str]]) -> dict[str, str]:

@@ -1,7 +1,14 @@
-"""DSSE envelopes signed with Ed25519 (https://github.com/secure-systems-lab/dsse, protocol v1): the signature is
-over PAE(payloadType, payload), never over the JSON of the envelope, so no re-serialisation can change what was
-signed. Keys are PEM files: a PKCS#8 Ed25519 private key (`releasegate attest --generate-key`, or
-`openssl genpkey -algorithm ed25519`) and its SubjectPublicKeyInfo public key."""
+"""DSSE envelopes signed with Ed25519 (https://github.com/secure-systems-lab/dsse, protocol v1), made and checked
+with the reference implementation, securesystemslib (`securesystemslib.dsse.Envelope`, `CryptoSigner`,
+`SSlibKey`): the signature is over PAE(payloadType, payload), never over the JSON of the envelope, so no
+re-serialisation can change what was signed. Keys are PEM files: a PKCS#8 Ed25519 private key (`releasegate
+attest --generate-key`, or `openssl genpkey -algorithm ed25519`) and its SubjectPublicKeyInfo public key.
+
+Around securesystemslib, three checks stay by hand, because its reader cannot keep them: it decodes base64
+leniently (skipping any character that is not base64), it skips a signature that fails rather than refusing the
+envelope, and it matches a signature to a key by key id only (a signature that names no key is never checked).
+So the envelope's fields are read here first, strictly; every signature that names a given key, or names none,
+must verify; then `Envelope.verify` (threshold 1) names the key that verified."""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ import binascii
 import hashlib
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import (
     Encoding,
@@ -20,24 +27,28 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
     load_pem_public_key,
 )
+from securesystemslib.dsse import Envelope
+from securesystemslib.exceptions import UnverifiedSignatureError, VerificationError
+from securesystemslib.signer import CryptoSigner, Key, Signature, SSlibKey
 
 from ..border.files import exists, read_capped, replace_file
 from ..errors import InputError
 
-__all__ = ["PAYLOAD_TYPE", "pae", "sign_envelope", "envelope_problem", "load_private_key", "load_public_key",
-           "generate_key", "key_id"]
+__all__ = ["PAYLOAD_TYPE", "pae", "sign_envelope", "envelope_problem", "verified_by", "load_private_key",
+           "load_public_key", "generate_key", "key_id"]
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 MAX_KEY_BYTES = 64 * 1024
 MAX_SIGNATURES = 16
 """Signatures an envelope may carry; more is not an attestation."""
+MAX_KEYS = 16
+"""Public keys one check may trust (the current one and those being retired)."""
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
     """DSSE's pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, each LEN the
-    ASCII decimal byte length."""
-    kind = payload_type.encode("utf-8")
-    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
+    ASCII decimal byte length (securesystemslib's `Envelope.pae`)."""
+    return Envelope(payload, payload_type, {}).pae()
 
 
 def key_id(public_key: Ed25519PublicKey) -> str:
@@ -46,46 +57,70 @@ def key_id(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()
 
 
+def _sslib_key(public_key: Ed25519PublicKey) -> SSlibKey:
+    """The key as securesystemslib holds it, under releasegate's key id (envelopes already written name it)."""
+    return SSlibKey.from_crypto(public_key, keyid=key_id(public_key))
+
+
 def sign_envelope(payload: bytes, private_key: Ed25519PrivateKey) -> dict:
     """The DSSE envelope of `payload` (an in-toto statement), with one signature by `private_key`."""
-    signature = private_key.sign(pae(PAYLOAD_TYPE, payload))
-    return {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode("ascii"),
-            "signatures": [{"keyid": key_id(private_key.public_key()), "sig": base64.b64encode(signature).decode("ascii")}]}
+    envelope = Envelope(payload, PAYLOAD_TYPE, {})
+    envelope.sign(CryptoSigner(private_key, _sslib_key(private_key.public_key())))
+    return {"payloadType": PAYLOAD_TYPE, **envelope.to_dict()}
 
 
-def envelope_problem(envelope: object, public_key: Ed25519PublicKey) -> tuple[str | None, bytes | None]:
-    """Why the envelope does not stand for `public_key` (None when it does), and its payload once decoded. It
-    stands when one signature verifies with the key over PAE(payloadType, payload) and no signature that names
-    this key (or names none) fails: a second signature made to look like the key's is never passed over.
-    Signatures naming other keys are someone else's and are not counted."""
+def envelope_problem(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519PublicKey]
+                     ) -> tuple[str | None, bytes | None]:
+    """Why the envelope does not stand for any of `public_keys` (None when it does), and its payload once
+    decoded (`verified_by` also says which key)."""
+    problem, payload, _ = verified_by(envelope, public_keys)
+    return problem, payload
 
+
+def verified_by(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519PublicKey]
+                ) -> tuple[str | None, bytes | None, str | None]:
+    """Why the envelope does not stand (None when it does), its payload, and the id of the key that verified. It
+    stands when a signature verifies with one of the keys over PAE(payloadType, payload) and no signature that
+    names one of the keys (or names none) fails: a second signature made to look like a trusted key's is never
+    passed over. Signatures naming other keys are someone else's and are not counted."""
+    keys: list[Key] = [_sslib_key(k) for k in ([public_keys] if isinstance(public_keys, Ed25519PublicKey) else public_keys)]
     if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
-        return f"not a DSSE envelope of an in-toto statement (payloadType {PAYLOAD_TYPE})", None
+        return f"not a DSSE envelope of an in-toto statement (payloadType {PAYLOAD_TYPE})", None, None
     signatures = envelope.get("signatures")
     if not isinstance(signatures, list) or not signatures or len(signatures) > MAX_SIGNATURES:
-        return f"an envelope carries 1 to {MAX_SIGNATURES} signatures", None
+        return f"an envelope carries 1 to {MAX_SIGNATURES} signatures", None, None
     payload = _b64(envelope.get("payload"))
     if payload is None:
-        return "the payload is not base64", None
-    mine, good = key_id(public_key), 0
+        return "the payload is not base64", None, None
+    signed, good = Envelope(payload, PAYLOAD_TYPE, {}), {}
     for entry in signatures:
         keyid = entry.get("keyid") if isinstance(entry, dict) else None
-        if keyid not in (None, "", mine):
+        mine = [k for k in keys if keyid in (None, "", k.keyid)]
+        if not mine:
             continue
         raw = _b64(entry.get("sig")) if isinstance(entry, dict) else None
-        try:
-            if raw is None:
-                raise InvalidSignature
-            public_key.verify(raw, pae(PAYLOAD_TYPE, payload))
-            good += 1
-        except InvalidSignature:
-            return "a signature for this key does not verify: the statement was changed, or signed by another key", None
+        verifier = next((k for k in mine if _verifies(k, raw, signed.pae())), None) if raw is not None else None
+        if verifier is None or raw is None:
+            return ("a signature for this key does not verify: the statement was changed, or signed by another "
+                    "key"), None, None
+        good[verifier.keyid] = Signature(verifier.keyid, raw.hex())
     if not good:
-        return "no signature by this key (signed by another key?)", None
-    return None, payload
+        return "no signature by this key (signed by another key?)", None, None
+    signed.signatures = good
+    accepted = signed.verify(keys, 1)  # the reference's own check, over the signatures read above
+    return None, payload, sorted(accepted)[0]
+
+
+def _verifies(key: Key, raw: bytes, data: bytes) -> bool:
+    try:
+        key.verify_signature(Signature(key.keyid, raw.hex()), data)
+    except (UnverifiedSignatureError, VerificationError):
+        return False
+    return True
 
 
 def _b64(value: object) -> bytes | None:
+    """Strict base64 (securesystemslib's decoder skips characters that are not base64)."""
     if not isinstance(value, str):
         return None
     try:

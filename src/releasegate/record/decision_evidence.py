@@ -301,6 +301,8 @@ class AttestationEvidence:
     """The attested effective rubric hash (None: the statement has none)."""
     judging_overrides: tuple[str, ...]
     """The attested overrides that judge, one line each ('--set suites[0].answer')."""
+    test_result_problem: str | None = None
+    """Why the in-toto test-result attestation beside it does not agree with it (None: it agrees, or none)."""
 
 
 @dataclass(frozen=True)
