@@ -16,6 +16,7 @@ import base64
 import binascii
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -29,7 +30,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import UnverifiedSignatureError, VerificationError
-from securesystemslib.signer import CryptoSigner, Key, Signature, SSlibKey
+from securesystemslib.signer import CryptoSigner, Key, Signature, SSlibKey  # type: ignore[attr-defined,unused-ignore]  # strict: re-exported without __all__
 
 from ..border.files import exists, read_capped, replace_file
 from ..errors import InputError
@@ -62,7 +63,7 @@ def _sslib_key(public_key: Ed25519PublicKey) -> SSlibKey:
     return SSlibKey.from_crypto(public_key, keyid=key_id(public_key))
 
 
-def sign_envelope(payload: bytes, private_key: Ed25519PrivateKey) -> dict:
+def sign_envelope(payload: bytes, private_key: Ed25519PrivateKey) -> dict[str, Any]:
     """The DSSE envelope of `payload` (an in-toto statement), with one signature by `private_key`."""
     envelope = Envelope(payload, PAYLOAD_TYPE, {})
     envelope.sign(CryptoSigner(private_key, _sslib_key(private_key.public_key())))

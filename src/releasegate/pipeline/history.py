@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.outputs import check_output_path, write_output_file
 from ..errors import InputError
@@ -22,7 +23,7 @@ TREND_FILE = "history.html"
 @dataclass(frozen=True)
 class History:
     root: Path
-    rows: list[dict]
+    rows: list[dict[str, Any]]
     """The runs, oldest first, each as `HistoryRow.as_dict` with `blessed`: the baseline names that mean it."""
     notes: list[str]
     """What happened to the index file (built, rebuilt after damage), for the command to say."""
@@ -48,7 +49,7 @@ def run_history(root: Path, *, target: str | None = None, suite: str | None = No
     return History(root, wanted, notes, len(rows))
 
 
-def _indexed(root: Path, rebuild: bool) -> tuple[list[str], list[dict]]:
+def _indexed(root: Path, rebuild: bool) -> tuple[list[str], list[dict[str, Any]]]:
     """(notes, every run as the index lists it). An index another process holds locked past its wait is not
     waited on longer: the runs are listed from their directories, and the note says so."""
     try:
@@ -77,7 +78,7 @@ def _blessed_names(root: Path) -> dict[str, list[str]]:
     return names
 
 
-def _matches(row: dict, target: str | None, suite: str | None, verdict: str | None) -> bool:
+def _matches(row: dict[str, Any], target: str | None, suite: str | None, verdict: str | None) -> bool:
     if target and target not in (row["target"] or "") and not (row["fingerprint"] or "").startswith(target):
         return False
     if suite and suite not in row["suites"] and not any(s.rsplit(".", 1)[0] == suite for s in row["suites"]):

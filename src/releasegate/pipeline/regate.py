@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.files import sha256_file
 from ..border.outputs import check_output_path, write_output_file
@@ -82,7 +83,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
         info, scored.records, policy, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores,  # read only: no journal grows
         judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run), scored.ledger))
-    decided: dict = {}
+    decided: dict[str, Any] = {}
     if judged_by["whatif"]:
         decided = decide_whatif(WhatIfEvidence(report.verdict, recorded, ()), report.verdict_reason).as_dict()
         judged_by = {**judged_by, "whatif_verdict": report.verdict, "recorded_verdict": recorded}
@@ -107,7 +108,7 @@ def _inputs_changed(run_path: Path, whatif: bool) -> list[str]:
     return [f"{row['role']} {row['path']} {row['change']}" for row in compare_manifest(manifest, roles=roles, packages=False)]
 
 
-def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None:
+def _own_verdict(run: RunDir, info: Any, verdicts: Any, allow_pending: bool) -> str | None:
     """The run's verdict under its own rubric, judged again from its records (as `servers` judges every run):
     never report.json's word, which a hand edit could make PASS. None when its rubric snapshot is missing or
     edited since it was sealed."""
@@ -137,13 +138,13 @@ def judged_by_snapshot(report: GateReport, run_path: Path) -> GateReport:
     return with_judged_by(report, judged_by)
 
 
-def with_judged_by(report: GateReport, judged_by: dict, decided: dict | None = None) -> GateReport:
+def with_judged_by(report: GateReport, judged_by: dict[str, Any], decided: dict[str, Any] | None = None) -> GateReport:
     """`report` naming the rubric that judged it (`decided`: a what-if's own verdict over the report's). The
     report is not validated again: only `judged_by` is new, and it is validated here."""
     return report.model_copy(update={**(decided or {}), "judged_by": JudgedBy.model_validate(judged_by)})
 
 
-def rubric_source(run_path: Path) -> dict:
+def rubric_source(run_path: Path) -> dict[str, Any]:
     """{'source', 'named_by'}: the rubric file the run's snapshot was taken from and the config layer whose
     `rubric:` named it (`JudgedBy`), from the run's manifest; empty when the manifest does not say."""
     try:
@@ -157,7 +158,7 @@ def rubric_source(run_path: Path) -> dict:
     return {"source": row["path"], "named_by": named_by if isinstance(named_by, str) else None}
 
 
-def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict]:
+def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict[str, Any]]:
     """The rubric to judge by and its `judged_by` entry. A `rubric` file whose policy is the snapshot's (the
     rubric the run started from, passed again) judges as the run's own; any difference makes a what-if. A
     snapshot edited since it was sealed is never the run's rubric: without `rubric` that is an InputError."""
@@ -175,7 +176,7 @@ def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict]:
                     "whatif": True, **_bound(run_binding(run_path, Path(rubric), snapshot_form(policy)))}
 
 
-def _bound(binding: RubricBinding) -> dict:
+def _bound(binding: RubricBinding) -> dict[str, Any]:
     """What `judged_by` keeps of the rubric binding: the effective rubric's hash and the overrides."""
     return {"effective_sha256": binding.effective_sha256, "overrides": [o.as_record() for o in binding.overrides]}
 
@@ -203,7 +204,7 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-def _whatif_name(judged_by: dict) -> str:
+def _whatif_name(judged_by: dict[str, Any]) -> str:
     """'<rubric stem>-<12 hex of its sha256>': one directory per rubric content, so a what-if judged again by the
     same file replaces its own reports and never another rubric's."""
     stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(judged_by["file"]).stem) or "rubric"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.structured import stored_json
 from ..decision.release import decide_release
@@ -27,7 +28,7 @@ class ReleasableRun:
     path: Path
     report: GateReport
     """Its sealed report.json, validated once (`record.gate_report`)."""
-    manifest: dict
+    manifest: dict[str, Any]
     """Its manifest.json, verified."""
     reason: str
     binding: RubricBinding
@@ -43,7 +44,7 @@ def releasable_run(run_dir: Path) -> ReleasableRun:
     sealed = manifest.get("sealed") or {}
     report = stored_json(path / "report.json", what="report.json")
     report = report if isinstance(report, dict) else {}
-    judged: dict = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
+    judged: dict[str, Any] = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
     own = judged.get("whatif") is False and judged.get("sha256") is not None and \
         judged.get("sha256") == judged.get("snapshot_sha256")
     verdict = report.get("verdict")

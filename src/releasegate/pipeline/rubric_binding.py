@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.files import sha256_file
 from ..errors import InputError
@@ -36,7 +37,7 @@ class RubricOverride:
     by: str
     judges: bool
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {"key": self.key, "by": self.by, "judges": self.judges}
 
 
@@ -52,13 +53,13 @@ class RubricBinding:
     overrides: tuple[RubricOverride, ...]
     allow_overrides: tuple[str, ...]
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {"effective_sha256": self.effective_sha256, "official_sha256": self.official_sha256,
                 "overrides": [o.as_record() for o in self.overrides],
                 "allow_overrides": list(self.allow_overrides)}
 
 
-def run_binding(run_path: Path, whatif: Path | None = None, whatif_policy: dict | None = None) -> RubricBinding:
+def run_binding(run_path: Path, whatif: Path | None = None, whatif_policy: dict[str, Any] | None = None) -> RubricBinding:
     """`binding_of` with the run's manifest read here (none readable: no override known beyond a what-if)."""
     try:
         manifest = read_manifest_file(Path(run_path), whole=False) or {}
@@ -67,8 +68,8 @@ def run_binding(run_path: Path, whatif: Path | None = None, whatif_policy: dict 
     return binding_of(Path(run_path), manifest, str(whatif) if whatif is not None else None, whatif_policy)
 
 
-def binding_of(run_path: Path, manifest: dict, whatif: str | None = None,
-               whatif_policy: dict | None = None) -> RubricBinding:
+def binding_of(run_path: Path, manifest: dict[str, Any], whatif: str | None = None,
+               whatif_policy: dict[str, Any] | None = None) -> RubricBinding:
     """The run's rubric binding from its sealed snapshots and manifest; `whatif`: the rubric file a what-if report
     was judged by (an override of the whole rubric), and `whatif_policy` that rubric's snapshot form
     (`Rubric.as_dict`), which then stands in the effective rubric for the run's own."""
@@ -90,7 +91,7 @@ def binding_of(run_path: Path, manifest: dict, whatif: str | None = None,
                          tuple(str(a) for a in allowed) if isinstance(allowed, list) else ())
 
 
-def _recorded(manifest: dict) -> list[RubricOverride]:
+def _recorded(manifest: dict[str, Any]) -> list[RubricOverride]:
     """The overrides manifest.json records. A run composed before they were recorded names its `--set` keys
     only; when a base config named its rubric, the layers over it are unknown, and count as one judging override."""
     composition = manifest.get("composition")

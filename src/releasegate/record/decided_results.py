@@ -67,7 +67,7 @@ class MatrixResult(Decided):
     variants: list[dict[str, Any]]
 
 
-def typed(model: type[Decided], result: dict) -> dict:
+def typed(model: type[Decided], result: dict[str, Any]) -> dict[str, Any]:
     """`result` checked against `model`, returned as it was: what a pipeline hands on."""
     model.model_validate(result)
     return result

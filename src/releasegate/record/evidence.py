@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind
 
@@ -50,7 +50,7 @@ def answered(record: CaseRecord) -> bool:
     return failure(record) is None
 
 
-def _line_outcomes(record) -> list[str | None]:
+def _line_outcomes(record: Any) -> list[str | None]:
     """Outcomes of the requests one journal line stands for: its failed in-run retries, then its own outcome."""
     retries = max(0, (record.timing.attempts or 1) - 1)
     kinds = list(record.timing.retried_errors[:retries])
@@ -76,7 +76,7 @@ def case_attempts(record: CaseRecord) -> list[str | None]:
     return [*earlier, *_line_outcomes(record)]
 
 
-def _produced(record) -> list[str | None]:
+def _produced(record: Any) -> list[str | None]:
     """The attempts of the session that produced a cached answer: its failed attempts' kinds, then the answer
     (None). Empty when not known, or not of that shape: a session stops at its first answer, so a list with
     another None, or not ending in one, says nothing."""
@@ -86,7 +86,7 @@ def _produced(record) -> list[str | None]:
     return list(produced) if all(isinstance(kind, str) for kind in produced[:-1]) else []
 
 
-def attempt_outcomes(records: Iterable, *, cached: bool = True) -> list[str | None]:
+def attempt_outcomes(records: Iterable[Any], *, cached: bool = True) -> list[str | None]:
     """The outcomes of every attempt of `records` (see `case_attempts`); `cached=False` leaves out the outcome
     a cached answer stands for when no request behind it is known, keeping its earlier attempts."""
     out: list[str | None] = []
@@ -97,7 +97,7 @@ def attempt_outcomes(records: Iterable, *, cached: bool = True) -> list[str | No
     return out
 
 
-def failed_attempts(record: CaseRecord) -> Counter:
+def failed_attempts(record: CaseRecord) -> Counter[str]:
     """The case's failed attempts by error kind (its outcome included when it failed)."""
     return Counter(kind for kind in case_attempts(record) if kind is not None)
 
@@ -112,7 +112,7 @@ def attempts_why(record: CaseRecord) -> str:
     return f"{sum(failed.values())} of {len(kinds)} attempts failed ({listed})"
 
 
-def attempt_counts(records: Iterable, *, cached: bool = True) -> dict:
+def attempt_counts(records: Iterable[Any], *, cached: bool = True) -> dict[str, Any]:
     """Attempts of `records`: how many, how many failed, failed by error kind (sorted)."""
     outcomes = attempt_outcomes(records, cached=cached)
     errors = Counter(kind for kind in outcomes if kind is not None)
@@ -128,13 +128,13 @@ def attempts_note(records: Sequence[object]) -> str:
     return f"{n} requests for {cases} cases (every attempt counts{kept})" if n > cases else ""
 
 
-def worst_client(*summaries: dict | None) -> dict | None:
+def worst_client(*summaries: dict[str, Any] | None) -> dict[str, Any] | None:
     """Of the client lateness summaries of a run's parts (run.json `client` of each session), the one whose event
     loop ran latest (lag p99): a resumed run is as late as its latest part, whose samples it still holds."""
     known = [s for s in summaries if isinstance(s, dict)]
     return max(known, key=_lag_p99, default=None)
 
 
-def _lag_p99(summary: dict) -> float:
+def _lag_p99(summary: dict[str, Any]) -> float:
     lag = summary.get("loop_lag_ms")
     return float(lag.get("p99") or 0.0) if isinstance(lag, dict) else 0.0

@@ -339,12 +339,12 @@ class GateReport(_Model):
         """Whether another rubric than the run's own judged it (`gate --rubric`: `judged_by.whatif`)."""
         return bool(self.judged_by and self.judged_by.whatif)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         """The JSON form, what report.json holds: keys the report did not have stay absent."""
         return self.model_dump(mode="json", exclude_unset=True)
 
 
-def as_report(report: GateReport | dict, *, source: str | Path | None = None) -> GateReport:
+def as_report(report: GateReport | dict[str, Any], *, source: str | Path | None = None) -> GateReport:
     """`report` as a GateReport: a dict is validated once. A dict that does not fit (a hand-edited or truncated
     report.json) is an InputError naming `source`."""
     if isinstance(report, GateReport):
@@ -358,7 +358,7 @@ def as_report(report: GateReport | dict, *, source: str | Path | None = None) ->
                          hint="judge the run again: releasegate gate RUN_DIR") from None
 
 
-def typed_report(report: dict, *, source: str | Path | None = None) -> dict:
+def typed_report(report: dict[str, Any], *, source: str | Path | None = None) -> dict[str, Any]:
     """`report` checked against GateReport, returned in the same JSON shape (keys it did not have stay absent)."""
     return as_report(report, source=source).as_json()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .evidence import answered
 
@@ -30,7 +30,7 @@ review sample's items keep the name they were drawn with."""
 _SPLIT = (ANSWER_FAIL, FORMAT_FAIL, JUDGE_UNSURE)
 
 
-def automatic_outcome(record: CaseRecord, scores: dict) -> str:
+def automatic_outcome(record: CaseRecord, scores: dict[str, Any]) -> str:
     """'pass': every check passed. 'answer_fail': the format is right but the answer check failed. 'format_fail':
     the answer is right but a format check failed. 'fail': the request failed (an empty answer too), a forbidden
     rule hit, or every check failed. 'judge_unsure': a judge-scored answer the judge gave no verdict on, or graded
@@ -48,7 +48,7 @@ def automatic_outcome(record: CaseRecord, scores: dict) -> str:
     return ANSWER_FAIL if not checks.get("answer", True) else FORMAT_FAIL
 
 
-def oversample_weights(raw: dict) -> dict[str, float]:
+def oversample_weights(raw: dict[str, Any]) -> dict[str, float]:
     """A rubric's `oversample` weights by outcome, `borderline` (the name before the split) standing for each of
     answer_fail, format_fail and judge_unsure that the mapping does not name itself."""
     weights = {k: float(v) for k, v in raw.items() if k != BORDERLINE}
@@ -57,7 +57,7 @@ def oversample_weights(raw: dict) -> dict[str, float]:
     return weights
 
 
-def _judge_unsure(verdict: dict | None) -> bool:
+def _judge_unsure(verdict: dict[str, Any] | None) -> bool:
     if not verdict:
         return False
     if verdict.get("passed") is None:
@@ -66,7 +66,7 @@ def _judge_unsure(verdict: dict | None) -> bool:
     return score is not None and mark is not None and mark - 1 <= score <= mark
 
 
-def check_verdicts(scores: dict) -> dict[str, str]:
+def check_verdicts(scores: dict[str, Any]) -> dict[str, str]:
     """'answer', 'format', 'forbidden' -> 'pass' / 'fail', for the checks that apply ('' for the others)."""
     out = {key: ("pass" if scores[key]["passed"] else "fail") if key in scores else "" for key in ("answer", "format")}
     out["forbidden"] = ("fail" if scores["forbidden"]["hit"] else "pass") if "forbidden" in scores else ""

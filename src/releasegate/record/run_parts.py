@@ -172,7 +172,7 @@ def check_part(name: str, value: Any) -> Any:
     return value
 
 
-def check_sessions(value: list) -> list:
+def check_sessions(value: list[Any]) -> list[Any]:
     for session in value:
         SessionFacts.model_validate(session)
     return value

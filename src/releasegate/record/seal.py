@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from ..border.files import open_regular, read_text
 from ..border.structured import json_loads
@@ -109,7 +110,7 @@ def guard_seal(run_dir: Path, stage: str) -> None:
         run.write_json(_MANIFEST, manifest)
 
 
-def seal_changes(manifest: dict, run_dir: Path) -> tuple[list[dict], bool]:
+def seal_changes(manifest: dict[str, Any], run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
     """What differs in the run's own files from their seal: one row {role, path, change, before, after, note}
     per file appended, changed, missing or added since the last seal, and per change a stage found and kept
     (`sealed.broken`); and whether the run has a seal at all (runs before sealing have none)."""
@@ -163,7 +164,7 @@ def sealed_snapshot(run_dir: Path, name: str) -> Path:
 
 # -- one file ---------------------------------------------------------------------------------------------------
 
-def _state(path: Path, before: dict | None) -> dict | None:
+def _state(path: Path, before: dict[str, Any] | None) -> dict[str, Any] | None:
     """The file's size and sha256, and whether its first `before['bytes']` still hash to the sealed sha256 (one
     read); None when there is no such file."""
     if not path.is_file():
@@ -181,7 +182,7 @@ def _state(path: Path, before: dict | None) -> dict | None:
     return {"bytes": size, "sha256": digest.hexdigest(), "kept": before is not None and prefix == before["sha256"]}
 
 
-def _foreign_change(name: str, before: dict | None, state: dict | None, stage: str) -> str | None:
+def _foreign_change(name: str, before: dict[str, Any] | None, state: dict[str, Any] | None, stage: str) -> str | None:
     """How the file changed in a way `stage` does not change it ('edited', 'cut short', 'removed'), or None."""
     if before is None or (state is not None and state["sha256"] == before["sha256"]):
         return None
@@ -196,7 +197,7 @@ def _foreign_change(name: str, before: dict | None, state: dict | None, stage: s
     return None  # run.json, report.json: rewritten whole by the stages that write them
 
 
-def _change_row(name: str, before: dict | None, state: dict | None, sealed: dict) -> dict | None:
+def _change_row(name: str, before: dict[str, Any] | None, state: dict[str, Any] | None, sealed: dict[str, Any]) -> dict[str, Any] | None:
     row = {"role": "run", "path": name, "before": before and before["sha256"], "after": state and state["sha256"]}
     if before is None:
         if state is None or name in UNSEALED_BEFORE:
@@ -213,13 +214,13 @@ def _change_row(name: str, before: dict | None, state: dict | None, sealed: dict
     return {**row, "change": "changed", "note": "edited since the last seal"}
 
 
-def _broken_row(broken: dict) -> dict:
+def _broken_row(broken: dict[str, Any]) -> dict[str, Any]:
     return {"role": "run", "path": broken["file"], "change": broken["change"], "before": broken.get("sealed_sha256"),
             "after": None, "note": f"{broken['change']} outside releasegate: found by {broken['found_by']} at "
                                    f"{broken['found_at']}, sealed again after"}
 
 
-def _read(run_path: Path) -> dict | None:
+def _read(run_path: Path) -> dict[str, Any] | None:
     """The run's manifest, of the shape releasegate writes (`stored_manifest`); None when it has none. Any other
     shape is refused (InputError), never read as "no seal": that would let an edited run through."""
     return read_manifest_file(run_path, whole=False)
@@ -229,7 +230,7 @@ _GUARD_WORDS = {"changed": "edited", "missing": "removed"}
 """`seal_changes` rows in the words `sealed.broken` keeps (those of `_foreign_change`)."""
 
 
-def _kept_already(sealed: dict, name: str, before: dict) -> bool:
+def _kept_already(sealed: dict[str, Any], name: str, before: dict[str, Any]) -> bool:
     """Whether a change to this sealed version of the file is already kept (found by `guard_seal`)."""
     return any(b["file"] == name and b.get("sealed_sha256") == before["sha256"] for b in sealed.get("broken", []))
 
@@ -237,7 +238,7 @@ def _kept_already(sealed: dict, name: str, before: dict) -> bool:
 def _run_complete(run_path: Path) -> bool:
     """Whether run.json says the run is complete (no stage of it still writing)."""
     try:
-        return json_loads(read_text(run_path / "run.json", what="run.json")).get("status") == "complete"
+        return bool(json_loads(read_text(run_path / "run.json", what="run.json")).get("status") == "complete")
     except (InputError, ValueError, AttributeError, RecursionError):
         return False
 

@@ -100,7 +100,7 @@ class ManifestShape(_Shape):
     composition: Composition | None = None
 
 
-def check_manifest(data: Any, path: Path, *, whole: bool = True) -> dict:
+def check_manifest(data: Any, path: Path, *, whole: bool = True) -> dict[str, Any]:
     """`data` (a parsed manifest.json) unchanged when it has the shape releasegate writes (`whole`: every part;
     else its seal); else InputError."""
     try:
@@ -113,7 +113,7 @@ def check_manifest(data: Any, path: Path, *, whole: bool = True) -> dict:
     return data
 
 
-def read_manifest_file(run_dir: Path, *, whole: bool = True) -> dict | None:
+def read_manifest_file(run_dir: Path, *, whole: bool = True) -> dict[str, Any] | None:
     """The run's manifest.json, checked (`check_manifest`; `whole`: every part, else its seal); None when the run
     has none. Unreadable (a FIFO, too large, not JSON) or of another shape: InputError naming the file."""
     path = Path(run_dir) / MANIFEST_FILE

@@ -23,6 +23,8 @@ A new format touches exactly:
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..record.gate_report import GateReport, as_report, load_report
 from ..record.records import RunDir
 from ..redaction import redact_values
@@ -42,7 +44,7 @@ FORMATS = {fmt.name: fmt.file for fmt in REGISTRY.values()}
 """Format name -> the file `check` and `gate` write into the run directory (from the registry)."""
 
 
-def write_reports(run: RunDir, report: GateReport | dict, scored: ScoredRun | None = None) -> None:
+def write_reports(run: RunDir, report: GateReport | dict[str, Any], scored: ScoredRun | None = None) -> None:
     """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set. The
     report is redacted as data first (its records are, on disk), so no format's escaping can hide a secret."""
     texts = rendered_reports(run, report, scored)
@@ -51,7 +53,7 @@ def write_reports(run: RunDir, report: GateReport | dict, scored: ScoredRun | No
     append_step_summary(texts[REGISTRY["md"].file], run.path)
 
 
-def rendered_reports(run: RunDir, report: GateReport | dict, scored: ScoredRun | None = None) -> dict[str, str]:
+def rendered_reports(run: RunDir, report: GateReport | dict[str, Any], scored: ScoredRun | None = None) -> dict[str, str]:
     """File name -> text of every format, from the report redacted as data first. `write_reports` writes them into
     the run; a what-if judgment (`gate --rubric`) writes them beside it. `scored`: the records as the gate read
     and scored them (`scorers.scored_run`), when the caller has them."""

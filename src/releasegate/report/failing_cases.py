@@ -10,6 +10,7 @@ report.csv in the run directory keep every text whole. Every cell is untrusted t
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..record.gate_report import FailingCase
 
@@ -80,7 +81,7 @@ def cut_at_word(text: str, limit: int) -> str:
     return (head[:space] if space > 0 else head).rstrip() + "…"
 
 
-def _review_text(review: dict) -> str:
+def _review_text(review: dict[str, Any]) -> str:
     """'reject by alice: wrong intent'."""
     reason = f": {cut_at_word(review['reason'], CELL_CHARS)}" if review.get("reason") else ""
     return f"{review['label']} by {review['reviewer']}{reason}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
 
@@ -17,7 +18,7 @@ CSP = (
 __all__ = ["CSP", "latency_source_text", "format_value", "format_metric", "format_money", "format_interval", "format_threshold", "bounds_note", "load_phase_rows"]
 
 
-def format_value(value) -> str:
+def format_value(value: Any) -> str:
     """A metric value for people: 4 significant digits, thousands separators for large numbers, '—' for none."""
     if value is None:
         return "—"
@@ -26,12 +27,12 @@ def format_value(value) -> str:
     return str(value)
 
 
-def format_metric(metric: str, value) -> str:
+def format_metric(metric: str, value: Any) -> str:
     """A metric's value: money for the cost metrics (`format_money`), else `format_value`."""
     return format_money(value) if metric.startswith("cost_") else format_value(value)
 
 
-def format_money(usd) -> str:
+def format_money(usd: Any) -> str:
     """US dollars for people: cents from $1 up ('$1,234.50'), 3 significant digits below ('$0.0000759', never
     '$7.59e-05'); '—' for none."""
     if usd is None:
@@ -48,7 +49,7 @@ def _fixed(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def format_interval(interval) -> str:
+def format_interval(interval: Any) -> str:
     """Bounds as '[lo, hi]' ('—' for a side the sample is too small to give), or '' when the metric has none.
     Which confidence they are at is said once per table (`bounds_note`)."""
     if not interval:
@@ -57,14 +58,14 @@ def format_interval(interval) -> str:
     return f"[{lo}, {hi}]"
 
 
-def format_threshold(criterion: CriterionRow | dict) -> str:
+def format_threshold(criterion: CriterionRow | dict[str, Any]) -> str:
     """The criterion's comparison (a `CriterionRow`, or its JSON form from report.json), e.g. '>= 0.9'."""
     if isinstance(criterion, dict):
         return f"{criterion['op']} {criterion['threshold']:g}"
     return f"{criterion.op} {criterion.threshold:g}"
 
 
-def load_phase_rows(load_phase: dict | None) -> list[tuple[str, str]]:
+def load_phase_rows(load_phase: dict[str, Any] | None) -> list[tuple[str, str]]:
     """The load phase and what the server's /metrics said, as (label, text) rows for people."""
     if not load_phase:
         return []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich import box
 
 from ..review.agreement import agreement_words
@@ -11,7 +13,7 @@ from .terminal import Col, FitTable
 __all__ = ["review_table", "review_notes"]
 
 
-def review_table(rows: dict[str, dict]) -> FitTable:
+def review_table(rows: dict[str, dict[str, Any]]) -> FitTable:
     """The review summary, one row per slice, whole at any width (see `FitTable`): labels needed and done,
     approved and rejected as counted, and the approval weighted by outcome the gate uses."""
     # approval is post-stratified (each label weighs the cases of its automatic outcome it stands for): its header
@@ -27,7 +29,7 @@ def review_table(rows: dict[str, dict]) -> FitTable:
                                      *(Col(h) for h in list(columns.values())[1:])], cells, box=box.SIMPLE_HEAD)
 
 
-def review_notes(rows: dict[str, dict]) -> list[str]:
+def review_notes(rows: dict[str, dict[str, Any]]) -> list[str]:
     """Lines under the table: how far the reviewers agree with each other, and the disagreements waiting for an
     adjudicator (`review export RUN_DIR --adjudication`)."""
     row = rows.get("all") or {}
