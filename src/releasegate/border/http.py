@@ -79,17 +79,27 @@ class HttpError(Exception):
 
 
 class _Watchdog:
-    """Shuts the connection's socket once the deadline passes: a blocked connect, send or read then returns."""
+    """Shuts the connection's socket once the deadline passes: a blocked connect, send or read then returns.
+
+    It keeps the socket itself (`keep`): http.client lets go of it once the head is read of a reply that ends at
+    the close (no Content-Length, or `Connection: close`), and the body is then read from it all the same."""
 
     def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
         self.conn, self.expired = conn, threading.Event()
+        self.sock: socket.socket | None = None
+        self.reply: http.client.HTTPResponse | None = None  # closed at the end: it may hold the socket's file
         self.timer = threading.Timer(seconds, self._cut)
         self.timer.daemon = True
 
+    def keep(self) -> None:
+        """Hold the connection's socket (once it is connected) for as long as the request lasts."""
+        self.sock = self.conn.sock
+        if self.expired.is_set():  # the deadline passed while connecting: cut what it could not reach then
+            self._cut()
+
     def _cut(self) -> None:
         self.expired.set()
-        sock = self.conn.sock
-        if sock is not None:
+        for sock in {id(s): s for s in (self.sock, self.conn.sock) if s is not None}.values():
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -101,6 +111,8 @@ class _Watchdog:
 
     def __exit__(self, *exc: object) -> None:
         self.timer.cancel()
+        if self.reply is not None:
+            self.reply.close()
         self.conn.close()
 
 
@@ -115,11 +127,13 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
     started = time.monotonic()
     with _Watchdog(conn, limits.deadline_s) as watchdog:
         try:
+            conn.connect()
+            watchdog.keep()
             conn.request(method, target, body=body, headers=sent)
-            reply = conn.getresponse()
+            reply = watchdog.reply = conn.getresponse()
             if 300 <= reply.status < 400:
                 raise Redirected(reply.status, reply.getheader("location"), url)
-            data = _body(reply, limits.max_bytes, where)
+            data = _body(reply, limits.max_bytes, where, started + limits.deadline_s)
         except HttpError:
             raise
         except Redirected as exc:
@@ -211,7 +225,9 @@ def _proxy(parts: SplitResult) -> SplitResult | None:
         return None
 
 
-def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
+def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str, deadline: float) -> bytes:
+    """The reply's body, read piece by piece: past `max_bytes` a ResponseTooLarge, past the `deadline` (a
+    monotonic time) a TimeoutError, whatever the framing (a length, chunks, or the close)."""
     declared = reply.getheader("content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
         raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply of {int(declared)} bytes, over {max_bytes}")
@@ -221,6 +237,8 @@ def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
         if size > max_bytes:
             raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply over {max_bytes} bytes")
         pieces.append(piece)
+        if time.monotonic() > deadline:  # a trickle: each read returns in time, the whole reply never does
+            raise TimeoutError
     return b"".join(pieces)
 
 
