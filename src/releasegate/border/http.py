@@ -13,7 +13,7 @@ and the loopback GETs of the serving commands (/health, /slots) all read through
   userinfo, and nothing (no header, no credential) goes there;
 - userinfo in the URL (http://user:pass@host) sent only as that origin's Basic authorization, never in the
   request line, and masked in every message;
-- the proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), as the HTTP libraries these reads
+- the proxy the environment names (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY), as the HTTP libraries these reads
   replaced honoured it; never for a loopback host, an https request only through a tunnel, and a plain-http
   request holding a credential never (the proxy, another origin, would read it).
 
@@ -39,9 +39,10 @@ from ..errors import ErrorKind, http_kind
 from ..redaction import mask_url
 from ..text import inert
 from .json_reader import MAX_JSON_DEPTH, NotJson, read_json
-from .limits import DEFAULT_MAX_BYTES, Redirected
+from .limits import DEFAULT_MAX_BYTES, Redirected, origin
 
-__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json", "server_said", "url_problem"]
+__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json", "server_said", "url_problem",
+           "proxy_in_clear", "IN_CLEAR"]
 
 _PIECE = 65536
 
@@ -201,12 +202,27 @@ def _connection(parts: SplitResult, target: str, sent: dict[str, str], timeout: 
         conn.set_tunnel(host, parts.port or 443, headers=auth)
         return conn, target
     if any(k.lower() == "authorization" for k in sent):  # the proxy would read it: another origin, in clear
-        raise HttpError(ErrorKind.CONNECTION_ERROR, mask_url(parts.geturl()) or "?",
-                        "a credential would go through the environment's HTTP proxy in clear: add the host to "
-                        "NO_PROXY, or use https (tunnelled)")
+        raise HttpError(ErrorKind.CONNECTION_ERROR, mask_url(parts.geturl()) or "?", IN_CLEAR)
     sent.update(auth)
     netloc = parts.netloc.rpartition("@")[2]
     return http.client.HTTPConnection(proxy_host, proxy.port or 80, timeout=timeout), f"http://{netloc}{target}"
+
+
+IN_CLEAR = ("a credential would go through the environment's HTTP proxy in clear: add the host to NO_PROXY, "
+            "or use https (tunnelled)")
+
+
+def proxy_in_clear(url: str) -> str | None:
+    """The environment's proxy (its origin) that a plain-http request to `url` would go through, where its
+    bytes are read in clear; None: https (tunnelled), a loopback host, NO_PROXY, or no proxy named. The rule
+    for every client of releasegate (this reader, the MLflow client, the openai client): a credential never
+    goes to `url` while this is not None (`IN_CLEAR` says what to do)."""
+    try:
+        parts = urlsplit(url)
+        proxy = _proxy(parts) if parts.scheme == "http" and parts.hostname else None
+    except ValueError:
+        return None
+    return origin(proxy.geturl()) if proxy is not None else None
 
 
 def _proxy(parts: SplitResult) -> SplitResult | None:
@@ -216,10 +232,11 @@ def _proxy(parts: SplitResult) -> SplitResult | None:
         return None
     proxies = urllib.request.getproxies_environment()
     bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # public since Python 3.0, untyped
-    if not proxies.get(parts.scheme) or bypass(host, proxies):
+    named = proxies.get(parts.scheme) or proxies.get("all")  # ALL_PROXY: as requests and httpx read it
+    if not named or bypass(host, proxies):
         return None
     try:
-        proxy = urlsplit(proxies[parts.scheme] if "://" in proxies[parts.scheme] else "http://" + proxies[parts.scheme])
+        proxy = urlsplit(named if "://" in named else "http://" + named)
         return proxy if proxy.hostname and (proxy.port or 0) >= 0 else None  # .port raises on one not a number
     except ValueError:
         return None
