@@ -77,7 +77,7 @@ def store_problem(uri: str) -> str | None:
     return f"the MLflow URI's scheme '{inert(scheme)[:20]}' is not one promote uses: give {_SCHEMES}"
 
 
-def register_version(run: ReleasableRun, summary: dict, model: str, alias: str, uri: str | None) -> dict:
+def register_version(run: ReleasableRun, summary: dict[str, Any], model: str, alias: str, uri: str | None) -> dict[str, Any]:
     """Register the run's model as a version of `model` in the MLflow registry at `uri` (or the one MLflow's own
     settings name), tagged with the verdict, rubric hash, report and every weights file that passed, and point
     `alias` at it. A version already registered for the same target fingerprint is tagged and aliased again, not
@@ -92,7 +92,7 @@ def register_version(run: ReleasableRun, summary: dict, model: str, alias: str, 
     if proxy is not None:
         raise InputError(f"{IN_CLEAR} (the proxy at {proxy})", field="--mlflow-uri")
     tags = _tags(run, summary)
-    where = mask_url(uri) if "://" in uri else uri
+    where = (mask_url(uri) or "?") if "://" in uri else uri
     with _bounded_client(), _inert_logs():
         version = _within_deadline(lambda: _register(mlflow, uri, model, alias, summary, run, tags), where)
     return {"model": model, "version": str(version), "alias": alias, "tags": tags}
@@ -106,7 +106,7 @@ def _has_credential(uri: str) -> bool:
     return userinfo or any(os.environ.get(name) for name in _CREDENTIALS)
 
 
-def _tags(run: ReleasableRun, summary: dict) -> dict[str, str]:
+def _tags(run: ReleasableRun, summary: dict[str, Any]) -> dict[str, str]:
     tags = {"releasegate.verdict": summary["verdict"], "releasegate.rubric_sha256": summary["rubric_sha256"] or "",
             "releasegate.run_id": summary["run_id"] or "", "releasegate.report": f"{run.path.name}/report.json",
             "releasegate.target_fingerprint": summary["target_fingerprint"] or "",
@@ -116,7 +116,7 @@ def _tags(run: ReleasableRun, summary: dict) -> dict[str, str]:
     return {**tags, **artifact_tags(run.manifest)}
 
 
-def artifact_tags(manifest: dict) -> dict[str, str]:
+def artifact_tags(manifest: dict[str, Any]) -> dict[str, str]:
     """A tag per weights file the run loaded and passed with (`releasegate.artifact.N`): its role (model,
     adapter, merged, gguf, draft), its name inside its folder, never a path of the machine, and its sha256."""
     tags = {}
@@ -130,7 +130,7 @@ def artifact_tags(manifest: dict) -> dict[str, str]:
     return tags
 
 
-def _register(mlflow: Any, uri: str, model: str, alias: str, summary: dict, run: ReleasableRun,
+def _register(mlflow: Any, uri: str, model: str, alias: str, summary: dict[str, Any], run: ReleasableRun,
               tags: dict[str, str]) -> str:
     exceptions = load("mlflow.exceptions", "promote --mlflow-model")
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
@@ -272,14 +272,14 @@ class _InertHandler(logging.Handler):
 
 @contextlib.contextmanager
 def _inert_logs() -> Iterator[None]:
-    """MLflow's (and its database migrations') log lines through `_InertHandler` for the block, warnings and
-    worse only: a registry's words never reach the terminal raw."""
-    handler, kept = _InertHandler(logging.WARNING), []
-    for name in ("mlflow", "alembic"):
+    """MLflow's log lines (and its database migrations' warnings) through `_InertHandler` for the block: a
+    registry's words (a model's name, a status message) never reach the terminal raw."""
+    handler, kept = _InertHandler(), []
+    for name, level in (("mlflow", logging.INFO), ("alembic", logging.WARNING)):
         logger = logging.getLogger(name)
         kept.append((logger, logger.handlers[:], logger.propagate, logger.level))
         logger.handlers, logger.propagate = [handler], False
-        logger.setLevel(logging.WARNING)
+        logger.setLevel(level)
     try:
         yield
     finally:
