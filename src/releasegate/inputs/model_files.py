@@ -61,7 +61,9 @@ def _check_safetensors(file: Path, config: dict, what: str, where: Where) -> Non
     if not isinstance(tensors, dict) or not all(_tensor_fits(t, body) for k, t in tensors.items() if k != "__metadata__"):
         raise InputError(f"{what}: {file} is not a safetensors file a loader can read", **where,
                          hint="copy the model's files again, or save it again with save_pretrained")
-    expected = [config.get("vocab_size"), config.get("hidden_size")]
+    # the width of the token embeddings: the hidden size, or a projection's where the model has one (OPT, ALBERT)
+    width = config.get("word_embed_proj_dim") or config.get("embedding_size") or config.get("hidden_size")
+    expected = [config.get("vocab_size"), width]
     for name, tensor in tensors.items():
         if name.endswith("embed_tokens.weight") and all(isinstance(n, int) for n in expected) and \
                 tensor["shape"] != expected:
