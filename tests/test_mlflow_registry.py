@@ -29,7 +29,7 @@ ESC = "\x1b]0;pwned\x07\x1b[31m"
 # -- store URIs ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("uri, needle", [
     ("ftp://registry.example/x", "scheme 'ftp' is not one promote uses"),
-    ("databricks-uc://x", "sqlite:///PATH or file:///PATH"),
+    ("uc:catalog", "sqlite:///PATH or file:///PATH"),
     ("http://[::1", "not a URL"),
     ("file:///tmp/registry", "MLFLOW_ALLOW_FILE_STORE=true"),
 ])

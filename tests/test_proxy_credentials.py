@@ -89,3 +89,15 @@ def test_promote_never_sends_mlflows_password_through_a_plain_http_proxy(release
     assert code == 2 and "NO_PROXY" in err and "--mlflow-uri" in err, err
     assert heads == [] and MLFLOW_PASSWORD not in out + err
     assert json.dumps(heads).count("Authorization") == 0
+
+
+def test_a_socks_proxy_counts_for_the_rule_but_the_reader_never_speaks_http_to_it(no_proxy_env):
+    """ALL_PROXY=socks5://...: the openai client (httpx) would tunnel through it in clear, so a credential is
+    refused; the border's reader cannot speak SOCKS, and goes straight to the server rather than send HTTP there."""
+    from urllib.parse import urlsplit
+
+    from releasegate.border.http import _proxy
+
+    no_proxy_env.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
+    assert proxy_in_clear("http://models.example/v1") == "socks5://127.0.0.1:1080"
+    assert _proxy(urlsplit("http://models.example/v1")) is None

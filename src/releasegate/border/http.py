@@ -219,13 +219,20 @@ def proxy_in_clear(url: str) -> str | None:
     goes to `url` while this is not None (`IN_CLEAR` says what to do)."""
     try:
         parts = urlsplit(url)
-        proxy = _proxy(parts) if parts.scheme == "http" and parts.hostname else None
+        proxy = _named_proxy(parts) if parts.scheme == "http" and parts.hostname else None
     except ValueError:
         return None
     return origin(proxy.geturl()) if proxy is not None else None
 
 
 def _proxy(parts: SplitResult) -> SplitResult | None:
+    """The HTTP proxy this reader goes through for this URL (`_named_proxy`, when it speaks HTTP: a SOCKS proxy
+    named by ALL_PROXY is not one http.client can use, and the request goes straight to the server)."""
+    proxy = _named_proxy(parts)
+    return proxy if proxy is not None and proxy.scheme in ("http", "https") else None
+
+
+def _named_proxy(parts: SplitResult) -> SplitResult | None:
     """The parts of the proxy URL the environment names for this URL; None: no proxy (or a loopback host)."""
     host = (parts.hostname or "").lower()
     if host == "localhost" or host == "::1" or host.startswith("127."):

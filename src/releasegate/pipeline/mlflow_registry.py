@@ -1,6 +1,6 @@
 """A released run's model version in an MLflow model registry (`promote --mlflow-model`), bounded and exact.
 
-- Store URIs: an MLflow server (http, https), a registry in a SQLite file (`sqlite:///PATH`, which needs
+- Store URIs: an MLflow server (http, https, or Databricks' `databricks`), a registry in a SQLite file (`sqlite:///PATH`, which needs
   SQLAlchemy: the full `mlflow` package has it, `mlflow-skinny` not) and one in files (`file:///PATH` or a path,
   behind MLflow's own switch `MLFLOW_ALLOW_FILE_STORE=true`). Any other URI is one line, exit 2, saying which
   work; never an internal error.
@@ -50,7 +50,7 @@ REGISTRY_DEADLINE_S = 180
 """Seconds the whole registration may take, whatever the registry does."""
 REPLY_MAX_BYTES = 16 * 1024 * 1024
 """Bytes one reply of an MLflow server may hold (a registry's answers are a few kilobytes)."""
-_SCHEMES = "an MLflow server (http(s)://HOST:PORT), sqlite:///PATH or file:///PATH"
+_SCHEMES = "an MLflow server (http(s)://HOST:PORT), databricks, sqlite:///PATH or file:///PATH"
 _CREDENTIALS = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_AUTH")
 
 
@@ -60,7 +60,11 @@ class _Bound(Exception):
 
 def store_problem(uri: str) -> str | None:
     """Why promote cannot use the registry at `uri` (one line that says what to do); None when it can."""
-    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ("file" if uri else "")
+    named = uri.partition(":")[0].lower()  # "databricks", "databricks-uc": schemes MLflow reads without //
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else named if named.startswith(("databricks", "uc")) \
+        else "file"
+    if scheme in ("databricks", "databricks-uc"):  # MLflow's REST client over https, its own auth: bounded as a server
+        return None
     if scheme in ("http", "https"):
         problem = url_problem(uri)
         return f"the MLflow URI is {problem}" if problem else None
