@@ -112,3 +112,41 @@ def test_a_lean_install_is_told_the_variant_plan_needs_the_export_extras(project
         out = without("torch,transformers,peft,safetensors,accelerate", "releasegate", command, "-c", config,
                       cwd=project)
         one_line(out, "variants[0].server", "needs torch, safetensors", "pip install")
+
+
+def _header(tensors: object, body: int = 16) -> bytes:
+    import json
+
+    head = json.dumps(tensors).encode()
+    return len(head).to_bytes(8, "little") + head + b"\0" * body
+
+
+@pytest.mark.parametrize("weights", [
+    b"", b"\x00" * 7, (10**9).to_bytes(8, "little") + b"{}", (4).to_bytes(8, "little") + b"nope",
+    _header([1, 2]), _header({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 64]}}),
+    _header({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}}),
+    _header({"w": {"dtype": "F32", "shape": "2", "data_offsets": [0, 8]}}),
+    _header({"w": "x"}), (100_000).to_bytes(8, "little") + b"[" * 100_000,
+])
+def test_weights_that_are_no_safetensors_are_one_input_error(tmp_path, weights):
+    from releasegate.inputs.model_files import check_model_dir
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "llama", "vocab_size": 4, "hidden_size": 2}')
+    (model / "model.safetensors").write_bytes(weights)
+    with pytest.raises(InputError) as caught:
+        check_model_dir(model, "draft model", {"field": "target.draft"})
+    assert caught.value.field == "target.draft" and "not a safetensors file" in caught.value.message
+
+
+def test_weights_whose_header_reads_pass(tmp_path):
+    from releasegate.inputs.model_files import check_model_dir
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "llama", "vocab_size": 4, "hidden_size": 2}')
+    (model / "model.safetensors").write_bytes(_header(
+        {"__metadata__": {"format": "pt"}, "model.embed_tokens.weight": {"dtype": "F32", "shape": [4, 2],
+                                                                          "data_offsets": [0, 32]}}, body=32))
+    assert check_model_dir(model, "draft model", {"field": "target.draft"}) == model
