@@ -1,6 +1,6 @@
 """The total deadline of the border's HTTP reader holds to the last byte, whatever the reply's shape: a body
 framed by its Content-Length, one that ends at the close (no Content-Length) and one sent with
-`Connection: close` are each cut at the deadline when the server trickles them a byte at a time (each read
+`Connection: close` and one in chunks are each cut at the deadline when the server trickles them a byte at a time (each read
 returns in time, the whole reply never would). The webhook and the embeddings endpoint read through it; the
 target's streaming clients (lean and openai) are bounded by the request's `timeout_s` around the whole
 exchange."""
@@ -30,6 +30,7 @@ SHAPES = {
     "until-close": "",
     "connection-close": "Connection: close\r\n",
     "length-and-close": f"Content-Length: {BYTES}\r\nConnection: close\r\n",
+    "chunked": "Transfer-Encoding: chunked\r\n",
 }
 
 
@@ -58,7 +59,7 @@ def trickler(head: str, content_type: str = "application/json") -> Iterator[Tric
                 for _ in range(BYTES):
                     if stop.wait(0.05):
                         return
-                    conn.sendall(b" ")
+                    conn.sendall(b"1\r\n \r\n" if "chunked" in head else b" ")  # a chunk of one byte
                 served.whole.append(True)
             except OSError:  # the client cut the connection: what the test wants
                 served.whole.append(False)
