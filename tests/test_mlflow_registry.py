@@ -64,10 +64,14 @@ def test_the_version_names_every_artifact_that_passed(demo_run, cli, tmp_path, m
     from mlflow import MlflowClient
 
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}" if store == "sqlite" else (tmp_path / "mlruns").as_uri()
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # MLflow writes nothing where promote runs (it made a ./mlflow.db)
+    uri = f"sqlite:///{tmp_path / 'registry.db'}" if store == "sqlite" else (tmp_path / "mlruns").as_uri()
     code, out, err = promote(cli, demo_run, "--mlflow-model", "contracts", "--alias", "prod", "--mlflow-uri", uri,
                              "--json")
     assert code == 0, err
+    assert list((tmp_path / "cwd").iterdir()) == []
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # MLflow's file registry reads versions through the default store
     version = MlflowClient(tracking_uri=uri, registry_uri=uri).get_model_version_by_alias("contracts", "prod")
     tags = version.tags
     artifacts = [json.loads(v) for k, v in tags.items() if k.startswith("releasegate.artifact.")]

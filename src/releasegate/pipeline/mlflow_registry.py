@@ -97,7 +97,7 @@ def register_version(run: ReleasableRun, summary: dict[str, Any], model: str, al
         raise InputError(f"{IN_CLEAR} (the proxy at {proxy})", field="--mlflow-uri")
     tags = _tags(run, summary)
     where = (mask_url(uri) or "?") if "://" in uri else uri
-    with _bounded_client(), _inert_logs():
+    with _bounded_client(uri), _inert_logs():
         version = _within_deadline(lambda: _register(mlflow, uri, model, alias, summary, run, tags), where)
     return {"model": model, "version": str(version), "alias": alias, "tags": tags}
 
@@ -218,18 +218,21 @@ def _within_deadline(work: Callable[[], str], where: str) -> str:
 
 
 @contextlib.contextmanager
-def _bounded_client() -> Iterator[None]:
+def _bounded_client(uri: str) -> Iterator[None]:
     """MLflow's HTTP client held to promote's bounds for the block: its timeout and retries (MLflow's own
-    settings, a smaller one kept), no redirect followed, and each reply read to `REPLY_MAX_BYTES` at most."""
+    settings, a smaller one kept), no redirect followed, and each reply read to `REPLY_MAX_BYTES` at most. Its
+    tracking store is the registry's own: MLflow would otherwise open its default (a ./mlflow.db it creates in
+    the working directory) while registering a version."""
     rest_utils = load("mlflow.utils.rest_utils", "promote --mlflow-model")
     settings = {"MLFLOW_HTTP_REQUEST_TIMEOUT": REQUEST_TIMEOUT_S, "MLFLOW_HTTP_REQUEST_MAX_RETRIES": REQUEST_RETRIES,
                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": 1, "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": 0}
-    before = {name: os.environ.get(name) for name in [*settings, "MLFLOW_ALLOW_HTTP_REDIRECTS"]}
+    before = {name: os.environ.get(name) for name in [*settings, "MLFLOW_ALLOW_HTTP_REDIRECTS", "MLFLOW_TRACKING_URI"]}
     for name, bound in settings.items():
         own = before[name]
         kept = own if own is not None and own.strip().isdigit() and int(own) <= bound else str(bound)
         os.environ[name] = kept
     os.environ["MLFLOW_ALLOW_HTTP_REDIRECTS"] = "false"
+    os.environ["MLFLOW_TRACKING_URI"] = uri
     original = rest_utils._get_http_response_with_retries
     rest_utils._get_http_response_with_retries = _bounded_reply(original)
     try:
