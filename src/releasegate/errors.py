@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypedDict
 
 __all__ = ["ReleasegateError", "InputError", "Where", "TargetError", "TargetStopped", "ReleaseRefused", "ErrorKind",
-           "http_kind", "judge_kind"]
+           "http_kind", "judge_kind", "first_named", "FIRST_NAMED"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every character str.splitlines() breaks at
 
@@ -169,3 +169,15 @@ def judge_kind(kind: str | None) -> str:
     """A judgment's error for a judge request that failed with `kind`: judge_<kind> (judge_timeout,
     judge_http_5xx, ...); judge_no_reply when it ended with neither a reply nor an error."""
     return f"judge_{kind}" if kind else ErrorKind.JUDGE_NO_REPLY
+
+
+FIRST_NAMED = 10
+"""Problems (or warnings) a list prints by name; the rest are counted in one line."""
+
+
+def first_named(lines: list[str], what: str = "problem(s)", limit: int = FIRST_NAMED) -> list[str]:
+    """The first `limit` of `lines`, then one line counting the rest ('... and 90 more problem(s)'): a list of
+    problems printed in a log stays a screenful, whatever the input held."""
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit], f"... and {len(lines) - limit} more {what}"]

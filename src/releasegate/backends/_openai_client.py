@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextvars
 import time
 
-from ..errors import TargetError
+from ..border.http import IN_CLEAR, proxy_in_clear
+from ..errors import InputError, TargetError
 from ..redaction import mask_url
 from ._bounds import DEFAULT_MAX_BYTES, ResponseTooLarge
 from ._http import httpx
@@ -27,6 +28,8 @@ def make_openai_client(target, api_key: str, concurrency: int | None = None):
     import openai
 
     t = target
+    headers = t.request_headers()
+    _no_credential_in_clear(t.endpoint_url(), api_key != "not-needed" or bool(headers))
     timeout = httpx.Timeout(t.timeout_s, connect=t.connect_timeout_s, read=t.stall_timeout_s)
     # openai's defaults, but every connection in flight may stay open: its pool keeps 100, so more streams
     # than that would open a new connection (a TCP connect inside the send lag) for every request past 100
@@ -36,7 +39,16 @@ def make_openai_client(target, api_key: str, concurrency: int | None = None):
     http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_request]}, limits=limits,
                                           follow_redirects=False)
     return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=api_key, max_retries=0, timeout=timeout,
-                              default_headers=t.request_headers(), default_query=t.url_query(), http_client=http)
+                              default_headers=headers, default_query=t.url_query(), http_client=http)
+
+
+def _no_credential_in_clear(url: str, credential: bool) -> None:
+    """The border's proxy rule, for httpx (which honours HTTP_PROXY and ALL_PROXY on its own): the API key or
+    a header never goes through a plain-http proxy the environment names. InputError (exit 2) saying what to
+    do. The lean client connects straight to the server, and needs no such rule."""
+    proxy = proxy_in_clear(url) if credential else None
+    if proxy is not None:
+        raise InputError(f"{IN_CLEAR} (the proxy at {proxy}); or set target.client: lean", field="target.base_url")
 
 
 async def probe_openai(client) -> None:

@@ -160,8 +160,10 @@ def _local(texts: list[str], source: EmbeddingSource, out: Embedded) -> list[lis
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(source.local))
         model = AutoModel.from_pretrained(str(source.local), dtype=torch.float32).eval()
-    except (OSError, ValueError) as exc:
-        raise TargetError(f"the embedding model {source.local} could not be loaded: {exc}") from None
+    except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: weights of another shape than its config
+        said = " ".join(str(exc).split())[:300]
+        raise TargetError(f"the embedding model {source.local} could not be loaded: {said} (give a model directory "
+                          "whose weights and config.json come from one save_pretrained)") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     vectors: list[list[float]] = []

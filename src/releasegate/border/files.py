@@ -135,7 +135,7 @@ def open_regular(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> B
                          hint="give a file on disk")
     if info.st_size > max_bytes:
         fh.close()
-        raise InputError(f"{what} is larger than {_size(max_bytes)}", file=path)
+        raise InputError(f"{what} is larger than {_size(max_bytes)}, the most releasegate reads of it", file=path)
     return io.BufferedReader(_Capped(fh, max_bytes, path, what), buffer_size=1 << 20)
 
 

@@ -13,7 +13,7 @@ and the loopback GETs of the serving commands (/health, /slots) all read through
   userinfo, and nothing (no header, no credential) goes there;
 - userinfo in the URL (http://user:pass@host) sent only as that origin's Basic authorization, never in the
   request line, and masked in every message;
-- the proxy the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), as the HTTP libraries these reads
+- the proxy the environment names (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY), as the HTTP libraries these reads
   replaced honoured it; never for a loopback host, an https request only through a tunnel, and a plain-http
   request holding a credential never (the proxy, another origin, would read it).
 
@@ -39,9 +39,10 @@ from ..errors import ErrorKind, http_kind
 from ..redaction import mask_url
 from ..text import inert
 from .json_reader import MAX_JSON_DEPTH, NotJson, read_json
-from .limits import DEFAULT_MAX_BYTES, Redirected
+from .limits import DEFAULT_MAX_BYTES, Redirected, origin
 
-__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json", "server_said", "url_problem"]
+__all__ = ["Limits", "Reply", "HttpError", "fetch", "get_json", "post_json", "server_said", "url_problem",
+           "proxy_in_clear", "IN_CLEAR"]
 
 _PIECE = 65536
 
@@ -79,17 +80,27 @@ class HttpError(Exception):
 
 
 class _Watchdog:
-    """Shuts the connection's socket once the deadline passes: a blocked connect, send or read then returns."""
+    """Shuts the connection's socket once the deadline passes: a blocked connect, send or read then returns.
+
+    It keeps the socket itself (`keep`): http.client lets go of it once the head is read of a reply that ends at
+    the close (no Content-Length, or `Connection: close`), and the body is then read from it all the same."""
 
     def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
         self.conn, self.expired = conn, threading.Event()
+        self.sock: socket.socket | None = None
+        self.reply: http.client.HTTPResponse | None = None  # closed at the end: it may hold the socket's file
         self.timer = threading.Timer(seconds, self._cut)
         self.timer.daemon = True
 
+    def keep(self) -> None:
+        """Hold the connection's socket (once it is connected) for as long as the request lasts."""
+        self.sock = self.conn.sock
+        if self.expired.is_set():  # the deadline passed while connecting: cut what it could not reach then
+            self._cut()
+
     def _cut(self) -> None:
         self.expired.set()
-        sock = self.conn.sock
-        if sock is not None:
+        for sock in {id(s): s for s in (self.sock, self.conn.sock) if s is not None}.values():
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -101,6 +112,8 @@ class _Watchdog:
 
     def __exit__(self, *exc: object) -> None:
         self.timer.cancel()
+        if self.reply is not None:
+            self.reply.close()
         self.conn.close()
 
 
@@ -115,11 +128,13 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
     started = time.monotonic()
     with _Watchdog(conn, limits.deadline_s) as watchdog:
         try:
+            conn.connect()
+            watchdog.keep()
             conn.request(method, target, body=body, headers=sent)
-            reply = conn.getresponse()
+            reply = watchdog.reply = conn.getresponse()
             if 300 <= reply.status < 400:
                 raise Redirected(reply.status, reply.getheader("location"), url)
-            data = _body(reply, limits.max_bytes, where)
+            data = _body(reply, limits.max_bytes, where, started + limits.deadline_s)
         except HttpError:
             raise
         except Redirected as exc:
@@ -187,31 +202,56 @@ def _connection(parts: SplitResult, target: str, sent: dict[str, str], timeout: 
         conn.set_tunnel(host, parts.port or 443, headers=auth)
         return conn, target
     if any(k.lower() == "authorization" for k in sent):  # the proxy would read it: another origin, in clear
-        raise HttpError(ErrorKind.CONNECTION_ERROR, mask_url(parts.geturl()) or "?",
-                        "a credential would go through the environment's HTTP proxy in clear: add the host to "
-                        "NO_PROXY, or use https (tunnelled)")
+        raise HttpError(ErrorKind.CONNECTION_ERROR, mask_url(parts.geturl()) or "?", IN_CLEAR)
     sent.update(auth)
     netloc = parts.netloc.rpartition("@")[2]
     return http.client.HTTPConnection(proxy_host, proxy.port or 80, timeout=timeout), f"http://{netloc}{target}"
 
 
+IN_CLEAR = ("a credential would go through the environment's HTTP proxy in clear: add the host to NO_PROXY, "
+            "or use https (tunnelled)")
+
+
+def proxy_in_clear(url: str) -> str | None:
+    """The environment's proxy (its origin) that a plain-http request to `url` would go through, where its
+    bytes are read in clear; None: https (tunnelled), a loopback host, NO_PROXY, or no proxy named. The rule
+    for every client of releasegate (this reader, the MLflow client, the openai client): a credential never
+    goes to `url` while this is not None (`IN_CLEAR` says what to do)."""
+    try:
+        parts = urlsplit(url)
+        proxy = _named_proxy(parts) if parts.scheme == "http" and parts.hostname else None
+    except ValueError:
+        return None
+    return origin(proxy.geturl()) if proxy is not None else None
+
+
 def _proxy(parts: SplitResult) -> SplitResult | None:
+    """The HTTP proxy this reader goes through for this URL (`_named_proxy`, when it speaks HTTP: a SOCKS proxy
+    named by ALL_PROXY is not one http.client can use, and the request goes straight to the server)."""
+    proxy = _named_proxy(parts)
+    return proxy if proxy is not None and proxy.scheme in ("http", "https") else None
+
+
+def _named_proxy(parts: SplitResult) -> SplitResult | None:
     """The parts of the proxy URL the environment names for this URL; None: no proxy (or a loopback host)."""
     host = (parts.hostname or "").lower()
     if host == "localhost" or host == "::1" or host.startswith("127."):
         return None
     proxies = urllib.request.getproxies_environment()
     bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # public since Python 3.0, untyped
-    if not proxies.get(parts.scheme) or bypass(host, proxies):
+    named = proxies.get(parts.scheme) or proxies.get("all")  # ALL_PROXY: as requests and httpx read it
+    if not named or bypass(host, proxies):
         return None
     try:
-        proxy = urlsplit(proxies[parts.scheme] if "://" in proxies[parts.scheme] else "http://" + proxies[parts.scheme])
+        proxy = urlsplit(named if "://" in named else "http://" + named)
         return proxy if proxy.hostname and (proxy.port or 0) >= 0 else None  # .port raises on one not a number
     except ValueError:
         return None
 
 
-def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
+def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str, deadline: float) -> bytes:
+    """The reply's body, read piece by piece: past `max_bytes` a ResponseTooLarge, past the `deadline` (a
+    monotonic time) a TimeoutError, whatever the framing (a length, chunks, or the close)."""
     declared = reply.getheader("content-length")
     if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
         raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply of {int(declared)} bytes, over {max_bytes}")
@@ -221,6 +261,8 @@ def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str) -> bytes:
         if size > max_bytes:
             raise HttpError(ErrorKind.RESPONSE_TOO_LARGE, where, f"a reply over {max_bytes} bytes")
         pieces.append(piece)
+        if time.monotonic() > deadline:  # a trickle: each read returns in time, the whole reply never does
+            raise TimeoutError
     return b"".join(pieces)
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
-__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin", "same_origin", "request_target", "endpoint_url"]
+__all__ = ["HEAD_MAX", "DEFAULT_MAX_BYTES", "JOURNAL_MAX_BYTES", "ResponseTooLarge", "BadFraming", "Redirected", "origin", "same_origin", "request_target", "endpoint_url"]
 
 HEAD_MAX = 64 * 1024
 """Bytes a response's status line and headers may take (a server's are a few hundred)."""
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 """A response body larger than 16 MiB is not an answer to keep (`target.max_response_bytes` by default)."""
+JOURNAL_MAX_BYTES = 1 << 30
+"""1 GiB: the most one journal of a run (records.jsonl, draws.jsonl, attempts.jsonl, reviews.jsonl,
+judgments.jsonl) may hold when read back, line by line; a larger one is refused in one line naming the bound."""
 
 
 class ResponseTooLarge(Exception):

@@ -121,13 +121,15 @@ def promote(
     mlflow_model: Annotated[Optional[str], typer.Option(help="Register (or tag) a version of this model in the "
                                                              "MLflow registry.")] = None,
     alias: Annotated[Optional[str], typer.Option(help="The MLflow alias to point at that version.")] = None,
-    mlflow_uri: Annotated[Optional[str], typer.Option(help="The MLflow registry URI (default: MLflow's own "
+    mlflow_uri: Annotated[Optional[str], typer.Option(help="The MLflow registry URI: http(s)://HOST:PORT, "
+                                                           "sqlite:///PATH or file:///PATH (default: MLflow's own "
                                                            "settings, MLFLOW_TRACKING_URI).")] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Hand a PASS on: POST the signed summary to a webhook (retried on a timeout, a refused connection, 429 or
     5xx; no redirect followed; secrets masked), and/or register or tag the model version in an MLflow registry
-    with the verdict, rubric hash and report, under an alias (pip install 'releasegate[mlflow]'). Only a run
+    with the verdict, rubric hash, report and every weights file that passed, under an alias (pip install
+    'releasegate[mlflow]'); each request, retry and wait is bounded. Only a run
     sealed whole, verified unchanged and PASS. Exit 1: the run may not be promoted; 2: bad options; 4: the
     webhook or registry failed."""
     from ..pipeline.promote import promote_run

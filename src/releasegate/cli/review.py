@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from ..errors import first_named
 from ..review import QUEUE_FILE
 from ._common import JsonOption, consoles, print_json
 
@@ -87,7 +88,7 @@ def import_(
     except ReviewImportError as exc:
         if len(exc.problems) > 1:
             err = Console(stderr=True, highlight=False)
-            for line in exc.report_lines():
+            for line in first_named(exc.report_lines()):
                 err.print(line, markup=False, soft_wrap=True)
         raise
     labels = done.labels

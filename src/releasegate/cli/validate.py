@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .. import DEFAULT_CONFIG
+from ..errors import first_named
 from ._common import ConfigOption, JsonOption, SetOption, consoles, print_json, set_values
 
 ProbeOption = Annotated[bool, typer.Option(
@@ -58,6 +59,6 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None
         console.print(f"judge: {summary['judge']} ({len(cfg.judge.criteria)} named criteria)", markup=False)
     for r in summary.get("endpoints", []):
         console.print(f"reached {r['name']}: {r['where']} in {r['seconds']:.2f} s", markup=False, soft_wrap=True)
-    for line in summary["warnings"]:
+    for line in first_named(summary["warnings"], "warning(s)"):
         console.print(f"warning: {line}", markup=False, soft_wrap=True)
     return 0

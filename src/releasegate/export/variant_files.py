@@ -75,11 +75,23 @@ def llamacpp_files(base: Path | None, adapter: Path | None, *, quant: str | None
         model = export_model(base, out / f"model-{quant}.gguf", outtype=quant or "f16")
     if adapter is not None and not merged:
         loras.append(export_lora(adapter, out / "lora.gguf", base=base, outtype="f32"))
-    draft_file = export_model(draft, out / "draft.gguf", outtype="f32") if draft is not None else None
+    draft_file = _exported_draft(draft, out) if draft is not None else None
     files = ServedFiles(model=model, loras=tuple(loras), draft=draft_file)
     described = _described(files, {"model": [model], "lora": loras, "draft": [draft_file] if draft_file else []})
     _write_manifest(out, described)
     return described
+
+
+def _exported_draft(draft: Path, out: Path) -> Path:
+    """The draft model's GGUF; a draft the converter cannot read (torn weights, another model's) is an
+    InputError naming it, never an internal error."""
+    try:
+        return export_model(draft, out / "draft.gguf", outtype="f32")
+    except Exception as exc:  # noqa: BLE001 - whatever the converter raised on the draft's files
+        said = " ".join(str(exc).split())[:200]
+        raise InputError(f"the draft model {draft} could not be exported to GGUF ({type(exc).__name__}: {said})",
+                         field="speculative.draft", hint="give a draft saved with save_pretrained, with the "
+                         "target's vocabulary") from None
 
 
 def vllm_files(base: Path, adapter: Path | None, *, merged: bool, cache: Path) -> ServedFiles:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..border.http import url_problem
 from ..errors import InputError
+from ..extras import require
 from ..redaction import mask_url
 from .files import exists, is_file, resolve_under
 from .model_files import check_gguf_file, check_model_dir
@@ -156,12 +157,27 @@ def _variant(item: dict, i: int, target: dict, here: Path, at) -> VariantSpec:
         raise InputError("the variant has no model to serve", **where("base"),
                          hint="set base (or target.base), or gguf for a prebuilt llama.cpp file")
     _check_server_keys(item, server, gguf, adapter, where)
+    speculative = _speculative(item.get("speculative"), server, here, where)
+    _check_extras(server, gguf is None or adapter is not None or bool(speculative and speculative.draft),
+                  adapter is not None and item.get("lora", "merged") == "merged", where)
     return VariantSpec(
         name=name, server=server, base=base, adapter=adapter, lora=item.get("lora", "merged"),
         quant=item.get("quant", "f16") if server == "llamacpp" and gguf is None else None, gguf=gguf,
-        speculative=_speculative(item.get("speculative"), server, here, where), model=item.get("model"),
+        speculative=speculative, model=item.get("model"),
         parallel=item.get("parallel", 4), threads=item.get("threads", 1), hourly_usd=item.get("hourly_usd"),
     )
+
+
+def _check_extras(server: str, exporting: bool, merging: bool, where) -> None:
+    """The extras the variant's server needs, said now (one line naming them), never a plan that fails on its
+    first variant: llama.cpp (and the GGUF export, when it exports), or torch to merge an adapter for vLLM."""
+    modules = []
+    if server == "llamacpp":
+        modules = ["xllamacpp", *(("gguf", "torch", "safetensors") if exporting else ())]
+    if merging:
+        modules += ["torch", "transformers", "peft"]
+    if modules:
+        require(f"a {server} variant", *dict.fromkeys(modules), **where("server"))
 
 
 def _check_server_keys(item: dict, server: str, gguf: Path | None, adapter: Path | None, where) -> None:

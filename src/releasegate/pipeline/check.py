@@ -25,7 +25,7 @@ from .. import __version__
 from ..backends import Backend, capabilities, create_backend
 from ..border.env import TEST_JUDGE_DELAY, env_number
 from ..clock import now
-from ..errors import InputError, TargetStopped
+from ..errors import InputError, TargetStopped, first_named
 from ..gate.comparability import settings_key
 from ..inputs.config import Config, load_config
 from ..inputs.files import read_text
@@ -111,7 +111,7 @@ def run_check_file(config_path: Path, options: CheckOptions, *, output_dir: Path
     it. Only the first `options.limit` cases are read and validated (see load_inputs)."""
     with options.timing.part("inputs_s"):
         config, rubric, cases = load_inputs(config_path, limit=options.limit, overrides=overrides)
-    for line in config.warnings:  # keys the run will not use: said before it starts, never silently dropped
+    for line in first_named(list(config.warnings), "warning(s)"):  # keys the run will not use: said before it starts
         options.console.print(f"warning: {line}", markup=False, soft_wrap=True)
     config = dataclasses.replace(config, output_dir=output_dir) if output_dir is not None else config
     return run_check(config, rubric, cases, options)

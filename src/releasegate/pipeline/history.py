@@ -3,6 +3,7 @@ page. The index is `record.history_index`; the run directories stay the record."
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 from ..border.outputs import check_output_path, write_output_file
 from ..errors import InputError
 from ..record.blessings import blessings
-from ..record.history_index import INDEX_FILE, open_index, runs_without_index
+from ..record.history_index import INDEX_FILE, open_index, run_directories, runs_without_index
 from ..report.trend import render_trend
 
 __all__ = ["History", "run_history", "write_trend", "TREND_FILE"]
@@ -51,7 +52,10 @@ def run_history(root: Path, *, target: str | None = None, suite: str | None = No
 
 def _indexed(root: Path, rebuild: bool) -> tuple[list[str], list[dict[str, Any]]]:
     """(notes, every run as the index lists it). An index another process holds locked past its wait is not
-    waited on longer: the runs are listed from their directories, and the note says so."""
+    waited on longer: the runs are listed from their directories, and the note says so. A folder with neither
+    a run nor an index is left as it is: no index is made where there is nothing to list."""
+    if not os.path.lexists(root / INDEX_FILE) and not run_directories(root):
+        return [f"no runs in {root}"], []
     try:
         index = open_index(root)
     except sqlite3.OperationalError as exc:

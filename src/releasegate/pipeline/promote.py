@@ -1,6 +1,7 @@
 """`releasegate promote RUN_DIR`: a run that may be released (`release_check`: sealed, verified unchanged, PASS)
 handed on: its signed summary POSTed to a webhook, and/or a model version registered or tagged in an MLflow model
-registry with the verdict, the rubric's hash and the report, under an alias.
+registry with the verdict, the rubric's hash, the report and every weights file that passed, under an alias
+(`mlflow_registry`, which holds it to its bounds).
 
 The webhook goes through the border's HTTP client (a deadline, a bounded reply, no redirect followed, userinfo
 sent only to its own origin, every message masked); a refused connection, a timeout or a 5xx is tried again, at
@@ -20,10 +21,10 @@ from typing import Any
 from ..border.env import env_secret
 from ..border.http import HttpError, Limits, fetch, url_problem
 from ..errors import ErrorKind, InputError, TargetError
-from ..extras import load
 from ..redaction import add_secret, mask_url, url_origin
 from .attest import statement_for
 from .dsse import load_private_key, sign_envelope
+from .mlflow_registry import register_version, store_problem
 from .release_check import ReleasableRun, releasable_run
 
 __all__ = ["promote_run", "WEBHOOK_ATTEMPTS", "release_summary"]
@@ -47,7 +48,7 @@ def release_summary(run: ReleasableRun) -> dict:
             "effective_rubric_sha256": run.binding.effective_sha256,
             "rubric_overrides": [o.as_record() for o in run.binding.overrides],
             "target": report.target, "target_fingerprint": (manifest.get("target") or {}).get("fingerprint"),
-            "report": str((run.path / "report.json").resolve()),
+            "report": f"{run.path.name}/report.json",  # inside the reports folder: no path of this machine
             "criteria": [{"name": c.name, "op": c.op, "threshold": c.threshold, "value": c.value,
                           "verdict": c.verdict} for c in report.criteria]}
 
@@ -60,9 +61,8 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
         raise InputError("nothing to promote to: give --webhook URL and/or --mlflow-model NAME --alias ALIAS")
     if webhook is not None and (problem := url_problem(webhook)) is not None:
         raise InputError(f"the webhook is {problem}", field="--webhook")
-    if mlflow_uri is not None and "://" in mlflow_uri and mlflow_uri.split("://")[0] in ("http", "https") and \
-            (problem := url_problem(mlflow_uri)) is not None:
-        raise InputError(f"the MLflow URI is {problem}", field="--mlflow-uri")
+    if mlflow_uri is not None and (problem := store_problem(mlflow_uri)) is not None:
+        raise InputError(problem, field="--mlflow-uri")
     if webhook is not None and key is None:
         raise InputError("--webhook sends a signed summary: give --key KEY (an Ed25519 private key)", field="--key")
     if mlflow_model is not None and not (alias and _NAME.fullmatch(alias) and _NAME.fullmatch(mlflow_model)):
@@ -113,48 +113,3 @@ def post_webhook(url: str, payload: dict, token: str | None) -> dict:
         if attempt < WEBHOOK_ATTEMPTS:
             time.sleep(_BACKOFF_S * attempt)
     raise TargetError(f"webhook not delivered: {last} (after {attempt} attempt(s))")
-
-
-def register_version(run: ReleasableRun, summary: dict, model: str, alias: str, uri: str | None) -> dict:
-    """Register the run's model as a version of `model` in the MLflow registry at `uri` (or the one MLflow's own
-    settings name), tagged with the verdict, rubric hash and report, and point `alias` at it. A version already
-    registered for the same target fingerprint is tagged and aliased again, not registered twice."""
-    mlflow = load("mlflow", "promote --mlflow-model")
-    exceptions = load("mlflow.exceptions", "promote --mlflow-model")
-    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
-    tags = {"releasegate.verdict": summary["verdict"], "releasegate.rubric_sha256": summary["rubric_sha256"] or "",
-            "releasegate.run_id": summary["run_id"] or "", "releasegate.report": summary["report"],
-            "releasegate.target_fingerprint": summary["target_fingerprint"] or "",
-            "releasegate.effective_rubric_sha256": summary["effective_rubric_sha256"] or ""}
-    try:
-        try:
-            client.get_registered_model(model)
-        except exceptions.MlflowException:
-            client.create_registered_model(model)
-        version = _version_of(client, model, summary["target_fingerprint"])
-        if version is None:
-            version = client.create_model_version(model, source=_source(run), tags=tags,
-                                                  description=f"releasegate {summary['verdict']}: {summary['reason']}").version
-        else:
-            for name, value in tags.items():
-                client.set_model_version_tag(model, version, name, value)
-        client.set_registered_model_alias(model, alias, version)
-    except exceptions.MlflowException as exc:
-        first = str(exc).split(". ")[0][:300]
-        raise TargetError(f"MLflow registry: {first}") from None
-    return {"model": model, "version": str(version), "alias": alias, "tags": tags}
-
-
-def _version_of(client: Any, model: str, fingerprint: str | None) -> str | None:
-    if not fingerprint:
-        return None
-    for version in client.search_model_versions(f"name = '{model}'"):
-        if (version.tags or {}).get("releasegate.target_fingerprint") == fingerprint:
-            return str(version.version)
-    return None
-
-
-def _source(run: ReleasableRun) -> str:
-    """Where the model's files are: the manifest's first model directory, else the run directory."""
-    folders = [d["path"] for d in run.manifest.get("directories", []) if isinstance(d, dict) and d.get("path")]
-    return str(Path(folders[0]).resolve().as_uri()) if folders else str(run.path.resolve().as_uri())

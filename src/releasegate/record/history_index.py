@@ -29,7 +29,8 @@ from ..errors import InputError, ReleasegateError
 from .records import RunDir
 from .stored_manifest import read_manifest_file
 
-__all__ = ["runs_without_index", "INDEX_FILE", "HEADLINE_METRICS", "HistoryRow", "Index", "index_run", "open_index", "run_summary"]
+__all__ = ["runs_without_index", "INDEX_FILE", "HEADLINE_METRICS", "HistoryRow", "Index", "index_run", "open_index", "run_summary",
+           "run_directories"]
 
 INDEX_FILE = "history.sqlite"
 DAMAGED_SUFFIX = ".damaged"
@@ -325,12 +326,14 @@ def _connect(path: Path) -> sqlite3.Connection:
     for side in (path, *(path.with_name(path.name + extra) for extra in ("-wal", "-shm"))):
         if os.path.islink(side):  # sqlite would write wherever the link points
             raise IndexDamaged(f"{side.name} is a symbolic link")
+        if os.path.lexists(side) and (links := os.lstat(side).st_nlink) > 1:  # its bytes are another file's too
+            raise InputError(f"the run index has {links} hard links: it would write into another file", file=side,
+                             hint=f"remove {side.name} (history builds it again from the run directories)")
     if os.path.lexists(path):  # sqlite opens the file itself: a FIFO or a device there is refused first
         try:
             check_regular(path, what="run index")
         except InputError as exc:
             raise IndexDamaged(exc.message) from None
-    path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + _BUSY_TIMEOUT_S
     for attempt in range(50):
         left = max(0.05, deadline - time.monotonic())

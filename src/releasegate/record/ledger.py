@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..border.files import exists, journal_lines, open_append, open_regular
+from ..border.limits import JOURNAL_MAX_BYTES
 from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
 from .journal_lines import mend_last_line
@@ -36,7 +37,7 @@ __all__ = ["LEDGER", "LedgerLine", "LoadLedger", "read_ledger", "covered", "outc
            "ledger_summary", "append_sources"]
 
 LEDGER = "attempts.jsonl"
-_MAX_BYTES = 1 << 32
+_MAX_BYTES = JOURNAL_MAX_BYTES
 
 
 @dataclass(frozen=True)

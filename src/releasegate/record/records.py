@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from ..border.files import exists, journal_lines, open_append, open_regular, read_text, replace_file
+from ..border.limits import JOURNAL_MAX_BYTES
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
@@ -130,8 +131,8 @@ class CaseRecord(BaseModel):
         return self.suite if key == "suite" else self.tags.get(key)
 
 
-MAX_JOURNAL_BYTES = 1 << 36
-"""64 GiB: a journal of millions of long answers; past it, not a run's records."""
+MAX_JOURNAL_BYTES = JOURNAL_MAX_BYTES
+"""1 GiB (`border.limits`): a journal of a million long answers; past it, refused in one line naming the bound."""
 
 
 class RunInfo(BaseModel):

@@ -21,6 +21,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, field_validator
 
 from ..border.files import journal_lines, open_append, open_regular
+from ..border.limits import JOURNAL_MAX_BYTES
 from ..errors import InputError
 from .records import RunDir
 
@@ -40,7 +41,7 @@ LABEL_WORDS: dict[str, Label] = {
 }
 """Words accepted in the CSV's label column (any case, surrounding spaces ignored) -> the stored label."""
 REVIEWS_FILE = "reviews.jsonl"
-_REVIEWS_MAX = 4 * 1024**3
+_REVIEWS_MAX = JOURNAL_MAX_BYTES
 """Bytes reviews.jsonl may hold when read back (millions of labels fit many times over)."""
 
 
