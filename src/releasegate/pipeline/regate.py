@@ -38,6 +38,7 @@ from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
 from .gate import judge_run
+from .review_signatures import counted_labels
 from .rubric_binding import RubricBinding, run_binding
 
 __all__ = ["regate", "Regated", "judged_by_snapshot", "judged_again", "rubric_source", "WHATIF_DIR"]
@@ -79,7 +80,8 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
 
         info.response_cache_probe = rederived_probe(run, info, policy, scored.records)
     report = judge_run(GateInputs(
-        info, scored.records, policy, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
+        info, scored.records, policy, info.cost, scored.load_records, counted_labels(run, policy.review, read_labels(run)),
+        allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores,  # read only: no journal grows
         judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run), scored.ledger))
     decided: dict = {}
@@ -116,7 +118,8 @@ def _own_verdict(run: RunDir, info, verdicts, allow_pending: bool) -> str | None
         return None
     scored = scored_run(run, own.forbidden, verdicts)
     return judge_run(GateInputs(
-        info, scored.records, own, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
+        info, scored.records, own, info.cost, scored.load_records, counted_labels(run, own.review, read_labels(run)),
+        allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores, "", _inputs_changed(run.path, False),
         scored.draws, drawn_rows(run), scored.ledger)).verdict
 
