@@ -94,6 +94,10 @@ def verify_attestation(
         print_json(result)
     run_id = inert(str(result["run_id"]))[:200]  # as the signed statement says it
     consoles(as_json).print(f"attestation verified: run {run_id}, {result['reason']}", markup=False, soft_wrap=True)
+    served = result.get("served_files")
+    if isinstance(served, dict) and isinstance(served.get("files"), list):  # as the signed statement says
+        how = inert(str(served.get("as")))[:20]
+        consoles(as_json).print(f"served files ({how}): {len(served['files'])}", markup=False, soft_wrap=True)
     return 0
 
 
