@@ -81,6 +81,7 @@ def import_(
     as_json: JsonOption = False,
 ) -> int:
     """Validate a filled-in review CSV and store its labels (reviews.jsonl); on any problem store nothing, list them, exit 2."""
+    from ..pipeline.kept_labels import keep_imported
     from ..pipeline.review_signatures import import_vetting
     from ..report.review import review_notes, review_table
     from ..review import ReviewImportError
@@ -95,6 +96,7 @@ def import_(
             for line in exc.report_lines():
                 err.print(line, markup=False, soft_wrap=True)
         raise
+    keep_imported(run_dir, len(done.labels.edits))  # the guard and judge labels, for later runs of the same replies
     labels = done.labels
     if as_json:
         print_json(done.summary)

@@ -60,6 +60,7 @@ from ..scorers.evaluate_metric import load_metric, resolve_module
 from .check_options import CheckOptions
 from .endpoints import target_answers
 from .gate import GateInputs, judge_run
+from .kept_labels import reused_labels
 from .regate import judged_by_snapshot
 from .review_signatures import counted_labels
 
@@ -333,7 +334,7 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
     report = judge_run(GateInputs(
         info, scored.records, rubric, info.cost, scored.load_records, labels or [], allow_pending, verdicts,
         edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws, drawn,
-        ledger=scored.ledger))
+        ledger=scored.ledger, reused_labels=reused_labels(run, info, rubric.review, scored.records, labels or [])))
     return report, scored
 
 
