@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
-from test_guard import UNSAFE, _label, check, outputs, project
 from releasegate.testing import StubBehaviour, StubServer
 from releasegate.testing.answers import keyword_guard
+from test_guard import UNSAFE, _label, check, outputs, project
 
 CODES = {"S7": ("secret login code", "비밀번호", "card pin"), "S1": ("hurt him",)}
 REVIEW = "{required_domains: [], sample: {per_slice: 40}}"
