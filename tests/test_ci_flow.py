@@ -247,3 +247,85 @@ def test_an_unsigned_labels_file_leaves_the_run_unreleased(tmp_path, cli, monkey
     done = runner.job(workflow, "labels", {**event, "github.event_name": "push"}, {"gate": gate})
     assert done["attested"] == ""
     assert "baselines.jsonl" not in _git("ls-tree", "-r", "--name-only", "releasegate-reports", cwd=origin)
+
+
+GITLAB = ROOT / "docs" / "release-gate.gitlab-ci.yml"
+
+
+def _flat(lines: list) -> list[str]:
+    """A job's script as GitLab runs it: nested lists (a YAML anchor) flattened, in order."""
+    out: list[str] = []
+    for line in lines:
+        out += _flat(line) if isinstance(line, list) else [line]
+    return out
+
+
+def _gitlab_job(ci: dict, name: str, work: Path, env: dict, tmp: Path) -> int:
+    """The job's before_script and script in one bash -eo pipefail shell, as the GitLab runner runs them."""
+    job = ci[name]
+    script = "\n".join(_flat(ci["default"]["before_script"]) + _flat(job["script"]))
+    full = {**os.environ, **ci["variables"], **job.get("variables", {}), **env,
+            "PATH": f"{tmp / 'bin'}:{os.environ['PATH']}", "RG_LOG": str(tmp / "log.txt"),
+            "RG_SHIM": (tmp / "bin" / "shim.txt").read_text(), "CI_JOB_NAME": name}
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=work, env=full,
+                          capture_output=True, text=True, timeout=300)
+    allowed = (job.get("allow_failure") or {}).get("exit_codes", []) if isinstance(job.get("allow_failure"), dict) else []
+    assert done.returncode == 0 or done.returncode in allowed, (name, done.stdout[-2000:], done.stderr[-2000:])
+    return done.returncode
+
+
+def test_the_gitlab_file_runs_from_merge_request_to_a_verified_attestation(tmp_path, cli, monkeypatch):
+    """Every job's before_script and script of docs/release-gate.gitlab-ci.yml, in stage order; artifacts are
+    copied from job to job as `needs` and `dependencies` say (the runner's part)."""
+    for name, value in {"GIT_AUTHOR_NAME": "carol", "GIT_AUTHOR_EMAIL": "c@example.invalid",
+                        "GIT_COMMITTER_NAME": "carol", "GIT_COMMITTER_EMAIL": "c@example.invalid"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("RELEASEGATE_CHANGE_AUTHOR", raising=False)
+    _stand_ins(tmp_path / "bin")
+    assert cli("attest", "--generate-key", tmp_path / "alice.key")[0] == 0
+    assert cli("attest", "--generate-key", tmp_path / "release.key")[0] == 0
+    origin, repo = tmp_path / "origin.git", tmp_path / "repo"
+    _git("init", "-q", "--bare", "-b", "main", str(origin), cwd=tmp_path)
+    _git("clone", "-q", str(origin), str(repo), cwd=tmp_path)
+    _project(repo, (tmp_path / "alice.key.pub").read_text())
+    (repo / "keys").mkdir()
+    shutil.copyfile(tmp_path / "release.key.pub", repo / "keys" / "release.pub")
+    _git("add", "-A", cwd=repo)
+    _git("commit", "-qm", "support model", cwd=repo)
+    _git("push", "-q", "origin", "HEAD:main", cwd=repo)
+    ci = yaml.safe_load(GITLAB.read_text())
+    assert ci["stages"] == ["gate", "labels", "deploy"]
+    mr = {"CI_PIPELINE_ID": "41", "CI_REPOSITORY_URL": str(origin), "CI_MERGE_REQUEST_AUTHOR": "carol",
+          "GITLAB_USER_LOGIN": "carol", "CI_PIPELINE_SOURCE": "merge_request_event", "CI_DEFAULT_BRANCH": "main",
+          "CI_COMMIT_BRANCH": "", "CI_COMMIT_SHA": "abc", "RELEASE_SIGNING_KEY": str(tmp_path / "release.key"),
+          "REPORTS_TOKEN": "", "DEPLOY_WEBHOOK": ""}
+    gate = tmp_path / "gl-gate"
+    _git("clone", "-q", str(origin), str(gate), cwd=tmp_path)
+    assert _gitlab_job(ci, "gate", gate, mr, tmp_path) == 3  # needs review: allowed to pass with a warning
+    run_id = "gl-41"
+    queue = gate / "reports" / run_id / "review_queue.csv"
+    assert "What to label" in (gate / "reports" / run_id / "report.md").read_text()
+    with queue.open(encoding="utf-8-sig", newline="") as fh:
+        rows = [{**r, "label": "approve", "reviewer": "alice"} for r in csv.DictReader(fh)]
+    (repo / "reviews").mkdir()
+    labels = repo / "reviews" / f"{run_id}.csv"
+    with labels.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert cli("review", "sign", labels, "--key", tmp_path / "alice.key")[0] == 0
+    _git("add", "reviews", cwd=repo)
+    _git("commit", "-qm", "labels", cwd=repo)
+    _git("push", "-q", "origin", "HEAD:main", cwd=repo)
+    main = {**mr, "CI_PIPELINE_ID": "42", "CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main",
+            "CI_MERGE_REQUEST_AUTHOR": ""}
+    work = tmp_path / "gl-labels"
+    _git("clone", "-q", str(origin), str(work), cwd=tmp_path)
+    assert _gitlab_job(ci, "labels", work, main, tmp_path) == 0
+    assert (work / "attested-run").read_text().strip() == run_id
+    deploy = tmp_path / "gl-deploy"
+    _git("clone", "-q", str(origin), str(deploy), cwd=tmp_path)
+    for artifact in ("release.intoto.json", "attested-run"):  # needs: [labels]
+        shutil.copyfile(work / artifact, deploy / artifact)
+    assert _gitlab_job(ci, "deploy", deploy, main, tmp_path) == 0
+    assert run_id in _git("show", "releasegate-reports:baselines.jsonl", cwd=origin)
