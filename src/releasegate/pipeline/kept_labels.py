@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from ..border.files import journal_lines, open_append, open_regular
 from ..errors import ReleasegateError
@@ -78,11 +79,11 @@ def reused_labels(run: RunDir, info: RunInfo, policy: ReviewPolicy, records: lis
     return list(out.values())
 
 
-def _rows(path: Path) -> list[dict]:
+def _rows(path: Path) -> list[dict[str, Any]]:
     """The kept rows of the expected shape; a malformed or partial line is skipped, never a crash."""
     if not path.is_file():
         return []
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         with open_regular(path, what=KEPT_FILE, max_bytes=MAX_KEPT_BYTES) as fh:
             for _, raw in journal_lines(fh, path=path, what=KEPT_FILE):
@@ -94,7 +95,7 @@ def _rows(path: Path) -> list[dict]:
     return rows
 
 
-def _row(raw: bytes) -> dict | None:
+def _row(raw: bytes) -> dict[str, Any] | None:
     try:
         row = json.loads(raw)
     except (ValueError, RecursionError):
@@ -125,7 +126,7 @@ def _young(when: str, oldest: datetime) -> bool:
         return False
 
 
-def _vouched(reports: Path, row: dict, policy: ReviewPolicy, cache: dict[str, set[tuple[str, str, str]]]) -> bool:
+def _vouched(reports: Path, row: dict[str, Any], policy: ReviewPolicy, cache: dict[str, set[tuple[str, str, str]]]) -> bool:
     """The row is a label its own run still holds (counted under `policy` where it names reviewers)."""
     if row["run"] not in cache:
         source = RunDir(reports / row["run"])
@@ -137,7 +138,7 @@ def _vouched(reports: Path, row: dict, policy: ReviewPolicy, cache: dict[str, se
     return (row["review_id"], row["output_hash"], row["label"]) in cache[row["run"]]
 
 
-def _edit(row: dict, record: CaseRecord) -> LabelEdit:
+def _edit(row: dict[str, Any], record: CaseRecord) -> LabelEdit:
     return LabelEdit(review_id=f"kept:{row['run']}:{row['review_id']}", case_id=record.case_id,
                      reviewer=row["reviewer"], label=row["label"], time=row["time"], output_hash=row["output_hash"],
                      source=f"{row['run']}/{KEPT_FILE}", source_line=0, forbidden=row.get("forbidden"))
