@@ -106,7 +106,7 @@ def as_killed(run_path: Path) -> None:
 def overall_verdict(results, *, review_pending: bool = False, allow_insufficient: bool = False,
                     incomplete: bool = False, target_failed: bool = False) -> str:
     """The overall verdict `decision.decide_gate` gives criteria results on an otherwise whole, healthy run."""
-    from releasegate.decision.criterion import relaxable
+    from releasegate.decision.criterion import awaits_labels, relaxable
     from releasegate.decision.gate import decide_gate
     from releasegate.record.decision_evidence import (
         GateEvidence,
@@ -118,7 +118,8 @@ def overall_verdict(results, *, review_pending: bool = False, allow_insufficient
         Requests,
     )
 
-    outcomes = tuple(Outcome(r.criterion.name, r.criterion.origin, r.verdict, r.cause, relaxable(r)) for r in results)
+    outcomes = tuple(Outcome(r.criterion.name, r.criterion.origin, r.verdict, r.cause, relaxable(r), awaits_labels(r))
+                     for r in results)
     evidence = GateEvidence(
         outcomes=outcomes, population=Population(10, 10, ()), requests=Requests(10, 0, 10, 0, 10),
         obligations=Obligations(review_pending, False, ()),

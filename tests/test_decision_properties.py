@@ -34,7 +34,8 @@ MAYBE = st.sampled_from([(), ("a problem",)])
 
 outcomes = st.builds(Outcome, name=st.text(min_size=1, max_size=4), origin=st.sampled_from(["rubric", "guard", "review", "baseline"]),
                      verdict=st.sampled_from(["pass", "fail", "insufficient"]),
-                     cause=st.sampled_from([None, "samples", "client", "review"]), relaxable=st.booleans())
+                     cause=st.sampled_from([None, "samples", "client", "review"]), relaxable=st.booleans(),
+                     awaits_labels=st.booleans())
 populations = st.builds(Population, planned=st.integers(0, 50), evaluated=st.integers(0, 50),
                         cuts=st.sampled_from([(), ("--limit 5",)]))
 requests = st.builds(Requests, attempts=st.integers(0, 50), failed=st.integers(0, 5), answered=st.integers(0, 50),
@@ -64,6 +65,10 @@ def test_a_gate_passes_exactly_when_every_precondition_holds(e):
     assert decided.exit_code == EXIT_CODES[decided.verdict] and (decided.exit_code == 0) == (decided.verdict == PASS)
     if decided.verdict == PASS and e.obligations.review_waived:
         assert "waived" in decided.reason
+    # a failure labels cannot change is a FAIL; one only labels can change never is, nor a PASS
+    hard_fail = any(o.verdict == "fail" and not o.awaits_labels for o in e.outcomes)
+    if e.health.target_error is None:
+        assert (decided.verdict == "FAIL") == hard_fail
 
 
 arms = st.builds(Arm, name=st.sampled_from(["ref", "cand"]), verdict=VERDICTS, population=populations,

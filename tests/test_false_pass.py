@@ -201,7 +201,8 @@ CORPUS: dict[str, tuple[Run, str]] = {
         "INCONCLUSIVE"),
     # labels only on auto-passed cases say nothing about a slice that failed 90%
     "approval from passed cases only": (
-        Run(_medical(9), rubric=lenient(review={"min_reviewed": 1}), labels=[("c109", "approve")]), "INCONCLUSIVE"),
+        Run(_medical(9), rubric=lenient(review={"min_reviewed": 1}), labels=[("c109", "approve")]),
+        "NEEDS_REVIEW"),  # labels on the failed cases would decide it; never a PASS
     "approval over every outcome": (
         Run(_medical(9), rubric=lenient(review={"min_reviewed": 2}),
             labels=[("c109", "approve"), ("c100", "reject")]), "FAIL"),

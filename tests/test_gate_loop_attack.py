@@ -107,7 +107,7 @@ def test_pass_all_k_over_judged_cases_asked_once_waits_for_the_judge_calibration
     """Suite 'main' (repeats 3, regex check, every draw right) and suite 'drafts' (repeats 1, judge-scored: the
     judge passes all 40). No reviewer label: the judge is not calibrated. `accuracy` is undecided by the judge
     rule, but `pass_all_k`, which counts each draft's one draw by the judge's word, passes, and so does the run.
-    A criterion the uncalibrated judge's verdicts feed must not pass: INCONCLUSIVE, exit 3."""
+    A criterion the uncalibrated judge's verdicts feed must not pass: it waits for the labels, NEEDS_REVIEW, exit 3."""
     main = [_rec(f"m{i:02d}", "main", SAFE, REGEX) for i in range(40)]
     draws = [_rec(f"m{i:02d}", "main", SAFE, REGEX, draw=d) for i in range(40) for d in (1, 2)]
     drafts = [_rec(f"d{i:02d}", "drafts", "a reply", HELPFUL) for i in range(40)]
@@ -126,7 +126,7 @@ def test_pass_all_k_over_judged_cases_asked_once_waits_for_the_judge_calibration
     report = gate_run(info, main + drafts, rubric, None, verdicts=verdicts, draws=draws)
     crit = _criterion(report, "pass_all_k")
     assert crit["verdict"] == "insufficient" and crit["undecided_cause"] == "judge", crit
-    assert report["verdict"] == "INCONCLUSIVE" and report["exit_code"] == 3
+    assert report["verdict"] == "NEEDS_REVIEW" and report["exit_code"] == 3
 
 
 def _labels(records: list[CaseRecord], approve: bool = True) -> list:

@@ -75,12 +75,14 @@ def test_the_guard_catches_what_every_phrase_rule_misses(tmp_path, cli):
     with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard(CODES))) as stub:
         code, report, run = check(cli, project(tmp_path, stub.base_url))
     crit = forbidden_criterion(report)
-    assert crit["verdict"] == "fail" and crit["value"] == pytest.approx(3 / 12) and code == 1
+    # failed on the uncalibrated guard's own word: labels may still change it, so the run waits for them
+    assert crit["verdict"] == "fail" and crit["value"] == pytest.approx(3 / 12) and crit["awaits_labels"] is True
+    assert report["verdict"] == "NEEDS_REVIEW" and code == 3 and "forbidden column" in report["verdict_reason"]
     rows = [json.loads(line) for line in (run.path / "judgments.jsonl").read_text().splitlines()]
     assert {r["criterion"] for r in rows} == {"guard:lg"} and len(rows) == 12
     assert sorted(r["case_id"] for r in rows if r["passed"] is False) == ["u0", "u1", "u2"]
     _, out, _ = cli("gate", run.path, "--json")
-    assert json.loads(out)["verdict"] == "FAIL"  # read back from the run: the guard is not asked again
+    assert json.loads(out)["verdict"] == "NEEDS_REVIEW"  # read back from the run: the guard is not asked again
     csv_text = (run.path / "report.csv").read_text(encoding="utf-8-sig") if (run.path / "report.csv").exists() else ""
     md = (run.path / "report.md").read_text()
     assert "guard lg" in md or "guard lg" in csv_text
@@ -103,7 +105,7 @@ def test_a_code_no_rule_maps_still_counts_as_forbidden(tmp_path, cli):
     with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard({"S99": ("ticket",)}))) as stub:
         code, report, run = check(cli, project(tmp_path, stub.base_url, replies={"s0": "your ticket is closed"}))
     crit = forbidden_criterion(report)
-    assert crit["value"] == 1.0 and crit["verdict"] == "fail" and code == 1
+    assert crit["value"] == 1.0 and crit["verdict"] == "fail" and code == 3  # on the uncalibrated guard's word
 
 
 @pytest.mark.parametrize(("text", "fmt", "expected"), [
@@ -132,7 +134,7 @@ def test_an_uncalibrated_guard_saying_safe_to_everything_gives_no_pass(tmp_path,
     crit = forbidden_criterion(report)
     assert crit["verdict"] == "insufficient" and "guard lg not calibrated: 0 of min_labels 20" in crit["reason"]
     assert report["guard"]["lg"]["calibrated"] is False
-    assert report["verdict"] == "INCONCLUSIVE" and code == 3
+    assert report["verdict"] == "NEEDS_REVIEW" and code == 3  # only reviewers' labels can decide it
 
 
 def _label(cli, run: RunDir, tmp_path: Path, forbidden_for) -> list[dict]:
@@ -264,7 +266,7 @@ def test_a_shieldgemma_guard_is_asked_once_per_policy(tmp_path, cli):
     rows = [json.loads(line) for line in (run.path / "judgments.jsonl").read_text().splitlines()]
     assert sorted({r["criterion"] for r in rows}) == ["guard:lg:credentials", "guard:lg:violence"] and len(rows) == 24
     crit = forbidden_criterion(report)
-    assert crit["value"] == pytest.approx(3 / 12) and crit["verdict"] == "fail" and code == 1
+    assert crit["value"] == pytest.approx(3 / 12) and crit["verdict"] == "fail" and code == 3
 
 
 def test_repeated_draws_and_load_answers_have_no_guard_verdict_so_their_rate_is_unknown():

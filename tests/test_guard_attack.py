@@ -79,7 +79,7 @@ def test_guard_verdicts_forged_to_safe_after_the_seal_never_pass(tmp_path, cli):
     codes = {"S7": ("secret login code", "비밀번호", "card pin")}
     with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard(codes))) as stub:
         code, report, run = check(cli, project(tmp_path, stub.base_url))
-    assert code == 1
+    assert code == 3 and report["verdict"] == "NEEDS_REVIEW"  # failed on the uncalibrated guard's word
     path = run.path / "judgments.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     path.write_text("".join(json.dumps({**r, "passed": True, "reason": ""}) + "\n" for r in rows))

@@ -110,7 +110,7 @@ CORPUS: dict[str, tuple[JudgedRun, str]] = {
                    judge={"min_agreement": 0.8, "min_labels": 10}), "FAIL"),
     "a slice with too few labels of its own": (
         judged_run(*_WHOLE_RUN, (7, HARD, True, 1, 1), (3, HARD, False, 1, 0), criteria=ON_HARD,
-                   judge={"min_agreement": 0.8, "min_labels": 10}), "INCONCLUSIVE"),
+                   judge={"min_agreement": 0.8, "min_labels": 10}), "NEEDS_REVIEW"),  # labels would decide it
     # borderline grades (3 and 4 around the pass mark 4) drawn 6 in 10, grade 5 1 in 10: pooled, the judge's
     # fails read as approved half the time (all of them grade 3) and accuracy 0.85; weighted back, 0.78 (human
     # approval, which post-stratifies by outcome, passes its own 0.7)

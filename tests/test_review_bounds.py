@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import gate_run, overall_verdict
 from releasegate.cli import main
 from releasegate.decision.criterion import CriterionResult, Undecided
-from releasegate.decision.verdicts import EXIT_CODES, INCONCLUSIVE, PASS
+from releasegate.decision.verdicts import EXIT_CODES, INCONCLUSIVE, NEEDS_REVIEW, PASS
 from releasegate.inputs.review_policy import ReviewPolicy
 from releasegate.inputs.rubric import Criterion, Rubric
 from releasegate.record.metrics import MetricValue
@@ -56,7 +56,7 @@ CORPUS: dict[str, tuple[Run, str]] = {
     # allow_insufficient may relax only criteria lacking samples
     "allow_insufficient, labels on passed cases only": (
         Run(_medical(9), rubric=lenient(allow_insufficient=True, review={"min_reviewed": 1}),
-            labels=[("c109", "approve")]), "INCONCLUSIVE"),
+            labels=[("c109", "approve")]), "NEEDS_REVIEW"),  # labels on the failed cases would decide it
     "allow_insufficient, saturated client": (
         Run([ok(i, ttft=100.0) for i in range(100)], client=SATURATED, rubric=lenient(
             allow_insufficient=True, criteria=[ACCURACY, {"metric": "tpot_ms_p50", "op": "<=", "threshold": 10}])),
@@ -130,8 +130,9 @@ def test_allow_insufficient_relaxes_only_a_lack_of_samples(cause):
     undecided = CriterionResult(Criterion(name="b", metric="accuracy", op=">=", threshold=0.5), MetricValue(None, 0),
                                 "insufficient", "why", cause=cause)
     verdict = overall_verdict([decided, undecided], allow_insufficient=True)
-    assert verdict == (PASS if cause == Undecided.SAMPLES else INCONCLUSIVE)
-    assert overall_verdict([decided, undecided]) == INCONCLUSIVE
+    waits = cause in (Undecided.REVIEW, Undecided.JUDGE)  # only reviewers' labels keep it open
+    assert verdict == (PASS if cause == Undecided.SAMPLES else NEEDS_REVIEW if waits else INCONCLUSIVE)
+    assert overall_verdict([decided, undecided]) == (NEEDS_REVIEW if waits else INCONCLUSIVE)
 
 
 def test_an_uncalibrated_judge_is_not_relaxed(tmp_path, cli):
@@ -226,6 +227,6 @@ def test_dropping_any_label_of_a_slice_labelled_whole_never_passes():
     labels = [LabelEdit.model_validate(_label(r.case_id, "reject" if r.output == WRONG else "approve", r.output))
               for r in records if r.tags.get("domain") == "medical"]
     assert _verdict(records, labels, rubric) == "PASS"  # 9 of 10 approved, every case labelled: 0.9 >= 0.9
-    for i, dropped in enumerate(labels):
-        expected = "INCONCLUSIVE" if dropped.label == "reject" else "NEEDS_REVIEW"
-        assert _verdict(records, labels[:i] + labels[i + 1:], rubric) == expected
+    for i in range(len(labels)):
+        # pending, or unrepresentative: either way only the missing label keeps it open
+        assert _verdict(records, labels[:i] + labels[i + 1:], rubric) == "NEEDS_REVIEW"

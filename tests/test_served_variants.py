@@ -194,3 +194,16 @@ def test_a_reference_that_cannot_be_served_leaves_nothing_to_compare(tmp_path, c
     code, _ = run_plan(tmp_path, "  - {name: down, server: endpoint, base_url: 'http://127.0.0.1:9/v1', model: demo}\n"
                                  "  - {name: f16, server: llamacpp, quant: f16}\n")
     assert code == 4 and "reference variant down could not be served" in capsys.readouterr().err
+
+
+def test_each_variant_run_hashed_the_files_its_server_was_handed_as_observed(served):
+    """The files the launcher handed each started server are in its run's manifest (role served, observed), byte
+    for byte the files variant.json lists: an endpoint run releasegate served can be attested."""
+    _, _, root = served
+    for name in ("f16", "lora", "draft"):
+        manifest = json.loads((root / name / "manifest.json").read_text())
+        rows = [e for e in manifest["inputs"] if e["role"].startswith("served")]
+        handed = json.loads((root / name / "variant.json").read_text())["files"]
+        assert rows and all(e["served"] == "observed" for e in rows), name
+        assert {e["sha256"] for e in rows} == {f["sha256"] for f in handed if f.get("role") in ("model", "lora", "draft")}
+        assert any(e["role"] == "served:weights" for e in rows)

@@ -392,7 +392,7 @@ register(BackendEntry(BackendSpec(
     "openai", summary="an OpenAI-compatible endpoint (vLLM, TGI, llama.cpp, OpenAI)", required=("base_url", "model"),
     fields=("base_url", "model", "api_key_env", "mode", "concurrency", "timeout_s", "stall_timeout_s", "connect_timeout_s",
             "retries", "max_response_bytes", "max_response_tokens", "extra_body", "headers", "secret_keys", "tokenizer", "client",
-            "stop_after_errors", "strict_model"),
+            "stop_after_errors", "strict_model", "served_files"),
     describe=(("{model} at {base_url} ({mode})", ()),), capabilities=Capabilities(
         load_phase=True, capacity_sweep=True, prefix_cache_probe=True, stream_timings=True, scale="load", response_format=True,
         endpoint=True, tokens="the server's usage, else target.tokenizer", in_flight="concurrency",

@@ -108,6 +108,10 @@ def verify_attestation(
         "; no test-result attestation beside it"
     consoles(as_json).print(f"attestation verified: run {run_id}, {result['reason']} (key {result['key_id'][:16]}…"
                             f"{agreed})", markup=False, soft_wrap=True)
+    served = result.get("served_files")
+    if isinstance(served, dict) and isinstance(served.get("files"), list):  # as the signed statement says
+        how = inert(str(served.get("as")))[:20]
+        consoles(as_json).print(f"served files ({how}): {len(served['files'])}", markup=False, soft_wrap=True)
     return 0
 
 

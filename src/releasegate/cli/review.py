@@ -76,21 +76,28 @@ def import_(
     file: Annotated[Path, typer.Argument(help="The filled-in review CSV.", dir_okay=False)],
     reviewer: Annotated[Optional[str], typer.Option(help="Reviewer name for rows whose reviewer cell is empty.")] = None,
     rubric: RubricOption = None,
+    signature: Annotated[Optional[Path], typer.Option(
+        help="The labels file's signature (default FILE.sig): needed where the rubric names its reviewers.",
+        dir_okay=False)] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Validate a filled-in review CSV and store its labels (reviews.jsonl); on any problem store nothing, list them, exit 2."""
+    from ..pipeline.kept_labels import keep_imported
+    from ..pipeline.review_signatures import import_vetting
     from ..report.review import review_notes, review_table
     from ..review import ReviewImportError
     from ..review.session import import_queue
 
     try:
-        done = import_queue(run_dir, file, reviewer=reviewer, rubric_path=rubric)
+        vet = import_vetting(run_dir, file, signature, rubric)
+        done = import_queue(run_dir, file, reviewer=reviewer, rubric_path=rubric, vet=vet)
     except ReviewImportError as exc:
         if len(exc.problems) > 1:
             err = Console(stderr=True, highlight=False)
             for line in first_named(exc.report_lines()):
                 err.print(line, markup=False, soft_wrap=True)
         raise
+    keep_imported(run_dir, len(done.labels.edits))  # the guard and judge labels, for later runs of the same replies
     labels = done.labels
     if as_json:
         print_json(done.summary)
@@ -101,6 +108,22 @@ def import_(
     for line in review_notes(done.review.rows):
         console.print(line.replace("RUN_DIR", str(done.run_path)), markup=False, soft_wrap=True)
     console.print(f"next: releasegate gate {done.run_path}", markup=False, soft_wrap=True)
+    return 0
+
+
+@app.command("sign")
+def sign(
+    file: Annotated[Path, typer.Argument(help="The filled-in review CSV.", dir_okay=False)],
+    key: Annotated[Path, typer.Option(help="Your Ed25519 private key in PEM (releasegate attest --generate-key FILE).",
+                                      dir_okay=False)],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write it (default FILE.sig).",
+                                                   dir_okay=False)] = None,
+) -> int:
+    """Sign a labels file as a reviewer the rubric names (review.reviewers): writes FILE.sig for review import."""
+    from ..pipeline.review_signatures import sign_labels
+
+    written = sign_labels(file, key, output)
+    consoles(False).print(f"signed {file}: {written}", markup=False, soft_wrap=True)
     return 0
 
 

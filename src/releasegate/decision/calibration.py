@@ -17,20 +17,33 @@ guard missing no forbidden reply (a guard shown blind sees no difference between
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..record.decision_evidence import GuardCalibration, GuardedCriterion
 from ..record.metrics import MetricValue
-from .criterion import CriterionEvidence, CriterionResult, CriterionVerdict, Undecided, decide_criterion, undecided
+from .criterion import (
+    CriterionEvidence,
+    CriterionResult,
+    CriterionVerdict,
+    Undecided,
+    awaits_labels,
+    decide_criterion,
+    undecided,
+)
 
 __all__ = ["guard_ruling", "guard_corrected_result", "guard_ruled_result", "guard_paired_result", "judge_uncalibrated", "rejudged", "too_few_labels"]
 
 
-def judge_uncalibrated(result: CriterionResult, why: str) -> CriterionResult:
+def judge_uncalibrated(result: CriterionResult, why: str, labels_decide: bool = True) -> CriterionResult:
     """A criterion fed by an uncalibrated judge: undecided, whatever it was (an undecided one keeps its own
-    reason too; its cause is now the judge, which no switch relaxes)."""
-    reason = why if result.verdict != CriterionVerdict.INSUFFICIENT else f"{result.reason}; {why}"
-    return result.undecided(reason, Undecided.JUDGE)
+    reason too; its cause is now the judge, which no switch relaxes). `labels_decide`: whether more labels could
+    still calibrate it (False: its agreement misses the bar on the labels it has)."""
+    decided = result.verdict != CriterionVerdict.INSUFFICIENT
+    reason = why if decided else f"{result.reason}; {why}"
+    # undecided already for another cause (no value, too few samples): labels alone would not decide it
+    waits = labels_decide and (decided or awaits_labels(result))
+    return result.undecided(reason, Undecided.JUDGE, waits)
 
 
 def rejudged(result: CriterionResult, value: MetricValue) -> CriterionResult:
@@ -68,7 +81,12 @@ def guard_paired_result(result: CriterionResult, calibration: tuple[GuardCalibra
     """A comparison with a baseline run on both arms' raw guard verdicts (the delta, the comparison's row)."""
     c = result.criterion
     verdict, why = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, result.verdict, "", paired=True))
-    return result if verdict == result.verdict else result.undecided(why, Undecided.JUDGE)
+    if verdict != result.verdict:
+        return result.undecided(why, Undecided.JUDGE)
+    if verdict == CriterionVerdict.FAIL and any(g.labelled < g.min_labels for g in calibration):
+        return dataclasses.replace(result, reason=f"{result.reason}; {why}" if result.reason else why,
+                                   cause=Undecided.JUDGE)  # on the uncalibrated guard's word: labels may change it
+    return result
 
 
 def guard_corrected_result(result: CriterionResult, value: MetricValue,
@@ -84,7 +102,9 @@ def guard_corrected_result(result: CriterionResult, value: MetricValue,
     if any(g.labelled < g.min_labels for g in calibration):
         if verdict == CriterionVerdict.INSUFFICIENT:
             return result.undecided(why, Undecided.JUDGE)
-        return CriterionResult(c, raw or result.value, CriterionVerdict(verdict), why, result.needed_n)
+        # a failure on the uncalibrated guard's own word: labels may still change it (`awaits_labels`)
+        cause = Undecided.JUDGE if verdict == CriterionVerdict.FAIL else None
+        return CriterionResult(c, raw or result.value, CriterionVerdict(verdict), why, result.needed_n, cause)
     undecided_now = verdict == CriterionVerdict.INSUFFICIENT
     return CriterionResult(c, value, CriterionVerdict(verdict), why or value.note, again.needed_n if again else None,
                            Undecided.JUDGE if undecided_now else None)
@@ -96,6 +116,7 @@ def guard_ruled_result(result: CriterionResult, calibration: tuple[GuardCalibrat
     delta's), ruled on as a calibrated guard's word is (`guard_ruling`, over both runs' guards)."""
     c = result.criterion
     ruled, reason = guard_ruling(GuardedCriterion(c.name, result.verdict, calibration, verdict, why))
-    undecided_now = ruled == CriterionVerdict.INSUFFICIENT
+    open_now = ruled == CriterionVerdict.INSUFFICIENT or (
+        ruled == CriterionVerdict.FAIL and any(g.labelled < g.min_labels for g in calibration))
     return CriterionResult(c, value, CriterionVerdict(ruled), reason or why, needed_n,
-                           Undecided.JUDGE if undecided_now else None)
+                           Undecided.JUDGE if open_now else None)

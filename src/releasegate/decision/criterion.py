@@ -23,7 +23,7 @@ from .latency import widened_latency
 
 __all__ = ["CriterionSpec", "CriterionVerdict", "CriterionResult", "Undecided", "Measurement", "CriterionEvidence",
            "CapacityRange",
-           "decide_criterion", "undecided", "meets", "RELAXABLE", "relaxable", "RATE_METRICS"]
+           "decide_criterion", "undecided", "meets", "RELAXABLE", "relaxable", "LABELLED", "awaits_labels", "RATE_METRICS"]
 
 RATE_METRICS = (
     "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load", "judge_error_rate",
@@ -96,7 +96,11 @@ class CriterionResult:
     """For an insufficient criterion gated at a confidence: about how many samples would decide it."""
     cause: Undecided | None = None
     """For an insufficient criterion: why (`Undecided`); None reads as not relaxable, so a new kind of
-    undecided result never passes by `allow_insufficient` until it says it only lacks samples."""
+    undecided result never passes by `allow_insufficient` until it says it only lacks samples. A failure has
+    `Undecided.JUDGE` only when it stands on an uncalibrated guard's own word (`awaits_labels`)."""
+    labels_decide: bool = True
+    """For a REVIEW or JUDGE cause: whether more reviewers' labels could still decide it (False: a slice
+    labelled whole whose bounds straddle, a judge whose agreement misses the bar on enough labels)."""
 
     def as_dict(self) -> dict[str, Any]:
         out = {**self.criterion.as_dict(), **self.value.as_dict(), "verdict": str(self.verdict),
@@ -105,11 +109,14 @@ class CriterionResult:
             out["needed_n"] = self.needed_n
         if self.verdict == CriterionVerdict.INSUFFICIENT:
             out["undecided_cause"] = str(self.cause) if self.cause else None
+        elif awaits_labels(self):
+            out["awaits_labels"] = True  # failed on an uncalibrated grader's word: labels may change it
         return out
 
-    def undecided(self, why: str, cause: Undecided) -> CriterionResult:
+    def undecided(self, why: str, cause: Undecided, labels_decide: bool = True) -> CriterionResult:
         """This criterion made insufficient for `cause` (its value kept)."""
-        return CriterionResult(self.criterion, self.value, CriterionVerdict.INSUFFICIENT, why, self.needed_n, cause)
+        return CriterionResult(self.criterion, self.value, CriterionVerdict.INSUFFICIENT, why, self.needed_n, cause,
+                               labels_decide)
 
     def explained(self, more: str) -> CriterionResult:
         """The same verdict with `more` added to its reason (a stale baseline, the cases that flipped)."""
@@ -161,10 +168,10 @@ def meets(op: str, value: float, threshold: float) -> bool:
     return bool(_OPS[op](value, threshold))
 
 
-def undecided(criterion: Any, value: MetricValue, why: str, cause: Undecided, needed_n: int | None = None
-              ) -> CriterionResult:
+def undecided(criterion: Any, value: MetricValue, why: str, cause: Undecided, needed_n: int | None = None,
+              labels_decide: bool = True) -> CriterionResult:
     """An insufficient result (never a pass): the one way a feature says its criterion cannot be decided."""
-    return CriterionResult(criterion, value, CriterionVerdict.INSUFFICIENT, why, needed_n, cause)
+    return CriterionResult(criterion, value, CriterionVerdict.INSUFFICIENT, why, needed_n, cause, labels_decide)
 
 
 def decide_criterion(e: CriterionEvidence) -> CriterionResult:
@@ -302,6 +309,17 @@ def _client_bound(result: CriterionResult, cost_from_timing: bool) -> bool:
     if metric in _COST_METRICS and not cost_from_timing:
         return False
     return result.verdict == CriterionVerdict.FAIL
+
+
+LABELLED = frozenset({Undecided.REVIEW, Undecided.JUDGE})
+"""What reviewers' labels settle: review that does not decide yet, a judge or guard not calibrated against them."""
+
+
+def awaits_labels(result: CriterionResult) -> bool:
+    """Whether only reviewers' labels keep this criterion open: undecided for review or an uncalibrated grader,
+    or failed on an uncalibrated guard's own word (its cause says so). A failure on evidence labels cannot change
+    (accuracy, latency) has no cause and stays a failure."""
+    return result.verdict != CriterionVerdict.PASS and result.cause in LABELLED and result.labels_decide
 
 
 def relaxable(result: CriterionResult) -> bool:

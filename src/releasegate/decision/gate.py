@@ -3,13 +3,15 @@
 TARGET_ERROR when the target failed most requests; FAIL when any criterion fails; INCONCLUSIVE when the run is
 not whole, ran on part of its suites (any cut: `check --limit`, a suite's `limit:` from any layer or `--set`),
 was judged on inputs that changed since, or no criterion of the rubric itself was decided; NEEDS_REVIEW while
-required review is pending; INCONCLUSIVE when a criterion is undecided (unless `allow_insufficient` and it only
+required review is pending or when the only open criteria wait for reviewers' labels (an uncalibrated guard or
+judge, approval not decided yet: a failure on an uncalibrated guard's own word is one of them, a failure on
+evidence labels cannot change is a FAIL); INCONCLUSIVE when a criterion is undecided (unless `allow_insufficient` and it only
 lacks samples); else PASS. A PASS with required review waived (`--allow-pending`) says so in its line.
 """
 
 from __future__ import annotations
 
-from ..record.decision_evidence import GateEvidence
+from ..record.decision_evidence import GateEvidence, Outcome
 from .verdicts import FAIL, INCONCLUSIVE, NEEDS_REVIEW, PASS, TARGET_ERROR, Decision, decision
 
 __all__ = ["decide_gate", "decide_capacity"]
@@ -24,7 +26,7 @@ def decide_gate(e: GateEvidence) -> Decision:
 def _verdict(e: GateEvidence) -> tuple[str, str]:
     if e.health.target_error is not None:
         return TARGET_ERROR, e.health.target_error
-    failed = [o.name for o in e.outcomes if o.verdict == "fail"]
+    failed = [o.name for o in e.outcomes if o.verdict == "fail" and not o.awaits_labels]
     if failed:
         return FAIL, f"{len(failed)} criterion(s) failed: " + ", ".join(failed[:5])
     if e.health.problems:
@@ -35,17 +37,38 @@ def _verdict(e: GateEvidence) -> tuple[str, str]:
     if e.population.cut:
         return INCONCLUSIVE, (f"the run covers {e.population.evaluated} case(s) of part of the suites only "
                               f"({'; '.join(e.population.cuts)}): it speaks for that part; run without the cut")
+    blocking = [o for o in e.outcomes if o.verdict != "pass" and not o.awaits_labels
+                and not (e.allow_insufficient and o.relaxable)]
+    waiting = [o for o in e.outcomes if o.awaits_labels and o.verdict != "pass"]
+    if waiting and not blocking and not e.obligations.review_waived:
+        return NEEDS_REVIEW, _awaiting_words(waiting, e.obligations.review_pending)
     if not any(o.verdict == "pass" and o.origin == "rubric" for o in e.outcomes):
         return INCONCLUSIVE, "no criterion of the rubric was decided"
     if e.obligations.review_pending:
         return NEEDS_REVIEW, "required human review is pending"
-    blocking = [o for o in e.outcomes if o.verdict == "insufficient" and not (e.allow_insufficient and o.relaxable)]
+    blocking += waiting
     if blocking:
-        named = [f"{o.name} ({o.cause or 'undecided'})" for o in blocking]
+        named = [f"{o.name} ({_open_cause(o)})" for o in blocking]
         return INCONCLUSIVE, f"{len(blocking)} criterion(s) could not be decided: " + ", ".join(named[:5])
     undecided = sum(o.verdict == "insufficient" for o in e.outcomes)
     allowed = f" ({undecided} undecided, allowed by allow_insufficient)" if undecided else ""
     return PASS, f"every criterion passed{allowed}"
+
+
+def _open_cause(o: Outcome) -> str:
+    if o.verdict == "fail":
+        return "failed on an uncalibrated guard's word"
+    return o.cause or "undecided"
+
+
+def _awaiting_words(waiting: list[Outcome], review_pending: bool) -> str:
+    """The NEEDS_REVIEW line of a run whose only open criteria wait for reviewers' labels: what to label."""
+    named = ", ".join(f"{o.name} ({_open_cause(o)})" for o in waiting[:5])
+    more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+    pending = "required human review is pending; " if review_pending else ""
+    return (f"{pending}{len(waiting)} criterion(s) wait for reviewers' labels: {named}{more}; label the review CSV "
+            "(releasegate review export RUN_DIR: label, reviewer, and the forbidden column for a guard), then "
+            "review import and gate")
 
 
 def _notes(e: GateEvidence, verdict: str) -> str:

@@ -43,15 +43,18 @@ def approval_status(bounds: tuple[float, float], min_approval: float) -> str | N
 
 def approval_result(criterion: Any, e: ApprovalEvidence) -> CriterionResult:
     """The 'human approval' criterion of a review slice."""
+    # labels decide it unless every case is labelled already or the slice has no case to label
+    waits = not e.every_case and e.status != "no cases"
     if e.bounds is None:
-        return undecided(criterion, MetricValue(None, e.reviewed, note=e.words), e.words, Undecided.REVIEW)
+        return undecided(criterion, MetricValue(None, e.reviewed, note=e.words), e.words, Undecided.REVIEW,
+                         labels_decide=waits)
     value = MetricValue(e.approval, e.reviewed, e.bounds, confidence=e.confidence)
     low, high = e.bounds
     if e.status not in (CriterionVerdict.PASS, CriterionVerdict.FAIL):
         more = ("every case labelled: the sample is too small to show min_approval for its source"
                 if e.every_case else "label more cases")
         why = f"{e.words}; approval bounds [{low:.4g}, {high:.4g}] at {e.confidence:g} straddle min_approval: {more}"
-        return undecided(criterion, value, why, Undecided.REVIEW)
+        return undecided(criterion, value, why, Undecided.REVIEW, labels_decide=waits)
     verdict = CriterionVerdict(e.status)
     side, bound = ("lower", low) if verdict == CriterionVerdict.PASS else ("upper", high)
     reason = f"{e.words}; one-sided {e.confidence:g} {side} bound {bound:.4g}" if e.weighted else \

@@ -17,7 +17,7 @@ from ..record.decision_evidence import BaselineAgeEvidence, BlessedRunEvidence
 from ..record.records import RunDir, RunInfo
 from ..record.stored_manifest import read_manifest_file
 
-__all__ = ["BlessedStanding", "blessed_standing"]
+__all__ = ["BlessedStanding", "blessed_standing", "suite_key", "repository_root"]
 
 _CLOCK_SKEW_DAYS = 1 / 24
 """How far the baseline run may seem to come after this run (clocks of two machines) before its age is unknown."""
@@ -50,7 +50,7 @@ def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
         return BlessedStanding((problem,), ())
     stale = decide_baseline_age(BaselineAgeEvidence(
         name=name, age_days=_age_days(blessing, run, info), max_age_days=spec.get("max_age_days"),
-        packages_changed=_packages_changed(blessing, run, info), suites_changed=_suites_changed(blessing),
+        packages_changed=_packages_changed(blessing, run, info), suites_changed=_suites_changed(blessing, Path(spec["reports"])),
         on_stale=spec.get("on_stale", "warn")))
     return BlessedStanding(stale.reasons, ()) if stale.inconclusive else BlessedStanding((), stale.reasons)
 
@@ -83,13 +83,47 @@ def _packages_changed(blessing: Blessing, run: Path, info: RunInfo | None) -> tu
     return tuple(sorted(changed))
 
 
-def _suites_changed(blessing: Blessing) -> tuple[str, ...]:
+def _suites_changed(blessing: Blessing, reports: Path) -> tuple[str, ...]:
+    """Suites whose content differs from the blessing's: a repository-relative key is found under this
+    checkout's repository (that of the reports folder, else of the working directory, else the reports folder's
+    parent); an absolute one (a blessing from before) at its path."""
     changed = []
-    for path, sha in sorted(blessing.suites.items()):
-        try:
-            now = sha256_file(Path(path), what="suite") if is_file(Path(path)) else None
-        except ReleasegateError:
-            now = None
+    for key, sha in sorted(blessing.suites.items()):
+        paths = [Path(key)] if Path(key).is_absolute() else [root / key for root in _roots(reports)]
+        now = next((h for p in paths if (h := _hash(p)) is not None), None)
         if now != sha:
-            changed.append(f"{Path(path).name} ({'gone' if now is None else 'changed'})")
+            changed.append(f"{Path(key).name} ({'gone' if now is None else 'changed'})")
     return tuple(changed)
+
+
+def _hash(path: Path) -> str | None:
+    try:
+        return sha256_file(path, what="suite") if is_file(path) else None
+    except ReleasegateError:
+        return None
+
+
+def repository_root(path: Path) -> Path | None:
+    """The nearest folder at or above `path` holding `.git` (a checkout, a worktree or a submodule)."""
+    for folder in [path, *path.parents]:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _roots(reports: Path) -> list[Path]:
+    here = reports.resolve()
+    found = [repository_root(here), repository_root(Path.cwd().resolve()), here.parent]
+    return list(dict.fromkeys(r for r in found if r is not None))
+
+
+def suite_key(path: str, reports: Path) -> str:
+    """How a blessing names a suite file: its path relative to its repository (else to the reports folder's
+    parent), so a checkout elsewhere finds it; a path outside both, or not a file path (a hub dataset), as is."""
+    file = Path(path)
+    if not file.is_absolute():
+        return path
+    for root in (repository_root(file.parent), reports.resolve().parent):
+        if root is not None and file.is_relative_to(root):
+            return file.relative_to(root).as_posix()
+    return path

@@ -74,6 +74,14 @@ class GateInputs:
     every bound the labels feed counts a blank one at its worst (`record.review_cover`)."""
     ledger: list[LedgerLine] = field(default_factory=list)
     """The attempts no record holds (attempts.jsonl, `record.ledger`): they count in the error rates only."""
+    reused_labels: list[LabelEdit] = field(default_factory=list)
+    """Guard and judge labels kept from earlier runs for the replies this run gave again (`pipeline.kept_labels`):
+    they calibrate the guards and the judge, never a review slice's approval."""
+
+    @property
+    def grader_labels(self) -> list[LabelEdit]:
+        """The labels the guards' and the judge's calibration read: the run's own and the reused ones."""
+        return [*self.labels, *self.reused_labels]
 
 
 def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict[str, Any] | None, *,

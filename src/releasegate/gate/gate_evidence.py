@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..decision.criterion import CriterionResult, relaxable
+from ..decision.criterion import CriterionResult, awaits_labels, relaxable
 from ..record.decision_evidence import (
     Arm,
     GateEvidence,
@@ -45,7 +45,7 @@ def gate_evidence(info: RunInfo, records: list[CaseRecord], load_records: list[C
                   unplaced_domains: tuple[str, ...] = (), unplaced_reviewed: bool = False,
                   ledger: Sequence = ()) -> GateEvidence:
     outcomes = tuple(Outcome(r.criterion.name, getattr(r.criterion, "origin", "rubric"), r.verdict,
-                             str(r.cause) if r.cause else None, relaxable(r)) for r in results)
+                             str(r.cause) if r.cause else None, relaxable(r), awaits_labels(r)) for r in results)
     undecided = tuple(o.name for o in outcomes if o.verdict == "insufficient")
     return GateEvidence(
         outcomes=outcomes,

@@ -26,7 +26,8 @@ __all__ = ["NOT_JUDGING", "judges", "judging_part", "layered_over_official", "ke
 
 NOT_JUDGING: dict[str, tuple[str, ...]] = {
     "output": (),  # every key under it
-    "target": ("base_url", "api_key_env", "headers", "secret_keys", "base", "adapter", "draft", "model"),
+    "target": ("base_url", "api_key_env", "headers", "secret_keys", "base", "adapter", "draft", "model",
+               "served_files"),
 }
 """Config sections whose keys do not judge: the section whole (empty tuple) or only the keys named."""
 

@@ -133,6 +133,11 @@ class ReviewPolicy:
     labels_per_case: int = 1
     """Independent labels a sampled case needs. At 2 a case counts as reviewed when two reviewers agree or an
     adjudicator labelled it; a disagreement without an adjudicator's label keeps review pending."""
+    reviewers: tuple[tuple[str, str], ...] = ()
+    """(name, Ed25519 public key in PEM) of each reviewer whose signed labels file counts; empty: any labels
+    file imported counts (a local `review import`)."""
+    label_max_age_days: float = 90.0
+    """A guard or judge label kept from an earlier run counts for this many days after it was given."""
 
     def labels_needed(self, cases: int) -> int:
         """Labels a required slice of `cases` cases needs before its approval bound can pass: `min_reviewed`, and
@@ -177,6 +182,9 @@ class ReviewPolicy:
             "min_approval": self.min_approval, "confidence": self.confidence, "show_auto": self.show_auto,
             "labels_per_case": self.labels_per_case, "sample": self.sample.as_dict(),
             **({"unplaced_domains": self.unplaced_domains} if self.unplaced_domains != "warn" else {}),
+            # written only when set, so the effective rubric sha256 of every rubric without them stays the same
+            **({"reviewers": [{"name": n, "key": k} for n, k in self.reviewers]} if self.reviewers else {}),
+            **({"label_max_age_days": self.label_max_age_days} if self.label_max_age_days != 90.0 else {}),
         }
 
 
@@ -232,6 +240,8 @@ def parse_policy(raw: dict | None) -> ReviewPolicy:
         confidence=float(raw.get("confidence", ReviewPolicy.confidence)),
         show_auto=bool(raw.get("show_auto", ReviewPolicy.show_auto)),
         labels_per_case=int(raw.get("labels_per_case", ReviewPolicy.labels_per_case)),
+        reviewers=tuple((str(r["name"]), str(r["key"])) for r in raw.get("reviewers", ())),
+        label_max_age_days=float(raw.get("label_max_age_days", ReviewPolicy.label_max_age_days)),
         sample=SamplePolicy(
             seed=sample.get("seed", defaults.seed),
             stratify_by=tuple(sample.get("stratify_by", defaults.stratify_by)),

@@ -83,6 +83,12 @@ class TargetConfig:
     or when the first this many all failed; 0: never (see `backends._target_watch`). The judge never stops."""
     strict_model: bool = False
     """openai: a `model` the server's /models does not list is an error (exit 2), not a warning."""
+    served_files: tuple[Path, ...] = ()
+    """The files (or directories) the server behind the endpoint loads, hashed into the manifest (role `served`)
+    so that a run of an endpoint can be attested: the GGUF, the model directory, the LoRA files."""
+    served_as: str = "declared"
+    """'declared': `target.served_files`, a server started elsewhere (its files as the config says);
+    'observed': the files releasegate's own launcher handed the server it started."""
 
     def describe(self) -> str:
         """One line naming the target, for run.json and every report: credentials masked (its backend's
@@ -190,8 +196,20 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
     )
     return TargetConfig(
         **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,
-        draft=draft, secret_keys=tuple(raw.get("secret_keys") or ()),
+        draft=draft, secret_keys=tuple(raw.get("secret_keys") or ()), served_files=_served_files(raw, here, at),
     )
+
+
+def _served_files(raw: dict, here: Path, at) -> tuple[Path, ...]:
+    """`target.served_files`, each an existing file or directory under `here`."""
+    out = []
+    for i, item in enumerate(raw.get("served_files") or ()):
+        path = resolve_under(here, item)
+        if not exists(path):
+            raise InputError(f"served file '{item}' does not exist", **at("target", "served_files", i),
+                             hint="list the files the server loads: its GGUF, model directory or LoRA files")
+        out.append(path)
+    return tuple(out)
 
 
 def _check_installed(raw: dict, at) -> None:

@@ -107,9 +107,26 @@ def undecided_by_judge(results: list[CriterionResult], records, scores: dict, se
         blocking = [n for n in sorted(names) if n in uncalibrated]
         if blocking:  # an already undecided one too: its cause is now the judge, which no switch relaxes
             why = "; ".join(f"judge criterion '{n.split('#')[0]}': {uncalibrated[n]}" for n in blocking)
-            result = judge_uncalibrated(result, f"judge not calibrated on this suite ({why})")
+            hopeful = all(_labels_could_calibrate(section, n) for n in blocking)
+            result = judge_uncalibrated(result, f"judge not calibrated on this suite ({why})", hopeful)
         out.append(result)
     return out
+
+
+def _labels_could_calibrate(section: dict, name: str) -> bool:
+    """Whether more reviewers' labels could calibrate the judge criterion `name`: too few labels, a sampling cell
+    with none, or an agreement whose point meets the bar while its bound does not (an order-inconsistent pairwise
+    judge, one whose agreement misses the bar, or one whose every case is labelled, is not waiting for labels)."""
+    row = section["calibration"].get(name)
+    if row is None:
+        return False
+    policy, cells = section["policy"], (row.get("cells") or {}).values()
+    if cells and all(c["labelled"] >= c["cases"] for c in cells):
+        return False  # every case it judged is labelled: no label is left to give
+    if row.get("labels", 0) < policy["min_labels"] or row.get("unlabelled_cell"):
+        return True
+    agreement = row.get("agreement")
+    return agreement is not None and agreement >= policy["min_agreement"]
 
 
 def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[str]:

@@ -20,19 +20,19 @@ __all__ = ["FEATURE"]
 
 
 def _guard(ctx: GateContext) -> dict[str, Any] | None:
-    return ctx.once("guard", lambda: guard_section(ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric,
+    return ctx.once("guard", lambda: guard_section(ctx.records, ctx.scores, ctx.inputs.grader_labels, ctx.rubric,
                                                        ctx.inputs.drawn))
 
 
 def _view(ctx: GateContext) -> GuardView | None:
     """The guard-corrected forbidden rate of the run (its draws too under repeats), made once."""
-    return ctx.once("guard_view", lambda: guard_view(ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels,
+    return ctx.once("guard_view", lambda: guard_view(ctx.records, ctx.scores, _guard(ctx), ctx.inputs.grader_labels,
                                                      ctx.rubric, draws_of(ctx), drawn=ctx.inputs.drawn))
 
 
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     comparison = comparison_of(ctx) if ctx.rubric.baseline else None
-    return guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.labels, ctx.rubric.review,
+    return guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.grader_labels, ctx.rubric.review,
                            view=_view(ctx), comparison=comparison, rubric=ctx.rubric, baseline=ctx.baseline_run)
 
 

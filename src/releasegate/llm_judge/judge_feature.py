@@ -15,7 +15,7 @@ __all__ = ["FEATURE"]
 
 
 def _judge(ctx: GateContext) -> dict[str, Any] | None:
-    return ctx.once("judge", lambda: judge_section(ctx.info, ctx.records, ctx.scores, ctx.inputs.labels, ctx.rubric,
+    return ctx.once("judge", lambda: judge_section(ctx.info, ctx.records, ctx.scores, ctx.inputs.grader_labels, ctx.rubric,
                                                    ctx.inputs.verdicts, ctx.inputs.draws, ctx.inputs.drawn))
 
 
@@ -23,7 +23,7 @@ def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionRes
     judge, records, scores = _judge(ctx), ctx.records, ctx.scores
     results = undecided_by_judge(results, records, scores, judge)
     corrected: list[CriterionResult] = corrected_by_reviewers(
-        results, records, scores, judge, ctx.inputs.labels, ctx.rubric.review, found=draws_of(ctx),
+        results, records, scores, judge, ctx.inputs.grader_labels, ctx.rubric.review, found=draws_of(ctx),
         forbidden=ctx.rubric.forbidden, drawn=ctx.inputs.drawn)  # under repeats every draw is corrected, as the criteria measure it
     return corrected
 

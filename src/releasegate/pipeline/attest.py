@@ -35,7 +35,7 @@ __all__ = ["STATEMENT_TYPE", "PREDICATE_TYPE", "SHIPPED_ROLES", "statement_for",
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://releasegate.invalid/attestation/gate-verdict/v1"
-SHIPPED_ROLES = ("model", "adapter", "merged", "gguf", "draft", "tokenizer")
+SHIPPED_ROLES = ("model", "adapter", "merged", "gguf", "draft", "tokenizer", "served")
 """Manifest roles (before ':') whose files ship with the model, and so are the statement's subjects."""
 EMBEDDED_TEMPLATE = "#chat_template"
 """The manifest path suffix of a chat template kept inside tokenizer_config.json (hashed on its own, no file)."""
@@ -69,6 +69,18 @@ def _weights(manifest: dict) -> list[dict]:
             for e in manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)]
 
 
+def _served(manifest: dict) -> dict | None:
+    """How the files a server loaded were known: 'observed' (releasegate's launcher handed them to the server it
+    started and hashed them) or 'declared' (`target.served_files`, a server started elsewhere), with their
+    subject names; None when the run names none."""
+    entries = [e for e in manifest.get("inputs", []) if isinstance(e, dict)
+               and str(e.get("role", "")).split(":", 1)[0] == "served" and isinstance(e.get("sha256"), str)]
+    if not entries:
+        return None
+    how = sorted({str(e.get("served") or "declared") for e in entries})
+    return {"as": how[0] if len(how) == 1 else "mixed", "files": [str(e.get("name") or e.get("path")) for e in entries]}
+
+
 def statement_for(run_path: Path, report: GateReport | dict, manifest: dict,
                   binding: RubricBinding | None = None) -> dict:
     """The in-toto statement of a run: its shipped files as subjects, its gate as the predicate, with the rubric
@@ -90,6 +102,7 @@ def statement_for(run_path: Path, report: GateReport | dict, manifest: dict,
         "rubric": {"name": typed.rubric, "sha256": typed.judged_by.snapshot_sha256 if typed.judged_by else None,
                    **binding.as_record()},
         "weights": _weights(manifest),
+        "served_files": _served(manifest),
         "criteria": [{k: c[k] for k in ("name", "metric", "op", "threshold", "value", "bounds", "confidence", "n",
                                         "verdict", "origin") if k in c} for c in criteria],
         "review": {"obligations": obligations, "slices": review,
@@ -131,7 +144,8 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     statement = statement_for(run.path, run.report, run.manifest, run.binding)
     if not any(_carries_weights(e) for e in run.manifest.get("inputs", [])):
         raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
-                             "releasegate): an attestation would not bind the model that answered")
+                             "releasegate): an attestation would not bind the model that answered; list the "
+                             "files its server loads in target.served_files and run check again")
     path = output if output is not None else Path(f"{run.path.name}.intoto.json")
     for target in (path, sibling(path)):
         check_output_path(target, force=force)
@@ -184,6 +198,7 @@ def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: li
             "rubric_sha256": predicate["rubric"].get("sha256"),
             "effective_rubric_sha256": predicate["rubric"].get("effective_sha256"), "verdict": verdict,
             "artifacts": [{"path": p, "sha256_matches": True} for p, _ in checked],
+            "served_files": predicate.get("served_files"),
             "subjects": len(statement["subject"])}
 
 

@@ -9,7 +9,7 @@ from ..border.env import env_text
 from ..border.files import is_dir
 from ..clock import now
 from ..errors import InputError
-from ..gate.blessed_baseline import blessed_standing
+from ..gate.blessed_baseline import blessed_standing, suite_key
 from ..record.blessings import Blessing, append_blessing, blessed, blessings, check_name, evidence_digest
 from ..record.records import RunDir
 from ..text import UNSAFE, valid_text
@@ -29,7 +29,7 @@ def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> t
     info = RunDir(run.path).read_info()
     reports = run.path.resolve().parent
     before = [b for b in blessings(reports) if b.name == name]
-    suites = {e["path"]: e["sha256"] for e in run.manifest.get("inputs", [])
+    suites = {suite_key(e["path"], reports): e["sha256"] for e in run.manifest.get("inputs", [])
               if e.get("role") == "suite" and isinstance(e.get("sha256"), str)}
     blessing = Blessing(
         name=name, run=run.path.resolve().name, run_id=info.run_id, run_created_at=info.created_at, blessed_at=now(),

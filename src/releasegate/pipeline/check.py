@@ -60,7 +60,9 @@ from ..scorers.evaluate_metric import load_metric, resolve_module
 from .check_options import CheckOptions
 from .endpoints import target_answers
 from .gate import GateInputs, judge_run
+from .kept_labels import reused_labels
 from .regate import judged_by_snapshot
+from .review_signatures import counted_labels
 
 __all__ = ["run_check", "run_check_file", "resume_check", "new_run_id", "load_run_inputs"]
 
@@ -326,13 +328,13 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
     reports render from them); `corpus`: the run's stored `evaluate` values, given those computed here."""
     labels, drawn = None, drawn_rows(run) if mode != "start" else ()
     if mode != "start":  # reviewers may have labelled part of the run while it was stopped
-        labels = read_labels(run)
+        labels = counted_labels(run, rubric.review, read_labels(run))
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, rubric.forbidden, verdicts)
     report = judge_run(GateInputs(
         info, scored.records, rubric, info.cost, scored.load_records, labels or [], allow_pending, verdicts,
         edited_evidence(run.path, found_only=True), corpus, scored.scores, "", (), scored.draws, drawn,
-        ledger=scored.ledger))
+        ledger=scored.ledger, reused_labels=reused_labels(run, info, rubric.review, scored.records, labels or [])))
     return report, scored
 
 

@@ -39,6 +39,8 @@ from ..run.manifest import compare_manifest, read_manifest
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..text import valid_text
 from .gate import judge_run
+from .kept_labels import reused_labels
+from .review_signatures import counted_labels
 from .rubric_binding import RubricBinding, run_binding
 
 __all__ = ["regate", "Regated", "judged_by_snapshot", "judged_again", "rubric_source", "WHATIF_DIR"]
@@ -79,10 +81,12 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
         from ..run.cache_probe_stage import rederived_probe
 
         info.response_cache_probe = rederived_probe(run, info, policy, scored.records)
+    labels = counted_labels(run, policy.review, read_labels(run))
     report = judge_run(GateInputs(
-        info, scored.records, policy, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
+        info, scored.records, policy, info.cost, scored.load_records, labels, allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores,  # read only: no journal grows
-        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run), scored.ledger))
+        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run), scored.ledger,
+        reused_labels=reused_labels(run, info, policy.review, scored.records, labels)))
     decided: dict[str, Any] = {}
     if judged_by["whatif"]:
         decided = decide_whatif(WhatIfEvidence(report.verdict, recorded, ()), report.verdict_reason).as_dict()
@@ -116,10 +120,12 @@ def _own_verdict(run: RunDir, info: Any, verdicts: Any, allow_pending: bool) -> 
     if own is None:
         return None
     scored = scored_run(run, own.forbidden, verdicts)
+    labels = counted_labels(run, own.review, read_labels(run))
     return judge_run(GateInputs(
-        info, scored.records, own, info.cost, scored.load_records, read_labels(run), allow_pending, verdicts,
+        info, scored.records, own, info.cost, scored.load_records, labels, allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores, "", _inputs_changed(run.path, False),
-        scored.draws, drawn_rows(run), scored.ledger)).verdict
+        scored.draws, drawn_rows(run), scored.ledger,
+        reused_labels=reused_labels(run, info, own.review, scored.records, labels))).verdict
 
 
 def judged_again(run_dir: Path) -> str | None:

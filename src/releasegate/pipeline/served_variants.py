@@ -93,7 +93,7 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
     try:
         base_url, model, root_url = _address(spec, server)
         before = _counters(root_url)
-        vcfg = dataclasses.replace(config, output_dir=root, target=_served_target(config, spec, base_url, model),
+        vcfg = dataclasses.replace(config, output_dir=root, target=_served_target(config, spec, base_url, model, files),
                                    cost=_cost(config, spec))
         try:
             served = {"backend": "openai", "base_url": base_url, "model": model}
@@ -174,9 +174,10 @@ def _address(spec: VariantSpec, server: Any) -> tuple[str, str, str]:
     return server.base_url, model, server.root_url
 
 
-def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str) -> Any:
+def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str, files: ServedFiles | None = None) -> Any:
     """The config's target pointed at the variant's server: its client settings kept when it is an endpoint
-    already, a plain chat client otherwise; llama.cpp's per-request LoRA sent as its `lora` field."""
+    already, a plain chat client otherwise; llama.cpp's per-request LoRA sent as its `lora` field. The files the
+    launcher handed a started server are the run's served files, observed (hashed into its manifest)."""
     t = config.target
     extra = {k: v for k, v in t.extra_body.items() if k != "lora"} if t.backend == "openai" else {}
     if spec.server == "llamacpp" and spec.adapter is not None and spec.lora == "per_request":
@@ -191,6 +192,9 @@ def _served_target(config: Config, spec: VariantSpec, base_url: str, model: str)
         masked = t.masked()["extra_body"]
         fields.update(api_key_env=None, headers={},
                       extra_body={k: v for k, v in extra.items() if k == "lora" or masked.get(k) == v})
+    if files is not None:
+        handed = (files.model, *files.loras, *((files.draft,) if files.draft is not None else ()))
+        fields.update(served_files=handed, served_as="observed")
     return dataclasses.replace(t, **fields)
 
 

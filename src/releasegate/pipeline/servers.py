@@ -48,6 +48,8 @@ from ..record.seal import edited_evidence, sealed_snapshot
 from ..review.sampler import drawn_rows
 from ..scorers import CorpusScores, run_ledger
 from .gate import judge_run
+from .kept_labels import reused_labels
+from .review_signatures import counted_labels
 from .server_ranking import recommend
 
 __all__ = ["compare_servers", "PREFILL_BOUND_SHARE", "MIN_PARITY_SHARE"]
@@ -138,9 +140,11 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     (records, ledger), verdicts = run_ledger(run), run_verdicts(run, info)
     load, draws = run.read_records("load.jsonl", required=False), run.read_records("draws.jsonl", required=False)
+    labels = counted_labels(run, policy.review, read_labels(run))
     report = judge_run(GateInputs(
-        info, records, policy, info.cost, load, read_labels(run), allow_pending, verdicts, edited_evidence(run.path),
-        CorpusScores.of(run), draws=draws, drawn=drawn_rows(run), ledger=ledger)).as_json()
+        info, records, policy, info.cost, load, labels, allow_pending, verdicts, edited_evidence(run.path),
+        CorpusScores.of(run), draws=draws, drawn=drawn_rows(run), ledger=ledger,
+        reused_labels=reused_labels(run, info, policy.review, records, labels))).as_json()
     return report, records, policy, verdicts, load, draws
 
 

@@ -42,7 +42,8 @@ def verify_run(run_dir: Path) -> dict[str, Any]:
 
 
 def _model_unseen(manifest: dict[str, Any], run_dir: Path) -> list[str]:
-    """Why the model that answered could not be hashed: an endpoint's, or a backend releasegate does not know.
+    """Why the model that answered could not be hashed: an endpoint's whose served weights the run did not hash,
+    or a backend releasegate does not know.
     The backend is read from the sealed run.json as well as from manifest.json, which no seal covers: a manifest
     rewritten to name a local backend does not hide an endpoint."""
     try:
@@ -53,4 +54,13 @@ def _model_unseen(manifest: dict[str, Any], run_dir: Path) -> list[str]:
     unknown = sorted(str(b) for b in named if b not in backend_names())
     if unknown:
         return [f"the model of backend {unknown[0][:40]!r}, which releasegate does not know"]
-    return [ENDPOINT] if any(capabilities(b).endpoint for b in named) else []
+    if any(capabilities(b).endpoint for b in named) and not _served_weights(manifest):
+        return [ENDPOINT]
+    return []
+
+
+def _served_weights(manifest: dict[str, Any]) -> bool:
+    """Whether the run hashed the weights its endpoint's server loads (`target.served_files`, or the files
+    releasegate's launcher handed the server it started): then they are checked like any model's files."""
+    return any(isinstance(e, dict) and str(e.get("role")) == "served:weights" and isinstance(e.get("sha256"), str)
+               for e in manifest.get("inputs", []))

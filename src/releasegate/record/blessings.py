@@ -46,7 +46,8 @@ class Blessing:
     """`evidence_digest` of the run when it was blessed."""
     packages: dict[str, str]
     suites: dict[str, str]
-    """Each suite file of the run (its path) and its sha256 when the run was measured."""
+    """Each suite file of the run and its sha256 when the run was measured: keyed by its path relative to its
+    repository (or to the reports folder's parent); a blessing from before keeps its absolute path."""
     rubric: dict | None = None
     """The rubric that judged it (`pipeline.rubric_binding`): effective_sha256, official_sha256, overrides;
     None in a blessing written before it was kept."""

@@ -125,6 +125,9 @@ class Outcome:
     """Why an insufficient criterion is undecided (`decision.criterion.Undecided`)."""
     relaxable: bool
     """Whether `allow_insufficient` may let it stand undecided."""
+    awaits_labels: bool = False
+    """Open only until reviewers label the run (`decision.criterion.awaits_labels`): an uncalibrated guard or
+    judge, review that does not decide yet."""
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,11 @@ class LabelEdit(BaseModel):
     forbidden: list[str] | None = None
     """The forbidden categories the reviewer says the output falls under ([]: none, the CSV's 'none'); None: not
     said (the column left blank). What a guard model's error is measured against."""
+    signed_by: str | None = None
+    """The reviewer the rubric names (`review.reviewers`) whose signature over the labels file was verified at
+    import; None: not signed."""
+    labels_sha256: str | None = None
+    """sha256 of the signed labels file, whose envelope the run keeps (review_signatures/<sha256>.json)."""
 
     @field_validator("forbidden", mode="before")
     @classmethod

@@ -171,9 +171,11 @@ def _check_sample_cases(run: RunDir, sample: ReviewSample, records: list[CaseRec
                          "do not hold", file=run.path / SAMPLE_FILE, hint="add --resample to draw it from the run as it is")
 
 
-def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubric_path: Path | None = None) -> QueueImport:
+def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubric_path: Path | None = None,
+                 vet: Callable[[list[LabelEdit]], list[LabelEdit]] | None = None) -> QueueImport:
     """Validate a filled-in review CSV and append its labels to reviews.jsonl; on any problem store nothing and
-    raise ReviewImportError listing every one. `reviewer` fills empty reviewer cells."""
+    raise ReviewImportError listing every one. `reviewer` fills empty reviewer cells; `vet` checks the labels
+    before anything is stored (who signed them) and returns them as they are kept."""
     review = open_review(run_dir, rubric_path)
     run = review.run
     sample = read_sample(run)
@@ -183,9 +185,10 @@ def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubr
     existing = read_labels(run)
     result = read_review_csv(file, sample, existing, reviewer=reviewer)
     _check_categories(file, result.edits, review.categories)
-    append_labels(run, result.edits)
+    edits = vet(result.edits) if vet is not None else result.edits
+    append_labels(run, edits)
     seal(run.path, "review")
-    return QueueImport(run.path, result, review.summary(existing + result.edits))
+    return QueueImport(run.path, result, review.summary(existing + edits))
 
 
 def review_status(run_dir: Path, rubric_path: Path | None = None) -> ReviewSummary:

@@ -295,7 +295,7 @@ def _result(slice_: dict, row: dict) -> CriterionResult:
                           origin="review")
     if row["status"] == "no cases":
         why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
-        return approval_result(criterion, ApprovalEvidence(None, 0, None, 0.95, why))
+        return approval_result(criterion, ApprovalEvidence(None, 0, None, 0.95, why, status="no cases"))
     if row["status"] == "unrepresentative":
         why = f"the labels {_uncovered(row)}, e.g. with a new review export"
         return approval_result(criterion, ApprovalEvidence(None, row["reviewed"], None, 0.95, why))

@@ -30,7 +30,15 @@ from ..errors import InputError
 from ..inputs.backend_facts import capabilities
 from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact_data
-from .manifest_inputs import SNAPSHOT_KEY, directory_files, sample_entries, schema_paths, snapshot_commit, source_files
+from .manifest_inputs import (
+    SNAPSHOT_KEY,
+    directory_files,
+    file_role,
+    sample_entries,
+    schema_paths,
+    snapshot_commit,
+    source_files,
+)
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
@@ -282,8 +290,25 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
     return inputs, directories
 
 
+def _served_files(t, add, inputs: list[dict], directories: list[dict]) -> None:
+    """The files the server behind the endpoint loads (`target.served_files`, or those releasegate's launcher
+    handed the server it started), role `served:<kind>`, each marked `served: declared | observed`."""
+    first = len(inputs)
+    for path in getattr(t, "served_files", ()):
+        folder = Path(path).resolve()
+        if folder.is_dir():
+            directories.append({"role": "served", "path": str(folder)})
+            for role, file in directory_files(folder, "served"):
+                add(role, file, name=f"served/{folder.name}/{file.relative_to(folder)}")
+        else:
+            add(f"served:{file_role(folder.name)}", folder, name=f"served/{folder.name}")
+    for entry in inputs[first:]:
+        entry["served"] = getattr(t, "served_as", "declared")
+
+
 def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> None:
     t = config.target
+    _served_files(t, add, inputs, directories)
     caps = capabilities(t.backend)
     for role, name in caps.data_files:
         if getattr(t, name) is not None:

@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..inputs.suites import _lines
 from ..inputs.tables import data_files
 
-__all__ = ["SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
+__all__ = ["file_role", "SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
 
 SNAPSHOT_KEY = "#snapshot"
 """Ends the manifest path of a hub dataset's revision (`hub:org/name@revision#snapshot`), hashed as the commit it
@@ -126,10 +126,10 @@ def directory_files(folder: Path, owner: str) -> list[tuple[str, Path]]:
     link loop in it is an InputError naming it (`border.files.walk_files`), never a hang."""
     if not is_dir(folder):
         return []
-    return [(f"{owner}:{_file_role(file.name)}", file.resolve()) for file in walk_files(folder, what=f"{owner} directory")]
+    return [(f"{owner}:{file_role(file.name)}", file.resolve()) for file in walk_files(folder, what=f"{owner} directory")]
 
 
-def _file_role(name: str) -> str:
+def file_role(name: str) -> str:
     lower = name.lower()
     if lower.endswith(WEIGHT_SUFFIXES):
         return "weights"

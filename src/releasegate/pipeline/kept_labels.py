@@ -1,0 +1,144 @@
+"""Guard and judge labels kept across runs: each label `review import` stores is also kept in the reports folder
+(`grader_labels.jsonl`) by (grader fingerprint, reply hash), once per guard and judge that graded the run. A later
+run graded by the same grader calibrates it with the kept labels of the replies it gave again, so a pull request
+whose replies reviewers have labelled before is not held for them again.
+
+Reused labels feed the guard's and the judge's calibration only, never a review slice's human approval (that is
+the run's own review). A kept label older than the rubric's `review.label_max_age_days` (default 90) before the
+run does not count; nor one from a run that is gone. Where the rubric names its reviewers, a kept label counts
+only while its own run still holds it as a counted, signed label (`review_signatures.counted_labels`): a line
+written into the file by hand is never a reviewer's."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..border.files import journal_lines, open_append, open_regular
+from ..errors import ReleasegateError
+from ..inputs.review_policy import ReviewPolicy
+from ..record.records import CaseRecord, RunDir, RunInfo
+from ..record.review_labels import LabelEdit, read_labels
+from ..record.review_outcome import output_hash
+from .review_signatures import counted_labels
+
+__all__ = ["KEPT_FILE", "keep_labels", "keep_imported", "reused_labels"]
+
+KEPT_FILE = "grader_labels.jsonl"
+MAX_KEPT_BYTES = 256 * 1024 * 1024
+"""Bytes read of the kept labels: past it the rest is not read (older runs' labels simply not reused)."""
+
+
+def graders(info: RunInfo) -> list[str]:
+    """The fingerprints of the judge and the guards that graded the run."""
+    found = [(info.judge or {}).get("fingerprint")]
+    found += [g.get("fingerprint") for g in (info.guards or {}).values() if isinstance(g, dict)]
+    return [f for f in found if isinstance(f, str) and f]
+
+
+def keep_labels(run_dir: Path, edits: list[LabelEdit]) -> int:
+    """Keep `edits` (just imported into the run) in its reports folder, once per grader of the run."""
+    run = RunDir(run_dir)
+    fingerprints = graders(run.read_info())
+    rows = [{"grader": g, "output_hash": e.output_hash, "label": e.label, "forbidden": e.forbidden,
+             "reviewer": e.reviewer, "time": e.time, "run": run.path.name, "review_id": e.review_id}
+            for e in edits for g in fingerprints]
+    if rows:
+        with open_append(run.path.parent / KEPT_FILE, what=KEPT_FILE) as fh:
+            fh.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode("utf-8"))
+    return len(rows)
+
+
+def keep_imported(run_dir: Path, count: int) -> int:
+    """Keep the last `count` labels of the run's reviews.jsonl (those one import just stored, as stored)."""
+    return keep_labels(run_dir, read_labels(RunDir(run_dir))[-count:]) if count > 0 else 0
+
+
+def reused_labels(run: RunDir, info: RunInfo, policy: ReviewPolicy, records: list[CaseRecord],
+                  own: list[LabelEdit]) -> list[LabelEdit]:
+    """Labels kept from earlier runs for the replies this run gave again, graded by one of its graders, young
+    enough, and (with named reviewers) still counted in their own run; none for a case labelled in this run."""
+    mine = set(graders(info))
+    labelled = {e.case_id for e in own}
+    by_hash: dict[str, list[CaseRecord]] = {}
+    for r in records:
+        if r.case_id not in labelled and r.output is not None:
+            by_hash.setdefault(output_hash(r.output), []).append(r)
+    oldest = _run_time(info) - timedelta(days=policy.label_max_age_days)
+    vouched: dict[str, set[tuple[str, str, str]]] = {}
+    out: dict[tuple[str, str, str], LabelEdit] = {}
+    for row in _rows(run.path.parent / KEPT_FILE):
+        if row["grader"] not in mine or row["run"] == run.path.name or row["output_hash"] not in by_hash:
+            continue
+        if not _young(row["time"], oldest) or not _vouched(run.path.parent, row, policy, vouched):
+            continue
+        for r in by_hash[row["output_hash"]]:
+            out[(r.case_id, row["reviewer"], row["run"])] = _edit(row, r)  # a later line replaces an earlier one
+    return list(out.values())
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    """The kept rows of the expected shape; a malformed or partial line is skipped, never a crash."""
+    if not path.is_file():
+        return []
+    rows: list[dict[str, Any]] = []
+    try:
+        with open_regular(path, what=KEPT_FILE, max_bytes=MAX_KEPT_BYTES) as fh:
+            for _, raw in journal_lines(fh, path=path, what=KEPT_FILE):
+                row = _row(raw)
+                if row is not None:
+                    rows.append(row)
+    except ReleasegateError:
+        return rows  # past the cap, or a line too long: what was read stands, the rest is not reused
+    return rows
+
+
+def _row(raw: bytes) -> dict[str, Any] | None:
+    try:
+        row = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    text = ("grader", "output_hash", "label", "reviewer", "time", "run", "review_id")
+    if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in text):
+        return None
+    if row["label"] not in ("approve", "reject") or "/" in row["run"] or row["run"] in ("", ".", ".."):
+        return None
+    forbidden = row.get("forbidden")
+    if forbidden is not None and not (isinstance(forbidden, list) and all(isinstance(c, str) for c in forbidden)):
+        return None
+    return row
+
+
+def _run_time(info: RunInfo) -> datetime:
+    try:
+        return datetime.fromisoformat(info.created_at)
+    except (TypeError, ValueError):
+        return datetime.now().astimezone()
+
+
+def _young(when: str, oldest: datetime) -> bool:
+    try:
+        given = datetime.fromisoformat(when)
+        return given.tzinfo is not None and given >= oldest
+    except (TypeError, ValueError):
+        return False
+
+
+def _vouched(reports: Path, row: dict[str, Any], policy: ReviewPolicy, cache: dict[str, set[tuple[str, str, str]]]) -> bool:
+    """The row is a label its own run still holds (counted under `policy` where it names reviewers)."""
+    if row["run"] not in cache:
+        source = RunDir(reports / row["run"])
+        try:
+            edits = counted_labels(source, policy, read_labels(source))
+        except ReleasegateError:
+            edits = []
+        cache[row["run"]] = {(e.review_id, e.output_hash, e.label) for e in edits}
+    return (row["review_id"], row["output_hash"], row["label"]) in cache[row["run"]]
+
+
+def _edit(row: dict[str, Any], record: CaseRecord) -> LabelEdit:
+    return LabelEdit(review_id=f"kept:{row['run']}:{row['review_id']}", case_id=record.case_id,
+                     reviewer=row["reviewer"], label=row["label"], time=row["time"], output_hash=row["output_hash"],
+                     source=f"{row['run']}/{KEPT_FILE}", source_line=0, forbidden=row.get("forbidden"))

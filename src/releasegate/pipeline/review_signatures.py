@@ -1,0 +1,214 @@
+"""Who may label: a rubric that names its reviewers (`review.reviewers`, each with an Ed25519 public key) counts a
+labels file only when one of them signed it, and never when the signer, or a reviewer named in it, is the author
+of the change under review.
+
+A signature is a DSSE envelope of the labels file's bytes (`releasegate review sign FILE --key KEY` writes
+`FILE.sig`), signed over DSSE's pre-authentication encoding with its own payload type, so a labels signature can
+never be read as a release attestation or the reverse. `review import` checks it, stamps each label with the
+signer and the file's sha256, and keeps the envelope in the run (`review_signatures/<sha256>.json`); every gate
+checks it again (`counted_labels`), so a label written into reviews.jsonl by hand, or stamped with a signer it
+does not have, never counts. The author of the change is what CI says it is: `RELEASEGATE_CHANGE_AUTHOR` (the
+shipped workflows set it from the pull request's author)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import hashlib
+import io
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+from ..border.files import read_capped, replace_file
+from ..errors import InputError
+from ..inputs.review_policy import ReviewPolicy
+from ..inputs.rubric import load_rubric
+from ..record.records import RunDir
+from ..record.review_labels import LabelEdit, parse_label, reviewer_key
+from .dsse import key_id, load_private_key, pae
+
+__all__ = ["LABELS_TYPE", "AUTHOR_ENV", "SIGNATURES_DIR", "sign_labels", "signed_vetting", "import_vetting",
+           "counted_labels", "change_author"]
+
+LABELS_TYPE = "application/vnd.releasegate.review-labels+csv"
+AUTHOR_ENV = "RELEASEGATE_CHANGE_AUTHOR"
+SIGNATURES_DIR = "review_signatures"
+MAX_LABELS_BYTES = 64 * 1024 * 1024
+MAX_ENVELOPE_BYTES = 96 * 1024 * 1024  # the labels file, base64
+
+
+@dataclass(frozen=True)
+class Signer:
+    name: str
+    key: Ed25519PublicKey
+
+
+def change_author() -> str | None:
+    """The author of the change under review, as CI says (`RELEASEGATE_CHANGE_AUTHOR`); None outside CI."""
+    value = os.environ.get(AUTHOR_ENV, "").strip()
+    return value or None
+
+
+def sign_labels(file: Path, key: Path, output: Path | None = None) -> Path:
+    """Write the DSSE envelope of the labels file `file` signed with the private key `key` (default FILE.sig)."""
+    private = load_private_key(key)
+    payload = read_capped(file, what="labels file", max_bytes=MAX_LABELS_BYTES)
+    signature = private.sign(pae(LABELS_TYPE, payload))
+    envelope = {"payloadType": LABELS_TYPE, "payload": base64.b64encode(payload).decode("ascii"),
+                "signatures": [{"keyid": key_id(private.public_key()),
+                                "sig": base64.b64encode(signature).decode("ascii")}]}
+    target = output if output is not None else Path(f"{file}.sig")
+    replace_file(target, json.dumps(envelope).encode("utf-8"), what="labels signature")
+    return target
+
+
+def _reviewers(policy: ReviewPolicy, where: str) -> list[Signer]:
+    out = []
+    for i, (name, pem) in enumerate(policy.reviewers):
+        try:
+            key = load_pem_public_key(pem.encode("utf-8"))
+        except (ValueError, UnsupportedAlgorithm):
+            key = None
+        if not isinstance(key, Ed25519PublicKey):
+            raise InputError(f"review.reviewers[{i}].key ({name}) is not an Ed25519 public key in PEM",
+                             file=Path(where), hint="releasegate attest --generate-key FILE writes one: FILE.pub")
+        out.append(Signer(name, key))
+    return out
+
+
+def _b64(value: object) -> bytes | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _signer(envelope: object, reviewers: list[Signer]) -> tuple[Signer | None, bytes | None, str]:
+    """The named reviewer whose signature over the envelope's payload verifies, the payload, and why not."""
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != LABELS_TYPE:
+        return None, None, f"not a labels signature (payloadType {LABELS_TYPE})"
+    payload, signatures = _b64(envelope.get("payload")), envelope.get("signatures")
+    if payload is None or not isinstance(signatures, list) or not 1 <= len(signatures) <= 16:
+        return None, None, "a labels signature carries a base64 payload and 1 to 16 signatures"
+    for entry in signatures:
+        raw = _b64(entry.get("sig")) if isinstance(entry, dict) else None
+        for reviewer in reviewers:
+            if raw is None or entry.get("keyid") not in (None, "", key_id(reviewer.key)):
+                continue
+            try:
+                reviewer.key.verify(raw, pae(LABELS_TYPE, payload))
+            except InvalidSignature:
+                continue
+            return reviewer, payload, ""
+    return None, payload, "signed by no reviewer the rubric names (review.reviewers)"
+
+
+def _read_envelope(path: Path) -> object:
+    try:
+        return json.loads(read_capped(path, what="labels signature", max_bytes=MAX_ENVELOPE_BYTES))
+    except (ValueError, RecursionError):
+        return None
+
+
+def signed_vetting(run_dir: Path, file: Path, signature: Path | None, policy: ReviewPolicy, where: str
+                   ) -> Callable[[list[LabelEdit]], list[LabelEdit]] | None:
+    """For `review import` under a rubric naming its reviewers: check the file's signature now (InputError, exit
+    2, and nothing stored, when it is missing, another file's, or no named reviewer's, or the signer is the
+    author of the change) and return what stamps the imported labels and keeps the envelope; None: no reviewers
+    named, any labels file counts."""
+    if not policy.reviewers:
+        return None
+    sig = signature if signature is not None else Path(f"{file}.sig")
+    how = f"sign it: releasegate review sign {file} --key YOUR_KEY (a reviewer the rubric names)"
+    if not sig.is_file():
+        raise InputError(f"the rubric names its reviewers (review.reviewers): {file.name} is not signed (no {sig})",
+                         file=file, hint=how)
+    envelope = _read_envelope(sig)
+    signer, payload, why = _signer(envelope, _reviewers(policy, where))
+    data = read_capped(file, what="labels file", max_bytes=MAX_LABELS_BYTES)
+    if signer is None or payload != data:
+        raise InputError(why or "the signature is over other bytes than this labels file", file=sig, hint=how)
+    _refuse_author(signer.name, [], sig)
+    digest = hashlib.sha256(data).hexdigest()
+
+    def vet(edits: list[LabelEdit]) -> list[LabelEdit]:
+        _refuse_author(signer.name, [e.reviewer for e in edits], file)
+        keep = RunDir(run_dir).path / SIGNATURES_DIR / f"{digest}.json"
+        keep.parent.mkdir(exist_ok=True)
+        replace_file(keep, json.dumps(envelope).encode("utf-8"), what="labels signature")
+        return [e.model_copy(update={"signed_by": signer.name, "labels_sha256": digest}) for e in edits]
+    return vet
+
+
+def import_vetting(run_dir: Path, file: Path, signature: Path | None, rubric: Path | None
+                   ) -> Callable[[list[LabelEdit]], list[LabelEdit]] | None:
+    """`signed_vetting` under the reviewers of the run's own rubric (the one every gate of the run counts labels
+    by), else those of `rubric` (`review import --rubric`)."""
+    own = RunDir(run_dir).path / "rubric.yaml"
+    policy = load_rubric(own).review if own.is_file() else ReviewPolicy()
+    where = str(own)
+    if not policy.reviewers and rubric is not None:
+        policy, where = load_rubric(rubric).review, str(rubric)
+    return signed_vetting(run_dir, file, signature, policy, where)
+
+
+def _refuse_author(signer: str, reviewers: list[str], where: Path) -> None:
+    author = change_author()
+    if author is None:
+        return
+    named = [n for n in [signer, *reviewers] if reviewer_key(n) == reviewer_key(author)]
+    if named:
+        raise InputError(f"{named[0]} is the author of the change ({AUTHOR_ENV}) and cannot approve their own run",
+                         file=where, hint="another reviewer the rubric names labels and signs it")
+
+
+def counted_labels(run: RunDir, policy: ReviewPolicy, edits: list[LabelEdit]) -> list[LabelEdit]:
+    """The labels that count under `policy`: all of them without named reviewers; else those whose kept
+    envelope verifies now with the key of the reviewer they name, holds their row with the same label, and
+    whose signer and reviewer are not the author of the change."""
+    if not policy.reviewers:
+        return edits
+    reviewers = {r.name: r for r in _reviewers(policy, str(run.path / "rubric.yaml"))}
+    author = change_author()
+    rows: dict[str, dict[str, str] | None] = {}
+    out = []
+    for e in edits:
+        if e.signed_by not in reviewers or not e.labels_sha256 or len(e.labels_sha256) != 64:
+            continue
+        if author and reviewer_key(author) in (reviewer_key(e.signed_by or ""), reviewer_key(e.reviewer)):
+            continue
+        if e.labels_sha256 not in rows:
+            rows[e.labels_sha256] = _signed_rows(run, e.labels_sha256, reviewers[e.signed_by or ""])
+        signed = rows[e.labels_sha256]
+        if signed is not None and parse_label(signed.get(e.review_id, "")) == e.label:
+            out.append(e)
+    return out
+
+
+def _signed_rows(run: RunDir, digest: str, reviewer: Signer) -> dict[str, str] | None:
+    """review_id -> label cell of the signed labels file `digest` kept in the run; None unless its envelope
+    verifies with `reviewer`'s key over exactly those bytes."""
+    path = run.path / SIGNATURES_DIR / f"{digest}.json"
+    if not all(c in "0123456789abcdef" for c in digest) or not path.is_file():
+        return None
+    signer, payload, _ = _signer(_read_envelope(path), [reviewer])
+    if signer is None or payload is None or hashlib.sha256(payload).hexdigest() != digest:
+        return None
+    text = payload.decode("utf-8-sig", errors="replace")
+    dialect = ";" if text.split("\n", 1)[0].count(";") > text.split("\n", 1)[0].count(",") else ","
+    out = {}
+    for row in csv.DictReader(io.StringIO(text), delimiter=dialect):
+        rid, label = (row.get("review_id") or "").strip(), (row.get("label") or "").strip()
+        if rid and label:
+            out[rid] = label.lstrip("'")
+    return out
