@@ -85,7 +85,7 @@ def import_(
     try:
         done = import_queue(run_dir, file, reviewer=reviewer, rubric_path=rubric)
     except ReviewImportError as exc:
-        if len(exc.problems) > 1:
+        if exc.count > 1:
             err = Console(stderr=True, highlight=False)
             for line in exc.report_lines():
                 err.print(line, markup=False, soft_wrap=True)
