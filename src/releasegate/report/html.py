@@ -25,6 +25,7 @@ from ..record.gate_report import CriterionRow, GateReport, MetricRow
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.report_sections import JudgeSection, ReviewRow
 from ..text import inert
+from .baseline_section import baseline_line, comparison_view
 from .cache_probe_plot import cache_probe_plot
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_plots import capacity_plots
@@ -92,7 +93,8 @@ def render_html(view: RunView) -> str:
         cost=_cost(view),
         slices=_slices(report.slices),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report.metrics.items()],
-        comparison=_as_table(_comparison(report)),
+        comparison=comparison_view(_comparison(report)), other_comparison=_other_comparison(report),
+        baseline=baseline_line(report.comparison),
         review=_review_table(_review(report)),
         judge=_judge(report.judge),
         guard_lines=[line.strip() for line in guard_lines(report.guard)],
@@ -146,6 +148,12 @@ def _comparison(report: GateReport):
     """The baseline comparison; a report.json from elsewhere may hold it as `baseline` or `variants`."""
     extra = report.model_extra or {}
     return next((v for v in (report.comparison, extra.get("baseline"), extra.get("variants")) if v), None)
+
+
+def _other_comparison(report: GateReport) -> dict | None:
+    """A comparison of a shape other than the baseline comparison's, as a generic table."""
+    found = _comparison(report)
+    return None if comparison_view(found) is not None else _as_table(found)
 
 
 def _headline(metrics: dict[str, MetricRow], source: str) -> list[dict]:

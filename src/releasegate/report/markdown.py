@@ -23,6 +23,7 @@ from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.stored_manifest import read_manifest_file
 from ..review.summary import review_headline
 from ..text import inert
+from .baseline_section import baseline_line, comparison_md
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .failing_cases import failing_case_lines
@@ -94,6 +95,7 @@ def render_markdown(report: GateReport | dict) -> str:
         f"- target: {md_label(report.target)}",
         f"- rubric: {md_label(report.rubric)}",
         *([f"- {md_label(line)}"] if (line := judged_by_line(report)) and not whatif else []),
+        *([f"- {md_label(line)}"] if (line := baseline_line(report.comparison)) else []),
         *_cases_line(report),
         f"- criteria: {len(report.criteria) - len(failed)} of {len(report.criteria)} met"
         + (": failed " + ", ".join(md_label(c.name) for c in failed) if failed else ""),
@@ -117,6 +119,7 @@ def render_markdown(report: GateReport | dict) -> str:
         lines += ["", md_label(note)]
     if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
+    lines += comparison_md(report.comparison, md_text, md_label)
     for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _cache_probe_md, _slice_lines, _review_lines, _judge_md,
                     _guard_md, _stability_md, _feature_md, _failure_lines):
         lines += section(report)
