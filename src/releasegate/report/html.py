@@ -44,6 +44,7 @@ from .formatting import (
 )
 from .judge_section import calibration_table, guard_lines, judge_lines
 from .plots import latency_plots
+from .review import kappa_cell
 from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import answered_words, judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
@@ -259,7 +260,8 @@ def _review_table(review: dict | None) -> dict | None:
         return None
     if not all(isinstance(row, ReviewRow) for row in review.values()):
         return _as_table(review)  # a report.json from elsewhere: show whatever it holds
-    rows = [[f"{name} *" if row.required and name != "all" else name, *(_cell(getattr(row, k)) for k in _REVIEW_COLUMNS)]
+    rows = [[f"{name} *" if row.required and name != "all" else name,
+             *(kappa_cell(row.model_dump()) if k == "kappa" else _cell(getattr(row, k)) for k in _REVIEW_COLUMNS)]
             for name, row in review.items()]
     return {"columns": ["slice (* required)", *_REVIEW_COLUMNS.values()], "rows": rows}
 

@@ -38,6 +38,7 @@ from .formatting import (
     load_phase_rows,
 )
 from .judge_section import calibration_table, guard_lines, judge_lines
+from .review import kappa_cell
 from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import answered_words, judged_by_line, request_summary
 
@@ -247,7 +248,8 @@ def _review_lines(report: GateReport) -> list[str]:
     rows = ["| slice | " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
     for name, row in report.review_rows.items():
         label = f"{name} (required)" if row.required and name != "all" else name
-        rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(getattr(row, c))) for c in cols) + " |")
+        cells = [kappa_cell(row.model_dump()) if c == "kappa" else format_value(getattr(row, c)) for c in cols]
+        rows.append(f"| {md_text(label)} | " + " | ".join(md_label(cell) for cell in cells) + " |")
     return _details(f"Human review ({report.review_rows['all'].status})", rows)
 
 
