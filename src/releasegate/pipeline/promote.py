@@ -47,7 +47,7 @@ def release_summary(run: ReleasableRun) -> dict:
             "effective_rubric_sha256": run.binding.effective_sha256,
             "rubric_overrides": [o.as_record() for o in run.binding.overrides],
             "target": report.target, "target_fingerprint": (manifest.get("target") or {}).get("fingerprint"),
-            "report": str((run.path / "report.json").resolve()),
+            "report": f"{run.path.name}/report.json",  # in the reports folder: no machine's path
             "criteria": [{"name": c.name, "op": c.op, "threshold": c.threshold, "value": c.value,
                           "verdict": c.verdict} for c in report.criteria]}
 

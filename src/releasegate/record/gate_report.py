@@ -237,6 +237,8 @@ class GateReport(_Model):
     run_id: str
     target: str
     """The model under test, credentials masked."""
+    computed: dict[str, Any] | None = None
+    """Where the run was computed, as run.json records it (local, or a Ray cluster's address and workers)."""
     rubric: str
     """The name of the rubric that judged the run (its `name:`, else its file's stem)."""
     judged_by: JudgedBy | None = None

@@ -19,6 +19,7 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from ..inputs.scale_config import computed_words
 from ..record.capacity_sweep import CapacitySweep
 from ..record.evidence import answered
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
@@ -95,7 +96,7 @@ def render_html(view: RunView) -> str:
         slices=_slices(report.slices),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report.metrics.items()],
         comparison=comparison_view(_comparison(report)), other_comparison=_other_comparison(report),
-        baseline=baseline_line(report.comparison),
+        baseline=baseline_line(report.comparison), computed=computed_words(report.computed),
         review=_review_table(_review(report)),
         judge=_judge(report.judge),
         guard_lines=[line.strip() for line in guard_lines(report.guard)],

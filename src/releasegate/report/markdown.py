@@ -18,6 +18,7 @@ from ..border.env import STEP_SUMMARY, env_path
 from ..border.files import append_regular
 from ..border.outputs import RUN_MARKER
 from ..errors import InputError
+from ..inputs.scale_config import computed_words
 from ..record.gate_report import GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.stored_manifest import read_manifest_file
@@ -94,6 +95,7 @@ def render_markdown(report: GateReport | dict) -> str:
         *_judged_by_lines(report),
         f"- run: {md_label(report.run_id)}",
         f"- target: {md_label(report.target)}",
+        f"- {md_label(computed_words(report.computed))}",
         f"- rubric: {md_label(report.rubric)}",
         *([f"- {md_label(line)}"] if (line := judged_by_line(report)) and not whatif else []),
         *([f"- {md_label(line)}"] if (line := baseline_line(report.comparison)) else []),
