@@ -54,3 +54,17 @@ def test_a_baseline_run_that_is_not_blessed_is_named_by_its_run(project, cli):
     md = (cand / "report.md").read_text()
     assert "- baseline: run base\n" in md and "### Comparison with the baseline" in md
     assert str(project) not in md.split("### Comparison")[1]  # the run by its name, not the folder it lay in
+
+
+def test_a_hand_edited_megabyte_reason_is_bounded_in_every_row(project, cli):
+    passing_project(project)
+    assert bless(cli, check(cli, project, "base"))[0] == 0
+    journal = project / "reports" / "baselines.jsonl"
+    entry = json.loads(journal.read_text())
+    journal.write_text(json.dumps({**entry, "reason": "x" * 1_000_000}) + "\n")
+    _rubric_against(project)
+    cand = check(cli, project, "cand", expect=3)
+    report = json.loads((cand / "report.json").read_text())
+    assert len(report["comparison"]["baseline_blessing"]["reason"]) == 2000
+    rows = list(csv.DictReader(io.StringIO((cand / "report.csv").read_text(encoding="utf-8-sig"))))
+    assert all(len(r["baseline"]) < 500 and r["baseline"].endswith('…")') for r in rows)

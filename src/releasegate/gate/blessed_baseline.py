@@ -44,7 +44,7 @@ def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
         return BlessedStanding((f"{run.name} was never blessed as {name} in {spec['reports']}",), ())
     blessing = found[-1]
     named = {"name": name, "run": blessing.run, "by": blessing.by, "blessed_at": blessing.blessed_at,
-             "reason": blessing.reason}
+             "reason": blessing.reason[:2000]}  # as `bless --reason` bounds it: a hand-edited line may be longer
     report = stored_json(run / "report.json", what="report.json")
     verdict = report.get("verdict") if isinstance(report, dict) else None
     problem = decide_blessed_run(BlessedRunEvidence(

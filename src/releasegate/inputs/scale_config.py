@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..extras import install_command, require
+from ..text import inert
 from .backend_facts import capabilities
 
 __all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT", "where_computed", "computed_words"]
@@ -72,4 +73,4 @@ def computed_words(computed: dict | None) -> str:
     address = computed.get("address")
     at = {"none": "on a local Ray cluster started for the run", "auto": "on the Ray cluster this machine belongs to "
           "(address auto)"}.get(str(address), f"on the Ray cluster at {address}")
-    return f"computed: {at}, {computed.get('workers')} workers ({computed.get('spreads')})"
+    return inert(f"computed: {at}, {computed.get('workers')} workers ({computed.get('spreads')})", keep="")

@@ -14,6 +14,8 @@ __all__ = ["baseline_line", "comparison_view", "comparison_md", "comparison_note
 COMPARISON_COLUMNS = ("metric", "baseline", "candidate", "delta", "interval", "margin", "McNemar p", "verdict")
 _SLICE_COLUMNS = ("slice", "n", "baseline", "candidate", "delta", "McNemar p", "verdict")
 _LATENCY_ROWS = ("ttft_ms", "tpot_ms", "e2e_ms")
+_REASON_SHOWN = 300
+"""Characters of a blessing's reason a report line shows (report.json keeps it as bless bounds it)."""
 
 
 def num(value, spec: str = ".4g") -> str:
@@ -64,8 +66,10 @@ def baseline_line(comparison) -> str | None:
     run = _run_name(comparison.get("baseline_run"))
     blessing = comparison.get("baseline_blessing")
     if isinstance(blessing, dict):
+        reason = str(blessing.get("reason"))
+        reason = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + "…"  # every CSV row holds it
         line = (f"baseline: blessed '{blessing.get('name')}', run {blessing.get('run')} (blessed by "
-                f"{blessing.get('by')}, {_when(blessing.get('blessed_at'))}: \"{blessing.get('reason')}\")")
+                f"{blessing.get('by')}, {_when(blessing.get('blessed_at'))}: \"{reason}\")")
     elif comparison.get("baseline_blessed"):
         line = f"baseline: '{comparison['baseline_blessed']}', run {run} (no blessing of it found)"
     else:
