@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import PurePath
+from typing import Any
 
 from ..text import inert
 
@@ -18,22 +19,22 @@ _REASON_SHOWN = 300
 """Characters of a blessing's reason a report line shows (report.json keeps it as bless bounds it)."""
 
 
-def num(value, spec: str = ".4g") -> str:
+def num(value: Any, spec: str = ".4g") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _interval(row: dict) -> str:
+def _interval(row: dict[str, Any]) -> str:
     return f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row.get("interval") else "—"
 
 
-def metric_cells(row: dict) -> list[str]:
+def metric_cells(row: dict[str, Any]) -> list[str]:
     """metric, baseline, candidate, delta, interval, margin, McNemar p, as text."""
     p = f"{row['p_value']:.3g}" if row.get("p_value") is not None else "—"
     return [row["metric"], num(row["baseline"]), num(row["candidate"]), num(row["delta"], "+.4g"), _interval(row),
             f"{row['margin']:.3g}", p]
 
 
-def comparison_notes(result: dict) -> list[str]:
+def comparison_notes(result: dict[str, Any]) -> list[str]:
     """The lines under the table: each metric's note, what keeps the comparison from standing, the flips."""
     lines = [f"{row['metric']}: {row['note']}" for row in result["rows"] if row.get("note")]
     lines += [f"{result['verdict']}: {why}" for why in (result.get("target_error"), result.get("incomplete"),
@@ -45,7 +46,7 @@ def comparison_notes(result: dict) -> list[str]:
     return lines
 
 
-def _latency_lines(result: dict) -> list[str]:
+def _latency_lines(result: dict[str, Any]) -> list[str]:
     """Where the latency rows come from (each run's quality cases), and a warning when the two runs sent them
     under different loads: a TTFT delta then measures the load as much as the model."""
     sources = result.get("latency_sources")
