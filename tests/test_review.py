@@ -106,6 +106,12 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+def at(name: str, starts: list[int], i: int) -> str:
+    """Where import names data row i (0-based): its line, and its spreadsheet row where the two differ."""
+    row = (i if i >= 0 else len(starts) + i) + 2
+    return f"{name}:{starts[i]}" + (f" (spreadsheet row {row})" if row != starts[i] else "") + ":"
+
+
 def write_rows(path: Path, rows: list[dict], columns=COLUMNS, *, encoding="utf-8-sig", delimiter=",") -> list[int]:
     """Write rows as a spreadsheet would; return the physical line each data row starts on."""
     buf = io.StringIO(newline="")
@@ -329,20 +335,20 @@ def test_edited_output_names_its_line(run_dir, cli, exported):
     i = next(i for i, r in enumerate(exported) if r["case_id"] == "web-0")
     exported[i]["output"] = "'" + HYPERLINK.replace("invalid", "evil")
     starts = write_rows(path, exported)
-    assert_refused(cli, run_dir, path, f"edited.csv:{starts[i]}:", "output was edited since export")
+    assert_refused(cli, run_dir, path, at("edited.csv", starts, i), "output was edited since export")
 
 
 def test_row_from_another_export(run_dir, cli, exported):
     path = run_dir.parent / "other.csv"
     exported[1]["output_hash"] = "sha256:" + "0" * 64
     starts = write_rows(path, exported)
-    assert_refused(cli, run_dir, path, f"other.csv:{starts[1]}:", "output_hash is not this run's")
+    assert_refused(cli, run_dir, path, at("other.csv", starts, 1), "output_hash is not this run's")
 
 
 def test_duplicated_review_id(run_dir, cli, exported):
     path = run_dir.parent / "dup.csv"
     starts = write_rows(path, [*exported, exported[0]])
-    assert_refused(cli, run_dir, path, f"dup.csv:{starts[-1]}:", f"duplicated (first on line {starts[0]})")
+    assert_refused(cli, run_dir, path, at("dup.csv", starts, -1), f"duplicated (first on line {starts[0]})")
 
 
 def test_every_problem_is_listed_with_its_line(run_dir, cli, exported):
@@ -352,10 +358,38 @@ def test_every_problem_is_listed_with_its_line(run_dir, cli, exported):
     exported[2]["reviewer"] = " "
     exported[3].update(label="", reason="forgot the label")
     starts = write_rows(path, exported)
-    err = assert_refused(cli, run_dir, path, f"many.csv:{starts[0]}: unknown review id 'R-000000000000'",
-                         f"many.csv:{starts[1]}:", "invalid label 'maybe'", f"many.csv:{starts[2]}:",
-                         "without a reviewer", f"many.csv:{starts[3]}:", "a reason but no label", "3 more problem(s)")
+    err = assert_refused(cli, run_dir, path, at("many.csv", starts, 0) + " unknown review id 'R-000000000000'",
+                         at("many.csv", starts, 1), "invalid label 'maybe'", at("many.csv", starts, 2),
+                         "without a reviewer", at("many.csv", starts, 3), "a reason but no label", "3 more problem(s)")
     assert err.count("many.csv:") == 5  # four listed, and the error line repeats the first
+
+
+def test_every_problem_of_every_row_in_one_pass_the_first_ten_named(run_dir, cli, exported):
+    """Three problems in each row but the last, whose forbidden category the rubric does not name (found before
+    only once the others were fixed): one import names the first ten with line and spreadsheet row, counts the
+    rest, imports nothing, and the run still waits for review."""
+    path = run_dir.parent / "all.csv"
+    for row in exported[:-1]:
+        row.update(label="maybe", reviewer=" ", reason="x" * 2001)
+    exported[-1]["forbidden"] = "not_a_category"
+    starts = write_rows(path, exported)
+    total = 3 * (len(exported) - 1) + 1
+    assert total > 10
+    err = assert_refused(cli, run_dir, path, at("all.csv", starts, 0) + " " + exported[0]["review_id"] + ": invalid label",
+                         "the reason is longer than 2000", "without a reviewer", at("all.csv", starts, 3),
+                         f"{total - 10} more problem(s) not listed (the first 10 are above)")
+    listed = [line for line in err.splitlines() if not line.startswith("error:") and "all.csv:" in line
+              and "not listed" not in line]
+    assert len(listed) == 10 and [line.count(exported[i // 3]["review_id"]) for i, line in enumerate(listed)] == [1] * 10
+    assert err.count(f"all.csv:{starts[0]}") == 4  # the row's three problems, and the error line that repeats its first
+    exported = label_all(exported, lambda r: "approve")
+    for row in exported[:-1]:
+        row.update(reason="fine")
+    write_rows(path, exported)
+    err = assert_refused(cli, run_dir, path, at("all.csv", starts, len(exported) - 1),
+                         "forbidden 'not_a_category' is not a forbidden category of the rubric")
+    assert "more problem" not in err
+    assert cli("gate", run_dir)[0] == 3
 
 
 def test_broken_quoting_in_the_header_names_line_1(run_dir, cli, exported):

@@ -67,3 +67,16 @@ def test_without_ray_a_scaled_config_says_how_to_install_it(tmp_path):
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "pip install 'releasegate[ray]'" in lines[0] and "scale.engine" in lines[0], lines
     assert not (tmp_path / "reports").exists()  # refused before any run directory was made
+
+
+def test_where_a_run_is_computed_is_local_or_the_ray_cluster_and_its_workers():
+    from releasegate.inputs.scale_config import ScaleConfig, computed_words, where_computed
+
+    assert where_computed(None, "hf") == {"where": "local"} and computed_words({"where": "local"}) == "computed: locally"
+    hf = where_computed(ScaleConfig(workers=4, address="ray://head:10001"), "hf")
+    assert hf == {"where": "ray", "address": "ray://head:10001", "workers": 4, "spreads": "quality cases"}
+    assert computed_words(hf) == "computed: on the Ray cluster at ray://head:10001, 4 workers (quality cases)"
+    load = where_computed(ScaleConfig(), "openai")
+    assert computed_words(load) == "computed: on a local Ray cluster started for the run, 2 workers (load phase)"
+    assert computed_words(None).startswith("computed: not recorded")  # a run from before: never called local
+    assert computed_words({"where": "elsewhere"}).startswith("computed: not recorded")

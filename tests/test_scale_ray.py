@@ -91,6 +91,12 @@ def test_sharded_demo_gives_the_records_of_one_process(cluster, reference, tmp_p
     assert [c["verdict"] for c in one["criteria"]] == [c["verdict"] for c in ray_["criteria"]]
     info = run.read_info()
     assert info.status == "complete" and info.generation_seconds > 0
+    # where each was computed: a Ray run's record is told from a local one, in run.json and in every report
+    assert info.computed == {"where": "ray", "address": cluster, "workers": 2, "spreads": "quality cases"}
+    assert reference.read_info().computed == {"where": "local"} and one["computed"] == {"where": "local"}
+    assert ray_["computed"] == info.computed
+    assert f"- computed: on the Ray cluster at {cluster}, 2 workers (quality cases)" in (run.path / "report.md").read_text()
+    assert "- computed: locally" in (reference.path / "report.md").read_text()
 
 
 def test_a_killed_sharded_run_resumes_with_nothing_lost_or_doubled(cluster, reference, tmp_path, children):

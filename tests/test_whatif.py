@@ -56,19 +56,19 @@ def test_whatif_leaves_the_run_byte_identical_and_every_report_names_its_rubric(
     snapshot = hashlib.sha256((run / "rubric.yaml").read_bytes()).hexdigest()
     assert report["verdict"] == "INCONCLUSIVE" and "recorded verdict under its own rubric is FAIL" in report["verdict_reason"]
     bound = {k: report["judged_by"].pop(k) for k in ("effective_sha256", "overrides")}
-    assert report["judged_by"] == {"file": str(rubric), "sha256": digest, "snapshot_sha256": snapshot, "whatif": True,
+    assert report["judged_by"] == {"file": rubric.name, "sha256": digest, "snapshot_sha256": snapshot, "whatif": True,
                                    "whatif_verdict": "PASS", "recorded_verdict": "FAIL"}
     # the what-if is named as the override of the whole rubric, and the effective rubric is the other one's
-    assert bound["overrides"] == [{"key": "rubric", "by": f"what-if {rubric}", "judges": True}]
+    assert bound["overrides"] == [{"key": "rubric", "by": f"what-if {rubric.name}", "judges": True}]
     assert json.loads((run / "report.json").read_text())["judged_by"]["overrides"] == []
     for name in ("report.md", "report.html"):
         text = (where / name).read_text()
         assert "what-if" in text and "relaxed.yaml" in text and digest in text and "not the run" in text, name
     props = {p.get("name"): p.get("value") for p in ET.parse(where / "report.junit.xml").iter("property")}
-    assert props["rubric_sha256"] == digest and props["whatif"] == "true" and props["rubric_file"] == str(rubric)
+    assert props["rubric_sha256"] == digest and props["whatif"] == "true" and props["rubric_file"] == rubric.name
     header, *rows = _csv_rows(where / "report.csv")  # cells may hold line breaks (a case's input, its checks)
-    assert header[-2:] == ["judged_by", "rubric_sha256"] and rows
-    assert all(row[-2:] == [f"what-if: {rubric}", digest] for row in rows)
+    assert header[-3:] == ["judged_by", "rubric_sha256", "baseline"] and rows
+    assert all(row[-3:-1] == [f"what-if: {rubric.name}", digest] for row in rows)
     official = json.loads(cli("report", run, "--format", "json")[1])
     assert official["verdict"] == "FAIL" and official["judged_by"]["whatif"] is False
 
@@ -82,7 +82,7 @@ def test_the_official_reports_name_the_runs_own_rubric(tmp_path, cli):
     assert report["judged_by"] == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot,
                                    "whatif": False, "effective_sha256": None, "overrides": []}  # no config snapshot
     assert snapshot in (run / "report.md").read_text() and "what-if" not in (run / "report.md").read_text()
-    assert _csv_rows(run / "report.csv")[1][-2:] == ["rubric.yaml", snapshot]
+    assert _csv_rows(run / "report.csv")[1][-3:-1] == ["rubric.yaml", snapshot]  # then the baseline column
     assert not (run / "whatif").exists()
 
 
@@ -129,7 +129,8 @@ def test_check_names_the_snapshot_that_judged_it(project, cli):
     rubric = next(i["path"] for i in json.loads((run / "manifest.json").read_text())["inputs"] if i["role"] == "rubric")
     effective = judged_by.pop("effective_sha256")
     assert judged_by == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot, "whatif": False,
-                         "source": rubric, "named_by": None, "overrides": []}  # the file the snapshot came from
+                         "source": str(Path(rubric).relative_to(project)), "named_by": None,
+                         "overrides": []}  # the file the snapshot came from, relative: no machine's path
     # the effective rubric is the one validate names for the same config
     code, out, _ = cli("validate", "-c", project / "releasegate.yaml", "--json")
     assert code == 0 and json.loads(out)["effective_rubric_sha256"] == effective

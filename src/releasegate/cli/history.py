@@ -20,8 +20,9 @@ def history(
     suite: Annotated[Optional[str], typer.Option(help="Only runs of this suite (its file name).")] = None,
     verdict: Annotated[Optional[str], typer.Option(help="Only runs with this verdict (PASS, FAIL, ...).")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Make the index again from the run directories.")] = False,
-    html: Annotated[bool, typer.Option("--html", help="Write the trend page: each criterion's value and bound "
-                                                      "over the runs (REPORTS/history.html, or --output).")] = False,
+    html: Annotated[bool, typer.Option("--html", help="Write the trend page: each criterion's value, the bound "
+                                                      "that decided it and its threshold over the runs, runs labelled, "
+                                                      "blessed ones ringed (REPORTS/history.html, or --output).")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where --html writes the page.",
                                                    dir_okay=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the --output file if it exists.")] = False,

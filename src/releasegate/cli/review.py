@@ -92,7 +92,7 @@ def import_(
         vet = import_vetting(run_dir, file, signature, rubric)
         done = import_queue(run_dir, file, reviewer=reviewer, rubric_path=rubric, vet=vet)
     except ReviewImportError as exc:
-        if len(exc.problems) > 1:
+        if exc.count > 1:
             err = Console(stderr=True, highlight=False)
             for line in first_named(exc.report_lines()):
                 err.print(line, markup=False, soft_wrap=True)

@@ -52,13 +52,13 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
                            rubric.forbidden)
     problems += [guards] if guards else []
     problems += [n for n in (changed_note(comparison), coverage_problem(comparison["shared_cases"], len(base_records))) if n]
-    warnings: list[str] = []
+    blessed: dict = {}
     if spec.get("blessed"):
         found = blessed_standing(spec, info)
         problems += list(found.problems)
-        warnings += list(found.warnings)
-    return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems,
-            **({"baseline_blessed": spec["blessed"], "baseline_warnings": warnings} if spec.get("blessed") else {})}
+        blessed = {"baseline_blessed": spec["blessed"], "baseline_warnings": list(found.warnings),
+                   "baseline_blessing": found.blessing}
+    return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems, **blessed}
 
 
 def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunInfo | None) -> list[str]:

@@ -29,6 +29,8 @@ class BlessedStanding:
     """Why the blessed baseline proves nothing (its criteria undecided)."""
     warnings: tuple[str, ...]
     """Why it is stale, when the rubric only warns."""
+    blessing: dict | None = None
+    """Which blessing the comparison is with, for every report to name: {name, run, by, blessed_at, reason}."""
 
 
 def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
@@ -41,18 +43,22 @@ def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
     if not found:
         return BlessedStanding((f"{run.name} was never blessed as {name} in {spec['reports']}",), ())
     blessing = found[-1]
+    named = {"name": name, "run": blessing.run, "by": blessing.by, "blessed_at": blessing.blessed_at,
+             "reason": blessing.reason[:2000]}  # as `bless --reason` bounds it: a hand-edited line may be longer
     report = stored_json(run / "report.json", what="report.json")
     verdict = report.get("verdict") if isinstance(report, dict) else None
     problem = decide_blessed_run(BlessedRunEvidence(
         name=name, run=run.name, evidence_matches=evidence_digest(manifest) == blessing.evidence_sha256,
         run_verdict=verdict if isinstance(verdict, str) else None))
     if problem:
-        return BlessedStanding((problem,), ())
+        return BlessedStanding((problem,), (), named)
     stale = decide_baseline_age(BaselineAgeEvidence(
         name=name, age_days=_age_days(blessing, run, info), max_age_days=spec.get("max_age_days"),
         packages_changed=_packages_changed(blessing, run, info), suites_changed=_suites_changed(blessing, Path(spec["reports"])),
         on_stale=spec.get("on_stale", "warn")))
-    return BlessedStanding(stale.reasons, ()) if stale.inconclusive else BlessedStanding((), stale.reasons)
+    if stale.inconclusive:
+        return BlessedStanding(stale.reasons, (), named)
+    return BlessedStanding((), stale.reasons, named)
 
 
 def _age_days(blessing: Blessing, run: Path, info: RunInfo | None) -> float | None:

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..extras import install_command, require
+from ..text import inert
 from .backend_facts import capabilities
 
-__all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT"]
+__all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT", "where_computed", "computed_words"]
 
 INSTALL_HINT = install_command("ray")
 
@@ -49,3 +50,27 @@ def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleC
     require("scale: {engine: ray}", "ray", **at("scale", "engine"))  # found, not imported: validate stays light
     keys = ("engine", "workers", "address", "cpus_per_worker", "gpus_per_worker")
     return ScaleConfig(**{k: raw[k] for k in keys if k in raw})
+
+
+def where_computed(scale: ScaleConfig | None, backend: str) -> dict:
+    """Where a run's work is computed, as run.json and the report record it: {"where": "local"} (this machine:
+    which one is no artifact's business), or {"where": "ray", "address", "workers", "spreads"} where `scale:`
+    sends it to a Ray cluster: its address as configured ('none': a local cluster started for the run; 'auto':
+    the cluster this machine belongs to), the workers asked, and the part of the run they compute."""
+    if scale is None:
+        return {"where": "local"}
+    spreads = {"cases": "quality cases", "load": "load phase"}.get(str(capabilities(backend).scale), "run")
+    return {"where": "ray", "address": scale.address, "workers": scale.workers, "spreads": spreads}
+
+
+def computed_words(computed: dict | None) -> str:
+    """'computed: locally', 'computed: on the Ray cluster at ray://head:10001, 4 workers (quality cases)'; for a run
+    that predates the record, 'computed: not recorded (a run from before releasegate recorded it)'."""
+    if not isinstance(computed, dict) or computed.get("where") not in ("local", "ray"):
+        return "computed: not recorded (a run from before releasegate recorded it)"
+    if computed["where"] == "local":
+        return "computed: locally"
+    address = computed.get("address")
+    at = {"none": "on a local Ray cluster started for the run", "auto": "on the Ray cluster this machine belongs to "
+          "(address auto)"}.get(str(address), f"on the Ray cluster at {address}")
+    return inert(f"computed: {at}, {computed.get('workers')} workers ({computed.get('spreads')})", keep="")

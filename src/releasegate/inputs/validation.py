@@ -15,6 +15,7 @@ from .files import is_dir, named_file
 from .judge_settings import check_judged_cases
 from .judging_keys import judges, key_parts
 from .model_files import check_model_dir
+from .mojibake import suite_mojibake
 from .probes import with_probes
 from .rubric import load_rubric
 from .schema_check import did_you_mean
@@ -237,7 +238,8 @@ def input_summary(config, rubric, per_suite: Counter) -> dict:
         "suites": dict(per_suite),
         "cases": sum(per_suite.values()),
         "valid": True,
-        "warnings": [*config.warnings, *domain_warnings(config, rubric, getattr(per_suite, "domains", None))],
+        "warnings": [*config.warnings, *domain_warnings(config, rubric, getattr(per_suite, "domains", None)),
+                     *suite_mojibake(config.suites)],
         "judging_overrides": [o["key"] for o in config.over_official if judges(key_parts(o["key"]))],
     }
     if config.judge is not None:

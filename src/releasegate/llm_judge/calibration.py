@@ -24,6 +24,7 @@ from ..record.metrics import select, slices_of
 from ..record.review_cover import DrawnRow, blank_cases, covering
 from ..record.review_labels import APPROVE, case_labels
 from ..record.review_outcome import output_hash
+from ..review.agreement import kappa_figures, kappa_words
 from ..review.sampler import sampling_cells
 from ..review.summary import cohen_kappa
 from .correction import DesignRate, design_rate, judged_cases
@@ -133,7 +134,7 @@ def _row(pairs: list[tuple], rate: DesignRate, policy: CalibrationPolicy, *, dec
     row = {
         "labels": n, "agree": agree, "agreement": rate.point, "agreement_sample": agree / n if n else None,
         "agreement_lower": rate.bounds[0] if rate.bounds else None, "effective_labels": rate.effective_n,
-        "kappa": cohen_kappa(verdicts),
+        "kappa": cohen_kappa(verdicts), "kappa_prevalence": kappa_figures(verdicts)["kappa_prevalence"],
         "confusion": {
             "judge_pass_reviewer_approve": sum(j and h for j, h in verdicts),
             "judge_pass_reviewer_reject": sum(j and not h for j, h in verdicts),
@@ -162,8 +163,8 @@ def _decide(row: dict, policy: CalibrationPolicy) -> tuple[bool, str]:
         return False, f"{seen} < min_agreement {policy.min_agreement:g}"
     kappa = row["kappa"]
     if policy.min_kappa is not None and (kappa is None or kappa < policy.min_kappa):
-        shown = "undefined" if kappa is None else f"{kappa:.3f}"
-        return False, f"Cohen's kappa {shown} < min_kappa {policy.min_kappa:g}"
+        shown = kappa_words(kappa, row["agreement_sample"], row["kappa_prevalence"])
+        return False, f"Cohen's {shown}: under min_kappa {policy.min_kappa:g}"
     return True, f"{seen} >= {policy.min_agreement:g}"
 
 

@@ -32,6 +32,7 @@ from ..inputs.files import read_text
 from ..inputs.judge_settings import check_judged_cases
 from ..inputs.probes import with_probes
 from ..inputs.rubric import Rubric, load_rubric
+from ..inputs.scale_config import where_computed
 from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
@@ -363,6 +364,7 @@ def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no
         cost=dataclasses.asdict(config.cost) if config.cost else None,
         versions=_versions(config.target.backend),
         host={"platform": platform.platform(), "cpus": os.cpu_count(), "threads": config.target.threads},
+        computed=where_computed(config.scale, config.target.backend),
         config_path=str(config.path.resolve()),
         limit=limit,
         cuts=suite_cuts(config.suites, [c.suite for c in cases], limit, overridden=config.overrides),

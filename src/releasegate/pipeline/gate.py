@@ -56,6 +56,7 @@ def _verdict(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     return {
         "incomplete": "; ".join(problems) or None, "target_error": evidence.health.target_error,
         "run_id": info.run_id, "target": info.target, "rubric": ctx.rubric.name, **decide_gate(evidence).as_dict(),
+        **({"computed": info.computed} if info.computed is not None else {}),
         "population": {"planned": evidence.population.planned, "evaluated": evidence.population.evaluated,
                        "cuts": list(evidence.population.cuts)},
         "obligations": {"review_waived": evidence.obligations.review_waived,

@@ -13,6 +13,7 @@ from ..border.outputs import check_output_path, write_output_file
 from ..errors import InputError
 from ..record.blessings import blessings
 from ..record.history_index import INDEX_FILE, open_index, run_directories, runs_without_index
+from ..report.relative_paths import folder_places, relative_to_places
 from ..report.trend import render_trend
 
 __all__ = ["History", "run_history", "write_trend", "TREND_FILE"]
@@ -95,5 +96,8 @@ def write_trend(history: History, output: Path | None, *, force: bool) -> Path:
     path = output if output is not None else history.root / TREND_FILE
     if output is not None:
         check_output_path(path, force=force)
-    write_output_file(path, render_trend(history.rows, str(history.root)).encode("utf-8"))
+    places = folder_places(history.root, history.root.resolve().parent)  # the runs' targets and the folder itself, by no machine's path
+    rows = relative_to_places(history.rows, places)
+    shown = relative_to_places(str(history.root.resolve()) + "/", places).rstrip("/") or history.root.name
+    write_output_file(path, render_trend(rows, shown).encode("utf-8"))
     return path

@@ -237,6 +237,7 @@ class GateReport(_Model):
     run_id: str
     target: str
     """The model under test, credentials masked."""
+    computed: dict[str, Any] | None = None  # where it was computed, as run.json says (local, or Ray and its workers)
     rubric: str
     """The name of the rubric that judged the run (its `name:`, else its file's stem)."""
     judged_by: JudgedBy | None = None

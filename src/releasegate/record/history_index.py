@@ -81,7 +81,8 @@ class HistoryRow:
     rubric_sha256: str | None
     metrics: dict[str, float | None]
     criteria: list[dict] = field(default_factory=list)
-    """Each criterion: name, metric, op, threshold, value, verdict."""
+    """Each criterion: name, metric, op, threshold, value, verdict, bounds ([lower, upper], one-sided at
+    confidence; a side null when unknown) and confidence."""
     effective_rubric_sha256: str | None = None
     """The hash of the rubric that judged, with the config's judging keys (report.json `judged_by`)."""
     rubric_overrides: list[str] = field(default_factory=list)
@@ -150,9 +151,12 @@ def _shown_verdict(run_path: Path, manifest: dict, verdict: object) -> str | Non
 
 
 def _criterion(raw: dict) -> dict:
+    given = raw.get("bounds")
+    bounds = given if isinstance(given, list) and len(given) == 2 else [None, None]
     return {"name": str(raw.get("name")), "metric": str(raw.get("metric")), "op": str(raw.get("op")),
             "threshold": _number(raw.get("threshold")), "value": _number(raw.get("value")),
-            "verdict": str(raw.get("verdict"))}
+            "verdict": str(raw.get("verdict")), "bounds": [_number(b) for b in bounds],
+            "confidence": _number(raw.get("confidence"))}
 
 
 def _number(value: object) -> float | None:

@@ -202,6 +202,9 @@ class RunInfo(BaseModel):
     target_overrides: dict[str, Any] | None = None
     """Target settings that differ from config.yaml (a `matrix` variant: merge, quantize, draft, batch_size);
     a resume applies them again."""
+    computed: dict[str, Any] | None = None
+    """Where the run's work was computed (`inputs.scale_config.where_computed`): {"where": "local"}, or {"where":
+    "ray", "address", "workers", "spreads"}. None in runs that predate it."""
     comparability: dict[str, Any] | None = None
     """Hashes of the settings that make two runs runs of the same thing (`gate.comparability.settings_key`):
     generation settings, load profile, latency objective, rubric; written when the run starts. None in runs that

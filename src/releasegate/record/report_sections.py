@@ -43,6 +43,10 @@ class ReviewRow(_Model):
     min_approval: Number | None = None
     kappa: Number | None = None
     """Cohen's kappa between the automatic outcome and the reviewers."""
+    kappa_agreement: Number | None = None
+    """The raw share of reviewed cases where the automatic outcome (pass or not) and the label agree."""
+    kappa_prevalence: Number | None = None
+    """The share of those ratings, both pooled, that are pass or approve: near 0 or 1 it keeps kappa near 0."""
     awaiting_adjudication: int = 0
     """Cases whose reviewers disagree and that no adjudicator labelled yet (pending with `labels_per_case: 2`)."""
     unlabelled_drawn: int = 0
@@ -61,6 +65,8 @@ class JudgeCalibration(_Model):
     agreement_lower: Number | None = None
     effective_labels: Number | None = None
     kappa: Number | None = None
+    kappa_prevalence: Number | None = None
+    """The share of the judge's and the reviewers' verdicts, pooled, that are pass or approve."""
     confusion: dict[str, int] = {}
     unlabelled_cell: Any = None
     calibrated: bool | None = None

@@ -32,6 +32,7 @@ from ..scorers import ScoredRun
 from .formats import REGISTRY, RenderOptions, ReportFormat, format_names
 from .formatting import format_value
 from .markdown import append_step_summary, render_markdown
+from .relative_paths import relative_to_places, run_places
 from .terminal import criteria_table, verdict_lines
 from .view import RunView
 
@@ -58,6 +59,7 @@ def rendered_reports(run: RunDir, report: GateReport | dict[str, Any], scored: S
     the run; a what-if judgment (`gate --rubric`) writes them beside it. `scored`: the records as the gate read
     and scored them (`scorers.scored_run`), when the caller has them."""
     plain = report.as_json() if isinstance(report, GateReport) else report
+    plain = relative_to_places(plain, run_places(run))  # no machine's folders in any artifact
     view = RunView.load(run, as_report(redact_values(plain)), scored)
     return {fmt.file: render(view, fmt.name) for fmt in REGISTRY.values()}
 

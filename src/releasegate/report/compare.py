@@ -17,72 +17,33 @@ from rich.text import Text
 from ..record.decided_results import CompareResult, typed
 from ..redaction import redact_values
 from ..text import inert, json_inert
+from .baseline_section import comparison_notes, metric_cells
+from .baseline_section import num as _num
 from .formatting import CSP
 from .markdown import md_code, md_label, md_text
 from .terminal import Col, FitTable
 
-__all__ = ["comparison_table", "render_comparison", "COMPARE_FORMATS", "comparison_notes"]
+__all__ = ["comparison_table", "render_comparison", "COMPARE_FORMATS", "comparison_notes", "metric_cells"]
 
 COMPARE_FORMATS = ("md", "html", "json")
 FLIPPED_SHOWN_MD = 20
 """Markdown (a PR comment) lists this many flipped cases per direction; HTML and JSON every one the comparison keeps."""
 _TEXT_MD = 120
-_LATENCY_ROWS = ("ttft_ms", "tpot_ms", "e2e_ms")
 _STYLE = {"pass": "green", "fail": "red", "insufficient": "yellow"}
 _DIRECTIONS = (("pass_to_fail", "pass → fail (lost by the candidate)"), ("fail_to_pass", "fail → pass (gained)"))
-
-
-def _num(value: Any, spec: str = ".4g") -> str:
-    return "—" if value is None else format(value, spec)
-
-
-def _interval(row: dict[str, Any]) -> str:
-    return f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row.get("interval") else "—"
-
-
-def _metric_cells(row: dict[str, Any]) -> list[str]:
-    """metric, baseline, candidate, delta, interval, margin, McNemar p, as text."""
-    p = f"{row['p_value']:.3g}" if row.get("p_value") is not None else "—"
-    return [row["metric"], _num(row["baseline"]), _num(row["candidate"]), _num(row["delta"], "+.4g"), _interval(row),
-            f"{row['margin']:.3g}", p]
 
 
 def comparison_table(result: dict[str, Any]) -> FitTable:
     """One row per metric, whole at any width (see `FitTable`)."""
     columns = [Col("metric", "left"), *(Col(c) for c in ("baseline", "candidate", "delta", "interval", "margin", "McNemar p")),
                Col("verdict", "left")]
-    rows: list[list[Text | str]] = [[*_metric_cells(row), Text(row["verdict"], style=_STYLE[row["verdict"]])] for row in result["rows"]]
+    rows: list[list[Text | str]] = [[*metric_cells(row), Text(row["verdict"], style=_STYLE[row["verdict"]])] for row in result["rows"]]
     return FitTable(_title(result), columns, rows)
 
 
 def _title(result: dict[str, Any]) -> str:
     return (f"compare: {result['verdict']} ({result['shared_cases']} shared cases, "
             f"{result['identical_outputs']} identical outputs)")
-
-
-def comparison_notes(result: dict[str, Any]) -> list[str]:
-    """The lines under the table: each metric's note, what keeps the comparison from standing, the flips."""
-    lines = [f"{row['metric']}: {row['note']}" for row in result["rows"] if row.get("note")]
-    lines += [f"{result['verdict']}: {why}" for why in (result.get("target_error"), result.get("incomplete"),
-                                                        result.get("settings_note")) if why]
-    lines += _latency_lines(result)
-    flipped = result.get("flipped")
-    if flipped:
-        lines.append(f"flipped cases: {flipped['pass_to_fail']} pass -> fail, {flipped['fail_to_pass']} fail -> pass")
-    return lines
-
-
-def _latency_lines(result: dict[str, Any]) -> list[str]:
-    """Where the latency rows come from (each run's quality cases), and a warning when the two runs sent them
-    under different loads: a TTFT delta then measures the load as much as the model."""
-    sources = result.get("latency_sources")
-    if not sources or not any(row["metric"] in _LATENCY_ROWS for row in result["rows"]):
-        return []
-    base, cand = sources["baseline"], sources["candidate"]
-    if base.get("in_flight") == cand.get("in_flight") and base["text"] == cand["text"]:
-        return [f"latency rows measured on: {cand['text']}, in both runs"]
-    return [f"latency rows measured under different loads: baseline {base['text']}, candidate {cand['text']}: "
-            "a latency delta measures the load as well as the target"]
 
 
 def render_comparison(result: dict[str, Any], fmt: str) -> str:
@@ -109,7 +70,7 @@ def _markdown(result: dict[str, Any]) -> str:
              "| metric | baseline | candidate | delta | interval | margin | McNemar p | verdict |",
              "|---|---:|---:|---:|---|---:|---:|---|"]
     for row in result["rows"]:
-        cells = _metric_cells(row)
+        cells = metric_cells(row)
         lines.append(f"| {md_code(cells[0])} | " + " | ".join(cells[1:]) + f" | {row['verdict']} |")
     if result.get("slices"):
         lines += ["", "### Accuracy per slice", "", "| slice | n | baseline | candidate | delta | McNemar p | verdict |",
@@ -150,7 +111,7 @@ def _html(result: dict[str, Any]) -> str:
     flipped = result.get("flipped") or {"pass_to_fail": 0, "fail_to_pass": 0, "cases": []}
     return env.get_template("compare.html.j2").render(
         csp=CSP, css=Markup((folder / "report.css").read_text("utf-8")), result=result, title=_title(result),
-        notes=comparison_notes(result), rows=[(_metric_cells(r), r) for r in result["rows"]],
+        notes=comparison_notes(result), rows=[(metric_cells(r), r) for r in result["rows"]],
         slices=result.get("slices") or [], num=_num,
         flips=[(title, flipped.get(d, 0), _flips(result, d)) for d, title in _DIRECTIONS],
     )

@@ -13,6 +13,7 @@ import json
 from ..record.gate_report import GateReport
 from ..spreadsheet import csv_text, neutralise
 from ..text import inert
+from .baseline_section import baseline_line
 from .formatting import latency_source_text
 from .stability_section import STABILITY_COLUMNS, case_stability
 from .view import CaseRow, RunView
@@ -23,6 +24,7 @@ COLUMNS = (
     "case_id", "suite", "tags", "passed", "answer", "format", "forbidden", "why", "error", "output",
     "ttft_ms", "tpot_ms", "e2e_ms", "input_tokens", "output_tokens",
     "input", "expected", "error_message", "checks", "reviews", "latency_from", "judged_by", "rubric_sha256",
+    "baseline",
 )
 """The columns of report.csv; the case's input, expected answer, check details and reviews come last, so a
 sheet that reads the earlier columns by position still reads them."""
@@ -31,7 +33,7 @@ _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
-    by = _judged_by(view.gate_report)
+    by = [*_judged_by(view.gate_report), baseline_line(view.gate_report.comparison) or ""]  # the same in every row
     source = latency_source_text(view.gate_report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
     stable = case_stability(view.gate_report)  # a run with repeats or gated under load: its columns at the end
     more = STABILITY_COLUMNS if view.gate_report.stability is not None else ()

@@ -11,19 +11,36 @@ from .terminal import Col, FitTable
 __all__ = ["history_table"]
 
 _STYLE = {"PASS": "green", "FAIL": "red", "TARGET_ERROR": "red"}
-_SHOWN = (("accuracy", "acc"), ("format_compliance", "format"), ("forbidden_rate", "forbidden"),
-          ("ttft_ms_p95", "ttft p95 ms"))
-"""Headline metrics as columns, in their short names."""
+_SHOWN = (("accuracy", "acc"), ("format_compliance", "fmt"), ("forbidden_rate", "forb"), ("ttft_ms_p95", "ttft95"))
+"""Headline metrics as columns, in short names (the legend under the table spells them out), so one run is one
+line of an 80-column CI log."""
+_LEGEND = {"acc": "accuracy", "fmt": "format_compliance", "forb": "forbidden_rate", "ttft95": "ttft_ms_p95"}
 
 
 def history_table(rows: list[dict]) -> FitTable:
-    """One row per run, oldest first: time, run id, target fingerprint, suites, verdict, headline metrics."""
+    """One row per run, oldest first: run id, time (left out when every run id is a default one, which begins with
+    its own time), target fingerprint (8 characters; `--json` has it whole), verdict with the names it is blessed
+    as, headline metrics; the suites below the table when the line has no room for them."""
     shown = [(m, name) for m, name in _SHOWN if any(r["metrics"].get(m) is not None for r in rows)]
-    columns = [Col("run", "left"), Col("time", "left"), Col("fingerprint", "left"), Col("suites", "left", free=True),
-               Col("verdict", "left"), *(Col(name) for _, name in shown)]
-    table = [[inert(r["run_id"]), inert(r["created_at"])[:19], (r["fingerprint"] or "-")[:12],
-              inert(", ".join(r["suites"])) or "-",
-              Text(inert(r["verdict"] or "no verdict") + "".join(f" @{n}" for n in r.get("blessed", [])),
+    timed = not all(_id_holds_time(r) for r in rows)
+    columns = [Col("run", "left"), *([Col("time", "left")] if timed else []), Col("fingerprint", "left"),
+               Col("verdict", "left"), *(Col(name) for _, name in shown), Col("suites", "left", free=True)]
+    table = [[inert(r["run_id"]), *([_time(r["created_at"])] if timed else []), (r["fingerprint"] or "-")[:8],
+              Text(inert(r["verdict"] or "no verdict") + "".join(f" @{inert(n)}" for n in r.get("blessed", [])),
                    style=_STYLE.get(r["verdict"] or "", "yellow")),
-              *(format_value(r["metrics"].get(m)) for m, _ in shown)] for r in rows]
-    return FitTable(Text("run history", style="bold"), columns, table)
+              *(format_value(r["metrics"].get(m)) for m, _ in shown), inert(", ".join(r["suites"])) or "-"]
+             for r in rows]
+    legend = ", ".join(f"{name} {_LEGEND[name]}" for _, name in shown)
+    return FitTable(Text("run history" + (f" ({legend})" if legend else ""), style="bold"), columns, table)
+
+
+def _time(stamp) -> str:
+    """'2026-12-07 06:46' (UTC, as run.json records it): minutes are enough to tell runs apart in a list."""
+    return inert(str(stamp))[:16].replace("T", " ")
+
+
+def _id_holds_time(row: dict) -> bool:
+    """Whether the run id is a default one ('20261207-064652-a1b2c3'), which begins with its creation time."""
+    stamp = str(row.get("created_at") or "")
+    digits = stamp[:19].replace("-", "").replace(":", "").replace("T", "-")
+    return bool(digits) and str(row.get("run_id", "")).startswith(digits)

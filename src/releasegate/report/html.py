@@ -19,12 +19,14 @@ from importlib import resources
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from ..inputs.scale_config import computed_words
 from ..record.capacity_sweep import CapacitySweep
 from ..record.evidence import answered
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.report_sections import JudgeSection, ReviewRow
 from ..text import inert
+from .baseline_section import baseline_line, comparison_view
 from .cache_probe_plot import cache_probe_plot
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_plots import capacity_plots
@@ -43,6 +45,7 @@ from .formatting import (
 )
 from .judge_section import calibration_table, guard_lines, judge_lines
 from .plots import latency_plots
+from .review import kappa_cell
 from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import answered_words, judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
@@ -92,7 +95,8 @@ def render_html(view: RunView) -> str:
         cost=_cost(view),
         slices=_slices(report.slices),
         metrics=[(name, m, KNOWN_METRICS.get(name, ("", ""))[1], is_phased(name)) for name, m in report.metrics.items()],
-        comparison=_as_table(_comparison(report)),
+        comparison=comparison_view(_comparison(report)), other_comparison=_other_comparison(report),
+        baseline=baseline_line(report.comparison), computed=computed_words(report.computed),
         review=_review_table(_review(report)),
         judge=_judge(report.judge),
         guard_lines=[line.strip() for line in guard_lines(report.guard)],
@@ -146,6 +150,12 @@ def _comparison(report: GateReport):
     """The baseline comparison; a report.json from elsewhere may hold it as `baseline` or `variants`."""
     extra = report.model_extra or {}
     return next((v for v in (report.comparison, extra.get("baseline"), extra.get("variants")) if v), None)
+
+
+def _other_comparison(report: GateReport) -> dict | None:
+    """A comparison of a shape other than the baseline comparison's, as a generic table."""
+    found = _comparison(report)
+    return None if comparison_view(found) is not None else _as_table(found)
 
 
 def _headline(metrics: dict[str, MetricRow], source: str) -> list[dict]:
@@ -251,7 +261,8 @@ def _review_table(review: dict | None) -> dict | None:
         return None
     if not all(isinstance(row, ReviewRow) for row in review.values()):
         return _as_table(review)  # a report.json from elsewhere: show whatever it holds
-    rows = [[f"{name} *" if row.required and name != "all" else name, *(_cell(getattr(row, k)) for k in _REVIEW_COLUMNS)]
+    rows = [[f"{name} *" if row.required and name != "all" else name,
+             *(kappa_cell(row.model_dump()) if k == "kappa" else _cell(getattr(row, k)) for k in _REVIEW_COLUMNS)]
             for name, row in review.items()]
     return {"columns": ["slice (* required)", *_REVIEW_COLUMNS.values()], "rows": rows}
 

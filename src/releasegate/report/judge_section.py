@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..record.report_sections import JudgeCalibration, JudgeSection
+from ..review.agreement import kappa_words
 from .formatting import format_money, format_value
 
 __all__ = ["judge_lines", "calibration_table"]
@@ -49,7 +50,8 @@ def calibration_table(judge: JudgeSection | None) -> tuple[tuple[str, ...], list
 def _cells(name: str, slice_: str, row: JudgeCalibration, calibrated: str) -> list[str]:
     c = row.confusion
     return [name, slice_, str(row.labels), format_value(row.agreement),
-            format_value(row.agreement_lower), format_value(row.kappa),
+            format_value(row.agreement_lower),
+            kappa_words(row.kappa, row.agreement_sample, row.kappa_prevalence, short=True) if row.labels else "—",
             str(c.get("judge_pass_reviewer_reject", 0)), str(c.get("judge_fail_reviewer_approve", 0)), calibrated]
 
 

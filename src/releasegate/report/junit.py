@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..inputs.scale_config import computed_words
 from ..record.gate_report import CriterionRow, FailingCase, GateReport, as_report
 from ..record.metrics import is_phased
 from ..text import inert
+from .baseline_section import baseline_line
 from .feature_sections import section_lines
 from .formatting import format_interval, format_metric, format_threshold, format_value, latency_source_text
 from .stability_section import stability_lines
@@ -52,6 +54,9 @@ def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
         if name in report.model_fields_set and (value := getattr(report, name)) is not None:
             ET.SubElement(props, "property", name=name, value=xml_text(value))
     _judged_by(props, report)
+    ET.SubElement(props, "property", name="computed", value=xml_text(computed_words(report.computed)))
+    if baseline := baseline_line(report.comparison):  # which blessed run (who, when, why) the comparison is with
+        ET.SubElement(props, "property", name="baseline", value=xml_text(baseline))
     if summary := request_summary(report):
         ET.SubElement(props, "property", name="requests", value=xml_text(summary))
     if stable := stability_lines(report):  # repeated draws, answers changed under load

@@ -18,11 +18,13 @@ from ..border.env import STEP_SUMMARY, env_path
 from ..border.files import append_regular
 from ..border.outputs import RUN_MARKER
 from ..errors import InputError
+from ..inputs.scale_config import computed_words
 from ..record.gate_report import GateReport, as_report
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.stored_manifest import read_manifest_file
 from ..review.summary import review_headline
 from ..text import inert
+from .baseline_section import baseline_line, comparison_md
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
 from .capacity_section import capacity_lines, capacity_table, prefix_cache_lines
 from .failing_cases import failing_case_lines
@@ -37,6 +39,7 @@ from .formatting import (
     load_phase_rows,
 )
 from .judge_section import calibration_table, guard_lines, judge_lines
+from .review import kappa_cell
 from .stability_section import draw_table, flip_table_rows, stability_lines
 from .terminal import answered_words, judged_by_line, request_summary
 
@@ -92,8 +95,10 @@ def render_markdown(report: GateReport | dict) -> str:
         *_judged_by_lines(report),
         f"- run: {md_label(report.run_id)}",
         f"- target: {md_label(report.target)}",
+        f"- {md_label(computed_words(report.computed))}",
         f"- rubric: {md_label(report.rubric)}",
         *([f"- {md_label(line)}"] if (line := judged_by_line(report)) and not whatif else []),
+        *([f"- {md_label(line)}"] if (line := baseline_line(report.comparison)) else []),
         *_cases_line(report),
         f"- criteria: {len(report.criteria) - len(failed)} of {len(report.criteria)} met"
         + (": failed " + ", ".join(md_label(c.name) for c in failed) if failed else ""),
@@ -117,6 +122,7 @@ def render_markdown(report: GateReport | dict) -> str:
         lines += ["", md_label(note)]
     if any(is_phased(c.metric) for c in report.criteria):
         lines += ["", f"Latency, throughput and cost criteria are measured on: {md_text(latency_source_text(report))}."]
+    lines += comparison_md(report.comparison, md_text, md_label)
     for section in (_metric_lines, _load_lines, _capacity_md, _prefix_md, _cache_probe_md, _slice_lines, _review_lines, _judge_md,
                     _guard_md, _stability_md, _feature_md, _failure_lines):
         lines += section(report)
@@ -244,7 +250,8 @@ def _review_lines(report: GateReport) -> list[str]:
     rows = ["| slice | " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(cols) - 1)]
     for name, row in report.review_rows.items():
         label = f"{name} (required)" if row.required and name != "all" else name
-        rows.append(f"| {md_text(label)} | " + " | ".join(md_label(format_value(getattr(row, c))) for c in cols) + " |")
+        cells = [kappa_cell(row.model_dump()) if c == "kappa" else format_value(getattr(row, c)) for c in cols]
+        rows.append(f"| {md_text(label)} | " + " | ".join(md_label(cell) for cell in cells) + " |")
     return _details(f"Human review ({report.review_rows['all'].status})", rows)
 
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from rich import box
 
-from ..review.agreement import agreement_words
+from ..review.agreement import agreement_words, kappa_words
 from .formatting import format_value
 from .terminal import Col, FitTable
 
-__all__ = ["review_table", "review_notes"]
+__all__ = ["review_table", "review_notes", "kappa_cell"]
 
 
 def review_table(rows: dict[str, dict[str, Any]]) -> FitTable:
@@ -22,7 +22,7 @@ def review_table(rows: dict[str, dict[str, Any]]) -> FitTable:
                "rejected": "rejected", "approval": "approval weighted by outcome", "kappa": "kappa"}
     cells = [
         [f"{name} *" if row["required"] and name != "all" else name,
-         *(format_value(row[c]) if c != "status" else row[c] for c in columns)]
+         *(row[c] if c == "status" else kappa_cell(row) if c == "kappa" else format_value(row[c]) for c in columns)]
         for name, row in rows.items()
     ]
     return FitTable("human review", [Col("slice (* required)", "left"), Col("status", "left"),
@@ -38,3 +38,11 @@ def review_notes(rows: dict[str, dict[str, Any]]) -> list[str]:
         notes.append(f"{row['awaiting_adjudication']} disagreement(s) await adjudication: releasegate review export "
                      "RUN_DIR --adjudication")
     return notes
+
+
+def kappa_cell(row: dict[str, Any]) -> str:
+    """A review row's kappa with the raw agreement and the prevalence that explain it: '0.00 (94.8% agree, 97%
+    pass)'; '—' with no reviewed case."""
+    if row.get("kappa") is None and row.get("kappa_agreement") is None:
+        return "—"
+    return kappa_words(row.get("kappa"), row.get("kappa_agreement"), row.get("kappa_prevalence"), short=True)

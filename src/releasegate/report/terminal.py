@@ -17,9 +17,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..inputs.scale_config import computed_words
 from ..record.gate_report import GateReport, as_report
 from ..record.metrics import is_phased
 from ..text import inert
+from .baseline_section import baseline_line
 from .cache_probe_section import cache_probe_lines, wrong_hit_lines
 from .capacity_section import capacity_lines, prefix_cache_lines
 from .feature_sections import section_lines
@@ -309,6 +311,10 @@ def verdict_lines(report: GateReport | dict) -> list[str]:
     judged = judged_by_line(report)  # wrapped at its spaces, a path or hash never broken
     lines = [textwrap.fill(judged, 80, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)] \
         if judged else []
+    if report.computed is not None:  # where the run was computed, when the run recorded it
+        lines.append(computed_words(report.computed))
+    if baseline := baseline_line(report.comparison):
+        lines.append(textwrap.fill(baseline, 80, subsequent_indent="  ", break_on_hyphens=False))
     if report.verdict_reason:
         lines.append(f"verdict: {report.verdict}: {report.verdict_reason}")
     if report.incomplete and "incomplete" not in report.verdict_reason:

@@ -1,18 +1,23 @@
-"""The trend page (`releasegate history --html`): each criterion's value and bound over the runs of the history,
-one marker per run coloured by its verdict, in the report's own style (report.css, the same CSP: no script, no
-outside resource). The charts are drawn here as inline SVG of numbers only; every text reaches the page through
-the template's autoescape."""
+"""The trend page (`releasegate history --html`): each criterion's value, the confidence bound that decided it and
+its threshold over the runs of the history, one marker per run coloured by its verdict and labelled with the run,
+a ring on a blessed run, in the report's own style (report.css, the same CSP: no script, no outside resource). The
+charts are drawn here as inline SVG: numbers, and run ids and blessing names escaped (`_marker`); every other text
+reaches the page through the template's autoescape."""
 
 from __future__ import annotations
 
 from importlib import resources
 
+from markupsafe import escape
+
 from ..text import inert
 from .formatting import CSP, format_value
 
-__all__ = ["render_trend", "trend_series"]
+__all__ = ["render_trend", "trend_series", "deciding_bound"]
 
 _WIDTH, _HEIGHT, _PAD = 640, 160, 28
+_LABELS = 70  # room under the axis for the slanted run labels
+_LABEL_CHARS = 24
 _VERDICT_CLASS = {"PASS": "pass", "FAIL": "fail", "TARGET_ERROR": "fail"}
 """A run's verdict as the marker's class: anything else (NEEDS_REVIEW, INCONCLUSIVE, no verdict) is drawn as a
 warning."""
@@ -20,15 +25,32 @@ warning."""
 
 def trend_series(rows: list[dict]) -> list[dict]:
     """One series per criterion name found in the runs (`history --json` rows, oldest first): its metric,
-    comparator, and one point per run that has it: run id, time, run verdict, value, bound, criterion verdict."""
+    comparator, and one point per run that has it: run id, time, run verdict, blessings, value, threshold, the
+    bound that decided (`deciding_bound`), criterion verdict."""
     series: dict[str, dict] = {}
     for row in rows:
         for c in row.get("criteria", []):
             entry = series.setdefault(c["name"], {"name": c["name"], "metric": c["metric"], "op": c["op"], "points": []})
+            bound, side = deciding_bound(c)
             entry["points"].append({"run_id": row["run_id"], "dir": row["dir"], "created_at": row["created_at"],
-                                    "run_verdict": row.get("verdict"), "value": c.get("value"),
-                                    "bound": c.get("threshold"), "verdict": c.get("verdict")})
+                                    "run_verdict": row.get("verdict"), "blessed": row.get("blessed") or [],
+                                    "value": c.get("value"), "threshold": c.get("threshold"), "bound": bound,
+                                    "bound_side": side, "verdict": c.get("verdict")})
     return list(series.values())
+
+
+def deciding_bound(criterion: dict) -> tuple[float | None, str]:
+    """The one-sided confidence bound the gate held against the threshold (`decision.criterion`): the safe side
+    (the lower bound of a higher-is-better metric, the upper of a lower-is-better one) for a pass or an undecided
+    criterion, the other side for a fail; and its words ('lower 95%'). (None, '') when the run has no bounds."""
+    lo, hi = (list(criterion.get("bounds") or []) + [None, None])[:2]
+    higher = criterion.get("op") in (">=", ">")
+    fail = criterion.get("verdict") == "fail"
+    bound, side = (lo, "lower") if higher != fail else (hi, "upper")
+    if not isinstance(bound, (int, float)):
+        return None, ""
+    confidence = criterion.get("confidence")
+    return bound, f"{side} {confidence:.0%}" if isinstance(confidence, (int, float)) else side
 
 
 def render_trend(rows: list[dict], root: str) -> str:
@@ -48,13 +70,17 @@ def render_trend(rows: list[dict], root: str) -> str:
 
 
 def _cells(point: dict) -> dict:
-    return {**point, "value_text": format_value(point["value"]) if point["value"] is not None else "n/a",
-            "bound_text": format_value(point["bound"]) if point["bound"] is not None else "n/a"}
+    def shown(value) -> str:
+        return format_value(value) if value is not None else "n/a"
+
+    return {**point, "value_text": shown(point["value"]), "threshold_text": shown(point["threshold"]),
+            "bound_text": f"{shown(point['bound'])} ({point['bound_side']})" if point["bound"] is not None else "n/a"}
 
 
 def _chart(points: list[dict]) -> str:
-    """An SVG of the values (a line through the markers) and the bound (a dashed line); numbers only."""
-    numbers = [v for p in points for v in (p["value"], p["bound"]) if isinstance(v, (int, float))]
+    """An SVG of the values (a line through the markers), the deciding bound (dashed), the threshold (dotted),
+    each run's label under its marker and a ring with the name over a blessed run; text escaped."""
+    numbers = [v for p in points for v in (p["value"], p["bound"], p["threshold"]) if isinstance(v, (int, float))]
     low, high = (min(numbers), max(numbers)) if numbers else (0.0, 1.0)
     if high == low:
         low, high = low - 1.0, high + 1.0
@@ -66,22 +92,34 @@ def _chart(points: list[dict]) -> str:
     def y(v: float) -> float:
         return round(_HEIGHT - _PAD - (v - low) / (high - low) * (_HEIGHT - 2 * _PAD), 2)
 
-    parts = [f'<svg class="trend" viewBox="0 0 {_WIDTH} {_HEIGHT}" width="{_WIDTH}" height="{_HEIGHT}" role="img">',
+    parts = [f'<svg class="trend" viewBox="0 0 {_WIDTH} {_HEIGHT + _LABELS}" width="{_WIDTH}" '
+             f'height="{_HEIGHT + _LABELS}" role="img">',
              f'<line x1="{_PAD}" y1="{_HEIGHT - _PAD}" x2="{_WIDTH - _PAD}" y2="{_HEIGHT - _PAD}" stroke="#999"/>']
-    bound = [(x(i), y(p["bound"])) for i, p in enumerate(points) if isinstance(p["bound"], (int, float))]
-    if bound:
-        parts.append(f'<polyline class="bound" fill="none" stroke="#9a6700" stroke-dasharray="6 4" '
-                     f'points="{_points(bound)}"/>')
-    value = [(x(i), y(p["value"])) for i, p in enumerate(points) if isinstance(p["value"], (int, float))]
-    if value:
-        parts.append(f'<polyline class="value" fill="none" stroke="#333" points="{_points(value)}"/>')
+    for key, style in (("threshold", 'stroke="#777" stroke-dasharray="2 3"'),
+                       ("bound", 'stroke="#9a6700" stroke-dasharray="6 4"'), ("value", 'stroke="#333"')):
+        line = [(x(i), y(p[key])) for i, p in enumerate(points) if isinstance(p[key], (int, float))]
+        if line:
+            parts.append(f'<polyline class="{key}" fill="none" {style} points="{_points(line)}"/>')
     for i, p in enumerate(points):
-        colour = {"pass": "#1a7f37", "fail": "#c62828"}.get(_VERDICT_CLASS.get(p["run_verdict"] or "", ""), "#9a6700")
-        at = y(p["value"]) if isinstance(p["value"], (int, float)) else _HEIGHT - _PAD
-        parts.append(f'<circle class="marker" cx="{x(i)}" cy="{at}" r="5" fill="{colour}"/>')
+        parts += _marker(p, x(i), y(p["value"]) if isinstance(p["value"], (int, float)) else _HEIGHT - _PAD)
     parts.append(f'<text x="2" y="{_PAD - 8}" font-size="11">{high:.4g}</text>'
-                 f'<text x="2" y="{_HEIGHT - 6}" font-size="11">{low:.4g}</text></svg>')
+                 f'<text x="2" y="{_HEIGHT - _PAD + 4}" font-size="11">{low:.4g}</text></svg>')
     return "".join(parts)
+
+
+def _marker(point: dict, cx: float, cy: float) -> list[str]:
+    """A run's marker coloured by its verdict, its label slanted under the axis, and a blessed run's ring and names."""
+    colour = {"pass": "#1a7f37", "fail": "#c62828"}.get(_VERDICT_CLASS.get(point["run_verdict"] or "", ""), "#9a6700")
+    label = escape(inert(str(point["run_id"]), keep="")[:_LABEL_CHARS])
+    parts = [f'<circle class="marker" cx="{cx}" cy="{cy}" r="5" fill="{colour}"><title>{label}</title></circle>',
+             f'<text class="run-label" x="{cx}" y="{_HEIGHT - _PAD + 14}" font-size="10" text-anchor="end" '
+             f'transform="rotate(-35 {cx} {_HEIGHT - _PAD + 14})">{label}</text>']
+    if point["blessed"]:
+        names = escape(inert(" ".join(f"@{n}" for n in point["blessed"]), keep="")[:_LABEL_CHARS])
+        parts += [f'<circle class="blessed" cx="{cx}" cy="{cy}" r="9" fill="none" stroke="#0969da" stroke-width="2"/>',
+                  f'<text class="blessed-label" x="{cx}" y="{max(cy - 13, 10)}" font-size="10" text-anchor="middle" '
+                  f'fill="#0969da">{names}</text>']
+    return parts
 
 
 def _points(pairs: list[tuple[float, float]]) -> str:

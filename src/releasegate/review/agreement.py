@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, LabelEdit, awaiting_adjudication, reviewer_pairs
 
-__all__ = ["cohen_kappa", "reviewer_agreement", "agreement_words", "DoubleLabels", "double_labels"]
+__all__ = ["cohen_kappa", "kappa_figures", "kappa_words", "reviewer_agreement", "agreement_words", "DoubleLabels",
+           "double_labels"]
 
 
 def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
@@ -29,6 +30,29 @@ def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     return None if chance >= 1 else (observed - chance) / (1 - chance)
 
 
+def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict:
+    """Kappa with what explains it, as report.json keeps them beside it: `kappa`, `kappa_agreement` (the raw share
+    of pairs that agree) and `kappa_prevalence` (the share of all ratings, both raters pooled, that are yes: pass or
+    approve). Near 0 or 1, kappa is near 0 however well the raters agree (94.8% agreement with 97% of the labels
+    'pass' can be kappa 0.00): a reader needs the three together."""
+    n = len(pairs)
+    return {"kappa": cohen_kappa(pairs), "kappa_agreement": sum(a == b for a, b in pairs) / n if n else None,
+            "kappa_prevalence": sum(a + b for a, b in pairs) / (2 * n) if n else None}
+
+
+def kappa_words(kappa: float | None, agreement: float | None, prevalence: float | None, *, yes: str = "pass",
+                no: str = "fail", short: bool = False) -> str:
+    """'kappa 0.00 at 94.8% agreement, 97% of labels 'pass'' (`short`, for a table cell: '0.00 (94.8% agree, 97%
+    pass)'); the kappa alone when the report predates the other two."""
+    shown = "undefined" if kappa is None else f"{kappa:.2f}"
+    if agreement is None or prevalence is None:
+        return shown if short else f"kappa {shown}"
+    share, word = (prevalence, yes) if prevalence >= 0.5 else (1 - prevalence, no)
+    if short:
+        return f"{shown} ({agreement:.1%} agree, {share:.0%} {word})"
+    return f"kappa {shown} at {agreement:.1%} agreement, {share:.0%} of labels '{word}'"
+
+
 def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict | None:
     """The first and second reviewer's labels of each double-labelled case, as report.json keeps them: `cases`,
     `agreed`, `agreement` (agreed / cases), `kappa`, and `table`, the counts of each (first, second) pair of
@@ -37,17 +61,20 @@ def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict | None:
         return None
     table = {f"{a}/{b}": sum(p == (a, b) for p in pairs) for a in ("approve", "reject") for b in ("approve", "reject")}
     agreed = table["approve/approve"] + table["reject/reject"]
-    return {"cases": len(pairs), "agreed": agreed, "agreement": agreed / len(pairs),
-            "kappa": cohen_kappa([(a == APPROVE, b == APPROVE) for a, b in pairs]), "table": table}
+    figures = kappa_figures([(a == APPROVE, b == APPROVE) for a, b in pairs])
+    return {"cases": len(pairs), "agreed": agreed, "agreement": agreed / len(pairs), "kappa": figures["kappa"],
+            "prevalence": figures["kappa_prevalence"], "table": table}
 
 
 def agreement_words(agreement: dict | None) -> str | None:
-    """'reviewers agree on 18 of 20 double-labelled cases (90.0%), kappa 0.78'; None without double labels."""
+    """'reviewers agree on 18 of 20 double-labelled cases (90.0%), kappa 0.78 at 90.0% agreement, 60% of labels
+    'approve''; None without double labels."""
     if agreement is None:
         return None
-    kappa = "undefined" if agreement["kappa"] is None else f"{agreement['kappa']:.2f}"
+    kappa = kappa_words(agreement["kappa"], agreement["agreement"], agreement.get("prevalence"), yes="approve",
+                        no="reject")
     return (f"reviewers agree on {agreement['agreed']} of {agreement['cases']} double-labelled cases "
-            f"({agreement['agreement']:.1%}), kappa {kappa}")
+            f"({agreement['agreement']:.1%}), {kappa}")
 
 
 @dataclass(frozen=True)

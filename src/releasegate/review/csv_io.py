@@ -9,9 +9,10 @@ stand-ins (`inert`: ESC as '␛', U+202E as '⟨U+202E⟩'), so neither a termin
 spreadsheet acts on them. Import undoes both before it compares the output with the run's (by hash). Instructions
 go into a sidecar text file, so the CSV itself stays a plain table for pandas and the csv module.
 
-Import validates every row before anything is written and reports every problem with its line (the physical line
-where the row starts, the header being line 1): unknown or duplicated review ids, rows from another run or
-export, outputs edited since export (by hash), invalid labels, labels without a reviewer.
+Import validates every row before anything is written and reports every problem of every row in one pass, with its
+line (the physical line where the row starts, the header being line 1) and spreadsheet row: unknown or duplicated
+review ids, rows from another run or export, outputs edited since export (by hash), invalid labels, labels without
+a reviewer, forbidden categories the rubric does not name (`import_problems`: the first ten named, the rest counted).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..record.review_outcome import check_verdicts, output_hash
 from ..spreadsheet import SAVE_AS_UTF8, csv_text, neutralise, unneutralise
 from ..text import inert, reveal
 from . import ADJUDICATION_FILE, QUEUE_FILE
+from .import_problems import Problems, ReviewImportError, adjudicator_problem, forbidden_problems
 from .sampler import ReviewSample
 
 __all__ = [
@@ -178,26 +180,14 @@ class ImportResult:
     """Data rows read."""
 
 
-class ReviewImportError(InputError):
-    """A review CSV with problems; `problems` holds every (line, message), the first one is the error's line."""
-
-    def __init__(self, file: Path, problems: list[tuple[int | None, str]]) -> None:
-        self.problems = problems
-        line, message = problems[0]
-        more = f"; {len(problems) - 1} more problem(s) listed above" if len(problems) > 1 else ""
-        super().__init__(f"{message}{more}; nothing was imported", file=file, line=line)
-
-    def report_lines(self) -> list[str]:
-        """Every problem as 'file:line: message'."""
-        return [f"{self.file}:{line}: {message}" if line else f"{self.file}: {message}" for line, message in self.problems]
-
-
 def read_review_csv(
     path: Path, sample: ReviewSample, existing: list[LabelEdit], *, reviewer: str | None = None,
-    now: str | None = None,
+    now: str | None = None, categories: tuple[str, ...] | None = None,
 ) -> ImportResult:
     """Parse and validate a filled-in review CSV against the run's sample; raise ReviewImportError listing every
-    problem. `reviewer` fills empty reviewer cells; `existing` is the run's label history."""
+    problem of every row, in one pass (`import_problems`: the first ten named, the rest counted). `reviewer` fills
+    empty reviewer cells; `existing` is the run's label history; `categories`: the rubric's forbidden categories,
+    which a forbidden cell must name (None: not checked)."""
     text = _decode(path)
     delimiter = _delimiter(path, text)
     if csv.field_size_limit() < MAX_FILE_BYTES:  # the default, 131,072 characters, is shorter than some outputs
@@ -216,28 +206,32 @@ def read_review_csv(
     exported = {item.output_hash for item in sample.items}
     rounds = reviewer_rounds([e for e in existing if e.output_hash in exported])  # the reviewers an adjudicator follows
     now = now or stamp()
-    problems: list[tuple[int | None, str]] = []
     seen: dict[str, int] = {}
+    problems, record = Problems(), 1  # record: the spreadsheet row just read (the header is row 1)
     edits, unchanged, unlabelled, rows = [], 0, 0, 0
     while True:
-        start = reader.line_num + 1
+        start, record = reader.line_num + 1, record + 1
         try:
             row = next(reader)
         except StopIteration:
             break
         except csv.Error as exc:
-            problems.append((start, f"malformed CSV: {exc}"))
+            problems.add(start, f"malformed CSV: {exc}", record)
             break
         if not any(cell.strip() for cell in row):
             continue
         rows += 1
         cell = {name: (row[i] if i < len(row) else "") for name, i in col.items()}
-        problem, edit = _check_row(cell, items, seen, start, reviewer, now, path.name)
-        if problem is None and edit is not None and edit.adjudication:
-            problem = _check_adjudicator(edit, rounds.get(edit.case_id, []))
-        if problem:
-            problems.append((start, problem))
-        elif edit is None:
+        found, edit = _check_row(cell, items, seen, start, reviewer, now, path.name)
+        if edit is not None:
+            found += forbidden_problems(edit, categories)
+            if edit.adjudication and (problem := adjudicator_problem(edit, rounds.get(edit.case_id, []))):
+                found.append(problem)
+        for problem in found:
+            problems.add(start, problem, record)
+        if found:
+            continue
+        if edit is None:
             unlabelled += 1
         elif (old := current.get(_key(edit))) and (old.label, old.reason, old.forbidden) == (edit.label, edit.reason, edit.forbidden):
             unchanged += 1
@@ -258,57 +252,59 @@ def _adjudications(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
     return {_key(e): e for e in edits if e.adjudication}
 
 
-def _check_adjudicator(edit: LabelEdit, reviewers: list[LabelEdit]) -> str | None:
-    """Why an adjudicator's label cannot be taken, or None: its reviewers must disagree, and it is none of them."""
-    if len({e.label for e in reviewers}) < 2:
-        return f"{edit.review_id}: its reviewers do not disagree (nothing to adjudicate); label it in a review CSV"
-    if reviewer_key(edit.reviewer) in {reviewer_key(e.reviewer) for e in reviewers}:
-        return f"{edit.review_id}: {edit.reviewer} labelled this case as a reviewer; the adjudicator must be someone else"
-    return None
-
-
-def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer, now: str, source: str):
-    """(problem, None) | (None, None) for an unlabelled row | (None, LabelEdit)."""
+def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer, now: str,
+               source: str) -> tuple[list[str], LabelEdit | None]:
+    """(every problem of the row, None) | ([], None) for an unlabelled row | ([], LabelEdit)."""
     rid = unneutralise(cell["review_id"].strip())
     if not rid:
-        return "review_id is empty", None
+        return ["review_id is empty"], None
     if rid in seen:
-        return f"review id {rid} is duplicated (first on line {seen[rid]})", None
+        return [f"review id {rid} is duplicated (first on line {seen[rid]})"], None
     seen[rid], item = line, items.get(rid)
     if item is None:
-        return f"unknown review id {rid!r}: not in this run's review sample", None
-    if cell["output_hash"].strip() != item.output_hash:
-        return f"{rid}: output_hash is not this run's (a row from another run or export?)", None
-    shown = cell["output"]
-    if not _shows_output(shown, item.output_hash):
-        if len(unneutralise(shown)) == SPREADSHEET_CELL_LIMIT:
-            return (f"{rid}: output has {SPREADSHEET_CELL_LIMIT:,} characters, a spreadsheet's cell limit: the "
-                    "spreadsheet cut it, so it is not the run's output (label this row in LibreOffice Calc or a text "
-                    "editor)"), None
-        converted = (" (a spreadsheet read it as a number, date or truth value: open the CSV with quoted fields "
-                     "as text; LibreOffice: 'Format quoted field as text' on, 'Detect special numbers' off)"
-                     if _CONVERTED.fullmatch(shown.strip()) else "")
-        return f"{rid}: output was edited since export (its hash no longer matches output_hash){converted}", None
+        return [f"unknown review id {rid!r}: not in this run's review sample"], None
+    problems = _output_problems(rid, cell, item.output_hash)
     round_ = unneutralise(cell.get(ROUND, "").strip()).casefold()
     if round_ not in ("", ADJUDICATION):
-        return f"{rid}: round {round_!r} is not {ADJUDICATION!r} (leave the round column as exported)", None
+        problems.append(f"{rid}: round {round_!r} is not {ADJUDICATION!r} (leave the round column as exported)")
     word, reason = unneutralise(cell["label"].strip()), unneutralise(cell["reason"].strip())
     if not word:  # a reason or forbidden categories given without a label would be lost without a word
         said = [what for what, v in (("a reason", reason), ("forbidden categories", cell.get("forbidden", "").strip())) if v]
-        return (f"{rid}: {said[0]} but no label", None) if said else (None, None)
+        return problems + [f"{rid}: {said[0]} but no label"] if said else problems, None
     label = parse_label(word)
-    if label is None or len(reason) > MAX_REASON_CHARS:  # a megabyte reason would be kept in every journal read
-        return (f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})" if label
-                is None else f"{rid}: the reason is longer than {MAX_REASON_CHARS} characters (write a few words)"), None
+    if label is None:
+        problems.append(f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})")
+    if len(reason) > MAX_REASON_CHARS:  # a megabyte reason would be kept in every journal read
+        problems.append(f"{rid}: the reason is longer than {MAX_REASON_CHARS} characters (write a few words)")
     name = " ".join(unneutralise(cell["reviewer"]).split()) or (default_reviewer or "")
-    if not reviewer_key(name) or len(name) > MAX_REVIEWER_CHARS:  # nothing but invisible characters, or no name
-        return (f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)" if
-                not reviewer_key(name) else f"{rid}: the reviewer name is longer than {MAX_REVIEWER_CHARS} characters"), None
-    return None, LabelEdit(
+    if not reviewer_key(name):  # nothing but invisible characters, or no name
+        problems.append(f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)")
+    elif len(name) > MAX_REVIEWER_CHARS:
+        problems.append(f"{rid}: the reviewer name is longer than {MAX_REVIEWER_CHARS} characters")
+    if problems or label is None:
+        return problems, None
+    return [], LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,
         forbidden=unneutralise(cell.get("forbidden", "")),  # type: ignore[arg-type]  # parsed by LabelEdit
     )
+
+
+def _output_problems(rid: str, cell: dict, expected_hash: str) -> list[str]:
+    """Why the row's output is not the run's output it was exported with, or []."""
+    if cell["output_hash"].strip() != expected_hash:
+        return [f"{rid}: output_hash is not this run's (a row from another run or export?)"]
+    shown = cell["output"]
+    if _shows_output(shown, expected_hash):
+        return []
+    if len(unneutralise(shown)) == SPREADSHEET_CELL_LIMIT:
+        return [f"{rid}: output has {SPREADSHEET_CELL_LIMIT:,} characters, a spreadsheet's cell limit: the "
+                "spreadsheet cut it, so it is not the run's output (label this row in LibreOffice Calc or a text "
+                "editor)"]
+    converted = (" (a spreadsheet read it as a number, date or truth value: open the CSV with quoted fields "
+                 "as text; LibreOffice: 'Format quoted field as text' on, 'Detect special numbers' off)"
+                 if _CONVERTED.fullmatch(shown.strip()) else "")
+    return [f"{rid}: output was edited since export (its hash no longer matches output_hash){converted}"]
 
 
 def _shows_output(shown: str, expected_hash: str) -> bool:

@@ -20,7 +20,7 @@ from ..record.seal import guard_seal, seal
 from ..scorers import score_records
 from . import ADJUDICATION_FILE, QUEUE_FILE
 from .adjudication import export_adjudication_csv
-from .csv_io import ImportResult, ReviewImportError, check_export_target, copy_path, export_review_csv, read_review_csv
+from .csv_io import ImportResult, check_export_target, copy_path, export_review_csv, read_review_csv
 from .sampler import SAMPLE_FILE, ReviewSample, choose_sample, drawn_rows, read_sample, write_sample
 from .summary import ReviewSummary, summarize_review
 
@@ -183,8 +183,7 @@ def import_queue(run_dir: Path, file: Path, *, reviewer: str | None = None, rubr
         raise InputError(f"run has no {SAMPLE_FILE}", file=run.path, hint=f"export first: releasegate review export {run.path}")
     guard_seal(run.path, "review")  # labels appended by hand since the last seal are no reviewer's
     existing = read_labels(run)
-    result = read_review_csv(file, sample, existing, reviewer=reviewer)
-    _check_categories(file, result.edits, review.categories)
+    result = read_review_csv(file, sample, existing, reviewer=reviewer, categories=review.categories)
     edits = vet(result.edits) if vet is not None else result.edits
     append_labels(run, edits)
     seal(run.path, "review")
@@ -195,14 +194,3 @@ def review_status(run_dir: Path, rubric_path: Path | None = None) -> ReviewSumma
     """Where review of the run stands with the labels it has."""
     review = open_review(run_dir, rubric_path)
     return review.summary(read_labels(review.run))
-
-
-def _check_categories(file: Path, edits: list[LabelEdit], categories: tuple[str, ...]) -> None:
-    """Refuse forbidden cells naming what the rubric does not: a '-' meant as none would count the output
-    forbidden, a misspelt category or another separator a guard miss that never happened."""
-    problems: list[tuple[int | None, str]] = [
-        (e.source_line, f"{e.review_id}: forbidden {c!r} is not a forbidden category of the rubric (write 'none', "
-                        f"or categories separated by commas: {', '.join(categories) or 'the rubric has none'})")
-        for e in edits for c in (e.forbidden or ()) if c not in categories]
-    if problems:
-        raise ReviewImportError(file, problems)

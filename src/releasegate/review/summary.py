@@ -30,7 +30,9 @@ The summary is one row per slice, "all" first; every row has the same keys, so r
     unlabelled_outcomes  outcome -> cases, for each automatic outcome of the slice with no label (what keeps an
                     approval unknown)
     min_approval    the threshold, on the rows the gate judges
-    kappa           Cohen's kappa between the automatic verdict (pass vs any other outcome) and the human label
+    kappa           Cohen's kappa between the automatic verdict (pass vs any other outcome) and the human label,
+                    with kappa_agreement (their raw agreement) and kappa_prevalence (the pooled share of pass and
+                    approve), which a reader needs beside it (`agreement.kappa_words`)
     awaiting_adjudication  disputed cases no adjudicator labelled yet: unlabelled and pending at labels_per_case 2
     unlabelled_drawn  rows of the review sample in the slice that no label covers (`record.review_cover`): while
                     any is left the slice (and "all") is pending, and the approval's lower bound counts each as a
@@ -62,7 +64,7 @@ from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from ..record.review_outcome import OUTCOMES, PASSED, automatic_outcome, output_hash
 from ..stats.intervals import needed_n_for_rate
 from ..stats.sample_weights import stratum_counts
-from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels
+from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels, kappa_figures, kappa_words
 from .approval import Approval, approval_of, blanks_bounded
 from .pending import pending_line
 
@@ -146,7 +148,8 @@ def review_headline(review: dict | None, verdict: str | None = None) -> str | No
         return pending_line(review, row, ALL)
     if row["approval"] is None:
         return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_uncovered(row)}"
-    kappa = f", kappa {row['kappa']:.2f}" if row["kappa"] is not None else ""
+    kappa = kappa_words(row["kappa"], row.get("kappa_agreement"), row.get("kappa_prevalence"))
+    kappa = f", automatic verdict against the reviewers: {kappa}" if row["kappa"] is not None else ""
     low, high = row["approval_bounds"]
     decided = "" if row["status"] != "undecided" else "; label more cases to decide it"
     reviewers = agreement_words(row.get("reviewer_agreement"))
@@ -203,7 +206,7 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
         "confidence": policy.confidence,
         "approval_sample": approved / len(reviewed) if reviewed else None,
         "min_approval": policy.min_approval if status in ("pass", "fail") else None,
-        "kappa": cohen_kappa([(outcome[lab.case_id] == PASSED, lab.label == APPROVE) for lab in reviewed]),
+        **kappa_figures([(outcome[lab.case_id] == PASSED, lab.label == APPROVE) for lab in reviewed]),
         "unlabelled_outcomes": _unlabelled_outcomes(chosen, labels, outcome),
         "unlabelled_drawn": len(blank),
         **rounded,

@@ -1,0 +1,142 @@
+"""The baseline a report compares with, the same in every format: which blessing it is (name, run, who, when,
+why) or which run, and the comparison as a table (metric, baseline, candidate, delta, interval, margin, McNemar p,
+verdict) with its slices and the reasons it may not stand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import PurePath
+from typing import Any
+
+from ..text import inert
+
+__all__ = ["baseline_line", "comparison_view", "comparison_md", "comparison_notes", "metric_cells", "num", "COMPARISON_COLUMNS"]
+
+COMPARISON_COLUMNS = ("metric", "baseline", "candidate", "delta", "interval", "margin", "McNemar p", "verdict")
+_SLICE_COLUMNS = ("slice", "n", "baseline", "candidate", "delta", "McNemar p", "verdict")
+_LATENCY_ROWS = ("ttft_ms", "tpot_ms", "e2e_ms")
+_REASON_SHOWN = 300
+"""Characters of a blessing's reason a report line shows (report.json keeps it as bless bounds it)."""
+
+
+def num(value: Any, spec: str = ".4g") -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def _interval(row: dict[str, Any]) -> str:
+    return f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row.get("interval") else "—"
+
+
+def metric_cells(row: dict[str, Any]) -> list[str]:
+    """metric, baseline, candidate, delta, interval, margin, McNemar p, as text."""
+    p = f"{row['p_value']:.3g}" if row.get("p_value") is not None else "—"
+    return [row["metric"], num(row["baseline"]), num(row["candidate"]), num(row["delta"], "+.4g"), _interval(row),
+            f"{row['margin']:.3g}", p]
+
+
+def comparison_notes(result: dict[str, Any]) -> list[str]:
+    """The lines under the table: each metric's note, what keeps the comparison from standing, the flips."""
+    lines = [f"{row['metric']}: {row['note']}" for row in result["rows"] if row.get("note")]
+    lines += [f"{result['verdict']}: {why}" for why in (result.get("target_error"), result.get("incomplete"),
+                                                        result.get("settings_note")) if why]
+    lines += _latency_lines(result)
+    flipped = result.get("flipped")
+    if flipped:
+        lines.append(f"flipped cases: {flipped['pass_to_fail']} pass -> fail, {flipped['fail_to_pass']} fail -> pass")
+    return lines
+
+
+def _latency_lines(result: dict[str, Any]) -> list[str]:
+    """Where the latency rows come from (each run's quality cases), and a warning when the two runs sent them
+    under different loads: a TTFT delta then measures the load as much as the model."""
+    sources = result.get("latency_sources")
+    if not sources or not any(row["metric"] in _LATENCY_ROWS for row in result["rows"]):
+        return []
+    base, cand = sources["baseline"], sources["candidate"]
+    if base.get("in_flight") == cand.get("in_flight") and base["text"] == cand["text"]:
+        return [f"latency rows measured on: {cand['text']}, in both runs"]
+    return [f"latency rows measured under different loads: baseline {base['text']}, candidate {cand['text']}: "
+            "a latency delta measures the load as well as the target"]
+
+
+def baseline_line(comparison) -> str | None:
+    """'baseline: blessed 'prod', run r1 (blessed by ana, 2026-12-07 06:45 UTC: "shipped in 1.4")', or
+    'baseline: run r1' for a rubric naming a run; None for a report without a baseline comparison. Shown inert."""
+    if not isinstance(comparison, dict) or "rows" not in comparison:
+        return None
+    run = _run_name(comparison.get("baseline_run"))
+    blessing = comparison.get("baseline_blessing")
+    if isinstance(blessing, dict):
+        reason = str(blessing.get("reason"))
+        reason = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + "…"  # every CSV row holds it
+        line = (f"baseline: blessed '{blessing.get('name')}', run {blessing.get('run')} (blessed by "
+                f"{blessing.get('by')}, {_when(blessing.get('blessed_at'))}: \"{reason}\")")
+    elif comparison.get("baseline_blessed"):
+        line = f"baseline: '{comparison['baseline_blessed']}', run {run} (no blessing of it found)"
+    else:
+        line = f"baseline: run {run}"
+    return inert(line, keep="")
+
+
+def _run_name(run) -> str:
+    """A run directory by its name: the folder it lay in on the machine that ran the gate is no one's business."""
+    return PurePath(str(run)).name if run else "?"
+
+
+def _when(stamp) -> str:
+    try:
+        return datetime.fromisoformat(str(stamp)).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return str(stamp)
+
+
+def _summary(comparison: dict) -> str:
+    return (f"{comparison.get('shared_cases', '?')} shared cases, {comparison.get('identical_outputs', '?')} identical "
+            f"outputs, {comparison.get('changed_cases', 0)} changed since the baseline")
+
+
+def _notes(comparison: dict) -> list[str]:
+    """Why the comparison may not stand (problems), what is stale (warnings), then each metric's note."""
+    return [*(f"does not stand: {p}" for p in comparison.get("baseline_problems") or []),
+            *(f"stale: {w}" for w in comparison.get("baseline_warnings") or []),
+            *comparison_notes({"rows": comparison.get("rows", []), "flipped": comparison.get("flipped"),
+                               "latency_sources": comparison.get("latency_sources")})]
+
+
+def _rows(comparison: dict) -> list[list[str]]:
+    return [[*metric_cells(row), row.get("verdict", "")] for row in comparison.get("rows", [])]
+
+
+def _slices(comparison: dict) -> list[list[str]]:
+    return [[s.get("slice", ""), str(s.get("n", "")), num(s.get("baseline")), num(s.get("candidate")),
+             num(s.get("delta"), "+.4g"), num(s.get("p_value"), ".3g"), s.get("verdict", "")]
+            for s in comparison.get("slices") or []]
+
+
+def comparison_view(comparison) -> dict | None:
+    """What the HTML report shows of a baseline comparison: its baseline line, a summary, the metric and slice
+    tables and the notes; None for no comparison or one of another shape (shown as a generic table)."""
+    line = baseline_line(comparison)
+    if line is None:
+        return None
+    return {"baseline": line, "summary": _summary(comparison), "columns": COMPARISON_COLUMNS, "rows": _rows(comparison),
+            "slice_columns": _SLICE_COLUMNS, "slices": _slices(comparison), "notes": _notes(comparison)}
+
+
+def comparison_md(comparison, md_text, md_label) -> list[str]:
+    """The Markdown section (`md_text`, `md_label`: the report's escaping of a cell and of a line)."""
+    view = comparison_view(comparison)
+    if view is None:
+        return []
+    lines = ["", "### Comparison with the baseline", "", md_label(view["baseline"]), "", md_label(view["summary"]), "",
+             "| " + " | ".join(view["columns"]) + " |", "|---|" + "---:|" * 6 + "---|"]
+    lines += [_md_row(row, md_text) for row in view["rows"]]
+    if view["slices"]:
+        lines += ["", "| " + " | ".join(view["slice_columns"]) + " |", "|---|" + "---:|" * 5 + "---|"]
+        lines += [_md_row(row, md_text) for row in view["slices"]]
+    return lines + ([""] + [f"- {md_label(n)}" for n in view["notes"]] if view["notes"] else [])
+
+
+def _md_row(row: list[str], md_text) -> str:
+    """The first and last cells (a metric or slice, a verdict) escaped; the figures between are releasegate's own."""
+    return "| " + " | ".join([md_text(row[0]), *row[1:-1], md_text(row[-1])]) + " |"
