@@ -71,3 +71,15 @@ def test_the_reports_read_case_rows_one_at_a_time_and_the_page_lists_a_capped_fe
     assert "(2 of 30 failing)" in page and "26 passing cases are not listed here" in page
     rows = list(csv.reader(io.StringIO(render(RunDir(path), "csv"))))
     assert [r[0] for r in rows[1:]] == [f"c{i:03d}" for i in range(30)]  # report.csv keeps every case
+
+
+def test_a_journal_holds_each_equal_spec_tag_and_score_once_and_reads_the_same(tmp_path):
+    """Records of one suite share their answer spec, format checks, tags and a passing case's scores: each equal
+    value is held once; a value that differs stays its own, and every record reads as written."""
+    records = [ok(i) for i in range(20)] + [ok(20, tags={"task": "other"}), err(21)]
+    path = Run(records).build(tmp_path)
+    read = RunDir(path).read_records()
+    assert len({id(r.answer) for r in read}) == 1 and len({id(r.format) for r in read}) == 1
+    assert len({id(r.tags) for r in read}) == 2 and read[20].tags == {"task": "other"}
+    fields = ("case_id", "answer", "format", "tags", "output", "error")
+    assert [[r.model_dump(mode="json")[k] for k in fields] for r in read] == [[w[k] for k in fields] for w in records]
