@@ -189,6 +189,15 @@ def _flip(direction: str, base: CaseRecord, cand: CaseRecord, why: list[str]) ->
             "baseline_output": cut(base.output or "", _FLIP_CHARS), "candidate_output": cut(cand.output or "", _FLIP_CHARS)}
 
 
+def case_why(record: CaseRecord, scores: dict) -> list[str]:
+    """Why a case failed (`failing_why`), and how many of its attempts failed when it was sent more than once;
+    empty when it passed."""
+    why = failing_why(record, scores)
+    if why and (tried := attempts_why(record)):  # a case answered on a retry is in the counts
+        why.append(tried)
+    return why
+
+
 def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50,
                   reviews: dict[str, list[dict]] | None = None) -> list[dict]:
     """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why, and
@@ -197,9 +206,7 @@ def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 5
     sent more than once says how many of its attempts failed."""
     out = []
     for r in records:
-        why = failing_why(r, scores[r.case_id])
-        if why:
-            why += [tried] if (tried := attempts_why(r)) else []  # a case answered on a retry is in the counts
+        if why := case_why(r, scores[r.case_id]):
             out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why,
                         **case_detail(r, scores[r.case_id], (reviews or {}).get(r.case_id))})
     return out if limit is None else out[:limit]

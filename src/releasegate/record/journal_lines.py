@@ -1,18 +1,20 @@
 """Journal lines: which characters a line writes escaped, strings made valid text, and where a file's last
-line starts (`RunDir.repair`, the judge journal), and a torn last line mended before the next append."""
+line starts (`RunDir.repair`, the judge journal), a torn last line mended before the next append, and equal values
+of a journal's records held once."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..border.files import check_regular, exists
 from ..text import valid_text
 
-__all__ = ["ESCAPED", "valid_data", "last_line_start", "mend_last_line"]
+__all__ = ["ESCAPED", "valid_data", "last_line_start", "mend_last_line", "share_equal_values"]
 
 ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
 """Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
@@ -63,3 +65,25 @@ def mend_last_line(path: Path, what: str, whole: Callable[[bytes], bool]) -> Non
             fh.truncate(start)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+SHARED_MOST = 4096
+"""Distinct values remembered per field: past it, a new value is kept as read (unique values cost nothing more)."""
+
+
+def share_equal_values(records: Sequence[Any], fields: Sequence[str]) -> None:
+    """Hold each distinct value of `fields` once across a journal's records (pydantic models): a suite of 100,000
+    cases otherwise holds 100,000 equal copies of its answer spec, its tags and a passing case's scores. Values
+    read from a journal are only read (every stage builds new dicts from them), so sharing them changes nothing."""
+    seen: dict[str, dict[str, Any]] = {name: {} for name in fields}
+    for rec in records:
+        for name in fields:
+            value = rec.__dict__[name]
+            if not value:
+                continue
+            kept = seen[name]
+            key = json.dumps(value, sort_keys=True, default=str)
+            if key in kept:
+                rec.__dict__[name] = kept[key]  # not setattr: the field stays as set (or unset) when read
+            elif len(kept) < SHARED_MOST:
+                kept[key] = value

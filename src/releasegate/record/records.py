@@ -37,7 +37,7 @@ from ..border.limits import JOURNAL_MAX_BYTES
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
-from .journal_lines import ESCAPED, mend_last_line, valid_data
+from .journal_lines import ESCAPED, mend_last_line, share_equal_values, valid_data
 from .record_parts import Stratum, Timing, Tokens
 from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
 from .sealed import matches_seal
@@ -130,6 +130,9 @@ class CaseRecord(BaseModel):
         """The value this case has for a slice key: 'suite' or any tag."""
         return self.suite if key == "suite" else self.tags.get(key)
 
+
+_SHARED = ("answer", "format", "tags", "scores")
+"""The record fields whose values repeat across cases (a suite's checks, its tags, a passing case's scores)."""
 
 MAX_JOURNAL_BYTES = JOURNAL_MAX_BYTES
 """1 GiB (`border.limits`): a journal of a million long answers; past it, refused in one line naming the bound."""
@@ -313,6 +316,7 @@ class RunDir:
         if not matches_seal(self.path, name, digest.hexdigest()):
             for rec in records:
                 rec.scored_with = None
+        share_equal_values(records, _SHARED)
         if dedup if dedup is not None else name == "records.jsonl":
             return _last_wins(records)
         return records

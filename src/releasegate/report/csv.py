@@ -8,6 +8,7 @@ overrides) are shown as visible stand-ins (`inert`), tab, LF and CR kept. A cell
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from ..record.gate_report import GateReport
@@ -39,7 +40,7 @@ def render_csv(view: RunView) -> str:
     more = STABILITY_COLUMNS if view.gate_report.stability is not None else ()
     rows = ([_cell(v) for v in [*_values(row), source, *by, *(stable.get(row.case_id, [""] * len(more)) if more else [])]]
             for row in view.cases())
-    return csv_text([COLUMNS + more, *rows], cell_limit=_CELL_CHARS)
+    return csv_text(itertools.chain([COLUMNS + more], rows), cell_limit=_CELL_CHARS)  # rows one at a time
 
 
 def _judged_by(report: GateReport) -> list:

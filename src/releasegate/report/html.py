@@ -71,10 +71,7 @@ _LATENCY = (
 
 def render_html(view: RunView) -> str:
     report, info = view.gate_report, view.info
-    cases = view.cases()
-    failing = [c for c in cases if not c.passed]
-    shown = (failing + [c for c in cases if c.passed])[:MAX_CASE_ROWS]
-    shown_ids = {c.case_id for c in shown}
+    shown, n_cases, n_failing = _shown_cases(view)
 
     template = _environment().get_template("report.html.j2")
     return template.render(
@@ -103,9 +100,23 @@ def render_html(view: RunView) -> str:
         feature_sections=section_tables(report),
         stability=_stability(report),
         review_pending=_review_pending(report),
-        cases=[_case(c) for c in cases if c.case_id in shown_ids],
-        n_cases=len(cases), n_failing=len(failing), n_hidden=len(cases) - len(shown),
+        cases=[_case(c) for c in shown],
+        n_cases=n_cases, n_failing=n_failing, n_hidden=n_cases - len(shown),
     )
+
+
+def _shown_cases(view: RunView) -> tuple[list[CaseRow], int, int]:
+    """The rows the page lists (failing cases first, MAX_CASE_ROWS in all, in the run's order), the number of
+    cases and of failing cases. Rows are read one at a time and only the listed ones kept: memory stays flat
+    in the number of cases."""
+    kept: dict[bool, list[tuple[int, CaseRow]]] = {False: [], True: []}
+    n_cases = n_failing = 0
+    for n_cases, row in enumerate(view.cases(), start=1):
+        n_failing += not row.passed
+        if len(kept[row.passed]) < MAX_CASE_ROWS:
+            kept[row.passed].append((n_cases, row))
+    shown = (kept[False] + kept[True])[:MAX_CASE_ROWS]
+    return [row for _, row in sorted(shown, key=lambda pair: pair[0])], n_cases, n_failing
 
 
 @functools.cache

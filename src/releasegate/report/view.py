@@ -6,12 +6,13 @@ samples), so they read the run directory as well.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..gate.capacity import gated_records
-from ..gate.case_detail import case_reviews, check_results, expected_text, failing_cases, input_text
+from ..gate.case_detail import case_reviews, case_why, check_results, expected_text, input_text
 from ..inputs.rubric import ForbiddenRule, load_rubric
 from ..record.evidence import answered
 from ..record.gate_report import GateReport, as_report, load_report
@@ -94,10 +95,12 @@ class RunView:
         return cls(run.path, info, report, scored.records, scored.scores, scored.load_records,
                    redact_values(case_reviews(read_labels(run))))
 
-    def cases(self) -> list[CaseRow]:
-        why = {f["case_id"]: f["why"] for f in failing_cases(self.records, self.scores, limit=len(self.records))}
-        return [_row(r, self.scores[r.case_id], why.get(r.case_id, []), self.reviews.get(r.case_id, []))
-                for r in self.records]
+    def cases(self) -> Iterator[CaseRow]:
+        """Every case as the reports show it, in the run's order, one row at a time: a report that lists only some
+        keeps those (report.csv writes each)."""
+        for r in self.records:
+            scores = self.scores[r.case_id]
+            yield _row(r, scores, case_why(r, scores), self.reviews.get(r.case_id, []))
 
     def timed_records(self) -> list[CaseRecord]:
         """The requests the report's latency figures come from: the quality cases, the load phase (of a capacity

@@ -30,6 +30,11 @@ _ITL_TAIL_SHARE = 0.2
 """The bootstrap bound is its 1 - (1 - confidence) * 0.2 percentile (0.99 for a 0.95 bound): calibrated above."""
 
 
+_DRAWS_AT_ONCE = 1 << 18
+"""Group draws held at once (int64, a few arrays of it): 1000 resamples of 100,000 requests would otherwise hold
+800 MB per array."""
+
+
 def _pooled_percentiles(values: np.ndarray, gid: np.ndarray, sizes: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
     """For each row of `counts` (how many times each group is drawn), the q-th percentile ('linear', as
     `percentile`) of the pooled resample, without building it: `values` is every gap sorted ascending and
@@ -87,9 +92,13 @@ def cluster_bootstrap(
     order = np.argsort(values, kind="stable")
     values, gid = values[order], gid[order]
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, g, size=(resamples, g)) + g * np.arange(resamples)[:, None]
-    counts = np.bincount(draws.ravel(), minlength=resamples * g).reshape(resamples, g).astype(np.int64)
-    stats = _pooled_percentiles(values, gid, sizes, counts, statistic_q)
+    stats = np.empty(resamples)
+    rows = max(1, _DRAWS_AT_ONCE // g)  # a block of resamples at a time: memory flat in the number of requests
+    for first in range(0, resamples, rows):  # blocks draw the same stream as one (resamples, g) draw would
+        block = min(rows, resamples - first)
+        draws = rng.integers(0, g, size=(block, g)) + g * np.arange(block)[:, None]
+        counts = np.bincount(draws.ravel(), minlength=block * g).reshape(block, g).astype(np.int64)
+        stats[first:first + block] = _pooled_percentiles(values, gid, sizes, counts, statistic_q)
     alpha = (1 - confidence) * _ITL_TAIL_SHARE
     lower, upper = np.percentile(stats, [100 * alpha, 100 * (1 - alpha)])
     return float(lower), float(upper)

@@ -1,0 +1,85 @@
+"""Memory flat in the number of cases: what the gate and the reports hold for a run does not grow with a
+per-case temporary they could do without (bench/memory.py measures the process's peak RSS at 1,000 and 100,000
+cases; these tests hold the structure that keeps it flat)."""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import re
+import tracemalloc
+
+import numpy as np
+
+import releasegate.stats.cluster_bounds as cluster_bounds
+from releasegate.record.records import RunDir
+from releasegate.report import render
+from releasegate.report.view import RunView
+from releasegate.stats.cluster_bounds import cluster_bootstrap
+from test_false_pass import WRONG, Run, err, ok
+
+
+def _groups(n: int, seed: int = 1) -> list[list[float]]:
+    rng = np.random.default_rng(seed)
+    return [list(rng.exponential(4.0, size=int(rng.integers(1, 6)))) for _ in range(n)]
+
+
+def test_the_itl_bootstrap_drawn_in_blocks_gives_the_bounds_of_one_draw(monkeypatch):
+    """Resamples are drawn a block at a time; the blocks draw the same stream, so the bounds are the same
+    whatever the block size (one resample a block, a few, or all at once)."""
+    groups = _groups(300)
+    whole = cluster_bootstrap(groups, 95)
+    for rows in (1, 7, 300 * 13):  # block sizes in group draws: 1 resample, a few, 13 at a time
+        monkeypatch.setattr(cluster_bounds, "_DRAWS_AT_ONCE", rows)
+        assert cluster_bootstrap(groups, 95) == whole
+    monkeypatch.setattr(cluster_bounds, "_DRAWS_AT_ONCE", 1000 * 300)
+    assert cluster_bootstrap(groups, 95) == whole
+    assert whole is not None and whole[0] < whole[1]
+
+
+def test_the_itl_bootstrap_never_holds_a_resamples_by_requests_array():
+    """1000 resamples of 10,000 requests: one int64 array of every draw would be 80 MB; the peak stays a
+    fraction of it (the blocks' arrays and the gaps themselves)."""
+    groups = _groups(10_000)
+    tracemalloc.start()
+    try:
+        bounds = cluster_bootstrap(groups, 99)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert bounds is not None
+    assert peak < 1000 * 10_000 * 8 / 4, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_the_reports_read_case_rows_one_at_a_time_and_the_page_lists_a_capped_few(tmp_path, cli, monkeypatch):
+    """RunView.cases() yields rows (report.csv writes each, report.html keeps the ones it lists); the page lists
+    the failing cases first, in the run's order, up to its cap, and counts the rest."""
+    import releasegate.report.html as html_report
+
+    records = [ok(i) for i in range(30)]
+    records[25] = ok(25, output=WRONG)
+    records[12] = err(12)
+    path = Run(records).build(tmp_path)
+    assert cli("gate", path)[0] == 1
+    view = RunView.load(RunDir(path))
+    assert inspect.isgenerator(view.cases())
+    monkeypatch.setattr(html_report, "MAX_CASE_ROWS", 4)
+    page = render(RunDir(path), "html")
+    listed = re.findall(r'<div class="id">([^<]+)</div>', page)
+    assert listed == ["c000", "c001", "c012", "c025"]  # both failing cases, then the first passing, in run order
+    assert "(2 of 30 failing)" in page and "26 passing cases are not listed here" in page
+    rows = list(csv.reader(io.StringIO(render(RunDir(path), "csv"))))
+    assert [r[0] for r in rows[1:]] == [f"c{i:03d}" for i in range(30)]  # report.csv keeps every case
+
+
+def test_a_journal_holds_each_equal_spec_tag_and_score_once_and_reads_the_same(tmp_path):
+    """Records of one suite share their answer spec, format checks, tags and a passing case's scores: each equal
+    value is held once; a value that differs stays its own, and every record reads as written."""
+    records = [ok(i) for i in range(20)] + [ok(20, tags={"task": "other"}), err(21)]
+    path = Run(records).build(tmp_path)
+    read = RunDir(path).read_records()
+    assert len({id(r.answer) for r in read}) == 1 and len({id(r.format) for r in read}) == 1
+    assert len({id(r.tags) for r in read}) == 2 and read[20].tags == {"task": "other"}
+    fields = ("case_id", "answer", "format", "tags", "output", "error")
+    assert [[r.model_dump(mode="json")[k] for k in fields] for r in read] == [[w[k] for k in fields] for w in records]
