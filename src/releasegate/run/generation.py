@@ -256,7 +256,9 @@ def _count_generation(info, session, run, elapsed: float) -> None:
 
 
 def _request(case: Case) -> Request:
-    return Request(case.id, list(case.messages) if case.messages else None, case.prompt)
+    tools = case.tools or {}
+    return Request(case.id, list(case.messages) if case.messages else None, case.prompt,
+                   tools=tools.get("tools") or None, tool_choice=tools.get("tool_choice"))
 
 
 def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False) -> CaseRecord:
@@ -265,7 +267,7 @@ def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False
         answer=case.answer, format=list(case.format), output=gen.text, error=gen.error,
         error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing, cached=cached,
         produced_by=gen.produced_by if cached else None, produced_in=gen.produced_in if cached else None,
-        stratum=getattr(case, "stratum", None),
+        stratum=getattr(case, "stratum", None), tools=case.tools, tool_calls=gen.tool_calls,
     )
     record.scores, record.scored_with = stored_scores(record, rubric.forbidden)  # reused by every later stage
     return record
