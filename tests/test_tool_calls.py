@@ -12,7 +12,7 @@ from releasegate.errors import InputError
 from releasegate.inputs.suite_config import SuiteConfig
 from releasegate.inputs.suites import load_suite
 from releasegate.record.evidence import answered
-from releasegate.record.records import CaseRecord
+from releasegate.record.records import CaseRecord, RunInfo, Timing, Tokens
 from releasegate.scorers import score_record
 from releasegate.scorers.tool_calls import match_calls, score_tools, score_turn, value_matches
 
@@ -187,3 +187,54 @@ def test_a_record_with_only_a_tool_call_is_an_answer_and_is_scored():
     assert score_record(rec, [])["tools"]["passed"] is True
     silent = rec.model_copy(update={"tool_calls": [[]]})
     assert not answered(silent) and score_record(silent, []) == {}  # nothing at all: an empty response
+
+
+# -- the gate ------------------------------------------------------------------------------------------------------
+
+def _tool_records(good: int, bad: int) -> list[CaseRecord]:
+    spec = {"tools": [ORDER_TOOL], "turns": [{"call": "required", "calls": [
+        {"name": "lookup_order", "arguments": {"order_id": ["A-17"]}}]}]}
+    calls = [call("lookup_order", order_id="A-17")] * good + [call("lookup_order", order_id="Z-9")] * bad
+    return [CaseRecord(case_id=f"c{i}", suite="s", input={"messages": ASK}, output="", tools=spec, tool_calls=[[c]],
+                       tokens=Tokens(input=5, output=4), timing=Timing(ttft_ms=1.0, e2e_ms=2.0))
+            for i, c in enumerate(calls)]
+
+
+def _gate(records, threshold: float):
+    from conftest import gate_run
+    from releasegate.inputs.rubric import Criterion, Rubric
+
+    info = RunInfo(run_id="t", created_at="now", target="t", backend="hf", generation_seconds=1.0, status="complete")
+    rubric = Rubric(path=None, name="tools", criteria=(
+        Criterion(name="calls match", metric="tool_match_rate", op=">=", threshold=threshold, confidence=0.9),))
+    return gate_run(info, records, rubric, None)
+
+
+def test_the_gate_decides_tool_criteria_with_bounds():
+    passing = _gate(_tool_records(60, 0), 0.9)
+    row = passing["criteria"][0]
+    assert row["verdict"] == "pass" and row["n"] == 60 and row["value"] == 1.0
+    assert passing["tools"]["tool_match_rate"]["value"] == 1.0
+    assert any(s["title"] == "Tool calls" for s in passing["sections"])
+    failing = _gate(_tool_records(40, 20), 0.9)
+    assert failing["verdict"] == "FAIL"
+    few = _gate(_tool_records(3, 0), 0.9)  # 3 of 3 matched: the lower bound is far under 0.9, never a PASS
+    assert few["criteria"][0]["verdict"] != "pass"
+
+
+def test_a_tool_metric_over_no_tool_case_is_never_a_pass():
+    plain = [CaseRecord(case_id="p", suite="s", input={"prompt": "p"}, output="x", expected="x",
+                        answer={"type": "exact"})]
+    report = _gate(plain, 0.5)
+    assert report["criteria"][0]["verdict"] != "pass" and report["verdict"] != "PASS"
+
+
+def test_a_failed_request_is_a_wrong_match_never_left_out():
+    from releasegate.gate.tools_feature import tool_rate
+    from releasegate.scorers import score_records
+
+    records = _tool_records(10, 0)
+    records[0] = records[0].model_copy(update={"output": None, "tool_calls": None, "error": "timeout"})
+    value = tool_rate("tool_match_rate", records, score_records(records, []))
+    assert (value.value, value.n) == (0.9, 10)
+    assert tool_rate("tool_miss_rate", records, score_records(records, [])).n == 9  # not the model's miss
