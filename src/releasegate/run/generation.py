@@ -28,6 +28,7 @@ from ..scorers import stored_scores
 from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
 from .stopping import stop_if_dead
+from .tool_turns import continue_turns
 
 __all__ = ["open_cache", "cache_hits", "cache_session_name", "keep_sources", "generate_all", "keep_client"]
 
@@ -84,7 +85,7 @@ def cache_hits(cache, cases: list[Case]) -> dict[str, Generation]:
         return {}
     hits = {}
     for case in cases:
-        gen = cache.get(_request(case))
+        gen = cache.get(_request(case)) if case.tools is None else None  # tool calls are never cached
         if gen is not None:
             hits[case.id] = gen
     return hits
@@ -222,6 +223,7 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
 def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[str, Generation]:
     started = time.perf_counter()
     out = backend.generate([_request(c) for c in fresh], max_new_tokens=config.max_new_tokens)
+    continue_turns(backend, fresh, out, config.max_new_tokens)  # a scripted conversation's later turns
     keep_client(info, session, backend)  # checkpointed with the time: a killed part's lateness is kept too
     if backend.measures_latency:
         _count_generation(info, session, run, time.perf_counter() - started)
@@ -243,7 +245,7 @@ def keep_client(info: RunInfo, session: dict, backend) -> None:
 def _cache_batch(cache: ResponseCache, fresh: list[tuple[Case, CaseRecord]], gens: dict[str, Generation]) -> None:
     """Cache a recorded batch's answers, with the session's tally (every attempt just recorded, failed ones too)
     and the requests that failed (a later session that sends them again stands on this one)."""
-    answers = [(_request(c), gens[c.id]) for c, r in fresh if answered(r)]
+    answers = [(_request(c), gens[c.id]) for c, r in fresh if answered(r) and c.tools is None]
     failed = [_request(c) for c, r in fresh if not answered(r)]
     cache.put_many(answers, attempt_outcomes([r for _, r in fresh]), failed)
 

@@ -1,0 +1,149 @@
+"""Tool calls through a server: the openai backend sends the case's tools, joins streamed fragments per index
+(honest, interleaved and mangled streams from the stub), and a scripted conversation goes on turn by turn, cut
+at the turn that diverges; `check` then gates on the tool-call metrics end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import write_jsonl
+from releasegate.backends import Request
+from releasegate.backends._stream import parse_sse
+from releasegate.backends.openai import OpenAIBackend
+from releasegate.inputs.config import load_config
+from releasegate.record.records import RunDir
+from releasegate.testing.stub_server import StubBehaviour, StubServer
+from releasegate.testing.tool_stub import tool_answer
+
+TOOLS = [
+    {"type": "function", "function": {"name": "lookup_order", "parameters": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}},
+    {"type": "function", "function": {"name": "issue_refund", "parameters": {
+        "type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+        "required": ["order_id", "amount"]}}},
+]
+PARALLEL = [{"name": "lookup_order", "arguments": '{"order_id": "A-17"}'},
+            {"name": "lookup_order", "arguments": '{"order_id": "B-2", "note": "x\\"y"}'}]
+
+
+def _lines(events: list[dict]) -> list[str]:
+    return [f"data: {json.dumps(e)}" for e in events] + ["data: [DONE]"]
+
+
+@pytest.mark.parametrize("mode", ["honest", "interleaved"])
+def test_streamed_fragments_are_joined_per_index(mode):
+    events, whole = tool_answer({"tools": TOOLS}, PARALLEL, mode)
+    lines = _lines(events)
+    parse = parse_sse(lines, list(range(len(lines))), "chat")
+    assert parse.bad_event is None and parse.finished
+    assert [(c["name"], c["arguments"]) for c in parse.tool_calls] == [(c["name"], c["arguments"]) for c in PARALLEL]
+    assert [c["id"] for c in parse.tool_calls] == ["call_0", "call_1"]
+
+
+def test_a_mangled_stream_gives_calls_whose_arguments_do_not_parse():
+    events, _ = tool_answer({"tools": TOOLS}, PARALLEL, "mangled")
+    lines = _lines(events)
+    calls = parse_sse(lines, list(range(len(lines))), "chat").tool_calls
+    assert len(calls) == 2
+    for c in calls:
+        with pytest.raises(ValueError):
+            json.loads(c["arguments"])
+
+
+@pytest.mark.parametrize("fragment", [
+    {"index": -1}, {"index": "0"}, {"index": True}, {"index": 10**9}, {"index": 0, "function": "lookup"},
+    {"index": 0, "function": {"arguments": {"order_id": 1}}}, "call", {"index": 0, "id": 7},
+])
+def test_a_hostile_fragment_is_a_bad_response(fragment):
+    event = {"choices": [{"index": 0, "delta": {"tool_calls": [fragment]}, "finish_reason": None}]}
+    parse = parse_sse(_lines([event]), [0, 1], "chat")
+    assert parse.bad_event is not None and not parse.tool_calls
+
+
+def _backend(tmp_path: Path, base_url: str) -> OpenAIBackend:
+    (tmp_path / "s.jsonl").write_text(json.dumps({"id": "x", "prompt": "p", "expected": "x"}) + "\n")
+    (tmp_path / "r.yaml").write_text(RUBRIC)
+    (tmp_path / "c.yaml").write_text(f"target: {{backend: openai, base_url: {base_url}, model: stub, timeout_s: 10}}\n"
+                                     "suites: [{path: s.jsonl, answer: {type: exact}}]\nrubric: r.yaml\n")
+    config = load_config(tmp_path / "c.yaml")
+    backend = OpenAIBackend(config.target, config.generation)
+    backend.load()
+    return backend
+
+
+def test_the_backend_sends_the_tools_and_records_the_calls(tmp_path):
+    with StubServer(StubBehaviour(tool_reply=lambda body: PARALLEL, tool_mode="interleaved")) as stub:
+        backend = _backend(tmp_path, stub.base_url)
+        ask = [{"role": "user", "content": "where are A-17 and B-2?"}]
+        (gen,) = backend.generate([Request("c", ask, tools=TOOLS, tool_choice="required")], max_new_tokens=32)
+        (plain,) = backend.generate([Request("d", ask)], max_new_tokens=32)
+        backend.close()
+        sent = stub.bodies
+    assert gen.error is None and gen.text == ""
+    assert [c["arguments"] for c in gen.tool_calls[0]] == [c["arguments"] for c in PARALLEL]
+    assert sent[0]["tools"] == TOOLS and sent[0]["tool_choice"] == "required"
+    assert "tools" not in sent[1] and plain.tool_calls is None and plain.text
+
+
+# -- end to end ----------------------------------------------------------------------------------------------------
+
+RUBRIC = """\
+criteria:
+  - {metric: tool_call_accuracy, op: ">=", threshold: 0.5}
+  - {metric: tool_unwanted_rate, op: "<=", threshold: 0.5}
+"""
+
+
+def _scripted(body: dict) -> list[dict]:
+    """The stub's model: looks an order up, refunds it once the lookup's result is in; never calls on 'hello'."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return [{"name": "issue_refund", "arguments": '{"order_id": "A-17", "amount": 5}'}]
+    if "hello" in last["content"]:
+        return []
+    order = "A-17" if "A-17" in last["content"] else "Z-0"
+    return [{"name": "lookup_order", "arguments": json.dumps({"order_id": order})}]
+
+
+def _project(root: Path, base_url: str) -> Path:
+    lookup = {"name": "lookup_order", "arguments": {"order_id": ["A-17", "a17"]}}
+    refund = {"name": "issue_refund", "arguments": {"order_id": ["A-17"], "amount": [5.0]}}
+    ask = [{"role": "user", "content": "refund A-17"}]
+    write_jsonl(root / "suite.jsonl", [
+        {"id": "one", "messages": ask, "tools": TOOLS, "expect": {"call": "required", "calls": [lookup]}},
+        {"id": "none", "messages": [{"role": "user", "content": "hello"}], "tools_ref": "tools.json",
+         "expect": {"call": "forbidden"}},
+        {"id": "two", "messages": ask, "tools": TOOLS, "turns": [
+            {"call": "required", "calls": [lookup], "tool_results": ['{"status": "delivered", "paid": 5}']},
+            {"call": "required", "calls": [refund]}]},
+        {"id": "cut", "messages": [{"role": "user", "content": "refund B-9"}], "tools": TOOLS, "turns": [
+            {"call": "required", "calls": [lookup], "tool_results": ["{}"]}, {"call": "required", "calls": [refund]}]},
+    ])
+    (root / "tools.json").write_text(json.dumps(TOOLS))
+    (root / "rubric.yaml").write_text(RUBRIC)
+    (root / "releasegate.yaml").write_text(
+        f"target: {{backend: openai, base_url: {base_url}, model: stub, timeout_s: 10}}\n"
+        "generation: {max_new_tokens: 32}\nsuites: [{path: suite.jsonl}]\nrubric: rubric.yaml\n")
+    return root / "releasegate.yaml"
+
+
+def test_check_gates_tool_cases_and_cuts_a_diverging_conversation(tmp_path, cli):
+    with StubServer(StubBehaviour(tool_reply=_scripted)) as stub:
+        code, out, err = cli("check", "-c", _project(tmp_path, stub.base_url), "--run-id", "r", "--no-progress", "--json")
+        bodies = stub.bodies
+    assert "Traceback" not in err, err
+    report = json.loads(out)
+    records = {r.case_id: r for r in RunDir(tmp_path / "reports" / "r").read_records()}
+    scores = {k: r.scores["tools"] for k, r in records.items()}
+    assert scores["one"]["passed"] and scores["none"]["passed"] and scores["two"]["passed"]
+    assert not scores["cut"]["passed"] and len(records["cut"].tool_calls) == 1  # the second turn never asked
+    assert len(records["two"].tool_calls) == 2
+    second = [b for b in bodies if b["messages"][-1]["role"] == "tool"]
+    assert len(second) == 1 and second[0]["messages"][-1]["content"] == '{"status": "delivered", "paid": 5}'
+    assert second[0]["messages"][-2]["tool_calls"][0]["function"]["name"] == "lookup_order"
+    assert report["tools"]["tool_call_accuracy"]["value"] == 0.75 and report["tools"]["tool_call_accuracy"]["n"] == 4
+    assert (report["verdict"], code) == ("PASS", 0), report["verdict_reason"]
+    assert report["tools"]["tool_unwanted_rate"]["value"] == 0.0
