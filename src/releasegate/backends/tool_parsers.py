@@ -19,8 +19,9 @@ import re
 from typing import Any
 
 from ..border.structured import json_loads
+from ..errors import TargetError
 
-__all__ = ["with_tools", "sent_calls", "message_calls", "parse_calls", "template_family", "FAMILIES"]
+__all__ = ["with_tools", "sent_calls", "rendered_prompt", "read_calls", "message_calls", "parse_calls", "template_family", "FAMILIES"]
 
 FAMILIES = ("hermes", "llama3", "mistral")
 _MAX_CALLS = 1024
@@ -37,6 +38,42 @@ def with_tools(body: dict, request, mode: str) -> None:
 def sent_calls(parse, body: dict | None) -> list[list[dict]] | None:
     """A streamed reply's calls as a Generation keeps them (one turn), for a request that offered tools."""
     return [parse.tool_calls] if body is not None and "tools" in body else None
+
+
+def rendered_prompt(tokenizer, request) -> str:
+    """A chat request as the model reads it in process: its chat template, given the tools where it offers them.
+    A template that renders the same prompt with the tools as without drops them (the model never sees them):
+    a TargetError, never a run whose every tool case fails as if the model had not called."""
+    text = tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
+    if not request.tools:
+        return text
+    with_tools = tokenizer.apply_chat_template(request.messages, tools=request.tools, tokenize=False,
+                                               add_generation_prompt=True)
+    if with_tools == text:
+        raise TargetError("the model's chat template renders no tools: it would never see them; give it a template "
+                          "with tool support (tokenizer_config.json chat_template)")
+    return with_tools
+
+
+def _template(tokenizer) -> str | None:
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # several named templates: the one for tools, else the default
+        template = template.get("tool_use") or template.get("default")
+    return template if isinstance(template, str) else None
+
+
+def read_calls(tokenizer, request, gen) -> None:
+    """An in-process answer to a request with tools: its calls read from the generated text by the chat
+    template's family (special tokens kept, as the formats use them), the rest left as its text."""
+    if not request.tools or gen.error is not None or gen.output_ids is None:
+        return
+    raw = tokenizer.decode(gen.output_ids, skip_special_tokens=False)
+    text, calls = parse_calls(raw, template_family(_template(tokenizer)))
+    if calls:
+        for special in getattr(tokenizer, "all_special_tokens", ()):
+            text = text.replace(special, "")
+        gen.text = text.strip()
+    gen.tool_calls = [calls]
 
 
 def _arguments(value: Any) -> str:
