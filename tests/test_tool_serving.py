@@ -147,3 +147,41 @@ def test_check_gates_tool_cases_and_cuts_a_diverging_conversation(tmp_path, cli)
     assert report["tools"]["tool_call_accuracy"]["value"] == 0.75 and report["tools"]["tool_call_accuracy"]["n"] == 4
     assert (report["verdict"], code) == ("PASS", 0), report["verdict_reason"]
     assert report["tools"]["tool_unwanted_rate"]["value"] == 0.0
+
+
+# -- the tool path checks ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("mode", "said"), [
+    ("drop_tools", "the server dropped the tools: prompt_tokens 7 with them and 7 without"),
+    ("mangled", "streamed tool calls differ from its whole reply's"),
+])
+def test_a_server_that_drops_tools_or_mangles_streamed_calls_stops_the_run(tmp_path, cli, mode, said):
+    with StubServer(StubBehaviour(tool_reply=_scripted, tool_mode=mode)) as stub:
+        code, out, err = cli("check", "-c", _project(tmp_path, stub.base_url), "--run-id", "r", "--no-progress")
+        asked = [b for b in stub.bodies if b.get("stream") is not False]
+    assert code == 4 and said in err and "Traceback" not in err
+    assert len(asked) <= 1  # the check's own streamed request at most: no case was asked
+
+
+def test_the_check_passes_an_honest_server_and_names_its_prompt_tokens(tmp_path):
+    from releasegate.inputs.suites import load_suites
+    from releasegate.run.tool_path import check_tool_path
+
+    with StubServer(StubBehaviour(tool_reply=_scripted, tool_mode="interleaved")) as stub:
+        config = load_config(_project(tmp_path, stub.base_url))
+        backend = OpenAIBackend(config.target, config.generation)
+        found = check_tool_path(backend, load_suites(config.suites, tmp_path), 16)
+    told, bare = found["prompt_tokens"]
+    assert found["tools_honoured"] is True and found["stream_matches"] is True and told > bare == 7
+
+
+@pytest.mark.slow
+def test_a_llamacpp_server_whose_template_drops_tools_stops_the_run(tmp_path, cli, llamacpp_server):
+    """The demo model served by llama.cpp: its chat template has no tool support, and the server drops the tools
+    with HTTP 200 (the same prompt_tokens with and without them). The run says so, exit 4, and asks no case."""
+    config = _project(tmp_path, llamacpp_server.base_url)
+    config.write_text(config.read_text().replace("model: stub", f"model: {llamacpp_server.model}"))
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 4 and "the server dropped the tools: prompt_tokens" in err and "Traceback" not in err
+    assert not (tmp_path / "reports" / "r" / "records.jsonl").is_file() or not RunDir(
+        tmp_path / "reports" / "r").read_records(required=False)

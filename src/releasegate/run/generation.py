@@ -28,6 +28,7 @@ from ..scorers import stored_scores
 from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
 from .stopping import stop_if_dead
+from .tool_path import prove_tool_path
 from .tool_turns import continue_turns
 
 __all__ = ["open_cache", "cache_hits", "cache_session_name", "keep_sources", "generate_all", "keep_client"]
@@ -99,6 +100,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
     is generated, as ever (a kill loses at most the batch in flight, a resume skips the recorded ids), and when
     generation ends (done, interrupted or failed; after a kill -9, when the resumed run's does)
     `_restore_case_order` puts records.jsonl back in case order, the order every reader has always seen."""
+    if backend is not None and any(c.tools for c in todo):  # the server's tool path, before any tool case is asked
+        prove_tool_path(backend, todo, config.max_new_tokens, console)
     size = max(1, backend.batch_size) if backend is not None else 1
     order = _by_length(backend, todo, hits, config, size) or todo
     try:
