@@ -185,3 +185,39 @@ def test_a_llamacpp_server_whose_template_drops_tools_stops_the_run(tmp_path, cl
     assert code == 4 and "the server dropped the tools: prompt_tokens" in err and "Traceback" not in err
     assert not (tmp_path / "reports" / "r" / "records.jsonl").is_file() or not RunDir(
         tmp_path / "reports" / "r").read_records(required=False)
+
+
+# -- replay ----------------------------------------------------------------------------------------------------------
+
+def _replay_project(root: Path, responses: list[dict]) -> Path:
+    config = _project(root, "http://unused")
+    write_jsonl(root / "responses.jsonl", responses)
+    config.write_text(config.read_text().replace(
+        "target: {backend: openai, base_url: http://unused, model: stub, timeout_s: 10}",
+        "target: {backend: replay, responses: responses.jsonl}"))
+    return config
+
+
+def test_replay_files_hold_tool_calls_turn_by_turn(tmp_path, cli):
+    lookup = {"name": "lookup_order", "arguments": '{"order_id": "a17"}'}
+    refund = {"name": "issue_refund", "arguments": {"order_id": "A-17", "amount": 5}}
+    config = _replay_project(tmp_path, [
+        {"id": "one", "tool_calls": [[lookup]]},
+        {"id": "none", "output": "Hello! How can I help?"},
+        {"id": "two", "output": "Refunded.", "tool_calls": [[lookup], [refund]]},
+        {"id": "cut", "tool_calls": [[{"name": "issue_refund", "arguments": "{}"}], [refund]]},
+    ])
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
+    assert "Traceback" not in err, err
+    records = {r.case_id: r for r in RunDir(tmp_path / "reports" / "r").read_records()}
+    assert [k for k, r in records.items() if r.scores["tools"]["passed"]] == ["one", "none", "two"]
+    assert records["two"].output == "Refunded." and len(records["two"].tool_calls) == 2
+    assert len(records["cut"].tool_calls) == 1 and "turn 1" in records["cut"].scores["tools"]["detail"]
+
+
+@pytest.mark.parametrize("calls", [{"name": "f"}, [{"name": "f"}], [[{"arguments": "{}"}]], [["f"]], [[{"name": 3}]],
+                                   [[]] * 33])
+def test_a_replay_line_with_malformed_tool_calls_is_refused_at_its_line(tmp_path, cli, calls):
+    config = _replay_project(tmp_path, [{"id": "one", "output": "", "tool_calls": calls}])
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 2 and "responses.jsonl:1" in err and "tool_calls" in err and "Traceback" not in err
