@@ -20,8 +20,9 @@ from typing import Any
 
 from ..border.structured import json_loads
 from ..errors import TargetError
+from ._stream import parse_sse
 
-__all__ = ["with_tools", "sent_calls", "rendered_prompt", "read_calls", "message_calls", "parse_calls", "template_family", "FAMILIES"]
+__all__ = ["with_tools", "sent_calls", "streamed_calls", "rendered_prompt", "read_calls", "message_calls", "parse_calls", "template_family", "FAMILIES"]
 
 FAMILIES = ("hermes", "llama3", "mistral")
 _MAX_CALLS = 1024
@@ -33,6 +34,11 @@ def with_tools(body: dict, request, mode: str) -> None:
         body["tools"] = request.tools
         if request.tool_choice:
             body["tool_choice"] = request.tool_choice
+
+
+def streamed_calls(lines: list[str]) -> list[dict]:
+    """The calls of a chat stream's `data:` lines, joined per index (what the openai backend records)."""
+    return parse_sse(lines, [0] * len(lines), "chat").tool_calls
 
 
 def sent_calls(parse, body: dict | None) -> list[list[dict]] | None:

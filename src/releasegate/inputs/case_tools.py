@@ -20,6 +20,7 @@ from typing import Any
 from ..border.structured import json_loads
 from ..errors import InputError
 from .files import KeyAt, named_file, read_text
+from .schema_check import validate
 
 __all__ = ["case_tools", "read_tools_file"]
 
@@ -93,8 +94,6 @@ def _check_turn(turn: dict, names: set[str], *, last: bool, at) -> None:
 @cache
 def read_tools_file(path: str) -> tuple[dict, ...]:
     """A tools file: a JSON list of OpenAI function tools, each checked against the case schema's `tool`."""
-    from .schema_check import validate
-
     file = Path(path)
     try:
         value = json_loads(read_text(file, what="tools file"))

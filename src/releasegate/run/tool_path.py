@@ -19,8 +19,7 @@ from __future__ import annotations
 import json
 from urllib.parse import urlencode
 
-from ..backends._stream import parse_sse
-from ..backends.tool_parsers import message_calls
+from ..backends.tool_parsers import message_calls, streamed_calls
 from ..border.http import HttpError, Limits, fetch
 from ..border.structured import json_loads
 from ..errors import TargetError
@@ -57,8 +56,7 @@ def _whole(backend, body: dict) -> tuple[int | None, list[dict]]:
 
 
 def _streamed(backend, body: dict) -> list[dict]:
-    lines = _post(backend, {**body, "stream": True}).decode("utf-8", "replace").splitlines()
-    return parse_sse(lines, [0] * len(lines), "chat").tool_calls
+    return streamed_calls(_post(backend, {**body, "stream": True}).decode("utf-8", "replace").splitlines())
 
 
 def same_calls(a: list[dict], b: list[dict]) -> bool:
