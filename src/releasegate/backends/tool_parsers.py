@@ -28,7 +28,7 @@ FAMILIES = ("hermes", "llama3", "mistral")
 _MAX_CALLS = 1024
 
 
-def with_tools(body: dict, request, mode: str) -> None:
+def with_tools(body: dict[str, Any], request: Any, mode: str) -> None:
     """A chat request's tools (and its tool_choice, where it makes one) added to the body it sends."""
     if request.tools and mode == "chat":
         body["tools"] = request.tools
@@ -36,39 +36,39 @@ def with_tools(body: dict, request, mode: str) -> None:
             body["tool_choice"] = request.tool_choice
 
 
-def streamed_calls(lines: list[str]) -> list[dict]:
+def streamed_calls(lines: list[str]) -> list[dict[str, Any]]:
     """The calls of a chat stream's `data:` lines, joined per index (what the openai backend records)."""
     return parse_sse(lines, [0] * len(lines), "chat").tool_calls
 
 
-def sent_calls(parse, body: dict | None) -> list[list[dict]] | None:
+def sent_calls(parse: Any, body: dict[str, Any] | None) -> list[list[dict[str, Any]]] | None:
     """A streamed reply's calls as a Generation keeps them (one turn), for a request that offered tools."""
     return [parse.tool_calls] if body is not None and "tools" in body else None
 
 
-def rendered_prompt(tokenizer, request) -> str:
+def rendered_prompt(tokenizer: Any, request: Any) -> str:
     """A chat request as the model reads it in process: its chat template, given the tools where it offers them.
     A template that renders the same prompt with the tools as without drops them (the model never sees them):
     a TargetError, never a run whose every tool case fails as if the model had not called."""
     text = tokenizer.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
     if not request.tools:
-        return text
+        return str(text)
     with_tools = tokenizer.apply_chat_template(request.messages, tools=request.tools, tokenize=False,
                                                add_generation_prompt=True)
     if with_tools == text:
         raise TargetError("the model's chat template renders no tools: it would never see them; give it a template "
                           "with tool support (tokenizer_config.json chat_template)")
-    return with_tools
+    return str(with_tools)
 
 
-def _template(tokenizer) -> str | None:
+def _template(tokenizer: Any) -> str | None:
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # several named templates: the one for tools, else the default
         template = template.get("tool_use") or template.get("default")
     return template if isinstance(template, str) else None
 
 
-def read_calls(tokenizer, request, gen) -> None:
+def read_calls(tokenizer: Any, request: Any, gen: Any) -> None:
     """An in-process answer to a request with tools: its calls read from the generated text by the chat
     template's family (special tokens kept, as the formats use them), the rest left as its text."""
     if not request.tools or gen.error is not None or gen.output_ids is None:
@@ -87,7 +87,7 @@ def _arguments(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def message_calls(message: Any) -> list[dict]:
+def message_calls(message: Any) -> list[dict[str, Any]]:
     """The calls of a whole (non-streamed) reply's `message`: its `tool_calls`, any other shape none."""
     calls = message.get("tool_calls") if isinstance(message, dict) else None
     out = []
@@ -113,7 +113,7 @@ def template_family(template: str | None) -> str | None:
     return None
 
 
-def parse_calls(text: str, family: str | None) -> tuple[str, list[dict]]:
+def parse_calls(text: str, family: str | None) -> tuple[str, list[dict[str, Any]]]:
     """(the text left as the answer, the calls) of generated `text` in `family`'s format; no family, no calls."""
     if family == "hermes":
         return _hermes(text)
@@ -124,7 +124,7 @@ def parse_calls(text: str, family: str | None) -> tuple[str, list[dict]]:
     return text, []
 
 
-def _call(raw: str, *, name_key: str = "name", args_key: str = "arguments") -> dict:
+def _call(raw: str, *, name_key: str = "name", args_key: str = "arguments") -> dict[str, Any]:
     """One call's JSON object read; unreadable, its name as far as a regex tells and its raw text as arguments."""
     try:
         value = json_loads(raw.strip())
@@ -140,12 +140,12 @@ def _call(raw: str, *, name_key: str = "name", args_key: str = "arguments") -> d
 _HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 
 
-def _hermes(text: str) -> tuple[str, list[dict]]:
+def _hermes(text: str) -> tuple[str, list[dict[str, Any]]]:
     calls = [_call(m) for m in _HERMES.findall(text)[:_MAX_CALLS]]
     return _HERMES.sub("", text).strip() if calls else text, calls
 
 
-def _llama3(text: str) -> tuple[str, list[dict]]:
+def _llama3(text: str) -> tuple[str, list[dict[str, Any]]]:
     body = text.split("<|python_tag|>", 1)[1] if "<|python_tag|>" in text else text
     body = body.replace("<|eom_id|>", "").replace("<|eot_id|>", "").strip()
     if not body.startswith("{") or '"name"' not in body:
@@ -154,7 +154,7 @@ def _llama3(text: str) -> tuple[str, list[dict]]:
     return "", [_call(p, args_key="parameters") for p in parts[:_MAX_CALLS] if p.strip()]
 
 
-def _mistral(text: str) -> tuple[str, list[dict]]:
+def _mistral(text: str) -> tuple[str, list[dict[str, Any]]]:
     if "[TOOL_CALLS]" not in text:
         return text, []
     head, _, body = text.partition("[TOOL_CALLS]")

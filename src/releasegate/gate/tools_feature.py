@@ -32,7 +32,7 @@ from .feature import FeatureMetric, GateFeature, MetricQuery
 __all__ = ["FEATURE", "tool_rate"]
 
 
-def _turns(r: CaseRecord) -> list[dict]:
+def _turns(r: CaseRecord) -> list[dict[str, Any]]:
     return (r.tools or {}).get("turns") or []
 
 
@@ -61,7 +61,7 @@ _RULES: dict[str, tuple[Callable[[CaseRecord], bool], str, bool]] = {
 }
 
 
-def tool_rate(name: str, records: list[CaseRecord], scores: dict[str, dict], confidence: float = 0.95) -> MetricValue:
+def tool_rate(name: str, records: list[CaseRecord], scores: dict[str, dict[str, Any]], confidence: float = 0.95) -> MetricValue:
     """One tool-call metric over `records` (see the module docstring)."""
     counts, key, failed_counts = _RULES[name]
     hits, n = 0, 0

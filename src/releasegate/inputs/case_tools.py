@@ -25,7 +25,7 @@ from .schema_check import validate
 __all__ = ["case_tools", "read_tools_file"]
 
 
-def case_tools(raw: dict, suite_dir: Path, at: KeyAt) -> dict | None:
+def case_tools(raw: dict[str, Any], suite_dir: Path, at: KeyAt) -> dict[str, Any] | None:
     """The case's tool settings (None for a case with none), checked; `at(field, ...)` names a field's place."""
     if not any(k in raw for k in ("tools", "tools_ref", "expect", "turns")):
         return None
@@ -53,7 +53,7 @@ def case_tools(raw: dict, suite_dir: Path, at: KeyAt) -> dict | None:
     return out
 
 
-def _check_parameters(tools: list[dict], at: KeyAt) -> None:
+def _check_parameters(tools: list[dict[str, Any]], at: KeyAt) -> None:
     import jsonschema
 
     for i, tool in enumerate(tools):
@@ -68,7 +68,7 @@ def _check_parameters(tools: list[dict], at: KeyAt) -> None:
             raise InputError("JSON Schema nested too deeply", **at("tools", i, "function", "parameters")) from None
 
 
-def _check_turn(turn: dict, names: set[str], *, last: bool, at) -> None:
+def _check_turn(turn: dict[str, Any], names: set[str], *, last: bool, at: Any) -> None:
     calls = turn.get("calls") or []
     if turn["call"] == "forbidden" and calls:
         raise InputError("call: forbidden expects no call, but calls are listed", **at("calls"),
@@ -92,7 +92,7 @@ def _check_turn(turn: dict, names: set[str], *, last: bool, at) -> None:
 
 
 @cache
-def read_tools_file(path: str) -> tuple[dict, ...]:
+def read_tools_file(path: str) -> tuple[dict[str, Any], ...]:
     """A tools file: a JSON list of OpenAI function tools, each checked against the case schema's `tool`."""
     file = Path(path)
     try:

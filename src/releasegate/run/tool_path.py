@@ -17,17 +17,20 @@ template is checked as it renders (`backends.tool_parsers.rendered_prompt`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 from ..backends.tool_parsers import message_calls, streamed_calls
 from ..border.http import HttpError, Limits, fetch
 from ..border.structured import json_loads
 from ..errors import TargetError
+from ..inputs.suites import Case
 
 __all__ = ["check_tool_path", "prove_tool_path", "same_calls"]
 
 
-def _post(backend, body: dict) -> bytes:
+def _post(backend: Any, body: dict[str, Any]) -> bytes:
     t = backend.target
     key = backend.api_key()
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key != "not-needed" else {}),
@@ -45,7 +48,7 @@ def _post(backend, body: dict) -> bytes:
     return reply.body
 
 
-def _whole(backend, body: dict) -> tuple[int | None, list[dict]]:
+def _whole(backend: Any, body: dict[str, Any]) -> tuple[int | None, list[dict[str, Any]]]:
     """(prompt_tokens, calls) of a request not streamed."""
     value = json_loads(_post(backend, {**body, "stream": False}).decode("utf-8", "replace"))
     usage = value.get("usage") if isinstance(value, dict) else None
@@ -55,13 +58,13 @@ def _whole(backend, body: dict) -> tuple[int | None, list[dict]]:
     return (told if isinstance(told, int) and not isinstance(told, bool) else None), message_calls(message)
 
 
-def _streamed(backend, body: dict) -> list[dict]:
+def _streamed(backend: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
     return streamed_calls(_post(backend, {**body, "stream": True}).decode("utf-8", "replace").splitlines())
 
 
-def same_calls(a: list[dict], b: list[dict]) -> bool:
+def same_calls(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     """Two replies' calls alike: the same names, and arguments equal as JSON (as text where one is not JSON)."""
-    def key(call: dict):
+    def key(call: dict[str, Any]) -> tuple[Any, Any]:
         try:
             return call.get("name"), json.loads(call.get("arguments") or "")
         except ValueError:
@@ -69,17 +72,17 @@ def same_calls(a: list[dict], b: list[dict]) -> bool:
     return [key(c) for c in a] == [key(c) for c in b]
 
 
-def check_tool_path(backend, cases, max_new_tokens: int) -> dict | None:
+def check_tool_path(backend: Any, cases: Sequence[Case], max_new_tokens: int) -> dict[str, Any] | None:
     """The checks above on the first case with tools (None: no such case, or no chat endpoint): {'tools_honoured':
     True/None, 'prompt_tokens': [with, without], 'stream_matches': True}. Raises TargetError when one fails."""
     target = getattr(backend, "target", None)
     case = next((c for c in cases if c.tools and c.tools.get("tools")), None)
-    if case is None or getattr(target, "mode", None) != "chat" or not getattr(target, "base_url", None):
+    if case is None or target is None or getattr(target, "mode", None) != "chat" or not getattr(target, "base_url", None):
         return None
     body = {"model": target.model, "messages": list(case.messages or ()), "max_tokens": max_new_tokens,
             "temperature": 0.0}
-    offered = {**body, "tools": case.tools["tools"], **({"tool_choice": case.tools["tool_choice"]}
-                                                        if case.tools.get("tool_choice") else {})}
+    spec = case.tools or {}
+    offered = {**body, "tools": spec["tools"], **({"tool_choice": spec["tool_choice"]} if spec.get("tool_choice") else {})}
     told, whole = _whole(backend, offered)
     bare, _ = _whole(backend, body)
     honoured = None if told is None or bare is None else told != bare
@@ -94,7 +97,7 @@ def check_tool_path(backend, cases, max_new_tokens: int) -> dict | None:
     return {"case": case.id, "tools_honoured": honoured, "prompt_tokens": [told, bare], "stream_matches": True}
 
 
-def prove_tool_path(backend, cases, max_new_tokens: int, console) -> None:
+def prove_tool_path(backend: Any, cases: Sequence[Case], max_new_tokens: int, console: Any) -> None:
     """`check_tool_path` before a run's cases are asked, saying what could not be told."""
     found = check_tool_path(backend, cases, max_new_tokens)
     if found is not None and found["tools_honoured"] is None:

@@ -11,38 +11,44 @@ the timing is the first turn's. A later turn's request that fails makes the case
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from ..backends import Generation, Request
+from ..inputs.suites import Case
 from ..scorers.tool_calls import match_calls, score_turn, turn_passed
 
 __all__ = ["continue_turns", "next_messages"]
 
 
-def continue_turns(backend, cases, gens: list[Generation], max_new_tokens: int) -> None:
+def continue_turns(backend: Any, cases: Sequence[Case], gens: list[Generation], max_new_tokens: int) -> None:
     """Ask the later turns of `cases`' conversations (their first turn's answers in `gens`, updated in place)."""
     talks = {c.id: list(c.messages or ()) for c in cases if c.tools and len(c.tools["turns"]) > 1}
+    specs = {c.id: c.tools or {} for c in cases}
     live = [(c, g) for c, g in zip(cases, gens) if c.id in talks]
     turn = 0
     while live:
         asked = []
         for case, gen in live:
-            if gen.error is not None or turn + 1 >= len(case.tools["turns"]):
+            tools = specs[case.id]
+            if gen.error is not None or turn + 1 >= len(tools["turns"]):
                 continue
             calls = (gen.tool_calls or [[]])[-1]
-            spec = case.tools["turns"][turn]
-            if not turn_passed(score_turn(calls, spec, case.tools["tools"])):
+            spec = tools["turns"][turn]
+            if not turn_passed(score_turn(calls, spec, tools["tools"])):
                 continue  # diverged from the script: the conversation ends at this turn
             talks[case.id] += next_messages(gen.text, calls, spec)
             asked.append((case, gen))
         if not asked:
             return
-        requests = [Request(c.id, talks[c.id], tools=c.tools["tools"] or None, tool_choice=c.tools.get("tool_choice"))
-                    for c, _ in asked]
+        requests = [Request(c.id, talks[c.id], tools=specs[c.id]["tools"] or None,
+                            tool_choice=specs[c.id].get("tool_choice")) for c, _ in asked]
         for (_, gen), reply in zip(asked, backend.generate(requests, max_new_tokens=max_new_tokens)):
             _add_turn(gen, reply)
         live, turn = asked, turn + 1
 
 
-def next_messages(text: str | None, calls: list[dict], spec: dict) -> list[dict]:
+def next_messages(text: str | None, calls: list[dict[str, Any]], spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages a turn adds: the model's calls, then each expected call's scripted result as the answer to
     the call that matched it, in the order the calls were made."""
     ids = [c.get("id") or f"call_{i}" for i, c in enumerate(calls)]

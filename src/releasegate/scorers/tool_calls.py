@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ._registry import Score
@@ -57,10 +58,10 @@ def value_matches(given: Any, wanted: Any) -> bool:
     if isinstance(wanted, dict):
         return (isinstance(given, dict) and given.keys() == wanted.keys()
                 and all(value_matches(given[k], wanted[k]) for k in wanted))
-    return given == wanted  # null
+    return bool(given == wanted)  # null
 
 
-def parsed_arguments(call: dict) -> dict | None:
+def parsed_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
     """A call's arguments as an object; None when they are not a JSON object."""
     args = call.get("arguments")
     if isinstance(args, dict):
@@ -72,7 +73,7 @@ def parsed_arguments(call: dict) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def call_matches(call: dict, expected: dict) -> bool:
+def call_matches(call: dict[str, Any], expected: dict[str, Any]) -> bool:
     """A call made is the expected call: same name, no argument the expectation does not name, every argument
     it names given (unless optional) and one of its acceptable values."""
     if call.get("name") != expected["name"]:
@@ -94,7 +95,7 @@ def call_matches(call: dict, expected: dict) -> bool:
     return True
 
 
-def match_calls(calls: list[dict], expected: list[dict]) -> list[tuple[int, int]]:
+def match_calls(calls: list[dict[str, Any]], expected: list[dict[str, Any]]) -> list[tuple[int, int]]:
     """The largest set of (call index, expected index) pairs that match, one to one, by an optimal assignment:
     a greedy pass (each expected call taking the first call that fits) can miss a full matching that exists,
     and its count then depends on the order of the lists."""
@@ -108,7 +109,7 @@ def match_calls(calls: list[dict], expected: list[dict]) -> list[tuple[int, int]
     return [(int(r), int(c)) for r, c in zip(rows, cols) if fits[r, c]]
 
 
-def _in_sequence(calls: list[dict], expected: list[dict]) -> bool:
+def _in_sequence(calls: list[dict[str, Any]], expected: list[dict[str, Any]]) -> bool:
     """The expected calls appear among the calls in their order (others may come between)."""
     at = 0
     for call in calls:
@@ -117,7 +118,7 @@ def _in_sequence(calls: list[dict], expected: list[dict]) -> bool:
     return at == len(expected)
 
 
-def _schema_ok(call: dict, tools: dict[str, dict]) -> tuple[bool, str]:
+def _schema_ok(call: dict[str, Any], tools: dict[str, dict[str, Any]]) -> tuple[bool, str]:
     tool = tools.get(call.get("name") or "")
     if tool is None:
         return False, f"call to '{call.get('name')}', not a tool of the case"
@@ -128,7 +129,7 @@ def _schema_ok(call: dict, tools: dict[str, dict]) -> tuple[bool, str]:
     return result.passed, result.detail
 
 
-def score_turn(calls: list[dict], turn: dict, tools: list[dict]) -> dict:
+def score_turn(calls: list[dict[str, Any]], turn: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
     """One turn's checks (see the module docstring), with what failed in `detail`."""
     want = turn.get("call", "required")
     expected = turn.get("calls") or []
@@ -155,12 +156,12 @@ def score_turn(calls: list[dict], turn: dict, tools: list[dict]) -> dict:
     return out
 
 
-def turn_passed(turn_score: dict) -> bool:
+def turn_passed(turn_score: dict[str, Any]) -> bool:
     """Every check that applies passed."""
     return all(turn_score.get(c) is not False for c in CHECKS)
 
 
-def _detail(out: dict, problems: list[str]) -> str:
+def _detail(out: dict[str, Any], problems: list[str]) -> str:
     said = []
     if out["missed"]:
         said.append("no call made where one is required")
@@ -177,7 +178,7 @@ def _detail(out: dict, problems: list[str]) -> str:
     return "; ".join(said)
 
 
-def score_tools(spec: dict, turn_calls: list[list[dict]]) -> dict:
+def score_tools(spec: dict[str, Any], turn_calls: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """A case's tool score: every turn asked scored, passed when all scripted turns were asked and passed.
     `turn_calls`: the calls made at each turn asked (a conversation stops at the first turn that diverges)."""
     turns = spec.get("turns") or []
@@ -198,7 +199,7 @@ def score_tools(spec: dict, turn_calls: list[list[dict]]) -> dict:
     return out
 
 
-def _all(values) -> bool | None:
+def _all(values: Iterable[bool | None]) -> bool | None:
     """False if any turn failed the check, True if any passed and none failed, None if it applied to none."""
     seen = [v for v in values if v is not None]
     return None if not seen else all(seen)

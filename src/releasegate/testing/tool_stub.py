@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import json
 from itertools import zip_longest
+from typing import Any
 
 __all__ = ["TOOL_MODES", "tool_answer", "prompt_tokens"]
 
 TOOL_MODES = ("honest", "interleaved", "mangled", "drop_tools")
 
 
-def prompt_tokens(body: dict, mode: str) -> int:
+def prompt_tokens(body: dict[str, Any], mode: str) -> int:
     """What the stub reports as the prompt's tokens: tools count unless they were dropped."""
     tools = body.get("tools")
     return 7 + (len(json.dumps(tools)) // 4 if tools and mode != "drop_tools" else 0)
@@ -35,7 +36,7 @@ def _pieces(text: str, n: int) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
-def _fragments(calls: list[dict], mode: str) -> list[dict]:
+def _fragments(calls: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     """The `delta.tool_calls` items to stream, one an event, in the order `mode` sends them."""
     per_call = []
     for i, call in enumerate(calls):
@@ -56,16 +57,16 @@ def _fragments(calls: list[dict], mode: str) -> list[dict]:
     return [f for items in per_call for f in items]
 
 
-def tool_answer(body: dict, calls: list[dict], mode: str) -> tuple[list[dict], dict | None]:
+def tool_answer(body: dict[str, Any], calls: list[dict[str, Any]], mode: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """(the stream's events before [DONE], the whole reply for `stream: false`)."""
-    usage = {"prompt_tokens": prompt_tokens(body, mode),
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens(body, mode),
              "completion_tokens": max(1, sum(len(c["name"]) + len(c["arguments"]) for c in calls) // 4)}
     if mode == "drop_tools" or not body.get("tools") or not calls:  # no call: a text answer
         text = "I cannot look that up."
         usage["completion_tokens"] = 6
-        events = [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+        events: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
                   {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, {"choices": [], "usage": usage}]
-        message = {"role": "assistant", "content": text}
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         return events, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": usage}
     events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}]
     events += [{"choices": [{"index": 0, "delta": {"tool_calls": [f]}, "finish_reason": None}]}
