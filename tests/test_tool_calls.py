@@ -238,3 +238,30 @@ def test_a_failed_request_is_a_wrong_match_never_left_out():
     value = tool_rate("tool_match_rate", records, score_records(records, []))
     assert (value.value, value.n) == (0.9, 10)
     assert tool_rate("tool_miss_rate", records, score_records(records, [])).n == 9  # not the model's miss
+
+
+# -- hunting a false PASS -----------------------------------------------------------------------------------------
+
+def test_a_call_left_in_the_content_is_a_miss_never_a_call():
+    """A server without the right tool parser leaves the call in the text: the model 'called' only as text, and
+    what the client receives is no call at all."""
+    spec = {"tools": [ORDER_TOOL], "turns": [{"call": "required", "calls": [{"name": "lookup_order",
+                                                                              "arguments": {"order_id": ["A-17"]}}]}]}
+    text = '<tool_call>{"name": "lookup_order", "arguments": {"order_id": "A-17"}}</tool_call>'
+    rec = CaseRecord(case_id="c", suite="s", input={"messages": ASK}, output=text, tools=spec, tool_calls=[[]])
+    scores = score_record(rec, [])["tools"]
+    assert scores["passed"] is False and scores["missed"] is True and scores["match"] is False
+
+
+@pytest.mark.parametrize("arguments", ['{"order_id": NaN}', '{"order_id": Infinity}', '["A-17"]', '"A-17"', "",
+                                       "{" * 5000 + "}" * 5000, '{"order_id": "A-17"} trailing'])
+def test_hostile_arguments_never_parse_or_match(arguments):
+    turn = {"call": "required", "calls": [{"name": "lookup_order", "arguments": {"order_id": ["A-17"]}}]}
+    scored = score_turn([{"id": None, "name": "lookup_order", "arguments": arguments}], turn, [ORDER_TOOL])
+    assert scored["json"] is False and scored["match"] is False and scored["schema"] is False
+
+
+def test_more_calls_than_expected_never_match_under_order_any():
+    turn = {"call": "required", "calls": [{"name": "lookup_order", "arguments": {"order_id": ["A-17"]}}]}
+    twice = [call("lookup_order", order_id="A-17")] * 2
+    assert score_turn(twice, turn, [ORDER_TOOL])["match"] is False

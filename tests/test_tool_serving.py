@@ -221,3 +221,15 @@ def test_a_replay_line_with_malformed_tool_calls_is_refused_at_its_line(tmp_path
     config = _replay_project(tmp_path, [{"id": "one", "output": "", "tool_calls": calls}])
     code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
     assert code == 2 and "responses.jsonl:1" in err and "tool_calls" in err and "Traceback" not in err
+
+
+def test_repeated_draws_send_the_tools_and_replay_the_turns(tmp_path, cli):
+    with StubServer(StubBehaviour(tool_reply=_scripted)) as stub:
+        config = _project(tmp_path, stub.base_url)
+        config.write_text(config.read_text().replace("generation: {max_new_tokens: 32}",
+                                                     "generation: {max_new_tokens: 32, repeats: 2}"))
+        code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert "Traceback" not in err, err
+    draws = {r.case_id: r for r in RunDir(tmp_path / "reports" / "r").read_records("draws.jsonl")}
+    assert draws["two"].draw == 1 and len(draws["two"].tool_calls) == 2 and draws["two"].scores["tools"]["passed"]
+    assert draws["one"].tool_calls[0][0]["name"] == "lookup_order"

@@ -158,6 +158,7 @@ def _generated(backend, batches: list[list[Case]], hits: dict, config, run, info
     fresh_of = [[c for c in group if c.id not in hits] for group in batches]
     last = time.perf_counter()
     for i, out in many([[_request(c) for c in f] for f in fresh_of], max_new_tokens=config.max_new_tokens):
+        continue_turns(backend, fresh_of[i], out, config.max_new_tokens)
         if fresh_of[i]:
             now_s = time.perf_counter()
             _count_generation(info, session, run, now_s - last)

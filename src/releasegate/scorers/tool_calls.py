@@ -67,10 +67,15 @@ def parsed_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(args, dict):
         return args
     try:
-        value = json.loads(args) if isinstance(args, str) else None
+        value = json.loads(args, parse_constant=_not_json) if isinstance(args, str) else None
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _not_json(name: str) -> None:
+    """NaN and Infinity: Python's parser takes them, JSON has no such value."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def call_matches(call: dict[str, Any], expected: dict[str, Any]) -> bool:
