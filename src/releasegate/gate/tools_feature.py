@@ -11,6 +11,7 @@ Which cases count for each metric (the scores are `scorers.tool_calls`'):
     tool_args_*_rate     answered cases that made a call
     tool_match_rate      cases with expected calls; a failed request is wrong
     tool_sequence_rate   cases with expected calls in order exact or sequence; a failed request is wrong
+    tool_forbidden_call_rate  answered cases naming forbidden_tools: the share that called one
 
 A metric with no case it applies to has no value: its criterion is never a PASS.
 """
@@ -58,6 +59,7 @@ _RULES: dict[str, tuple[Callable[[CaseRecord], bool], str, bool]] = {
     "tool_args_schema_rate": (_made_calls, "schema", False),
     "tool_match_rate": (lambda r: any(t.get("calls") for t in _turns(r)), "match", True),
     "tool_sequence_rate": (_ordered, "sequence", True),
+    "tool_forbidden_call_rate": (lambda r: any(t.get("forbidden_tools") for t in _turns(r)), "forbidden_called", False),
 }
 
 

@@ -82,6 +82,9 @@ def _check_turn(turn: dict[str, Any], names: set[str], *, last: bool, at: Any) -
             if name not in given:
                 raise InputError(f"optional argument '{name}' has no acceptable values in arguments",
                                  **at("calls", j, "optional"), hint="list the values it may take under arguments")
+    both = {c["name"] for c in calls} & set(turn.get("forbidden_tools") or ())
+    if both:
+        raise InputError(f"'{sorted(both)[0]}' is both expected and forbidden", **at("forbidden_tools"))
     results = turn.get("tool_results")
     if not last and results is None:
         raise InputError("a turn followed by another needs tool_results: the scripted result of each expected call",

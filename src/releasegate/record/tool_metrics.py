@@ -18,6 +18,7 @@ TOOL_METRICS: dict[str, tuple[str, str]] = {
                                         "satisfies its parameters' JSON Schema"),
     "tool_match_rate": ("higher", "share of cases with expected calls whose calls match them (name and acceptable "
                                   "arguments, optimal assignment; failed requests count as wrong)"),
+    "tool_forbidden_call_rate": ("lower", "share of answered cases naming forbidden_tools that called one of them"),
     "tool_sequence_rate": ("higher", "share of cases with order exact or sequence whose calls come in that order "
                                      "(failed requests count as wrong)"),
 }
