@@ -17,7 +17,7 @@ HEAVY = frozenset({
     "torch", "transformers", "peft", "tokenizers", "safetensors", "accelerate", "datasets", "evaluate", "pyarrow",
     "pandas", "numpy", "matplotlib", "jinja2", "markupsafe", "ray", "gguf", "openai", "httpx", "huggingface_hub",
     "yaml", "jsonschema", "referencing", "pydantic", "sacrebleu", "rouge_score", "nltk", "xllamacpp", "uvloop",
-    "rich", "fcntl", "vllm",
+    "rich", "fcntl", "vllm", "scipy",
     "asyncio",  # the standard library's, but 30 ms: only what runs an event loop imports it
 })
 """Third-party (or platform) modules a function may import where it needs them: optional, or slow to import, so

@@ -20,6 +20,9 @@ class Request:
     seed: int | None = None
     """A repeated draw's own sampling seed (`generation.repeats`), sent where the server takes one; None: the
     config's `generation.seed`, if any."""
+    tools: list[dict] | None = None
+    """OpenAI function tools the model may call (sent as `tools`; rendered by the chat template in process)."""
+    tool_choice: str | dict | None = None
 
 
 @dataclass
@@ -40,6 +43,8 @@ class Generation:
     truncated_to: int | None = None
     """The input was cut to this many tokens before the model read it (a classifier reads at most its model's
     max length); None: it was read whole."""
+    tool_calls: list[list[dict]] | None = None
+    """A request with tools: the calls made, one list per turn asked ({id, name, arguments}); None: no tools."""
 
 
 class Backend(ABC):

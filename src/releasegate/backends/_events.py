@@ -5,7 +5,8 @@ usage) before anything uses it; a payload of any other shape raises `BadEvent`, 
 `bad_response` (the run goes on). The shapes accepted:
 
     event    an object; `choices` absent, null or a list of objects; `usage` absent, null or an object
-    choice   chat: `delta` absent, null or an object whose `content` is absent, null or a string;
+    choice   chat: `delta` absent, null or an object whose `content` is absent, null or a string, and whose
+             `tool_calls` is absent, null or a list of {index, id, function: {name, arguments}} (strings or null);
              completion: `text` absent, null or a string; `finish_reason` absent, null or a string
     usage    `prompt_tokens` and `completion_tokens` absent, null or whole numbers 0..USAGE_MAX (a JSON number
              with a fraction or an exponent, a string, a boolean or a negative count is not a count)
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BadEvent", "Choice", "Usage", "Event", "read_event", "usage_problem", "USAGE_MAX"]
+__all__ = ["BadEvent", "Choice", "ToolFragment", "Usage", "Event", "read_event", "usage_problem", "USAGE_MAX"]
 
 USAGE_MAX = 10**9
 """No request has a billion tokens: a count above it is not a count."""
@@ -38,6 +39,18 @@ class Choice:
     seen: int = 0
     """Characters of every string the choice carried (content, and a delta's reasoning text: servers count
     reasoning tokens in completion_tokens)."""
+    tool_calls: tuple[ToolFragment, ...] = ()
+    """chat: the pieces of tool calls this delta carries (`delta.tool_calls`), joined per index after the stream."""
+
+
+@dataclass(frozen=True)
+class ToolFragment:
+    """One piece of a streamed tool call: which call (`index`), and what it adds to its id, name and arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,11 +90,32 @@ def _choice(value, mode: str) -> Choice:
         if delta is not None and not isinstance(delta, dict):
             raise BadEvent(f"a choice's delta must be an object, not {_kind(delta)}")
         content = _text((delta or {}).get("content"), "delta.content")
+        calls = tuple(_fragment(f) for f in _list((delta or {}).get("tool_calls"), "delta.tool_calls"))
         seen = sum(len(v) for v in (delta or {}).values() if isinstance(v, str))
+        seen += sum(len(f.name or "") + len(f.arguments or "") for f in calls)  # counted in completion_tokens too
     else:
-        content = _text(value.get("text"), "text")
+        content, calls = _text(value.get("text"), "text"), ()
         seen = len(content or "")
-    return Choice(content, _text(value.get("finish_reason"), "finish_reason"), seen)
+    return Choice(content, _text(value.get("finish_reason"), "finish_reason"), seen, calls)
+
+
+_MAX_CALLS = 1024
+"""No answer makes more parallel calls: an index past it is not a call's."""
+
+
+def _fragment(value) -> ToolFragment:
+    """A `delta.tool_calls` item: {index, id?, type?, function?: {name?, arguments?}}, typed."""
+    if not isinstance(value, dict):
+        raise BadEvent(f"a tool call fragment must be an object, not {_kind(value)}")
+    index = value.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < _MAX_CALLS:
+        raise BadEvent(f"a tool call's index must be a whole number 0..{_MAX_CALLS - 1}, not {_shown(index)}")
+    function = value.get("function")
+    if function is not None and not isinstance(function, dict):
+        raise BadEvent(f"a tool call's function must be an object, not {_kind(function)}")
+    function = function or {}
+    return ToolFragment(index, _text(value.get("id"), "tool_calls.id"), _text(function.get("name"), "function.name"),
+                        _text(function.get("arguments"), "function.arguments"))
 
 
 def _usage(value) -> Usage | None:

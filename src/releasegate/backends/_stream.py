@@ -40,10 +40,17 @@ class StreamParse:
     """Characters of every string the choices carried (content and reasoning text)."""
     events: int = 0
     """`data:` lines the reply held: 0 for a reply that is no event stream at all (an HTML page)."""
+    tool_parts: dict[int, dict] = field(default_factory=dict)
+    """Streamed tool calls by index, their fragments joined in arrival order (`delta.tool_calls`)."""
 
     @property
     def text(self) -> str:
         return "".join(self.chunks)
+
+    @property
+    def tool_calls(self) -> list[dict]:
+        """The calls the stream made, in index order: {id, name, arguments} (arguments the text as joined)."""
+        return [{"id": p["id"], "name": p["name"], "arguments": p["arguments"]} for _, p in sorted(self.tool_parts.items())]
 
 
 def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
@@ -108,6 +115,11 @@ def _take(event: Event, stamp: int, out: StreamParse) -> None:
         if choice.content:
             out.chunks.append(choice.content)
             out.chunk_ns.append(stamp)
+        for piece in choice.tool_calls:  # a call's id comes once; its name and arguments may come in pieces
+            part = out.tool_parts.setdefault(piece.index, {"id": None, "name": "", "arguments": ""})
+            part["id"] = part["id"] or piece.id
+            part["name"] += piece.name or ""
+            part["arguments"] += piece.arguments or ""
         if choice.finish_reason:
             out.finished = True
             out.finish_reason = choice.finish_reason
@@ -129,7 +141,7 @@ def stream_problem(parse: StreamParse, output_tokens: int, cap: int) -> tuple[st
     if told is not None:
         return ErrorKind.BAD_RESPONSE, told
     reason = parse.finish_reason
-    if reason in EMPTY_ENDS or (reason == "length" and output_tokens == 0) or not parse.text:
+    if reason in EMPTY_ENDS or (reason == "length" and output_tokens == 0) or not (parse.text or parse.tool_parts):
         return ErrorKind.EMPTY_RESPONSE, f"no content (finish_reason: {reason})"
     return None
 

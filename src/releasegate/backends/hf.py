@@ -26,6 +26,7 @@ from ..record.records import Timing, Tokens
 from ._base import Backend, Generation, Request
 from ._registry import BackendEntry, register
 from ._starvation import GenerationLateness, StarvedSteps, Waits, cpu_waits
+from .tool_parsers import read_calls, rendered_prompt
 
 SPEC = BackendSpec(
     "hf", summary="transformers + peft, in-process",
@@ -202,8 +203,7 @@ class HFBackend(Backend):
         """Token ids sent for a request: the chat template for messages, the raw prompt otherwise."""
         tok = self.tokenizer
         if request.messages is not None:
-            text = tok.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
-            return tok(text, add_special_tokens=False)["input_ids"]
+            return tok(rendered_prompt(tok, request), add_special_tokens=False)["input_ids"]
         return tok(request.prompt)["input_ids"]
 
     def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
@@ -216,6 +216,7 @@ class HFBackend(Backend):
             except (RuntimeError, ValueError, IndexError) as exc:  # one bad batch must not end the run
                 made = [Generation(None, error=ErrorKind.GENERATION_ERROR, error_message=_first_line(exc)) for _ in fits]
             for i, generation in zip(fits, made):
+                read_calls(self.tokenizer, requests[i], generation)  # a tool case: the calls in the text
                 out[i] = generation
         return [g for g in out if g is not None]
 

@@ -11,10 +11,9 @@ client stamps it after its write; the `openai` client's is read from httpx's tra
 from the scheduled send (closed loop: the moment a slot was free) to it, so it holds the request's TCP connect
 when it opened one; `Timing.connect_ms` says how much that was. Every run also measures the client's own
 lateness (`_lateness.LatenessProbe`): event-loop lag, CPU share, batched stamps (see `OpenAIBackend`).
-
 Error classes and the retry policy are in `_retry`, a request's clock across attempts in `_attempt`, when the
-requests of a run are sent in `_dispatch`, the `openai` client and its transport trace in `_openai_client`.
-"""
+requests of a run are sent in `_dispatch`, the `openai` client and its transport trace in `_openai_client`, tools
+in `tool_parsers`."""
 
 from __future__ import annotations
 
@@ -52,6 +51,7 @@ from ._stream import (
     token_cap,
 )
 from ._target_watch import DEFAULT_STOP_AFTER, TargetWatch
+from .tool_parsers import sent_calls, with_tools
 
 __all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
 
@@ -98,11 +98,10 @@ class OpenAIBackend(Backend):
         connect_ms      {p50, p99, max, n} of the connections opened in the window (TCP + TLS); preconnect_ms:
                         those the lean client opened before a load window (`run_load`); None: none opened
 
-    on_loop: called with the event loop at the start of each timed window, inside it (a hook for tests, e.g.
-    to block the loop on purpose); None by default.
     """
 
     on_loop: Callable[[asyncio.AbstractEventLoop], None] | None = None
+    """Called with the event loop at the start of each timed window, inside it (a test's hook, to block it)."""
 
     def __init__(self, target, generation: dict | None = None) -> None:
         self.target = target
@@ -285,6 +284,7 @@ class OpenAIBackend(Backend):
             if request.prompt is None:
                 raise InputError(f"case {request.case_id}: mode completion needs 'prompt' cases", field="target.mode")
             body["prompt"] = request.prompt
+        with_tools(body, request, t.mode)
         if t.extra_body:
             body["extra_body"] = dict(t.extra_body)
         return body
@@ -384,7 +384,7 @@ class OpenAIBackend(Backend):
         return Generation(
             parse.text,
             tokens=Tokens(input=prompt_tokens(parse.prompt_tokens, body, self._count), output=output, source=source),
-            timing=Timing(**timing, attempts=attempt, connect_ms=clock.connect_ms),
+            timing=Timing(**timing, attempts=attempt, connect_ms=clock.connect_ms), tool_calls=sent_calls(parse, body),
         )
 
 

@@ -1,5 +1,8 @@
 """Replay backend: outputs read from a JSONL file of {"id": ..., "output": ...}.
 
+A tool case's line may hold `tool_calls`: one list of calls ({name, arguments: JSON text or object, id?}) per
+turn, the k-th asked of the case answered with the k-th (`output` may then be left out: no text).
+
 For re-gating outputs produced elsewhere. It measures nothing, so latency metrics have no samples.
 
 Outputs are data: an output that is not valid Unicode (a lone surrogate such as "\\udc80", or bytes that are not
@@ -19,6 +22,7 @@ from ..inputs.files import read_text
 from ..record.records import Tokens
 from ._base import Backend, Generation, Request
 from ._registry import BackendEntry, register
+from .tool_parsers import message_calls
 
 
 class ReplayBackend(Backend):
@@ -28,6 +32,8 @@ class ReplayBackend(Backend):
     def __init__(self, target, generation: dict | None = None) -> None:
         self.path = target.responses
         self.outputs: dict[str, str] = {}
+        self.calls: dict[str, list[list[dict]]] = {}
+        self.asked: dict[str, int] = {}
 
     def load(self) -> None:
         # JSON Lines end at '\n' only: str.splitlines() would also break inside an output at U+2028, U+0085...
@@ -40,6 +46,9 @@ class ReplayBackend(Backend):
                 raise InputError(f"not valid JSON: {exc.msg}", file=self.path, line=number) from None
             except TooDeep:
                 raise InputError("nested too deeply to be a response", file=self.path, line=number) from None
+            if isinstance(row, dict) and "tool_calls" in row:
+                self.calls[str(row.get("id"))] = replayed_calls(row["tool_calls"], self.path, number)
+                row.setdefault("output", "")
             if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("output"), str):
                 raise InputError('each line needs {"id": str, "output": str}', file=self.path, line=number)
             self.outputs[row["id"]] = row["output"]
@@ -51,8 +60,33 @@ class ReplayBackend(Backend):
             if text is None:
                 out.append(Generation(None, error=ErrorKind.MISSING_RESPONSE, error_message=f"no output for {req.case_id}"))
             else:
-                out.append(Generation(text, tokens=Tokens(source="none")))
+                out.append(Generation(text, tokens=Tokens(source="none"), tool_calls=self._turn(req)))
         return out
+
+    def _turn(self, req: Request) -> list[list[dict]] | None:
+        """A request with tools: the calls of the turn it is (the case's first request the first turn)."""
+        if not req.tools:
+            return None
+        turns = self.calls.get(req.case_id) or []
+        k = self.asked[req.case_id] = self.asked.get(req.case_id, -1) + 1
+        return [turns[k] if k < len(turns) else []]
+
+
+def replayed_calls(value, path, number: int) -> list[list[dict]]:
+    """A line's `tool_calls` (one list of calls per turn), each call made {id, name, arguments: text}."""
+    turns = value if isinstance(value, list) else None
+    if turns is None or not all(isinstance(t, list) for t in turns) or len(turns) > 32:
+        raise InputError("tool_calls must be a list of turns, each a list of calls (at most 32 turns)",
+                         file=path, line=number, field="tool_calls", hint='e.g. [[{"name": "f", "arguments": "{}"}]]')
+    out = []
+    for turn in turns:
+        calls = message_calls({"tool_calls": [{"id": c.get("id"), "function": c} if isinstance(c, dict) else c
+                                              for c in turn]})
+        if len(calls) != len(turn) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in turn):
+            raise InputError("each call needs a name (a string) and arguments", file=path, line=number,
+                             field="tool_calls")
+        out.append(calls)
+    return out
 
 
 def _read(path) -> str:

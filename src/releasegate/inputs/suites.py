@@ -24,6 +24,7 @@ from typing import Any, BinaryIO, Protocol
 from ..border.structured import TooDeep, json_loads
 from ..errors import InputError, Where
 from .case_checks import check_answer, resolve_format
+from .case_tools import case_tools
 from .case_values import note_constant, note_float, shared
 from .expected_check import check_expected
 from .files import KeyAt, field_path, named_file, open_regular, read_text
@@ -57,11 +58,13 @@ class Case:
     stratum: dict | None = field(default=None, compare=False)
     """A sampled source row's stratum: {name, population, weighted} (`sampling.SampledRow`), else None. Not part
     of the case itself: a row gives the same case sampled or not."""
+    tools: dict | None = None  # the tools offered and the calls expected, turn by turn (`case_tools`)
 
     @property
     def input(self) -> dict:
-        """The request as recorded: {'messages': [...]} or {'prompt': '...'}."""
-        return {"messages": list(self.messages)} if self.messages is not None else {"prompt": self.prompt}
+        """The request as recorded: {'messages': [...]} (with the tools offered) or {'prompt': '...'}."""
+        offered = {k: self.tools[k] for k in ("tools", "tool_choice") if k in self.tools} if self.tools else {}
+        return {"messages": list(self.messages), **offered} if self.messages is not None else {"prompt": self.prompt}
 
 
 def load_suites(suites: tuple[SuiteConfig, ...], config_dir: Path, *, limit: int | None = None) -> list[Case]:
@@ -366,10 +369,11 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
     formats = raw.get("format")
     fmt = (tuple(resolve_format(f, suite.path.parent, _on_line(file, number, "format", j)) for j, f in enumerate(formats))
            if formats else default_format)
-    expected = raw["expected"]
+    tools = case_tools(raw, Path(file).parent, _on_line(file, number))
+    answer = raw.get("answer") or (suite.answer if "expected" in raw else None)  # a calls-only case: no answer check
+    expected = raw.get("expected")
     fields_at = _on_line(file, number, "answer", "fields") if raw.get("answer") else partial(suite.key_at, "answer", "fields")
-    check_expected(expected, raw.get("answer") or suite.answer, fmt, file, number, fields_at,  # one that can never pass
-                   table=suite.source is not None)
+    check_expected(expected, answer, fmt, file, number, fields_at, table=suite.source is not None)  # never passes
     return Case(
         id=raw["id"],
         suite=suite.name,
@@ -377,8 +381,9 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
         messages=tuple(shared(m) for m in raw["messages"]) if "messages" in raw else None,
         prompt=raw.get("prompt"),
         tags=shared(raw.get("tags", {})),
-        answer=raw.get("answer") or suite.answer,
+        answer=answer,
         format=fmt,
+        tools=tools,
     )
 
 

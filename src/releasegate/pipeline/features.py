@@ -15,6 +15,7 @@ BUILT_IN = (
     ("capacity", "releasegate.gate.capacity_feature"),
     ("cache", "releasegate.gate.cache_feature"),
     ("forbidden", "releasegate.gate.forbidden_feature"),
+    ("tools", "releasegate.gate.tools_feature"),  # tool calls: trigger, arguments, match, order
     ("quality", "releasegate.gate.quality_feature"),  # error rates, evaluate metrics, the summary, the default guard
     ("latency", "releasegate.gate.latency_feature"),
     ("baseline", "releasegate.gate.baseline_feature"),

@@ -2,7 +2,7 @@
 (error rates, the TARGET_ERROR share, the report's counts, latency exclusions, capacity steps, review, compare)
 counts through these functions, so a new surface inherits them.
 
-- An answer is a record with no error and a non-empty output. A record with no error but no output text (an
+- An answer is a record with no error and a non-empty output (or a tool call). A record with no error but no output text (an
   empty or aborted stream recorded before the backend classified it, a replay file's empty output) is an
   `empty_response` failure, in every count: never an answer, never silently missing from a latency figure.
 - An attempt is every request sent for a case: each of its lines in records.jsonl (`RunDir.read_records` keeps
@@ -42,7 +42,8 @@ def failure(record: CaseRecord) -> str | None:
     text, None for an answer."""
     if record.error:
         return record.error
-    return None if record.output else ErrorKind.EMPTY_RESPONSE
+    called = any(getattr(record, "tool_calls", None) or ())  # a tool call with no text is an answer
+    return None if record.output or called else ErrorKind.EMPTY_RESPONSE
 
 
 def answered(record: CaseRecord) -> bool:

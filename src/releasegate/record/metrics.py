@@ -12,6 +12,7 @@ from .cost_metrics import COUNTED_SOURCES, cost_metric, timing_derived_cost, tok
 from .evidence import answered, attempt_outcomes, attempts_note
 from .metric_value import MetricValue, measured
 from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
+from .tool_metrics import TOOL_METRICS
 
 if TYPE_CHECKING:
     from .ledger import LedgerLine
@@ -26,9 +27,8 @@ Scores = dict[str, dict[str, Any]]
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
     "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "stratum_counts", "sample_only",
-    "uncounted", "token_sources", "STABILITY_METRICS", "LOAD_PHASE_METRICS",
-    "timing_derived_cost", "batched_stream", "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES",
-]
+    "uncounted", "token_sources", "STABILITY_METRICS", "LOAD_PHASE_METRICS", "timing_derived_cost", "batched_stream",
+    "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES"]
 
 _RATES = {
     "accuracy": ("higher", "share of cases whose answer scorer passes (failed requests count as wrong)"),
@@ -84,8 +84,8 @@ STABILITY_METRICS: dict[str, tuple[str, str]] = {
     "forbidden_rate_delta": ("lower", "forbidden_rate minus the baseline run's, on the cases both answered (paired)"),
 }
 """Criteria over repeated draws and over the same cases' answers under load (`gate.stability`)."""
-KNOWN_METRICS.update(STABILITY_METRICS)
-BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+KNOWN_METRICS.update(STABILITY_METRICS, **TOOL_METRICS)  # tool calls: measured by gate.tools_feature
+BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | set(TOOL_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
 LOAD_PHASE_METRICS = ("accuracy", "format_compliance", "forbidden_rate")
 """Quality rates a criterion can ask of the load phase's answers (`phase: load`), scored with the same checks."""

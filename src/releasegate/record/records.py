@@ -67,6 +67,10 @@ class CaseRecord(BaseModel):
     """Error class when the request failed (e.g. 'generation_error'); None on success."""
     error_message: str | None = None
     """A one-line description of the failure."""
+    tools: dict[str, Any] | None = None
+    """A case with tools: the tools offered and the calls expected per turn (`inputs.case_tools`)."""
+    tool_calls: list[list[dict[str, Any]]] | None = None
+    """The tool calls the model made, one list per turn asked ({id, name, arguments: the JSON text written})."""
     tokens: Tokens = Field(default_factory=Tokens)
     timing: Timing = Field(default_factory=Timing)
     scores: dict[str, Any] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ asked again. Their time is kept apart (`sessions[].draws_seconds`), never in the
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ..backends import Request
@@ -18,6 +19,7 @@ from ..record.evidence import failure
 from ..record.records import RunDir, RunInfo
 from .generation import _record, _request
 from .progress import progress_bar
+from .tool_turns import continue_turns
 
 __all__ = ["DRAWS", "pending_draws", "generate_draws", "draw_seed"]
 
@@ -65,6 +67,7 @@ def generate_draws(backend, todo: list[tuple[Case, int]], config: Config, rubric
             requests = [_seeded(_request(case), config, draw) for case, draw in batch]
             began = time.perf_counter()
             out = backend.generate(requests, max_new_tokens=config.max_new_tokens)
+            continue_turns(backend, [case for case, _ in batch], out, config.max_new_tokens)
             session["draws_seconds"] += time.perf_counter() - began
             records = []
             for (case, draw), gen in zip(batch, out):
@@ -76,4 +79,4 @@ def generate_draws(backend, todo: list[tuple[Case, int]], config: Config, rubric
 
 
 def _seeded(request: Request, config: Config, draw: int) -> Request:
-    return Request(request.case_id, request.messages, request.prompt, seed=draw_seed(config, draw))
+    return dataclasses.replace(request, seed=draw_seed(config, draw))  # a tool case's tools kept

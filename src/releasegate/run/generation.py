@@ -28,6 +28,8 @@ from ..scorers import stored_scores
 from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
 from .stopping import stop_if_dead
+from .tool_path import prove_tool_path
+from .tool_turns import continue_turns
 
 __all__ = ["open_cache", "cache_hits", "cache_session_name", "keep_sources", "generate_all", "keep_client"]
 
@@ -84,7 +86,7 @@ def cache_hits(cache, cases: list[Case]) -> dict[str, Generation]:
         return {}
     hits = {}
     for case in cases:
-        gen = cache.get(_request(case))
+        gen = cache.get(_request(case)) if case.tools is None else None  # tool calls are never cached
         if gen is not None:
             hits[case.id] = gen
     return hits
@@ -98,6 +100,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
     is generated, as ever (a kill loses at most the batch in flight, a resume skips the recorded ids), and when
     generation ends (done, interrupted or failed; after a kill -9, when the resumed run's does)
     `_restore_case_order` puts records.jsonl back in case order, the order every reader has always seen."""
+    if backend is not None and any(c.tools for c in todo):  # the server's tool path, before any tool case is asked
+        prove_tool_path(backend, todo, config.max_new_tokens, console)
     size = max(1, backend.batch_size) if backend is not None else 1
     order = _by_length(backend, todo, hits, config, size) or todo
     try:
@@ -154,6 +158,7 @@ def _generated(backend, batches: list[list[Case]], hits: dict, config, run, info
     fresh_of = [[c for c in group if c.id not in hits] for group in batches]
     last = time.perf_counter()
     for i, out in many([[_request(c) for c in f] for f in fresh_of], max_new_tokens=config.max_new_tokens):
+        continue_turns(backend, fresh_of[i], out, config.max_new_tokens)
         if fresh_of[i]:
             now_s = time.perf_counter()
             _count_generation(info, session, run, now_s - last)
@@ -222,6 +227,7 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
 def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[str, Generation]:
     started = time.perf_counter()
     out = backend.generate([_request(c) for c in fresh], max_new_tokens=config.max_new_tokens)
+    continue_turns(backend, fresh, out, config.max_new_tokens)  # a scripted conversation's later turns
     keep_client(info, session, backend)  # checkpointed with the time: a killed part's lateness is kept too
     if backend.measures_latency:
         _count_generation(info, session, run, time.perf_counter() - started)
@@ -243,7 +249,7 @@ def keep_client(info: RunInfo, session: dict, backend) -> None:
 def _cache_batch(cache: ResponseCache, fresh: list[tuple[Case, CaseRecord]], gens: dict[str, Generation]) -> None:
     """Cache a recorded batch's answers, with the session's tally (every attempt just recorded, failed ones too)
     and the requests that failed (a later session that sends them again stands on this one)."""
-    answers = [(_request(c), gens[c.id]) for c, r in fresh if answered(r)]
+    answers = [(_request(c), gens[c.id]) for c, r in fresh if answered(r) and c.tools is None]
     failed = [_request(c) for c, r in fresh if not answered(r)]
     cache.put_many(answers, attempt_outcomes([r for _, r in fresh]), failed)
 
@@ -256,7 +262,9 @@ def _count_generation(info, session, run, elapsed: float) -> None:
 
 
 def _request(case: Case) -> Request:
-    return Request(case.id, list(case.messages) if case.messages else None, case.prompt)
+    tools = case.tools or {}
+    return Request(case.id, list(case.messages) if case.messages else None, case.prompt,
+                   tools=tools.get("tools") or None, tool_choice=tools.get("tool_choice"))
 
 
 def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False) -> CaseRecord:
@@ -265,7 +273,7 @@ def _record(case: Case, gen: Generation, rubric: Rubric, *, cached: bool = False
         answer=case.answer, format=list(case.format), output=gen.text, error=gen.error,
         error_message=gen.error_message, tokens=gen.tokens, timing=gen.timing, cached=cached,
         produced_by=gen.produced_by if cached else None, produced_in=gen.produced_in if cached else None,
-        stratum=getattr(case, "stratum", None),
+        stratum=getattr(case, "stratum", None), tools=case.tools, tool_calls=gen.tool_calls,
     )
     record.scores, record.scored_with = stored_scores(record, rubric.forbidden)  # reused by every later stage
     return record

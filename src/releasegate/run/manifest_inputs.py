@@ -88,7 +88,7 @@ def schema_paths(suite, base_dir: Path) -> list[Path]:
 
     try:
         for _, line in _lines(suite.path):
-            if '"schema"' in line:
+            if '"schema"' in line or '"tools_ref"' in line:  # a case's tools file is hashed as its schemas are
                 out += _line_schemas(line, suite.path)
     except InputError:  # an unreadable suite is for the loader to report
         return out
@@ -96,14 +96,17 @@ def schema_paths(suite, base_dir: Path) -> list[Path]:
 
 
 def _line_schemas(line: str, path: Path) -> list[Path]:
-    """The schema files one case line's format checks name (none for a line that is not a case)."""
+    """The schema files one case line's format checks name, and its tools file (none for a line that is not a
+    case)."""
     try:
-        formats = json_loads(line).get("format") or []
+        raw = json_loads(line)
+        formats, tools = raw.get("format") or [], raw.get("tools_ref")
     except (ValueError, AttributeError, RecursionError):
         return []
+    out = [path.parent / tools] if isinstance(tools, str) else []
     if not isinstance(formats, list):
-        return []
-    return [path.parent / f["schema"] for f in formats if isinstance(f, dict) and isinstance(f.get("schema"), str)]
+        return out
+    return out + [path.parent / f["schema"] for f in formats if isinstance(f, dict) and isinstance(f.get("schema"), str)]
 
 
 def sample_entries(config, cases) -> list[dict]:

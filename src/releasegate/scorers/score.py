@@ -12,6 +12,7 @@ from ._registry import get_scorer
 from .forbidden import find_hits, with_guards
 from .judged import judged_answer, pairwise_outcome
 from .stored import fingerprint, reusable
+from .tool_calls import score_tools
 
 
 def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
@@ -81,9 +82,10 @@ def stored_scores(record: CaseRecord, forbidden_rules) -> tuple[dict, str | None
 
 def fixed_scores(record: CaseRecord, forbidden_rules) -> dict:
     """The scores that depend only on the record and the forbidden rules: every check but a judge's."""
-    output = record.output
-    assert output is not None, "only an answered record is scored"  # see evidence.answered
+    output = record.output or ""  # a tool call alone is an answer with no text (see evidence.answered)
     scores: dict = {}
+    if record.tools:
+        scores["tools"] = score_tools(record.tools, record.tool_calls or [])
     if record.answer and record.answer.get("type") != "judge":
         fn = get_scorer("answer", record.answer["type"])
         scores["answer"] = fn(output, record.expected, record.answer).as_dict()

@@ -76,6 +76,7 @@ def fingerprint(record: CaseRecord, forbidden_rules) -> str:
         "answer": record.answer,
         "format": record.format,
         "expected": record.expected,
+        **({"tools": record.tools, "tool_calls": record.tool_calls} if record.tools else {}),
         "output": hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest(),
         "output_tokens": record.tokens.output,  # max_length's max_tokens reads it
         "forbidden": [rule.as_dict() for rule in forbidden_rules],

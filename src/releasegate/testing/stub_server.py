@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import hostile
+from . import hostile, tool_stub
 from .answers import prompt_of, stub_answer
 
 __all__ = ["StubBehaviour", "StubServer"]
@@ -97,6 +97,11 @@ class StubBehaviour:
     """Sample the answer: a request with temperature > 0 is answered with one of these, drawn from a generator
     seeded with `flip_seed`, the request's `seed` and its prompt (without a seed: also its arrival number); at
     temperature 0 the first. Empty: the usual answer. Every answer is kept in `StubServer.answers`."""
+    tool_reply: Callable[[dict], list[dict]] | None = None
+    """Answer chat requests with tool calls: the calls ({name, arguments: JSON text}) for a request's body, streamed
+    as `delta.tool_calls` fragments, or whole for `stream: false` (`tool_stub`); a request without tools: text."""
+    tool_mode: str = "honest"
+    """How the calls are sent: one of `tool_stub.TOOL_MODES` (interleaved, mangled fragments; tools dropped)."""
 
 
 class StubServer:
@@ -212,6 +217,8 @@ class StubServer:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
             await _send_json(writer, b.fail_status, {"error": {"message": "stub failure", "code": b.fail_status}}, headers)
             return not self.dead
+        if b.tool_reply is not None and "messages" in parsed:
+            return await _tool_answer(writer, parsed, b) and not self.dead
         if path.split("?")[0].endswith("/embeddings"):  # an honest embeddings endpoint
             await _send_json(writer, 200, hostile.embeddings_reply(parsed))
             return not self.dead
@@ -352,6 +359,19 @@ def _chunk(data: bytes) -> bytes:
 async def _event(writer, payload: dict) -> None:
     writer.write(_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n"))
     await writer.drain()
+
+
+async def _tool_answer(writer, body: dict, b: StubBehaviour) -> bool:
+    events, whole = tool_stub.tool_answer(body, b.tool_reply(body) if b.tool_reply else [], b.tool_mode)
+    if body.get("stream") is False:
+        await _send_json(writer, 200, whole or {})
+        return True
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    for event in events:
+        await _event(writer, event)
+    writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+    await writer.drain()
+    return True
 
 
 async def _send_json(writer, status: int, payload: dict, headers: dict | None = None) -> None:

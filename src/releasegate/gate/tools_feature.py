@@ -1,0 +1,111 @@
+"""Tool calls as a gate feature: the tool-call metrics (`record.tool_metrics`) over the cases with tools, each a
+share with one-sided Wilson bounds, decided like every criterion by `decision.criterion`; and the `tools`
+section: how many cases each check covered and passed.
+
+Which cases count for each metric (the scores are `scorers.tool_calls`'):
+
+    tool_call_accuracy   every tool case; a failed request is wrong
+    tool_trigger_rate    answered cases with a turn that requires or forbids a call
+    tool_miss_rate       answered cases with a turn that requires a call
+    tool_unwanted_rate   answered cases with a turn that forbids calls
+    tool_args_*_rate     answered cases that made a call
+    tool_match_rate      cases with expected calls; a failed request is wrong
+    tool_sequence_rate   cases with expected calls in order exact or sequence; a failed request is wrong
+    tool_forbidden_call_rate  answered cases naming forbidden_tools: the share that called one
+
+A metric with no case it applies to has no value: its criterion is never a PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..decision.criterion import CriterionResult
+from ..record.evidence import answered
+from ..record.metrics import MetricValue, select
+from ..record.records import CaseRecord
+from ..record.tool_metrics import TOOL_METRICS
+from ..stats.intervals import wilson_bounds
+from .context import GateContext
+from .feature import FeatureMetric, GateFeature, MetricQuery
+
+__all__ = ["FEATURE", "tool_rate"]
+
+
+def _turns(r: CaseRecord) -> list[dict[str, Any]]:
+    return (r.tools or {}).get("turns") or []
+
+
+def _wants(r: CaseRecord, *calls: str) -> bool:
+    return any(t.get("call") in calls for t in _turns(r))
+
+
+def _ordered(r: CaseRecord) -> bool:
+    return any(t.get("calls") and t.get("order", "any") != "any" for t in _turns(r))
+
+
+def _made_calls(r: CaseRecord) -> bool:
+    return any(r.tool_calls or ())
+
+
+# metric -> (which records it counts, which score key says a hit, whether a failed request counts as a miss)
+_RULES: dict[str, tuple[Callable[[CaseRecord], bool], str, bool]] = {
+    "tool_call_accuracy": (lambda r: True, "passed", True),
+    "tool_trigger_rate": (lambda r: _wants(r, "required", "forbidden"), "trigger", False),
+    "tool_miss_rate": (lambda r: _wants(r, "required"), "missed", False),
+    "tool_unwanted_rate": (lambda r: _wants(r, "forbidden"), "unwanted", False),
+    "tool_args_json_rate": (_made_calls, "json", False),
+    "tool_args_schema_rate": (_made_calls, "schema", False),
+    "tool_match_rate": (lambda r: any(t.get("calls") for t in _turns(r)), "match", True),
+    "tool_sequence_rate": (_ordered, "sequence", True),
+    "tool_forbidden_call_rate": (lambda r: any(t.get("forbidden_tools") for t in _turns(r)), "forbidden_called", False),
+}
+
+
+def tool_rate(name: str, records: list[CaseRecord], scores: dict[str, dict[str, Any]], confidence: float = 0.95) -> MetricValue:
+    """One tool-call metric over `records` (see the module docstring)."""
+    counts, key, failed_counts = _RULES[name]
+    hits, n = 0, 0
+    for r in records:
+        if not r.tools:
+            continue
+        done = answered(r)
+        if not counts(r) or not (done or failed_counts):
+            continue
+        n += 1
+        hits += bool((scores.get(r.case_id) or {}).get("tools", {}).get(key)) if done else 0
+    if not n:
+        return MetricValue(None, 0, note="no tool case this metric applies to")
+    return MetricValue(hits / n, n, wilson_bounds(hits, n, confidence), confidence=confidence)
+
+
+def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
+    if q.name not in TOOL_METRICS:
+        return None
+    return tool_rate(q.name, select(ctx.records, q.slice), ctx.scores, q.confidence or 0.95)
+
+
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+    if not any(r.tools for r in ctx.records):
+        return {}
+    return {"tools": {name: tool_rate(name, ctx.records, ctx.scores).as_dict() for name in TOOL_METRICS}}
+
+
+def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+    if not any(r.tools for r in ctx.records):
+        return {}
+    rows = []
+    for name in ("tool_call_accuracy", "tool_miss_rate", "tool_unwanted_rate", "tool_args_schema_rate",
+                 "tool_match_rate"):
+        value = tool_rate(name, ctx.records, ctx.scores)
+        shown = "n/a" if value.value is None else f"{value.value:.0%} of {value.n}"
+        rows.append({"label": name, "value": shown})
+    return {"title": "Tool calls", "rows": rows}
+
+
+FEATURE = GateFeature(
+    "tools",
+    metrics={name: FeatureMetric(direction, meaning, bounded=True) for name, (direction, meaning) in TOOL_METRICS.items()},
+    measure=_measure, section=_section, summary=_summary,
+)
