@@ -47,6 +47,7 @@ from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.sampler import drawn_rows
+from ..leakage.stage import run_leakage
 from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.draws import generate_draws, pending_draws
 from ..run.generation import cache_hits, cache_session_name, generate_all, keep_client, keep_sources, open_cache
@@ -254,6 +255,9 @@ def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: Chec
         if prefix_probe:
             (run.path / JOURNAL).unlink(missing_ok=True)  # measured whole or not at all, like the load phase
             run_prefix_cache(backend, config, cases, run, info)
+        INTERRUPTION.raise_if_pending()
+        if config.leakage is not None:  # the model still loaded: its probes against the base, answers searched
+            run_leakage(backend, config, run, info)
         INTERRUPTION.raise_if_pending()
         if backend is not None:  # the model under test is done: free it before a local judge loads
             backend.close()

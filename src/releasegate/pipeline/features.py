@@ -17,6 +17,7 @@ BUILT_IN = (
     ("forbidden", "releasegate.gate.forbidden_feature"),
     ("quality", "releasegate.gate.quality_feature"),  # error rates, evaluate metrics, the summary, the default guard
     ("latency", "releasegate.gate.latency_feature"),
+    ("leakage", "releasegate.leakage.feature"),  # what the fine-tune memorised, against its base
     ("baseline", "releasegate.gate.baseline_feature"),
     ("review", "releasegate.review.feature"),
     ("judge", "releasegate.llm_judge.judge_feature"),
