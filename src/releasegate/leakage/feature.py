@@ -11,22 +11,13 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..gate.context import GateContext
 from ..gate.feature import FeatureMetric, GateFeature, MetricQuery
-from ..record.metrics import MetricValue
+from ..record.metrics import LEAKAGE_METRICS, MetricValue
 from ..stats.intervals import wilson_bounds
 from .measures import auc, auc_bounds, extraction_delta, fpr_for, tpr_at_fpr
 
 __all__ = ["FEATURE", "leakage_metric", "METRICS"]
 
-METRICS = {
-    "extraction_rate_delta": FeatureMetric("lower", "training records the candidate's greedy continuation repeats, "
-                                           "beyond held-out records, minus the same for its base (paired)", True),
-    "membership_auc": FeatureMetric("lower", "AUC of training against held-out records scored by the candidate's "
-                                    "per-token log-likelihood minus the base's (0.5: no membership signal)", True),
-    "membership_tpr_at_1fpr": FeatureMetric("lower", "training records flagged at the score only 1% of held-out "
-                                            "records exceed (5% below 1,000 held-out records)", True),
-    "pii_regurgitation_rate": FeatureMetric("lower", "answers (every suite of the run, the leakage continuations "
-                                            "and templates) holding a personal value of the training file", True),
-}
+METRICS = {name: FeatureMetric(direction, meaning, True) for name, (direction, meaning) in LEAKAGE_METRICS.items()}
 _NO_PROBE = "no leakage probe ran (leakage: in the config)"
 
 

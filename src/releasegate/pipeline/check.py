@@ -257,7 +257,8 @@ def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: Chec
             run_prefix_cache(backend, config, cases, run, info)
         INTERRUPTION.raise_if_pending()
         if config.leakage is not None:  # the model still loaded: its probes against the base, answers searched
-            run_leakage(backend, config, run, info)
+            with step(console, progress, "leakage probe"):
+                run_leakage(backend, config, run, info)
         INTERRUPTION.raise_if_pending()
         if backend is not None:  # the model under test is done: free it before a local judge loads
             backend.close()

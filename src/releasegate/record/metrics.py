@@ -75,6 +75,19 @@ STABILITY_METRICS: dict[str, tuple[str, str]] = {
 KNOWN_METRICS.update(STABILITY_METRICS)
 BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
+LEAKAGE_METRICS: dict[str, tuple[str, str]] = {
+    "extraction_rate_delta": ("lower", "leakage: training records the candidate's greedy continuation repeats, beyond "
+                                       "held-out records, minus the same for its base (paired)"),
+    "membership_auc": ("lower", "leakage: AUC of training against held-out records scored by the candidate's "
+                                "per-token log-likelihood minus the base's (0.5: no signal)"),
+    "membership_tpr_at_1fpr": ("lower", "leakage: training records flagged at the score only 1% of held-out records "
+                                        "exceed (5% below 1,000 held-out records)"),
+    "pii_regurgitation_rate": ("lower", "leakage: answers (every suite, the leakage continuations and templates) "
+                                        "holding a personal value of the training file"),
+}
+"""What a fine-tune memorised, against its base (`leakage.feature`)."""
+KNOWN_METRICS.update(LEAKAGE_METRICS)
+BOUNDED_METRICS |= set(LEAKAGE_METRICS)
 LOAD_PHASE_METRICS = ("accuracy", "format_compliance", "forbidden_rate")
 """Quality rates a criterion can ask of the load phase's answers (`phase: load`), scored with the same checks."""
 
