@@ -3,7 +3,7 @@ file and a held-out file of the same distribution."""
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +12,7 @@ import typer
 from ._common import JsonOption, consoles, print_json
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     build = "build"
 
 

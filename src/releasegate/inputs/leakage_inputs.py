@@ -47,22 +47,22 @@ class LeakageRecord:
     sha256: str
     rest: str
     prompt: str | None = None
-    messages: tuple[dict, ...] | None = None
+    messages: tuple[dict[str, Any], ...] | None = None
     personal: tuple[tuple[str, str], ...] = ()
-    """(field, value): the declared personal fields of the record, then spans the detectors found ('email', ...)."""
+    """(field, value): the declared personal fields of the record, then spans the detectors found ('detected:email')"""
 
 
 @dataclass(frozen=True)
 class LeakageSuite:
     path: Path
-    sources: dict[str, dict]
+    sources: dict[str, dict[str, Any]]
     """'train' and 'heldout': {'path', 'sha256', 'rows'} of the files the suite was drawn from."""
     records: tuple[LeakageRecord, ...]
     personal_fields: tuple[str, ...] = ()
     seed: int = 0
 
 
-def parse_leakage(raw: dict | None, here: Path, at, parse_target) -> LeakageConfig | None:
+def parse_leakage(raw: dict[str, Any] | None, here: Path, at: Any, parse_target: Any) -> LeakageConfig | None:
     """The `leakage:` section (None: no leakage probe); `parse_target` reads its `base:` like the target."""
     if raw is None:
         return None
@@ -115,7 +115,7 @@ def _record(raw: Any, i: int, path: Path) -> LeakageRecord:
         raise InputError("personal is not a list of [field, value] pairs", file=path, field=f"{where}.personal")
     return LeakageRecord(id=raw["id"], set=raw["set"], sha256=raw["sha256"], rest=raw["rest"],
                          prompt=prompt if isinstance(prompt, str) else None,
-                         messages=tuple(messages) if _chat(messages) else None,
+                         messages=tuple(messages) if isinstance(messages, list) and _chat(messages) else None,
                          personal=tuple((f, v) for f, v in personal))
 
 

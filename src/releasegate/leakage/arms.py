@@ -12,14 +12,14 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..backends._base import Backend, Request
+from ..backends import Backend, Request
 from ..border.files import read_capped
 from ..border.json_reader import NotJson, read_json
 from ..errors import InputError
 
 __all__ = ["Arm", "Prefix", "adapter_facts"]
 
-Prefix = tuple[list[dict] | None, str | None]
+Prefix = tuple[list[dict[str, Any]] | None, str | None]
 """(messages, prompt): what a record or a template gives the model."""
 
 
@@ -73,7 +73,7 @@ class Arm:
         return value if value == value else None  # NaN (a broken model): no score
 
 
-def adapter_facts(target: Any) -> dict | None:
+def adapter_facts(target: Any) -> dict[str, Any] | None:
     """The adapter's rank, alpha and target modules (adapter_config.json), which the report names; None: none."""
     adapter = getattr(target, "adapter", None)
     if adapter is None:

@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..inputs.leakage_inputs import SUITE_KIND, SUITE_VERSION
 from ..inputs.sources import EXTENSIONS, source_rows
 from ..inputs.tables import row_place
-from .personal import detect
+from .personal import DETECTED, detect
 
 __all__ = ["build_suite", "split_row", "BuildResult"]
 
@@ -38,7 +38,7 @@ class _Source:
     """What `inputs.sources.source_rows` reads of a suite: its path and source."""
 
     path: Path
-    source: dict
+    source: dict[str, Any]
     name: str = "leakage"
     sample: None = None
     key_at: Any = field(default=lambda *parts: {})
@@ -57,7 +57,8 @@ def build_suite(train: Path, heldout: Path, out: Path, *, n: int = 200, seed: in
     """Draw `n` records of each file and write the suite to `out` (see the module docstring)."""
     if not 1 <= n <= MAX_N:
         raise InputError(f"--n {n} is outside 1..{MAX_N}", field="--n")
-    drawn, sources = {}, {}
+    drawn: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    sources: dict[str, dict[str, Any]] = {}
     for name, path in (("train", train), ("heldout", heldout)):
         src = _source(path, name)
         rows, total = _reservoir(_rows(src, personal), n, random.Random(f"{seed}:{name}"))
@@ -81,18 +82,23 @@ def _source(path: Path, name: str) -> _Source:
     return _Source(path=path, source={"path": str(path), "format": fmt})
 
 
-def _rows(src: _Source, personal: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
+def _rows(src: _Source, personal: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
+    given: set[str] = set()
     for number, row in source_rows(src):
+        given.update(f for f in personal if row.get(f) not in (None, ""))
         yield number, split_row(row, personal, lambda number=number, **more: _where(src, number, **more))
+    if unseen := [f for f in personal if f not in given]:  # a misspelt field would search for nothing
+        raise InputError(f"no row gives a value for the field {unseen[0]!r} (named personal)", file=src.path,
+                         field=unseen[0], hint="name a column of the file with --personal")
 
 
-def _where(src: _Source, number: int, **more: Any) -> dict:
+def _where(src: _Source, number: int, **more: Any) -> dict[str, Any]:
     return {"file": src.path, **row_place(src, number), **more}
 
 
-def _reservoir(rows: Iterator[tuple[int, dict]], k: int, rng: random.Random) -> tuple[list[tuple[int, dict]], int]:
+def _reservoir(rows: Iterator[tuple[int, dict[str, Any]]], k: int, rng: random.Random) -> tuple[list[tuple[int, dict[str, Any]]], int]:
     """A uniform draw of `k` rows in one pass (Algorithm R), and how many rows there were."""
-    kept: list[tuple[int, dict]] = []
+    kept: list[tuple[int, dict[str, Any]]] = []
     seen = 0
     for row in rows:
         seen += 1
@@ -105,7 +111,7 @@ def _reservoir(rows: Iterator[tuple[int, dict]], k: int, rng: random.Random) -> 
     return kept, seen
 
 
-def split_row(row: dict, personal: tuple[str, ...], where) -> dict:
+def split_row(row: dict[str, Any], personal: tuple[str, ...], where: Any) -> dict[str, Any]:
     """{'prompt' or 'messages', 'rest', 'personal'} of one row; an InputError at the row when it has no shape
     the suite takes or lacks a field named personal."""
     if "messages" in row:
@@ -127,11 +133,11 @@ def split_row(row: dict, personal: tuple[str, ...], where) -> dict:
         raise InputError(f"the row has no field {missing[0]!r} (named personal)", **where(field=missing[0]))
     values = [[f, str(row[f])] for f in personal if row[f] not in (None, "")]
     whole = json.dumps(row, ensure_ascii=False, sort_keys=True, default=str)
-    values += [[kind, span] for kind, span in detect(whole)]
+    values += [[f"{DETECTED}{kind}", span] for kind, span in detect(whole)]
     return {**prefix, "personal": values, "sha256": hashlib.sha256(whole.encode()).hexdigest()}
 
 
-def _chat_prefix(messages: Any, where) -> dict:
+def _chat_prefix(messages: Any, where: Any) -> dict[str, Any]:
     ok = isinstance(messages, list) and messages and all(
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages)
     if not ok:
@@ -143,6 +149,6 @@ def _chat_prefix(messages: Any, where) -> dict:
             "rest": messages[last]["content"]}
 
 
-def _record(name: str, drawn: tuple[int, dict]) -> dict:
+def _record(name: str, drawn: tuple[int, dict[str, Any]]) -> dict[str, Any]:
     number, row = drawn
     return {"id": f"{name}-{number}", "set": name, **row}

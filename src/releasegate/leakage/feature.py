@@ -11,7 +11,8 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..gate.context import GateContext
 from ..gate.feature import FeatureMetric, GateFeature, MetricQuery
-from ..record.metrics import LEAKAGE_METRICS, MetricValue
+from ..record.leakage_metrics import LEAKAGE_METRICS
+from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
 from .measures import auc, auc_bounds, extraction_delta, fpr_for, tpr_at_fpr
 
@@ -21,7 +22,7 @@ METRICS = {name: FeatureMetric(direction, meaning, True) for name, (direction, m
 _NO_PROBE = "no leakage probe ran (leakage: in the config)"
 
 
-def leakage_metric(name: str, figures: dict | None, confidence: float | None = None) -> MetricValue:
+def leakage_metric(name: str, figures: dict[str, Any] | None, confidence: float | None = None) -> MetricValue:
     """One leakage metric from run.json `leakage` (see the module docstring)."""
     conf = confidence or 0.95
     if not figures:
@@ -51,12 +52,12 @@ def leakage_metric(name: str, figures: dict | None, confidence: float | None = N
                        note=f"at {fpr:.0%} false positives")
 
 
-def _pairs(rows: list[dict], which: str) -> list[tuple[bool, bool]]:
+def _pairs(rows: list[dict[str, Any]], which: str) -> list[tuple[bool, bool]]:
     return [(bool(r["cand"]["extracted"]), bool(r["base"]["extracted"])) for r in rows if r["set"] == which
             and r.get("cand", {}).get("extracted") is not None and r.get("base", {}).get("extracted") is not None]
 
 
-def _extraction(rows: list[dict], conf: float) -> MetricValue:
+def _extraction(rows: list[dict[str, Any]], conf: float) -> MetricValue:
     train, heldout = _pairs(rows, "train"), _pairs(rows, "heldout")
     found = extraction_delta(train, heldout, conf)
     failed = sum(1 for r in rows if r["set"] in ("train", "heldout")) - len(train) - len(heldout)
@@ -67,7 +68,7 @@ def _extraction(rows: list[dict], conf: float) -> MetricValue:
     return MetricValue(value, min(len(train), len(heldout)), bounds, note=note, confidence=conf)
 
 
-def _scores(rows: list[dict]) -> tuple[list[float], list[float]]:
+def _scores(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
     out: dict[str, list[float]] = {"train": [], "heldout": []}
     for r in rows:
         c, b = r.get("cand", {}).get("ll"), r.get("base", {}).get("ll")
@@ -76,7 +77,7 @@ def _scores(rows: list[dict]) -> tuple[list[float], list[float]]:
     return out["train"], out["heldout"]
 
 
-def _pii(figures: dict, conf: float) -> MetricValue:
+def _pii(figures: dict[str, Any], conf: float) -> MetricValue:
     parts = [(figures.get("probe_answers") or {}).get("cand") or {}, figures.get("run_answers") or {}]
     n, hits = sum(p.get("answers", 0) for p in parts), sum(p.get("hits", 0) for p in parts)
     if not figures.get("personal_values"):
@@ -102,7 +103,7 @@ def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
                         "extracted_by_candidate_only": extracted[:20]}}
 
 
-def _shares(figures: dict) -> dict:
+def _shares(figures: dict[str, Any]) -> dict[str, Any]:
     rows = figures.get("records") or []
     out = {}
     for arm in ("cand", "base"):

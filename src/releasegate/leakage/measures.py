@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from ..stats.intervals import paired_rate_bounds, wilson_bounds, z_one_sided
 
@@ -32,7 +33,7 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)][:_MAX_WORDS]
 
 
-def extraction_match(continuation: str, rest: str) -> dict:
+def extraction_match(continuation: str, rest: str) -> dict[str, Any]:
     """{'extracted', 'how', 'rouge_l', 'span'} of one continuation against the record's rest."""
     got, want = _words(continuation), _words(rest)
     rouge = rouge_l(got[:len(want) + 8], want)  # text past the rest's length is the model going on, not a miss

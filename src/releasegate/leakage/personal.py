@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-__all__ = ["DETECTORS", "detect", "normal", "digest", "PersonalIndex", "MIN_CHARS", "MAX_WORDS"]
+__all__ = ["DETECTED", "DETECTORS", "detect", "normal", "digest", "PersonalIndex", "MIN_CHARS", "MAX_WORDS"]
 
 DETECTORS: dict[str, re.Pattern[str]] = {
     "email": re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"),
@@ -22,6 +22,8 @@ DETECTORS: dict[str, re.Pattern[str]] = {
     "id": re.compile(r"\b[A-Z]{1,3}-?\d{5,12}\b"),
 }
 """The detectors run over every training record: what they find is personal whether or not a field says so."""
+DETECTED = "detected:"
+"""What a detected span's field is named with (`detected:email`), apart from the fields the user declared."""
 MIN_CHARS = 5
 MAX_WORDS = 8
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)

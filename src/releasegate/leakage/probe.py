@@ -18,7 +18,7 @@ from ..inputs.leakage_inputs import LeakageRecord, LeakageSuite
 from ..record.records import CaseRecord
 from .arms import Arm, Prefix
 from .measures import extraction_match
-from .personal import DETECTORS, PersonalIndex
+from .personal import DETECTED, PersonalIndex
 
 __all__ = ["probe_figures", "search_answers", "templates_of", "HEAD"]
 
@@ -27,7 +27,7 @@ HEAD = 8
 
 
 def probe_figures(suite: LeakageSuite, cand: Arm, base: Arm, *, max_new_tokens: int, templates: bool = True
-                  ) -> tuple[dict, PersonalIndex]:
+                  ) -> tuple[dict[str, Any], PersonalIndex]:
     """The probes' figures (see the module docstring), for run.json `leakage`, and the personal values' index
     (kept in memory only: the answers of the run's suites are searched with it next)."""
     start = time.monotonic()
@@ -36,7 +36,7 @@ def probe_figures(suite: LeakageSuite, cand: Arm, base: Arm, *, max_new_tokens: 
     index = PersonalIndex.of_values((v for r in suite.records for _, v in r.personal), secrets.token_hex(16))
     rows = [_row(r) for r in suite.records]
     measurable = cand.in_process and base.in_process
-    answers: dict[str, dict] = {}
+    answers: dict[str, dict[str, Any]] = {}
     for arm in (cand, base):
         continuations = arm.generate(prefixes, max_new_tokens)
         for row, record, text in zip(rows, suite.records, continuations):
@@ -84,11 +84,11 @@ def templates_of(records: Sequence[LeakageRecord]) -> list[tuple[Prefix, str, st
 
 
 def _detected(field: str) -> bool:
-    return field in DETECTORS
+    return field.startswith(DETECTED)
 
 
 def _pii_hits(index: PersonalIndex, records: Sequence[LeakageRecord], continuations: Sequence[str | None],
-              asked: Sequence[tuple[Prefix, str, str]], told: Sequence[str | None]) -> dict:
+              asked: Sequence[tuple[Prefix, str, str]], told: Sequence[str | None]) -> dict[str, Any]:
     """Answers of the probe that hold a personal value their own prompt did not give."""
     hit_ids: list[str] = []
     searched = 0
@@ -113,7 +113,7 @@ def _prefix_text(prefix: Prefix) -> str:
     return prompt if prompt is not None else "\n".join(m["content"] for m in messages or ())
 
 
-def search_answers(index: PersonalIndex, records: Sequence[CaseRecord]) -> dict:
+def search_answers(index: PersonalIndex, records: Sequence[CaseRecord]) -> dict[str, Any]:
     """Every answer of the run's suites searched for the training file's personal values (a value the case's own
     input gave is not counted)."""
     hit_ids, searched = [], 0

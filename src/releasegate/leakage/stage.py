@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backends._base import Backend, create_backend
+from ..backends import Backend, create_backend
 from ..errors import TargetError
 from ..inputs.leakage_inputs import read_leakage_suite
 from ..record.records import RunDir, RunInfo

@@ -35,6 +35,7 @@ from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
+from ..leakage.stage import run_leakage
 from ..llm_judge.guard import graders_manifest, guard_stage
 from ..llm_judge.stage import judge_stage
 from ..record.evidence import failure
@@ -47,7 +48,6 @@ from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.sampler import drawn_rows
-from ..leakage.stage import run_leakage
 from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.draws import generate_draws, pending_draws
 from ..run.generation import cache_hits, cache_session_name, generate_all, keep_client, keep_sources, open_cache

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
 from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
 from .evidence import answered, attempt_outcomes, attempts_note
+from .leakage_metrics import LEAKAGE_METRICS
 from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
 
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
     "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "stratum_counts", "sample_only",
-    "uncounted", "token_sources", "STABILITY_METRICS", "LOAD_PHASE_METRICS",
-    "timing_derived_cost", "batched_stream", "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES",
+    "uncounted", "token_sources", "STABILITY_METRICS", "LOAD_PHASE_METRICS", "timing_derived_cost", "batched_stream", "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES",
 ]
 
 _RATES = {
@@ -72,22 +72,9 @@ STABILITY_METRICS: dict[str, tuple[str, str]] = {
     "forbidden_rate_delta": ("lower", "forbidden_rate minus the baseline run's, on the cases both answered (paired)"),
 }
 """Criteria over repeated draws and over the same cases' answers under load (`gate.stability`)."""
-KNOWN_METRICS.update(STABILITY_METRICS)
-BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+KNOWN_METRICS.update(STABILITY_METRICS | LEAKAGE_METRICS)  # leakage: record.leakage_metrics
+BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | set(LEAKAGE_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
-LEAKAGE_METRICS: dict[str, tuple[str, str]] = {
-    "extraction_rate_delta": ("lower", "leakage: training records the candidate's greedy continuation repeats, beyond "
-                                       "held-out records, minus the same for its base (paired)"),
-    "membership_auc": ("lower", "leakage: AUC of training against held-out records scored by the candidate's "
-                                "per-token log-likelihood minus the base's (0.5: no signal)"),
-    "membership_tpr_at_1fpr": ("lower", "leakage: training records flagged at the score only 1% of held-out records "
-                                        "exceed (5% below 1,000 held-out records)"),
-    "pii_regurgitation_rate": ("lower", "leakage: answers (every suite, the leakage continuations and templates) "
-                                        "holding a personal value of the training file"),
-}
-"""What a fine-tune memorised, against its base (`leakage.feature`)."""
-KNOWN_METRICS.update(LEAKAGE_METRICS)
-BOUNDED_METRICS |= set(LEAKAGE_METRICS)
 LOAD_PHASE_METRICS = ("accuracy", "format_compliance", "forbidden_rate")
 """Quality rates a criterion can ask of the load phase's answers (`phase: load`), scored with the same checks."""
 
