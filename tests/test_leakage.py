@@ -296,3 +296,57 @@ def test_tpr_on_a_small_heldout_set_says_how_many_it_needs():
     value = leakage_metric("membership_tpr_at_1fpr", {"records": rows})
     assert value.value is None and "at least 20" in value.note
     assert math.isclose(leakage_metric("membership_auc", {"records": rows}).value, 0.5)
+
+
+# -- the config section ------------------------------------------------------------------------------------------
+
+def _config(tmp_path: Path, leakage: str) -> Path:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "prompt": "hi", "expected": "x"}\n')
+    (tmp_path / "rubric.yaml").write_text(
+        "criteria:\n  - {metric: membership_auc, op: '<=', threshold: 0.6, confidence: 0.95}\n")
+    (tmp_path / "out.jsonl").write_text('{"id": "a", "output": "x"}\n')
+    config = tmp_path / "releasegate.yaml"
+    config.write_text("target: {backend: replay, responses: out.jsonl}\nsuites: [{path: cases.jsonl}]\n"
+                      f"rubric: rubric.yaml\n{leakage}\n")
+    return config
+
+
+def test_a_leakage_section_validates(cli, files, tmp_path):
+    build_suite(*files, tmp_path / "s.json", n=2)
+    config = _config(tmp_path, "leakage: {suite: s.json, base: {backend: replay, responses: out.jsonl}}")
+    code, out, err = cli("validate", "-c", config)
+    assert code == 0, err
+    from releasegate.inputs.config import load_config
+    loaded = load_config(config)
+    assert loaded.leakage.suite == tmp_path / "s.json" and loaded.leakage.base.backend == "replay"
+
+
+@pytest.mark.parametrize("leakage, words", [
+    ("leakage: {suite: missing.json}", "missing.json"),
+    ("leakage: {suite: s.json, max_new_tokens: 0}", "max_new_tokens"),
+    ("leakage: {suite: s.json, max_new_tokens: 'many'}", "max_new_tokens"),
+    ("leakage: {suite: s.json, colour: red}", "colour"),
+    ("leakage: {}", "suite"),
+    ("leakage: {suite: s.json, base: {backend: nonsense}}", "backend"),
+])
+def test_a_bad_leakage_section_exits_2_naming_the_key(cli, files, tmp_path, leakage, words):
+    build_suite(*files, tmp_path / "s.json", n=2)
+    code, _, err = cli("validate", "-c", _config(tmp_path, leakage))
+    assert code == 2 and words in err and "releasegate.yaml" in err, err
+
+
+def test_a_replay_target_without_a_base_records_the_probe_error(files, tmp_path):
+    """No base to compare with: the probe's error is recorded, every leakage metric unknown (never a pass)."""
+    from releasegate.inputs.config import load_config
+    from releasegate.leakage.stage import run_leakage
+    from releasegate.record.records import RunDir, RunInfo
+
+    build_suite(*files, tmp_path / "s.json", n=2)
+    config = load_config(_config(tmp_path, "leakage: {suite: s.json}"))
+    run = RunDir(tmp_path / "run")
+    run.path.mkdir()
+    info = RunInfo(run_id="r", created_at="2026-01-01T00:00:00Z", target="replay", backend="replay")
+    run_leakage(None, config, run, info)
+    assert "leakage.base" in info.leakage["error"]
+    assert leakage_metric("membership_auc", info.leakage).value is None
+    assert json.loads((run.path / "run.json").read_text())["leakage"]["error"]

@@ -91,6 +91,8 @@ def read_leakage_suite(path: Path) -> LeakageSuite:
     if not isinstance(sources, dict) or any(not isinstance(sources.get(s), dict) for s in SETS):
         raise InputError("the suite names no training and held-out files", file=path, field="sources")
     fields = data.get("personal_fields") or []
+    for s in SETS:  # a relative path is relative to the suite's folder
+        sources[s] = {**sources[s], "path": str(path.parent / str(sources[s].get("path")))}
     return LeakageSuite(path=path, sources={s: sources[s] for s in SETS},
                         records=tuple(_record(r, i, path) for i, r in enumerate(records)),
                         personal_fields=tuple(str(f) for f in fields), seed=int(data.get("seed") or 0))

@@ -13,6 +13,7 @@ keeps the personal values of the fields named personal and of every detector mat
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import random
 from collections.abc import Iterator
@@ -65,7 +66,8 @@ def build_suite(train: Path, heldout: Path, out: Path, *, n: int = 200, seed: in
         if not rows:
             raise InputError(f"the {name} file holds no row", file=path)
         drawn[name] = rows
-        sources[name] = {"path": str(path.resolve()), "sha256": sha256_file(path, what=f"{name} file"), "rows": total}
+        # relative to the suite's folder: a suite committed beside its files names them on every machine
+        sources[name] = {"path": os.path.relpath(path.resolve(), out.resolve().parent), "sha256": sha256_file(path, what=f"{name} file"), "rows": total}
     records = [_record(name, row) for name in ("train", "heldout") for row in sorted(drawn[name], key=lambda r: r[0])]
     doc = {"kind": SUITE_KIND, "version": SUITE_VERSION, "n": n, "seed": seed, "personal_fields": list(personal),
            "sources": sources, "records": records}
@@ -134,6 +136,10 @@ def split_row(row: dict[str, Any], personal: tuple[str, ...], where: Any) -> dic
     values = [[f, str(row[f])] for f in personal if row[f] not in (None, "")]
     whole = json.dumps(row, ensure_ascii=False, sort_keys=True, default=str)
     values += [[f"{DETECTED}{kind}", span] for kind, span in detect(whole)]
+    first: dict[str, str] = {}  # a value once, under the first field it was found in (declared before detected)
+    for name, value in values:
+        first.setdefault(value, name)
+    values = [[name, value] for value, name in first.items()]
     return {**prefix, "personal": values, "sha256": hashlib.sha256(whole.encode()).hexdigest()}
 
 
