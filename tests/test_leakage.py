@@ -72,7 +72,7 @@ def test_build_reads_csv_and_parquet(tmp_path):
 
     rows = _rows("c", 4)
     pd.DataFrame(rows).to_csv(tmp_path / "train.csv", index=False)
-    pd.DataFrame(rows).to_parquet(tmp_path / "heldout.parquet")
+    pd.DataFrame(_rows("p", 4)).to_parquet(tmp_path / "heldout.parquet")
     out = build_suite(tmp_path / "train.csv", tmp_path / "heldout.parquet", tmp_path / "s.json", n=10)
     assert out.counts == {"train": 4, "heldout": 4}
     suite = read_leakage_suite(out.path)
@@ -116,7 +116,7 @@ def test_bad_options_exit_2(cli, files, tmp_path, args, words):
 
 def test_bad_files_exit_2(cli, files, tmp_path):
     train, _ = files
-    code, _, err = cli("leakage", "build", "--train", train, "--heldout", train, "--personal", "nmae", "-o",
+    code, _, err = cli("leakage", "build", "--train", train, "--heldout", files[1], "--personal", "nmae", "-o",
                        tmp_path / "s.json")
     assert code == 2 and "'nmae'" in err and "train.jsonl" in err
     (tmp_path / "h.xyz").write_text("x")
@@ -350,3 +350,23 @@ def test_a_replay_target_without_a_base_records_the_probe_error(files, tmp_path)
     assert "leakage.base" in info.leakage["error"]
     assert leakage_metric("membership_auc", info.leakage).value is None
     assert json.loads((run.path / "run.json").read_text())["leakage"]["error"]
+
+
+def test_held_out_records_that_were_trained_on_are_refused(cli, files, tmp_path):
+    """The false PASS a leakage gate invites: training records passed off as held out read as not memorised."""
+    train, heldout = files
+    code, _, err = cli("leakage", "build", "--train", train, "--heldout", train, "-o", tmp_path / "s.json")
+    assert code == 2 and "is the training file" in err
+    mixed = _write_jsonl(tmp_path / "mixed.jsonl", [*_rows("h", 3), _rows("t", 12)[4]])
+    code, _, err = cli("leakage", "build", "--train", train, "--heldout", mixed, "--n", "12", "-o", tmp_path / "s.json")
+    assert code == 2 and "also in the training set" in err
+    out = build_suite(train, heldout, tmp_path / "s.json", n=3)
+    doc = json.loads(out.path.read_text())
+    doc["records"][-1]["sha256"] = doc["records"][0]["sha256"]  # an edited suite
+    out.path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="also a training record"):
+        read_leakage_suite(out.path)
+    doc["records"] = [r for r in doc["records"] if r["set"] == "train"]
+    out.path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="training and held-out records"):
+        read_leakage_suite(out.path)

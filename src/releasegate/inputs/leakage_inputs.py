@@ -91,10 +91,17 @@ def read_leakage_suite(path: Path) -> LeakageSuite:
     if not isinstance(sources, dict) or any(not isinstance(sources.get(s), dict) for s in SETS):
         raise InputError("the suite names no training and held-out files", file=path, field="sources")
     fields = data.get("personal_fields") or []
+    parsed = tuple(_record(r, i, path) for i, r in enumerate(records))
+    trained = {r.sha256 for r in parsed if r.set == "train"}
+    if both := next((r for r in parsed if r.set == "heldout" and r.sha256 in trained), None):
+        raise InputError(f"held-out record {both.id} is also a training record: it would read as not memorised",
+                         file=path, hint="build the suite again from a held-out file never trained on")
+    if not trained or len(trained) == len(parsed):
+        raise InputError("the suite needs training and held-out records", file=path, field="records")
     for s in SETS:  # a relative path is relative to the suite's folder
         sources[s] = {**sources[s], "path": str(path.parent / str(sources[s].get("path")))}
     return LeakageSuite(path=path, sources={s: sources[s] for s in SETS},
-                        records=tuple(_record(r, i, path) for i, r in enumerate(records)),
+                        records=parsed,
                         personal_fields=tuple(str(f) for f in fields), seed=int(data.get("seed") or 0))
 
 

@@ -9,6 +9,7 @@ only), so membership is not measurable there."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -70,7 +71,7 @@ class Arm:
             logits = backend.model(input_ids=ids).logits[0, len(head) - 1:-1].float()
         picked = torch.log_softmax(logits, dim=-1).gather(1, ids[0, len(head):].unsqueeze(1))
         value = float(picked.mean())
-        return value if value == value else None  # NaN (a broken model): no score
+        return value if math.isfinite(value) else None  # NaN or -inf (a broken model): no score
 
 
 def adapter_facts(target: Any) -> dict[str, Any] | None:

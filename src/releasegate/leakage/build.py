@@ -28,7 +28,7 @@ from ..inputs.sources import EXTENSIONS, source_rows
 from ..inputs.tables import row_place
 from .personal import DETECTED, detect
 
-__all__ = ["build_suite", "split_row", "BuildResult"]
+__all__ = ["build_suite", "split_row", "BuildResult", "check_disjoint"]
 
 ANSWER_KEYS = ("completion", "response", "answer", "output", "target")
 MAX_N = 100_000
@@ -68,12 +68,25 @@ def build_suite(train: Path, heldout: Path, out: Path, *, n: int = 200, seed: in
         drawn[name] = rows
         # relative to the suite's folder: a suite committed beside its files names them on every machine
         sources[name] = {"path": os.path.relpath(path.resolve(), out.resolve().parent), "sha256": sha256_file(path, what=f"{name} file"), "rows": total}
+    if sources["train"]["sha256"] == sources["heldout"]["sha256"]:
+        raise InputError("the held-out file is the training file: held-out records must be records never trained "
+                         "on", file=heldout)
     records = [_record(name, row) for name in ("train", "heldout") for row in sorted(drawn[name], key=lambda r: r[0])]
+    check_disjoint(records, heldout)
     doc = {"kind": SUITE_KIND, "version": SUITE_VERSION, "n": n, "seed": seed, "personal_fields": list(personal),
            "sources": sources, "records": records}
     replace_file(out, (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode(), what="leakage suite")
     return BuildResult(out, {k: len(v) for k, v in drawn.items()}, {k: v["rows"] for k, v in sources.items()},
                        sum(len(r["personal"]) for r in records))
+
+
+def check_disjoint(records: list[dict[str, Any]], where: Path) -> None:
+    """A held-out record that is also a training record would read as not memorised: refused, named."""
+    trained = {r["sha256"] for r in records if r["set"] == "train"}
+    both = next((r for r in records if r["set"] == "heldout" and r["sha256"] in trained), None)
+    if both is not None:
+        raise InputError(f"held-out record {both['id']} is also in the training set (the same row): a held-out "
+                         "set must hold records never trained on", file=where)
 
 
 def _source(path: Path, name: str) -> _Source:
