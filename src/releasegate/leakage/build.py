@@ -13,8 +13,8 @@ keeps the personal values of the fields named personal and of every detector mat
 from __future__ import annotations
 
 import hashlib
-import os
 import json
+import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
