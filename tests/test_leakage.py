@@ -370,3 +370,9 @@ def test_held_out_records_that_were_trained_on_are_refused(cli, files, tmp_path)
     out.path.write_text(json.dumps(doc))
     with pytest.raises(InputError, match="training and held-out records"):
         read_leakage_suite(out.path)
+
+
+def test_a_broken_suite_stops_validate(cli, files, tmp_path):
+    (tmp_path / "s.json").write_text('{"kind": "something else"}')
+    code, _, err = cli("validate", "-c", _config(tmp_path, "leakage: {suite: s.json}"))
+    assert code == 2 and "s.json" in err and "not a leakage suite" in err

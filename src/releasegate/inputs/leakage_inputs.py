@@ -67,6 +67,7 @@ def parse_leakage(raw: dict[str, Any] | None, here: Path, at: Any, parse_target:
     if raw is None:
         return None
     suite = named_file(resolve_under(here, raw["suite"]), what="leakage suite", where=at("leakage", "suite"))
+    read_leakage_suite(suite)  # a broken suite stops the run before the model is loaded, not after generating
     base = raw.get("base")
     return LeakageConfig(
         suite=suite,
