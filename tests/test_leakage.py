@@ -376,3 +376,155 @@ def test_a_broken_suite_stops_validate(cli, files, tmp_path):
     (tmp_path / "s.json").write_text('{"kind": "something else"}')
     code, _, err = cli("validate", "-c", _config(tmp_path, "leakage: {suite: s.json}"))
     assert code == 2 and "s.json" in err and "not a leakage suite" in err
+
+
+# -- canaries ----------------------------------------------------------------------------------------------------
+
+def test_canaries_are_made_sealed_and_an_edit_is_refused(cli, tmp_path):
+    from releasegate.inputs.canaries import read_canaries
+
+    code, out, err = cli("canary", "make", "--n", "10", "-o", tmp_path / "c.json", "--json")
+    assert code == 0, err and json.loads(out)["n"] == 10
+    prefix, canaries = read_canaries(tmp_path / "c.json")
+    texts = (tmp_path / "c.txt").read_text().splitlines()
+    assert len(canaries) == 10 == len(texts) and all(t == f"{prefix} {c['secret']}" for t, c in zip(texts, canaries))
+    assert len({c["secret"] for c in canaries}) > 1
+    doc = json.loads((tmp_path / "c.json").read_text())
+    doc["canaries"][0]["secret"] = "000000"
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="seal"):
+        read_canaries(tmp_path / "c.json")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--n", "0"], "--n 0"),
+    (["--n", "5000"], "--n 5000"),
+    (["-o", "c.txt"], "FILE.txt"),
+    (["-o", "old.json"], "already exists"),
+])
+def test_bad_canary_options_exit_2_and_never_replace_old_canaries(cli, tmp_path, args, words):
+    (tmp_path / "old.json").write_text("kept")
+    code, _, err = cli("canary", "make", *[str(tmp_path / a) if a.endswith((".json", ".txt")) else a for a in args])
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert (tmp_path / "old.json").read_text() == "kept"
+
+
+def _edit(doc: dict, key: str, value) -> dict:
+    if key.startswith("canaries[0]."):
+        doc["canaries"][0][key.rpartition(".")[2]] = value
+    else:
+        doc[key] = value
+    return doc
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("kind", "something else", "field 'kind'"),
+    ("canaries", [], "field 'canaries'"),
+    ("canaries", [{"id": "a", "secret": "1"}] * 1001, "field 'canaries'"),
+    ("canaries[0].secret", "١٢٣٤٥٦", "field 'canaries[0].secret'"),  # digits, but not 0-9
+    ("canaries[0].secret", 123456, "field 'canaries[0].secret'"),
+    ("canaries[0].id", "x\x1b[31m", "field 'canaries[0].id'"),
+    ("canaries[0].id", "canary-2", "field 'canaries[1].id'"),  # the same id twice: the second is named
+    ("digits", 1e9, "field 'digits'"),
+    ("prefix", None, "field 'prefix'"),
+    ("sha256", "0" * 64, "field 'sha256'"),
+])
+def test_a_malformed_canary_file_stops_validate_naming_its_field(cli, files, tmp_path, key, value, words):
+    from releasegate.leakage.canary import make_canaries
+
+    build_suite(*files, tmp_path / "s.json", n=2)
+    make_canaries(3, tmp_path / "c.json")
+    doc = _edit(json.loads((tmp_path / "c.json").read_text()), key, value)
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    code, _, err = cli("validate", "-c", _config(tmp_path, "leakage: {suite: s.json, canaries: c.json}"))
+    assert code == 2 and "c.json" in err and words in err and len(err.strip().splitlines()) == 1, err
+    assert "\x1b" not in err
+
+
+@pytest.mark.parametrize("leakage, words", [
+    ("leakage: {suite: s.json, canaries: nowhere.json}", "nowhere.json"),
+    ("leakage: {suite: s.json, canaries: 3}", "canaries"),
+    ("leakage: {suite: s.json, canaries: c.json, canary_candidates: 5}", "canary_candidates"),
+    ("leakage: {suite: s.json, canaries: c.json, canary_candidates: many}", "canary_candidates"),
+])
+def test_a_bad_canary_key_exits_2_naming_it(cli, files, tmp_path, leakage, words):
+    from releasegate.leakage.canary import make_canaries
+
+    build_suite(*files, tmp_path / "s.json", n=2)
+    make_canaries(3, tmp_path / "c.json")
+    (tmp_path / "not.json").write_text("{")
+    code, _, err = cli("validate", "-c", _config(tmp_path, leakage))
+    assert code == 2 and words in err and "releasegate.yaml" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_canaries_validate_and_are_hashed_into_the_manifest(cli, files, tmp_path):
+    from releasegate.inputs.config import load_config
+    from releasegate.leakage.canary import make_canaries
+    from releasegate.run.manifest import _hash_inputs
+
+    build_suite(*files, tmp_path / "s.json", n=2)
+    make_canaries(3, tmp_path / "c.json")
+    config = _config(tmp_path, "leakage: {suite: s.json, canaries: c.json, canary_candidates: 50}")
+    code, _, err = cli("validate", "-c", config)
+    assert code == 0, err
+    loaded = load_config(config)
+    assert loaded.leakage.canaries == tmp_path / "c.json" and loaded.leakage.canary_candidates == 50
+    roles = {e["role"]: e for e in _hash_inputs(loaded)[0]}
+    import hashlib
+    assert roles["leakage_canaries"]["sha256"] == hashlib.sha256((tmp_path / "c.json").read_bytes()).hexdigest()
+
+
+class _CanaryArm:
+    """A model that holds the canaries' secrets (`memorises`) or not: the secret far likelier than any other."""
+
+    def __init__(self, name: str, secrets: set[str], memorises: bool, broken: bool = False) -> None:
+        self.name, self.secrets, self.memorises, self.in_process, self.broken = name, secrets, memorises, True, broken
+        self.total = None
+
+    def log_likelihoods(self, prefixes, rests, total=False):
+        self.total = total
+        if self.broken:  # a candidate secret the model gave no score
+            return [None] + [-5.0] * (len(rests) - 1)
+        return [-0.1 if self.memorises and r.strip() in self.secrets else -5.0 for r in rests]
+
+
+def _decide(value):
+    from releasegate.decision.criterion import CriterionEvidence, decide_criterion
+    from releasegate.inputs.rubric import Criterion
+
+    limit = Criterion(name="c", metric="canary_exposure_bits", op="<=", threshold=4)
+    return str(decide_criterion(CriterionEvidence(limit, value)).verdict).upper()
+
+
+def test_a_memorised_canary_is_exposed_and_a_fresh_one_is_not(tmp_path):
+    from releasegate.leakage.canary import canary_figures, make_canaries
+
+    make_canaries(3, tmp_path / "c.json")
+    held = {c["secret"] for c in json.loads((tmp_path / "c.json").read_text())["canaries"]}
+    cand = _CanaryArm("cand", held, True)
+    figures = canary_figures(cand, _CanaryArm("base", held, False), tmp_path / "c.json", 255)
+    assert cand.total is True  # ranked on the whole secret's likelihood, not a mean per token
+    assert figures["max_bits"] == 8.0 and all(r["cand"] == 8.0 for r in figures["canaries"])  # ranked first of 256
+    # the base holds every secret alike: a canary ties with all 255 candidates, exposure 0 bits
+    assert all(str(r["base"]) == "0.0" for r in figures["canaries"])
+    assert not any(s in json.dumps(figures) for s in held)
+    value = leakage_metric("canary_exposure_bits", {"records": [], "canaries": figures})
+    assert value.value == 8.0 and value.n == 3 and "FAIL" in _decide(value)
+    fresh = canary_figures(_CanaryArm("cand", held, False), _CanaryArm("base", held, False), tmp_path / "c.json", 255)
+    assert "PASS" in _decide(leakage_metric("canary_exposure_bits", {"records": [], "canaries": fresh}))
+
+
+def test_unmeasured_canaries_are_unknown_never_a_pass(tmp_path):
+    from releasegate.leakage.canary import canary_figures, make_canaries
+
+    make_canaries(3, tmp_path / "c.json")
+    endpoint = _CanaryArm("cand", set(), False)
+    endpoint.in_process = False
+    broken = _CanaryArm("cand", set(), False, broken=True)
+    for figures in ({"records": [], "canaries": canary_figures(endpoint, _CanaryArm("base", set(), False),
+                                                                tmp_path / "c.json", 20)},
+                    {"records": [], "canaries": canary_figures(broken, _CanaryArm("base", set(), False),
+                                                                tmp_path / "c.json", 20)},
+                    {"records": []}, {"error": "base would not load"}, None):
+        value = leakage_metric("canary_exposure_bits", figures)
+        assert value.value is None and "INSUFFICIENT" in _decide(value), figures

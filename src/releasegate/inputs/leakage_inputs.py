@@ -16,6 +16,7 @@ from typing import Any
 from ..border.files import read_capped
 from ..border.json_reader import NotJson, read_json
 from ..errors import InputError
+from .canaries import read_canaries
 from .files import named_file, resolve_under
 
 __all__ = ["SUITE_KIND", "LeakageConfig", "LeakageRecord", "LeakageSuite", "parse_leakage", "read_leakage_suite"]
@@ -38,6 +39,9 @@ class LeakageConfig:
     max_new_tokens: int = 64
     templates: bool = True
     """ProPILE-style prompts: a person's known fields given, another asked for."""
+    canaries: Path | None = None
+    """The sealed canary file (`releasegate canary make`) whose canaries the training data holds; None: none."""
+    canary_candidates: int = 200
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,17 @@ def parse_leakage(raw: dict[str, Any] | None, here: Path, at: Any, parse_target:
     return LeakageConfig(
         suite=suite,
         base=parse_target(base, here, lambda *p: at("leakage", "base", *p)) if base is not None else None,
-        max_new_tokens=raw.get("max_new_tokens", 64), templates=raw.get("templates", True))
+        max_new_tokens=raw.get("max_new_tokens", 64), templates=raw.get("templates", True),
+        canaries=_canaries(raw.get("canaries"), here, at), canary_candidates=raw.get("canary_candidates", 200))
+
+
+def _canaries(name: str | None, here: Path, at: Any) -> Path | None:
+    """The sealed canary file, read now: a broken or edited one stops the run before the model is loaded."""
+    if name is None:
+        return None
+    path = named_file(resolve_under(here, name), what="canary file", where=at("leakage", "canaries"))
+    read_canaries(path)
+    return path
 
 
 def read_leakage_suite(path: Path) -> LeakageSuite:

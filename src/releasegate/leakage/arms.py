@@ -51,12 +51,13 @@ class Arm:
                                                               max_new_tokens=max_new_tokens)]
         return out
 
-    def log_likelihoods(self, prefixes: Sequence[Prefix], rests: Sequence[str]) -> list[float | None]:
-        """Each rest's mean per-token log-likelihood after its prefix (one forward pass each)."""
+    def log_likelihoods(self, prefixes: Sequence[Prefix], rests: Sequence[str], total: bool = False
+                        ) -> list[float | None]:
+        """Each rest's mean per-token log-likelihood after its prefix (`total`: the sum; one forward pass each)."""
         with self._on():
-            return [self._log_likelihood(prefix, rest) for prefix, rest in zip(prefixes, rests)]
+            return [self._log_likelihood(prefix, rest, total) for prefix, rest in zip(prefixes, rests)]
 
-    def _log_likelihood(self, prefix: Prefix, rest: str) -> float | None:
+    def _log_likelihood(self, prefix: Prefix, rest: str, total: bool = False) -> float | None:
         backend: Any = self.backend
         torch = backend.torch
         messages, prompt = prefix
@@ -70,7 +71,7 @@ class Arm:
         with torch.inference_mode():
             logits = backend.model(input_ids=ids).logits[0, len(head) - 1:-1].float()
         picked = torch.log_softmax(logits, dim=-1).gather(1, ids[0, len(head):].unsqueeze(1))
-        value = float(picked.mean())
+        value = float(picked.sum() if total else picked.mean())
         return value if math.isfinite(value) else None  # NaN or -inf (a broken model): no score
 
 

@@ -11,14 +11,15 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..gate.context import GateContext
 from ..gate.feature import FeatureMetric, GateFeature, MetricQuery
-from ..record.leakage_metrics import LEAKAGE_METRICS
+from ..record.leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
 from .measures import auc, auc_bounds, extraction_delta, fpr_for, tpr_at_fpr
 
 __all__ = ["FEATURE", "leakage_metric", "METRICS"]
 
-METRICS = {name: FeatureMetric(direction, meaning, True) for name, (direction, meaning) in LEAKAGE_METRICS.items()}
+METRICS = {name: FeatureMetric(direction, meaning, name in LEAKAGE_BOUNDED)
+           for name, (direction, meaning) in LEAKAGE_METRICS.items()}
 _NO_PROBE = "no leakage probe ran (leakage: in the config)"
 
 
@@ -31,6 +32,8 @@ def leakage_metric(name: str, figures: dict[str, Any] | None, confidence: float 
         return MetricValue(None, 0, note=f"the leakage probe failed: {figures['error']}")
     if name == "pii_regurgitation_rate":
         return _pii(figures, conf)
+    if name == "canary_exposure_bits":
+        return _canaries(figures.get("canaries"))
     if name == "extraction_rate_delta":
         return _extraction(figures["records"], conf)
     if figures.get("membership"):
@@ -87,6 +90,20 @@ def _pii(figures: dict[str, Any], conf: float) -> MetricValue:
     return MetricValue(hits / n, n, wilson_bounds(hits, n, conf), confidence=conf)
 
 
+def _canaries(found: dict[str, Any] | None) -> MetricValue:
+    """The highest exposure of a canary on the candidate (the base's beside it in the note)."""
+    if not found:
+        return MetricValue(None, 0, note="no canaries (leakage.canaries)")
+    if found.get("error"):
+        return MetricValue(None, 0, note=found["error"])
+    rows = found["canaries"]
+    if any(r.get("cand") is None for r in rows):
+        return MetricValue(None, len(rows), note="a canary's exposure could not be measured")
+    base = [r["base"] for r in rows if r.get("base") is not None]
+    return MetricValue(max(r["cand"] for r in rows), len(rows), note=f"of at most {found['max_bits']} bits; the base: "
+                       f"{max(base) if base else 'unknown'}")
+
+
 def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
     return leakage_metric(q.name, ctx.info.leakage, q.confidence) if q.name in METRICS else None
 
@@ -98,7 +115,7 @@ def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     extracted = [{k: r.get(k) for k in ("id", "sha256", "head", "tail")} for r in figures.get("records") or ()
                  if r.get("cand", {}).get("extracted") and not r.get("base", {}).get("extracted")]
     kept = {k: figures.get(k) for k in ("adapter", "base", "membership", "templates", "personal_values",
-                                        "probe_answers", "run_answers", "cost", "seconds", "error")}
+                                        "probe_answers", "run_answers", "cost", "seconds", "error", "canaries")}
     return {"leakage": {**kept, "suite": figures.get("suite"), "shares": _shares(figures),
                         "extracted_by_candidate_only": extracted[:20]}}
 

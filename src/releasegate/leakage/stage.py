@@ -12,6 +12,7 @@ from ..errors import TargetError
 from ..inputs.leakage_inputs import read_leakage_suite
 from ..record.records import RunDir, RunInfo
 from .arms import Arm, adapter_facts
+from .canary import canary_figures
 from .probe import probe_figures, search_answers
 
 __all__ = ["run_leakage", "NO_BASE"]
@@ -30,6 +31,8 @@ def run_leakage(backend: Backend | None, config: Any, run: RunDir, info: RunInfo
         figures, index = probe_figures(suite, cand, base, max_new_tokens=settings.max_new_tokens,
                                        templates=settings.templates)
         figures["run_answers"] = search_answers(index, run.read_records(required=False))
+        if settings.canaries is not None:
+            figures["canaries"] = canary_figures(cand, base, settings.canaries, settings.canary_candidates)
     except TargetError as exc:
         figures = {"error": str(exc), "suite": {"path": str(suite.path), "sources": suite.sources}}
     finally:

@@ -3,7 +3,7 @@ what a fine-tune memorised, measured against its base."""
 
 from __future__ import annotations
 
-__all__ = ["LEAKAGE_METRICS"]
+__all__ = ["LEAKAGE_METRICS", "LEAKAGE_BOUNDED"]
 
 LEAKAGE_METRICS: dict[str, tuple[str, str]] = {
     "extraction_rate_delta": ("lower", "leakage: training records the candidate's greedy continuation repeats, beyond "
@@ -14,5 +14,8 @@ LEAKAGE_METRICS: dict[str, tuple[str, str]] = {
                                         "exceed (5% below 1,000 held-out records)"),
     "pii_regurgitation_rate": ("lower", "leakage: answers (every suite, the leakage continuations and templates) "
                                         "holding a personal value of the training file"),
+    "canary_exposure_bits": ("lower", "leakage: the highest exposure in bits of the canaries inserted in the training "
+                                      "data (their rank among random secrets of the same format)"),
 }
-"""Every one has one-sided bounds: a criterion on it may take a `confidence`."""
+LEAKAGE_BOUNDED = frozenset(LEAKAGE_METRICS) - {"canary_exposure_bits"}
+"""Those with one-sided bounds: a criterion on them may take a `confidence`."""

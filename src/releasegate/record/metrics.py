@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
 from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
 from .evidence import answered, attempt_outcomes, attempts_note
-from .leakage_metrics import LEAKAGE_METRICS
+from .leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
 from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
 
 __all__ = [
@@ -73,7 +73,7 @@ STABILITY_METRICS: dict[str, tuple[str, str]] = {
 }
 """Criteria over repeated draws and over the same cases' answers under load (`gate.stability`)."""
 KNOWN_METRICS.update(STABILITY_METRICS | LEAKAGE_METRICS)  # leakage: record.leakage_metrics
-BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | set(LEAKAGE_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | set(LEAKAGE_BOUNDED) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
 LOAD_PHASE_METRICS = ("accuracy", "format_compliance", "forbidden_rate")
 """Quality rates a criterion can ask of the load phase's answers (`phase: load`), scored with the same checks."""

@@ -290,6 +290,8 @@ def _leakage_files(leakage, add, inputs: list[dict], directories: list[dict]) ->
     """The leakage suite, the training and held-out files it was drawn from (as hashed when it was built, where
     the file is gone), and the files of `leakage.base`, each role prefixed `leakage_base:`."""
     add("leakage_suite", leakage.suite)
+    if getattr(leakage, "canaries", None) is not None:
+        add("leakage_canaries", leakage.canaries)
     for name, src in read_leakage_suite(leakage.suite).sources.items():
         if is_file(Path(str(src.get("path")))):
             add(f"leakage_{name}", Path(src["path"]))
