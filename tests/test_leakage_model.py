@@ -75,7 +75,10 @@ def test_no_artifact_of_the_run_holds_a_training_record(cli, project):
     assert decided["canary_exposure_bits"]["value"] is not None and decided["canary_exposure_bits"]["n"] == 3
     assert report["leakage"]["personal_values"] > 0 and report["leakage"]["templates"] == 12
     assert {e["role"] for e in json.loads((run / "manifest.json").read_text())["inputs"]} >= {
-        "leakage_suite", "leakage_train", "leakage_heldout"}
+        "leakage_suite", "leakage_train", "leakage_heldout", "leakage_canaries"}
+    doc = json.loads((project / "canaries.json").read_text())  # no secret in any artifact either
+    secrets = [f"{doc['prefix']} {c['secret']}" for c in doc["canaries"]] + [
+        f'"{c["secret"]}"' for c in doc["canaries"]]
     for args in (("gate", run, "--allow-pending"), ("review", "export", run),
                  *(("report", run, "--format", f, "-o", project / "reports" / f"again.{f}") for f in
                    ("html", "md", "junit", "json", "csv"))):
@@ -89,6 +92,7 @@ def test_no_artifact_of_the_run_holds_a_training_record(cli, project):
     for path in files:
         data = path.read_bytes()
         found = [s for s in SENTINELS if s.encode() in data or s.lower().encode() in data.lower()]
+        found += [s for s in secrets if s.encode() in data]
         assert not found, f"{path.relative_to(project)} holds {found}"
     for text in printed:
-        assert not [s for s in SENTINELS if s in text]
+        assert not [s for s in [*SENTINELS, *secrets] if s in text]
