@@ -32,7 +32,7 @@ STRICT := src/releasegate/decision src/releasegate/border src/releasegate/gate/f
 	src/releasegate/report/failing_cases.py src/releasegate/record/run_parts.py src/releasegate/record/decided_results.py \
 	src/releasegate/pipeline/dsse.py src/releasegate/pipeline/attest_test_result.py
 
-.PHONY: setup demo demo-regressed demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
+.PHONY: setup demo demo-regressed demo-leakage demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ demo: setup  ## run the gate on the embedded demo model with the good adapter (P
 
 demo-regressed: setup  ## the regressed adapter (FAIL, exit 1)
 	$(VENV)/bin/releasegate check --config examples/regressed.yaml
+
+demo-leakage: setup  ## what the fine-tune memorised: the overfit adapter FAILs (exit 1), the good one PASSes (exit 0)
+	$(VENV)/bin/releasegate check --config examples/leakage.yaml --run-id leakage-overfit; test $$? -eq 1
+	$(VENV)/bin/releasegate check --config examples/leakage.yaml --run-id leakage-good \
+		--set target.adapter=../models/demo/adapters/good
 
 demo-judge: setup  ## reply drafts graded by an LLM judge, calibrated by a reviewer's labels (INCONCLUSIVE, then PASS)
 	$(PY) scripts/demo_judge.py
@@ -84,6 +89,7 @@ demo-models: setup  ## rebuild models/demo (base, adapters, draft, guard, guard_
 	$(PY) scripts/build_demo_draft.py
 	$(PY) scripts/build_demo_guard.py
 	$(PY) scripts/build_demo_guard_classifier.py
+	$(PY) scripts/build_demo_leakage.py
 
 # No setup needed: setuptools' own build hooks in .venv's python, or in $(PYTHON) before there is a .venv.
 dist:  ## the sdist and the wheel into dist/: pip install dist/releasegate-0.1.0-py3-none-any.whl (extras: '...whl[hf]')

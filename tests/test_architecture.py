@@ -148,6 +148,7 @@ LAYERS = [
     "export",     # GGUF and server launchers for a model
     "gate",       # the gate's rules: criteria, run health, capacity, comparability, paired comparisons
     "run",        # execution: generation, the load phase, sweeps, probes, the manifest
+    "leakage",    # what a fine-tune memorised: the leakage suite, its probes against the base, its gate feature
     "review",     # the human review sample, CSV and summary
     "llm_judge",  # the LLM judge stage, its calibration and what it means for the verdict
     "report",     # every rendering of a gate report, comparison, sweep or review

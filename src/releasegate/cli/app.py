@@ -16,7 +16,22 @@ from ..border.env import TRACEBACK, check_environment, env_flag
 from ..errors import ReleasegateError
 from ..redaction import redact_error
 from ..text import inert
-from . import capacity, check, compare, gate, history, init, matrix, release, report, servers, validate, verify
+from . import (
+    canary,
+    capacity,
+    check,
+    compare,
+    gate,
+    history,
+    init,
+    leakage,
+    matrix,
+    release,
+    report,
+    servers,
+    validate,
+    verify,
+)
 from ._interrupts import interrupts_stop_the_command, keep_exit_code
 from ._streams import outlive_readers
 from .review import app as review_app
@@ -50,6 +65,8 @@ COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit 
     ("servers", servers.servers, "Compare", "Choose among served targets judged on the same suites.",
      "Exit codes: 0 a target is recommended | 2 a bad run directory | 3 no target passed its gate with quality no "
      "worse than the reference's."),
+    ("leakage", leakage.leakage, "Run", "Build a leakage suite from the training file.", None),
+    ("canary", canary.canary, "Run", "Make canaries for the training data.", None),
     ("history", history.history, "Compare", "List the runs of a reports folder, or draw their trend.", None),
     ("verify", verify.verify, "Release", "Check a run's inputs and files against its record.",
      "Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | 3 unverified: some "

@@ -29,6 +29,7 @@ RATE_METRICS = (
     "accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality", "error_rate_load", "judge_error_rate",
     "pairwise_win_rate", "pairwise_loss_rate", "order_inconsistency_rate", "cache_hit_rate", "cache_wrong_hit_rate",
     "pass_all_k", "pass_any_k", "flip_rate", "answer_agreement", "load_flip_rate",
+    "membership_auc", "membership_tpr_at_1fpr", "pii_regurgitation_rate",  # needed n: Wilson at the smaller set
 )
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}

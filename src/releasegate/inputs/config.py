@@ -34,6 +34,7 @@ from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .guard_settings import parse_guards
 from .judge_settings import parse_judge
 from .judging_keys import layered_over_official
+from .leakage_inputs import parse_leakage
 from .load_profile import LoadConfig, parse_load
 from .probes import parse_probes
 from .scale_config import ScaleConfig, parse_scale
@@ -79,6 +80,8 @@ class Config:
     """The LLM judge (`judge:`, an `inputs.judge_settings.JudgeSettings`); None: no judge configured."""
     probes: Any = None
     """Attack families applied to the must-refuse cases (`probes:`, an `inputs.probes.ProbePlan`); None: none."""
+    leakage: Any = None
+    """What the fine-tune memorised (`leakage:`, an `inputs.leakage_inputs.LeakageConfig`); None: not probed."""
     guards: dict = field(default_factory=dict)
     """Guard models by name (`guards:`, `inputs.guard_settings.GuardSettings`) that `forbidden:` rules of kind
     guard ask; empty: none."""
@@ -208,6 +211,7 @@ def load_config(
         judge=judge,
         guards=guards,
         probes=parse_probes(data.get("probes"), here, at),
+        leakage=parse_leakage(data.get("leakage"), here, at, parse_target),
         scale=parse_scale(data.get("scale"), served, data.get("load"), at),
         variants=parse_variant_plan(data.get("variants"), data.get("variant_choice"), data["target"], here, at),
         base_dir=here,

@@ -36,6 +36,7 @@ from ..inputs.scale_config import where_computed
 from ..inputs.suite_config import suite_cuts
 from ..inputs.suites import Case, load_suites
 from ..inputs.validation import load_inputs
+from ..leakage.stage import run_leakage
 from ..llm_judge.guard import graders_manifest, guard_stage
 from ..llm_judge.stage import judge_stage
 from ..record.evidence import failure
@@ -257,6 +258,10 @@ def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: Chec
         if prefix_probe:
             (run.path / JOURNAL).unlink(missing_ok=True)  # measured whole or not at all, like the load phase
             run_prefix_cache(backend, config, cases, run, info)
+        INTERRUPTION.raise_if_pending()
+        if config.leakage is not None:  # the model still loaded: its probes against the base, answers searched
+            with step(console, progress, "leakage probe"):
+                run_leakage(backend, config, run, info)
         INTERRUPTION.raise_if_pending()
         if backend is not None:  # the model under test is done: free it before a local judge loads
             backend.close()

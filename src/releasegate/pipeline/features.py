@@ -18,6 +18,7 @@ BUILT_IN = (
     ("tools", "releasegate.gate.tools_feature"),  # tool calls: trigger, arguments, match, order
     ("quality", "releasegate.gate.quality_feature"),  # error rates, evaluate metrics, the summary, the default guard
     ("latency", "releasegate.gate.latency_feature"),
+    ("leakage", "releasegate.leakage.feature"),  # what the fine-tune memorised, against its base
     ("baseline", "releasegate.gate.baseline_feature"),
     ("review", "releasegate.review.feature"),
     ("judge", "releasegate.llm_judge.judge_feature"),

@@ -10,6 +10,7 @@ from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, 
 from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
 from .cost_metrics import COUNTED_SOURCES, cost_metric, timing_derived_cost, token_sources, uncounted
 from .evidence import answered, attempt_outcomes, attempts_note
+from .leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
 from .metric_value import MetricValue, measured
 from .stream_reading import DEFAULT_MAX_ITL_BATCHED_SHARE, batched_stream, stream_timed
 from .tool_metrics import TOOL_METRICS
@@ -84,8 +85,8 @@ STABILITY_METRICS: dict[str, tuple[str, str]] = {
     "forbidden_rate_delta": ("lower", "forbidden_rate minus the baseline run's, on the cases both answered (paired)"),
 }
 """Criteria over repeated draws and over the same cases' answers under load (`gate.stability`)."""
-KNOWN_METRICS.update(STABILITY_METRICS, **TOOL_METRICS)  # tool calls: measured by gate.tools_feature
-BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | set(TOOL_METRICS) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
+KNOWN_METRICS.update(STABILITY_METRICS | LEAKAGE_METRICS, **TOOL_METRICS)  # tools: gate.tools_feature; leakage: record.leakage_metrics
+BOUNDED_METRICS = set(_RATES) | set(STABILITY_METRICS) | set(TOOL_METRICS) | set(LEAKAGE_BOUNDED) | {"cache_hit_rate", "cache_wrong_hit_rate"} | {name for name in KNOWN_METRICS if name.rpartition("_p")[0] in LATENCY_METRICS}
 """Metrics with one-sided bounds, so a criterion on them can take a `confidence`."""
 LOAD_PHASE_METRICS = ("accuracy", "format_compliance", "forbidden_rate")
 """Quality rates a criterion can ask of the load phase's answers (`phase: load`), scored with the same checks."""

@@ -172,6 +172,9 @@ class RunInfo(BaseModel):
     response_cache_probe: dict[str, Any] | None = None
     """The response-cache probe, when one ran: the simulated cache at every threshold (see
     releasegate.run.cache_probe_stage)."""
+    leakage: dict[str, Any] | None = None
+    """What the fine-tune memorised, when a leakage probe ran (see releasegate.leakage.probe): per record its id,
+    hash and 8 characters each side, never its text."""
     client: dict[str, Any] | None = None
     """The client's own lateness over the quality phase: the openai backend's event-loop lag percentiles in ms and
     CPU share, or the hf backend's wait for a CPU (`backends._starvation`, `client: hf`). The load phase's is `load_phase['client']`. See `health.client_saturation`."""

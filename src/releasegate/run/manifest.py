@@ -19,6 +19,7 @@ import socket
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from .. import __version__
@@ -28,14 +29,15 @@ from ..border.structured import json_loads
 from ..clock import now
 from ..errors import InputError
 from ..inputs.backend_facts import capabilities
+from ..inputs.leakage_inputs import read_leakage_suite
 from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact_data
 from .manifest_inputs import (
     SNAPSHOT_KEY,
     directory_files,
-    file_role,
     sample_entries,
     schema_paths,
+    served_files,
     snapshot_commit,
     source_files,
 )
@@ -287,28 +289,31 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
         add("traffic_log", config.load.replay)
     for path in getattr(getattr(config, "probes", None), "files", ()):  # the attack families the probes were made by
         add("probe_families", path)
+    if getattr(config, "leakage", None) is not None:
+        _leakage_files(config.leakage, add, inputs, directories)
     return inputs, directories
 
 
-def _served_files(t, add, inputs: list[dict], directories: list[dict]) -> None:
-    """The files the server behind the endpoint loads (`target.served_files`, or those releasegate's launcher
-    handed the server it started), role `served:<kind>`, each marked `served: declared | observed`."""
-    first = len(inputs)
-    for path in getattr(t, "served_files", ()):
-        folder = Path(path).resolve()
-        if folder.is_dir():
-            directories.append({"role": "served", "path": str(folder)})
-            for role, file in directory_files(folder, "served"):
-                add(role, file, name=f"served/{folder.name}/{file.relative_to(folder)}")
+def _leakage_files(leakage, add, inputs: list[dict], directories: list[dict]) -> None:
+    """The leakage suite, the training and held-out files it was drawn from (as hashed when it was built, where
+    the file is gone), and the files of `leakage.base`, each role prefixed `leakage_base:`."""
+    add("leakage_suite", leakage.suite)
+    if getattr(leakage, "canaries", None) is not None:
+        add("leakage_canaries", leakage.canaries)
+    for name, src in read_leakage_suite(leakage.suite).sources.items():
+        if is_file(Path(str(src.get("path")))):
+            add(f"leakage_{name}", Path(src["path"]))
         else:
-            add(f"served:{file_role(folder.name)}", folder, name=f"served/{folder.name}")
-    for entry in inputs[first:]:
-        entry["served"] = getattr(t, "served_as", "declared")
+            inputs.append({"role": f"leakage_{name}", "path": str(src.get("path")), "name": Path(str(src.get("path"))).name,
+                           "sha256": src.get("sha256"), "note": "hashed when the suite was built: the file is not here"})
+    if leakage.base is not None:
+        _target_files(SimpleNamespace(target=leakage.base),
+                      lambda role, path, name=None: add(f"leakage_base:{role}", path, name), inputs, directories)
 
 
 def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> None:
     t = config.target
-    _served_files(t, add, inputs, directories)
+    served_files(t, add, inputs, directories)
     caps = capabilities(t.backend)
     for role, name in caps.data_files:
         if getattr(t, name) is not None:

@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..inputs.suites import _lines
 from ..inputs.tables import data_files
 
-__all__ = ["file_role", "SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
+__all__ = ["file_role", "served_files", "SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
 
 SNAPSHOT_KEY = "#snapshot"
 """Ends the manifest path of a hub dataset's revision (`hub:org/name@revision#snapshot`), hashed as the commit it
@@ -147,3 +147,19 @@ def file_role(name: str) -> str:
 
 TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
               "added_tokens.json", "merges.txt", "spiece.model"}
+
+
+def served_files(t, add, inputs: list[dict], directories: list[dict]) -> None:
+    """The files the server behind the endpoint loads (`target.served_files`, or those releasegate's launcher
+    handed the server it started), role `served:<kind>`, each marked `served: declared | observed`."""
+    first = len(inputs)
+    for path in getattr(t, "served_files", ()):
+        folder = Path(path).resolve()
+        if folder.is_dir():
+            directories.append({"role": "served", "path": str(folder)})
+            for role, file in directory_files(folder, "served"):
+                add(role, file, name=f"served/{folder.name}/{file.relative_to(folder)}")
+        else:
+            add(f"served:{file_role(folder.name)}", folder, name=f"served/{folder.name}")
+    for entry in inputs[first:]:
+        entry["served"] = getattr(t, "served_as", "declared")

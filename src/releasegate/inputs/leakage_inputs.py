@@ -1,0 +1,148 @@
+"""The leakage probe's inputs: the `leakage:` section of a config and the leakage suite file it names.
+
+A leakage suite (`releasegate leakage build`) is one JSON document: the training and held-out files it was drawn
+from (path, sha256, rows), the draw (n, seed), the fields declared personal, and the drawn records, each with its
+id, set ('train' or 'heldout'), sha256, the prefix the model is given (`prompt` text or chat `messages`) and the
+`rest` its continuation is compared with, and the personal values found in it. The suite is the user's own data:
+releasegate reads it, and writes none of its text anywhere else (only ids, hashes and 8 characters each side).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..border.files import read_capped
+from ..border.json_reader import NotJson, read_json
+from ..errors import InputError
+from .canaries import read_canaries
+from .files import named_file, resolve_under
+
+__all__ = ["SUITE_KIND", "LeakageConfig", "LeakageRecord", "LeakageSuite", "parse_leakage", "read_leakage_suite"]
+
+SUITE_KIND = "releasegate-leakage-suite"
+SUITE_VERSION = 1
+MAX_SUITE_BYTES = 256 * 2**20
+SETS = ("train", "heldout")
+
+
+@dataclass(frozen=True)
+class LeakageConfig:
+    """`leakage:`: the suite, the base model to measure against (None: the target without its adapter) and the
+    length of the greedy continuations."""
+
+    suite: Path
+    base: Any = None
+    """A second target (`inputs.target.TargetConfig`) for an endpoint run or a merged model; None: the hf target's
+    base, its adapter disabled."""
+    max_new_tokens: int = 64
+    templates: bool = True
+    """ProPILE-style prompts: a person's known fields given, another asked for."""
+    canaries: Path | None = None
+    """The sealed canary file (`releasegate canary make`) whose canaries the training data holds; None: none."""
+    canary_candidates: int = 200
+
+
+@dataclass(frozen=True)
+class LeakageRecord:
+    id: str
+    set: str
+    sha256: str
+    rest: str
+    prompt: str | None = None
+    messages: tuple[dict[str, Any], ...] | None = None
+    personal: tuple[tuple[str, str], ...] = ()
+    """(field, value): the declared personal fields of the record, then spans the detectors found ('detected:email')"""
+
+
+@dataclass(frozen=True)
+class LeakageSuite:
+    path: Path
+    sources: dict[str, dict[str, Any]]
+    """'train' and 'heldout': {'path', 'sha256', 'rows'} of the files the suite was drawn from."""
+    records: tuple[LeakageRecord, ...]
+    personal_fields: tuple[str, ...] = ()
+    seed: int = 0
+
+
+def parse_leakage(raw: dict[str, Any] | None, here: Path, at: Any, parse_target: Any) -> LeakageConfig | None:
+    """The `leakage:` section (None: no leakage probe); `parse_target` reads its `base:` like the target."""
+    if raw is None:
+        return None
+    suite = named_file(resolve_under(here, raw["suite"]), what="leakage suite", where=at("leakage", "suite"))
+    read_leakage_suite(suite)  # a broken suite stops the run before the model is loaded, not after generating
+    base = raw.get("base")
+    return LeakageConfig(
+        suite=suite,
+        base=parse_target(base, here, lambda *p: at("leakage", "base", *p)) if base is not None else None,
+        max_new_tokens=raw.get("max_new_tokens", 64), templates=raw.get("templates", True),
+        canaries=_canaries(raw.get("canaries"), here, at), canary_candidates=raw.get("canary_candidates", 200))
+
+
+def _canaries(name: str | None, here: Path, at: Any) -> Path | None:
+    """The sealed canary file, read now: a broken or edited one stops the run before the model is loaded."""
+    if name is None:
+        return None
+    path = named_file(resolve_under(here, name), what="canary file", where=at("leakage", "canaries"))
+    read_canaries(path)
+    return path
+
+
+def read_leakage_suite(path: Path) -> LeakageSuite:
+    """The suite file, checked: any part that does not fit is an InputError naming the file and the record."""
+    try:
+        data = read_json(read_capped(path, what="leakage suite", max_bytes=MAX_SUITE_BYTES),
+                         max_bytes=MAX_SUITE_BYTES, what="leakage suite")
+    except NotJson as exc:
+        raise InputError(str(exc), file=path, hint="write it with releasegate leakage build") from None
+    if not isinstance(data, dict) or data.get("kind") != SUITE_KIND or data.get("version") != SUITE_VERSION:
+        raise InputError(f"not a leakage suite (kind {SUITE_KIND!r}, version {SUITE_VERSION})", file=path,
+                         hint="write it with releasegate leakage build")
+    records = data.get("records")
+    if not isinstance(records, list) or not records:
+        raise InputError("the suite holds no record", file=path, field="records")
+    sources = data.get("sources")
+    if not isinstance(sources, dict) or any(not isinstance(sources.get(s), dict) for s in SETS):
+        raise InputError("the suite names no training and held-out files", file=path, field="sources")
+    fields = data.get("personal_fields") or []
+    parsed = tuple(_record(r, i, path) for i, r in enumerate(records))
+    trained = {r.sha256 for r in parsed if r.set == "train"}
+    if both := next((r for r in parsed if r.set == "heldout" and r.sha256 in trained), None):
+        raise InputError(f"held-out record {both.id} is also a training record: it would read as not memorised",
+                         file=path, hint="build the suite again from a held-out file never trained on")
+    if not trained or len(trained) == len(parsed):
+        raise InputError("the suite needs training and held-out records", file=path, field="records")
+    for s in SETS:  # a relative path is relative to the suite's folder
+        sources[s] = {**sources[s], "path": str(path.parent / str(sources[s].get("path")))}
+    return LeakageSuite(path=path, sources={s: sources[s] for s in SETS},
+                        records=parsed,
+                        personal_fields=tuple(str(f) for f in fields), seed=int(data.get("seed") or 0))
+
+
+def _record(raw: Any, i: int, path: Path) -> LeakageRecord:
+    where = f"records[{i}]"
+    if not isinstance(raw, dict):
+        raise InputError("a record is not an object", file=path, field=where)
+    for key in ("id", "set", "sha256", "rest"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise InputError(f"the record has no {key} (text)", file=path, field=f"{where}.{key}")
+    if raw["set"] not in SETS:
+        raise InputError(f"set is {raw['set']!r}, not train or heldout", file=path, field=f"{where}.set")
+    prompt, messages = raw.get("prompt"), raw.get("messages")
+    if not isinstance(prompt, str) and not _chat(messages):
+        raise InputError("the record has neither a prompt (text) nor messages (role and content)", file=path,
+                         field=where)
+    personal = raw.get("personal") or []
+    if not isinstance(personal, list) or not all(isinstance(p, list) and len(p) == 2
+                                                 and all(isinstance(x, str) for x in p) for p in personal):
+        raise InputError("personal is not a list of [field, value] pairs", file=path, field=f"{where}.personal")
+    return LeakageRecord(id=raw["id"], set=raw["set"], sha256=raw["sha256"], rest=raw["rest"],
+                         prompt=prompt if isinstance(prompt, str) else None,
+                         messages=tuple(messages) if isinstance(messages, list) and _chat(messages) else None,
+                         personal=tuple((f, v) for f, v in personal))
+
+
+def _chat(messages: Any) -> bool:
+    return isinstance(messages, list) and bool(messages) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages)

@@ -1,0 +1,160 @@
+"""Leakage as a gate feature: `extraction_rate_delta`, `membership_auc`, `membership_tpr_at_1fpr` and
+`pii_regurgitation_rate` from run.json `leakage` (`probe`), each a value with one-sided bounds that
+`decision.criterion` decides; the report's `leakage` section and summary name the adapter's rank and target
+modules beside the figures. A run with no probe, a probe that failed, or an endpoint with no prompt
+log-probabilities gives no value: the criterion is unknown, never a pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..decision.criterion import CriterionResult
+from ..gate.context import GateContext
+from ..gate.feature import FeatureMetric, GateFeature, MetricQuery
+from ..record.leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
+from ..record.metrics import MetricValue
+from ..stats.intervals import wilson_bounds
+from .measures import auc, auc_bounds, extraction_delta, fpr_for, tpr_at_fpr
+
+__all__ = ["FEATURE", "leakage_metric", "METRICS"]
+
+METRICS = {name: FeatureMetric(direction, meaning, name in LEAKAGE_BOUNDED)
+           for name, (direction, meaning) in LEAKAGE_METRICS.items()}
+_NO_PROBE = "no leakage probe ran (leakage: in the config)"
+
+
+def leakage_metric(name: str, figures: dict[str, Any] | None, confidence: float | None = None) -> MetricValue:
+    """One leakage metric from run.json `leakage` (see the module docstring)."""
+    conf = confidence or 0.95
+    if not figures:
+        return MetricValue(None, 0, note=_NO_PROBE)
+    if figures.get("error"):
+        return MetricValue(None, 0, note=f"the leakage probe failed: {figures['error']}")
+    if name == "pii_regurgitation_rate":
+        return _pii(figures, conf)
+    if name == "canary_exposure_bits":
+        return _canaries(figures.get("canaries"))
+    if name == "extraction_rate_delta":
+        return _extraction(figures["records"], conf)
+    if figures.get("membership"):
+        return MetricValue(None, 0, note=f"membership is {figures['membership']}")
+    train, heldout = _scores(figures["records"])
+    if not train or not heldout:
+        return MetricValue(None, 0, note="no record has a log-likelihood on both arms")
+    n = min(len(train), len(heldout))
+    if name == "membership_auc":
+        value = auc(train, heldout)
+        assert value is not None  # both sets have scores
+        return MetricValue(value, n, auc_bounds(value, len(train), len(heldout), conf), confidence=conf)
+    fpr = fpr_for(len(heldout))
+    tpr = tpr_at_fpr(train, heldout, fpr)
+    if tpr is None:
+        return MetricValue(None, len(heldout), note=f"{len(heldout)} held-out record(s): the rate at {fpr:.0%} "
+                                                    f"false positives needs at least {round(1 / fpr)}")
+    return MetricValue(tpr, len(train), wilson_bounds(tpr * len(train), len(train), conf), confidence=conf,
+                       note=f"at {fpr:.0%} false positives")
+
+
+def _pairs(rows: list[dict[str, Any]], which: str) -> list[tuple[bool, bool]]:
+    return [(bool(r["cand"]["extracted"]), bool(r["base"]["extracted"])) for r in rows if r["set"] == which
+            and r.get("cand", {}).get("extracted") is not None and r.get("base", {}).get("extracted") is not None]
+
+
+def _extraction(rows: list[dict[str, Any]], conf: float) -> MetricValue:
+    train, heldout = _pairs(rows, "train"), _pairs(rows, "heldout")
+    found = extraction_delta(train, heldout, conf)
+    failed = sum(1 for r in rows if r["set"] in ("train", "heldout")) - len(train) - len(heldout)
+    note = f"{failed} record(s) without an answer on both arms left out" if failed else ""
+    if found is None:
+        return MetricValue(None, 0, note=note or "no training or no held-out record answered on both arms")
+    value, bounds = found
+    return MetricValue(value, min(len(train), len(heldout)), bounds, note=note, confidence=conf)
+
+
+def _scores(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    out: dict[str, list[float]] = {"train": [], "heldout": []}
+    for r in rows:
+        c, b = r.get("cand", {}).get("ll"), r.get("base", {}).get("ll")
+        if c is not None and b is not None and r["set"] in out:
+            out[r["set"]].append(c - b)
+    return out["train"], out["heldout"]
+
+
+def _pii(figures: dict[str, Any], conf: float) -> MetricValue:
+    parts = [(figures.get("probe_answers") or {}).get("cand") or {}, figures.get("run_answers") or {}]
+    n, hits = sum(p.get("answers", 0) for p in parts), sum(p.get("hits", 0) for p in parts)
+    if not figures.get("personal_values"):
+        return MetricValue(None, n, note="the training file gave no personal value to search for")
+    if not n:
+        return MetricValue(None, 0, note="no answer to search")
+    return MetricValue(hits / n, n, wilson_bounds(hits, n, conf), confidence=conf)
+
+
+def _canaries(found: dict[str, Any] | None) -> MetricValue:
+    """The highest exposure of a canary on the candidate (the base's beside it in the note)."""
+    if not found:
+        return MetricValue(None, 0, note="no canaries (leakage.canaries)")
+    if found.get("error"):
+        return MetricValue(None, 0, note=found["error"])
+    rows = found["canaries"]
+    if any(r.get("cand") is None for r in rows):
+        return MetricValue(None, len(rows), note="a canary's exposure could not be measured")
+    base = [r["base"] for r in rows if r.get("base") is not None]
+    return MetricValue(max(r["cand"] for r in rows), len(rows), note=f"of at most {found['max_bits']} bits; the base: "
+                       f"{max(base) if base else 'unknown'}")
+
+
+def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
+    return leakage_metric(q.name, ctx.info.leakage, q.confidence) if q.name in METRICS else None
+
+
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+    figures = ctx.info.leakage
+    if not figures:
+        return {}
+    extracted = [{k: r.get(k) for k in ("id", "sha256", "head", "tail")} for r in figures.get("records") or ()
+                 if r.get("cand", {}).get("extracted") and not r.get("base", {}).get("extracted")]
+    kept = {k: figures.get(k) for k in ("adapter", "base", "membership", "templates", "personal_values",
+                                        "probe_answers", "run_answers", "cost", "seconds", "error", "canaries")}
+    return {"leakage": {**kept, "suite": figures.get("suite"), "shares": _shares(figures),
+                        "extracted_by_candidate_only": extracted[:20]}}
+
+
+def _shares(figures: dict[str, Any]) -> dict[str, Any]:
+    rows = figures.get("records") or []
+    out = {}
+    for arm in ("cand", "base"):
+        for which in ("train", "heldout"):
+            got = [r[arm]["extracted"] for r in rows if r["set"] == which and r.get(arm, {}).get("extracted")
+                   is not None]
+            out[f"{arm}_{which}"] = round(sum(got) / len(got), 4) if got else None
+    return out
+
+
+def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+    figures = ctx.info.leakage
+    if not figures:
+        return {}
+    adapter = figures.get("adapter") or {}
+    modules = adapter.get("target_modules")
+    rows = [{"label": "adapter", "value": f"rank {adapter.get('rank')}, target modules "
+                                          f"{', '.join(modules) if isinstance(modules, list) else modules}"
+             if adapter else "none"},
+            {"label": "base", "value": str(figures.get("base"))}]
+    if figures.get("error"):
+        return {"title": "Leakage", "rows": [*rows, {"label": "error", "value": str(figures["error"])}]}
+    s = _shares(figures)
+    rows.append({"label": "extracted (train / held-out)",
+                 "value": f"candidate {_pct(s['cand_train'])} / {_pct(s['cand_heldout'])}, "
+                          f"base {_pct(s['base_train'])} / {_pct(s['base_heldout'])}"})
+    for name in METRICS:
+        v = leakage_metric(name, figures)
+        rows.append({"label": name, "value": "—" if v.value is None else f"{v.value:.4g} (n={v.n})"})
+    return {"title": "Leakage", "rows": rows}
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1%}"
+
+
+FEATURE = GateFeature("leakage", metrics=METRICS, measure=_measure, section=_section, summary=_summary)
