@@ -67,7 +67,7 @@ def anytime_method(criterion: Any) -> str:
     metric, op, threshold = criterion.metric, criterion.op, criterion.threshold
     if metric not in ANYTIME_METRICS:
         return f"{metric} has no anytime-valid bound"
-    if getattr(criterion, "slice", None) is not None and metric in ERROR_METRICS:
+    if getattr(criterion, "slice", None) and metric in ERROR_METRICS:
         return "an error rate on a slice has no anytime-valid bound"
     if not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         return f"threshold {threshold!r} is not a number"

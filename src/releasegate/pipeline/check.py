@@ -27,6 +27,7 @@ from ..border.env import TEST_JUDGE_DELAY, env_number
 from ..clock import now
 from ..errors import InputError, TargetStopped
 from ..gate.comparability import settings_key
+from ..gate.stopping import stop_order
 from ..inputs.config import Config, load_config
 from ..inputs.files import read_text
 from ..inputs.judge_settings import check_judged_cases
@@ -83,12 +84,17 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
         # an unreadable input fails before the directory exists
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     manifest.update(graders_manifest(config, rubric.forbidden))
+    if options.stop_when_decided or rubric.stop_when_decided:  # the order is an input of the run: in the manifest
+        manifest["stopping"] = {"seed": config.seed, "order": stop_order([c.id for c in cases], config.seed)}
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
         info = _start(run, config, rubric, options.limit, no_cache=use_cache is False,
                       target_overrides=options.target_overrides, cases=tuple(cases))
+        if "stopping" in manifest:
+            info.stopping = dict(manifest["stopping"])
+            run.write_info(info)
         seal(run.path, "check")
         how = dataclasses.replace(options, use_cache=not info.no_cache)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], "start", how)

@@ -1,0 +1,117 @@
+"""What a run that stops when decided (`check --stop-when-decided`) knows after each case: every criterion's values
+in the run's random order, over the longest completed prefix of that order only, and where each was decided.
+
+The same function reads the records as they are journaled (the dispatch asks, after each batch, whether to go on,
+`run.stop_watch`) and as they are on disk (the gate, `gate.stopping_feature`), so `gate` and `verify` on a stored
+run find the stop the run made. The order is the run's seed's (`stop_order`), recorded in run.json and the
+manifest; a resumed run asks the rest of the same order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..decision.stopping import Decided, Track, anytime_method, decided_at
+from ..record.evidence import answered, attempt_outcomes
+from ..record.metrics import ERROR_METRICS, select
+from ..record.records import CaseRecord, RunInfo
+from ..stats.sample_weights import is_weighted
+
+__all__ = ["stop_order", "StopState", "stop_state", "case_values", "stopping_of"]
+
+ScoresOf = Callable[[CaseRecord], Mapping[str, Any]]
+
+
+def stop_order(case_ids: Sequence[str], seed: int) -> list[str]:
+    """The order a stopping run asks its cases in: a shuffle fixed by the run's seed."""
+    order = list(dict.fromkeys(case_ids))
+    random.Random(f"stop-when-decided:{seed}").shuffle(order)
+    return order
+
+
+def stopping_of(info: RunInfo) -> dict[str, Any] | None:
+    """The run's stopping record (run.json `stopping`), or None for a run that asks every case."""
+    return info.stopping if isinstance(info.stopping, dict) and isinstance(info.stopping.get("order"), list) else None
+
+
+def case_values(metric: str, record: CaseRecord, scores: Mapping[str, Any]) -> list[float] | None:
+    """The values one case adds to a criterion on `metric`: one (yes 1.0, no 0.0) for a rate over cases, one per
+    request for an error rate, none when the case has no such check; None when a value is unknown (no guard or
+    judge verdict yet, a check that could not be made)."""
+    if metric in ERROR_METRICS:
+        return [0.0 if kind is None else 1.0 for kind in attempt_outcomes([record], cached=False)]
+    if metric == "forbidden_rate":
+        if not answered(record):
+            return []
+        found = scores.get("forbidden", {})
+        return None if found.get("unknown") else [1.0 if found.get("hit") else 0.0]
+    key = "answer" if metric == "accuracy" else "format"
+    if key not in scores:
+        has_check = bool(record.answer) if key == "answer" else bool(record.format)
+        return [0.0] if not answered(record) and has_check else []
+    got = scores[key]
+    return None if got.get("unknown") else [1.0 if got.get("passed") else 0.0]
+
+
+@dataclass(frozen=True)
+class StopState:
+    """Every criterion's track and where its e-process decided, over the completed prefix of the order."""
+
+    asked: int
+    """Cases of the order in the completed prefix."""
+    planned: int
+    tracks: dict[str, Track]
+    decided: dict[str, Decided]
+
+    @property
+    def all_decided(self) -> bool:
+        return all(d.verdict is not None for d in self.decided.values())
+
+    def kept_going(self) -> list[tuple[str, str]]:
+        """(criterion, why) for each criterion not decided: what keeps the run asking."""
+        out = []
+        for name, track in self.tracks.items():
+            if self.decided[name].verdict is None:
+                out.append((name, track.blocked or "not decided yet"))
+        return out
+
+
+def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[str, CaseRecord],
+               scores_of: ScoresOf, repeated: bool = False) -> StopState:
+    """The state after the records journaled so far (`records`: by case id). `repeated`: the run asks some case
+    more than once (its draws have no anytime method yet)."""
+    prefix = []
+    for case_id in order:
+        record = records.get(case_id)
+        if record is None:
+            break
+        prefix.append(record)
+    complete = len(prefix) == len(order)
+    tracks, decided = {}, {}
+    for criterion in criteria:
+        track = _track(criterion, prefix, scores_of, complete, repeated)
+        tracks[criterion.name] = track
+        decided[criterion.name] = Decided() if track.blocked else decided_at(criterion, track.values, len(criteria))
+    return StopState(len(prefix), len(order), tracks, decided)
+
+
+def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, complete: bool, repeated: bool) -> Track:
+    why_not = anytime_method(criterion)
+    if why_not:
+        return Track((), complete, why_not, len(prefix))
+    if repeated:
+        return Track((), complete, "repeated draws have no anytime-valid bound yet", len(prefix))
+    if getattr(criterion, "phase", "quality") != "quality":
+        return Track((), complete, "a load-phase rate has no anytime-valid bound", len(prefix))
+    values: list[float] = []
+    for record in select(prefix, criterion.slice or None):
+        if is_weighted(record):
+            return Track((), complete, "a weighted sample's rate has no anytime-valid bound", len(prefix))
+        got = case_values(criterion.metric, record, scores_of(record))
+        if got is None:
+            return Track(tuple(values), complete, f"case {record.case_id} has no verdict yet", len(prefix))
+        values += got
+    return Track(tuple(values), complete, "", len(prefix))

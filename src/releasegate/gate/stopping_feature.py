@@ -1,0 +1,63 @@
+"""The stopping gate feature: a run that stopped when decided (`check --stop-when-decided`) is judged on the
+longest completed prefix of its random order, each criterion through its e-process (`decision.stopping`), never a
+fixed-size bound at an n the data chose. The stop is recomputed from the records, so `gate` and `verify` find
+what the run found; the summary says the cases asked and saved, where each criterion was decided, and which
+criteria kept the run going."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..decision.criterion import CriterionResult
+from ..decision.stopping import decide_stopped
+from .context import GateContext
+from .feature import GateFeature
+from .stopping import StopState, stop_state, stopping_of
+
+__all__ = ["FEATURE"]
+
+
+def _state(ctx: GateContext) -> StopState | None:
+    stopping = stopping_of(ctx.info)
+    if stopping is None:
+        return None
+
+    def make() -> StopState:
+        by_id = {r.case_id: r for r in ctx.records}
+        return stop_state(ctx.criteria, [str(i) for i in stopping["order"]], by_id,
+                          lambda r: ctx.scores.get(r.case_id, {}), repeated=bool(ctx.info.repeats))
+
+    return ctx.once("stopping", make)
+
+
+def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
+    """Each criterion of a stopping run decided on its track (`decision.stopping.decide_stopped`)."""
+    state = _state(ctx)
+    if state is None:
+        return results
+    out = []
+    for result in results:
+        track = state.tracks.get(result.criterion.name)
+        if track is None or not any(result.criterion is c for c in ctx.criteria):
+            out.append(result)  # a criterion a rule added (a baseline's row): not one the run's order speaks of
+            continue
+        out.append(decide_stopped(result.criterion, track, len(ctx.criteria), result))
+    return out
+
+
+def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+    state = _state(ctx)
+    if state is None:
+        return {}
+    saved = state.planned - state.asked
+    rows = [{"label": "cases asked", "value": f"{state.asked} of {state.planned} (in the seed's random order)"},
+            {"label": "cases saved", "value": f"{saved} ({saved / state.planned:.0%})" if state.planned else "0"}]
+    for name, found in state.decided.items():
+        if found.verdict is not None:
+            rows.append({"label": name, "value": f"{found.verdict} at value {found.at} (anytime-valid)"})
+    for name, why in state.kept_going():
+        rows.append({"label": name, "value": f"kept the run going: {why}"})
+    return {"title": "Stopping when decided", "rows": rows}
+
+
+FEATURE = GateFeature(name="stopping", rule=_rule, summary=_summary)

@@ -1,0 +1,170 @@
+"""`check --stop-when-decided` end to end on the replay backend: the seed's order recorded, dispatch stopped once
+every criterion is decided, the gate deciding on the e-processes (and again from the stored run), a criterion
+with no anytime method keeping the run going, and a resumed run continuing the same order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import as_killed, write_jsonl
+from releasegate.record.records import RunDir
+
+RIGHT = "yes"
+
+
+def _project(tmp: Path, cases: int = 400, wrong_every: int = 20, rubric: str = "", seed: int = 7) -> Path:
+    rows = [{"id": f"c{i:04d}", "prompt": f"question {i}", "expected": RIGHT} for i in range(cases)]
+    write_jsonl(tmp / "suite.jsonl", rows)
+    write_jsonl(tmp / "responses.jsonl",
+                [{"id": r["id"], "output": "no" if i % wrong_every == 0 else RIGHT} for i, r in enumerate(rows)])
+    (tmp / "rubric.yaml").write_text(rubric or (
+        "name: stop\nconfidence: 0.95\ncriteria:\n"
+        "  - {metric: accuracy, op: '>=', threshold: 0.7}\n"
+        "  - {metric: error_rate, op: '<=', threshold: 0.2}\n"))
+    (tmp / "releasegate.yaml").write_text(
+        f"target: {{backend: replay, responses: responses.jsonl}}\nseed: {seed}\n"
+        "suites: [{path: suite.jsonl, answer: {type: exact}}]\nrubric: rubric.yaml\noutput: {dir: reports}\n")
+    return tmp / "releasegate.yaml"
+
+
+def _report(run_dir: Path) -> dict:
+    return json.loads((run_dir / "report.json").read_text())
+
+
+def _summary(report: dict) -> dict[str, str]:
+    section = next(s for s in report.get("sections", []) if s["feature"] == "stopping")
+    return {row["label"]: row["value"] for row in section["rows"]}
+
+
+def test_a_clear_pass_stops_early_and_the_gate_agrees(tmp_path, cli):
+    config = _project(tmp_path)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    assert code == 0, out + err
+    run = RunDir(tmp_path / "reports" / "r")
+    info = run.read_info()
+    records = run.read_records()
+    assert info.stopping["stopped_at"] == len(records) < 400 / 2  # saved at least half
+    order = info.stopping["order"]
+    assert sorted(order) == sorted(f"c{i:04d}" for i in range(400)) and order != sorted(order)
+    assert {r.case_id for r in records} == set(order[:len(records)])  # the order's first cases, none skipped
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    assert manifest["stopping"]["order"] == order
+    report = _report(run.path)
+    assert report["verdict"] == "PASS"
+    assert all("e-process" in c["reason"] for c in report["criteria"])
+    rows = _summary(report)
+    assert rows["cases asked"].startswith(f"{len(records)} of 400")
+    # the gate on the stored run finds the same stop
+    code, out, _ = cli("gate", run.path, "--json")
+    assert code == 0 and json.loads(out)["verdict"] == "PASS"
+
+
+def test_the_same_seed_gives_the_same_order_and_another_another(tmp_path, cli):
+    orders = []
+    for seed in (7, 7, 8):
+        root = tmp_path / f"s{len(orders)}"
+        root.mkdir()
+        config = _project(root, seed=seed)
+        cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+        orders.append(RunDir(root / "reports" / "r").read_info().stopping["order"])
+    assert orders[0] == orders[1] != orders[2]
+
+
+def test_a_clear_fail_stops_early_too(tmp_path, cli):
+    config = _project(tmp_path, wrong_every=2)  # half wrong against >= 0.7
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    assert code == 1, out + err
+    info = RunDir(tmp_path / "reports" / "r").read_info()
+    assert info.stopping["stopped_at"] < 400
+    report = _report(tmp_path / "reports" / "r")
+    accuracy = next(c for c in report["criteria"] if c["metric"] == "accuracy")
+    assert accuracy["verdict"] == "fail" and "e-process" in accuracy["reason"]
+
+
+def test_a_criterion_with_no_anytime_method_keeps_the_run_going(tmp_path, cli):
+    rubric = ("name: stop\nconfidence: 0.95\ncriteria:\n  - {metric: accuracy, op: '>=', threshold: 0.7}\n"
+              "  - {metric: error_rate, op: '<=', threshold: 0.2}\n"
+              "  - {metric: e2e_ms_p50, op: '<=', threshold: 100000}\n")
+    config = _project(tmp_path, cases=150, rubric=rubric)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    run = RunDir(tmp_path / "reports" / "r")
+    assert len(run.read_records()) == 150 and "stopped_at" not in run.read_info().stopping
+    rows = _summary(_report(run.path))
+    assert "kept the run going" in rows["e2e_ms_p50"]
+    assert "saved" in " ".join(rows) and rows["cases saved"].startswith("0")
+
+
+def test_a_run_that_is_not_decided_asks_every_case_and_ends_on_the_exact_bound(tmp_path, cli):
+    config = _project(tmp_path, cases=60, wrong_every=4)  # 75% right against >= 0.7 on 60 cases: undecided
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    assert code == 3, out + err
+    run = RunDir(tmp_path / "reports" / "r")
+    assert len(run.read_records()) == 60
+    accuracy = next(c for c in _report(run.path)["criteria"] if c["metric"] == "accuracy")
+    assert accuracy["verdict"] == "insufficient" and "exact binomial" in accuracy["reason"]
+
+
+def test_a_stopped_run_missing_a_case_of_its_prefix_is_never_passed(tmp_path, cli):
+    """Hunting a false PASS: records.jsonl edited so the prefix has a hole; the gate decides on the prefix only."""
+    config = _project(tmp_path)
+    cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    run = RunDir(tmp_path / "reports" / "r")
+    order = run.read_info().stopping["order"]
+    lines = (run.path / "records.jsonl").read_text().splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line)["case_id"] != order[2]]
+    (run.path / "records.jsonl").write_text("".join(kept))
+    code, out, _ = cli("gate", run.path, "--json")
+    report = json.loads(out)
+    assert report["verdict"] != "PASS" and code != 0
+    accuracy = next(c for c in report["criteria"] if c["metric"] == "accuracy")
+    assert accuracy["n"] <= 2  # two cases before the hole
+
+
+def test_the_rubric_key_turns_it_on(tmp_path, cli):
+    rubric = ("name: stop\nconfidence: 0.95\nstop_when_decided: true\ncriteria:\n"
+              "  - {metric: accuracy, op: '>=', threshold: 0.7}\n  - {metric: error_rate, op: '<=', threshold: 0.2}\n")
+    config = _project(tmp_path, rubric=rubric)
+    code, _, _ = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 0
+    assert RunDir(tmp_path / "reports" / "r").read_info().stopping["stopped_at"] < 200
+
+
+@pytest.mark.parametrize("value", ["'yes'", "1", "[true]"])
+def test_a_rubric_key_that_is_no_boolean_is_refused(tmp_path, cli, value):
+    rubric = (f"name: stop\nstop_when_decided: {value}\ncriteria:\n  - {{metric: accuracy, op: '>=', threshold: 0.7}}\n")
+    config = _project(tmp_path, rubric=rubric)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    assert code == 2 and "stop_when_decided" in err
+
+
+def test_resume_continues_the_same_order(tmp_path, cli):
+    config = _project(tmp_path)
+    cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    run = RunDir(tmp_path / "reports" / "r")
+    order = run.read_info().stopping["order"]
+    # as if killed after the first 10 cases of the order, the 11th torn
+    lines = run.records_path.read_bytes().splitlines(keepends=True)
+    run.records_path.write_bytes(b"".join(lines[:10]) + lines[10][: len(lines[10]) // 2])
+    info = run.read_info()
+    info.stopping.pop("stopped_at")
+    info.status, info.finished_at, info.sessions[-1]["status"] = "running", None, "running"
+    run.write_info(info)
+    for name in ("report.json", "report.md"):
+        (run.path / name).unlink()
+    as_killed(run.path)
+    code, out, err = cli("check", "--resume", run.path, "--no-progress")
+    assert code == 0, out + err
+    again = run.read_info()
+    asked = again.stopping["stopped_at"]
+    assert again.stopping["order"] == order and 10 < asked < 400
+    assert [r.case_id for r in run.read_records()] == order[:asked]  # the same order, on from where it was
+    code, out, err = cli("check", "--resume", run.path, "--no-progress")  # a stopped run asks no more
+    assert code == 0 and len(run.read_records()) == asked
+
+
+def test_resume_refuses_the_flag(tmp_path, cli):
+    code, _, err = cli("check", "--resume", tmp_path, "--stop-when-decided")
+    assert code == 2 and "--stop-when-decided" in err
