@@ -168,3 +168,17 @@ def test_resume_continues_the_same_order(tmp_path, cli):
 def test_resume_refuses_the_flag(tmp_path, cli):
     code, _, err = cli("check", "--resume", tmp_path, "--stop-when-decided")
     assert code == 2 and "--stop-when-decided" in err
+
+
+def test_verify_recomputes_the_stop(tmp_path, cli):
+    config = _project(tmp_path)
+    cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    run = tmp_path / "reports" / "r"
+    code, out, _ = cli("verify", run, "--json")
+    assert json.loads(out)["unchanged"], out
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["stopping"]["order"] = list(reversed(manifest["stopping"]["order"]))
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    code, out, _ = cli("verify", run, "--json")
+    changes = json.loads(out)["changes"]
+    assert code != 0 and any(c["role"] == "stopping" for c in changes)

@@ -75,7 +75,7 @@ class StopState:
         out = []
         for name, track in self.tracks.items():
             if self.decided[name].verdict is None:
-                out.append((name, track.blocked or "not decided yet"))
+                out.append((name, track.blocked or "its e-process has not decided it"))
         return out
 
 
