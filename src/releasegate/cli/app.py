@@ -16,7 +16,7 @@ from ..border.env import TRACEBACK, check_environment, env_flag
 from ..errors import ReleasegateError
 from ..redaction import redact_error
 from ..text import inert
-from . import capacity, check, compare, gate, history, init, matrix, release, report, servers, validate, verify
+from . import capacity, check, compare, gate, history, init, matrix, plan, release, report, servers, validate, verify
 from ._interrupts import interrupts_stop_the_command, keep_exit_code
 from ._streams import outlive_readers
 from .review import app as review_app
@@ -41,6 +41,7 @@ COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit 
     ("check", check.check, "Run", "Run the model on the suites and give the verdict.", EXIT_CODES_HELP),
     ("validate", validate.validate, "Run", "Check config, suites and rubric without loading a model.", EXIT_CODES_HELP),
     ("init", init.init, "Run", "Write a starter config, suite and rubric.", None),
+    ("plan", plan.plan, "Run", "Count a check's requests, tokens, spend and time first.", None),
     ("matrix", matrix.matrix, "Run", "Run every variant of a plan and compare them.", None),
     ("gate", gate.gate, "Judge", "Judge a saved run again (new labels, a what-if).", EXIT_CODES_HELP),
     ("report", report.report, "Judge", "Render one report of a saved run.", None),
