@@ -57,6 +57,8 @@ def test_a_clear_pass_stops_early_and_the_gate_agrees(tmp_path, cli):
     assert all("e-process" in c["reason"] for c in report["criteria"])
     rows = _summary(report)
     assert rows["cases asked"].startswith(f"{len(records)} of 400")
+    at = int(rows["accuracy"].split("decided at case ")[1].split()[0])
+    assert 0 < at <= len(records) and rows["accuracy"].startswith("pass")
     # the gate on the stored run finds the same stop
     code, out, _ = cli("gate", run.path, "--json")
     assert code == 0 and json.loads(out)["verdict"] == "PASS"

@@ -52,6 +52,12 @@ class Track:
     sample, repeated draws."""
     asked: int = 0
     """Cases of the order in the prefix (a criterion on a slice holds fewer values)."""
+    case_of: tuple[int, ...] = ()
+    """For each value, the case of the order (1-based) it came from: where a decision was made, in cases asked."""
+
+    def case_at(self, value: int) -> int:
+        """The case of the order (1-based) that brought the `value`-th value (1-based)."""
+        return self.case_of[value - 1] if 0 < value <= len(self.case_of) else value
 
 
 @dataclass(frozen=True)
@@ -121,8 +127,9 @@ def decide_stopped(criterion: Any, track: Track, criteria: int, fixed: Criterion
         failed = found.verdict == CriterionVerdict.FAIL
         level = (criteria if failed else 1) / (criterion_alpha(criterion) * RUN_SHARE)
         side = _sides(criterion)[failed]
-        why = (f"anytime-valid: the e-process for '{side} {criterion.threshold:g}' reached {level:.4g} at value "
-               f"{found.at} of {len(track.values)}")
+        at = track.case_at(found.at or 0)
+        why = (f"anytime-valid: the e-process for '{side} {criterion.threshold:g}' reached {level:.4g} at case "
+               f"{at} of the {track.asked} asked")
         return CriterionResult(criterion, value, found.verdict, why)
     if not track.complete:
         return undecided(criterion, value, f"the e-process is undecided after {len(track.values)} value(s)",

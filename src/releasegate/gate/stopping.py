@@ -107,11 +107,17 @@ def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, comple
     if getattr(criterion, "phase", "quality") != "quality":
         return Track((), complete, "a load-phase rate has no anytime-valid bound", len(prefix))
     values: list[float] = []
-    for record in select(prefix, criterion.slice or None):
+    cases: list[int] = []
+    chosen = {id(r) for r in select(prefix, criterion.slice or None)}
+    for position, record in enumerate(prefix, start=1):
+        if id(record) not in chosen:
+            continue
         if is_weighted(record):
             return Track((), complete, "a weighted sample's rate has no anytime-valid bound", len(prefix))
         got = case_values(criterion.metric, record, scores_of(record))
         if got is None:
-            return Track(tuple(values), complete, f"case {record.case_id} has no verdict yet", len(prefix))
+            return Track(tuple(values), complete, f"case {record.case_id} has no verdict yet", len(prefix),
+                         tuple(cases))
         values += got
-    return Track(tuple(values), complete, "", len(prefix))
+        cases += [position] * len(got)
+    return Track(tuple(values), complete, "", len(prefix), tuple(cases))

@@ -54,7 +54,8 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
             {"label": "cases saved", "value": f"{saved} ({saved / state.planned:.0%})" if state.planned else "0"}]
     for name, found in state.decided.items():
         if found.verdict is not None:
-            rows.append({"label": name, "value": f"{found.verdict} at value {found.at} (anytime-valid)"})
+            at = state.tracks[name].case_at(found.at or 0)
+            rows.append({"label": name, "value": f"{found.verdict}, decided at case {at} (anytime-valid)"})
     for name, why in state.kept_going():
         rows.append({"label": name, "value": f"kept the run going: {why}"})
     return {"title": "Stopping when decided", "rows": rows}
