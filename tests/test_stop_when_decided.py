@@ -184,3 +184,14 @@ def test_verify_recomputes_the_stop(tmp_path, cli):
     code, out, _ = cli("verify", run, "--json")
     changes = json.loads(out)["changes"]
     assert code != 0 and any(c["role"] == "stopping" for c in changes)
+
+
+def test_a_run_spread_over_workers_is_refused(tmp_path, cli):
+    config = _project(tmp_path)
+    config.write_text(config.read_text().replace(
+        "target: {backend: replay, responses: responses.jsonl}",
+        f"target: {{backend: hf, base: {Path(__file__).resolve().parents[1] / 'models/demo/base'}}}\n"
+        "scale: {engine: ray, workers: 2, address: none, cpus_per_worker: 1}"))
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    assert code == 2 and "stop_when_decided cannot stop" in err and "Traceback" not in err
+    assert not (tmp_path / "reports" / "r").exists()

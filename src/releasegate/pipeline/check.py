@@ -84,6 +84,9 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
         # an unreadable input fails before the directory exists
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     manifest.update(graders_manifest(config, rubric.forbidden))
+    if (options.stop_when_decided or rubric.stop_when_decided) and config.scale is not None:
+        raise InputError("stop_when_decided cannot stop a run spread over workers: scale hands them every case "
+                         "at once", file=config.path, field="scale", hint="drop scale: or stop_when_decided")
     if options.stop_when_decided or rubric.stop_when_decided:  # the order is an input of the run: in the manifest
         manifest["stopping"] = {"seed": config.seed, "order": stop_order([c.id for c in cases], config.seed)}
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
