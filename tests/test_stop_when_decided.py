@@ -195,3 +195,19 @@ def test_a_run_spread_over_workers_is_refused(tmp_path, cli):
     code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
     assert code == 2 and "stop_when_decided cannot stop" in err and "Traceback" not in err
     assert not (tmp_path / "reports" / "r").exists()
+
+
+@pytest.mark.parametrize("criterion,cause", [
+    ("{metric: e2e_ms_p50, op: '<=', threshold: 100000}", "unknown"),  # no anytime method: never the cases asked
+    ("{metric: accuracy, op: '>=', threshold: 0.94}", "samples"),  # its e-process has not decided it
+])
+def test_a_what_if_rubric_on_a_stopped_run_never_passes_on_a_fixed_bound(tmp_path, cli, criterion, cause):
+    config = _project(tmp_path)
+    cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    (tmp_path / "whatif.yaml").write_text(f"name: whatif\nconfidence: 0.95\ncriteria:\n  - {criterion}\n")
+    code, out, err = cli("gate", tmp_path / "reports" / "r", "--rubric", tmp_path / "whatif.yaml",
+                         "-o", tmp_path / "whatif", "--json")
+    report = json.loads(out)
+    added = report["criteria"][0]
+    assert added["verdict"] == "insufficient" and added["undecided_cause"] == cause, added
+    assert report["verdict"] != "PASS" and code != 0
