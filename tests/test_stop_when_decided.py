@@ -11,6 +11,7 @@ import pytest
 
 from conftest import as_killed, write_jsonl
 from releasegate.record.records import RunDir
+from releasegate.testing import StubBehaviour, StubServer
 
 RIGHT = "yes"
 
@@ -211,3 +212,28 @@ def test_a_what_if_rubric_on_a_stopped_run_never_passes_on_a_fixed_bound(tmp_pat
     added = report["criteria"][0]
     assert added["verdict"] == "insufficient" and added["undecided_cause"] == cause, added
     assert report["verdict"] != "PASS" and code != 0
+
+
+def test_an_endpoint_run_sends_nothing_after_the_stop(tmp_path, cli):
+    """The openai client on the stub server: batches of target.concurrency, and once every criterion is decided
+    no request is sent beyond the ones already in flight."""
+    rows = [{"id": f"c{i:04d}", "messages": [{"role": "user", "content": f"hello {i}"}], "expected": "tok"}
+            for i in range(300)]
+    write_jsonl(tmp_path / "suite.jsonl", rows)
+    (tmp_path / "rubric.yaml").write_text("name: stop\nconfidence: 0.95\nstop_when_decided: true\ncriteria:\n"
+                                          "  - {metric: accuracy, op: '>=', threshold: 0.7}\n"
+                                          "  - {metric: error_rate, op: '<=', threshold: 0.2}\n")
+    with StubServer(StubBehaviour(tokens=2, ttft_ms=1.0, itl_ms=1.0)) as stub:
+        (tmp_path / "c.yaml").write_text(
+            f"target: {{backend: openai, base_url: '{stub.base_url}', model: stub, concurrency: 4, timeout_s: 20}}\n"
+            "generation: {max_new_tokens: 4}\n"
+            "suites: [{path: suite.jsonl, answer: {type: regex, pattern: tok}}]\nrubric: rubric.yaml\n"
+            "output: {dir: reports}\n")
+        code, out, err = cli("check", "-c", tmp_path / "c.yaml", "--run-id", "r", "--no-progress")
+        sent = stub.requests
+    assert code == 0, out + err
+    run = RunDir(tmp_path / "reports" / "r")
+    records = run.read_records()
+    stopped = run.read_info().stopping["stopped_at"]
+    assert sent == len(records) == stopped < 100  # batches of 4: the stop lands within one batch of the decision
+    assert [r.case_id for r in records] == run.read_info().stopping["order"][:stopped]
