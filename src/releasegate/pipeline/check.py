@@ -27,7 +27,6 @@ from ..border.env import TEST_JUDGE_DELAY, env_number
 from ..clock import now
 from ..errors import InputError, TargetStopped
 from ..gate.comparability import settings_key
-from ..gate.stopping import stop_order
 from ..inputs.config import Config, load_config
 from ..inputs.files import read_text
 from ..inputs.judge_settings import check_judged_cases
@@ -56,6 +55,7 @@ from ..run.load_phase import run_load_phase
 from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
+from ..run.stop_watch import stop_plan
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..scorers.evaluate_metric import load_metric, resolve_module
 from .check_options import CheckOptions
@@ -84,11 +84,8 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
         # an unreadable input fails before the directory exists
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     manifest.update(graders_manifest(config, rubric.forbidden))
-    if (options.stop_when_decided or rubric.stop_when_decided) and config.scale is not None:
-        raise InputError("stop_when_decided cannot stop a run spread over workers: scale hands them every case "
-                         "at once", file=config.path, field="scale", hint="drop scale: or stop_when_decided")
     if options.stop_when_decided or rubric.stop_when_decided:  # the order is an input of the run: in the manifest
-        manifest["stopping"] = {"seed": config.seed, "order": stop_order([c.id for c in cases], config.seed)}
+        manifest["stopping"] = stop_plan(config, [c.id for c in cases])
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
@@ -97,7 +94,6 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
                       target_overrides=options.target_overrides, cases=tuple(cases))
         if "stopping" in manifest:
             info.stopping = dict(manifest["stopping"])
-            run.write_info(info)
         seal(run.path, "check")
         how = dataclasses.replace(options, use_cache=not info.no_cache)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], "start", how)

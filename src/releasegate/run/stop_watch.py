@@ -8,19 +8,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InputError
 from ..gate.context import GateContext, GateInputs
 from ..gate.stopping import stop_order, stop_state, stopping_of
+from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import score_record
 
-__all__ = ["StopWatch", "start_stopping"]
+__all__ = ["StopWatch", "stop_plan"]
 
 
-def start_stopping(info: RunInfo, case_ids: list[str], seed: int) -> None:
-    """Mark a new run as one that stops when decided: its order, fixed by `seed` (run.json `stopping`)."""
-    info.stopping = {"seed": seed, "order": stop_order(case_ids, seed)}
+def stop_plan(config: Config, case_ids: list[str]) -> dict[str, Any]:
+    """A new run that stops when decided: its order, fixed by the config's seed (manifest.json and run.json
+    `stopping`). Refused (exit 2) for a run spread over workers, which are handed every case at once."""
+    if config.scale is not None:
+        raise InputError("stop_when_decided cannot stop a run spread over workers: scale hands them every case "
+                         "at once", file=config.path, field="scale", hint="drop scale: or stop_when_decided")
+    return {"seed": config.seed, "order": stop_order(case_ids, config.seed)}
 
 
 class StopWatch:
