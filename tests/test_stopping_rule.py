@@ -20,9 +20,12 @@ from releasegate.decision.stopping import (
     anytime_method,
     decide_stopped,
     decided_at,
+    fail_tests,
 )
+from releasegate.gate.stopping import run_stop_state
 from releasegate.inputs.rubric import Criterion
 from releasegate.record.metrics import MetricValue
+from releasegate.record.records import CaseRecord, RunInfo
 from releasegate.stats.anytime import exact_rate_shown, first_crossing, plugin_bets
 from releasegate.stats.intervals import wilson_bounds
 
@@ -72,7 +75,7 @@ def _fixed(verdict: CriterionVerdict = CriterionVerdict.PASS) -> CriterionResult
 
 @pytest.mark.parametrize("metric,op,threshold", [
     ("ttft_ms_p95", "<=", 200), ("forbidden_rate", "<=", 0.0), ("accuracy", ">=", 1.0), ("capacity_rps", ">=", 3),
-    ("accuracy", ">=", 0.0), ("error_rate", "<=", 1.0),
+    ("accuracy", ">=", 0.0), ("error_rate", "<=", 1.0), ("error_rate_load", "<=", 0.1),
 ])
 def test_criteria_with_no_anytime_method_say_why(metric, op, threshold):
     assert anytime_method(_criterion(metric=metric, op=op, threshold=threshold))
@@ -143,3 +146,49 @@ def test_lower_is_better_passes_below():
     forbidden = _criterion(metric="forbidden_rate", op="<=", threshold=0.3)
     assert decided_at(forbidden, (0.0,) * 60, 1).verdict == CriterionVerdict.PASS
     assert decided_at(forbidden, (1.0,) * 60, 1).verdict == CriterionVerdict.FAIL
+
+
+def test_e_bonferroni_counts_only_the_criteria_that_can_fail_by_their_e_process():
+    criteria = [_criterion(), _criterion(metric="ttft_ms_p95", op="<=", threshold=200),
+                _criterion(metric="forbidden_rate", op="<=", threshold=0.1), _criterion(metric="error_rate_load",
+                                                                                        op="<=", threshold=0.1)]
+    assert fail_tests(criteria) == 2 and fail_tests([]) == 1
+
+
+def _clean_run(cases: int, phases: list[str]) -> tuple[RunInfo, dict[str, CaseRecord]]:
+    order = [f"c{i:03d}" for i in range(cases)]
+    info = RunInfo(run_id="r", created_at="2026-01-01T00:00:00Z", target="t", backend="openai", phases=phases,
+                   stopping={"seed": 1, "order": order})
+    return info, {i: CaseRecord(case_id=i, suite="s", input={"prompt": "p"}, output="yes") for i in order}
+
+
+def test_error_rate_is_decided_by_its_e_process_only_where_no_load_phase_adds_requests():
+    errors = _criterion(name="errors", metric="error_rate", op="<=", threshold=0.2)
+    info, records = _clean_run(200, ["quality"])
+    alone = run_stop_state(info, [errors], records, lambda r: {})
+    assert alone.decided["errors"].verdict == CriterionVerdict.PASS  # 200 clean requests of the quality cases
+    info, records = _clean_run(200, ["quality", "load"])
+    loaded = run_stop_state(info, [errors], records, lambda r: {})
+    assert loaded.decided["errors"].verdict is None  # the load phase's requests are not asked yet
+    assert "load phase" in loaded.tracks["errors"].blocked
+    stopped = Track((), complete=False, blocked=loaded.tracks["errors"].blocked, asked=200)
+    result = decide_stopped(errors, stopped, 1, _fixed())
+    assert result.verdict == CriterionVerdict.INSUFFICIENT and result.cause == Undecided.UNKNOWN
+    quality = _criterion(name="quality", metric="error_rate_quality", op="<=", threshold=0.2)
+    assert run_stop_state(info, [quality], records, lambda r: {}).decided["quality"].verdict == CriterionVerdict.PASS
+
+
+def test_the_fail_level_counts_only_criteria_with_an_anytime_method():
+    # 0.55 against >= 0.9: the FAIL side's e-process at m = 1 and at m = 2 crosses at different cases
+    values = tuple(float(i % 20 < 11) for i in range(400))
+    one = decided_at(_criterion(), values, 1)
+    two = decided_at(_criterion(), values, 2)
+    assert one.verdict == two.verdict == CriterionVerdict.FAIL and one.at is not None and two.at is not None
+    assert one.at < two.at
+    latency = _criterion(name="lat", metric="ttft_ms_p95", op="<=", threshold=200)
+    info, _ = _clean_run(400, ["quality"])
+    records = {f"c{i:03d}": CaseRecord(case_id=f"c{i:03d}", suite="s", input={"prompt": "p"}, output="yes")
+               for i in range(400)}
+    scores = {f"c{i:03d}": {"answer": {"passed": bool(values[i])}} for i in range(400)}
+    state = run_stop_state(info, [_criterion(), latency], records, lambda r: scores[r.case_id])
+    assert state.decided["acc"] == one  # the latency criterion (no anytime method) does not raise the level

@@ -6,8 +6,9 @@ budget is alpha = 1 - confidence (0.05 when the criterion has none), spent so th
 never makes a wrong verdict likelier than a fixed-size run's:
 
 - during the run, PASS is said when the e-process towards the safe side reaches 1 / (alpha * RUN_SHARE), and
-  FAIL when the one towards the other side reaches m / (alpha * RUN_SHARE) for m criteria (e-Bonferroni: a run
-  FAILs on any criterion, so each FAIL is tested at its share of the level);
+  FAIL when the one towards the other side reaches m / (alpha * RUN_SHARE), m the criteria with an anytime
+  method (`fail_tests`; e-Bonferroni: a run FAILs on any criterion, so each FAIL is tested at its share of the
+  level; a criterion with no method FAILs only on the whole suite, as ever);
 - a criterion still undecided when its whole suite has been asked is decided by an exact bound on the whole
   suite at alpha * END_SHARE (yes/no values: the exact binomial test; a criterion with no `confidence` on its
   point value, as the gate always decides it).
@@ -29,10 +30,11 @@ from ..stats.intervals import cluster_share_bounds
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 
 __all__ = ["ANYTIME_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
-           "decided_at", "decide_stopped"]
+           "fail_tests", "decided_at", "decide_stopped"]
 
-ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", *ERROR_METRICS)
-"""Metrics that are a mean of one value in [0, 1] per case (an error rate: per request) in the order asked."""
+ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
+"""Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
+the order asked; `error_rate` only where no load phase adds its requests (`gate.stopping`)."""
 RUN_SHARE = 0.1
 """The share of a criterion's alpha each side's e-process spends while the run goes on."""
 END_SHARE = 0.5
@@ -83,6 +85,11 @@ def anytime_method(criterion: Any) -> str:
     if (higher and threshold <= 0.0) or (not higher and threshold >= 1.0):
         return f"{op} {threshold:g} holds for any rate: nothing to decide"
     return ""
+
+
+def fail_tests(criteria: Any) -> int:
+    """m of e-Bonferroni: the criteria whose e-process may FAIL the run (those with an anytime method)."""
+    return max(1, sum(1 for c in criteria if not anytime_method(c)))
 
 
 def criterion_alpha(criterion: Any) -> float:

@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..decision.stopping import Decided, Track, anytime_method, decided_at
+from ..decision.stopping import Decided, Track, anytime_method, decided_at, fail_tests
 from ..record.evidence import answered, attempt_outcomes
 from ..record.metrics import ERROR_METRICS, select
 from ..record.records import CaseRecord, RunInfo
 from ..stats.sample_weights import is_weighted
 
-__all__ = ["stop_order", "StopState", "stop_state", "case_values", "stopping_of"]
+__all__ = ["stop_order", "StopState", "stop_state", "run_stop_state", "case_values", "stopping_of"]
 
 ScoresOf = Callable[[CaseRecord], Mapping[str, Any]]
 
@@ -80,9 +80,10 @@ class StopState:
 
 
 def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[str, CaseRecord],
-               scores_of: ScoresOf, repeated: bool = False) -> StopState:
+               scores_of: ScoresOf, repeated: bool = False, load_phase: bool = False) -> StopState:
     """The state after the records journaled so far (`records`: by case id). `repeated`: the run asks some case
-    more than once (its draws have no anytime method yet)."""
+    more than once (its draws have no anytime method yet); `load_phase`: the run plans one (its requests are in
+    `error_rate` too)."""
     prefix = []
     for case_id in order:
         record = records.get(case_id)
@@ -91,17 +92,31 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
         prefix.append(record)
     complete = len(prefix) == len(order)
     tracks, decided = {}, {}
+    tests = fail_tests(criteria)
     for criterion in criteria:
-        track = _track(criterion, prefix, scores_of, complete, repeated)
+        track = _track(criterion, prefix, scores_of, complete, repeated, load_phase)
         tracks[criterion.name] = track
-        decided[criterion.name] = Decided() if track.blocked else decided_at(criterion, track.values, len(criteria))
+        decided[criterion.name] = Decided() if track.blocked else decided_at(criterion, track.values, tests)
     return StopState(len(prefix), len(order), tracks, decided)
 
 
-def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, complete: bool, repeated: bool) -> Track:
+def run_stop_state(info: RunInfo, criteria: Sequence[Any], records: Mapping[str, CaseRecord],
+                   scores_of: ScoresOf) -> StopState:
+    """`stop_state` of a stopping run (`info`: its order, its repeats, whether it plans a load phase)."""
+    stopping = stopping_of(info)
+    assert stopping is not None, "run_stop_state is for a run that stops when decided"
+    load_phase = "load" in (info.phases or []) or info.load_phase is not None
+    return stop_state(criteria, [str(i) for i in stopping["order"]], records, scores_of,
+                      repeated=bool(info.repeats), load_phase=load_phase)
+
+
+def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, complete: bool, repeated: bool,
+           load_phase: bool) -> Track:
     why_not = anytime_method(criterion)
     if why_not:
         return Track((), complete, why_not, len(prefix))
+    if load_phase and criterion.metric == "error_rate":
+        return Track((), complete, "error_rate counts the load phase's requests too", len(prefix))
     if repeated:
         return Track((), complete, "repeated draws have no anytime-valid bound yet", len(prefix))
     if getattr(criterion, "phase", "quality") != "quality":

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..decision.criterion import CriterionResult
-from ..decision.stopping import decide_stopped
+from ..decision.stopping import decide_stopped, fail_tests
 from .context import GateContext
 from .feature import GateFeature
-from .stopping import StopState, stop_state, stopping_of
+from .stopping import StopState, run_stop_state, stopping_of
 
 __all__ = ["FEATURE"]
 
@@ -24,8 +24,7 @@ def _state(ctx: GateContext) -> StopState | None:
 
     def make() -> StopState:
         by_id = {r.case_id: r for r in ctx.records}
-        return stop_state(ctx.criteria, [str(i) for i in stopping["order"]], by_id,
-                          lambda r: ctx.scores.get(r.case_id, {}), repeated=bool(ctx.info.repeats))
+        return run_stop_state(ctx.info, ctx.criteria, by_id, lambda r: ctx.scores.get(r.case_id, {}))
 
     return ctx.once("stopping", make)
 
@@ -41,7 +40,7 @@ def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionRes
         if track is None or not any(result.criterion is c for c in ctx.criteria):
             out.append(result)  # a criterion a rule added (a baseline's row): not one the run's order speaks of
             continue
-        out.append(decide_stopped(result.criterion, track, len(ctx.criteria), result))
+        out.append(decide_stopped(result.criterion, track, fail_tests(ctx.criteria), result))
     return out
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ReleasegateError
 from ..gate.context import GateContext, GateInputs
-from ..gate.stopping import stop_state, stopping_of
+from ..gate.stopping import run_stop_state, stopping_of
 from ..inputs.backend_facts import backend_names, capabilities
 from ..inputs.rubric import load_rubric
 from ..record.judge_verdicts import run_verdicts
@@ -83,8 +83,8 @@ def _stopping_rows(manifest: dict, run_dir: Path) -> list[dict]:
     except ReleasegateError:  # an edited snapshot or journal: the seal's rows say so
         return []
     criteria = GateContext(GateInputs(info, scored.records, rubric)).criteria
-    state = stop_state(criteria, [str(i) for i in stopping["order"]], {r.case_id: r for r in scored.records},
-                       lambda r: scored.scores.get(r.case_id, {}), repeated=bool(info.repeats))
+    state = run_stop_state(info, criteria, {r.case_id: r for r in scored.records},
+                           lambda r: scored.scores.get(r.case_id, {}))
     if not state.all_decided or state.asked < stopped:
         return [{**row, "change": f"the records do not decide every criterion after the {stopped} case(s) the run "
                                   f"stopped at ({state.asked} in order)"}]

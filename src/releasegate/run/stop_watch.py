@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..gate.context import GateContext, GateInputs
-from ..gate.stopping import stop_order, stop_state, stopping_of
+from ..gate.stopping import run_stop_state, stop_order, stopping_of
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
@@ -53,7 +53,7 @@ class StopWatch:
         for record in records:
             self.records[record.case_id] = record
             self.scores.pop(record.case_id, None)
-        state = stop_state(self.criteria, self.order, self.records, self._scores, repeated=bool(self.info.repeats))
+        state = run_stop_state(self.info, self.criteria, self.records, self._scores)
         self.kept_going = state.kept_going()
         if not state.all_decided or state.asked >= len(self.order):
             return False
