@@ -237,3 +237,61 @@ def test_an_endpoint_run_sends_nothing_after_the_stop(tmp_path, cli):
     stopped = run.read_info().stopping["stopped_at"]
     assert sent == len(records) == stopped < 100  # batches of 4: the stop lands within one batch of the decision
     assert [r.case_id for r in records] == run.read_info().stopping["order"][:stopped]
+
+
+def test_a_baseline_comparison_keeps_the_run_going(tmp_path, cli):
+    """Hunting a false PASS: the paired comparison's fixed-size bound on the prefix the e-processes chose to stop
+    at is not valid, so a rubric with a `baseline:` asks its whole suite and the comparison is made on it."""
+    config = _project(tmp_path, cases=200)
+    code, out, err = cli("check", "-c", config, "--run-id", "base", "--no-progress")
+    assert code == 0, out + err
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(rubric.read_text() + f"baseline: {{run: {tmp_path / 'reports' / 'base'}, "
+                                           "margins: {accuracy: 0.2}}\n")
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    run = RunDir(tmp_path / "reports" / "r")
+    assert len(run.read_records()) == 200 and "stopped_at" not in run.read_info().stopping
+    assert "kept the run going" in _summary(_report(run.path))["baseline comparison"]
+    assert code == 0, out + err  # on the whole suite the comparison decides as ever
+
+
+def test_a_baseline_row_on_a_stopped_run_is_never_a_pass(tmp_path, cli):
+    """A run stopped before a `baseline:` was added to its rubric (a what-if gate): its rows are undecided. The
+    baseline asked exactly the cases the stopped run asked, so the two share every case."""
+    config = _project(tmp_path, cases=400)
+    cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    run = RunDir(tmp_path / "reports" / "r")
+    asked = [r.case_id for r in run.read_records()]
+    assert len(asked) == run.read_info().stopping["stopped_at"] < 400
+    base_dir = tmp_path / "base"
+    base_dir.mkdir()
+    base = _project(base_dir, cases=400)
+    rows = [json.loads(line) for line in (base_dir / "suite.jsonl").read_text().splitlines()]
+    write_jsonl(base_dir / "suite.jsonl", [row for row in rows if row["id"] in set(asked)])
+    code, out, err = cli("check", "-c", base, "--run-id", "base", "--no-progress")
+    assert code == 0, out + err
+    rubric = tmp_path / "what-if.yaml"
+    rubric.write_text((tmp_path / "rubric.yaml").read_text() + f"baseline: {{run: {base_dir / 'reports' / 'base'}, "
+                                                               "margins: {accuracy: 0.2, forbidden_rate: 0.5}}\n")
+    code, out, _ = cli("gate", run.path, "--rubric", rubric, "--json")
+    report = json.loads(out)
+    assert report["verdict"] != "PASS" and code == 3
+    compared = [c for c in report["criteria"] if c.get("origin") == "baseline"]
+    assert compared and all(c["verdict"] == "insufficient" for c in compared)
+    assert any("no anytime-valid bound" in c["reason"] for c in compared)
+
+
+def test_a_stopped_run_is_no_baseline(tmp_path, cli):
+    """Hunting a false PASS: a whole run compared with a baseline that stopped when decided would pair only the
+    cases the baseline's e-processes chose to stop at."""
+    config = _project(tmp_path, cases=400)
+    cli("check", "-c", config, "--run-id", "base", "--stop-when-decided", "--no-progress")
+    assert RunDir(tmp_path / "reports" / "base").read_info().stopping["stopped_at"] < 400
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(rubric.read_text() + f"baseline: {{run: {tmp_path / 'reports' / 'base'}, "
+                                           "margins: {accuracy: 0.2, forbidden_rate: 0.5}}\n")
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
+    assert code == 3, out + err
+    compared = [c for c in json.loads(out)["criteria"] if c.get("origin") == "baseline"]
+    assert compared and all(c["verdict"] == "insufficient" for c in compared)
+    assert "stopped when decided" in compared[0]["reason"]

@@ -30,7 +30,7 @@ from ..stats.intervals import cluster_share_bounds
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 
 __all__ = ["ANYTIME_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
-           "fail_tests", "decided_at", "decide_stopped"]
+           "fail_tests", "decided_at", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
 
 ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
 """Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
@@ -142,6 +142,19 @@ def decide_stopped(criterion: Any, track: Track, criteria: int, fixed: Criterion
         return undecided(criterion, value, f"the e-process is undecided after {len(track.values)} value(s)",
                          Undecided.SAMPLES)
     return _at_suite_end(criterion, track, value, fixed)
+
+
+NO_ANYTIME_COMPARISON = "a paired comparison with the baseline has no anytime-valid bound yet"
+"""Why a rubric's `baseline:` keeps a stopping run going (its rows are fixed-size bounds on the shared cases)."""
+
+
+def decide_stopped_comparison(result: CriterionResult, track: Track) -> CriterionResult:
+    """A baseline's row on a run that could stop early: as the gate decides it when the whole suite was asked,
+    else undecided, whatever its fixed-size bound on the cases asked said (the n was the data's choice)."""
+    if track.complete or result.verdict == CriterionVerdict.INSUFFICIENT:
+        return result
+    return result.undecided(f"{NO_ANYTIME_COMPARISON}, and the run stopped after {track.asked} case(s)",
+                            Undecided.UNKNOWN)
 
 
 def _at_suite_end(criterion: Any, track: Track, value: MetricValue, fixed: CriterionResult) -> CriterionResult:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..decision.stopping import Decided, Track, anytime_method, decided_at, fail_tests
+from ..decision.stopping import NO_ANYTIME_COMPARISON, Decided, Track, anytime_method, decided_at, fail_tests
 from ..record.evidence import answered, attempt_outcomes
 from ..record.metrics import ERROR_METRICS, select
 from ..record.records import CaseRecord, RunInfo
@@ -65,14 +65,20 @@ class StopState:
     planned: int
     tracks: dict[str, Track]
     decided: dict[str, Decided]
+    held: tuple[tuple[str, str], ...] = ()
+    """(name, why) of what no criterion's track stands for and keeps the run asking (a baseline comparison)."""
+
+    @property
+    def complete(self) -> bool:
+        return self.asked >= self.planned
 
     @property
     def all_decided(self) -> bool:
-        return all(d.verdict is not None for d in self.decided.values())
+        return not self.held and all(d.verdict is not None for d in self.decided.values())
 
     def kept_going(self) -> list[tuple[str, str]]:
         """(criterion, why) for each criterion not decided: what keeps the run asking."""
-        out = []
+        out = list(self.held)
         for name, track in self.tracks.items():
             if self.decided[name].verdict is None:
                 out.append((name, track.blocked or "its e-process has not decided it"))
@@ -101,13 +107,16 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
 
 
 def run_stop_state(info: RunInfo, criteria: Sequence[Any], records: Mapping[str, CaseRecord],
-                   scores_of: ScoresOf) -> StopState:
-    """`stop_state` of a stopping run (`info`: its order, its repeats, whether it plans a load phase)."""
+                   scores_of: ScoresOf, baseline: bool = False) -> StopState:
+    """`stop_state` of a stopping run (`info`: its order, its repeats, whether it plans a load phase);
+    `baseline`: the rubric compares with a baseline run, which holds the run to the end of its suite."""
     stopping = stopping_of(info)
     assert stopping is not None, "run_stop_state is for a run that stops when decided"
     load_phase = "load" in (info.phases or []) or info.load_phase is not None
-    return stop_state(criteria, [str(i) for i in stopping["order"]], records, scores_of,
-                      repeated=bool(info.repeats), load_phase=load_phase)
+    state = stop_state(criteria, [str(i) for i in stopping["order"]], records, scores_of,
+                       repeated=bool(info.repeats), load_phase=load_phase)
+    held = (("baseline comparison", NO_ANYTIME_COMPARISON),) if baseline else ()
+    return replace(state, held=held)
 
 
 def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, complete: bool, repeated: bool,

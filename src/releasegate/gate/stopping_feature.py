@@ -14,38 +14,40 @@ from .context import GateContext
 from .feature import GateFeature
 from .stopping import StopState, run_stop_state, stopping_of
 
-__all__ = ["FEATURE"]
+__all__ = ["FEATURE", "stop_state_of"]
 
 
-def _state(ctx: GateContext) -> StopState | None:
+def stop_state_of(ctx: GateContext) -> StopState | None:
+    """The run's stop state, computed once (the baseline's rows read it too); None for a run that asks every case."""
     stopping = stopping_of(ctx.info)
     if stopping is None:
         return None
 
     def make() -> StopState:
         by_id = {r.case_id: r for r in ctx.records}
-        return run_stop_state(ctx.info, ctx.criteria, by_id, lambda r: ctx.scores.get(r.case_id, {}))
+        return run_stop_state(ctx.info, ctx.criteria, by_id, lambda r: ctx.scores.get(r.case_id, {}),
+                              baseline=bool(ctx.rubric.baseline))
 
     return ctx.once("stopping", make)
 
 
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     """Each criterion of a stopping run decided on its track (`decision.stopping.decide_stopped`)."""
-    state = _state(ctx)
+    state = stop_state_of(ctx)
     if state is None:
         return results
     out = []
     for result in results:
         track = state.tracks.get(result.criterion.name)
         if track is None or not any(result.criterion is c for c in ctx.criteria):
-            out.append(result)  # a criterion a rule added (a baseline's row): not one the run's order speaks of
+            out.append(result)  # a criterion a rule added: not one the run's order speaks of
             continue
         out.append(decide_stopped(result.criterion, track, fail_tests(ctx.criteria), result))
     return out
 
 
 def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
-    state = _state(ctx)
+    state = stop_state_of(ctx)
     if state is None:
         return {}
     saved = state.planned - state.asked

@@ -53,7 +53,8 @@ class StopWatch:
         for record in records:
             self.records[record.case_id] = record
             self.scores.pop(record.case_id, None)
-        state = run_stop_state(self.info, self.criteria, self.records, self._scores)
+        state = run_stop_state(self.info, self.criteria, self.records, self._scores,
+                               baseline=bool(self.rubric.baseline))
         self.kept_going = state.kept_going()
         if not state.all_decided or state.asked >= len(self.order):
             return False
