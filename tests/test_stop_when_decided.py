@@ -295,3 +295,18 @@ def test_a_stopped_run_is_no_baseline(tmp_path, cli):
     compared = [c for c in json.loads(out)["criteria"] if c.get("origin") == "baseline"]
     assert compared and all(c["verdict"] == "insufficient" for c in compared)
     assert "stopped when decided" in compared[0]["reason"]
+
+
+def test_two_criteria_of_one_name_are_each_decided_on_their_own_values(tmp_path, cli):
+    """Hunting a false PASS: every output is forbidden; a criterion named like the error criterion must not be
+    decided on the error criterion's values (none failed)."""
+    (tmp_path / "forbidden.yaml").write_text("rules:\n  - {category: banned, phrases: ['yes']}\n")
+    rubric = ("name: stop\nconfidence: 0.95\nforbidden: forbidden.yaml\ncriteria:\n"
+              "  - {name: safe, metric: forbidden_rate, op: '<=', threshold: 0.2}\n"
+              "  - {name: safe, metric: error_rate, op: '<=', threshold: 0.2}\n")
+    config = _project(tmp_path, cases=200, rubric=rubric)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress", "--json")
+    report = json.loads(out)
+    assert report["verdict"] == "FAIL" and code == 1, out + err
+    forbidden = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate")
+    assert forbidden["verdict"] == "fail"

@@ -67,6 +67,12 @@ class StopState:
     decided: dict[str, Decided]
     held: tuple[tuple[str, str], ...] = ()
     """(name, why) of what no criterion's track stands for and keeps the run asking (a baseline comparison)."""
+    keys: tuple[tuple[Any, str], ...] = ()
+    """(criterion, its key in `tracks` and `decided`): its name, numbered where a rubric gives two one name."""
+
+    def key_of(self, criterion: Any) -> str | None:
+        """The key of this very criterion (not one of its name), None for one the state was not made with."""
+        return next((key for c, key in self.keys if c is criterion), None)
 
     @property
     def complete(self) -> bool:
@@ -97,13 +103,26 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
             break
         prefix.append(record)
     complete = len(prefix) == len(order)
-    tracks, decided = {}, {}
+    tracks: dict[str, Track] = {}
+    decided: dict[str, Decided] = {}
+    keys: list[tuple[Any, str]] = []
     tests = fail_tests(criteria)
     for criterion in criteria:
+        key = _unique(criterion.name, tracks)
         track = _track(criterion, prefix, scores_of, complete, repeated, load_phase)
-        tracks[criterion.name] = track
-        decided[criterion.name] = Decided() if track.blocked else decided_at(criterion, track.values, tests)
-    return StopState(len(prefix), len(order), tracks, decided)
+        tracks[key] = track
+        decided[key] = Decided() if track.blocked else decided_at(criterion, track.values, tests)
+        keys.append((criterion, key))
+    return StopState(len(prefix), len(order), tracks, decided, keys=tuple(keys))
+
+
+def _unique(name: str, taken: Mapping[str, Any]) -> str:
+    """`name`, or `name #2`, `name #3`... where a criterion before it has it: each criterion keeps its own track."""
+    key, n = name, 1
+    while key in taken:
+        n += 1
+        key = f"{name} #{n}"
+    return key
 
 
 def run_stop_state(info: RunInfo, criteria: Sequence[Any], records: Mapping[str, CaseRecord],

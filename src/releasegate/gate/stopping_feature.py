@@ -38,8 +38,9 @@ def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionRes
         return results
     out = []
     for result in results:
-        track = state.tracks.get(result.criterion.name)
-        if track is None or not any(result.criterion is c for c in ctx.criteria):
+        key = state.key_of(result.criterion)  # by identity: two criteria may share a name
+        track = state.tracks.get(key) if key is not None else None
+        if track is None:
             out.append(result)  # a criterion a rule added: not one the run's order speaks of
             continue
         out.append(decide_stopped(result.criterion, track, fail_tests(ctx.criteria), result))
