@@ -310,3 +310,24 @@ def test_two_criteria_of_one_name_are_each_decided_on_their_own_values(tmp_path,
     assert report["verdict"] == "FAIL" and code == 1, out + err
     forbidden = next(c for c in report["criteria"] if c["metric"] == "forbidden_rate")
     assert forbidden["verdict"] == "fail"
+
+
+def test_an_order_edited_to_leave_out_wrong_answers_is_never_passed(tmp_path, cli):
+    """Hunting a false PASS: run.json's order edited after a clear FAIL so that the wrong answers asked are no
+    longer in it (the prefix the e-processes read would then hold only right ones)."""
+    config = _project(tmp_path, wrong_every=2)  # half wrong against >= 0.7
+    code, _, _ = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    assert code == 1
+    run = RunDir(tmp_path / "reports" / "r")
+    wrong = {r.case_id for r in run.read_records() if r.output != RIGHT}
+    data = json.loads((run.path / "run.json").read_text())
+    data["stopping"]["order"] = [i for i in data["stopping"]["order"] if i not in wrong]
+    (run.path / "run.json").write_text(json.dumps(data))
+    code, out, _ = cli("gate", run.path, "--json")
+    assert json.loads(out)["verdict"] != "PASS" and code != 0  # the seal names run.json
+    (run.path / "manifest.json").unlink()  # unsealed, as a run built by hand: the records themselves say it
+    code, out, _ = cli("gate", run.path, "--json")
+    report = json.loads(out)
+    assert report["verdict"] != "PASS" and code != 0
+    accuracy = next(c for c in report["criteria"] if c["metric"] == "accuracy")
+    assert "not in the run's order" in accuracy["reason"]

@@ -103,6 +103,10 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
             break
         prefix.append(record)
     complete = len(prefix) == len(order)
+    # a record the order does not hold (an order edited, a case asked outside it): the prefix is not what was asked
+    stray = sorted(set(records) - set(order))
+    if stray:
+        return _blocked(criteria, prefix, order, f"{len(stray)} record(s) not in the run's order ({stray[0]}, ...)")
     tracks: dict[str, Track] = {}
     decided: dict[str, Decided] = {}
     keys: list[tuple[Any, str]] = []
@@ -114,6 +118,17 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
         decided[key] = Decided() if track.blocked else decided_at(criterion, track.values, tests)
         keys.append((criterion, key))
     return StopState(len(prefix), len(order), tracks, decided, keys=tuple(keys))
+
+
+def _blocked(criteria: Sequence[Any], prefix: list[CaseRecord], order: Sequence[str], why: str) -> StopState:
+    """A state in which no criterion is decided by its e-process, for `why`."""
+    keys: list[tuple[Any, str]] = []
+    tracks: dict[str, Track] = {}
+    for criterion in criteria:
+        key = _unique(criterion.name, tracks)
+        tracks[key] = Track((), len(prefix) == len(order), why, len(prefix))
+        keys.append((criterion, key))
+    return StopState(len(prefix), len(order), tracks, {key: Decided() for key in tracks}, keys=tuple(keys))
 
 
 def _unique(name: str, taken: Mapping[str, Any]) -> str:
