@@ -331,3 +331,24 @@ def test_an_order_edited_to_leave_out_wrong_answers_is_never_passed(tmp_path, cl
     assert report["verdict"] != "PASS" and code != 0
     accuracy = next(c for c in report["criteria"] if c["metric"] == "accuracy")
     assert "not in the run's order" in accuracy["reason"]
+
+
+def test_a_resumed_run_keeps_its_order_when_the_config_seed_changed(tmp_path, cli):
+    """Hunting a false PASS: a resumed run never reshuffles (its prefix would then mix two orders)."""
+    config = _project(tmp_path)
+    cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress")
+    run = RunDir(tmp_path / "reports" / "r")
+    order = run.read_info().stopping["order"]
+    lines = run.records_path.read_bytes().splitlines(keepends=True)
+    run.records_path.write_bytes(b"".join(lines[:10]))
+    info = run.read_info()
+    info.stopping.pop("stopped_at")
+    info.status, info.finished_at, info.sessions[-1]["status"] = "running", None, "running"
+    run.write_info(info)
+    as_killed(run.path)
+    config.write_text(config.read_text().replace("seed: 7", "seed: 8"))
+    code, out, err = cli("check", "--resume", run.path, "--no-progress")
+    again = run.read_info()
+    assert again.stopping["order"] == order
+    assert [r.case_id for r in run.read_records()] == order[:len(run.read_records())]
+    assert code == 0, out + err  # resumed by its own config snapshot, the order run.json holds
