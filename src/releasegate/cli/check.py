@@ -49,6 +49,13 @@ def check(
                  "run keeps its own choice.",
         )
     ] = None,
+    stop_when_decided: Annotated[
+        bool, typer.Option(
+            "--stop-when-decided",
+            help="Ask the cases in a random order fixed by the seed and stop once every criterion is decided by "
+                 "its anytime-valid bound (docs/stopping.md); the rubric's stop_when_decided does the same.",
+        )
+    ] = False,
     sets: SetOption = None,
     as_json: JsonOption = False,
 ) -> int:
@@ -77,7 +84,8 @@ def check(
         raise InputError("--retry-errors needs --resume RUN_DIR (it re-runs the failed cases of a saved run)")
     if resume is not None:
         given = [name for name, value in (("--config", config), ("--run-id", run_id), ("--output-dir", output_dir),
-                                          ("--limit", limit), ("--set", sets or None)) if value is not None]
+                                          ("--limit", limit), ("--set", sets or None),
+                                          ("--stop-when-decided", stop_when_decided or None)) if value is not None]
         if given:
             raise InputError(f"--resume continues the run with its own config, id and cases: drop {given[0]}")
     with signals_stop():
@@ -85,7 +93,8 @@ def check(
             run, report = resume_check(resume, console=console, progress=progress, retry_errors=retry_errors,
                                        allow_pending=allow_pending, use_cache=cache)
         else:
-            options = CheckOptions(console, progress, run_id, allow_pending, limit, use_cache=cache)
+            options = CheckOptions(console, progress, run_id, allow_pending, limit, use_cache=cache,
+                                   stop_when_decided=stop_when_decided)
             run, report = run_check_file(config if config is not None else Path(DEFAULT_CONFIG), options,
                                          output_dir=output_dir, overrides=set_values(sets))
         if as_json:

@@ -73,6 +73,10 @@ def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunIn
     problems = baseline_problems(base.path, base_info, base_records, base.read_records("load.jsonl", required=False))
     settings = settings_problem(saved_settings_key(base.path, base_info), (info and info.comparability) or {},
                                 BASELINE_PARTS)
+    stopped = (base_info.stopping or {}).get("stopped_at") if isinstance(base_info.stopping, dict) else None
+    if stopped:  # its cases are the ones its e-processes stopped at: no fixed-size pairing is valid on them
+        problems.append(f"it stopped when decided after {stopped} of its {base_info.cases} cases: a paired bound "
+                        "on the cases its e-processes chose is not valid; compare with a run that asked its suite")
     return problems + ([settings] if settings else [])
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..decision.criterion import CriterionResult
+from ..decision.stopping import Track, decide_stopped_comparison
 from .baseline import baseline_comparison, comparison_results
 from .context import GateContext
 from .feature import GateFeature
 from .stability_feature import draws_of
+from .stopping_feature import stop_state_of
 
 __all__ = ["FEATURE", "comparison_of"]
 
@@ -24,7 +26,13 @@ def comparison_of(ctx: GateContext) -> dict[str, Any] | None:
 
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     comparison = comparison_of(ctx)
-    return results if comparison is None else results + comparison_results(comparison)
+    if comparison is None:
+        return results
+    rows = comparison_results(comparison)
+    stopped = stop_state_of(ctx)
+    if stopped is not None:  # its fixed-size bounds hold on the whole suite only, never on a prefix the data chose
+        rows = [decide_stopped_comparison(row, Track((), stopped.complete, asked=stopped.asked)) for row in rows]
+    return results + rows
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:

@@ -38,7 +38,8 @@ def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[Ca
     if info.status != "complete":
         state = "still running, or killed" if info.status == "running" else info.status
         problems.append(f"the run is {state}, not complete (finish it with check --resume)")
-    if len(records) < info.cases:
+    stopped = isinstance(info.stopping, dict) and info.stopping.get("stopped_at")
+    if len(records) < info.cases and not stopped:  # a run stopped when decided asks no more (`gate.stopping`)
         problems.append(f"{info.cases - len(records)} of {info.cases} cases have no record")
     if not records:
         problems.append("no quality case was recorded")

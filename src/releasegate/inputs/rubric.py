@@ -146,6 +146,8 @@ class Rubric:
     evaluate: tuple[EvaluateMetric, ...] = ()
     latency_from: str = "auto"
     allow_insufficient: bool = False
+    stop_when_decided: bool = False
+    """`check` asks the cases in a random order and stops once every criterion is decided (docs/stopping.md)."""
     max_client_lag_share: float = 0.1
     """Latency criteria are insufficient when the client's event-loop lag p99 exceeds this share of the measured
     TTFT p50: the client, not the target, was the bottleneck."""
@@ -175,6 +177,8 @@ class Rubric:
         out: dict = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
         if self.allow_insufficient:
             out["allow_insufficient"] = True
+        if self.stop_when_decided:
+            out["stop_when_decided"] = True
         if self.max_client_lag_share != 0.1:
             out["max_client_lag_share"] = self.max_client_lag_share
         if self.max_itl_batched_share != DEFAULT_MAX_ITL_BATCHED_SHARE:
@@ -212,6 +216,7 @@ def load_rubric(path: Path) -> Rubric:
     return Rubric(
         path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
         latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
+        stop_when_decided=bool(data.get("stop_when_decided", False)),
         max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
         max_itl_batched_share=float(data.get("max_itl_batched_share", DEFAULT_MAX_ITL_BATCHED_SHARE)),
         min_load_pair_share=float(data.get("min_load_pair_share", DEFAULT_MIN_PAIR_SHARE)),

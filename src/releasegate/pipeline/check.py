@@ -57,6 +57,7 @@ from ..run.load_phase import run_load_phase
 from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
+from ..run.stop_watch import stop_plan
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from ..scorers.evaluate_metric import load_metric, resolve_module
 from .check_options import CheckOptions
@@ -87,12 +88,16 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
         # an unreadable input fails before the directory exists
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     manifest.update(graders_manifest(config, rubric.forbidden))
+    if options.stop_when_decided or rubric.stop_when_decided:  # the order is an input of the run: in the manifest
+        manifest["stopping"] = stop_plan(config, [c.id for c in cases])
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
         run.write_json(MANIFEST, manifest)
         info = _start(run, config, rubric, options.limit, no_cache=use_cache is False,
                       target_overrides=options.target_overrides, cases=tuple(cases))
+        if "stopping" in manifest:
+            info.stopping = dict(manifest["stopping"])
         seal(run.path, "check")
         how = dataclasses.replace(options, use_cache=not info.no_cache)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], "start", how)

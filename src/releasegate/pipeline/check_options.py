@@ -29,5 +29,7 @@ class CheckOptions:
     """The response cache: None keeps the config's (or a resumed run's) own choice."""
     target_overrides: dict[str, Any] | None = None
     """How `config.target` differs from the config file (a matrix variant), recorded in run.json."""
+    stop_when_decided: bool = False
+    """Ask the cases in the seed's random order and stop once every criterion is decided (`gate.stopping`)."""
     timing: Timing = field(default_factory=Timing)
     """The session's clock, when the caller started it (`record.stage_timing`)."""

@@ -11,6 +11,7 @@ from ..gate.feature import register
 __all__ = ["BUILT_IN"]
 
 BUILT_IN = (
+    ("stopping", "releasegate.gate.stopping_feature"),  # a run stopped when decided: its e-processes, first
     ("stability", "releasegate.gate.stability_feature"),  # repeats and answers under load: per-draw rates first
     ("capacity", "releasegate.gate.capacity_feature"),
     ("cache", "releasegate.gate.cache_feature"),

@@ -9,10 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReleasegateError
+from ..gate.context import GateContext, GateInputs
+from ..gate.stopping import run_stop_state, stopping_of
 from ..inputs.backend_facts import backend_names, capabilities
+from ..inputs.rubric import load_rubric
+from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
-from ..record.seal import seal_changes
+from ..record.seal import seal_changes, sealed_snapshot
 from ..run.manifest import compare_manifest, grader_inputs, read_manifest
+from ..scorers import scored_run
 
 __all__ = ["verify_run"]
 
@@ -28,7 +33,7 @@ def verify_run(run_dir: Path) -> dict[str, Any]:
     model behind an endpoint, a run with no seal)."""
     manifest = read_manifest(run_dir)
     sealed_rows, sealed = seal_changes(manifest, run_dir)
-    rows = compare_manifest(manifest) + sealed_rows
+    rows = compare_manifest(manifest) + sealed_rows + _stopping_rows(manifest, run_dir)
     inputs = manifest["inputs"] + grader_inputs(manifest)  # the judge's and the guards' files too
     checked = sum(1 for e in inputs if e.get("sha256"))
     unhashed = [e["path"] for e in inputs if not e.get("sha256")]
@@ -64,3 +69,34 @@ def _served_weights(manifest: dict[str, Any]) -> bool:
     releasegate's launcher handed the server it started): then they are checked like any model's files."""
     return any(isinstance(e, dict) and str(e.get("role")) == "served:weights" and isinstance(e.get("sha256"), str)
                for e in manifest.get("inputs", []))
+
+
+def _stopping_rows(manifest: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:
+    """A run stopped when decided, its stop recomputed from the records: a row when the order differs from the
+    manifest's, or when the records do not decide every criterion after the cases run.json says it stopped at."""
+    try:
+        run = RunDir(run_dir)
+        info = run.read_info()
+    except ReleasegateError:
+        return []
+    stopping = stopping_of(info)
+    if stopping is None:
+        return []
+    row = {"role": "stopping", "path": "run.json"}
+    if (manifest.get("stopping") or {}).get("order") != stopping["order"]:
+        return [{**row, "change": "the order asked differs from the manifest's"}]
+    stopped = stopping.get("stopped_at")
+    if not stopped:
+        return []
+    try:
+        rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
+        scored = scored_run(run, rubric.forbidden, run_verdicts(run, info))
+    except ReleasegateError:  # an edited snapshot or journal: the seal's rows say so
+        return []
+    criteria = GateContext(GateInputs(info, scored.records, rubric)).criteria
+    state = run_stop_state(info, criteria, {r.case_id: r for r in scored.records},
+                           lambda r: scored.scores.get(r.case_id, {}), baseline=bool(rubric.baseline))
+    if not state.all_decided or state.asked < stopped:
+        return [{**row, "change": f"the records do not decide every criterion after the {stopped} case(s) the run "
+                                  f"stopped at ({state.asked} in order)"}]
+    return []

@@ -219,6 +219,10 @@ class RunInfo(BaseModel):
     """Hashes of the settings that make two runs runs of the same thing (`gate.comparability.settings_key`):
     generation settings, load profile, latency objective, rubric; written when the run starts. None in runs that
     predate it (`compare` and `servers` derive it from config.yaml and rubric.yaml)."""
+    stopping: dict[str, Any] | None = None
+    """`check --stop-when-decided` (or the rubric's `stop_when_decided`): `seed`, `order` (the case ids in the
+    order asked, a shuffle fixed by the seed) and, once dispatch stopped with every criterion decided,
+    `stopped_at` (the cases of the order asked by then). None: every case is asked (`gate.stopping`)."""
     sessions: list[dict[str, Any]] = Field(default_factory=list)
     """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
     how many cases it had to run, how many came from the cache, its generation seconds, how it ended and its

@@ -18,6 +18,7 @@ from ..backends.response_cache import ResponseCache
 from ..border.files import read_capped, replace_file
 from ..border.structured import json_loads
 from ..errors import ErrorKind, InputError
+from ..gate.stopping import stopping_of
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
@@ -27,6 +28,7 @@ from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
 from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
+from .stop_watch import StopWatch
 from .stopping import stop_if_dead
 from .tool_path import prove_tool_path
 from .tool_turns import continue_turns
@@ -103,7 +105,13 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
     if backend is not None and any(c.tools for c in todo):  # the server's tool path, before any tool case is asked
         prove_tool_path(backend, todo, config.max_new_tokens, console)
     size = max(1, backend.batch_size) if backend is not None else 1
-    order = _by_length(backend, todo, hits, config, size) or todo
+    watch = StopWatch(info, rubric, run.read_records(required=False)) if stopping_of(info) else None
+    if watch is not None:  # the seed's order, and no more in flight than the target's concurrency asks
+        order = [] if watch.decided([]) else watch.arrange(todo)  # a resumed run that had stopped asks no more
+        if capabilities(config.target.backend).in_flight == "concurrency":
+            size = min(size, max(1, config.target.concurrency))
+    else:
+        order = _by_length(backend, todo, hits, config, size) or todo
     try:
         with progress_bar(console, show) as bar:
             task = bar.add_task("generating", total=len(todo))
@@ -121,6 +129,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
                     _cache_batch(cache, [(c, r) for c, r in zip(sent, records) if c.id not in hits], gens)
                 count_done(bar, task, len(sent), failed=sum(not answered(r) for r in records))
                 stop_if_dead(backend, "quality phase")  # a case never sent is not recorded: a resume sends it
+                if watch is not None and watch.decided(records):
+                    break  # every criterion decided: nothing more is sent
     finally:
         # length order, or batches finishing out of order on several workers; also mends a killed session's order
         if capabilities(config.target.backend).reorders_cases and (config.target.bucket_by_length or config.scale is not None):

@@ -104,6 +104,13 @@ def _twins(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
 
 
 PARTS: dict[str, Part] = {p.feature: p for p in (
+    Part("stopping", "rubric stop_when_decided: true (the seed's random order) and accuracy >= 0.3 (<= 0.3 set to "
+         "fail), confidence 0.95",
+         "every answer right: the e-process shows accuracy >= 0.3", "the same answers against accuracy <= 0.3: the "
+         "e-process shows it is not",
+         rubric=lambda bad: {"stop_when_decided": True,
+                             "criteria": [_criterion("accuracy", "<=" if bad else ">=", 0.3, confidence=0.95,
+                                                     name="accuracy (stopping)")]}),
     Part("stability", "generation.repeats: 3 (temperature 0.8) and pass_all_k >= 0.7",
          "every draw right: pass_all_k 1.0", "draw 2 wrong on half the cases (of every suite): pass_all_k 0.5",
          config=lambda bad: {"generation": {"repeats": 3, "temperature": 0.8}},

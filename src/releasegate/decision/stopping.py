@@ -1,0 +1,192 @@
+"""A criterion decided on a run that may stop as soon as every criterion is decided (`check --stop-when-decided`).
+
+The run asks its cases in a random order fixed by its seed; after each case, each criterion's betting e-process
+(`stats.anytime`) over the values of the longest completed prefix of that order is checked. A criterion's error
+budget is alpha = 1 - confidence (0.05 when the criterion has none), spent so that stopping on a look at the data
+never makes a wrong verdict likelier than a fixed-size run's:
+
+- during the run, PASS is said when the e-process towards the safe side reaches 1 / (alpha * RUN_SHARE), and
+  FAIL when the one towards the other side reaches m / (alpha * RUN_SHARE), m the criteria with an anytime
+  method (`fail_tests`; e-Bonferroni: a run FAILs on any criterion, so each FAIL is tested at its share of the
+  level; a criterion with no method FAILs only on the whole suite, as ever);
+- a criterion still undecided when its whole suite has been asked is decided by an exact bound on the whole
+  suite at alpha * END_SHARE (yes/no values: the exact binomial test; a criterion with no `confidence` on its
+  point value, as the gate always decides it).
+
+A wrong PASS is then at most alpha * (RUN_SHARE + END_SHARE) = 0.6 alpha, whatever the run stopped on. A
+criterion with no anytime method (`anytime_method` says why) is decided as ever when the suite ends, and a run
+that stopped before its end leaves it undecided: a fixed-size bound at an n the data chose is not valid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..record.metrics import ERROR_METRICS, MetricValue
+from ..stats.anytime import Side, confidence_bounds, exact_rate_shown, first_crossing
+from ..stats.intervals import cluster_share_bounds
+from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
+
+__all__ = ["ANYTIME_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
+           "fail_tests", "decided_at", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
+
+ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
+"""Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
+the order asked; `error_rate` only where no load phase adds its requests (`gate.stopping`)."""
+RUN_SHARE = 0.1
+"""The share of a criterion's alpha each side's e-process spends while the run goes on."""
+END_SHARE = 0.5
+"""The share spent by the exact bound on the whole suite, for a criterion the e-process left undecided."""
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Track:
+    """One criterion's values in the order the run asked its cases, over the longest completed prefix."""
+
+    values: tuple[float, ...]
+    complete: bool
+    """Whether the prefix is the whole suite (every case the run planned was asked)."""
+    blocked: str = ""
+    """Why the values cannot decide the criterion as they come ('' when they can): an unknown score, a weighted
+    sample, repeated draws."""
+    asked: int = 0
+    """Cases of the order in the prefix (a criterion on a slice holds fewer values)."""
+    case_of: tuple[int, ...] = ()
+    """For each value, the case of the order (1-based) it came from: where a decision was made, in cases asked."""
+
+    def case_at(self, value: int) -> int:
+        """The case of the order (1-based) that brought the `value`-th value (1-based)."""
+        return self.case_of[value - 1] if 0 < value <= len(self.case_of) else value
+
+
+@dataclass(frozen=True)
+class Decided:
+    """Where a criterion's e-process decided: its verdict and the value (1-based) it decided at, or neither."""
+
+    verdict: CriterionVerdict | None = None
+    at: int | None = None
+
+
+def anytime_method(criterion: Any) -> str:
+    """'' when the criterion has an anytime method, else why not (said in the report: it kept the run going)."""
+    metric, op, threshold = criterion.metric, criterion.op, criterion.threshold
+    if metric not in ANYTIME_METRICS:
+        return f"{metric} has no anytime-valid bound"
+    if getattr(criterion, "slice", None) and metric in ERROR_METRICS:
+        return "an error rate on a slice has no anytime-valid bound"
+    if not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        return f"threshold {threshold!r} is not a number"
+    higher = op in (">=", ">")
+    if (higher and threshold >= 1.0) or (not higher and threshold <= 0.0):
+        return f"{op} {threshold:g} is a zero-tolerance limit: only the whole suite shows it"
+    if (higher and threshold <= 0.0) or (not higher and threshold >= 1.0):
+        return f"{op} {threshold:g} holds for any rate: nothing to decide"
+    return ""
+
+
+def fail_tests(criteria: Any) -> int:
+    """m of e-Bonferroni: the criteria whose e-process may FAIL the run (those with an anytime method)."""
+    return max(1, sum(1 for c in criteria if not anytime_method(c)))
+
+
+def criterion_alpha(criterion: Any) -> float:
+    """A criterion's error budget: 1 - its confidence, 0.05 without one."""
+    confidence = criterion.confidence
+    return 1.0 - confidence if confidence else DEFAULT_ALPHA
+
+
+def _sides(criterion: Any) -> tuple[Side, Side]:
+    """(the side a PASS shows, the side a FAIL shows)."""
+    return ("above", "below") if criterion.op in (">=", ">") else ("below", "above")
+
+
+def decided_at(criterion: Any, values: tuple[float, ...], criteria: int) -> Decided:
+    """Where the criterion's e-process first decided it over `values` (`criteria`: how many the run has)."""
+    if not values or anytime_method(criterion):
+        return Decided()
+    alpha = criterion_alpha(criterion) * RUN_SHARE
+    to_pass, to_fail = _sides(criterion)
+    passed = int(first_crossing(values, criterion.threshold, to_pass, alpha))
+    failed = int(first_crossing(values, criterion.threshold, to_fail, alpha / max(1, criteria)))
+    if passed and (not failed or passed < failed):
+        return Decided(CriterionVerdict.PASS, passed)
+    if failed:
+        return Decided(CriterionVerdict.FAIL, failed)
+    return Decided()
+
+
+def decide_stopped(criterion: Any, track: Track, criteria: int, fixed: CriterionResult) -> CriterionResult:
+    """The criterion's verdict on a run that could stop early: its e-process's when it decided, else the exact
+    bound on the whole suite, else (suite not all asked) undecided. `fixed`: the gate's ordinary result, which
+    stands for a criterion with no anytime method when the whole suite was asked."""
+    why_not = anytime_method(criterion) or track.blocked
+    if why_not:
+        if track.complete:
+            return fixed
+        return undecided(criterion, fixed.value, f"{why_not}, and the run stopped after {track.asked} case(s)",
+                         Undecided.UNKNOWN)
+    value = _value(criterion, track)
+    found = decided_at(criterion, track.values, criteria)
+    if found.verdict is not None:
+        failed = found.verdict == CriterionVerdict.FAIL
+        level = (criteria if failed else 1) / (criterion_alpha(criterion) * RUN_SHARE)
+        side = _sides(criterion)[failed]
+        at = track.case_at(found.at or 0)
+        why = (f"anytime-valid: the e-process for '{side} {criterion.threshold:g}' reached {level:.4g} at case "
+               f"{at} of the {track.asked} asked")
+        return CriterionResult(criterion, value, found.verdict, why)
+    if not track.complete:
+        return undecided(criterion, value, f"the e-process is undecided after {len(track.values)} value(s)",
+                         Undecided.SAMPLES)
+    return _at_suite_end(criterion, track, value, fixed)
+
+
+NO_ANYTIME_COMPARISON = "a paired comparison with the baseline has no anytime-valid bound yet"
+"""Why a rubric's `baseline:` keeps a stopping run going (its rows are fixed-size bounds on the shared cases)."""
+
+
+def decide_stopped_comparison(result: CriterionResult, track: Track) -> CriterionResult:
+    """A baseline's row on a run that could stop early: as the gate decides it when the whole suite was asked,
+    else undecided, whatever its fixed-size bound on the cases asked said (the n was the data's choice)."""
+    if track.complete or result.verdict == CriterionVerdict.INSUFFICIENT:
+        return result
+    return result.undecided(f"{NO_ANYTIME_COMPARISON}, and the run stopped after {track.asked} case(s)",
+                            Undecided.UNKNOWN)
+
+
+def _at_suite_end(criterion: Any, track: Track, value: MetricValue, fixed: CriterionResult) -> CriterionResult:
+    """A criterion the e-process left undecided, on the whole suite: the exact bound at alpha * END_SHARE."""
+    if not criterion.confidence:
+        return fixed  # decided on its point value at the suite's planned n, as the gate always does
+    alpha = criterion_alpha(criterion) * END_SHARE
+    to_pass, to_fail = _sides(criterion)
+    n = len(track.values)
+    hits = sum(track.values)
+    if all(v in (0.0, 1.0) for v in track.values):
+        shown = {side: exact_rate_shown(int(hits), n, criterion.threshold, side, alpha) for side in (to_pass, to_fail)}
+        how = f"exact binomial bound at {1 - alpha:.4g} on all {n}"
+    else:
+        lo, hi = cluster_share_bounds(list(track.values), 1 - alpha) or (0.0, 1.0)
+        shown = {"above": lo > criterion.threshold, "below": hi < criterion.threshold}
+        how = f"one-sided {1 - alpha:.4g} bounds [{lo:.4g}, {hi:.4g}] on all {n}"
+    if shown[to_pass]:
+        return CriterionResult(criterion, value, CriterionVerdict.PASS, f"{how}: {criterion.op} {criterion.threshold:g}")
+    if shown[to_fail]:
+        return CriterionResult(criterion, value, CriterionVerdict.FAIL,
+                               f"{how}: not {criterion.op} {criterion.threshold:g}")
+    return undecided(criterion, value, f"{how}: cannot decide {criterion.op} {criterion.threshold:g}",
+                     Undecided.SAMPLES)
+
+
+def _value(criterion: Any, track: Track) -> MetricValue:
+    """The criterion's value over the prefix (its mean, n the values it holds)."""
+    n = len(track.values)
+    if not n:
+        return MetricValue(None, 0, note="no case asked yet")
+    alpha = criterion_alpha(criterion) * RUN_SHARE
+    return MetricValue(sum(track.values) / n, n, confidence_bounds(track.values, alpha),
+                       f"over the first {track.asked} case(s) of the run's random order; bounds: the confidence "
+                       "sequence, valid at every case", 1 - alpha)

@@ -1,0 +1,66 @@
+"""The stopping gate feature: a run that stopped when decided (`check --stop-when-decided`) is judged on the
+longest completed prefix of its random order, each criterion through its e-process (`decision.stopping`), never a
+fixed-size bound at an n the data chose. The stop is recomputed from the records, so `gate` and `verify` find
+what the run found; the summary says the cases asked and saved, where each criterion was decided, and which
+criteria kept the run going."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..decision.criterion import CriterionResult
+from ..decision.stopping import decide_stopped, fail_tests
+from .context import GateContext
+from .feature import GateFeature
+from .stopping import StopState, run_stop_state, stopping_of
+
+__all__ = ["FEATURE", "stop_state_of"]
+
+
+def stop_state_of(ctx: GateContext) -> StopState | None:
+    """The run's stop state, computed once (the baseline's rows read it too); None for a run that asks every case."""
+    stopping = stopping_of(ctx.info)
+    if stopping is None:
+        return None
+
+    def make() -> StopState:
+        by_id = {r.case_id: r for r in ctx.records}
+        return run_stop_state(ctx.info, ctx.criteria, by_id, lambda r: ctx.scores.get(r.case_id, {}),
+                              baseline=bool(ctx.rubric.baseline))
+
+    return ctx.once("stopping", make)
+
+
+def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
+    """Each criterion of a stopping run decided on its track (`decision.stopping.decide_stopped`)."""
+    state = stop_state_of(ctx)
+    if state is None:
+        return results
+    out = []
+    for result in results:
+        key = state.key_of(result.criterion)  # by identity: two criteria may share a name
+        track = state.tracks.get(key) if key is not None else None
+        if track is None:
+            out.append(result)  # a criterion a rule added: not one the run's order speaks of
+            continue
+        out.append(decide_stopped(result.criterion, track, fail_tests(ctx.criteria), result))
+    return out
+
+
+def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+    state = stop_state_of(ctx)
+    if state is None:
+        return {}
+    saved = state.planned - state.asked
+    rows = [{"label": "cases asked", "value": f"{state.asked} of {state.planned} (in the seed's random order)"},
+            {"label": "cases saved", "value": f"{saved} ({saved / state.planned:.0%})" if state.planned else "0"}]
+    for name, found in state.decided.items():
+        if found.verdict is not None:
+            at = state.tracks[name].case_at(found.at or 0)
+            rows.append({"label": name, "value": f"{found.verdict}, decided at case {at} (anytime-valid)"})
+    for name, why in state.kept_going():
+        rows.append({"label": name, "value": f"kept the run going: {why}"})
+    return {"title": "Stopping when decided", "rows": rows}
+
+
+FEATURE = GateFeature(name="stopping", rule=_rule, summary=_summary)

@@ -1,0 +1,70 @@
+"""The dispatch's side of `check --stop-when-decided`: the cases asked in the run's random order, and after each
+journaled batch, whether every criterion is decided on the longest completed prefix of that order (requests in
+flight finish; a case answered out of order never decides before the cases ahead of it).
+
+The decision is `gate.stopping`'s, the one the gate makes again from the records on disk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from ..gate.context import GateContext, GateInputs
+from ..gate.stopping import run_stop_state, stop_order, stopping_of
+from ..inputs.config import Config
+from ..inputs.rubric import Rubric
+from ..inputs.suites import Case
+from ..record.records import CaseRecord, RunInfo
+from ..scorers import score_record
+
+__all__ = ["StopWatch", "stop_plan"]
+
+
+def stop_plan(config: Config, case_ids: list[str]) -> dict[str, Any]:
+    """A new run that stops when decided: its order, fixed by the config's seed (manifest.json and run.json
+    `stopping`). Refused (exit 2) for a run spread over workers, which are handed every case at once."""
+    if config.scale is not None:
+        raise InputError("stop_when_decided cannot stop a run spread over workers: scale hands them every case "
+                         "at once", file=config.path, field="scale", hint="drop scale: or stop_when_decided")
+    return {"seed": config.seed, "order": stop_order(case_ids, config.seed)}
+
+
+class StopWatch:
+    """Watches the records of a stopping run as they are journaled (see the module docstring)."""
+
+    def __init__(self, info: RunInfo, rubric: Rubric, done: list[CaseRecord]) -> None:
+        stopping = stopping_of(info)
+        assert stopping is not None, "a StopWatch is for a run that stops when decided"
+        self.info, self.rubric = info, rubric
+        self.order = [str(i) for i in stopping["order"]]
+        self.criteria = GateContext(GateInputs(info, [], rubric)).criteria  # the default guard too
+        self.records = {r.case_id: r for r in done}
+        self.scores: dict[str, dict[str, Any]] = {}
+        self.kept_going: list[tuple[str, str]] = []
+
+    def arrange(self, todo: list[Case]) -> list[Case]:
+        """The cases to ask, in the run's order (a case the order does not hold, last)."""
+        rank = {case_id: i for i, case_id in enumerate(self.order)}
+        return sorted(todo, key=lambda c: rank.get(c.id, len(rank)))
+
+    def decided(self, records: list[CaseRecord]) -> bool:
+        """Add a journaled batch; True when every criterion is decided with cases of the order still to ask
+        (run.json `stopping.stopped_at` then says after how many)."""
+        for record in records:
+            self.records[record.case_id] = record
+            self.scores.pop(record.case_id, None)
+        state = run_stop_state(self.info, self.criteria, self.records, self._scores,
+                               baseline=bool(self.rubric.baseline))
+        self.kept_going = state.kept_going()
+        if not state.all_decided or state.asked >= len(self.order):
+            return False
+        assert self.info.stopping is not None
+        self.info.stopping["stopped_at"] = state.asked
+        return True
+
+    def _scores(self, record: CaseRecord) -> dict[str, Any]:
+        """A record's scores as the gate will read them without any judge or guard verdict yet: a case that
+        waits for one is unknown, never a pass."""
+        if record.case_id not in self.scores:
+            self.scores[record.case_id] = score_record(record, self.rubric.forbidden, None)
+        return self.scores[record.case_id]
