@@ -53,7 +53,7 @@ LISTED = {
     ("releasegate.inputs.scaffold", "yaml.safe_load"): "the scaffold's own template text, checked as it is written",
     ("releasegate.inputs.tables", ".open()"): "a member of an .xlsx read by openpyxl after border.files checked the file",
     ("releasegate.record.judge_journal", ".open()"): "judgments.jsonl's torn tail cut (r+b), checked regular first",
-    ("releasegate.record.records", ".open()"): "the journal's torn tail cut (r+b), and the run's lock file",
+    ("releasegate.record.run_lock", ".open()"): "the run's lock file (a+: never read, only locked)",
     ("releasegate.backends._starvation", "os.open"):
         "/proc/self/task/*/schedstat: this process's own threads' run-queue wait (the hf backend's lateness)",
     ("releasegate.record.journal_lines", ".open()"):

@@ -28,8 +28,6 @@ from ..clock import now
 from ..errors import InputError, TargetStopped, first_named
 from ..gate.comparability import settings_key
 from ..inputs.config import Config, load_config
-from ..inputs.files import read_text
-from ..inputs.judge_settings import check_judged_cases
 from ..inputs.probes import with_probes
 from ..inputs.rubric import Rubric, load_rubric
 from ..inputs.scale_config import where_computed
@@ -59,7 +57,7 @@ from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
 from ..run.stop_watch import stop_plan
 from ..scorers import CorpusScores, ScoredRun, scored_run
-from ..scorers.evaluate_metric import load_metric, resolve_module
+from .check_inputs import check_before_loading, check_metrics
 from .check_options import CheckOptions
 from .endpoints import target_answers
 from .gate import GateInputs, judge_run
@@ -80,9 +78,7 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
     the run dir and the report."""
     console, run_id, use_cache, timing = options.console, options.run_id, options.use_cache, options.timing
     with timing.part("inputs_s"):
-        _check_served_sections(config)
-        _check_metrics(rubric)
-        _check_judged(config, cases)
+        check_before_loading(config, rubric, cases)
         secret_from_env(config.target.api_key_env)
         run = RunDir(config.output_dir / (run_id or config.run_id or new_run_id()))
         # an unreadable input fails before the directory exists
@@ -101,17 +97,6 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
         seal(run.path, "check")
         how = dataclasses.replace(options, use_cache=not info.no_cache)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"], "start", how)
-
-
-def _check_served_sections(config: Config) -> None:
-    """A config with served variants may give load / prefix_cache / scale for their servers: the target itself
-    cannot take them."""
-    caps = capabilities(config.target.backend)
-    for name, value, can in (("load", config.load, caps.load_phase), ("prefix_cache", config.prefix_cache,
-                                                                      caps.prefix_cache_probe)):
-        if value is not None and not can:
-            raise InputError(f"{name} is for the served variants: the {config.target.backend} target cannot take it",
-                             file=config.path, field=name, hint="run releasegate matrix, which serves them")
 
 
 def run_check_file(config_path: Path, options: CheckOptions, *, output_dir: Path | None = None,
@@ -152,7 +137,7 @@ def resume_check(
                 f"({first['change']}): resuming would mix two versions", file=run.path,
                 hint=f"see releasegate verify {run.path}; start a new run instead",
             )
-        _check_metrics(rubric)
+        check_metrics(rubric)
         run.repair("records.jsonl")
         for session in info.sessions:  # we hold the lock: a session still 'running' was killed
             if session.get("status") == "running":
@@ -179,26 +164,6 @@ def load_run_inputs(run: RunDir, info: RunInfo) -> tuple[Config, Rubric, list[Ca
     cases = with_probes(load_suites(config.suites, base, limit=info.limit), config.probes,  # the first info.limit
                         limited=info.limit is not None)
     return config, rubric, cases
-
-
-def _check_judged(config: Config, cases: list[Case]) -> None:
-    if config.judge is not None or any((c.answer or {}).get("type") == "judge" for c in cases):
-        check_judged_cases(config, cases)
-
-
-def _check_metrics(rubric: Rubric) -> None:
-    """Fail on a metric that cannot load before spending time on the model; a local metric script is only
-    compiled here (`import evaluate` costs seconds, and judging imports it anyway), so the first request waits
-    only for what the target needs."""
-    for spec in rubric.evaluate:
-        path = Path(resolve_module(spec.module))
-        if not path.is_file():  # a hub id: only loading it says whether it is there (offline: it is not)
-            load_metric(spec.module)
-            continue
-        try:
-            compile(read_text(path, what="evaluate metric"), str(path), "exec")
-        except SyntaxError as exc:
-            raise InputError(f"evaluate metric failed to load: {exc.msg}", file=path, line=exc.lineno) from None
 
 
 def _test_judge_delay() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..border.files import journal_lines, open_append, open_regular
+from ..border.structured import json_loads
 from ..errors import ReleasegateError
 from ..inputs.review_policy import ReviewPolicy
 from ..record.records import CaseRecord, RunDir, RunInfo
@@ -97,7 +98,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 def _row(raw: bytes) -> dict[str, Any] | None:
     try:
-        row = json.loads(raw)
+        row = json_loads(raw)
     except (ValueError, RecursionError):
         return None
     text = ("grader", "output_hash", "label", "reviewer", "time", "run", "review_id")

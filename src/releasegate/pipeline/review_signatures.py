@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from ..border.files import read_capped, replace_file
+from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.review_policy import ReviewPolicy
 from ..inputs.rubric import load_rubric
@@ -115,7 +116,7 @@ def _signer(envelope: object, reviewers: list[Signer]) -> tuple[Signer | None, b
 
 def _read_envelope(path: Path) -> object:
     try:
-        return json.loads(read_capped(path, what="labels signature", max_bytes=MAX_ENVELOPE_BYTES))
+        return json_loads(read_capped(path, what="labels signature", max_bytes=MAX_ENVELOPE_BYTES), unique_keys=True)
     except (ValueError, RecursionError):
         return None
 

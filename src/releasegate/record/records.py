@@ -17,8 +17,7 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from ..redaction import redact, redact_data, redact_error, redact_json, redact_v
 from ..text import REPLACEMENT, has_surrogates, valid_text
 from .journal_lines import ESCAPED, mend_last_line, share_equal_values, valid_data
 from .record_parts import Stratum, Timing, Tokens
+from .run_lock import held
 from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
 from .sealed import matches_seal
 
@@ -337,27 +337,10 @@ class RunDir:
         happens to be a whole record, given its newline. Reading and resuming then agree on what was done."""
         mend_last_line(self.path / name, name, _whole_record)
 
-    @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the run directory for one `check` process; a second one (a concurrent resume) is refused.
-        The kernel drops the lock when its process dies, so a killed run can be resumed at once."""
-        try:
-            import fcntl
-        except ImportError:  # no advisory locks (Windows): run directories are still never shared by new runs
-            yield
-            return
-        with (self.path / ".lock").open("a+") as fh:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise InputError(
-                    "run directory is in use by another releasegate process", file=self.path,
-                    hint="wait for it to finish; a killed run can be resumed with check --resume",
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    def lock(self) -> AbstractContextManager[None]:
+        """Hold the run directory for one `check` process; a second one (a concurrent resume) is refused
+        (`run_lock.held`)."""
+        return held(self.path)
 
     def is_locked(self) -> bool:
         """Whether a live process holds the run (its status 'running' is then true, not a leftover of a kill)."""

@@ -66,7 +66,7 @@ def same_calls(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     """Two replies' calls alike: the same names, and arguments equal as JSON (as text where one is not JSON)."""
     def key(call: dict[str, Any]) -> tuple[Any, Any]:
         try:
-            return call.get("name"), json.loads(call.get("arguments") or "")
+            return call.get("name"), json_loads(call.get("arguments") or "")
         except ValueError:
             return call.get("name"), call.get("arguments")
     return [key(c) for c in a] == [key(c) for c in b]

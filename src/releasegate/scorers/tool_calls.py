@@ -22,11 +22,11 @@ conversation there (the later turns are never asked) and the case fails.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..border.structured import json_loads
 from ._registry import Score
 from .format import json_schema
 
@@ -68,7 +68,7 @@ def parsed_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(args, dict):
         return args
     try:
-        value = json.loads(args, parse_constant=_not_json) if isinstance(args, str) else None
+        value = json_loads(args, parse_constant=_not_json) if isinstance(args, str) else None
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
