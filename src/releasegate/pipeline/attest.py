@@ -15,6 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from ..border.files import is_dir, is_file, read_capped, sha256_file
 from ..border.model_digest import model_files, root_digest
@@ -44,7 +45,7 @@ MAX_SUBJECTS = 100_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _subjects(manifest: dict) -> list[dict]:
+def _subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     subjects = []
     for entry in manifest.get("inputs", []):
         role, sha = str(entry.get("role", "")), entry.get("sha256")
@@ -55,21 +56,21 @@ def _subjects(manifest: dict) -> list[dict]:
     return subjects
 
 
-def _carries_weights(entry: dict) -> bool:
+def _carries_weights(entry: dict[str, Any]) -> bool:
     """A manifest input that is model weights which ship (a tokenizer or a config alone binds no model)."""
     role = str(entry.get("role", ""))
     return role.split(":", 1)[0] in SHIPPED_ROLES and (role.endswith(":weights") or role == "gguf") and \
         isinstance(entry.get("sha256"), str)
 
 
-def _weights(manifest: dict) -> list[dict]:
+def _weights(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """Every weights file the run loaded (base, adapter or merged, GGUF, draft), as a subject is named: a deploy
     must give each of them (`verify_attestation`)."""
     return [{"name": str(e.get("name") or e.get("path")), "sha256": e["sha256"]}
             for e in manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)]
 
 
-def _served(manifest: dict) -> dict | None:
+def _served(manifest: dict[str, Any]) -> dict[str, Any] | None:
     """How the files a server loaded were known: 'observed' (releasegate's launcher handed them to the server it
     started and hashed them) or 'declared' (`target.served_files`, a server started elsewhere), with their
     subject names; None when the run names none."""
@@ -81,8 +82,8 @@ def _served(manifest: dict) -> dict | None:
     return {"as": how[0] if len(how) == 1 else "mixed", "files": [str(e.get("name") or e.get("path")) for e in entries]}
 
 
-def statement_for(run_path: Path, report: GateReport | dict, manifest: dict,
-                  binding: RubricBinding | None = None) -> dict:
+def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest: dict[str, Any],
+                  binding: RubricBinding | None = None) -> dict[str, Any]:
     """The in-toto statement of a run: its shipped files as subjects, its gate as the predicate, with the rubric
     that judged it (`rubric_binding`: its effective hash, the rubric file's, every override)."""
     info = RunDir(run_path).read_info()
@@ -117,7 +118,7 @@ def statement_for(run_path: Path, report: GateReport | dict, manifest: dict,
             "predicate": predicate}
 
 
-def _directory_subjects(manifest: dict) -> list[dict]:
+def _directory_subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """Each shipped model directory (base, adapter, merged, draft) as one more subject, `<role>/`, whose digest is
     the one OpenSSF model-signing computes for it (`border.model_digest`), so `model_signing verify` at deploy
     and `verify-attestation` agree on the bytes. Its files are hashed now: one the run hashed that differs (or
@@ -137,7 +138,7 @@ def _directory_subjects(manifest: dict) -> list[dict]:
     return out
 
 
-def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) -> tuple[Path, dict]:
+def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) -> tuple[Path, dict[str, Any]]:
     """Attest a run that may be released; the envelope's path and the statement. ReleaseRefused otherwise."""
     private_key = load_private_key(key)
     run = releasable_run(run_dir)
@@ -158,7 +159,7 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
 
 
 def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: list[Path],
-                       rubric_sha256: tuple[str, ...] = (), test_result: Path | None = None) -> dict:
+                       rubric_sha256: tuple[str, ...] = (), test_result: Path | None = None) -> dict[str, Any]:
     """The attestation checked for a deploy: a signature by one of the keys (several while a key is rotated),
     the statement, a PASS, the test-result attestation beside it (`test_result`, or `attest_test_result.sibling`
     when that file exists) agreeing with it, each artifact a subject, every weights file the run loaded among
@@ -179,7 +180,7 @@ def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: li
     verdict = predicate.get("verdict")
     criteria = predicate.get("criteria")
     signed_rubric = predicate.get("rubric")
-    rubric: dict = signed_rubric if isinstance(signed_rubric, dict) else {}
+    rubric: dict[str, Any] = signed_rubric if isinstance(signed_rubric, dict) else {}
     effective = rubric.get("effective_sha256")
     decided = decide_attestation(AttestationEvidence(
         signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
@@ -202,7 +203,7 @@ def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: li
             "subjects": len(statement["subject"])}
 
 
-def _public_keys(paths: Path | list[Path]) -> list:
+def _public_keys(paths: Path | list[Path]) -> list[Any]:
     """The public keys a deploy trusts (each file read, an InputError naming one that cannot be)."""
     paths = [paths] if isinstance(paths, Path) else list(paths)
     if not paths or len(paths) > MAX_KEYS:
@@ -219,7 +220,7 @@ def _envelope(file: Path) -> tuple[object, str | None]:
         return None, str(exc)[:120]
 
 
-def _test_result(given: Path | None, file: Path, keys: list, statement: dict | None,
+def _test_result(given: Path | None, file: Path, keys: list[Any], statement: dict[str, Any] | None,
                  payload: bytes | None) -> tuple[str | None, Path | None]:
     """Why the test-result attestation does not agree with the releasegate statement (None: it agrees, or there
     is none to check), and the file checked. It is `given`, or the sibling of `file` when that exists."""
@@ -241,7 +242,7 @@ def _test_result(given: Path | None, file: Path, keys: list, statement: dict | N
     return (f"{path.name}: {problem}" if problem else None), path
 
 
-def _statement(payload: bytes) -> tuple[dict | None, str | None]:
+def _statement(payload: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """The signed statement, or why the payload is not a releasegate statement."""
     try:
         statement = json_loads(payload, unique_keys=True)

@@ -73,7 +73,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckOptions) -> tuple[RunDir, dict]:
+def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckOptions) -> tuple[RunDir, dict[str, Any]]:
     """Run every case, record it, judge the run and write the reports (`options`: how, `CheckOptions`). Returns
     the run dir and the report."""
     console, run_id, use_cache, timing = options.console, options.run_id, options.use_cache, options.timing
@@ -100,7 +100,7 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
 
 
 def run_check_file(config_path: Path, options: CheckOptions, *, output_dir: Path | None = None,
-                   overrides: tuple[str, ...] = ()) -> tuple[RunDir, dict]:
+                   overrides: tuple[str, ...] = ()) -> tuple[RunDir, dict[str, Any]]:
     """`run_check` on a config file's inputs, `output_dir` in place of the config's, `overrides` (`--set`) over
     it. Only the first `options.limit` cases are read and validated (see load_inputs)."""
     with options.timing.part("inputs_s"):
@@ -114,7 +114,7 @@ def run_check_file(config_path: Path, options: CheckOptions, *, output_dir: Path
 def resume_check(
     run_dir: Path, *, console: Console, progress: bool = True, retry_errors: bool = False, allow_pending: bool = False,
     use_cache: bool | None = None,
-) -> tuple[RunDir, dict]:
+) -> tuple[RunDir, dict[str, Any]]:
     """Finish an interrupted run in place: the cases not yet recorded (and, with `retry_errors`, those whose
     latest record has an error), then a load phase that did not finish, then judge and report again.
     `use_cache`: None keeps the run's own choice (`check --no-cache` stays off)."""
@@ -181,7 +181,8 @@ class _SlowFinalizer:
         time.sleep(0.005)
 
 
-def _execute(run, info, config, rubric, cases, fingerprint, mode: str, how: CheckOptions):
+def _execute(run: RunDir, info: RunInfo, config: Config, rubric: Rubric, cases: list[Case], fingerprint: str, mode: str,
+             how: CheckOptions) -> tuple[RunDir, dict[str, Any]]:
     console, progress, allow_pending, use_cache, timing = how.console, how.progress, how.allow_pending, \
         bool(how.use_cache), how.timing
     # a fresh run's journal is empty: only a resumed run has records to keep
@@ -314,7 +315,8 @@ def _judge(run: RunDir, info: RunInfo, rubric: Rubric, mode: str, allow_pending:
     return report, scored
 
 
-def _judge_outputs(run, info, config, console, progress: bool, use_cache: bool) -> None:
+def _judge_outputs(run: RunDir, info: RunInfo, config: Config, console: Console, progress: bool,
+                   use_cache: bool) -> None:
     """The LLM judge grades the judge-scored outputs (releasegate.llm_judge.stage), when the config has one."""
     if config.judge is None:
         return
@@ -327,7 +329,7 @@ def _print_resume_hint(console: Console, run: RunDir) -> None:
 
 
 def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no_cache: bool,
-           target_overrides: dict | None = None, cases: tuple = ()) -> RunInfo:
+           target_overrides: dict[str, Any] | None = None, cases: tuple[Any, ...] = ()) -> RunInfo:
     run.write_text("config.yaml", config.snapshot_text())  # credentials masked (userinfo, tokens, secret values)
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
@@ -351,7 +353,7 @@ def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no
     return info
 
 
-def _as_run(raw: dict, limit: int | None) -> dict:
+def _as_run(raw: dict[str, Any], limit: int | None) -> dict[str, Any]:
     """The config as the run runs it: `--limit` also bounds the load phase (`load_phase.limited_load`), so a
     limited run's load profile is another load than the full one's (`servers` does not compare them)."""
     if limit is None or not raw.get("load"):

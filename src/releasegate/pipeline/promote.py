@@ -40,7 +40,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,199}")
 _WEBHOOK_LIMITS = Limits(deadline_s=20.0, read_timeout_s=10.0, max_bytes=1 << 20)
 
 
-def release_summary(run: ReleasableRun) -> dict:
+def release_summary(run: ReleasableRun) -> dict[str, Any]:
     """What a promotion says of the run: id, verdict and why, rubric hash, target and its fingerprint, criteria."""
     report, manifest = run.report, run.manifest
     return {"run_id": report.run_id, "verdict": report.verdict, "reason": report.verdict_reason,
@@ -54,7 +54,7 @@ def release_summary(run: ReleasableRun) -> dict:
 
 
 def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None = None, token_env: str | None = None,
-                mlflow_model: str | None = None, alias: str | None = None, mlflow_uri: str | None = None) -> dict:
+                mlflow_model: str | None = None, alias: str | None = None, mlflow_uri: str | None = None) -> dict[str, Any]:
     """Promote the run; what was done (webhook status, MLflow model version). ReleaseRefused (exit 1) for a run
     that may not be released; InputError (2) for missing options; TargetError (4) when a receiver failed."""
     if webhook is None and mlflow_model is None:
@@ -89,7 +89,7 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
     return done
 
 
-def post_webhook(url: str, payload: dict, token: str | None) -> dict:
+def post_webhook(url: str, payload: dict[str, Any], token: str | None) -> dict[str, Any]:
     """POST `payload` as JSON; the reply's status and the attempts it took. TargetError when every attempt
     failed or the receiver refused it."""
     body = json.dumps(payload, sort_keys=True).encode("ascii")

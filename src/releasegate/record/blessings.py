@@ -14,6 +14,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.files import append_regular, exists, read_text
 from ..border.structured import json_loads
@@ -48,7 +49,7 @@ class Blessing:
     suites: dict[str, str]
     """Each suite file of the run and its sha256 when the run was measured: keyed by its path relative to its
     repository (or to the reports folder's parent); a blessing from before keeps its absolute path."""
-    rubric: dict | None = None
+    rubric: dict[str, Any] | None = None
     """The rubric that judged it (`pipeline.rubric_binding`): effective_sha256, official_sha256, overrides;
     None in a blessing written before it was kept."""
 
@@ -60,7 +61,7 @@ def check_name(name: str) -> str:
     return name
 
 
-def evidence_digest(manifest: dict) -> str:
+def evidence_digest(manifest: dict[str, Any]) -> str:
     """The sha256 over the sealed hashes of the run's `EVIDENCE_FILES`."""
     files = (manifest.get("sealed") or {}).get("files") or {}
     kept = {name: (files.get(name) or {}).get("sha256") for name in EVIDENCE_FILES}

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..border.files import check_regular, exists, is_dir, is_file, modified_at, sha256_file
 from ..border.structured import json_loads, stored_json
@@ -80,17 +81,17 @@ class HistoryRow:
     report.json is not the file its seal names; None when it has none (killed before the gate)."""
     rubric_sha256: str | None
     metrics: dict[str, float | None]
-    criteria: list[dict] = field(default_factory=list)
+    criteria: list[dict[str, Any]] = field(default_factory=list)
     """Each criterion: name, metric, op, threshold, value, verdict, bounds ([lower, upper], one-sided at
     confidence; a side null when unknown) and confidence."""
     effective_rubric_sha256: str | None = None
     """The hash of the rubric that judged, with the config's judging keys (report.json `judged_by`)."""
     rubric_overrides: list[str] = field(default_factory=list)
     """Each override of the official config it was judged with: 'KEY (by)'."""
-    sections: list[dict] = field(default_factory=list)
+    sections: list[dict[str, Any]] = field(default_factory=list)
     """Each gate feature's summary as report.json `sections` has it: {feature, title, rows: [{label, value}]}."""
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in _COLUMNS if c != "indexed_at"}
 
 
@@ -106,7 +107,7 @@ def run_summary(run_path: Path) -> HistoryRow:
     report = stored_json(run.path / "report.json", what="report.json")
     report = report if isinstance(report, dict) else {}
     suites = sorted({str(e.get("name")) for e in manifest.get("inputs", []) if e.get("role") == "suite"})
-    metrics: dict = report["metrics"] if isinstance(report.get("metrics"), dict) else {}
+    metrics: dict[str, Any] = report["metrics"] if isinstance(report.get("metrics"), dict) else {}
     judged = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
     criteria = report["criteria"] if isinstance(report.get("criteria"), list) else []
     overrides = judged["overrides"] if isinstance(judged.get("overrides"), list) else []
@@ -123,7 +124,7 @@ def run_summary(run_path: Path) -> HistoryRow:
         sections=_sections(report.get("sections")))
 
 
-def _sections(raw: object) -> list[dict]:
+def _sections(raw: object) -> list[dict[str, Any]]:
     """report.json's feature summaries as plain text (a section of another shape is left out, never an error)."""
     out = []
     for s in raw if isinstance(raw, list) else []:
@@ -135,7 +136,7 @@ def _sections(raw: object) -> list[dict]:
     return out
 
 
-def _shown_verdict(run_path: Path, manifest: dict, verdict: object) -> str | None:
+def _shown_verdict(run_path: Path, manifest: dict[str, Any], verdict: object) -> str | None:
     """The report's verdict, marked when report.json is not the file its seal names (no seal, or edited since):
     a hand-made run directory's PASS never lists, filters or draws as a PASS."""
     if not isinstance(verdict, str):
@@ -150,7 +151,7 @@ def _shown_verdict(run_path: Path, manifest: dict, verdict: object) -> str | Non
     return verdict if digest == sealed["sha256"] else f"{verdict} (edited since sealed)"
 
 
-def _criterion(raw: dict) -> dict:
+def _criterion(raw: dict[str, Any]) -> dict[str, Any]:
     given = raw.get("bounds")
     bounds = given if isinstance(given, list) and len(given) == 2 else [None, None]
     return {"name": str(raw.get("name")), "metric": str(raw.get("metric")), "op": str(raw.get("op")),
@@ -179,7 +180,7 @@ class Index:
     def put(self, row: HistoryRow) -> None:
         self._write(_INSERT, _values(row))
 
-    def _write(self, sql: str, params: tuple = ()) -> None:
+    def _write(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute(sql, params)
@@ -249,13 +250,13 @@ class Index:
 _INSERT = f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 
 
-def _values(row: HistoryRow) -> tuple:
+def _values(row: HistoryRow) -> tuple[Any, ...]:
     values = {**row.as_dict(), "indexed_at": now()}
     values.update({k: json.dumps(values[k]) for k in _LISTS})
     return tuple(values[c] for c in _COLUMNS)
 
 
-def _row(values: dict) -> HistoryRow:
+def _row(values: dict[str, Any]) -> HistoryRow:
     name = values["dir"]
     if not isinstance(name, str) or not _plain_name(name):
         raise ValueError(f"a row names {str(name)[:80]!r}, not a run directory of the reports root")

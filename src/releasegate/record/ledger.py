@@ -65,7 +65,7 @@ def outcomes_of(gen: Any) -> list[str | None]:
     return [*kinds, gen.error or (None if gen.text else ErrorKind.EMPTY_RESPONSE)]
 
 
-def tally_line(tally: dict) -> tuple[str | None, ...]:
+def tally_line(tally: dict[str, Any]) -> tuple[str | None, ...]:
     """Outcomes from a tally {'attempts': n, 'errors': {kind: n}}: the failed ones, then the answers."""
     failed = [kind for kind, n in sorted(tally.get("errors", {}).items()) for _ in range(int(n))]
     return (*failed, *([None] * max(0, int(tally.get("attempts", 0)) - len(failed))))
@@ -95,7 +95,7 @@ class LoadLedger:
         self._fh.close()
 
 
-def append_sources(run_path: Path, sources: dict[str, dict]) -> None:
+def append_sources(run_path: Path, sources: dict[str, dict[str, Any]]) -> None:
     """Append to the ledger the tallies of the cache's sessions a run's cached answers came from (session name ->
     {'attempts', 'errors'}), fsynced: written before the records they cover."""
     if not sources:
@@ -166,7 +166,7 @@ def _line(data: Any) -> LedgerLine:
     return LedgerLine(data["phase"], tuple(outcomes), session=session)
 
 
-def covered(records: list, ledger: list[LedgerLine]) -> list:
+def covered(records: list[Any], ledger: list[LedgerLine]) -> list[Any]:
     """The records with every cached answer whose session the ledger counts standing for no request of its own:
     its attempts are in that session's tally (counting them again would dilute the failures of other cases)."""
     sources = {line.source for line in ledger if line.source is not None}
@@ -174,10 +174,10 @@ def covered(records: list, ledger: list[LedgerLine]) -> list:
             else r for r in records]
 
 
-def ledger_summary(ledger: list[LedgerLine]) -> dict[str, dict]:
+def ledger_summary(ledger: list[LedgerLine]) -> dict[str, dict[str, Any]]:
     """Per phase: the ledger's attempts, failed attempts, and where they came from (cut load phases by session,
     cached answers' sessions by name), for the report."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for line in ledger:
         phase = out.setdefault(line.phase, {"attempts": 0, "failed": 0, "from": {}})
         failed = sum(o is not None for o in line.outcomes)

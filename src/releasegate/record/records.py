@@ -26,6 +26,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -246,12 +247,12 @@ class RunInfo(BaseModel):
 
     @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge", "guards")
     @classmethod
-    def _part_shape(cls, value: Any, info) -> Any:
-        return check_part(info.field_name, value)
+    def _part_shape(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_part(info.field_name or "", value)
 
     @field_validator("sessions")
     @classmethod
-    def _sessions_shape(cls, value: list) -> list:
+    def _sessions_shape(cls, value: list[Any]) -> list[Any]:
         return check_sessions(value)
 
 

@@ -16,7 +16,7 @@ import io
 import os
 import unicodedata
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, field_validator
 
@@ -89,7 +89,7 @@ class LabelEdit(BaseModel):
 
     @field_validator("forbidden", mode="before")
     @classmethod
-    def _forbidden_cell(cls, value):
+    def _forbidden_cell(cls, value: Any) -> Any:
         return parse_forbidden(value) if isinstance(value, str) else value
 
 

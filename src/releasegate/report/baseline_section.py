@@ -4,6 +4,7 @@ verdict) with its slices and the reasons it may not stand."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
@@ -59,7 +60,7 @@ def _latency_lines(result: dict[str, Any]) -> list[str]:
             "a latency delta measures the load as well as the target"]
 
 
-def baseline_line(comparison) -> str | None:
+def baseline_line(comparison: Any) -> str | None:
     """'baseline: blessed 'prod', run r1 (blessed by ana, 2026-12-07 06:45 UTC: "shipped in 1.4")', or
     'baseline: run r1' for a rubric naming a run; None for a report without a baseline comparison. Shown inert."""
     if not isinstance(comparison, dict) or "rows" not in comparison:
@@ -78,24 +79,24 @@ def baseline_line(comparison) -> str | None:
     return inert(line, keep="")
 
 
-def _run_name(run) -> str:
+def _run_name(run: Any) -> str:
     """A run directory by its name: the folder it lay in on the machine that ran the gate is no one's business."""
     return PurePath(str(run)).name if run else "?"
 
 
-def _when(stamp) -> str:
+def _when(stamp: Any) -> str:
     try:
         return datetime.fromisoformat(str(stamp)).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     except ValueError:
         return str(stamp)
 
 
-def _summary(comparison: dict) -> str:
+def _summary(comparison: dict[str, Any]) -> str:
     return (f"{comparison.get('shared_cases', '?')} shared cases, {comparison.get('identical_outputs', '?')} identical "
             f"outputs, {comparison.get('changed_cases', 0)} changed since the baseline")
 
 
-def _notes(comparison: dict) -> list[str]:
+def _notes(comparison: dict[str, Any]) -> list[str]:
     """Why the comparison may not stand (problems), what is stale (warnings), then each metric's note."""
     return [*(f"does not stand: {p}" for p in comparison.get("baseline_problems") or []),
             *(f"stale: {w}" for w in comparison.get("baseline_warnings") or []),
@@ -103,17 +104,17 @@ def _notes(comparison: dict) -> list[str]:
                                "latency_sources": comparison.get("latency_sources")})]
 
 
-def _rows(comparison: dict) -> list[list[str]]:
+def _rows(comparison: dict[str, Any]) -> list[list[str]]:
     return [[*metric_cells(row), row.get("verdict", "")] for row in comparison.get("rows", [])]
 
 
-def _slices(comparison: dict) -> list[list[str]]:
+def _slices(comparison: dict[str, Any]) -> list[list[str]]:
     return [[s.get("slice", ""), str(s.get("n", "")), num(s.get("baseline")), num(s.get("candidate")),
              num(s.get("delta"), "+.4g"), num(s.get("p_value"), ".3g"), s.get("verdict", "")]
             for s in comparison.get("slices") or []]
 
 
-def comparison_view(comparison) -> dict | None:
+def comparison_view(comparison: Any) -> dict[str, Any] | None:
     """What the HTML report shows of a baseline comparison: its baseline line, a summary, the metric and slice
     tables and the notes; None for no comparison or one of another shape (shown as a generic table)."""
     line = baseline_line(comparison)
@@ -123,7 +124,7 @@ def comparison_view(comparison) -> dict | None:
             "slice_columns": _SLICE_COLUMNS, "slices": _slices(comparison), "notes": _notes(comparison)}
 
 
-def comparison_md(comparison, md_text, md_label) -> list[str]:
+def comparison_md(comparison: Any, md_text: Callable[[Any], str], md_label: Callable[[Any], str]) -> list[str]:
     """The Markdown section (`md_text`, `md_label`: the report's escaping of a cell and of a line)."""
     view = comparison_view(comparison)
     if view is None:
@@ -137,6 +138,6 @@ def comparison_md(comparison, md_text, md_label) -> list[str]:
     return lines + ([""] + [f"- {md_label(n)}" for n in view["notes"]] if view["notes"] else [])
 
 
-def _md_row(row: list[str], md_text) -> str:
+def _md_row(row: list[str], md_text: Callable[[Any], str]) -> str:
     """The first and last cells (a metric or slice, a verdict) escaped; the figures between are releasegate's own."""
     return "| " + " | ".join([md_text(row[0]), *row[1:-1], md_text(row[-1])]) + " |"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import Any
 
 from ..record.gate_report import GateReport
 from ..spreadsheet import csv_text, neutralise
@@ -43,7 +44,7 @@ def render_csv(view: RunView) -> str:
     return csv_text(itertools.chain([COLUMNS + more], rows), cell_limit=_CELL_CHARS)  # rows one at a time
 
 
-def _judged_by(report: GateReport) -> list:
+def _judged_by(report: GateReport) -> list[Any]:
     """The last two cells of every row: the rubric file that judged the case's pass/fail ('what-if: FILE' for a
     what-if judgment, not the run's rubric) and its sha256; empty for a report that predates them."""
     by = report.judged_by
@@ -52,7 +53,7 @@ def _judged_by(report: GateReport) -> list:
     return [f"what-if: {by.file}" if by.whatif else by.file, by.sha256]
 
 
-def _values(row: CaseRow) -> list:
+def _values(row: CaseRow) -> list[Any]:
     check = {key: ("pass" if ok else "fail") for key, ok in row.checks.items()}
     return [
         row.case_id, row.suite, json.dumps(row.tags, ensure_ascii=False, sort_keys=True) if row.tags else "",
@@ -64,18 +65,18 @@ def _values(row: CaseRow) -> list:
     ]
 
 
-def _check_text(result: dict) -> str:
+def _check_text(result: dict[str, Any]) -> str:
     """'format: json: fail (not JSON)', one line per check."""
     verdict = "unknown" if result["passed"] is None else ("pass" if result["passed"] else "fail")
     return f"{result['check']}: {verdict}" + (f" ({result['detail']})" if result["detail"] else "")
 
 
-def _review_text(review: dict) -> str:
+def _review_text(review: dict[str, Any]) -> str:
     """'reject by alice: wrong intent', one line per reviewer."""
     return f"{review['label']} by {review['reviewer']}" + (f": {review['reason']}" if review["reason"] else "")
 
 
-def _cell(value):
+def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, float):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 
 from ..text import inert
@@ -17,7 +19,7 @@ line of an 80-column CI log."""
 _LEGEND = {"acc": "accuracy", "fmt": "format_compliance", "forb": "forbidden_rate", "ttft95": "ttft_ms_p95"}
 
 
-def history_table(rows: list[dict]) -> FitTable:
+def history_table(rows: list[dict[str, Any]]) -> FitTable:
     """One row per run, oldest first: run id, time (left out when every run id is a default one, which begins with
     its own time), target fingerprint (8 characters; `--json` has it whole), verdict with the names it is blessed
     as, headline metrics; the suites below the table when the line has no room for them."""
@@ -34,12 +36,12 @@ def history_table(rows: list[dict]) -> FitTable:
     return FitTable(Text("run history" + (f" ({legend})" if legend else ""), style="bold"), columns, table)
 
 
-def _time(stamp) -> str:
+def _time(stamp: Any) -> str:
     """'2026-12-07 06:46' (UTC, as run.json records it): minutes are enough to tell runs apart in a list."""
     return inert(str(stamp))[:16].replace("T", " ")
 
 
-def _id_holds_time(row: dict) -> bool:
+def _id_holds_time(row: dict[str, Any]) -> bool:
     """Whether the run id is a default one ('20261207-064652-a1b2c3'), which begins with its creation time."""
     stamp = str(row.get("created_at") or "")
     digits = stamp[:19].replace("-", "").replace(":", "").replace("T", "-")

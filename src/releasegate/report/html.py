@@ -15,6 +15,7 @@ import functools
 import json
 import re
 from importlib import resources
+from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
@@ -139,7 +140,7 @@ _TOKEN_END = re.compile(r"([,:{\[])(?=\S)")
 _TAG_PART_END = re.compile(r"([=_./:-])(?=\S)")
 
 
-def breakable(value, tag: bool = False) -> Markup:
+def breakable(value: Any, tag: bool = False) -> Markup:
     """Run text escaped, with a line-break opportunity (<wbr>) after each ',', ':', '{' and '[' that a space does
     not follow: compact JSON wraps between its tokens, and the CSS never has to break inside one (a key, a string,
     a number). A tag (`tag`) may wrap after '=', '_', '.', '/', ':' and '-': 'kind=must_refuse_bait' breaks at
@@ -148,7 +149,7 @@ def breakable(value, tag: bool = False) -> Markup:
     return Markup(pattern.sub(r"\1<wbr>", str(escape(inert(str(value))))))
 
 
-def _inert_text(value):
+def _inert_text(value: Any) -> Any:
     """Every printed value, before escaping: run text made `inert`; the template's own Markup (CSS, SVG) as is."""
     return inert(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
@@ -157,19 +158,19 @@ def _resource(name: str) -> str:
     return (resources.files(__package__) / "templates" / name).read_text("utf-8")
 
 
-def _comparison(report: GateReport):
+def _comparison(report: GateReport) -> Any:
     """The baseline comparison; a report.json from elsewhere may hold it as `baseline` or `variants`."""
     extra = report.model_extra or {}
     return next((v for v in (report.comparison, extra.get("baseline"), extra.get("variants")) if v), None)
 
 
-def _other_comparison(report: GateReport) -> dict | None:
+def _other_comparison(report: GateReport) -> dict[str, Any] | None:
     """A comparison of a shape other than the baseline comparison's, as a generic table."""
     found = _comparison(report)
     return None if comparison_view(found) is not None else _as_table(found)
 
 
-def _headline(metrics: dict[str, MetricRow], source: str) -> list[dict]:
+def _headline(metrics: dict[str, MetricRow], source: str) -> list[dict[str, Any]]:
     out = []
     for name, label, kind in _HEADLINE:
         m = metrics.get(name)
@@ -190,14 +191,14 @@ def _headline(metrics: dict[str, MetricRow], source: str) -> list[dict]:
     return out
 
 
-def _criterion(c: CriterionRow, source: str) -> dict:
+def _criterion(c: CriterionRow, source: str) -> dict[str, Any]:
     where = ", ".join(f"{k}={v}" for k, v in (c.slice or {}).items())
     return {"row": c, "name": c.name, "metric": c.metric, "value": c.value, "n": c.n, "verdict": c.verdict,
             "reason": c.reason, "where": where, "source": source if is_phased(c.metric) else "",
             "threshold_text": format_threshold(c), "interval_text": format_interval(c.interval or c.bounds)}
 
 
-def _latency_rows(metrics: dict[str, MetricRow]) -> list[dict]:
+def _latency_rows(metrics: dict[str, MetricRow]) -> list[dict[str, Any]]:
     """The latency percentiles the report has, one row per measure (P50/P95/P99; '—' where not reported)."""
     rows = []
     for key, label in _LATENCY:
@@ -209,7 +210,7 @@ def _latency_rows(metrics: dict[str, MetricRow]) -> list[dict]:
     return rows
 
 
-def _cost(view: RunView) -> dict:
+def _cost(view: RunView) -> dict[str, Any]:
     metrics, info = view.gate_report.metrics, view.info
     done = [r for r in view.timed_records() if answered(r)]
     return {
@@ -224,7 +225,7 @@ def _cost(view: RunView) -> dict:
     }
 
 
-def _slices(rows: list[dict]) -> dict:
+def _slices(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if not rows:
         return {"columns": [], "rows": [], "timed": False}
     columns = [k for k in rows[0] if k not in ("slice", "n")]
@@ -232,7 +233,7 @@ def _slices(rows: list[dict]) -> dict:
     return {"columns": columns, "rows": rows, "timed": timed}
 
 
-def _judge(judge: JudgeSection | None) -> dict | None:
+def _judge(judge: JudgeSection | None) -> dict[str, Any] | None:
     if not judge:
         return None
     table = calibration_table(judge)
@@ -240,7 +241,7 @@ def _judge(judge: JudgeSection | None) -> dict | None:
     return {"lines": judge_lines(judge), "columns": columns, "rows": rows}
 
 
-def _stability(report: GateReport) -> dict | None:
+def _stability(report: GateReport) -> dict[str, Any] | None:
     """The stable-answers section: its lines and the two tables (`stability_section`)."""
     if report.stability is None:
         return None
@@ -249,7 +250,7 @@ def _stability(report: GateReport) -> dict | None:
     return {"lines": stability_lines(report), "tables": tables}
 
 
-def _review(report: GateReport) -> dict | None:
+def _review(report: GateReport) -> dict[str, Any] | None:
     """The review section (one row per slice, "all" first), unless review neither applies nor happened."""
     review = report.review
     if not report.review_rows:
@@ -266,7 +267,7 @@ _REVIEW_COLUMNS = {"status": "status", "cases": "cases", "needed": "needed", "re
                    "min_approval": "min", "kappa": "kappa (auto vs human)"}
 
 
-def _review_table(review: dict | None) -> dict | None:
+def _review_table(review: dict[str, Any] | None) -> dict[str, Any] | None:
     """Review per slice, the columns a reader needs (report.json keeps them all); required slices marked *."""
     if not review:
         return None
@@ -278,7 +279,7 @@ def _review_table(review: dict | None) -> dict | None:
     return {"columns": ["slice (* required)", *_REVIEW_COLUMNS.values()], "rows": rows}
 
 
-def _capacity(capacity: CapacitySweep | None) -> dict | None:
+def _capacity(capacity: CapacitySweep | None) -> dict[str, Any] | None:
     """The sweep's lines, step table and plots (latency vs rate, signals vs rate); None without a sweep."""
     if not capacity:
         return None
@@ -288,11 +289,11 @@ def _capacity(capacity: CapacitySweep | None) -> dict | None:
             "plot": Markup(capacity_plots(capacity).get("capacity", ""))}
 
 
-def _prefix_cache(probe: dict | None) -> list[str]:
+def _prefix_cache(probe: dict[str, Any] | None) -> list[str]:
     return prefix_cache_lines(probe)
 
 
-def _response_cache(probe) -> dict | None:
+def _response_cache(probe: Any) -> dict[str, Any] | None:
     """The response-cache probe's lines, a row per threshold and the most dangerous wrong hits; None without it."""
     if probe is None:
         return None
@@ -301,12 +302,12 @@ def _response_cache(probe) -> dict | None:
             "wrong": wrong_hit_lines(probe, limit=10), "plot": Markup(cache_probe_plot(probe))}
 
 
-def _load_phase_table(load_phase: dict | None) -> dict | None:
+def _load_phase_table(load_phase: dict[str, Any] | None) -> dict[str, Any] | None:
     rows = load_phase_rows(load_phase)
     return {"columns": ["", "value"], "rows": [list(r) for r in rows]} if rows else None
 
 
-def _as_table(obj) -> dict | None:
+def _as_table(obj: Any) -> dict[str, Any] | None:
     """A comparison or review section of the report (shape defined by the feature that writes it) as a table."""
     if not obj:
         return None
@@ -321,20 +322,20 @@ def _as_table(obj) -> dict | None:
     return {"columns": ["value"], "rows": [[_cell(obj)]]}
 
 
-def _cell(value) -> str:
+def _cell(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return format_value(value)
 
 
-def _case(c: CaseRow) -> dict:
+def _case(c: CaseRow) -> dict[str, Any]:
     return {
         "row": c, "tags": [f"{k}={v}" for k, v in c.tags.items()],
         "input": _folded(c.input), "expected": _folded(c.expected), "output": _folded(c.output or ""),
     }
 
 
-def _folded(text: str) -> dict:
+def _folded(text: str) -> dict[str, Any]:
     """A long text as a preview with the rest (up to OUTPUT_MAX) behind a <details> toggle: no script needed."""
     if len(text) <= OUTPUT_PREVIEW:
         return {"preview": text, "full": None, "chars": len(text)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from ..inputs.scale_config import computed_words
 from ..record.gate_report import CriterionRow, FailingCase, GateReport, as_report
@@ -34,7 +35,7 @@ _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-
 _OUTPUT_CHARS = 2000
 
 
-def render_junit(report: GateReport | dict, *, cases: bool = False) -> str:
+def render_junit(report: GateReport | dict[str, Any], *, cases: bool = False) -> str:
     """The JUnit XML document for a judged report (a dict is validated into a GateReport first)."""
     report = as_report(report)
     criteria = report.criteria
@@ -182,6 +183,6 @@ def _failing_text(failing: list[FailingCase]) -> str:
     return "\n".join(lines)
 
 
-def xml_text(value) -> str:
+def xml_text(value: Any) -> str:
     """Any text as JUnit XML carries it: `inert`, then what XML 1.0 cannot hold at all as U+FFFD."""
     return _NOT_XML.sub("\ufffd", inert(value))

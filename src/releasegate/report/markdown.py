@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..border.env import STEP_SUMMARY, env_path
 from ..border.files import append_regular
@@ -60,30 +61,30 @@ _NO_AUTOLINK = (
 )
 
 
-def md_text(text) -> str:
+def md_text(text: Any) -> str:
     """Untrusted text (model outputs, anything from a case) as an inert Markdown table cell: one line, markup
     characters escaped, no @mentions, no autolinks, controls shown as visible stand-ins."""
-    text = md_label(text)
+    cell = md_label(text)
     for pattern, replacement in _NO_AUTOLINK:
-        text = pattern.sub(replacement, text)
-    return text
+        cell = pattern.sub(replacement, cell)
+    return cell
 
 
-def md_label(text) -> str:
+def md_label(text: Any) -> str:
     """Text the user wrote (a criterion name, the target, a rubric path) as a Markdown table cell: like `md_text`,
     but a URL in it stays a URL to copy or follow."""
-    text = inert(" ".join(str(text).split()), keep="")
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # no raw '<' for any renderer
-    text = _SPECIAL.sub(r"\\\1", text)
-    return text.replace("@", "@\u200b")  # a zero-width space after '@': no @mention, no e-mail autolink
+    cell = inert(" ".join(str(text).split()), keep="")
+    cell = cell.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # no raw '<' for any renderer
+    cell = _SPECIAL.sub(r"\\\1", cell)
+    return cell.replace("@", "@\u200b")  # a zero-width space after '@': no @mention, no e-mail autolink
 
 
-def md_code(text) -> str:
+def md_code(text: Any) -> str:
     """An identifier (a metric name) as a code span: nothing inside is markup; only '|' needs escaping in a table."""
     return "`" + " ".join(str(text).split()).replace("`", "'").replace("|", "\\|") + "`"
 
 
-def render_markdown(report: GateReport | dict) -> str:
+def render_markdown(report: GateReport | dict[str, Any]) -> str:
     """The whole report: verdict, criteria, then metrics, slices and failing cases folded away. A dict is
     validated into a GateReport first."""
     report = as_report(report)
@@ -237,7 +238,7 @@ def _review_headline(report: GateReport) -> list[str]:
     return [f"- {md_label(line.split('; next:')[0])}"] if line else []
 
 
-def _review_rows(report: GateReport) -> dict[str, dict]:
+def _review_rows(report: GateReport) -> dict[str, dict[str, Any]]:
     """The review section in the JSON shape `review.summary.review_headline` reads."""
     return {name: row.model_dump(mode="json") for name, row in report.review_rows.items()}
 

@@ -7,7 +7,7 @@ import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Literal
+from typing import Any, Literal
 
 from rich import box
 from rich.cells import cell_len
@@ -46,7 +46,7 @@ TIGHT = {**COMPACT, "padding": 0}
 _INDENT = 2
 
 
-def criteria_table(report: GateReport | dict) -> FitTable:
+def criteria_table(report: GateReport | dict[str, Any]) -> FitTable:
     """The gate as a table: criterion, value, threshold, n, verdict, why; at any width (see `FitTable`). A dict
     is validated into a GateReport first."""
     report = as_report(report)
@@ -89,7 +89,7 @@ class FitTable:
     """
 
     def __init__(self, title: Text | str | None, columns: Sequence[Col], rows: Iterable[Sequence[Text | str]],
-                 **style) -> None:
+                 **style: Any) -> None:
         self.title = Text(title, style="table.title") if isinstance(title, str) else title
         self.columns = list(columns)
         self.rows = [[c if isinstance(c, Text) else Text(str(c)) for c in row] for row in rows]
@@ -98,7 +98,7 @@ class FitTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
 
-        def fits(style: dict, which: Sequence[int]) -> bool:
+        def fits(style: dict[str, Any], which: Sequence[int]) -> bool:
             return self._natural_width(console, options, style, which) <= width
 
         every = list(range(len(self.columns)))
@@ -130,7 +130,7 @@ class FitTable:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(min(options.max_width, FREE_MIN), options.max_width)
 
-    def _table(self, style: dict, which: Sequence[int], *, title: bool) -> Table:
+    def _table(self, style: dict[str, Any], which: Sequence[int], *, title: bool) -> Table:
         table = Table(title=self.title if title else None, **style)
         for i in which:
             col = self.columns[i]
@@ -144,7 +144,7 @@ class FitTable:
         cells = [Text(self.columns[i].header), *(row[i] for row in self.rows)]
         return max(cell_len(line) for text in cells for line in text.plain.split("\n"))
 
-    def _natural_width(self, console: Console, options: ConsoleOptions, style: dict, which: Sequence[int]) -> int:
+    def _natural_width(self, console: Console, options: ConsoleOptions, style: dict[str, Any], which: Sequence[int]) -> int:
         """The table's width with every name and number column whole and each free column at its narrowest
         readable width (FREE_MIN, or its widest cell when that is narrower)."""
         probe = Table(**{k: v for k, v in style.items() if k in ("box", "padding", "pad_edge", "collapse_padding", "show_edge")})
@@ -180,7 +180,7 @@ class FitTable:
                     for i, col in enumerate(self.columns) if col.free and row[i].plain]
         return out
 
-    def _groups(self, fits, rest: list[int], styles: list[dict]) -> tuple[dict, list[list[int]]] | None:
+    def _groups(self, fits: Any, rest: list[int], styles: list[dict[str, Any]]) -> tuple[dict[str, Any], list[list[int]]] | None:
         """`rest` cut into the fewest runs of columns (at most MAX_GROUPS) that each fit beside the key column in
         one of `styles` (the first that needs no more runs than the others), as even in width as can be (so the
         last is not one column alone); None when none does."""
@@ -257,7 +257,7 @@ def request_summary(report: GateReport) -> str:
     return line
 
 
-def ledger_words(kept: dict | None) -> str:
+def ledger_words(kept: dict[str, Any] | None) -> str:
     """'; 6 of them (3 failed) from other sessions: cut load phase, session 0 6 (3 failed)': the phase's attempts
     that no kept record holds (`record.ledger`), and where they came from; '' when none."""
     if not kept:
@@ -266,7 +266,7 @@ def ledger_words(kept: dict | None) -> str:
     return f"; {kept['attempts']} of them ({kept['failed']} failed) from other sessions: {where}"
 
 
-def answered_words(counts) -> str:
+def answered_words(counts: Any) -> str:
     """'43 answered, 0 right': cases that got an answer and, of them, those that passed every check (a report
     that predates `right` says only how many were answered). A request that succeeded says nothing of its answer."""
     right = f", {counts.right} right" if counts.right is not None else ""
@@ -291,7 +291,7 @@ def judged_by_line(report: GateReport) -> str | None:
             f"{by.snapshot_sha256}); the run's own reports are unchanged")
 
 
-def _source(by) -> str:
+def _source(by: Any) -> str:
     """' (snapshot of rubrics/triage.yaml, named by rubric: in base.yaml)': where the run's snapshot came from."""
     source = getattr(by, "source", None)
     if not source:
@@ -304,7 +304,7 @@ def _source(by) -> str:
     return inert(f" (snapshot of {source}{layer})", keep="")
 
 
-def verdict_lines(report: GateReport | dict) -> list[str]:
+def verdict_lines(report: GateReport | dict[str, Any]) -> list[str]:
     """The lines under the criteria table: which rubric judged it, why the verdict, what the run is missing,
     requests and errors. A dict is validated into a GateReport first."""
     report = as_report(report)

@@ -7,6 +7,7 @@ reaches the page through the template's autoescape."""
 from __future__ import annotations
 
 from importlib import resources
+from typing import Any
 
 from markupsafe import escape
 
@@ -23,11 +24,11 @@ _VERDICT_CLASS = {"PASS": "pass", "FAIL": "fail", "TARGET_ERROR": "fail"}
 warning."""
 
 
-def trend_series(rows: list[dict]) -> list[dict]:
+def trend_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One series per criterion name found in the runs (`history --json` rows, oldest first): its metric,
     comparator, and one point per run that has it: run id, time, run verdict, blessings, value, threshold, the
     bound that decided (`deciding_bound`), criterion verdict."""
-    series: dict[str, dict] = {}
+    series: dict[str, dict[str, Any]] = {}
     for row in rows:
         for c in row.get("criteria", []):
             entry = series.setdefault(c["name"], {"name": c["name"], "metric": c["metric"], "op": c["op"], "points": []})
@@ -39,7 +40,7 @@ def trend_series(rows: list[dict]) -> list[dict]:
     return list(series.values())
 
 
-def deciding_bound(criterion: dict) -> tuple[float | None, str]:
+def deciding_bound(criterion: dict[str, Any]) -> tuple[float | None, str]:
     """The one-sided confidence bound the gate held against the threshold (`decision.criterion`): the safe side
     (the lower bound of a higher-is-better metric, the upper of a lower-is-better one) for a pass or an undecided
     criterion, the other side for a fail; and its words ('lower 95%'). (None, '') when the run has no bounds."""
@@ -53,7 +54,7 @@ def deciding_bound(criterion: dict) -> tuple[float | None, str]:
     return bound, f"{side} {confidence:.0%}" if isinstance(confidence, (int, float)) else side
 
 
-def render_trend(rows: list[dict], root: str) -> str:
+def render_trend(rows: list[dict[str, Any]], root: str) -> str:
     """The trend page of the history rows, as HTML text."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined  # only for HTML
     from markupsafe import Markup
@@ -69,15 +70,15 @@ def render_trend(rows: list[dict], root: str) -> str:
         verdict_class=lambda v: _VERDICT_CLASS.get(v or "", "insufficient"))  # the amber pill
 
 
-def _cells(point: dict) -> dict:
-    def shown(value) -> str:
+def _cells(point: dict[str, Any]) -> dict[str, Any]:
+    def shown(value: Any) -> str:
         return format_value(value) if value is not None else "n/a"
 
     return {**point, "value_text": shown(point["value"]), "threshold_text": shown(point["threshold"]),
             "bound_text": f"{shown(point['bound'])} ({point['bound_side']})" if point["bound"] is not None else "n/a"}
 
 
-def _chart(points: list[dict]) -> str:
+def _chart(points: list[dict[str, Any]]) -> str:
     """An SVG of the values (a line through the markers), the deciding bound (dashed), the threshold (dotted),
     each run's label under its marker and a ring with the name over a blessed run; text escaped."""
     numbers = [v for p in points for v in (p["value"], p["bound"], p["threshold"]) if isinstance(v, (int, float))]
@@ -107,7 +108,7 @@ def _chart(points: list[dict]) -> str:
     return "".join(parts)
 
 
-def _marker(point: dict, cx: float, cy: float) -> list[str]:
+def _marker(point: dict[str, Any], cx: float, cy: float) -> list[str]:
     """A run's marker coloured by its verdict, its label slanted under the axis, and a blessed run's ring and names."""
     colour = {"pass": "#1a7f37", "fail": "#c62828"}.get(_VERDICT_CLASS.get(point["run_verdict"] or "", ""), "#9a6700")
     label = escape(inert(str(point["run_id"]), keep="")[:_LABEL_CHARS])

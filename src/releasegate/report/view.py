@@ -52,9 +52,9 @@ class CaseRow:
     """The expected answer as text ('' for none)."""
     error_message: str | None = None
     """For a failed request, what the server or the client said about it."""
-    results: tuple[dict, ...] = ()
+    results: tuple[dict[str, Any], ...] = ()
     """Every check with its result and detail (`case_detail.check_results`)."""
-    reviews: tuple[dict, ...] = ()
+    reviews: tuple[dict[str, Any], ...] = ()
     """The reviewers' current labels of the case: {'reviewer', 'label', 'reason'}."""
 
 
@@ -67,20 +67,20 @@ class RunView:
     gate_report: GateReport
     """The judged report the formats render."""
     records: list[CaseRecord]
-    scores: dict[str, dict]
+    scores: dict[str, dict[str, Any]]
     """case id -> automatic scores, recomputed with the forbidden rules the report was judged with."""
     load_records: list[CaseRecord] = field(default_factory=list)
     """The load phase's requests (load.jsonl), when the run had one."""
-    reviews: dict[str, list[dict]] = field(default_factory=dict)
+    reviews: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Case id -> the reviewers' current labels (reviews.jsonl), redacted like the records."""
 
     @property
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """The report in its JSON form (what report.json holds)."""
         return self.gate_report.as_json()
 
     @classmethod
-    def load(cls, run: RunDir, report: GateReport | dict | None = None, scored: ScoredRun | None = None) -> RunView:
+    def load(cls, run: RunDir, report: GateReport | dict[str, Any] | None = None, scored: ScoredRun | None = None) -> RunView:
         """Read a run directory; `report` (a dict is validated into a GateReport) defaults to its report.json.
         `scored`: the run's records as the command that judged it read and scored them (`scorers.scored_run`, by
         the rules the report was judged with), so they are neither read nor scored again."""
@@ -120,8 +120,8 @@ class RunView:
         return [(t.ttft_ms, max(t.e2e_ms - t.ttft_ms, 0.0)) for t in done if t.ttft_ms is not None and t.e2e_ms is not None]
 
 
-def _row(record: CaseRecord, scores: dict, why: list[str], reviews: list[dict]) -> CaseRow:
-    checks = {key: bool(scores[key]["passed"]) for key in ("answer", "format") if key in scores}
+def _row(record: CaseRecord, scores: dict[str, Any], why: list[str], reviews: list[dict[str, Any]]) -> CaseRow:
+    checks: dict[str, bool] = {key: bool(scores[key]["passed"]) for key in ("answer", "format") if key in scores}
     if "forbidden" in scores:
         checks["forbidden"] = not scores["forbidden"]["hit"]
     return CaseRow(
