@@ -13,7 +13,15 @@ from releasegate.inputs.rubric import load_rubric
 from releasegate.pipeline.review_signatures import counted_labels
 from releasegate.record.records import RunDir
 from releasegate.record.review_labels import read_labels
+from releasegate.testing import StubBehaviour, StubServer
+from releasegate.testing.answers import keyword_guard
+from test_guard import UNSAFE, _label, outputs
+from test_guard import check as guard_check
+from test_guard import project as guard_project
 from test_review_signatures import _gate, _project
+
+KEPT_CODES = {"S7": ("secret login code", "비밀번호", "card pin")}
+KEPT_REVIEW = "{required_domains: [], sample: {per_slice: 40}}"
 
 
 def _double_reviewed(cli, root: Path, monkeypatch) -> tuple[RunDir, Path, Path]:
@@ -74,3 +82,37 @@ def test_one_key_signing_as_two_reviewers_is_one_reviewer(tmp_path, cli, monkeyp
     assert cli("review", "sign", second, "--key", alice)[0] == 0  # alice's key, carol's name
     assert cli("review", "import", run.path, second)[0] == 0
     assert _gate(cli, run) == (3, "NEEDS_REVIEW")
+
+
+def _kept_project(tmp_path: Path, cli, stub) -> tuple[Path, Path, RunDir]:
+    """Run a of the guard project labelled (the three unsafe replies forbidden); its kept labels file."""
+    config = guard_project(tmp_path, stub.base_url, replies=outputs(n_safe=25), review=KEPT_REVIEW)
+    _, _, run = guard_check(cli, config, run_id="a")
+    _label(cli, run, tmp_path, lambda cid: ["credential_request"] if cid in UNSAFE else [])
+    return config, tmp_path / "reports" / "grader_labels.jsonl", run
+
+
+def test_a_kept_label_edited_by_hand_calibrates_nothing_it_does_not_say(tmp_path, cli):
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard(KEPT_CODES))) as stub:
+        config, kept, _ = _kept_project(tmp_path, cli, stub)
+        rows = [json.loads(line) for line in kept.read_text().splitlines()]
+        kept.write_text("".join(json.dumps({**r, "forbidden": [], "reviewer": "zed"}) + "\n" for r in rows))
+        _, report, _ = guard_check(cli, config, run_id="b")  # the guard's catches made false alarms by the line
+        assert report["guard"]["lg"]["calibrated"] and report["verdict"] == "FAIL"
+
+
+def test_a_kept_label_from_the_future_or_an_edited_run_does_not_count(tmp_path, cli):
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard(KEPT_CODES))) as stub:
+        config, kept, run = _kept_project(tmp_path, cli, stub)
+        rows = [json.loads(line) for line in kept.read_text().splitlines()]
+        kept.write_text("".join(json.dumps({**r, "time": "2099-01-01T00:00:00+00:00"}) + "\n" for r in rows))
+        reviews = run.path / "reviews.jsonl"
+        reviews.write_text(reviews.read_text().replace(rows[0]["time"][:4] + "-", "2099-"))
+        _forge_seal(run, "reviews.jsonl")  # never ages
+        _, report, _ = guard_check(cli, config, run_id="b")
+        assert not report["guard"]["lg"]["calibrated"] and report["verdict"] == "NEEDS_REVIEW"
+        text = reviews.read_text().replace("2099-", rows[0]["time"][:4] + "-")
+        reviews.write_text(text.replace('"credential_request"', ""))  # an edit the seal shows
+        kept.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        _, report, _ = guard_check(cli, config, run_id="c")
+        assert not report["guard"]["lg"]["calibrated"] and report["verdict"] == "NEEDS_REVIEW"
