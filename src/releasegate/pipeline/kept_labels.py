@@ -14,7 +14,7 @@ rubric names its reviewers, a kept label counts only while its own run still hol
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,7 @@ def _young(when: str, oldest: datetime) -> bool:
     """Given since `oldest`, and not after now (a label from the future would never age)."""
     try:
         given = datetime.fromisoformat(when)
-        return given.tzinfo is not None and oldest <= given <= datetime.now(timezone.utc) + _SKEW
+        return given.tzinfo is not None and oldest <= given <= datetime.now(UTC) + _SKEW
     except (TypeError, ValueError, OverflowError):
         return False
 
