@@ -5,14 +5,16 @@ whose replies reviewers have labelled before is not held for them again.
 
 Reused labels feed the guard's and the judge's calibration only, never a review slice's human approval (that is
 the run's own review). A kept label older than the rubric's `review.label_max_age_days` (default 90) before the
-run does not count; nor one from a run that is gone. Where the rubric names its reviewers, a kept label counts
-only while its own run still holds it as a counted, signed label (`review_signatures.counted_labels`): a line
-written into the file by hand is never a reviewer's."""
+run does not count, by its own time or by its run's (a label from the future never counts); nor one from a run
+that is gone or edited since releasegate sealed it, nor one given for another case with the same reply. What a
+reused label says (reviewer, time, forbidden categories) is what its own run holds, never the line's. Where the
+rubric names its reviewers, a kept label counts only while its own run still holds it as a counted, signed label
+(`review_signatures.counted_labels`): a line written into the file by hand is never a reviewer's."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from ..inputs.review_policy import ReviewPolicy
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import LabelEdit, read_labels
 from ..record.review_outcome import output_hash
+from ..record.seal import edited_evidence
 from .review_signatures import counted_labels
 
 __all__ = ["KEPT_FILE", "keep_labels", "keep_imported", "reused_labels"]
@@ -68,15 +71,17 @@ def reused_labels(run: RunDir, info: RunInfo, policy: ReviewPolicy, records: lis
         if r.case_id not in labelled and r.output is not None:
             by_hash.setdefault(output_hash(r.output), []).append(r)
     oldest = _run_time(info) - timedelta(days=policy.label_max_age_days)
-    vouched: dict[str, set[tuple[str, str, str]]] = {}
+    vouched: dict[str, dict[tuple[str, str, str], LabelEdit]] = {}
     out: dict[tuple[str, str, str], LabelEdit] = {}
     for row in _rows(run.path.parent / KEPT_FILE):
         if row["grader"] not in mine or row["run"] == run.path.name or row["output_hash"] not in by_hash:
             continue
-        if not _young(row["time"], oldest) or not _vouched(run.path.parent, row, policy, vouched):
+        source = _vouched(run.path.parent, row, policy, vouched)  # the label as its run holds it, not as the row says
+        if source is None or not (_young(source.time, oldest) and _young(row["time"], oldest)):
             continue
         for r in by_hash[row["output_hash"]]:
-            out[(r.case_id, row["reviewer"], row["run"])] = _edit(row, r)  # a later line replaces an earlier one
+            if r.case_id == source.case_id:  # the same reply to another question is another reply
+                out[(r.case_id, source.reviewer, row["run"])] = _edit(row["run"], source, r)
     return list(out.values())
 
 
@@ -120,26 +125,34 @@ def _run_time(info: RunInfo) -> datetime:
 
 
 def _young(when: str, oldest: datetime) -> bool:
+    """Given since `oldest`, and not after now (a label from the future would never age)."""
     try:
         given = datetime.fromisoformat(when)
-        return given.tzinfo is not None and given >= oldest
-    except (TypeError, ValueError):
+        return given.tzinfo is not None and oldest <= given <= datetime.now(UTC) + _SKEW
+    except (TypeError, ValueError, OverflowError):
         return False
 
 
-def _vouched(reports: Path, row: dict[str, Any], policy: ReviewPolicy, cache: dict[str, set[tuple[str, str, str]]]) -> bool:
-    """The row is a label its own run still holds (counted under `policy` where it names reviewers)."""
+_SKEW = timedelta(minutes=5)
+"""A clock this far ahead of this machine's is still now."""
+
+
+def _vouched(reports: Path, row: dict[str, Any], policy: ReviewPolicy,
+             cache: dict[str, dict[tuple[str, str, str], LabelEdit]]) -> LabelEdit | None:
+    """The label its own run still holds for the row (counted under `policy` where it names reviewers), its
+    latest; None: the run holds no such label. Its reviewer, time and forbidden categories are the run's, never
+    the row's: a row edited by hand changes nothing it is reused for."""
     if row["run"] not in cache:
         source = RunDir(reports / row["run"])
-        try:
-            edits = counted_labels(source, policy, read_labels(source))
+        try:  # a run edited since releasegate sealed it vouches for nothing
+            edits = [] if edited_evidence(source.path) else counted_labels(source, policy, read_labels(source))
         except ReleasegateError:
             edits = []
-        cache[row["run"]] = {(e.review_id, e.output_hash, e.label) for e in edits}
-    return (row["review_id"], row["output_hash"], row["label"]) in cache[row["run"]]
+        cache[row["run"]] = {(e.review_id, e.output_hash, e.label): e for e in edits}
+    return cache[row["run"]].get((row["review_id"], row["output_hash"], row["label"]))
 
 
-def _edit(row: dict[str, Any], record: CaseRecord) -> LabelEdit:
-    return LabelEdit(review_id=f"kept:{row['run']}:{row['review_id']}", case_id=record.case_id,
-                     reviewer=row["reviewer"], label=row["label"], time=row["time"], output_hash=row["output_hash"],
-                     source=f"{row['run']}/{KEPT_FILE}", source_line=0, forbidden=row.get("forbidden"))
+def _edit(run: str, source: LabelEdit, record: CaseRecord) -> LabelEdit:
+    return LabelEdit(review_id=f"kept:{run}:{source.review_id}", case_id=record.case_id,
+                     reviewer=source.reviewer, label=source.label, time=source.time, output_hash=source.output_hash,
+                     source=f"{run}/{KEPT_FILE}", source_line=0, forbidden=source.forbidden)
