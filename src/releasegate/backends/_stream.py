@@ -117,6 +117,10 @@ def _take(event: Event, stamp: int, out: StreamParse) -> None:
             out.chunk_ns.append(stamp)
         for piece in choice.tool_calls:  # a call's id comes once; its name and arguments may come in pieces
             part = out.tool_parts.setdefault(piece.index, {"id": None, "name": "", "arguments": ""})
+            if part["id"] and piece.id and piece.id != part["id"]:  # two calls at one index: joined, neither is real
+                out.bad_event = out.bad_event or (f"tool call {piece.id[:40]!r} streamed at index {piece.index}, "
+                                                  f"which call {part['id'][:40]!r} holds")
+                continue
             part["id"] = part["id"] or piece.id
             part["name"] += piece.name or ""
             part["arguments"] += piece.arguments or ""
