@@ -219,3 +219,29 @@ def test_a_call_named_with_escape_sequences_prints_inert(tmp_path, cli, server):
     shown = out + err
     assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown
     assert "\ninjected line" not in shown  # the name's newline never starts a line of its own
+
+
+def _backend(root: Path, base_url: str):
+    from releasegate.backends.openai import OpenAIBackend
+    from releasegate.inputs.config import load_config
+
+    config = load_config(_project(root, base_url))
+    return OpenAIBackend(config.target, config.generation)
+
+
+@pytest.mark.parametrize("usage", [None, {"prompt_tokens": 40, "completion_tokens": 20}])
+def test_arguments_streamed_past_the_token_cap_are_too_large_never_an_answer(tmp_path, server, usage):
+    """5,000 one-character argument fragments for max_tokens 32: a server that ignored the cap, whether or not it
+    reports usage; the call's pieces count toward the cap as content chunks do."""
+    from releasegate.backends import Request
+
+    pieces = [_delta({"index": 0, "id": "c0", "function": {"name": "lookup_order", "arguments": ""}})]
+    pieces += [_delta({"index": 0, "function": {"arguments": "{" if i == 0 else " "}}) for i in range(5000)]
+    pieces += [_delta({"index": 0, "function": {"arguments": "}"}}, finish="tool_calls")]
+    server.events = _lines(*pieces, *([{"choices": [], "usage": usage}] if usage else []))
+    backend = _backend(tmp_path, _url(server))
+    try:
+        (gen,) = backend.generate([Request("c", ASK, tools=TOOLS)], max_new_tokens=32)
+    finally:
+        backend.close()
+    assert gen.error == "response_too_large", (gen.error, gen.error_message)
