@@ -9,6 +9,7 @@ from pathlib import Path
 from conftest import write_jsonl
 from releasegate.gate.comparability import case_hash
 from releasegate.testing import StubBehaviour, StubServer
+from test_attempts import _check
 from test_llm_judge import check, label_all, stub_judge
 
 CASES = 40
@@ -61,3 +62,37 @@ def test_a_kept_judge_label_is_for_its_question_not_for_the_same_words_to_anothe
         code, report, _, _ = check(cli, config, run_id="d")
     assert report["judge"]["calibration"]["helpful"]["labels"] == 0
     assert report["verdict"] != "PASS" and code != 0
+
+
+STOP_RUBRIC = ("name: s\nconfidence: 0.95\ncriteria:\n  - {metric: accuracy, op: '>=', threshold: 0.7}\n"
+               "  - {metric: error_rate, op: '<=', threshold: 0.2}\n")
+
+
+def _cached_project(root: Path, base_url: str, cases: int, retries: int = 0) -> Path:
+    write_jsonl(root / "suite.jsonl", [{"id": f"c{i:03d}", "messages": [{"role": "user", "content": f"hello {i}"}],
+                                        "expected": "tok"} for i in range(cases)])
+    (root / "rubric.yaml").write_text(STOP_RUBRIC)
+    (root / "releasegate.yaml").write_text(
+        f"target:\n  backend: openai\n  base_url: {base_url}\n  model: stub\n  concurrency: 4\n  retries: {retries}\n"
+        "  timeout_s: 10\ngeneration: {max_new_tokens: 8}\ncache: {path: cache.sqlite}\n"
+        "suites: [{path: suite.jsonl, answer: {type: regex, pattern: tok}}]\nrubric: rubric.yaml\n")
+    return root / "releasegate.yaml"
+
+
+def test_a_stopping_run_on_cached_answers_counts_their_sessions_failed_requests(tmp_path, cli):
+    """A server failing every other request answers half of 150 cases into the response cache (each at its first
+    try); the suite grows to 200 and a stopping run asks the rest of a healthy server. The cached answers bring
+    their session's failed requests into error_rate (`record.ledger`): the clean requests alone never pass it."""
+    with StubServer(StubBehaviour(fail_status=500, fail_every=2, ttft_ms=1, itl_ms=0.5, tokens=3)) as stub:
+        _check(cli, "-c", _cached_project(tmp_path, stub.base_url, 150), "--run-id", "r0")
+        port = stub.port  # the same target: its cached answers are the ones served
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0.5, tokens=3), port=port) as stub:
+        config = _cached_project(tmp_path, stub.base_url, 200)
+        code, report = _check(cli, "-c", config, "--run-id", "r1", "--stop-when-decided")
+        _, whole = _check(cli, "-c", config, "--run-id", "r2")  # the same through the cache, asked whole
+    assert report["counts"]["cached"] > 0
+    for got in (report, whole):
+        error = next(c for c in got["criteria"] if c["metric"] == "error_rate")
+        assert got["metrics"]["error_rate"]["value"] > 0.2
+        assert error["verdict"] == "fail" and got["verdict"] == "FAIL"
+    assert code == 1
