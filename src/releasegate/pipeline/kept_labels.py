@@ -1,7 +1,9 @@
 """Guard and judge labels kept across runs: each label `review import` stores is also kept in the reports folder
-(`grader_labels.jsonl`) by (grader fingerprint, reply hash), once per guard and judge that graded the run. A later
-run graded by the same grader calibrates it with the kept labels of the replies it gave again, so a pull request
-whose replies reviewers have labelled before is not held for them again.
+(`grader_labels.jsonl`) by (grader fingerprint, case hash, reply hash), once per guard and judge that graded the
+run. A later run graded by the same grader calibrates it with the kept labels of the replies it gave again to the
+same cases, so a pull request whose replies reviewers have labelled before is not held for them again. The case
+(its input as sent and its expected answer, `comparability.case_hash`) is part of the key: a label says whether a
+reply is right for its question, and "Yes" approved for one question says nothing of "Yes" to another.
 
 Reused labels feed the guard's and the judge's calibration only, never a review slice's human approval (that is
 the run's own review). A kept label older than the rubric's `review.label_max_age_days` (default 90) before the
@@ -21,6 +23,7 @@ from typing import Any
 from ..border.files import journal_lines, open_append, open_regular
 from ..border.structured import json_loads
 from ..errors import ReleasegateError
+from ..gate.comparability import case_hash
 from ..inputs.review_policy import ReviewPolicy
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import LabelEdit, read_labels
@@ -33,6 +36,8 @@ __all__ = ["KEPT_FILE", "keep_labels", "keep_imported", "reused_labels"]
 KEPT_FILE = "grader_labels.jsonl"
 MAX_KEPT_BYTES = 256 * 1024 * 1024
 """Bytes read of the kept labels: past it the rest is not read (older runs' labels simply not reused)."""
+Vouched = dict[str, dict[tuple[str, str, str, str], LabelEdit]]
+"""By source run: (review id, reply hash, label, case hash) of each label it still counts."""
 
 
 def graders(info: RunInfo) -> list[str]:
@@ -46,9 +51,11 @@ def keep_labels(run_dir: Path, edits: list[LabelEdit]) -> int:
     """Keep `edits` (just imported into the run) in its reports folder, once per grader of the run."""
     run = RunDir(run_dir)
     fingerprints = graders(run.read_info())
+    cases = _case_hashes(run)
     rows = [{"grader": g, "output_hash": e.output_hash, "label": e.label, "forbidden": e.forbidden,
-             "reviewer": e.reviewer, "time": e.time, "run": run.path.name, "review_id": e.review_id}
-            for e in edits for g in fingerprints]
+             "reviewer": e.reviewer, "time": e.time, "run": run.path.name, "review_id": e.review_id,
+             "case_hash": cases[e.case_id]}
+            for e in edits if e.case_id in cases for g in fingerprints]
     if rows:
         with open_append(run.path.parent / KEPT_FILE, what=KEPT_FILE) as fh:
             fh.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode("utf-8"))
@@ -62,26 +69,27 @@ def keep_imported(run_dir: Path, count: int) -> int:
 
 def reused_labels(run: RunDir, info: RunInfo, policy: ReviewPolicy, records: list[CaseRecord],
                   own: list[LabelEdit]) -> list[LabelEdit]:
-    """Labels kept from earlier runs for the replies this run gave again, graded by one of its graders, young
-    enough, and (with named reviewers) still counted in their own run; none for a case labelled in this run."""
+    """Labels kept from earlier runs for the replies this run gave again to the same cases, graded by one of its
+    graders, young enough, and (with named reviewers) still counted in their own run; none for a case labelled in
+    this run."""
     mine = set(graders(info))
     labelled = {e.case_id for e in own}
-    by_hash: dict[str, list[CaseRecord]] = {}
+    by_hash: dict[tuple[str, str], list[CaseRecord]] = {}
     for r in records:
         if r.case_id not in labelled and r.output is not None:
-            by_hash.setdefault(output_hash(r.output), []).append(r)
+            by_hash.setdefault((case_hash(r), output_hash(r.output)), []).append(r)
     oldest = _run_time(info) - timedelta(days=policy.label_max_age_days)
-    vouched: dict[str, dict[tuple[str, str, str], LabelEdit]] = {}
+    vouched: Vouched = {}
     out: dict[tuple[str, str, str], LabelEdit] = {}
     for row in _rows(run.path.parent / KEPT_FILE):
-        if row["grader"] not in mine or row["run"] == run.path.name or row["output_hash"] not in by_hash:
+        key = (row["case_hash"], row["output_hash"])
+        if row["grader"] not in mine or row["run"] == run.path.name or key not in by_hash:
             continue
         source = _vouched(run.path.parent, row, policy, vouched)  # the label as its run holds it, not as the row says
         if source is None or not (_young(source.time, oldest) and _young(row["time"], oldest)):
             continue
-        for r in by_hash[row["output_hash"]]:
-            if r.case_id == source.case_id:  # the same reply to another question is another reply
-                out[(r.case_id, source.reviewer, row["run"])] = _edit(row["run"], source, r)
+        for r in by_hash[key]:  # the same case (its hash) and the same reply: another question's reply is another
+            out[(r.case_id, source.reviewer, row["run"])] = _edit(row["run"], source, r)
     return list(out.values())
 
 
@@ -106,7 +114,7 @@ def _row(raw: bytes) -> dict[str, Any] | None:
         row = json_loads(raw)
     except (ValueError, RecursionError):
         return None
-    text = ("grader", "output_hash", "label", "reviewer", "time", "run", "review_id")
+    text = ("grader", "output_hash", "label", "reviewer", "time", "run", "review_id", "case_hash")
     if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in text):
         return None
     if row["label"] not in ("approve", "reject") or "/" in row["run"] or row["run"] in ("", ".", ".."):
@@ -137,19 +145,29 @@ _SKEW = timedelta(minutes=5)
 """A clock this far ahead of this machine's is still now."""
 
 
-def _vouched(reports: Path, row: dict[str, Any], policy: ReviewPolicy,
-             cache: dict[str, dict[tuple[str, str, str], LabelEdit]]) -> LabelEdit | None:
-    """The label its own run still holds for the row (counted under `policy` where it names reviewers), its
-    latest; None: the run holds no such label. Its reviewer, time and forbidden categories are the run's, never
-    the row's: a row edited by hand changes nothing it is reused for."""
+def _case_hashes(run: RunDir) -> dict[str, str]:
+    """Each case of the run by id: its `case_hash` (none for a run whose records cannot be read)."""
+    try:
+        return {r.case_id: case_hash(r) for r in run.read_records(required=False)}
+    except ReleasegateError:
+        return {}
+
+
+def _vouched(reports: Path, row: dict[str, Any], policy: ReviewPolicy, cache: Vouched) -> LabelEdit | None:
+    """The label its own run still holds for the row (counted under `policy` where it names reviewers), of the
+    case its own run asked (the row's case hash is not taken on its word), its latest; None: the run holds no such
+    label. Its reviewer, time and forbidden categories are the run's, never the row's: a row edited by hand changes
+    nothing it is reused for."""
     if row["run"] not in cache:
         source = RunDir(reports / row["run"])
         try:  # a run edited since releasegate sealed it vouches for nothing
             edits = [] if edited_evidence(source.path) else counted_labels(source, policy, read_labels(source))
         except ReleasegateError:
             edits = []
-        cache[row["run"]] = {(e.review_id, e.output_hash, e.label): e for e in edits}
-    return cache[row["run"]].get((row["review_id"], row["output_hash"], row["label"]))
+        cases = _case_hashes(source) if edits else {}
+        cache[row["run"]] = {(e.review_id, e.output_hash, e.label, cases[e.case_id]): e for e in edits
+                             if e.case_id in cases}
+    return cache[row["run"]].get((row["review_id"], row["output_hash"], row["label"], row["case_hash"]))
 
 
 def _edit(run: str, source: LabelEdit, record: CaseRecord) -> LabelEdit:

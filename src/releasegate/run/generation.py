@@ -23,7 +23,7 @@ from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
 from ..record.evidence import answered, attempt_outcomes, worst_client
-from ..record.ledger import append_sources
+from ..record.ledger import append_sources, read_ledger
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
 from .interruption import INTERRUPTION
@@ -105,7 +105,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
     if backend is not None and any(c.tools for c in todo):  # the server's tool path, before any tool case is asked
         prove_tool_path(backend, todo, config.max_new_tokens, console)
     size = max(1, backend.batch_size) if backend is not None else 1
-    watch = StopWatch(info, rubric, run.read_records(required=False)) if stopping_of(info) else None
+    watch = (StopWatch(info, rubric, run.read_records(required=False), read_ledger(run.path, None))
+             if stopping_of(info) else None)
     if watch is not None:  # the seed's order, and no more in flight than the target's concurrency asks
         order = [] if watch.decided([]) else watch.arrange(todo)  # a resumed run that had stopped asks no more
         if capabilities(config.target.backend).in_flight == "concurrency":
