@@ -4,6 +4,8 @@ guarantees")."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..decision.comparison import compared_result
 from ..decision.criterion import CriterionResult, Undecided, undecided
 from ..errors import ReleasegateError
@@ -29,7 +31,7 @@ __all__ = ["baseline_comparison", "comparison_results"]
 
 def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Verdicts | None = None,
                         info: RunInfo | None = None, drawn: CaseDraws | None = None,
-                        saved: SavedBaseline | None = None) -> dict | None:
+                        saved: SavedBaseline | None = None) -> dict[str, Any] | None:
     """The comparison with the rubric's `baseline:` run, with why that run proves nothing about this one (none
     when it stands); None without a baseline. `drawn`: this run's repeated draws (`stability.case_draws`): the
     quality rates are then compared per draw, each case's share of its draws paired with the baseline's. `saved`:
@@ -52,7 +54,7 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
                            rubric.forbidden)
     problems += [guards] if guards else []
     problems += [n for n in (changed_note(comparison), coverage_problem(comparison["shared_cases"], len(base_records))) if n]
-    blessed: dict = {}
+    blessed: dict[str, Any] = {}
     if spec.get("blessed"):
         found = blessed_standing(spec, info)
         problems += list(found.problems)
@@ -80,7 +82,7 @@ def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunIn
     return problems + ([settings] if settings else [])
 
 
-def comparison_results(comparison: dict) -> list[CriterionResult]:
+def comparison_results(comparison: dict[str, Any]) -> list[CriterionResult]:
     """Each compared metric as a gate criterion: a regression beyond its margin fails. A comparison with nothing
     to compare (no shared cases, or none judged on any metric), or with a baseline that proves nothing (see
     `_baseline_standing`; a case whose contents differ), is one insufficient criterion, never a pass. Baseline
@@ -98,7 +100,7 @@ def comparison_results(comparison: dict) -> list[CriterionResult]:
     return [r.explained(f"stale baseline: {warned}") if warned else r for r in rows]
 
 
-def _baseline_row(row: dict, confidence: float) -> CriterionResult:
+def _baseline_row(row: dict[str, Any], confidence: float) -> CriterionResult:
     higher = row["metric"] in ("accuracy", "format_compliance")
     criterion = Criterion(
         name=f"{row['metric']} vs baseline", metric=row["metric"], op=">=" if higher else "<=",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..border.files import is_file, sha256_file
 from ..border.structured import stored_json
@@ -29,11 +30,11 @@ class BlessedStanding:
     """Why the blessed baseline proves nothing (its criteria undecided)."""
     warnings: tuple[str, ...]
     """Why it is stale, when the rubric only warns."""
-    blessing: dict | None = None
+    blessing: dict[str, Any] | None = None
     """Which blessing the comparison is with, for every report to name: {name, run, by, blessed_at, reason}."""
 
 
-def blessed_standing(spec: dict, info: RunInfo | None) -> BlessedStanding:
+def blessed_standing(spec: dict[str, Any], info: RunInfo | None) -> BlessedStanding:
     name, run = spec["blessed"], Path(spec["run"])
     try:
         found = [b for b in blessings(Path(spec["reports"])) if b.name == name and b.run == run.name]

@@ -32,6 +32,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import kish_n
@@ -101,7 +102,7 @@ Check = Callable[[int, int], "bool | None"]
 
 
 def simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
-             threshold: float | None = None, embeddings: Sequence[Sequence[float]] | None = None) -> dict:
+             threshold: float | None = None, embeddings: Sequence[Sequence[float]] | None = None) -> dict[str, Any]:
     """The cache's figures at one threshold (exact mode: `threshold` is ignored and reported as None)."""
     if settings.mode == "exact":
         return simulate_all(cases, check, settings, [])[0]
@@ -111,7 +112,7 @@ def simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
 
 
 def simulate_all(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
-                 thresholds: Sequence[float], embeddings: Sequence[Sequence[float]] | None = None) -> list[dict]:
+                 thresholds: Sequence[float], embeddings: Sequence[Sequence[float]] | None = None) -> list[dict[str, Any]]:
     """`simulate` at every threshold, highest first (exact mode: one row); the similarities computed once."""
     if settings.mode == "exact":
         return _simulate(cases, check, settings, [None], _SameQuestion(cases))
@@ -178,7 +179,7 @@ class _Cache:
 
 
 def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, thresholds: Sequence[float | None],
-              sims: _Similarity | _SameQuestion) -> list[dict]:
+              sims: _Similarity | _SameQuestion) -> list[dict[str, Any]]:
     """One pass in arrival order, every threshold side by side (each case's similarities computed once): the
     stated arrival process decides the hits (a miss stores its answer, a hit stores nothing, an entry older than
     the TTL expires), and every case another answered case matches is judged against each answer it could be
@@ -188,7 +189,7 @@ def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
     cuts = [1.0 if t is None else t for t in thresholds]
     caches = [_Cache(len(cases), settings.ttl_s) for _ in thresholds]
     answered = caches[0].np.array([c.output is not None for c in cases], dtype=bool)
-    judged: list[list[dict]] = [[] for _ in thresholds]
+    judged: list[list[dict[str, Any]]] = [[] for _ in thresholds]
     for i, case in enumerate(cases):
         now = i * settings.arrival_s
         row = sims.row(i)
@@ -245,7 +246,7 @@ def may_be_stale(settings: ProbeSettings) -> bool:
 
 
 def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, float]], i: int,
-         age: float | None) -> dict:
+         age: float | None) -> dict[str, Any]:
     """Case i judged against every answer the cache could serve it (`donors`: every answered neighbour at or above
     the threshold); `age`: the served entry's age when the arrival process made it a hit (None: a miss there)."""
     new = cases[i]
@@ -272,7 +273,7 @@ def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, f
     }
 
 
-def _figures(cases: Sequence[ProbeCase], judged: list[dict], settings: ProbeSettings, threshold) -> dict:
+def _figures(cases: Sequence[ProbeCase], judged: list[dict[str, Any]], settings: ProbeSettings, threshold) -> dict[str, Any]:
     """`hits`, `hit_rate` and savings from the arrival process; `right_hits`, `harmful_hits`, staleness and the
     harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order;
     `wrong_hits` and `wrong_hit_rate`: the cases with at least one wrong possible answer, over every case seen."""
@@ -311,19 +312,19 @@ def _figures(cases: Sequence[ProbeCase], judged: list[dict], settings: ProbeSett
     }
 
 
-def _danger(hit: dict) -> tuple:
+def _danger(hit: dict[str, Any]) -> tuple[Any, ...]:
     """Most dangerous first: harmful, across paraphrase groups, then the most similar (a tighter threshold keeps
     it)."""
     return (not hit["harmful"], hit["within_group"], -hit["similarity"], hit["case_id"])
 
 
-def _shown(hit: dict) -> dict:
+def _shown(hit: dict[str, Any]) -> dict[str, Any]:
     keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
             "donors", "question", "cached_question", "answer", "cached_answer")
     return {k: hit[k] for k in keep}
 
 
-def _named(hit: dict) -> dict:
+def _named(hit: dict[str, Any]) -> dict[str, Any]:
     """A case with a wrong possible answer, without its texts: its worst neighbour and how many are wrong."""
     keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
             "donors")

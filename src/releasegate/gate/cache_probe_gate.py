@@ -7,6 +7,8 @@ old count is an upper bound of the new one, so an old run never reads safer than
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..decision.cache import MIN_HITS, recommend_threshold
 from ..record.decision_evidence import CacheEvidence, CacheRow
 from ..record.metrics import MetricValue
@@ -20,7 +22,7 @@ WRONG_HIT_CONFIDENCE = 0.95
 _NO_PROBE = "no response-cache probe ran (response_cache_probe:)"
 
 
-def cache_metric(name: str, probe: dict | None, confidence: float | None = None) -> MetricValue:
+def cache_metric(name: str, probe: dict[str, Any] | None, confidence: float | None = None) -> MetricValue:
     """A `cache_*` metric at the deployment's threshold (exact mode: the exact cache), with Wilson bounds at the
     (effective) n it is a share of; a harmful share with a hit whose check could not be made is unknown."""
     row = _deployed(probe)
@@ -43,7 +45,7 @@ def cache_metric(name: str, probe: dict | None, confidence: float | None = None)
     return MetricValue(share, figures.hits, wilson_bounds(share * n, n, confidence), confidence=confidence)
 
 
-def cache_section(probe: dict | None, criteria) -> dict | None:
+def cache_section(probe: dict[str, Any] | None, criteria) -> dict[str, Any] | None:
     """The report's `response_cache_probe`: the probe's figures, every row's harmful-hit upper bound at the
     criterion's confidence, and the threshold `decision.cache` recommends."""
     if probe is None:
@@ -58,7 +60,7 @@ def cache_section(probe: dict | None, criteria) -> dict | None:
     return {**probe, "rows": rows, **recommended.as_section(chosen["hit_rate"] if chosen else None)}
 
 
-def _deployed(probe: dict | None) -> dict | None:
+def _deployed(probe: dict[str, Any] | None) -> dict[str, Any] | None:
     if not probe or not probe.get("rows"):
         return None
     if probe["mode"] == "exact":
@@ -66,7 +68,7 @@ def _deployed(probe: dict | None) -> dict | None:
     return next((r for r in probe["rows"] if r["threshold"] == probe["threshold"]), None)
 
 
-def _harm(row: dict) -> CacheRow:
+def _harm(row: dict[str, Any]) -> CacheRow:
     harmful = row.get("harmful_hits", row.get("wrong_hits", 0))
     judged = row.get("hittable", row.get("hits", 0))  # every case the cache could serve, whatever the fill order
     return CacheRow(threshold=row.get("threshold"), hits=judged,
@@ -74,7 +76,7 @@ def _harm(row: dict) -> CacheRow:
                     unknown_hits=row.get("unknown_hits", 0), harmful_upper=row.get("wrong_hit_upper"))
 
 
-def _bounded(row: dict, confidence: float) -> dict:
+def _bounded(row: dict[str, Any], confidence: float) -> dict[str, Any]:
     """The row with its harmful-hit upper bound at `confidence` (`wrong_hit_upper`, the name reports read)."""
     harm = _harm(row)
     if harm.unknown_hits or not harm.hits:

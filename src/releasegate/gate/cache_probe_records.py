@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..record.evidence import answered
 from ..record.records import CaseRecord
@@ -42,7 +43,7 @@ EXACT_CHECKS = frozenset({"exact", "json_fields"})
 one across paraphrase groups."""
 
 
-def passes_checks(scores: dict) -> bool | None:
+def passes_checks(scores: dict[str, Any]) -> bool | None:
     """Whether scores pass a case's checks: its answer scorer, its format checks and the forbidden rules; None
     when a check could not be made and none failed (an unknown check is undecided, never wrong)."""
     if not scores:

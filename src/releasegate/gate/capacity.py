@@ -15,6 +15,7 @@ above the floor is undecided, not failed.
 from __future__ import annotations
 
 from statistics import fmean
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -46,7 +47,7 @@ SIGNALS = {"queue": "queue length (waiting)", "running": "requests running", "kv
 """Server signals read at every step (server_metrics' normalised names), in the words of the reports."""
 
 
-def step_figures(records: list, seconds: float | None, span_s: float | None = None, slo: dict | None = None) -> dict:
+def step_figures(records: list[Any], seconds: float | None, span_s: float | None = None, slo: dict[str, Any] | None = None) -> dict[str, Any]:
     """One step's figures: requests, failures (empty answers among them), P95 TTFT (scheduled and actual send),
     P95 TPOT and E2E, each objective percentile with its upper bound, the achieved rate (over the step, its drain
     included), the rates offered and completed, the backlog's and E2E's growth over the step and whether the
@@ -77,7 +78,7 @@ def step_figures(records: list, seconds: float | None, span_s: float | None = No
     return {**figures, "kept_up": kept_up(figures)}
 
 
-def _samples(done: list, field: str) -> list[float]:
+def _samples(done: list[Any], field: str) -> list[float]:
     return [v for r in done if (v := getattr(r.timing, field)) is not None]
 
 
@@ -85,7 +86,7 @@ def _upper(samples: list[float], q: float = 95) -> float | None:
     return percentile_bounds(samples, q, CONFIDENCE)[1] if samples else None
 
 
-def _objective(done: list, slo: dict) -> dict:
+def _objective(done: list[Any], slo: dict[str, Any]) -> dict[str, Any]:
     """Each latency percentile the objective names: its value, its one-sided upper bound and n."""
     out = {}
     for key, (metric, q, _) in objective_limits(slo).items():
@@ -94,7 +95,7 @@ def _objective(done: list, slo: dict) -> dict:
     return out
 
 
-def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: float) -> tuple[str, str]:
+def step_verdict(figures: dict[str, Any], slo: dict[str, Any], client: dict[str, Any] | None, max_lag_share: float) -> tuple[str, str]:
     """('meets' | 'breaks' | 'undecided', why). Errors (empty answers included) decide first (they need no latency
     sample); then a step with too few answered requests decides nothing; then the latency limits and whether the
     server kept up, unless the client was saturated (health.client_saturation at the rubric's `max_lag_share`)
@@ -133,12 +134,12 @@ def step_verdict(figures: dict, slo: dict, client: dict | None, max_lag_share: f
     return verdict, "; ".join(why)
 
 
-def _needed(slo: dict) -> int:
+def _needed(slo: dict[str, Any]) -> int:
     """Answered requests a step needs: MIN_STEP_SAMPLES, or more for the upper bound of a higher percentile."""
     return max([MIN_STEP_SAMPLES] + [percentile_min_n(q, CONFIDENCE) for _, q, _ in objective_limits(slo).values()])
 
 
-def _stands(verdict: str, broken: list, close: list, slo: dict, lag: float, figures: dict) -> bool:
+def _stands(verdict: str, broken: list[Any], close: list[Any], slo: dict[str, Any], lag: float, figures: dict[str, Any]) -> bool:
     """Whether a late client (event-loop lag p99 `lag` ms) could not have made the verdict. TTFT and E2E from the
     scheduled send, the step's length and when its answers came back are only ever made later by a late client;
     TPOT can move either way, by at most the lag (the first and last token read late). So a step meets when its
@@ -149,7 +150,7 @@ def _stands(verdict: str, broken: list, close: list, slo: dict, lag: float, figu
     return all(value + lag <= slo[key] for key, value in close if key.startswith("tpot_ms"))
 
 
-def step_signals(samples: list[dict]) -> dict:
+def step_signals(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean and max of each server signal over one step's /metrics samples (those taken during it, else all)."""
     during = [s for s in samples if s.get("phase") == "during"] or samples
     out = {}
@@ -160,7 +161,7 @@ def step_signals(samples: list[dict]) -> dict:
     return out
 
 
-def capacity_sweep(info, load_records: list, max_lag_share: float = 0.1) -> CapacitySweep | None:
+def capacity_sweep(info, load_records: list[Any], max_lag_share: float = 0.1) -> CapacitySweep | None:
     """The sweep of a run: every step with its figures and verdict, the capacity, the signals at the capacity
     and at the break, and the autoscaling thresholds they give. None when the load phase was no sweep."""
     sweep = (info.load_phase or {}).get("sweep")
@@ -171,7 +172,7 @@ def capacity_sweep(info, load_records: list, max_lag_share: float = 0.1) -> Capa
                                             and isinstance(e.get("rate"), (int, float)) for e in sweep.get("steps") or []):
         raise InputError("its capacity sweep has no slo, or a step without its step number and rate", file="run.json",
                          field="load_phase.sweep", hint="judge the run as `check` wrote it")
-    by_step: dict[int, list] = {}
+    by_step: dict[int, list[Any]] = {}
     for r in load_records:
         by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
     steps = []
@@ -191,13 +192,13 @@ def capacity_sweep(info, load_records: list, max_lag_share: float = 0.1) -> Capa
                          field="load_phase.sweep", hint="judge the run as `check` wrote it") from None
 
 
-def capacity_view(info, load_records: list, max_lag_share: float = 0.1) -> dict | None:
+def capacity_view(info, load_records: list[Any], max_lag_share: float = 0.1) -> dict[str, Any] | None:
     """`capacity_sweep` in its JSON form (what report.json holds under `capacity`)."""
     sweep = capacity_sweep(info, load_records, max_lag_share)
     return None if sweep is None else sweep.as_json()
 
 
-def _capacity(steps: list[CapacityStep], max_rps: float | None) -> dict:
+def _capacity(steps: list[CapacityStep], max_rps: float | None) -> dict[str, Any]:
     """The highest rate with every step at or below it meeting the objective, and the step that broke above."""
     good = None
     for step in _worst_per_rate(steps):
@@ -233,12 +234,12 @@ def _worst_per_rate(steps: list[CapacityStep]) -> list[CapacityStep]:
     return [worst[rate] for rate in sorted(worst)]
 
 
-def _unknown(why: str, good: CapacityStep | None) -> dict:
+def _unknown(why: str, good: CapacityStep | None) -> dict[str, Any]:
     return {"capacity_rps": None, "at_least": False, "why": why, "capacity_step": None, "break_step": None,
             "break_rps": None, "thresholds": {}, "highest_met_rps": good.rate if good else None}
 
 
-def _found(steps: list[CapacityStep], good: CapacityStep, broke: CapacityStep | None) -> dict:
+def _found(steps: list[CapacityStep], good: CapacityStep, broke: CapacityStep | None) -> dict[str, Any]:
     why = f"{good.rate:.4g} req/s met the objective, {broke.rate:.4g} req/s broke it ({broke.why})" if broke else ""
     return {"capacity_rps": good.rate, "at_least": broke is None, "why": why, "capacity_step": good.step,
             "break_step": broke.step if broke else None, "break_rps": broke.rate if broke else None,
@@ -251,7 +252,7 @@ def _mean(step: CapacityStep | None, key: str) -> float | None:
     return signal.mean if signal else None
 
 
-def _thresholds(steps: list[CapacityStep], good: CapacityStep, broke: CapacityStep | None) -> dict:
+def _thresholds(steps: list[CapacityStep], good: CapacityStep, broke: CapacityStep | None) -> dict[str, Any]:
     """Per server signal: its mean at the lowest rate, at the capacity and at the first step that broke, and the
     scale-out threshold: the mean at the capacity, when the signal had risen to it from the lowest rate (it
     tracks load); else the mean where the objective broke, when it rose there; else none (the signal does not
@@ -272,7 +273,7 @@ def _thresholds(steps: list[CapacityStep], good: CapacityStep, broke: CapacitySt
     return out
 
 
-def gated_records(view: CapacitySweep | dict | None, load_records: list) -> tuple[list, list]:
+def gated_records(view: CapacitySweep | dict[str, Any] | None, load_records: list[Any]) -> tuple[list[Any], list[Any]]:
     """(records of the steps at or below the capacity, records of the capacity step): what error rates and
     latency, throughput and cost are judged on for a sweep. The lowest rate's step always counts for the error
     rates (a server failing there failed, whatever else the sweep found); with the capacity unknown there is no
@@ -287,7 +288,7 @@ def gated_records(view: CapacitySweep | dict | None, load_records: list) -> tupl
     return below, at
 
 
-def capacity_metric(view: CapacitySweep | dict | None) -> MetricValue:
+def capacity_metric(view: CapacitySweep | dict[str, Any] | None) -> MetricValue:
     """`capacity_rps`: the sweep's capacity (n: answered requests of its step), or no value with the reason."""
     sweep = as_sweep(view)
     if sweep is None:
@@ -298,7 +299,7 @@ def capacity_metric(view: CapacitySweep | dict | None) -> MetricValue:
     return MetricValue(sweep.capacity_rps, step.answered, note=sweep.why)
 
 
-def capacity_range(view: CapacitySweep | dict | None) -> CapacityRange:
+def capacity_range(view: CapacitySweep | dict[str, Any] | None) -> CapacityRange:
     """What the sweep showed of the capacity, for `decision.criterion` to gate a `capacity_rps` criterion on."""
     sweep = as_sweep(view)
     if sweep is None:
@@ -306,7 +307,7 @@ def capacity_range(view: CapacitySweep | dict | None) -> CapacityRange:
     return CapacityRange(sweep.break_rps, bool(sweep.at_least))
 
 
-def saved_sweep(run_dir) -> dict:
+def saved_sweep(run_dir) -> dict[str, Any]:
     """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`), in its JSON form."""
     sweep = load_report(RunDir(run_dir)).capacity
     if not sweep:

@@ -30,7 +30,7 @@ neither median. On a short step a growing backlog can still be inside the latenc
 burst above the capacity would pass for it."""
 
 
-def growth_ms(done: list, field: str, less: Callable[[Any], float] | None = None) -> float | None:
+def growth_ms(done: list[Any], field: str, less: Callable[[Any], float] | None = None) -> float | None:
     """Median `field` (TTFT or E2E from the scheduled send; less `less(record)` ms when given) of the last quarter
     of requests minus that of the first quarter, in schedule order (the number in a sweep request's id,
     `s03-00042:...`); None with too few."""
@@ -49,7 +49,7 @@ def _order(case_id: str) -> int:
     return int(number) if number.isdigit() else 0
 
 
-def e2e_growth_ms(done: list) -> float | None:
+def e2e_growth_ms(done: list[Any]) -> float | None:
     """How E2E from the scheduled send grew over the step (growth_ms), each answer's decode at the step's median
     TPOT taken out: (output tokens - 1) x that TPOT. Without token counts or TPOTs, plain E2E."""
     tpots = [r.timing.tpot_ms for r in done if r.timing.tpot_ms is not None]
@@ -75,7 +75,7 @@ def kept_up_ratio(span_s: float | None, growth_ms: float | None, late_ms: float 
     return span_s / (span_s + max(0.0, growth_ms - late_ms) / 1000)
 
 
-def kept_up(figures: dict, late_ms: float = 0.0) -> float | None:
+def kept_up(figures: dict[str, Any], late_ms: float = 0.0) -> float | None:
     """The lesser of a step's completion share and its backlog's kept-up ratio (KEEP_UP); None when either is
     unknown. A late client delays every send by at most `late_ms`: each figure is taken with that forgiven."""
     span = figures["span_s"]
@@ -84,14 +84,14 @@ def kept_up(figures: dict, late_ms: float = 0.0) -> float | None:
     return None if share is None or ratio is None else min(share, ratio)
 
 
-def unknown_why(figures: dict) -> str:
+def unknown_why(figures: dict[str, Any]) -> str:
     """Why whether a step kept up is unknown: which of its figures could not be had."""
     if not figures["span_s"]:
         return "no span for the step"
     return "too few TTFTs or E2Es from the scheduled send"
 
 
-def behind_why(figures: dict) -> str:
+def behind_why(figures: dict[str, Any]) -> str:
     """Why a step fell behind, in every figure that says so."""
     parts = []
     if figures["completion_share"] < KEEP_UP:

@@ -23,7 +23,7 @@ DETAIL_CHARS = 1000
 all of it): enough to recognise the case, and 1,000 failing cases stay a few megabytes."""
 
 
-def failing_why(record: CaseRecord, scores: dict) -> list[str]:
+def failing_why(record: CaseRecord, scores: dict[str, Any]) -> list[str]:
     """Why a case failed, one phrase per problem (its error class, a failed check with its detail, a forbidden
     hit); empty when it passed. The one rule every report and comparison uses for a case's pass or fail."""
     why = []
@@ -41,7 +41,7 @@ def failing_why(record: CaseRecord, scores: dict) -> list[str]:
     return why
 
 
-def forbidden_detail(found: dict) -> str:
+def forbidden_detail(found: dict[str, Any]) -> str:
     """The categories a reply hit, each with the rule(s) that said so: 'credential_request (guard lg: S7)'."""
     by_category: dict[str, list[str]] = {}
     for match in found.get("matches", []):
@@ -69,7 +69,7 @@ def _message(message) -> str:
     return f"{message.get('role', '?')}: {_content(message)}"
 
 
-def _content(message: dict) -> str:
+def _content(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, list):  # content parts (text, images): their text
         content = " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
@@ -107,7 +107,7 @@ def expected_text(expected: Any) -> str:
     return json.dumps(expected, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def check_results(scores: dict) -> list[dict]:
+def check_results(scores: dict[str, Any]) -> list[dict[str, Any]]:
     """Every check of a case with its result, in the order the case has them: {'check': 'answer', 'format: json'
     or 'forbidden', 'passed': True, False or None (the check could not be made), 'detail': why}. Empty for a
     failed request: nothing was checked (its `why` and error message say what happened)."""
@@ -124,15 +124,15 @@ def check_results(scores: dict) -> list[dict]:
     return out
 
 
-def _check(name: str, score: dict) -> dict:
+def _check(name: str, score: dict[str, Any]) -> dict[str, Any]:
     return {"check": name, "passed": None if score.get("unknown") else bool(score["passed"]),
             "detail": score.get("detail") or ""}
 
 
-def case_reviews(edits: list[LabelEdit]) -> dict[str, list[dict]]:
+def case_reviews(edits: list[LabelEdit]) -> dict[str, list[dict[str, Any]]]:
     """Case id -> each reviewer's current label of it (the latest edit per reviewer, as the gate counts them):
     {'reviewer', 'label' ('approve' or 'reject'), 'reason'}, by reviewer name; an adjudicator's last, named so."""
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for edit in current_labels(edits).values():
         out.setdefault(edit.case_id, []).append({"reviewer": edit.reviewer, "label": edit.label, "reason": edit.reason})
     out = {case_id: sorted(rows, key=lambda r: r["reviewer"].casefold()) for case_id, rows in out.items()}
@@ -142,7 +142,7 @@ def case_reviews(edits: list[LabelEdit]) -> dict[str, list[dict]]:
     return out
 
 
-def case_detail(record: CaseRecord, scores: dict, reviews: list[dict] | None = None) -> dict:
+def case_detail(record: CaseRecord, scores: dict[str, Any], reviews: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The fields report.json keeps for a failing case besides its id, suite, output and why (`FailingCase`)."""
     asked, turns = user_message(record.input)
     return {
@@ -166,12 +166,12 @@ FLIPPED_KEPT = 200
 _FLIP_CHARS = 300
 
 
-def flipped_cases(pairs: list[tuple[CaseRecord, CaseRecord, dict, dict]]) -> dict:
+def flipped_cases(pairs: list[tuple[CaseRecord, CaseRecord, dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
     """The shared cases whose pass or fail (`failing_why`) differs between the two runs: `pass_to_fail` (the
     candidate lost them) and `fail_to_pass` (it gained them), counted, and listed (the first FLIPPED_KEPT each)
     with the input, both outputs and why the failing side failed. `pairs`: (baseline record, candidate record,
     baseline scores, candidate scores) per shared case."""
-    out: dict = {"pass_to_fail": 0, "fail_to_pass": 0, "cases": []}
+    out: dict[str, Any] = {"pass_to_fail": 0, "fail_to_pass": 0, "cases": []}
     for base, cand, base_scores, cand_scores in pairs:
         base_why, cand_why = failing_why(base, base_scores), failing_why(cand, cand_scores)
         if bool(base_why) == bool(cand_why):
@@ -183,13 +183,13 @@ def flipped_cases(pairs: list[tuple[CaseRecord, CaseRecord, dict, dict]]) -> dic
     return out
 
 
-def _flip(direction: str, base: CaseRecord, cand: CaseRecord, why: list[str]) -> dict:
+def _flip(direction: str, base: CaseRecord, cand: CaseRecord, why: list[str]) -> dict[str, Any]:
     return {"case_id": cand.case_id, "suite": cand.suite, "flip": direction, "why": why,
             "input": cut(input_text(cand.input), _FLIP_CHARS), "expected": cut(expected_text(cand.expected), _FLIP_CHARS),
             "baseline_output": cut(base.output or "", _FLIP_CHARS), "candidate_output": cut(cand.output or "", _FLIP_CHARS)}
 
 
-def case_why(record: CaseRecord, scores: dict) -> list[str]:
+def case_why(record: CaseRecord, scores: dict[str, Any]) -> list[str]:
     """Why a case failed (`failing_why`), and how many of its attempts failed when it was sent more than once;
     empty when it passed."""
     why = failing_why(record, scores)
@@ -198,8 +198,8 @@ def case_why(record: CaseRecord, scores: dict) -> list[str]:
     return why
 
 
-def failing_cases(records: list[CaseRecord], scores: dict, limit: int | None = 50,
-                  reviews: dict[str, list[dict]] | None = None) -> list[dict]:
+def failing_cases(records: list[CaseRecord], scores: dict[str, Any], limit: int | None = 50,
+                  reviews: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """Cases with an error (an empty answer among them), a failed check or a forbidden hit, each with why, and
     what a reader needs to see the case (`case_detail`: input, expected answer, every check, the server's error
     message, the reviewers' labels from `reviews`, case id -> labels); first `limit` (None: all). A failing case

@@ -57,7 +57,7 @@ def case_hash(record: CaseRecord) -> str:
     return _digest({"input": record.input, "expected": record.expected})
 
 
-def settings_key(config_raw: dict | None, rubric: dict | None) -> dict[str, str | None]:
+def settings_key(config_raw: dict[str, Any] | None, rubric: dict[str, Any] | None) -> dict[str, str | None]:
     """The run-wide part of the key from the config as written (its `generation` and `load` sections) and the
     rubric as snapshotted; None for a part with nothing to read it from. The rubric's `baseline:` pointer and
     its name are left out: a candidate names its baseline, the baseline does not, and a name decides nothing."""
@@ -86,7 +86,7 @@ _SAMPLING_KEYS = ("max_tokens", "max_completion_tokens", "temperature", "top_p",
 `generation`): part of the generation settings. Others (a per-request `lora`, say) choose what is compared."""
 
 
-def _generation(raw: dict, target: dict | None = None) -> dict:
+def _generation(raw: dict[str, Any], target: dict[str, Any] | None = None) -> dict[str, Any]:
     """Generation settings as run: defaults filled in, numbers as floats (`temperature: 0` is `0.0`, and greedy),
     and the sampling keys `target.extra_body` sends (`extra_body.<key>`; none: the key is as before)."""
     extra = (target or {}).get("extra_body") if isinstance(target, dict) else None
@@ -103,11 +103,11 @@ def saved_settings_key(run_path: Path, info: RunInfo) -> dict[str, str | None]:
     return settings_key(_yaml(Path(run_path) / "config.yaml"), _yaml(Path(run_path) / "rubric.yaml"))
 
 
-def _yaml(path: Path) -> dict | None:
+def _yaml(path: Path) -> dict[str, Any] | None:
     return stored_yaml(path, what="run snapshot")
 
 
-def differences(a: dict, b: dict, parts: Iterable[str] = SETTINGS_PARTS) -> tuple[list[str], list[str]]:
+def differences(a: dict[str, Any], b: dict[str, Any], parts: Iterable[str] = SETTINGS_PARTS) -> tuple[list[str], list[str]]:
     """(parts that differ, parts that cannot be checked because one run or both do not record them)."""
     differ = [p for p in parts if a.get(p) is not None and b.get(p) is not None and a[p] != b[p]]
     unchecked = [p for p in parts if a.get(p) is None or b.get(p) is None]
@@ -160,7 +160,7 @@ def coverage_problem(shared: int, base_cases: int) -> str | None:
             "comparison would speak for a part of the suite, not for the runs")
 
 
-def settings_problem(base_key: dict, cand_key: dict, parts: Iterable[str] = SETTINGS_PARTS) -> str | None:
+def settings_problem(base_key: dict[str, Any], cand_key: dict[str, Any], parts: Iterable[str] = SETTINGS_PARTS) -> str | None:
     """One line naming the settings `parts` on which a baseline and a candidate differ; None when they agree."""
     differ, _ = differences(base_key, cand_key, parts)
     if not differ:
@@ -168,7 +168,7 @@ def settings_problem(base_key: dict, cand_key: dict, parts: Iterable[str] = SETT
     return f"the runs differ in {describe_differences(differ)}: they are not runs of the same thing"
 
 
-def guard_problem(base_guards: dict, cand_guards: dict, forbidden_rules) -> str | None:
+def guard_problem(base_guards: dict[str, Any], cand_guards: dict[str, Any], forbidden_rules) -> str | None:
     """One line naming the first guard the forbidden rules ask that judged the two runs with another model or
     settings (run.json `guards` fingerprints differ): their forbidden rates would differ by the guards. None when
     they agree (a guard one run never asked leaves its replies without a verdict: unknown there anyway)."""

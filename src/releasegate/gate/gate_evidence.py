@@ -4,6 +4,7 @@ requests behind the rates, review obligations, run health and provenance. `decis
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..decision.criterion import CriterionResult, awaits_labels, relaxable
 from ..record.decision_evidence import (
@@ -31,7 +32,7 @@ def run_population(info: RunInfo, records: list[CaseRecord]) -> Population:
     return Population(planned=info.cases, evaluated=len(records), cuts=tuple(cuts))
 
 
-def run_requests(records: list[CaseRecord], load_records: list[CaseRecord], ledger: Sequence = ()) -> Requests:
+def run_requests(records: list[CaseRecord], load_records: list[CaseRecord], ledger: Sequence[Any] = ()) -> Requests:
     tally = attempt_counts([*records, *load_records, *ledger])  # the ledger's attempts were sent too
     fresh = attempt_counts(records, cached=False)["attempts"]
     return Requests(attempts=tally["attempts"], failed=tally["failed"], answered=sum(answered(r) for r in records),
@@ -43,7 +44,7 @@ def gate_evidence(info: RunInfo, records: list[CaseRecord], load_records: list[C
                   target_error: str | None, client_lag_ms: float | None, rubric_file: str, overrides: tuple[str, ...],
                   inputs_changed: tuple[str, ...], allow_insufficient: bool,
                   unplaced_domains: tuple[str, ...] = (), unplaced_reviewed: bool = False,
-                  ledger: Sequence = ()) -> GateEvidence:
+                  ledger: Sequence[Any] = ()) -> GateEvidence:
     outcomes = tuple(Outcome(r.criterion.name, getattr(r.criterion, "origin", "rubric"), r.verdict,
                              str(r.cause) if r.cause else None, relaxable(r), awaits_labels(r)) for r in results)
     undecided = tuple(o.name for o in outcomes if o.verdict == "insufficient")
@@ -61,7 +62,7 @@ def gate_evidence(info: RunInfo, records: list[CaseRecord], load_records: list[C
     )
 
 
-def run_arm(name: str, info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord], report: dict,
+def run_arm(name: str, info: RunInfo, records: list[CaseRecord], load_records: list[CaseRecord], report: dict[str, Any],
             *, problems: list[str]) -> Arm:
     """A saved run as one arm of a comparison: its gate's verdict (judged again), population, requests, health
     and whether its required review was waived."""

@@ -69,7 +69,7 @@ def _load_problems(info: RunInfo, load_records: list[CaseRecord]) -> list[str]:
     return []
 
 
-def phase_counts(records: list[CaseRecord], ledger: Sequence = ()) -> dict:
+def phase_counts(records: list[CaseRecord], ledger: Sequence[Any] = ()) -> dict[str, Any]:
     """Requests of one phase: every attempt (`evidence`: earlier journal lines and in-run retries count, and the
     phase's attempts in the ledger, `record.ledger`), how many cases were answered, failed attempts by error class
     (empty answers among them), cases whose outcome failed and cases that needed more than one attempt, cached
@@ -86,7 +86,7 @@ def phase_counts(records: list[CaseRecord], ledger: Sequence = ()) -> dict:
     }
 
 
-def target_failure(records: list[CaseRecord], load_records: list[CaseRecord], ledger: Sequence = ()) -> str | None:
+def target_failure(records: list[CaseRecord], load_records: list[CaseRecord], ledger: Sequence[Any] = ()) -> str | None:
     """A one-line reason when the target failed more than TARGET_FAILURE_SHARE of the requests sent to it; None
     otherwise. Every attempt counts (`evidence`): a case answered on its third try was two failed requests, and the
     ledger's attempts (`record.ledger`) are requests sent too."""
@@ -117,7 +117,7 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
     return planned
 
 
-def _summaries(info: RunInfo, phase: str) -> list:
+def _summaries(info: RunInfo, phase: str) -> list[Any]:
     """Every client summary of the phase: for the quality phase run.json's and each session's, so the lag, the
     batched share and the client kind are each the worst of every part of a resumed run."""
     quality = [info.client, *(s.get("client") for s in info.sessions if isinstance(s, dict))]
@@ -125,7 +125,7 @@ def _summaries(info: RunInfo, phase: str) -> list:
     return {"quality": quality, "load": load, "both": quality + load}.get(phase, [])
 
 
-def quality_client(info: RunInfo) -> dict | None:
+def quality_client(info: RunInfo) -> dict[str, Any] | None:
     """The client's lateness over the quality phase: the worst of run.json `client` and of every session's
     (`evidence.worst_client`), so a resume that re-ran a few cases never hides the lateness of the part before."""
     return worst_client(info.client, *(s.get("client") for s in info.sessions if isinstance(s, dict)))
@@ -235,7 +235,7 @@ def lateness_advice(max_share: float, *, cpu_share: float | None, in_flight: flo
     return f"the client is busy with its own requests ({load}): lower concurrency or add workers, {knowingly}"
 
 
-def client_load(info: RunInfo, phase: str, records: list[CaseRecord]) -> dict:
+def client_load(info: RunInfo, phase: str, records: list[CaseRecord]) -> dict[str, Any]:
     """How loaded the client was over the phase latency comes from: `cpu_share` (its loop's share of a CPU, from
     the summary with the worst lag) and `in_flight` (the average number of requests in flight: their time from
     send to end over the measured window). Either is None when the run cannot tell (no client figures; a resumed

@@ -9,6 +9,8 @@ different loads.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..inputs.backend_facts import capabilities
 from ..record.metrics import measured
 from ..record.records import CaseRecord, RunInfo
@@ -16,7 +18,7 @@ from ..record.records import CaseRecord, RunInfo
 __all__ = ["latency_source", "quality_source", "load_source"]
 
 
-def latency_source(info: RunInfo, records: list[CaseRecord], phase: str, sweep: dict | None = None) -> dict:
+def latency_source(info: RunInfo, records: list[CaseRecord], phase: str, sweep: dict[str, Any] | None = None) -> dict[str, Any]:
     """The source of the figures judged on `phase` ('quality', 'load' or 'both', as `latency_phase` chose):
     {'phase', 'in_flight' (the most requests in flight, None when the run does not record it), 'text'}.
     `sweep`: the capacity sweep as judged (`capacity_view`), whose figures come from its capacity step."""
@@ -31,7 +33,7 @@ def latency_source(info: RunInfo, records: list[CaseRecord], phase: str, sweep: 
             "text": f"{quality['text']} and {load['text']}, together"}
 
 
-def quality_source(info: RunInfo, records: list[CaseRecord]) -> dict:
+def quality_source(info: RunInfo, records: list[CaseRecord]) -> dict[str, Any]:
     """The quality cases' source: requests in flight at most (an endpoint's `target.concurrency`, as each session
     of the run recorded it in `sessions[].concurrency`), or the batch size (the hf backend, whose requests share forward passes)."""
     timed = measured(records)
@@ -45,7 +47,7 @@ def quality_source(info: RunInfo, records: list[CaseRecord]) -> dict:
     return {"phase": "quality", "in_flight": in_flight, "text": text}
 
 
-def load_source(info: RunInfo, sweep: dict | None = None) -> dict:
+def load_source(info: RunInfo, sweep: dict[str, Any] | None = None) -> dict[str, Any]:
     """The load phase's source: its profile (closed or open loop, in flight at most), or for a capacity sweep
     the step its figures are judged at."""
     phase = info.load_phase or {}

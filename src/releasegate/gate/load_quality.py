@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
@@ -74,8 +75,8 @@ def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers) ->
     return None
 
 
-def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
-                confidence: float = 0.95, strata: dict | None = None,
+def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden,
+                confidence: float = 0.95, strata: dict[str, Any] | None = None,
                 min_share: float = DEFAULT_MIN_PAIR_SHARE) -> MetricValue:
     """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`
     (on the pairs `load_pairs` finds, covering `min_share` of `chosen`; weighted by `strata`, the run's cases per
@@ -98,7 +99,7 @@ def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, sc
     return _with_note(value, note)
 
 
-def load_figures(records: list[CaseRecord], load_records: list[CaseRecord], confidence: float = 0.95) -> dict:
+def load_figures(records: list[CaseRecord], load_records: list[CaseRecord], confidence: float = 0.95) -> dict[str, Any]:
     """A run's quality under load beside its quality phase (served variants, `servers`): accuracy under load,
     `load_flip_rate` with its upper bound and `load_accuracy_delta`; empty when the load phase asked no case."""
     under_load = load_answers(records, load_records)
@@ -129,7 +130,7 @@ def draw_variation(info: RunInfo, records: list[CaseRecord], draws: list[CaseRec
     return bounds[0] if bounds else None
 
 
-def _disagreeing_pairs(keys: list) -> float:
+def _disagreeing_pairs(keys: list[Any]) -> float:
     """The share of a case's pairs of draws with different answers (two draws: 0 or 1)."""
     counts = Counter(keys)
     n = len(keys)
@@ -137,18 +138,18 @@ def _disagreeing_pairs(keys: list) -> float:
     return 1 - same / (n * (n - 1))
 
 
-def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict, forbidden,
-                 step_tag: str) -> list[dict]:
+def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict[str, Any], forbidden,
+                 step_tag: str) -> list[dict[str, Any]]:
     """Each capacity step's answers scored as the quality cases are: per step (load records tagged `step_tag`),
     its accuracy, format compliance and forbidden rate under load and its `load_flip_rate`, with n."""
-    steps: dict = {}
+    steps: dict[str, Any] = {}
     for rec in load_records:
         if rec.tags.get(step_tag) is not None:
             steps.setdefault(rec.tags[step_tag], []).append(rec)
     rows = []
     for step, recs in sorted(steps.items(), key=lambda kv: str(kv[0])):
         under_load = load_answers(records, recs)
-        row: dict = {"step": step, "requests": len(recs)}
+        row: dict[str, Any] = {"step": step, "requests": len(recs)}
         for name in ("accuracy", "format_compliance", "forbidden_rate", "load_flip_rate"):
             value = load_metric(name, records, under_load, scores, forbidden) if under_load.by_case else None
             row[name] = value.value if value is not None else None
@@ -156,7 +157,7 @@ def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scor
     return rows
 
 
-def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 1000) -> list[dict]:
+def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 1000) -> list[dict[str, Any]]:
     """The cases whose answer changed under load: case, answer alone, the first differing answer under load (a
     failed load request changed it: no answer)."""
     rows = []
@@ -171,7 +172,7 @@ def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 
     return rows[:limit]
 
 
-def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: float, strata: dict) -> MetricValue:
+def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: float, strata: dict[str, Any]) -> MetricValue:
     flipped, unanswered, hits = [], [], []
     for rec in pairs:
         alone, asked = answer_key(rec), under_load.by_case[rec.case_id]
@@ -193,8 +194,8 @@ def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: flo
     return MetricValue(value, len(pairs), wilson_bounds(value * effective, effective, confidence), note, confidence)
 
 
-def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: dict, forbidden,
-                    confidence: float, strata: dict) -> MetricValue:
+def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden,
+                    confidence: float, strata: dict[str, Any]) -> MetricValue:
     cells: dict[str, list[CaseRecord]] = {"both": [], "load_only": [], "alone_only": [], "neither": []}
     for rec in pairs:
         alone = scores.get(rec.case_id, {}).get("answer")

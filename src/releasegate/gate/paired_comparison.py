@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from statistics import fmean
+from typing import Any
 
 from ..decision.comparison import latency_non_inferiority, non_inferiority
 from ..decision.latency import widen
@@ -73,7 +74,7 @@ their own (a failed request is neither a wrong answer nor a right one)."""
 class Margins:
     """Non-inferiority margins and the confidence of the comparison."""
 
-    margins: dict = field(default_factory=lambda: dict(DEFAULT_MARGINS))
+    margins: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_MARGINS))
     confidence: float = 0.95
     lateness_ms: float = 0.0
     """The two clients' lateness summed: a paired latency difference may be off by up to it either way."""
@@ -83,7 +84,7 @@ def compare_records(
     base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules: tuple[ForbiddenRule, ...],
     margins: Margins = Margins(), *, base_verdicts: Verdicts | None = None, cand_verdicts: Verdicts | None = None,
     base_draws: CaseDraws | None = None, cand_draws: CaseDraws | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
     answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.
     Both runs are re-scored with the same forbidden rules, judge-scored answers with each run's own LLM-judge
@@ -120,12 +121,12 @@ def compare_records(
     }
 
 
-def metric_verdicts(comparison: dict, metrics=None) -> tuple[tuple[str, str], ...]:
+def metric_verdicts(comparison: dict[str, Any], metrics=None) -> tuple[tuple[str, str], ...]:
     """(metric, verdict) of a comparison's rows (only `metrics`, when given): what `decision.comparison` reads."""
     return tuple((r["metric"], r["verdict"]) for r in comparison["rows"] if metrics is None or r["metric"] in metrics)
 
 
-def changed_note(comparison: dict) -> str | None:
+def changed_note(comparison: dict[str, Any]) -> str | None:
     """One line naming the case ids whose contents differ between the runs; None when there are none."""
     n = comparison.get("changed_cases") or 0
     if not n:
@@ -139,7 +140,7 @@ _SHARES = "draw_shares"
 """A score's key for its case's per-draw shares under repeats (`_drawn`): key -> share, or None (unknown)."""
 
 
-def _drawn(record: CaseRecord, score: dict, found: CaseDraws | None, forbidden_rules) -> dict:
+def _drawn(record: CaseRecord, score: dict[str, Any], found: CaseDraws | None, forbidden_rules) -> dict[str, Any]:
     """`score` with its case's per-draw share on each quality rate, when the case repeats."""
     draws = found.by_case.get(record.case_id) if found is not None else None
     if found is None or not draws:
@@ -149,7 +150,7 @@ def _drawn(record: CaseRecord, score: dict, found: CaseDraws | None, forbidden_r
     return {**score, _SHARES: {k: draw_share(draws, by_id, forbidden_rules, k, found.verdicts) for k in keys}}
 
 
-def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
+def _outcome(key: str, record: CaseRecord, score: dict[str, Any]) -> bool | str | None:
     """Did this case pass on this metric (forbidden: did it hit)? None when the metric does not apply to it;
     'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail."""
     if key == "error":
@@ -170,7 +171,7 @@ def _outcome(key: str, record: CaseRecord, score: dict) -> bool | str | None:
     return score[key]["passed"] if key in score else None
 
 
-def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) -> dict | None:
+def _rate_row(name: str, pairs, margins: Margins, strata: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The paired row of a rate metric on the shared cases it applies to (`strata`: the shared cases per weighted
     stratum, `sample_weights.stratum_counts`)."""
     key, higher = _RATE_KEYS[name]
@@ -212,7 +213,7 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict | None = None) ->
     }
 
 
-def _error_row(pairs, margins: Margins, strata: dict) -> dict | None:
+def _error_row(pairs, margins: Margins, strata: dict[str, Any]) -> dict[str, Any] | None:
     """The paired error-rate row, undecided when either run sent fewer than MIN_FRESH_REQUESTS requests for the
     shared cases (answers reused from the response cache with no request known behind them send none): its
     failures are then unknown, as the gate's error guard says."""
@@ -224,7 +225,7 @@ def _error_row(pairs, margins: Margins, strata: dict) -> dict | None:
     return _rate_row("error_rate", pairs, margins, strata)
 
 
-def _undecided_row(name: str, n: int, margin: float, note: str) -> dict:
+def _undecided_row(name: str, n: int, margin: float, note: str) -> dict[str, Any]:
     return {"metric": name, "n": n, "baseline": None, "candidate": None, "delta": None, "interval": None,
             "margin": margin, "p_value": None, "worse": None, "better": None, "verdict": "insufficient", "note": note}
 
@@ -235,7 +236,7 @@ def _weighing(base: CaseRecord, cand: CaseRecord) -> CaseRecord:
     return cand if is_weighted(cand) or not is_weighted(base) else base
 
 
-def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: dict) -> tuple[list[float] | None, str | None]:
+def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: dict[str, Any]) -> tuple[list[float] | None, str | None]:
     """(each shared case's weight, None) when a shared case is a weighted sample's, (None, None) when none is,
     (None, why) when a case stands for a different stratum in the two runs (which rows it speaks for is unknown)."""
     if not any(is_weighted(b) or is_weighted(c) for b, c in pairs):
@@ -282,7 +283,7 @@ def _scaled(cells: tuple[float, float, float, float], n: float) -> tuple[float, 
     return a, b, c, d
 
 
-def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
+def _latency_row(name: str, pairs, margins: Margins) -> dict[str, Any] | None:
     both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs
             if answered(b) and answered(c) and not b.cached and not c.cached]  # a cached answer measured nothing
     both = [(x, y) for x, y in both if x is not None and y is not None]
@@ -304,7 +305,7 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict | None:
     }
 
 
-def _slice_rows(pairs, margins: Margins, strata: dict | None = None) -> list[dict]:
+def _slice_rows(pairs, margins: Margins, strata: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
     cands = [c for _, c, _, _ in pairs]
     by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}

@@ -12,6 +12,8 @@ not all be checked leaves the delta unknown."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..record.evidence import answered
 from ..record.metrics import MetricValue, select
 from ..record.records import CaseRecord
@@ -24,8 +26,8 @@ from .stability import CaseDraws, draw_share
 __all__ = ["forbidden_delta"]
 
 
-def forbidden_delta(baseline: dict | None, forbidden_rules, records: list[CaseRecord], scores: dict,
-                    slice_: dict | None, confidence: float = 0.95, guards: dict | None = None,
+def forbidden_delta(baseline: dict[str, Any] | None, forbidden_rules, records: list[CaseRecord], scores: dict[str, Any],
+                    slice_: dict[str, Any] | None, confidence: float = 0.95, guards: dict[str, Any] | None = None,
                     drawn: CaseDraws | None = None, saved: SavedBaseline | None = None) -> MetricValue:
     """This run's forbidden rate minus the baseline run's on the shared answered cases of `slice_`; `guards` is
     this run's run.json `guards` (each guard's fingerprint); `drawn`: this run's repeated draws."""
@@ -75,7 +77,7 @@ def _repeats(*found: CaseDraws | None) -> bool:
     return any(f is not None and f.repeated for f in found)
 
 
-def _share(record: CaseRecord, scores: dict, found: CaseDraws | None, forbidden_rules) -> float | None:
+def _share(record: CaseRecord, scores: dict[str, Any], found: CaseDraws | None, forbidden_rules) -> float | None:
     """The case's forbidden share: its draws' share that hit a rule under repeats, else 1 or 0 for its reply;
     None when a reply or a draw has no verdict."""
     draws = found.by_case.get(record.case_id) if found is not None else None

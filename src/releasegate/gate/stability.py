@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..errors import ReleasegateError
 from ..record.evidence import answered, failure
@@ -120,8 +121,8 @@ def draw_verdicts(verdicts: Verdicts | None) -> Verdicts | None:
     return replace(verdicts, baseline_hashes={})
 
 
-def draw_scores(draws: list[CaseRecord], scores: dict, forbidden, verdicts: Verdicts | None = None,
-                stored: bool = True) -> list[dict]:
+def draw_scores(draws: list[CaseRecord], scores: dict[str, Any], forbidden, verdicts: Verdicts | None = None,
+                stored: bool = True) -> list[dict[str, Any]]:
     """Each draw's scores: the first is the case's own record, scored already (`scores`; `stored`), every other
     is scored here with the judge's and the guards' verdicts on it (`verdicts`, as `draw_verdicts` keeps them)."""
     return [scores.get(rec.case_id, {}) if i == 0 and stored else score_record(rec, forbidden, draw_verdicts(verdicts))
@@ -155,7 +156,7 @@ def answer_key(record: CaseRecord, checked_as: CaseRecord | None = None) -> str 
     return normalize(record.output) if kind in _NORMALISING else record.output.strip()
 
 
-def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer",
+def _passes(draws: list[CaseRecord], scores: dict[str, Any], forbidden, key: str = "answer",
             stored: bool = True, verdicts: Verdicts | None = None) -> list[bool | None]:
     """Each draw's outcome on `key`: True, False (a failed request counts as wrong), None (unknown; forbidden: also
     a failed request, no reply to count). `stored`: the first is the case's own record, scored already (`scores`);
@@ -175,7 +176,7 @@ def _passes(draws: list[CaseRecord], scores: dict, forbidden, key: str = "answer
     return out
 
 
-def draw_share(draws: list[CaseRecord], scores: dict, forbidden, key: str, verdicts: Verdicts | None = None
+def draw_share(draws: list[CaseRecord], scores: dict[str, Any], forbidden, key: str, verdicts: Verdicts | None = None
                ) -> float | None:
     """A case's share of its draws that pass on `key` (answer, format) or hit (forbidden), as the gate's per-draw
     rates count it: a failed draw fails (forbidden: is no reply, left out); None when a draw could not be checked
@@ -187,8 +188,8 @@ def draw_share(draws: list[CaseRecord], scores: dict, forbidden, key: str, verdi
     return sum(known) / len(known) if known else None
 
 
-def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict, forbidden,
-                confidence: float = 0.95, strata: dict | None = None) -> MetricValue:
+def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict[str, Any], forbidden,
+                confidence: float = 0.95, strata: dict[str, Any] | None = None) -> MetricValue:
     """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat;
     cases of a stratified sample weigh as the source rows they stand for (`strata`: the run's cases per
     stratum), bounded at Kish's effective n."""
@@ -234,7 +235,7 @@ def _unchecked(n: int) -> str:
             "alone: their forbidden_rate counts every draw)") if n else ""
 
 
-def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: dict | None,
+def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: dict[str, Any] | None,
               note: str) -> MetricValue:
     """The mean of per-case shares with one-sided bounds over the cases (`cluster_share_bounds`); for a weighted
     sample the population-weighted mean, Wilson at Kish's effective n (as `record.metrics` weighs rates)."""
@@ -248,9 +249,9 @@ def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, s
     return MetricValue(value, len(shares), wilson_bounds(value * effective, effective, confidence), note, confidence)
 
 
-def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict,
+def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict[str, Any],
                   forbidden, confidence: float = 0.95, problem: str | None = None, stored: bool = True,
-                  strata: dict | None = None, verdicts: Verdicts | None = None) -> MetricValue:
+                  strata: dict[str, Any] | None = None, verdicts: Verdicts | None = None) -> MetricValue:
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
     answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case.
     Forbidden rules of kind guard read the guards' `verdicts` on each draw (the guard stage classifies every
@@ -297,7 +298,7 @@ def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRec
     return out
 
 
-def draws_table(found: CaseDraws, scores: dict, forbidden, limit: int = 1000) -> list[dict]:
+def draws_table(found: CaseDraws, scores: dict[str, Any], forbidden, limit: int = 1000) -> list[dict[str, Any]]:
     """One row per repeated case for the reports: its modal answer, agreement and which draws failed; cases
     with a failing or disagreeing draw first."""
     rows = []

@@ -17,6 +17,7 @@ how the review sample drew them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..inputs.judge_settings import CalibrationPolicy, parse_calibration
 from ..inputs.review_policy import ReviewPolicy, slice_name
@@ -46,7 +47,7 @@ def reviewer_labels(records, edits, labels_per_case: int = 1, drawn: Sequence[Dr
 def output_approvals(edits, labels_per_case: int = 1) -> dict[tuple[str, str], bool]:
     """(case id, output hash) -> whether the reviewers approved that output of the case (`reviewer_labels` for
     every output labelled: a repeated draw that said what was labelled shares its label)."""
-    by_output: dict[str, list] = {}
+    by_output: dict[str, list[Any]] = {}
     for e in edits:
         if e.output_hash:
             by_output.setdefault(e.output_hash, []).append(e)
@@ -54,11 +55,11 @@ def output_approvals(edits, labels_per_case: int = 1) -> dict[tuple[str, str], b
             for case_id, label in case_labels(mine, labels_per_case).items()}
 
 
-def judge_pairs(records, scores: dict, edits, labels_per_case: int = 1,
-                drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple]]:
+def judge_pairs(records, scores: dict[str, Any], edits, labels_per_case: int = 1,
+                drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """Per judge criterion: (record, judge passed, reviewers approved) for every case with both."""
     approved = reviewer_labels(records, edits, labels_per_case, drawn)
-    out: dict[str, list[tuple]] = {}
+    out: dict[str, list[tuple[Any, ...]]] = {}
     for r in records:
         verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
         if not verdict or verdict.get("passed") is None or r.case_id not in approved:
@@ -67,8 +68,8 @@ def judge_pairs(records, scores: dict, edits, labels_per_case: int = 1,
     return out
 
 
-def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
-              review: ReviewPolicy | None = None, drawn: Sequence[DrawnRow] = ()) -> dict[str, dict]:
+def calibrate(records, scores: dict[str, Any], edits, policy: CalibrationPolicy,
+              review: ReviewPolicy | None = None, drawn: Sequence[DrawnRow] = ()) -> dict[str, dict[str, Any]]:
     """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows and
     `cells`: per sampling cell of the review sample's design (`review`'s), the criterion's judge-scored cases,
     how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights).
@@ -81,7 +82,7 @@ def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
     blanks = blank_cases(drawn, {r.case_id for r in records}, approved)
     cell_of = sampling_cells(records, scores, review or ReviewPolicy())
 
-    def agreement(graded: list) -> DesignRate:
+    def agreement(graded: list[Any]) -> DesignRate:
         agrees = {r.case_id: approved[r.case_id] == _judged(scores, r)["passed"] if r.case_id in approved else False
                   for r in graded if r.case_id in approved or r.case_id in blanks}
         judged, _ = judged_cases(graded, scores, agrees, cell_of)
@@ -104,20 +105,20 @@ def calibrate(records, scores: dict, edits, policy: CalibrationPolicy,
     return out
 
 
-def _verdict(scores: dict, record) -> dict | None:
+def _verdict(scores: dict[str, Any], record) -> dict[str, Any] | None:
     return scores.get(record.case_id, {}).get("answer", {}).get("judge")
 
 
-def _judged(scores: dict, record) -> dict:
+def _judged(scores: dict[str, Any], record) -> dict[str, Any]:
     """The verdict of a case the judge graded."""
     verdict = _verdict(scores, record)
     assert verdict is not None, f"{record.case_id} has no judge verdict"
     return verdict
 
 
-def _cells(graded: list, approved: dict[str, bool], cell_of: dict[str, str]) -> dict[str, dict]:
+def _cells(graded: list[Any], approved: dict[str, bool], cell_of: dict[str, str]) -> dict[str, dict[str, Any]]:
     """Sampling cell -> {cases, labelled, approved} over a criterion's judge-scored cases."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for r in graded:
         row = out.setdefault(cell_of[r.case_id], {"cases": 0, "labelled": 0, "approved": 0})
         row["cases"] += 1
@@ -126,7 +127,7 @@ def _cells(graded: list, approved: dict[str, bool], cell_of: dict[str, str]) -> 
     return out
 
 
-def _row(pairs: list[tuple], rate: DesignRate, policy: CalibrationPolicy, *, decide: bool = True) -> dict:
+def _row(pairs: list[tuple[Any, ...]], rate: DesignRate, policy: CalibrationPolicy, *, decide: bool = True) -> dict[str, Any]:
     """`pairs`: (record, judge passed, reviewers approved); `rate`: their agreement weighted back to the run."""
     verdicts = [(j, h) for _, j, h in pairs]
     n = len(verdicts)
@@ -149,7 +150,7 @@ def _row(pairs: list[tuple], rate: DesignRate, policy: CalibrationPolicy, *, dec
     return row
 
 
-def _decide(row: dict, policy: CalibrationPolicy) -> tuple[bool, str]:
+def _decide(row: dict[str, Any], policy: CalibrationPolicy) -> tuple[bool, str]:
     n, lower = row["labels"], row["agreement_lower"]
     if n < policy.min_labels:
         return False, f"{n} case(s) with both a judge verdict and a review label, {policy.min_labels} needed"

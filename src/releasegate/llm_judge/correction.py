@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
@@ -78,19 +79,19 @@ class _Judged:
     """The reviewers' label (True: approved); None for a case nobody labelled."""
     weight: float = 1.0
     """The source rows the case stands for (`sample_weights.case_weights`; 1 outside a weighted sample)."""
-    source: tuple | None = None
+    source: tuple[Any, ...] | None = None
     """Its weighted stratum (`sample_weights.source_of`)."""
 
 
-def judge_grade(verdict: dict) -> str:
+def judge_grade(verdict: dict[str, Any]) -> str:
     """The judge's grade of a case: 'score=4' on a scale, else 'pass' or 'fail'."""
     if verdict.get("score") is not None:
         return f"score={verdict['score']}"
     return "pass" if verdict["passed"] else "fail"
 
 
-def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[str, str],
-                 strata: dict | None = None) -> tuple[list[_Judged], float]:
+def judged_cases(chosen, scores: dict[str, Any], labelled: dict[str, bool], cells: dict[str, str],
+                 strata: dict[str, Any] | None = None) -> tuple[list[_Judged], float]:
     """The cases of `chosen` the judge graded, each with its sampling cell and what the reviewers said of it
     (`labelled`: case id -> True / False), and how many of the others passed their automatic score. With
     `strata` (`sample_weights.stratum_counts`), each case weighs the source rows it stands for, and so do the
@@ -109,7 +110,7 @@ def judged_cases(chosen, scores: dict, labelled: dict[str, bool], cells: dict[st
     return judged, fixed
 
 
-def judged_draws(chosen, weights: list[float], replies: dict[str, list[tuple]]) -> tuple[list[_Judged], float]:
+def judged_draws(chosen, weights: list[float], replies: dict[str, list[tuple[Any, ...]]]) -> tuple[list[_Judged], float]:
     """As `judged_cases`, over every draw of each case of `chosen` (`replies`: case id -> its draws as (record,
     scores, the reviewers' label on that output of the case or None, sampling cell)), each draw weighing an equal
     share of its case's weight (`weights`), so the case stays the unit; a failed draw counts as a wrong answer."""
@@ -155,9 +156,9 @@ def design_rate(judged: list[_Judged], fixed: float, n: float, confidence: float
                       sum(s.labelled for s in strata), len(strata))
 
 
-def corrected_accuracy(chosen, scores: dict, approved: dict[str, bool], cells: dict[str, str],
-                       confidence: float, strata: dict | None = None,
-                       replies: dict[str, list[tuple]] | None = None) -> MetricValue:
+def corrected_accuracy(chosen, scores: dict[str, Any], approved: dict[str, bool], cells: dict[str, str],
+                       confidence: float, strata: dict[str, Any] | None = None,
+                       replies: dict[str, list[tuple[Any, ...]]] | None = None) -> MetricValue:
     """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the
     approval of its post-stratum, any other as its automatic score. `approved`: case id -> the reviewers' label
     (on the current output); `cells`: case id -> sampling cell. Cases of a weighted sample weigh the source rows
@@ -199,7 +200,7 @@ def post_strata(judged: list[_Judged]) -> tuple[list[PostStratum], str | None]:
     return out, None
 
 
-def _finest(members: list[_Judged], levels: tuple[Callable, ...]) -> list[PostStratum]:
+def _finest(members: list[_Judged], levels: tuple[Callable[..., Any], ...]) -> list[PostStratum]:
     """The finest split of a sampling cell, one level at a time, whose every part has a label."""
     parts = list(_group(members, levels[0]).values()) if levels else []
     if not parts or not all(_labelled(p) for p in parts):
@@ -223,8 +224,8 @@ def _labelled(members: list[_Judged]) -> bool:
     return any(j.approved is not None for j in members)
 
 
-def _group(items: list, key: Callable) -> dict:
-    out: dict = {}
+def _group(items: list[Any], key: Callable[..., Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for item in items:
         out.setdefault(key(item), []).append(item)
     return out

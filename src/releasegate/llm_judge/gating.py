@@ -20,6 +20,7 @@ label). Calibration itself reads the labelled cases' draw 0, the output the revi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..decision.calibration import judge_uncalibrated, rejudged, too_few_labels
 from ..decision.criterion import CriterionResult
@@ -49,8 +50,8 @@ PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsiste
 """Metrics of the judge's comparisons with a baseline run (`judge.baseline`)."""
 
 
-def judge_section(info, records, scores: dict, labels, rubric, verdicts, draws=(),
-                  drawn: Sequence[DrawnRow] = ()) -> dict | None:
+def judge_section(info, records, scores: dict[str, Any], labels, rubric, verdicts, draws=(),
+                  drawn: Sequence[DrawnRow] = ()) -> dict[str, Any] | None:
     """The report's `judge`: the judge and its calls, tokens and cost (apart from the model's; the repeated
     `draws`' calls among them, their errors counted with the cases'), and its calibration per criterion and
     slice. None when no case is judge-scored and no judge is configured."""
@@ -67,10 +68,10 @@ def judge_section(info, records, scores: dict, labels, rubric, verdicts, draws=(
     return out
 
 
-def _pairwise_summary(records, scores: dict, max_inconsistency: float) -> dict:
+def _pairwise_summary(records, scores: dict[str, Any], max_inconsistency: float) -> dict[str, Any]:
     """Per judge criterion: the comparisons with the baseline run, by outcome, and whether the judge held its
     preference when the order was swapped often enough for pairwise criteria to decide."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for r in records:
         pair = scores.get(r.case_id, {}).get("pairwise")
         if pair is None:
@@ -86,7 +87,7 @@ def _pairwise_summary(records, scores: dict, max_inconsistency: float) -> dict:
     return out
 
 
-def undecided_by_judge(results: list[CriterionResult], records, scores: dict, section: dict | None):
+def undecided_by_judge(results: list[CriterionResult], records, scores: dict[str, Any], section: dict[str, Any] | None):
     """`results` with every criterion that an uncalibrated judge criterion's verdicts feed made insufficient."""
     if not section:
         return results
@@ -113,7 +114,7 @@ def undecided_by_judge(results: list[CriterionResult], records, scores: dict, se
     return out
 
 
-def _labels_could_calibrate(section: dict, name: str) -> bool:
+def _labels_could_calibrate(section: dict[str, Any], name: str) -> bool:
     """Whether more reviewers' labels could calibrate the judge criterion `name`: too few labels, a sampling cell
     with none, or an agreement whose point meets the bar while its bound does not (an order-inconsistent pairwise
     judge, one whose agreement misses the bar, or one whose every case is labelled, is not waiting for labels)."""
@@ -129,7 +130,7 @@ def _labels_could_calibrate(section: dict, name: str) -> bool:
     return agreement is not None and agreement >= policy["min_agreement"]
 
 
-def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[str]:
+def _judge_criteria_in(result: CriterionResult, records, scores: dict[str, Any]) -> set[str]:
     criterion = result.criterion
     if criterion.metric in PAIRWISE_METRICS:
         chosen = select(records, getattr(criterion, "slice", None))
@@ -140,7 +141,7 @@ def _judge_criteria_in(result: CriterionResult, records, scores: dict) -> set[st
     return {v["criterion"] for r in chosen if (v := scores.get(r.case_id, {}).get("answer", {}).get("judge"))}
 
 
-def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict, section: dict | None, edits=(),
+def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict[str, Any], section: dict[str, Any] | None, edits=(),
                            review: ReviewPolicy | None = None, *, found: CaseDraws | None = None, forbidden=(),
                            drawn: Sequence[DrawnRow] = ()):
     """`results` with each decided criterion fed by calibrated judge verdicts judged again on the
@@ -173,8 +174,8 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
     return out
 
 
-def judged_replies(records, scores: dict, cells: dict[str, str], found: CaseDraws, forbidden, edits,
-                   labels_per_case: int = 1, drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple]]:
+def judged_replies(records, scores: dict[str, Any], cells: dict[str, str], found: CaseDraws, forbidden, edits,
+                   labels_per_case: int = 1, drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """Case id -> every draw of the case (a case asked once: its record) as (record, scores, the reviewers' label
     on that output of the case or None, sampling cell: the case's, with the draw's own automatic outcome). The
     reply of a row of the review sample (`drawn`) left blank counts as rejected."""
@@ -190,13 +191,13 @@ def judged_replies(records, scores: dict, cells: dict[str, str], found: CaseDraw
     return out
 
 
-def _chosen(result: CriterionResult, records, scores: dict) -> list:
+def _chosen(result: CriterionResult, records, scores: dict[str, Any]) -> list[Any]:
     """The records the criterion's accuracy counts (a failed request counts as a wrong answer)."""
     chosen = select(records, getattr(result.criterion, "slice", None))
     return [r for r in chosen if "answer" in scores.get(r.case_id, {}) or not answered(r)]
 
 
-def _too_few_labels(result: CriterionResult, chosen: list, scores: dict, approved: dict, needed: int) -> str | None:
+def _too_few_labels(result: CriterionResult, chosen: list[Any], scores: dict[str, Any], approved: dict[str, Any], needed: int) -> str | None:
     """Why a slice criterion cannot be corrected: fewer than `needed` labelled judge-scored cases in the slice."""
     slice_ = getattr(result.criterion, "slice", None)
     if not slice_:

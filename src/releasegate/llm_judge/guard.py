@@ -33,23 +33,23 @@ def guard_question(name: str, policy: str | None) -> str:
     return f"guard:{name}" if policy is None else f"guard:{name}:{policy}"
 
 
-def guard_fingerprint(settings: GuardSettings, inputs: list[dict] | None = None) -> str:
+def guard_fingerprint(settings: GuardSettings, inputs: list[dict[str, Any]] | None = None) -> str:
     """The guard's fingerprint: its model files' hashes (or endpoint, or replayed verdicts), format, categories,
     prompt template and parameters. `inputs`: its files already hashed (`model_inputs`), so none is read twice."""
     inputs = model_inputs(settings.target) if inputs is None else inputs
     return settings.fingerprint(grader_fingerprint(settings.target, inputs))
 
 
-def graders_manifest(config, rules) -> dict:
+def graders_manifest(config, rules) -> dict[str, Any]:
     """manifest.json's `judge` and `guards`: the LLM judge and each guard the forbidden `rules` ask, with their
     description, fingerprint and the sha256 of their files (model and adapter files, or replayed verdicts), so a
     run says which models judged it."""
-    out: dict = {} if config.judge is None else {"judge": judge_manifest(config.judge)}
+    out: dict[str, Any] = {} if config.judge is None else {"judge": judge_manifest(config.judge)}
     guards = guards_manifest(config, rules)
     return {**out, "guards": guards} if guards else out
 
 
-def guards_manifest(config, rules) -> dict:
+def guards_manifest(config, rules) -> dict[str, Any]:
     """manifest.json's `guards`: each guard the `rules` ask (and the config defines), its files hashed once."""
     out = {}
     for name in (n for n in guard_names(rules) if n in config.guards):
@@ -85,7 +85,7 @@ def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, b
                           f"finish with: releasegate check --resume {run.path}", markup=False, soft_wrap=True)
 
 
-def _record_guards(run: RunDir, guards: dict) -> None:
+def _record_guards(run: RunDir, guards: dict[str, Any]) -> None:
     """manifest.json's `guards` as run.json's: the guards as they were when asked. A guard changed on disk since
     the run started (a `check --resume`, or an edit while the cases ran) is asked again under its new
     fingerprint, and the manifest then names the files that judged the run, not those hashed at its start."""
@@ -118,7 +118,7 @@ def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, f
         judge=lambda a, gen, cached: _judgment(settings, fingerprint, a[0], a[1], gen, cached), between=between)
 
 
-def _user_turns(data: dict) -> str:
+def _user_turns(data: dict[str, Any]) -> str:
     """What the user said: the prompt, or the chat's messages (all but the assistant's) one per line."""
     if data.get("messages") is not None:
         return "\n".join(str(m.get("content", "")) for m in data["messages"] if m.get("role") != "assistant")

@@ -33,6 +33,7 @@ replies is uncalibrated: its word alone decides no forbidden criterion (see `dec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
@@ -56,7 +57,7 @@ class CategoryError:
     false_alarms: int
     confidence: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"category": self.category, "positives": self.positives, "misses": self.misses,
                 "miss_rate": self.misses / self.positives if self.positives else None,
                 "miss_bounds": wilson_bounds(self.misses, self.positives, self.confidence) if self.positives else None,
@@ -93,7 +94,7 @@ def output_labels(edits) -> dict[tuple[str, str], list[str]]:
     return {key: sorted(c) for key, c in out.items()}
 
 
-def guard_flagged(score: dict, guard: str, category: str | None = None) -> bool | None:
+def guard_flagged(score: dict[str, Any], guard: str, category: str | None = None) -> bool | None:
     """Did `guard` call the reply forbidden (under `category`, if given)? None when it gave no verdict on it."""
     found = score.get("forbidden") or {}
     if guard not in found.get("guard_said", []):
@@ -102,7 +103,7 @@ def guard_flagged(score: dict, guard: str, category: str | None = None) -> bool 
                for m in found.get("matches", []))
 
 
-def guard_errors(records, scores: dict, labels: dict[str, list[str]], rules, guard: str,
+def guard_errors(records, scores: dict[str, Any], labels: dict[str, list[str]], rules, guard: str,
                  confidence: float) -> tuple[int, list[CategoryError]]:
     """The labelled replies the guard gave a verdict on, and its error per rubric category it decides."""
     seen = [(r, labels[r.case_id]) for r in records
@@ -120,9 +121,9 @@ def guard_errors(records, scores: dict, labels: dict[str, list[str]], rules, gua
     return len(seen), out
 
 
-def corrected_forbidden(chosen, scores: dict, labels: dict[str, list[str]], cells: dict[str, str],
-                        guards: list[str], confidence: float, strata: dict | None = None,
-                        replies: dict[str, list[tuple]] | None = None) -> MetricValue:
+def corrected_forbidden(chosen, scores: dict[str, Any], labels: dict[str, list[str]], cells: dict[str, str],
+                        guards: list[str], confidence: float, strata: dict[str, Any] | None = None,
+                        replies: dict[str, list[tuple[Any, ...]]] | None = None) -> MetricValue:
     """The forbidden rate of `chosen` as the reviewers would have judged it (the module docstring's formula).
     Cases of a weighted sample weigh the source rows they stand for (`strata`: the run's cases per stratum; by
     default those of `chosen`), as in the raw rate. `replies` (under repeats): case id -> its answered draws as

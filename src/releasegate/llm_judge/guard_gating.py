@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from ..decision.calibration import guard_corrected_result, guard_ruled_result, guard_ruling
 from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
@@ -22,7 +23,7 @@ from .guard_view import GuardView, guard_section, guard_view
 __all__ = ["guard_section", "guard_corrected", "guard_view", "GuardView", "corrected_metrics", "corrected_metric"]
 
 
-def corrected_metric(raw: dict, view: GuardView | None) -> dict:
+def corrected_metric(raw: dict[str, Any], view: GuardView | None) -> dict[str, Any]:
     """A report's `forbidden_rate` figure (a `MetricValue.as_dict`) as it must be shown: with a calibrated guard the
     guard-corrected rate of the run's cases, the raw guard flags kept under `raw_value` and named in the note;
     with an uncalibrated one the raw figure, its note saying it is raw. Unchanged without guard rules."""
@@ -37,7 +38,7 @@ def corrected_metric(raw: dict, view: GuardView | None) -> dict:
     return {**shown, "raw_value": raw["value"], "note": _joined(shown.get("note"), flags)}
 
 
-def corrected_metrics(metrics: dict, view: GuardView | None) -> dict:
+def corrected_metrics(metrics: dict[str, Any], view: GuardView | None) -> dict[str, Any]:
     """report.json `metrics` with `forbidden_rate` as `corrected_metric` shows it."""
     if view is None or "forbidden_rate" not in metrics:
         return metrics
@@ -48,9 +49,9 @@ def _joined(*parts) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def guard_corrected(results: list[CriterionResult], records, scores: dict, section: dict | None, edits=(),
+def guard_corrected(results: list[CriterionResult], records, scores: dict[str, Any], section: dict[str, Any] | None, edits=(),
                     review: ReviewPolicy | None = None, *, view: GuardView | None = None,
-                    comparison: dict | None = None, rubric=None,
+                    comparison: dict[str, Any] | None = None, rubric=None,
                     baseline: Callable[[], SavedBaseline] | None = None) -> list[CriterionResult]:
     """`results` with each forbidden_rate criterion of the run's own quality cases ruled on by `decision.calibration`
     on the corrected rate (`view`: the run's `guard_view`, with its draws under repeats). The paired ones (the
@@ -141,7 +142,7 @@ def _uncorrected(view: GuardView, arm: BaselineArm | None) -> str:
     return arm.why or "the guard-corrected rate of one run is unknown"
 
 
-def _row(row: dict, view: GuardView, arm: BaselineArm, records, comparison: dict) -> dict:
+def _row(row: dict[str, Any], view: GuardView, arm: BaselineArm, records, comparison: dict[str, Any]) -> dict[str, Any]:
     """The comparison's forbidden_rate row on both runs' corrected rates, or on the raw flags labelled as raw."""
     if arm.view is None or not view.calibrated:
         return corrected_row(row, None, _uncorrected(view, arm))

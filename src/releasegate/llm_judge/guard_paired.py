@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..decision.comparison import non_inferiority
 from ..errors import ReleasegateError
@@ -95,7 +96,7 @@ def _sides(value: MetricValue) -> tuple[float, float]:
     return (0.0 if lo is None else lo), (1.0 if hi is None else hi)
 
 
-def corrected_row(row: dict, corrected: CorrectedDelta | None, raw_why: str = "") -> dict:
+def corrected_row(row: dict[str, Any], corrected: CorrectedDelta | None, raw_why: str = "") -> dict[str, Any]:
     """The baseline comparison's forbidden_rate row on the corrected delta (its raw guard flags kept under `raw`),
     decided as every paired rate row is (`decision.comparison.non_inferiority`); with `raw_why` the row stays on
     the raw flags, labelled as raw."""

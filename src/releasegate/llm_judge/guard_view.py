@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..gate.stability import draw_scores
 from ..inputs.review_policy import ReviewPolicy
@@ -23,7 +24,7 @@ from .guard_error import corrected_forbidden, forbidden_labels, guard_errors, ou
 __all__ = ["GuardView", "guard_view", "guard_section", "draw_cell"]
 
 
-def guard_section(records, scores: dict, edits, rubric, drawn: Sequence[DrawnRow] = ()) -> dict | None:
+def guard_section(records, scores: dict[str, Any], edits, rubric, drawn: Sequence[DrawnRow] = ()) -> dict[str, Any] | None:
     """Per guard the rubric's rules name: the labelled replies it judged, whether that calibrates it, and its miss
     and false-alarm rates per category with their bounds. None without guard rules. Only labels count (a drawn
     row left blank is none), and on a drawn case only those given on its drawn row (`review_cover.covering`)."""
@@ -47,13 +48,13 @@ class GuardView:
     answered draw of each case with its scores and labels."""
 
     records: list[CaseRecord]
-    scores: dict
+    scores: dict[str, Any]
     labels: dict[str, list[str]]
     cells: dict[str, str]
     guards: tuple[str, ...]
     calibration: tuple[GuardCalibration, ...]
-    strata: dict
-    replies: dict[str, list[tuple]] | None = None
+    strata: dict[str, Any]
+    replies: dict[str, list[tuple[Any, ...]]] | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -72,7 +73,7 @@ class GuardView:
                                    self.strata, self.replies)
 
 
-def guard_view(records, scores: dict, section: dict | None, edits=(), rubric=None, found=None, *,
+def guard_view(records, scores: dict[str, Any], section: dict[str, Any] | None, edits=(), rubric=None, found=None, *,
                review: ReviewPolicy | None = None, forbidden=(), drawn: Sequence[DrawnRow] = ()) -> GuardView | None:
     """The run's `GuardView` (None without guard rules: `section` is `guard_section`'s). `found`: the run's draws
     (`gate.stability.case_draws`, with the guards' verdicts on them) when it repeats its cases; `rubric` gives the
@@ -103,7 +104,7 @@ def guard_view(records, scores: dict, section: dict | None, edits=(), rubric=Non
                      tuple(section), calibration, stratum_counts(records), replies)
 
 
-def draw_cell(case_cell: str, draw: CaseRecord, score: dict) -> str:
+def draw_cell(case_cell: str, draw: CaseRecord, score: dict[str, Any]) -> str:
     """A draw's sampling cell: its case's ('stratum|outcome[|slices]'), with the draw's own automatic outcome, so a
     flagged draw of a case whose first answer was clean is weighed with the labelled replies that failed alike
     (a judge-failed draw of a case the judge passed, likewise: `gating.corrected_by_reviewers`)."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..record.evidence import answered
 from ..record.records import CaseRecord
@@ -18,8 +19,8 @@ def judged_records(records: list[CaseRecord]) -> list[CaseRecord]:
 
 
 
-def judge_summary(records: list[CaseRecord], judgments: dict, settings_info: dict | None,
-                  draws: Sequence[CaseRecord] = ()) -> dict | None:
+def judge_summary(records: list[CaseRecord], judgments: dict[str, Any], settings_info: dict[str, Any] | None,
+                  draws: Sequence[CaseRecord] = ()) -> dict[str, Any] | None:
     """The report's `judge` section: calls and tokens (every graded draw's among them: a draw that repeats its
     case's output shares its verdict, no call), errors by class on the current outputs of the cases and of their
     repeated `draws`, the judge's own cost, apart from the model's; `judged`: cases whose draw 0 has a verdict.

@@ -52,14 +52,14 @@ JUDGE_BATCH = 32
 """Verdicts per journal append (the backend runs `judge.concurrency` of them at a time)."""
 
 
-def judge_fingerprint(settings: JudgeSettings, inputs: list[dict] | None = None) -> str:
+def judge_fingerprint(settings: JudgeSettings, inputs: list[dict[str, Any]] | None = None) -> str:
     """The judge's fingerprint: its model files' hashes (or endpoint), parameters and prompt template.
     `inputs`: the judge's files already hashed (`judge_inputs`), so no file is read twice."""
     inputs = judge_inputs(settings) if inputs is None else inputs
     return settings.fingerprint(grader_fingerprint(settings.target, [e for e in inputs if e["role"] != "prompt"]))
 
 
-def grader_fingerprint(target: TargetConfig, inputs: list[dict]) -> str:
+def grader_fingerprint(target: TargetConfig, inputs: list[dict[str, Any]]) -> str:
     """What decides a grader's (judge's or guard's) verdicts as `run.manifest.target_fingerprint` hashes it, its
     `model_inputs` given. A hub model with no copy in the hub cache has no bytes to hash: it is known by its id
     (and dtype, device...), so another model never shares its fingerprint, its cached verdicts or its journal."""
@@ -67,20 +67,20 @@ def grader_fingerprint(target: TargetConfig, inputs: list[dict]) -> str:
     return target_fingerprint(SimpleNamespace(target=target), named) or "unhashed"
 
 
-def judge_inputs(settings: JudgeSettings) -> list[dict]:
+def judge_inputs(settings: JudgeSettings) -> list[dict[str, Any]]:
     """The judge's files, each hashed once: model and adapter files (or the replayed verdicts), the prompt."""
     prompt = [{"role": "prompt", "path": str(p), "sha256": sha256_file(p)} for p in [settings.prompt_path] if p]
     return model_inputs(settings.target) + prompt
 
 
-def model_inputs(target: TargetConfig) -> list[dict]:
+def model_inputs(target: TargetConfig) -> list[dict[str, Any]]:
     """The files that decide a grader's (judge's or guard's) verdicts, each hashed once: its model and adapter
     files (a hub id's: the files of its copy in the hub cache, as for the target), or the verdicts it replays. An
     endpoint has none: its URL and model name stand for it. A hub id with no local copy: one entry, sha256 None."""
     caps = capabilities(target.backend)
     files: list[tuple[str, Path, str]] = [(role, Path(path), Path(path).name) for role, name in caps.data_files
                                           if (path := getattr(target, name, None)) is not None]
-    unhashed: list[dict] = []
+    unhashed: list[dict[str, Any]] = []
     for owner, location in ((role, getattr(target, name)) for role, name in caps.model_dirs):
         if location is None:
             continue
@@ -102,13 +102,13 @@ def _relative(path: Path, folder: Path) -> str:
 def run_judging(
     run: RunDir, records: list[CaseRecord], settings: JudgeSettings, *, cache_path=None, use_cache: bool = True,
     console=None, bar=None, between: Callable[[], None] = lambda: None, fingerprint: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Judge the run's judge-scored outputs that have no verdict yet (or a failed one), and, with a
     `judge.baseline`, compare each with the baseline run's output in both orders; return the summary."""
     fingerprint = fingerprint or judge_fingerprint(settings)
     have = read_judgments(run)
-    groups: dict[tuple, list[_Ask]] = {}
-    keys: set[tuple] = set()
+    groups: dict[tuple[Any, ...], list[_Ask]] = {}
+    keys: set[tuple[Any, ...]] = set()
     for ask in _asks(records, settings):  # a draw that said what another reply of its case said: asked once
         key = ask.key(fingerprint)
         if key not in keys and ((j := have.get(key)) is None or j.error is not None):
@@ -140,18 +140,18 @@ class _Ask:
         case = f"{self.record.case_id}#{self.record.draw}" if self.record.draw else self.record.case_id
         return case if self.order is None else f"{case}:{self.order}"
 
-    def key(self, fingerprint: str) -> tuple:
+    def key(self, fingerprint: str) -> tuple[Any, ...]:
         base = output_hash(self.baseline_output) if self.order else None
         return judgment_key(self.record.case_id, self.criterion.name, fingerprint, output_hash(self.record.output),
                             self.order, base)
 
-    def messages(self, settings) -> list[dict]:
+    def messages(self, settings) -> list[dict[str, Any]]:
         if self.order is None:
             return judge_messages(self.record, self.criterion, settings)
         assert self.baseline_output is not None  # a pairwise question always carries the baseline's output
         return pairwise_messages(self.record, self.baseline_output, self.criterion, settings, self.order)
 
-    def response_format(self, structured: str) -> dict | None:
+    def response_format(self, structured: str) -> dict[str, Any] | None:
         return response_format(self.criterion, structured) if self.order is None else preference_format(structured)
 
 
@@ -195,7 +195,7 @@ def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, 
         judge=lambda a, gen, cached: _judgment(a, fingerprint, gen, cached=cached), between=between, advance=advance)
 
 
-def ask_in_batches(run, items: list, *, backend, cache, max_tokens: int, request_id, build, judge, between,
+def ask_in_batches(run, items: list[Any], *, backend, cache, max_tokens: int, request_id, build, judge, between,
                    advance=lambda n: None) -> str | None:
     """Ask a judging model (the judge, a guard) about `items` in batches of JUDGE_BATCH: each item's request
     (`build`: a Request, or the failed Generation of a prompt template that failed) answered from the response
@@ -253,7 +253,7 @@ def _judge_target(settings: JudgeSettings, ask: _Ask) -> tuple[TargetConfig, dic
     return t, generation
 
 
-def _open_cache(path, fingerprint: str, generation: dict):
+def _open_cache(path, fingerprint: str, generation: dict[str, Any]):
     if path is None:
         return None
 
@@ -307,12 +307,12 @@ def _undo_position(position: str, order: str) -> str:
     return first if position == "A" else second
 
 
-def settings_info(settings: JudgeSettings, fingerprint: str) -> dict:
+def settings_info(settings: JudgeSettings, fingerprint: str) -> dict[str, Any]:
     """What run.json keeps of the judge (`RunInfo.judge`)."""
     return {**settings.describe(), "fingerprint": fingerprint, "price": settings.price}
 
 
-def judge_manifest(settings: JudgeSettings) -> dict:
+def judge_manifest(settings: JudgeSettings) -> dict[str, Any]:
     """manifest.json `judge`: the judge's description, fingerprint and the sha256 of its files (model, adapter or
     replayed verdicts, and the prompt template)."""
     inputs = judge_inputs(settings)

@@ -10,6 +10,7 @@ disagree and only from someone who is none of them; it then decides the case (`r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..border.outputs import write_output_file
 from ..errors import InputError
@@ -30,7 +31,7 @@ def adjudication_columns(show_auto: bool) -> tuple[str, ...]:
     return (*base, GIVEN, ROUND, "label", "reason", "reviewer")
 
 
-def export_adjudication_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict],
+def export_adjudication_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict[str, Any]],
                             edits: list[LabelEdit], *, run_dir: Path, show_auto: bool = False) -> list[Path]:
     """Write the adjudication CSV (the sampled cases whose reviewers disagree and no adjudicator labelled yet)
     and its instructions; return both paths. InputError when no case awaits adjudication."""

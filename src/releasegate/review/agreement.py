@@ -11,6 +11,7 @@ undefined (both raters gave every case the same one label): None, never 1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, LabelEdit, awaiting_adjudication, reviewer_pairs
@@ -30,7 +31,7 @@ def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     return None if chance >= 1 else (observed - chance) / (1 - chance)
 
 
-def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict:
+def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     """Kappa with what explains it, as report.json keeps them beside it: `kappa`, `kappa_agreement` (the raw share
     of pairs that agree) and `kappa_prevalence` (the share of all ratings, both raters pooled, that are yes: pass or
     approve). Near 0 or 1, kappa is near 0 however well the raters agree (94.8% agreement with 97% of the labels
@@ -53,7 +54,7 @@ def kappa_words(kappa: float | None, agreement: float | None, prevalence: float 
     return f"kappa {shown} at {agreement:.1%} agreement, {share:.0%} of labels '{word}'"
 
 
-def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict | None:
+def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict[str, Any] | None:
     """The first and second reviewer's labels of each double-labelled case, as report.json keeps them: `cases`,
     `agreed`, `agreement` (agreed / cases), `kappa`, and `table`, the counts of each (first, second) pair of
     labels; None when no case has two labels."""
@@ -66,7 +67,7 @@ def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict | None:
             "prevalence": figures["kappa_prevalence"], "table": table}
 
 
-def agreement_words(agreement: dict | None) -> str | None:
+def agreement_words(agreement: dict[str, Any] | None) -> str | None:
     """'reviewers agree on 18 of 20 double-labelled cases (90.0%), kappa 0.78 at 90.0% agreement, 60% of labels
     'approve''; None without double labels."""
     if agreement is None:
@@ -86,7 +87,7 @@ class DoubleLabels:
     awaiting: frozenset[str]
     pairs: dict[str, tuple[str, str]]
 
-    def of(self, chosen: list[CaseRecord]) -> dict:
+    def of(self, chosen: list[CaseRecord]) -> dict[str, Any]:
         """A summary row's `awaiting_adjudication` and `reviewer_agreement` over the cases `chosen`."""
         return {"awaiting_adjudication": sum(r.case_id in self.awaiting for r in chosen),
                 "reviewer_agreement": reviewer_agreement([self.pairs[r.case_id] for r in chosen if r.case_id in self.pairs])}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..decision.review import approval_status
 from ..record.records import CaseRecord
@@ -32,8 +33,8 @@ class Approval:
         return approval_status(self.bounds, minimum)
 
 
-def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict,
-                confidence: float = 0.95, strata: dict | None = None) -> Approval | None:
+def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any],
+                confidence: float = 0.95, strata: dict[str, Any] | None = None) -> Approval | None:
     """Post-stratified by automatic outcome: the slice's approval is its labelled cases' (known) plus, for each
     outcome group, its unlabelled cases at the group's approval among the labelled; None when an outcome group
     has no label (its approval, so the slice's, is unknown).
@@ -67,8 +68,8 @@ def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome:
     return Approval(value, effective_n, bounds)
 
 
-def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, confidence: float,
-                       strata: dict) -> Approval | None:
+def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], confidence: float,
+                       strata: dict[str, Any]) -> Approval | None:
     """The approval of the source a weighted sample stands for: each case weighs its stratum's rows over the
     run's cases of it (`sample_weights`). Post-strata are the automatic outcomes, each split by stratum where every
     part has a label; a post-stratum's rows take the weighted share of its labels that approve. The bounds are
@@ -98,10 +99,10 @@ def _bounds(successes: float, effective_n: float, confidence: float) -> tuple[fl
     return bounds
 
 
-def _approval_parts(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> list[list[CaseRecord]]:
+def _approval_parts(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any]) -> list[list[CaseRecord]]:
     """The post-strata of a weighted approval: each automatic outcome's cases, split by the stratum they stand for
     where every part has a label, else whole."""
-    groups: dict = {}
+    groups: dict[str, Any] = {}
     for r in chosen:
         groups.setdefault(outcome[r.case_id], {}).setdefault(source_of(r), []).append(r)
     parts = []

@@ -23,6 +23,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.outputs import check_output_path, write_output_file
 from ..clock import now as stamp
@@ -115,7 +116,7 @@ HIDDEN = "hidden"
 """What the CSV shows in place of the LLM judge's verdict (auto_verdict and auto_answer of judge-scored cases)."""
 
 
-def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict], *,
+def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict[str, Any]], *,
                       show_auto: bool = False, copy: tuple[int, int] | None = None) -> list[Path]:
     """Write the review CSV of a sample and its instructions sidecar; return both paths. The automatic verdict
     and reasons are left out unless `show_auto`; `copy` (k, n) is reviewer k's own copy of n."""
@@ -127,7 +128,7 @@ def export_review_csv(path: Path, sample: ReviewSample, records: list[CaseRecord
     return [path, sidecar]
 
 
-def case_cells(sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict]) -> list[dict[str, str]]:
+def case_cells(sample: ReviewSample, records: list[CaseRecord], scores: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
     """Per sampled case, every COLUMNS cell as the CSV shows it (label, reason and reviewer empty)."""
     by_id = {r.case_id: r for r in records}
     why = {f["case_id"]: f["why"] for f in failing_cases(records, scores, limit=len(records))}
@@ -157,7 +158,7 @@ def write_csv(path: Path, columns: tuple[str, ...], rows: list[list[str]]) -> No
     _write_atomic(path, csv_text([list(columns), *rows], quote_all=True, shown_only=shown).encode("utf-8-sig"))
 
 
-def render_input(data: dict) -> str:
+def render_input(data: dict[str, Any]) -> str:
     """The case input as a reviewer reads it: 'role: content' per message, blank lines between; or the prompt."""
     if "messages" in data:
         return "\n\n".join(f"{m.get('role', '?')}: {m.get('content', '')}" for m in data["messages"])
@@ -252,7 +253,7 @@ def _adjudications(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
     return {_key(e): e for e in edits if e.adjudication}
 
 
-def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer, now: str,
+def _check_row(cell: dict[str, Any], items: dict[str, Any], seen: dict[str, Any], line: int, default_reviewer, now: str,
                source: str) -> tuple[list[str], LabelEdit | None]:
     """(every problem of the row, None) | ([], None) for an unlabelled row | ([], LabelEdit)."""
     rid = unneutralise(cell["review_id"].strip())
@@ -290,7 +291,7 @@ def _check_row(cell: dict, items: dict, seen: dict, line: int, default_reviewer,
     )
 
 
-def _output_problems(rid: str, cell: dict, expected_hash: str) -> list[str]:
+def _output_problems(rid: str, cell: dict[str, Any], expected_hash: str) -> list[str]:
     """Why the row's output is not the run's output it was exported with, or []."""
     if cell["output_hash"].strip() != expected_hash:
         return [f"{rid}: output_hash is not this run's (a row from another run or export?)"]

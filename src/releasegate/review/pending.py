@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["pending_line"]
 
 
-def pending_line(review: dict, row: dict, all_name: str) -> str:
+def pending_line(review: dict[str, Any], row: dict[str, Any], all_name: str) -> str:
     """'human review: PENDING: 25 required label(s) missing (domain=medical 0/25); domain=medical needs 25 labels,
     not min_reviewed 10: ...; next: releasegate review export RUN_DIR' from the review rows (`row`: the run's,
     `all_name`). A slice that needs more labels than `min_reviewed` says why (its `needed_why`)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -74,7 +75,7 @@ class ReviewSample(BaseModel):
     """The run the sample was drawn from."""
     created_at: str
     """ISO 8601 UTC time the sample was drawn."""
-    policy: dict
+    policy: dict[str, Any]
     """The review policy it was drawn with, seed included."""
     cases: int
     """How many cases the run had."""
@@ -97,7 +98,7 @@ def review_id(run_id: str, case_id: str) -> str:
 
 
 def choose_sample(
-    run_id: str, records: list[CaseRecord], scores: dict[str, dict], policy: ReviewPolicy, *, seed: int | None = None
+    run_id: str, records: list[CaseRecord], scores: dict[str, dict[str, Any]], policy: ReviewPolicy, *, seed: int | None = None
 ) -> ReviewSample:
     """Draw the review sample of a run (see the module docstring for the order)."""
     spec = policy.sample
@@ -146,7 +147,7 @@ def choose_sample(
     )
 
 
-def sampling_cells(records: list[CaseRecord], scores: dict[str, dict], policy: ReviewPolicy) -> dict[str, str]:
+def sampling_cells(records: list[CaseRecord], scores: dict[str, dict[str, Any]], policy: ReviewPolicy) -> dict[str, str]:
     """Case id -> its sampling cell: 'stratum|outcome', then '|' and the required and quota slices it is in. The
     draw depends on nothing else, so the cases of a cell were equally likely to be drawn."""
     spec = policy.sample
@@ -160,9 +161,9 @@ def sampling_cells(records: list[CaseRecord], scores: dict[str, dict], policy: R
     return out
 
 
-def _judged_cells(records: list[CaseRecord], scores: dict[str, dict], cell: dict[str, str]) -> dict[str, list]:
+def _judged_cells(records: list[CaseRecord], scores: dict[str, dict[str, Any]], cell: dict[str, str]) -> dict[str, list[Any]]:
     """Sampling cell -> its cases the judge gave a verdict on, for the cells that have any."""
-    out: dict[str, list] = {}
+    out: dict[str, list[Any]] = {}
     for r in records:
         if (scores[r.case_id].get("answer", {}).get("judge") or {}).get("passed") is not None:
             out.setdefault(cell[r.case_id], []).append(r)

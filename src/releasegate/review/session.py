@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..gate.stability import unstable_cases
@@ -34,7 +35,7 @@ class OpenReview:
     run: RunDir
     records: list[CaseRecord]
     policy: ReviewPolicy
-    scores: dict[str, dict]
+    scores: dict[str, dict[str, Any]]
     categories: tuple[str, ...] = ()
     """The rubric's forbidden categories: what a reviewer's `forbidden` cell may name."""
 
@@ -61,7 +62,7 @@ class QueueExport:
     """The CSV is the adjudication round's (the cases whose reviewers disagree)."""
 
     @property
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {
             "csv": str(self.csv_path), "csvs": [str(p) for p in self.copies or (self.csv_path,)],
             "adjudication": self.adjudication,
@@ -80,7 +81,7 @@ class QueueImport:
     review: ReviewSummary
 
     @property
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"imported": len(self.labels.edits), "unchanged": self.labels.unchanged,
                 "unlabelled": self.labels.unlabelled, "rows": self.labels.rows, "review": self.review.rows}
 

@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..decision.criterion import CriterionResult
 from ..decision.review import ApprovalEvidence, approval_result, approval_status
@@ -79,7 +80,7 @@ _UNCOVERED = f"do not cover every automatic outcome of the slice ({', '.join(OUT
 class ReviewSummary:
     """The review section of a report and the criteria it adds to the gate."""
 
-    rows: dict[str, dict]
+    rows: dict[str, dict[str, Any]]
     """Slice name -> row ("all" first); what report["review"] holds."""
     results: list[CriterionResult]
     """One 'human approval' criterion per judged row."""
@@ -94,7 +95,7 @@ class ReviewSummary:
 
 
 def summarize_review(
-    policy: ReviewPolicy, records: list[CaseRecord], scores: dict[str, dict], edits: list[LabelEdit],
+    policy: ReviewPolicy, records: list[CaseRecord], scores: dict[str, dict[str, Any]], edits: list[LabelEdit],
     *, allow_pending: bool = False, drawn: Sequence[DrawnRow] = (),
 ) -> ReviewSummary:
     """Summarise the labels of a run against its review policy; `drawn`: the rows of its review sample, each of
@@ -109,7 +110,7 @@ def summarize_review(
     rounds = double_labels(counted, policy.labels_per_case)
     required = policy.required(records)
     strata = stratum_counts(records)  # a sampled case weighs its stratum's rows over the run's cases of it
-    rows: dict[str, dict] = {ALL: {}}
+    rows: dict[str, dict[str, Any]] = {ALL: {}}
     results = []
     for slice_ in required:
         row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata, rounds=rounds,
@@ -136,7 +137,7 @@ def summarize_review(
     return ReviewSummary(rows=rows, results=results, pending=pending, allow_pending=allow_pending)
 
 
-def review_headline(review: dict | None, verdict: str | None = None) -> str | None:
+def review_headline(review: dict[str, Any] | None, verdict: str | None = None) -> str | None:
     """One line for the terminal and the Markdown report; None when review neither applies nor happened. A run
     whose target could not be run (`verdict` TARGET_ERROR) asks no one to review its few answers."""
     row = review.get(ALL) if review is not None else None
@@ -157,7 +158,7 @@ def review_headline(review: dict | None, verdict: str | None = None) -> str | No
             f"{row['confidence']:g}), {row['rejected']} rejected{kappa}{decided}" + (f"; {reviewers}" if reviewers else ""))
 
 
-def approval_words(row: dict, *, percent: bool = False) -> str:
+def approval_words(row: dict[str, Any], *, percent: bool = False) -> str:
     """'k of n approved, weighted by outcome: p': the labels as counted, and the approval the gate uses, which
     weighs each label by the cases of its outcome it stands for (so p is not k / n)."""
     value = row["approval"]
@@ -165,8 +166,8 @@ def approval_words(row: dict, *, percent: bool = False) -> str:
     return f"{row['approved']} of {row['reviewed']} approved, weighted by outcome: {shown}"
 
 
-def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, policy: ReviewPolicy, *, required: bool,
-         strata: dict | None = None, rounds: DoubleLabels, blanks: frozenset[str] = frozenset()) -> dict:
+def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], policy: ReviewPolicy, *, required: bool,
+         strata: dict[str, Any] | None = None, rounds: DoubleLabels, blanks: frozenset[str] = frozenset()) -> dict[str, Any]:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
     rounded = rounds.of(chosen)
     approved = sum(lab.label == APPROVE for lab in reviewed)
@@ -213,7 +214,7 @@ def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict, 
     }
 
 
-def _unlabelled_outcomes(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict) -> dict[str, int]:
+def _unlabelled_outcomes(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any]) -> dict[str, int]:
     """Automatic outcome -> cases of the slice with it, for each outcome none of whose cases is labelled: what
     keeps the approval unknown, and where the next labels must go."""
     cases: dict[str, int] = {}
@@ -225,7 +226,7 @@ def _unlabelled_outcomes(chosen: list[CaseRecord], labels: dict[str, CaseLabel],
     return {o: cases[o] for o in OUTCOMES if o in cases and o not in labelled}
 
 
-def _uncovered(row: dict) -> str:
+def _uncovered(row: dict[str, Any]) -> str:
     """What an approval without a label in every outcome of its slice misses, and what to do, e.g. '...: none of
     its answer_fail (10) cases is labelled; label at least one case of each outcome it has'."""
     missing = ", ".join(f"{o} ({n})" for o, n in (row.get("unlabelled_outcomes") or {}).items())
@@ -251,8 +252,8 @@ def _finite(x: float) -> float | None:
     return None if math.isinf(x) else round(x, 3)
 
 
-def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict,
-             rounds: DoubleLabels, blanks: frozenset[str]) -> dict:
+def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict[str, Any],
+             rounds: DoubleLabels, blanks: frozenset[str]) -> dict[str, Any]:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
     row = _row(records, labels, outcome, policy, required=False, strata=strata, rounds=rounds, blanks=blanks)
     row["required"] = required = needed > 0
@@ -274,24 +275,24 @@ def _all_row(records, labels, outcome, policy, *, needed: int, covered: int, all
     return row
 
 
-def _open_blanks(row: dict, policy: ReviewPolicy) -> int:
+def _open_blanks(row: dict[str, Any], policy: ReviewPolicy) -> int:
     """The blank rows of the sample that hold review pending: every one, once review is required or has begun (a
     sample exported and never labelled, where nothing requires review, asks nothing)."""
     return row["unlabelled_drawn"] if row["required"] or row["reviewed"] or row["awaiting_adjudication"] else 0
 
 
-def _decided(row: dict, policy: ReviewPolicy) -> str | None:
+def _decided(row: dict[str, Any], policy: ReviewPolicy) -> str | None:
     bounds = row["approval_bounds"]
     return None if bounds is None else approval_status(bounds, policy.min_approval)
 
 
-def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict]) -> list[dict]:
+def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One slice per value of each stratification key (keys with many values are ids, not slices)."""
     keys = list(dict.fromkeys((*policy.sample.stratify_by, policy.domain_tag)))
     return [s for s in slices_of(records, keys) if s not in required]
 
 
-def _result(slice_: dict, row: dict) -> CriterionResult:
+def _result(slice_: dict[str, Any], row: dict[str, Any]) -> CriterionResult:
     name = f"human approval[{slice_name(slice_)}]" if slice_ else "human approval"
     threshold = row["min_approval"] if row["min_approval"] is not None else 1.0
     criterion = Criterion(name=name, metric="human_approval", op=">=", threshold=threshold, slice=dict(slice_),
