@@ -76,6 +76,14 @@ def _label(cli, run: RunDir, review_bad: bool) -> None:
         assert code == 0, err
 
 
+def _prepare(cli, root: Path, features: tuple[str, ...]) -> None:
+    """The commands the parts run before a check (the leakage suite, built by the command a user runs)."""
+    for command in mx.commands(features):
+        code, _, err = cli(*[str(root / word) if (root / word).suffix in (".jsonl", ".json") else word
+                             for word in command])
+        assert code == 0, err
+
+
 def decide(root: Path, cli, stub, a: str, b: str, bad: str | None) -> tuple[str, str, dict]:
     """The pair's verdict: ('REFUSED', validate's message, {}) or (verdict, verdict_reason, report)."""
     server, mode, stub_with = stub
@@ -88,11 +96,13 @@ def decide(root: Path, cli, stub, a: str, b: str, bad: str | None) -> tuple[str,
     if any(mx.PARTS[f].baseline for f in features):
         mode.bad, mode.baseline_run = bad, True
         base_config = mx.build(root, server.base_url, features, bad, baseline_run=True, target_url=target)
+        _prepare(cli, root, features)
         code, report, base = _check(cli, base_config, "base")
         if labels:
             _label(cli, base, review_bad=False)
     mode.bad, mode.baseline_run = bad, False
     config = mx.build(root, server.base_url, features, bad, target_url=target)
+    _prepare(cli, root, features)
     code, out, err = cli("validate", "-c", config)
     if code == 2:
         return "REFUSED", err.strip(), {}

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record.evidence import answered
 from ..record.records import CaseRecord
 from ..scorers import score_record
 from ..stats.sample_weights import case_weights, stratum_counts
 from .cache_probe import ProbeCase
+
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule
 
 __all__ = ["question_of", "probe_cases", "answer_passes", "passes_checks", "EXACT_CHECKS"]
 
@@ -58,7 +61,7 @@ def passes_checks(scores: dict[str, Any]) -> bool | None:
     return None if any(p is not None and p.get("unknown") for p in parts) else True
 
 
-def answer_passes(records: Sequence[CaseRecord], forbidden_rules, verdicts=None) -> Callable[[int, int], bool | None]:
+def answer_passes(records: Sequence[CaseRecord], forbidden_rules: Sequence[ForbiddenRule], verdicts=None) -> Callable[[int, int], bool | None]:
     """passes(a, b): whether records[a]'s output passes records[b]'s own checks (a copy of b's record with a's
     output, scored by `scorers.score_record`; None when the check cannot be made). A guard rule reads `verdicts`
     (`record.judge_verdicts.saved_verdicts`): the guard's verdict on that text as b's reply, which it has only when

@@ -15,7 +15,7 @@ above the floor is undecided, not failed.
 from __future__ import annotations
 
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -30,6 +30,9 @@ from ..record.records import RunDir
 from ..stats.intervals import percentile, percentile_bounds, percentile_min_n
 from .capacity_pace import KEEP_UP, behind_why, completion_share, e2e_growth_ms, growth_ms, kept_up, unknown_why
 from .health import client_saturation
+
+if TYPE_CHECKING:
+    from ..record.records import RunInfo
 
 __all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
            "step_figures", "step_verdict", "step_signals", "capacity_sweep", "capacity_view", "capacity_metric",
@@ -161,7 +164,7 @@ def step_signals(samples: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def capacity_sweep(info, load_records: list[Any], max_lag_share: float = 0.1) -> CapacitySweep | None:
+def capacity_sweep(info: RunInfo, load_records: list[Any], max_lag_share: float = 0.1) -> CapacitySweep | None:
     """The sweep of a run: every step with its figures and verdict, the capacity, the signals at the capacity
     and at the break, and the autoscaling thresholds they give. None when the load phase was no sweep."""
     sweep = (info.load_phase or {}).get("sweep")
@@ -192,7 +195,7 @@ def capacity_sweep(info, load_records: list[Any], max_lag_share: float = 0.1) ->
                          field="load_phase.sweep", hint="judge the run as `check` wrote it") from None
 
 
-def capacity_view(info, load_records: list[Any], max_lag_share: float = 0.1) -> dict[str, Any] | None:
+def capacity_view(info: RunInfo, load_records: list[Any], max_lag_share: float = 0.1) -> dict[str, Any] | None:
     """`capacity_sweep` in its JSON form (what report.json holds under `capacity`)."""
     sweep = capacity_sweep(info, load_records, max_lag_share)
     return None if sweep is None else sweep.as_json()

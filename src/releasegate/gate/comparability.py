@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from ..scorers.forbidden import guard_names
 from .health import saved_run_problems, target_failure
 
 if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule
     from ..record.records import CaseRecord, RunInfo
 
 __all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
@@ -168,7 +169,7 @@ def settings_problem(base_key: dict[str, Any], cand_key: dict[str, Any], parts: 
     return f"the runs differ in {describe_differences(differ)}: they are not runs of the same thing"
 
 
-def guard_problem(base_guards: dict[str, Any], cand_guards: dict[str, Any], forbidden_rules) -> str | None:
+def guard_problem(base_guards: dict[str, Any], cand_guards: dict[str, Any], forbidden_rules: Sequence[ForbiddenRule]) -> str | None:
     """One line naming the first guard the forbidden rules ask that judged the two runs with another model or
     settings (run.json `guards` fingerprints differ): their forbidden rates would differ by the guards. None when
     they agree (a guard one run never asked leaves its replies without a verdict: unknown there anyway)."""

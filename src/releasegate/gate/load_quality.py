@@ -14,8 +14,9 @@ never counted.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
@@ -25,6 +26,9 @@ from ..stats.intervals import paired_rate_bounds, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
 from .load_pairs import DEFAULT_MIN_PAIR_SHARE, load_pairs
 from .stability import _names, answer_key, case_draws, per_draw_rate
+
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule
 
 __all__ = ["LoadAnswers", "load_answers", "load_metric", "flip_table", "load_figures", "step_quality",
            "LOAD_PROBE_METRICS", "draw_variation"]
@@ -75,7 +79,7 @@ def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers) ->
     return None
 
 
-def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden,
+def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
                 confidence: float = 0.95, strata: dict[str, Any] | None = None,
                 min_share: float = DEFAULT_MIN_PAIR_SHARE) -> MetricValue:
     """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`
@@ -138,7 +142,7 @@ def _disagreeing_pairs(keys: list[Any]) -> float:
     return 1 - same / (n * (n - 1))
 
 
-def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict[str, Any], forbidden,
+def step_quality(records: list[CaseRecord], load_records: list[CaseRecord], scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
                  step_tag: str) -> list[dict[str, Any]]:
     """Each capacity step's answers scored as the quality cases are: per step (load records tagged `step_tag`),
     its accuracy, format compliance and forbidden rate under load and its `load_flip_rate`, with n."""
@@ -194,7 +198,7 @@ def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: flo
     return MetricValue(value, len(pairs), wilson_bounds(value * effective, effective, confidence), note, confidence)
 
 
-def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden,
+def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
                     confidence: float, strata: dict[str, Any]) -> MetricValue:
     cells: dict[str, list[CaseRecord]] = {"both": [], "load_only": [], "alone_only": [], "neither": []}
     for rec in pairs:

@@ -31,6 +31,7 @@ case id with different contents in the two runs: `decision.comparison` then says
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
@@ -140,7 +141,7 @@ _SHARES = "draw_shares"
 """A score's key for its case's per-draw shares under repeats (`_drawn`): key -> share, or None (unknown)."""
 
 
-def _drawn(record: CaseRecord, score: dict[str, Any], found: CaseDraws | None, forbidden_rules) -> dict[str, Any]:
+def _drawn(record: CaseRecord, score: dict[str, Any], found: CaseDraws | None, forbidden_rules: Sequence[ForbiddenRule]) -> dict[str, Any]:
     """`score` with its case's per-draw share on each quality rate, when the case repeats."""
     draws = found.by_case.get(record.case_id) if found is not None else None
     if found is None or not draws:

@@ -12,7 +12,8 @@ not all be checked leaves the delta unknown."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..record.evidence import answered
 from ..record.metrics import MetricValue, select
@@ -23,10 +24,13 @@ from .baseline_run import SavedBaseline, read_baseline
 from .comparability import case_hash, guard_problem
 from .stability import CaseDraws, draw_share
 
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule
+
 __all__ = ["forbidden_delta"]
 
 
-def forbidden_delta(baseline: dict[str, Any] | None, forbidden_rules, records: list[CaseRecord], scores: dict[str, Any],
+def forbidden_delta(baseline: dict[str, Any] | None, forbidden_rules: Sequence[ForbiddenRule], records: list[CaseRecord], scores: dict[str, Any],
                     slice_: dict[str, Any] | None, confidence: float = 0.95, guards: dict[str, Any] | None = None,
                     drawn: CaseDraws | None = None, saved: SavedBaseline | None = None) -> MetricValue:
     """This run's forbidden rate minus the baseline run's on the shared answered cases of `slice_`; `guards` is
@@ -77,7 +81,7 @@ def _repeats(*found: CaseDraws | None) -> bool:
     return any(f is not None and f.repeated for f in found)
 
 
-def _share(record: CaseRecord, scores: dict[str, Any], found: CaseDraws | None, forbidden_rules) -> float | None:
+def _share(record: CaseRecord, scores: dict[str, Any], found: CaseDraws | None, forbidden_rules: Sequence[ForbiddenRule]) -> float | None:
     """The case's forbidden share: its draws' share that hit a rule under repeats, else 1 or 0 for its reply;
     None when a reply or a draw has no verdict."""
     draws = found.by_case.get(record.case_id) if found is not None else None

@@ -11,8 +11,9 @@ the run incomplete.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ReleasegateError
 from ..record.evidence import answered, failure
@@ -23,6 +24,9 @@ from ..scorers import normalize, score_record
 from ..scorers.forbidden import guard_names
 from ..stats.intervals import cluster_share_bounds, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule
 
 __all__ = ["CaseDraws", "case_draws", "draw_metric", "per_draw_rate", "draw_problems", "answer_key", "draws_table",
            "unstable_cases", "DRAW_METRICS", "guards_only", "draw_verdicts", "draw_scores", "draw_share"]
@@ -121,7 +125,7 @@ def draw_verdicts(verdicts: Verdicts | None) -> Verdicts | None:
     return replace(verdicts, baseline_hashes={})
 
 
-def draw_scores(draws: list[CaseRecord], scores: dict[str, Any], forbidden, verdicts: Verdicts | None = None,
+def draw_scores(draws: list[CaseRecord], scores: dict[str, Any], forbidden: Sequence[ForbiddenRule], verdicts: Verdicts | None = None,
                 stored: bool = True) -> list[dict[str, Any]]:
     """Each draw's scores: the first is the case's own record, scored already (`scores`; `stored`), every other
     is scored here with the judge's and the guards' verdicts on it (`verdicts`, as `draw_verdicts` keeps them)."""
@@ -156,7 +160,7 @@ def answer_key(record: CaseRecord, checked_as: CaseRecord | None = None) -> str 
     return normalize(record.output) if kind in _NORMALISING else record.output.strip()
 
 
-def _passes(draws: list[CaseRecord], scores: dict[str, Any], forbidden, key: str = "answer",
+def _passes(draws: list[CaseRecord], scores: dict[str, Any], forbidden: Sequence[ForbiddenRule], key: str = "answer",
             stored: bool = True, verdicts: Verdicts | None = None) -> list[bool | None]:
     """Each draw's outcome on `key`: True, False (a failed request counts as wrong), None (unknown; forbidden: also
     a failed request, no reply to count). `stored`: the first is the case's own record, scored already (`scores`);
@@ -176,7 +180,7 @@ def _passes(draws: list[CaseRecord], scores: dict[str, Any], forbidden, key: str
     return out
 
 
-def draw_share(draws: list[CaseRecord], scores: dict[str, Any], forbidden, key: str, verdicts: Verdicts | None = None
+def draw_share(draws: list[CaseRecord], scores: dict[str, Any], forbidden: Sequence[ForbiddenRule], key: str, verdicts: Verdicts | None = None
                ) -> float | None:
     """A case's share of its draws that pass on `key` (answer, format) or hit (forbidden), as the gate's per-draw
     rates count it: a failed draw fails (forbidden: is no reply, left out); None when a draw could not be checked
@@ -188,7 +192,7 @@ def draw_share(draws: list[CaseRecord], scores: dict[str, Any], forbidden, key: 
     return sum(known) / len(known) if known else None
 
 
-def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict[str, Any], forbidden,
+def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
                 confidence: float = 0.95, strata: dict[str, Any] | None = None) -> MetricValue:
     """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat;
     cases of a stratified sample weigh as the source rows they stand for (`strata`: the run's cases per
@@ -250,7 +254,7 @@ def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, s
 
 
 def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict[str, Any],
-                  forbidden, confidence: float = 0.95, problem: str | None = None, stored: bool = True,
+                  forbidden: Sequence[ForbiddenRule], confidence: float = 0.95, problem: str | None = None, stored: bool = True,
                   strata: dict[str, Any] | None = None, verdicts: Verdicts | None = None) -> MetricValue:
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
     answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case.
@@ -298,7 +302,7 @@ def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRec
     return out
 
 
-def draws_table(found: CaseDraws, scores: dict[str, Any], forbidden, limit: int = 1000) -> list[dict[str, Any]]:
+def draws_table(found: CaseDraws, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule], limit: int = 1000) -> list[dict[str, Any]]:
     """One row per repeated case for the reports: its modal answer, agreement and which draws failed; cases
     with a failing or disagreeing draw first."""
     rows = []

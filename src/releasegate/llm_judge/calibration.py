@@ -17,7 +17,7 @@ how the review sample drew them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..inputs.judge_settings import CalibrationPolicy, parse_calibration
 from ..inputs.review_policy import ReviewPolicy, slice_name
@@ -30,11 +30,15 @@ from ..review.sampler import sampling_cells
 from ..review.summary import cohen_kappa
 from .correction import DesignRate, design_rate, judged_cases
 
+if TYPE_CHECKING:
+    from ..record.records import CaseRecord
+    from ..record.review_labels import LabelEdit
+
 __all__ = ["CalibrationPolicy", "calibrate", "parse_calibration", "judge_pairs", "reviewer_labels", "output_approvals",
            "bound_text"]
 
 
-def reviewer_labels(records, edits, labels_per_case: int = 1, drawn: Sequence[DrawnRow] = ()) -> dict[str, bool]:
+def reviewer_labels(records: list[CaseRecord], edits: Sequence[LabelEdit], labels_per_case: int = 1, drawn: Sequence[DrawnRow] = ()) -> dict[str, bool]:
     """Case id -> whether the reviewers approved it (`case_labels`: any rejection rejects, an adjudicator's label
     decides, a double-labelled case waits for its second label or its adjudicator). A label counts only for the
     output it was given on, and on a drawn case only for its drawn row (`record.review_cover.covering`)."""
@@ -44,7 +48,7 @@ def reviewer_labels(records, edits, labels_per_case: int = 1, drawn: Sequence[Dr
     return {case_id: label.label == APPROVE for case_id, label in labels.items()}
 
 
-def output_approvals(edits, labels_per_case: int = 1) -> dict[tuple[str, str], bool]:
+def output_approvals(edits: Sequence[LabelEdit], labels_per_case: int = 1) -> dict[tuple[str, str], bool]:
     """(case id, output hash) -> whether the reviewers approved that output of the case (`reviewer_labels` for
     every output labelled: a repeated draw that said what was labelled shares its label)."""
     by_output: dict[str, list[Any]] = {}
@@ -55,7 +59,7 @@ def output_approvals(edits, labels_per_case: int = 1) -> dict[tuple[str, str], b
             for case_id, label in case_labels(mine, labels_per_case).items()}
 
 
-def judge_pairs(records, scores: dict[str, Any], edits, labels_per_case: int = 1,
+def judge_pairs(records: list[CaseRecord], scores: dict[str, Any], edits: Sequence[LabelEdit], labels_per_case: int = 1,
                 drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """Per judge criterion: (record, judge passed, reviewers approved) for every case with both."""
     approved = reviewer_labels(records, edits, labels_per_case, drawn)
@@ -68,7 +72,7 @@ def judge_pairs(records, scores: dict[str, Any], edits, labels_per_case: int = 1
     return out
 
 
-def calibrate(records, scores: dict[str, Any], edits, policy: CalibrationPolicy,
+def calibrate(records: list[CaseRecord], scores: dict[str, Any], edits: Sequence[LabelEdit], policy: CalibrationPolicy,
               review: ReviewPolicy | None = None, drawn: Sequence[DrawnRow] = ()) -> dict[str, dict[str, Any]]:
     """The report's `judge.calibration`: criterion name -> its row (the whole run) with `slices` rows and
     `cells`: per sampling cell of the review sample's design (`review`'s), the criterion's judge-scored cases,

@@ -33,11 +33,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
+
+if TYPE_CHECKING:
+    from ..record.records import CaseRecord
 
 __all__ = ["PostStratum", "DesignRate", "corrected_accuracy", "design_rate", "judged_cases", "judged_draws",
            "post_strata", "judge_grade", "effective_n"]
@@ -90,7 +93,7 @@ def judge_grade(verdict: dict[str, Any]) -> str:
     return "pass" if verdict["passed"] else "fail"
 
 
-def judged_cases(chosen, scores: dict[str, Any], labelled: dict[str, bool], cells: dict[str, str],
+def judged_cases(chosen: list[CaseRecord], scores: dict[str, Any], labelled: dict[str, bool], cells: dict[str, str],
                  strata: dict[str, Any] | None = None) -> tuple[list[_Judged], float]:
     """The cases of `chosen` the judge graded, each with its sampling cell and what the reviewers said of it
     (`labelled`: case id -> True / False), and how many of the others passed their automatic score. With
@@ -110,7 +113,7 @@ def judged_cases(chosen, scores: dict[str, Any], labelled: dict[str, bool], cell
     return judged, fixed
 
 
-def judged_draws(chosen, weights: list[float], replies: dict[str, list[tuple[Any, ...]]]) -> tuple[list[_Judged], float]:
+def judged_draws(chosen: list[CaseRecord], weights: list[float], replies: dict[str, list[tuple[Any, ...]]]) -> tuple[list[_Judged], float]:
     """As `judged_cases`, over every draw of each case of `chosen` (`replies`: case id -> its draws as (record,
     scores, the reviewers' label on that output of the case or None, sampling cell)), each draw weighing an equal
     share of its case's weight (`weights`), so the case stays the unit; a failed draw counts as a wrong answer."""
@@ -156,7 +159,7 @@ def design_rate(judged: list[_Judged], fixed: float, n: float, confidence: float
                       sum(s.labelled for s in strata), len(strata))
 
 
-def corrected_accuracy(chosen, scores: dict[str, Any], approved: dict[str, bool], cells: dict[str, str],
+def corrected_accuracy(chosen: list[CaseRecord], scores: dict[str, Any], approved: dict[str, bool], cells: dict[str, str],
                        confidence: float, strata: dict[str, Any] | None = None,
                        replies: dict[str, list[tuple[Any, ...]]] | None = None) -> MetricValue:
     """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the

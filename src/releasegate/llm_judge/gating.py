@@ -20,7 +20,7 @@ label). Calibration itself reads the labelled cases' draw 0, the output the revi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decision.calibration import judge_uncalibrated, rejudged, too_few_labels
 from ..decision.criterion import CriterionResult
@@ -37,6 +37,11 @@ from .correction import corrected_accuracy
 from .guard_view import draw_cell
 from .judge_summary import judge_summary
 
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule, Rubric
+    from ..record.records import CaseRecord, RunInfo
+    from ..record.review_labels import LabelEdit
+
 __all__ = ["judge_section", "undecided_by_judge", "corrected_by_reviewers", "judged_replies", "JUDGE_FED_METRICS",
            "CORRECTED_METRICS"]
 
@@ -50,7 +55,7 @@ PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsiste
 """Metrics of the judge's comparisons with a baseline run (`judge.baseline`)."""
 
 
-def judge_section(info, records, scores: dict[str, Any], labels, rubric, verdicts, draws=(),
+def judge_section(info: RunInfo, records: list[CaseRecord], scores: dict[str, Any], labels, rubric: Rubric, verdicts, draws=(),
                   drawn: Sequence[DrawnRow] = ()) -> dict[str, Any] | None:
     """The report's `judge`: the judge and its calls, tokens and cost (apart from the model's; the repeated
     `draws`' calls among them, their errors counted with the cases'), and its calibration per criterion and
@@ -68,7 +73,7 @@ def judge_section(info, records, scores: dict[str, Any], labels, rubric, verdict
     return out
 
 
-def _pairwise_summary(records, scores: dict[str, Any], max_inconsistency: float) -> dict[str, Any]:
+def _pairwise_summary(records: list[CaseRecord], scores: dict[str, Any], max_inconsistency: float) -> dict[str, Any]:
     """Per judge criterion: the comparisons with the baseline run, by outcome, and whether the judge held its
     preference when the order was swapped often enough for pairwise criteria to decide."""
     out: dict[str, dict[str, Any]] = {}
@@ -87,7 +92,7 @@ def _pairwise_summary(records, scores: dict[str, Any], max_inconsistency: float)
     return out
 
 
-def undecided_by_judge(results: list[CriterionResult], records, scores: dict[str, Any], section: dict[str, Any] | None):
+def undecided_by_judge(results: list[CriterionResult], records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None):
     """`results` with every criterion that an uncalibrated judge criterion's verdicts feed made insufficient."""
     if not section:
         return results
@@ -130,7 +135,7 @@ def _labels_could_calibrate(section: dict[str, Any], name: str) -> bool:
     return agreement is not None and agreement >= policy["min_agreement"]
 
 
-def _judge_criteria_in(result: CriterionResult, records, scores: dict[str, Any]) -> set[str]:
+def _judge_criteria_in(result: CriterionResult, records: list[CaseRecord], scores: dict[str, Any]) -> set[str]:
     criterion = result.criterion
     if criterion.metric in PAIRWISE_METRICS:
         chosen = select(records, getattr(criterion, "slice", None))
@@ -141,8 +146,8 @@ def _judge_criteria_in(result: CriterionResult, records, scores: dict[str, Any])
     return {v["criterion"] for r in chosen if (v := scores.get(r.case_id, {}).get("answer", {}).get("judge"))}
 
 
-def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict[str, Any], section: dict[str, Any] | None, edits=(),
-                           review: ReviewPolicy | None = None, *, found: CaseDraws | None = None, forbidden=(),
+def corrected_by_reviewers(results: list[CriterionResult], records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None, edits: Sequence[LabelEdit] = (),
+                           review: ReviewPolicy | None = None, *, found: CaseDraws | None = None, forbidden: Sequence[ForbiddenRule] = (),
                            drawn: Sequence[DrawnRow] = ()):
     """`results` with each decided criterion fed by calibrated judge verdicts judged again on the
     reviewer-corrected accuracy (see the module docstring). `edits`: the run's labels; `review`: the policy the
@@ -174,7 +179,7 @@ def corrected_by_reviewers(results: list[CriterionResult], records, scores: dict
     return out
 
 
-def judged_replies(records, scores: dict[str, Any], cells: dict[str, str], found: CaseDraws, forbidden, edits,
+def judged_replies(records: list[CaseRecord], scores: dict[str, Any], cells: dict[str, str], found: CaseDraws, forbidden: Sequence[ForbiddenRule], edits: Sequence[LabelEdit],
                    labels_per_case: int = 1, drawn: Sequence[DrawnRow] = ()) -> dict[str, list[tuple[Any, ...]]]:
     """Case id -> every draw of the case (a case asked once: its record) as (record, scores, the reviewers' label
     on that output of the case or None, sampling cell: the case's, with the draw's own automatic outcome). The
@@ -191,7 +196,7 @@ def judged_replies(records, scores: dict[str, Any], cells: dict[str, str], found
     return out
 
 
-def _chosen(result: CriterionResult, records, scores: dict[str, Any]) -> list[Any]:
+def _chosen(result: CriterionResult, records: list[CaseRecord], scores: dict[str, Any]) -> list[Any]:
     """The records the criterion's accuracy counts (a failed request counts as a wrong answer)."""
     chosen = select(records, getattr(result.criterion, "slice", None))
     return [r for r in chosen if "answer" in scores.get(r.case_id, {}) or not answered(r)]

@@ -11,7 +11,8 @@ a classifier that read only the start of a long reply (its model's max length) a
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..backends import Generation, Request, create_backend
 from ..errors import ErrorKind, InputError, judge_kind
@@ -24,6 +25,13 @@ from ..run.draws import DRAWS
 from ..run.manifest import MANIFEST, read_manifest
 from ..scorers.forbidden import guard_names
 from .stage import _open_cache, ask_in_batches, grader_fingerprint, judge_manifest, model_inputs
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..inputs.config import Config
+    from ..inputs.rubric import ForbiddenRule
+    from ..record.records import RunInfo
 
 __all__ = ["guard_stage", "guard_question", "guard_fingerprint", "run_guard", "graders_manifest"]
 
@@ -40,7 +48,7 @@ def guard_fingerprint(settings: GuardSettings, inputs: list[dict[str, Any]] | No
     return settings.fingerprint(grader_fingerprint(settings.target, inputs))
 
 
-def graders_manifest(config, rules) -> dict[str, Any]:
+def graders_manifest(config: Config, rules: Sequence[ForbiddenRule]) -> dict[str, Any]:
     """manifest.json's `judge` and `guards`: the LLM judge and each guard the forbidden `rules` ask, with their
     description, fingerprint and the sha256 of their files (model and adapter files, or replayed verdicts), so a
     run says which models judged it."""
@@ -49,7 +57,7 @@ def graders_manifest(config, rules) -> dict[str, Any]:
     return {**out, "guards": guards} if guards else out
 
 
-def guards_manifest(config, rules) -> dict[str, Any]:
+def guards_manifest(config: Config, rules: Sequence[ForbiddenRule]) -> dict[str, Any]:
     """manifest.json's `guards`: each guard the `rules` ask (and the config defines), its files hashed once."""
     out = {}
     for name in (n for n in guard_names(rules) if n in config.guards):
@@ -59,7 +67,7 @@ def guards_manifest(config, rules) -> dict[str, Any]:
     return out
 
 
-def guard_stage(run: RunDir, info, config, rules, *, console, use_cache: bool, between) -> None:
+def guard_stage(run: RunDir, info: RunInfo, config: Config, rules: Sequence[ForbiddenRule], *, console: Console, use_cache: bool, between) -> None:
     """The guard stage of `check`: records each guard the forbidden `rules` name in run.json, then asks it about
     every reply it has no verdict on yet."""
     names = guard_names(rules)

@@ -32,8 +32,9 @@ replies is uncalibrated: its word alone decides no forbidden criterion (see `dec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
@@ -42,6 +43,11 @@ from ..record.review_outcome import output_hash
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts
 from .correction import _Judged, design_rate
+
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule
+    from ..record.records import CaseRecord
+    from ..record.review_labels import LabelEdit
 
 __all__ = ["CategoryError", "forbidden_labels", "output_labels", "guard_errors", "corrected_forbidden", "guard_flagged"]
 
@@ -67,7 +73,7 @@ class CategoryError:
                                        if self.negatives else None)}
 
 
-def forbidden_labels(records, edits) -> dict[str, list[str]]:
+def forbidden_labels(records: list[CaseRecord], edits: Sequence[LabelEdit]) -> dict[str, list[str]]:
     """Case id -> the categories its reviewers say its current output falls under (the union of each reviewer's
     latest `forbidden`; [] for none); a case nobody said anything about is absent."""
     hashes = {r.case_id: output_hash(r.output) for r in records if answered(r)}
@@ -81,7 +87,7 @@ def forbidden_labels(records, edits) -> dict[str, list[str]]:
     return {case_id: sorted(c) for case_id, c in out.items()}
 
 
-def output_labels(edits) -> dict[tuple[str, str], list[str]]:
+def output_labels(edits: Sequence[LabelEdit]) -> dict[tuple[str, str], list[str]]:
     """(case id, output hash) -> the categories its reviewers say that output of the case falls under (as
     `forbidden_labels`, for every output labelled: a repeated draw that said what was labelled shares its label)."""
     latest: dict[tuple[str, str, str], list[str]] = {}
@@ -103,7 +109,7 @@ def guard_flagged(score: dict[str, Any], guard: str, category: str | None = None
                for m in found.get("matches", []))
 
 
-def guard_errors(records, scores: dict[str, Any], labels: dict[str, list[str]], rules, guard: str,
+def guard_errors(records: list[CaseRecord], scores: dict[str, Any], labels: dict[str, list[str]], rules: Sequence[ForbiddenRule], guard: str,
                  confidence: float) -> tuple[int, list[CategoryError]]:
     """The labelled replies the guard gave a verdict on, and its error per rubric category it decides."""
     seen = [(r, labels[r.case_id]) for r in records
@@ -121,7 +127,7 @@ def guard_errors(records, scores: dict[str, Any], labels: dict[str, list[str]], 
     return len(seen), out
 
 
-def corrected_forbidden(chosen, scores: dict[str, Any], labels: dict[str, list[str]], cells: dict[str, str],
+def corrected_forbidden(chosen: list[CaseRecord], scores: dict[str, Any], labels: dict[str, list[str]], cells: dict[str, str],
                         guards: list[str], confidence: float, strata: dict[str, Any] | None = None,
                         replies: dict[str, list[tuple[Any, ...]]] | None = None) -> MetricValue:
     """The forbidden rate of `chosen` as the reviewers would have judged it (the module docstring's formula).

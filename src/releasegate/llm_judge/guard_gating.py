@@ -7,8 +7,8 @@ with a baseline run (`guard_paired`) read it; the guard's raw flags are shown on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..decision.calibration import guard_corrected_result, guard_ruled_result, guard_ruling
 from ..decision.criterion import CriterionEvidence, CriterionResult, Undecided, decide_criterion
@@ -19,6 +19,11 @@ from ..record.decision_evidence import GuardedCriterion
 from ..record.metrics import MetricValue, select
 from .guard_paired import BaselineArm, baseline_arm, corrected_delta, corrected_row
 from .guard_view import GuardView, guard_section, guard_view
+
+if TYPE_CHECKING:
+    from ..inputs.rubric import Rubric
+    from ..record.records import CaseRecord
+    from ..record.review_labels import LabelEdit
 
 __all__ = ["guard_section", "guard_corrected", "guard_view", "GuardView", "corrected_metrics", "corrected_metric"]
 
@@ -49,9 +54,9 @@ def _joined(*parts) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def guard_corrected(results: list[CriterionResult], records, scores: dict[str, Any], section: dict[str, Any] | None, edits=(),
+def guard_corrected(results: list[CriterionResult], records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None, edits: Sequence[LabelEdit] = (),
                     review: ReviewPolicy | None = None, *, view: GuardView | None = None,
-                    comparison: dict[str, Any] | None = None, rubric=None,
+                    comparison: dict[str, Any] | None = None, rubric: Rubric | None = None,
                     baseline: Callable[[], SavedBaseline] | None = None) -> list[CriterionResult]:
     """`results` with each forbidden_rate criterion of the run's own quality cases ruled on by `decision.calibration`
     on the corrected rate (`view`: the run's `guard_view`, with its draws under repeats). The paired ones (the
@@ -84,7 +89,7 @@ def guard_corrected(results: list[CriterionResult], records, scores: dict[str, A
     return out
 
 
-def _arm(rubric, results: list[CriterionResult],
+def _arm(rubric: Rubric | None, results: list[CriterionResult],
          baseline: Callable[[], SavedBaseline] | None = None) -> BaselineArm | None:
     """The baseline run's side of a paired forbidden comparison, read only when some result needs it."""
     if rubric is None or not getattr(rubric, "baseline", None):
@@ -106,7 +111,7 @@ def _raw(value: MetricValue, view: GuardView, why: str = "") -> MetricValue:
     return dataclasses.replace(value, note=_joined(value.note, f"raw guard flags, uncorrected: {why}"))
 
 
-def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, records, comparison) -> CriterionResult:
+def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, records: list[CaseRecord], comparison) -> CriterionResult:
     """A paired forbidden criterion: on both runs' corrected rates when both guards are calibrated by their own
     runs' labels; else ruled on the raw flags (`decision.calibration`, paired), its value labelled as raw."""
     c = result.criterion
@@ -142,7 +147,7 @@ def _uncorrected(view: GuardView, arm: BaselineArm | None) -> str:
     return arm.why or "the guard-corrected rate of one run is unknown"
 
 
-def _row(row: dict[str, Any], view: GuardView, arm: BaselineArm, records, comparison: dict[str, Any]) -> dict[str, Any]:
+def _row(row: dict[str, Any], view: GuardView, arm: BaselineArm, records: list[CaseRecord], comparison: dict[str, Any]) -> dict[str, Any]:
     """The comparison's forbidden_rate row on both runs' corrected rates, or on the raw flags labelled as raw."""
     if arm.view is None or not view.calibrated:
         return corrected_row(row, None, _uncorrected(view, arm))

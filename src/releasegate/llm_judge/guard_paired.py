@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decision.comparison import non_inferiority
 from ..errors import ReleasegateError
@@ -28,6 +28,9 @@ from ..scorers import score_records
 from ..stats.intervals import paired_min_n
 from .guard_view import GuardView, guard_section, guard_view
 
+if TYPE_CHECKING:
+    from ..inputs.rubric import Rubric
+
 __all__ = ["BaselineArm", "CorrectedDelta", "baseline_arm", "corrected_delta", "corrected_row"]
 
 @dataclass(frozen=True)
@@ -39,11 +42,11 @@ class BaselineArm:
     why: str = ""
 
 
-def baseline_arm(rubric, saved: SavedBaseline | None = None) -> BaselineArm:
+def baseline_arm(rubric: Rubric, saved: SavedBaseline | None = None) -> BaselineArm:
     """The rubric's baseline run with its own reviewers' forbidden labels and guard verdicts (and draws), scored by
     this rubric's forbidden rules; a view only when its guard is calibrated by its own labels."""
     try:
-        saved = saved if saved is not None else read_baseline(rubric.baseline["run"])  # read once for the gate
+        saved = saved if saved is not None else read_baseline((rubric.baseline or {})["run"])  # read once for the gate
         base, records, verdicts, found = saved.run, saved.records, saved.verdicts, saved.draws
         scores = score_records(records, rubric.forbidden, verdicts)
         edits, drawn = read_labels(base), drawn_rows(base)

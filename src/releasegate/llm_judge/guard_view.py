@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..gate.stability import draw_scores
 from ..inputs.review_policy import ReviewPolicy
@@ -21,10 +21,14 @@ from ..scorers.forbidden import guard_names
 from ..stats.sample_weights import stratum_counts
 from .guard_error import corrected_forbidden, forbidden_labels, guard_errors, output_labels
 
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule, Rubric
+    from ..record.review_labels import LabelEdit
+
 __all__ = ["GuardView", "guard_view", "guard_section", "draw_cell"]
 
 
-def guard_section(records, scores: dict[str, Any], edits, rubric, drawn: Sequence[DrawnRow] = ()) -> dict[str, Any] | None:
+def guard_section(records: list[CaseRecord], scores: dict[str, Any], edits: Sequence[LabelEdit], rubric: Rubric, drawn: Sequence[DrawnRow] = ()) -> dict[str, Any] | None:
     """Per guard the rubric's rules name: the labelled replies it judged, whether that calibrates it, and its miss
     and false-alarm rates per category with their bounds. None without guard rules. Only labels count (a drawn
     row left blank is none), and on a drawn case only those given on its drawn row (`review_cover.covering`)."""
@@ -73,8 +77,8 @@ class GuardView:
                                    self.strata, self.replies)
 
 
-def guard_view(records, scores: dict[str, Any], section: dict[str, Any] | None, edits=(), rubric=None, found=None, *,
-               review: ReviewPolicy | None = None, forbidden=(), drawn: Sequence[DrawnRow] = ()) -> GuardView | None:
+def guard_view(records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None, edits: Sequence[LabelEdit] = (), rubric: Rubric | None = None, found=None, *,
+               review: ReviewPolicy | None = None, forbidden: Sequence[ForbiddenRule] = (), drawn: Sequence[DrawnRow] = ()) -> GuardView | None:
     """The run's `GuardView` (None without guard rules: `section` is `guard_section`'s). `found`: the run's draws
     (`gate.stability.case_draws`, with the guards' verdicts on them) when it repeats its cases; `rubric` gives the
     forbidden rules and review policy (else `forbidden` and `review`). A reply of a row of the review sample

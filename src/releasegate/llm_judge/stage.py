@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..backends import Generation, Request, capabilities, create_backend
 from ..backends.response_cache import ResponseCache
@@ -42,6 +42,12 @@ from ..run.draws import DRAWS
 from ..run.manifest import sha256_file, target_fingerprint
 from ..run.manifest_inputs import directory_files
 from .judge_summary import judge_summary, judged_records
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..inputs.config import Config
+    from ..record.records import RunInfo
 
 __all__ = [
     "judged_records", "run_judging", "judge_fingerprint", "judge_summary", "judge_stage",
@@ -101,7 +107,7 @@ def _relative(path: Path, folder: Path) -> str:
 
 def run_judging(
     run: RunDir, records: list[CaseRecord], settings: JudgeSettings, *, cache_path=None, use_cache: bool = True,
-    console=None, bar=None, between: Callable[[], None] = lambda: None, fingerprint: str | None = None,
+    console: Console | None = None, bar=None, between: Callable[[], None] = lambda: None, fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """Judge the run's judge-scored outputs that have no verdict yet (or a failed one), and, with a
     `judge.baseline`, compare each with the baseline run's output in both orders; return the summary."""
@@ -180,7 +186,7 @@ def _baseline_outputs(settings: JudgeSettings) -> dict[str, str]:
             if answered(r) and r.output is not None}  # an answer has an output: the check only narrows the type
 
 
-def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, task, between) -> str | None:
+def _judge_group(run: RunDir, asks: list[_Ask], settings, fingerprint, cache_path, bar, task, between) -> str | None:
     """One criterion's questions of one kind (one response_format): batches, each appended as it comes back."""
     target, generation = _judge_target(settings, asks[0])
 
@@ -195,7 +201,7 @@ def _judge_group(run, asks: list[_Ask], settings, fingerprint, cache_path, bar, 
         judge=lambda a, gen, cached: _judgment(a, fingerprint, gen, cached=cached), between=between, advance=advance)
 
 
-def ask_in_batches(run, items: list[Any], *, backend, cache, max_tokens: int, request_id, build, judge, between,
+def ask_in_batches(run: RunDir, items: list[Any], *, backend, cache, max_tokens: int, request_id, build, judge, between,
                    advance=lambda n: None) -> str | None:
     """Ask a judging model (the judge, a guard) about `items` in batches of JUDGE_BATCH: each item's request
     (`build`: a Request, or the failed Generation of a prompt template that failed) answered from the response
@@ -320,7 +326,7 @@ def judge_manifest(settings: JudgeSettings) -> dict[str, Any]:
             "inputs": [{**e, "role": f"judge:{e['role']}"} for e in inputs]}
 
 
-def judge_stage(run: RunDir, info, config, *, console, bar_factory, use_cache: bool, between) -> None:
+def judge_stage(run: RunDir, info: RunInfo, config: Config, *, console: Console, bar_factory, use_cache: bool, between) -> None:
     """The judging stage of `check`: records the judge in run.json, then grades what is not graded yet."""
     settings = config.judge
     # the repeated draws too: accuracy under repeats is per draw, and a draw the judge never saw is unknown

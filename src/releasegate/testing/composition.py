@@ -29,7 +29,7 @@ import yaml
 from .answers import keyword_guard
 
 __all__ = ["PARTS", "REFUSED", "WRONG", "Part", "Mode", "pairs", "bad_part", "truth", "build", "reply_for",
-           "needs_labels", "label_rows", "read_csv", "write_csv",
+           "needs_labels", "commands", "label_rows", "read_csv", "write_csv",
            "target_stub", "TTFT_MS"]
 
 CASES = 40
@@ -81,7 +81,9 @@ class Part:
     stub: tuple[tuple[str, Any], ...] = ()
     """The target's own stub (StubBehaviour fields over the shared one's), for a behaviour the others must not see."""
     files: Callable[[Path, bool], None] = lambda root, bad: None
-    """Writes the files the part's config names under the project's root (a leakage suite), given `bad`."""
+    """Writes the files the part's config names under the project's root, given `bad`."""
+    commands: tuple[tuple[str, ...], ...] = ()
+    """releasegate commands run in the project's root before the check (building a leakage suite)."""
 
 
 def _criterion(metric: str, op: str, threshold: float, **extra) -> dict:
@@ -127,16 +129,13 @@ def tool_calls(body: dict) -> list[dict]:
 
 
 def _leakage_files(root: Path, bad: bool) -> None:
-    """A leakage suite drawn from TWINS training and held-out records. All good the training continuations are
-    text no model says; set to fail they are the reply the target gives (RIGHT): the candidate repeats its training
-    data, the base (model 'base' on the stub) does not."""
-    from ..leakage.build import build_suite
-
+    """The training and held-out records a leakage suite is built from (`commands`). All good the training
+    continuations are text no model says; set to fail they are the reply the target gives (RIGHT): the candidate
+    repeats its training data, the base (model 'base' on the stub) does not."""
     train = [{"prompt": f"leak record {i}", "completion": RIGHT if bad else f"account {i} is closed"} for i in range(TWINS)]
     held = [{"prompt": f"leak held {i}", "completion": f"held reply {i}"} for i in range(TWINS)]
     _write_jsonl(root / "train.jsonl", train)
     _write_jsonl(root / "heldout.jsonl", held)
-    build_suite(root / "train.jsonl", root / "heldout.jsonl", root / "leakage.json", n=TWINS)
 
 
 PARTS: dict[str, Part] = {p.feature: p for p in (
@@ -191,7 +190,8 @@ PARTS: dict[str, Part] = {p.feature: p for p in (
          config=lambda bad: {"leakage": {"suite": "leakage.json", "base": {
              "backend": "openai", "base_url": "{url}", "model": "base", "retries": 0, "timeout_s": 10}}},
          rubric=lambda bad: {"criteria": [_criterion("extraction_rate_delta", "<=", 0.3)]},
-         files=_leakage_files),
+         files=_leakage_files, commands=(("leakage", "build", "--train", "train.jsonl", "--heldout", "heldout.jsonl",
+                                          "--n", str(TWINS), "-o", "leakage.json"),)),
     Part("latency", "a load phase (40 req/s, 60 requests; with capacity, the sweep's capacity step) and "
          "ttft_ms_p95 <= 1000",
          f"stub TTFT {TTFT_MS:g} ms under 1000 ms", f"ttft_ms_p95 <= 5, below the stub's {TTFT_MS:g} ms",
@@ -254,6 +254,11 @@ def bad_part(a: str, b: str, names: list[str]) -> str:
 def truth(a: str, b: str, mode: str) -> str:
     """The verdict a pair's fixture says: PASS all good, FAIL with a part set to fail."""
     return "PASS" if mode == "good" else "FAIL"
+
+
+def commands(features: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The releasegate commands the pair's parts run in the project's root before its check."""
+    return [command for f in features for command in PARTS[f].commands]
 
 
 def needs_labels(features: tuple[str, ...]) -> bool:
