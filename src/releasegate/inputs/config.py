@@ -29,6 +29,7 @@ from .cache_config import (
 )
 from .composition import Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_config_secrets, restore_from
+from .budget_config import Budget, parse_budget
 from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .guard_settings import parse_guards
@@ -62,6 +63,8 @@ class Config:
     """Draws per case (`generation.repeats`); a suite's own `repeats:` overrides it for its cases."""
     load: LoadConfig | None = None
     cost: CostConfig | None = None
+    budget: Budget | None = None
+    """`budget:` (and `check --budget-usd`): what one check may spend (`inputs.budget_config`)."""
     output_dir: Path = field(default_factory=lambda: Path("reports"))
     run_id: str | None = None
     seed: int = 0
@@ -202,6 +205,7 @@ def load_config(
         repeats=data.get("generation", {}).get("repeats", 1),
         load=parse_load(data.get("load"), served, here, at),
         cost=parse_cost(data.get("cost"), here, at),
+        budget=parse_budget(data.get("budget"), at),
         output_dir=resolve_under(here, output.get("dir", "reports")),
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),

@@ -55,6 +55,7 @@ from ..run.load_phase import run_load_phase
 from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
+from ..run.budget import require_prices
 from ..run.stop_watch import stop_plan
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from .check_inputs import check_before_loading, check_metrics
@@ -84,8 +85,11 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
         # an unreadable input fails before the directory exists
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     manifest.update(graders_manifest(config, rubric.forbidden))
-    if options.stop_when_decided or rubric.stop_when_decided:  # the order is an input of the run: in the manifest
-        manifest["stopping"] = stop_plan(config, [c.id for c in cases])
+    when_decided = options.stop_when_decided or rubric.stop_when_decided
+    if when_decided or config.budget is not None:  # the order is an input of the run: in the manifest
+        manifest["stopping"] = stop_plan(config, [c.id for c in cases], when_decided=when_decided)
+    if config.budget is not None:  # a metered model with no price: refused before anything is sent
+        require_prices(config, rubric, cases, config.budget)
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
