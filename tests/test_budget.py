@@ -64,4 +64,104 @@ def test_a_budget_that_runs_out_is_inconclusive_with_the_spend_split(tmp_path, c
     # the default error guard (<= 0.01) is no more decided on so few cases than accuracy at its threshold
     assert budget["still_needs"] == {"accuracy": 40 - asked, "error_rate (default guard)": 40 - asked}
     verdicts = {row["name"]: row["verdict"] for row in report["criteria"]}
-    assert "FAIL" not in verdicts.values()  # never FAIL for want of cases
+    assert "fail" not in verdicts.values()  # never FAIL for want of cases
+
+
+def _yes(body: dict) -> str:
+    return "yes"
+
+
+DECIDABLE = ("  - {metric: accuracy, op: '>=', threshold: 0.5}\n"
+             "  - {metric: error_rate, op: '<=', threshold: 0.5}\n")
+
+
+def test_criteria_decided_before_the_cap_keep_their_verdict(tmp_path, cli):
+    with StubServer(StubBehaviour(tokens=3, reply=_yes)) as stub:
+        config = _project(tmp_path, stub.base_url, criteria=DECIDABLE)
+        code, report, said = _run(cli, config, "--budget-usd", "0.5")
+    assert report["budget_exhausted"] is True and report["budget"]["still_needs"] == {}, said
+    assert code == 0 and report["verdict"] == "PASS", said
+    assert {row["verdict"] for row in report["criteria"]} == {"pass"}
+
+
+def test_a_good_looking_prefix_is_no_pass(tmp_path, cli):
+    """Two answers in three right (0.67) over the cases the budget allowed: a point value over 0.6, which a
+    fixed-size gate with no confidence would pass; on a prefix the data's cost chose, it stays undecided."""
+    with StubServer(StubBehaviour(tokens=3, reply=lambda b: "no" if int(_half_key(b)) % 3 == 0 else "yes")) as stub:
+        config = _project(tmp_path, stub.base_url, criteria="  - {metric: accuracy, op: '>=', threshold: 0.6}\n"
+                                                             "  - {metric: error_rate, op: '<=', threshold: 0.5}\n")
+        code, report, said = _run(cli, config, "--budget-usd", "0.2")
+    accuracy = next(row for row in report["criteria"] if row["name"] == "accuracy")
+    assert report["budget_exhausted"] is True and accuracy["verdict"] != "pass", said
+    assert code == 3 and report["verdict"] == "INCONCLUSIVE"
+
+
+def _half_key(body: dict) -> str:
+    prompt = body["messages"][-1]["content"] if "messages" in body else body.get("prompt", "")
+    return str(prompt)[:3]
+
+
+def test_a_budget_never_crossed_with_requests_in_flight_and_retries(tmp_path, cli):
+    """Four in flight, and the first requests fail and are retried: every attempt is billed, and the spend stays
+    under the cap (each batch is reserved at its worst before it is sent)."""
+    with StubServer(StubBehaviour(tokens=3, reply=_yes, fail_status=503, fail_count=3, retry_after=0.01)) as stub:
+        config = _project(tmp_path, stub.base_url, criteria=DECIDABLE, concurrency=4)
+        code, report, said = _run(cli, config, "--budget-usd", "0.6")
+    spent = report["budget"]["spent_usd"]
+    assert report["budget_exhausted"] is True and spent["total"] <= 0.6, said
+    records = [json.loads(line) for line in (tmp_path / "reports" / "r" / "records.jsonl").read_text().splitlines()]
+    retried = sum((r["timing"].get("attempts") or 1) - 1 for r in records)
+    assert retried == 3, said
+    billed = sum(r["tokens"]["input"] + r["tokens"]["output"] for r in records) * 1000 / 1e6
+    assert spent["target"] == pytest.approx(billed + retried * WORST)  # a failed attempt at its worst case
+
+
+def test_a_resumed_run_counts_what_was_spent(tmp_path, cli):
+    from conftest import as_killed
+    from releasegate.record.records import RunDir
+
+    with StubServer(StubBehaviour(tokens=3, reply=_half)) as stub:
+        config = _project(tmp_path, stub.base_url)
+        _run(cli, config, "--budget-usd", "0.2")
+        run = RunDir(tmp_path / "reports" / "r")
+        first = run.read_info().budget
+        order = run.read_info().stopping["order"]
+        lines = run.records_path.read_bytes().splitlines(keepends=True)
+        run.records_path.write_bytes(b"".join(lines[:4]))  # as if killed after four cases
+        info = run.read_info()
+        info.status, info.finished_at, info.sessions[-1]["status"] = "running", None, "running"
+        run.write_info(info)
+        for name in ("report.json", "report.md"):
+            (run.path / name).unlink(missing_ok=True)
+        as_killed(run.path)
+        code, out, err = cli("check", "--resume", run.path, "--no-progress")
+    again = run.read_info().budget
+    assert code == 3, out + err
+    # the resume stopped where the first session did: it counted the four cases' spend, never started at 0
+    assert again["asked"] == first["asked"] and again["spent_usd"]["total"] == pytest.approx(first["spent_usd"]["total"])
+    assert [r.case_id for r in run.read_records()] == order[:first["asked"]]
+
+
+def test_a_metered_target_with_no_price_refuses_to_start(tmp_path, cli):
+    with StubServer(StubBehaviour(tokens=3)) as stub:
+        config = _project(tmp_path, stub.base_url, extra="")
+        code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--budget-usd", "1")
+    assert code == 2 and "has no price" in err and "cost" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2
+    assert not (tmp_path / "reports" / "r").exists()  # nothing sent, no run left
+
+
+@pytest.mark.parametrize("flag", ["-1", "nan", "inf", "ten"])
+def test_a_budget_flag_that_is_no_amount_is_refused(tmp_path, cli, flag):
+    config = _project(tmp_path, "http://127.0.0.1:9/v1")
+    code, _, err = cli("check", "-c", config, "--no-progress", "--budget-usd", flag)
+    assert code == 2 and "--budget-usd" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("section", ["{usd: -1}", "{usd: .nan}", "{usd: '5'}", "{tokens: true}", "{usd: .inf}",
+                                     "{dollars: 5}", "{}", "5"])
+def test_a_budget_section_that_is_no_amount_is_refused(tmp_path, cli, section):
+    config = _project(tmp_path, "http://127.0.0.1:9/v1", extra=PRICES + f"budget: {section}\n")
+    code, _, err = cli("check", "-c", config, "--no-progress")
+    assert code == 2 and "budget" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) <= 3, err
