@@ -165,3 +165,38 @@ def test_a_budget_section_that_is_no_amount_is_refused(tmp_path, cli, section):
     code, _, err = cli("check", "-c", config, "--no-progress")
     assert code == 2 and "budget" in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) <= 3, err
+
+
+def _graded(tmp: Path, judge: str = "", guard: str = "") -> Path:
+    """A replayed target (not metered) with a judge and a guard behind endpoints."""
+    write_jsonl(tmp / "s.jsonl", [{"id": f"c{i}", "prompt": "p", "expected": "e"} for i in range(4)])
+    write_jsonl(tmp / "r.jsonl", [{"id": f"c{i}", "output": "fine"} for i in range(4)])
+    (tmp / "rubric.yaml").write_text(
+        "name: g\nreview: {required_domains: []}\ncriteria:\n  - {name: helpful, metric: accuracy, op: '>=', threshold: 0.5}\n"
+        "forbidden:\n  - {category: violence, kind: guard, guard: lg, codes: [S1]}\n")
+    (tmp / "c.yaml").write_text(
+        "target: {backend: replay, responses: r.jsonl}\n"
+        f"judge: {{base_url: 'http://127.0.0.1:9/v1', model: j, criteria: {{helpful: {{instructions: Helps.}}}}{judge}}}\n"
+        f"guards:\n  lg: {{base_url: 'http://127.0.0.1:9/v1', model: lg, categories: {{S1: Violence}}{guard}}}\n"
+        "suites: [{path: s.jsonl, answer: {type: judge, criterion: helpful}}]\nrubric: rubric.yaml\n")
+    return tmp / "c.yaml"
+
+
+PRICE = ", price: {input_usd_per_1m: 1, output_usd_per_1m: 2}"
+
+
+@pytest.mark.parametrize("judge, guard, named", [("", PRICE, "judge.price"), (PRICE, "", "guards.lg.price")])
+def test_a_metered_judge_or_guard_with_no_price_refuses_to_start(tmp_path, cli, judge, guard, named):
+    code, _, err = cli("check", "-c", _graded(tmp_path, judge, guard), "--no-progress", "--budget-usd", "1")
+    assert code == 2 and "has no price" in err and named in err.replace("'", "").replace("field ", ""), err
+
+
+def test_priced_judge_and_guard_start(tmp_path, cli):
+    """Priced, they start; they are asked after generation, so each is counted at its reservation: the prompt,
+    the answer at max_new_tokens and the instructions read, the most it may write."""
+    config = _graded(tmp_path, PRICE, PRICE)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--budget-usd", "1", "--json")
+    assert "has no price" not in err and "Traceback" not in err, err
+    spent = json.loads((tmp_path / "reports" / "r" / "report.json").read_text())["budget"]["spent_usd"]
+    assert spent["target"] == 0 and spent["judge"] > 0 and spent["guard"] > 0
+    assert spent["total"] == pytest.approx(spent["judge"] + spent["guard"])
