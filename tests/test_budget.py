@@ -36,7 +36,7 @@ def _half(body: dict) -> str:
     return "yes" if int(str(prompt)[:3]) % 2 == 0 else "no"
 
 
-# one case's worst case: (40 prompt characters + 64 template tokens) x $0.001 + 10 x $0.001 = $0.114
+# one case's worst case: (40 prompt bytes + 64 template tokens) x $0.001 + 10 x $0.001 = $0.114
 WORST = (40 + 64 + 10) * 1000 / 1e6
 
 

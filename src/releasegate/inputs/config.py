@@ -19,6 +19,7 @@ from typing import Any
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
 from .backend_facts import SHARED_FIELDS, backend_names, capabilities, spec
+from .budget_config import Budget, parse_budget
 from .cache_config import (
     CacheConfig,
     PrefixCacheConfig,
@@ -29,7 +30,6 @@ from .cache_config import (
 )
 from .composition import Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_config_secrets, restore_from
-from .budget_config import Budget, parse_budget
 from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .guard_settings import parse_guards

@@ -47,6 +47,7 @@ from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.sampler import drawn_rows
+from ..run.budget import require_prices
 from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.draws import generate_draws, pending_draws
 from ..run.generation import cache_hits, cache_session_name, generate_all, keep_client, keep_sources, open_cache
@@ -55,7 +56,6 @@ from ..run.load_phase import run_load_phase
 from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
-from ..run.budget import require_prices
 from ..run.stop_watch import stop_plan
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from .check_inputs import check_before_loading, check_metrics

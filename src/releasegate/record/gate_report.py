@@ -320,13 +320,6 @@ class GateReport(_Model):
     """Guard models (forbidden rules of kind guard), by name: `labelled` (replies with a reviewer forbidden label it
     judged), `min_labels`, `calibrated`, and per rubric category its miss and false-alarm rates with one-sided
     Wilson bounds (see releasegate.llm_judge.guard_error)."""
-    budget: dict[str, Any] | None = None
-    """A run with a spend budget (`budget:`): `caps`, `spent_usd` by part (target, judge, guard, total), the
-    target's `tokens`, `exhausted` (the cap dispatch stopped at, or null) and, when it did, `still_needs`
-    (criterion -> the cases of the order not asked, for each criterion left undecided); absent without one."""
-    budget_exhausted: bool | None = None
-    """Whether dispatch stopped at a cap of the budget (the verdict then speaks for the cases asked); absent
-    without a budget."""
     sections: list[FeatureSection] = []
     """The summaries of the gate features that show one (`gate.feature`), in registry order; absent when none
     does."""

@@ -1,6 +1,6 @@
 """The dispatch's side of a spend budget (`budget:`, `check --budget-usd`, `inputs.budget_config`).
 
-Before a case is sent its worst-case cost is reserved: the target's (its prompt's characters as tokens, a bound
+Before a case is sent its worst-case cost is reserved: the target's (its prompt's UTF-8 bytes as tokens, a bound
 on its tokens, plus `max_new_tokens`, at the `cost:` prices), every judge call it will cause (two with
 `judge.baseline`) and every guard call (one per ShieldGemma policy), at `judge.price` and `guards.NAME.price`, each
 times the case's draws. Dispatch stops before a reservation would cross a cap, at the first case of the run's
@@ -29,7 +29,7 @@ from ..record.cost_metrics import COUNTED_SOURCES
 from ..record.evidence import case_attempts
 from ..record.records import CaseRecord, RunInfo
 
-__all__ = ["PARTS", "BudgetWatch", "prompt_chars", "require_prices", "JUDGE_PROMPT_TOKENS"]
+__all__ = ["PARTS", "BudgetWatch", "prompt_bytes", "require_prices", "JUDGE_PROMPT_TOKENS"]
 
 PARTS = ("target", "judge", "guard")
 JUDGE_PROMPT_TOKENS = 1024
@@ -37,11 +37,12 @@ JUDGE_PROMPT_TOKENS = 1024
 _TEMPLATE_TOKENS = 64  # a chat template's tokens around the prompt's own
 
 
-def prompt_chars(case: Case) -> int:
-    """A case's prompt in characters (its messages' contents together)."""
+def prompt_bytes(case: Case) -> int:
+    """A case's prompt in UTF-8 bytes (its messages' contents together): a bound on its tokens, as a byte-level
+    tokenizer (or one falling back to bytes) never makes more tokens than bytes."""
     if case.messages:
-        return sum(len(str(m.get("content", ""))) for m in case.messages)
-    return len(case.prompt or "")
+        return sum(len(str(m.get("content", "")).encode("utf-8")) for m in case.messages)
+    return len((case.prompt or "").encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ class BudgetWatch:
         if case.id in self.worst:
             return self.worst[case.id]
         draws = self.config.draws_of(case.suite)
-        prompt = prompt_chars(case) + _TEMPLATE_TOKENS
+        prompt = prompt_bytes(case) + _TEMPLATE_TOKENS
         out = self.config.max_new_tokens
         costs = _Costs(tokens=(prompt + out) * draws)
         if self.target is not None:

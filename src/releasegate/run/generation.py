@@ -27,9 +27,9 @@ from ..record.evidence import answered, attempt_outcomes, worst_client
 from ..record.ledger import append_sources
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
+from .budget import BudgetWatch
 from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
-from .budget import BudgetWatch
 from .stop_watch import StopWatch
 from .stopping import stop_if_dead
 from .tool_path import prove_tool_path
