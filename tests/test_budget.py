@@ -200,3 +200,36 @@ def test_priced_judge_and_guard_start(tmp_path, cli):
     spent = json.loads((tmp_path / "reports" / "r" / "report.json").read_text())["budget"]["spent_usd"]
     assert spent["target"] == 0 and spent["judge"] > 0 and spent["guard"] > 0
     assert spent["total"] == pytest.approx(spent["judge"] + spent["guard"])
+
+
+def test_a_resume_with_a_higher_cap_goes_on_in_the_same_order(tmp_path, cli):
+    with StubServer(StubBehaviour(tokens=3, reply=_half)) as stub:
+        config = _project(tmp_path, stub.base_url)
+        _run(cli, config, "--budget-usd", "0.2")
+        run = tmp_path / "reports" / "r"
+        first = json.loads((run / "run.json").read_text())
+        code, out, err = cli("check", "--resume", run, "--no-progress", "--budget-usd", "0.4")
+    again = json.loads((run / "run.json").read_text())
+    assert "Traceback" not in err and again["budget"]["caps"] == {"usd": 0.4}, out + err
+    assert first["budget"]["asked"] < again["budget"]["asked"] < 40
+    assert first["budget"]["spent_usd"]["total"] < again["budget"]["spent_usd"]["total"] <= 0.4
+    ids = [json.loads(line)["case_id"] for line in (run / "records.jsonl").read_text().splitlines()]
+    assert ids == first["stopping"]["order"][:again["budget"]["asked"]]
+
+
+def test_a_resume_cannot_add_a_budget_to_a_run_that_had_none(tmp_path, cli):
+    with StubServer(StubBehaviour(tokens=3, reply=_yes)) as stub:
+        config = _project(tmp_path, stub.base_url, cases=4)
+        cli("check", "-c", config, "--run-id", "r", "--no-progress")
+    code, _, err = cli("check", "--resume", tmp_path / "reports" / "r", "--no-progress", "--budget-usd", "1")
+    assert code == 2 and "started with a budget" in err and "Traceback" not in err
+
+
+def test_a_token_cap_needs_no_price(tmp_path, cli):
+    """`tokens` caps the target's tokens: no dollars, so no price is asked; each case reserves its prompt's bytes
+    and max_new_tokens, and its counted tokens replace them."""
+    with StubServer(StubBehaviour(tokens=3, reply=_half)) as stub:
+        config = _project(tmp_path, stub.base_url, extra="budget: {tokens: 300}\n")
+        code, report, said = _run(cli, config)
+    assert code == 3 and report["budget"]["exhausted"] == "tokens", said
+    assert 0 < report["budget"]["tokens"] <= 300

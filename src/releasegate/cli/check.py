@@ -61,7 +61,7 @@ def check(
             "--budget-usd", metavar="USD",
             help="Cap the run's spend (target, judge and guards) in dollars: the config's budget.usd. Each case's "
                  "worst case is reserved before it is sent; at the cap the run is judged on the cases asked "
-                 "(docs/stopping.md#budget).",
+                 "(docs/stopping.md#budget). With --resume: a new cap for a budgeted run, what was spent counted.",
         )
     ] = None,
     sets: SetOption = None,
@@ -93,14 +93,14 @@ def check(
     if resume is not None:
         given = [name for name, value in (("--config", config), ("--run-id", run_id), ("--output-dir", output_dir),
                                           ("--limit", limit), ("--set", sets or None),
-                                          ("--stop-when-decided", stop_when_decided or None),
-                                          ("--budget-usd", budget_usd)) if value is not None]
+                                          ("--stop-when-decided", stop_when_decided or None)) if value is not None]
         if given:
             raise InputError(f"--resume continues the run with its own config, id and cases: drop {given[0]}")
     with signals_stop():
         if resume is not None:
+            _budget_set(budget_usd)  # the same checks as a new run's
             run, report = resume_check(resume, console=console, progress=progress, retry_errors=retry_errors,
-                                       allow_pending=allow_pending, use_cache=cache)
+                                       allow_pending=allow_pending, use_cache=cache, budget_usd=budget_usd)
         else:
             options = CheckOptions(console, progress, run_id, allow_pending, limit, use_cache=cache,
                                    stop_when_decided=stop_when_decided)

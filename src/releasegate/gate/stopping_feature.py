@@ -54,6 +54,8 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     saved = state.planned - state.asked
     rows = [{"label": "cases asked", "value": f"{state.asked} of {state.planned} (in the seed's random order)"},
             {"label": "cases saved", "value": f"{saved} ({saved / state.planned:.0%})" if state.planned else "0"}]
+    if (ctx.info.stopping or {}).get("when_decided") is False:  # a budget's order: only a cap stops it
+        return {"title": "Random order (budget)", "rows": rows[:1]}
     for name, found in state.decided.items():
         if found.verdict is not None:
             at = state.tracks[name].case_at(found.at or 0)

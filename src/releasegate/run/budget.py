@@ -15,11 +15,13 @@ A self-hosted target (`cost: {mode: self_hosted}`) costs its hourly price over t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..gate.stopping import stopping_of
 from ..inputs.backend_facts import capabilities
 from ..inputs.budget_config import Budget
 from ..inputs.config import Config
@@ -29,7 +31,7 @@ from ..record.cost_metrics import COUNTED_SOURCES
 from ..record.evidence import case_attempts
 from ..record.records import CaseRecord, RunInfo
 
-__all__ = ["PARTS", "BudgetWatch", "prompt_bytes", "require_prices", "JUDGE_PROMPT_TOKENS"]
+__all__ = ["PARTS", "BudgetWatch", "prompt_bytes", "require_prices", "with_budget", "JUDGE_PROMPT_TOKENS"]
 
 PARTS = ("target", "judge", "guard")
 JUDGE_PROMPT_TOKENS = 1024
@@ -86,6 +88,20 @@ def require_prices(config: Config, rubric: Rubric, cases: Sequence[Case], budget
             raise InputError(f"budget: the guard '{name}' is metered and has no price",
                              **config.key_at("guards", name, "price"),
                              hint=f"add guards.{name}.price: {{input_usd_per_1m, output_usd_per_1m}}")
+
+
+def with_budget(config: Config, rubric: Rubric, cases: Sequence[Case], info: RunInfo, usd: float | None) -> Config:
+    """A resumed run's config with `usd` (`check --resume RUN --budget-usd USD`) as its cap on the whole spend, for
+    this session: refused (exit 2) for a run that did not start with a budget, whose cases were not asked in the
+    seed's order, so that what it asked is no prefix a cap could have cut."""
+    if usd is None:
+        return config
+    if stopping_of(info) is None or config.budget is None:
+        raise InputError("--budget-usd with --resume needs a run that started with a budget (its cases asked in "
+                         "the seed's random order)", hint="start a new run with --budget-usd")
+    budget = dataclasses.replace(config.budget, usd=usd)
+    require_prices(config, rubric, cases, budget)
+    return dataclasses.replace(config, budget=budget)
 
 
 @dataclass
