@@ -62,7 +62,10 @@ def test_a_budget_that_runs_out_is_inconclusive_with_the_spend_split(tmp_path, c
     asked = info["budget"]["asked"]
     assert 0 < asked < 40
     # the default error guard (<= 0.01) is no more decided on so few cases than accuracy at its threshold
-    assert budget["still_needs"] == {"accuracy": 40 - asked, "error_rate (default guard)": 40 - asked}
+    needs = budget["still_needs"]
+    assert set(needs) == {"accuracy", "error_rate (default guard)"}
+    assert all(n["at_most"] == 40 - asked for n in needs.values())
+    assert needs["accuracy"]["projected"] is None  # at a rate of one half against 0.5, no e-process ever decides
     verdicts = {row["name"]: row["verdict"] for row in report["criteria"]}
     assert "fail" not in verdicts.values()  # never FAIL for want of cases
 
@@ -233,3 +236,15 @@ def test_a_token_cap_needs_no_price(tmp_path, cli):
         code, report, said = _run(cli, config)
     assert code == 3 and report["budget"]["exhausted"] == "tokens", said
     assert 0 < report["budget"]["tokens"] <= 300
+
+
+def test_still_needs_projects_the_cases_at_the_rate_so_far(tmp_path, cli):
+    """Every answer right but too few asked to decide: the report says how many more cases the e-process would
+    need at that rate, a figure within the cases left."""
+    with StubServer(StubBehaviour(tokens=3, reply=_yes)) as stub:
+        config = _project(tmp_path, stub.base_url, criteria=DECIDABLE)
+        code, report, said = _run(cli, config, "--budget-usd", "0.15")
+    needs = report["budget"]["still_needs"]["accuracy"]
+    assert code == 3 and isinstance(needs["projected"], int), said
+    assert 0 < needs["projected"] <= needs["at_most"] < 40
+    assert next(r for r in report["criteria"] if r["name"] == "accuracy")["verdict"] != "pass"

@@ -6,9 +6,11 @@ keeps its verdict and any other is undecided (INCONCLUSIVE), never FAIL for want
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..decision.criterion import CriterionResult
+from ..decision.stopping import cases_to_decide, fail_tests
 from .context import GateContext
 from .feature import GateFeature
 from .stopping_feature import stop_state_of
@@ -22,14 +24,25 @@ def budget_of(ctx: GateContext) -> dict[str, Any] | None:
     return budget if isinstance(budget, dict) else None
 
 
-def _still_needs(ctx: GateContext) -> dict[str, int]:
-    """Criterion -> the cases of the order not asked, for each criterion the prefix left undecided: at most that
-    many more decide it (the whole suite, where the exact bound or the fixed-size gate decides the rest)."""
+def _still_needs(ctx: GateContext) -> dict[str, dict[str, int | None]]:
+    """Criterion -> what it still needs, for each criterion the prefix left undecided: `at_most` the cases of the
+    order not asked (the whole suite, where the exact bound or the fixed-size gate decides the rest) and
+    `projected` the cases its e-process would need at the rate seen so far (None: not within them)."""
     state = stop_state_of(ctx)
     if state is None or state.complete:
         return {}
     left = state.planned - state.asked
-    return {name: left for name, found in state.decided.items() if found.verdict is None}
+    tests = fail_tests(ctx.criteria)
+    out: dict[str, dict[str, int | None]] = {}
+    for criterion, name in state.keys:
+        if state.decided[name].verdict is not None:
+            continue
+        track = state.tracks[name]
+        per_case = len(track.values) / track.asked if track.asked else 1.0  # a slice's criterion holds fewer
+        values = cases_to_decide(criterion, track, max(1, math.ceil(left * per_case)), tests)
+        projected = math.ceil(values / per_case) if values is not None and per_case > 0 else None
+        out[name] = {"at_most": left, "projected": min(projected, left) if projected is not None else None}
+    return out
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
@@ -63,8 +76,10 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
         state = stop_state_of(ctx)
         asked = f" after {state.asked} of {state.planned} case(s)" if state is not None else ""
         rows.append({"label": "budget exhausted", "value": f"dispatch stopped at the {exhausted} cap{asked}"})
-        for name, left in _still_needs(ctx).items():
-            rows.append({"label": name, "value": f"undecided: needs up to {left} more case(s) of the order"})
+        for name, needs in _still_needs(ctx).items():
+            projected = needs["projected"]
+            guess = f", about {projected} at the rate so far" if projected is not None else ""
+            rows.append({"label": name, "value": f"undecided: needs up to {needs['at_most']} more case(s){guess}"})
     return {"title": "Budget", "rows": rows}
 
 
