@@ -248,3 +248,16 @@ def test_still_needs_projects_the_cases_at_the_rate_so_far(tmp_path, cli):
     assert code == 3 and isinstance(needs["projected"], int), said
     assert 0 < needs["projected"] <= needs["at_most"] < 40
     assert next(r for r in report["criteria"] if r["name"] == "accuracy")["verdict"] != "pass"
+
+
+def test_plan_reads_the_config_budget_and_prices_the_guards(tmp_path, cli):
+    config = _graded(tmp_path, PRICE, PRICE)
+    config.write_text(config.read_text() + "budget: {usd: 0.000001}\n")
+    code, out, err = cli("plan", "-c", config, "--json")
+    plan = json.loads(out)
+    assert code == 0 and plan["spend_usd"]["guard"] > 0 and plan["spend_usd"]["judge"] > 0, err
+    assert any("may exceed the budget of $1e-06" in w for w in plan["warnings"])
+    unpriced = _graded(tmp_path, PRICE, "")
+    plan = json.loads(cli("plan", "-c", unpriced, "--json")[1])
+    assert plan["spend_usd"]["guard"] is None and plan["spend_usd"]["total"] is None
+    assert any("guards.NAME.price" in w for w in plan["warnings"])
