@@ -47,7 +47,7 @@ from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.sampler import drawn_rows
-from ..run.budget import require_prices, with_budget
+from ..run.budget import require_one_case, require_prices, with_budget
 from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.draws import generate_draws, pending_draws
 from ..run.generation import cache_hits, cache_session_name, generate_all, keep_client, keep_sources, open_cache
@@ -88,8 +88,10 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
     when_decided = options.stop_when_decided or rubric.stop_when_decided
     if when_decided or config.budget is not None:  # the order is an input of the run: in the manifest
         manifest["stopping"] = stop_plan(config, [c.id for c in cases], when_decided=when_decided)
-    if config.budget is not None:  # a metered model with no price: refused before anything is sent
+    if config.budget is not None:  # a metered model with no price, a cap that pays for no case: refused
         require_prices(config, rubric, cases, config.budget)
+        first = manifest["stopping"]["order"][0] if manifest["stopping"]["order"] else None
+        require_one_case(config, rubric, next((c for c in cases if c.id == first), None), config.budget)
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():

@@ -31,7 +31,7 @@ from ..record.cost_metrics import COUNTED_SOURCES
 from ..record.evidence import case_attempts
 from ..record.records import CaseRecord, RunInfo
 
-__all__ = ["PARTS", "BudgetWatch", "prompt_bytes", "require_prices", "with_budget", "JUDGE_PROMPT_TOKENS"]
+__all__ = ["PARTS", "BudgetWatch", "prompt_bytes", "require_prices", "require_one_case", "with_budget", "JUDGE_PROMPT_TOKENS"]
 
 PARTS = ("target", "judge", "guard")
 JUDGE_PROMPT_TOKENS = 1024
@@ -104,6 +104,19 @@ def with_budget(config: Config, rubric: Rubric, cases: Sequence[Case], info: Run
     return dataclasses.replace(config, budget=budget)
 
 
+def require_one_case(config: Config, rubric: Rubric, first: Case | None, budget: Budget) -> None:
+    """Refuse (exit 2) a budget that cannot pay for the first case of the order: the run would send nothing."""
+    if first is None:
+        return
+    watch = BudgetWatch(config, rubric, None, budget)
+    cap = next(iter(watch.admit([[first]], {})), None) is None and watch.exhausted
+    if cap:
+        worst = watch.case_worst(first)
+        raise InputError(f"budget.{cap} does not cover one case: case {first.id}'s worst case is "
+                         f"${sum(worst.usd.values()):.4g} and {worst.tokens} tokens, so nothing would be sent",
+                         **config.key_at("budget", cap), hint="raise the cap (releasegate plan -c CONFIG shows the spend)")
+
+
 @dataclass
 class _Costs:
     """The worst cases of one case, by part, in USD, and its target tokens."""
@@ -115,7 +128,7 @@ class _Costs:
 class BudgetWatch:
     """Reserves each case's worst case before it is sent and stops dispatch at a cap (see the module docstring)."""
 
-    def __init__(self, config: Config, rubric: Rubric, info: RunInfo, budget: Budget) -> None:
+    def __init__(self, config: Config, rubric: Rubric, info: RunInfo | None, budget: Budget) -> None:
         self.config, self.info, self.budget = config, info, budget
         cost = config.cost
         api = cost is not None and cost.mode == "api"
@@ -184,7 +197,7 @@ class BudgetWatch:
     def totals(self) -> dict[str, float]:
         spent = dict(self.spent)
         if self.hourly is not None:
-            spent["target"] = self.hourly * (self.info.generation_seconds or 0.0) / 3600
+            spent["target"] = self.hourly * self._seconds() / 3600
         return {**spent, "total": sum(spent[p] for p in PARTS)}
 
     def admit(self, batches: Iterable[list[Case]], hits: dict[str, Any]) -> Iterator[list[Case]]:
@@ -220,13 +233,17 @@ class BudgetWatch:
             return "usd"
         if caps.tokens is not None and self.tokens + reserved.tokens > caps.tokens:
             return "tokens"
-        if caps.wall_s is not None and (self.info.generation_seconds or 0.0) >= caps.wall_s:
+        if caps.wall_s is not None and self._seconds() >= caps.wall_s:
             return "wall_s"
         return ""
+
+    def _seconds(self) -> float:
+        return (self.info.generation_seconds or 0.0) if self.info is not None else 0.0
 
     def write(self, asked: int) -> None:
         """run.json `budget`: the caps, the spend by part, the target's tokens and, when dispatch stopped at a
         cap, which (`exhausted`) and after how many cases of the order (`asked`)."""
+        assert self.info is not None, "a watch made before the run has no run.json to write"
         self.info.budget = {"caps": self.budget.as_dict(), "spent_usd": self.totals(), "tokens": self.tokens,
                             "exhausted": self.exhausted or None, "asked": asked}
 
