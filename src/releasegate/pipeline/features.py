@@ -24,7 +24,6 @@ BUILT_IN = (
     ("review", "releasegate.review.feature"),
     ("judge", "releasegate.llm_judge.judge_feature"),
     ("guard", "releasegate.llm_judge.guard_feature"),
-    ("budget", "releasegate.gate.budget_feature"),  # a spend cap: what was spent, and what it left undecided
 )
 
 for _name, _module in BUILT_IN:

@@ -1,21 +1,22 @@
-"""The budget gate feature: what a run with a spend budget (`budget:`, `check --budget-usd`) spent, by part, and,
-when dispatch stopped at a cap, that it did (`budget_exhausted`) and the cases each undecided criterion still
-needs. The verdicts are the stopping feature's: a budgeted run asks its cases in the seed's random order and is
+"""The stopping feature's report of a spend budget (`budget:`, `check --budget-usd`): what the run spent, by
+part, and, when dispatch stopped at a cap, that it did (`budget_exhausted`) and the cases each undecided
+criterion still needs. The verdicts are the stopping feature's: a budgeted run asks its cases in the seed's random order and is
 judged on the longest completed prefix of it (`gate.stopping_feature`), so a criterion decided before the cap
 keeps its verdict and any other is undecided (INCONCLUSIVE), never FAIL for want of cases."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from ..decision.criterion import CriterionResult
 from ..decision.stopping import cases_to_decide, fail_tests
 from .context import GateContext
-from .feature import GateFeature
-from .stopping_feature import stop_state_of
+from .stopping import StopState
 
-__all__ = ["FEATURE", "budget_of"]
+__all__ = ["budget_section", "budget_rows", "budget_of"]
+
+StateOf = Callable[[GateContext], StopState | None]
 
 
 def budget_of(ctx: GateContext) -> dict[str, Any] | None:
@@ -24,7 +25,7 @@ def budget_of(ctx: GateContext) -> dict[str, Any] | None:
     return budget if isinstance(budget, dict) else None
 
 
-def _still_needs(ctx: GateContext) -> dict[str, dict[str, int | None]]:
+def _still_needs(ctx: GateContext, stop_state_of: StateOf) -> dict[str, dict[str, int | None]]:
     """Criterion -> what it still needs, for each criterion the prefix left undecided: `at_most` the cases of the
     order not asked (the whole suite, where the exact bound or the fixed-size gate decides the rest) and
     `projected` the cases its e-process would need at the rate seen so far (None: not within them)."""
@@ -45,7 +46,8 @@ def _still_needs(ctx: GateContext) -> dict[str, dict[str, int | None]]:
     return out
 
 
-def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+def budget_section(ctx: GateContext, stop_state_of: StateOf) -> dict[str, Any]:
+    """report.json `budget` and `budget_exhausted`; {} for a run with no budget."""
     budget = budget_of(ctx)
     if budget is None:
         return {}
@@ -53,7 +55,7 @@ def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     section: dict[str, Any] = {"caps": budget.get("caps") or {}, "spent_usd": budget.get("spent_usd") or {},
                                "tokens": budget.get("tokens"), "exhausted": exhausted}
     if exhausted:
-        section["still_needs"] = _still_needs(ctx)
+        section["still_needs"] = _still_needs(ctx, stop_state_of)
     return {"budget": section, "budget_exhausted": bool(exhausted)}
 
 
@@ -61,10 +63,11 @@ def _usd(value: Any) -> str:
     return f"${value:.4g}" if isinstance(value, (int, float)) else "unknown"
 
 
-def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+def budget_rows(ctx: GateContext, stop_state_of: StateOf) -> list[dict[str, str]]:
+    """The report's rows of a budget: its caps, the spend by part and, at a cap, what it left undecided."""
     budget = budget_of(ctx)
     if budget is None:
-        return {}
+        return []
     spent = budget.get("spent_usd") or {}
     caps = budget.get("caps") or {}
     rows = [{"label": "caps", "value": ", ".join(f"{k} {v:g}" for k, v in caps.items()) or "none"},
@@ -76,11 +79,8 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
         state = stop_state_of(ctx)
         asked = f" after {state.asked} of {state.planned} case(s)" if state is not None else ""
         rows.append({"label": "budget exhausted", "value": f"dispatch stopped at the {exhausted} cap{asked}"})
-        for name, needs in _still_needs(ctx).items():
+        for name, needs in _still_needs(ctx, stop_state_of).items():
             projected = needs["projected"]
             guess = f", about {projected} at the rate so far" if projected is not None else ""
             rows.append({"label": name, "value": f"undecided: needs up to {needs['at_most']} more case(s){guess}"})
-    return {"title": "Budget", "rows": rows}
-
-
-FEATURE = GateFeature(name="budget", section=_section, summary=_summary)
+    return rows
