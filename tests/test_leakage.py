@@ -383,7 +383,7 @@ def test_a_broken_suite_stops_validate(cli, files, tmp_path):
 def test_canaries_are_made_sealed_and_an_edit_is_refused(cli, tmp_path):
     from releasegate.inputs.canaries import read_canaries
 
-    code, out, err = cli("canary", "make", "--n", "10", "-o", tmp_path / "c.json", "--json")
+    code, out, err = cli("leakage", "canaries", "--n", "10", "-o", tmp_path / "c.json", "--json")
     assert code == 0, err and json.loads(out)["n"] == 10
     prefix, canaries = read_canaries(tmp_path / "c.json")
     texts = (tmp_path / "c.txt").read_text().splitlines()
@@ -404,7 +404,7 @@ def test_canaries_are_made_sealed_and_an_edit_is_refused(cli, tmp_path):
 ])
 def test_bad_canary_options_exit_2_and_never_replace_old_canaries(cli, tmp_path, args, words):
     (tmp_path / "old.json").write_text("kept")
-    code, _, err = cli("canary", "make", *[str(tmp_path / a) if a.endswith((".json", ".txt")) else a for a in args])
+    code, _, err = cli("leakage", "canaries", *[str(tmp_path / a) if a.endswith((".json", ".txt")) else a for a in args])
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
     assert (tmp_path / "old.json").read_text() == "kept"
 

@@ -138,7 +138,7 @@ def _session(root, cache_path, server: _Server, run_id: str, cases: list[str], l
             record = _record(case, kind)
             run.append([record])
             gen = Generation(None if kind else "tok", timing=Timing(), error=kind)
-            _cache_batch(cache, [(SimpleNamespace(id=case, messages=None, prompt=case), record)], {case: gen})
+            _cache_batch(cache, [(SimpleNamespace(id=case, messages=None, prompt=case, tools=None), record)], {case: gen})
         assert attempt_outcomes  # (the tally is the generation code's own, `_cache_batch`)
     finally:
         cache.close()

@@ -53,16 +53,25 @@ def _human(args, env, code: int | tuple[int, ...]) -> tuple[dict, str]:
     return json.loads(proc.stdout), proc.stderr
 
 
+def _card(lines: list[str], n: int, starts: list[int]) -> str:
+    """The card of the row named on line n: its indented 'column: value' lines up to the next row's name."""
+    end = next((m for m in starts if m > n), len(lines))
+    return "\n".join(line for line in lines[n + 1:end] if line.startswith("  ") and ": " in line)
+
+
 def _assert_whole(text: str, rows: dict[str, list[str]], width: int | None = None) -> None:
     """No '…' anywhere; each row's name whole, and every cell of it whole, on the name's line or the next (a narrow
-    table puts a long name on a line of its own, its cells under it)."""
+    table puts a long name on a line of its own, its cells under it), or, where the table is shown as cards (a
+    row's name, then one 'column: value' line a cell), in its own card."""
     assert "…" not in text, text
     lines = text.splitlines() + [""]
+    starts = sorted(n for n, line in enumerate(lines) for name in rows if line.strip().startswith(name))
     for name, cells in rows.items():
         at = [n for n, line in enumerate(lines) if name in line]
         assert at, f"{name!r} not whole in:\n{text}"
         for cell in cells:
-            assert any(cell in lines[n] or cell in lines[n + 1] for n in at), f"{cell!r} of {name!r} not in:\n{text}"
+            assert any(cell in lines[n] or cell in lines[n + 1] or cell in _card(lines, n, starts) for n in at), \
+                f"{cell!r} of {name!r} not in:\n{text}"
     if width is not None:
         # one-line statements and a path wrapped onto a line of its own (one word no width can break) may run long
         table = [line for line in lines if not line.startswith(("human review:", "verdict:", "requests:", "run record:", "warning:"))
@@ -168,8 +177,10 @@ def test_review_status_table_fits_80_columns(project, cli):
     for env in (NARROW, WIDE):
         summary, text = _human(["review", "status", run], env, 0)
         assert f"domain={DOMAINS[1]}" in summary
+        from releasegate.report.review import kappa_cell
+
         rows = {name: [row["status"], *(format_value(row[c]) for c in
-                                         ("cases", "needed", "reviewed", "rejected", "approval", "kappa"))]
+                                         ("cases", "needed", "reviewed", "rejected", "approval")), kappa_cell(row)]
                 for name, row in summary.items()}
         assert any(v[5] != "—" for v in rows.values()), summary  # some approval was measured
         _assert_whole(text, rows, width=int(env["COLUMNS"]))

@@ -42,10 +42,17 @@ class StreamParse:
     """`data:` lines the reply held: 0 for a reply that is no event stream at all (an HTML page)."""
     tool_parts: dict[int, dict] = field(default_factory=dict)
     """Streamed tool calls by index, their fragments joined in arrival order (`delta.tool_calls`)."""
+    tool_chunks: list[str] = field(default_factory=list)
+    """The text of each tool call fragment (name and arguments): counted toward the token cap as content chunks are."""
 
     @property
     def text(self) -> str:
         return "".join(self.chunks)
+
+    @property
+    def all_chunks(self) -> list[str]:
+        """Content chunks, then tool call fragments: what the token cap counts."""
+        return self.chunks + self.tool_chunks
 
     @property
     def tool_calls(self) -> list[dict]:
@@ -117,7 +124,13 @@ def _take(event: Event, stamp: int, out: StreamParse) -> None:
             out.chunk_ns.append(stamp)
         for piece in choice.tool_calls:  # a call's id comes once; its name and arguments may come in pieces
             part = out.tool_parts.setdefault(piece.index, {"id": None, "name": "", "arguments": ""})
+            if part["id"] and piece.id and piece.id != part["id"]:  # two calls at one index: joined, neither is real
+                out.bad_event = out.bad_event or (f"tool call {piece.id[:40]!r} streamed at index {piece.index}, "
+                                                  f"which call {part['id'][:40]!r} holds")
+                continue
             part["id"] = part["id"] or piece.id
+            if piece.name or piece.arguments:
+                out.tool_chunks.append((piece.name or "") + (piece.arguments or ""))
             part["name"] += piece.name or ""
             part["arguments"] += piece.arguments or ""
         if choice.finish_reason:
@@ -134,10 +147,11 @@ def token_cap(max_tokens: int, configured: int | None) -> int:
 def stream_problem(parse: StreamParse, output_tokens: int, cap: int) -> tuple[str, str] | None:
     """Why a finished, well-formed stream is not an answer, as (error kind, message); None when it is one.
     `output_tokens`: the answer's tokens as counted (usage, tokenizer or chunks)."""
-    counted = len(parse.chunks) if parse.completion_tokens is not None else output_tokens
+    chunks = len(parse.chunks) + len(parse.tool_chunks)
+    counted = chunks if parse.completion_tokens is not None else output_tokens
     if counted > cap:
         return ErrorKind.RESPONSE_TOO_LARGE, f"the answer ran past the token cap {cap} ({counted} tokens)"
-    told = usage_problem(parse.usage, chunks=len(parse.chunks), seen=parse.seen, cap=cap)
+    told = usage_problem(parse.usage, chunks=chunks, seen=parse.seen, cap=cap)
     if told is not None:
         return ErrorKind.BAD_RESPONSE, told
     reason = parse.finish_reason

@@ -371,7 +371,7 @@ class OpenAIBackend(Backend):
             return failed(ErrorKind.STREAM_INTERRUPTED, "stream ended without [DONE] or finish_reason", clock, attempt)
         source = "usage" if parse.completion_tokens is not None else ("tokenizer" if self._count else "chunks")
         cap = token_cap(max_new_tokens, self.target.max_response_tokens)
-        counted = parse.completion_tokens if parse.completion_tokens is not None else counted_tokens(parse.chunks, cap, self._count)
+        counted = counted_tokens(parse.all_chunks, cap, self._count) if parse.completion_tokens is None else parse.completion_tokens
         problem = stream_problem(parse, counted, cap)
         if problem is not None:
             return failed(*problem, clock, attempt)

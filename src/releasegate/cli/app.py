@@ -17,7 +17,6 @@ from ..errors import ReleasegateError
 from ..redaction import redact_error
 from ..text import inert
 from . import (
-    canary,
     capacity,
     check,
     compare,
@@ -59,16 +58,15 @@ COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit 
     ("init", init.init, "Run", "Write a starter config, suite and rubric.", None),
     ("plan", plan.plan, "Run", "Count a check's requests, tokens, spend and time first.", None),
     ("matrix", matrix.matrix, "Run", "Run every variant of a plan and compare them.", None),
-    ("gate", gate.gate, "Judge", "Judge a saved run again (new labels, a what-if).", EXIT_CODES_HELP),
-    ("report", report.report, "Judge", "Render one report of a saved run.", None),
-    ("capacity", capacity.capacity, "Judge", "The capacity sweep of a saved run, step by step.",
+    ("gate", gate.gate, "Judge and review", "Judge a saved run again (new labels, a what-if).", EXIT_CODES_HELP),
+    ("report", report.report, "Judge and review", "Render one report of a saved run.", None),
+    ("capacity", capacity.capacity, "Judge and review", "The capacity sweep of a saved run, step by step.",
      "Exit codes: 0 a capacity was established | 2 no sweep in the run | 3 unknown."),
     ("compare", compare.compare, "Compare", "Compare two runs on their shared cases.", EXIT_CODES_HELP),
     ("servers", servers.servers, "Compare", "Choose among served targets judged on the same suites.",
      "Exit codes: 0 a target is recommended | 2 a bad run directory | 3 no target passed its gate with quality no "
      "worse than the reference's."),
-    ("leakage", leakage.leakage, "Run", "Build a leakage suite from the training file.", None),
-    ("canary", canary.canary, "Run", "Make canaries for the training data.", None),
+    ("leakage", leakage.leakage, "Run", "Build a leakage suite, or canaries for training data.", None),
     ("history", history.history, "Compare", "List the runs of a reports folder, or draw their trend.", None),
     ("verify", verify.verify, "Release", "Check a run's inputs and files against its record.",
      "Exit codes: 0 nothing changed | 1 an input or package changed | 2 not a run directory | 3 unverified: some "
@@ -81,7 +79,7 @@ COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit 
 )
 for _name, _function, _panel, _short, _codes in COMMANDS:
     app.command(_name, short_help=_short, rich_help_panel=_panel, epilog=_codes)(_function)
-app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP, rich_help_panel="Review",
+app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP, rich_help_panel="Judge and review",
               short_help="Export the review sample as CSV, import labels.")
 
 

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from ..errors import first_named
 from ..review import QUEUE_FILE
 from ._common import JsonOption, consoles, print_json
 
@@ -94,7 +93,7 @@ def import_(
     except ReviewImportError as exc:
         if exc.count > 1:
             err = Console(stderr=True, highlight=False)
-            for line in first_named(exc.report_lines()):
+            for line in exc.report_lines():  # the first MAX_LISTED, then how many more
                 err.print(line, markup=False, soft_wrap=True)
         raise
     keep_imported(run_dir, len(done.labels.edits))  # the guard and judge labels, for later runs of the same replies

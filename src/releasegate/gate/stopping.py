@@ -92,10 +92,12 @@ class StopState:
 
 
 def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[str, CaseRecord],
-               scores_of: ScoresOf, repeated: bool = False, load_phase: bool = False) -> StopState:
+               scores_of: ScoresOf, repeated: bool = False, load_phase: bool = False,
+               ledger: int = 0) -> StopState:
     """The state after the records journaled so far (`records`: by case id). `repeated`: the run asks some case
     more than once (its draws have no anytime method yet); `load_phase`: the run plans one (its requests are in
-    `error_rate` too)."""
+    `error_rate` too); `ledger`: the quality attempts its error rates count that no record holds (`record.ledger`:
+    the sessions behind its cached answers)."""
     prefix = []
     for case_id in order:
         record = records.get(case_id)
@@ -113,7 +115,7 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
     tests = fail_tests(criteria)
     for criterion in criteria:
         key = _unique(criterion.name, tracks)
-        track = _track(criterion, prefix, scores_of, complete, repeated, load_phase)
+        track = _track(criterion, prefix, scores_of, complete, (repeated, load_phase, ledger))
         tracks[key] = track
         decided[key] = Decided() if track.blocked else decided_at(criterion, track.values, tests)
         keys.append((criterion, key))
@@ -141,25 +143,32 @@ def _unique(name: str, taken: Mapping[str, Any]) -> str:
 
 
 def run_stop_state(info: RunInfo, criteria: Sequence[Any], records: Mapping[str, CaseRecord],
-                   scores_of: ScoresOf, baseline: bool = False) -> StopState:
+                   scores_of: ScoresOf, baseline: bool = False, ledger: Sequence[Any] = ()) -> StopState:
     """`stop_state` of a stopping run (`info`: its order, its repeats, whether it plans a load phase);
-    `baseline`: the rubric compares with a baseline run, which holds the run to the end of its suite."""
+    `baseline`: the rubric compares with a baseline run, which holds the run to the end of its suite; `ledger`:
+    the run's attempts ledger (`record.ledger.read_ledger`)."""
     stopping = stopping_of(info)
     assert stopping is not None, "run_stop_state is for a run that stops when decided"
     load_phase = "load" in (info.phases or []) or info.load_phase is not None
     state = stop_state(criteria, [str(i) for i in stopping["order"]], records, scores_of,
-                       repeated=bool(info.repeats), load_phase=load_phase)
+                       repeated=bool(info.repeats), load_phase=load_phase,
+                       ledger=sum(len(line.outcomes) for line in ledger if line.phase == "quality"))
     held = (("baseline comparison", NO_ANYTIME_COMPARISON),) if baseline else ()
     return replace(state, held=held)
 
 
-def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, complete: bool, repeated: bool,
-           load_phase: bool) -> Track:
+def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, complete: bool,
+           run: tuple[bool, bool, int]) -> Track:
+    """`run`: (repeated, load_phase, ledger) as `stop_state` takes them."""
+    repeated, load_phase, ledger = run
     why_not = anytime_method(criterion)
     if why_not:
         return Track((), complete, why_not, len(prefix))
     if load_phase and criterion.metric == "error_rate":
         return Track((), complete, "error_rate counts the load phase's requests too", len(prefix))
+    if ledger and criterion.metric in ERROR_METRICS:  # the requests behind cached answers were never in the order
+        return Track((), complete, f"{criterion.metric} counts the {ledger} request(s) of the sessions behind "
+                     "cached answers too", len(prefix))
     if repeated:
         return Track((), complete, "repeated draws have no anytime-valid bound yet", len(prefix))
     if getattr(criterion, "phase", "quality") != "quality":

@@ -28,7 +28,7 @@ def stop_state_of(ctx: GateContext) -> StopState | None:
     def make() -> StopState:
         by_id = {r.case_id: r for r in ctx.records}
         return run_stop_state(ctx.info, ctx.criteria, by_id, lambda r: ctx.scores.get(r.case_id, {}),
-                              baseline=bool(ctx.rubric.baseline))
+                              baseline=bool(ctx.rubric.baseline), ledger=ctx.inputs.ledger)
 
     return ctx.once("stopping", make)
 

@@ -13,7 +13,9 @@ Which cases count for each metric (the scores are `scorers.tool_calls`'):
     tool_sequence_rate   cases with expected calls in order exact or sequence; a failed request is wrong
     tool_forbidden_call_rate  answered cases naming forbidden_tools: the share that called one
 
-A metric with no case it applies to has no value: its criterion is never a PASS.
+A metric of what the model did (all but the three that count a failed request) reads only the turns asked: a
+conversation cut before the turn that forbids a tool shows no forbidden call, and is left out, never counted
+clean. A metric with no case it applies to has no value: its criterion is never a PASS.
 """
 
 from __future__ import annotations
@@ -37,30 +39,35 @@ def _turns(r: CaseRecord) -> list[dict[str, Any]]:
     return (r.tools or {}).get("turns") or []
 
 
-def _wants(r: CaseRecord, *calls: str) -> bool:
-    return any(t.get("call") in calls for t in _turns(r))
+def _asked(r: CaseRecord, score: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The scripted turns the answer was asked (its score has one entry per turn asked; none without a score)."""
+    return _turns(r)[:len((score or {}).get("turns") or [])]
 
 
-def _ordered(r: CaseRecord) -> bool:
-    return any(t.get("calls") and t.get("order", "any") != "any" for t in _turns(r))
+def _wants(turns: list[dict[str, Any]], *calls: str) -> bool:
+    return any(t.get("call") in calls for t in turns)
 
 
-def _made_calls(r: CaseRecord) -> bool:
-    return any(r.tool_calls or ())
+def _ordered(turns: list[dict[str, Any]]) -> bool:
+    return any(t.get("calls") and t.get("order", "any") != "any" for t in turns)
 
 
-# metric -> (which records it counts, which score key says a hit, whether a failed request counts as a miss)
-_RULES: dict[str, tuple[Callable[[CaseRecord], bool], str, bool]] = {
-    "tool_call_accuracy": (lambda r: True, "passed", True),
-    "tool_trigger_rate": (lambda r: _wants(r, "required", "forbidden"), "trigger", False),
-    "tool_miss_rate": (lambda r: _wants(r, "required"), "missed", False),
-    "tool_unwanted_rate": (lambda r: _wants(r, "forbidden"), "unwanted", False),
-    "tool_args_json_rate": (_made_calls, "json", False),
-    "tool_args_schema_rate": (_made_calls, "schema", False),
-    "tool_match_rate": (lambda r: any(t.get("calls") for t in _turns(r)), "match", True),
+Turns = list[dict[str, Any]]
+
+# metric -> (which records it counts, by their turns, which score key says a hit, whether a failed request counts
+# as a miss: those read every scripted turn, the others only the turns asked)
+_RULES: dict[str, tuple[Callable[[Turns], bool], str, bool]] = {
+    "tool_call_accuracy": (lambda turns: True, "passed", True),
+    "tool_trigger_rate": (lambda turns: _wants(turns, "required", "forbidden"), "trigger", False),
+    "tool_miss_rate": (lambda turns: _wants(turns, "required"), "missed", False),
+    "tool_unwanted_rate": (lambda turns: _wants(turns, "forbidden"), "unwanted", False),
+    "tool_args_json_rate": (lambda turns: True, "json", False),
+    "tool_args_schema_rate": (lambda turns: True, "schema", False),
+    "tool_match_rate": (lambda turns: any(t.get("calls") for t in turns), "match", True),
     "tool_sequence_rate": (_ordered, "sequence", True),
-    "tool_forbidden_call_rate": (lambda r: any(t.get("forbidden_tools") for t in _turns(r)), "forbidden_called", False),
+    "tool_forbidden_call_rate": (lambda turns: any(t.get("forbidden_tools") for t in turns), "forbidden_called", False),
 }
+_CALLS_MADE = ("tool_args_json_rate", "tool_args_schema_rate")
 
 
 def tool_rate(name: str, records: list[CaseRecord], scores: dict[str, dict[str, Any]], confidence: float = 0.95) -> MetricValue:
@@ -71,10 +78,12 @@ def tool_rate(name: str, records: list[CaseRecord], scores: dict[str, dict[str, 
         if not r.tools:
             continue
         done = answered(r)
-        if not counts(r) or not (done or failed_counts):
+        score = (scores.get(r.case_id) or {}).get("tools")
+        turns = _turns(r) if failed_counts else _asked(r, score)
+        if not counts(turns) or not (done or failed_counts) or (name in _CALLS_MADE and not any(r.tool_calls or ())):
             continue
         n += 1
-        hits += bool((scores.get(r.case_id) or {}).get("tools", {}).get(key)) if done else 0
+        hits += bool((score or {}).get(key)) if done else 0
     if not n:
         return MetricValue(None, 0, note="no tool case this metric applies to")
     return MetricValue(hits / n, n, wilson_bounds(hits, n, confidence), confidence=confidence)

@@ -1,4 +1,4 @@
-"""The sealed canary file `releasegate canary make` writes and `leakage.canaries` names: read when the config is
+"""The sealed canary file `releasegate leakage canaries` writes and `leakage.canaries` names: read when the config is
 (a broken or edited file stops the run before a model loads), each fault named by the file and its field."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = ["CANARY_KIND", "MAX_CANARIES", "canary_seal", "read_canaries"]
 CANARY_KIND = "releasegate-canaries"
 MAX_CANARIES = 1000
 _ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_HINT = "make new canaries with releasegate canary make and train with them"
+_HINT = "make new canaries with releasegate leakage canaries and train with them"
 
 
 def canary_seal(prefix: str, digits: int, canaries: Sequence[dict[str, str]]) -> str:

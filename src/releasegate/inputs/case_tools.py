@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..border.structured import json_loads
-from ..errors import InputError
+from ..errors import InputError, Where
 from .files import KeyAt, named_file, read_text
 from .schema_check import validate
 
@@ -37,6 +37,10 @@ def case_tools(raw: dict[str, Any], suite_dir: Path, at: KeyAt) -> dict[str, Any
         tools = read_tools_file(str(named_file(suite_dir / raw["tools_ref"], what="tools file", where=at("tools_ref"),
                                                base=suite_dir)))
     tools = list(tools or [])
+    if not tools:  # nothing to call: a forbidden call would pass on every answer, a required one fail
+        raise InputError("a case with expected calls offers no tools", **at("expect" if "expect" in raw else "turns"),
+                         hint="add tools (or tools_ref): the tools the model may call")
+    _check_names(tools, raw.get("tool_choice"), at)
     _check_parameters(tools, at)
     turns = raw["turns"] if "turns" in raw else [raw["expect"]] if "expect" in raw else []
     if not turns:
@@ -53,6 +57,46 @@ def case_tools(raw: dict[str, Any], suite_dir: Path, at: KeyAt) -> dict[str, Any
     return out
 
 
+def _check_names(tools: list[dict[str, Any]], choice: Any, at: KeyAt) -> None:
+    """Each tool named once (the schema check would read only the last of two), and a tool_choice naming one."""
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        name = tool["function"]["name"]
+        if name in seen:
+            raise InputError(f"tool '{name}' is offered twice", **at("tools", i, "function", "name"),
+                             hint="give each tool a name of its own")
+        seen.add(name)
+    wanted = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    if wanted is not None and wanted not in seen:
+        raise InputError(f"tool_choice names '{wanted}', which is not among the case's tools ({', '.join(sorted(seen))})",
+                         **at("tool_choice", "function", "name"))
+
+
+def _check_refs(params: Any, where: Where) -> None:
+    """Every $ref of a tool's parameters points inside them (releasegate fetches no schema), and resolves."""
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    resolver = Registry().with_resource("", DRAFT202012.create_resource(params)).resolver()
+    stack = [params]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                if not ref.startswith("#"):
+                    raise InputError(f"$ref '{ref[:80]}' points outside the schema (no schema is fetched)", **where,
+                                     hint="inline it under $defs and refer to it as #/$defs/NAME")
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable:
+                    raise InputError(f"$ref '{ref[:80]}' resolves to nothing in the schema", **where) from None
+            stack.extend(node.values())
+
+
 def _check_parameters(tools: list[dict[str, Any]], at: KeyAt) -> None:
     import jsonschema
 
@@ -66,6 +110,7 @@ def _check_parameters(tools: list[dict[str, Any]], at: KeyAt) -> None:
             raise InputError(f"invalid JSON Schema: {exc.message}", **at("tools", i, "function", "parameters")) from None
         except RecursionError:
             raise InputError("JSON Schema nested too deeply", **at("tools", i, "function", "parameters")) from None
+        _check_refs(params, at("tools", i, "function", "parameters"))
 
 
 def _check_turn(turn: dict[str, Any], names: set[str], *, last: bool, at: Any) -> None:

@@ -40,7 +40,7 @@ class LeakageConfig:
     templates: bool = True
     """ProPILE-style prompts: a person's known fields given, another asked for."""
     canaries: Path | None = None
-    """The sealed canary file (`releasegate canary make`) whose canaries the training data holds; None: none."""
+    """The sealed canary file (`releasegate leakage canaries`) whose canaries the training data holds; None: none."""
     canary_candidates: int = 200
 
 

@@ -130,9 +130,18 @@ def _describe(error) -> tuple[list[str | int], str]:
         want = error.validator_value
         want = " or ".join(want) if isinstance(want, list) else want
         return parts, f"expected {want}, got {type(error.instance).__name__} {_short(error.instance)}"
+    if error.validator == "anyOf" and _required_one_of(error.validator_value):  # e.g. expected, or expect or turns
+        first, *others = [branch["required"][0] for branch in error.validator_value]
+        return parts + [first], f"required key is missing (or give {' or '.join(repr(k) for k in others)})"
     if error.validator == "oneOf" and not error.context:
         return parts, "matches more than one allowed form"
     return parts, error.message if len(error.message) < 200 else error.message[:197] + "..."
+
+
+def _required_one_of(branches: Any) -> bool:
+    """An anyOf whose every branch asks for one key: the first key is the usual one, the others alternatives."""
+    return isinstance(branches, list) and len(branches) > 1 and all(
+        isinstance(b, dict) and set(b) == {"required"} and len(b["required"]) == 1 for b in branches)
 
 
 def _short(value: Any) -> str:

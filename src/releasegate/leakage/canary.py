@@ -1,7 +1,7 @@
 """Canaries (opt-in): random secrets of a known format the training pipeline inserts into the training data, and
 their exposure in the fine-tune (Carlini et al. 2019, "The Secret Sharer").
 
-`releasegate canary make --n 10` writes `canaries.txt` (one text a line, for the training pipeline to insert) and
+`releasegate leakage canaries --n 10` writes `canaries.txt` (one text a line, for the training pipeline to insert) and
 a sealed `canaries.json` (the same canaries, their format and the sha256 of the set, checked when a config names
 it: an edited set is refused; see inputs.canaries). A run names the sealed file in `leakage.canaries`.
 

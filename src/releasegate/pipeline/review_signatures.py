@@ -18,7 +18,6 @@ import csv
 import hashlib
 import io
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +26,16 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
+from ..border.env import env_text
 from ..border.files import read_capped, replace_file
 from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.review_policy import ReviewPolicy
 from ..inputs.rubric import load_rubric
 from ..record.records import RunDir
-from ..record.review_labels import LabelEdit, parse_label, reviewer_key
+from ..record.review_labels import LabelEdit, parse_forbidden, parse_label, reviewer_key
+from ..review.sampler import review_id
+from ..spreadsheet import unneutralise
 from .dsse import key_id, load_private_key, pae
 
 __all__ = ["LABELS_TYPE", "AUTHOR_ENV", "SIGNATURES_DIR", "sign_labels", "signed_vetting", "import_vetting",
@@ -54,8 +56,7 @@ class Signer:
 
 def change_author() -> str | None:
     """The author of the change under review, as CI says (`RELEASEGATE_CHANGE_AUTHOR`); None outside CI."""
-    value = os.environ.get(AUTHOR_ENV, "").strip()
-    return value or None
+    return env_text(AUTHOR_ENV)  # a control character in it is refused in one line
 
 
 def sign_labels(file: Path, key: Path, output: Path | None = None) -> Path:
@@ -175,13 +176,15 @@ def _refuse_author(signer: str, reviewers: list[str], where: Path) -> None:
 
 def counted_labels(run: RunDir, policy: ReviewPolicy, edits: list[LabelEdit]) -> list[LabelEdit]:
     """The labels that count under `policy`: all of them without named reviewers; else those whose kept
-    envelope verifies now with the key of the reviewer they name, holds their row with the same label, and
-    whose signer and reviewer are not the author of the change."""
+    envelope verifies now with the key of the reviewer they name, holds their row as stored (label, reviewer,
+    forbidden, round, a case of this run), and whose signer and reviewer are not the author of the change; one
+    per signer and case."""
     if not policy.reviewers:
         return edits
     reviewers = {r.name: r for r in _reviewers(policy, str(run.path / "rubric.yaml"))}
     author = change_author()
-    rows: dict[str, dict[str, str] | None] = {}
+    run_id = run.read_info().run_id
+    rows: dict[str, dict[str, _SignedRow] | None] = {}
     out = []
     for e in edits:
         if e.signed_by not in reviewers or not e.labels_sha256 or len(e.labels_sha256) != 64:
@@ -191,13 +194,37 @@ def counted_labels(run: RunDir, policy: ReviewPolicy, edits: list[LabelEdit]) ->
         if e.labels_sha256 not in rows:
             rows[e.labels_sha256] = _signed_rows(run, e.labels_sha256, reviewers[e.signed_by or ""])
         signed = rows[e.labels_sha256]
-        if signed is not None and parse_label(signed.get(e.review_id, "")) == e.label:
+        if signed is not None and e.review_id in signed and _as_signed(e, signed[e.review_id], run_id):
             out.append(e)
-    return out
+    return _one_per_signer(out)
 
 
-def _signed_rows(run: RunDir, digest: str, reviewer: Signer) -> dict[str, str] | None:
-    """review_id -> label cell of the signed labels file `digest` kept in the run; None unless its envelope
+def _one_per_signer(edits: list[LabelEdit]) -> list[LabelEdit]:
+    """A signer's labels of a case count as one reviewer's, the latest, whatever names the rows give: one key
+    signing as two reviewers never makes a double review."""
+    latest = {(e.case_id, e.adjudication, reviewer_key(e.signed_by or "")): e for e in edits}
+    return [e for e in edits if latest[(e.case_id, e.adjudication, reviewer_key(e.signed_by or ""))] is e]
+
+
+@dataclass(frozen=True)
+class _SignedRow:
+    label: str | None
+    reviewer: str
+    forbidden: list[str] | None
+    adjudication: bool
+
+
+def _as_signed(edit: LabelEdit, row: _SignedRow, run_id: str) -> bool:
+    """The stored label says what its signed row says: label, reviewer (a blank cell, filled by `--reviewer` at
+    import, is no signed name: only the signer's own), forbidden categories, round, and a case of this run."""
+    name = row.reviewer or (edit.signed_by or "")
+    return (row.label == edit.label and reviewer_key(name) == reviewer_key(edit.reviewer)
+            and row.forbidden == edit.forbidden and row.adjudication == edit.adjudication
+            and review_id(run_id, edit.case_id) == edit.review_id)
+
+
+def _signed_rows(run: RunDir, digest: str, reviewer: Signer) -> dict[str, _SignedRow] | None:
+    """review_id -> the labelled row of the signed labels file `digest` kept in the run; None unless its envelope
     verifies with `reviewer`'s key over exactly those bytes."""
     path = run.path / SIGNATURES_DIR / f"{digest}.json"
     if not all(c in "0123456789abcdef" for c in digest) or not path.is_file():
@@ -209,7 +236,10 @@ def _signed_rows(run: RunDir, digest: str, reviewer: Signer) -> dict[str, str] |
     dialect = ";" if text.split("\n", 1)[0].count(";") > text.split("\n", 1)[0].count(",") else ","
     out = {}
     for row in csv.DictReader(io.StringIO(text), delimiter=dialect):
-        rid, label = (row.get("review_id") or "").strip(), (row.get("label") or "").strip()
-        if rid and label:
-            out[rid] = label.lstrip("'")
+        cell = {k: unneutralise((row.get(k) or "").strip()) for k in ("review_id", "label", "reviewer", "forbidden",
+                                                                      "round")}
+        if cell["review_id"] and cell["label"]:
+            out[cell["review_id"]] = _SignedRow(parse_label(cell["label"]), " ".join(cell["reviewer"].split()),
+                                                parse_forbidden(cell["forbidden"]),
+                                                cell["round"].casefold() == "adjudication")
     return out

@@ -95,7 +95,8 @@ def _stopping_rows(manifest: dict[str, Any], run_dir: Path) -> list[dict[str, An
         return []
     criteria = GateContext(GateInputs(info, scored.records, rubric)).criteria
     state = run_stop_state(info, criteria, {r.case_id: r for r in scored.records},
-                           lambda r: scored.scores.get(r.case_id, {}), baseline=bool(rubric.baseline))
+                           lambda r: scored.scores.get(r.case_id, {}), baseline=bool(rubric.baseline),
+                           ledger=scored.ledger)
     if not state.all_decided or state.asked < stopped:
         return [{**row, "change": f"the records do not decide every criterion after the {stopped} case(s) the run "
                                   f"stopped at ({state.asked} in order)"}]

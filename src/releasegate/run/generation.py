@@ -24,7 +24,7 @@ from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case, load_suites
 from ..record.evidence import answered, attempt_outcomes, worst_client
-from ..record.ledger import append_sources
+from ..record.ledger import append_sources, read_ledger
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
 from .budget import BudgetWatch
@@ -148,7 +148,7 @@ def _dispatch(todo: list[Case], hits: dict, config: Config, rubric: Rubric, run:
     would cross a cap (`run.budget`), what earlier sessions spent counted first."""
     size = max(1, backend.batch_size) if backend is not None else 1
     done = run.read_records(required=False)
-    watch = StopWatch(info, rubric, done) if stopping_of(info) else None
+    watch = StopWatch(info, rubric, done, read_ledger(run.path, None)) if stopping_of(info) else None
     if watch is not None:
         order = [] if watch.decided([]) else watch.arrange(todo)  # a resumed run that had stopped asks no more
         if capabilities(config.target.backend).in_flight == "concurrency":

@@ -6,6 +6,7 @@ The decision is `gate.stopping`'s, the one the gate makes again from the records
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError
@@ -38,13 +39,15 @@ def stop_plan(config: Config, case_ids: list[str], *, when_decided: bool = True)
 class StopWatch:
     """Watches the records of a stopping run as they are journaled (see the module docstring)."""
 
-    def __init__(self, info: RunInfo, rubric: Rubric, done: list[CaseRecord]) -> None:
+    def __init__(self, info: RunInfo, rubric: Rubric, done: list[CaseRecord], ledger: Sequence[Any] = ()) -> None:
+        """`ledger`: the run's attempts ledger as the run starts (`record.ledger`: the cached answers' sessions)."""
         stopping = stopping_of(info)
         assert stopping is not None, "a StopWatch is for a run that stops when decided"
         self.info, self.rubric = info, rubric
         self.order = [str(i) for i in stopping["order"]]
         self.criteria = GateContext(GateInputs(info, [], rubric)).criteria  # the default guard too
         self.records = {r.case_id: r for r in done}
+        self.ledger = list(ledger)
         self.scores: dict[str, dict[str, Any]] = {}
         self.kept_going: list[tuple[str, str]] = []
 
@@ -62,7 +65,7 @@ class StopWatch:
         if self.info.stopping is not None and self.info.stopping.get("when_decided") is False:
             return False  # a budget's order: only the budget stops it
         state = run_stop_state(self.info, self.criteria, self.records, self._scores,
-                               baseline=bool(self.rubric.baseline))
+                               baseline=bool(self.rubric.baseline), ledger=self.ledger)
         self.kept_going = state.kept_going()
         if not state.all_decided or state.asked >= len(self.order):
             return False

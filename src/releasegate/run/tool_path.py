@@ -50,7 +50,10 @@ def _post(backend: Any, body: dict[str, Any]) -> bytes:
 
 def _whole(backend: Any, body: dict[str, Any]) -> tuple[int | None, list[dict[str, Any]]]:
     """(prompt_tokens, calls) of a request not streamed."""
-    value = json_loads(_post(backend, {**body, "stream": False}).decode("utf-8", "replace"))
+    try:
+        value = json_loads(_post(backend, {**body, "stream": False}).decode("utf-8", "replace"))
+    except ValueError as exc:  # an HTML page, a cut reply: the server's fault, said as such (exit 4)
+        raise TargetError(f"tool path check: the reply to a request with tools is not JSON ({str(exc)[:80]})") from None
     usage = value.get("usage") if isinstance(value, dict) else None
     told = usage.get("prompt_tokens") if isinstance(usage, dict) else None
     choices = value.get("choices") if isinstance(value, dict) else None

@@ -22,6 +22,7 @@ def is_json(output: str, spec: dict, output_tokens: int | None) -> Score:
 def json_schema(output: str, spec: dict, output_tokens: int | None) -> Score:
     """The whole output parses as JSON and validates against `schema`."""
     import jsonschema
+    from referencing.exceptions import Unresolvable
 
     try:
         value = loads_json(output)
@@ -31,6 +32,10 @@ def json_schema(output: str, spec: dict, output_tokens: int | None) -> Score:
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(spec["schema"]).iter_errors(value))
     except RecursionError:  # a value nested deeper than validation can follow: no output passes unchecked
         return Score(False, "nested too deeply to validate against the schema")
+    except OverflowError:  # multipleOf with a float divides: a 400-digit integer is no float
+        return Score(False, "a number too large to check against the schema")
+    except Unresolvable as exc:  # a $ref to nowhere: the value could not be checked, so it does not pass
+        return Score(False, f"the schema's $ref cannot be resolved: {str(exc)[:120]}", unknown=True)
     if error is None:
         return Score(True)
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"

@@ -23,6 +23,7 @@ conversation there (the later turns are never asked) and the case fails.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,8 +51,8 @@ def value_matches(given: Any, wanted: Any) -> bool:
         return isinstance(given, str) and _standard(given) == _standard(wanted)
     if isinstance(wanted, bool) or isinstance(given, bool):
         return isinstance(given, bool) and isinstance(wanted, bool) and given == wanted
-    if isinstance(wanted, float):
-        return isinstance(given, (int, float)) and float(given) == wanted
+    if isinstance(wanted, float):  # int == float compares exactly: float(given) overflows on a 400-digit integer
+        return isinstance(given, (int, float)) and given == wanted
     if isinstance(wanted, int):
         return isinstance(given, int) and given == wanted
     if isinstance(wanted, list):
@@ -158,10 +159,17 @@ def score_turn(calls: list[dict[str, Any]], turn: dict[str, Any], tools: list[di
         out["sequence"] = _in_sequence(calls, expected)
     else:
         out["sequence"] = None
-    banned = set(turn.get("forbidden_tools") or ())
-    out["forbidden_tool"] = not any(c.get("name") in banned for c in calls) if banned else None
+    banned = {_tool_name(n) for n in turn.get("forbidden_tools") or ()}
+    out["forbidden_tool"] = not any(_tool_name(c.get("name")) in banned for c in calls) if banned else None
     out["detail"] = _detail(out, problems)
     return out
+
+
+def _tool_name(name: Any) -> str:
+    """A tool's name as a forbidden-tool check reads it: case, spaces and invisible characters (format controls
+    such as U+200B and U+202E) ignored, so 'Issue_Refund ' still names the forbidden issue_refund."""
+    text = unicodedata.normalize("NFKC", name if isinstance(name, str) else "")
+    return "".join(ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf").casefold()
 
 
 def turn_passed(turn_score: dict[str, Any]) -> bool:

@@ -80,6 +80,8 @@ class Part:
     baseline: bool = False
     stub: tuple[tuple[str, Any], ...] = ()
     """The target's own stub (StubBehaviour fields over the shared one's), for a behaviour the others must not see."""
+    files: Callable[[Path, bool], None] = lambda root, bad: None
+    """Writes the files the part's config names under the project's root (a leakage suite), given `bad`."""
 
 
 def _criterion(metric: str, op: str, threshold: float, **extra) -> dict:
@@ -103,13 +105,47 @@ def _twins(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
                             rows)}
 
 
+TOOL = {"type": "function", "function": {"name": "reset_ticket", "description": "Reset a ticket.", "parameters": {
+    "type": "object", "properties": {"ticket": {"type": "integer"}}, "required": ["ticket"]}}}
+_TOOL_ASK = re.compile(r"reset ticket (\d+)")
+
+
+def _tool_suite(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
+    """TWINS cases that must call reset_ticket with their ticket's number; set to fail, every odd case expects
+    another number than the one the stub (the model) calls with."""
+    rows = [{"id": f"k{i:02d}", "messages": [{"role": "user", "content": f"please reset ticket {i}"}],
+             "tools": [TOOL], "expect": {"call": "required", "calls": [
+                 {"name": "reset_ticket", "arguments": {"ticket": [i + 1 if bad and i % 2 else i]}}]},
+             "tags": {"kind": "tool", "domain": "tools", "group": f"k{i}"}} for i in range(TWINS)]
+    return {"tools.jsonl": ({"path": "tools.jsonl"}, rows)}
+
+
+def tool_calls(body: dict) -> list[dict]:
+    """The target's tool calls: reset_ticket with the number the request asks for."""
+    found = _TOOL_ASK.search(str(body["messages"][-1].get("content")))
+    return [{"name": "reset_ticket", "arguments": json.dumps({"ticket": int(found.group(1))})}] if found else []
+
+
+def _leakage_files(root: Path, bad: bool) -> None:
+    """A leakage suite drawn from TWINS training and held-out records. All good the training continuations are
+    text no model says; set to fail they are the reply the target gives (RIGHT): the candidate repeats its training
+    data, the base (model 'base' on the stub) does not."""
+    from ..leakage.build import build_suite
+
+    train = [{"prompt": f"leak record {i}", "completion": RIGHT if bad else f"account {i} is closed"} for i in range(TWINS)]
+    held = [{"prompt": f"leak held {i}", "completion": f"held reply {i}"} for i in range(TWINS)]
+    _write_jsonl(root / "train.jsonl", train)
+    _write_jsonl(root / "heldout.jsonl", held)
+    build_suite(root / "train.jsonl", root / "heldout.jsonl", root / "leakage.json", n=TWINS)
+
+
 PARTS: dict[str, Part] = {p.feature: p for p in (
-    Part("stopping", "rubric stop_when_decided: true (the seed's random order) and accuracy >= 0.3 (<= 0.3 set to "
-         "fail), confidence 0.95",
-         "every answer right: the e-process shows accuracy >= 0.3", "the same answers against accuracy <= 0.3: the "
-         "e-process shows it is not",
+    Part("stopping", "rubric stop_when_decided: true (the seed's random order) and accuracy >= 0.3, confidence "
+         "0.95",
+         "every answer right: the e-process shows accuracy >= 0.3", "every answer wrong: the e-process shows "
+         "accuracy < 0.3",
          rubric=lambda bad: {"stop_when_decided": True,
-                             "criteria": [_criterion("accuracy", "<=" if bad else ">=", 0.3, confidence=0.95,
+                             "criteria": [_criterion("accuracy", ">=", 0.3, confidence=0.95,
                                                      name="accuracy (stopping)")]}),
     Part("stability", "generation.repeats: 3 (temperature 0.8) and pass_all_k >= 0.7",
          "every draw right: pass_all_k 1.0", "draw 2 wrong on half the cases (of every suite): pass_all_k 0.5",
@@ -142,6 +178,20 @@ PARTS: dict[str, Part] = {p.feature: p for p in (
     Part("quality", "an answer check (regex) and accuracy >= 0.7",
          "every answer right: accuracy 1.0", "half the answers wrong: accuracy 0.5",
          rubric=lambda bad: {"criteria": [_criterion("accuracy", ">=", 0.7)]}),
+    Part("tools", "20 cases that must call reset_ticket(ticket) and tool_call_accuracy >= 0.8 (the target's stub "
+         "answers a request with tools by that call)",
+         "every call has the ticket asked for: tool_call_accuracy 1.0",
+         "every odd case expects another ticket than the one called: tool_call_accuracy 0.5",
+         rubric=lambda bad: {"criteria": [_criterion("tool_call_accuracy", ">=", 0.8)]},
+         suites=_tool_suite, stub=(("tool_reply", tool_calls),)),
+    Part("leakage", "leakage: a suite of 20 training and 20 held-out records, the base the stub as model 'base'; "
+         "extraction_rate_delta <= 0.3",
+         "no training continuation is repeated: extraction delta 0",
+         "every training continuation is the target's reply, which the base never gives: extraction delta 1.0",
+         config=lambda bad: {"leakage": {"suite": "leakage.json", "base": {
+             "backend": "openai", "base_url": "{url}", "model": "base", "retries": 0, "timeout_s": 10}}},
+         rubric=lambda bad: {"criteria": [_criterion("extraction_rate_delta", "<=", 0.3)]},
+         files=_leakage_files),
     Part("latency", "a load phase (40 req/s, 60 requests; with capacity, the sweep's capacity step) and "
          "ttft_ms_p95 <= 1000",
          f"stub TTFT {TTFT_MS:g} ms under 1000 ms", f"ttft_ms_p95 <= 5, below the stub's {TTFT_MS:g} ms",
@@ -222,7 +272,10 @@ def reply_for(mode: Mode) -> Callable[[dict], str]:
     is set to fail."""
 
     def reply(body: dict) -> str:
-        text = body["messages"][-1]["content"]
+        messages = body.get("messages") or [{"content": body.get("prompt", "")}]  # the leakage probe may complete
+        text = str(messages[-1].get("content"))
+        if body.get("model") == "base":  # the leakage part's base: it never saw the training data
+            return "Hello."
         if "<END CONVERSATION>" in text:
             return GUARD(body)
         draft = _DRAFT.search(text)
@@ -239,7 +292,7 @@ def reply_for(mode: Mode) -> Callable[[dict], str]:
         if kind == "TICKET" and mode.fails("cache"):
             return REFUND
         wrong = ((mode.fails("quality") and i % 2 == 1) or (mode.fails("baseline") and i % 4 == 3)
-                 or redrawn)
+                 or redrawn or mode.fails("stopping"))
         out = WRONG_ANSWER if wrong else RIGHT
         if mode.fails("forbidden") and i % 2 == 0:
             out += PASSWORD
@@ -294,6 +347,7 @@ def build(root: Path, url: str, features: tuple[str, ...], bad: str | None, *, b
         failing = bad == name and not baseline_run
         _merge(config, part.config(failing))
         _merge(rubric, part.rubric(failing))
+        part.files(root, failing)
         for file, (entry, rows) in part.suites(failing).items():
             config["suites"].append(entry)
             _write_jsonl(root / file, rows)

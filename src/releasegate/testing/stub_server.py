@@ -217,7 +217,8 @@ class StubServer:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
             await _send_json(writer, b.fail_status, {"error": {"message": "stub failure", "code": b.fail_status}}, headers)
             return not self.dead
-        if b.tool_reply is not None and "messages" in parsed:
+        # a request with tools, or one not streamed (the tool path's check asks both ways); streamed without tools: text
+        if b.tool_reply is not None and "messages" in parsed and (parsed.get("tools") or parsed.get("stream") is False):
             return await _tool_answer(writer, parsed, b) and not self.dead
         if path.split("?")[0].endswith("/embeddings"):  # an honest embeddings endpoint
             await _send_json(writer, 200, hostile.embeddings_reply(parsed))
