@@ -66,6 +66,11 @@ def test_a_budget_that_runs_out_is_inconclusive_with_the_spend_split(tmp_path, c
     assert set(needs) == {"accuracy", "error_rate (default guard)"}
     assert all(n["at_most"] == 40 - asked for n in needs.values())
     assert needs["accuracy"]["projected"] is None  # at a rate of one half against 0.5, no e-process ever decides
+    code, out, _ = cli("verify", tmp_path / "reports" / "r", "--json")
+    assert json.loads(out)["unchanged"], out  # the stored run's order and stop stand
+    code, out, _ = cli("gate", tmp_path / "reports" / "r", "--json")
+    again = json.loads(out)
+    assert code == 3 and again["budget_exhausted"] is True and again["budget"]["still_needs"] == needs
     verdicts = {row["name"]: row["verdict"] for row in report["criteria"]}
     assert "fail" not in verdicts.values()  # never FAIL for want of cases
 
