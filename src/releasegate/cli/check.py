@@ -56,6 +56,14 @@ def check(
                  "its anytime-valid bound (docs/stopping.md); the rubric's stop_when_decided does the same.",
         )
     ] = False,
+    budget_usd: Annotated[
+        Optional[float], typer.Option(
+            "--budget-usd", metavar="USD",
+            help="Cap the run's spend (target, judge and guards) in dollars: the config's budget.usd. Each case's "
+                 "worst case is reserved before it is sent; at the cap the run is judged on the cases asked "
+                 "(docs/stopping.md#budget). With --resume: a new cap for a budgeted run, what was spent counted.",
+        )
+    ] = None,
     sets: SetOption = None,
     as_json: JsonOption = False,
 ) -> int:
@@ -90,13 +98,14 @@ def check(
             raise InputError(f"--resume continues the run with its own config, id and cases: drop {given[0]}")
     with signals_stop():
         if resume is not None:
+            _budget_set(budget_usd)  # the same checks as a new run's
             run, report = resume_check(resume, console=console, progress=progress, retry_errors=retry_errors,
-                                       allow_pending=allow_pending, use_cache=cache)
+                                       allow_pending=allow_pending, use_cache=cache, budget_usd=budget_usd)
         else:
             options = CheckOptions(console, progress, run_id, allow_pending, limit, use_cache=cache,
                                    stop_when_decided=stop_when_decided)
             run, report = run_check_file(config if config is not None else Path(DEFAULT_CONFIG), options,
-                                         output_dir=output_dir, overrides=set_values(sets))
+                                         output_dir=output_dir, overrides=set_values(sets) + _budget_set(budget_usd))
         if as_json:
             print_json({**report, "timing": run.read_info().timing})
         shown = as_report(report)  # validated once, for the table and the lines under it
@@ -113,3 +122,12 @@ def check(
             console.print(note, markup=False, soft_wrap=True)
         hold_after_verdict()
     return report["exit_code"]
+
+
+def _budget_set(budget_usd: float | None) -> tuple[str, ...]:
+    """`--budget-usd X` as the `--set budget.usd=X` it stands for (recorded with the run, kept by a resume)."""
+    if budget_usd is None:
+        return ()
+    if not (0 <= budget_usd < float("inf")):  # NaN and infinity too
+        raise InputError(f"--budget-usd must be a finite number of dollars, 0 or more, got {budget_usd}")
+    return (f"budget.usd={budget_usd!r}",)

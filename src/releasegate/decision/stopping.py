@@ -30,7 +30,7 @@ from ..stats.intervals import cluster_share_bounds
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 
 __all__ = ["ANYTIME_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
-           "fail_tests", "decided_at", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
+           "fail_tests", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
 
 ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
 """Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
@@ -116,6 +116,21 @@ def decided_at(criterion: Any, values: tuple[float, ...], criteria: int) -> Deci
     if failed:
         return Decided(CriterionVerdict.FAIL, failed)
     return Decided()
+
+
+def cases_to_decide(criterion: Any, track: Track, left: int, criteria: int) -> int | None:
+    """A projection, never a verdict: the values more, at the rate seen so far, after which the criterion's
+    e-process would decide it, within `left`; None when it has no anytime method, its track is blocked, or it
+    would not decide within `left` (the suite's end then decides it)."""
+    if anytime_method(criterion) or track.blocked or not track.values or left <= 0:
+        return None
+    rate = sum(track.values) / len(track.values)
+    # the rate spread evenly over 0/1 values: floor((j + 1) r) - floor(j r) has mean r over any stretch
+    more = tuple(float(math.floor((j + 1) * rate) - math.floor(j * rate)) for j in range(left))
+    found = decided_at(criterion, track.values + more, criteria)
+    if found.verdict is None or found.at is None:
+        return None
+    return max(0, found.at - len(track.values))
 
 
 def decide_stopped(criterion: Any, track: Track, criteria: int, fixed: CriterionResult) -> CriterionResult:

@@ -39,6 +39,7 @@ def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[Ca
         state = "still running, or killed" if info.status == "running" else info.status
         problems.append(f"the run is {state}, not complete (finish it with check --resume)")
     stopped = isinstance(info.stopping, dict) and info.stopping.get("stopped_at")
+    stopped = stopped or (isinstance(info.budget, dict) and info.budget.get("exhausted"))  # or at a spend cap
     if len(records) < info.cases and not stopped:  # a run stopped when decided asks no more (`gate.stopping`)
         problems.append(f"{info.cases - len(records)} of {info.cases} cases have no record")
     if not records:

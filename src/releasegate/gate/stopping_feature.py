@@ -2,7 +2,8 @@
 longest completed prefix of its random order, each criterion through its e-process (`decision.stopping`), never a
 fixed-size bound at an n the data chose. The stop is recomputed from the records, so `gate` and `verify` find
 what the run found; the summary says the cases asked and saved, where each criterion was decided, and which
-criteria kept the run going."""
+criteria kept the run going. A run with a spend budget asks its cases in the same order and is judged the same
+way; its spend, and what the cap left undecided, are its part of the report (`gate.budget_report`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from ..decision.criterion import CriterionResult
 from ..decision.stopping import decide_stopped, fail_tests
+from .budget_report import budget_rows, budget_section
 from .context import GateContext
 from .feature import GateFeature
 from .stopping import StopState, run_stop_state, stopping_of
@@ -54,13 +56,20 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     saved = state.planned - state.asked
     rows = [{"label": "cases asked", "value": f"{state.asked} of {state.planned} (in the seed's random order)"},
             {"label": "cases saved", "value": f"{saved} ({saved / state.planned:.0%})" if state.planned else "0"}]
+    if (ctx.info.stopping or {}).get("when_decided") is False:  # a budget's order: only a cap stops it
+        return {"title": "Budget", "rows": rows[:1] + budget_rows(ctx, stop_state_of)}
     for name, found in state.decided.items():
         if found.verdict is not None:
             at = state.tracks[name].case_at(found.at or 0)
             rows.append({"label": name, "value": f"{found.verdict}, decided at case {at} (anytime-valid)"})
     for name, why in state.kept_going():
         rows.append({"label": name, "value": f"kept the run going: {why}"})
-    return {"title": "Stopping when decided", "rows": rows}
+    return {"title": "Stopping when decided", "rows": rows + budget_rows(ctx, stop_state_of)}
 
 
-FEATURE = GateFeature(name="stopping", rule=_rule, summary=_summary)
+def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
+    """A spend budget's part of report.json (`gate.budget_report`): a budget's run is judged as a stopping run."""
+    return budget_section(ctx, stop_state_of)
+
+
+FEATURE = GateFeature(name="stopping", rule=_rule, section=_section, summary=_summary)

@@ -19,6 +19,7 @@ from typing import Any
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
 from .backend_facts import SHARED_FIELDS, backend_names, capabilities, spec
+from .budget_config import Budget, parse_budget
 from .cache_config import (
     CacheConfig,
     PrefixCacheConfig,
@@ -62,6 +63,8 @@ class Config:
     """Draws per case (`generation.repeats`); a suite's own `repeats:` overrides it for its cases."""
     load: LoadConfig | None = None
     cost: CostConfig | None = None
+    budget: Budget | None = None
+    """`budget:` (and `check --budget-usd`): what one check may spend (`inputs.budget_config`)."""
     output_dir: Path = field(default_factory=lambda: Path("reports"))
     run_id: str | None = None
     seed: int = 0
@@ -202,6 +205,7 @@ def load_config(
         repeats=data.get("generation", {}).get("repeats", 1),
         load=parse_load(data.get("load"), served, here, at),
         cost=parse_cost(data.get("cost"), here, at),
+        budget=parse_budget(data.get("budget"), at),
         output_dir=resolve_under(here, output.get("dir", "reports")),
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),

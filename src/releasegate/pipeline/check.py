@@ -47,6 +47,7 @@ from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
 from ..review.sampler import drawn_rows
+from ..run.budget import require_one_case, require_prices, with_budget
 from ..run.cache_probe_stage import run_response_cache_probe
 from ..run.draws import generate_draws, pending_draws
 from ..run.generation import cache_hits, cache_session_name, generate_all, keep_client, keep_sources, open_cache
@@ -84,8 +85,13 @@ def run_check(config: Config, rubric: Rubric, cases: list[Case], options: CheckO
         # an unreadable input fails before the directory exists
         manifest = build_manifest(config, run_id=run.path.name, cases=cases)
     manifest.update(graders_manifest(config, rubric.forbidden))
-    if options.stop_when_decided or rubric.stop_when_decided:  # the order is an input of the run: in the manifest
-        manifest["stopping"] = stop_plan(config, [c.id for c in cases])
+    when_decided = options.stop_when_decided or rubric.stop_when_decided
+    if when_decided or config.budget is not None:  # the order is an input of the run: in the manifest
+        manifest["stopping"] = stop_plan(config, [c.id for c in cases], when_decided=when_decided)
+    if config.budget is not None:  # a metered model with no price, a cap that pays for no case: refused
+        require_prices(config, rubric, cases, config.budget)
+        first = manifest["stopping"]["order"][0] if manifest["stopping"]["order"] else None
+        require_one_case(config, rubric, next((c for c in cases if c.id == first), None), config.budget)
     target_answers(config, use_cache, console)  # a target that cannot be run leaves no empty run directory
     run.create()
     with run.lock():
@@ -113,11 +119,12 @@ def run_check_file(config_path: Path, options: CheckOptions, *, output_dir: Path
 
 def resume_check(
     run_dir: Path, *, console: Console, progress: bool = True, retry_errors: bool = False, allow_pending: bool = False,
-    use_cache: bool | None = None,
+    use_cache: bool | None = None, budget_usd: float | None = None,
 ) -> tuple[RunDir, dict[str, Any]]:
     """Finish an interrupted run in place: the cases not yet recorded (and, with `retry_errors`, those whose
     latest record has an error), then a load phase that did not finish, then judge and report again.
-    `use_cache`: None keeps the run's own choice (`check --no-cache` stays off)."""
+    `use_cache`: None keeps the run's own choice (`check --no-cache` stays off); `budget_usd`: a new cap on the
+    whole spend of a budgeted run, what was spent counted (`with_budget`)."""
     run = RunDir(run_dir)
     timing = Timing()
     run.read_info()  # "not a run directory" before anything else
@@ -126,6 +133,7 @@ def resume_check(
         info = run.read_info()
         with timing.part("inputs_s"):
             config, rubric, cases = load_run_inputs(run, info)
+            config = with_budget(config, rubric, cases, info, budget_usd)
             secret_from_env(config.target.api_key_env)
             manifest = read_manifest(run.path)
             now = build_manifest(config, run_id=run.path.name, cases=cases)

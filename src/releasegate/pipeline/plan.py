@@ -6,7 +6,7 @@ complete run of the same target in the config's reports folder, when there is on
 the generation seconds a case took, so the plan's tokens, spend and wall time are the ones measured; without one,
 the worst case the config allows (every answer `max_new_tokens` long) and no wall time. Spend prices the target
 by the config's `cost:` (API prices by tokens, a self-hosted hourly price by the wall time), the judge by its
-`price:`.
+`price:`, each guard by its `price:`. A config's `budget.usd` is the budget `--budget-usd` would give.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Plan:
     """'history RUN_ID' (measured by a run of the same target) or 'worst case' (max_new_tokens per answer)."""
     wall_s: float | None = None
     spend_usd: dict[str, float | None] = field(default_factory=dict)
-    """Spend by part: 'target', 'judge' (None: the part is metered but not priced) and 'total'."""
+    """Spend by part: 'target', 'judge', 'guard' (None: the part is metered but not priced) and 'total'."""
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,7 +64,9 @@ def plan_check(config_path: Path, *, overrides: tuple[str, ...] = (), budget_usd
     plan = Plan(len(cases), draws, draws + load, judge_calls, len(guards) * draws, math.ceil(per_request_in * draws),
                 math.ceil(per_request_out * draws), source,
                 wall_s=seconds_per_draw * draws if seconds_per_draw is not None else None)
-    plan.spend_usd = _spend(config, plan)
+    plan.spend_usd = _spend(config, plan, sorted(guards))
+    if budget_usd is None and config.budget is not None:  # the config's own cap (`budget:`)
+        budget_usd = config.budget.usd
     plan.warnings += _warnings(config, plan, budget_usd)
     return plan
 
@@ -112,7 +114,7 @@ def _prompt_chars(case: Case) -> int:
     return len(case.prompt or "")
 
 
-def _spend(config: Config, plan: Plan) -> dict[str, float | None]:
+def _spend(config: Config, plan: Plan, guards: list[str]) -> dict[str, float | None]:
     target: float | None = 0.0
     cost = config.cost
     if cost is not None and cost.mode == "api":
@@ -131,9 +133,29 @@ def _spend(config: Config, plan: Plan) -> dict[str, float | None]:
                                         + config.judge.max_tokens * price.get("output_usd_per_1m", 0.0)) / 1e6
         else:
             judge = None
-    parts = [target, judge]
+    guard = _guard_spend(config, plan, guards)
+    parts = [target, judge, guard]
     total = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
-    return {"target": target, "judge": judge, "total": total}
+    return {"target": target, "judge": judge, "guard": guard, "total": total}
+
+
+def _guard_spend(config: Config, plan: Plan, guards: list[str]) -> float | None:
+    """Each guard the rubric asks, once a draw, at `guards.NAME.price`: None where one behind an endpoint has no
+    price; a local guard costs nothing."""
+    spend = 0.0
+    per_call_in = (plan.input_tokens + plan.output_tokens) / max(1, plan.requests)
+    for name in guards:
+        settings = config.guards.get(name)
+        price = ((config.raw.get("guards") or {}).get(name) or {}).get("price") or {}
+        if settings is None:
+            continue
+        if not price:
+            if capabilities(settings.target.backend).endpoint:
+                return None
+            continue
+        spend += plan.draws * (per_call_in * price.get("input_usd_per_1m", 0.0)
+                               + settings.max_tokens * price.get("output_usd_per_1m", 0.0)) / 1e6
+    return spend
 
 
 def _warnings(config: Config, plan: Plan, budget_usd: float | None) -> list[str]:
@@ -142,6 +164,8 @@ def _warnings(config: Config, plan: Plan, budget_usd: float | None) -> list[str]
         out.append("the target is an endpoint with no price (cost:): its spend is unknown")
     if plan.spend_usd.get("judge") is None:
         out.append("the judge has no price (judge.price): its spend is unknown")
+    if plan.spend_usd.get("guard") is None:
+        out.append("a guard behind an endpoint has no price (guards.NAME.price): its spend is unknown")
     if config.cost is not None and config.cost.mode == "self_hosted" and plan.wall_s is None:
         out.append("no run of this target in the reports folder: the self-hosted spend needs a measured wall time")
     total = plan.spend_usd.get("total")

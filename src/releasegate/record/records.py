@@ -224,6 +224,10 @@ class RunInfo(BaseModel):
     """`check --stop-when-decided` (or the rubric's `stop_when_decided`): `seed`, `order` (the case ids in the
     order asked, a shuffle fixed by the seed) and, once dispatch stopped with every criterion decided,
     `stopped_at` (the cases of the order asked by then). None: every case is asked (`gate.stopping`)."""
+    budget: dict[str, Any] | None = None
+    """`budget:` (`check --budget-usd`): `caps`, `spent_usd` by part (target, judge, guard, total), the target's
+    `tokens`, `exhausted` (the cap dispatch stopped at, None when none was reached) and `asked` (`run.budget`).
+    None: no budget."""
     sessions: list[dict[str, Any]] = Field(default_factory=list)
     """One entry per `check` on this run directory (mode 'start', 'resume' or 'retry_errors'): when it started,
     how many cases it had to run, how many came from the cache, its generation seconds, how it ended and its

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 from rich.console import Console
@@ -26,6 +27,7 @@ from ..record.evidence import answered, attempt_outcomes, worst_client
 from ..record.ledger import append_sources, read_ledger
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir, RunInfo
 from ..scorers import stored_scores
+from .budget import BudgetWatch
 from .interruption import INTERRUPTION
 from .progress import count_done, progress_bar
 from .stop_watch import StopWatch
@@ -104,19 +106,11 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
     `_restore_case_order` puts records.jsonl back in case order, the order every reader has always seen."""
     if backend is not None and any(c.tools for c in todo):  # the server's tool path, before any tool case is asked
         prove_tool_path(backend, todo, config.max_new_tokens, console)
-    size = max(1, backend.batch_size) if backend is not None else 1
-    watch = (StopWatch(info, rubric, run.read_records(required=False), read_ledger(run.path, None))
-             if stopping_of(info) else None)
-    if watch is not None:  # the seed's order, and no more in flight than the target's concurrency asks
-        order = [] if watch.decided([]) else watch.arrange(todo)  # a resumed run that had stopped asks no more
-        if capabilities(config.target.backend).in_flight == "concurrency":
-            size = min(size, max(1, config.target.concurrency))
-    else:
-        order = _by_length(backend, todo, hits, config, size) or todo
+    watch, budget, batches = _dispatch(todo, hits, config, rubric, run, info, backend)
     try:
         with progress_bar(console, show) as bar:
             task = bar.add_task("generating", total=len(todo))
-            for group, gens in _generated(backend, _batches(order, hits, size), hits, config, run, info, session):
+            for group, gens in _generated(backend, batches, hits, config, run, info, session):
                 sent = [c for c in group if c.id in hits or gens[c.id].error != ErrorKind.NOT_SENT]
                 records = [_record(c, hits.get(c.id) or gens[c.id], rubric, cached=c.id in hits) for c in sent]
                 if INTERRUPTION.signum is not None:
@@ -125,6 +119,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
                     kept = [(c, r) for c, r in zip(sent, records) if answered(r)]
                     sent, records = [c for c, _ in kept], [r for _, r in kept]
                 run.append(records)
+                if budget is not None:
+                    budget.count(records)
                 # after the append: a response is cached once it is recorded; an empty answer never is (a failure)
                 if cache is not None:
                     _cache_batch(cache, [(c, r) for c, r in zip(sent, records) if c.id not in hits], gens)
@@ -133,6 +129,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
                 if watch is not None and watch.decided(records):
                     break  # every criterion decided: nothing more is sent
     finally:
+        if budget is not None:
+            budget.write(len(run.read_records(required=False)))
         # length order, or batches finishing out of order on several workers; also mends a killed session's order
         if capabilities(config.target.backend).reorders_cases and (config.target.bucket_by_length or config.scale is not None):
             try:
@@ -142,6 +140,30 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
     if cache is not None and cache.error:
         console.print(f"response cache: {cache.error}; every response was recorded; some were not cached or not looked up",
                       markup=False, soft_wrap=True)
+
+
+def _dispatch(todo: list[Case], hits: dict, config: Config, rubric: Rubric, run: RunDir, info: RunInfo, backend):
+    """(the stop watch, the budget watch, the batches to send): the seed's order for a run that may stop, and no
+    more in flight than the target's concurrency asks; with a budget, each batch cut where a case's worst case
+    would cross a cap (`run.budget`), what earlier sessions spent counted first."""
+    size = max(1, backend.batch_size) if backend is not None else 1
+    done = run.read_records(required=False)
+    watch = StopWatch(info, rubric, done, read_ledger(run.path, None)) if stopping_of(info) else None
+    if watch is not None:
+        order = [] if watch.decided([]) else watch.arrange(todo)  # a resumed run that had stopped asks no more
+        if capabilities(config.target.backend).in_flight == "concurrency":
+            size = min(size, max(1, config.target.concurrency))
+    else:
+        order = _by_length(backend, todo, hits, config, size) or todo
+    batches: Iterable[list[Case]] = _batches(order, hits, size)
+    if config.budget is None:
+        return watch, None, batches
+    budget = BudgetWatch(config, rubric, info, config.budget)
+    budget.count(done)
+    admitted = budget.admit(batches, hits)
+    # workers are handed every batch at once: each reserved up front (a budget also asks the seed's order, which
+    # refuses scale: this is for a backend of its own that generates many)
+    return watch, budget, list(admitted) if getattr(backend, "generate_many", None) else admitted
 
 
 def _batches(order: list[Case], hits: dict, size: int) -> list[list[Case]]:

@@ -21,13 +21,19 @@ from ..scorers import score_record
 __all__ = ["StopWatch", "stop_plan"]
 
 
-def stop_plan(config: Config, case_ids: list[str]) -> dict[str, Any]:
-    """A new run that stops when decided: its order, fixed by the config's seed (manifest.json and run.json
-    `stopping`). Refused (exit 2) for a run spread over workers, which are handed every case at once."""
+def stop_plan(config: Config, case_ids: list[str], *, when_decided: bool = True) -> dict[str, Any]:
+    """A new run that may stop before its suite ends: its order, fixed by the config's seed (manifest.json and
+    run.json `stopping`). `when_decided`: it stops once every criterion is decided (False: only a budget stops
+    it, `when_decided: false` recorded). Refused (exit 2) for a run spread over workers, which are handed every
+    case at once."""
+    why = "stop_when_decided" if when_decided else "budget"
     if config.scale is not None:
-        raise InputError("stop_when_decided cannot stop a run spread over workers: scale hands them every case "
-                         "at once", file=config.path, field="scale", hint="drop scale: or stop_when_decided")
-    return {"seed": config.seed, "order": stop_order(case_ids, config.seed)}
+        raise InputError(f"{why} cannot stop a run spread over workers: scale hands them every case at once",
+                         file=config.path, field="scale", hint=f"drop scale: or {why}")
+    plan: dict[str, Any] = {"seed": config.seed, "order": stop_order(case_ids, config.seed)}
+    if not when_decided:
+        plan["when_decided"] = False
+    return plan
 
 
 class StopWatch:
@@ -56,6 +62,8 @@ class StopWatch:
         for record in records:
             self.records[record.case_id] = record
             self.scores.pop(record.case_id, None)
+        if self.info.stopping is not None and self.info.stopping.get("when_decided") is False:
+            return False  # a budget's order: only the budget stops it
         state = run_stop_state(self.info, self.criteria, self.records, self._scores,
                                baseline=bool(self.rubric.baseline), ledger=self.ledger)
         self.kept_going = state.kept_going()

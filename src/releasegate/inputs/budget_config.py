@@ -1,0 +1,63 @@
+"""The `budget:` section of a config (and `check --budget-usd`): a cap on what one `check` may spend.
+
+    budget: {usd: 5, target_usd: 3, judge_usd: 1.5, guard_usd: 0.5, tokens: 2000000, wall_s: 3600}
+
+Dollars over the target (the model under test, priced by `cost:`), the judge (`judge.price`) and each guard
+(`guards.NAME.price`), all of them (`usd`) or one part each; `tokens` caps the target's input and output tokens,
+`wall_s` the generation's wall time. Every cap is a finite number, 0 or more; the dispatch side is `run.budget`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = ["Budget", "BUDGET_KEYS", "parse_budget"]
+
+BUDGET_KEYS = ("usd", "target_usd", "judge_usd", "guard_usd", "tokens", "wall_s")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A run's caps (None: not capped)."""
+
+    usd: float | None = None
+    target_usd: float | None = None
+    judge_usd: float | None = None
+    guard_usd: float | None = None
+    tokens: float | None = None
+    wall_s: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: v for k in BUDGET_KEYS if (v := getattr(self, k)) is not None}
+
+    @property
+    def capped(self) -> bool:
+        return bool(self.as_dict())
+
+    @property
+    def dollars(self) -> bool:
+        """Whether any cap is in dollars (every metered model then needs a price)."""
+        return any(getattr(self, k) is not None for k in ("usd", "target_usd", "judge_usd", "guard_usd"))
+
+
+def parse_budget(raw: Any, at: Any) -> Budget | None:
+    """The `budget:` section; None when the config has none. The schema checked the shape; a value that is no
+    finite number of 0 or more (NaN, infinity, a string, a boolean) is refused here, naming the key."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(f"budget must be a mapping of caps, got {type(raw).__name__}", **at("budget"),
+                         hint=f"e.g. budget: {{usd: 5}} (keys: {', '.join(BUDGET_KEYS)})")
+    caps: dict[str, float] = {}
+    for key, value in raw.items():
+        if key not in BUDGET_KEYS:
+            raise InputError(f"budget has no key '{key}'", **at("budget", key), hint=f"keys: {', '.join(BUDGET_KEYS)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise InputError(f"budget.{key} must be a finite number, 0 or more, got {value!r}", **at("budget", key),
+                             hint="a cap in dollars, tokens or seconds")
+        caps[key] = float(value)
+    return Budget(**caps)
