@@ -154,3 +154,27 @@ def test_the_score_is_the_mean_over_the_rest_only():
         total, _ = endpoint_log_likelihoods(OpenAIBackend(target), [(None, "prefix")], [" the rest"], total=True)
     assert why is None and values == [-1.0] and total == [-9.0]
     assert all(b.get("prompt_logprobs") == 0 and b.get("max_tokens") == 1 for b in stub.bodies)
+
+
+def test_garbage_for_the_training_records_only_is_never_a_pass(cli, tmp_path: Path):
+    """A candidate whose server scores the held-out records well and garbles the training records': leaving those
+    out would compare held-out with nothing and could pass; membership is unknown instead."""
+    def value(body: dict):
+        text = scored_text(body)
+        return [None, {"1": {"logprob": "?"}}] if text.startswith("t ticket") and " reply" in text \
+            else vllm_prompt_logprobs(text, -2.0)
+    found = _check(cli, tmp_path, StubBehaviour(tokens=4, ttft_ms=1, itl_ms=0, prompt_logprobs=value),
+                   _scorer(-2.0))
+    auc = found["membership_auc"]
+    assert auc["verdict"] == "insufficient" and "8 of 16 record(s)" in auc["reason"], auc
+    assert found["code"] != 0
+
+
+@pytest.mark.slow
+def test_a_real_llamacpp_server_says_membership_is_not_measurable(llamacpp_server):
+    """llama.cpp answers the scoring request (its n_probs covers generated tokens only) without prompt_logprobs."""
+    target = TargetConfig(backend="openai", base_url=llamacpp_server.base_url, model=llamacpp_server.model,
+                          mode="completion", retries=0)
+    values, why = endpoint_log_likelihoods(OpenAIBackend(target), [(None, "My order is late")] * 2,
+                                           [" and I want a refund"] * 2)
+    assert values == [None, None] and why is not None and "gave no prompt_logprobs" in why, why
