@@ -178,3 +178,29 @@ def test_a_real_llamacpp_server_says_membership_is_not_measurable(llamacpp_serve
     values, why = endpoint_log_likelihoods(OpenAIBackend(target), [(None, "My order is late")] * 2,
                                            [" and I want a refund"] * 2)
     assert values == [None, None] and why is not None and "gave no prompt_logprobs" in why, why
+
+
+def test_a_chat_target_continues_the_assistant_message():
+    """On a chat target the rest is the assistant message continued, the prefix asked with its generation prompt;
+    the rest's positions (after the generation prompt's) alone are scored."""
+    def logprob(body: dict):
+        text = scored_text(body)
+        return [None] + [{"1": {"logprob": -4.0 if i <= len("hi there") else -0.5}} for i in range(1, len(text))]
+    with StubServer(StubBehaviour(prompt_logprobs=logprob)) as stub:
+        target = TargetConfig(backend="openai", base_url=stub.base_url, model="stub", mode="chat", retries=0)
+        values, why = endpoint_log_likelihoods(OpenAIBackend(target), [([{"role": "user", "content": "hi there"}],
+                                                                         None)], ["my answer"])
+    assert why is None and values == [-0.5]
+    head, full = stub.bodies
+    assert head["add_generation_prompt"] is True and head["messages"] == [{"role": "user", "content": "hi there"}]
+    assert full["continue_final_message"] is True and full["add_generation_prompt"] is False
+    assert full["messages"][-1] == {"role": "assistant", "content": "my answer"}
+
+
+def test_a_server_refusing_the_parameter_says_not_measurable():
+    """An API that refuses unknown parameters (HTTP 400) gives none: said once, one record asked."""
+    with StubServer(StubBehaviour(fail_status=400)) as stub:
+        target = TargetConfig(backend="openai", base_url=stub.base_url, model="stub", mode="completion", retries=0)
+        values, why = endpoint_log_likelihoods(OpenAIBackend(target), [(None, "a")] * 5, [" b"] * 5)
+    assert values == [None] * 5 and why is not None and "refused prompt_logprobs (HTTP 400" in why, why
+    assert stub.requests == 1 and "\n" not in why

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..border.http import HttpError, Limits, fetch, server_said
@@ -49,23 +50,31 @@ class _NoScore(Exception):
 def endpoint_log_likelihoods(backend: Any, prefixes: Sequence[Prefix], rests: Sequence[str], total: bool = False
                              ) -> tuple[list[float | None], str | None]:
     """Each rest's mean (`total`: summed) per-token log-likelihood after its prefix, and why membership is not
-    measurable on this endpoint (None: every record has a score)."""
+    measurable on this endpoint (None: every record has a score). The first record alone, then the others
+    `target.concurrency` at a time (at most 16): a server that gives none is found by one record."""
     target = backend.target
     where = mask_url(target.base_url) or "?"
-    values: list[float | None] = []
-    problems: list[str] = []
-    for prefix, rest in zip(prefixes, rests):
-        try:
-            values.append(_score(backend, prefix, rest, total))
-        except NoPromptLogprobs as exc:
-            return [None] * len(prefixes), f"not measurable: {where} {exc}"
-        except _NoScore as exc:
-            values.append(None)
-            problems.append(str(exc))
+    pairs = list(zip(prefixes, rests))
+    try:
+        found = [_attempt(backend, pair, total) for pair in pairs[:1]]
+        with ThreadPoolExecutor(max_workers=max(1, min(int(target.concurrency or 1), 16))) as pool:
+            found += pool.map(lambda pair: _attempt(backend, pair, total), pairs[1:])
+    except NoPromptLogprobs as exc:
+        return [None] * len(pairs), f"not measurable: {where} {exc}"
+    problems = [problem for _, problem in found if problem is not None]
     if problems:
-        return values, (f"not measurable: {len(problems)} of {len(values)} record(s) got no usable prompt "
-                        f"log-probabilities from {where} (first: {problems[0]})")
-    return values, None
+        return [value for value, _ in found], (
+            f"not measurable: {len(problems)} of {len(found)} record(s) got no usable prompt log-probabilities "
+            f"from {where} (first: {problems[0]})")
+    return [value for value, _ in found], None
+
+
+def _attempt(backend: Any, pair: tuple[Prefix, str], total: bool) -> tuple[float | None, str | None]:
+    """(the record's score, None) or (None, why it has none)."""
+    try:
+        return _score(backend, pair[0], pair[1], total), None
+    except _NoScore as exc:
+        return None, str(exc)
 
 
 def _score(backend: Any, prefix: Prefix, rest: str, total: bool) -> float:
