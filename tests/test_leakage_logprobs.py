@@ -202,5 +202,15 @@ def test_a_server_refusing_the_parameter_says_not_measurable():
     with StubServer(StubBehaviour(fail_status=400)) as stub:
         target = TargetConfig(backend="openai", base_url=stub.base_url, model="stub", mode="completion", retries=0)
         values, why = endpoint_log_likelihoods(OpenAIBackend(target), [(None, "a")] * 5, [" b"] * 5)
-    assert values == [None] * 5 and why is not None and "refused prompt_logprobs (HTTP 400" in why, why
+    assert values == [None] * 5 and why is not None and "refused a request with prompt_logprobs (HTTP 400" in why, why
     assert stub.requests == 1 and "\n" not in why
+
+
+def test_a_later_record_refused_is_that_record_alone():
+    """A server that scores the first record and refuses a later one (past its context, say): that record has no
+    score, and membership is not measurable, naming it, not the server."""
+    with StubServer(StubBehaviour(prompt_logprobs=lambda body: vllm_prompt_logprobs(scored_text(body), -1.0),
+                                  fail_status=400, fail_every=3, fail_count=6)) as stub:
+        target = TargetConfig(backend="openai", base_url=stub.base_url, model="stub", mode="completion", retries=0)
+        values, why = endpoint_log_likelihoods(OpenAIBackend(target), [(None, "a")] * 3, [" b"] * 3)
+    assert values[0] == -1.0 and None in values[1:] and why is not None and "record(s) got no usable" in why, why

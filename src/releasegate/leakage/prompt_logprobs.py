@@ -56,7 +56,7 @@ def endpoint_log_likelihoods(backend: Any, prefixes: Sequence[Prefix], rests: Se
     where = mask_url(target.base_url) or "?"
     pairs = list(zip(prefixes, rests))
     try:
-        found = [_attempt(backend, pair, total) for pair in pairs[:1]]
+        found = [_attempt(backend, pair, total, first=True) for pair in pairs[:1]]
         with ThreadPoolExecutor(max_workers=max(1, min(int(target.concurrency or 1), 16))) as pool:
             found += pool.map(lambda pair: _attempt(backend, pair, total), pairs[1:])
     except NoPromptLogprobs as exc:
@@ -69,10 +69,16 @@ def endpoint_log_likelihoods(backend: Any, prefixes: Sequence[Prefix], rests: Se
     return [value for value, _ in found], None
 
 
-def _attempt(backend: Any, pair: tuple[Prefix, str], total: bool) -> tuple[float | None, str | None]:
-    """(the record's score, None) or (None, why it has none)."""
+def _attempt(backend: Any, pair: tuple[Prefix, str], total: bool, first: bool = False
+             ) -> tuple[float | None, str | None]:
+    """(the record's score, None) or (None, why it has none). Past the first record, a reply without
+    prompt_logprobs or an HTTP 400 (a record past the model's context, say) is that record's problem alone."""
     try:
         return _score(backend, pair[0], pair[1], total), None
+    except NoPromptLogprobs as exc:
+        if first:
+            raise
+        return None, str(exc)
     except _NoScore as exc:
         return None, str(exc)
 
@@ -119,7 +125,8 @@ def _ask(backend: Any, path: str, body: dict[str, Any]) -> Any:
     except HttpError as exc:
         raise _NoScore(f"{exc.kind}: {exc.detail}") from None
     if reply.status in (400, 404, 422):  # the parameter (or the endpoint) refused: not a vLLM-style server
-        raise NoPromptLogprobs(f"refused prompt_logprobs (HTTP {reply.status}{server_said(reply.body, 100)})")
+        raise NoPromptLogprobs(f"refused a request with prompt_logprobs (HTTP {reply.status}"
+                               f"{server_said(reply.body, 100)})")
     if not 200 <= reply.status < 300:
         raise _NoScore(f"HTTP {reply.status}")
     try:
