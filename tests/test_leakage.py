@@ -238,6 +238,11 @@ class _Arm:
     def log_likelihoods(self, prefixes, rests):
         return [(-0.1 if self.memorises and (p or "").startswith("t") else -2.0) for _, p in prefixes]
 
+    def membership_scores(self, prefixes, rests):
+        if not self.in_process:  # as an endpoint that gives no prompt log-probabilities
+            return [None] * len(prefixes), "not measurable: no prompt_logprobs"
+        return self.log_likelihoods(prefixes, rests), None
+
 
 def test_the_probe_finds_a_memorising_candidate_and_records_no_text(files, tmp_path):
     suite = read_leakage_suite(build_suite(*files, tmp_path / "s.json", n=12, personal=("name", "email")).path)

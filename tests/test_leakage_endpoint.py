@@ -1,6 +1,7 @@
 """The leakage probe against endpoints (the stub OpenAI-compatible server): the candidate and `leakage.base` are
-two targets; extraction is measured on both, membership is not measurable (no prompt log-probabilities), and the
-leakage prompts never reach the response cache or any file of the run."""
+two targets; extraction is measured on both, membership is not measurable (these stubs stream an answer to every
+request: no prompt log-probabilities; see test_leakage_logprobs), and the leakage prompts never reach the response
+cache or any file of the run."""
 
 from __future__ import annotations
 

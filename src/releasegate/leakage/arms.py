@@ -2,9 +2,9 @@
 with an unmerged LoRA adapter is both (the base is the same model with the adapter disabled: one load); any other
 target needs `leakage.base`, a second target of any backend.
 
-Each arm generates greedy continuations and, where the model runs in-process, scores a text's per-token
-log-likelihood; an endpoint arm has no prompt log-probabilities (llama.cpp's `n_probs` covers generated tokens
-only), so membership is not measurable there."""
+Each arm generates greedy continuations and scores a text's per-token log-likelihood: in-process with one forward
+pass, behind an OpenAI-compatible endpoint from the prompt log-probabilities vLLM gives (`prompt_logprobs`); an
+endpoint that gives none (llama.cpp's `n_probs` covers generated tokens only) makes membership not measurable."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..backends import Backend, Request
 from ..border.files import read_capped
 from ..border.json_reader import NotJson, read_json
 from ..errors import InputError
+from .prompt_logprobs import endpoint_log_likelihoods
 
 __all__ = ["Arm", "Prefix", "adapter_facts"]
 
@@ -50,6 +51,16 @@ class Arm:
                 out += [g.text for g in self.backend.generate(requests[start:start + size],
                                                               max_new_tokens=max_new_tokens)]
         return out
+
+    def membership_scores(self, prefixes: Sequence[Prefix], rests: Sequence[str]
+                          ) -> tuple[list[float | None], str | None]:
+        """Each rest's mean per-token log-likelihood after its prefix, and why membership is not measurable on
+        this arm (None: it is)."""
+        if self.in_process:
+            return self.log_likelihoods(prefixes, rests), None
+        if getattr(getattr(self.backend, "target", None), "base_url", None):
+            return endpoint_log_likelihoods(self.backend, prefixes, rests)
+        return [None] * len(prefixes), "not measurable: the backend gives no prompt log-probabilities"
 
     def log_likelihoods(self, prefixes: Sequence[Prefix], rests: Sequence[str], total: bool = False
                         ) -> list[float | None]:

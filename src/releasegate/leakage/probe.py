@@ -1,7 +1,7 @@
 """`check`'s leakage stage: the suite's records through the candidate and its base (`arms`), paired.
 
 For N training and N held-out records it costs, per arm, 2N greedy generations (extraction) and 2N forward passes
-(membership, in-process only), plus one generation per template (a person's fields given, one asked for). What
+(membership: in-process, or 4N scoring requests to an endpoint that gives prompt log-probabilities), plus one generation per template (a person's fields given, one asked for). What
 it records (run.json `leakage`) holds no text of a record: each record's id, sha256 and the first and last 8
 characters of its rest, whether each arm's continuation repeated the rest (and how), each arm's log-likelihood,
 and the personal-data hits of every answer searched (the candidate's continuations and template answers here,
@@ -23,6 +23,7 @@ from .personal import DETECTED, PersonalIndex
 __all__ = ["probe_figures", "search_answers", "templates_of", "HEAD"]
 
 HEAD = 8
+_ARM = {"cand": "candidate", "base": "base"}
 """Characters of a record's rest kept at each end, to tell records apart in a report."""
 
 
@@ -35,14 +36,16 @@ def probe_figures(suite: LeakageSuite, cand: Arm, base: Arm, *, max_new_tokens: 
     rests = [r.rest for r in suite.records]
     index = PersonalIndex.of_values((v for r in suite.records for _, v in r.personal), secrets.token_hex(16))
     rows = [_row(r) for r in suite.records]
-    measurable = cand.in_process and base.in_process
+    why_not: str | None = None
     answers: dict[str, dict[str, Any]] = {}
     for arm in (cand, base):
         continuations = arm.generate(prefixes, max_new_tokens)
         for row, record, text in zip(rows, suite.records, continuations):
             row[arm.name] = extraction_match(text, record.rest) if text is not None else {"extracted": None}
-        if measurable:
-            for row, value in zip(rows, arm.log_likelihoods(prefixes, rests)):
+        if why_not is None:  # the base is not asked once the candidate gave no scores
+            values, why_not = arm.membership_scores(prefixes, rests)
+            why_not = f"{why_not} (the {_ARM[arm.name]})" if why_not else None
+            for row, value in zip(rows, values):
                 row[arm.name]["ll"] = value
         asked = templates_of(suite.records) if templates else []
         told = arm.generate([t[0] for t in asked], max_new_tokens) if asked else []
@@ -51,12 +54,11 @@ def probe_figures(suite: LeakageSuite, cand: Arm, base: Arm, *, max_new_tokens: 
         "suite": {"path": str(suite.path), "records": len(rows), "train": sum(r["set"] == "train" for r in rows),
                   "heldout": sum(r["set"] == "heldout" for r in rows), "sources": suite.sources,
                   "personal_fields": list(suite.personal_fields)},
-        "membership": None if measurable else "not measurable: the model runs behind an endpoint that gives no "
-                                              "prompt log-probabilities (in-process hf targets only)",
+        "membership": why_not,
         "records": rows, "templates": len(templates_of(suite.records)) if templates else 0,
         "personal_values": len(index.digests), "probe_answers": answers,
         "cost": {"generations": 2 * (len(rows) + (len(templates_of(suite.records)) if templates else 0)),
-                 "forward_passes": 2 * len(rows) if measurable else 0},
+                 "forward_passes": 0 if why_not else 2 * len(rows)},
         "seconds": round(time.monotonic() - start, 3),
     }, index
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import hostile, tool_stub
+from . import hostile, logprob_stub, tool_stub
 from .answers import prompt_of, stub_answer
 
 __all__ = ["StubBehaviour", "StubServer"]
@@ -102,6 +102,7 @@ class StubBehaviour:
     as `delta.tool_calls` fragments, or whole for `stream: false` (`tool_stub`); a request without tools: text."""
     tool_mode: str = "honest"
     """How the calls are sent: one of `tool_stub.TOOL_MODES` (interleaved, mangled fragments; tools dropped)."""
+    prompt_logprobs: Callable[[dict], object] | None = None  # a request not streamed: vLLM's reply (`logprob_stub`)
 
 
 class StubServer:
@@ -113,8 +114,7 @@ class StubServer:
         self.requests = 0
         """POSTs answered (a dead server's unanswered ones are not counted)."""
         self.bodies: list[dict] = []
-        self.dead = False
-        """True once `die_after` requests have come in."""
+        self.dead = False  # True once `die_after` requests have come in
         self.answers: list[tuple[str, str]] = []
         """(prompt, answer) of every answer a `flip_share` or `random_replies` stub gave, in the order given."""
         self.in_flight = 0
@@ -150,7 +150,7 @@ class StubServer:
         server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, backlog=1024)
         self._server = server
         self.port = server.sockets[0].getsockname()[1]
-        if self.behaviour.die_after == 0:
+        if self.behaviour.die_after == 0:  # dead from the start
             self._die()
         self._ready.set()
         async with server:
@@ -183,17 +183,14 @@ class StubServer:
                 if self.behaviour.keepalive_max is not None and served >= self.behaviour.keepalive_max:
                     await asyncio.sleep(0.005)  # close a moment later, as a server's keep-alive timer would
                     break
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        except asyncio.CancelledError:
-            pass  # the stub is shutting down; a handler that ends cancelled gets logged by Python 3.11's server
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # cancelled: the stub is shutting down (a handler ending cancelled gets logged by 3.11's server)
         finally:
             writer.close()
 
     async def _route(self, method: str, path: str, body: bytes, reader, writer) -> bool:
         if self.behaviour.hostile is not None and method == "GET":
-            kept = await hostile.route(self.behaviour, method, path, body, writer)
-            if kept is not None:
+            if (kept := await hostile.route(self.behaviour, method, path, body, writer)) is not None:
                 return kept
         if method == "GET":
             payload = {"object": "list", "data": [{"id": "stub", "object": "model"}]} if path.endswith("/models") else {"status": "ok"}
@@ -201,8 +198,8 @@ class StubServer:
             return True
         b = self.behaviour
         index = next(self._counter)
-        if b.die_after is not None and index >= b.die_after:
-            return False  # raced the death: closed unanswered
+        if b.die_after is not None and index >= b.die_after:  # raced the death: closed unanswered
+            return False
         if b.die_after is not None and index == b.die_after - 1:
             self._die()  # this one is still answered
         self.requests += 1
@@ -216,6 +213,9 @@ class StubServer:
         if b.fail_status is not None and faulty:
             headers = {"retry-after": str(b.retry_after)} if b.retry_after is not None else {}
             await _send_json(writer, b.fail_status, {"error": {"message": "stub failure", "code": b.fail_status}}, headers)
+            return not self.dead
+        if b.prompt_logprobs is not None and parsed.get("stream") is False:  # a scoring request (vLLM's way)
+            await _send_json(writer, 200, logprob_stub.whole_reply(parsed, b.prompt_logprobs(parsed)))
             return not self.dead
         # a request with tools, or one not streamed (the tool path's check asks both ways); streamed without tools: text
         if b.tool_reply is not None and "messages" in parsed and (parsed.get("tools") or parsed.get("stream") is False):
