@@ -97,7 +97,7 @@ def test_help_is_one_line_a_command_in_panels_within_40_lines_at_80_columns():
     out = run_subprocess("--help", env={"COLUMNS": "80"}).stdout
     lines = out.rstrip().splitlines()
     assert len(lines) < 40 and max(len(line) for line in lines) <= 80, out
-    for panel in ("Run", "Judge and review", "Compare", "Release"):
+    for panel in ("Run", "Judge", "Review", "Compare", "Release"):
         assert f"─ {panel} ─" in out
     for name, _function, _panel, short, _codes in COMMANDS:
         assert any(line.startswith(f"│ {name} ") and short in line for line in lines), name

@@ -6,6 +6,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
+from typing import Annotated
 
 import typer
 import typer.main
@@ -51,16 +52,31 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    add_help_option=False,  # its own, hidden below: an Options panel of one line would push the screen past 40 lines
 )
+
+
+def _help(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        ctx.get_help()  # typer's rich help prints itself
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_help: Annotated[bool, typer.Option("--help", "-h", is_eager=True, hidden=True, expose_value=True,
+                                            callback=_help, help="Show this message and exit.")] = False,
+) -> None:
+    """Pre-deployment evaluation and release gate for fine-tuned LLMs."""
 COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit codes)
     ("check", check.check, "Run", "Run the model on the suites and give the verdict.", EXIT_CODES_HELP),
     ("validate", validate.validate, "Run", "Check config, suites and rubric without loading a model.", EXIT_CODES_HELP),
     ("init", init.init, "Run", "Write a starter config, suite and rubric.", None),
     ("plan", plan.plan, "Run", "Count a check's requests, tokens, spend and time first.", None),
     ("matrix", matrix.matrix, "Run", "Run every variant of a plan and compare them.", None),
-    ("gate", gate.gate, "Judge and review", "Judge a saved run again (new labels, a what-if).", EXIT_CODES_HELP),
-    ("report", report.report, "Judge and review", "Render one report of a saved run.", None),
-    ("capacity", capacity.capacity, "Judge and review", "The capacity sweep of a saved run, step by step.",
+    ("gate", gate.gate, "Judge", "Judge a saved run again (new labels, a what-if).", EXIT_CODES_HELP),
+    ("report", report.report, "Judge", "Render one report of a saved run.", None),
+    ("capacity", capacity.capacity, "Judge", "The capacity sweep of a saved run, step by step.",
      "Exit codes: 0 a capacity was established | 2 no sweep in the run | 3 unknown."),
     ("compare", compare.compare, "Compare", "Compare two runs on their shared cases.", EXIT_CODES_HELP),
     ("servers", servers.servers, "Compare", "Choose among served targets judged on the same suites.",
@@ -79,7 +95,7 @@ COMMANDS = (  # (name, function, panel, one line for `releasegate --help`, exit 
 )
 for _name, _function, _panel, _short, _codes in COMMANDS:
     app.command(_name, short_help=_short, rich_help_panel=_panel, epilog=_codes)(_function)
-app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP, rich_help_panel="Judge and review",
+app.add_typer(review_app, name="review", epilog=EXIT_CODES_HELP, rich_help_panel="Review",
               short_help="Export the review sample as CSV, import labels.")
 
 
