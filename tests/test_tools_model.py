@@ -74,6 +74,9 @@ def served(tmp_path_factory):
         for name in ("tools_good", "tools_regressed"):
             model, _ = export_for_serving(DEMO / "base", [DEMO / "adapters" / name], tmp_path_factory.mktemp(name),
                                           merge=True)
+            # the merged model's template is the adapter's (the base's renders no tools: llama.cpp would drop them)
+            template = (model.parent / f"base+{name}" / "chat_template.jinja").read_text()
+            assert template == (DEMO / "adapters" / name / "chat_template.jinja").read_text() and "<tool_call>" in template
             servers[name] = start_server(model, alias=name, n_parallel=2)
         yield servers
     finally:
@@ -96,3 +99,11 @@ def test_the_good_tool_adapter_passes_and_the_regressed_one_fails_served(cli, tm
     good = _decided(cli, _served_config(tmp_path, served["tools_good"]), "good", tmp_path)
     regressed = _decided(cli, _served_config(tmp_path, served["tools_regressed"]), "regressed", tmp_path)
     _assert_good_passes_and_regressed_fails(good, regressed)
+
+
+def test_an_adapter_without_the_tool_template_stops_the_run_in_process(cli, tmp_path):
+    """The `good` ticket adapter ships no template: the base's renders no tools, so the model would never see them;
+    the run stops (exit 4) rather than gating a model that could not call."""
+    code, out, err = cli("check", "-c", EXAMPLE, "--no-progress", "--run-id", "untooled", "--set",
+                         f"output.dir={tmp_path}", "--set", "target.adapter=../models/demo/adapters/good")
+    assert code == 4 and "renders no tools" in err and "Traceback" not in err, err
