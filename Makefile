@@ -20,7 +20,7 @@ STRICT := src/releasegate/decision src/releasegate/border src/releasegate/record
 	src/releasegate/review/feature.py src/releasegate/leakage/feature.py \
 	src/releasegate/scorers/shipped_metrics.py src/releasegate/redaction.py
 
-.PHONY: setup demo demo-regressed demo-leakage demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
+.PHONY: setup demo demo-regressed demo-leakage demo-tools demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ demo-leakage: setup  ## what the fine-tune memorised: the overfit adapter FAILs 
 	$(VENV)/bin/releasegate check --config examples/leakage.yaml --run-id leakage-overfit; test $$? -eq 1
 	$(VENV)/bin/releasegate check --config examples/leakage.yaml --run-id leakage-good \
 		--set target.adapter=../models/demo/adapters/good
+
+demo-tools: setup  ## tool calls by the demo model: the regressed tool adapter FAILs (exit 1), the good one PASSes (exit 0)
+	$(VENV)/bin/releasegate check --config examples/tools_model.yaml --run-id tools-regressed \
+		--set target.adapter=../models/demo/adapters/tools_regressed; test $$? -eq 1
+	$(VENV)/bin/releasegate check --config examples/tools_model.yaml --run-id tools-good
 
 demo-judge: setup  ## reply drafts graded by an LLM judge, calibrated by a reviewer's labels (INCONCLUSIVE, then PASS)
 	$(PY) scripts/demo_judge.py
@@ -77,6 +82,7 @@ demo-models: setup  ## rebuild models/demo (base, adapters, draft, guard, guard_
 	$(PY) scripts/build_demo_draft.py
 	$(PY) scripts/build_demo_guard.py
 	$(PY) scripts/build_demo_guard_classifier.py
+	$(PY) scripts/build_demo_tools.py
 	$(PY) scripts/build_demo_leakage.py
 
 # No setup needed: setuptools' own build hooks in .venv's python, or in $(PYTHON) before there is a .venv.

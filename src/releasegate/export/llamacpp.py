@@ -99,7 +99,8 @@ def merge_adapter(base: Path, adapter: Path, out_dir: Path) -> Path:
     """base + peft adapter merged in float32 (`merge_and_unload`), saved as a float32 model directory.
 
     The tokenizer files are copied byte for byte (a tokenizer's save_pretrained may rewrite them), so the
-    merged model tokenizes exactly as the base does. Serves as the merged checkpoint for vLLM too.
+    merged model tokenizes exactly as the base does; an adapter that ships its own (a chat template that renders
+    tools) gives its files, as the hf backend reads them. Serves as the merged checkpoint for vLLM too.
     """
     import torch
     from peft import PeftModel
@@ -108,9 +109,10 @@ def merge_adapter(base: Path, adapter: Path, out_dir: Path) -> Path:
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.save_pretrained(str(out_dir))
+    source = Path(adapter) if any((Path(adapter) / f).is_file() for f in TOKENIZER_FILES[:2]) else Path(base)
     for name in TOKENIZER_FILES:
-        if (Path(base) / name).is_file():  # read as a regular file: a link to /dev/zero is refused, not copied
-            replace_file(out_dir / name, read_capped(Path(base) / name, what=f"tokenizer file {name}"),
+        if (source / name).is_file():  # read as a regular file: a link to /dev/zero is refused, not copied
+            replace_file(out_dir / name, read_capped(source / name, what=f"tokenizer file {name}"),
                          what=f"tokenizer file {name}")
     return out_dir
 
