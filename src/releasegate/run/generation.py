@@ -147,7 +147,8 @@ def _dispatch(todo: list[Case], hits: dict, config: Config, rubric: Rubric, run:
     more in flight than the target's concurrency asks; with a budget, each batch cut where a case's worst case
     would cross a cap (`run.budget`), what earlier sessions spent counted first."""
     size = max(1, backend.batch_size) if backend is not None else 1
-    done = run.read_records(required=False)
+    # what earlier sessions recorded, only where a stop or a budget counts it (a plain run reads its journal once)
+    done = run.read_records(required=False) if stopping_of(info) or config.budget is not None else []
     watch = StopWatch(info, rubric, done, read_ledger(run.path, None)) if stopping_of(info) else None
     if watch is not None:
         order = [] if watch.decided([]) else watch.arrange(todo)  # a resumed run that had stopped asks no more
