@@ -15,10 +15,8 @@ unexport PYTHONDONTWRITEBYTECODE
 
 # Strict typing, package by package: the decisions, the border, and the gate kernel with every gate feature.
 STRICT := src/releasegate/decision src/releasegate/border src/releasegate/record src/releasegate/report \
-	src/releasegate/pipeline src/releasegate/gate/feature.py src/releasegate/gate/context.py \
-	$(wildcard src/releasegate/gate/*_feature.py src/releasegate/llm_judge/*_feature.py) \
-	src/releasegate/review/feature.py src/releasegate/leakage/feature.py \
-	src/releasegate/scorers/shipped_metrics.py src/releasegate/redaction.py
+	src/releasegate/pipeline src/releasegate/gate src/releasegate/llm_judge src/releasegate/review \
+	src/releasegate/leakage src/releasegate/scorers/shipped_metrics.py src/releasegate/redaction.py
 
 .PHONY: setup demo demo-regressed demo-leakage demo-tools demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 
@@ -72,7 +70,7 @@ bench: setup
 bench-peers: setup  ## releasegate's clients vs aiperf and guidellm on the stub (installs the peers into build/peers/, never .venv)
 	$(PY) bench/run.py peers
 
-lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on decision/, border/, record/, report/, pipeline/ and every gate feature
+lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on decision/, border/, record/, report/, pipeline/ and the feature packages (gate/, llm_judge/, review/, leakage/)
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict $(STRICT)

@@ -32,10 +32,13 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import kish_n
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = ["ProbeCase", "ProbeSettings", "simulate", "simulate_all", "normalised_key", "cosine", "degenerate", "Check",
            "WRONG_HITS_KEPT", "WRONG_CASES_KEPT", "may_be_stale"]
@@ -133,8 +136,9 @@ class _Similarity:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         self.unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
-    def row(self, i: int):
-        return self.unit @ self.unit[i]
+    def row(self, i: int) -> NDArray[Any]:
+        row: NDArray[Any] = self.unit @ self.unit[i]
+        return row
 
 
 class _SameQuestion:
@@ -146,8 +150,9 @@ class _SameQuestion:
         ids: dict[str, int] = {}
         self.keys = np.array([ids.setdefault(normalised_key(c.question), len(ids)) for c in cases])
 
-    def row(self, i: int):
-        return (self.keys == self.keys[i]).astype(float)
+    def row(self, i: int) -> NDArray[Any]:
+        row: NDArray[Any] = (self.keys == self.keys[i]).astype(float)
+        return row
 
 
 class _Cache:
@@ -162,7 +167,7 @@ class _Cache:
         self.live, self.stored_at = np.zeros(n, dtype=bool), np.zeros(n)
         self.stored: deque[int] = deque()  # the live entries' cases, oldest first
 
-    def serve(self, row, threshold: float, now: float) -> float | None:
+    def serve(self, row: NDArray[Any], threshold: float, now: float) -> float | None:
         """The age of the entry that serves this row's case (None: a miss): the most similar live entry at or
         above the threshold, the earliest stored among equals (exact mode: the earliest with its key)."""
         while self.ttl_s is not None and self.stored and now - self.stored_at[self.stored[0]] > self.ttl_s:
@@ -203,7 +208,7 @@ def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
     return [_figures(cases, found, settings, t) for found, t in zip(judged, thresholds)]
 
 
-def _neighbours(row, threshold: float, answered, i: int) -> list[tuple[int, float]]:
+def _neighbours(row: NDArray[Any], threshold: float, answered: NDArray[Any], i: int) -> list[tuple[int, float]]:
     """Every answered case other than i at or above the threshold, with its similarity: the answers i could be
     served."""
     mask = (row >= threshold) & answered
@@ -228,7 +233,7 @@ def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
     return None
 
 
-def _served(cases, check: Check, donor: int, i: int) -> bool | None:
+def _served(cases: Sequence[ProbeCase], check: Check, donor: int, i: int) -> bool | None:
     """Whether donor's answer passes case i's checks; another question's answer across groups with another expected
     answer is wrong unless i's check is exact."""
     new, old = cases[i], cases[donor]
@@ -245,7 +250,7 @@ def may_be_stale(settings: ProbeSettings) -> bool:
     return settings.ttl_s is None or settings.ttl_s > settings.fresh_s
 
 
-def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, float]], i: int,
+def _hit(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, donors: list[tuple[int, float]], i: int,
          age: float | None) -> dict[str, Any]:
     """Case i judged against every answer the cache could serve it (`donors`: every answered neighbour at or above
     the threshold); `age`: the served entry's age when the arrival process made it a hit (None: a miss there)."""
@@ -273,7 +278,7 @@ def _hit(cases, check: Check, settings: ProbeSettings, donors: list[tuple[int, f
     }
 
 
-def _figures(cases: Sequence[ProbeCase], judged: list[dict[str, Any]], settings: ProbeSettings, threshold) -> dict[str, Any]:
+def _figures(cases: Sequence[ProbeCase], judged: list[dict[str, Any]], settings: ProbeSettings, threshold: float | None) -> dict[str, Any]:
     """`hits`, `hit_rate` and savings from the arrival process; `right_hits`, `harmful_hits`, staleness and the
     harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order;
     `wrong_hits` and `wrong_hit_rate`: the cases with at least one wrong possible answer, over every case seen."""

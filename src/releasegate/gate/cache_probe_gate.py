@@ -7,12 +7,16 @@ old count is an upper bound of the new one, so an old run never reads safer than
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..decision.cache import MIN_HITS, recommend_threshold
 from ..record.decision_evidence import CacheEvidence, CacheRow
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
+
+if TYPE_CHECKING:
+    from ..inputs.rubric import Criterion
 
 __all__ = ["CACHE_METRICS", "cache_metric", "cache_section", "WRONG_HIT_CONFIDENCE"]
 
@@ -45,7 +49,7 @@ def cache_metric(name: str, probe: dict[str, Any] | None, confidence: float | No
     return MetricValue(share, figures.hits, wilson_bounds(share * n, n, confidence), confidence=confidence)
 
 
-def cache_section(probe: dict[str, Any] | None, criteria) -> dict[str, Any] | None:
+def cache_section(probe: dict[str, Any] | None, criteria: Sequence[Criterion]) -> dict[str, Any] | None:
     """The report's `response_cache_probe`: the probe's figures, every row's harmful-hit upper bound at the
     criterion's confidence, and the threshold `decision.cache` recommends."""
     if probe is None:
@@ -64,7 +68,8 @@ def _deployed(probe: dict[str, Any] | None) -> dict[str, Any] | None:
     if not probe or not probe.get("rows"):
         return None
     if probe["mode"] == "exact":
-        return probe["rows"][0]
+        first: dict[str, Any] = probe["rows"][0]
+        return first
     return next((r for r in probe["rows"] if r["threshold"] == probe["threshold"]), None)
 
 

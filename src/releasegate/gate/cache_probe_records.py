@@ -16,6 +16,7 @@ from .cache_probe import ProbeCase
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule
+    from ..record.judge_verdicts import Verdicts
 
 __all__ = ["question_of", "probe_cases", "answer_passes", "passes_checks", "EXACT_CHECKS"]
 
@@ -61,7 +62,7 @@ def passes_checks(scores: dict[str, Any]) -> bool | None:
     return None if any(p is not None and p.get("unknown") for p in parts) else True
 
 
-def answer_passes(records: Sequence[CaseRecord], forbidden_rules: Sequence[ForbiddenRule], verdicts=None) -> Callable[[int, int], bool | None]:
+def answer_passes(records: Sequence[CaseRecord], forbidden_rules: Sequence[ForbiddenRule], verdicts: Verdicts | None = None) -> Callable[[int, int], bool | None]:
     """passes(a, b): whether records[a]'s output passes records[b]'s own checks (a copy of b's record with a's
     output, scored by `scorers.score_record`; None when the check cannot be made). A guard rule reads `verdicts`
     (`record.judge_verdicts.saved_verdicts`): the guard's verdict on that text as b's reply, which it has only when
@@ -83,7 +84,7 @@ def answer_passes(records: Sequence[CaseRecord], forbidden_rules: Sequence[Forbi
     return passes
 
 
-def _canonical(expected) -> str | None:
+def _canonical(expected: Any) -> str | None:
     """The expected answer as one comparable text (None: the case has none). The reference answer, not the
     answer check's settings, which one suite-wide check shares across every question."""
     return None if expected is None else json.dumps(expected, sort_keys=True, default=str)
@@ -100,7 +101,7 @@ def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no")
 
 
-def _text(content) -> str:
+def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts: the text ones
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return str(content or "")

@@ -14,6 +14,7 @@ above the floor is undecided, not failed.
 
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
@@ -310,7 +311,7 @@ def capacity_range(view: CapacitySweep | dict[str, Any] | None) -> CapacityRange
     return CapacityRange(sweep.break_rps, bool(sweep.at_least))
 
 
-def saved_sweep(run_dir) -> dict[str, Any]:
+def saved_sweep(run_dir: str | Path) -> dict[str, Any]:
     """The capacity sweep of a saved run as judged in its report.json (`releasegate capacity`), in its JSON form."""
     sweep = load_report(RunDir(run_dir)).capacity
     if not sweep:

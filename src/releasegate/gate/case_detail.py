@@ -56,14 +56,14 @@ def forbidden_detail(found: dict[str, Any]) -> str:
 def input_text(case_input: dict[str, Any]) -> str:
     """The case's input as a reader sees it: the prompt, or one 'role: content' line per chat message."""
     if isinstance(case_input.get("prompt"), str):
-        return case_input["prompt"]
+        return str(case_input["prompt"])
     messages = case_input.get("messages")
     if isinstance(messages, list):
         return "\n".join(_message(m) for m in messages)
     return json.dumps(case_input, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _message(message) -> str:
+def _message(message: Any) -> str:
     if not isinstance(message, dict):
         return str(message)
     return f"{message.get('role', '?')}: {_content(message)}"
@@ -87,7 +87,7 @@ def user_message(case_input: dict[str, Any]) -> tuple[str, int]:
     """What the case asks, as a reader looks for it first: the last user message (the prompt of a prompt case),
     and how many user turns the case has (1 for a prompt). A chat without a user turn: its whole input."""
     if isinstance(case_input.get("prompt"), str):
-        return case_input["prompt"], 1
+        return str(case_input["prompt"]), 1
     turns = _messages(case_input, "user")
     return (turns[-1], len(turns)) if turns else (input_text(case_input), 0)
 

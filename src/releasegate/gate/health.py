@@ -154,7 +154,7 @@ def _lag_p99(summary: dict[str, Any], e2e: bool) -> Any:
     return lag.get("p99") if isinstance(lag, dict) else None
 
 
-def _figure(value) -> bool:
+def _figure(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

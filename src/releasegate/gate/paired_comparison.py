@@ -58,6 +58,8 @@ CHANGED_IDS_KEPT = 10
 # (a rate margin of 0 can never be shown by a bound: forbidden_rate allows 0.02 like the others)
 DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.02, "error_rate": 0.02,
                    "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
+Pair = tuple[CaseRecord, CaseRecord, dict[str, Any], dict[str, Any]]
+"""A shared case: the baseline's record and the candidate's, and the scores each is compared on."""
 LATENCY_MIN_PAIRS = 30
 """Fewest paired timings a latency comparison decides on. The plain percentile bootstrap's one-sided 0.95 bound
 of the mean difference covered 0.66-0.76 at 2 pairs, 0.89-0.92 at 10 and still only 0.92-0.94 at 30-50 (normal,
@@ -122,7 +124,7 @@ def compare_records(
     }
 
 
-def metric_verdicts(comparison: dict[str, Any], metrics=None) -> tuple[tuple[str, str], ...]:
+def metric_verdicts(comparison: dict[str, Any], metrics: Sequence[str] | None = None) -> tuple[tuple[str, str], ...]:
     """(metric, verdict) of a comparison's rows (only `metrics`, when given): what `decision.comparison` reads."""
     return tuple((r["metric"], r["verdict"]) for r in comparison["rows"] if metrics is None or r["metric"] in metrics)
 
@@ -172,7 +174,7 @@ def _outcome(key: str, record: CaseRecord, score: dict[str, Any]) -> bool | str 
     return score[key]["passed"] if key in score else None
 
 
-def _rate_row(name: str, pairs, margins: Margins, strata: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The paired row of a rate metric on the shared cases it applies to (`strata`: the shared cases per weighted
     stratum, `sample_weights.stratum_counts`)."""
     key, higher = _RATE_KEYS[name]
@@ -214,7 +216,7 @@ def _rate_row(name: str, pairs, margins: Margins, strata: dict[str, Any] | None 
     }
 
 
-def _error_row(pairs, margins: Margins, strata: dict[str, Any]) -> dict[str, Any] | None:
+def _error_row(pairs: list[Pair], margins: Margins, strata: dict[str, Any]) -> dict[str, Any] | None:
     """The paired error-rate row, undecided when either run sent fewer than MIN_FRESH_REQUESTS requests for the
     shared cases (answers reused from the response cache with no request known behind them send none): its
     failures are then unknown, as the gate's error guard says."""
@@ -284,7 +286,7 @@ def _scaled(cells: tuple[float, float, float, float], n: float) -> tuple[float, 
     return a, b, c, d
 
 
-def _latency_row(name: str, pairs, margins: Margins) -> dict[str, Any] | None:
+def _latency_row(name: str, pairs: list[Pair], margins: Margins) -> dict[str, Any] | None:
     both = [(getattr(b.timing, name), getattr(c.timing, name)) for b, c, _, _ in pairs
             if answered(b) and answered(c) and not b.cached and not c.cached]  # a cached answer measured nothing
     both = [(x, y) for x, y in both if x is not None and y is not None]
@@ -306,7 +308,7 @@ def _latency_row(name: str, pairs, margins: Margins) -> dict[str, Any] | None:
     }
 
 
-def _slice_rows(pairs, margins: Margins, strata: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _slice_rows(pairs: list[Pair], margins: Margins, strata: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
     cands = [c for _, c, _, _ in pairs]
     by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}

@@ -11,7 +11,7 @@ the run incomplete.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -223,7 +223,7 @@ def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: d
     if unknown:
         return MetricValue(None, len(cases), note=f"{len(unknown)} case(s) have a draw that could not be checked "
                                                   f"({_names(unknown)})")
-    test = {"pass_all_k": all, "pass_any_k": any, "flip_rate": lambda o: len(set(o)) > 1}[name]
+    test: Callable[[list[Any]], bool] = {"pass_all_k": all, "pass_any_k": any, "flip_rate": lambda o: len(set(o)) > 1}[name]
     hits = [c for c, o in outcomes.items() if test(o)]
     note = "; ".join(x for x in (f"flipping: {_names(hits)}" if hits else "", apart) if x) if name == "flip_rate" else ""
     if once:

@@ -109,11 +109,12 @@ def calibrate(records: list[CaseRecord], scores: dict[str, Any], edits: Sequence
     return out
 
 
-def _verdict(scores: dict[str, Any], record) -> dict[str, Any] | None:
-    return scores.get(record.case_id, {}).get("answer", {}).get("judge")
+def _verdict(scores: dict[str, Any], record: CaseRecord) -> dict[str, Any] | None:
+    verdict: dict[str, Any] | None = scores.get(record.case_id, {}).get("answer", {}).get("judge")
+    return verdict
 
 
-def _judged(scores: dict[str, Any], record) -> dict[str, Any]:
+def _judged(scores: dict[str, Any], record: CaseRecord) -> dict[str, Any]:
     """The verdict of a case the judge graded."""
     verdict = _verdict(scores, record)
     assert verdict is not None, f"{record.case_id} has no judge verdict"

@@ -39,6 +39,7 @@ from .judge_summary import judge_summary
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule, Rubric
+    from ..record.judge_verdicts import Verdicts
     from ..record.records import CaseRecord, RunInfo
     from ..record.review_labels import LabelEdit
 
@@ -55,7 +56,8 @@ PAIRWISE_METRICS = ("pairwise_win_rate", "pairwise_loss_rate", "order_inconsiste
 """Metrics of the judge's comparisons with a baseline run (`judge.baseline`)."""
 
 
-def judge_section(info: RunInfo, records: list[CaseRecord], scores: dict[str, Any], labels, rubric: Rubric, verdicts, draws=(),
+def judge_section(info: RunInfo, records: list[CaseRecord], scores: dict[str, Any], labels: Sequence[LabelEdit] | None, rubric: Rubric, verdicts: Verdicts | None,
+                  draws: Sequence[CaseRecord] = (),
                   drawn: Sequence[DrawnRow] = ()) -> dict[str, Any] | None:
     """The report's `judge`: the judge and its calls, tokens and cost (apart from the model's; the repeated
     `draws`' calls among them, their errors counted with the cases'), and its calibration per criterion and
@@ -92,7 +94,7 @@ def _pairwise_summary(records: list[CaseRecord], scores: dict[str, Any], max_inc
     return out
 
 
-def undecided_by_judge(results: list[CriterionResult], records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None):
+def undecided_by_judge(results: list[CriterionResult], records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None) -> list[CriterionResult]:
     """`results` with every criterion that an uncalibrated judge criterion's verdicts feed made insufficient."""
     if not section:
         return results
@@ -148,7 +150,7 @@ def _judge_criteria_in(result: CriterionResult, records: list[CaseRecord], score
 
 def corrected_by_reviewers(results: list[CriterionResult], records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None, edits: Sequence[LabelEdit] = (),
                            review: ReviewPolicy | None = None, *, found: CaseDraws | None = None, forbidden: Sequence[ForbiddenRule] = (),
-                           drawn: Sequence[DrawnRow] = ()):
+                           drawn: Sequence[DrawnRow] = ()) -> list[CriterionResult]:
     """`results` with each decided criterion fed by calibrated judge verdicts judged again on the
     reviewer-corrected accuracy (see the module docstring). `edits`: the run's labels; `review`: the policy the
     review sample was drawn with (its sampling cells); `found`: the run's draws (`gate.stability.case_draws`, with

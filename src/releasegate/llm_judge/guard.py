@@ -11,7 +11,8 @@ a classifier that read only the start of a long reply (its model's max length) a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backends import Generation, Request, create_backend
@@ -67,7 +68,8 @@ def guards_manifest(config: Config, rules: Sequence[ForbiddenRule]) -> dict[str,
     return out
 
 
-def guard_stage(run: RunDir, info: RunInfo, config: Config, rules: Sequence[ForbiddenRule], *, console: Console, use_cache: bool, between) -> None:
+def guard_stage(run: RunDir, info: RunInfo, config: Config, rules: Sequence[ForbiddenRule], *, console: Console, use_cache: bool,
+                between: Callable[[], None]) -> None:
     """The guard stage of `check`: records each guard the forbidden `rules` name in run.json, then asks it about
     every reply it has no verdict on yet."""
     names = guard_names(rules)
@@ -105,8 +107,8 @@ def _record_guards(run: RunDir, guards: dict[str, Any]) -> None:
         run.write_json(MANIFEST, {**manifest, "guards": guards})
 
 
-def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, fingerprint: str, cache_path=None,
-              between=lambda: None) -> str | None:
+def run_guard(run: RunDir, records: list[CaseRecord], settings: GuardSettings, fingerprint: str, cache_path: Path | None = None,
+              between: Callable[[], None] = lambda: None) -> str | None:
     """Ask the guard every question it has no verdict on (or a failed one); the failure that stopped it, if any."""
     have = read_judgments(run)
     asks, keys = [], set()

@@ -50,7 +50,7 @@ def corrected_metrics(metrics: dict[str, Any], view: GuardView | None) -> dict[s
     return {**metrics, "forbidden_rate": corrected_metric(metrics["forbidden_rate"], view)}
 
 
-def _joined(*parts) -> str:
+def _joined(*parts: Any) -> str:
     return "; ".join(p for p in parts if p)
 
 
@@ -111,7 +111,7 @@ def _raw(value: MetricValue, view: GuardView, why: str = "") -> MetricValue:
     return dataclasses.replace(value, note=_joined(value.note, f"raw guard flags, uncorrected: {why}"))
 
 
-def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, records: list[CaseRecord], comparison) -> CriterionResult:
+def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, records: list[CaseRecord], comparison: dict[str, Any] | None) -> CriterionResult:
     """A paired forbidden criterion: on both runs' corrected rates when both guards are calibrated by their own
     runs' labels; else ruled on the raw flags (`decision.calibration`, paired), its value labelled as raw."""
     c = result.criterion

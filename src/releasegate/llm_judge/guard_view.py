@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..gate.stability import draw_scores
+from ..gate.stability import CaseDraws, draw_scores
 from ..inputs.review_policy import ReviewPolicy
 from ..record.decision_evidence import GuardCalibration
 from ..record.evidence import answered
@@ -77,7 +77,7 @@ class GuardView:
                                    self.strata, self.replies)
 
 
-def guard_view(records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None, edits: Sequence[LabelEdit] = (), rubric: Rubric | None = None, found=None, *,
+def guard_view(records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None, edits: Sequence[LabelEdit] = (), rubric: Rubric | None = None, found: CaseDraws | None = None, *,
                review: ReviewPolicy | None = None, forbidden: Sequence[ForbiddenRule] = (), drawn: Sequence[DrawnRow] = ()) -> GuardView | None:
     """The run's `GuardView` (None without guard rules: `section` is `guard_section`'s). `found`: the run's draws
     (`gate.stability.case_draws`, with the guards' verdicts on them) when it repeats its cases; `rubric` gives the

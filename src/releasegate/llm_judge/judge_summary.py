@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..record.evidence import answered
@@ -19,7 +19,7 @@ def judged_records(records: list[CaseRecord]) -> list[CaseRecord]:
 
 
 
-def judge_summary(records: list[CaseRecord], judgments: dict[str, Any], settings_info: dict[str, Any] | None,
+def judge_summary(records: list[CaseRecord], judgments: Mapping[Any, Any], settings_info: dict[str, Any] | None,
                   draws: Sequence[CaseRecord] = ()) -> dict[str, Any] | None:
     """The report's `judge` section: calls and tokens (every graded draw's among them: a draw that repeats its
     case's output shares its verdict, no call), errors by class on the current outputs of the cases and of their

@@ -106,8 +106,8 @@ def _relative(path: Path, folder: Path) -> str:
 
 
 def run_judging(
-    run: RunDir, records: list[CaseRecord], settings: JudgeSettings, *, cache_path=None, use_cache: bool = True,
-    console: Console | None = None, bar=None, between: Callable[[], None] = lambda: None, fingerprint: str | None = None,
+    run: RunDir, records: list[CaseRecord], settings: JudgeSettings, *, cache_path: Path | None = None, use_cache: bool = True,
+    console: Console | None = None, bar: Any = None, between: Callable[[], None] = lambda: None, fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """Judge the run's judge-scored outputs that have no verdict yet (or a failed one), and, with a
     `judge.baseline`, compare each with the baseline run's output in both orders; return the summary."""
@@ -151,7 +151,7 @@ class _Ask:
         return judgment_key(self.record.case_id, self.criterion.name, fingerprint, output_hash(self.record.output),
                             self.order, base)
 
-    def messages(self, settings) -> list[dict[str, Any]]:
+    def messages(self, settings: JudgeSettings) -> list[dict[str, Any]]:
         if self.order is None:
             return judge_messages(self.record, self.criterion, settings)
         assert self.baseline_output is not None  # a pairwise question always carries the baseline's output
@@ -186,7 +186,8 @@ def _baseline_outputs(settings: JudgeSettings) -> dict[str, str]:
             if answered(r) and r.output is not None}  # an answer has an output: the check only narrows the type
 
 
-def _judge_group(run: RunDir, asks: list[_Ask], settings, fingerprint, cache_path, bar, task, between) -> str | None:
+def _judge_group(run: RunDir, asks: list[_Ask], settings: JudgeSettings, fingerprint: str, cache_path: Path | None,
+                 bar: Any, task: Any, between: Callable[[], None]) -> str | None:
     """One criterion's questions of one kind (one response_format): batches, each appended as it comes back."""
     target, generation = _judge_target(settings, asks[0])
 
@@ -201,8 +202,10 @@ def _judge_group(run: RunDir, asks: list[_Ask], settings, fingerprint, cache_pat
         judge=lambda a, gen, cached: _judgment(a, fingerprint, gen, cached=cached), between=between, advance=advance)
 
 
-def ask_in_batches(run: RunDir, items: list[Any], *, backend, cache, max_tokens: int, request_id, build, judge, between,
-                   advance=lambda n: None) -> str | None:
+def ask_in_batches(run: RunDir, items: list[Any], *, backend: Any, cache: ResponseCache | None, max_tokens: int,
+                   request_id: Callable[[Any], str], build: Callable[[Any], Request | Generation],
+                   judge: Callable[[Any, Generation, bool], Any], between: Callable[[], None],
+                   advance: Callable[[int], None] = lambda n: None) -> str | None:
     """Ask a judging model (the judge, a guard) about `items` in batches of JUDGE_BATCH: each item's request
     (`build`: a Request, or the failed Generation of a prompt template that failed) answered from the response
     cache or by `backend`, made a Judgment by `judge(item, generation, cached)` and appended as its batch comes
@@ -240,7 +243,7 @@ def ask_in_batches(run: RunDir, items: list[Any], *, backend, cache, max_tokens:
     return None
 
 
-def _request(ask: _Ask, settings) -> Request | Generation:
+def _request(ask: _Ask, settings: JudgeSettings) -> Request | Generation:
     """The judge request of one question, or, when its prompt template fails on this case (an exception, past
     its render budget), the failed Generation that becomes its judge error (judge_template_error)."""
     try:
@@ -259,7 +262,7 @@ def _judge_target(settings: JudgeSettings, ask: _Ask) -> tuple[TargetConfig, dic
     return t, generation
 
 
-def _open_cache(path, fingerprint: str, generation: dict[str, Any]):
+def _open_cache(path: Path | None, fingerprint: str, generation: dict[str, Any]) -> ResponseCache | None:
     if path is None:
         return None
 
@@ -326,7 +329,8 @@ def judge_manifest(settings: JudgeSettings) -> dict[str, Any]:
             "inputs": [{**e, "role": f"judge:{e['role']}"} for e in inputs]}
 
 
-def judge_stage(run: RunDir, info: RunInfo, config: Config, *, console: Console, bar_factory, use_cache: bool, between) -> None:
+def judge_stage(run: RunDir, info: RunInfo, config: Config, *, console: Console, bar_factory: Callable[[], Any],
+                use_cache: bool, between: Callable[[], None]) -> None:
     """The judging stage of `check`: records the judge in run.json, then grades what is not graded yet."""
     settings = config.judge
     # the repeated draws too: accuracy under repeats is per draw, and a draw the judge never saw is unknown

@@ -12,6 +12,7 @@ run record, `record.review_labels` (reviews.jsonl, the disagreement rule). Both 
 """
 
 from importlib import import_module
+from typing import Any
 
 QUEUE_FILE = "review_queue.csv"
 """The review CSV `review export` writes into the run directory unless told another path."""
@@ -34,7 +35,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(_WHERE[name], __name__), name)

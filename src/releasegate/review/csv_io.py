@@ -253,7 +253,7 @@ def _adjudications(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
     return {_key(e): e for e in edits if e.adjudication}
 
 
-def _check_row(cell: dict[str, Any], items: dict[str, Any], seen: dict[str, Any], line: int, default_reviewer, now: str,
+def _check_row(cell: dict[str, Any], items: dict[str, Any], seen: dict[str, Any], line: int, default_reviewer: str | None, now: str,
                source: str) -> tuple[list[str], LabelEdit | None]:
     """(every problem of the row, None) | ([], None) for an unlabelled row | ([], LabelEdit)."""
     rid = unneutralise(cell["review_id"].strip())
@@ -345,7 +345,7 @@ def _delimiter(path: Path, text: str) -> str:
     raise ReviewImportError(path, [(1, "no review_id column in the header: not a review CSV from `releasegate review export`")])
 
 
-def _text(value) -> str:
+def _text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

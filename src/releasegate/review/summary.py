@@ -252,7 +252,7 @@ def _finite(x: float) -> float | None:
     return None if math.isinf(x) else round(x, 3)
 
 
-def _all_row(records: list[CaseRecord], labels, outcome, policy, *, needed: int, covered: int, allow: bool, strata: dict[str, Any],
+def _all_row(records: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], policy: ReviewPolicy, *, needed: int, covered: int, allow: bool, strata: dict[str, Any],
              rounds: DoubleLabels, blanks: frozenset[str]) -> dict[str, Any]:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
     row = _row(records, labels, outcome, policy, required=False, strata=strata, rounds=rounds, blanks=blanks)
