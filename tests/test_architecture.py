@@ -18,6 +18,7 @@ HEAVY = frozenset({
     "pandas", "numpy", "matplotlib", "jinja2", "markupsafe", "ray", "gguf", "openai", "httpx", "huggingface_hub",
     "yaml", "jsonschema", "referencing", "pydantic", "sacrebleu", "rouge_score", "nltk", "xllamacpp", "uvloop",
     "rich", "fcntl", "vllm", "scipy",
+    "cryptography", "securesystemslib",  # signing: 60 ms, loaded by what signs or checks a key, not by every gate
     "asyncio",  # the standard library's, but 30 ms: only what runs an event loop imports it
 })
 """Third-party (or platform) modules a function may import where it needs them: optional, or slow to import, so

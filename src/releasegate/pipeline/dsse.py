@@ -16,27 +16,18 @@ import base64
 import binascii
 import hashlib
 from pathlib import Path
-from typing import Any
-
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-    load_pem_private_key,
-    load_pem_public_key,
-)
-from securesystemslib.dsse import Envelope
-from securesystemslib.exceptions import UnverifiedSignatureError, VerificationError
-from securesystemslib.signer import CryptoSigner, Key, Signature, SSlibKey  # type: ignore[attr-defined,unused-ignore]  # strict: re-exported without __all__
+from typing import TYPE_CHECKING, Any
 
 from ..border.files import exists, read_capped, replace_file
 from ..errors import InputError
 
+if TYPE_CHECKING:  # strict: securesystemslib.signer re-exports without __all__. The signing libraries load
+    # where a key or an envelope is handled, never on `gate`'s path
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from securesystemslib.signer import Key, SSlibKey  # type: ignore[attr-defined,unused-ignore]
+
 __all__ = ["PAYLOAD_TYPE", "pae", "sign_envelope", "envelope_problem", "verified_by", "load_private_key",
-           "load_public_key", "generate_key", "key_id"]
+           "load_public_key", "public_key_from_pem", "generate_key", "key_id"]
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 MAX_KEY_BYTES = 64 * 1024
@@ -49,25 +40,35 @@ MAX_KEYS = 16
 def pae(payload_type: str, payload: bytes) -> bytes:
     """DSSE's pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, each LEN the
     ASCII decimal byte length (securesystemslib's `Envelope.pae`)."""
+    from securesystemslib.dsse import Envelope
+
     return Envelope(payload, payload_type, {}).pae()
 
 
 def key_id(public_key: Ed25519PublicKey) -> str:
     """The key's id in an envelope: the sha256 of its raw 32 bytes, in hex."""
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     return hashlib.sha256(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()
 
 
 def _sslib_key(public_key: Ed25519PublicKey) -> SSlibKey:
     """The key as securesystemslib holds it, under releasegate's key id (envelopes already written name it)."""
+    from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined,unused-ignore]
+
     return SSlibKey.from_crypto(public_key, keyid=key_id(public_key))
 
 
-def sign_envelope(payload: bytes, private_key: Ed25519PrivateKey) -> dict[str, Any]:
-    """The DSSE envelope of `payload` (an in-toto statement), with one signature by `private_key`."""
-    envelope = Envelope(payload, PAYLOAD_TYPE, {})
+def sign_envelope(payload: bytes, private_key: Ed25519PrivateKey, payload_type: str = PAYLOAD_TYPE
+                  ) -> dict[str, Any]:
+    """The DSSE envelope of `payload` (an in-toto statement, or what `payload_type` names), with one signature by
+    `private_key`."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import CryptoSigner  # type: ignore[attr-defined,unused-ignore]
+
+    envelope = Envelope(payload, payload_type, {})
     envelope.sign(CryptoSigner(private_key, _sslib_key(private_key.public_key())))
-    return {"payloadType": PAYLOAD_TYPE, **envelope.to_dict()}
+    return {"payloadType": payload_type, **envelope.to_dict()}
 
 
 def envelope_problem(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519PublicKey]
@@ -78,22 +79,27 @@ def envelope_problem(envelope: object, public_keys: Ed25519PublicKey | list[Ed25
     return problem, payload
 
 
-def verified_by(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519PublicKey]
+def verified_by(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519PublicKey],
+                payload_type: str = PAYLOAD_TYPE, what: str = "an in-toto statement"
                 ) -> tuple[str | None, bytes | None, str | None]:
     """Why the envelope does not stand (None when it does), its payload, and the id of the key that verified. It
     stands when a signature verifies with one of the keys over PAE(payloadType, payload) and no signature that
     names one of the keys (or names none) fails: a second signature made to look like a trusted key's is never
-    passed over. Signatures naming other keys are someone else's and are not counted."""
-    keys: list[Key] = [_sslib_key(k) for k in ([public_keys] if isinstance(public_keys, Ed25519PublicKey) else public_keys)]
-    if not isinstance(envelope, dict) or envelope.get("payloadType") != PAYLOAD_TYPE:
-        return f"not a DSSE envelope of an in-toto statement (payloadType {PAYLOAD_TYPE})", None, None
+    passed over. Signatures naming other keys are someone else's and are not counted. `payload_type` and `what`:
+    the kind of envelope expected (an in-toto statement, or reviewers' signed labels)."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import Signature  # type: ignore[attr-defined,unused-ignore]
+
+    keys: list[Key] = [_sslib_key(k) for k in (public_keys if isinstance(public_keys, list) else [public_keys])]
+    if not isinstance(envelope, dict) or envelope.get("payloadType") != payload_type:
+        return f"not a DSSE envelope of {what} (payloadType {payload_type})", None, None
     signatures = envelope.get("signatures")
     if not isinstance(signatures, list) or not signatures or len(signatures) > MAX_SIGNATURES:
         return f"an envelope carries 1 to {MAX_SIGNATURES} signatures", None, None
     payload = _b64(envelope.get("payload"))
     if payload is None:
         return "the payload is not base64", None, None
-    signed, good = Envelope(payload, PAYLOAD_TYPE, {}), {}
+    signed, good = Envelope(payload, payload_type, {}), {}
     for entry in signatures:
         keyid = entry.get("keyid") if isinstance(entry, dict) else None
         mine = [k for k in keys if keyid in (None, "", k.keyid)]
@@ -113,6 +119,9 @@ def verified_by(envelope: object, public_keys: Ed25519PublicKey | list[Ed25519Pu
 
 
 def _verifies(key: Key, raw: bytes, data: bytes) -> bool:
+    from securesystemslib.exceptions import UnverifiedSignatureError, VerificationError
+    from securesystemslib.signer import Signature  # type: ignore[attr-defined,unused-ignore]
+
     try:
         key.verify_signature(Signature(key.keyid, raw.hex()), data)
     except (UnverifiedSignatureError, VerificationError):
@@ -132,6 +141,9 @@ def _b64(value: object) -> bytes | None:
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """The Ed25519 private key in the PEM file `path`; InputError naming it otherwise."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     data = read_capped(path, what="private key", max_bytes=MAX_KEY_BYTES)
     try:
@@ -149,22 +161,37 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """The Ed25519 public key in the PEM file `path` (a private key's public half is accepted too)."""
-
     data = read_capped(path, what="public key", max_bytes=MAX_KEY_BYTES)
     if b"PRIVATE KEY" in data:
         return load_private_key(path).public_key()
+    key, problem = _public_key(data)
+    if key is None:
+        raise InputError(problem, file=path)
+    return key
+
+
+def public_key_from_pem(pem: str) -> Ed25519PublicKey | None:
+    """The Ed25519 public key a PEM text holds (a rubric's reviewer key); None when it holds none."""
+    return _public_key(pem.encode("utf-8"))[0]
+
+
+def _public_key(data: bytes) -> tuple[Ed25519PublicKey | None, str]:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
     try:
         key = load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm) as exc:
-        raise InputError(f"not a PEM public key ({type(exc).__name__})", file=path) from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise InputError("not an Ed25519 public key", file=path)
-    return key
+        return None, f"not a PEM public key ({type(exc).__name__})"
+    return (key, "") if isinstance(key, Ed25519PublicKey) else (None, "not an Ed25519 public key")
 
 
 def generate_key(path: Path) -> Path:
     """A new Ed25519 key: the private key in `path` (mode 0600), the public key in `path`.pub; never over an
     existing file."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
     public = Path(f"{path}.pub")
     for target in (Path(path), public):

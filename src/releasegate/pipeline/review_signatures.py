@@ -12,8 +12,6 @@ shipped workflows set it from the pull request's author)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import csv
 import hashlib
 import io
@@ -21,10 +19,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import load_pem_public_key
+from typing import TYPE_CHECKING
 
 from ..border.env import env_text
 from ..border.files import read_capped, replace_file
@@ -36,7 +31,10 @@ from ..record.records import RunDir
 from ..record.review_labels import LabelEdit, parse_forbidden, parse_label, reviewer_key
 from ..review.sampler import review_id
 from ..spreadsheet import unneutralise
-from .dsse import key_id, load_private_key, pae
+from .dsse import key_id, load_private_key, public_key_from_pem, sign_envelope, verified_by
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = ["LABELS_TYPE", "AUTHOR_ENV", "SIGNATURES_DIR", "sign_labels", "signed_vetting", "import_vetting",
            "counted_labels", "change_author"]
@@ -63,10 +61,7 @@ def sign_labels(file: Path, key: Path, output: Path | None = None) -> Path:
     """Write the DSSE envelope of the labels file `file` signed with the private key `key` (default FILE.sig)."""
     private = load_private_key(key)
     payload = read_capped(file, what="labels file", max_bytes=MAX_LABELS_BYTES)
-    signature = private.sign(pae(LABELS_TYPE, payload))
-    envelope = {"payloadType": LABELS_TYPE, "payload": base64.b64encode(payload).decode("ascii"),
-                "signatures": [{"keyid": key_id(private.public_key()),
-                                "sig": base64.b64encode(signature).decode("ascii")}]}
+    envelope = sign_envelope(payload, private, LABELS_TYPE)
     target = output if output is not None else Path(f"{file}.sig")
     replace_file(target, json.dumps(envelope).encode("utf-8"), what="labels signature")
     return target
@@ -75,44 +70,23 @@ def sign_labels(file: Path, key: Path, output: Path | None = None) -> Path:
 def _reviewers(policy: ReviewPolicy, where: str) -> list[Signer]:
     out = []
     for i, (name, pem) in enumerate(policy.reviewers):
-        try:
-            key = load_pem_public_key(pem.encode("utf-8"))
-        except (ValueError, UnsupportedAlgorithm):
-            key = None
-        if not isinstance(key, Ed25519PublicKey):
+        key = public_key_from_pem(pem)
+        if key is None:
             raise InputError(f"review.reviewers[{i}].key ({name}) is not an Ed25519 public key in PEM",
                              file=Path(where), hint="releasegate attest --generate-key FILE writes one: FILE.pub")
         out.append(Signer(name, key))
     return out
 
 
-def _b64(value: object) -> bytes | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
 def _signer(envelope: object, reviewers: list[Signer]) -> tuple[Signer | None, bytes | None, str]:
-    """The named reviewer whose signature over the envelope's payload verifies, the payload, and why not."""
-    if not isinstance(envelope, dict) or envelope.get("payloadType") != LABELS_TYPE:
-        return None, None, f"not a labels signature (payloadType {LABELS_TYPE})"
-    payload, signatures = _b64(envelope.get("payload")), envelope.get("signatures")
-    if payload is None or not isinstance(signatures, list) or not 1 <= len(signatures) <= 16:
-        return None, None, "a labels signature carries a base64 payload and 1 to 16 signatures"
-    for entry in signatures:
-        raw = _b64(entry.get("sig")) if isinstance(entry, dict) else None
-        for reviewer in reviewers:
-            if raw is None or entry.get("keyid") not in (None, "", key_id(reviewer.key)):
-                continue
-            try:
-                reviewer.key.verify(raw, pae(LABELS_TYPE, payload))
-            except InvalidSignature:
-                continue
-            return reviewer, payload, ""
-    return None, payload, "signed by no reviewer the rubric names (review.reviewers)"
+    """The named reviewer whose signature over the envelope's payload verifies (`dsse.verified_by`, under the
+    labels' own payload type), the payload, and why not."""
+    if not reviewers:
+        return None, None, "signed by no reviewer the rubric names (review.reviewers)"
+    problem, payload, verified = verified_by(envelope, [r.key for r in reviewers], LABELS_TYPE, "signed labels")
+    if problem is not None:
+        return None, None, f"signed by no reviewer the rubric names (review.reviewers): {problem}"
+    return next(r for r in reviewers if key_id(r.key) == verified), payload, ""
 
 
 def _read_envelope(path: Path) -> object:

@@ -24,10 +24,11 @@ thousands of runs is one numpy pass.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+if TYPE_CHECKING:  # numpy loads where a stopping run computes: every `gate` imports this module, few need it
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["Side", "TRUNCATION", "plugin_bets", "log_wealth", "first_crossing", "confidence_sequence",
            "e_value_at", "binomial_tail", "exact_rate_shown", "confidence_bounds"]
@@ -42,6 +43,8 @@ _GRID = 2001  # candidate means of a confidence sequence's bounds: a resolution 
 
 
 def _paths(values: ArrayLike) -> NDArray[np.float64]:
+    import numpy as np
+
     x = np.asarray(values, dtype=np.float64)
     if x.ndim not in (1, 2):
         raise ValueError(f"values must be one path (n,) or many (runs, n), got shape {x.shape}")
@@ -58,6 +61,8 @@ def _check_level(alpha: float) -> None:
 def plugin_bets(values: ArrayLike, alpha: float) -> NDArray[np.float64]:
     """The predictable plug-in bet lambda_t for each value (before any cap at c / m): lambda_t reads the values
     before t only. Same shape as `values`."""
+    import numpy as np
+
     _check_level(alpha)
     x = _paths(values)
     n = x.shape[-1]
@@ -78,6 +83,8 @@ def log_wealth(values: ArrayLike, m: float, side: Side, alpha: float,
     """log K_t(m) after each value: the running log e-process against 'mean <= m' (side 'above') or 'mean >= m'
     (side 'below'). At m = 0 ('above') or m = 1 ('below') nothing can be shown (the null is any mean at all):
     -inf throughout, never a crossing. `bets`: `plugin_bets(values, alpha)` when already computed."""
+    import numpy as np
+
     _check_mean(m)
     x = _paths(values)
     lam = plugin_bets(x, alpha) if bets is None else bets
@@ -98,6 +105,8 @@ def first_crossing(values: ArrayLike, m: float, side: Side, alpha: float,
     """The number of values after which K_t(m) first reaches 1 / alpha (1-based), or 0 where it never does: a
     scalar array for one path, one per run for many. `bets`: as for `log_wealth` (a bet sized for another level
     is still a predictable bet: the crossing stays valid at `alpha`)."""
+    import numpy as np
+
     _check_level(alpha)
     wealth = log_wealth(values, m, side, alpha, bets)
     hit = wealth >= math.log(1.0 / alpha)
@@ -107,6 +116,8 @@ def first_crossing(values: ArrayLike, m: float, side: Side, alpha: float,
 
 def e_value_at(values: ArrayLike, m: float, side: Side, alpha: float) -> float:
     """The e-process's running maximum over one path: the largest wealth it reached (1.0 before any value)."""
+    import numpy as np
+
     x = _paths(values)
     if x.ndim != 1:
         raise ValueError("e_value_at takes one path")
@@ -119,6 +130,8 @@ def confidence_sequence(values: ArrayLike, alpha: float) -> tuple[NDArray[np.flo
     """(lower, upper) after each value of one path: the running intersection of {m : K_t(m) < 1 / alpha} on each
     side, each side at `alpha` (together a two-sided sequence at 2 alpha). The bounds are on a grid of 2001
     candidate means, each rounded outward (lower down, upper up), so they never claim more than the bets showed."""
+    import numpy as np
+
     x = _paths(values)
     if x.ndim != 1:
         raise ValueError("confidence_sequence takes one path")
@@ -149,6 +162,8 @@ def confidence_sequence(values: ArrayLike, alpha: float) -> tuple[NDArray[np.flo
 
 def binomial_tail(n: int, m: float, at_least: int) -> float:
     """P(Binomial(n, m) >= at_least), exactly (log-space sums: no overflow at any n)."""
+    import numpy as np
+
     if at_least <= 0:
         return 1.0
     if at_least > n:
@@ -179,6 +194,8 @@ def confidence_bounds(values: ArrayLike, alpha: float, tolerance: float = 1e-4) 
     """The confidence sequence's (lower, upper) after the last value of one path, by bisection on each side (the
     running maximum of K_t(m) falls as m moves away from where the values lie), rounded outward to `tolerance`:
     what `confidence_sequence` gives at its end, in O(n log(1 / tolerance)) time and O(n) memory."""
+    import numpy as np
+
     x = _paths(values)
     if x.ndim != 1:
         raise ValueError("confidence_bounds takes one path")
