@@ -152,3 +152,75 @@ def test_cached_answers_spend_nothing_and_a_cap_then_covers_the_suite(cli, tmp_p
     assert stub.asked("stub") == 0
     code, fresh, _ = check(cli, config, "r3", "--budget-usd", cap, "--no-cache")  # the same cap, asked fresh
     assert fresh["budget_exhausted"] is True and code == 3  # unknown on a cut prefix: never PASS, never FAIL for it
+
+
+# --- the spend budget with the other new features ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("features", "bad", "cap", "truth"), [
+    (("leakage", "quality"), None, AMPLE, "PASS"),
+    (("leakage", "quality"), "leakage", AMPLE, "FAIL"),
+    (("leakage", "quality"), "quality", AMPLE, "FAIL"),
+    (("leakage", "quality"), None, SHORT, "INCONCLUSIVE"),  # accuracy on a cut prefix: unknown
+    (("leakage", "quality"), "leakage", SHORT, "FAIL"),  # the probe ran on its whole suite: its FAIL stands
+    (("tools", "quality"), None, AMPLE, "PASS"),
+    (("tools", "quality"), "tools", AMPLE, "FAIL"),
+    (("tools", "quality"), None, SHORT, "INCONCLUSIVE"),
+])
+def test_a_budget_with_leakage_and_tools(cli, tmp_path, stub, features, bad, cap, truth):
+    config = project(cli, tmp_path, stub, features, bad, cap)
+    code, report, _ = check(cli, config, "r")
+    assert_verdict(code, report, truth)
+    assert report["budget_exhausted"] is (cap is SHORT)
+    assert report["budget"]["spent_usd"]["total"] <= cap["budget"]["usd"]
+
+
+# --- a resume after a kill ---------------------------------------------------------------------------------------
+
+
+def killed_after(run: RunDir, cases: int, probed: bool) -> None:
+    """Make a finished run look killed after its first `cases` records were journaled, before (`probed` False)
+    or after its leakage probe was recorded."""
+    lines = run.records_path.read_bytes().splitlines(keepends=True)
+    run.records_path.write_bytes(b"".join(lines[:cases]))
+    info = run.read_info()
+    info.status, info.finished_at, info.sessions[-1]["status"] = "running", None, "running"
+    if not probed:
+        info.leakage = None
+    run.write_info(info)
+    for name in ("report.json", "report.md", "report.html", "report.junit.xml", "judgments.jsonl"):
+        (run.path / name).unlink(missing_ok=True)
+    as_killed(run.path)
+
+
+@pytest.mark.parametrize(("features", "bad", "cap", "probed"), [
+    (("leakage", "quality"), None, {}, False),
+    (("leakage", "quality"), "leakage", {}, True),
+    (("leakage", "quality"), "quality", {}, False),
+    (("tools", "quality"), None, {}, False),
+    (("tools", "quality"), "tools", {}, False),
+    (("tools", "quality"), None, AMPLE, False),
+    (("leakage", "quality"), "leakage", AMPLE, True),
+])
+def test_a_resume_after_a_kill_loses_nothing_and_counts_nothing_twice(cli, tmp_path, stub, features, bad, cap,
+                                                                      probed):
+    config = project(cli, tmp_path, stub, features, bad, cap)
+    truth = "FAIL" if bad else "PASS"
+    code, whole, run = check(cli, config, "r")
+    assert_verdict(code, whole, truth)
+    killed_after(run, 25, probed)
+    stub.bodies.clear()
+    code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json")
+    assert "Traceback" not in err and out.strip(), err
+    report = json.loads(out)
+    assert_verdict(code, report, truth)
+    ids = [json.loads(line)["case_id"] for line in run.records_path.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == whole["counts"]["cases"]  # each case journaled once, none lost
+    quality = ("cases", "requests", "succeeded", "failed")
+    assert ({k: report["counts"]["phases"]["quality"][k] for k in quality}
+            == {k: whole["counts"]["phases"]["quality"][k] for k in quality})
+    if "leakage" in features:  # the probe is asked again whole, or not at all: never half
+        assert stub.asked("base") in (0, 2 * mx.TWINS)
+        assert report["leakage"]["shares"] == whole["leakage"]["shares"]
+    if cap:
+        assert report["budget"]["spent_usd"]["total"] == pytest.approx(whole["budget"]["spent_usd"]["total"])
