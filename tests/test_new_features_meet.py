@@ -224,3 +224,54 @@ def test_a_resume_after_a_kill_loses_nothing_and_counts_nothing_twice(cli, tmp_p
         assert report["leakage"]["shares"] == whole["leakage"]["shares"]
     if cap:
         assert report["budget"]["spent_usd"]["total"] == pytest.approx(whole["budget"]["spent_usd"]["total"])
+
+
+# --- a blessed baseline, and review left pending -----------------------------------------------------------------
+
+BLESSED = {"baseline": {"blessed": "prod", "reports": "reports", "metrics": ["accuracy"], "margins": {"accuracy": 0.1}}}
+
+
+def replayed(root: Path, config: Path, bad: str | None) -> None:
+    """Switch the project's target to the replay of what the stub answers by `bad`: a blessed run must be
+    verifiable whole, which no endpoint is (its weights are not visible)."""
+    answer = mx.reply_for(mx.Mode(bad))
+    rows = []
+    for line in (root / "main.jsonl").read_text().splitlines() + (root / "tools.jsonl").read_text().splitlines():
+        case = json.loads(line)
+        calls = mx.tool_calls(case) if case.get("tools") else None
+        rows.append({"id": case["id"], **({"tool_calls": [calls]} if calls else {"output": answer(case)})})
+    (root / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = yaml.safe_load(config.read_text())
+    data["target"] = {"backend": "replay", "responses": "responses.jsonl"}
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+@pytest.mark.parametrize("bad", [None, "tools", "quality"])
+def test_a_blessed_baseline_with_tool_cases(cli, tmp_path, stub, bad):
+    """The blessed run is the same project all good; the candidate regresses (quality: half its answers wrong,
+    more than the margin) or its tool calls fail."""
+    features = ("tools", "quality")
+    config = project(cli, tmp_path, stub, features, None, baseline_run=True)
+    replayed(tmp_path, config, None)
+    code, base, run = check(cli, config, "base")
+    assert_verdict(code, base, "PASS")
+    code, _, err = cli("bless", run.path, "--as", "prod", "--reason", "shipped", "--by", "ana")
+    assert code == 0, err
+    config = project(cli, tmp_path, stub, features, bad, rubric=BLESSED)
+    replayed(tmp_path, config, bad)
+    code, report, _ = check(cli, config, "cand")
+    assert_verdict(code, report, "FAIL" if bad else "PASS")
+    assert report["comparison"], report["verdict_reason"]
+
+
+@pytest.mark.parametrize(("feature", "bad"), [("leakage", None), ("leakage", "leakage"), ("tools", None),
+                                              ("tools", "tools")])
+def test_double_labelled_review_pending_and_allowed(cli, tmp_path, stub, feature, bad):
+    """Review of two labels a case left pending: NEEDS_REVIEW all good, FAIL when the other feature fails;
+    `--allow-pending` lets the other criteria decide (PASS waived, or FAIL), never an unreviewed PASS unsaid."""
+    config = project(cli, tmp_path, stub, (feature, "review"), bad)
+    code, held, _ = check(cli, config, "held")
+    assert_verdict(code, held, "FAIL" if bad else "NEEDS_REVIEW")
+    code, waived, _ = check(cli, config, "waived", "--allow-pending")
+    assert_verdict(code, waived, "FAIL" if bad else "PASS")
+    assert waived["obligations"]["review_waived"] is True
