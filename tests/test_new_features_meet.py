@@ -275,3 +275,28 @@ def test_double_labelled_review_pending_and_allowed(cli, tmp_path, stub, feature
     code, waived, _ = check(cli, config, "waived", "--allow-pending")
     assert_verdict(code, waived, "FAIL" if bad else "PASS")
     assert waived["obligations"]["review_waived"] is True
+
+
+# --- served variants ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("feature", "bad"), [("leakage", None), ("leakage", "leakage"), ("tools", None),
+                                              ("tools", "tools")])
+def test_served_variants_with_leakage_and_tool_cases(cli, tmp_path, stub, feature, bad):
+    """Two endpoint variants of the same stub: each runs the feature, and the matrix exits with the worst
+    variant's verdict; a leaking or miscalling model is FAIL in every row, so none qualifies (exit 3, no choice)."""
+    url = stub.server.base_url
+    variants = {"variants": [{"name": "a", "server": "endpoint", "base_url": url, "model": "stub"},
+                             {"name": "b", "server": "endpoint", "base_url": url, "model": "stub"}]}
+    config = project(cli, tmp_path, stub, (feature, "quality"), bad, variants)
+    code, _, err = cli("validate", "-c", config)
+    if code == 2:
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "variants" in lines[0] and feature in lines[0], err
+        return
+    code, out, err = cli("matrix", "-c", config, "--json")
+    assert "Traceback" not in err and out.strip(), err
+    result = json.loads(out)
+    rows = {v.get("variant") or v.get("name"): v.get("verdict") for v in result["variants"]}
+    assert set(rows.values()) == {"FAIL" if bad else "PASS"}, (rows, result.get("reason"))
+    assert code == (3 if bad else 0), (code, rows, result.get("reason"))  # no variant qualifies: no choice, exit 3
