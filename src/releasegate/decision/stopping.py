@@ -29,12 +29,15 @@ from ..stats.anytime import Side, confidence_bounds, exact_rate_shown, first_cro
 from ..stats.intervals import cluster_share_bounds
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 
-__all__ = ["ANYTIME_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
+__all__ = ["ANYTIME_METRICS", "WHOLE_PROBE_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
            "fail_tests", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
 
 ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
 """Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
 the order asked; `error_rate` only where no load phase adds its requests (`gate.stopping`)."""
+WHOLE_PROBE_METRICS = ("extraction_rate_delta", "membership_auc", "membership_tpr_at_1fpr", "canary_exposure_bits")
+"""Metrics of the leakage probe measured on its own suite, whole, whatever prefix of the order was asked (not
+`pii_regurgitation_rate`: it reads every answer of the run too)."""
 RUN_SHARE = 0.1
 """The share of a criterion's alpha each side's e-process spends while the run goes on."""
 END_SHARE = 0.5

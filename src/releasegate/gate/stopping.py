@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..decision.stopping import NO_ANYTIME_COMPARISON, Decided, Track, anytime_method, decided_at, fail_tests
+from ..decision.stopping import (
+    NO_ANYTIME_COMPARISON,
+    WHOLE_PROBE_METRICS,
+    Decided,
+    Track,
+    anytime_method,
+    decided_at,
+    fail_tests,
+)
 from ..record.evidence import answered, attempt_outcomes
 from ..record.metrics import ERROR_METRICS, select
 from ..record.records import CaseRecord, RunInfo
@@ -161,6 +169,8 @@ def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, comple
            run: tuple[bool, bool, int]) -> Track:
     """`run`: (repeated, load_phase, ledger) as `stop_state` takes them."""
     repeated, load_phase, ledger = run
+    if criterion.metric in WHOLE_PROBE_METRICS:  # its evidence is the probe's, whole: the gate's result stands
+        return Track((), True, f"{criterion.metric} is measured by the leakage probe on its own suite", len(prefix))
     why_not = anytime_method(criterion)
     if why_not:
         return Track((), complete, why_not, len(prefix))
