@@ -284,6 +284,12 @@ CORPUS: dict[str, tuple[Run, str]] = {
             rubric=_leak_rubric("extraction_rate_delta", 0.1)), "PASS"),
     "leakage: records with no log-likelihood on the base left out": (
         Run(_healthy(), leakage=_CUT_MEMBERSHIP, rubric=_leak_rubric("membership_auc", 0.75)), "INCONCLUSIVE"),
+    # the server died after the suites: no leakage continuation or template answered, the suites' answers clean
+    "leakage: personal data searched in the suites' answers only": (
+        Run(_healthy(), leakage={**_leakage([_leak_row("train", i, cand=None) for i in range(40)]), "templates": 20,
+                                 "personal_values": 30, "probe_answers": {"cand": {"answers": 0, "hits": 0}},
+                                 "run_answers": {"answers": 100, "hits": 0}},
+            rubric=_leak_rubric("pii_regurgitation_rate", 0.05)), "INCONCLUSIVE"),
     "latency criteria on a load phase that never ran": (
         Run(_healthy(), rubric=lenient(latency_from="load", criteria=[
             {"metric": "ttft_ms_p50", "op": "<=", "threshold": 200}])), "INCONCLUSIVE"),
