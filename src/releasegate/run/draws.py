@@ -54,7 +54,12 @@ def pending_draws(run: RunDir, info: RunInfo, config: Config, cases: list[Case],
 def generate_draws(backend, todo: list[tuple[Case, int]], config: Config, rubric, run: RunDir, session: dict,
                    console, show: bool) -> None:
     """Ask each pending draw, in batches of the backend's size, and append each batch to draws.jsonl (fsynced,
-    so a kill loses at most the batch in flight and a resume asks only what is missing)."""
+    so a kill loses at most the batch in flight and a resume asks only what is missing). Only the draws of a case
+    whose draw 0 is recorded are asked: a case a budget's cap or a stop left unasked costs nothing more (its
+    draws were reserved with it, `run.budget`)."""
+    if todo:
+        asked = {r.case_id for r in run.read_records(required=False)}
+        todo = [(case, draw) for case, draw in todo if case.id in asked]
     if not todo:
         return
     size = max(1, getattr(backend, "batch_size", 1) or 1)
