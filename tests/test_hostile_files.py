@@ -114,3 +114,23 @@ def test_a_model_output_nested_past_the_json_parser_is_scored_not_a_crash(tmp_pa
     scores = {r.case_id: r.scores for r in RunDir(tmp_path / "reports" / "r").read_records()}
     assert not any(scores[c]["format"]["passed"] for c in ("c0", "c1", "c2"))
     assert not any(scores[c]["answer"]["passed"] for c in ("c0", "c1", "c2"))
+
+
+BUDGET_EDITS = {"caps": [{"usd": "5"}, [1], {"usd": None}], "spent_usd": [[1], {"target": "nan"}, {"total": -1}],
+                "tokens": [-1, "many"], "exhausted": [5]}
+
+
+def test_a_budgeted_runs_budget_edited_is_named_by_its_field(tmp_path, cli):
+    """run.json `budget` is read back by `gate` and a resume (caps formatted as numbers in the verdict's rows): a part of another
+    shape refuses the run in one line naming the field, never an internal error."""
+    config = replay_project(tmp_path)
+    config.write_text(config.read_text() + "budget: {usd: 5}\n")
+    assert cli("check", "-c", config, "--run-id", "r", "--no-progress")[0] in (0, 1, 3)
+    run = tmp_path / "reports" / "r"
+    good = json.loads((run / "run.json").read_text())
+    assert good["budget"]["caps"] == {"usd": 5.0}
+    for key, values in BUDGET_EDITS.items():
+        for value in values:
+            (run / "run.json").write_text(json.dumps({**good, "budget": {**good["budget"], key: value}}))
+            for command in (["gate", run], ["check", "--resume", run, "--no-progress"]):
+                refused(cli(*command), "run.json", f"budget.{key}")

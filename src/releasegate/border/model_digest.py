@@ -12,6 +12,7 @@ file is hashed as the file it points to); a link to a directory is always refuse
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path, PurePosixPath
@@ -61,16 +62,29 @@ def _walk(folder: Path, parts: tuple[str, ...], allow_symlinks: bool) -> list[tu
         if not parts and entry.name in GIT_PATHS:
             continue
         path, name = Path(entry.path), "/".join((*parts, entry.name))
+        if _kind(entry, path, allow_symlinks) == "dir":
+            out += _walk(path, (*parts, entry.name), allow_symlinks)
+        else:
+            out.append((path, name))
+        if len(out) > MAX_DIR_FILES:
+            raise InputError(f"the model directory holds more than {MAX_DIR_FILES:,} files", file=folder)
+    return out
+
+
+def _kind(entry: os.DirEntry[str], path: Path, allow_symlinks: bool) -> str:
+    """'dir' or 'file' for an entry model-signing hashes; an InputError naming anything it refuses. A link is
+    followed by the OS here, so a link that loops (or one the OS cannot look up) is refused by name, as the
+    error it raises."""
+    try:
         if entry.is_symlink() and (not allow_symlinks or entry.is_dir()):
             raise InputError("a symbolic link in a model directory" + (
                 " to a directory" if allow_symlinks else "") + ": model-signing refuses it", file=path,
                 hint="copy the file it points to into the directory")
         if entry.is_dir(follow_symlinks=False):
-            out += _walk(path, (*parts, entry.name), allow_symlinks)
-        elif entry.is_file():
-            out.append((path, name))
-        else:
-            raise InputError("not a regular file in a model directory", file=path, hint="remove it")
-        if len(out) > MAX_DIR_FILES:
-            raise InputError(f"the model directory holds more than {MAX_DIR_FILES:,} files", file=folder)
-    return out
+            return "dir"
+        if entry.is_file():
+            return "file"
+    except OSError as exc:
+        why = "a link that loops" if exc.errno == errno.ELOOP else f"cannot be looked up ({exc.strerror})"
+        raise InputError(f"{why} in a model directory", file=path, hint="remove it") from None
+    raise InputError("not a regular file in a model directory", file=path, hint="remove it")

@@ -102,10 +102,7 @@ def read_leakage_suite(path: Path) -> LeakageSuite:
     records = data.get("records")
     if not isinstance(records, list) or not records:
         raise InputError("the suite holds no record", file=path, field="records")
-    sources = data.get("sources")
-    if not isinstance(sources, dict) or any(not isinstance(sources.get(s), dict) for s in SETS):
-        raise InputError("the suite names no training and held-out files", file=path, field="sources")
-    fields = data.get("personal_fields") or []
+    sources, fields, seed = _header(data, path)
     parsed = tuple(_record(r, i, path) for i, r in enumerate(records))
     trained = {r.sha256 for r in parsed if r.set == "train"}
     if both := next((r for r in parsed if r.set == "heldout" and r.sha256 in trained), None):
@@ -117,7 +114,25 @@ def read_leakage_suite(path: Path) -> LeakageSuite:
         sources[s] = {**sources[s], "path": str(path.parent / str(sources[s].get("path")))}
     return LeakageSuite(path=path, sources={s: sources[s] for s in SETS},
                         records=parsed,
-                        personal_fields=tuple(str(f) for f in fields), seed=int(data.get("seed") or 0))
+                        personal_fields=fields, seed=seed)
+
+
+def _header(data: dict[str, Any], path: Path) -> tuple[dict[str, Any], tuple[str, ...], int]:
+    """(sources, personal fields, seed) of a suite, each of the type `leakage build` writes: an edited one is
+    named by its field, never taken as whatever Python makes of it."""
+    sources = data.get("sources")
+    if not isinstance(sources, dict) or any(not isinstance(sources.get(s), dict) for s in SETS):
+        raise InputError("the suite names no training and held-out files", file=path, field="sources")
+    for s in SETS:
+        if not isinstance(sources[s].get("path"), str) or not isinstance(sources[s].get("sha256"), str):
+            raise InputError("must give the file's path and sha256 (texts)", file=path, field=f"sources.{s}")
+    fields = data.get("personal_fields", [])
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise InputError("must be a list of field names (texts)", file=path, field="personal_fields")
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"must be a whole number, got {type(seed).__name__}", file=path, field="seed")
+    return sources, tuple(fields), seed
 
 
 def _record(raw: Any, i: int, path: Path) -> LeakageRecord:

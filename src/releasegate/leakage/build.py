@@ -58,6 +58,7 @@ def build_suite(train: Path, heldout: Path, out: Path, *, n: int = 200, seed: in
     """Draw `n` records of each file and write the suite to `out` (see the module docstring)."""
     if not 1 <= n <= MAX_N:
         raise InputError(f"--n {n} is outside 1..{MAX_N}", field="--n")
+    _check_out(out, train, heldout)
     drawn: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     sources: dict[str, dict[str, Any]] = {}
     for name, path in (("train", train), ("heldout", heldout)):
@@ -87,6 +88,18 @@ def check_disjoint(records: list[dict[str, Any]], where: Path) -> None:
     if both is not None:
         raise InputError(f"held-out record {both['id']} is also in the training set (the same row): a held-out "
                          "set must hold records never trained on", file=where)
+
+
+def _check_out(out: Path, *inputs: Path) -> None:
+    """The suite is never written over a file it is drawn from: the training data would be replaced by it."""
+    for given in inputs:
+        try:
+            same = Path(out).resolve() == Path(given).resolve() or os.path.samefile(out, given)
+        except (OSError, ValueError, RuntimeError):  # either one missing, or a path that cannot be looked up
+            same = False
+        if same:
+            raise InputError(f"-o {out} is the file the suite is drawn from ({given}): it would be replaced",
+                             field="-o", hint="write the suite to a file of its own, e.g. leakage_suite.json")
 
 
 def _source(path: Path, name: str) -> _Source:

@@ -249,7 +249,7 @@ class RunInfo(BaseModel):
             data.pop("repeats", None)  # a run without repeats writes the run.json it always did
         return data
 
-    @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge", "guards")
+    @field_validator("cost", "response_cache_probe", "load_phase", "prefix_cache", "judge", "guards", "budget")
     @classmethod
     def _part_shape(cls, value: Any, info: ValidationInfo) -> Any:
         return check_part(info.field_name or "", value)

@@ -158,9 +158,21 @@ class GuardFacts(_Part):
 
 GuardsFacts = RootModel[dict[str, GuardFacts]]
 
+
+class BudgetFacts(_Part):
+    """`run.budget`'s record: the caps and the spend as numbers (the report formats them), the cap dispatch
+    stopped at as its name."""
+
+    caps: dict[str, Seconds] = {}
+    spent_usd: dict[str, Seconds] = {}
+    tokens: Count | None = None
+    exhausted: str | None = None
+    asked: Count | None = None
+
+
 PART_MODELS: dict[str, type[BaseModel]] = {
     "cost": CostFacts, "response_cache_probe": CacheProbeFacts, "load_phase": LoadPhaseFacts,
-    "prefix_cache": PrefixCacheFacts, "judge": JudgeFacts, "guards": GuardsFacts,
+    "prefix_cache": PrefixCacheFacts, "judge": JudgeFacts, "guards": GuardsFacts, "budget": BudgetFacts,
 }
 """run.json's dict-valued fields, each with the shape it must have (None: the part did not run)."""
 
