@@ -7,13 +7,11 @@ suite's defaults (`suites[i].format[j].schema`), the suite file's line for a cas
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from ..border.structured import json_loads
 from ..errors import InputError, Where
-from .files import KeyAt, named_file, read_text
+from .files import KeyAt, load_json, named_file
 
 __all__ = ["check_answer", "check_regex", "resolve_format"]
 
@@ -32,12 +30,7 @@ def resolve_format(spec: dict, base_dir: Path, at: KeyAt) -> dict:
     schema = spec.get("schema")
     if isinstance(schema, str):
         path = named_file(base_dir / schema, what="JSON Schema", where=at("schema"), base=base_dir)
-        try:
-            schema = json_loads(read_text(path, what="JSON Schema"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-        except (ValueError, RecursionError) as exc:
-            raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=path) from None
+        schema = load_json(path, what="JSON Schema")
     if schema is not None:
         import jsonschema
 

@@ -12,14 +12,12 @@ acceptable values, a turn that is followed by another but scripts no result for 
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..border.structured import json_loads
 from ..errors import InputError, Where
-from .files import KeyAt, named_file, read_text
+from .files import KeyAt, load_json, named_file
 from .schema_check import validate
 
 __all__ = ["case_tools", "read_tools_file"]
@@ -143,12 +141,7 @@ def _check_turn(turn: dict[str, Any], names: set[str], *, last: bool, at: Any) -
 def read_tools_file(path: str) -> tuple[dict[str, Any], ...]:
     """A tools file: a JSON list of OpenAI function tools, each checked against the case schema's `tool`."""
     file = Path(path)
-    try:
-        value = json_loads(read_text(file, what="tools file"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", file=file, line=exc.lineno) from None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=file) from None
+    value = load_json(file, what="tools file")
     if not isinstance(value, list) or not value:
         raise InputError("a tools file holds a JSON list of tools ({type: function, function: {name, ...}})", file=file)
     validate({"id": "tools", "expected": None, "prompt": "", "tools": value}, "case", file=file)

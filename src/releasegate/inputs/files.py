@@ -7,6 +7,7 @@ only, read with a cap); its readers are named here too, so a loader imports one 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -25,10 +26,11 @@ from ..border.files import (
     read_text,
     sha256_file,
 )
+from ..border.structured import json_loads
 from ..errors import InputError, Where
 
 __all__ = [
-    "read_text", "load_yaml", "load_yaml_text", "field_path", "line_of", "exists", "is_file", "is_dir", "resolve_under", "open_regular",
+    "read_text", "load_json", "load_yaml", "load_yaml_text", "field_path", "line_of", "exists", "is_file", "is_dir", "resolve_under", "open_regular",
     "check_regular", "read_capped", "sha256_file", "MAX_FILE_BYTES", "KeyAt", "nowhere", "key_at", "named_file",
 ]
 
@@ -81,6 +83,17 @@ def load_yaml(path: Path, *, what: str) -> tuple[Any, yaml.Node | None]:
     whose aliases expand past MAX_YAML_NODES."""
     text = read_text(path, what=what, max_bytes=MAX_YAML_BYTES)
     return _parse_yaml(text, path)
+
+
+def load_json(path: Path, *, what: str) -> Any:
+    """A whole JSON file parsed by the border's parser (depth and non-finite numbers bounded); a parse error
+    names the file and its line."""
+    try:
+        return json_loads(read_text(path, what=what))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=path) from None
 
 
 def stored_yaml(path: Path, *, what: str) -> dict | None:
