@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import socket_origins
 from children import Children
 from releasegate.cli import main
 from releasegate.inputs.scaffold import scaffold
@@ -18,11 +19,22 @@ pytest_plugins = ["llamacpp_fixtures", "vllm_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+socket_origins.install()  # a socket left unclosed names the code that made it
 
 GOOD = '{"intent": "billing", "priority": "high"}'
 HANG_S = 600
 """How long a test waits for a subprocess or a file before it calls it hung: a bound on a hang, never a measure of
 speed (a busy machine may take minutes where a quiet one takes a second)."""
+
+
+@pytest.fixture(autouse=os.environ.get("RELEASEGATE_TEST_GC") == "1")
+def collect_after() -> Iterator[None]:
+    """RELEASEGATE_TEST_GC=1: collect garbage after each test, so an unclosed socket or file fails the test that
+    leaked it (slow: for hunting a leak, not for every run)."""
+    yield
+    import gc
+
+    gc.collect()
 
 
 @pytest.fixture
