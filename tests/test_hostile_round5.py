@@ -387,10 +387,6 @@ def test_shipped_metrics_take_deep_huge_and_surrogate_outputs():
         assert metric(["\ud800 x " * 1000], ["\ud800 y"]) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: the probe judges each hittable case against every answered "
-                   "neighbour (gate.cache_probe._hit), so an embeddings server that puts the questions in two "
-                   "points (degenerate() only refuses one) costs n^2/2 answer checks per threshold: 2,000 cases "
-                   "take 5 s, 20,000 about 8 minutes; bounding it changes wrong_neighbours/donors semantics")
 def test_an_embeddings_server_of_two_points_costs_checks_linear_in_the_cases():
     from releasegate.gate.cache_probe import ProbeCase, ProbeSettings, degenerate, simulate_all
 
@@ -405,3 +401,27 @@ def test_an_embeddings_server_of_two_points_costs_checks_linear_in_the_cases():
     assert degenerate(vectors) is None  # two points are not refused
     simulate_all(cases, check, ProbeSettings(), [0.9], vectors)
     assert calls[0] <= 50 * n
+
+
+def test_questions_at_one_point_with_distinct_answers_leave_the_probe_undecided_not_quadratic():
+    """Past ANSWERS_JUDGED distinct answers among a case's neighbours the rest are not checked: the case is unknown
+    (no bound, so no criterion can pass on it) unless a checked answer already harms it."""
+    from releasegate.gate.cache_probe import ANSWERS_JUDGED, ProbeCase, ProbeSettings, simulate_all
+
+    n, calls = 2 * ANSWERS_JUDGED + 40, [0]
+
+    def check(donor: int, i: int) -> bool:
+        calls[0] += 1
+        return True
+
+    cases = [ProbeCase(case_id=str(i), question=f"q{i}", output=f"answer {i}") for i in range(n)]
+    row = simulate_all(cases, check, ProbeSettings(), [0.9], [[1.0, 0.0]] * (n - 1) + [[0.9, 0.1]])[0]
+    assert calls[0] <= (ANSWERS_JUDGED + 1) * n
+    assert row["hittable"] == n and row["unknown_hits"] == n and row["harmful_upper"] is None
+    assert row["right_hits"] == 0
+
+    def last_answer_fails(donor: int, i: int) -> bool:  # the most similar answers come first: one of them harms
+        return donor != 0
+
+    row = simulate_all(cases, last_answer_fails, ProbeSettings(), [0.9], [[1.0, 0.0]] * (n - 1) + [[0.9, 0.1]])[0]
+    assert row["harmful_hits"] >= n - 2 and row["wrong_hits"] >= n - 2

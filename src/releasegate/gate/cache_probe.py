@@ -194,6 +194,7 @@ def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
     cuts = [1.0 if t is None else t for t in thresholds]
     caches = [_Cache(len(cases), settings.ttl_s) for _ in thresholds]
     answered = caches[0].np.array([c.output is not None for c in cases], dtype=bool)
+    answers = _answer_ids(cases)
     judged: list[list[dict[str, Any]]] = [[] for _ in thresholds]
     for i, case in enumerate(cases):
         now = i * settings.arrival_s
@@ -202,19 +203,57 @@ def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
             age = cache.serve(row, cut, now)
             if age is None and case.output is not None:
                 cache.store(i, now)
-            donors = _neighbours(row, cut, answered, i)
-            if donors:
+            donors = _neighbours(row, cut, answered, i, answers)
+            if donors.total:
                 found.append(_hit(cases, check, settings, donors, i, age))
     return [_figures(cases, found, settings, t) for found, t in zip(judged, thresholds)]
 
 
-def _neighbours(row: NDArray[Any], threshold: float, answered: NDArray[Any], i: int) -> list[tuple[int, float]]:
-    """Every answered case other than i at or above the threshold, with its similarity: the answers i could be
-    served."""
+ANSWERS_JUDGED = 128
+"""A case with more neighbours than this is judged once per distinct answer among them (neighbours giving one
+answer text, from one group with one expected answer, give one outcome), the most similar answers first and at
+most this many: embeddings that put thousands of questions at one point would otherwise cost a check per pair.
+Past that, the case is unknown unless a judged answer already harms it: the probe decides nothing on answers it
+did not check."""
+
+
+@dataclass(frozen=True)
+class _Donors:
+    """The answers a case could be served: one donor per distinct answer (its case, similarity and how many
+    neighbours give that answer), and how many neighbours were left unjudged past ANSWERS_JUDGED."""
+
+    judged: list[tuple[int, float, int]]
+    unjudged: int
+
+    @property
+    def total(self) -> int:
+        return sum(count for _, _, count in self.judged) + self.unjudged
+
+
+def _answer_ids(cases: Sequence[ProbeCase]) -> NDArray[Any]:
+    """Each case's answer as a number: cases whose answers any check tells apart never share one."""
+    import numpy as np
+
+    ids: dict[tuple[object, ...], int] = {}
+    return np.array([ids.setdefault((c.output, c.output_tokens, c.group, c.expected), len(ids)) for c in cases])
+
+
+def _neighbours(row: NDArray[Any], threshold: float, answered: NDArray[Any], i: int,
+                answers: NDArray[Any]) -> _Donors:
+    """Every answered case other than i at or above the threshold: the answers i could be served (past
+    ANSWERS_JUDGED, one donor per distinct answer, the most similar giving it)."""
+    import numpy as np
+
     mask = (row >= threshold) & answered
     mask[i] = False
     index = mask.nonzero()[0]
-    return list(zip(index.tolist(), row[index].tolist()))
+    if len(index) <= ANSWERS_JUDGED:
+        return _Donors([(j, sim, 1) for j, sim in zip(index.tolist(), row[index].tolist())], 0)
+    index = index[np.argsort(-row[index], kind="stable")]
+    _, first, counts = np.unique(answers[index], return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")[:ANSWERS_JUDGED]
+    judged = [(int(index[first[k]]), float(row[index[first[k]]]), int(counts[k])) for k in order.tolist()]
+    return _Donors(judged, len(index) - int(counts[order].sum()))
 
 
 def degenerate(vectors: Sequence[Sequence[float]]) -> str | None:
@@ -250,28 +289,29 @@ def may_be_stale(settings: ProbeSettings) -> bool:
     return settings.ttl_s is None or settings.ttl_s > settings.fresh_s
 
 
-def _hit(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, donors: list[tuple[int, float]], i: int,
+def _hit(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, donors: _Donors, i: int,
          age: float | None) -> dict[str, Any]:
     """Case i judged against every answer the cache could serve it (`donors`: every answered neighbour at or above
     the threshold); `age`: the served entry's age when the arrival process made it a hit (None: a miss there)."""
     new = cases[i]
     fresh = check(i, i) if new.output is not None else False  # a failed request of its own answered nothing
-    outcomes = [(_served(cases, check, j, i), j, similarity) for j, similarity in donors]
-    failing = sum(o is False for o, _, _ in outcomes)
+    outcomes = [(_served(cases, check, j, i), j, similarity, count) for j, similarity, count in donors.judged]
+    failing = sum(count for o, _, _, count in outcomes if o is False)
     stale = new.time_sensitive and may_be_stale(settings)
     harmful = stale or (failing > 0 and fresh is True)
-    unknown = not harmful and any(o is None or (o is False and fresh is None) for o, _, _ in outcomes)
+    unknown = not harmful and (donors.unjudged > 0 or any(o is None or (o is False and fresh is None)
+                                                          for o, _, _, _ in outcomes))
     # the worst neighbour: a failing answer, else an unchecked one, the most similar first (a tighter threshold
     # keeps it longest)
-    _, donor, similarity = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
+    _, donor, similarity, _ = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
     cached = cases[donor]
     return {
         "case_id": new.case_id, "cached_case_id": cached.case_id, "similarity": round(similarity, 6),
         "age_s": age, "hit": age is not None, "within_group": new.group is not None and new.group == cached.group,
         "wrong": failing > 0 or stale, "harmful": harmful, "unknown": unknown,
-        "right": not harmful and not unknown and all(o is True for o, _, _ in outcomes),
-        "stale": stale, "weight": new.weight, "donors": len(outcomes),
-        "wrong_neighbours": len(outcomes) if stale else failing,
+        "right": not harmful and not unknown and all(o is True for o, _, _, _ in outcomes),
+        "stale": stale, "weight": new.weight, "donors": donors.total,
+        "wrong_neighbours": donors.total if stale else failing,
         "question": new.question, "cached_question": cached.question,
         "answer": new.output, "cached_answer": cached.output,
         "input_tokens": new.input_tokens, "output_tokens": new.output_tokens,
