@@ -94,16 +94,23 @@ def _sub(text: str, ctx: dict) -> str:
 
 
 class Runner:
-    def __init__(self, tmp: Path, origin: Path, secrets: dict):
-        self.tmp, self.origin, self.secrets = tmp, origin, secrets
+    """`workspace`: every job checks out into this one folder, emptied first, as a hosted runner's fresh machine
+    checks out at the same path (/home/runner/work/REPO/REPO): nothing a job leaves behind reaches the next one
+    except through the reports branch and the artifacts. Without it, each job has its own folder, job-NAME."""
+
+    def __init__(self, tmp: Path, origin: Path, secrets: dict, workspace: Path | None = None):
+        self.tmp, self.origin, self.secrets, self.workspace = tmp, origin, secrets, workspace
         self.artifacts = tmp / "artifacts"
         self.artifacts.mkdir()
         self.log = tmp / "log.txt"
         self.ran: list[str] = []
+        self.printed: list[str] = []  # each run: step's stdout and stderr, as the job's log shows them
 
     def job(self, workflow: dict, name: str, event: dict, needs: dict) -> dict:
         job = workflow["jobs"][name]
-        work = self.tmp / f"job-{name}"
+        work = self.workspace or self.tmp / f"job-{name}"
+        if self.workspace is not None:
+            shutil.rmtree(work, ignore_errors=True)
         ctx = {**event, **{f"secrets.{k}": v for k, v in self.secrets.items()},
                **{f"needs.{j}.outputs.{k}": v for j, out in needs.items() for k, v in out.items()}}
         env = {k: _sub(v, ctx) for k, v in {**workflow.get("env", {}), **job.get("env", {})}.items()}
@@ -149,6 +156,7 @@ class Runner:
                 "RG_LOG": str(self.log), "RG_SHIM": (self.tmp / "bin" / "shim.txt").read_text(), "CI": ""}
         done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=work, env=full,
                               capture_output=True, text=True, timeout=300)
+        self.printed.append(done.stdout + done.stderr)
         assert done.returncode == 0, (script, done.stdout[-2000:], done.stderr[-2000:])
         return dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
 
