@@ -139,6 +139,7 @@ class Runner:
         elif action == "upload":
             for line in with_["path"].split():
                 source = work / line
+                assert source.exists() or with_.get("if-no-files-found") != "error", f"{line}: no such file"
                 if source.exists():
                     target = self.artifacts / with_["name"] / line
                     target.parent.mkdir(parents=True, exist_ok=True)
@@ -333,7 +334,7 @@ def test_the_gitlab_file_runs_from_merge_request_to_a_verified_attestation(tmp_p
     assert (work / "attested-run").read_text().strip() == run_id
     deploy = tmp_path / "gl-deploy"
     _git("clone", "-q", str(origin), str(deploy), cwd=tmp_path)
-    for artifact in ("release.intoto.json", "attested-run"):  # needs: [labels]
+    for artifact in ci["labels"]["artifacts"]["paths"]:  # needs: [labels]
         shutil.copyfile(work / artifact, deploy / artifact)
     assert _gitlab_job(ci, "deploy", deploy, main, tmp_path) == 0
     assert run_id in _git("show", "releasegate-reports:baselines.jsonl", cwd=origin)

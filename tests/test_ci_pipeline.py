@@ -139,6 +139,7 @@ def test_a_teams_pipeline_from_pull_request_to_a_registered_and_announced_releas
         blessed = json.loads(_git("show", "releasegate-reports:baselines.jsonl", cwd=origin).splitlines()[-1])
         assert blessed["run"] == run_id and blessed["name"] == "production"
         attestation = tmp_path / "artifacts" / "release-attestation" / "release.intoto.json"
+        assert (attestation.parent / "release.test-result.intoto.json").is_file()  # both statements uploaded
         statement = json.loads(base64.b64decode(json.loads(attestation.read_text())["payload"]))
         subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
         served_now = [Path(llamacpp_server.model_path), *map(Path, llamacpp_server.lora_paths)]
@@ -160,10 +161,15 @@ def test_a_teams_pipeline_from_pull_request_to_a_registered_and_announced_releas
     assert body["summary"]["verdict"] == "PASS" and body["summary"]["report"] == f"{run_id}/report.json"
     received = tmp_path / "received.intoto.json"
     received.write_text(json.dumps(body["attestation"]))
+    (tmp_path / "received.test-result.intoto.json").write_text(json.dumps(body["test_result"]))
     code, out, err = cli("verify-attestation", received, "--key", tmp_path / "release.key.pub",
                          *[a for p in served_now for a in ("--artifact", p)], "--json")
     assert code == 0, err  # what the receiver got verifies against the bytes the server serves
-    assert json.loads(out)["run_id"] == run_id
+    checked = json.loads(out)
+    assert checked["run_id"] == run_id and checked["test_result"].endswith("received.test-result.intoto.json")
+    test_result = json.loads(base64.b64decode(body["test_result"]["payload"]))
+    assert test_result["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
+    assert test_result["predicate"]["result"] == "PASSED" and test_result["subject"] == statement["subject"]
 
     client = MlflowClient(tracking_uri=store, registry_uri=store)
     version = client.get_model_version_by_alias("support-bot", "production")
@@ -176,5 +182,5 @@ def test_a_teams_pipeline_from_pull_request_to_a_registered_and_announced_releas
     assert tags["releasegate.report"] == f"{run_id}/report.json"
     assert not any(str(tmp_path) in v for v in tags.values()), tags  # no path of the runner in the registry
     printed = "\n".join(runner.printed)
-    assert "attestation verified" in printed and "is now @production" in printed, printed[-3000:]
+    assert "release.test-result.intoto.json agrees" in printed and "is now @production" in printed, printed[-3000:]
     assert TOKEN not in printed and "SECRET" not in printed  # the webhook shown by its origin alone
