@@ -181,6 +181,10 @@ def test_a_teams_pipeline_from_pull_request_to_a_registered_and_announced_releas
     assert tags["releasegate.run_id"] == run_id and tags["releasegate.verdict"] == "PASS"
     assert tags["releasegate.report"] == f"{run_id}/report.json"
     assert not any(str(tmp_path) in v for v in tags.values()), tags  # no path of the runner in the registry
+    # the next promotion of the same run finds the registry MLflow made, and tags its version, not a second one
+    code, out, err = cli("promote", tmp_path / "workspace" / "reports" / run_id, "--mlflow-model", "support-bot",
+                         "--alias", "canary", "--mlflow-uri", store, "--json")
+    assert code == 0 and json.loads(out)["mlflow"]["version"] == str(version.version), err
     printed = "\n".join(runner.printed)
     assert "release.test-result.intoto.json agrees" in printed and "is now @production" in printed, printed[-3000:]
     assert TOKEN not in printed and "SECRET" not in printed  # the webhook shown by its origin alone

@@ -5,7 +5,8 @@ registry with the verdict, the rubric's hash, the report and every weights file 
 
 The webhook goes through the border's HTTP client (a deadline, a bounded reply, no redirect followed, userinfo
 sent only to its own origin, every message masked); a refused connection, a timeout or a 5xx is tried again, at
-most `WEBHOOK_ATTEMPTS` times; a 4xx or a redirect is not. The body carries the in-toto statement of the run in a
+most `WEBHOOK_ATTEMPTS` times; a 4xx or a redirect is not. A 2xx is a delivery, whatever follows its head (a body
+too large or too slow is not read, and the promotion is not sent again). The body carries the in-toto statement of the run in a
 DSSE envelope signed with the given key, and the in-toto test-result statement standing for it in another (the two
 files `attest` writes), so the receiver can check them as a deploy does, or read pass or fail with a generic
 in-toto verifier.
@@ -106,6 +107,8 @@ def post_webhook(url: str, payload: dict[str, Any], token: str | None) -> dict[s
             reply = fetch(url, method="POST", body=body, headers=headers, limits=_WEBHOOK_LIMITS)
         except HttpError as exc:
             last = str(exc).replace(mask_url(url) or "?", where)
+            if exc.status is not None and 200 <= exc.status < 300:  # taken: what it says after is not ours to read
+                return {"url": where, "status": exc.status, "attempts": attempt, "reply_not_read": exc.detail}
             if exc.kind not in _RETRIED:
                 break
         else:
