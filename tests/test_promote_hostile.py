@@ -139,12 +139,19 @@ def _other_database(tmp_path):
     return path
 
 
+def _escaped_dir(tmp_path):
+    path = tmp_path / "reg\x1b]0;pwned\x07\x1b[31mistry"
+    path.mkdir()
+    return path
+
+
 STORES = {
     "a directory": (lambda tmp: tmp, "a directory"),
     "a FIFO": (_fifo, "not a regular file"),
     "a file that is no SQLite database": (_not_sqlite, "not a SQLite database"),
     "another application's database": (_other_database, "not an MLflow registry"),
     "memory": (lambda tmp: Path(":memory:"), "in memory"),
+    "a directory named with escape sequences": (lambda tmp: _escaped_dir(tmp), "a directory"),
 }
 
 
@@ -159,7 +166,7 @@ def test_a_sqlite_store_that_is_no_mlflow_registry_is_exit_2_naming_it(released,
     uri = f"sqlite:///{path}"
     code, out, err = promote(cli, run, "--mlflow-model", "bot", "--alias", "prod", "--mlflow-uri", uri)
     _one_line(code, out, err, 2)
-    assert needle in err and "--mlflow-uri" in err, err
+    assert needle in err and "--mlflow-uri" in err and "\x1b" not in err, err
     if before is not None:
         assert path.read_bytes() == before  # nothing written into another application's file
 
@@ -177,3 +184,42 @@ def test_a_file_store_that_is_no_folder_is_exit_2_naming_it(released, cli, tmp_p
     code, out, err = promote(cli, run, "--mlflow-model", "bot", "--alias", "prod", "--mlflow-uri", path.as_uri())
     _one_line(code, out, err, 2)
     assert "not a folder" in err and "--mlflow-uri" in err, err
+
+
+# -- a served file changed after the run ----------------------------------------------------------------------------
+def _served_project(root, cli):
+    """A replayed run whose server's GGUF is declared (target.served_files), passing; a key to sign with."""
+    from conftest import write_jsonl
+
+    write_jsonl(root / "suite.jsonl", [{"id": f"c{i}", "messages": [{"role": "user", "content": f"q{i}"}],
+                                        "expected": f"a{i}", "tags": {"domain": "billing"}} for i in range(4)])
+    write_jsonl(root / "replies.jsonl", [{"id": f"c{i}", "output": f"a{i}"} for i in range(4)])
+    (root / "support.gguf").write_bytes(b"GGUF" + bytes(range(256)) * 8)
+    (root / "rubric.yaml").write_text("review: {required_domains: []}\n"
+                                      "criteria:\n  - {metric: accuracy, op: '>=', threshold: 0.5}\n")
+    (root / "releasegate.yaml").write_text(
+        "target: {backend: replay, responses: replies.jsonl, served_files: [support.gguf]}\n"
+        "suites:\n  - {path: suite.jsonl, answer: {type: exact}}\nrubric: rubric.yaml\n")
+    code, _, err = cli("check", "-c", root / "releasegate.yaml", "--run-id", "r", "--no-progress")
+    assert code == 0, err
+    assert cli("attest", "--generate-key", root / "key")[0] == 0
+    return root / "reports" / "r"
+
+
+def test_a_served_file_changed_after_the_run_is_neither_attested_nor_promoted(tmp_path, cli):
+    """The GGUF the run declared is changed after it (one byte, the same size: another commit, a server reloaded
+    with another file): attest, bless and promote each refuse in one line naming it, and nothing is sent."""
+    run = _served_project(tmp_path, cli)
+    gguf = tmp_path / "support.gguf"
+    data = bytearray(gguf.read_bytes())
+    data[-1] ^= 1
+    gguf.write_bytes(bytes(data))
+    code, out, err = cli("attest", run, "--key", tmp_path / "key", "-o", tmp_path / "r.intoto.json")
+    _one_line(code, out, err, 1)
+    assert "support.gguf" in err and not (tmp_path / "r.intoto.json").exists(), err
+    code, out, err = cli("bless", run, "--as", "production", "--reason", "r")
+    _one_line(code, out, err, 1)
+    with Receiver() as hook:
+        code, out, err = promote(cli, run, "--webhook", hook.url + SECRET, "--key", tmp_path / "key")
+    _one_line(code, out, err, 1)
+    assert hook.bodies == [] and "support.gguf" in err
