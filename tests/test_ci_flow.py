@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, write_jsonl
+from test_promote import Receiver
 
 pytestmark = pytest.mark.slow  # every step of three jobs, twice: about a minute
 
@@ -336,5 +337,12 @@ def test_the_gitlab_file_runs_from_merge_request_to_a_verified_attestation(tmp_p
     _git("clone", "-q", str(origin), str(deploy), cwd=tmp_path)
     for artifact in ci["labels"]["artifacts"]["paths"]:  # needs: [labels]
         shutil.copyfile(work / artifact, deploy / artifact)
-    assert _gitlab_job(ci, "deploy", deploy, main, tmp_path) == 0
+    # a Slack-like webhook: no token, and no MLflow registry: the webhook alone, nothing registered anywhere
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with Receiver() as hook:
+        assert _gitlab_job(ci, "deploy", deploy, {**main, "DEPLOY_WEBHOOK": hook.url + "/T0/B0/slackSECRET"},
+                           tmp_path) == 0
+    assert len(hook.bodies) == 1 and hook.bodies[0]["summary"]["run_id"] == run_id
+    assert "Authorization" not in hook.headers[0]
+    assert not [p.name for p in deploy.iterdir() if p.name.startswith(("mlflow", "mlruns"))]
     assert run_id in _git("show", "releasegate-reports:baselines.jsonl", cwd=origin)
