@@ -16,6 +16,8 @@ import stat
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from ..border.files import open_regular
+from ..errors import InputError
 from ..text import inert
 
 __all__ = ["sqlite_store_problem", "file_store_problem"]
@@ -76,15 +78,10 @@ def _kind(path: Path) -> str | None:
 
 def _head(path: Path) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        with open_regular(path, what="the MLflow store", max_bytes=1 << 62) as fh:
+            return fh.read(len(SQLITE_MAGIC))
+    except (InputError, OSError):
         return None
-    try:
-        return os.read(fd, len(SQLITE_MAGIC)) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _tables(path: Path) -> set[str] | None:
