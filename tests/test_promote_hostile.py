@@ -24,8 +24,8 @@ SECRET = "/hooks/T0HOSTILE/pathSECRET"
 class RawReceiver:
     """A loopback server that reads the request's head and answers with `reply` bytes, then closes."""
 
-    def __init__(self, reply: bytes) -> None:
-        self.reply, self.requests, self.stopping = reply, 0, False
+    def __init__(self, reply: bytes, *then: bytes) -> None:
+        self.replies, self.requests, self.stopping = [reply, *then], 0, False
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -52,7 +52,7 @@ class RawReceiver:
                             break
                         data += piece
                     self.requests += 1
-                    conn.sendall(self.reply)
+                    conn.sendall(self.replies[min(self.requests, len(self.replies)) - 1])
                 except OSError:
                     pass
 
@@ -106,6 +106,15 @@ def test_a_2xx_with_a_huge_body_is_delivered_and_the_body_not_read(released, cli
         code, out, err = promote(cli, run, "--webhook", hook.url + SECRET, "--key", key)
     _one_line(code, out, err, 0)
     assert hook.requests == 1 and "answered 202" in out
+
+
+def test_a_5xx_with_a_huge_body_is_tried_again_as_any_5xx(released, cli, quick):  # noqa: F811
+    run, key = released
+    huge_503 = b"HTTP/1.1 503 Busy\r\nContent-Length: 10000000000\r\n\r\n"
+    with RawReceiver(huge_503, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}") as hook:
+        code, out, err = promote(cli, run, "--webhook", hook.url + SECRET, "--key", key)
+    _one_line(code, out, err, 0)
+    assert hook.requests == 2 and "answered 200 (attempt 2)" in out
 
 
 def test_a_redirect_to_itself_is_not_followed(released, cli, quick):  # noqa: F811

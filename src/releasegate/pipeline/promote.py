@@ -109,7 +109,8 @@ def post_webhook(url: str, payload: dict[str, Any], token: str | None) -> dict[s
             last = str(exc).replace(mask_url(url) or "?", where)
             if exc.status is not None and 200 <= exc.status < 300:  # taken: what it says after is not ours to read
                 return {"url": where, "status": exc.status, "attempts": attempt, "reply_not_read": exc.detail}
-            if exc.kind not in _RETRIED:
+            busy = exc.status is not None and (exc.status >= 500 or exc.status == 429)  # its body is not the point
+            if exc.kind not in _RETRIED and not busy:
                 break
         else:
             if 200 <= reply.status < 300:
