@@ -10,6 +10,7 @@ import os
 import socket
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,15 @@ class RawReceiver:
                             break
                         data += piece
                     self.requests += 1
-                    conn.sendall(self.replies[min(self.requests, len(self.replies)) - 1])
+                    reply = self.replies[min(self.requests, len(self.replies)) - 1]
+                    if reply == DRIP:  # an interim reply every 50 ms for 10 s: a head that never ends
+                        for _ in range(200):
+                            if self.stopping:
+                                break
+                            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                            time.sleep(0.05)
+                        continue
+                    conn.sendall(reply)
                 except OSError:
                     pass
 
@@ -64,6 +73,9 @@ class RawReceiver:
         socket.create_connection(self.sock.getsockname(), timeout=5).close()  # wakes the accept()
         self.thread.join(10)
         self.sock.close()
+
+
+DRIP = b"drip"
 
 
 @pytest.fixture
@@ -106,6 +118,16 @@ def test_a_2xx_with_a_huge_body_is_delivered_and_the_body_not_read(released, cli
         code, out, err = promote(cli, run, "--webhook", hook.url + SECRET, "--key", key)
     _one_line(code, out, err, 0)
     assert hook.requests == 1 and "answered 202" in out
+
+
+def test_interim_replies_that_never_end_are_cut_at_the_deadline(released, cli, quick, monkeypatch):  # noqa: F811
+    """`100 Continue` after `100 Continue`: http.client skips each and reads on; the deadline ends the head."""
+    monkeypatch.setattr(promote_module, "WEBHOOK_ATTEMPTS", 1)
+    run, key = released
+    with RawReceiver(DRIP) as hook:
+        code, out, err = promote(cli, run, "--webhook", hook.url + SECRET, "--key", key)
+    _one_line(code, out, err, 4)
+    assert "no whole reply within 3 s" in err, err
 
 
 def test_a_5xx_with_a_huge_body_is_tried_again_as_any_5xx(released, cli, quick):  # noqa: F811
