@@ -288,3 +288,53 @@ def test_a_model_file_changed_between_the_run_and_its_attestation_is_refused(run
     manifest["inputs"] = [{**e, "sha256": "0" * 64} if e is adapter else e for e in manifest["inputs"]]
     with pytest.raises(ReleaseRefused, match="adapter/adapter_model.safetensors changed since the run"):
         statement_for(run, json.loads((run / "report.json").read_text()), manifest)
+
+
+def test_attest_reads_each_model_file_once(runs, cli, monkeypatch):
+    """The run's inputs are verified unchanged, then each model directory's model-signing digest is made: the
+    second pass takes the digests of the first (`border.files.hash_once`) rather than reading gigabytes again."""
+    import os
+
+    import releasegate.border.files as files
+
+    tmp, found = runs
+    read: list[str] = []
+    real = hashlib.file_digest
+
+    def counting(fh, name):
+        read.append(os.readlink(f"/proc/self/fd/{fh.raw._fh.fileno()}"))  # the file the descriptor reads
+        return real(fh, name)
+
+    monkeypatch.setattr(files.hashlib, "file_digest", counting)
+    code, _, err = _attest(cli, tmp, found["pass"], "once")
+    assert code == 0, err
+    models = [p for p in read if "/models/" in p]
+    assert models and len(models) == len(set(models)), sorted(models)
+
+
+def test_a_model_file_written_after_its_verification_is_not_attested(runs, cli, monkeypatch):
+    """Between the check that every input is unchanged and the directory digest, the adapter is rewritten (same
+    size, its modification time set back): the digest reads it again, and attest refuses."""
+    import os
+
+    import releasegate.pipeline.attest as attest
+    from test_hash_once import _rewrite_keeping_size_and_mtime
+
+    tmp, found = runs
+    adapter = found["pass"].parents[1] / "models" / "adapter" / "adapter_model.safetensors"
+    original = adapter.read_bytes()
+    real = attest.releasable_run
+
+    def verified_then_written(run_dir):
+        run = real(run_dir)
+        flipped = bytearray(original)
+        flipped[-1] ^= 1
+        _rewrite_keeping_size_and_mtime(adapter, bytes(flipped), os.stat(adapter).st_ctime_ns)
+        return run
+
+    monkeypatch.setattr(attest, "releasable_run", verified_then_written)
+    try:
+        code, att, err = _attest(cli, tmp, found["pass"], "late")
+    finally:
+        adapter.write_bytes(original)
+    assert code == 1 and "adapter/adapter_model.safetensors changed since the run hashed it" in err, err

@@ -37,6 +37,9 @@ LISTED = {
     ("releasegate.backends.response_cache", "sqlite3.connect"):
         "the response cache: sqlite opens the file itself, after border.files.check_regular refused a FIFO or "
         "a device there",
+    ("releasegate.pipeline.mlflow_store", "sqlite3.connect"):
+        "an MLflow store path promote names, opened read-only (mode=ro) for its table names only, after its first "
+        "bytes were read through the border as a SQLite file's",
     ("releasegate.record.history_index", "sqlite3.connect"):
         "the run index: sqlite opens the file itself, after border.files.check_regular refused a FIFO or a device "
         "there; every row read back is checked (a plain directory name, finite numbers) or the index is rebuilt",

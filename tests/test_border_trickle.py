@@ -42,7 +42,7 @@ class Trickler:
 
 
 @contextmanager
-def trickler(head: str, content_type: str = "application/json") -> Iterator[Trickler]:
+def trickler(head: str, content_type: str = "application/json", status: str = "200 OK") -> Iterator[Trickler]:
     """A server on a loopback port that answers each request with `head` and then a byte every 50 ms. Every
     thread it starts ends before it returns."""
     server = socket.create_server(("127.0.0.1", 0))
@@ -55,7 +55,7 @@ def trickler(head: str, content_type: str = "application/json") -> Iterator[Tric
             conn.settimeout(5)
             try:
                 conn.recv(65536)
-                conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n{head}\r\n".encode())
+                conn.sendall(f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n{head}\r\n".encode())
                 for _ in range(BYTES):
                     if stop.wait(0.05):
                         return
@@ -110,9 +110,20 @@ def test_the_read_loop_checks_the_deadline_itself(monkeypatch, shape):
 def test_the_webhook_is_cut_at_its_deadline(monkeypatch, shape):
     monkeypatch.setattr(promote, "_WEBHOOK_LIMITS", Limits(deadline_s=1.0, read_timeout_s=0.9))
     monkeypatch.setattr(promote, "WEBHOOK_ATTEMPTS", 1)
-    with trickler(SHAPES[shape]) as server, pytest.raises(TargetError) as caught:
+    with trickler(SHAPES[shape], status="503 Service Unavailable") as server, pytest.raises(TargetError) as caught:
         promote.post_webhook(server.url + "/hook/secret-path", {"event": "x"}, None)
     assert "no whole reply within 1 s" in str(caught.value) and "secret-path" not in str(caught.value)
+    assert True not in server.whole
+
+
+@pytest.mark.parametrize("shape", ["content-length", "until-close", "connection-close"])
+def test_a_webhook_that_took_the_promotion_and_trickles_is_delivered_once(monkeypatch, shape):
+    """A 2xx head is the receiver's word that it took the promotion: the trickle after it is cut at the deadline
+    and not read, and the promotion is not sent again (a second deploy)."""
+    monkeypatch.setattr(promote, "_WEBHOOK_LIMITS", Limits(deadline_s=1.0, read_timeout_s=0.9))
+    with trickler(SHAPES[shape]) as server:
+        done = promote.post_webhook(server.url + "/hook/secret-path", {"event": "x"}, None)
+    assert done["status"] == 200 and done["attempts"] == 1 and "no whole reply within 1 s" in done["reply_not_read"]
     assert True not in server.whole
 
 

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, write_jsonl
+from test_promote import Receiver
 
 pytestmark = pytest.mark.slow  # every step of three jobs, twice: about a minute
 
@@ -94,16 +95,23 @@ def _sub(text: str, ctx: dict) -> str:
 
 
 class Runner:
-    def __init__(self, tmp: Path, origin: Path, secrets: dict):
-        self.tmp, self.origin, self.secrets = tmp, origin, secrets
+    """`workspace`: every job checks out into this one folder, emptied first, as a hosted runner's fresh machine
+    checks out at the same path (/home/runner/work/REPO/REPO): nothing a job leaves behind reaches the next one
+    except through the reports branch and the artifacts. Without it, each job has its own folder, job-NAME."""
+
+    def __init__(self, tmp: Path, origin: Path, secrets: dict, workspace: Path | None = None):
+        self.tmp, self.origin, self.secrets, self.workspace = tmp, origin, secrets, workspace
         self.artifacts = tmp / "artifacts"
         self.artifacts.mkdir()
         self.log = tmp / "log.txt"
         self.ran: list[str] = []
+        self.printed: list[str] = []  # each run: step's stdout and stderr, as the job's log shows them
 
     def job(self, workflow: dict, name: str, event: dict, needs: dict) -> dict:
         job = workflow["jobs"][name]
-        work = self.tmp / f"job-{name}"
+        work = self.workspace or self.tmp / f"job-{name}"
+        if self.workspace is not None:
+            shutil.rmtree(work, ignore_errors=True)
         ctx = {**event, **{f"secrets.{k}": v for k, v in self.secrets.items()},
                **{f"needs.{j}.outputs.{k}": v for j, out in needs.items() for k, v in out.items()}}
         env = {k: _sub(v, ctx) for k, v in {**workflow.get("env", {}), **job.get("env", {})}.items()}
@@ -132,6 +140,7 @@ class Runner:
         elif action == "upload":
             for line in with_["path"].split():
                 source = work / line
+                assert source.exists() or with_.get("if-no-files-found") != "error", f"{line}: no such file"
                 if source.exists():
                     target = self.artifacts / with_["name"] / line
                     target.parent.mkdir(parents=True, exist_ok=True)
@@ -149,6 +158,7 @@ class Runner:
                 "RG_LOG": str(self.log), "RG_SHIM": (self.tmp / "bin" / "shim.txt").read_text(), "CI": ""}
         done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=work, env=full,
                               capture_output=True, text=True, timeout=300)
+        self.printed.append(done.stdout + done.stderr)
         assert done.returncode == 0, (script, done.stdout[-2000:], done.stderr[-2000:])
         return dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
 
@@ -325,7 +335,14 @@ def test_the_gitlab_file_runs_from_merge_request_to_a_verified_attestation(tmp_p
     assert (work / "attested-run").read_text().strip() == run_id
     deploy = tmp_path / "gl-deploy"
     _git("clone", "-q", str(origin), str(deploy), cwd=tmp_path)
-    for artifact in ("release.intoto.json", "attested-run"):  # needs: [labels]
+    for artifact in ci["labels"]["artifacts"]["paths"]:  # needs: [labels]
         shutil.copyfile(work / artifact, deploy / artifact)
-    assert _gitlab_job(ci, "deploy", deploy, main, tmp_path) == 0
+    # a Slack-like webhook: no token, and no MLflow registry: the webhook alone, nothing registered anywhere
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with Receiver() as hook:
+        assert _gitlab_job(ci, "deploy", deploy, {**main, "DEPLOY_WEBHOOK": hook.url + "/T0/B0/slackSECRET"},
+                           tmp_path) == 0
+    assert len(hook.bodies) == 1 and hook.bodies[0]["summary"]["run_id"] == run_id
+    assert "Authorization" not in hook.headers[0]
+    assert not [p.name for p in deploy.iterdir() if p.name.startswith(("mlflow", "mlruns"))]
     assert run_id in _git("show", "releasegate-reports:baselines.jsonl", cwd=origin)

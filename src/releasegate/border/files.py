@@ -10,6 +10,7 @@ path. `sha256_file` hashes through the same door.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import io
@@ -18,13 +19,14 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import InputError
 
 __all__ = [
-    "exists", "modified_at", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file",
+    "exists", "modified_at", "is_file", "is_dir", "open_regular", "check_regular", "read_capped", "read_text", "sha256_file", "hash_once",
     "walk_files", "regular_entries", "journal_lines", "MAX_LINE_BYTES", "append_regular", "open_append", "replace_file", "MAX_FILE_BYTES", "MAX_HASH_BYTES", "MAX_DIR_FILES", "MAX_DIR_DEPTH",
 ]
 
@@ -84,6 +86,11 @@ class _Capped(io.RawIOBase):
     def close(self) -> None:
         self._fh.close()
         super().close()
+
+    def identity(self) -> tuple[int, ...]:
+        """The open file's device, inode, size, and modification and change times (ns): `hash_once`'s key."""
+        info = os.fstat(self._fh.fileno())
+        return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _size(limit: int) -> str:
@@ -165,12 +172,42 @@ def read_text(path: Path, *, what: str, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 def sha256_file(path: Path, *, what: str = "file to hash", max_bytes: int = MAX_HASH_BYTES) -> str:
     """sha256 hex of a regular file's bytes (what `sha256sum` prints), read a chunk at a time: a multi-GB model
-    file never sits in memory whole; a FIFO, a device or a link loop is an InputError naming it."""
+    file never sits in memory whole; a FIFO, a device or a link loop is an InputError naming it. Inside
+    `hash_once`, a file already hashed and unchanged since is not read again."""
     with open_regular(path, what=what, max_bytes=max_bytes) as fh:
+        memo = _HASHED.get()
+        before = _identity(fh) if memo is not None else None
+        if memo is not None and before is not None and before in memo:
+            return memo[before]
         try:
-            return hashlib.file_digest(fh, "sha256").hexdigest()  # type: ignore[arg-type]  # a binary file
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()  # type: ignore[arg-type]  # a binary file
         except OSError as exc:
             raise InputError(f"cannot read {what}: {exc.strerror}", file=path) from None
+        if memo is not None and before is not None and _identity(fh) == before:
+            memo[before] = digest  # kept only when the file did not change while it was read
+        return digest
+
+
+def _identity(fh: BinaryIO) -> tuple[int, ...] | None:
+    raw = getattr(fh, "raw", None)
+    return raw.identity() if isinstance(raw, _Capped) else None
+
+
+_HASHED: ContextVar[dict[tuple[int, ...], str] | None] = ContextVar("hashed_once", default=None)
+
+
+@contextlib.contextmanager
+def hash_once() -> Iterator[None]:
+    """For the block, `sha256_file` reads a file once: hashed again, a file whose device, inode, size and
+    modification and change times (to the nanosecond, as the opened file has them) are those it had when it was
+    hashed gives the same digest without a read. A command that verifies a run's inputs and then hashes its model
+    directories (`attest`, `promote`) reads each model file once; a file written in between has another change
+    time (which no user can set back) and is read again."""
+    token = _HASHED.set({})
+    try:
+        yield
+    finally:
+        _HASHED.reset(token)
 
 
 def open_append(path: Path, *, what: str) -> BinaryIO:

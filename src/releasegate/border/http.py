@@ -77,6 +77,8 @@ class HttpError(Exception):
     def __init__(self, kind: str, where: str, detail: str) -> None:
         super().__init__(f"{where}: {detail}")
         self.kind, self.where, self.detail = kind, where, detail
+        self.status: int | None = None
+        """The reply's status when its head was read before the failure (a body too large, or too slow)."""
 
 
 class _Watchdog:
@@ -135,15 +137,19 @@ def fetch(url: str, *, method: str = "GET", body: bytes | None = None, headers: 
             if 300 <= reply.status < 400:
                 raise Redirected(reply.status, reply.getheader("location"), url)
             data = _body(reply, limits.max_bytes, where, started + limits.deadline_s)
-        except HttpError:
+        except HttpError as exc:
+            exc.status = _status(watchdog)
             raise
         except Redirected as exc:
             raise HttpError(ErrorKind.REDIRECT, where, f"{exc}") from None
         except Exception as exc:  # noqa: BLE001 - whatever the server's bytes made the client raise
-            raise _failure(exc, watchdog.expired.is_set() or _past_deadline(exc, started, limits), limits,
-                           where) from None
+            failure = _failure(exc, watchdog.expired.is_set() or _past_deadline(exc, started, limits), limits, where)
+            failure.status = _status(watchdog)
+            raise failure from None
         if watchdog.expired.is_set():  # the last read was cut short by the deadline
-            raise _failure(TimeoutError(), True, limits, where)
+            failure = _failure(TimeoutError(), True, limits, where)
+            failure.status = _status(watchdog)
+            raise failure
     headers_read = {k.lower(): v for k, v in reply.getheaders()}
     return Reply(status=reply.status, body=data, seconds=time.monotonic() - started, headers=headers_read)
 
@@ -247,6 +253,10 @@ def _named_proxy(parts: SplitResult) -> SplitResult | None:
         return proxy if proxy.hostname and (proxy.port or 0) >= 0 else None  # .port raises on one not a number
     except ValueError:
         return None
+
+
+def _status(watchdog: _Watchdog) -> int | None:
+    return watchdog.reply.status if watchdog.reply is not None else None
 
 
 def _body(reply: http.client.HTTPResponse, max_bytes: int, where: str, deadline: float) -> bytes:

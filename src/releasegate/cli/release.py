@@ -145,8 +145,9 @@ def promote(
     console = consoles(as_json)
     if "webhook" in done:
         hook = done["webhook"]
-        console.print(f"webhook: {hook['url']} answered {hook['status']} (attempt {hook['attempts']})", markup=False,
-                      soft_wrap=True)
+        unread = f"; its reply not read: {hook['reply_not_read']}" if hook.get("reply_not_read") else ""
+        console.print(f"webhook: {hook['url']} answered {hook['status']} (attempt {hook['attempts']}){unread}",
+                      markup=False, soft_wrap=True)
     if "mlflow" in done:
         m = done["mlflow"]
         console.print(f"mlflow: {m['model']} version {m['version']} is now @{m['alias']}", markup=False, soft_wrap=True)

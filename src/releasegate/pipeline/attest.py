@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..border.files import is_dir, is_file, read_capped, sha256_file
+from ..border.files import hash_once, is_dir, is_file, read_capped, sha256_file
 from ..border.model_digest import model_files, root_digest
 from ..border.outputs import check_output_path, write_output_file
 from ..border.structured import json_loads
@@ -32,7 +32,8 @@ from .dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, ve
 from .release_check import releasable_run
 from .rubric_binding import RubricBinding, binding_of
 
-__all__ = ["STATEMENT_TYPE", "PREDICATE_TYPE", "SHIPPED_ROLES", "statement_for", "attest_run", "verify_attestation"]
+__all__ = ["STATEMENT_TYPE", "PREDICATE_TYPE", "SHIPPED_ROLES", "statement_for", "attest_run", "verify_attestation",
+           "signed_statements"]
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://releasegate.invalid/attestation/gate-verdict/v1"
@@ -141,8 +142,9 @@ def _directory_subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) -> tuple[Path, dict[str, Any]]:
     """Attest a run that may be released; the envelope's path and the statement. ReleaseRefused otherwise."""
     private_key = load_private_key(key)
-    run = releasable_run(run_dir)
-    statement = statement_for(run.path, run.report, run.manifest, run.binding)
+    with hash_once():  # each model file read once: verified unchanged, then its directory's digest
+        run = releasable_run(run_dir)
+        statement = statement_for(run.path, run.report, run.manifest, run.binding)
     if not any(_carries_weights(e) for e in run.manifest.get("inputs", [])):
         raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
                              "releasegate): an attestation would not bind the model that answered; list the "
@@ -150,12 +152,17 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     path = output if output is not None else Path(f"{run.path.name}.intoto.json")
     for target in (path, sibling(path)):
         check_output_path(target, force=force)
-    payload = json.dumps(statement, sort_keys=True).encode("utf-8")
-    test_result = json.dumps(make_test_result(statement, payload), sort_keys=True).encode("utf-8")
-    for target, signed in ((path, payload), (sibling(path), test_result)):
-        envelope = sign_envelope(signed, private_key)
+    for target, envelope in zip((path, sibling(path)), signed_statements(statement, private_key), strict=True):
         write_output_file(target, (json.dumps(envelope, indent=2) + "\n").encode("utf-8"))
     return path, statement
+
+
+def signed_statements(statement: dict[str, Any], private_key: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The releasegate statement and the in-toto test-result statement standing for it, each in a DSSE envelope
+    signed with `private_key`: what `attest` writes as two files and `promote --webhook` sends."""
+    payload = json.dumps(statement, sort_keys=True).encode("utf-8")
+    test_result = json.dumps(make_test_result(statement, payload), sort_keys=True).encode("utf-8")
+    return sign_envelope(payload, private_key), sign_envelope(test_result, private_key)
 
 
 def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: list[Path],

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..border.http import IN_CLEAR, proxy_in_clear, url_problem
 from ..errors import InputError, TargetError
@@ -35,6 +35,7 @@ from ..extras import load
 from ..redaction import mask_url
 from ..text import inert
 from .attest import _carries_weights  # the one rule of what is weights that ship
+from .mlflow_store import file_store_problem, sqlite_store_problem
 from .release_check import ReleasableRun
 
 __all__ = ["register_version", "store_problem", "artifact_tags", "REQUEST_TIMEOUT_S", "REQUEST_RETRIES",
@@ -72,13 +73,21 @@ def store_problem(uri: str) -> str | None:
         if importlib.util.find_spec("sqlalchemy") is None or importlib.util.find_spec("alembic") is None:
             return ("a sqlite:// registry needs SQLAlchemy and alembic, which mlflow-skinny leaves out: "
                     "pip install 'mlflow' (or pip install sqlalchemy alembic)")
-        return None
+        return sqlite_store_problem(uri)
     if scheme == "file":
         if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
             return ("a file registry is behind MLflow's switch: set MLFLOW_ALLOW_FILE_STORE=true, "
                     "or use sqlite:///PATH")
-        return None
+        return file_store_problem(_file_store_path(uri))
     return f"the MLflow URI's scheme '{inert(scheme)[:20]}' is not one promote uses: give {_SCHEMES}"
+
+
+def _file_store_path(uri: str) -> Path:
+    """The folder of a file store: `file:///PATH` (or `file:PATH`), or a plain path."""
+    if uri.lower().startswith("file:"):
+        parts = urlsplit(uri)
+        return Path(unquote(parts.path)) if parts.path else Path(unquote(uri[5:]))
+    return Path(uri)
 
 
 def register_version(run: ReleasableRun, summary: dict[str, Any], model: str, alias: str, uri: str | None) -> dict[str, Any]:
@@ -137,8 +146,8 @@ def artifact_tags(manifest: dict[str, Any]) -> dict[str, str]:
 def _register(mlflow: Any, uri: str, model: str, alias: str, summary: dict[str, Any], run: ReleasableRun,
               tags: dict[str, str]) -> str:
     exceptions = load("mlflow.exceptions", "promote --mlflow-model")
-    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     try:
+        client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)  # opens the store: a failure is the store's
         try:
             client.get_registered_model(model)
         except exceptions.MlflowException:

@@ -5,8 +5,11 @@ registry with the verdict, the rubric's hash, the report and every weights file 
 
 The webhook goes through the border's HTTP client (a deadline, a bounded reply, no redirect followed, userinfo
 sent only to its own origin, every message masked); a refused connection, a timeout or a 5xx is tried again, at
-most `WEBHOOK_ATTEMPTS` times; a 4xx or a redirect is not. The body carries the in-toto statement of the run in a
-DSSE envelope signed with the given key (as `attest` writes it), so the receiver can check it as a deploy does.
+most `WEBHOOK_ATTEMPTS` times; a 4xx or a redirect is not. A 2xx is a delivery, whatever follows its head (a body
+too large or too slow is not read, and the promotion is not sent again). The body carries the in-toto statement of the run in a
+DSSE envelope signed with the given key, and the in-toto test-result statement standing for it in another (the two
+files `attest` writes), so the receiver can check them as a deploy does, or read pass or fail with a generic
+in-toto verifier.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ..border.env import env_secret
+from ..border.files import hash_once
 from ..border.http import HttpError, Limits, fetch, url_problem
 from ..errors import ErrorKind, InputError, TargetError
 from ..redaction import add_secret, mask_url, url_origin
-from .attest import statement_for
-from .dsse import load_private_key, sign_envelope
+from .attest import signed_statements, statement_for
+from .dsse import load_private_key
 from .mlflow_registry import register_version, store_problem
 from .release_check import ReleasableRun, releasable_run
 
@@ -74,15 +78,16 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
     private_key = load_private_key(key) if key is not None else None
     token = env_secret(token_env, field="--webhook-token-env") if token_env else None
     add_secret(token)
-    run = releasable_run(run_dir)
+    with hash_once():  # each model file read once: verified unchanged, then its directory's digest
+        run = releasable_run(run_dir)
+        statement = statement_for(run.path, run.report, run.manifest, run.binding) if webhook is not None else None
     summary = release_summary(run)
     done: dict[str, Any] = {"run": str(run.path), "summary": summary}
     if webhook is not None:
-        assert private_key is not None
-        statement = statement_for(run.path, run.report, run.manifest, run.binding)
-        envelope = sign_envelope(json.dumps(statement, sort_keys=True).encode("utf-8"), private_key)
+        assert private_key is not None and statement is not None
+        envelope, test_result = signed_statements(statement, private_key)
         done["webhook"] = post_webhook(webhook, {"event": "releasegate.promote", "summary": summary,
-                                                 "attestation": envelope}, token)
+                                                 "attestation": envelope, "test_result": test_result}, token)
     if mlflow_model is not None:
         assert alias is not None
         done["mlflow"] = register_version(run, summary, mlflow_model, alias, mlflow_uri)
@@ -102,7 +107,10 @@ def post_webhook(url: str, payload: dict[str, Any], token: str | None) -> dict[s
             reply = fetch(url, method="POST", body=body, headers=headers, limits=_WEBHOOK_LIMITS)
         except HttpError as exc:
             last = str(exc).replace(mask_url(url) or "?", where)
-            if exc.kind not in _RETRIED:
+            if exc.status is not None and 200 <= exc.status < 300:  # taken: what it says after is not ours to read
+                return {"url": where, "status": exc.status, "attempts": attempt, "reply_not_read": exc.detail}
+            busy = exc.status is not None and (exc.status >= 500 or exc.status == 429)  # its body is not the point
+            if exc.kind not in _RETRIED and not busy:
                 break
         else:
             if 200 <= reply.status < 300:
