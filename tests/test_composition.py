@@ -92,7 +92,7 @@ def decide(root: Path, cli, stub, a: str, b: str, bad: str | None) -> tuple[str,
         assert name in mx.PARTS, (f"the gate feature {name!r} has no fixture part: a new feature needs one in "
                                   "releasegate.testing.composition.PARTS to join the composition matrix")
     labels = mx.needs_labels(features)
-    target = stub_with(mx.target_stub(features)).base_url
+    target = stub_with(mx.target_stub(features, bad)).base_url
     if any(mx.PARTS[f].baseline for f in features):
         mode.bad, mode.baseline_run = bad, True
         base_config = mx.build(root, server.base_url, features, bad, baseline_run=True, target_url=target)

@@ -37,6 +37,9 @@ CASES = 40
 TWINS = 20
 TTFT_MS = 20.0
 """The stub's time to first token, the known latency the latency and capacity parts are set against."""
+BAD_TTFT_MS = 300.0
+"""The target's time to first token when the latency part is set to fail: 295 ms above its threshold, more than
+a busy machine's client lateness (which widens the bounds) takes away."""
 
 RIGHT = "I have reset your ticket; you will get an email shortly."
 WRONG_ANSWER = "Sorry, I cannot help with that."
@@ -80,6 +83,9 @@ class Part:
     baseline: bool = False
     stub: tuple[tuple[str, Any], ...] = ()
     """The target's own stub (StubBehaviour fields over the shared one's), for a behaviour the others must not see."""
+    bad_stub: tuple[tuple[str, Any], ...] = ()
+    """More of the target's stub when the part is set to fail: a margin a busy machine cannot close (a late client
+    widens latency bounds by its lateness), except beside a part whose own stub sets the timing (capacity)."""
     files: Callable[[Path, bool], None] = lambda root, bad: None
     """Writes the files the part's config names under the project's root, given `bad`."""
     commands: tuple[tuple[str, ...], ...] = ()
@@ -194,9 +200,11 @@ PARTS: dict[str, Part] = {p.feature: p for p in (
                                           "--n", str(TWINS), "-o", "leakage.json"),)),
     Part("latency", "a load phase (40 req/s, 60 requests; with capacity, the sweep's capacity step) and "
          "ttft_ms_p95 <= 1000",
-         f"stub TTFT {TTFT_MS:g} ms under 1000 ms", f"ttft_ms_p95 <= 5, below the stub's {TTFT_MS:g} ms",
+         f"stub TTFT {TTFT_MS:g} ms under 1000 ms",
+         f"ttft_ms_p95 <= 5, below the stub's {BAD_TTFT_MS:g} ms (with capacity: its {TTFT_MS:g} ms)",
          config=lambda bad: {"load": {"rate": 40, "requests": 60, "concurrency": 32}},
-         rubric=lambda bad: {"criteria": [_criterion("ttft_ms_p95", "<=", 5 if bad else 1000)]}),
+         rubric=lambda bad: {"criteria": [_criterion("ttft_ms_p95", "<=", 5 if bad else 1000)]},
+         bad_stub=(("ttft_ms", BAD_TTFT_MS),)),
     Part("baseline", "rubric baseline: a run of the same project with every answer right (accuracy, forbidden_rate)",
          "the candidate answers as the baseline: no regression",
          "a quarter of the candidate's answers wrong: accuracy 1.0 -> 0.75",
@@ -327,9 +335,13 @@ def _main_suite() -> list[dict]:
              "expected": "a reset", "tags": {"kind": "must_refuse", "domain": "support", "group": f"g{i}"}} for i in range(CASES)]
 
 
-def target_stub(features: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
-    """The StubBehaviour fields of the pair's target stub (() : the shared stub)."""
-    return tuple(kv for f in features for kv in PARTS[f].stub)
+def target_stub(features: tuple[str, ...], bad: str | None = None) -> tuple[tuple[str, Any], ...]:
+    """The StubBehaviour fields of the pair's target stub (() : the shared stub); `bad`: the part set to fail."""
+    fields = tuple(kv for f in features for kv in PARTS[f].stub)
+    timed = any(key in ("ttft_ms", "itl_ms", "decode_slots") for key, _ in fields)
+    if bad in features and not timed:
+        fields += PARTS[bad].bad_stub
+    return fields
 
 
 def build(root: Path, url: str, features: tuple[str, ...], bad: str | None, *, baseline_run: bool = False,
