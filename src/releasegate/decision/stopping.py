@@ -30,7 +30,7 @@ from ..stats.intervals import cluster_share_bounds
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 
 __all__ = ["ANYTIME_METRICS", "WHOLE_PROBE_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
-           "fail_tests", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
+           "fail_tests", "decision_levels", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
 
 ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
 """Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
@@ -104,6 +104,13 @@ def criterion_alpha(criterion: Any) -> float:
 def _sides(criterion: Any) -> tuple[Side, Side]:
     """(the side a PASS shows, the side a FAIL shows)."""
     return ("above", "below") if criterion.op in (">=", ">") else ("below", "above")
+
+
+def decision_levels(criterion: Any, criteria: int) -> tuple[Side, float, float]:
+    """(the side a PASS shows, the level its e-process is checked at, the level the FAIL side's is): what a
+    confidence sequence drawn for the criterion uses on each side, so a bound crosses where it was decided."""
+    alpha = criterion_alpha(criterion) * RUN_SHARE
+    return _sides(criterion)[0], alpha, alpha / max(1, criteria)
 
 
 def decided_at(criterion: Any, values: tuple[float, ...], criteria: int) -> Decided:

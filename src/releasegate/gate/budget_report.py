@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..decision.stopping import cases_to_decide, fail_tests
+from ..decision.stopping import cases_to_decide
 from .context import GateContext
 from .stopping import StopState
 
@@ -33,7 +33,7 @@ def _still_needs(ctx: GateContext, stop_state_of: StateOf) -> dict[str, dict[str
     if state is None or state.complete:
         return {}
     left = state.planned - state.asked
-    tests = fail_tests(ctx.criteria)
+    tests = state.fail_tests
     out: dict[str, dict[str, int | None]] = {}
     for criterion, name in state.keys:
         if state.decided[name].verdict is not None:

@@ -138,14 +138,14 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
         tracks[key] = track
         decided[key] = Decided() if track.blocked else decided_at(criterion, track.values, tests)
         keys.append((criterion, key))
-    rows, held = paired_tracks(baseline, prefix, scores_of, ledger) if baseline is not None else ({}, [])
+    rows, holding = paired_tracks(baseline, prefix, scores_of, ledger) if baseline is not None else ({}, [])
     paired = []
     for name, (criterion, values, cases, why) in rows.items():
         key = _unique(name, tracks)  # a rubric criterion may be named like a row: each keeps its own track
         tracks[key] = Track(values, complete, why, len(prefix), cases)
         decided[key] = Decided() if why else decided_at(criterion, values, tests)
         paired.append((key, criterion))
-    return StopState(len(prefix), len(order), tracks, decided, tuple(held), tuple(keys), tests, tuple(paired))
+    return StopState(len(prefix), len(order), tracks, decided, tuple(holding), tuple(keys), tests, tuple(paired))
 
 
 def _blocked(criteria: Sequence[Any], prefix: list[CaseRecord], order: Sequence[str], why: str) -> StopState:

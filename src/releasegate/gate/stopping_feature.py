@@ -12,6 +12,7 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..decision.stopping import decide_stopped
 from .budget_report import budget_rows, budget_section
+from .confidence_sequences import confidence_sequences
 from .context import GateContext
 from .feature import GateFeature
 from .paired_stopping import baseline_pairing
@@ -70,8 +71,12 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
-    """A spend budget's part of report.json (`gate.budget_report`): a budget's run is judged as a stopping run."""
-    return budget_section(ctx, stop_state_of)
+    """Each anytime-valid criterion's confidence sequence (`gate.confidence_sequences`), and a spend budget's part
+    of report.json (`gate.budget_report`): a budget's run is judged as a stopping run."""
+    state = stop_state_of(ctx)
+    if state is None:
+        return budget_section(ctx, stop_state_of)
+    return {"confidence_sequences": confidence_sequences(state), **budget_section(ctx, stop_state_of)}
 
 
 FEATURE = GateFeature(name="stopping", rule=_rule, section=_section, summary=_summary)
