@@ -54,9 +54,10 @@ def _call(watch: BudgetWatch, judgment: Judgment, case: Case | None, cases: dict
     # a verdict on a case the run does not hold (an edited journal): the dearest case's worst, never less
     worst = watch.call_worst(case, guard) if case is not None else max(
         (watch.call_worst(c, guard) for c in cases.values()), default=0.0)
-    tokens = judgment.tokens
-    counted = tokens.input is not None and tokens.output is not None and tokens.input >= 0 and tokens.output >= 0
-    bill = tokens.input * price.input + tokens.output * price.output if counted else worst  # type: ignore[operator]
+    read, wrote = judgment.tokens.input, judgment.tokens.output
+    bill = worst  # no count, or one no server sends (an edited journal): its worst, never less
+    if read is not None and wrote is not None and read >= 0 and wrote >= 0:
+        bill = read * price.input + wrote * price.output
     return bill + max(0, judgment.attempts - 1) * worst
 
 

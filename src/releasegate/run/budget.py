@@ -9,7 +9,8 @@ seeded order that does not fit, so what was asked is a prefix of that order; the
 What was spent is read from the records on disk, never kept apart, so a resumed run counts what its earlier
 sessions spent: the target's billed tokens (the server's usage or `target.tokenizer`) at its prices, every failed
 attempt and retry (`record.evidence.case_attempts`) and every answer with no counted tokens at the worst case
-of one request; the judge and the guards at their reservation (they are asked after generation, never beyond it).
+of one request; the judge and the guards at their reservation while the cases are asked (they are asked after
+generation; `pipeline.grader_spend` then puts what they billed in its place).
 A self-hosted target (`cost: {mode: self_hosted}`) costs its hourly price over the generation's wall time.
 """
 
