@@ -183,3 +183,48 @@ def test_a_clear_difference_is_decided_within_a_few_hundred_pairs():
         found = decided_at(criterion, tuple((cand - base + 1) / 2), 2)
         at.append(found.at if found.verdict == CriterionVerdict.PASS else 2001)
     assert np.median(at) <= 400
+
+
+def test_a_baseline_gone_after_the_stop_is_never_a_pass(tmp_path, cli):
+    """Hunting a false PASS: the baseline run deleted after the candidate stopped on it: `gate` cannot pair
+    anything (one line, no traceback, never PASS) and `verify` finds the stop no longer stands."""
+    base = _base(cli, tmp_path)
+    code, _, run = _stopped(cli, tmp_path, base)
+    assert code == 0
+    for path in sorted(base.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    base.rmdir()
+    code, out, err = cli("gate", run.path, "--json")
+    assert code != 0 and "Traceback" not in err
+    assert not out.strip() or json.loads(out)["verdict"] != "PASS"
+    code, out, err = cli("verify", run.path, "--json")
+    assert code != 0 and "Traceback" not in err
+    assert any(c["role"] == "stopping" for c in json.loads(out)["changes"]), out
+
+
+def test_a_resumed_run_goes_on_in_its_order_and_decides_its_baseline_rows(tmp_path, cli):
+    """Killed after ten cases of its order, resumed: the rest of the same order, the paired rows decided on the
+    whole prefix, and `verify` finds the stop the records make."""
+    from conftest import as_killed
+
+    base = _base(cli, tmp_path)
+    code, report, run = _stopped(cli, tmp_path, base)
+    order = run.read_info().stopping["order"]
+    lines = run.records_path.read_bytes().splitlines(keepends=True)
+    run.records_path.write_bytes(b"".join(lines[:10]))
+    info = run.read_info()
+    info.stopping.pop("stopped_at")
+    info.status, info.finished_at, info.sessions[-1]["status"] = "running", None, "running"
+    run.write_info(info)
+    for name in ("report.json", "report.md", "report.html"):
+        (run.path / name).unlink(missing_ok=True)
+    as_killed(run.path)
+    code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json")
+    assert code == 0, out + err
+    asked = run.read_info().stopping["stopped_at"]
+    assert [r.case_id for r in run.read_records()] == order[:asked]
+    verdicts = {name: row["verdict"] for name, row in _compared(json.loads(out)).items()}
+    assert verdicts == {name: row["verdict"] for name, row in _compared(report).items()}  # the stop may land a
+    # batch later (the resumed batches start at case 11), the verdicts are the same
+    code, out, _ = cli("verify", run.path, "--json")
+    assert json.loads(out)["unchanged"], out

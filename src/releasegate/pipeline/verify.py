@@ -93,7 +93,9 @@ def _stopping_rows(manifest: dict[str, Any], run_dir: Path) -> list[dict[str, An
         rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
         verdicts = run_verdicts(run, info)
         scored = scored_run(run, rubric.forbidden, verdicts)
-    except ReleasegateError:  # an edited snapshot or journal: the seal's rows say so
+    except ReleasegateError as exc:  # an edited snapshot or journal: the seal's rows say so
+        if str(getattr(exc, "field", "") or "").startswith("baseline"):  # the baseline the stop paired with is gone
+            return [{**row, "change": f"the stop cannot be recomputed: {exc.message}"}]
         return []
     criteria = GateContext(GateInputs(info, scored.records, rubric)).criteria
     state = run_stop_state(info, criteria, {r.case_id: r for r in scored.records},
