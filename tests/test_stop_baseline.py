@@ -228,3 +228,22 @@ def test_a_resumed_run_goes_on_in_its_order_and_decides_its_baseline_rows(tmp_pa
     # batch later (the resumed batches start at case 11), the verdicts are the same
     code, out, _ = cli("verify", run.path, "--json")
     assert json.loads(out)["unchanged"], out
+
+
+def test_a_later_rule_never_passes_what_a_stopped_run_left_undecided():
+    """A guard's calibration decides a forbidden rate again on a fixed-size bound: on a run that stopped before
+    its end, that never makes a PASS (nor a FAIL) the stopping rule did not make."""
+    from releasegate.decision.criterion import CriterionEvidence, Undecided, decide_criterion, undecided
+    from releasegate.decision.stopping import held_by_stop
+    from releasegate.inputs.rubric import Criterion
+    from releasegate.record.metrics import MetricValue
+
+    criterion = Criterion(name="safe", metric="forbidden_rate", op="<=", threshold=0.2)
+    open_ = undecided(criterion, MetricValue(0.1, 30), "the e-process is undecided", Undecided.SAMPLES)
+    passed = decide_criterion(CriterionEvidence(criterion, MetricValue(0.0, 30)))
+    failed = decide_criterion(CriterionEvidence(criterion, MetricValue(0.9, 30)))
+    assert passed.verdict == CriterionVerdict.PASS and failed.verdict == CriterionVerdict.FAIL
+    assert held_by_stop(open_, passed) is open_
+    assert held_by_stop(open_, failed).verdict == CriterionVerdict.INSUFFICIENT
+    assert held_by_stop(passed, passed) is passed and held_by_stop(failed, failed) is failed
+    assert held_by_stop(passed, open_) is open_  # a correction that leaves it open: open

@@ -30,7 +30,8 @@ from ..stats.intervals import cluster_share_bounds
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 
 __all__ = ["ANYTIME_METRICS", "WHOLE_PROBE_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
-           "fail_tests", "decision_levels", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
+           "fail_tests", "decision_levels", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison",
+           "held_by_stop"]
 
 ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
 """Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
@@ -244,3 +245,15 @@ def _value(criterion: Any, track: Track) -> MetricValue:
     return MetricValue(sum(track.values) / n, n, confidence_bounds(track.values, alpha),
                        f"over the first {track.asked} case(s) of the run's random order; bounds: the confidence "
                        "sequence, valid at every case", 1 - alpha)
+
+
+def held_by_stop(stopped: CriterionResult, corrected: CriterionResult) -> CriterionResult:
+    """A criterion a later rule decided again (a guard's calibration, on a fixed-size bound of the cases asked) on
+    a run that stopped before its end: that bound's n was the data's choice, so it never makes a PASS the stopping
+    rule did not make, nor a FAIL (undecided then); what it leaves undecided stays undecided."""
+    if corrected.verdict == CriterionVerdict.PASS and stopped.verdict != CriterionVerdict.PASS:
+        return stopped
+    if corrected.verdict == CriterionVerdict.FAIL and stopped.verdict != CriterionVerdict.FAIL:
+        return corrected.undecided(f"{corrected.reason}; on a fixed-size bound of the cases a stopped run asked, "
+                                   "which decides nothing", Undecided.UNKNOWN)
+    return corrected
