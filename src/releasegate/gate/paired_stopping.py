@@ -64,20 +64,21 @@ def baseline_pairing(rubric: Rubric, info: RunInfo, saved: SavedBaseline | Calla
     read it); a baseline that cannot be read is a problem, never an error here: the gate's comparison says it."""
     if not rubric.baseline:
         return None
+    chosen = rubric.baseline.get("metrics")
+    # the rows it may decide, whatever the baseline holds: m of e-Bonferroni is fixed before any case
+    rates = tuple(m for m in RATE_KEYS if not chosen or m in chosen or m == "error_rate")
     try:
         found = saved() if callable(saved) else saved if saved is not None else read_baseline(rubric.baseline["run"])
         problems = tuple(standing_problems(rubric, found, info, verdicts))
     except (ReleasegateError, OSError) as exc:
-        return BaselinePairing((f"the baseline run cannot be read ({exc})",))
-    chosen = rubric.baseline.get("metrics")
+        return BaselinePairing((f"the baseline run cannot be read ({exc})",), rates)
     margins = comparison_margins(rubric)
     scores = score_records(found.records, rubric.forbidden, found.verdicts)
     outcomes = {r.case_id: {key: case_outcome(key, r, scores.get(r.case_id, {})) for key, _ in RATE_KEYS.values()}
                 for r in found.records}
     return BaselinePairing(
-        problems, tuple(m for m in RATE_KEYS if not chosen or m in chosen or m == "error_rate"),
-        tuple(m for m in LATENCY_METRICS if not chosen or m in chosen), dict(margins.margins), margins.confidence,
-        {r.case_id: r for r in found.records}, outcomes, any(rule.guard for rule in rubric.forbidden),
+        problems, rates, tuple(m for m in LATENCY_METRICS if not chosen or m in chosen), dict(margins.margins),
+        margins.confidence, {r.case_id: r for r in found.records}, outcomes, any(rule.guard for rule in rubric.forbidden),
         bool(info.repeats) or bool(found.draws is not None and found.draws.repeated))
 
 

@@ -131,7 +131,7 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
     tracks: dict[str, Track] = {}
     decided: dict[str, Decided] = {}
     keys: list[tuple[Any, str]] = []
-    tests = fail_tests(criteria) + (len(baseline.rates) if baseline is not None and not baseline.problems else 0)
+    tests = fail_tests(criteria) + (len(baseline.rates) if baseline is not None else 0)
     for criterion in criteria:
         key = _unique(criterion.name, tracks)
         track = _track(criterion, prefix, scores_of, complete, (repeated, load_phase, ledger))
