@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import write_jsonl
 from releasegate.decision.comparison import non_inferiority
@@ -247,3 +248,35 @@ def test_a_later_rule_never_passes_what_a_stopped_run_left_undecided():
     assert held_by_stop(open_, failed).verdict == CriterionVerdict.INSUFFICIENT
     assert held_by_stop(passed, passed) is passed and held_by_stop(failed, failed) is failed
     assert held_by_stop(passed, open_) is open_  # a correction that leaves it open: open
+
+
+@pytest.mark.slow
+def test_the_demo_model_stops_early_against_its_own_baseline(tmp_path, cli):
+    """The real demo model (transformers + peft, the good adapter) gated by rubrics/stop.yaml against a whole run
+    of itself as its baseline (margins 0.2, latency not compared): the paired rows are decided by their
+    e-processes with the run's own criteria, well before the suite's 100 cases, and `verify` finds the stop."""
+    root = Path(__file__).resolve().parents[1]
+    config = (root / "examples" / "stop.yaml").read_text()
+    for old, new in (("../models", root / "models"), ("../suites", root / "suites"),
+                     ("../rubrics/stop.yaml", tmp_path / "rubric.yaml"), ("../reports", tmp_path / "reports")):
+        config = config.replace(old, str(new))
+    rubric = (root / "rubrics" / "stop.yaml").read_text().replace("forbidden: forbidden.yaml",
+                                                                  f"forbidden: {root / 'rubrics' / 'forbidden.yaml'}")
+    (tmp_path / "c.yaml").write_text(config)
+    (tmp_path / "rubric.yaml").write_text(rubric.replace("stop_when_decided: true", "stop_when_decided: false"))
+    code, out, err = cli("check", "-c", tmp_path / "c.yaml", "--run-id", "base", "--no-progress", "--allow-pending")
+    assert code == 0, out + err
+    (tmp_path / "rubric.yaml").write_text(rubric + (
+        f"baseline: {{run: {tmp_path / 'reports' / 'base'}, metrics: [accuracy, format_compliance, forbidden_rate], "
+        "margins: {accuracy: 0.2, format_compliance: 0.2, forbidden_rate: 0.2}}\n"))
+    code, out, err = cli("check", "-c", tmp_path / "c.yaml", "--run-id", "cand", "--no-progress", "--allow-pending",
+                         "--json")
+    assert code == 0, out + err
+    report = json.loads(out)
+    run = RunDir(tmp_path / "reports" / "cand")
+    assert run.read_info().stopping["stopped_at"] == len(run.read_records()) <= 50
+    rows = _compared(report)
+    assert set(rows) == {"accuracy vs baseline", "format_compliance vs baseline", "forbidden_rate vs baseline"}
+    assert all(r["verdict"] == "pass" and "mean difference" in r["reason"] for r in rows.values())
+    code, out, _ = cli("verify", run.path, "--json")
+    assert json.loads(out)["unchanged"], out
