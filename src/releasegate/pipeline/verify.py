@@ -95,7 +95,7 @@ def _stopping_rows(manifest: dict[str, Any], run_dir: Path) -> list[dict[str, An
         scored = scored_run(run, rubric.forbidden, verdicts)
     except ReleasegateError as exc:  # an edited snapshot or journal: the seal's rows say so
         if str(getattr(exc, "field", "") or "").startswith("baseline"):  # the baseline the stop paired with is gone
-            return [{**row, "change": f"the stop cannot be recomputed: {exc.message}"}]
+            return [{**row, "change": f"the stop cannot be recomputed: {getattr(exc, 'message', exc)}"}]
         return []
     criteria = GateContext(GateInputs(info, scored.records, rubric)).criteria
     state = run_stop_state(info, criteria, {r.case_id: r for r in scored.records},
