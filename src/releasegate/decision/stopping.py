@@ -30,7 +30,8 @@ from ..stats.intervals import cluster_share_bounds
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 
 __all__ = ["ANYTIME_METRICS", "WHOLE_PROBE_METRICS", "RUN_SHARE", "END_SHARE", "Track", "Decided", "anytime_method", "criterion_alpha",
-           "fail_tests", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison"]
+           "fail_tests", "decision_levels", "decided_at", "cases_to_decide", "decide_stopped", "NO_ANYTIME_COMPARISON", "decide_stopped_comparison",
+           "held_by_stop"]
 
 ANYTIME_METRICS = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "error_rate_quality")
 """Metrics that are a mean of one value in [0, 1] per case (an error rate: per request of the quality cases) in
@@ -106,6 +107,13 @@ def _sides(criterion: Any) -> tuple[Side, Side]:
     return ("above", "below") if criterion.op in (">=", ">") else ("below", "above")
 
 
+def decision_levels(criterion: Any, criteria: int) -> tuple[Side, float, float]:
+    """(the side a PASS shows, the level its e-process is checked at, the level the FAIL side's is): what a
+    confidence sequence drawn for the criterion uses on each side, so a bound crosses where it was decided."""
+    alpha = criterion_alpha(criterion) * RUN_SHARE
+    return _sides(criterion)[0], alpha, alpha / max(1, criteria)
+
+
 def decided_at(criterion: Any, values: tuple[float, ...], criteria: int) -> Decided:
     """Where the criterion's e-process first decided it over `values` (`criteria`: how many the run has)."""
     if not values or anytime_method(criterion):
@@ -162,17 +170,46 @@ def decide_stopped(criterion: Any, track: Track, criteria: int, fixed: Criterion
     return _at_suite_end(criterion, track, value, fixed)
 
 
-NO_ANYTIME_COMPARISON = "a paired comparison with the baseline has no anytime-valid bound yet"
-"""Why a rubric's `baseline:` keeps a stopping run going (its rows are fixed-size bounds on the shared cases)."""
+NO_ANYTIME_COMPARISON = "this paired comparison with the baseline has no anytime-valid bound"
+"""Why a baseline row with no method (latency: a bootstrap) is undecided on a run that stopped before its end."""
 
 
-def decide_stopped_comparison(result: CriterionResult, track: Track) -> CriterionResult:
-    """A baseline's row on a run that could stop early: as the gate decides it when the whole suite was asked,
-    else undecided, whatever its fixed-size bound on the cases asked said (the n was the data's choice)."""
+def decide_stopped_comparison(result: CriterionResult, track: Track, criteria: int = 1,
+                              paired: Any = None) -> CriterionResult:
+    """A baseline's row on a run that could stop early. `paired`: the row's criterion on the values of `track`,
+    (d + 1) / 2 for each pair's difference d = candidate - baseline in [-1, 1] (`gate.paired_stopping`); None
+    for a row with no anytime method. Its e-process's verdict where it decided (m = `criteria` for FAIL, as for
+    the run's own criteria); else, when the whole suite was asked, the row's fixed-size verdict (its bounds at
+    the rest of the comparison's alpha); else undecided, whatever a fixed-size bound on the cases asked said."""
+    if paired is not None and not track.blocked:
+        found = decided_at(paired, track.values, criteria)
+        if found.verdict is not None:
+            return _paired_verdict(result, paired, track, found, criteria)
     if track.complete or result.verdict == CriterionVerdict.INSUFFICIENT:
         return result
-    return result.undecided(f"{NO_ANYTIME_COMPARISON}, and the run stopped after {track.asked} case(s)",
-                            Undecided.UNKNOWN)
+    open_now = paired is not None and not track.blocked
+    why = (f"the e-process is undecided after {len(track.values)} pair(s)" if open_now
+           else track.blocked or NO_ANYTIME_COMPARISON)
+    return result.undecided(f"{why}, and the run stopped after {track.asked} case(s)",
+                            Undecided.SAMPLES if open_now else Undecided.UNKNOWN)
+
+
+def _paired_verdict(result: CriterionResult, paired: Any, track: Track, found: Decided,
+                    criteria: int) -> CriterionResult:
+    """A baseline row its e-process decided, its value the mean difference with the confidence sequence's bounds."""
+    failed = found.verdict == CriterionVerdict.FAIL
+    alpha = criterion_alpha(paired) * RUN_SHARE
+    side = _sides(paired)[failed]
+    n = len(track.values)
+    lo, hi = confidence_bounds(track.values, alpha)
+    value = MetricValue(2.0 * sum(track.values) / n - 1.0, n, (2.0 * lo - 1.0, 2.0 * hi - 1.0),
+                        f"candidate - baseline, paired, over the first {track.asked} case(s) of the run's random "
+                        "order; bounds: the confidence sequence, valid at every case", 1 - alpha)
+    why = (f"anytime-valid: the e-process for 'mean difference {side} {2.0 * paired.threshold - 1.0:+.4g}' reached "
+           f"{(criteria if failed else 1) / alpha:.4g} at case {track.case_at(found.at or 0)} of the {track.asked} "
+           "asked")
+    assert found.verdict is not None
+    return CriterionResult(result.criterion, value, found.verdict, why)
 
 
 def _at_suite_end(criterion: Any, track: Track, value: MetricValue, fixed: CriterionResult) -> CriterionResult:
@@ -208,3 +245,15 @@ def _value(criterion: Any, track: Track) -> MetricValue:
     return MetricValue(sum(track.values) / n, n, confidence_bounds(track.values, alpha),
                        f"over the first {track.asked} case(s) of the run's random order; bounds: the confidence "
                        "sequence, valid at every case", 1 - alpha)
+
+
+def held_by_stop(stopped: CriterionResult, corrected: CriterionResult) -> CriterionResult:
+    """A criterion a later rule decided again (a guard's calibration, on a fixed-size bound of the cases asked) on
+    a run that stopped before its end: that bound's n was the data's choice, so it never makes a PASS the stopping
+    rule did not make, nor a FAIL (undecided then); what it leaves undecided stays undecided."""
+    if corrected.verdict == CriterionVerdict.PASS and stopped.verdict != CriterionVerdict.PASS:
+        return stopped
+    if corrected.verdict == CriterionVerdict.FAIL and stopped.verdict != CriterionVerdict.FAIL:
+        return corrected.undecided(f"{corrected.reason}; on a fixed-size bound of the cases a stopped run asked, "
+                                   "which decides nothing", Undecided.UNKNOWN)
+    return corrected

@@ -26,41 +26,60 @@ from .comparability import (
 from .paired_comparison import Margins, changed_note, compare_records
 from .stability import CaseDraws
 
-__all__ = ["baseline_comparison", "comparison_results"]
+__all__ = ["baseline_comparison", "comparison_results", "row_criterion", "comparison_margins", "standing_problems"]
 
 
 def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Verdicts | None = None,
                         info: RunInfo | None = None, drawn: CaseDraws | None = None,
-                        saved: SavedBaseline | None = None) -> dict[str, Any] | None:
+                        saved: SavedBaseline | None = None, *, planned: list[str] | None = None,
+                        level_share: float = 1.0) -> dict[str, Any] | None:
     """The comparison with the rubric's `baseline:` run, with why that run proves nothing about this one (none
     when it stands); None without a baseline. `drawn`: this run's repeated draws (`stability.case_draws`): the
     quality rates are then compared per draw, each case's share of its draws paired with the baseline's. `saved`:
-    the baseline run as the gate read it once (`GateContext.baseline_run`)."""
+    the baseline run as the gate read it once (`GateContext.baseline_run`). `planned`: the case ids a run that may
+    stop planned to ask (the baseline's coverage is of those, not of the prefix asked); `level_share`: the share
+    of the comparison's alpha its fixed-size bounds spend (a run that may stop spends the rest on e-processes)."""
     if not rubric.baseline:
         return None
 
     spec = rubric.baseline
-    margins = Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=spec.get("confidence", 0.95))
-
+    margins = comparison_margins(rubric, level_share)
     saved = saved if saved is not None else read_baseline(spec["run"])  # `saved`: read once for the gate
-    base, base_records, base_verdicts, base_found = saved.run, saved.records, saved.verdicts, saved.draws
+    base_records, base_verdicts, base_found = saved.records, saved.verdicts, saved.draws
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
                                  base_verdicts=base_verdicts, cand_verdicts=verdicts,
                                  base_draws=base_found, cand_draws=drawn)
     if spec.get("metrics"):  # the rubric compares only these; a request that fails more is always compared
         comparison["rows"] = [r for r in comparison["rows"] if r["metric"] in (*spec["metrics"], "error_rate")]
-    problems = _baseline_standing(base, base_records, info)
-    guards = guard_problem(base_verdicts.guards if base_verdicts else {}, verdicts.guards if verdicts else {},
-                           rubric.forbidden)
-    problems += [guards] if guards else []
-    problems += [n for n in (changed_note(comparison), coverage_problem(comparison["shared_cases"], len(base_records))) if n]
+    problems = standing_problems(rubric, saved, info, verdicts)
+    shared = comparison["shared_cases"] if planned is None else len(set(planned) & {r.case_id for r in base_records})
+    problems += [n for n in (changed_note(comparison), coverage_problem(shared, len(base_records))) if n]
     blessed: dict[str, Any] = {}
     if spec.get("blessed"):
         found = blessed_standing(spec, info)
-        problems += list(found.problems)
         blessed = {"baseline_blessed": spec["blessed"], "baseline_warnings": list(found.warnings),
                    "baseline_blessing": found.blessing}
     return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems, **blessed}
+
+
+def comparison_margins(rubric: Rubric, level_share: float = 1.0) -> Margins:
+    """The rubric's baseline margins and confidence; `level_share`: the share of its alpha the bounds spend."""
+    spec = rubric.baseline or {}
+    confidence = 1.0 - (1.0 - spec.get("confidence", 0.95)) * level_share
+    return Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=confidence)
+
+
+def standing_problems(rubric: Rubric, saved: SavedBaseline, info: RunInfo | None,
+                      verdicts: Verdicts | None = None) -> list[str]:
+    """Why the baseline run proves nothing about this one before any case is paired: not whole, stopped early,
+    this very run, other settings or guards, a blessing that does not stand. Empty when it stands."""
+    problems = _baseline_standing(saved.run, saved.records, info)
+    guards = guard_problem(saved.verdicts.guards if saved.verdicts else {}, verdicts.guards if verdicts else {},
+                           rubric.forbidden)
+    problems += [guards] if guards else []
+    if rubric.baseline and rubric.baseline.get("blessed"):
+        problems += list(blessed_standing(rubric.baseline, info).problems)
+    return problems
 
 
 def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunInfo | None) -> list[str]:
@@ -100,12 +119,15 @@ def comparison_results(comparison: dict[str, Any]) -> list[CriterionResult]:
     return [r.explained(f"stale baseline: {warned}") if warned else r for r in rows]
 
 
+def row_criterion(metric: str, margin: float) -> Criterion:
+    """A compared metric as a criterion on the difference candidate - baseline: no worse than the margin."""
+    higher = metric in ("accuracy", "format_compliance")
+    return Criterion(name=f"{metric} vs baseline", metric=metric, op=">=" if higher else "<=",
+                     threshold=-margin if higher else margin, origin="baseline")
+
+
 def _baseline_row(row: dict[str, Any], confidence: float) -> CriterionResult:
-    higher = row["metric"] in ("accuracy", "format_compliance")
-    criterion = Criterion(
-        name=f"{row['metric']} vs baseline", metric=row["metric"], op=">=" if higher else "<=",
-        threshold=-row["margin"] if higher else row["margin"], origin="baseline",
-    )
+    criterion = row_criterion(row["metric"], row["margin"])
     interval = tuple(row["interval"]) if row["interval"] else None
     value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired", confidence=confidence)
     p = f", McNemar p={row['p_value']:.3g}" if row["p_value"] is not None else ""

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..decision.stopping import cases_to_decide, fail_tests
+from ..decision.stopping import cases_to_decide
 from .context import GateContext
 from .stopping import StopState
 
@@ -33,7 +33,7 @@ def _still_needs(ctx: GateContext, stop_state_of: StateOf) -> dict[str, dict[str
     if state is None or state.complete:
         return {}
     left = state.planned - state.asked
-    tests = fail_tests(ctx.criteria)
+    tests = state.fail_tests
     out: dict[str, dict[str, int | None]] = {}
     for criterion, name in state.keys:
         if state.decided[name].verdict is not None:
@@ -53,7 +53,8 @@ def budget_section(ctx: GateContext, stop_state_of: StateOf) -> dict[str, Any]:
         return {}
     exhausted = budget.get("exhausted")
     section: dict[str, Any] = {"caps": budget.get("caps") or {}, "spent_usd": budget.get("spent_usd") or {},
-                               "tokens": budget.get("tokens"), "exhausted": exhausted}
+                               "tokens": budget.get("tokens"), "exhausted": exhausted,
+                               "exceeded": budget.get("exceeded")}
     if exhausted:
         section["still_needs"] = _still_needs(ctx, stop_state_of)
     return {"budget": section, "budget_exhausted": bool(exhausted)}
@@ -74,6 +75,9 @@ def budget_rows(ctx: GateContext, stop_state_of: StateOf) -> list[dict[str, str]
             {"label": "spent", "value": ", ".join(f"{part} {_usd(spent.get(part))}"
                                                   for part in ("target", "judge", "guard", "total"))},
             {"label": "target tokens", "value": f"{budget.get('tokens')}"}]
+    if budget.get("exceeded"):  # billed past what the reservations kept to: said, never silent
+        rows.append({"label": "over the cap", "value": "the judge's and guards' bills crossed "
+                     + ", ".join(str(c) for c in budget["exceeded"]) + " (more tokens than reserved)"})
     exhausted = budget.get("exhausted")
     if exhausted:
         state = stop_state_of(ctx)

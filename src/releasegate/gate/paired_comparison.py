@@ -51,7 +51,8 @@ from .case_detail import flipped_cases
 from .comparability import case_hash
 from .stability import CaseDraws, draw_share
 
-__all__ = ["Margins", "compare_records", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS", "metric_verdicts"]
+__all__ = ["Margins", "compare_records", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS", "metric_verdicts",
+           "RATE_KEYS", "LATENCY_METRICS", "UNKNOWN", "case_outcome"]
 CHANGED_IDS_KEPT = 10
 
 # rates: absolute difference; latency: share of the baseline mean
@@ -65,9 +66,10 @@ LATENCY_MIN_PAIRS = 30
 of the mean difference covered 0.66-0.76 at 2 pairs, 0.89-0.92 at 10 and still only 0.92-0.94 at 30-50 (normal,
 right-skewed gamma and lognormal-difference timings, 2000 runs each); read at the calibrated level below it
 covered 0.946-0.967 from 30 pairs on (tests/test_comparability_stats.py checks it)."""
+LATENCY_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms")
 _LATENCY_TAIL_SHARE = 0.5
 """The latency bound is the bootstrap's 1 - (1 - confidence) * 0.5 percentile (0.975 for a 0.95 bound)."""
-_RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False),
+RATE_KEYS = {"accuracy": ("answer", True), "format_compliance": ("format", True), "forbidden_rate": ("forbidden", False),
               "error_rate": ("error", False)}
 """Quality rates compare the pairs both arms answered; `error_rate` compares the failures of every shared case, on
 their own (a failed request is neither a wrong answer nor a right one)."""
@@ -105,9 +107,9 @@ def compare_records(
         pairs = [(b, c, _drawn(b, sb, base_draws, forbidden_rules), _drawn(c, sc, cand_draws, forbidden_rules))
                  for b, c, sb, sc in pairs]
     strata = stratum_counts(_weighing(b, c) for b, c, _, _ in pairs)
-    rows = [_rate_row(name, pairs, margins, strata) for name in _RATE_KEYS]
+    rows = [_rate_row(name, pairs, margins, strata) for name in RATE_KEYS]
     rows = [r for r in rows if r is None or r["metric"] != "error_rate"] + [_error_row(pairs, margins, strata)]
-    rows += [_latency_row(name, pairs, margins) for name in ("ttft_ms", "tpot_ms", "e2e_ms")]
+    rows += [_latency_row(name, pairs, margins) for name in LATENCY_METRICS]
     return {
         "shared_cases": len(shared),
         "pairs_answered": sum(answered(b) and answered(c) for b, c, _, _ in pairs),
@@ -138,7 +140,7 @@ def changed_note(comparison: dict[str, Any]) -> str | None:
     return f"{n} case id(s) name a different input or expected answer in the two runs, not compared: {ids}"
 
 
-_UNKNOWN = "unknown"
+UNKNOWN = _UNKNOWN = "unknown"
 _SHARES = "draw_shares"
 """A score's key for its case's per-draw shares under repeats (`_drawn`): key -> share, or None (unknown)."""
 
@@ -149,11 +151,11 @@ def _drawn(record: CaseRecord, score: dict[str, Any], found: CaseDraws | None, f
     if found is None or not draws:
         return score
     by_id = {record.case_id: score}
-    keys = [k for k, _ in _RATE_KEYS.values() if k != "error"]
+    keys = [k for k, _ in RATE_KEYS.values() if k != "error"]
     return {**score, _SHARES: {k: draw_share(draws, by_id, forbidden_rules, k, found.verdicts) for k in keys}}
 
 
-def _outcome(key: str, record: CaseRecord, score: dict[str, Any]) -> bool | str | None:
+def case_outcome(key: str, record: CaseRecord, score: dict[str, Any]) -> bool | str | None:
     """Did this case pass on this metric (forbidden: did it hit)? None when the metric does not apply to it;
     'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail."""
     if key == "error":
@@ -177,8 +179,8 @@ def _outcome(key: str, record: CaseRecord, score: dict[str, Any]) -> bool | str 
 def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The paired row of a rate metric on the shared cases it applies to (`strata`: the shared cases per weighted
     stratum, `sample_weights.stratum_counts`)."""
-    key, higher = _RATE_KEYS[name]
-    both = [(_outcome(key, b, sb), _outcome(key, c, sc), b, c) for b, c, sb, sc in pairs]
+    key, higher = RATE_KEYS[name]
+    both = [(case_outcome(key, b, sb), case_outcome(key, c, sc), b, c) for b, c, sb, sc in pairs]
     both = [(x, y, b, c) for x, y, b, c in both if x is not None and y is not None]
     if not both or (key == "error" and not any(x or y for x, y, _, _ in both)):  # no failure on either side
         return None

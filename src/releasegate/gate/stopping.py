@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..decision.stopping import (
-    NO_ANYTIME_COMPARISON,
     WHOLE_PROBE_METRICS,
     Decided,
     Track,
@@ -27,6 +26,7 @@ from ..record.evidence import answered, attempt_outcomes
 from ..record.metrics import ERROR_METRICS, select
 from ..record.records import CaseRecord, RunInfo
 from ..stats.sample_weights import is_weighted
+from .paired_stopping import BaselinePairing, paired_tracks
 
 __all__ = ["stop_order", "StopState", "stop_state", "run_stop_state", "case_values", "stopping_of"]
 
@@ -77,6 +77,15 @@ class StopState:
     """(name, why) of what no criterion's track stands for and keeps the run asking (a baseline comparison)."""
     keys: tuple[tuple[Any, str], ...] = ()
     """(criterion, its key in `tracks` and `decided`): its name, numbered where a rubric gives two one name."""
+    fail_tests: int = 1
+    """m of e-Bonferroni: the criteria and baseline rows whose e-process may FAIL the run."""
+    paired: tuple[tuple[str, Any], ...] = ()
+    """(row name, its criterion on the values (d + 1) / 2) of each baseline row tracked (`gate.paired_stopping`);
+    its track and where it was decided are in `tracks` and `decided` under the row's name."""
+
+    def paired_of(self, metric: str) -> tuple[str, Any] | None:
+        """(key, criterion on its values) of the baseline row on `metric`, None for a row not tracked."""
+        return next(((key, c) for key, c in self.paired if c.metric == metric), None)
 
     def key_of(self, criterion: Any) -> str | None:
         """The key of this very criterion (not one of its name), None for one the state was not made with."""
@@ -101,11 +110,11 @@ class StopState:
 
 def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[str, CaseRecord],
                scores_of: ScoresOf, repeated: bool = False, load_phase: bool = False,
-               ledger: int = 0) -> StopState:
+               ledger: int = 0, baseline: BaselinePairing | None = None) -> StopState:
     """The state after the records journaled so far (`records`: by case id). `repeated`: the run asks some case
     more than once (its draws have no anytime method yet); `load_phase`: the run plans one (its requests are in
     `error_rate` too); `ledger`: the quality attempts its error rates count that no record holds (`record.ledger`:
-    the sessions behind its cached answers)."""
+    the sessions behind its cached answers); `baseline`: the rubric's baseline run, paired case by case."""
     prefix = []
     for case_id in order:
         record = records.get(case_id)
@@ -116,18 +125,27 @@ def stop_state(criteria: Sequence[Any], order: Sequence[str], records: Mapping[s
     # a record the order does not hold (an order edited, a case asked outside it): the prefix is not what was asked
     stray = sorted(set(records) - set(order))
     if stray:
-        return _blocked(criteria, prefix, order, f"{len(stray)} record(s) not in the run's order ({stray[0]}, ...)")
+        state = _blocked(criteria, prefix, order, f"{len(stray)} record(s) not in the run's order ({stray[0]}, ...)")
+        held = (("baseline comparison", "the records are not the run's order"),) if baseline is not None else ()
+        return replace(state, held=held)
     tracks: dict[str, Track] = {}
     decided: dict[str, Decided] = {}
     keys: list[tuple[Any, str]] = []
-    tests = fail_tests(criteria)
+    tests = fail_tests(criteria) + (len(baseline.rates) if baseline is not None else 0)
     for criterion in criteria:
         key = _unique(criterion.name, tracks)
         track = _track(criterion, prefix, scores_of, complete, (repeated, load_phase, ledger))
         tracks[key] = track
         decided[key] = Decided() if track.blocked else decided_at(criterion, track.values, tests)
         keys.append((criterion, key))
-    return StopState(len(prefix), len(order), tracks, decided, keys=tuple(keys))
+    rows, holding = paired_tracks(baseline, prefix, scores_of, ledger) if baseline is not None else ({}, [])
+    paired = []
+    for name, (criterion, values, cases, why) in rows.items():
+        key = _unique(name, tracks)  # a rubric criterion may be named like a row: each keeps its own track
+        tracks[key] = Track(values, complete, why, len(prefix), cases)
+        decided[key] = Decided() if why else decided_at(criterion, values, tests)
+        paired.append((key, criterion))
+    return StopState(len(prefix), len(order), tracks, decided, tuple(holding), tuple(keys), tests, tuple(paired))
 
 
 def _blocked(criteria: Sequence[Any], prefix: list[CaseRecord], order: Sequence[str], why: str) -> StopState:
@@ -151,18 +169,18 @@ def _unique(name: str, taken: Mapping[str, Any]) -> str:
 
 
 def run_stop_state(info: RunInfo, criteria: Sequence[Any], records: Mapping[str, CaseRecord],
-                   scores_of: ScoresOf, baseline: bool = False, ledger: Sequence[Any] = ()) -> StopState:
+                   scores_of: ScoresOf, baseline: BaselinePairing | None = None, ledger: Sequence[Any] = ()
+                   ) -> StopState:
     """`stop_state` of a stopping run (`info`: its order, its repeats, whether it plans a load phase);
-    `baseline`: the rubric compares with a baseline run, which holds the run to the end of its suite; `ledger`:
-    the run's attempts ledger (`record.ledger.read_ledger`)."""
+    `baseline`: the rubric's baseline run paired case by case (`gate.paired_stopping.baseline_pairing`), whose
+    rows are decided as they come where they can be; `ledger`: the run's attempts ledger
+    (`record.ledger.read_ledger`)."""
     stopping = stopping_of(info)
     assert stopping is not None, "run_stop_state is for a run that stops when decided"
     load_phase = "load" in (info.phases or []) or info.load_phase is not None
-    state = stop_state(criteria, [str(i) for i in stopping["order"]], records, scores_of,
-                       repeated=bool(info.repeats), load_phase=load_phase,
-                       ledger=sum(len(line.outcomes) for line in ledger if line.phase == "quality"))
-    held = (("baseline comparison", NO_ANYTIME_COMPARISON),) if baseline else ()
-    return replace(state, held=held)
+    return stop_state(criteria, [str(i) for i in stopping["order"]], records, scores_of,
+                      repeated=bool(info.repeats), load_phase=load_phase,
+                      ledger=sum(len(line.outcomes) for line in ledger if line.phase == "quality"), baseline=baseline)
 
 
 def _track(criterion: Any, prefix: list[CaseRecord], scores_of: ScoresOf, complete: bool,

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..decision.criterion import CriterionResult
-from ..decision.stopping import decide_stopped, fail_tests
+from ..decision.stopping import decide_stopped
 from .budget_report import budget_rows, budget_section
+from .confidence_sequences import confidence_sequences
 from .context import GateContext
 from .feature import GateFeature
+from .paired_stopping import baseline_pairing
 from .stopping import StopState, run_stop_state, stopping_of
 
 __all__ = ["FEATURE", "stop_state_of"]
@@ -27,8 +29,9 @@ def stop_state_of(ctx: GateContext) -> StopState | None:
 
     def make() -> StopState:
         by_id = {r.case_id: r for r in ctx.records}
+        pairing = baseline_pairing(ctx.rubric, ctx.info, ctx.baseline_run, ctx.inputs.verdicts)
         return run_stop_state(ctx.info, ctx.criteria, by_id, lambda r: ctx.scores.get(r.case_id, {}),
-                              baseline=bool(ctx.rubric.baseline), ledger=ctx.inputs.ledger)
+                              baseline=pairing, ledger=ctx.inputs.ledger)
 
     return ctx.once("stopping", make)
 
@@ -45,7 +48,7 @@ def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionRes
         if track is None:
             out.append(result)  # a criterion a rule added: not one the run's order speaks of
             continue
-        out.append(decide_stopped(result.criterion, track, fail_tests(ctx.criteria), result))
+        out.append(decide_stopped(result.criterion, track, state.fail_tests, result))
     return out
 
 
@@ -68,8 +71,12 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
-    """A spend budget's part of report.json (`gate.budget_report`): a budget's run is judged as a stopping run."""
-    return budget_section(ctx, stop_state_of)
+    """Each anytime-valid criterion's confidence sequence (`gate.confidence_sequences`), and a spend budget's part
+    of report.json (`gate.budget_report`): a budget's run is judged as a stopping run."""
+    state = stop_state_of(ctx)
+    if state is None:
+        return budget_section(ctx, stop_state_of)
+    return {"confidence_sequences": confidence_sequences(state), **budget_section(ctx, stop_state_of)}
 
 
 FEATURE = GateFeature(name="stopping", rule=_rule, section=_section, summary=_summary)

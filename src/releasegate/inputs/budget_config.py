@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from .backend_facts import capabilities
 
-__all__ = ["Budget", "BUDGET_KEYS", "parse_budget"]
+__all__ = ["Budget", "BUDGET_KEYS", "parse_budget", "refuse_unbilled"]
 
 BUDGET_KEYS = ("usd", "target_usd", "judge_usd", "guard_usd", "tokens", "wall_s")
 
@@ -61,3 +62,23 @@ def parse_budget(raw: Any, at: Any) -> Budget | None:
                              hint="a cap in dollars, tokens or seconds")
         caps[key] = float(value)
     return Budget(**caps)
+
+
+def refuse_unbilled(budget: Budget | None, target: Any, load: Any, leakage: Any, at: Any) -> None:
+    """Refuse (exit 2, one line naming both keys) a budget beside a part of the run it does not bill on a metered
+    model: a load phase (`load:`: a duration, a sweep or a replayed trace bounds no count of requests a
+    reservation could cover) and the leakage probe (`leakage:`: it asks the target and `leakage.base`, which has
+    no price, outside the seeded order the cap cuts). Either would carry the spend past a cap unseen."""
+    if budget is None:
+        return
+    metered = bool(capabilities(target.backend).endpoint)
+    if load is not None and metered:
+        raise InputError("budget and load cannot go together on a metered target: a load phase's requests are "
+                         "not billed by the budget, so the cap could be crossed unseen", **at("load"),
+                         hint="gate the load in a run of its own (drop budget: there), or drop load:")
+    base = getattr(leakage, "base", None) if leakage is not None else None
+    if leakage is not None and (metered or (base is not None and capabilities(base.backend).endpoint)):
+        which = "target" if metered else "leakage.base"
+        raise InputError(f"budget and leakage cannot go together on a metered {which}: the leakage probe's "
+                         "requests are not billed by the budget, so the cap could be crossed unseen",
+                         **at("leakage"), hint="probe leakage in a run of its own (drop budget: there), or drop leakage:")

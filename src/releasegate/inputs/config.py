@@ -19,7 +19,7 @@ from typing import Any
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
 from ..errors import InputError
 from .backend_facts import SHARED_FIELDS, backend_names, capabilities, spec
-from .budget_config import Budget, parse_budget
+from .budget_config import Budget, parse_budget, refuse_unbilled
 from .cache_config import (
     CacheConfig,
     PrefixCacheConfig,
@@ -194,6 +194,8 @@ def load_config(
     # With served variants the load, prefix-cache and scale sections are for their servers (an openai client),
     # whatever the target's own backend: `check` on the target itself refuses them (pipeline.check).
     served = {**data["target"], "backend": "openai"} if data.get("variants") is not None else data["target"]
+    budget, leakage = parse_budget(data.get("budget"), at), parse_leakage(data.get("leakage"), here, at, parse_target)
+    refuse_unbilled(budget, target, data.get("load"), leakage, at)
     return Config(
         path=path,
         raw=data,
@@ -205,7 +207,7 @@ def load_config(
         repeats=data.get("generation", {}).get("repeats", 1),
         load=parse_load(data.get("load"), served, here, at),
         cost=parse_cost(data.get("cost"), here, at),
-        budget=parse_budget(data.get("budget"), at),
+        budget=budget,
         output_dir=resolve_under(here, output.get("dir", "reports")),
         run_id=output.get("run_id"),
         seed=data.get("seed", 0),
@@ -215,7 +217,7 @@ def load_config(
         judge=judge,
         guards=guards,
         probes=parse_probes(data.get("probes"), here, at),
-        leakage=parse_leakage(data.get("leakage"), here, at, parse_target),
+        leakage=leakage,
         scale=parse_scale(data.get("scale"), served, data.get("load"), at),
         variants=parse_variant_plan(data.get("variants"), data.get("variant_choice"), data["target"], here, at),
         base_dir=here,

@@ -154,6 +154,7 @@ def _judgment(settings: GuardSettings, fingerprint: str, record: CaseRecord, pol
     base: dict[str, Any] = {"case_id": record.case_id, "criterion": guard_question(settings.name, policy), "judge": fingerprint,
             "output_hash": output_hash(record.output), "cached": cached,
             "tokens": JudgeTokens(input=gen.tokens.input, output=gen.tokens.output),
+            "attempts": max(1, gen.timing.attempts),
             "latency_ms": None if cached else gen.timing.e2e_ms}
     if gen.error is not None or gen.text is None:
         return Judgment(**base, error=judge_kind(gen.error), error_message=gen.error_message)

@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..decision.criterion import CriterionResult
+from ..decision.stopping import held_by_stop
 from ..gate.baseline_feature import comparison_of
 from ..gate.context import GateContext
 from ..gate.feature import GateFeature
 from ..gate.stability_feature import draws_of
+from ..gate.stopping_feature import stop_state_of
 from ..record.metrics import select, slices_of
 from .guard_gating import corrected_metrics, guard_corrected, guard_section, guard_view
 from .guard_view import GuardView
@@ -32,8 +34,13 @@ def _view(ctx: GateContext) -> GuardView | None:
 
 def _rule(ctx: GateContext, results: list[CriterionResult]) -> list[CriterionResult]:
     comparison = comparison_of(ctx) if ctx.rubric.baseline else None
-    return guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.grader_labels, ctx.rubric.review,
-                           view=_view(ctx), comparison=comparison, rubric=ctx.rubric, baseline=ctx.baseline_run)
+    out = guard_corrected(results, ctx.records, ctx.scores, _guard(ctx), ctx.inputs.grader_labels, ctx.rubric.review,
+                          view=_view(ctx), comparison=comparison, rubric=ctx.rubric, baseline=ctx.baseline_run)
+    state = stop_state_of(ctx)
+    if state is None or state.complete:
+        return out
+    # a run that stopped before its end: the correction's fixed-size bounds never overrule the stopping rule
+    return [held_by_stop(before, after) for before, after in zip(results, out, strict=True)]
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:

@@ -280,6 +280,7 @@ class _JudgmentBase(TypedDict):
     pass_mark: int | None
     tokens: JudgeTokens
     cached: bool
+    attempts: int
     latency_ms: float | None
     order: str | None
     baseline_hash: str | None
@@ -290,6 +291,7 @@ def _judgment(ask: _Ask, fingerprint: str, gen: Generation, *, cached: bool) -> 
     base = _JudgmentBase(case_id=record.case_id, criterion=criterion.name, judge=fingerprint,
                 output_hash=output_hash(record.output), scale=criterion.scale, pass_mark=criterion.pass_mark,
                 tokens=JudgeTokens(input=gen.tokens.input, output=gen.tokens.output), cached=cached,
+                attempts=max(1, gen.timing.attempts),
                 latency_ms=None if cached else gen.timing.e2e_ms, order=ask.order,
                 baseline_hash=output_hash(ask.baseline_output) if ask.order else None)
     if gen.error is not None or gen.text is None:

@@ -62,6 +62,7 @@ from .check_inputs import check_before_loading, check_metrics
 from .check_options import CheckOptions
 from .endpoints import target_answers
 from .gate import GateInputs, judge_run
+from .grader_spend import reconcile_graders
 from .kept_labels import reused_labels
 from .regate import judged_by_snapshot
 from .review_signatures import counted_labels
@@ -249,6 +250,7 @@ def _execute(run: RunDir, info: RunInfo, config: Config, rubric: Rubric, cases: 
             _judge_outputs(run, info, config, console, progress, use_cache)
             guard_stage(run, info, config, rubric.forbidden, console=console, use_cache=use_cache,
                         between=INTERRUPTION.raise_if_pending)
+            reconcile_graders(run, info, config, rubric)  # the judge's and guards' bills for their reservations
         if config.response_cache_probe is not None:  # a simulation on the answers and the guards' verdicts on them
             run_response_cache_probe(config, rubric, cases, run, info)
         INTERRUPTION.raise_if_pending()

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import ReleasegateError
 from ..gate.context import GateContext, GateInputs
+from ..gate.paired_stopping import baseline_pairing
 from ..gate.stopping import run_stop_state, stopping_of
 from ..inputs.backend_facts import backend_names, capabilities
 from ..inputs.rubric import load_rubric
@@ -90,12 +91,16 @@ def _stopping_rows(manifest: dict[str, Any], run_dir: Path) -> list[dict[str, An
         return []
     try:
         rubric = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))
-        scored = scored_run(run, rubric.forbidden, run_verdicts(run, info))
-    except ReleasegateError:  # an edited snapshot or journal: the seal's rows say so
+        verdicts = run_verdicts(run, info)
+        scored = scored_run(run, rubric.forbidden, verdicts)
+    except ReleasegateError as exc:  # an edited snapshot or journal: the seal's rows say so
+        if str(getattr(exc, "field", "") or "").startswith("baseline"):  # the baseline the stop paired with is gone
+            return [{**row, "change": f"the stop cannot be recomputed: {getattr(exc, 'message', exc)}"}]
         return []
     criteria = GateContext(GateInputs(info, scored.records, rubric)).criteria
     state = run_stop_state(info, criteria, {r.case_id: r for r in scored.records},
-                           lambda r: scored.scores.get(r.case_id, {}), baseline=bool(rubric.baseline),
+                           lambda r: scored.scores.get(r.case_id, {}),
+                           baseline=baseline_pairing(rubric, info, verdicts=verdicts),
                            ledger=scored.ledger)
     if not state.all_decided or state.asked < stopped:
         return [{**row, "change": f"the records do not decide every criterion after the {stopped} case(s) the run "

@@ -18,7 +18,7 @@ from ..errors import InputError
 from .cache_probe_report import CacheProbeSection
 from .capacity_sweep import CapacitySweep
 from .records import RunDir
-from .report_sections import JudgeSection, ReviewRow
+from .report_sections import ConfidenceSequence, JudgeSection, ReviewRow
 from .sealed import seal_of
 from .stability_report import StabilitySection
 
@@ -321,8 +321,8 @@ class GateReport(_Model):
     judged), `min_labels`, `calibrated`, and per rubric category its miss and false-alarm rates with one-sided
     Wilson bounds (see releasegate.llm_judge.guard_error)."""
     sections: list[FeatureSection] = []
-    """The summaries of the gate features that show one (`gate.feature`), in registry order; absent when none
-    does."""
+    """The summaries of the gate features that show one (`gate.feature`), in registry order; absent when none does."""
+    confidence_sequences: list[ConfidenceSequence] = []  # a run that may stop: see record.confidence_sequences
     judge: JudgeSection | None = None
     """The LLM judge, when cases are judge-scored: model, fingerprint, calls, cached verdicts, errors by class,
     the judge's own tokens and cost (never in the model's figures), the calibration policy, and `calibration`:

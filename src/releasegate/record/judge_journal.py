@@ -20,7 +20,8 @@ from ..redaction import redact_json
 from .journal_lines import ESCAPED, last_line_start
 from .records import MAX_JOURNAL_BYTES, RunDir
 
-__all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "append_judgments", "judgment_key"]
+__all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "every_judgment", "append_judgments",
+           "judgment_key"]
 
 JUDGMENTS_FILE = "judgments.jsonl"
 
@@ -66,6 +67,8 @@ class Judgment(BaseModel):
     """Judge request send -> end of its reply; None for a cached verdict."""
     cached: bool = False
     """The verdict came from the response cache: no judge call in this run (no tokens billed)."""
+    attempts: int = 1
+    """Requests sent for it: a retry after a failed attempt is billed too (a budget counts each)."""
     order: str | None = None
     """Pairwise judgments only: 'candidate_first' (this run's output shown as A) or 'baseline_first'."""
     preferred: str | None = None
@@ -84,21 +87,27 @@ def judgment_key(case_id: str, criterion: str, judge: str, output_hash: str, ord
 def read_judgments(run: RunDir) -> dict[tuple[Any, ...], Judgment]:
     """The run's judgments by (case id, criterion, judge, output hash); the last of a key wins. A torn last
     line (a kill while appending) is ignored: that verdict is asked again."""
+    return {judgment_key(j.case_id, j.criterion, j.judge, j.output_hash, j.order, j.baseline_hash): j
+            for j in every_judgment(run)}
+
+
+def every_judgment(run: RunDir) -> list[Judgment]:
+    """Every line of judgments.jsonl in order, a verdict asked again included (each was a call: a budget bills
+    them all); a torn last line is left out."""
     path = run.path / JUDGMENTS_FILE
     if not path.exists():
-        return {}
-    out: dict[tuple[Any, ...], Judgment] = {}
+        return []
+    out: list[Judgment] = []
     with open_regular(path, what=JUDGMENTS_FILE, max_bytes=MAX_JOURNAL_BYTES) as fh:  # a FIFO: refused, not waited on
         for number, line in journal_lines(fh, path=path, what=JUDGMENTS_FILE):
             if not line.strip():
                 continue
             try:
-                j = Judgment.model_validate_json(line)
+                out.append(Judgment.model_validate_json(line))
             except ValueError as exc:
                 if not line.endswith(b"\n"):
                     break
                 raise InputError(f"corrupt judgment: {str(exc).splitlines()[0]}", file=path, line=number) from None
-            out[judgment_key(j.case_id, j.criterion, j.judge, j.output_hash, j.order, j.baseline_hash)] = j
     return out
 
 

@@ -1,4 +1,5 @@
-"""Typed sections of the gate report: human review per slice and the LLM judge (see `gate_report.GateReport`).
+"""Typed sections of the gate report: human review per slice and the LLM judge (see `gate_report.GateReport`);
+a stopping run's confidence sequences are typed in `confidence_sequences`.
 
 Fields are declared in the order the gate writes them, so report.json reads the same through these models.
 """
@@ -10,8 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .capacity_sweep import Number
+from .confidence_sequences import ConfidenceSequence
 
-__all__ = ["ReviewRow", "JudgeSection", "JudgeCalibration", "JudgePairwise"]
+__all__ = ["ReviewRow", "JudgeSection", "JudgeCalibration", "JudgePairwise", "ConfidenceSequence"]
 
 
 class _Model(BaseModel):

@@ -168,6 +168,8 @@ class BudgetFacts(_Part):
     tokens: Count | None = None
     exhausted: str | None = None
     asked: Count | None = None
+    exceeded: list[str] | None = None
+    """The dollar caps the judge's and guards' billed spend went over once reconciled (`pipeline.grader_spend`)."""
 
 
 PART_MODELS: dict[str, type[BaseModel]] = {

@@ -48,6 +48,7 @@ from .judge_section import calibration_table, guard_lines, judge_lines
 from .plots import latency_plots
 from .review import kappa_cell
 from .stability_section import draw_table, flip_table_rows, stability_lines
+from .stopping_plot import sequence_figures
 from .terminal import answered_words, judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
 
@@ -99,6 +100,7 @@ def render_html(view: RunView) -> str:
         judge=_judge(report.judge),
         guard_lines=[line.strip() for line in guard_lines(report.guard)],
         feature_sections=section_tables(report),
+        sequences=[{**f, "svg": Markup(f["svg"])} for f in sequence_figures(report.confidence_sequences)],
         stability=_stability(report),
         review_pending=_review_pending(report),
         cases=[_case(c) for c in shown],

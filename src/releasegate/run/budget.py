@@ -9,7 +9,8 @@ seeded order that does not fit, so what was asked is a prefix of that order; the
 What was spent is read from the records on disk, never kept apart, so a resumed run counts what its earlier
 sessions spent: the target's billed tokens (the server's usage or `target.tokenizer`) at its prices, every failed
 attempt and retry (`record.evidence.case_attempts`) and every answer with no counted tokens at the worst case
-of one request; the judge and the guards at their reservation (they are asked after generation, never beyond it).
+of one request; the judge and the guards at their reservation while the cases are asked (they are asked after
+generation; `pipeline.grader_spend` then puts what they billed in its place).
 A self-hosted target (`cost: {mode: self_hosted}`) costs its hourly price over the generation's wall time.
 """
 
@@ -31,7 +32,8 @@ from ..record.cost_metrics import COUNTED_SOURCES
 from ..record.evidence import case_attempts
 from ..record.records import CaseRecord, RunInfo
 
-__all__ = ["PARTS", "BudgetWatch", "prompt_bytes", "require_prices", "require_one_case", "with_budget", "JUDGE_PROMPT_TOKENS"]
+__all__ = ["PARTS", "BudgetWatch", "prompt_bytes", "require_prices", "require_one_case", "with_budget", "JUDGE_PROMPT_TOKENS",
+           "case_of"]
 
 PARTS = ("target", "judge", "guard")
 JUDGE_PROMPT_TOKENS = 1024
@@ -156,23 +158,39 @@ class BudgetWatch:
             costs.usd["target"] = draws * (prompt * self.target.input + out * self.target.output)
         judge = self.config.judge
         if judge is not None and self.judge is not None and (case.answer or {}).get("type") == "judge":
-            calls = draws * (2 if judge.baseline else 1)
-            read = prompt + 2 * out + JUDGE_PROMPT_TOKENS  # the prompt, the answer (and a baseline's), the rubric
-            costs.usd["judge"] = calls * (read * self.judge.input + judge.max_tokens * self.judge.output)
+            costs.usd["judge"] = draws * (2 if judge.baseline else 1) * self.call_worst(case)
         for name, price in self.guards.items():
             if price is None:
                 continue
             guard = self.config.guards[name]
             calls = draws * (max(1, len(guard.categories)) if guard.format == "shieldgemma" else 1)
-            read = prompt + out + JUDGE_PROMPT_TOKENS
-            costs.usd["guard"] += calls * (read * price.input + guard.max_tokens * price.output)
+            costs.usd["guard"] += calls * self.call_worst(case, name)
         self.worst[case.id] = costs
         return costs
+
+    def call_worst(self, case: Case, guard: str | None = None) -> float:
+        """The most one judge call (`guard` None) or one call of that guard about `case` can cost: it reads the
+        prompt, the answer (a judge: and a baseline's) and its own instructions, and writes its `max_tokens`."""
+        prompt, out = prompt_bytes(case) + _TEMPLATE_TOKENS, self.config.max_new_tokens
+        if guard is None:
+            judge = self.config.judge
+            if judge is None or self.judge is None:
+                return 0.0
+            read = prompt + 2 * out + JUDGE_PROMPT_TOKENS  # the prompt, the answer (and a baseline's), the rubric
+            return read * self.judge.input + judge.max_tokens * self.judge.output
+        price, settings = self.guards.get(guard), self.config.guards.get(guard)
+        if price is None or settings is None:
+            return 0.0
+        return (prompt + out + JUDGE_PROMPT_TOKENS) * price.input + settings.max_tokens * price.output
+
+    def graded(self, guard: str | None = None) -> _Price | None:
+        """The judge's price per token (`guard` None) or that guard's; None for a model that is not metered."""
+        return self.judge if guard is None else self.guards.get(guard)
 
     def count(self, records: Iterable[CaseRecord]) -> None:
         """Add what the journaled `records` spent (see the module docstring)."""
         for record in records:
-            worst = self.case_worst(_case_of(record))
+            worst = self.case_worst(case_of(record))
             draws = self.config.draws_of(record.suite)
             per_request = worst.usd["target"] / draws
             if draws > 1:  # the other draws are in draws.jsonl: the case is priced at its worst, every draw
@@ -248,7 +266,7 @@ class BudgetWatch:
                             "exhausted": self.exhausted or None, "asked": asked}
 
 
-def _case_of(record: CaseRecord) -> Case:
+def case_of(record: CaseRecord) -> Case:
     """The case a record answers, as much of it as its worst case reads (a resumed run's earlier records)."""
     messages = record.input.get("messages")
     return Case(id=record.case_id, suite=record.suite, expected=None,

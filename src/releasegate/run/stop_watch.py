@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..gate.context import GateContext, GateInputs
+from ..gate.paired_stopping import baseline_pairing
 from ..gate.stopping import run_stop_state, stop_order, stopping_of
 from ..inputs.config import Config
 from ..inputs.rubric import Rubric
@@ -49,6 +50,7 @@ class StopWatch:
         self.records = {r.case_id: r for r in done}
         self.ledger = list(ledger)
         self.scores: dict[str, dict[str, Any]] = {}
+        self.baseline = baseline_pairing(rubric, info)  # read once: the baseline run does not change under the run
         self.kept_going: list[tuple[str, str]] = []
 
     def arrange(self, todo: list[Case]) -> list[Case]:
@@ -65,7 +67,7 @@ class StopWatch:
         if self.info.stopping is not None and self.info.stopping.get("when_decided") is False:
             return False  # a budget's order: only the budget stops it
         state = run_stop_state(self.info, self.criteria, self.records, self._scores,
-                               baseline=bool(self.rubric.baseline), ledger=self.ledger)
+                               baseline=self.baseline, ledger=self.ledger)
         self.kept_going = state.kept_going()
         if not state.all_decided or state.asked >= len(self.order):
             return False
