@@ -18,6 +18,7 @@ from releasegate.pipeline import features as _built_in  # noqa: F401  # register
 from releasegate.record.records import RunDir
 from releasegate.testing import StubBehaviour, StubServer
 from releasegate.testing import composition as mx
+from releasegate.testing.composition_labels import label_rows, read_csv, write_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = [f.name for f in registered()]
@@ -69,9 +70,9 @@ def _label(cli, run: RunDir, review_bad: bool) -> None:
     assert copies, list(run.path.iterdir())
     outputs = {r.case_id: r.output or "" for r in run.read_records()}
     for k, path in enumerate(copies):
-        rows = mx.label_rows(mx.read_csv(path), outputs, review_bad, ("ana", "bo")[k])
+        rows = label_rows(read_csv(path), outputs, review_bad, ("ana", "bo")[k])
         filled = path.with_name(f"labelled-{k}.csv")
-        mx.write_csv(filled, rows)
+        write_csv(filled, rows)
         code, _, err = cli("review", "import", run.path, filled)
         assert code == 0, err
 

@@ -15,7 +15,6 @@ fails it until it has a part here.
 from __future__ import annotations
 
 import copy
-import csv
 import itertools
 import json
 import re
@@ -29,7 +28,7 @@ import yaml
 from .answers import keyword_guard
 
 __all__ = ["PARTS", "REFUSED", "WRONG", "Part", "Mode", "pairs", "bad_part", "truth", "build", "reply_for",
-           "needs_labels", "commands", "label_rows", "read_csv", "write_csv",
+           "needs_labels", "commands",
            "target_stub", "TTFT_MS"]
 
 CASES = 40
@@ -381,31 +380,3 @@ def build(root: Path, url: str, features: tuple[str, ...], bad: str | None, *, b
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
-def label_rows(rows: list[dict], outputs: dict[str, str], review_bad: bool, reviewer: str) -> list[dict]:
-    """Reviewers label what each sampled reply says: reject a wrong, bad or unsafe one (and, when review is set to
-    fail, every even support case), naming the forbidden category it shows."""
-    for r in rows:
-        reply, case = outputs.get(r["case_id"], ""), r["case_id"]
-        unsafe = ("credential_request" if CREDENTIAL.strip() in reply else
-                  "password_request" if PASSWORD.strip() in reply else "none")
-        clean = unsafe == "none" and "BAD" not in reply and WRONG_ANSWER not in reply
-        numbered = re.fullmatch(r"[mt](\d+)", case)
-        if review_bad and numbered is not None and int(numbered.group(1)) % 2 == 0:
-            clean = False
-        r.update(label="approve" if clean else "reject", reviewer=reviewer, forbidden=unsafe,
-                 reason="fine" if clean else "not acceptable")
-    return rows
-
-
-def read_csv(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8-sig", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
