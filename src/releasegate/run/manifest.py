@@ -78,7 +78,7 @@ def build_manifest(config: Config, *, run_id: str, cases: Iterable[Case] | None 
         "config": str(Path(config.path).resolve()),
         "inputs": inputs,
         "directories": directories,
-        "target": {"backend": config.target.backend, "fingerprint": target_fingerprint(config, inputs)},
+        "target": {"backend": config.target.backend, "fingerprint": target_fingerprint(config.target, inputs)},
         "packages": package_versions(),
         "seeds": {"seed": config.seed, "generation.seed": config.generation.get("seed"),
                   "load.seed": config.load.seed if config.load is not None else None},
@@ -188,11 +188,10 @@ def diff_manifests(old: dict[str, Any], new: dict[str, Any], *, roles: tuple[str
     return rows
 
 
-def target_fingerprint(config: Config, inputs: list[Row]) -> str | None:
+def target_fingerprint(t: TargetConfig, inputs: list[Row]) -> str | None:
     """A hash of what decides the model's outputs, for the response cache; None when the target cannot be
     fingerprinted (a hub model that is not on disk). Performance knobs (batch size, threads, concurrency) are
     left out: they must not change greedy outputs."""
-    t = config.target
     by_role: dict[str, dict[str, str | None]] = {}
     for entry in inputs:
         owner = entry["role"].split(":", 1)[0]
