@@ -17,7 +17,7 @@ unexport PYTHONDONTWRITEBYTECODE
 STRICT := src/releasegate/decision src/releasegate/border src/releasegate/record src/releasegate/report \
 	src/releasegate/pipeline src/releasegate/gate src/releasegate/llm_judge src/releasegate/review \
 	src/releasegate/leakage src/releasegate/redaction.py \
-	src/releasegate/cli src/releasegate/run src/releasegate/scorers
+	src/releasegate/cli src/releasegate/run src/releasegate/scorers src/releasegate/backends
 
 .PHONY: setup demo demo-regressed demo-leakage demo-tools demo-judge demo-guard test test-fast docs bench bench-peers lint demo-models dist chromium libreoffice clean vllm test-vllm
 

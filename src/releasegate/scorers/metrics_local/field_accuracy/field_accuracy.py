@@ -23,7 +23,7 @@ Returns:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
-class FieldAccuracy(evaluate.Metric):  # type: ignore[misc]  # evaluate has no type information
+class FieldAccuracy(evaluate.Metric):  # type: ignore[misc,unused-ignore]  # evaluate has no types (strict only)
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
