@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..border.env import env_text
 from ..errors import ErrorKind, InputError
@@ -29,7 +29,7 @@ from ._target_watch import NOT_SENT_STOPPED
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["Scheduled", "Send", "gather", "open_loop", "closed_loop", "loop_factory", "EVENT_LOOP_ENV", "EVENT_LOOPS"]
+__all__ = ["Scheduled", "LoadRun", "Done", "Send", "gather", "open_loop", "closed_loop", "loop_factory", "EVENT_LOOP_ENV", "EVENT_LOOPS"]
 
 EVENT_LOOP_ENV = "RELEASEGATE_EVENT_LOOP"
 """The environment variable that chooses the client's event loop (`EVENT_LOOPS`); unset or empty: 'auto'."""
@@ -65,6 +65,17 @@ class Scheduled:
     request: Request
     at_ns: int | None = None
     """None: closed loop, send as soon as a slot is free (send lag then runs from that moment)."""
+
+
+@dataclass(frozen=True)
+class LoadRun:
+    """What `run_load` measured: the requests sent (only those) with their generations, in order."""
+
+    results: list[tuple[Request, Generation]]
+    seconds: float
+    """The measured window's wall time (warm-up and pre-opened connections excluded)."""
+    client: dict[str, Any] | None
+    """The client's lateness over the window (see `openai.OpenAIBackend`)."""
 
 
 Send = Callable[[Scheduled], Awaitable[Generation]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..border.http import IN_CLEAR, proxy_in_clear
 from ..errors import InputError, TargetError
@@ -23,7 +23,12 @@ if TYPE_CHECKING:
 
     from ..inputs.target import TargetConfig
 
-__all__ = ["make_openai_client", "stream_openai", "import_now", "probe_openai"]
+Client: TypeAlias = "LeanClient | openai.AsyncOpenAI"
+"""The HTTP client of a run: the lean SSE client (default) or the `openai` package's (`target.client`)."""
+Streamed = tuple[list[str], list[int], int, int | None, int | None]
+"""A whole response: (SSE lines, arrival ns of each, end ns, written ns, connect ns)."""
+
+__all__ = ["Client", "Streamed", "make_openai_client", "stream_openai", "import_now", "probe_openai"]
 
 _TRACE: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
 """The current request's transport trace: httpcore event name -> perf_counter_ns."""

@@ -20,7 +20,7 @@ from ..border.limits import endpoint_url, request_target
 from ..errors import TargetError
 from ..redaction import mask_url
 
-__all__ = ["answers", "ModelList", "listed_models", "unlisted_model", "model_warnings"]
+__all__ = ["answers", "ModelList", "listed_models", "unlisted_model", "model_warnings", "base_url_of"]
 
 _MODELS_MAX_BYTES = 4 * 1024 * 1024
 _MODELS_DEADLINE_S = 10.0
@@ -42,7 +42,7 @@ class ModelList:
 def listed_models(target: TargetConfig, headers: dict[str, str]) -> ModelList:
     """GET `base_url`/models with the target's own credentials (`headers`: as the completions send them), read
     within the connect and stall timeouts and 4 MiB; a reply that is no model list is said, never raised."""
-    url = endpoint_url(_base_url(target), "/models")
+    url = endpoint_url(base_url_of(target), "/models")
     # a real /models answers in milliseconds: a reply trickled or withheld costs the run at most _MODELS_DEADLINE_S
     deadline = min(target.connect_timeout_s + target.stall_timeout_s, _MODELS_DEADLINE_S)
     limits = Limits(deadline_s=deadline, read_timeout_s=min(target.stall_timeout_s, deadline), max_bytes=_MODELS_MAX_BYTES)
@@ -75,7 +75,7 @@ async def answers(target: TargetConfig) -> None:
     """A TCP (+ TLS) connect bounded by the connect timeout, then a GET of /models whose first byte must come
     within the stall timeout, whatever its status (/models may not exist there). No credentials are sent: that
     the server answers is what is checked, not what it says."""
-    base_url = _base_url(target)
+    base_url = base_url_of(target)
     parts = urlsplit(base_url)
     https = parts.scheme == "https"
     host, port = parts.hostname or "127.0.0.1", parts.port or (443 if https else 80)
@@ -105,7 +105,8 @@ async def answers(target: TargetConfig) -> None:
         raise TargetError(f"cannot reach {where}: the server closed the connection without answering")
 
 
-def _base_url(target: TargetConfig) -> str:
+def base_url_of(target: TargetConfig) -> str:
+    """`target.base_url`: an endpoint target's required field."""
     assert target.base_url is not None  # an endpoint target's required field (inputs.target)
     return target.base_url
 

@@ -22,8 +22,7 @@ import gc
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..border.env import env_secret
 from ..errors import ErrorKind, InputError
@@ -34,10 +33,10 @@ from ..redaction import mask_url
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
 from ._bounds import border_class
-from ._dispatch import Scheduled, Send, closed_loop, gather, loop_factory, open_loop
+from ._dispatch import Done, LoadRun, Scheduled, Send, closed_loop, gather, loop_factory, open_loop
 from ._lateness import LatenessProbe
-from ._openai_client import import_now, make_openai_client, probe_openai, stream_openai
-from ._reach import ModelList, answers, model_warnings
+from ._openai_client import Client, Streamed, import_now, make_openai_client, probe_openai, stream_openai
+from ._reach import ModelList, answers, base_url_of, model_warnings
 from ._registry import BackendEntry, register
 from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
@@ -59,27 +58,11 @@ if TYPE_CHECKING:
 
     from ..inputs.target import TargetConfig
 
-Client: TypeAlias = "LeanClient | openai.AsyncOpenAI"
-"""The HTTP client of a run: the lean SSE client (default) or the `openai` package's (`target.client`)."""
-Streamed = tuple[list[str], list[int], int, int | None, int | None]
-"""A whole response: (SSE lines, arrival ns of each, end ns, written ns, connect ns)."""
-Done = Callable[[Generation], object] | None
 _T = TypeVar("_T")
 
 __all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
 
 _NO_KEY = "not-needed"  # local servers ignore the key, but the client insists on one
-
-
-@dataclass(frozen=True)
-class LoadRun:
-    """What `run_load` measured: the requests sent (only those) with their generations, in order."""
-
-    results: list[tuple[Request, Generation]]
-    seconds: float
-    """The measured window's wall time (warm-up and pre-opened connections excluded)."""
-    client: dict[str, Any] | None
-    """The client's lateness over the window (see `OpenAIBackend`)."""
 
 
 class OpenAIBackend(Backend):
@@ -131,12 +114,6 @@ class OpenAIBackend(Backend):
         self.models: ModelList | None = None
         """What the server's /models listed when it was probed (None: not probed yet)."""
 
-    @property
-    def _url(self) -> str:
-        """`target.base_url`, the backend's required field."""
-        assert self.target.base_url is not None
-        return self.target.base_url
-
     # -- set-up -------------------------------------------------------------------------------------
     def api_key(self) -> str:
         name = self.target.api_key_env
@@ -150,7 +127,7 @@ class OpenAIBackend(Backend):
         if self.target.client == "lean":
             t = self.target
             key = self.api_key()
-            return LeanClient(self._url, None if key == _NO_KEY else key, headers=t.request_headers(),
+            return LeanClient(base_url_of(t), None if key == _NO_KEY else key, headers=t.request_headers(),
                               connect_timeout=t.connect_timeout_s, stall_timeout=t.stall_timeout_s,
                               max_bytes=t.max_response_bytes)
         return self.openai_client(concurrency)
@@ -340,7 +317,7 @@ class OpenAIBackend(Backend):
                 written, connect = sent_ns(exc), connect_ns(exc)
                 self._connected(connect)
                 first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
-                border = border_class(exc, self._url)
+                border = border_class(exc, base_url_of(self.target))
                 if border is not None:  # a bound, a redirect, unreadable framing: never sent again
                     return with_retried(failed(*border, first.attempt(written or sent, failed_at), attempt), retried)
                 error, retry_after = classify(exc)
