@@ -32,7 +32,7 @@ from .composition import Composed, Override, compose, parse_override, recorded_o
 from .config_secrets import masked_config, register_config_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
-from .guard_settings import parse_guards
+from .guard_settings import GuardSettings, parse_guards
 from .judge_settings import JudgeSettings, parse_judge
 from .judging_keys import layered_over_official
 from .leakage_inputs import parse_leakage
@@ -79,13 +79,13 @@ class Config:
     variants: VariantPlan | None = None
     """The served variants `releasegate matrix` runs and chooses among (`variants:`, `variant_choice:`); None: none
     declared."""
-    judge: Any = None
+    judge: JudgeSettings | None = None
     """The LLM judge (`judge:`, an `inputs.judge_settings.JudgeSettings`); None: no judge configured."""
     probes: Any = None
     """Attack families applied to the must-refuse cases (`probes:`, an `inputs.probes.ProbePlan`); None: none."""
     leakage: Any = None
     """What the fine-tune memorised (`leakage:`, an `inputs.leakage_inputs.LeakageConfig`); None: not probed."""
-    guards: dict[str, Any] = field(default_factory=dict)
+    guards: dict[str, GuardSettings] = field(default_factory=dict)
     """Guard models by name (`guards:`, `inputs.guard_settings.GuardSettings`) that `forbidden:` rules of kind
     guard ask; empty: none."""
     base_dir: Path | None = None
@@ -287,7 +287,7 @@ def _check_answers(target: TargetConfig, where: Where) -> None:
                          hint="a classifier is a guard: declare it under guards: with format: classifier")
 
 
-def _guards(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> dict[str, Any]:
+def _guards(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> dict[str, GuardSettings]:
     """The `guards:` section: each guard's model is built exactly as `target:` is, errors named under its key."""
 
     def make_target(section: dict[str, Any], name: str) -> TargetConfig:
