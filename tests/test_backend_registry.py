@@ -120,10 +120,9 @@ def _old_fingerprint(t, by_role):
     TargetConfig(backend="replay", responses=Path("r.jsonl")),
 ])
 def test_the_target_fingerprint_is_unchanged(target):
-    from types import SimpleNamespace
 
     from releasegate.run.manifest import target_fingerprint
 
     inputs = [{"role": "model", "path": "/m/config.json", "name": "model/config.json", "sha256": "ab"}]
     by_role = {"model": {"model/config.json": "ab"}}
-    assert target_fingerprint(SimpleNamespace(target=target), inputs) == _old_fingerprint(target, by_role)
+    assert target_fingerprint(target, inputs) == _old_fingerprint(target, by_role)

@@ -140,7 +140,7 @@ def test_relative_config_path_hashes_the_same_files(tmp_path, monkeypatch):
 def test_target_fingerprint_follows_outputs_not_performance_knobs(tmp_path):
     def fingerprint(extra: str = "") -> str:
         config = load_config(hf_config(tmp_path, extra))
-        return target_fingerprint(config, build_manifest(config, run_id="x")["inputs"])
+        return target_fingerprint(config.target, build_manifest(config, run_id="x")["inputs"])
 
     plain = fingerprint()
     assert fingerprint(", batch_size: 2, threads: 2") == plain

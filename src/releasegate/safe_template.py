@@ -19,7 +19,10 @@ import contextvars
 import functools
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # jinja2 is imported on first use
+    from jinja2 import Template
 
 __all__ = ["MAX_SECONDS", "MAX_CHARS", "MAX_INT_BITS", "TemplateFailed", "compile_template", "render"]
 
@@ -207,7 +210,7 @@ def _budgeted_filter(name: str, f):
     return budgeted
 
 
-def compile_template(text: str):
+def compile_template(text: str) -> Template:
     """The template compiled in the budgeted sandbox; TemplateFailed for a syntax error."""
     from jinja2 import TemplateSyntaxError
 
@@ -219,7 +222,7 @@ def compile_template(text: str):
         raise TemplateFailed(f"template cannot be compiled: {_first_line(exc)}", exc) from None
 
 
-def render(template, context: dict) -> str:
+def render(template: Template, context: dict[str, Any]) -> str:
     """`template` rendered with `context` within the budget; TemplateFailed for anything that goes wrong."""
     token = _BUDGET.set(_Budget())
     try:

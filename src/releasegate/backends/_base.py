@@ -1,11 +1,17 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..inputs.backend_facts import BackendSpec
 from ..record.records import Timing, Tokens
 from ._registry import BACKENDS, BackendEntry, backend_class, entry, register
+
+if TYPE_CHECKING:
+    from ..inputs.scale_config import ScaleConfig
+    from ..inputs.target import TargetConfig
 
 __all__ = ["Backend", "Request", "Generation", "backend", "create_backend", "BACKENDS"]
 
@@ -15,14 +21,14 @@ class Request:
     """One case to send: chat messages or a raw prompt."""
 
     case_id: str
-    messages: list[dict] | None = None
+    messages: list[dict[str, Any]] | None = None
     prompt: str | None = None
     seed: int | None = None
     """A repeated draw's own sampling seed (`generation.repeats`), sent where the server takes one; None: the
     config's `generation.seed`, if any."""
-    tools: list[dict] | None = None
+    tools: list[dict[str, Any]] | None = None
     """OpenAI function tools the model may call (sent as `tools`; rendered by the chat template in process)."""
-    tool_choice: str | dict | None = None
+    tool_choice: str | dict[str, Any] | None = None
 
 
 @dataclass
@@ -43,7 +49,7 @@ class Generation:
     truncated_to: int | None = None
     """The input was cut to this many tokens before the model read it (a classifier reads at most its model's
     max length); None: it was read whole."""
-    tool_calls: list[list[dict]] | None = None
+    tool_calls: list[list[dict[str, Any]]] | None = None
     """A request with tools: the calls made, one list per turn asked ({id, name, arguments}); None: no tools."""
 
 
@@ -54,7 +60,7 @@ class Backend(ABC):
     measures_latency: bool = True
     """False for backends that only replay outputs: their wall time is not a throughput."""
 
-    def __init__(self, target, generation: dict | None = None) -> None:
+    def __init__(self, target: TargetConfig, generation: dict[str, Any] | None = None) -> None:
         """Built from the target (`inputs.target.TargetConfig`) and the generation settings; loads nothing."""
 
     def load(self) -> None:
@@ -78,7 +84,7 @@ class Backend(ABC):
         """Release the model or connection."""
 
 
-def backend(name: str, spec: BackendSpec | None = None):
+def backend(name: str, spec: BackendSpec | None = None) -> Callable[[type[Backend]], type[Backend]]:
     """Register a Backend subclass under `name` (for backends defined outside this package); `spec`: its fields
     and capabilities (default: none beyond a plain run)."""
 
@@ -89,7 +95,8 @@ def backend(name: str, spec: BackendSpec | None = None):
     return register_class
 
 
-def create_backend(target, generation: dict | None = None, *, scale=None) -> Backend:
+def create_backend(target: TargetConfig, generation: dict[str, Any] | None = None, *,
+                   scale: ScaleConfig | None = None) -> Backend:
     """The backend named by `target.backend`, constructed from the target and generation config (not loaded).
     `scale` (config `scale:`): a backend that scales its cases is spread over Ray workers; an endpoint's load phase
     reads `scale:` itself."""

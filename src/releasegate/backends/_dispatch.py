@@ -18,6 +18,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..border.env import env_text
 from ..errors import ErrorKind, InputError
@@ -25,7 +26,10 @@ from ._base import Generation, Request
 from ._in_flight import InFlight
 from ._target_watch import NOT_SENT_STOPPED
 
-__all__ = ["Scheduled", "Send", "gather", "open_loop", "closed_loop", "loop_factory", "EVENT_LOOP_ENV", "EVENT_LOOPS"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["Scheduled", "LoadRun", "Done", "Send", "gather", "open_loop", "closed_loop", "loop_factory", "EVENT_LOOP_ENV", "EVENT_LOOPS"]
 
 EVENT_LOOP_ENV = "RELEASEGATE_EVENT_LOOP"
 """The environment variable that chooses the client's event loop (`EVENT_LOOPS`); unset or empty: 'auto'."""
@@ -33,7 +37,7 @@ EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 """auto: uvloop where it is installed (a dependency on Linux and macOS), else asyncio's own loop."""
 
 
-def loop_factory(choice: str | None = None):
+def loop_factory(choice: str | None = None) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop factory for `asyncio.Runner`: uvloop's, or None for asyncio's. `choice` (default: the
     RELEASEGATE_EVENT_LOOP variable) is one of `EVENT_LOOPS`. uvloop is the default because, measured against a
     stub with known delays, it halves the lean client's TTFT error p99 at 256 streams (226 ms -> 99 ms) and takes
@@ -63,12 +67,26 @@ class Scheduled:
     """None: closed loop, send as soon as a slot is free (send lag then runs from that moment)."""
 
 
+@dataclass(frozen=True)
+class LoadRun:
+    """What `run_load` measured: the requests sent (only those) with their generations, in order."""
+
+    results: list[tuple[Request, Generation]]
+    seconds: float
+    """The measured window's wall time (warm-up and pre-opened connections excluded)."""
+    client: dict[str, Any] | None
+    """The client's lateness over the window (see `openai.OpenAIBackend`)."""
+
+
 Send = Callable[[Scheduled], Awaitable[Generation]]
 Stop = Callable[[], bool] | None
 """Whether the run has stopped (nothing more is sent); None: it never stops."""
+Done = Callable[[Generation], object] | None
+"""Told each generation as it completes (a progress bar, the attempts ledger); None: nobody."""
 
 
-async def gather(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None,
+async def gather(send: Send, items: Iterable[Scheduled], concurrency: int, deadline_ns: int | None = None,
+                 on_done: Done = None,
                  stop: Stop = None) -> list[Generation]:
     """Every item (each waits for its time, if it has one), `concurrency` at a time; results in input order."""
     slots, send = asyncio.Semaphore(concurrency), _counted(send)
@@ -81,7 +99,8 @@ async def gather(send: Send, items, concurrency: int, deadline_ns: int | None = 
     return list(await asyncio.gather(*(one(i) for i in items)))
 
 
-async def open_loop(send: Send, items, concurrency: int, deadline_ns: int | None = None, on_done=None,
+async def open_loop(send: Send, items: Iterable[Scheduled], concurrency: int, deadline_ns: int | None = None,
+                    on_done: Done = None,
                     stop: Stop = None) -> list[Generation]:
     """Each item is started at its due time (items come in due order), at most `concurrency` in flight, the
     rest queued (send lag). A request's task is made when it is due, never before: an hour-long open loop
@@ -89,6 +108,7 @@ async def open_loop(send: Send, items, concurrency: int, deadline_ns: int | None
     not yet due are left out of the results (the caller counts them as never sent)."""
     slots, send, tasks = asyncio.Semaphore(concurrency), _counted(send), []
     for item in items:
+        assert item.at_ns is not None  # an open loop's items each have their time
         await _sleep_until_ns(item.at_ns)
         if stop is not None and stop():
             break
@@ -97,11 +117,11 @@ async def open_loop(send: Send, items, concurrency: int, deadline_ns: int | None
 
 
 async def closed_loop(
-    send: Send, requests: Iterator[Request], concurrency: int, deadline_ns: int | None, on_done=None,
+    send: Send, requests: Iterator[Request], concurrency: int, deadline_ns: int | None, on_done: Done = None,
     stop: Stop = None,
 ) -> list[tuple[Request, Generation]]:
     """`concurrency` workers pulling from one iterator until it is empty, the deadline has passed or `stop()`."""
-    results: list = []
+    results: list[tuple[Request, Generation] | None] = []  # a slot per request taken, in order
     send = _counted(send)
 
     async def worker() -> None:
@@ -118,10 +138,10 @@ async def closed_loop(
                 on_done(gen)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return results
+    return [r for r in results if r is not None]  # every slot filled: each worker awaited its own
 
 
-async def _in_slot(send: Send, item: Scheduled, slots: asyncio.Semaphore, deadline_ns, on_done,
+async def _in_slot(send: Send, item: Scheduled, slots: asyncio.Semaphore, deadline_ns: int | None, on_done: Done,
                    stop: Stop = None) -> Generation:
     """One request once a slot is free; 'not_sent' when the load's deadline passed or the run stopped while it
     waited."""

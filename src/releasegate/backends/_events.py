@@ -19,6 +19,7 @@ Other fields are ignored (servers add their own). Whether a count fits the answe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["BadEvent", "Choice", "ToolFragment", "Usage", "Event", "read_event", "usage_problem", "USAGE_MAX"]
 
@@ -71,7 +72,7 @@ class Event:
     usage: Usage | None = None
 
 
-def read_event(value, mode: str) -> Event:
+def read_event(value: object, mode: str) -> Event:
     """The event a decoded JSON payload is, in `mode` ('chat' or 'completion'); raises BadEvent for any other
     shape."""
     if not isinstance(value, dict):
@@ -82,7 +83,7 @@ def read_event(value, mode: str) -> Event:
     return Event(tuple(_choice(c, mode) for c in choices), _usage(value.get("usage")))
 
 
-def _choice(value, mode: str) -> Choice:
+def _choice(value: object, mode: str) -> Choice:
     if not isinstance(value, dict):
         raise BadEvent(f"a choice must be an object, not {_kind(value)}")
     if mode == "chat":
@@ -103,7 +104,7 @@ _MAX_CALLS = 1024
 """No answer makes more parallel calls: an index past it is not a call's."""
 
 
-def _fragment(value) -> ToolFragment:
+def _fragment(value: object) -> ToolFragment:
     """A `delta.tool_calls` item: {index, id?, type?, function?: {name?, arguments?}}, typed."""
     if not isinstance(value, dict):
         raise BadEvent(f"a tool call fragment must be an object, not {_kind(value)}")
@@ -118,7 +119,7 @@ def _fragment(value) -> ToolFragment:
                         _text(function.get("arguments"), "function.arguments"))
 
 
-def _usage(value) -> Usage | None:
+def _usage(value: object) -> Usage | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -129,7 +130,7 @@ def _usage(value) -> Usage | None:
                  _count(value.get("completion_tokens"), "completion_tokens"), _count(reasoning, "reasoning_tokens"))
 
 
-def _count(value, name: str) -> int | None:
+def _count(value: object, name: str) -> int | None:
     # bool is an int in Python; 1e18 arrives as a float, "12abc" as a string: none of them is a count
     if value is None:
         return None
@@ -140,7 +141,7 @@ def _count(value, name: str) -> int | None:
     return value
 
 
-def _list(value, name: str) -> list:
+def _list(value: object, name: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -148,10 +149,10 @@ def _list(value, name: str) -> list:
     return value
 
 
-def _text(value, name: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise BadEvent(f"{name} must be a string, not {_kind(value)} {_shown(value)}")
-    return value
+def _text(value: object, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise BadEvent(f"{name} must be a string, not {_kind(value)} {_shown(value)}")
 
 
 def usage_problem(usage: Usage, *, chunks: int, seen: int, cap: int) -> str | None:
@@ -169,11 +170,11 @@ def usage_problem(usage: Usage, *, chunks: int, seen: int, cap: int) -> str | No
     return None
 
 
-def _kind(value) -> str:
+def _kind(value: object) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

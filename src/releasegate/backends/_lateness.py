@@ -24,8 +24,12 @@ that became readable waits, and the TTFT and ITL we report grow by that wait alt
 
 from __future__ import annotations
 
+import asyncio
+import selectors
 import time
 from array import array
+from collections.abc import Sequence
+from typing import Any
 
 from ..stats.intervals import percentile
 
@@ -41,7 +45,7 @@ BATCHED_GAP_MS = 0.5
 """Gaps between content chunks shorter than this count as read together (`itl_batched_share`)."""
 
 
-def spread(samples) -> dict | None:
+def spread(samples: Sequence[float]) -> dict[str, Any] | None:
     """{p50, p99, max, n} of `samples` (ms), None when there are none."""
     if not len(samples):
         return None
@@ -73,7 +77,7 @@ class LatenessProbe:
         self._busy_known = True
 
     # -- the window ---------------------------------------------------------------------------------------
-    def start(self, loop) -> None:
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.event_loop = "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
         self._loop, self._running = loop, True
         self._hook_selector(loop)
@@ -103,7 +107,7 @@ class LatenessProbe:
         if not final:
             self._handle = self._loop.call_later(max(0.0, due - EARLY_S - now), self._tick)
 
-    def _hook_selector(self, loop) -> None:
+    def _hook_selector(self, loop: asyncio.AbstractEventLoop) -> None:
         """Stamp each wake-up of asyncio's selector loop (uvloop has no selector to hook: no rx figure there)."""
         self._selector = selector = getattr(loop, "_selector", None)
         if selector is None or not callable(getattr(selector, "select", None)):
@@ -113,9 +117,9 @@ class LatenessProbe:
         self._own_select = "select" in vars(selector)
         select = selector.select
 
-        def stamped(timeout=None):
+        def stamped(timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
             entered = time.perf_counter_ns()
-            events = select(timeout)
+            events: list[tuple[selectors.SelectorKey, int]] = select(timeout)
             self.selected_ns = time.perf_counter_ns()
             self.idle_ns += self.selected_ns - entered
             return events
@@ -148,7 +152,7 @@ class LatenessProbe:
     def connected(self, ms: float, *, before_window: bool = False) -> None:
         (self.preconnect_ms if before_window else self.connect_ms).append(ms)
 
-    def summary(self) -> dict | None:
+    def summary(self) -> dict[str, Any] | None:
         """The lateness summary (see the module doc): times in ms, shares in 0..1, None where not measured."""
         if not self.window_s:
             return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..border.http import IN_CLEAR, proxy_in_clear
 from ..errors import InputError, TargetError
@@ -15,21 +16,34 @@ from ..redaction import mask_url
 from ._bounds import DEFAULT_MAX_BYTES, ResponseTooLarge
 from ._http import httpx
 from ._retry import root_cause
+from ._sse_client import LeanClient
 
-__all__ = ["make_openai_client", "stream_openai", "import_now", "probe_openai"]
+if TYPE_CHECKING:
+    import openai
 
-_TRACE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
+    from ..inputs.target import TargetConfig
+
+Client: TypeAlias = "LeanClient | openai.AsyncOpenAI"
+"""The HTTP client of a run: the lean SSE client (default) or the `openai` package's (`target.client`)."""
+Streamed = tuple[list[str], list[int], int, int | None, int | None]
+"""A whole response: (SSE lines, arrival ns of each, end ns, written ns, connect ns)."""
+
+__all__ = ["Client", "Streamed", "make_openai_client", "stream_openai", "import_now", "probe_openai"]
+
+_TRACE: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
 """The current request's transport trace: httpcore event name -> perf_counter_ns."""
 _WRITTEN = "http11.send_request_body.complete"
 
 
-def make_openai_client(target, api_key: str, concurrency: int | None = None):
+def make_openai_client(target: TargetConfig, api_key: str, concurrency: int | None = None) -> openai.AsyncOpenAI:
     """An `openai.AsyncOpenAI` for `target` that never retries on its own and traces its transport."""
     import openai
 
     t = target
     headers = t.request_headers()
-    _no_credential_in_clear(t.endpoint_url(), api_key != "not-needed" or bool(headers))
+    url = t.endpoint_url()
+    assert url is not None  # base_url: the endpoint backend's required field (inputs.target)
+    _no_credential_in_clear(url, api_key != "not-needed" or bool(headers))
     timeout = httpx.Timeout(t.timeout_s, connect=t.connect_timeout_s, read=t.stall_timeout_s)
     # openai's defaults, but every connection in flight may stay open: its pool keeps 100, so more streams
     # than that would open a new connection (a TCP connect inside the send lag) for every request past 100
@@ -38,7 +52,7 @@ def make_openai_client(target, api_key: str, concurrency: int | None = None):
     # never follow a redirect: httpx would send the default headers (credentials) wherever it points
     http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_request]}, limits=limits,
                                           follow_redirects=False)
-    return openai.AsyncOpenAI(base_url=t.endpoint_url(), api_key=api_key, max_retries=0, timeout=timeout,
+    return openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout,
                               default_headers=headers, default_query=t.url_query(), http_client=http)
 
 
@@ -51,7 +65,7 @@ def _no_credential_in_clear(url: str, credential: bool) -> None:
         raise InputError(f"{IN_CLEAR} (the proxy at {proxy}); or set target.client: lean", field="target.base_url")
 
 
-async def probe_openai(client) -> None:
+async def probe_openai(client: openai.AsyncOpenAI) -> None:
     """The `openai` client's reachability probe: /models listed, any status accepted (it may not exist there);
     a connection that fails is a TargetError naming the URL."""
     import openai
@@ -65,7 +79,8 @@ async def probe_openai(client) -> None:
             pass  # the server answers; /models may simply not exist there
 
 
-async def stream_openai(client, body: dict, mode: str, max_bytes: int = DEFAULT_MAX_BYTES):
+async def stream_openai(client: openai.AsyncOpenAI, body: dict[str, Any], mode: str, max_bytes: int = DEFAULT_MAX_BYTES,
+                        ) -> tuple[list[str], list[int], int, int | None, int | None]:
     """As the lean client's `stream`: (lines, stamps, end ns, written ns, connect ns). The written moment and
     the connect time come from httpx's transport trace; None when it did not say. A body past `max_bytes`
     raises ResponseTooLarge (what came is dropped)."""
@@ -96,18 +111,18 @@ async def stream_openai(client, body: dict, mode: str, max_bytes: int = DEFAULT_
     return lines, stamps, time.perf_counter_ns(), *_traced(trace)
 
 
-def import_now(client, mode: str) -> None:
+def import_now(client: LeanClient | openai.AsyncOpenAI, mode: str) -> None:
     """The openai client imports its resources on first use (about 0.1 s, blocking): before the window, not in it."""
-    if hasattr(client, "chat"):
+    if not isinstance(client, LeanClient):  # the lean client has nothing to import
         (client.chat.completions if mode == "chat" else client.completions).with_streaming_response  # noqa: B018
 
 
-async def _trace_request(request) -> None:
+async def _trace_request(request: httpx.Request) -> None:
     """httpx request hook: asks httpcore to report the request's transport events to `_on_trace`."""
     request.extensions["trace"] = _on_trace
 
 
-async def _on_trace(name: str, info: dict) -> None:
+async def _on_trace(name: str, info: dict[str, Any]) -> None:
     trace = _TRACE.get()
     if trace is not None:
         trace[name] = time.perf_counter_ns()

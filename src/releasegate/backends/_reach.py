@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..border.http import HttpError, Limits, fetch
@@ -19,10 +20,13 @@ from ..border.limits import endpoint_url, request_target
 from ..errors import TargetError
 from ..redaction import mask_url
 
-__all__ = ["answers", "ModelList", "listed_models", "unlisted_model", "model_warnings"]
+__all__ = ["answers", "ModelList", "listed_models", "unlisted_model", "model_warnings", "base_url_of"]
 
 _MODELS_MAX_BYTES = 4 * 1024 * 1024
 _MODELS_DEADLINE_S = 10.0
+
+if TYPE_CHECKING:
+    from ..inputs.target import TargetConfig
 
 
 @dataclass(frozen=True)
@@ -35,10 +39,10 @@ class ModelList:
     """Why there is no list: 'HTTP 404', 'an HTML page', ... (None when there is one)."""
 
 
-def listed_models(target, headers: dict[str, str]) -> ModelList:
+def listed_models(target: TargetConfig, headers: dict[str, str]) -> ModelList:
     """GET `base_url`/models with the target's own credentials (`headers`: as the completions send them), read
     within the connect and stall timeouts and 4 MiB; a reply that is no model list is said, never raised."""
-    url = endpoint_url(target.base_url, "/models")
+    url = endpoint_url(base_url_of(target), "/models")
     # a real /models answers in milliseconds: a reply trickled or withheld costs the run at most _MODELS_DEADLINE_S
     deadline = min(target.connect_timeout_s + target.stall_timeout_s, _MODELS_DEADLINE_S)
     limits = Limits(deadline_s=deadline, read_timeout_s=min(target.stall_timeout_s, deadline), max_bytes=_MODELS_MAX_BYTES)
@@ -67,14 +71,15 @@ def unlisted_model(model: str | None, listed: ModelList, where: str) -> str | No
     names = ", ".join(shown) + (", ..." if len(listed.ids) > 8 else "") or "none"
     return f"target.model {model!r} is not among the models {where}/models lists ({names})"
 
-async def answers(target) -> None:
+async def answers(target: TargetConfig) -> None:
     """A TCP (+ TLS) connect bounded by the connect timeout, then a GET of /models whose first byte must come
     within the stall timeout, whatever its status (/models may not exist there). No credentials are sent: that
     the server answers is what is checked, not what it says."""
-    parts = urlsplit(target.base_url)
+    base_url = base_url_of(target)
+    parts = urlsplit(base_url)
     https = parts.scheme == "https"
     host, port = parts.hostname or "127.0.0.1", parts.port or (443 if https else 80)
-    where = mask_url(target.base_url)
+    where = mask_url(base_url)
     try:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(host, port, ssl=ssl.create_default_context() if https else None),
@@ -85,7 +90,7 @@ async def answers(target) -> None:
     except OSError as exc:
         raise TargetError(f"cannot reach {where}: {exc.strerror or exc}") from None
     try:
-        writer.write(f"GET {request_target(target.base_url, '/models')} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        writer.write(f"GET {request_target(base_url, '/models')} HTTP/1.1\r\nHost: {host}:{port}\r\n"
                      "Connection: close\r\n\r\n".encode("latin-1"))
         await writer.drain()
         first = await asyncio.wait_for(reader.read(1), target.stall_timeout_s)
@@ -100,7 +105,13 @@ async def answers(target) -> None:
         raise TargetError(f"cannot reach {where}: the server closed the connection without answering")
 
 
-def model_warnings(target, api_key: str | None) -> tuple[ModelList, list[str]]:
+def base_url_of(target: TargetConfig) -> str:
+    """`target.base_url`: an endpoint target's required field."""
+    assert target.base_url is not None  # an endpoint target's required field (inputs.target)
+    return target.base_url
+
+
+def model_warnings(target: TargetConfig, api_key: str | None) -> tuple[ModelList, list[str]]:
     """What the target's /models lists, asked with the credentials the completions carry (the URL's userinfo,
     `headers`, else the API key as a Bearer token), and the warning when `target.model` is not among them."""
     headers = target.request_headers()

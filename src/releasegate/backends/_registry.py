@@ -8,9 +8,14 @@ Classes are named as "module:Class" and imported on use, so a backend's heavy li
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..inputs.backend_facts import BackendSpec, Capabilities
+
+if TYPE_CHECKING:
+    from ._base import Backend
 
 __all__ = ["BackendEntry", "BACKENDS", "register", "entry", "capabilities", "backend_class"]
 
@@ -48,7 +53,9 @@ def capabilities(name: str) -> Capabilities:
     return entry(name).spec.capabilities
 
 
-def backend_class(where: str) -> type:
-    """A class from its "module:Class" entry."""
-    module, _, cls = where.partition(":")
-    return getattr(importlib.import_module(module), cls)
+def backend_class(where: str) -> Callable[..., Backend]:
+    """A class from its "module:Class" entry (a Backend: called with the target, the generation settings and, for
+    a scaled one, `scale:`)."""
+    module, _, name = where.partition(":")
+    cls: Callable[..., Backend] = getattr(importlib.import_module(module), name)
+    return cls

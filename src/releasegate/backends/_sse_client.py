@@ -17,11 +17,14 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..border.limits import request_target
 from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
+
+if TYPE_CHECKING:
+    from ._lateness import LatenessProbe
 
 __all__ = ["LeanClient", "HTTPStatusError", "StallTimeout", "StreamBroken"]
 
@@ -49,7 +52,7 @@ class _Response(asyncio.Protocol):
     `probe` (a `LatenessProbe`, or None) is told when each receive callback read the clock; `max_bytes` bounds
     the body."""
 
-    def __init__(self, probe=None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, probe: LatenessProbe | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.probe = probe
         self.max_bytes = max_bytes
         self.last_rx = time.perf_counter_ns()
@@ -70,7 +73,7 @@ class _Response(asyncio.Protocol):
         self._need: int | None = None  # chunk bytes still to read, None while reading a size line
         self._length: int | None = None
 
-    def connection_made(self, transport) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
@@ -90,7 +93,7 @@ class _Response(asyncio.Protocol):
             self.done.set_exception(exc)
         self.transport.close()
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self.done is not None and not self.done.done():
             if self.status and self._length is None and not self.headers.get("transfer-encoding"):
@@ -232,16 +235,16 @@ class LeanClient:
         self.connect_timeout, self.stall_timeout = connect_timeout, stall_timeout
         self._idle: list[_Response] = []
         self._ssl = ssl.create_default_context() if self.https else None
-        self._probe = None
+        self._probe: LatenessProbe | None = None
 
     @property
-    def probe(self):
+    def probe(self) -> LatenessProbe | None:
         """A `LatenessProbe` told of every receive callback's clock read, or None; set on the pooled connections
         too (those opened before a measured window)."""
         return self._probe
 
     @probe.setter
-    def probe(self, probe) -> None:
+    def probe(self, probe: LatenessProbe | None) -> None:
         self._probe = probe
         for conn in self._idle:
             conn.probe = probe
@@ -249,7 +252,7 @@ class LeanClient:
     async def __aenter__(self) -> LeanClient:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         for conn in self._idle:
             conn.transport.close()
         self._idle.clear()

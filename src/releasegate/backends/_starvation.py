@@ -34,9 +34,12 @@ import threading
 import time
 from array import array
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._lateness import spread
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Waits", "cpu_waits", "StarvedSteps", "RequestWait", "GenerationLateness", "waited_ns"]
 
@@ -132,7 +135,7 @@ class StarvedSteps:
         self.start = waits()
         self.steps: list[dict[int, int]] = []
 
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         self.steps.append(self.waits())
         return scores
 
@@ -170,7 +173,7 @@ class GenerationLateness:
         self.thread_cpu_s += thread_cpu_s
         self.process_cpu_s += process_cpu_s
 
-    def summary(self) -> dict | None:
+    def summary(self) -> dict[str, Any] | None:
         """The endpoint clients' summary shape (`_lateness.LatenessProbe.summary`): `loop_lag_ms` is the spread of
         the requests' waits within TTFT or TPOT, `e2e_lag_ms` within E2E, `cpu_share` the generating thread's;
         what has no meaning here is None."""

@@ -6,7 +6,9 @@ so parsing never delays the timestamp of the next event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ErrorKind
 from ..text import loads_json
@@ -19,6 +21,19 @@ EMPTY_ENDS = ("abort", "error")
 """finish_reasons that say the server gave up on the request (vLLM aborts, load shedding): never an answer."""
 
 _NS_PER_MS = 1e6
+
+
+Count = Callable[[str], int]
+"""A tokenizer's count of the tokens in a text (`target.tokenizer`)."""
+
+
+@dataclass
+class ToolPart:
+    """One streamed tool call, its fragments joined in arrival order."""
+
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
 
 
 @dataclass
@@ -40,7 +55,7 @@ class StreamParse:
     """Characters of every string the choices carried (content and reasoning text)."""
     events: int = 0
     """`data:` lines the reply held: 0 for a reply that is no event stream at all (an HTML page)."""
-    tool_parts: dict[int, dict] = field(default_factory=dict)
+    tool_parts: dict[int, ToolPart] = field(default_factory=dict)
     """Streamed tool calls by index, their fragments joined in arrival order (`delta.tool_calls`)."""
     tool_chunks: list[str] = field(default_factory=list)
     """The text of each tool call fragment (name and arguments): counted toward the token cap as content chunks are."""
@@ -55,9 +70,9 @@ class StreamParse:
         return self.chunks + self.tool_chunks
 
     @property
-    def tool_calls(self) -> list[dict]:
+    def tool_calls(self) -> list[dict[str, Any]]:
         """The calls the stream made, in index order: {id, name, arguments} (arguments the text as joined)."""
-        return [{"id": p["id"], "name": p["name"], "arguments": p["arguments"]} for _, p in sorted(self.tool_parts.items())]
+        return [{"id": p.id, "name": p.name, "arguments": p.arguments} for _, p in sorted(self.tool_parts.items())]
 
 
 def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
@@ -89,7 +104,7 @@ def not_a_stream(lines: list[str]) -> str:
     return f"not an event stream (no data: line): {head!r}"
 
 
-def counted_tokens(chunks: list[str], cap: int, count=None) -> int:
+def counted_tokens(chunks: list[str], cap: int, count: Count | None = None) -> int:
     """Output tokens of an answer without usage, by the tokenizer (`count`) or one per chunk; counting stops past
     `cap`."""
     if count is None:
@@ -102,7 +117,7 @@ def counted_tokens(chunks: list[str], cap: int, count=None) -> int:
     return total
 
 
-def prompt_tokens(reported: int | None, body: dict | None, count=None) -> int | None:
+def prompt_tokens(reported: int | None, body: dict[str, Any] | None, count: Count | None = None) -> int | None:
     """The server's prompt token count; without one, `target.tokenizer`'s count (`count`) of the prompt text (each
     message's content: the chat template's own tokens, which the server adds, are not in it); else None."""
     if reported is not None or count is None or body is None:
@@ -123,16 +138,16 @@ def _take(event: Event, stamp: int, out: StreamParse) -> None:
             out.chunks.append(choice.content)
             out.chunk_ns.append(stamp)
         for piece in choice.tool_calls:  # a call's id comes once; its name and arguments may come in pieces
-            part = out.tool_parts.setdefault(piece.index, {"id": None, "name": "", "arguments": ""})
-            if part["id"] and piece.id and piece.id != part["id"]:  # two calls at one index: joined, neither is real
+            part = out.tool_parts.setdefault(piece.index, ToolPart())
+            if part.id and piece.id and piece.id != part.id:  # two calls at one index: joined, neither is real
                 out.bad_event = out.bad_event or (f"tool call {piece.id[:40]!r} streamed at index {piece.index}, "
-                                                  f"which call {part['id'][:40]!r} holds")
+                                                  f"which call {part.id[:40]!r} holds")
                 continue
-            part["id"] = part["id"] or piece.id
+            part.id = part.id or piece.id
             if piece.name or piece.arguments:
                 out.tool_chunks.append((piece.name or "") + (piece.arguments or ""))
-            part["name"] += piece.name or ""
-            part["arguments"] += piece.arguments or ""
+            part.name += piece.name or ""
+            part.arguments += piece.arguments or ""
         if choice.finish_reason:
             out.finished = True
             out.finish_reason = choice.finish_reason
@@ -160,7 +175,7 @@ def stream_problem(parse: StreamParse, output_tokens: int, cap: int) -> tuple[st
     return None
 
 
-def split_tokens(chunks: list[str], total: int | None, count=None) -> list[int]:
+def split_tokens(chunks: list[str], total: int | None, count: Count | None = None) -> list[int]:
     """Tokens carried by each chunk: counted with `count` (a tokenizer) when given; else one per chunk, with
     any surplus of the server's total spread over chunks by text length (largest remainder)."""
     if count is not None:
@@ -181,7 +196,7 @@ def split_tokens(chunks: list[str], total: int | None, count=None) -> list[int]:
 
 def stream_timing(
     parse: StreamParse, ks: list[int], *, sent_ns: int, end_ns: int, scheduled_ns: int, first_sent_ns: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """TTFT, TPOT, ITL and E2E from the actual send, plus send lag and TTFT/E2E from the scheduled send.
 
     `sent_ns` is the actual send of the attempt that answered, `first_sent_ns` that of the first attempt (default:

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import ErrorKind
 from ..text import inert
 from ._base import Generation
+
+if TYPE_CHECKING:
+    from ._reach import ModelList
 
 __all__ = ["TargetWatch", "NOT_SENT_STOPPED", "DEFAULT_STOP_AFTER"]
 
@@ -42,7 +46,7 @@ class TargetWatch:
     answered: int = 0
     in_a_row: int = 0
     """Connection errors since the last request that reached a server."""
-    kinds: Counter = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
     last: str | None = None
     """The latest failure: its kind and message."""
     stopped: str | None = None
@@ -74,7 +78,7 @@ class TargetWatch:
         last = last if len(last) <= 200 else last[:199] + "…"
         return f"{self.stopped}; {self.failed:,} of {self.sent:,} requests failed ({kinds}); last: {last}"
 
-    def stop_line(self, where: str, models) -> str | None:
+    def stop_line(self, where: str, models: ModelList | None) -> str | None:
         """Why the run must stop, naming the target at `where`; a server whose /models listed nothing (`models`,
         a `_reach.ModelList`) and that answered no request with an event stream is named not OpenAI-compatible."""
         if self.stopped is None:

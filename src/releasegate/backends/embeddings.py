@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..border.env import env_secret
 from ..border.files import append_regular, open_regular, regular_entries, sha256_file
@@ -221,7 +222,7 @@ def _vector(value: object) -> list[float] | None:
     return None if any(x is None for x in numbers) else numbers  # type: ignore[return-value]
 
 
-def _usage(body: dict, batch: list[str]) -> int | None:
+def _usage(body: dict[str, Any], batch: list[str]) -> int | None:
     """The prompt tokens a reply reports for `batch`; None (not reported) unless a whole number from 1 to what
     the texts could hold (one token per byte, and 16 special tokens per text)."""
     usage = body.get("usage")

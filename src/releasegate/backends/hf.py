@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, TargetError
 from ..inputs.backend_facts import BackendSpec, Capabilities
@@ -27,6 +28,17 @@ from ._base import Backend, Generation, Request
 from ._registry import BackendEntry, register
 from ._starvation import GenerationLateness, StarvedSteps, Waits, cpu_waits
 from .tool_parsers import read_calls, rendered_prompt
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..inputs.target import TargetConfig
+
+Model = Any
+"""A transformers model, a peft model over one, or either quantized: loaded and called by name (transformers' own
+types do not follow `.to()`, peft's wrapping or dynamic quantization)."""
+Tokenizer = Any
+"""A transformers tokenizer (`AutoTokenizer`), called as the model's chat template and padding need."""
 
 SPEC = BackendSpec(
     "hf", summary="transformers + peft, in-process",
@@ -47,7 +59,7 @@ _NS_PER_MS = 1e6
 
 
 class HFBackend(Backend):
-    def __init__(self, target, generation: dict | None = None) -> None:
+    def __init__(self, target: TargetConfig, generation: dict[str, Any] | None = None) -> None:
         self.target = target
         self.batch_size = target.batch_size
         # transformers' objects, set by load(); typed Any: torch and transformers are not imported to check this
@@ -57,7 +69,7 @@ class HFBackend(Backend):
         self.waits: Waits | None = None
         """What reads the generating thread's CPU wait (`_starvation.cpu_waits`); None: not measured."""
         self.lateness: GenerationLateness | None = None
-        self.client_stats: dict | None = None
+        self.client_stats: dict[str, Any] | None = None
         """The lateness over every `generate` call so far, as a client summary (`_starvation`); None before."""
 
     auto_model = "AutoModelForCausalLM"
@@ -85,14 +97,14 @@ class HFBackend(Backend):
         import torch
         import transformers
 
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
+        transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call,unused-ignore]  # unannotated (strict only)
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call,unused-ignore]
         # library deprecation notices are not the user's problem and would bury the verdict
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)\.")
         torch.set_num_threads(self.target.threads)
         self.torch = torch
 
-    def _device_sync(self):
+    def _device_sync(self) -> Callable[[], None] | None:
         """What the clock calls before each read: wait for the GPU's queued work on CUDA, nothing on CPU."""
         device = self.torch.device(self.target.device)
         if device.type != "cuda":
@@ -100,19 +112,25 @@ class HFBackend(Backend):
         torch = self.torch
         return lambda: torch.cuda.synchronize(device)
 
+    @property
+    def _base(self) -> str:
+        """`target.base`, the backend's required field."""
+        assert self.target.base is not None
+        return self.target.base
+
     def _tokenizer_source(self) -> str:
         """An adapter that ships its own tokenizer (added tokens) wins over the base's."""
         adapter = self.target.adapter
         if adapter is not None and any((adapter / f).exists() for f in ("tokenizer.json", "tokenizer_config.json")):
             return str(adapter)
-        return self.target.base
+        return self._base
 
     def _hub_hint(self) -> str:
-        if Path(self.target.base).exists():
+        if Path(self._base).exists():
             return ""
         return " (a hub id: download the model where the hub is reachable and set target.base to its directory)"
 
-    def _load_tokenizer(self):
+    def _load_tokenizer(self) -> Tokenizer:
         from transformers import AutoTokenizer
 
         try:
@@ -124,7 +142,7 @@ class HFBackend(Backend):
             tok.pad_token = tok.eos_token
         return tok
 
-    def _load_model(self):
+    def _load_model(self) -> Model:
         import transformers
 
         t = self.target
@@ -141,10 +159,10 @@ class HFBackend(Backend):
             model = self._int8(model)
         return model.to(t.device).eval()
 
-    def _from_pretrained(self, auto):
+    def _from_pretrained(self, auto: Any) -> Model:  # auto: a transformers Auto class
         return auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype))
 
-    def _apply_adapter(self, model):
+    def _apply_adapter(self, model: Model) -> Model:
         # transformers' own adapter loading refuses older peft; PeftModel.from_pretrained does not
         from peft import PeftModel
 
@@ -155,7 +173,7 @@ class HFBackend(Backend):
         self._check_adapter_applied(model)
         return model.merge_and_unload() if self.target.merge else model
 
-    def _check_adapter_applied(self, model) -> None:
+    def _check_adapter_applied(self, model: Model) -> None:
         """Canary: if base and base+adapter give the same logits, the adapter did nothing: stop, don't score."""
         torch = self.torch
         canary = [{"role": "user", "content": "My order has not arrived and I was charged twice, please help."}]
@@ -171,7 +189,7 @@ class HFBackend(Backend):
                 "(untrained adapter, or its target modules are not in this model)"
             )
 
-    def _int8(self, model):
+    def _int8(self, model: Model) -> Model:
         """Dynamic int8 quantization of the Linear layers (CPU), as a deployment variant."""
         torch = self.torch
         if self.target.device != "cpu":
@@ -180,14 +198,14 @@ class HFBackend(Backend):
             warnings.simplefilter("ignore")  # torch.ao.quantization announces its move to torchao
             return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
-    def _load_draft(self):
+    def _load_draft(self) -> Model:
         """The draft model for assisted (speculative) generation: must share the tokenizer."""
         from transformers import AutoModelForCausalLM
 
         if self.batch_size != 1:
             raise TargetError("speculative decoding (draft) generates one request at a time: set batch_size: 1")
         try:
-            draft = AutoModelForCausalLM.from_pretrained(str(self.target.draft), dtype=getattr(self.torch, self.target.dtype))
+            draft: Model = AutoModelForCausalLM.from_pretrained(str(self.target.draft), dtype=getattr(self.torch, self.target.dtype))
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load draft model {self.target.draft}: {_first_line(exc)}") from None
         return draft.to(self.target.device).eval()
@@ -203,8 +221,10 @@ class HFBackend(Backend):
         """Token ids sent for a request: the chat template for messages, the raw prompt otherwise."""
         tok = self.tokenizer
         if request.messages is not None:
-            return tok(rendered_prompt(tok, request), add_special_tokens=False)["input_ids"]
-        return tok(request.prompt)["input_ids"]
+            ids: list[int] = tok(rendered_prompt(tok, request), add_special_tokens=False)["input_ids"]
+            return ids
+        ids = tok(request.prompt)["input_ids"]
+        return ids
 
     def generate(self, requests: list[Request], *, max_new_tokens: int) -> list[Generation]:
         prompts = [self.prompt_ids(r) for r in requests]
@@ -269,7 +289,7 @@ class HFBackend(Backend):
                           process_cpu_s=time.process_time() - cpu[1])
         self.client_stats = self.lateness.summary()
 
-    def _assist(self) -> dict:
+    def _assist(self) -> dict[str, Any]:
         return {"assistant_model": self.draft} if self.draft is not None else {}
 
     def _one_assisted(self, row: list[int], n_in: int, first: int, start: int, end: int) -> Generation:
@@ -291,7 +311,7 @@ class HFBackend(Backend):
         eos_at = next((i for i, t in enumerate(row) if t in self.eos_ids), None)
         return (eos_at, eos_at + 1) if eos_at is not None else (len(row), len(row))
 
-    def _left_pad(self, prompts: list[list[int]]):
+    def _left_pad(self, prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         torch = self.torch
         width = max(len(p) for p in prompts)
         pad = self.tokenizer.pad_token_id
@@ -329,7 +349,7 @@ class _StepClock:
     On CPU the forward has already finished when this runs: `sync` is None and no call is made.
     """
 
-    def __init__(self, sync=None) -> None:
+    def __init__(self, sync: Callable[[], None] | None = None) -> None:
         self.sync = sync
         self.stamps: list[int] = []
 
@@ -338,7 +358,7 @@ class _StepClock:
             self.sync()
         return time.perf_counter_ns()
 
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         self.stamps.append(self.now())
         return scores
 

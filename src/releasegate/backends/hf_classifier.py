@@ -11,13 +11,14 @@ length, and its Generation says so (`truncated_to`): the guard then knows the mo
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..errors import ErrorKind, TargetError
 from ..inputs.backend_facts import BackendSpec, Capabilities
 from ..record.records import Timing, Tokens
 from ._base import Generation, Request
 from ._registry import BackendEntry, register
-from .hf import HFBackend, _first_line
+from .hf import HFBackend, Model, _first_line
 
 SPEC = BackendSpec(
     "hf_classifier", summary="a transformers sequence-classification model, in-process (a guard's classifier)",
@@ -56,7 +57,7 @@ class HFClassifierBackend(HFBackend):
         self.max_length = self._max_length()
         self.sync = self._device_sync()
 
-    def _from_pretrained(self, auto):
+    def _from_pretrained(self, auto: Any) -> Model:  # auto: a transformers Auto class
         try:
             model, info = auto.from_pretrained(self.target.base, dtype=getattr(self.torch, self.target.dtype),
                                                output_loading_info=True)
@@ -70,7 +71,7 @@ class HFClassifierBackend(HFBackend):
         self.untrained = missing  # the adapter must bring each of them (checked once it is applied)
         return model
 
-    def _check_adapter_applied(self, model) -> None:
+    def _check_adapter_applied(self, model: Model) -> None:
         super()._check_adapter_applied(model)
         # peft keeps a trained copy of each module it saved whole (`modules_to_save`); a weight the base lacks and
         # no such copy brings is still transformers' random fill

@@ -21,8 +21,8 @@ import asyncio
 import gc
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..border.env import env_secret
 from ..errors import ErrorKind, InputError
@@ -33,10 +33,10 @@ from ..redaction import mask_url
 from ._attempt import RequestClock, connect_ns, failed, sent_ns
 from ._base import Backend, Generation, Request
 from ._bounds import border_class
-from ._dispatch import Scheduled, Send, closed_loop, gather, loop_factory, open_loop
+from ._dispatch import Done, LoadRun, Scheduled, Send, closed_loop, gather, loop_factory, open_loop
 from ._lateness import LatenessProbe
-from ._openai_client import import_now, make_openai_client, probe_openai, stream_openai
-from ._reach import ModelList, answers, model_warnings
+from ._openai_client import Client, Streamed, import_now, make_openai_client, probe_openai, stream_openai
+from ._reach import ModelList, answers, base_url_of, model_warnings
 from ._registry import BackendEntry, register
 from ._retry import backoff, classify, root_cause, with_retried
 from ._sse_client import LeanClient
@@ -53,20 +53,16 @@ from ._stream import (
 from ._target_watch import DEFAULT_STOP_AFTER, TargetWatch
 from .tool_parsers import sent_calls, with_tools
 
+if TYPE_CHECKING:
+    import openai
+
+    from ..inputs.target import TargetConfig
+
+_T = TypeVar("_T")
+
 __all__ = ["OpenAIBackend", "Scheduled", "LoadRun"]
 
 _NO_KEY = "not-needed"  # local servers ignore the key, but the client insists on one
-
-
-@dataclass(frozen=True)
-class LoadRun:
-    """What `run_load` measured: the requests sent (only those) with their generations, in order."""
-
-    results: list[tuple[Request, Generation]]
-    seconds: float
-    """The measured window's wall time (warm-up and pre-opened connections excluded)."""
-    client: dict | None
-    """The client's lateness over the window (see `OpenAIBackend`)."""
 
 
 class OpenAIBackend(Backend):
@@ -103,18 +99,18 @@ class OpenAIBackend(Backend):
     on_loop: Callable[[asyncio.AbstractEventLoop], None] | None = None
     """Called with the event loop at the start of each timed window, inside it (a test's hook, to block it)."""
 
-    def __init__(self, target, generation: dict | None = None) -> None:
+    def __init__(self, target: TargetConfig, generation: dict[str, Any] | None = None) -> None:
         self.target = target
         self.generation = generation or {}
         self.loop_factory = loop_factory()  # RELEASEGATE_EVENT_LOOP read (and refused) before any request
         self.batch_size = max(64, 4 * target.concurrency)  # cases per runner batch; concurrency applies within
         self._count: Callable[[str], int] | None = None
-        self.client_stats: dict | None = None
-        self.last_run_stats: dict | None = None
+        self.client_stats: dict[str, Any] | None = None
+        self.last_run_stats: dict[str, Any] | None = None
         self._quality_probe: LatenessProbe | None = None
         self._lateness: LatenessProbe | None = None  # the probe of the window running now
         self.watch = TargetWatch(getattr(target, "stop_after_errors", DEFAULT_STOP_AFTER))
-        self._stopped = lambda: self.watch.stopped is not None  # nothing more is sent once a dead target stopped the run
+        self._stopped: Callable[[], bool] = lambda: self.watch.stopped is not None  # nothing more is sent once a dead target stopped the run
         self.models: ModelList | None = None
         """What the server's /models listed when it was probed (None: not probed yet)."""
 
@@ -125,18 +121,18 @@ class OpenAIBackend(Backend):
             return _NO_KEY
         return env_secret(name, field="target.api_key_env")
 
-    def client(self, concurrency: int | None = None):
+    def client(self, concurrency: int | None = None) -> Client:
         """The HTTP client for a run (`concurrency` requests in flight at most): the lean SSE client (default) or
         the `openai` package's client."""
         if self.target.client == "lean":
             t = self.target
             key = self.api_key()
-            return LeanClient(t.base_url, None if key == _NO_KEY else key, headers=t.request_headers(),
+            return LeanClient(base_url_of(t), None if key == _NO_KEY else key, headers=t.request_headers(),
                               connect_timeout=t.connect_timeout_s, stall_timeout=t.stall_timeout_s,
                               max_bytes=t.max_response_bytes)
         return self.openai_client(concurrency)
 
-    def openai_client(self, concurrency: int | None = None):
+    def openai_client(self, concurrency: int | None = None) -> openai.AsyncOpenAI:
         return make_openai_client(self.target, self.api_key(), concurrency)
 
     def load(self) -> None:
@@ -176,14 +172,14 @@ class OpenAIBackend(Backend):
 
     def run_scheduled(
         self, items: list[Scheduled], *, max_new_tokens: int, concurrency: int,
-        deadline_ns: int | None = None, on_done=None,
+        deadline_ns: int | None = None, on_done: Done = None,
     ) -> list[Generation]:
         """Send each request at its time, or as soon as one of `concurrency` slots frees up; results in input
         order. Requests not started by `deadline_ns` come back with error 'not_sent'. The client's lateness over
         the call: `last_run_stats`."""
         probe = LatenessProbe(self.target.client)
 
-        async def window(client, _):
+        async def window(client: Client, _: asyncio.AbstractEventLoop) -> list[Generation]:
             return await gather(self._sender(client, max_new_tokens), items, concurrency, deadline_ns, on_done,
                                 self._stopped)
 
@@ -193,7 +189,8 @@ class OpenAIBackend(Backend):
 
     def run_load(
         self, requests: Iterable[Request], *, offsets: list[float] | None, concurrency: int, max_new_tokens: int,
-        duration_s: float | None = None, warmup: Sequence[Request] = (), on_start=None, on_done=None, lead_s: float = 0.05,
+        duration_s: float | None = None, warmup: Sequence[Request] = (),
+        on_start: Callable[[], object] | None = None, on_done: Done = None, lead_s: float = 0.05,
     ) -> LoadRun:
         """A load phase on one client: the warm-up requests (`target.concurrency` at a time, not measured), then
         the lean client opens connections until `concurrency` wait idle (their connect times: `preconnect_ms`),
@@ -208,15 +205,15 @@ class OpenAIBackend(Backend):
         requests = list(requests) if offsets is not None else requests
         sized = requests if isinstance(requests, (list, tuple)) else None  # an open loop's, or a list given
 
-        async def prepare(client) -> None:
+        async def prepare(client: Client) -> None:
             if warmup:
                 await gather(self._sender(client, max_new_tokens), [Scheduled(r) for r in warmup], self.target.concurrency,
                              stop=self._stopped)
-            if hasattr(client, "preconnect") and not self._stopped():
+            if isinstance(client, LeanClient) and not self._stopped():  # the openai client opens its own
                 for ns in await client.preconnect(min(concurrency, len(sized)) if sized is not None else concurrency):
                     probe.connected(ns / 1e6, before_window=True)
 
-        async def window(client, _):
+        async def window(client: Client, _: asyncio.AbstractEventLoop) -> tuple[list[tuple[Request, Generation]], float]:
             send = self._sender(client, max_new_tokens)
             if on_start is not None:
                 on_start()
@@ -235,18 +232,19 @@ class OpenAIBackend(Backend):
         self.last_run_stats = probe.summary()
         return LoadRun(results, seconds, self.last_run_stats)
 
-    def _run(self, window, probe: LatenessProbe, prepare=None, *, concurrency: int | None = None):
+    def _run(self, window: Callable[[Client, asyncio.AbstractEventLoop], Awaitable[_T]], probe: LatenessProbe,
+             prepare: Callable[[Client], Awaitable[None]] | None = None, *, concurrency: int | None = None) -> _T:
         """On a fresh event loop (uvloop's by default, see `_dispatch.loop_factory`) and client: `prepare(client)`, then
         `window(client, loop)` timed by `probe`."""
 
-        async def main():
+        async def main() -> _T:
             async with self.client(concurrency) as client:
                 if prepare is not None:
                     await prepare(client)
                 import_now(client, self.target.mode)
                 loop = asyncio.get_running_loop()
                 self._lateness = probe
-                if hasattr(client, "probe"):
+                if isinstance(client, LeanClient):  # the lean client reports each receive to the probe
                     client.probe = probe
                 # what exists now lives through the window: the collector skips it, so no full collection of
                 # the whole heap (tens of ms with the openai client loaded) stops the loop mid-window (unless the
@@ -264,14 +262,14 @@ class OpenAIBackend(Backend):
                     if freeze:
                         gc.unfreeze()
                     self._lateness = None
-                    if hasattr(client, "probe"):
+                    if isinstance(client, LeanClient):
                         client.probe = None
 
         return run_interruptibly(main(), self.loop_factory)  # a signal meanwhile: KeyboardInterrupt
 
-    def _body(self, request: Request, max_new_tokens: int) -> dict:
+    def _body(self, request: Request, max_new_tokens: int) -> dict[str, Any]:
         g, t = self.generation, self.target
-        body: dict = {"model": t.model, "stream": True, "stream_options": {"include_usage": True},
+        body: dict[str, Any] = {"model": t.model, "stream": True, "stream_options": {"include_usage": True},
                       "max_tokens": max_new_tokens, "temperature": g.get("temperature", 0.0)}
         for key in ("top_p", "stop", "seed"):
             if key in g:
@@ -289,17 +287,17 @@ class OpenAIBackend(Backend):
             body["extra_body"] = dict(t.extra_body)
         return body
 
-    def _sender(self, client, max_new_tokens: int) -> Send:
+    def _sender(self, client: Client, max_new_tokens: int) -> Send:
         """What sends one request of a run (`_dispatch`): `_request` on this client."""
         return lambda item: self._request(client, item, max_new_tokens)
 
-    async def _request(self, client, item: Scheduled, max_new_tokens: int) -> Generation:
+    async def _request(self, client: Client, item: Scheduled, max_new_tokens: int) -> Generation:
         """`_attempts`, each request's outcome shown to the watch (a dead server stops the run)."""
         gen = await self._attempts(client, item, max_new_tokens)
         self.watch.saw(gen)
         return gen
 
-    async def _attempts(self, client, item: Scheduled, max_new_tokens: int) -> Generation:
+    async def _attempts(self, client: Client, item: Scheduled, max_new_tokens: int) -> Generation:
         """Send, retrying what failed before the first token. The user's clock starts at the first attempt's
         actual send (`first`) and keeps running through retries and backoff; `sent` is the current attempt's."""
         body = self._body(item.request, max_new_tokens)
@@ -319,7 +317,7 @@ class OpenAIBackend(Backend):
                 written, connect = sent_ns(exc), connect_ns(exc)
                 self._connected(connect)
                 first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
-                border = border_class(exc, self.target.base_url)
+                border = border_class(exc, base_url_of(self.target))
                 if border is not None:  # a bound, a redirect, unreadable framing: never sent again
                     return with_retried(failed(*border, first.attempt(written or sent, failed_at), attempt), retried)
                 error, retry_after = classify(exc)
@@ -343,19 +341,19 @@ class OpenAIBackend(Backend):
         if connect is not None and self._lateness is not None:
             self._lateness.connected(connect / 1e6)
 
-    async def _stream(self, client, body: dict):
-        if self.target.client == "lean":
+    async def _stream(self, client: Client, body: dict[str, Any]) -> Streamed:
+        if isinstance(client, LeanClient):  # target.client: lean
             return await self._stream_lean(client, body)
         return await stream_openai(client, body, self.target.mode, self.target.max_response_bytes)
 
-    async def _stream_lean(self, client, body: dict):
+    async def _stream_lean(self, client: LeanClient, body: dict[str, Any]) -> Streamed:
         payload = {k: v for k, v in body.items() if k != "extra_body"}
         payload.update(body.get("extra_body") or {})  # as the openai client does: merged into the JSON body
         path = "/chat/completions" if self.target.mode == "chat" else "/completions"
         return await client.stream(path, json.dumps(payload).encode())
 
-    def _finish(self, lines, stamps, clock: RequestClock, attempt: int, max_new_tokens: int,
-                body: dict | None = None) -> Generation:
+    def _finish(self, lines: list[str], stamps: list[int], clock: RequestClock, attempt: int, max_new_tokens: int,
+                body: dict[str, Any] | None = None) -> Generation:
         """The Generation of a stream that arrived whole: its events typed (`_events`), then judged: an event of
         another shape is bad_response; no [DONE] or finish_reason, stream_interrupted; past the token cap,
         response_too_large; usage out of all proportion, bad_response; no content or a finish_reason that gave

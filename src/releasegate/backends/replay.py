@@ -13,6 +13,8 @@ refuse the file or to lose the other outputs.
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..border.files import read_capped
 from ..border.structured import TooDeep, json_loads
@@ -24,15 +26,19 @@ from ._base import Backend, Generation, Request
 from ._registry import BackendEntry, register
 from .tool_parsers import message_calls
 
+if TYPE_CHECKING:
+    from ..inputs.target import TargetConfig
+
 
 class ReplayBackend(Backend):
     batch_size = 64
     measures_latency = False
 
-    def __init__(self, target, generation: dict | None = None) -> None:
+    def __init__(self, target: TargetConfig, generation: dict[str, Any] | None = None) -> None:
+        assert target.responses is not None  # the replay backend's required field (inputs.target)
         self.path = target.responses
         self.outputs: dict[str, str] = {}
-        self.calls: dict[str, list[list[dict]]] = {}
+        self.calls: dict[str, list[list[dict[str, Any]]]] = {}
         self.asked: dict[str, int] = {}
 
     def load(self) -> None:
@@ -63,7 +69,7 @@ class ReplayBackend(Backend):
                 out.append(Generation(text, tokens=Tokens(source="none"), tool_calls=self._turn(req)))
         return out
 
-    def _turn(self, req: Request) -> list[list[dict]] | None:
+    def _turn(self, req: Request) -> list[list[dict[str, Any]]] | None:
         """A request with tools: the calls of the turn it is (the case's first request the first turn)."""
         if not req.tools:
             return None
@@ -72,13 +78,13 @@ class ReplayBackend(Backend):
         return [turns[k] if k < len(turns) else []]
 
 
-def replayed_calls(value, path, number: int) -> list[list[dict]]:
+def replayed_calls(value: object, path: Path, number: int) -> list[list[dict[str, Any]]]:
     """A line's `tool_calls` (one list of calls per turn), each call made {id, name, arguments: text}."""
     turns = value if isinstance(value, list) else None
     if turns is None or not all(isinstance(t, list) for t in turns) or len(turns) > 32:
         raise InputError("tool_calls must be a list of turns, each a list of calls (at most 32 turns)",
                          file=path, line=number, field="tool_calls", hint='e.g. [[{"name": "f", "arguments": "{}"}]]')
-    out = []
+    out: list[list[dict[str, Any]]] = []
     for turn in turns:
         calls = message_calls({"tool_calls": [{"id": c.get("id"), "function": c} if isinstance(c, dict) else c
                                               for c in turn]})
@@ -89,7 +95,7 @@ def replayed_calls(value, path, number: int) -> list[list[dict]]:
     return out
 
 
-def _read(path) -> str:
+def _read(path: Path) -> str:
     """The responses file as text; bytes that are not UTF-8 (a model's output written raw) become lone surrogates
     ('surrogateescape'), which the record then replaces with U+FFFD and flags."""
     try:

@@ -36,6 +36,7 @@ import sqlite3
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..border.files import check_regular, exists
 from ..border.structured import json_loads
@@ -76,7 +77,7 @@ _KEY_VERSION = 2  # 2: output token counts include the end-of-sequence token the
 _BUSY_TIMEOUT_S = 60.0
 
 
-def cache_key(fingerprint: str, request: Request, generation: dict) -> str:
+def cache_key(fingerprint: str, request: Request, generation: dict[str, Any]) -> str:
     """The cache key of one request to one target with these generation parameters."""
     sent = {"messages": request.messages} if request.messages is not None else {"prompt": request.prompt}
     payload = {"v": _KEY_VERSION, "target": fingerprint, "request": sent, "generation": generation}
@@ -86,12 +87,12 @@ def cache_key(fingerprint: str, request: Request, generation: dict) -> str:
 class ResponseCache:
     """One cache file, opened for one run (one process, one thread)."""
 
-    def __init__(self, path: Path, *, fingerprint: str, generation: dict, ttl_s: float | None = None,
+    def __init__(self, path: Path, *, fingerprint: str, generation: dict[str, Any], ttl_s: float | None = None,
                  session: str | None = None, stood_on: tuple[str, ...] = ()) -> None:
         self.path = Path(path)
         self.session = session
         """This session's name in the cache (None: its answers name no session, as before sessions)."""
-        self.tally: dict = {"attempts": 0, "errors": {}}
+        self.tally: dict[str, Any] = {"attempts": 0, "errors": {}}
         """The attempts this session recorded for fresh requests, failed ones by kind."""
         self.sources: set[str] = set(stood_on)
         """The sessions this one stands on: its run's earlier sessions, those its cached answers came from, and
@@ -138,7 +139,8 @@ class ResponseCache:
     def get(self, request: Request) -> Generation | None:
         """The cached response to `request` (tokens, no timing), or None."""
         query = "SELECT text, tokens, attempts, session FROM responses WHERE key = ?"
-        params: tuple = (self.key(request),)
+        key = self.key(request)
+        params: tuple[str | float, ...] = (key,)
         if self.ttl_s is not None:
             query += " AND created_at >= ?"
             params += (time.time() - self.ttl_s,)
@@ -148,7 +150,7 @@ class ResponseCache:
             self.error = f"could not read responses: {exc}"
             return None
         if row is None:
-            self._stand_on_failures(params[0])
+            self._stand_on_failures(key)
             return None
         self.hits += 1
         source = row[3] if isinstance(row[3], str) and row[3] else None
@@ -198,12 +200,12 @@ class ResponseCache:
             return
         self.stored += len(rows)
 
-    def ledger(self, leave_out: Collection[str] = frozenset()) -> dict[str, dict]:
+    def ledger(self, leave_out: Collection[str] = frozenset()) -> dict[str, dict[str, Any]]:
         """Session -> its tally ({'attempts', 'errors'}) for every session this one stands on, directly or through
         the sessions it stood on, each once; `leave_out` (the run's own sessions, whose attempts its records hold)
         is neither listed nor followed. A session with no row (a cache from before sessions) is left out: its
         answers keep the attempts they carry (`CaseRecord.produced_by`)."""
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         todo = sorted(self.sources - set(leave_out))
         seen = set(todo) | set(leave_out)
         while todo:
@@ -225,7 +227,8 @@ class ResponseCache:
         return found
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        count: int = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return count
 
     def close(self) -> None:
         self._db.close()
@@ -239,7 +242,7 @@ def _sent(gen: Generation) -> list[str | None]:
     return [*kinds, None]
 
 
-def _tally(row) -> tuple[dict, list[str]] | None:
+def _tally(row: tuple[Any, ...] | None) -> tuple[dict[str, Any], list[str]] | None:
     """A sessions row as (tally, sources), or None when missing or malformed."""
     if row is None or not isinstance(row[0], int) or row[0] < 0:
         return None
@@ -253,7 +256,7 @@ def _tally(row) -> tuple[dict, list[str]] | None:
     return {"attempts": max(row[0], sum(errors.values())), "errors": errors}, sources
 
 
-def _attempts(raw) -> list[str | None] | None:
+def _attempts(raw: object) -> list[str | None] | None:
     """The stored attempts, or None when unknown or malformed (a damaged row is an entry that knows none)."""
     try:
         value = json_loads(raw) if isinstance(raw, str) else None

@@ -6,7 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -68,7 +68,7 @@ def consoles(as_json: bool) -> Console:
     return Console(stderr=as_json, highlight=False)
 
 
-def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
+def print_review_line(console: Console, report: dict[str, Any], run_dir: Path) -> None:
     """The human-review status under the criteria table, when review applies to the run."""
     from ..review.summary import review_headline
     from ..text import inert
@@ -78,7 +78,7 @@ def print_review_line(console: Console, report: dict, run_dir: Path) -> None:
         console.print(inert(line.replace("RUN_DIR", str(run_dir)), keep=""), markup=False, soft_wrap=True)
 
 
-def print_json(data) -> None:
+def print_json(data: object) -> None:
     """JSON on stdout; control, bidi and surrogate characters from run text (a model output in the report's failing
     cases) as \\uXXXX escapes, so the terminal shows them instead of obeying them (the same JSON value)."""
     from ..redaction import redact_values
@@ -100,7 +100,7 @@ def write_output(path: Path, text: str, *, force: bool = False) -> None:
     write_output_file(check_output_path(path, force=force), redact(text).encode("utf-8"))
 
 
-def emit_rendering(text: str, output: Path | None, *, force: bool, console) -> None:
+def emit_rendering(text: str, output: Path | None, *, force: bool, console: Console) -> None:
     """A `--format` rendering: to `--output FILE` (see `write_output`; `console` says where it went), else to
     stdout as it is."""
     if output is None:

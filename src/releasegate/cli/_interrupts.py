@@ -14,8 +14,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from ..run.interruption import raise_in
+
+if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
 
 __all__ = ["interrupts_stop_the_command", "keep_exit_code"]
 
@@ -29,7 +34,7 @@ def interrupts_stop_the_command() -> Iterator[None]:
         return
     stopped = [False]
 
-    def unraisable(hook_args) -> None:
+    def unraisable(hook_args: UnraisableHookArgs) -> None:
         if hook_args.exc_type is not None and issubclass(hook_args.exc_type, KeyboardInterrupt):
             try:
                 caller = sys._getframe(1)  # the code that was running when the finalizer ran
@@ -54,7 +59,7 @@ def interrupts_stop_the_command() -> Iterator[None]:
 def keep_exit_code(code: int) -> None:
     """After the command: Ctrl-C while the process winds down ends it at once with the command's own code."""
 
-    def leave(signum, frame) -> None:
+    def leave(signum: int, frame: FrameType | None) -> None:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

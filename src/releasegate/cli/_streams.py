@@ -11,6 +11,10 @@ import io
 import os
 import select
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 __all__ = ["outlive_readers"]
 
@@ -32,7 +36,7 @@ class _ReaderMayLeave(io.RawIOBase):
     def isatty(self) -> bool:  # rich's colours and progress bars, and `report`'s CR handling, ask the stream
         return os.isatty(self._fd)
 
-    def write(self, data) -> int:
+    def write(self, data: ReadableBuffer) -> int:
         view = memoryview(data).cast("B")
         done = 0
         while not self.reader_left and done < len(view):

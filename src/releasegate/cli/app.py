@@ -6,7 +6,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import typer.main
@@ -36,6 +36,9 @@ from . import (
 from ._interrupts import interrupts_stop_the_command, keep_exit_code
 from ._streams import outlive_readers
 from .review import app as review_app
+
+if TYPE_CHECKING:  # the command tree's type: typer vendors click, in a private module
+    from typer._click.core import Command
 
 EXIT_CODES_HELP = """Exit codes: 0 pass | 1 gate failed | 2 invalid input or usage (config, suite, rubric, CSV) | \
 3 needs review or inconclusive | 4 the target could not be run (model load failure, unreachable endpoint, or it failed most requests) | 70 internal error (a bug; what was recorded is kept) | \
@@ -171,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @functools.cache
-def _command_tree():
+def _command_tree() -> Command:
     """The command tree typer builds from `app`, built once per process: building it reads every command's
     signature (tens of milliseconds), and a process that calls `main` again (a test, a script) parses with it."""
     return typer.main.get_command(app)

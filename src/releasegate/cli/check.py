@@ -113,7 +113,7 @@ def check(
         print_review_line(console, report, run.path)
         for line in verdict_lines(shown):
             console.print(line, markup=False, soft_wrap=True)
-        cached = report.get("counts", {}).get("cached")
+        cached = shown.counts.cached if shown.counts is not None else None
         if cached:
             console.print(f"{cached} responses came from the response cache: no latency was measured for them",
                           markup=False, soft_wrap=True)
@@ -121,7 +121,7 @@ def check(
         for note in index_run(run.path):  # the reports folder's run history lists it
             console.print(note, markup=False, soft_wrap=True)
         hold_after_verdict()
-    return report["exit_code"]
+    return shown.exit_code
 
 
 def _budget_set(budget_usd: float | None) -> tuple[str, ...]:

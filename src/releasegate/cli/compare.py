@@ -54,4 +54,4 @@ def compare(
         console.print(f"compare: {line}", markup=False)  # wrapped to the terminal
     if fmt is not None:
         emit_rendering(render_comparison(result, fmt.value), output, force=force, console=console)
-    return result["exit_code"]
+    return int(result["exit_code"])

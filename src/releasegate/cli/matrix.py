@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from rich.console import Console
 
 from .. import DEFAULT_CONFIG
 from ..pipeline.variants import VARIANTS
@@ -86,12 +87,12 @@ def matrix(
     console.print("TTFT includes the whole batch's prefill: compare it across equal batch sizes.", markup=False)
     console.print(inert(latency_line(rows), keep=""), markup=False, soft_wrap=True)
     console.print(f"matrix: {verdict} (the worst variant's gate verdict or quality comparison)", markup=False)
-    return result["exit_code"]
+    return int(result["exit_code"])
 
 
 
 
-def _served(result: dict, console, fmt: Format | None, output: Path | None, *, force: bool, as_json: bool) -> int:
+def _served(result: dict[str, Any], console: Console, fmt: Format | None, output: Path | None, *, force: bool, as_json: bool) -> int:
     from ..report.variants import choice_line, render_variants, variants_table
 
     if as_json:
@@ -101,4 +102,4 @@ def _served(result: dict, console, fmt: Format | None, output: Path | None, *, f
     console.print(f"reports: {result['dir']}", markup=False, soft_wrap=True)
     if fmt is not None:
         emit_rendering(render_variants(result, fmt.value), output, force=force, console=console)
-    return result["exit_code"]
+    return int(result["exit_code"])

@@ -53,4 +53,4 @@ def servers(
     console.print(f"recommendation: {comparison['recommendation']}", markup=False, soft_wrap=True)
     if fmt is not None:
         emit_rendering(render_servers(comparison, fmt.value), output, force=force, console=console)
-    return comparison["exit_code"]
+    return int(comparison["exit_code"])

@@ -10,9 +10,11 @@ tests/test_architecture.py fails when the copy and the registry differ). Reading
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from ..errors import InputError
 
@@ -84,18 +86,18 @@ class BackendSpec:
     capabilities: Capabilities = field(default_factory=Capabilities)
 
 
-def _tuples(value):
+def _tuples(value: Any) -> Any:  # JSON lists as tuples, all the way down (what the frozen specs hold)
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def spec_from_json(data: dict) -> BackendSpec:
+def spec_from_json(data: dict[str, Any]) -> BackendSpec:
     caps = Capabilities(**{f.name: _tuples(data["capabilities"][f.name]) for f in fields(Capabilities)
                            if f.name in data["capabilities"]})
     return BackendSpec(name=data["name"], summary=data["summary"], fields=tuple(data["fields"]),
                        required=tuple(data["required"]), describe=_tuples(data["describe"]), capabilities=caps)
 
 
-def specs_json(specs) -> str:
+def specs_json(specs: Iterable[BackendSpec]) -> str:
     """The text of `schemas/backends.json` for these specs, in name order."""
     return json.dumps({s.name: asdict(s) for s in sorted(specs, key=lambda s: s.name)}, indent=2) + "\n"
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.http import url_problem
 from ..errors import InputError
 from ..redaction import mask_url
 from .backend_facts import capabilities
-from .files import named_file, read_text, resolve_under
+from .files import KeyAt, named_file, read_text, resolve_under
 
 __all__ = ["CacheConfig", "PrefixCacheConfig", "parse_cache", "parse_prefix_cache", "DEFAULT_CACHE", "EmbeddingSource",
            "ResponseCacheProbeConfig", "parse_response_cache_probe"]
@@ -37,14 +38,14 @@ class PrefixCacheConfig:
     """Measured pairs: each case's question once after the same prompt (warm) and once after a new one (cold)."""
 
 
-def parse_cache(raw: dict | None, here: Path) -> CacheConfig | None:
+def parse_cache(raw: dict[str, Any] | None, here: Path) -> CacheConfig | None:
     """The `cache:` section; None (no response cache) when the config has none."""
     if raw is None:
         return None
     return CacheConfig(path=resolve_under(here, raw.get("path", DEFAULT_CACHE)), ttl_s=raw.get("ttl_s"))
 
 
-def parse_prefix_cache(raw: dict | None, target: dict, here: Path, at) -> PrefixCacheConfig | None:
+def parse_prefix_cache(raw: dict[str, Any] | None, target: dict[str, Any], here: Path, at: KeyAt) -> PrefixCacheConfig | None:
     """The `prefix_cache:` section, its system prompt read; None (not measured) when the config has none."""
     if raw is None:
         return None
@@ -110,7 +111,7 @@ class ResponseCacheProbeConfig:
     """Where embeddings come from (semantic mode)."""
 
 
-def parse_response_cache_probe(raw: dict | None, here: Path, at) -> ResponseCacheProbeConfig | None:
+def parse_response_cache_probe(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> ResponseCacheProbeConfig | None:
     """The `response_cache_probe:` section; None (not simulated) when the config has none."""
     if raw is None:
         return None
@@ -133,7 +134,7 @@ def parse_response_cache_probe(raw: dict | None, here: Path, at) -> ResponseCach
     )
 
 
-def _embeddings(raw: dict, here: Path, at) -> EmbeddingSource:
+def _embeddings(raw: dict[str, Any], here: Path, at: KeyAt) -> EmbeddingSource:
     if ("local" in raw) == ("base_url" in raw):
         raise InputError("embeddings needs one of base_url (an endpoint) or local (a model directory)",
                          **at("response_cache_probe", "embeddings"))

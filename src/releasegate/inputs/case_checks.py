@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, Where
 from .files import KeyAt, load_json, named_file
@@ -16,13 +17,13 @@ from .files import KeyAt, load_json, named_file
 __all__ = ["check_answer", "check_regex", "resolve_format"]
 
 
-def check_answer(spec: dict | None, at: KeyAt) -> None:
+def check_answer(spec: dict[str, Any] | None, at: KeyAt) -> None:
     """An answer check's regex compiles (`at("pattern")` names it otherwise)."""
     if spec and "pattern" in spec:
         check_regex(spec["pattern"], at("pattern"))
 
 
-def resolve_format(spec: dict, base_dir: Path, at: KeyAt) -> dict:
+def resolve_format(spec: dict[str, Any], base_dir: Path, at: KeyAt) -> dict[str, Any]:
     """A format check with its JSON Schema inlined (a path read relative to `base_dir`) and its regex compiled."""
     spec = dict(spec)
     if "pattern" in spec:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from sys import intern
+from typing import Any
 
 __all__ = ["note_float", "note_constant", "shared"]
 
 
-def note_float(odd: list, text: str) -> float:
+def note_float(odd: list[Any], text: str) -> float:
     """A JSON number with a fraction or exponent, as the parser makes it; one past a float (1e999) noted."""
     value = float(text)
     if not math.isfinite(value):
@@ -16,13 +17,13 @@ def note_float(odd: list, text: str) -> float:
     return value
 
 
-def note_constant(odd: list, name: str) -> float:
+def note_constant(odd: list[Any], name: str) -> float:
     """NaN, Infinity or -Infinity, which Python's parser accepts: noted, so the line is searched for where."""
     odd.append(name)
     return float(name)
 
 
-def shared(mapping: dict) -> dict:
+def shared(mapping: dict[str, Any]) -> dict[str, Any]:
     """A copy of a JSON object whose keys and short string values are interned: the cases of a suite repeat
     the same keys, roles, tags and labels, and a big suite would otherwise hold each of them once per case."""
     return {intern(k): intern(v) if type(v) is str and len(v) <= 64 else v for k, v in mapping.items()}

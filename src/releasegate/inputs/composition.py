@@ -44,7 +44,7 @@ class Override:
     parts: tuple[str | int, ...]
     value: Any
 
-    def as_record(self, value: Any = ...) -> dict:
+    def as_record(self, value: Any = ...) -> dict[str, Any]:
         """What a run records of it (manifest.json): the key and the value, `value` in place of its own."""
         return {"key": self.key, "value": self.value if value is ... else value}
 
@@ -70,7 +70,7 @@ def parse_override(text: str) -> Override:
     return Override(key=key, parts=parts, value=value)
 
 
-def recorded_override(record: dict) -> Override:
+def recorded_override(record: dict[str, Any]) -> Override:
     """An override as a run recorded it (`Override.as_record`), to compose the original config again."""
     key = str(record.get("key", ""))
     return Override(key=key, parts=_key_parts(key, key), value=record.get("value"))
@@ -116,7 +116,7 @@ class _Origin:
     """Which layer wrote a value; `children` for a mapping (or a list an override reached into)."""
 
     layer: int
-    children: dict | None = None
+    children: dict[str | int, _Origin] | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class Layer:
     file: Path | None
     node: yaml.Node | None = None
     override: Override | None = None
-    written: dict | None = None
+    written: dict[str, Any] | None = None
     """A file layer's mapping as written (`extends` left out): the keys it sets, null ones included."""
 
 
@@ -134,7 +134,7 @@ class Layer:
 class Composed:
     """The merged config and where each of its values came from."""
 
-    data: dict
+    data: dict[str, Any]
     layers: list[Layer]
     origin: _Origin
     extends: list[Path] = field(default_factory=list)
@@ -191,9 +191,9 @@ def compose(path: Path, overrides: tuple[Override, ...] = ()) -> Composed:
                     overrides=tuple(overrides))
 
 
-def _chain(path: Path) -> list[tuple[Path, dict, yaml.Node | None]]:
+def _chain(path: Path) -> list[tuple[Path, dict[str, Any], yaml.Node | None]]:
     """[(file, mapping without `extends`, nodes)] from the config that is run to its first base."""
-    chain: list[tuple[Path, dict, yaml.Node | None]] = []
+    chain: list[tuple[Path, dict[str, Any], yaml.Node | None]] = []
     seen: list[Path] = []
     here: Path | None = path
     while here is not None:
@@ -208,7 +208,7 @@ def _chain(path: Path) -> list[tuple[Path, dict, yaml.Node | None]]:
     return chain
 
 
-def _base_of(named: Any, path: Path, node, seen: list[Path]) -> Path:
+def _base_of(named: Any, path: Path, node: yaml.Node | None, seen: list[Path]) -> Path:
     """The file `extends:` names in `path`, refused when missing, not a file name, a cycle or too deep."""
     where = Where(file=path, line=line_of(node, ["extends"]), field="extends")
     if not isinstance(named, str) or not named.strip():
@@ -246,9 +246,10 @@ def _merge(base: Any, origin: _Origin, over: Any, layer: int) -> tuple[Any, _Ori
     return merged, _Origin(layer, children)
 
 
-def _apply(data: dict, origin: _Origin, override: Override, layer: int) -> None:
+def _apply(data: dict[str, Any], origin: _Origin, override: Override, layer: int) -> None:
     """Set (or, for null, remove) the value at the override's path; missing mappings on the way are created."""
-    node, here = data, origin
+    node: Any = data  # a mapping or a list, as the path walks into it
+    here = origin
     for i, part in enumerate(override.parts):
         last = i == len(override.parts) - 1
         _check_container(node, part, override.parts[:i], override)
@@ -268,7 +269,7 @@ def _apply(data: dict, origin: _Origin, override: Override, layer: int) -> None:
         node, here = node[part], here.children.setdefault(part, _Origin(layer))
 
 
-def _check_container(node: Any, part: str | int, before: tuple, override: Override) -> None:
+def _check_container(node: Any, part: str | int, before: tuple[str | int, ...], override: Override) -> None:
     """The value the path walks into takes this part: a name in a mapping, an existing index in a list."""
     where = field_path(list(before)) or "the config"
     if isinstance(part, int):

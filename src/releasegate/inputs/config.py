@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
-from ..errors import InputError
+from ..errors import InputError, Where
 from .backend_facts import SHARED_FIELDS, backend_names, capabilities, spec
 from .budget_config import Budget, parse_budget, refuse_unbilled
 from .cache_config import (
@@ -28,12 +28,12 @@ from .cache_config import (
     parse_prefix_cache,
     parse_response_cache_probe,
 )
-from .composition import Override, compose, parse_override, recorded_override, value_at
+from .composition import Composed, Override, compose, parse_override, recorded_override, value_at
 from .config_secrets import masked_config, register_config_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
-from .guard_settings import parse_guards
-from .judge_settings import parse_judge
+from .guard_settings import GuardSettings, parse_guards
+from .judge_settings import JudgeSettings, parse_judge
 from .judging_keys import layered_over_official
 from .leakage_inputs import parse_leakage
 from .load_profile import LoadConfig, parse_load
@@ -52,12 +52,12 @@ class Config:
     """A validated, path-resolved `releasegate.yaml`."""
 
     path: Path
-    raw: dict
+    raw: dict[str, Any]
     target: TargetConfig
     suites: tuple[SuiteConfig, ...]
     rubric: Path
     max_new_tokens: int = 64
-    generation: dict = field(default_factory=dict)
+    generation: dict[str, Any] = field(default_factory=dict)
     """The `generation:` section as the backend and the response cache take it: every key but `repeats`."""
     repeats: int = 1
     """Draws per case (`generation.repeats`); a suite's own `repeats:` overrides it for its cases."""
@@ -79,13 +79,13 @@ class Config:
     variants: VariantPlan | None = None
     """The served variants `releasegate matrix` runs and chooses among (`variants:`, `variant_choice:`); None: none
     declared."""
-    judge: Any = None
+    judge: JudgeSettings | None = None
     """The LLM judge (`judge:`, an `inputs.judge_settings.JudgeSettings`); None: no judge configured."""
     probes: Any = None
     """Attack families applied to the must-refuse cases (`probes:`, an `inputs.probes.ProbePlan`); None: none."""
     leakage: Any = None
     """What the fine-tune memorised (`leakage:`, an `inputs.leakage_inputs.LeakageConfig`); None: not probed."""
-    guards: dict = field(default_factory=dict)
+    guards: dict[str, GuardSettings] = field(default_factory=dict)
     """Guard models by name (`guards:`, `inputs.guard_settings.GuardSettings`) that `forbidden:` rules of kind
     guard ask; empty: none."""
     base_dir: Path | None = None
@@ -104,7 +104,7 @@ class Config:
     rubric_set_by: str | None = None
     """Where `rubric:` was written when not in this file: the base config (`extends:`) whose key names the
     rubric, or '--set rubric'; None: this file names it."""
-    over_official: tuple[dict, ...] = ()
+    over_official: tuple[dict[str, Any], ...] = ()
     """Every key laid over the official config ({'key', 'by'}): written by an `extends:` layer over the one that
     names the rubric, or by a `--set` (`judging_keys.layered_over_official`)."""
 
@@ -113,7 +113,7 @@ class Config:
         own = next((s.repeats for s in self.suites if s.name == suite), None)
         return own or self.repeats
 
-    def masked_raw(self) -> dict:
+    def masked_raw(self) -> dict[str, Any]:
         """The config as written, with the target's credentials masked (userinfo and query tokens of base_url,
         secret header and extra_body values; `{env: NAME}` references are kept, they hold no value)."""
         return masked_config(self.raw)
@@ -125,15 +125,15 @@ class Config:
 
         masked = self.masked_raw()
         if self.extends or self.overrides:  # the composed config, so that a resume reads what ran
-            return (self.composition_comment() + ("# credentials masked\n" if masked != self.raw else "")
-                    + yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
+            dumped: str = yaml.safe_dump(masked, sort_keys=False, allow_unicode=True)
+            return self.composition_comment() + ("# credentials masked\n" if masked != self.raw else "") + dumped
         text = read_text(self.path, what="config", max_bytes=MAX_YAML_BYTES)
         if masked == self.raw:
             return text
-        return ("# snapshot of the run's config, credentials masked\n"
-                + yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
+        dumped = yaml.safe_dump(masked, sort_keys=False, allow_unicode=True)
+        return "# snapshot of the run's config, credentials masked\n" + dumped
 
-    def recorded_overrides(self) -> list[dict]:
+    def recorded_overrides(self) -> list[dict[str, Any]]:
         """The `--set` overrides as a run records them: each value as the masked config holds it (a credential
         given with --set is never written)."""
         masked, out = self.masked_raw(), []
@@ -158,7 +158,7 @@ class Config:
 
 def load_config(
     path: Path, *, base_dir: Path | None = None, secrets_from: Path | None = None,
-    overrides: tuple[str | Override, ...] = (), secrets_overrides: tuple[dict, ...] = (),
+    overrides: tuple[str | Override, ...] = (), secrets_overrides: tuple[dict[str, Any], ...] = (),
 ) -> Config:
     """Load, compose (`extends:`, `overrides` as `--set KEY=VALUE`, see `composition`), validate and resolve a
     config; raise InputError naming the file, line and field, or the --set, that wrote the wrong value.
@@ -230,7 +230,7 @@ def load_config(
     )
 
 
-def ignored_target_keys(composed, path: Path) -> tuple[str, ...]:
+def ignored_target_keys(composed: Composed, path: Path) -> tuple[str, ...]:
     """A warning per config layer that wrote target keys the target's backend does not take, naming the file and
     line: an `extends:` to another backend keeps the base's target keys (`base_url` under a replay target), and
     the new backend would silently ignore them."""
@@ -259,7 +259,7 @@ def ignored_target_keys(composed, path: Path) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _set_by(composed, path: Path, key: str) -> str | None:
+def _set_by(composed: Composed, path: Path, key: str) -> str | None:
     """The layer that wrote `key` when it is not the config at `path`: a base config's path, or '--set KEY'."""
     layer = composed.layer_of([key])
     if layer.override is not None:
@@ -269,7 +269,7 @@ def _set_by(composed, path: Path, key: str) -> str | None:
     return str(Path(layer.file).resolve())
 
 
-def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:
+def _original(path: Path, recorded: tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
     """The original config of a run composed as the run composed it; None when it no longer composes. A
     credential the run was given with --set was never written: the run cannot be continued without it."""
     masked = next((r for r in recorded if r.get("masked")), None)
@@ -282,17 +282,17 @@ def _original(path: Path, recorded: tuple[dict, ...]) -> dict | None:
         return None
 
 
-def _check_answers(target: TargetConfig, where) -> None:
+def _check_answers(target: TargetConfig, where: Where) -> None:
     """The model under test and the judge write text: a classifier's reply is a label, read only by a guard."""
     if capabilities(target.backend).labels_from:
         raise InputError(f"backend {target.backend} replies with a label name, not an answer", **where,
                          hint="a classifier is a guard: declare it under guards: with format: classifier")
 
 
-def _guards(raw: dict | None, here: Path, at) -> dict:
+def _guards(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> dict[str, GuardSettings]:
     """The `guards:` section: each guard's model is built exactly as `target:` is, errors named under its key."""
 
-    def make_target(section: dict, name: str) -> TargetConfig:
+    def make_target(section: dict[str, Any], name: str) -> TargetConfig:
         target = parse_target(section, here, lambda *parts: at("guards", name, *parts[1:]) if parts and parts[0] == "target" else at(*parts))
         target.register_secrets()
         return target
@@ -300,15 +300,15 @@ def _guards(raw: dict | None, here: Path, at) -> dict:
     return parse_guards(raw, here, at, make_target)
 
 
-def _judge(raw: dict | None, here: Path, at):
+def _judge(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> JudgeSettings | None:
     """The `judge:` section: its model is built exactly as `target:` is, errors named under judge."""
     if raw is None:
         return None
 
-    def judge_at(*parts):
+    def judge_at(*parts: str | int) -> Where:
         return at("judge", *parts[1:]) if parts and parts[0] == "target" else at(*parts)
 
-    def make_target(section: dict) -> TargetConfig:
+    def make_target(section: dict[str, Any]) -> TargetConfig:
         target = parse_target(section, here, judge_at)
         target.register_secrets()
         _check_answers(target, at("judge", "backend"))

@@ -20,6 +20,7 @@ import copy
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..redaction import REDACTED, add_secret, is_secret_name, mask_url, secret_from_env, url_secrets
@@ -38,7 +39,7 @@ def _names_a_variable(key: object) -> bool:
     return isinstance(key, str) and (key == "secret_keys" or key.lower().endswith("_env"))
 
 
-def _extra(section: dict, extra: tuple[str, ...]) -> tuple[str, ...]:
+def _extra(section: dict[str, Any], extra: tuple[str, ...]) -> tuple[str, ...]:
     names = section.get("secret_keys")
     return extra + tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else extra
 
@@ -50,7 +51,7 @@ def _env_reference(value: object) -> str | None:
     return None
 
 
-def _mask(value, extra: tuple[str, ...], secret: bool):
+def _mask(value: Any, extra: tuple[str, ...], secret: bool) -> Any:  # a config value, masked
     if _env_reference(value) is not None:
         return dict(value)
     if isinstance(value, dict):
@@ -66,13 +67,14 @@ def _mask(value, extra: tuple[str, ...], secret: bool):
     return value
 
 
-def masked_config(data: dict) -> dict:
+def masked_config(data: dict[str, Any]) -> dict[str, Any]:
     """A copy of the raw config with every credential masked: URL userinfo and query tokens, values under
     secret-looking keys; `{env: NAME}` references and `*_env` names kept (they hold no value)."""
-    return _mask(copy.deepcopy(data), (), False)
+    masked: dict[str, Any] = _mask(copy.deepcopy(data), (), False)
+    return masked
 
 
-def config_secrets(data, extra: tuple[str, ...] = (), secret: bool = False) -> Iterator[tuple[str, str]]:
+def config_secrets(data: object, extra: tuple[str, ...] = (), secret: bool = False) -> Iterator[tuple[str, str]]:
     """("value", a credential) and ("env", a variable holding one) for every credential `masked_config` masks."""
     reference = _env_reference(data)
     if reference is not None:
@@ -95,7 +97,7 @@ def config_secrets(data, extra: tuple[str, ...] = (), secret: bool = False) -> I
             yield from (("value", v) for v in url_secrets(data.strip(), extra))
 
 
-def register_config_secrets(data) -> None:
+def register_config_secrets(data: object) -> None:
     """Register every credential of a raw config (or any part of one) with `redaction`: best effort, before
     validation, so nothing of an unvalidated config can make it fail."""
     try:
@@ -108,12 +110,12 @@ def register_config_secrets(data) -> None:
         pass
 
 
-def register_raw_secrets(section) -> None:
+def register_raw_secrets(section: object) -> None:
     """`register_config_secrets` of one section (the target's, the judge's, a variant's)."""
     register_config_secrets(section)
 
 
-def restore_secrets(data: dict, original: Path) -> dict:
+def restore_secrets(data: dict[str, Any], original: Path) -> dict[str, Any]:
     """`data` (a masked snapshot) with the credentials of the config it was made from, section by section where
     that config's section, masked, is still the snapshot's: a resumed run talks to its endpoints as the run did."""
     try:
@@ -123,7 +125,7 @@ def restore_secrets(data: dict, original: Path) -> dict:
     return restore_from(data, source)
 
 
-def restore_from(data: dict, source) -> dict:
+def restore_from(data: dict[str, Any], source: object) -> dict[str, Any]:
     """`restore_secrets` from the original config's mapping (composed, when it extends another or had --set)."""
     if not isinstance(source, dict):
         return data

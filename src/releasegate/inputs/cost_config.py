@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .files import load_yaml, named_file, resolve_under
+from .files import KeyAt, load_yaml, named_file, resolve_under
 
 __all__ = ["CostConfig", "parse_cost"]
 
@@ -22,7 +22,7 @@ class CostConfig:
     output_usd_per_1m: float | None = None
 
 
-def parse_cost(raw: dict | None, here: Path, at) -> CostConfig | None:
+def parse_cost(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> CostConfig | None:
     """The `cost:` section, a price table's row read; None (not priced) when the config has none."""
     if raw is None:
         return None
@@ -42,7 +42,7 @@ def parse_cost(raw: dict | None, here: Path, at) -> CostConfig | None:
     return CostConfig(mode="api", **prices)
 
 
-def _price_row(table: Path, model: str | None, at) -> dict:
+def _price_row(table: Path, model: str | None, at: KeyAt) -> dict[str, Any]:
     """A price table is YAML: {model-name: {input_usd_per_1m: x, output_usd_per_1m: y}}."""
     if model is None:
         raise InputError("price_table needs price_model", **at("cost", "price_model"))

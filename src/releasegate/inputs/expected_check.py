@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import string
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -31,7 +32,7 @@ _NO_EXPECTED = ("judge",)
 """Answer checks that need no expected answer."""
 
 
-def check_expected(expected: Any, answer: dict | None, formats: tuple[dict, ...], file, line: int | None,
+def check_expected(expected: Any, answer: dict[str, Any] | None, formats: tuple[dict[str, Any], ...], file: str | Path | None, line: int | None,
                    fields_at: KeyAt | None = None, table: bool = False) -> None:
     """InputError (naming `expected` or `expected.<field>`) for an expected answer the case can never meet.
     `fields_at(j)`: where `answer.fields[j]` was written (the config's line for a suite's answer check): a field
@@ -57,7 +58,7 @@ def check_expected(expected: Any, answer: dict | None, formats: tuple[dict, ...]
         _check_exact(expected, formats, file, line)
 
 
-def _refused(message: str, field: str, file, line: int | None, hint: str | None = None) -> InputError:
+def _refused(message: str, field: str, file: str | Path | None, line: int | None, hint: str | None = None) -> InputError:
     return InputError(f"{message}: this case can never pass", file=file, line=line, field=field,
                       hint=hint or "correct the expected answer, or drop the case")
 
@@ -66,14 +67,14 @@ def _empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _has_group(answer: dict) -> bool:
+def _has_group(answer: dict[str, Any]) -> bool:
     try:
         return re.compile(answer.get("pattern", "")).groups > 0
     except re.error:
         return True  # the pattern's own error is reported where it is compiled
 
 
-def _check_fields(expected: Any, answer: dict, schemas: list[dict], file, line: int | None,
+def _check_fields(expected: Any, answer: dict[str, Any], schemas: list[dict[str, Any]], file: str | Path | None, line: int | None,
                   fields_at: KeyAt | None) -> None:
     if not isinstance(expected, dict):
         raise _refused("json_fields needs a JSON object as the expected answer", "expected", file, line)
@@ -95,7 +96,7 @@ def _check_fields(expected: Any, answer: dict, schemas: list[dict], file, line: 
                            hint="fill the cell or field in" if _empty(value) else None)
 
 
-def _field_problem(name: str, value: Any, schemas: list[dict]) -> str | None:
+def _field_problem(name: str, value: Any, schemas: list[dict[str, Any]]) -> str | None:
     """Why `value` can never be the output's field `name`, or None."""
     checked = False
     for schema in schemas:
@@ -111,7 +112,7 @@ def _field_problem(name: str, value: Any, schemas: list[dict]) -> str | None:
     return None
 
 
-def _property_schema(schema: dict, name: str) -> Any:
+def _property_schema(schema: dict[str, Any], name: str) -> Any:
     """The part of an object schema a property's value must meet, or None when it cannot be told alone."""
     if any(key in schema for key in ("$ref", "allOf", "anyOf", "oneOf", "if", "patternProperties", "dependentSchemas")):
         return None
@@ -122,7 +123,7 @@ def _property_schema(schema: dict, name: str) -> Any:
     return extra if extra is False or isinstance(extra, dict) else None
 
 
-def _check_number(expected: Any, file, line: int | None) -> None:
+def _check_number(expected: Any, file: str | Path | None, line: int | None) -> None:
     try:
         float(expected)
     except (TypeError, ValueError):
@@ -140,14 +141,14 @@ def _normalized(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
 
 
-def _check_label(expected: Any, labels: list[str], file, line: int | None) -> None:
+def _check_label(expected: Any, labels: list[str], file: str | Path | None, line: int | None) -> None:
     if _normalized(_as_text(expected)) not in {_normalized(label) for label in labels}:
         guess = did_you_mean(str(expected), labels)
         raise _refused(f"{str(expected)[:40]!r} is not one of answer.labels" + (f" ({guess})" if guess else ""),
                        "expected", file, line)
 
 
-def _check_exact(expected: Any, formats: tuple[dict, ...], file, line: int | None) -> None:
+def _check_exact(expected: Any, formats: tuple[dict[str, Any], ...], file: str | Path | None, line: int | None) -> None:
     """The expected text, as the output that would match it, against each of the case's format checks."""
     text = _as_text(expected).strip()
     for spec in formats:
@@ -161,7 +162,7 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _format_problem(text: str, spec: dict) -> str | None:
+def _format_problem(text: str, spec: dict[str, Any]) -> str | None:
     kind = spec.get("type")
     if kind == "max_length" and "max_chars" in spec and len(text) > spec["max_chars"]:
         return f"{len(text)} chars > {spec['max_chars']}"

@@ -96,7 +96,7 @@ def load_json(path: Path, *, what: str) -> Any:
         raise InputError(f"not valid JSON: {str(exc).splitlines()[0][:120]}", file=path) from None
 
 
-def stored_yaml(path: Path, *, what: str) -> dict | None:
+def stored_yaml(path: Path, *, what: str) -> dict[str, Any] | None:
     """A mapping releasegate wrote as YAML (a run's config.yaml snapshot), read with the same limits as any YAML;
     None when it is missing, unreadable or not a mapping: it then says nothing."""
     try:
@@ -174,7 +174,7 @@ def line_of(node: yaml.Node | None, parts: list[str | int]) -> int | None:
     """Walk the YAML node tree to the deepest node on `parts`; return its 1-based line."""
     if node is None:
         return None
-    best = node.start_mark.line + 1
+    best: int = node.start_mark.line + 1
     for part in parts:
         child = None
         if isinstance(node, yaml.MappingNode):

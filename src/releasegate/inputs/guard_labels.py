@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import unicodedata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..border.files import is_dir, read_text
 from ..border.hub import hub_snapshot
 from ..border.structured import json_loads
 from ..errors import InputError, Where
 from .backend_facts import capabilities
+from .files import KeyAt
 from .model_files import MAX_CONFIG_BYTES, check_model_dir
+
+if TYPE_CHECKING:
+    from .target import TargetConfig
 
 __all__ = ["classifier_labels", "model_labels", "label_key"]
 
@@ -28,7 +33,7 @@ def label_key(label: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", label).strip().casefold())
 
 
-def classifier_labels(section: dict, name: str, fmt: str, target, at) -> tuple[str, ...]:
+def classifier_labels(section: dict[str, Any], name: str, fmt: str, target: TargetConfig, at: KeyAt) -> tuple[str, ...]:
     """The guard's `safe_labels`, every label of it checked (InputError at the field that names a wrong one)."""
     safe = tuple(str(v) for v in section.get("safe_labels") or ())
     labels_from = capabilities(target.backend).labels_from
@@ -77,7 +82,7 @@ def _check_spelling(labels: tuple[str, ...], where: Where) -> None:
         seen[label_key(label)] = label
 
 
-def _match_model(model: list[str], unsafe: tuple[str, ...], safe: tuple[str, ...], name: str, at) -> None:
+def _match_model(model: list[str], unsafe: tuple[str, ...], safe: tuple[str, ...], name: str, at: KeyAt) -> None:
     _check_spelling(tuple(model), at("guards", name, "base"))
     known = {label_key(m) for m in model}
     listed = ", ".join(_shown(m) for m in model[:20]) + (f" and {len(model) - 20} more" if len(model) > 20 else "")
@@ -94,7 +99,7 @@ def _match_model(model: list[str], unsafe: tuple[str, ...], safe: tuple[str, ...
                          hint=f"add '{_shown(unnamed[0])}' to safe_labels or to categories")
 
 
-def model_labels(base, where: Where, *, adapted: bool = False) -> list[str]:
+def model_labels(base: str | Path | None, where: Where, *, adapted: bool = False) -> list[str]:
     """A classifier's labels in index order, from the config.json of its directory (or of its copy in the local
     hub cache); transformers' LABEL_0, LABEL_1 where it names none. A model saved as another kind (a causal LM)
     has no trained classification head, unless an adapter (`adapted`) brings one."""

@@ -17,17 +17,21 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .backend_facts import spec
-from .files import is_file, read_text
+from .files import KeyAt, is_file, read_text
 from .guard_labels import classifier_labels, label_key
 from .judge_settings import TARGET_KEYS
+
+if TYPE_CHECKING:
+    from .target import TargetConfig
 
 __all__ = ["GuardSettings", "GuardReply", "parse_guards", "parse_guard_reply", "guard_prompt", "FORMATS",
            "LLAMA_GUARD_TEMPLATE", "SHIELDGEMMA_TEMPLATE", "CLASSIFIER_TEMPLATE", "Unparseable", "TemplateFailed"]
@@ -114,7 +118,7 @@ class GuardSettings:
         return {"llama_guard": LLAMA_GUARD_TEMPLATE, "shieldgemma": SHIELDGEMMA_TEMPLATE}.get(
             self.format, CLASSIFIER_TEMPLATE)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """What run.json and the report say of the guard (credentials masked)."""
         t = self.target
         model = t.model or (str(t.responses) if t.responses else None) or (str(t.base) if t.base else None)
@@ -127,7 +131,7 @@ class GuardSettings:
     def fingerprint(self, target_fingerprint: str) -> str:
         """Everything that can change a guard verdict but the reply itself; its journaled verdicts are keyed by it."""
         d = self.describe()
-        payload = {"target": target_fingerprint, **{k: d[k] for k in (
+        payload: dict[str, Any] = {"target": target_fingerprint, **{k: d[k] for k in (
             "format", "categories", "prompt_sha256", "max_tokens", "temperature", "safe_labels") if k in d}}
         return "guard-" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -184,7 +188,8 @@ def _label_reply(text: str, settings: GuardSettings | None) -> GuardReply:
     return GuardReply(True, (code,))
 
 
-def parse_guards(raw: dict | None, here: Path, at, make_target) -> dict[str, GuardSettings]:
+def parse_guards(raw: dict[str, Any] | None, here: Path, at: KeyAt,
+                 make_target: Callable[[dict[str, Any], str], TargetConfig]) -> dict[str, GuardSettings]:
     """The `guards:` section by name; `make_target(raw, name)` builds each guard's TargetConfig."""
     out = {}
     for name, section in (raw or {}).items():

@@ -15,11 +15,18 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from ..text import decode_json_at, loads_json, valid_text
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+
+    from ..record.records import CaseRecord
+    from .judge_settings import Criterion, JudgeSettings
 
 __all__ = ["DEFAULT_TEMPLATE", "SYSTEM", "judge_messages", "verdict_schema", "response_format", "parse_reply",
            "Parsed", "Unparseable", "template_text", "check_template", "pairwise_messages", "preference_format",
@@ -79,22 +86,22 @@ class Unparseable(ValueError):
     """The reply holds no verdict releasegate can read (a judge error of class 'judge_unparseable')."""
 
 
-def template_text(settings) -> str:
+def template_text(settings: JudgeSettings) -> str:
     return settings.prompt_text if settings.prompt_text is not None else DEFAULT_TEMPLATE
 
 
 @cache
-def _compiled(text: str):
+def _compiled(text: str) -> Template:
     """The prompt template compiled in the budgeted sandbox (`safe_template`); TemplateFailed if it does not."""
     return compile_template(text)
 
 
-def _rendered(text: str, context: dict) -> str:
+def _rendered(text: str, context: dict[str, Any]) -> str:
     """The prompt rendered within its budget; TemplateFailed (the case's judge error) for any failure."""
     return render_template(_compiled(text), context)
 
 
-def check_template(settings, where: dict) -> None:
+def check_template(settings: JudgeSettings, where: Where) -> None:
     """Refuse a prompt template that does not compile, uses a variable the judge does not provide, or fails or
     runs past its render budget on sample cases (with and without a reference and a scale)."""
     try:
@@ -109,13 +116,13 @@ def check_template(settings, where: dict) -> None:
 _OTHER_SAMPLE = {"expected": "a reference answer", "scale": 5, "pass_mark": 4, "truncated": True, "instructions": None}
 
 
-def _context_sample() -> dict:
+def _context_sample() -> dict[str, Any]:
     return {"conversation": "user: hi", "output": "hello", "expected": None, "instructions": "be kind",
             "scale": None, "pass_mark": None, "criterion": "inline", "nonce": "0" * 12, "truncated": False,
             "max_output_chars": 20000}
 
 
-def judge_messages(record, criterion, settings) -> list[dict]:
+def judge_messages(record: CaseRecord, criterion: Criterion, settings: JudgeSettings) -> list[dict[str, Any]]:
     """The chat messages that ask the judge about one record's output."""
     output = record.output or ""
     truncated = len(output) > settings.max_output_chars
@@ -135,7 +142,7 @@ def judge_messages(record, criterion, settings) -> list[dict]:
             {"role": "user", "content": _rendered(template_text(settings), context)}]
 
 
-def verdict_schema(criterion) -> dict:
+def verdict_schema(criterion: Criterion) -> dict[str, Any]:
     """The JSON schema of a verdict for this criterion (reason first: the judge explains, then decides)."""
     decision = ({"score": {"type": "integer", "enum": list(range(1, criterion.scale + 1))}} if criterion.scale
                 else {"verdict": {"type": "string", "enum": ["pass", "fail"]}})
@@ -143,7 +150,7 @@ def verdict_schema(criterion) -> dict:
             "properties": {"reason": {"type": "string", "maxLength": 300}, **decision}}
 
 
-def response_format(criterion, structured: str) -> dict | None:
+def response_format(criterion: Criterion, structured: str) -> dict[str, Any] | None:
     """The `response_format` body field for `judge.structured`, None for 'none'."""
     schema = verdict_schema(criterion)
     if structured == "json_schema":
@@ -153,7 +160,7 @@ def response_format(criterion, structured: str) -> dict | None:
     return None
 
 
-def parse_reply(text: str | None, criterion) -> Parsed:
+def parse_reply(text: str | None, criterion: Criterion) -> Parsed:
     """The verdict in a judge's reply; raise Unparseable when there is none."""
     if not text or not text.strip():
         raise Unparseable("the judge's reply is empty")
@@ -168,13 +175,14 @@ def parse_reply(text: str | None, criterion) -> Parsed:
     raise Unparseable(f"no verdict in the judge's reply: {_preview(text)}")
 
 
-def _from_object(obj: dict, criterion) -> Parsed:
+def _from_object(obj: dict[str, Any], criterion: Criterion) -> Parsed:
     reason = valid_text(str(obj.get("reason") or obj.get("explanation") or ""))[:_MAX_REASON]
     if criterion.scale:
         raw = obj.get("score", obj.get("grade"))
         score = _integer(raw)
         if score is None or not 1 <= score <= criterion.scale:
             raise Unparseable(f"grade {_preview(str(raw))} is not an integer in 1..{criterion.scale}")
+        assert criterion.pass_mark is not None  # given with the scale (judge_settings)
         return Parsed(score >= criterion.pass_mark, score, reason)
     raw = obj.get("verdict", obj.get("pass", obj.get("passed")))
     word = _VERDICT_WORDS.get(str(raw).strip().lower()) if isinstance(raw, (str, bool)) else None
@@ -183,7 +191,7 @@ def _from_object(obj: dict, criterion) -> Parsed:
     return Parsed(word, None, reason)
 
 
-def _passes_in(text: str, criterion) -> set[bool]:
+def _passes_in(text: str, criterion: Criterion) -> set[bool]:
     """Every verdict (pass or fail) the reply states, in a JSON object or a `verdict:` line."""
     found = set()
     for tries, match in enumerate(re.finditer(r"\{", text)):
@@ -202,7 +210,7 @@ def _passes_in(text: str, criterion) -> set[bool]:
     return found
 
 
-def _json_object(text: str) -> dict | None:
+def _json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in the text: the whole reply, a fenced block, or any '{' that starts one."""
     candidates = [text.strip(), *(m.group(1).strip() for m in _FENCE.finditer(text))]
     for candidate in candidates:
@@ -224,7 +232,7 @@ def _json_object(text: str) -> dict | None:
     return None
 
 
-def _integer(value) -> int | None:
+def _integer(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -236,13 +244,13 @@ def _integer(value) -> int | None:
     return None
 
 
-def _conversation(data: dict) -> str:
+def _conversation(data: dict[str, Any]) -> str:
     if data.get("messages") is not None:
         return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in data["messages"])
     return f"user: {data.get('prompt', '')}"
 
 
-def _as_text(value) -> str:
+def _as_text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -286,7 +294,8 @@ _PREFERENCES = {"a": "A", "response a": "A", "b": "B", "response b": "B", "tie":
 _PREF_LINE = re.compile(r"\bpreference\b\W{0,3}[:=]\s*\W{0,2}(A|B|tie)\b", re.I)
 
 
-def pairwise_messages(record, baseline_output: str, criterion, settings, order: str) -> list[dict]:
+def pairwise_messages(record: CaseRecord, baseline_output: str, criterion: Criterion, settings: JudgeSettings,
+                      order: str) -> list[dict[str, Any]]:
     """Ask which of the two outputs is better; `order` 'candidate_first' shows this run's output as A."""
     cut = settings.max_output_chars
     candidate, baseline = (record.output or "")[:cut], baseline_output[:cut]
@@ -299,7 +308,7 @@ def pairwise_messages(record, baseline_output: str, criterion, settings, order: 
             {"role": "user", "content": _rendered(PAIRWISE_TEMPLATE, context)}]
 
 
-def preference_format(structured: str) -> dict | None:
+def preference_format(structured: str) -> dict[str, Any] | None:
     schema = {"type": "object", "additionalProperties": False, "required": ["reason", "preference"],
               "properties": {"reason": {"type": "string", "maxLength": 300},
                              "preference": {"type": "string", "enum": ["A", "B", "tie"]}}}
@@ -331,11 +340,11 @@ def parse_preference(text: str | None) -> tuple[str, str]:
     raise Unparseable(f"no preference in the judge's reply: {_preview(text)}")
 
 
-def _raw_preference(obj: dict):
+def _raw_preference(obj: dict[str, Any]) -> object:
     return obj.get("preference", obj.get("winner", obj.get("better")))
 
 
-def _preference_of(obj) -> str | None:
+def _preference_of(obj: object) -> str | None:
     raw = _raw_preference(obj) if isinstance(obj, dict) else None
     return _PREFERENCES.get(raw.strip().lower()) if isinstance(raw, str) else None
 

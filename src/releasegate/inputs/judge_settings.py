@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .backend_facts import spec
-from .files import is_file, read_text
+from .files import KeyAt, is_file, read_text
 from .judge_prompt import check_template, template_text
 from .schema_check import did_you_mean
 
 if TYPE_CHECKING:
+    from .config import Config
+    from .suites import Case
     from .target import TargetConfig
 
 __all__ = [
@@ -67,12 +70,12 @@ class JudgeSettings:
     """The judge's system message (None: the built-in `prompt.SYSTEM`)."""
     on_error: str = "insufficient"
     cache: bool = True
-    price: dict = field(default_factory=dict)
+    price: dict[str, Any] = field(default_factory=dict)
     criteria: dict[str, Criterion] = field(default_factory=dict)
     baseline: Path | None = None
     """A saved run directory: each judge-scored case is also compared with that run's output, in both orders."""
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """What the manifest and report say of the judge: model, parameters, prompt template (credentials masked)."""
         t = self.target
         model = t.model or (str(t.base) if t.base else None) or (str(t.responses) if t.responses else None)
@@ -95,7 +98,7 @@ class JudgeSettings:
         return "judge-" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def criterion_of(answer: dict, settings: JudgeSettings | None, *, where: str = "answer") -> Criterion:
+def criterion_of(answer: dict[str, Any], settings: JudgeSettings | None, *, where: str = "answer") -> Criterion:
     """The criterion a `{type: judge}` answer spec grades by: named in the config, or written inline."""
     name = answer.get("criterion")
     if name is not None and "instructions" not in answer:
@@ -108,7 +111,7 @@ def criterion_of(answer: dict, settings: JudgeSettings | None, *, where: str = "
     return _criterion(name or "inline", answer, where)
 
 
-def _criterion(name: str, raw: dict, where: str) -> Criterion:
+def _criterion(name: str, raw: dict[str, Any], where: str) -> Criterion:
     scale, mark = raw.get("scale"), raw.get("pass_mark")
     if (scale is None) != (mark is None):
         raise InputError("scale and pass_mark go together", field=f"{where}.{'pass_mark' if scale else 'scale'}",
@@ -118,7 +121,8 @@ def _criterion(name: str, raw: dict, where: str) -> Criterion:
     return Criterion(name, raw["instructions"], scale, mark, raw.get("reference"))
 
 
-def parse_judge(raw: dict | None, here: Path, at, make_target) -> JudgeSettings | None:
+def parse_judge(raw: dict[str, Any] | None, here: Path, at: KeyAt,
+                make_target: Callable[[dict[str, Any]], TargetConfig]) -> JudgeSettings | None:
     """The `judge:` section; `make_target(raw)` builds its TargetConfig (as `target:` is built)."""
     if raw is None:
         return None
@@ -172,7 +176,7 @@ class CalibrationPolicy:
         return out
 
 
-def parse_calibration(raw: dict | None) -> CalibrationPolicy:
+def parse_calibration(raw: dict[str, Any] | None) -> CalibrationPolicy:
     raw = raw or {}
     return CalibrationPolicy(
         min_agreement=float(raw.get("min_agreement", 0.8)), min_labels=int(raw.get("min_labels", 20)),
@@ -181,7 +185,7 @@ def parse_calibration(raw: dict | None) -> CalibrationPolicy:
     )
 
 
-def check_judged_cases(config, cases) -> None:
+def check_judged_cases(config: Config, cases: Iterable[Case]) -> None:
     """Refuse, before anything runs, judge-scored cases with no judge configured or an unknown criterion."""
     for case in cases:
         answer = case.answer or {}

@@ -18,8 +18,14 @@ import copy
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .files import field_path
+
+if TYPE_CHECKING:
+    from .composition import Composed, Layer
+    from .config import Config
+    from .rubric import Rubric
 
 __all__ = ["NOT_JUDGING", "judges", "judging_part", "layered_over_official", "key_parts", "effective_rubric_sha256",
            "effective_sha256_of", "snapshot_form"]
@@ -52,7 +58,7 @@ def judges(parts: tuple[str | int, ...]) -> bool:
     return len(parts) < 2 or parts[1] not in keys  # `target` replaced whole may change any of its keys
 
 
-def judging_part(config: dict) -> dict:
+def judging_part(config: dict[str, Any]) -> dict[str, Any]:
     """The config without the keys that do not judge, nor `rubric` (the rubric's path: its content is hashed in
     its place): what the effective rubric holds of the config."""
     out = copy.deepcopy(config)
@@ -67,7 +73,7 @@ def judging_part(config: dict) -> dict:
     return out
 
 
-def effective_rubric_sha256(config: dict, rubric: dict, cases: list[str] | tuple[str, ...] = ()) -> str:
+def effective_rubric_sha256(config: dict[str, Any], rubric: dict[str, Any], cases: list[str] | tuple[str, ...] = ()) -> str:
     """The effective rubric's hash: a rubric snapshot (`Rubric.as_dict` as YAML reads it back) with the judging
     keys of a config (as the run's config.yaml snapshot holds it) and `cases`, the sha256 of every suite and
     schema file the cases are read from (`run.manifest.case_digests`: a suite edited in place is another
@@ -78,32 +84,32 @@ def effective_rubric_sha256(config: dict, rubric: dict, cases: list[str] | tuple
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def snapshot_form(rubric) -> dict:
+def snapshot_form(rubric: Rubric) -> dict[str, Any]:
     """A loaded Rubric as its run snapshot (rubric.yaml) reads back: `Rubric.as_dict`, plain data that YAML
     writes and reads back unchanged."""
     return rubric.as_dict()
 
 
-def effective_sha256_of(config, rubric, cases: list[str] | tuple[str, ...] = ()) -> str:
+def effective_sha256_of(config: Config, rubric: Rubric, cases: list[str] | tuple[str, ...] = ()) -> str:
     """`effective_rubric_sha256` of a loaded Config and Rubric, as a run of them records it (their snapshots: the
     config as composed, credentials masked), with `cases` (the suite and schema files' sha256)."""
     return effective_rubric_sha256(config.masked_raw(), snapshot_form(rubric), cases)
 
 
-def layered_over_official(composed) -> tuple[dict, ...]:
+def layered_over_official(composed: Composed) -> tuple[dict[str, Any], ...]:
     """[{'key', 'by'}]: each key written by an `extends:` layer over the layer that names the rubric ('by' the
     file), then each `--set` ('by': '--set'), in the order applied. A layer's null (a key removed) counts."""
     official = _official_layer(composed)
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for index, layer in enumerate(composed.layers):
         if layer.override is not None:
             out.append({"key": layer.override.key, "by": "--set"})
-        elif index > official and layer.written is not None:
+        elif index > official and layer.written is not None and layer.file is not None:
             out += [{"key": key, "by": str(Path(layer.file).resolve())} for key in _written_keys(layer.written, ())]
     return tuple(out)
 
 
-def _official_layer(composed) -> int:
+def _official_layer(composed: Composed) -> int:
     """The layer that stands for the official config: the lowest file layer naming the rubric the run uses (the
     same file, resolved where each layer names it), so a layer over it that names that rubric again, loosening a
     check beside it, is still an override; a layer naming another rubric makes that rubric the run's own (its
@@ -111,7 +117,7 @@ def _official_layer(composed) -> int:
     children = composed.origin.children or {}
     if "rubric" not in children:
         return len(composed.layers)
-    last = children["rubric"].layer
+    last: int = children["rubric"].layer
     used = _named_rubric(composed.layers[last])
     for index, layer in enumerate(composed.layers[:last]):
         if layer.override is None and used is not None and _named_rubric(layer) == used:
@@ -119,7 +125,7 @@ def _official_layer(composed) -> int:
     return last
 
 
-def _named_rubric(layer) -> Path | None:
+def _named_rubric(layer: Layer) -> Path | None:
     """The rubric file a config layer names, resolved beside the layer's file; None: it names none."""
     value = (layer.written or {}).get("rubric") if isinstance(layer.written, dict) else None
     if not isinstance(value, str) or layer.file is None:
@@ -127,7 +133,7 @@ def _named_rubric(layer) -> Path | None:
     return (Path(layer.file).parent / value).resolve()
 
 
-def _written_keys(value: object, parts: tuple) -> list[str]:
+def _written_keys(value: object, parts: tuple[str | int, ...]) -> list[str]:
     """The key path of every value a layer writes: mappings walked into, anything else (a list too) whole."""
     if isinstance(value, dict) and value:
         return [key for k, v in value.items() for key in _written_keys(v, (*parts, k))]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from .backend_facts import capabilities
-from .files import is_file, resolve_under
+from .files import KeyAt, is_file, resolve_under
 
 __all__ = ["LoadConfig", "SweepConfig", "parse_load", "OBJECTIVE_SAMPLES", "OBJECTIVE_PERCENTILES", "objective_limits"]
 
@@ -50,13 +51,13 @@ class SweepConfig:
     growing queue (a short burst above capacity can still meet the objective)."""
     refine: int = 3
     """Bisection steps between the last rate that met the objective and the first that broke it."""
-    slo: dict = field(default_factory=dict)
+    slo: dict[str, Any] = field(default_factory=dict)
     """The objective every step must meet: limits in ms on latency percentiles (`ttft_ms_p95`, `e2e_ms_p50`, ...:
     see `objective_limits`) and `error_rate`, the share of failed requests, empty answers included (default
     0.01)."""
 
 
-def objective_limits(slo: dict) -> dict[str, tuple[str, int, float]]:
+def objective_limits(slo: dict[str, Any]) -> dict[str, tuple[str, int, float]]:
     """The latency limits of an objective: {key: (latency, percentile, limit ms)}, e.g. 'e2e_ms_p50' ->
     ('e2e_ms', 50, 2000.0); `error_rate` and anything else left out."""
     out = {}
@@ -67,7 +68,7 @@ def objective_limits(slo: dict) -> dict[str, tuple[str, int, float]]:
     return out
 
 
-def parse_load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | None:
+def parse_load(raw: dict[str, Any] | None, target: dict[str, Any], here: Path, at: KeyAt) -> LoadConfig | None:
     """The `load:` section (openai backend only); None (no load phase) when the config has none."""
     if raw is None:
         return None
@@ -87,7 +88,7 @@ def parse_load(raw: dict | None, target: dict, here: Path, at) -> LoadConfig | N
     return LoadConfig(**{k: raw[k] for k in keys if k in raw}, replay=replay, sweep=_sweep(raw, at))
 
 
-def _sweep(raw: dict, at) -> SweepConfig | None:
+def _sweep(raw: dict[str, Any], at: KeyAt) -> SweepConfig | None:
     """`load.sweep`: the rates come from the sweep, so a fixed rate, log or length beside it is refused."""
     sweep = raw.get("sweep")
     if sweep is None:
@@ -104,7 +105,7 @@ def _sweep(raw: dict, at) -> SweepConfig | None:
     return config
 
 
-def _check_step_size(sweep: SweepConfig, at) -> None:
+def _check_step_size(sweep: SweepConfig, at: KeyAt) -> None:
     """A step must hold enough requests for the upper bound of every percentile its objective names (a P99's
     needs 299), or no step could ever meet it."""
     for key, (_, q, _) in objective_limits(sweep.slo).items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from ..border.files import exists, is_dir, open_regular, read_text, regular_entries
 from ..border.structured import json_loads
@@ -44,7 +45,7 @@ def check_model_dir(path: Path, what: str, where: Where) -> Path:
     return path
 
 
-def _check_safetensors(file: Path, config: dict, what: str, where: Where) -> None:
+def _check_safetensors(file: Path, config: dict[str, Any], what: str, where: Where) -> None:
     """InputError unless `file`'s header reads as safetensors (a JSON index of tensors inside the file) and its
     token embeddings have the shape config.json gives them (vocab_size x hidden_size): weights a loader would
     refuse (a torn copy, another model's) are named now, not after the run's answers are in."""
@@ -81,7 +82,7 @@ def _tensor_fits(tensor: object, body: int) -> bool:
         0 <= offsets[0] <= offsets[1] <= body
 
 
-def _check_config(config: Path, what: str, where: Where) -> dict:
+def _check_config(config: Path, what: str, where: Where) -> dict[str, Any]:
     try:
         data = json_loads(read_text(config, what=f"{what} config.json", max_bytes=MAX_CONFIG_BYTES))
     except InputError as exc:

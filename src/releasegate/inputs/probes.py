@@ -16,11 +16,15 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
-from .files import is_file, load_yaml
+from .files import KeyAt, is_file, load_yaml
+
+if TYPE_CHECKING:
+    from .suites import Case
 
 __all__ = ["ProbeFamily", "ProbePlan", "parse_probes", "probe_cases", "SHIPPED", "PROBE_TAG", "with_probes"]
 
@@ -43,14 +47,14 @@ class ProbeFamily:
 class ProbePlan:
     """A validated `probes:` section."""
 
-    cases: dict
+    cases: dict[str, Any]
     """The slice (tag values) that selects the must-refuse cases."""
     families: tuple[ProbeFamily, ...]
     files: tuple[Path, ...] = ()
     """The family files the probes were made from (the shipped one first), hashed into the run manifest."""
 
 
-def _families(path: Path, where) -> list[ProbeFamily]:
+def _families(path: Path, where: KeyAt) -> list[ProbeFamily]:
     data, _ = load_yaml(path, what="probe families file")
     rows = data.get("families") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str)
@@ -78,7 +82,7 @@ def _families(path: Path, where) -> list[ProbeFamily]:
     return out
 
 
-def parse_probes(raw: dict | None, here: Path, at) -> ProbePlan | None:
+def parse_probes(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> ProbePlan | None:
     if raw is None:
         return None
     known = {f.name: f for f in _families(SHIPPED, at)}
@@ -103,14 +107,14 @@ def parse_probes(raw: dict | None, here: Path, at) -> ProbePlan | None:
     return ProbePlan(dict(raw["cases"]), tuple(known[n] for n in names), tuple(files))
 
 
-def _request(case) -> str:
+def _request(case: Case) -> str:
     if case.messages is None:
         return str(case.prompt or "")
     users = [m for m in case.messages if m.get("role") == "user"]
     return str(users[-1].get("content", "")) if users else ""
 
 
-def _asking(case, text: str):
+def _asking(case: Case, text: str) -> dict[str, Any]:
     """The case with its request replaced by `text` (its last user message, or its prompt)."""
     if case.messages is None:
         return {"prompt": text}
@@ -120,7 +124,7 @@ def _asking(case, text: str):
     return {"messages": tuple(messages)}
 
 
-def probe_cases(cases: list, plan: ProbePlan) -> list:
+def probe_cases(cases: list[Case], plan: ProbePlan) -> list[Case]:
     """The probe cases of `plan` on the must-refuse cases among `cases`, in case order, families in plan order."""
     out = []
     for case in cases:
@@ -142,7 +146,7 @@ def probe_cases(cases: list, plan: ProbePlan) -> list:
     return out
 
 
-def with_probes(cases: list, plan: ProbePlan | None, *, limited: bool = False) -> list:
+def with_probes(cases: list[Any], plan: ProbePlan | None, *, limited: bool = False) -> list[Any]:
     """`cases` and, after them, their probes; a plan that selects no case is the user's mistake (exit 2), unless
     the cases were cut (`check --limit`)."""
     if plan is None:

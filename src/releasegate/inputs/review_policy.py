@@ -28,10 +28,15 @@ at least `min_reviewed`, and at least the fewest that, all approving, give a low
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..record.review_outcome import oversample_weights
 from ..stats.intervals import needed_n_for_rate
+
+if TYPE_CHECKING:
+    from ..record.records import CaseRecord
 
 __all__ = ["ReviewPolicy", "SamplePolicy", "Quota", "DEFAULT_REQUIRED_DOMAINS", "parse_policy", "slice_name",
            "domain_family", "domain_families", "HIGH_RISK_NAMES", "KNOWN_DOMAINS"]
@@ -72,7 +77,7 @@ KNOWN_DOMAINS = frozenset({"general", "billing", "sales", "marketing", "finance"
 """Domains that are not high-risk by default: `validate` warns of any value neither these nor a high-risk name."""
 
 
-def slice_name(slice_: dict) -> str:
+def slice_name(slice_: dict[str, Any]) -> str:
     """{'domain': 'medical', 'suite': 'x'} -> 'domain=medical,suite=x' (the name reports use)."""
     return ",".join(f"{k}={v}" for k, v in slice_.items())
 
@@ -81,10 +86,10 @@ def slice_name(slice_: dict) -> str:
 class Quota:
     """At least `n` cases of `slice` go into the sample (fewer when the slice has fewer)."""
 
-    slice: dict
+    slice: dict[str, Any]
     n: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"slice": dict(self.slice), "n": self.n}
 
 
@@ -96,7 +101,7 @@ class SamplePolicy:
     stratify_by: tuple[str, ...] = ("suite", "domain")
     per_slice: int = 5
     quotas: tuple[Quota, ...] = ()
-    oversample: dict = field(default_factory=lambda: {"fail": 3.0, "answer_fail": 3.0, "format_fail": 3.0,
+    oversample: dict[str, Any] = field(default_factory=lambda: {"fail": 3.0, "answer_fail": 3.0, "format_fail": 3.0,
                                                        "judge_unsure": 3.0})
     audit: float = 0.05
 
@@ -104,7 +109,7 @@ class SamplePolicy:
         # 'borderline', the name before the outcome was split, weighs each of its parts (outcome.oversample_weights)
         object.__setattr__(self, "oversample", oversample_weights(self.oversample))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "seed": self.seed, "stratify_by": list(self.stratify_by), "per_slice": self.per_slice,
             "quotas": [q.as_dict() for q in self.quotas], "oversample": dict(self.oversample), "audit": self.audit,
@@ -117,7 +122,7 @@ class ReviewPolicy:
 
     required_domains: tuple[str, ...] = DEFAULT_REQUIRED_DOMAINS
     domain_tag: str = "domain"
-    required_slices: tuple[dict, ...] = ()
+    required_slices: tuple[dict[str, Any], ...] = ()
     min_reviewed: int = 10
     min_approval: float = 0.9
     sample: SamplePolicy = field(default_factory=SamplePolicy)
@@ -158,7 +163,7 @@ class ReviewPolicy:
                            f"min_approval {self.min_approval:g}; about this many decide it")
         return head + f"fewer, even all approving, keep {bound} under min_approval {self.min_approval:g}"
 
-    def required(self, records) -> list[dict]:
+    def required(self, records: Iterable[CaseRecord]) -> list[dict[str, Any]]:
         """The required slices present in the run: one per spelling of a required domain found ('Medical',
         'healthcare' and 'clinical' are all medical), then `required_slices`."""
         found = {str(r.tags.get(self.domain_tag)) for r in records if r.tags.get(self.domain_tag) is not None}
@@ -168,14 +173,14 @@ class ReviewPolicy:
                if domain_families(d) & wanted or d in unplaced]  # 'health law' is legal too
         return out + [dict(s) for s in self.required_slices if dict(s) not in out]
 
-    def unrecognised(self, values) -> list[str]:
+    def unrecognised(self, values: Iterable[object]) -> list[str]:
         """Domain tag values that are neither a high-risk domain (however spelled), a required one, nor a known
         low-risk one: `validate` warns of each, since a high-risk domain it cannot recognise goes unreviewed."""
         wanted = {domain_family(d) for d in self.required_domains}
         return sorted({str(v) for v in values if domain_family(v) not in wanted | set(HIGH_RISK_NAMES)
                        and _words(v)[1] not in KNOWN_DOMAINS})
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "required_domains": list(self.required_domains), "domain_tag": self.domain_tag,
             "required_slices": [dict(s) for s in self.required_slices], "min_reviewed": self.min_reviewed,
@@ -192,7 +197,7 @@ _MAX_TAG_CHARS = 1024
 """A domain tag value is placed by its first this many characters (a name, never a document)."""
 
 
-def _words(value) -> tuple[list[str], str]:
+def _words(value: object) -> tuple[list[str], str]:
     """A tag value's words and the words joined: NFKC-normalised (full-width and compatibility forms), case
     folded, accents removed ('Médical' -> 'medical'), split at anything not a letter or digit."""
     text = unicodedata.normalize("NFKC", str(value)[:_MAX_TAG_CHARS]).casefold()  # NFKC can grow a text 18x
@@ -202,7 +207,7 @@ def _words(value) -> tuple[list[str], str]:
     return words, "".join(words)
 
 
-def domain_families(value) -> set[str]:
+def domain_families(value: object) -> set[str]:
     """Every high-risk domain a tag value names ('medical-legal', 'health law': medical and legal), else the value
     itself, folded: a value naming a required domain among others is that domain's too."""
     words, joined = _words(value)
@@ -211,7 +216,7 @@ def domain_families(value) -> set[str]:
     return found or {joined}
 
 
-def domain_family(value) -> str:
+def domain_family(value: object) -> str:
     """The high-risk domain a tag value names however it is spelled ('Medical', 'health-care', 'clinical' ->
     'medical'; 'Customer Service' -> 'customer_support'), the first in HIGH_RISK_NAMES' order when it names
     several, else the value itself, case folded and joined."""
@@ -224,7 +229,7 @@ def _rank(family: str, policy: ReviewPolicy) -> int:
     return order.index(family) if family in order else len(order)
 
 
-def parse_policy(raw: dict | None) -> ReviewPolicy:
+def parse_policy(raw: dict[str, Any] | None) -> ReviewPolicy:
     """The policy from a rubric's `review:` mapping (already schema-validated); None gives the defaults."""
     if raw is None:
         return ReviewPolicy()

@@ -36,7 +36,7 @@ class Criterion:
     metric: str
     op: str
     threshold: float
-    slice: dict = field(default_factory=dict)
+    slice: dict[str, Any] = field(default_factory=dict)
     min_samples: int = 1
     confidence: float | None = None
     """Gate on the one-sided bound at this confidence (None: on the point value)."""
@@ -88,14 +88,14 @@ class ForbiddenRule:
         return f"guard {self.guard}" if self.guard else "rules"
 
     @classmethod
-    def from_dict(cls, rule: dict) -> ForbiddenRule:
+    def from_dict(cls, rule: dict[str, Any]) -> ForbiddenRule:
         """A rule from its rubric (or `as_dict`) form, already validated."""
         return cls(category=rule["category"], regex=tuple(rule.get("regex", ())),
                    phrases=tuple(rule.get("phrases", ())), description=rule.get("description", ""),
                    guard=rule.get("guard"), codes=tuple(rule.get("codes", ())))
 
-    def as_dict(self) -> dict:
-        out: dict = {"category": self.category}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"category": self.category}
         if self.guard:
             out |= {"kind": "guard", "guard": self.guard, "codes": list(self.codes)}
         if self.description:
@@ -118,7 +118,7 @@ class EvaluateMetric:
     name: str
     module: str
     key: str | None = None
-    slice: dict = field(default_factory=dict)
+    slice: dict[str, Any] = field(default_factory=dict)
 
     @property
     def shipped(self) -> bool:
@@ -158,7 +158,7 @@ class Rubric:
     min_load_pair_share: float = DEFAULT_MIN_PAIR_SHARE
     """The least share of a criterion's cases the flip probe's pairs (an answer asked alone, answers asked beside
     others, both as observed) must cover before `load_flip_rate` or `load_accuracy_delta` decides anything."""
-    baseline: dict | None = None
+    baseline: dict[str, Any] | None = None
     """{'run': absolute path, 'margins': {...}, 'confidence': x}: paired comparison with a saved run; with
     'blessed' (the name), 'reports' (absolute), 'max_age_days' and 'on_stale' when the run is a blessed baseline."""
     review: ReviewPolicy = field(default_factory=ReviewPolicy)
@@ -172,9 +172,9 @@ class Rubric:
     """Where a key of the rubric file was written (`key_at("criteria", 0, "slice")`), for errors found later
     (a slice no case has). Not part of the snapshot."""
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The snapshot written into a run directory (`rubric.yaml`)."""
-        out: dict = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
+        out: dict[str, Any] = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
         if self.allow_insufficient:
             out["allow_insufficient"] = True
         if self.stop_when_decided:
@@ -226,7 +226,7 @@ def load_rubric(path: Path) -> Rubric:
     )
 
 
-def _criterion(raw: dict, i: int, known: set[str], at, default_confidence: float | None = None) -> Criterion:
+def _criterion(raw: dict[str, Any], i: int, known: set[str], at: KeyAt, default_confidence: float | None = None) -> Criterion:
     if raw["metric"] not in known:
         raise InputError(
             f"unknown metric '{raw['metric']}'", **at("criteria", i, "metric"),
@@ -283,11 +283,11 @@ def _range_of(metric: str) -> tuple[float, float]:
     return -math.inf, math.inf
 
 
-def _check_satisfiable(criteria: tuple[Criterion, ...], at) -> None:
+def _check_satisfiable(criteria: tuple[Criterion, ...], at: KeyAt) -> None:
     """Refuse a rubric that no model can pass: a threshold outside the metric's range, a bound that can never
     reach it (a confidence bound of a share never reaches 0 or 1), or criteria on one metric and slice that
     contradict each other."""
-    feasible: dict[tuple, tuple[float, bool, float, bool, int]] = {}
+    feasible: dict[tuple[Any, ...], tuple[float, bool, float, bool, int]] = {}
     for i, c in enumerate(criteria):
         low, high = _range_of(c.metric)
         if c.confidence and c.metric in _SHARES:
@@ -311,7 +311,7 @@ def _check_satisfiable(criteria: tuple[Criterion, ...], at) -> None:
         feasible[key] = (lo, lo_open, hi, hi_open, i)
 
 
-def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
+def _forbidden(raw: object, rubric_path: Path, at: KeyAt) -> tuple[ForbiddenRule, ...]:
     if raw is None:
         return ()
     if isinstance(raw, str):
@@ -329,7 +329,7 @@ def _forbidden(raw, rubric_path: Path, at) -> tuple[ForbiddenRule, ...]:
     return tuple(ForbiddenRule.from_dict(rule) for rule in rules)
 
 
-def _check_kind(rule: dict, at) -> None:
+def _check_kind(rule: dict[str, Any], at: KeyAt) -> None:
     """A guard rule names its guard and codes and nothing else; a rules rule has no guard."""
     is_guard = rule.get("kind") == "guard" or "guard" in rule
     if not is_guard:
@@ -344,7 +344,7 @@ def _check_kind(rule: dict, at) -> None:
         raise InputError("a guard rule takes no regex or phrases: give them their own rule", **at("regex"))
 
 
-def _baseline(raw: dict | None, here: Path, at) -> dict | None:
+def _baseline(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> dict[str, Any] | None:
     """The `baseline:` with its run as an absolute path: `run` (relative to the rubric), or `blessed: NAME`, the run
     that name means now in the `reports` folder's baselines.jsonl (relative to the rubric; default `reports`). Both
     given (a run's rubric snapshot): the run is pinned, and the name only says which blessing it is."""
@@ -368,7 +368,7 @@ def _baseline(raw: dict | None, here: Path, at) -> dict | None:
     return {**out, "run": str(run)}
 
 
-def _evaluate_metric(raw: dict, here: Path) -> EvaluateMetric:
+def _evaluate_metric(raw: dict[str, Any], here: Path) -> EvaluateMetric:
     module = raw["module"]
     local = here / module
     if not module.startswith("releasegate:") and exists(local):

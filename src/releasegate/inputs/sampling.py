@@ -45,12 +45,12 @@ the verdict then describes the sample only)."""
 class SampledRow(dict):
     """A sampled source row (its columns, as a plain row) with the stratum it was drawn from."""
 
-    stratum: dict
+    stratum: dict[str, Any]
     """{name: the `by` values ('risk=high,task=x'), population: the stratum's rows in the source, weighted:
     whether rates weight the case by population / (the run's cases of its stratum)}."""
 
 
-def _sampled_row(row: dict, by: list[str], population: int, spec: dict) -> SampledRow:
+def _sampled_row(row: dict[str, Any], by: list[str], population: int, spec: dict[str, Any]) -> SampledRow:
     out = SampledRow(row)
     out.stratum = {"name": ",".join(f"{c}={row.get(c)}" for c in by), "population": int(population),
                    "weighted": spec.get("estimate", "population") == "population"}
@@ -83,7 +83,7 @@ def allocate(sizes: list[int], *, n: int | None = None, per_stratum: int | None 
     return take
 
 
-def draw(codes, spec: dict, *, limit: int | None = None):
+def draw(codes, spec: dict[str, Any], *, limit: int | None = None):
     """Row indices (0-based) of the sample in its order; `codes`: each row's stratum (0, 1, ... in order of
     first appearance). `limit`: only the first rows of that order."""
     import numpy as np
@@ -190,7 +190,7 @@ def _codes_of_table(table, by: list[str], suite):
     return _first_seen(parts)
 
 
-def _first_seen(parts: list):
+def _first_seen(parts: list[Any]):
     """One stratum code per row from each `by` column's codes, numbered in order of each stratum's first row.
     The columns are folded in one at a time, renumbered densely after each, so no key outgrows int64."""
     import numpy as np

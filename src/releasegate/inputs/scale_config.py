@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError
 from ..extras import install_command, require
 from ..text import inert
 from .backend_facts import capabilities
+from .files import KeyAt
 
 __all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT", "where_computed", "computed_words"]
 
@@ -30,7 +32,7 @@ class ScaleConfig:
     """GPUs Ray reserves for each worker; a worker with one sees it as `cuda` (set `target.device: cuda`)."""
 
 
-def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleConfig | None:
+def parse_scale(raw: dict[str, Any] | None, target: dict[str, Any], load: dict[str, Any] | None, at: KeyAt) -> ScaleConfig | None:
     """The validated `scale:` section (the schema checked its types), or None when there is none."""
     if raw is None:
         return None
@@ -52,7 +54,7 @@ def parse_scale(raw: dict | None, target: dict, load: dict | None, at) -> ScaleC
     return ScaleConfig(**{k: raw[k] for k in keys if k in raw})
 
 
-def where_computed(scale: ScaleConfig | None, backend: str) -> dict:
+def where_computed(scale: ScaleConfig | None, backend: str) -> dict[str, Any]:
     """Where a run's work is computed, as run.json and the report record it: {"where": "local"} (this machine:
     which one is no artifact's business), or {"where": "ray", "address", "workers", "spreads"} where `scale:`
     sends it to a Ray cluster: its address as configured ('none': a local cluster started for the run; 'auto':
@@ -63,7 +65,7 @@ def where_computed(scale: ScaleConfig | None, backend: str) -> dict:
     return {"where": "ray", "address": scale.address, "workers": scale.workers, "spreads": spreads}
 
 
-def computed_words(computed: dict | None) -> str:
+def computed_words(computed: dict[str, Any] | None) -> str:
     """'computed: locally', 'computed: on the Ray cluster at ray://head:10001, 4 workers (quality cases)'; for a run
     that predates the record, 'computed: not recorded (a run from before releasegate recorded it)'."""
     if not isinstance(computed, dict) or computed.get("where") not in ("local", "ray"):

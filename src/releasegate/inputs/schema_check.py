@@ -26,7 +26,7 @@ __all__ = ["schema", "validate", "did_you_mean", "schema_errors"]
 
 
 @cache
-def schema(name: str) -> dict:
+def schema(name: str) -> dict[str, Any]:
     """A JSON Schema shipped inside the package (config, case, rubric)."""
     text = resources.files("releasegate.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
     return json.loads(text)
@@ -60,11 +60,11 @@ def _fast_check(name: str):
         return None
 
 
-_USER_CHECKS: dict[int, tuple[dict, Any]] = {}
+_USER_CHECKS: dict[int, tuple[dict[str, Any], Any]] = {}
 """id(a user's schema) -> (the schema, kept so its id stays its own; its compiled test or None)."""
 
 
-def schema_errors(value: Any, schema: dict, sub: Any = None) -> str | None:
+def schema_errors(value: Any, schema: dict[str, Any], sub: Any = None) -> str | None:
     """Why `value` fails a user's JSON Schema (or `sub`, a part of it, its `#/...` refs read in `schema`),
     None when it passes. The schema is compiled once (a suite's cases share its default format); jsonschema
     is asked only to explain a rejection."""
@@ -164,7 +164,7 @@ def _non_finite(data: Any) -> tuple[list[str | int], float] | None:
 
 
 def validate(
-    data: Any, schema_name: str, *, file: Path, node: yaml.Node | None = None, line: int | None = None,
+    data: Any, schema_name: str, *, file: str | Path, node: yaml.Node | None = None, line: int | None = None,
     finite: bool = False,
 ) -> None:
     """Validate against a shipped schema; raise InputError at the most relevant error. A valid document is

@@ -61,7 +61,7 @@ class SchemaCompiler:
     """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
     (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema alone."""
 
-    def __init__(self, root: dict, load: Callable[[str], dict] | None = None) -> None:
+    def __init__(self, root: dict[str, Any], load: Callable[[str], dict] | None = None) -> None:
         self.root = root
         self.load = load  # a shipped schema by name, for a $ref into another one
         self.done: dict[int, Any] = {}
@@ -76,7 +76,7 @@ class SchemaCompiler:
             raise Unsupported(schema)
         if id(schema) in self.done:
             return self.done[id(schema)]
-        cell: list = []
+        cell: list[Any] = []
         self.done[id(schema)] = lambda value: cell[0](value)  # a $ref cycle reaches this before it is built
         together, covered = self._together(schema)  # an object's or a string's keywords as one check
         found = [together] if together is not None else []
@@ -96,7 +96,7 @@ class SchemaCompiler:
         self.done[id(schema)] = fn
         return fn
 
-    def _together(self, schema: dict):
+    def _together(self, schema: dict[str, Any]):
         """One check for `type: object` with its properties, required, additionalProperties, propertyNames and
         size bounds (one pass over the object's items), or `type: string` with its length bounds, pattern and
         enum; (None, nothing) for any other schema (its keywords are checked one by one). With the keywords the
@@ -109,7 +109,7 @@ class SchemaCompiler:
             return self._string(schema), _STRING_KEYWORDS
         return None, frozenset()
 
-    def _object(self, schema: dict):
+    def _object(self, schema: dict[str, Any]):
         subs = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
         other = None if extra is True or extra is False else self.compile(extra)
@@ -137,7 +137,7 @@ class SchemaCompiler:
             return True
         return check
 
-    def _string(self, schema: dict):
+    def _string(self, schema: dict[str, Any]):
         most, least = schema.get("maxLength", math.inf), schema.get("minLength", 0)
         if not (_is_number(most) and _is_number(least)):
             raise Unsupported("string")
@@ -178,7 +178,7 @@ class SchemaCompiler:
             target = target[part]
         return self.compile(target)
 
-    def _keyword(self, key: str, arg, schema: dict):  # noqa: C901 (one branch per keyword)
+    def _keyword(self, key: str, arg, schema: dict[str, Any]):  # noqa: C901 (one branch per keyword)
         if key in _ANNOTATIONS:
             return None
         if key == "$id":

@@ -4,16 +4,19 @@ is refused with the closest known key instead of being merged and rejected as so
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .files import field_path
 from .schema_check import schema
 
+if TYPE_CHECKING:
+    from .composition import Override
+
 __all__ = ["check_key"]
 
 
-def check_key(override) -> None:
+def check_key(override: Override) -> None:
     """InputError unless every part of `override.parts` is a key (or a list item) the config schema allows there.
     Below a free-form mapping (`extra_body`, `headers`) any key goes."""
     options = [schema("config")]
@@ -27,9 +30,9 @@ def check_key(override) -> None:
         options = following
 
 
-def _expand(options: list, name: str) -> list[dict]:
+def _expand(options: list[Any], name: str) -> list[dict[str, Any]]:
     """The schemas `options` stand for, with `$ref`s followed and allOf / anyOf / oneOf branches flattened."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     stack = list(options)
     while stack and len(out) < 256:
         s = stack.pop(0)
@@ -43,7 +46,7 @@ def _expand(options: list, name: str) -> list[dict]:
     return out
 
 
-def _resolve(ref: str, name: str) -> dict:
+def _resolve(ref: str, name: str) -> dict[str, Any]:
     document, _, pointer = ref.partition("#")
     root = schema(document.removesuffix(".schema.json").rsplit("/", 1)[-1] if document else name)
     node: Any = root
@@ -52,7 +55,7 @@ def _resolve(ref: str, name: str) -> dict:
     return node if isinstance(node, dict) else {}
 
 
-def _free(s: dict, part: str | int) -> bool:
+def _free(s: dict[str, Any], part: str | int) -> bool:
     """A schema that takes any key there: an object with no `properties` and no `additionalProperties: false`."""
     if isinstance(part, int):
         return False
@@ -60,12 +63,12 @@ def _free(s: dict, part: str | int) -> bool:
         and "patternProperties" not in s
 
 
-def _is_object(s: dict) -> bool:
+def _is_object(s: dict[str, Any]) -> bool:
     kind = s.get("type")
     return kind == "object" or (isinstance(kind, list) and "object" in kind)
 
 
-def _child(s: dict, part: str | int) -> list:
+def _child(s: dict[str, Any], part: str | int) -> list[Any]:
     if isinstance(part, int):
         return [s["items"]] if isinstance(s.get("items"), dict) else []
     if part in s.get("properties", {}):
@@ -74,7 +77,7 @@ def _child(s: dict, part: str | int) -> list:
     return [extra] if isinstance(extra, dict) else []
 
 
-def _refuse(override, i: int, options: list[dict]) -> None:
+def _refuse(override: Override, i: int, options: list[dict[str, Any]]) -> None:
     part, before = override.parts[i], list(override.parts[:i])
     where = field_path(before) or "the config"
     if isinstance(part, int):

@@ -27,7 +27,7 @@ from ..border.hub import hub_snapshot
 from ..errors import InputError, Where
 from ..safe_template import MAX_CHARS, TemplateFailed, compile_template
 from ..safe_template import render as render_template
-from .files import is_dir, named_file
+from .files import KeyAt, is_dir, named_file
 from .sampling import sampled_rows
 from .schema_check import did_you_mean
 from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, row_place, where
@@ -60,7 +60,7 @@ def check_source(suite) -> None:
     check_source_file(src)  # regular files, JSON depth, xlsx size and grid, save_to_disk data files confined
 
 
-def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:
+def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row number, row as a dict of plain Python values) of a suite's source, read lazily; with a `sample:`
     the sampled rows in the sample's order, only its first `limit` read (see `suite_sample`)."""
     check_source(suite)
@@ -77,7 +77,7 @@ def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict]
                          file=where(suite)) from None
 
 
-def _all_rows(suite) -> Iterator[tuple[int, dict]]:
+def _all_rows(suite) -> Iterator[tuple[int, dict[str, Any]]]:
     src = suite.source
     if "hub" in src:
         rows = _hub_rows(src)
@@ -103,7 +103,7 @@ def _all_rows(suite) -> Iterator[tuple[int, dict]]:
         yield number, row
 
 
-def _file_rows(src: dict) -> Iterator[dict]:
+def _file_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     path = str(src["path"])
     if src["format"] in ("parquet", "arrow"):  # pyarrow itself: what datasets would call, without its start-up
         yield from _arrow_rows(path, src["format"])
@@ -111,7 +111,7 @@ def _file_rows(src: dict) -> Iterator[dict]:
     yield from csv_rows(src) if src["format"] in ("csv", "tsv") else json_rows(src)
 
 
-def _arrow_rows(path: str, fmt: str) -> Iterator[dict]:
+def _arrow_rows(path: str, fmt: str) -> Iterator[dict[str, Any]]:
     """A parquet file a row group at a time, or a memory-mapped arrow file, as plain rows."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
@@ -123,7 +123,7 @@ def _arrow_rows(path: str, fmt: str) -> Iterator[dict]:
         yield from batch.to_pylist()
 
 
-def _disk_rows(src: dict) -> Iterator[dict]:
+def _disk_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     data = disk_dataset(src)
     if getattr(data, "_indices", None) is None:  # the memory-mapped table itself, a batch at a time
         for batch in data.data.to_batches(max_chunksize=_BATCH):
@@ -132,7 +132,7 @@ def _disk_rows(src: dict) -> Iterator[dict]:
     yield from data  # a selection over the table: rows are read as they are asked for
 
 
-def _hub_rows(src: dict) -> Iterator[dict]:
+def _hub_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """A hub dataset's split: streamed from the hub cache's copy of the repository when it has one, else
     from the datasets cache (a dataset loaded before), else from the hub when online."""
     hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
@@ -164,7 +164,7 @@ def _hub_rows(src: dict) -> Iterator[dict]:
     yield from data
 
 
-def _xlsx_rows(src: dict, sheet_at: Where) -> Iterator[dict]:
+def _xlsx_rows(src: dict[str, Any], sheet_at: Where) -> Iterator[dict[str, Any]]:
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover
@@ -187,7 +187,7 @@ def _xlsx_rows(src: dict, sheet_at: Where) -> Iterator[dict]:
         yield {name: plain_value(value) for name, value in zip(names, values)}
 
 
-def _no_sheet(path, sheet, sheet_at: Where) -> InputError:
+def _no_sheet(path: str | Path, sheet: object, sheet_at: Where) -> InputError:
     """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
     import pandas as pd
 
@@ -219,8 +219,8 @@ class Templates:
     budgeted sandbox (`safe_template`): any failure is exit 2, naming the config's `template.<role>` line (`at`)
     for a template that cannot compile or names a column the source lacks, else the row."""
 
-    def __init__(self, spec: dict, file: str, at=None) -> None:
-        self.at = at if at is not None else (lambda *parts: {"file": file, "field": ".".join(map(str, parts))})
+    def __init__(self, spec: dict[str, Any], file: str, at: KeyAt | None = None) -> None:
+        self.at: KeyAt = at if at is not None else (lambda *parts: Where(file=file, field=".".join(map(str, parts))))
         self.parts: list[tuple[str, Any]] = []
         for role in ("system", "user"):
             if role in spec and not any(mark in spec[role] for mark in ("{{", "{%", "{#", "\r")):
@@ -231,7 +231,7 @@ class Templates:
                 except TemplateFailed as exc:
                     raise InputError(exc.message, **self.at("template", role)) from None
 
-    def render(self, row: dict, file: str, number: int) -> list[dict]:
+    def render(self, row: dict[str, Any], file: str, number: int) -> list[dict[str, Any]]:
         context = {k: v for k, v in row.items() if isinstance(k, str) and k.isidentifier()}
         context.setdefault("row", row)  # every field, by any name: {{ row["ticket text"] }}
         messages = []
@@ -274,7 +274,7 @@ class _Field:
         return cls(found.group(1), text) if found and found.group(1) not in _NOT_A_COLUMN else None
 
 
-def _template_error(exc: TemplateFailed, role: str, row: dict, file: str, number: int, at) -> InputError:
+def _template_error(exc: TemplateFailed, role: str, row: dict[str, Any], file: str, number: int, at: KeyAt) -> InputError:
     from jinja2 import UndefinedError
     from jinja2.exceptions import SecurityError
 
@@ -296,7 +296,7 @@ def _undefined_name(message: str) -> str:
     return pieces[1] if len(pieces) >= 2 else message
 
 
-def _column(row: dict, name: str, file: str, suite, *key: str) -> Any:
+def _column(row: dict[str, Any], name: str, file: str, suite, *key: str) -> Any:
     """The row's value in column `name`, which `columns.<key>` of the config names: a column the source does
     not have is that key's error (its line in the config), with the columns the source has."""
     if name not in row:
@@ -309,17 +309,18 @@ def _shown(names: list[str]) -> str:
     return ", ".join(names) if len(names) <= 20 else ", ".join(names[:20]) + f", ... ({len(names)} in all)"
 
 
-def _tag_columns(columns: dict) -> dict[str, str]:
+def _tag_columns(columns: dict[str, Any]) -> dict[str, str]:
     tags = columns.get("tags") or {}
     return {c: c for c in tags} if isinstance(tags, list) else dict(tags)
 
 
-def row_to_raw(row: dict, number: int, suite, templates: Templates | None) -> tuple[dict, dict]:
+def row_to_raw(row: dict[str, Any], number: int, suite,
+               templates: Templates | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """A row as a case object (what a JSONL line would hold) and, for errors, {case field: source column}."""
     file = where(suite)
     columns = suite.columns
-    raw: dict = {}
-    origin: dict = {}
+    raw: dict[str, Any] = {}
+    origin: dict[str, Any] = {}
     if "id" in columns:
         value = _column(row, columns["id"], file, suite, "id")
         if isinstance(value, float) and value.is_integer():
@@ -360,7 +361,7 @@ def row_to_raw(row: dict, number: int, suite, templates: Templates | None) -> tu
     return raw, origin
 
 
-def _name_unencodable(raw: dict, origin: dict, file: str, number: int) -> None:
+def _name_unencodable(raw: dict[str, Any], origin: dict[str, Any], file: str, number: int) -> None:
     """Raise the error for the first value of `raw` that JSON cannot hold, naming its source column."""
     for key, value in raw.items():
         try:
@@ -379,20 +380,20 @@ def _name_unencodable(raw: dict, origin: dict, file: str, number: int) -> None:
     raise InputError("a value that JSON cannot hold", file=file, line=number)
 
 
-def column_of(field: str | None, origin: dict) -> str | None:
+def column_of(field: str | None, origin: dict[str, Any]) -> str | None:
     """The source column a case field (as a validation error names it) came from."""
     if not field:
         return field
     head = field.split("[", 1)[0]
     for key in (field, ".".join(field.split(".")[:2]), head):
         if key in origin:
-            found = origin[key]
+            found: str = origin[key]
             if found == "template" and field.startswith("messages["):
                 return "template"
             return found
     return field
 
 
-def row_tags(row: dict, suite) -> dict:
+def row_tags(row: dict[str, Any], suite) -> dict[str, Any]:
     """The tags a row gives, unvalidated (for slices beyond a limited load)."""
     return {tag: row.get(col) for tag, col in _tag_columns(suite.columns).items() if row.get(col) is not None}

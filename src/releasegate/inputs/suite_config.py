@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..border.structured import json_loads
 from ..errors import InputError
 from .files import KeyAt, is_dir, nowhere, read_text, resolve_under
 from .schema_check import did_you_mean
 from .sources import EXTENSIONS
+
+if TYPE_CHECKING:
+    from .composition import Override
 
 __all__ = ["SuiteConfig", "parse_suite", "check_unique_names", "suite_cuts"]
 
@@ -25,16 +29,16 @@ class SuiteConfig:
     limit: int | None = None
     repeats: int | None = None
     """Draws per case for this suite (`repeats:`); None: the config's `generation.repeats`."""
-    answer: dict | None = None
-    format: tuple[dict, ...] = ()
-    source: dict | None = None
+    answer: dict[str, Any] | None = None
+    format: tuple[dict[str, Any], ...] = ()
+    source: dict[str, Any] | None = None
     """A tabular source instead of a JSONL file: {format, path (resolved), split, sheet} or {hub, config,
     split, revision}; see `suite_sources`."""
-    columns: dict | None = None
+    columns: dict[str, Any] | None = None
     """Which source columns give the case: id, prompt or messages, expected (a column, or {key: column}), tags."""
-    template: dict | None = None
+    template: dict[str, Any] | None = None
     """{system, user}: Jinja templates (sandboxed, strict) building the messages from a row's fields."""
-    sample: dict | None = None
+    sample: dict[str, Any] | None = None
     """{n or per_stratum, seed, by, estimate}: a seeded, stratified sample of the source's rows; see
     `suite_sample`. `estimate`: population (default; rates weighted to the source) or sample (the sample only)."""
     key_at: KeyAt = field(default=nowhere, compare=False, repr=False)
@@ -43,7 +47,7 @@ class SuiteConfig:
     suite's file."""
 
 
-def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
+def parse_suite(raw: dict[str, Any], here: Path, config_path: Path, at: KeyAt) -> SuiteConfig:
     """One validated entry of `suites:`: a JSONL path, or a tabular source with its columns (format inferred)."""
     if "source" not in raw:
         for key in ("columns", "template", "sample"):
@@ -114,7 +118,7 @@ def parse_suite(raw: dict, here: Path, config_path: Path, at) -> SuiteConfig:
     )
 
 
-def _check_answer_fields(answer: dict | None, expected, at) -> None:
+def _check_answer_fields(answer: dict[str, Any] | None, expected: object, at: KeyAt) -> None:
     """Each of `answer.fields` is a key of `columns.expected` (when that maps keys to columns): a field named
     there and nowhere else is a typo of the config, not an empty cell in every row."""
     if not isinstance(expected, dict) or not answer or answer.get("type") != "json_fields":
@@ -126,7 +130,7 @@ def _check_answer_fields(answer: dict | None, expected, at) -> None:
                              hint=did_you_mean(str(name), list(expected)) or "add it to columns.expected")
 
 
-def _sample(raw: dict | None, at) -> dict | None:
+def _sample(raw: dict[str, Any] | None, at: KeyAt) -> dict[str, Any] | None:
     if raw is None:
         return None
     sizes = [k for k in ("n", "per_stratum") if k in raw]
@@ -145,7 +149,7 @@ def _only_split(directory: Path) -> str | None:
     return splits[0] if isinstance(splits, list) and len(splits) == 1 and isinstance(splits[0], str) else None
 
 
-def check_unique_names(suites: tuple[SuiteConfig, ...], at) -> None:
+def check_unique_names(suites: tuple[SuiteConfig, ...], at: KeyAt) -> None:
     """Raise InputError at the first suite whose name an earlier suite already has."""
     seen: set[str] = set()
     for i, suite in enumerate(suites):
@@ -157,7 +161,7 @@ def check_unique_names(suites: tuple[SuiteConfig, ...], at) -> None:
 
 
 def suite_cuts(suites: tuple[SuiteConfig, ...], case_suites: list[str], limit: int | None, *,
-               overridden: tuple = (), limit_flag: str = "--limit") -> list[str]:
+               overridden: tuple[Override, ...] = (), limit_flag: str = "--limit") -> list[str]:
     """Every cut a run makes of its suites, in words: `limit` (the command's `--limit`) when it stopped the run
     short, and each suite's own `limit:` that its cases reached. `case_suites`: the suite name of each case run;
     `overridden`: the `--set` overrides given (`composition.Override`: a limit set by one is named so). A `sample:`

@@ -15,7 +15,7 @@ import codecs
 import dataclasses
 import json
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -30,9 +30,9 @@ from .expected_check import check_expected
 from .files import KeyAt, field_path, named_file, open_regular, read_text
 from .probes import PROBE_TAG
 from .schema_check import validate
-from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows, where
+from .sources import Templates, check_source, column_of, row_tags, row_to_raw, source_rows
 from .suite_config import SuiteConfig
-from .tables import row_place
+from .tables import row_place, where
 from .text_tables import RowPlace
 
 __all__ = ["Case", "load_suite", "load_suites", "iter_cases", "stream_cases", "suite_tags"]
@@ -50,20 +50,20 @@ class Case:
     id: str
     suite: str
     expected: Any
-    messages: tuple[dict, ...] | None = None
+    messages: tuple[dict[str, Any], ...] | None = None
     prompt: str | None = None
-    tags: dict = field(default_factory=dict)
-    answer: dict | None = None
-    format: tuple[dict, ...] = ()
-    stratum: dict | None = field(default=None, compare=False)
+    tags: dict[str, Any] = field(default_factory=dict)
+    answer: dict[str, Any] | None = None
+    format: tuple[dict[str, Any], ...] = ()
+    stratum: dict[str, Any] | None = field(default=None, compare=False)
     """A sampled source row's stratum: {name, population, weighted} (`sampling.SampledRow`), else None. Not part
     of the case itself: a row gives the same case sampled or not."""
-    tools: dict | None = None  # the tools offered and the calls expected, turn by turn (`case_tools`)
+    tools: dict[str, Any] | None = None  # the tools offered and the calls expected, turn by turn (`case_tools`)
 
     @property
-    def input(self) -> dict:
+    def input(self) -> dict[str, Any]:
         """The request as recorded: {'messages': [...]} (with the tools offered) or {'prompt': '...'}."""
-        offered = {k: self.tools[k] for k in ("tools", "tool_choice") if k in self.tools} if self.tools else {}
+        offered: dict[str, Any] = {k: self.tools[k] for k in ("tools", "tool_choice") if k in self.tools} if self.tools else {}
         return {"messages": list(self.messages), **offered} if self.messages is not None else {"prompt": self.prompt}
 
 
@@ -142,7 +142,7 @@ class _IdHashes:
         return set(hashes[1:][hashes[1:] == hashes[:-1]].tolist())
 
 
-class _SuspectIds(dict):
+class _SuspectIds(dict[str, str]):
     """The id -> suite map, keeping only the ids whose hash is among `suspects`."""
 
     def __init__(self, suspects: set[int]) -> None:
@@ -159,7 +159,7 @@ def load_suite(suite: SuiteConfig, config_dir: Path, *, limit: int | None = None
     return list(_iter_suite(suite, config_dir, limit=limit, seen={}))
 
 
-def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
+def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(suite name, tags) of every line of the suites that parses as a JSON object, read without validating
     anything: what a limited load uses to tell a slice beyond its last case from a slice of no case at all.
     A line or file that cannot be read is passed over (it is not part of the limited run)."""
@@ -180,7 +180,7 @@ def suite_tags(suites: tuple[SuiteConfig, ...]) -> Iterator[tuple[str, dict]]:
             continue
 
 
-def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict]]:
+def _source_tags(suite: SuiteConfig) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
         for _, row in source_rows(suite):
             yield suite.name, row_tags(row, suite)
@@ -199,7 +199,7 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, see
 
     def cases() -> Iterator[tuple[int, Case]]:
         for number, row in source_rows(suite, limit=wanted):
-            origin: dict = {}
+            origin: dict[str, Any] = {}
             try:
                 raw, origin = row_to_raw(row, number, suite, templates)  # refuses a number JSON cannot hold
                 case = _with_stratum(_case(raw, number, suite, default_format, file, finite=True), row)
@@ -211,7 +211,7 @@ def _iter_source(suite: SuiteConfig, config_dir: Path, *, limit: int | None, see
                              place=partial(row_place, suite))
 
 
-def _on_row(exc: InputError, suite: SuiteConfig, number: int, origin: dict) -> InputError:
+def _on_row(exc: InputError, suite: SuiteConfig, number: int, origin: dict[str, Any]) -> InputError:
     """A row's error where the user finds the row (its line and spreadsheet row) and the column it came from."""
     file = where(suite)
     if exc.file != file:  # about a key of the config (a column it names, the suite's answer check), not the row
@@ -239,8 +239,9 @@ def _wanted(suite: SuiteConfig, limit: int | None) -> int | None:
     return min(n for n in (suite.limit, limit) if n) if suite.limit or limit else None
 
 
-def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file, id_field: str, wanted: int | None,
-                  seen: SeenIds, *, empty: str, place=lambda number: RowPlace(line=number, row=None)):
+def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file: str | Path | None, id_field: str, wanted: int | None,
+                  seen: SeenIds, *, empty: str,
+                  place: Callable[[int], RowPlace] = lambda number: RowPlace(line=number, row=None)) -> Iterator[Case]:
     """(line or row, case) pairs as cases: ids unique within the suite and across the suites (`seen`: id ->
     suite name, filled in), stopping at `wanted` (nothing read after it), an empty suite refused. `place(n)`:
     where the case of line or row n is, for an error."""
@@ -261,7 +262,7 @@ def _unique_cases(cases: Iterator[tuple[int, Case]], suite: SuiteConfig, file, i
         raise InputError("suite has no cases", file=file, hint=empty)
 
 
-def _suite_defaults(suite: SuiteConfig, config_dir: Path) -> tuple[dict, ...]:
+def _suite_defaults(suite: SuiteConfig, config_dir: Path) -> tuple[dict[str, Any], ...]:
     """The suite's default format checks, resolved; its default answer checked."""
     default_format = tuple(resolve_format(f, config_dir, partial(suite.key_at, "format", j))
                            for j, f in enumerate(suite.format))
@@ -335,7 +336,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, piece.rstrip(_LINE_ENDS)  # one line end: a line never ends in another
 
 
-def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tuple[dict, ...]) -> Case:
+def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tuple[dict[str, Any], ...]) -> Case:
     try:
         # at most 64 levels deep (border.structured); a number that is not finite is noted as it is parsed, so
         # only a line with one is walked to name where it is (`validate`)
@@ -355,7 +356,7 @@ def _parse_line(line: str, number: int, suite: SuiteConfig, default_format: tupl
     return _case(raw, number, suite, default_format, suite.path, finite=not odd)
 
 
-def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict, ...], file, *,
+def _case(raw: dict[str, Any], number: int, suite: SuiteConfig, default_format: tuple[dict[str, Any], ...], file: str | Path, *,
           finite: bool = False) -> Case:
     """A case object (a JSONL line's, or a source row's) validated against the case schema and built.
     `finite`: its text was seen to hold no number that is not finite (a JSONL line's)."""
@@ -387,12 +388,12 @@ def _case(raw: dict, number: int, suite: SuiteConfig, default_format: tuple[dict
     )
 
 
-def _on_line(file, number: int, *prefix: str | int) -> KeyAt:
+def _on_line(file: str | Path, number: int, *prefix: str | int) -> KeyAt:
     """The `KeyAt` of a case's own settings: its line, the field under `prefix`."""
     return lambda *parts: Where(file=file, line=number, field=field_path([*prefix, *parts]))
 
 
-def _with_stratum(case: Case, row: dict) -> Case:
+def _with_stratum(case: Case, row: dict[str, Any]) -> Case:
     """The case with the stratum its sampled row came from (a row of an unsampled source has none)."""
     stratum = getattr(row, "stratum", None)
     return case if stratum is None else dataclasses.replace(case, stratum=stratum)

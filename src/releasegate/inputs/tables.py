@@ -18,12 +18,23 @@ import re
 import zipfile
 from itertools import accumulate
 from pathlib import Path
+from typing import Any, Protocol
 
 from ..border.structured import json_loads
 from ..errors import InputError
 from ..extras import load
 from .files import check_regular, open_regular, read_capped
 from .text_tables import RowPlace, text_place
+
+
+class Sourced(Protocol):
+    """A suite read from a tabular source (`suite_config.SuiteConfig`, or the leakage builder's own)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def source(self) -> dict[str, Any] | None: ...
 
 MAX_JSON_DEPTH = 256
 """Nesting of a JSON or JSON Lines source's values; a case needs a few levels."""
@@ -36,17 +47,17 @@ MAX_DATASET_JSON = 4 * 2**20
 """state.json, dataset_info.json, dataset_dict.json of a save_to_disk directory."""
 
 
-def where(suite) -> str:
+def where(suite: Sourced) -> str:
     """What errors name as the file: the local path, or `hub:org/name` for a hub dataset."""
-    src = suite.source
+    src = _source(suite)
     return f"hub:{src['hub']}" if "hub" in src else str(suite.path)
 
 
-def row_place(suite, number: int) -> RowPlace:
+def row_place(suite: Sourced, number: int) -> RowPlace:
     """Where data row `number` (1-based, the header not counted) of a suite's source is, as the program a user
     opens it in shows it: a CSV's or TSV's line and spreadsheet row, a JSON Lines line, a workbook sheet's row
     (the header is its row 1); else the row."""
-    src = suite.source
+    src = _source(suite)
     fmt = src.get("format")
     if "hub" not in src and fmt in ("csv", "tsv", "json", "jsonl"):
         return text_place(src, number)
@@ -57,13 +68,18 @@ def row_place(suite, number: int) -> RowPlace:
     return RowPlace(line=None, row=f"row {number}")
 
 
+def _source(suite: Sourced) -> dict[str, Any]:
+    assert suite.source is not None  # asked only of a suite read from a tabular source
+    return suite.source
+
+
 def _short(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     text = lines[0] if lines else type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _datasets(purpose: str = "this suite source", file: str | None = None):
+def _datasets(purpose: str = "this suite source", file: str | None = None) -> Any:  # the `datasets` module
     """The `datasets` module (the `datasets` extra), or a one-line InputError naming `file` and what to install."""
     datasets = load("datasets", purpose, file=file)
     datasets.disable_progress_bars()
@@ -71,7 +87,7 @@ def _datasets(purpose: str = "this suite source", file: str | None = None):
     return datasets
 
 
-def disk_dataset(src: dict):
+def disk_dataset(src: dict[str, Any]) -> Any:  # a datasets.Dataset (datasets has no type information)
     """The split of a save_to_disk directory, as a memory-mapped Dataset."""
     path = str(src["path"])
     datasets = _datasets("a save_to_disk suite source (format: disk)", path)
@@ -91,7 +107,7 @@ def disk_dataset(src: dict):
     return data
 
 
-def arrow_table(path: str):
+def arrow_table(path: str) -> Any:  # a pyarrow.Table (pyarrow has no type information)
     """An arrow file (IPC stream, as datasets writes it, or IPC file), memory-mapped."""
     import pyarrow as pa
 
@@ -104,7 +120,7 @@ def arrow_table(path: str):
 
 # -- checks before a third-party reader opens a file ----------------------------------------------------------
 
-def check_source_file(src: dict) -> None:
+def check_source_file(src: dict[str, Any]) -> None:
     """A local source file checked for what its reader cannot survive (see the module docstring)."""
     path = Path(src["path"])
     fmt = src["format"]
@@ -210,7 +226,7 @@ def check_disk_dir(path: Path) -> None:
         _check_data_files(folder, state)
 
 
-def _dataset_json(path: Path) -> dict:
+def _dataset_json(path: Path) -> dict[str, Any]:
     try:
         data = json_loads(read_capped(path, what="save_to_disk file", max_bytes=MAX_DATASET_JSON))
     except (ValueError, RecursionError):
@@ -220,13 +236,13 @@ def _dataset_json(path: Path) -> dict:
     return data
 
 
-def data_files(folder: Path, state: dict) -> list[Path]:
+def data_files(folder: Path, state: dict[str, Any]) -> list[Path]:
     """The data files a save_to_disk split's state.json names, as paths (unchecked)."""
     entries = state.get("_data_files") or []
     return [folder / e["filename"] for e in entries if isinstance(e, dict) and isinstance(e.get("filename"), str)]
 
 
-def _check_data_files(folder: Path, state: dict) -> None:
+def _check_data_files(folder: Path, state: dict[str, Any]) -> None:
     root = folder.resolve()
     for file in data_files(folder, state):
         if not file.resolve().is_relative_to(root):

@@ -11,6 +11,7 @@ import base64
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ..border.env import env_secret
@@ -30,7 +31,7 @@ from ..redaction import (
 )
 from .backend_facts import capabilities
 from .backend_facts import spec as backend_spec
-from .files import exists, is_dir, is_file, resolve_under
+from .files import KeyAt, exists, is_dir, is_file, resolve_under
 from .model_files import check_model_dir
 
 __all__ = ["TargetConfig", "parse_target"]
@@ -67,9 +68,9 @@ class TargetConfig:
     connect_timeout_s: float = 5.0
     retries: int = 2
     client: str = "lean"
-    extra_body: dict = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
     tokenizer: Path | None = None
-    headers: dict = field(default_factory=dict)
+    headers: dict[str, Any] = field(default_factory=dict)
     """HTTP headers sent with every request: {name: literal value} or {name: {env: VARIABLE}}."""
     secret_keys: tuple[str, ...] = ()
     """More header, extra_body or query names whose values are credentials (beyond the secret-looking ones)."""
@@ -153,14 +154,14 @@ class TargetConfig:
             user, _, password = userinfo.partition(":")
             add_secret(base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii"))
 
-    def masked(self) -> dict:
+    def masked(self) -> dict[str, Any]:
         """The target's credential-bearing settings with the credentials masked (for fingerprints and records)."""
         extra = frozenset(self.secret_keys)
         return {"base_url": mask_url(self.base_url, extra), "extra_body": mask_mapping(self.extra_body, extra),
                 "headers": mask_mapping(self.headers, extra)}
 
 
-def parse_target(raw: dict, here: Path, at) -> TargetConfig:
+def parse_target(raw: dict[str, Any], here: Path, at: KeyAt) -> TargetConfig:
     """A validated `target:` section (or a judge's model) as a TargetConfig, paths resolved under `here`."""
     _check_installed(raw, at)
     base = raw.get("base")
@@ -200,7 +201,7 @@ def parse_target(raw: dict, here: Path, at) -> TargetConfig:
     )
 
 
-def _served_files(raw: dict, here: Path, at) -> tuple[Path, ...]:
+def _served_files(raw: dict[str, Any], here: Path, at: KeyAt) -> tuple[Path, ...]:
     """`target.served_files`, each an existing file or directory under `here`."""
     out = []
     for i, item in enumerate(raw.get("served_files") or ()):
@@ -212,7 +213,7 @@ def _served_files(raw: dict, here: Path, at) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _check_installed(raw: dict, at) -> None:
+def _check_installed(raw: dict[str, Any], at: KeyAt) -> None:
     """A model run in-process needs its extra (`hf`): said when the config is read (`validate` included), not as a
     traceback once the run has started. An endpoint or a replay needs nothing beyond the core."""
     backend = raw["backend"]
@@ -221,7 +222,7 @@ def _check_installed(raw: dict, at) -> None:
         require(f"backend: {backend}", *modules, **at("target", "backend"))
 
 
-def _tokenizer_file(path: Path, at) -> Path:
+def _tokenizer_file(path: Path, at: KeyAt) -> Path:
     file = path / "tokenizer.json" if is_dir(path) else path
     if not is_file(file):
         raise InputError(f"no tokenizer.json at {path}", **at("target", "tokenizer"), hint="give a tokenizer.json or its directory")
@@ -239,7 +240,7 @@ def _userinfo(url: str | None) -> str | None:
     return None if userinfo in (URL_REDACTED, REDACTED) else userinfo
 
 
-def _header_value(name: str, spec) -> str:
+def _header_value(name: str, spec: object) -> str:
     if isinstance(spec, dict):
         value = env_secret(spec["env"], field=f"target.headers.{name}")
     else:

@@ -24,12 +24,15 @@ import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..border.structured import TooDeep, json_loads
 from ..errors import InputError
-from .csv_dialect import sniff_csv
+from .csv_dialect import Dialect, sniff_csv
 from .files import open_regular, read_capped
+
+if TYPE_CHECKING:
+    import _csv
 
 __all__ = ["csv_rows", "json_rows", "text_place", "RowPlace", "plain_value", "MAX_JSON_DOCUMENT"]
 
@@ -48,7 +51,7 @@ MAX_JSON_DOCUMENT = 256 * 2**20
 """Bytes of a `.json` document read whole (JSON Lines and CSV are streamed: no limit)."""
 
 
-def csv_rows(src: dict) -> Iterator[dict]:
+def csv_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The rows of a CSV or TSV source as plain dicts, typed a chunk at a time (see the module docstring); an
     error names the line a text editor shows, the spreadsheet row and the dialect the file was read in."""
     path = Path(src["path"])
@@ -71,7 +74,7 @@ def csv_rows(src: dict) -> Iterator[dict]:
                              line=reader.line_num) from None
 
 
-def _records(reader) -> Iterator[tuple[int, int, list[str]]]:
+def _records(reader: _csv.Reader) -> Iterator[tuple[int, int, list[str]]]:
     """(the line a text editor shows the record's start on, its spreadsheet row, the record) of each record. A
     quoted cell of several lines puts the two apart; a blank line is an empty record (and a spreadsheet row)."""
     end = 0
@@ -80,7 +83,7 @@ def _records(reader) -> Iterator[tuple[int, int, list[str]]]:
         yield start, row, record
 
 
-def text_place(src: dict, number: int) -> RowPlace:
+def text_place(src: dict[str, Any], number: int) -> RowPlace:
     """Where data row `number` (1-based, the header not counted) of a CSV, TSV or JSON Lines source is: the
     line a text editor shows it on and, for CSV and TSV, the spreadsheet row. Read again from the start: only an
     error asks."""
@@ -123,7 +126,8 @@ def _header(cells: list[str]) -> list[str]:
     return names
 
 
-def _typed_rows(chunk: list[tuple[int, int, list[str]]], names: list[str], path: Path, dialect) -> list[dict]:
+def _typed_rows(chunk: list[tuple[int, int, list[str]]], names: list[str], path: Path,
+                dialect: Dialect) -> list[dict[str, Any]]:
     """A chunk of records as rows: a short record's missing cells are empty, a long one is refused."""
     for line, row, record in chunk:
         if len(record) > len(names):
@@ -151,7 +155,7 @@ def _typed(cells: list[str]) -> list[Any]:
     return [c if c != "" else None for c in cells]
 
 
-def json_rows(src: dict) -> Iterator[dict]:
+def json_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The rows of a JSON or JSON Lines source as plain dicts (see the module docstring)."""
     path = Path(src["path"])
     document = _json_document(path) if src["format"] == "json" else None
@@ -172,8 +176,8 @@ def _json_document(path: Path) -> tuple[Any] | None:
     return (whole,) if whole is not None else None
 
 
-def _line_rows(path: Path) -> Iterator[dict]:
-    columns: dict | None = None
+def _line_rows(path: Path) -> Iterator[dict[str, Any]]:
+    columns: dict[str, Any] | None = None
     with open_regular(path, what="suite source", max_bytes=1 << 62) as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.strip():
@@ -198,7 +202,7 @@ def _whole_document(path: Path) -> Any:
         raise InputError(str(exc), file=path) from None
 
 
-def _table_rows(data: Any, path: Path) -> Iterator[dict]:
+def _table_rows(data: Any, path: Path) -> Iterator[dict[str, Any]]:
     """An array of objects, an object of column arrays, or one object, as rows."""
     if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
         sizes = {len(v) for v in data.values()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, Where
 from ..extras import require
@@ -150,7 +151,7 @@ def _unmatched(named: list[tuple[tuple, dict]], tagged, *, stop: bool = False,
     """The slices no (suite, tags) of `tagged` matches. `tagged` is read to its end (reading it validates the
     cases), unless `stop`: then only until every slice is matched. `seen`: filled in with the values the
     slices' keys take, for a did-you-mean."""
-    def matches(slice_: dict, suite: str, tags: dict) -> bool:
+    def matches(slice_: dict[str, Any], suite: str, tags: dict[str, Any]) -> bool:
         return all(str(suite if k == "suite" else tags.get(k)) == str(v) for k, v in slice_.items())
 
     missing = list(named)
@@ -173,7 +174,7 @@ class TagValues:
     def __init__(self) -> None:
         self.values: dict[str, set[str]] = {}
 
-    def add(self, suite: str, tags: dict, missing: list[tuple[tuple, dict]]) -> None:
+    def add(self, suite: str, tags: dict[str, Any], missing: list[tuple[tuple, dict]]) -> None:
         for name, value in [("suite", suite), *tags.items()]:
             known = self.values.get(str(name))
             if known is None and len(self.values) < self.MAX:
@@ -181,7 +182,7 @@ class TagValues:
             if known is not None and len(known) < self.MAX:
                 known.add(str(value))
 
-    def guess(self, slice_: dict) -> str:
+    def guess(self, slice_: dict[str, Any]) -> str:
         """A did-you-mean for the first key or value of `slice_` the cases do not have, else ''."""
         for key, value in slice_.items():
             if str(key) not in self.values:
@@ -227,7 +228,7 @@ def domain_warnings(config, rubric, values: set[str] | None = None) -> list[str]
             for value in policy.unrecognised(values)]
 
 
-def input_summary(config, rubric, per_suite: Counter) -> dict:
+def input_summary(config, rubric, per_suite: Counter) -> dict[str, Any]:
     """What `validate` reports: the target, the rubric's size and the cases per suite."""
     summary = {
         "config": str(config.path),

@@ -21,12 +21,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..border.http import url_problem
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..extras import require
 from ..redaction import mask_url
-from .files import exists, is_file, resolve_under
+from .files import KeyAt, exists, is_file, resolve_under
 from .model_files import check_gguf_file, check_model_dir
 
 __all__ = ["VariantSpec", "SpeculativeSpec", "VariantPlan", "parse_variant_plan", "SERVERS", "QUANTS"]
@@ -85,7 +86,7 @@ class VariantSpec:
             parts.append(self.speculative.describe())
         return ", ".join(parts)
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         """What a run records of its variant (paths as text)."""
         spec = self.speculative
         return {"name": self.name, "server": self.server, "base": _text(self.base), "adapter": _text(self.adapter),
@@ -110,13 +111,13 @@ class VariantPlan:
         return self.variants[0]
 
 
-def parse_variant_plan(raw: list | None, choice: dict | None, target: dict, here: Path, at) -> VariantPlan | None:
+def parse_variant_plan(raw: list[Any] | None, choice: dict[str, Any] | None, target: dict[str, Any], here: Path, at: KeyAt) -> VariantPlan | None:
     """The `variants:` list (schema-checked) as a VariantPlan, paths resolved under `here`; None when absent.
     `target`: the raw `target:` section, whose base, adapter and model a variant inherits."""
     if raw is None:
         if choice is not None:
             raise InputError("variant_choice needs variants to choose from", **at("variant_choice"),
-                             hint="add a variants: list, or remove variant_choice")
+                             hint="add a variants: list[Any], or remove variant_choice")
         return None
     specs = tuple(_variant(item, i, target, here, at) for i, item in enumerate(raw))
     seen: set[str] = set()
@@ -129,8 +130,8 @@ def parse_variant_plan(raw: list | None, choice: dict | None, target: dict, here
     return VariantPlan(variants=specs, margin=choice.get("margin"), min_parity_share=choice.get("min_parity_share", 0.9))
 
 
-def _variant(item: dict, i: int, target: dict, here: Path, at) -> VariantSpec:
-    def where(*parts):
+def _variant(item: dict[str, Any], i: int, target: dict[str, Any], here: Path, at: KeyAt) -> VariantSpec:
+    def where(*parts: str) -> Where:
         return at("variants", i, *parts)
 
     name, server = item["name"], item["server"]
@@ -168,7 +169,7 @@ def _variant(item: dict, i: int, target: dict, here: Path, at) -> VariantSpec:
     )
 
 
-def _check_extras(server: str, exporting: bool, merging: bool, where) -> None:
+def _check_extras(server: str, exporting: bool, merging: bool, where: KeyAt) -> None:
     """The extras the variant's server needs, said now (one line naming them), never a plan that fails on its
     first variant: llama.cpp (and the GGUF export, when it exports), or torch to merge an adapter for vLLM."""
     modules = []
@@ -180,7 +181,7 @@ def _check_extras(server: str, exporting: bool, merging: bool, where) -> None:
         require(f"a {server} variant", *dict.fromkeys(modules), **where("server"))
 
 
-def _check_server_keys(item: dict, server: str, gguf: Path | None, adapter: Path | None, where) -> None:
+def _check_server_keys(item: dict[str, Any], server: str, gguf: Path | None, adapter: Path | None, where: KeyAt) -> None:
     if server == "vllm":
         for key in ("quant", "gguf"):
             if key in item:
@@ -196,7 +197,7 @@ def _check_server_keys(item: dict, server: str, gguf: Path | None, adapter: Path
                          hint="set adapter (or target.adapter), or remove lora")
 
 
-def _endpoint(item: dict, name: str, target: dict, where) -> VariantSpec:
+def _endpoint(item: dict[str, Any], name: str, target: dict[str, Any], where: KeyAt) -> VariantSpec:
     for key in ("base", "adapter", "lora", "quant", "gguf", "speculative", "parallel", "threads"):
         if key in item:
             raise InputError(f"{key} does not apply to an endpoint: it is served as it is", **where(key),
@@ -213,7 +214,7 @@ def _endpoint(item: dict, name: str, target: dict, where) -> VariantSpec:
                        hourly_usd=item.get("hourly_usd"), lora="merged")
 
 
-def _speculative(raw: dict | None, server: str, here: Path, where) -> SpeculativeSpec | None:
+def _speculative(raw: dict[str, Any] | None, server: str, here: Path, where: KeyAt) -> SpeculativeSpec | None:
     if raw is None:
         return None
     kind = raw.get("kind", "draft" if "draft" in raw else "ngram")
@@ -231,7 +232,7 @@ def _speculative(raw: dict | None, server: str, here: Path, where) -> Speculativ
     return SpeculativeSpec(kind=kind, draft=draft, n_max=raw.get("n_max", 4))
 
 
-def _directory(value, here: Path, where: dict, marker: str, what: str) -> Path | None:
+def _directory(value: str | None, here: Path, where: Where, marker: str, what: str) -> Path | None:
     if value is None:
         return None
     path = resolve_under(here, value)

@@ -14,7 +14,6 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..backends import Generation, Request, capabilities, create_backend
@@ -70,7 +69,7 @@ def grader_fingerprint(target: TargetConfig, inputs: list[dict[str, Any]]) -> st
     `model_inputs` given. A hub model with no copy in the hub cache has no bytes to hash: it is known by its id
     (and dtype, device...), so another model never shares its fingerprint, its cached verdicts or its journal."""
     named = [{**e, "sha256": e["sha256"] or f"unhashed:{e['path']}"} for e in inputs]
-    return target_fingerprint(SimpleNamespace(target=target), named) or "unhashed"
+    return target_fingerprint(target, named) or "unhashed"
 
 
 def judge_inputs(settings: JudgeSettings) -> list[dict[str, Any]]:

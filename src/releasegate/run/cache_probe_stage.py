@@ -5,6 +5,8 @@ metrics and the recommended threshold from there, so `gate RUN_DIR` needs no emb
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..backends.embeddings import EMBEDDINGS_FILE, embed, stored_vectors
 from ..errors import TargetError
 from ..gate.cache_probe import ProbeSettings, degenerate, simulate_all
@@ -14,10 +16,16 @@ from ..record.judge_verdicts import saved_verdicts
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..stats.intervals import percentile
 
+if TYPE_CHECKING:
+    from ..inputs.cache_config import ResponseCacheProbeConfig
+    from ..inputs.config import Config
+    from ..inputs.rubric import Rubric
+    from ..inputs.suites import Case
+
 __all__ = ["run_response_cache_probe", "cache_probe_figures", "rederived_probe"]
 
 
-def run_response_cache_probe(config, rubric, cases, run: RunDir, info: RunInfo) -> None:
+def run_response_cache_probe(config: Config, rubric: Rubric, cases: list[Case], run: RunDir, info: RunInfo) -> None:
     """Simulate `config.response_cache_probe` on the run's records and record it (run.json). Embeddings that
     cannot be had (the endpoint down, a reply of another shape) are recorded as the probe's `error`: the run goes
     on, and the cache criteria have no figure to decide on (insufficient, never a pass)."""
@@ -26,22 +34,22 @@ def run_response_cache_probe(config, rubric, cases, run: RunDir, info: RunInfo) 
     try:
         info.response_cache_probe = cache_probe_figures(config, rubric, records, run)
     except TargetError as exc:
-        probe = config.response_cache_probe
+        probe = _configured(config)
         info.response_cache_probe = {"mode": probe.mode, "threshold": probe.threshold, "rows": [],
                                      "error": str(exc)}
     run.write_info(info)
 
 
-def cache_probe_figures(config, rubric, records: list[CaseRecord], run: RunDir | None = None) -> dict:
+def cache_probe_figures(config: Config, rubric: Rubric, records: list[CaseRecord],
+                        run: RunDir | None = None) -> dict[str, Any]:
     """The probe's figures on `records` (in suite order): its settings, the embeddings' cost, one row per
     threshold."""
-    probe = config.response_cache_probe
+    probe = _configured(config)
     probe_set = probe_cases(records, group_tag=probe.group_tag, time_sensitive_tag=probe.time_sensitive_tag)
-    cost = config.cost
-    api = cost is not None and cost.mode == "api"
+    api = config.cost if config.cost is not None and config.cost.mode == "api" else None
     settings = ProbeSettings(
         mode=probe.mode, ttl_s=probe.ttl_s, arrival_s=probe.arrival_interval_s, fresh_s=probe.time_sensitive_max_age_s,
-        input_usd_per_1m=cost.input_usd_per_1m if api else None, output_usd_per_1m=cost.output_usd_per_1m if api else None,
+        input_usd_per_1m=api.input_usd_per_1m if api else None, output_usd_per_1m=api.output_usd_per_1m if api else None,
     )
     vectors, embedded = None, None
     if probe.mode == "semantic":
@@ -62,7 +70,13 @@ def cache_probe_figures(config, rubric, records: list[CaseRecord], run: RunDir |
             "group_tag": probe.group_tag, "embeddings": embedded, "rows": rows}
 
 
-def rederived_probe(run: RunDir, info: RunInfo, rubric, records: list[CaseRecord]) -> dict | None:
+def _configured(config: Config) -> ResponseCacheProbeConfig:
+    probe = config.response_cache_probe
+    assert probe is not None  # the stage runs only when the config has a probe (pipeline.check)
+    return probe
+
+
+def rederived_probe(run: RunDir, info: RunInfo, rubric: Rubric, records: list[CaseRecord]) -> dict[str, Any] | None:
     """The run's probe judged again under `rubric` (a what-if: its forbidden rules decide which served answers pass),
     from the run's records and the embeddings it stored; never a call to the embedding model. A probe that failed,
     or whose embeddings are not all stored, is recorded as the probe's error: its criteria undecided."""
@@ -89,5 +103,5 @@ def rederived_probe(run: RunDir, info: RunInfo, rubric, records: list[CaseRecord
     return {**probe, "rows": rows}
 
 
-def _snapshot(run: RunDir) -> dict:
+def _snapshot(run: RunDir) -> dict[str, Any]:
     return stored_yaml(run.path / "config.yaml", what="config snapshot") or {}

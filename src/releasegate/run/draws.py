@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
-from ..backends import Request
+from rich.console import Console
+
+from ..backends import Backend, Request
 from ..inputs.config import Config
+from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
 from ..record.evidence import failure
 from ..record.records import RunDir, RunInfo
@@ -51,8 +55,8 @@ def pending_draws(run: RunDir, info: RunInfo, config: Config, cases: list[Case],
     return out
 
 
-def generate_draws(backend, todo: list[tuple[Case, int]], config: Config, rubric, run: RunDir, session: dict,
-                   console, show: bool) -> None:
+def generate_draws(backend: Backend | None, todo: list[tuple[Case, int]], config: Config, rubric: Rubric, run: RunDir,
+                   session: dict[str, Any], console: Console, show: bool) -> None:
     """Ask each pending draw, in batches of the backend's size, and append each batch to draws.jsonl (fsynced,
     so a kill loses at most the batch in flight and a resume asks only what is missing). Only the draws of a case
     whose draw 0 is recorded are asked: a case a budget's cap or a stop left unasked costs nothing more (its
@@ -62,6 +66,7 @@ def generate_draws(backend, todo: list[tuple[Case, int]], config: Config, rubric
         todo = [(case, draw) for case, draw in todo if case.id in asked]
     if not todo:
         return
+    assert backend is not None  # draws are asked: the run loaded one (pipeline.check)
     size = max(1, getattr(backend, "batch_size", 1) or 1)
     session["draws"] = session.get("draws", 0) + len(todo)
     session.setdefault("draws_seconds", 0.0)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
-from ..backends import Generation, Request, capabilities
+from ..backends import Backend, Generation, Request, capabilities
 from ..backends.response_cache import ResponseCache
 from ..border.files import read_capped, replace_file
 from ..border.structured import json_loads
@@ -40,7 +41,7 @@ __all__ = ["open_cache", "cache_hits", "cache_session_name", "keep_sources", "ge
 _MAX_PENDING = 512  # cached records appended at least this often, so a long run of hits is journaled too
 
 
-def open_cache(config: Config, fingerprint: str | None, use_cache: bool, console: Console, info: RunInfo | None = None):
+def open_cache(config: Config, fingerprint: str | None, use_cache: bool, console: Console, info: RunInfo | None = None) -> ResponseCache | None:
     """The config's response cache for this model and generation settings, for the run's latest session (`info`:
     its name in the cache, standing on the run's earlier sessions); None when off or unusable."""
     if config.cache is None or not use_cache:
@@ -74,7 +75,7 @@ def cache_session_name(run_id: str, index: int) -> str:
     return f"{run_id}/{index}-{uuid.uuid4().hex[:12]}"
 
 
-def keep_sources(run: RunDir, info: RunInfo, cache) -> None:
+def keep_sources(run: RunDir, info: RunInfo, cache: ResponseCache | None) -> None:
     """Write to the attempts ledger the tally of every session the run's cached answers came from (and those they
     stood on), each once, before any cached record is: a run that serves one answer of a session counts every
     attempt that session made, its failures on other cases too (`record.ledger`). The run's own sessions are
@@ -84,11 +85,11 @@ def keep_sources(run: RunDir, info: RunInfo, cache) -> None:
     append_sources(run.path, cache.ledger(leave_out=set(_cache_sessions(info))))
 
 
-def cache_hits(cache, cases: list[Case]) -> dict[str, Generation]:
+def cache_hits(cache: ResponseCache | None, cases: list[Case]) -> dict[str, Generation]:
     """Case id -> the cached generation, for the cases the cache has a response for."""
     if cache is None:
         return {}
-    hits = {}
+    hits: dict[str, Generation] = {}
     for case in cases:
         gen = cache.get(_request(case)) if case.tools is None else None  # tool calls are never cached
         if gen is not None:
@@ -96,7 +97,9 @@ def cache_hits(cache, cases: list[Case]) -> dict[str, Generation]:
     return hits
 
 
-def generate_all(backend, todo, hits, config, rubric, run, info, session, cache, console, show) -> None:
+def generate_all(backend: Backend | None, todo: list[Case], hits: dict[str, Generation], config: Config, rubric: Rubric,
+                 run: RunDir, info: RunInfo, session: dict[str, Any], cache: ResponseCache | None, console: Console,
+                 show: bool) -> None:
     """Generate in batches of fresh requests; cached responses are recorded in case order between them.
 
     With length bucketing (`_by_length`) the cached cases come first and the fresh ones follow in order of prompt
@@ -142,7 +145,8 @@ def generate_all(backend, todo, hits, config, rubric, run, info, session, cache,
                       markup=False, soft_wrap=True)
 
 
-def _dispatch(todo: list[Case], hits: dict, config: Config, rubric: Rubric, run: RunDir, info: RunInfo, backend):
+def _dispatch(todo: list[Case], hits: dict[str, Generation], config: Config, rubric: Rubric, run: RunDir, info: RunInfo,
+              backend: Backend | None) -> tuple[StopWatch | None, BudgetWatch | None, Iterable[list[Case]]]:
     """(the stop watch, the budget watch, the batches to send): the seed's order for a run that may stop, and no
     more in flight than the target's concurrency asks; with a budget, each batch cut where a case's worst case
     would cross a cap (`run.budget`), what earlier sessions spent counted first."""
@@ -167,7 +171,7 @@ def _dispatch(todo: list[Case], hits: dict, config: Config, rubric: Rubric, run:
     return watch, budget, list(admitted) if getattr(backend, "generate_many", None) else admitted
 
 
-def _batches(order: list[Case], hits: dict, size: int) -> list[list[Case]]:
+def _batches(order: list[Case], hits: dict[str, Generation], size: int) -> list[list[Case]]:
     """The journal's batches: `size` fresh cases each (with the cached ones between them), at most _MAX_PENDING."""
     out: list[list[Case]] = [[]]
     fresh = 0
@@ -180,7 +184,9 @@ def _batches(order: list[Case], hits: dict, size: int) -> list[list[Case]]:
     return [group for group in out if group]
 
 
-def _generated(backend, batches: list[list[Case]], hits: dict, config, run, info, session):
+def _generated(backend: Backend | None, batches: Iterable[list[Case]], hits: dict[str, Generation], config: Config,
+               run: RunDir, info: RunInfo, session: dict[str, Any]
+               ) -> Iterator[tuple[list[Case], dict[str, Generation]]]:
     """Each batch with its fresh cases' generations: one after the other, or, for a backend spread over workers
     (`generate_many`, see releasegate.scale), in the order they finish, generation time counted as wall time."""
     many = getattr(backend, "generate_many", None)
@@ -189,6 +195,7 @@ def _generated(backend, batches: list[list[Case]], hits: dict, config, run, info
             fresh = [c for c in group if c.id not in hits]
             yield group, _generate(backend, fresh, config, run, info, session) if fresh else {}
         return
+    batches = list(batches)  # a list already: workers are handed every batch at once (`_dispatch`)
     fresh_of = [[c for c in group if c.id not in hits] for group in batches]
     last = time.perf_counter()
     for i, out in many([[_request(c) for c in f] for f in fresh_of], max_new_tokens=config.max_new_tokens):
@@ -200,7 +207,7 @@ def _generated(backend, batches: list[list[Case]], hits: dict, config, run, info
         yield batches[i], {c.id: g for c, g in zip(fresh_of[i], out)}
 
 
-def _by_length(backend, todo: list[Case], hits: dict, config: Config, size: int) -> list[Case] | None:
+def _by_length(backend: Backend | None, todo: list[Case], hits: dict[str, Generation], config: Config, size: int) -> list[Case] | None:
     """The order to generate in with length bucketing: the cached cases (no request to batch), then the fresh ones
     by prompt length, counted with the backend's own `prompt_ids` (what it will send; about 0.1 ms a prompt on
     the demo, nothing beside a batch's generation), ties in case order. Consecutive batches of `size` are then
@@ -258,7 +265,9 @@ def _restore_case_order(run: RunDir, info: RunInfo, config: Config, todo: list[C
     replace_file(path, b"".join(moved), what="records.jsonl", durable=True)
 
 
-def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[str, Generation]:
+def _generate(backend: Backend | None, fresh: list[Case], config: Config, run: RunDir, info: RunInfo,
+              session: dict[str, Any]) -> dict[str, Generation]:
+    assert backend is not None  # fresh cases are asked: the run loaded one (pipeline.check)
     started = time.perf_counter()
     out = backend.generate([_request(c) for c in fresh], max_new_tokens=config.max_new_tokens)
     continue_turns(backend, fresh, out, config.max_new_tokens)  # a scripted conversation's later turns
@@ -268,7 +277,7 @@ def _generate(backend, fresh: list[Case], config, run, info, session) -> dict[st
     return {c.id: g for c, g in zip(fresh, out)}
 
 
-def keep_client(info: RunInfo, session: dict, backend) -> None:
+def keep_client(info: RunInfo, session: dict[str, Any], backend: Backend | None) -> None:
     """The client's own lateness over the quality phase: this session's so far (`sessions[].client`), and in
     run.json `client` the worst of every session's (`evidence.worst_client`), so a resume that re-ran a few cases
     never hides the lateness of an earlier part whose samples the run still holds."""
@@ -288,7 +297,7 @@ def _cache_batch(cache: ResponseCache, fresh: list[tuple[Case, CaseRecord]], gen
     cache.put_many(answers, attempt_outcomes([r for _, r in fresh]), failed)
 
 
-def _count_generation(info, session, run, elapsed: float) -> None:
+def _count_generation(info: RunInfo, session: dict[str, Any], run: RunDir, elapsed: float) -> None:
     """Checkpointed before the records it paid for (see RunInfo.generation_seconds)."""
     info.generation_seconds = (info.generation_seconds or 0.0) + elapsed
     session["generation_seconds"] += elapsed

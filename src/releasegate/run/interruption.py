@@ -11,10 +11,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import FrameType
+from typing import TYPE_CHECKING, NoReturn
 
 from ..border.env import TEST_HOLD_AFTER_VERDICT, env_number
 from ..clock import now
@@ -22,6 +23,8 @@ from ..loop_interrupt import interrupt_running_loop
 from ..redaction import redact_data
 
 if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
+
     from ..record.records import RunDir, RunInfo
 
 __all__ = ["Interruption", "INTERRUPTION", "GRACE_S", "HOLD_ENV", "signals_stop", "raise_in", "hold_after_verdict"]
@@ -115,7 +118,7 @@ def signals_stop() -> Iterator[None]:
     state = INTERRUPTION
     leaving = threading.Event()  # cancels the grace-period exit once `check` is done with the run
 
-    def force_exit(why: str) -> None:
+    def force_exit(why: str) -> NoReturn:
         if state.finished_with is not None:  # the reports are on disk: the verdict stands
             os.write(2, f"stopped ({why}) after the verdict; the run is complete\n".encode())
             os._exit(state.finished_with)
@@ -131,7 +134,7 @@ def signals_stop() -> Iterator[None]:
         if not leaving.wait(GRACE_S):
             force_exit(f"still running {GRACE_S:g} s after the signal")
 
-    def interrupt(signum, frame):
+    def interrupt(signum: int, frame: FrameType | None) -> None:
         if state.signum is not None:
             force_exit("second signal")
         state.signum = signum
@@ -139,7 +142,7 @@ def signals_stop() -> Iterator[None]:
         if state.finished_with is None and not interrupt_running_loop():  # under a loop: its task is cancelled
             raise KeyboardInterrupt
 
-    def unraisable(hook_args) -> None:
+    def unraisable(hook_args: UnraisableHookArgs) -> None:
         if state.signum is not None and hook_args.exc_type is not None and issubclass(hook_args.exc_type, KeyboardInterrupt):
             if not state.taken:
                 try:
@@ -164,13 +167,13 @@ def signals_stop() -> Iterator[None]:
         state.signum, state.taken, state.active, state.finished_with = None, False, None, None
 
 
-def raise_in(frame, *, unless) -> None:
+def raise_in(frame: FrameType, *, unless: Callable[[], bool]) -> None:
     """Raise KeyboardInterrupt in `frame` at its next trace event (its next line, or its return), the way a
     debugger stops a running frame: trace that frame only (new frames get no local tracer), then stop tracing.
     Not if `unless()` is true by then (the interrupt reached the run another way)."""
     previous = sys.gettrace()
 
-    def stop(frame, event, arg):
+    def stop(frame: FrameType, event: str, arg: object) -> None:
         sys.settrace(previous)
         frame.f_trace = None
         if not unless():

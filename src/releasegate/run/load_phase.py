@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..backends import capabilities
+from ..backends import Backend, Generation, capabilities
 from ..errors import ErrorKind
 from ..inputs.load_profile import LoadConfig
 from ..record.ledger import LoadLedger
 from ..record.records import RunDir, RunInfo
 from ..scale.load import DistributedLoad
 from ..scale.traffic import load_record, plan_load
+from .load_runner import LoadRunner, load_runner
 from .progress import count_kept, progress_bar
-from .server_scrape import Scraper, samples_line, summarise
+from .server_scrape import samples_line, summarise, target_scraper
 from .stopping import stop_if_dead
 from .sweep import run_sweep
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..inputs.config import Config
+    from ..inputs.suites import Case
 
 __all__ = ["run_load_phase", "limited_load"]
 
@@ -33,16 +42,19 @@ def limited_load(load: LoadConfig, limit: int | None) -> LoadConfig:
     return dataclasses.replace(load, requests=min(load.requests or limit, limit), warmup=min(load.warmup, limit))
 
 
-def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, show: bool) -> None:
+def run_load_phase(backend: Backend | None, config: Config, cases: list[Case], run: RunDir, info: RunInfo, console: Console,
+                   show: bool) -> None:
     """Run the config's load phase (or capacity sweep), bounded by `check --limit` (`limited_load`), and record
     it: load.jsonl, server_metrics.jsonl and run.json `load_phase` (with `limit` when one applied)."""
     if not capabilities(config.target.backend).load_phase:  # the config loader already refuses this; belt and braces
         raise TypeError("a load phase needs the openai backend")
-    config = dataclasses.replace(config, load=limited_load(config.load, info.limit))
+    assert config.load is not None  # the stage runs only when the config has a load phase (pipeline.check)
+    load = limited_load(config.load, info.limit)
+    config = dataclasses.replace(config, load=load)
     # every request is written to the attempts ledger as it completes: a phase cut short keeps its failures
     ledger = LoadLedger(run.path, session=len(info.sessions) - 1)
     try:
-        if config.load.sweep is not None:
+        if load.sweep is not None:
             with progress_bar(console, show) as bar:
                 run_sweep(backend, config, cases, run, info, bar, ledger.add, ledger.session)
         else:
@@ -55,23 +67,24 @@ def run_load_phase(backend, config, cases, run: RunDir, info: RunInfo, console, 
     _note_limit(run, info)
 
 
-def _run_planned(backend, config, cases, run: RunDir, info: RunInfo, console, show: bool, kept) -> None:
+def _run_planned(backend: Backend | None, config: Config, cases: list[Case], run: RunDir, info: RunInfo, console: Console,
+                 show: bool, kept: Callable[[Generation], object]) -> None:
     """The planned load (not a sweep): load.jsonl, server_metrics.jsonl and `info.load_phase`; `kept` is given
     each completed request."""
+    assert config.load is not None  # see run_load_phase
     plan = plan_load(config.load, cases)
     tokens = config.max_new_tokens
-    target = config.target
-    scraper = Scraper(target.endpoint_url(), query=target.url_query(), headers=target.request_headers())
+    scraper = target_scraper(config.target)
     with scraper, progress_bar(console, show) as bar:
         planned = len(plan.requests) if plan.requests is not None else None  # None: as many as the duration allows
         task = bar.add_task(f"load: {plan.describe()}", total=planned)
         # warm-up, then (lean client) connections opened, then the window: all on one client, so the warm-up's
         # connections serve the load; the schedule and the deadline start with the window
-        run_load = backend.run_load
+        runner: LoadRunner = load_runner(backend)
         if config.scale is not None:  # the schedule split across Ray workers, each with its own client
 
-            run_load = DistributedLoad(backend, config.scale, plan).run_load
-        done = run_load(
+            runner = DistributedLoad(backend, config.scale, plan)
+        done = runner.run_load(
             plan.iter_requests(), offsets=plan.offsets, concurrency=plan.concurrency, max_new_tokens=tokens,
             duration_s=plan.duration_s, warmup=plan.warmup, on_start=lambda: scraper.mark("start"),
             on_done=lambda gen: count_kept(bar, task, gen, kept),

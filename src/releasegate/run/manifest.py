@@ -16,11 +16,10 @@ import json
 import os
 import platform
 import socket
-from collections.abc import Callable
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..border.files import is_dir, is_file, read_text, sha256_file, walk_files
@@ -34,6 +33,8 @@ from ..record.stored_manifest import read_manifest_file
 from ..redaction import redact_data
 from .manifest_inputs import (
     SNAPSHOT_KEY,
+    Add,
+    Row,
     directory_files,
     sample_entries,
     schema_paths,
@@ -41,6 +42,12 @@ from .manifest_inputs import (
     snapshot_commit,
     source_files,
 )
+
+if TYPE_CHECKING:
+    from ..inputs.config import Config
+    from ..inputs.leakage_inputs import LeakageConfig
+    from ..inputs.suites import Case
+    from ..inputs.target import TargetConfig
 
 __all__ = [
     "MANIFEST", "build_manifest", "read_manifest", "compare_manifest", "diff_manifests", "target_fingerprint", "sha256_file",
@@ -60,18 +67,18 @@ PACKAGES = (
 GENERATION_ROLES = ("suite", "schema", "responses", "traffic_log", "tokenizer", "model", "adapter", "draft")
 """Input roles (or role prefixes) that decide what a run generates: `check --resume` refuses when one changed."""
 
-def build_manifest(config, *, run_id: str, cases=None) -> dict:
+def build_manifest(config: Config, *, run_id: str, cases: Iterable[Case] | None = None) -> dict[str, Any]:
     """Hash every input of `config` (a loaded Config). Raises InputError for an input that cannot be read.
     `cases`: the run's cases, for the record of each sampled suite's draw (`samples`)."""
     inputs, directories = _hash_inputs(config)
-    return redact_data({
+    manifest: dict[str, Any] = redact_data({  # a dict, its strings redacted
         "format": FORMAT,
         "run_id": run_id,
         "created_at": now(),
         "config": str(Path(config.path).resolve()),
         "inputs": inputs,
         "directories": directories,
-        "target": {"backend": config.target.backend, "fingerprint": target_fingerprint(config, inputs)},
+        "target": {"backend": config.target.backend, "fingerprint": target_fingerprint(config.target, inputs)},
         "packages": package_versions(),
         "seeds": {"seed": config.seed, "generation.seed": config.generation.get("seed"),
                   "load.seed": config.load.seed if config.load is not None else None},
@@ -79,9 +86,10 @@ def build_manifest(config, *, run_id: str, cases=None) -> dict:
         "samples": sample_entries(config, cases or ()),
         **_composition(config),
     })
+    return manifest
 
 
-def _composition(config) -> dict:
+def _composition(config: Config) -> dict[str, Any]:
     """How the config was composed, when it was: the files it extends (each hashed as a `config:extends` input)
     and the --set overrides, values as the masked config holds them; `over_official`: every key laid over the
     config layer that names the rubric, by whom (`inputs.judging_keys`), which release checks hold to the rubric."""
@@ -93,7 +101,7 @@ def _composition(config) -> dict:
                             "over_official": [dict(o) for o in getattr(config, "over_official", ())]}}
 
 
-def recorded_overrides(run_dir: Path) -> tuple[dict, ...]:
+def recorded_overrides(run_dir: Path) -> tuple[dict[str, Any], ...]:
     """The --set overrides a run's manifest records ({key, value} each); none for a run without them."""
     try:
         composition = read_manifest(run_dir).get("composition") or {}
@@ -102,7 +110,7 @@ def recorded_overrides(run_dir: Path) -> tuple[dict, ...]:
     return tuple(o for o in composition.get("set") or () if isinstance(o, dict))
 
 
-def read_manifest(run_dir: Path) -> dict:
+def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / MANIFEST
     data = read_manifest_file(Path(run_dir))  # bounded, and of the shape releasegate writes
     if data is None:
@@ -114,7 +122,8 @@ def read_manifest(run_dir: Path) -> dict:
     return data
 
 
-def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, packages: bool = True) -> list[dict]:
+def compare_manifest(manifest: dict[str, Any], *, roles: tuple[str, ...] | None = None,
+                     packages: bool = True) -> list[Row]:
     """What differs now from `manifest`: one row {role, path, change, before, after} per changed, missing or
     added file and per package whose version changed. `roles`: only inputs whose role starts with one of these."""
     def wanted(role: str) -> bool:
@@ -146,16 +155,16 @@ def compare_manifest(manifest: dict, *, roles: tuple[str, ...] | None = None, pa
     return rows
 
 
-def grader_inputs(manifest: dict) -> list[dict]:
+def grader_inputs(manifest: dict[str, Any]) -> list[Row]:
     """The files of the LLM judge and of each guard that judged the run (manifest.json `judge`, `guards`)."""
     graders = [manifest.get("judge")] + list((manifest.get("guards") or {}).values())
     return [e for g in graders if isinstance(g, dict) for e in g.get("inputs") or () if isinstance(e, dict)]
 
 
-def diff_manifests(old: dict, new: dict, *, roles: tuple[str, ...]) -> list[dict]:
+def diff_manifests(old: dict[str, Any], new: dict[str, Any], *, roles: tuple[str, ...]) -> list[Row]:
     """Inputs of the given roles that differ between two manifests (same rows as `compare_manifest`), plus a
     'target' row when the target fingerprints differ (same files, other settings: merge, dtype, endpoint...)."""
-    def entries(manifest: dict) -> dict[str, dict]:
+    def entries(manifest: dict[str, Any]) -> dict[str, Row]:
         return {e["path"]: e for e in manifest["inputs"]
                 if any(e["role"] == r or e["role"].startswith(r + ":") for r in roles)}
 
@@ -179,16 +188,16 @@ def diff_manifests(old: dict, new: dict, *, roles: tuple[str, ...]) -> list[dict
     return rows
 
 
-def target_fingerprint(config, inputs: list[dict]) -> str | None:
+def target_fingerprint(t: TargetConfig, inputs: list[Row]) -> str | None:
     """A hash of what decides the model's outputs, for the response cache; None when the target cannot be
     fingerprinted (a hub model that is not on disk). Performance knobs (batch size, threads, concurrency) are
     left out: they must not change greedy outputs."""
-    t = config.target
     by_role: dict[str, dict[str, str | None]] = {}
     for entry in inputs:
         owner = entry["role"].split(":", 1)[0]
         if owner in ("model", "adapter", "draft", "tokenizer", "responses"):
-            by_role.setdefault(owner, {})[entry.get("name", entry["path"])] = entry.get("sha256")
+            name: str = entry["name"] if "name" in entry else entry["path"]
+            by_role.setdefault(owner, {})[name] = entry.get("sha256")
     if any(sha is None for files in by_role.values() for sha in files.values()):
         return None
     named = capabilities(t.backend).fingerprint
@@ -224,21 +233,21 @@ CASE_ROLES = ("suite", "schema")
 """The manifest roles of the files a run's cases are read from, which the effective rubric hashes."""
 
 
-def case_digests(config) -> list[str]:
+def case_digests(config: Config) -> list[str]:
     """The sha256 of every file the config's cases are read from (suites, their sources, the schemas their
     format checks name), as a run of it records them in its manifest (`case_digests_of`)."""
-    inputs: list[dict] = []
+    inputs: list[Row] = []
     _case_files(config, _adder(inputs, set()), inputs, [])
     return case_digests_of({"inputs": inputs})
 
 
-def case_digests_of(manifest: dict) -> list[str]:
+def case_digests_of(manifest: dict[str, Any]) -> list[str]:
     """The sha256 of the suite and schema files a run's manifest records, sorted."""
     return sorted(str(e["sha256"]) for e in manifest.get("inputs") or []
                   if isinstance(e, dict) and e.get("role") in CASE_ROLES and isinstance(e.get("sha256"), str))
 
 
-def _adder(inputs: list[dict], seen: set[str]) -> Callable[..., None]:
+def _adder(inputs: list[Row], seen: set[str]) -> Add:
     """`add(role, path, name=None)`: the file hashed into `inputs`, once per resolved path."""
 
     def add(role: str, path: Path, name: str | None = None) -> None:
@@ -254,7 +263,7 @@ def _adder(inputs: list[dict], seen: set[str]) -> Callable[..., None]:
     return add
 
 
-def _case_files(config, add, inputs: list[dict], directories: list[dict]) -> None:
+def _case_files(config: Config, add: Add, inputs: list[Row], directories: list[Row]) -> None:
     """The files the cases are read from: each suite (or its source's files) and the schemas its checks name."""
     base_dir = getattr(config, "base_dir", None) or Path(config.path).parent
     for suite in config.suites:
@@ -266,9 +275,9 @@ def _case_files(config, add, inputs: list[dict], directories: list[dict]) -> Non
             add("schema", schema)
 
 
-def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
-    inputs: list[dict] = []
-    directories: list[dict] = []
+def _hash_inputs(config: Config) -> tuple[list[Row], list[Row]]:
+    inputs: list[Row] = []
+    directories: list[Row] = []
     add = _adder(inputs, set())
     add("config", Path(config.path))
     for extended in getattr(config, "extends", ()):
@@ -281,7 +290,7 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
         inputs[-1]["named_by"] = set_by  # the extends: layer (or --set) that named it: the verdict says so
     for role, path in _rubric_files(rubric):
         add(role, path)
-    _target_files(config, add, inputs, directories)
+    _target_files(config.target, add, inputs, directories)
     cost = config.raw.get("cost") or {}
     if isinstance(cost.get("price_table"), str):
         add("price_table", base_dir / cost["price_table"])
@@ -294,11 +303,11 @@ def _hash_inputs(config) -> tuple[list[dict], list[dict]]:
     return inputs, directories
 
 
-def _leakage_files(leakage, add, inputs: list[dict], directories: list[dict]) -> None:
+def _leakage_files(leakage: LeakageConfig, add: Add, inputs: list[Row], directories: list[Row]) -> None:
     """The leakage suite, the training and held-out files it was drawn from (as hashed when it was built, where
     the file is gone), and the files of `leakage.base`, each role prefixed `leakage_base:`."""
     add("leakage_suite", leakage.suite)
-    if getattr(leakage, "canaries", None) is not None:
+    if leakage.canaries is not None:
         add("leakage_canaries", leakage.canaries)
     for name, src in read_leakage_suite(leakage.suite).sources.items():
         if is_file(Path(str(src.get("path")))):
@@ -307,12 +316,13 @@ def _leakage_files(leakage, add, inputs: list[dict], directories: list[dict]) ->
             inputs.append({"role": f"leakage_{name}", "path": str(src.get("path")), "name": Path(str(src.get("path"))).name,
                            "sha256": src.get("sha256"), "note": "hashed when the suite was built: the file is not here"})
     if leakage.base is not None:
-        _target_files(SimpleNamespace(target=leakage.base),
-                      lambda role, path, name=None: add(f"leakage_base:{role}", path, name), inputs, directories)
+        def add_base(role: str, path: Path, name: str | None = None) -> None:
+            add(f"leakage_base:{role}", path, name)
+
+        _target_files(leakage.base, add_base, inputs, directories)
 
 
-def _target_files(config, add, inputs: list[dict], directories: list[dict]) -> None:
-    t = config.target
+def _target_files(t: TargetConfig, add: Add, inputs: list[Row], directories: list[Row]) -> None:
     served_files(t, add, inputs, directories)
     caps = capabilities(t.backend)
     for role, name in caps.data_files:

@@ -8,7 +8,9 @@ same as for a JSONL suite; bench/big_suites.py prints it for a 1M-row parquet fi
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..border.files import is_dir, read_text, walk_files
 from ..border.hub import hub_snapshot
@@ -17,18 +19,36 @@ from ..errors import InputError
 from ..inputs.suites import _lines
 from ..inputs.tables import data_files
 
+if TYPE_CHECKING:
+    from ..inputs.config import Config
+    from ..inputs.suite_config import SuiteConfig
+    from ..inputs.suites import Case
+    from ..inputs.target import TargetConfig
+
 __all__ = ["file_role", "served_files", "SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
 
 SNAPSHOT_KEY = "#snapshot"
 """Ends the manifest path of a hub dataset's revision (`hub:org/name@revision#snapshot`), hashed as the commit it
 resolves to in the hub cache."""
 
+Row = dict[str, Any]
+"""One JSON row of manifest.json: an input {role, path, name, bytes, sha256, ...} or a directory {role, path}."""
 
-def source_files(suite, add, inputs: list[dict], directories: list[dict]) -> None:
+
+class Add(Protocol):
+    """`add(role, path, name=None)`: a file hashed into the manifest's inputs (see `manifest._adder`)."""
+
+    def __call__(self, role: str, path: Path, name: str | None = None) -> None: ...
+
+
+def source_files(suite: SuiteConfig, add: Add, inputs: list[Row], directories: list[Row]) -> None:
     """The bytes behind a suite's source: the file; every file of a save_to_disk split's directory (its arrow
     files, state.json, dataset_info.json; files added later show too); for a hub dataset, the commit its
     revision resolves to in the hub cache and every file of that snapshot."""
     src = suite.source
+    if src is None:  # a JSONL suite: the file itself
+        add("suite", suite.path)
+        return
     if "hub" in src:
         key = f"hub:{src['hub']}@{src.get('revision') or 'main'}{SNAPSHOT_KEY}"
         commit = snapshot_commit(key)
@@ -79,7 +99,7 @@ def snapshot_commit(key: str) -> str | None:
     return hashlib.sha256(folder.resolve().name.encode()).hexdigest() if folder is not None else None
 
 
-def schema_paths(suite, base_dir: Path) -> list[Path]:
+def schema_paths(suite: SuiteConfig, base_dir: Path) -> list[Path]:
     """JSON Schema files a suite's format checks name by path (suite defaults, then, in a JSONL suite, case by
     case: its lines are read one at a time)."""
     out = [base_dir / f["schema"] for f in suite.format if isinstance(f.get("schema"), str)]
@@ -109,7 +129,7 @@ def _line_schemas(line: str, path: Path) -> list[Path]:
     return out + [path.parent / f["schema"] for f in formats if isinstance(f, dict) and isinstance(f.get("schema"), str)]
 
 
-def sample_entries(config, cases) -> list[dict]:
+def sample_entries(config: Config, cases: Iterable[Case]) -> list[Row]:
     """For each suite with a `sample:`: its spec, how many of its cases the run has and a digest of their ids in
     order, so that a resumed run can tell it planned the same cases."""
     sampled = {s.name: s.sample for s in config.suites if getattr(s, "sample", None)}
@@ -149,7 +169,7 @@ TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "tokenizer.model",
               "added_tokens.json", "merges.txt", "spiece.model"}
 
 
-def served_files(t, add, inputs: list[dict], directories: list[dict]) -> None:
+def served_files(t: TargetConfig, add: Add, inputs: list[Row], directories: list[Row]) -> None:
     """The files the server behind the endpoint loads (`target.served_files`, or those releasegate's launcher
     handed the server it started), role `served:<kind>`, each marked `served: declared | observed`."""
     first = len(inputs)

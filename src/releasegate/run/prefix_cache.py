@@ -15,35 +15,40 @@ Records go to prefix_cache.jsonl (tag `cache`: warm | cold); the figures to run.
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..backends import Request
+from ..backends import Backend, Generation, Request
 from ..record.evidence import attempt_counts
 from ..record.metrics import measured
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..stats.intervals import percentile
-from .server_scrape import Scraper
+from .load_runner import load_runner
+from .server_scrape import Scraper, target_scraper
 from .stopping import stop_if_dead
+
+if TYPE_CHECKING:
+    from ..inputs.config import Config
+    from ..inputs.suites import Case
 
 __all__ = ["run_prefix_cache", "prefix_cache_summary", "JOURNAL"]
 
 JOURNAL = "prefix_cache.jsonl"
 
 
-def run_prefix_cache(backend, config, cases, run: RunDir, info: RunInfo) -> None:
+def run_prefix_cache(backend: Backend | None, config: Config, cases: list[Case], run: RunDir, info: RunInfo) -> None:
     """Run the probe of `config.prefix_cache` and record it (prefix_cache.jsonl, run.json `prefix_cache`)."""
     probe = config.prefix_cache
-    target = config.target
-    scraper = Scraper(target.endpoint_url(), query=target.url_query(), headers=target.request_headers())
+    assert probe is not None  # the stage runs only when the config has a probe (pipeline.check)
+    scraper = target_scraper(config.target)
     prime = _request("prime", probe.system, cases[-1])
-    requests = []
+    requests: list[Request] = []
     for i in range(probe.requests):
         case = cases[i % len(cases)]
         requests.append(_request(f"warm-{i:04d}:{case.id}", probe.system, case))
         requests.append(_request(f"cold-{i:04d}:{case.id}", f"[{secrets.token_hex(4)}] {probe.system}", case))
     counters: list[float | None] = []
     scraper.scrape("before")
-    done = backend.run_load(requests, offsets=None, concurrency=1, max_new_tokens=config.max_new_tokens,
+    done = load_runner(backend).run_load(requests, offsets=None, concurrency=1, max_new_tokens=config.max_new_tokens,
                             warmup=[prime], on_start=lambda: counters.append(_cached(scraper)),
                             on_done=lambda _: counters.append(_cached(scraper)))
     stop_if_dead(backend, "prefix-cache probe")
@@ -54,10 +59,10 @@ def run_prefix_cache(backend, config, cases, run: RunDir, info: RunInfo) -> None
     run.write_info(info)
 
 
-def prefix_cache_summary(records: list[CaseRecord], *, system_chars: int, metrics_error: str | None = None) -> dict:
+def prefix_cache_summary(records: list[CaseRecord], *, system_chars: int, metrics_error: str | None = None) -> dict[str, Any]:
     """Warm and cold TTFT (P50, P95, n), prompt tokens and server-reported cached prompt tokens per request, and
     how much the cache saved at the median."""
-    out: dict = {"pairs": sum(r.tags.get("cache") == "warm" for r in records), "system_chars": system_chars}
+    out: dict[str, Any] = {"pairs": sum(r.tags.get("cache") == "warm" for r in records), "system_chars": system_chars}
     for kind in ("warm", "cold"):
         mine = [r for r in records if r.tags.get("cache") == kind]
         ttft = [r.timing.ttft_ms for r in measured(mine) if r.timing.ttft_ms is not None]
@@ -84,7 +89,7 @@ def _cached(scraper: Scraper) -> float | None:
     return scraper.samples[-1].get("cached_prompt_tokens")
 
 
-def _request(request_id: str, system: str, case) -> Request:
+def _request(request_id: str, system: str, case: Case) -> Request:
     """The case's question after `system`: its own system messages replaced, or the prompt behind it."""
     if case.messages:
         messages = [{"role": "system", "content": system}] + [m for m in case.messages if m.get("role") != "system"]
@@ -92,7 +97,7 @@ def _request(request_id: str, system: str, case) -> Request:
     return Request(request_id, None, f"{system}\n\n{case.prompt}")
 
 
-def _record(request: Request, gen, cached_tokens: float | None) -> CaseRecord:
+def _record(request: Request, gen: Generation, cached_tokens: float | None) -> CaseRecord:
     kind, _, rest = request.case_id.partition("-")
     tags: dict[str, Any] = {"phase": "prefix_cache", "cache": kind, "prompt_of": rest.split(":", 1)[-1]}
     if cached_tokens is not None:

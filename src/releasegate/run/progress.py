@@ -13,9 +13,10 @@ from __future__ import annotations
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -32,6 +33,9 @@ from rich.progress import (
 from rich.text import Text
 
 from ..border.env import PROGRESS_INTERVAL, env_number
+
+if TYPE_CHECKING:
+    from ..backends import Generation
 
 __all__ = ["progress_bar", "step", "PlainProgress", "INTERVAL_ENV", "interval_s", "WIDTH", "count_done", "count_kept"]
 
@@ -65,13 +69,14 @@ class _FailedColumn(ProgressColumn):
         return Text(f"{failed:,} failed", style="red") if failed else Text("")
 
 
-def count_kept(bar, task_id: TaskID, gen, kept) -> None:
+def count_kept(bar: Progress | PlainProgress, task_id: TaskID, gen: Generation,
+               kept: Callable[[Generation], object]) -> None:
     """One load request completed: handed to `kept` (the attempts ledger, `record.ledger`), then counted."""
     kept(gen)
     count_done(bar, task_id, failed=gen.error is not None)
 
 
-def count_done(bar, task_id: TaskID, done: float = 1, *, failed: int = 0) -> None:
+def count_done(bar: Progress | PlainProgress, task_id: TaskID, done: float = 1, *, failed: int = 0) -> None:
     """Count `done` more requests of a step, `failed` of them failed, on a bar or in plain lines (any thread)."""
     if isinstance(bar, PlainProgress):
         bar.advance(task_id, done, failed=failed)
@@ -114,7 +119,7 @@ class PlainProgress:
     A background thread writes the periodic lines, so a step that advances seldom (a slow batch) or not at all
     (a model loading) still shows it is alive; `clock` is injectable for tests."""
 
-    def __init__(self, console: Console, interval: float, *, clock=time.monotonic, ticker: bool = True) -> None:
+    def __init__(self, console: Console, interval: float, *, clock: Callable[[], float] = time.monotonic, ticker: bool = True) -> None:
         self.console, self.interval, self.clock = console, interval, clock
         self.tasks: list[_Task] = []
         self._lock = threading.Lock()
@@ -127,14 +132,14 @@ class PlainProgress:
             self._thread.start()
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self.interval + 1)
         for task_id in range(len(self.tasks)):
             self._finish(task_id, stopped=exc_type is not None)
 
-    def add_task(self, description: str, total: float | None = None, counted: bool = True, **_) -> TaskID:
+    def add_task(self, description: str, total: float | None = None, counted: bool = True, **_: Any) -> TaskID:
         with self._lock:
             self.tasks.append(_Task(description, total, counted, self.clock()))
             task_id = TaskID(len(self.tasks) - 1)  # rich's task ids: the bar and these lines are used alike
@@ -152,7 +157,7 @@ class PlainProgress:
         if complete:
             self._finish(task_id, stopped=False)
 
-    def update(self, task_id: TaskID, *, description: str | None = None, **_) -> None:
+    def update(self, task_id: TaskID, *, description: str | None = None, **_: Any) -> None:
         """A new description (a sweep's next step) is a step of its own: it gets its line."""
         task = self.tasks[task_id]
         if description is not None and description != task.description:

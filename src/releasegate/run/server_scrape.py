@@ -28,10 +28,17 @@ import threading
 import time
 import urllib.parse
 from statistics import fmean
+from typing import TYPE_CHECKING, Any
 
 from ..border.http import HttpError, Limits, fetch
 from ..errors import ErrorKind
 from ..redaction import mask_url
+
+if TYPE_CHECKING:
+    from ..inputs.target import TargetConfig
+
+Sample = dict[str, Any]
+"""One server_metrics.jsonl line: {'t', 'phase', and the normalised series (`normalise`)}."""
 
 __all__ = ["parse_prometheus", "normalise", "Scraper", "summarise", "fetch_metrics", "samples_line",
            "speculative_counts", "acceptance",
@@ -104,7 +111,7 @@ def speculative_counts(samples: dict[str, float]) -> dict[str, float | None]:
             for field, names in _SPECULATIVE.items()}
 
 
-def acceptance(before: dict, after: dict) -> dict[str, float | None]:
+def acceptance(before: dict[str, float | None], after: dict[str, float | None]) -> dict[str, float | None]:
     """What was drafted and accepted between two `speculative_counts`, and acceptance_rate = accepted / drafted
     tokens. A delta is None where a counter is missing from either or went backwards (the server restarted and
     its counters began again); the rate is None then, when no token was drafted, or when more were accepted than
@@ -130,14 +137,14 @@ def _delta(before: object, after: object) -> float | None:
 class Scraper:
     """Polls {root}/metrics on a thread every `interval` seconds; `samples` holds (seconds, normalised)."""
 
-    def __init__(self, base_url: str, interval: float = 0.5, *, query: dict | None = None,
-                 headers: dict | None = None) -> None:
+    def __init__(self, base_url: str, interval: float = 0.5, *, query: dict[str, str] | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         root = base_url.rstrip("/")
         root = root[: -len("/v1")] if root.endswith("/v1") else root
         self.url = root + "/metrics" + ("?" + urllib.parse.urlencode(query) if query else "")
         self.headers = dict(headers or {})  # a gateway in front of the server wants its credentials here too
         self.interval = interval
-        self.samples: list[dict] = []
+        self.samples: list[Sample] = []
         self.error: str | None = None
         self.marks: dict[str, float] = {}
         self._stop = threading.Event()
@@ -150,7 +157,7 @@ class Scraper:
             self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(5)
@@ -166,7 +173,7 @@ class Scraper:
 
     def scrape(self, phase: str) -> None:
         """One scrape, on a thread of its own: the caller waits at most the scrape's deadline (and a little)."""
-        result: list = []
+        result: list[str | dict[str, float | str]] = []
         worker = threading.Thread(target=lambda: result.append(self._fetch()), daemon=True)
         worker.start()
         worker.join(SCRAPE_DEADLINE_S + 1.0)
@@ -176,25 +183,32 @@ class Scraper:
         """One scrape on the calling thread (the polling thread's own)."""
         self._keep(phase, self._fetch())
 
-    def _fetch(self) -> str | dict:
+    def _fetch(self) -> str | dict[str, float | str]:
         """The normalised sample, or why there is none."""
         try:
             return normalise(parse_prometheus(fetch_metrics(self.url, self.headers)))
         except ScrapeError as exc:
             return str(exc)
 
-    def _keep(self, phase: str, got: str | dict) -> None:
+    def _keep(self, phase: str, got: str | dict[str, float | str]) -> None:
         if isinstance(got, str):
             self.error = f"{mask_url(self.url)}: {got}"
             return
         self.samples.append({"t": round(time.perf_counter() - self._t0, 3), "phase": phase, **got})
 
 
+def target_scraper(target: TargetConfig, interval: float = 0.5) -> Scraper:
+    """A Scraper of the endpoint target's server, with the target's query parameters and headers."""
+    url = target.endpoint_url()
+    assert url is not None  # a load phase or probe runs only on an endpoint target, which has a base_url
+    return Scraper(url, interval, query=target.url_query(), headers=target.request_headers())
+
+
 class ScrapeError(Exception):
     """A scrape that failed: past a bound, redirected, unreadable or refused; the message says which."""
 
 
-def fetch_metrics(url: str, headers: dict, *, deadline_s: float = SCRAPE_DEADLINE_S,
+def fetch_metrics(url: str, headers: dict[str, str], *, deadline_s: float = SCRAPE_DEADLINE_S,
                   max_bytes: int = SCRAPE_MAX_BYTES) -> str:
     """The text of one /metrics page, read through the border's HTTP reader within `deadline_s` overall (however
     slowly it trickles) and `max_bytes`; ScrapeError past either, on a redirect (never followed), on a status
@@ -213,10 +227,11 @@ def fetch_metrics(url: str, headers: dict, *, deadline_s: float = SCRAPE_DEADLIN
     return reply.body.decode("utf-8", "replace")
 
 
-def summarise(samples: list[dict], *, client_ttft_ms: list[float], concurrency: int | None, profile: str) -> dict:
+def summarise(samples: list[Sample], *, client_ttft_ms: list[float], concurrency: int | None,
+              profile: str) -> dict[str, Any]:
     """Queue and KV-cache over the run, client-minus-server TTFT, and what the queue says about scaling."""
     during = [s for s in samples if s["phase"] == "during"] or samples
-    out: dict = {"samples": len(samples), "server": next((s["server"] for s in samples if "server" in s), None)}
+    out: dict[str, Any] = {"samples": len(samples), "server": next((s["server"] for s in samples if "server" in s), None)}
     for field in ("queue", "running", "kv_cache"):
         values = [s[field] for s in during if field in s]
         if values:
@@ -226,7 +241,7 @@ def summarise(samples: list[dict], *, client_ttft_ms: list[float], concurrency: 
     return out
 
 
-def _ttft_gap(samples: list[dict], client_ttft_ms: list[float]) -> dict | None:
+def _ttft_gap(samples: list[Sample], client_ttft_ms: list[float]) -> dict[str, float] | None:
     """Mean client TTFT minus mean server TTFT over the phase (vLLM's histogram; others expose none)."""
     have = [s for s in samples if "ttft_sum" in s and "ttft_count" in s]
     if len(have) < 2 or not client_ttft_ms:
@@ -239,7 +254,7 @@ def _ttft_gap(samples: list[dict], client_ttft_ms: list[float]) -> dict | None:
     return {"client_mean_ms": client_ms, "server_mean_ms": server_ms, "gap_ms": client_ms - server_ms}
 
 
-def _reading(during: list[dict], concurrency: int | None, profile: str) -> str:
+def _reading(during: list[Sample], concurrency: int | None, profile: str) -> str:
     queue = [s["queue"] for s in during if "queue" in s]
     if not queue:
         return "the server exposes no queue length: no scaling reading"
@@ -255,7 +270,7 @@ def _reading(during: list[dict], concurrency: int | None, profile: str) -> str:
     return f"requests queue but the queue is steady (mean {fmean(queue):.1f}) at this load{at}: at capacity"
 
 
-def samples_line(sample: dict) -> str:
+def samples_line(sample: Sample) -> str:
     """One server_metrics.jsonl line: strict JSON (a value that is not finite is left out, never written as NaN)."""
     kept = {k: v for k, v in sample.items() if not (isinstance(v, float) and not math.isfinite(v))}
     return json.dumps(kept, allow_nan=False) + "\n"

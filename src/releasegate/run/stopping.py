@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from ..backends import Backend
 from ..errors import TargetStopped
 
 __all__ = ["stop_if_dead"]
 
 
-def stop_if_dead(backend, phase: str) -> None:
+def stop_if_dead(backend: Backend | None, phase: str) -> None:
     """Raise `TargetStopped` naming `phase` when the backend stopped sending (`Backend.stop_reason`)."""
     stop = getattr(backend, "stop_reason", None)  # a backend written before the method: it never stops
     reason = stop() if stop is not None else None

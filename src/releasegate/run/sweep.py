@@ -11,32 +11,48 @@ rate, length, server signals and client lateness, from which `capacity.capacity_
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from ..backends import Request
+from ..backends import Backend, Generation, Request
 from ..border.files import read_text
 from ..errors import ErrorKind, InputError
 from ..gate.capacity import STEP_TAG, capacity_view, step_signals
 from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES
-from ..record.records import RunInfo
+from ..record.records import CaseRecord, RunDir, RunInfo
 from ..scale.traffic import arrival_offsets, load_record, nth_request
-from .progress import count_kept
-from .server_scrape import Scraper, samples_line, summarise
+from .load_runner import load_runner
+from .progress import PlainProgress, count_kept
+from .server_scrape import samples_line, summarise, target_scraper
 from .stopping import stop_if_dead
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from ..inputs.config import Config
+    from ..inputs.load_profile import SweepConfig
+    from ..inputs.suites import Case
+
+Step = Callable[[float], str]
+"""One step of the sweep at a rate (req/s): its verdict, 'meets', 'breaks' or 'undecided'."""
 
 __all__ = ["run_sweep"]
 
 _DEFAULT_CAP = 256
 
 
-def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: None,
+def run_sweep(backend: Backend | None, config: Config, cases: list[Case], run: RunDir, info: RunInfo,
+              bar: Progress | PlainProgress, kept: Callable[[Generation], object] = lambda gen: None,
               session: int | None = None) -> None:
     """Run the sweep of `config.load.sweep` and record it (load.jsonl, server_metrics.jsonl, run.json); `kept` is
     given each completed request (the attempts ledger of `session`, whose lines run.json then names as load.jsonl's)."""
-    load, sweep = config.load, config.load.sweep
+    load = config.load
+    assert load is not None and load.sweep is not None  # run only for a sweep (load_phase)
+    sweep, runner = load.sweep, load_runner(backend)
     pool = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
-    steps: list[dict] = []
-    samples: list[dict] = []
-    recorded: list = []
+    steps: list[dict[str, Any]] = []
+    samples: list[dict[str, Any]] = []
+    recorded: list[CaseRecord] = []
     seconds = 0.0
     lag_share = _lag_share(run)
     task = bar.add_task("load: capacity sweep", total=None)
@@ -50,10 +66,10 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: 
         offsets = arrival_offsets(len(requests), rate=rate, arrival=load.arrival, burstiness=load.burstiness,
                                   seed=load.seed + k)
         # a few /metrics samples inside even a short step
-        scraper = _scraper(config.target, interval=min(0.5, max(0.05, offsets[-1] / 8)))
+        scraper = target_scraper(config.target, interval=min(0.5, max(0.05, offsets[-1] / 8)))
         bar.update(task, description=f"load: capacity sweep, step {k + 1} at {rate:.4g} req/s")
         with scraper:
-            done = backend.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
+            done = runner.run_load(requests, offsets=offsets, concurrency=load.concurrency or _DEFAULT_CAP,
                                     max_new_tokens=config.max_new_tokens, warmup=warmup,
                                     on_start=lambda: scraper.mark("start"),
                                     on_done=lambda gen: count_kept(bar, task, gen, kept))
@@ -70,7 +86,8 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: 
         # run.json gets the sweep once it is whole (a stop in a later step, even os._exit, leaves none)
         so_far = info.model_copy(update={"load_phase": _phase(config, steps, samples, seconds)})
         view = _sweep_view(so_far, recorded, lag_share)
-        return next(s["verdict"] for s in view["steps"] if s["step"] == k)
+        verdict: str = next(s["verdict"] for s in view["steps"] if s["step"] == k)
+        return verdict
 
     info.load_phase = None  # measured whole or not at all: a resume runs it again
     _search(step, sweep)
@@ -82,7 +99,7 @@ def run_sweep(backend, config, cases, run, info: RunInfo, bar, kept=lambda gen: 
     run.write_info(info)
 
 
-def _search(step, sweep) -> None:
+def _search(step: Step, sweep: SweepConfig) -> None:
     """The steps of the sweep: rising until a step misses the SLO, then `refine` halvings between the last
     rate that met it and the first that did not."""
     good, bad = _rise(step, sweep)
@@ -95,14 +112,14 @@ def _search(step, sweep) -> None:
         good, bad = (middle, bad) if verdict == "meets" else (good, middle)
 
 
-def _sweep_view(info: RunInfo, recorded: list, lag_share: float) -> dict:
+def _sweep_view(info: RunInfo, recorded: list[CaseRecord], lag_share: float) -> dict[str, Any]:
     """`capacity_view` of the sweep being run (it has a step: `info.load_phase` holds the steps so far)."""
     view = capacity_view(info, recorded, lag_share)
     assert view is not None
     return view
 
 
-def _client_at_capacity(info: RunInfo, view: dict) -> None:
+def _client_at_capacity(info: RunInfo, view: dict[str, Any]) -> None:
     """The load phase's client lateness, which the gate holds the latency figures against: the latest of the
     steps at or below the capacity (those figures come from its step), else of every step."""
     if view["capacity_rps"] is None:
@@ -113,7 +130,7 @@ def _client_at_capacity(info: RunInfo, view: dict) -> None:
     info.load_phase["client"] = _latest([s["client"] for s in steps if s.get("client")])
 
 
-def _rise(step, sweep) -> tuple[float | None, float | None]:
+def _rise(step: Step, sweep: SweepConfig) -> tuple[float | None, float | None]:
     """Raise the rate by `factor` until a step breaks the objective (or decides nothing, or max_rps is met)."""
     good, rate = None, sweep.start_rps
     while True:
@@ -125,9 +142,11 @@ def _rise(step, sweep) -> tuple[float | None, float | None]:
         good, rate = rate, min(rate * sweep.factor, sweep.max_rps)
 
 
-def _phase(config, steps: list[dict], samples: list[dict], seconds: float) -> dict:
+def _phase(config: Config, steps: list[dict[str, Any]], samples: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     """run.json's load_phase for a sweep: the totals the run's health checks read, and every step."""
-    sweep, load = config.load.sweep, config.load
+    load = config.load
+    assert load is not None and load.sweep is not None
+    sweep = load.sweep
     total = sum(s["requests"] for s in steps)
     worst = _latest([s["client"] for s in steps if s.get("client")])
     server = summarise(samples, client_ttft_ms=[], concurrency=load.concurrency, profile="capacity sweep")
@@ -146,12 +165,12 @@ def _phase(config, steps: list[dict], samples: list[dict], seconds: float) -> di
     }
 
 
-def _latest(clients: list[dict]) -> dict | None:
+def _latest(clients: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The client summary whose event loop ran latest (lag p99)."""
     return max(clients, key=lambda c: ((c.get("loop_lag_ms") or {}).get("p99") or 0), default=None)
 
 
-def _lag_share(run) -> float:
+def _lag_share(run: RunDir) -> float:
     """The rubric's max_client_lag_share, from the run's rubric snapshot: the sweep decides its steps as the
     gate will judge them (a step whose client was saturated decides nothing)."""
     import yaml
@@ -164,5 +183,3 @@ def _lag_share(run) -> float:
     return float(share) if isinstance(share, (int, float)) else 0.1
 
 
-def _scraper(target, interval: float) -> Scraper:
-    return Scraper(target.endpoint_url(), interval, query=target.url_query(), headers=target.request_headers())

@@ -2,8 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-__all__ = ["Score", "SCORERS", "scorer", "get_scorer"]
+__all__ = ["Score", "SCORERS", "scorer", "get_scorer", "Spec"]
+
+Spec = dict[str, Any]
+"""A check as the suite or rubric writes it ({type, and the check's own keys}), validated by its JSON Schema."""
 
 
 @dataclass(frozen=True)
@@ -15,8 +19,8 @@ class Score:
     unknown: bool = False
     """The check could not be made (e.g. max_tokens with no token count): never a pass."""
 
-    def as_dict(self) -> dict:
-        out = {"passed": self.passed, "detail": self.detail}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"passed": self.passed, "detail": self.detail}
         if self.unknown:
             out["unknown"] = True
         return out
@@ -25,10 +29,13 @@ class Score:
 SCORERS: dict[tuple[str, str], Callable[..., Score]] = {}
 
 
-def scorer(family: str, type_: str):
+ScorerFn = TypeVar("ScorerFn", bound=Callable[..., Score])
+
+
+def scorer(family: str, type_: str) -> Callable[[ScorerFn], ScorerFn]:
     """Register a scorer function under (family, type)."""
 
-    def register(fn: Callable[..., Score]) -> Callable[..., Score]:
+    def register(fn: ScorerFn) -> ScorerFn:
         SCORERS[(family, type_)] = fn
         return fn
 

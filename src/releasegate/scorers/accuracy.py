@@ -7,28 +7,28 @@ import re
 from typing import Any
 
 from ..text import json_equal
-from ._registry import Score, scorer
+from ._registry import Score, Spec, scorer
 from ._text import as_text, normalize, parse_json_object
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 @scorer("answer", "exact")
-def exact(output: str, expected: Any, spec: dict) -> Score:
+def exact(output: str, expected: Any, spec: Spec) -> Score:
     """Output equals the expected text, surrounding whitespace ignored."""
     passed = output.strip() == as_text(expected).strip()
     return Score(passed, "" if passed else f"expected {as_text(expected)!r}")
 
 
 @scorer("answer", "normalized")
-def normalized(output: str, expected: Any, spec: dict) -> Score:
+def normalized(output: str, expected: Any, spec: Spec) -> Score:
     """Equal after lower-casing and removing punctuation, articles and extra spaces."""
     passed = normalize(output) == normalize(as_text(expected))
     return Score(passed, "" if passed else f"expected {normalize(as_text(expected))!r}")
 
 
 @scorer("answer", "label")
-def label(output: str, expected: Any, spec: dict) -> Score:
+def label(output: str, expected: Any, spec: Spec) -> Score:
     """The output names exactly one of `labels` (whole words, case-insensitive), and it is the expected one."""
     labels = spec.get("labels") or [as_text(expected)]
     text = f" {normalize(output)} "
@@ -40,7 +40,7 @@ def label(output: str, expected: Any, spec: dict) -> Score:
 
 
 @scorer("answer", "json_fields")
-def json_fields(output: str, expected: Any, spec: dict) -> Score:
+def json_fields(output: str, expected: Any, spec: Spec) -> Score:
     """The JSON object in the output has the expected value in each of `fields` (default: all expected keys)."""
     if not isinstance(expected, dict):
         return Score(False, "json_fields needs an object as expected answer")
@@ -54,7 +54,7 @@ def json_fields(output: str, expected: Any, spec: dict) -> Score:
 
 
 @scorer("answer", "regex")
-def regex(output: str, expected: Any, spec: dict) -> Score:
+def regex(output: str, expected: Any, spec: Spec) -> Score:
     """`pattern` is found in the output; if it has a group, group 1 must equal the expected text."""
     match = re.search(spec["pattern"], output)
     if match is None:
@@ -66,7 +66,7 @@ def regex(output: str, expected: Any, spec: dict) -> Score:
 
 
 @scorer("answer", "numeric")
-def numeric(output: str, expected: Any, spec: dict) -> Score:
+def numeric(output: str, expected: Any, spec: Spec) -> Score:
     """The first number in the output is within `tolerance` of the expected (relative if `relative`)."""
     match = _NUMBER.search(output.replace(",", ""))
     if match is None:

@@ -11,9 +11,11 @@ a run reads its values instead.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..border.files import is_dir, is_file, regular_entries, sha256_file, walk_files
 from ..errors import InputError
@@ -22,6 +24,16 @@ from ..record.metrics import MetricValue
 from ._text import as_text
 from .shipped_metrics import SHIPPED, BadReference, ShippedMetric
 from .stored import CorpusScores, digest_of, scorer_code
+
+if TYPE_CHECKING:
+    from ..inputs.rubric import EvaluateMetric
+    from ..record.records import CaseRecord
+
+
+class CorpusMetric(Protocol):
+    """The one method the gate calls on a corpus metric: an `evaluate` module, or a shipped one (`ShippedMetric`)."""
+
+    def compute(self, *, predictions: Sequence[Any], references: Sequence[Any]) -> Mapping[str, Any]: ...
 
 __all__ = ["needs_evaluate", "resolve_module", "load_metric", "compute_evaluate_metric", "evaluate_value", "module_fingerprint"]
 
@@ -37,7 +49,7 @@ def resolve_module(module: str) -> str:
     return module
 
 
-def needs_evaluate(specs) -> bool:
+def needs_evaluate(specs: Iterable[EvaluateMetric]) -> bool:
     """Whether any of the rubric's `evaluate:` metrics needs the `evaluate` library: the shipped ones
     (`releasegate:<name>`) are computed without it."""
     return any(not spec.shipped for spec in specs)
@@ -48,7 +60,7 @@ def _shipped_name(module: str) -> str | None:
     return name if name in SHIPPED else None
 
 
-def load_metric(module: str):
+def load_metric(module: str) -> CorpusMetric:
     """Load an evaluate metric without touching the network unless the user allowed it."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -60,7 +72,8 @@ def load_metric(module: str):
     path = resolve_module(module)
     is_local = Path(path).exists()
     try:
-        return evaluate.load(path)
+        metric: CorpusMetric = evaluate.load(path)  # evaluate has no type information
+        return metric
     except Exception as exc:  # evaluate raises many types here; each means "could not load"
         if is_local:
             raise InputError(f"evaluate metric failed to load: {exc}", file=path) from None
@@ -72,7 +85,7 @@ def load_metric(module: str):
         ) from None
 
 
-def compute_evaluate_metric(metric, records: list, *, key: str | None, name: str) -> MetricValue:
+def compute_evaluate_metric(metric: CorpusMetric, records: Sequence[CaseRecord], *, key: str | None, name: str) -> MetricValue:
     """Run a loaded metric over the successful outputs of `records`; expected answers compared as text."""
     done = [r for r in records if r.output is not None]
     if not done:
@@ -94,7 +107,7 @@ def compute_evaluate_metric(metric, records: list, *, key: str | None, name: str
     return MetricValue(None if value is None else float(value), len(done))
 
 
-def evaluate_value(spec, records: list, stored: CorpusScores | None = None) -> MetricValue:
+def evaluate_value(spec: EvaluateMetric, records: Sequence[CaseRecord], stored: CorpusScores | None = None) -> MetricValue:
     """The value of the rubric's `evaluate` metric `spec` over `records`: read from `stored` when it holds one
     computed by the same module file over the same predictions and references (and key), else computed (the
     module loaded once per process) and kept in `stored`."""
@@ -111,7 +124,7 @@ def evaluate_value(spec, records: list, stored: CorpusScores | None = None) -> M
     return value
 
 
-def corpus_fingerprint(spec, done: list) -> str | None:
+def corpus_fingerprint(spec: EvaluateMetric, done: Sequence[CaseRecord]) -> str | None:
     """What a corpus value depends on, hashed: the module's files, the evaluate version, the key and every
     prediction and reference in order. None for a hub module (its code is not in hand to hash): never stored."""
     module = module_fingerprint(spec.module)
@@ -137,7 +150,7 @@ def module_fingerprint(module: str) -> str | None:
 
 
 @cache
-def _loaded(module: str, version: str | None):
+def _loaded(module: str, version: str | None) -> CorpusMetric:
     """One load per module and version of its files (`version`: a fingerprint that changes with them). A shipped
     metric (`releasegate:<name>`) is computed by its own function, without importing `evaluate`: the same code
     its module script runs (`shipped_metrics`)."""

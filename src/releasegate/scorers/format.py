@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 from ..text import loads_json
-from ._registry import Score, scorer
+from ._registry import Score, Spec, scorer
 
 
 @scorer("format", "json")
-def is_json(output: str, spec: dict, output_tokens: int | None) -> Score:
+def is_json(output: str, spec: Spec, output_tokens: int | None) -> Score:
     """The whole output (surrounding whitespace ignored) parses as JSON."""
     try:
         loads_json(output)
@@ -19,7 +19,7 @@ def is_json(output: str, spec: dict, output_tokens: int | None) -> Score:
 
 
 @scorer("format", "json_schema")
-def json_schema(output: str, spec: dict, output_tokens: int | None) -> Score:
+def json_schema(output: str, spec: Spec, output_tokens: int | None) -> Score:
     """The whole output parses as JSON and validates against `schema`."""
     import jsonschema
     from referencing.exceptions import Unresolvable
@@ -43,14 +43,14 @@ def json_schema(output: str, spec: dict, output_tokens: int | None) -> Score:
 
 
 @scorer("format", "regex")
-def full_regex(output: str, spec: dict, output_tokens: int | None) -> Score:
+def full_regex(output: str, spec: Spec, output_tokens: int | None) -> Score:
     """The whole output (surrounding whitespace ignored) matches `pattern`."""
     passed = re.fullmatch(spec["pattern"], output.strip(), flags=re.DOTALL) is not None
     return Score(passed, "" if passed else "does not match pattern")
 
 
 @scorer("format", "max_length")
-def max_length(output: str, spec: dict, output_tokens: int | None) -> Score:
+def max_length(output: str, spec: Spec, output_tokens: int | None) -> Score:
     """At most `max_chars` characters and/or `max_tokens` output tokens."""
     problems = []
     if "max_chars" in spec and len(output) > spec["max_chars"]:

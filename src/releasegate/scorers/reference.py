@@ -8,10 +8,15 @@ they are imported on first use, so loading the scorers stays light.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._registry import Score, scorer
+from ._registry import Score, Spec, scorer
 from ._text import as_text
+
+if TYPE_CHECKING:  # imported on first use (see the module docstring)
+    from rouge_score.rouge_scorer import RougeScorer
+    from sacrebleu.metrics.bleu import BLEU
+    from sacrebleu.metrics.chrf import CHRF
 
 __all__ = ["ROUGE_VARIANTS", "rouge_score_of", "bleu_score_of", "chrf_score_of"]
 
@@ -20,15 +25,16 @@ _EPS = 1e-9  # a perfect BLEU comes out as 100.00000000000004 or 99.999999999999
 
 
 @cache
-def _rouge(variant: str):
+def _rouge(variant: str) -> RougeScorer:
     from rouge_score import rouge_scorer
 
     return rouge_scorer.RougeScorer([variant], use_stemmer=False)
 
 
 @cache
-def _sacrebleu(kind: str):
-    from sacrebleu.metrics import BLEU, CHRF
+def _sacrebleu(kind: str) -> BLEU | CHRF:
+    from sacrebleu.metrics.bleu import BLEU
+    from sacrebleu.metrics.chrf import CHRF
 
     return BLEU(effective_order=True) if kind == "bleu" else CHRF()
 
@@ -37,20 +43,20 @@ def rouge_score_of(output: str, reference: str, variant: str = "rougeL") -> floa
     """ROUGE F-measure in [0, 1], as `RougeScorer([variant]).score(reference, output)` gives it."""
     if variant not in ROUGE_VARIANTS:
         raise ValueError(f"unknown rouge variant {variant!r} (known: {', '.join(ROUGE_VARIANTS)})")
-    return _rouge(variant).score(reference, output)[variant].fmeasure
+    return float(_rouge(variant).score(reference, output)[variant].fmeasure)
 
 
 def bleu_score_of(output: str, reference: str) -> float:
     """Sentence BLEU in [0, 100], as `sacrebleu.sentence_bleu(output, [reference])` gives it."""
-    return _sacrebleu("bleu").sentence_score(output, [reference]).score
+    return float(_sacrebleu("bleu").sentence_score(output, [reference]).score)
 
 
 def chrf_score_of(output: str, reference: str) -> float:
     """Sentence chrF in [0, 100], as `sacrebleu.sentence_chrf(output, [reference])` gives it."""
-    return _sacrebleu("chrf").sentence_score(output, [reference]).score
+    return float(_sacrebleu("chrf").sentence_score(output, [reference]).score)
 
 
-def _judge(name: str, value: float, spec: dict) -> Score:
+def _judge(name: str, value: float, spec: Spec) -> Score:
     threshold = spec.get("min")
     if threshold is None:
         return Score(False, f"{name} {value:.4g}, no 'min' threshold in the answer spec", unknown=True)
@@ -59,7 +65,7 @@ def _judge(name: str, value: float, spec: dict) -> Score:
 
 
 @scorer("answer", "rouge")
-def rouge(output: str, expected: Any, spec: dict) -> Score:
+def rouge(output: str, expected: Any, spec: Spec) -> Score:
     """ROUGE F-measure of `variant` (default rougeL) against the expected text reaches `min` (0..1)."""
     variant = spec.get("variant", "rougeL")
     if variant not in ROUGE_VARIANTS:
@@ -68,12 +74,12 @@ def rouge(output: str, expected: Any, spec: dict) -> Score:
 
 
 @scorer("answer", "bleu")
-def bleu(output: str, expected: Any, spec: dict) -> Score:
+def bleu(output: str, expected: Any, spec: Spec) -> Score:
     """Sentence BLEU against the expected text reaches `min` (0..100)."""
     return _judge("bleu", bleu_score_of(output, as_text(expected)), spec)
 
 
 @scorer("answer", "chrf")
-def chrf(output: str, expected: Any, spec: dict) -> Score:
+def chrf(output: str, expected: Any, spec: Spec) -> Score:
     """Sentence chrF against the expected text reaches `min` (0..100)."""
     return _judge("chrf", chrf_score_of(output, as_text(expected)), spec)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..border.files import exists
 from ..record.evidence import answered
@@ -14,8 +16,17 @@ from .judged import judged_answer, pairwise_outcome
 from .stored import fingerprint, reusable
 from .tool_calls import score_tools
 
+if TYPE_CHECKING:
+    from ..inputs.rubric import ForbiddenRule
+    from ..record.judge_verdicts import Verdicts
 
-def score_records(records, forbidden_rules, verdicts=None) -> dict[str, dict]:
+Scores = dict[str, Any]
+"""One record's scores: {answer, format, forbidden, tools, pairwise}, each as its scorer gives it."""
+Rules = Sequence["ForbiddenRule"]
+
+
+def score_records(records: Iterable[CaseRecord], forbidden_rules: Rules,
+                  verdicts: Verdicts | None = None) -> dict[str, Scores]:
     """Every record's scores by case id: the one way a run is scored, by the gate, the reports, the review loop
     and comparisons alike (`score_record` for each)."""
     return {r.case_id: score_record(r, forbidden_rules, verdicts) for r in records}
@@ -27,7 +38,7 @@ class ScoredRun:
     command reads records.jsonl and load.jsonl once and scores each record once (`scored_run`)."""
 
     records: list[CaseRecord]
-    scores: dict[str, dict]
+    scores: dict[str, Scores]
     """Case id -> the quality records' scores (`score_records`)."""
     load_records: list[CaseRecord]
     """The load phase's requests (load.jsonl; none when the run had no load phase)."""
@@ -37,7 +48,7 @@ class ScoredRun:
     """The attempts no record holds (`record.ledger`): cut load phases', and the cached answers' sessions'."""
 
 
-def scored_run(run: RunDir, forbidden_rules, verdicts=None) -> ScoredRun:
+def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> ScoredRun:
     """Read a run's records and load requests, and score the records by `forbidden_rules` and `verdicts`."""
     records, ledger = run_ledger(run)
     load = run.read_records("load.jsonl", required=False)
@@ -55,7 +66,7 @@ def run_ledger(run: RunDir) -> tuple[list[CaseRecord], list[LedgerLine]]:
     return covered(run.read_records(), ledger), ledger
 
 
-def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
+def score_record(record: CaseRecord, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> Scores:
     """The automatic scores of one record: answer, format, forbidden. Empty for a failed request, an empty answer
     among them (`record.evidence.answered`: it is scored as the failure it is, never checked as text), whatever
     the record has stored. The scores stored with the record are reused while their fingerprint matches
@@ -72,7 +83,7 @@ def score_record(record: CaseRecord, forbidden_rules, verdicts=None) -> dict:
     return fixed
 
 
-def stored_scores(record: CaseRecord, forbidden_rules) -> tuple[dict, str | None]:
+def stored_scores(record: CaseRecord, forbidden_rules: Rules) -> tuple[Scores, str | None]:
     """What `check` stores with a new record: its fixed scores (no judge verdict) and their fingerprint; nothing
     for a record without an answer."""
     if not answered(record):
@@ -80,10 +91,10 @@ def stored_scores(record: CaseRecord, forbidden_rules) -> tuple[dict, str | None
     return fixed_scores(record, forbidden_rules), fingerprint(record, forbidden_rules)
 
 
-def fixed_scores(record: CaseRecord, forbidden_rules) -> dict:
+def fixed_scores(record: CaseRecord, forbidden_rules: Rules) -> Scores:
     """The scores that depend only on the record and the forbidden rules: every check but a judge's."""
     output = record.output or ""  # a tool call alone is an answer with no text (see evidence.answered)
-    scores: dict = {}
+    scores: Scores = {}
     if record.tools:
         scores["tools"] = score_tools(record.tools, record.tool_calls or [])
     if record.answer and record.answer.get("type") != "judge":
@@ -98,20 +109,20 @@ def fixed_scores(record: CaseRecord, forbidden_rules) -> dict:
     return scores
 
 
-def _judged(record: CaseRecord, verdicts) -> dict:
-    scores = {"answer": judged_answer(record, verdicts)}
+def _judged(record: CaseRecord, verdicts: Verdicts | None) -> Scores:
+    scores: Scores = {"answer": judged_answer(record, verdicts)}
     pair = pairwise_outcome(record, verdicts)
     if pair is not None:
         scores["pairwise"] = pair
     return scores
 
 
-def _format(record: CaseRecord, output: str) -> dict:
+def _format(record: CaseRecord, output: str) -> dict[str, Any]:
     checks = []
     for spec in record.format:
         result = get_scorer("format", spec["type"])(output.strip(), spec, record.tokens.output)
         checks.append({"type": spec["type"], **result.as_dict()})
-    out = {"passed": all(c["passed"] for c in checks), "checks": checks}
+    out: dict[str, Any] = {"passed": all(c["passed"] for c in checks), "checks": checks}
     if any(c.get("unknown") for c in checks) and all(c["passed"] or c.get("unknown") for c in checks):
         out["unknown"] = True  # no check failed, but one could not be made
     return out

@@ -21,12 +21,18 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..border.files import open_append, read_capped
 from ..border.structured import json_loads
 from ..errors import InputError
 from ..record.records import MAX_JOURNAL_BYTES, CaseRecord, RunDir
 from ..record.sealed import matches_seal
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..inputs.rubric import ForbiddenRule
 
 __all__ = ["fingerprint", "reusable", "scorer_code", "CorpusScores", "CORPUS_JOURNAL", "digest_of"]
 
@@ -37,7 +43,7 @@ _SCORER_LIBRARIES = ("jsonschema", "sacrebleu", "rouge-score")
 """The libraries the per-record scorers call: a new version may score the same output differently."""
 
 
-def digest_of(value) -> str:
+def digest_of(value: object) -> str:
     """sha256 of a JSON-like value in a stable form."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -68,7 +74,7 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def fingerprint(record: CaseRecord, forbidden_rules) -> str:
+def fingerprint(record: CaseRecord, forbidden_rules: Sequence[ForbiddenRule]) -> str:
     """What a record's automatic scores depend on, hashed: two records with one fingerprint score alike."""
     output = record.output or ""
     return digest_of({
@@ -83,11 +89,20 @@ def fingerprint(record: CaseRecord, forbidden_rules) -> str:
     })
 
 
-def reusable(record: CaseRecord, forbidden_rules) -> dict | None:
+def reusable(record: CaseRecord, forbidden_rules: Sequence[ForbiddenRule]) -> dict[str, Any] | None:
     """The record's stored scores when they were computed from exactly what it holds now, else None."""
     if record.scored_with is None or not record.scores:
         return None
     return record.scores if record.scored_with == fingerprint(record, forbidden_rules) else None
+
+
+class CorpusRow(TypedDict):
+    """One line of corpus_scores.jsonl."""
+
+    name: str
+    fingerprint: str
+    value: float | None
+    n: int
 
 
 @dataclass
@@ -95,9 +110,9 @@ class CorpusScores:
     """Corpus metric values of one run, by fingerprint: those read from corpus_scores.jsonl and those computed
     since (`added`, which `save` appends)."""
 
-    values: dict[str, dict] = field(default_factory=dict)
+    values: dict[str, CorpusRow] = field(default_factory=dict)
     """fingerprint -> {name, fingerprint, value, n}."""
-    added: list[dict] = field(default_factory=list)
+    added: list[CorpusRow] = field(default_factory=list)
     """Values computed in this process, not yet in the journal."""
 
     @classmethod
@@ -112,7 +127,7 @@ class CorpusScores:
             return cls()
         return cls({row["fingerprint"]: row for row in _rows(data)})
 
-    def get(self, key: str | None) -> dict | None:
+    def get(self, key: str | None) -> CorpusRow | None:
         """The stored {value, n} under this fingerprint; None when there is none (or no fingerprint)."""
         return self.values.get(key) if key is not None else None
 
@@ -120,7 +135,7 @@ class CorpusScores:
         """Keep a value just computed; one without a fingerprint (a hub module) is never stored."""
         if key is None or key in self.values:
             return
-        row = {"name": name, "fingerprint": key, "value": value, "n": n}
+        row: CorpusRow = {"name": name, "fingerprint": key, "value": value, "n": n}
         self.values[key] = row
         self.added.append(row)
 
@@ -133,15 +148,16 @@ class CorpusScores:
         self.added = []
 
 
-def _rows(data: bytes) -> list[dict]:
+def _rows(data: bytes) -> list[CorpusRow]:
     """The journal's well-formed rows (a sealed journal has only those; anything else is skipped)."""
-    rows = []
+    rows: list[CorpusRow] = []
     for line in data.splitlines():
         try:
             row = json_loads(line)
         except ValueError:
             continue
-        if (isinstance(row, dict) and isinstance(row.get("fingerprint"), str) and isinstance(row.get("n"), int)
+        if (isinstance(row, dict) and isinstance(row.get("name"), str) and isinstance(row.get("fingerprint"), str)
+                and isinstance(row.get("n"), int)
                 and (row.get("value") is None or isinstance(row.get("value"), (int, float)))):
-            rows.append(row)
+            rows.append(CorpusRow(name=row["name"], fingerprint=row["fingerprint"], value=row.get("value"), n=row["n"]))
     return rows

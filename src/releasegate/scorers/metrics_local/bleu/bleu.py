@@ -5,6 +5,8 @@ case-sensitive): one reference per prediction, a score in [0, 100]. Corpus BLEU 
 cases; it is not the mean of sentence BLEU.
 """
 
+from collections.abc import Sequence
+
 import datasets
 import evaluate
 
@@ -23,8 +25,8 @@ Returns:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
-class Bleu(evaluate.Metric):
-    def _info(self):
+class Bleu(evaluate.Metric):  # type: ignore[misc,unused-ignore]  # evaluate has no types (strict only)
+    def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation="",
@@ -32,5 +34,6 @@ class Bleu(evaluate.Metric):
             features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
         )
 
-    def _compute(self, predictions, references, tokenize="13a", lowercase=False):
+    def _compute(self, predictions: Sequence[str], references: Sequence[str], tokenize: str = "13a",
+                 lowercase: bool = False) -> dict[str, float | None]:
         return bleu(predictions, references, tokenize, lowercase)

@@ -4,6 +4,8 @@
 n-grams): one reference per prediction, a score in [0, 100]. Character n-grams work for any script.
 """
 
+from collections.abc import Sequence
+
 import datasets
 import evaluate
 
@@ -21,8 +23,8 @@ Returns:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
-class Chrf(evaluate.Metric):
-    def _info(self):
+class Chrf(evaluate.Metric):  # type: ignore[misc,unused-ignore]  # evaluate has no types (strict only)
+    def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation="",
@@ -30,5 +32,6 @@ class Chrf(evaluate.Metric):
             features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
         )
 
-    def _compute(self, predictions, references, word_order=0):
+    def _compute(self, predictions: Sequence[str], references: Sequence[str],
+                 word_order: int = 0) -> dict[str, float | None]:
         return chrf(predictions, references, word_order)

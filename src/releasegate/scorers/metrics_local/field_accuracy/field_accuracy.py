@@ -5,6 +5,8 @@ the share of the reference's fields it reproduces exactly; unparseable predictio
 Unlike all-fields-exact accuracy, this gives partial credit, so it shows which way a regression leans.
 """
 
+from collections.abc import Sequence
+
 import datasets
 import evaluate
 
@@ -21,8 +23,8 @@ Returns:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
-class FieldAccuracy(evaluate.Metric):
-    def _info(self):
+class FieldAccuracy(evaluate.Metric):  # type: ignore[misc,unused-ignore]  # evaluate has no types (strict only)
+    def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation="",
@@ -30,5 +32,5 @@ class FieldAccuracy(evaluate.Metric):
             features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
         )
 
-    def _compute(self, predictions, references):
+    def _compute(self, predictions: Sequence[str], references: Sequence[str]) -> dict[str, float | None]:
         return field_accuracy(predictions, references)

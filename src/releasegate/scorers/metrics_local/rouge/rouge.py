@@ -7,6 +7,8 @@ summary-level LCS over sentences split at newlines. rouge_score's default tokeni
 digits: text in other scripts scores 0, so use `releasegate:chrf` for it.
 """
 
+from collections.abc import Sequence
+
 import datasets
 import evaluate
 
@@ -26,8 +28,8 @@ Returns:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
-class Rouge(evaluate.Metric):
-    def _info(self):
+class Rouge(evaluate.Metric):  # type: ignore[misc,unused-ignore]  # evaluate has no types (strict only)
+    def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation="",
@@ -35,5 +37,6 @@ class Rouge(evaluate.Metric):
             features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
         )
 
-    def _compute(self, predictions, references, rouge_types=ROUGE_TYPES, use_stemmer=False):
+    def _compute(self, predictions: Sequence[str], references: Sequence[str],
+                 rouge_types: Sequence[str] = ROUGE_TYPES, use_stemmer: bool = False) -> dict[str, float | None]:
         return rouge(predictions, references, rouge_types, use_stemmer)
