@@ -37,7 +37,7 @@ from ..border.limits import JOURNAL_MAX_BYTES
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
-from .journal_lines import ESCAPED, mend_last_line, SharedValues, valid_data
+from .journal_lines import ESCAPED, SharedValues, mend_last_line, valid_data
 from .record_parts import Stratum, Timing, Tokens
 from .run_lock import held
 from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
