@@ -141,4 +141,5 @@ def _key_sharing(values: dict[str, Any], holder: type) -> dict[str, Any]:
     instance = holder()
     for name, value in values.items():
         setattr(instance, name, value)
-    return instance.__dict__  # type: ignore[no-any-return]
+    shared: dict[str, Any] = instance.__dict__
+    return shared
