@@ -83,3 +83,53 @@ def test_a_journal_holds_each_equal_spec_tag_and_score_once_and_reads_the_same(t
     assert len({id(r.tags) for r in read}) == 2 and read[20].tags == {"task": "other"}
     fields = ("case_id", "answer", "format", "tags", "output", "error")
     assert [[r.model_dump(mode="json")[k] for k in fields] for r in read] == [[w[k] for k in fields] for w in records]
+
+
+def test_records_read_share_pydantic_bookkeeping_and_stay_records_of_their_own(tmp_path):
+    """Every record read shares one set of fields set and one private-attribute dict (its timing and tokens
+    theirs): none is made per record. Each still reads, changes, copies and pickles as a record of its own, and
+    a retried case keeps its earlier attempts to itself."""
+    import pickle
+
+    from releasegate.record.records import CaseRecord
+
+    records = [ok(i) for i in range(5)] + [err(5), ok(5)]  # c005 failed, then was sent again and answered
+    path = Run(records).build(tmp_path)
+    read = RunDir(path).read_records()
+    assert len(read) == 6
+    for part in (lambda r: r, lambda r: r.timing, lambda r: r.tokens):
+        assert len({id(part(r).__pydantic_fields_set__) for r in read}) == 1
+    assert len({id(r.__pydantic_private__) for r in read[:5]}) == 1
+    assert [r.case_id for r in read[5].earlier_attempts] == ["c005"] and read[5].earlier_attempts[0].error
+    assert all(r.earlier_attempts == [] for r in read[:5])
+    fresh = [CaseRecord.model_validate(w) for w in records[:5]]
+    assert [r.model_dump() for r in read[:5]] == [f.model_dump() for f in fresh] and read[:5] == fresh
+    read[0].output, read[0].timing.ttft_ms = "changed", 1.0  # one record changed, the others as read
+    assert read[1].output == records[1]["output"] and read[1].timing.ttft_ms == records[1]["timing"]["ttft_ms"]
+    copy = read[2].model_copy(update={"error_message": "x"})
+    assert copy.error_message == "x" and read[2].error_message is None
+    again = pickle.loads(pickle.dumps(read[3]))
+    assert again == read[3] and again.earlier_attempts == []
+    assert CaseRecord.model_validate_json(read[4].model_dump_json()) == read[4]
+
+
+def test_gate_writes_report_csv_a_row_at_a_time_with_the_text_render_gives(tmp_path, cli, monkeypatch):
+    """report.csv grows with the cases: `check` and `gate` write it as its rows are made (`ReportFormat.chunks`),
+    never rendering it whole, and the file is the text `render` gives."""
+    import dataclasses
+
+    import releasegate.report.formats as formats
+
+    path = Run([ok(i) for i in range(12)] + [ok(12, output=WRONG), err(13)]).build(tmp_path)
+    fmt = formats.REGISTRY["csv"]
+    assert fmt.chunks is not None
+
+    def whole(*args, **kwargs):
+        raise AssertionError("report.csv rendered whole")
+
+    monkeypatch.setitem(formats.REGISTRY, "csv", dataclasses.replace(fmt, render=whole))
+    assert cli("gate", path)[0] == 1
+    monkeypatch.setitem(formats.REGISTRY, "csv", fmt)
+    written = (path / "report.csv").read_bytes()
+    assert written == render(RunDir(path), "csv").encode("utf-8")
+    assert written.count(b"\r\n") == 15 and b"c013" in written

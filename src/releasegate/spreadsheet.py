@@ -21,9 +21,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
-__all__ = ["FORMULA_START", "SEPARATORS", "neutralise", "neutralise_shown", "unneutralise", "csv_text", "SAVE_AS_UTF8",
+__all__ = ["FORMULA_START", "SEPARATORS", "neutralise", "neutralise_shown", "unneutralise", "csv_text", "csv_rows", "SAVE_AS_UTF8",
            "LIBREOFFICE_OPTIONS"]
 
 FORMULA_START = "=+-@\t\r"
@@ -73,9 +73,17 @@ def csv_text(rows, *, quote_all: bool = False, cell_limit: int | None = None,
     neutralised (the columns at the indexes `shown_only` by `neutralise_shown`), then cut at `cell_limit`
     characters (cutting a neutralised text leaves it neutral); numbers stay numbers. The header row is text like
     any other."""
+    return "".join(csv_rows(rows, quote_all=quote_all, cell_limit=cell_limit, shown_only=shown_only))
+
+
+def csv_rows(rows, *, quote_all: bool = False, cell_limit: int | None = None,
+             shown_only: Collection[int] = ()) -> Iterator[str]:
+    """`csv_text` a row at a time: each row's CSV text as it is made, for a file written as it comes."""
     buf = io.StringIO(newline="")
     writer = csv.writer(buf, quoting=csv.QUOTE_ALL if quote_all else csv.QUOTE_MINIMAL, lineterminator="\r\n")
     for row in rows:
         writer.writerow([(neutralise_shown(c) if i in shown_only else neutralise(c))[:cell_limit]
                          if isinstance(c, str) else c for i, c in enumerate(row)])
-    return buf.getvalue()
+        yield buf.getvalue()
+        buf.seek(0)
+        buf.truncate()

@@ -18,7 +18,7 @@ import itertools
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -238,8 +238,10 @@ def append_regular(path: Path, text: str, *, what: str) -> None:
             raise InputError(f"{what} cannot be appended to ({exc.strerror}): not written", file=path) from None
 
 
-def replace_file(path: Path, data: bytes, *, what: str, durable: bool = False, mode: int = 0o644) -> Path:
-    """Write `data` to `path` atomically: a new temp file of a name nobody could have planted (mkstemp: created,
+def replace_file(path: Path, data: bytes | Iterable[bytes], *, what: str, durable: bool = False,
+                 mode: int = 0o644) -> Path:
+    """Write `data` (bytes, or chunks of them written as they come: a long report never held whole) to `path`
+    atomically: a new temp file of a name nobody could have planted (mkstemp: created,
     never opened if it exists, so never a FIFO), then renamed over `path`; a reader never sees half a file.
     `durable`: the file and its directory fsynced, so the new content survives a crash (a journal rewritten).
     `mode`: 0o600 for a private key, readable by nobody else from its first byte."""
@@ -251,7 +253,8 @@ def replace_file(path: Path, data: bytes, *, what: str, durable: bool = False, m
     try:
         os.fchmod(fd, mode)  # 0o644: as a plain write would leave it (mkstemp makes 0600)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for chunk in [data] if isinstance(data, bytes) else data:
+                fh.write(chunk)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())

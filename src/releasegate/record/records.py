@@ -37,7 +37,7 @@ from ..border.limits import JOURNAL_MAX_BYTES
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
-from .journal_lines import ESCAPED, mend_last_line, share_equal_values, valid_data
+from .journal_lines import ESCAPED, SharedValues, mend_last_line, valid_data
 from .record_parts import Stratum, Timing, Tokens
 from .run_lock import held
 from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
@@ -103,14 +103,14 @@ class CaseRecord(BaseModel):
     other; the flag says that the recorded text lost something of what came back. (A surrogate pair that arrived
     as two code points, split across two stream chunks, is joined into its character: nothing lost, no flag.)"""
 
-    _earlier: list[CaseRecord] = PrivateAttr(default_factory=list)
+    _earlier: tuple[CaseRecord, ...] = PrivateAttr(default=())
     # not persisted: the case's earlier lines in records.jsonl, which `RunDir.read_records` attaches
 
     @property
     def earlier_attempts(self) -> list[CaseRecord]:
         """The case's earlier records in the journal (a failed request a resume or `--retry-errors` sent again),
         oldest first; their requests were sent, so they count as attempts (`record.evidence`)."""
-        return self._earlier
+        return list(self._earlier)
 
     @field_validator("error_message")
     @classmethod
@@ -316,7 +316,7 @@ class RunDir:
             if not required:
                 return []
             raise InputError(f"run has no {name}", file=self.path)
-        records, digest = [], hashlib.sha256()
+        records, digest, shared = [], hashlib.sha256(), SharedValues(_SHARED)
         # bytes: a kill can tear a line inside a multi-byte character; a FIFO or a device is refused, not waited on
         with open_regular(path, what=name, max_bytes=MAX_JOURNAL_BYTES) as fh:
             for number, line in journal_lines(fh, path=path, what=name):
@@ -324,15 +324,16 @@ class RunDir:
                 if not line.strip():
                     continue
                 try:
-                    records.append(CaseRecord.model_validate_json(line))
+                    rec = CaseRecord.model_validate_json(line)
                 except ValueError as exc:  # pydantic's ValidationError too (bad JSON, bad UTF-8)
                     if not line.endswith(b"\n"):
                         break  # a torn last line from an interrupted run: the case was not completed
                     raise InputError(f"corrupt record: {problem_line(exc)}", file=path, line=number) from None
+                shared.hold(rec)  # as read: the copies never all exist at once
+                records.append(rec)
         if not matches_seal(self.path, name, digest.hexdigest()):
             for rec in records:
                 rec.scored_with = None
-        share_equal_values(records, _SHARED)
         if dedup if dedup is not None else name == "records.jsonl":
             return _last_wins(records)
         return records
@@ -371,7 +372,7 @@ def _last_wins(records: list[CaseRecord]) -> list[CaseRecord]:
     for rec in records:
         prior = latest.get(rec.case_id)
         if prior is not None:
-            rec._earlier = [*prior._earlier, prior]
+            object.__setattr__(rec, "__pydantic_private__", {"_earlier": (*prior._earlier, prior)})
         latest[rec.case_id] = rec
     return list(latest.values())
 

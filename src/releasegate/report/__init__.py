@@ -25,10 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..border.files import replace_file
 from ..record.gate_report import GateReport, as_report, load_report
 from ..record.records import RunDir
-from ..redaction import redact_values
+from ..redaction import redact, redact_values
 from ..scorers import ScoredRun
+from ..text import valid_text
 from .formats import REGISTRY, RenderOptions, ReportFormat, format_names
 from .formatting import format_value
 from .markdown import append_step_summary, render_markdown
@@ -48,20 +50,29 @@ FORMATS = {fmt.name: fmt.file for fmt in REGISTRY.values()}
 def write_reports(run: RunDir, report: GateReport | dict[str, Any], scored: ScoredRun | None = None) -> None:
     """Write every format into the run directory, and the Markdown to GITHUB_STEP_SUMMARY when that is set. The
     report is redacted as data first (its records are, on disk), so no format's escaping can hide a secret."""
-    texts = rendered_reports(run, report, scored)
-    for name, text in texts.items():
-        run.write_text(name, text)
-    append_step_summary(texts[REGISTRY["md"].file], run.path)
+    view, options = _redacted_view(run, report, scored), RenderOptions()
+    for fmt in REGISTRY.values():
+        if fmt.chunks is None:
+            run.write_text(fmt.file, fmt.render(view, options))
+        else:  # written as it is made (every case's row): the text is never held whole
+            replace_file(run.path / fmt.file, (valid_text(redact(chunk)).encode("utf-8")
+                                               for chunk in fmt.chunks(view, options)), what=fmt.file)
+    append_step_summary(render(view, "md"), run.path)
 
 
 def rendered_reports(run: RunDir, report: GateReport | dict[str, Any], scored: ScoredRun | None = None) -> dict[str, str]:
     """File name -> text of every format, from the report redacted as data first. `write_reports` writes them into
     the run; a what-if judgment (`gate --rubric`) writes them beside it. `scored`: the records as the gate read
     and scored them (`scorers.scored_run`), when the caller has them."""
-    plain = report.as_json() if isinstance(report, GateReport) else report
-    plain = relative_to_places(plain, run_places(run))  # no machine's folders in any artifact
-    view = RunView.load(run, as_report(redact_values(plain)), scored)
+    view = _redacted_view(run, report, scored)
     return {fmt.file: render(view, fmt.name) for fmt in REGISTRY.values()}
+
+
+def _redacted_view(run: RunDir, report: GateReport | dict[str, Any], scored: ScoredRun | None) -> RunView:
+    """The run to render, its report redacted as data first, with no machine's folders in it."""
+    plain = report.as_json() if isinstance(report, GateReport) else report
+    plain = relative_to_places(plain, run_places(run))
+    return RunView.load(run, as_report(redact_values(plain)), scored)
 
 
 def render(view: RunView | RunDir, fmt: str, *, junit_cases: bool = False) -> str:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from ..record.gate_report import GateReport
-from ..spreadsheet import csv_text, neutralise
+from ..spreadsheet import csv_rows, neutralise
 from ..text import inert
 from .baseline_section import baseline_line
 from .formatting import latency_source_text
 from .stability_section import STABILITY_COLUMNS, case_stability
 from .view import CaseRow, RunView
 
-__all__ = ["render_csv", "COLUMNS", "neutralise"]
+__all__ = ["render_csv", "csv_chunks", "COLUMNS", "neutralise"]
 
 COLUMNS = (
     "case_id", "suite", "tags", "passed", "answer", "format", "forbidden", "why", "error", "output",
@@ -35,13 +36,18 @@ _CELL_CHARS = 32_000  # spreadsheets cap a cell at 32,767 characters
 
 def render_csv(view: RunView) -> str:
     """report.csv: the header and one row per case."""
+    return "".join(csv_chunks(view))
+
+
+def csv_chunks(view: RunView) -> Iterator[str]:
+    """report.csv a row at a time (`render_csv`): the file is written as the rows come, never held whole."""
     by = [*_judged_by(view.gate_report), baseline_line(view.gate_report.comparison) or ""]  # the same in every row
     source = latency_source_text(view.gate_report, slices=True)  # every case's TTFT, TPOT and E2E: the quality cases'
     stable = case_stability(view.gate_report)  # a run with repeats or gated under load: its columns at the end
     more = STABILITY_COLUMNS if view.gate_report.stability is not None else ()
     rows = ([_cell(v) for v in [*_values(row), source, *by, *(stable.get(row.case_id, [""] * len(more)) if more else [])]]
             for row in view.cases())
-    return csv_text(itertools.chain([COLUMNS + more], rows), cell_limit=_CELL_CHARS)  # rows one at a time
+    return csv_rows(itertools.chain([COLUMNS + more], rows), cell_limit=_CELL_CHARS)  # rows one at a time
 
 
 def _judged_by(report: GateReport) -> list[Any]:

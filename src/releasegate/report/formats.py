@@ -9,13 +9,13 @@ renders a RunView (the report plus the run directory's cases).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from ..record.gate_report import GateReport
 from ..text import json_inert
-from .csv import render_csv
+from .csv import csv_chunks, render_csv
 from .junit import render_junit
 from .markdown import render_markdown
 from .summary_csv import render_summary_csv
@@ -44,6 +44,9 @@ class ReportFormat:
     """'report': rendered from the GateReport alone; 'records': from a RunView (the report and the run's cases)."""
     render: Callable[[GateReport | RunView, RenderOptions], str]
     """The renderer: a GateReport (needs='report') or a RunView (needs='records') -> text."""
+    chunks: Callable[[GateReport | RunView, RenderOptions], Iterable[str]] | None = None
+    """The same text in pieces as it is made (a row per case), for a file written as they come, when the text
+    grows with the cases; None: `render`'s text is written whole."""
 
 
 REGISTRY: dict[str, ReportFormat] = {}
@@ -88,5 +91,6 @@ register(ReportFormat("json", "report.json", "report", _json))
 register(ReportFormat("md", "report.md", "report", lambda s, o: render_markdown(_report(s))))
 register(ReportFormat("html", "report.html", "records", _html))
 register(ReportFormat("junit", "report.junit.xml", "report", lambda s, o: render_junit(_report(s), cases=o.junit_cases)))
-register(ReportFormat("csv", "report.csv", "records", lambda s, o: render_csv(_view(s))))
+register(ReportFormat("csv", "report.csv", "records", lambda s, o: render_csv(_view(s)),
+                     chunks=lambda s, o: csv_chunks(_view(s))))
 register(ReportFormat("summary", "report.summary.csv", "report", lambda s, o: render_summary_csv(_report(s))))

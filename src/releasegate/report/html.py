@@ -22,7 +22,6 @@ from markupsafe import Markup, escape
 
 from ..inputs.scale_config import computed_words
 from ..record.capacity_sweep import CapacitySweep
-from ..record.evidence import answered
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.report_sections import JudgeSection, ReviewRow
@@ -214,13 +213,13 @@ def _latency_rows(metrics: dict[str, MetricRow]) -> list[dict[str, Any]]:
 
 def _cost(view: RunView) -> dict[str, Any]:
     metrics, info = view.gate_report.metrics, view.info
-    done = [r for r in view.timed_records() if answered(r)]
+    timed = view.timed_figures  # the answered timed requests, read once
     return {
         "config": info.cost,
         "per_1m": metrics.get("cost_per_1m_output_tokens"),
         "total": metrics.get("cost_usd_total"),
-        "input_tokens": sum(r.tokens.input or 0 for r in done),
-        "output_tokens": sum(r.tokens.output or 0 for r in done),
+        "input_tokens": timed.input_tokens,
+        "output_tokens": timed.output_tokens,
         "generation_seconds": info.generation_seconds,
         "load_seconds": info.load_seconds,
         "throughput": metrics.get("output_tokens_per_s"),

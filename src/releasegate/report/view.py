@@ -6,22 +6,26 @@ samples), so they read the run directory as well.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..border.files import exists
 from ..gate.capacity import gated_records
 from ..gate.case_detail import case_reviews, case_why, check_results, expected_text, input_text
 from ..inputs.rubric import ForbiddenRule, load_rubric
 from ..record.evidence import answered
 from ..record.gate_report import GateReport, as_report, load_report
-from ..record.judge_verdicts import run_verdicts
-from ..record.metrics import measured, phase_records
+from ..record.journal_stream import JournalStream
+from ..record.judge_verdicts import Verdicts, run_verdicts
+from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..redaction import redact_values
-from ..scorers import ScoredRun, scored_run
+from ..scorers import ScoredRun, score_record
 
 __all__ = ["RunView", "CaseRow", "load_report"]
 
@@ -73,6 +77,10 @@ class RunView:
     """The load phase's requests (load.jsonl), when the run had one."""
     reviews: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Case id -> the reviewers' current labels (reviews.jsonl), redacted like the records."""
+    stream: StreamedRun | None = None
+    """A view read for a report alone (`load` with no `scored`): `records` and `scores` stay empty, and the cases are
+    read from records.jsonl each time they are walked, each scored as it comes, so the report holds its rows and
+    figures, not the run. None: the records a gate read and scored, held."""
 
     @property
     def report(self) -> dict[str, Any]:
@@ -86,38 +94,105 @@ class RunView:
         the rules the report was judged with), so they are neither read nor scored again."""
         info = run.read_info()
         report = as_report(report) if report is not None else load_report(run)
-        if scored is None:
-            if report.forbidden_rules is not None:  # the rules the report was judged with (gate --rubric X)
-                forbidden = tuple(ForbiddenRule.from_dict(r) for r in report.forbidden_rules)
-            else:
-                forbidden = load_rubric(run.path / "rubric.yaml").forbidden
-            scored = scored_run(run, forbidden, run_verdicts(run, info))
-        return cls(run.path, info, report, scored.records, scored.scores, scored.load_records,
-                   redact_values(case_reviews(read_labels(run))))
+        reviews = redact_values(case_reviews(read_labels(run)))
+        if scored is not None:
+            return cls(run.path, info, report, scored.records, scored.scores, scored.load_records, reviews)
+        if report.forbidden_rules is not None:  # the rules the report was judged with (gate --rubric X)
+            forbidden = tuple(ForbiddenRule.from_dict(r) for r in report.forbidden_rules)
+        else:
+            forbidden = load_rubric(run.path / "rubric.yaml").forbidden
+        stream = StreamedRun(JournalStream(run.path), forbidden, run_verdicts(run, info), run_ledger_lines(run, info))
+        return cls(run.path, info, report, [], {}, run.read_records("load.jsonl", required=False), reviews, stream)
 
     def cases(self) -> Iterator[CaseRow]:
         """Every case as the reports show it, in the run's order, one row at a time: a report that lists only some
         keeps those (report.csv writes each)."""
-        for r in self.records:
-            scores = self.scores[r.case_id]
+        for r, scores in self._scored():
             yield _row(r, scores, case_why(r, scores), self.reviews.get(r.case_id, []))
 
-    def timed_records(self) -> list[CaseRecord]:
-        """The requests the report's latency figures come from: the quality cases, the load phase (of a capacity
-        sweep, its capacity step, as the gate judged it), or both; answered and not from the response cache
-        (`metrics.measured`)."""
+    def _scored(self) -> Iterator[tuple[CaseRecord, dict[str, Any]]]:
+        if self.stream is not None:
+            yield from self.stream.scored()
+        else:
+            yield from ((r, self.scores[r.case_id]) for r in self.records)
+
+    def timed(self) -> Iterator[CaseRecord]:
+        """The requests the report's latency figures come from, one at a time: the quality cases, the load phase
+        (of a capacity sweep, its capacity step, as the gate judged it), or both; answered and not from the
+        response cache (`metrics.measured`)."""
         _, timed_load = gated_records(self.gate_report.capacity, self.load_records)
-        return measured(phase_records(self.gate_report.latency_from, self.records, timed_load))
+        quality = self.records if self.stream is None else self.stream.records()
+        phase = self.gate_report.latency_from  # `metrics.phase_records`, walked
+        chosen = itertools.chain(quality if phase != "load" else (), timed_load if phase != "quality" else ())
+        return (r for r in chosen if answered(r) and not r.cached)  # `metrics.measured`
+
+    def timed_records(self) -> list[CaseRecord]:
+        """`timed`, as a list."""
+        return list(self.timed())
+
+    @cached_property
+    def timed_figures(self) -> TimedFigures:
+        """Per-request TTFT, TPOT and E2E, (TTFT, E2E - TTFT) pairs and token sums of the timed requests, read
+        in one walk (the records are not kept)."""
+        figures = TimedFigures({key: [] for key in _SAMPLED})
+        for r in self.timed():
+            t = r.timing
+            for key, values in figures.samples.items():
+                if (v := getattr(t, key)) is not None:
+                    values.append(v)
+            if t.ttft_ms is not None and t.e2e_ms is not None:
+                figures.pairs.append((t.ttft_ms, max(t.e2e_ms - t.ttft_ms, 0.0)))
+            figures.input_tokens += r.tokens.input or 0
+            figures.output_tokens += r.tokens.output or 0
+        return figures
 
     def latency_samples(self) -> dict[str, list[float]]:
         """Per-request TTFT, TPOT and E2E of the answered timed requests, in milliseconds."""
-        done = [r for r in self.timed_records() if answered(r)]
-        return {key: [v for r in done if (v := getattr(r.timing, key)) is not None] for key in ("ttft_ms", "tpot_ms", "e2e_ms")}
+        return {key: list(values) for key, values in self.timed_figures.samples.items()}
 
     def prefill_decode(self) -> list[tuple[float, float]]:
         """(TTFT, E2E - TTFT) of every answered timed request that has both."""
-        done = [r.timing for r in self.timed_records() if answered(r)]
-        return [(t.ttft_ms, max(t.e2e_ms - t.ttft_ms, 0.0)) for t in done if t.ttft_ms is not None and t.e2e_ms is not None]
+        return list(self.timed_figures.pairs)
+
+
+_SAMPLED = ("ttft_ms", "tpot_ms", "e2e_ms")
+
+
+@dataclass
+class TimedFigures:
+    """What the reports show of the timed requests (`RunView.timed_figures`)."""
+
+    samples: dict[str, list[float]]
+    pairs: list[tuple[float, float]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class StreamedRun:
+    """A run's records read from records.jsonl as a report walks them (`record.journal_stream`), each as
+    `scorers.scored_run` gives it: a cached answer whose session the ledger counts stands for no request of its
+    own (`ledger.covered`), scored by the rules the report was judged with."""
+
+    journal: JournalStream
+    forbidden: tuple[ForbiddenRule, ...]
+    verdicts: Verdicts | None
+    ledger: list[LedgerLine]
+
+    def records(self) -> Iterator[CaseRecord]:
+        for rec in self.journal.records():
+            yield covered([rec], self.ledger)[0]
+
+    def scored(self) -> Iterator[tuple[CaseRecord, dict[str, Any]]]:
+        for rec in self.records():
+            yield rec, score_record(rec, self.forbidden, self.verdicts)
+
+
+def run_ledger_lines(run: RunDir, info: RunInfo) -> list[LedgerLine]:
+    """The run's attempts ledger as `scorers.run_ledger` reads it (none for a run without one)."""
+    if not exists(run.path / LEDGER):
+        return []
+    return read_ledger(run.path, (info.load_phase or {}).get("session"))
 
 
 def _row(record: CaseRecord, scores: dict[str, Any], why: list[str], reviews: list[dict[str, Any]]) -> CaseRow:
