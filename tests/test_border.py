@@ -72,8 +72,8 @@ LISTED = {
         "field_accuracy parses the outputs given to it (a RecursionError is no object), as its `evaluate` script does",
     ("releasegate.testing.hostile", "json.loads"): "the test stub's own request bodies",
     ("releasegate.testing.stub_server", "json.loads"): "the test stub's own request bodies",
-    ("releasegate.testing.composition", ".open()"): "the composition matrix writes and reads its own fixture projects",
-    ("releasegate.testing.composition", ".open() for writing"): "the composition matrix writes its own fixture projects",
+    ("releasegate.testing.composition_labels", ".open()"): "the composition matrix reads the review CSV it exported",
+    ("releasegate.testing.composition_labels", ".open() for writing"): "the composition matrix fills its review CSV",
     ("releasegate.testing.composition", ".write_text()"): "the composition matrix writes its own fixture projects",
     ("releasegate.text", "json.loads"):
         "loads_json, the parser the border's json_reader and the stream events call after their bounds",
