@@ -338,3 +338,24 @@ def test_a_model_file_written_after_its_verification_is_not_attested(runs, cli, 
     finally:
         adapter.write_bytes(original)
     assert code == 1 and "adapter/adapter_model.safetensors changed since the run hashed it" in err, err
+
+
+def test_a_hidden_file_added_to_a_model_directory_after_the_run_is_refused(runs, cli, tmp_path):
+    """The run's inputs leave hidden files out, model-signing's digest takes them in: the run records each model
+    directory's digest, so a file added since (hidden or not) is not attested as if it had passed."""
+    from releasegate.border.model_digest import model_directory_digest
+
+    tmp, found = runs
+    run = found["pass"]
+    adapter = next(d for d in read_manifest_file(run)["directories"] if d["role"] == "adapter")
+    assert adapter["signing_sha256"] == model_directory_digest(Path(adapter["path"]))
+    added = Path(adapter["path"]) / ".extra_weights.safetensors"
+    added.write_bytes(b"not the bytes that passed")
+    try:
+        code, out, err = cli("attest", run, "--key", tmp / "key", "-o", tmp_path / "a.json")
+        assert code == 1 and "adapter/" in err and "other files than when the run read it" in err, err
+        assert not (tmp_path / "a.json").exists()
+    finally:
+        added.unlink()
+    code, _, err = cli("attest", run, "--key", tmp / "key", "-o", tmp_path / "b.json")
+    assert code == 0, err

@@ -123,7 +123,8 @@ def _directory_subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """Each shipped model directory (base, adapter, merged, draft) as one more subject, `<role>/`, whose digest is
     the one OpenSSF model-signing computes for it (`border.model_digest`), so `model_signing verify` at deploy
     and `verify-attestation` agree on the bytes. Its files are hashed now: one the run hashed that differs (or
-    is gone) is refused, as a model changed since the run."""
+    is gone), or a directory whose digest is not the one the run recorded (a file added since), is refused, as a
+    model changed since the run."""
     out = []
     for entry in manifest.get("directories") or []:
         owner = str(entry.get("role")) if isinstance(entry, dict) else ""
@@ -135,7 +136,11 @@ def _directory_subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
             if name.startswith(f"{owner}/") and not name.endswith(EMBEDDED_TEMPLATE) and isinstance(
                     e.get("sha256"), str) and files.get(name[len(owner) + 1:]) != e["sha256"]:
                 raise ReleaseRefused(f"{name} changed since the run hashed it: attest a run of the model as it is")
-        out.append({"name": f"{owner}/", "digest": {"sha256": root_digest(files)}})
+        digest = root_digest(files)
+        if isinstance(entry.get("signing_sha256"), str) and entry["signing_sha256"] != digest:
+            raise ReleaseRefused(f"{owner}/ ({entry['path']}) holds other files than when the run read it (a file "
+                                 "added, a hidden one included): attest a run of the model as it is")
+        out.append({"name": f"{owner}/", "digest": {"sha256": digest}})
     return out
 
 

@@ -11,9 +11,9 @@ built by hand may hold a bare `{}`), `verify` and `check --resume` the whole man
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..border.files import exists, read_text
 from ..border.structured import json_loads
@@ -37,9 +37,14 @@ class InputEntry(_Shape):
     bytes: Count | None = None
 
 
+Sha256 = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
+
+
 class DirectoryEntry(_Shape):
     role: str
     path: str
+    signing_sha256: Sha256 | None = None
+    """The digest OpenSSF model-signing names the whole directory by, hidden files included, when the run read it."""
 
 
 class TargetFacts(_Shape):

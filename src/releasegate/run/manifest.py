@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..border.files import is_dir, is_file, read_text, sha256_file, walk_files
+from ..border.files import hash_once, is_dir, is_file, read_text, sha256_file, walk_files
 from ..border.hub import hub_snapshot
 from ..border.structured import json_loads
 from ..clock import now
@@ -36,6 +36,7 @@ from .manifest_inputs import (
     Add,
     Row,
     directory_files,
+    record_signing_digests,
     sample_entries,
     schema_paths,
     served_files,
@@ -70,7 +71,9 @@ GENERATION_ROLES = ("suite", "schema", "responses", "traffic_log", "tokenizer", 
 def build_manifest(config: Config, *, run_id: str, cases: Iterable[Case] | None = None) -> dict[str, Any]:
     """Hash every input of `config` (a loaded Config). Raises InputError for an input that cannot be read.
     `cases`: the run's cases, for the record of each sampled suite's draw (`samples`)."""
-    inputs, directories = _hash_inputs(config)
+    with hash_once():  # a model directory's files read once: for its inputs, then its model-signing digest
+        inputs, directories = _hash_inputs(config)
+        record_signing_digests(directories)
     manifest: dict[str, Any] = redact_data({  # a dict, its strings redacted
         "format": FORMAT,
         "run_id": run_id,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..border.files import is_dir, read_text, walk_files
 from ..border.hub import hub_snapshot
+from ..border.model_digest import model_files, root_digest
 from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.suites import _lines
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ..inputs.suites import Case
     from ..inputs.target import TargetConfig
 
-__all__ = ["file_role", "served_files", "SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
+__all__ = ["file_role", "served_files", "record_signing_digests", "SNAPSHOT_KEY", "source_files", "snapshot_commit", "schema_paths", "sample_entries"]
 
 SNAPSHOT_KEY = "#snapshot"
 """Ends the manifest path of a hub dataset's revision (`hub:org/name@revision#snapshot`), hashed as the commit it
@@ -183,3 +184,21 @@ def served_files(t: TargetConfig, add: Add, inputs: list[Row], directories: list
             add(f"served:{file_role(folder.name)}", folder, name=f"served/{folder.name}")
     for entry in inputs[first:]:
         entry["served"] = getattr(t, "served_as", "declared")
+
+
+MODEL_DIRECTORY_ROLES = ("model", "adapter", "merged", "draft", "served")
+"""Directory roles whose whole directory an attestation names by its model-signing digest."""
+
+
+def record_signing_digests(directories: list[Row]) -> None:
+    """Each model directory's model-signing digest as the run found it (hidden files included, which its inputs
+    leave out), so an attestation can tell a directory changed since the run, a file added included: run inside
+    `hash_once`, the files its inputs hashed are not read again. A directory model-signing cannot hash (a link to
+    a folder) records none: the attestation refuses it then in its own words."""
+    for row in directories:
+        if str(row.get("role")).split(":")[0] not in MODEL_DIRECTORY_ROLES:
+            continue
+        try:
+            row["signing_sha256"] = root_digest(model_files(Path(str(row["path"])), allow_symlinks=True))
+        except InputError:
+            continue
