@@ -3,7 +3,7 @@ any rule's precondition fails, and a PASS exactly when every one holds."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from releasegate.decision.cache import recommend_threshold
@@ -50,8 +50,19 @@ gate_evidence = st.builds(
     allow_insufficient=st.booleans(), sample_only=st.just(()))
 
 
+_AWAITING = GateEvidence(
+    outcomes=(Outcome(name="a", origin="rubric", verdict="pass", cause=None, relaxable=False, awaits_labels=False),
+              Outcome(name="g", origin="rubric", verdict="insufficient", cause=None, relaxable=True,
+                      awaits_labels=True)),
+    population=Population(planned=0, evaluated=0, cuts=()), requests=Requests(0, 0, 0, 0, 0),
+    obligations=Obligations(review_pending=False, review_waived=False, undecided=()),
+    health=Health(problems=(), target_error=None, client_lag_ms=None),
+    provenance=Provenance(rubric="r.yaml", overrides=(), inputs_changed=()), allow_insufficient=True, sample_only=())
+
+
 @SETTINGS
 @given(gate_evidence)
+@example(_AWAITING)  # allow_insufficient and a criterion waiting for labels: NEEDS_REVIEW, not PASS
 def test_a_gate_passes_exactly_when_every_precondition_holds(e):
     decided = decide_gate(e)
     preconditions = (
@@ -59,7 +70,9 @@ def test_a_gate_passes_exactly_when_every_precondition_holds(e):
         not any(o.verdict == "fail" for o in e.outcomes),
         any(o.verdict == "pass" and o.origin == "rubric" for o in e.outcomes),
         not e.obligations.review_pending,
-        all(o.verdict != "insufficient" or (e.allow_insufficient and o.relaxable) for o in e.outcomes),
+        # allow_insufficient waives an undecided criterion, never one that waits for reviewers' labels
+        all(o.verdict != "insufficient" or (e.allow_insufficient and o.relaxable and not o.awaits_labels)
+            for o in e.outcomes),
     )
     assert (decided.verdict == PASS) == all(preconditions)
     assert decided.exit_code == EXIT_CODES[decided.verdict] and (decided.exit_code == 0) == (decided.verdict == PASS)
