@@ -56,8 +56,11 @@ demo-judge: setup  ## reply drafts graded by an LLM judge, calibrated by a revie
 demo-guard: setup  ## the fine-tune vs its base under attack probes, replies judged by the demo guard (INCONCLUSIVE, then PASS)
 	$(PY) scripts/demo_guard.py
 
+TEST_WORKERS ?= 2
+# the suite in TEST_WORKERS processes (pytest-xdist), a test file whole in one of them (its module fixtures, a
+# session's llama.cpp server per process): about 16 minutes on 2 cores, where one process took about 23
 test: setup  ## the whole suite, real model tests included (the vLLM tests run with make test-vllm), then the docs build
-	$(PY) -m pytest -m "not vllm"
+	$(PY) -m pytest -m "not vllm" -n $(TEST_WORKERS) --dist loadfile
 	$(MAKE) docs
 
 docs: setup  ## the config reference checked against the JSON Schemas, the mistake table against tests/mistakes/, then the site built with --strict into build/site/
@@ -66,7 +69,7 @@ docs: setup  ## the config reference checked against the JSON Schemas, the mista
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 test-fast: setup  ## unit tests only (no model load)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 bench: setup
 	$(PY) bench/run.py
