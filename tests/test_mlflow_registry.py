@@ -42,6 +42,24 @@ def test_a_store_promote_cannot_use_is_one_line_with_the_fix(released, cli, monk
     assert len(lines) <= 2 and "--mlflow-uri" in err  # the error and, where there is one, its hint
 
 
+def test_a_registry_named_nowhere_is_refused_before_the_webhook_is_sent(released, cli, monkeypatch,  # noqa: F811
+                                                                           tmp_path):
+    """With no --mlflow-uri and no MLFLOW_TRACKING_URI, MLflow would register in a new ./mlflow.db that no
+    deploy reads: refused in one line, exit 2, nothing sent to the webhook and no file made."""
+    from test_promote import Receiver
+
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
+        monkeypatch.delenv(name, raising=False)
+    run, key = released
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    with Receiver([200]) as hook:
+        code, _, err = promote(cli, run, "--webhook", hook.url, "--key", key, "--mlflow-model", "bot", "--alias",
+                               "prod")
+    assert code == 2 and "--mlflow-uri" in err and "MLFLOW_TRACKING_URI" in err and "Traceback" not in err, err
+    assert hook.bodies == [] and list((tmp_path / "cwd").iterdir()) == []
+
+
 def test_sqlite_without_sqlalchemy_names_the_package(monkeypatch):
     import importlib.util
 

@@ -150,5 +150,6 @@ def promote(
                       markup=False, soft_wrap=True)
     if "mlflow" in done:
         m = done["mlflow"]
-        console.print(f"mlflow: {m['model']} version {m['version']} is now @{m['alias']}", markup=False, soft_wrap=True)
+        console.print(f"mlflow: {m['model']} version {m['version']} is now @{m['alias']} in {m['registry']}",
+                      markup=False, soft_wrap=True)
     return 0

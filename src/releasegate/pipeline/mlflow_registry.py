@@ -90,6 +90,18 @@ def _file_store_path(uri: str) -> Path:
     return Path(uri)
 
 
+def registry_uri(uri: str | None) -> str:
+    """The registry a promotion registers in: `--mlflow-uri`, else MLflow's own settings from the environment
+    (MLFLOW_REGISTRY_URI, MLFLOW_TRACKING_URI). With neither, MLflow would make a new mlflow.db in the working
+    folder, which no deploy reads: refused (InputError, exit 2) before anything is sent."""
+    found = uri or os.environ.get("MLFLOW_REGISTRY_URI") or os.environ.get("MLFLOW_TRACKING_URI")
+    if not found:
+        raise InputError("--mlflow-model names no registry: give --mlflow-uri URI or set MLFLOW_TRACKING_URI "
+                         "(MLflow's default is a new mlflow.db in this folder, which no deploy reads)",
+                         field="--mlflow-uri")
+    return found
+
+
 def register_version(run: ReleasableRun, summary: dict[str, Any], model: str, alias: str, uri: str | None) -> dict[str, Any]:
     """Register the run's model as a version of `model` in the MLflow registry at `uri` (or the one MLflow's own
     settings name), tagged with the verdict, rubric hash, report and every weights file that passed, and point
@@ -108,7 +120,7 @@ def register_version(run: ReleasableRun, summary: dict[str, Any], model: str, al
     where = (mask_url(uri) or "?") if "://" in uri else uri
     with _bounded_client(uri), _inert_logs():
         version = _within_deadline(lambda: _register(mlflow, uri, model, alias, summary, run, tags), where)
-    return {"model": model, "version": str(version), "alias": alias, "tags": tags}
+    return {"model": model, "version": str(version), "alias": alias, "registry": where, "tags": tags}
 
 
 def _has_credential(uri: str) -> bool:

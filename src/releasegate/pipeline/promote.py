@@ -28,7 +28,7 @@ from ..errors import ErrorKind, InputError, TargetError
 from ..redaction import add_secret, mask_url, url_origin
 from .attest import signed_statements, statement_for
 from .dsse import load_private_key
-from .mlflow_registry import register_version, store_problem
+from .mlflow_registry import register_version, registry_uri, store_problem
 from .release_check import ReleasableRun, releasable_run
 
 __all__ = ["promote_run", "WEBHOOK_ATTEMPTS", "release_summary"]
@@ -81,6 +81,7 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
     with hash_once():  # each model file read once: verified unchanged, then its directory's digest
         run = releasable_run(run_dir)
         statement = statement_for(run.path, run.report, run.manifest, run.binding) if webhook is not None else None
+    registry = registry_uri(mlflow_uri) if mlflow_model is not None else None  # refused before anything is sent
     summary = release_summary(run)
     done: dict[str, Any] = {"run": str(run.path), "summary": summary}
     if webhook is not None:
@@ -90,7 +91,7 @@ def promote_run(run_dir: Path, *, webhook: str | None = None, key: Path | None =
                                                  "attestation": envelope, "test_result": test_result}, token)
     if mlflow_model is not None:
         assert alias is not None
-        done["mlflow"] = register_version(run, summary, mlflow_model, alias, mlflow_uri)
+        done["mlflow"] = register_version(run, summary, mlflow_model, alias, registry)
     return done
 
 
