@@ -233,3 +233,23 @@ def test_mlflows_log_lines_carry_no_escape_sequence(released, cli, tight):  # no
         code, out, err = _promote(cli, run, server.url)
     assert code == 4 and "mlflow: Waiting up to 1 seconds" in err, err
     assert "\x1b" not in out + err and "\x07" not in err and "pwned" in err
+
+
+def test_a_versions_source_is_the_model_that_answered_never_a_suites_folder(tmp_path):
+    """The source MLflow shows: the target's model directory (never a hub dataset's folder listed before it, nor
+    a leakage probe's base after it), else a served weights file (an endpoint's GGUF), else the run directory."""
+    from types import SimpleNamespace
+
+    sha = "0" * 64
+
+    def source(directories, inputs=()):
+        run = SimpleNamespace(path=tmp_path / "run", manifest={"directories": directories, "inputs": list(inputs)})
+        return registry._source(run)
+
+    model, base = tmp_path / "model", tmp_path / "leak-base"
+    assert source([{"role": "suite", "path": str(tmp_path / "data")}, {"role": "model", "path": str(model)},
+                   {"role": "model", "path": str(base)}]) == model.as_uri()
+    gguf = {"role": "served:weights", "path": str(tmp_path / "m.gguf"), "sha256": sha}
+    assert source([{"role": "suite", "path": str(tmp_path / "data")}], [gguf]) == (tmp_path / "m.gguf").as_uri()
+    assert source([], [{"role": "config", "path": str(tmp_path / "c.yaml"), "sha256": sha}]) == \
+        (tmp_path / "run").as_uri()

@@ -207,10 +207,23 @@ def _version_of(client: Any, model: str, fingerprint: str | None) -> str | None:
     return None
 
 
+SOURCE_ROLES = ("merged", "model", "served", "adapter", "draft")
+"""The directory roles a version's source may name, in this order: the model that answered, never a suite's."""
+
+
 def _source(run: ReleasableRun) -> str:
-    """Where the model's files are: the manifest's first model directory, else the run directory."""
-    folders = [d["path"] for d in run.manifest.get("directories", []) if isinstance(d, dict) and d.get("path")]
-    return str(Path(folders[0]).resolve().as_uri()) if folders else str(run.path.resolve().as_uri())
+    """Where the model's files are: the manifest's model directory (merged, base, served, adapter), else the first
+    weights file that passed (a served GGUF), else the run directory."""
+    folders: dict[str, str] = {}
+    for d in run.manifest.get("directories", []):  # the target's first: a leakage probe's base comes after
+        if isinstance(d, dict) and d.get("path"):
+            folders.setdefault(str(d.get("role")), str(d["path"]))
+    role = next((r for r in SOURCE_ROLES if r in folders), None)
+    if role is not None:
+        return Path(folders[role]).resolve().as_uri()
+    weights = [e for e in run.manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)
+               and isinstance(e.get("path"), str) and Path(e["path"]).is_absolute()]
+    return Path(weights[0]["path"]).as_uri() if weights else run.path.resolve().as_uri()
 
 
 def _within_deadline(work: Callable[[], str], where: str) -> str:
