@@ -5,6 +5,7 @@ reports folder, no response-cache file and no line the commands printed holds a 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,26 @@ def test_no_artifact_of_the_run_holds_a_training_record(cli, project):
         assert not found, f"{path.relative_to(project)} holds {found}"
     for text in printed:
         assert not [s for s in [*SENTINELS, *secrets] if s in text]
+
+
+def test_a_leakage_base_is_hashed_as_the_bases_never_as_the_targets_model(project):
+    """`leakage.base` is hashed into the manifest with its own roles: its directory is never a `model` directory
+    that an attestation would name as the model that passed (a deploy of the base would then verify)."""
+    from releasegate.inputs.config import load_config
+    from releasegate.pipeline.attest import _directory_subjects
+    from releasegate.run.manifest import build_manifest
+
+    config = project / "releasegate.yaml"
+    merged = project / "merged"
+    shutil.copytree(DEMO / "base", merged)  # the candidate, standing in for a merged fine-tune
+    config.write_text(config.read_text().replace(f"base: {DEMO / 'base'}, adapter: {DEMO / 'adapters' / 'good'}",
+                                                 f"base: {merged}")
+                      .replace("leakage: {suite: leakage.json,",
+                               f"leakage: {{base: {{backend: hf, base: {DEMO / 'base'}, dtype: float32}}, "
+                               "suite: leakage.json,"))
+    manifest = build_manifest(load_config(config), run_id="r")
+    roles = {d["role"]: d["path"] for d in manifest["directories"]}
+    assert roles["model"] == str(merged.resolve()) and roles["leakage_base:model"] == str((DEMO / "base").resolve())
+    subjects = _directory_subjects(manifest)
+    assert [s["name"] for s in subjects] == ["model/"]
+    assert any(e["role"].startswith("leakage_base:model") for e in manifest["inputs"])

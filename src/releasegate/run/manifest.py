@@ -5,8 +5,7 @@ reference, rubric, forbidden rules, evaluate modules, price table, traffic log; 
 draft directories file by file, with the chat template on its own; for openai the tokenizer), the package
 versions, the seeds and host facts. `releasegate verify RUN_DIR` re-hashes the same files (`compare_manifest`)
 and says what changed. The target fingerprint (`target_fingerprint`) keys the response cache.
-It names no credential: every string is redacted, and the fingerprint hashes the target with its credentials
-masked.
+It names no credential: every string is redacted, and the fingerprint hashes the target with its credentials masked.
 """
 
 from __future__ import annotations
@@ -322,7 +321,9 @@ def _leakage_files(leakage: LeakageConfig, add: Add, inputs: list[Row], director
         def add_base(role: str, path: Path, name: str | None = None) -> None:
             add(f"leakage_base:{role}", path, name)
 
-        _target_files(leakage.base, add_base, inputs, directories)
+        base_dirs: list[Row] = []  # named as the base's, never as the target's model (attested, promoted)
+        _target_files(leakage.base, add_base, inputs, base_dirs)
+        directories += [{**d, "role": f"leakage_base:{d['role']}"} for d in base_dirs]
 
 
 def _target_files(t: TargetConfig, add: Add, inputs: list[Row], directories: list[Row]) -> None:
