@@ -7,16 +7,20 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel
 
-from ..border.files import check_regular, exists
+from ..border.files import check_regular, exists, journal_lines, open_regular
+from ..errors import InputError
 from ..text import valid_text
+from .run_parts import problem_line
 
-__all__ = ["ESCAPED", "valid_data", "last_line_start", "mend_last_line", "SharedValues"]
+__all__ = ["ESCAPED", "valid_data", "last_line_start", "mend_last_line", "SharedValues", "parsed_lines"]
+
+T = TypeVar("T")
 
 ESCAPED = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069]")
 """Characters a journal line writes as \\uXXXX escapes (JSON escapes C0 itself): line breaks to str.splitlines()
@@ -143,3 +147,22 @@ def _key_sharing(values: dict[str, Any], holder: type) -> dict[str, Any]:
         setattr(instance, name, value)
     shared: dict[str, Any] = instance.__dict__
     return shared
+
+
+def parsed_lines(path: Path, name: str, digest: Any, parse: Callable[[bytes], T],
+                 max_bytes: int) -> Iterator[tuple[int, T]]:
+    """Each line of a journal parsed, with its number, every line fed to `digest` (a hashlib hash, for the seal):
+    read as bytes (a kill can tear a line inside a multi-byte character), a FIFO or a device refused, never
+    waited on; a torn last line ends it (its case was not completed); any other bad line is an InputError."""
+    with open_regular(path, what=name, max_bytes=max_bytes) as fh:
+        for number, line in journal_lines(fh, path=path, what=name):
+            digest.update(line)
+            if not line.strip():
+                continue
+            try:
+                value = parse(line)
+            except ValueError as exc:  # pydantic's ValidationError too (bad JSON, bad UTF-8)
+                if not line.endswith(b"\n"):
+                    return
+                raise InputError(f"corrupt record: {problem_line(exc)}", file=path, line=number) from None
+            yield number, value

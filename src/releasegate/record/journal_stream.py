@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..border.files import journal_lines, open_regular
 from ..errors import InputError
+from .journal_lines import parsed_lines
 from .records import MAX_JOURNAL_BYTES, CaseRecord
-from .run_parts import problem_line
 from .sealed import matches_seal
 
 __all__ = ["JournalStream"]
@@ -58,18 +58,7 @@ class JournalStream:
 
     def _parsed(self, digest: hashlib._Hash) -> Iterator[tuple[int, CaseRecord]]:
         """Every line checked as `RunDir.read_records` checks it, each fed to `digest`."""
-        with open_regular(self.path, what=self.name, max_bytes=MAX_JOURNAL_BYTES) as fh:
-            for number, line in journal_lines(fh, path=self.path, what=self.name):
-                digest.update(line)
-                if not line.strip():
-                    continue
-                try:
-                    rec = CaseRecord.model_validate_json(line)
-                except ValueError as exc:  # pydantic's ValidationError too (bad JSON, bad UTF-8)
-                    if not line.endswith(b"\n"):
-                        return  # a torn last line from an interrupted run: the case was not completed
-                    raise InputError(f"corrupt record: {problem_line(exc)}", file=self.path, line=number) from None
-                yield number, rec
+        return parsed_lines(self.path, self.name, digest, CaseRecord.model_validate_json, MAX_JOURNAL_BYTES)
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
         """The lines the first reading took (a line appended since is not in the run as it was checked)."""

@@ -32,12 +32,12 @@ from pydantic import (
     model_validator,
 )
 
-from ..border.files import exists, journal_lines, open_append, open_regular, read_text, replace_file
+from ..border.files import exists, open_append, read_text, replace_file
 from ..border.limits import JOURNAL_MAX_BYTES
 from ..errors import InputError
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
-from .journal_lines import ESCAPED, SharedValues, mend_last_line, valid_data
+from .journal_lines import ESCAPED, SharedValues, mend_last_line, parsed_lines, valid_data
 from .record_parts import Stratum, Timing, Tokens
 from .run_lock import held
 from .run_parts import Count, Figure, Seconds, check_part, check_sessions, finite_tree, non_finite_as_null, problem_line
@@ -317,20 +317,9 @@ class RunDir:
                 return []
             raise InputError(f"run has no {name}", file=self.path)
         records, digest, shared = [], hashlib.sha256(), SharedValues(_SHARED)
-        # bytes: a kill can tear a line inside a multi-byte character; a FIFO or a device is refused, not waited on
-        with open_regular(path, what=name, max_bytes=MAX_JOURNAL_BYTES) as fh:
-            for number, line in journal_lines(fh, path=path, what=name):
-                digest.update(line)
-                if not line.strip():
-                    continue
-                try:
-                    rec = CaseRecord.model_validate_json(line)
-                except ValueError as exc:  # pydantic's ValidationError too (bad JSON, bad UTF-8)
-                    if not line.endswith(b"\n"):
-                        break  # a torn last line from an interrupted run: the case was not completed
-                    raise InputError(f"corrupt record: {problem_line(exc)}", file=path, line=number) from None
-                shared.hold(rec)  # as read: the copies never all exist at once
-                records.append(rec)
+        for _, rec in parsed_lines(path, name, digest, CaseRecord.model_validate_json, MAX_JOURNAL_BYTES):
+            shared.hold(rec)  # as read: the copies never all exist at once
+            records.append(rec)
         if not matches_seal(self.path, name, digest.hexdigest()):
             for rec in records:
                 rec.scored_with = None
