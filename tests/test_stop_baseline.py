@@ -280,3 +280,28 @@ def test_the_demo_model_stops_early_against_its_own_baseline(tmp_path, cli):
     assert all(r["verdict"] == "pass" and "mean difference" in r["reason"] for r in rows.values())
     code, out, _ = cli("verify", run.path, "--json")
     assert json.loads(out)["unchanged"], out
+
+
+def _regrade(root: Path, answer: str, output: str) -> None:
+    """The project's suite checked by `answer` instead, and every right answer written as `output`."""
+    config = root / "releasegate.yaml"
+    config.write_text(config.read_text().replace("answer: {type: exact}", f"answer: {{type: {answer}}}"))
+    rows = [json.loads(line) for line in (root / "responses.jsonl").read_text().splitlines()]
+    write_jsonl(root / "responses.jsonl", [{**r, "output": output if r["output"] == RIGHT else r["output"]}
+                                           for r in rows])
+
+
+def test_a_baseline_graded_by_another_check_under_the_same_ids_never_passes(tmp_path, cli):
+    """Hunting a false PASS: the baseline's cases graded by a stricter check (exact) than the candidate's
+    (normalized), the same inputs and expected answers: the baseline's right answers ('YES') count as wrong, so a
+    candidate half as good looks better. Cases checked differently are other contents: no pair, never a PASS."""
+    _project(tmp_path / "base")
+    _regrade(tmp_path / "base", "exact", "YES")
+    code, out, err = cli("check", "-c", tmp_path / "base" / "releasegate.yaml", "--run-id", "base", "--no-progress")
+    assert code in (0, 1), out + err
+    base = tmp_path / "base" / "reports" / "base"
+    config = _project(tmp_path / "cand", baseline=base, wrong_every=2, threshold=0.2)
+    _regrade(tmp_path / "cand", "normalized", "YES")
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--stop-when-decided", "--no-progress", "--json")
+    report = json.loads(out)
+    assert report["verdict"] != "PASS", (report["verdict_reason"], _compared(report))

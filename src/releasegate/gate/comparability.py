@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule
     from ..record.records import CaseRecord, RunInfo
 
-__all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "settings_key", "saved_settings_key", "differences",
+__all__ = ["SETTINGS_PARTS", "BASELINE_PARTS", "case_hash", "paired_hash", "settings_key", "saved_settings_key", "differences",
            "same_run", "describe_differences", "baseline_problems", "settings_problem", "coverage_problem",
            "MIN_SHARED_SHARE", "guard_problem"]
 
@@ -56,6 +56,12 @@ def _digest(value: Any) -> str:
 def case_hash(record: CaseRecord) -> str:
     """The hash of one case's contents: its input as sent and its expected answer."""
     return _digest({"input": record.input, "expected": record.expected})
+
+
+def paired_hash(record: CaseRecord) -> str:
+    """`case_hash` and how the case is checked (its answer and format specs): two runs pair a case only where
+    both asked it and judged it alike; a baseline graded by a stricter check would make any candidate look good."""
+    return _digest({"case": case_hash(record), "answer": record.answer, "format": record.format})
 
 
 def settings_key(config_raw: dict[str, Any] | None, rubric: dict[str, Any] | None) -> dict[str, str | None]:

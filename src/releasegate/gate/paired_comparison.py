@@ -48,7 +48,7 @@ from ..scorers import score_records
 from ..stats.intervals import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
 from .case_detail import flipped_cases
-from .comparability import case_hash
+from .comparability import paired_hash
 from .stability import CaseDraws, draw_share
 
 __all__ = ["Margins", "compare_records", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS", "metric_verdicts",
@@ -90,15 +90,16 @@ def compare_records(
     margins: Margins = Margins(), *, base_verdicts: Verdicts | None = None, cand_verdicts: Verdicts | None = None,
     base_draws: CaseDraws | None = None, cand_draws: CaseDraws | None = None,
 ) -> dict[str, Any]:
-    """Compare on shared cases: the same id AND the same contents (`comparability.case_hash`: input and expected
-    answer); an id whose contents differ between the runs is another case, left out and named in `changed_cases`.
+    """Compare on shared cases: the same id AND the same contents (`comparability.paired_hash`: input, expected
+    answer and how it is checked); an id whose contents differ between the runs is another case, left out and
+    named in `changed_cases`.
     Both runs are re-scored with the same forbidden rules, judge-scored answers with each run's own LLM-judge
     verdicts (`llm_judge.run_verdicts`; without them they are unknown). `base_draws`, `cand_draws`: each run's
     repeated draws (`stability.case_draws`): the quality rates then pair each case's per-draw share."""
     base_by_id = {r.case_id: r for r in base}
     cand_by_id = {r.case_id: r for r in cand}
     common = [cid for cid in cand_by_id if cid in base_by_id]
-    changed = [cid for cid in common if case_hash(base_by_id[cid]) != case_hash(cand_by_id[cid])]
+    changed = [cid for cid in common if paired_hash(base_by_id[cid]) != paired_hash(cand_by_id[cid])]
     shared = [cid for cid in common if cid not in set(changed)]
     base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
     cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)

@@ -29,7 +29,7 @@ from ..scorers import score_records
 from ..stats.sample_weights import is_weighted
 from .baseline import comparison_margins, row_criterion, standing_problems
 from .baseline_run import SavedBaseline, read_baseline
-from .comparability import case_hash
+from .comparability import paired_hash
 from .paired_comparison import LATENCY_METRICS, RATE_KEYS, UNKNOWN, case_outcome
 
 __all__ = ["BaselinePairing", "baseline_pairing", "paired_criterion", "paired_tracks", "NO_LATENCY_METHOD"]
@@ -121,7 +121,7 @@ def _differences(metric: str, pairing: BaselinePairing, prefix: Sequence[CaseRec
         base = pairing.records.get(record.case_id)
         if base is None:
             return (), (), f"case {record.case_id} is not in the baseline run"
-        if case_hash(base) != case_hash(record):
+        if paired_hash(base) != paired_hash(record):
             return (), (), f"case {record.case_id} has other contents in the baseline run"
         if is_weighted(base) or is_weighted(record):
             return (), (), "a weighted sample's comparison has no anytime-valid bound"
