@@ -307,13 +307,11 @@ def test_a_baseline_graded_by_another_check_under_the_same_ids_never_passes(tmp_
     assert report["verdict"] != "PASS", (report["verdict_reason"], _compared(report))
 
 
-@pytest.mark.xfail(strict=True, reason="nothing checks that a stopping run's recorded order is its seed's shuffle "
-                   "(stop_order): an order edited in run.json and manifest.json of a killed run is resumed, resealed "
-                   "and gated as if the seed had chosen it")
 def test_an_order_edited_to_put_the_candidates_right_answers_first_never_passes(tmp_path, cli):
     """Hunting a false PASS: a candidate that FAILs against its baseline (half its answers wrong) played as
     killed before its first case, its order (run.json and manifest.json) edited so the cases it answered right
-    come first, and resumed: the e-processes then see only its right answers and would stop on a PASS."""
+    come first, and resumed: the e-processes would see only its right answers and stop on a PASS. The resume
+    refuses an order that is not the seed's shuffle of the run's cases (exit 2, one line)."""
     from conftest import as_killed
 
     margins = "{accuracy: 0.05, forbidden_rate: 0.5}"
@@ -335,5 +333,6 @@ def test_an_order_edited_to_put_the_candidates_right_answers_first_never_passes(
         (run.path / name).unlink(missing_ok=True)
     as_killed(run.path)
     code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json")
-    assert "Traceback" not in err
-    assert json.loads(out)["verdict"] != "PASS", _compared(json.loads(out))
+    assert code == 2 and "Traceback" not in err, out + err
+    assert "stopping.order" in err and "edited" in err
+    assert run.read_records(required=False) == []  # nothing asked in the chosen order

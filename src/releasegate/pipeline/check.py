@@ -56,7 +56,7 @@ from ..run.load_phase import run_load_phase
 from ..run.manifest import GENERATION_ROLES, MANIFEST, build_manifest, diff_manifests, read_manifest, recorded_overrides
 from ..run.prefix_cache import JOURNAL, run_prefix_cache
 from ..run.progress import progress_bar, step
-from ..run.stop_watch import stop_plan
+from ..run.stop_watch import require_seeded_order, stop_plan
 from ..scorers import CorpusScores, ScoredRun, scored_run
 from .check_inputs import check_before_loading, check_metrics
 from .check_options import CheckOptions
@@ -147,6 +147,7 @@ def resume_check(
                 hint=f"see releasegate verify {run.path}; start a new run instead",
             )
         check_metrics(rubric)
+        require_seeded_order(info, config, [c.id for c in cases], run.path / "run.json")
         run.repair("records.jsonl")
         for session in info.sessions:  # we hold the lock: a session still 'running' was killed
             if session.get("status") == "running":

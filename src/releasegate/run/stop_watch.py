@@ -19,7 +19,7 @@ from ..inputs.suites import Case
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import score_record
 
-__all__ = ["StopWatch", "stop_plan"]
+__all__ = ["StopWatch", "stop_plan", "require_seeded_order"]
 
 
 def stop_plan(config: Config, case_ids: list[str], *, when_decided: bool = True) -> dict[str, Any]:
@@ -35,6 +35,17 @@ def stop_plan(config: Config, case_ids: list[str], *, when_decided: bool = True)
     if not when_decided:
         plan["when_decided"] = False
     return plan
+
+
+def require_seeded_order(info: RunInfo, config: Config, case_ids: list[str], path: Any) -> None:
+    """Refuse (exit 2) to resume a run whose recorded order is not its seed's shuffle of its cases: an order
+    chosen after seeing answers (the right ones first) would let the e-processes stop on the cases it chose."""
+    stopping = stopping_of(info)
+    if stopping is None:
+        return
+    if [str(i) for i in stopping["order"]] != stop_order(case_ids, config.seed):
+        raise InputError(f"run.json stopping.order is not the shuffle of the run's cases by its seed {config.seed}: "
+                         "the order was edited", file=path, field="stopping.order", hint="start a new run instead")
 
 
 class StopWatch:
