@@ -34,26 +34,28 @@ def reconcile_graders(run: RunDir, info: RunInfo, config: Config, rubric: Rubric
     watch = BudgetWatch(config, rubric, info, config.budget)
     cases = {r.case_id: case_of(r) for r in run.read_records(required=False)}
     billed = {"judge": 0.0, "guard": 0.0}
+    dearest: dict[str | None, float] = {}  # per grader, worked out once: an edited journal may hold many strays
     for judgment in every_judgment(run):
         if judgment.cached:
             continue
         guard = judgment.criterion[len(_GUARD):].split(":")[0] if judgment.criterion.startswith(_GUARD) else None
-        billed["guard" if guard else "judge"] += _call(watch, judgment, cases.get(judgment.case_id), cases, guard)
+        case = cases.get(judgment.case_id)
+        if case is None and guard not in dearest:
+            dearest[guard] = max((watch.call_worst(c, guard) for c in cases.values()), default=0.0)
+        billed["guard" if guard else "judge"] += _call(watch, judgment, case, dearest.get(guard, 0.0), guard)
     spent = {**dict(info.budget.get("spent_usd") or {}), **billed}
     spent["total"] = sum(float(spent.get(p) or 0.0) for p in PARTS)
     info.budget = {**info.budget, "spent_usd": spent, "exceeded": crossed(spent, info.budget.get("caps") or {})}
     run.write_info(info)
 
 
-def _call(watch: BudgetWatch, judgment: Judgment, case: Case | None, cases: dict[str, Case],
-          guard: str | None) -> float:
-    """What one journaled call billed, its retries at their worst."""
+def _call(watch: BudgetWatch, judgment: Judgment, case: Case | None, dearest: float, guard: str | None) -> float:
+    """What one journaled call billed, its retries at their worst; `dearest`: the worst of the run's dearest
+    case, what a verdict on a case the run does not hold (an edited journal) costs, never less."""
     price = watch.graded(guard)
     if price is None:
         return 0.0  # a local model: nothing metered
-    # a verdict on a case the run does not hold (an edited journal): the dearest case's worst, never less
-    worst = watch.call_worst(case, guard) if case is not None else max(
-        (watch.call_worst(c, guard) for c in cases.values()), default=0.0)
+    worst = watch.call_worst(case, guard) if case is not None else dearest
     read, wrote = judgment.tokens.input, judgment.tokens.output
     bill = worst  # no count, or one no server sends (an edited journal): its worst, never less
     if read is not None and wrote is not None and read >= 0 and wrote >= 0:
