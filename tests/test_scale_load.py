@@ -5,7 +5,7 @@ from __future__ import annotations
 from releasegate.backends import Generation, Request
 from releasegate.inputs.scale_config import ScaleConfig
 from releasegate.record.records import Timing
-from releasegate.scale.load import DistributedLoad, merge
+from releasegate.scale.load import DistributedLoad, WorkerPart, merge
 from releasegate.scale.traffic import LoadPlan
 
 
@@ -17,24 +17,24 @@ def plan(n: int, offsets: bool) -> LoadPlan:
 
 def test_an_open_loop_is_dealt_round_robin_with_its_offsets_and_the_cap_shared():
     shares = DistributedLoad(None, ScaleConfig(workers=2), plan(5, offsets=True)).shares(5, 8, None)
-    assert [[r.case_id[:10] for r in s["requests"]] for s in shares] == [
+    assert [[r.case_id[:10] for r in s.requests] for s in shares] == [
         ["load-00000", "load-00002", "load-00004"], ["load-00001", "load-00003"]]
-    assert [s["offsets"] for s in shares] == [[0.0, 0.2, 0.4], [0.1, 0.30000000000000004]]
-    assert [s["concurrency"] for s in shares] == [3, 3]  # the cap, rounded up per worker
-    assert [len(s["warmup"]) for s in shares] == [2, 1]
+    assert [s.offsets for s in shares] == [[0.0, 0.2, 0.4], [0.1, 0.30000000000000004]]
+    assert [s.concurrency for s in shares] == [3, 3]  # the cap, rounded up per worker
+    assert [len(s.warmup) for s in shares] == [2, 1]
 
 
 def test_a_closed_loop_shares_its_streams_and_never_gives_a_worker_none():
     shares = DistributedLoad(None, ScaleConfig(workers=4), plan(9, offsets=False)).shares(3, 8, None)
-    assert [s["concurrency"] for s in shares] == [1, 1, 1]  # 3 streams: 3 workers, not 4
+    assert [s.concurrency for s in shares] == [1, 1, 1]  # 3 streams: 3 workers, not 4
     shares = DistributedLoad(None, ScaleConfig(workers=2), plan(9, offsets=False)).shares(5, 8, None)
-    assert [s["concurrency"] for s in shares] == [3, 2]
+    assert [s.concurrency for s in shares] == [3, 2]
 
 
-def part(ids: list[int], lag_p99: float | None, started_at: float, seconds: float) -> dict:
+def part(ids: list[int], lag_p99: float | None, started_at: float, seconds: float) -> WorkerPart:
     results = [(Request(f"load-{i:05d}:c"), Generation("x", timing=Timing(send_lag_ms=float(i)))) for i in ids]
     client = {"client": "lean", "loop_lag_ms": {"p99": lag_p99} if lag_p99 is not None else None, "window_s": seconds}
-    return {"results": results, "seconds": seconds, "client": client, "started_at": started_at, "niceness": 0}
+    return WorkerPart(results, seconds, client, started_at, 0)
 
 
 def test_parts_merge_into_the_plans_order_with_the_worst_workers_lateness():

@@ -6,6 +6,9 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 from ..errors import ReleasegateError, TargetError
 from ..extras import load
@@ -21,7 +24,12 @@ WORKER_ENV = (
 start from the cluster's environment, not the driver's: these are set in each one before it imports anything."""
 
 
-def require_ray():
+Ray = Any
+"""The `ray` module (untyped, optional): its API is used as documented."""
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def require_ray() -> Ray:
     """The `ray` module, or a one-line InputError (exit 2) saying how to install it."""
     return load("ray", "scale: {engine: ray}", field="scale.engine")
 
@@ -54,11 +62,11 @@ class Cluster:
         self.ray = require_ray()
         self.owned = False
 
-    def connect(self):
+    def connect(self) -> Ray:
         ray = self.ray
         if ray.is_initialized():
             return ray
-        kwargs = {"address": self.scale.address, "log_to_driver": False, "logging_level": logging.ERROR}
+        kwargs: dict[str, object] = {"address": self.scale.address, "log_to_driver": False, "logging_level": logging.ERROR}
         if self.scale.address == "none":  # "local": a new cluster even where `ray start` left one running
             kwargs.update(address="local", include_dashboard=False, _system_config={"worker_niceness": 0})
         handlers = _signal_handlers()
@@ -81,7 +89,7 @@ class Cluster:
                 raise TargetError(f"scale asks for {s.workers} workers x {each:g} {name} but the Ray cluster has "
                                   f"{have:g} {name}: lower scale.workers or scale.{name.lower()}s_per_worker")
 
-    def get(self, refs, what: str):
+    def get(self, refs: Any, what: str) -> Any:
         """`ray.get`, with a worker's failure as one TargetError line (exit 4) instead of a remote traceback."""
         ray = self.ray
         try:
@@ -101,13 +109,13 @@ class Cluster:
         self.owned = False
 
 
-def _signal_handlers() -> dict:
+def _signal_handlers() -> dict[signal.Signals, _Handler]:
     if threading.current_thread() is not threading.main_thread():
         return {}
     return {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
 
-def _restore(handlers: dict) -> None:
+def _restore(handlers: dict[signal.Signals, _Handler]) -> None:
     """Put back the handlers `ray.init` replaced: Ray's core installs a crash handler for SIGTERM that prints a
     stack and aborts, where `check` stops cleanly (exit 130, run.json 'interrupted', resumable)."""
     for signum, handler in handlers.items():

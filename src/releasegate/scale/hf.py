@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 from ..backends import Backend, Generation, Request
 from ..backends.hf import HFBackend
 from ..inputs.scale_config import ScaleConfig
+from ..inputs.target import TargetConfig
 from ._ray import Cluster, normal_priority, worker_env
 
 __all__ = ["RayHFBackend"]
@@ -26,7 +28,7 @@ _QUEUED = 2
 class HFWorker:
     """One Ray actor: an HFBackend loaded once, generating the batches it is sent."""
 
-    def __init__(self, target, generation: dict, env: dict[str, str]) -> None:
+    def __init__(self, target: TargetConfig, generation: dict[str, Any], env: dict[str, str]) -> None:
         os.environ.update(env)  # before transformers is imported: offline, the same hub cache
         normal_priority()
 
@@ -38,7 +40,7 @@ class HFWorker:
 
     def prompt_lengths(self, requests: list[Request]) -> list[int]:
         """Prompt token counts (-1 for a prompt that cannot be built: it fails in its batch, as in one process)."""
-        out = []
+        out: list[int] = []
         for request in requests:
             try:
                 out.append(len(self.backend.prompt_ids(request)))
@@ -53,11 +55,11 @@ class HFWorker:
 class RayHFBackend(Backend):
     """The hf backend spread over `scale.workers` Ray actors; `generate_many` is its streaming entry point."""
 
-    def __init__(self, target, generation: dict | None, scale: ScaleConfig) -> None:
+    def __init__(self, target: TargetConfig, generation: dict[str, Any] | None, scale: ScaleConfig) -> None:
         self.target, self.generation, self.scale = target, dict(generation or {}), scale
         self.batch_size = target.batch_size
         self.cluster: Cluster | None = None
-        self.actors: list = []
+        self.actors: list[Any] = []  # Ray actor handles (untyped)
 
     def load(self) -> None:
         self.cluster = Cluster(self.scale)
@@ -88,9 +90,9 @@ class RayHFBackend(Backend):
         for i, b in enumerate(batches):
             if not b:
                 yield i, []
-        in_flight: dict = {}  # object ref -> (batch index, actor)
+        in_flight: dict[Any, tuple[int, Any]] = {}  # object ref -> (batch index, actor)
 
-        def send(actor) -> None:
+        def send(actor: Any) -> None:
             item = next(waiting, None)
             if item is not None:
                 in_flight[actor.generate.remote(item[1], max_new_tokens)] = (item[0], actor)
@@ -101,11 +103,11 @@ class RayHFBackend(Backend):
         while in_flight:
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             index, actor = in_flight.pop(ready[0])
-            out = self._get(ready[0], "generate")
+            out: list[Generation] = self._get(ready[0], "generate")
             send(actor)
             yield index, out
 
-    def _get(self, refs, what: str):
+    def _get(self, refs: Any, what: str) -> Any:
         return self._cluster().get(refs, what)
 
     def _cluster(self) -> Cluster:

@@ -11,16 +11,17 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..backends import Request
+from ..backends import Generation, Request
 from ..border.structured import json_loads
 from ..errors import InputError
 from ..inputs.files import read_text
 from ..inputs.load_profile import LoadConfig
+from ..inputs.suites import Case
 from ..record.records import CaseRecord
 
 __all__ = ["arrival_offsets", "read_traffic", "LoadPlan", "plan_load"]
@@ -103,7 +104,7 @@ class LoadPlan:
         return f"open loop, {len(self.requests or ())} requests over {span:.1f} s, at most {self.concurrency} in flight"
 
 
-def plan_load(load: LoadConfig, cases) -> LoadPlan:
+def plan_load(load: LoadConfig, cases: Iterable[Case]) -> LoadPlan:
     """Turn a load profile and the suite's cases into a concrete plan (cases are cycled as prompts)."""
     pool = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
     warmup = [nth_request(pool, i, "warmup") for i in range(load.warmup)]
@@ -142,7 +143,7 @@ def nth_request(pool: list[Request], i: int, prefix: str) -> Request:
     return Request(f"{prefix}-{i:05d}:{base.case_id}", base.messages, base.prompt)
 
 
-def load_record(request, gen, tags: dict | None = None) -> CaseRecord:
+def load_record(request: Request, gen: Generation, tags: dict[str, object] | None = None) -> CaseRecord:
     base_id = request.case_id.split(":", 1)[1] if ":" in request.case_id else request.case_id
     return CaseRecord(
         case_id=request.case_id, suite="load", tags={"phase": "load", "prompt_of": base_id, **(tags or {})},
