@@ -19,7 +19,7 @@ INPUTS_NOT_STRICT := schema_compiler schema_check sampling sources validation
 STRICT_INPUTS = $(filter-out $(INPUTS_NOT_STRICT:%=src/releasegate/inputs/%.py),$(wildcard src/releasegate/inputs/*.py))
 STRICT := src/releasegate/decision src/releasegate/border src/releasegate/record src/releasegate/report \
 	src/releasegate/pipeline src/releasegate/gate src/releasegate/llm_judge src/releasegate/review \
-	src/releasegate/leakage src/releasegate/redaction.py \
+	src/releasegate/leakage src/releasegate/redaction.py src/releasegate/safe_template.py \
 	src/releasegate/cli src/releasegate/run src/releasegate/scorers src/releasegate/backends src/releasegate/scale \
 	$(STRICT_INPUTS)
 

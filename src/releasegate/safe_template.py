@@ -19,10 +19,11 @@ import contextvars
 import functools
 import re
 import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # jinja2 is imported on first use
-    from jinja2 import Template
+    from jinja2 import Environment, Template
 
 __all__ = ["MAX_SECONDS", "MAX_CHARS", "MAX_INT_BITS", "TemplateFailed", "compile_template", "render"]
 
@@ -73,13 +74,13 @@ def _sized(value: Any) -> Any:
 _WIDE_FORMAT = re.compile(r"[0-9]{7,}")  # a format width or precision of a million or more: "{:>999999999}"
 
 
-def _check_arguments(args, kwargs) -> None:
+def _check_arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     for value in (*args, *kwargs.values()):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_CHARS:
             raise TemplateFailed(f"passes {value:,} to a function or filter; at most {MAX_CHARS:,}")
 
 
-def _repeated(left: Any, right: Any) -> tuple[str | list | tuple, int] | None:
+def _repeated(left: Any, right: Any) -> tuple[str | list[Any] | tuple[Any, ...], int] | None:
     """(sequence, count) of `left * right` that repeats a sequence (either operand may be the sequence)."""
     if isinstance(left, (str, list, tuple)) and isinstance(right, int):
         return left, right
@@ -118,7 +119,7 @@ class _Range:
         if len(self._range) > MAX_RANGE:
             raise TemplateFailed(f"range of {len(self._range):,} items; at most {MAX_RANGE:,}")
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         for value in self._range:
             _tick()
             yield value
@@ -126,27 +127,28 @@ class _Range:
     def __len__(self) -> int:
         return len(self._range)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> int:
         return self._range[index]
 
-    def __contains__(self, value) -> bool:
+    def __contains__(self, value: object) -> bool:
         return value in self._range
 
-    def __reversed__(self):
+    def __reversed__(self) -> Iterator[int]:
         return reversed(self._range)
 
 
 @functools.cache
-def _environment():
+def _environment() -> Environment:
     from jinja2 import StrictUndefined
     from jinja2.compiler import CodeGenerator
     from jinja2.sandbox import ImmutableSandboxedEnvironment
     from jinja2.utils import Namespace
 
     class Generator(CodeGenerator):
-        def visit_Concat(self, node, frame):  # `a ~ b`: through the budget (Jinja joins it inline otherwise)
+        def visit_Concat(self, node: Any, frame: Any) -> None:  # `a ~ b`: through the budget (Jinja joins it inline otherwise)
             if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
-                return super().visit_Concat(node, frame)
+                super().visit_Concat(node, frame)
+                return
             self.write("environment.joined((")
             for arg in node.nodes:
                 self.visit(arg, frame)
@@ -154,7 +156,7 @@ def _environment():
             self.write("))")
 
     class BudgetedNamespace(Namespace):
-        def __setitem__(self, name, value):  # {% set ns.x = ns.x ~ ns.x %} in a loop
+        def __setitem__(self, name: str, value: Any) -> None:  # {% set ns.x = ns.x ~ ns.x %} in a loop
             _tick()
             super().__setitem__(name, _sized(value))
 
@@ -162,27 +164,27 @@ def _environment():
         code_generator_class = Generator
         intercepted_binops = frozenset({"*", "**", "+", "%", "//", "/"})
 
-        def call_binop(self, context, operator, left, right):
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             _tick()
             _binop_size(operator, left, right)
             return _sized(super().call_binop(context, operator, left, right))
 
-        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's own signature
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's own signature
             _tick()
             _check_arguments(args, kwargs)
             return _sized(super().call(__context, __obj, *args, **kwargs))
 
-        def getattr(self, obj, attribute):
+        def getattr(self, obj: Any, attribute: str) -> Any:
             _tick()
             if isinstance(obj, str) and attribute in ("format", "format_map") and _WIDE_FORMAT.search(obj):
                 raise TemplateFailed("formats with a width or precision of a million or more")
             return super().getattr(obj, attribute)
 
-        def getitem(self, obj, argument):
+        def getitem(self, obj: Any, argument: Any) -> Any:
             _tick()
             return super().getitem(obj, argument)
 
-        def joined(self, parts):
+        def joined(self, parts: tuple[Any, ...]) -> str:
             _tick()
             texts = [str(p) for p in parts]
             if sum(map(len, texts)) > MAX_CHARS:
@@ -195,12 +197,12 @@ def _environment():
     return env
 
 
-def _budgeted_filter(name: str, f):
+def _budgeted_filter(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
     """A filter with the call's checks: a tick, no huge integer argument (`center(10**9)`), a result in size.
     (functools.wraps copies Jinja's pass_context / pass_environment marker along.)"""
 
     @functools.wraps(f)
-    def budgeted(*args, **kwargs):
+    def budgeted(*args: Any, **kwargs: Any) -> Any:
         _tick()
         _check_arguments(args[1:], kwargs)  # args[0]: the value filtered (or the context, then the value)
         if name == "format" and any(isinstance(a, str) and _WIDE_FORMAT.search(a) for a in args[:2]):
