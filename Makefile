@@ -19,7 +19,7 @@ INPUTS_NOT_STRICT := schema_compiler schema_check sampling sources validation
 STRICT_INPUTS = $(filter-out $(INPUTS_NOT_STRICT:%=src/releasegate/inputs/%.py),$(wildcard src/releasegate/inputs/*.py))
 STRICT := src/releasegate/decision src/releasegate/border src/releasegate/record src/releasegate/report \
 	src/releasegate/pipeline src/releasegate/gate src/releasegate/llm_judge src/releasegate/review \
-	src/releasegate/leakage src/releasegate/redaction.py src/releasegate/safe_template.py \
+	src/releasegate/leakage $(wildcard src/releasegate/*.py) \
 	src/releasegate/cli src/releasegate/run src/releasegate/scorers src/releasegate/backends src/releasegate/scale \
 	$(STRICT_INPUTS)
 
@@ -78,7 +78,7 @@ bench: setup
 bench-peers: setup  ## releasegate's clients vs aiperf and guidellm on the stub (installs the peers into build/peers/, never .venv)
 	$(PY) bench/run.py peers
 
-lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on decision/, border/, record/, report/, pipeline/, the feature packages (gate/, llm_judge/, review/, leakage/), cli/, run/, scorers/, backends/, scale/ and most of inputs/
+lint: setup  ## ruff on the code, mypy on src/ (settings in pyproject.toml), strict mypy on decision/, border/, record/, report/, pipeline/, the feature packages (gate/, llm_judge/, review/, leakage/), cli/, run/, scorers/, backends/, scale/, the top-level modules and most of inputs/
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict $(STRICT)

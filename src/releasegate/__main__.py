@@ -7,9 +7,10 @@ takes interrupts over (`cli.app.main`), SIGINT ends the process at once with 'in
 
 import os
 import signal
+from types import FrameType
 
 
-def _interrupted_while_starting(signum, frame) -> None:
+def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
     os.write(2, b"interrupted\n")
     os._exit(130)
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from typing import Any, Unpack
 
-from .errors import InputError
+from .errors import InputError, Where
 
 __all__ = ["EXTRA_OF", "DISTRIBUTION_OF", "install_command", "missing", "require", "load"]
 
@@ -55,7 +56,7 @@ def _found(module: str) -> bool:
         return False
 
 
-def require(purpose: str, *modules: str, **where) -> None:
+def require(purpose: str, *modules: str, **where: Unpack[Where]) -> None:
     """Nothing when every module `purpose` needs is installed; else the one-line InputError naming the extras.
     `where`: the file, line and field to name (a config's `at(...)`)."""
     absent = missing(*modules)
@@ -63,7 +64,7 @@ def require(purpose: str, *modules: str, **where) -> None:
         raise _missing_error(purpose, absent, where)
 
 
-def load(module: str, purpose: str, **where):
+def load(module: str, purpose: str, **where: Unpack[Where]) -> Any:  # the module, used as its library documents
     """`module` imported, or the one-line InputError of `require` when it (or what it imports) is missing."""
     try:
         return importlib.import_module(module)
@@ -73,7 +74,7 @@ def load(module: str, purpose: str, **where):
         raise _missing_error(purpose, [module], where, broken=str(exc) if broken else None) from None
 
 
-def _missing_error(purpose: str, absent: list[str], where: dict, broken: str | None = None) -> InputError:
+def _missing_error(purpose: str, absent: list[str], where: Where, broken: str | None = None) -> InputError:
     extras = list(dict.fromkeys(EXTRA_OF.get(name.partition(".")[0], name) for name in absent))
     names = ", ".join(absent)
     if broken:

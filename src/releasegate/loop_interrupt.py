@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Coroutine
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # asyncio is imported where a loop is run: the signal handler's module is on every command's path
@@ -33,7 +34,7 @@ class _Running:
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[Any] | None = None
         self.interrupted = False
 
     def cancel(self) -> None:
@@ -75,7 +76,7 @@ def run_interruptibly(coro: Coroutine[Any, Any, T], loop_factory: Callable[[], a
             running.task = running.loop.create_task(coro)
             if running.interrupted:  # the signal came while the loop was being made
                 running.cancel()
-            result = running.loop.run_until_complete(running.task)
+            result: T = running.loop.run_until_complete(running.task)
     except BaseException as exc:
         if running.interrupted and not isinstance(exc, KeyboardInterrupt):
             raise KeyboardInterrupt from exc  # the cancellation, or what it caused on its way out
@@ -101,7 +102,7 @@ def interrupt_running_loop() -> bool:
     return True
 
 
-def _on_ctrl_c(signum, frame) -> None:
+def _on_ctrl_c(signum: int, frame: FrameType | None) -> None:
     """Ctrl-C where the program installed no handler of its own (asyncio.Runner's rule): the first cancels the
     running loop's main task, a second raises KeyboardInterrupt at once."""
     if _RUNNING is None or _RUNNING.interrupted or not interrupt_running_loop():

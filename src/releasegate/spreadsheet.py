@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 __all__ = ["FORMULA_START", "SEPARATORS", "neutralise", "neutralise_shown", "unneutralise", "csv_text", "csv_rows", "SAVE_AS_UTF8",
            "LIBREOFFICE_OPTIONS"]
@@ -67,7 +67,7 @@ def unneutralise(text: str) -> str:
     return _UNNEUTRALISE.sub(r"\1\2", text)
 
 
-def csv_text(rows, *, quote_all: bool = False, cell_limit: int | None = None,
+def csv_text(rows: Iterable[Iterable[object]], *, quote_all: bool = False, cell_limit: int | None = None,
              shown_only: Collection[int] = ()) -> str:
     """Rows as RFC 4180 CSV (CRLF line ends, so a cell holding a lone CR is quoted too), every text cell
     neutralised (the columns at the indexes `shown_only` by `neutralise_shown`), then cut at `cell_limit`
@@ -76,7 +76,7 @@ def csv_text(rows, *, quote_all: bool = False, cell_limit: int | None = None,
     return "".join(csv_rows(rows, quote_all=quote_all, cell_limit=cell_limit, shown_only=shown_only))
 
 
-def csv_rows(rows, *, quote_all: bool = False, cell_limit: int | None = None,
+def csv_rows(rows: Iterable[Iterable[object]], *, quote_all: bool = False, cell_limit: int | None = None,
              shown_only: Collection[int] = ()) -> Iterator[str]:
     """`csv_text` a row at a time: each row's CSV text as it is made, for a file written as it comes."""
     buf = io.StringIO(newline="")

@@ -51,10 +51,10 @@ def _stand_in(char: str) -> str:
     return f"\u27e8U+{code:04X}\u27e9"  # ⟨U+202E⟩: C1 controls, bidi controls, lone surrogates
 
 
-def inert(text, keep: str = "\t\n\r") -> str:
+def inert(text: object, keep: str = "\t\n\r") -> str:
     """Untrusted text with every control, bidi and surrogate character replaced by a visible stand-in: C0 as its
     Control Picture (ESC -> '␛'), DEL as '␡', anything else as '⟨U+XXXX⟩'. Characters in `keep` stay."""
-    text = str(text)
+    text = str(text)  # a non-string value is shown as its str()
     if not UNSAFE.search(text):
         return text
     return UNSAFE.sub(lambda m: m.group() if m.group() in keep else _stand_in(m.group()), text)
@@ -64,7 +64,7 @@ def reveal(text: str, keep: str = "\t\n\r") -> str:
     """`inert` undone (with the same `keep`): every stand-in back to its character. Exact for a text that held no
     stand-in glyphs of its own; callers that must be exact compare both readings."""
 
-    def back(m: re.Match) -> str:
+    def back(m: re.Match[str]) -> str:
         if m.group(1) is None:
             char = "\x7f" if m.group() == "\u2421" else chr(ord(m.group()) - 0x2400)
         else:
@@ -79,7 +79,7 @@ def json_inert(text: str) -> str:
     JSON value, safe to print (such characters can only stand inside JSON strings, where any character may be
     escaped); a lone surrogate, which no UTF-8 file can hold, as \\ufffd."""
 
-    def escape(m: re.Match) -> str:
+    def escape(m: re.Match[str]) -> str:
         char = m.group()
         if char in "\t\n\r":  # JSON whitespace between tokens; json.dumps escapes them inside strings
             return char
