@@ -58,6 +58,9 @@ class StubBehaviour:
     every connection once its answer is done; a request arriving on a connection still open is closed unanswered.
     The first `die_after` requests are answered as usual. 0: dead from the start."""
     send_usage: bool = True
+    usage: dict | None = None
+    """The usage object the last event sends in place of the honest one (prompt_tokens 7, completion_tokens
+    `tokens`): a field left out, a NaN or a lie, for a server that counts its tokens wrongly."""
     keepalive_max: int | None = None
     """Close a connection, without saying so, after this many requests on it (as HTTP servers cap keep-alive)."""
     split_terminator: bool = False
@@ -264,7 +267,8 @@ class StubServer:
         done = {"index": 0, "delta": {}, "finish_reason": "stop"} if chat else {"index": 0, "text": "", "finish_reason": "stop"}
         await _event(writer, {"choices": [done]})
         if b.send_usage:
-            await _event(writer, {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": b.tokens}})
+            usage = b.usage if b.usage is not None else {"prompt_tokens": 7, "completion_tokens": b.tokens}
+            await _event(writer, {"choices": [], "usage": usage})
         if b.split_terminator:
             writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n")
             await writer.drain()
