@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from conftest import as_killed
 from releasegate.inputs.config import load_config
 from releasegate.inputs.rubric import load_rubric
 from releasegate.run.budget import BudgetWatch, case_of
@@ -71,3 +72,47 @@ def test_a_guard_whose_usage_counts_nothing_usable_is_charged_its_worst_case(cli
     assert _calls(run)["guard"] >= 40
     assert report["budget"]["spent_usd"]["guard"] >= worst > 0
     assert report["verdict"] != "PASS" or report["budget"]["spent_usd"]["guard"] >= worst
+
+
+def _killed_with_judgments(run, edit) -> None:
+    """A finished run made to look killed after its graders answered (every case and verdict journaled, no
+    report yet), its judgments.jsonl's first line edited by `edit`."""
+    lines = (run.path / "judgments.jsonl").read_text().splitlines()
+    lines[0] = json.dumps(edit(json.loads(lines[0])))
+    (run.path / "judgments.jsonl").write_text("\n".join(lines) + "\n")
+    info = run.read_info()
+    info.status, info.finished_at, info.sessions[-1]["status"] = "running", None, "running"
+    run.write_info(info)
+    for name in ("report.json", "report.md", "report.html", "report.junit.xml"):
+        (run.path / name).unlink(missing_ok=True)
+    as_killed(run.path)
+
+
+@pytest.mark.parametrize("edit, extra", [
+    (lambda j: {**j, "tokens": {"input": 10**400, "output": 4}}, "worst"),
+    (lambda j: {**j, "attempts": 10**400}, "retries"),
+    (lambda j: {**j, "attempts": -10**6}, "none"),
+    (lambda j: {**j, "criterion": "guard:renamed"}, "asked-again"),
+], ids=["prompt-tokens-past-any-count", "attempts-past-any-retries",
+        "attempts-negative", "a-guard-the-run-lacks"])
+def test_a_judge_journal_line_no_client_writes_is_billed_its_most_never_a_crash(cli, tmp_path, stub, edit, extra):
+    """judgments.jsonl edited in a killed run, then `check --resume`: a count past any the client takes, or more
+    attempts than any retries allow, was exit 70 (an OverflowError); a verdict by a guard the config lacks was
+    billed nothing (the resume asks lg again for that case: a call of its own). Each now costs the most it can,
+    and the resume ends with the run's verdict."""
+    config = project(cli, tmp_path, stub, ("guard",), None,
+                     {**PRICES, "budget": {"usd": 5000}, "guards": {"lg": {"price": PRICE}}})
+    _, whole, run = check(cli, config, "r", "--allow-pending")
+    first = json.loads((run.path / "judgments.jsonl").read_text().splitlines()[0])
+    cfg = load_config(config)
+    worst = BudgetWatch(cfg, load_rubric(cfg.rubric), None, cfg.budget).call_worst(
+        case_of(next(r for r in run.read_records() if r.case_id == first["case_id"])), "lg")
+    honest = (first["tokens"]["input"] * PRICE["input_usd_per_1m"] + first["tokens"]["output"]
+              * PRICE["output_usd_per_1m"]) / 1e6
+    _killed_with_judgments(run, edit)
+    code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json", "--allow-pending")
+    assert code in (0, 1, 3) and "Traceback" not in err and "internal error" not in err, err
+    spent = json.loads(out)["budget"]["spent_usd"]["guard"]
+    before = whole["budget"]["spent_usd"]["guard"]
+    added = {"worst": worst - honest, "retries": 20 * worst, "none": 0.0, "asked-again": honest}[extra]
+    assert spent == pytest.approx(before + added)
