@@ -32,8 +32,8 @@ def stub():
 
 def _guarded(cli, root, stub, usage: dict, **behaviour):
     """A run whose guard answers its verdicts right, in one chunk of TOKENS tokens, with `usage` as its count."""
-    guard = StubBehaviour(ttft_ms=1, itl_ms=0, tokens=TOKENS, tokens_per_chunk=TOKENS, reply=mx.GUARD, usage=usage,
-                          **behaviour)
+    guard = StubBehaviour(**{"ttft_ms": 1, "itl_ms": 0, "tokens": TOKENS, "tokens_per_chunk": TOKENS,
+                             "reply": mx.GUARD, "usage": usage, **behaviour})
     with StubServer(guard) as server:
         config = project(cli, root, stub, ("guard",), None,
                          {**PRICES, "budget": {"usd": 500}, "guards": {"lg": {"base_url": server.base_url,
@@ -116,3 +116,33 @@ def test_a_judge_journal_line_no_client_writes_is_billed_its_most_never_a_crash(
     before = whole["budget"]["spent_usd"]["guard"]
     added = {"worst": worst - honest, "retries": 20 * worst, "none": 0.0, "asked-again": honest}[extra]
     assert spent == pytest.approx(before + added)
+
+
+def test_a_guard_stream_that_stops_before_its_usage_is_charged_its_worst_case_and_never_passes(cli, tmp_path, stub):
+    """The guard's stream is cut after its first token, before its finish and usage: no verdict (the forbidden rate
+    is unknown, never PASS) and no count (each call costs its worst case)."""
+    code, report, run, worst = _guarded(cli, tmp_path, stub, {"prompt_tokens": 7, "completion_tokens": TOKENS},
+                                        drop_after=1, tokens_per_chunk=1)
+    assert report["verdict"] != "PASS" and code != 0
+    assert _calls(run)["guard"] >= 40
+    assert report["budget"]["spent_usd"]["guard"] >= worst > 0
+
+
+def test_a_verdict_appended_to_the_judge_journal_after_sealing_is_an_edit_the_gate_and_verify_say(cli, tmp_path,
+                                                                                                 stub):
+    """A guard verdict line appended after the run was sealed (a flagged reply called safe): gate says the run was
+    edited (INCONCLUSIVE, never PASS), verify names judgments.jsonl, and run.json's bill is left as billed."""
+    config = project(cli, tmp_path, stub, ("guard",), "guard",
+                     {**PRICES, "budget": {"usd": 5000}, "guards": {"lg": {"price": PRICE}}})
+    code, whole, run = check(cli, config, "r", "--allow-pending")
+    assert whole["verdict"] in ("FAIL", "NEEDS_REVIEW"), whole["verdict_reason"]  # flagged by an uncalibrated guard
+    lines = (run.path / "judgments.jsonl").read_text().splitlines()
+    flagged = [json.loads(line) for line in lines if json.loads(line)["passed"] is False]
+    assert flagged
+    with (run.path / "judgments.jsonl").open("a") as fh:
+        fh.writelines(json.dumps({**j, "passed": True, "raw": "safe"}) + "\n" for j in flagged)
+    code, out, err = cli("gate", run.path, "--json", "--allow-pending")
+    assert "Traceback" not in err and json.loads(out)["verdict"] not in ("PASS",), err
+    code, out, err = cli("verify", run.path)
+    assert code != 0 and "judgments.jsonl" in out + err
+    assert run.read_info().budget["spent_usd"] == whole["budget"]["spent_usd"]
