@@ -165,3 +165,19 @@ def test_a_judge_whose_usage_leaves_out_its_completion_tokens_is_charged_its_wor
     worst = sum(watch.call_worst(case_of(r)) for r in run.read_records() if r.case_id in judged)
     assert len(judged) >= 40
     assert report["budget"]["spent_usd"]["judge"] >= worst
+
+
+def test_a_guard_billing_past_its_reservation_is_said_over_the_cap_alike_by_gate_and_report(cli, tmp_path, stub):
+    """A guard server counting 10^8 prompt tokens a call (a whole number the client takes): the bill crosses the
+    caps the reservations kept to; run.json, `gate --json` and `report` all say which, with the same spend."""
+    code, report, run, worst = _guarded(cli, tmp_path, stub, {"prompt_tokens": 10**8, "completion_tokens": TOKENS})
+    calls = _calls(run)["guard"]
+    assert report["budget"]["spent_usd"]["guard"] == pytest.approx(
+        calls * (10**8 * PRICE["input_usd_per_1m"] + TOKENS * PRICE["output_usd_per_1m"]) / 1e6)
+    assert "usd" in report["budget"]["exceeded"]
+    _, out, err = cli("gate", run.path, "--json", "--allow-pending")
+    gated = json.loads(out)
+    _, out, _ = cli("report", run.path, "--format", "json")
+    assert gated["budget"] == json.loads(out)["budget"] == {**report["budget"]}
+    _, md, _ = cli("report", run.path, "--format", "md")
+    assert "over the cap" in md and "usd" in md
