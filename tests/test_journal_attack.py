@@ -161,3 +161,18 @@ def test_a_line_past_the_cap_is_refused_naming_it(cli, tmp_path, stub):
         code, _, err = _verdict(cli, "report", run.path, "--format", "csv")
         assert code == 2 and name in err, err
         (run.path / name).write_bytes(b"".join((run.path / name).read_bytes().splitlines(keepends=True)[:lines]))
+
+
+def test_a_journal_swapped_for_a_symlink_out_of_the_run_is_an_edit_never_a_pass(cli, tmp_path, stub):
+    """records.jsonl replaced by a link to a journal outside the run in which every case is answered right: the
+    gate says the run was edited (never PASS) and verify names the journal."""
+    run = _failing_run(cli, tmp_path / "p", stub)
+    rows = [json.loads(line) for line in run.records_path.read_bytes().splitlines()]
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_bytes(_right_lines(run, [r["case_id"] for r in rows]))
+    run.records_path.unlink()
+    run.records_path.symlink_to(outside)
+    code, gated, err = _verdict(cli, "gate", run.path, "--json")
+    assert gated != "PASS" and code != 0, err
+    code, out, err = cli("verify", run.path)
+    assert code != 0 and "records.jsonl" in out + err
