@@ -60,13 +60,15 @@ def test_a_guard_whose_usage_leaves_out_its_completion_tokens_is_charged_its_wor
 @pytest.mark.parametrize("usage", [
     {"prompt_tokens": math.nan, "completion_tokens": TOKENS},
     {"prompt_tokens": 7, "completion_tokens": math.inf},
-    {"prompt_tokens": 7.5, "completion_tokens": TOKENS},
     {"completion_tokens": TOKENS},
-    {"prompt_tokens": None, "completion_tokens": None},
-    {"prompt_tokens": True, "completion_tokens": TOKENS},
-    {"prompt_tokens": -7, "completion_tokens": TOKENS},
-    {"prompt_tokens": "7", "completion_tokens": TOKENS},
-    {"prompt_tokens": [7], "completion_tokens": TOKENS},
+    *(pytest.param(usage, marks=pytest.mark.slow) for usage in (  # more of the same path: a run each
+        {"prompt_tokens": 7.5, "completion_tokens": TOKENS},
+        {"prompt_tokens": None, "completion_tokens": None},
+        {"prompt_tokens": True, "completion_tokens": TOKENS},
+        {"prompt_tokens": -7, "completion_tokens": TOKENS},
+        {"prompt_tokens": "7", "completion_tokens": TOKENS},
+        {"prompt_tokens": [7], "completion_tokens": TOKENS},
+    )),
 ])
 def test_a_guard_whose_usage_counts_nothing_usable_is_charged_its_worst_case(cli, tmp_path, stub, usage):
     code, report, run, worst = _guarded(cli, tmp_path, stub, usage)

@@ -117,7 +117,9 @@ def test_a_journal_that_is_not_releasegate_s_text_is_one_line_exit_2_and_kept(cl
     assert run.records_path.read_bytes() == before  # nothing recorded lost
 
 
-@pytest.mark.parametrize("tail", [b"", b"\n\n  \n", b"\x00" * 8, '{"case_id": "m01", "output": "\u00e9'.encode()[:-1]],
+@pytest.mark.parametrize("tail", [b"", pytest.param(b"\n\n  \n", marks=pytest.mark.slow),
+                                  pytest.param(b"\x00" * 8, marks=pytest.mark.slow),
+                                  '{"case_id": "m01", "output": "\u00e9'.encode()[:-1]],
                          ids=["crlf", "blank-lines", "nul-tail", "torn-inside-a-character"])
 def test_a_killed_run_with_crlf_or_a_torn_tail_resumes_to_its_truth(cli, tmp_path, stub, tail):
     run = _failing_run(cli, tmp_path, stub)
@@ -131,21 +133,23 @@ def test_a_killed_run_with_crlf_or_a_torn_tail_resumes_to_its_truth(cli, tmp_pat
     assert _verdict(cli, "gate", run.path, "--json")[1] == _verdict(cli, "report", run.path, "--format", "json")[1]
 
 
-@pytest.mark.parametrize("name", ["records.jsonl", "judgments.jsonl"])
-@pytest.mark.parametrize("command", ["gate", "report", "verify"])
-def test_a_journal_that_is_a_fifo_is_refused_never_waited_on(cli, tmp_path, stub, name, command):
+def test_a_journal_that_is_a_fifo_is_refused_never_waited_on(cli, tmp_path, stub):
+    """records.jsonl, then judgments.jsonl, a FIFO: gate, report and verify each refuse it (or, verify, name it)."""
     config = project(cli, tmp_path, stub, ("quality", "judge"), None)
     _, _, run = check(cli, config, "r", "--allow-pending")
-    (run.path / name).unlink()
-    os.mkfifo(run.path / name)
-    args = {"gate": ("gate", run.path, "--json"), "report": ("report", run.path, "--format", "csv"),
-            "verify": ("verify", run.path)}[command]
-    code, out, err = cli(*args)
-    assert "Traceback" not in err and code in (1, 2), (code, err)
-    if command != "verify":
-        assert code == 2 and name in err and "FIFO" in err, err
-    else:
-        assert name in out + err
+    for name in ("records.jsonl", "judgments.jsonl"):
+        kept = (run.path / name).read_bytes()
+        (run.path / name).unlink()
+        os.mkfifo(run.path / name)
+        for args in (("gate", run.path, "--json"), ("report", run.path, "--format", "csv"), ("verify", run.path)):
+            code, out, err = cli(*args)
+            assert "Traceback" not in err and code in (1, 2), (args[0], name, code, err)
+            if args[0] != "verify":
+                assert code == 2 and name in err and "FIFO" in err, err
+            else:
+                assert name in out + err
+        (run.path / name).unlink()
+        (run.path / name).write_bytes(kept)
 
 
 def test_a_line_past_the_cap_is_refused_naming_it(cli, tmp_path, stub):
