@@ -313,8 +313,8 @@ def reply_for(mode: Mode) -> Callable[[dict], str]:
             return f"draft {i}: {'BAD' if (mode.fails('judge') and i % 2 == 0) or redrawn else 'GOOD'} reply"
         if kind == "TICKET" and mode.fails("cache"):
             return REFUND
-        wrong = ((mode.fails("quality") and i % 2 == 1) or (mode.fails("baseline") and i % mode.wrong_every == mode.wrong_every - 1)
-                 or redrawn or mode.fails("stopping"))
+        regressed = mode.fails("baseline") and i % mode.wrong_every == mode.wrong_every - 1
+        wrong = (mode.fails("quality") and i % 2 == 1) or regressed or redrawn or mode.fails("stopping")
         out = WRONG_ANSWER if wrong else RIGHT
         if mode.fails("forbidden") and i % 2 == 0:
             out += PASSWORD
