@@ -58,10 +58,44 @@ def render() -> str:
         for mode in ("good", "bad"):
             truth = mx.truth(a, b, mode)
             said = f"all good: {truth}" if mode == "good" else f"{mx.bad_part(a, b, names)} set to fail: {truth}"
-            wrong = mx.WRONG.get((key, mode))
-            verdict = truth if wrong is None else f"**{wrong[0]}** (wrong: {_cell(wrong[1])})"
-            out.append(f"| {a} x {b} | {said} | {verdict} |")
-    return "\n".join(out) + "\n"
+            out.append(f"| {a} x {b} | {said} | {_verdict(mx, key, mode, truth)} |")
+    return "\n".join(out + _meetings(mx)) + "\n"
+
+
+MEETINGS_INTRO = """\
+## Meetings of three
+
+A run that stops when decided, against a baseline, met with a guard, with double-labelled human review and with
+served variants (`variants:`, each variant a run of `releasegate matrix`; the verdict is every variant's):
+`tests/test_composition_meetings.py`, from `releasegate.testing.composition_meetings`. Its rubric lets the run
+decide early on the fixture's 40 cases: `error_rate <= 0.3` for the default error guard, the baseline compared on
+accuracy with a margin of 0.2, the baseline run whole; the baseline part set to fail answers half its cases
+wrong. All good, the run stops before its last case (with a guard it asks every case: the guard's verdicts come
+after the cases, and the gate decides each row on its e-process).
+"""
+
+
+def _meetings(mx) -> list[str]:
+    from releasegate.testing.composition_meetings import MEETINGS
+
+    served = mx.PARTS[mx.SERVED]
+    out = ["", MEETINGS_INTRO, f"The served-variants part: {_cell(served.switch)}; {_cell(served.good)}.", "",
+           "| meeting | fixture truth | verdict |", "|---|---|---|"]
+    for meeting in MEETINGS:
+        key, name = frozenset(meeting.features), " x ".join(meeting.features)
+        if key in mx.REFUSED:
+            out.append(f"| {name} | refused: {_cell(mx.REFUSED[key][1])} | REFUSED by validate (exit 2) |")
+            continue
+        for bad in meeting.bad:
+            truth, mode = ("PASS", "good") if bad is None else ("FAIL", bad)
+            said = f"all good: {truth}" if bad is None else f"{bad} set to fail: {truth}"
+            out.append(f"| {name} | {said} | {_verdict(mx, key, mode, truth)} |")
+    return out
+
+
+def _verdict(mx, key: frozenset[str], mode: str, truth: str) -> str:
+    wrong = mx.WRONG.get((key, mode))
+    return truth if wrong is None else f"**{wrong[0]}** (wrong: {_cell(wrong[1])})"
 
 
 def _cell(text: str) -> str:

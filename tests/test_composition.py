@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from releasegate.gate.feature import GateFeature, register, registered, unregister
 from releasegate.pipeline import features as _built_in  # noqa: F401  # registers the built-in features
@@ -87,8 +88,16 @@ def _prepare(cli, root: Path, features: tuple[str, ...]) -> None:
 
 def decide(root: Path, cli, stub, a: str, b: str, bad: str | None) -> tuple[str, str, dict]:
     """The pair's verdict: ('REFUSED', validate's message, {}) or (verdict, verdict_reason, report)."""
+    return decide_features(root, cli, stub, (a, b), bad)
+
+
+def decide_features(root: Path, cli, stub, features: tuple[str, ...], bad: str | None,
+                    adjust=None, wrong_every: int = 4) -> tuple[str, str, dict]:
+    """The verdict of the parts `features` met in one project (`bad` set to fail); with served variants, every
+    variant's (`releasegate matrix`): one verdict when they agree. `adjust(rubric, baseline_run)`: changes the
+    rubric (a meeting's) after it is built."""
     server, mode, stub_with = stub
-    features = (a, b)
+    mode.wrong_every = wrong_every
     for name in features:
         assert name in mx.PARTS, (f"the gate feature {name!r} has no fixture part: a new feature needs one in "
                                   "releasegate.testing.composition.PARTS to join the composition matrix")
@@ -97,17 +106,21 @@ def decide(root: Path, cli, stub, a: str, b: str, bad: str | None) -> tuple[str,
     if any(mx.PARTS[f].baseline for f in features):
         mode.bad, mode.baseline_run = bad, True
         base_config = mx.build(root, server.base_url, features, bad, baseline_run=True, target_url=target)
+        _adjusted(root, adjust, True)
         _prepare(cli, root, features)
         code, report, base = _check(cli, base_config, "base")
         if labels:
             _label(cli, base, review_bad=False)
     mode.bad, mode.baseline_run = bad, False
     config = mx.build(root, server.base_url, features, bad, target_url=target)
+    _adjusted(root, adjust, False)
     _prepare(cli, root, features)
     code, out, err = cli("validate", "-c", config)
     if code == 2:
         return "REFUSED", err.strip(), {}
     assert code == 0, err
+    if mx.SERVED in features:
+        return _matrix(cli, config)
     code, report, run = _check(cli, config, "r")
     if labels:
         _label(cli, run, review_bad=bad == "review")
@@ -115,6 +128,22 @@ def decide(root: Path, cli, stub, a: str, b: str, bad: str | None) -> tuple[str,
         assert out.strip(), err
         report = json.loads(out)
     return report["verdict"], report["verdict_reason"], report
+
+
+def _adjusted(root: Path, adjust, baseline_run: bool) -> None:
+    if adjust is not None:
+        rubric = yaml.safe_load((root / "rubric.yaml").read_text())
+        adjust(rubric, baseline_run)
+        (root / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+
+
+def _matrix(cli, config: Path) -> tuple[str, str, dict]:
+    code, out, err = cli("matrix", "-c", config, "--no-progress", "--json")
+    assert "Traceback" not in err and out.strip(), err
+    result = json.loads(out)
+    rows = {v.get("variant") or v.get("name"): v.get("verdict") for v in result["variants"]}
+    verdicts = set(rows.values())
+    return (verdicts.pop() if len(verdicts) == 1 else f"MIXED {rows}"), str(result.get("reason")), result
 
 
 def test_every_registered_feature_has_a_fixture_part():

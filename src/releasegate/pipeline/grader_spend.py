@@ -5,7 +5,9 @@ calls are made after generation. Here the reservation gives way to the bill, rea
 line: a verdict asked again was a call too): a call whose reply counted its tokens (the server's usage, whole
 numbers 0 or more: the client refuses any other as a bad response) costs them at the model's price; one whose
 reply counted none (a failed request, a missing usage) costs its worst case, never 0; each retry of a call
-(`attempts`) costs its worst case too; a verdict from the response cache costs nothing. run.json `budget` then
+(`attempts`) costs its worst case too; a verdict from the response cache costs nothing. A line no client writes (an
+edited journal) costs the most it can: a count past any the client takes its worst case, more attempts than any
+retries allow as many as they do, a guard the run does not have its dearest metered guard's call. run.json `budget` then
 holds the billed spend by part and, where the bill crossed a cap the reservations kept to (a server reporting
 more tokens than a reservation allowed), which (`exceeded`): the report says so, never silently.
 """
@@ -23,6 +25,10 @@ from ..run.budget import PARTS, BudgetWatch, case_of
 
 __all__ = ["reconcile_graders", "crossed"]
 
+MOST_TOKENS = 10**9
+"""The largest token count the client takes from a server's usage (past it the reply is a bad response)."""
+MOST_ATTEMPTS = 21
+"""The most requests a grader sends for one verdict: its first and the config schema's most `retries` (20)."""
 _GUARD = "guard:"
 """How a guard's verdicts are journaled: criterion 'guard:NAME' or 'guard:NAME:POLICY' (`llm_judge.guard`)."""
 
@@ -40,9 +46,12 @@ def reconcile_graders(run: RunDir, info: RunInfo, config: Config, rubric: Rubric
             continue
         guard = judgment.criterion[len(_GUARD):].split(":")[0] if judgment.criterion.startswith(_GUARD) else None
         case = cases.get(judgment.case_id)
-        if case is None and guard not in dearest:
-            dearest[guard] = max((watch.call_worst(c, guard) for c in cases.values()), default=0.0)
-        billed["guard" if guard else "judge"] += _call(watch, judgment, case, dearest.get(guard, 0.0), guard)
+        bills = []
+        for grader in _graders(watch, guard):
+            if case is None and grader not in dearest:
+                dearest[grader] = max((watch.call_worst(c, grader) for c in cases.values()), default=0.0)
+            bills.append(_call(watch, judgment, case, dearest.get(grader, 0.0), grader))
+        billed["guard" if guard else "judge"] += max(bills, default=0.0)
     spent = {**dict(info.budget.get("spent_usd") or {}), **billed}
     spent["total"] = sum(float(spent.get(p) or 0.0) for p in PARTS)
     info.budget = {**info.budget, "spent_usd": spent, "exceeded": crossed(spent, info.budget.get("caps") or {})}
@@ -57,10 +66,18 @@ def _call(watch: BudgetWatch, judgment: Judgment, case: Case | None, dearest: fl
         return 0.0  # a local model: nothing metered
     worst = watch.call_worst(case, guard) if case is not None else dearest
     read, wrote = judgment.tokens.input, judgment.tokens.output
-    bill = worst  # no count, or one no server sends (an edited journal): its worst, never less
-    if read is not None and wrote is not None and read >= 0 and wrote >= 0:
+    bill = worst  # no count, or one no client takes (an edited journal): its worst, never less
+    if read is not None and wrote is not None and 0 <= read <= MOST_TOKENS and 0 <= wrote <= MOST_TOKENS:
         bill = read * price.input + wrote * price.output
-    return bill + max(0, judgment.attempts - 1) * worst
+    return bill + (min(max(1, judgment.attempts), MOST_ATTEMPTS) - 1) * worst
+
+
+def _graders(watch: BudgetWatch, guard: str | None) -> list[str | None]:
+    """Whose price a verdict is billed at: the judge's (`guard` None) or its guard's; a guard the run does not
+    have (an edited journal) at each metered guard's, the dearest then kept."""
+    if guard is None or guard in watch.guards:
+        return [guard]
+    return [name for name, price in watch.guards.items() if price is not None]
 
 
 def crossed(spent: dict[str, Any], caps: dict[str, Any]) -> list[str] | None:

@@ -27,7 +27,7 @@ import yaml
 
 from .answers import keyword_guard
 
-__all__ = ["PARTS", "REFUSED", "WRONG", "Part", "Mode", "pairs", "bad_part", "truth", "build", "reply_for",
+__all__ = ["PARTS", "REFUSED", "WRONG", "SERVED", "Part", "Mode", "pairs", "bad_part", "truth", "build", "reply_for",
            "needs_labels", "commands",
            "target_stub", "TTFT_MS"]
 
@@ -55,6 +55,8 @@ class Mode:
 
     bad: str | None = None
     baseline_run: bool = False
+    wrong_every: int = 4
+    """The baseline part set to fail answers every this-many-th case wrong (4: accuracy 1.0 -> 0.75)."""
 
     def fails(self, feature: str) -> bool:
         return self.bad == feature and not self.baseline_run
@@ -238,13 +240,21 @@ PARTS: dict[str, Part] = {p.feature: p for p in (
                                             "codes": ["S7"]}],
                              "criteria": [_criterion("forbidden_rate", "<=", 0.2)]},
          labels=True),
+    Part("variants", "variants: two endpoint variants (a, b) of the target, run by `releasegate matrix` (not a gate "
+         "feature: met in `composition_meetings` only)",
+         "both variants serve the target as it is: each variant's verdict is the run's",
+         "no failing part of its own: a failing part met with it fails every variant",
+         config=lambda bad: {"variants": [{"name": n, "server": "endpoint", "base_url": "{target}", "model": "stub"}
+                                          for n in ("a", "b")]}),
 )}
+SERVED = "variants"  # the part whose project runs by `releasegate matrix` (each variant a run), not `check`
 
 REFUSED: dict[frozenset[str], tuple[tuple[str, ...], str]] = {}
-"""Pairs `releasegate validate` refuses by design: the keys its one line names (each must appear) and why."""
+"""Pairs (and meetings) `validate` refuses by design: the keys its one line names (each must appear) and why."""
 
 WRONG: dict[tuple[frozenset[str], str], tuple[str, str]] = {}
-"""Pairs known to give a wrong verdict: (pair, 'good' or 'bad') -> (the verdict the gate gives, why)."""
+"""Pairs known to give a wrong verdict: (pair, 'good' or 'bad') -> (the verdict the gate gives, why); a meeting's
+mode is 'good' or the part set to fail."""
 
 
 def pairs(names: list[str]) -> list[tuple[str, str]]:
@@ -303,8 +313,8 @@ def reply_for(mode: Mode) -> Callable[[dict], str]:
             return f"draft {i}: {'BAD' if (mode.fails('judge') and i % 2 == 0) or redrawn else 'GOOD'} reply"
         if kind == "TICKET" and mode.fails("cache"):
             return REFUND
-        wrong = ((mode.fails("quality") and i % 2 == 1) or (mode.fails("baseline") and i % 4 == 3)
-                 or redrawn or mode.fails("stopping"))
+        regressed = mode.fails("baseline") and i % mode.wrong_every == mode.wrong_every - 1
+        wrong = (mode.fails("quality") and i % 2 == 1) or regressed or redrawn or mode.fails("stopping")
         out = WRONG_ANSWER if wrong else RIGHT
         if mode.fails("forbidden") and i % 2 == 0:
             out += PASSWORD
@@ -372,7 +382,9 @@ def build(root: Path, url: str, features: tuple[str, ...], bad: str | None, *, b
             config["load"].pop(key, None)
     if baseline_run:
         rubric.pop("baseline", None)
+        config.pop("variants", None)  # the baseline is one run of the target
     text = yaml.safe_dump(config, sort_keys=False).replace("'{url}'", url).replace("{url}", url)
+    text = text.replace("'{target}'", target_url or url).replace("{target}", target_url or url)
     (root / "releasegate.yaml").write_text(text)
     (root / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
     return root / "releasegate.yaml"

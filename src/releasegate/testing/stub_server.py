@@ -58,8 +58,8 @@ class StubBehaviour:
     every connection once its answer is done; a request arriving on a connection still open is closed unanswered.
     The first `die_after` requests are answered as usual. 0: dead from the start."""
     send_usage: bool = True
-    keepalive_max: int | None = None
-    """Close a connection, without saying so, after this many requests on it (as HTTP servers cap keep-alive)."""
+    usage: dict | None = None  # sent in place of the honest usage: a field left out, a NaN, a lie
+    keepalive_max: int | None = None  # close a connection unsaid after this many requests (a keep-alive cap)
     split_terminator: bool = False
     """Send the chunked terminator's final CRLF in a separate packet."""
     reply: Callable[[dict], str] | None = None
@@ -264,7 +264,7 @@ class StubServer:
         done = {"index": 0, "delta": {}, "finish_reason": "stop"} if chat else {"index": 0, "text": "", "finish_reason": "stop"}
         await _event(writer, {"choices": [done]})
         if b.send_usage:
-            await _event(writer, {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": b.tokens}})
+            await _event(writer, {"choices": [], "usage": b.usage or {"prompt_tokens": 7, "completion_tokens": b.tokens}})
         if b.split_terminator:
             writer.write(_chunk(b"data: [DONE]\n\n") + b"0\r\n")
             await writer.drain()
