@@ -19,6 +19,7 @@ from ..record.decision_evidence import GuardedCriterion
 from ..record.metrics import MetricValue, select
 from .guard_paired import BaselineArm, baseline_arm, corrected_delta, corrected_row
 from .guard_view import GuardView, guard_section, guard_view
+from .section_view import MetricFigure
 
 if TYPE_CHECKING:
     from ..inputs.rubric import Rubric
@@ -32,15 +33,17 @@ def corrected_metric(raw: dict[str, Any], view: GuardView | None) -> dict[str, A
     """A report's `forbidden_rate` figure (a `MetricValue.as_dict`) as it must be shown: with a calibrated guard the
     guard-corrected rate of the run's cases, the raw guard flags kept under `raw_value` and named in the note;
     with an uncalibrated one the raw figure, its note saying it is raw. Unchanged without guard rules."""
-    if view is None or raw.get("value") is None:
+    if view is None:
         return raw
-    flags = f"raw guard flags {raw['value']:.1%}"
+    figure = MetricFigure.model_validate(raw)
+    if figure.value is None:
+        return raw
+    flags = f"raw guard flags {figure.value:.1%}"
     if not view.calibrated:
-        return {**raw, "raw_value": raw["value"], "note": _joined(raw.get("note"), f"{flags}, uncorrected: the guard "
-                                                                                  f"is not calibrated ({view.short()})")}
-    value = view.rate(view.records, raw.get("confidence") or 0.95)
-    shown = value.as_dict()
-    return {**shown, "raw_value": raw["value"], "note": _joined(shown.get("note"), flags)}
+        return {**raw, "raw_value": figure.value, "note": _joined(figure.note, f"{flags}, uncorrected: the guard "
+                                                                               f"is not calibrated ({view.short()})")}
+    value = view.rate(view.records, figure.confidence or 0.95)
+    return {**value.as_dict(), "raw_value": figure.value, "note": _joined(value.note, flags)}
 
 
 def corrected_metrics(metrics: dict[str, Any], view: GuardView | None) -> dict[str, Any]:
