@@ -19,7 +19,7 @@ from ..record.decision_evidence import GuardedCriterion
 from ..record.metrics import MetricValue, select
 from .guard_paired import BaselineArm, baseline_arm, corrected_delta, corrected_row
 from .guard_view import GuardView, guard_section, guard_view
-from .section_view import MetricFigure
+from .section_view import ComparisonRowView, MetricFigure, RowMetric
 
 if TYPE_CHECKING:
     from ..inputs.rubric import Rubric
@@ -74,7 +74,7 @@ def guard_corrected(results: list[CriterionResult], records: list[CaseRecord], s
     calibration = view.calibration
     arm = _arm(rubric, results, baseline)
     if comparison is not None and arm is not None:
-        comparison["rows"] = [_row(r, view, arm, records, comparison) if r.get("metric") == "forbidden_rate" else r
+        comparison["rows"] = [_row(r, view, arm, records, comparison) if _forbidden_row(r) else r
                               for r in comparison.get("rows", [])]
     out = []
     for result in results:
@@ -119,11 +119,12 @@ def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, r
     runs' labels; else ruled on the raw flags (`decision.calibration`, paired), its value labelled as raw."""
     c = result.criterion
     if c.metric == "forbidden_rate" and comparison is not None:  # the comparison's row, already decided again
-        row = next((r for r in comparison.get("rows", []) if r.get("metric") == "forbidden_rate"), None)
-        if row is not None and row.get("corrected"):
-            value = MetricValue(row["delta"], row["n"], tuple(row["interval"]), row.get("note", ""),
-                                result.value.confidence)
-            return _ruled(result, view, arm, value, row["verdict"], row.get("note", ""))
+        row = next((ComparisonRowView.model_validate(r) for r in comparison.get("rows", []) if _forbidden_row(r)), None)
+        if row is not None and row.corrected:
+            assert row.n is not None and row.interval is not None and row.verdict is not None, "a corrected row"
+            low, high = row.interval
+            value = MetricValue(row.delta, row.n, (low, high), row.note or "", result.value.confidence)
+            return _ruled(result, view, arm, value, row.verdict, row.note or "")
     if c.metric == "forbidden_rate_delta" and arm is not None and arm.view is not None and view.calibrated:
         found = corrected_delta(view, arm, select(records, getattr(c, "slice", None)), result.value.confidence)
         if found.value.value is not None:
@@ -133,6 +134,11 @@ def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, r
                                                  paired=True))
     labelled = dataclasses.replace(result, value=_raw(result.value, view, _uncorrected(view, arm)))
     return labelled if verdict == result.verdict else labelled.undecided(why, Undecided.JUDGE)
+
+
+def _forbidden_row(row: dict[str, Any]) -> bool:
+    """The comparison's forbidden_rate row (the one the guard's correction decides again)."""
+    return bool(RowMetric.model_validate(row).metric == "forbidden_rate")
 
 
 def _ruled(result: CriterionResult, view: GuardView, arm: BaselineArm | None, value: MetricValue, verdict: str,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ..errors import InputError
 from ..record.run_parts import problem_line
 
-__all__ = ["MetricFigure", "JudgePrice", "JudgeInfo", "judge_info", "CellCount", "CalibrationView", "PairwiseView", "PolicyView", "JudgeSectionView", "section_view"]
+__all__ = ["RowMetric", "ComparisonRowView", "MetricFigure", "JudgePrice", "JudgeInfo", "judge_info", "CellCount", "CalibrationView", "PairwiseView", "PolicyView", "JudgeSectionView", "section_view"]
 
 
 class _View(BaseModel):
@@ -25,6 +25,25 @@ class MetricFigure(_View):
     """Kept as written (an int stays one): it is shown again as the raw value."""
     note: str | None = None
     confidence: float | None = None
+
+
+class RowMetric(_View):
+    """Which metric a row of report.json `comparison` is of (the rest of the row is not read)."""
+
+    metric: Any = None
+
+
+class ComparisonRowView(_View):
+    """The `comparison` row of forbidden_rate as the guard's correction reads it back once it has decided the row
+    again (`guard_paired.corrected_row`: then every field below is set)."""
+
+    corrected: bool | None = None
+    """True once the row is decided on the guard-corrected delta."""
+    delta: int | float | None = None
+    n: int | None = None
+    interval: list[int | float] | None = None
+    note: str | None = None
+    verdict: str | None = None
 
 
 class JudgePrice(_View):
