@@ -28,7 +28,7 @@ from ..inputs.sources import EXTENSIONS, source_rows
 from ..inputs.tables import row_place
 from .personal import DETECTED, detect
 
-__all__ = ["build_suite", "split_row", "BuildResult", "check_disjoint"]
+__all__ = ["build_suite", "split_row", "SplitRow", "BuildResult", "check_disjoint"]
 
 ANSWER_KEYS = ("completion", "response", "answer", "output", "target")
 MAX_N = 100_000
@@ -59,34 +59,61 @@ def build_suite(train: Path, heldout: Path, out: Path, *, n: int = 200, seed: in
     if not 1 <= n <= MAX_N:
         raise InputError(f"--n {n} is outside 1..{MAX_N}", field="--n")
     _check_out(out, train, heldout)
-    drawn: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    sources: dict[str, dict[str, Any]] = {}
-    for name, path in (("train", train), ("heldout", heldout)):
-        src = _source(path, name)
-        rows, total = _reservoir(_rows(src, personal), n, random.Random(f"{seed}:{name}"))
-        if not rows:
-            raise InputError(f"the {name} file holds no row", file=path)
-        drawn[name] = rows
-        # relative to the suite's folder: a suite committed beside its files names them on every machine
-        sources[name] = {"path": os.path.relpath(path.resolve(), out.resolve().parent), "sha256": sha256_file(path, what=f"{name} file"), "rows": total}
-    if sources["train"]["sha256"] == sources["heldout"]["sha256"]:
+    drawn = [_draw(name, path, out, personal, n, seed) for name, path in (("train", train), ("heldout", heldout))]
+    if drawn[0].sha256 == drawn[1].sha256:
         raise InputError("the held-out file is the training file: held-out records must be records never trained "
                          "on", file=heldout)
-    records = [_record(name, row) for name in ("train", "heldout") for row in sorted(drawn[name], key=lambda r: r[0])]
+    records = [_SuiteRecord(f"{d.name}-{number}", d.name, row) for d in drawn
+               for number, row in sorted(d.rows, key=lambda r: r[0])]
     check_disjoint(records, heldout)
+    # relative to the suite's folder: a suite committed beside its files names them on every machine
+    sources = {d.name: {"path": os.path.relpath(d.path.resolve(), out.resolve().parent), "sha256": d.sha256,
+                        "rows": d.total} for d in drawn}
     doc = {"kind": SUITE_KIND, "version": SUITE_VERSION, "n": n, "seed": seed, "personal_fields": list(personal),
-           "sources": sources, "records": records}
+           "sources": sources, "records": [r.as_json() for r in records]}
     replace_file(out, (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode(), what="leakage suite")
-    return BuildResult(out, {k: len(v) for k, v in drawn.items()}, {k: v["rows"] for k, v in sources.items()},
-                       sum(len(r["personal"]) for r in records))
+    return BuildResult(out, {d.name: len(d.rows) for d in drawn}, {d.name: d.total for d in drawn},
+                       sum(len(r.row.personal) for r in records))
 
 
-def check_disjoint(records: list[dict[str, Any]], where: Path) -> None:
+@dataclass(frozen=True)
+class _Drawn:
+    """The rows drawn from one file (train or held-out), and what the suite says of the file."""
+
+    name: str
+    path: Path
+    rows: list[tuple[int, SplitRow]]
+    total: int
+    """Rows the file holds."""
+    sha256: str
+
+
+def _draw(name: str, path: Path, out: Path, personal: tuple[str, ...], n: int, seed: int) -> _Drawn:
+    src = _source(path, name)
+    rows, total = _reservoir(_rows(src, personal), n, random.Random(f"{seed}:{name}"))
+    if not rows:
+        raise InputError(f"the {name} file holds no row", file=path)
+    return _Drawn(name, path, rows, total, sha256_file(path, what=f"{name} file"))
+
+
+@dataclass(frozen=True)
+class _SuiteRecord:
+    """A record of the suite: its id ('train-12': the set and the row's number in its file) and its split row."""
+
+    id: str
+    set: str
+    row: SplitRow
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "set": self.set, **self.row.as_json()}
+
+
+def check_disjoint(records: list[_SuiteRecord], where: Path) -> None:
     """A held-out record that is also a training record would read as not memorised: refused, named."""
-    trained = {r["sha256"] for r in records if r["set"] == "train"}
-    both = next((r for r in records if r["set"] == "heldout" and r["sha256"] in trained), None)
+    trained = {r.row.sha256 for r in records if r.set == "train"}
+    both = next((r for r in records if r.set == "heldout" and r.row.sha256 in trained), None)
     if both is not None:
-        raise InputError(f"held-out record {both['id']} is also in the training set (the same row): a held-out "
+        raise InputError(f"held-out record {both.id} is also in the training set (the same row): a held-out "
                          "set must hold records never trained on", file=where)
 
 
@@ -110,7 +137,7 @@ def _source(path: Path, name: str) -> _Source:
     return _Source(path=path, source={"path": str(path), "format": fmt})
 
 
-def _rows(src: _Source, personal: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _rows(src: _Source, personal: tuple[str, ...]) -> Iterator[tuple[int, SplitRow]]:
     given: set[str] = set()
     for number, row in source_rows(src):
         given.update(f for f in personal if row.get(f) not in (None, ""))
@@ -124,9 +151,9 @@ def _where(src: _Source, number: int, **more: Any) -> dict[str, Any]:
     return {"file": src.path, **row_place(src, number), **more}
 
 
-def _reservoir(rows: Iterator[tuple[int, dict[str, Any]]], k: int, rng: random.Random) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+def _reservoir(rows: Iterator[tuple[int, SplitRow]], k: int, rng: random.Random) -> tuple[list[tuple[int, SplitRow]], int]:
     """A uniform draw of `k` rows in one pass (Algorithm R), and how many rows there were."""
-    kept: list[tuple[int, dict[str, Any]]] = []
+    kept: list[tuple[int, SplitRow]] = []
     seen = 0
     for row in rows:
         seen += 1
@@ -139,22 +166,38 @@ def _reservoir(rows: Iterator[tuple[int, dict[str, Any]]], k: int, rng: random.R
     return kept, seen
 
 
-def split_row(row: dict[str, Any], personal: tuple[str, ...], where: Any) -> dict[str, Any]:
-    """{'prompt' or 'messages', 'rest', 'personal'} of one row; an InputError at the row when it has no shape
-    the suite takes or lacks a field named personal."""
+@dataclass(frozen=True)
+class SplitRow:
+    """A row split into what the model is given and the rest its continuation is compared with."""
+
+    lead: dict[str, Any]
+    """{'prompt': text} or {'messages': [{role, content}, ...]}."""
+    rest: str
+    personal: list[list[str]]
+    """[field, value] pairs: the declared personal fields, then the detectors' spans."""
+    sha256: str
+    """Of the whole row."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as the suite file keeps it."""
+        return {**self.lead, "rest": self.rest, "personal": self.personal, "sha256": self.sha256}
+
+
+def split_row(row: dict[str, Any], personal: tuple[str, ...], where: Any) -> SplitRow:
+    """The prefix ('prompt' or 'messages'), 'rest' and 'personal' of one row (the user's, free-form); an InputError
+    at the row when it has no shape the suite takes or lacks a field named personal."""
     if "messages" in row:
-        prefix = _chat_prefix(row["messages"], where)
+        lead, rest = _chat_prefix(row["messages"], where)
     elif isinstance(row.get("prompt"), str) and any(isinstance(row.get(k), str) for k in ANSWER_KEYS):
-        answer = next(row[k] for k in ANSWER_KEYS if isinstance(row.get(k), str))
-        prefix = {"prompt": row["prompt"], "rest": answer}
+        lead, rest = {"prompt": row["prompt"]}, next(row[k] for k in ANSWER_KEYS if isinstance(row.get(k), str))
     elif isinstance(row.get("text"), str):
         words = row["text"].split(" ")
         half = max(1, len(words) // 2)
-        prefix = {"prompt": " ".join(words[:half]), "rest": " ".join(words[half:])}
+        lead, rest = {"prompt": " ".join(words[:half])}, " ".join(words[half:])
     else:
         raise InputError("the row has no messages, prompt and completion, or text", **where(),
                          hint=f"give messages, or prompt with one of {', '.join(ANSWER_KEYS)}, or text")
-    if not prefix["rest"].strip():
+    if not rest.strip():
         raise InputError("the row's answer (the part a model would have to repeat) is empty", **where())
     missing = [f for f in personal if f not in row]
     if missing:
@@ -166,10 +209,10 @@ def split_row(row: dict[str, Any], personal: tuple[str, ...], where: Any) -> dic
     for name, value in values:
         first.setdefault(value, name)
     values = [[name, value] for value, name in first.items()]
-    return {**prefix, "personal": values, "sha256": hashlib.sha256(whole.encode()).hexdigest()}
+    return SplitRow(lead, rest, values, hashlib.sha256(whole.encode()).hexdigest())
 
 
-def _chat_prefix(messages: Any, where: Any) -> dict[str, Any]:
+def _chat_prefix(messages: Any, where: Any) -> tuple[dict[str, Any], str]:
     ok = isinstance(messages, list) and messages and all(
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages)
     if not ok:
@@ -177,10 +220,4 @@ def _chat_prefix(messages: Any, where: Any) -> dict[str, Any]:
     last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None)
     if not last:
         raise InputError("messages has no assistant message after the first", **where(field="messages"))
-    return {"messages": [{"role": m["role"], "content": m["content"]} for m in messages[:last]],
-            "rest": messages[last]["content"]}
-
-
-def _record(name: str, drawn: tuple[int, dict[str, Any]]) -> dict[str, Any]:
-    number, row = drawn
-    return {"id": f"{name}-{number}", "set": name, **row}
+    return {"messages": [{"role": m["role"], "content": m["content"]} for m in messages[:last]]}, messages[last]["content"]

@@ -14,6 +14,7 @@ from ..gate.feature import FeatureMetric, GateFeature, MetricQuery
 from ..record.leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
+from .figures import AnswerCount, ArmResult, CanaryFigures, LeakageFigures, LeakageRow, leakage_figures
 from .measures import auc, auc_bounds, extraction_delta, fpr_for, tpr_at_fpr
 
 __all__ = ["FEATURE", "leakage_metric", "METRICS"]
@@ -25,20 +26,24 @@ _NO_PROBE = "no leakage probe ran (leakage: in the config)"
 
 def leakage_metric(name: str, figures: dict[str, Any] | None, confidence: float | None = None) -> MetricValue:
     """One leakage metric from run.json `leakage` (see the module docstring)."""
-    conf = confidence or 0.95
     if not figures:
         return MetricValue(None, 0, note=_NO_PROBE)
-    if figures.get("error"):
-        return MetricValue(None, 0, note=f"the leakage probe failed: {figures['error']}")
+    return _metric(name, leakage_figures(figures), confidence)
+
+
+def _metric(name: str, figures: LeakageFigures, confidence: float | None = None) -> MetricValue:
+    conf = confidence or 0.95
+    if figures.error:
+        return MetricValue(None, 0, note=f"the leakage probe failed: {figures.error}")
     if name == "pii_regurgitation_rate":
         return _pii(figures, conf, with_bounds=confidence is not None)
     if name == "canary_exposure_bits":
-        return _canaries(figures.get("canaries"))
+        return _canaries(figures.canaries)
     if name == "extraction_rate_delta":
-        return _extraction(figures["records"], conf, with_bounds=confidence is not None)
-    if figures.get("membership"):
-        return MetricValue(None, 0, note=f"membership is {figures['membership']}")
-    train, heldout, unscored = _scores(figures["records"])
+        return _extraction(figures.records, conf, with_bounds=confidence is not None)
+    if figures.membership:
+        return MetricValue(None, 0, note=f"membership is {figures.membership}")
+    train, heldout, unscored = _scores(figures.records)
     if unscored:  # as an endpoint's reply with no usable score: the one left out could tell the sets apart
         return MetricValue(None, 0, note=f"membership is not measurable: {unscored} record(s) have no "
                                          "log-likelihood on an arm")
@@ -62,12 +67,12 @@ Fill = tuple[bool, bool] | None
 """(candidate, base): what an arm with no answer on a record is taken to have done; None: leave the record out."""
 
 
-def _pairs(rows: list[dict[str, Any]], which: str, fill: Fill = None) -> list[tuple[bool, bool]]:
+def _pairs(rows: list[LeakageRow], which: str, fill: Fill = None) -> list[tuple[bool, bool]]:
     out = []
     for r in rows:
-        if r["set"] != which:
+        if r.set != which:
             continue
-        cand, base = r.get("cand", {}).get("extracted"), r.get("base", {}).get("extracted")
+        cand, base = r.cand.extracted, r.base.extracted
         if fill is not None:
             cand, base = fill[0] if cand is None else cand, fill[1] if base is None else base
         if cand is not None and base is not None:
@@ -75,13 +80,13 @@ def _pairs(rows: list[dict[str, Any]], which: str, fill: Fill = None) -> list[tu
     return out
 
 
-def _extraction(rows: list[dict[str, Any]], conf: float, with_bounds: bool = True) -> MetricValue:
+def _extraction(rows: list[LeakageRow], conf: float, with_bounds: bool = True) -> MetricValue:
     """The delta over the records both arms answered; a record an arm did not answer could have been the one it
     repeated, so the bounds reach every answer it could have given (`_unanswered_bounds`), and a criterion with no
     `confidence` (`with_bounds` False: decided on its point value) has no value while any is missing."""
     train, heldout = _pairs(rows, "train"), _pairs(rows, "heldout")
     found = extraction_delta(train, heldout, conf)
-    failed = sum(1 for r in rows if r["set"] in ("train", "heldout")) - len(train) - len(heldout)
+    failed = sum(1 for r in rows if r.set in ("train", "heldout")) - len(train) - len(heldout)
     note = f"{failed} record(s) without an answer on both arms: the bounds take any answer they could have given" \
         if failed else ""
     if found is None:
@@ -95,7 +100,7 @@ def _extraction(rows: list[dict[str, Any]], conf: float, with_bounds: bool = Tru
     return MetricValue(value, min(len(train), len(heldout)), bounds, note=note, confidence=conf)
 
 
-def _unanswered_bounds(rows: list[dict[str, Any]], conf: float) -> tuple[float, float]:
+def _unanswered_bounds(rows: list[LeakageRow], conf: float) -> tuple[float, float]:
     """The lower bound with every unanswered record taken at its most favourable (a training record not extracted
     by the candidate and extracted by the base, a held-out one the reverse) and the upper bound at its least."""
     low = extraction_delta(_pairs(rows, "train", (False, True)), _pairs(rows, "heldout", (True, False)), conf)
@@ -104,31 +109,32 @@ def _unanswered_bounds(rows: list[dict[str, Any]], conf: float) -> tuple[float, 
     return low[1][0], high[1][1]
 
 
-def _scores(rows: list[dict[str, Any]]) -> tuple[list[float], list[float], int]:
+def _scores(rows: list[LeakageRow]) -> tuple[list[float], list[float], int]:
     """Each set's scores (candidate minus base), and how many of its records lack one on an arm."""
-    out: dict[str, list[float]] = {"train": [], "heldout": []}
+    train: list[float] = []
+    heldout: list[float] = []
     unscored = 0
     for r in rows:
-        c, b = r.get("cand", {}).get("ll"), r.get("base", {}).get("ll")
-        if r["set"] not in out:
+        c, b = r.cand.ll, r.base.ll
+        if r.set not in ("train", "heldout"):
             continue
         if c is None or b is None:
             unscored += 1
         else:
-            out[r["set"]].append(c - b)
-    return out["train"], out["heldout"], unscored
+            (train if r.set == "train" else heldout).append(c - b)
+    return train, heldout, unscored
 
 
-def _pii(figures: dict[str, Any], conf: float, with_bounds: bool = True) -> MetricValue:
+def _pii(figures: LeakageFigures, conf: float, with_bounds: bool = True) -> MetricValue:
     """The share of answers holding a personal value; a probe prompt the candidate did not answer (a template, a
     training record's prefix: where a value is likeliest) may have been one, so the bounds take it either way,
     and a criterion decided on its point value has none while any is missing."""
-    probe = (figures.get("probe_answers") or {}).get("cand") or {}
-    parts = [probe, figures.get("run_answers") or {}]
-    n, hits = sum(p.get("answers", 0) for p in parts), sum(p.get("hits", 0) for p in parts)
-    asked = len(figures.get("records") or ()) + int(figures.get("templates") or 0)
-    unanswered = max(0, asked - probe.get("answers", 0))
-    if not figures.get("personal_values"):
+    probe = (figures.probe_answers.cand if figures.probe_answers else None) or AnswerCount()
+    parts = [probe, figures.run_answers or AnswerCount()]
+    n, hits = sum(p.answers for p in parts), sum(p.hits for p in parts)
+    asked = len(figures.records or ()) + int(figures.templates or 0)
+    unanswered = max(0, asked - probe.answers)
+    if not figures.personal_values:
         return MetricValue(None, n, note="the training file gave no personal value to search for")
     if not n:
         return MetricValue(None, 0, note="no answer to search")
@@ -144,17 +150,18 @@ def _pii(figures: dict[str, Any], conf: float, with_bounds: bool = True) -> Metr
                        "given", confidence=conf)
 
 
-def _canaries(found: dict[str, Any] | None) -> MetricValue:
+def _canaries(found: CanaryFigures | None) -> MetricValue:
     """The highest exposure of a canary on the candidate (the base's beside it in the note)."""
     if not found:
         return MetricValue(None, 0, note="no canaries (leakage.canaries)")
-    if found.get("error"):
-        return MetricValue(None, 0, note=found["error"])
-    rows = found["canaries"]
-    if any(r.get("cand") is None for r in rows):
+    if found.error:
+        return MetricValue(None, 0, note=found.error)
+    rows = found.canaries
+    cand = [r.cand for r in rows if r.cand is not None]
+    if len(cand) < len(rows):
         return MetricValue(None, len(rows), note="a canary's exposure could not be measured")
-    base = [r["base"] for r in rows if r.get("base") is not None]
-    return MetricValue(max(r["cand"] for r in rows), len(rows), note=f"of at most {found['max_bits']} bits; the base: "
+    base = [r.base for r in rows if r.base is not None]
+    return MetricValue(max(cand), len(rows), note=f"of at most {found.max_bits} bits; the base: "
                        f"{max(base) if base else 'unknown'}")
 
 
@@ -162,47 +169,52 @@ def _measure(ctx: GateContext, q: MetricQuery) -> MetricValue | None:
     return leakage_metric(q.name, ctx.info.leakage, q.confidence) if q.name in METRICS else None
 
 
+_KEPT = ("adapter", "base", "membership", "templates", "personal_values", "probe_answers", "run_answers", "cost",
+         "seconds", "error", "canaries", "suite")
+"""The parts of run.json `leakage` the report's section copies as they were written."""
+
+
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
-    figures = ctx.info.leakage
-    if not figures:
+    if not ctx.info.leakage:
         return {}
-    extracted = [{k: r.get(k) for k in ("id", "sha256", "head", "tail")} for r in figures.get("records") or ()
-                 if r.get("cand", {}).get("extracted") and not r.get("base", {}).get("extracted")]
-    kept = {k: figures.get(k) for k in ("adapter", "base", "membership", "templates", "personal_values",
-                                        "probe_answers", "run_answers", "cost", "seconds", "error", "canaries")}
-    return {"leakage": {**kept, "suite": figures.get("suite"), "shares": _shares(figures),
-                        "extracted_by_candidate_only": extracted[:20]}}
+    figures = leakage_figures(ctx.info.leakage)
+    extracted = [r.glimpse() for r in figures.records if r.cand.extracted and not r.base.extracted]
+    kept = {k: ctx.info.leakage.get(k) for k in _KEPT}
+    return {"leakage": {**kept, "shares": _shares(figures), "extracted_by_candidate_only": extracted[:20]}}
 
 
-def _shares(figures: dict[str, Any]) -> dict[str, Any]:
-    rows = figures.get("records") or []
+def _shares(figures: LeakageFigures) -> dict[str, float | None]:
+    """The share of each set's records each arm repeated: 'cand_train', 'cand_heldout', 'base_train', ..."""
     out = {}
     for arm in ("cand", "base"):
         for which in ("train", "heldout"):
-            got = [r[arm]["extracted"] for r in rows if r["set"] == which and r.get(arm, {}).get("extracted")
-                   is not None]
+            got = [e for r in figures.records if r.set == which and (e := _arm(r, arm).extracted) is not None]
             out[f"{arm}_{which}"] = round(sum(got) / len(got), 4) if got else None
     return out
 
 
+def _arm(row: LeakageRow, arm: str) -> ArmResult:
+    return row.cand if arm == "cand" else row.base
+
+
 def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
-    figures = ctx.info.leakage
-    if not figures:
+    if not ctx.info.leakage:
         return {}
-    adapter = figures.get("adapter") or {}
-    modules = adapter.get("target_modules")
-    rows = [{"label": "adapter", "value": f"rank {adapter.get('rank')}, target modules "
+    figures = leakage_figures(ctx.info.leakage)
+    adapter = figures.adapter
+    modules = adapter.target_modules if adapter else None
+    rows = [{"label": "adapter", "value": f"rank {adapter.rank}, target modules "
                                           f"{', '.join(modules) if isinstance(modules, list) else modules}"
              if adapter else "none"},
-            {"label": "base", "value": str(figures.get("base"))}]
-    if figures.get("error"):
-        return {"title": "Leakage", "rows": [*rows, {"label": "error", "value": str(figures["error"])}]}
-    s = _shares(figures)
+            {"label": "base", "value": str(figures.base)}]
+    if figures.error:
+        return {"title": "Leakage", "rows": [*rows, {"label": "error", "value": str(figures.error)}]}
+    cand_train, cand_heldout, base_train, base_heldout = _shares(figures).values()
     rows.append({"label": "extracted (train / held-out)",
-                 "value": f"candidate {_pct(s['cand_train'])} / {_pct(s['cand_heldout'])}, "
-                          f"base {_pct(s['base_train'])} / {_pct(s['base_heldout'])}"})
+                 "value": f"candidate {_pct(cand_train)} / {_pct(cand_heldout)}, "
+                          f"base {_pct(base_train)} / {_pct(base_heldout)}"})
     for name in METRICS:
-        v = leakage_metric(name, figures)
+        v = _metric(name, figures)
         rows.append({"label": name, "value": "—" if v.value is None else f"{v.value:.4g} (n={v.n})"})
     return {"title": "Leakage", "rows": rows}
 

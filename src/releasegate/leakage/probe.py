@@ -51,8 +51,8 @@ def probe_figures(suite: LeakageSuite, cand: Arm, base: Arm, *, max_new_tokens: 
         told = arm.generate([t[0] for t in asked], max_new_tokens) if asked else []
         answers[arm.name] = _pii_hits(index, suite.records, continuations, asked, told)
     return {
-        "suite": {"path": str(suite.path), "records": len(rows), "train": sum(r["set"] == "train" for r in rows),
-                  "heldout": sum(r["set"] == "heldout" for r in rows), "sources": suite.sources,
+        "suite": {"path": str(suite.path), "records": len(rows), "train": sum(r.set == "train" for r in suite.records),
+                  "heldout": sum(r.set == "heldout" for r in suite.records), "sources": suite.sources,
                   "personal_fields": list(suite.personal_fields)},
         "membership": why_not,
         "records": rows, "templates": len(templates_of(suite.records)) if templates else 0,

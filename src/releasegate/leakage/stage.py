@@ -28,19 +28,19 @@ def run_leakage(backend: Backend | None, config: Any, run: RunDir, info: RunInfo
     owned: list[Backend] = []
     try:
         cand, base = _arms(backend, config, owned)
-        figures, index = probe_figures(suite, cand, base, max_new_tokens=settings.max_new_tokens,
-                                       templates=settings.templates)
-        figures["run_answers"] = search_answers(index, run.read_records(required=False))
-        if settings.canaries is not None:
-            figures["canaries"] = canary_figures(cand, base, settings.canaries, settings.canary_candidates)
+        probed, index = probe_figures(suite, cand, base, max_new_tokens=settings.max_new_tokens,
+                                      templates=settings.templates)
+        answers = search_answers(index, run.read_records(required=False))
+        canaries = canary_figures(cand, base, settings.canaries, settings.canary_candidates) \
+            if settings.canaries is not None else None
+        figures = {**probed, "run_answers": answers, **({"canaries": canaries} if canaries is not None else {})}
     except TargetError as exc:
         figures = {"error": str(exc), "suite": {"path": str(suite.path), "sources": suite.sources}}
     finally:
         for loaded in owned:
             loaded.close()
-    figures["adapter"] = adapter_facts(config.target)
-    figures["base"] = config.leakage.base.describe() if config.leakage.base is not None else "the adapter disabled"
-    info.leakage = figures
+    info.leakage = {**figures, "adapter": adapter_facts(config.target),
+                    "base": config.leakage.base.describe() if config.leakage.base is not None else "the adapter disabled"}
     run.write_info(info)
 
 

@@ -17,6 +17,7 @@ how the review sample drew them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..inputs.judge_settings import CalibrationPolicy, parse_calibration
@@ -25,9 +26,10 @@ from ..record.metrics import select, slices_of
 from ..record.review_cover import DrawnRow, blank_cases, covering
 from ..record.review_labels import APPROVE, case_labels
 from ..record.review_outcome import output_hash
-from ..review.agreement import kappa_figures, kappa_words
+from ..review.agreement import kappa_of, kappa_words
 from ..review.sampler import sampling_cells
 from ..review.summary import cohen_kappa
+from .case_scores import judge_verdict, judge_verdicts
 from .correction import DesignRate, design_rate, judged_cases
 
 if TYPE_CHECKING:
@@ -65,10 +67,10 @@ def judge_pairs(records: list[CaseRecord], scores: dict[str, Any], edits: Sequen
     approved = reviewer_labels(records, edits, labels_per_case, drawn)
     out: dict[str, list[tuple[Any, ...]]] = {}
     for r in records:
-        verdict = scores.get(r.case_id, {}).get("answer", {}).get("judge")
-        if not verdict or verdict.get("passed") is None or r.case_id not in approved:
+        verdict = judge_verdict(scores, r.case_id)
+        if not verdict or verdict.passed is None or r.case_id not in approved:
             continue
-        out.setdefault(verdict["criterion"], []).append((r, bool(verdict["passed"]), approved[r.case_id]))
+        out.setdefault(verdict.criterion, []).append((r, bool(verdict.passed), approved[r.case_id]))
     return out
 
 
@@ -79,7 +81,8 @@ def calibrate(records: list[CaseRecord], scores: dict[str, Any], edits: Sequence
     how many are labelled and how many of those the reviewers approved (what the corrected accuracy weights).
     A row of the review sample (`drawn`) left blank counts as a disagreement in the agreement and its bound,
     never as a label toward `min_labels`."""
-    criteria = sorted({v["criterion"] for s in scores.values() if (v := s.get("answer", {}).get("judge"))})
+    verdicts = judge_verdicts(scores)
+    criteria = sorted({v.criterion for v in verdicts.values()})
     per_case = (review or ReviewPolicy()).labels_per_case
     pairs = judge_pairs(records, scores, edits, per_case, drawn)
     approved = reviewer_labels(records, edits, per_case, drawn)
@@ -87,7 +90,7 @@ def calibrate(records: list[CaseRecord], scores: dict[str, Any], edits: Sequence
     cell_of = sampling_cells(records, scores, review or ReviewPolicy())
 
     def agreement(graded: list[Any]) -> DesignRate:
-        agrees = {r.case_id: approved[r.case_id] == _judged(scores, r)["passed"] if r.case_id in approved else False
+        agrees = {r.case_id: approved[r.case_id] == verdicts[r.case_id].passed if r.case_id in approved else False
                   for r in graded if r.case_id in approved or r.case_id in blanks}
         judged, _ = judged_cases(graded, scores, agrees, cell_of)
         return design_rate(judged, 0, len(judged), policy.confidence)
@@ -96,40 +99,40 @@ def calibrate(records: list[CaseRecord], scores: dict[str, Any], edits: Sequence
     for name in criteria:
         mine = pairs.get(name, [])
         graded = [r for r in records
-                  if (v := _verdict(scores, r)) and v["criterion"] == name and v.get("passed") is not None]
-        row = _row(mine, agreement(graded), policy)
-        row["slices"] = {}
+                  if (v := verdicts.get(r.case_id)) and v.criterion == name and v.passed is not None]
+        slices = {}
         for s in slices_of([r for r, _, _ in mine]):
             inside = select(graded, s)
             ids = {r.case_id for r in inside}
-            row["slices"][slice_name(s)] = _row([p for p in mine if p[0].case_id in ids], agreement(inside), policy,
-                                                decide=False)
-        row["cells"] = _cells(graded, approved, cell_of)
-        out[name] = row
+            slices[slice_name(s)] = _row([p for p in mine if p[0].case_id in ids], agreement(inside), policy,
+                                         decide=False)
+        out[name] = {**_row(mine, agreement(graded), policy), "slices": slices,
+                     "cells": _cells(graded, approved, cell_of)}
     return out
-
-
-def _verdict(scores: dict[str, Any], record: CaseRecord) -> dict[str, Any] | None:
-    verdict: dict[str, Any] | None = scores.get(record.case_id, {}).get("answer", {}).get("judge")
-    return verdict
-
-
-def _judged(scores: dict[str, Any], record: CaseRecord) -> dict[str, Any]:
-    """The verdict of a case the judge graded."""
-    verdict = _verdict(scores, record)
-    assert verdict is not None, f"{record.case_id} has no judge verdict"
-    return verdict
 
 
 def _cells(graded: list[Any], approved: dict[str, bool], cell_of: dict[str, str]) -> dict[str, dict[str, Any]]:
     """Sampling cell -> {cases, labelled, approved} over a criterion's judge-scored cases."""
-    out: dict[str, dict[str, Any]] = {}
+    cells: dict[str, list[Any]] = {}
     for r in graded:
-        row = out.setdefault(cell_of[r.case_id], {"cases": 0, "labelled": 0, "approved": 0})
-        row["cases"] += 1
-        row["labelled"] += r.case_id in approved
-        row["approved"] += approved.get(r.case_id, False)
-    return out
+        cells.setdefault(cell_of[r.case_id], []).append(r)
+    return {cell: {"cases": len(mine), "labelled": sum(r.case_id in approved for r in mine),
+                   "approved": sum(approved.get(r.case_id, False) for r in mine)} for cell, mine in cells.items()}
+
+
+@dataclass(frozen=True)
+class _Agreement:
+    """A calibration row's figures (see `_row`)."""
+
+    labels: int
+    agree: int
+    agreement: float | None
+    agreement_sample: float | None
+    agreement_lower: float | None
+    effective_labels: float | None
+    kappa: float | None
+    kappa_prevalence: float | None
+    unlabelled_cell: Any
 
 
 def _row(pairs: list[tuple[Any, ...]], rate: DesignRate, policy: CalibrationPolicy, *, decide: bool = True) -> dict[str, Any]:
@@ -137,39 +140,39 @@ def _row(pairs: list[tuple[Any, ...]], rate: DesignRate, policy: CalibrationPoli
     verdicts = [(j, h) for _, j, h in pairs]
     n = len(verdicts)
     agree = sum(j == h for j, h in verdicts)
-    row = {
-        "labels": n, "agree": agree, "agreement": rate.point, "agreement_sample": agree / n if n else None,
-        "agreement_lower": rate.bounds[0] if rate.bounds else None, "effective_labels": rate.effective_n,
-        "kappa": cohen_kappa(verdicts), "kappa_prevalence": kappa_figures(verdicts)["kappa_prevalence"],
+    found = _Agreement(n, agree, rate.point, agree / n if n else None, rate.bounds[0] if rate.bounds else None,
+                       rate.effective_n, cohen_kappa(verdicts), kappa_of(verdicts).prevalence, rate.unlabelled)
+    calibrated, why = _decide(found, policy) if decide else (None, None)
+    return {
+        "labels": n, "agree": agree, "agreement": found.agreement, "agreement_sample": found.agreement_sample,
+        "agreement_lower": found.agreement_lower, "effective_labels": found.effective_labels,
+        "kappa": found.kappa, "kappa_prevalence": found.kappa_prevalence,
         "confusion": {
             "judge_pass_reviewer_approve": sum(j and h for j, h in verdicts),
             "judge_pass_reviewer_reject": sum(j and not h for j, h in verdicts),
             "judge_fail_reviewer_approve": sum(h and not j for j, h in verdicts),
             "judge_fail_reviewer_reject": sum(not j and not h for j, h in verdicts),
         },
+        **({"unlabelled_cell": rate.unlabelled} if rate.unlabelled is not None else {}),
+        **({"calibrated": calibrated, "why": why} if decide else {}),
     }
-    if rate.unlabelled is not None:
-        row["unlabelled_cell"] = rate.unlabelled
-    if decide:
-        row["calibrated"], row["why"] = _decide(row, policy)
-    return row
 
 
-def _decide(row: dict[str, Any], policy: CalibrationPolicy) -> tuple[bool, str]:
-    n, lower = row["labels"], row["agreement_lower"]
+def _decide(row: _Agreement, policy: CalibrationPolicy) -> tuple[bool, str]:
+    n, lower = row.labels, row.agreement_lower
     if n < policy.min_labels:
         return False, f"{n} case(s) with both a judge verdict and a review label, {policy.min_labels} needed"
-    if row.get("unlabelled_cell"):
-        return False, (f"no label in sampling cell '{row['unlabelled_cell']}': the judge's agreement there is "
+    if row.unlabelled_cell:
+        return False, (f"no label in sampling cell '{row.unlabelled_cell}': the judge's agreement there is "
                        "unknown; label some of its cases")
-    seen = (f"agreement {row['agreement']:.3f} weighted to the run ({row['agree']} of {n} labels agree), lower "
+    seen = (f"agreement {row.agreement:.3f} weighted to the run ({row.agree} of {n} labels agree), lower "
             f"bound {bound_text(lower, policy.min_agreement)} at {policy.confidence:g} (effective n "
-            f"{row['effective_labels']:.1f})")
+            f"{row.effective_labels:.1f})")
     if lower is None or lower < policy.min_agreement:
         return False, f"{seen} < min_agreement {policy.min_agreement:g}"
-    kappa = row["kappa"]
+    kappa = row.kappa
     if policy.min_kappa is not None and (kappa is None or kappa < policy.min_kappa):
-        shown = kappa_words(kappa, row["agreement_sample"], row["kappa_prevalence"])
+        shown = kappa_words(kappa, row.agreement_sample, row.kappa_prevalence)
         return False, f"Cohen's {shown}: under min_kappa {policy.min_kappa:g}"
     return True, f"{seen} >= {policy.min_agreement:g}"
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
+from .case_scores import AnswerScore, JudgeVerdict, case_scores, scores_of
 
 if TYPE_CHECKING:
     from ..record.records import CaseRecord
@@ -86,11 +87,11 @@ class _Judged:
     """Its weighted stratum (`sample_weights.source_of`)."""
 
 
-def judge_grade(verdict: dict[str, Any]) -> str:
+def judge_grade(verdict: JudgeVerdict) -> str:
     """The judge's grade of a case: 'score=4' on a scale, else 'pass' or 'fail'."""
-    if verdict.get("score") is not None:
-        return f"score={verdict['score']}"
-    return "pass" if verdict["passed"] else "fail"
+    if verdict.score is not None:
+        return f"score={verdict.score}"
+    return "pass" if verdict.passed else "fail"
 
 
 def judged_cases(chosen: list[CaseRecord], scores: dict[str, Any], labelled: dict[str, bool], cells: dict[str, str],
@@ -102,13 +103,13 @@ def judged_cases(chosen: list[CaseRecord], scores: dict[str, Any], labelled: dic
     weights = case_weights(chosen, strata) if strata is not None else [1.0] * len(chosen)
     judged, fixed = [], 0.0
     for r, weight in zip(chosen, weights):
-        answer = scores.get(r.case_id, {}).get("answer", {})
-        verdict = answer.get("judge")
-        if verdict is None or verdict.get("passed") is None:
-            fixed += weight * bool(answer.get("passed"))
+        answer = case_scores(scores, r.case_id).answer or AnswerScore()
+        verdict = answer.judge
+        if verdict is None or verdict.passed is None:
+            fixed += weight * bool(answer.passed)
             continue
         source = source_of(r) if strata is not None else None
-        judged.append(_Judged(cells[r.case_id], judge_grade(verdict), bool(verdict["passed"]), labelled.get(r.case_id),
+        judged.append(_Judged(cells[r.case_id], judge_grade(verdict), bool(verdict.passed), labelled.get(r.case_id),
                               weight, source))
     return judged, fixed
 
@@ -122,12 +123,12 @@ def judged_draws(chosen: list[CaseRecord], weights: list[float], replies: dict[s
         own = replies.get(r.case_id) or []
         for _, score, label, cell in own:
             share = weight / len(own)
-            answer = score.get("answer", {})
-            verdict = answer.get("judge")
-            if verdict is None or verdict.get("passed") is None:
-                fixed += share * bool(answer.get("passed"))
+            answer = scores_of(score, r.case_id).answer or AnswerScore()
+            verdict = answer.judge
+            if verdict is None or verdict.passed is None:
+                fixed += share * bool(answer.passed)
                 continue
-            judged.append(_Judged(cell, judge_grade(verdict), bool(verdict["passed"]), label, share, source_of(r)))
+            judged.append(_Judged(cell, judge_grade(verdict), bool(verdict.passed), label, share, source_of(r)))
     return judged, fixed
 
 

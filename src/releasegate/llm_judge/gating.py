@@ -33,9 +33,11 @@ from ..record.review_outcome import output_hash
 from ..review.sampler import sampling_cells
 from ..stats.sample_weights import stratum_counts
 from .calibration import calibrate, output_approvals, reviewer_labels
+from .case_scores import judge_verdict, pair_outcome
 from .correction import corrected_accuracy
 from .guard_view import draw_cell
-from .judge_summary import judge_summary
+from .judge_summary import judge_summary, judged_records
+from .section_view import JudgeSectionView, section_view
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule, Rubric
@@ -62,35 +64,32 @@ def judge_section(info: RunInfo, records: list[CaseRecord], scores: dict[str, An
     """The report's `judge`: the judge and its calls, tokens and cost (apart from the model's; the repeated
     `draws`' calls among them, their errors counted with the cases'), and its calibration per criterion and
     slice. None when no case is judge-scored and no judge is configured."""
-    judged = [r for r in records if (r.answer or {}).get("type") == "judge"]
-    if not judged and not info.judge:
+    if not judged_records(records) and not info.judge:
         return None
     summary = judge_summary(records, verdicts.judgments if verdicts else {}, info.judge, draws) or {"model": None}
     calibration = calibrate(records, scores, labels or [], rubric.judge, rubric.review, drawn)
     rate = compute_metric("judge_error_rate", records, scores, {}).as_dict()
-    out = {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration}
     pairwise = _pairwise_summary(records, scores, rubric.judge.max_order_inconsistency)
-    if pairwise:
-        out["pairwise"] = pairwise
-    return out
+    return {**summary, "judge_error_rate": rate, "policy": rubric.judge.as_dict(), "calibration": calibration,
+            **({"pairwise": pairwise} if pairwise else {})}
 
 
 def _pairwise_summary(records: list[CaseRecord], scores: dict[str, Any], max_inconsistency: float) -> dict[str, Any]:
     """Per judge criterion: the comparisons with the baseline run, by outcome, and whether the judge held its
     preference when the order was swapped often enough for pairwise criteria to decide."""
-    out: dict[str, dict[str, Any]] = {}
+    outcomes: dict[str, list[str]] = {}
     for r in records:
-        pair = scores.get(r.case_id, {}).get("pairwise")
-        if pair is None:
-            continue
-        row = out.setdefault(pair["criterion"], {"compared": 0, "win": 0, "loss": 0, "tie": 0, "inconsistent": 0,
-                                                 "not_judged": 0})
-        row["compared"] += 1
-        row[pair["outcome"] or "not_judged"] += 1
-    for row in out.values():
-        judged = row["compared"] - row["not_judged"]
-        row["order_inconsistency_rate"] = row["inconsistent"] / judged if judged else None
-        row["consistent"] = judged > 0 and row["order_inconsistency_rate"] <= max_inconsistency
+        pair = pair_outcome(scores, r.case_id)
+        if pair is not None:
+            outcomes.setdefault(pair.criterion, []).append(pair.outcome or "not_judged")
+    out: dict[str, Any] = {}
+    for name, seen in outcomes.items():
+        judged = len(seen) - seen.count("not_judged")
+        rate = seen.count("inconsistent") / judged if judged else None
+        out[name] = {"compared": len(seen), "win": seen.count("win"), "loss": seen.count("loss"),
+                     "tie": seen.count("tie"), "inconsistent": seen.count("inconsistent"),
+                     "not_judged": seen.count("not_judged"), "order_inconsistency_rate": rate,
+                     "consistent": judged > 0 and rate is not None and rate <= max_inconsistency}
     return out
 
 
@@ -98,12 +97,13 @@ def undecided_by_judge(results: list[CriterionResult], records: list[CaseRecord]
     """`results` with every criterion that an uncalibrated judge criterion's verdicts feed made insufficient."""
     if not section:
         return results
-    uncalibrated = {name: row["why"] for name, row in section["calibration"].items() if not row["calibrated"]}
-    for name, row in (section.get("pairwise") or {}).items():
-        if not row["consistent"] and row["order_inconsistency_rate"] is not None:
-            why = (f"its preference changed with the order on {row['inconsistent']} of "
-                   f"{row['compared'] - row['not_judged']} comparisons, more than max_order_inconsistency "
-                   f"{section['policy']['max_order_inconsistency']:g}")
+    view = section_view(section)
+    uncalibrated = {name: row.why for name, row in view.calibration.items() if not row.calibrated}
+    for name, pair in (view.pairwise or {}).items():
+        if not pair.consistent and pair.order_inconsistency_rate is not None:
+            why = (f"its preference changed with the order on {pair.inconsistent} of "
+                   f"{pair.compared - pair.not_judged} comparisons, more than max_order_inconsistency "
+                   f"{view.policy.max_order_inconsistency:g}")
             uncalibrated[name + "#pairwise"] = why
     if not uncalibrated:
         return results
@@ -115,37 +115,36 @@ def undecided_by_judge(results: list[CriterionResult], records: list[CaseRecord]
         blocking = [n for n in sorted(names) if n in uncalibrated]
         if blocking:  # an already undecided one too: its cause is now the judge, which no switch relaxes
             why = "; ".join(f"judge criterion '{n.split('#')[0]}': {uncalibrated[n]}" for n in blocking)
-            hopeful = all(_labels_could_calibrate(section, n) for n in blocking)
+            hopeful = all(_labels_could_calibrate(view, n) for n in blocking)
             result = judge_uncalibrated(result, f"judge not calibrated on this suite ({why})", hopeful)
         out.append(result)
     return out
 
 
-def _labels_could_calibrate(section: dict[str, Any], name: str) -> bool:
+def _labels_could_calibrate(section: JudgeSectionView, name: str) -> bool:
     """Whether more reviewers' labels could calibrate the judge criterion `name`: too few labels, a sampling cell
     with none, or an agreement whose point meets the bar while its bound does not (an order-inconsistent pairwise
     judge, one whose agreement misses the bar, or one whose every case is labelled, is not waiting for labels)."""
-    row = section["calibration"].get(name)
+    row = section.calibration.get(name)
     if row is None:
         return False
-    policy, cells = section["policy"], (row.get("cells") or {}).values()
-    if cells and all(c["labelled"] >= c["cases"] for c in cells):
+    policy, cells = section.policy, row.cells.values()
+    if cells and all(c.labelled >= c.cases for c in cells):
         return False  # every case it judged is labelled: no label is left to give
-    if row.get("labels", 0) < policy["min_labels"] or row.get("unlabelled_cell"):
+    if row.labels < policy.min_labels or row.unlabelled_cell:
         return True
-    agreement = row.get("agreement")
-    return agreement is not None and agreement >= policy["min_agreement"]
+    return row.agreement is not None and row.agreement >= policy.min_agreement
 
 
 def _judge_criteria_in(result: CriterionResult, records: list[CaseRecord], scores: dict[str, Any]) -> set[str]:
     criterion = result.criterion
     if criterion.metric in PAIRWISE_METRICS:
         chosen = select(records, getattr(criterion, "slice", None))
-        return {p["criterion"] for r in chosen if (p := scores.get(r.case_id, {}).get("pairwise"))}
+        return {p.criterion for r in chosen if (p := pair_outcome(scores, r.case_id))}
     if criterion.metric not in JUDGE_FED_METRICS:
         return set()
     chosen = select(records, getattr(criterion, "slice", None))
-    return {v["criterion"] for r in chosen if (v := scores.get(r.case_id, {}).get("answer", {}).get("judge"))}
+    return {v.criterion for r in chosen if (v := judge_verdict(scores, r.case_id))}
 
 
 def corrected_by_reviewers(results: list[CriterionResult], records: list[CaseRecord], scores: dict[str, Any], section: dict[str, Any] | None, edits: Sequence[LabelEdit] = (),
@@ -158,7 +157,7 @@ def corrected_by_reviewers(results: list[CriterionResult], records: list[CaseRec
     sample (`drawn`) left blank counts as a rejection in the corrected accuracy, never as a label of a slice."""
     if not section:
         return results
-    calibration = section["calibration"]
+    view = section_view(section)
     review = review or ReviewPolicy()
     approved = reviewer_labels(records, list(edits), review.labels_per_case, drawn)
     worst = {**approved, **dict.fromkeys(blank_cases(drawn, {r.case_id for r in records}, approved), False)}
@@ -171,9 +170,9 @@ def corrected_by_reviewers(results: list[CriterionResult], records: list[CaseRec
         own = getattr(result.criterion, "origin", None) != "baseline" and \
             getattr(result.criterion, "phase", None) in (None, "quality")
         names = _judge_criteria_in(result, records, scores) if own and result.criterion.metric in CORRECTED_METRICS else set()
-        if names and result.verdict != "insufficient" and all(calibration[n]["calibrated"] for n in names):
+        if names and result.verdict != "insufficient" and all(view.calibration[n].calibrated for n in names):
             chosen = _chosen(result, records, scores)
-            short = _too_few_labels(result, chosen, scores, approved, section["policy"]["min_labels"])
+            short = _too_few_labels(result, chosen, scores, approved, view.policy.min_labels)
             value = corrected_accuracy(chosen, scores, worst, cells, result.value.confidence,
                                        strata=stratum_counts(records), replies=replies)  # a slice: as the run
             result = rejudged(result, value) if short is None else too_few_labels(result.criterion, value, short)
@@ -209,8 +208,8 @@ def _too_few_labels(result: CriterionResult, chosen: list[Any], scores: dict[str
     slice_ = getattr(result.criterion, "slice", None)
     if not slice_:
         return None  # the whole run: calibration itself asked for min_labels
-    labelled = sum(r.case_id in approved and (scores.get(r.case_id, {}).get("answer", {}).get("judge") or {}).get(
-        "passed") is not None for r in chosen)
+    labelled = sum(r.case_id in approved and (v := judge_verdict(scores, r.case_id)) is not None
+                   and v.passed is not None for r in chosen)
     if labelled >= needed:
         return None
     return (f"judge not calibrated on slice {slice_name(slice_)}: {labelled} labelled judge-scored case(s) in it, "

@@ -42,6 +42,7 @@ from ..record.review_labels import reviewer_key
 from ..record.review_outcome import output_hash
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts
+from .case_scores import ForbiddenScore, scores_of
 from .correction import _Judged, design_rate
 
 if TYPE_CHECKING:
@@ -102,11 +103,10 @@ def output_labels(edits: Sequence[LabelEdit]) -> dict[tuple[str, str], list[str]
 
 def guard_flagged(score: dict[str, Any], guard: str, category: str | None = None) -> bool | None:
     """Did `guard` call the reply forbidden (under `category`, if given)? None when it gave no verdict on it."""
-    found = score.get("forbidden") or {}
-    if guard not in found.get("guard_said", []):
+    found = scores_of(score).forbidden or ForbiddenScore()
+    if guard not in found.guard_said:
         return None
-    return any(m.get("rule") == f"guard {guard}" and (category is None or m["category"] == category)
-               for m in found.get("matches", []))
+    return any(m.rule == f"guard {guard}" and (category is None or m.category == category) for m in found.matches)
 
 
 def guard_errors(records: list[CaseRecord], scores: dict[str, Any], labels: dict[str, list[str]], rules: Sequence[ForbiddenRule], guard: str,
@@ -143,8 +143,8 @@ def corrected_forbidden(chosen: list[CaseRecord], scores: dict[str, Any], labels
             (record, scores.get(record.case_id, {}), labels.get(record.case_id), cells.get(record.case_id, "all"))]
         for reply, score, truth, cell in own:
             share = weight / len(own)
-            found = score.get("forbidden") or {}
-            if any(m.get("rule", "rules") == "rules" for m in found.get("matches", [])):
+            found = scores_of(score, reply.case_id).forbidden or ForbiddenScore()
+            if any(m.rule == "rules" for m in found.matches):
                 fixed += share  # a regex or phrase rule hit it: forbidden whatever the guard says
                 continue
             flagged = [guard_flagged(score, g) for g in guards]

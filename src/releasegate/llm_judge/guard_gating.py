@@ -19,6 +19,7 @@ from ..record.decision_evidence import GuardedCriterion
 from ..record.metrics import MetricValue, select
 from .guard_paired import BaselineArm, baseline_arm, corrected_delta, corrected_row
 from .guard_view import GuardView, guard_section, guard_view
+from .section_view import ComparisonRowView, MetricFigure, RowMetric
 
 if TYPE_CHECKING:
     from ..inputs.rubric import Rubric
@@ -32,15 +33,17 @@ def corrected_metric(raw: dict[str, Any], view: GuardView | None) -> dict[str, A
     """A report's `forbidden_rate` figure (a `MetricValue.as_dict`) as it must be shown: with a calibrated guard the
     guard-corrected rate of the run's cases, the raw guard flags kept under `raw_value` and named in the note;
     with an uncalibrated one the raw figure, its note saying it is raw. Unchanged without guard rules."""
-    if view is None or raw.get("value") is None:
+    if view is None:
         return raw
-    flags = f"raw guard flags {raw['value']:.1%}"
+    figure = MetricFigure.model_validate(raw)
+    if figure.value is None:
+        return raw
+    flags = f"raw guard flags {figure.value:.1%}"
     if not view.calibrated:
-        return {**raw, "raw_value": raw["value"], "note": _joined(raw.get("note"), f"{flags}, uncorrected: the guard "
-                                                                                  f"is not calibrated ({view.short()})")}
-    value = view.rate(view.records, raw.get("confidence") or 0.95)
-    shown = value.as_dict()
-    return {**shown, "raw_value": raw["value"], "note": _joined(shown.get("note"), flags)}
+        return {**raw, "raw_value": figure.value, "note": _joined(figure.note, f"{flags}, uncorrected: the guard "
+                                                                               f"is not calibrated ({view.short()})")}
+    value = view.rate(view.records, figure.confidence or 0.95)
+    return {**value.as_dict(), "raw_value": figure.value, "note": _joined(value.note, flags)}
 
 
 def corrected_metrics(metrics: dict[str, Any], view: GuardView | None) -> dict[str, Any]:
@@ -71,7 +74,7 @@ def guard_corrected(results: list[CriterionResult], records: list[CaseRecord], s
     calibration = view.calibration
     arm = _arm(rubric, results, baseline)
     if comparison is not None and arm is not None:
-        comparison["rows"] = [_row(r, view, arm, records, comparison) if r.get("metric") == "forbidden_rate" else r
+        comparison["rows"] = [_row(r, view, arm, records, comparison) if _forbidden_row(r) else r
                               for r in comparison.get("rows", [])]
     out = []
     for result in results:
@@ -116,11 +119,12 @@ def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, r
     runs' labels; else ruled on the raw flags (`decision.calibration`, paired), its value labelled as raw."""
     c = result.criterion
     if c.metric == "forbidden_rate" and comparison is not None:  # the comparison's row, already decided again
-        row = next((r for r in comparison.get("rows", []) if r.get("metric") == "forbidden_rate"), None)
-        if row is not None and row.get("corrected"):
-            value = MetricValue(row["delta"], row["n"], tuple(row["interval"]), row.get("note", ""),
-                                result.value.confidence)
-            return _ruled(result, view, arm, value, row["verdict"], row.get("note", ""))
+        row = next((ComparisonRowView.model_validate(r) for r in comparison.get("rows", []) if _forbidden_row(r)), None)
+        if row is not None and row.corrected:
+            assert row.n is not None and row.interval is not None and row.verdict is not None, "a corrected row"
+            low, high = row.interval
+            value = MetricValue(row.delta, row.n, (low, high), row.note or "", result.value.confidence)
+            return _ruled(result, view, arm, value, row.verdict, row.note or "")
     if c.metric == "forbidden_rate_delta" and arm is not None and arm.view is not None and view.calibrated:
         found = corrected_delta(view, arm, select(records, getattr(c, "slice", None)), result.value.confidence)
         if found.value.value is not None:
@@ -130,6 +134,11 @@ def _paired(result: CriterionResult, view: GuardView, arm: BaselineArm | None, r
                                                  paired=True))
     labelled = dataclasses.replace(result, value=_raw(result.value, view, _uncorrected(view, arm)))
     return labelled if verdict == result.verdict else labelled.undecided(why, Undecided.JUDGE)
+
+
+def _forbidden_row(row: dict[str, Any]) -> bool:
+    """The comparison's forbidden_rate row (the one the guard's correction decides again)."""
+    return bool(RowMetric.model_validate(row).metric == "forbidden_rate")
 
 
 def _ruled(result: CriterionResult, view: GuardView, arm: BaselineArm | None, value: MetricValue, verdict: str,

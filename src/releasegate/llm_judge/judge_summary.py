@@ -9,6 +9,7 @@ from typing import Any
 from ..record.evidence import answered
 from ..record.records import CaseRecord
 from ..record.review_outcome import output_hash
+from .section_view import judge_info
 
 __all__ = ["judged_records", "judge_summary"]
 
@@ -27,7 +28,8 @@ def judge_summary(records: list[CaseRecord], judgments: Mapping[Any, Any], setti
     `settings_info`: run.json's `judge` (description, fingerprint, price)."""
     if not settings_info:
         return None
-    fingerprint = settings_info.get("fingerprint")
+    judge = judge_info(settings_info)
+    fingerprint = judge.fingerprint
     mine = [j for j in judgments.values() if j.judge == fingerprint]
     judged = [r for r in judged_records(records) if answered(r)]
     hashes = {(r.case_id, output_hash(r.output)) for r in judged + judged_records(list(draws)) if answered(r)}
@@ -39,13 +41,11 @@ def judge_summary(records: list[CaseRecord], judgments: Mapping[Any, Any], setti
             errors[j.error] = errors.get(j.error, 0) + 1
     tokens_in = sum(j.tokens.input or 0 for j in mine if not j.cached)
     tokens_out = sum(j.tokens.output or 0 for j in mine if not j.cached)
-    price = settings_info.get("price") or {}
-    cost = None
-    if price:
-        cost = (tokens_in * price.get("input_usd_per_1m", 0.0) + tokens_out * price.get("output_usd_per_1m", 0.0)) / 1e6
+    price = judge.price
+    cost = (tokens_in * price.input_usd_per_1m + tokens_out * price.output_usd_per_1m) / 1e6 if price else None
     verdicts = {(j.case_id, j.criterion) for j in current if j.error is None and (j.case_id, j.output_hash) in first}
     return {
-        "model": settings_info.get("model"), "backend": settings_info.get("backend"), "fingerprint": fingerprint,
+        "model": judge.model, "backend": judge.backend, "fingerprint": fingerprint,
         "cases": len(judged), "judged": len(verdicts), "calls": sum(not j.cached for j in mine),
         "cached": sum(j.cached for j in mine), "errors": errors,
         "tokens": {"input": tokens_in, "output": tokens_out}, "cost_usd": cost,

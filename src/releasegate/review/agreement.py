@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, LabelEdit, awaiting_adjudication, reviewer_pairs
 
-__all__ = ["cohen_kappa", "kappa_figures", "kappa_words", "reviewer_agreement", "agreement_words", "DoubleLabels",
+__all__ = ["cohen_kappa", "Kappa", "kappa_of", "kappa_figures", "ReviewerAgreement", "kappa_words", "reviewer_agreement", "agreement_words", "DoubleLabels",
            "double_labels"]
 
 
@@ -31,14 +33,31 @@ def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     return None if chance >= 1 else (observed - chance) / (1 - chance)
 
 
+@dataclass(frozen=True)
+class Kappa:
+    """Kappa with what explains it (see `kappa_figures`)."""
+
+    kappa: float | None
+    agreement: float | None
+    """The raw share of pairs that agree."""
+    prevalence: float | None
+    """The share of all ratings, both raters pooled, that are yes: pass or approve."""
+
+
+def kappa_of(pairs: list[tuple[bool, bool]]) -> Kappa:
+    """`kappa_figures`, typed."""
+    n = len(pairs)
+    return Kappa(cohen_kappa(pairs), sum(a == b for a, b in pairs) / n if n else None,
+                 sum(a + b for a, b in pairs) / (2 * n) if n else None)
+
+
 def kappa_figures(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     """Kappa with what explains it, as report.json keeps them beside it: `kappa`, `kappa_agreement` (the raw share
     of pairs that agree) and `kappa_prevalence` (the share of all ratings, both raters pooled, that are yes: pass or
     approve). Near 0 or 1, kappa is near 0 however well the raters agree (94.8% agreement with 97% of the labels
     'pass' can be kappa 0.00): a reader needs the three together."""
-    n = len(pairs)
-    return {"kappa": cohen_kappa(pairs), "kappa_agreement": sum(a == b for a, b in pairs) / n if n else None,
-            "kappa_prevalence": sum(a + b for a, b in pairs) / (2 * n) if n else None}
+    found = kappa_of(pairs)
+    return {"kappa": found.kappa, "kappa_agreement": found.agreement, "kappa_prevalence": found.prevalence}
 
 
 def kappa_words(kappa: float | None, agreement: float | None, prevalence: float | None, *, yes: str = "pass",
@@ -54,6 +73,22 @@ def kappa_words(kappa: float | None, agreement: float | None, prevalence: float 
     return f"kappa {shown} at {agreement:.1%} agreement, {share:.0%} of labels '{word}'"
 
 
+class ReviewerAgreement(BaseModel):
+    """The first and second reviewer's labels of the double-labelled cases, as report.json keeps them."""
+
+    model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
+
+    cases: int
+    agreed: int
+    agreement: float
+    """agreed / cases"""
+    kappa: float | None = None
+    prevalence: float | None = None
+    """Absent from a report older than it."""
+    table: dict[str, int] = {}
+    """The counts of each (first, second) pair of labels, e.g. 'approve/reject'."""
+
+
 def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict[str, Any] | None:
     """The first and second reviewer's labels of each double-labelled case, as report.json keeps them: `cases`,
     `agreed`, `agreement` (agreed / cases), `kappa`, and `table`, the counts of each (first, second) pair of
@@ -61,10 +96,10 @@ def reviewer_agreement(pairs: list[tuple[str, str]]) -> dict[str, Any] | None:
     if not pairs:
         return None
     table = {f"{a}/{b}": sum(p == (a, b) for p in pairs) for a in ("approve", "reject") for b in ("approve", "reject")}
-    agreed = table["approve/approve"] + table["reject/reject"]
-    figures = kappa_figures([(a == APPROVE, b == APPROVE) for a, b in pairs])
-    return {"cases": len(pairs), "agreed": agreed, "agreement": agreed / len(pairs), "kappa": figures["kappa"],
-            "prevalence": figures["kappa_prevalence"], "table": table}
+    agreed = sum(a == b for a, b in pairs)
+    figures = kappa_of([(a == APPROVE, b == APPROVE) for a, b in pairs])
+    return {"cases": len(pairs), "agreed": agreed, "agreement": agreed / len(pairs), "kappa": figures.kappa,
+            "prevalence": figures.prevalence, "table": table}
 
 
 def agreement_words(agreement: dict[str, Any] | None) -> str | None:
@@ -72,10 +107,9 @@ def agreement_words(agreement: dict[str, Any] | None) -> str | None:
     'approve''; None without double labels."""
     if agreement is None:
         return None
-    kappa = kappa_words(agreement["kappa"], agreement["agreement"], agreement.get("prevalence"), yes="approve",
-                        no="reject")
-    return (f"reviewers agree on {agreement['agreed']} of {agreement['cases']} double-labelled cases "
-            f"({agreement['agreement']:.1%}), {kappa}")
+    said = ReviewerAgreement.model_validate(agreement)
+    kappa = kappa_words(said.kappa, said.agreement, said.prevalence, yes="approve", no="reject")
+    return f"reviewers agree on {said.agreed} of {said.cases} double-labelled cases ({said.agreement:.1%}), {kappa}"
 
 
 @dataclass(frozen=True)
@@ -87,10 +121,13 @@ class DoubleLabels:
     awaiting: frozenset[str]
     pairs: dict[str, tuple[str, str]]
 
-    def of(self, chosen: list[CaseRecord]) -> dict[str, Any]:
-        """A summary row's `awaiting_adjudication` and `reviewer_agreement` over the cases `chosen`."""
-        return {"awaiting_adjudication": sum(r.case_id in self.awaiting for r in chosen),
-                "reviewer_agreement": reviewer_agreement([self.pairs[r.case_id] for r in chosen if r.case_id in self.pairs])}
+    def awaiting_in(self, chosen: list[CaseRecord]) -> int:
+        """A summary row's `awaiting_adjudication`: the cases `chosen` awaiting an adjudicator."""
+        return sum(r.case_id in self.awaiting for r in chosen)
+
+    def agreement_in(self, chosen: list[CaseRecord]) -> dict[str, Any] | None:
+        """A summary row's `reviewer_agreement` over the cases `chosen`."""
+        return reviewer_agreement([self.pairs[r.case_id] for r in chosen if r.case_id in self.pairs])
 
 
 def double_labels(edits: list[LabelEdit], labels_per_case: int) -> DoubleLabels:

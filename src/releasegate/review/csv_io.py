@@ -38,6 +38,7 @@ from ..spreadsheet import SAVE_AS_UTF8, csv_text, neutralise, unneutralise
 from ..text import inert, reveal
 from . import ADJUDICATION_FILE, QUEUE_FILE
 from .import_problems import Problems, ReviewImportError, adjudicator_problem, forbidden_problems
+from .label_row import LabelRow
 from .sampler import ReviewSample
 
 __all__ = [
@@ -222,7 +223,7 @@ def read_review_csv(
         if not any(cell.strip() for cell in row):
             continue
         rows += 1
-        cell = {name: (row[i] if i < len(row) else "") for name, i in col.items()}
+        cell = LabelRow.of(col, row)
         found, edit = _check_row(cell, items, seen, start, reviewer, now, path.name)
         if edit is not None:
             found += forbidden_problems(edit, categories)
@@ -253,10 +254,10 @@ def _adjudications(edits: list[LabelEdit]) -> dict[tuple[str, str], LabelEdit]:
     return {_key(e): e for e in edits if e.adjudication}
 
 
-def _check_row(cell: dict[str, Any], items: dict[str, Any], seen: dict[str, Any], line: int, default_reviewer: str | None, now: str,
+def _check_row(cell: LabelRow, items: dict[str, Any], seen: dict[str, Any], line: int, default_reviewer: str | None, now: str,
                source: str) -> tuple[list[str], LabelEdit | None]:
     """(every problem of the row, None) | ([], None) for an unlabelled row | ([], LabelEdit)."""
-    rid = unneutralise(cell["review_id"].strip())
+    rid = unneutralise(cell.review_id.strip())
     if not rid:
         return ["review_id is empty"], None
     if rid in seen:
@@ -265,19 +266,19 @@ def _check_row(cell: dict[str, Any], items: dict[str, Any], seen: dict[str, Any]
     if item is None:
         return [f"unknown review id {rid!r}: not in this run's review sample"], None
     problems = _output_problems(rid, cell, item.output_hash)
-    round_ = unneutralise(cell.get(ROUND, "").strip()).casefold()
+    round_ = unneutralise(cell.round.strip()).casefold()
     if round_ not in ("", ADJUDICATION):
         problems.append(f"{rid}: round {round_!r} is not {ADJUDICATION!r} (leave the round column as exported)")
-    word, reason = unneutralise(cell["label"].strip()), unneutralise(cell["reason"].strip())
+    word, reason = unneutralise(cell.label.strip()), unneutralise(cell.reason.strip())
     if not word:  # a reason or forbidden categories given without a label would be lost without a word
-        said = [what for what, v in (("a reason", reason), ("forbidden categories", cell.get("forbidden", "").strip())) if v]
+        said = [what for what, v in (("a reason", reason), ("forbidden categories", cell.forbidden.strip())) if v]
         return problems + [f"{rid}: {said[0]} but no label"] if said else problems, None
     label = parse_label(word)
     if label is None:
         problems.append(f"{rid}: invalid label {word!r} (use approve or reject; accepted: {', '.join(LABEL_WORDS)})")
     if len(reason) > MAX_REASON_CHARS:  # a megabyte reason would be kept in every journal read
         problems.append(f"{rid}: the reason is longer than {MAX_REASON_CHARS} characters (write a few words)")
-    name = " ".join(unneutralise(cell["reviewer"]).split()) or (default_reviewer or "")
+    name = " ".join(unneutralise(cell.reviewer).split()) or (default_reviewer or "")
     if not reviewer_key(name):  # nothing but invisible characters, or no name
         problems.append(f"{rid}: label {word!r} without a reviewer (fill the reviewer column or pass --reviewer)")
     elif len(name) > MAX_REVIEWER_CHARS:
@@ -287,15 +288,15 @@ def _check_row(cell: dict[str, Any], items: dict[str, Any], seen: dict[str, Any]
     return [], LabelEdit(
         review_id=rid, case_id=item.case_id, reviewer=name, label=label, reason=reason, time=now,
         output_hash=item.output_hash, source=source, source_line=line, adjudication=round_ == ADJUDICATION,
-        forbidden=unneutralise(cell.get("forbidden", "")),  # type: ignore[arg-type]  # parsed by LabelEdit
+        forbidden=unneutralise(cell.forbidden),  # type: ignore[arg-type]  # parsed by LabelEdit
     )
 
 
-def _output_problems(rid: str, cell: dict[str, Any], expected_hash: str) -> list[str]:
+def _output_problems(rid: str, cell: LabelRow, expected_hash: str) -> list[str]:
     """Why the row's output is not the run's output it was exported with, or []."""
-    if cell["output_hash"].strip() != expected_hash:
+    if cell.output_hash.strip() != expected_hash:
         return [f"{rid}: output_hash is not this run's (a row from another run or export?)"]
-    shown = cell["output"]
+    shown = cell.output
     if _shows_output(shown, expected_hash):
         return []
     if len(unneutralise(shown)) == SPREADSHEET_CELL_LIMIT:

@@ -65,11 +65,12 @@ from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from ..record.review_outcome import OUTCOMES, PASSED, automatic_outcome, output_hash
 from ..stats.intervals import needed_n_for_rate
 from ..stats.sample_weights import stratum_counts
-from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels, kappa_figures, kappa_words
+from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels, kappa_of, kappa_words
 from .approval import Approval, approval_of, blanks_bounded
 from .pending import pending_line
+from .slice_row import SliceRow, stored_row, stored_rows
 
-__all__ = ["ReviewSummary", "summarize_review", "cohen_kappa", "review_headline", "approval_words", "ALL", "Approval",
+__all__ = ["ReviewSummary", "SliceRow", "summarize_review", "cohen_kappa", "review_headline", "approval_words", "ALL", "Approval",
            "approval_of"]
 
 ALL = "all"
@@ -80,13 +81,18 @@ _UNCOVERED = f"do not cover every automatic outcome of the slice ({', '.join(OUT
 class ReviewSummary:
     """The review section of a report and the criteria it adds to the gate."""
 
-    rows: dict[str, dict[str, Any]]
-    """Slice name -> row ("all" first); what report["review"] holds."""
+    slices: dict[str, SliceRow]
+    """Slice name -> row ("all" first)."""
     results: list[CriterionResult]
     """One 'human approval' criterion per judged row."""
     pending: int
     """Labels still missing in the required slices."""
     allow_pending: bool
+
+    @property
+    def rows(self) -> dict[str, dict[str, Any]]:
+        """Slice name -> row ("all" first); what report["review"] holds."""
+        return {name: row.as_json() for name, row in self.slices.items()}
 
     @property
     def blocking(self) -> bool:
@@ -110,108 +116,121 @@ def summarize_review(
     rounds = double_labels(counted, policy.labels_per_case)
     required = policy.required(records)
     strata = stratum_counts(records)  # a sampled case weighs its stratum's rows over the run's cases of it
-    rows: dict[str, dict[str, Any]] = {ALL: {}}
+    rows: dict[str, SliceRow] = {ALL: SliceRow()}
     results = []
     for slice_ in required:
         row = _row(select(records, slice_), labels, outcome, policy, required=True, strata=strata, rounds=rounds,
                    blanks=blanks)
         rows[slice_name(slice_)] = row
-        if row["status"] in ("pass", "fail", "no cases", "unrepresentative", "undecided"):
+        if row.status in ("pass", "fail", "no cases", "unrepresentative", "undecided"):
             results.append(_result(slice_, row))
     for slice_ in _other_slices(records, policy, required):
         rows[slice_name(slice_)] = _row(select(records, slice_), labels, outcome, policy, required=False, strata=strata,
                                         rounds=rounds, blanks=blanks)
-    needed = sum(r["needed"] for r in rows.values() if r.get("required"))
+    needed = sum(r.needed for r in rows.values() if r.required)
     # a slice already decided (or unrepresentative) waits for nothing: only pending slices' missing labels count
-    covered = sum(min(r["reviewed"], r["needed"]) if r["status"] == "pending" else r["needed"]
-                  for r in rows.values() if r.get("required"))
-    rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending,
-                         strata=strata, rounds=rounds, blanks=blanks)
+    covered = sum(min(r.reviewed, r.needed) if r.status == "pending" else r.needed
+                  for r in rows.values() if r.required)
+    whole = rows[ALL] = _all_row(records, labels, outcome, policy, needed=needed, covered=covered, allow=allow_pending,
+                                 strata=strata, rounds=rounds, blanks=blanks)
     # a disagreement awaiting its adjudicator is a label still missing, wherever the case is; so is every blank
     # row of the sample once its review has begun
-    pending = max(needed - covered + rows[ALL]["awaiting_adjudication"], _open_blanks(rows[ALL], policy))
+    pending = max(needed - covered + whole.awaiting_adjudication, _open_blanks(whole, policy))
     # "all" adds a criterion when its bound decides, or when required review left it unrepresentative; an
     # undecided "all" (labels beyond the required slices too few to bound the whole run) stays in the table
-    if rows[ALL]["status"] in ("pass", "fail") or (rows[ALL]["status"] == "unrepresentative" and rows[ALL]["required"]):
-        results.append(_result({}, rows[ALL]))
-    return ReviewSummary(rows=rows, results=results, pending=pending, allow_pending=allow_pending)
+    if whole.status in ("pass", "fail") or (whole.status == "unrepresentative" and whole.required):
+        results.append(_result({}, whole))
+    return ReviewSummary(slices=rows, results=results, pending=pending, allow_pending=allow_pending)
 
 
 def review_headline(review: dict[str, Any] | None, verdict: str | None = None) -> str | None:
     """One line for the terminal and the Markdown report; None when review neither applies nor happened. A run
     whose target could not be run (`verdict` TARGET_ERROR) asks no one to review its few answers."""
-    row = review.get(ALL) if review is not None else None
-    if review is None or not row or row["status"] == "not required":
+    if not review or not review.get(ALL):
         return None
-    if row["status"].startswith("pending") and verdict == "TARGET_ERROR":
+    rows = stored_rows(review)
+    row = rows[ALL]
+    if row.status == "not required":
+        return None
+    if row.status.startswith("pending") and verdict == "TARGET_ERROR":
         return "human review: not asked: the target could not be run; run check again, then review"
-    if row["status"].startswith("pending"):
-        return pending_line(review, row, ALL)
-    if row["approval"] is None:
-        return f"human review: {row['status']}: {row['reviewed']} reviewed case(s) {_uncovered(row)}"
-    kappa = kappa_words(row["kappa"], row.get("kappa_agreement"), row.get("kappa_prevalence"))
-    kappa = f", automatic verdict against the reviewers: {kappa}" if row["kappa"] is not None else ""
-    low, high = row["approval_bounds"]
-    decided = "" if row["status"] != "undecided" else "; label more cases to decide it"
-    reviewers = agreement_words(row.get("reviewer_agreement"))
-    return (f"human review: {row['status']}: {approval_words(row, percent=True)} (bounds {low:.1%}-{high:.1%} at "
-            f"{row['confidence']:g}), {row['rejected']} rejected{kappa}{decided}" + (f"; {reviewers}" if reviewers else ""))
+    if row.status.startswith("pending"):
+        return pending_line(rows, row, ALL)
+    if row.approval is None:
+        return f"human review: {row.status}: {row.reviewed} reviewed case(s) {_uncovered(row)}"
+    kappa = kappa_words(row.kappa, row.kappa_agreement, row.kappa_prevalence)
+    kappa = f", automatic verdict against the reviewers: {kappa}" if row.kappa is not None else ""
+    assert row.approval_bounds is not None, "a review row with an approval has its bounds"
+    low, high = row.approval_bounds
+    decided = "" if row.status != "undecided" else "; label more cases to decide it"
+    reviewers = agreement_words(row.reviewer_agreement)
+    return (f"human review: {row.status}: {approval_words(row, percent=True)} (bounds {low:.1%}-{high:.1%} at "
+            f"{row.confidence:g}), {row.rejected} rejected{kappa}{decided}" + (f"; {reviewers}" if reviewers else ""))
 
 
-def approval_words(row: dict[str, Any], *, percent: bool = False) -> str:
+def approval_words(row: SliceRow | dict[str, Any], *, percent: bool = False) -> str:
     """'k of n approved, weighted by outcome: p': the labels as counted, and the approval the gate uses, which
-    weighs each label by the cases of its outcome it stands for (so p is not k / n)."""
-    value = row["approval"]
+    weighs each label by the cases of its outcome it stands for (so p is not k / n). `row`: typed, or as
+    report.json holds it."""
+    row = row if isinstance(row, SliceRow) else stored_row(row)
+    value = row.approval
     shown = "unknown" if value is None else f"{value:.1%}" if percent else f"{value:.4g}"
-    return f"{row['approved']} of {row['reviewed']} approved, weighted by outcome: {shown}"
+    return f"{row.approved} of {row.reviewed} approved, weighted by outcome: {shown}"
 
 
 def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], policy: ReviewPolicy, *, required: bool,
-         strata: dict[str, Any] | None = None, rounds: DoubleLabels, blanks: frozenset[str] = frozenset()) -> dict[str, Any]:
+         strata: dict[str, Any] | None = None, rounds: DoubleLabels, blanks: frozenset[str] = frozenset()) -> SliceRow:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
-    rounded = rounds.of(chosen)
+    awaiting = rounds.awaiting_in(chosen)
     approved = sum(lab.label == APPROVE for lab in reviewed)
     blank = [r for r in chosen if r.case_id in blanks]
     approval = blanks_bounded(approval_of(chosen, labels, outcome, policy.confidence, strata), blank, labels,
                               lambda filled: approval_of(chosen, filled, outcome, policy.confidence, strata))
     needed = max(_needed(len(chosen), len(reviewed), approval, policy), len(reviewed) + len(blank)) if required else 0
+    status = _row_status(chosen, reviewed, needed, approval, policy, required=required, blank=bool(blank))
+    if awaiting and required and status not in ("fail", "no cases"):
+        status = "pending"  # a disputed case left out would bias the approval: its adjudicator decides first
+    kappa = kappa_of([(outcome[lab.case_id] == PASSED, lab.label == APPROVE) for lab in reviewed])
+    return SliceRow(
+        required=required, status=status, cases=len(chosen), needed=needed,
+        needed_why=policy.why_needed(needed, len(chosen), approval.value if approval else None) if required else None,
+        reviewed=len(reviewed),
+        coverage=min(1.0, len(reviewed) / needed) if needed else None,
+        approved=approved, rejected=len(reviewed) - approved,
+        disagreements=sum(lab.disagreement for lab in reviewed),
+        approval=approval.value if approval else None,
+        approval_bounds=list(approval.bounds) if approval else None,  # never rounded before a comparison
+        effective_n=_finite(approval.effective_n) if approval else None,
+        confidence=policy.confidence,
+        approval_sample=approved / len(reviewed) if reviewed else None,
+        min_approval=policy.min_approval if status in ("pass", "fail") else None,
+        kappa=kappa.kappa, kappa_agreement=kappa.agreement, kappa_prevalence=kappa.prevalence,
+        unlabelled_outcomes=_unlabelled_outcomes(chosen, labels, outcome),
+        unlabelled_drawn=len(blank),
+        awaiting_adjudication=awaiting, reviewer_agreement=rounds.agreement_in(chosen),
+    )
+
+
+def _row_status(chosen: list[CaseRecord], reviewed: list[CaseLabel], needed: int, approval: Approval | None,
+                policy: ReviewPolicy, *, required: bool, blank: bool) -> str:
+    """A slice's status before disputed cases are counted (see the module docstring)."""
     decided = approval.decides(policy.min_approval) if approval else None
     if not required:
-        status = "optional"
-    elif not chosen:
-        status = "no cases"  # a required slice that matches nothing: a typo must not drop the requirement
-    elif decided == "fail":
-        status = "fail"  # the labels in already show it: no more of them can make it pass
-    elif blank:
-        status = "pending"  # a drawn row left blank: the labels given so far may be the easy ones
-    elif approval is None and len(reviewed) >= min(policy.min_reviewed, len(chosen)):
-        status = "unrepresentative"  # the policy's count is in, but an automatic outcome has no label
-    elif len(reviewed) < needed:
-        status = "pending"
-    elif approval is None:
-        status = "unrepresentative"
-    else:  # labelled whole and still undecided: a weighted sample too small to show min_approval for its source
-        status = decided or ("undecided" if len(reviewed) >= len(chosen) else "pending")
-    if rounded["awaiting_adjudication"] and required and status not in ("fail", "no cases"):
-        status = "pending"  # a disputed case left out would bias the approval: its adjudicator decides first
-    return {
-        "required": required, "status": status, "cases": len(chosen), "needed": needed,
-        "needed_why": policy.why_needed(needed, len(chosen), approval.value if approval else None) if required else None,
-        "reviewed": len(reviewed),
-        "coverage": min(1.0, len(reviewed) / needed) if needed else None,
-        "approved": approved, "rejected": len(reviewed) - approved,
-        "disagreements": sum(lab.disagreement for lab in reviewed),
-        "approval": approval.value if approval else None,
-        "approval_bounds": list(approval.bounds) if approval else None,  # never rounded before a comparison
-        "effective_n": _finite(approval.effective_n) if approval else None,
-        "confidence": policy.confidence,
-        "approval_sample": approved / len(reviewed) if reviewed else None,
-        "min_approval": policy.min_approval if status in ("pass", "fail") else None,
-        **kappa_figures([(outcome[lab.case_id] == PASSED, lab.label == APPROVE) for lab in reviewed]),
-        "unlabelled_outcomes": _unlabelled_outcomes(chosen, labels, outcome),
-        "unlabelled_drawn": len(blank),
-        **rounded,
-    }
+        return "optional"
+    if not chosen:
+        return "no cases"  # a required slice that matches nothing: a typo must not drop the requirement
+    if decided == "fail":
+        return "fail"  # the labels in already show it: no more of them can make it pass
+    if blank:
+        return "pending"  # a drawn row left blank: the labels given so far may be the easy ones
+    if approval is None and len(reviewed) >= min(policy.min_reviewed, len(chosen)):
+        return "unrepresentative"  # the policy's count is in, but an automatic outcome has no label
+    if len(reviewed) < needed:
+        return "pending"
+    if approval is None:
+        return "unrepresentative"
+    # labelled whole and still undecided: a weighted sample too small to show min_approval for its source
+    return decided or ("undecided" if len(reviewed) >= len(chosen) else "pending")
 
 
 def _unlabelled_outcomes(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any]) -> dict[str, int]:
@@ -226,10 +245,10 @@ def _unlabelled_outcomes(chosen: list[CaseRecord], labels: dict[str, CaseLabel],
     return {o: cases[o] for o in OUTCOMES if o in cases and o not in labelled}
 
 
-def _uncovered(row: dict[str, Any]) -> str:
+def _uncovered(row: SliceRow) -> str:
     """What an approval without a label in every outcome of its slice misses, and what to do, e.g. '...: none of
     its answer_fail (10) cases is labelled; label at least one case of each outcome it has'."""
-    missing = ", ".join(f"{o} ({n})" for o, n in (row.get("unlabelled_outcomes") or {}).items())
+    missing = ", ".join(f"{o} ({n})" for o, n in (row.unlabelled_outcomes or {}).items())
     return _UNCOVERED + (f": none of its {missing} cases is labelled" if missing else "") + \
         "; label at least one case of each outcome it has"
 
@@ -253,37 +272,37 @@ def _finite(x: float) -> float | None:
 
 
 def _all_row(records: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], policy: ReviewPolicy, *, needed: int, covered: int, allow: bool, strata: dict[str, Any],
-             rounds: DoubleLabels, blanks: frozenset[str]) -> dict[str, Any]:
+             rounds: DoubleLabels, blanks: frozenset[str]) -> SliceRow:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
     row = _row(records, labels, outcome, policy, required=False, strata=strata, rounds=rounds, blanks=blanks)
-    row["required"] = required = needed > 0
-    row["needed"] = needed
-    row["coverage"] = covered / needed if needed else None
+    row.required = required = needed > 0
+    row.needed = needed
+    row.coverage = covered / needed if needed else None
     decided = _decided(row, policy)
     if decided == "fail":
-        row["status"] = "fail"
-    elif covered < needed or row["awaiting_adjudication"] or _open_blanks(row, policy):
-        row["status"] = "pending (allowed)" if allow else "pending"
-    elif row["reviewed"] and row["approval"] is None:
-        row["status"] = "unrepresentative"
-    elif row["reviewed"]:
-        row["status"] = decided or "undecided"
+        row.status = "fail"
+    elif covered < needed or row.awaiting_adjudication or _open_blanks(row, policy):
+        row.status = "pending (allowed)" if allow else "pending"
+    elif row.reviewed and row.approval is None:
+        row.status = "unrepresentative"
+    elif row.reviewed:
+        row.status = decided or "undecided"
     else:
-        row["status"] = "complete" if required else "not required"
-    if row["status"] in ("pass", "fail"):
-        row["min_approval"] = policy.min_approval
+        row.status = "complete" if required else "not required"
+    if row.status in ("pass", "fail"):
+        row.min_approval = policy.min_approval
     return row
 
 
-def _open_blanks(row: dict[str, Any], policy: ReviewPolicy) -> int:
+def _open_blanks(row: SliceRow, policy: ReviewPolicy) -> int:
     """The blank rows of the sample that hold review pending: every one, once review is required or has begun (a
     sample exported and never labelled, where nothing requires review, asks nothing)."""
-    return row["unlabelled_drawn"] if row["required"] or row["reviewed"] or row["awaiting_adjudication"] else 0
+    return row.unlabelled_drawn if row.required or row.reviewed or row.awaiting_adjudication else 0
 
 
-def _decided(row: dict[str, Any], policy: ReviewPolicy) -> str | None:
-    bounds = row["approval_bounds"]
-    return None if bounds is None else approval_status(bounds, policy.min_approval)
+def _decided(row: SliceRow, policy: ReviewPolicy) -> str | None:
+    bounds = row.approval_bounds
+    return None if bounds is None else approval_status((bounds[0], bounds[1]), policy.min_approval)
 
 
 def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -292,19 +311,19 @@ def _other_slices(records: list[CaseRecord], policy: ReviewPolicy, required: lis
     return [s for s in slices_of(records, keys) if s not in required]
 
 
-def _result(slice_: dict[str, Any], row: dict[str, Any]) -> CriterionResult:
+def _result(slice_: dict[str, Any], row: SliceRow) -> CriterionResult:
     name = f"human approval[{slice_name(slice_)}]" if slice_ else "human approval"
-    threshold = row["min_approval"] if row["min_approval"] is not None else 1.0
+    threshold = row.min_approval if row.min_approval is not None else 1.0
     criterion = Criterion(name=name, metric="human_approval", op=">=", threshold=threshold, slice=dict(slice_),
                           origin="review")
-    if row["status"] == "no cases":
+    if row.status == "no cases":
         why = "this required review slice matches no case of the run: check its spelling in review.required_slices"
         return approval_result(criterion, ApprovalEvidence(None, 0, None, 0.95, why, status="no cases"))
-    if row["status"] == "unrepresentative":
+    if row.status == "unrepresentative":
         why = f"the labels {_uncovered(row)}, e.g. with a new review export"
-        return approval_result(criterion, ApprovalEvidence(None, row["reviewed"], None, 0.95, why))
-    bounds = (row["approval_bounds"][0], row["approval_bounds"][1]) if row["approval_bounds"] else None
-    assert bounds is not None, f"review slice {name}: status {row['status']} without approval bounds"
+        return approval_result(criterion, ApprovalEvidence(None, row.reviewed, None, 0.95, why))
+    bounds = (row.approval_bounds[0], row.approval_bounds[1]) if row.approval_bounds else None
+    assert bounds is not None, f"review slice {name}: status {row.status} without approval bounds"
     return approval_result(criterion, ApprovalEvidence(
-        row["approval"], row["reviewed"], bounds, row["confidence"], approval_words(row),
-        every_case=row["reviewed"] >= row["cases"], status=row["status"], weighted=bool(row["effective_n"])))
+        row.approval, row.reviewed, bounds, row.confidence, approval_words(row),
+        every_case=row.reviewed >= row.cases, status=row.status, weighted=bool(row.effective_n)))

@@ -20,10 +20,7 @@ class Score:
     """The check could not be made (e.g. max_tokens with no token count): never a pass."""
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"passed": self.passed, "detail": self.detail}
-        if self.unknown:
-            out["unknown"] = True
-        return out
+        return {"passed": self.passed, "detail": self.detail, **({"unknown": True} if self.unknown else {})}
 
 
 SCORERS: dict[tuple[str, str], Callable[..., Score]] = {}

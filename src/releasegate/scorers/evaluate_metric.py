@@ -117,7 +117,7 @@ def evaluate_value(spec: EvaluateMetric, records: Sequence[CaseRecord], stored: 
     key = corpus_fingerprint(spec, done)
     hit = stored.get(key) if stored is not None else None
     if hit is not None:
-        return MetricValue(None if hit["value"] is None else float(hit["value"]), hit["n"])
+        return MetricValue(None if hit.value is None else float(hit.value), hit.n)
     value = compute_evaluate_metric(_loaded(spec.module, module_fingerprint(spec.module)), done, key=spec.key, name=spec.name)
     if stored is not None:
         stored.add(key, spec.name, value.value, value.n)

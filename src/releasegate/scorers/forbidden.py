@@ -65,12 +65,10 @@ def with_guards(found: dict[str, Any], record: CaseRecord, rules: Sequence[Forbi
             if judgment.passed is False:
                 hits += [{"category": _category(rules, name, code), "match": code, "rule": f"guard {name}"}
                          for code in (judgment.reason.split(",") if judgment.reason else ["unnamed"])]
-    out: dict[str, Any] = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits,
-           "rules": sorted({h["rule"] for h in hits}), "guard_said": [n for n in names if n not in unknown]}
-    if unknown and not hits:  # no verdict is not 'safe': the rate this case feeds is unknown
-        out["unknown"] = True
-        out["no_verdict"] = unknown
-    return out
+    # no verdict is not 'safe': the rate this case feeds is unknown
+    unsure = {"unknown": True, "no_verdict": unknown} if unknown and not hits else {}
+    return {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits,
+            "rules": sorted({h["rule"] for h in hits}), "guard_said": [n for n in names if n not in unknown], **unsure}
 
 
 def _category(rules: Iterable[ForbiddenRule], guard: str, code: str) -> str:

@@ -71,14 +71,15 @@ def score_record(record: CaseRecord, forbidden_rules: Rules, verdicts: Verdicts 
     among them (`record.evidence.answered`: it is scored as the failure it is, never checked as text), whatever
     the record has stored. The scores stored with the record are reused while their fingerprint matches
     (`stored.reusable`); a judge-scored answer is read from `verdicts` (`llm_judge.Verdicts`) every time."""
+    judged = (record.answer or {}).get("type") == "judge"
     if not answered(record):  # a judge-scored case the baseline answered is still a pairwise loss
-        pair = pairwise_outcome(record, verdicts) if (record.answer or {}).get("type") == "judge" else None
+        pair = pairwise_outcome(record, verdicts) if judged else None
         return {"pairwise": pair} if pair is not None else {}
     fixed = reusable(record, forbidden_rules)
     if fixed is None:
         fixed = fixed_scores(record, forbidden_rules)
     fixed = {**fixed, "forbidden": with_guards(fixed.get("forbidden", {}), record, forbidden_rules, verdicts)}
-    if record.answer and record.answer.get("type") == "judge":  # the verdict, never a stored answer
+    if judged:  # the verdict, never a stored answer
         return {**_judged(record, verdicts), **{k: v for k, v in fixed.items() if k not in ("answer", "pairwise")}}
     return fixed
 
@@ -94,19 +95,17 @@ def stored_scores(record: CaseRecord, forbidden_rules: Rules) -> tuple[Scores, s
 def fixed_scores(record: CaseRecord, forbidden_rules: Rules) -> Scores:
     """The scores that depend only on the record and the forbidden rules: every check but a judge's."""
     output = record.output or ""  # a tool call alone is an answer with no text (see evidence.answered)
-    scores: Scores = {}
-    if record.tools:
-        scores["tools"] = score_tools(record.tools, record.tool_calls or [])
-    if record.answer and record.answer.get("type") != "judge":
-        fn = get_scorer("answer", record.answer["type"])
-        scores["answer"] = fn(output, record.expected, record.answer).as_dict()
-    if record.format:
-        scores["format"] = _format(record, output)
+    kind = (record.answer or {}).get("type")
+    answer = get_scorer("answer", str(kind))(output, record.expected, record.answer).as_dict() \
+        if record.answer and kind != "judge" else None
     hits = find_hits(output, forbidden_rules)
-    scores["forbidden"] = {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits}
-    if hits:
-        scores["forbidden"]["rules"] = ["rules"]
-    return scores
+    return {
+        **({"tools": score_tools(record.tools, record.tool_calls or [])} if record.tools else {}),
+        **({"answer": answer} if answer is not None else {}),
+        **({"format": _format(record, output)} if record.format else {}),
+        "forbidden": {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits,
+                      **({"rules": ["rules"]} if hits else {})},
+    }
 
 
 def _judged(record: CaseRecord, verdicts: Verdicts | None) -> Scores:
@@ -118,11 +117,11 @@ def _judged(record: CaseRecord, verdicts: Verdicts | None) -> Scores:
 
 
 def _format(record: CaseRecord, output: str) -> dict[str, Any]:
-    checks = []
+    results = []
     for spec in record.format:
-        result = get_scorer("format", spec["type"])(output.strip(), spec, record.tokens.output)
-        checks.append({"type": spec["type"], **result.as_dict()})
-    out: dict[str, Any] = {"passed": all(c["passed"] for c in checks), "checks": checks}
-    if any(c.get("unknown") for c in checks) and all(c["passed"] or c.get("unknown") for c in checks):
-        out["unknown"] = True  # no check failed, but one could not be made
-    return out
+        kind = spec["type"]
+        results.append((kind, get_scorer("format", kind)(output.strip(), spec, record.tokens.output)))
+    checks = [{"type": kind, **result.as_dict()} for kind, result in results]
+    # no check failed, but one could not be made
+    unknown = any(r.unknown for _, r in results) and all(r.passed or r.unknown for _, r in results)
+    return {"passed": all(r.passed for _, r in results), "checks": checks, **({"unknown": True} if unknown else {})}

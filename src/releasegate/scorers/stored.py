@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..border.files import open_append, read_capped
 from ..border.structured import json_loads
@@ -96,12 +98,15 @@ def reusable(record: CaseRecord, forbidden_rules: Sequence[ForbiddenRule]) -> di
     return record.scores if record.scored_with == fingerprint(record, forbidden_rules) else None
 
 
-class CorpusRow(TypedDict):
-    """One line of corpus_scores.jsonl."""
+class CorpusRow(BaseModel):
+    """One line of corpus_scores.jsonl (keys it does not know are dropped)."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
 
     name: str
     fingerprint: str
-    value: float | None
+    value: int | float | None
+    """As written: an int stays one."""
     n: int
 
 
@@ -125,7 +130,7 @@ class CorpusScores:
             return cls()
         if not matches_seal(run.path, CORPUS_JOURNAL, hashlib.sha256(data).hexdigest()):
             return cls()
-        return cls({row["fingerprint"]: row for row in _rows(data)})
+        return cls({row.fingerprint: row for row in _rows(data)})
 
     def get(self, key: str | None) -> CorpusRow | None:
         """The stored {value, n} under this fingerprint; None when there is none (or no fingerprint)."""
@@ -135,7 +140,7 @@ class CorpusScores:
         """Keep a value just computed; one without a fingerprint (a hub module) is never stored."""
         if key is None or key in self.values:
             return
-        row: CorpusRow = {"name": name, "fingerprint": key, "value": value, "n": n}
+        row = CorpusRow(name=name, fingerprint=key, value=value, n=n)
         self.values[key] = row
         self.added.append(row)
 
@@ -144,7 +149,7 @@ class CorpusScores:
         if not self.added:
             return
         with io.TextIOWrapper(open_append(run.path / CORPUS_JOURNAL, what=CORPUS_JOURNAL), encoding="utf-8") as fh:
-            fh.writelines(json.dumps(row, sort_keys=True) + "\n" for row in self.added)
+            fh.writelines(json.dumps(row.model_dump(), sort_keys=True) + "\n" for row in self.added)
         self.added = []
 
 
@@ -156,8 +161,8 @@ def _rows(data: bytes) -> list[CorpusRow]:
             row = json_loads(line)
         except ValueError:
             continue
-        if (isinstance(row, dict) and isinstance(row.get("name"), str) and isinstance(row.get("fingerprint"), str)
-                and isinstance(row.get("n"), int)
-                and (row.get("value") is None or isinstance(row.get("value"), (int, float)))):
-            rows.append(CorpusRow(name=row["name"], fingerprint=row["fingerprint"], value=row.get("value"), n=row["n"]))
+        try:
+            rows.append(CorpusRow.model_validate(row))
+        except ValidationError:
+            continue
     return rows

@@ -30,8 +30,22 @@ from typing import Any
 from ..border.structured import json_loads
 from ._registry import Score
 from .format import json_schema
+from .tool_specs import (
+    ExpectedCall,
+    MadeCall,
+    OfferedTool,
+    ToolFunction,
+    ToolTurn,
+    TurnScore,
+    expected_calls,
+    made_calls,
+    offered_tools,
+    tool_spec,
+    tool_turn,
+)
 
-__all__ = ["score_tools", "score_turn", "match_calls", "value_matches", "call_matches", "CHECKS", "turn_passed"]
+__all__ = ["score_tools", "score_turn", "match_calls", "value_matches", "call_matches", "CHECKS", "turn_passed",
+           "turn_score"]
 
 CHECKS = ("trigger", "json", "schema", "match", "sequence", "forbidden_tool")
 
@@ -65,7 +79,11 @@ def value_matches(given: Any, wanted: Any) -> bool:
 
 def parsed_arguments(call: dict[str, Any]) -> dict[str, Any] | None:
     """A call's arguments as an object; None when they are not a JSON object."""
-    args = call.get("arguments")
+    return _arguments(MadeCall.model_validate(call))
+
+
+def _arguments(call: MadeCall) -> dict[str, Any] | None:
+    args = call.arguments
     if isinstance(args, dict):
         return args
     try:
@@ -83,13 +101,17 @@ def _not_json(name: str) -> None:
 def call_matches(call: dict[str, Any], expected: dict[str, Any]) -> bool:
     """A call made is the expected call: same name, no argument the expectation does not name, every argument
     it names given (unless optional) and one of its acceptable values."""
-    if call.get("name") != expected["name"]:
+    return _call_matches(made_calls([call])[0], expected_calls([expected])[0])
+
+
+def _call_matches(call: MadeCall, expected: ExpectedCall) -> bool:
+    if call.name != expected.name:
         return False
-    args = parsed_arguments(call)
+    args = _arguments(call)
     if args is None:
         return False
-    wanted = expected.get("arguments") or {}
-    optional = set(expected.get("optional") or ())
+    wanted = expected.arguments or {}
+    optional = set(expected.optional or ())
     if set(args) - set(wanted):
         return False
     for name, acceptable in wanted.items():
@@ -106,62 +128,70 @@ def match_calls(calls: list[dict[str, Any]], expected: list[dict[str, Any]]) -> 
     """The largest set of (call index, expected index) pairs that match, one to one, by an optimal assignment:
     a greedy pass (each expected call taking the first call that fits) can miss a full matching that exists,
     and its count then depends on the order of the lists."""
+    return _match(made_calls(calls), expected_calls(expected))
+
+
+def _match(calls: list[MadeCall], expected: list[ExpectedCall]) -> list[tuple[int, int]]:
     if not calls or not expected:
         return []
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 
-    fits = np.array([[call_matches(c, e) for e in expected] for c in calls], dtype=float)
+    fits = np.array([[_call_matches(c, e) for e in expected] for c in calls], dtype=float)
     rows, cols = linear_sum_assignment(fits, maximize=True)
     return [(int(r), int(c)) for r, c in zip(rows, cols) if fits[r, c]]
 
 
-def _in_sequence(calls: list[dict[str, Any]], expected: list[dict[str, Any]]) -> bool:
+def _in_sequence(calls: list[MadeCall], expected: list[ExpectedCall]) -> bool:
     """The expected calls appear among the calls in their order (others may come between)."""
     at = 0
     for call in calls:
-        if at < len(expected) and call_matches(call, expected[at]):
+        if at < len(expected) and _call_matches(call, expected[at]):
             at += 1
     return at == len(expected)
 
 
-def _schema_ok(call: dict[str, Any], tools: dict[str, dict[str, Any]]) -> tuple[bool, str]:
-    tool = tools.get(call.get("name") or "")
+def _schema_ok(call: MadeCall, tools: dict[str, ToolFunction]) -> tuple[bool, str]:
+    tool = tools.get(call.name or "")
     if tool is None:
-        return False, f"call to '{call.get('name')}', not a tool of the case"
-    params = tool.get("parameters")
-    if params is None:
+        return False, f"call to '{call.name}', not a tool of the case"
+    if tool.parameters is None:
         return True, ""
-    result: Score = json_schema(call.get("arguments") or "", {"schema": params}, None)
+    result: Score = json_schema(call.arguments or "", {"schema": tool.parameters}, None)
     return result.passed, result.detail
 
 
 def score_turn(calls: list[dict[str, Any]], turn: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
     """One turn's checks (see the module docstring), with what failed in `detail`."""
-    want = turn.get("call", "required")
-    expected = turn.get("calls") or []
-    order = turn.get("order", "any")
-    out: dict[str, Any] = {"calls": len(calls), "expected": len(expected)}
-    out["missed"] = want == "required" and not calls
-    out["unwanted"] = want == "forbidden" and bool(calls)
-    out["trigger"] = None if want == "optional" else not (out["missed"] or out["unwanted"])
-    out["json"] = all(parsed_arguments(c) is not None for c in calls) if calls else None
-    by_name = {t["function"]["name"]: t["function"] for t in tools}
+    return turn_score(made_calls(calls), tool_turn(turn), offered_tools(tools)).as_dict()
+
+
+def turn_score(calls: list[MadeCall], turn: ToolTurn, tools: list[OfferedTool]) -> TurnScore:
+    """`score_turn`, typed."""
+    want, expected, order = turn.call, turn.calls or [], turn.order
+    by_name = {t.function.name: t.function for t in tools}
     problems = [p for ok, p in (_schema_ok(c, by_name) for c in calls) if not ok]
-    out["schema"] = not problems if calls else None
-    pairs = match_calls(calls, expected)
-    out["matched"] = len(pairs)
-    out["match"] = (len(pairs) == len(expected) == len(calls) or (order == "sequence" and len(pairs) == len(expected))
-                    ) if expected else None
+    pairs = _match(calls, expected)
     if order == "exact" and expected:
-        out["sequence"] = len(calls) == len(expected) and all(map(call_matches, calls, expected))
+        sequence: bool | None = len(calls) == len(expected) and all(map(_call_matches, calls, expected))
     elif order == "sequence" and expected:
-        out["sequence"] = _in_sequence(calls, expected)
+        sequence = _in_sequence(calls, expected)
     else:
-        out["sequence"] = None
-    banned = {_tool_name(n) for n in turn.get("forbidden_tools") or ()}
-    out["forbidden_tool"] = not any(_tool_name(c.get("name")) in banned for c in calls) if banned else None
-    out["detail"] = _detail(out, problems)
+        sequence = None
+    banned = {_tool_name(n) for n in turn.forbidden_tools or ()}
+    missed, unwanted = want == "required" and not calls, want == "forbidden" and bool(calls)
+    out = TurnScore(
+        calls=len(calls), expected=len(expected), missed=missed, unwanted=unwanted,
+        trigger=None if want == "optional" else not (missed or unwanted),
+        json=all(_arguments(c) is not None for c in calls) if calls else None,
+        schema=not problems if calls else None,
+        matched=len(pairs),
+        match=(len(pairs) == len(expected) == len(calls) or (order == "sequence" and len(pairs) == len(expected))
+               ) if expected else None,
+        sequence=sequence,
+        forbidden_tool=not any(_tool_name(c.name) in banned for c in calls) if banned else None,
+    )
+    out.detail = _detail(out, problems)
     return out
 
 
@@ -177,21 +207,21 @@ def turn_passed(turn_score: dict[str, Any]) -> bool:
     return all(turn_score.get(c) is not False for c in CHECKS)
 
 
-def _detail(out: dict[str, Any], problems: list[str]) -> str:
+def _detail(out: TurnScore, problems: list[str]) -> str:
     said = []
-    if out["missed"]:
+    if out.missed:
         said.append("no call made where one is required")
-    if out["unwanted"]:
-        said.append(f"{out['calls']} call(s) made where none is wanted")
-    if out["json"] is False:
+    if out.unwanted:
+        said.append(f"{out.calls} call(s) made where none is wanted")
+    if out.json is False:
         said.append("arguments are not a JSON object")
     if problems:
         said.append(problems[0])
-    if out["match"] is False:
-        said.append(f"{out['matched']} of {out['expected']} expected calls matched ({out['calls']} made)")
-    if out["sequence"] is False:
+    if out.match is False:
+        said.append(f"{out.matched} of {out.expected} expected calls matched ({out.calls} made)")
+    if out.sequence is False:
         said.append("calls not in the expected order")
-    if out["forbidden_tool"] is False:
+    if out.forbidden_tool is False:
         said.append("a call to a tool the case forbids")
     return "; ".join(said)
 
@@ -199,23 +229,25 @@ def _detail(out: dict[str, Any], problems: list[str]) -> str:
 def score_tools(spec: dict[str, Any], turn_calls: list[list[dict[str, Any]]]) -> dict[str, Any]:
     """A case's tool score: every turn asked scored, passed when all scripted turns were asked and passed.
     `turn_calls`: the calls made at each turn asked (a conversation stops at the first turn that diverges)."""
-    turns = spec.get("turns") or []
-    scored = [score_turn(calls, turn, spec.get("tools") or []) for calls, turn in zip(turn_calls, turns)]
-    out: dict[str, Any] = {c: _all(s[c] for s in scored) for c in CHECKS}
-    out["missed"] = any(s["missed"] for s in scored)
-    out["unwanted"] = any(s["unwanted"] for s in scored)
-    out["forbidden_called"] = any(s["forbidden_tool"] is False for s in scored)
-    out["turns"] = [{k: v for k, v in s.items() if k != "detail"} for s in scored]
+    case = tool_spec(spec)
+    turns, tools = case.turns or [], case.tools or []
+    scored = [turn_score(made_calls(calls), turn, tools) for calls, turn in zip(turn_calls, turns)]
     complete = len(scored) == len(turns)
-    out["passed"] = complete and all(turn_passed(s) for s in scored)
-    failing = next((i for i, s in enumerate(scored) if not turn_passed(s)), None)
+    failing = next((i for i, s in enumerate(scored) if not s.passed), None)
     if failing is not None:
-        out["detail"] = (f"turn {failing + 1}: " if len(turns) > 1 else "") + scored[failing]["detail"]
+        detail = (f"turn {failing + 1}: " if len(turns) > 1 else "") + scored[failing].detail
     elif not complete:
-        out["detail"] = f"{len(scored)} of {len(turns)} turns asked"
+        detail = f"{len(scored)} of {len(turns)} turns asked"
     else:
-        out["detail"] = ""
-    return out
+        detail = ""
+    return {
+        **{c: _all(s.checks()[c] for s in scored) for c in CHECKS},
+        "missed": any(s.missed for s in scored), "unwanted": any(s.unwanted for s in scored),
+        "forbidden_called": any(s.forbidden_tool is False for s in scored),
+        "turns": [s.as_dict(detail=False) for s in scored],
+        "passed": complete and all(s.passed for s in scored),
+        "detail": detail,
+    }
 
 
 def _all(values: Iterable[bool | None]) -> bool | None:
