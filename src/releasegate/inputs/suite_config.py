@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ from ..border.structured import json_loads
 from ..errors import InputError
 from .files import KeyAt, is_dir, nowhere, read_text, resolve_under
 from .schema_check import did_you_mean
+from .source_spec import ColumnSpec
 from .sources import EXTENSIONS
 
 if TYPE_CHECKING:
@@ -45,6 +47,11 @@ class SuiteConfig:
     """Where a key of this suite's entry was written (`key_at("answer", "fields", 1)`: the config file and line,
     or the --set): an error in the suite's own settings (its path, answer, format) names that line, not the
     suite's file."""
+
+    @cached_property
+    def column_spec(self) -> ColumnSpec:
+        """`columns:` read once (a source suite's; empty for a JSONL suite)."""
+        return ColumnSpec.model_validate(self.columns or {})
 
 
 def parse_suite(raw: dict[str, Any], here: Path, config_path: Path, at: KeyAt) -> SuiteConfig:

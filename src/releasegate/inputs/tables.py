@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..border.structured import json_loads
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..extras import load
-from .files import check_regular, open_regular, read_capped
+from .files import KeyAt, check_regular, open_regular, read_capped
+from .schema_check import did_you_mean
 from .text_tables import RowPlace, text_place
 
 
@@ -35,6 +36,16 @@ class Sourced(Protocol):
 
     @property
     def source(self) -> dict[str, Any] | None: ...
+
+
+class SampledSource(Sourced, Protocol):
+    """A tabular suite that may be sampled (`sample:`), with where its config keys were written."""
+
+    @property
+    def sample(self) -> dict[str, Any] | None: ...
+
+    @property
+    def key_at(self) -> KeyAt: ...
 
 MAX_JSON_DEPTH = 256
 """Nesting of a JSON or JSON Lines source's values; a case needs a few levels."""
@@ -249,3 +260,28 @@ def _check_data_files(folder: Path, state: dict[str, Any]) -> None:
             raise InputError(f"state.json names a data file outside its directory ({file.name})", file=folder / "state.json",
                              field="_data_files", hint="save the dataset again with Dataset.save_to_disk")
         check_regular(file, what="save_to_disk data file")
+
+
+def _no_sheet(path: str | Path, sheet: object, sheet_at: Where) -> InputError:
+    """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
+    import pandas as pd
+
+    try:
+        with pd.ExcelFile(path, engine="openpyxl") as book:
+            names = [str(n) for n in book.sheet_names]
+    except Exception:  # the sheet's absence is the error to report, not this one
+        names = []
+    shown = f" (sheets: {', '.join(names)})" if names else ""
+    return InputError(f"no sheet {sheet!r} in {path}{shown}", **sheet_at,
+                      hint=did_you_mean(str(sheet), names) or None)
+
+
+def _defused(exc: BaseException | None) -> bool:
+    """Whether defusedxml refused the XML behind `exc` (itself, or what it was raised from or during)."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if type(exc).__module__.startswith("defusedxml"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
