@@ -170,7 +170,7 @@ def _table(suite: SampledSource, source: SourceSpec) -> Table | None:
     if source.format == "arrow":
         return arrow_table(path)
 
-    data = disk_dataset(suite.source or {})
+    data = disk_dataset(source)
     if getattr(data, "_indices", None) is not None:  # a selection over the table: read through datasets
         return None
     table = data.data

@@ -74,7 +74,7 @@ def check_source(suite: SampledSource) -> None:
     if spec.format != "disk" and is_dir(path):
         raise InputError("suite source is a directory, expected a file", file=path,
                          hint="for a save_to_disk directory use format: disk")
-    check_source_file(src)  # regular files, JSON depth, xlsx size and grid, save_to_disk data files confined
+    check_source_file(spec)  # regular files, JSON depth, xlsx size and grid, save_to_disk data files confined
 
 
 def source_rows(suite: SampledSource, *, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -106,7 +106,7 @@ def _all_rows(suite: SampledSource) -> Iterator[tuple[int, dict[str, Any]]]:
     elif spec.format == "xlsx":
         rows = _xlsx_rows(spec, suite.key_at("source", "sheet"))
     elif spec.format == "disk":
-        rows = _disk_rows(src)
+        rows = _disk_rows(spec)
     else:
         rows = _file_rows(src)
     number = 0
@@ -131,7 +131,7 @@ def _file_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     if spec.format in ("parquet", "arrow"):  # pyarrow itself: what datasets would call, without its start-up
         yield from _arrow_rows(path, spec.format)
         return
-    yield from csv_rows(src) if spec.format in ("csv", "tsv") else json_rows(src)
+    yield from csv_rows(spec) if spec.format in ("csv", "tsv") else json_rows(spec)
 
 
 def _arrow_rows(path: str, fmt: str) -> Iterator[dict[str, Any]]:
@@ -146,7 +146,7 @@ def _arrow_rows(path: str, fmt: str) -> Iterator[dict[str, Any]]:
         yield from batch.to_pylist()
 
 
-def _disk_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _disk_rows(src: SourceSpec) -> Iterator[dict[str, Any]]:
     data = disk_dataset(src)
     if getattr(data, "_indices", None) is None:  # the memory-mapped table itself, a batch at a time
         for batch in data.data.to_batches(max_chunksize=_BATCH):

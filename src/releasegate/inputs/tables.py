@@ -25,6 +25,7 @@ from ..errors import InputError, Where
 from ..extras import load
 from .files import KeyAt, check_regular, open_regular, read_capped
 from .schema_check import did_you_mean
+from .source_spec import SourceSpec
 from .text_tables import RowPlace, text_place
 
 
@@ -68,12 +69,12 @@ def row_place(suite: Sourced, number: int) -> RowPlace:
     """Where data row `number` (1-based, the header not counted) of a suite's source is, as the program a user
     opens it in shows it: a CSV's or TSV's line and spreadsheet row, a JSON Lines line, a workbook sheet's row
     (the header is its row 1); else the row."""
-    src = _source(suite)
-    fmt = src.get("format")
-    if "hub" not in src and fmt in ("csv", "tsv", "json", "jsonl"):
+    src = SourceSpec.model_validate(_source(suite))
+    fmt = src.format
+    if src.hub is None and fmt in ("csv", "tsv", "json", "jsonl"):
         return text_place(src, number)
     if fmt == "xlsx":
-        sheet = src.get("sheet")
+        sheet = src.sheet
         named = f" of sheet '{sheet}'" if isinstance(sheet, str) else ""
         return RowPlace(line=None, row=f"spreadsheet row {number + 1}{named}")
     return RowPlace(line=None, row=f"row {number}")
@@ -98,16 +99,16 @@ def _datasets(purpose: str = "this suite source", file: str | None = None) -> An
     return datasets
 
 
-def disk_dataset(src: dict[str, Any]) -> Any:  # a datasets.Dataset (datasets has no type information)
+def disk_dataset(src: SourceSpec) -> Any:  # a datasets.Dataset (datasets has no type information)
     """The split of a save_to_disk directory, as a memory-mapped Dataset."""
-    path = str(src["path"])
+    path = str(src.path)
     datasets = _datasets("a save_to_disk suite source (format: disk)", path)
     try:
         data = datasets.load_from_disk(path)
     except Exception as exc:
         raise InputError(f"cannot read save_to_disk directory: {_short(exc)}", file=path) from None
     if isinstance(data, datasets.DatasetDict):
-        split = src.get("split")
+        split = src.split
         if split is None and len(data) == 1:
             split = next(iter(data))
         if split not in data:
@@ -131,10 +132,10 @@ def arrow_table(path: str) -> Any:  # a pyarrow.Table (pyarrow has no type infor
 
 # -- checks before a third-party reader opens a file ----------------------------------------------------------
 
-def check_source_file(src: dict[str, Any]) -> None:
+def check_source_file(src: SourceSpec) -> None:
     """A local source file checked for what its reader cannot survive (see the module docstring)."""
-    path = Path(src["path"])
-    fmt = src["format"]
+    path = Path(str(src.path))
+    fmt = src.format
     if fmt == "disk":
         check_disk_dir(path)
         return
