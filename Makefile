@@ -15,7 +15,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 # Strict typing, package by package: the decisions, the border, and the gate kernel with every gate feature.
 # inputs/ file by file: these still have strict errors (untyped JSON Schema compiler, sampling, validation)
-INPUTS_NOT_STRICT := schema_compiler schema_check sampling sources validation
+INPUTS_NOT_STRICT :=
 STRICT_INPUTS = $(filter-out $(INPUTS_NOT_STRICT:%=src/releasegate/inputs/%.py),$(wildcard src/releasegate/inputs/*.py))
 STRICT := src/releasegate/decision src/releasegate/border src/releasegate/record src/releasegate/report \
 	src/releasegate/pipeline src/releasegate/gate src/releasegate/llm_judge src/releasegate/review \

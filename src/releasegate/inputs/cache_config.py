@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..border.http import url_problem
 from ..errors import InputError
 from ..redaction import mask_url
 from .backend_facts import capabilities
 from .files import KeyAt, named_file, read_text, resolve_under
+from .read_doc import read_doc
 
 __all__ = ["CacheConfig", "PrefixCacheConfig", "parse_cache", "parse_prefix_cache", "DEFAULT_CACHE", "EmbeddingSource",
            "ResponseCacheProbeConfig", "parse_response_cache_probe"]
@@ -38,28 +41,75 @@ class PrefixCacheConfig:
     """Measured pairs: each case's question once after the same prompt (warm) and once after a new one (cold)."""
 
 
+Number = int | float
+"""A number as written (an int stays an int in what is recorded)."""
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class CacheDoc(_Doc):
+    path: str = DEFAULT_CACHE
+    ttl_s: Number | None = None
+
+
+class PrefixCacheDoc(_Doc):
+    system: str | None = None
+    system_file: str | None = None
+    requests: int = 16
+
+
+class EmbeddingsDoc(_Doc):
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    local: str | None = None
+    threads: int = 1
+    batch_size: int = 16
+    timeout_s: Number = 60.0
+
+
+class ResponseCacheProbeDoc(_Doc):
+    mode: str = "semantic"
+    threshold: Number | None = None
+    thresholds: list[Number] = Field(default_factory=list)
+    embeddings: EmbeddingsDoc | None = None
+    ttl_s: Number | None = None
+    arrival_interval_s: Number = 1.0
+    group_tag: str | None = None
+    time_sensitive_tag: str | None = None
+    time_sensitive_max_age_s: Number = 0.0
+
+
+class BackendDoc(_Doc):
+    backend: str
+
+
 def parse_cache(raw: dict[str, Any] | None, here: Path) -> CacheConfig | None:
     """The `cache:` section; None (no response cache) when the config has none."""
     if raw is None:
         return None
-    return CacheConfig(path=resolve_under(here, raw.get("path", DEFAULT_CACHE)), ttl_s=raw.get("ttl_s"))
+    doc = read_doc(CacheDoc, raw, None)
+    return CacheConfig(path=resolve_under(here, doc.path), ttl_s=doc.ttl_s)
 
 
 def parse_prefix_cache(raw: dict[str, Any] | None, target: dict[str, Any], here: Path, at: KeyAt) -> PrefixCacheConfig | None:
     """The `prefix_cache:` section, its system prompt read; None (not measured) when the config has none."""
     if raw is None:
         return None
-    if not capabilities(target["backend"]).prefix_cache_probe:
+    if not capabilities(read_doc(BackendDoc, target, None).backend).prefix_cache_probe:
         raise InputError("the prefix-cache probe measures a server: it needs the openai backend",
                          **at("prefix_cache"), hint="remove prefix_cache: or serve the model")
     if ("system" in raw) == ("system_file" in raw):
         raise InputError("prefix_cache needs one of system (the text) or system_file (a path)", **at("prefix_cache"))
-    system = raw.get("system")
+    doc = read_doc(PrefixCacheDoc, raw, None)
+    system = doc.system
     if system is None:
         where = at("prefix_cache", "system_file")
-        system = read_text(named_file(resolve_under(here, raw["system_file"]), what="system prompt", where=where,
+        system = read_text(named_file(resolve_under(here, str(doc.system_file)), what="system prompt", where=where,
                                       base=here), what="system prompt")
-    return PrefixCacheConfig(system=system, requests=raw.get("requests", 16))
+    return PrefixCacheConfig(system=system, requests=doc.requests)
 
 
 @dataclass(frozen=True)
@@ -115,35 +165,35 @@ def parse_response_cache_probe(raw: dict[str, Any] | None, here: Path, at: KeyAt
     """The `response_cache_probe:` section; None (not simulated) when the config has none."""
     if raw is None:
         return None
-    mode = raw.get("mode", "semantic")
-    threshold = raw.get("threshold")
+    doc = read_doc(ResponseCacheProbeDoc, raw, None)
+    mode, threshold = doc.mode, doc.threshold
     if mode == "semantic" and threshold is None:
         raise InputError("semantic mode needs a threshold", **at("response_cache_probe", "threshold"),
                          hint="e.g. threshold: 0.95, or mode: exact")
-    embeddings = raw.get("embeddings")
+    embeddings = doc.embeddings
     if mode == "semantic" and embeddings is None:
         raise InputError("semantic mode needs embeddings", **at("response_cache_probe", "embeddings"),
                          hint="embeddings: {base_url: ..., model: ...} or {local: a model directory}")
-    thresholds = tuple(sorted({*raw.get("thresholds", ()), *([threshold] if threshold is not None else [])}))
+    thresholds = tuple(sorted({*doc.thresholds, *([threshold] if threshold is not None else [])}))
     return ResponseCacheProbeConfig(
         mode=mode, threshold=threshold, thresholds=thresholds if mode == "semantic" else (),
-        ttl_s=raw.get("ttl_s"), arrival_interval_s=raw.get("arrival_interval_s", 1.0),
-        group_tag=raw.get("group_tag"), time_sensitive_tag=raw.get("time_sensitive_tag"),
-        time_sensitive_max_age_s=raw.get("time_sensitive_max_age_s", 0.0),
+        ttl_s=doc.ttl_s, arrival_interval_s=doc.arrival_interval_s,
+        group_tag=doc.group_tag, time_sensitive_tag=doc.time_sensitive_tag,
+        time_sensitive_max_age_s=doc.time_sensitive_max_age_s,
         embeddings=_embeddings(embeddings, here, at) if mode == "semantic" and embeddings is not None else None,
     )
 
 
-def _embeddings(raw: dict[str, Any], here: Path, at: KeyAt) -> EmbeddingSource:
-    if ("local" in raw) == ("base_url" in raw):
+def _embeddings(raw: EmbeddingsDoc, here: Path, at: KeyAt) -> EmbeddingSource:
+    given = raw.model_fields_set
+    if ("local" in given) == ("base_url" in given):
         raise InputError("embeddings needs one of base_url (an endpoint) or local (a model directory)",
                          **at("response_cache_probe", "embeddings"))
-    if isinstance(raw.get("base_url"), str) and (problem := url_problem(raw["base_url"])) is not None:
+    if raw.base_url is not None and (problem := url_problem(raw.base_url)) is not None:
         raise InputError(f"embeddings.base_url is {problem}", **at("response_cache_probe", "embeddings", "base_url"),
                          hint="write it as http(s)://host[:port]/v1")
-    if "base_url" in raw and not raw.get("model"):
+    if "base_url" in given and not raw.model:
         raise InputError("an embeddings endpoint needs its model", **at("response_cache_probe", "embeddings", "model"))
-    local = resolve_under(here, raw["local"]) if "local" in raw else None
-    return EmbeddingSource(base_url=raw.get("base_url"), model=raw.get("model"), api_key_env=raw.get("api_key_env"),
-                           local=local, threads=raw.get("threads", 1), batch_size=raw.get("batch_size", 16),
-                           timeout_s=raw.get("timeout_s", 60.0))
+    local = resolve_under(here, raw.local) if raw.local is not None else None
+    return EmbeddingSource(base_url=raw.base_url, model=raw.model, api_key_env=raw.api_key_env, local=local,
+                           threads=raw.threads, batch_size=raw.batch_size, timeout_s=raw.timeout_s)

@@ -29,6 +29,7 @@ from .cache_config import (
     parse_response_cache_probe,
 )
 from .composition import Composed, Override, compose, parse_override, recorded_override, value_at
+from .config_doc import ConfigDoc
 from .config_secrets import masked_config, register_config_secrets, restore_from
 from .cost_config import CostConfig, parse_cost
 from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
@@ -38,6 +39,7 @@ from .judging_keys import layered_over_official
 from .leakage_inputs import parse_leakage
 from .load_profile import LoadConfig, parse_load
 from .probes import parse_probes
+from .read_doc import read_doc
 from .scale_config import ScaleConfig, parse_scale
 from .schema_check import validate
 from .suite_config import SuiteConfig, check_unique_names, parse_suite
@@ -182,44 +184,45 @@ def load_config(
         data = restore_from(data, _original(Path(secrets_from), secrets_overrides))
     here = Path(base_dir) if base_dir is not None else path.parent
     at = composed.at
+    doc = read_doc(ConfigDoc, data, path)
 
-    target = parse_target(data["target"], here, at)
+    target = parse_target(doc.target, here, at)
     target.register_secrets()
     _check_answers(target, at("target", "backend"))
-    judge = _judge(data.get("judge"), here, at)
-    guards = _guards(data.get("guards"), here, at)
-    suites = tuple(parse_suite(s, here, path, lambda *p, i=i: at("suites", i, *p)) for i, s in enumerate(data["suites"]))
+    judge = _judge(doc.judge, here, at)
+    guards = _guards(doc.guards, here, at)
+    suites = tuple(parse_suite(s, here, path, lambda *p, i=i: at("suites", i, *p)) for i, s in enumerate(doc.suites))
     check_unique_names(suites, at)
-    output = data.get("output", {})
     # With served variants the load, prefix-cache and scale sections are for their servers (an openai client),
     # whatever the target's own backend: `check` on the target itself refuses them (pipeline.check).
-    served = {**data["target"], "backend": "openai"} if data.get("variants") is not None else data["target"]
-    budget, leakage = parse_budget(data.get("budget"), at), parse_leakage(data.get("leakage"), here, at, parse_target)
-    refuse_unbilled(budget, target, data.get("load"), leakage, at)
+    served = {**doc.target, "backend": "openai"} if doc.variants is not None else doc.target
+    budget, leakage = parse_budget(doc.budget, at), parse_leakage(doc.leakage, here, at, parse_target)
+    refuse_unbilled(budget, target, doc.load, leakage, at)
+    generation = doc.generation_settings
     return Config(
         path=path,
         raw=data,
         target=target,
         suites=suites,
-        rubric=resolve_under(here, data["rubric"]),
-        max_new_tokens=data.get("generation", {}).get("max_new_tokens", 64),
-        generation={k: v for k, v in data.get("generation", {}).items() if k != "repeats"},
-        repeats=data.get("generation", {}).get("repeats", 1),
-        load=parse_load(data.get("load"), served, here, at),
-        cost=parse_cost(data.get("cost"), here, at),
+        rubric=resolve_under(here, doc.rubric),
+        max_new_tokens=generation.max_new_tokens,
+        generation={k: v for k, v in doc.generation.items() if k != "repeats"},
+        repeats=generation.repeats,
+        load=parse_load(doc.load, served, here, at),
+        cost=parse_cost(doc.cost, here, at),
         budget=budget,
-        output_dir=resolve_under(here, output.get("dir", "reports")),
-        run_id=output.get("run_id"),
-        seed=data.get("seed", 0),
-        cache=parse_cache(data.get("cache"), here),
-        prefix_cache=parse_prefix_cache(data.get("prefix_cache"), served, here, at),
-        response_cache_probe=parse_response_cache_probe(data.get("response_cache_probe"), here, at),
+        output_dir=resolve_under(here, doc.output.dir),
+        run_id=doc.output.run_id,
+        seed=doc.seed,
+        cache=parse_cache(doc.cache, here),
+        prefix_cache=parse_prefix_cache(doc.prefix_cache, served, here, at),
+        response_cache_probe=parse_response_cache_probe(doc.response_cache_probe, here, at),
         judge=judge,
         guards=guards,
-        probes=parse_probes(data.get("probes"), here, at),
+        probes=parse_probes(doc.probes, here, at),
         leakage=leakage,
-        scale=parse_scale(data.get("scale"), served, data.get("load"), at),
-        variants=parse_variant_plan(data.get("variants"), data.get("variant_choice"), data["target"], here, at),
+        scale=parse_scale(doc.scale, served, doc.load, at),
+        variants=parse_variant_plan(doc.variants, doc.variant_choice, doc.target, here, at),
         base_dir=here,
         extends=tuple(composed.extends),
         overrides=composed.overrides,

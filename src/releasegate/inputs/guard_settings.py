@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..errors import InputError
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
@@ -29,6 +31,7 @@ from .backend_facts import spec
 from .files import KeyAt, is_file, read_text
 from .guard_labels import classifier_labels, label_key
 from .judge_settings import TARGET_KEYS
+from .read_doc import read_doc
 
 if TYPE_CHECKING:
     from .target import TargetConfig
@@ -188,23 +191,38 @@ def _label_reply(text: str, settings: GuardSettings | None) -> GuardReply:
     return GuardReply(True, (code,))
 
 
+class GuardDoc(BaseModel):
+    """One guard of the config's `guards:` as written (its target keys are read as `target:` is)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    format: str = "llama_guard"
+    categories: dict[str, Any] | None = None
+    prompt: str | None = None
+    backend: str = "openai"
+    max_tokens: int = 32
+    temperature: float = 0.0
+    cache: bool = True
+
+
 def parse_guards(raw: dict[str, Any] | None, here: Path, at: KeyAt,
                  make_target: Callable[[dict[str, Any], str], TargetConfig]) -> dict[str, GuardSettings]:
     """The `guards:` section by name; `make_target(raw, name)` builds each guard's TargetConfig."""
     out = {}
     for name, section in (raw or {}).items():
-        fmt = section.get("format", "llama_guard")
-        categories = {str(k): str(v) for k, v in (section.get("categories") or {}).items()}
+        doc = read_doc(GuardDoc, section, None)
+        fmt = doc.format
+        categories = {str(k): str(v) for k, v in (doc.categories or {}).items()}
         if fmt == "shieldgemma" and not categories:
             raise InputError("a shieldgemma guard asks one question per policy: give its categories",
                              **at("guards", name, "categories"), hint="categories: {harassment: '...'}")
         prompt_text = None
-        if section.get("prompt"):
-            path = (here / section["prompt"]).resolve()
+        if doc.prompt:
+            path = (here / doc.prompt).resolve()
             if not is_file(path):
                 raise InputError(f"no prompt template at {path}", **at("guards", name, "prompt"))
             prompt_text = read_text(path, what="guard prompt template")
-        backend = section.get("backend", "openai")
+        backend = doc.backend
         missing = [key for key in spec(backend).required if key not in section]
         if missing:  # else the guard would load a model named None mid-run
             raise InputError(f"a guard with backend {backend} needs {missing[0]}", **at("guards", name),
@@ -213,8 +231,7 @@ def parse_guards(raw: dict[str, Any] | None, here: Path, at: KeyAt,
                               "backend": backend, "stop_after_errors": 0}, name)
         safe_labels = classifier_labels(section, name, fmt, target, at)
         settings = GuardSettings(name, target, fmt, categories, safe_labels, prompt_text,
-                                 int(section.get("max_tokens", 32)), float(section.get("temperature", 0.0)),
-                                 bool(section.get("cache", True)))
+                                 doc.max_tokens, doc.temperature, doc.cache)
         try:
             compile_template(settings.template)
             shown = guard_prompt(settings, "", _SHOWN, next(iter(categories), None))

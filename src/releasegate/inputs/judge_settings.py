@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..errors import InputError
 from .backend_facts import spec
 from .files import KeyAt, is_file, read_text
 from .judge_prompt import check_template, template_text
+from .read_doc import read_doc
 from .schema_check import did_you_mean
 
 if TYPE_CHECKING:
@@ -45,12 +48,51 @@ class Criterion:
     """Show the judge the expected answer: True, False, or None (when the case has one)."""
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "instructions": self.instructions}
-        if self.scale is not None:
-            out |= {"scale": self.scale, "pass_mark": self.pass_mark}
-        if self.reference is not None:
-            out["reference"] = self.reference
-        return out
+        return {"name": self.name, "instructions": self.instructions,
+                **({"scale": self.scale, "pass_mark": self.pass_mark} if self.scale is not None else {}),
+                **({"reference": self.reference} if self.reference is not None else {})}
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class CriterionDoc(_Doc):
+    """A grading criterion as written: under `judge.criteria`, or inline in a `{type: judge}` answer spec (which
+    may name a criterion of the config instead)."""
+
+    criterion: str | None = None
+    instructions: str | None = None
+    scale: int | None = None
+    pass_mark: int | None = None
+    reference: bool | None = None
+
+
+class JudgeDoc(_Doc):
+    """The config's `judge:` section as written (its target keys are read as `target:` is)."""
+
+    backend: str = "openai"
+    prompt: str | None = None
+    criteria: dict[str, CriterionDoc] | None = None
+    baseline: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+    structured: str = "json_schema"
+    max_output_chars: int = 20000
+    system: str | None = None
+    on_error: str = "insufficient"
+    cache: bool = True
+    price: dict[str, Any] | None = None
+
+
+class CalibrationDoc(_Doc):
+    """The rubric's `judge:` section as written."""
+
+    min_agreement: float = 0.8
+    min_labels: int = 20
+    min_kappa: float | None = None
+    confidence: float = 0.95
+    max_order_inconsistency: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -100,25 +142,26 @@ class JudgeSettings:
 
 def criterion_of(answer: dict[str, Any], settings: JudgeSettings | None, *, where: str = "answer") -> Criterion:
     """The criterion a `{type: judge}` answer spec grades by: named in the config, or written inline."""
-    name = answer.get("criterion")
-    if name is not None and "instructions" not in answer:
+    doc = read_doc(CriterionDoc, answer, None)
+    name = doc.criterion
+    if name is not None and doc.instructions is None:
         if settings is None or name not in settings.criteria:
             known = ", ".join(sorted(settings.criteria)) if settings else "none: the config has no judge section"
             guess = did_you_mean(str(name), sorted(settings.criteria)) if settings else ""
             raise InputError(f"judge criterion '{name}' is not defined (known: {known})", field=f"{where}.criterion",
                              hint=guess or "add it under judge.criteria in the config")
         return settings.criteria[name]
-    return _criterion(name or "inline", answer, where)
+    return _criterion(name or "inline", doc, where)
 
 
-def _criterion(name: str, raw: dict[str, Any], where: str) -> Criterion:
-    scale, mark = raw.get("scale"), raw.get("pass_mark")
+def _criterion(name: str, raw: CriterionDoc, where: str) -> Criterion:
+    scale, mark = raw.scale, raw.pass_mark
     if (scale is None) != (mark is None):
         raise InputError("scale and pass_mark go together", field=f"{where}.{'pass_mark' if scale else 'scale'}",
                          hint="give both (grades 1..scale, passing from pass_mark) or neither (pass/fail)")
     if scale is not None and mark is not None and not 1 <= mark <= scale:  # both or neither (checked above)
         raise InputError(f"pass_mark {mark} is outside the scale 1..{scale}", field=f"{where}.pass_mark")
-    return Criterion(name, raw["instructions"], scale, mark, raw.get("reference"))
+    return Criterion(name, str(raw.instructions), scale, mark, raw.reference)
 
 
 def parse_judge(raw: dict[str, Any] | None, here: Path, at: KeyAt,
@@ -127,7 +170,8 @@ def parse_judge(raw: dict[str, Any] | None, here: Path, at: KeyAt,
     if raw is None:
         return None
 
-    backend = raw.get("backend", "openai")
+    doc = read_doc(JudgeDoc, raw, None)
+    backend = doc.backend
     need = spec(backend).required
     for key in need:
         if key not in raw:
@@ -135,21 +179,20 @@ def parse_judge(raw: dict[str, Any] | None, here: Path, at: KeyAt,
     # a judge that stops answering leaves its criteria undecided (judge errors): it never stops the run
     target = make_target({**{k: raw[k] for k in TARGET_KEYS if k in raw}, "backend": backend, "stop_after_errors": 0})
     prompt_path = prompt_text = None
-    if raw.get("prompt"):
-        prompt_path = (here / raw["prompt"]).resolve()
+    if doc.prompt:
+        prompt_path = (here / doc.prompt).resolve()
         if not is_file(prompt_path):
             raise InputError(f"no prompt template at {prompt_path}", **at("judge", "prompt"))
         prompt_text = read_text(prompt_path, what="judge prompt template")
-    criteria = {name: _criterion(name, spec, f"judge.criteria.{name}") for name, spec in (raw.get("criteria") or {}).items()}
-    baseline = (here / raw["baseline"]).resolve() if raw.get("baseline") else None
+    criteria = {name: _criterion(name, spec, f"judge.criteria.{name}") for name, spec in (doc.criteria or {}).items()}
+    baseline = (here / doc.baseline).resolve() if doc.baseline else None
     if baseline is not None and not is_file(baseline / "records.jsonl"):
         raise InputError(f"no run at {baseline} (no records.jsonl)", **at("judge", "baseline"),
                          hint="point at a saved run directory under reports/")
     settings = JudgeSettings(
-        target=target, temperature=float(raw.get("temperature", 0.0)), max_tokens=raw.get("max_tokens", 256),
-        structured=raw.get("structured", "json_schema"), prompt_path=prompt_path, prompt_text=prompt_text,
-        max_output_chars=raw.get("max_output_chars", 20000), system=raw.get("system"), on_error=raw.get("on_error", "insufficient"),
-        cache=raw.get("cache", True), price=dict(raw.get("price") or {}), criteria=criteria, baseline=baseline,
+        target=target, temperature=doc.temperature, max_tokens=doc.max_tokens, structured=doc.structured,
+        prompt_path=prompt_path, prompt_text=prompt_text, max_output_chars=doc.max_output_chars, system=doc.system,
+        on_error=doc.on_error, cache=doc.cache, price=dict(doc.price or {}), criteria=criteria, baseline=baseline,
     )
 
     check_template(settings, at("judge", "prompt"))
@@ -169,20 +212,15 @@ class CalibrationPolicy:
     of the two outputs on at most this share of the cases."""
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"min_agreement": self.min_agreement, "min_labels": self.min_labels, "confidence": self.confidence,
-               "max_order_inconsistency": self.max_order_inconsistency}
-        if self.min_kappa is not None:
-            out["min_kappa"] = self.min_kappa
-        return out
+        return {"min_agreement": self.min_agreement, "min_labels": self.min_labels, "confidence": self.confidence,
+                "max_order_inconsistency": self.max_order_inconsistency,
+                **({"min_kappa": self.min_kappa} if self.min_kappa is not None else {})}
 
 
 def parse_calibration(raw: dict[str, Any] | None) -> CalibrationPolicy:
-    raw = raw or {}
-    return CalibrationPolicy(
-        min_agreement=float(raw.get("min_agreement", 0.8)), min_labels=int(raw.get("min_labels", 20)),
-        min_kappa=raw.get("min_kappa"), confidence=float(raw.get("confidence", 0.95)),
-        max_order_inconsistency=float(raw.get("max_order_inconsistency", 0.2)),
-    )
+    doc = read_doc(CalibrationDoc, raw or {}, None)
+    return CalibrationPolicy(min_agreement=doc.min_agreement, min_labels=doc.min_labels, min_kappa=doc.min_kappa,
+                             confidence=doc.confidence, max_order_inconsistency=doc.max_order_inconsistency)
 
 
 def check_judged_cases(config: Config, cases: Iterable[Case]) -> None:

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..border.files import read_capped
 from ..border.json_reader import NotJson, read_json
 from ..errors import InputError
 from .canaries import read_canaries
 from .files import named_file, resolve_under
+from .read_doc import read_doc
 
 __all__ = ["SUITE_KIND", "LeakageConfig", "LeakageRecord", "LeakageSuite", "parse_leakage", "read_leakage_suite"]
 
@@ -66,18 +69,32 @@ class LeakageSuite:
     seed: int = 0
 
 
+class LeakageDoc(BaseModel):
+    """The config's `leakage:` section as written."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    suite: str
+    base: dict[str, Any] | None = None
+    max_new_tokens: int = 64
+    templates: bool = True
+    canaries: str | None = None
+    canary_candidates: int = 200
+
+
 def parse_leakage(raw: dict[str, Any] | None, here: Path, at: Any, parse_target: Any) -> LeakageConfig | None:
     """The `leakage:` section (None: no leakage probe); `parse_target` reads its `base:` like the target."""
     if raw is None:
         return None
-    suite = named_file(resolve_under(here, raw["suite"]), what="leakage suite", where=at("leakage", "suite"))
+    doc = read_doc(LeakageDoc, raw, None)
+    suite = named_file(resolve_under(here, doc.suite), what="leakage suite", where=at("leakage", "suite"))
     read_leakage_suite(suite)  # a broken suite stops the run before the model is loaded, not after generating
-    base = raw.get("base")
+    base = doc.base
     return LeakageConfig(
         suite=suite,
         base=parse_target(base, here, lambda *p: at("leakage", "base", *p)) if base is not None else None,
-        max_new_tokens=raw.get("max_new_tokens", 64), templates=raw.get("templates", True),
-        canaries=_canaries(raw.get("canaries"), here, at), canary_candidates=raw.get("canary_candidates", 200))
+        max_new_tokens=doc.max_new_tokens, templates=doc.templates,
+        canaries=_canaries(doc.canaries, here, at), canary_candidates=doc.canary_candidates)
 
 
 def _canaries(name: str | None, here: Path, at: Any) -> Path | None:

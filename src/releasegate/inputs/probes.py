@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..errors import InputError
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import KeyAt, is_file, load_yaml
+from .read_doc import read_doc
 
 if TYPE_CHECKING:
     from .suites import Case
@@ -82,12 +85,23 @@ def _families(path: Path, where: KeyAt) -> list[ProbeFamily]:
     return out
 
 
+class ProbesDoc(BaseModel):
+    """The config's `probes:` as written: which cases are probed (a slice), by which families, from which files."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    cases: dict[str, Any]
+    families: list[str] | None = None
+    files: list[str] | None = None
+
+
 def parse_probes(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> ProbePlan | None:
     if raw is None:
         return None
+    doc = read_doc(ProbesDoc, raw, None)
     known = {f.name: f for f in _families(SHIPPED, at)}
     files = [SHIPPED]
-    for i, name in enumerate(raw.get("files") or ()):
+    for i, name in enumerate(doc.files or ()):
         path = (here / name).resolve()
         if not is_file(path):
             raise InputError(f"no probe families file at {path}", **at("probes", "files", i))
@@ -97,14 +111,14 @@ def parse_probes(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> ProbePlan
                                  file=path, hint="give your family a name of its own")
             known[family.name] = family
         files.append(path)
-    names = raw.get("families") or list(known)
+    names = doc.families or list(known)
     for i, name in enumerate(names):
         if name not in known:
             raise InputError(f"unknown probe family {name!r} (known: {', '.join(known)})",
                              **at("probes", "families", i))
         if name in names[:i]:  # its probe cases would share ids (CASE~FAMILY) and count twice
             raise InputError(f"probe family {name!r} is listed twice", **at("probes", "families", i))
-    return ProbePlan(dict(raw["cases"]), tuple(known[n] for n in names), tuple(files))
+    return ProbePlan(dict(doc.cases), tuple(known[n] for n in names), tuple(files))
 
 
 def _request(case: Case) -> str:

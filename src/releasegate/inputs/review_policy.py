@@ -32,8 +32,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..record.review_outcome import oversample_weights
 from ..stats.intervals import needed_n_for_rate
+from .read_doc import read_doc
 
 if TYPE_CHECKING:
     from ..record.records import CaseRecord
@@ -229,30 +232,63 @@ def _rank(family: str, policy: ReviewPolicy) -> int:
     return order.index(family) if family in order else len(order)
 
 
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class QuotaDoc(_Doc):
+    slice: dict[str, Any]
+    n: int
+
+
+class ReviewerDoc(_Doc):
+    name: str
+    key: str
+
+
+class SampleDoc(_Doc):
+    """`review.sample:` as written."""
+
+    seed: int = SamplePolicy.seed
+    stratify_by: list[str] = Field(default_factory=lambda: list(SamplePolicy.stratify_by))
+    per_slice: int = SamplePolicy.per_slice
+    quotas: list[QuotaDoc] = Field(default_factory=list)
+    oversample: dict[str, Any] = Field(default_factory=dict)
+    audit: float = SamplePolicy.audit
+
+
+class ReviewDoc(_Doc):
+    """A rubric's `review:` as written."""
+
+    required_domains: list[str] = Field(default_factory=lambda: list(DEFAULT_REQUIRED_DOMAINS))
+    domain_tag: str = ReviewPolicy.domain_tag
+    required_slices: list[dict[str, Any]] = Field(default_factory=list)
+    unplaced_domains: str = ReviewPolicy.unplaced_domains
+    min_reviewed: int = ReviewPolicy.min_reviewed
+    min_approval: float = ReviewPolicy.min_approval
+    confidence: float = ReviewPolicy.confidence
+    show_auto: bool = ReviewPolicy.show_auto
+    labels_per_case: int = ReviewPolicy.labels_per_case
+    reviewers: list[ReviewerDoc] = Field(default_factory=list)
+    label_max_age_days: float = ReviewPolicy.label_max_age_days
+    sample: SampleDoc | None = None
+
+
 def parse_policy(raw: dict[str, Any] | None) -> ReviewPolicy:
     """The policy from a rubric's `review:` mapping (already schema-validated); None gives the defaults."""
     if raw is None:
         return ReviewPolicy()
-    sample = raw.get("sample") or {}
-    defaults = SamplePolicy()
+    doc = read_doc(ReviewDoc, raw, None)
+    sample = doc.sample or SampleDoc()
     return ReviewPolicy(
-        required_domains=tuple(str(d) for d in raw.get("required_domains", DEFAULT_REQUIRED_DOMAINS)),
-        domain_tag=raw.get("domain_tag", "domain"),
-        required_slices=tuple(dict(s) for s in raw.get("required_slices", ())),
-        unplaced_domains=str(raw.get("unplaced_domains", "warn")),
-        min_reviewed=raw.get("min_reviewed", ReviewPolicy.min_reviewed),
-        min_approval=float(raw.get("min_approval", ReviewPolicy.min_approval)),
-        confidence=float(raw.get("confidence", ReviewPolicy.confidence)),
-        show_auto=bool(raw.get("show_auto", ReviewPolicy.show_auto)),
-        labels_per_case=int(raw.get("labels_per_case", ReviewPolicy.labels_per_case)),
-        reviewers=tuple((str(r["name"]), str(r["key"])) for r in raw.get("reviewers", ())),
-        label_max_age_days=float(raw.get("label_max_age_days", ReviewPolicy.label_max_age_days)),
+        required_domains=tuple(doc.required_domains), domain_tag=doc.domain_tag,
+        required_slices=tuple(dict(s) for s in doc.required_slices), unplaced_domains=doc.unplaced_domains,
+        min_reviewed=doc.min_reviewed, min_approval=doc.min_approval, confidence=doc.confidence,
+        show_auto=doc.show_auto, labels_per_case=doc.labels_per_case,
+        reviewers=tuple((r.name, r.key) for r in doc.reviewers), label_max_age_days=doc.label_max_age_days,
         sample=SamplePolicy(
-            seed=sample.get("seed", defaults.seed),
-            stratify_by=tuple(sample.get("stratify_by", defaults.stratify_by)),
-            per_slice=sample.get("per_slice", defaults.per_slice),
-            quotas=tuple(Quota(dict(q["slice"]), q["n"]) for q in sample.get("quotas", ())),
-            oversample={**defaults.oversample, **oversample_weights(sample.get("oversample", {}))},
-            audit=float(sample.get("audit", defaults.audit)),
+            seed=sample.seed, stratify_by=tuple(sample.stratify_by), per_slice=sample.per_slice,
+            quotas=tuple(Quota(dict(q.slice), q.n) for q in sample.quotas),
+            oversample={**SamplePolicy().oversample, **oversample_weights(sample.oversample)}, audit=sample.audit,
         ),
     )

@@ -22,7 +22,9 @@ from ..record.record_parts import DEFAULT_MIN_PAIR_SHARE
 from .case_checks import check_regex
 from .files import KeyAt, exists, is_file, key_at, load_yaml, named_file, nowhere
 from .judge_settings import CalibrationPolicy, parse_calibration
+from .read_doc import read_doc
 from .review_policy import ReviewPolicy, parse_policy
+from .rubric_doc import BaselineDoc, CriterionDoc, EvaluateDoc, RubricDoc, RuleDoc, RulesFileDoc
 from .schema_check import did_you_mean, validate
 
 __all__ = ["Rubric", "Criterion", "ForbiddenRule", "EvaluateMetric", "load_rubric"]
@@ -48,20 +50,17 @@ class Criterion:
     baseline run) or 'review' (human approval). Only rubric criteria can make a run PASS."""
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold}
-        if self.origin != "rubric":
-            out["origin"] = self.origin
-        if any(v is not None for v in self.slice.values()):
-            out["slice"] = {k: v for k, v in self.slice.items() if v is not None}
-        if "probe" in self.slice and self.slice["probe"] is None:  # written as given: the cases that are no probe
-            out["probe"] = "none"
-        if self.confidence:
-            out["confidence"] = self.confidence
-        if self.min_samples != 1:
-            out["min_samples"] = self.min_samples
-        if self.phase != "quality":
-            out["phase"] = self.phase
-        return out
+        named = {k: v for k, v in self.slice.items() if v is not None}
+        no_probe = "probe" in self.slice and "probe" not in named  # written as given: the cases that are no probe
+        return {
+            "name": self.name, "metric": self.metric, "op": self.op, "threshold": self.threshold,
+            **({"origin": self.origin} if self.origin != "rubric" else {}),
+            **({"slice": named} if named else {}),
+            **({"probe": "none"} if no_probe else {}),
+            **({"confidence": self.confidence} if self.confidence else {}),
+            **({"min_samples": self.min_samples} if self.min_samples != 1 else {}),
+            **({"phase": self.phase} if self.phase != "quality" else {}),
+        }
 
 
 @dataclass(frozen=True)
@@ -90,21 +89,22 @@ class ForbiddenRule:
     @classmethod
     def from_dict(cls, rule: dict[str, Any]) -> ForbiddenRule:
         """A rule from its rubric (or `as_dict`) form, already validated."""
-        return cls(category=rule["category"], regex=tuple(rule.get("regex", ())),
-                   phrases=tuple(rule.get("phrases", ())), description=rule.get("description", ""),
-                   guard=rule.get("guard"), codes=tuple(rule.get("codes", ())))
+        return cls.of(RuleDoc.model_validate(rule))
+
+    @classmethod
+    def of(cls, rule: RuleDoc) -> ForbiddenRule:
+        """A rule from its rubric form, read."""
+        return cls(category=rule.category, regex=tuple(rule.regex), phrases=tuple(rule.phrases),
+                   description=rule.description, guard=rule.guard, codes=tuple(rule.codes))
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"category": self.category}
-        if self.guard:
-            out |= {"kind": "guard", "guard": self.guard, "codes": list(self.codes)}
-        if self.description:
-            out["description"] = self.description
-        if self.regex:
-            out["regex"] = list(self.regex)
-        if self.phrases:
-            out["phrases"] = list(self.phrases)
-        return out
+        return {
+            "category": self.category,
+            **({"kind": "guard", "guard": self.guard, "codes": list(self.codes)} if self.guard else {}),
+            **({"description": self.description} if self.description else {}),
+            **({"regex": list(self.regex)} if self.regex else {}),
+            **({"phrases": list(self.phrases)} if self.phrases else {}),
+        }
 
 
 SHIPPED_METRICS = ("field_accuracy", "rouge", "bleu", "chrf")
@@ -127,12 +127,8 @@ class EvaluateMetric:
         return self.module in {f"releasegate:{name}" for name in SHIPPED_METRICS}
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "module": self.module}
-        if self.key:
-            out["key"] = self.key
-        if self.slice:
-            out["slice"] = dict(self.slice)
-        return out
+        return {"name": self.name, "module": self.module, **({"key": self.key} if self.key else {}),
+                **({"slice": dict(self.slice)} if self.slice else {})}
 
 
 @dataclass(frozen=True)
@@ -174,28 +170,22 @@ class Rubric:
 
     def as_dict(self) -> dict[str, Any]:
         """The snapshot written into a run directory (`rubric.yaml`)."""
-        out: dict[str, Any] = {"name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria]}
-        if self.allow_insufficient:
-            out["allow_insufficient"] = True
-        if self.stop_when_decided:
-            out["stop_when_decided"] = True
-        if self.max_client_lag_share != 0.1:
-            out["max_client_lag_share"] = self.max_client_lag_share
-        if self.max_itl_batched_share != DEFAULT_MAX_ITL_BATCHED_SHARE:
-            out["max_itl_batched_share"] = self.max_itl_batched_share
-        if self.min_load_pair_share != DEFAULT_MIN_PAIR_SHARE:
-            out["min_load_pair_share"] = self.min_load_pair_share
-        if self.baseline:
-            out["baseline"] = dict(self.baseline)
-        if self.forbidden:
-            out["forbidden"] = [r.as_dict() for r in self.forbidden]
-        if self.evaluate:
-            out["evaluate"] = [m.as_dict() for m in self.evaluate]
-        if self.allow_overrides:
-            out["release"] = {"allow_overrides": list(self.allow_overrides)}
-        out["review"] = self.review.as_dict()  # always: the snapshot keeps the policy even if defaults change
-        out["judge"] = self.judge.as_dict()
-        return out
+        return {
+            "name": self.name, "latency_from": self.latency_from, "criteria": [c.as_dict() for c in self.criteria],
+            **({"allow_insufficient": True} if self.allow_insufficient else {}),
+            **({"stop_when_decided": True} if self.stop_when_decided else {}),
+            **({"max_client_lag_share": self.max_client_lag_share} if self.max_client_lag_share != 0.1 else {}),
+            **({"max_itl_batched_share": self.max_itl_batched_share}
+               if self.max_itl_batched_share != DEFAULT_MAX_ITL_BATCHED_SHARE else {}),
+            **({"min_load_pair_share": self.min_load_pair_share}
+               if self.min_load_pair_share != DEFAULT_MIN_PAIR_SHARE else {}),
+            **({"baseline": dict(self.baseline)} if self.baseline else {}),
+            **({"forbidden": [r.as_dict() for r in self.forbidden]} if self.forbidden else {}),
+            **({"evaluate": [m.as_dict() for m in self.evaluate]} if self.evaluate else {}),
+            **({"release": {"allow_overrides": list(self.allow_overrides)}} if self.allow_overrides else {}),
+            # always: the snapshot keeps the policy even if defaults change
+            "review": self.review.as_dict(), "judge": self.judge.as_dict(),
+        }
 
 
 def load_rubric(path: Path) -> Rubric:
@@ -206,66 +196,67 @@ def load_rubric(path: Path) -> Rubric:
         raise InputError("a rubric must be a mapping with a 'criteria' list", file=path, line=1)
     validate(data, "rubric", file=path, node=node)
     at = key_at(path, node)
+    doc = read_doc(RubricDoc, data, path)
 
-    evaluate = tuple(_evaluate_metric(m, path.parent) for m in data.get("evaluate", ()))
+    evaluate = tuple(_evaluate_metric(m, path.parent) for m in doc.evaluate)
     known = set(KNOWN_METRICS) | {m.name for m in evaluate}
-    default_confidence = data.get("confidence")
-    criteria = tuple(_criterion(c, i, known, at, default_confidence) for i, c in enumerate(data["criteria"]))
+    criteria = tuple(_criterion(c, i, known, at, doc.confidence) for i, c in enumerate(doc.criteria))
     _check_satisfiable(criteria, at)
-    forbidden = _forbidden(data.get("forbidden"), path, at)
+    forbidden = _forbidden(doc.forbidden, path, at)
     return Rubric(
-        path=path, name=data.get("name", path.stem), criteria=criteria, forbidden=forbidden, evaluate=evaluate,
-        latency_from=data.get("latency_from", "auto"), allow_insufficient=data.get("allow_insufficient", False),
-        stop_when_decided=bool(data.get("stop_when_decided", False)),
-        max_client_lag_share=float(data.get("max_client_lag_share", 0.1)),
-        max_itl_batched_share=float(data.get("max_itl_batched_share", DEFAULT_MAX_ITL_BATCHED_SHARE)),
-        min_load_pair_share=float(data.get("min_load_pair_share", DEFAULT_MIN_PAIR_SHARE)),
-        baseline=_baseline(data.get("baseline"), path.parent, at), review=parse_policy(data.get("review")),
-        judge=parse_calibration(data.get("judge")), key_at=at,
-        allow_overrides=tuple((data.get("release") or {}).get("allow_overrides", ())),
+        path=path, name=doc.name if doc.name is not None else path.stem, criteria=criteria, forbidden=forbidden,
+        evaluate=evaluate, latency_from=doc.latency_from, allow_insufficient=doc.allow_insufficient,
+        stop_when_decided=doc.stop_when_decided, max_client_lag_share=doc.max_client_lag_share,
+        max_itl_batched_share=doc.max_itl_batched_share, min_load_pair_share=doc.min_load_pair_share,
+        baseline=_baseline(doc.baseline, path.parent, at), review=parse_policy(doc.review),
+        judge=parse_calibration(doc.judge), key_at=at,
+        allow_overrides=tuple(doc.release.allow_overrides if doc.release is not None else ()),
     )
 
 
-def _criterion(raw: dict[str, Any], i: int, known: set[str], at: KeyAt, default_confidence: float | None = None) -> Criterion:
-    if raw["metric"] not in known:
+def _criterion(raw: CriterionDoc, i: int, known: set[str], at: KeyAt, default_confidence: float | None = None) -> Criterion:
+    metric = raw.metric
+    if metric not in known:
         raise InputError(
-            f"unknown metric '{raw['metric']}'", **at("criteria", i, "metric"),
-            hint=did_you_mean(raw["metric"], sorted(known)) or "known: " + ", ".join(sorted(known)),
+            f"unknown metric '{metric}'", **at("criteria", i, "metric"),
+            hint=did_you_mean(metric, sorted(known)) or "known: " + ", ".join(sorted(known)),
         )
-    slice_ = {k: v for k, v in raw.get("slice", {}).items()}
-    if raw.get("probe") is not None:  # a probe family's rate: the slice of its probe cases (inputs.probes)
-        if raw["metric"] not in ("forbidden_rate", "forbidden_rate_delta"):
-            raise InputError("probe: is for forbidden_rate", **at("criteria", i, "probe"))
-        # probe: none is the cases that are no probe: their probe tag is absent, which a slice matches as None
-        slice_["probe"] = None if str(raw["probe"]).lower() == "none" else raw["probe"]
-    name = raw.get("name") or raw["metric"] + "".join(f"[{k}={'none' if v is None else v}]" for k, v in slice_.items()) + (
-        " (under load)" if raw.get("phase") == "load" else "")
-    confidence = raw.get("confidence")
-    if confidence is not None and raw["metric"] not in BOUNDED_METRICS:
+    probe = {} if raw.probe is None else {"probe": None if raw.probe.lower() == "none" else raw.probe}
+    if probe and metric not in ("forbidden_rate", "forbidden_rate_delta"):  # a probe family's rate (inputs.probes)
+        raise InputError("probe: is for forbidden_rate", **at("criteria", i, "probe"))
+    # probe: none is the cases that are no probe: their probe tag is absent, which a slice matches as None
+    slice_ = {**raw.slice, **probe}
+    name = raw.name or metric + "".join(f"[{k}={'none' if v is None else v}]" for k, v in slice_.items()) + (
+        " (under load)" if raw.phase == "load" else "")
+    confidence = raw.confidence
+    if confidence is not None and metric not in BOUNDED_METRICS:
         raise InputError(
-            f"metric '{raw['metric']}' has no confidence bound", **at("criteria", i, "confidence"),
+            f"metric '{metric}' has no confidence bound", **at("criteria", i, "confidence"),
             hint="remove confidence from this criterion (bounds exist for rates and latency percentiles)",
         )
-    if raw["metric"] == "capacity_rps" and (raw["op"] in ("<=", "<") or raw.get("slice")):
-        raise InputError(
-            "capacity_rps is one figure for the whole run, and a floor when the sweep never broke the objective",
-            **at("criteria", i, "op" if raw["op"] in ("<=", "<") else "slice"),
-            hint="use op '>=' or '>' and no slice",
-        )
-    if raw["metric"].startswith("cache_") and raw.get("slice"):
-        raise InputError(f"{raw['metric']} is one figure for the whole run (the response-cache probe)",
-                         **at("criteria", i, "slice"), hint="remove the slice")
-    if raw.get("phase", "quality") != "quality" and raw["metric"] not in LOAD_PHASE_METRICS:
+    _check_whole_run(raw, i, at)
+    if raw.phase != "quality" and metric not in LOAD_PHASE_METRICS:
         raise InputError(f"phase: load is for the quality rates ({', '.join(LOAD_PHASE_METRICS)})",
                          **at("criteria", i, "phase"), hint="remove phase, or gate one of those rates")
-    if confidence is None and raw["metric"] in BOUNDED_METRICS:
+    if confidence is None and metric in BOUNDED_METRICS:
         confidence = default_confidence  # the rubric-wide default applies where a bound exists
-    if confidence is None and raw["metric"] == "cache_wrong_hit_rate":
+    if confidence is None and metric == "cache_wrong_hit_rate":
         confidence = 0.95  # its upper bound decides: a cache that is wrong rarely in the suite may not be rarely wrong
-    return Criterion(
-        name=name, metric=raw["metric"], op=raw["op"], threshold=float(raw["threshold"]),
-        slice=slice_, min_samples=raw.get("min_samples", 1), confidence=confidence, phase=raw.get("phase", "quality"),
-    )
+    return Criterion(name=name, metric=metric, op=raw.op, threshold=raw.threshold, slice=slice_,
+                     min_samples=raw.min_samples, confidence=confidence, phase=raw.phase)
+
+
+def _check_whole_run(raw: CriterionDoc, i: int, at: KeyAt) -> None:
+    """capacity_rps and the response-cache probe's figures are one figure for the whole run: no slice."""
+    if raw.metric == "capacity_rps" and (raw.op in ("<=", "<") or raw.slice):
+        raise InputError(
+            "capacity_rps is one figure for the whole run, and a floor when the sweep never broke the objective",
+            **at("criteria", i, "op" if raw.op in ("<=", "<") else "slice"),
+            hint="use op '>=' or '>' and no slice",
+        )
+    if raw.metric.startswith("cache_") and raw.slice:
+        raise InputError(f"{raw.metric} is one figure for the whole run (the response-cache probe)",
+                         **at("criteria", i, "slice"), hint="remove the slice")
 
 
 _SHARES = {"accuracy", "format_compliance", "forbidden_rate", "cache_hit_rate", "cache_wrong_hit_rate", *ERROR_METRICS,
@@ -311,7 +302,7 @@ def _check_satisfiable(criteria: tuple[Criterion, ...], at: KeyAt) -> None:
         feasible[key] = (lo, lo_open, hi, hi_open, i)
 
 
-def _forbidden(raw: object, rubric_path: Path, at: KeyAt) -> tuple[ForbiddenRule, ...]:
+def _forbidden(raw: str | list[RuleDoc] | None, rubric_path: Path, at: KeyAt) -> tuple[ForbiddenRule, ...]:
     if raw is None:
         return ()
     if isinstance(raw, str):
@@ -319,28 +310,28 @@ def _forbidden(raw: object, rubric_path: Path, at: KeyAt) -> tuple[ForbiddenRule
                           base=rubric_path.parent)
         data, node = load_yaml(file, what="forbidden-rules file")
         validate(data, "forbidden", file=file, node=node)
-        rules, rule_at = data["rules"], partial(key_at(file, node), "rules")
+        rules, rule_at = read_doc(RulesFileDoc, data, file).rules, partial(key_at(file, node), "rules")
     else:
         rules, rule_at = raw, partial(at, "forbidden")
     for i, rule in enumerate(rules):
         _check_kind(rule, partial(rule_at, i))
-        for j, pattern in enumerate(rule.get("regex", ())):
+        for j, pattern in enumerate(rule.regex):
             check_regex(pattern, rule_at(i, "regex", j))
-    return tuple(ForbiddenRule.from_dict(rule) for rule in rules)
+    return tuple(ForbiddenRule.of(rule) for rule in rules)
 
 
-def _check_kind(rule: dict[str, Any], at: KeyAt) -> None:
+def _check_kind(rule: RuleDoc, at: KeyAt) -> None:
     """A guard rule names its guard and codes and nothing else; a rules rule has no guard."""
-    is_guard = rule.get("kind") == "guard" or "guard" in rule
+    is_guard = rule.kind == "guard" or "guard" in rule.model_fields_set
     if not is_guard:
         return
-    if rule.get("kind", "guard") != "guard":
+    if rule.kind not in (None, "guard"):
         raise InputError("a rule naming a guard is of kind guard", **at("kind"), hint="write kind: guard")
-    for key in ("guard", "codes"):
-        if not rule.get(key):
+    for key, given in (("guard", rule.guard), ("codes", rule.codes)):
+        if not given:
             raise InputError(f"a guard rule needs {key}", **at(), hint="e.g. {category: violence, kind: guard, "
                                                                        "guard: llama-guard, codes: [S1]}")
-    if rule.get("regex") or rule.get("phrases"):
+    if rule.regex or rule.phrases:
         raise InputError("a guard rule takes no regex or phrases: give them their own rule", **at("regex"))
 
 
@@ -350,27 +341,27 @@ def _baseline(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> dict[str, An
     given (a run's rubric snapshot): the run is pinned, and the name only says which blessing it is."""
     if raw is None:
         return None
-    if raw.get("run") is None and raw.get("blessed") is None:
+    doc = BaselineDoc.model_validate(raw)
+    if doc.run is None and doc.blessed is None:
         raise InputError("baseline needs `run` (a run directory) or `blessed` (a name given by releasegate bless)",
                          **at("baseline"))
-    out = dict(raw)
-    if raw.get("blessed") is not None:
-        reports = (here / raw.get("reports", "reports")).resolve()
-        out["reports"] = str(reports)
-        if raw.get("run") is None:
+    given, reports = doc.run, None
+    if doc.blessed is not None:
+        reports = (here / doc.reports).resolve()
+        if given is None:
             try:
-                out["run"] = str(reports / blessed(reports, raw["blessed"]).run)
+                given = str(reports / blessed(reports, doc.blessed).run)
             except InputError as exc:
                 raise InputError(exc.message, **at("baseline", "blessed"), hint=exc.hint) from None
-    run = (here / out["run"]).resolve()
+    run = (here / str(given)).resolve()
     if not is_file(run / "records.jsonl"):
         raise InputError(f"baseline run has no records.jsonl: {run}", **at("baseline", "run"), hint="point at a run directory")
-    return {**out, "run": str(run)}
+    return {**raw, **({"reports": str(reports)} if reports is not None else {}), "run": str(run)}
 
 
-def _evaluate_metric(raw: dict[str, Any], here: Path) -> EvaluateMetric:
-    module = raw["module"]
+def _evaluate_metric(raw: EvaluateDoc, here: Path) -> EvaluateMetric:
+    module = raw.module
     local = here / module
     if not module.startswith("releasegate:") and exists(local):
         module = str(local.resolve())
-    return EvaluateMetric(name=raw["name"], module=module, key=raw.get("key"), slice=dict(raw.get("slice", {})))
+    return EvaluateMetric(name=raw.name, module=module, key=raw.key, slice=dict(raw.slice))

@@ -28,12 +28,26 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from .schema_check import did_you_mean
-from .tables import arrow_table, disk_dataset, where
+from .source_spec import SampleSpec, SourceSpec
+from .tables import SampledSource, arrow_table, disk_dataset, where
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+Table = Any
+"""A pyarrow Table or ParquetFile (pyarrow has no type information)."""
+
+Row = dict[str, Any]
+"""A source row: its columns' plain values."""
+
+RowsOf = Callable[[SampledSource], Iterator[tuple[int, Row]]]
+"""A suite's source rows, numbered from 1, for formats that are not columnar."""
 
 __all__ = ["allocate", "draw", "sampled_rows", "SampledRow", "ESTIMATES"]
 
@@ -42,7 +56,7 @@ ESTIMATES = ("population", "sample")
 the verdict then describes the sample only)."""
 
 
-class SampledRow(dict):
+class SampledRow(dict[str, Any]):
     """A sampled source row (its columns, as a plain row) with the stratum it was drawn from."""
 
     stratum: dict[str, Any]
@@ -50,10 +64,10 @@ class SampledRow(dict):
     whether rates weight the case by population / (the run's cases of its stratum)}."""
 
 
-def _sampled_row(row: dict[str, Any], by: list[str], population: int, spec: dict[str, Any]) -> SampledRow:
+def _sampled_row(row: Row, by: list[str], population: int, spec: SampleSpec) -> SampledRow:
     out = SampledRow(row)
     out.stratum = {"name": ",".join(f"{c}={row.get(c)}" for c in by), "population": int(population),
-                   "weighted": spec.get("estimate", "population") == "population"}
+                   "weighted": spec.weighted}
     return out
 
 COLUMNAR = ("parquet", "arrow", "disk")
@@ -83,17 +97,19 @@ def allocate(sizes: list[int], *, n: int | None = None, per_stratum: int | None 
     return take
 
 
-def draw(codes, spec: dict[str, Any], *, limit: int | None = None):
+def draw(codes: ArrayLike, spec: SampleSpec | Mapping[str, Any], *, limit: int | None = None) -> NDArray[np.int64]:
     """Row indices (0-based) of the sample in its order; `codes`: each row's stratum (0, 1, ... in order of
-    first appearance). `limit`: only the first rows of that order."""
+    first appearance). `limit`: only the first rows of that order. `spec`: the suite's `sample:`."""
     import numpy as np
 
+    if not isinstance(spec, SampleSpec):
+        spec = SampleSpec.model_validate(spec)
     codes = np.asarray(codes, dtype=np.int64)
     if not len(codes):  # an empty source: no sample (the suite is then refused as empty)
         return codes
-    u = np.random.Generator(np.random.PCG64(spec.get("seed", 0))).random(len(codes))
+    u = np.random.Generator(np.random.PCG64(spec.seed)).random(len(codes))
     sizes = np.bincount(codes)
-    take = np.asarray(allocate(sizes.tolist(), n=spec.get("n"), per_stratum=spec.get("per_stratum")), dtype=np.int64)
+    take = np.asarray(allocate(sizes.tolist(), n=spec.n, per_stratum=spec.per_stratum), dtype=np.int64)
     by_stratum = np.lexsort((u, codes))  # grouped by stratum, smallest number first
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
     rank = np.empty(len(codes), dtype=np.int64)
@@ -106,11 +122,13 @@ def draw(codes, spec: dict[str, Any], *, limit: int | None = None):
 
 # -- reading ---------------------------------------------------------------------------------------------------
 
-def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[int, dict]]:
+def sampled_rows(suite: SampledSource, rows_of: RowsOf, *, limit: int | None = None) -> Iterator[tuple[int, SampledRow]]:
     """(row number, row) of the sample in its order. `rows_of(suite)`: the source's rows, for formats that are
     not columnar (the strata are then collected in one pass and the chosen rows in a second)."""
-    spec, by = suite.sample, list(suite.sample.get("by") or ())
-    table = _table(suite) if suite.source.get("format") in COLUMNAR and "hub" not in suite.source else None
+    spec = SampleSpec.model_validate(suite.sample)
+    by = list(spec.by or ())
+    source = SourceSpec.model_validate(suite.source)
+    table = _table(suite, source) if source.format in COLUMNAR and source.hub is None else None
     if table is not None:
         codes = _codes_of_table(table, by, suite)
         order = draw(codes, spec, limit=limit)
@@ -118,9 +136,9 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
         for (number, row), i in zip(_take_rows(table, order), order.tolist()):
             yield number, _sampled_row(row, by, sizes[codes[i]], spec)
         return
-    codes = _codes_of_rows(rows_of(suite), by, suite)
-    order = draw(codes, spec, limit=limit)
-    wanted: dict[int, dict | None] = {int(i): None for i in order}
+    row_codes = _codes_of_rows(rows_of(suite), by, suite)
+    order = draw(row_codes, spec, limit=limit)
+    wanted: dict[int, Row | None] = {int(i): None for i in order}
     for number, row in rows_of(suite):  # to the end: a reader left half-way keeps its file open
         if number - 1 in wanted:
             wanted[number - 1] = row
@@ -128,44 +146,44 @@ def sampled_rows(suite, rows_of, *, limit: int | None = None) -> Iterator[tuple[
     if len(got) < len(wanted):
         raise InputError("the source changed while it was read (fewer rows the second time)", file=where(suite),
                          hint="run again once it is written")
-    sizes = _sizes(codes)
+    sizes = _sizes(row_codes)
     for i in order:
-        yield int(i) + 1, _sampled_row(got[int(i)], by, sizes[codes[int(i)]], spec)
+        yield int(i) + 1, _sampled_row(got[int(i)], by, sizes[row_codes[int(i)]], spec)
 
 
-def _sizes(codes):
+def _sizes(codes: ArrayLike) -> NDArray[np.int64]:
     """Rows of the source in each stratum (by stratum code)."""
     import numpy as np
 
-    return np.bincount(np.asarray(codes, dtype=np.int64)) if len(codes) else np.zeros(0, dtype=np.int64)
+    counted = np.asarray(codes, dtype=np.int64)
+    return np.bincount(counted) if len(counted) else np.zeros(0, dtype=np.int64)
 
 
-def _table(suite):
+def _table(suite: SampledSource, source: SourceSpec) -> Table | None:
     """The source as a pyarrow table or parquet file, read lazily (None: read it row by row instead)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    src = suite.source
-    path = str(src["path"])
-    if src["format"] == "parquet":
+    path = str(source.path)
+    if source.format == "parquet":
         return pq.ParquetFile(path)
-    if src["format"] == "arrow":
+    if source.format == "arrow":
         return arrow_table(path)
 
-    data = disk_dataset(src)
+    data = disk_dataset(source)
     if getattr(data, "_indices", None) is not None:  # a selection over the table: read through datasets
         return None
     table = data.data
     return table.table if hasattr(table, "table") else pa.table(table)
 
 
-def _is_parquet(table) -> bool:
+def _is_parquet(table: Table) -> bool:
     import pyarrow.parquet as pq
 
     return isinstance(table, pq.ParquetFile)
 
 
-def _codes_of_table(table, by: list[str], suite):
+def _codes_of_table(table: Table, by: list[str], suite: SampledSource) -> NDArray[np.int64]:
     """Each row's stratum from the `by` columns alone (a parquet file reads only their column chunks)."""
     import numpy as np
 
@@ -190,7 +208,7 @@ def _codes_of_table(table, by: list[str], suite):
     return _first_seen(parts)
 
 
-def _first_seen(parts: list[Any]):
+def _first_seen(parts: list[NDArray[np.int64]]) -> NDArray[np.int64]:
     """One stratum code per row from each `by` column's codes, numbered in order of each stratum's first row.
     The columns are folded in one at a time, renumbered densely after each, so no key outgrows int64."""
     import numpy as np
@@ -204,15 +222,15 @@ def _first_seen(parts: list[Any]):
     return renumber[inverse.reshape(-1)]
 
 
-def _no_column(column: str, names: list[str], by: list[str], suite) -> InputError:
+def _no_column(column: str, names: list[str], by: list[str], suite: SampledSource) -> InputError:
     """A `sample.by` column the source lacks: the config's line, with the columns the source has."""
     return InputError(f"{where(suite)} has no column '{column}' to sample by (its columns: {', '.join(names)})",
                       **suite.key_at("sample", "by", by.index(column)), hint=did_you_mean(column, names) or None)
 
 
-def _codes_of_rows(rows: Iterator[tuple[int, dict]], by: list[str], suite):
+def _codes_of_rows(rows: Iterator[tuple[int, Row]], by: list[str], suite: SampledSource) -> array[int]:
     """Each row's stratum, one pass over the rows keeping 8 bytes a row."""
-    codes: array = array("q")
+    codes: array[int] = array("q")
     strata: dict[Any, int] = {}
     for _, row in rows:
         for column in by:
@@ -226,7 +244,7 @@ def _codes_of_rows(rows: Iterator[tuple[int, dict]], by: list[str], suite):
 _NAN = ("NaN",)  # every NaN one stratum, as in an arrow column (NaN != NaN would make each its own)
 
 
-def _hashable(value: Any) -> Any:
+def _hashable(value: object) -> object:
     if isinstance(value, float) and value != value:
         return _NAN
     if isinstance(value, (list, dict)):
@@ -234,13 +252,13 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _take_rows(table, order) -> Iterator[tuple[int, dict]]:
+def _take_rows(table: Table, order: NDArray[np.int64]) -> Iterator[tuple[int, Row]]:
     """The chosen rows, read in row order (a parquet file: only the row groups holding one), given in the
     sample's order."""
     import numpy as np
 
     wanted = np.sort(order)
-    rows: dict[int, dict] = {}
+    rows: dict[int, Row] = {}
     if _is_parquet(table):
         ends = np.cumsum([table.metadata.row_group(g).num_rows for g in range(table.num_row_groups)])
         groups = np.searchsorted(ends, wanted, side="right")

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..errors import InputError
 from ..extras import install_command, require
 from ..text import inert
 from .backend_facts import capabilities
 from .files import KeyAt
+from .read_doc import read_doc
 
 __all__ = ["ScaleConfig", "parse_scale", "INSTALL_HINT", "where_computed", "computed_words"]
 
@@ -32,21 +35,45 @@ class ScaleConfig:
     """GPUs Ray reserves for each worker; a worker with one sees it as `cuda` (set `target.device: cuda`)."""
 
 
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class ScaleDoc(_Doc):
+    """`scale:` as written (what `parse_scale` reads of it; ScaleConfig takes its keys as written)."""
+
+    gpus_per_worker: float = 0.0
+
+
+class ScaledTargetDoc(_Doc):
+    """What `parse_scale` reads of `target:`."""
+
+    backend: str
+    device: str | None = None
+
+
+class ScaledLoadDoc(_Doc):
+    """What `parse_scale` reads of `load:`."""
+
+    sweep: dict[str, Any] | None = None
+
+
 def parse_scale(raw: dict[str, Any] | None, target: dict[str, Any], load: dict[str, Any] | None, at: KeyAt) -> ScaleConfig | None:
     """The validated `scale:` section (the schema checked its types), or None when there is none."""
     if raw is None:
         return None
-    scales = capabilities(target["backend"]).scale
+    scaled = read_doc(ScaledTargetDoc, target, None)
+    scales = capabilities(scaled.backend).scale
     if scales is None:
         raise InputError("the replay backend reads outputs from a file: there is nothing to scale", **at("scale"),
                          hint="remove scale:")
     if scales == "load" and load is None:
         raise InputError("with the openai backend, scale spreads the load phase: this config has no load:",
                          **at("scale"), hint="add a load: section, or remove scale: (the server scales the quality cases)")
-    if scales == "cases" and target.get("device") == "cuda" and not raw.get("gpus_per_worker"):
+    if scales == "cases" and scaled.device == "cuda" and not read_doc(ScaleDoc, raw, None).gpus_per_worker:
         raise InputError("target.device is cuda but scale gives the workers no GPU (Ray hides the GPUs from them)",
                          **at("scale"), hint="set scale.gpus_per_worker, e.g. 1")
-    if load is not None and load.get("sweep") is not None:
+    if load is not None and read_doc(ScaledLoadDoc, load, None).sweep is not None:
         raise InputError("scale does not spread a capacity sweep across workers", **at("scale"),
                          hint="remove scale: or load.sweep")
     require("scale: {engine: ray}", "ray", **at("scale", "engine"))  # found, not imported: validate stays light

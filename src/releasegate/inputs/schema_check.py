@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -19,21 +20,31 @@ import yaml
 
 from ..errors import InputError
 from .files import field_path, line_of
+from .schema_compiler import Check as _Check
+from .schema_compiler import Schema as _Schema
 from .schema_compiler import SchemaCompiler as _SchemaCompiler
 from .schema_compiler import Unsupported as _Unsupported
 
 __all__ = ["schema", "validate", "did_you_mean", "schema_errors"]
 
 
+Validator = Any
+"""A jsonschema Draft202012Validator (imported only to explain a rejection)."""
+
+SchemaError = Any
+"""A jsonschema ValidationError."""
+
+
 @cache
 def schema(name: str) -> dict[str, Any]:
     """A JSON Schema shipped inside the package (config, case, rubric)."""
     text = resources.files("releasegate.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
-    return json.loads(text)
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 @cache
-def _validator(name: str):
+def _validator(name: str) -> Validator:
     import jsonschema
     from referencing import Registry, Resource
 
@@ -46,7 +57,7 @@ def _validator(name: str):
 
 
 @cache
-def _fast_check(name: str):
+def _fast_check(name: str) -> _Check | None:
     """The shipped schema `name` compiled once into a plain validity test (instance -> bool), or None where the
     schema uses a keyword the compiler does not know. It answers exactly as jsonschema's `is_valid` does (no format
     assertion, as `_validator`); `validate` runs it first and asks jsonschema only for an instance it rejects, so
@@ -60,7 +71,7 @@ def _fast_check(name: str):
         return None
 
 
-_USER_CHECKS: dict[int, tuple[dict[str, Any], Any]] = {}
+_USER_CHECKS: dict[int, tuple[_Schema, dict[int, _Check | None]]] = {}
 """id(a user's schema) -> (the schema, kept so its id stays its own; its compiled test or None)."""
 
 
@@ -92,10 +103,11 @@ def schema_errors(value: Any, schema: dict[str, Any], sub: Any = None) -> str | 
     if error.validator == "enum" and isinstance(error.instance, str):
         guess = did_you_mean(error.instance, error.validator_value)
         return f"{error.message}" + (f": {guess}" if guess else "")
-    return error.message if len(error.message) < 200 else error.message[:197] + "..."
+    message = str(error.message)
+    return message if len(message) < 200 else message[:197] + "..."
 
 
-def did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: str, choices: Iterable[object]) -> str:
     """"did you mean 'x'?" for the choice closest to a mistyped `word` (case ignored first), else ''."""
     names = [str(c) for c in choices]
     same_case = [n for n in names if n.lower() == word.lower()]
@@ -109,7 +121,7 @@ def did_you_mean(word: str, choices) -> str:
     return f"did you mean '{close[0]}'?" if close else ""
 
 
-def _describe(error) -> tuple[list[str | int], str]:
+def _describe(error: SchemaError) -> tuple[list[str | int], str]:
     """Turn a jsonschema error into (field path, short human message)."""
     parts = list(error.absolute_path)
     if error.validator == "additionalProperties":

@@ -7,9 +7,18 @@ import math
 import numbers
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["SchemaCompiler", "Unsupported"]
+
+
+Check = Callable[[object], bool]
+"""A compiled schema: is this JSON value valid?"""
+
+Schema = dict[str, Any]
+"""A JSON Schema document (or a part of it) as parsed JSON: a mapping by nature, compiled keyword by keyword."""
+
+Number = int | float
 
 
 _SCHEMA_BASE = "https://releasegate.invalid/schemas/"
@@ -30,24 +39,24 @@ _OBJECT_KEYWORDS = frozenset({"type", "properties", "additionalProperties", "req
 _STRING_KEYWORDS = frozenset({"type", "maxLength", "minLength", "pattern", "enum"})
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> TypeGuard[Number]:
     return not isinstance(value, bool) and isinstance(value, numbers.Number)
 
 
-def _is_integer(value) -> bool:  # Draft 2020-12: 1.0 is an integer, True is not
+def _is_integer(value: object) -> bool:  # Draft 2020-12: 1.0 is an integer, True is not
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
-_TYPES = {
+_TYPES: dict[str, Check] = {
     "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None, "number": _is_number, "integer": _is_integer,
 }
 
 
-def _unique_items(value) -> bool:
+def _unique_items(value: object) -> bool:
     if not isinstance(value, list):
         return True
     if all(isinstance(v, str) for v in value):
@@ -61,13 +70,13 @@ class SchemaCompiler:
     """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
     (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema alone."""
 
-    def __init__(self, root: dict[str, Any], load: Callable[[str], dict] | None = None) -> None:
+    def __init__(self, root: dict[str, Any], load: Callable[[str], Schema] | None = None) -> None:
         self.root = root
         self.load = load  # a shipped schema by name, for a $ref into another one
-        self.done: dict[int, Any] = {}
+        self.done: dict[int, Check] = {}
         self.others: dict[str, SchemaCompiler] = {}
 
-    def compile(self, schema):
+    def compile(self, schema: object) -> Check:
         if schema is True:
             return lambda value: True
         if schema is False:
@@ -76,10 +85,10 @@ class SchemaCompiler:
             raise Unsupported(schema)
         if id(schema) in self.done:
             return self.done[id(schema)]
-        cell: list[Any] = []
+        cell: list[Check] = []
         self.done[id(schema)] = lambda value: cell[0](value)  # a $ref cycle reaches this before it is built
         together, covered = self._together(schema)  # an object's or a string's keywords as one check
-        found = [together] if together is not None else []
+        found: list[Check | None] = [together]
         found += [self._keyword(key, arg, schema) for key, arg in schema.items() if key not in covered]
         checks = tuple(c for c in found if c is not None)
         if not checks:
@@ -87,7 +96,7 @@ class SchemaCompiler:
         elif len(checks) == 1:
             fn = checks[0]
         else:
-            def fn(value, checks=checks):
+            def fn(value: object, checks: tuple[Check, ...] = checks) -> bool:
                 for check in checks:
                     if not check(value):
                         return False
@@ -96,7 +105,7 @@ class SchemaCompiler:
         self.done[id(schema)] = fn
         return fn
 
-    def _together(self, schema: dict[str, Any]):
+    def _together(self, schema: Schema) -> tuple[Check | None, frozenset[str]]:
         """One check for `type: object` with its properties, required, additionalProperties, propertyNames and
         size bounds (one pass over the object's items), or `type: string` with its length bounds, pattern and
         enum; (None, nothing) for any other schema (its keywords are checked one by one). With the keywords the
@@ -109,7 +118,7 @@ class SchemaCompiler:
             return self._string(schema), _STRING_KEYWORDS
         return None, frozenset()
 
-    def _object(self, schema: dict[str, Any]):
+    def _object(self, schema: Schema) -> Check:
         subs = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
         other = None if extra is True or extra is False else self.compile(extra)
@@ -119,7 +128,7 @@ class SchemaCompiler:
         if not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
             raise Unsupported("object")
 
-        def check(value) -> bool:
+        def check(value: object) -> bool:
             if not isinstance(value, dict) or not least <= len(value) <= most:
                 return False
             for name in required:
@@ -137,7 +146,7 @@ class SchemaCompiler:
             return True
         return check
 
-    def _string(self, schema: dict[str, Any]):
+    def _string(self, schema: Schema) -> Check:
         most, least = schema.get("maxLength", math.inf), schema.get("minLength", 0)
         if not (_is_number(most) and _is_number(least)):
             raise Unsupported("string")
@@ -147,13 +156,13 @@ class SchemaCompiler:
             raise Unsupported("pattern") from None
         allowed = frozenset(schema["enum"]) if "enum" in schema else None
 
-        def check(value) -> bool:
+        def check(value: object) -> bool:
             # lengths in code points, as jsonschema counts them
             return isinstance(value, str) and least <= len(value) <= most and \
                 (search is None or search(value) is not None) and (allowed is None or value in allowed)
         return check
 
-    def _ref(self, ref: str):
+    def _ref(self, ref: object) -> Check:
         if not isinstance(ref, str) or "~" in ref or "%" in ref:
             raise Unsupported(ref)
         if not ref.startswith("#"):  # another shipped schema, e.g. case.schema.json#/$defs/answer
@@ -178,7 +187,7 @@ class SchemaCompiler:
             target = target[part]
         return self.compile(target)
 
-    def _keyword(self, key: str, arg, schema: dict[str, Any]):  # noqa: C901 (one branch per keyword)
+    def _keyword(self, key: str, arg: object, schema: Schema) -> Check | None:  # noqa: C901 (one branch per keyword)
         if key in _ANNOTATIONS:
             return None
         if key == "$id":
@@ -191,18 +200,20 @@ class SchemaCompiler:
             names = arg if isinstance(arg, list) else [arg]
             if not all(isinstance(n, str) and n in _TYPES for n in names):
                 raise Unsupported(key)
-            tests = tuple(_TYPES[n] for n in names)
+            tests = tuple(_TYPES[str(n)] for n in names)
             return tests[0] if len(tests) == 1 else (lambda value: any(t(value) for t in tests))
         if key in ("enum", "const"):
             allowed = arg if key == "enum" else [arg]
             if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
                 raise Unsupported(key)  # jsonschema's equality of numbers, booleans and containers: left to it
-            allowed = frozenset(allowed)
-            return lambda value: isinstance(value, str) and value in allowed
+            strings = frozenset(str(a) for a in allowed)
+            return lambda value: isinstance(value, str) and value in strings
         if key == "properties":
+            if not isinstance(arg, dict):
+                raise Unsupported(key)
             subs = tuple((name, self.compile(sub)) for name, sub in arg.items())
 
-            def properties(value):
+            def properties(value: object) -> bool:
                 if isinstance(value, dict):
                     for name, check in subs:
                         if name in value and not check(value[name]):
@@ -218,6 +229,8 @@ class SchemaCompiler:
             check = self.compile(arg)
             return lambda value: not isinstance(value, dict) or all(check(v) for k, v in value.items() if k not in known)
         if key == "required":
+            if not isinstance(arg, list):
+                raise Unsupported(key)
             required = tuple(arg)
             return lambda value: not isinstance(value, dict) or all(n in value for n in required)
         if key == "propertyNames":
@@ -233,10 +246,15 @@ class SchemaCompiler:
         if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if not _is_number(arg):
                 raise Unsupported(key)
-            test = {"minimum": lambda v: not v < arg, "maximum": lambda v: not v > arg,  # as jsonschema (NaN)
-                    "exclusiveMinimum": lambda v: not v <= arg, "exclusiveMaximum": lambda v: not v >= arg}[key]
+            bound: Number = arg
+            bounds: dict[str, Callable[[Number], bool]] = {  # as jsonschema (NaN)
+                "minimum": lambda v: not v < bound, "maximum": lambda v: not v > bound,
+                "exclusiveMinimum": lambda v: not v <= bound, "exclusiveMaximum": lambda v: not v >= bound}
+            test = bounds[key]
             return lambda value: not _is_number(value) or test(value)
         if key == "pattern":
+            if not isinstance(arg, str):
+                raise Unsupported(key)
             try:
                 search = re.compile(arg).search  # jsonschema: re.search(pattern, instance)
             except (re.error, TypeError):
@@ -248,6 +266,8 @@ class SchemaCompiler:
             check = self.compile(arg)
             return lambda value: not isinstance(value, list) or all(check(v) for v in value)
         if key in ("allOf", "anyOf", "oneOf"):
+            if not isinstance(arg, list):
+                raise Unsupported(key)
             branches = tuple(self.compile(sub) for sub in arg)
             if key == "allOf":
                 return lambda value: all(check(value) for check in branches)
@@ -268,7 +288,7 @@ class SchemaCompiler:
             then = self.compile(schema["then"]) if "then" in schema else None
             else_ = self.compile(schema["else"]) if "else" in schema else None
 
-            def if_(value):
+            def if_(value: object) -> bool:
                 if test(value):
                     return then is None or then(value)
                 return else_ is None or else_(value)

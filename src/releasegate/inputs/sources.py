@@ -21,17 +21,33 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..border.hub import hub_snapshot
 from ..errors import InputError, Where
 from ..safe_template import MAX_CHARS, TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import KeyAt, is_dir, named_file
-from .sampling import sampled_rows
+from .sampling import Row, sampled_rows
 from .schema_check import did_you_mean
-from .tables import _datasets, _short, arrow_table, check_json_depth, check_source_file, disk_dataset, row_place, where
+from .source_spec import SourceSpec, TemplateSpec
+from .tables import (
+    SampledSource,
+    _datasets,
+    _defused,
+    _no_sheet,
+    _short,
+    arrow_table,
+    check_json_depth,
+    check_source_file,
+    disk_dataset,
+    row_place,
+    where,
+)
 from .text_tables import csv_rows, json_rows, plain_value
+
+if TYPE_CHECKING:
+    from .suite_config import SuiteConfig
 
 __all__ = ["FORMATS", "source_rows", "row_to_raw", "row_tags", "check_source", "Templates"]
 
@@ -45,26 +61,27 @@ _BATCH = 1024  # rows converted to Python at a time
 
 # -- reading rows --------------------------------------------------------------------------------------------
 
-def check_source(suite) -> None:
+def check_source(suite: SampledSource) -> None:
     """What a suite is checked for before its source is read, and beyond a limited load's last case: its source
     is there, and is nothing its reader cannot survive (`tables.check_source_file`)."""
-    src = suite.source
-    if "hub" in src:
+    src = suite.source or {}
+    spec = SourceSpec.model_validate(src)
+    if spec.hub is not None:
         return
-    path = named_file(Path(src["path"]), what="suite source", where=suite.key_at("source", "path"))
-    if src["format"] == "disk" and not is_dir(path):
+    path = named_file(Path(str(spec.path)), what="suite source", where=suite.key_at("source", "path"))
+    if spec.format == "disk" and not is_dir(path):
         raise InputError("not a save_to_disk directory", file=path, hint="give the directory Dataset.save_to_disk wrote")
-    if src["format"] != "disk" and is_dir(path):
+    if spec.format != "disk" and is_dir(path):
         raise InputError("suite source is a directory, expected a file", file=path,
                          hint="for a save_to_disk directory use format: disk")
-    check_source_file(src)  # regular files, JSON depth, xlsx size and grid, save_to_disk data files confined
+    check_source_file(spec)  # regular files, JSON depth, xlsx size and grid, save_to_disk data files confined
 
 
-def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+def source_rows(suite: SampledSource, *, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row number, row as a dict of plain Python values) of a suite's source, read lazily; with a `sample:`
     the sampled rows in the sample's order, only its first `limit` read (see `suite_sample`)."""
     check_source(suite)
-    if not getattr(suite, "sample", None):
+    if not suite.sample:
         yield from _all_rows(suite)
         return
 
@@ -73,18 +90,23 @@ def source_rows(suite, *, limit: int | None = None) -> Iterator[tuple[int, dict[
     except InputError:
         raise
     except Exception as exc:  # a file pyarrow cannot read
-        raise InputError(f"cannot read {suite.source.get('format', 'dataset')} source: {_short(exc)}",
-                         file=where(suite)) from None
+        raise InputError(f"cannot read {_format_of(suite)} source: {_short(exc)}", file=where(suite)) from None
 
 
-def _all_rows(suite) -> Iterator[tuple[int, dict[str, Any]]]:
-    src = suite.source
-    if "hub" in src:
-        rows = _hub_rows(src)
-    elif src["format"] == "xlsx":
-        rows = _xlsx_rows(src, suite.key_at("source", "sheet"))
-    elif src["format"] == "disk":
-        rows = _disk_rows(src)
+def _format_of(suite: SampledSource) -> str:
+    """The source's format as errors name it ('dataset' for a hub dataset)."""
+    return SourceSpec.model_validate(suite.source or {}).format or "dataset"
+
+
+def _all_rows(suite: SampledSource) -> Iterator[tuple[int, dict[str, Any]]]:
+    src = suite.source or {}
+    spec = SourceSpec.model_validate(src)
+    if spec.hub is not None:
+        rows = _hub_rows(spec, spec.hub)
+    elif spec.format == "xlsx":
+        rows = _xlsx_rows(spec, suite.key_at("source", "sheet"))
+    elif spec.format == "disk":
+        rows = _disk_rows(spec)
     else:
         rows = _file_rows(src)
     number = 0
@@ -97,18 +119,19 @@ def _all_rows(suite) -> Iterator[tuple[int, dict[str, Any]]]:
         except InputError:
             raise
         except Exception as exc:  # a file pyarrow/pandas cannot read, a row it cannot decode
-            raise InputError(f"cannot read {src.get('format', 'dataset')} source: {_short(exc)}",
+            raise InputError(f"cannot read {spec.format or 'dataset'} source: {_short(exc)}",
                              file=where(suite), **row_place(suite, number + 1)) from None
         number += 1
         yield number, row
 
 
 def _file_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    path = str(src["path"])
-    if src["format"] in ("parquet", "arrow"):  # pyarrow itself: what datasets would call, without its start-up
-        yield from _arrow_rows(path, src["format"])
+    spec = SourceSpec.model_validate(src)
+    path = str(spec.path)
+    if spec.format in ("parquet", "arrow"):  # pyarrow itself: what datasets would call, without its start-up
+        yield from _arrow_rows(path, spec.format)
         return
-    yield from csv_rows(src) if src["format"] in ("csv", "tsv") else json_rows(src)
+    yield from csv_rows(spec) if spec.format in ("csv", "tsv") else json_rows(spec)
 
 
 def _arrow_rows(path: str, fmt: str) -> Iterator[dict[str, Any]]:
@@ -123,7 +146,7 @@ def _arrow_rows(path: str, fmt: str) -> Iterator[dict[str, Any]]:
         yield from batch.to_pylist()
 
 
-def _disk_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _disk_rows(src: SourceSpec) -> Iterator[dict[str, Any]]:
     data = disk_dataset(src)
     if getattr(data, "_indices", None) is None:  # the memory-mapped table itself, a batch at a time
         for batch in data.data.to_batches(max_chunksize=_BATCH):
@@ -132,13 +155,13 @@ def _disk_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield from data  # a selection over the table: rows are read as they are asked for
 
 
-def _hub_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _hub_rows(src: SourceSpec, hub: str) -> Iterator[dict[str, Any]]:
     """A hub dataset's split: streamed from the hub cache's copy of the repository when it has one, else
     from the datasets cache (a dataset loaded before), else from the hub when online."""
-    hub, config, split = src["hub"], src.get("config"), src.get("split") or "train"
+    config, split = src.config, src.split or "train"
     datasets = _datasets("a hub suite source (source.hub)", f"hub:{hub}")
     what = f"hub dataset '{hub}'" + (f" (config {config})" if config else "")
-    snapshot = hub_snapshot(hub, repo_type="dataset", revision=src.get("revision"))
+    snapshot = hub_snapshot(hub, repo_type="dataset", revision=src.revision)
     for file in sorted(snapshot.rglob("*.json*")) if snapshot is not None else ():  # JSON read by pyarrow too
         if file.suffix in (".json", ".jsonl") and file.is_file():
             check_json_depth(file)
@@ -146,7 +169,7 @@ def _hub_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if snapshot is not None:
             data = datasets.load_dataset(str(snapshot), config, split=split, streaming=True)
         else:
-            kwargs = {"revision": src["revision"]} if src.get("revision") else {}
+            kwargs = {"revision": src.revision} if src.revision else {}
             data = datasets.load_dataset(hub, config, split=split, **kwargs)
     except Exception as exc:
         text = str(exc)
@@ -164,13 +187,13 @@ def _hub_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield from data
 
 
-def _xlsx_rows(src: dict[str, Any], sheet_at: Where) -> Iterator[dict[str, Any]]:
+def _xlsx_rows(src: SourceSpec, sheet_at: Where) -> Iterator[dict[str, Any]]:
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover
         raise InputError("xlsx sources need pandas and openpyxl", hint="pip install pandas openpyxl") from None
-    path = src["path"]
-    sheet = src.get("sheet", 0)
+    path = str(src.path)
+    sheet = src.sheet if src.sheet is not None else 0
     try:
         frame = pd.read_excel(path, sheet_name=sheet, dtype=object, engine="openpyxl")
     except ValueError as exc:
@@ -187,31 +210,6 @@ def _xlsx_rows(src: dict[str, Any], sheet_at: Where) -> Iterator[dict[str, Any]]
         yield {name: plain_value(value) for name, value in zip(names, values)}
 
 
-def _no_sheet(path: str | Path, sheet: object, sheet_at: Where) -> InputError:
-    """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
-    import pandas as pd
-
-    try:
-        with pd.ExcelFile(path, engine="openpyxl") as book:
-            names = [str(n) for n in book.sheet_names]
-    except Exception:  # the sheet's absence is the error to report, not this one
-        names = []
-    shown = f" (sheets: {', '.join(names)})" if names else ""
-    return InputError(f"no sheet {sheet!r} in {path}{shown}", **sheet_at,
-                      hint=did_you_mean(str(sheet), names) or None)
-
-
-def _defused(exc: BaseException | None) -> bool:
-    """Whether defusedxml refused the XML behind `exc` (itself, or what it was raised from or during)."""
-    for _ in range(8):
-        if exc is None:
-            return False
-        if type(exc).__module__.startswith("defusedxml"):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 # -- rows to cases -------------------------------------------------------------------------------------------
 
 class Templates:
@@ -222,14 +220,14 @@ class Templates:
     def __init__(self, spec: dict[str, Any], file: str, at: KeyAt | None = None) -> None:
         self.at: KeyAt = at if at is not None else (lambda *parts: Where(file=file, field=".".join(map(str, parts))))
         self.parts: list[tuple[str, Any]] = []
-        for role in ("system", "user"):
-            if role in spec and not any(mark in spec[role] for mark in ("{{", "{%", "{#", "\r")):
-                self.parts.append((role, spec[role]))  # plain text: nothing to render, row after row
-            elif role in spec:
-                try:
-                    self.parts.append((role, _Field.of(spec[role]) or compile_template(spec[role])))
-                except TemplateFailed as exc:
-                    raise InputError(exc.message, **self.at("template", role)) from None
+        for role, text in TemplateSpec.model_validate(spec).roles():
+            if not any(mark in text for mark in ("{{", "{%", "{#", "\r")):
+                self.parts.append((role, text))  # plain text: nothing to render, row after row
+                continue
+            try:
+                self.parts.append((role, _Field.of(text) or compile_template(text)))
+            except TemplateFailed as exc:
+                raise InputError(exc.message, **self.at("template", role)) from None
 
     def render(self, row: dict[str, Any], file: str, number: int) -> list[dict[str, Any]]:
         context = {k: v for k, v in row.items() if isinstance(k, str) and k.isidentifier()}
@@ -296,7 +294,7 @@ def _undefined_name(message: str) -> str:
     return pieces[1] if len(pieces) >= 2 else message
 
 
-def _column(row: dict[str, Any], name: str, file: str, suite, *key: str) -> Any:
+def _column(row: Row, name: str, file: str, suite: SampledSource, *key: str | int) -> Any:
     """The row's value in column `name`, which `columns.<key>` of the config names: a column the source does
     not have is that key's error (its line in the config), with the columns the source has."""
     if name not in row:
@@ -309,51 +307,41 @@ def _shown(names: list[str]) -> str:
     return ", ".join(names) if len(names) <= 20 else ", ".join(names[:20]) + f", ... ({len(names)} in all)"
 
 
-def _tag_columns(columns: dict[str, Any]) -> dict[str, str]:
-    tags = columns.get("tags") or {}
-    return {c: c for c in tags} if isinstance(tags, list) else dict(tags)
+def _case_id(value: Any) -> Any:
+    """An id column's value as the case id: a whole number as its digits (a float column's 3.0 as '3')."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-def row_to_raw(row: dict[str, Any], number: int, suite,
+def row_to_raw(row: Row, number: int, suite: SuiteConfig,
                templates: Templates | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """A row as a case object (what a JSONL line would hold) and, for errors, {case field: source column}."""
     file = where(suite)
-    columns = suite.columns
-    raw: dict[str, Any] = {}
-    origin: dict[str, Any] = {}
-    if "id" in columns:
-        value = _column(row, columns["id"], file, suite, "id")
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        raw["id"] = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-        origin["id"] = columns["id"]
-    else:
-        raw["id"] = f"{suite.name}-{number:06d}"
+    columns = suite.column_spec
+    case_id = _case_id(_column(row, columns.id, file, suite, "id")) if columns.id is not None \
+        else f"{suite.name}-{number:06d}"
     if templates is not None:
-        raw["messages"] = templates.render(row, file, number)
-        origin["messages"] = "template"
-    elif "messages" in columns:
-        raw["messages"] = _column(row, columns["messages"], file, suite, "messages")
-        origin["messages"] = columns["messages"]
+        given, value, column = "messages", templates.render(row, file, number), "template"
+    elif columns.messages is not None:
+        given, column = "messages", columns.messages
+        value = _column(row, column, file, suite, "messages")
     else:
-        raw["prompt"] = _column(row, columns["prompt"], file, suite, "prompt")
-        origin["prompt"] = columns["prompt"]
-    expected = columns["expected"]
-    if isinstance(expected, dict):
-        raw["expected"] = {key: _column(row, col, file, suite, "expected", key) for key, col in expected.items()}
-        origin.update({f"expected.{key}": col for key, col in expected.items()})
-    else:
-        raw["expected"] = _column(row, expected, file, suite, "expected")
-        origin["expected"] = expected
-    tags = {}
-    listed = columns.get("tags") if isinstance(columns.get("tags"), list) else None
-    for tag, col in _tag_columns(columns).items():
-        value = _column(row, col, file, suite, "tags", listed.index(col) if listed is not None else tag)
-        if value is not None:  # an empty cell: the case has no such tag
-            tags[tag] = value
-        origin[f"tags.{tag}"] = col
-    if tags:
-        raw["tags"] = tags
+        given, column = "prompt", str(columns.prompt)
+        value = _column(row, column, file, suite, "prompt")
+    expected = columns.expected if isinstance(columns.expected, dict) else None
+    answer = {key: _column(row, col, file, suite, "expected", key) for key, col in expected.items()} \
+        if expected is not None else _column(row, str(columns.expected), file, suite, "expected")
+    tag_columns = columns.tag_columns()
+    cells = {tag: _column(row, col, file, suite, "tags", columns.tag_key(tag, col)) for tag, col in tag_columns.items()}
+    tags = {tag: cell for tag, cell in cells.items() if cell is not None}  # an empty cell: the case has no such tag
+    raw: dict[str, Any] = {"id": case_id, given: value, "expected": answer, **({"tags": tags} if tags else {})}
+    origin: dict[str, Any] = {
+        **({"id": columns.id} if columns.id is not None else {}), given: column,
+        **({f"expected.{key}": col for key, col in expected.items()} if expected is not None
+           else {"expected": columns.expected}),
+        **{f"tags.{tag}": col for tag, col in tag_columns.items()},
+    }
     try:  # one encoding of the whole case; only a case that fails is gone through key by key
         json.dumps(raw, allow_nan=False)
     except (TypeError, ValueError):
@@ -394,6 +382,6 @@ def column_of(field: str | None, origin: dict[str, Any]) -> str | None:
     return field
 
 
-def row_tags(row: dict[str, Any], suite) -> dict[str, Any]:
+def row_tags(row: Row, suite: SuiteConfig) -> dict[str, Any]:
     """The tags a row gives, unvalidated (for slices beyond a limited load)."""
-    return {tag: row.get(col) for tag, col in _tag_columns(suite.columns).items() if row.get(col) is not None}
+    return {tag: row.get(col) for tag, col in suite.column_spec.tag_columns().items() if row.get(col) is not None}

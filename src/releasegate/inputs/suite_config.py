@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..border.structured import json_loads
 from ..errors import InputError
+from .config_doc import SuiteDoc
 from .files import KeyAt, is_dir, nowhere, read_text, resolve_under
+from .read_doc import read_doc
 from .schema_check import did_you_mean
+from .source_spec import ColumnSpec, SourceSpec
 from .sources import EXTENSIONS
 
 if TYPE_CHECKING:
@@ -46,76 +50,74 @@ class SuiteConfig:
     or the --set): an error in the suite's own settings (its path, answer, format) names that line, not the
     suite's file."""
 
+    @cached_property
+    def column_spec(self) -> ColumnSpec:
+        """`columns:` read once (a source suite's; empty for a JSONL suite)."""
+        return ColumnSpec.model_validate(self.columns or {})
+
 
 def parse_suite(raw: dict[str, Any], here: Path, config_path: Path, at: KeyAt) -> SuiteConfig:
     """One validated entry of `suites:`: a JSONL path, or a tabular source with its columns (format inferred)."""
-    if "source" not in raw:
+    doc = read_doc(SuiteDoc, raw, config_path)
+    if doc.source is None:
         for key in ("columns", "template", "sample"):
             if key in raw:
                 raise InputError(f"{key} is for a suite with a source", **at(key), hint="add source: or remove it")
-        path = resolve_under(here, raw["path"])
-        return SuiteConfig(
-            path=path,
-            name=raw.get("name", path.stem),
-            limit=raw.get("limit"),
-            repeats=raw.get("repeats"),
-            answer=raw.get("answer"),
-            format=tuple(raw.get("format", ())),
-            key_at=at,
-        )
-    if "path" in raw:
+        path = resolve_under(here, str(doc.path))
+        return SuiteConfig(path=path, name=doc.name if doc.name is not None else path.stem, limit=doc.limit,
+                           repeats=doc.repeats, answer=doc.answer, format=tuple(doc.format), key_at=at)
+    if doc.path is not None:
         raise InputError("a suite has a path (JSONL) or a source, not both", **at("path"),
                          hint="give a tabular file as source.path")
-    source = dict(raw["source"])
-    columns = raw["columns"]
-    if "hub" in source:
-        for key in ("path", "format", "sheet"):
-            if key in source:
-                raise InputError(f"source.{key} is for a local source, not a hub dataset", **at("source", key))
-    else:
-        for key in ("config", "revision"):
-            if key in source:
-                raise InputError(f"source.{key} is for a hub dataset", **at("source", key))
-    if "hub" in source:
+    _check_source_keys(doc.source, at)
+    spec = SourceSpec.model_validate(doc.source)
+    if spec.hub is not None:
+        source = dict(doc.source)
         path = Path(config_path)  # nothing local stands for a hub dataset: the config itself is hashed
-        name = raw.get("name", source["hub"].rsplit("/", 1)[-1])
+        name = doc.name if doc.name is not None else spec.hub.rsplit("/", 1)[-1]
     else:
-        source["path"] = resolve_under(here, source["path"])
-        if "format" not in source:
-            fmt = EXTENSIONS.get(source["path"].suffix.lower())
-            if fmt is None:
-                fmt = "disk" if is_dir(source["path"]) else None
-            if fmt is None:
-                raise InputError(f"cannot tell the format of '{source['path'].name}' from its name",
-                                 **at("source", "path"), hint="set source.format")
-            source["format"] = fmt
-        path = source["path"]
-        if source["format"] == "disk":  # a directory: its state.json (the data files and their fingerprint)
-            split = source.get("split") or _only_split(path)
-            path = path / split / "state.json" if split and is_dir(path / split) else path / "state.json"
-        if source["format"] != "xlsx" and "sheet" in source:
-            raise InputError("sheet is for xlsx sources", **at("source", "sheet"))
-        name = raw.get("name", source["path"].stem)
-    forms = [k for k in ("prompt", "messages") if k in columns] + (["template"] if "template" in raw else [])
+        source, resolved, path = _local_source(doc.source, spec, here, at)
+        name = doc.name if doc.name is not None else resolved.stem
+    columns = ColumnSpec.model_validate(doc.columns or {})
+    forms = [k for k, v in (("prompt", columns.prompt), ("messages", columns.messages)) if v is not None] + (
+        ["template"] if doc.template is not None else [])
     if len(forms) != 1:
         raise InputError(
             "a source suite needs exactly one of columns.prompt, columns.messages or template"
             + (f" (has {', '.join(forms)})" if forms else ""), **at("columns"),
         )
-    _check_answer_fields(raw.get("answer"), columns.get("expected"), at)
+    _check_answer_fields(doc.answer, columns.expected, at)
     return SuiteConfig(
-        path=path,
-        name=name,
-        limit=raw.get("limit"),
-        repeats=raw.get("repeats"),
-        answer=raw.get("answer"),
-        format=tuple(raw.get("format", ())),
-        source=source,
-        columns=dict(columns),
-        template=dict(raw["template"]) if "template" in raw else None,
-        sample=_sample(raw.get("sample"), at),
-        key_at=at,
+        path=path, name=name, limit=doc.limit, repeats=doc.repeats, answer=doc.answer, format=tuple(doc.format),
+        source=source, columns=dict(doc.columns or {}), template=dict(doc.template) if doc.template is not None else None,
+        sample=_sample(doc.sample, at), key_at=at,
     )
+
+
+def _check_source_keys(source: dict[str, Any], at: KeyAt) -> None:
+    """A hub source takes no local keys, a local source no hub keys."""
+    hub = "hub" in source
+    for key in ("path", "format", "sheet") if hub else ("config", "revision"):
+        if key in source:
+            raise InputError(f"source.{key} is for a local source, not a hub dataset" if hub
+                             else f"source.{key} is for a hub dataset", **at("source", key))
+
+
+def _local_source(raw: dict[str, Any], spec: SourceSpec, here: Path, at: KeyAt) -> tuple[dict[str, Any], Path, Path]:
+    """A local source with its path resolved and its format (given, or told by the name), that path, and the file
+    that stands for its data."""
+    resolved = resolve_under(here, str(spec.path))
+    fmt = spec.format or EXTENSIONS.get(resolved.suffix.lower()) or ("disk" if is_dir(resolved) else None)
+    if fmt is None:
+        raise InputError(f"cannot tell the format of '{resolved.name}' from its name",
+                         **at("source", "path"), hint="set source.format")
+    path = resolved
+    if fmt == "disk":  # a directory: its state.json (the data files and their fingerprint)
+        split = spec.split or _only_split(resolved)
+        path = resolved / split / "state.json" if split and is_dir(resolved / split) else resolved / "state.json"
+    if fmt != "xlsx" and spec.sheet is not None:
+        raise InputError("sheet is for xlsx sources", **at("source", "sheet"))
+    return {**raw, "path": resolved, "format": fmt}, resolved, path
 
 
 def _check_answer_fields(answer: dict[str, Any] | None, expected: object, at: KeyAt) -> None:

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..border.structured import json_loads
-from ..errors import InputError
+from ..errors import InputError, Where
 from ..extras import load
-from .files import check_regular, open_regular, read_capped
+from .files import KeyAt, check_regular, open_regular, read_capped
+from .schema_check import did_you_mean
+from .source_spec import SourceSpec
 from .text_tables import RowPlace, text_place
 
 
@@ -35,6 +37,16 @@ class Sourced(Protocol):
 
     @property
     def source(self) -> dict[str, Any] | None: ...
+
+
+class SampledSource(Sourced, Protocol):
+    """A tabular suite that may be sampled (`sample:`), with where its config keys were written."""
+
+    @property
+    def sample(self) -> dict[str, Any] | None: ...
+
+    @property
+    def key_at(self) -> KeyAt: ...
 
 MAX_JSON_DEPTH = 256
 """Nesting of a JSON or JSON Lines source's values; a case needs a few levels."""
@@ -57,12 +69,12 @@ def row_place(suite: Sourced, number: int) -> RowPlace:
     """Where data row `number` (1-based, the header not counted) of a suite's source is, as the program a user
     opens it in shows it: a CSV's or TSV's line and spreadsheet row, a JSON Lines line, a workbook sheet's row
     (the header is its row 1); else the row."""
-    src = _source(suite)
-    fmt = src.get("format")
-    if "hub" not in src and fmt in ("csv", "tsv", "json", "jsonl"):
+    src = SourceSpec.model_validate(_source(suite))
+    fmt = src.format
+    if src.hub is None and fmt in ("csv", "tsv", "json", "jsonl"):
         return text_place(src, number)
     if fmt == "xlsx":
-        sheet = src.get("sheet")
+        sheet = src.sheet
         named = f" of sheet '{sheet}'" if isinstance(sheet, str) else ""
         return RowPlace(line=None, row=f"spreadsheet row {number + 1}{named}")
     return RowPlace(line=None, row=f"row {number}")
@@ -87,16 +99,16 @@ def _datasets(purpose: str = "this suite source", file: str | None = None) -> An
     return datasets
 
 
-def disk_dataset(src: dict[str, Any]) -> Any:  # a datasets.Dataset (datasets has no type information)
+def disk_dataset(src: SourceSpec) -> Any:  # a datasets.Dataset (datasets has no type information)
     """The split of a save_to_disk directory, as a memory-mapped Dataset."""
-    path = str(src["path"])
+    path = str(src.path)
     datasets = _datasets("a save_to_disk suite source (format: disk)", path)
     try:
         data = datasets.load_from_disk(path)
     except Exception as exc:
         raise InputError(f"cannot read save_to_disk directory: {_short(exc)}", file=path) from None
     if isinstance(data, datasets.DatasetDict):
-        split = src.get("split")
+        split = src.split
         if split is None and len(data) == 1:
             split = next(iter(data))
         if split not in data:
@@ -120,10 +132,10 @@ def arrow_table(path: str) -> Any:  # a pyarrow.Table (pyarrow has no type infor
 
 # -- checks before a third-party reader opens a file ----------------------------------------------------------
 
-def check_source_file(src: dict[str, Any]) -> None:
+def check_source_file(src: SourceSpec) -> None:
     """A local source file checked for what its reader cannot survive (see the module docstring)."""
-    path = Path(src["path"])
-    fmt = src["format"]
+    path = Path(str(src.path))
+    fmt = src.format
     if fmt == "disk":
         check_disk_dir(path)
         return
@@ -249,3 +261,28 @@ def _check_data_files(folder: Path, state: dict[str, Any]) -> None:
             raise InputError(f"state.json names a data file outside its directory ({file.name})", file=folder / "state.json",
                              field="_data_files", hint="save the dataset again with Dataset.save_to_disk")
         check_regular(file, what="save_to_disk data file")
+
+
+def _no_sheet(path: str | Path, sheet: object, sheet_at: Where) -> InputError:
+    """The error for a sheet the workbook lacks, listing its sheets (and the one meant, by a close name)."""
+    import pandas as pd
+
+    try:
+        with pd.ExcelFile(path, engine="openpyxl") as book:
+            names = [str(n) for n in book.sheet_names]
+    except Exception:  # the sheet's absence is the error to report, not this one
+        names = []
+    shown = f" (sheets: {', '.join(names)})" if names else ""
+    return InputError(f"no sheet {sheet!r} in {path}{shown}", **sheet_at,
+                      hint=did_you_mean(str(sheet), names) or None)
+
+
+def _defused(exc: BaseException | None) -> bool:
+    """Whether defusedxml refused the XML behind `exc` (itself, or what it was raised from or during)."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if type(exc).__module__.startswith("defusedxml"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from pydantic import BaseModel, ConfigDict
+
 from ..border.env import env_secret
 from ..border.http import url_problem
 from ..errors import InputError
@@ -33,6 +35,7 @@ from .backend_facts import capabilities
 from .backend_facts import spec as backend_spec
 from .files import KeyAt, exists, is_dir, is_file, resolve_under
 from .model_files import check_model_dir
+from .read_doc import read_doc
 
 __all__ = ["TargetConfig", "parse_target"]
 
@@ -161,32 +164,50 @@ class TargetConfig:
                 "headers": mask_mapping(self.headers, extra)}
 
 
+class TargetPathsDoc(BaseModel):
+    """The keys of a `target:` section that `parse_target` reads itself (the rest go to TargetConfig as written)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    base: str | None = None
+    adapter: str | None = None
+    merge: bool = False
+    responses: str | None = None
+    tokenizer: str | None = None
+    draft: str | None = None
+    base_url: str | None = None
+    headers: dict[str, Any] | None = None
+    secret_keys: list[str] | None = None
+    served_files: list[str] | None = None
+
+
 def parse_target(raw: dict[str, Any], here: Path, at: KeyAt) -> TargetConfig:
     """A validated `target:` section (or a judge's model) as a TargetConfig, paths resolved under `here`."""
     _check_installed(raw, at)
-    base = raw.get("base")
+    doc = read_doc(TargetPathsDoc, raw, None)
+    base = doc.base
     if base is not None:
         local = resolve_under(here, base)
         if exists(local):
             base = str(local)
         elif not _HUB_ID.match(base):
             raise InputError(f"base model '{base}' is neither a directory nor a hub id", **at("target", "base"))
-    adapter = resolve_under(here, raw["adapter"]) if raw.get("adapter") else None
+    adapter = resolve_under(here, doc.adapter) if doc.adapter else None
     if adapter is not None and not exists(adapter / "adapter_config.json"):
         raise InputError(
             f"no adapter_config.json in {adapter}", **at("target", "adapter"), hint="point at a peft adapter directory"
         )
-    if raw.get("merge") and adapter is None:
+    if doc.merge and adapter is None:
         raise InputError("merge: true needs an adapter", **at("target", "merge"))
-    responses = resolve_under(here, raw["responses"]) if raw.get("responses") else None
-    tokenizer = _tokenizer_file(resolve_under(here, raw["tokenizer"]), at) if raw.get("tokenizer") else None
-    draft = resolve_under(here, raw["draft"]) if raw.get("draft") else None
+    responses = resolve_under(here, doc.responses) if doc.responses else None
+    tokenizer = _tokenizer_file(resolve_under(here, doc.tokenizer), at) if doc.tokenizer else None
+    draft = resolve_under(here, doc.draft) if doc.draft else None
     if draft is not None:  # loaded only once generation starts: a draft that cannot load is refused now
         check_model_dir(draft, "draft model", at("target", "draft"))
-    if isinstance(raw.get("base_url"), str) and (problem := url_problem(raw["base_url"])) is not None:
+    if doc.base_url is not None and (problem := url_problem(doc.base_url)) is not None:
         raise InputError(f"base_url is {problem}", **at("target", "base_url"),
                          hint="write it as http(s)://host[:port]/v1")
-    for name in raw.get("headers") or {}:
+    for name in doc.headers or {}:
         if name.lower() in _OWN_HEADERS:
             raise InputError(f"header '{name}' is set by releasegate itself", **at("target", "headers", name),
                              hint="remove it from target.headers")
@@ -197,14 +218,14 @@ def parse_target(raw: dict[str, Any], here: Path, at: KeyAt) -> TargetConfig:
     )
     return TargetConfig(
         **{k: raw[k] for k in keys if k in raw}, base=base, adapter=adapter, responses=responses, tokenizer=tokenizer,
-        draft=draft, secret_keys=tuple(raw.get("secret_keys") or ()), served_files=_served_files(raw, here, at),
+        draft=draft, secret_keys=tuple(doc.secret_keys or ()), served_files=_served_files(doc.served_files, here, at),
     )
 
 
-def _served_files(raw: dict[str, Any], here: Path, at: KeyAt) -> tuple[Path, ...]:
+def _served_files(listed: list[str] | None, here: Path, at: KeyAt) -> tuple[Path, ...]:
     """`target.served_files`, each an existing file or directory under `here`."""
     out = []
-    for i, item in enumerate(raw.get("served_files") or ()):
+    for i, item in enumerate(listed or ()):
         path = resolve_under(here, item)
         if not exists(path):
             raise InputError(f"served file '{item}' does not exist", **at("target", "served_files", i),

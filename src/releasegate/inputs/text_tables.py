@@ -30,6 +30,7 @@ from ..border.structured import TooDeep, json_loads
 from ..errors import InputError
 from .csv_dialect import Dialect, sniff_csv
 from .files import open_regular, read_capped
+from .source_spec import SourceSpec
 
 if TYPE_CHECKING:
     import _csv
@@ -51,11 +52,11 @@ MAX_JSON_DOCUMENT = 256 * 2**20
 """Bytes of a `.json` document read whole (JSON Lines and CSV are streamed: no limit)."""
 
 
-def csv_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def csv_rows(src: SourceSpec) -> Iterator[dict[str, Any]]:
     """The rows of a CSV or TSV source as plain dicts, typed a chunk at a time (see the module docstring); an
     error names the line a text editor shows, the spreadsheet row and the dialect the file was read in."""
-    path = Path(src["path"])
-    dialect = sniff_csv(path, default="\t" if src["format"] == "tsv" else ",")
+    path = Path(str(src.path))
+    dialect = sniff_csv(path, default="\t" if src.format == "tsv" else ",")
     if csv.field_size_limit() < MAX_CELL:  # process-wide, as the review CSV import raises it too
         csv.field_size_limit(MAX_CELL)
     with open_regular(path, what="suite source", max_bytes=1 << 62) as raw:
@@ -83,15 +84,15 @@ def _records(reader: _csv.Reader) -> Iterator[tuple[int, int, list[str]]]:
         yield start, row, record
 
 
-def text_place(src: dict[str, Any], number: int) -> RowPlace:
+def text_place(src: SourceSpec, number: int) -> RowPlace:
     """Where data row `number` (1-based, the header not counted) of a CSV, TSV or JSON Lines source is: the
     line a text editor shows it on and, for CSV and TSV, the spreadsheet row. Read again from the start: only an
     error asks."""
-    path = Path(src["path"])
+    path = Path(str(src.path))
     try:
-        if src["format"] in ("csv", "tsv"):
-            return _csv_place(path, src["format"], number)
-        if src["format"] == "jsonl" or _json_document(path) is None:
+        if src.format in ("csv", "tsv"):
+            return _csv_place(path, src.format, number)
+        if src.format == "jsonl" or _json_document(path) is None:
             return _line_place(path, number)
     except (InputError, csv.Error, UnicodeDecodeError, OSError):
         pass  # the row's own error is the one to report
@@ -155,10 +156,10 @@ def _typed(cells: list[str]) -> list[Any]:
     return [c if c != "" else None for c in cells]
 
 
-def json_rows(src: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def json_rows(src: SourceSpec) -> Iterator[dict[str, Any]]:
     """The rows of a JSON or JSON Lines source as plain dicts (see the module docstring)."""
-    path = Path(src["path"])
-    document = _json_document(path) if src["format"] == "json" else None
+    path = Path(str(src.path))
+    document = _json_document(path) if src.format == "json" else None
     if document is None:
         yield from _line_rows(path)
     else:

@@ -4,28 +4,36 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..errors import InputError, Where
 from ..extras import require
 from .backend_facts import capabilities, spec
-from .config import load_config
+from .config import Config, load_config
 from .files import is_dir, named_file
 from .judge_settings import check_judged_cases
 from .judging_keys import judges, key_parts
 from .model_files import check_model_dir
 from .mojibake import suite_mojibake
 from .probes import with_probes
-from .rubric import load_rubric
+from .rubric import Rubric, load_rubric
 from .schema_check import did_you_mean
 from .suites import Case, load_suites, stream_cases, suite_tags
+from .target import TargetConfig
 
 __all__ = ["load_inputs", "input_summary", "SuiteCounts"]
 
 
-class SuiteCounts(Counter):
+Slice = dict[str, Any]
+"""A rubric slice: {tag or 'suite': value} as the rubric writes it."""
+
+NamedSlice = tuple[tuple[str | int, ...], Slice]
+"""A slice with the key path of the rubric that names it (`('criteria', 2, 'slice')`)."""
+
+
+class SuiteCounts(Counter[str]):
     """Cases per suite (what `validate` counts), and the domain tag's values the cases had on the way: the
     suites are read once, not once more for the domain warnings."""
 
@@ -38,7 +46,18 @@ class SuiteCounts(Counter):
         self.domains, self.probed = set(), 0
 
 
-def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = True, overrides: tuple[str, ...] = ()):
+@overload
+def load_inputs(config_path: Path, *, limit: int | None = None, keep: Literal[True] = True,
+                overrides: tuple[str, ...] = ()) -> tuple[Config, Rubric, list[Case]]: ...
+
+
+@overload
+def load_inputs(config_path: Path, *, limit: int | None = None, keep: Literal[False],
+                overrides: tuple[str, ...] = ()) -> tuple[Config, Rubric, SuiteCounts]: ...
+
+
+def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = True,
+                overrides: tuple[str, ...] = ()) -> tuple[Config, Rubric, list[Case] | SuiteCounts]:
     """Config, rubric and cases, each validated; raises InputError at the first problem. `overrides`: the
     `--set KEY=VALUE` overrides applied over the config file (see `composition`).
 
@@ -67,7 +86,7 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
     chat: list[Case] = []
     domain_tag = rubric.review.domain_tag
 
-    def tagged() -> Iterator[tuple[str, dict]]:
+    def tagged() -> Iterator[tuple[str, dict[str, Any]]]:
         for case in cases if cases is not None else stream_cases(config.suites, config.path.parent, limit=limit):
             per_suite[case.suite] += 1
             if case.tags.get(domain_tag) is not None:
@@ -92,10 +111,10 @@ def load_inputs(config_path: Path, *, limit: int | None = None, keep: bool = Tru
         missing = _unmatched(missing, suite_tags(config.suites), stop=True, seen=seen)
     families = {f.name for f in config.probes.families} if config.probes is not None else set()
     _refuse_slices(rubric, [m for m in missing if str(m[1].get("probe")) not in families], seen)  # probes: made
-    return config, rubric, cases if keep else per_suite
+    return config, rubric, cases if cases is not None else per_suite
 
 
-def _check_guards(config, rubric) -> None:
+def _check_guards(config: Config, rubric: Rubric) -> None:
     """A rubric rule of kind guard names a guard of the config's `guards:`: said before the model runs."""
     for i, rule in enumerate(rubric.forbidden):
         if rule.guard and rule.guard not in config.guards:
@@ -113,7 +132,7 @@ def _check_guards(config, rubric) -> None:
         _check_grader_model(config, config.guards[name].target, ("guards", name))
 
 
-def _check_grader_model(config, target, at: tuple[str, ...]) -> None:
+def _check_grader_model(config: Config, target: TargetConfig, at: tuple[str, ...]) -> None:
     """A guard's or judge's local model runs after every case is answered: a directory its loader cannot read (no
     weights, a config.json that is not a model's) is said now, naming its field, not once the run is done."""
     for role, key in capabilities(target.backend).model_dirs:
@@ -122,14 +141,14 @@ def _check_grader_model(config, target, at: tuple[str, ...]) -> None:
             check_model_dir(Path(location), f"{at[0].rstrip('s')} {role}", config.key_at(*at, key))
 
 
-def _check_installed(rubric) -> None:
+def _check_installed(rubric: Rubric) -> None:
     """A rubric's `evaluate:` metrics other than the shipped ones need the `evaluate` extra: said before the model
     runs, not once it has answered every case. `gate` on a saved run does not come here."""
     if any(not spec.shipped for spec in rubric.evaluate):
         require("a rubric's evaluate: metrics", "evaluate", file=rubric.path, field="evaluate")
 
 
-def _check_embedding_model(config) -> None:
+def _check_embedding_model(config: Config) -> None:
     """A local embedding model (the response-cache probe) runs after every case is answered: it needs the `hf`
     extra and a model directory a loader can read, said now, not once the run is done."""
     probe = getattr(config, "response_cache_probe", None)
@@ -141,13 +160,13 @@ def _check_embedding_model(config) -> None:
     check_model_dir(local, "embedding model", where)
 
 
-def _named_slices(rubric) -> list[tuple[tuple, dict]]:
+def _named_slices(rubric: Rubric) -> list[NamedSlice]:
     named = [(("criteria", i, "slice"), c.slice) for i, c in enumerate(rubric.criteria) if c.slice]
     return named + [(("review", "required_slices", i), s) for i, s in enumerate(rubric.review.required_slices)]
 
 
-def _unmatched(named: list[tuple[tuple, dict]], tagged, *, stop: bool = False,
-               seen: TagValues | None = None) -> list[tuple[tuple, dict]]:
+def _unmatched(named: list[NamedSlice], tagged: Iterable[tuple[str, dict[str, Any]]], *, stop: bool = False,
+               seen: TagValues | None = None) -> list[NamedSlice]:
     """The slices no (suite, tags) of `tagged` matches. `tagged` is read to its end (reading it validates the
     cases), unless `stop`: then only until every slice is matched. `seen`: filled in with the values the
     slices' keys take, for a did-you-mean."""
@@ -174,7 +193,7 @@ class TagValues:
     def __init__(self) -> None:
         self.values: dict[str, set[str]] = {}
 
-    def add(self, suite: str, tags: dict[str, Any], missing: list[tuple[tuple, dict]]) -> None:
+    def add(self, suite: str, tags: dict[str, Any], missing: list[NamedSlice]) -> None:
         for name, value in [("suite", suite), *tags.items()]:
             known = self.values.get(str(name))
             if known is None and len(self.values) < self.MAX:
@@ -192,7 +211,7 @@ class TagValues:
         return ""
 
 
-def _refuse_slices(rubric, missing: list[tuple[tuple, dict]], seen: TagValues) -> None:
+def _refuse_slices(rubric: Rubric, missing: list[NamedSlice], seen: TagValues) -> None:
     """A slice that matches no case decides nothing: a typo in it would silently drop a criterion or the review
     requirement of a high-risk slice, so it is an input error naming the rubric's line (for a limited load,
     once the rest of the suites was scanned for it)."""
@@ -205,7 +224,7 @@ def _refuse_slices(rubric, missing: list[tuple[tuple, dict]], seen: TagValues) -
                          hint=seen.guess(slice_) or "check the tag name and value against the suites' tags")
 
 
-def _check_mode(config, cases) -> None:
+def _check_mode(config: Config, cases: list[Case]) -> None:
     """An endpoint in completion mode takes raw prompts: refuse chat cases before anything is sent."""
     if "mode" in spec(config.target.backend).fields and config.target.mode == "completion":
         chat = next((c for c in cases if c.messages is not None), None)
@@ -215,7 +234,7 @@ def _check_mode(config, cases) -> None:
                              field="messages", hint="use mode: chat, or give the case a prompt")
 
 
-def domain_warnings(config, rubric, values: set[str] | None = None) -> list[str]:
+def domain_warnings(config: Config, rubric: Rubric, values: set[str] | None = None) -> list[str]:
     """One line per domain tag value `validate` cannot tell high-risk or not (`ReviewPolicy.unrecognised`): a
     high-risk domain spelled in a way it does not know would go unreviewed. `values`: the values the cases had,
     when they were counted as they were read (else the suites are read again for them)."""
@@ -228,7 +247,7 @@ def domain_warnings(config, rubric, values: set[str] | None = None) -> list[str]
             for value in policy.unrecognised(values)]
 
 
-def input_summary(config, rubric, per_suite: Counter) -> dict[str, Any]:
+def input_summary(config: Config, rubric: Rubric, per_suite: Counter[str]) -> dict[str, Any]:
     """What `validate` reports: the target, the rubric's size and the cases per suite."""
     summary = {
         "config": str(config.path),

@@ -23,12 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..border.http import url_problem
 from ..errors import InputError, Where
 from ..extras import require
 from ..redaction import mask_url
 from .files import KeyAt, exists, is_file, resolve_under
 from .model_files import check_gguf_file, check_model_dir
+from .read_doc import read_doc
 
 __all__ = ["VariantSpec", "SpeculativeSpec", "VariantPlan", "parse_variant_plan", "SERVERS", "QUANTS"]
 
@@ -111,6 +114,51 @@ class VariantPlan:
         return self.variants[0]
 
 
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class SpeculativeDoc(_Doc):
+    """A variant's `speculative:` as written."""
+
+    kind: str | None = None
+    draft: str | None = None
+    n_max: int = 4
+
+
+class VariantDoc(_Doc):
+    """One entry of `variants:` as written (`adapter: null`, given, is no adapter; absent, the target's)."""
+
+    name: str
+    server: str
+    base: str | None = None
+    adapter: str | None = None
+    gguf: str | None = None
+    lora: str = "merged"
+    quant: str = "f16"
+    model: str | None = None
+    base_url: str | None = None
+    parallel: int = 4
+    threads: int = 1
+    hourly_usd: int | float | None = None
+    speculative: SpeculativeDoc | None = None
+
+
+class ChoiceDoc(_Doc):
+    """`variant_choice:` as written."""
+
+    margin: int | float | None = None
+    min_parity_share: int | float = 0.9
+
+
+class InheritedDoc(_Doc):
+    """What a variant takes from the `target:` section unless it says otherwise."""
+
+    base: str | None = None
+    adapter: str | None = None
+    model: str | None = None
+
+
 def parse_variant_plan(raw: list[Any] | None, choice: dict[str, Any] | None, target: dict[str, Any], here: Path, at: KeyAt) -> VariantPlan | None:
     """The `variants:` list (schema-checked) as a VariantPlan, paths resolved under `here`; None when absent.
     `target`: the raw `target:` section, whose base, adapter and model a variant inherits."""
@@ -119,22 +167,24 @@ def parse_variant_plan(raw: list[Any] | None, choice: dict[str, Any] | None, tar
             raise InputError("variant_choice needs variants to choose from", **at("variant_choice"),
                              hint="add a variants: list[Any], or remove variant_choice")
         return None
-    specs = tuple(_variant(item, i, target, here, at) for i, item in enumerate(raw))
+    inherited = read_doc(InheritedDoc, target, None)
+    specs = tuple(_variant(read_doc(VariantDoc, item, None), item, i, inherited, here, at) for i, item in enumerate(raw))
     seen: set[str] = set()
     for i, spec in enumerate(specs):
         if spec.name.lower() in seen:  # each is a run directory: names equal but for case collide on some disks
             raise InputError(f"variant name '{spec.name}' is used twice", **at("variants", i, "name"),
                              hint="give every variant its own name")
         seen.add(spec.name.lower())
-    choice = choice or {}
-    return VariantPlan(variants=specs, margin=choice.get("margin"), min_parity_share=choice.get("min_parity_share", 0.9))
+    chosen = read_doc(ChoiceDoc, choice or {}, None)
+    return VariantPlan(variants=specs, margin=chosen.margin, min_parity_share=chosen.min_parity_share)
 
 
-def _variant(item: dict[str, Any], i: int, target: dict[str, Any], here: Path, at: KeyAt) -> VariantSpec:
+def _variant(doc: VariantDoc, item: dict[str, Any], i: int, target: InheritedDoc, here: Path, at: KeyAt) -> VariantSpec:
+    """`item`: the entry as written (which keys it gives), `doc` the same read."""
     def where(*parts: str) -> Where:
         return at("variants", i, *parts)
 
-    name, server = item["name"], item["server"]
+    name, server = doc.name, doc.server
     if not NAME.match(name):
         raise InputError(f"variant name '{name}' is not a plain name", **where("name"),
                          hint="letters, digits, '.', '_' and '-', up to 64 characters (it names a run directory)")
@@ -142,14 +192,14 @@ def _variant(item: dict[str, Any], i: int, target: dict[str, Any], here: Path, a
         raise InputError(f"variant name '{name}' is the name of a file of the plan's own", **where("name"),
                          hint="choose another name")
     if server == "endpoint":
-        return _endpoint(item, name, target, where)
+        return _endpoint(doc, item, target, where)
     for key in ("base_url",):
         if key in item:
             raise InputError(f"{key} is for server: endpoint", **where(key), hint=f"a {server} variant is started here")
-    base = _directory(item.get("base", target.get("base")), here, where("base"), "config.json", "a model directory")
-    adapter_raw = item["adapter"] if "adapter" in item else target.get("adapter")
+    base = _directory(doc.base if "base" in item else target.base, here, where("base"), "config.json", "a model directory")
+    adapter_raw = doc.adapter if "adapter" in item else target.adapter
     adapter = _directory(adapter_raw, here, where("adapter"), "adapter_config.json", "a peft adapter directory")
-    gguf = resolve_under(here, item["gguf"]) if item.get("gguf") else None
+    gguf = resolve_under(here, doc.gguf) if doc.gguf else None
     if gguf is not None and not is_file(gguf):
         raise InputError(f"no GGUF file at {gguf}", **where("gguf"), hint="point at a .gguf model file")
     if gguf is not None:
@@ -157,15 +207,15 @@ def _variant(item: dict[str, Any], i: int, target: dict[str, Any], here: Path, a
     if gguf is None and base is None:
         raise InputError("the variant has no model to serve", **where("base"),
                          hint="set base (or target.base), or gguf for a prebuilt llama.cpp file")
-    _check_server_keys(item, server, gguf, adapter, where)
-    speculative = _speculative(item.get("speculative"), server, here, where)
+    _check_server_keys(item, doc, gguf, adapter, where)
+    speculative = _speculative(doc.speculative, server, here, where)
     _check_extras(server, gguf is None or adapter is not None or bool(speculative and speculative.draft),
-                  adapter is not None and item.get("lora", "merged") == "merged", where)
+                  adapter is not None and doc.lora == "merged", where)
     return VariantSpec(
-        name=name, server=server, base=base, adapter=adapter, lora=item.get("lora", "merged"),
-        quant=item.get("quant", "f16") if server == "llamacpp" and gguf is None else None, gguf=gguf,
-        speculative=speculative, model=item.get("model"),
-        parallel=item.get("parallel", 4), threads=item.get("threads", 1), hourly_usd=item.get("hourly_usd"),
+        name=name, server=server, base=base, adapter=adapter, lora=doc.lora,
+        quant=doc.quant if server == "llamacpp" and gguf is None else None, gguf=gguf,
+        speculative=speculative, model=doc.model, parallel=doc.parallel, threads=doc.threads,
+        hourly_usd=doc.hourly_usd,
     )
 
 
@@ -181,15 +231,16 @@ def _check_extras(server: str, exporting: bool, merging: bool, where: KeyAt) -> 
         require(f"a {server} variant", *dict.fromkeys(modules), **where("server"))
 
 
-def _check_server_keys(item: dict[str, Any], server: str, gguf: Path | None, adapter: Path | None, where: KeyAt) -> None:
-    if server == "vllm":
+def _check_server_keys(item: dict[str, Any], doc: VariantDoc, gguf: Path | None, adapter: Path | None,
+                       where: KeyAt) -> None:
+    if doc.server == "vllm":
         for key in ("quant", "gguf"):
             if key in item:
                 raise InputError(f"{key} is for server: llamacpp", **where(key),
                                  hint="vLLM serves the Hugging Face checkpoint (merged or with its LoRA module)")
     if gguf is not None and "quant" in item:
         raise InputError("a prebuilt gguf file has its own type: quant does not apply", **where("quant"))
-    if gguf is not None and adapter is not None and item.get("lora", "merged") == "merged":
+    if gguf is not None and adapter is not None and doc.lora == "merged":
         raise InputError("a prebuilt gguf cannot have the adapter merged into it here", **where("gguf"),
                          hint="serve the adapter with lora: per_request, or set adapter: null if it is merged already")
     if "lora" in item and adapter is None:
@@ -197,31 +248,31 @@ def _check_server_keys(item: dict[str, Any], server: str, gguf: Path | None, ada
                          hint="set adapter (or target.adapter), or remove lora")
 
 
-def _endpoint(item: dict[str, Any], name: str, target: dict[str, Any], where: KeyAt) -> VariantSpec:
+def _endpoint(doc: VariantDoc, item: dict[str, Any], target: InheritedDoc, where: KeyAt) -> VariantSpec:
     for key in ("base", "adapter", "lora", "quant", "gguf", "speculative", "parallel", "threads"):
         if key in item:
             raise InputError(f"{key} does not apply to an endpoint: it is served as it is", **where(key),
                              hint="describe the served model in its name; releasegate only measures it")
-    if not item.get("base_url"):
+    if not doc.base_url:
         raise InputError("an endpoint variant needs its base_url", **where("base_url"),
                          hint="e.g. base_url: http://127.0.0.1:8000/v1")
-    if (problem := url_problem(str(item["base_url"]))) is not None:
+    if (problem := url_problem(doc.base_url)) is not None:
         raise InputError(f"base_url is {problem}", **where("base_url"), hint="e.g. base_url: http://127.0.0.1:8000/v1")
-    model = item.get("model") or target.get("model")
+    model = doc.model or target.model
     if not model:
         raise InputError("an endpoint variant needs the model it serves", **where("model"))
-    return VariantSpec(name=name, server="endpoint", base_url=item["base_url"], model=model,
-                       hourly_usd=item.get("hourly_usd"), lora="merged")
+    return VariantSpec(name=doc.name, server="endpoint", base_url=doc.base_url, model=model,
+                       hourly_usd=doc.hourly_usd, lora="merged")
 
 
-def _speculative(raw: dict[str, Any] | None, server: str, here: Path, where: KeyAt) -> SpeculativeSpec | None:
+def _speculative(raw: SpeculativeDoc | None, server: str, here: Path, where: KeyAt) -> SpeculativeSpec | None:
     if raw is None:
         return None
-    kind = raw.get("kind", "draft" if "draft" in raw else "ngram")
+    kind = raw.kind if raw.kind is not None else "draft" if "draft" in raw.model_fields_set else "ngram"
     if kind == "draft" and server == "vllm":
         raise InputError("vLLM variants here take ngram speculation only", **where("speculative", "kind"),
                          hint="kind: ngram, or serve the draft model with llama.cpp")
-    draft = _directory(raw.get("draft"), here, where("speculative", "draft"), "config.json", "a model directory")
+    draft = _directory(raw.draft, here, where("speculative", "draft"), "config.json", "a model directory")
     if draft is not None:  # exported or served only once the plan runs: a draft that cannot load is refused now
         check_model_dir(draft, "draft model", where("speculative", "draft"))
     if kind == "draft" and draft is None:
@@ -229,7 +280,7 @@ def _speculative(raw: dict[str, Any] | None, server: str, here: Path, where: Key
                          hint="a Hugging Face model directory with the same vocabulary, e.g. models/demo/draft")
     if kind == "ngram" and draft is not None:
         raise InputError("ngram speculation takes no draft model", **where("speculative", "draft"))
-    return SpeculativeSpec(kind=kind, draft=draft, n_max=raw.get("n_max", 4))
+    return SpeculativeSpec(kind=kind, draft=draft, n_max=raw.n_max)
 
 
 def _directory(value: str | None, here: Path, where: Where, marker: str, what: str) -> Path | None:
