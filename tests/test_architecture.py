@@ -34,6 +34,10 @@ LAZY_LIBRARY = {
     # a what-if re-derives the cache probe, whose stage reaches the embedding backends; a plain `gate` imports
     # no backend (tests/test_command_imports.py)
     "releasegate.pipeline.regate": {"releasegate.run.cache_probe_stage"},
+    # httpx (published as httpx2, chosen in `_http`) loads only with the `openai` package's client: an endpoint check
+    # through the lean client (the default) and a check on hf never import it (tests/test_command_imports.py)
+    "releasegate.backends._openai_client": {"releasegate.backends._http"},
+    "releasegate.backends._retry": {"releasegate.backends._http"},
 }
 """Function-level imports of releasegate's own modules outside the CLI: each one listed, with its reason."""
 

@@ -14,7 +14,6 @@ from ..border.http import IN_CLEAR, proxy_in_clear
 from ..errors import InputError, TargetError
 from ..redaction import mask_url
 from ._bounds import DEFAULT_MAX_BYTES, ResponseTooLarge
-from ._http import httpx
 from ._retry import root_cause
 from ._sse_client import LeanClient
 
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     import openai
 
     from ..inputs.target import TargetConfig
+    from ._http import httpx
 
 Client: TypeAlias = "LeanClient | openai.AsyncOpenAI"
 """The HTTP client of a run: the lean SSE client (default) or the `openai` package's (`target.client`)."""
@@ -38,6 +38,8 @@ _WRITTEN = "http11.send_request_body.complete"
 def make_openai_client(target: TargetConfig, api_key: str, concurrency: int | None = None) -> openai.AsyncOpenAI:
     """An `openai.AsyncOpenAI` for `target` that never retries on its own and traces its transport."""
     import openai
+
+    from ._http import httpx  # only this client needs it: the lean client (the default) and hf never load it
 
     t = target
     headers = t.request_headers()

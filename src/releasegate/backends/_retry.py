@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ..errors import ErrorKind, http_kind
 from ._base import Generation
-from ._http import httpx
 from ._sse_client import HTTPStatusError, StallTimeout
 
 __all__ = ["ErrorClass", "classify", "backoff", "root_cause", "with_retried"]
@@ -44,6 +43,8 @@ def classify(exc: BaseException) -> tuple[ErrorClass, float | None]:
     openai = sys.modules.get("openai")
     transport_errors: tuple[type[BaseException], ...] = (ConnectionError, OSError)
     if openai is not None:
+        from ._http import httpx  # loaded with openai: only the openai client needs it (a check on hf never does)
+
         if isinstance(exc, openai.APIStatusError):
             return _status_class(exc.status_code), _retry_after(exc.response.headers.get("retry-after"))
         if isinstance(exc, httpx.ReadTimeout) or isinstance(exc, openai.APITimeoutError):
