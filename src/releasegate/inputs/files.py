@@ -112,11 +112,26 @@ def load_yaml_text(text: str, *, source: str) -> Any:
     return _parse_yaml(text, source)[0]
 
 
+_Loader = Callable[[str], Any]  # yaml.SafeLoader or yaml.CSafeLoader: no common base class
+_FAST_LOADER: _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's parser when PyYAML was built with it (the same safe constructors and resolver, a C scanner and
+parser): a config or rubric parses several times faster. A document it rejects is parsed again by the pure-Python
+loader, so an error names the line with the same words whichever parser is installed."""
+
+
 def _parse_yaml(text: str, path: Path | str) -> tuple[Any, yaml.Node | None]:
+    if _FAST_LOADER is not yaml.SafeLoader:
+        try:
+            return _compose_and_construct(text, path, _FAST_LOADER)
+        except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError):
+            pass  # rejected: parsed again below, so the error reads as the pure-Python loader words it
+    return _read_or_reject(text, path, yaml.SafeLoader)
+
+
+def _read_or_reject(text: str, path: Path | str, loader: _Loader) -> tuple[Any, yaml.Node | None]:
+    """The document and its node tree, or the InputError naming what is wrong with it and where."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        _check_shape(node, path)
-        data = yaml.safe_load(text)
+        return _compose_and_construct(text, path, loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -126,7 +141,18 @@ def _parse_yaml(text: str, path: Path | str) -> tuple[Any, yaml.Node | None]:
         raise InputError(f"YAML nested too deeply (more than {MAX_DEPTH} levels)", file=path) from None
     except (ValueError, TypeError, OverflowError) as exc:  # a scalar the safe constructors reject: 2021-13-45
         raise InputError(f"malformed YAML value: {_first_line(exc)}", file=path) from None
-    return data, node
+
+
+def _compose_and_construct(text: str, path: Path | str, loader_class: _Loader) -> tuple[Any, yaml.Node | None]:
+    """One parse: the node tree (checked by `_check_shape` before anything is built from it), then the data
+    constructed from that tree, as `yaml.safe_load` would build it."""
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        _check_shape(node, path)
+        return (loader.construct_document(node) if node is not None else None), node
+    finally:
+        loader.dispose()
 
 
 def _check_shape(root: yaml.Node | None, path: Path | str) -> None:
