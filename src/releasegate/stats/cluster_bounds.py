@@ -77,11 +77,13 @@ def cluster_bootstrap(
     Vectorised: the gaps are sorted once; a resample's pooled percentile is a weighted percentile of the sorted
     gaps (weight = how many times the gap's group was drawn), read off cumulative weights, so no resample is
     materialised (100k gaps x 1000 resamples: well under a second)."""
-    import numpy as np
-
     _check_confidence(confidence)
     if not 0 <= statistic_q <= 100:
         raise ValueError(f"statistic_q must be in [0, 100], got {statistic_q!r}")
+    if sum(1 for group in groups if len(group)) < max(2, min_groups) or resamples < 1:
+        return None  # decided before numpy loads: a run without inter-token gaps (most) never needs it
+    import numpy as np
+
     # the gaps pooled straight into one array: no array a request held at once (about 500 bytes a request)
     sizes = np.fromiter((np.size(group) for group in groups), dtype=np.int64, count=len(groups))
     values = np.fromiter(itertools.chain.from_iterable(np.ravel(group) for group in groups), dtype=float,
