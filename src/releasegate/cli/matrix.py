@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 
 from .. import DEFAULT_CONFIG
 from ..pipeline.variants import VARIANTS
+from ..record.decided_results import MatrixResult, VariantsResult
 from ._common import (
     AllowPendingOption,
     ConfigOption,
@@ -78,16 +80,25 @@ def matrix(
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only JSON or the --format text
     options = CheckOptions(console, progress, run_id, allow_pending, limit)
     result = run_matrix(config, variants, options, draft=draft, output_dir=output_dir, overrides=set_values(sets))
-    if result.get("kind") == "served_variants":
+    if _Kind.model_validate(result).kind == "served_variants":
         return _served(result, console, fmt, output, force=force, as_json=as_json)
-    rows, verdict = result["variants"], result["verdict"]
+    decided = MatrixResult.model_validate(result)
+    rows, verdict = decided.variants, decided.verdict
     if as_json:
         print_json(result)
     console.print(matrix_table(rows))
     console.print("TTFT includes the whole batch's prefill: compare it across equal batch sizes.", markup=False)
     console.print(inert(latency_line(rows), keep=""), markup=False, soft_wrap=True)
     console.print(f"matrix: {verdict} (the worst variant's gate verdict or quality comparison)", markup=False)
-    return int(result["exit_code"])
+    return decided.exit_code
+
+
+class _Kind(BaseModel):
+    """Which matrix a result is: the served variants' (`kind: served_variants`) or the in-process one (no kind)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str | None = None
 
 
 
@@ -97,9 +108,15 @@ def _served(result: dict[str, Any], console: Console, fmt: Format | None, output
 
     if as_json:
         print_json(result)
+    decided = _Served.model_validate(result)
     console.print(variants_table(result))
     console.print(choice_line(result), markup=False, soft_wrap=True)
-    console.print(f"reports: {result['dir']}", markup=False, soft_wrap=True)
+    console.print(f"reports: {decided.dir}", markup=False, soft_wrap=True)
     if fmt is not None:
         emit_rendering(render_variants(result, fmt.value), output, force=force, console=console)
-    return int(result["exit_code"])
+    return decided.exit_code
+
+
+class _Served(VariantsResult):
+    dir: str
+    """The matrix directory: every variant's run and the reports."""
