@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 
 from .. import DEFAULT_CONFIG
 from ..pipeline.variants import VARIANTS
-from ..record.decided_results import MatrixResult, VariantsResult
+from ..record.decided_results import MatrixResult
 from ._common import (
     AllowPendingOption,
     ConfigOption,
@@ -74,13 +73,14 @@ def matrix(
     quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
     from ..pipeline.check_options import CheckOptions
     from ..pipeline.matrix import run_matrix
+    from ..pipeline.server_rows import MatrixKind
     from ..report.matrix import latency_line, matrix_table
     from ..text import inert
 
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only JSON or the --format text
     options = CheckOptions(console, progress, run_id, allow_pending, limit)
     result = run_matrix(config, variants, options, draft=draft, output_dir=output_dir, overrides=set_values(sets))
-    if _Kind.model_validate(result).kind == "served_variants":
+    if MatrixKind.model_validate(result).kind == "served_variants":
         return _served(result, console, fmt, output, force=force, as_json=as_json)
     decided = MatrixResult.model_validate(result)
     rows, verdict = decided.variants, decided.verdict
@@ -93,22 +93,16 @@ def matrix(
     return decided.exit_code
 
 
-class _Kind(BaseModel):
-    """Which matrix a result is: the served variants' (`kind: served_variants`) or the in-process one (no kind)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    kind: str | None = None
-
 
 
 
 def _served(result: dict[str, Any], console: Console, fmt: Format | None, output: Path | None, *, force: bool, as_json: bool) -> int:
+    from ..pipeline.server_rows import ServedVariantsResult
     from ..report.variants import choice_line, render_variants, variants_table
 
     if as_json:
         print_json(result)
-    decided = _Served.model_validate(result)
+    decided = ServedVariantsResult.model_validate(result)
     console.print(variants_table(result))
     console.print(choice_line(result), markup=False, soft_wrap=True)
     console.print(f"reports: {decided.dir}", markup=False, soft_wrap=True)
@@ -116,7 +110,3 @@ def _served(result: dict[str, Any], console: Console, fmt: Format | None, output
         emit_rendering(render_variants(result, fmt.value), output, force=force, console=console)
     return decided.exit_code
 
-
-class _Served(VariantsResult):
-    dir: str
-    """The matrix directory: every variant's run and the reports."""

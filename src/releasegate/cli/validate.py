@@ -3,45 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict
 
 from .. import DEFAULT_CONFIG
 from ..errors import first_named
+from ..pipeline.input_summary import Reached, Summary
 from ._common import ConfigOption, JsonOption, SetOption, consoles, print_json, set_values
-
-
-class Reached(BaseModel):
-    """An endpoint `--probe` reached."""
-
-    name: str
-    where: str
-    seconds: float
-
-
-class Summary(BaseModel):
-    """What `validate --json` prints (`inputs.validation.input_summary`, then what validate adds)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    config: str
-    target: str
-    rubric: str
-    criteria: int
-    forbidden_rules: int
-    suites: dict[str, int]
-    cases: int
-    valid: bool
-    warnings: list[str]
-    judging_overrides: list[str]
-    judge: str | None = None
-    extends: list[str] | None = None
-    set: list[Any] | None = None
-    effective_rubric_sha256: str | None = None
-    endpoints: list[Reached] = []
-
 
 ProbeOption = Annotated[bool, typer.Option(
     "--probe", help="Also reach every endpoint the config names (target, judge, embeddings): exit 4 with one line "

@@ -22,14 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
 from ..border.files import replace_file
 from ..border.limits import same_origin
 from ..border.structured import stored_json
 from ..decision.choice import unserved
-from ..errors import TargetError
+from ..errors import InputError, TargetError
 from ..export.llamacpp import Speculative, launch_server
 from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
 from ..export.vllm import start_server as start_vllm
@@ -41,6 +41,7 @@ from ..inputs.suites import Case
 from ..inputs.variant_plan import VariantPlan, VariantSpec
 from ..record.decided_results import VariantsResult, typed
 from ..record.records import RunDir
+from ..record.run_parts import problem_line
 from ..record.stage_timing import Timing
 from ..report.variants import VARIANT_FILES, render_variants
 from ..run.server_scrape import acceptance, fetch_metrics, parse_prometheus, speculative_counts
@@ -300,8 +301,8 @@ class _Speculation(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     acceptance_rate: Number | None = None
-    draft_tokens: int | None = None
-    accepted_tokens: int | None = None
+    draft_tokens: Number | None = None
+    accepted_tokens: Number | None = None
 
 
 class _TargetRead(RankedRow):
@@ -339,8 +340,13 @@ def _speculation_changed(spec: VariantSpec, parity: Parity | None, binds: bool) 
 
 
 def _read_variant(run: RunDir) -> ServedRecord:
-    data = stored_json(run.path / VARIANT_FILE, what="variant.json")
-    return ServedRecord.model_validate(data) if isinstance(data, dict) else ServedRecord()
+    path = run.path / VARIANT_FILE
+    data = stored_json(path, what="variant.json")
+    try:
+        return ServedRecord.model_validate(data) if isinstance(data, dict) else ServedRecord()
+    except ValidationError as exc:  # edited since the plan wrote it: its figures would be another's
+        raise InputError(f"variant.json is not as releasegate writes it: {problem_line(exc)}", file=path,
+                         hint="run the variant plan again") from None
 
 
 def _gguf_type(served: ServedRecord) -> str | None:

@@ -32,10 +32,16 @@ def contender(row: dict[str, Any] | RankedRow, *, is_reference: bool, name_key: 
         parity=None if is_reference else (parity.quality_verdict if parity else None), swept=bool(read.sweep),
         capacity=_capacity(read), cost=_cost(read),
         e2e_p95=widen(_bounds(read.e2e_ms_p95_bounds), _lateness(read.client_lateness_ms)),
-        speculative=bool(read.speculative), draft_tokens=read.draft_tokens,
+        speculative=bool(read.speculative), draft_tokens=_drafted(read.draft_tokens),
         speculation_changed=read.speculation_changed, load_flip=_flip(read),
         flip_margin=read.flip_margin, load_flip_unknown=read.load_flip_unknown,
         flip_variation=read.flip_variation)
+
+
+def _drafted(count: float | None) -> int | None:
+    """Draft tokens as a count: a server's counter delta is read as a float, and any part of a token proposed is
+    a proposal (none is zero only when it is zero); a count that is not finite is no count."""
+    return None if count is None or not math.isfinite(count) else math.ceil(count)
 
 
 def _ranked(row: dict[str, Any] | RankedRow) -> RankedRow:

@@ -11,8 +11,11 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict
 
+from ..record.decided_results import VariantsResult
+
 __all__ = ["Number", "Parity", "ComparisonRow", "PairedComparison", "RankedRow", "TargetRow", "VariantRow",
-           "UnservedRow", "ServedFile", "ServedRecord", "row_json"]
+           "UnservedRow", "ServedFile", "ServedRecord", "row_json",
+           "MatrixKind", "ServedVariantsResult"]
 
 Number = Union[int, float]
 
@@ -26,7 +29,7 @@ class ComparisonRow(_Model):
 
     metric: str
     delta: Number | None = None
-    needed_n: int | None = None
+    needed_n: Number | None = None
     interval: Any = None
     p_value: Number | None = None
     margin: Number | None = None
@@ -54,7 +57,7 @@ class Parity(_Model):
     changed_cases: int | None = None
     identical_outputs: int = 0
     accuracy_delta: Number | None = None
-    accuracy_needed_n: int | None = None
+    accuracy_needed_n: Number | None = None
     quality_verdict: str | None = None
     rows: list[dict[str, Any]] = []
     identical_share: float | None = None
@@ -83,7 +86,7 @@ class RankedRow(_Model):
     e2e_ms_p95_bounds: Any = None
     client_lateness_ms: Any = None
     speculative: str | None = None
-    draft_tokens: int | None = None
+    draft_tokens: Number | None = None
     speculation_changed: str | None = None
     load_flip_rate: Number | None = None
     load_flip_upper: Number | None = None
@@ -159,9 +162,9 @@ class ServedRecord(_Model):
     """variant.json: what a variant served; every part absent in a variant that could not be served."""
 
     files: list[ServedFile] | None = None
-    model_bytes: int | None = None
+    model_bytes: Number | None = None
     model_sha256: str | None = None
-    peak_memory_bytes: int | None = None
+    peak_memory_bytes: Number | None = None
     speculative: dict[str, Any] | None = None
 
     def model_entry(self) -> ServedFile | None:
@@ -212,12 +215,12 @@ class VariantRow(_VariantHead):
     run_dir: str
     comparable: str | None
     model_file: str | None
-    model_bytes: int | None
+    model_bytes: Number | None
     model_sha256: str | None
-    peak_memory_bytes: int | None
+    peak_memory_bytes: Number | None
     acceptance_rate: Number | None
-    draft_tokens: int | None
-    accepted_tokens: int | None
+    draft_tokens: Number | None
+    accepted_tokens: Number | None
     parity: Parity | None
     latency_source: dict[str, Any] | None
     unchecked: str | None
@@ -270,3 +273,18 @@ class UnservedRow(_VariantHead):
 def row_json(row: BaseModel) -> dict[str, Any]:
     """A row's JSON: the keys it was given, in its fields' order."""
     return row.model_dump(exclude_unset=True)
+
+
+class MatrixKind(BaseModel):
+    """Which matrix a result is: the served variants' (`kind: served_variants`) or the in-process one (no kind)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str | None = None
+
+
+class ServedVariantsResult(VariantsResult):
+    """The served variants' result as `run_served_variants` returns it."""
+
+    dir: str
+    """The matrix directory: every variant's run and the reports."""
