@@ -30,6 +30,7 @@ from ..record.review_labels import LabelEdit
 from ..scorers import CorpusScores, score_records
 from ..stats.sample_weights import stratum_counts
 from .baseline_run import SavedBaseline, read_baseline
+from .baseline_spec import baseline_spec
 from .capacity import capacity_sweep, gated_records
 from .feature import GateFeature, MetricQuery, registered
 from .health import (
@@ -236,7 +237,7 @@ class GateContext:
         guard's paired arm share it."""
         spec = self.rubric.baseline
         assert spec, "baseline_run needs the rubric's baseline:"
-        return self.once("baseline_run", lambda: read_baseline(str(spec["run"])))
+        return self.once("baseline_run", lambda: read_baseline(baseline_spec(spec).run))
 
     def section_of(self, name: str) -> dict[str, Any]:
         """The section a feature this one needs has made (empty when it made none)."""

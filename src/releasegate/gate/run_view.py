@@ -14,9 +14,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from ..record.capacity_sweep import Number
 from ..record.records import RunInfo
-from ..record.run_parts import BudgetFacts, Count, PrefixCacheFacts
+from ..record.run_parts import Count, PrefixCacheFacts
 
-__all__ = ["Attempts", "ClientFigures", "LagFigures", "LoadPhaseView", "StoppingView", "client_figures",
+__all__ = ["Attempts", "BudgetView", "ClientFigures", "LagFigures", "LoadPhaseView", "StoppingView", "client_figures",
            "load_phase_of", "session_clients", "stopping_of_run", "budget_of", "prefix_cache_of", "is_figure"]
 
 
@@ -119,9 +119,21 @@ def stopping_of_run(info: RunInfo) -> StoppingView:
     return StoppingView.model_validate(info.stopping if isinstance(info.stopping, dict) else {})
 
 
-def budget_of(info: RunInfo) -> BudgetFacts | None:
+class BudgetView(_View):
+    """run.json `budget` (`run.budget`; its shape is checked by `record.run_parts.BudgetFacts`): numbers keep their
+    JSON type, as the report shows them."""
+
+    caps: dict[str, Number] | None = None
+    spent_usd: dict[str, Number] | None = None
+    tokens: int | None = None
+    exhausted: str | None = None
+    """The cap dispatch stopped at (None: none was reached)."""
+    exceeded: list[str] | None = None
+
+
+def budget_of(info: RunInfo) -> BudgetView | None:
     """The run's budget record (None: no budget)."""
-    return BudgetFacts.model_validate(info.budget) if isinstance(info.budget, dict) else None
+    return BudgetView.model_validate(info.budget) if isinstance(info.budget, dict) else None
 
 
 def prefix_cache_of(info: RunInfo) -> PrefixCacheFacts | None:

@@ -21,6 +21,7 @@ from ..record.records import CaseRecord
 from ..scorers import score_records
 from ..stats.intervals import paired_rate_bounds
 from .baseline_run import SavedBaseline, read_baseline
+from .baseline_spec import baseline_spec
 from .comparability import case_hash, guard_problem
 from .stability import CaseDraws, draw_share
 
@@ -38,7 +39,7 @@ def forbidden_delta(baseline: dict[str, Any] | None, forbidden_rules: Sequence[F
     if not baseline:
         return MetricValue(None, 0, note="forbidden_rate_delta compares with the rubric's baseline: run (the base "
                                          "model's run on the same cases and probes); add baseline: {run: DIR}")
-    saved = saved if saved is not None else read_baseline(baseline["run"])  # `saved`: read once for the gate
+    saved = saved if saved is not None else read_baseline(baseline_spec(baseline).run)  # `saved`: read once for the gate
     base_by_id = {r.case_id: r for r in saved.records}
     mine = [r for r in select(records, slice_) if answered(r)]
     chosen = [r for r in mine if r.case_id in base_by_id and answered(base_by_id[r.case_id])
