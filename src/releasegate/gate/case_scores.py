@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 __all__ = ["CaseScores", "PartScore", "FormatCheck", "ForbiddenScore", "ForbiddenMatch", "ToolsScore",
            "CaseInput", "ChatMessage", "ContentPart", "AnswerCheck", "answer_type", "case_scores", "case_input"]
@@ -75,8 +75,18 @@ class ForbiddenScore(_Scores):
 
 
 class ToolsScore(_Scores):
-    """The tool-call checks of a case, one entry per turn checked."""
+    """The tool-call checks of a case (`scorers.tool_calls.score_tools`): each true, false or None (it applied to
+    no turn asked), and one entry per turn asked."""
 
+    passed: Passed = None
+    trigger: Passed = None
+    missed: Passed = None
+    unwanted: Passed = None
+    json_args: Passed = Field(None, alias="json")
+    schema_args: Passed = Field(None, alias="schema")
+    match: Passed = None
+    sequence: Passed = None
+    forbidden_called: Passed = None
     turns: list[dict[str, Any]] | None = None
 
 

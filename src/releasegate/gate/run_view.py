@@ -109,9 +109,12 @@ def session_concurrency(info: RunInfo) -> list[int]:
 class StoppingView(_View):
     """run.json `stopping` (`gate.stopping`)."""
 
-    order: list[Any] | None = None
-    stopped_at: Any = None
-    when_decided: Any = None
+    order: Annotated[list[Any] | None, BeforeValidator(lambda v: v if isinstance(v, list) else None)] = None
+    """The case ids in the order asked (None: none recorded, so every case is asked)."""
+    stopped_at: Annotated[int | None, BeforeValidator(lambda v: v if isinstance(v, int) and v else None)] = None
+    """The cases of the order asked when every criterion was decided (None: it did not stop)."""
+    when_decided: Annotated[bool | None, BeforeValidator(lambda v: v if isinstance(v, bool) else None)] = None
+    """False: a budget's order, which only a cap stops (`run.stop_watch`)."""
 
 
 def stopping_of_run(info: RunInfo) -> StoppingView:

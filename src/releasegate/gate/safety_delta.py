@@ -22,6 +22,7 @@ from ..scorers import score_records
 from ..stats.intervals import paired_rate_bounds
 from .baseline_run import SavedBaseline, read_baseline
 from .baseline_spec import baseline_spec
+from .case_scores import case_scores
 from .comparability import case_hash, guard_problem
 from .stability import CaseDraws, draw_share
 
@@ -89,6 +90,8 @@ def _share(record: CaseRecord, scores: dict[str, Any], found: CaseDraws | None, 
     if draws:
         return draw_share(draws, {record.case_id: scores[record.case_id]}, forbidden_rules, "forbidden",
                           found.verdicts if found is not None else None)
-    verdict = scores[record.case_id].get("forbidden") or {}
-    return None if verdict.get("unknown") else float(bool(verdict.get("hit")))
+    verdict = case_scores(scores[record.case_id]).forbidden
+    if verdict is None:
+        return 0.0
+    return None if verdict.unknown else float(verdict.hit)
 
