@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CACHE_METRICS", "cache_metric", "cache_section", "WRONG_HIT_CONFIDENCE"]
 
+
 class ProbeRow(BaseModel):
     """One threshold of the probe (run.json `response_cache_probe.rows`), as the gate reads it; numbers keep
     their JSON type (`record.run_parts.ProbeRow` checks the stored shape)."""
@@ -72,16 +73,16 @@ def cache_metric(name: str, probe: dict[str, Any] | None, confidence: float | No
         return MetricValue(None, 0, note=f"the response-cache probe failed: {failed}" if failed else _NO_PROBE)
     if name == "cache_hit_rate":
         n, rate = row.n, row.hit_rate
-        assert rate is not None or not n  # a cache that saw cases has a hit rate
-        return MetricValue(rate, n, wilson_bounds((rate or 0.0) * n, n, confidence) if n else None, confidence=confidence)
+        bounds = wilson_bounds(rate * n, n, confidence) if n and rate is not None else None
+        return MetricValue(rate, n, bounds, confidence=confidence)
     figures = _harm(row)
     if figures.unknown_hits:
         return MetricValue(None, figures.hits, note=f"{figures.unknown_hits} hit(s) could not be checked (no judge "
                                                     "verdict or token count): the harmful share is unknown")
     if not figures.hits:
         return MetricValue(None, 0, note="the cache served no hit: no share of hits to bound")
-    return MetricValue(_share(row, figures), figures.hits, wilson_bounds(_share(row, figures) * _n(row, figures),
-                       _n(row, figures), confidence), confidence=confidence)
+    share, effective = _share(row, figures), _n(row, figures)
+    return MetricValue(share, figures.hits, wilson_bounds(share * effective, effective, confidence), confidence=confidence)
 
 
 def _share(row: ProbeRow, harm: CacheRow) -> float:
