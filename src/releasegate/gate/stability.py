@@ -24,6 +24,7 @@ from ..scorers import normalize, score_record
 from ..scorers.forbidden import guard_names
 from ..stats.intervals import cluster_share_bounds, wilson_bounds
 from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+from .case_scores import answer_type, case_scores
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule
@@ -156,7 +157,7 @@ def answer_key(record: CaseRecord, checked_as: CaseRecord | None = None) -> str 
     whitespace aside, so a normalisation never hides a change the check would see."""
     if not answered(record) or record.output is None:
         return None
-    kind = ((checked_as or record).answer or {}).get("type")
+    kind = answer_type((checked_as or record).answer)
     return normalize(record.output) if kind in _NORMALISING else record.output.strip()
 
 
@@ -170,13 +171,13 @@ def _passes(draws: list[CaseRecord], scores: dict[str, Any], forbidden: Sequence
         if not answered(rec):
             out.append(None if key == "forbidden" else False)
             continue
-        part = s.get(key)
-        if part is None:
-            out.append(None)
-        elif key == "forbidden":  # a guard with no verdict on the draw (and no rule hit): unknown, never clean
-            out.append(None if part.get("unknown") else bool(part.get("hit")))
+        scored = case_scores(s)
+        if key == "forbidden":  # a guard with no verdict on the draw (and no rule hit): unknown, never clean
+            found = scored.forbidden
+            out.append(None if found is None or found.unknown else found.hit)
         else:
-            out.append(None if part.get("unknown") else bool(part.get("passed")))
+            part = scored.part(key)
+            out.append(None if part is None or part.unknown else bool(part.passed))
     return out
 
 
@@ -305,15 +306,17 @@ def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRec
 def draws_table(found: CaseDraws, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule], limit: int = 1000) -> list[dict[str, Any]]:
     """One row per repeated case for the reports: its modal answer, agreement and which draws failed; cases
     with a failing or disagreeing draw first."""
-    rows = []
+    rows: list[tuple[tuple[bool, float], dict[str, Any]]] = []
     for case_id, draws in found.by_case.items():
         outcomes = _passes(draws, scores, forbidden, verdicts=found.verdicts)
         modal, _ = _modal(draws)
-        rows.append({"case_id": case_id, "draws": len(draws), "planned": found.planned[case_id],
-                     "modal_answer": modal, "agreement": round(_agreement(draws), 6),
-                     "failing_draws": [d.draw for d, o in zip(draws, outcomes) if o is False]})
-    rows.sort(key=lambda r: (not r["failing_draws"] and r["agreement"] == 1, r["agreement"]))
-    return rows[:limit]
+        agreement = round(_agreement(draws), 6)
+        failing = [d.draw for d, o in zip(draws, outcomes) if o is False]
+        rows.append(((not failing and agreement == 1, agreement),
+                     {"case_id": case_id, "draws": len(draws), "planned": found.planned[case_id],
+                      "modal_answer": modal, "agreement": agreement, "failing_draws": failing}))
+    rows.sort(key=lambda row: row[0])
+    return [row for _, row in rows[:limit]]
 
 
 def _checked(record: CaseRecord, key: str) -> bool:

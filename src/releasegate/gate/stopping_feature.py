@@ -16,6 +16,7 @@ from .confidence_sequences import confidence_sequences
 from .context import GateContext
 from .feature import GateFeature
 from .paired_stopping import baseline_pairing
+from .run_view import stopping_of_run
 from .stopping import StopState, run_stop_state, stopping_of
 
 __all__ = ["FEATURE", "stop_state_of"]
@@ -59,7 +60,7 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     saved = state.planned - state.asked
     rows = [{"label": "cases asked", "value": f"{state.asked} of {state.planned} (in the seed's random order)"},
             {"label": "cases saved", "value": f"{saved} ({saved / state.planned:.0%})" if state.planned else "0"}]
-    if (ctx.info.stopping or {}).get("when_decided") is False:  # a budget's order: only a cap stops it
+    if stopping_of_run(ctx.info).when_decided is False:  # a budget's order: only a cap stops it
         return {"title": "Budget", "rows": rows[:1] + budget_rows(ctx, stop_state_of)}
     for name, found in state.decided.items():
         if found.verdict is not None:
