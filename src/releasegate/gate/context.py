@@ -28,7 +28,7 @@ from ..record.records import CaseRecord, RunInfo
 from ..record.review_cover import DrawnRow
 from ..record.review_labels import LabelEdit
 from ..scorers import CorpusScores, score_records
-from ..stats.sample_weights import stratum_counts
+from ..stats.sample_weights import Strata, stratum_counts
 from .baseline_run import SavedBaseline, read_baseline
 from .baseline_spec import baseline_spec
 from .capacity import capacity_sweep, gated_records
@@ -162,7 +162,7 @@ class GateContext:
         return phase_records(self.phase, self.records, self.load_at[1])
 
     @cached_property
-    def strata(self) -> dict[str, Any]:
+    def strata(self) -> Strata:
         """Sample weights: the source's count of each stratum a `sample:` drew from."""
         return stratum_counts(self.records)
 

@@ -23,7 +23,7 @@ from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import score_record, score_records
 from ..stats.intervals import paired_rate_bounds, wilson_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+from ..stats.sample_weights import Strata, case_weights, is_weighted, kish_n, stratum_counts
 from .case_scores import PartScore, case_scores
 from .load_pairs import DEFAULT_MIN_PAIR_SHARE, load_pairs
 from .stability import _names, answer_key, case_draws, per_draw_rate
@@ -81,7 +81,7 @@ def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers) ->
 
 
 def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
-                confidence: float = 0.95, strata: dict[str, Any] | None = None,
+                confidence: float = 0.95, strata: Strata | None = None,
                 min_share: float = DEFAULT_MIN_PAIR_SHARE) -> MetricValue:
     """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`
     (on the pairs `load_pairs` finds, covering `min_share` of `chosen`; weighted by `strata`, the run's cases per
@@ -177,7 +177,7 @@ def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 
     return rows[:limit]
 
 
-def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: float, strata: dict[str, Any]) -> MetricValue:
+def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: float, strata: Strata) -> MetricValue:
     flipped, unanswered, hits = [], [], []
     for rec in pairs:
         alone, asked = answer_key(rec), under_load.by_case[rec.case_id]
@@ -222,7 +222,7 @@ _FAILED = PartScore(passed=False)
 
 
 def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
-                    confidence: float, strata: dict[str, Any]) -> MetricValue:
+                    confidence: float, strata: Strata) -> MetricValue:
     cells = _Cells()
     for rec in pairs:
         alone = case_scores(scores.get(rec.case_id)).answer

@@ -46,7 +46,7 @@ from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
 from ..scorers import score_records
 from ..stats.intervals import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
+from ..stats.sample_weights import Strata, case_weights, is_weighted, kish_n, source_of, stratum_counts
 from .case_detail import flipped_cases
 from .case_scores import CaseScores, case_scores
 from .comparability import paired_hash
@@ -190,7 +190,7 @@ def case_outcome(key: str, record: CaseRecord, score: CaseScores | dict[str, Any
     return part.passed if part is not None else None
 
 
-def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: Strata | None = None) -> dict[str, Any] | None:
     """The paired row of a rate metric on the shared cases it applies to (`strata`: the shared cases per weighted
     stratum, `sample_weights.stratum_counts`)."""
     key, higher = RATE_KEYS[name]
@@ -232,7 +232,7 @@ def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: dict[str, 
     }
 
 
-def _error_row(pairs: list[Pair], margins: Margins, strata: dict[str, Any]) -> dict[str, Any] | None:
+def _error_row(pairs: list[Pair], margins: Margins, strata: Strata) -> dict[str, Any] | None:
     """The paired error-rate row, undecided when either run sent fewer than MIN_FRESH_REQUESTS requests for the
     shared cases (answers reused from the response cache with no request known behind them send none): its
     failures are then unknown, as the gate's error guard says."""
@@ -255,7 +255,7 @@ def _weighing(base: CaseRecord, cand: CaseRecord) -> CaseRecord:
     return cand if is_weighted(cand) or not is_weighted(base) else base
 
 
-def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: dict[str, Any]) -> tuple[list[float] | None, str | None]:
+def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: Strata) -> tuple[list[float] | None, str | None]:
     """(each shared case's weight, None) when a shared case is a weighted sample's, (None, None) when none is,
     (None, why) when a case stands for a different stratum in the two runs (which rows it speaks for is unknown)."""
     if not any(is_weighted(b) or is_weighted(c) for b, c in pairs):
@@ -324,7 +324,7 @@ def _latency_row(name: str, pairs: list[Pair], margins: Margins) -> dict[str, An
     }
 
 
-def _slice_rows(pairs: list[Pair], margins: Margins, strata: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _slice_rows(pairs: list[Pair], margins: Margins, strata: Strata | None = None) -> list[dict[str, Any]]:
     """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
     cands = [c for _, c, _, _ in pairs]
     by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}

@@ -23,7 +23,7 @@ from ..record.records import CaseRecord, RunDir, RunInfo
 from ..scorers import normalize, score_record
 from ..scorers.forbidden import guard_names
 from ..stats.intervals import cluster_share_bounds, wilson_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+from ..stats.sample_weights import Strata, case_weights, is_weighted, kish_n, stratum_counts
 from .case_scores import answer_type, case_scores
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def draw_share(draws: list[CaseRecord], scores: dict[str, Any], forbidden: Seque
 
 
 def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
-                confidence: float = 0.95, strata: dict[str, Any] | None = None) -> MetricValue:
+                confidence: float = 0.95, strata: Strata | None = None) -> MetricValue:
     """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat;
     cases of a stratified sample weigh as the source rows they stand for (`strata`: the run's cases per
     stratum), bounded at Kish's effective n."""
@@ -240,7 +240,7 @@ def _unchecked(n: int) -> str:
             "alone: their forbidden_rate counts every draw)") if n else ""
 
 
-def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: dict[str, Any] | None,
+def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: Strata | None,
               note: str) -> MetricValue:
     """The mean of per-case shares with one-sided bounds over the cases (`cluster_share_bounds`); for a weighted
     sample the population-weighted mean, Wilson at Kish's effective n (as `record.metrics` weighs rates)."""
@@ -256,7 +256,7 @@ def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, s
 
 def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict[str, Any],
                   forbidden: Sequence[ForbiddenRule], confidence: float = 0.95, problem: str | None = None, stored: bool = True,
-                  strata: dict[str, Any] | None = None, verdicts: Verdicts | None = None) -> MetricValue:
+                  strata: Strata | None = None, verdicts: Verdicts | None = None) -> MetricValue:
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
     answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case.
     Forbidden rules of kind guard read the guards' `verdicts` on each draw (the guard stage classifies every
