@@ -27,6 +27,7 @@ from ..errors import InputError, ReleaseRefused
 from ..record.decision_evidence import AttestationEvidence
 from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
+from ..record.stored_manifest import InputEntry, Manifest, Seal, typed_manifest
 from .attest_test_result import disagreement, in_toto_problem, make_test_result, sibling
 from .dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, verified_by
 from .release_check import releasable_run
@@ -46,41 +47,33 @@ MAX_SUBJECTS = 100_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    subjects = []
-    for entry in manifest.get("inputs", []):
-        role, sha = str(entry.get("role", "")), entry.get("sha256")
-        if role.split(":", 1)[0] not in SHIPPED_ROLES or not isinstance(sha, str) or \
-                str(entry.get("path")).endswith(EMBEDDED_TEMPLATE):
-            continue  # a chat template kept inside tokenizer_config.json is covered by that file's digest
-        subjects.append({"name": str(entry.get("name") or entry.get("path")), "digest": {"sha256": sha}})
-    return subjects
+def _subjects(manifest: Manifest) -> list[dict[str, Any]]:
+    return [{"name": e.shown_name, "digest": {"sha256": e.sha256}} for e in manifest.inputs
+            if e.owner in SHIPPED_ROLES and e.sha256 is not None and not e.path.endswith(EMBEDDED_TEMPLATE)]
+    # a chat template kept inside tokenizer_config.json is covered by that file's digest
 
 
-def _carries_weights(entry: dict[str, Any]) -> bool:
+def _carries_weights(entry: InputEntry) -> bool:
     """A manifest input that is model weights which ship (a tokenizer or a config alone binds no model)."""
-    role = str(entry.get("role", ""))
-    return role.split(":", 1)[0] in SHIPPED_ROLES and (role.endswith(":weights") or role == "gguf") and \
-        isinstance(entry.get("sha256"), str)
+    return entry.owner in SHIPPED_ROLES and (entry.role.endswith(":weights") or entry.role == "gguf") and \
+        entry.sha256 is not None
 
 
-def _weights(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def _weights(manifest: Manifest) -> list[dict[str, Any]]:
     """Every weights file the run loaded (base, adapter or merged, GGUF, draft), as a subject is named: a deploy
     must give each of them (`verify_attestation`)."""
-    return [{"name": str(e.get("name") or e.get("path")), "sha256": e["sha256"]}
-            for e in manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)]
+    return [{"name": e.shown_name, "sha256": e.sha256} for e in manifest.inputs if _carries_weights(e)]
 
 
-def _served(manifest: dict[str, Any]) -> dict[str, Any] | None:
+def _served(manifest: Manifest) -> dict[str, Any] | None:
     """How the files a server loaded were known: 'observed' (releasegate's launcher handed them to the server it
     started and hashed them) or 'declared' (`target.served_files`, a server started elsewhere), with their
     subject names; None when the run names none."""
-    entries = [e for e in manifest.get("inputs", []) if isinstance(e, dict)
-               and str(e.get("role", "")).split(":", 1)[0] == "served" and isinstance(e.get("sha256"), str)]
+    entries = [e for e in manifest.inputs if e.owner == "served" and e.sha256 is not None]
     if not entries:
         return None
-    how = sorted({str(e.get("served") or "declared") for e in entries})
-    return {"as": how[0] if len(how) == 1 else "mixed", "files": [str(e.get("name") or e.get("path")) for e in entries]}
+    how = sorted({e.served or "declared" for e in entries})
+    return {"as": how[0] if len(how) == 1 else "mixed", "files": [e.shown_name for e in entries]}
 
 
 def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest: dict[str, Any],
@@ -90,57 +83,69 @@ def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest:
     info = RunDir(run_path).read_info()
     binding = binding if binding is not None else binding_of(Path(run_path), manifest)
     typed = as_report(report, source=run_path / "report.json")
+    stored = typed_manifest(manifest, run_path / "manifest.json")
     review = {name: {k: row.model_dump(mode="json").get(k) for k in ("required", "status", "reviewed", "approved",
                                                                      "rejected", "approval")}
               for name, row in typed.review_rows.items()}
-    sealed = manifest.get("sealed") or {}
     criteria = [c.model_dump(mode="json", exclude_unset=True) for c in typed.criteria]
     obligations = typed.obligations.model_dump(mode="json", exclude_unset=True) if typed.obligations else None
+    directories = _directory_subjects(stored)
     predicate = {
         "verdict": typed.verdict, "verdict_reason": typed.verdict_reason,
         "run": {"run_id": info.run_id, "created_at": info.created_at, "finished_at": info.finished_at,
-                "target": info.target, "backend": info.backend,
-                "target_fingerprint": (manifest.get("target") or {}).get("fingerprint")},
+                "target": info.target, "backend": info.backend, "target_fingerprint": stored.target.fingerprint},
         "rubric": {"name": typed.rubric, "sha256": typed.judged_by.snapshot_sha256 if typed.judged_by else None,
                    **binding.as_record()},
-        "weights": _weights(manifest),
-        "served_files": _served(manifest),
+        "weights": _weights(stored),
+        "served_files": _served(stored),
         "criteria": [{k: c[k] for k in ("name", "metric", "op", "threshold", "value", "bounds", "confidence", "n",
                                         "verdict", "origin") if k in c} for c in criteria],
-        "review": {"obligations": obligations, "slices": review,
-                   "labels_sha256": (sealed.get("files", {}).get("reviews.jsonl") or {}).get("sha256")},
-        "seal": {"files": sealed.get("files"), "at": sealed.get("at"), "by": sealed.get("by"),
-                 "complete": sealed.get("complete")},
-        "packages": manifest.get("packages"), "attested_at": now(),
+        "review": {"obligations": obligations, "slices": review, "labels_sha256": _labels_sha256(stored.sealed)},
+        "seal": _seal_facts(stored.sealed),
+        "packages": stored.packages if "packages" in stored.model_fields_set else None, "attested_at": now(),
+        "directories": [{"name": name, "sha256": digest} for name, digest in directories],
     }
-    directories = _directory_subjects(manifest)
-    predicate["directories"] = [{"name": d["name"], "sha256": d["digest"]["sha256"]} for d in directories]
-    return {"_type": STATEMENT_TYPE, "subject": _subjects(manifest) + directories, "predicateType": PREDICATE_TYPE,
+    subjects = _subjects(stored) + [{"name": name, "digest": {"sha256": digest}} for name, digest in directories]
+    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE,
             "predicate": predicate}
 
 
-def _directory_subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def _labels_sha256(sealed: Seal | None) -> str | None:
+    """The sha256 the seal gives the review labels (reviews.jsonl), if it names them."""
+    labels = sealed.files.get("reviews.jsonl") if sealed is not None else None
+    return labels.sha256 if labels is not None else None
+
+
+def _seal_facts(sealed: Seal | None) -> dict[str, Any]:
+    """The run's seal as the statement carries it: its files as the manifest holds them, when and by whom."""
+    if sealed is None:
+        return {"files": None, "at": None, "by": None, "complete": None}
+    return {"files": {name: f.model_dump(mode="json", exclude_unset=True) for name, f in sealed.files.items()},
+            "at": sealed.at, "by": sealed.by, "complete": sealed.complete}
+
+
+def _directory_subjects(manifest: Manifest) -> list[tuple[str, str]]:
     """Each shipped model directory (base, adapter, merged, draft) as one more subject, `<role>/`, whose digest is
     the one OpenSSF model-signing computes for it (`border.model_digest`), so `model_signing verify` at deploy
     and `verify-attestation` agree on the bytes. Its files are hashed now: one the run hashed that differs (or
     is gone), or a directory whose digest is not the one the run recorded (a file added since), is refused, as a
     model changed since the run."""
     out = []
-    for entry in manifest.get("directories") or []:
-        owner = str(entry.get("role")) if isinstance(entry, dict) else ""
-        if owner not in SHIPPED_ROLES or not is_dir(Path(str(entry.get("path")))):
+    for entry in manifest.directories:
+        owner = entry.role
+        if owner not in SHIPPED_ROLES or not is_dir(Path(entry.path)):
             continue
-        files = model_files(Path(entry["path"]), allow_symlinks=True)  # a hub snapshot links to its blobs
-        for e in manifest.get("inputs", []):
-            name = str(e.get("name", ""))
-            if name.startswith(f"{owner}/") and not name.endswith(EMBEDDED_TEMPLATE) and isinstance(
-                    e.get("sha256"), str) and files.get(name[len(owner) + 1:]) != e["sha256"]:
+        files = model_files(Path(entry.path), allow_symlinks=True)  # a hub snapshot links to its blobs
+        for e in manifest.inputs:
+            name = e.name or ""
+            if name.startswith(f"{owner}/") and not name.endswith(EMBEDDED_TEMPLATE) and e.sha256 is not None \
+                    and files.get(name[len(owner) + 1:]) != e.sha256:
                 raise ReleaseRefused(f"{name} changed since the run hashed it: attest a run of the model as it is")
         digest = root_digest(files)
-        if isinstance(entry.get("signing_sha256"), str) and entry["signing_sha256"] != digest:
-            raise ReleaseRefused(f"{owner}/ ({entry['path']}) holds other files than when the run read it (a file "
+        if entry.signing_sha256 is not None and entry.signing_sha256 != digest:
+            raise ReleaseRefused(f"{owner}/ ({entry.path}) holds other files than when the run read it (a file "
                                  "added, a hidden one included): attest a run of the model as it is")
-        out.append({"name": f"{owner}/", "digest": {"sha256": digest}})
+        out.append((f"{owner}/", digest))
     return out
 
 
@@ -150,7 +155,7 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     with hash_once():  # each model file read once: verified unchanged, then its directory's digest
         run = releasable_run(run_dir)
         statement = statement_for(run.path, run.report, run.manifest, run.binding)
-    if not any(_carries_weights(e) for e in run.manifest.get("inputs", [])):
+    if not any(_carries_weights(e) for e in typed_manifest(run.manifest, run.path / "manifest.json").inputs):
         raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
                              "releasegate): an attestation would not bind the model that answered; list the "
                              "files its server loads in target.served_files and run check again")

@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 from ..border.http import IN_CLEAR, proxy_in_clear, url_problem
 from ..errors import InputError, TargetError
 from ..extras import load
+from ..record.stored_manifest import typed_files, typed_inputs
 from ..redaction import mask_url
 from ..text import inert
 from .attest import _carries_weights  # the one rule of what is weights that ship
@@ -145,13 +146,13 @@ def artifact_tags(manifest: dict[str, Any]) -> dict[str, str]:
     """A tag per weights file the run loaded and passed with (`releasegate.artifact.N`): its role (model,
     adapter, merged, gguf, draft), its name inside its folder, never a path of the machine, and its sha256."""
     tags = {}
-    entries = [e for e in manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)]
+    entries = [e for e in typed_inputs(manifest) if _carries_weights(e)]
     for i, entry in enumerate(entries, start=1):
-        name = str(entry.get("name") or Path(str(entry.get("path"))).name)
+        name = entry.name or Path(entry.path).name
         if Path(name).is_absolute():
             name = Path(name).name
         tags[f"releasegate.artifact.{i}"] = json.dumps(
-            {"role": str(entry["role"]).split(":", 1)[0], "name": name, "sha256": entry["sha256"]}, sort_keys=True)
+            {"role": entry.owner, "name": name, "sha256": entry.sha256}, sort_keys=True)
     return tags
 
 
@@ -215,15 +216,15 @@ def _source(run: ReleasableRun) -> str:
     """Where the model's files are: the manifest's model directory (merged, base, served, adapter), else the first
     weights file that passed (a served GGUF), else the run directory."""
     folders: dict[str, str] = {}
-    for d in run.manifest.get("directories", []):  # the target's first: a leakage probe's base comes after
-        if isinstance(d, dict) and d.get("path"):
-            folders.setdefault(str(d.get("role")), str(d["path"]))
+    manifest = typed_files(run.manifest, run.path / "manifest.json")
+    for d in manifest.directories:  # the target's first: a leakage probe's base comes after
+        if d.path:
+            folders.setdefault(d.role, d.path)
     role = next((r for r in SOURCE_ROLES if r in folders), None)
     if role is not None:
         return Path(folders[role]).resolve().as_uri()
-    weights = [e for e in run.manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)
-               and isinstance(e.get("path"), str) and Path(e["path"]).is_absolute()]
-    return Path(weights[0]["path"]).as_uri() if weights else run.path.resolve().as_uri()
+    weights = [e for e in manifest.inputs if _carries_weights(e) and Path(e.path).is_absolute()]
+    return Path(weights[0].path).as_uri() if weights else run.path.resolve().as_uri()
 
 
 def _within_deadline(work: Callable[[], str], where: str) -> str:
