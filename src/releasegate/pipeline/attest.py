@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..border.files import hash_once, is_dir, is_file, read_capped, sha256_file
 from ..border.model_digest import model_files, root_digest
 from ..border.outputs import check_output_path, write_output_file
@@ -27,7 +29,18 @@ from ..errors import InputError, ReleaseRefused
 from ..record.decision_evidence import AttestationEvidence
 from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
-from ..record.stored_manifest import InputEntry, Manifest, Seal, typed_manifest
+from ..record.signed_statement import (
+    Predicate,
+    SignedOverride,
+    SignedRubric,
+    SignedRun,
+    Statement,
+    StatementHead,
+    criteria_of,
+    subjects_of,
+    weights_of,
+)
+from ..record.stored_manifest import InputEntry, ManifestFiles, Seal, typed_inputs, typed_parts
 from .attest_test_result import disagreement, in_toto_problem, make_test_result, sibling
 from .dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, verified_by
 from .release_check import releasable_run
@@ -47,7 +60,7 @@ MAX_SUBJECTS = 100_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _subjects(manifest: Manifest) -> list[dict[str, Any]]:
+def _subjects(manifest: ManifestFiles) -> list[dict[str, Any]]:
     return [{"name": e.shown_name, "digest": {"sha256": e.sha256}} for e in manifest.inputs
             if e.owner in SHIPPED_ROLES and e.sha256 is not None and not e.path.endswith(EMBEDDED_TEMPLATE)]
     # a chat template kept inside tokenizer_config.json is covered by that file's digest
@@ -59,13 +72,13 @@ def _carries_weights(entry: InputEntry) -> bool:
         entry.sha256 is not None
 
 
-def _weights(manifest: Manifest) -> list[dict[str, Any]]:
+def _weights(manifest: ManifestFiles) -> list[dict[str, Any]]:
     """Every weights file the run loaded (base, adapter or merged, GGUF, draft), as a subject is named: a deploy
     must give each of them (`verify_attestation`)."""
     return [{"name": e.shown_name, "sha256": e.sha256} for e in manifest.inputs if _carries_weights(e)]
 
 
-def _served(manifest: Manifest) -> dict[str, Any] | None:
+def _served(manifest: ManifestFiles) -> dict[str, Any] | None:
     """How the files a server loaded were known: 'observed' (releasegate's launcher handed them to the server it
     started and hashed them) or 'declared' (`target.served_files`, a server started elsewhere), with their
     subject names; None when the run names none."""
@@ -83,7 +96,7 @@ def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest:
     info = RunDir(run_path).read_info()
     binding = binding if binding is not None else binding_of(Path(run_path), manifest)
     typed = as_report(report, source=run_path / "report.json")
-    stored = typed_manifest(manifest, run_path / "manifest.json")
+    stored = typed_parts(manifest, run_path / "manifest.json")
     review = {name: {k: row.model_dump(mode="json").get(k) for k in ("required", "status", "reviewed", "approved",
                                                                      "rejected", "approval")}
               for name, row in typed.review_rows.items()}
@@ -93,7 +106,7 @@ def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest:
     predicate = {
         "verdict": typed.verdict, "verdict_reason": typed.verdict_reason,
         "run": {"run_id": info.run_id, "created_at": info.created_at, "finished_at": info.finished_at,
-                "target": info.target, "backend": info.backend, "target_fingerprint": stored.target.fingerprint},
+                "target": info.target, "backend": info.backend, "target_fingerprint": stored.target.fingerprint if stored.target else None},
         "rubric": {"name": typed.rubric, "sha256": typed.judged_by.snapshot_sha256 if typed.judged_by else None,
                    **binding.as_record()},
         "weights": _weights(stored),
@@ -102,7 +115,7 @@ def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest:
                                         "verdict", "origin") if k in c} for c in criteria],
         "review": {"obligations": obligations, "slices": review, "labels_sha256": _labels_sha256(stored.sealed)},
         "seal": _seal_facts(stored.sealed),
-        "packages": stored.packages if "packages" in stored.model_fields_set else None, "attested_at": now(),
+        "packages": stored.packages, "attested_at": now(),
         "directories": [{"name": name, "sha256": digest} for name, digest in directories],
     }
     subjects = _subjects(stored) + [{"name": name, "digest": {"sha256": digest}} for name, digest in directories]
@@ -124,7 +137,7 @@ def _seal_facts(sealed: Seal | None) -> dict[str, Any]:
             "at": sealed.at, "by": sealed.by, "complete": sealed.complete}
 
 
-def _directory_subjects(manifest: Manifest) -> list[tuple[str, str]]:
+def _directory_subjects(manifest: ManifestFiles) -> list[tuple[str, str]]:
     """Each shipped model directory (base, adapter, merged, draft) as one more subject, `<role>/`, whose digest is
     the one OpenSSF model-signing computes for it (`border.model_digest`), so `model_signing verify` at deploy
     and `verify-attestation` agree on the bytes. Its files are hashed now: one the run hashed that differs (or
@@ -155,7 +168,7 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     with hash_once():  # each model file read once: verified unchanged, then its directory's digest
         run = releasable_run(run_dir)
         statement = statement_for(run.path, run.report, run.manifest, run.binding)
-    if not any(_carries_weights(e) for e in typed_manifest(run.manifest, run.path / "manifest.json").inputs):
+    if not any(_carries_weights(e) for e in typed_inputs(run.manifest, run.path / "manifest.json")):
         raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
                              "releasegate): an attestation would not bind the model that answered; list the "
                              "files its server loads in target.served_files and run check again")
@@ -188,36 +201,33 @@ def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: li
     if unreadable:
         raise ReleaseRefused(f"{file}: not an attestation ({unreadable})")
     signature, payload, keyid = verified_by(envelope, keys)
-    statement, statement_problem = _statement(payload) if payload is not None else (None, None)
-    agreed, test_result = _test_result(test_result, file, keys, statement, payload)
-    subjects = {(s["name"], s["digest"]["sha256"]) for s in (statement or {}).get("subject", [])}
-    looked = [(str(a), *_artifact_problem(a, subjects)) for a in artifacts] if statement else []
+    signed, statement_problem = _statement(payload) if payload is not None else (None, None)
+    agreed, test_result = _test_result(test_result, file, keys, signed, payload)
+    statement = Statement.model_validate(signed) if signed is not None else None
+    subjects = {(s.name, s.digest.sha256) for s in statement.subject} if statement is not None else set()
+    looked = [(str(a), *_artifact_problem(a, subjects)) for a in artifacts] if statement is not None else []
     checked = tuple((path, problem) for path, problem, _ in looked)
-    predicate = (statement or {}).get("predicate") or {}
-    verdict = predicate.get("verdict")
-    criteria = predicate.get("criteria")
-    signed_rubric = predicate.get("rubric")
-    rubric: dict[str, Any] = signed_rubric if isinstance(signed_rubric, dict) else {}
-    effective = rubric.get("effective_sha256")
+    predicate = statement.predicate if statement is not None else Predicate(run=SignedRun(), rubric=SignedRubric())
+    verdict, effective = predicate.verdict, predicate.rubric.effective_sha256
     decided = decide_attestation(AttestationEvidence(
         signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
-        tuple(c["verdict"] if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
-              for c in (criteria if isinstance(criteria, list) else [])),
-        weights_not_given=_weights_not_given(predicate.get("weights"),
+        tuple(c.verdict if c is not None and isinstance(c.verdict, str) else "?"
+              for c in criteria_of(predicate.criteria)),
+        weights_not_given=_weights_not_given(predicate.weights,
                                              {d for _, p, found in looked if p is None for d in found}),
         required_rubrics=required, rubric_sha256=effective if isinstance(effective, str) else None,
-        judging_overrides=_judging_overrides(rubric.get("overrides")), test_result_problem=agreed))
+        judging_overrides=_judging_overrides(predicate.rubric.overrides), test_result_problem=agreed))
     if not decided.allowed:
         raise ReleaseRefused(f"{file}: {decided.reason}")
     assert statement is not None  # a good signature over a statement
     # what a signed statement says of its run is shown as it is: a key missing is shown as null, never a crash
-    return {"attestation": str(file), "reason": decided.reason, "run_id": predicate["run"].get("run_id"),
+    return {"attestation": str(file), "reason": decided.reason, "run_id": predicate.run.run_id,
             "key_id": keyid, "test_result": None if test_result is None else str(test_result),
-            "rubric_sha256": predicate["rubric"].get("sha256"),
-            "effective_rubric_sha256": predicate["rubric"].get("effective_sha256"), "verdict": verdict,
+            "rubric_sha256": predicate.rubric.sha256,
+            "effective_rubric_sha256": predicate.rubric.effective_sha256, "verdict": verdict,
             "artifacts": [{"path": p, "sha256_matches": True} for p, _ in checked],
-            "served_files": predicate.get("served_files"),
-            "subjects": len(statement["subject"])}
+            "served_files": predicate.served_files,
+            "subjects": len(statement.subject)}
 
 
 def _public_keys(paths: Path | list[Path]) -> list[Any]:
@@ -265,19 +275,17 @@ def _statement(payload: bytes) -> tuple[dict[str, Any] | None, str | None]:
         statement = json_loads(payload, unique_keys=True)
     except (ValueError, RecursionError) as exc:
         return None, f"the payload is not JSON ({str(exc)[:80]})"
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+    head = StatementHead.model_validate(statement) if isinstance(statement, dict) else None
+    if head is None or head.type != STATEMENT_TYPE:
         return None, f"not an in-toto Statement v1 ({STATEMENT_TYPE})"
-    if statement.get("predicateType") != PREDICATE_TYPE:
+    if head.predicate_type != PREDICATE_TYPE:
         return None, f"predicateType is not {PREDICATE_TYPE}"
-    subjects = statement.get("subject")
-    if not isinstance(subjects, list) or not 0 < len(subjects) <= MAX_SUBJECTS or not all(
-            isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("digest"), dict)
-            and isinstance(s["digest"].get("sha256"), str) and _SHA256.fullmatch(s["digest"]["sha256"])
-            for s in subjects):
+    subjects = subjects_of(head.subject)
+    if subjects is None or not 0 < len(subjects) <= MAX_SUBJECTS:
         return None, "its subjects are not files with sha256 digests"
-    predicate = statement.get("predicate")
-    if not isinstance(predicate, dict) or not isinstance(predicate.get("run"), dict) or \
-            not isinstance(predicate.get("rubric"), dict):
+    try:
+        Predicate.model_validate(head.predicate)
+    except ValidationError:
         return None, "its predicate is not a releasegate gate verdict"
     problem = in_toto_problem(statement)
     return (None, problem) if problem else (statement, None)
@@ -295,11 +303,10 @@ def _required_rubric(text: str) -> str:
 def _weights_not_given(weights: object, given: set[str | None]) -> tuple[str, ...] | None:
     """The attested weights files (`statement_for`'s `weights`) whose bytes no good artifact carries; None when
     the statement does not list them as releasegate writes them."""
-    if not isinstance(weights, list) or not weights or not all(
-            isinstance(w, dict) and isinstance(w.get("name"), str) and isinstance(w.get("sha256"), str)
-            for w in weights):
+    listed = weights_of(weights)
+    if not listed:
         return None
-    return tuple(w["name"] for w in weights if w["sha256"] not in given)
+    return tuple(w.name for w in listed if w.sha256 not in given)
 
 
 def _judging_overrides(overrides: object) -> tuple[str, ...]:
@@ -309,8 +316,9 @@ def _judging_overrides(overrides: object) -> tuple[str, ...]:
         return ()
     if not isinstance(overrides, list):
         return ("overrides it does not list",)
-    return tuple(f"{o.get('key')} (set by {o.get('by')})"[:200] if isinstance(o, dict) else "an unreadable override"
-                 for o in overrides if not isinstance(o, dict) or o.get("judges") is not False)
+    read = [SignedOverride.model_validate(o) if isinstance(o, dict) else None for o in overrides]
+    return tuple(f"{o.key} (set by {o.by})"[:200] if o is not None else "an unreadable override"
+                 for o in read if o is None or o.judges is not False)
 
 
 def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> tuple[str | None, frozenset[str]]:

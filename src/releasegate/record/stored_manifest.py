@@ -21,7 +21,7 @@ from ..errors import InputError
 from .run_parts import Count, finite_tree, problem_line
 
 __all__ = ["MANIFEST_FILE", "MAX_MANIFEST_BYTES", "read_manifest_file", "check_manifest", "Manifest", "typed_manifest",
-           "typed_inputs", "typed_files", "ManifestFiles", "InputEntry", "DirectoryEntry", "Seal", "SealedFile", "BrokenEntry"]
+           "typed_inputs", "typed_files", "typed_parts", "ManifestParts", "ManifestFiles", "InputEntry", "DirectoryEntry", "Seal", "SealedFile", "BrokenEntry"]
 
 MANIFEST_FILE = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # a hub snapshot of thousands of files hashes to a few MiB
@@ -142,6 +142,19 @@ class ManifestFiles(_Shape):
 
     inputs: list[InputEntry] = []
     directories: list[DirectoryEntry] = []
+
+
+class ManifestParts(ManifestFiles):
+    """The parts of a manifest an attestation carries, each optional (a manifest built by hand may lack any)."""
+
+    target: TargetFacts | None = None
+    packages: dict[str, str] | None = None
+    sealed: Seal | None = None
+
+
+def typed_parts(data: dict[str, Any], path: Path | None = None) -> ManifestParts:
+    """`ManifestParts` of a manifest-like dict; another shape is an InputError naming the field."""
+    return _typed(ManifestParts, data, path)
 
 
 def typed_inputs(data: dict[str, Any], path: Path | None = None) -> list[InputEntry]:
