@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError
 
-__all__ = ["Statement", "StatementHead", "Subject", "Predicate", "SignedRun", "SignedRubric", "SignedCriterion",
+__all__ = ["AttestationCheck", "Statement", "StatementHead", "Subject", "Predicate", "SignedRun", "SignedRubric", "SignedCriterion",
            "SignedOverride", "SignedWeight", "ServedFiles", "TestResultPredicate", "subjects_of", "criteria_of",
            "weights_of"]
 
@@ -21,7 +21,7 @@ Sha256 = Annotated[str, Strict(), Field(pattern="^[0-9a-f]{64}$")]
 
 
 class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow")  # read by the names the JSON has, never the Python ones
 
 
 class StatementHead(_Loose):
@@ -102,6 +102,16 @@ class TestResultPredicate(_Loose):
     warned_tests: object = Field([], alias="warnedTests")
     failed_tests: object = Field([], alias="failedTests")
     configuration: object = []
+
+
+class AttestationCheck(_Loose):
+    """What `verify-attestation` checked (`pipeline.attest.verify_attestation`), as the command shows it."""
+
+    reason: str
+    key_id: str
+    run_id: object = None
+    test_result: str | None = None
+    served_files: object = None
 
 
 _SUBJECTS: TypeAdapter[list[Subject]] = TypeAdapter(list[Subject])
