@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 from ..border.http import IN_CLEAR, proxy_in_clear, url_problem
 from ..errors import InputError, TargetError
 from ..extras import load
+from ..record.promotion import ReleaseSummary
 from ..record.stored_manifest import typed_files, typed_inputs
 from ..redaction import mask_url
 from ..text import inert
@@ -117,10 +118,11 @@ def register_version(run: ReleasableRun, summary: dict[str, Any], model: str, al
     proxy = proxy_in_clear(uri) if _has_credential(uri) else None
     if proxy is not None:
         raise InputError(f"{IN_CLEAR} (the proxy at {proxy})", field="--mlflow-uri")
-    tags = _tags(run, summary)
+    facts = ReleaseSummary.model_validate(summary)
+    tags = _tags(run, facts)
     where = (mask_url(uri) or "?") if "://" in uri else uri
     with _bounded_client(uri), _inert_logs():
-        version = _within_deadline(lambda: _register(mlflow, uri, model, alias, summary, run, tags), where)
+        version = _within_deadline(lambda: _register(mlflow, uri, model, alias, facts, run, tags), where)
     return {"model": model, "version": str(version), "alias": alias, "registry": where, "tags": tags}
 
 
@@ -132,11 +134,11 @@ def _has_credential(uri: str) -> bool:
     return userinfo or any(os.environ.get(name) for name in _CREDENTIALS)
 
 
-def _tags(run: ReleasableRun, summary: dict[str, Any]) -> dict[str, str]:
-    tags = {"releasegate.verdict": summary["verdict"], "releasegate.rubric_sha256": summary["rubric_sha256"] or "",
-            "releasegate.run_id": summary["run_id"] or "", "releasegate.report": f"{run.path.name}/report.json",
-            "releasegate.target_fingerprint": summary["target_fingerprint"] or "",
-            "releasegate.effective_rubric_sha256": summary["effective_rubric_sha256"] or ""}
+def _tags(run: ReleasableRun, summary: ReleaseSummary) -> dict[str, str]:
+    tags = {"releasegate.verdict": summary.verdict, "releasegate.rubric_sha256": summary.rubric_sha256 or "",
+            "releasegate.run_id": summary.run_id or "", "releasegate.report": f"{run.path.name}/report.json",
+            "releasegate.target_fingerprint": summary.target_fingerprint or "",
+            "releasegate.effective_rubric_sha256": summary.effective_rubric_sha256 or ""}
     if (run.path / "attestation.intoto.json").is_file():
         tags["releasegate.attestation"] = f"{run.path.name}/attestation.intoto.json"
     return {**tags, **artifact_tags(run.manifest)}
@@ -156,7 +158,7 @@ def artifact_tags(manifest: dict[str, Any]) -> dict[str, str]:
     return tags
 
 
-def _register(mlflow: Any, uri: str, model: str, alias: str, summary: dict[str, Any], run: ReleasableRun,
+def _register(mlflow: Any, uri: str, model: str, alias: str, summary: ReleaseSummary, run: ReleasableRun,
               tags: dict[str, str]) -> str:
     exceptions = load("mlflow.exceptions", "promote --mlflow-model")
     try:
@@ -165,10 +167,10 @@ def _register(mlflow: Any, uri: str, model: str, alias: str, summary: dict[str, 
             client.get_registered_model(model)
         except exceptions.MlflowException:
             client.create_registered_model(model)
-        version = _version_of(client, model, summary["target_fingerprint"])
+        version = _version_of(client, model, summary.target_fingerprint)
         if version is None:
             created = client.create_model_version(model, source=_source(run), tags=tags,
-                                                  description=f"releasegate {summary['verdict']}: {summary['reason']}",
+                                                  description=f"releasegate {summary.verdict}: {summary.reason}",
                                                   await_creation_for=CREATION_WAIT_S)
             version = str(created.version)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Promotion", "WebhookAnswer", "RegistryVersion"]
+__all__ = ["Promotion", "WebhookAnswer", "RegistryVersion", "ReleaseSummary"]
 
 
 class _Part(BaseModel):
@@ -30,3 +30,14 @@ class RegistryVersion(_Part):
 class Promotion(_Part):
     webhook: WebhookAnswer | None = None
     mlflow: RegistryVersion | None = None
+
+
+class ReleaseSummary(_Part):
+    """What a promotion says of the run (`pipeline.promote.release_summary`), as the registry's tags read it."""
+
+    verdict: str
+    reason: str | None = None
+    run_id: str | None = None
+    rubric_sha256: str | None = None
+    effective_rubric_sha256: str | None = None
+    target_fingerprint: str | None = None
