@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
-from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
+from ..stats.sample_weights import Strata, is_weighted, sample_only, stratum_counts, weighted_share
 from .cost_metrics import COUNTED_SOURCES, cost_metric, timing_derived_cost, token_sources, uncounted
 from .evidence import answered, attempt_outcomes, attempts_note
 from .leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
@@ -197,7 +197,7 @@ def _latency(base: str, q: float, records: list[CaseRecord], confidence: float, 
 
 
 def _rate(name: str, records: list[CaseRecord], scores: Scores, confidence: float = 0.95,
-          strata: dict[str, Any] | None = None) -> MetricValue:
+          strata: Strata | None = None) -> MetricValue:
     """A share over `records`; cases of a stratified sample weigh as many source rows as they stand for
     (`_proportion`), `strata` being the run's cases per stratum (`stratum_counts`; default: of `records`). Error
     rates count requests sent (every attempt), unweighted: they measure the server, not the suite's source."""
@@ -256,7 +256,7 @@ def _share(hits: float, n: int, confidence: float = 0.95) -> MetricValue:
     return MetricValue(hits / n if n else None, n, wilson_bounds(hits, n, confidence), confidence=confidence)
 
 
-def _proportion(hits: list[bool], records: list[CaseRecord], confidence: float, strata: dict[str, Any]) -> MetricValue:
+def _proportion(hits: list[bool], records: list[CaseRecord], confidence: float, strata: Strata) -> MetricValue:
     """The share of `hits` over `records`. Cases of a weighted sample stand for population / (the run's cases of
     their stratum) source rows each (any other case for itself): the estimate is the weighted share, its bounds
     Wilson's at Kish's effective n, (sum of weights)^2 / sum of squared weights, so an equal-allocation sample

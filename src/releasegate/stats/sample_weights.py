@@ -8,7 +8,7 @@ reviewer-corrected judge accuracy and human approval (`case_weights`, `source_of
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 __all__ = ["stratum_counts", "sample_only", "is_weighted", "weighted_share", "case_weights", "kish_n", "source_of",
@@ -91,7 +91,7 @@ def two_phase_n(point: float, cases_n: float, parts: list[tuple[float, float, fl
     return q * (1 - q) / variance
 
 
-def weighted_share(hits: list[bool], records: list[_Stratified], strata: Strata) -> tuple[float, float, float]:
+def weighted_share(hits: list[bool], records: Sequence[_Stratified], strata: Strata) -> tuple[float, float, float]:
     """(the weighted share of `hits`, Kish's effective n, the source rows the records stand for). The effective
     n is what a Wilson bound on the share is taken at."""
     weights = case_weights(records, strata)
