@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 from ..record.capacity_sweep import Number
 
 __all__ = ["SignalSummary", "TtftGap", "ServerMetrics", "SendLag", "LoadWorker", "LoadClient", "LoadPhaseView",
-           "ProbeSide", "PrefixCacheProbe"]
+           "ProbeSide", "PrefixCacheProbe", "ChangedFile", "VerifiedRun", "Verification",
+           "GuardCategory", "GuardRow"]
 
 
 class _Model(BaseModel):
@@ -102,3 +103,51 @@ class PrefixCacheProbe(_Model):
     cold_over_warm_p50: Number | None = None
     cached_tokens: Any = None
     """Where the cached prompt tokens were read ('server /metrics'), or why none were."""
+
+
+class ChangedFile(_Model):
+    """One row of `releasegate verify`: an input, package or run file (role 'run') that changed, then and now."""
+
+    role: str
+    path: str
+    change: str
+    before: str | None = None
+    after: str | None = None
+    note: str | None = None
+
+
+class VerifiedRun(_Model):
+    """The run's manifest as `verify` names it."""
+
+    config: str = "."
+    run_id: str = "?"
+    created_at: str = "?"
+
+
+class Verification(_Model):
+    """`releasegate verify`'s result (`pipeline.verify`)."""
+
+    changes: list[ChangedFile]
+    checked: int
+    sealed: list[str] = []
+
+
+class GuardCategory(_Model):
+    """A guard's misses and false alarms on one rubric category, against the reviewers' forbidden labels."""
+
+    category: str
+    misses: Number
+    positives: Number
+    miss_bounds: list[Number | None] | None = None
+    false_alarms: Number
+    negatives: Number
+    false_alarm_bounds: list[Number | None] | None = None
+
+
+class GuardRow(_Model):
+    """A guard model (`llm_judge.guard_view.guard_section`)."""
+
+    labelled: int
+    min_labels: int
+    calibrated: bool
+    categories: list[GuardCategory] = []
