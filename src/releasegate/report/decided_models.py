@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from ..record.capacity_sweep import Number
 from ..record.gate_report import LatencySource
 
-__all__ = ["Parity", "ServerTarget", "ServersView", "ServedHow", "ServedVariant", "VariantsView", "MatrixRow"]
+__all__ = ["Parity", "ServerParity", "ServerTarget", "ServersView", "ServedHow", "ServedVariant", "VariantsView", "MatrixRow"]
 
 
 class _Model(BaseModel):
@@ -33,25 +33,29 @@ class Parity(_Model):
     quality_verdict: str | None = None
 
 
-class _Served(_Model):
-    """What a served target and a served variant both have."""
-
-    parity: Parity | None = None
-    """Null for the reference (and for a variant that could not be served)."""
-    capacity_rps: Number | None = None
-    capacity_at_least: bool | None = None
-    """The sweep's top rate still met the objective: the capacity is at least `capacity_rps`."""
-    latency_source: LatencySource | None = None
-
+class _Figures(_Model):
     def figures(self) -> dict[str, Any]:
         """The row as given, for the tables' figure columns (each named by its key)."""
         return self.model_dump(exclude_unset=True)
 
 
-class ServerTarget(_Served):
-    """One run of `releasegate servers`."""
+class ServerParity(_Model):
+    """A target's parity as the servers table reads it: the rest of it is shown as given, column by column."""
+
+    identical_outputs: Any = None
+    shared_cases: Any = None
+
+
+class ServerTarget(_Figures):
+    """One run of `releasegate servers`: its figures are shown as given (a figure may be text)."""
 
     run_id: str
+    parity: ServerParity | None = None
+    """Null for the reference."""
+    capacity_rps: Any = None
+    capacity_at_least: Any = None
+    """The sweep's top rate still met the objective: the capacity is at least `capacity_rps`."""
+    latency_source: LatencySource | str | None = None
     latency_from: str | None = None
 
 
@@ -70,10 +74,15 @@ class ServedHow(_Model):
     speculative: str | None = None
 
 
-class ServedVariant(_Served, ServedHow):
+class ServedVariant(_Figures, ServedHow):
     """One served variant of `releasegate matrix` (`pipeline.served_variants`)."""
 
     variant: str
+    parity: Parity | None = None
+    """Null for the reference (and for a variant that could not be served)."""
+    capacity_rps: Number | None = None
+    capacity_at_least: bool | None = None
+    """The sweep's top rate still met the objective: the capacity is at least `capacity_rps`."""
     acceptance_rate: Number | None = None
     accepted_tokens: Number | None = None
     draft_tokens: Number | None = None

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..record.decided_results import ServersResult, typed
+from ..record.gate_report import LatencySource
 from ..redaction import redact_values
 from ..spreadsheet import csv_text
 from ..text import inert
@@ -65,7 +66,7 @@ def _row(target: ServerTarget) -> list[str]:
 
 def _source_text(target: ServerTarget) -> str:
     source = target.latency_source
-    return source.text if source is not None and source.text else (target.latency_from or "—")
+    return source.text if isinstance(source, LatencySource) and source.text else (target.latency_from or "—")
 
 
 def load_warning(comparison: dict[str, Any] | ServersView) -> str | None:
@@ -76,8 +77,8 @@ def load_warning(comparison: dict[str, Any] | ServersView) -> str | None:
 
 def _load_warning(view: ServersView) -> str | None:
     targets = view.targets
-    loads = {((t.latency_source.phase if t.latency_source else None) or t.latency_from,
-              t.latency_source.in_flight if t.latency_source else None) for t in targets}
+    sources = [t.latency_source if isinstance(t.latency_source, LatencySource) else None for t in targets]
+    loads = {((s.phase if s else None) or t.latency_from, s.in_flight if s else None) for t, s in zip(targets, sources)}
     if len(loads) < 2:
         return None
     each = "; ".join(f"{t.run_id}: {_source_text(t)}" for t in targets)
