@@ -60,9 +60,11 @@ class ServerTarget(_Figures):
 
 
 class ServersView(_Model):
-    reference: str
+    """`releasegate servers`' result (`decided_results.ServersResult` checks its decision and recommendation)."""
+
     targets: list[ServerTarget]
-    recommendation: str
+    reference: str | None = None
+    recommendation: str = ""
 
 
 class ServedHow(_Model):
