@@ -109,3 +109,14 @@ def test_a_server_figure_given_as_text_is_shown_as_text():
 def test_the_deciding_bound_of_a_criterion_that_does_not_fit_is_an_input_error():
     with pytest.raises(InputError, match=r"criterion\.bounds"):
         deciding_bound({"op": ">=", "verdict": "pass", "bounds": "high"})
+
+
+def test_verify_shows_a_stopping_row_which_has_no_then_and_now():
+    from rich.console import Console
+
+    from releasegate.report.verify import changes_table, seal_notes
+
+    rows = [{"role": "stopping", "path": "run.json", "change": "the order asked differs from the manifest's"}]
+    console = Console(width=120, record=True)
+    console.print(changes_table({"run_id": "r", "created_at": "t", "config": "/x/c.yaml"}, rows))
+    assert "the order asked differs" in console.export_text() and seal_notes(rows) == []
