@@ -107,19 +107,20 @@ def _cell(result: VariantsView, v: ServedVariant, figures: dict[str, Any], key: 
     if key == "chosen":
         return "✓" if v.chosen else ""
     if key in ("why_not", "verdict_reason"):
-        return _why(v)[key == "why_not"]
+        why_not, said = _why(v)
+        return why_not if key == "why_not" else said
     value = figures.get(key)
     return value if isinstance(value, str) else format_value(value)
 
 
 def _why(v: ServedVariant) -> tuple[str, str]:
-    """A variant's reasons ('gate said', 'why not'), each said once: a variant held back by its gate's verdict says
+    """A variant's reasons ('why not', 'gate said'), each said once: a variant held back by its gate's verdict says
     the gate's reason in 'why not' ('its gate said FAIL: 1 criterion(s) failed: accuracy'), and 'gate said' is left
     empty."""
     why, said = str(v.why_not or ""), str(v.verdict_reason or "")
     if why.startswith("its gate said") and said:
-        return "", f"{why}: {said}"
-    return said, why
+        return f"{why}: {said}", ""
+    return why, said
 
 
 def _parity_cell(parity: Parity, key: str) -> str:
