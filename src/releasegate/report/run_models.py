@@ -14,7 +14,7 @@ from ..record.capacity_sweep import Number
 
 __all__ = ["SignalSummary", "TtftGap", "ServerMetrics", "SendLag", "LoadWorker", "LoadClient", "LoadPhaseView",
            "ProbeSide", "PrefixCacheProbe", "ChangedFile", "VerifiedRun", "Verification",
-           "GuardCategory", "GuardRow"]
+           "GuardCategory", "GuardRow", "EmbeddingsUsed"]
 
 
 class _Model(BaseModel):
@@ -151,3 +151,14 @@ class GuardRow(_Model):
     min_labels: int
     calibrated: bool
     categories: list[GuardCategory] = []
+
+
+class EmbeddingsUsed(_Model):
+    """What made the response-cache probe's embeddings (`record.cache_probe_report.CacheProbeSection.embeddings`)."""
+
+    source: str | None = None
+    computed: int | None = None
+    """Texts embedded."""
+    seconds: Number | None = None
+    latency_ms_p50: Number | None = None
+    tokens: Number | None = None
