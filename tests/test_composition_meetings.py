@@ -76,9 +76,6 @@ def test_meeting(meeting, mode, stub, cli, tmp_path):  # noqa: F811
 
 
 @pytest.mark.slow  # a baseline run and a labelled stopping run against the stub
-@pytest.mark.xfail(strict=True, reason="gate/stopping_feature: a run held to its end by a guard's verdicts (asked "
-                   "after the cases) shows every row as decided at an earlier case, and no row says what kept the "
-                   "run going, which docs/stopping.md promises")
 def test_a_stopping_run_held_to_its_end_by_a_guard_says_so(stub, cli, tmp_path):  # noqa: F811
     meeting = next(m for m in MEETINGS if "guard" in m.features)
     verdict, reason, report = decide_features(tmp_path, cli, stub, meeting.features, None, meeting.adjust,

@@ -46,9 +46,6 @@ def _guarded(cli, root, stub, usage: dict, **behaviour):
     return code, report, run, worst
 
 
-@pytest.mark.xfail(strict=True, reason="llm_judge/guard.py and llm_judge/stage.py journal a grader's output "
-                   "tokens counted one a chunk (Tokens.source 'chunks') when its usage leaves completion_tokens "
-                   "out; judgments.jsonl keeps no source, so grader_spend bills the chunk count as the server's")
 def test_a_guard_whose_usage_leaves_out_its_completion_tokens_is_charged_its_worst_case(cli, tmp_path, stub):
     """Hunting a spend reported lower than billed: usage with prompt_tokens alone counts no answer; the client
     counts one token a chunk (8 tokens in one chunk: 1), which is no bill."""
@@ -151,9 +148,6 @@ def test_a_verdict_appended_to_the_judge_journal_after_sealing_is_an_edit_the_ga
     assert run.read_info().budget["spent_usd"] == whole["budget"]["spent_usd"]
 
 
-@pytest.mark.xfail(strict=True, reason="llm_judge/stage.py journals the judge's output tokens counted one a chunk "
-                   "when its usage leaves completion_tokens out (Tokens.source 'chunks'); judgments.jsonl keeps no "
-                   "source, so grader_spend bills the chunk count as the server's")
 def test_a_judge_whose_usage_leaves_out_its_completion_tokens_is_charged_its_worst_case(cli, tmp_path, stub):
     judge = StubBehaviour(ttft_ms=1, itl_ms=0, tokens=TOKENS, tokens_per_chunk=TOKENS, reply=mx.reply_for(mx.Mode()),
                           usage={"prompt_tokens": 7})

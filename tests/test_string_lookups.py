@@ -21,9 +21,9 @@ sys.modules["string_lookups"] = lookups
 _spec.loader.exec_module(lookups)
 
 CEILING = {
-    "pipeline": 464, "report": 386, "gate": 371, "inputs": 234, "run": 233, "record": 215, "backends": 92,
-    "export": 79, "cli": 78, "testing": 50, "leakage": 31, "llm_judge": 29, "scorers": 28, "review": 26,
-    "scale": 8, "border": 5, "decision": 5, "(top)": 2, "stats": 0,
+    "inputs": 234, "run": 99, "backends": 92, "pipeline": 88, "export": 79, "record": 77, "report": 53, "testing":
+    50, "leakage": 31, "llm_judge": 29, "scorers": 28, "review": 26, "cli": 20, "gate": 13, "scale": 8, "border": 5,
+    "decision": 5, "(top)": 2, "stats": 0,
 }
 """Lookups allowed per package of src/releasegate; a new package starts at 0."""
 
@@ -37,6 +37,9 @@ def test_a_package_keeps_its_string_lookups_under_its_ceiling(package):
         "JSON into a typed model once and use attributes")
 
 
-def test_the_counter_sees_reads_writes_and_get():
+def test_the_counter_sees_reads_writes_and_get(tmp_path):
     tree = ast.parse('a["x"]\na["y"] = 1\na.get("z")\na.get(k)\na[0]\na.get("w", 2)')
     assert sum(lookups.is_string_lookup(node) for node in ast.walk(tree)) == 4
+    source = tmp_path / "m.py"
+    source.write_text('def f(x: list["Row"]) -> dict["Row", int]:\n    y: list["Row"] = x["rows"]\n    return y\n')
+    assert lookups.file_lookups(source) == 1  # the annotations name types; x["rows"] is the one lookup

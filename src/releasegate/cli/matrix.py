@@ -12,6 +12,7 @@ from rich.console import Console
 
 from .. import DEFAULT_CONFIG
 from ..pipeline.variants import VARIANTS
+from ..record.decided_results import MatrixResult
 from ._common import (
     AllowPendingOption,
     ConfigOption,
@@ -72,34 +73,40 @@ def matrix(
     quality comparison with the reference (1 on a regression, 3 when undecided, 4 on a target error)."""
     from ..pipeline.check_options import CheckOptions
     from ..pipeline.matrix import run_matrix
+    from ..pipeline.server_rows import MatrixKind
     from ..report.matrix import latency_line, matrix_table
     from ..text import inert
 
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only JSON or the --format text
     options = CheckOptions(console, progress, run_id, allow_pending, limit)
     result = run_matrix(config, variants, options, draft=draft, output_dir=output_dir, overrides=set_values(sets))
-    if result.get("kind") == "served_variants":
+    if MatrixKind.model_validate(result).kind == "served_variants":
         return _served(result, console, fmt, output, force=force, as_json=as_json)
-    rows, verdict = result["variants"], result["verdict"]
+    decided = MatrixResult.model_validate(result)
+    rows, verdict = decided.variants, decided.verdict
     if as_json:
         print_json(result)
     console.print(matrix_table(rows))
     console.print("TTFT includes the whole batch's prefill: compare it across equal batch sizes.", markup=False)
     console.print(inert(latency_line(rows), keep=""), markup=False, soft_wrap=True)
     console.print(f"matrix: {verdict} (the worst variant's gate verdict or quality comparison)", markup=False)
-    return int(result["exit_code"])
+    return decided.exit_code
+
 
 
 
 
 def _served(result: dict[str, Any], console: Console, fmt: Format | None, output: Path | None, *, force: bool, as_json: bool) -> int:
+    from ..pipeline.server_rows import ServedVariantsResult
     from ..report.variants import choice_line, render_variants, variants_table
 
     if as_json:
         print_json(result)
+    decided = ServedVariantsResult.model_validate(result)
     console.print(variants_table(result))
     console.print(choice_line(result), markup=False, soft_wrap=True)
-    console.print(f"reports: {result['dir']}", markup=False, soft_wrap=True)
+    console.print(f"reports: {decided.dir}", markup=False, soft_wrap=True)
     if fmt is not None:
         emit_rendering(render_variants(result, fmt.value), output, force=force, console=console)
-    return int(result["exit_code"])
+    return decided.exit_code
+

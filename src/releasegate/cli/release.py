@@ -60,6 +60,7 @@ def attest(
     from ..pipeline.attest import attest_run
     from ..pipeline.attest_test_result import sibling
     from ..pipeline.dsse import generate_key as make_key
+    from ..record.signed_statement import Statement
 
     console = consoles(as_json)
     if generate_key is not None:
@@ -71,8 +72,9 @@ def attest(
     path, statement = attest_run(run_dir, key, output, force=force)
     if as_json:
         print_json({"attestation": str(path), "test_result": str(sibling(path)), "statement": statement})
-    console.print(f"attested {statement['predicate']['run']['run_id']}: {statement['predicate']['verdict']}, "
-                  f"{len(statement['subject'])} subject(s) -> {path} (and its test result, {sibling(path).name})",
+    shown = Statement.model_validate(statement)
+    console.print(f"attested {shown.predicate.run.run_id}: {shown.predicate.verdict}, "
+                  f"{len(shown.subject)} subject(s) -> {path} (and its test result, {sibling(path).name})",
                   markup=False, soft_wrap=True)
     return 0
 
@@ -99,19 +101,21 @@ def verify_attestation(
     hold (the line names the key that verified); 1 with one line saying which does not; 2 for a key, file or hash
     that cannot be read."""
     from ..pipeline.attest import verify_attestation as check
+    from ..record.signed_statement import AttestationCheck, ServedFiles
 
     result = check(file, list(key), list(artifact), tuple(rubric_sha256 or ()), test_result)
     if as_json:
         print_json(result)
-    run_id = inert(str(result["run_id"]))[:200]  # as the signed statement says it
-    agreed = f"; {Path(result['test_result']).name} agrees" if result["test_result"] else \
+    checked = AttestationCheck.model_validate(result)
+    run_id = inert(str(checked.run_id))[:200]  # as the signed statement says it
+    agreed = f"; {Path(checked.test_result).name} agrees" if checked.test_result else \
         "; no test-result attestation beside it"
-    consoles(as_json).print(f"attestation verified: run {run_id}, {result['reason']} (key {result['key_id'][:16]}…"
+    consoles(as_json).print(f"attestation verified: run {run_id}, {checked.reason} (key {checked.key_id[:16]}…"
                             f"{agreed})", markup=False, soft_wrap=True)
-    served = result.get("served_files")
-    if isinstance(served, dict) and isinstance(served.get("files"), list):  # as the signed statement says
-        how = inert(str(served.get("as")))[:20]
-        consoles(as_json).print(f"served files ({how}): {len(served['files'])}", markup=False, soft_wrap=True)
+    served = ServedFiles.model_validate(checked.served_files) if isinstance(checked.served_files, dict) else None
+    if served is not None and isinstance(served.files, list):  # as the signed statement says
+        how = inert(str(served.known_as))[:20]
+        consoles(as_json).print(f"served files ({how}): {len(served.files)}", markup=False, soft_wrap=True)
     return 0
 
 
@@ -137,19 +141,21 @@ def promote(
     sealed whole, verified unchanged and PASS. Exit 1: the run may not be promoted; 2: bad options; 4: the
     webhook or registry failed."""
     from ..pipeline.promote import promote_run
+    from ..record.promotion import Promotion
 
     done = promote_run(run_dir, webhook=webhook, key=key, token_env=webhook_token_env, mlflow_model=mlflow_model,
                        alias=alias, mlflow_uri=mlflow_uri)
     if as_json:
         print_json(done)
     console = consoles(as_json)
-    if "webhook" in done:
-        hook = done["webhook"]
-        unread = f"; its reply not read: {hook['reply_not_read']}" if hook.get("reply_not_read") else ""
-        console.print(f"webhook: {hook['url']} answered {hook['status']} (attempt {hook['attempts']}){unread}",
+    promoted = Promotion.model_validate(done)
+    if promoted.webhook is not None:
+        hook = promoted.webhook
+        unread = f"; its reply not read: {hook.reply_not_read}" if hook.reply_not_read else ""
+        console.print(f"webhook: {hook.url} answered {hook.status} (attempt {hook.attempts}){unread}",
                       markup=False, soft_wrap=True)
-    if "mlflow" in done:
-        m = done["mlflow"]
-        console.print(f"mlflow: {m['model']} version {m['version']} is now @{m['alias']} in {m['registry']}",
+    if promoted.mlflow is not None:
+        m = promoted.mlflow
+        console.print(f"mlflow: {m.model} version {m.version} is now @{m.alias} in {m.registry}",
                       markup=False, soft_wrap=True)
     return 0

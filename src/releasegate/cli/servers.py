@@ -37,20 +37,23 @@ def servers(
     judged again from its records) with quality parity shown. Exit 0 with a recommendation, 3 when no target is
     eligible, 2 for a bad run directory, a run given twice, or runs with other generation, load or objective
     settings than the reference."""
+    from ..pipeline.server_rows import TargetRow
     from ..pipeline.servers import compare_servers
+    from ..record.decided_results import ServersResult
     from ..report.servers import load_warning, render_servers, servers_table
 
     comparison = compare_servers(runs, min_parity_share=min_parity_share, margin=margin)
     if as_json:
         print_json(comparison)
+    result = ServersResult.model_validate(comparison)
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only the --format text
     console.print(servers_table(comparison))
-    for target in comparison["targets"]:
-        if target.get("unchecked"):
-            console.print(f"warning: {target['run_id']}: {target['unchecked']}", markup=False, soft_wrap=True)
+    for target in (TargetRow.model_validate(t) for t in result.targets):
+        if target.unchecked:
+            console.print(f"warning: {target.run_id}: {target.unchecked}", markup=False, soft_wrap=True)
     if warning := load_warning(comparison):
         console.print(f"warning: {warning}", markup=False, soft_wrap=True)
-    console.print(f"recommendation: {comparison['recommendation']}", markup=False, soft_wrap=True)
+    console.print(f"recommendation: {result.recommendation}", markup=False, soft_wrap=True)
     if fmt is not None:
         emit_rendering(render_servers(comparison, fmt.value), output, force=force, console=console)
-    return int(comparison["exit_code"])
+    return result.exit_code

@@ -21,21 +21,21 @@ def verify(
     checked changed, but some inputs could not be verified (a hub id that was not on disk, the model behind an
     endpoint, a run no stage sealed); 2: not a run."""
     from ..decision.verdicts import verify_exit
-    from ..pipeline.verify import verify_run
+    from ..pipeline.verify import verification
     from ..report.verify import changes_table, seal_notes, verify_summary
 
-    result = verify_run(run_dir)
+    result = verification(run_dir)
     if as_json:
-        print_json({k: v for k, v in result.items() if k != "manifest"})
+        print_json(result.model_dump(exclude={"manifest"}))
     console = consoles(as_json)
-    if result["changes"]:
-        console.print(changes_table(result["manifest"], result["changes"]))
-    for line in seal_notes(result["changes"]):
+    if result.changes:
+        console.print(changes_table(result.manifest, result.changes))
+    for line in seal_notes(result.changes):
         console.print(line, markup=False, soft_wrap=True)
-    console.print(verify_summary(result), markup=False, soft_wrap=True)
-    for path in result["not_hashed"]:
+    console.print(verify_summary(result.model_dump()), markup=False, soft_wrap=True)
+    for path in result.not_hashed:
         console.print(f"could not be verified: {path}", markup=False, soft_wrap=True)
-    if result["outcome"] == "unverified":
+    if result.outcome == "unverified":
         console.print("outcome: unverified (nothing checked changed, but not every input could be checked)",
                       markup=False, soft_wrap=True)
-    return verify_exit(result["outcome"])
+    return verify_exit(result.outcome)

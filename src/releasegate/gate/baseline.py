@@ -14,6 +14,7 @@ from ..record.judge_verdicts import Verdicts
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunDir, RunInfo
 from .baseline_run import SavedBaseline, read_baseline
+from .baseline_spec import baseline_spec
 from .blessed_baseline import blessed_standing
 from .comparability import (
     BASELINE_PARTS,
@@ -23,7 +24,9 @@ from .comparability import (
     saved_settings_key,
     settings_problem,
 )
+from .comparison_rows import Comparison, ComparisonRow
 from .paired_comparison import Margins, changed_note, compare_records
+from .run_view import stopping_of_run
 from .stability import CaseDraws
 
 __all__ = ["baseline_comparison", "comparison_results", "row_criterion", "comparison_margins", "standing_problems"]
@@ -42,31 +45,30 @@ def baseline_comparison(rubric: Rubric, records: list[CaseRecord], verdicts: Ver
     if not rubric.baseline:
         return None
 
-    spec = rubric.baseline
+    spec = baseline_spec(rubric.baseline)
     margins = comparison_margins(rubric, level_share)
-    saved = saved if saved is not None else read_baseline(spec["run"])  # `saved`: read once for the gate
+    saved = saved if saved is not None else read_baseline(spec.run)  # `saved`: read once for the gate
     base_records, base_verdicts, base_found = saved.records, saved.verdicts, saved.draws
     comparison = compare_records(base_records, records, rubric.forbidden, margins,
                                  base_verdicts=base_verdicts, cand_verdicts=verdicts,
-                                 base_draws=base_found, cand_draws=drawn)
-    if spec.get("metrics"):  # the rubric compares only these; a request that fails more is always compared
-        comparison["rows"] = [r for r in comparison["rows"] if r["metric"] in (*spec["metrics"], "error_rate")]
+                                 base_draws=base_found, cand_draws=drawn, metrics=spec.metrics or None)
     problems = standing_problems(rubric, saved, info, verdicts)
-    shared = comparison["shared_cases"] if planned is None else len(set(planned) & {r.case_id for r in base_records})
+    shared = (Comparison.model_validate(comparison).shared_cases if planned is None
+              else len(set(planned) & {r.case_id for r in base_records}))
     problems += [n for n in (changed_note(comparison), coverage_problem(shared, len(base_records))) if n]
     blessed: dict[str, Any] = {}
-    if spec.get("blessed"):
-        found = blessed_standing(spec, info)
-        blessed = {"baseline_blessed": spec["blessed"], "baseline_warnings": list(found.warnings),
+    if spec.blessed:
+        found = blessed_standing(rubric.baseline, info)
+        blessed = {"baseline_blessed": spec.blessed, "baseline_warnings": list(found.warnings),
                    "baseline_blessing": found.blessing}
-    return {"baseline_run": spec["run"], **comparison, "baseline_problems": problems, **blessed}
+    return {"baseline_run": spec.run, **comparison, "baseline_problems": problems, **blessed}
 
 
 def comparison_margins(rubric: Rubric, level_share: float = 1.0) -> Margins:
     """The rubric's baseline margins and confidence; `level_share`: the share of its alpha the bounds spend."""
-    spec = rubric.baseline or {}
-    confidence = 1.0 - (1.0 - spec.get("confidence", 0.95)) * level_share
-    return Margins(margins={**Margins().margins, **spec.get("margins", {})}, confidence=confidence)
+    spec = baseline_spec(rubric.baseline) if rubric.baseline else None
+    confidence = 1.0 - (1.0 - (spec.confidence if spec else 0.95)) * level_share
+    return Margins(margins={**Margins().margins, **(spec.margins if spec else {})}, confidence=confidence)
 
 
 def standing_problems(rubric: Rubric, saved: SavedBaseline, info: RunInfo | None,
@@ -77,7 +79,7 @@ def standing_problems(rubric: Rubric, saved: SavedBaseline, info: RunInfo | None
     guards = guard_problem(saved.verdicts.guards if saved.verdicts else {}, verdicts.guards if verdicts else {},
                            rubric.forbidden)
     problems += [guards] if guards else []
-    if rubric.baseline and rubric.baseline.get("blessed"):
+    if rubric.baseline and baseline_spec(rubric.baseline).blessed:
         problems += list(blessed_standing(rubric.baseline, info).problems)
     return problems
 
@@ -94,7 +96,7 @@ def _baseline_standing(base: RunDir, base_records: list[CaseRecord], info: RunIn
     problems = baseline_problems(base.path, base_info, base_records, base.read_records("load.jsonl", required=False))
     settings = settings_problem(saved_settings_key(base.path, base_info), (info and info.comparability) or {},
                                 BASELINE_PARTS)
-    stopped = (base_info.stopping or {}).get("stopped_at") if isinstance(base_info.stopping, dict) else None
+    stopped = stopping_of_run(base_info).stopped_at
     if stopped:  # its cases are the ones its e-processes stopped at: no fixed-size pairing is valid on them
         problems.append(f"it stopped when decided after {stopped} of its {base_info.cases} cases: a paired bound "
                         "on the cases its e-processes chose is not valid; compare with a run that asked its suite")
@@ -106,16 +108,17 @@ def comparison_results(comparison: dict[str, Any]) -> list[CriterionResult]:
     to compare (no shared cases, or none judged on any metric), or with a baseline that proves nothing (see
     `_baseline_standing`; a case whose contents differ), is one insufficient criterion, never a pass. Baseline
     criteria never make a run PASS on their own (`decision.gate`)."""
+    compared = Comparison.model_validate(comparison)
     criterion = Criterion(name="baseline comparison", metric="baseline", op=">=", threshold=1, origin="baseline")
-    if comparison.get("baseline_problems"):
-        why = "baseline not usable: " + "; ".join(comparison["baseline_problems"])
-        return [undecided(criterion, MetricValue(None, comparison["shared_cases"], note=why), why, Undecided.BASELINE)]
-    if not comparison["rows"]:
-        why = (f"nothing to compare: {comparison['shared_cases']} case(s) shared with the baseline run "
-               f"({comparison['only_in_candidate']} only in this run, {comparison['only_in_baseline']} only in the baseline)")
-        return [undecided(criterion, MetricValue(None, comparison["shared_cases"], note=why), why, Undecided.BASELINE)]
-    rows = [_baseline_row(row, comparison.get("confidence", 0.95)) for row in comparison["rows"]]
-    warned = "; ".join(comparison.get("baseline_warnings") or [])
+    if compared.baseline_problems:
+        why = "baseline not usable: " + "; ".join(compared.baseline_problems)
+        return [undecided(criterion, MetricValue(None, compared.shared_cases, note=why), why, Undecided.BASELINE)]
+    if not compared.rows:
+        why = (f"nothing to compare: {compared.shared_cases} case(s) shared with the baseline run "
+               f"({compared.only_in_candidate} only in this run, {compared.only_in_baseline} only in the baseline)")
+        return [undecided(criterion, MetricValue(None, compared.shared_cases, note=why), why, Undecided.BASELINE)]
+    rows = [_baseline_row(row, compared.confidence) for row in compared.rows]
+    warned = "; ".join(compared.baseline_warnings or [])
     return [r.explained(f"stale baseline: {warned}") if warned else r for r in rows]
 
 
@@ -126,14 +129,14 @@ def row_criterion(metric: str, margin: float) -> Criterion:
                      threshold=-margin if higher else margin, origin="baseline")
 
 
-def _baseline_row(row: dict[str, Any], confidence: float) -> CriterionResult:
-    criterion = row_criterion(row["metric"], row["margin"])
-    interval = tuple(row["interval"]) if row["interval"] else None
-    value = MetricValue(row["delta"], row["n"], interval, note="candidate - baseline, paired", confidence=confidence)
-    p = f", McNemar p={row['p_value']:.3g}" if row["p_value"] is not None else ""
-    if row["delta"] is None:
-        reason = row.get("note") or "not compared"
+def _baseline_row(row: ComparisonRow, confidence: float) -> CriterionResult:
+    criterion = row_criterion(row.metric, row.margin)
+    interval = (row.interval[0], row.interval[1]) if row.interval else None
+    value = MetricValue(row.delta, row.n, interval, note="candidate - baseline, paired", confidence=confidence)
+    p = f", McNemar p={row.p_value:.3g}" if row.p_value is not None else ""
+    if row.delta is None:
+        reason = row.note or "not compared"
     else:
-        reason = f"delta {row['delta']:+.4g} (baseline {row['baseline']:.4g}, candidate {row['candidate']:.4g}){p}"
-        reason += f"; {row['note']}" if row.get("note") else ""
-    return compared_result(criterion, value, row["verdict"], reason, row.get("needed_n"))
+        reason = f"delta {row.delta:+.4g} (baseline {row.baseline:.4g}, candidate {row.candidate:.4g}){p}"
+        reason += f"; {row.note}" if row.note else ""
+    return compared_result(criterion, value, row.verdict, reason, row.needed_n)

@@ -13,6 +13,7 @@ from ..decision.stopping import END_SHARE, Track, decide_stopped_comparison
 from .baseline import baseline_comparison, comparison_results
 from .context import GateContext
 from .feature import GateFeature
+from .run_view import stopping_of_run
 from .stability_feature import draws_of
 from .stopping import StopState
 from .stopping_feature import stop_state_of
@@ -31,7 +32,7 @@ def _compare(ctx: GateContext) -> dict[str, Any] | None:
     state = stop_state_of(ctx)
     if state is None:
         return baseline_comparison(ctx.rubric, ctx.records, ctx.inputs.verdicts, ctx.info, draws_of(ctx), saved)
-    order = [str(i) for i in (ctx.info.stopping or {}).get("order", [])]
+    order = [str(i) for i in stopping_of_run(ctx.info).order or []]
     asked = set(order[:state.asked])  # the completed prefix: a case answered ahead of a missing one is not in it
     return baseline_comparison(ctx.rubric, [r for r in ctx.records if r.case_id in asked], ctx.inputs.verdicts,
                                ctx.info, draws_of(ctx), saved, planned=order, level_share=END_SHARE)

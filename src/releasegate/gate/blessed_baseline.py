@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from ..border.files import is_file, sha256_file
 from ..border.structured import stored_json
@@ -17,11 +19,20 @@ from ..record.blessings import Blessing, blessings, evidence_digest
 from ..record.decision_evidence import BaselineAgeEvidence, BlessedRunEvidence
 from ..record.records import RunDir, RunInfo
 from ..record.stored_manifest import read_manifest_file
+from .baseline_spec import baseline_spec
 
 __all__ = ["BlessedStanding", "blessed_standing", "suite_key", "repository_root"]
 
 _CLOCK_SKEW_DAYS = 1 / 24
 """How far the baseline run may seem to come after this run (clocks of two machines) before its age is unknown."""
+
+
+class _StoredVerdict(BaseModel):
+    """The verdict a blessed run's report.json says (None: it says none a gate writes)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    verdict: Annotated[str | None, BeforeValidator(lambda v: v if isinstance(v, str) else None)] = None
 
 
 @dataclass(frozen=True)
@@ -35,28 +46,30 @@ class BlessedStanding:
 
 
 def blessed_standing(spec: dict[str, Any], info: RunInfo | None) -> BlessedStanding:
-    name, run = spec["blessed"], Path(spec["run"])
+    given = baseline_spec(spec)
+    assert given.blessed is not None, "blessed_standing is for a blessed baseline"
+    name, run, reports = given.blessed, Path(given.run), Path(given.reports)
     try:
-        found = [b for b in blessings(Path(spec["reports"])) if b.name == name and b.run == run.name]
+        found = [b for b in blessings(reports) if b.name == name and b.run == run.name]
         manifest = read_manifest_file(run, whole=False) or {}
     except ReleasegateError as exc:
         return BlessedStanding((f"baseline {name}: {exc}",), ())
     if not found:
-        return BlessedStanding((f"{run.name} was never blessed as {name} in {spec['reports']}",), ())
+        return BlessedStanding((f"{run.name} was never blessed as {name} in {given.reports}",), ())
     blessing = found[-1]
     named = {"name": name, "run": blessing.run, "by": blessing.by, "blessed_at": blessing.blessed_at,
              "reason": blessing.reason[:2000]}  # as `bless --reason` bounds it: a hand-edited line may be longer
     report = stored_json(run / "report.json", what="report.json")
-    verdict = report.get("verdict") if isinstance(report, dict) else None
+    verdict = _StoredVerdict.model_validate(report).verdict if isinstance(report, dict) else None
     problem = decide_blessed_run(BlessedRunEvidence(
         name=name, run=run.name, evidence_matches=evidence_digest(manifest) == blessing.evidence_sha256,
-        run_verdict=verdict if isinstance(verdict, str) else None))
+        run_verdict=verdict))
     if problem:
         return BlessedStanding((problem,), (), named)
     stale = decide_baseline_age(BaselineAgeEvidence(
-        name=name, age_days=_age_days(blessing, run, info), max_age_days=spec.get("max_age_days"),
-        packages_changed=_packages_changed(blessing, run, info), suites_changed=_suites_changed(blessing, Path(spec["reports"])),
-        on_stale=spec.get("on_stale", "warn")))
+        name=name, age_days=_age_days(blessing, run, info), max_age_days=given.max_age_days,
+        packages_changed=_packages_changed(blessing, run, info), suites_changed=_suites_changed(blessing, reports),
+        on_stale=given.on_stale))
     if stale.inconclusive:
         return BlessedStanding(stale.reasons, (), named)
     return BlessedStanding((), stale.reasons, named)

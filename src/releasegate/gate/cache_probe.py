@@ -195,7 +195,7 @@ def _simulate(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings,
     caches = [_Cache(len(cases), settings.ttl_s) for _ in thresholds]
     answered = caches[0].np.array([c.output is not None for c in cases], dtype=bool)
     answers = _answer_ids(cases)
-    judged: list[list[dict[str, Any]]] = [[] for _ in thresholds]
+    judged: list[list[_Hit]] = [[] for _ in thresholds]
     for i, case in enumerate(cases):
         now = i * settings.arrival_s
         row = sims.row(i)
@@ -289,8 +289,31 @@ def may_be_stale(settings: ProbeSettings) -> bool:
     return settings.ttl_s is None or settings.ttl_s > settings.fresh_s
 
 
+@dataclass(frozen=True)
+class _Hit:
+    """A case judged against every answer the cache could serve it (`_hit`)."""
+
+    case: ProbeCase
+    cached: ProbeCase
+    """Its worst neighbour."""
+    similarity: float
+    hit: bool
+    """The arrival process made it a hit."""
+    wrong: bool
+    harmful: bool
+    unknown: bool
+    right: bool
+    stale: bool
+    donors: int
+    wrong_neighbours: int
+
+    @property
+    def within_group(self) -> bool:
+        return self.case.group is not None and self.case.group == self.cached.group
+
+
 def _hit(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, donors: _Donors, i: int,
-         age: float | None) -> dict[str, Any]:
+         age: float | None) -> _Hit:
     """Case i judged against every answer the cache could serve it (`donors`: every answered neighbour at or above
     the threshold); `age`: the served entry's age when the arrival process made it a hit (None: a miss there)."""
     new = cases[i]
@@ -304,73 +327,64 @@ def _hit(cases: Sequence[ProbeCase], check: Check, settings: ProbeSettings, dono
     # the worst neighbour: a failing answer, else an unchecked one, the most similar first (a tighter threshold
     # keeps it longest)
     _, donor, similarity, _ = min(outcomes, key=lambda x: (x[0] is not False, x[0] is not None, -x[2]))
-    cached = cases[donor]
-    return {
-        "case_id": new.case_id, "cached_case_id": cached.case_id, "similarity": round(similarity, 6),
-        "age_s": age, "hit": age is not None, "within_group": new.group is not None and new.group == cached.group,
-        "wrong": failing > 0 or stale, "harmful": harmful, "unknown": unknown,
-        "right": not harmful and not unknown and all(o is True for o, _, _, _ in outcomes),
-        "stale": stale, "weight": new.weight, "donors": donors.total,
-        "wrong_neighbours": donors.total if stale else failing,
-        "question": new.question, "cached_question": cached.question,
-        "answer": new.output, "cached_answer": cached.output,
-        "input_tokens": new.input_tokens, "output_tokens": new.output_tokens,
-    }
+    return _Hit(case=new, cached=cases[donor], similarity=round(similarity, 6), hit=age is not None,
+                wrong=failing > 0 or stale, harmful=harmful, unknown=unknown,
+                right=not harmful and not unknown and all(o is True for o, _, _, _ in outcomes), stale=stale,
+                donors=donors.total, wrong_neighbours=donors.total if stale else failing)
 
 
-def _figures(cases: Sequence[ProbeCase], judged: list[dict[str, Any]], settings: ProbeSettings, threshold: float | None) -> dict[str, Any]:
+def _figures(cases: Sequence[ProbeCase], judged: list[_Hit], settings: ProbeSettings, threshold: float | None) -> dict[str, Any]:
     """`hits`, `hit_rate` and savings from the arrival process; `right_hits`, `harmful_hits`, staleness and the
     harmful share (with its bound) over every case the cache could serve (`hittable`), whatever the fill order;
     `wrong_hits` and `wrong_hit_rate`: the cases with at least one wrong possible answer, over every case seen."""
     n, total = len(cases), sum(c.weight for c in cases)
-    hits = [h for h in judged if h["hit"]]
-    wrong = [h for h in judged if h["wrong"]]
+    hits = [h for h in judged if h.hit]
+    wrong = [h for h in judged if h.wrong]
     ranked = sorted(wrong, key=_danger)
-    hit_weight = sum(h["weight"] for h in hits)
-    judged_weight = sum(h["weight"] for h in judged)
-    harmful = sum(h["weight"] for h in judged if h["harmful"])
-    unknown = sum(h["unknown"] for h in judged)
+    hit_weight = sum(h.case.weight for h in hits)
+    judged_weight = sum(h.case.weight for h in judged)
+    harmful = sum(h.case.weight for h in judged if h.harmful)
+    unknown = sum(h.unknown for h in judged)
     share = harmful / judged_weight if judged_weight else None
-    n_eff = kish_n([h["weight"] for h in judged])
+    n_eff = kish_n([h.case.weight for h in judged])
     bounds = wilson_bounds(share * n_eff, n_eff, settings.confidence) if share is not None and not unknown else None
-    saved_in, saved_out = sum(h["input_tokens"] for h in hits), sum(h["output_tokens"] for h in hits)
+    saved_in, saved_out = sum(h.case.input_tokens for h in hits), sum(h.case.output_tokens for h in hits)
     cost = None
     if settings.input_usd_per_1m is not None and settings.output_usd_per_1m is not None:
         cost = (saved_in * settings.input_usd_per_1m + saved_out * settings.output_usd_per_1m) / 1e6
     return {
         "threshold": threshold, "n": n, "hits": len(hits), "hit_rate": hit_weight / total if total else None,
-        "hittable": len(judged), "right_hits": sum(h["right"] for h in judged),
-        "harmful_hits": sum(h["harmful"] for h in judged),
+        "hittable": len(judged), "right_hits": sum(h.right for h in judged),
+        "harmful_hits": sum(h.harmful for h in judged),
         "unknown_hits": unknown, "harmful_share": share,
         "harmful_upper": bounds[1] if bounds else None, "effective_hits": n_eff,
-        "wrong_hits": len(wrong), "wrong_hit_rate": sum(h["weight"] for h in wrong) / total if total else None,
+        "wrong_hits": len(wrong), "wrong_hit_rate": sum(h.case.weight for h in wrong) / total if total else None,
         "wrong_hit_upper": bounds[1] if bounds else None, "confidence": settings.confidence,
-        "within_group": sum(h["within_group"] for h in judged),
-        "across_group": sum(not h["within_group"] for h in judged),
-        "wrong_across_group": sum(not h["within_group"] for h in wrong),
+        "within_group": sum(h.within_group for h in judged),
+        "across_group": sum(not h.within_group for h in judged),
+        "wrong_across_group": sum(not h.within_group for h in wrong),
         "tokens_saved": {"input": saved_in, "output": saved_out},
         "cost_saved_usd": cost,
-        "stale_time_sensitive": sum(h["stale"] for h in judged),
-        "stale_cases": [h["case_id"] for h in judged if h["stale"]][:WRONG_HITS_KEPT],
+        "stale_time_sensitive": sum(h.stale for h in judged),
+        "stale_cases": [h.case.case_id for h in judged if h.stale][:WRONG_HITS_KEPT],
         "wrong": [_shown(h) for h in ranked[:WRONG_HITS_KEPT]],
         "wrong_cases": [_named(h) for h in ranked[:WRONG_CASES_KEPT]],
     }
 
 
-def _danger(hit: dict[str, Any]) -> tuple[Any, ...]:
+def _danger(hit: _Hit) -> tuple[Any, ...]:
     """Most dangerous first: harmful, across paraphrase groups, then the most similar (a tighter threshold keeps
     it)."""
-    return (not hit["harmful"], hit["within_group"], -hit["similarity"], hit["case_id"])
+    return (not hit.harmful, hit.within_group, -hit.similarity, hit.case.case_id)
 
 
-def _shown(hit: dict[str, Any]) -> dict[str, Any]:
-    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
-            "donors", "question", "cached_question", "answer", "cached_answer")
-    return {k: hit[k] for k in keep}
+def _shown(hit: _Hit) -> dict[str, Any]:
+    return {**_named(hit), "question": hit.case.question, "cached_question": hit.cached.question,
+            "answer": hit.case.output, "cached_answer": hit.cached.output}
 
 
-def _named(hit: dict[str, Any]) -> dict[str, Any]:
+def _named(hit: _Hit) -> dict[str, Any]:
     """A case with a wrong possible answer, without its texts: its worst neighbour and how many are wrong."""
-    keep = ("case_id", "cached_case_id", "similarity", "within_group", "harmful", "stale", "wrong_neighbours",
-            "donors")
-    return {k: hit[k] for k in keep}
+    return {"case_id": hit.case.case_id, "cached_case_id": hit.cached.case_id, "similarity": hit.similarity,
+            "within_group": hit.within_group, "harmful": hit.harmful, "stale": hit.stale,
+            "wrong_neighbours": hit.wrong_neighbours, "donors": hit.donors}

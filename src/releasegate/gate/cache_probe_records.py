@@ -13,6 +13,7 @@ from ..record.records import CaseRecord
 from ..scorers import score_record
 from ..stats.sample_weights import case_weights, stratum_counts
 from .cache_probe import ProbeCase
+from .case_scores import ChatMessage, ContentPart, answer_type, case_input, case_scores
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule
@@ -23,11 +24,12 @@ __all__ = ["question_of", "probe_cases", "answer_passes", "passes_checks", "EXAC
 
 def question_of(record: CaseRecord) -> str:
     """The text a cache in front of the model keys on: the last user message, else the prompt."""
-    messages = record.input.get("messages") or []
-    users = [m for m in messages if m.get("role") == "user"]
+    given = case_input(record.input)
+    said = [ChatMessage.model_validate(m) for m in given.messages or [] if isinstance(m, dict)]
+    users = [m for m in said if m.role == "user"]
     if users:
-        return _text(users[-1].get("content"))
-    return _text(record.input.get("prompt", ""))
+        return _text(users[-1].content)
+    return _text(given.prompt)
 
 
 def probe_cases(records: Sequence[CaseRecord], *, group_tag: str | None, time_sensitive_tag: str | None) -> list[ProbeCase]:
@@ -38,7 +40,7 @@ def probe_cases(records: Sequence[CaseRecord], *, group_tag: str | None, time_se
         group=_tag(r, group_tag), time_sensitive=_truthy(_tag(r, time_sensitive_tag)),
         input_tokens=r.tokens.input or 0, output_tokens=r.tokens.output or 0,
         expected=_canonical(r.expected),
-        exact_check=(r.answer or {}).get("type") in EXACT_CHECKS, weight=w,
+        exact_check=answer_type(r.answer) in EXACT_CHECKS, weight=w,
     ) for r, w in zip(records, weights)]
 
 
@@ -52,14 +54,15 @@ def passes_checks(scores: dict[str, Any]) -> bool | None:
     when a check could not be made and none failed (an unknown check is undecided, never wrong)."""
     if not scores:
         return False  # no answer
-    parts = [scores.get("answer"), scores.get("format")]
-    if any(p is not None and not p.get("passed") and not p.get("unknown") for p in parts):
+    scored = case_scores(scores)
+    parts = [p for p in (scored.answer, scored.format) if p is not None]
+    if any(not p.passed and not p.unknown for p in parts):
         return False
-    if (scores.get("forbidden") or {}).get("hit"):
+    if scored.forbidden is not None and scored.forbidden.hit:
         return False
     # a guard that never judged this reply to this question leaves its forbidden check unknown, never clean
-    parts.append(scores.get("forbidden"))
-    return None if any(p is not None and p.get("unknown") for p in parts) else True
+    unknown = any(p.unknown for p in parts) or (scored.forbidden is not None and scored.forbidden.unknown)
+    return None if unknown else True
 
 
 def answer_passes(records: Sequence[CaseRecord], forbidden_rules: Sequence[ForbiddenRule], verdicts: Verdicts | None = None) -> Callable[[int, int], bool | None]:
@@ -103,5 +106,5 @@ def _truthy(value: str | None) -> bool:
 
 def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts: the text ones
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        return " ".join(str(ContentPart.model_validate(p).text) for p in content if isinstance(p, dict))
     return str(content or "")

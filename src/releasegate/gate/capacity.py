@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from ..decision.criterion import CapacityRange
 from ..errors import ErrorKind, InputError  # InputError: a hand-edited run.json, one line, not a traceback
 from ..inputs.load_profile import OBJECTIVE_SAMPLES, objective_limits
-from ..record.capacity_sweep import CapacityStep, CapacitySweep, SignalThreshold, as_sweep
+from ..record.capacity_sweep import CapacityStep, CapacitySweep, ObjectiveFigure, SignalThreshold, as_sweep
 from ..record.evidence import answered, attempt_counts
 from ..record.gate_report import load_report
 from ..record.metrics import MetricValue, measured
@@ -31,12 +31,14 @@ from ..record.records import RunDir
 from ..stats.intervals import percentile, percentile_bounds, percentile_min_n
 from .capacity_pace import KEEP_UP, behind_why, completion_share, e2e_growth_ms, growth_ms, kept_up, unknown_why
 from .health import client_saturation
+from .run_view import Attempts, ClientFigures, client_figures, load_phase_of
+from .step_figures import Objective, StepFigures, SweepRecord
 
 if TYPE_CHECKING:
     from ..record.records import RunInfo
 
 __all__ = ["saved_sweep", "CONFIDENCE", "MIN_STEP_SAMPLES", "KEEP_UP", "STEP_TAG", "SIGNALS",
-           "step_figures", "step_verdict", "step_signals", "capacity_sweep", "capacity_view", "capacity_metric",
+           "step_figures", "figures_of", "step_verdict", "step_signals", "capacity_sweep", "capacity_view", "capacity_metric",
            "capacity_range", "gated_records", "as_sweep"]
 
 CONFIDENCE = 0.95
@@ -52,6 +54,12 @@ SIGNALS = {"queue": "queue length (waiting)", "running": "requests running", "kv
 
 
 def step_figures(records: list[Any], seconds: float | None, span_s: float | None = None, slo: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One step's figures (`figures_of`) in their JSON form."""
+    return figures_of(records, seconds, span_s, slo).model_dump()
+
+
+def figures_of(records: list[Any], seconds: float | None, span_s: float | None = None,
+               slo: dict[str, Any] | None = None) -> StepFigures:
     """One step's figures: requests, failures (empty answers among them), P95 TTFT (scheduled and actual send),
     P95 TPOT and E2E, each objective percentile with its upper bound, the achieved rate (over the step, its drain
     included), the rates offered and completed, the backlog's and E2E's growth over the step and whether the
@@ -59,27 +67,26 @@ def step_figures(records: list[Any], seconds: float | None, span_s: float | None
     done = [r for r in measured(records) if answered(r)]
     ttft_sched, tpot, e2e = (_samples(done, OBJECTIVE_SAMPLES[m]) for m in ("ttft_ms", "tpot_ms", "e2e_ms"))
     ttft = _samples(done, "ttft_ms")
-    tally = attempt_counts(records)  # every attempt counts, an empty answer as a failure (`evidence`)
-    failed, sent = tally["failed"], tally["attempts"]
+    tally = Attempts(**attempt_counts(records))  # every attempt counts, an empty answer as a failure (`evidence`)
     tokens = sum(r.tokens.output or 0 for r in done)
     growth, e2e_growth = growth_ms(done, "ttft_sched_ms"), e2e_growth_ms(done)
     share = completion_share(span_s, e2e_growth, len(done))
     offered = (len(records) - 1) / span_s if span_s and len(records) > 1 else None
-    figures = {
-        "requests": sent, "answered": len(done), "failed": failed, "seconds": seconds,
-        "empty": tally["errors"].get(ErrorKind.EMPTY_RESPONSE, 0),
-        "error_rate": failed / sent if sent else None, "errors": tally["errors"],
-        "ttft_sched_ms_p95": percentile(ttft_sched, 95), "ttft_ms_p50": percentile(ttft, 50),
-        "ttft_ms_p95": percentile(ttft, 95), "tpot_ms_p95": percentile(tpot, 95), "n_tpot": len(tpot),
-        "e2e_sched_ms_p50": percentile(e2e, 50), "e2e_sched_ms_p95": percentile(e2e, 95),
-        "ttft_sched_ms_p95_upper": _upper(ttft_sched), "tpot_ms_p95_upper": _upper(tpot),
-        "objective": _objective(done, slo or {}),
-        "achieved_rps": len(done) / seconds if seconds else None,
-        "offered_rps": offered, "completed_rps": offered * share if offered and share is not None else None,
-        "completion_share": share, "span_s": span_s, "backlog_growth_ms": growth, "e2e_growth_ms": e2e_growth,
-        "output_tokens_per_s": tokens / seconds if seconds else None,
-    }
-    return {**figures, "kept_up": kept_up(figures)}
+    figures = StepFigures(
+        requests=tally.attempts, answered=len(done), failed=tally.failed, seconds=seconds,
+        empty=tally.errors.get(ErrorKind.EMPTY_RESPONSE, 0), error_rate=tally.rate, errors=tally.errors,
+        ttft_sched_ms_p95=percentile(ttft_sched, 95), ttft_ms_p50=percentile(ttft, 50),
+        ttft_ms_p95=percentile(ttft, 95), tpot_ms_p95=percentile(tpot, 95), n_tpot=len(tpot),
+        e2e_sched_ms_p50=percentile(e2e, 50), e2e_sched_ms_p95=percentile(e2e, 95),
+        ttft_sched_ms_p95_upper=_upper(ttft_sched), tpot_ms_p95_upper=_upper(tpot),
+        objective=_objective(done, slo or {}),
+        achieved_rps=len(done) / seconds if seconds else None,
+        offered_rps=offered, completed_rps=offered * share if offered and share is not None else None,
+        completion_share=share, span_s=span_s, backlog_growth_ms=growth, e2e_growth_ms=e2e_growth,
+        output_tokens_per_s=tokens / seconds if seconds else None,
+    )
+    figures.kept_up = kept_up(figures)
+    return figures
 
 
 def _samples(done: list[Any], field: str) -> list[float]:
@@ -90,50 +97,60 @@ def _upper(samples: list[float], q: float = 95) -> float | None:
     return percentile_bounds(samples, q, CONFIDENCE)[1] if samples else None
 
 
-def _objective(done: list[Any], slo: dict[str, Any]) -> dict[str, Any]:
+def _objective(done: list[Any], slo: dict[str, Any]) -> dict[str, ObjectiveFigure]:
     """Each latency percentile the objective names: its value, its one-sided upper bound and n."""
     out = {}
     for key, (metric, q, _) in objective_limits(slo).items():
         samples = _samples(done, OBJECTIVE_SAMPLES[metric])
-        out[key] = {"value": percentile(samples, q), "upper": _upper(samples, q), "n": len(samples)}
+        out[key] = ObjectiveFigure(value=percentile(samples, q), upper=_upper(samples, q), n=len(samples))
     return out
 
 
-def step_verdict(figures: dict[str, Any], slo: dict[str, Any], client: dict[str, Any] | None, max_lag_share: float) -> tuple[str, str]:
+def step_verdict(figures: StepFigures | dict[str, Any], slo: dict[str, Any], client: dict[str, Any] | None,
+                 max_lag_share: float) -> tuple[str, str]:
     """('meets' | 'breaks' | 'undecided', why). Errors (empty answers included) decide first (they need no latency
     sample); then a step with too few answered requests decides nothing; then the latency limits and whether the
     server kept up, unless the client was saturated (health.client_saturation at the rubric's `max_lag_share`)
     by enough to have made the verdict."""
-    limit = slo.get("error_rate", 0.01)
-    if figures["error_rate"] is None:
+    step = figures if isinstance(figures, StepFigures) else StepFigures.model_validate(figures)
+    limit = Objective.model_validate(slo).error_rate
+    if step.error_rate is None:
         return "undecided", "no request was recorded"
-    if figures["error_rate"] > limit:
-        empty = f" ({figures['empty']} empty answers among them)" if figures.get("empty") else ""
-        return "breaks", f"error rate {figures['error_rate']:.3g} > {limit:g}{empty}"
+    if step.error_rate > limit:
+        empty = f" ({step.empty} empty answers among them)" if step.empty else ""
+        return "breaks", f"error rate {step.error_rate:.3g} > {limit:g}{empty}"
     needed = _needed(slo)
-    if figures["answered"] < needed:
-        return "undecided", f"{figures['answered']} answered requests (the objective's bounds need {needed})"
-    broken, close, why = [], [], []
+    if step.answered < needed:
+        return "undecided", f"{step.answered} answered requests (the objective's bounds need {needed})"
+    return _latency_verdict(step, slo, client_figures(client), max_lag_share)
+
+
+def _latency_verdict(step: StepFigures, slo: dict[str, Any], client: ClientFigures | None,
+                     max_lag_share: float) -> tuple[str, str]:
+    """The verdict of a step with its errors within the objective and enough answers: see `step_verdict`."""
+    broken: list[tuple[float, float]] = []  # (value, limit) of each figure whose bound broke its limit
+    close: list[tuple[float, float]] = []  # (upper bound, limit) of each TPOT that met it
+    why = []
     for key, (_, q, limit) in objective_limits(slo).items():
-        measured_here = figures["objective"].get(key) or {}
-        value, upper = measured_here.get("value"), measured_here.get("upper")
+        measured_here = step.objective.get(key) or ObjectiveFigure()
+        value, upper = measured_here.value, measured_here.upper
         if value is None or upper is None:
             return "undecided", f"too few samples for {key} (its bound needs {percentile_min_n(q, CONFIDENCE)})"
         if upper > limit:
-            broken.append((key, value))
+            broken.append((value, limit))
             why.append(f"{key} {value:.4g} > {limit:g}" if value > limit else
                        f"{key} {value:.4g}, but its {CONFIDENCE:.0%} upper bound {upper:.4g} > {limit:g}")
-        else:
-            close.append((key, upper))
-    if not broken and figures["kept_up"] is None:  # a step meets only when it shows the server kept up
-        return "undecided", f"whether the server kept up is unknown ({unknown_why(figures)})"
-    behind = figures["kept_up"] is not None and figures["kept_up"] < KEEP_UP
+        elif key.startswith("tpot_ms"):
+            close.append((upper, limit))
+    if not broken and step.kept_up is None:  # a step meets only when it shows the server kept up
+        return "undecided", f"whether the server kept up is unknown ({unknown_why(step)})"
+    behind = step.kept_up is not None and step.kept_up < KEEP_UP
     verdict = "breaks" if broken or behind else "meets"
     if behind:
-        why.append(behind_why(figures))
-    lag = ((client or {}).get("loop_lag_ms") or {}).get("p99")
-    saturated = client_saturation(lag, figures["ttft_ms_p50"], max_lag_share, cpu_share=(client or {}).get("cpu_share"))
-    if saturated and not _stands(verdict, broken, close, slo, lag or 0.0, figures):  # saturated: lag known
+        why.append(behind_why(step))
+    lag = client.loop_lag_ms.p99 if client and client.loop_lag_ms else None
+    saturated = client_saturation(lag, step.ttft_ms_p50, max_lag_share, cpu_share=client.cpu_share if client else None)
+    if saturated and not _stands(verdict, broken, close, lag or 0.0, step):  # saturated: lag known
         return "undecided", saturated
     return verdict, "; ".join(why)
 
@@ -143,15 +160,16 @@ def _needed(slo: dict[str, Any]) -> int:
     return max([MIN_STEP_SAMPLES] + [percentile_min_n(q, CONFIDENCE) for _, q, _ in objective_limits(slo).values()])
 
 
-def _stands(verdict: str, broken: list[Any], close: list[Any], slo: dict[str, Any], lag: float, figures: dict[str, Any]) -> bool:
+def _stands(verdict: str, broken: list[tuple[float, float]], close: list[tuple[float, float]], lag: float,
+            step: StepFigures) -> bool:
     """Whether a late client (event-loop lag p99 `lag` ms) could not have made the verdict. TTFT and E2E from the
     scheduled send, the step's length and when its answers came back are only ever made later by a late client;
     TPOT can move either way, by at most the lag (the first and last token read late). So a step meets when its
     TPOT meets even with the lag added, and breaks when a figure breaks even with the lag taken off."""
     if verdict == "breaks":
-        behind = kept_up(figures, late_ms=lag)
-        return any(value - lag > slo[key] for key, value in broken) or (behind is not None and behind < KEEP_UP)
-    return all(value + lag <= slo[key] for key, value in close if key.startswith("tpot_ms"))
+        behind = kept_up(step, late_ms=lag)
+        return any(value - lag > limit for value, limit in broken) or (behind is not None and behind < KEEP_UP)
+    return all(upper + lag <= limit for upper, limit in close)
 
 
 def step_signals(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -168,31 +186,38 @@ def step_signals(samples: list[dict[str, Any]]) -> dict[str, Any]:
 def capacity_sweep(info: RunInfo, load_records: list[Any], max_lag_share: float = 0.1) -> CapacitySweep | None:
     """The sweep of a run: every step with its figures and verdict, the capacity, the signals at the capacity
     and at the break, and the autoscaling thresholds they give. None when the load phase was no sweep."""
-    sweep = (info.load_phase or {}).get("sweep")
-    if not sweep:
+    sweep = _recorded_sweep(info)
+    if sweep is None:
         return None
-    slo = sweep.get("slo")
-    if not isinstance(slo, dict) or not all(isinstance(e, dict) and isinstance(e.get("step"), int)
-                                            and isinstance(e.get("rate"), (int, float)) for e in sweep.get("steps") or []):
-        raise InputError("its capacity sweep has no slo, or a step without its step number and rate", file="run.json",
-                         field="load_phase.sweep", hint="judge the run as `check` wrote it")
     by_step: dict[int, list[Any]] = {}
     for r in load_records:
         by_step.setdefault(r.tags.get(STEP_TAG), []).append(r)
     steps = []
     try:
-        for entry in sorted(sweep.get("steps") or [], key=lambda e: (e["rate"], e["step"])):
-            figures = step_figures(by_step.get(entry["step"], []), entry.get("seconds"), entry.get("span_s"), slo)
-            verdict, why = step_verdict(figures, slo, entry.get("client"), max_lag_share)
+        for entry in sorted(sweep.steps or [], key=lambda e: (e.rate, e.step)):
+            figures = figures_of(by_step.get(entry.step, []), entry.seconds, entry.span_s, sweep.slo)
+            verdict, why = step_verdict(figures, sweep.slo, entry.client, max_lag_share)
             steps.append(CapacityStep.model_validate(
-                {"step": entry["step"], "rate": entry["rate"], "seconds": entry.get("seconds"), **figures,
-                 "signals": entry.get("signals") or {}, "verdict": verdict, "why": why}))
-        return CapacitySweep.model_validate({"slo": slo, "max_rps": sweep.get("max_rps"), "steps": steps,
-                                             **_capacity(steps, sweep.get("max_rps"))})
+                {"step": entry.step, "rate": entry.rate, "seconds": entry.seconds, **figures.model_dump(),
+                 "signals": entry.signals or {}, "verdict": verdict, "why": why}))
+        return CapacitySweep.model_validate({"slo": sweep.slo, "max_rps": sweep.max_rps, "steps": steps,
+                                             **_capacity(steps, sweep.max_rps)})
     except ValidationError as exc:  # a run.json edited or written elsewhere: its sweep is not one check records
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise InputError(f"its capacity sweep does not read: {where}: {first['msg']}", file="run.json",
+                         field="load_phase.sweep", hint="judge the run as `check` wrote it") from None
+
+
+def _recorded_sweep(info: RunInfo) -> SweepRecord | None:
+    """run.json's `load_phase.sweep` read into its type (None: the load phase was no sweep)."""
+    sweep = load_phase_of(info).sweep
+    if not sweep:
+        return None
+    try:
+        return SweepRecord.model_validate(sweep)
+    except ValidationError:
+        raise InputError("its capacity sweep has no slo, or a step without its step number and rate", file="run.json",
                          field="load_phase.sweep", hint="judge the run as `check` wrote it") from None
 
 

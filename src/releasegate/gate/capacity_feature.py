@@ -32,7 +32,7 @@ def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     at_capacity = ctx.load_at[1]
     facts = run_facts(ctx.info_at, at_capacity, ctx.inputs.cost, phase="load")
     value = compute_metric("cost_per_1m_output_tokens", at_capacity, {}, facts)
-    return {"capacity": {**sweep, "cost_per_1m_output_tokens": value.value, "cost_note": value.note}}
+    return {"capacity": {**sweep.as_json(), "cost_per_1m_output_tokens": value.value, "cost_note": value.note}}
 
 
 FEATURE = GateFeature("capacity", measure=_measure, evidence=_evidence, section=_section)

@@ -5,9 +5,12 @@ grew over the step, and the share of the offered rate it completed that the E2E'
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stats.intervals import percentile
+
+if TYPE_CHECKING:
+    from .step_figures import StepFigures
 
 __all__ = ["KEEP_UP", "growth_ms", "e2e_growth_ms", "completion_share", "kept_up_ratio", "kept_up", "unknown_why",
            "behind_why"]
@@ -75,30 +78,32 @@ def kept_up_ratio(span_s: float | None, growth_ms: float | None, late_ms: float 
     return span_s / (span_s + max(0.0, growth_ms - late_ms) / 1000)
 
 
-def kept_up(figures: dict[str, Any], late_ms: float = 0.0) -> float | None:
+def kept_up(figures: StepFigures, late_ms: float = 0.0) -> float | None:
     """The lesser of a step's completion share and its backlog's kept-up ratio (KEEP_UP); None when either is
     unknown. A late client delays every send by at most `late_ms`: each figure is taken with that forgiven."""
-    span = figures["span_s"]
-    share = completion_share(span, figures["e2e_growth_ms"], figures["answered"], late_ms)
-    ratio = kept_up_ratio(span, figures["backlog_growth_ms"], late_ms)
+    span = figures.span_s
+    share = completion_share(span, figures.e2e_growth_ms, figures.answered, late_ms)
+    ratio = kept_up_ratio(span, figures.backlog_growth_ms, late_ms)
     return None if share is None or ratio is None else min(share, ratio)
 
 
-def unknown_why(figures: dict[str, Any]) -> str:
+def unknown_why(figures: StepFigures) -> str:
     """Why whether a step kept up is unknown: which of its figures could not be had."""
-    if not figures["span_s"]:
+    if not figures.span_s:
         return "no span for the step"
     return "too few TTFTs or E2Es from the scheduled send"
 
 
-def behind_why(figures: dict[str, Any]) -> str:
-    """Why a step fell behind, in every figure that says so."""
+def behind_why(figures: StepFigures) -> str:
+    """Why a step fell behind, in every figure that says so (`kept_up` is known and below KEEP_UP)."""
     parts = []
-    if figures["completion_share"] < KEEP_UP:
-        parts.append(f"completed {figures['completed_rps']:.3g} req/s of {figures['offered_rps']:.3g} offered "
-                     f"(E2E from the scheduled send grew {figures['e2e_growth_ms'] / 1000:.3g} s)")
-    ratio = kept_up_ratio(figures["span_s"], figures["backlog_growth_ms"])
-    if ratio is not None and ratio < KEEP_UP:  # known: a step falls behind only on known figures
-        parts.append(f"its backlog (TTFT from the scheduled send) grew {figures['backlog_growth_ms'] / 1000:.3g} s")
-    return (f"the server fell behind over the {figures['span_s']:.3g} s step: " + ", ".join(parts)
-            + f" (kept up {figures['kept_up']:.2f} < {KEEP_UP:g})")
+    assert figures.span_s and figures.kept_up is not None  # a step falls behind only on known figures
+    if figures.completion_share is not None and figures.completion_share < KEEP_UP:
+        assert figures.completed_rps is not None and figures.offered_rps is not None and figures.e2e_growth_ms is not None
+        parts.append(f"completed {figures.completed_rps:.3g} req/s of {figures.offered_rps:.3g} offered "
+                     f"(E2E from the scheduled send grew {figures.e2e_growth_ms / 1000:.3g} s)")
+    ratio = kept_up_ratio(figures.span_s, figures.backlog_growth_ms)
+    if ratio is not None and ratio < KEEP_UP and figures.backlog_growth_ms is not None:
+        parts.append(f"its backlog (TTFT from the scheduled send) grew {figures.backlog_growth_ms / 1000:.3g} s")
+    return (f"the server fell behind over the {figures.span_s:.3g} s step: " + ", ".join(parts)
+            + f" (kept up {figures.kept_up:.2f} < {KEEP_UP:g})")

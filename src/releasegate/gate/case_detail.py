@@ -9,11 +9,14 @@ is untrusted text (suites, model outputs, server replies, reviewers): the render
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ..record.evidence import attempts_why, failure
 from ..record.records import CaseRecord
 from ..record.review_labels import LabelEdit, current_labels
+from .case_scores import CaseScores, ChatMessage, ContentPart, ForbiddenScore, FormatCheck, PartScore, case_scores
+from .case_scores import case_input as read_input
 
 __all__ = ["failing_cases", "failing_why", "flipped_cases", "FLIPPED_KEPT", "input_text", "expected_text", "check_results",
            "case_reviews", "case_detail", "cut", "DETAIL_CHARS", "user_message", "system_prompt"]
@@ -23,71 +26,74 @@ DETAIL_CHARS = 1000
 all of it): enough to recognise the case, and 1,000 failing cases stay a few megabytes."""
 
 
-def failing_why(record: CaseRecord, scores: dict[str, Any]) -> list[str]:
+def failing_why(record: CaseRecord, scores: dict[str, Any] | CaseScores) -> list[str]:
     """Why a case failed, one phrase per problem (its error class, a failed check with its detail, a forbidden
     hit); empty when it passed. The one rule every report and comparison uses for a case's pass or fail."""
+    scored = scores if isinstance(scores, CaseScores) else case_scores(scores)
     why = []
     if (kind := failure(record)) is not None:
         why.append(f"error: {kind}")
-    for key in ("answer", "format"):
-        if key in scores and not scores[key]["passed"]:
-            detail = scores[key].get("detail") or "; ".join(
-                c["detail"] for c in scores[key].get("checks", []) if not c["passed"])
+    for key, part in (("answer", scored.answer), ("format", scored.format)):
+        if part is not None and not part.passed:
+            detail = part.detail or "; ".join(c.detail or "" for c in part.checks if not c.passed)
             why.append(f"{key}: {detail}")
-    if scores.get("forbidden", {}).get("hit"):
-        why.append("forbidden: " + forbidden_detail(scores["forbidden"]))
-    elif scores.get("forbidden", {}).get("unknown"):
-        why.append("forbidden: no verdict from guard " + ", ".join(scores["forbidden"].get("no_verdict", [])))
+    found = scored.forbidden
+    if found is not None and found.hit:
+        why.append("forbidden: " + forbidden_detail(found))
+    elif found is not None and found.unknown:
+        why.append("forbidden: no verdict from guard " + ", ".join(found.no_verdict))
     return why
 
 
-def forbidden_detail(found: dict[str, Any]) -> str:
+def forbidden_detail(found: ForbiddenScore) -> str:
     """The categories a reply hit, each with the rule(s) that said so: 'credential_request (guard lg: S7)'."""
     by_category: dict[str, list[str]] = {}
-    for match in found.get("matches", []):
-        rule = match.get("rule", "rules")
-        said = f"{rule}: {match['match']}" if rule != "rules" else f"rules: {match['match']!r}"
-        by_category.setdefault(match["category"], []).append(said)
+    for match in found.matches:
+        said = f"{match.rule}: {match.match}" if match.rule != "rules" else f"rules: {match.match!r}"
+        by_category.setdefault(match.category, []).append(said)
     if not by_category:
-        return ", ".join(found.get("categories", []))
+        return ", ".join(found.categories)
     return ", ".join(f"{c} ({'; '.join(dict.fromkeys(s))})" for c, s in by_category.items())
 
 
 def input_text(case_input: dict[str, Any]) -> str:
     """The case's input as a reader sees it: the prompt, or one 'role: content' line per chat message."""
-    if isinstance(case_input.get("prompt"), str):
-        return str(case_input["prompt"])
-    messages = case_input.get("messages")
-    if isinstance(messages, list):
-        return "\n".join(_message(m) for m in messages)
+    given = read_input(case_input)
+    if given.prompt is not None:
+        return given.prompt
+    if given.messages is not None:
+        return "\n".join(_message(m) for m in given.messages)
     return json.dumps(case_input, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _message(message: Any) -> str:
     if not isinstance(message, dict):
         return str(message)
-    return f"{message.get('role', '?')}: {_content(message)}"
+    said = ChatMessage.model_validate(message)
+    return f"{said.role}: {_content(said)}"
 
 
-def _content(message: dict[str, Any]) -> str:
-    content = message.get("content")
+def _content(message: ChatMessage) -> str:
+    content = message.content
     if isinstance(content, list):  # content parts (text, images): their text
-        content = " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+        content = " ".join(str(ContentPart.model_validate(p).text) if isinstance(p, dict) else str(p) for p in content)
     return "" if content is None else str(content)
 
 
 def _messages(case_input: dict[str, Any], role: str) -> list[str]:
-    messages = case_input.get("messages")
-    if isinstance(case_input.get("prompt"), str) or not isinstance(messages, list):
+    given = read_input(case_input)
+    if given.prompt is not None or given.messages is None:
         return []
-    return [_content(m) for m in messages if isinstance(m, dict) and m.get("role") == role]
+    said = [ChatMessage.model_validate(m) for m in given.messages if isinstance(m, dict)]
+    return [_content(m) for m in said if m.role == role]
 
 
 def user_message(case_input: dict[str, Any]) -> tuple[str, int]:
     """What the case asks, as a reader looks for it first: the last user message (the prompt of a prompt case),
     and how many user turns the case has (1 for a prompt). A chat without a user turn: its whole input."""
-    if isinstance(case_input.get("prompt"), str):
-        return str(case_input["prompt"]), 1
+    given = read_input(case_input)
+    if given.prompt is not None:
+        return given.prompt, 1
     turns = _messages(case_input, "user")
     return (turns[-1], len(turns)) if turns else (input_text(case_input), 0)
 
@@ -107,35 +113,35 @@ def expected_text(expected: Any) -> str:
     return json.dumps(expected, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def check_results(scores: dict[str, Any]) -> list[dict[str, Any]]:
+def check_results(scores: dict[str, Any] | CaseScores) -> list[dict[str, Any]]:
     """Every check of a case with its result, in the order the case has them: {'check': 'answer', 'format: json'
     or 'forbidden', 'passed': True, False or None (the check could not be made), 'detail': why}. Empty for a
     failed request: nothing was checked (its `why` and error message say what happened)."""
+    scored = scores if isinstance(scores, CaseScores) else case_scores(scores)
     out = []
-    if "answer" in scores:
-        out.append(_check("answer", scores["answer"]))
-    for check in scores.get("format", {}).get("checks", []):
-        out.append(_check(f"format: {check.get('type', '?')}", check))
-    if "forbidden" in scores:
-        hit = scores["forbidden"]
-        passed = None if hit.get("unknown") else not hit["hit"]
-        detail = forbidden_detail(hit) if hit["hit"] else "no guard verdict" if hit.get("unknown") else ""
+    if scored.answer is not None:
+        out.append(_check("answer", scored.answer))
+    for check in scored.format.checks if scored.format is not None else []:
+        out.append(_check(f"format: {check.type}", check))
+    if (hit := scored.forbidden) is not None:
+        passed = None if hit.unknown else not hit.hit
+        detail = forbidden_detail(hit) if hit.hit else "no guard verdict" if hit.unknown else ""
         out.append({"check": "forbidden", "passed": passed, "detail": detail})
     return out
 
 
-def _check(name: str, score: dict[str, Any]) -> dict[str, Any]:
-    return {"check": name, "passed": None if score.get("unknown") else bool(score["passed"]),
-            "detail": score.get("detail") or ""}
+def _check(name: str, score: PartScore | FormatCheck) -> dict[str, Any]:
+    return {"check": name, "passed": None if score.unknown else bool(score.passed), "detail": score.detail or ""}
 
 
 def case_reviews(edits: list[LabelEdit]) -> dict[str, list[dict[str, Any]]]:
     """Case id -> each reviewer's current label of it (the latest edit per reviewer, as the gate counts them):
     {'reviewer', 'label' ('approve' or 'reject'), 'reason'}, by reviewer name; an adjudicator's last, named so."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    current: dict[str, list[LabelEdit]] = {}
     for edit in current_labels(edits).values():
-        out.setdefault(edit.case_id, []).append({"reviewer": edit.reviewer, "label": edit.label, "reason": edit.reason})
-    out = {case_id: sorted(rows, key=lambda r: r["reviewer"].casefold()) for case_id, rows in out.items()}
+        current.setdefault(edit.case_id, []).append(edit)
+    out = {case_id: [{"reviewer": e.reviewer, "label": e.label, "reason": e.reason}
+                     for e in sorted(found, key=lambda e: e.reviewer.casefold())] for case_id, found in current.items()}
     for edit in {e.case_id: e for e in edits if e.adjudication}.values():  # the one that decides: the latest
         out.setdefault(edit.case_id, []).append({"reviewer": f"{edit.reviewer} (adjudicator)", "label": edit.label,
                                                  "reason": edit.reason})
@@ -166,21 +172,26 @@ FLIPPED_KEPT = 200
 _FLIP_CHARS = 300
 
 
-def flipped_cases(pairs: list[tuple[CaseRecord, CaseRecord, dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+Scores = dict[str, Any] | CaseScores
+"""A record's scores, as `scorers.score_record` gives them or read into their type."""
+
+
+def flipped_cases(pairs: Sequence[tuple[CaseRecord, CaseRecord, Scores, Scores]]) -> dict[str, Any]:
     """The shared cases whose pass or fail (`failing_why`) differs between the two runs: `pass_to_fail` (the
     candidate lost them) and `fail_to_pass` (it gained them), counted, and listed (the first FLIPPED_KEPT each)
     with the input, both outputs and why the failing side failed. `pairs`: (baseline record, candidate record,
     baseline scores, candidate scores) per shared case."""
-    out: dict[str, Any] = {"pass_to_fail": 0, "fail_to_pass": 0, "cases": []}
+    counts = {"pass_to_fail": 0, "fail_to_pass": 0}
+    cases = []
     for base, cand, base_scores, cand_scores in pairs:
         base_why, cand_why = failing_why(base, base_scores), failing_why(cand, cand_scores)
         if bool(base_why) == bool(cand_why):
             continue
         direction = "pass_to_fail" if cand_why else "fail_to_pass"
-        out[direction] += 1
-        if out[direction] <= FLIPPED_KEPT:
-            out["cases"].append(_flip(direction, base, cand, base_why or cand_why))
-    return out
+        counts[direction] += 1
+        if counts[direction] <= FLIPPED_KEPT:
+            cases.append(_flip(direction, base, cand, base_why or cand_why))
+    return {**counts, "cases": cases}
 
 
 def _flip(direction: str, base: CaseRecord, cand: CaseRecord, why: list[str]) -> dict[str, Any]:

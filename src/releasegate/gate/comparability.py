@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..border.files import sha256_file
 from ..errors import InputError
 from ..inputs.files import stored_yaml
@@ -68,19 +70,34 @@ def settings_key(config_raw: dict[str, Any] | None, rubric: dict[str, Any] | Non
     """The run-wide part of the key from the config as written (its `generation` and `load` sections) and the
     rubric as snapshotted; None for a part with nothing to read it from. The rubric's `baseline:` pointer and
     its name are left out: a candidate names its baseline, the baseline does not, and a name decides nothing."""
-    key: dict[str, str | None] = dict.fromkeys(SETTINGS_PARTS)
-    if config_raw is not None:
-        load = dict(config_raw.get("load") or {})
-        sweep = dict(load.pop("sweep", None) or {})
-        slo = sweep.pop("slo", None)  # the objective is its own part: the load around it is the same load
-        if sweep:
-            load["sweep"] = sweep
-        key["generation"] = _digest(_generation(config_raw.get("generation") or {}, config_raw.get("target")))
-        key["load"] = _digest(load)
-        key["slo"] = _digest(slo or {})
-    if rubric is not None:
-        key["rubric"] = _digest({k: v for k, v in rubric.items() if k not in ("baseline", "name")})
-    return key
+    config = _config_parts(_ConfigSettings.model_validate(config_raw)) if config_raw is not None else {}
+    judged = {"rubric": _digest({k: v for k, v in rubric.items() if k not in ("baseline", "name")})} if rubric is not None else {}
+    return {**dict.fromkeys(SETTINGS_PARTS), **config, **judged}
+
+
+class _ConfigSettings(BaseModel):
+    """The sections of a config the settings key reads (as written: `inputs` has checked them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    generation: dict[str, Any] | None = None
+    load: dict[str, Any] | None = None
+    target: Any = None
+
+
+class _Target(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    extra_body: Any = None
+
+
+def _config_parts(config: _ConfigSettings) -> dict[str, str | None]:
+    load = dict(config.load or {})
+    sweep = dict(load.pop("sweep", None) or {})
+    slo = sweep.pop("slo", None)  # the objective is its own part: the load around it is the same load
+    swept = {"sweep": sweep} if sweep else {}
+    return {"generation": _digest(_generation(config.generation or {}, config.target)),
+            "load": _digest({**load, **swept}), "slo": _digest(slo or {})}
 
 
 _GENERATION_DEFAULTS = {"max_new_tokens": 64, "temperature": 0.0}
@@ -96,7 +113,7 @@ _SAMPLING_KEYS = ("max_tokens", "max_completion_tokens", "temperature", "top_p",
 def _generation(raw: dict[str, Any], target: dict[str, Any] | None = None) -> dict[str, Any]:
     """Generation settings as run: defaults filled in, numbers as floats (`temperature: 0` is `0.0`, and greedy),
     and the sampling keys `target.extra_body` sends (`extra_body.<key>`; none: the key is as before)."""
-    extra = (target or {}).get("extra_body") if isinstance(target, dict) else None
+    extra = _Target.model_validate(target).extra_body if isinstance(target, dict) else None
     sampling = {f"extra_body.{k}": v for k, v in extra.items() if k in _SAMPLING_KEYS} if isinstance(extra, dict) else {}
     out = {**_GENERATION_DEFAULTS, **raw, **sampling}
     return {k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in out.items()}
@@ -180,8 +197,19 @@ def guard_problem(base_guards: dict[str, Any], cand_guards: dict[str, Any], forb
     settings (run.json `guards` fingerprints differ): their forbidden rates would differ by the guards. None when
     they agree (a guard one run never asked leaves its replies without a verdict: unknown there anyway)."""
     for name in guard_names(forbidden_rules):
-        a, b = (base_guards.get(name) or {}).get("fingerprint"), (cand_guards.get(name) or {}).get("fingerprint")
+        a, b = _fingerprint(base_guards.get(name)), _fingerprint(cand_guards.get(name))
         if a and b and a != b:
             return (f"guard {name} judged the baseline run with another model or settings (fingerprint differs): "
                     "the forbidden rates would differ by the guards; judge both runs with the same guard")
     return None
+
+
+class _Guard(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    fingerprint: Any = None
+
+
+def _fingerprint(guard: Any) -> Any:
+    """A guard's fingerprint as run.json `guards` records it (None: none)."""
+    return _Guard.model_validate(guard).fingerprint if isinstance(guard, dict) else None

@@ -10,6 +10,7 @@ from typing import Any, TypeVar, cast
 
 from ..decision.criterion import CriterionEvidence, Measurement
 from ..inputs.rubric import Criterion, Rubric
+from ..record.capacity_sweep import CapacitySweep
 from ..record.judge_verdicts import Verdicts
 from ..record.ledger import LedgerLine
 from ..record.metrics import (
@@ -27,9 +28,10 @@ from ..record.records import CaseRecord, RunInfo
 from ..record.review_cover import DrawnRow
 from ..record.review_labels import LabelEdit
 from ..scorers import CorpusScores, score_records
-from ..stats.sample_weights import stratum_counts
+from ..stats.sample_weights import Strata, stratum_counts
 from .baseline_run import SavedBaseline, read_baseline
-from .capacity import capacity_view, gated_records
+from .baseline_spec import baseline_spec
+from .capacity import capacity_sweep, gated_records
 from .feature import GateFeature, MetricQuery, registered
 from .health import (
     client_batched_share,
@@ -40,6 +42,7 @@ from .health import (
     client_reads_long,
     client_saturation,
 )
+from .run_view import load_phase_of
 
 __all__ = ["GateInputs", "GateContext", "run_facts"]
 
@@ -89,7 +92,7 @@ def run_facts(info: RunInfo, records: list[CaseRecord], cost: dict[str, Any] | N
     """Run-level facts metrics need: generation time, system throughput, cost config. Tokens and seconds come
     from the same phase (`both`: the two phases' tokens over the two phases' seconds)."""
     tokens = sum(r.tokens.output or 0 for r in measured(records))  # cached responses took no generation time
-    load_seconds = (info.load_phase or {}).get("seconds")
+    load_seconds = load_phase_of(info).seconds
     seconds = {"quality": info.generation_seconds, "load": load_seconds}.get(phase)
     if phase == "both":
         seconds = (info.generation_seconds or 0.0) + (load_seconds or 0.0) if info.generation_seconds and load_seconds else None
@@ -135,9 +138,9 @@ class GateContext:
         return latency_phase(self.rubric.latency_from, self.inputs.load_records)
 
     @cached_property
-    def sweep(self) -> dict[str, Any] | None:
+    def sweep(self) -> CapacitySweep | None:
         """A capacity sweep judged at its capacity (None: the load phase was no sweep)."""
-        return capacity_view(self.info, self.inputs.load_records, self.rubric.max_client_lag_share)
+        return capacity_sweep(self.info, self.inputs.load_records, self.rubric.max_client_lag_share)
 
     @cached_property
     def load_at(self) -> tuple[list[CaseRecord], list[CaseRecord]]:
@@ -149,8 +152,8 @@ class GateContext:
         """The run as its figures see it: for a sweep, the load phase lasted as long as its capacity step."""
         if self.sweep is None:
             return self.info
-        step = next((s for s in self.sweep["steps"] if s["step"] == self.sweep["capacity_step"]), None)
-        load = {**(self.info.load_phase or {}), "seconds": step["seconds"] if step else None}
+        step = self.sweep.step_at(self.sweep.capacity_step)
+        load = {**(self.info.load_phase or {}), "seconds": step.seconds if step else None}
         return self.info.model_copy(update={"load_phase": load})
 
     @cached_property
@@ -159,7 +162,7 @@ class GateContext:
         return phase_records(self.phase, self.records, self.load_at[1])
 
     @cached_property
-    def strata(self) -> dict[str, Any]:
+    def strata(self) -> Strata:
         """Sample weights: the source's count of each stratum a `sample:` drew from."""
         return stratum_counts(self.records)
 
@@ -234,7 +237,7 @@ class GateContext:
         guard's paired arm share it."""
         spec = self.rubric.baseline
         assert spec, "baseline_run needs the rubric's baseline:"
-        return self.once("baseline_run", lambda: read_baseline(str(spec["run"])))
+        return self.once("baseline_run", lambda: read_baseline(baseline_spec(spec).run))
 
     def section_of(self, name: str) -> dict[str, Any]:
         """The section a feature this one needs has made (empty when it made none)."""

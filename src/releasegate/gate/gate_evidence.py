@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..decision.criterion import CriterionResult, awaits_labels, relaxable
 from ..record.decision_evidence import (
     Arm,
@@ -18,8 +20,10 @@ from ..record.decision_evidence import (
     Requests,
 )
 from ..record.evidence import answered, attempt_counts
+from ..record.gate_report import ObligationsRow
 from ..record.records import CaseRecord, RunInfo
 from ..stats.sample_weights import sample_only
+from .run_view import Attempts
 
 __all__ = ["gate_evidence", "run_population", "run_requests", "run_arm"]
 
@@ -33,9 +37,9 @@ def run_population(info: RunInfo, records: list[CaseRecord]) -> Population:
 
 
 def run_requests(records: list[CaseRecord], load_records: list[CaseRecord], ledger: Sequence[Any] = ()) -> Requests:
-    tally = attempt_counts([*records, *load_records, *ledger])  # the ledger's attempts were sent too
-    fresh = attempt_counts(records, cached=False)["attempts"]
-    return Requests(attempts=tally["attempts"], failed=tally["failed"], answered=sum(answered(r) for r in records),
+    tally = Attempts(**attempt_counts([*records, *load_records, *ledger]))  # the ledger's attempts were sent too
+    fresh = Attempts(**attempt_counts(records, cached=False)).attempts
+    return Requests(attempts=tally.attempts, failed=tally.failed, answered=sum(answered(r) for r in records),
                     cached=sum(bool(r.cached) for r in records), fresh=fresh)
 
 
@@ -66,8 +70,18 @@ def run_arm(name: str, info: RunInfo, records: list[CaseRecord], load_records: l
             *, problems: list[str]) -> Arm:
     """A saved run as one arm of a comparison: its gate's verdict (judged again), population, requests, health
     and whether its required review was waived."""
-    obligations = report.get("obligations") or {}
-    return Arm(name=name, verdict=report["verdict"], population=run_population(info, records),
+    judged = _ArmReport.model_validate(report)
+    return Arm(name=name, verdict=judged.verdict, population=run_population(info, records),
                requests=run_requests(records, load_records),
-               health=Health(tuple(problems), report.get("target_error"), None),
-               review_waived=bool(obligations.get("review_waived")))
+               health=Health(tuple(problems), judged.target_error, None),
+               review_waived=bool(judged.obligations and judged.obligations.review_waived))
+
+
+class _ArmReport(BaseModel):
+    """What an arm takes of its run's gate report."""
+
+    model_config = ConfigDict(extra="allow")
+
+    verdict: str
+    target_error: str | None = None
+    obligations: ObligationsRow | None = None

@@ -9,7 +9,6 @@ nor failed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,16 @@ from ..record.ledger import ledger_summary
 from ..record.metrics import compute_metric
 from ..record.records import CaseRecord, RunInfo
 from ..record.seal import edited_evidence
+from .run_view import (
+    Attempts,
+    ClientFigures,
+    budget_of,
+    client_figures,
+    load_phase_of,
+    prefix_cache_of,
+    session_clients,
+    stopping_of_run,
+)
 
 __all__ = [
     "run_problems", "saved_run_problems", "target_failure", "phase_counts", "planned_phases", "client_kind", "client_lag_ms",
@@ -38,8 +47,8 @@ def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[Ca
     if info.status != "complete":
         state = "still running, or killed" if info.status == "running" else info.status
         problems.append(f"the run is {state}, not complete (finish it with check --resume)")
-    stopped = isinstance(info.stopping, dict) and info.stopping.get("stopped_at")
-    stopped = stopped or (isinstance(info.budget, dict) and info.budget.get("exhausted"))  # or at a spend cap
+    budget = budget_of(info)
+    stopped = stopping_of_run(info).stopped_at or (budget and budget.exhausted)  # or at a spend cap
     if len(records) < info.cases and not stopped:  # a run stopped when decided asks no more (`gate.stopping`)
         problems.append(f"{info.cases - len(records)} of {info.cases} cases have no record")
     if not records:
@@ -48,25 +57,24 @@ def run_problems(info: RunInfo, records: list[CaseRecord], load_records: list[Ca
         problems += _load_problems(info, load_records)
     if "prefix_cache" in (info.phases or []) and info.prefix_cache is None:
         problems.append("the planned prefix-cache probe did not run (or did not finish)")
-    elif info.prefix_cache:  # its failures are in no error rate: a probe that failed requests measured less
-        failed = sum((info.prefix_cache.get(k) or {}).get("failed") or 0 for k in ("warm", "cold"))
+    elif probe := prefix_cache_of(info):  # its failures are in no error rate: a probe that failed requests measured less
+        failed = sum((side.failed or 0) if side else 0 for side in (probe.warm, probe.cold))
         if failed:
-            problems.append(f"{failed} of the prefix-cache probe's {2 * info.prefix_cache.get('pairs', 0)} "
+            problems.append(f"{failed} of the prefix-cache probe's {2 * probe.pairs} "
                             "requests failed (see prefix_cache.jsonl)")
     return problems
 
 
 def _load_problems(info: RunInfo, load_records: list[CaseRecord]) -> list[str]:
-    phase = info.load_phase
-    if phase is None:
+    if info.load_phase is None:
         return ["the planned load phase did not run (or did not finish)"]
-    expected = phase.get("requests")
+    phase = load_phase_of(info)
     if not load_records:
         return ["the load phase recorded no request (load.jsonl missing or empty)"]
-    if isinstance(expected, int) and len(load_records) < expected:
-        return [f"load.jsonl holds {len(load_records)} of the load phase's {expected} requests"]
-    if phase.get("cut_short"):
-        return [f"the load phase was cut short: {phase['cut_short']}"]
+    if phase.requests is not None and len(load_records) < phase.requests:
+        return [f"load.jsonl holds {len(load_records)} of the load phase's {phase.requests} requests"]
+    if phase.cut_short:
+        return [f"the load phase was cut short: {phase.cut_short}"]
     return []
 
 
@@ -76,11 +84,10 @@ def phase_counts(records: list[CaseRecord], ledger: Sequence[Any] = ()) -> dict[
     (empty answers among them), cases whose outcome failed and cases that needed more than one attempt, cached
     records (which sent no request), the error rate over the requests sent; `ledger` says, when it holds any,
     its attempts and failed attempts and where they came from."""
-    tally = attempt_counts([*records, *ledger], cached=False)
+    tally = Attempts(**attempt_counts([*records, *ledger], cached=False))
     return {**({"ledger": ledger_summary(list(ledger))} if ledger else {}),
-        "requests": tally["attempts"], "succeeded": sum(answered(r) for r in records), "failed": tally["failed"],
-        "errors": tally["errors"], "cached": sum(bool(r.cached) for r in records),
-        "error_rate": tally["failed"] / tally["attempts"] if tally["attempts"] else None,
+        "requests": tally.attempts, "succeeded": sum(answered(r) for r in records), "failed": tally.failed,
+        "errors": tally.errors, "cached": sum(bool(r.cached) for r in records), "error_rate": tally.rate,
         "repaired": sum(bool(getattr(r, "output_repaired", False)) for r in records),
         "cases": len(records), "failed_cases": sum(not answered(r) for r in records),
         "retried_cases": sum(len(case_attempts(r)) > 1 for r in records),
@@ -91,11 +98,11 @@ def target_failure(records: list[CaseRecord], load_records: list[CaseRecord], le
     """A one-line reason when the target failed more than TARGET_FAILURE_SHARE of the requests sent to it; None
     otherwise. Every attempt counts (`evidence`): a case answered on its third try was two failed requests, and the
     ledger's attempts (`record.ledger`) are requests sent too."""
-    tally = attempt_counts([*records, *load_records, *ledger], cached=False)
-    sent, failed = tally["attempts"], tally["failed"]
+    tally = Attempts(**attempt_counts([*records, *load_records, *ledger], cached=False))
+    sent, failed = tally.attempts, tally.failed
     if not sent or failed <= TARGET_FAILURE_SHARE * sent:
         return None
-    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(tally["errors"].items(), key=lambda kv: -kv[1]))
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(tally.errors.items(), key=lambda kv: -kv[1]))
     return f"the target failed {failed} of {sent} requests ({kinds}): it could not be run, so nothing was measured"
 
 
@@ -113,17 +120,18 @@ def planned_phases(run_path: Path, info: RunInfo) -> list[str]:
         return info.phases
     data = stored_yaml(Path(run_path) / "config.yaml", what="config snapshot")
     planned = ["quality"]
-    if (isinstance(data, dict) and data.get("load")) or info.load_phase is not None:
+    if (isinstance(data, dict) and data.get("load")) or info.load_phase is not None:  # config.yaml: not typed here
         planned.append("load")
     return planned
 
 
-def _summaries(info: RunInfo, phase: str) -> list[Any]:
+def _summaries(info: RunInfo, phase: str) -> list[ClientFigures]:
     """Every client summary of the phase: for the quality phase run.json's and each session's, so the lag, the
     batched share and the client kind are each the worst of every part of a resumed run."""
-    quality = [info.client, *(s.get("client") for s in info.sessions if isinstance(s, dict))]
-    load = [(info.load_phase or {}).get("client")]
-    return {"quality": quality, "load": load, "both": quality + load}.get(phase, [])
+    quality = [client_figures(info.client), *session_clients(info)]
+    load = [load_phase_of(info).client]
+    found = {"quality": quality, "load": load, "both": quality + load}.get(phase, [])
+    return [s for s in found if s is not None]
 
 
 def quality_client(info: RunInfo) -> dict[str, Any] | None:
@@ -135,7 +143,7 @@ def quality_client(info: RunInfo) -> dict[str, Any] | None:
 def client_kind(info: RunInfo, phase: str) -> str | None:
     """'lean', 'openai' or 'hf' (the in-process model): the client that measured the phase latency comes from
     (None when unknown or mixed)."""
-    kinds = {s.get("client") for s in _summaries(info, phase) if isinstance(s, dict)}
+    kinds = {s.client for s in _summaries(info, phase)}
     return kinds.pop() if len(kinds) == 1 else None  # mixed parts: unknown, as strict as the openai client
 
 
@@ -143,19 +151,14 @@ def client_lag_ms(info: RunInfo, phase: str, *, e2e: bool = False) -> float | No
     """The client's lag p99 over the phase latency comes from (the worse of two for `both`): an endpoint client's
     event-loop lag, the hf backend's CPU wait within a TTFT or TPOT (`backends._starvation`), or with `e2e` its
     wait within an E2E, which accrues over every step (`e2e_lag_ms`; a client without it: its lag). None when the
-    run has no client figures (runs that predate them)."""
-    found = [_lag_p99(s, e2e) for s in _summaries(info, phase) if isinstance(s, dict)]
-    lags = [float(lag) for lag in found if _figure(lag)]  # a hand-edited figure that is not a number says nothing
+    run has no client figures (runs that predate them); a hand-edited figure that is not a number says nothing."""
+    lags = [lag for s in _summaries(info, phase) if (lag := _lag_p99(s, e2e)) is not None]
     return max(lags) if lags else None
 
 
-def _lag_p99(summary: dict[str, Any], e2e: bool) -> Any:
-    lag = summary.get("e2e_lag_ms") if e2e and isinstance(summary.get("e2e_lag_ms"), dict) else summary.get("loop_lag_ms")
-    return lag.get("p99") if isinstance(lag, dict) else None
-
-
-def _figure(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _lag_p99(summary: ClientFigures, e2e: bool) -> float | None:
+    lag = summary.e2e_lag_ms if e2e and summary.e2e_lag_ms is not None else summary.loop_lag_ms
+    return lag.p99 if lag is not None else None
 
 
 def client_lateness_ms(info: RunInfo, phase: str, records: list[CaseRecord], metric: str = "ttft_ms") -> float:
@@ -175,15 +178,14 @@ def client_reads_long(info: RunInfo, phase: str) -> bool:
     """Whether every client summary of the phase says its lateness can only have made figures read long
     (`reads_long_only`: the hf backend, whose stamps a wait for a CPU only moves later within the interval it
     times), so latency bounds are widened below only; False when any part says otherwise or nothing says."""
-    summaries = [s for s in _summaries(info, phase) if isinstance(s, dict)]
-    return bool(summaries) and all(s.get("reads_long_only") is True for s in summaries)
+    summaries = _summaries(info, phase)
+    return bool(summaries) and all(s.reads_long_only for s in summaries)
 
 
 def client_batched_share(info: RunInfo, phase: str) -> float | None:
     """The share of gaps between content chunks the client read together (`itl_batched_share`) over the phase
     latency comes from (the worse of two for `both`); None when the run has no streaming client figures."""
-    shares = [s["itl_batched_share"] for s in _summaries(info, phase)
-              if isinstance(s, dict) and _figure(s.get("itl_batched_share"))]
+    shares = [s.itl_batched_share for s in _summaries(info, phase) if s.itl_batched_share is not None]
     return max(shares) if shares else None
 
 
@@ -241,13 +243,12 @@ def client_load(info: RunInfo, phase: str, records: list[CaseRecord]) -> dict[st
     the summary with the worst lag) and `in_flight` (the average number of requests in flight: their time from
     send to end over the measured window). Either is None when the run cannot tell (no client figures; a resumed
     quality phase, whose window is one session's; a capacity sweep, judged at one step)."""
-    summaries = [s for s in _summaries(info, phase)
-                 if isinstance(s, dict) and isinstance(s.get("loop_lag_ms"), dict) and s["loop_lag_ms"].get("p99") is not None]
-    if not summaries:
+    lagged = [(s.loop_lag_ms.p99, s) for s in _summaries(info, phase) if s.loop_lag_ms and s.loop_lag_ms.p99 is not None]
+    if not lagged:
         return {"cpu_share": None, "in_flight": None}
-    worst = max(summaries, key=lambda s: s["loop_lag_ms"]["p99"])
-    window_s = sum(s.get("window_s") or 0.0 for s in summaries)
-    one_window = not (phase != "load" and len(info.sessions) > 1) and not (info.load_phase or {}).get("sweep")
+    worst = max(lagged, key=lambda pair: pair[0])[1]
+    window_s = sum(s.window_s or 0.0 for _, s in lagged)
+    one_window = not (phase != "load" and len(info.sessions) > 1) and not load_phase_of(info).sweep
     busy_ms = sum(r.timing.e2e_ms for r in records if r.timing.e2e_ms is not None and not r.cached)
     in_flight = busy_ms / (window_s * 1e3) if window_s and one_window and busy_ms else None
-    return {"cpu_share": worst.get("cpu_share"), "in_flight": in_flight}
+    return {"cpu_share": worst.cpu_share, "in_flight": in_flight}

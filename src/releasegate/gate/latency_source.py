@@ -11,52 +11,90 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..inputs.backend_facts import capabilities
+from ..record.capacity_sweep import CapacitySweep, Number
+from ..record.gate_report import LatencySource
 from ..record.metrics import measured
 from ..record.records import CaseRecord, RunInfo
+from .run_view import load_phase_of, session_concurrency
 
 __all__ = ["latency_source", "quality_source", "load_source"]
 
 
-def latency_source(info: RunInfo, records: list[CaseRecord], phase: str, sweep: dict[str, Any] | None = None) -> dict[str, Any]:
+def latency_source(info: RunInfo, records: list[CaseRecord], phase: str,
+                   sweep: CapacitySweep | dict[str, Any] | None = None) -> dict[str, Any]:
     """The source of the figures judged on `phase` ('quality', 'load' or 'both', as `latency_phase` chose):
     {'phase', 'in_flight' (the most requests in flight, None when the run does not record it), 'text'}.
-    `sweep`: the capacity sweep as judged (`capacity_view`), whose figures come from its capacity step."""
+    `sweep`: the capacity sweep as judged (`capacity_sweep`), whose figures come from its capacity step."""
+    return _source(info, records, phase, _capacity_at(sweep)).model_dump()
+
+
+class _StepAt(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    step: int | None = None
+    rate: Number | None = None
+
+
+class _SweepAt(BaseModel):
+    """The part of a judged sweep a source names: the capacity step's rate."""
+
+    model_config = ConfigDict(extra="allow")
+
+    steps: list[_StepAt] = []
+    capacity_step: int | None = None
+
+
+def _capacity_at(sweep: CapacitySweep | dict[str, Any] | None) -> _SweepAt | None:
+    if sweep is None:
+        return None
+    return _SweepAt.model_validate(sweep.as_json() if isinstance(sweep, CapacitySweep) else sweep)
+
+
+def _source(info: RunInfo, records: list[CaseRecord], phase: str, sweep: _SweepAt | None) -> LatencySource:
     if phase == "quality":
-        return quality_source(info, records)
-    load = load_source(info, sweep)
+        return _quality(info, records)
+    load = _load(info, sweep)
     if phase == "load":
         return load
-    quality = quality_source(info, records)
-    flights = [s["in_flight"] for s in (quality, load) if s["in_flight"] is not None]
-    return {"phase": "both", "in_flight": max(flights) if len(flights) == 2 else None,
-            "text": f"{quality['text']} and {load['text']}, together"}
+    quality = _quality(info, records)
+    flights = [s.in_flight for s in (quality, load) if s.in_flight is not None]
+    return LatencySource(phase="both", in_flight=max(flights) if len(flights) == 2 else None,
+                         text=f"{quality.text} and {load.text}, together")
 
 
 def quality_source(info: RunInfo, records: list[CaseRecord]) -> dict[str, Any]:
     """The quality cases' source: requests in flight at most (an endpoint's `target.concurrency`, as each session
     of the run recorded it in `sessions[].concurrency`), or the batch size (the hf backend, whose requests share forward passes)."""
+    return _quality(info, records).model_dump()
+
+
+def _quality(info: RunInfo, records: list[CaseRecord]) -> LatencySource:
     timed = measured(records)
     if capabilities(info.backend).in_flight == "batch":
         batch = max((r.timing.batch_size for r in timed), default=None)
         text = f"quality cases, batches of {batch}" if batch else "quality cases"
-        return {"phase": "quality", "in_flight": batch, "text": text}
-    flights = [s["concurrency"] for s in info.sessions if isinstance(s, dict) and isinstance(s.get("concurrency"), int)]
-    in_flight = max(flights, default=None)  # a resumed run: the most any of its parts sent at once
+        return LatencySource(phase="quality", in_flight=batch, text=text)
+    in_flight = max(session_concurrency(info), default=None)  # a resumed run: the most any of its parts sent at once
     text = f"quality cases, {in_flight} in flight" if in_flight else "quality cases (requests in flight not recorded)"
-    return {"phase": "quality", "in_flight": in_flight, "text": text}
+    return LatencySource(phase="quality", in_flight=in_flight, text=text)
 
 
-def load_source(info: RunInfo, sweep: dict[str, Any] | None = None) -> dict[str, Any]:
+def load_source(info: RunInfo, sweep: CapacitySweep | dict[str, Any] | None = None) -> dict[str, Any]:
     """The load phase's source: its profile (closed or open loop, in flight at most), or for a capacity sweep
     the step its figures are judged at."""
-    phase = info.load_phase or {}
-    in_flight = phase.get("concurrency")
+    return _load(info, _capacity_at(sweep)).model_dump()
+
+
+def _load(info: RunInfo, sweep: _SweepAt | None) -> LatencySource:
+    phase = load_phase_of(info)
+    in_flight = phase.concurrency
     if sweep is not None:
-        step = next((s for s in sweep.get("steps", []) if s.get("step") == sweep.get("capacity_step")), None)
-        at = f"the capacity step, {step['rate']:g} req/s" if step and step.get("rate") is not None else "no capacity step"
+        step = next((s for s in sweep.steps if s.step == sweep.capacity_step), None)
+        at = f"the capacity step, {step.rate:g} req/s" if step and step.rate is not None else "no capacity step"
         limit = f", at most {in_flight} in flight" if in_flight else ""
-        return {"phase": "load", "in_flight": in_flight, "text": f"load phase, {at}{limit}"}
-    profile = phase.get("profile")
-    text = f"load phase, {profile}" if profile else "load phase"
-    return {"phase": "load", "in_flight": in_flight, "text": text}
+        return LatencySource(phase="load", in_flight=in_flight, text=f"load phase, {at}{limit}")
+    text = f"load phase, {phase.profile}" if phase.profile else "load phase"
+    return LatencySource(phase="load", in_flight=in_flight, text=text)

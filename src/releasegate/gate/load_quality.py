@@ -23,7 +23,8 @@ from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo
 from ..scorers import score_record, score_records
 from ..stats.intervals import paired_rate_bounds, wilson_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+from ..stats.sample_weights import Strata, case_weights, is_weighted, kish_n, stratum_counts
+from .case_scores import PartScore, case_scores
 from .load_pairs import DEFAULT_MIN_PAIR_SHARE, load_pairs
 from .stability import _names, answer_key, case_draws, per_draw_rate
 
@@ -80,7 +81,7 @@ def _unprovable(name: str, chosen: list[CaseRecord], under_load: LoadAnswers) ->
 
 
 def load_metric(name: str, chosen: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
-                confidence: float = 0.95, strata: dict[str, Any] | None = None,
+                confidence: float = 0.95, strata: Strata | None = None,
                 min_share: float = DEFAULT_MIN_PAIR_SHARE) -> MetricValue:
     """A quality rate of the load phase's answers (`phase: load`), `load_flip_rate` or `load_accuracy_delta`
     (on the pairs `load_pairs` finds, covering `min_share` of `chosen`; weighted by `strata`, the run's cases per
@@ -176,7 +177,7 @@ def flip_table(records: list[CaseRecord], under_load: LoadAnswers, limit: int = 
     return rows[:limit]
 
 
-def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: float, strata: dict[str, Any]) -> MetricValue:
+def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: float, strata: Strata) -> MetricValue:
     flipped, unanswered, hits = [], [], []
     for rec in pairs:
         alone, asked = answer_key(rec), under_load.by_case[rec.case_id]
@@ -198,31 +199,50 @@ def _flip_rate(pairs: list[CaseRecord], under_load: LoadAnswers, confidence: flo
     return MetricValue(value, len(pairs), wilson_bounds(value * effective, effective, confidence), note, confidence)
 
 
+@dataclass
+class _Cells:
+    """The paired 2x2 table of cases: right alone and under load, under load only, alone only, neither."""
+
+    both: list[CaseRecord] = field(default_factory=list)
+    load_only: list[CaseRecord] = field(default_factory=list)
+    alone_only: list[CaseRecord] = field(default_factory=list)
+    neither: list[CaseRecord] = field(default_factory=list)
+
+    def add(self, rec: CaseRecord, good_alone: bool, good_load: bool) -> None:
+        cell = (self.both if good_alone else self.load_only) if good_load else (self.alone_only if good_alone else self.neither)
+        cell.append(rec)
+
+    @property
+    def groups(self) -> tuple[list[CaseRecord], list[CaseRecord], list[CaseRecord], list[CaseRecord]]:
+        return self.both, self.load_only, self.alone_only, self.neither
+
+
+_FAILED = PartScore(passed=False)
+"""A failed load request's answer: it answered nothing right (as under `phase: load` and for a repeated draw)."""
+
+
 def _accuracy_delta(pairs: list[CaseRecord], under_load: LoadAnswers, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
-                    confidence: float, strata: dict[str, Any]) -> MetricValue:
-    cells: dict[str, list[CaseRecord]] = {"both": [], "load_only": [], "alone_only": [], "neither": []}
+                    confidence: float, strata: Strata) -> MetricValue:
+    cells = _Cells()
     for rec in pairs:
-        alone = scores.get(rec.case_id, {}).get("answer")
-        if not answered(rec) or alone is None or alone.get("unknown"):
+        alone = case_scores(scores.get(rec.case_id)).answer
+        if not answered(rec) or alone is None or alone.unknown:
             continue
-        # a failed load request answered nothing right (as under `phase: load` and for a repeated draw)
-        outcomes = [score_record(a, forbidden).get("answer") or {} if answered(a) else {"passed": False}
+        outcomes = [case_scores(score_record(a, forbidden)).answer if answered(a) else _FAILED
                     for a in under_load.by_case[rec.case_id]]
-        if any(o.get("unknown") or "passed" not in o for o in outcomes):
+        if any(o is None or o.unknown or "passed" not in o.model_fields_set for o in outcomes):
             continue
-        good_load, good_alone = all(o["passed"] for o in outcomes), bool(alone.get("passed"))
-        cell = ("both" if good_alone else "load_only") if good_load else ("alone_only" if good_alone else "neither")
-        cells[cell].append(rec)
-    counted = [r for cell in cells.values() for r in cell]
+        cells.add(rec, good_alone=bool(alone.passed), good_load=all(o.passed for o in outcomes if o is not None))
+    counted = [r for cell in cells.groups for r in cell]
     if not counted:
         return MetricValue(None, 0, note="no case with an answer check answered both alone and under load")
     # each cell as the source rows its cases stand for, scaled to Kish's effective n (counts when unweighted)
     total, effective = sum(case_weights(counted, strata)), kish_n(case_weights(counted, strata))
-    share = {k: sum(case_weights(v, strata)) / total for k, v in cells.items()}
-    delta = share["load_only"] - share["alone_only"]
-    both, load_only, alone_only, neither = (share[k] * effective for k in ("both", "load_only", "alone_only", "neither"))
+    shares = [sum(case_weights(cell, strata)) / total for cell in cells.groups]
+    delta = shares[1] - shares[2]  # under load only - alone only
+    both, load_only, alone_only, neither = (share * effective for share in shares)
     bounds = paired_rate_bounds(both, load_only, alone_only, neither, confidence)
-    note = (f"{len(cells['alone_only'])} case(s) right alone and wrong under load, {len(cells['load_only'])} the "
+    note = (f"{len(cells.alone_only)} case(s) right alone and wrong under load, {len(cells.load_only)} the "
             "other way" + (f"; population-weighted, effective n {effective:.1f}" if any(map(is_weighted, counted))
                            else ""))
     return MetricValue(delta, len(counted), bounds, note, confidence)

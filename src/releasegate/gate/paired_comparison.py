@@ -46,9 +46,11 @@ from ..record.metrics import select, slices_of
 from ..record.records import CaseRecord
 from ..scorers import score_records
 from ..stats.intervals import mcnemar_exact, paired_bootstrap_delta, paired_min_n, paired_rate_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts
+from ..stats.sample_weights import Strata, case_weights, is_weighted, kish_n, source_of, stratum_counts
 from .case_detail import flipped_cases
+from .case_scores import CaseScores, case_scores
 from .comparability import paired_hash
+from .comparison_rows import Comparison
 from .stability import CaseDraws, draw_share
 
 __all__ = ["Margins", "compare_records", "changed_note", "DEFAULT_MARGINS", "LATENCY_MIN_PAIRS", "metric_verdicts",
@@ -59,7 +61,7 @@ CHANGED_IDS_KEPT = 10
 # (a rate margin of 0 can never be shown by a bound: forbidden_rate allows 0.02 like the others)
 DEFAULT_MARGINS = {"accuracy": 0.02, "format_compliance": 0.02, "forbidden_rate": 0.02, "error_rate": 0.02,
                    "ttft_ms": 0.2, "tpot_ms": 0.2, "e2e_ms": 0.2}
-Pair = tuple[CaseRecord, CaseRecord, dict[str, Any], dict[str, Any]]
+Pair = tuple[CaseRecord, CaseRecord, CaseScores, CaseScores]
 """A shared case: the baseline's record and the candidate's, and the scores each is compared on."""
 LATENCY_MIN_PAIRS = 30
 """Fewest paired timings a latency comparison decides on. The plain percentile bootstrap's one-sided 0.95 bound
@@ -88,14 +90,15 @@ class Margins:
 def compare_records(
     base: list[CaseRecord], cand: list[CaseRecord], forbidden_rules: tuple[ForbiddenRule, ...],
     margins: Margins = Margins(), *, base_verdicts: Verdicts | None = None, cand_verdicts: Verdicts | None = None,
-    base_draws: CaseDraws | None = None, cand_draws: CaseDraws | None = None,
+    base_draws: CaseDraws | None = None, cand_draws: CaseDraws | None = None, metrics: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Compare on shared cases: the same id AND the same contents (`comparability.paired_hash`: input, expected
     answer and how it is checked); an id whose contents differ between the runs is another case, left out and
     named in `changed_cases`.
     Both runs are re-scored with the same forbidden rules, judge-scored answers with each run's own LLM-judge
     verdicts (`llm_judge.run_verdicts`; without them they are unknown). `base_draws`, `cand_draws`: each run's
-    repeated draws (`stability.case_draws`): the quality rates then pair each case's per-draw share."""
+    repeated draws (`stability.case_draws`): the quality rates then pair each case's per-draw share. `metrics`:
+    the only ones compared (a rubric's `baseline.metrics`; `error_rate` is always compared)."""
     base_by_id = {r.case_id: r for r in base}
     cand_by_id = {r.case_id: r for r in cand}
     common = [cid for cid in cand_by_id if cid in base_by_id]
@@ -103,14 +106,16 @@ def compare_records(
     shared = [cid for cid in common if cid not in set(changed)]
     base_scores = score_records([base_by_id[cid] for cid in shared], forbidden_rules, base_verdicts)
     cand_scores = score_records([cand_by_id[cid] for cid in shared], forbidden_rules, cand_verdicts)
-    pairs = [(base_by_id[cid], cand_by_id[cid], base_scores[cid], cand_scores[cid]) for cid in shared]
-    if (base_draws is not None and base_draws.repeated) or (cand_draws is not None and cand_draws.repeated):
-        pairs = [(b, c, _drawn(b, sb, base_draws, forbidden_rules), _drawn(c, sc, cand_draws, forbidden_rules))
-                 for b, c, sb, sc in pairs]
+    repeats = (base_draws is not None and base_draws.repeated) or (cand_draws is not None and cand_draws.repeated)
+    pairs = [(base_by_id[cid], cand_by_id[cid],
+              _scored(base_by_id[cid], base_scores[cid], base_draws if repeats else None, forbidden_rules),
+              _scored(cand_by_id[cid], cand_scores[cid], cand_draws if repeats else None, forbidden_rules))
+             for cid in shared]
     strata = stratum_counts(_weighing(b, c) for b, c, _, _ in pairs)
-    rows = [_rate_row(name, pairs, margins, strata) for name in RATE_KEYS]
-    rows = [r for r in rows if r is None or r["metric"] != "error_rate"] + [_error_row(pairs, margins, strata)]
-    rows += [_latency_row(name, pairs, margins) for name in LATENCY_METRICS]
+    compared = [m for m in (*RATE_KEYS, *LATENCY_METRICS) if metrics is None or m in metrics]
+    rows = [_rate_row(name, pairs, margins, strata) for name in RATE_KEYS if name != "error_rate" and name in compared]
+    rows += [_error_row(pairs, margins, strata)]  # a request that fails more is always compared
+    rows += [_latency_row(name, pairs, margins) for name in LATENCY_METRICS if name in compared]
     return {
         "shared_cases": len(shared),
         "pairs_answered": sum(answered(b) and answered(c) for b, c, _, _ in pairs),
@@ -129,55 +134,63 @@ def compare_records(
 
 def metric_verdicts(comparison: dict[str, Any], metrics: Sequence[str] | None = None) -> tuple[tuple[str, str], ...]:
     """(metric, verdict) of a comparison's rows (only `metrics`, when given): what `decision.comparison` reads."""
-    return tuple((r["metric"], r["verdict"]) for r in comparison["rows"] if metrics is None or r["metric"] in metrics)
+    rows = Comparison.model_validate(comparison).rows
+    return tuple((r.metric, r.verdict) for r in rows if metrics is None or r.metric in metrics)
 
 
 def changed_note(comparison: dict[str, Any]) -> str | None:
     """One line naming the case ids whose contents differ between the runs; None when there are none."""
-    n = comparison.get("changed_cases") or 0
+    compared = Comparison.model_validate(comparison)
+    n = compared.changed_cases or 0
     if not n:
         return None
-    ids = ", ".join(comparison["changed_case_ids"]) + (", ..." if n > len(comparison["changed_case_ids"]) else "")
+    ids = ", ".join(compared.changed_case_ids) + (", ..." if n > len(compared.changed_case_ids) else "")
     return f"{n} case id(s) name a different input or expected answer in the two runs, not compared: {ids}"
 
 
 UNKNOWN = _UNKNOWN = "unknown"
-_SHARES = "draw_shares"
-"""A score's key for its case's per-draw shares under repeats (`_drawn`): key -> share, or None (unknown)."""
 
 
-def _drawn(record: CaseRecord, score: dict[str, Any], found: CaseDraws | None, forbidden_rules: Sequence[ForbiddenRule]) -> dict[str, Any]:
-    """`score` with its case's per-draw share on each quality rate, when the case repeats."""
+def _scored(record: CaseRecord, score: dict[str, Any], found: CaseDraws | None,
+            forbidden_rules: Sequence[ForbiddenRule]) -> CaseScores:
+    """`score` read into its type, with its case's per-draw share on each quality rate when the case repeats."""
+    scored = case_scores(score)
     draws = found.by_case.get(record.case_id) if found is not None else None
     if found is None or not draws:
-        return score
+        return scored
     by_id = {record.case_id: score}
     keys = [k for k, _ in RATE_KEYS.values() if k != "error"]
-    return {**score, _SHARES: {k: draw_share(draws, by_id, forbidden_rules, k, found.verdicts) for k in keys}}
+    return scored.model_copy(update={"draw_shares": {k: draw_share(draws, by_id, forbidden_rules, k, found.verdicts)
+                                                     for k in keys}})
 
 
-def case_outcome(key: str, record: CaseRecord, score: dict[str, Any]) -> bool | str | None:
+def case_outcome(key: str, record: CaseRecord, score: CaseScores | dict[str, Any]) -> bool | float | str | None:
     """Did this case pass on this metric (forbidden: did it hit)? None when the metric does not apply to it;
-    'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail."""
+    'unknown' when the check could not be made (no judge verdict, no token count): never a pass or a fail. Under
+    repeats (`draw_shares`): the case's per-draw share."""
+    scored = score if isinstance(score, CaseScores) else case_scores(score)
     if key == "error":
         return not answered(record)
     if not answered(record):  # a failed request (an empty answer among them, `evidence`) is no pair to compare
         return None
+    shares = scored.draw_shares
     if key == "forbidden":  # a guard with no verdict on the reply: unknown, as a judge's missing verdict
-        if score.get("forbidden", {}).get("unknown"):
+        found = scored.forbidden
+        if found is not None and found.unknown:
             return _UNKNOWN
-        if _SHARES in score:
-            return _UNKNOWN if score[_SHARES][key] is None else score[_SHARES][key]
-        return bool(score.get("forbidden", {}).get("hit"))
-    if key in score and score[key].get("unknown"):
+        if shares is not None:
+            return _UNKNOWN if shares[key] is None else shares[key]
+        return bool(found is not None and found.hit)
+    part = scored.part(key)
+    if part is not None and part.unknown:
         return _UNKNOWN
-    if _SHARES in score and (key in score or key == "forbidden"):  # under repeats: the case's per-draw share
-        share = score[_SHARES][key]
+    if shares is not None and part is not None:  # under repeats: the case's per-draw share
+        share = shares[key]
         return _UNKNOWN if share is None else share
-    return score[key]["passed"] if key in score else None
+    return part.passed if part is not None else None
 
 
-def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: Strata | None = None) -> dict[str, Any] | None:
     """The paired row of a rate metric on the shared cases it applies to (`strata`: the shared cases per weighted
     stratum, `sample_weights.stratum_counts`)."""
     key, higher = RATE_KEYS[name]
@@ -219,7 +232,7 @@ def _rate_row(name: str, pairs: list[Pair], margins: Margins, strata: dict[str, 
     }
 
 
-def _error_row(pairs: list[Pair], margins: Margins, strata: dict[str, Any]) -> dict[str, Any] | None:
+def _error_row(pairs: list[Pair], margins: Margins, strata: Strata) -> dict[str, Any] | None:
     """The paired error-rate row, undecided when either run sent fewer than MIN_FRESH_REQUESTS requests for the
     shared cases (answers reused from the response cache with no request known behind them send none): its
     failures are then unknown, as the gate's error guard says."""
@@ -242,7 +255,7 @@ def _weighing(base: CaseRecord, cand: CaseRecord) -> CaseRecord:
     return cand if is_weighted(cand) or not is_weighted(base) else base
 
 
-def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: dict[str, Any]) -> tuple[list[float] | None, str | None]:
+def _pair_weights(pairs: list[tuple[CaseRecord, CaseRecord]], strata: Strata) -> tuple[list[float] | None, str | None]:
     """(each shared case's weight, None) when a shared case is a weighted sample's, (None, None) when none is,
     (None, why) when a case stands for a different stratum in the two runs (which rows it speaks for is unknown)."""
     if not any(is_weighted(b) or is_weighted(c) for b, c in pairs):
@@ -311,7 +324,7 @@ def _latency_row(name: str, pairs: list[Pair], margins: Margins) -> dict[str, An
     }
 
 
-def _slice_rows(pairs: list[Pair], margins: Margins, strata: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _slice_rows(pairs: list[Pair], margins: Margins, strata: Strata | None = None) -> list[dict[str, Any]]:
     """Accuracy delta per slice (suite and low-cardinality tags), with McNemar p."""
     cands = [c for _, c, _, _ in pairs]
     by_id = {c.case_id: (b, c, sb, sc) for b, c, sb, sc in pairs}

@@ -29,6 +29,7 @@ from ..scorers import score_records
 from ..stats.sample_weights import is_weighted
 from .baseline import comparison_margins, row_criterion, standing_problems
 from .baseline_run import SavedBaseline, read_baseline
+from .baseline_spec import baseline_spec
 from .comparability import paired_hash
 from .paired_comparison import LATENCY_METRICS, RATE_KEYS, UNKNOWN, case_outcome
 
@@ -64,11 +65,12 @@ def baseline_pairing(rubric: Rubric, info: RunInfo, saved: SavedBaseline | Calla
     read it); a baseline that cannot be read is a problem, never an error here: the gate's comparison says it."""
     if not rubric.baseline:
         return None
-    chosen = rubric.baseline.get("metrics")
+    spec = baseline_spec(rubric.baseline)
+    chosen = spec.metrics
     # the rows it may decide, whatever the baseline holds: m of e-Bonferroni is fixed before any case
     rates = tuple(m for m in RATE_KEYS if not chosen or m in chosen or m == "error_rate")
     try:
-        found = saved() if callable(saved) else saved if saved is not None else read_baseline(rubric.baseline["run"])
+        found = saved() if callable(saved) else saved if saved is not None else read_baseline(spec.run)
         problems = tuple(standing_problems(rubric, found, info, verdicts))
     except (ReleasegateError, OSError) as exc:
         return BaselinePairing((f"the baseline run cannot be read ({exc})",), rates)

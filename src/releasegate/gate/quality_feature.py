@@ -10,6 +10,7 @@ from typing import Any
 from ..decision.criterion import CriterionResult
 from ..extras import require
 from ..inputs.rubric import Criterion
+from ..record.gate_report import PhaseCounts
 from ..record.ledger import LedgerLine
 from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_metric, select, slices_of
 from ..record.records import CaseRecord
@@ -138,17 +139,18 @@ def _counts(records: list[CaseRecord], load_records: list[CaseRecord], draws: li
             ledger: list[LedgerLine]) -> dict[str, Any]:
     """Cases and requests of every phase, failed requests by error class (quality cases keep the old keys); the
     quality phase's requests include its repeated draws and, as every phase's, its attempts in the ledger."""
-    kept = {phase: [line for line in ledger if line.phase == phase] for phase in ("quality", "load")}
-    quality = phase_counts(records, kept["quality"])
+    quality_lines = [line for line in ledger if line.phase == "quality"]
+    load_lines = [line for line in ledger if line.phase == "load"]
+    quality = phase_counts(records, quality_lines)
     if draws:  # the draws' requests and failures; cases stay the cases
-        sent = phase_counts(records + draws, kept["quality"])
-        quality = {**quality, **{k: sent[k] for k in ("requests", "failed", "errors", "error_rate")}, "draws": len(draws)}
-    phases = {"quality": quality}
-    if load_records or kept["load"]:
-        phases["load"] = phase_counts(load_records, kept["load"])
-    phases["all"] = phase_counts(records + draws + load_records, ledger)
-    return {"cases": len(records), "succeeded": quality["succeeded"], "errors": quality["errors"],
-            "cached": quality["cached"], "phases": phases}
+        sent = PhaseCounts.model_validate(phase_counts(records + draws, quality_lines))
+        quality = {**quality, "requests": sent.requests, "failed": sent.failed, "errors": sent.errors,
+                   "error_rate": sent.error_rate, "draws": len(draws)}
+    load = {"load": phase_counts(load_records, load_lines)} if load_records or load_lines else {}
+    phases = {"quality": quality, **load, "all": phase_counts(records + draws + load_records, ledger)}
+    counted = PhaseCounts.model_validate(quality)
+    return {"cases": len(records), "succeeded": counted.succeeded, "errors": counted.errors,
+            "cached": counted.cached, "phases": phases}
 
 
 FEATURE = GateFeature("quality", measure=_measure, section=_section, defaults=_defaults)

@@ -21,6 +21,8 @@ from ..record.records import CaseRecord
 from ..scorers import score_records
 from ..stats.intervals import paired_rate_bounds
 from .baseline_run import SavedBaseline, read_baseline
+from .baseline_spec import baseline_spec
+from .case_scores import case_scores
 from .comparability import case_hash, guard_problem
 from .stability import CaseDraws, draw_share
 
@@ -38,7 +40,7 @@ def forbidden_delta(baseline: dict[str, Any] | None, forbidden_rules: Sequence[F
     if not baseline:
         return MetricValue(None, 0, note="forbidden_rate_delta compares with the rubric's baseline: run (the base "
                                          "model's run on the same cases and probes); add baseline: {run: DIR}")
-    saved = saved if saved is not None else read_baseline(baseline["run"])  # `saved`: read once for the gate
+    saved = saved if saved is not None else read_baseline(baseline_spec(baseline).run)  # `saved`: read once for the gate
     base_by_id = {r.case_id: r for r in saved.records}
     mine = [r for r in select(records, slice_) if answered(r)]
     chosen = [r for r in mine if r.case_id in base_by_id and answered(base_by_id[r.case_id])
@@ -88,6 +90,8 @@ def _share(record: CaseRecord, scores: dict[str, Any], found: CaseDraws | None, 
     if draws:
         return draw_share(draws, {record.case_id: scores[record.case_id]}, forbidden_rules, "forbidden",
                           found.verdicts if found is not None else None)
-    verdict = scores[record.case_id].get("forbidden") or {}
-    return None if verdict.get("unknown") else float(bool(verdict.get("hit")))
+    verdict = case_scores(scores[record.case_id]).forbidden
+    if verdict is None:
+        return 0.0
+    return None if verdict.unknown else float(verdict.hit)
 

@@ -23,7 +23,8 @@ from ..record.records import CaseRecord, RunDir, RunInfo
 from ..scorers import normalize, score_record
 from ..scorers.forbidden import guard_names
 from ..stats.intervals import cluster_share_bounds, wilson_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, stratum_counts
+from ..stats.sample_weights import Strata, case_weights, is_weighted, kish_n, stratum_counts
+from .case_scores import answer_type, case_scores
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule
@@ -156,7 +157,7 @@ def answer_key(record: CaseRecord, checked_as: CaseRecord | None = None) -> str 
     whitespace aside, so a normalisation never hides a change the check would see."""
     if not answered(record) or record.output is None:
         return None
-    kind = ((checked_as or record).answer or {}).get("type")
+    kind = answer_type((checked_as or record).answer)
     return normalize(record.output) if kind in _NORMALISING else record.output.strip()
 
 
@@ -170,13 +171,13 @@ def _passes(draws: list[CaseRecord], scores: dict[str, Any], forbidden: Sequence
         if not answered(rec):
             out.append(None if key == "forbidden" else False)
             continue
-        part = s.get(key)
-        if part is None:
-            out.append(None)
-        elif key == "forbidden":  # a guard with no verdict on the draw (and no rule hit): unknown, never clean
-            out.append(None if part.get("unknown") else bool(part.get("hit")))
+        scored = case_scores(s)
+        if key == "forbidden":  # a guard with no verdict on the draw (and no rule hit): unknown, never clean
+            found = scored.forbidden
+            out.append(None if found is None or found.unknown else found.hit)
         else:
-            out.append(None if part.get("unknown") else bool(part.get("passed")))
+            part = scored.part(key)
+            out.append(None if part is None or part.unknown else bool(part.passed))
     return out
 
 
@@ -193,7 +194,7 @@ def draw_share(draws: list[CaseRecord], scores: dict[str, Any], forbidden: Seque
 
 
 def draw_metric(name: str, chosen: list[CaseRecord], found: CaseDraws, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule],
-                confidence: float = 0.95, strata: dict[str, Any] | None = None) -> MetricValue:
+                confidence: float = 0.95, strata: Strata | None = None) -> MetricValue:
     """`pass_all_k`, `pass_any_k`, `flip_rate` or `answer_agreement` over the cases of `chosen` that repeat;
     cases of a stratified sample weigh as the source rows they stand for (`strata`: the run's cases per
     stratum), bounded at Kish's effective n."""
@@ -239,7 +240,7 @@ def _unchecked(n: int) -> str:
             "alone: their forbidden_rate counts every draw)") if n else ""
 
 
-def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: dict[str, Any] | None,
+def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, strata: Strata | None,
               note: str) -> MetricValue:
     """The mean of per-case shares with one-sided bounds over the cases (`cluster_share_bounds`); for a weighted
     sample the population-weighted mean, Wilson at Kish's effective n (as `record.metrics` weighs rates)."""
@@ -255,7 +256,7 @@ def _per_case(shares: list[float], cases: list[CaseRecord], confidence: float, s
 
 def per_draw_rate(name: str, chosen: list[CaseRecord], draws_of: dict[str, list[CaseRecord]], scores: dict[str, Any],
                   forbidden: Sequence[ForbiddenRule], confidence: float = 0.95, problem: str | None = None, stored: bool = True,
-                  strata: dict[str, Any] | None = None, verdicts: Verdicts | None = None) -> MetricValue:
+                  strata: Strata | None = None, verdicts: Verdicts | None = None) -> MetricValue:
     """accuracy, format_compliance or forbidden_rate over every draw of each case (its repeated draws, or its
     answers under load: `stored` False), bounded per case: a case's share of its draws weighs as one case.
     Forbidden rules of kind guard read the guards' `verdicts` on each draw (the guard stage classifies every
@@ -305,15 +306,17 @@ def unstable_cases(info: RunInfo, records: list[CaseRecord], draws: list[CaseRec
 def draws_table(found: CaseDraws, scores: dict[str, Any], forbidden: Sequence[ForbiddenRule], limit: int = 1000) -> list[dict[str, Any]]:
     """One row per repeated case for the reports: its modal answer, agreement and which draws failed; cases
     with a failing or disagreeing draw first."""
-    rows = []
+    rows: list[tuple[tuple[bool, float], dict[str, Any]]] = []
     for case_id, draws in found.by_case.items():
         outcomes = _passes(draws, scores, forbidden, verdicts=found.verdicts)
         modal, _ = _modal(draws)
-        rows.append({"case_id": case_id, "draws": len(draws), "planned": found.planned[case_id],
-                     "modal_answer": modal, "agreement": round(_agreement(draws), 6),
-                     "failing_draws": [d.draw for d, o in zip(draws, outcomes) if o is False]})
-    rows.sort(key=lambda r: (not r["failing_draws"] and r["agreement"] == 1, r["agreement"]))
-    return rows[:limit]
+        agreement = round(_agreement(draws), 6)
+        failing = [d.draw for d, o in zip(draws, outcomes) if o is False]
+        rows.append(((not failing and agreement == 1, agreement),
+                     {"case_id": case_id, "draws": len(draws), "planned": found.planned[case_id],
+                      "modal_answer": modal, "agreement": agreement, "failing_draws": failing}))
+    rows.sort(key=lambda row: row[0])
+    return [row for _, row in rows[:limit]]
 
 
 def _checked(record: CaseRecord, key: str) -> bool:

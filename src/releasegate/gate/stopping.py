@@ -26,7 +26,9 @@ from ..record.evidence import answered, attempt_outcomes
 from ..record.metrics import ERROR_METRICS, select
 from ..record.records import CaseRecord, RunInfo
 from ..stats.sample_weights import is_weighted
+from .case_scores import case_scores
 from .paired_stopping import BaselinePairing, paired_tracks
+from .run_view import stopping_of_run
 
 __all__ = ["stop_order", "StopState", "stop_state", "run_stop_state", "case_values", "stopping_of"]
 
@@ -42,7 +44,7 @@ def stop_order(case_ids: Sequence[str], seed: int) -> list[str]:
 
 def stopping_of(info: RunInfo) -> dict[str, Any] | None:
     """The run's stopping record (run.json `stopping`), or None for a run that asks every case."""
-    return info.stopping if isinstance(info.stopping, dict) and isinstance(info.stopping.get("order"), list) else None
+    return info.stopping if stopping_of_run(info).order is not None else None
 
 
 def case_values(metric: str, record: CaseRecord, scores: Mapping[str, Any]) -> list[float] | None:
@@ -54,14 +56,16 @@ def case_values(metric: str, record: CaseRecord, scores: Mapping[str, Any]) -> l
     if metric == "forbidden_rate":
         if not answered(record):
             return []
-        found = scores.get("forbidden", {})
-        return None if found.get("unknown") else [1.0 if found.get("hit") else 0.0]
+        found = case_scores(dict(scores)).forbidden
+        if found is None:
+            return [0.0]
+        return None if found.unknown else [1.0 if found.hit else 0.0]
     key = "answer" if metric == "accuracy" else "format"
-    if key not in scores:
+    got = case_scores(dict(scores)).part(key)
+    if got is None:
         has_check = bool(record.answer) if key == "answer" else bool(record.format)
         return [0.0] if not answered(record) and has_check else []
-    got = scores[key]
-    return None if got.get("unknown") else [1.0 if got.get("passed") else 0.0]
+    return None if got.unknown else [1.0 if got.passed else 0.0]
 
 
 @dataclass(frozen=True)
@@ -175,10 +179,10 @@ def run_stop_state(info: RunInfo, criteria: Sequence[Any], records: Mapping[str,
     `baseline`: the rubric's baseline run paired case by case (`gate.paired_stopping.baseline_pairing`), whose
     rows are decided as they come where they can be; `ledger`: the run's attempts ledger
     (`record.ledger.read_ledger`)."""
-    stopping = stopping_of(info)
-    assert stopping is not None, "run_stop_state is for a run that stops when decided"
+    order = stopping_of_run(info).order
+    assert order is not None, "run_stop_state is for a run that stops when decided"
     load_phase = "load" in (info.phases or []) or info.load_phase is not None
-    return stop_state(criteria, [str(i) for i in stopping["order"]], records, scores_of,
+    return stop_state(criteria, [str(i) for i in order], records, scores_of,
                       repeated=bool(info.repeats), load_phase=load_phase,
                       ledger=sum(len(line.outcomes) for line in ledger if line.phase == "quality"), baseline=baseline)
 

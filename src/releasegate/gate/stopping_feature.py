@@ -11,11 +11,13 @@ from typing import Any
 
 from ..decision.criterion import CriterionResult
 from ..decision.stopping import decide_stopped
+from ..scorers import score_records
 from .budget_report import budget_rows, budget_section
 from .confidence_sequences import confidence_sequences
 from .context import GateContext
 from .feature import GateFeature
 from .paired_stopping import baseline_pairing
+from .run_view import stopping_of_run
 from .stopping import StopState, run_stop_state, stopping_of
 
 __all__ = ["FEATURE", "stop_state_of"]
@@ -59,15 +61,31 @@ def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     saved = state.planned - state.asked
     rows = [{"label": "cases asked", "value": f"{state.asked} of {state.planned} (in the seed's random order)"},
             {"label": "cases saved", "value": f"{saved} ({saved / state.planned:.0%})" if state.planned else "0"}]
-    if (ctx.info.stopping or {}).get("when_decided") is False:  # a budget's order: only a cap stops it
+    if stopping_of_run(ctx.info).when_decided is False:  # a budget's order: only a cap stops it
         return {"title": "Budget", "rows": rows[:1] + budget_rows(ctx, stop_state_of)}
     for name, found in state.decided.items():
         if found.verdict is not None:
             at = state.tracks[name].case_at(found.at or 0)
             rows.append({"label": name, "value": f"{found.verdict}, decided at case {at} (anytime-valid)"})
-    for name, why in state.kept_going():
+    kept = state.kept_going()
+    if not kept and state.asked == state.planned and state.planned and ctx.inputs.verdicts:
+        kept = _held_for_verdicts(ctx, state)
+    for name, why in kept:
         rows.append({"label": name, "value": f"kept the run going: {why}"})
     return {"title": "Stopping when decided", "rows": rows + budget_rows(ctx, stop_state_of)}
+
+
+def _held_for_verdicts(ctx: GateContext, state: StopState) -> list[tuple[str, str]]:
+    """A run that asked every case, though the gate decides each criterion before the end: what the run saw while
+    it asked, its cases scored without the judge's and guards' verdicts (they come after the cases, `run.stop_watch`);
+    each criterion undecided that way is what kept it going."""
+    by_id = {r.case_id: r for r in ctx.records}
+    unjudged = score_records(ctx.records, ctx.rubric.forbidden, None)
+    asking = run_stop_state(ctx.info, ctx.criteria, by_id, lambda r: unjudged.get(r.case_id, {}),
+                            baseline=baseline_pairing(ctx.rubric, ctx.info, ctx.baseline_run, None),
+                            ledger=ctx.inputs.ledger)
+    return [(name, "decided only with the judge's or guards' verdicts, which come after the cases")
+            for name in state.decided if name in asking.decided and asking.decided[name].verdict is None]
 
 
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:

@@ -23,67 +23,89 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..decision.criterion import CriterionResult
 from ..record.evidence import answered
 from ..record.metrics import MetricValue, select
 from ..record.records import CaseRecord
 from ..record.tool_metrics import TOOL_METRICS
 from ..stats.intervals import wilson_bounds
+from .case_scores import ToolsScore, case_scores
 from .context import GateContext
 from .feature import FeatureMetric, GateFeature, MetricQuery
 
 __all__ = ["FEATURE", "tool_rate"]
 
 
-def _turns(r: CaseRecord) -> list[dict[str, Any]]:
-    return (r.tools or {}).get("turns") or []
+class ScriptedTurn(BaseModel):
+    """One scripted turn of a tool case (`tools.turns` of its suite): the call it wants ('required', 'forbidden',
+    ...), the calls it must match and in what order, the tools it must not call."""
+
+    model_config = ConfigDict(extra="allow")
+
+    call: str | None = None
+    calls: list[Any] | None = None
+    order: str | None = "any"
+    forbidden_tools: list[Any] | None = None
 
 
-def _asked(r: CaseRecord, score: dict[str, Any] | None) -> list[dict[str, Any]]:
+class _Script(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    turns: list[ScriptedTurn] | None = None
+
+
+Turns = list[ScriptedTurn]
+
+
+def _turns(r: CaseRecord) -> Turns:
+    return _Script.model_validate(r.tools or {}).turns or []
+
+
+def _asked(r: CaseRecord, score: ToolsScore | None) -> Turns:
     """The scripted turns the answer was asked (its score has one entry per turn asked; none without a score)."""
-    return _turns(r)[:len((score or {}).get("turns") or [])]
+    return _turns(r)[:len((score.turns if score else None) or [])]
 
 
-def _wants(turns: list[dict[str, Any]], *calls: str) -> bool:
-    return any(t.get("call") in calls for t in turns)
+def _wants(turns: Turns, *calls: str) -> bool:
+    return any(t.call in calls for t in turns)
 
 
-def _ordered(turns: list[dict[str, Any]]) -> bool:
-    return any(t.get("calls") and t.get("order", "any") != "any" for t in turns)
+def _ordered(turns: Turns) -> bool:
+    return any(t.calls and t.order != "any" for t in turns)
 
-
-Turns = list[dict[str, Any]]
-
-# metric -> (which records it counts, by their turns, which score key says a hit, whether a failed request counts
-# as a miss: those read every scripted turn, the others only the turns asked)
-_RULES: dict[str, tuple[Callable[[Turns], bool], str, bool]] = {
-    "tool_call_accuracy": (lambda turns: True, "passed", True),
-    "tool_trigger_rate": (lambda turns: _wants(turns, "required", "forbidden"), "trigger", False),
-    "tool_miss_rate": (lambda turns: _wants(turns, "required"), "missed", False),
-    "tool_unwanted_rate": (lambda turns: _wants(turns, "forbidden"), "unwanted", False),
-    "tool_args_json_rate": (lambda turns: True, "json", False),
-    "tool_args_schema_rate": (lambda turns: True, "schema", False),
-    "tool_match_rate": (lambda turns: any(t.get("calls") for t in turns), "match", True),
-    "tool_sequence_rate": (_ordered, "sequence", True),
-    "tool_forbidden_call_rate": (lambda turns: any(t.get("forbidden_tools") for t in turns), "forbidden_called", False),
+# metric -> (which records it counts, by their turns, which check of its tool score says a hit, whether a failed
+# request counts as a miss: those read every scripted turn, the others only the turns asked)
+_RULES: dict[str, tuple[Callable[[Turns], bool], Callable[[ToolsScore], bool | None], bool]] = {
+    "tool_call_accuracy": (lambda turns: True, lambda s: s.passed, True),
+    "tool_trigger_rate": (lambda turns: _wants(turns, "required", "forbidden"), lambda s: s.trigger, False),
+    "tool_miss_rate": (lambda turns: _wants(turns, "required"), lambda s: s.missed, False),
+    "tool_unwanted_rate": (lambda turns: _wants(turns, "forbidden"), lambda s: s.unwanted, False),
+    "tool_args_json_rate": (lambda turns: True, lambda s: s.json_args, False),
+    "tool_args_schema_rate": (lambda turns: True, lambda s: s.schema_args, False),
+    "tool_match_rate": (lambda turns: any(t.calls for t in turns), lambda s: s.match, True),
+    "tool_sequence_rate": (_ordered, lambda s: s.sequence, True),
+    "tool_forbidden_call_rate": (lambda turns: any(t.forbidden_tools for t in turns), lambda s: s.forbidden_called,
+                                 False),
 }
 _CALLS_MADE = ("tool_args_json_rate", "tool_args_schema_rate")
 
 
 def tool_rate(name: str, records: list[CaseRecord], scores: dict[str, dict[str, Any]], confidence: float = 0.95) -> MetricValue:
     """One tool-call metric over `records` (see the module docstring)."""
-    counts, key, failed_counts = _RULES[name]
+    counts, hit, failed_counts = _RULES[name]
     hits, n = 0, 0
     for r in records:
         if not r.tools:
             continue
         done = answered(r)
-        score = (scores.get(r.case_id) or {}).get("tools")
+        score = case_scores(scores.get(r.case_id)).tools
         turns = _turns(r) if failed_counts else _asked(r, score)
         if not counts(turns) or not (done or failed_counts) or (name in _CALLS_MADE and not any(r.tool_calls or ())):
             continue
         n += 1
-        hits += bool((score or {}).get(key)) if done else 0
+        hits += bool(score is not None and hit(score)) if done else 0
     if not n:
         return MetricValue(None, 0, note="no tool case this metric applies to")
     return MetricValue(hits / n, n, wilson_bounds(hits, n, confidence), confidence=confidence)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
-from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts, two_phase_n
+from ..stats.sample_weights import Strata, case_weights, kish_n, source_of, stratum_counts, two_phase_n
 from .case_scores import AnswerScore, JudgeVerdict, case_scores, scores_of
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def judge_grade(verdict: JudgeVerdict) -> str:
 
 
 def judged_cases(chosen: list[CaseRecord], scores: dict[str, Any], labelled: dict[str, bool], cells: dict[str, str],
-                 strata: dict[str, Any] | None = None) -> tuple[list[_Judged], float]:
+                 strata: Strata | None = None) -> tuple[list[_Judged], float]:
     """The cases of `chosen` the judge graded, each with its sampling cell and what the reviewers said of it
     (`labelled`: case id -> True / False), and how many of the others passed their automatic score. With
     `strata` (`sample_weights.stratum_counts`), each case weighs the source rows it stands for, and so do the
@@ -161,7 +161,7 @@ def design_rate(judged: list[_Judged], fixed: float, n: float, confidence: float
 
 
 def corrected_accuracy(chosen: list[CaseRecord], scores: dict[str, Any], approved: dict[str, bool], cells: dict[str, str],
-                       confidence: float, strata: dict[str, Any] | None = None,
+                       confidence: float, strata: Strata | None = None,
                        replies: dict[str, list[tuple[Any, ...]]] | None = None) -> MetricValue:
     """Reviewer-corrected accuracy of `chosen` (the criterion's records): a case the judge graded counts as the
     approval of its post-stratum, any other as its automatic score. `approved`: case id -> the reviewers' label

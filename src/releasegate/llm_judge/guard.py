@@ -19,13 +19,13 @@ from ..backends import Generation, Request, create_backend
 from ..errors import ErrorKind, InputError, judge_kind
 from ..inputs.guard_settings import GuardSettings, TemplateFailed, Unparseable, guard_prompt, parse_guard_reply
 from ..record.evidence import answered
-from ..record.judge_journal import JudgeTokens, Judgment, judgment_key, read_judgments
+from ..record.judge_journal import Judgment, judgment_key, read_judgments
 from ..record.records import CaseRecord, RunDir
 from ..record.review_outcome import output_hash
 from ..run.draws import DRAWS
 from ..run.manifest import MANIFEST, read_manifest
 from ..scorers.forbidden import guard_names
-from .stage import _open_cache, ask_in_batches, grader_fingerprint, judge_manifest, model_inputs
+from .stage import _open_cache, ask_in_batches, grader_fingerprint, grader_tokens, judge_manifest, model_inputs
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -153,7 +153,7 @@ def _judgment(settings: GuardSettings, fingerprint: str, record: CaseRecord, pol
               cached: bool) -> Judgment:
     base: dict[str, Any] = {"case_id": record.case_id, "criterion": guard_question(settings.name, policy), "judge": fingerprint,
             "output_hash": output_hash(record.output), "cached": cached,
-            "tokens": JudgeTokens(input=gen.tokens.input, output=gen.tokens.output),
+            "tokens": grader_tokens(gen),
             "attempts": max(1, gen.timing.attempts),
             "latency_ms": None if cached else gen.timing.e2e_ms}
     if gen.error is not None or gen.text is None:

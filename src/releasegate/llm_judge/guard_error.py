@@ -41,7 +41,7 @@ from ..record.metrics import MetricValue
 from ..record.review_labels import reviewer_key
 from ..record.review_outcome import output_hash
 from ..stats.intervals import wilson_bounds
-from ..stats.sample_weights import case_weights, kish_n, source_of, stratum_counts
+from ..stats.sample_weights import Strata, case_weights, kish_n, source_of, stratum_counts
 from .case_scores import ForbiddenScore, scores_of
 from .correction import _Judged, design_rate
 
@@ -128,7 +128,7 @@ def guard_errors(records: list[CaseRecord], scores: dict[str, Any], labels: dict
 
 
 def corrected_forbidden(chosen: list[CaseRecord], scores: dict[str, Any], labels: dict[str, list[str]], cells: dict[str, str],
-                        guards: list[str], confidence: float, strata: dict[str, Any] | None = None,
+                        guards: list[str], confidence: float, strata: Strata | None = None,
                         replies: dict[str, list[tuple[Any, ...]]] | None = None) -> MetricValue:
     """The forbidden rate of `chosen` as the reviewers would have judged it (the module docstring's formula).
     Cases of a weighted sample weigh the source rows they stand for (`strata`: the run's cases per stratum; by

@@ -18,7 +18,7 @@ from ..record.review_cover import UNLABELLED_FORBIDDEN, DrawnRow, blank_cases, c
 from ..record.review_outcome import automatic_outcome, output_hash
 from ..review.sampler import sampling_cells
 from ..scorers.forbidden import guard_names
-from ..stats.sample_weights import stratum_counts
+from ..stats.sample_weights import Strata, stratum_counts
 from .guard_error import corrected_forbidden, forbidden_labels, guard_errors, output_labels
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class GuardView:
     cells: dict[str, str]
     guards: tuple[str, ...]
     calibration: tuple[GuardCalibration, ...]
-    strata: dict[str, Any]
+    strata: Strata
     replies: dict[str, list[tuple[Any, ...]]] | None = None
 
     @property

@@ -285,11 +285,18 @@ class _JudgmentBase(TypedDict):
     baseline_hash: str | None
 
 
+def grader_tokens(gen: Generation) -> JudgeTokens:
+    """A grader's token counts as journaled: an output counted one a streamed chunk (no usage, no tokenizer) is a
+    guess, not a count, so it is left out and the grader's bill (`pipeline.grader_spend`) takes its worst case."""
+    output = gen.tokens.output if gen.tokens.source != "chunks" else None
+    return JudgeTokens(input=gen.tokens.input, output=output)
+
+
 def _judgment(ask: _Ask, fingerprint: str, gen: Generation, *, cached: bool) -> Judgment:
     record, criterion = ask.record, ask.criterion
     base = _JudgmentBase(case_id=record.case_id, criterion=criterion.name, judge=fingerprint,
                 output_hash=output_hash(record.output), scale=criterion.scale, pass_mark=criterion.pass_mark,
-                tokens=JudgeTokens(input=gen.tokens.input, output=gen.tokens.output), cached=cached,
+                tokens=grader_tokens(gen), cached=cached,
                 attempts=max(1, gen.timing.attempts),
                 latency_ms=None if cached else gen.timing.e2e_ms, order=ask.order,
                 baseline_hash=output_hash(ask.baseline_output) if ask.order else None)

@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..border.files import hash_once, is_dir, is_file, read_capped, sha256_file
 from ..border.model_digest import model_files, root_digest
 from ..border.outputs import check_output_path, write_output_file
@@ -27,6 +29,18 @@ from ..errors import InputError, ReleaseRefused
 from ..record.decision_evidence import AttestationEvidence
 from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
+from ..record.signed_statement import (
+    Predicate,
+    SignedOverride,
+    SignedRubric,
+    SignedRun,
+    Statement,
+    StatementHead,
+    criteria_of,
+    subjects_of,
+    weights_of,
+)
+from ..record.stored_manifest import InputEntry, ManifestFiles, Seal, typed_inputs, typed_parts
 from .attest_test_result import disagreement, in_toto_problem, make_test_result, sibling
 from .dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, verified_by
 from .release_check import releasable_run
@@ -46,41 +60,33 @@ MAX_SUBJECTS = 100_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    subjects = []
-    for entry in manifest.get("inputs", []):
-        role, sha = str(entry.get("role", "")), entry.get("sha256")
-        if role.split(":", 1)[0] not in SHIPPED_ROLES or not isinstance(sha, str) or \
-                str(entry.get("path")).endswith(EMBEDDED_TEMPLATE):
-            continue  # a chat template kept inside tokenizer_config.json is covered by that file's digest
-        subjects.append({"name": str(entry.get("name") or entry.get("path")), "digest": {"sha256": sha}})
-    return subjects
+def _subjects(manifest: ManifestFiles) -> list[dict[str, Any]]:
+    return [{"name": e.shown_name, "digest": {"sha256": e.sha256}} for e in manifest.inputs
+            if e.owner in SHIPPED_ROLES and e.sha256 is not None and not e.path.endswith(EMBEDDED_TEMPLATE)]
+    # a chat template kept inside tokenizer_config.json is covered by that file's digest
 
 
-def _carries_weights(entry: dict[str, Any]) -> bool:
+def _carries_weights(entry: InputEntry) -> bool:
     """A manifest input that is model weights which ship (a tokenizer or a config alone binds no model)."""
-    role = str(entry.get("role", ""))
-    return role.split(":", 1)[0] in SHIPPED_ROLES and (role.endswith(":weights") or role == "gguf") and \
-        isinstance(entry.get("sha256"), str)
+    return entry.owner in SHIPPED_ROLES and (entry.role.endswith(":weights") or entry.role == "gguf") and \
+        entry.sha256 is not None
 
 
-def _weights(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def _weights(manifest: ManifestFiles) -> list[dict[str, Any]]:
     """Every weights file the run loaded (base, adapter or merged, GGUF, draft), as a subject is named: a deploy
     must give each of them (`verify_attestation`)."""
-    return [{"name": str(e.get("name") or e.get("path")), "sha256": e["sha256"]}
-            for e in manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)]
+    return [{"name": e.shown_name, "sha256": e.sha256} for e in manifest.inputs if _carries_weights(e)]
 
 
-def _served(manifest: dict[str, Any]) -> dict[str, Any] | None:
+def _served(manifest: ManifestFiles) -> dict[str, Any] | None:
     """How the files a server loaded were known: 'observed' (releasegate's launcher handed them to the server it
     started and hashed them) or 'declared' (`target.served_files`, a server started elsewhere), with their
     subject names; None when the run names none."""
-    entries = [e for e in manifest.get("inputs", []) if isinstance(e, dict)
-               and str(e.get("role", "")).split(":", 1)[0] == "served" and isinstance(e.get("sha256"), str)]
+    entries = [e for e in manifest.inputs if e.owner == "served" and e.sha256 is not None]
     if not entries:
         return None
-    how = sorted({str(e.get("served") or "declared") for e in entries})
-    return {"as": how[0] if len(how) == 1 else "mixed", "files": [str(e.get("name") or e.get("path")) for e in entries]}
+    how = sorted({e.served or "declared" for e in entries})
+    return {"as": how[0] if len(how) == 1 else "mixed", "files": [e.shown_name for e in entries]}
 
 
 def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest: dict[str, Any],
@@ -90,57 +96,69 @@ def statement_for(run_path: Path, report: GateReport | dict[str, Any], manifest:
     info = RunDir(run_path).read_info()
     binding = binding if binding is not None else binding_of(Path(run_path), manifest)
     typed = as_report(report, source=run_path / "report.json")
+    stored = typed_parts(manifest, run_path / "manifest.json")
     review = {name: {k: row.model_dump(mode="json").get(k) for k in ("required", "status", "reviewed", "approved",
                                                                      "rejected", "approval")}
               for name, row in typed.review_rows.items()}
-    sealed = manifest.get("sealed") or {}
     criteria = [c.model_dump(mode="json", exclude_unset=True) for c in typed.criteria]
     obligations = typed.obligations.model_dump(mode="json", exclude_unset=True) if typed.obligations else None
+    directories = _directory_subjects(stored)
     predicate = {
         "verdict": typed.verdict, "verdict_reason": typed.verdict_reason,
         "run": {"run_id": info.run_id, "created_at": info.created_at, "finished_at": info.finished_at,
-                "target": info.target, "backend": info.backend,
-                "target_fingerprint": (manifest.get("target") or {}).get("fingerprint")},
+                "target": info.target, "backend": info.backend, "target_fingerprint": stored.target.fingerprint if stored.target else None},
         "rubric": {"name": typed.rubric, "sha256": typed.judged_by.snapshot_sha256 if typed.judged_by else None,
                    **binding.as_record()},
-        "weights": _weights(manifest),
-        "served_files": _served(manifest),
+        "weights": _weights(stored),
+        "served_files": _served(stored),
         "criteria": [{k: c[k] for k in ("name", "metric", "op", "threshold", "value", "bounds", "confidence", "n",
                                         "verdict", "origin") if k in c} for c in criteria],
-        "review": {"obligations": obligations, "slices": review,
-                   "labels_sha256": (sealed.get("files", {}).get("reviews.jsonl") or {}).get("sha256")},
-        "seal": {"files": sealed.get("files"), "at": sealed.get("at"), "by": sealed.get("by"),
-                 "complete": sealed.get("complete")},
-        "packages": manifest.get("packages"), "attested_at": now(),
+        "review": {"obligations": obligations, "slices": review, "labels_sha256": _labels_sha256(stored.sealed)},
+        "seal": _seal_facts(stored.sealed),
+        "packages": stored.packages, "attested_at": now(),
+        "directories": [{"name": name, "sha256": digest} for name, digest in directories],
     }
-    directories = _directory_subjects(manifest)
-    predicate["directories"] = [{"name": d["name"], "sha256": d["digest"]["sha256"]} for d in directories]
-    return {"_type": STATEMENT_TYPE, "subject": _subjects(manifest) + directories, "predicateType": PREDICATE_TYPE,
+    subjects = _subjects(stored) + [{"name": name, "digest": {"sha256": digest}} for name, digest in directories]
+    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE,
             "predicate": predicate}
 
 
-def _directory_subjects(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def _labels_sha256(sealed: Seal | None) -> str | None:
+    """The sha256 the seal gives the review labels (reviews.jsonl), if it names them."""
+    labels = sealed.files.get("reviews.jsonl") if sealed is not None else None
+    return labels.sha256 if labels is not None else None
+
+
+def _seal_facts(sealed: Seal | None) -> dict[str, Any]:
+    """The run's seal as the statement carries it: its files as the manifest holds them, when and by whom."""
+    if sealed is None:
+        return {"files": None, "at": None, "by": None, "complete": None}
+    return {"files": {name: f.model_dump(mode="json", exclude_unset=True) for name, f in sealed.files.items()},
+            "at": sealed.at, "by": sealed.by, "complete": sealed.complete}
+
+
+def _directory_subjects(manifest: ManifestFiles) -> list[tuple[str, str]]:
     """Each shipped model directory (base, adapter, merged, draft) as one more subject, `<role>/`, whose digest is
     the one OpenSSF model-signing computes for it (`border.model_digest`), so `model_signing verify` at deploy
     and `verify-attestation` agree on the bytes. Its files are hashed now: one the run hashed that differs (or
     is gone), or a directory whose digest is not the one the run recorded (a file added since), is refused, as a
     model changed since the run."""
     out = []
-    for entry in manifest.get("directories") or []:
-        owner = str(entry.get("role")) if isinstance(entry, dict) else ""
-        if owner not in SHIPPED_ROLES or not is_dir(Path(str(entry.get("path")))):
+    for entry in manifest.directories:
+        owner = entry.role
+        if owner not in SHIPPED_ROLES or not is_dir(Path(entry.path)):
             continue
-        files = model_files(Path(entry["path"]), allow_symlinks=True)  # a hub snapshot links to its blobs
-        for e in manifest.get("inputs", []):
-            name = str(e.get("name", ""))
-            if name.startswith(f"{owner}/") and not name.endswith(EMBEDDED_TEMPLATE) and isinstance(
-                    e.get("sha256"), str) and files.get(name[len(owner) + 1:]) != e["sha256"]:
+        files = model_files(Path(entry.path), allow_symlinks=True)  # a hub snapshot links to its blobs
+        for e in manifest.inputs:
+            name = e.name or ""
+            if name.startswith(f"{owner}/") and not name.endswith(EMBEDDED_TEMPLATE) and e.sha256 is not None \
+                    and files.get(name[len(owner) + 1:]) != e.sha256:
                 raise ReleaseRefused(f"{name} changed since the run hashed it: attest a run of the model as it is")
         digest = root_digest(files)
-        if isinstance(entry.get("signing_sha256"), str) and entry["signing_sha256"] != digest:
-            raise ReleaseRefused(f"{owner}/ ({entry['path']}) holds other files than when the run read it (a file "
+        if entry.signing_sha256 is not None and entry.signing_sha256 != digest:
+            raise ReleaseRefused(f"{owner}/ ({entry.path}) holds other files than when the run read it (a file "
                                  "added, a hidden one included): attest a run of the model as it is")
-        out.append({"name": f"{owner}/", "digest": {"sha256": digest}})
+        out.append((f"{owner}/", digest))
     return out
 
 
@@ -150,7 +168,7 @@ def attest_run(run_dir: Path, key: Path, output: Path | None, *, force: bool) ->
     with hash_once():  # each model file read once: verified unchanged, then its directory's digest
         run = releasable_run(run_dir)
         statement = statement_for(run.path, run.report, run.manifest, run.binding)
-    if not any(_carries_weights(e) for e in run.manifest.get("inputs", [])):
+    if not any(_carries_weights(e) for e in typed_inputs(run.manifest, run.path / "manifest.json")):
         raise ReleaseRefused(f"{run.path} hashed no model weights (an endpoint's model is not visible to "
                              "releasegate): an attestation would not bind the model that answered; list the "
                              "files its server loads in target.served_files and run check again")
@@ -183,36 +201,33 @@ def verify_attestation(file: Path, public_keys: Path | list[Path], artifacts: li
     if unreadable:
         raise ReleaseRefused(f"{file}: not an attestation ({unreadable})")
     signature, payload, keyid = verified_by(envelope, keys)
-    statement, statement_problem = _statement(payload) if payload is not None else (None, None)
-    agreed, test_result = _test_result(test_result, file, keys, statement, payload)
-    subjects = {(s["name"], s["digest"]["sha256"]) for s in (statement or {}).get("subject", [])}
-    looked = [(str(a), *_artifact_problem(a, subjects)) for a in artifacts] if statement else []
+    signed, statement_problem = _statement(payload) if payload is not None else (None, None)
+    agreed, test_result = _test_result(test_result, file, keys, signed, payload)
+    statement = Statement.model_validate(signed) if signed is not None else None
+    subjects = {(s.name, s.digest.sha256) for s in statement.subject} if statement is not None else set()
+    looked = [(str(a), *_artifact_problem(a, subjects)) for a in artifacts] if statement is not None else []
     checked = tuple((path, problem) for path, problem, _ in looked)
-    predicate = (statement or {}).get("predicate") or {}
-    verdict = predicate.get("verdict")
-    criteria = predicate.get("criteria")
-    signed_rubric = predicate.get("rubric")
-    rubric: dict[str, Any] = signed_rubric if isinstance(signed_rubric, dict) else {}
-    effective = rubric.get("effective_sha256")
+    predicate = statement.predicate if statement is not None else Predicate(run=SignedRun(), rubric=SignedRubric())
+    verdict, effective = predicate.verdict, predicate.rubric.effective_sha256
     decided = decide_attestation(AttestationEvidence(
         signature, statement_problem, verdict if isinstance(verdict, str) else None, checked,
-        tuple(c["verdict"] if isinstance(c, dict) and isinstance(c.get("verdict"), str) else "?"
-              for c in (criteria if isinstance(criteria, list) else [])),
-        weights_not_given=_weights_not_given(predicate.get("weights"),
+        tuple(c.verdict if c is not None and isinstance(c.verdict, str) else "?"
+              for c in criteria_of(predicate.criteria)),
+        weights_not_given=_weights_not_given(predicate.weights,
                                              {d for _, p, found in looked if p is None for d in found}),
         required_rubrics=required, rubric_sha256=effective if isinstance(effective, str) else None,
-        judging_overrides=_judging_overrides(rubric.get("overrides")), test_result_problem=agreed))
+        judging_overrides=_judging_overrides(predicate.rubric.overrides), test_result_problem=agreed))
     if not decided.allowed:
         raise ReleaseRefused(f"{file}: {decided.reason}")
     assert statement is not None  # a good signature over a statement
     # what a signed statement says of its run is shown as it is: a key missing is shown as null, never a crash
-    return {"attestation": str(file), "reason": decided.reason, "run_id": predicate["run"].get("run_id"),
+    return {"attestation": str(file), "reason": decided.reason, "run_id": predicate.run.run_id,
             "key_id": keyid, "test_result": None if test_result is None else str(test_result),
-            "rubric_sha256": predicate["rubric"].get("sha256"),
-            "effective_rubric_sha256": predicate["rubric"].get("effective_sha256"), "verdict": verdict,
+            "rubric_sha256": predicate.rubric.sha256,
+            "effective_rubric_sha256": predicate.rubric.effective_sha256, "verdict": verdict,
             "artifacts": [{"path": p, "sha256_matches": True} for p, _ in checked],
-            "served_files": predicate.get("served_files"),
-            "subjects": len(statement["subject"])}
+            "served_files": predicate.served_files,
+            "subjects": len(statement.subject)}
 
 
 def _public_keys(paths: Path | list[Path]) -> list[Any]:
@@ -260,19 +275,17 @@ def _statement(payload: bytes) -> tuple[dict[str, Any] | None, str | None]:
         statement = json_loads(payload, unique_keys=True)
     except (ValueError, RecursionError) as exc:
         return None, f"the payload is not JSON ({str(exc)[:80]})"
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+    head = StatementHead.model_validate(statement) if isinstance(statement, dict) else None
+    if head is None or head.type != STATEMENT_TYPE:
         return None, f"not an in-toto Statement v1 ({STATEMENT_TYPE})"
-    if statement.get("predicateType") != PREDICATE_TYPE:
+    if head.predicate_type != PREDICATE_TYPE:
         return None, f"predicateType is not {PREDICATE_TYPE}"
-    subjects = statement.get("subject")
-    if not isinstance(subjects, list) or not 0 < len(subjects) <= MAX_SUBJECTS or not all(
-            isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("digest"), dict)
-            and isinstance(s["digest"].get("sha256"), str) and _SHA256.fullmatch(s["digest"]["sha256"])
-            for s in subjects):
+    subjects = subjects_of(head.subject)
+    if subjects is None or not 0 < len(subjects) <= MAX_SUBJECTS:
         return None, "its subjects are not files with sha256 digests"
-    predicate = statement.get("predicate")
-    if not isinstance(predicate, dict) or not isinstance(predicate.get("run"), dict) or \
-            not isinstance(predicate.get("rubric"), dict):
+    try:
+        Predicate.model_validate(head.predicate)
+    except ValidationError:
         return None, "its predicate is not a releasegate gate verdict"
     problem = in_toto_problem(statement)
     return (None, problem) if problem else (statement, None)
@@ -290,11 +303,10 @@ def _required_rubric(text: str) -> str:
 def _weights_not_given(weights: object, given: set[str | None]) -> tuple[str, ...] | None:
     """The attested weights files (`statement_for`'s `weights`) whose bytes no good artifact carries; None when
     the statement does not list them as releasegate writes them."""
-    if not isinstance(weights, list) or not weights or not all(
-            isinstance(w, dict) and isinstance(w.get("name"), str) and isinstance(w.get("sha256"), str)
-            for w in weights):
+    listed = weights_of(weights)
+    if not listed:
         return None
-    return tuple(w["name"] for w in weights if w["sha256"] not in given)
+    return tuple(w.name for w in listed if w.sha256 not in given)
 
 
 def _judging_overrides(overrides: object) -> tuple[str, ...]:
@@ -304,8 +316,9 @@ def _judging_overrides(overrides: object) -> tuple[str, ...]:
         return ()
     if not isinstance(overrides, list):
         return ("overrides it does not list",)
-    return tuple(f"{o.get('key')} (set by {o.get('by')})"[:200] if isinstance(o, dict) else "an unreadable override"
-                 for o in overrides if not isinstance(o, dict) or o.get("judges") is not False)
+    read = [SignedOverride.model_validate(o) if isinstance(o, dict) else None for o in overrides]
+    return tuple(f"{o.key} (set by {o.by})"[:200] if o is not None else "an unreadable override"
+                 for o in read if o is None or o.judges is not False)
 
 
 def _artifact_problem(path: Path, subjects: set[tuple[str, str]]) -> tuple[str | None, frozenset[str]]:

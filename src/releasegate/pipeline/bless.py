@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..gate.blessed_baseline import blessed_standing, suite_key
 from ..record.blessings import Blessing, append_blessing, blessed, blessings, check_name, evidence_digest
 from ..record.records import RunDir
+from ..record.stored_manifest import ManifestShape
 from ..text import UNSAFE, valid_text
 from .release_check import releasable_run
 
@@ -29,14 +30,15 @@ def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> t
     info = RunDir(run.path).read_info()
     reports = run.path.resolve().parent
     before = [b for b in blessings(reports) if b.name == name]
-    suites = {suite_key(e["path"], reports): e["sha256"] for e in run.manifest.get("inputs", [])
-              if e.get("role") == "suite" and isinstance(e.get("sha256"), str)}
+    manifest = ManifestShape.model_validate(run.manifest)  # verified: of the shape releasegate writes
+    suites = {suite_key(e.path, reports): e.sha256 for e in manifest.inputs
+              if e.role == "suite" and isinstance(e.sha256, str)}
     blessing = Blessing(
         name=name, run=run.path.resolve().name, run_id=info.run_id, run_created_at=info.created_at, blessed_at=now(),
         by=by or env_text("USER") or env_text("LOGNAME") or "unknown", reason=reason, verdict=run.report.verdict,
         rubric_sha256=run.report.judged_by.snapshot_sha256 if run.report.judged_by else None,
         evidence_sha256=evidence_digest(run.manifest),
-        packages={k: str(v) for k, v in (run.manifest.get("packages") or {}).items()}, suites=suites,
+        packages={k: str(v) for k, v in manifest.packages.items()}, suites=suites,
         rubric=run.binding.as_record())
     append_blessing(reports, blessing)
     return blessing, (before[-1] if before else None)

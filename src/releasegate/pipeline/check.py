@@ -40,7 +40,7 @@ from ..llm_judge.stage import judge_stage
 from ..record.evidence import failure
 from ..record.gate_report import GateReport
 from ..record.judge_verdicts import run_verdicts
-from ..record.records import RunDir, RunInfo
+from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, guard_seal, seal, sealed_snapshot
 from ..record.stage_timing import Timing
@@ -191,12 +191,24 @@ class _SlowFinalizer:
         time.sleep(0.005)
 
 
+def _recorded(run: RunDir, cases: list[Case]) -> dict[str, CaseRecord]:
+    """The journal's latest record of each case, for a resume; a record of a case the run's suites do not have
+    (an edited journal, or another run's lines) is refused: counted, it would answer for a case never asked."""
+    done = {r.case_id: r for r in run.read_records(required=False)}
+    strangers = sorted(set(done) - {c.id for c in cases})
+    if strangers:
+        raise InputError(f"records of {len(strangers)} case(s) the run's suites do not have, e.g. {strangers[0]!r}: "
+                         "the journal was edited or holds another run's lines", file=run.records_path,
+                         hint="start a new run; this one's files are kept as they are")
+    return done
+
+
 def _execute(run: RunDir, info: RunInfo, config: Config, rubric: Rubric, cases: list[Case], fingerprint: str, mode: str,
              how: CheckOptions) -> tuple[RunDir, dict[str, Any]]:
     console, progress, allow_pending, use_cache, timing = how.console, how.progress, how.allow_pending, \
         bool(how.use_cache), how.timing
     # a fresh run's journal is empty: only a resumed run has records to keep
-    done = {} if mode == "start" else {r.case_id: r for r in run.read_records(required=False)}
+    done = {} if mode == "start" else _recorded(run, cases)
     # an empty answer is a failed request (`evidence.failure`): --retry-errors sends it again too
     todo = [c for c in cases if c.id not in done or (mode == "retry_errors" and failure(done[c.id]) is not None)]
     load_phase = config.load is not None and info.load_phase is None

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..border.files import journal_lines, open_append, open_regular
 from ..border.structured import json_loads
@@ -28,6 +30,7 @@ from ..inputs.review_policy import ReviewPolicy
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import LabelEdit, read_labels
 from ..record.review_outcome import output_hash
+from ..record.run_parts import GuardsFacts, JudgeFacts
 from ..record.seal import edited_evidence
 from .review_signatures import counted_labels
 
@@ -40,10 +43,34 @@ Vouched = dict[str, dict[tuple[str, str, str, str], LabelEdit]]
 """By source run: (review id, reply hash, label, case hash) of each label it still counts."""
 
 
+class KeptLabel(BaseModel):
+    """A line of grader_labels.jsonl: a label one grader's calibration may reuse (its shape checked on reading:
+    a line of another shape is skipped)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    case_hash: str
+    forbidden: list[str] | None = None
+    grader: str
+    label: Literal["approve", "reject"]
+    output_hash: str
+    review_id: str
+    reviewer: str
+    run: str
+    time: str
+
+    @field_validator("run")
+    @classmethod
+    def _a_run_beside(cls, value: str) -> str:
+        if "/" in value or value in ("", ".", ".."):
+            raise ValueError("not a run directory's name")
+        return value
+
+
 def graders(info: RunInfo) -> list[str]:
     """The fingerprints of the judge and the guards that graded the run."""
-    found = [(info.judge or {}).get("fingerprint")]
-    found += [g.get("fingerprint") for g in (info.guards or {}).values() if isinstance(g, dict)]
+    found = [JudgeFacts.model_validate(info.judge).fingerprint] if info.judge else []
+    found += [g.fingerprint for g in GuardsFacts.model_validate(info.guards or {}).root.values()]
     return [f for f in found if isinstance(f, str) and f]
 
 
@@ -52,13 +79,13 @@ def keep_labels(run_dir: Path, edits: list[LabelEdit]) -> int:
     run = RunDir(run_dir)
     fingerprints = graders(run.read_info())
     cases = _case_hashes(run)
-    rows = [{"grader": g, "output_hash": e.output_hash, "label": e.label, "forbidden": e.forbidden,
-             "reviewer": e.reviewer, "time": e.time, "run": run.path.name, "review_id": e.review_id,
-             "case_hash": cases[e.case_id]}
+    rows = [KeptLabel(
+                grader=g, output_hash=e.output_hash, label=e.label, forbidden=e.forbidden, reviewer=e.reviewer,
+                time=e.time, run=run.path.name, review_id=e.review_id, case_hash=cases[e.case_id])
             for e in edits if e.case_id in cases for g in fingerprints]
     if rows:
         with open_append(run.path.parent / KEPT_FILE, what=KEPT_FILE) as fh:
-            fh.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode("utf-8"))
+            fh.write("".join(json.dumps(r.model_dump(), sort_keys=True) + "\n" for r in rows).encode("utf-8"))
     return len(rows)
 
 
@@ -82,22 +109,22 @@ def reused_labels(run: RunDir, info: RunInfo, policy: ReviewPolicy, records: lis
     vouched: Vouched = {}
     out: dict[tuple[str, str, str], LabelEdit] = {}
     for row in _rows(run.path.parent / KEPT_FILE):
-        key = (row["case_hash"], row["output_hash"])
-        if row["grader"] not in mine or row["run"] == run.path.name or key not in by_hash:
+        key = (row.case_hash, row.output_hash)
+        if row.grader not in mine or row.run == run.path.name or key not in by_hash:
             continue
         source = _vouched(run.path.parent, row, policy, vouched)  # the label as its run holds it, not as the row says
-        if source is None or not (_young(source.time, oldest) and _young(row["time"], oldest)):
+        if source is None or not (_young(source.time, oldest) and _young(row.time, oldest)):
             continue
         for r in by_hash[key]:  # the same case (its hash) and the same reply: another question's reply is another
-            out[(r.case_id, source.reviewer, row["run"])] = _edit(row["run"], source, r)
+            out[(r.case_id, source.reviewer, row.run)] = _edit(row.run, source, r)
     return list(out.values())
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+def _rows(path: Path) -> list[KeptLabel]:
     """The kept rows of the expected shape; a malformed or partial line is skipped, never a crash."""
     if not path.is_file():
         return []
-    rows: list[dict[str, Any]] = []
+    rows: list[KeptLabel] = []
     try:
         with open_regular(path, what=KEPT_FILE, max_bytes=MAX_KEPT_BYTES) as fh:
             for _, raw in journal_lines(fh, path=path, what=KEPT_FILE):
@@ -109,20 +136,11 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _row(raw: bytes) -> dict[str, Any] | None:
+def _row(raw: bytes) -> KeptLabel | None:
     try:
-        row = json_loads(raw)
-    except (ValueError, RecursionError):
+        return KeptLabel.model_validate(json_loads(raw))
+    except (ValueError, RecursionError):  # not JSON, or not a kept label (ValidationError is a ValueError)
         return None
-    text = ("grader", "output_hash", "label", "reviewer", "time", "run", "review_id", "case_hash")
-    if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in text):
-        return None
-    if row["label"] not in ("approve", "reject") or "/" in row["run"] or row["run"] in ("", ".", ".."):
-        return None
-    forbidden = row.get("forbidden")
-    if forbidden is not None and not (isinstance(forbidden, list) and all(isinstance(c, str) for c in forbidden)):
-        return None
-    return row
 
 
 def _run_time(info: RunInfo) -> datetime:
@@ -153,21 +171,21 @@ def _case_hashes(run: RunDir) -> dict[str, str]:
         return {}
 
 
-def _vouched(reports: Path, row: dict[str, Any], policy: ReviewPolicy, cache: Vouched) -> LabelEdit | None:
+def _vouched(reports: Path, row: KeptLabel, policy: ReviewPolicy, cache: Vouched) -> LabelEdit | None:
     """The label its own run still holds for the row (counted under `policy` where it names reviewers), of the
     case its own run asked (the row's case hash is not taken on its word), its latest; None: the run holds no such
     label. Its reviewer, time and forbidden categories are the run's, never the row's: a row edited by hand changes
     nothing it is reused for."""
-    if row["run"] not in cache:
-        source = RunDir(reports / row["run"])
+    if row.run not in cache:
+        source = RunDir(reports / row.run)
         try:  # a run edited since releasegate sealed it vouches for nothing
             edits = [] if edited_evidence(source.path) else counted_labels(source, policy, read_labels(source))
         except ReleasegateError:
             edits = []
         cases = _case_hashes(source) if edits else {}
-        cache[row["run"]] = {(e.review_id, e.output_hash, e.label, cases[e.case_id]): e for e in edits
-                             if e.case_id in cases}
-    return cache[row["run"]].get((row["review_id"], row["output_hash"], row["label"], row["case_hash"]))
+        cache[row.run] = {(e.review_id, e.output_hash, e.label, cases[e.case_id]): e for e in edits
+                          if e.case_id in cases}
+    return cache[row.run].get((row.review_id, row.output_hash, row.label, row.case_hash))
 
 
 def _edit(run: str, source: LabelEdit, record: CaseRecord) -> LabelEdit:

@@ -9,17 +9,21 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..decision.comparison import matrix_decision, quality_row_verdict
 from ..gate.comparability import describe_differences, differences, saved_settings_key
 from ..gate.paired_comparison import compare_records, metric_verdicts
 from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
 from ..record.decided_results import MatrixResult, typed
+from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
 from ..record.stage_timing import Timing
 from .check import new_run_id, run_check
 from .check_options import CheckOptions
 from .served_variants import run_served_variants
+from .server_rows import Number, PairedComparison
 from .variants import VARIANTS, parse_variants, variant_changes, variant_config
 
 __all__ = ["run_matrix", "matrix_rows", "matrix_verdict"]
@@ -52,6 +56,32 @@ def run_matrix(config_path: Path, variants: str | None, options: CheckOptions, *
     RunDir(root).write_json("matrix.json", result)
     return result
 
+class MatrixRow(BaseModel):
+    """A variant against the first (the reference), as matrix.json holds it."""
+
+    variant: str
+    batch_size: int | None
+    verdict: str
+    verdict_reason: str
+    latency_source: dict[str, Any] | None
+    """The load its TTFT / TPOT ratios were measured under."""
+    accuracy: float | None
+    accuracy_delta: Number | None
+    accuracy_p: Number | None
+    quality_verdict: str
+    not_comparable: str | None
+    changed_cases: int
+    identical_share: float | None
+    ttft_ms_p95_ratio: float | None
+    tpot_ms_p95_ratio: float | None
+    e2e_ms_p95_ratio: float | None
+    cost_per_1m_output_tokens_ratio: float | None
+    ttft_ms_p95: float | None
+    tpot_ms_p95: float | None
+    output_tokens_per_s: float | None
+    run: str
+
+
 def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict[str, Any]],
                 forbidden_rules: tuple[ForbiddenRule, ...]) -> list[dict[str, Any]]:
     """One row per variant against the first (the reference)."""
@@ -60,34 +90,32 @@ def matrix_rows(runs: dict[str, RunDir], reports: dict[str, dict[str, Any]],
     ref = runs[ref_name].read_records()
     ref_out = {r.case_id: r.output for r in ref}
     ref_key = _settings(runs[ref_name])
+    ref_report = as_report(reports[ref_name])
     rows = []
     for name in names:
         records = runs[name].read_records()
         comparison = compare_records(ref, records, forbidden_rules)
+        paired = PairedComparison.model_validate(comparison)
         differ, _ = differences(ref_key, _settings(runs[name]))
-        acc = next((r for r in comparison["rows"] if r["metric"] == "accuracy"), None)
+        acc = next((read for _, read in paired.metric_rows() if read.metric == "accuracy"), None)
         same = sum(r.output == ref_out.get(r.case_id) for r in records)
-        metrics, ref_metrics = reports[name]["metrics"], reports[ref_name]["metrics"]
-        rows.append({
-            "variant": name,
-            "batch_size": max((r.timing.batch_size for r in records), default=None),
-            "verdict": reports[name]["verdict"],
-            "verdict_reason": reports[name].get("verdict_reason") or "",
-            "latency_source": reports[name].get("latency_source"),  # the load its TTFT / TPOT ratios were measured under
-            "accuracy": metrics["accuracy"]["value"],
-            "accuracy_delta": acc["delta"] if acc else None,
-            "accuracy_p": acc["p_value"] if acc else None,
-            "quality_verdict": "insufficient" if differ else quality_row_verdict(
-                metric_verdicts(comparison, _QUALITY), comparison["pairs_answered"], comparison["changed_cases"]),
-            "not_comparable": f"differs from the reference in {describe_differences(differ)}" if differ else None,
-            "changed_cases": comparison["changed_cases"],
-            "identical_share": same / len(records) if records else None,
-            **{f"{m}_ratio": _ratio(metrics, ref_metrics, m) for m in ("ttft_ms_p95", "tpot_ms_p95", "e2e_ms_p95", "cost_per_1m_output_tokens")},
-            "ttft_ms_p95": metrics["ttft_ms_p95"]["value"],
-            "tpot_ms_p95": metrics["tpot_ms_p95"]["value"],
-            "output_tokens_per_s": metrics["output_tokens_per_s"]["value"],
-            "run": str(runs[name].path),
-        })
+        report = as_report(reports[name])
+        rows.append(MatrixRow(
+            variant=name, batch_size=max((r.timing.batch_size for r in records), default=None),
+            verdict=report.verdict, verdict_reason=report.verdict_reason,
+            latency_source=report.latency_source.model_dump(exclude_unset=True) if report.latency_source else None,
+            accuracy=_value(report, "accuracy"), accuracy_delta=acc.delta if acc else None,
+            accuracy_p=acc.p_value if acc else None,
+            quality_verdict="insufficient" if differ else quality_row_verdict(
+                metric_verdicts(comparison, _QUALITY), paired.pairs_answered, paired.changed_cases),
+            not_comparable=f"differs from the reference in {describe_differences(differ)}" if differ else None,
+            changed_cases=paired.changed_cases, identical_share=same / len(records) if records else None,
+            ttft_ms_p95_ratio=_ratio(report, ref_report, "ttft_ms_p95"),
+            tpot_ms_p95_ratio=_ratio(report, ref_report, "tpot_ms_p95"),
+            e2e_ms_p95_ratio=_ratio(report, ref_report, "e2e_ms_p95"),
+            cost_per_1m_output_tokens_ratio=_ratio(report, ref_report, "cost_per_1m_output_tokens"),
+            ttft_ms_p95=_value(report, "ttft_ms_p95"), tpot_ms_p95=_value(report, "tpot_ms_p95"),
+            output_tokens_per_s=_value(report, "output_tokens_per_s"), run=str(runs[name].path)).model_dump())
     return rows
 
 
@@ -104,6 +132,11 @@ def matrix_verdict(rows: list[dict[str, Any]]) -> str:
     return matrix_decision(rows).verdict
 
 
-def _ratio(metrics: dict[str, Any], ref: dict[str, Any], name: str) -> float | None:
-    a, b = metrics[name]["value"], ref[name]["value"]
+def _value(report: GateReport, metric: str) -> float | None:
+    """The report's figure of a summary metric (every one the gate writes)."""
+    return report.metrics[metric].value
+
+
+def _ratio(report: GateReport, ref: GateReport, metric: str) -> float | None:
+    a, b = _value(report, metric), _value(ref, metric)
     return a / b if a is not None and b else None

@@ -32,6 +32,8 @@ from urllib.parse import unquote, urlsplit
 from ..border.http import IN_CLEAR, proxy_in_clear, url_problem
 from ..errors import InputError, TargetError
 from ..extras import load
+from ..record.promotion import ReleaseSummary
+from ..record.stored_manifest import typed_files, typed_inputs
 from ..redaction import mask_url
 from ..text import inert
 from .attest import _carries_weights  # the one rule of what is weights that ship
@@ -116,10 +118,11 @@ def register_version(run: ReleasableRun, summary: dict[str, Any], model: str, al
     proxy = proxy_in_clear(uri) if _has_credential(uri) else None
     if proxy is not None:
         raise InputError(f"{IN_CLEAR} (the proxy at {proxy})", field="--mlflow-uri")
-    tags = _tags(run, summary)
+    facts = ReleaseSummary.model_validate(summary)
+    tags = _tags(run, facts)
     where = (mask_url(uri) or "?") if "://" in uri else uri
     with _bounded_client(uri), _inert_logs():
-        version = _within_deadline(lambda: _register(mlflow, uri, model, alias, summary, run, tags), where)
+        version = _within_deadline(lambda: _register(mlflow, uri, model, alias, facts, run, tags), where)
     return {"model": model, "version": str(version), "alias": alias, "registry": where, "tags": tags}
 
 
@@ -131,11 +134,11 @@ def _has_credential(uri: str) -> bool:
     return userinfo or any(os.environ.get(name) for name in _CREDENTIALS)
 
 
-def _tags(run: ReleasableRun, summary: dict[str, Any]) -> dict[str, str]:
-    tags = {"releasegate.verdict": summary["verdict"], "releasegate.rubric_sha256": summary["rubric_sha256"] or "",
-            "releasegate.run_id": summary["run_id"] or "", "releasegate.report": f"{run.path.name}/report.json",
-            "releasegate.target_fingerprint": summary["target_fingerprint"] or "",
-            "releasegate.effective_rubric_sha256": summary["effective_rubric_sha256"] or ""}
+def _tags(run: ReleasableRun, summary: ReleaseSummary) -> dict[str, str]:
+    tags = {"releasegate.verdict": summary.verdict, "releasegate.rubric_sha256": summary.rubric_sha256 or "",
+            "releasegate.run_id": summary.run_id or "", "releasegate.report": f"{run.path.name}/report.json",
+            "releasegate.target_fingerprint": summary.target_fingerprint or "",
+            "releasegate.effective_rubric_sha256": summary.effective_rubric_sha256 or ""}
     if (run.path / "attestation.intoto.json").is_file():
         tags["releasegate.attestation"] = f"{run.path.name}/attestation.intoto.json"
     return {**tags, **artifact_tags(run.manifest)}
@@ -145,17 +148,17 @@ def artifact_tags(manifest: dict[str, Any]) -> dict[str, str]:
     """A tag per weights file the run loaded and passed with (`releasegate.artifact.N`): its role (model,
     adapter, merged, gguf, draft), its name inside its folder, never a path of the machine, and its sha256."""
     tags = {}
-    entries = [e for e in manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)]
+    entries = [e for e in typed_inputs(manifest) if _carries_weights(e)]
     for i, entry in enumerate(entries, start=1):
-        name = str(entry.get("name") or Path(str(entry.get("path"))).name)
+        name = entry.name or Path(entry.path).name
         if Path(name).is_absolute():
             name = Path(name).name
         tags[f"releasegate.artifact.{i}"] = json.dumps(
-            {"role": str(entry["role"]).split(":", 1)[0], "name": name, "sha256": entry["sha256"]}, sort_keys=True)
+            {"role": entry.owner, "name": name, "sha256": entry.sha256}, sort_keys=True)
     return tags
 
 
-def _register(mlflow: Any, uri: str, model: str, alias: str, summary: dict[str, Any], run: ReleasableRun,
+def _register(mlflow: Any, uri: str, model: str, alias: str, summary: ReleaseSummary, run: ReleasableRun,
               tags: dict[str, str]) -> str:
     exceptions = load("mlflow.exceptions", "promote --mlflow-model")
     try:
@@ -164,10 +167,10 @@ def _register(mlflow: Any, uri: str, model: str, alias: str, summary: dict[str, 
             client.get_registered_model(model)
         except exceptions.MlflowException:
             client.create_registered_model(model)
-        version = _version_of(client, model, summary["target_fingerprint"])
+        version = _version_of(client, model, summary.target_fingerprint)
         if version is None:
             created = client.create_model_version(model, source=_source(run), tags=tags,
-                                                  description=f"releasegate {summary['verdict']}: {summary['reason']}",
+                                                  description=f"releasegate {summary.verdict}: {summary.reason}",
                                                   await_creation_for=CREATION_WAIT_S)
             version = str(created.version)
         else:
@@ -215,15 +218,15 @@ def _source(run: ReleasableRun) -> str:
     """Where the model's files are: the manifest's model directory (merged, base, served, adapter), else the first
     weights file that passed (a served GGUF), else the run directory."""
     folders: dict[str, str] = {}
-    for d in run.manifest.get("directories", []):  # the target's first: a leakage probe's base comes after
-        if isinstance(d, dict) and d.get("path"):
-            folders.setdefault(str(d.get("role")), str(d["path"]))
+    manifest = typed_files(run.manifest, run.path / "manifest.json")
+    for d in manifest.directories:  # the target's first: a leakage probe's base comes after
+        if d.path:
+            folders.setdefault(d.role, d.path)
     role = next((r for r in SOURCE_ROLES if r in folders), None)
     if role is not None:
         return Path(folders[role]).resolve().as_uri()
-    weights = [e for e in run.manifest.get("inputs", []) if isinstance(e, dict) and _carries_weights(e)
-               and isinstance(e.get("path"), str) and Path(e["path"]).is_absolute()]
-    return Path(weights[0]["path"]).as_uri() if weights else run.path.resolve().as_uri()
+    weights = [e for e in manifest.inputs if _carries_weights(e) and Path(e.path).is_absolute()]
+    return Path(weights[0].path).as_uri() if weights else run.path.resolve().as_uri()
 
 
 def _within_deadline(work: Callable[[], str], where: str) -> str:

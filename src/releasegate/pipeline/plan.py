@@ -17,6 +17,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..errors import ReleasegateError
 from ..inputs.backend_facts import capabilities
 from ..inputs.config import Config
@@ -64,10 +66,11 @@ def plan_check(config_path: Path, *, overrides: tuple[str, ...] = (), budget_usd
     plan = Plan(len(cases), draws, draws + load, judge_calls, len(guards) * draws, math.ceil(per_request_in * draws),
                 math.ceil(per_request_out * draws), source,
                 wall_s=seconds_per_draw * draws if seconds_per_draw is not None else None)
-    plan.spend_usd = _spend(config, plan, sorted(guards))
+    spend = _spend(config, plan, sorted(guards))
+    plan.spend_usd = spend.as_dict()
     if budget_usd is None and config.budget is not None:  # the config's own cap (`budget:`)
         budget_usd = config.budget.usd
-    plan.warnings += _warnings(config, plan, budget_usd)
+    plan.warnings += _warnings(config, plan, spend, budget_usd)
     return plan
 
 
@@ -114,7 +117,37 @@ def _prompt_chars(case: Case) -> int:
     return len(case.prompt or "")
 
 
-def _spend(config: Config, plan: Plan, guards: list[str]) -> dict[str, float | None]:
+@dataclass(frozen=True)
+class _Spend:
+    """The plan's spend in USD by part; None: unknown."""
+
+    target: float | None
+    judge: float | None
+    guard: float | None
+
+    @property
+    def total(self) -> float | None:
+        parts = [self.target, self.judge, self.guard]
+        return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"target": self.target, "judge": self.judge, "guard": self.guard, "total": self.total}
+
+
+class _Price(BaseModel):
+    """A grader's `price:` (USD per 1M tokens; a side not priced costs nothing)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    input_usd_per_1m: float = 0.0
+    output_usd_per_1m: float = 0.0
+
+    def per_call_1m(self, tokens_in: float, tokens_out: float) -> float:
+        """USD of a million calls, each reading `tokens_in` and writing `tokens_out`."""
+        return tokens_in * self.input_usd_per_1m + tokens_out * self.output_usd_per_1m
+
+
+def _spend(config: Config, plan: Plan, guards: list[str]) -> _Spend:
     target: float | None = 0.0
     cost = config.cost
     if cost is not None and cost.mode == "api":
@@ -129,14 +162,10 @@ def _spend(config: Config, plan: Plan, guards: list[str]) -> dict[str, float | N
         price = config.judge.price
         if price:  # a judge call reads about a prompt and an answer and writes at most max_tokens
             per_call_in = (plan.input_tokens + plan.output_tokens) / max(1, plan.requests)
-            judge = plan.judge_calls * (per_call_in * price.get("input_usd_per_1m", 0.0)
-                                        + config.judge.max_tokens * price.get("output_usd_per_1m", 0.0)) / 1e6
+            judge = plan.judge_calls * _Price.model_validate(price).per_call_1m(per_call_in, config.judge.max_tokens) / 1e6
         else:
             judge = None
-    guard = _guard_spend(config, plan, guards)
-    parts = [target, judge, guard]
-    total = None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
-    return {"target": target, "judge": judge, "guard": guard, "total": total}
+    return _Spend(target, judge, _guard_spend(config, plan, guards))
 
 
 def _guard_spend(config: Config, plan: Plan, guards: list[str]) -> float | None:
@@ -146,29 +175,47 @@ def _guard_spend(config: Config, plan: Plan, guards: list[str]) -> float | None:
     per_call_in = (plan.input_tokens + plan.output_tokens) / max(1, plan.requests)
     for name in guards:
         settings = config.guards.get(name)
-        price = ((config.raw.get("guards") or {}).get(name) or {}).get("price") or {}
+        price = _GuardsRaw.model_validate(config.raw).price_of(name)
         if settings is None:
             continue
         if not price:
             if capabilities(settings.target.backend).endpoint:
                 return None
             continue
-        spend += plan.draws * (per_call_in * price.get("input_usd_per_1m", 0.0)
-                               + settings.max_tokens * price.get("output_usd_per_1m", 0.0)) / 1e6
+        spend += plan.draws * _Price.model_validate(price).per_call_1m(per_call_in, settings.max_tokens) / 1e6
     return spend
 
 
-def _warnings(config: Config, plan: Plan, budget_usd: float | None) -> list[str]:
+class _GuardsRaw(BaseModel):
+    """The config's `guards:` as written (schema-checked): each guard's `price:` is read from it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    guards: dict[str, Any] | None = None
+
+    def price_of(self, name: str) -> dict[str, Any]:
+        guard = (self.guards or {}).get(name)
+        price = _Priced.model_validate(guard).price if isinstance(guard, dict) else None
+        return price if isinstance(price, dict) else {}
+
+
+class _Priced(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    price: Any = None
+
+
+def _warnings(config: Config, plan: Plan, spend: _Spend, budget_usd: float | None) -> list[str]:
     out = []
-    if plan.spend_usd.get("target") is None and config.cost is None:
+    if spend.target is None and config.cost is None:
         out.append("the target is an endpoint with no price (cost:): its spend is unknown")
-    if plan.spend_usd.get("judge") is None:
+    if spend.judge is None:
         out.append("the judge has no price (judge.price): its spend is unknown")
-    if plan.spend_usd.get("guard") is None:
+    if spend.guard is None:
         out.append("a guard behind an endpoint has no price (guards.NAME.price): its spend is unknown")
     if config.cost is not None and config.cost.mode == "self_hosted" and plan.wall_s is None:
         out.append("no run of this target in the reports folder: the self-hosted spend needs a measured wall time")
-    total = plan.spend_usd.get("total")
+    total = spend.total
     if budget_usd is not None and (total is None or total > budget_usd):
         spent = "unknown" if total is None else f"${total:.4g}"
         out.append(f"the plan's spend ({spent}) may exceed the budget of ${budget_usd:.4g}")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..border.files import sha256_file
 from ..border.outputs import check_output_path, write_output_file
 from ..decision.whatif import decide_whatif
@@ -31,7 +33,7 @@ from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, seal, sealed_snapshot
-from ..record.stored_manifest import read_manifest_file
+from ..record.stored_manifest import SealOnly, read_manifest_file
 from ..redaction import redact
 from ..report import append_step_summary, render_markdown, rendered_reports, write_reports
 from ..review.sampler import drawn_rows
@@ -42,6 +44,7 @@ from .gate import judge_run
 from .kept_labels import reused_labels
 from .review_signatures import counted_labels
 from .rubric_binding import RubricBinding, run_binding
+from .verify import Change
 
 __all__ = ["regate", "Regated", "judged_by_snapshot", "judged_again", "rubric_source", "WHATIF_DIR"]
 
@@ -75,8 +78,8 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     policy, judged_by = _policy(run.path, rubric)
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, policy.forbidden, verdicts)  # read and scored once: the gate and the reports share it
-    recorded = _own_verdict(run, info, verdicts, allow_pending) if judged_by["whatif"] else None
-    if judged_by["whatif"] and info.response_cache_probe:  # the probe's flags re-derived under the what-if's rules
+    recorded = _own_verdict(run, info, verdicts, allow_pending) if judged_by.whatif else None
+    if judged_by.whatif and info.response_cache_probe:  # the probe's flags re-derived under the what-if's rules
         # imported here: the probe's stage reaches the embedding backends, which a plain `gate` never needs
         from ..run.cache_probe_stage import rederived_probe
 
@@ -85,14 +88,14 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     report = judge_run(GateInputs(
         info, scored.records, policy, info.cost, scored.load_records, labels, allow_pending, verdicts,
         edited_evidence(run.path), CorpusScores.of(run), scored.scores,  # read only: no journal grows
-        judged_by["file"], _inputs_changed(run.path, judged_by["whatif"]), scored.draws, drawn_rows(run), scored.ledger,
+        judged_by.file, _inputs_changed(run.path, judged_by.whatif), scored.draws, drawn_rows(run), scored.ledger,
         reused_labels=reused_labels(run, info, policy.review, scored.records, labels)))
     decided: dict[str, Any] = {}
-    if judged_by["whatif"]:
+    if judged_by.whatif:
         decided = decide_whatif(WhatIfEvidence(report.verdict, recorded, ()), report.verdict_reason).as_dict()
-        judged_by = {**judged_by, "whatif_verdict": report.verdict, "recorded_verdict": recorded}
+        judged_by = judged_by.model_copy(update={"whatif_verdict": report.verdict, "recorded_verdict": recorded})
     report = with_judged_by(report, judged_by, decided)
-    if output is None and not judged_by["whatif"]:
+    if output is None and not judged_by.whatif:
         write_reports(run, report, scored)
         seal(run.path, "gate")
         return Regated(run, report, run.path)
@@ -109,7 +112,8 @@ def _inputs_changed(run_path: Path, whatif: bool) -> list[str]:
     except InputError:
         return []
     roles = ("suite", "schema") if whatif else ("suite", "schema", "rubric")
-    return [f"{row['role']} {row['path']} {row['change']}" for row in compare_manifest(manifest, roles=roles, packages=False)]
+    changes = [Change.model_validate(row) for row in compare_manifest(manifest, roles=roles, packages=False)]
+    return [f"{c.role} {c.path} {c.change}" for c in changes]
 
 
 def _own_verdict(run: RunDir, info: Any, verdicts: Any, allow_pending: bool) -> str | None:
@@ -138,16 +142,15 @@ def judged_again(run_dir: Path) -> str | None:
 
 def judged_by_snapshot(report: GateReport, run_path: Path) -> GateReport:
     """`report` with `judged_by` naming the run's own rubric snapshot (what `check` judges by)."""
-    digest = _sha256(Path(run_path) / SNAPSHOT)
-    judged_by = {"file": SNAPSHOT, "sha256": digest, "snapshot_sha256": digest, "whatif": False,
-                 **rubric_source(Path(run_path)), **_bound(run_binding(Path(run_path)))}
-    return with_judged_by(report, judged_by)
+    return with_judged_by(report, _own_judged_by(Path(run_path)))
 
 
-def with_judged_by(report: GateReport, judged_by: dict[str, Any], decided: dict[str, Any] | None = None) -> GateReport:
+def with_judged_by(report: GateReport, judged_by: JudgedBy | dict[str, Any],
+                   decided: dict[str, Any] | None = None) -> GateReport:
     """`report` naming the rubric that judged it (`decided`: a what-if's own verdict over the report's). The
     report is not validated again: only `judged_by` is new, and it is validated here."""
-    return report.model_copy(update={**(decided or {}), "judged_by": JudgedBy.model_validate(judged_by)})
+    by = judged_by if isinstance(judged_by, JudgedBy) else JudgedBy.model_validate(judged_by)
+    return report.model_copy(update={**(decided or {}), "judged_by": by})
 
 
 def rubric_source(run_path: Path) -> dict[str, Any]:
@@ -157,29 +160,46 @@ def rubric_source(run_path: Path) -> dict[str, Any]:
         manifest = read_manifest_file(run_path, whole=False) or {}
     except InputError:
         return {}
-    row = next((r for r in manifest.get("inputs") or [] if isinstance(r, dict) and r.get("role") == "rubric"), None)
-    if row is None or not isinstance(row.get("path"), str):
+    inputs = SealOnly.model_validate(manifest).inputs or []  # its seal checked: any entries beside it
+    row = next((e for e in (_RubricEntry.model_validate(r) for r in inputs if isinstance(r, dict))
+                if e.role == "rubric"), None)
+    if row is None or not isinstance(row.path, str):
         return {}
-    named_by = row.get("named_by")
-    return {"source": row["path"], "named_by": named_by if isinstance(named_by, str) else None}
+    return {"source": row.path, "named_by": row.named_by if isinstance(row.named_by, str) else None}
 
 
-def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, dict[str, Any]]:
+class _RubricEntry(BaseModel):
+    """A manifest input entry as far as the rubric's source is read from it (any value: checked where read)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Any = None
+    path: Any = None
+    named_by: Any = None
+
+
+def _policy(run_path: Path, rubric: Path | None) -> tuple[Rubric, JudgedBy]:
     """The rubric to judge by and its `judged_by` entry. A `rubric` file whose policy is the snapshot's (the
     rubric the run started from, passed again) judges as the run's own; any difference makes a what-if. A
     snapshot edited since it was sealed is never the run's rubric: without `rubric` that is an InputError."""
     snapshot_sha = _sha256(run_path / SNAPSHOT)
     if rubric is None:
         policy = load_rubric(sealed_snapshot(run_path, SNAPSHOT))
-        return policy, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False,
-                        **rubric_source(run_path), **_bound(run_binding(run_path))}
+        return policy, _own_judged_by(run_path)
     policy = load_rubric(rubric)
     own = _snapshot_policy(run_path)
     if own is not None and _same_policy(policy, own):
-        return own, {"file": SNAPSHOT, "sha256": snapshot_sha, "snapshot_sha256": snapshot_sha, "whatif": False,
-                     **rubric_source(run_path), **_bound(run_binding(run_path))}
-    return policy, {"file": str(rubric), "sha256": _sha256(Path(rubric)), "snapshot_sha256": snapshot_sha,
-                    "whatif": True, **_bound(run_binding(run_path, Path(rubric), snapshot_form(policy)))}
+        return own, _own_judged_by(run_path)
+    return policy, JudgedBy.model_validate({
+        "file": str(rubric), "sha256": _sha256(Path(rubric)), "snapshot_sha256": snapshot_sha, "whatif": True,
+        **_bound(run_binding(run_path, Path(rubric), snapshot_form(policy)))})
+
+
+def _own_judged_by(run_path: Path) -> JudgedBy:
+    """`judged_by` naming the run's own rubric snapshot."""
+    digest = _sha256(run_path / SNAPSHOT)
+    return JudgedBy.model_validate({"file": SNAPSHOT, "sha256": digest, "snapshot_sha256": digest, "whatif": False,
+                                    **rubric_source(run_path), **_bound(run_binding(run_path))})
 
 
 def _bound(binding: RubricBinding) -> dict[str, Any]:
@@ -210,11 +230,11 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-def _whatif_name(judged_by: dict[str, Any]) -> str:
+def _whatif_name(judged_by: JudgedBy) -> str:
     """'<rubric stem>-<12 hex of its sha256>': one directory per rubric content, so a what-if judged again by the
     same file replaces its own reports and never another rubric's."""
-    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(judged_by["file"]).stem) or "rubric"
-    return f"{stem}-{(judged_by['sha256'] or '')[:12]}"
+    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(judged_by.file).stem) or "rubric"
+    return f"{stem}-{(judged_by.sha256 or '')[:12]}"
 
 
 def _write_beside(run: RunDir, report: GateReport, where: Path, scored: ScoredRun, *, force: bool) -> None:

@@ -9,14 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, field_validator
+
 from ..border.structured import stored_json
 from ..decision.release import decide_release
 from ..errors import ReleaseRefused
 from ..record.decision_evidence import ReleaseEvidence
 from ..record.gate_report import GateReport, as_report
+from ..record.stored_manifest import ManifestShape
 from .regate import judged_again
 from .rubric_binding import RubricBinding, binding_of
-from .verify import verify_run
+from .verify import verification
 
 __all__ = ["ReleasableRun", "releasable_run"]
 
@@ -35,26 +38,51 @@ class ReleasableRun:
     """The rubric that judged it: its effective hash, the rubric file's, every override."""
 
 
+class _JudgedBy(BaseModel):
+    """report.json's `judged_by`, as far as a release reads it (any value: the decision weighs it)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    file: Any = None
+    whatif: Any = None
+    sha256: Any = None
+    snapshot_sha256: Any = None
+
+
+class _Recorded(BaseModel):
+    """report.json read leniently: a report of another shape is no release (`decide_release`), never an error."""
+
+    model_config = ConfigDict(extra="allow")
+
+    verdict: Any = None
+    judged_by: _JudgedBy = _JudgedBy()
+
+    @field_validator("judged_by", mode="before")
+    @classmethod
+    def _mapping_or_nothing(cls, value: Any) -> Any:
+        return value if isinstance(value, dict) else {}
+
+
 def releasable_run(run_dir: Path) -> ReleasableRun:
     """The run, when it may be released; else ReleaseRefused (exit 1) with the one line that says why. Not a run
     directory: InputError (exit 2)."""
     path = Path(run_dir)
-    result = verify_run(path)
-    manifest = result["manifest"]
-    sealed = manifest.get("sealed") or {}
+    result = verification(path)
+    manifest = result.manifest
+    sealed = ManifestShape.model_validate(manifest).sealed  # verified: of the shape releasegate writes
     report = stored_json(path / "report.json", what="report.json")
     report = report if isinstance(report, dict) else {}
-    judged: dict[str, Any] = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
-    own = judged.get("whatif") is False and judged.get("sha256") is not None and \
-        judged.get("sha256") == judged.get("snapshot_sha256")
-    verdict = report.get("verdict")
-    binding = binding_of(path, manifest, whatif=str(judged.get("file")) if judged.get("whatif") is not False else None)
+    recorded = _Recorded.model_validate(report)
+    judged = recorded.judged_by
+    own = judged.whatif is False and judged.sha256 is not None and judged.sha256 == judged.snapshot_sha256
+    verdict = recorded.verdict
+    binding = binding_of(path, manifest, whatif=str(judged.file) if judged.whatif is not False else None)
     evidence = ReleaseEvidence(
-        run=str(path), sealed=bool(sealed), complete=bool(sealed.get("complete")),
-        verify_outcome=result["outcome"], changes=tuple(f"{c['path']} {c['change']}" for c in result["changes"]),
-        not_checked=tuple(str(n) for n in result["not_hashed"]),
+        run=str(path), sealed=sealed is not None, complete=bool(sealed and sealed.complete),
+        verify_outcome=result.outcome, changes=tuple(f"{c.path} {c.change}" for c in result.change_rows()),
+        not_checked=tuple(str(n) for n in result.not_hashed),
         recorded_verdict=verdict if isinstance(verdict, str) else None,
-        judged_again=judged_again(path) if verdict == "PASS" and result["outcome"] == "unchanged" else None,
+        judged_again=judged_again(path) if verdict == "PASS" and result.outcome == "unchanged" else None,
         judged_by_own_rubric=own, overrides=tuple((o.key, o.by, o.judges) for o in binding.overrides),
         allow_overrides=binding.allow_overrides)
     release = decide_release(evidence)

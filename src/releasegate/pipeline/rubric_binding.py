@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from ..border.files import sha256_file
 from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
-from ..record.stored_manifest import read_manifest_file
+from ..record.stored_manifest import SealOnly, read_manifest_file
 from ..run.manifest import case_digests_of
 
 __all__ = ["RubricOverride", "RubricBinding", "binding_of", "run_binding"]
@@ -85,25 +87,51 @@ def binding_of(run_path: Path, manifest: dict[str, Any], whatif: str | None = No
     overrides = list(_recorded(manifest))
     if whatif is not None:
         overrides.append(RubricOverride("rubric", f"what-if {whatif}", True))
-    release = (rubric or {}).get("release")
-    allowed = release.get("allow_overrides") if isinstance(release, dict) else None
-    return RubricBinding(effective, official, tuple(overrides),
-                         tuple(str(a) for a in allowed) if isinstance(allowed, list) else ())
+    allowed = _Release.model_validate(rubric).allowed() if isinstance(rubric, dict) else ()
+    return RubricBinding(effective, official, tuple(overrides), allowed)
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Release(_Lenient):
+    """A rubric's `release:` as far as the binding reads it (any value: what is not a list allows nothing)."""
+
+    release: Any = None
+
+    def allowed(self) -> tuple[str, ...]:
+        """`release.allow_overrides`: the judging keys the rubric allows overriding, by name."""
+        section = _AllowOverrides.model_validate(self.release) if isinstance(self.release, dict) else None
+        allowed = section.allow_overrides if section else None
+        return tuple(str(a) for a in allowed) if isinstance(allowed, list) else ()
+
+
+class _AllowOverrides(_Lenient):
+    allow_overrides: Any = None
+
+
+class _Keyed(_Lenient):
+    """A `--set` entry or an input entry, as far as the binding reads it."""
+
+    key: Any = None
+    role: Any = None
+    named_by: Any = None
 
 
 def _recorded(manifest: dict[str, Any]) -> list[RubricOverride]:
     """The overrides manifest.json records. A run composed before they were recorded names its `--set` keys
     only; when a base config named its rubric, the layers over it are unknown, and count as one judging override."""
-    composition = manifest.get("composition")
-    if not isinstance(composition, dict):
+    shape = SealOnly.model_validate(manifest)  # read through `read_manifest_file`: of this shape
+    composition = shape.composition
+    if composition is None:
         return []
-    over = composition.get("over_official")
-    if isinstance(over, list):
-        return [_override(str(o.get("key")), str(o.get("by"))) for o in over if isinstance(o, dict)]
-    out = [_override(str(o.get("key")), "--set") for o in composition.get("set") or () if isinstance(o, dict)]
-    rubric_row = next((r for r in manifest.get("inputs") or () if isinstance(r, dict) and r.get("role") == "rubric"),
-                      {})
-    if composition.get("extends") and rubric_row.get("named_by"):
+    if composition.over_official is not None:
+        return [_override(o.key, o.by) for o in composition.over_official]
+    out = [_override(str(_Keyed.model_validate(o).key), "--set") for o in composition.set or ()]
+    inputs = [_Keyed.model_validate(r) for r in shape.inputs or ()]
+    rubric_row = next((r for r in inputs if r.role == "rubric"), None)
+    if composition.extends and rubric_row is not None and rubric_row.named_by:
         out.append(RubricOverride("*", "extends: layers over the config naming the rubric (not recorded)", True))
     return out
 

@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
 from ..border.files import replace_file
 from ..border.limits import same_origin
 from ..border.structured import stored_json
 from ..decision.choice import unserved
-from ..errors import TargetError
+from ..errors import InputError, TargetError
 from ..export.llamacpp import Speculative, launch_server
 from ..export.variant_files import ServedFiles, llamacpp_files, vllm_files
 from ..export.vllm import start_server as start_vllm
@@ -40,13 +41,15 @@ from ..inputs.suites import Case
 from ..inputs.variant_plan import VariantPlan, VariantSpec
 from ..record.decided_results import VariantsResult, typed
 from ..record.records import RunDir
+from ..record.run_parts import problem_line
 from ..record.stage_timing import Timing
 from ..report.variants import VARIANT_FILES, render_variants
 from ..run.server_scrape import acceptance, fetch_metrics, parse_prometheus, speculative_counts
 from .check import run_check
 from .check_options import CheckOptions
-from .server_ranking import choose_cheapest
-from .servers import compare_servers
+from .server_ranking import choose_among
+from .server_rows import Number, Parity, RankedRow, ServedRecord, TargetRow, UnservedRow, VariantRow
+from .servers import compared_targets
 
 __all__ = ["run_served_variants", "served_result"]
 
@@ -216,37 +219,37 @@ def served_result(plan: VariantPlan, runs: dict[str, RunDir | str], root: Path, 
                   greedy: bool = True) -> dict[str, Any]:
     """The comparison of the variants' runs and the choice (the report's one data structure); `allow_pending` as
     the runs were judged (`matrix --allow-pending`)."""
-    ran = [name for name, run in runs.items() if isinstance(run, RunDir)]
-    comparison = compare_servers([runs[n].path for n in ran], min_parity_share=plan.min_parity_share,  # type: ignore[union-attr]
-                                 margin=plan.margin, allow_pending=allow_pending, fewest=1)
-    by_name = dict(zip(ran, comparison["targets"]))
-    rows = [_row(spec, runs[spec.name], by_name.get(spec.name), greedy and _same_model(spec, plan.reference))
+    ran = {name: run for name, run in runs.items() if isinstance(run, RunDir)}
+    targets = compared_targets([run.path for run in ran.values()], min_parity_share=plan.min_parity_share,
+                               margin=plan.margin, allow_pending=allow_pending, fewest=1)
+    by_name = dict(zip(ran, targets))
+    rows = [_variant_row(spec, runs[spec.name], by_name.get(spec.name), greedy and _same_model(spec, plan.reference))
             for spec in plan.variants]
-    for row in rows:  # quality under load beside the quality phase's; a variant flipping past the margin is out
-        run = runs[row["variant"]]
-        if isinstance(run, RunDir):
-            records = run.read_records()
-            row.update(load_figures(records, run.read_records("load.jsonl", required=False)),
-                       flip_margin=_margin(rows, plan) or DEFAULT_MARGINS["accuracy"],
-                       flip_variation=None if greedy else _variation(run, records))
-    choice = choose_cheapest(rows, reference=plan.reference.name)  # the decision: verdict, exit code, choice
-    for row in rows:
-        row["chosen"] = row["variant"] == choice["choice"]
-    slo = comparison["targets"][0].get("slo")  # one config: every variant was swept against the same objective
-    return typed(VariantsResult, {"kind": "served_variants", "reference": plan.reference.name, **choice,
-            "margin": _margin(rows, plan), "min_parity_share": plan.min_parity_share,
-            "slo": slo, "dir": str(root), "variants": rows})
+    margin = _margin(rows, plan)
+    rows = [_under_load(row, ran[row.variant], margin, greedy) if isinstance(row, VariantRow) else row for row in rows]
+    # the decision: verdict, exit code, choice
+    ranked = [RankedRow.model_validate(row, from_attributes=True) for row in rows]
+    picked = choose_among(ranked, reference=plan.reference.name)
+    for row, read in zip(rows, ranked):
+        row.why_not, row.eligible, row.chosen = read.why_not, read.why_not is None, row.variant == picked.chosen
+    slo = targets[0].slo  # one config: every variant was swept against the same objective
+    return typed(VariantsResult, {"kind": "served_variants", "reference": plan.reference.name, **picked.as_dict(),
+            "margin": margin, "min_parity_share": plan.min_parity_share,
+            "slo": slo, "dir": str(root), "variants": [row.as_json() for row in rows]})
+
+
+def _under_load(row: VariantRow, run: RunDir, margin: float | None, greedy: bool) -> VariantRow:
+    """Quality under load beside the quality phase's; a variant flipping past the margin is out."""
+    records = run.read_records()
+    return row.model_copy(update={
+        **load_figures(records, run.read_records("load.jsonl", required=False)),
+        "flip_margin": margin or DEFAULT_MARGINS["accuracy"],
+        "flip_variation": None if greedy else _variation(run, records)})
 
 
 def _variation(run: RunDir, records: list[Any]) -> float | None:
     """At temperature > 0, how often the variant's own draws disagree (the change sampling makes alone)."""
     return draw_variation(run.read_info(), records, run.read_records("draws.jsonl", required=False))
-
-
-_FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p50", "ttft_ms_p95",
-            "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
-            "output_tokens_per_s", "cost_per_1m_output_tokens", "capacity_rps", "capacity_at_least",
-            "cost_per_1m_at_capacity")
 
 
 def _same_model(spec: VariantSpec, ref: VariantSpec) -> bool:
@@ -256,68 +259,107 @@ def _same_model(spec: VariantSpec, ref: VariantSpec) -> bool:
 
 
 def _row(spec: VariantSpec, run: RunDir | str, target: dict[str, Any] | None, parity_binds: bool) -> dict[str, Any]:
-    record = spec.as_record()
-    served = _read_variant(run) if isinstance(run, RunDir) else {}
-    row: dict[str, Any] = {"variant": spec.name, "server": spec.server, "quant": record["quant"] or _gguf_type(served),
-                 "lora": record["lora"], "speculative": spec.speculative.kind if spec.speculative else None,
-                 "described": spec.describe()}
+    """A variant's row in its JSON form (a target row of `compare_servers`' result, or None: not served)."""
+    return _variant_row(spec, run, None if target is None else _TargetRead.model_validate(target), parity_binds).as_json()
+
+
+def _variant_row(spec: VariantSpec, run: RunDir | str, target: TargetRow | _TargetRead | None,
+                 parity_binds: bool) -> VariantRow | UnservedRow:
+    served = _read_variant(run) if isinstance(run, RunDir) else ServedRecord()
+    lora = spec.lora if spec.adapter is not None else None  # as the run records its variant
+    head: dict[str, Any] = {"variant": spec.name, "server": spec.server, "quant": spec.quant or _gguf_type(served), "lora": lora,
+            "speculative": spec.speculative.kind if spec.speculative else None, "described": spec.describe()}
     if target is None:  # the server could not be had: no run, no figures
-        return {**row, **dict.fromkeys(_FIGURES), "capacity_at_least": False, **unserved(str(run)).as_dict(), "run_id": None, "run_dir": None, "model_file": None, "model_bytes": None,
-                "model_sha256": None, "peak_memory_bytes": None, "acceptance_rate": None, "draft_tokens": None,
-                "accepted_tokens": None, "parity": None, "eligible": False, "why_not": str(run), "sweep": False,
-                "comparable": None}
-    spec_counts = served.get("speculative") or {}
-    model_file = next((m.get("file") for m in served.get("files") or [] if m.get("role") == "model"), None)
-    parity = target.get("parity")
-    row.update({k: target.get(k) for k in _FIGURES})
-    row.update({
-        "capacity_at_least": bool(target.get("capacity_at_least")), "sweep": target.get("sweep"),
-        "verdict": target["verdict"], "verdict_reason": target.get("verdict_reason", ""), "run_id": target["run_id"],
-        "run_dir": target["run_dir"], "comparable": target.get("comparable"), "model_file": model_file,
-        "model_bytes": served.get("model_bytes"), "model_sha256": served.get("model_sha256"),
-        "peak_memory_bytes": served.get("peak_memory_bytes"),
-        "acceptance_rate": spec_counts.get("acceptance_rate") if spec.speculative else None,
-        "draft_tokens": spec_counts.get("draft_tokens") if spec.speculative else None,
-        "accepted_tokens": spec_counts.get("accepted_tokens") if spec.speculative else None,
-        "parity": parity,
-        "latency_source": target.get("latency_source"), "unchecked": target.get("unchecked"),
-        "review_waived": target.get("review_waived"), "capacity_break_rps": target.get("capacity_break_rps"),
-        "cost_mode": target.get("cost_mode"), "e2e_ms_p95_bounds": target.get("e2e_ms_p95_bounds"),
-        "client_lateness_ms": target.get("client_lateness_ms"),
+        decided = unserved(str(run))
+        return UnservedRow(**head, verdict=str(decided.verdict), exit_code=decided.exit_code,
+                           verdict_reason=decided.reason, why_not=str(run))
+    t = target
+    counts = _Speculation.model_validate(served.speculative or {}) if spec.speculative else _Speculation()
+    model = served.model_entry()
+    return VariantRow(
+        **head, **t.model_dump(include=set(_FIGURES)), capacity_at_least=bool(t.capacity_at_least),
+        sweep=t.sweep, verdict=t.verdict, verdict_reason=t.verdict_reason, run_id=t.run_id, run_dir=t.run_dir,
+        comparable=t.comparable, model_file=model.file if model else None, model_bytes=served.model_bytes,
+        model_sha256=served.model_sha256, peak_memory_bytes=served.peak_memory_bytes,
+        acceptance_rate=counts.acceptance_rate, draft_tokens=counts.draft_tokens,
+        accepted_tokens=counts.accepted_tokens, parity=t.parity, latency_source=t.latency_source,
+        unchecked=t.unchecked, review_waived=t.review_waived, capacity_break_rps=t.capacity_break_rps,
+        cost_mode=t.cost_mode, e2e_ms_p95_bounds=t.e2e_ms_p95_bounds, client_lateness_ms=t.client_lateness_ms,
         # a draft may change speed, never the greedy text: a broken server otherwise
-        "speculation_changed": _speculation_changed(spec, parity, parity_binds), "why_not": None,
-    })
-    return row
+        speculation_changed=_speculation_changed(spec, t.parity, parity_binds), why_not=None)
 
 
-def _speculation_changed(spec: VariantSpec, parity: dict[str, Any] | None, binds: bool) -> str | None:
+_FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "ttft_ms_p50", "ttft_ms_p95",
+            "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p95", "tpot_ms_p99", "e2e_ms_p50", "e2e_ms_p95", "e2e_ms_p99",
+            "output_tokens_per_s", "cost_per_1m_output_tokens", "capacity_rps", "cost_per_1m_at_capacity")
+"""A target's figures a variant's row shows as they are (`capacity_at_least` as a yes or no)."""
+
+
+class _Speculation(BaseModel):
+    """variant.json's speculative counters (`run.server_scrape.acceptance`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    acceptance_rate: Number | None = None
+    draft_tokens: Number | None = None
+    accepted_tokens: Number | None = None
+
+
+class _TargetRead(RankedRow):
+    """A target row handed in as JSON (a target of `compare_servers`' result), as a variant's row reads it."""
+
+    run_id: str
+    run_dir: str
+    verdict_reason: str = ""
+    accuracy: Number | None = None
+    format_compliance: Number | None = None
+    forbidden_rate: Number | None = None
+    error_rate: Number | None = None
+    ttft_ms_p50: Number | None = None
+    ttft_ms_p95: Number | None = None
+    ttft_ms_p99: Number | None = None
+    tpot_ms_p50: Number | None = None
+    tpot_ms_p95: Number | None = None
+    tpot_ms_p99: Number | None = None
+    e2e_ms_p50: Number | None = None
+    e2e_ms_p95: Number | None = None
+    e2e_ms_p99: Number | None = None
+    output_tokens_per_s: Number | None = None
+    latency_source: dict[str, Any] | None = None
+    unchecked: str | None = None
+
+
+def _speculation_changed(spec: VariantSpec, parity: Parity | None, binds: bool) -> str | None:
     """Why a speculative variant is not to be trusted: under greedy decoding (`binds`: and when the reference
     serves the same model without speculation) it changed answers the model gives without it."""
-    if not binds or spec.speculative is None or parity is None or parity["identical_outputs"] >= parity["shared_cases"]:
+    if not binds or spec.speculative is None or parity is None or parity.identical_outputs >= parity.shared_cases:
         return None
-    changed = parity["shared_cases"] - parity["identical_outputs"]
-    return (f"speculation changed {changed} of {parity['shared_cases']} greedy answers of the same model: a draft "
+    changed = parity.shared_cases - parity.identical_outputs
+    return (f"speculation changed {changed} of {parity.shared_cases} greedy answers of the same model: a draft "
             "may change speed, never the text")
 
 
-def _read_variant(run: RunDir) -> dict[str, Any]:
-    data = stored_json(run.path / VARIANT_FILE, what="variant.json")
-    return data if isinstance(data, dict) else {}
+def _read_variant(run: RunDir) -> ServedRecord:
+    path = run.path / VARIANT_FILE
+    data = stored_json(path, what="variant.json")
+    try:
+        return ServedRecord.model_validate(data) if isinstance(data, dict) else ServedRecord()
+    except ValidationError as exc:  # edited since the plan wrote it: its figures would be another's
+        raise InputError(f"variant.json is not as releasegate writes it: {problem_line(exc)}", file=path,
+                         hint="run the variant plan again") from None
 
 
-def _gguf_type(served: dict[str, Any]) -> str | None:
+def _gguf_type(served: ServedRecord) -> str | None:
     """A prebuilt GGUF's type, as its manifest entry read it."""
-    files = served.get("files") or []
-    kind = next((m.get("type") for m in files if m.get("role") == "model"), None)
-    return str(kind).lower() if kind else None
+    model = served.model_entry()
+    return str(model.type).lower() if model and model.type else None
 
 
-def _margin(rows: list[dict[str, Any]], plan: VariantPlan) -> float | None:
-    margins = [r["parity"]["margin"] for r in rows if r.get("parity") and r["parity"].get("margin") is not None]
+def _margin(rows: list[VariantRow | UnservedRow], plan: VariantPlan) -> float | None:
+    margins = [r.parity.margin for r in rows if r.parity and r.parity.margin is not None]
     return margins[0] if margins else plan.margin
 
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
-

@@ -13,49 +13,62 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..decision.choice import choose, why_not
+from ..decision.choice import Choice, choose, why_not
 from ..decision.latency import widen
 from ..record.decision_evidence import Contender
+from .server_rows import RankedRow
 
-__all__ = ["recommend", "eligible", "choose_cheapest", "contender"]
+__all__ = ["recommend", "eligible", "choose_cheapest", "choose_among", "contender"]
 
 
-def contender(row: dict[str, Any], *, is_reference: bool, name_key: str = "run_id") -> Contender:
+def contender(row: dict[str, Any] | RankedRow, *, is_reference: bool, name_key: str = "run_id") -> Contender:
     """A target row (`servers`) or variant row (served variants) as the choice sees it."""
-    parity = row.get("parity")
+    read = _ranked(row)
+    name = read.variant if name_key == "variant" else read.run_id
+    parity = read.parity
     return Contender(
-        name=str(row[name_key]), is_reference=is_reference, verdict=row["verdict"],
-        review_waived=bool(row.get("review_waived")), not_comparable=row.get("comparable"),
-        parity=None if is_reference else (parity or {}).get("quality_verdict"), swept=bool(row.get("sweep")),
-        capacity=_capacity(row), cost=_cost(row),
-        e2e_p95=widen(_bounds(row.get("e2e_ms_p95_bounds")), _lateness(row.get("client_lateness_ms"))),
-        speculative=bool(row.get("speculative")), draft_tokens=row.get("draft_tokens"),
-        speculation_changed=row.get("speculation_changed"), load_flip=_flip(row),
-        flip_margin=row.get("flip_margin"), load_flip_unknown=row.get("load_flip_unknown"),
-        flip_variation=row.get("flip_variation"))
+        name=str(name), is_reference=is_reference, verdict=read.verdict,
+        review_waived=bool(read.review_waived), not_comparable=read.comparable,
+        parity=None if is_reference else (parity.quality_verdict if parity else None), swept=bool(read.sweep),
+        capacity=_capacity(read), cost=_cost(read),
+        e2e_p95=widen(_bounds(read.e2e_ms_p95_bounds), _lateness(read.client_lateness_ms)),
+        speculative=bool(read.speculative), draft_tokens=_drafted(read.draft_tokens),
+        speculation_changed=read.speculation_changed, load_flip=_flip(read),
+        flip_margin=read.flip_margin, load_flip_unknown=read.load_flip_unknown,
+        flip_variation=read.flip_variation)
 
 
-def _flip(row: dict[str, Any]) -> tuple[float, float] | None:
+def _drafted(count: float | None) -> int | None:
+    """Draft tokens as a count: a server's counter delta is read as a float, and any part of a token proposed is
+    a proposal (none is zero only when it is zero); a count that is not finite is no count."""
+    return None if count is None or not math.isfinite(count) else math.ceil(count)
+
+
+def _ranked(row: dict[str, Any] | RankedRow) -> RankedRow:
+    return row if isinstance(row, RankedRow) else RankedRow.model_validate(row)
+
+
+def _flip(row: RankedRow) -> tuple[float, float] | None:
     """A row's `load_flip_rate` and its upper bound; None when either is missing (not probed)."""
-    value, upper = row.get("load_flip_rate"), row.get("load_flip_upper")
+    value, upper = row.load_flip_rate, row.load_flip_upper
     return None if value is None or upper is None else (float(value), float(upper))
 
 
-def _capacity(row: dict[str, Any]) -> tuple[float, float] | None:
-    lo = row.get("capacity_rps")
+def _capacity(row: RankedRow) -> tuple[float, float] | None:
+    lo = row.capacity_rps
     if lo is None:
         return None
-    hi = math.inf if row.get("capacity_at_least") else row.get("capacity_break_rps")
+    hi = math.inf if row.capacity_at_least else row.capacity_break_rps
     return (lo, hi) if hi is not None else None
 
 
-def _cost(row: dict[str, Any]) -> tuple[float, float] | None:
-    at_capacity, capacity = row.get("cost_per_1m_at_capacity"), _capacity(row)
+def _cost(row: RankedRow) -> tuple[float, float] | None:
+    at_capacity, capacity = row.cost_per_1m_at_capacity, _capacity(row)
     if at_capacity is not None and capacity is not None:
         lo, hi = capacity
         return (0.0 if math.isinf(hi) else at_capacity * lo / hi), at_capacity
-    cost = row.get("cost_per_1m_output_tokens")
-    if cost is not None and row.get("cost_mode") == "api" and not row.get("sweep"):
+    cost = row.cost_per_1m_output_tokens
+    if cost is not None and row.cost_mode == "api" and not row.sweep:
         return cost, cost
     return None
 
@@ -77,7 +90,8 @@ def _lateness(value: Any) -> float:
 def eligible(row: dict[str, Any]) -> bool:
     """Whether a target or variant row qualifies (`decision.choice.why_not`); the first row passed to `recommend`
     is the reference, any other is compared with it."""
-    return why_not(contender(row, is_reference=row.get("parity") is None)) is None
+    read = _ranked(row)
+    return why_not(contender(read, is_reference=read.parity is None)) is None
 
 
 def recommend(targets: list[dict[str, Any]]) -> dict[str, Any]:
@@ -90,10 +104,19 @@ def recommend(targets: list[dict[str, Any]]) -> dict[str, Any]:
 def choose_cheapest(rows: list[dict[str, Any]], *, reference: str) -> dict[str, Any]:
     """The served-variant choice (the reference row first, `reference` its name): {choice, rule, choice_reason,
     verdict, exit_code, verdict_reason} and each row's `why_not`."""
-    ordered = sorted(rows, key=lambda r: r["variant"] != reference)
-    contenders = [contender(r, is_reference=r["variant"] == reference, name_key="variant") for r in ordered]
+    read = [_ranked(row) for row in rows]
+    picked = choose_among(read, reference=reference)
+    for row, was in zip(rows, read):
+        row.update(why_not=was.why_not, eligible=was.why_not is None)
+    return picked.as_dict()
+
+
+def choose_among(rows: list[RankedRow], *, reference: str) -> Choice:
+    """`choose_cheapest` over typed rows: each row's `why_not` set (kept where it already says why)."""
+    ordered = sorted(rows, key=lambda r: r.variant != reference)
+    contenders = [contender(r, is_reference=r.variant == reference, name_key="variant") for r in ordered]
     picked = choose(contenders, bases=("cost", "capacity", "latency"))
     for row in rows:
-        row["why_not"] = picked.why_not.get(row["variant"]) if row.get("why_not") is None else row["why_not"]
-        row["eligible"] = row["why_not"] is None
-    return picked.as_dict()
+        if row.why_not is None:
+            row.why_not = picked.why_not.get(str(row.variant))
+    return picked

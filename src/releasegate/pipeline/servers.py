@@ -26,6 +26,7 @@ those left does). No eligible target: no recommendation, exit 3.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..border.structured import stored_json
@@ -38,12 +39,14 @@ from ..gate.health import planned_phases, run_problems
 from ..gate.load_quality import draw_variation, load_figures
 from ..gate.paired_comparison import DEFAULT_MARGINS, Margins, compare_records, metric_verdicts
 from ..inputs.files import stored_yaml
-from ..inputs.rubric import load_rubric
+from ..inputs.rubric import Rubric, load_rubric
 from ..record.decided_results import ServersResult, typed
 from ..record.decision_evidence import ComparisonEvidence
-from ..record.judge_verdicts import run_verdicts
-from ..record.records import RunDir, RunInfo
+from ..record.gate_report import GateReport, as_report
+from ..record.judge_verdicts import Verdicts, run_verdicts
+from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import read_labels
+from ..record.run_parts import CostFacts
 from ..record.seal import edited_evidence, sealed_snapshot
 from ..review.sampler import drawn_rows
 from ..scorers import CorpusScores, run_ledger
@@ -51,8 +54,9 @@ from .gate import judge_run
 from .kept_labels import reused_labels
 from .review_signatures import counted_labels
 from .server_ranking import recommend
+from .server_rows import PairedComparison, Parity, TargetRow, row_json
 
-__all__ = ["compare_servers", "PREFILL_BOUND_SHARE", "MIN_PARITY_SHARE"]
+__all__ = ["compare_servers", "compared_targets", "PREFILL_BOUND_SHARE", "MIN_PARITY_SHARE"]
 
 PREFILL_BOUND_SHARE = 0.5
 """A target whose median TTFT is at least this share of its median E2E is prefill-bound, else decode-bound."""
@@ -71,6 +75,16 @@ def compare_servers(run_dirs: list[Any], *, min_parity_share: float = MIN_PARITY
     non-inferiority margin of every quality rate (default: compare's); `allow_pending`: pending human review
     does not hold a verdict at NEEDS_REVIEW (as `check --allow-pending`); `fewest`: runs it needs (the served
     variants may be down to their reference)."""
+    targets = compared_targets(run_dirs, min_parity_share=min_parity_share, margin=margin,
+                               allow_pending=allow_pending, fewest=fewest)
+    rows = [row_json(t) for t in targets]
+    return typed(ServersResult, {"reference": targets[0].run_id, "min_parity_share": min_parity_share,
+                                 "targets": rows, **recommend(rows)})
+
+
+def compared_targets(run_dirs: list[Any], *, min_parity_share: float = MIN_PARITY_SHARE, margin: float | None = None,
+                     allow_pending: bool = False, fewest: int = 2) -> list[TargetRow]:
+    """`compare_servers`' target rows, typed (the reference first)."""
     if len(run_dirs) < fewest:
         raise InputError("give two or more run directories to compare", hint="releasegate servers RUN_A RUN_B ...")
     runs = [RunDir(p) for p in run_dirs]
@@ -78,28 +92,27 @@ def compare_servers(run_dirs: list[Any], *, min_parity_share: float = MIN_PARITY
     keys = [saved_settings_key(run.path, info) for run, info in zip(runs, infos)]
     _refuse_incomparable(runs, infos, keys)
     judged = [_judge_again(run, info, allow_pending) for run, info in zip(runs, infos)]
-    arms = [run_arm(f"{'reference' if i == 0 else 'target'} {info.run_id}", info, j[1], j[4], j[0],
-                    problems=run_problems(info, j[1], j[4])) for i, (info, j) in enumerate(zip(infos, judged))]
-    rules = judged[0][2].forbidden
-    margins = Margins({**DEFAULT_MARGINS, **({k: margin for k in ("accuracy", "format_compliance", "forbidden_rate")}
-                                              if margin is not None else {})})
+    arms = [run_arm(f"{'reference' if i == 0 else 'target'} {info.run_id}", info, j.records, j.load, j.report_json,
+                    problems=run_problems(info, j.records, j.load)) for i, (info, j) in enumerate(zip(infos, judged))]
+    rules = judged[0].policy.forbidden
+    quality = ("accuracy", "format_compliance", "forbidden_rate")
+    margins = Margins({**DEFAULT_MARGINS, **({k: margin for k in quality} if margin is not None else {})})
+    flip_margin = margin if margin is not None else DEFAULT_MARGINS["accuracy"]
     targets = []
-    for i, (run, info) in enumerate(zip(runs, infos)):
-        report, records, _, verdicts, load, draws = judged[i]
-        row = _target_row(run, info, report)
-        row["review_waived"] = arms[i].review_waived
+    for i, (run, info, j) in enumerate(zip(runs, infos, judged)):
         # quality under load beside the quality phase's; answers the load changes past the margin disqualify (at
         # temperature > 0, past the margin plus the change the run's own draws show alone)
-        row.update(load_figures(records, load), flip_margin=margins.margins["accuracy"],
-                   flip_variation=None if _greedy(run) else draw_variation(info, records, draws))
+        row = _target_row(run, info, j.report).model_copy(update={
+            "review_waived": arms[i].review_waived, **load_figures(j.records, j.load), "flip_margin": flip_margin,
+            "flip_variation": None if _greedy(run) else draw_variation(info, j.records, j.draws)})
         if i:
-            ref_records, ref_verdicts = judged[0][1], judged[0][3]
-            row["parity"] = _parity(ref_records, records, rules, ref_verdicts, verdicts, margins,
-                                    (arms[0], arms[i], infos[0].cases or len(ref_records)), min_parity_share)
-            row["comparable"], row["unchecked"] = _comparability_notes(keys[0], keys[i])
+            ref = judged[0]
+            parity = _parity(ref.records, j.records, rules, ref.verdicts, j.verdicts, margins,
+                             (arms[0], arms[i], infos[0].cases or len(ref.records)), min_parity_share)
+            comparable, unchecked = _comparability_notes(keys[0], keys[i])
+            row = row.model_copy(update={"parity": parity, "comparable": comparable, "unchecked": unchecked})
         targets.append(row)
-    return typed(ServersResult, {"reference": targets[0]["run_id"], "min_parity_share": min_parity_share,
-                                 "targets": targets, **recommend(targets)})
+    return targets
 
 
 def _greedy(run: RunDir) -> bool:
@@ -133,9 +146,22 @@ def _comparability_notes(ref_key: dict[str, Any], key: dict[str, Any]) -> tuple[
     return refusal, warning
 
 
-def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tuple[Any, ...]:
-    """(report, records, rubric, judge verdicts, load records, draws): the run judged from disk by its own rubric
-    snapshot."""
+@dataclass(frozen=True)
+class _Judged:
+    """A run judged again from disk by its own rubric snapshot."""
+
+    report: GateReport
+    """As report.json would hold it (JSON values)."""
+    report_json: dict[str, Any]
+    records: list[CaseRecord]
+    policy: Rubric
+    verdicts: Verdicts | None
+    load: list[CaseRecord]
+    draws: list[CaseRecord]
+
+
+def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> _Judged:
+    """The run judged from disk by its own rubric snapshot."""
     info.phases = planned_phases(run.path, info)
     policy = load_rubric(sealed_snapshot(run.path, "rubric.yaml"))  # an edited snapshot is refused
     (records, ledger), verdicts = run_ledger(run), run_verdicts(run, info)
@@ -145,32 +171,31 @@ def _judge_again(run: RunDir, info: RunInfo, allow_pending: bool = False) -> tup
         info, records, policy, info.cost, load, labels, allow_pending, verdicts, edited_evidence(run.path),
         CorpusScores.of(run), draws=draws, drawn=drawn_rows(run), ledger=ledger,
         reused_labels=reused_labels(run, info, policy.review, records, labels))).as_json()
-    return report, records, policy, verdicts, load, draws
+    return _Judged(as_report(report), report, records, policy, verdicts, load, draws)
 
 
-def _target_row(run: RunDir, info: Any, report: dict[str, Any]) -> dict[str, Any]:
-    metrics = report["metrics"]
-    value = {name: (metrics.get(name) or {}).get("value") for name in _FIGURES}
-    capacity = report.get("capacity") or {}
+def _target_row(run: RunDir, info: RunInfo, report: GateReport) -> TargetRow:
+    value: dict[str, Any] = {name: m.value if (m := report.metrics.get(name)) else None for name in _FIGURES}
+    capacity = report.capacity
     ttft, e2e = value["ttft_ms_p50"], value["e2e_ms_p50"]
     share = ttft / e2e if ttft is not None and e2e else None
-    reason = report.get("verdict_reason", "")
+    reason = report.verdict_reason
     saved = _saved_verdict(run)
-    if saved is not None and saved != report["verdict"]:  # edited, or written before the run or rubric changed
+    if saved is not None and saved != report.verdict:  # edited, or written before the run or rubric changed
         reason += f" (report.json says {saved}: judged again from the records)"
-    return {
-        "run_id": report["run_id"], "run_dir": str(run.path), "target": report["target"], "backend": info.backend,
-        "verdict": report["verdict"], "verdict_reason": reason, "saved_verdict": saved,
-        "latency_from": report.get("latency_from"), "latency_source": report.get("latency_source"),
-        "client_saturated": bool(report.get("client_saturated")),
-        **value, "prefill_share": share,
-        "bottleneck": None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
-        "sweep": bool(capacity), "capacity_rps": capacity.get("capacity_rps"), "capacity_at_least": capacity.get("at_least"),
-        "cost_per_1m_at_capacity": capacity.get("cost_per_1m_output_tokens"), "slo": capacity.get("slo"),
-        "capacity_break_rps": capacity.get("break_rps"), "cost_mode": (info.cost or {}).get("mode"),
-        "e2e_ms_p95_bounds": (metrics.get("e2e_ms_p95") or {}).get("bounds"),
-        "client_lateness_ms": report.get("client_lateness_ms"),
-    }
+    e2e_p95 = report.metrics.get("e2e_ms_p95")
+    return TargetRow(
+        run_id=report.run_id, run_dir=str(run.path), target=report.target, backend=info.backend,
+        verdict=report.verdict, verdict_reason=reason, saved_verdict=saved, latency_from=report.latency_from,
+        latency_source=report.latency_source.model_dump(exclude_unset=True) if report.latency_source else None,
+        client_saturated=bool(report.client_saturated), **value, prefill_share=share,
+        bottleneck=None if share is None else "prefill" if share >= PREFILL_BOUND_SHARE else "decode",
+        sweep=capacity is not None, capacity_rps=capacity.capacity_rps if capacity else None,
+        capacity_at_least=capacity.at_least if capacity else None,
+        cost_per_1m_at_capacity=capacity.cost_per_1m_output_tokens if capacity else None,
+        slo=capacity.slo if capacity else None, capacity_break_rps=capacity.break_rps if capacity else None,
+        cost_mode=CostFacts.model_validate(info.cost).mode if info.cost else None, e2e_ms_p95_bounds=e2e_p95.bounds if e2e_p95 else None,
+        client_lateness_ms=report.client_lateness_ms)
 
 
 def _saved_verdict(run: RunDir) -> str | None:
@@ -181,24 +206,24 @@ def _saved_verdict(run: RunDir) -> str | None:
 
 
 def _parity(ref: list[Any], other: list[Any], rules: Any, ref_verdicts: Any, other_verdicts: Any, margins: Margins, arms: tuple[Any, ...],
-            min_share: float) -> dict[str, Any]:
+            min_share: float) -> Parity:
     comparison = compare_records(ref, other, rules, margins, base_verdicts=ref_verdicts, cand_verdicts=other_verdicts)
-    quality = {"rows": [r for r in comparison["rows"] if r["metric"] in _PARITY_METRICS],
-               "shared_cases": comparison["shared_cases"], "changed_cases": comparison["changed_cases"]}
-    accuracy = next((r for r in comparison["rows"] if r["metric"] == "accuracy"), None)
-    shared = comparison["shared_cases"]
+    paired = PairedComparison.model_validate(comparison)
+    rows = paired.metric_rows()
+    accuracy = next((read for _, read in rows if read.metric == "accuracy"), None)
+    shared = paired.shared_cases
     ref_arm, arm, ref_cases = arms
-    share = comparison["pairs_answered"] / ref_cases if ref_cases else 0.0
+    share = paired.pairs_answered / ref_cases if ref_cases else 0.0
     decided = decide_comparison(ComparisonEvidence(
         reference=ref_arm, candidate=arm, metric_verdicts=metric_verdicts(comparison, _PARITY_METRICS),
-        pairs=comparison["pairs_answered"], changed=comparison["changed_cases"], reference_cases=ref_cases,
+        pairs=paired.pairs_answered, changed=paired.changed_cases, reference_cases=ref_cases,
         min_share=min_share, require_reference_pass=True))  # parity on a corner of the suite is not parity
-    verdict = decided.verdict
-    return {
-        "shared_cases": comparison["shared_cases"], "shared_share": share, "changed_cases": comparison["changed_cases"],
-        "identical_outputs": comparison["identical_outputs"], "accuracy_delta": accuracy["delta"] if accuracy else None,
-        "accuracy_needed_n": accuracy.get("needed_n") if accuracy else None, "quality_verdict": verdict,
-        "rows": quality["rows"], "identical_share": comparison["identical_outputs"] / shared if shared else None,
-        "accuracy_interval": (accuracy or {}).get("interval"), "accuracy_p_value": (accuracy or {}).get("p_value"),
-        "margin": (accuracy or {}).get("margin"), "quality_reason": decided.reason,
-    }
+    return Parity(
+        shared_cases=shared, shared_share=share, changed_cases=paired.changed_cases,
+        identical_outputs=paired.identical_outputs, accuracy_delta=accuracy.delta if accuracy else None,
+        accuracy_needed_n=accuracy.needed_n if accuracy else None, quality_verdict=decided.verdict,
+        rows=[row for row, read in rows if read.metric in _PARITY_METRICS],
+        identical_share=paired.identical_outputs / shared if shared else None,
+        accuracy_interval=accuracy.interval if accuracy else None,
+        accuracy_p_value=accuracy.p_value if accuracy else None, margin=accuracy.margin if accuracy else None,
+        quality_reason=decided.reason)

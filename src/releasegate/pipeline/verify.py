@@ -6,7 +6,9 @@ could be checked: an input that could not be hashed, or a run sealed by no stage
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import ReleasegateError
 from ..gate.context import GateContext, GateInputs
@@ -17,10 +19,11 @@ from ..inputs.rubric import load_rubric
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
 from ..record.seal import seal_changes, sealed_snapshot
+from ..record.stored_manifest import ManifestShape
 from ..run.manifest import compare_manifest, grader_inputs, read_manifest
 from ..scorers import scored_run
 
-__all__ = ["verify_run"]
+__all__ = ["verify_run", "verification", "Verification"]
 
 ENDPOINT = "the model served behind the endpoint (its weights are not visible to releasegate)"
 
@@ -28,26 +31,68 @@ ENDPOINT = "the model served behind the endpoint (its weights are not visible to
 UNSEALED = "the run's own files (records, rubric snapshot, report): no stage sealed them (a run from before seals)"
 
 
+class Change(BaseModel):
+    """A row of what changed (`compare_manifest`, `seal_changes`, the stop recomputed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str | None = None
+    path: Any = None
+    change: Any = None
+
+
+class Verification(BaseModel):
+    """A run checked again: what `verify` says (its JSON, less the manifest) and what a release reads."""
+
+    run: str
+    outcome: Literal["unchanged", "changed", "unverified"]
+    checked: int
+    unchanged: bool
+    changes: list[dict[str, Any]]
+    sealed: list[str]
+    not_hashed: list[Any]
+    manifest: dict[str, Any]
+
+    def change_rows(self) -> list[Change]:
+        return [Change.model_validate(row) for row in self.changes]
+
+
+class _Hashed(BaseModel):
+    """An input entry as far as verifying reads it: a grader's (manifest.json `judge`, `guards`) is any mapping."""
+
+    model_config = ConfigDict(extra="allow")
+
+    path: Any = None
+    sha256: Any = None
+
+
 def verify_run(run_dir: Path) -> dict[str, Any]:
     """The verification of a run: its outcome, the changed inputs and run files (`compare_manifest` and
     `seal_changes` rows), how many inputs were checked, and what could not be checked (a hub id not on disk, the
     model behind an endpoint, a run with no seal)."""
+    return verification(run_dir).model_dump()
+
+
+def verification(run_dir: Path) -> Verification:
+    """`verify_run`, typed."""
     manifest = read_manifest(run_dir)
+    shape = ManifestShape.model_validate(manifest)  # read_manifest checked it whole
     sealed_rows, sealed = seal_changes(manifest, run_dir)
     rows = compare_manifest(manifest) + sealed_rows + _stopping_rows(manifest, run_dir)
-    inputs = manifest["inputs"] + grader_inputs(manifest)  # the judge's and the guards' files too
-    checked = sum(1 for e in inputs if e.get("sha256"))
-    unhashed = [e["path"] for e in inputs if not e.get("sha256")]
-    unhashed += _model_unseen(manifest, run_dir)
+    inputs = [_Hashed(path=e.path, sha256=e.sha256) for e in shape.inputs] + [
+        _Hashed.model_validate(e) for e in grader_inputs(manifest)]  # the judge's and the guards' files too
+    checked = sum(1 for e in inputs if e.sha256)
+    unhashed = [e.path for e in inputs if not e.sha256]
+    unhashed += _model_unseen(shape, run_dir)
     if not sealed:
         unhashed.append(UNSEALED)
-    outcome = "changed" if rows else "unverified" if unhashed else "unchanged"
-    return {"run": str(run_dir), "outcome": outcome, "checked": checked, "unchanged": not rows, "changes": rows,
-            "sealed": sorted((manifest.get("sealed") or {}).get("files", {})), "not_hashed": unhashed,
-            "manifest": manifest}
+    outcome: Literal["unchanged", "changed", "unverified"] = "changed" if rows else "unverified" if unhashed else "unchanged"
+    return Verification(run=str(run_dir), outcome=outcome, checked=checked, unchanged=not rows, changes=rows,
+                        sealed=sorted(shape.sealed.files) if shape.sealed else [], not_hashed=unhashed,
+                        manifest=manifest)
 
 
-def _model_unseen(manifest: dict[str, Any], run_dir: Path) -> list[str]:
+def _model_unseen(manifest: ManifestShape, run_dir: Path) -> list[str]:
     """Why the model that answered could not be hashed: an endpoint's whose served weights the run did not hash,
     or a backend releasegate does not know.
     The backend is read from the sealed run.json as well as from manifest.json, which no seal covers: a manifest
@@ -56,7 +101,7 @@ def _model_unseen(manifest: dict[str, Any], run_dir: Path) -> list[str]:
         sealed_backend: str | None = RunDir(run_dir).read_info().backend
     except ReleasegateError:
         sealed_backend = None
-    named = {b for b in ((manifest.get("target") or {}).get("backend"), sealed_backend) if b is not None}
+    named = {b for b in (manifest.target.backend, sealed_backend) if b is not None}
     unknown = sorted(str(b) for b in named if b not in backend_names())
     if unknown:
         return [f"the model of backend {unknown[0][:40]!r}, which releasegate does not know"]
@@ -65,11 +110,10 @@ def _model_unseen(manifest: dict[str, Any], run_dir: Path) -> list[str]:
     return []
 
 
-def _served_weights(manifest: dict[str, Any]) -> bool:
+def _served_weights(manifest: ManifestShape) -> bool:
     """Whether the run hashed the weights its endpoint's server loads (`target.served_files`, or the files
     releasegate's launcher handed the server it started): then they are checked like any model's files."""
-    return any(isinstance(e, dict) and str(e.get("role")) == "served:weights" and isinstance(e.get("sha256"), str)
-               for e in manifest.get("inputs", []))
+    return any(e.role == "served:weights" and isinstance(e.sha256, str) for e in manifest.inputs)
 
 
 def _stopping_rows(manifest: dict[str, Any], run_dir: Path) -> list[dict[str, Any]]:

@@ -21,12 +21,13 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..border.files import check_regular, exists, is_dir, is_file, modified_at, sha256_file
 from ..border.structured import json_loads, stored_json
 from ..clock import now
 from ..errors import InputError, ReleasegateError
+from . import history_parts as parts
 from .records import RunDir
 from .stored_manifest import read_manifest_file
 
@@ -101,63 +102,61 @@ def run_summary(run_path: Path) -> HistoryRow:
     run = RunDir(run_path)
     info = run.read_info()
     try:
-        manifest = read_manifest_file(run.path, whole=False) or {}
+        manifest = parts.ManifestFacts.model_validate(read_manifest_file(run.path, whole=False) or {})
     except InputError:
-        manifest = {}
-    report = stored_json(run.path / "report.json", what="report.json")
-    report = report if isinstance(report, dict) else {}
-    suites = sorted({str(e.get("name")) for e in manifest.get("inputs", []) if e.get("role") == "suite"})
-    metrics: dict[str, Any] = report["metrics"] if isinstance(report.get("metrics"), dict) else {}
-    judged = report["judged_by"] if isinstance(report.get("judged_by"), dict) else {}
-    criteria = report["criteria"] if isinstance(report.get("criteria"), list) else []
-    overrides = judged["overrides"] if isinstance(judged.get("overrides"), list) else []
-    effective = judged.get("effective_sha256")
+        manifest = parts.ManifestFacts()
+    report = parts.loose(parts.ReportFacts, stored_json(run.path / "report.json", what="report.json"))
+    report = report or parts.ReportFacts()
+    suites = sorted({str(e.name) for e in manifest.inputs or () if e.role == "suite"})
+    metrics = parts.as_dict(report.metrics)
+    judged = parts.loose(parts.JudgedFacts, report.judged_by) or parts.JudgedFacts()
+    effective, snapshot = judged.effective_sha256, judged.snapshot_sha256
+    overrides = [o for o in (parts.loose(parts.OverrideFacts, o) for o in parts.as_list(judged.overrides)) if o is not None]
     return HistoryRow(
         dir=run.path.name, run_id=info.run_id, created_at=info.created_at, status=info.status, target=info.target,
-        fingerprint=(manifest.get("target") or {}).get("fingerprint"), suites=suites,
-        verdict=_shown_verdict(run.path, manifest, report.get("verdict")),
-        rubric_sha256=judged.get("snapshot_sha256") if isinstance(judged.get("snapshot_sha256"), str) else None,
-        metrics={m: _number(metrics[m].get("value")) for m in HEADLINE_METRICS if isinstance(metrics.get(m), dict)},
-        criteria=[_criterion(c) for c in criteria if isinstance(c, dict)],
+        fingerprint=cast("str | None", manifest.target.fingerprint if manifest.target else None), suites=suites,
+        verdict=_shown_verdict(run.path, manifest, report.verdict),
+        rubric_sha256=snapshot if isinstance(snapshot, str) else None,
+        metrics={m: _number(parts.MetricFacts.model_validate(metrics[m]).value) for m in HEADLINE_METRICS
+                 if isinstance(metrics.get(m), dict)},
+        criteria=[_criterion(c) for c in parts.as_list(report.criteria) if isinstance(c, dict)],
         effective_rubric_sha256=effective if isinstance(effective, str) else None,
-        rubric_overrides=[f"{o.get('key')} ({o.get('by')})" for o in overrides if isinstance(o, dict)],
-        sections=_sections(report.get("sections")))
+        rubric_overrides=[f"{o.key} ({o.by})" for o in overrides],
+        sections=_sections(report.sections))
 
 
 def _sections(raw: object) -> list[dict[str, Any]]:
     """report.json's feature summaries as plain text (a section of another shape is left out, never an error)."""
     out = []
-    for s in raw if isinstance(raw, list) else []:
-        rows = s.get("rows") if isinstance(s, dict) else None
-        if isinstance(rows, list):
-            out.append({"feature": str(s.get("feature")), "title": str(s.get("title")),
-                        "rows": [{"label": str(r.get("label")), "value": str(r.get("value"))}
-                                 for r in rows if isinstance(r, dict)]})
+    for s in (parts.loose(parts.SectionFacts, s) for s in parts.as_list(raw)):
+        if s is not None and isinstance(s.rows, list):
+            rows = [r for r in (parts.loose(parts.SectionRowFacts, r) for r in s.rows) if r is not None]
+            out.append({"feature": str(s.feature), "title": str(s.title),
+                        "rows": [{"label": str(r.label), "value": str(r.value)} for r in rows]})
     return out
 
 
-def _shown_verdict(run_path: Path, manifest: dict[str, Any], verdict: object) -> str | None:
+def _shown_verdict(run_path: Path, manifest: parts.ManifestFacts, verdict: object) -> str | None:
     """The report's verdict, marked when report.json is not the file its seal names (no seal, or edited since):
     a hand-made run directory's PASS never lists, filters or draws as a PASS."""
     if not isinstance(verdict, str):
         return None
-    sealed = ((manifest.get("sealed") or {}).get("files") or {}).get("report.json")
-    if not isinstance(sealed, dict) or not isinstance(sealed.get("sha256"), str):
+    sealed = manifest.sealed.files.get("report.json") if manifest.sealed is not None else None
+    if sealed is None:
         return f"{verdict} (unsealed)"
     try:
         digest = sha256_file(run_path / "report.json", what="report.json")
     except InputError:
         digest = None
-    return verdict if digest == sealed["sha256"] else f"{verdict} (edited since sealed)"
+    return verdict if digest == sealed.sha256 else f"{verdict} (edited since sealed)"
 
 
 def _criterion(raw: dict[str, Any]) -> dict[str, Any]:
-    given = raw.get("bounds")
-    bounds = given if isinstance(given, list) and len(given) == 2 else [None, None]
-    return {"name": str(raw.get("name")), "metric": str(raw.get("metric")), "op": str(raw.get("op")),
-            "threshold": _number(raw.get("threshold")), "value": _number(raw.get("value")),
-            "verdict": str(raw.get("verdict")), "bounds": [_number(b) for b in bounds],
-            "confidence": _number(raw.get("confidence"))}
+    c = parts.CriterionFacts.model_validate(raw)
+    bounds = c.bounds if isinstance(c.bounds, list) and len(c.bounds) == 2 else [None, None]
+    return {"name": str(c.name), "metric": str(c.metric), "op": str(c.op), "threshold": _number(c.threshold),
+            "value": _number(c.value), "verdict": str(c.verdict), "bounds": [_number(b) for b in bounds],
+            "confidence": _number(c.confidence)}
 
 
 def _number(value: object) -> float | None:

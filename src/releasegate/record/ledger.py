@@ -22,10 +22,11 @@ import io
 import json
 import os
 import threading
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Strict, ValidationError
 
 from ..border.files import exists, journal_lines, open_append, open_regular
 from ..border.limits import JOURNAL_MAX_BYTES
@@ -67,8 +68,39 @@ def outcomes_of(gen: Any) -> list[str | None]:
 
 def tally_line(tally: dict[str, Any]) -> tuple[str | None, ...]:
     """Outcomes from a tally {'attempts': n, 'errors': {kind: n}}: the failed ones, then the answers."""
-    failed = [kind for kind, n in sorted(tally.get("errors", {}).items()) for _ in range(int(n))]
-    return (*failed, *([None] * max(0, int(tally.get("attempts", 0)) - len(failed))))
+    return Tally.model_validate(tally).outcomes()
+
+
+class Tally(BaseModel):
+    """A cache session's tally of its requests: how many it sent, and how many failed of each error kind."""
+
+    model_config = ConfigDict(extra="allow")
+    attempts: int = 0
+    errors: dict[str, Any] = {}
+
+    def outcomes(self) -> tuple[str | None, ...]:
+        """The failed ones, then the answers."""
+        failed = [kind for kind, n in sorted(self.errors.items()) for _ in range(int(n))]
+        return (*failed, *([None] * max(0, self.attempts - len(failed))))
+
+
+class _Phase(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    phase: Literal["quality", "load"]
+
+
+class _SourceLine(Tally, _Phase):
+    """A cache session's tally, as a line of the ledger."""
+
+    source: Annotated[str, Strict()]
+    attempts: Annotated[int, Strict()]
+
+
+class _SessionLine(_Phase):
+    """One load request's outcomes, as a line of the ledger."""
+
+    outcomes: list[Annotated[str, Strict()] | None]
+    session: Annotated[int, Strict()]
 
 
 class LoadLedger:
@@ -100,8 +132,9 @@ def append_sources(run_path: Path, sources: dict[str, dict[str, Any]]) -> None:
     {'attempts', 'errors'}), fsynced: written before the records they cover."""
     if not sources:
         return
-    lines = [{"phase": "quality", "source": name, "attempts": int(t.get("attempts", 0)),
-              "errors": dict(sorted(t.get("errors", {}).items()))} for name, t in sorted(sources.items())]
+    tallies = {name: Tally.model_validate(t) for name, t in sorted(sources.items())}
+    lines = [{"phase": "quality", "source": name, "attempts": t.attempts, "errors": dict(sorted(t.errors.items()))}
+             for name, t in tallies.items()]
     _mend(Path(run_path) / LEDGER)
     with io.TextIOWrapper(open_append(Path(run_path) / LEDGER, what=LEDGER), encoding="utf-8") as fh:
         fh.write("".join(json.dumps(line) + "\n" for line in lines))
@@ -151,19 +184,21 @@ def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:
 
 
 def _line(data: Any) -> LedgerLine:
-    if not isinstance(data, dict) or data.get("phase") not in ("quality", "load"):
-        raise ValueError("no phase of quality or load")
+    try:
+        _Phase.model_validate(data)
+    except ValidationError:
+        raise ValueError("no phase of quality or load") from None
     if "source" in data:
-        errors = data.get("errors", {})
-        attempts = data.get("attempts")
-        if not isinstance(data["source"], str) or not isinstance(errors, dict) or not isinstance(attempts, int):
-            raise ValueError("a source needs a name, attempts and errors")
-        return LedgerLine(data["phase"], tally_line(data), source=data["source"])
-    outcomes, session = data.get("outcomes"), data.get("session")
-    if not isinstance(outcomes, list) or not all(o is None or isinstance(o, str) for o in outcomes) \
-            or not isinstance(session, int):
-        raise ValueError("a line needs a session and its outcomes")
-    return LedgerLine(data["phase"], tuple(outcomes), session=session)
+        try:
+            tally = _SourceLine.model_validate(data)
+        except ValidationError:
+            raise ValueError("a source needs a name, attempts and errors") from None
+        return LedgerLine(tally.phase, tally.outcomes(), source=tally.source)
+    try:
+        line = _SessionLine.model_validate(data)
+    except ValidationError:
+        raise ValueError("a line needs a session and its outcomes") from None
+    return LedgerLine(line.phase, tuple(line.outcomes), session=line.session)
 
 
 def covered(records: list[Any], ledger: list[LedgerLine]) -> list[Any]:
@@ -177,14 +212,25 @@ def covered(records: list[Any], ledger: list[LedgerLine]) -> list[Any]:
 def ledger_summary(ledger: list[LedgerLine]) -> dict[str, dict[str, Any]]:
     """Per phase: the ledger's attempts, failed attempts, and where they came from (cut load phases by session,
     cached answers' sessions by name), for the report."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, tuple[_Count, dict[str, _Count]]] = {}
     for line in ledger:
-        phase = out.setdefault(line.phase, {"attempts": 0, "failed": 0, "from": {}})
+        total, by_source = out.setdefault(line.phase, (_Count(), {}))
         failed = sum(o is not None for o in line.outcomes)
         key = f"cache session {line.source}" if line.source else f"cut load phase, session {line.session}"
-        phase["attempts"] += len(line.outcomes)
-        phase["failed"] += failed
-        seen = phase["from"].setdefault(key, Counter())
-        seen["attempts"] += len(line.outcomes)
-        seen["failed"] += failed
-    return {p: {**v, "from": {k: dict(c) for k, c in v["from"].items()}} for p, v in out.items()}
+        total.add(len(line.outcomes), failed)
+        by_source.setdefault(key, _Count()).add(len(line.outcomes), failed)
+    return {p: {**total.as_dict(), "from": {k: c.as_dict() for k, c in by_source.items()}}
+            for p, (total, by_source) in out.items()}
+
+
+@dataclass
+class _Count:
+    attempts: int = 0
+    failed: int = 0
+
+    def add(self, attempts: int, failed: int) -> None:
+        self.attempts += attempts
+        self.failed += failed
+
+    def as_dict(self) -> dict[str, int]:
+        return {"attempts": self.attempts, "failed": self.failed}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
-from ..stats.sample_weights import is_weighted, sample_only, stratum_counts, weighted_share
+from ..stats.sample_weights import Strata, is_weighted, sample_only, stratum_counts, weighted_share
 from .cost_metrics import COUNTED_SOURCES, cost_metric, timing_derived_cost, token_sources, uncounted
 from .evidence import answered, attempt_outcomes, attempts_note
 from .leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
@@ -59,19 +59,20 @@ LATENCY_METRICS = {
     "e2e_sched_ms": "end-to-end latency from the scheduled send",
 }
 PHASED_METRICS = {"output_tokens_per_s", "output_tokens_per_s_request_p50", "cost_per_1m_output_tokens", "cost_usd_total"}
-KNOWN_METRICS: dict[str, tuple[str, str]] = dict(_RATES)
-for _base, _what in LATENCY_METRICS.items():
-    for _q in (50, 95, 99):
-        KNOWN_METRICS[f"{_base}_p{_q}"] = ("lower", f"P{_q} {_what}, milliseconds")
-KNOWN_METRICS["output_tokens_per_s"] = ("higher", "system throughput: total output tokens / generation wall time")
-KNOWN_METRICS["output_tokens_per_s_request_p50"] = ("higher", "median per-request decode speed")
-KNOWN_METRICS["cost_per_1m_output_tokens"] = ("lower", "USD per million output tokens")
-KNOWN_METRICS["cost_usd_total"] = ("lower", "USD for the whole run (api mode) or its generation time (self-hosted)")
-KNOWN_METRICS["capacity_rps"] = ("higher", "requests/s the capacity sweep (load.sweep) found within its objective")
-KNOWN_METRICS["cache_hit_rate"] = ("higher", "response_cache_probe: share of cases a simulated cache in front of the model "
-                                             "would answer, at the deployment's threshold")
-KNOWN_METRICS["cache_wrong_hit_rate"] = ("lower", "response_cache_probe: share of the cases it could answer that any "
-                                                  "neighbour's answer at the threshold would harm, or that are stale")
+KNOWN_METRICS: dict[str, tuple[str, str]] = {
+    **_RATES,
+    **{f"{base}_p{q}": ("lower", f"P{q} {what}, milliseconds") for base, what in LATENCY_METRICS.items()
+       for q in (50, 95, 99)},
+    "output_tokens_per_s": ("higher", "system throughput: total output tokens / generation wall time"),
+    "output_tokens_per_s_request_p50": ("higher", "median per-request decode speed"),
+    "cost_per_1m_output_tokens": ("lower", "USD per million output tokens"),
+    "cost_usd_total": ("lower", "USD for the whole run (api mode) or its generation time (self-hosted)"),
+    "capacity_rps": ("higher", "requests/s the capacity sweep (load.sweep) found within its objective"),
+    "cache_hit_rate": ("higher", "response_cache_probe: share of cases a simulated cache in front of the model "
+                                 "would answer, at the deployment's threshold"),
+    "cache_wrong_hit_rate": ("lower", "response_cache_probe: share of the cases it could answer that any "
+                                      "neighbour's answer at the threshold would harm, or that are stale"),
+}
 STABILITY_METRICS: dict[str, tuple[str, str]] = {
     "pass_all_k": ("higher", "generation.repeats: share of cases whose every draw passes its answer check (pass^k)"),
     "pass_any_k": ("higher", "generation.repeats: share of cases with at least one draw passing its answer check"),
@@ -152,22 +153,31 @@ def latency_exclusions(records: list[CaseRecord]) -> dict[str, Any]:
     (`evidence.attempt_outcomes`: earlier journal lines and in-run retries too; a retried request's wait is inside
     its case's sample, which runs from the first send), `failed` every failed one by error kind, empty answers
     (`empty_response`) included."""
+    return _exclusions(records)._asdict()
+
+
+class _Exclusions(NamedTuple):
+    requests: int
+    measured: int
+    failed: dict[str, int]
+    cached: int
+
+
+def _exclusions(records: list[CaseRecord]) -> _Exclusions:
     outcomes = attempt_outcomes(records)
     failed = Counter(kind for kind in outcomes if kind is not None)
     cached = sum(bool(getattr(r, "cached", False)) for r in records if answered(r))
-    return {"requests": len(outcomes), "measured": len(measured(records)), "failed": dict(sorted(failed.items())),
-            "cached": cached}
+    return _Exclusions(len(outcomes), len(measured(records)), dict(sorted(failed.items())), cached)
 
 
 def _exclusion_note(records: list[CaseRecord]) -> str:
-    ex = latency_exclusions(records)
-    left_out = ex["requests"] - ex["measured"]
-    if not left_out:
+    ex = _exclusions(records)
+    if not ex.requests - ex.measured:
         return ""
-    why = [f"{n} failed ({kind})" for kind, n in sorted(ex["failed"].items())]
-    if ex["cached"]:
-        why.append(f"{ex['cached']} cached")
-    return f"{ex['measured']} of {ex['requests']} requests; left out: " + ", ".join(why)
+    why = [f"{n} failed ({kind})" for kind, n in sorted(ex.failed.items())]
+    if ex.cached:
+        why.append(f"{ex.cached} cached")
+    return f"{ex.measured} of {ex.requests} requests; left out: " + ", ".join(why)
 
 
 def _latency(base: str, q: float, records: list[CaseRecord], confidence: float, *, bounds: bool) -> MetricValue:
@@ -187,7 +197,7 @@ def _latency(base: str, q: float, records: list[CaseRecord], confidence: float, 
 
 
 def _rate(name: str, records: list[CaseRecord], scores: Scores, confidence: float = 0.95,
-          strata: dict[str, Any] | None = None) -> MetricValue:
+          strata: Strata | None = None) -> MetricValue:
     """A share over `records`; cases of a stratified sample weigh as many source rows as they stand for
     (`_proportion`), `strata` being the run's cases per stratum (`stratum_counts`; default: of `records`). Error
     rates count requests sent (every attempt), unweighted: they measure the server, not the suite's source."""
@@ -246,7 +256,7 @@ def _share(hits: float, n: int, confidence: float = 0.95) -> MetricValue:
     return MetricValue(hits / n if n else None, n, wilson_bounds(hits, n, confidence), confidence=confidence)
 
 
-def _proportion(hits: list[bool], records: list[CaseRecord], confidence: float, strata: dict[str, Any]) -> MetricValue:
+def _proportion(hits: list[bool], records: list[CaseRecord], confidence: float, strata: Strata) -> MetricValue:
     """The share of `hits` over `records`. Cases of a weighted sample stand for population / (the run's cases of
     their stratum) source rows each (any other case for itself): the estimate is the weighted share, its bounds
     Wilson's at Kish's effective n, (sum of weights)^2 / sum of squared weights, so an equal-allocation sample

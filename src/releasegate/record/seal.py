@@ -21,15 +21,16 @@ can forge it.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..border.files import open_regular, read_text
 from ..border.structured import json_loads
 from ..clock import now
 from ..errors import InputError
 from .records import RunDir
-from .stored_manifest import read_manifest_file
+from .stored_manifest import BrokenEntry, Seal, SealedFile, SealOnly, read_manifest_file
 
 __all__ = ["seal", "guard_seal", "seal_changes", "sealed_snapshot", "edited_evidence", "SEALED_FILES", "STAGE_WRITES"]
 
@@ -66,23 +67,23 @@ def seal(run_dir: Path, stage: str) -> None:
     manifest = _read(run.path)
     if manifest is None:
         return
-    sealed = manifest.get("sealed") or {"files": {}, "broken": []}
+    sealed = _seal_of(manifest) or Seal(files={}, broken=[])
     loading = _load_phase_running(run.path)
     for name in STAGE_WRITES[stage]:
-        before = sealed["files"].get(name)
+        before = sealed.files.get(name)
         now_state = _state(run.path / name, before)
         change = _foreign_change(name, before, now_state, stage)
-        if change is not None and not _kept_already(sealed, name, before):
-            sealed["broken"].append({"file": name, "change": change, "found_by": stage, "found_at": now(),
-                                     "sealed_sha256": before["sha256"]})
+        if change is not None and before is not None and not _kept_already(sealed, name, before):
+            sealed.broken.append(BrokenEntry(file=name, change=change, found_by=stage, found_at=now(),
+                                             sealed_sha256=before.sha256))
         if now_state is None:
-            sealed["files"].pop(name, None)
+            sealed.files.pop(name, None)
+        elif name == "load.jsonl" and loading:
+            sealed.files[name] = SealedFile(bytes=now_state.bytes, sha256=now_state.sha256, load_phase_running=True)
         else:
-            sealed["files"][name] = {"bytes": now_state["bytes"], "sha256": now_state["sha256"],
-                                     **({"load_phase_running": True} if name == "load.jsonl" and loading else {})}
-    sealed.update(at=now(), by=stage, complete=_run_complete(run.path))
-    manifest["sealed"] = sealed
-    run.write_json(_MANIFEST, manifest)
+            sealed.files[name] = SealedFile(bytes=now_state.bytes, sha256=now_state.sha256)
+    sealed.at, sealed.by, sealed.complete = now(), stage, _run_complete(run.path)
+    _keep(run, manifest, sealed)
 
 
 def guard_seal(run_dir: Path, stage: str) -> None:
@@ -94,38 +95,45 @@ def guard_seal(run_dir: Path, stage: str) -> None:
     writes.)"""
     run = RunDir(run_dir)
     manifest = _read(run.path)
-    sealed = (manifest or {}).get("sealed")
-    if not sealed or not sealed.get("complete"):
+    sealed = _seal_of(manifest) if manifest is not None else None
+    if manifest is None or sealed is None or not sealed.complete:
         return
-    rows, _ = seal_changes({"sealed": {**sealed, "broken": []}}, run.path)
-    found = [r for r in rows if r["path"] != "report.json"]
+    found = [r for r in _file_rows(sealed, run.path) if r.path != "report.json"]
     for row in found:
-        change = _GUARD_WORDS.get(row["change"], row["change"])
-        if row["change"] == "changed" and row["path"] in JOURNALS:
-            state = _state(run.path / row["path"], sealed["files"][row["path"]])
-            change = _foreign_change(row["path"], sealed["files"][row["path"]], state, stage) or change
-        sealed.setdefault("broken", []).append({"file": row["path"], "change": change, "found_by": stage,
-                                                "found_at": now(), "sealed_sha256": row["before"]})
+        change = _GUARD_WORDS.get(row.change, row.change)
+        before = sealed.files.get(row.path)
+        if row.change == "changed" and row.path in JOURNALS and before is not None:
+            state = _state(run.path / row.path, before)
+            change = _foreign_change(row.path, before, state, stage) or change
+        sealed.broken.append(BrokenEntry(file=row.path, change=change, found_by=stage, found_at=now(),
+                                         sealed_sha256=row.before))
     if found:
-        run.write_json(_MANIFEST, manifest)
+        _keep(run, manifest, sealed)
 
 
 def seal_changes(manifest: dict[str, Any], run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
     """What differs in the run's own files from their seal: one row {role, path, change, before, after, note}
     per file appended, changed, missing or added since the last seal, and per change a stage found and kept
     (`sealed.broken`); and whether the run has a seal at all (runs before sealing have none)."""
-    sealed = manifest.get("sealed")
-    if not sealed:
+    sealed = _seal_of(manifest)
+    if sealed is None:
         return [], False
-    run_path = Path(run_dir)
-    rows = [_broken_row(b) for b in sealed.get("broken", [])]
+    return [row.as_row() for row in _seal_rows(sealed, Path(run_dir))], True
+
+
+def _seal_rows(sealed: Seal, run_path: Path) -> list[SealRow]:
+    return [_broken_row(b) for b in sealed.broken] + _file_rows(sealed, run_path)
+
+
+def _file_rows(sealed: Seal, run_path: Path) -> list[SealRow]:
+    """A row per sealed file changed, missing or added since the last seal (`sealed.broken` aside)."""
+    rows = []
     for name in SEALED_FILES:
-        before = sealed["files"].get(name)
-        state = _state(run_path / name, before)
-        row = _change_row(name, before, state, sealed)
+        before = sealed.files.get(name)
+        row = _change_row(name, before, _state(run_path / name, before), sealed)
         if row is not None:
             rows.append(row)
-    return rows, True
+    return rows
 
 
 def edited_evidence(run_dir: Path, *, found_only: bool = False) -> list[str]:
@@ -136,11 +144,14 @@ def edited_evidence(run_dir: Path, *, found_only: bool = False) -> list[str]:
     INCONCLUSIVE at best: its evidence is not what was measured. `found_only`: only the changes a stage found
     and kept (`check` itself, whose own writes are not sealed yet when it judges)."""
     manifest = _read(Path(run_dir))
-    if found_only:
-        rows = [_broken_row(b) for b in ((manifest or {}).get("sealed") or {}).get("broken", [])]
+    sealed = _seal_of(manifest) if manifest is not None else None
+    if sealed is None:
+        rows: list[SealRow] = []
+    elif found_only:
+        rows = [_broken_row(b) for b in sealed.broken]
     else:
-        rows, _ = seal_changes(manifest, run_dir) if manifest is not None else ([], False)
-    edited = sorted({f"{row['path']} {row['change']}" for row in rows if row["path"] != "report.json"})
+        rows = _seal_rows(sealed, Path(run_dir))
+    edited = sorted({f"{row.path} {row.change}" for row in rows if row.path != "report.json"})
     if not edited:
         return []
     return [f"edited since releasegate sealed it ({', '.join(edited)}; releasegate verify {run_dir} says how)"]
@@ -152,9 +163,10 @@ def sealed_snapshot(run_dir: Path, name: str) -> Path:
     (older, or built by hand) is taken as it is."""
     path = Path(run_dir) / name
     manifest = _read(Path(run_dir))
-    before = ((manifest or {}).get("sealed") or {}).get("files", {}).get(name)
+    sealed = _seal_of(manifest) if manifest is not None else None
+    before = sealed.files.get(name) if sealed is not None else None
     state = _state(path, before) if before else None
-    if before is None or (state is not None and state["sha256"] == before["sha256"]):
+    if before is None or (state is not None and state.sha256 == before.sha256):
         return path
     kind = "policy" if name == "rubric.yaml" else "config"
     raise InputError(f"{name} was edited since the run sealed it: the run's {kind} is no longer the one it ran with",
@@ -164,13 +176,41 @@ def sealed_snapshot(run_dir: Path, name: str) -> Path:
 
 # -- one file ---------------------------------------------------------------------------------------------------
 
-def _state(path: Path, before: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The file's size and sha256, and whether its first `before['bytes']` still hash to the sealed sha256 (one
+class FileState(NamedTuple):
+    """A file as it is now: its size and sha256, and whether its sealed bytes are still its first bytes."""
+
+    bytes: int
+    sha256: str
+    kept: bool
+
+
+@dataclass(frozen=True)
+class SealRow:
+    """One change to the run's own files, as `verify` lists it."""
+
+    path: str
+    change: str
+    before: str | None
+    after: str | None
+    note: str
+    found: bool = False
+    """A change a stage found and kept (`sealed.broken`), rather than one seen now."""
+
+    def as_row(self) -> dict[str, Any]:
+        if self.found:  # each kind of row with its keys in the order `verify --json` has always shown them
+            return {"role": "run", "path": self.path, "change": self.change, "before": self.before,
+                    "after": self.after, "note": self.note}
+        return {"role": "run", "path": self.path, "before": self.before, "after": self.after,
+                "change": self.change, "note": self.note}
+
+
+def _state(path: Path, before: SealedFile | None) -> FileState | None:
+    """The file's size and sha256, and whether its first `before.bytes` still hash to the sealed sha256 (one
     read); None when there is no such file."""
     if not path.is_file():
         return None
     digest, prefix, size = hashlib.sha256(), None, 0
-    cut = before["bytes"] if before else None
+    cut = before.bytes if before else None
     with open_regular(path, what="sealed file", max_bytes=_SEALED_MAX) as fh:  # a FIFO in its place: exit 2
         while block := fh.read(_CHUNK if cut is None or size >= cut else min(_CHUNK, cut - size)):
             digest.update(block)
@@ -179,45 +219,45 @@ def _state(path: Path, before: dict[str, Any] | None) -> dict[str, Any] | None:
                 prefix = digest.copy().hexdigest()
     if cut == 0:
         prefix = hashlib.sha256().hexdigest()
-    return {"bytes": size, "sha256": digest.hexdigest(), "kept": before is not None and prefix == before["sha256"]}
+    return FileState(size, digest.hexdigest(), before is not None and prefix == before.sha256)
 
 
-def _foreign_change(name: str, before: dict[str, Any] | None, state: dict[str, Any] | None, stage: str) -> str | None:
+def _foreign_change(name: str, before: SealedFile | None, state: FileState | None, stage: str) -> str | None:
     """How the file changed in a way `stage` does not change it ('edited', 'cut short', 'removed'), or None."""
-    if before is None or (state is not None and state["sha256"] == before["sha256"]):
+    if before is None or (state is not None and state.sha256 == before.sha256):
         return None
     if name in JOURNALS:
-        if name == "load.jsonl" and stage == "check" and before.get("load_phase_running"):
+        if name == "load.jsonl" and stage == "check" and before.load_phase_running:
             return None  # a load phase that had not finished is measured again, whole
-        if state is not None and state["kept"]:
+        if state is not None and state.kept:
             return None  # appended to
-        return "removed" if state is None else "cut short" if state["bytes"] < before["bytes"] else "edited"
+        return "removed" if state is None else "cut short" if state.bytes < before.bytes else "edited"
     if name in SNAPSHOTS:
         return "removed" if state is None else "edited"
     return None  # run.json, report.json: rewritten whole by the stages that write them
 
 
-def _change_row(name: str, before: dict[str, Any] | None, state: dict[str, Any] | None, sealed: dict[str, Any]) -> dict[str, Any] | None:
-    row = {"role": "run", "path": name, "before": before and before["sha256"], "after": state and state["sha256"]}
+def _change_row(name: str, before: SealedFile | None, state: FileState | None, sealed: Seal) -> SealRow | None:
+    was, now_sha = before.sha256 if before else None, state.sha256 if state else None
     if before is None:
         if state is None or name in UNSEALED_BEFORE:
             return None
-        return {**row, "change": "added", "note": f"written after the last seal ({sealed.get('by')}, {sealed.get('at')})"}
+        return SealRow(name, "added", was, now_sha, f"written after the last seal ({sealed.by}, {sealed.at})")
     if state is None:
-        return {**row, "change": "missing", "note": "removed since the last seal"}
-    if state["sha256"] == before["sha256"]:
+        return SealRow(name, "missing", was, now_sha, "removed since the last seal")
+    if state.sha256 == before.sha256:
         return None
-    if name in JOURNALS and state["kept"]:
-        added = state["bytes"] - before["bytes"]
-        return {**row, "change": "appended", "note": f"{added} bytes appended since the last seal: by a stage that did "
-                                                     "not finish (check --resume seals them), or by hand"}
-    return {**row, "change": "changed", "note": "edited since the last seal"}
+    if name in JOURNALS and state.kept:
+        added = state.bytes - before.bytes
+        return SealRow(name, "appended", was, now_sha, f"{added} bytes appended since the last seal: by a stage "
+                                                       "that did not finish (check --resume seals them), or by hand")
+    return SealRow(name, "changed", was, now_sha, "edited since the last seal")
 
 
-def _broken_row(broken: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "run", "path": broken["file"], "change": broken["change"], "before": broken.get("sealed_sha256"),
-            "after": None, "note": f"{broken['change']} outside releasegate: found by {broken['found_by']} at "
-                                   f"{broken['found_at']}, sealed again after"}
+def _broken_row(broken: BrokenEntry) -> SealRow:
+    return SealRow(broken.file, broken.change, broken.sealed_sha256, None,
+                   f"{broken.change} outside releasegate: found by {broken.found_by} at {broken.found_at}, "
+                   "sealed again after", found=True)
 
 
 def _read(run_path: Path) -> dict[str, Any] | None:
@@ -226,13 +266,24 @@ def _read(run_path: Path) -> dict[str, Any] | None:
     return read_manifest_file(run_path, whole=False)
 
 
+def _seal_of(manifest: dict[str, Any]) -> Seal | None:
+    """The manifest's seal, typed; None when it has none (an empty `sealed` included: a run built by hand)."""
+    return SealOnly.model_validate(manifest).sealed if manifest.get("sealed") else None
+
+
+def _keep(run: RunDir, manifest: dict[str, Any], sealed: Seal) -> None:
+    """Write the manifest back with `sealed` as its seal, every other part as it was read."""
+    manifest["sealed"] = sealed.model_dump(mode="json", exclude_unset=True)
+    run.write_json(_MANIFEST, manifest)
+
+
 _GUARD_WORDS = {"changed": "edited", "missing": "removed"}
 """`seal_changes` rows in the words `sealed.broken` keeps (those of `_foreign_change`)."""
 
 
-def _kept_already(sealed: dict[str, Any], name: str, before: dict[str, Any]) -> bool:
+def _kept_already(sealed: Seal, name: str, before: SealedFile) -> bool:
     """Whether a change to this sealed version of the file is already kept (found by `guard_seal`)."""
-    return any(b["file"] == name and b.get("sealed_sha256") == before["sha256"] for b in sealed.get("broken", []))
+    return any(b.file == name and b.sealed_sha256 == before.sha256 for b in sealed.broken)
 
 
 def _run_complete(run_path: Path) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from .stored_manifest import read_manifest_file
+from .stored_manifest import SealOnly, read_manifest_file
 
 __all__ = ["matches_seal", "seal_of"]
 
@@ -32,13 +32,10 @@ def seal_of(run_path: Path, name: str, sha256: str) -> str:
         return "unreadable"
     if manifest is None:  # no manifest.json: a run from before manifests, or built by hand
         return "unsealed"
-    sealed = manifest.get("sealed")
+    sealed = SealOnly.model_validate(manifest).sealed  # of this shape: `read_manifest_file` checked it
     if sealed is None:
         return "unsealed"
-    if not isinstance(sealed, dict) or not isinstance(sealed.get("files") or {}, dict):
-        return "unreadable"
-    entry = (sealed.get("files") or {}).get(name)
-    if not isinstance(entry, dict) or entry.get("sha256") != sha256:
+    entry = sealed.files.get(name)
+    if entry is None or entry.sha256 != sha256:
         return "differs"
-    broken = any(isinstance(b, dict) and b.get("file") == name for b in sealed.get("broken") or [])
-    return "differs" if broken else "matches"
+    return "differs" if any(b.file == name for b in sealed.broken) else "matches"

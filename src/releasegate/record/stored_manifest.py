@@ -11,7 +11,7 @@ built by hand may hold a bare `{}`), `verify` and `check --resume` the whole man
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +20,8 @@ from ..border.structured import json_loads
 from ..errors import InputError
 from .run_parts import Count, finite_tree, problem_line
 
-__all__ = ["MANIFEST_FILE", "MAX_MANIFEST_BYTES", "read_manifest_file", "check_manifest"]
+__all__ = ["MANIFEST_FILE", "MAX_MANIFEST_BYTES", "read_manifest_file", "check_manifest", "Manifest", "typed_manifest",
+           "typed_inputs", "typed_files", "typed_parts", "ManifestParts", "ManifestFiles", "InputEntry", "DirectoryEntry", "Seal", "SealedFile", "BrokenEntry"]
 
 MANIFEST_FILE = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # a hub snapshot of thousands of files hashes to a few MiB
@@ -30,11 +31,27 @@ class _Shape(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+_M = TypeVar("_M", bound=_Shape)
+
+
 class InputEntry(_Shape):
     path: str
     role: str
+    name: str | None = None
     sha256: str | None = None
     bytes: Count | None = None
+    served: str | None = None
+    """How a served file was known: 'observed' (releasegate's launcher handed it over) or 'declared'."""
+
+    @property
+    def owner(self) -> str:
+        """The role before ':' (`model` of `model:weights`)."""
+        return self.role.split(":", 1)[0]
+
+    @property
+    def shown_name(self) -> str:
+        """The name the entry is shown and attested by: its name, else its path."""
+        return self.name or self.path
 
 
 Sha256 = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
@@ -53,8 +70,9 @@ class TargetFacts(_Shape):
 
 
 class SealedFile(_Shape):
+    bytes: Count  # the fields in the order releasegate writes them (`record.seal`)
     sha256: str
-    bytes: Count
+    load_phase_running: bool | None = None
 
 
 class BrokenEntry(_Shape):
@@ -68,6 +86,8 @@ class BrokenEntry(_Shape):
 class Seal(_Shape):
     files: dict[str, SealedFile]
     broken: list[BrokenEntry] = []
+    at: str | None = None
+    by: str | None = None
     complete: bool | None = None
 
 
@@ -94,15 +114,72 @@ class SealOnly(_Shape):
     composition: Composition | None = None
 
 
+class SampleEntry(_Shape):
+    """A sampled suite's draw: its `sample:` spec and a digest of the drawn case ids."""
+
+    suite: str
+    ids_sha256: str
+    sample: Any = None
+
+
 class ManifestShape(_Shape):
     format: int
     inputs: list[InputEntry]
     directories: list[DirectoryEntry] = []
     target: TargetFacts
     packages: dict[str, str] = {}
-    samples: list[dict[str, Any]] = []
+    samples: list[SampleEntry] = []
     sealed: Seal | None = None
     composition: Composition | None = None
+
+
+class Manifest(ManifestShape):
+    """manifest.json as releasegate writes it, for its readers to use by attribute (`typed_manifest`)."""
+
+
+class ManifestFiles(_Shape):
+    """The files of a manifest, or of a part built like one (a grader's files, the case files alone)."""
+
+    inputs: list[InputEntry] = []
+    directories: list[DirectoryEntry] = []
+
+
+class ManifestParts(ManifestFiles):
+    """The parts of a manifest an attestation carries, each optional (a manifest built by hand may lack any)."""
+
+    target: TargetFacts | None = None
+    packages: dict[str, str] | None = None
+    sealed: Seal | None = None
+
+
+def typed_parts(data: dict[str, Any], path: Path | None = None) -> ManifestParts:
+    """`ManifestParts` of a manifest-like dict; another shape is an InputError naming the field."""
+    return _typed(ManifestParts, data, path)
+
+
+def typed_inputs(data: dict[str, Any], path: Path | None = None) -> list[InputEntry]:
+    """The `inputs` of a manifest-like dict, typed; another shape is an InputError naming the field."""
+    return typed_files(data, path).inputs
+
+
+def typed_files(data: dict[str, Any], path: Path | None = None) -> ManifestFiles:
+    """The `inputs` and `directories` of a manifest-like dict, typed; another shape is an InputError."""
+    return _typed(ManifestFiles, data, path)
+
+
+def _typed(model: type[_M], data: dict[str, Any], path: Path | None) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValueError as exc:  # ValidationError is a ValueError
+        raise InputError(f"manifest.json is not as releasegate writes it: {problem_line(exc)}",
+                         file=path or Path(MANIFEST_FILE),
+                         hint="releasegate verify cannot vouch for this run; run check again") from None
+
+
+def typed_manifest(data: dict[str, Any] | Manifest, path: Path | None = None) -> Manifest:
+    """A parsed manifest.json (as `read_manifest_file` gives it) as the typed `Manifest`; another shape is an
+    InputError naming the field."""
+    return data if isinstance(data, Manifest) else _typed(Manifest, data, path)
 
 
 def check_manifest(data: Any, path: Path, *, whole: bool = True) -> dict[str, Any]:

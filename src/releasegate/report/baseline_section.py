@@ -5,13 +5,15 @@ verdict) with its slices and the reasons it may not stand."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
 
 from ..text import inert
+from .paired_models import BaselineComparison, ComparedMetric, PairedComparison, read_section
 
-__all__ = ["baseline_line", "comparison_view", "comparison_md", "comparison_notes", "metric_cells", "num", "COMPARISON_COLUMNS"]
+__all__ = ["baseline_line", "baseline_of", "comparison_view", "ComparisonView", "comparison_md", "comparison_notes", "metric_cells", "num", "COMPARISON_COLUMNS"]
 
 COMPARISON_COLUMNS = ("metric", "baseline", "candidate", "delta", "interval", "margin", "McNemar p", "verdict")
 _SLICE_COLUMNS = ("slice", "n", "baseline", "candidate", "delta", "McNemar p", "verdict")
@@ -24,56 +26,67 @@ def num(value: Any, spec: str = ".4g") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _interval(row: dict[str, Any]) -> str:
-    return f"[{row['interval'][0]:+.3g}, {row['interval'][1]:+.3g}]" if row.get("interval") else "—"
+def _interval(row: ComparedMetric) -> str:
+    return f"[{row.interval[0]:+.3g}, {row.interval[1]:+.3g}]" if row.interval else "—"
 
 
-def metric_cells(row: dict[str, Any]) -> list[str]:
+def metric_cells(row: ComparedMetric) -> list[str]:
     """metric, baseline, candidate, delta, interval, margin, McNemar p, as text."""
-    p = f"{row['p_value']:.3g}" if row.get("p_value") is not None else "—"
-    return [row["metric"], num(row["baseline"]), num(row["candidate"]), num(row["delta"], "+.4g"), _interval(row),
-            f"{row['margin']:.3g}", p]
+    p = f"{row.p_value:.3g}" if row.p_value is not None else "—"
+    return [row.metric, num(row.baseline), num(row.candidate), num(row.delta, "+.4g"), _interval(row),
+            f"{row.margin:.3g}", p]
 
 
-def comparison_notes(result: dict[str, Any]) -> list[str]:
-    """The lines under the table: each metric's note, what keeps the comparison from standing, the flips."""
-    lines = [f"{row['metric']}: {row['note']}" for row in result["rows"] if row.get("note")]
-    lines += [f"{result['verdict']}: {why}" for why in (result.get("target_error"), result.get("incomplete"),
-                                                        result.get("settings_note")) if why]
+def comparison_notes(result: PairedComparison, whys: tuple[str | None, ...] = (), verdict: str = "") -> list[str]:
+    """The lines under the table: each metric's note, what keeps the comparison from standing (`whys`, each said
+    after `verdict`), the flips."""
+    lines = [f"{row.metric}: {row.note}" for row in result.rows if row.note]
+    lines += [f"{verdict}: {why}" for why in whys if why]
     lines += _latency_lines(result)
-    flipped = result.get("flipped")
+    flipped = result.flipped
     if flipped:
-        lines.append(f"flipped cases: {flipped['pass_to_fail']} pass -> fail, {flipped['fail_to_pass']} fail -> pass")
+        lines.append(f"flipped cases: {flipped.pass_to_fail} pass -> fail, {flipped.fail_to_pass} fail -> pass")
     return lines
 
 
-def _latency_lines(result: dict[str, Any]) -> list[str]:
+def _latency_lines(result: PairedComparison) -> list[str]:
     """Where the latency rows come from (each run's quality cases), and a warning when the two runs sent them
     under different loads: a TTFT delta then measures the load as much as the model."""
-    sources = result.get("latency_sources")
-    if not sources or not any(row["metric"] in _LATENCY_ROWS for row in result["rows"]):
+    sources = result.latency_sources
+    if not sources or not any(row.metric in _LATENCY_ROWS for row in result.rows):
         return []
-    base, cand = sources["baseline"], sources["candidate"]
-    if base.get("in_flight") == cand.get("in_flight") and base["text"] == cand["text"]:
-        return [f"latency rows measured on: {cand['text']}, in both runs"]
-    return [f"latency rows measured under different loads: baseline {base['text']}, candidate {cand['text']}: "
+    base, cand = sources.baseline, sources.candidate
+    if base.in_flight == cand.in_flight and base.text == cand.text:
+        return [f"latency rows measured on: {cand.text}, in both runs"]
+    return [f"latency rows measured under different loads: baseline {base.text}, candidate {cand.text}: "
             "a latency delta measures the load as well as the target"]
+
+
+def baseline_of(comparison: Any) -> BaselineComparison | None:
+    """A report's `comparison` section read as the baseline comparison; None for none, or one of another shape
+    (no `rows`: shown as a generic table). A section with rows that does not fit is an input error naming it."""
+    if not isinstance(comparison, dict) or "rows" not in comparison:
+        return None
+    return read_section(BaselineComparison, comparison, "comparison")
 
 
 def baseline_line(comparison: Any) -> str | None:
     """'baseline: blessed 'prod', run r1 (blessed by ana, 2026-12-07 06:45 UTC: "shipped in 1.4")', or
     'baseline: run r1' for a rubric naming a run; None for a report without a baseline comparison. Shown inert."""
-    if not isinstance(comparison, dict) or "rows" not in comparison:
-        return None
-    run = _run_name(comparison.get("baseline_run"))
-    blessing = comparison.get("baseline_blessing")
-    if isinstance(blessing, dict):
-        reason = str(blessing.get("reason"))
+    found = baseline_of(comparison)
+    return None if found is None else _baseline_line(found)
+
+
+def _baseline_line(comparison: BaselineComparison) -> str:
+    run = _run_name(comparison.baseline_run)
+    blessing = comparison.baseline_blessing
+    if blessing is not None:
+        reason = str(blessing.reason)
         reason = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + "…"  # every CSV row holds it
-        line = (f"baseline: blessed '{blessing.get('name')}', run {blessing.get('run')} (blessed by "
-                f"{blessing.get('by')}, {_when(blessing.get('blessed_at'))}: \"{reason}\")")
-    elif comparison.get("baseline_blessed"):
-        line = f"baseline: '{comparison['baseline_blessed']}', run {run} (no blessing of it found)"
+        line = (f"baseline: blessed '{blessing.name}', run {blessing.run} (blessed by "
+                f"{blessing.by}, {_when(blessing.blessed_at)}: \"{reason}\")")
+    elif comparison.baseline_blessed:
+        line = f"baseline: '{comparison.baseline_blessed}', run {run} (no blessing of it found)"
     else:
         line = f"baseline: run {run}"
     return inert(line, keep="")
@@ -91,37 +104,47 @@ def _when(stamp: Any) -> str:
         return str(stamp)
 
 
-def _summary(comparison: dict[str, Any]) -> str:
-    return (f"{comparison.get('shared_cases', '?')} shared cases, {comparison.get('identical_outputs', '?')} identical "
-            f"outputs, {comparison.get('changed_cases', 0)} changed since the baseline")
+def _summary(comparison: BaselineComparison) -> str:
+    return (f"{comparison.shared_cases} shared cases, {comparison.identical_outputs} identical "
+            f"outputs, {comparison.changed_cases} changed since the baseline")
 
 
-def _notes(comparison: dict[str, Any]) -> list[str]:
+def _notes(comparison: BaselineComparison) -> list[str]:
     """Why the comparison may not stand (problems), what is stale (warnings), then each metric's note."""
-    return [*(f"does not stand: {p}" for p in comparison.get("baseline_problems") or []),
-            *(f"stale: {w}" for w in comparison.get("baseline_warnings") or []),
-            *comparison_notes({"rows": comparison.get("rows", []), "flipped": comparison.get("flipped"),
-                               "latency_sources": comparison.get("latency_sources")})]
+    return [*(f"does not stand: {p}" for p in comparison.baseline_problems or []),
+            *(f"stale: {w}" for w in comparison.baseline_warnings or []),
+            *comparison_notes(comparison)]
 
 
-def _rows(comparison: dict[str, Any]) -> list[list[str]]:
-    return [[*metric_cells(row), row.get("verdict", "")] for row in comparison.get("rows", [])]
+def _rows(comparison: BaselineComparison) -> list[list[str]]:
+    return [[*metric_cells(row), row.verdict] for row in comparison.rows]
 
 
-def _slices(comparison: dict[str, Any]) -> list[list[str]]:
-    return [[s.get("slice", ""), str(s.get("n", "")), num(s.get("baseline")), num(s.get("candidate")),
-             num(s.get("delta"), "+.4g"), num(s.get("p_value"), ".3g"), s.get("verdict", "")]
-            for s in comparison.get("slices") or []]
+def _slices(comparison: BaselineComparison) -> list[list[str]]:
+    return [[s.slice, str(s.n), num(s.baseline), num(s.candidate), num(s.delta, "+.4g"), num(s.p_value, ".3g"),
+             s.verdict] for s in comparison.slices or []]
 
 
-def comparison_view(comparison: Any) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class ComparisonView:
+    """What every format shows of a baseline comparison."""
+
+    baseline: str
+    summary: str
+    rows: list[list[str]]
+    slices: list[list[str]]
+    notes: list[str]
+    columns: tuple[str, ...] = COMPARISON_COLUMNS
+    slice_columns: tuple[str, ...] = _SLICE_COLUMNS
+
+
+def comparison_view(comparison: Any) -> ComparisonView | None:
     """What the HTML report shows of a baseline comparison: its baseline line, a summary, the metric and slice
     tables and the notes; None for no comparison or one of another shape (shown as a generic table)."""
-    line = baseline_line(comparison)
-    if line is None:
+    found = baseline_of(comparison)
+    if found is None:
         return None
-    return {"baseline": line, "summary": _summary(comparison), "columns": COMPARISON_COLUMNS, "rows": _rows(comparison),
-            "slice_columns": _SLICE_COLUMNS, "slices": _slices(comparison), "notes": _notes(comparison)}
+    return ComparisonView(_baseline_line(found), _summary(found), _rows(found), _slices(found), _notes(found))
 
 
 def comparison_md(comparison: Any, md_text: Callable[[Any], str], md_label: Callable[[Any], str]) -> list[str]:
@@ -129,13 +152,13 @@ def comparison_md(comparison: Any, md_text: Callable[[Any], str], md_label: Call
     view = comparison_view(comparison)
     if view is None:
         return []
-    lines = ["", "### Comparison with the baseline", "", md_label(view["baseline"]), "", md_label(view["summary"]), "",
-             "| " + " | ".join(view["columns"]) + " |", "|---|" + "---:|" * 6 + "---|"]
-    lines += [_md_row(row, md_text) for row in view["rows"]]
-    if view["slices"]:
-        lines += ["", "| " + " | ".join(view["slice_columns"]) + " |", "|---|" + "---:|" * 5 + "---|"]
-        lines += [_md_row(row, md_text) for row in view["slices"]]
-    return lines + ([""] + [f"- {md_label(n)}" for n in view["notes"]] if view["notes"] else [])
+    lines = ["", "### Comparison with the baseline", "", md_label(view.baseline), "", md_label(view.summary), "",
+             "| " + " | ".join(view.columns) + " |", "|---|" + "---:|" * 6 + "---|"]
+    lines += [_md_row(row, md_text) for row in view.rows]
+    if view.slices:
+        lines += ["", "| " + " | ".join(view.slice_columns) + " |", "|---|" + "---:|" * 5 + "---|"]
+        lines += [_md_row(row, md_text) for row in view.slices]
+    return lines + ([""] + [f"- {md_label(n)}" for n in view.notes] if view.notes else [])
 
 
 def _md_row(row: list[str], md_text: Callable[[Any], str]) -> str:

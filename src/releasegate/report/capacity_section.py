@@ -10,6 +10,8 @@ from rich.table import Table
 from ..inputs.load_profile import objective_limits
 from ..record.capacity_sweep import CapacityStep, CapacitySweep, as_sweep
 from .formatting import format_money, format_value
+from .paired_models import read_section
+from .run_models import PrefixCacheProbe
 
 __all__ = ["sweep_table", "capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
 
@@ -57,36 +59,37 @@ def capacity_table(capacity: CapacitySweep | None) -> tuple[tuple[str, ...], lis
         return _COLUMNS, []
     rows = []
     for s in capacity.steps:
-        mean = {k: (s.signals[k].mean if k in s.signals else None) for k in ("queue", "running", "kv_cache")}
-        kv = "—" if mean["kv_cache"] is None else f"{mean['kv_cache'] * 100:.0f}%"
+        queue, running, kv_cache = (s.signals[k].mean if k in s.signals else None for k in ("queue", "running", "kv_cache"))
+        kv = "—" if kv_cache is None else f"{kv_cache * 100:.0f}%"
         verdict = s.verdict + (f": {s.why}" if s.why else "")
         if s.step == capacity.capacity_step:
             verdict += " (capacity)"
         rows.append([format_value(s.rate), str(s.requests), format_value(s.ttft_sched_ms_p95),
                      format_value(s.tpot_ms_p95), _or_dash(s.e2e_sched_ms_p95), _errors(s),
                      _or_dash(s.completed_rps), _or_dash(s.kept_up),
-                     _or_dash(mean["queue"]), _or_dash(mean["running"]), kv, verdict])
+                     _or_dash(queue), _or_dash(running), kv, verdict])
     return _COLUMNS, rows
 
 
-def prefix_cache_lines(probe: dict[str, Any] | None) -> list[str]:
+def prefix_cache_lines(given: dict[str, Any] | None) -> list[str]:
     """Warm vs cold TTFT of the prefix-cache probe, and the cached prompt tokens the server reported."""
-    if not probe:
+    if not given:
         return []
-    warm, cold = probe["warm"], probe["cold"]
-    lines = [f"prefix cache ({probe['pairs']} warm/cold pairs, shared system prompt of {probe['system_chars']} "
-             f"characters): TTFT P50 warm {format_value(warm['ttft_ms_p50'])} ms, cold "
-             f"{format_value(cold['ttft_ms_p50'])} ms"
-             + (f" (saves {format_value(probe['saved_ms_p50'])} ms, cold {format_value(probe['cold_over_warm_p50'])}x warm)"
-                if probe.get("saved_ms_p50") is not None else "")
-             + f"; P95 warm {format_value(warm['ttft_ms_p95'])} ms, cold {format_value(cold['ttft_ms_p95'])} ms"]
-    if warm.get("cached_tokens_mean") is not None:
-        lines.append(f"cached prompt tokens per request (server): warm {format_value(warm['cached_tokens_mean'])} of "
-                     f"{format_value(warm['prompt_tokens_mean'])}, cold {format_value(cold['cached_tokens_mean'])} of "
-                     f"{format_value(cold['prompt_tokens_mean'])}")
+    probe = read_section(PrefixCacheProbe, given, "prefix_cache")
+    warm, cold = probe.warm, probe.cold
+    lines = [f"prefix cache ({probe.pairs} warm/cold pairs, shared system prompt of {probe.system_chars} "
+             f"characters): TTFT P50 warm {format_value(warm.ttft_ms_p50)} ms, cold "
+             f"{format_value(cold.ttft_ms_p50)} ms"
+             + (f" (saves {format_value(probe.saved_ms_p50)} ms, cold {format_value(probe.cold_over_warm_p50)}x warm)"
+                if probe.saved_ms_p50 is not None else "")
+             + f"; P95 warm {format_value(warm.ttft_ms_p95)} ms, cold {format_value(cold.ttft_ms_p95)} ms"]
+    if warm.cached_tokens_mean is not None:
+        lines.append(f"cached prompt tokens per request (server): warm {format_value(warm.cached_tokens_mean)} of "
+                     f"{format_value(warm.prompt_tokens_mean)}, cold {format_value(cold.cached_tokens_mean)} of "
+                     f"{format_value(cold.prompt_tokens_mean)}")
     else:
-        lines.append(f"cached prompt tokens: {probe.get('cached_tokens')}")
-    failed = warm.get("failed", 0) + cold.get("failed", 0)
+        lines.append(f"cached prompt tokens: {probe.cached_tokens}")
+    failed = warm.failed + cold.failed
     if failed:
         lines.append(f"prefix cache: {failed} request(s) failed and are left out")
     return lines

@@ -17,6 +17,7 @@ from ..record.gate_report import GateReport
 from ..spreadsheet import csv_rows, neutralise
 from ..text import inert
 from .baseline_section import baseline_line
+from .case_models import CaseCheck, CaseReview
 from .formatting import latency_source_text
 from .stability_section import STABILITY_COLUMNS, case_stability
 from .view import CaseRow, RunView
@@ -71,15 +72,15 @@ def _values(row: CaseRow) -> list[Any]:
     ]
 
 
-def _check_text(result: dict[str, Any]) -> str:
+def _check_text(result: CaseCheck) -> str:
     """'format: json: fail (not JSON)', one line per check."""
-    verdict = "unknown" if result["passed"] is None else ("pass" if result["passed"] else "fail")
-    return f"{result['check']}: {verdict}" + (f" ({result['detail']})" if result["detail"] else "")
+    verdict = "unknown" if result.passed is None else ("pass" if result.passed else "fail")
+    return f"{result.check}: {verdict}" + (f" ({result.detail})" if result.detail else "")
 
 
-def _review_text(review: dict[str, Any]) -> str:
+def _review_text(review: CaseReview) -> str:
     """'reject by alice: wrong intent', one line per reviewer."""
-    return f"{review['label']} by {review['reviewer']}" + (f": {review['reason']}" if review["reason"] else "")
+    return f"{review.label} by {review.reviewer}" + (f": {review.reason}" if review.reason else "")
 
 
 def _cell(value: Any) -> Any:

@@ -10,9 +10,10 @@ report.csv in the run directory keep every text whole. Every cell is untrusted t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..record.gate_report import FailingCase
+from .case_models import CaseReview
+from .paired_models import read_section
 
 __all__ = ["failing_case_lines", "cut_at_word", "MESSAGE_CHARS", "CELL_CHARS"]
 
@@ -54,7 +55,8 @@ def _system_lines(shown: list[FailingCase], escape: Callable[[str], str]) -> lis
 def _cells(f: FailingCase) -> list[str]:
     output = f.output or (f"no output: {f.error_message}" if f.error_message else "")
     return [f.case_id, f.suite, "; ".join(f.why), _asked(f), cut_at_word(f.expected, CELL_CHARS),
-            cut_at_word(output, CELL_CHARS), "; ".join(_review_text(r) for r in f.reviews)]
+            cut_at_word(output, CELL_CHARS),
+            "; ".join(_review_text(read_section(CaseReview, r, "failing_cases.reviews")) for r in f.reviews)]
 
 
 def _asked(f: FailingCase) -> str:
@@ -81,7 +83,7 @@ def cut_at_word(text: str, limit: int) -> str:
     return (head[:space] if space > 0 else head).rstrip() + "…"
 
 
-def _review_text(review: dict[str, Any]) -> str:
+def _review_text(review: CaseReview) -> str:
     """'reject by alice: wrong intent'."""
-    reason = f": {cut_at_word(review['reason'], CELL_CHARS)}" if review.get("reason") else ""
-    return f"{review['label']} by {review['reviewer']}{reason}"
+    reason = f": {cut_at_word(review.reason, CELL_CHARS)}" if review.reason else ""
+    return f"{review.label} by {review.reviewer}{reason}"

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
+from .paired_models import read_section
+from .run_models import LoadPhaseView, ServerMetrics
 
 CSP = (
     "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
@@ -69,30 +71,36 @@ def load_phase_rows(load_phase: dict[str, Any] | None) -> list[tuple[str, str]]:
     """The load phase and what the server's /metrics said, as (label, text) rows for people."""
     if not load_phase:
         return []
+    phase = read_section(LoadPhaseView, load_phase, "load_phase")
     rows = [
-        ("profile", load_phase.get("profile", "")),
-        ("requests", f"{load_phase.get('requests')} measured, {load_phase.get('warmup', 0)} warm-up (left out)"),
-        ("duration", f"{format_value(load_phase.get('seconds'))} s"),
+        ("profile", phase.profile),
+        ("requests", f"{phase.requests} measured, {phase.warmup} warm-up (left out)"),
+        ("duration", f"{format_value(phase.seconds)} s"),
     ]
-    workers = (load_phase.get("client") or {}).get("workers")
+    workers = phase.client.workers if phase.client else None
     if workers:  # sent from several Ray workers (scale:): each one's own send lag and late start
-        lag = " / ".join(format_value((w.get("send_lag_ms") or {}).get("p99")) for w in workers)
-        skew = " / ".join(format_value(w.get("start_skew_ms")) for w in workers)
+        lag = " / ".join(format_value(w.send_lag_ms.p99 if w.send_lag_ms else None) for w in workers)
+        skew = " / ".join(format_value(w.start_skew_ms) for w in workers)
         rows.append(("load workers", f"{len(workers)} Ray workers; send lag p99 {lag} ms; start skew {skew} ms"))
-    server = load_phase.get("server_metrics") or {}
-    if "error" in server or not server:
-        return rows + [("server /metrics", f"not scraped: {server.get('error') or 'no samples'}")]
-    rows.append(("server", f"{server.get('server') or 'unknown'} ({server.get('samples')} /metrics samples)"))
-    for key, label, scale in (("queue", "queue length", 1), ("running", "requests running", 1), ("kv_cache", "KV cache use", 100)):
-        stats = server.get(key)
+    server = phase.server_metrics or ServerMetrics()
+    if not server.scraped:
+        return rows + [("server /metrics", f"not scraped: {server.error or 'no samples'}")]
+    return rows + _server_rows(server)
+
+
+def _server_rows(server: ServerMetrics) -> list[tuple[str, str]]:
+    rows = [("server", f"{server.server or 'unknown'} ({server.samples} /metrics samples)")]
+    for stats, label, scale in ((server.queue, "queue length", 1), (server.running, "requests running", 1),
+                                (server.kv_cache, "KV cache use", 100)):
         unit = "%" if scale == 100 else ""
         rows.append((label, "not exposed by the server" if not stats else
-                     " / ".join(f"{name} {format_value(stats[name] * scale)}{unit}" for name in ("max", "mean", "last"))))
-    gap = server.get("ttft_gap_ms")
+                     " / ".join(f"{name} {format_value(value * scale)}{unit}"
+                                for name, value in (("max", stats.max), ("mean", stats.mean), ("last", stats.last)))))
+    gap = server.ttft_gap_ms
     rows.append(("client − server TTFT", "the server exposes no TTFT" if not gap else
-                 f"client {format_value(gap['client_mean_ms'])} ms, server {format_value(gap['server_mean_ms'])} ms, "
-                 f"gap {format_value(gap['gap_ms'])} ms (means)"))
-    rows.append(("scaling reading", server.get("reading", "")))
+                 f"client {format_value(gap.client_mean_ms)} ms, server {format_value(gap.server_mean_ms)} ms, "
+                 f"gap {format_value(gap.gap_ms)} ms (means)"))
+    rows.append(("scaling reading", server.reading))
     return rows
 
 

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from ..text import inert
 from .formatting import format_value
+from .history_models import HistoryRun, read_runs
 from .terminal import Col, FitTable
 
 __all__ = ["history_table"]
@@ -23,15 +24,16 @@ def history_table(rows: list[dict[str, Any]]) -> FitTable:
     """One row per run, oldest first: run id, time (left out when every run id is a default one, which begins with
     its own time), target fingerprint (8 characters; `--json` has it whole), verdict with the names it is blessed
     as, headline metrics; the suites below the table when the line has no room for them."""
-    shown = [(m, name) for m, name in _SHOWN if any(r["metrics"].get(m) is not None for r in rows)]
-    timed = not all(_id_holds_time(r) for r in rows)
+    runs = read_runs(rows)
+    shown = [(m, name) for m, name in _SHOWN if any(r.metrics.get(m) is not None for r in runs)]
+    timed = not all(_id_holds_time(r) for r in runs)
     columns = [Col("run", "left"), *([Col("time", "left")] if timed else []), Col("fingerprint", "left"),
                Col("verdict", "left"), *(Col(name) for _, name in shown), Col("suites", "left", free=True)]
-    table = [[inert(r["run_id"]), *([_time(r["created_at"])] if timed else []), (r["fingerprint"] or "-")[:8],
-              Text(inert(r["verdict"] or "no verdict") + "".join(f" @{inert(n)}" for n in r.get("blessed", [])),
-                   style=_STYLE.get(r["verdict"] or "", "yellow")),
-              *(format_value(r["metrics"].get(m)) for m, _ in shown), inert(", ".join(r["suites"])) or "-"]
-             for r in rows]
+    table: list[list[Text | str]] = [[inert(r.run_id), *([_time(r.created_at)] if timed else []), (r.fingerprint or "-")[:8],
+              Text(inert(r.verdict or "no verdict") + "".join(f" @{inert(n)}" for n in r.blessed or []),
+                   style=_STYLE.get(r.verdict or "", "yellow")),
+              *(format_value(r.metrics.get(m)) for m, _ in shown), inert(", ".join(r.suites)) or "-"]
+             for r in runs]
     legend = ", ".join(f"{name} {_LEGEND[name]}" for _, name in shown)
     return FitTable(Text("run history" + (f" ({legend})" if legend else ""), style="bold"), columns, table)
 
@@ -41,8 +43,8 @@ def _time(stamp: Any) -> str:
     return inert(str(stamp))[:16].replace("T", " ")
 
 
-def _id_holds_time(row: dict[str, Any]) -> bool:
+def _id_holds_time(row: HistoryRun) -> bool:
     """Whether the run id is a default one ('20261207-064652-a1b2c3'), which begins with its creation time."""
-    stamp = str(row.get("created_at") or "")
+    stamp = str(row.created_at or "")
     digits = stamp[:19].replace("-", "").replace(":", "").replace("T", "-")
-    return bool(digits) and str(row.get("run_id", "")).startswith(digits)
+    return bool(digits) and str(row.run_id).startswith(digits)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..record.capacity_sweep import Number
 from ..record.report_sections import JudgeCalibration, JudgeSection
 from ..review.agreement import kappa_words
 from .formatting import format_money, format_value
+from .paired_models import read_section
+from .run_models import GuardRow
 
 __all__ = ["judge_lines", "calibration_table"]
 
@@ -59,16 +62,17 @@ def guard_lines(guard: dict[str, Any] | None) -> list[str]:
     """One line per guard model and category it decides: calibrated or not, its miss and false-alarm rates against
     the reviewers' forbidden labels with their upper bounds."""
     out = []
-    for name, row in (guard or {}).items():
-        state = "calibrated" if row["calibrated"] else f"NOT calibrated (min_labels {row['min_labels']})"
-        out.append(f"guard {name}: {state}, {row['labelled']} labelled repl(ies) it judged")
-        for c in row["categories"]:
-            out.append(f"  {c['category']}: missed {_share(c['misses'], c['positives'], c['miss_bounds'])}, "
-                       f"false alarms {_share(c['false_alarms'], c['negatives'], c['false_alarm_bounds'])}")
+    for name, given in (guard or {}).items():
+        row = read_section(GuardRow, given, f"guard.{name}")
+        state = "calibrated" if row.calibrated else f"NOT calibrated (min_labels {row.min_labels})"
+        out.append(f"guard {name}: {state}, {row.labelled} labelled repl(ies) it judged")
+        for c in row.categories:
+            out.append(f"  {c.category}: missed {_share(c.misses, c.positives, c.miss_bounds)}, "
+                       f"false alarms {_share(c.false_alarms, c.negatives, c.false_alarm_bounds)}")
     return out
 
 
-def _share(k: int, n: int, bounds: Any) -> str:
+def _share(k: Number, n: Number, bounds: Any) -> str:
     if not n:
         return "0 of 0"
     return f"{k} of {n} ({k / n:.2f}, upper bound {bounds[1]:.2f})"

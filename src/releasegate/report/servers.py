@@ -6,11 +6,14 @@ import json
 from typing import Any
 
 from ..record.decided_results import ServersResult, typed
+from ..record.gate_report import LatencySource
 from ..redaction import redact_values
 from ..spreadsheet import csv_text
 from ..text import inert
+from .decided_models import ServersView, ServerTarget
 from .formatting import format_money, format_value
 from .markdown import md_label
+from .paired_models import read_section
 from .terminal import Col, FitTable
 
 __all__ = ["COLUMNS", "SERVERS_FORMATS", "servers_rows", "render_servers", "servers_table", "load_warning"]
@@ -30,53 +33,64 @@ _MONEY = ("cost_per_1m_output_tokens", "cost_per_1m_at_capacity")
 _PARITY_KEYS = ("identical_outputs", "shared_share", "accuracy_delta", "quality_verdict", "comparable")
 
 
-def servers_rows(comparison: dict[str, Any]) -> list[list[str]]:
+def _read(comparison: dict[str, Any] | ServersView) -> ServersView:
+    if isinstance(comparison, ServersView):
+        return comparison
+    return read_section(ServersView, comparison, "servers")
+
+
+def servers_rows(comparison: dict[str, Any] | ServersView) -> list[list[str]]:
     """One row of text cells per target (the reference's parity cells say 'reference')."""
-    rows = []
-    for t in comparison["targets"]:
-        parity = t.get("parity")
-        cells = {**t, **(parity or {})}
-        if parity is not None:
-            cells["identical_outputs"] = f"{parity['identical_outputs']}/{parity['shared_cases']}"
-        row = []
-        for key, _ in COLUMNS:
-            value = cells.get(key)
-            if parity is None and key in _PARITY_KEYS:
-                value = "reference"
-            elif key == "comparable" and value is None:
-                value = "yes"
-            if key == "latency_source":
-                value = _source_text(t)
-            if key == "capacity_rps" and value is not None and t.get("capacity_at_least"):
-                value = f">= {format_value(value)}"
-            row.append(value if isinstance(value, str) else (format_money if key in _MONEY else format_value)(value))
-        rows.append([inert(c) for c in row])
-    return rows
+    return [_row(t) for t in _read(comparison).targets]
 
 
-def _source_text(target: dict[str, Any]) -> str:
-    source = target.get("latency_source")
-    return source["text"] if isinstance(source, dict) and source.get("text") else (target.get("latency_from") or "—")
+def _row(target: ServerTarget) -> list[str]:
+    parity = target.parity
+    cells = {**target.figures(), **(parity.model_dump(exclude_unset=True) if parity else {})}
+    if parity is not None:
+        cells["identical_outputs"] = f"{parity.identical_outputs}/{parity.shared_cases}"
+    row = []
+    for key, _ in COLUMNS:
+        value = cells.get(key)
+        if parity is None and key in _PARITY_KEYS:
+            value = "reference"
+        elif key == "comparable" and value is None:
+            value = "yes"
+        if key == "latency_source":
+            value = _source_text(target)
+        if key == "capacity_rps" and value is not None and target.capacity_at_least:
+            value = f">= {format_value(value)}"
+        row.append(value if isinstance(value, str) else (format_money if key in _MONEY else format_value)(value))
+    return [inert(c) for c in row]
 
 
-def load_warning(comparison: dict[str, Any]) -> str | None:
+def _source_text(target: ServerTarget) -> str:
+    source = target.latency_source
+    return source.text if isinstance(source, LatencySource) and source.text else (target.latency_from or "—")
+
+
+def load_warning(comparison: dict[str, Any] | ServersView) -> str | None:
     """A warning when the targets' latency figures were measured under different loads (another phase, or
     another number of requests in flight): their TTFT and TPOT then answer different questions. None otherwise."""
-    targets = comparison["targets"]
-    loads = {(((t.get("latency_source") or {}).get("phase") or t.get("latency_from")),
-               (t.get("latency_source") or {}).get("in_flight")) for t in targets}
+    return _load_warning(_read(comparison))
+
+
+def _load_warning(view: ServersView) -> str | None:
+    targets = view.targets
+    sources = [t.latency_source if isinstance(t.latency_source, LatencySource) else None for t in targets]
+    loads = {((s.phase if s else None) or t.latency_from, s.in_flight if s else None) for t, s in zip(targets, sources)}
     if len(loads) < 2:
         return None
-    each = "; ".join(f"{t['run_id']}: {_source_text(t)}" for t in targets)
+    each = "; ".join(f"{t.run_id}: {_source_text(t)}" for t in targets)
     return f"the targets' latency was measured under different loads, so TTFT and TPOT are not like for like: {each}"
 
 
-def servers_table(comparison: dict[str, Any]) -> FitTable:
+def servers_table(comparison: dict[str, Any] | ServersView) -> FitTable:
     """The terminal table, whole at any width (see `FitTable`)."""
+    view = _read(comparison)
     columns = [Col(label, "left" if key in ("run_id", "target", "verdict", "bottleneck", "quality_verdict") else "right",
                    free=key == "latency_source") for key, label in COLUMNS]
-    return FitTable(f"servers: {len(comparison['targets'])} targets, reference {comparison['reference']}", columns,
-                    servers_rows(comparison))
+    return FitTable(f"servers: {len(view.targets)} targets, reference {view.reference}", columns, [_row(t) for t in view.targets])
 
 
 def render_servers(comparison: dict[str, Any], fmt: str) -> str:
@@ -88,17 +102,17 @@ def render_servers(comparison: dict[str, Any], fmt: str) -> str:
     if fmt == "csv":
         return csv_text([[label for _, label in COLUMNS], *servers_rows(comparison)])
     if fmt == "md":
-        return _markdown(comparison)
+        return _markdown(_read(comparison))
     if fmt == "html":
-        return _html(comparison)
+        return _html(_read(comparison))
     raise ValueError(fmt)
 
 
-def _markdown(comparison: dict[str, Any]) -> str:
-    lines = ["# Server comparison", "", f"**Recommendation:** {md_label(comparison['recommendation'])}", "",
+def _markdown(comparison: ServersView) -> str:
+    lines = ["# Server comparison", "", f"**Recommendation:** {md_label(comparison.recommendation)}", "",
              "| " + " | ".join(label for _, label in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in servers_rows(comparison)]
-    lines += ["", _BOUND_NOTE, ""] + ([f"**Warning:** {md_label(w)}", ""] if (w := load_warning(comparison)) else [])
+    lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in (_row(t) for t in comparison.targets)]
+    lines += ["", _BOUND_NOTE, ""] + ([f"**Warning:** {md_label(w)}", ""] if (w := _load_warning(comparison)) else [])
     return "\n".join(lines)
 
 
@@ -108,14 +122,14 @@ _BOUND_NOTE = ("bound by: where the median request spends most of its time, pref
                "cases. Each run is judged again from its records.")
 
 
-def _html(comparison: dict[str, Any]) -> str:
+def _html(comparison: ServersView) -> str:
     from jinja2 import Environment
 
     env = Environment(autoescape=True)
     template = env.from_string(_PAGE)
-    return template.render(recommendation=comparison["recommendation"], columns=[label for _, label in COLUMNS],
-                           rows=servers_rows(comparison), note=_BOUND_NOTE,
-                           warning=inert(load_warning(comparison) or "", keep=""))
+    return template.render(recommendation=comparison.recommendation, columns=[label for _, label in COLUMNS],
+                           rows=[_row(t) for t in comparison.targets], note=_BOUND_NOTE,
+                           warning=inert(_load_warning(comparison) or "", keep=""))
 
 
 _PAGE = """<!doctype html>

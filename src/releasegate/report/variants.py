@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from importlib import resources
 from typing import Any, Literal
 
@@ -20,9 +21,11 @@ from ..redaction import redact_values
 from ..spreadsheet import csv_text
 from ..text import inert, json_inert
 from .capacity_section import objective_text
+from .decided_models import Parity, ServedHow, ServedVariant, VariantsView
 from .formatting import CSP, format_interval, format_money, format_value
 from .junit import xml_text
 from .markdown import md_label
+from .paired_models import read_section
 from .terminal import Col, FitTable
 
 __all__ = ["VARIANT_FORMATS", "VARIANT_FILES", "COLUMNS", "variants_rows", "variants_table", "choice_line", "served_as",
@@ -68,76 +71,93 @@ _RULES = {"cost": "cost per 1M output tokens, shown lower than the reference's b
 _UNITS = ("B", "kB", "MB", "GB", "TB")
 
 
-def variants_rows(result: dict[str, Any]) -> list[list[str]]:
+def _read(result: dict[str, Any] | VariantsView) -> VariantsView:
+    """The result read once (its secrets replaced first); a view already read is kept."""
+    if isinstance(result, VariantsView):
+        return result
+    return read_section(VariantsView, redact_values(result), "variants")
+
+
+def variants_rows(result: dict[str, Any] | VariantsView) -> list[list[str]]:
     """One row of text cells per variant, every one inert (the reference's parity cells say 'reference')."""
-    result = redact_values(result)
-    return [[inert(_cell(result, v, key), keep="") for key, *_ in COLUMNS] for v in result["variants"]]
+    return _rows(_read(result))
 
 
-def _cell(result: dict[str, Any], v: dict[str, Any], key: str) -> str:
-    parity = v.get("parity")
+def _rows(view: VariantsView) -> list[list[str]]:
+    return [[inert(_cell(view, v, figures, key), keep="") for key, *_ in COLUMNS]
+            for v, figures in ((v, v.figures()) for v in view.variants)]
+
+
+def _cell(result: VariantsView, v: ServedVariant, figures: dict[str, Any], key: str) -> str:
+    parity = v.parity
     if key in _PARITY:
         if parity is None:
-            return "reference" if v["variant"] == result["reference"] else "—"
+            return "reference" if v.variant == result.reference else "—"
         return _parity_cell(parity, key)
     if key == "served_as":
-        return served_as(v)
-    if key == "capacity_rps" and v.get("capacity_rps") is not None and v.get("capacity_at_least"):
-        return f">= {format_value(v['capacity_rps'])}"
+        return _served_as(v)
+    if key == "capacity_rps" and v.capacity_rps is not None and v.capacity_at_least:
+        return f">= {format_value(v.capacity_rps)}"
     if key.startswith("cost_"):
-        return format_money(v.get(key))
+        return format_money(figures.get(key))
     if key == "acceptance":
         return _acceptance(v)
     if key in ("model_bytes", "peak_memory_bytes"):
-        return _bytes(v.get(key))
+        return _bytes(figures.get(key))
     if key == "chosen":
-        return "✓" if v.get("chosen") else ""
+        return "✓" if v.chosen else ""
     if key in ("why_not", "verdict_reason"):
-        return _why(v)[key]
-    value = v.get(key)
+        why_not, said = _why(v)
+        return why_not if key == "why_not" else said
+    value = figures.get(key)
     return value if isinstance(value, str) else format_value(value)
 
 
-def _why(v: dict[str, Any]) -> dict[str, str]:
-    """A variant's reasons, each said once: a variant held back by its gate's verdict says the gate's reason in
-    'why not' ('its gate said FAIL: 1 criterion(s) failed: accuracy'), and 'gate said' is left empty."""
-    why, said = str(v.get("why_not") or ""), str(v.get("verdict_reason") or "")
+def _why(v: ServedVariant) -> tuple[str, str]:
+    """A variant's reasons ('why not', 'gate said'), each said once: a variant held back by its gate's verdict says
+    the gate's reason in 'why not' ('its gate said FAIL: 1 criterion(s) failed: accuracy'), and 'gate said' is left
+    empty."""
+    why, said = str(v.why_not or ""), str(v.verdict_reason or "")
     if why.startswith("its gate said") and said:
-        return {"why_not": f"{why}: {said}", "verdict_reason": ""}
-    return {"why_not": why, "verdict_reason": said}
+        return f"{why}: {said}", ""
+    return why, said
 
 
-def _parity_cell(parity: dict[str, Any], key: str) -> str:
+def _parity_cell(parity: Parity, key: str) -> str:
     if key == "accuracy_delta":
-        delta = parity.get("accuracy_delta")
+        delta = parity.accuracy_delta
         text = "—" if delta is None else f"{delta:+.3f}"
-        interval = format_interval(parity.get("accuracy_interval"))
+        interval = format_interval(parity.accuracy_interval)
         return f"{text} {interval}" if interval else text
     if key == "accuracy_p_value":
-        return format_value(parity.get("accuracy_p_value"))
+        return format_value(parity.accuracy_p_value)
     if key == "identical":
-        same, shared, share = parity.get("identical_outputs"), parity.get("shared_cases"), parity.get("identical_share")
+        same, shared, share = parity.identical_outputs, parity.shared_cases, parity.identical_share
         if same is None or shared is None:
             return "—"
         return f"{same}/{shared}" + ("" if share is None else f" ({share:.0%})")
-    return str(parity.get("quality_verdict") or "—")
+    return str(parity.quality_verdict or "—")
 
 
-def served_as(variant: dict[str, Any]) -> str:
+def served_as(variant: dict[str, Any] | ServedHow) -> str:
     """How the variant was served, in words: 'llama.cpp q8_0, merged, draft spec'."""
-    server = str(variant.get("server") or "")
-    head = " ".join(str(p) for p in (_SERVERS.get(server, server), variant.get("quant")) if p)
+    return _served_as(variant if isinstance(variant, ServedHow) else read_section(ServedHow, variant, "variant"))
+
+
+def _served_as(variant: ServedHow) -> str:
+    server = str(variant.server or "")
+    head = " ".join(str(p) for p in (_SERVERS.get(server, server), variant.quant) if p)
     parts = [head] if head else []
-    if lora := variant.get("lora"):
+    if lora := variant.lora:
         parts.append(_LORA.get(lora, str(lora)))
-    if spec := variant.get("speculative"):
+    if spec := variant.speculative:
         parts.append(f"{spec} spec")
     return ", ".join(parts) or "—"
 
 
-def _acceptance(v: dict[str, Any]) -> str:
+def _acceptance(v: ServedVariant) -> str:
     """Accepted over drafted tokens: '75% (90/120)'; '—' for a variant that drafts nothing."""
-    rate, accepted, drafted = v.get("acceptance_rate"), v.get("accepted_tokens"), v.get("draft_tokens")
+    rate, accepted, drafted = v.acceptance_rate, v.accepted_tokens, v.draft_tokens
     if rate is None:
         return "—"
     counts = f" ({format_value(accepted)}/{format_value(drafted)})" if accepted is not None and drafted is not None else ""
@@ -154,34 +174,38 @@ def _bytes(n: Any) -> str:
     return f"{int(value)} B" if unit == 0 else f"{value:.3g} {_UNITS[unit]}"
 
 
-def choice_line(result: dict[str, Any]) -> str:
+def choice_line(result: dict[str, Any] | VariantsView) -> str:
     """'choice: q8_0 — <reason>', or 'no variant qualifies — <reason>', one inert line."""
-    result = redact_values(result)
-    head = f"choice: {result['choice']}" if result.get("choice") is not None else "no variant qualifies"
-    reason = result.get("choice_reason")
+    return _choice_line(_read(result))
+
+
+def _choice_line(view: VariantsView) -> str:
+    head = f"choice: {view.choice}" if view.choice is not None else "no variant qualifies"
+    reason = view.choice_reason
     # every variant's reason is in its row ('why not'): the decision's list of them is not said a second time
-    states = "; ".join(f"{v.get('variant')}: {v.get('why_not') or 'qualifies'}" for v in result.get("variants") or [])
+    states = "; ".join(f"{v.variant}: {v.why_not or 'qualifies'}" for v in view.variants)
     if isinstance(reason, str) and states:
         reason = reason.removesuffix(f" ({states})")
     return inert(f"{head} — {reason}" if reason else head, keep="")
 
 
-def _title(result: dict[str, Any]) -> str:
-    slo = result.get("slo")
+def _title(result: VariantsView) -> str:
+    slo = result.slo
     capacity = f"; capacity at {objective_text(slo)}" if slo else ""
-    return inert(f"served variants: {len(result['variants'])}, reference {result['reference']}{capacity}", keep="")
+    return inert(f"served variants: {len(result.variants)}, reference {result.reference}{capacity}", keep="")
 
 
-def _rule_line(result: dict[str, Any]) -> str:
-    rule = str(result.get("rule"))
-    return inert(f"chosen by: {_RULES.get(rule, rule)}; verdict {result.get('verdict')} (exit "
-                 f"{result.get('exit_code')})", keep="")
+def _rule_line(result: VariantsView) -> str:
+    rule = str(result.rule)
+    return inert(f"chosen by: {_RULES.get(rule, rule)}; verdict {result.verdict} (exit "
+                 f"{result.exit_code})", keep="")
 
 
-def variants_table(result: dict[str, Any]) -> FitTable:
+def variants_table(result: dict[str, Any] | VariantsView) -> FitTable:
     """The terminal table, whole at any width (see `FitTable`): the reasons are free text, everything else whole."""
+    view = _read(result)
     columns = [Col(short, justify, free=key in _FREE) for key, _, short, justify in COLUMNS]
-    return FitTable(_title(redact_values(result)), columns, variants_rows(result))
+    return FitTable(_title(view), columns, _rows(view))
 
 
 def render_variants(result: dict[str, Any], fmt: str) -> str:
@@ -189,7 +213,8 @@ def render_variants(result: dict[str, Any], fmt: str) -> str:
     read through `VariantsResult`: one without its decision is an error, never a report."""
     if fmt not in VARIANT_FORMATS:
         raise ValueError(fmt)
-    return _RENDERERS[fmt](typed(VariantsResult, redact_values(result)))
+    plain = typed(VariantsResult, redact_values(result))
+    return _json(plain) if fmt == "json" else _RENDERERS[fmt](_read(plain))
 
 
 def _json(result: dict[str, Any]) -> str:
@@ -197,19 +222,19 @@ def _json(result: dict[str, Any]) -> str:
     return json_inert(json.dumps(result, indent=2, ensure_ascii=False, default=str)) + "\n"
 
 
-def _csv(result: dict[str, Any]) -> str:
-    return csv_text([[label for _, label, *_ in COLUMNS], *variants_rows(result)])
+def _csv(result: VariantsView) -> str:
+    return csv_text([[label for _, label, *_ in COLUMNS], *_rows(result)])
 
 
-def _note(result: dict[str, Any]) -> str:
+def _note(result: VariantsView) -> str:
     """What the figures are, with this result's margin, parity share and objective."""
-    slo = result.get("slo")
+    slo = result.slo
     objective = objective_text(slo) if slo else "no objective: no capacity was measured"
-    share = result.get("min_parity_share")
+    share = result.min_parity_share
     return (
         "Quality is paired on the cases each variant shares with the reference (the same id, input and expected "
         "answer): Δ acc is its accuracy minus the reference's, with its interval; p is McNemar's test on the "
-        f"paired cases; quality vs ref is non-inferiority at margin {format_value(result.get('margin'))}, decided "
+        f"paired cases; quality vs ref is non-inferiority at margin {format_value(result.margin)}, decided "
         f"only when at least {'—' if share is None else f'{share:.0%}'} of the reference's cases are shared. "
         "Identical outputs: shared cases whose greedy output is the same text. Capacity: the highest request rate "
         f"that met the objective ({objective}), '>=' when the sweep's top rate still met it. Cost: per 1M output "
@@ -218,15 +243,15 @@ def _note(result: dict[str, Any]) -> str:
     )
 
 
-def _markdown(result: dict[str, Any]) -> str:
+def _markdown(result: VariantsView) -> str:
     labels = [label for _, label, *_ in COLUMNS]
-    lines = ["# Served variants", "", f"**{md_label(choice_line(result))}**", "", md_label(_title(result)), "",
+    lines = ["# Served variants", "", f"**{md_label(_choice_line(result))}**", "", md_label(_title(result)), "",
              md_label(_rule_line(result)), "", "| " + " | ".join(labels) + " |", "|" + "---|" * len(labels)]
-    lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in variants_rows(result)]
+    lines += ["| " + " | ".join(md_label(c) for c in row) + " |" for row in _rows(result)]
     return "\n".join([*lines, "", md_label(_note(result)), ""])
 
 
-def _html(result: dict[str, Any]) -> str:
+def _html(result: VariantsView) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined  # only for HTML
     from markupsafe import Markup
 
@@ -234,47 +259,51 @@ def _html(result: dict[str, Any]) -> str:
     env = Environment(loader=FileSystemLoader(str(folder)), autoescape=True, undefined=StrictUndefined,
                       finalize=lambda v: inert(v, keep="") if isinstance(v, str) and not isinstance(v, Markup) else v)
     return env.get_template("variants.html.j2").render(
-        csp=CSP, css=Markup((folder / "report.css").read_text("utf-8")), reference=result["reference"],
-        dir=result.get("dir"), verdict=str(result.get("verdict") or ""), choice=choice_line(result),
-        title=_title(result), rule=_rule_line(result), rows=variants_rows(result), note=_note(result),
+        csp=CSP, css=Markup((folder / "report.css").read_text("utf-8")), reference=result.reference,
+        dir=result.dir, verdict=str(result.verdict or ""), choice=_choice_line(result),
+        title=_title(result), rule=_rule_line(result), rows=_rows(result), note=_note(result),
         columns=[(label, justify == "right") for _, label, _, justify in COLUMNS])
 
 
-def _junit(result: dict[str, Any]) -> str:
+def _junit(result: VariantsView) -> str:
     """One testsuite; one testcase per variant, failed when it is not eligible (why not), and one for the choice,
     failed unless the decision is PASS (no variant qualifies, or a waived review holds it). The chosen variant's
     system-out says so."""
-    variants = result["variants"]
-    decided = VariantsResult.model_validate(result)
-    failures = sum(not v.get("eligible") for v in variants) + (decided.verdict != "PASS")
+    variants = result.variants
+    failures = sum(not v.eligible for v in variants) + (result.verdict != "PASS")
     counts = {"tests": str(len(variants) + 1), "failures": str(failures), "errors": "0", "skipped": "0", "time": "0"}
     root = ET.Element("testsuites", {"name": "releasegate", **counts})
     suite = ET.SubElement(root, "testsuite", {"name": "releasegate: served variants", **counts})
     props = ET.SubElement(suite, "properties")
-    for name in ("reference", "choice", "choice_reason", "rule", "verdict", "exit_code", "dir"):
-        if result.get(name) is not None:
-            ET.SubElement(props, "property", name=name, value=xml_text(result[name]))
-    for v, row in zip(variants, variants_rows(result)):
+    given = result.model_dump(include=set(_PROPERTIES))
+    for name in _PROPERTIES:
+        if given[name] is not None:
+            ET.SubElement(props, "property", name=name, value=xml_text(given[name]))
+    for v, row in zip(variants, _rows(result)):
         _variant_case(suite, v, dict(zip((key for key, *_ in COLUMNS), row)))
     choice = ET.SubElement(suite, "testcase", classname="releasegate.choice", name="choice", time="0")
-    if decided.verdict != "PASS":
-        ET.SubElement(choice, "failure", message=xml_text(f"{decided.verdict}: {choice_line(result)}"), type="choice")
+    if result.verdict != "PASS":
+        ET.SubElement(choice, "failure", message=xml_text(f"{result.verdict}: {_choice_line(result)}"), type="choice")
     else:
-        ET.SubElement(choice, "system-out").text = xml_text(choice_line(result))
+        ET.SubElement(choice, "system-out").text = xml_text(_choice_line(result))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _variant_case(suite: ET.Element, v: dict[str, Any], cells: dict[str, str]) -> None:
-    case = ET.SubElement(suite, "testcase", classname="releasegate.variants", name=xml_text(v["variant"]), time="0")
+_PROPERTIES = ("reference", "choice", "choice_reason", "rule", "verdict", "exit_code", "dir")
+"""The result's figures the JUnit suite names as its properties, in order."""
+
+
+def _variant_case(suite: ET.Element, v: ServedVariant, cells: dict[str, str]) -> None:
+    case = ET.SubElement(suite, "testcase", classname="releasegate.variants", name=xml_text(v.variant), time="0")
     details = "\n".join(f"{label}: {cells[key]}" for key, label, *_ in COLUMNS if key != "variant" and cells[key])
-    if not v.get("eligible"):
-        failure = ET.SubElement(case, "failure", message=xml_text(v.get("why_not") or "not eligible"), type="variant")
+    if not v.eligible:
+        failure = ET.SubElement(case, "failure", message=xml_text(v.why_not or "not eligible"), type="variant")
         failure.text = xml_text(details)
         return
-    status = "chosen" if v.get("chosen") else "eligible, not chosen"
+    status = "chosen" if v.chosen else "eligible, not chosen"
     ET.SubElement(case, "system-out").text = xml_text(f"{status}\n{details}")
 
 
-_RENDERERS = {"md": _markdown, "html": _html, "json": _json, "csv": _csv, "junit": _junit}
-assert tuple(_RENDERERS) == VARIANT_FORMATS
+_RENDERERS: dict[str, Callable[[VariantsView], str]] = {"md": _markdown, "html": _html, "csv": _csv, "junit": _junit}
+assert {*_RENDERERS, "json"} == set(VARIANT_FORMATS)

@@ -26,6 +26,7 @@ from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..redaction import redact_values
 from ..scorers import ScoredRun, score_record
+from .case_models import CaseCheck, CaseReview
 
 __all__ = ["RunView", "CaseRow", "load_report"]
 
@@ -56,9 +57,9 @@ class CaseRow:
     """The expected answer as text ('' for none)."""
     error_message: str | None = None
     """For a failed request, what the server or the client said about it."""
-    results: tuple[dict[str, Any], ...] = ()
+    results: tuple[CaseCheck, ...] = ()
     """Every check with its result and detail (`case_detail.check_results`)."""
-    reviews: tuple[dict[str, Any], ...] = ()
+    reviews: tuple[CaseReview, ...] = ()
     """The reviewers' current labels of the case: {'reviewer', 'label', 'reason'}."""
 
 
@@ -205,5 +206,6 @@ def _row(record: CaseRecord, scores: dict[str, Any], why: list[str], reviews: li
         ttft_ms=record.timing.ttft_ms, tpot_ms=record.timing.tpot_ms, e2e_ms=record.timing.e2e_ms,
         input_tokens=record.tokens.input, output_tokens=record.tokens.output,
         input=input_text(record.input), expected=expected_text(record.expected), error_message=record.error_message,
-        results=tuple(check_results(scores)), reviews=tuple(reviews),
+        results=tuple(CaseCheck.model_validate(c) for c in check_results(scores)),
+        reviews=tuple(CaseReview.model_validate(r) for r in reviews),
     )

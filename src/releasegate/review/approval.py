@@ -12,7 +12,7 @@ from ..decision.review import approval_status
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, REJECT, CaseLabel
 from ..stats.intervals import wilson_bounds
-from ..stats.sample_weights import case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
+from ..stats.sample_weights import Strata, case_weights, is_weighted, kish_n, source_of, stratum_counts, two_phase_n
 
 __all__ = ["Approval", "approval_of", "blanks_bounded"]
 
@@ -34,7 +34,7 @@ class Approval:
 
 
 def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any],
-                confidence: float = 0.95, strata: dict[str, Any] | None = None) -> Approval | None:
+                confidence: float = 0.95, strata: Strata | None = None) -> Approval | None:
     """Post-stratified by automatic outcome: the slice's approval is its labelled cases' (known) plus, for each
     outcome group, its unlabelled cases at the group's approval among the labelled; None when an outcome group
     has no label (its approval, so the slice's, is unknown).
@@ -69,7 +69,7 @@ def approval_of(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome:
 
 
 def _weighted_approval(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], confidence: float,
-                       strata: dict[str, Any]) -> Approval | None:
+                       strata: Strata) -> Approval | None:
     """The approval of the source a weighted sample stands for: each case weighs its stratum's rows over the
     run's cases of it (`sample_weights`). Post-strata are the automatic outcomes, each split by stratum where every
     part has a label; a post-stratum's rows take the weighted share of its labels that approve. The bounds are

@@ -64,7 +64,7 @@ from ..record.review_cover import DrawnRow, blank_cases, covering
 from ..record.review_labels import APPROVE, CaseLabel, LabelEdit, case_labels
 from ..record.review_outcome import OUTCOMES, PASSED, automatic_outcome, output_hash
 from ..stats.intervals import needed_n_for_rate
-from ..stats.sample_weights import stratum_counts
+from ..stats.sample_weights import Strata, stratum_counts
 from .agreement import DoubleLabels, agreement_words, cohen_kappa, double_labels, kappa_of, kappa_words
 from .approval import Approval, approval_of, blanks_bounded
 from .pending import pending_line
@@ -179,7 +179,7 @@ def approval_words(row: SliceRow | dict[str, Any], *, percent: bool = False) -> 
 
 
 def _row(chosen: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], policy: ReviewPolicy, *, required: bool,
-         strata: dict[str, Any] | None = None, rounds: DoubleLabels, blanks: frozenset[str] = frozenset()) -> SliceRow:
+         strata: Strata | None = None, rounds: DoubleLabels, blanks: frozenset[str] = frozenset()) -> SliceRow:
     reviewed = [labels[r.case_id] for r in chosen if r.case_id in labels]
     awaiting = rounds.awaiting_in(chosen)
     approved = sum(lab.label == APPROVE for lab in reviewed)
@@ -271,7 +271,7 @@ def _finite(x: float) -> float | None:
     return None if math.isinf(x) else round(x, 3)
 
 
-def _all_row(records: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], policy: ReviewPolicy, *, needed: int, covered: int, allow: bool, strata: dict[str, Any],
+def _all_row(records: list[CaseRecord], labels: dict[str, CaseLabel], outcome: dict[str, Any], policy: ReviewPolicy, *, needed: int, covered: int, allow: bool, strata: Strata,
              rounds: DoubleLabels, blanks: frozenset[str]) -> SliceRow:
     """The whole run: `needed` and `coverage` over the required slices, approval over every label."""
     row = _row(records, labels, outcome, policy, required=False, strata=strata, rounds=rounds, blanks=blanks)

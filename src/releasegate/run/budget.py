@@ -63,6 +63,12 @@ def _per_token(price: dict[str, Any] | None) -> _Price | None:
     return _Price(float(price["input_usd_per_1m"]) / 1e6, float(price["output_usd_per_1m"]) / 1e6)
 
 
+def _guard_price(config: Config, name: str) -> _Price | None:
+    """The guard's price per token, as its section of the config gives it (`guards.NAME.price`)."""
+    guards = config.raw.get("guards") or {}
+    return _per_token((guards.get(name) or {}).get("price"))
+
+
 def _metered(target: Any) -> bool:
     return bool(capabilities(target.backend).endpoint)
 
@@ -85,8 +91,7 @@ def require_prices(config: Config, rubric: Rubric, cases: Sequence[Case], budget
         raise InputError(f"budget: the judge {judge.target.describe()} is metered and has no price",
                          **config.key_at("judge", "price"), hint="add judge.price: {input_usd_per_1m, output_usd_per_1m}")
     for name in _guards_used(config, rubric):
-        raw = ((config.raw.get("guards") or {}).get(name) or {}).get("price")
-        if _metered(config.guards[name].target) and _per_token(raw) is None:
+        if _metered(config.guards[name].target) and _guard_price(config, name) is None:
             raise InputError(f"budget: the guard '{name}' is metered and has no price",
                              **config.key_at("guards", name, "price"),
                              hint=f"add guards.{name}.price: {{input_usd_per_1m, output_usd_per_1m}}")
@@ -115,15 +120,37 @@ def require_one_case(config: Config, rubric: Rubric, first: Case | None, budget:
     if cap:
         worst = watch.case_worst(first)
         raise InputError(f"budget.{cap} does not cover one case: case {first.id}'s worst case is "
-                         f"${sum(worst.usd.values()):.4g} and {worst.tokens} tokens, so nothing would be sent",
+                         f"${worst.usd.total():.4g} and {worst.tokens} tokens, so nothing would be sent",
                          **config.key_at("budget", cap), hint="raise the cap (releasegate plan -c CONFIG shows the spend)")
+
+
+@dataclass
+class PartsUsd:
+    """Dollars by part of the run: the target's requests, the judge's calls, the guards' calls (`PARTS`)."""
+
+    target: float = 0.0
+    judge: float = 0.0
+    guard: float = 0.0
+
+    def of(self, part: str) -> float:
+        """The dollars of `part`, one of `PARTS`."""
+        return float(getattr(self, part))
+
+    def plus(self, other: PartsUsd) -> PartsUsd:
+        return PartsUsd(self.target + other.target, self.judge + other.judge, self.guard + other.guard)
+
+    def total(self) -> float:
+        return sum(self.of(p) for p in PARTS)
+
+    def as_dict(self) -> dict[str, float]:
+        return {p: self.of(p) for p in PARTS}
 
 
 @dataclass
 class _Costs:
     """The worst cases of one case, by part, in USD, and its target tokens."""
 
-    usd: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
+    usd: PartsUsd = field(default_factory=PartsUsd)
     tokens: int = 0
 
 
@@ -139,10 +166,9 @@ class BudgetWatch:
         self.hourly = cost.hourly_usd if cost is not None and cost.mode == "self_hosted" else None
         judge = config.judge
         self.judge = _per_token(judge.price) if judge is not None else None
-        self.guards = {name: _per_token(((config.raw.get("guards") or {}).get(name) or {}).get("price"))
-                       for name in _guards_used(config, rubric)}
+        self.guards = {name: _guard_price(config, name) for name in _guards_used(config, rubric)}
         self.worst: dict[str, _Costs] = {}
-        self.spent: dict[str, float] = dict.fromkeys(PARTS, 0.0)
+        self.spent = PartsUsd()
         self.tokens = 0
         self.exhausted = ""
 
@@ -155,16 +181,16 @@ class BudgetWatch:
         out = self.config.max_new_tokens
         costs = _Costs(tokens=(prompt + out) * draws)
         if self.target is not None:
-            costs.usd["target"] = draws * (prompt * self.target.input + out * self.target.output)
+            costs.usd.target = draws * (prompt * self.target.input + out * self.target.output)
         judge = self.config.judge
         if judge is not None and self.judge is not None and (case.answer or {}).get("type") == "judge":
-            costs.usd["judge"] = draws * (2 if judge.baseline else 1) * self.call_worst(case)
+            costs.usd.judge = draws * (2 if judge.baseline else 1) * self.call_worst(case)
         for name, price in self.guards.items():
             if price is None:
                 continue
             guard = self.config.guards[name]
             calls = draws * (max(1, len(guard.categories)) if guard.format == "shieldgemma" else 1)
-            costs.usd["guard"] += calls * self.call_worst(case, name)
+            costs.usd.guard += calls * self.call_worst(case, name)
         self.worst[case.id] = costs
         return costs
 
@@ -192,16 +218,16 @@ class BudgetWatch:
         for record in records:
             worst = self.case_worst(case_of(record))
             draws = self.config.draws_of(record.suite)
-            per_request = worst.usd["target"] / draws
+            per_request = worst.usd.target / draws
             if draws > 1:  # the other draws are in draws.jsonl: the case is priced at its worst, every draw
-                billed, tokens = (0.0, 0) if record.cached else (worst.usd["target"], worst.tokens)
+                billed, tokens = (0.0, 0) if record.cached else (worst.usd.target, worst.tokens)
             else:
                 billed, tokens = self._billed(record, per_request, worst.tokens)
             failed = max(0, len(case_attempts(record)) - 1)  # retries and failed attempts are billed too
-            self.spent["target"] += billed + failed * per_request
+            self.spent.target += billed + failed * per_request
             self.tokens += tokens
-            self.spent["judge"] += worst.usd["judge"]
-            self.spent["guard"] += worst.usd["guard"]
+            self.spent.judge += worst.usd.judge
+            self.spent.guard += worst.usd.guard
 
     def _billed(self, record: CaseRecord, worst_usd: float, worst_tokens: int) -> tuple[float, int]:
         if record.cached:
@@ -213,10 +239,15 @@ class BudgetWatch:
         return usd, t.input + t.output
 
     def totals(self) -> dict[str, float]:
-        spent = dict(self.spent)
-        if self.hourly is not None:
-            spent["target"] = self.hourly * self._seconds() / 3600
-        return {**spent, "total": sum(spent[p] for p in PARTS)}
+        """What was spent by part, and in all (run.json `budget.spent_usd`)."""
+        spent = self._spent()
+        return {**spent.as_dict(), "total": spent.total()}
+
+    def _spent(self) -> PartsUsd:
+        """What was spent by part: a self-hosted target by the hour of generation."""
+        if self.hourly is None:
+            return dataclasses.replace(self.spent)
+        return dataclasses.replace(self.spent, target=self.hourly * self._seconds() / 3600)
 
     def admit(self, batches: Iterable[list[Case]], hits: dict[str, Any]) -> Iterator[list[Case]]:
         """The batches, each cut at the first case whose reservation would cross a cap, and none after it. A
@@ -227,9 +258,8 @@ class BudgetWatch:
             for case in group:
                 worst = self.case_worst(case)
                 if case.id in hits:  # a cached answer: no target request, its judge and guard calls all the same
-                    worst = _Costs({**worst.usd, "target": 0.0}, 0)
-                for part in PARTS:
-                    reserved.usd[part] += worst.usd[part]
+                    worst = _Costs(dataclasses.replace(worst.usd, target=0.0), 0)
+                reserved.usd = reserved.usd.plus(worst.usd)
                 reserved.tokens += worst.tokens
                 self.exhausted = self.over(reserved)
                 if self.exhausted:
@@ -242,12 +272,12 @@ class BudgetWatch:
 
     def over(self, reserved: _Costs) -> str:
         """The cap that what was spent and `reserved` cross, '' for none."""
-        spent, caps = self.totals(), self.budget
+        spent, caps = self._spent(), self.budget
         for part in PARTS:
             cap = getattr(caps, f"{part}_usd")
-            if cap is not None and spent[part] + reserved.usd[part] > cap:
+            if cap is not None and spent.of(part) + reserved.usd.of(part) > cap:
                 return f"{part}_usd"
-        if caps.usd is not None and spent["total"] + sum(reserved.usd.values()) > caps.usd:
+        if caps.usd is not None and spent.total() + reserved.usd.total() > caps.usd:
             return "usd"
         if caps.tokens is not None and self.tokens + reserved.tokens > caps.tokens:
             return "tokens"

@@ -5,7 +5,9 @@ metrics and the recommended threshold from there, so `gate RUN_DIR` needs no emb
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from ..backends.embeddings import EMBEDDINGS_FILE, embed, stored_vectors
 from ..errors import TargetError
@@ -14,6 +16,7 @@ from ..gate.cache_probe_records import answer_passes, probe_cases
 from ..inputs.files import stored_yaml
 from ..record.judge_verdicts import saved_verdicts
 from ..record.records import CaseRecord, RunDir, RunInfo
+from ..record.run_parts import CostFacts
 from ..stats.intervals import percentile
 
 if TYPE_CHECKING:
@@ -81,26 +84,52 @@ def rederived_probe(run: RunDir, info: RunInfo, rubric: Rubric, records: list[Ca
     from the run's records and the embeddings it stored; never a call to the embedding model. A probe that failed,
     or whose embeddings are not all stored, is recorded as the probe's error: its criteria undecided."""
     probe = info.response_cache_probe
-    if not probe or probe.get("error"):
+    stored = StoredProbe.model_validate(probe) if probe else None
+    if not probe or stored is None or stored.error:
         return probe
     raw = _snapshot(run).get("response_cache_probe") or {}
-    cases = probe_cases(records, group_tag=probe.get("group_tag"), time_sensitive_tag=raw.get("time_sensitive_tag"))
+    cases = probe_cases(records, group_tag=stored.group_tag, time_sensitive_tag=raw.get("time_sensitive_tag"))
     vectors = None
-    if probe["mode"] == "semantic":
-        fingerprint = (probe.get("embeddings") or {}).get("fingerprint") or ""
+    if stored.mode == "semantic":
+        fingerprint = (stored.embeddings.fingerprint if stored.embeddings else None) or ""
         vectors = stored_vectors([c.question for c in cases], fingerprint, run.path / EMBEDDINGS_FILE)
         if vectors is None:
             return {**probe, "rows": [], "error": "the run's stored embeddings do not cover its cases: the probe "
                                                   "cannot be judged again without the embedding model"}
-    cost = info.cost or {}
-    api = cost.get("mode") == "api"
-    settings = ProbeSettings(mode=probe["mode"], ttl_s=probe.get("ttl_s"), arrival_s=probe.get("arrival_interval_s", 1.0),
-                             fresh_s=probe.get("time_sensitive_max_age_s", 0.0),
-                             input_usd_per_1m=cost.get("input_usd_per_1m") if api else None,
-                             output_usd_per_1m=cost.get("output_usd_per_1m") if api else None)
-    thresholds = [r["threshold"] for r in probe.get("rows") or () if r.get("threshold") is not None]
+    cost = CostFacts.model_validate(info.cost) if info.cost else None
+    api = cost if cost is not None and cost.mode == "api" else None
+    settings = ProbeSettings(mode=stored.mode, ttl_s=stored.ttl_s, arrival_s=stored.arrival_interval_s,
+                             fresh_s=stored.time_sensitive_max_age_s,
+                             input_usd_per_1m=api.input_usd_per_1m if api else None,
+                             output_usd_per_1m=api.output_usd_per_1m if api else None)
+    thresholds = [r.threshold for r in stored.rows or () if r.threshold is not None]
     rows = simulate_all(cases, answer_passes(records, rubric.forbidden, saved_verdicts(run)), settings, thresholds, vectors)
     return {**probe, "rows": rows}
+
+
+class _Stored(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class StoredEmbeddings(_Stored):
+    fingerprint: str | None = None
+
+
+class StoredThreshold(_Stored):
+    threshold: int | float | None = None  # as stored: an int stays one
+
+
+class StoredProbe(_Stored):
+    """The probe's settings as run.json keeps them (`cache_probe_figures`), to judge it again as it ran."""
+
+    mode: Literal["exact", "semantic"]
+    error: object = None
+    group_tag: str | None = None
+    ttl_s: int | float | None = None
+    arrival_interval_s: int | float = 1.0
+    time_sensitive_max_age_s: int | float = 0.0
+    embeddings: StoredEmbeddings | None = None
+    rows: list[StoredThreshold] | None = None
 
 
 def _snapshot(run: RunDir) -> dict[str, Any]:

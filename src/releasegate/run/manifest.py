@@ -28,7 +28,7 @@ from ..clock import now
 from ..errors import InputError
 from ..inputs.backend_facts import capabilities
 from ..inputs.leakage_inputs import read_leakage_suite
-from ..record.stored_manifest import read_manifest_file
+from ..record.stored_manifest import InputEntry, Manifest, read_manifest_file, typed_inputs, typed_manifest
 from ..redaction import redact_data
 from .manifest_inputs import (
     SNAPSHOT_KEY,
@@ -106,10 +106,10 @@ def _composition(config: Config) -> dict[str, Any]:
 def recorded_overrides(run_dir: Path) -> tuple[dict[str, Any], ...]:
     """The --set overrides a run's manifest records ({key, value} each); none for a run without them."""
     try:
-        composition = read_manifest(run_dir).get("composition") or {}
+        composition = typed_manifest(read_manifest(run_dir), Path(run_dir) / MANIFEST).composition
     except InputError:
         return ()
-    return tuple(o for o in composition.get("set") or () if isinstance(o, dict))
+    return tuple(composition.set or ()) if composition is not None else ()
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         hint = "runs started before manifests existed have none" if is_file(Path(run_dir) / "run.json") else (
             "pass a run directory, e.g. reports/<run-id>")
         raise InputError("no manifest.json in this directory", file=run_dir, hint=hint)
-    if not isinstance(data, dict) or not isinstance(data.get("inputs"), list) or data.get("format") != FORMAT:
+    if typed_manifest(data, path).format != FORMAT:  # of the shape releasegate writes: `inputs` a list
         raise InputError("not a releasegate manifest (format 1)", file=path)
     return data
 
@@ -131,27 +131,27 @@ def compare_manifest(manifest: dict[str, Any], *, roles: tuple[str, ...] | None 
     def wanted(role: str) -> bool:
         return roles is None or any(role == r or role.startswith(r + ":") for r in roles)
 
-    rows = []
+    stored = typed_manifest(manifest)
+    rows: list[Row] = []
     known = set()
-    for entry in manifest["inputs"] + grader_inputs(manifest):
-        role, path, before = entry.get("role", "?"), str(entry.get("path")), entry.get("sha256")
-        known.add(path)
-        if not wanted(role) or before is None:
+    for entry in stored.inputs + typed_inputs({"inputs": grader_inputs(manifest)}):
+        known.add(entry.path)
+        if not wanted(entry.role) or entry.sha256 is None:
             continue
-        after = _current_hash(path)
-        if after != before:
-            rows.append({"role": role, "path": path, "change": "missing" if after is None else "changed",
-                         "before": before, "after": after})
-    for entry in manifest.get("directories", []):
-        if not wanted(entry["role"]):
+        after = _current_hash(entry.path)
+        if after != entry.sha256:
+            rows.append({"role": entry.role, "path": entry.path, "change": "missing" if after is None else "changed",
+                         "before": entry.sha256, "after": after})
+    for directory in stored.directories:
+        if not wanted(directory.role):
             continue
-        for role, file in directory_files(Path(entry["path"]), entry["role"]):
+        for role, file in directory_files(Path(directory.path), directory.role):
             if str(file) not in known:
                 rows.append({"role": role, "path": str(file), "change": "added", "before": None, "after": _hash(file)})
     if packages:
         current = package_versions()
-        for name in sorted(set(manifest.get("packages", {})) | set(current)):
-            before, after = manifest.get("packages", {}).get(name), current.get(name)
+        for name in sorted(set(stored.packages) | set(current)):
+            before, after = stored.packages.get(name), current.get(name)
             if before != after:
                 rows.append({"role": "package", "path": name, "change": "version", "before": before, "after": after})
     return rows
@@ -166,27 +166,28 @@ def grader_inputs(manifest: dict[str, Any]) -> list[Row]:
 def diff_manifests(old: dict[str, Any], new: dict[str, Any], *, roles: tuple[str, ...]) -> list[Row]:
     """Inputs of the given roles that differ between two manifests (same rows as `compare_manifest`), plus a
     'target' row when the target fingerprints differ (same files, other settings: merge, dtype, endpoint...)."""
-    def entries(manifest: dict[str, Any]) -> dict[str, Row]:
-        return {e["path"]: e for e in manifest["inputs"]
-                if any(e["role"] == r or e["role"].startswith(r + ":") for r in roles)}
+    def entries(manifest: Manifest) -> dict[str, InputEntry]:
+        return {e.path: e for e in manifest.inputs if any(e.role == r or e.role.startswith(r + ":") for r in roles)}
 
-    before, after = entries(old), entries(new)
-    rows = []
+    was, now_is = typed_manifest(old), typed_manifest(new)
+    before, after = entries(was), entries(now_is)
+    rows: list[Row] = []
     for path in sorted(set(before) | set(after)):
-        a, b = before.get(path, {}).get("sha256"), after.get(path, {}).get("sha256")
+        a = before[path].sha256 if path in before else None
+        b = after[path].sha256 if path in after else None
         if a != b:
-            role = (before.get(path) or after[path])["role"]
+            role = (before.get(path) or after[path]).role
             change = "added" if path not in before else "missing" if path not in after else "changed"
             rows.append({"role": role, "path": path, "change": change, "before": a, "after": b})
-    before_draws = {e["suite"]: e for e in old.get("samples", [])}
-    for entry in new.get("samples", []):
-        was = before_draws.get(entry["suite"], {})
-        if was.get("ids_sha256") != entry["ids_sha256"] or was.get("sample") != entry["sample"]:
-            rows.append({"role": "sample", "path": entry["suite"], "change": "changed",
-                         "before": was.get("ids_sha256"), "after": entry["ids_sha256"]})
-    if old["target"].get("fingerprint") != new["target"].get("fingerprint"):
-        rows.append({"role": "target", "path": new["target"]["backend"], "change": "changed",
-                     "before": old["target"].get("fingerprint"), "after": new["target"].get("fingerprint")})
+    before_draws = {e.suite: e for e in was.samples}
+    for draw in now_is.samples:
+        prior = before_draws.get(draw.suite)
+        if prior is None or prior.ids_sha256 != draw.ids_sha256 or prior.sample != draw.sample:
+            rows.append({"role": "sample", "path": draw.suite, "change": "changed",
+                         "before": prior.ids_sha256 if prior else None, "after": draw.ids_sha256})
+    if was.target.fingerprint != now_is.target.fingerprint:
+        rows.append({"role": "target", "path": now_is.target.backend, "change": "changed",
+                     "before": was.target.fingerprint, "after": now_is.target.fingerprint})
     return rows
 
 
@@ -194,12 +195,11 @@ def target_fingerprint(t: TargetConfig, inputs: list[Row]) -> str | None:
     """A hash of what decides the model's outputs, for the response cache; None when the target cannot be
     fingerprinted (a hub model that is not on disk). Performance knobs (batch size, threads, concurrency) are
     left out: they must not change greedy outputs."""
-    by_role: dict[str, dict[str, str | None]] = {}
-    for entry in inputs:
-        owner = entry["role"].split(":", 1)[0]
-        if owner in ("model", "adapter", "draft", "tokenizer", "responses"):
-            name: str = entry["name"] if "name" in entry else entry["path"]
-            by_role.setdefault(owner, {})[name] = entry.get("sha256")
+    by_role: dict[str, dict[str | None, str | None]] = {}
+    for entry in typed_inputs({"inputs": inputs}):
+        if entry.owner in ("model", "adapter", "draft", "tokenizer", "responses"):
+            name = entry.name if "name" in entry.model_fields_set else entry.path
+            by_role.setdefault(entry.owner, {})[name] = entry.sha256
     if any(sha is None for files in by_role.values() for sha in files.values()):
         return None
     named = capabilities(t.backend).fingerprint

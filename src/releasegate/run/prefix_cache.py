@@ -15,7 +15,7 @@ Records go to prefix_cache.jsonl (tag `cache`: warm | cold); the figures to run.
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..backends import Backend, Generation, Request
 from ..record.evidence import attempt_counts
@@ -62,22 +62,35 @@ def run_prefix_cache(backend: Backend | None, config: Config, cases: list[Case],
 def prefix_cache_summary(records: list[CaseRecord], *, system_chars: int, metrics_error: str | None = None) -> dict[str, Any]:
     """Warm and cold TTFT (P50, P95, n), prompt tokens and server-reported cached prompt tokens per request, and
     how much the cache saved at the median."""
-    out: dict[str, Any] = {"pairs": sum(r.tags.get("cache") == "warm" for r in records), "system_chars": system_chars}
-    for kind in ("warm", "cold"):
-        mine = [r for r in records if r.tags.get("cache") == kind]
-        ttft = [r.timing.ttft_ms for r in measured(mine) if r.timing.ttft_ms is not None]
-        cached = [r.tags["cached_prompt_tokens"] for r in mine if r.tags.get("cached_prompt_tokens") is not None]
-        prompt = [r.tokens.input for r in mine if r.tokens.input is not None]
-        out[kind] = {"n": len(ttft), "failed": attempt_counts(mine)["failed"],  # every attempt, empty answers too
-                     "ttft_ms_p50": percentile(ttft, 50), "ttft_ms_p95": percentile(ttft, 95),
-                     "prompt_tokens_mean": sum(prompt) / len(prompt) if prompt else None,
-                     "cached_tokens_mean": sum(cached) / len(cached) if cached else None}
-    warm, cold = out["warm"]["ttft_ms_p50"], out["cold"]["ttft_ms_p50"]
-    out["saved_ms_p50"] = cold - warm if warm is not None and cold is not None else None
-    out["cold_over_warm_p50"] = cold / warm if warm and cold is not None else None
-    out["cached_tokens"] = ("server /metrics" if out["warm"]["cached_tokens_mean"] is not None
-                            else f"not reported by the server{f' ({metrics_error})' if metrics_error else ''}")
-    return out
+    warm, cold = _side(records, "warm"), _side(records, "cold")
+    fast, slow = warm.ttft_ms_p50, cold.ttft_ms_p50
+    return {"pairs": sum(r.tags.get("cache") == "warm" for r in records), "system_chars": system_chars,
+            "warm": warm._asdict(), "cold": cold._asdict(),
+            "saved_ms_p50": slow - fast if fast is not None and slow is not None else None,
+            "cold_over_warm_p50": slow / fast if fast and slow is not None else None,
+            "cached_tokens": "server /metrics" if warm.cached_tokens_mean is not None
+            else f"not reported by the server{f' ({metrics_error})' if metrics_error else ''}"}
+
+
+class Side(NamedTuple):
+    """The warm or the cold requests' figures, as run.json's `prefix_cache` holds them."""
+
+    n: int
+    failed: int
+    ttft_ms_p50: float | None
+    ttft_ms_p95: float | None
+    prompt_tokens_mean: float | None
+    cached_tokens_mean: float | None
+
+
+def _side(records: list[CaseRecord], kind: str) -> Side:
+    mine = [r for r in records if r.tags.get("cache") == kind]
+    ttft = [r.timing.ttft_ms for r in measured(mine) if r.timing.ttft_ms is not None]
+    cached = [tokens for r in mine if (tokens := r.tags.get("cached_prompt_tokens")) is not None]
+    prompt = [r.tokens.input for r in mine if r.tokens.input is not None]
+    return Side(len(ttft), attempt_counts(mine)["failed"],  # every attempt, empty answers too
+                percentile(ttft, 50), percentile(ttft, 95), sum(prompt) / len(prompt) if prompt else None,
+                sum(cached) / len(cached) if cached else None)
 
 
 def _cached(scraper: Scraper) -> float | None:
@@ -99,9 +112,8 @@ def _request(request_id: str, system: str, case: Case) -> Request:
 
 def _record(request: Request, gen: Generation, cached_tokens: float | None) -> CaseRecord:
     kind, _, rest = request.case_id.partition("-")
-    tags: dict[str, Any] = {"phase": "prefix_cache", "cache": kind, "prompt_of": rest.split(":", 1)[-1]}
-    if cached_tokens is not None:
-        tags["cached_prompt_tokens"] = cached_tokens
+    tags: dict[str, Any] = {"phase": "prefix_cache", "cache": kind, "prompt_of": rest.split(":", 1)[-1],
+                            **({} if cached_tokens is None else {"cached_prompt_tokens": cached_tokens})}
     return CaseRecord(
         case_id=request.case_id, suite="prefix_cache", tags=tags,
         input={"messages": request.messages} if request.messages is not None else {"prompt": request.prompt},

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..backends import Backend, Generation, Request
 from ..border.files import read_text
 from ..errors import ErrorKind, InputError
-from ..gate.capacity import STEP_TAG, capacity_view, step_signals
+from ..gate.capacity import STEP_TAG, capacity_sweep, step_signals
 from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES
+from ..record.capacity_sweep import CapacitySweep
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..scale.traffic import arrival_offsets, load_record, nth_request
 from .load_runner import load_runner
@@ -50,7 +52,7 @@ def run_sweep(backend: Backend | None, config: Config, cases: list[Case], run: R
     assert load is not None and load.sweep is not None  # run only for a sweep (load_phase)
     sweep, runner = load.sweep, load_runner(backend)
     pool = [Request(c.id, list(c.messages) if c.messages else None, c.prompt) for c in cases]
-    steps: list[dict[str, Any]] = []
+    steps: list[SweepStep] = []
     samples: list[dict[str, Any]] = []
     recorded: list[CaseRecord] = []
     seconds = 0.0
@@ -79,22 +81,19 @@ def run_sweep(backend: Backend | None, config: Config, cases: list[Case], run: R
         recorded.extend(records)
         samples.extend({**s, "step": k} for s in scraper.samples)
         seconds += done.seconds
-        steps.append({"step": k, "rate": rate, "seconds": done.seconds, "span_s": offsets[-1],
-                      "requests": len(records),
-                      "signals": step_signals(scraper.samples), "client": done.client,
-                      "metrics_error": scraper.error})
+        steps.append(SweepStep(k, rate, done.seconds, offsets[-1], len(records), step_signals(scraper.samples),
+                               done.client, scraper.error))
         # run.json gets the sweep once it is whole (a stop in a later step, even os._exit, leaves none)
         so_far = info.model_copy(update={"load_phase": _phase(config, steps, samples, seconds)})
-        view = _sweep_view(so_far, recorded, lag_share)
-        verdict: str = next(s["verdict"] for s in view["steps"] if s["step"] == k)
-        return verdict
+        judged = _judged(so_far, recorded, lag_share).step_at(k)
+        assert judged is not None  # the step just run
+        return judged.verdict
 
     info.load_phase = None  # measured whole or not at all: a resume runs it again
     _search(step, sweep)
-    info.load_phase = _phase(config, steps, samples, seconds)
-    if session is not None:  # the ledger's lines of this session are load.jsonl's (`record.ledger`)
-        info.load_phase["session"] = session
-    _client_at_capacity(info, _sweep_view(info, recorded, lag_share))
+    # the ledger's lines of this session are load.jsonl's (`record.ledger`)
+    info.load_phase = {**_phase(config, steps, samples, seconds), **({} if session is None else {"session": session})}
+    info.load_phase = {**info.load_phase, "client": _client_at_capacity(_judged(info, recorded, lag_share), steps)}
     run.write_text("server_metrics.jsonl", "".join(samples_line(s) for s in samples))
     run.write_info(info)
 
@@ -112,22 +111,40 @@ def _search(step: Step, sweep: SweepConfig) -> None:
         good, bad = (middle, bad) if verdict == "meets" else (good, middle)
 
 
-def _sweep_view(info: RunInfo, recorded: list[CaseRecord], lag_share: float) -> dict[str, Any]:
-    """`capacity_view` of the sweep being run (it has a step: `info.load_phase` holds the steps so far)."""
-    view = capacity_view(info, recorded, lag_share)
-    assert view is not None
-    return view
+def _judged(info: RunInfo, recorded: list[CaseRecord], lag_share: float) -> CapacitySweep:
+    """`capacity_sweep` of the sweep being run (it has a step: `info.load_phase` holds the steps so far)."""
+    judged = capacity_sweep(info, recorded, lag_share)
+    assert judged is not None
+    return judged
 
 
-def _client_at_capacity(info: RunInfo, view: dict[str, Any]) -> None:
+def _client_at_capacity(judged: CapacitySweep, steps: list[SweepStep]) -> dict[str, Any] | None:
     """The load phase's client lateness, which the gate holds the latency figures against: the latest of the
     steps at or below the capacity (those figures come from its step), else of every step."""
-    if view["capacity_rps"] is None:
-        return
-    rates = {s["step"]: s["rate"] for s in view["steps"]}
-    assert info.load_phase is not None  # written by the sweep's first step
-    steps = [s for s in info.load_phase["sweep"]["steps"] if rates[s["step"]] <= view["capacity_rps"]]
-    info.load_phase["client"] = _latest([s["client"] for s in steps if s.get("client")])
+    capacity = judged.capacity_rps
+    if capacity is None:
+        return _latest([s.client for s in steps if s.client])
+    rates = {s.step: s.rate for s in judged.steps}
+    return _latest([s.client for s in steps if rates[s.step] <= capacity and s.client])
+
+
+@dataclass(frozen=True)
+class SweepStep:
+    """One step as run.json's `load_phase.sweep.steps` records it (`as_record`)."""
+
+    step: int
+    rate: float
+    seconds: float
+    span_s: float
+    requests: int
+    signals: dict[str, Any]
+    client: dict[str, Any] | None
+    metrics_error: str | None
+
+    def as_record(self) -> dict[str, Any]:
+        return {"step": self.step, "rate": self.rate, "seconds": self.seconds, "span_s": self.span_s,
+                "requests": self.requests, "signals": self.signals, "client": self.client,
+                "metrics_error": self.metrics_error}
 
 
 def _rise(step: Step, sweep: SweepConfig) -> tuple[float | None, float | None]:
@@ -142,26 +159,26 @@ def _rise(step: Step, sweep: SweepConfig) -> tuple[float | None, float | None]:
         good, rate = rate, min(rate * sweep.factor, sweep.max_rps)
 
 
-def _phase(config: Config, steps: list[dict[str, Any]], samples: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+def _phase(config: Config, steps: list[SweepStep], samples: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     """run.json's load_phase for a sweep: the totals the run's health checks read, and every step."""
     load = config.load
     assert load is not None and load.sweep is not None
     sweep = load.sweep
-    total = sum(s["requests"] for s in steps)
-    worst = _latest([s["client"] for s in steps if s.get("client")])
-    server = summarise(samples, client_ttft_ms=[], concurrency=load.concurrency, profile="capacity sweep")
-    server["reading"] = "per step: see the capacity sweep's signals and scale-out thresholds"  # not one load
+    total = sum(s.requests for s in steps)
+    worst = _latest([s.client for s in steps if s.client])
+    server = {**summarise(samples, client_ttft_ms=[], concurrency=load.concurrency, profile="capacity sweep"),
+              "reading": "per step: see the capacity sweep's signals and scale-out thresholds"}  # not one load
     return {
         "profile": f"capacity sweep from {sweep.start_rps:g} req/s (x{sweep.factor:g}, up to {sweep.max_rps:g}), "
                    f"steps of {sweep.requests_per_step}+ requests and {sweep.step_s:g}+ s, {len(steps)} steps",
         "seconds": seconds, "requests": total, "warmup": load.warmup, "concurrency": load.concurrency or _DEFAULT_CAP,
         "planned": total, "cut_short": None,
-        "server_metrics": server if samples else {"error": next((s["metrics_error"] for s in steps), None)},
+        "server_metrics": server if samples else {"error": next((s.metrics_error for s in steps), None)},
         "client": worst,  # the latest client of every step; at the end, of those up to the capacity
         "sweep": {"slo": dict(sweep.slo), "start_rps": sweep.start_rps, "max_rps": sweep.max_rps,
                   "factor": sweep.factor, "requests_per_step": sweep.requests_per_step, "step_s": sweep.step_s,
                   "refine": sweep.refine,
-                  "arrival": load.arrival, "steps": steps},
+                  "arrival": load.arrival, "steps": [s.as_record() for s in steps]},
     }
 
 

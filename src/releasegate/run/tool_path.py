@@ -26,6 +26,7 @@ from ..border.http import HttpError, Limits, fetch
 from ..border.structured import json_loads
 from ..errors import TargetError
 from ..inputs.suites import Case
+from .tool_script import ChatReply, MadeCall, reply_facts, script_of
 
 __all__ = ["check_tool_path", "prove_tool_path", "same_calls"]
 
@@ -54,10 +55,7 @@ def _whole(backend: Any, body: dict[str, Any]) -> tuple[int | None, list[dict[st
         value = json_loads(_post(backend, {**body, "stream": False}).decode("utf-8", "replace"))
     except ValueError as exc:  # an HTML page, a cut reply: the server's fault, said as such (exit 4)
         raise TargetError(f"tool path check: the reply to a request with tools is not JSON ({str(exc)[:80]})") from None
-    usage = value.get("usage") if isinstance(value, dict) else None
-    told = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-    choices = value.get("choices") if isinstance(value, dict) else None
-    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    told, message = reply_facts(ChatReply.model_validate(value) if isinstance(value, dict) else ChatReply())
     return (told if isinstance(told, int) and not isinstance(told, bool) else None), message_calls(message)
 
 
@@ -67,11 +65,12 @@ def _streamed(backend: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def same_calls(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     """Two replies' calls alike: the same names, and arguments equal as JSON (as text where one is not JSON)."""
-    def key(call: dict[str, Any]) -> tuple[Any, Any]:
+    def key(raw: dict[str, Any]) -> tuple[Any, Any]:
+        call = MadeCall.model_validate(raw)
         try:
-            return call.get("name"), json_loads(call.get("arguments") or "")
+            return call.name, json_loads(call.arguments or "")
         except ValueError:
-            return call.get("name"), call.get("arguments")
+            return call.name, call.arguments
     return [key(c) for c in a] == [key(c) for c in b]
 
 
@@ -79,13 +78,12 @@ def check_tool_path(backend: Any, cases: Sequence[Case], max_new_tokens: int) ->
     """The checks above on the first case with tools (None: no such case, or no chat endpoint): {'tools_honoured':
     True/None, 'prompt_tokens': [with, without], 'stream_matches': True}. Raises TargetError when one fails."""
     target = getattr(backend, "target", None)
-    case = next((c for c in cases if c.tools and c.tools.get("tools")), None)
-    if case is None or target is None or getattr(target, "mode", None) != "chat" or not getattr(target, "base_url", None):
+    case, spec = next(((c, s) for c in cases if (s := script_of(c.tools)) is not None and s.tools), (None, None))
+    if case is None or spec is None or target is None or getattr(target, "mode", None) != "chat" or not getattr(target, "base_url", None):
         return None
     body = {"model": target.model, "messages": list(case.messages or ()), "max_tokens": max_new_tokens,
             "temperature": 0.0}
-    spec = case.tools or {}
-    offered = {**body, "tools": spec["tools"], **({"tool_choice": spec["tool_choice"]} if spec.get("tool_choice") else {})}
+    offered = {**body, "tools": spec.tools, **({"tool_choice": spec.tool_choice} if spec.tool_choice else {})}
     told, whole = _whole(backend, offered)
     bare, _ = _whole(backend, body)
     honoured = None if told is None or bare is None else told != bare
@@ -94,10 +92,14 @@ def check_tool_path(backend: Any, cases: Sequence[Case], max_new_tokens: int) ->
                           f"{case.id}); serve a chat template with tool support (llama.cpp: --jinja and a tool template)")
     streamed = _streamed(backend, offered)
     if not same_calls(streamed, whole):
-        shown = json.dumps([[c['name'], c['arguments']] for c in streamed])[:200]
         raise TargetError(f"the server's streamed tool calls differ from its whole reply's (case {case.id}): "
-                          f"streamed {shown}, whole {json.dumps([[c['name'], c['arguments']] for c in whole])[:200]}")
+                          f"streamed {_shown(streamed)}, whole {_shown(whole)}")
     return {"case": case.id, "tools_honoured": honoured, "prompt_tokens": [told, bare], "stream_matches": True}
+
+
+def _shown(calls: list[dict[str, Any]]) -> str:
+    """Calls as [[name, arguments], ...], cut to a line."""
+    return json.dumps([[c.name, c.arguments] for c in map(MadeCall.model_validate, calls)])[:200]
 
 
 def prove_tool_path(backend: Any, cases: Sequence[Case], max_new_tokens: int, console: Any) -> None:

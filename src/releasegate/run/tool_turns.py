@@ -17,32 +17,33 @@ from typing import Any
 from ..backends import Generation, Request
 from ..inputs.suites import Case
 from ..scorers.tool_calls import match_calls, score_turn, turn_passed
+from .tool_script import MadeCall, TurnScript, script_of
 
 __all__ = ["continue_turns", "next_messages"]
 
 
 def continue_turns(backend: Any, cases: Sequence[Case], gens: list[Generation], max_new_tokens: int) -> None:
     """Ask the later turns of `cases`' conversations (their first turn's answers in `gens`, updated in place)."""
-    talks = {c.id: list(c.messages or ()) for c in cases if c.tools and len(c.tools["turns"]) > 1}
-    specs = {c.id: c.tools or {} for c in cases}
+    scripts = {c.id: script for c in cases if (script := script_of(c.tools)) is not None and len(script.turns) > 1}
+    talks = {c.id: list(c.messages or ()) for c in cases if c.id in scripts}
     live = [(c, g) for c, g in zip(cases, gens) if c.id in talks]
     turn = 0
     while live:
         asked = []
         for case, gen in live:
-            tools = specs[case.id]
-            if gen.error is not None or turn + 1 >= len(tools["turns"]):
+            script = scripts[case.id]
+            if gen.error is not None or turn + 1 >= len(script.turns):
                 continue
             calls = (gen.tool_calls or [[]])[-1]
-            spec = tools["turns"][turn]
-            if not turn_passed(score_turn(calls, spec, tools["tools"])):
+            spec = script.turns[turn]
+            if not turn_passed(score_turn(calls, spec, script.tools)):
                 continue  # diverged from the script: the conversation ends at this turn
             talks[case.id] += next_messages(gen.text, calls, spec)
             asked.append((case, gen))
         if not asked:
             return
-        requests = [Request(c.id, talks[c.id], tools=specs[c.id]["tools"] or None,
-                            tool_choice=specs[c.id].get("tool_choice")) for c, _ in asked]
+        requests = [Request(c.id, talks[c.id], tools=scripts[c.id].tools or None,
+                            tool_choice=scripts[c.id].tool_choice) for c, _ in asked]
         for (_, gen), reply in zip(asked, backend.generate(requests, max_new_tokens=max_new_tokens)):
             _add_turn(gen, reply)
         live, turn = asked, turn + 1
@@ -51,13 +52,15 @@ def continue_turns(backend: Any, cases: Sequence[Case], gens: list[Generation], 
 def next_messages(text: str | None, calls: list[dict[str, Any]], spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages a turn adds: the model's calls, then each expected call's scripted result as the answer to
     the call that matched it, in the order the calls were made."""
-    ids = [c.get("id") or f"call_{i}" for i, c in enumerate(calls)]
+    made = [MadeCall.model_validate(c) for c in calls]
+    ids = [c.id or f"call_{i}" for i, c in enumerate(made)]
     said = {"role": "assistant", "content": text or None, "tool_calls": [
-        {"id": ids[i], "type": "function", "function": {"name": c.get("name") or "", "arguments": c.get("arguments") or ""}}
-        for i, c in enumerate(calls)]}
-    results = spec.get("tool_results") or []
-    answered = sorted(match_calls(calls, spec.get("calls") or []))
-    return [said, *({"role": "tool", "tool_call_id": ids[i], "name": calls[i].get("name") or "", "content": results[j]}
+        {"id": ids[i], "type": "function", "function": {"name": c.name or "", "arguments": c.arguments or ""}}
+        for i, c in enumerate(made)]}
+    turn = TurnScript.model_validate(spec)
+    results = turn.tool_results or []
+    answered = sorted(match_calls(calls, turn.calls or []))
+    return [said, *({"role": "tool", "tool_call_id": ids[i], "name": made[i].name or "", "content": results[j]}
                     for i, j in answered if j < len(results))]
 
 

@@ -8,20 +8,45 @@ reviewer-corrected judge accuracy and human approval (`case_weights`, `source_of
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 __all__ = ["stratum_counts", "sample_only", "is_weighted", "weighted_share", "case_weights", "kish_n", "source_of",
-           "two_phase_n"]
+           "two_phase_n", "StratumKey", "Strata"]
 
 
-def stratum_counts(records: Iterable) -> dict:
+class _Stratum(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def population(self) -> int: ...
+    @property
+    def weighted(self) -> bool: ...
+
+
+class _Stratified(Protocol):
+    """What a record of a `sample:` suite carries (record.record_parts.Stratum on a journal record)."""
+
+    @property
+    def suite(self) -> str: ...
+    @property
+    def stratum(self) -> _Stratum | None: ...
+
+
+StratumKey = tuple[str, str, int]
+"""(suite, stratum, its population)."""
+Strata = dict[StratumKey, int]
+"""The run's cases per weighted stratum."""
+
+
+def stratum_counts(records: Iterable[_Stratified]) -> Strata:
     """The run's cases per stratum of a weighted `sample:` suite: (suite, stratum, its population) -> cases."""
-    return Counter(_stratum_key(r) for r in records if is_weighted(r))
+    return dict(Counter(_stratum_key(r) for r in records if is_weighted(r)))
 
 
-def sample_only(records: Iterable) -> list[str]:
+def sample_only(records: Iterable[_Stratified]) -> list[str]:
     """The suites whose `sample.estimate: sample` makes their rates describe the sample only."""
-    return sorted({r.suite for r in records if getattr(r, "stratum", None) is not None and not r.stratum.weighted})
+    return sorted({r.suite for r in records if (s := getattr(r, "stratum", None)) is not None and not s.weighted})
 
 
 def is_weighted(record: object) -> bool:
@@ -30,16 +55,16 @@ def is_weighted(record: object) -> bool:
     return stratum is not None and stratum.weighted
 
 
-def source_of(record: object) -> tuple | None:
+def source_of(record: _Stratified) -> StratumKey | None:
     """The weighted stratum a record stands for ((suite, stratum, population)); None for a case that stands for
     itself. Cases with the same source weigh alike."""
     return _stratum_key(record) if is_weighted(record) else None
 
 
-def case_weights(records: Iterable, strata: dict) -> list[float]:
+def case_weights(records: Iterable[_Stratified], strata: Strata) -> list[float]:
     """Each record's weight: population / (the run's cases of its stratum, `strata` as `stratum_counts` gives it)
     for a case of a weighted sample, 1 for any other."""
-    return [r.stratum.population / (strata.get(_stratum_key(r)) or 1) if is_weighted(r) else 1.0 for r in records]
+    return [_stratum_key(r)[2] / (strata.get(_stratum_key(r)) or 1) if is_weighted(r) else 1.0 for r in records]
 
 
 def kish_n(weights: list[float]) -> float:
@@ -66,7 +91,7 @@ def two_phase_n(point: float, cases_n: float, parts: list[tuple[float, float, fl
     return q * (1 - q) / variance
 
 
-def weighted_share(hits: list[bool], records: list, strata: dict) -> tuple[float, float, float]:
+def weighted_share(hits: list[bool], records: Sequence[_Stratified], strata: Strata) -> tuple[float, float, float]:
     """(the weighted share of `hits`, Kish's effective n, the source rows the records stand for). The effective
     n is what a Wilson bound on the share is taken at."""
     weights = case_weights(records, strata)
@@ -75,5 +100,7 @@ def weighted_share(hits: list[bool], records: list, strata: dict) -> tuple[float
     return value, kish_n(weights), total
 
 
-def _stratum_key(record) -> tuple:
-    return record.suite, record.stratum.name, record.stratum.population
+def _stratum_key(record: _Stratified) -> StratumKey:
+    stratum = record.stratum
+    assert stratum is not None  # only asked of a weighted record
+    return record.suite, stratum.name, stratum.population

@@ -1,0 +1,37 @@
+"""A rubric's `baseline:` (`inputs.rubric.Rubric.baseline`) read into its type where the gate reads it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from ..record.capacity_sweep import Number
+
+__all__ = ["BaselineSpec", "baseline_spec"]
+
+
+def _name(value: Any) -> Any:
+    return value if value is None else str(value)
+
+
+class BaselineSpec(BaseModel):
+    """{'run': absolute path, 'margins', 'confidence', 'metrics'}, with 'blessed' (the name), 'reports'
+    (absolute), 'max_age_days' and 'on_stale' when the run is a blessed baseline."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run: str
+    metrics: list[str] | None = None
+    """The metrics the rubric compares (None: every one); a request that fails more is always compared."""
+    margins: dict[str, Any] = {}
+    confidence: float = 0.95
+    blessed: Annotated[str | None, BeforeValidator(_name)] = None
+    reports: str = ""
+    max_age_days: Number | None = None
+    on_stale: str = "warn"
+
+
+def baseline_spec(spec: dict[str, Any]) -> BaselineSpec:
+    """The rubric's baseline read into its type (the rubric has checked it: `inputs.rubric`)."""
+    return BaselineSpec.model_validate(spec)
