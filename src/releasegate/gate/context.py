@@ -19,6 +19,7 @@ from ..record.metrics import (
     compute_metric,
     is_phased,
     latency_phase,
+    left_out_note,
     measured,
     phase_records,
     select,
@@ -162,6 +163,12 @@ class GateContext:
         return phase_records(self.phase, self.records, self.load_at[1])
 
     @cached_property
+    def left_out(self) -> str:
+        """What every latency figure over the timed requests leaves out (`left_out_note`), once per run: each of
+        the figures would otherwise count every request's attempts again."""
+        return left_out_note(self.timed)
+
+    @cached_property
     def strata(self) -> Strata:
         """Sample weights: the source's count of each stratum a `sample:` drew from."""
         return stratum_counts(self.records)
@@ -186,6 +193,8 @@ class GateContext:
                 return value
         chosen = select(self.timed if is_phased(query.name) else self.records, query.slice)
         facts = {**self.facts, "all_records": not query.slice, "confidence": query.confidence}
+        if not query.slice and is_phased(query.name):  # `chosen` is every timed request
+            facts["left_out"] = self.left_out
         return compute_metric(query.name, chosen, self.scores, facts)
 
     def evidence(self, criterion: Criterion) -> CriterionEvidence:

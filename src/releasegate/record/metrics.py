@@ -27,7 +27,7 @@ Scores = dict[str, dict[str, Any]]
 
 __all__ = [
     "KNOWN_METRICS", "MetricValue", "select", "compute_metric", "is_phased", "LATENCY_METRICS", "measured",
-    "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "stratum_counts", "sample_only",
+    "percentile_of", "ERROR_METRICS", "BOUNDED_METRICS", "latency_exclusions", "left_out_note", "stratum_counts", "sample_only",
     "uncounted", "token_sources", "STABILITY_METRICS", "LOAD_PHASE_METRICS", "timing_derived_cost", "batched_stream",
     "stream_timed", "DEFAULT_MAX_ITL_BATCHED_SHARE", "COUNTED_SOURCES"]
 
@@ -123,7 +123,8 @@ def slices_of(records: list[CaseRecord], keys: list[str] | None = None) -> list[
 
 def compute_metric(name: str, given: Sequence[Attempted], scores: Scores, run: dict[str, Any]) -> MetricValue:
     """One metric over the records `given` (an error metric's may hold the attempts ledger's lines too); `scores`
-    maps case id -> scores; `run` holds run-level facts."""
+    maps case id -> scores; `run` holds run-level facts, and may hold `left_out`: `left_out_note(given)` worked
+    out once by a caller that asks for many latency figures over the same records."""
     confidence = run.get("confidence") or 0.95
     if name in ERROR_METRICS:  # the caller passes the phase's records: every attempt of each counts
         return _error_rate(given, confidence)
@@ -132,7 +133,8 @@ def compute_metric(name: str, given: Sequence[Attempted], scores: Scores, run: d
         return _rate(name, records, scores, confidence, run.get("strata"))
     q = percentile_of(name)
     if q is not None:
-        return _latency(name.rpartition("_p")[0], q, records, confidence, bounds=q >= 95 or bool(run.get("confidence")))
+        return _latency(name.rpartition("_p")[0], q, records, confidence, bounds=q >= 95 or bool(run.get("confidence")),
+                        note=run.get("left_out"))
     if name == "output_tokens_per_s":
         return _system_throughput(records, run)
     if name == "output_tokens_per_s_request_p50":
@@ -170,7 +172,9 @@ def _exclusions(records: list[CaseRecord]) -> _Exclusions:
     return _Exclusions(len(outcomes), len(measured(records)), dict(sorted(failed.items())), cached)
 
 
-def _exclusion_note(records: list[CaseRecord]) -> str:
+def left_out_note(records: list[CaseRecord]) -> str:
+    """'98 of 100 requests; left out: 2 failed (timeout)' for a latency figure over `records`; '' when it leaves
+    out none."""
     ex = _exclusions(records)
     if not ex.requests - ex.measured:
         return ""
@@ -180,11 +184,12 @@ def _exclusion_note(records: list[CaseRecord]) -> str:
     return f"{ex.measured} of {ex.requests} requests; left out: " + ", ".join(why)
 
 
-def _latency(base: str, q: float, records: list[CaseRecord], confidence: float, *, bounds: bool) -> MetricValue:
+def _latency(base: str, q: float, records: list[CaseRecord], confidence: float, *, bounds: bool,
+             note: str | None = None) -> MetricValue:
     """A latency percentile; per-request figures get order-statistic bounds, inter-token gaps a bootstrap that
     resamples whole requests (the gaps of one request are not independent). n counts requests."""
     done = measured(records)
-    note = _exclusion_note(records)
+    note = left_out_note(records) if note is None else note
     if base == "itl_ms":
         groups = [r.timing.itl_ms for r in done if r.timing.itl_ms]
         pooled = [x for g in groups for x in g]
