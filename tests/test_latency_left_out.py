@@ -9,6 +9,8 @@ from releasegate.gate.context import GateContext
 from releasegate.gate.feature import MetricQuery
 from releasegate.inputs.rubric import Criterion, Rubric
 from releasegate.pipeline.gate import GateInputs
+from releasegate.record.evidence import attempt_outcomes, attempts_note, case_attempts
+from releasegate.record.ledger import LedgerLine
 from releasegate.record.metrics import LATENCY_METRICS, compute_metric, left_out_note
 from releasegate.record.records import CaseRecord, RunInfo
 from test_attempts import empty, retried
@@ -60,3 +62,14 @@ def test_the_report_says_what_each_latency_figure_left_out() -> None:
     report = gate_run(INFO, records(), RUBRIC, None, allow_pending=True)
     notes = {name: m.get("note") for name, m in report["metrics"].items() if name.startswith(("ttft", "e2e"))}
     assert notes and set(notes.values()) == {left_out_note(records())}
+
+
+def test_a_ledger_line_stands_for_its_outcomes_and_is_no_case() -> None:
+    """The ledger's lines are told from records by their class (`LedgerLine.ledger_outcomes`)."""
+    line = LedgerLine("quality", ("http_5xx", None))
+    chosen = records()
+    assert case_attempts(line) == ["http_5xx", None]
+    assert attempt_outcomes([*chosen, line])[-2:] == ["http_5xx", None]
+    assert attempts_note([*chosen, line]) == "13 requests for 11 cases (every attempt counts)"
+    assert attempts_note(chosen) == ""  # 11 requests for 11 cases: the cached answer sent none
+    assert case_attempts(chosen[9]) == ["http_429", None]
