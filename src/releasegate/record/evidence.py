@@ -67,7 +67,8 @@ def case_attempts(record: CaseRecord) -> list[str | None]:
     claims. A line of the attempts ledger (`ledger.LedgerLine`) stands for the requests it kept (its class's
     `ledger_outcomes`: asked of a record, which has none, pydantic would answer through a raised AttributeError,
     several times slower, for every record of every count)."""
-    kept = record.ledger_outcomes if hasattr(type(record), "ledger_outcomes") else None
+    line: Any = record  # typed as a record, read as a ledger line when it is one
+    kept = line.ledger_outcomes if hasattr(type(record), "ledger_outcomes") else None
     if kept is not None:
         return list(kept)
     earlier = [kind for line in getattr(record, "earlier_attempts", ()) for kind in _line_outcomes(line)]
