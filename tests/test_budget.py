@@ -271,7 +271,7 @@ def test_plan_reads_the_config_budget_and_prices_the_guards(tmp_path, cli):
     assert any("guards.NAME.price" in w for w in plan["warnings"])
 
 
-@pytest.mark.parametrize("section, cap", [("{wall_s: 0}", "wall_s"), ("{usd: 0}", "usd"), ("{tokens: 5}", "tokens")])
+@pytest.mark.parametrize("section, cap", [("{usd: 0.000000001}", "usd"), ("{tokens: 5}", "tokens")])
 def test_a_cap_that_pays_for_no_case_refuses_to_start(tmp_path, cli, section, cap):
     config = _project(tmp_path, "http://127.0.0.1:9/v1", extra=PRICES + f"budget: {section}\n")
     code, _, err = cli("check", "-c", config, "--run-id", "r", "--no-progress")
@@ -281,7 +281,7 @@ def test_a_cap_that_pays_for_no_case_refuses_to_start(tmp_path, cli, section, ca
 
 def test_a_cap_on_the_target_alone_stops_dispatch(tmp_path, cli):
     with StubServer(StubBehaviour(tokens=3, reply=_half)) as stub:
-        config = _project(tmp_path, stub.base_url, extra=PRICES + "budget: {target_usd: 0.2, judge_usd: 0}\n")
+        config = _project(tmp_path, stub.base_url, extra=PRICES + "budget: {target_usd: 0.2, judge_usd: 1}\n")
         code, report, said = _run(cli, config)
     assert code == 3 and report["budget"]["exhausted"] == "target_usd", said
     assert 0 < report["budget"]["spent_usd"]["target"] <= 0.2

@@ -204,9 +204,6 @@ def test_a_huge_cap_runs_and_bills_what_was_billed(cli, tmp_path, stub):
         spent["target"] + spent["judge"] + spent["guard"])
 
 
-@pytest.mark.xfail(strict=True, reason="validate (inputs.validation) accepts a cap that check then refuses as "
-                   "covering no case (run.budget's per-case worst case is worked out only by check); and the "
-                   "refusal of budget.wall_s speaks of dollars and tokens")
 @pytest.mark.parametrize("caps, key", [("{usd: 0}", "budget.usd"), ("{usd: 50, judge_usd: 0}", "budget.judge_usd"),
                                        ("{usd: 50, wall_s: 0}", "budget.wall_s")])
 def test_a_cap_that_covers_no_case_is_refused_by_validate_as_by_check(cli, tmp_path, stub, caps, key):

@@ -104,6 +104,7 @@ def test_a_leakage_base_is_hashed_as_the_bases_never_as_the_targets_model(projec
     that an attestation would name as the model that passed (a deploy of the base would then verify)."""
     from releasegate.inputs.config import load_config
     from releasegate.pipeline.attest import _directory_subjects
+    from releasegate.record.stored_manifest import typed_files
     from releasegate.run.manifest import build_manifest
 
     config = project / "releasegate.yaml"
@@ -117,6 +118,6 @@ def test_a_leakage_base_is_hashed_as_the_bases_never_as_the_targets_model(projec
     manifest = build_manifest(load_config(config), run_id="r")
     roles = {d["role"]: d["path"] for d in manifest["directories"]}
     assert roles["model"] == str(merged.resolve()) and roles["leakage_base:model"] == str((DEMO / "base").resolve())
-    subjects = _directory_subjects(manifest)
-    assert [s["name"] for s in subjects] == ["model/"]
+    subjects = _directory_subjects(typed_files(manifest))
+    assert [name for name, _ in subjects] == ["model/"]
     assert any(e["role"].startswith("leakage_base:model") for e in manifest["inputs"])

@@ -12,7 +12,6 @@ from rich.console import Console
 
 from .. import DEFAULT_CONFIG
 from ..pipeline.variants import VARIANTS
-from ..record.decided_results import MatrixResult
 from ._common import (
     AllowPendingOption,
     ConfigOption,
@@ -74,6 +73,7 @@ def matrix(
     from ..pipeline.check_options import CheckOptions
     from ..pipeline.matrix import run_matrix
     from ..pipeline.server_rows import MatrixKind
+    from ..record.decided_results import MatrixResult
     from ..report.matrix import latency_line, matrix_table
     from ..text import inert
 

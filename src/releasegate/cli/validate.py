@@ -9,7 +9,6 @@ import typer
 
 from .. import DEFAULT_CONFIG
 from ..errors import first_named
-from ..pipeline.input_summary import Reached, Summary
 from ._common import ConfigOption, JsonOption, SetOption, consoles, print_json, set_values
 
 ProbeOption = Annotated[bool, typer.Option(
@@ -25,6 +24,7 @@ def validate(config: ConfigOption = Path(DEFAULT_CONFIG), sets: SetOption = None
 
     from ..inputs.judging_keys import effective_sha256_of
     from ..inputs.validation import input_summary, load_inputs
+    from ..pipeline.input_summary import Reached, Summary
     from ..run.manifest import case_digests
 
     cfg, rubric, per_suite = load_inputs(config, keep=False, overrides=set_values(sets))

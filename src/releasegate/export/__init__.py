@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = ["export_model", "export_lora"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in __all__:
         from . import gguf
 

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..border.files import read_text
 from ..border.structured import json_loads
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
+    from torch import Tensor
 
 __all__ = [
     "ExportError", "OUTTYPES", "LlamaHparams", "gguf_name", "permute_qk", "read_json", "load_state_dict",
@@ -23,6 +28,10 @@ OUTTYPES = ("f32", "f16", "q8_0", "q4_0")
 
 QUANTIZED = {"q8_0": "Q8_0", "q4_0": "Q4_0"}
 """Quantized outtypes -> the gguf.GGMLQuantizationType their matrices take."""
+
+Array: TypeAlias = "npt.NDArray[Any]"
+"""A numpy array of any dtype: float32, float16, or the uint8 blocks gguf.quants writes for a quantized type."""
+TensorOrderKey = tuple[int, int, str]
 
 _FILE_TYPES = {"f32": "ALL_F32", "f16": "MOSTLY_F16", "q8_0": "MOSTLY_Q8_0", "q4_0": "MOSTLY_Q4_0"}
 
@@ -53,7 +62,8 @@ class ExportError(ValueError):
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON file of the model or adapter directory (a regular file of at most 64 MiB, see `border.files`)."""
-    return json_loads(read_text(path, what=path.name))
+    data: dict[str, Any] = json_loads(read_text(path, what=path.name))
+    return data
 
 
 def gguf_name(hf_name: str) -> str | None:
@@ -75,7 +85,7 @@ def gguf_name(hf_name: str) -> str | None:
     raise ExportError(f"unsupported tensor {hf_name!r}")
 
 
-def permute_qk(w, n_head: int):
+def permute_qk(w: Array, n_head: int) -> Array:
     """HF's rotary layout (halves) -> llama.cpp's (interleaved pairs), as convert_hf_to_gguf.py does for llama.
 
     Works on rows: a q/k weight (out, in), a bias (out,), or a LoRA B matrix (out, r).
@@ -86,7 +96,7 @@ def permute_qk(w, n_head: int):
 class LlamaHparams:
     """What an export needs of an HF Llama config.json; raises ExportError for what llama.cpp cannot run."""
 
-    def __init__(self, config: dict[str, Any]):
+    def __init__(self, config: dict[str, Any]) -> None:
         arch = (config.get("architectures") or ["?"])[0]
         if config.get("model_type") != "llama" and arch != "LlamaForCausalLM":
             raise ExportError(f"only Llama models are supported, not {arch} ({config.get('model_type')})")
@@ -112,7 +122,7 @@ class LlamaHparams:
         if self.rope_type == "linear" and self.rope_factor is None:
             raise ExportError("linear rope scaling without a factor (rope_scaling.factor)")
 
-    def permute(self, gguf_tensor_name: str, w):
+    def permute(self, gguf_tensor_name: str, w: Array) -> Array:
         """Apply the q/k rotary permutation where the tensor's rows are q or k heads."""
         if ".attn_q." in gguf_tensor_name:
             return permute_qk(w, self.n_head)
@@ -121,7 +131,7 @@ class LlamaHparams:
         return w
 
 
-def write_gguf(writer, path: Path) -> Path:
+def write_gguf(writer: GGUFWriter, path: Path) -> Path:
     """Write what `writer` (a gguf.GGUFWriter) holds to `path`; returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
     writer.write_header_to_file()
@@ -131,7 +141,7 @@ def write_gguf(writer, path: Path) -> Path:
     return path
 
 
-def cast_tensor(array, outtype: str):
+def cast_tensor(array: Array, outtype: str) -> Array:
     """1-D tensors (norms, biases) stay f32 as llama.cpp expects; matrices take the requested type (f32 or f16)."""
     import numpy as np
 
@@ -141,7 +151,7 @@ def cast_tensor(array, outtype: str):
     return array
 
 
-def encode_tensor(array, outtype: str):
+def encode_tensor(array: Array, outtype: str) -> tuple[Array, GGMLQuantizationType | None]:
     """(data, raw_dtype) for GGUFWriter.add_tensor: a tensor as `outtype` stores it, as llama.cpp's converter does.
 
     1-D tensors (norms, biases) stay f32. Matrices take the quantized type, every one including the token
@@ -162,14 +172,14 @@ def encode_tensor(array, outtype: str):
     return gguf.quants.quantize(np.ascontiguousarray(array, dtype=np.float32), qtype), qtype
 
 
-def file_type(outtype: str):
+def file_type(outtype: str) -> LlamaFileType:
     """general.file_type of a model exported as `outtype` (a gguf.LlamaFileType)."""
     import gguf
 
     return gguf.LlamaFileType[_FILE_TYPES[outtype]]
 
 
-def load_state_dict(directory: Path, stem: str) -> dict[str, Any]:
+def load_state_dict(directory: Path, stem: str) -> dict[str, Tensor]:
     """All tensors of `stem`.safetensors (or its shards), as torch tensors."""
     from safetensors.torch import load_file
 
@@ -178,21 +188,21 @@ def load_state_dict(directory: Path, stem: str) -> dict[str, Any]:
         return load_file(single)
     index = directory / f"{stem}.safetensors.index.json"
     if index.is_file():
-        state: dict[str, Any] = {}
+        state: dict[str, Tensor] = {}
         for shard in sorted(set(read_json(index)["weight_map"].values())):
             state.update(load_file(directory / shard))
         return state
     raise ExportError(f"{directory} has no {stem}.safetensors")
 
 
-def to_numpy(tensor):
+def to_numpy(tensor: Tensor) -> Array:
     """A torch tensor as a float32 numpy array."""
     import torch
 
     return tensor.detach().to(torch.float32).cpu().numpy()
 
 
-def tensor_order(hf_name: str):
+def tensor_order(hf_name: str) -> TensorOrderKey:
     """Sort key of an HF parameter name: the embeddings, then the layers in order, then the rest."""
     m = _LAYER_RE.match(hf_name)
     return (1, int(m.group(1)), hf_name) if m else (0 if "embed" in hf_name else 2, 0, hf_name)

@@ -4,18 +4,22 @@ template) as llama.cpp's gpt2 tokenizer."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..border.files import read_text
 from ._gguf_llama import ExportError, LlamaHparams, read_json
 
+if TYPE_CHECKING:
+    from gguf import GGUFWriter
+
 __all__ = ["add_tokenizer"]
 
 
-def _token_content(value) -> str | None:
+def _token_content(value: object) -> str | None:
+    """The text of a special token as tokenizer_config.json writes it: a string or an AddedToken {"content": ...}."""
     if isinstance(value, dict):
-        return value.get("content")
-    return value
+        value = value.get("content")
+    return cast("str | None", value)  # as the file has it: a string or null (else it matches no token's text)
 
 
 def _chat_template(model_dir: Path, tok_config: dict[str, Any]) -> str | None:
@@ -24,11 +28,11 @@ def _chat_template(model_dir: Path, tok_config: dict[str, Any]) -> str | None:
         named = {t.get("name"): t.get("template") for t in template}
         template = named.get("default") or next(iter(named.values()), None)
     if template:
-        return template
+        return cast(str, template)  # tokenizer_config.json's chat_template: a Jinja string
     if (model_dir / "chat_template.jinja").is_file():  # transformers >= 4.50 saves it separately
         return read_text(model_dir / "chat_template.jinja", what="chat template")
     if (model_dir / "chat_template.json").is_file():
-        return read_json(model_dir / "chat_template.json").get("chat_template")
+        return cast("str | None", read_json(model_dir / "chat_template.json").get("chat_template"))
     return None
 
 
@@ -44,7 +48,7 @@ def _post_processor_adds(tokenizer: dict[str, Any], token: str | None) -> bool |
     return None
 
 
-def add_tokenizer(writer, model_dir: Path, hp: LlamaHparams) -> None:
+def add_tokenizer(writer: GGUFWriter, model_dir: Path, hp: LlamaHparams) -> None:
     """Write the tokenizer of `model_dir` (vocabulary, merges, special tokens, chat template) to `writer`."""
     import gguf
 

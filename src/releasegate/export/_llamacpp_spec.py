@@ -20,6 +20,9 @@ from ._serve import existing_dir, existing_file, http_get_json
 __all__ = ["Speculative", "SPECULATIVE_KINDS", "NGRAM_MATCH", "apply_speculative", "check_speculating",
            "add_speculative_arguments", "check_speculative_arguments", "speculative_from_arguments"]
 
+XllamacppParams = Any
+"""An xllamacpp.CommonParams (llama.cpp's common_params; the xllamacpp wheel has no type information)."""
+
 SPECULATIVE_KINDS = ("draft", "ngram")
 NGRAM_MATCH = 3
 """Tokens the n-gram kind matches against the text so far (llama.cpp's ngram-simple size_n). Its default, 12,
@@ -67,7 +70,7 @@ class Speculative:
         return args
 
 
-def apply_speculative(params: Any, spec: Speculative, *, threads: int, exact_attention: bool) -> None:
+def apply_speculative(params: XllamacppParams, spec: Speculative, *, threads: int, exact_attention: bool) -> None:
     """Set llama.cpp's speculative parameters; the draft model computes like the target (threads, K/V types)."""
     import xllamacpp as xlc
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..border.http import HttpError, Limits, fetch
 from ..border.json_reader import NotJson, read_json
@@ -69,7 +69,13 @@ def run_cli(prog: str, main: Callable[[list[str] | None], None], argv: list[str]
         sys.exit(4)
 
 
-def serve_until_interrupted(server, line: str) -> None:
+class _Server(Protocol):
+    """A server `serve_until_interrupted` keeps up: anything with `stop()`."""
+
+    def stop(self) -> None: ...
+
+
+def serve_until_interrupted(server: _Server, line: str) -> None:
     """Say where the server listens, then keep it up until Ctrl-C or SIGTERM, either of which stops it. Started
     under nohup or as a background job, the process has SIGINT ignored and `kill` (SIGTERM) is how it is stopped;
     without stopping the server then, a vLLM server (in a process group of its own) would outlive this process."""
@@ -95,7 +101,7 @@ class ServerProcess:
     pid: int
     log_path: Path
     start_seconds: float
-    _process: subprocess.Popen | None = field(default=None, repr=False)
+    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def peak_memory_bytes(self) -> int | None:
         """The child's peak resident memory so far (VmHWM in /proc/PID/status); None once it has exited or
@@ -160,7 +166,7 @@ def tree_peak_memory_bytes(pid: int) -> int | None:
     return total
 
 
-def wait_for_child(ready: Callable[[], bool], process: subprocess.Popen, log_path: Path, *, timeout: float,
+def wait_for_child(ready: Callable[[], bool], process: subprocess.Popen[bytes], log_path: Path, *, timeout: float,
                    what: str, interval: float = 0.1) -> None:
     """Poll `ready()` until it is true; RuntimeError with the end of the child's log if the child exits first or
     `timeout` seconds pass."""
@@ -189,7 +195,7 @@ def log_tail(log_path: Path, lines: int = 15) -> str:
     return f"{log_path}:\n" + "\n".join(text.splitlines()[-lines:])
 
 
-def stop_group(process: subprocess.Popen, grace: float = 30.0) -> None:
+def stop_group(process: subprocess.Popen[bytes], grace: float = 30.0) -> None:
     """SIGTERM to the server's own process group (it started one), SIGKILL if it lingers past `grace` seconds."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         try:

@@ -60,7 +60,7 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..extras import require
@@ -81,6 +81,9 @@ from ._gguf_llama import (
     write_gguf,
 )
 from ._gguf_tokenizer import add_tokenizer
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = ["export_model", "export_lora", "export_manifest", "main", "NEEDS"]
 
@@ -190,7 +193,7 @@ def export_lora(
         alpha *= math.sqrt(rank)  # llama.cpp scales by alpha / r; rsLoRA by alpha / sqrt(r)
 
     state = load_state_dict(adapter_dir, "adapter_model")
-    pairs: dict[str, dict[str, Any]] = {}
+    pairs: dict[str, dict[str, Tensor]] = {}
     for key, tensor in state.items():
         m = re.match(r"^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$", key)
         if not m:

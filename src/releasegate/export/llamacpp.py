@@ -39,6 +39,7 @@ from typing import Any
 from ..border.files import read_capped, replace_file
 from ..errors import InputError
 from ..extras import require
+from ._gguf_llama import OUTTYPES
 from ._llamacpp_spec import (
     SPECULATIVE_KINDS,
     Speculative,
@@ -62,10 +63,13 @@ from ._serve import (
     stop_group,
     wait_for_child,
 )
-from .gguf import NEEDS, OUTTYPES, export_lora, export_model
+from .gguf import NEEDS, export_lora, export_model
 
 __all__ = ["LlamaCppServer", "start_server", "wait_healthy", "export_for_serving", "merge_adapter", "Speculative",
            "SPECULATIVE_KINDS", "ServerProcess", "launch_server"]
+
+XllamacppServer = Any
+"""An xllamacpp.Server (the xllamacpp wheel has no type information): it serves while a reference to it lives."""
 
 SLOT_CTX = 256  # the demo model's max_position_embeddings
 HTTP_THREADS = 300
@@ -128,7 +132,7 @@ class LlamaCppServer:
     model_path: Path
     lora_paths: list[Path]
     start_seconds: float
-    _server: Any = field(default=None, repr=False)
+    _server: XllamacppServer = field(default=None, repr=False)
 
     def stop(self) -> None:
         """Stop serving: dropping the last reference runs ~Server, which ends the loop and joins its thread."""

@@ -15,6 +15,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..border.files import is_file, read_text, regular_entries, replace_file, sha256_file, walk_files
 from ..border.structured import json_loads
@@ -38,7 +39,7 @@ class ServedFiles:
     """LoRA files (llama.cpp) or adapter directories (vLLM), served beside the model and chosen per request."""
     draft: Path | None = None
     """The draft model's GGUF (llama.cpp draft speculation)."""
-    manifest: list[dict] = field(default_factory=list)
+    manifest: list[dict[str, Any]] = field(default_factory=list)
     """Per file: file, bytes, sha256 (and, for GGUF, its type and tensor types)."""
 
     @property
@@ -120,7 +121,9 @@ def tree_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-_SOURCE_DIGESTS: dict[tuple, str] = {}
+_SourceKey = tuple[str, tuple[tuple[str, int, int], ...]]
+"""A source path resolved, and each of its files' name, size and mtime (ns)."""
+_SOURCE_DIGESTS: dict[_SourceKey, str] = {}
 """Source digests by path and every file's size and mtime: the variants of one plan share their base and
 adapter, which are read once, not once a variant."""
 
@@ -142,7 +145,7 @@ def _source_files(folder: Path) -> list[Path]:
     return walk_files(folder, what="source directory", hidden=True)
 
 
-def _key(parts: dict) -> str:
+def _key(parts: dict[str, object]) -> str:
     return hashlib.sha256(json.dumps({**parts, "format": FORMAT}, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -161,7 +164,7 @@ def _described(files: ServedFiles, roles: dict[str, list[Path]]) -> ServedFiles:
     return ServedFiles(model=files.model, loras=files.loras, draft=files.draft, manifest=manifest)
 
 
-def _read_gguf(paths: list[Path]) -> list[dict]:
+def _read_gguf(paths: list[Path]) -> list[dict[str, Any]]:
     """`export_manifest` of GGUF files; a file it cannot read is a ValueError naming it."""
     for path in paths:
         if not path.is_file():
@@ -172,7 +175,7 @@ def _read_gguf(paths: list[Path]) -> list[dict]:
         raise ValueError(f"{', '.join(p.name for p in paths)}: not a readable GGUF file ({exc})") from None
 
 
-def _plain_entry(path: Path) -> dict:
+def _plain_entry(path: Path) -> dict[str, Any]:
     return {"file": str(path), "bytes": path.stat().st_size, "sha256": tree_digest(path)}
 
 
@@ -197,7 +200,7 @@ def _kept(out: Path) -> ServedFiles | None:
     return None
 
 
-def _from_manifest(out: Path, record: dict) -> ServedFiles:
+def _from_manifest(out: Path, record: dict[str, Any]) -> ServedFiles:
     model = Path(record["model"])
     model = model if model.is_absolute() else out / model
     return ServedFiles(model=model, loras=tuple(Path(p) for p in record["loras"]),

@@ -69,7 +69,7 @@ class VllmServer:
     port: int
     log_path: Path
     start_seconds: float
-    _process: subprocess.Popen | None = field(default=None, repr=False)
+    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def peak_memory_bytes(self) -> int | None:
         """The peak resident memory of the server and its engine processes (`tree_peak_memory_bytes`); None once
@@ -173,10 +173,11 @@ def _environment(threads: int, kv_cache_gib: int) -> dict[str, str]:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
+        return port
 
 
-def _wait_healthy(root: str, process: subprocess.Popen, log_path: Path, timeout: float) -> None:
+def _wait_healthy(root: str, process: subprocess.Popen[bytes], log_path: Path, timeout: float) -> None:
     wait_for_child(lambda: health_ok(root), process, log_path, timeout=timeout, what=f"vLLM at {root}", interval=0.5)
 
 

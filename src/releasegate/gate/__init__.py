@@ -9,6 +9,6 @@
     case_detail       what a reader needs to see one case, and the failing cases with why
     latency_source    which phase and load a latency figure was measured under
 
-`pipeline.gate.gate_run` applies them to a run record: scores, metrics, criteria, review and the LLM judge's
+`pipeline.gate.judge_run` applies them to a run record: scores, metrics, criteria, review and the LLM judge's
 verdicts -> the gate report (report.json).
 """

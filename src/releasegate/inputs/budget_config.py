@@ -4,7 +4,8 @@
 
 Dollars over the target (the model under test, priced by `cost:`), the judge (`judge.price`) and each guard
 (`guards.NAME.price`), all of them (`usd`) or one part each; `tokens` caps the target's input and output tokens,
-`wall_s` the generation's wall time. Every cap is a finite number, 0 or more; the dispatch side is `run.budget`.
+`wall_s` the generation's wall time. Every cap is a finite number greater than 0 (a cap of 0 would send nothing);
+the dispatch side is `run.budget`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Budget:
 
 def parse_budget(raw: Any, at: Any) -> Budget | None:
     """The `budget:` section; None when the config has none. The schema checked the shape; a value that is no
-    finite number of 0 or more (NaN, infinity, a string, a boolean) is refused here, naming the key."""
+    finite number greater than 0 (0, NaN, infinity, a string, a boolean) is refused here, naming the key."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -57,9 +58,9 @@ def parse_budget(raw: Any, at: Any) -> Budget | None:
     for key, value in raw.items():
         if key not in BUDGET_KEYS:
             raise InputError(f"budget has no key '{key}'", **at("budget", key), hint=f"keys: {', '.join(BUDGET_KEYS)}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise InputError(f"budget.{key} must be a finite number, 0 or more, got {value!r}", **at("budget", key),
-                             hint="a cap in dollars, tokens or seconds")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise InputError(f"budget.{key} must be a finite number greater than 0, got {value!r}", **at("budget", key),
+                             hint="a cap in dollars, tokens or seconds; a cap of 0 would send nothing")
         caps[key] = float(value)
     return Budget(**caps)
 

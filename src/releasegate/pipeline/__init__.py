@@ -1,7 +1,7 @@
 """The commands' work, each a function of the run record and the inputs: the top of the library, under cli/.
 
     check           a run's lifecycle: start, resume, stages, run.json status (`run_check`, `resume_check`)
-    gate            scores, metrics, criteria, review and the judge's verdicts -> the gate report (`gate_run`)
+    gate            scores, metrics, criteria, review and the judge's verdicts -> the gate report (`judge_run`)
     regate          `releasegate gate`: a finished run decided again, and what-if rubrics
     matrix          deployment variants (variants) of one model, run and compared
     compare         two saved runs compared

@@ -74,7 +74,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
     the run's own rubric and no `output`; otherwise the reports go to `output` or the run's what-if directory."""
     run = RunDir(run_dir)
     info = run.read_info()
-    info.phases = planned_phases(run.path, info)  # gate_run reads the health of the phases planned
+    info.phases = planned_phases(run.path, info)  # judge_run reads the health of the phases planned
     policy, judged_by = _policy(run.path, rubric)
     verdicts = run_verdicts(run, info)
     scored = scored_run(run, policy.forbidden, verdicts)  # read and scored once: the gate and the reports share it

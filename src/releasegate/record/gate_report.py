@@ -1,6 +1,6 @@
 """The gate report: the one typed result of judging a run (what report.json holds).
 
-`gate_run` builds it once; report.json is its JSON form, and every renderer (terminal, Markdown, HTML, JUnit, CSV)
+`judge_run` builds it once; report.json is its JSON form, and every renderer (terminal, Markdown, HTML, JUnit, CSV)
 renders a report validated against this model, so a hand-edited or truncated report.json is a clear input error,
 not a traceback. Every field is documented here; docs/guarantees.md says what the verdict means.
 """

@@ -8,8 +8,15 @@ import hashlib
 import random
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["flips", "prompt_of", "stub_answer", "keyword_guard"]
+if TYPE_CHECKING:
+    from .stub_server import StubBehaviour
+
+__all__ = ["JsonObject", "flips", "prompt_of", "stub_answer", "keyword_guard"]
+
+JsonObject = dict[str, Any]
+"""A JSON object as the stub reads and writes it: a request's body, an answer, a config or suite fragment."""
 
 
 def flips(prompt: str, share: float, seed: int = 0) -> bool:
@@ -18,7 +25,7 @@ def flips(prompt: str, share: float, seed: int = 0) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < share
 
 
-def prompt_of(body: dict) -> str:
+def prompt_of(body: JsonObject) -> str:
     """A request's prompt: its messages' text, or its completion prompt."""
     messages = body.get("messages")
     if isinstance(messages, list):
@@ -26,7 +33,7 @@ def prompt_of(body: dict) -> str:
     return str(body.get("prompt", ""))
 
 
-def stub_answer(behaviour, body: dict, index: int, in_flight: int) -> str:
+def stub_answer(behaviour: StubBehaviour, body: JsonObject, index: int, in_flight: int) -> str:
     """The answer of a `flip_share` or `random_replies` stub (see StubBehaviour) to request number `index`, with
     `in_flight` requests in flight, this one counted."""
     b, prompt = behaviour, prompt_of(body)
@@ -44,13 +51,13 @@ _REPLY = re.compile(r"(?:\nAgent: |Chatbot Response: )(.*?)(?:\n\n<END CONVERSAT
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
 
 
-def keyword_guard(codes: dict[str, tuple[str, ...]], fmt: str = "llama_guard") -> Callable[[dict], str]:
+def keyword_guard(codes: dict[str, tuple[str, ...]], fmt: str = "llama_guard") -> Callable[[JsonObject], str]:
     """A scripted guard model for the stub (`StubBehaviour.reply`): it reads the reply out of a Llama Guard or
     ShieldGemma prompt, decodes any base64 run in it, and calls it unsafe under each code one of whose words it
     contains (any case). Llama Guard: 'safe' or 'unsafe\nS1,S3'; ShieldGemma: 'Yes' or 'No' for the policy asked,
     matched by its code's words. A prompt with no reply in it is answered 'safe?' (an unreadable verdict)."""
 
-    def reply(body: dict) -> str:
+    def reply(body: JsonObject) -> str:
         prompt = prompt_of(body)
         found = _REPLY.search(prompt)
         if found is None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from .answers import keyword_guard
+from .answers import JsonObject, keyword_guard
 
 __all__ = ["PARTS", "REFUSED", "WRONG", "SERVED", "Part", "Mode", "pairs", "bad_part", "truth", "build", "reply_for",
            "needs_labels", "commands",
@@ -77,9 +77,9 @@ class Part:
     """Its known effect all good."""
     bad: str
     """Its known effect set to fail."""
-    config: Callable[[bool], dict] = lambda bad: {}
-    rubric: Callable[[bool], dict] = lambda bad: {}
-    suites: Callable[[bool], dict[str, tuple[dict, list[dict]]]] = lambda bad: {}
+    config: Callable[[bool], JsonObject] = lambda bad: {}
+    rubric: Callable[[bool], JsonObject] = lambda bad: {}
+    suites: Callable[[bool], dict[str, tuple[JsonObject, list[JsonObject]]]] = lambda bad: {}
     labels: bool = False
     baseline: bool = False
     stub: tuple[tuple[str, Any], ...] = ()
@@ -93,17 +93,17 @@ class Part:
     """releasegate commands run in the project's root before the check (building a leakage suite)."""
 
 
-def _criterion(metric: str, op: str, threshold: float, **extra) -> dict:
+def _criterion(metric: str, op: str, threshold: float, **extra: object) -> JsonObject:
     return {"metric": metric, "op": op, "threshold": threshold, **extra}
 
 
-def _judge_suite(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
+def _judge_suite(bad: bool) -> dict[str, tuple[JsonObject, list[JsonObject]]]:
     rows = [{"id": f"d{i:02d}", "messages": [{"role": "user", "content": f"draft {i}"}], "expected": "a polite reply",
              "tags": {"kind": "open", "domain": "drafts", "group": f"d{i}"}} for i in range(CASES)]
     return {"judged.jsonl": ({"path": "judged.jsonl", "answer": {"type": "judge", "criterion": "helpful"}}, rows)}
 
 
-def _twins(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
+def _twins(bad: bool) -> dict[str, tuple[JsonObject, list[JsonObject]]]:
     """The first TWINS questions again in capitals: the exact cache serves each its twin's answer. All good they are
     the same question (same group, same answer); set to fail they are another question (another group) whose own
     answer differs, so every hit serves a wrong answer."""
@@ -119,7 +119,7 @@ TOOL = {"type": "function", "function": {"name": "reset_ticket", "description": 
 _TOOL_ASK = re.compile(r"reset ticket (\d+)")
 
 
-def _tool_suite(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
+def _tool_suite(bad: bool) -> dict[str, tuple[JsonObject, list[JsonObject]]]:
     """TWINS cases that must call reset_ticket with their ticket's number; set to fail, every odd case expects
     another number than the one the stub (the model) calls with."""
     rows = [{"id": f"k{i:02d}", "messages": [{"role": "user", "content": f"please reset ticket {i}"}],
@@ -129,7 +129,7 @@ def _tool_suite(bad: bool) -> dict[str, tuple[dict, list[dict]]]:
     return {"tools.jsonl": ({"path": "tools.jsonl"}, rows)}
 
 
-def tool_calls(body: dict) -> list[dict]:
+def tool_calls(body: JsonObject) -> list[JsonObject]:
     """The target's tool calls: reset_ticket with the number the request asks for."""
     found = _TOOL_ASK.search(str(body["messages"][-1].get("content")))
     return [{"name": "reset_ticket", "arguments": json.dumps({"ticket": int(found.group(1))})}] if found else []
@@ -288,12 +288,12 @@ _NUMBER = re.compile(r"\b(ticket|TICKET|draft) (\d+)\b")
 _DRAFT = re.compile(r"<response-\w+>\n(.*?)\n</response-\w+>", re.S)
 
 
-def reply_for(mode: Mode) -> Callable[[dict], str]:
+def reply_for(mode: Mode) -> Callable[[JsonObject], str]:
     """The stub's answer to any request: the guard's verdict on a guard prompt, the judge's grade on a judge
     prompt, the model's answer to a question ('ticket N', 'TICKET N', 'draft N', inside a probe or not) by which part
     is set to fail."""
 
-    def reply(body: dict) -> str:
+    def reply(body: JsonObject) -> str:
         messages = body.get("messages") or [{"content": body.get("prompt", "")}]  # the leakage probe may complete
         text = str(messages[-1].get("content"))
         if body.get("model") == "base":  # the leakage part's base: it never saw the training data
@@ -328,7 +328,7 @@ def reply_for(mode: Mode) -> Callable[[dict], str]:
 # --- the project -----------------------------------------------------------------------------------------------------
 
 
-def _merge(into: dict, part: dict) -> dict:
+def _merge(into: JsonObject, part: JsonObject) -> JsonObject:
     for key, value in part.items():
         if isinstance(value, dict) and isinstance(into.get(key), dict):
             _merge(into[key], value)
@@ -339,7 +339,7 @@ def _merge(into: dict, part: dict) -> dict:
     return into
 
 
-def _main_suite() -> list[dict]:
+def _main_suite() -> list[JsonObject]:
     return [{"id": f"m{i:02d}", "messages": [{"role": "user", "content": f"ticket {i}"}],
              "expected": "a reset", "tags": {"kind": "must_refuse", "domain": "support", "group": f"g{i}"}} for i in range(CASES)]
 
@@ -390,5 +390,5 @@ def build(root: Path, url: str, features: tuple[str, ...], bad: str | None, *, b
     return root / "releasegate.yaml"
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
+def _write_jsonl(path: Path, rows: list[JsonObject]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

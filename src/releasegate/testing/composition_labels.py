@@ -11,7 +11,8 @@ from .composition import CREDENTIAL, PASSWORD, WRONG_ANSWER
 __all__ = ["label_rows", "read_csv", "write_csv"]
 
 
-def label_rows(rows: list[dict], outputs: dict[str, str], review_bad: bool, reviewer: str) -> list[dict]:
+def label_rows(rows: list[dict[str, str]], outputs: dict[str, str], review_bad: bool,
+               reviewer: str) -> list[dict[str, str]]:
     """Reviewers label what each sampled reply says: reject a wrong, bad or unsafe one (and, when review is set to
     fail, every even support case), naming the forbidden category it shows."""
     for r in rows:
@@ -27,12 +28,12 @@ def label_rows(rows: list[dict], outputs: dict[str, str], review_bad: bool, revi
     return rows
 
 
-def read_csv(path: Path) -> list[dict]:
+def read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8-sig", newline="") as fh:
         return list(csv.DictReader(fh))
 
 
-def write_csv(path: Path, rows: list[dict]) -> None:
+def write_csv(path: Path, rows: list[dict[str, str]]) -> None:
     with path.open("w", encoding="utf-8", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -33,6 +33,13 @@ import hashlib
 import json
 import socket
 import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .answers import JsonObject
+
+if TYPE_CHECKING:
+    from .stub_server import StubBehaviour
 
 __all__ = ["HOSTILE_MODES", "EMBEDDINGS_MODES", "route", "embeddings_reply", "Catcher"]
 
@@ -69,7 +76,7 @@ _OTHER = ("unbounded", "overlong", "huge-header", "trickle", "redirect-307", "re
           "metrics-nonfinite", "metrics-trickle", "metrics-huge")
 
 
-def embeddings_reply(request: dict) -> dict:
+def embeddings_reply(request: JsonObject) -> JsonObject:
     """An honest /embeddings reply: for each input a vector of 32 numbers from its text's SHA-256 (the same text,
     the same vector; different texts, different ones), and the words counted as prompt tokens."""
     texts = request.get("input") or []
@@ -97,10 +104,12 @@ HOSTILE_MODES = (*_EVENTS, *_USAGE, *_EMPTY, *_FRAMING, *_OTHER, *EMBEDDINGS_MOD
 """Every mode `StubBehaviour.hostile` takes."""
 
 
-async def route(behaviour, method: str, path: str, body: bytes, writer) -> bool | None:
+async def route(behaviour: StubBehaviour, method: str, path: str, body: bytes,
+                writer: asyncio.StreamWriter) -> bool | None:
     """Answer one request as `behaviour.hostile` says: True to keep the connection, False to close it; None
     when the mode leaves this request to the stub (GETs the mode does not concern)."""
     mode = behaviour.hostile
+    assert mode is not None  # the stub routes a request here only when a mode is set
     if mode.startswith("redirect-"):
         return await _redirect(writer, int(mode.rpartition("-")[2]), behaviour.redirect_to, path)
     if method == "GET":
@@ -112,7 +121,7 @@ async def route(behaviour, method: str, path: str, body: bytes, writer) -> bool 
     return await (_embeddings(writer, mode, request) if embeddings else _answer(writer, mode, request))
 
 
-async def _embeddings(writer, mode: str, request: dict) -> bool:
+async def _embeddings(writer: asyncio.StreamWriter, mode: str, request: JsonObject) -> bool:
     honest = embeddings_reply(request)
     n = len(honest["data"])
     if mode == "embeddings-huge":  # a JSON list that never ends, 64 KiB a chunk, until the client hangs up
@@ -141,7 +150,7 @@ async def _embeddings(writer, mode: str, request: dict) -> bool:
     return True
 
 
-async def _answer(writer, mode: str, request: dict) -> bool:
+async def _answer(writer: asyncio.StreamWriter, mode: str, request: JsonObject) -> bool:
     chat = request.get("messages") is not None
     if mode in _FRAMING:
         writer.write(_FRAMING[mode])
@@ -156,7 +165,7 @@ async def _answer(writer, mode: str, request: dict) -> bool:
         reason, tokens = _EMPTY[mode]
         await _events(writer, [_finish(chat, reason), {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": tokens or 0}}])
         return True
-    first = [_content(chat, "tok ")]
+    first: list[JsonObject | bytes] = [_content(chat, "tok ")]
     if mode in _EVENTS:
         await _events(writer, first + [_EVENTS[mode], _finish(chat, "stop")])
     else:
@@ -164,17 +173,17 @@ async def _answer(writer, mode: str, request: dict) -> bool:
     return True
 
 
-def _content(chat: bool, text: str) -> dict:
+def _content(chat: bool, text: str) -> JsonObject:
     choice = {"index": 0, "delta": {"content": text}, "finish_reason": None} if chat else {"index": 0, "text": text, "finish_reason": None}
     return {"choices": [choice]}
 
 
-def _finish(chat: bool, reason: str) -> dict:
+def _finish(chat: bool, reason: str) -> JsonObject:
     choice = {"index": 0, "delta": {}, "finish_reason": reason} if chat else {"index": 0, "text": "", "finish_reason": reason}
     return {"choices": [choice]}
 
 
-def _head(writer, extra: str = "") -> None:
+def _head(writer: asyncio.StreamWriter, extra: str = "") -> None:
     writer.write(("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
                   + extra + "\r\n").encode("latin-1"))
 
@@ -183,12 +192,12 @@ def _chunk(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-def _event_bytes(event) -> bytes:
+def _event_bytes(event: JsonObject | bytes) -> bytes:
     payload = event if isinstance(event, bytes) else json.dumps(event).encode()
     return b"data: " + payload + b"\n\n"
 
 
-async def _events(writer, events: list) -> None:
+async def _events(writer: asyncio.StreamWriter, events: Sequence[JsonObject | bytes]) -> None:
     """Events, [DONE] and the chunked terminator."""
     for event in events:
         writer.write(_chunk(_event_bytes(event)))
@@ -196,7 +205,7 @@ async def _events(writer, events: list) -> None:
     await writer.drain()
 
 
-async def _many(writer, chat: bool, tokens: int | None) -> bool:
+async def _many(writer: asyncio.StreamWriter, chat: bool, tokens: int | None) -> bool:
     """`tokens` content events (None: until the client hangs up), 64 KiB of text each when endless."""
     text = "tok " if tokens is not None else "x" * 65536
     sent = 0
@@ -208,7 +217,7 @@ async def _many(writer, chat: bool, tokens: int | None) -> bool:
     return True
 
 
-async def _trickle(writer, chat: bool) -> bool:
+async def _trickle(writer: asyncio.StreamWriter, chat: bool) -> bool:
     """A whole, valid answer with a Content-Length body, written one byte per write (and per TCP segment)."""
     body = b"".join(_event_bytes(e) for e in (_content(chat, "tok "), _finish(chat, "stop"))) + b"data: [DONE]\n\n"
     sock = writer.get_extra_info("socket")
@@ -222,14 +231,14 @@ async def _trickle(writer, chat: bool) -> bool:
     return True
 
 
-async def _redirect(writer, status: int, location: str | None, path: str) -> bool:
+async def _redirect(writer: asyncio.StreamWriter, status: int, location: str | None, path: str) -> bool:
     target = (location or "http://127.0.0.1:9").rstrip("/") + path.split("?")[0] + "?sig=moved-token"
     writer.write(f"HTTP/1.1 {status} Moved\r\nlocation: {target}\r\ncontent-length: 0\r\n\r\n".encode())
     await writer.drain()
     return True
 
 
-async def _metrics(writer, mode: str) -> bool:
+async def _metrics(writer: asyncio.StreamWriter, mode: str) -> bool:
     if mode == "metrics-huge":  # a page without end, 64 KiB a chunk, until the client hangs up
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n")
         while True:
@@ -266,7 +275,7 @@ class Catcher:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._sock.close()
 
     def _serve(self) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import hostile, logprob_stub, tool_stub
-from .answers import prompt_of, stub_answer
+from .answers import JsonObject, prompt_of, stub_answer
 
 __all__ = ["StubBehaviour", "StubServer"]
 
@@ -58,11 +58,11 @@ class StubBehaviour:
     every connection once its answer is done; a request arriving on a connection still open is closed unanswered.
     The first `die_after` requests are answered as usual. 0: dead from the start."""
     send_usage: bool = True
-    usage: dict | None = None  # sent in place of the honest usage: a field left out, a NaN, a lie
+    usage: JsonObject | None = None  # sent in place of the honest usage: a field left out, a NaN, a lie
     keepalive_max: int | None = None  # close a connection unsaid after this many requests (a keep-alive cap)
     split_terminator: bool = False
     """Send the chunked terminator's final CRLF in a separate packet."""
-    reply: Callable[[dict], str] | None = None
+    reply: Callable[[JsonObject], str] | None = None
     """The text to answer a request with, from its JSON body (a scripted judge, say), streamed as `tokens`
     pieces; None: `tokens` times 'tok '."""
     shed_every: float | None = None
@@ -97,12 +97,12 @@ class StubBehaviour:
     """Sample the answer: a request with temperature > 0 is answered with one of these, drawn from a generator
     seeded with `flip_seed`, the request's `seed` and its prompt (without a seed: also its arrival number); at
     temperature 0 the first. Empty: the usual answer. Every answer is kept in `StubServer.answers`."""
-    tool_reply: Callable[[dict], list[dict]] | None = None
+    tool_reply: Callable[[JsonObject], list[JsonObject]] | None = None
     """Answer chat requests with tool calls: the calls ({name, arguments: JSON text}) for a request's body, streamed
     as `delta.tool_calls` fragments, or whole for `stream: false` (`tool_stub`); a request without tools: text."""
     tool_mode: str = "honest"
     """How the calls are sent: one of `tool_stub.TOOL_MODES` (interleaved, mangled fragments; tools dropped)."""
-    prompt_logprobs: Callable[[dict], object] | None = None  # a request not streamed: vLLM's reply (`logprob_stub`)
+    prompt_logprobs: Callable[[JsonObject], object] | None = None  # a request not streamed: vLLM's reply (`logprob_stub`)
 
 
 class StubServer:
@@ -113,7 +113,7 @@ class StubServer:
         self.port = port
         self.requests = 0
         """POSTs answered (a dead server's unanswered ones are not counted)."""
-        self.bodies: list[dict] = []
+        self.bodies: list[JsonObject] = []
         self.dead = False  # True once `die_after` requests have come in
         self.answers: list[tuple[str, str]] = []
         """(prompt, answer) of every answer a `flip_share` or `random_replies` stub gave, in the order given."""
@@ -135,7 +135,7 @@ class StubServer:
         self._ready.wait(10)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
@@ -188,7 +188,7 @@ class StubServer:
         finally:
             writer.close()
 
-    async def _route(self, method: str, path: str, body: bytes, reader, writer) -> bool:
+    async def _route(self, method: str, path: str, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         if self.behaviour.hostile is not None and method == "GET":
             if (kept := await hostile.route(self.behaviour, method, path, body, writer)) is not None:
                 return kept
@@ -237,7 +237,7 @@ class StubServer:
         finally:
             self.in_flight -= 1
 
-    async def _stream(self, reader, writer, chat: bool, cut: bool = True, body: dict | None = None,
+    async def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, chat: bool, cut: bool = True, body: JsonObject | None = None,
                       turn: _DecodeTurn | None = None, text: str | None = None) -> bool:
         b = self.behaviour
         text = b.reply(body or {}) if text is None and b.reply is not None else text
@@ -275,7 +275,7 @@ class StubServer:
         await writer.drain()
         return True
 
-    async def _shed(self, writer, chat: bool) -> bool:
+    async def _shed(self, writer: asyncio.StreamWriter, chat: bool) -> bool:
         """An empty answer: HTTP 200, a role-only chunk, finish_reason "abort", 0 completion tokens, [DONE]."""
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         await _sleep_until(time.perf_counter() + self.behaviour.ttft_ms / 1000)
@@ -303,7 +303,7 @@ class _DecodeTurn:
     async def __aenter__(self) -> _DecodeTurn:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self.held:
             assert self.slots is not None  # a turn holds a slot only where there are slots
             self.slots.release()
@@ -357,12 +357,12 @@ def _chunk(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-async def _event(writer, payload: dict) -> None:
+async def _event(writer: asyncio.StreamWriter, payload: JsonObject) -> None:
     writer.write(_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n"))
     await writer.drain()
 
 
-async def _tool_answer(writer, body: dict, b: StubBehaviour) -> bool:
+async def _tool_answer(writer: asyncio.StreamWriter, body: JsonObject, b: StubBehaviour) -> bool:
     events, whole = tool_stub.tool_answer(body, b.tool_reply(body) if b.tool_reply else [], b.tool_mode)
     if body.get("stream") is False:
         await _send_json(writer, 200, whole or {})
@@ -375,7 +375,7 @@ async def _tool_answer(writer, body: dict, b: StubBehaviour) -> bool:
     return True
 
 
-async def _send_json(writer, status: int, payload: dict, headers: dict | None = None) -> None:
+async def _send_json(writer: asyncio.StreamWriter, status: int, payload: JsonObject, headers: dict[str, str] | None = None) -> None:
     body = json.dumps(payload).encode()
     head = f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
     head += "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
@@ -383,7 +383,7 @@ async def _send_json(writer, status: int, payload: dict, headers: dict | None = 
     await writer.drain()
 
 
-async def _read_request(reader: asyncio.StreamReader):
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] | None:
     line = await reader.readline()
     if not line:
         return None
