@@ -21,6 +21,10 @@ RUN_FILES = ("run", "self")
 `border.files.replace_file`): a write elsewhere opens a file of its own, and a FIFO planted there would hold it."""
 
 LISTED = {
+    ("releasegate.report.template_cache", "os.open"):
+        "report.html's compiled template in the user's own cache: opened without following links, refused unless a "
+        "regular file of the user's own, not group- or world-writable, within its size cap and its checksum",
+    ("releasegate.report.template_cache", "os.fdopen"): "the same cache file, read from the descriptor checked above",
     ("releasegate.backends._sse_client", ".create_connection()"):
         "the target's own streaming client: every event is read into its typed shape with byte and time bounds "
         "(backends._bounds, _events); tests/test_border_http.py lists it too",
@@ -50,9 +54,6 @@ LISTED = {
     ("releasegate.inputs.backend_facts", "json.loads"): "the package's own backends.json",
     ("releasegate.inputs.schema_check", ".read_text()"): "the package's own JSON Schemas (importlib.resources)",
     ("releasegate.inputs.schema_check", "json.loads"): "the package's own JSON Schemas",
-    ("releasegate.inputs.files", "yaml.safe_load"):
-        "the one YAML reader: text read by border.files.read_text, its node tree checked for depth and alias "
-        "expansion first (_check_shape)",
     ("releasegate.inputs.scaffold", "yaml.safe_load"): "the scaffold's own template text, checked as it is written",
     ("releasegate.inputs.tables", ".open()"): "a member of an .xlsx read by openpyxl after border.files checked the file",
     ("releasegate.record.judge_journal", ".open()"): "judgments.jsonl's torn tail cut (r+b), checked regular first",
