@@ -229,9 +229,13 @@ def test_function_level_imports_are_only_heavy_dependencies():
     assert wrong == []
 
 
+GENERATED = {"releasegate.inputs.shipped_checks"}
+"""Modules a script writes (scripts/compile_schemas.py) and a test keeps current: read by no one, edited by no one."""
+
+
 def test_no_module_over_400_lines():
-    long = {str(path.relative_to(ROOT)): n for path, _ in MODULES.values()
-            if (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES}
+    long = {str(path.relative_to(ROOT)): n for name, (path, _) in MODULES.items()
+            if name not in GENERATED and (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES}
     assert long == {}
 
 
