@@ -27,7 +27,7 @@ HEADER = ('"""The shipped schemas\' validity tests (config, case, rubric, a forb
 def render() -> str:
     sys.path.insert(0, str(ROOT / "src"))
     from releasegate.inputs.schema_check import schema
-    from releasegate.inputs.schema_compiler import module_source
+    from releasegate.inputs.schema_codegen import module_source
 
     roots = {name: schema(name) for name in ("config", "case", "rubric")}
     roots["forbidden"] = {"$ref": schema("rubric")["$id"] + "#/$defs/rules_file"}

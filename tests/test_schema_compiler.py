@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from releasegate.inputs.schema_check import _fast_check, schema
-from releasegate.inputs.schema_compiler import SchemaCompiler
+from releasegate.inputs.schema_codegen import SchemaWriter, module_source
 from releasegate.inputs.shipped_checks import CHECKS
 
 
@@ -42,14 +42,31 @@ def test_the_written_case_test_answers_as_jsonschema():
 
 @pytest.mark.parametrize("hostile", ["'); import os; os.system('x'); ('", '"""); __import__("os")#',
                                      "\\'\n__import__('os')"])
-def test_a_user_schema_s_strings_never_become_source(hostile):
-    """Property names, enums, patterns and bounds of a user's schema are constants of the program: the source
-    names them by index only, so no text of the schema is ever code."""
+def test_a_schema_s_strings_are_constants_of_the_written_module(hostile):
+    """Property names, enums, patterns and bounds reach the source as constants: the module written for a schema
+    holding code-like text runs as a module and answers as jsonschema."""
     doc = {"type": "object", "required": [hostile], "properties": {hostile: {"enum": [hostile]}},
            "additionalProperties": False, "propertyNames": {"pattern": re.escape(hostile)}}
-    compiler = SchemaCompiler(doc)
-    test = compiler.compile(doc)
-    assert test({hostile: hostile}) and not test({hostile: "other"}) and not test({})
-    source = "\n".join(compiler.program.written)
-    assert "_n0" in source and "__import__" not in source and "os.system" not in source
-    assert test({hostile: hostile}) == jsonschema.Draft202012Validator(doc).is_valid({hostile: hostile})
+    source = module_source({"doc": doc}, lambda name: {}, '"""a test module"""')
+    module: dict = {"__name__": "releasegate.inputs.written", "__package__": "releasegate.inputs"}
+    exec(compile(source, "written", "exec"), module)
+    test, slow = module["CHECKS"]["doc"], jsonschema.Draft202012Validator(doc)
+    for value in ({hostile: hostile}, {hostile: "other"}, {}, {hostile: hostile, "x": 1}):
+        assert test(value) == slow.is_valid(value), value
+    for code_line in (line for line in source.splitlines() if not line.startswith("    ")):
+        assert "os.system" not in code_line and "__import__" not in code_line
+
+
+@pytest.mark.parametrize("doc", [
+    {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True},
+    {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "null"}]},
+    {"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "type": "object"},
+    {"if": {"properties": {"k": {"const": "x"}}}, "then": {"required": ["y"]}, "else": {"not": {"required": ["y"]}}},
+    {"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"},
+])
+def test_the_written_tests_answer_as_jsonschema(doc):
+    test, slow = SchemaWriter(doc).compile(doc), jsonschema.Draft202012Validator(doc)
+    values = [None, 0, -1, 1.5, "", "abcd", "ab", [], [1, 1], [0, 2], {}, {"a": 1}, {"a": 1, "b": 2}, {"k": "x"},
+              {"k": "x", "y": 1}, {"y": 1}, {"next": {"next": {}}}, {"next": {"next": 5}}, True]
+    for value in values:
+        assert test(value) == slow.is_valid(value), value

@@ -1,11 +1,5 @@
-"""JSON Schema (Draft 2020-12, the keywords the shipped schemas use) compiled into a plain validity test that
-answers as jsonschema's `is_valid` does, without interpreting the schema again for each document.
-
-The test is Python source made from the schema, one function a schema node, each keyword a line of it, and
-leaves (a string's type, length, pattern and enum; a number's bounds) written inline where a node reads them: a
-suite of 100,000 cases is 100,000 validations, and a call a keyword (closures) cost a third of reading it. Every
-value of the schema (a property name, a pattern, an enum, a bound) reaches the source as a constant's index
-(`K[3]`), never as text: a user's schema cannot put code in it."""
+"""JSON Schema (Draft 2020-12, the keywords the shipped schemas use) compiled into a plain validity test: nested
+closures that answer as jsonschema's `is_valid` does, without interpreting the schema again for each document."""
 
 from __future__ import annotations
 
@@ -15,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
-__all__ = ["SchemaCompiler", "Unsupported", "module_source"]
+__all__ = ["SchemaCompiler", "Unsupported", "ref_parts", "ref_target"]
 
 
 Check = Callable[[object], bool]
@@ -43,10 +37,6 @@ _ANNOTATIONS = frozenset({"$schema", "$comment", "$defs", "definitions", "title"
 _OBJECT_KEYWORDS = frozenset({"type", "properties", "additionalProperties", "required", "propertyNames",
                               "maxProperties", "minProperties"})
 _STRING_KEYWORDS = frozenset({"type", "maxLength", "minLength", "pattern", "enum"})
-_SIZES = {"maxProperties": ("dict", "<="), "minProperties": ("dict", ">="), "maxItems": ("list", "<="),
-          "minItems": ("list", ">="), "maxLength": ("str", "<="), "minLength": ("str", ">=")}
-_BOUNDS = {"minimum": "not {x} < {b}", "maximum": "not {x} > {b}",  # as jsonschema (NaN passes each)
-           "exclusiveMinimum": "not {x} <= {b}", "exclusiveMaximum": "not {x} >= {b}"}
 
 
 def _is_number(value: object) -> TypeGuard[Number]:
@@ -59,9 +49,11 @@ def _is_integer(value: object) -> bool:  # Draft 2020-12: 1.0 is an integer, Tru
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
-_TYPES = {"object": "isinstance({x}, dict)", "array": "isinstance({x}, list)", "string": "isinstance({x}, str)",
-          "boolean": "isinstance({x}, bool)", "null": "{x} is None", "number": "_is_number({x})",
-          "integer": "_is_integer({x})"}
+_TYPES: dict[str, Check] = {
+    "object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None, "number": _is_number, "integer": _is_integer,
+}
 
 
 def _unique_items(value: object) -> bool:
@@ -74,144 +66,141 @@ def _unique_items(value: object) -> bool:
     return bool(uniq(value))
 
 
-class _Program:
-    """The source written so far, its constants, and the namespace its functions are defined in; shared by the
-    compilers of schemas that refer to each other, so a node is written once whichever reaches it first."""
+def ref_parts(ref: object) -> tuple[str | None, str]:
+    """A `$ref` as (the shipped schema it names, or None for this one; the local `#...` part)."""
+    if not isinstance(ref, str) or "~" in ref or "%" in ref:
+        raise Unsupported(ref)
+    if ref.startswith("#"):
+        return None, ref
+    name, _, fragment = ref.partition("#")
+    name = name.removeprefix(_SCHEMA_BASE)
+    shipped = name.removesuffix(".schema.json")
+    if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
+        raise Unsupported(ref)
+    return shipped, "#" + fragment
 
-    def __init__(self) -> None:
-        self.constants: list[object] = []
-        self.indexes: dict[tuple[type, object], int] = {}  # one constant a value (and a type: 1 is not True)
-        self.pending: list[str] = []
-        self.written: list[str] = []  # what was defined, as it was
-        self.names: dict[int, str] = {}  # id(schema node) -> its function's name
-        self.keep: list[object] = []  # the nodes named, so that no id is reused while the program lives
-        self.ns: dict[str, Any] = {"K": self.constants, "_is_number": _is_number, "_is_integer": _is_integer,
-                                   "_unique_items": _unique_items, "_MISSING": object()}
 
-    def constant(self, value: object) -> str:
-        key = (type(value), value) if isinstance(value, (str, int, float, frozenset, tuple)) else (type(value), id(value))
-        if key not in self.indexes:
-            self.indexes[key] = len(self.constants)
-            self.constants.append(value)
-        return f"K[{self.indexes[key]}]"
-
-    def literal(self, value: object) -> str:
-        """A constant as Python source (for `module_source`): its repr, a set's items sorted so that the source
-        is the same on every run, a pattern's search as the compiling of its pattern."""
-        if isinstance(value, frozenset):
-            return f"frozenset({tuple(sorted(value))!r})"
-        if isinstance(value, float) and not math.isfinite(value):  # the default of an absent bound
-            return f"float({str(value)!r})"
-        pattern = getattr(value, "__self__", None)  # a compiled pattern's bound `search`
-        if isinstance(pattern, re.Pattern):
-            return f"re.compile({pattern.pattern!r}).search"
-        return repr(value)
-
-    def define(self) -> None:
-        if self.pending:
-            source, self.pending = "\n".join(self.pending), []
-            self.written.append(source)
-            try:
-                code = compile(source, "<releasegate schema>", "exec")
-            except (SyntaxError, ValueError, MemoryError):  # a schema past what Python's compiler takes
-                raise Unsupported("too large") from None
-            exec(code, self.ns)  # noqa: S102 (source made above, every schema value a constant)
+def ref_target(root: Schema, ref: str) -> object:
+    """The part of `root` a local `$ref` (`#` or `#/a/b`) points at."""
+    if ref != "#" and not ref.startswith("#/"):  # '#name': an $anchor somewhere in the schema, left to jsonschema
+        raise Unsupported(ref)
+    target: object = root
+    for part in ref[1:].split("/")[1:] if ref != "#" else []:
+        if not isinstance(target, dict) or part not in target:
+            raise Unsupported(ref)
+        target = target[part]
+    return target
 
 
 class SchemaCompiler:
-    """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to a validity test (see the module
-    docstring). Local $refs (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema
-    alone."""
+    """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
+    (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema alone."""
 
     def __init__(self, root: dict[str, Any], load: Callable[[str], Schema] | None = None) -> None:
         self.root = root
         self.load = load  # a shipped schema by name, for a $ref into another one
-        self.program = _Program()
+        self.done: dict[int, Check] = {}
         self.others: dict[str, SchemaCompiler] = {}
 
     def compile(self, schema: object) -> Check:
-        call = self._call(schema, "v")
-        self.program.define()
-        test = eval(compile(f"lambda v: {call}", "<releasegate schema>", "eval"), self.program.ns)  # noqa: S307
-        return test  # type: ignore[no-any-return]
-
-    # -- a node: an inline expression of `x`, or a call of its function ---------------------------------------
-
-    def _call(self, schema: object, x: str) -> str:
-        """An expression that is true when the value named `x` is valid against `schema`."""
         if schema is True:
-            return "True"
+            return lambda value: True
         if schema is False:
-            return "False"
+            return lambda value: False
         if not isinstance(schema, dict):
             raise Unsupported(schema)
-        inline = self._inline(schema, x)
-        if inline is not None:
-            return inline
-        return f"{self._function(schema)}({x})"
+        if id(schema) in self.done:
+            return self.done[id(schema)]
+        cell: list[Check] = []
+        self.done[id(schema)] = lambda value: cell[0](value)  # a $ref cycle reaches this before it is built
+        together, covered = self._together(schema)  # an object's or a string's keywords as one check
+        found: list[Check | None] = [together]
+        found += [self._keyword(key, arg, schema) for key, arg in schema.items() if key not in covered]
+        checks = tuple(c for c in found if c is not None)
+        if not checks:
+            fn = lambda value: True  # noqa: E731
+        elif len(checks) == 1:
+            fn = checks[0]
+        else:
+            def fn(value: object, checks: tuple[Check, ...] = checks) -> bool:
+                for check in checks:
+                    if not check(value):
+                        return False
+                return True
+        cell.append(fn)
+        self.done[id(schema)] = fn
+        return fn
 
-    def _inline(self, schema: Schema, x: str) -> str | None:
-        """A leaf written into its reader: only annotations, `type`, string and number keywords."""
-        keys = set(schema) - _ANNOTATIONS
-        if not keys <= {"type", "enum", "const", "maxLength", "minLength", "pattern", "minimum", "maximum",
-                        "exclusiveMinimum", "exclusiveMaximum"}:
-            return None
-        tests = [self._keyword(key, schema[key], schema, x) for key in schema if key in keys]
-        return "(" + " and ".join(t for t in tests if t is not None) + ")" if tests else "True"
+    def _together(self, schema: Schema) -> tuple[Check | None, frozenset[str]]:
+        """One check for `type: object` with its properties, required, additionalProperties, propertyNames and
+        size bounds (one pass over the object's items), or `type: string` with its length bounds, pattern and
+        enum; (None, nothing) for any other schema (its keywords are checked one by one). With the keywords the
+        check covers."""
+        kind = schema.get("type")
+        if kind == "object" and "patternProperties" not in schema:
+            return self._object(schema), _OBJECT_KEYWORDS
+        if kind == "string" and isinstance(schema.get("enum", []), list) and \
+                all(isinstance(a, str) for a in schema.get("enum", ())):
+            return self._string(schema), _STRING_KEYWORDS
+        return None, frozenset()
 
-    def _function(self, schema: Schema) -> str:
-        program = self.program
-        name = program.names.get(id(schema))
-        if name is not None:
-            return name
-        name = program.names[id(schema)] = f"_n{len(program.names)}"  # named first: a $ref cycle calls it
-        program.keep.append(schema)
-        body = self._together(schema)
-        covered = _OBJECT_KEYWORDS if body else frozenset()
-        for key, arg in schema.items():
-            if key not in covered:
-                test = self._keyword(key, arg, schema, "v")
-                if test is not None:
-                    body.append(f"    if not {test}: return False")
-        program.pending.append(f"def {name}(v):\n" + "\n".join(body) + ("\n" if body else "") + "    return True")
-        return name
-
-    def _together(self, schema: Schema) -> list[str]:
-        """`type: object` with its properties, required, additionalProperties, propertyNames and size bounds as
-        lines of one pass; [] for any other schema (its keywords are written one by one)."""
-        if schema.get("type") != "object" or "patternProperties" in schema:
-            return []
-        props = schema.get("properties", {})
+    def _object(self, schema: Schema) -> Check:
+        subs = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
-        required = schema.get("required", [])
+        other = None if extra is True or extra is False else self.compile(extra)
+        names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
+        required = tuple(schema.get("required", ()))
         most, least = schema.get("maxProperties", math.inf), schema.get("minProperties", 0)
-        if not isinstance(props, dict) or not isinstance(required, list) or \
-                not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
+        if not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
             raise Unsupported("object")
-        c = self.program.constant
-        lines = ["    if not isinstance(v, dict): return False"]
-        if "maxProperties" in schema or "minProperties" in schema:
-            lines.append(f"    if not {c(least)} <= len(v) <= {c(most)}: return False")
-        for name in dict.fromkeys(required):
-            lines.append(f"    if {c(name)} not in v: return False")
-        for name, sub in props.items():
-            test = self._call(sub, "p")
-            if test != "True":
-                lines.append(f"    p = v.get({c(name)}, _MISSING)\n    if p is not _MISSING and not {test}: return False")
-        known = c(frozenset(props))
-        if extra is False:
-            lines.append(f"    if not {known}.issuperset(v): return False")
-        elif extra is not True:
-            test = self._call(extra, "p")
-            lines.append(f"    for k, p in v.items():\n        if k not in {known} and not {test}: return False")
-        if "propertyNames" in schema:
-            lines.append(f"    for p in v:\n        if not {self._call(schema['propertyNames'], 'p')}: return False")
-        return lines
 
-    # -- a keyword: an expression of `x` -----------------------------------------------------------------------
+        def check(value: object) -> bool:
+            if not isinstance(value, dict) or not least <= len(value) <= most:
+                return False
+            for name in required:
+                if name not in value:
+                    return False
+            for key, item in value.items():
+                sub = subs.get(key)
+                if sub is not None:
+                    if not sub(item):
+                        return False
+                elif extra is False or (other is not None and not other(item)):
+                    return False
+                if names is not None and not names(key):
+                    return False
+            return True
+        return check
 
-    def _keyword(self, key: str, arg: object, schema: Schema, x: str) -> str | None:  # noqa: C901 (a branch a keyword)
-        c = self.program.constant
+    def _string(self, schema: Schema) -> Check:
+        most, least = schema.get("maxLength", math.inf), schema.get("minLength", 0)
+        if not (_is_number(most) and _is_number(least)):
+            raise Unsupported("string")
+        try:
+            search = re.compile(schema["pattern"]).search if "pattern" in schema else None
+        except (re.error, TypeError):
+            raise Unsupported("pattern") from None
+        allowed = frozenset(schema["enum"]) if "enum" in schema else None
+
+        def check(value: object) -> bool:
+            # lengths in code points, as jsonschema counts them
+            return isinstance(value, str) and least <= len(value) <= most and \
+                (search is None or search(value) is not None) and (allowed is None or value in allowed)
+        return check
+
+    def _ref(self, ref: object) -> Check:
+        shipped, local = ref_parts(ref)
+        if shipped is not None:  # another shipped schema, e.g. case.schema.json#/$defs/answer
+            if shipped not in self.others:  # one compiler per shipped schema, one cache: cycles across them end
+                if self.load is None:
+                    raise Unsupported(ref)
+                other = type(self)(self.load(shipped), self.load)
+                other.done, other.others = self.done, self.others
+                self.others[shipped] = other
+            return self.others[shipped]._ref(local)
+        return self.compile(ref_target(self.root, local))
+
+    def _keyword(self, key: str, arg: object, schema: Schema) -> Check | None:  # noqa: C901 (one branch per keyword)
         if key in _ANNOTATIONS:
             return None
         if key == "$id":
@@ -219,26 +208,63 @@ class SchemaCompiler:
                 raise Unsupported(key)
             return None
         if key == "$ref":
-            return self._ref(arg, x)
+            return self._ref(arg)
         if key == "type":
             names = arg if isinstance(arg, list) else [arg]
             if not all(isinstance(n, str) and n in _TYPES for n in names):
                 raise Unsupported(key)
-            return "(" + " or ".join(_TYPES[str(n)].format(x=x) for n in names) + ")"
+            tests = tuple(_TYPES[str(n)] for n in names)
+            return tests[0] if len(tests) == 1 else (lambda value: any(t(value) for t in tests))
         if key in ("enum", "const"):
             allowed = arg if key == "enum" else [arg]
             if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
                 raise Unsupported(key)  # jsonschema's equality of numbers, booleans and containers: left to it
-            return f"(isinstance({x}, str) and {x} in {c(frozenset(allowed))})"
-        if key in _SIZES:
+            strings = frozenset(str(a) for a in allowed)
+            return lambda value: isinstance(value, str) and value in strings
+        if key == "properties":
+            if not isinstance(arg, dict):
+                raise Unsupported(key)
+            subs = tuple((name, self.compile(sub)) for name, sub in arg.items())
+
+            def properties(value: object) -> bool:
+                if isinstance(value, dict):
+                    for name, check in subs:
+                        if name in value and not check(value[name]):
+                            return False
+                return True
+            return properties
+        if key == "additionalProperties":
+            if "patternProperties" in schema:
+                raise Unsupported(key)
+            known = frozenset(schema.get("properties", {}))
+            if arg is False:
+                return lambda value: not isinstance(value, dict) or all(k in known for k in value)
+            check = self.compile(arg)
+            return lambda value: not isinstance(value, dict) or all(check(v) for k, v in value.items() if k not in known)
+        if key == "required":
+            if not isinstance(arg, list):
+                raise Unsupported(key)
+            required = tuple(arg)
+            return lambda value: not isinstance(value, dict) or all(n in value for n in required)
+        if key == "propertyNames":
+            check = self.compile(arg)
+            return lambda value: not isinstance(value, dict) or all(check(k) for k in value)
+        if key in ("maxProperties", "minProperties", "maxItems", "minItems", "maxLength", "minLength"):
             if not _is_number(arg):
                 raise Unsupported(key)
-            kind, op = _SIZES[key]  # lengths in code points, as jsonschema counts them
-            return f"(not isinstance({x}, {kind}) or len({x}) {op} {c(arg)})"
-        if key in _BOUNDS:
+            kind = dict if key.endswith("Properties") else list if key.endswith("Items") else str
+            if key.startswith("max"):
+                return lambda value: not isinstance(value, kind) or len(value) <= arg
+            return lambda value: not isinstance(value, kind) or len(value) >= arg
+        if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if not _is_number(arg):
                 raise Unsupported(key)
-            return f"(not _is_number({x}) or {_BOUNDS[key].format(x=x, b=c(arg))})"
+            bound: Number = arg
+            bounds: dict[str, Callable[[Number], bool]] = {  # as jsonschema (NaN)
+                "minimum": lambda v: not v < bound, "maximum": lambda v: not v > bound,
+                "exclusiveMinimum": lambda v: not v <= bound, "exclusiveMaximum": lambda v: not v >= bound}
+            test = bounds[key]
+            return lambda value: not _is_number(value) or test(value)
         if key == "pattern":
             if not isinstance(arg, str):
                 raise Unsupported(key)
@@ -246,97 +272,39 @@ class SchemaCompiler:
                 search = re.compile(arg).search  # jsonschema: re.search(pattern, instance)
             except (re.error, TypeError):
                 raise Unsupported(key) from None
-            return f"(not isinstance({x}, str) or {c(search)}({x}) is not None)"
-        return self._applicator(key, arg, schema, x)
-
-    def _applicator(self, key: str, arg: object, schema: Schema, x: str) -> str:
-        """The keywords that apply subschemas to the value or its parts."""
-        c = self.program.constant
-        if key == "properties":
-            if not isinstance(arg, dict):
-                raise Unsupported(key)
-            parts = [f"({c(name)} not in {x} or {self._call(sub, f'{x}[{c(name)}]')})" for name, sub in arg.items()]
-            return f"(not isinstance({x}, dict) or ({' and '.join(parts) or 'True'}))"
-        if key == "additionalProperties":
-            if "patternProperties" in schema:
-                raise Unsupported(key)
-            known = c(frozenset(schema.get("properties", {})))
-            if arg is False:
-                return f"(not isinstance({x}, dict) or {known}.issuperset({x}))"
-            return f"(not isinstance({x}, dict) or all({self._call(arg, 'i')} for k, i in {x}.items() if k not in {known}))"
-        if key == "required":
-            if not isinstance(arg, list):
-                raise Unsupported(key)
-            return f"(not isinstance({x}, dict) or all(n in {x} for n in {c(tuple(arg))}))"
-        if key == "propertyNames":
-            return f"(not isinstance({x}, dict) or all({self._call(arg, 'k')} for k in {x}))"
+            return lambda value: not isinstance(value, str) or search(value) is not None
         if key == "items":
             if "prefixItems" in schema:
                 raise Unsupported(key)
-            return f"(not isinstance({x}, list) or all({self._call(arg, 'i')} for i in {x}))"
+            check = self.compile(arg)
+            return lambda value: not isinstance(value, list) or all(check(v) for v in value)
         if key in ("allOf", "anyOf", "oneOf"):
             if not isinstance(arg, list):
                 raise Unsupported(key)
-            branches = [self._call(sub, x) for sub in arg]
+            branches = tuple(self.compile(sub) for sub in arg)
             if key == "allOf":
-                return "(" + " and ".join(branches or ["True"]) + ")"
+                return lambda value: all(check(value) for check in branches)
             if key == "anyOf":
-                return "(" + " or ".join(branches or ["False"]) + ")"
-            return "((" + ") + (".join(branches or ["False"]) + ") == 1)"
+                return lambda value: any(check(value) for check in branches)
+            return lambda value: sum(1 for check in branches if check(value)) == 1
         if key == "not":
-            return f"(not {self._call(arg, x)})"
+            check = self.compile(arg)
+            return lambda value: not check(value)
         if key == "uniqueItems":
             if arg is not True:
                 raise Unsupported(key)
             # strings here; jsonschema's equality of numbers, booleans and containers is its own, so any other
             # list is asked of it: a "not sure" False would read as True under `not`, `oneOf` or `if`
-            return f"_unique_items({x})"
+            return _unique_items
         if key == "if":
-            test = self._call(arg, x)
-            then = self._call(schema["then"], x) if "then" in schema else "True"
-            else_ = self._call(schema["else"], x) if "else" in schema else "True"
-            return f"(({then}) if {test} else ({else_}))"
+            test = self.compile(arg)
+            then = self.compile(schema["then"]) if "then" in schema else None
+            else_ = self.compile(schema["else"]) if "else" in schema else None
+
+            def if_(value: object) -> bool:
+                if test(value):
+                    return then is None or then(value)
+                return else_ is None or else_(value)
+            return if_
         raise Unsupported(key)
 
-    def _ref(self, ref: object, x: str) -> str:
-        if not isinstance(ref, str) or "~" in ref or "%" in ref:
-            raise Unsupported(ref)
-        if not ref.startswith("#"):  # another shipped schema, e.g. case.schema.json#/$defs/answer
-            name, _, fragment = ref.partition("#")
-            name = name.removeprefix(_SCHEMA_BASE)
-            shipped = name.removesuffix(".schema.json")
-            if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
-                raise Unsupported(ref)
-            if shipped not in self.others:  # one compiler per shipped schema, one program: cycles across them end
-                if self.load is None:
-                    raise Unsupported(ref)
-                other = type(self)(self.load(shipped), self.load)
-                other.program, other.others = self.program, self.others
-                self.others[shipped] = other
-            return self.others[shipped]._ref("#" + fragment, x)
-        if ref != "#" and not ref.startswith("#/"):  # '#name': an $anchor somewhere in the schema, left to jsonschema
-            raise Unsupported(ref)
-        target: object = self.root
-        for part in ref[1:].split("/")[1:] if ref != "#" else []:
-            if not isinstance(target, dict) or part not in target:
-                raise Unsupported(ref)
-            target = target[part]
-        if isinstance(target, dict):
-            return f"{self._function(target)}({x})"  # a function, never inline: a $ref may be a cycle
-        return self._call(target, x)
-
-
-def module_source(roots: dict[str, Schema], load: Callable[[str], Schema], header: str) -> str:
-    """The Python source of a module holding a test for each of `roots` (name -> schema), as `CHECKS`: the
-    shipped schemas' tests written once, ahead of time (scripts/compile_schemas.py), so no command pays for
-    compiling them."""
-    program, others, tests = _Program(), dict[str, SchemaCompiler](), {}
-    for name, root in roots.items():
-        compiler = SchemaCompiler(root, load)
-        compiler.program, compiler.others = program, others
-        tests[name] = compiler._call(root, "v")
-    constants = "".join(f"    {program.literal(value)},\n" for value in program.constants)
-    checks = "".join(f"    {name!r}: lambda v: {test},\n" for name, test in tests.items())
-    return (f"{header}\n# ruff: noqa\n# mypy: ignore-errors\nimport re\n\n"
-            "from .schema_compiler import _is_integer, _is_number, _unique_items\n\n_MISSING = object()\n"
-            f"K = [\n{constants}]\n\n\n" + "\n\n\n".join(program.pending) + f"\n\n\nCHECKS = {{\n{checks}}}\n")
