@@ -39,6 +39,11 @@ _TYPES = {"object": "isinstance({x}, dict)", "array": "isinstance({x}, list)", "
           "integer": "_is_integer({x})"}
 
 
+def _one_pass(schema: Schema) -> bool:
+    """An object's node, whose keywords are read in one pass over its items (`SchemaWriter._together`)."""
+    return schema.get("type") == "object" and "patternProperties" not in schema
+
+
 class _Program:
     """The source written so far, its constants, and the namespace its functions are defined in; shared by the
     compilers of schemas that refer to each other, so a node is written once whichever reaches it first."""
@@ -103,26 +108,18 @@ class SchemaWriter:
     # -- a node: an inline expression of `x`, or a call of its function ---------------------------------------
 
     def _call(self, schema: object, x: str) -> str:
-        """An expression that is true when the value named `x` is valid against `schema`."""
+        """An expression that is true when the value named `x` is valid against `schema`: an object's node is a
+        call of its function (one pass over its items), any other node its keywords' tests written in place."""
         if schema is True:
             return "True"
         if schema is False:
             return "False"
         if not isinstance(schema, dict):
             raise Unsupported(schema)
-        inline = self._inline(schema, x)
-        if inline is not None:
-            return inline
-        return f"{self._function(schema)}({x})"
-
-    def _inline(self, schema: Schema, x: str) -> str | None:
-        """A leaf written into its reader: only annotations, `type`, string and number keywords."""
-        keys = set(schema) - _ANNOTATIONS
-        if not keys <= {"type", "enum", "const", "maxLength", "minLength", "pattern", "minimum", "maximum",
-                        "exclusiveMinimum", "exclusiveMaximum"}:
-            return None
-        tests = [self._keyword(key, schema[key], schema, x) for key in schema if key in keys]
-        return "(" + " and ".join(t for t in tests if t is not None) + ")" if tests else "True"
+        if _one_pass(schema):
+            return f"{self._function(schema)}({x})"
+        tests = [test for key, arg in schema.items() if (test := self._keyword(key, arg, schema, x)) is not None]
+        return "(" + " and ".join(tests) + ")" if tests else "True"
 
     def _function(self, schema: Schema) -> str:
         program = self.program
@@ -144,7 +141,7 @@ class SchemaWriter:
     def _together(self, schema: Schema) -> list[str]:
         """`type: object` with its properties, required, additionalProperties, propertyNames and size bounds as
         lines of one pass; [] for any other schema (its keywords are written one by one)."""
-        if schema.get("type") != "object" or "patternProperties" in schema:
+        if not _one_pass(schema):
             return []
         props = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)

@@ -477,7 +477,7 @@ def _n2(v):
     return True
 
 
-def _n5(v):
+def _n4(v):
     if not isinstance(v, dict): return False
     if K[48] not in v: return False
     p = v.get(K[48], _MISSING)
@@ -486,93 +486,13 @@ def _n5(v):
     return True
 
 
-def _n4(v):
-    if not ((((isinstance(v, str)) and (not isinstance(v, str) or K[46](v) is not None) and (not isinstance(v, str) or len(v) <= K[47]))) + (_n5(v)) == 1): return False
-    return True
-
-
 def _n3(v):
     if not isinstance(v, dict): return False
     if not K[31] <= len(v) <= K[45]: return False
     for k, p in v.items():
-        if k not in K[43] and not _n4(p): return False
+        if k not in K[43] and not (((((isinstance(p, str)) and (not isinstance(p, str) or K[46](p) is not None) and (not isinstance(p, str) or len(p) <= K[47]))) + (_n4(p)) == 1)): return False
     for p in v:
         if not ((not isinstance(p, str) or K[51](p) is not None) and (not isinstance(p, str) or len(p) <= K[42])): return False
-    return True
-
-
-def _n6(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[42])) for i in v)): return False
-    if not (not isinstance(v, list) or len(v) <= K[45]): return False
-    if not _unique_items(v): return False
-    return True
-
-
-def _n7(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[60]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3])) for i in v)): return False
-    return True
-
-
-def _n9(v):
-    if not (not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[63]))))): return False
-    return True
-
-
-def _n10(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[64])): return False
-    return True
-
-
-def _n8(v):
-    if not ((_n10(v)) if _n9(v) else (True)): return False
-    return True
-
-
-def _n12(v):
-    if not (not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[65]))))): return False
-    return True
-
-
-def _n13(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[64])): return False
-    return True
-
-
-def _n11(v):
-    if not ((_n13(v)) if _n12(v) else (True)): return False
-    return True
-
-
-def _n15(v):
-    if not (not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[66]))))): return False
-    return True
-
-
-def _n16(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[67])): return False
-    return True
-
-
-def _n14(v):
-    if not ((_n16(v)) if _n15(v) else (True)): return False
-    return True
-
-
-def _n18(v):
-    if not (not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[68]))))): return False
-    return True
-
-
-def _n19(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[69])): return False
-    return True
-
-
-def _n17(v):
-    if not ((_n19(v)) if _n18(v) else (True)): return False
     return True
 
 
@@ -630,7 +550,7 @@ def _n1(v):
     p = v.get(K[52], _MISSING)
     if p is not _MISSING and not _n3(p): return False
     p = v.get(K[53], _MISSING)
-    if p is not _MISSING and not _n6(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[42])) for i in p)) and (not isinstance(p, list) or len(p) <= K[45]) and _unique_items(p)): return False
     p = v.get(K[54], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[56], _MISSING)
@@ -640,20 +560,13 @@ def _n1(v):
     p = v.get(K[59], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[61], _MISSING)
-    if p is not _MISSING and not _n7(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[60]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3])) for i in p))): return False
     if not K[62].issuperset(v): return False
-    if not (_n8(v) and _n11(v) and _n14(v) and _n17(v)): return False
+    if not ((((((not isinstance(v, dict) or all(n in v for n in K[64])))) if ((not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[63])))))) else (True))) and (((((not isinstance(v, dict) or all(n in v for n in K[64])))) if ((not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[65])))))) else (True))) and (((((not isinstance(v, dict) or all(n in v for n in K[67])))) if ((not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[66])))))) else (True))) and (((((not isinstance(v, dict) or all(n in v for n in K[69])))) if ((not isinstance(v, dict) or ((K[6] not in v or ((isinstance(v[K[6]], str) and v[K[6]] in K[68])))))) else (True)))): return False
     return True
 
 
-def _n21(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[4])) for i in v)): return False
-    if not (not isinstance(v, list) or len(v) <= K[74]): return False
-    return True
-
-
-def _n20(v):
+def _n5(v):
     if not isinstance(v, dict): return False
     p = v.get(K[71], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3]) and (not _is_number(p) or not p > K[70])): return False
@@ -662,7 +575,7 @@ def _n20(v):
     p = v.get(K[73], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31]) and (not _is_number(p) or not p > K[3])): return False
     p = v.get(K[75], _MISSING)
-    if p is not _MISSING and not _n21(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[4])) for i in p)) and (not isinstance(p, list) or len(p) <= K[74])): return False
     p = v.get(K[76], _MISSING)
     if p is not _MISSING and not ((_is_integer(p))): return False
     p = v.get(K[78], _MISSING)
@@ -671,103 +584,15 @@ def _n20(v):
     return True
 
 
-def _n26(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[60]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[60])) for i in v)): return False
-    return True
-
-
-def _n27(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[60]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[60])) for i in v)): return False
-    return True
-
-
-def _n29(v):
-    if not (not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[105]))))): return False
-    return True
-
-
-def _n30(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[106])): return False
-    return True
-
-
-def _n28(v):
-    if not ((_n30(v)) if _n29(v) else (True)): return False
-    return True
-
-
-def _n32(v):
-    if not (not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[107]))))): return False
-    return True
-
-
-def _n33(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[108])): return False
-    if not (not isinstance(v, dict) or ((K[95] not in v or ((not _is_number(v[K[95]]) or not v[K[95]] > K[3]))))): return False
-    return True
-
-
-def _n31(v):
-    if not ((_n33(v)) if _n32(v) else (True)): return False
-    return True
-
-
-def _n35(v):
-    if not (not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[109]))))): return False
-    return True
-
-
-def _n36(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[108])): return False
-    if not (not isinstance(v, dict) or ((K[95] not in v or ((not _is_number(v[K[95]]) or not v[K[95]] > K[77]))))): return False
-    return True
-
-
-def _n34(v):
-    if not ((_n36(v)) if _n35(v) else (True)): return False
-    return True
-
-
-def _n38(v):
-    if not (not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[110]))))): return False
-    return True
-
-
-def _n40(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[111])): return False
-    return True
-
-
-def _n41(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[112])): return False
-    return True
-
-
-def _n39(v):
-    if not (_n40(v) or _n41(v)): return False
-    return True
-
-
-def _n37(v):
-    if not ((_n39(v)) if _n38(v) else (True)): return False
-    return True
-
-
-def _n25(v):
+def _n7(v):
     if not isinstance(v, dict): return False
     if K[86] not in v: return False
     p = v.get(K[86], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[87])): return False
     p = v.get(K[88], _MISSING)
-    if p is not _MISSING and not _n26(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[60]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[60])) for i in p))): return False
     p = v.get(K[89], _MISSING)
-    if p is not _MISSING and not _n27(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[60]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[60])) for i in p))): return False
     p = v.get(K[90], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[91], _MISSING)
@@ -789,71 +614,11 @@ def _n25(v):
     p = v.get(K[103], _MISSING)
     if p is not _MISSING and not ((isinstance(p, bool))): return False
     if not K[104].issuperset(v): return False
-    if not (_n28(v) and _n31(v) and _n34(v) and _n37(v)): return False
+    if not ((((((not isinstance(v, dict) or all(n in v for n in K[106])))) if ((not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[105])))))) else (True))) and (((((not isinstance(v, dict) or all(n in v for n in K[108])) and (not isinstance(v, dict) or ((K[95] not in v or ((not _is_number(v[K[95]]) or not v[K[95]] > K[3]))))))) if ((not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[107])))))) else (True))) and (((((not isinstance(v, dict) or all(n in v for n in K[108])) and (not isinstance(v, dict) or ((K[95] not in v or ((not _is_number(v[K[95]]) or not v[K[95]] > K[77]))))))) if ((not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[109])))))) else (True))) and (((((((not isinstance(v, dict) or all(n in v for n in K[111]))) or ((not isinstance(v, dict) or all(n in v for n in K[112])))))) if ((not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[110])))))) else (True)))): return False
     return True
 
 
-def _n24(v):
-    if not _n25(v): return False
-    return True
-
-
-def _n46(v):
-    if not (not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[119]))))): return False
-    return True
-
-
-def _n47(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[120])): return False
-    return True
-
-
-def _n45(v):
-    if not ((_n47(v)) if _n46(v) else (True)): return False
-    return True
-
-
-def _n49(v):
-    if not (not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[105]))))): return False
-    return True
-
-
-def _n50(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[106])): return False
-    return True
-
-
-def _n48(v):
-    if not ((_n50(v)) if _n49(v) else (True)): return False
-    return True
-
-
-def _n52(v):
-    if not (not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[121]))))): return False
-    return True
-
-
-def _n54(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[122])): return False
-    return True
-
-
-def _n55(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[123])): return False
-    return True
-
-
-def _n53(v):
-    if not (_n54(v) or _n55(v)): return False
-    return True
-
-
-def _n51(v):
-    if not ((_n53(v)) if _n52(v) else (True)): return False
-    return True
-
-
-def _n44(v):
+def _n8(v):
     if not isinstance(v, dict): return False
     if K[86] not in v: return False
     p = v.get(K[86], _MISSING)
@@ -867,32 +632,11 @@ def _n44(v):
     p = v.get(K[117], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
     if not K[118].issuperset(v): return False
-    if not (_n45(v) and _n48(v) and _n51(v)): return False
+    if not ((((((not isinstance(v, dict) or all(n in v for n in K[120])))) if ((not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[119])))))) else (True))) and (((((not isinstance(v, dict) or all(n in v for n in K[106])))) if ((not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[105])))))) else (True))) and (((((((not isinstance(v, dict) or all(n in v for n in K[122]))) or ((not isinstance(v, dict) or all(n in v for n in K[123])))))) if ((not isinstance(v, dict) or ((K[86] not in v or ((isinstance(v[K[86]], str) and v[K[86]] in K[121])))))) else (True)))): return False
     return True
 
 
-def _n43(v):
-    if not _n44(v): return False
-    return True
-
-
-def _n42(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(_n43(i) for i in v)): return False
-    return True
-
-
-def _n57(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[134])): return False
-    return True
-
-
-def _n58(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[135])): return False
-    return True
-
-
-def _n56(v):
+def _n9(v):
     if not isinstance(v, dict): return False
     p = v.get(K[124], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[125])): return False
@@ -909,32 +653,11 @@ def _n56(v):
     p = v.get(K[132], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) or _is_integer(p)) and (not _is_number(p) or not p < K[31]) and (not isinstance(p, str) or len(p) <= K[83])): return False
     if not K[133].issuperset(v): return False
-    if not ((True) if _n57(v) else (_n58(v))): return False
+    if not ((True) if ((not isinstance(v, dict) or all(n in v for n in K[134]))) else (((not isinstance(v, dict) or all(n in v for n in K[135]))))): return False
     return True
 
 
-def _n60(v):
-    if not (isinstance(v, str) or isinstance(v, dict)): return False
-    if not (not isinstance(v, str) or len(v) >= K[3]): return False
-    if not (not isinstance(v, str) or len(v) <= K[60]): return False
-    if not (not isinstance(v, dict) or len(v) >= K[3]): return False
-    if not (not isinstance(v, dict) or len(v) <= K[60]): return False
-    if not (not isinstance(v, dict) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for k, i in v.items() if k not in K[43])): return False
-    return True
-
-
-def _n61(v):
-    if not (isinstance(v, list) or isinstance(v, dict)): return False
-    if not (not isinstance(v, list) or len(v) <= K[45]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for i in v)): return False
-    if not _unique_items(v): return False
-    if not (not isinstance(v, dict) or len(v) <= K[45]): return False
-    if not (not isinstance(v, dict) or all(((not isinstance(k, str) or K[141](k) is not None)) for k in v)): return False
-    if not (not isinstance(v, dict) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for k, i in v.items() if k not in K[43])): return False
-    return True
-
-
-def _n59(v):
+def _n10(v):
     if not isinstance(v, dict): return False
     if K[137] not in v: return False
     p = v.get(K[138], _MISSING)
@@ -944,14 +667,14 @@ def _n59(v):
     p = v.get(K[140], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[60])): return False
     p = v.get(K[137], _MISSING)
-    if p is not _MISSING and not _n60(p): return False
+    if p is not _MISSING and not ((isinstance(p, str) or isinstance(p, dict)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[60]) and (not isinstance(p, dict) or len(p) >= K[3]) and (not isinstance(p, dict) or len(p) <= K[60]) and (not isinstance(p, dict) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for k, i in p.items() if k not in K[43]))): return False
     p = v.get(K[142], _MISSING)
-    if p is not _MISSING and not _n61(p): return False
+    if p is not _MISSING and not ((isinstance(p, list) or isinstance(p, dict)) and (not isinstance(p, list) or len(p) <= K[45]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for i in p)) and _unique_items(p) and (not isinstance(p, dict) or len(p) <= K[45]) and (not isinstance(p, dict) or all(((not isinstance(k, str) or K[141](k) is not None)) for k in p)) and (not isinstance(p, dict) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for k, i in p.items() if k not in K[43]))): return False
     if not K[143].issuperset(v): return False
     return True
 
 
-def _n62(v):
+def _n11(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     if K[146] not in v: return False
@@ -963,15 +686,7 @@ def _n62(v):
     return True
 
 
-def _n64(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[74]): return False
-    if not _unique_items(v): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for i in v)): return False
-    return True
-
-
-def _n63(v):
+def _n12(v):
     if not isinstance(v, dict): return False
     p = v.get(K[150], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
@@ -982,27 +697,12 @@ def _n63(v):
     p = v.get(K[154], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[153])): return False
     p = v.get(K[155], _MISSING)
-    if p is not _MISSING and not _n64(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[74]) and _unique_items(p) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[60])) for i in p))): return False
     if not K[156].issuperset(v): return False
     return True
 
 
-def _n65(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[159])): return False
-    return True
-
-
-def _n66(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[160])): return False
-    return True
-
-
-def _n67(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[135])): return False
-    return True
-
-
-def _n23(v):
+def _n6(v):
     if not isinstance(v, dict): return False
     p = v.get(K[81], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
@@ -1013,46 +713,23 @@ def _n23(v):
     p = v.get(K[78], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3]) and (not _is_number(p) or not p > K[77])): return False
     p = v.get(K[113], _MISSING)
-    if p is not _MISSING and not _n24(p): return False
+    if p is not _MISSING and not (_n7(p)): return False
     p = v.get(K[124], _MISSING)
-    if p is not _MISSING and not _n42(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all((_n8(i)) for i in p))): return False
     p = v.get(K[136], _MISSING)
-    if p is not _MISSING and not _n56(p): return False
+    if p is not _MISSING and not _n9(p): return False
     p = v.get(K[144], _MISSING)
-    if p is not _MISSING and not _n59(p): return False
+    if p is not _MISSING and not _n10(p): return False
     p = v.get(K[149], _MISSING)
-    if p is not _MISSING and not _n62(p): return False
+    if p is not _MISSING and not _n11(p): return False
     p = v.get(K[157], _MISSING)
-    if p is not _MISSING and not _n63(p): return False
+    if p is not _MISSING and not _n12(p): return False
     if not K[158].issuperset(v): return False
-    if not ((_n66(v)) if _n65(v) else (_n67(v))): return False
+    if not ((((not isinstance(v, dict) or all(n in v for n in K[160])))) if ((not isinstance(v, dict) or all(n in v for n in K[159]))) else (((not isinstance(v, dict) or all(n in v for n in K[135]))))): return False
     return True
 
 
-def _n22(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or all(_n23(i) for i in v)): return False
-    if not (not isinstance(v, list) or len(v) <= K[60]): return False
-    return True
-
-
-def _n70(v):
-    if not (not isinstance(v, dict) or ((K[29] not in v or ((isinstance(v[K[29]], str) and v[K[29]] in K[168]))))): return False
-    return True
-
-
-def _n71(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[169])): return False
-    return True
-
-
-def _n69(v):
-    if not ((_n71(v)) if _n70(v) else (True)): return False
-    return True
-
-
-def _n68(v):
+def _n13(v):
     if not isinstance(v, dict): return False
     if K[29] not in v: return False
     p = v.get(K[29], _MISSING)
@@ -1068,11 +745,11 @@ def _n68(v):
     p = v.get(K[166], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[14])): return False
     if not K[167].issuperset(v): return False
-    if not (_n69(v)): return False
+    if not ((((((not isinstance(v, dict) or all(n in v for n in K[169])))) if ((not isinstance(v, dict) or ((K[29] not in v or ((isinstance(v[K[29]], str) and v[K[29]] in K[168])))))) else (True)))): return False
     return True
 
 
-def _n72(v):
+def _n14(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     p = v.get(K[171], _MISSING)
@@ -1091,7 +768,7 @@ def _n72(v):
     return True
 
 
-def _n73(v):
+def _n15(v):
     if not isinstance(v, dict): return False
     p = v.get(K[179], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
@@ -1101,67 +778,7 @@ def _n73(v):
     return True
 
 
-def _n77(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[216])): return False
-    return True
-
-
-def _n78(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[217])): return False
-    return True
-
-
-def _n79(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[218])): return False
-    return True
-
-
-def _n80(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[219])): return False
-    return True
-
-
-def _n81(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[220])): return False
-    return True
-
-
-def _n82(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[221])): return False
-    return True
-
-
-def _n83(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[222])): return False
-    return True
-
-
-def _n84(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[223])): return False
-    return True
-
-
-def _n85(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[224])): return False
-    return True
-
-
-def _n86(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[225])): return False
-    return True
-
-
-def _n87(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[226])): return False
-    return True
-
-
-def _n88(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[227])): return False
-    return True
-
-
-def _n76(v):
+def _n18(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     p = v.get(K[202], _MISSING)
@@ -1191,11 +808,11 @@ def _n76(v):
     p = v.get(K[214], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
     if not K[215].issuperset(v): return False
-    if not (_n77(v) or _n78(v) or _n79(v) or _n80(v) or _n81(v) or _n82(v) or _n83(v) or _n84(v) or _n85(v) or _n86(v) or _n87(v) or _n88(v)): return False
+    if not (((not isinstance(v, dict) or all(n in v for n in K[216]))) or ((not isinstance(v, dict) or all(n in v for n in K[217]))) or ((not isinstance(v, dict) or all(n in v for n in K[218]))) or ((not isinstance(v, dict) or all(n in v for n in K[219]))) or ((not isinstance(v, dict) or all(n in v for n in K[220]))) or ((not isinstance(v, dict) or all(n in v for n in K[221]))) or ((not isinstance(v, dict) or all(n in v for n in K[222]))) or ((not isinstance(v, dict) or all(n in v for n in K[223]))) or ((not isinstance(v, dict) or all(n in v for n in K[224]))) or ((not isinstance(v, dict) or all(n in v for n in K[225]))) or ((not isinstance(v, dict) or all(n in v for n in K[226]))) or ((not isinstance(v, dict) or all(n in v for n in K[227])))): return False
     return True
 
 
-def _n75(v):
+def _n17(v):
     if not isinstance(v, dict): return False
     if K[192] not in v: return False
     if K[193] not in v: return False
@@ -1213,28 +830,12 @@ def _n75(v):
     p = v.get(K[201], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[200])): return False
     p = v.get(K[194], _MISSING)
-    if p is not _MISSING and not _n76(p): return False
+    if p is not _MISSING and not _n18(p): return False
     if not K[228].issuperset(v): return False
     return True
 
 
-def _n90(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[231])): return False
-    return True
-
-
-def _n91(v):
-    if not (not isinstance(v, dict) or ((K[186] not in v or ((isinstance(v[K[186]], str) and v[K[186]] in K[232]))))): return False
-    if not (not isinstance(v, dict) or all(n in v for n in K[233])): return False
-    return True
-
-
-def _n89(v):
-    if not ((_n91(v)) if _n90(v) else (True)): return False
-    return True
-
-
-def _n74(v):
+def _n16(v):
     if not isinstance(v, dict): return False
     p = v.get(K[30], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3]) and (not _is_number(p) or not p > K[4])): return False
@@ -1255,13 +856,13 @@ def _n74(v):
     p = v.get(K[76], _MISSING)
     if p is not _MISSING and not ((_is_integer(p))): return False
     p = v.get(K[229], _MISSING)
-    if p is not _MISSING and not _n75(p): return False
+    if p is not _MISSING and not _n17(p): return False
     if not K[230].issuperset(v): return False
-    if not (_n89(v)): return False
+    if not ((((((not isinstance(v, dict) or ((K[186] not in v or ((isinstance(v[K[186]], str) and v[K[186]] in K[232]))))) and (not isinstance(v, dict) or all(n in v for n in K[233])))) if ((not isinstance(v, dict) or all(n in v for n in K[231]))) else (True)))): return False
     return True
 
 
-def _n92(v):
+def _n19(v):
     if not isinstance(v, dict): return False
     p = v.get(K[147], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[235])): return False
@@ -1273,15 +874,7 @@ def _n92(v):
     return True
 
 
-def _n94(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(((_is_number(i)) and (not _is_number(i) or not i < K[242]) and (not _is_number(i) or not i > K[3])) for i in v)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[77]): return False
-    return True
-
-
-def _n95(v):
+def _n21(v):
     if not isinstance(v, dict): return False
     p = v.get(K[23], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
@@ -1301,14 +894,14 @@ def _n95(v):
     return True
 
 
-def _n93(v):
+def _n20(v):
     if not isinstance(v, dict): return False
     p = v.get(K[29], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[241])): return False
     p = v.get(K[243], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[242]) and (not _is_number(p) or not p > K[3])): return False
     p = v.get(K[244], _MISSING)
-    if p is not _MISSING and not _n94(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((_is_number(i)) and (not _is_number(i) or not i < K[242]) and (not _is_number(i) or not i > K[3])) for i in p)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[77])): return False
     p = v.get(K[245], _MISSING)
     if p is not _MISSING and not ((_is_number(p) or p is None) and (not _is_number(p) or not p <= K[31])): return False
     p = v.get(K[246], _MISSING)
@@ -1320,12 +913,12 @@ def _n93(v):
     p = v.get(K[249], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
     p = v.get(K[253], _MISSING)
-    if p is not _MISSING and not _n95(p): return False
+    if p is not _MISSING and not _n21(p): return False
     if not K[254].issuperset(v): return False
     return True
 
 
-def _n96(v):
+def _n22(v):
     if not isinstance(v, dict): return False
     p = v.get(K[81], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
@@ -1335,7 +928,7 @@ def _n96(v):
     return True
 
 
-def _n97(v):
+def _n23(v):
     if not isinstance(v, dict): return False
     if K[258] not in v: return False
     p = v.get(K[258], _MISSING)
@@ -1352,236 +945,134 @@ def _n97(v):
     return True
 
 
-def _n100(v):
+def _n25(v):
     if not (isinstance(v, str) and v in K[7]): return False
     return True
 
 
-def _n99(v):
-    if not _n100(v): return False
-    return True
-
-
-def _n102(v):
+def _n26(v):
     if not (isinstance(v, str)): return False
     if not (not isinstance(v, str) or len(v) >= K[3]): return False
     if not (not isinstance(v, str) or len(v) <= K[8]): return False
     return True
 
 
-def _n101(v):
-    if not _n102(v): return False
-    return True
-
-
-def _n104(v):
+def _n27(v):
     if not (isinstance(v, str) or v is None): return False
     if not (not isinstance(v, str) or len(v) <= K[4]): return False
     return True
 
 
-def _n103(v):
-    if not _n104(v): return False
-    return True
-
-
-def _n106(v):
+def _n28(v):
     if not (isinstance(v, str) and v in K[12]): return False
     return True
 
 
-def _n105(v):
-    if not _n106(v): return False
-    return True
-
-
-def _n108(v):
+def _n29(v):
     if not (_is_integer(v)): return False
     if not (not _is_number(v) or not v < K[3]): return False
     if not (not _is_number(v) or not v > K[14]): return False
     return True
 
 
-def _n107(v):
-    if not _n108(v): return False
-    return True
-
-
-def _n110(v):
+def _n30(v):
     if not (_is_integer(v)): return False
     if not (not _is_number(v) or not v < K[3]): return False
     if not (not _is_number(v) or not v > K[4]): return False
     return True
 
 
-def _n109(v):
-    if not _n110(v): return False
-    return True
-
-
-def _n112(v):
+def _n31(v):
     if not (isinstance(v, str) and v in K[18]): return False
     return True
 
 
-def _n111(v):
-    if not _n112(v): return False
-    return True
-
-
-def _n114(v):
+def _n32(v):
     if not (isinstance(v, str)): return False
     if not (not isinstance(v, str) or len(v) >= K[3]): return False
     if not (not isinstance(v, str) or len(v) <= K[4]): return False
     return True
 
 
-def _n113(v):
-    if not _n114(v): return False
-    return True
-
-
-def _n116(v):
+def _n33(v):
     if not (isinstance(v, str)): return False
     if not (not isinstance(v, str) or K[266](v) is not None): return False
     if not (not isinstance(v, str) or len(v) <= K[22]): return False
     return True
 
 
-def _n115(v):
-    if not _n116(v): return False
-    return True
-
-
-def _n118(v):
+def _n34(v):
     if not (isinstance(v, str)): return False
     if not (not isinstance(v, str) or len(v) >= K[3]): return False
     if not (not isinstance(v, str) or len(v) <= K[14]): return False
     return True
 
 
-def _n117(v):
-    if not _n118(v): return False
-    return True
-
-
-def _n120(v):
+def _n35(v):
     if not (isinstance(v, str)): return False
     if not (not isinstance(v, str) or K[267](v) is not None): return False
     if not (not isinstance(v, str) or len(v) <= K[26]): return False
     return True
 
 
-def _n119(v):
-    if not _n120(v): return False
-    return True
-
-
-def _n122(v):
+def _n36(v):
     if not (isinstance(v, str) and v in K[55]): return False
     return True
 
 
-def _n121(v):
-    if not _n122(v): return False
-    return True
-
-
-def _n124(v):
+def _n37(v):
     if not (_is_integer(v)): return False
     if not (not _is_number(v) or not v < K[3]): return False
     if not (not _is_number(v) or not v > K[4]): return False
     return True
 
 
-def _n123(v):
-    if not _n124(v): return False
-    return True
-
-
-def _n126(v):
+def _n38(v):
     if not (_is_number(v)): return False
     if not (not _is_number(v) or not v <= K[31]): return False
     return True
 
 
-def _n125(v):
-    if not _n126(v): return False
-    return True
-
-
-def _n128(v):
+def _n39(v):
     if not (_is_number(v)): return False
     if not (not _is_number(v) or not v <= K[31]): return False
     return True
 
 
-def _n127(v):
-    if not _n128(v): return False
-    return True
-
-
-def _n130(v):
+def _n40(v):
     if not (_is_number(v)): return False
     if not (not _is_number(v) or not v <= K[31]): return False
     return True
 
 
-def _n129(v):
-    if not _n130(v): return False
-    return True
-
-
-def _n132(v):
+def _n41(v):
     if not (_is_integer(v)): return False
     if not (not _is_number(v) or not v < K[31]): return False
     if not (not _is_number(v) or not v > K[35]): return False
     return True
 
 
-def _n131(v):
-    if not _n132(v): return False
-    return True
-
-
-def _n134(v):
+def _n42(v):
     if not (_is_integer(v)): return False
     if not (not _is_number(v) or not v < K[8]): return False
     return True
 
 
-def _n133(v):
-    if not _n134(v): return False
-    return True
-
-
-def _n136(v):
+def _n43(v):
     if not (_is_integer(v)): return False
     if not (not _is_number(v) or not v < K[3]): return False
     return True
 
 
-def _n135(v):
-    if not _n136(v): return False
+def _n44(v):
+    if not (isinstance(v, list)): return False
+    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[42])) for i in v)): return False
+    if not (not isinstance(v, list) or len(v) <= K[45]): return False
+    if not _unique_items(v): return False
     return True
 
 
-def _n137(v):
-    if not _n2(v): return False
-    return True
-
-
-def _n138(v):
-    if not _n3(v): return False
-    return True
-
-
-def _n139(v):
-    if not _n6(v): return False
-    return True
-
-
-def _n140(v):
+def _n45(v):
     if not isinstance(v, dict): return False
     p = v.get(K[163], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
@@ -1591,7 +1082,7 @@ def _n140(v):
     return True
 
 
-def _n143(v):
+def _n47(v):
     if not isinstance(v, dict): return False
     if K[99] not in v: return False
     p = v.get(K[99], _MISSING)
@@ -1606,79 +1097,69 @@ def _n143(v):
     return True
 
 
-def _n142(v):
-    if not _n143(v): return False
-    return True
-
-
-def _n141(v):
+def _n46(v):
     if not isinstance(v, dict): return False
     if not K[31] <= len(v) <= K[77]: return False
     for k, p in v.items():
-        if k not in K[43] and not _n142(p): return False
+        if k not in K[43] and not (_n47(p)): return False
     for p in v:
         if not ((not isinstance(p, str) or K[277](p) is not None)): return False
     return True
 
 
-def _n145(v):
+def _n48(v):
     if not (isinstance(v, str)): return False
     if not (not isinstance(v, str) or len(v) >= K[3]): return False
     if not (not isinstance(v, str) or len(v) <= K[4]): return False
     return True
 
 
-def _n144(v):
-    if not _n145(v): return False
-    return True
-
-
-def _n98(v):
+def _n24(v):
     if not isinstance(v, dict): return False
     p = v.get(K[6], _MISSING)
-    if p is not _MISSING and not _n99(p): return False
+    if p is not _MISSING and not (_n25(p)): return False
     p = v.get(K[9], _MISSING)
-    if p is not _MISSING and not _n101(p): return False
+    if p is not _MISSING and not (_n26(p)): return False
     p = v.get(K[10], _MISSING)
-    if p is not _MISSING and not _n103(p): return False
+    if p is not _MISSING and not (_n27(p)): return False
     p = v.get(K[13], _MISSING)
-    if p is not _MISSING and not _n105(p): return False
+    if p is not _MISSING and not (_n28(p)): return False
     p = v.get(K[15], _MISSING)
-    if p is not _MISSING and not _n107(p): return False
+    if p is not _MISSING and not (_n29(p)): return False
     p = v.get(K[16], _MISSING)
-    if p is not _MISSING and not _n109(p): return False
+    if p is not _MISSING and not (_n30(p)): return False
     p = v.get(K[19], _MISSING)
-    if p is not _MISSING and not _n111(p): return False
+    if p is not _MISSING and not (_n31(p)): return False
     p = v.get(K[20], _MISSING)
-    if p is not _MISSING and not _n113(p): return False
+    if p is not _MISSING and not (_n32(p)): return False
     p = v.get(K[23], _MISSING)
-    if p is not _MISSING and not _n115(p): return False
+    if p is not _MISSING and not (_n33(p)): return False
     p = v.get(K[24], _MISSING)
-    if p is not _MISSING and not _n117(p): return False
+    if p is not _MISSING and not (_n34(p)): return False
     p = v.get(K[27], _MISSING)
-    if p is not _MISSING and not _n119(p): return False
+    if p is not _MISSING and not (_n35(p)): return False
     p = v.get(K[56], _MISSING)
-    if p is not _MISSING and not _n121(p): return False
+    if p is not _MISSING and not (_n36(p)): return False
     p = v.get(K[30], _MISSING)
-    if p is not _MISSING and not _n123(p): return False
+    if p is not _MISSING and not (_n37(p)): return False
     p = v.get(K[32], _MISSING)
-    if p is not _MISSING and not _n125(p): return False
+    if p is not _MISSING and not (_n38(p)): return False
     p = v.get(K[33], _MISSING)
-    if p is not _MISSING and not _n127(p): return False
+    if p is not _MISSING and not (_n39(p)): return False
     p = v.get(K[34], _MISSING)
-    if p is not _MISSING and not _n129(p): return False
+    if p is not _MISSING and not (_n40(p)): return False
     p = v.get(K[36], _MISSING)
-    if p is not _MISSING and not _n131(p): return False
+    if p is not _MISSING and not (_n41(p)): return False
     p = v.get(K[37], _MISSING)
-    if p is not _MISSING and not _n133(p): return False
+    if p is not _MISSING and not (_n42(p)): return False
     p = v.get(K[38], _MISSING)
-    if p is not _MISSING and not _n135(p): return False
+    if p is not _MISSING and not (_n43(p)): return False
     p = v.get(K[44], _MISSING)
-    if p is not _MISSING and not _n137(p): return False
+    if p is not _MISSING and not (_n2(p)): return False
     p = v.get(K[52], _MISSING)
-    if p is not _MISSING and not _n138(p): return False
+    if p is not _MISSING and not (_n3(p)): return False
     p = v.get(K[53], _MISSING)
-    if p is not _MISSING and not _n139(p): return False
+    if p is not _MISSING and not (_n44(p)): return False
     p = v.get(K[72], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[100])): return False
     p = v.get(K[117], _MISSING)
@@ -1694,11 +1175,11 @@ def _n98(v):
     p = v.get(K[257], _MISSING)
     if p is not _MISSING and not ((isinstance(p, bool))): return False
     p = v.get(K[275], _MISSING)
-    if p is not _MISSING and not _n140(p): return False
+    if p is not _MISSING and not _n45(p): return False
     p = v.get(K[278], _MISSING)
-    if p is not _MISSING and not _n141(p): return False
+    if p is not _MISSING and not _n46(p): return False
     p = v.get(K[54], _MISSING)
-    if p is not _MISSING and not _n144(p): return False
+    if p is not _MISSING and not (_n48(p)): return False
     p = v.get(K[147], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[98])): return False
     p = v.get(K[279], _MISSING)
@@ -1707,107 +1188,7 @@ def _n98(v):
     return True
 
 
-def _n148(v):
-    if not _n100(v): return False
-    return True
-
-
-def _n149(v):
-    if not _n102(v): return False
-    return True
-
-
-def _n150(v):
-    if not _n104(v): return False
-    return True
-
-
-def _n151(v):
-    if not _n106(v): return False
-    return True
-
-
-def _n152(v):
-    if not _n108(v): return False
-    return True
-
-
-def _n153(v):
-    if not _n110(v): return False
-    return True
-
-
-def _n154(v):
-    if not _n112(v): return False
-    return True
-
-
-def _n155(v):
-    if not _n116(v): return False
-    return True
-
-
-def _n156(v):
-    if not _n118(v): return False
-    return True
-
-
-def _n157(v):
-    if not _n120(v): return False
-    return True
-
-
-def _n158(v):
-    if not _n114(v): return False
-    return True
-
-
-def _n159(v):
-    if not _n124(v): return False
-    return True
-
-
-def _n160(v):
-    if not _n126(v): return False
-    return True
-
-
-def _n161(v):
-    if not _n130(v): return False
-    return True
-
-
-def _n162(v):
-    if not _n132(v): return False
-    return True
-
-
-def _n163(v):
-    if not _n2(v): return False
-    return True
-
-
-def _n164(v):
-    if not _n3(v): return False
-    return True
-
-
-def _n165(v):
-    if not _n6(v): return False
-    return True
-
-
-def _n166(v):
-    if not _n134(v): return False
-    return True
-
-
-def _n167(v):
-    if not _n136(v): return False
-    return True
-
-
-def _n168(v):
+def _n51(v):
     if not isinstance(v, dict): return False
     if not K[31] <= len(v) <= K[83]: return False
     for k, p in v.items():
@@ -1815,16 +1196,7 @@ def _n168(v):
     return True
 
 
-def _n169(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[83]): return False
-    if not _unique_items(v): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[83])) for i in v)): return False
-    return True
-
-
-def _n170(v):
+def _n52(v):
     if not isinstance(v, dict): return False
     p = v.get(K[163], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
@@ -1834,54 +1206,54 @@ def _n170(v):
     return True
 
 
-def _n147(v):
+def _n50(v):
     if not isinstance(v, dict): return False
     p = v.get(K[6], _MISSING)
-    if p is not _MISSING and not _n148(p): return False
+    if p is not _MISSING and not (_n25(p)): return False
     p = v.get(K[9], _MISSING)
-    if p is not _MISSING and not _n149(p): return False
+    if p is not _MISSING and not (_n26(p)): return False
     p = v.get(K[10], _MISSING)
-    if p is not _MISSING and not _n150(p): return False
+    if p is not _MISSING and not (_n27(p)): return False
     p = v.get(K[13], _MISSING)
-    if p is not _MISSING and not _n151(p): return False
+    if p is not _MISSING and not (_n28(p)): return False
     p = v.get(K[15], _MISSING)
-    if p is not _MISSING and not _n152(p): return False
+    if p is not _MISSING and not (_n29(p)): return False
     p = v.get(K[16], _MISSING)
-    if p is not _MISSING and not _n153(p): return False
+    if p is not _MISSING and not (_n30(p)): return False
     p = v.get(K[19], _MISSING)
-    if p is not _MISSING and not _n154(p): return False
+    if p is not _MISSING and not (_n31(p)): return False
     p = v.get(K[23], _MISSING)
-    if p is not _MISSING and not _n155(p): return False
+    if p is not _MISSING and not (_n33(p)): return False
     p = v.get(K[24], _MISSING)
-    if p is not _MISSING and not _n156(p): return False
+    if p is not _MISSING and not (_n34(p)): return False
     p = v.get(K[27], _MISSING)
-    if p is not _MISSING and not _n157(p): return False
+    if p is not _MISSING and not (_n35(p)): return False
     p = v.get(K[20], _MISSING)
-    if p is not _MISSING and not _n158(p): return False
+    if p is not _MISSING and not (_n32(p)): return False
     p = v.get(K[30], _MISSING)
-    if p is not _MISSING and not _n159(p): return False
+    if p is not _MISSING and not (_n37(p)): return False
     p = v.get(K[32], _MISSING)
-    if p is not _MISSING and not _n160(p): return False
+    if p is not _MISSING and not (_n38(p)): return False
     p = v.get(K[34], _MISSING)
-    if p is not _MISSING and not _n161(p): return False
+    if p is not _MISSING and not (_n40(p)): return False
     p = v.get(K[36], _MISSING)
-    if p is not _MISSING and not _n162(p): return False
+    if p is not _MISSING and not (_n41(p)): return False
     p = v.get(K[44], _MISSING)
-    if p is not _MISSING and not _n163(p): return False
+    if p is not _MISSING and not (_n2(p)): return False
     p = v.get(K[52], _MISSING)
-    if p is not _MISSING and not _n164(p): return False
+    if p is not _MISSING and not (_n3(p)): return False
     p = v.get(K[53], _MISSING)
-    if p is not _MISSING and not _n165(p): return False
+    if p is not _MISSING and not (_n44(p)): return False
     p = v.get(K[37], _MISSING)
-    if p is not _MISSING and not _n166(p): return False
+    if p is not _MISSING and not (_n42(p)): return False
     p = v.get(K[38], _MISSING)
-    if p is not _MISSING and not _n167(p): return False
+    if p is not _MISSING and not (_n43(p)): return False
     p = v.get(K[124], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[282])): return False
     p = v.get(K[283], _MISSING)
-    if p is not _MISSING and not _n168(p): return False
+    if p is not _MISSING and not _n51(p): return False
     p = v.get(K[284], _MISSING)
-    if p is not _MISSING and not _n169(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[83]) and _unique_items(p) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[83])) for i in p))): return False
     p = v.get(K[139], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[117], _MISSING)
@@ -1891,22 +1263,22 @@ def _n147(v):
     p = v.get(K[257], _MISSING)
     if p is not _MISSING and not ((isinstance(p, bool))): return False
     p = v.get(K[275], _MISSING)
-    if p is not _MISSING and not _n170(p): return False
+    if p is not _MISSING and not _n52(p): return False
     if not K[285].issuperset(v): return False
     return True
 
 
-def _n146(v):
+def _n49(v):
     if not isinstance(v, dict): return False
     if not K[31] <= len(v) <= K[35]: return False
     for k, p in v.items():
-        if k not in K[43] and not _n147(p): return False
+        if k not in K[43] and not _n50(p): return False
     for p in v:
         if not ((not isinstance(p, str) or K[286](p) is not None) and (not isinstance(p, str) or len(p) <= K[77])): return False
     return True
 
 
-def _n172(v):
+def _n54(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     for k, p in v.items():
@@ -1914,44 +1286,26 @@ def _n172(v):
     return True
 
 
-def _n173(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[77])) for i in v)): return False
-    return True
-
-
-def _n174(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in v)): return False
-    return True
-
-
-def _n171(v):
+def _n53(v):
     if not isinstance(v, dict): return False
     if K[288] not in v: return False
     p = v.get(K[288], _MISSING)
-    if p is not _MISSING and not _n172(p): return False
+    if p is not _MISSING and not _n54(p): return False
     p = v.get(K[289], _MISSING)
-    if p is not _MISSING and not _n173(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[77])) for i in p))): return False
     p = v.get(K[290], _MISSING)
-    if p is not _MISSING and not _n174(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
     if not K[291].issuperset(v): return False
     return True
 
 
-def _n176(v):
-    if not _n1(v): return False
-    return True
-
-
-def _n175(v):
+def _n55(v):
     if not isinstance(v, dict): return False
     if K[293] not in v: return False
     p = v.get(K[293], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3])): return False
     p = v.get(K[9], _MISSING)
-    if p is not _MISSING and not _n176(p): return False
+    if p is not _MISSING and not (_n1(p)): return False
     p = v.get(K[71], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3]) and (not _is_number(p) or not p > K[4])): return False
     p = v.get(K[294], _MISSING)
@@ -1964,7 +1318,7 @@ def _n175(v):
     return True
 
 
-def _n179(v):
+def _n57(v):
     if not isinstance(v, dict): return False
     p = v.get(K[308], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[307])): return False
@@ -1976,7 +1330,7 @@ def _n179(v):
     return True
 
 
-def _n178(v):
+def _n56(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     if K[300] not in v: return False
@@ -1995,7 +1349,7 @@ def _n178(v):
     p = v.get(K[306], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[311], _MISSING)
-    if p is not _MISSING and not _n179(p): return False
+    if p is not _MISSING and not _n57(p): return False
     p = v.get(K[23], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[24], _MISSING)
@@ -2010,15 +1364,7 @@ def _n178(v):
     return True
 
 
-def _n177(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[100]): return False
-    if not (not isinstance(v, list) or len(v) <= K[299]): return False
-    if not (not isinstance(v, list) or all(_n178(i) for i in v)): return False
-    return True
-
-
-def _n180(v):
+def _n58(v):
     if not isinstance(v, dict): return False
     p = v.get(K[315], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
@@ -2038,46 +1384,46 @@ def _n0(v):
     p = v.get(K[0], _MISSING)
     if p is not _MISSING and not _n1(p): return False
     p = v.get(K[80], _MISSING)
-    if p is not _MISSING and not _n20(p): return False
+    if p is not _MISSING and not _n5(p): return False
     p = v.get(K[1], _MISSING)
-    if p is not _MISSING and not _n22(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or all(_n6(i) for i in p)) and (not isinstance(p, list) or len(p) <= K[60])): return False
     p = v.get(K[2], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[170], _MISSING)
-    if p is not _MISSING and not _n68(p): return False
+    if p is not _MISSING and not _n13(p): return False
     p = v.get(K[178], _MISSING)
-    if p is not _MISSING and not _n72(p): return False
+    if p is not _MISSING and not _n14(p): return False
     p = v.get(K[183], _MISSING)
-    if p is not _MISSING and not _n73(p): return False
+    if p is not _MISSING and not _n15(p): return False
     p = v.get(K[76], _MISSING)
     if p is not _MISSING and not ((_is_integer(p))): return False
     p = v.get(K[234], _MISSING)
-    if p is not _MISSING and not _n74(p): return False
+    if p is not _MISSING and not _n16(p): return False
     p = v.get(K[240], _MISSING)
-    if p is not _MISSING and not _n92(p): return False
+    if p is not _MISSING and not _n19(p): return False
     p = v.get(K[255], _MISSING)
-    if p is not _MISSING and not _n93(p): return False
+    if p is not _MISSING and not _n20(p): return False
     p = v.get(K[257], _MISSING)
-    if p is not _MISSING and not _n96(p): return False
+    if p is not _MISSING and not _n22(p): return False
     p = v.get(K[101], _MISSING)
-    if p is not _MISSING and not _n97(p): return False
+    if p is not _MISSING and not _n23(p): return False
     p = v.get(K[281], _MISSING)
-    if p is not _MISSING and not _n98(p): return False
+    if p is not _MISSING and not _n24(p): return False
     p = v.get(K[287], _MISSING)
-    if p is not _MISSING and not _n146(p): return False
+    if p is not _MISSING and not _n49(p): return False
     p = v.get(K[292], _MISSING)
-    if p is not _MISSING and not _n171(p): return False
+    if p is not _MISSING and not _n53(p): return False
     p = v.get(K[298], _MISSING)
-    if p is not _MISSING and not _n175(p): return False
+    if p is not _MISSING and not _n55(p): return False
     p = v.get(K[314], _MISSING)
-    if p is not _MISSING and not _n177(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[100]) and (not isinstance(p, list) or len(p) <= K[299]) and (not isinstance(p, list) or all(_n56(i) for i in p))): return False
     p = v.get(K[318], _MISSING)
-    if p is not _MISSING and not _n180(p): return False
+    if p is not _MISSING and not _n58(p): return False
     if not K[319].issuperset(v): return False
     return True
 
 
-def _n187(v):
+def _n62(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     if K[326] not in v: return False
@@ -2089,7 +1435,7 @@ def _n187(v):
     return True
 
 
-def _n186(v):
+def _n61(v):
     if not isinstance(v, dict): return False
     if K[138] not in v: return False
     if K[86] not in v: return False
@@ -2099,107 +1445,12 @@ def _n186(v):
     p = v.get(K[86], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[325])): return False
     p = v.get(K[324], _MISSING)
-    if p is not _MISSING and not _n187(p): return False
+    if p is not _MISSING and not _n62(p): return False
     if not K[329].issuperset(v): return False
     return True
 
 
-def _n185(v):
-    if not _n186(v): return False
-    return True
-
-
-def _n184(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[26]): return False
-    if not (not isinstance(v, list) or all(_n185(i) for i in v)): return False
-    return True
-
-
-def _n189(v):
-    if not (not isinstance(v, dict) or ((K[321] not in v or ((isinstance(v[K[321]], str) and v[K[321]] in K[148]))))): return False
-    return True
-
-
-def _n190(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[333])): return False
-    if not (not isinstance(v, dict) or ((K[323] not in v or ((isinstance(v[K[323]], str)))))): return False
-    return True
-
-
-def _n188(v):
-    if not ((_n190(v)) if _n189(v) else (True)): return False
-    return True
-
-
-def _n192(v):
-    if not (not isinstance(v, dict) or ((K[321] not in v or ((isinstance(v[K[321]], str) and v[K[321]] in K[334]))))): return False
-    return True
-
-
-def _n193(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[333])): return False
-    if not (not isinstance(v, dict) or ((K[323] not in v or ((isinstance(v[K[323]], str)))))): return False
-    return True
-
-
-def _n191(v):
-    if not ((_n193(v)) if _n192(v) else (True)): return False
-    return True
-
-
-def _n195(v):
-    if not (not isinstance(v, dict) or ((K[321] not in v or ((isinstance(v[K[321]], str) and v[K[321]] in K[335]))))): return False
-    return True
-
-
-def _n197(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[333])): return False
-    if not (not isinstance(v, dict) or ((K[323] not in v or ((isinstance(v[K[323]], str)))))): return False
-    return True
-
-
-def _n198(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[336])): return False
-    return True
-
-
-def _n196(v):
-    if not (_n197(v) or _n198(v)): return False
-    return True
-
-
-def _n194(v):
-    if not ((_n196(v)) if _n195(v) else (True)): return False
-    return True
-
-
-def _n201(v):
-    if not (not ((isinstance(v, str) and v in K[335]))): return False
-    return True
-
-
-def _n200(v):
-    if not (not isinstance(v, dict) or ((K[321] not in v or _n201(v[K[321]])))): return False
-    return True
-
-
-def _n203(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[336])): return False
-    return True
-
-
-def _n202(v):
-    if not (not _n203(v)): return False
-    return True
-
-
-def _n199(v):
-    if not ((_n202(v)) if _n200(v) else (True)): return False
-    return True
-
-
-def _n183(v):
+def _n60(v):
     if not isinstance(v, dict): return False
     if K[321] not in v: return False
     p = v.get(K[321], _MISSING)
@@ -2207,25 +1458,17 @@ def _n183(v):
     p = v.get(K[323], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) or p is None) and (not isinstance(p, str) or len(p) <= K[270])): return False
     p = v.get(K[330], _MISSING)
-    if p is not _MISSING and not _n184(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[26]) and (not isinstance(p, list) or all((_n61(i)) for i in p))): return False
     p = v.get(K[331], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[83])): return False
     p = v.get(K[84], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[83])): return False
     if not K[332].issuperset(v): return False
-    if not (_n188(v) and _n191(v) and _n194(v) and _n199(v)): return False
+    if not ((((((not isinstance(v, dict) or all(n in v for n in K[333])) and (not isinstance(v, dict) or ((K[323] not in v or ((isinstance(v[K[323]], str)))))))) if ((not isinstance(v, dict) or ((K[321] not in v or ((isinstance(v[K[321]], str) and v[K[321]] in K[148])))))) else (True))) and (((((not isinstance(v, dict) or all(n in v for n in K[333])) and (not isinstance(v, dict) or ((K[323] not in v or ((isinstance(v[K[323]], str)))))))) if ((not isinstance(v, dict) or ((K[321] not in v or ((isinstance(v[K[321]], str) and v[K[321]] in K[334])))))) else (True))) and (((((((not isinstance(v, dict) or all(n in v for n in K[333])) and (not isinstance(v, dict) or ((K[323] not in v or ((isinstance(v[K[323]], str))))))) or ((not isinstance(v, dict) or all(n in v for n in K[336])))))) if ((not isinstance(v, dict) or ((K[321] not in v or ((isinstance(v[K[321]], str) and v[K[321]] in K[335])))))) else (True))) and (((((not ((not isinstance(v, dict) or all(n in v for n in K[336])))))) if ((not isinstance(v, dict) or ((K[321] not in v or ((not ((isinstance(v[K[321]], str) and v[K[321]] in K[335])))))))) else (True)))): return False
     return True
 
 
-def _n182(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[238]): return False
-    if not (not isinstance(v, list) or all(_n183(i) for i in v)): return False
-    return True
-
-
-def _n204(v):
+def _n63(v):
     if not isinstance(v, dict): return False
     if not K[31] <= len(v) <= K[45]: return False
     for k, p in v.items():
@@ -2235,24 +1478,12 @@ def _n204(v):
     return True
 
 
-def _n205(v):
-    if not _n25(v): return False
+def _n66(v):
+    if not isinstance(v, dict): return False
     return True
 
 
-def _n207(v):
-    if not _n44(v): return False
-    return True
-
-
-def _n206(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[77]): return False
-    if not (not isinstance(v, list) or all(_n207(i) for i in v)): return False
-    return True
-
-
-def _n211(v):
+def _n65(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     p = v.get(K[84], _MISSING)
@@ -2260,39 +1491,26 @@ def _n211(v):
     p = v.get(K[339], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[98])): return False
     p = v.get(K[340], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, dict))): return False
+    if p is not _MISSING and not _n66(p): return False
     p = v.get(K[341], _MISSING)
     if p is not _MISSING and not ((isinstance(p, bool))): return False
     if not K[342].issuperset(v): return False
     return True
 
 
-def _n210(v):
+def _n64(v):
     if not isinstance(v, dict): return False
     if K[86] not in v: return False
     if K[324] not in v: return False
     p = v.get(K[86], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[325])): return False
     p = v.get(K[324], _MISSING)
-    if p is not _MISSING and not _n211(p): return False
+    if p is not _MISSING and not _n65(p): return False
     if not K[343].issuperset(v): return False
     return True
 
 
-def _n209(v):
-    if not _n210(v): return False
-    return True
-
-
-def _n208(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[26]): return False
-    if not (not isinstance(v, list) or all(_n209(i) for i in v)): return False
-    return True
-
-
-def _n214(v):
+def _n68(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     p = v.get(K[84], _MISSING)
@@ -2301,213 +1519,88 @@ def _n214(v):
     return True
 
 
-def _n213(v):
+def _n67(v):
     if not isinstance(v, dict): return False
     if K[86] not in v: return False
     if K[324] not in v: return False
     p = v.get(K[86], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[325])): return False
     p = v.get(K[324], _MISSING)
-    if p is not _MISSING and not _n214(p): return False
+    if p is not _MISSING and not _n68(p): return False
     if not K[343].issuperset(v): return False
     return True
 
 
-def _n212(v):
-    if not (((isinstance(v, str) and v in K[346])) or _n213(v)): return False
-    return True
-
-
-def _n221(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[42]): return False
-    return True
-
-
-def _n220(v):
+def _n71(v):
     if not isinstance(v, dict): return False
     if not K[31] <= len(v) <= K[42]: return False
     for k, p in v.items():
-        if k not in K[43] and not _n221(p): return False
+        if k not in K[43] and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[42])): return False
     return True
 
 
-def _n222(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[42]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[83])) for i in v)): return False
-    return True
-
-
-def _n219(v):
+def _n70(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     p = v.get(K[84], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[83])): return False
     p = v.get(K[326], _MISSING)
-    if p is not _MISSING and not _n220(p): return False
+    if p is not _MISSING and not _n71(p): return False
     p = v.get(K[351], _MISSING)
-    if p is not _MISSING and not _n222(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[42]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[83])) for i in p))): return False
     if not K[352].issuperset(v): return False
     return True
 
 
-def _n218(v):
-    if not _n219(v): return False
-    return True
-
-
-def _n217(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[45]): return False
-    if not (not isinstance(v, list) or all(_n218(i) for i in v)): return False
-    return True
-
-
-def _n223(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[45]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[327])) for i in v)): return False
-    return True
-
-
-def _n224(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[26]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[83])) for i in v)): return False
-    return True
-
-
-def _n216(v):
+def _n69(v):
     if not isinstance(v, dict): return False
     if K[349] not in v: return False
     p = v.get(K[349], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[350])): return False
     p = v.get(K[353], _MISSING)
-    if p is not _MISSING and not _n217(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[45]) and (not isinstance(p, list) or all((_n70(i)) for i in p))): return False
     p = v.get(K[355], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[354])): return False
     p = v.get(K[356], _MISSING)
-    if p is not _MISSING and not _n223(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[45]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[327])) for i in p))): return False
     p = v.get(K[357], _MISSING)
-    if p is not _MISSING and not _n224(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[26]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[83])) for i in p))): return False
     if not K[358].issuperset(v): return False
     return True
 
 
-def _n215(v):
-    if not _n216(v): return False
-    return True
-
-
-def _n226(v):
-    if not _n216(v): return False
-    return True
-
-
-def _n225(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[299]): return False
-    if not (not isinstance(v, list) or all(_n226(i) for i in v)): return False
-    return True
-
-
-def _n228(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[363])): return False
-    return True
-
-
-def _n227(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[362])): return False
-    if not (not _n228(v)): return False
-    return True
-
-
-def _n230(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[362])): return False
-    return True
-
-
-def _n229(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[363])): return False
-    if not (not _n230(v)): return False
-    return True
-
-
-def _n232(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[364])): return False
-    return True
-
-
-def _n233(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[365])): return False
-    return True
-
-
-def _n234(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[366])): return False
-    return True
-
-
-def _n231(v):
-    if not (_n232(v) or _n233(v) or _n234(v)): return False
-    return True
-
-
-def _n236(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[367])): return False
-    return True
-
-
-def _n235(v):
-    if not (not _n236(v)): return False
-    return True
-
-
-def _n238(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[368])): return False
-    return True
-
-
-def _n237(v):
-    if not (not _n238(v)): return False
-    return True
-
-
-def _n181(v):
+def _n59(v):
     if not isinstance(v, dict): return False
     if K[138] not in v: return False
     p = v.get(K[138], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or K[320](p) is not None)): return False
     p = v.get(K[140], _MISSING)
-    if p is not _MISSING and not _n182(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[238]) and (not isinstance(p, list) or all(_n60(i) for i in p))): return False
     p = v.get(K[139], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[270])): return False
     p = v.get(K[142], _MISSING)
-    if p is not _MISSING and not _n204(p): return False
+    if p is not _MISSING and not _n63(p): return False
     p = v.get(K[113], _MISSING)
-    if p is not _MISSING and not _n205(p): return False
+    if p is not _MISSING and not (_n7(p)): return False
     p = v.get(K[124], _MISSING)
-    if p is not _MISSING and not _n206(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[77]) and (not isinstance(p, list) or all((_n8(i)) for i in p))): return False
     p = v.get(K[344], _MISSING)
-    if p is not _MISSING and not _n208(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[26]) and (not isinstance(p, list) or all((_n64(i)) for i in p))): return False
     p = v.get(K[345], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[60])): return False
     p = v.get(K[348], _MISSING)
-    if p is not _MISSING and not _n212(p): return False
+    if p is not _MISSING and not ((((isinstance(p, str) and p in K[346])) or _n67(p))): return False
     p = v.get(K[359], _MISSING)
-    if p is not _MISSING and not _n215(p): return False
+    if p is not _MISSING and not (_n69(p)): return False
     p = v.get(K[360], _MISSING)
-    if p is not _MISSING and not _n225(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[299]) and (not isinstance(p, list) or all((_n69(i)) for i in p))): return False
     if not K[361].issuperset(v): return False
-    if not ((_n227(v)) + (_n229(v)) == 1): return False
-    if not (_n231(v) and _n235(v) and _n237(v)): return False
+    if not ((((not isinstance(v, dict) or all(n in v for n in K[362])) and (not ((not isinstance(v, dict) or all(n in v for n in K[363])))))) + (((not isinstance(v, dict) or all(n in v for n in K[363])) and (not ((not isinstance(v, dict) or all(n in v for n in K[362])))))) == 1): return False
+    if not (((((not isinstance(v, dict) or all(n in v for n in K[364]))) or ((not isinstance(v, dict) or all(n in v for n in K[365]))) or ((not isinstance(v, dict) or all(n in v for n in K[366]))))) and ((not ((not isinstance(v, dict) or all(n in v for n in K[367]))))) and ((not ((not isinstance(v, dict) or all(n in v for n in K[368])))))): return False
     return True
 
 
-def _n242(v):
+def _n74(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     for k, p in v.items():
@@ -2515,7 +1608,7 @@ def _n242(v):
     return True
 
 
-def _n241(v):
+def _n73(v):
     if not isinstance(v, dict): return False
     if K[369] not in v: return False
     if K[370] not in v: return False
@@ -2529,7 +1622,7 @@ def _n241(v):
     p = v.get(K[243], _MISSING)
     if p is not _MISSING and not ((_is_number(p))): return False
     p = v.get(K[372], _MISSING)
-    if p is not _MISSING and not _n242(p): return False
+    if p is not _MISSING and not _n74(p): return False
     p = v.get(K[373], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
     p = v.get(K[375], _MISSING)
@@ -2542,52 +1635,7 @@ def _n241(v):
     return True
 
 
-def _n240(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or all(_n241(i) for i in v)): return False
-    if not (not isinstance(v, list) or len(v) <= K[60]): return False
-    return True
-
-
-def _n247(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[4])) for i in v)): return False
-    return True
-
-
-def _n248(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in v)): return False
-    return True
-
-
-def _n249(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not (not isinstance(v, list) or len(v) <= K[83]): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[77])) for i in v)): return False
-    return True
-
-
-def _n250(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[387])): return False
-    return True
-
-
-def _n251(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[388])): return False
-    return True
-
-
-def _n252(v):
-    if not (not isinstance(v, dict) or all(n in v for n in K[389])): return False
-    return True
-
-
-def _n246(v):
+def _n76(v):
     if not isinstance(v, dict): return False
     if K[380] not in v: return False
     p = v.get(K[380], _MISSING)
@@ -2595,44 +1643,34 @@ def _n246(v):
     p = v.get(K[339], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[381], _MISSING)
-    if p is not _MISSING and not _n247(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
     p = v.get(K[382], _MISSING)
-    if p is not _MISSING and not _n248(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
     p = v.get(K[308], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[383])): return False
     p = v.get(K[384], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[77])): return False
     p = v.get(K[385], _MISSING)
-    if p is not _MISSING and not _n249(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or len(p) <= K[83]) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[77])) for i in p))): return False
     if not K[386].issuperset(v): return False
-    if not (_n250(v) or _n251(v) or _n252(v)): return False
+    if not (((not isinstance(v, dict) or all(n in v for n in K[387]))) or ((not isinstance(v, dict) or all(n in v for n in K[388]))) or ((not isinstance(v, dict) or all(n in v for n in K[389])))): return False
     return True
 
 
-def _n245(v):
+def _n75(v):
     if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(_n246(i) for i in v)): return False
+    if not (not isinstance(v, list) or all(_n76(i) for i in v)): return False
     return True
 
 
-def _n244(v):
-    if not _n245(v): return False
-    return True
-
-
-def _n243(v):
-    if not ((((isinstance(v, str)) and (not isinstance(v, str) or len(v) >= K[3]) and (not isinstance(v, str) or len(v) <= K[4]))) + (_n244(v)) == 1): return False
-    return True
-
-
-def _n255(v):
+def _n78(v):
     if not isinstance(v, dict): return False
     for k, p in v.items():
         if k not in K[43] and not ((isinstance(p, str) or _is_number(p) or isinstance(p, bool)) and (not isinstance(p, str) or len(p) <= K[4])): return False
     return True
 
 
-def _n254(v):
+def _n77(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     if K[391] not in v: return False
@@ -2643,42 +1681,20 @@ def _n254(v):
     p = v.get(K[393], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[372], _MISSING)
-    if p is not _MISSING and not _n255(p): return False
+    if p is not _MISSING and not _n78(p): return False
     if not K[394].issuperset(v): return False
     return True
 
 
-def _n253(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(_n254(i) for i in v)): return False
-    return True
-
-
-def _n257(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[77]): return False
-    if not _unique_items(v): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[14])) for i in v)): return False
-    return True
-
-
-def _n256(v):
+def _n79(v):
     if not isinstance(v, dict): return False
     p = v.get(K[400], _MISSING)
-    if p is not _MISSING and not _n257(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[77]) and _unique_items(p) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[14])) for i in p))): return False
     if not K[401].issuperset(v): return False
     return True
 
 
-def _n259(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) >= K[3]): return False
-    if not _unique_items(v): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str) and i in K[413])) for i in v)): return False
-    return True
-
-
-def _n260(v):
+def _n81(v):
     if not isinstance(v, dict): return False
     p = v.get(K[415], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
@@ -2696,7 +1712,7 @@ def _n260(v):
     return True
 
 
-def _n258(v):
+def _n80(v):
     if not isinstance(v, dict): return False
     p = v.get(K[406], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
@@ -2711,20 +1727,14 @@ def _n258(v):
     p = v.get(K[375], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[374]) and (not _is_number(p) or not p >= K[3])): return False
     p = v.get(K[414], _MISSING)
-    if p is not _MISSING and not _n259(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and _unique_items(p) and (not isinstance(p, list) or all(((isinstance(i, str) and i in K[413])) for i in p))): return False
     p = v.get(K[421], _MISSING)
-    if p is not _MISSING and not _n260(p): return False
+    if p is not _MISSING and not _n81(p): return False
     if not K[422].issuperset(v): return False
     return True
 
 
-def _n262(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in v)): return False
-    return True
-
-
-def _n264(v):
+def _n83(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     for k, p in v.items():
@@ -2732,13 +1742,7 @@ def _n264(v):
     return True
 
 
-def _n263(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(_n264(i) for i in v)): return False
-    return True
-
-
-def _n266(v):
+def _n84(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     if K[393] not in v: return False
@@ -2750,20 +1754,7 @@ def _n266(v):
     return True
 
 
-def _n265(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or len(v) <= K[77]): return False
-    if not (not isinstance(v, list) or all(_n266(i) for i in v)): return False
-    return True
-
-
-def _n268(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in v)): return False
-    return True
-
-
-def _n271(v):
+def _n87(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     for k, p in v.items():
@@ -2771,25 +1762,19 @@ def _n271(v):
     return True
 
 
-def _n270(v):
+def _n86(v):
     if not isinstance(v, dict): return False
     if K[372] not in v: return False
     if K[150] not in v: return False
     p = v.get(K[372], _MISSING)
-    if p is not _MISSING and not _n271(p): return False
+    if p is not _MISSING and not _n87(p): return False
     p = v.get(K[150], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
     if not K[439].issuperset(v): return False
     return True
 
 
-def _n269(v):
-    if not (isinstance(v, list)): return False
-    if not (not isinstance(v, list) or all(_n270(i) for i in v)): return False
-    return True
-
-
-def _n272(v):
+def _n88(v):
     if not isinstance(v, dict): return False
     p = v.get(K[441], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
@@ -2805,32 +1790,32 @@ def _n272(v):
     return True
 
 
-def _n267(v):
+def _n85(v):
     if not isinstance(v, dict): return False
     p = v.get(K[76], _MISSING)
     if p is not _MISSING and not ((_is_integer(p))): return False
     p = v.get(K[437], _MISSING)
-    if p is not _MISSING and not _n268(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
     p = v.get(K[438], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[31])): return False
     p = v.get(K[440], _MISSING)
-    if p is not _MISSING and not _n269(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(_n86(i) for i in p))): return False
     p = v.get(K[447], _MISSING)
-    if p is not _MISSING and not _n272(p): return False
+    if p is not _MISSING and not _n88(p): return False
     p = v.get(K[448], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
     if not K[449].issuperset(v): return False
     return True
 
 
-def _n261(v):
+def _n82(v):
     if not isinstance(v, dict): return False
     p = v.get(K[423], _MISSING)
-    if p is not _MISSING and not _n262(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
     p = v.get(K[424], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
     p = v.get(K[425], _MISSING)
-    if p is not _MISSING and not _n263(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(_n83(i) for i in p))): return False
     p = v.get(K[426], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
     p = v.get(K[427], _MISSING)
@@ -2842,18 +1827,18 @@ def _n261(v):
     p = v.get(K[429], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3]) and (not _is_number(p) or not p > K[100])): return False
     p = v.get(K[432], _MISSING)
-    if p is not _MISSING and not _n265(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[77]) and (not isinstance(p, list) or all(_n84(i) for i in p))): return False
     p = v.get(K[434], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31]) and (not _is_number(p) or not p > K[433])): return False
     p = v.get(K[436], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[435])): return False
     p = v.get(K[157], _MISSING)
-    if p is not _MISSING and not _n267(p): return False
+    if p is not _MISSING and not _n85(p): return False
     if not K[450].issuperset(v): return False
     return True
 
 
-def _n273(v):
+def _n89(v):
     if not isinstance(v, dict): return False
     p = v.get(K[452], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
@@ -2869,17 +1854,17 @@ def _n273(v):
     return True
 
 
-def _n239(v):
+def _n72(v):
     if not isinstance(v, dict): return False
     if K[278] not in v: return False
     p = v.get(K[84], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) <= K[83])): return False
     p = v.get(K[278], _MISSING)
-    if p is not _MISSING and not _n240(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and (not isinstance(p, list) or all(_n73(i) for i in p)) and (not isinstance(p, list) or len(p) <= K[60])): return False
     p = v.get(K[390], _MISSING)
-    if p is not _MISSING and not _n243(p): return False
+    if p is not _MISSING and not (((((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4]))) + ((_n75(p))) == 1)): return False
     p = v.get(K[395], _MISSING)
-    if p is not _MISSING and not _n253(p): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(_n77(i) for i in p))): return False
     p = v.get(K[397], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[396])): return False
     p = v.get(K[375], _MISSING)
@@ -2889,7 +1874,7 @@ def _n239(v):
     p = v.get(K[399], _MISSING)
     if p is not _MISSING and not ((isinstance(p, bool))): return False
     p = v.get(K[402], _MISSING)
-    if p is not _MISSING and not _n256(p): return False
+    if p is not _MISSING and not _n79(p): return False
     p = v.get(K[403], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31]) and (not _is_number(p) or not p > K[200])): return False
     p = v.get(K[404], _MISSING)
@@ -2897,37 +1882,27 @@ def _n239(v):
     p = v.get(K[405], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31]) and (not _is_number(p) or not p > K[3])): return False
     p = v.get(K[279], _MISSING)
-    if p is not _MISSING and not _n258(p): return False
+    if p is not _MISSING and not _n80(p): return False
     p = v.get(K[451], _MISSING)
-    if p is not _MISSING and not _n261(p): return False
+    if p is not _MISSING and not _n82(p): return False
     p = v.get(K[281], _MISSING)
-    if p is not _MISSING and not _n273(p): return False
+    if p is not _MISSING and not _n89(p): return False
     if not K[457].issuperset(v): return False
     return True
 
 
-def _n276(v):
-    if not _n245(v): return False
-    return True
-
-
-def _n275(v):
+def _n90(v):
     if not isinstance(v, dict): return False
     if K[458] not in v: return False
     p = v.get(K[458], _MISSING)
-    if p is not _MISSING and not _n276(p): return False
+    if p is not _MISSING and not (_n75(p)): return False
     if not K[459].issuperset(v): return False
-    return True
-
-
-def _n274(v):
-    if not _n275(v): return False
     return True
 
 
 CHECKS = {
     'config': lambda v: _n0(v),
-    'case': lambda v: _n181(v),
-    'rubric': lambda v: _n239(v),
-    'forbidden': lambda v: _n274(v),
+    'case': lambda v: _n59(v),
+    'rubric': lambda v: _n72(v),
+    'forbidden': lambda v: (_n90(v)),
 }
