@@ -1,0 +1,126 @@
+"""The typed readers of stored run files attacked from outside: real runs made against the composition stub (truth
+FAIL: the quality part set to fail, with a load phase; the stability part set to fail, with a guard and two
+reviewers), then one stored file edited the way a careless user, a damaged disk or a hostile party would (a number
+past any float, a part of another type). Each edit is one line naming the file (exit 2), or judged as an edit
+(never PASS), never an internal error (exit 70)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from releasegate.record.records import RunDir
+from releasegate.testing import composition as mx
+from test_new_features_meet import Stub, check, project
+
+HUGE = "1" + "0" * 400
+"""10**400: a JSON integer no float holds."""
+
+
+@pytest.fixture(scope="module")
+def stub():
+    s = Stub()
+    with s.server:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory, stub):
+    """The failing projects, made once: name -> project root (its run at reports/r)."""
+    from releasegate.cli import main
+    import contextlib
+    import io
+
+    def cli(*args: Any) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+        return code, out.getvalue(), err.getvalue()
+
+    roots = {}
+    root = tmp_path_factory.mktemp("quality")
+    config = project(cli, root, stub, ("latency", "quality"), "quality")
+    code, report, _ = check(cli, config, "r")
+    assert (code, report["verdict"]) == (1, "FAIL"), report["verdict_reason"]
+    roots["quality"] = root
+    return roots
+
+
+def _copy(made: dict[str, Path], name: str, to: Path) -> RunDir:
+    shutil.copytree(made[name], to / name, symlinks=True)
+    return RunDir(to / name / "reports" / "r")
+
+
+def _with_raw(path: Path, keys: tuple[Any, ...], raw: str, line: int | None = None) -> None:
+    """Set `keys` of the JSON document at `path` (of its `line`, for a journal) to the raw JSON text `raw`."""
+    mark = "\u0000raw\u0000"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    data = json.loads(lines[line] if line is not None else path.read_text(encoding="utf-8"))
+    into = data
+    for key in keys[:-1]:
+        into = into[key]
+    into[keys[-1]] = mark
+    text = json.dumps(data).replace(json.dumps(mark), raw)
+    if line is not None:
+        lines[line] = text
+        text = "\n".join(lines) + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def _judged(cli, *args: Any) -> tuple[int, str, list[str]]:
+    code, out, err = cli(*args)
+    assert code != 70 and "Traceback" not in err and "internal error" not in err, err
+    verdict = json.loads(out)["verdict"] if out.strip().startswith("{") else ""
+    return code, verdict, [line for line in err.splitlines() if line.strip()]
+
+
+def _refused_or_not_passed(code: int, verdict: str, lines: list[str], file: str) -> None:
+    assert verdict != "PASS" and code != 0, (code, verdict, lines)
+    if code == 2:
+        assert len(lines) == 1 and file in lines[0], lines
+
+
+@pytest.mark.parametrize("keys", [("client", "window_s"), ("client", "cpu_share"), ("client", "loop_lag_ms", "p99")])
+def test_a_client_figure_past_any_float_is_no_internal_error(cli, made, tmp_path, keys):
+    """run.json's client figures are read leniently (a figure that is not a finite number says nothing): 10**400
+    is such a figure, not an OverflowError."""
+    run = _copy(made, "quality", tmp_path)
+    _with_raw(run.path / "run.json", keys, HUGE)
+    _refused_or_not_passed(*_judged(cli, "gate", run.path, "--json"), "run.json")
+
+
+@pytest.mark.parametrize("value", ['"lg"', "7", "true", "[1]"])
+def test_a_manifest_whose_guards_are_no_mapping_is_one_line(cli, made, tmp_path, value):
+    """manifest.json `guards` (the guards' files, which verify and a re-gate hash again) of another type: `verify`
+    reads every part (one line naming manifest.json and the field, exit 2); `gate`, which reads the seal, judges
+    the run as it is (FAIL), never an internal error."""
+    run = _copy(made, "quality", tmp_path)
+    _with_raw(run.path / "manifest.json", ("guards",), value)
+    code, verdict, lines = _judged(cli, "verify", run.path, "--json")
+    assert code == 2 and len(lines) == 1 and "manifest.json" in lines[0] and "guards" in lines[0], lines
+    code, verdict, lines = _judged(cli, "gate", run.path, "--json")
+    assert (code, verdict) == (1, "FAIL"), lines
+
+
+def test_a_target_fingerprint_past_any_integer_is_left_out_of_the_history(cli, made, tmp_path):
+    """The run index keeps the manifest's target fingerprint where it is text: 10**400 there is not written to
+    SQLite (an OverflowError after the verdict was printed), the gate's verdict stands."""
+    run = _copy(made, "quality", tmp_path)
+    _with_raw(run.path / "manifest.json", ("target", "fingerprint"), HUGE)
+    code, verdict, lines = _judged(cli, "gate", run.path, "--json")
+    assert (code, verdict) == (1, "FAIL"), lines
+
+
+@pytest.mark.parametrize("attempts", [HUGE, "1000000000"])
+def test_a_record_claiming_past_any_retry_count_is_refused_not_counted_out(cli, made, tmp_path, attempts):
+    """records.jsonl `timing.attempts` is the requests sent for the case (retries + 1, retries at most 20): a
+    count no client sends is refused naming the line and field, never an OverflowError or a list of a billion
+    outcomes built in memory."""
+    run = _copy(made, "quality", tmp_path)
+    _with_raw(run.records_path, ("timing", "attempts"), attempts, line=0)
+    code, verdict, lines = _judged(cli, "gate", run.path, "--json")
+    assert code == 2 and len(lines) == 1 and "records.jsonl:1" in lines[0] and "attempts" in lines[0], lines
