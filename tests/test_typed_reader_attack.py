@@ -115,11 +115,11 @@ def test_a_target_fingerprint_past_any_integer_is_left_out_of_the_history(cli, m
     assert (code, verdict) == (1, "FAIL"), lines
 
 
-@pytest.mark.parametrize("attempts", [HUGE, "1000000000"])
+@pytest.mark.parametrize("attempts", [HUGE, "1000"])
 def test_a_record_claiming_past_any_retry_count_is_refused_not_counted_out(cli, made, tmp_path, attempts):
     """records.jsonl `timing.attempts` is the requests sent for the case (retries + 1, retries at most 20): a
-    count no client sends is refused naming the line and field, never an OverflowError or a list of a billion
-    outcomes built in memory."""
+    count no client sends is refused naming the line and field, never an OverflowError or a list of that many
+    outcomes built in memory (10**9 of them took 8 GB)."""
     run = _copy(made, "quality", tmp_path)
     _with_raw(run.records_path, ("timing", "attempts"), attempts, line=0)
     code, verdict, lines = _judged(cli, "gate", run.path, "--json")
@@ -137,3 +137,20 @@ def test_a_record_whose_answer_check_no_scorer_runs_is_one_line(cli, made, tmp_p
     for args in (("gate", run.path, "--json"), ("report", run.path, "--format", "csv")):
         code, verdict, lines = _judged(cli, *args)
         assert code == 2 and len(lines) == 1 and "'m01'" in lines[0] and "answer" in lines[0], (args, lines)
+
+
+@pytest.mark.parametrize("lines", [
+    ['{"phase": "quality", "source": "s1", "attempts": 50000000, "errors": {}}'],
+    ['{"phase": "quality", "source": "s1", "attempts": 3, "errors": {"http_5xx": 1e400}}'],
+    ['{"phase": "quality", "source": "s1", "attempts": 3, "errors": {"http_5xx": "many"}}'],
+    ['{"phase": "quality", "source": "s%d", "attempts": 6000000, "errors": {}}' % i for i in range(2)],
+], ids=["fifty-million", "past-any-float", "no-count", "sessions-together"])
+def test_a_ledger_tally_past_what_a_run_sends_is_refused_not_built_in_memory(cli, made, tmp_path, lines):
+    """attempts.jsonl: a cache session's tally {attempts, errors} stands for that many requests, each counted one
+    by one; a tally of 5 * 10**7 (or tallies that together pass 10**7), or a count that is no integer, is one line
+    naming the ledger, never a MemoryError or an OverflowError."""
+    run = _copy(made, "quality", tmp_path)
+    with (run.path / "attempts.jsonl").open("a") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+    code, verdict, err = _judged(cli, "gate", run.path, "--json")
+    assert code == 2 and len(err) == 1 and "attempts.jsonl" in err[0], err
