@@ -71,7 +71,7 @@ def test_an_override_dropped_from_the_manifest_still_keeps_the_run_from_release(
                    "the sealed config snapshot names the layers in a comment): deleting it releases the run. Needs "
                    "the composition sealed (record/seal.py), not a local reader fix")
 def test_an_extends_layer_override_dropped_from_the_manifest_still_keeps_the_run_from_release(cli, tmp_path):
-    config = _project(tmp_path)
+    _project(tmp_path)
     layer = tmp_path / "layer.yaml"
     layer.write_text(yaml.safe_dump({"extends": "releasegate.yaml", "suites": [
         {"path": "suites/s.jsonl", "answer": {"type": "regex", "pattern": "."}}]}))

@@ -6,6 +6,8 @@ past any float, a part of another type). Each edit is one line naming the file (
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 from pathlib import Path
@@ -13,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from releasegate.cli import main
 from releasegate.record.records import RunDir
-from releasegate.testing import composition as mx
 from test_new_features_meet import Stub, check, project
 
 HUGE = "1" + "0" * 400
@@ -31,10 +33,6 @@ def stub():
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, stub):
     """The failing projects, made once: name -> project root (its run at reports/r)."""
-    from releasegate.cli import main
-    import contextlib
-    import io
-
     def cli(*args: Any) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -143,7 +141,7 @@ def test_a_record_whose_answer_check_no_scorer_runs_is_one_line(cli, made, tmp_p
     ['{"phase": "quality", "source": "s1", "attempts": 50000000, "errors": {}}'],
     ['{"phase": "quality", "source": "s1", "attempts": 3, "errors": {"http_5xx": 1e400}}'],
     ['{"phase": "quality", "source": "s1", "attempts": 3, "errors": {"http_5xx": "many"}}'],
-    ['{"phase": "quality", "source": "s%d", "attempts": 6000000, "errors": {}}' % i for i in range(2)],
+    [f'{{"phase": "quality", "source": "s{i}", "attempts": 6000000, "errors": {{}}}}' for i in range(2)],
 ], ids=["fifty-million", "past-any-float", "no-count", "sessions-together"])
 def test_a_ledger_tally_past_what_a_run_sends_is_refused_not_built_in_memory(cli, made, tmp_path, lines):
     """attempts.jsonl: a cache session's tally {attempts, errors} stands for that many requests, each counted one

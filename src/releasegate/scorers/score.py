@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..border.files import exists
@@ -12,7 +13,7 @@ from ..errors import InputError
 from ..record.evidence import answered
 from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir
-from ._registry import get_scorer
+from ._registry import Score, get_scorer
 from .forbidden import find_hits, with_guards
 from .judged import judged_answer, pairwise_outcome
 from .stored import fingerprint, reusable
@@ -132,12 +133,16 @@ def _judged(record: CaseRecord, verdicts: Verdicts | None) -> Scores:
     return scores
 
 
+def _format_check(kind: str, output: str, spec: Any, tokens: int | None) -> Score:
+    return get_scorer("format", kind)(output, spec, tokens)
+
+
 def _format(record: CaseRecord, output: str) -> dict[str, Any]:
     results = []
     for spec in record.format:
         kind = str(spec.get("type")) if isinstance(spec, dict) else repr(spec)
-        results.append((kind, _stored_check(record, "format", lambda spec=spec, kind=kind: get_scorer("format", kind)(
-            output.strip(), spec, record.tokens.output))))
+        results.append((kind, _stored_check(record, "format", partial(
+            _format_check, kind, output.strip(), spec, record.tokens.output))))
     checks = [{"type": kind, **result.as_dict()} for kind, result in results]
     # no check failed, but one could not be made
     unknown = any(r.unknown for _, r in results) and all(r.passed or r.unknown for _, r in results)
