@@ -152,3 +152,14 @@ def test_a_ledger_tally_past_what_a_run_sends_is_refused_not_built_in_memory(cli
         fh.write("".join(line + "\n" for line in lines))
     code, verdict, err = _judged(cli, "gate", run.path, "--json")
     assert code == 2 and len(err) == 1 and "attempts.jsonl" in err[0], err
+
+
+@pytest.mark.parametrize(("keys", "raw"), [(("tokens", "output"), HUGE), (("tokens", "output"), "-1000000"),
+                                          (("tokens", "input"), HUGE)])
+def test_a_token_count_past_any_float_or_below_zero_is_refused_naming_it(cli, made, tmp_path, keys, raw):
+    """records.jsonl `tokens`: a count is 0 or more and held by a float (throughput and cost divide by it): 10**400
+    was an OverflowError, a negative count a negative cost; each is one line naming the line and field."""
+    run = _copy(made, "quality", tmp_path)
+    _with_raw(run.records_path, keys, raw, line=1)
+    code, verdict, lines = _judged(cli, "gate", run.path, "--json")
+    assert code == 2 and len(lines) == 1 and "records.jsonl:2" in lines[0] and ".".join(keys) in lines[0], lines

@@ -82,12 +82,16 @@ class Timing(BaseModel):
         return data
 
 
+_TokenCount = Annotated[int, Field(ge=0, le=2**53)]
+"""A token count: 0 or more, and one a float holds exactly (throughput and cost divide by it; 10**400 overflowed)."""
+
+
 class Tokens(BaseModel):
     """Token counts of one request and where they came from."""
 
-    input: int | None = None
+    input: _TokenCount | None = None
     """Prompt tokens, after the chat template."""
-    output: int | None = None
+    output: _TokenCount | None = None
     """Generated tokens, the end-of-sequence token included when generation stopped on one (as servers' usage)."""
     source: str = "tokenizer"
     """'usage' (the server's usage report), 'tokenizer' (the model's own tokenizer) or 'chunks' (one per streamed
