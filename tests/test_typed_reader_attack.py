@@ -163,3 +163,13 @@ def test_a_token_count_past_any_float_or_below_zero_is_refused_naming_it(cli, ma
     _with_raw(run.records_path, keys, raw, line=1)
     code, verdict, lines = _judged(cli, "gate", run.path, "--json")
     assert code == 2 and len(lines) == 1 and "records.jsonl:2" in lines[0] and ".".join(keys) in lines[0], lines
+
+
+@pytest.mark.parametrize("value", ['"x"', '"HF"'])
+def test_a_run_naming_no_backend_is_one_line_naming_run_json(cli, made, tmp_path, value):
+    """run.json `backend` edited to a name no backend has: one line naming run.json and the field (it named only
+    `target.backend`, as if the config were wrong)."""
+    run = _copy(made, "quality", tmp_path)
+    _with_raw(run.path / "run.json", ("backend",), value)
+    code, verdict, lines = _judged(cli, "gate", run.path, "--json")
+    assert code == 2 and len(lines) == 1 and "run.json" in lines[0] and "backend" in lines[0], lines
