@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..border.files import check_regular, exists, is_dir, is_file, modified_at, sha256_file
 from ..border.structured import json_loads, stored_json
@@ -112,9 +112,10 @@ def run_summary(run_path: Path) -> HistoryRow:
     judged = parts.loose(parts.JudgedFacts, report.judged_by) or parts.JudgedFacts()
     effective, snapshot = judged.effective_sha256, judged.snapshot_sha256
     overrides = [o for o in (parts.loose(parts.OverrideFacts, o) for o in parts.as_list(judged.overrides)) if o is not None]
+    fingerprint = manifest.target.fingerprint if manifest.target else None
     return HistoryRow(
         dir=run.path.name, run_id=info.run_id, created_at=info.created_at, status=info.status, target=info.target,
-        fingerprint=cast("str | None", manifest.target.fingerprint if manifest.target else None), suites=suites,
+        fingerprint=fingerprint if isinstance(fingerprint, str) else None, suites=suites,
         verdict=_shown_verdict(run.path, manifest, report.verdict),
         rubric_sha256=snapshot if isinstance(snapshot, str) else None,
         metrics={m: _number(parts.MetricFacts.model_validate(metrics[m]).value) for m in HEADLINE_METRICS
