@@ -34,6 +34,10 @@ LAZY_LIBRARY = {
     # a what-if re-derives the cache probe, whose stage reaches the embedding backends; a plain `gate` imports
     # no backend (tests/test_command_imports.py)
     "releasegate.pipeline.regate": {"releasegate.run.cache_probe_stage"},
+    # the suite reader, a disk split's table files and model signing serve building a check's manifest; `gate`
+    # only compares the stored hashes (`manifest.compare_manifest`), and imports none of them
+    "releasegate.run.manifest_inputs": {"releasegate.inputs.suites", "releasegate.inputs.tables",
+                                        "releasegate.border.model_digest"},
     # httpx (published as httpx2, chosen in `_http`) loads only with the `openai` package's client: an endpoint check
     # through the lean client (the default) and a check on hf never import it (tests/test_command_imports.py)
     "releasegate.backends._openai_client": {"releasegate.backends._http"},
