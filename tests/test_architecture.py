@@ -38,6 +38,12 @@ LAZY_LIBRARY = {
     # only compares the stored hashes (`manifest.compare_manifest`), and imports none of them
     "releasegate.run.manifest_inputs": {"releasegate.inputs.suites", "releasegate.inputs.tables",
                                         "releasegate.border.model_digest"},
+    # the view models of a load phase, a prefix-cache probe, the response-cache probe's embeddings and a guard load
+    # when a report shows that section; a run without one (the demo's `gate`) never builds them
+    "releasegate.report.formatting": {"releasegate.report.run_models"},
+    "releasegate.report.capacity_section": {"releasegate.report.run_models"},
+    "releasegate.report.cache_probe_section": {"releasegate.report.run_models"},
+    "releasegate.report.judge_section": {"releasegate.report.run_models"},
     # httpx (published as httpx2, chosen in `_http`) loads only with the `openai` package's client: an endpoint check
     # through the lean client (the default) and a check on hf never import it (tests/test_command_imports.py)
     "releasegate.backends._openai_client": {"releasegate.backends._http"},
