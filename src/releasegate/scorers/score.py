@@ -17,7 +17,6 @@ from ._registry import Score, get_scorer
 from .forbidden import find_hits, with_guards
 from .judged import judged_answer, pairwise_outcome
 from .stored import fingerprint, reusable
-from .tool_calls import score_tools
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule
@@ -103,7 +102,7 @@ def fixed_scores(record: CaseRecord, forbidden_rules: Rules) -> Scores:
         output, record.expected, record.answer).as_dict()) if record.answer and kind != "judge" else None
     hits = find_hits(output, forbidden_rules)
     return {
-        **({"tools": score_tools(record.tools, record.tool_calls or [])} if record.tools else {}),
+        **({"tools": _tools(record.tools, record.tool_calls or [])} if record.tools else {}),
         **({"answer": answer} if answer is not None else {}),
         **({"format": _format(record, output)} if record.format else {}),
         "forbidden": {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits,
@@ -147,3 +146,10 @@ def _format(record: CaseRecord, output: str) -> dict[str, Any]:
     # no check failed, but one could not be made
     unknown = any(r.unknown for _, r in results) and all(r.passed or r.unknown for _, r in results)
     return {"passed": all(r.passed for _, r in results), "checks": checks, **({"unknown": True} if unknown else {})}
+
+
+def _tools(tools: dict[str, Any], calls: list[Any]) -> dict[str, Any]:
+    """The tool-calling score of a case that offered tools; the scorer loads with the first such case."""
+    from .tool_calls import score_tools
+
+    return score_tools(tools, calls)
