@@ -19,11 +19,14 @@ from .schema_compiler import (
     _ANNOTATIONS,
     _OBJECT_KEYWORDS,
     Check,
+    ObjectParts,
     Schema,
     Unsupported,
     _is_integer,
     _is_number,
     _unique_items,
+    branches,
+    known_properties,
     ref_parts,
     ref_target,
 )
@@ -143,31 +146,25 @@ class SchemaWriter:
         lines of one pass; [] for any other schema (its keywords are written one by one)."""
         if not _one_pass(schema):
             return []
-        props = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        required = schema.get("required", [])
-        most, least = schema.get("maxProperties", math.inf), schema.get("minProperties", 0)
-        if not isinstance(props, dict) or not isinstance(required, list) or \
-                not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
-            raise Unsupported("object")
+        parts = ObjectParts.of(schema)
         c = self.program.constant
         lines = ["    if not isinstance(v, dict): return False"]
-        if "maxProperties" in schema or "minProperties" in schema:
-            lines.append(f"    if not {c(least)} <= len(v) <= {c(most)}: return False")
-        for name in dict.fromkeys(required):
+        if parts.sized:
+            lines.append(f"    if not {c(parts.least)} <= len(v) <= {c(parts.most)}: return False")
+        for name in dict.fromkeys(parts.required):
             lines.append(f"    if {c(name)} not in v: return False")
-        for name, sub in props.items():
+        for name, sub in parts.properties.items():
             test = self._call(sub, "p")
             if test != "True":
                 lines.append(f"    p = v.get({c(name)}, _MISSING)\n    if p is not _MISSING and not {test}: return False")
-        known = c(frozenset(props))
-        if extra is False:
+        known = c(frozenset(parts.properties))
+        if parts.extra is False:
             lines.append(f"    if not {known}.issuperset(v): return False")
-        elif extra is not True:
-            test = self._call(extra, "p")
+        elif parts.extra is not True:
+            test = self._call(parts.extra, "p")
             lines.append(f"    for k, p in v.items():\n        if k not in {known} and not {test}: return False")
-        if "propertyNames" in schema:
-            lines.append(f"    for p in v:\n        if not {self._call(schema['propertyNames'], 'p')}: return False")
+        if parts.names is not True:
+            lines.append(f"    for p in v:\n        if not {self._call(parts.names, 'p')}: return False")
         return lines
 
     # -- a keyword: an expression of `x` -----------------------------------------------------------------------
@@ -222,7 +219,7 @@ class SchemaWriter:
         if key == "additionalProperties":
             if "patternProperties" in schema:
                 raise Unsupported(key)
-            known = c(frozenset(schema.get("properties", {})))
+            known = c(known_properties(schema))
             if arg is False:
                 return f"(not isinstance({x}, dict) or {known}.issuperset({x}))"
             return f"(not isinstance({x}, dict) or all({self._call(arg, 'i')} for k, i in {x}.items() if k not in {known}))"
@@ -239,12 +236,12 @@ class SchemaWriter:
         if key in ("allOf", "anyOf", "oneOf"):
             if not isinstance(arg, list):
                 raise Unsupported(key)
-            branches = [self._call(sub, x) for sub in arg]
+            parts = [self._call(sub, x) for sub in arg]
             if key == "allOf":
-                return "(" + " and ".join(branches or ["True"]) + ")"
+                return "(" + " and ".join(parts or ["True"]) + ")"
             if key == "anyOf":
-                return "(" + " or ".join(branches or ["False"]) + ")"
-            return "((" + ") + (".join(branches or ["False"]) + ") == 1)"
+                return "(" + " or ".join(parts or ["False"]) + ")"
+            return "((" + ") + (".join(parts or ["False"]) + ") == 1)"
         if key == "not":
             return f"(not {self._call(arg, x)})"
         if key == "uniqueItems":
@@ -255,8 +252,7 @@ class SchemaWriter:
             return f"_unique_items({x})"
         if key == "if":
             test = self._call(arg, x)
-            then = self._call(schema["then"], x) if "then" in schema else "True"
-            else_ = self._call(schema["else"], x) if "else" in schema else "True"
+            then, else_ = (self._call(sub, x) for sub in branches(schema))
             return f"(({then}) if {test} else ({else_}))"
         raise Unsupported(key)
 

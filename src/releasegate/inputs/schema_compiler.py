@@ -7,9 +7,10 @@ import math
 import numbers
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-__all__ = ["SchemaCompiler", "Unsupported", "ref_parts", "ref_target"]
+__all__ = ["ObjectParts", "SchemaCompiler", "Unsupported", "branches", "known_properties", "ref_parts", "ref_target"]
 
 
 Check = Callable[[object], bool]
@@ -64,6 +65,42 @@ def _unique_items(value: object) -> bool:
     from jsonschema._utils import uniq
 
     return bool(uniq(value))
+
+
+@dataclass(frozen=True)
+class ObjectParts:
+    """The keywords of a `type: object` node read in one pass over its items, each checked for a form compiled."""
+
+    properties: dict[str, object]
+    extra: object
+    """additionalProperties: True, False or a schema."""
+    names: object
+    """propertyNames: a schema, True when absent."""
+    required: tuple[str, ...]
+    most: Number
+    least: Number
+    sized: bool
+    """Whether the node bounds its size at all."""
+
+    @classmethod
+    def of(cls, schema: Schema) -> ObjectParts:
+        props, required = schema.get("properties", {}), schema.get("required", [])
+        most, least = schema.get("maxProperties", math.inf), schema.get("minProperties", 0)
+        if not isinstance(props, dict) or not isinstance(required, list) or \
+                not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
+            raise Unsupported("object")
+        return cls(props, schema.get("additionalProperties", True), schema.get("propertyNames", True),
+                   tuple(required), most, least, "maxProperties" in schema or "minProperties" in schema)
+
+
+def branches(schema: Schema) -> tuple[object, object]:
+    """An `if` node's `then` and `else` (True, passing everything, where absent)."""
+    return schema.get("then", True), schema.get("else", True)
+
+
+def known_properties(schema: Schema) -> frozenset[str]:
+    """The names `additionalProperties` leaves alone: those `properties` lists."""
+    return frozenset(schema.get("properties", {}))
 
 
 def ref_parts(ref: object) -> tuple[str | None, str]:
@@ -145,14 +182,11 @@ class SchemaCompiler:
         return None, frozenset()
 
     def _object(self, schema: Schema) -> Check:
-        subs = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
-        extra = schema.get("additionalProperties", True)
+        parts = ObjectParts.of(schema)
+        subs = {name: self.compile(sub) for name, sub in parts.properties.items()}
+        extra, required, most, least = parts.extra, parts.required, parts.most, parts.least
         other = None if extra is True or extra is False else self.compile(extra)
-        names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
-        required = tuple(schema.get("required", ()))
-        most, least = schema.get("maxProperties", math.inf), schema.get("minProperties", 0)
-        if not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
-            raise Unsupported("object")
+        names = None if parts.names is True else self.compile(parts.names)
 
         def check(value: object) -> bool:
             if not isinstance(value, dict) or not least <= len(value) <= most:
@@ -236,7 +270,7 @@ class SchemaCompiler:
         if key == "additionalProperties":
             if "patternProperties" in schema:
                 raise Unsupported(key)
-            known = frozenset(schema.get("properties", {}))
+            known = known_properties(schema)
             if arg is False:
                 return lambda value: not isinstance(value, dict) or all(k in known for k in value)
             check = self.compile(arg)
@@ -281,12 +315,12 @@ class SchemaCompiler:
         if key in ("allOf", "anyOf", "oneOf"):
             if not isinstance(arg, list):
                 raise Unsupported(key)
-            branches = tuple(self.compile(sub) for sub in arg)
+            alternatives = tuple(self.compile(sub) for sub in arg)
             if key == "allOf":
-                return lambda value: all(check(value) for check in branches)
+                return lambda value: all(check(value) for check in alternatives)
             if key == "anyOf":
-                return lambda value: any(check(value) for check in branches)
-            return lambda value: sum(1 for check in branches if check(value)) == 1
+                return lambda value: any(check(value) for check in alternatives)
+            return lambda value: sum(1 for check in alternatives if check(value)) == 1
         if key == "not":
             check = self.compile(arg)
             return lambda value: not check(value)
@@ -298,8 +332,7 @@ class SchemaCompiler:
             return _unique_items
         if key == "if":
             test = self.compile(arg)
-            then = self.compile(schema["then"]) if "then" in schema else None
-            else_ = self.compile(schema["else"]) if "else" in schema else None
+            then, else_ = (None if sub is True else self.compile(sub) for sub in branches(schema))
 
             def if_(value: object) -> bool:
                 if test(value):
