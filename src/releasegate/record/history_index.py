@@ -105,8 +105,7 @@ def run_summary(run_path: Path) -> HistoryRow:
         manifest = parts.ManifestFacts.model_validate(read_manifest_file(run.path, whole=False) or {})
     except InputError:
         manifest = parts.ManifestFacts()
-    report = parts.loose(parts.ReportFacts, stored_json(run.path / "report.json", what="report.json"))
-    report = report or parts.ReportFacts()
+    report = parts.loose(parts.ReportFacts, stored_json(run.path / "report.json", what="report.json")) or parts.ReportFacts()
     suites = sorted({str(e.name) for e in manifest.inputs or () if e.role == "suite"})
     metrics = parts.as_dict(report.metrics)
     judged = parts.loose(parts.JudgedFacts, report.judged_by) or parts.JudgedFacts()
