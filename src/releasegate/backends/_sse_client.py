@@ -298,7 +298,8 @@ class LeanClient:
 
     async def stream(self, path: str, body: bytes) -> tuple[list[str], list[int], int, int, int | None]:
         """Send; wait for the whole response; return (SSE lines, arrival ns of each line, end ns, sent ns, connect
-        ns). `sent`: when the request's last byte was written; `connect`: the TCP (+ TLS) connect time of the
+        ns). `sent`: when the request's last byte was written; `end`: when the bytes that completed the response
+        arrived (their receive callback's clock read); `connect`: the TCP (+ TLS) connect time of the
         connection it went out on, None when a pooled one was reused. A failure carries `sent_ns` (when it got
         that far) and `connect_ns` as attributes."""
         conn, connect = await self._connection()
@@ -332,7 +333,8 @@ class LeanClient:
             conn.done = None
             conn.transport.close()
             raise
-        end = time.perf_counter_ns()
+        end = conn.last_rx  # the arrival of the bytes that completed the response, not this coroutine's wake-up
+        segments = conn.body()  # before the connection goes back to the pool (its next request resets it)
         conn.done = None
         if conn.headers.get("connection", "").lower() != "close" and not conn.closed:
             self._idle.append(conn)
@@ -343,10 +345,10 @@ class LeanClient:
             error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise error
         if conn.status != 200:
-            refused = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
+            refused = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in segments))
             refused.sent_ns, refused.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise refused
-        lines, stamps = _lines(conn.body())
+        lines, stamps = _lines(segments)
         return lines, stamps, end, sent, connect
 
     async def _wait(self, conn: _Response) -> None:
