@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ..border.limits import request_target
 from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
+from ._turns import my_turn
 
 if TYPE_CHECKING:
     from ._lateness import LatenessProbe
@@ -348,6 +349,7 @@ class LeanClient:
             refused = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in segments))
             refused.sent_ns, refused.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise refused
+        await my_turn()  # splitting is a stream's end-of-stream work: one stream's per loop iteration
         lines, stamps = _lines(segments)
         return lines, stamps, end, sent, connect
 
