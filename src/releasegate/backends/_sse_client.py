@@ -2,8 +2,8 @@
 
 The `openai` client's streaming path (httpx, line decoding, pydantic) costs about 0.4 ms of Python per event
 before we can read the clock; at 64 concurrent streams that queues into milliseconds of error on the TTFT we
-report. Here the clock is read first thing in `data_received`, bytes are stored with their arrival time, and
-HTTP chunk decoding and SSE splitting run after the stream has ended. Keep-alive connections are pooled, and can
+report. Here bytes are stored with their arrival time: on plain TCP on Linux the kernel's receive stamp
+(`_kernel_rx`), else the clock read first thing in `data_received`; SSE splitting runs after the stream ended. Keep-alive connections are pooled, and can
 be opened before a measured window (`preconnect`), so that no request's send lag holds a TCP connect it need
 not; a request that does open one reports the connect time apart (`stream`'s `connect_ns`).
 
@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ..border.limits import request_target
 from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
+from ._kernel_rx import SUPPORTED, open_stamped
 from ._turns import my_turn
 
 if TYPE_CHECKING:
@@ -77,8 +78,9 @@ class _Response(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter_ns()  # before anything else
+    def data_received(self, data: bytes, at: int | None = None) -> None:
+        read = time.perf_counter_ns()  # before anything else
+        now = read if at is None else at  # `at`: the kernel's receive stamp (`_kernel_rx`), where it gave one
         self.last_rx = now
         self.rx_bytes += len(data)
         if self.done is not None and not self.done.done():
@@ -87,7 +89,7 @@ class _Response(asyncio.Protocol):
             except Exception as exc:  # the server's bytes, not our bug: that request fails, the loop never sees it
                 self._fail(exc if isinstance(exc, (BadFraming, ResponseTooLarge)) else BadFraming(f"unreadable response: {exc}"))
         if self.probe is not None:
-            self.probe.rx(now)
+            self.probe.rx(read)
 
     def _fail(self, exc: Exception) -> None:
         if not self.done.done():
@@ -279,10 +281,12 @@ class LeanClient:
         loop = asyncio.get_running_loop()
         started = time.perf_counter_ns()
         try:
-            _, proto = await asyncio.wait_for(
-                loop.create_connection(lambda: _Response(self.probe, self.max_bytes), self.host, self.port, ssl=self._ssl),
-                self.connect_timeout,
-            )
+            if self._ssl is None and SUPPORTED:  # plain TCP on Linux: reads stamped by the kernel
+                proto = await asyncio.wait_for(open_stamped(self.host, self.port, lambda: _Response(self.probe, self.max_bytes)),
+                                               self.connect_timeout)
+            else:
+                _, proto = await asyncio.wait_for(loop.create_connection(
+                    lambda: _Response(self.probe, self.max_bytes), self.host, self.port, ssl=self._ssl), self.connect_timeout)
         except TimeoutError:
             raise ConnectionError(f"connect to {self.host}:{self.port} timed out") from None
         return proto, time.perf_counter_ns() - started
