@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
-__all__ = ["SchemaCompiler", "Unsupported"]
+__all__ = ["SchemaCompiler", "Unsupported", "ref_parts", "ref_target"]
 
 
 Check = Callable[[object], bool]
@@ -64,6 +64,32 @@ def _unique_items(value: object) -> bool:
     from jsonschema._utils import uniq
 
     return bool(uniq(value))
+
+
+def ref_parts(ref: object) -> tuple[str | None, str]:
+    """A `$ref` as (the shipped schema it names, or None for this one; the local `#...` part)."""
+    if not isinstance(ref, str) or "~" in ref or "%" in ref:
+        raise Unsupported(ref)
+    if ref.startswith("#"):
+        return None, ref
+    name, _, fragment = ref.partition("#")
+    name = name.removeprefix(_SCHEMA_BASE)
+    shipped = name.removesuffix(".schema.json")
+    if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
+        raise Unsupported(ref)
+    return shipped, "#" + fragment
+
+
+def ref_target(root: Schema, ref: str) -> object:
+    """The part of `root` a local `$ref` (`#` or `#/a/b`) points at."""
+    if ref != "#" and not ref.startswith("#/"):  # '#name': an $anchor somewhere in the schema, left to jsonschema
+        raise Unsupported(ref)
+    target: object = root
+    for part in ref[1:].split("/")[1:] if ref != "#" else []:
+        if not isinstance(target, dict) or part not in target:
+            raise Unsupported(ref)
+        target = target[part]
+    return target
 
 
 class SchemaCompiler:
@@ -163,29 +189,16 @@ class SchemaCompiler:
         return check
 
     def _ref(self, ref: object) -> Check:
-        if not isinstance(ref, str) or "~" in ref or "%" in ref:
-            raise Unsupported(ref)
-        if not ref.startswith("#"):  # another shipped schema, e.g. case.schema.json#/$defs/answer
-            name, _, fragment = ref.partition("#")
-            name = name.removeprefix(_SCHEMA_BASE)
-            shipped = name.removesuffix(".schema.json")
-            if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
-                raise Unsupported(ref)
+        shipped, local = ref_parts(ref)
+        if shipped is not None:  # another shipped schema, e.g. case.schema.json#/$defs/answer
             if shipped not in self.others:  # one compiler per shipped schema, one cache: cycles across them end
                 if self.load is None:
                     raise Unsupported(ref)
                 other = type(self)(self.load(shipped), self.load)
                 other.done, other.others = self.done, self.others
                 self.others[shipped] = other
-            return self.others[shipped]._ref("#" + fragment)
-        if ref != "#" and not ref.startswith("#/"):  # '#name': an $anchor somewhere in the schema, left to jsonschema
-            raise Unsupported(ref)
-        target = self.root
-        for part in ref[1:].split("/")[1:] if ref != "#" else []:
-            if not isinstance(target, dict) or part not in target:
-                raise Unsupported(ref)
-            target = target[part]
-        return self.compile(target)
+            return self.others[shipped]._ref(local)
+        return self.compile(ref_target(self.root, local))
 
     def _keyword(self, key: str, arg: object, schema: Schema) -> Check | None:  # noqa: C901 (one branch per keyword)
         if key in _ANNOTATIONS:
