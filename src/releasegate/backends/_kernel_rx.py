@@ -133,6 +133,15 @@ class StampedTransport:
 _R = TypeVar("_R", bound=Receiver)
 
 
+def _ask_for_stamps(sock: socket.socket) -> None:
+    """Turn kernel receive stamps on where the kernel lets us; a sandbox or kernel that refuses the option
+    (gVisor, a seccomp filter) leaves the socket unstamped: its reads are stamped when read, never refused."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    except OSError:
+        pass
+
+
 async def open_stamped(host: str, port: int, factory: Callable[[], _R]) -> _R:
     """Connect to host:port (each address in turn), kernel receive stamps on; the protocol `factory` made."""
     loop = asyncio.get_running_loop()
@@ -142,7 +151,7 @@ async def open_stamped(host: str, port: int, factory: Callable[[], _R]) -> _R:
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as asyncio's transports set it
-            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            _ask_for_stamps(sock)
             await loop.sock_connect(sock, address)
         except OSError as exc:
             sock.close()

@@ -80,7 +80,9 @@ class _Response(asyncio.Protocol):
 
     def data_received(self, data: bytes, at: int | None = None) -> None:
         read = time.perf_counter_ns()  # before anything else
-        now = read if at is None else at  # `at`: the kernel's receive stamp (`_kernel_rx`), where it gave one
+        # `at`: the kernel's receive stamp (`_kernel_rx`), where it gave one; never before the request's send
+        # (`last_rx` from then on): a server on this machine may answer before the clock read after the write
+        now = read if at is None else max(at, self.last_rx)
         self.last_rx = now
         self.rx_bytes += len(data)
         if self.done is not None and not self.done.done():
