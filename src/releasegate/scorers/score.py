@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..border.files import exists
 from ..record.evidence import answered
+from ..record.held import hold_inputs
 from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir
 from ._registry import get_scorer
@@ -53,7 +54,9 @@ def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = 
     records, ledger = run_ledger(run)
     load = run.read_records("load.jsonl", required=False)
     draws = run.read_records("draws.jsonl", required=False)
-    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger)
+    scores = score_records(records, forbidden_rules, verdicts)
+    hold_inputs(records)  # every case's input packed: the gate and the reports read few of them, each when it must
+    return ScoredRun(records, scores, load, draws, ledger)
 
 
 def run_ledger(run: RunDir) -> tuple[list[CaseRecord], list[LedgerLine]]:
@@ -78,7 +81,10 @@ def score_record(record: CaseRecord, forbidden_rules: Rules, verdicts: Verdicts 
     fixed = reusable(record, forbidden_rules)
     if fixed is None:
         fixed = fixed_scores(record, forbidden_rules)
-    fixed = {**fixed, "forbidden": with_guards(fixed.get("forbidden", {}), record, forbidden_rules, verdicts)}
+    forbidden = with_guards(fixed.get("forbidden", {}), record, forbidden_rules, verdicts)
+    if forbidden is not fixed.get("forbidden"):
+        fixed = {**fixed, "forbidden": forbidden}
+    # else the record's scores as stored (no guard rule): held once for the cases that share them, not copied
     if judged:  # the verdict, never a stored answer
         return {**_judged(record, verdicts), **{k: v for k, v in fixed.items() if k not in ("answer", "pairwise")}}
     return fixed
