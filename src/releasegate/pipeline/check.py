@@ -287,11 +287,8 @@ def _execute(run: RunDir, info: RunInfo, config: Config, rubric: Rubric, cases: 
             backend.close()
         if cache is not None:
             cache.close()
-    # what generation needed is let go before judging reads the journal again: a suite of 100,000 cases (and a
-    # resume's recorded ones) would otherwise be held beside every record the gate reads
-    del done, todo, hits, draws
-    if how.hand_over_cases:
-        cases.clear()
+    del done, todo, hits, draws  # let go before judging reads the journal again, as the cases (`let_go`)
+    how.let_go(cases)
     # Every record is in, but run.json says 'complete' only from just before the reports (which show it) are
     # written: a run stopped while judging is 'interrupted' (killed: 'running'), and `check --resume` then
     # judges it and writes the reports without generating anything.

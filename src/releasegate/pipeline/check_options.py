@@ -37,3 +37,9 @@ class CheckOptions:
     """The caller gives its list of cases up: `check` empties it once the cases are run, before judging (a suite
     of 100,000 cases is not held through judging and the reports). False for a caller that runs them again (a
     matrix's variants)."""
+
+    def let_go(self, cases: list[Any]) -> None:
+        """Empty the caller's list of cases once they are run, when it was handed over: a suite of 100,000 cases
+        (and a resume's recorded ones) is otherwise held beside every record the gate reads."""
+        if self.hand_over_cases:
+            cases.clear()

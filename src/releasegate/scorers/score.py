@@ -81,8 +81,9 @@ def score_record(record: CaseRecord, forbidden_rules: Rules, verdicts: Verdicts 
     fixed = reusable(record, forbidden_rules)
     if fixed is None:
         fixed = fixed_scores(record, forbidden_rules)
-    forbidden = with_guards(fixed.get("forbidden", {}), record, forbidden_rules, verdicts)
-    if forbidden is not fixed.get("forbidden"):
+    found = fixed.get("forbidden", {})
+    forbidden = with_guards(found, record, forbidden_rules, verdicts)
+    if forbidden is not found or "forbidden" not in fixed:
         fixed = {**fixed, "forbidden": forbidden}
     # else the record's scores as stored (no guard rule): held once for the cases that share them, not copied
     if judged:  # the verdict, never a stored answer
