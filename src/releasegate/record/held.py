@@ -6,12 +6,11 @@ time it is read. A record of 100,000 cases' run holds about 0.5 KB less per case
 from __future__ import annotations
 
 import marshal
-from collections.abc import Iterable
 from typing import Any
 
 from .records import CaseRecord
 
-__all__ = ["HeldRecord", "hold_inputs"]
+__all__ = ["HeldRecord", "hold_input"]
 
 _INPUT = "input"
 
@@ -46,9 +45,8 @@ def _input(record: CaseRecord) -> dict[str, Any]:
 setattr(HeldRecord, _INPUT, property(_input))  # after the class is made: the field stays as pydantic knows it
 
 
-def hold_inputs(records: Iterable[CaseRecord]) -> None:
-    """Hold each record's input packed (`HeldRecord`), in place: every other field is as it was."""
-    for rec in records:
-        if type(rec) is CaseRecord:
-            rec.__dict__[_INPUT] = marshal.dumps(rec.__dict__[_INPUT])
-            rec.__class__ = HeldRecord
+def hold_input(record: CaseRecord) -> None:
+    """Hold the record's input packed (`HeldRecord`), in place: every other field is as it was."""
+    if type(record) is CaseRecord:
+        record.__dict__[_INPUT] = marshal.dumps(record.__dict__[_INPUT])
+        record.__class__ = HeldRecord

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..border.files import exists
 from ..record.evidence import answered
-from ..record.held import hold_inputs
+from ..record.held import hold_input
 from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir
 from ._registry import get_scorer
@@ -51,22 +51,20 @@ class ScoredRun:
 
 def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> ScoredRun:
     """Read a run's records and load requests, and score the records by `forbidden_rules` and `verdicts`."""
-    records, ledger = run_ledger(run)
+    records, ledger = run_ledger(run, each=hold_input)  # inputs packed as read: the gate reads few, when it must
     load = run.read_records("load.jsonl", required=False)
     draws = run.read_records("draws.jsonl", required=False)
-    scores = score_records(records, forbidden_rules, verdicts)
-    hold_inputs(records)  # every case's input packed: the gate and the reports read few of them, each when it must
-    return ScoredRun(records, scores, load, draws, ledger)
+    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger)
 
 
-def run_ledger(run: RunDir) -> tuple[list[CaseRecord], list[LedgerLine]]:
+def run_ledger(run: RunDir, each: Callable[[CaseRecord], None] | None = None) -> tuple[list[CaseRecord], list[LedgerLine]]:
     """A run's records and its attempts ledger, each cached record whose session the ledger counts standing for
-    no request of its own (`ledger.covered`)."""
+    no request of its own (`ledger.covered`); `each`: `RunDir.read_records`'."""
     if not exists(run.path / LEDGER):  # a run from before the ledger, or one that needed none
-        return run.read_records(), []
+        return run.read_records(each=each), []
     load_phase = run.read_info().load_phase or {}
     ledger = read_ledger(run.path, load_phase.get("session"))
-    return covered(run.read_records(), ledger), ledger
+    return covered(run.read_records(each=each), ledger), ledger
 
 
 def score_record(record: CaseRecord, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> Scores:
