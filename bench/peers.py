@@ -42,6 +42,16 @@ process of its tree, sampled from /proc every 50 ms and interpolated to the wind
 load 1m: the machine's 1-minute load average at the end of each run (`os.getloadavg()`): the cores are shared,
 with the stub and with whatever else the machine runs.
 
+Pinning (`--pin split`, the default): the stub runs on the first core this process may use, every client on the
+others (this process pins itself there before anything runs, and aiperf's and guidellm's processes inherit it),
+so no tool shares a core with the stub and every tool has the same cores; the thread that samples a peer's CPU
+time from /proc runs on the stub's core. `--pin none`: everything shares every core, as before. Other work on
+the machine is not kept off either set.
+
+The end: each client's TTFT error p50 and p99 (median over runs) at each stream count, with the best peer's
+figure over it (how many times smaller the client's error is), and the goal: the lean client as `check` runs it
+(`lean/uvloop`) at most a tenth of the best peer's TTFT error p99 at 64 streams; missed, the bench exits 1.
+
 Request counts: `--per-stream` requests per stream (default 2) and at least `--floor` (default 8) per run; the
 closed loop's first and last round are ramps, so req/s reads a little under 1.0 on a perfect client.
 `--quick`: 1 run at 1 and 16 streams. `--clients lean/asyncio,aiperf`, `--streams 1,64`, `--runs N`: as given.
@@ -55,6 +65,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,6 +88,9 @@ PEERS = {"aiperf": ("aiperf", "0.13.0"), "guidellm": ("guidellm", "0.8.1")}
 SKIPPED: dict[str, str] = {}
 TORCH = "torch==2.13.0"  # the CPU wheel on this machine's disk; a bare torch pulls a multi-GB CUDA build
 CLIENTS = ["lean/asyncio", "lean/uvloop", "openai", "aiperf", "guidellm"]
+LEAN = "lean/uvloop"  # the lean client as `check` runs it (uvloop's loop where it is installed): the goal's client
+GOAL_STREAMS, GOAL_RATIO = 64, 10.0  # its TTFT error p99 at 64 streams: at most a tenth of the best peer's
+STUB_CPUS: set[int] = set()  # the stub's cores, where the run is pinned (`pin`); empty: unpinned
 TOKENIZER = ROOT / "models" / "demo" / "base"
 
 _SERVER = r"""
@@ -133,8 +147,10 @@ class _Server(la._Server):
 
     def __enter__(self) -> _Server:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+        cpus = STUB_CPUS  # read now: the child sets its own affinity before it runs anything
         self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(la.TTFT_MS), str(la.ITL_MS), str(la.TOKENS)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         port = self.proc.stdout.readline().strip()
         if not port:
             raise RuntimeError(f"the stub server did not start (exit {self.proc.wait(10)})")
@@ -318,6 +334,8 @@ class _TreeCPU:
         return got
 
     def _run(self) -> None:
+        if STUB_CPUS:  # pinned: this thread reads all of /proc every 50 ms; on the peer's own core it would delay it
+            os.sched_setaffinity(0, STUB_CPUS)  # 0: this thread alone
         while not self._stop.is_set():
             stats = self._stats()
             tree, grew = {self.pid}, True
@@ -500,6 +518,65 @@ def print_row(client: str, streams: int, runs: list[dict]) -> None:
         print(f"{'':>14}failed: " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())), flush=True)
 
 
+def pin(how: str) -> str:
+    """Pins the stub and the clients apart (`--pin split`, the default): the stub gets the first core this process
+    may run on, and this process the others, which every client inherits (the lean and openai clients run in this
+    process; aiperf's and guidellm's processes are its children), so every tool is pinned the same way and none
+    shares a core with the stub. Other work on the machine is not kept off these cores. Returns how it pinned."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if how == "none" or len(cpus) < 2:
+        return f"unpinned ({len(cpus)} cores, shared by the stub and the client)"
+    STUB_CPUS.update(cpus[:1])
+    os.sched_setaffinity(0, cpus[1:])
+    return f"pinned: the stub on core {cpus[0]}, each client on core(s) {','.join(map(str, cpus[1:]))}"
+
+
+def _median(runs: list[dict], key: str) -> float | None:
+    xs = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _ratio(best: float | None, own: float | None) -> str:
+    """How many times smaller `own` is than the best peer's; '-' where either is missing or not above zero."""
+    return f"{best / own:.1f}x" if best is not None and own is not None and best > 0 and own > 0 else "-"
+
+
+def ttft_ratios(results: dict[tuple[str, int], list[dict]], clients: list[str], streams_list: list[int]) -> bool | None:
+    """Prints each client's TTFT error p50 and p99 (median over runs) per stream count with how many times
+    smaller it is than the best peer's (the peer with the smaller figure, per stream count and percentile), then
+    the goal: `LEAN`'s p99 at GOAL_STREAMS at most 1/GOAL_RATIO of the best peer's. Returns whether it was met
+    (None: not measured: a client or the stream count missing)."""
+    peers = [c for c in clients if c in PEERS]
+    print(f"\nTTFT error (ms, median over runs) and the best peer's figure / the client's (the peer with the smaller "
+          f"figure at that stream count: {', '.join(peers) or 'none ran'})")
+    print("  ".join(f"{h:>{w}}" for h, w in [("client", 12), ("streams", 7), ("p50", 8), ("vs best", 8), ("p99", 8),
+                                               ("vs best", 8)]))
+    best: dict[tuple[int, str], float] = {}
+    for streams in streams_list:
+        for key in ("ttft_p50", "ttft_p99"):
+            got = [v for c in peers if (v := _median(results.get((c, streams), []), key)) is not None and v > 0]
+            if got:
+                best[(streams, key)] = min(got)
+    for client in clients:
+        for streams in streams_list:
+            runs = results.get((client, streams))
+            if not runs:
+                continue
+            p50, p99 = _median(runs, "ttft_p50"), _median(runs, "ttft_p99")
+            cells = [client, str(streams), la._num(p50) if p50 is not None else "-", _ratio(best.get((streams, "ttft_p50")), p50),
+                     la._num(p99) if p99 is not None else "-", _ratio(best.get((streams, "ttft_p99")), p99)]
+            print("  ".join(f"{c:>{w}}" for c, w in zip(cells, (12, 7, 8, 8, 8, 8))))
+    own, peer = _median(results.get((LEAN, GOAL_STREAMS), []), "ttft_p99"), best.get((GOAL_STREAMS, "ttft_p99"))
+    if own is None or peer is None:
+        print(f"goal ({LEAN}: TTFT error p99 at {GOAL_STREAMS} streams at most 1/{GOAL_RATIO:g} of the best peer's): "
+              f"not measured in this run")
+        return None
+    met = own <= peer / GOAL_RATIO
+    print(f"goal ({LEAN}: TTFT error p99 at {GOAL_STREAMS} streams at most 1/{GOAL_RATIO:g} of the best peer's): "
+          f"{'met' if met else 'MISSED'}: {la._num(own)} ms against {la._num(peer)} ms, {_ratio(peer, own)}")
+    return met
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 run, 1 and 16 streams")
@@ -508,6 +585,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=lambda s: s.split(","), default=CLIENTS)
     parser.add_argument("--per-stream", type=int, default=2)
     parser.add_argument("--floor", type=int, default=8)
+    parser.add_argument("--pin", choices=("split", "none"), default="split",
+                        help="split (default): the stub on one core, every client on the others; none: unpinned")
     args, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     runs = args.runs or (1 if args.quick else 3)
     streams_list = args.streams or ([1, 16] if args.quick else [1, 64, 256])
@@ -515,6 +594,7 @@ def main(argv: list[str] | None = None) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     started = time.perf_counter()
+    pinned = pin(args.pin)
     clients = []
     for client in args.clients:
         if client in PEERS or client in SKIPPED:
@@ -526,7 +606,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"stub (own process): TTFT {la.TTFT_MS:.0f} ms, ITL {la.ITL_MS:.0f} ms, {la.TOKENS} tokens; closed loop, "
           f"{args.per_stream} requests per stream (at least {args.floor}); {runs} interleaved run(s); cells: median "
           f"[min..max] over runs; errors in ms, reported - true; load average at start {os.getloadavg()[0]:.2f} "
-          f"on {os.cpu_count()} cores", flush=True)
+          f"on {os.cpu_count()} cores; {pinned}", flush=True)
     results: dict[tuple[str, int], list[dict]] = {}
     with _Server() as server:
         for run in range(runs):
@@ -549,8 +629,11 @@ def main(argv: list[str] | None = None) -> None:
         for streams in streams_list:
             if (client, streams) in results:
                 print_row(client, streams, results[(client, streams)])
+    met = ttft_ratios(results, clients, streams_list)
     print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; runtime "
           f"{time.perf_counter() - started:.0f} s")
+    if met is False:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,11 @@ pytest_plugins = ["llamacpp_fixtures", "vllm_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+# report.html's compiled-template cache (report/template_cache.py) of the commands the tests run goes to a folder of
+# this test process, removed at its end: a test run leaves nothing in the user's ~/.cache
+_CACHE = tempfile.mkdtemp(prefix="releasegate-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 socket_origins.install()  # a socket left unclosed names the code that made it
 
 GOOD = '{"intent": "billing", "priority": "high"}'

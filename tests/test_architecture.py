@@ -34,6 +34,20 @@ LAZY_LIBRARY = {
     # a what-if re-derives the cache probe, whose stage reaches the embedding backends; a plain `gate` imports
     # no backend (tests/test_command_imports.py)
     "releasegate.pipeline.regate": {"releasegate.run.cache_probe_stage"},
+    # the suite reader, a disk split's table files and model signing serve building a check's manifest; `gate`
+    # only compares the stored hashes (`manifest.compare_manifest`), and imports none of them
+    # the tool-calling scorer and its specs' models load with the first case that offered tools
+    "releasegate.scorers.score": {"releasegate.scorers.tool_calls"},
+    "releasegate.run.manifest_inputs": {"releasegate.inputs.suites", "releasegate.inputs.tables",
+                                        "releasegate.border.model_digest"},
+    # the view models of a load phase, a prefix-cache probe, the response-cache probe's embeddings and a guard load
+    # when a report shows that section; a run without one (the demo's `gate`) never builds them
+    "releasegate.report.formatting": {"releasegate.report.run_models"},
+    "releasegate.report.capacity_section": {"releasegate.report.run_models"},
+    "releasegate.report.cache_probe_section": {"releasegate.report.run_models"},
+    "releasegate.report.judge_section": {"releasegate.report.run_models"},
+    # a run's leakage figures (9 models) load when it has a leakage probe; the feature is registered for every gate
+    "releasegate.leakage.feature": {"releasegate.leakage.figures"},
     # httpx (published as httpx2, chosen in `_http`) loads only with the `openai` package's client: an endpoint check
     # through the lean client (the default) and a check on hf never import it (tests/test_command_imports.py)
     "releasegate.backends._openai_client": {"releasegate.backends._http"},
@@ -229,9 +243,13 @@ def test_function_level_imports_are_only_heavy_dependencies():
     assert wrong == []
 
 
+GENERATED = {"releasegate.inputs.shipped_checks"}
+"""Modules a script writes (scripts/compile_schemas.py) and a test keeps current: read by no one, edited by no one."""
+
+
 def test_no_module_over_400_lines():
-    long = {str(path.relative_to(ROOT)): n for path, _ in MODULES.values()
-            if (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES}
+    long = {str(path.relative_to(ROOT)): n for name, (path, _) in MODULES.items()
+            if name not in GENERATED and (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES}
     assert long == {}
 
 

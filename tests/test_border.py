@@ -28,6 +28,9 @@ LISTED = {
     ("releasegate.backends._sse_client", ".create_connection()"):
         "the target's own streaming client: every event is read into its typed shape with byte and time bounds "
         "(backends._bounds, _events); tests/test_border_http.py lists it too",
+    ("releasegate.backends._kernel_rx", "socket.socket"):
+        "the same streaming client's plain-TCP connections, read with the kernel's receive stamps: the bytes go to "
+        "the same bounded, typed reader (_sse_client._Response)",
     ("releasegate.export._serve", ".read_text()"): "/proc of a server process releasegate started (its memory)",
     ("releasegate.export.llamacpp", ".read_text()"): "the log of a llama.cpp child releasegate started, for its error",
     ("releasegate.export.llamacpp", "subprocess.Popen"): "the llama.cpp server releasegate serves a variant with",

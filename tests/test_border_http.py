@@ -369,6 +369,7 @@ STREAM_CLIENTS = {
     "releasegate.backends._openai_client": "the openai client, its transport trace and its byte bound",
     "releasegate.backends._retry": "httpx's exception classes, to classify a failed streamed request",
     "releasegate.backends._sse_client": "the lean streaming client (create_connection)",
+    "releasegate.backends._kernel_rx": "the lean streaming client's plain-TCP connections (sock_connect, recvmsg)",
     "releasegate.backends._reach": "whether the target answers at all, one byte within the stall timeout",
 }
 

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import ROOT
 from releasegate.backends import Request, create_backend
+from releasegate.gate.health import client_batched_share
 from releasegate.inputs.config import load_config
 from releasegate.inputs.suites import load_suites
 from releasegate.record.records import RunDir
@@ -50,10 +51,14 @@ def test_check_reports_latency_tokens_and_server_metrics(llamacpp_server, cli, t
     cfg = config(tmp_path, llamacpp_server, load="load: {concurrency: 4, requests: 24, warmup: 2}\n")
     code, report, rundir = run(cli, cfg, "lcpp")
     assert code == 0, [c for c in report["criteria"] if c["verdict"] != "pass"]
+    # on a busy machine the client may read half the chunks or more together (gaps of 0 ms, stamped on one
+    # read): the run says so (`itl_batched_share`, which the gate flags), and only then may the ITL median be 0
+    batched = client_batched_share(rundir.read_info(), "load") or 0.0
     for base in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
         for q in ("p50", "p95", "p99"):
             metric = report["metrics"][f"{base}_{q}"]
-            assert metric["value"] > 0 and metric["n"] > 0, (base, q)
+            zero_allowed = (base, q) == ("itl_ms", "p50") and batched >= 0.5
+            assert (metric["value"] > 0 or zero_allowed) and metric["n"] > 0, (base, q, batched)
     assert report["latency_from"] == "load" and report["metrics"]["ttft_ms_p50"]["n"] == 24
     assert {r.tokens.source for r in rundir.read_records()} == {"usage"}
     # a healthy server needs no retries: a reused keep-alive connection the server closed is not a failure

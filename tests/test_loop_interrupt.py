@@ -70,9 +70,9 @@ def signal_in_data_received(monkeypatch, signum: int) -> None:
     """The lean client's receive callback sends `signum` the first time it runs, before it reads the bytes."""
     fire, receive = signal_once(signum), _Response.data_received
 
-    def data_received(self, data):
+    def data_received(self, data, *stamp):
         fire()
-        receive(self, data)
+        receive(self, data, *stamp)
 
     monkeypatch.setattr(_Response, "data_received", data_received)
 

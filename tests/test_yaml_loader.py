@@ -131,3 +131,12 @@ def test_a_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     data, node = files.load_yaml(path, what="config")
     assert data == {"a": [1, 2]} and len(made) == 1
     assert files.line_of(node, ["a", 1]) == 1
+
+
+@pytest.mark.parametrize("text", ['name: "\\uD800"\n', 'a:\n  "\\udfff": 1\n', 'l: ["ok", "x\\uDC80y"]\n'])
+def test_a_lone_surrogate_escape_is_one_line_naming_its_line(text: str) -> None:
+    """YAML's double-quoted escapes can write half of a UTF-16 pair, which no UTF-8 file, report or hash can
+    hold: refused where it stands, never an internal error later (a rubric's name hashed into the run)."""
+    with pytest.raises(InputError) as caught:
+        files.load_yaml_text(text, source="r.yaml")
+    assert "lone surrogate" in str(caught.value) and caught.value.line == text.count("\n", 0, text.index("\\u")) + 1

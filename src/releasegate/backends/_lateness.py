@@ -15,8 +15,9 @@ that became readable waits, and the TTFT and ITL we report grow by that wait alt
 - receive dispatch (lean client on the standard asyncio loop): the loop waking up with the socket readable
   (`select()` returning) -> the clock read in `data_received`, the time spent behind other callbacks of the same
   loop iteration. The part before the wake-up (the socket was readable while the loop still ran an earlier
-  iteration) cannot be seen from user space without kernel receive timestamps, which asyncio's transports do
-  not read: the loop lag stands for it;
+  iteration) cannot be seen from user space without kernel receive timestamps: the loop lag stands for it. On
+  plain TCP on Linux the lean client stamps its reads with those (`_kernel_rx`), so neither part is in the
+  stamps it reports; both still count in the lateness, which then widens latency bounds more than needed;
 - ITL batching: the share of gaps between consecutive content chunks under 0.5 ms. Near 1 the client read a
   backlog of events at once and stamped them together: its ITL says nothing about the server's;
 - connections: TCP connect (+ TLS) time of the connections opened in the window, and of those opened before it.

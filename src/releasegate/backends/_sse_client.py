@@ -2,8 +2,8 @@
 
 The `openai` client's streaming path (httpx, line decoding, pydantic) costs about 0.4 ms of Python per event
 before we can read the clock; at 64 concurrent streams that queues into milliseconds of error on the TTFT we
-report. Here the clock is read first thing in `data_received`, bytes are stored with their arrival time, and
-HTTP chunk decoding and SSE splitting run after the stream has ended. Keep-alive connections are pooled, and can
+report. Here bytes are stored with their arrival time: on plain TCP on Linux the kernel's receive stamp
+(`_kernel_rx`), else the clock read first thing in `data_received`; SSE splitting runs after the stream ended. Keep-alive connections are pooled, and can
 be opened before a measured window (`preconnect`), so that no request's send lag holds a TCP connect it need
 not; a request that does open one reports the connect time apart (`stream`'s `connect_ns`).
 
@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 from ..border.limits import request_target
 from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
+from ._kernel_rx import SUPPORTED, open_stamped
+from ._turns import my_turn
 
 if TYPE_CHECKING:
     from ._lateness import LatenessProbe
@@ -76,8 +78,9 @@ class _Response(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter_ns()  # before anything else
+    def data_received(self, data: bytes, at: int | None = None) -> None:
+        read = time.perf_counter_ns()  # before anything else
+        now = read if at is None else at  # `at`: the kernel's receive stamp (`_kernel_rx`), where it gave one
         self.last_rx = now
         self.rx_bytes += len(data)
         if self.done is not None and not self.done.done():
@@ -86,7 +89,7 @@ class _Response(asyncio.Protocol):
             except Exception as exc:  # the server's bytes, not our bug: that request fails, the loop never sees it
                 self._fail(exc if isinstance(exc, (BadFraming, ResponseTooLarge)) else BadFraming(f"unreadable response: {exc}"))
         if self.probe is not None:
-            self.probe.rx(now)
+            self.probe.rx(read)
 
     def _fail(self, exc: Exception) -> None:
         if not self.done.done():
@@ -278,10 +281,12 @@ class LeanClient:
         loop = asyncio.get_running_loop()
         started = time.perf_counter_ns()
         try:
-            _, proto = await asyncio.wait_for(
-                loop.create_connection(lambda: _Response(self.probe, self.max_bytes), self.host, self.port, ssl=self._ssl),
-                self.connect_timeout,
-            )
+            if self._ssl is None and SUPPORTED:  # plain TCP on Linux: reads stamped by the kernel
+                proto = await asyncio.wait_for(open_stamped(self.host, self.port, lambda: _Response(self.probe, self.max_bytes)),
+                                               self.connect_timeout)
+            else:
+                _, proto = await asyncio.wait_for(loop.create_connection(
+                    lambda: _Response(self.probe, self.max_bytes), self.host, self.port, ssl=self._ssl), self.connect_timeout)
         except TimeoutError:
             raise ConnectionError(f"connect to {self.host}:{self.port} timed out") from None
         return proto, time.perf_counter_ns() - started
@@ -298,7 +303,8 @@ class LeanClient:
 
     async def stream(self, path: str, body: bytes) -> tuple[list[str], list[int], int, int, int | None]:
         """Send; wait for the whole response; return (SSE lines, arrival ns of each line, end ns, sent ns, connect
-        ns). `sent`: when the request's last byte was written; `connect`: the TCP (+ TLS) connect time of the
+        ns). `sent`: when the request's last byte was written; `end`: when the bytes that completed the response
+        arrived (their receive callback's clock read); `connect`: the TCP (+ TLS) connect time of the
         connection it went out on, None when a pooled one was reused. A failure carries `sent_ns` (when it got
         that far) and `connect_ns` as attributes."""
         conn, connect = await self._connection()
@@ -332,7 +338,8 @@ class LeanClient:
             conn.done = None
             conn.transport.close()
             raise
-        end = time.perf_counter_ns()
+        end = conn.last_rx  # the arrival of the bytes that completed the response, not this coroutine's wake-up
+        segments = conn.body()  # before the connection goes back to the pool (its next request resets it)
         conn.done = None
         if conn.headers.get("connection", "").lower() != "close" and not conn.closed:
             self._idle.append(conn)
@@ -343,10 +350,11 @@ class LeanClient:
             error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise error
         if conn.status != 200:
-            refused = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in conn.body()))
+            refused = HTTPStatusError(conn.status, conn.headers, b"".join(d for _, d in segments))
             refused.sent_ns, refused.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise refused
-        lines, stamps = _lines(conn.body())
+        await my_turn()  # splitting is a stream's end-of-stream work: one stream's per loop iteration
+        lines, stamps = _lines(segments)
         return lines, stamps, end, sent, connect
 
     async def _wait(self, conn: _Response) -> None:

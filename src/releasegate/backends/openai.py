@@ -51,6 +51,7 @@ from ._stream import (
     token_cap,
 )
 from ._target_watch import DEFAULT_STOP_AFTER, TargetWatch
+from ._turns import my_turn
 from .tool_parsers import sent_calls, with_tools
 
 if TYPE_CHECKING:
@@ -331,6 +332,7 @@ class OpenAIBackend(Backend):
             # the written moment is unknown only where the client could not observe it (see `Timing.send_lag_ms`)
             first = first or RequestClock(scheduled, written or sent, written or sent, 0, written is not None, connect)
             clock = first.attempt(written or sent, end)
+            await my_turn()  # parsing a stream: one stream's per loop iteration (`_turns`), so others' stamps wait less
             try:
                 gen = self._finish(lines, stamps, clock, attempt, max_new_tokens, body)
             except Exception as exc:  # a response no check foresaw: this request's error, never the batch's

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..inputs.backend_facts import capabilities
+from ..errors import InputError
+from ..inputs.backend_facts import Capabilities, capabilities
 from ..record.capacity_sweep import CapacitySweep, Number
 from ..record.gate_report import LatencySource
 from ..record.metrics import measured
@@ -73,13 +74,21 @@ def quality_source(info: RunInfo, records: list[CaseRecord]) -> dict[str, Any]:
 
 def _quality(info: RunInfo, records: list[CaseRecord]) -> LatencySource:
     timed = measured(records)
-    if capabilities(info.backend).in_flight == "batch":
+    if _run_capabilities(info).in_flight == "batch":
         batch = max((r.timing.batch_size for r in timed), default=None)
         text = f"quality cases, batches of {batch}" if batch else "quality cases"
         return LatencySource(phase="quality", in_flight=batch, text=text)
     in_flight = max(session_concurrency(info), default=None)  # a resumed run: the most any of its parts sent at once
     text = f"quality cases, {in_flight} in flight" if in_flight else "quality cases (requests in flight not recorded)"
     return LatencySource(phase="quality", in_flight=in_flight, text=text)
+
+
+def _run_capabilities(info: RunInfo) -> Capabilities:
+    """The capabilities of the backend run.json names; a name no backend has is one line naming run.json."""
+    try:
+        return capabilities(info.backend)
+    except InputError as exc:
+        raise InputError(exc.message, file="run.json", field="backend", hint="restore run.json as the run wrote it") from None
 
 
 def load_source(info: RunInfo, sweep: CapacitySweep | dict[str, Any] | None = None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ Client figures are what a client measured of itself: a hand-edited figure that i
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,9 +21,14 @@ __all__ = ["Attempts", "BudgetView", "ClientFigures", "LagFigures", "LoadPhaseVi
            "load_phase_of", "session_clients", "stopping_of_run", "budget_of", "prefix_cache_of", "is_figure"]
 
 
+_LARGEST = int(sys.float_info.max)
+
+
 def is_figure(value: Any) -> bool:
-    """A finite number (never a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number a float holds (never a bool; 10**400 is none)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) if isinstance(value, float) else abs(value) <= _LARGEST
 
 
 def _figure_or_none(value: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ def named_file(path: Path, *, what: str, where: Where, base: Path | None = None)
         raise InputError(f"{what} {path} {missing}", **where, hint=f"check the path{start}")
     return Path(path)
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_YAML_BYTES = 4 * 1024 * 1024  # configs, rubrics, rule files and price tables are hand-written and small
 MAX_YAML_NODES = 200_000  # after expanding aliases: a "billion laughs" document stops here
 MAX_DEPTH = 64  # nesting of YAML collections; JSON lines are limited by the parser (RecursionError)
@@ -172,6 +174,9 @@ def _check_shape(root: yaml.Node | None, path: Path | str) -> None:
         else:
             if "\x00" in node.value:  # no file name, pattern or label has one; the OS rejects it in paths
                 raise InputError("NUL character in a value", file=path, line=node.start_mark.line + 1)
+            if not node.value.isascii() and _SURROGATE.search(node.value):  # only ever from an escape: "\ud800"
+                raise InputError("a lone surrogate (an escape such as \\ud800) in a value: it is no text",
+                                 file=path, line=node.start_mark.line + 1, hint="write the character itself")
             total = 1
         if total > MAX_YAML_NODES:
             raise InputError(f"YAML too large: more than {MAX_YAML_NODES} values once aliases are expanded",

@@ -7,9 +7,10 @@ import math
 import numbers
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-__all__ = ["SchemaCompiler", "Unsupported"]
+__all__ = ["ObjectParts", "SchemaCompiler", "Unsupported", "branches", "known_properties", "ref_parts", "ref_target"]
 
 
 Check = Callable[[object], bool]
@@ -66,6 +67,68 @@ def _unique_items(value: object) -> bool:
     return bool(uniq(value))
 
 
+@dataclass(frozen=True)
+class ObjectParts:
+    """The keywords of a `type: object` node read in one pass over its items, each checked for a form compiled."""
+
+    properties: dict[str, object]
+    extra: object
+    """additionalProperties: True, False or a schema."""
+    names: object
+    """propertyNames: a schema, True when absent."""
+    required: tuple[str, ...]
+    most: Number
+    least: Number
+    sized: bool
+    """Whether the node bounds its size at all."""
+
+    @classmethod
+    def of(cls, schema: Schema) -> ObjectParts:
+        props, required = schema.get("properties", {}), schema.get("required", [])
+        most, least = schema.get("maxProperties", math.inf), schema.get("minProperties", 0)
+        if not isinstance(props, dict) or not isinstance(required, list) or \
+                not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
+            raise Unsupported("object")
+        return cls(props, schema.get("additionalProperties", True), schema.get("propertyNames", True),
+                   tuple(required), most, least, "maxProperties" in schema or "minProperties" in schema)
+
+
+def branches(schema: Schema) -> tuple[object, object]:
+    """An `if` node's `then` and `else` (True, passing everything, where absent)."""
+    return schema.get("then", True), schema.get("else", True)
+
+
+def known_properties(schema: Schema) -> frozenset[str]:
+    """The names `additionalProperties` leaves alone: those `properties` lists."""
+    return frozenset(schema.get("properties", {}))
+
+
+def ref_parts(ref: object) -> tuple[str | None, str]:
+    """A `$ref` as (the shipped schema it names, or None for this one; the local `#...` part)."""
+    if not isinstance(ref, str) or "~" in ref or "%" in ref:
+        raise Unsupported(ref)
+    if ref.startswith("#"):
+        return None, ref
+    name, _, fragment = ref.partition("#")
+    name = name.removeprefix(_SCHEMA_BASE)
+    shipped = name.removesuffix(".schema.json")
+    if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
+        raise Unsupported(ref)
+    return shipped, "#" + fragment
+
+
+def ref_target(root: Schema, ref: str) -> object:
+    """The part of `root` a local `$ref` (`#` or `#/a/b`) points at."""
+    if ref != "#" and not ref.startswith("#/"):  # '#name': an $anchor somewhere in the schema, left to jsonschema
+        raise Unsupported(ref)
+    target: object = root
+    for part in ref[1:].split("/")[1:] if ref != "#" else []:
+        if not isinstance(target, dict) or part not in target:
+            raise Unsupported(ref)
+        target = target[part]
+    return target
+
+
 class SchemaCompiler:
     """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
     (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema alone."""
@@ -119,14 +182,11 @@ class SchemaCompiler:
         return None, frozenset()
 
     def _object(self, schema: Schema) -> Check:
-        subs = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
-        extra = schema.get("additionalProperties", True)
+        parts = ObjectParts.of(schema)
+        subs = {name: self.compile(sub) for name, sub in parts.properties.items()}
+        extra, required, most, least = parts.extra, parts.required, parts.most, parts.least
         other = None if extra is True or extra is False else self.compile(extra)
-        names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
-        required = tuple(schema.get("required", ()))
-        most, least = schema.get("maxProperties", math.inf), schema.get("minProperties", 0)
-        if not (_is_number(most) and _is_number(least)) or not all(isinstance(n, str) for n in required):
-            raise Unsupported("object")
+        names = None if parts.names is True else self.compile(parts.names)
 
         def check(value: object) -> bool:
             if not isinstance(value, dict) or not least <= len(value) <= most:
@@ -163,29 +223,16 @@ class SchemaCompiler:
         return check
 
     def _ref(self, ref: object) -> Check:
-        if not isinstance(ref, str) or "~" in ref or "%" in ref:
-            raise Unsupported(ref)
-        if not ref.startswith("#"):  # another shipped schema, e.g. case.schema.json#/$defs/answer
-            name, _, fragment = ref.partition("#")
-            name = name.removeprefix(_SCHEMA_BASE)
-            shipped = name.removesuffix(".schema.json")
-            if name != f"{shipped}.schema.json" or shipped not in ("config", "case", "rubric"):
-                raise Unsupported(ref)
+        shipped, local = ref_parts(ref)
+        if shipped is not None:  # another shipped schema, e.g. case.schema.json#/$defs/answer
             if shipped not in self.others:  # one compiler per shipped schema, one cache: cycles across them end
                 if self.load is None:
                     raise Unsupported(ref)
                 other = type(self)(self.load(shipped), self.load)
                 other.done, other.others = self.done, self.others
                 self.others[shipped] = other
-            return self.others[shipped]._ref("#" + fragment)
-        if ref != "#" and not ref.startswith("#/"):  # '#name': an $anchor somewhere in the schema, left to jsonschema
-            raise Unsupported(ref)
-        target = self.root
-        for part in ref[1:].split("/")[1:] if ref != "#" else []:
-            if not isinstance(target, dict) or part not in target:
-                raise Unsupported(ref)
-            target = target[part]
-        return self.compile(target)
+            return self.others[shipped]._ref(local)
+        return self.compile(ref_target(self.root, local))
 
     def _keyword(self, key: str, arg: object, schema: Schema) -> Check | None:  # noqa: C901 (one branch per keyword)
         if key in _ANNOTATIONS:
@@ -223,7 +270,7 @@ class SchemaCompiler:
         if key == "additionalProperties":
             if "patternProperties" in schema:
                 raise Unsupported(key)
-            known = frozenset(schema.get("properties", {}))
+            known = known_properties(schema)
             if arg is False:
                 return lambda value: not isinstance(value, dict) or all(k in known for k in value)
             check = self.compile(arg)
@@ -268,12 +315,12 @@ class SchemaCompiler:
         if key in ("allOf", "anyOf", "oneOf"):
             if not isinstance(arg, list):
                 raise Unsupported(key)
-            branches = tuple(self.compile(sub) for sub in arg)
+            alternatives = tuple(self.compile(sub) for sub in arg)
             if key == "allOf":
-                return lambda value: all(check(value) for check in branches)
+                return lambda value: all(check(value) for check in alternatives)
             if key == "anyOf":
-                return lambda value: any(check(value) for check in branches)
-            return lambda value: sum(1 for check in branches if check(value)) == 1
+                return lambda value: any(check(value) for check in alternatives)
+            return lambda value: sum(1 for check in alternatives if check(value)) == 1
         if key == "not":
             check = self.compile(arg)
             return lambda value: not check(value)
@@ -285,8 +332,7 @@ class SchemaCompiler:
             return _unique_items
         if key == "if":
             test = self.compile(arg)
-            then = self.compile(schema["then"]) if "then" in schema else None
-            else_ = self.compile(schema["else"]) if "else" in schema else None
+            then, else_ = (None if sub is True else self.compile(sub) for sub in branches(schema))
 
             def if_(value: object) -> bool:
                 if test(value):

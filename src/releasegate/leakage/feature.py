@@ -6,7 +6,7 @@ log-probabilities gives no value: the criterion is unknown, never a pass."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decision.criterion import CriterionResult
 from ..gate.context import GateContext
@@ -14,8 +14,10 @@ from ..gate.feature import FeatureMetric, GateFeature, MetricQuery
 from ..record.leakage_metrics import LEAKAGE_BOUNDED, LEAKAGE_METRICS
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
-from .figures import AnswerCount, ArmResult, CanaryFigures, LeakageFigures, LeakageRow, leakage_figures
 from .measures import auc, auc_bounds, extraction_delta, fpr_for, tpr_at_fpr
+
+if TYPE_CHECKING:  # the figures' models load with a run that has a probe (`_figures`)
+    from .figures import ArmResult, CanaryFigures, LeakageFigures, LeakageRow
 
 __all__ = ["FEATURE", "leakage_metric", "METRICS"]
 
@@ -28,7 +30,14 @@ def leakage_metric(name: str, figures: dict[str, Any] | None, confidence: float 
     """One leakage metric from run.json `leakage` (see the module docstring)."""
     if not figures:
         return MetricValue(None, 0, note=_NO_PROBE)
-    return _metric(name, leakage_figures(figures), confidence)
+    return _metric(name, _figures(figures), confidence)
+
+
+def _figures(leakage: dict[str, Any]) -> LeakageFigures:
+    """run.json `leakage` read; its models are built the first time a run with a probe is judged."""
+    from .figures import leakage_figures
+
+    return leakage_figures(leakage)
 
 
 def _metric(name: str, figures: LeakageFigures, confidence: float | None = None) -> MetricValue:
@@ -129,6 +138,8 @@ def _pii(figures: LeakageFigures, conf: float, with_bounds: bool = True) -> Metr
     """The share of answers holding a personal value; a probe prompt the candidate did not answer (a template, a
     training record's prefix: where a value is likeliest) may have been one, so the bounds take it either way,
     and a criterion decided on its point value has none while any is missing."""
+    from .figures import AnswerCount
+
     probe = (figures.probe_answers.cand if figures.probe_answers else None) or AnswerCount()
     parts = [probe, figures.run_answers or AnswerCount()]
     n, hits = sum(p.answers for p in parts), sum(p.hits for p in parts)
@@ -177,7 +188,7 @@ _KEPT = ("adapter", "base", "membership", "templates", "personal_values", "probe
 def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     if not ctx.info.leakage:
         return {}
-    figures = leakage_figures(ctx.info.leakage)
+    figures = _figures(ctx.info.leakage)
     extracted = [r.glimpse() for r in figures.records if r.cand.extracted and not r.base.extracted]
     kept = {k: ctx.info.leakage.get(k) for k in _KEPT}
     return {"leakage": {**kept, "shares": _shares(figures), "extracted_by_candidate_only": extracted[:20]}}
@@ -200,7 +211,7 @@ def _arm(row: LeakageRow, arm: str) -> ArmResult:
 def _summary(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]:
     if not ctx.info.leakage:
         return {}
-    figures = leakage_figures(ctx.info.leakage)
+    figures = _figures(ctx.info.leakage)
     adapter = figures.adapter
     modules = adapter.target_modules if adapter else None
     rows = [{"label": "adapter", "value": f"rank {adapter.rank}, target modules "

@@ -21,6 +21,7 @@ from ..border.files import sha256_file
 from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
+from ..record.records import RunDir
 from ..record.stored_manifest import SealOnly, read_manifest_file
 from ..run.manifest import case_digests_of
 
@@ -85,6 +86,7 @@ def binding_of(run_path: Path, manifest: dict[str, Any], whatif: str | None = No
     effective = effective_rubric_sha256(config, rubric, case_digests_of(manifest)) \
         if config is not None and rubric is not None else None
     overrides = list(_recorded(manifest))
+    overrides += _sealed_sets(run_path, {o.key for o in overrides})
     if whatif is not None:
         overrides.append(RubricOverride("rubric", f"what-if {whatif}", True))
     allowed = _Release.model_validate(rubric).allowed() if isinstance(rubric, dict) else ()
@@ -134,6 +136,17 @@ def _recorded(manifest: dict[str, Any]) -> list[RubricOverride]:
     if composition.extends and rubric_row is not None and rubric_row.named_by:
         out.append(RubricOverride("*", "extends: layers over the config naming the rubric (not recorded)", True))
     return out
+
+
+def _sealed_sets(run_path: Path, known: set[str]) -> list[RubricOverride]:
+    """The `--set` keys run.json records that the manifest does not (any more): manifest.json is no sealed file,
+    run.json is, so a key deleted from the manifest's `composition` still counts."""
+    try:
+        recorded = RunDir(run_path).read_info().overrides or []
+    except InputError:
+        return []
+    keys = dict.fromkeys(str(entry).split("=", 1)[0] for entry in recorded)
+    return [_override(key, "--set") for key in keys if key not in known]
 
 
 def _override(key: str, by: str) -> RubricOverride:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..border.files import check_regular, exists, is_dir, is_file, modified_at, sha256_file
 from ..border.structured import json_loads, stored_json
@@ -105,16 +105,16 @@ def run_summary(run_path: Path) -> HistoryRow:
         manifest = parts.ManifestFacts.model_validate(read_manifest_file(run.path, whole=False) or {})
     except InputError:
         manifest = parts.ManifestFacts()
-    report = parts.loose(parts.ReportFacts, stored_json(run.path / "report.json", what="report.json"))
-    report = report or parts.ReportFacts()
+    report = parts.loose(parts.ReportFacts, stored_json(run.path / "report.json", what="report.json")) or parts.ReportFacts()
     suites = sorted({str(e.name) for e in manifest.inputs or () if e.role == "suite"})
     metrics = parts.as_dict(report.metrics)
     judged = parts.loose(parts.JudgedFacts, report.judged_by) or parts.JudgedFacts()
     effective, snapshot = judged.effective_sha256, judged.snapshot_sha256
     overrides = [o for o in (parts.loose(parts.OverrideFacts, o) for o in parts.as_list(judged.overrides)) if o is not None]
+    fingerprint = manifest.target.fingerprint if manifest.target else None
     return HistoryRow(
         dir=run.path.name, run_id=info.run_id, created_at=info.created_at, status=info.status, target=info.target,
-        fingerprint=cast("str | None", manifest.target.fingerprint if manifest.target else None), suites=suites,
+        fingerprint=fingerprint if isinstance(fingerprint, str) else None, suites=suites,
         verdict=_shown_verdict(run.path, manifest, report.verdict),
         rubric_sha256=snapshot if isinstance(snapshot, str) else None,
         metrics={m: _number(parts.MetricFacts.model_validate(metrics[m]).value) for m in HEADLINE_METRICS
@@ -215,12 +215,13 @@ class Index:
             raise
         return len(rows)
 
-    def sync(self) -> None:
+    def sync(self, *, put_next: str | None = None) -> None:
         """Index the run directories the index does not list, and again those whose files changed since they were
-        indexed (a report rewritten outside releasegate); drop the rows whose directory is gone."""
+        indexed (a report rewritten outside releasegate); drop the rows whose directory is gone. `put_next`: the
+        run directory the caller indexes right after (`index_run`), not summarised twice."""
         listed = {row.dir for row in self.rows()}
         present = set(run_directories(self.root))
-        for name in sorted((present - listed) | self._changed_since_indexed(present & listed)):
+        for name in sorted(((present - listed) | self._changed_since_indexed(present & listed)) - {put_next}):
             try:
                 self.put(run_summary(self.root / name))
             except ReleasegateError:
@@ -289,9 +290,9 @@ def run_directories(root: Path) -> list[str]:
     return sorted(names)
 
 
-def open_index(root: Path, *, say_built: bool = True) -> Index:
-    """The index of `root`, checked, built or rebuilt as needed, and in step with the run directories.
-    `say_built`: a note when there was no index (a first `check` in a folder makes it without a word)."""
+def open_index(root: Path, *, say_built: bool = True, put_next: str | None = None) -> Index:
+    """The index of `root`, checked, built or rebuilt as needed, and in step with the run directories (`put_next`:
+    see `Index.sync`). `say_built`: a note when there was no index (a first `check` in a folder makes none)."""
     root = Path(root)
     path = root / INDEX_FILE
     notes: list[str] = []
@@ -300,21 +301,21 @@ def open_index(root: Path, *, say_built: bool = True) -> Index:
     try:
         index = Index(root, _connect(path), notes)
         _check(index.db)
-        index.sync()
+        index.sync(put_next=put_next)
     except (IndexDamaged, sqlite3.DatabaseError) as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise  # another process holds it: no damage, never moved aside (the caller lists without it)
-        index = _rebuilt(root, path, str(exc), notes)
+        index = _rebuilt(root, path, str(exc), notes, put_next)
     return index
 
 
-def _rebuilt(root: Path, path: Path, why: str, notes: list[str]) -> Index:
+def _rebuilt(root: Path, path: Path, why: str, notes: list[str], put_next: str | None) -> Index:
     _move_aside(path)
     notes.append(f"the run index {path} was damaged ({why}): moved to {path.name}{DAMAGED_SUFFIX}, "
                  "built again from the run directories")
     index = Index(root, _connect(path), notes)
     _check(index.db)
-    index.sync()
+    index.sync(put_next=put_next)
     return index
 
 
@@ -387,7 +388,7 @@ def index_run(run_path: Path) -> list[str]:
     Never fails a run: a run directory stays the record, and the next `history` indexes what this could not."""
     run_path = Path(run_path)
     try:
-        index = open_index(run_path.parent, say_built=False)  # its sync indexes a run it did not list yet, this one included
+        index = open_index(run_path.parent, say_built=False, put_next=run_path.name)  # the others it missed
     except (sqlite3.Error, OSError, ReleasegateError) as exc:
         return [f"the run was not added to the run index ({exc}); releasegate history indexes it later"]
     try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Strict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from ..border.files import exists, journal_lines, open_append, open_regular
 from ..border.limits import JOURNAL_MAX_BYTES
@@ -71,15 +71,23 @@ def tally_line(tally: dict[str, Any]) -> tuple[str | None, ...]:
     return Tally.model_validate(tally).outcomes()
 
 
+MOST_ATTEMPTS = 10_000_000
+"""The most requests the ledger's session tallies may stand for, all together: each is counted one by one
+(`evidence.case_attempts`), so a tally of 10**9 would be a list of 10**9 outcomes in memory."""
+_Tallied = Annotated[int, Strict(), Field(ge=0, le=MOST_ATTEMPTS)]
+
+
 class Tally(BaseModel):
     """A cache session's tally of its requests: how many it sent, and how many failed of each error kind."""
 
     model_config = ConfigDict(extra="allow")
-    attempts: int = 0
-    errors: dict[str, Any] = {}
+    attempts: _Tallied = 0
+    errors: dict[str, _Tallied] = {}
 
     def outcomes(self) -> tuple[str | None, ...]:
         """The failed ones, then the answers."""
+        if sum(self.errors.values()) > MOST_ATTEMPTS:
+            raise ValueError(f"a tally of more than {MOST_ATTEMPTS:,} failed requests")
         failed = [kind for kind, n in sorted(self.errors.items()) for _ in range(int(n))]
         return (*failed, *([None] * max(0, self.attempts - len(failed))))
 
@@ -93,7 +101,7 @@ class _SourceLine(Tally, _Phase):
     """A cache session's tally, as a line of the ledger."""
 
     source: Annotated[str, Strict()]
-    attempts: Annotated[int, Strict()]
+    attempts: _Tallied
 
 
 class _SessionLine(_Phase):
@@ -165,6 +173,7 @@ def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:
         return []
     out: list[LedgerLine] = []
     sources: dict[str, LedgerLine] = {}
+    tallied = 0
     with open_regular(path, what=LEDGER, max_bytes=_MAX_BYTES) as fh:
         for number, raw in journal_lines(fh, path=path, what=LEDGER):
             if not raw.strip():
@@ -177,7 +186,12 @@ def read_ledger(run_path: Path, load_session: int | None) -> list[LedgerLine]:
                 raise InputError(f"corrupt attempts ledger line: {exc}", file=path, line=number,
                                  hint="restore attempts.jsonl as the run wrote it") from None
             if line.source is not None:  # each session once: its latest tally, the most it is known to have sent
-                sources[line.source] = max(line, sources.get(line.source, line), key=lambda x: len(x.outcomes))
+                kept = sources.get(line.source, line)
+                sources[line.source] = max(line, kept, key=lambda x: len(x.outcomes))
+                tallied += len(sources[line.source].outcomes) - (len(kept.outcomes) if kept is not line else 0)
+                if tallied > MOST_ATTEMPTS:
+                    raise InputError(f"its sessions' tallies stand for more than {MOST_ATTEMPTS:,} requests",
+                                     file=path, line=number, hint="restore attempts.jsonl as the run wrote it")
             elif not (line.phase == "load" and line.session == load_session):
                 out.append(line)
     return out + list(sources.values())

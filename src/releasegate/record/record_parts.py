@@ -13,6 +13,9 @@ __all__ = ["Timing", "Tokens", "Stratum", "DEFAULT_MIN_PAIR_SHARE"]
 _InFlight = Annotated[int, Field(strict=True, ge=1)]
 """A count of requests in flight, this one counted: at least 1, a JSON integer (never `true`, `"3"` or 2.0)."""
 
+MAX_ATTEMPTS = 21
+"""The most requests one record may stand for: the config schema's `target.retries` maximum (20), plus one."""
+
 DEFAULT_MIN_PAIR_SHARE = 0.9
 """The rubric's `min_load_pair_share` when it sets none: the flip probe's pairs (an answer asked alone, answers
 asked beside others, as `Timing.in_flight_most` observed them) must cover 0.9 of a criterion's cases, as quality
@@ -50,8 +53,9 @@ class Timing(BaseModel):
     """Scheduled send -> first output token: TTFT including client queueing."""
     e2e_sched_ms: float | None = None
     """Scheduled send -> end of stream (on a failed request: -> the failure)."""
-    attempts: int = 1
-    """Requests sent for this case (retries before the first token add to it)."""
+    attempts: Annotated[int, Field(ge=0, le=MAX_ATTEMPTS)] = 1
+    """Requests sent for this case (retries before the first token add to it): at most `target.retries` (20 at
+    most) + 1. A count past that is no run's (`record.evidence` lists each attempt's outcome)."""
     ttft_last_attempt_ms: float | None = None
     """Actual send of the attempt that answered -> first output token: TTFT as if it had not been retried
     (openai). ttft_ms = retry_wait_ms + ttft_last_attempt_ms."""
@@ -78,12 +82,16 @@ class Timing(BaseModel):
         return data
 
 
+_TokenCount = Annotated[int, Field(ge=0, le=2**53)]
+"""A token count: 0 or more, and one a float holds exactly (throughput and cost divide by it; 10**400 overflowed)."""
+
+
 class Tokens(BaseModel):
     """Token counts of one request and where they came from."""
 
-    input: int | None = None
+    input: _TokenCount | None = None
     """Prompt tokens, after the chat template."""
-    output: int | None = None
+    output: _TokenCount | None = None
     """Generated tokens, the end-of-sequence token included when generation stopped on one (as servers' usage)."""
     source: str = "tokenizer"
     """'usage' (the server's usage report), 'tokenizer' (the model's own tokenizer) or 'chunks' (one per streamed

@@ -131,6 +131,9 @@ class ManifestShape(_Shape):
     samples: list[SampleEntry] = []
     sealed: Seal | None = None
     composition: Composition | None = None
+    judge: dict[str, Any] | None = None
+    guards: dict[str, Any] | None = None
+    """The judge's and each guard's files (`run.manifest.grader_inputs`, which `verify` and a re-gate hash)."""
 
 
 class Manifest(ManifestShape):

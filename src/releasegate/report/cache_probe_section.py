@@ -7,7 +7,6 @@ from __future__ import annotations
 from ..record.cache_probe_report import CacheProbeRow, CacheProbeSection, CacheWrongHit
 from .formatting import format_value
 from .paired_models import read_section
-from .run_models import EmbeddingsUsed
 
 __all__ = ["cache_probe_lines", "cache_probe_table", "wrong_hit_lines", "deployed_row"]
 
@@ -50,6 +49,8 @@ def cache_probe_lines(probe: CacheProbeSection | None) -> list[str]:
         lines.append("recommended threshold: " + (f"{rec.threshold:g} ({rec.why})" if rec.threshold is not None
                                                    else f"none ({rec.why})"))
     if probe.embeddings:
+        from .run_models import EmbeddingsUsed
+
         e = read_section(EmbeddingsUsed, probe.embeddings, "response_cache_probe.embeddings")
         lines.append(f"embeddings: {e.source} ({e.computed} texts embedded in "
                      f"{format_value(e.seconds)} s, {format_value(e.latency_ms_p50)} ms per request P50, "

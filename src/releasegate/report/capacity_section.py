@@ -11,7 +11,6 @@ from ..inputs.load_profile import objective_limits
 from ..record.capacity_sweep import CapacityStep, CapacitySweep, as_sweep
 from .formatting import format_money, format_value
 from .paired_models import read_section
-from .run_models import PrefixCacheProbe
 
 __all__ = ["sweep_table", "capacity_lines", "capacity_table", "objective_text", "prefix_cache_lines"]
 
@@ -75,6 +74,8 @@ def prefix_cache_lines(given: dict[str, Any] | None) -> list[str]:
     """Warm vs cold TTFT of the prefix-cache probe, and the cached prompt tokens the server reported."""
     if not given:
         return []
+    from .run_models import PrefixCacheProbe
+
     probe = read_section(PrefixCacheProbe, given, "prefix_cache")
     warm, cold = probe.warm, probe.cold
     lines = [f"prefix cache ({probe.pairs} warm/cold pairs, shared system prompt of {probe.system_chars} "

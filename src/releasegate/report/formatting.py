@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
 from .paired_models import read_section
-from .run_models import LoadPhaseView, ServerMetrics
+
+if TYPE_CHECKING:  # the load phase's view loads with a run that has one (`load_phase_rows`)
+    from .run_models import ServerMetrics
 
 CSP = (
     "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
@@ -71,6 +73,8 @@ def load_phase_rows(load_phase: dict[str, Any] | None) -> list[tuple[str, str]]:
     """The load phase and what the server's /metrics said, as (label, text) rows for people."""
     if not load_phase:
         return []
+    from .run_models import LoadPhaseView, ServerMetrics
+
     phase = read_section(LoadPhaseView, load_phase, "load_phase")
     rows = [
         ("profile", phase.profile),

@@ -9,7 +9,6 @@ from ..record.report_sections import JudgeCalibration, JudgeSection
 from ..review.agreement import kappa_words
 from .formatting import format_money, format_value
 from .paired_models import read_section
-from .run_models import GuardRow
 
 __all__ = ["judge_lines", "calibration_table"]
 
@@ -63,6 +62,8 @@ def guard_lines(guard: dict[str, Any] | None) -> list[str]:
     the reviewers' forbidden labels with their upper bounds."""
     out = []
     for name, given in (guard or {}).items():
+        from .run_models import GuardRow
+
         row = read_section(GuardRow, given, f"guard.{name}")
         state = "calibrated" if row.calibrated else f"NOT calibrated (min_labels {row.min_labels})"
         out.append(f"guard {name}: {state}, {row.labelled} labelled repl(ies) it judged")

@@ -14,11 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..border.files import is_dir, read_text, walk_files
 from ..border.hub import hub_snapshot
-from ..border.model_digest import model_files, root_digest
 from ..border.structured import json_loads
 from ..errors import InputError
-from ..inputs.suites import _lines
-from ..inputs.tables import data_files
 
 if TYPE_CHECKING:
     from ..inputs.config import Config
@@ -84,6 +81,8 @@ def _state_data_files(folder: Path, hashed: set[Path]) -> list[Path]:
         state = json_loads(read_text(folder / "state.json", what="state.json"))
     except (InputError, ValueError, RecursionError):
         return []
+    from ..inputs.tables import data_files  # a disk split's only: `gate` compares hashes, never reads a suite
+
     files = [f.resolve() for f in data_files(folder, state if isinstance(state, dict) else {})]
     return [f for f in files if f not in hashed and f.is_file()]
 
@@ -106,6 +105,8 @@ def schema_paths(suite: SuiteConfig, base_dir: Path) -> list[Path]:
     out = [base_dir / f["schema"] for f in suite.format if isinstance(f.get("schema"), str)]
     if getattr(suite, "source", None) is not None:  # a row's case has the suite's format checks
         return out
+
+    from ..inputs.suites import _lines  # the suite reader: building a manifest only, never comparing one
 
     try:
         for _, line in _lines(suite.path):
@@ -195,6 +196,8 @@ def record_signing_digests(directories: list[Row]) -> None:
     leave out), so an attestation can tell a directory changed since the run, a file added included: run inside
     `hash_once`, the files its inputs hashed are not read again. A directory model-signing cannot hash (a link to
     a folder) records none: the attestation refuses it then in its own words."""
+    from ..border.model_digest import model_files, root_digest  # a check's manifest only
+
     for row in directories:
         if str(row.get("role")).split(":")[0] not in MODEL_DIRECTORY_ROLES:
             continue

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..border.files import exists
+from ..errors import InputError
 from ..record.evidence import answered
 from ..record.held import hold_input
 from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir
-from ._registry import get_scorer
+from ._registry import Score, get_scorer
 from .forbidden import find_hits, with_guards
 from .judged import judged_answer, pairwise_outcome
 from .stored import fingerprint, reusable
-from .tool_calls import score_tools
 
 if TYPE_CHECKING:
     from ..inputs.rubric import ForbiddenRule
@@ -101,16 +103,30 @@ def fixed_scores(record: CaseRecord, forbidden_rules: Rules) -> Scores:
     """The scores that depend only on the record and the forbidden rules: every check but a judge's."""
     output = record.output or ""  # a tool call alone is an answer with no text (see evidence.answered)
     kind = (record.answer or {}).get("type")
-    answer = get_scorer("answer", str(kind))(output, record.expected, record.answer).as_dict() \
-        if record.answer and kind != "judge" else None
+    answer = _stored_check(record, "answer", lambda: get_scorer("answer", str(kind))(
+        output, record.expected, record.answer).as_dict()) if record.answer and kind != "judge" else None
     hits = find_hits(output, forbidden_rules)
     return {
-        **({"tools": score_tools(record.tools, record.tool_calls or [])} if record.tools else {}),
+        **({"tools": _tools(record.tools, record.tool_calls or [])} if record.tools else {}),
         **({"answer": answer} if answer is not None else {}),
         **({"format": _format(record, output)} if record.format else {}),
         "forbidden": {"hit": bool(hits), "categories": sorted({h["category"] for h in hits}), "matches": hits,
                       **({"rules": ["rules"]} if hits else {})},
     }
+
+
+_T = TypeVar("_T")
+
+
+def _stored_check(record: CaseRecord, family: str, run: Callable[[], _T]) -> _T:
+    """A check the record carries, run; one of no scorer's shape (a hand-edited record: an unknown type, a pattern
+    that is no text) is one line naming the case and the check, never an internal error."""
+    try:
+        return run()
+    except (KeyError, TypeError, ValueError, AttributeError, re.error) as exc:
+        raise InputError(f"the stored record of case {record.case_id!r} has a {family} check no scorer can run "
+                         f"({exc})", file="records.jsonl", field=family,
+                         hint="the run's records.jsonl (or draws.jsonl, load.jsonl) was edited: run check again") from None
 
 
 def _judged(record: CaseRecord, verdicts: Verdicts | None) -> Scores:
@@ -121,12 +137,24 @@ def _judged(record: CaseRecord, verdicts: Verdicts | None) -> Scores:
     return scores
 
 
+def _format_check(kind: str, output: str, spec: Any, tokens: int | None) -> Score:
+    return get_scorer("format", kind)(output, spec, tokens)
+
+
 def _format(record: CaseRecord, output: str) -> dict[str, Any]:
     results = []
     for spec in record.format:
-        kind = spec["type"]
-        results.append((kind, get_scorer("format", kind)(output.strip(), spec, record.tokens.output)))
+        kind = str(spec.get("type")) if isinstance(spec, dict) else repr(spec)
+        results.append((kind, _stored_check(record, "format", partial(
+            _format_check, kind, output.strip(), spec, record.tokens.output))))
     checks = [{"type": kind, **result.as_dict()} for kind, result in results]
     # no check failed, but one could not be made
     unknown = any(r.unknown for _, r in results) and all(r.passed or r.unknown for _, r in results)
     return {"passed": all(r.passed for _, r in results), "checks": checks, **({"unknown": True} if unknown else {})}
+
+
+def _tools(tools: dict[str, Any], calls: list[Any]) -> dict[str, Any]:
+    """The tool-calling score of a case that offered tools; the scorer loads with the first such case."""
+    from .tool_calls import score_tools
+
+    return score_tools(tools, calls)
