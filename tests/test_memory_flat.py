@@ -5,6 +5,7 @@ cases; these tests hold the structure that keeps it flat)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import inspect
 import io
 import re
@@ -133,3 +134,88 @@ def test_gate_writes_report_csv_a_row_at_a_time_with_the_text_render_gives(tmp_p
     written = (path / "report.csv").read_bytes()
     assert written == render(RunDir(path), "csv").encode("utf-8")
     assert written.count(b"\r\n") == 15 and b"c013" in written
+
+
+def test_the_gate_holds_each_input_packed_and_reads_it_as_written(tmp_path):
+    """A scored run's records hold their inputs packed (`record.held`): each reads as the journal has it, a new
+    dict each time, and the record copies, dumps and pickles as the one read from the journal."""
+    import pickle
+
+    from releasegate.record.held import HeldRecord
+    from releasegate.scorers import scored_run
+
+    path = Run([ok(i) for i in range(6)] + [ok(6, output=WRONG)]).build(tmp_path)
+    plain = RunDir(path).read_records()
+    held = scored_run(RunDir(path), ()).records
+    assert all(type(r) is HeldRecord and type(r.__dict__["input"]) is bytes for r in held)
+    assert [r.input for r in held] == [r.input for r in plain] and held[0].input is not held[0].input
+    assert [r.model_dump_json() for r in held] == [r.model_dump_json() for r in plain]
+    assert [r.model_dump() for r in held] == [r.model_dump() for r in plain]
+    copy = held[1].model_copy(update={"output": "x"})
+    assert copy.input == plain[1].input and copy.output == "x" and held[1].output == plain[1].output
+    assert held[2].model_copy(update={"input": {"prompt": "p"}}).input == {"prompt": "p"}
+    assert pickle.loads(pickle.dumps(held[3])).input == plain[3].input
+    assert held[4].unpacked() == plain[4]
+
+
+def test_passing_cases_of_a_sealed_run_share_one_scores_dict(tmp_path):
+    """Scores reused from the journal (no guard rule to add) are the record's stored scores, held once for every
+    case that has them; a failing case's are its own."""
+    from releasegate.record.records import CaseRecord
+    from releasegate.record.seal import seal
+    from releasegate.scorers import scored_run, stored_scores
+
+    records = [CaseRecord.model_validate(ok(i) if i < 8 else ok(i, output=WRONG)) for i in range(9)]
+    for r in records:
+        r.scores, r.scored_with = stored_scores(r, ())
+    path = Run([r.model_dump(mode="json") for r in records]).build(tmp_path)
+    (path / "manifest.json").write_text("{}", encoding="utf-8")
+    seal(path, "check")  # the journal as the run wrote it: its stored scores are reused
+    scored = scored_run(RunDir(path), ())
+    passing = [scored.scores[f"c{i:03d}"] for i in range(8)]
+    assert len({id(s) for s in passing}) == 1 and passing[0]["answer"]["passed"]
+    assert scored.scores["c008"] is not passing[0] and not scored.scores["c008"]["answer"]["passed"]
+
+
+def test_failing_cases_past_the_kept_ones_are_counted_not_detailed():
+    """report.json details the first failing cases and counts them all (`kept_failing`)."""
+    from releasegate.gate.case_detail import failing_cases, kept_failing
+    from releasegate.record.records import CaseRecord
+
+    records = [CaseRecord.model_validate(ok(i, output=WRONG) if i % 2 else ok(i)) for i in range(10)]
+    scores = {r.case_id: {"answer": {"passed": r.output != WRONG, "detail": ""}} for r in records}
+    kept, total = kept_failing(records, scores, limit=2)
+    assert total == 5 and [f["case_id"] for f in kept] == ["c001", "c003"]
+    assert kept == failing_cases(records, scores, limit=2) and len(failing_cases(records, scores, limit=None)) == 5
+
+
+def test_check_lets_go_of_a_handed_over_suite_before_judging(tmp_path, monkeypatch):
+    """`check` on a config file (the cases read for it) empties the list of cases once they are run, before it
+    judges; a caller that runs the same cases again (a matrix's variants) keeps its list whole."""
+    from rich.console import Console
+
+    import releasegate.pipeline.check as check
+    from releasegate.inputs.validation import load_inputs
+    from releasegate.pipeline.check_options import CheckOptions
+    from releasegate.testing import StubBehaviour, StubServer
+
+    seen: list[int] = []
+    judge = check._judge
+    monkeypatch.setattr(check, "_judge", lambda *a: (seen.append(len(cases)), judge(*a))[1])
+    with StubServer(StubBehaviour(ttft_ms=0, itl_ms=0, tokens=2)) as stub:
+        (tmp_path / "suite.jsonl").write_text("".join(
+            f'{{"id": "c{i}", "messages": [{{"role": "user", "content": "q{i}"}}], "expected": "tok"}}\n'
+            for i in range(5)), encoding="utf-8")
+        (tmp_path / "rubric.yaml").write_text("criteria: [{metric: accuracy, op: '>=', threshold: 0.5}]\n"
+                                              "review: {required_domains: []}\n", encoding="utf-8")
+        (tmp_path / "c.yaml").write_text(
+            f"target: {{backend: openai, base_url: '{stub.base_url}', model: stub}}\ngeneration: {{max_new_tokens: 4}}\n"
+            "suites: [{path: suite.jsonl, answer: {type: regex, pattern: tok}}]\nrubric: rubric.yaml\n"
+            "output: {dir: reports}\n", encoding="utf-8")
+        config, rubric, cases = load_inputs(tmp_path / "c.yaml")
+        options = CheckOptions(Console(file=io.StringIO()), progress=False, use_cache=False)
+        check.run_check(config, rubric, cases, dataclasses.replace(options, run_id="kept"))
+        assert len(cases) == 5 and seen == [5]
+        check.run_check(config, rubric, cases, dataclasses.replace(options, run_id="given", hand_over_cases=True))
+        assert cases == [] and seen == [5, 0]
+        assert RunDir(tmp_path / "reports" / "given").read_records()[4].case_id == "c4"

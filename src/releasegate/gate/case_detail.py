@@ -18,7 +18,7 @@ from ..record.review_labels import LabelEdit, current_labels
 from .case_scores import CaseScores, ChatMessage, ContentPart, ForbiddenScore, FormatCheck, PartScore, case_scores
 from .case_scores import case_input as read_input
 
-__all__ = ["failing_cases", "failing_why", "flipped_cases", "FLIPPED_KEPT", "input_text", "expected_text", "check_results",
+__all__ = ["failing_cases", "kept_failing", "failing_why", "flipped_cases", "FLIPPED_KEPT", "input_text", "expected_text", "check_results",
            "case_reviews", "case_detail", "cut", "DETAIL_CHARS", "user_message", "system_prompt"]
 
 DETAIL_CHARS = 1000
@@ -215,9 +215,18 @@ def failing_cases(records: list[CaseRecord], scores: dict[str, Any], limit: int 
     what a reader needs to see the case (`case_detail`: input, expected answer, every check, the server's error
     message, the reviewers' labels from `reviews`, case id -> labels); first `limit` (None: all). A failing case
     sent more than once says how many of its attempts failed."""
-    out = []
+    return kept_failing(records, scores, limit, reviews)[0]
+
+
+def kept_failing(records: list[CaseRecord], scores: dict[str, Any], limit: int | None = 50,
+                 reviews: dict[str, list[dict[str, Any]]] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """`failing_cases` (the first `limit`, None: all) and how many cases fail in all: the cases past `limit` are
+    counted, never detailed (a run with 30,000 failing cases holds 50 details, not 30,000)."""
+    out, total = [], 0
     for r in records:
         if why := case_why(r, scores[r.case_id]):
-            out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why,
-                        **case_detail(r, scores[r.case_id], (reviews or {}).get(r.case_id))})
-    return out if limit is None else out[:limit]
+            total += 1
+            if limit is None or total <= limit:
+                out.append({"case_id": r.case_id, "suite": r.suite, "output": (r.output or "")[:300], "why": why,
+                            **case_detail(r, scores[r.case_id], (reviews or {}).get(r.case_id))})
+    return out, total

@@ -16,7 +16,7 @@ from ..record.metrics import ERROR_METRICS, KNOWN_METRICS, MetricValue, compute_
 from ..record.records import CaseRecord
 from ..scorers.evaluate_metric import evaluate_value, needs_evaluate
 from .cache_probe_gate import CACHE_METRICS
-from .case_detail import case_reviews, failing_cases
+from .case_detail import case_reviews, kept_failing
 from .context import GateContext
 from .feature import GateFeature, MetricQuery
 from .health import phase_counts
@@ -107,14 +107,14 @@ def _section(ctx: GateContext, results: list[CriterionResult]) -> dict[str, Any]
     records, labels = ctx.records, ctx.inputs.labels
     names = SUMMARY_METRICS + (CACHE_METRICS  # the summary shows the probe's rates when one ran
                                 if ctx.info.response_cache_probe else ())
-    failing = failing_cases(records, ctx.scores, limit=None, reviews=case_reviews(labels))
+    failing, failing_total = kept_failing(records, ctx.scores, limit=FAILING_CASES_KEPT, reviews=case_reviews(labels))
     return {
         "metrics": {name: ctx.measure(MetricQuery(name)).as_dict() for name in names},
         "slices": _slices(ctx),
         "counts": {**_counts(records, ctx.inputs.load_records, ctx.inputs.draws, ctx.inputs.ledger),
-                   "right": len(records) - len(failing)},
-        "failing_cases": failing[:FAILING_CASES_KEPT],
-        "failing_cases_total": len(failing),
+                   "right": len(records) - failing_total},
+        "failing_cases": failing,
+        "failing_cases_total": failing_total,
     }
 
 

@@ -115,7 +115,7 @@ def run_check_file(config_path: Path, options: CheckOptions, *, output_dir: Path
     for line in first_named(list(config.warnings), "warning(s)"):  # keys the run will not use: said before it starts
         options.console.print(f"warning: {line}", markup=False, soft_wrap=True)
     config = dataclasses.replace(config, output_dir=output_dir) if output_dir is not None else config
-    return run_check(config, rubric, cases, options)
+    return run_check(config, rubric, cases, dataclasses.replace(options, hand_over_cases=True))  # read here, for it
 
 
 def resume_check(
@@ -152,7 +152,7 @@ def resume_check(
         for session in info.sessions:  # we hold the lock: a session still 'running' was killed
             if session.get("status") == "running":
                 session["status"] = "killed"
-        how = CheckOptions(console, progress, allow_pending=allow_pending, timing=timing,
+        how = CheckOptions(console, progress, allow_pending=allow_pending, timing=timing, hand_over_cases=True,
                            use_cache=not info.no_cache if use_cache is None else use_cache)
         return _execute(run, info, config, rubric, cases, manifest["target"]["fingerprint"],
                         "retry_errors" if retry_errors else "resume", how)
@@ -287,6 +287,8 @@ def _execute(run: RunDir, info: RunInfo, config: Config, rubric: Rubric, cases: 
             backend.close()
         if cache is not None:
             cache.close()
+    del done, todo, hits, draws  # let go before judging reads the journal again, as the cases (`let_go`)
+    how.let_go(cases)
     # Every record is in, but run.json says 'complete' only from just before the reports (which show it) are
     # written: a run stopped while judging is 'interrupted' (killed: 'running'), and `check --resume` then
     # judges it and writes the reports without generating anything.

@@ -33,3 +33,13 @@ class CheckOptions:
     """Ask the cases in the seed's random order and stop once every criterion is decided (`gate.stopping`)."""
     timing: Timing = field(default_factory=Timing)
     """The session's clock, when the caller started it (`record.stage_timing`)."""
+    hand_over_cases: bool = False
+    """The caller gives its list of cases up: `check` empties it once the cases are run, before judging (a suite
+    of 100,000 cases is not held through judging and the reports). False for a caller that runs them again (a
+    matrix's variants)."""
+
+    def let_go(self, cases: list[Any]) -> None:
+        """Empty the caller's list of cases once they are run, when it was handed over: a suite of 100,000 cases
+        (and a resume's recorded ones) is otherwise held beside every record the gate reads."""
+        if self.hand_over_cases:
+            cases.clear()

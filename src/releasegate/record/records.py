@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -304,13 +305,15 @@ class RunDir:
             os.fsync(fh.fileno())
 
     def read_records(
-        self, name: str = "records.jsonl", *, required: bool = True, dedup: bool | None = None
+        self, name: str = "records.jsonl", *, required: bool = True, dedup: bool | None = None,
+        each: Callable[[CaseRecord], None] | None = None,
     ) -> list[CaseRecord]:
         """The records of a journal. `dedup` (default: on for records.jsonl, whose records are keyed by case id):
         the last record of a case id wins and keeps the place of the first, so a retried case replaces its error,
         and carries the lines it superseded as `earlier_attempts`. load.jsonl is read as written (a replayed
         traffic log may repeat ids). The scores stored in a journal that is not as the run sealed it are not
-        reused (`scored_with` cleared, see `sealed.matches_seal`)."""
+        reused (`scored_with` cleared, see `sealed.matches_seal`). `each`: done to every record as it is read (the
+        gate packs its input, `record.held`), so what it lets go of never exists for every record at once."""
         path = self.path / name
         if not path.exists():
             if not required:
@@ -319,6 +322,8 @@ class RunDir:
         records, digest, shared = [], hashlib.sha256(), SharedValues(_SHARED)
         for _, rec in parsed_lines(path, name, digest, CaseRecord.model_validate_json, MAX_JOURNAL_BYTES):
             shared.hold(rec)  # as read: the copies never all exist at once
+            if each is not None:
+                each(rec)
             records.append(rec)
         if not matches_seal(self.path, name, digest.hexdigest()):
             for rec in records:

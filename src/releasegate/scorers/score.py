@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..border.files import exists
 from ..errors import InputError
 from ..record.evidence import answered
+from ..record.held import hold_input
 from ..record.ledger import LEDGER, LedgerLine, covered, read_ledger
 from ..record.records import CaseRecord, RunDir
 from ._registry import Score, get_scorer
@@ -52,20 +53,20 @@ class ScoredRun:
 
 def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> ScoredRun:
     """Read a run's records and load requests, and score the records by `forbidden_rules` and `verdicts`."""
-    records, ledger = run_ledger(run)
+    records, ledger = run_ledger(run, each=hold_input)  # inputs packed as read: the gate reads few, when it must
     load = run.read_records("load.jsonl", required=False)
     draws = run.read_records("draws.jsonl", required=False)
     return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger)
 
 
-def run_ledger(run: RunDir) -> tuple[list[CaseRecord], list[LedgerLine]]:
+def run_ledger(run: RunDir, each: Callable[[CaseRecord], None] | None = None) -> tuple[list[CaseRecord], list[LedgerLine]]:
     """A run's records and its attempts ledger, each cached record whose session the ledger counts standing for
-    no request of its own (`ledger.covered`)."""
+    no request of its own (`ledger.covered`); `each`: `RunDir.read_records`'."""
     if not exists(run.path / LEDGER):  # a run from before the ledger, or one that needed none
-        return run.read_records(), []
+        return run.read_records(each=each), []
     load_phase = run.read_info().load_phase or {}
     ledger = read_ledger(run.path, load_phase.get("session"))
-    return covered(run.read_records(), ledger), ledger
+    return covered(run.read_records(each=each), ledger), ledger
 
 
 def score_record(record: CaseRecord, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> Scores:
@@ -80,7 +81,11 @@ def score_record(record: CaseRecord, forbidden_rules: Rules, verdicts: Verdicts 
     fixed = reusable(record, forbidden_rules)
     if fixed is None:
         fixed = fixed_scores(record, forbidden_rules)
-    fixed = {**fixed, "forbidden": with_guards(fixed.get("forbidden", {}), record, forbidden_rules, verdicts)}
+    found = fixed.get("forbidden", {})
+    forbidden = with_guards(found, record, forbidden_rules, verdicts)
+    if forbidden is not found or "forbidden" not in fixed:
+        fixed = {**fixed, "forbidden": forbidden}
+    # else the record's scores as stored (no guard rule): held once for the cases that share them, not copied
     if judged:  # the verdict, never a stored answer
         return {**_judged(record, verdicts), **{k: v for k, v in fixed.items() if k not in ("answer", "pairwise")}}
     return fixed
