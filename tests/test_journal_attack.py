@@ -60,21 +60,22 @@ def test_a_killed_run_whose_journal_holds_cases_it_never_had_is_not_passed(cli, 
     assert _verdict(cli, "gate", run.path, "--json")[1] != "PASS"
 
 
-@pytest.mark.xfail(strict=True, reason="report/ renders report.json's verdict and counts (judged from the journal as "
-                   "sealed) beside rows walked from records.jsonl as it is now; report.json records no digest of the "
-                   "journal it judged, so `report` cannot tell an edited journal from the one it judged")
 def test_a_report_of_a_journal_edited_since_it_was_judged_agrees_with_itself(cli, tmp_path, stub):
     """A line appended after the seal answers a right case wrong: `report` must not show report.json's count of
-    wrong cases beside rows with one more (gate --json judges the edit INCONCLUSIVE)."""
+    wrong cases beside rows with one more. It refuses the rows (one line naming records.jsonl, exit 2) until
+    `gate` judges the journal as it is, and then its rows and counts agree."""
     run = _failing_run(cli, tmp_path, stub)
     rows = [json.loads(line) for line in run.records_path.read_bytes().splitlines()]
     right = next(r for r in rows if r["output"] == mx.RIGHT)
     with run.records_path.open("a") as fh:
         fh.write(json.dumps({**right, "output": mx.WRONG_ANSWER}) + "\n")
+    code, out, err = cli("report", run.path, "--format", "csv")
+    assert code == 2 and "records.jsonl" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert _verdict(cli, "gate", run.path, "--json")[1] in ("FAIL", "INCONCLUSIVE")  # worse, and edited
     code, out, err = cli("report", run.path, "--format", "json")
-    assert "Traceback" not in err, err
     judged = json.loads(out)["counts"]
     code, out, err = cli("report", run.path, "--format", "csv")
+    assert code == 0, err
     shown = list(csv.DictReader(io.StringIO(out)))
     assert sum(r["passed"] == "fail" for r in shown) == judged["cases"] - judged["right"]
 

@@ -55,7 +55,8 @@ def test_whatif_leaves_the_run_byte_identical_and_every_report_names_its_rubric(
     report = json.loads((where / "report.json").read_text())
     snapshot = hashlib.sha256((run / "rubric.yaml").read_bytes()).hexdigest()
     assert report["verdict"] == "INCONCLUSIVE" and "recorded verdict under its own rubric is FAIL" in report["verdict_reason"]
-    bound = {k: report["judged_by"].pop(k) for k in ("effective_sha256", "overrides")}
+    bound = {k: report["judged_by"].pop(k) for k in ("effective_sha256", "overrides", "records_sha256")}
+    assert bound["records_sha256"] == hashlib.sha256((run / "records.jsonl").read_bytes()).hexdigest()
     assert report["judged_by"] == {"file": rubric.name, "sha256": digest, "snapshot_sha256": snapshot, "whatif": True,
                                    "whatif_verdict": "PASS", "recorded_verdict": "FAIL"}
     # the what-if is named as the override of the whole rubric, and the effective rubric is the other one's
@@ -79,8 +80,10 @@ def test_the_official_reports_name_the_runs_own_rubric(tmp_path, cli):
     code, out, _ = cli("gate", run)
     assert code == 1 and "judged by the run's rubric: rubric.yaml" in out and "what-if" not in out
     report = json.loads((run / "report.json").read_text())
+    journal = hashlib.sha256((run / "records.jsonl").read_bytes()).hexdigest()  # the journal it judged
     assert report["judged_by"] == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot,
-                                   "whatif": False, "effective_sha256": None, "overrides": []}  # no config snapshot
+                                   "whatif": False, "effective_sha256": None, "overrides": [],  # no config snapshot
+                                   "records_sha256": journal}
     assert snapshot in (run / "report.md").read_text() and "what-if" not in (run / "report.md").read_text()
     assert _csv_rows(run / "report.csv")[1][-3:-1] == ["rubric.yaml", snapshot]  # then the baseline column
     assert not (run / "whatif").exists()
@@ -128,6 +131,7 @@ def test_check_names_the_snapshot_that_judged_it(project, cli):
     judged_by = json.loads((run / "report.json").read_text())["judged_by"]
     rubric = next(i["path"] for i in json.loads((run / "manifest.json").read_text())["inputs"] if i["role"] == "rubric")
     effective = judged_by.pop("effective_sha256")
+    assert judged_by.pop("records_sha256") == hashlib.sha256((run / "records.jsonl").read_bytes()).hexdigest()
     assert judged_by == {"file": "rubric.yaml", "sha256": snapshot, "snapshot_sha256": snapshot, "whatif": False,
                          "source": str(Path(rubric).relative_to(project)), "named_by": None,
                          "overrides": []}  # the file the snapshot came from, relative: no machine's path

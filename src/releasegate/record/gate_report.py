@@ -1,9 +1,7 @@
-"""The gate report: the one typed result of judging a run (what report.json holds).
-
-`judge_run` builds it once; report.json is its JSON form, and every renderer (terminal, Markdown, HTML, JUnit, CSV)
-renders a report validated against this model, so a hand-edited or truncated report.json is a clear input error,
-not a traceback. Every field is documented here; docs/guarantees.md says what the verdict means.
-"""
+"""The gate report: the one typed result of judging a run (what report.json holds). `judge_run` builds it once;
+report.json is its JSON form, and every renderer (terminal, Markdown, HTML, JUnit, CSV) renders a report validated
+against this model, so a hand-edited or truncated report.json is a clear input error, not a traceback. Every field
+is documented here; docs/guarantees.md says what the verdict means."""
 
 from __future__ import annotations
 
@@ -170,6 +168,8 @@ class JudgedBy(_Model):
     whatif_verdict: str | None = None
     """A what-if: the verdict the other rubric gave (the report's `verdict` is INCONCLUSIVE when that was PASS and
     the run's recorded verdict was not: a what-if never exits 0 over a run that did not pass)."""
+    records_sha256: str | None = None
+    """sha256 of records.jsonl as the gate read it: `report` refuses rows from a journal changed since."""
     recorded_verdict: str | None = None
     """A what-if: the run's verdict under its own rubric snapshot, judged again from its records (never read from
     report.json); null when the snapshot is missing or edited since it was sealed."""

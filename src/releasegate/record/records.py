@@ -270,6 +270,8 @@ class RunDir:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.read_sha256: dict[str, str] = {}
+        """Journal name -> sha256 of its bytes as `read_records` last read them (what a report was judged on)."""
 
     @property
     def records_path(self) -> Path:
@@ -325,7 +327,8 @@ class RunDir:
             if each is not None:
                 each(rec)
             records.append(rec)
-        if not matches_seal(self.path, name, digest.hexdigest()):
+        self.read_sha256[name] = digest.hexdigest()
+        if not matches_seal(self.path, name, self.read_sha256[name]):
             for rec in records:
                 rec.scored_with = None
         if dedup if dedup is not None else name == "records.jsonl":

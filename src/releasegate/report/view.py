@@ -13,7 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..border.files import exists
+from ..border.files import exists, sha256_file
+from ..errors import InputError
 from ..gate.capacity import gated_records
 from ..gate.case_detail import case_reviews, case_why, check_results, expected_text, input_text
 from ..inputs.rubric import ForbiddenRule, load_rubric
@@ -102,6 +103,7 @@ class RunView:
             forbidden = tuple(ForbiddenRule.from_dict(r) for r in report.forbidden_rules)
         else:
             forbidden = load_rubric(run.path / "rubric.yaml").forbidden
+        _journal_as_judged(run, report)
         stream = StreamedRun(JournalStream(run.path), forbidden, run_verdicts(run, info), run_ledger_lines(run, info))
         return cls(run.path, info, report, [], {}, run.read_records("load.jsonl", required=False), reviews, stream)
 
@@ -209,3 +211,16 @@ def _row(record: CaseRecord, scores: dict[str, Any], why: list[str], reviews: li
         results=tuple(CaseCheck.model_validate(c) for c in check_results(scores)),
         reviews=tuple(CaseReview.model_validate(r) for r in reviews),
     )
+
+
+def _journal_as_judged(run: RunDir, report: GateReport) -> None:
+    """Refuse rows walked from a records.jsonl other than the one report.json was judged on (a line appended or
+    edited since): its counts and verdict would sit beside rows that disagree with them. A report from before
+    the journal's digest was recorded is rendered as it is."""
+    judged = report.judged_by.records_sha256 if report.judged_by is not None else None
+    if judged is None or not exists(run.records_path):
+        return
+    if sha256_file(run.records_path, what="records.jsonl") != judged:
+        run.read_records()  # a journal that is no longer releasegate's text: that error, naming its line, first
+        raise InputError("records.jsonl changed since report.json was judged: its rows would not be the ones "
+                         "counted", file=run.records_path, hint=f"judge the run again: releasegate gate {run.path}")

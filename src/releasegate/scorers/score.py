@@ -49,6 +49,8 @@ class ScoredRun:
     """The repeated draws 1..k-1 (draws.jsonl, as written; none without `generation.repeats`)."""
     ledger: list[LedgerLine] = field(default_factory=list)
     """The attempts no record holds (`record.ledger`): cut load phases', and the cached answers' sessions'."""
+    journal_sha256: str | None = None
+    """sha256 of records.jsonl as read: the journal the report is judged on (`JudgedBy.records_sha256`)."""
 
 
 def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> ScoredRun:
@@ -56,7 +58,8 @@ def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = 
     records, ledger = run_ledger(run, each=hold_input)  # inputs packed as read: the gate reads few, when it must
     load = run.read_records("load.jsonl", required=False)
     draws = run.read_records("draws.jsonl", required=False)
-    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger)
+    return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger,
+                     run.read_sha256.get("records.jsonl"))
 
 
 def run_ledger(run: RunDir, each: Callable[[CaseRecord], None] | None = None) -> tuple[list[CaseRecord], list[LedgerLine]]:
