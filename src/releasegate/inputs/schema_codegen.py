@@ -105,8 +105,8 @@ class SchemaWriter:
         """The test of `schema` compiled in this process (the tests compare it with jsonschema's)."""
         call = self._call(schema, "v")
         self.program.define()
-        test = eval(compile(f"lambda v: {call}", "<releasegate schema>", "eval"), self.program.ns)  # noqa: S307
-        return test  # type: ignore[no-any-return]
+        test: Check = eval(compile(f"lambda v: {call}", "<releasegate schema>", "eval"), self.program.ns)  # noqa: S307
+        return test
 
     # -- a node: an inline expression of `x`, or a call of its function ---------------------------------------
 

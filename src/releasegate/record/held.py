@@ -36,10 +36,8 @@ class HeldRecord(CaseRecord):
 
 def _input(record: CaseRecord) -> dict[str, Any]:
     value = record.__dict__[_INPUT]
-    if type(value) is bytes:
-        unpacked: dict[str, Any] = marshal.loads(value)
-        return unpacked
-    return value  # type: ignore[no-any-return]
+    held: dict[str, Any] = marshal.loads(value) if type(value) is bytes else value
+    return held
 
 
 setattr(HeldRecord, _INPUT, property(_input))  # after the class is made: the field stays as pydantic knows it
