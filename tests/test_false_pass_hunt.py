@@ -4,6 +4,7 @@ wrong against `accuracy >= 0.7` (truth FAIL, accuracy 0.5), so `verify` can vouc
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -46,30 +47,56 @@ def test_the_project_is_a_failing_one_and_its_overridden_run_is_not_released(cli
     assert code == 1 and "--set suites[0].answer.pattern" in err, err
 
 
-@pytest.mark.parametrize("edit", ["drop-composition", "empty-set"])
-def test_an_override_dropped_from_the_manifest_still_keeps_the_run_from_release(cli, tmp_path, edit):
-    """manifest.json records the `--set` keys a run was composed with, and is itself no sealed file: deleting its
-    `composition` (or emptying it) must not turn a run judged with a judging override into one that `bless` and
-    `promote` hand on. run.json, sealed, records the same `--set` keys."""
-    config = _project(tmp_path)
-    code, report, run = _check(cli, config, "ov", "--set", "suites[0].answer.pattern=.")
-    assert report["verdict"] == "PASS"
+def _edit_composition(run: Path, edit: str) -> None:
     manifest = json.loads((run / "manifest.json").read_text())
     if edit == "drop-composition":
         manifest.pop("composition")
     else:
         manifest["composition"] = {"extends": [], "set": [], "over_official": []}
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+def _as_run_before_composition_digests(run: Path) -> None:
+    """The run as one made before run.json kept `composition_sha256`: the key gone, run.json sealed again."""
+    info = json.loads((run / "run.json").read_text())
+    info.pop("composition_sha256")
+    (run / "run.json").write_text(json.dumps(info, indent=2))
+    manifest = json.loads((run / "manifest.json").read_text())
+    data = (run / "run.json").read_bytes()
+    manifest["sealed"]["files"]["run.json"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+@pytest.mark.parametrize("edit", ["drop-composition", "empty-set"])
+def test_an_override_dropped_from_the_manifest_still_keeps_the_run_from_release(cli, tmp_path, edit):
+    """manifest.json records the `--set` keys a run was composed with, and is itself no sealed file: deleting its
+    `composition` (or emptying it) must not turn a run judged with a judging override into one that `bless` and
+    `promote` hand on. run.json, sealed, keeps the composition's digest: the edited manifest is refused."""
+    config = _project(tmp_path)
+    code, report, run = _check(cli, config, "ov", "--set", "suites[0].answer.pattern=.")
+    assert report["verdict"] == "PASS"
+    _edit_composition(run, edit)
     code, _, err = cli("bless", run, "--as", "prod", "--reason", "r")
-    assert code == 1 and "suites[0].answer.pattern" in err, err
+    assert code == 2 and "manifest.json" in err and "composition" in err and len(err.strip().splitlines()) == 1, err
     code, _, err = cli("promote", run, "--webhook", "http://127.0.0.1:9/hook", "--key", tmp_path / "none.key")
     assert code != 0 and "Traceback" not in err, err
+    assert cli("attest", "--generate-key", tmp_path / "k.pem")[0] == 0
+    code, _, err = cli("attest", run, "--key", tmp_path / "k.pem", "-o", tmp_path / "a.json")
+    assert code == 2 and "composition" in err and not (tmp_path / "a.json").exists(), err
 
 
-@pytest.mark.xfail(strict=True, reason="an extends: layer's override of a judging key is recorded only in "
-                   "manifest.json composition.over_official, which no seal covers (run.json records --set keys only; "
-                   "the sealed config snapshot names the layers in a comment): deleting it releases the run. Needs "
-                   "the composition sealed (record/seal.py), not a local reader fix")
+@pytest.mark.parametrize("edit", ["drop-composition", "empty-set"])
+def test_a_run_from_before_composition_digests_still_counts_its_sealed_set_keys(cli, tmp_path, edit):
+    """A run whose run.json keeps no composition digest is read as before: the `--set` keys sealed run.json
+    records still count, the manifest's composition edited or not."""
+    config = _project(tmp_path)
+    code, report, run = _check(cli, config, "ov", "--set", "suites[0].answer.pattern=.")
+    _as_run_before_composition_digests(run)
+    _edit_composition(run, edit)
+    code, _, err = cli("bless", run, "--as", "prod", "--reason", "r")
+    assert code == 1 and "suites[0].answer.pattern" in err, err
+
+
 def test_an_extends_layer_override_dropped_from_the_manifest_still_keeps_the_run_from_release(cli, tmp_path):
     _project(tmp_path)
     layer = tmp_path / "layer.yaml"
@@ -77,12 +104,28 @@ def test_an_extends_layer_override_dropped_from_the_manifest_still_keeps_the_run
         {"path": "suites/s.jsonl", "answer": {"type": "regex", "pattern": "."}}]}))
     code, report, run = _check(cli, layer, "lay")
     assert report["verdict"] == "PASS"
-    assert cli("bless", run, "--as", "prod", "--reason", "r")[0] == 1  # refused while the manifest says why
+    code, _, err = cli("bless", run, "--as", "prod", "--reason", "r")
+    assert code == 1 and "suites" in err, err  # refused while the manifest says why
     manifest = json.loads((run / "manifest.json").read_text())
     manifest.pop("composition")
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
     code, _, err = cli("bless", run, "--as", "prod", "--reason", "r")
-    assert code == 1 and "suites" in err, err
+    assert code == 2 and "manifest.json" in err and "composition" in err, err
+
+
+def test_an_untouched_run_with_an_extends_layer_of_no_judging_key_blesses(cli, tmp_path):
+    """The digest check refuses only an edited composition: a run composed with an `extends:` layer that
+    overrides no judging key (where the reports go) blesses as it always did, its replies all right."""
+    _project(tmp_path)
+    (tmp_path / "responses.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i:02d}", "output": "reset done"}) + "\n" for i in range(40)))
+    layer = tmp_path / "layer.yaml"
+    layer.write_text(yaml.safe_dump({"extends": "releasegate.yaml", "output": {"dir": "reports"}}))
+    code, report, run = _check(cli, layer, "lay")
+    assert (code, report["verdict"]) == (0, "PASS")
+    assert json.loads((run / "manifest.json").read_text())["composition"]["extends"]
+    code, _, err = cli("bless", run, "--as", "prod", "--reason", "r")
+    assert code == 0, err
 
 
 @pytest.mark.xfail(strict=True, reason="`report` reads report.json through its seal, but a manifest with no "

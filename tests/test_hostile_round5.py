@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_jsonl
+from releasegate.record.sealed_composition import composition_sha256
 from test_bless import bless, check, passing_project
 from test_release_attack import _shipped, _signed, _statement, _verify
 from test_review import read_rows, review_project, run_dir, write_rows  # noqa: F401  (fixtures)
@@ -28,6 +29,15 @@ def _reseal(run: Path, name: str, data: bytes) -> None:
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["sealed"]["files"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
     (run / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _recompose(run: Path, composition: dict) -> None:
+    """The manifest's composition replaced, and the digest the sealed run.json keeps of it with it (`_reseal`)."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["composition"] = composition
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    info = {**json.loads((run / "run.json").read_text()), "composition_sha256": composition_sha256(manifest)}
+    _reseal(run, "run.json", json.dumps(info).encode())
 
 
 def _one_line(err: str) -> str:
@@ -93,9 +103,7 @@ def test_an_override_pattern_matches_as_the_regex_of_its_stars_did():
 def test_a_hostile_allow_overrides_pattern_never_hangs_bless(project, cli):
     passing_project(project)
     run = check(cli, project, "r")
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["composition"] = {"extends": [], "set": [], "over_official": [{"key": "a" * 60, "by": "--set"}]}
-    (run / "manifest.json").write_text(json.dumps(manifest))
+    _recompose(run, {"extends": [], "set": [], "over_official": [{"key": "a" * 60, "by": "--set"}]})
     rubric = (run / "rubric.yaml").read_text() + "release:\n  allow_overrides: ['" + "*a" * 14 + "*b']\n"
     _reseal(run, "rubric.yaml", rubric.encode())
     started = time.perf_counter()
@@ -106,9 +114,7 @@ def test_a_hostile_allow_overrides_pattern_never_hangs_bless(project, cli):
 def test_an_override_key_indexed_by_a_unicode_digit_is_an_override_not_a_crash(project, cli):
     passing_project(project)
     run = check(cli, project, "r")
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["composition"] = {"extends": [], "set": [], "over_official": [{"key": "suites[\u00b2].limit", "by": "--set"}]}
-    (run / "manifest.json").write_text(json.dumps(manifest))
+    _recompose(run, {"extends": [], "set": [], "over_official": [{"key": "suites[\u00b2].limit", "by": "--set"}]})
     code, _, err = bless(cli, run)
     assert code == 1 and "suites[\u00b2].limit" in err and "internal error" not in err
 

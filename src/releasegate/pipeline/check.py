@@ -43,6 +43,7 @@ from ..record.judge_verdicts import run_verdicts
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import read_labels
 from ..record.seal import edited_evidence, guard_seal, seal, sealed_snapshot
+from ..record.sealed_composition import composition_sha256
 from ..record.stage_timing import Timing
 from ..redaction import secret_from_env
 from ..report import write_reports
@@ -359,18 +360,17 @@ def _start(run: RunDir, config: Config, rubric: Rubric, limit: int | None, *, no
     run.write_text("rubric.yaml", yaml.safe_dump(rubric.as_dict(), sort_keys=False, allow_unicode=True))
     info = RunInfo(
         comparability=settings_key(_as_run(config.raw, limit), rubric.as_dict()),
-        run_id=run.path.name,
-        created_at=now(),
+        run_id=run.path.name, created_at=now(),
         target=config.target.describe(),
         backend=config.target.backend,
         cost=dataclasses.asdict(config.cost) if config.cost else None,
         versions=_versions(config.target.backend),
         host={"platform": platform.platform(), "cpus": os.cpu_count(), "threads": config.target.threads},
         computed=where_computed(config.scale, config.target.backend),
-        config_path=str(config.path.resolve()),
-        limit=limit,
+        config_path=str(config.path.resolve()), limit=limit,
         cuts=suite_cuts(config.suites, [c.suite for c in cases], limit, overridden=config.overrides),
         overrides=[f"{o['key']}={o['value']}" for o in recorded_overrides(run.path)],
+        composition_sha256=composition_sha256(read_manifest(run.path)),  # run.json is sealed, manifest.json not
         no_cache=no_cache,
         target_overrides={k: str(v) if isinstance(v, Path) else v for k, v in (target_overrides or {}).items()} or None,
     )

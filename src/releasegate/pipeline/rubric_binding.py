@@ -5,8 +5,9 @@ overridden) together with every judging key of the config the run was composed w
 sample, generation, judge, guards, probes...; `inputs.judging_keys`), after `extends:` and `--set`. Its hash
 (`effective_sha256`) is what a deploy can require (`verify-attestation --rubric-sha256`): the same official config
 and rubric give the same hash on any machine, since paths are hashed as written. The overrides are every key laid
-over the config layer that names the rubric, recorded by `check` in manifest.json (`composition.over_official`),
-and a what-if (`gate --rubric`) when the report was judged by another rubric.
+over the config layer that names the rubric, recorded by `check` in manifest.json (`composition.over_official`,
+vouched for by the digest the sealed run.json keeps: `record.sealed_composition`), and a what-if (`gate
+--rubric`) when the report was judged by another rubric.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
 from ..record.records import RunDir
+from ..record.sealed_composition import require_sealed_composition
 from ..record.stored_manifest import SealOnly, read_manifest_file
 from ..run.manifest import case_digests_of
 
@@ -75,7 +77,11 @@ def binding_of(run_path: Path, manifest: dict[str, Any], whatif: str | None = No
                whatif_policy: dict[str, Any] | None = None) -> RubricBinding:
     """The run's rubric binding from its sealed snapshots and manifest; `whatif`: the rubric file a what-if report
     was judged by (an override of the whole rubric), and `whatif_policy` that rubric's snapshot form
-    (`Rubric.as_dict`), which then stands in the effective rubric for the run's own."""
+    (`Rubric.as_dict`), which then stands in the effective rubric for the run's own. A manifest whose composition
+    is not the one the run's sealed run.json recorded is refused (InputError); an empty one (none readable) is not
+    read for overrides."""
+    if manifest:
+        require_sealed_composition(run_path, manifest)
     config = stored_yaml(run_path / CONFIG_SNAPSHOT, what="config snapshot")
     rubric = whatif_policy if whatif_policy is not None else stored_yaml(run_path / RUBRIC_SNAPSHOT,
                                                                          what="rubric snapshot")

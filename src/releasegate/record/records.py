@@ -208,6 +208,9 @@ class RunInfo(BaseModel):
     only (`decision.decide_gate`). None: a run from before cuts were recorded (its `limit` is read)."""
     overrides: list[str] | None = None
     """The `--set KEY=VALUE` overrides the run's config was composed with (secrets masked)."""
+    composition_sha256: str | None = None
+    """sha256 of manifest.json's `composition` as the run wrote it (`sealed_composition`): run.json is sealed, so the
+    overrides a release counts are the ones the run recorded. None in runs that predate it."""
     no_cache: bool = False
     """`check --no-cache`: the run neither reads nor writes the response cache; a resume keeps to that unless
     told `--cache`."""
