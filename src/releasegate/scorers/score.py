@@ -59,7 +59,7 @@ def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = 
     load = run.read_records("load.jsonl", required=False)
     draws = run.read_records("draws.jsonl", required=False)
     return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger,
-                     run.read_sha256.get("records.jsonl"))
+                     run.read_sha256.get(run.records_path.name))
 
 
 def run_ledger(run: RunDir, each: Callable[[CaseRecord], None] | None = None) -> tuple[list[CaseRecord], list[LedgerLine]]:
