@@ -210,6 +210,8 @@ class _Transport:
     def close(self):
         self.closed = True
 
+    abort = close  # a failed exchange drops the connection: nothing it still had to send is worth waiting for
+
 
 def _fed(pieces: list[bytes]) -> _Response:
     loop = asyncio.new_event_loop()

@@ -9,7 +9,7 @@ minus the stamp, taken from the monotonic clock read now. A stamp that would fal
 one (the wall clock set back or forward meanwhile) is read as that last one, and one that would lie ahead of
 now as now: an age is never guessed.
 
-The transport here does what `_sse_client._Response` asks of one (write, close, is_closing) over a non-blocking
+The transport here does what `_sse_client._Response` asks of one (write, close, abort, is_closing, get_write_buffer_size) over a non-blocking
 socket the loop watches (`add_reader`), on asyncio's loop and uvloop's alike; TLS connections keep asyncio's
 transport and the callback's clock read.
 """
@@ -115,6 +115,11 @@ class StampedTransport:
         if not self._closing:
             self._shut()
             self._loop.call_soon(self._protocol.connection_lost, None)
+
+    abort = close  # nothing is left to drop: close() drops unwritten bytes already
+
+    def get_write_buffer_size(self) -> int:
+        return len(self._out)
 
     def _lost(self, exc: Exception | None) -> None:
         if not self._closing:

@@ -96,7 +96,12 @@ class _Response(asyncio.Protocol):
     def _fail(self, exc: Exception) -> None:
         if not self.done.done():
             self.done.set_exception(exc)
-        self.transport.close()
+        self.transport.abort()
+
+    def eof_received(self) -> None:
+        # the server will read no more: a request still being written never will be, and close() would wait for
+        # that write (the response unfinished, the socket left open); abort drops it, and connection_lost follows
+        self.transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -338,15 +343,15 @@ class LeanClient:
             # which nobody would ever await (asyncio then logs "Future exception was never retrieved")
             conn.done.cancel()
             conn.done = None
-            conn.transport.close()
+            conn.transport.abort()  # close() would wait for a request the server never reads, the socket left open
             raise
         end = conn.last_rx  # the arrival of the bytes that completed the response, not this coroutine's wake-up
         segments = conn.body()  # before the connection goes back to the pool (its next request resets it)
         conn.done = None
-        if conn.headers.get("connection", "").lower() != "close" and not conn.closed:
+        if conn.headers.get("connection", "").lower() != "close" and not conn.closed and not conn.transport.get_write_buffer_size():
             self._idle.append(conn)
-        else:
-            conn.transport.close()
+        else:  # answered before the server read the whole request: the rest is never read, so it is dropped
+            conn.transport.abort()
         if 300 <= conn.status < 400:  # never followed: the credentials would go wherever it points
             error = Redirected(conn.status, conn.headers.get("location"), self.base_url)
             error.sent_ns, error.connect_ns = sent, connect  # type: ignore[attr-defined]

@@ -185,8 +185,8 @@ class StubServer:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass  # cancelled: the stub is shutting down (a handler ending cancelled gets logged by 3.11's server)
-        finally:
-            writer.close()
+        finally:  # stopping: an answer left unread is dropped, or close() would wait for it and leave the socket open
+            writer.transport.abort() if self._stop.is_set() else writer.close()
 
     async def _route(self, method: str, path: str, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         if self.behaviour.hostile is not None and method == "GET":
