@@ -129,12 +129,14 @@ def test_a_record_claiming_past_any_retry_count_is_refused_not_counted_out(cli, 
                                           (("answer",), '{"pattern": "reset"}')])
 def test_a_record_whose_answer_check_no_scorer_runs_is_one_line(cli, made, tmp_path, keys, raw):
     """A record carries its answer check; one edited to a type no scorer has, or a pattern that is no text, is
-    one line naming the case and the check (exit 2), never an internal error from the scorer."""
+    one line naming the case and the check (exit 2), never an internal error from the scorer. `report` refuses
+    the edited journal before scoring it (it is not the one report.json was judged on), also one line, exit 2."""
     run = _copy(made, "quality", tmp_path)
     _with_raw(run.records_path, keys, raw, line=1)
-    for args in (("gate", run.path, "--json"), ("report", run.path, "--format", "csv")):
-        code, verdict, lines = _judged(cli, *args)
-        assert code == 2 and len(lines) == 1 and "'m01'" in lines[0] and "answer" in lines[0], (args, lines)
+    code, verdict, lines = _judged(cli, "report", run.path, "--format", "csv")
+    assert code == 2 and len(lines) == 1 and "records.jsonl changed since report.json was judged" in lines[0], lines
+    code, verdict, lines = _judged(cli, "gate", run.path, "--json")
+    assert code == 2 and len(lines) == 1 and "'m01'" in lines[0] and "answer" in lines[0], lines
 
 
 @pytest.mark.parametrize("lines", [
