@@ -81,7 +81,6 @@ class _Response(asyncio.Protocol):
     def data_received(self, data: bytes, at: int | None = None) -> None:
         read = time.perf_counter_ns()  # before anything else
         # `at`: the kernel's receive stamp (`_kernel_rx`), where it gave one; never before the request's send
-        # (`last_rx` from then on): a server on this machine may answer before the clock read after the write
         now = read if at is None else max(at, self.last_rx)
         self.last_rx = now
         self.rx_bytes += len(data)
@@ -329,10 +328,11 @@ class LeanClient:
                         connect: int | None) -> tuple[list[str], list[int], int, int, int | None]:
         conn.done = asyncio.get_running_loop().create_future()
         conn._reset()
-        # write() hands the bytes to the kernel at once (a request fits the socket buffer), so the stamp after it
-        # is when the last byte was written
-        conn.transport.write(self._request_bytes(path, body))
-        conn.last_rx = sent = time.perf_counter_ns()
+        # stamped before the write: on this machine the send can wake the server, which may answer before the
+        # client's thread runs again, so a clock read after the write can come after the answer's kernel stamp
+        request, sent = self._request_bytes(path, body), time.perf_counter_ns()
+        conn.transport.write(request)
+        conn.last_rx = sent
         try:
             await self._wait(conn)
         except BaseException as exc:
