@@ -337,7 +337,10 @@ def test_a_request_interrupted_mid_stream_closes_its_socket(loop, how):
         conn.recv(65536)
         conn.sendall(CHUNKED_HEAD + FIRST_CHUNK)
         started.set()
-        while conn.recv(65536):
+        try:
+            while conn.recv(65536):
+                pass
+        except ConnectionResetError:  # closed with our chunk unread (a busy client): a reset, not a FIN
             pass
         seen_end.set()
 
