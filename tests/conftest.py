@@ -48,16 +48,31 @@ def collect_after() -> Iterator[None]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A scaffolded project switched to the replay backend, with one right and one wrong answer."""
-    scaffold(tmp_path)
-    config = tmp_path / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    text = text.replace("  base: your-org/your-base-model", "")
-    config.write_text(text)
-    write_jsonl(
-        tmp_path / "responses.jsonl",
-        [{"id": "example-001", "output": GOOD}, {"id": "example-002", "output": '{"intent": "shipping", "priority": "medium"}'}],
-    )
+    replay_scaffold(tmp_path, {"example-001": GOOD, "example-002": '{"intent": "shipping", "priority": "medium"}'})
     return tmp_path
+
+
+def replay_scaffold(root: Path, outputs: dict[str, str] | None = None) -> Path:
+    """The scaffolded project at `root` switched to the replay backend, answering from responses.jsonl (written
+    from `outputs`, case id -> answer, when given); returns its config's path."""
+    scaffold(root)
+    config = root / "releasegate.yaml"
+    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
+    config.write_text(text.replace("  base: your-org/your-base-model", ""))
+    if outputs is not None:
+        write_jsonl(root / "responses.jsonl", [{"id": cid, "output": out} for cid, out in outputs.items()])
+    return config
+
+
+def load_script(name: str):
+    """scripts/NAME.py as a module (the scripts are no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 PACKAGE = ROOT / "src" / "releasegate"
 MAX_LINES = 400
@@ -382,12 +382,7 @@ def test_packages_share_only_public_names():
 
 def _build_schemas():
     """scripts/build_schemas.py, the one writer of the schema parts that mirror a registry."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("build_schemas", ROOT / "scripts" / "build_schemas.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("build_schemas")
 
 
 def test_schema_enums_are_the_registries():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD, write_jsonl
+from conftest import GOOD, replay_scaffold
 from releasegate.border import env as border_env
 from releasegate.border.files import (
     MAX_DIR_DEPTH,
@@ -306,14 +306,8 @@ def test_a_deeply_nested_config_and_a_long_extends_chain_are_exit_2(project, cli
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> Path:
-    from releasegate.inputs.scaffold import scaffold
-
     root = tmp_path_factory.mktemp("stored")
-    scaffold(root)
-    config = root / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    config.write_text(text.replace("  base: your-org/your-base-model", ""))
-    write_jsonl(root / "responses.jsonl", [{"id": "example-001", "output": GOOD}, {"id": "example-002", "output": GOOD}])
+    config = replay_scaffold(root, {"example-001": GOOD, "example-002": GOOD})
     assert main(["check", "-c", str(config), "--run-id", "base", "--no-progress"]) == 1  # one wrong answer
     return root / "reports" / "base"
 

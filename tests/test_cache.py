@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD, HANG_S, as_killed, write_jsonl
+from conftest import GOOD, HANG_S, as_killed, replay_scaffold, write_jsonl
 from releasegate.backends import Generation, Request
 from releasegate.backends.response_cache import ResponseCache
 from releasegate.record.metrics import compute_metric
@@ -210,12 +210,9 @@ def test_two_processes_write_the_cache_at_once(tmp_path):
 
 
 def _replay_project(root: Path) -> Path:
-    from releasegate.inputs.scaffold import scaffold
 
-    scaffold(root)
-    config = root / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    config.write_text(text.replace("  base: your-org/your-base-model", "") + "cache: {path: shared/cache.sqlite}\n")
+    config = replay_scaffold(root)
+    config.write_text(config.read_text() + "cache: {path: shared/cache.sqlite}\n")
     rows = [{"id": f"e{i}", "messages": [{"role": "user", "content": f"m {i}"}], "expected": {"intent": "billing", "priority": "high"}}
             for i in range(300)]
     write_jsonl(root / "suites" / "example.jsonl", rows)

@@ -46,16 +46,10 @@ def imported(args: list[str], cwd: Path, denied: tuple[str, ...] = DENIED) -> tu
 def checked(tmp_path_factory) -> Path:
     """A scaffolded project checked through the replay backend (one right answer, one wrong): a sealed run
     with its reports."""
-    from conftest import GOOD, write_jsonl
-    from releasegate.inputs.scaffold import scaffold
+    from conftest import GOOD, replay_scaffold
 
     project = tmp_path_factory.mktemp("imports")
-    scaffold(project)
-    config = project / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    config.write_text(text.replace("  base: your-org/your-base-model", ""))
-    write_jsonl(project / "responses.jsonl", [{"id": "example-001", "output": GOOD},
-                                              {"id": "example-002", "output": GOOD}])
+    replay_scaffold(project, {"example-001": GOOD, "example-002": GOOD})
     code, found = imported(["check", "-c", "releasegate.yaml", "--run-id", "r", "--no-progress", "--allow-pending"],
                            project, (*MODEL_LIBRARIES, *HTTP_LIBRARIES))
     assert code in (0, 1, 3)

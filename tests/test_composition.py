@@ -5,7 +5,6 @@ fixture part."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from contextlib import ExitStack
 from dataclasses import replace
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import load_script
 from releasegate.gate.feature import GateFeature, register, registered, unregister
 from releasegate.pipeline import features as _built_in  # noqa: F401  # registers the built-in features
 from releasegate.record.records import RunDir
@@ -194,11 +194,7 @@ def test_pair(a, b, mode, stub, cli, tmp_path):
 
 
 def _table():
-    spec = importlib.util.spec_from_file_location("composition_table", ROOT / "scripts" / "composition_table.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("composition_table")
 
 
 def test_the_docs_table_matches_the_matrix(tmp_path, monkeypatch):

@@ -2,7 +2,6 @@
 Schemas, every command, metric and config key is documented, the README stays a short entry with no figure that
 goes stale, and the site builds with --strict (broken links and pages left out of the nav fail)."""
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 import typer
 
+from conftest import load_script
 from releasegate.cli.app import app
 from releasegate.record.metrics import KNOWN_METRICS
 
@@ -20,12 +20,7 @@ DOCS = ROOT / "docs"
 
 
 def _config_reference():
-    spec = importlib.util.spec_from_file_location("config_reference", ROOT / "scripts" / "config_reference.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module
+    return load_script("config_reference")
 
 
 def test_reference_pages_match_a_fresh_generation():

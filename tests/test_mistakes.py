@@ -1,22 +1,17 @@
 """The mistake table: `validate` on typical mistakes (tests/mistakes/), each one line naming the file, line and
 key to fix, exit 2, no traceback; and docs/configuration.md shows exactly these lines."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _table():
-    spec = importlib.util.spec_from_file_location("mistake_table", ROOT / "scripts" / "mistake_table.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("mistake_table")
 
 
 TABLE = _table()

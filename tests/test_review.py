@@ -15,9 +15,8 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from conftest import write_jsonl
+from conftest import replay_scaffold, write_jsonl
 from releasegate.inputs.review_policy import Quota
-from releasegate.inputs.scaffold import scaffold
 from releasegate.record.records import CaseRecord, RunDir
 from releasegate.record.review_labels import parse_label
 from releasegate.record.review_outcome import output_hash
@@ -70,10 +69,7 @@ def _cases() -> list[tuple[str, str, str]]:
 
 @pytest.fixture
 def review_project(tmp_path: Path) -> Path:
-    scaffold(tmp_path)
-    config = tmp_path / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    config.write_text(text.replace("  base: your-org/your-base-model", ""))
+    replay_scaffold(tmp_path)
     (tmp_path / "rubrics" / "example.yaml").write_text(RUBRIC)
     suite = [{"id": cid, "prompt": f"ticket {cid}", "expected": RIGHT, "tags": {"domain": domain}} for cid, domain, _ in _cases()]
     write_jsonl(tmp_path / "suites" / "example.jsonl", suite)

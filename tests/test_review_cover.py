@@ -13,11 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import gate_run, write_jsonl
+from conftest import gate_run, replay_scaffold, write_jsonl
 from releasegate.inputs.judge_settings import CalibrationPolicy
 from releasegate.inputs.review_policy import ReviewPolicy
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.inputs.scaffold import scaffold
 from releasegate.llm_judge.calibration import calibrate
 from releasegate.llm_judge.guard_view import guard_view
 from releasegate.record.records import CaseRecord, RunInfo
@@ -219,10 +218,7 @@ review:
 def _project(root: Path, labels_per_case: int = 1) -> Path:
     """100 medical cases on the replay backend, 40 answered wrong, of which reviewers find 12 acceptable (a true
     approval of 0.72)."""
-    scaffold(root)
-    config = root / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    config.write_text(text.replace("  base: your-org/your-base-model", ""))
+    config = replay_scaffold(root)
     (root / "rubrics" / "example.yaml").write_text(RUBRIC.replace("LABELS", str(labels_per_case)))
     right, wrong = json.dumps({"intent": "billing", "priority": "high"}), json.dumps({"intent": "billing", "priority": "low"})
     cases = [(f"m{i:02d}", wrong if i < 40 else right) for i in range(100)]

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_jsonl
+from conftest import replay_scaffold, write_jsonl
 from releasegate.inputs.csv_dialect import misread_utf8
-from releasegate.inputs.scaffold import scaffold
 from releasegate.spreadsheet import LIBREOFFICE_OPTIONS, SAVE_AS_UTF8, neutralise, neutralise_shown, unneutralise
 from test_review import RIGHT, RUBRIC, snapshot, soffice  # noqa: F401  (soffice: a fixture)
 
@@ -28,10 +27,7 @@ REASON = "très bien, 東京 ok"
 @pytest.fixture
 def run_dir(tmp_path: Path, cli) -> Path:
     """The review test project (customer_support and medical need review) with awkward outputs in a web slice."""
-    scaffold(tmp_path)
-    config = tmp_path / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    config.write_text(text.replace("  base: your-org/your-base-model", ""))
+    config = replay_scaffold(tmp_path)
     (tmp_path / "rubrics" / "example.yaml").write_text(RUBRIC.replace("n: 3", "n: 4"))
     good, wrong = json.dumps(RIGHT), json.dumps({**RIGHT, "priority": "low"})
     cases = [(f"cs-{i}", "customer_support", wrong if i == 7 else good) for i in range(8)]

@@ -3,23 +3,19 @@ today, and a user's schema reaches the source only as constants."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import jsonschema
 import pytest
 
-from conftest import ROOT
+from conftest import load_script
 from releasegate.inputs.schema_check import _fast_check, schema
 from releasegate.inputs.schema_codegen import SchemaWriter, module_source
 from releasegate.inputs.shipped_checks import CHECKS
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("compile_schemas", ROOT / "scripts" / "compile_schemas.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("compile_schemas")
 
 
 def test_the_shipped_tests_are_what_the_schemas_give():

@@ -7,18 +7,12 @@ models read once are the way down. When a package gets below its ceiling, lower 
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import load_script
 
-_spec = importlib.util.spec_from_file_location("string_lookups", ROOT / "scripts" / "string_lookups.py")
-assert _spec is not None and _spec.loader is not None
-lookups = importlib.util.module_from_spec(_spec)
-sys.modules["string_lookups"] = lookups
-_spec.loader.exec_module(lookups)
+lookups = load_script("string_lookups")
 
 CEILING = {
     "inputs": 234, "run": 99, "backends": 92, "pipeline": 88, "export": 79, "record": 78, "report": 54, "testing":

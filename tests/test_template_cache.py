@@ -29,17 +29,11 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     """A run checked through the replay backend, its reports written."""
-    from conftest import GOOD, write_jsonl
+    from conftest import GOOD, replay_scaffold
     from releasegate.cli import main
-    from releasegate.inputs.scaffold import scaffold
 
     project = tmp_path_factory.mktemp("cached")
-    scaffold(project)
-    config = project / "releasegate.yaml"
-    text = config.read_text().replace("  backend: hf ", "  backend: replay\n  responses: responses.jsonl\n  #")
-    config.write_text(text.replace("  base: your-org/your-base-model", ""))
-    write_jsonl(project / "responses.jsonl", [{"id": "example-001", "output": GOOD},
-                                              {"id": "example-002", "output": "<b>not json</b>"}])
+    replay_scaffold(project, {"example-001": GOOD, "example-002": "<b>not json</b>"})
     cwd = os.getcwd()
     os.chdir(project)
     try:
