@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from conftest import ROOT, write_jsonl
+from releasegate.border.dsse import load_private_key, pae, sign_envelope
 from releasegate.cli import main
 from releasegate.pipeline.attest import PREDICATE_TYPE, STATEMENT_TYPE, statement_for
-from releasegate.pipeline.dsse import load_private_key, pae, sign_envelope
 from releasegate.record.stored_manifest import read_manifest_file
 
 DEMO = ROOT / "models" / "demo"
@@ -226,9 +226,9 @@ def test_a_forged_seal_over_a_report_edited_to_pass_is_still_refused(runs, cli, 
 
 
 def test_attest_writes_the_test_result_beside_and_model_signing_digests_of_each_model_directory(runs, cli, tmp_path):
+    from releasegate.border.dsse import key_id, load_public_key
     from releasegate.border.model_digest import model_directory_digest
     from releasegate.pipeline.attest_test_result import TEST_RESULT_TYPE
-    from releasegate.pipeline.dsse import key_id, load_public_key
 
     tmp, found = runs
     code, att, err = _attest(cli, tmp, found["pass"], "tr")

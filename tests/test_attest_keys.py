@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from releasegate.border.dsse import key_id, load_private_key, load_public_key, pae, sign_envelope
 from releasegate.pipeline.attest_test_result import TEST_RESULT_TYPE, make_test_result, sibling
-from releasegate.pipeline.dsse import key_id, load_private_key, load_public_key, pae, sign_envelope
 from test_release_attack import _shipped, _statement
 
 

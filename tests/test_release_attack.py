@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from conftest import ROOT, write_jsonl
+from releasegate.border.dsse import load_private_key, sign_envelope
 from releasegate.pipeline.attest import PREDICATE_TYPE, STATEMENT_TYPE
-from releasegate.pipeline.dsse import load_private_key, sign_envelope
 from test_bless import LENIENT, RIGHT, WRONG, bless, check, passing_project, set_rubric
 
 

@@ -19,19 +19,25 @@ def bless(
     name: Annotated[str, typer.Option("--as", help="The baseline's name (letters, digits, '_', '.', '-').")],
     reason: Annotated[str, typer.Option(help="Why this run is the baseline (kept with the blessing).")],
     by: Annotated[Optional[str], typer.Option(help="Who blesses it (default: $USER).")] = None,
+    key: Annotated[Optional[Path], typer.Option(
+        help="Sign the blessing with this Ed25519 private key (PEM): a rubric's baseline.signed_by counts only "
+             "blessings its keys signed.", dir_okay=False)] = None,
     as_json: JsonOption = False,
 ) -> int:
     """Name a run as a baseline that rubrics (`baseline: {blessed: NAME}`) and compare can use. Only a run sealed
     whole, verified unchanged since (releasegate verify) and whose verdict is PASS; who, when and why are kept in
-    the reports folder's baselines.jsonl, and a name blessed again keeps its earlier blessings there. Exit 1: the
-    run may not be blessed (the line says why); 2: not a run directory, or a bad name or reason."""
+    the reports folder's baselines.jsonl, and a name blessed again keeps its earlier blessings there. With --key
+    the line is signed, so a rubric naming the public key (baseline.signed_by) trusts no line anyone else
+    appended. Exit 1: the run may not be blessed (the line says why); 2: not a run directory, a bad name, reason
+    or key."""
     from ..pipeline.bless import bless_run
 
-    blessing, before = bless_run(run_dir, name, reason, by)
+    blessing, before = bless_run(run_dir, name, reason, by, key)
     if as_json:
         print_json({"blessing": asdict(blessing), "replaces": asdict(before) if before else None})
     console = consoles(as_json)
-    console.print(f"blessed {blessing.run} as {blessing.name} (by {blessing.by}, {blessing.blessed_at})",
+    signed = ", signed" if blessing.signature is not None else ""
+    console.print(f"blessed {blessing.run} as {blessing.name} (by {blessing.by}, {blessing.blessed_at}{signed})",
                   markup=False, soft_wrap=True)
     if before is not None:
         console.print(f"{blessing.name} meant {before.run} (blessed {before.blessed_at}): kept in baselines.jsonl",
@@ -57,9 +63,9 @@ def attest(
     beside it (<run-id>.test-result.intoto.json) the same subjects under in-toto's test-result predicate, so a
     generic verifier reads pass or fail. Only a run sealed whole, verified unchanged and PASS. Exit 1: the run may
     not be attested (the line says why); 2: a bad key, path or run directory."""
+    from ..border.dsse import generate_key as make_key
     from ..pipeline.attest import attest_run
     from ..pipeline.attest_test_result import sibling
-    from ..pipeline.dsse import generate_key as make_key
     from ..record.signed_statement import Statement
 
     console = consoles(as_json)

@@ -151,8 +151,12 @@ def decide_baseline_age(e: BaselineAgeEvidence) -> StaleBaseline:
 
 
 def decide_blessed_run(e: BlessedRunEvidence) -> str | None:
-    """Why the run a blessed name means proves nothing (None: it stands): changed since its blessing, or not a
-    PASS (`bless` takes only a PASS, so a line naming another run was not written by it)."""
+    """Why the run a blessed name means proves nothing (None: it stands): not blessed by a key the rubric trusts
+    (when it names some), changed since its blessing, or not a PASS (`bless` takes only a PASS, so a line naming
+    another run was not written by it)."""
+    if e.signed_by and e.signer is None:
+        return (f"baseline {e.name}'s run {e.run} has no blessing signed by a key of baseline.signed_by "
+                f"({', '.join(e.signed_by)}): a line releasegate bless --key did not write proves nothing")
     if not e.evidence_matches:
         return f"baseline {e.name}'s run {e.run} changed since it was blessed"
     if e.run_verdict != PASS:

@@ -15,6 +15,13 @@ def _name(value: Any) -> Any:
     return value if value is None else str(value)
 
 
+class Signer(BaseModel):
+    """One of `baseline.signed_by`."""
+
+    name: str
+    key: str
+
+
 class BaselineSpec(BaseModel):
     """{'run': absolute path, 'margins', 'confidence', 'metrics'}, with 'blessed' (the name), 'reports'
     (absolute), 'max_age_days' and 'on_stale' when the run is a blessed baseline."""
@@ -30,6 +37,11 @@ class BaselineSpec(BaseModel):
     reports: str = ""
     max_age_days: Number | None = None
     on_stale: str = "warn"
+    signed_by: list[Signer] = []
+    """The Ed25519 public keys (PEM) one of which must have signed the blessing (`bless --key`)."""
+
+    def signers(self) -> tuple[tuple[str, str], ...]:
+        return tuple((s.name, s.key) for s in self.signed_by)
 
 
 def baseline_spec(spec: dict[str, Any]) -> BaselineSpec:

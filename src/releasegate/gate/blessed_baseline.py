@@ -15,7 +15,7 @@ from ..border.files import is_file, sha256_file
 from ..border.structured import stored_json
 from ..decision.release import decide_baseline_age, decide_blessed_run
 from ..errors import ReleasegateError
-from ..record.blessings import Blessing, blessings, evidence_digest
+from ..record.blessings import Blessing, blessings, evidence_digest, signer_of
 from ..record.decision_evidence import BaselineAgeEvidence, BlessedRunEvidence
 from ..record.records import RunDir, RunInfo
 from ..record.stored_manifest import read_manifest_file
@@ -56,14 +56,17 @@ def blessed_standing(spec: dict[str, Any], info: RunInfo | None) -> BlessedStand
         return BlessedStanding((f"baseline {name}: {exc}",), ())
     if not found:
         return BlessedStanding((f"{run.name} was never blessed as {name} in {given.reports}",), ())
-    blessing = found[-1]
+    signers = given.signers()
+    signed = [(b, who) for b in found if signers and (who := signer_of(b, signers)) is not None]
+    blessing, signer = signed[-1] if signed else (found[-1], None)
     named = {"name": name, "run": blessing.run, "by": blessing.by, "blessed_at": blessing.blessed_at,
-             "reason": blessing.reason[:2000]}  # as `bless --reason` bounds it: a hand-edited line may be longer
+             "reason": blessing.reason[:2000],  # as `bless --reason` bounds it: a hand-edited line may be longer
+             **({"signer": signer} if signer is not None else {})}
     report = stored_json(run / "report.json", what="report.json")
     verdict = _StoredVerdict.model_validate(report).verdict if isinstance(report, dict) else None
     problem = decide_blessed_run(BlessedRunEvidence(
         name=name, run=run.name, evidence_matches=evidence_digest(manifest) == blessing.evidence_sha256,
-        run_verdict=verdict))
+        run_verdict=verdict, signed_by=tuple(who for who, _ in signers), signer=signer))
     if problem:
         return BlessedStanding((problem,), (), named)
     stale = decide_baseline_age(BaselineAgeEvidence(

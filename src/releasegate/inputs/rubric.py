@@ -8,8 +8,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..border.dsse import public_key_from_pem
 from ..errors import InputError
-from ..record.blessings import blessed
+from ..record.blessings import Signers, blessed
 from ..record.metrics import (
     BOUNDED_METRICS,
     DEFAULT_MAX_ITL_BATCHED_SHARE,
@@ -347,16 +348,26 @@ def _baseline(raw: dict[str, Any] | None, here: Path, at: KeyAt) -> dict[str, An
                          **at("baseline"))
     given, reports = doc.run, None
     if doc.blessed is not None:
-        reports = (here / doc.reports).resolve()
+        reports, signers = (here / doc.reports).resolve(), _signers(doc, at)
         if given is None:
             try:
-                given = str(reports / blessed(reports, doc.blessed).run)
+                given = str(reports / blessed(reports, doc.blessed, signers).run)
             except InputError as exc:
                 raise InputError(exc.message, **at("baseline", "blessed"), hint=exc.hint) from None
     run = (here / str(given)).resolve()
     if not is_file(run / "records.jsonl"):
         raise InputError(f"baseline run has no records.jsonl: {run}", **at("baseline", "run"), hint="point at a run directory")
     return {**raw, **({"reports": str(reports)} if reports is not None else {}), "run": str(run)}
+
+
+def _signers(doc: BaselineDoc, at: KeyAt) -> Signers:
+    """`signed_by` as (name, PEM) pairs, each key proven an Ed25519 public key."""
+    for i, signer in enumerate(doc.signed_by):
+        if public_key_from_pem(signer.key) is None:
+            raise InputError(f"baseline.signed_by[{i}].key ({signer.name}) is not an Ed25519 public key in PEM",
+                             **at("baseline", "signed_by", i, "key"),
+                             hint="releasegate attest --generate-key FILE writes one: FILE.pub")
+    return tuple((s.name, s.key) for s in doc.signed_by)
 
 
 def _evaluate_metric(raw: EvaluateDoc, here: Path) -> EvaluateMetric:

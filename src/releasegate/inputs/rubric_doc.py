@@ -62,12 +62,21 @@ class EvaluateDoc(_Doc):
     slice: dict[str, Any] = Field(default_factory=dict)
 
 
+class SignerDoc(_Doc):
+    """One entry of `baseline.signed_by`: a name and an Ed25519 public key in PEM."""
+
+    name: str
+    key: str
+
+
 class BaselineDoc(_Doc):
-    """`baseline:`: a run directory, or a blessed baseline's name and the reports folder it is blessed in."""
+    """`baseline:`: a run directory, or a blessed baseline's name and the reports folder it is blessed in, and
+    the keys whose signature a blessing needs to count (`signed_by`)."""
 
     run: str | None = None
     blessed: str | None = None
     reports: str = "reports"
+    signed_by: list[SignerDoc] = Field(default_factory=list)
 
 
 class ReleaseDoc(_Doc):

@@ -421,6 +421,9 @@ K = [
     'max_age_days',
     frozenset(('inconclusive', 'warn')),
     'on_stale',
+    re.compile('BEGIN PUBLIC KEY').search,
+    frozenset(('key', 'name')),
+    'signed_by',
     frozenset(('accuracy', 'e2e_ms', 'forbidden_rate', 'format_compliance', 'tpot_ms', 'ttft_ms')),
     'metrics',
     'accuracy',
@@ -430,7 +433,7 @@ K = [
     'tpot_ms',
     'e2e_ms',
     'margins',
-    frozenset(('blessed', 'confidence', 'margins', 'max_age_days', 'metrics', 'on_stale', 'reports', 'run')),
+    frozenset(('blessed', 'confidence', 'margins', 'max_age_days', 'metrics', 'on_stale', 'reports', 'run', 'signed_by')),
     'required_domains',
     'domain_tag',
     'required_slices',
@@ -439,7 +442,6 @@ K = [
     'show_auto',
     'labels_per_case',
     re.compile('BEGIN PUBLIC KEY').search,
-    frozenset(('key', 'name')),
     'reviewers',
     3650,
     'label_max_age_days',
@@ -1696,19 +1698,31 @@ def _n79(v):
 
 def _n81(v):
     if not isinstance(v, dict): return False
-    p = v.get(K[415], _MISSING)
-    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
-    p = v.get(K[416], _MISSING)
-    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
-    p = v.get(K[417], _MISSING)
-    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
+    if K[84] not in v: return False
+    if K[393] not in v: return False
+    p = v.get(K[84], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[83])): return False
+    p = v.get(K[393], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4]) and (not isinstance(p, str) or K[413](p) is not None)): return False
+    if not K[414].issuperset(v): return False
+    return True
+
+
+def _n82(v):
+    if not isinstance(v, dict): return False
     p = v.get(K[418], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
     p = v.get(K[419], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
     p = v.get(K[420], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
-    if not K[413].issuperset(v): return False
+    p = v.get(K[421], _MISSING)
+    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
+    p = v.get(K[422], _MISSING)
+    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
+    p = v.get(K[423], _MISSING)
+    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31])): return False
+    if not K[416].issuperset(v): return False
     return True
 
 
@@ -1724,17 +1738,19 @@ def _n80(v):
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
     p = v.get(K[412], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str) and p in K[411])): return False
+    p = v.get(K[415], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[74]) and (not isinstance(p, list) or all(_n81(i) for i in p))): return False
     p = v.get(K[375], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[374]) and (not _is_number(p) or not p >= K[3])): return False
-    p = v.get(K[414], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and _unique_items(p) and (not isinstance(p, list) or all(((isinstance(i, str) and i in K[413])) for i in p))): return False
-    p = v.get(K[421], _MISSING)
-    if p is not _MISSING and not _n81(p): return False
-    if not K[422].issuperset(v): return False
+    p = v.get(K[417], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) >= K[3]) and _unique_items(p) and (not isinstance(p, list) or all(((isinstance(i, str) and i in K[416])) for i in p))): return False
+    p = v.get(K[424], _MISSING)
+    if p is not _MISSING and not _n82(p): return False
+    if not K[425].issuperset(v): return False
     return True
 
 
-def _n83(v):
+def _n84(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     for k, p in v.items():
@@ -1742,19 +1758,19 @@ def _n83(v):
     return True
 
 
-def _n84(v):
+def _n85(v):
     if not isinstance(v, dict): return False
     if K[84] not in v: return False
     if K[393] not in v: return False
     p = v.get(K[84], _MISSING)
     if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[83])): return False
     p = v.get(K[393], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4]) and (not isinstance(p, str) or K[430](p) is not None)): return False
-    if not K[431].issuperset(v): return False
+    if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4]) and (not isinstance(p, str) or K[433](p) is not None)): return False
+    if not K[414].issuperset(v): return False
     return True
 
 
-def _n87(v):
+def _n88(v):
     if not isinstance(v, dict): return False
     if not K[3] <= len(v) <= K[145]: return False
     for k, p in v.items():
@@ -1762,95 +1778,95 @@ def _n87(v):
     return True
 
 
-def _n86(v):
+def _n87(v):
     if not isinstance(v, dict): return False
     if K[372] not in v: return False
     if K[150] not in v: return False
     p = v.get(K[372], _MISSING)
-    if p is not _MISSING and not _n87(p): return False
+    if p is not _MISSING and not _n88(p): return False
     p = v.get(K[150], _MISSING)
     if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
-    if not K[439].issuperset(v): return False
+    if not K[441].issuperset(v): return False
     return True
 
 
-def _n88(v):
+def _n89(v):
     if not isinstance(v, dict): return False
-    p = v.get(K[441], _MISSING)
-    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
-    p = v.get(K[442], _MISSING)
-    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
     p = v.get(K[443], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
     p = v.get(K[444], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
     p = v.get(K[445], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
-    if not K[446].issuperset(v): return False
+    p = v.get(K[446], _MISSING)
+    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
+    p = v.get(K[447], _MISSING)
+    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31])): return False
+    if not K[448].issuperset(v): return False
     return True
 
 
-def _n85(v):
+def _n86(v):
     if not isinstance(v, dict): return False
     p = v.get(K[76], _MISSING)
     if p is not _MISSING and not ((_is_integer(p))): return False
-    p = v.get(K[437], _MISSING)
+    p = v.get(K[439], _MISSING)
     if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
-    p = v.get(K[438], _MISSING)
-    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[31])): return False
     p = v.get(K[440], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(_n86(i) for i in p))): return False
-    p = v.get(K[447], _MISSING)
-    if p is not _MISSING and not _n88(p): return False
-    p = v.get(K[448], _MISSING)
+    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[31])): return False
+    p = v.get(K[442], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(_n87(i) for i in p))): return False
+    p = v.get(K[449], _MISSING)
+    if p is not _MISSING and not _n89(p): return False
+    p = v.get(K[450], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
-    if not K[449].issuperset(v): return False
+    if not K[451].issuperset(v): return False
     return True
 
 
-def _n82(v):
+def _n83(v):
     if not isinstance(v, dict): return False
-    p = v.get(K[423], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
-    p = v.get(K[424], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
-    p = v.get(K[425], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(_n83(i) for i in p))): return False
     p = v.get(K[426], _MISSING)
-    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(((isinstance(i, str)) and (not isinstance(i, str) or len(i) >= K[3]) and (not isinstance(i, str) or len(i) <= K[4])) for i in p))): return False
     p = v.get(K[427], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, str)) and (not isinstance(p, str) or len(p) >= K[3]) and (not isinstance(p, str) or len(p) <= K[4])): return False
+    p = v.get(K[428], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or all(_n84(i) for i in p))): return False
+    p = v.get(K[429], _MISSING)
+    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
+    p = v.get(K[430], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
     p = v.get(K[375], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[374]) and (not _is_number(p) or not p >= K[3])): return False
-    p = v.get(K[428], _MISSING)
+    p = v.get(K[431], _MISSING)
     if p is not _MISSING and not ((isinstance(p, bool))): return False
-    p = v.get(K[429], _MISSING)
-    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3]) and (not _is_number(p) or not p > K[100])): return False
     p = v.get(K[432], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[77]) and (not isinstance(p, list) or all(_n84(i) for i in p))): return False
+    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3]) and (not _is_number(p) or not p > K[100])): return False
     p = v.get(K[434], _MISSING)
-    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31]) and (not _is_number(p) or not p > K[433])): return False
+    if p is not _MISSING and not ((isinstance(p, list)) and (not isinstance(p, list) or len(p) <= K[77]) and (not isinstance(p, list) or all(_n85(i) for i in p))): return False
     p = v.get(K[436], _MISSING)
-    if p is not _MISSING and not ((isinstance(p, str) and p in K[435])): return False
+    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31]) and (not _is_number(p) or not p > K[435])): return False
+    p = v.get(K[438], _MISSING)
+    if p is not _MISSING and not ((isinstance(p, str) and p in K[437])): return False
     p = v.get(K[157], _MISSING)
-    if p is not _MISSING and not _n85(p): return False
-    if not K[450].issuperset(v): return False
+    if p is not _MISSING and not _n86(p): return False
+    if not K[452].issuperset(v): return False
     return True
 
 
-def _n89(v):
+def _n90(v):
     if not isinstance(v, dict): return False
-    p = v.get(K[452], _MISSING)
-    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
-    p = v.get(K[453], _MISSING)
-    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
     p = v.get(K[454], _MISSING)
+    if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
+    p = v.get(K[455], _MISSING)
+    if p is not _MISSING and not ((_is_integer(p)) and (not _is_number(p) or not p < K[3])): return False
+    p = v.get(K[456], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[242]) and (not _is_number(p) or not p > K[3])): return False
     p = v.get(K[375], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[374]) and (not _is_number(p) or not p >= K[3])): return False
-    p = v.get(K[455], _MISSING)
+    p = v.get(K[457], _MISSING)
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p < K[31]) and (not _is_number(p) or not p > K[3])): return False
-    if not K[456].issuperset(v): return False
+    if not K[458].issuperset(v): return False
     return True
 
 
@@ -1883,20 +1899,20 @@ def _n72(v):
     if p is not _MISSING and not ((_is_number(p)) and (not _is_number(p) or not p <= K[31]) and (not _is_number(p) or not p > K[3])): return False
     p = v.get(K[279], _MISSING)
     if p is not _MISSING and not _n80(p): return False
-    p = v.get(K[451], _MISSING)
-    if p is not _MISSING and not _n82(p): return False
+    p = v.get(K[453], _MISSING)
+    if p is not _MISSING and not _n83(p): return False
     p = v.get(K[281], _MISSING)
-    if p is not _MISSING and not _n89(p): return False
-    if not K[457].issuperset(v): return False
+    if p is not _MISSING and not _n90(p): return False
+    if not K[459].issuperset(v): return False
     return True
 
 
-def _n90(v):
+def _n91(v):
     if not isinstance(v, dict): return False
-    if K[458] not in v: return False
-    p = v.get(K[458], _MISSING)
+    if K[460] not in v: return False
+    p = v.get(K[460], _MISSING)
     if p is not _MISSING and not (_n75(p)): return False
-    if not K[459].issuperset(v): return False
+    if not K[461].issuperset(v): return False
     return True
 
 
@@ -1904,5 +1920,5 @@ CHECKS = {
     'config': lambda v: _n0(v),
     'case': lambda v: _n59(v),
     'rubric': lambda v: _n72(v),
-    'forbidden': lambda v: (_n90(v)),
+    'forbidden': lambda v: (_n91(v)),
 }

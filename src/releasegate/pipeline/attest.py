@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..border.dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, verified_by
 from ..border.files import hash_once, is_dir, is_file, read_capped, sha256_file
 from ..border.model_digest import model_files, root_digest
 from ..border.outputs import check_output_path, write_output_file
@@ -42,7 +43,6 @@ from ..record.signed_statement import (
 )
 from ..record.stored_manifest import InputEntry, ManifestFiles, Seal, typed_inputs, typed_parts
 from .attest_test_result import disagreement, in_toto_problem, make_test_result, sibling
-from .dsse import MAX_KEYS, load_private_key, load_public_key, sign_envelope, verified_by
 from .release_check import releasable_run
 from .rubric_binding import RubricBinding, binding_of
 

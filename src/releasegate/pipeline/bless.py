@@ -3,14 +3,25 @@ reports folder's baselines.jsonl (`record.blessings`); and a blessed name resolv
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from ..border.dsse import load_private_key, sign_envelope
 from ..border.env import env_text
 from ..border.files import is_dir
 from ..clock import now
 from ..errors import InputError
 from ..gate.blessed_baseline import blessed_standing, suite_key
-from ..record.blessings import Blessing, append_blessing, blessed, blessings, check_name, evidence_digest
+from ..record.blessings import (
+    BLESSING_TYPE,
+    Blessing,
+    append_blessing,
+    blessed,
+    blessing_payload,
+    blessings,
+    check_name,
+    evidence_digest,
+)
 from ..record.records import RunDir
 from ..record.stored_manifest import ManifestShape
 from ..text import UNSAFE, valid_text
@@ -21,9 +32,12 @@ __all__ = ["bless_run", "baseline_dir"]
 MAX_REASON = 2000
 
 
-def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> tuple[Blessing, Blessing | None]:
-    """Bless the run as `name`; the new blessing and the one it replaces (kept in the file), if any."""
+def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None, key: Path | None = None
+              ) -> tuple[Blessing, Blessing | None]:
+    """Bless the run as `name`; the new blessing and the one it replaces (kept in the file), if any. `key`: the
+    Ed25519 private key that signs the blessing (a rubric's `baseline.signed_by` counts only signed ones)."""
     check_name(name)
+    private = load_private_key(key) if key is not None else None  # a bad key refused before the run is judged
     reason = _one_line(reason, "--reason", "say why")
     by = _one_line(by, "--by", "say who") if by is not None else None
     run = releasable_run(run_dir)
@@ -40,6 +54,8 @@ def bless_run(run_dir: Path, name: str, reason: str, by: str | None = None) -> t
         evidence_sha256=evidence_digest(run.manifest),
         packages={k: str(v) for k, v in manifest.packages.items()}, suites=suites,
         rubric=run.binding.as_record())
+    if private is not None:
+        blessing = replace(blessing, signature=sign_envelope(blessing_payload(blessing), private, BLESSING_TYPE))
     append_blessing(reports, blessing)
     return blessing, (before[-1] if before else None)
 

@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..border.dsse import load_private_key
 from ..border.env import env_secret
 from ..border.files import hash_once
 from ..border.http import HttpError, Limits, fetch, url_problem
 from ..errors import ErrorKind, InputError, TargetError
 from ..redaction import add_secret, mask_url, url_origin
 from .attest import signed_statements, statement_for
-from .dsse import load_private_key
 from .mlflow_registry import register_version, registry_uri, store_problem
 from .release_check import ReleasableRun, releasable_run
 

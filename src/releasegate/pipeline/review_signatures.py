@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..border.dsse import key_id, load_private_key, public_key_from_pem, sign_envelope, verified_by
 from ..border.env import env_text
 from ..border.files import read_capped, replace_file
 from ..border.structured import json_loads
@@ -31,7 +32,6 @@ from ..record.records import RunDir
 from ..record.review_labels import LabelEdit, parse_forbidden, parse_label, reviewer_key
 from ..review.sampler import review_id
 from ..spreadsheet import unneutralise
-from .dsse import key_id, load_private_key, public_key_from_pem, sign_envelope, verified_by
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

@@ -16,17 +16,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..border.dsse import key_id, public_key_from_pem, verified_by
 from ..border.files import append_regular, exists, read_text
 from ..border.structured import json_loads
 from ..errors import InputError
 
-__all__ = ["BASELINES_FILE", "Blessing", "append_blessing", "blessings", "blessed", "evidence_digest", "check_name"]
+__all__ = ["BASELINES_FILE", "BLESSING_TYPE", "Blessing", "append_blessing", "blessings", "blessed", "evidence_digest",
+           "check_name", "blessing_payload", "signer_of", "Signers"]
 
 BASELINES_FILE = "baselines.jsonl"
+BLESSING_TYPE = "application/vnd.releasegate.blessing+json"
+"""The DSSE payload type of a blessing's signature (`bless --key`)."""
 EVIDENCE_FILES = ("config.yaml", "rubric.yaml", "records.jsonl", "load.jsonl", "corpus_scores.jsonl")
 """The sealed files a blessing's evidence digest covers: none of them changes once a run is complete."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 _MAX_BYTES = 16 * 1024 * 1024
+
+
+Signers = tuple[tuple[str, str], ...]
+"""(name, Ed25519 public key in PEM) of each key a rubric trusts to bless (`baseline.signed_by`)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,9 @@ class Blessing:
     rubric: dict[str, Any] | None = None
     """The rubric that judged it (`pipeline.rubric_binding`): effective_sha256, official_sha256, overrides;
     None in a blessing written before it was kept."""
+    signature: dict[str, Any] | None = None
+    """`bless --key`: a DSSE envelope (Ed25519) over `blessing_payload`; a rubric whose `baseline.signed_by`
+    names the key counts only a blessing it verifies. None: unsigned."""
 
 
 def check_name(name: str) -> str:
@@ -100,16 +111,41 @@ def _blessing(line: str, path: Path, number: int) -> Blessing:
             entry.run in ("", ".", "..") or "/" in entry.run or "\\" in entry.run:
         raise InputError("a blessing names something other than a run directory of this folder", file=path,
                          line=number, hint="baselines.jsonl is written by releasegate bless")
-    if not isinstance(entry.packages, dict) or not isinstance(entry.suites, dict):
-        raise InputError("a blessing's packages or suites are of another shape", file=path, line=number)
+    if not isinstance(entry.packages, dict) or not isinstance(entry.suites, dict) or \
+            not isinstance(entry.signature, (dict, type(None))):
+        raise InputError("a blessing's packages, suites or signature are of another shape", file=path, line=number)
     return entry
 
 
-def blessed(reports: Path, name: str) -> Blessing:
-    """The run the name means now (its latest blessing); InputError when the folder never blessed it."""
-    found = [b for b in blessings(reports) if b.name == name]
+def blessed(reports: Path, name: str, signers: Signers = ()) -> Blessing:
+    """The run the name means now (its latest blessing; with `signers`, its latest blessing one of them signed:
+    a line anyone else appended names nothing); InputError when the folder never blessed it so."""
+    every = blessings(reports)
+    found = [b for b in every if b.name == name and (not signers or signer_of(b, signers) is not None)]
     if not found:
-        known = sorted({b.name for b in blessings(reports)})
-        raise InputError(f"no baseline blessed as {name!r} in {reports}" + (f" (blessed: {', '.join(known)})" if known else ""),
-                         hint="bless a run first: releasegate bless RUN_DIR --as NAME --reason TEXT")
+        known = sorted({b.name for b in every})
+        signed = " signed by a key of baseline.signed_by" if signers else ""
+        raise InputError(f"no baseline blessed as {name!r}{signed} in {reports}"
+                         + (f" (blessed: {', '.join(known)})" if known else ""),
+                         hint="bless a run first: releasegate bless RUN_DIR --as NAME --reason TEXT"
+                              + (" --key KEY" if signers else ""))
     return found[-1]
+
+
+def blessing_payload(blessing: Blessing) -> bytes:
+    """What a blessing's signature signs: the line without its signature, keys sorted."""
+    signed = {field: value for field, value in asdict(blessing).items() if field != "signature"}
+    return json.dumps(signed, sort_keys=True).encode("utf-8")
+
+
+def signer_of(blessing: Blessing, signers: Signers) -> str | None:
+    """The name of the signer whose key signed exactly this blessing (every field as the line holds it), or None:
+    unsigned, signed by another key, or a signature over another line (a copied signature names nothing)."""
+    keys = [(name, key) for name, pem in signers if (key := public_key_from_pem(pem)) is not None]
+    if blessing.signature is None or not keys:
+        return None
+    problem, payload, verified = verified_by(blessing.signature, [key for _, key in keys], BLESSING_TYPE,
+                                             "a blessing")
+    if problem is not None or payload != blessing_payload(blessing):
+        return None
+    return next((name for name, key in keys if key_id(key) == verified), None)

@@ -319,6 +319,10 @@ class BlessedRunEvidence:
     """Its evidence digest now is the one its blessing kept."""
     run_verdict: str | None
     """The verdict of its report.json now (None: none readable)."""
+    signed_by: tuple[str, ...] = ()
+    """The names of the keys one of which must have signed its blessing (the rubric's `baseline.signed_by`)."""
+    signer: str | None = None
+    """The name whose key signed the blessing (None: unsigned, or signed by none of `signed_by`)."""
 
 
 @dataclass(frozen=True)

@@ -83,8 +83,9 @@ def _baseline_line(comparison: BaselineComparison) -> str:
     if blessing is not None:
         reason = str(blessing.reason)
         reason = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + "…"  # every CSV row holds it
+        signed = f", signed by {blessing.signer}" if blessing.signer else ""
         line = (f"baseline: blessed '{blessing.name}', run {blessing.run} (blessed by "
-                f"{blessing.by}, {_when(blessing.blessed_at)}: \"{reason}\")")
+                f"{blessing.by}, {_when(blessing.blessed_at)}{signed}: \"{reason}\")")
     elif comparison.baseline_blessed:
         line = f"baseline: '{comparison.baseline_blessed}', run {run} (no blessing of it found)"
     else:

@@ -109,6 +109,8 @@ class Blessing(_Model):
     by: str | None = None
     blessed_at: str | None = None
     reason: str | None = None
+    signer: str | None = None
+    """The `baseline.signed_by` name whose key signed it (None: no key was asked for)."""
 
 
 class PairedComparison(_Model):

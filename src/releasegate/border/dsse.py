@@ -18,8 +18,8 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..border.files import exists, read_capped, replace_file
 from ..errors import InputError
+from .files import exists, read_capped, replace_file
 
 if TYPE_CHECKING:  # strict: securesystemslib.signer re-exports without __all__. The signing libraries load
     # where a key or an envelope is handled, never on `gate`'s path
