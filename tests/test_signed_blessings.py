@@ -4,6 +4,7 @@ a blessing one of its keys signed. Whoever can append to the reports folder can 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -55,21 +56,26 @@ def signed(project, cli, tmp_path):
     report = json.loads((bad / "report.json").read_text())
     (bad / "report.json").write_text(json.dumps({**report, "verdict": "PASS"}))
     manifest = json.loads((bad / "manifest.json").read_text())
+    edited = hashlib.sha256((bad / "report.json").read_bytes()).hexdigest()
+    sealed = manifest["sealed"]["files"]["report.json"]
+    first_seal, sealed["sha256"] = sealed["sha256"], edited  # the seal rewritten to match (no key needed)
+    (bad / "manifest.json").write_text(json.dumps(manifest))
     from releasegate.record.blessings import evidence_digest
 
     forged = {**lines(project)[0], "run": "bad", "run_id": "bad", "signature": None,
               "evidence_sha256": evidence_digest(manifest)}
     append(project, forged)
     passing_project(project)  # the candidate answers right again
-    return project, key, pem, base, bad
+    return project, key, pem, base, bad, first_seal
 
 
 def test_a_signed_blessing_is_what_the_name_means_and_a_forged_line_names_nothing(signed, cli):
-    project, _, pem, base, _ = signed
+    project, _, pem, base, bad, _ = signed
     assert lines(project)[0]["signature"]["payloadType"] == "application/vnd.releasegate.blessing+json"
     set_rubric(project, {**LENIENT, "baseline": {"blessed": "prod", "reports": "../reports"}})
     unsigned = comparison(check(cli, project, "trusting", expect=3))
     assert unsigned["baseline_run"] == "bad"  # no keys: the last line anyone wrote is the name's meaning
+    assert not unsigned["baseline_problems"]  # and with its seal rewritten too, nothing tells it apart
     against(project, [("release-bot", pem)])
     found = comparison(check(cli, project, "cand", expect=3))
     assert found["baseline_run"] == base.name and not found["baseline_problems"]
@@ -78,8 +84,19 @@ def test_a_signed_blessing_is_what_the_name_means_and_a_forged_line_names_nothin
     assert code in (0, 3) and "signed by release-bot" in (project / "reports" / "cand" / "report.md").read_text()
 
 
+def test_a_report_edited_to_pass_under_its_seal_is_no_blessed_verdict(signed, cli):
+    project, _, _, _, bad, first_seal = signed
+    manifest = json.loads((bad / "manifest.json").read_text())
+    manifest["sealed"]["files"]["report.json"]["sha256"] = first_seal  # the seal as the gate wrote it
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    set_rubric(project, {**LENIENT, "baseline": {"blessed": "prod", "reports": "../reports"}})
+    found = comparison(check(cli, project, "trusting", expect=3))
+    assert found["baseline_run"] == "bad"
+    assert any("without a verdict its seal vouches for, not PASS" in p for p in found["baseline_problems"])
+
+
 def test_a_run_whose_only_blessings_are_unsigned_or_copied_proves_nothing(signed, cli, tmp_path):
-    project, _, pem, _, bad = signed
+    project, _, pem, _, bad, _ = signed
     good_signature = lines(project)[0]["signature"]
     append(project, {**lines(project)[1], "signature": good_signature})  # a valid signature over another line
     against(project, [("release-bot", pem)], run="../reports/bad")  # the run pinned, as a run's snapshot does
@@ -94,7 +111,7 @@ def test_a_run_whose_only_blessings_are_unsigned_or_copied_proves_nothing(signed
 
 
 def test_an_edited_signed_line_is_no_longer_signed(signed, cli):
-    project, _, pem, _, _ = signed
+    project, _, pem, _, _, _ = signed
     entries = lines(project)
     (project / "reports" / "baselines.jsonl").write_text(
         json.dumps({**entries[0], "reason": "edited later"}) + "\n" + json.dumps(entries[1]) + "\n")
@@ -104,7 +121,7 @@ def test_an_edited_signed_line_is_no_longer_signed(signed, cli):
 
 
 def test_bad_keys_are_one_line_naming_where(signed, cli, tmp_path):
-    project, _, _, base, _ = signed
+    project, _, _, base, _, _ = signed
     against(project, [("release-bot", "-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n")])
     code, _, err = cli("check", "-c", project / "releasegate.yaml", "--run-id", "x", "--no-progress")
     assert code == 2 and "baseline.signed_by[0].key (release-bot) is not an Ed25519 public key" in err

@@ -160,6 +160,6 @@ def decide_blessed_run(e: BlessedRunEvidence) -> str | None:
     if not e.evidence_matches:
         return f"baseline {e.name}'s run {e.run} changed since it was blessed"
     if e.run_verdict != PASS:
-        return (f"baseline {e.name}'s run {e.run} is {e.run_verdict or 'without a readable verdict'}, not PASS: "
-                "releasegate bless never blessed it")
+        return (f"baseline {e.name}'s run {e.run} is {e.run_verdict or 'without a verdict its seal vouches for'}, "
+                "not PASS: releasegate bless never blessed it")
     return None

@@ -18,6 +18,7 @@ from ..errors import ReleasegateError
 from ..record.blessings import Blessing, blessings, evidence_digest, signer_of
 from ..record.decision_evidence import BaselineAgeEvidence, BlessedRunEvidence
 from ..record.records import RunDir, RunInfo
+from ..record.sealed import seal_of
 from ..record.stored_manifest import read_manifest_file
 from .baseline_spec import baseline_spec
 
@@ -62,8 +63,7 @@ def blessed_standing(spec: dict[str, Any], info: RunInfo | None) -> BlessedStand
     named = {"name": name, "run": blessing.run, "by": blessing.by, "blessed_at": blessing.blessed_at,
              "reason": blessing.reason[:2000],  # as `bless --reason` bounds it: a hand-edited line may be longer
              **({"signer": signer} if signer is not None else {})}
-    report = stored_json(run / "report.json", what="report.json")
-    verdict = _StoredVerdict.model_validate(report).verdict if isinstance(report, dict) else None
+    verdict = _sealed_verdict(run)
     problem = decide_blessed_run(BlessedRunEvidence(
         name=name, run=run.name, evidence_matches=evidence_digest(manifest) == blessing.evidence_sha256,
         run_verdict=verdict, signed_by=tuple(who for who, _ in signers), signer=signer))
@@ -76,6 +76,18 @@ def blessed_standing(spec: dict[str, Any], info: RunInfo | None) -> BlessedStand
     if stale.inconclusive:
         return BlessedStanding(stale.reasons, (), named)
     return BlessedStanding((), stale.reasons, named)
+
+
+def _sealed_verdict(run: Path) -> str | None:
+    """The verdict of the run's report.json when its seal vouches for it; None otherwise (`bless` takes only a
+    sealed run, so a report.json edited since, say to PASS, is no blessed run's verdict)."""
+    try:
+        if seal_of(run, "report.json", sha256_file(run / "report.json", what="report.json")) != "matches":
+            return None
+        report = stored_json(run / "report.json", what="report.json")
+    except ReleasegateError:
+        return None
+    return _StoredVerdict.model_validate(report).verdict if isinstance(report, dict) else None
 
 
 def _age_days(blessing: Blessing, run: Path, info: RunInfo | None) -> float | None:
