@@ -22,7 +22,7 @@ from ..border.files import sha256_file
 from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
-from ..record.records import RunDir
+from ..record.records import RunDir, RunInfo
 from ..record.sealed_composition import require_sealed_composition
 from ..record.stored_manifest import SealOnly, read_manifest_file
 from ..run.manifest import case_digests_of
@@ -80,8 +80,9 @@ def binding_of(run_path: Path, manifest: dict[str, Any], whatif: str | None = No
     (`Rubric.as_dict`), which then stands in the effective rubric for the run's own. A manifest whose composition
     is not the one the run's sealed run.json recorded is refused (InputError); an empty one (none readable) is not
     read for overrides."""
+    info = _sealed_info(run_path)
     if manifest:
-        require_sealed_composition(run_path, manifest)
+        require_sealed_composition(run_path, manifest, info.composition_sha256 if info is not None else None)
     config = stored_yaml(run_path / CONFIG_SNAPSHOT, what="config snapshot")
     rubric = whatif_policy if whatif_policy is not None else stored_yaml(run_path / RUBRIC_SNAPSHOT,
                                                                          what="rubric snapshot")
@@ -92,7 +93,7 @@ def binding_of(run_path: Path, manifest: dict[str, Any], whatif: str | None = No
     effective = effective_rubric_sha256(config, rubric, case_digests_of(manifest)) \
         if config is not None and rubric is not None else None
     overrides = list(_recorded(manifest))
-    overrides += _sealed_sets(run_path, {o.key for o in overrides})
+    overrides += _sealed_sets(info, {o.key for o in overrides})
     if whatif is not None:
         overrides.append(RubricOverride("rubric", f"what-if {whatif}", True))
     allowed = _Release.model_validate(rubric).allowed() if isinstance(rubric, dict) else ()
@@ -144,13 +145,18 @@ def _recorded(manifest: dict[str, Any]) -> list[RubricOverride]:
     return out
 
 
-def _sealed_sets(run_path: Path, known: set[str]) -> list[RubricOverride]:
+def _sealed_info(run_path: Path) -> RunInfo | None:
+    """The run's sealed run.json, None when it cannot be read (`verify` says why)."""
+    try:
+        return RunDir(run_path).read_info()
+    except InputError:
+        return None
+
+
+def _sealed_sets(info: RunInfo | None, known: set[str]) -> list[RubricOverride]:
     """The `--set` keys run.json records that the manifest does not (any more): manifest.json is no sealed file,
     run.json is, so a key deleted from the manifest's `composition` still counts."""
-    try:
-        recorded = RunDir(run_path).read_info().overrides or []
-    except InputError:
-        return []
+    recorded = (info.overrides if info is not None else None) or []
     keys = dict.fromkeys(str(entry).split("=", 1)[0] for entry in recorded)
     return [_override(key, "--set") for key in keys if key not in known]
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .records import RunDir
 from .stored_manifest import MANIFEST_FILE, SealOnly
 
 __all__ = ["composition_sha256", "require_sealed_composition"]
@@ -30,13 +29,10 @@ def composition_sha256(manifest: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def require_sealed_composition(run_path: Path, manifest: dict[str, Any]) -> None:
+def require_sealed_composition(run_path: Path, manifest: dict[str, Any], recorded: str | None) -> None:
     """Refuse (InputError, exit 2) a manifest whose `composition` is not the one run.json recorded when the run
-    started. A run.json that records none (an older run) or cannot be read (`verify` says so) checks nothing."""
-    try:
-        recorded = RunDir(run_path).read_info().composition_sha256
-    except InputError:
-        return
+    started (`recorded`, its `composition_sha256`). None (an older run, or a run.json that cannot be read: `verify`
+    says so) checks nothing."""
     if recorded is None or recorded == composition_sha256(manifest):
         return
     raise InputError("`composition` is not the one the run recorded (run.json composition_sha256): the config "
