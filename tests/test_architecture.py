@@ -34,6 +34,8 @@ LAZY_LIBRARY = {
     # a what-if re-derives the cache probe, whose stage reaches the embedding backends; a plain `gate` imports
     # no backend (tests/test_command_imports.py)
     "releasegate.pipeline.regate": {"releasegate.run.cache_probe_stage"},
+    # `report` judges a run again only when nothing seals it and it says PASS (`vouched_report`)
+    "releasegate.pipeline.vouched_report": {"releasegate.pipeline.regate"},
     # the suite reader, a disk split's table files and model signing serve building a check's manifest; `gate`
     # only compares the stored hashes (`manifest.compare_manifest`), and imports none of them
     # the tool-calling scorer and its specs' models load with the first case that offered tools

@@ -32,11 +32,14 @@ def report(
     ] = False,
     force: ForceOption = False,
 ) -> int:
-    """Render one report of a saved run, as judged in its report.json (`gate` re-judges). Exit 0 once written,
-    whatever the verdict; 2 for a bad run directory."""
+    """Render one report of a saved run, as judged in its report.json (`gate` re-judges). A run nothing seals is
+    rendered as PASS only when its records, judged again, say PASS too. Exit 0 once written, whatever the verdict;
+    2 for a bad run directory, or a report.json nothing vouches for."""
+    from ..pipeline.vouched_report import require_vouched_report
     from ..record.records import RunDir
     from ..report import render
 
+    require_vouched_report(RunDir(run_dir))
     text = _printable(render(RunDir(run_dir), fmt.value, junit_cases=junit_cases), fmt)
     if output is None:
         if fmt is not Format.json and sys.stdout.isatty():  # a CR inside a CSV cell would overwrite the line shown
