@@ -3,13 +3,14 @@
 
 Each command runs in a fresh interpreter started by a small wrapper process; the figure is the wrapper's
 RUSAGE_CHILDREN ru_maxrss: the command's peak RSS, its own children included. The stub runs in a process of its
-own (a server's memory is not the command's), answering at once (no injected latency, 2 tokens), 64 requests
-in flight. Each case's prompt is a few hundred bytes, as a ticket is.
+own (a server's memory is not the command's), answering at once (no injected latency, 2 tokens unless
+`--tokens` says more: a streamed answer's inter-token gaps are the part of a record that grows with its length),
+64 requests in flight. Each case's prompt is a few hundred bytes, as a ticket is.
 
 Printed: peak RSS at each size, the per-case slope between the smallest and the largest size, and the ratio of
 the largest to the smallest; the limit is 2x (exit 1 when a command misses it).
 
-    .venv/bin/python bench/memory.py [--cases 1000,100000] [--src DIR] [--keep DIR]
+    .venv/bin/python bench/memory.py [--cases 1000,100000] [--tokens 2] [--src DIR] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ COMMANDS = ("check", "gate", "report")
 
 STUB = """import sys, threading
 from releasegate.testing import StubBehaviour, StubServer
-with StubServer(StubBehaviour(ttft_ms=0, itl_ms=0, tokens=2)) as stub:
+with StubServer(StubBehaviour(ttft_ms=0, itl_ms=0, tokens=int(sys.argv[1]))) as stub:
     print(stub.base_url, flush=True)
     sys.stdin.read()  # until the bench closes the pipe
 """
@@ -95,12 +96,13 @@ def run_size(directory: Path, base_url: str, n: int, src: str | None) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default="1000,100000", help="sizes, comma-separated, smallest first")
+    parser.add_argument("--tokens", type=int, default=2, help="tokens the stub streams in each answer")
     parser.add_argument("--src", help="another source tree (a worktree's src/) to measure")
     parser.add_argument("--keep", type=Path, help="keep the projects and runs in this folder")
     args = parser.parse_args()
     sizes = [int(s) for s in args.cases.split(",")]
     env = {**os.environ, **({"PYTHONPATH": args.src} if args.src else {})}
-    stub = subprocess.Popen([sys.executable, "-c", STUB], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    stub = subprocess.Popen([sys.executable, "-c", STUB, str(args.tokens)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=env)
     try:
         base_url = stub.stdout.readline().strip()
@@ -110,7 +112,7 @@ def main() -> None:
     finally:
         stub.stdin.close()
         stub.wait(30)
-    print(f"peak RSS (MB, children included), 64 in flight; load average {os.getloadavg()[0]:.2f} on "
+    print(f"peak RSS (MB, children included), 64 in flight, {args.tokens} tokens an answer; load average {os.getloadavg()[0]:.2f} on "
           f"{os.cpu_count()} CPUs")
     print(f"{'command':8} " + " ".join(f"{n:>10,}" for n in sizes) + f" {'KB/case':>8} {'ratio':>6}")
     small, large, missed = sizes[0], sizes[-1], []

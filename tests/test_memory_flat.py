@@ -158,6 +158,34 @@ def test_the_gate_holds_each_input_packed_and_reads_it_as_written(tmp_path):
     assert held[4].unpacked() == plain[4]
 
 
+def test_the_gate_holds_inter_token_gaps_as_doubles_and_reads_them_as_written(tmp_path):
+    """A streamed answer's gaps (the one part of a record that grows with the answer) are held as an array of the
+    same doubles, dumped as the list the journal has, and pooled into the same percentile."""
+    from array import array
+
+    from releasegate.record.metrics import compute_metric
+    from releasegate.scorers import scored_run
+    from releasegate.stats.intervals import percentile, pooled_percentile
+
+    rng = np.random.default_rng(3)
+    gaps = [[float(x) for x in rng.exponential(7.0, size=int(rng.integers(1, 40)))] for _ in range(30)]
+    path = Run([ok(i, itl=g) for i, g in enumerate(gaps)] + [ok(30, itl=[])]).build(tmp_path)
+    plain = RunDir(path).read_records()
+    held = scored_run(RunDir(path), ()).records
+    assert all(type(r.timing.__dict__["itl_ms"]) is array for r in held[:30]) and held[30].timing.itl_ms == []
+    assert [list(r.timing.itl_ms) for r in held] == [r.timing.itl_ms for r in plain]
+    assert [r.model_dump_json() for r in held] == [r.model_dump_json() for r in plain]
+    assert held[5].unpacked() == plain[5] and type(held[5].unpacked().timing.itl_ms) is list
+    for q in (0, 50, 95, 99, 100):
+        assert pooled_percentile([r.timing.itl_ms for r in held], q) == percentile([x for g in gaps for x in g], q)
+    many = [array("d", rng.exponential(7.0, size=500)) for _ in range(300)]  # past the list's size: numpy's sort
+    for q in (0, 50, 95, 99, 100):
+        assert pooled_percentile(many, q) == percentile([x for g in many for x in g], q)
+    assert pooled_percentile([[], []], 50) is None
+    scores = {r.case_id: {} for r in held}
+    assert compute_metric("itl_ms_p95", held, scores, {}) == compute_metric("itl_ms_p95", plain, scores, {})
+
+
 def test_passing_cases_of_a_sealed_run_share_one_scores_dict(tmp_path):
     """Scores reused from the journal (no guard rule to add) are the record's stored scores, held once for every
     case that has them; a failing case's are its own."""

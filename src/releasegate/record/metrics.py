@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, wilson_bounds
+from ..stats.intervals import cluster_bootstrap, percentile, percentile_bounds, pooled_percentile, wilson_bounds
 from ..stats.sample_weights import Strata, is_weighted, sample_only, stratum_counts, weighted_share
 from .cost_metrics import COUNTED_SOURCES, cost_metric, timing_derived_cost, token_sources, uncounted
 from .evidence import answered, attempt_outcomes, attempts_note
@@ -192,10 +192,9 @@ def _latency(base: str, q: float, records: list[CaseRecord], confidence: float, 
     note = left_out_note(records) if note is None else note
     if base == "itl_ms":
         groups = [r.timing.itl_ms for r in done if r.timing.itl_ms]
-        pooled = [x for g in groups for x in g]
         limits: tuple[float | None, float | None] | None = (
             cluster_bootstrap(groups, q, confidence=confidence) if bounds else None)
-        return MetricValue(percentile(pooled, q), len(groups), limits, note, confidence)
+        return MetricValue(pooled_percentile(groups, q), len(groups), limits, note, confidence)
     samples = [v for r in done if (v := getattr(r.timing, base)) is not None]
     limits = percentile_bounds(samples, q, confidence) if bounds and samples else None
     return MetricValue(percentile(samples, q), len(samples), limits, note, confidence)

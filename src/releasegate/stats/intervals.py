@@ -30,7 +30,7 @@ from statistics import NormalDist, fmean
 from .cluster_bounds import ITL_MIN_REQUESTS, cluster_bootstrap
 
 __all__ = [
-    "percentile", "z_value", "z_one_sided",
+    "percentile", "pooled_percentile", "z_value", "z_one_sided",
     "wilson", "wilson_bounds", "cluster_share_bounds",
     "percentile_bounds", "percentile_min_n", "cluster_bootstrap",
     "bootstrap", "mcnemar_exact", "paired_bootstrap_delta",
@@ -64,6 +64,22 @@ def percentile(samples: Sequence[float], q: float) -> float | None:
     if len(samples) == 0:
         return None
     return _interpolated(sorted(samples), q)
+
+
+_POOLED_IN_PYTHON = 100_000
+"""Samples below which `pooled_percentile` pools into a list (no numpy import for a small run)."""
+
+
+def pooled_percentile(groups: Sequence[Sequence[float]], q: float) -> float | None:
+    """`percentile` of every group's samples pooled (a streamed answer's inter-token gaps, a group a request),
+    read off one sorted array: 8 bytes a sample, with no float object made for any (100,000 requests of 200
+    gaps are 20 million samples). None for no samples."""
+    if sum(len(group) for group in groups) < _POOLED_IN_PYTHON:  # a list of floats is small, and numpy not loaded
+        return percentile([x for group in groups for x in group], q)
+    import numpy as np
+
+    pooled = np.sort(np.concatenate([np.asarray(group, dtype=float) for group in groups if len(group)]))
+    return float(_interpolated(pooled, q))  # type: ignore[arg-type]  # indexed as a list is
 
 
 def _interpolated(xs: list[float], q: float) -> float:
