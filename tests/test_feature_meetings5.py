@@ -64,7 +64,7 @@ CACHED = ["quality", "forbidden", "judge", "stopping", "cache", "guard"]
 
 
 @pytest.mark.parametrize("feature", CACHED)
-def test_answers_cached_by_this_model_are_its_answers_the_next_run(cli, tmp_path, stub, feature):
+def test_answers_cached_by_this_model_are_its_answers_the_next_run(cli, tmp_path, stub, feature):  # noqa: F811
     """The first run fills the cache set to fail; the model then answers right, but the second run is served
     the first's answers from the cache: it is judged on them (FAIL), as its records say (`cached`)."""
     features = (feature,)
@@ -79,7 +79,7 @@ def test_answers_cached_by_this_model_are_its_answers_the_next_run(cli, tmp_path
 
 @pytest.mark.parametrize("feature", ["quality", "forbidden", "judge", "guard"])
 @pytest.mark.parametrize("other", ["model", "temperature", "max_new_tokens", "set", "extends"])
-def test_a_cache_made_by_another_model_or_config_is_never_served(cli, tmp_path, stub, feature, other):
+def test_a_cache_made_by_another_model_or_config_is_never_served(cli, tmp_path, stub, feature, other):  # noqa: F811
     """The cache is filled all good by another model (or config); this run's model fails the part: nothing of
     the other's may be served to it (truth FAIL), whether the difference is in the config, a `--set` or an
     `extends:` layer."""
@@ -108,7 +108,7 @@ def test_a_cache_made_by_another_model_or_config_is_never_served(cli, tmp_path, 
     decided(cli, run, features, feature, "FAIL")
 
 
-def test_repeats_ask_every_draw_anew_beside_a_cache(cli, tmp_path, stub):
+def test_repeats_ask_every_draw_anew_beside_a_cache(cli, tmp_path, stub):  # noqa: F811
     """Repeats switch the cache off: the model that answers right now is judged on its own answers (PASS)."""
     features = ("stability", "quality")
     config = project(cli, tmp_path, stub, features, "stability", CACHE)
@@ -332,6 +332,10 @@ def test_a_feature_switched_off_by_an_override_never_passes_its_failing_part(cli
         layer.write_text(yaml.safe_dump({"extends": "releasegate.yaml", **node}))
         config = layer
     code, out, err = cli("validate", "-c", config, *args)
+    if key == "leakage.base.model":  # the base is the candidate: every delta 0, refused naming both
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and "leakage.base" in lines[0] and "target" in lines[0], err
+        return
     if code == 2:
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1 and "Traceback" not in err, err
@@ -346,3 +350,98 @@ def test_a_feature_switched_off_by_an_override_never_passes_its_failing_part(cli
     code, report = labelled(cli, run, features, feature)
     assert report["verdict"] != "PASS", (report["verdict_reason"], [(c["name"], c["verdict"], c.get("reason"))
                                                                     for c in report["criteria"]])
+
+
+# --- a resumed run's composition, and a blessed baseline met with stop-when-decided ---------------------------------
+
+
+def _replay_project(root: Path, right: bool, *, stopping: bool = False, baseline: dict | None = None) -> Path:
+    """test_false_pass_hunt's project: a replay target over 40 cases, every reply right (`right`) or half wrong
+    (truth FAIL at accuracy >= 0.7); `stopping`: the rubric stops when decided (one-sided e-process bound)."""
+    (root / "suites").mkdir(parents=True, exist_ok=True)
+    (root / "suites" / "s.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i:02d}", "messages": [{"role": "user", "content": f"ticket {i}"}], "expected": "reset"})
+        + "\n" for i in range(40)))
+    (root / "responses.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i:02d}", "output": "reset done" if right or i % 2 else "sorry"}) + "\n"
+        for i in range(40)))
+    criterion = {"metric": "accuracy", "op": ">=", "threshold": 0.7 if not baseline else 0}
+    rubric: dict = {"name": "r", "review": {"required_domains": []}, "criteria": [criterion]}
+    if stopping:
+        rubric["stop_when_decided"] = True
+        rubric["criteria"] = [{**criterion, "threshold": 0.3, "confidence": 0.95},
+                              {"metric": "error_rate", "op": "<=", "threshold": 0.3}]
+    if baseline:
+        rubric["baseline"] = baseline
+    (root / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+    config = root / "releasegate.yaml"
+    config.write_text(yaml.safe_dump({
+        "target": {"backend": "replay", "responses": "responses.jsonl"}, "generation": {"max_new_tokens": 16},
+        "suites": [{"path": "suites/s.jsonl", "answer": {"type": "regex", "pattern": "reset"}}],
+        "rubric": "rubric.yaml", "output": {"dir": "reports"}}, sort_keys=False))
+    return config
+
+
+def _cut(run: Path, cases: int) -> None:
+    """The run as a kill after its first `cases` records leaves it."""
+    records = RunDir(run).records_path
+    records.write_bytes(b"".join(records.read_bytes().splitlines(keepends=True)[:cases]))
+    info = RunDir(run).read_info()
+    info.status, info.finished_at, info.sessions[-1]["status"] = "running", None, "running"
+    RunDir(run).write_info(info)
+    for name in ("report.json", "report.md", "report.html", "report.junit.xml"):
+        (run / name).unlink(missing_ok=True)
+    as_killed(run)
+
+
+@pytest.mark.parametrize("right", [True, False], ids=["right", "half-wrong"])
+@pytest.mark.parametrize("composed_by", ["plain", "set-output", "extends-output", "set-judging"])
+def test_a_resumed_run_is_released_as_its_composition_says(cli, tmp_path, composed_by, right):
+    """A run composed with a `--set` or an `extends:` layer, killed and resumed: the resumed run's composition is
+    still the one its sealed run.json vouches for. A right run with no judging override blesses; a failing one,
+    or one judged with an override, never does."""
+    config = _replay_project(tmp_path, right)
+    args: tuple[str, ...] = ()
+    if composed_by == "set-output":
+        args = ("--set", "output.dir=reports")
+    elif composed_by == "set-judging":
+        args = ("--set", "suites[0].answer.pattern=.")
+    elif composed_by == "extends-output":
+        layer = tmp_path / "layer.yaml"
+        layer.write_text(yaml.safe_dump({"extends": "releasegate.yaml", "output": {"dir": "reports"}}))
+        config = layer
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json", *args)
+    assert "Traceback" not in err and out.strip(), err
+    run = tmp_path / "reports" / "r"
+    _cut(run, 17)
+    code, out, err = cli("check", "--resume", run, "--no-progress", "--json")
+    assert "Traceback" not in err and out.strip(), err
+    truth = "PASS" if right or composed_by == "set-judging" else "FAIL"
+    assert json.loads(out)["verdict"] == truth
+    assert reported(cli, RunDir(run)) == truth
+    code, _, err = cli("bless", run, "--as", "prod", "--reason", "r")
+    released = right and composed_by != "set-judging"
+    assert (code == 0) is released, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("bad", [False, True], ids=["good", "regressed"])
+def test_stopping_against_a_blessed_baseline(cli, tmp_path, bad):
+    """The blessed baseline answers every case right; the candidate, stopping when decided, answers every case
+    right (PASS, decided early) or half wrong (FAIL: a loss of 0.5 against a margin of 0.2)."""
+    base_root = tmp_path / "base"
+    base_root.mkdir()
+    base = _replay_project(base_root, True)
+    code, out, err = cli("check", "-c", base, "--run-id", "base", "--no-progress", "--json")
+    assert code == 0, err
+    code, _, err = cli("bless", base_root / "reports" / "base", "--as", "prod", "--reason", "shipped")
+    assert code == 0, err
+    blessed = {"blessed": "prod", "reports": str(base_root / "reports"), "metrics": ["accuracy"],
+               "margins": {"accuracy": 0.2}}
+    config = _replay_project(tmp_path, not bad, stopping=True, baseline=blessed)
+    code, out, err = cli("check", "-c", config, "--run-id", "cand", "--no-progress", "--json")
+    assert "Traceback" not in err and out.strip(), err
+    report = json.loads(out)
+    truth = "FAIL" if bad else "PASS"
+    assert (report["verdict"], code) == (truth, EXIT[truth]), (report["verdict_reason"], report["criteria"])
+    assert reported(cli, RunDir(tmp_path / "reports" / "cand")) == truth
