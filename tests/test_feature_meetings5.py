@@ -200,6 +200,11 @@ KILLS = [
     (("quality", "stability"), "quality", True, "generation"),
     (("quality", "baseline"), "baseline", False, "generation"),
     (("stopping",), "stopping", False, "generation"),
+    (("stopping", "stability"), "stopping", False, "generation"),
+    (("stopping", "stability"), None, False, "generation"),
+    (("quality", "cache"), "cache", False, "generation"),
+    (("quality", "review"), "review", True, "generation"),
+    (("quality", "judge"), "judge", False, "generation"),
     (("quality", "latency"), None, False, "load"),
     (("quality", "latency"), "latency", False, "load"),
     (("quality", "latency"), "quality", True, "load"),
@@ -266,6 +271,7 @@ def composed():
 SERVED_WITH = ["quality", "forbidden", "stability", "cache", "tools", "latency", "stopping"]
 
 
+@pytest.mark.slow  # 14 matrices of two variants each against the stub: a minute on a small machine
 @pytest.mark.parametrize("bad", [False, True], ids=["good", "bad"])
 @pytest.mark.parametrize("feature", SERVED_WITH)
 def test_served_variants_with_each_feature(cli, tmp_path, composed, feature, bad):
@@ -445,3 +451,42 @@ def test_stopping_against_a_blessed_baseline(cli, tmp_path, bad):
     truth = "FAIL" if bad else "PASS"
     assert (report["verdict"], code) == (truth, EXIT[truth]), (report["verdict_reason"], report["criteria"])
     assert reported(cli, RunDir(tmp_path / "reports" / "cand")) == truth
+
+
+# --- what `gate` reads again: a what-if rubric over held records, double-labelled review after a resume -----------
+
+WHATIF = ["cache", "stability", "tools", "quality", "latency", "forbidden"]
+
+
+@pytest.mark.parametrize("bad", [False, True], ids=["good", "bad"])
+@pytest.mark.parametrize("feature", WHATIF)
+def test_a_whatif_rubric_judges_the_held_records_as_the_run_did(cli, tmp_path, composed, feature, bad):
+    """`gate --rubric` with a copy of the run's own rubric (a what-if, which re-derives the cache probe's flags
+    from the records' inputs, held packed): the same verdict as the run's."""
+    from test_composition import decide_features
+
+    verdict, reason, report = decide_features(tmp_path, cli, composed, (feature,), feature if bad else None)
+    truth = "FAIL" if bad else "PASS"
+    assert verdict == truth, reason
+    other = tmp_path / "other.yaml"
+    other.write_text((tmp_path / "rubric.yaml").read_text())
+    code, out, err = cli("gate", tmp_path / "reports" / "r", "--rubric", other, "--json")
+    assert "Traceback" not in err and out.strip(), err
+    assert json.loads(out)["verdict"] == truth, json.loads(out)["verdict_reason"]
+
+
+@pytest.mark.parametrize("bad", [None, "review", "quality"])
+def test_double_labelled_review_of_a_resumed_run(cli, tmp_path, composed, bad):
+    """Two reviewers label the sample of a run killed and resumed: the sample is the resumed run's whole one, and
+    the verdict the one its labels and answers give."""
+    server, mode, stub_with = composed
+    features = ("review", "quality")
+    mode.bad, mode.baseline_run = bad, False
+    config = mx.build(tmp_path, server.base_url, features, bad)
+    code, out, err = cli("check", "-c", config, "--run-id", "r", "--no-progress", "--json")
+    assert out.strip(), err
+    run = RunDir(tmp_path / "reports" / "r")
+    _cut(run.path, 17)
+    code, out, err = cli("check", "--resume", run.path, "--no-progress", "--json")
+    assert "Traceback" not in err and out.strip(), err
+    decided(cli, run, features, bad, "FAIL" if bad else "PASS")
