@@ -318,7 +318,8 @@ def _config(tmp_path: Path, leakage: str) -> Path:
 
 def test_a_leakage_section_validates(cli, files, tmp_path):
     build_suite(*files, tmp_path / "s.json", n=2)
-    config = _config(tmp_path, "leakage: {suite: s.json, base: {backend: replay, responses: out.jsonl}}")
+    (tmp_path / "base.jsonl").write_text('{"id": "a", "output": "y"}\n')
+    config = _config(tmp_path, "leakage: {suite: s.json, base: {backend: replay, responses: base.jsonl}}")
     code, out, err = cli("validate", "-c", config)
     assert code == 0, err
     from releasegate.inputs.config import load_config
@@ -333,6 +334,7 @@ def test_a_leakage_section_validates(cli, files, tmp_path):
     ("leakage: {suite: s.json, colour: red}", "colour"),
     ("leakage: {}", "suite"),
     ("leakage: {suite: s.json, base: {backend: nonsense}}", "backend"),
+    ("leakage: {suite: s.json, base: {backend: replay, responses: out.jsonl}}", "leakage.base is the target itself"),
 ])
 def test_a_bad_leakage_section_exits_2_naming_the_key(cli, files, tmp_path, leakage, words):
     build_suite(*files, tmp_path / "s.json", n=2)

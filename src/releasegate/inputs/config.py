@@ -36,7 +36,7 @@ from .files import MAX_YAML_BYTES, KeyAt, nowhere, read_text, resolve_under
 from .guard_settings import GuardSettings, parse_guards
 from .judge_settings import JudgeSettings, parse_judge
 from .judging_keys import layered_over_official
-from .leakage_inputs import parse_leakage
+from .leakage_inputs import parse_leakage, require_other_base
 from .load_profile import LoadConfig, parse_load
 from .probes import parse_probes
 from .read_doc import read_doc
@@ -198,6 +198,7 @@ def load_config(
     served = {**doc.target, "backend": "openai"} if doc.variants is not None else doc.target
     budget, leakage = parse_budget(doc.budget, at), parse_leakage(doc.leakage, here, at, parse_target)
     refuse_unbilled(budget, target, doc.load, leakage, at)
+    require_other_base(target, leakage, at)
     generation = doc.generation_settings
     return Config(
         path=path,

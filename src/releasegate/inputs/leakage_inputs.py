@@ -22,7 +22,8 @@ from .canaries import read_canaries
 from .files import named_file, resolve_under
 from .read_doc import read_doc
 
-__all__ = ["SUITE_KIND", "LeakageConfig", "LeakageRecord", "LeakageSuite", "parse_leakage", "read_leakage_suite"]
+__all__ = ["SUITE_KIND", "LeakageConfig", "LeakageRecord", "LeakageSuite", "parse_leakage", "read_leakage_suite",
+           "require_other_base"]
 
 SUITE_KIND = "releasegate-leakage-suite"
 SUITE_VERSION = 1
@@ -95,6 +96,23 @@ def parse_leakage(raw: dict[str, Any] | None, here: Path, at: Any, parse_target:
         base=parse_target(base, here, lambda *p: at("leakage", "base", *p)) if base is not None else None,
         max_new_tokens=doc.max_new_tokens, templates=doc.templates,
         canaries=_canaries(doc.canaries, here, at), canary_candidates=doc.canary_candidates)
+
+
+_OUTPUTS_DECIDED_BY = ("backend", "base", "adapter", "merge", "responses", "base_url", "model", "mode", "extra_body",
+                       "headers")
+"""The target keys that decide what a model answers: two targets equal in each are one model."""
+
+
+def require_other_base(target: Any, leakage: LeakageConfig | None, at: Any) -> None:
+    """Refuse (exit 2, one line naming both keys) a `leakage.base` that is the target itself (`--set` or a layer
+    can make it so): the probe would compare the candidate with itself, and every delta would read 0, a leaking
+    model's too."""
+    base = leakage.base if leakage is not None else None
+    if base is None or any(getattr(base, k, None) != getattr(target, k, None) for k in _OUTPUTS_DECIDED_BY):
+        return
+    raise InputError("leakage.base is the target itself (same backend, model and endpoint): the probe would "
+                     "measure the candidate against itself, every delta 0", **at("leakage", "base"),
+                     hint="name the fine-tune's base model in leakage.base")
 
 
 def _canaries(name: str | None, here: Path, at: Any) -> Path | None:
