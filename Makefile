@@ -57,9 +57,10 @@ test: setup  ## the whole suite, real model tests included (the vLLM tests run w
 	$(PY) -m pytest -m "not vllm" -n $(TEST_WORKERS) --dist loadfile
 	$(MAKE) docs
 
-docs: setup  ## the config reference and the shipped schemas' compiled tests checked against the JSON Schemas, the mistake table against tests/mistakes/, then the site built with --strict into build/site/
+docs: setup  ## the config reference, the shipped schemas' compiled tests checked against the JSON Schemas and report.html's translated template against the template, the mistake table against tests/mistakes/, then the site built with --strict into build/site/
 	$(PY) scripts/config_reference.py --check
 	$(PY) scripts/compile_schemas.py --check
+	$(PY) scripts/compile_templates.py --check
 	$(PY) scripts/mistake_table.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 

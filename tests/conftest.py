@@ -22,8 +22,8 @@ pytest_plugins = ["llamacpp_fixtures", "vllm_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-# report.html's compiled-template cache (report/template_cache.py) of the commands the tests run goes to a folder of
-# this test process, removed at its end: a test run leaves nothing in the user's ~/.cache
+# whatever the commands the tests run keep in the user's cache ($XDG_CACHE_HOME) goes to a folder of this test
+# process, removed at its end: a test run leaves nothing in the user's ~/.cache
 _CACHE = tempfile.mkdtemp(prefix="releasegate-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)

@@ -245,8 +245,9 @@ def test_function_level_imports_are_only_heavy_dependencies():
     assert wrong == []
 
 
-GENERATED = {"releasegate.inputs.shipped_checks"}
-"""Modules a script writes (scripts/compile_schemas.py) and a test keeps current: read by no one, edited by no one."""
+GENERATED = {"releasegate.inputs.shipped_checks", "releasegate.report.report_page"}
+"""Modules a script writes (scripts/compile_schemas.py, scripts/compile_templates.py) and a test keeps current: read
+by no one, edited by no one."""
 
 
 def test_no_module_over_400_lines():

@@ -21,7 +21,15 @@ from releasegate.gate.capacity import step_figures, step_verdict
 from releasegate.gate.health import client_lag_ms, phase_counts, target_failure
 from releasegate.gate.paired_comparison import Margins, compare_records
 from releasegate.inputs.rubric import Criterion, Rubric
-from releasegate.record.evidence import answered, attempt_outcomes, case_attempts, failure, worst_client
+from releasegate.record import evidence
+from releasegate.record.evidence import (
+    answered,
+    attempt_outcomes,
+    case_attempts,
+    failure,
+    outcomes_once,
+    worst_client,
+)
 from releasegate.record.metrics import latency_exclusions
 from releasegate.record.records import CaseRecord, RunDir, RunInfo, Timing
 from releasegate.record.review_outcome import FAILED as FAIL
@@ -171,6 +179,25 @@ def test_the_evidence_rules():
     assert case_attempts(old) == [ErrorKind.RETRIED, ErrorKind.RETRIED, None]
     cached = CaseRecord.model_validate({**ok(1), "cached": True})
     assert attempt_outcomes([cached]) == [None] and attempt_outcomes([cached], cached=False) == []
+
+
+def test_a_gate_works_out_each_records_attempts_once(monkeypatch):
+    """Within `outcomes_once` (a gate) every count over the same records reads each record's attempts once, with
+    the same outcomes as worked out afresh; outside it, every count works them out again."""
+    records = [CaseRecord.model_validate(retried(0, ["http_5xx"], 2)), CaseRecord.model_validate({**ok(1), "cached": True}),
+               CaseRecord.model_validate(empty(2))]
+    fresh = (attempt_outcomes(records), attempt_outcomes(records, cached=False), [case_attempts(r) for r in records])
+    worked = []
+    monkeypatch.setattr(evidence, "_case_attempts", lambda r, inner=evidence._case_attempts: worked.append(r) or inner(r))
+    with outcomes_once():
+        for _ in range(3):
+            assert (attempt_outcomes(records), attempt_outcomes(records, cached=False),
+                    [case_attempts(r) for r in records]) == fresh
+        case_attempts(records[0]).append("changed by a caller")  # a caller's list is its own
+        assert case_attempts(records[0]) == fresh[2][0]
+    assert worked == records
+    attempt_outcomes(records)
+    assert worked == records * 2
 
 
 def test_the_journal_keeps_superseded_lines_as_attempts(tmp_path):

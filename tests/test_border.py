@@ -21,10 +21,6 @@ RUN_FILES = ("run", "self")
 `border.files.replace_file`): a write elsewhere opens a file of its own, and a FIFO planted there would hold it."""
 
 LISTED = {
-    ("releasegate.report.template_cache", "os.open"):
-        "report.html's compiled template in the user's own cache: opened without following links, refused unless a "
-        "regular file of the user's own, not group- or world-writable, within its size cap and its checksum",
-    ("releasegate.report.template_cache", "os.fdopen"): "the same cache file, read from the descriptor checked above",
     ("releasegate.backends._sse_client", ".create_connection()"):
         "the target's own streaming client: every event is read into its typed shape with byte and time bounds "
         "(backends._bounds, _events); tests/test_border_http.py lists it too",

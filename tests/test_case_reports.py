@@ -355,3 +355,15 @@ def test_junit_failing_cases_carry_the_servers_message_and_the_input(failing):
     bodies = {tc.get("name"): tc.find("failure").text for tc in suite.iter("testcase") if tc.get("classname", "").startswith("releasegate.cases")}
     assert bodies["c041"].startswith(f"no output: HTTP 400: {SERVER_SAID}")
     assert f"user: {TICKET}" in bodies["c040"] and bodies["c040"].startswith(WRONG)
+
+
+def test_junit_drops_exactly_the_characters_xml_cannot_carry():
+    """XML 1.0's Char: tab, newline, CR, U+0020-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF; every other code point
+    is what junit's pattern finds, and nothing else."""
+    from releasegate.report.junit import _NOT_XML
+
+    def carried(c: int) -> bool:
+        return c in (0x9, 0xA, 0xD) or 0x20 <= c <= 0xD7FF or 0xE000 <= c <= 0xFFFD or 0x10000 <= c <= 0x10FFFF
+
+    every = "".join(map(chr, range(0x110000)))
+    assert "".join(_NOT_XML.findall(every)) == "".join(chr(c) for c in range(0x110000) if not carried(c))

@@ -18,6 +18,7 @@ from ..gate.gate_evidence import gate_evidence
 from ..gate.health import run_problems, target_failure
 from ..gate.quality_feature import DEFAULT_ERROR_GUARD, SUMMARY_METRICS
 from ..gate.stability import draw_problems
+from ..record.evidence import outcomes_once
 from ..record.gate_report import GateReport, as_report
 from . import features as _built_in  # noqa: F401  # registers the built-in features
 
@@ -28,8 +29,13 @@ def judge_run(inputs: GateInputs, features: Sequence[GateFeature] | None = None)
     """The gate: each criterion of the rubric (and each default a feature adds) measured by the feature that
     serves its metric and decided by `decision.criterion`; then each feature's rule, in registry order (a
     baseline's rows, human approval, the judge's and the guard's calibration); then the run's verdict
-    (`decision.gate`) and every feature's section of the report, validated once."""
-    ctx = GateContext(inputs, features)
+    (`decision.gate`) and every feature's section of the report, validated once. Each record's attempts are
+    worked out once (`outcomes_once`), not once per rate, phase and slice that counts them."""
+    with outcomes_once():
+        return _judged(GateContext(inputs, features))
+
+
+def _judged(ctx: GateContext) -> GateReport:
     results = [decide_criterion(ctx.evidence(c)) for c in ctx.criteria]
     for feature in ctx.features:
         results = feature.rule(ctx, results) if feature.rule is not None else results

@@ -23,7 +23,9 @@ counts through these functions, so a new surface inherits them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind
@@ -33,8 +35,24 @@ if TYPE_CHECKING:  # `validate` reads the rubric (and so these rules) without lo
 
 __all__ = [
     "failure", "answered", "case_attempts", "attempt_outcomes", "failed_attempts", "attempt_counts", "worst_client",
-    "attempts_note", "attempts_why",
+    "attempts_note", "attempts_why", "outcomes_once",
 ]
+
+_Outcomes = tuple[tuple[str | None, ...], bool]
+"""A record's attempts (`case_attempts`) and whether its last one stands for no request (`attempt_outcomes`)."""
+_ONCE: ContextVar[dict[int, tuple[Any, _Outcomes]] | None] = ContextVar("outcomes_once", default=None)
+
+
+@contextmanager
+def outcomes_once() -> Iterator[None]:
+    """Within it, each record's attempts are worked out once and remembered (by the record's identity, the record
+    kept with them): a gate counts them for every rate, phase and slice, dozens of passes over the same records,
+    which do not change while it judges. Nested uses share the outer memory."""
+    token = _ONCE.set(_ONCE.get() if _ONCE.get() is not None else {})
+    try:
+        yield
+    finally:
+        _ONCE.reset(token)
 
 
 def failure(record: CaseRecord) -> str | None:
@@ -67,6 +85,26 @@ def case_attempts(record: CaseRecord) -> list[str | None]:
     claims. A line of the attempts ledger (`ledger.LedgerLine`) stands for the requests it kept (its class's
     `ledger_outcomes`: asked of a record, which has none, pydantic would answer through a raised AttributeError,
     several times slower, for every record of every count)."""
+    return list(_outcomes(record)[0])
+
+
+def _outcomes(record: Any) -> _Outcomes:
+    """`case_attempts` and whether the last attempt stands for no request, remembered within `outcomes_once`."""
+    memo = _ONCE.get()
+    if memo is None:
+        return _worked_out(record)
+    known = memo.get(id(record))
+    if known is None or known[0] is not record:
+        known = memo[id(record)] = (record, _worked_out(record))
+    return known[1]
+
+
+def _worked_out(record: Any) -> _Outcomes:
+    kinds = tuple(_case_attempts(record))
+    return kinds, bool(getattr(record, "cached", False)) and not _produced(record) and failure(record) is None
+
+
+def _case_attempts(record: CaseRecord) -> list[str | None]:
     line: Any = record  # typed as a record, read as a ledger line when it is one
     kept = line.ledger_outcomes if hasattr(type(record), "ledger_outcomes") else None
     if kept is not None:
@@ -95,8 +133,7 @@ def attempt_outcomes(records: Iterable[Any], *, cached: bool = True) -> list[str
     a cached answer stands for when no request behind it is known, keeping its earlier attempts."""
     out: list[str | None] = []
     for record in records:
-        kinds = case_attempts(record)
-        stands_for_none = getattr(record, "cached", False) and not _produced(record) and failure(record) is None
+        kinds, stands_for_none = _outcomes(record)
         out += kinds[:-1] if stands_for_none and not cached else kinds
     return out
 

