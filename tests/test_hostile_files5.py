@@ -4,6 +4,7 @@ compiled-template cache, the composition digest and the journal a report was jud
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,160 @@ def test_a_tool_whose_parameters_loop_is_refused_at_its_line(tmp_path, params):
     assert err.value.line == 2 and (err.value.field or "").startswith("tools") and "$ref" in str(err.value)
 
 
+
+
+# -- the compiled schema tests against jsonschema, differentially ---------------------------------------------------
+
+_VALUES = [0, 1, 1.0, -0.0, 2, 2.5, 0.1, 0.3, -1, 10**20, 1e308, 5e-324, True, False, None, "", "a", "ab", "A", "1",
+           "\x00", "\U0001d11e", "\U0001d11e\U0001d11e", "é"]
+_TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]
+_NAMES = ["a", "b", "c", "x1", "\U0001d11e", ""]
+
+
+def _value(rng, depth: int = 0):
+    roll = rng.random()
+    if depth > 3 or roll < 0.5:
+        return rng.choice(_VALUES)
+    if roll < 0.75:
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {rng.choice(_NAMES): _value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+
+
+def _schema(rng, depth: int = 0):  # noqa: C901 (one branch per keyword)
+    if depth > 3 or rng.random() < 0.2:
+        return rng.choice([True, False, {}, {"type": rng.choice(_TYPES)}])
+    out: dict = {}
+    for _ in range(rng.randint(1, 3)):
+        key = rng.choice(["type", "types", "properties", "additionalProperties", "required", "patternProperties", "enum",
+                          "const", "size", "pattern", "items", "of", "not", "uniqueItems", "bound", "multipleOf", "if",
+                          "propertyNames", "format", "$ref", "unknown"])
+        if key == "type":
+            out["type"] = rng.choice(_TYPES)
+        elif key == "types":
+            out["type"] = rng.sample(_TYPES, rng.randint(1, 3))
+        elif key == "properties":
+            out["properties"] = {rng.choice(_NAMES[:4]): _schema(rng, depth + 1) for _ in range(rng.randint(0, 2))}
+        elif key == "additionalProperties":
+            out[key] = rng.choice([False, True, _schema(rng, depth + 1)])
+        elif key == "required":
+            out[key] = rng.sample(_NAMES[:4], rng.randint(0, 2))
+        elif key == "patternProperties":
+            out[key] = {rng.choice(["^a", "1$", "."]): _schema(rng, depth + 1)}
+        elif key in ("enum", "const"):  # 1, 1.0 and True; a string set; containers equal by value
+            values = [rng.choice(_VALUES + [[1], [True], [1.0], {"a": 1}, {"a": 1.0}]) for _ in range(rng.randint(1, 3))]
+            values = [rng.choice(["a", "b", "\U0001d11e", ""]) for _ in values] if rng.random() < 0.5 else values
+            out[key] = values if key == "enum" else values[0]
+        elif key == "size":
+            out[rng.choice(["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"])] = \
+                rng.choice([0, 1, 2, 1.0, 1.5])
+        elif key == "pattern":
+            out[key] = rng.choice(["^a", "b", "^.$", "^..$", "\\d", "^$"])
+        elif key == "items":
+            out[key] = _schema(rng, depth + 1)
+        elif key == "of":
+            out[rng.choice(["allOf", "anyOf", "oneOf"])] = [_schema(rng, depth + 1) for _ in range(rng.randint(1, 3))]
+        elif key == "not":
+            out[key] = _schema(rng, depth + 1)
+        elif key == "uniqueItems":
+            out[key] = rng.choice([True, False])
+        elif key == "bound":
+            out[rng.choice(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])] = \
+                rng.choice([0, 1, 1.0, 0.5, -0.0, 10**20, 1e308])
+        elif key == "multipleOf":
+            out[key] = rng.choice([0.1, 0.5, 2, 1.0, 1e-5])
+        elif key == "if":
+            out["if"] = _schema(rng, depth + 1)
+            out.update({k: _schema(rng, depth + 1) for k in ("then", "else") if rng.random() < 0.7})
+        elif key == "propertyNames":
+            out[key] = rng.choice([{"maxLength": 1}, {"pattern": "^[a-c]$"}, {"enum": ["a", "b"]}, False])
+        elif key == "format":
+            out[key] = rng.choice(["email", "date", "ipv4", "regex"])
+        elif key == "$ref":  # a loop in place among them: refused before anything is checked
+            out["$ref"] = rng.choice(["#/$defs/d", "#"])
+            out.setdefault("$defs", {"d": _schema(rng, depth + 1)})
+        else:
+            out["x-unknown"] = 1
+    return out
+
+
+def test_a_users_schema_compiled_at_run_time_answers_as_jsonschema_does():
+    """Random schemas (every keyword the compiler reads, and some it leaves to jsonschema) and random values
+    (1 vs 1.0 vs True, -0.0, big and tiny numbers, astral characters, NUL): `schema_errors` says None exactly when
+    jsonschema's `is_valid` says True. A schema `check_refs` refuses never reaches it. Seeded, bounded."""
+    import random
+
+    import jsonschema
+
+    from releasegate.inputs.schema_check import schema_errors
+    from releasegate.inputs.schema_refs import check_refs
+
+    rng, compared = random.Random(5), 0
+    for _ in range(1500):
+        schema = _schema(rng)
+        if not isinstance(schema, dict):
+            continue
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+            check_refs(schema, {})
+        except (jsonschema.SchemaError, InputError):
+            continue
+        validator = jsonschema.Draft202012Validator(schema)
+        for _ in range(12):
+            value = _value(rng)
+            assert (schema_errors(value, schema) is None) == validator.is_valid(value), (schema, value)
+            compared += 1
+    assert compared > 10000
+
+
+def _mutated(rng, doc):
+    import copy
+
+    doc = copy.deepcopy(doc)
+    for _ in range(rng.randint(1, 3)):
+        places, stack = [], [(doc, None, None)]
+        while stack:
+            node, parent, key = stack.pop()
+            if parent is not None:
+                places.append((parent, key))
+            items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+            stack.extend((v, node, k) for k, v in items)
+        if not places:
+            return doc
+        parent, key = rng.choice(places)
+        roll = rng.random()
+        if roll < 0.5:
+            parent[key] = copy.deepcopy(rng.choice(_VALUES + [[], {}, [1], {"a": 1}, "json", "exact", "<=", "accuracy"]))
+        elif roll < 0.7 and isinstance(parent, dict):
+            del parent[key]
+        elif roll < 0.85 and isinstance(parent, dict):
+            parent[rng.choice(["x", "name", "type", "op", "metric", "id"])] = copy.deepcopy(rng.choice(_VALUES))
+        elif isinstance(parent[key], bool) or not isinstance(parent[key], (int, float)):
+            parent[key] = [parent[key]]
+        else:  # 1 <-> 1.0
+            parent[key] = float(parent[key]) if isinstance(parent[key], int) else int(parent[key]) \
+                if float(parent[key]).is_integer() and abs(parent[key]) < 1e300 else parent[key]
+    return doc
+
+
+def test_the_shipped_schemas_written_tests_answer_as_jsonschema_does():
+    """The project's own config, rubrics and suite cases, mutated at random (a value of another type, a key
+    dropped or added, an int made a float): the written tests (`inputs.shipped_checks`) accept exactly what
+    jsonschema's validator of the shipped schema accepts. Seeded, bounded."""
+    import random
+
+    from releasegate.inputs.schema_check import _fast_check, _validator
+
+    root = Path(__file__).resolve().parents[1]
+    docs = {"config": [yaml.safe_load((root / "releasegate.yaml").read_text())],
+            "rubric": [yaml.safe_load(p.read_text()) for p in sorted((root / "rubrics").glob("*.yaml"))],
+            "case": [json.loads(line) for p in sorted((root / "suites").rglob("*.jsonl"))[:8]
+                     for line in p.read_text().splitlines()[:10] if line.strip()]}
+    docs["config"] += [d for p in sorted((root / "examples").glob("*.yaml"))
+                       if isinstance(d := yaml.safe_load(p.read_text()), dict) and "extends" not in d]
+    rng = random.Random(7)
+    for name, originals in docs.items():
+        assert originals, name
+        fast, validator = _fast_check(name), _validator(name)
+        for _ in range(2000):
+            doc = _mutated(rng, rng.choice(originals))
+            assert fast(doc) == validator.is_valid(doc), (name, doc)
