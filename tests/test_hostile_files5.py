@@ -240,3 +240,99 @@ def test_the_shipped_schemas_written_tests_answer_as_jsonschema_does():
         for _ in range(2000):
             doc = _mutated(rng, rng.choice(originals))
             assert fast(doc) == validator.is_valid(doc), (name, doc)
+
+
+# -- records whose inputs the gate holds packed ---------------------------------------------------------------------
+
+_HOSTILE_INPUTS = [
+    r'{"prompt": "a\u0000b"}', '{"prompt": "a", "prompt": "b"}', '{}', '{"prompt": 1}',
+    '{"n": -0.0, "big": 123456789012345678901234567890123, "f": 1e308, "tiny": 5e-324, "i": 1, "fl": 1.0, '
+    '"t": true, "z": null, "l": [1, 1.0, true, -0.0, 0], "k": 12345678901234567890.0, "e": 1E400, "u": -1e-400}',
+    '{"n": NaN, "prompt": "nan"}', '{"prompt": "' + "y" * 300_000 + '"}',
+    '{"messages": [{"role": "user", "content": "\\u2028\\u0085\\u202e\\ud83d\\ude00"}], "deep": ' + "[" * 150 + "]" * 150 + "}",
+]
+
+
+def _hostile_run(root: Path) -> Path:
+    from test_false_pass import WRONG, Run, ok
+
+    lines, load = [], []
+    for i, raw in enumerate(_HOSTILE_INPUTS):
+        line = json.dumps(ok(i, output=WRONG if i % 2 else '{"intent": "billing"}')).replace(
+            f'"input": {{"prompt": "p{i}"}}', f'"input": {raw}')
+        lines.append(line)
+        load.append(line.replace(f'"case_id": "c{i:03d}"', f'"case_id": "load-{i:05d}:c{i:03d}"').replace(
+            '"suite": "s"', '"suite": "load"').replace(
+            '"tags": {"task": "t"}', f'"tags": {{"phase": "load", "prompt_of": "c{i:03d}"}}'))
+    path = Run([ok(0)], baseline=[ok(i) for i in range(len(lines))], load=[ok(0)]).build(root)
+    (path / "records.jsonl").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    (path / "load.jsonl").write_text("".join(f"{line}\n" for line in load), encoding="utf-8")
+    return path
+
+
+def test_a_held_input_judges_and_reports_as_the_record_read_plainly(tmp_path, cli, monkeypatch):
+    """Inputs of every JSON type and edge (NUL, a duplicate key, -0.0, 1 vs 1.0 vs True, a 33-digit integer, a
+    number past a float, NaN, 300 kB, 150 levels deep, line and bidi controls), against a baseline and a load
+    phase: the gate holding each input packed (`record.held`) writes every report byte for byte as the gate that
+    holds them as read."""
+    import shutil
+
+    import releasegate.scorers.score as score
+
+    outputs = []
+    for hold in (score.hold_input, lambda record: None):
+        monkeypatch.setattr(score, "hold_input", hold)
+        path = _hostile_run(tmp_path / "w")
+        code, _, err = cli("gate", path)
+        assert code in (0, 1), err
+        outputs.append((code, {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file()}))
+        for fmt in ("csv", "html"):
+            assert cli("report", path, "--format", fmt, "-o", tmp_path / f"again.{fmt}", "--force")[0] == 0
+            outputs[-1][1][f"again.{fmt}"] = (tmp_path / f"again.{fmt}").read_bytes()
+        shutil.rmtree(tmp_path / "w")
+    assert outputs[0] == outputs[1]
+    assert {"report.json", "report.csv", "report.html"} <= set(outputs[0][1])
+
+
+# -- the journal a report was judged on -----------------------------------------------------------------------------
+
+def _append(p: Path, base: bytes) -> None:
+    p.write_bytes(base + base.splitlines(True)[0])
+
+
+def _replace_by(kind: str):
+    def edit(p: Path, base: bytes) -> None:
+        import os
+
+        p.unlink()
+        if kind == "dir":
+            p.mkdir()
+        elif kind == "fifo":
+            os.mkfifo(p)
+        else:  # a link to an edited copy
+            other = p.parent.parent / "elsewhere.jsonl"
+            other.write_bytes(base.replace(b'"p1"', b'"q1"', 1))
+            p.symlink_to(other)
+    return edit
+
+
+JOURNAL_EDITS = {
+    "append": _append, "truncate": lambda p, base: p.write_bytes(b"".join(base.splitlines(True)[:-1])),
+    "same-length": lambda p, base: p.write_bytes(base.replace(b'"p1"', b'"q1"', 1)),
+    "crlf": lambda p, base: p.write_bytes(base.replace(b"\n", b"\r\n")),
+    "no-last-newline": lambda p, base: p.write_bytes(base[:-1]), "empty": lambda p, base: p.write_bytes(b""),
+    "gone": lambda p, base: p.unlink(), "dir": _replace_by("dir"), "fifo": _replace_by("fifo"),
+    "link": _replace_by("link"),
+}
+
+
+@pytest.mark.parametrize("edit", JOURNAL_EDITS)
+@pytest.mark.parametrize("fmt", ["csv", "html"])
+def test_a_journal_edited_after_the_gate_is_never_rendered_as_judged(tmp_path, cli, edit, fmt):
+    from test_false_pass import WRONG, Run, ok
+
+    path = Run([ok(i) for i in range(6)] + [ok(6, output=WRONG)]).build(tmp_path / "runs")
+    assert cli("gate", path)[0] == 0
+    JOURNAL_EDITS[edit](path / "records.jsonl", (path / "records.jsonl").read_bytes())
+    code, out, err = cli("report", path, "--format", fmt)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "records.jsonl" in err and not out.strip(), err
