@@ -336,3 +336,32 @@ def test_a_journal_edited_after_the_gate_is_never_rendered_as_judged(tmp_path, c
     JOURNAL_EDITS[edit](path / "records.jsonl", (path / "records.jsonl").read_bytes())
     code, out, err = cli("report", path, "--format", fmt)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "records.jsonl" in err and not out.strip(), err
+
+
+# -- report.html's compiled-template cache --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("what", ["folder", "fifo"])
+def test_a_folder_or_fifo_where_a_cached_template_goes_is_compiled_past(tmp_path, cli, monkeypatch, what):
+    """A folder at a cached template's name was opened (a folder opens read-only), then read as a file: every
+    `gate` and `report --format html` failed 'error: 3: Is a directory' (exit 2). The cache only saves time:
+    the page is compiled and written as with no cache, and the folder left as it is."""
+    import os
+
+    from releasegate.report import html
+    from test_false_pass import WRONG, Run, ok
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    html._environment.cache_clear()
+    path = Run([ok(i) for i in range(4)] + [ok(4, output=WRONG)]).build(tmp_path / "runs")
+    assert cli("gate", path)[0] in (0, 1)
+    page = (path / "report.html").read_bytes()
+    [cached] = (tmp_path / "xdg" / "releasegate" / "templates").glob("*.jinja")
+    cached.unlink()
+    cached.mkdir() if what == "folder" else os.mkfifo(cached)
+    html._environment.cache_clear()
+    try:
+        code, out, err = cli("report", path, "--format", "html")
+        assert code == 0 and out.encode("utf-8") == page, err
+        assert cli("gate", path)[0] in (0, 1) and (path / "report.html").read_bytes() == page
+    finally:
+        html._environment.cache_clear()

@@ -115,14 +115,16 @@ def _read_own(path: Path) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != _user() or info.st_mode & 0o022:
-                return None
-            data = fh.read(MAX_CACHED_BYTES + 1)
-        except OSError:
+    try:  # checked on the descriptor before it is read as a file: a folder opens read-only, and reads fail
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != _user() or info.st_mode & 0o022:
             return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_CACHED_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + _DIGEST_BYTES], data[len(MAGIC) + _DIGEST_BYTES:]
     if len(data) > MAX_CACHED_BYTES or head != MAGIC or hashlib.sha256(payload).digest() != digest:
         return None
