@@ -365,3 +365,20 @@ def test_a_folder_or_fifo_where_a_cached_template_goes_is_compiled_past(tmp_path
         assert cli("gate", path)[0] in (0, 1) and (path / "report.html").read_bytes() == page
     finally:
         html._environment.cache_clear()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "html"])
+def test_a_load_journal_edited_after_the_gate_is_never_plotted_as_judged(tmp_path, cli, fmt):
+    """report.html plots the load phase's latencies from load.jsonl, read again: edited since the gate (slower
+    TTFTs), its plots and percentiles disagreed with report.json's figures beside them. The gate records the load
+    journal's digest too; `report` refuses one changed since (csv too: it is the same view)."""
+    from test_false_pass import Run, load_ok, ok
+
+    path = Run([ok(i) for i in range(8)], load=[load_ok(i, ttft=50.0 + i) for i in range(20)]).build(tmp_path / "runs")
+    assert cli("gate", path)[0] == 0
+    assert cli("report", path, "--format", fmt)[0] == 0
+    load = path / "load.jsonl"
+    load.write_text(load.read_text().replace('"ttft_ms": 5', '"ttft_ms": 9'))
+    code, out, err = cli("report", path, "--format", fmt)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "load.jsonl" in err and not out.strip(), err
+    assert cli("gate", path)[0] == 0 and cli("report", path, "--format", fmt)[0] == 0  # judged again: rendered
