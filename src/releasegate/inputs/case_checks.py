@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError, Where
 from .files import KeyAt, load_json, named_file
+from .schema_refs import check_refs
 
 __all__ = ["check_answer", "check_regex", "resolve_format"]
 
@@ -41,6 +42,7 @@ def resolve_format(spec: dict[str, Any], base_dir: Path, at: KeyAt) -> dict[str,
             raise InputError(f"invalid JSON Schema: {exc.message}", **at("schema")) from None
         except RecursionError:
             raise InputError("JSON Schema nested too deeply", **at("schema")) from None
+        check_refs(schema, at("schema"))
         spec["schema"] = schema
     return spec
 

@@ -16,9 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, Where
+from ..errors import InputError
 from .files import KeyAt, load_json, named_file
 from .schema_check import validate
+from .schema_refs import check_refs
 
 __all__ = ["case_tools", "read_tools_file"]
 
@@ -70,31 +71,6 @@ def _check_names(tools: list[dict[str, Any]], choice: Any, at: KeyAt) -> None:
                          **at("tool_choice", "function", "name"))
 
 
-def _check_refs(params: Any, where: Where) -> None:
-    """Every $ref of a tool's parameters points inside them (releasegate fetches no schema), and resolves."""
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
-    resolver = Registry().with_resource("", DRAFT202012.create_resource(params)).resolver()
-    stack = [params]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                if not ref.startswith("#"):
-                    raise InputError(f"$ref '{ref[:80]}' points outside the schema (no schema is fetched)", **where,
-                                     hint="inline it under $defs and refer to it as #/$defs/NAME")
-                try:
-                    resolver.lookup(ref)
-                except Unresolvable:
-                    raise InputError(f"$ref '{ref[:80]}' resolves to nothing in the schema", **where) from None
-            stack.extend(node.values())
-
-
 def _check_parameters(tools: list[dict[str, Any]], at: KeyAt) -> None:
     import jsonschema
 
@@ -108,7 +84,7 @@ def _check_parameters(tools: list[dict[str, Any]], at: KeyAt) -> None:
             raise InputError(f"invalid JSON Schema: {exc.message}", **at("tools", i, "function", "parameters")) from None
         except RecursionError:
             raise InputError("JSON Schema nested too deeply", **at("tools", i, "function", "parameters")) from None
-        _check_refs(params, at("tools", i, "function", "parameters"))
+        check_refs(params, at("tools", i, "function", "parameters"), local_only=True)  # no schema is fetched
 
 
 def _check_turn(turn: dict[str, Any], names: set[str], *, last: bool, at: Any) -> None:

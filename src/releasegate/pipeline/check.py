@@ -299,7 +299,7 @@ def _execute(run: RunDir, info: RunInfo, config: Config, rubric: Rubric, cases: 
         corpus = CorpusScores.of(run)
         with timing.part("judging_s"), step(console, progress, "judging"):
             typed, scored = _judge(run, info, rubric, mode, allow_pending, corpus)
-        typed = judged_by_snapshot(typed, run.path, scored.journal_sha256)  # the rubric and journal judged
+        typed = judged_by_snapshot(typed, run.path, scored.journals())  # the rubric and journals judged
         _test_judge_delay()
         INTERRUPTION.raise_if_pending()
         run.write_info(info)

@@ -91,7 +91,7 @@ def regate(run_dir: Path, rubric: Path | None = None, *, allow_pending: bool = F
         judged_by.file, _inputs_changed(run.path, judged_by.whatif), scored.draws, drawn_rows(run), scored.ledger,
         reused_labels=reused_labels(run, info, policy.review, scored.records, labels)))
     decided: dict[str, Any] = {}
-    judged_by = judged_by.model_copy(update={"records_sha256": scored.journal_sha256})
+    judged_by = judged_by.model_copy(update=scored.journals())
     if judged_by.whatif:
         decided = decide_whatif(WhatIfEvidence(report.verdict, recorded, ()), report.verdict_reason).as_dict()
         judged_by = judged_by.model_copy(update={"whatif_verdict": report.verdict, "recorded_verdict": recorded})
@@ -141,10 +141,10 @@ def judged_again(run_dir: Path) -> str | None:
     return _own_verdict(run, info, run_verdicts(run, info), allow_pending=False)
 
 
-def judged_by_snapshot(report: GateReport, run_path: Path, records_sha256: str | None) -> GateReport:
-    """`report` with `judged_by` naming the run's own rubric snapshot (what `check` judges by) and the journal
-    it judged."""
-    own = _own_judged_by(Path(run_path)).model_copy(update={"records_sha256": records_sha256})
+def judged_by_snapshot(report: GateReport, run_path: Path, journals: dict[str, str]) -> GateReport:
+    """`report` with `judged_by` naming the run's own rubric snapshot (what `check` judges by) and the journals
+    it judged (`ScoredRun.journals`)."""
+    own = _own_judged_by(Path(run_path)).model_copy(update=journals)
     return with_judged_by(report, own)
 
 

@@ -160,8 +160,7 @@ class JudgedBy(_Model):
     source: str | None = None
     """The rubric file the run's snapshot was taken from (manifest.json's rubric input); null when unknown."""
     named_by: str | None = None
-    """Where `rubric:` named that file when not in the run's config: the base config of an `extends:` chain,
-    or '--set rubric'; null: the config itself."""
+    """Where `rubric:` named that file outside the run's config (an `extends:` base, '--set rubric'); null: itself."""
     whatif: bool
     """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
     reports (RUN/whatif/... or `gate -o DIR`), never over them."""
@@ -170,6 +169,7 @@ class JudgedBy(_Model):
     the run's recorded verdict was not: a what-if never exits 0 over a run that did not pass)."""
     records_sha256: str | None = None
     """sha256 of records.jsonl as the gate read it: `report` refuses rows from a journal changed since."""
+    load_sha256: str | None = None  # load.jsonl's, the same way (its plots); absent: the run had no load phase
     recorded_verdict: str | None = None
     """A what-if: the run's verdict under its own rubric snapshot, judged again from its records (never read from
     report.json); null when the snapshot is missing or edited since it was sealed."""

@@ -215,12 +215,13 @@ def _row(record: CaseRecord, scores: dict[str, Any], why: list[str], reviews: li
 
 def _journal_as_judged(run: RunDir, report: GateReport) -> None:
     """Refuse rows walked from a records.jsonl other than the one report.json was judged on (a line appended or
-    edited since): its counts and verdict would sit beside rows that disagree with them. A report from before
-    the journal's digest was recorded is rendered as it is."""
-    judged = report.judged_by.records_sha256 if report.judged_by is not None else None
-    if judged is None or not exists(run.records_path):
-        return
-    if sha256_file(run.records_path, what="records.jsonl") != judged:
-        run.read_records()  # a journal that is no longer releasegate's text: that error, naming its line, first
-        raise InputError("records.jsonl changed since report.json was judged: its rows would not be the ones "
-                         "counted", file=run.records_path, hint=f"judge the run again: releasegate gate {run.path}")
+    edited since), or latencies plotted from another load.jsonl: its counts and verdict would sit beside rows and
+    plots that disagree with them. A report from before a journal's digest was recorded is rendered as it is."""
+    judged = report.judged_by
+    for name, digest in (("records.jsonl", judged and judged.records_sha256), ("load.jsonl", judged and judged.load_sha256)):
+        path = run.path / name
+        if digest is None or not exists(path) or sha256_file(path, what=name) == digest:
+            continue
+        run.read_records(name)  # a journal that is no longer releasegate's text: that error, naming its line, first
+        raise InputError(f"{name} changed since report.json was judged: its rows and figures would not be the ones "
+                         "counted", file=path, hint=f"judge the run again: releasegate gate {run.path}")

@@ -35,6 +35,9 @@ def score_records(records: Iterable[CaseRecord], forbidden_rules: Rules,
     return {r.case_id: score_record(r, forbidden_rules, verdicts) for r in records}
 
 
+LOAD_JOURNAL = "load.jsonl"
+
+
 @dataclass(frozen=True)
 class ScoredRun:
     """A run's records read once and scored once: what the gate and every report of one command share, so a
@@ -51,15 +54,22 @@ class ScoredRun:
     """The attempts no record holds (`record.ledger`): cut load phases', and the cached answers' sessions'."""
     journal_sha256: str | None = None
     """sha256 of records.jsonl as read: the journal the report is judged on (`JudgedBy.records_sha256`)."""
+    load_sha256: str | None = None
+    """sha256 of load.jsonl as read (`JudgedBy.load_sha256`); None without one."""
+
+    def journals(self) -> dict[str, str]:
+        """`JudgedBy`'s digests of the journals read: records.jsonl's, and load.jsonl's when the run has one."""
+        digests = {"records_sha256": self.journal_sha256, "load_sha256": self.load_sha256}
+        return {key: digest for key, digest in digests.items() if digest is not None}
 
 
 def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = None) -> ScoredRun:
     """Read a run's records and load requests, and score the records by `forbidden_rules` and `verdicts`."""
     records, ledger = run_ledger(run, each=hold_input)  # inputs packed as read: the gate reads few, when it must
-    load = run.read_records("load.jsonl", required=False)
+    load = run.read_records(LOAD_JOURNAL, required=False)
     draws = run.read_records("draws.jsonl", required=False)
     return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger,
-                     run.read_sha256.get(run.records_path.name))
+                     run.read_sha256.get(run.records_path.name), run.read_sha256.get(LOAD_JOURNAL))
 
 
 def run_ledger(run: RunDir, each: Callable[[CaseRecord], None] | None = None) -> tuple[list[CaseRecord], list[LedgerLine]]:
