@@ -49,7 +49,7 @@ review: {required_domains: []}
 """
 
 
-def write_project(directory: Path, base_url: str, n: int) -> Path:
+def write_project(directory: Path, base_url: str, n: int, tokens: int = 2) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / "suite.jsonl").open("w", encoding="utf-8") as out:
         for i in range(n):
@@ -61,7 +61,7 @@ def write_project(directory: Path, base_url: str, n: int) -> Path:
     config = directory / "releasegate.yaml"
     config.write_text(
         f"target: {{backend: openai, base_url: '{base_url}', model: stub, concurrency: 64, timeout_s: 60}}\n"
-        "generation: {max_new_tokens: 4}\n"
+        f"generation: {{max_new_tokens: {max(4, tokens)}}}\n"
         "suites: [{path: suite.jsonl, answer: {type: regex, pattern: tok}}]\nrubric: rubric.yaml\n"
         "output: {dir: reports}\n", encoding="utf-8")
     return config
@@ -82,8 +82,9 @@ def measure(args: list[str], cwd: Path, src: str | None) -> tuple[float, float, 
     return kb / 1024, wall, code
 
 
-def run_size(directory: Path, base_url: str, n: int, src: str | None) -> dict[str, tuple[float, float, int]]:
-    config = write_project(directory, base_url, n)
+def run_size(directory: Path, base_url: str, n: int, src: str | None, tokens: int = 2
+             ) -> dict[str, tuple[float, float, int]]:
+    config = write_project(directory, base_url, n, tokens)
     run = directory / "reports" / "run"
     return {
         "check": measure(["check", "-c", str(config), "--run-id", "run", "--no-progress"], directory, src),
@@ -108,7 +109,7 @@ def main() -> None:
         base_url = stub.stdout.readline().strip()
         with tempfile.TemporaryDirectory() as tmp:
             where = args.keep or Path(tmp)
-            figures = {n: run_size(where / f"n{n}", base_url, n, args.src) for n in sizes}
+            figures = {n: run_size(where / f"n{n}", base_url, n, args.src, args.tokens) for n in sizes}
     finally:
         stub.stdin.close()
         stub.wait(30)

@@ -17,7 +17,7 @@ from .records import CaseRecord
 
 __all__ = ["HeldRecord", "hold_input"]
 
-_INPUT = "input"
+_INPUT, _TIMING, _GAPS = "input", "timing", "itl_ms"
 
 
 class HeldRecord(CaseRecord):
@@ -29,10 +29,10 @@ class HeldRecord(CaseRecord):
     def unpacked(self) -> CaseRecord:
         """The record as `RunDir.read_records` read it: a `CaseRecord`, its input a dict, its gaps a list."""
         timing = self.timing
-        gaps = timing.__dict__.get("itl_ms")
+        gaps = timing.__dict__.get(_GAPS)
         if type(gaps) is array:
-            timing = timing.model_copy(update={"itl_ms": gaps.tolist()})
-        plain: CaseRecord = self.model_copy(update={_INPUT: self.input, "timing": timing})
+            timing = timing.model_copy(update={_GAPS: gaps.tolist()})
+        plain: CaseRecord = self.model_copy(update={_INPUT: self.input, _TIMING: timing})
         plain.__class__ = CaseRecord
         return plain
 
@@ -57,8 +57,8 @@ def hold_input(record: CaseRecord) -> None:
     field is as it was."""
     if type(record) is CaseRecord:
         record.__dict__[_INPUT] = marshal.dumps(record.__dict__[_INPUT])
-        timing = record.__dict__["timing"].__dict__
-        gaps = timing.get("itl_ms")
+        timing = record.__dict__[_TIMING].__dict__
+        gaps = timing.get(_GAPS)
         if type(gaps) is list and gaps:
-            timing["itl_ms"] = array("d", gaps)
+            timing[_GAPS] = array("d", gaps)
         record.__class__ = HeldRecord
