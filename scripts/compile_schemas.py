@@ -13,9 +13,11 @@ src/releasegate/inputs/shipped_checks.py, and each command loads them as it load
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated_file import write_or_check  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "src" / "releasegate" / "inputs" / "shipped_checks.py"
@@ -35,17 +37,7 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when the module is not what the schemas give")
-    args = parser.parse_args()
-    text = render()
-    if args.check:
-        if not OUT.exists() or OUT.read_text("utf-8") != text:
-            print(f"{OUT.relative_to(ROOT)} is not what the schemas give: run python scripts/compile_schemas.py")
-            return 1
-        return 0
-    OUT.write_text(text, "utf-8")
-    return 0
+    return write_or_check(OUT, render, sources="schemas", script="compile_schemas.py", description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -43,6 +43,11 @@ def _params():
 def stub():
     """The shared stub (target, guard and judge) and the mode every stub answers by; `stub[2](fields)`: the stub
     with those StubBehaviour fields changed, one per behaviour, started when first asked for."""
+    yield from composition_stubs()
+
+
+def composition_stubs():
+    """`stub`'s servers, for a fixture of another module."""
     mode = mx.Mode()
     with ExitStack() as stack:
         servers: dict[tuple, StubServer] = {}

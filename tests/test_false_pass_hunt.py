@@ -15,14 +15,16 @@ RUBRIC = {"name": "r", "review": {"required_domains": []},
           "criteria": [{"metric": "accuracy", "op": ">=", "threshold": 0.7}]}
 
 
-def _project(root: Path) -> Path:
-    (root / "suites").mkdir(parents=True)
+def _project(root: Path, *, right: bool = False, rubric: dict = RUBRIC) -> Path:
+    """The replay project: 40 cases, half answered wrong (every one right when `right`), judged by `rubric`."""
+    (root / "suites").mkdir(parents=True, exist_ok=True)
     (root / "suites" / "s.jsonl").write_text("".join(
         json.dumps({"id": f"c{i:02d}", "messages": [{"role": "user", "content": f"ticket {i}"}], "expected": "reset"})
         + "\n" for i in range(40)))
     (root / "responses.jsonl").write_text("".join(
-        json.dumps({"id": f"c{i:02d}", "output": "reset done" if i % 2 else "sorry"}) + "\n" for i in range(40)))
-    (root / "rubric.yaml").write_text(yaml.safe_dump(RUBRIC, sort_keys=False))
+        json.dumps({"id": f"c{i:02d}", "output": "reset done" if right or i % 2 else "sorry"}) + "\n"
+        for i in range(40)))
+    (root / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
     config = root / "releasegate.yaml"
     config.write_text(yaml.safe_dump({
         "target": {"backend": "replay", "responses": "responses.jsonl"}, "generation": {"max_new_tokens": 16},

@@ -26,6 +26,7 @@ from conftest import HANG_S, as_killed
 from releasegate.record.records import RunDir
 from releasegate.testing import composition as mx
 from test_composition import _label
+from test_false_pass_hunt import _project
 from test_new_features_meet import Stub, _edit, assert_verdict, check, project, stub  # noqa: F401
 
 EXIT = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3, "NEEDS_REVIEW": 3}
@@ -250,22 +251,9 @@ def test_a_run_killed_and_resumed_keeps_the_failures_it_had(cli, tmp_path, held,
 @pytest.fixture(scope="module")
 def composed():
     """test_composition's stub: the shared one and one per target behaviour, answering by one mode."""
-    from contextlib import ExitStack
-    from dataclasses import replace
+    from test_composition import composition_stubs
 
-    from releasegate.testing import StubBehaviour, StubServer
-
-    mode = mx.Mode()
-    with ExitStack() as stack:
-        servers: dict[tuple, StubServer] = {}
-
-        def server(fields: tuple = ()) -> StubServer:
-            if fields not in servers:
-                behaviour = StubBehaviour(ttft_ms=mx.TTFT_MS, itl_ms=0, tokens=4, reply=mx.reply_for(mode))
-                servers[fields] = stack.enter_context(StubServer(replace(behaviour, **dict(fields))))
-            return servers[fields]
-
-        yield server(), mode, server
+    yield from composition_stubs()
 
 
 SERVED_WITH = ["quality", "forbidden", "stability", "cache", "tools", "latency", "stopping"]
@@ -364,13 +352,6 @@ def test_a_feature_switched_off_by_an_override_never_passes_its_failing_part(cli
 def _replay_project(root: Path, right: bool, *, stopping: bool = False, baseline: dict | None = None) -> Path:
     """test_false_pass_hunt's project: a replay target over 40 cases, every reply right (`right`) or half wrong
     (truth FAIL at accuracy >= 0.7); `stopping`: the rubric stops when decided (one-sided e-process bound)."""
-    (root / "suites").mkdir(parents=True, exist_ok=True)
-    (root / "suites" / "s.jsonl").write_text("".join(
-        json.dumps({"id": f"c{i:02d}", "messages": [{"role": "user", "content": f"ticket {i}"}], "expected": "reset"})
-        + "\n" for i in range(40)))
-    (root / "responses.jsonl").write_text("".join(
-        json.dumps({"id": f"c{i:02d}", "output": "reset done" if right or i % 2 else "sorry"}) + "\n"
-        for i in range(40)))
     criterion = {"metric": "accuracy", "op": ">=", "threshold": 0.7 if not baseline else 0}
     rubric: dict = {"name": "r", "review": {"required_domains": []}, "criteria": [criterion]}
     if stopping:
@@ -379,13 +360,7 @@ def _replay_project(root: Path, right: bool, *, stopping: bool = False, baseline
                               {"metric": "error_rate", "op": "<=", "threshold": 0.3}]
     if baseline:
         rubric["baseline"] = baseline
-    (root / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
-    config = root / "releasegate.yaml"
-    config.write_text(yaml.safe_dump({
-        "target": {"backend": "replay", "responses": "responses.jsonl"}, "generation": {"max_new_tokens": 16},
-        "suites": [{"path": "suites/s.jsonl", "answer": {"type": "regex", "pattern": "reset"}}],
-        "rubric": "rubric.yaml", "output": {"dir": "reports"}}, sort_keys=False))
-    return config
+    return _project(root, right=right, rubric=rubric)
 
 
 def _cut(run: Path, cases: int) -> None:
