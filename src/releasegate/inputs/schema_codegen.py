@@ -19,6 +19,7 @@ from .schema_compiler import (
     _ANNOTATIONS,
     _OBJECT_KEYWORDS,
     Check,
+    LinkedSchemas,
     ObjectParts,
     Schema,
     Unsupported,
@@ -91,15 +92,17 @@ class _Program:
             exec(code, self.ns)  # noqa: S102 (source made above, every schema value a constant)
 
 
-class SchemaWriter:
+class SchemaWriter(LinkedSchemas):
     """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to Python source (see the module
     docstring). Local $refs (`#/...`) and the shipped schemas' own; anything else raises Unsupported."""
 
     def __init__(self, root: dict[str, Any], load: Callable[[str], Schema] | None = None) -> None:
-        self.root = root
-        self.load = load  # a shipped schema by name, for a $ref into another one
+        super().__init__(root, load)
         self.program = _Program()
-        self.others: dict[str, SchemaWriter] = {}
+
+    def share_with(self, other: Any) -> None:
+        super().share_with(other)
+        other.program = self.program  # one program for every shipped schema's tests
 
     def compile(self, schema: object) -> Check:
         """The test of `schema` compiled in this process (the tests compare it with jsonschema's)."""
@@ -259,13 +262,8 @@ class SchemaWriter:
     def _ref(self, ref: object, x: str) -> str:
         shipped, local = ref_parts(ref)
         if shipped is not None:  # another shipped schema, e.g. case.schema.json#/$defs/answer
-            if shipped not in self.others:  # one writer per shipped schema, one program: cycles across them end
-                if self.load is None:
-                    raise Unsupported(ref)
-                other = type(self)(self.load(shipped), self.load)
-                other.program, other.others = self.program, self.others
-                self.others[shipped] = other
-            return self.others[shipped]._ref(local, x)
+            other: SchemaWriter = self.other(shipped, ref)
+            return other._ref(local, x)
         target = ref_target(self.root, local)
         if isinstance(target, dict):
             return f"{self._function(target)}({x})"  # a function, never inline: a $ref may be a cycle
@@ -276,11 +274,12 @@ def module_source(roots: dict[str, Schema], load: Callable[[str], Schema], heade
     """The Python source of a module holding a test for each of `roots` (name -> schema), as `CHECKS`: the
     shipped schemas' tests written once, ahead of time (scripts/compile_schemas.py), so no command pays for
     compiling them."""
-    program, others, tests = _Program(), dict[str, SchemaWriter](), {}
+    first, tests = SchemaWriter({}, load), {}
     for name, root in roots.items():
-        compiler = SchemaWriter(root, load)
-        compiler.program, compiler.others = program, others
-        tests[name] = compiler._call(root, "v")
+        writer = SchemaWriter(root, load)
+        first.share_with(writer)
+        tests[name] = writer._call(root, "v")
+    program = first.program
     constants = "".join(f"    {program.literal(value)},\n" for value in program.constants)
     checks = "".join(f"    {name!r}: lambda v: {test},\n" for name, test in tests.items())
     return (f"{header}\n# ruff: noqa\n# mypy: ignore-errors\nimport re\n\n"

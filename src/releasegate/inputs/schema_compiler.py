@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-__all__ = ["ObjectParts", "SchemaCompiler", "Unsupported", "branches", "known_properties", "ref_parts", "ref_target"]
+__all__ = ["LinkedSchemas", "ObjectParts", "SchemaCompiler", "Unsupported", "branches", "known_properties", "ref_parts", "ref_target"]
 
 
 Check = Callable[[object], bool]
@@ -129,15 +129,42 @@ def ref_target(root: Schema, ref: str) -> object:
     return target
 
 
-class SchemaCompiler:
-    """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
-    (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema alone."""
+class LinkedSchemas:
+    """What reads a schema through its `$ref`s into the other shipped schemas: one reader (`SchemaCompiler`,
+    `schema_codegen.SchemaWriter`) per shipped schema, all sharing what they made (`share_with`), so that a cycle
+    across schemas ends."""
 
     def __init__(self, root: dict[str, Any], load: Callable[[str], Schema] | None = None) -> None:
         self.root = root
         self.load = load  # a shipped schema by name, for a $ref into another one
+        self.others: dict[str, Any] = {}
+
+    def share_with(self, other: Any) -> None:
+        """Make `other` hold what this reader made (its cache) and the readers of the other schemas."""
+        other.others = self.others
+
+    def other(self, shipped: str, ref: object) -> Any:
+        """The reader of the shipped schema `shipped` (made, sharing this one's, when first asked)."""
+        if shipped not in self.others:
+            if self.load is None:
+                raise Unsupported(ref)
+            made = type(self)(self.load(shipped), self.load)
+            self.share_with(made)
+            self.others[shipped] = made
+        return self.others[shipped]
+
+
+class SchemaCompiler(LinkedSchemas):
+    """JSON Schema (Draft 2020-12, the keywords the shipped schemas use) to nested closures. Local $refs
+    (`#/...`) only; anything else raises Unsupported so that the caller keeps jsonschema alone."""
+
+    def __init__(self, root: dict[str, Any], load: Callable[[str], Schema] | None = None) -> None:
+        super().__init__(root, load)
         self.done: dict[int, Check] = {}
-        self.others: dict[str, SchemaCompiler] = {}
+
+    def share_with(self, other: Any) -> None:
+        super().share_with(other)
+        other.done = self.done
 
     def compile(self, schema: object) -> Check:
         if schema is True:
@@ -225,13 +252,8 @@ class SchemaCompiler:
     def _ref(self, ref: object) -> Check:
         shipped, local = ref_parts(ref)
         if shipped is not None:  # another shipped schema, e.g. case.schema.json#/$defs/answer
-            if shipped not in self.others:  # one compiler per shipped schema, one cache: cycles across them end
-                if self.load is None:
-                    raise Unsupported(ref)
-                other = type(self)(self.load(shipped), self.load)
-                other.done, other.others = self.done, self.others
-                self.others[shipped] = other
-            return self.others[shipped]._ref(local)
+            other: SchemaCompiler = self.other(shipped, ref)
+            return other._ref(local)
         return self.compile(ref_target(self.root, local))
 
     def _keyword(self, key: str, arg: object, schema: Schema) -> Check | None:  # noqa: C901 (one branch per keyword)
