@@ -303,3 +303,30 @@ def test_a_rule_naming_an_undefined_guard_is_refused_before_anything_runs(tmp_pa
     code, out, err = cli("check", "-c", project(tmp_path, None), "--no-progress")
     assert code == 2 and "names guard 'lg', which the config does not define" in err
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+@pytest.mark.parametrize("edit", ["flip", "append", "delete"])
+def test_report_refuses_rows_from_guard_verdicts_changed_since_the_gate(tmp_path, cli, edit):
+    """The rows of report.csv and report.html show the guard's verdicts from judgments.jsonl: one edited, added or
+    deleted since the gate would sit beside counts judged on others. report.json keeps the digest of the
+    judgments it was judged on; `report` refuses another (one line, exit 2) until `gate` judges them again."""
+    with StubServer(StubBehaviour(ttft_ms=1, itl_ms=0, tokens=2, reply=keyword_guard(CODES))) as stub:
+        _, report, run = check(cli, project(tmp_path, stub.base_url))
+    assert len(report["judged_by"]["judgments_sha256"]) == 64
+    journal = run.path / "judgments.jsonl"
+    assert cli("report", run.path, "--format", "csv")[0] == 0
+    lines = journal.read_text().splitlines(keepends=True)
+    if edit == "flip":  # an unsafe reply's verdict made safe
+        row = next(i for i, line in enumerate(lines) if json.loads(line)["passed"] is False)
+        lines[row] = json.dumps({**json.loads(lines[row]), "passed": True}) + "\n"
+        journal.write_text("".join(lines))
+    elif edit == "append":
+        journal.write_text("".join(lines) + lines[0])
+    else:
+        journal.unlink()
+    code, out, err = cli("report", run.path, "--format", "csv")
+    assert code == 2 and "judgments.jsonl changed since report.json was judged" in err and not out.strip(), err
+    assert len(err.strip().splitlines()) == 1
+    if edit != "delete":
+        assert cli("gate", run.path)[0] in (0, 1, 3)
+        assert cli("report", run.path, "--format", "csv")[0] == 0

@@ -162,14 +162,14 @@ class JudgedBy(_Model):
     named_by: str | None = None
     """Where `rubric:` named that file outside the run's config (an `extends:` base, '--set rubric'); null: itself."""
     whatif: bool
-    """True when the report was judged by another policy than the run's own: a what-if, written beside the run's
-    reports (RUN/whatif/... or `gate -o DIR`), never over them."""
+    """True when judged by another policy than the run's own: a what-if, written beside the run's reports, never over."""
     whatif_verdict: str | None = None
     """A what-if: the verdict the other rubric gave (the report's `verdict` is INCONCLUSIVE when that was PASS and
     the run's recorded verdict was not: a what-if never exits 0 over a run that did not pass)."""
     records_sha256: str | None = None
     """sha256 of records.jsonl as the gate read it: `report` refuses rows from a journal changed since."""
     load_sha256: str | None = None  # load.jsonl's, the same way (its plots); absent: the run had no load phase
+    judgments_sha256: str | None = None  # judgments.jsonl's (the judge's and guards' verdicts in the rows); absent: none read
     recorded_verdict: str | None = None
     """A what-if: the run's verdict under its own rubric snapshot, judged again from its records (never read from
     report.json); null when the snapshot is missing or edited since it was sealed."""

@@ -7,6 +7,7 @@ a case, or a changed judge, finds no judgment and asks again. The last line of a
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 from pathlib import Path
@@ -98,8 +99,10 @@ def every_judgment(run: RunDir) -> list[Judgment]:
     if not path.exists():
         return []
     out: list[Judgment] = []
+    digest = hashlib.sha256()
     with open_regular(path, what=JUDGMENTS_FILE, max_bytes=MAX_JOURNAL_BYTES) as fh:  # a FIFO: refused, not waited on
         for number, line in journal_lines(fh, path=path, what=JUDGMENTS_FILE):
+            digest.update(line)  # every byte read, a torn last line's too: the file's sha256 (`RunDir.read_sha256`)
             if not line.strip():
                 continue
             try:
@@ -108,6 +111,7 @@ def every_judgment(run: RunDir) -> list[Judgment]:
                 if not line.endswith(b"\n"):
                     break
                 raise InputError(f"corrupt judgment: {str(exc).splitlines()[0]}", file=path, line=number) from None
+    run.read_sha256[JUDGMENTS_FILE] = digest.hexdigest()
     return out
 
 

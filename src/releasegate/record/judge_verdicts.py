@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InputError
 from .evidence import answered
-from .judge_journal import Judgment, judgment_key, read_judgments
+from .judge_journal import JUDGMENTS_FILE, Judgment, judgment_key, read_judgments
 from .records import CaseRecord, RunDir, RunInfo
 from .review_outcome import output_hash
 
@@ -37,6 +37,8 @@ class Verdicts:
     """Pairwise: case id -> output hash of the baseline run's output (the cases that have a comparison)."""
     guards: dict[str, Any] = field(default_factory=dict)
     """Guard name -> {'fingerprint', 'questions'}: the guards the run asked (run.json `guards`)."""
+    judgments_sha256: str | None = None
+    """sha256 of judgments.jsonl as `judgments` were read from it (None: no such file)."""
 
     def guard_said(self, record: CaseRecord, name: str) -> list[Judgment] | None:
         """The guard's verdicts on this record's output, one per question it is asked; None when the guard was not
@@ -73,8 +75,9 @@ def run_verdicts(run: RunDir, info: RunInfo) -> Verdicts | None:
     if not spec and not guards:
         return None
     spec = spec or {}
-    return Verdicts(spec.get("fingerprint"), read_judgments(run), spec.get("on_error", "insufficient"),
-                    _baseline_hashes(spec.get("baseline")), guards)
+    judgments = read_judgments(run)
+    return Verdicts(spec.get("fingerprint"), judgments, spec.get("on_error", "insufficient"),
+                    _baseline_hashes(spec.get("baseline")), guards, run.read_sha256.get(JUDGMENTS_FILE))
 
 
 def saved_verdicts(run: RunDir) -> Verdicts | None:

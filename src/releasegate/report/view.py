@@ -215,13 +215,16 @@ def _row(record: CaseRecord, scores: dict[str, Any], why: list[str], reviews: li
 
 def _journal_as_judged(run: RunDir, report: GateReport) -> None:
     """Refuse rows walked from a records.jsonl other than the one report.json was judged on (a line appended or
-    edited since), or latencies plotted from another load.jsonl: its counts and verdict would sit beside rows and
-    plots that disagree with them. A report from before a journal's digest was recorded is rendered as it is."""
+    edited since, or the file gone), latencies plotted from another load.jsonl, or the judge's and guards' verdicts
+    from another judgments.jsonl: its counts and verdict would sit beside rows and plots that disagree with them.
+    A report from before a journal's digest was recorded is rendered as it is."""
     judged = report.judged_by
-    for name, digest in (("records.jsonl", judged and judged.records_sha256), ("load.jsonl", judged and judged.load_sha256)):
+    for name, digest in (("records.jsonl", judged and judged.records_sha256), ("load.jsonl", judged and judged.load_sha256),
+                         ("judgments.jsonl", judged and judged.judgments_sha256)):
         path = run.path / name
-        if digest is None or not exists(path) or sha256_file(path, what=name) == digest:
-            continue
-        run.read_records(name)  # a journal that is no longer releasegate's text: that error, naming its line, first
+        if digest is None or exists(path) and sha256_file(path, what=name) == digest:
+            continue  # (a journal judged and deleted since is changed too)
+        if name != "judgments.jsonl" and exists(path):  # no longer releasegate's text: that error, naming its line
+            run.read_records(name)
         raise InputError(f"{name} changed since report.json was judged: its rows and figures would not be the ones "
                          "counted", file=path, hint=f"judge the run again: releasegate gate {run.path}")

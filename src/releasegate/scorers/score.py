@@ -56,10 +56,15 @@ class ScoredRun:
     """sha256 of records.jsonl as read: the journal the report is judged on (`JudgedBy.records_sha256`)."""
     load_sha256: str | None = None
     """sha256 of load.jsonl as read (`JudgedBy.load_sha256`); None without one."""
+    judgments_sha256: str | None = None
+    """sha256 of judgments.jsonl as the verdicts scored here were read (`JudgedBy.judgments_sha256`); None when
+    none were (no judge, no guard)."""
 
     def journals(self) -> dict[str, str]:
-        """`JudgedBy`'s digests of the journals read: records.jsonl's, and load.jsonl's when the run has one."""
-        digests = {"records_sha256": self.journal_sha256, "load_sha256": self.load_sha256}
+        """`JudgedBy`'s digests of the journals read: records.jsonl's, load.jsonl's and judgments.jsonl's when the
+        run has them."""
+        digests = {"records_sha256": self.journal_sha256, "load_sha256": self.load_sha256,
+                   "judgments_sha256": self.judgments_sha256}
         return {key: digest for key, digest in digests.items() if digest is not None}
 
 
@@ -69,7 +74,8 @@ def scored_run(run: RunDir, forbidden_rules: Rules, verdicts: Verdicts | None = 
     load = run.read_records(LOAD_JOURNAL, required=False)
     draws = run.read_records("draws.jsonl", required=False)
     return ScoredRun(records, score_records(records, forbidden_rules, verdicts), load, draws, ledger,
-                     run.read_sha256.get(run.records_path.name), run.read_sha256.get(LOAD_JOURNAL))
+                     run.read_sha256.get(run.records_path.name), run.read_sha256.get(LOAD_JOURNAL),
+                     verdicts.judgments_sha256 if verdicts is not None else None)
 
 
 def run_ledger(run: RunDir, each: Callable[[CaseRecord], None] | None = None) -> tuple[list[CaseRecord], list[LedgerLine]]:
