@@ -40,7 +40,9 @@ __all__ = [
 
 _Outcomes = tuple[tuple[str | None, ...], bool]
 """A record's attempts (`case_attempts`) and whether its last one stands for no request (`attempt_outcomes`)."""
-_ONCE: ContextVar[dict[int, tuple[Any, _Outcomes]] | None] = ContextVar("outcomes_once", default=None)
+_ONCE: ContextVar[tuple[dict[int, _Outcomes], list[Any]] | None] = ContextVar("outcomes_once", default=None)
+"""Within `outcomes_once`: id(record) -> its outcomes, and every record remembered (kept alive while the memory
+lasts, so no id of one is reused by another)."""
 
 
 @contextmanager
@@ -48,7 +50,7 @@ def outcomes_once() -> Iterator[None]:
     """Within it, each record's attempts are worked out once and remembered (by the record's identity, the record
     kept with them): a gate counts them for every rate, phase and slice, dozens of passes over the same records,
     which do not change while it judges. Nested uses share the outer memory."""
-    token = _ONCE.set(_ONCE.get() if _ONCE.get() is not None else {})
+    token = _ONCE.set(_ONCE.get() or ({}, []))
     try:
         yield
     finally:
@@ -93,15 +95,23 @@ def _outcomes(record: Any) -> _Outcomes:
     memo = _ONCE.get()
     if memo is None:
         return _worked_out(record)
-    known = memo.get(id(record))
-    if known is None or known[0] is not record:
-        known = memo[id(record)] = (record, _worked_out(record))
-    return known[1]
+    known, kept = memo
+    outcomes = known.get(id(record))
+    if outcomes is None:
+        outcomes = known[id(record)] = _worked_out(record)
+        kept.append(record)
+    return outcomes
 
 
 def _worked_out(record: Any) -> _Outcomes:
     kinds = tuple(_case_attempts(record))
-    return kinds, bool(getattr(record, "cached", False)) and not _produced(record) and failure(record) is None
+    worked = kinds, bool(getattr(record, "cached", False)) and not _produced(record) and failure(record) is None
+    if len(kinds) > 4 or len(_SHARED) >= 1024:
+        return worked
+    return _SHARED.setdefault(worked, worked)  # one copy of each few-attempt outcome: a run's cases share a handful
+
+
+_SHARED: dict[_Outcomes, _Outcomes] = {}
 
 
 def _case_attempts(record: CaseRecord) -> list[str | None]:
