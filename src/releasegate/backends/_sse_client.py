@@ -262,8 +262,8 @@ class LeanClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for conn in self._idle:
-            conn.transport.close()
+        for conn in self._idle:  # abort: a TLS close would wait for the server's close_notify, past the loop's end
+            conn.transport.abort()
         self._idle.clear()
 
     async def preconnect(self, n: int) -> list[int]:
