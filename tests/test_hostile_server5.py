@@ -8,7 +8,6 @@ import datetime
 import ipaddress
 import socket
 import ssl
-import struct
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from releasegate.errors import ErrorKind
 from releasegate.backends._sse_client import LeanClient
+from releasegate.errors import ErrorKind
 from test_kernel_rx_attack import HANG_S, LOOPS, WHOLE, failure, run, server
 from test_transport_cleanup import LARGE, held_until, no_socket_left_open
 
@@ -35,7 +34,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("tls")
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
             .not_valid_after(now + datetime.timedelta(days=2))
