@@ -5,7 +5,10 @@ a named error kind, never a traceback, a hang, a socket left open, nor latency f
 from __future__ import annotations
 
 import datetime
+import gzip
 import ipaddress
+import json
+import re
 import socket
 import ssl
 import threading
@@ -18,8 +21,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from releasegate.backends._base import Request
 from releasegate.backends._sse_client import LeanClient
+from releasegate.backends.openai import OpenAIBackend
 from releasegate.errors import ErrorKind
+from releasegate.inputs.target import TargetConfig
 from test_kernel_rx_attack import HANG_S, LOOPS, WHOLE, failure, run, server
 from test_transport_cleanup import LARGE, held_until, no_socket_left_open
 
@@ -46,6 +52,12 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return cert_path, key_path
+
+
+@pytest.fixture(params=LOOPS)
+def event_loop_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("RELEASEGATE_EVENT_LOOP", request.param)
+    return str(request.param)
 
 
 @pytest.fixture(params=SCHEMES)
@@ -153,3 +165,102 @@ def test_an_answer_before_a_large_request_was_read_is_kept_and_its_connection_no
         lines, pooled = run(lambda: main(url), loop)
         release.set()
     assert lines[-2:] == ["data: [DONE]", ""] and pooled == 0
+
+
+# -- replies that are no answer: one failed request each, named; replies that are one: read as one ---------------
+def event(content: str | None = None, finish: str | None = None, usage: object = None, choices: bool = True) -> bytes:
+    body: dict[str, object] = {"choices": [{"index": 0, "delta": {"content": content} if content else {},
+                                            "finish_reason": finish}] if choices else []}
+    if usage is not None:
+        body["usage"] = usage
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+ANSWER = event("hello") + event(" world", "stop")
+DONE = b"data: [DONE]\n\n"
+
+
+def whole(body: bytes, status: bytes = b"200 OK", headers: bytes = b"") -> bytes:
+    return b"HTTP/1.1 %s\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n%s\r\n%s" % (
+        status, len(body), headers, body)
+
+
+def with_usage(usage: object) -> bytes:
+    return whole(ANSWER + event(usage=usage, choices=False) + DONE)
+
+
+def each_request(reply: bytes, keep: bool = True) -> Handle:
+    """Reads each request whole (head and Content-Length body) and sends `reply`; closes after one unless `keep`."""
+
+    def handle(conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        while True:
+            head = b""
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                head += line
+            if not line:
+                return
+            length = re.search(rb"(?i)content-length: *(\d+)", head)
+            reader.read(int(length.group(1)) if length else 0)
+            conn.sendall(reply)
+            if not keep:
+                return
+
+    return handle
+
+
+REPLIES = {
+    # the server's usage, lying
+    "usage negative": (with_usage({"prompt_tokens": 3, "completion_tokens": -2}), ErrorKind.BAD_RESPONSE),
+    "usage huge": (with_usage({"prompt_tokens": 3, "completion_tokens": 10**15}), ErrorKind.BAD_RESPONSE),
+    "usage float": (with_usage({"prompt_tokens": 3, "completion_tokens": 2.5}), ErrorKind.BAD_RESPONSE),
+    "usage string": (with_usage({"prompt_tokens": 3, "completion_tokens": "2"}), ErrorKind.BAD_RESPONSE),
+    "usage above the cap": (with_usage({"prompt_tokens": 3, "completion_tokens": 100}), ErrorKind.BAD_RESPONSE),
+    "usage in every chunk": (whole(event("hello", usage={"completion_tokens": 1}) + event(" world", "stop", usage={
+        "completion_tokens": 2}) + DONE), "usage"),
+    "usage missing": (whole(ANSWER + DONE), "chunks"),
+    # how the stream ends
+    "[DONE] twice": (whole(ANSWER + event(usage={"completion_tokens": 2}, choices=False) + DONE + DONE), "usage"),
+    "no [DONE], a finish_reason": (whole(ANSWER), "chunks"),
+    "no [DONE], no finish_reason": (whole(event("hello") + event(" world")), ErrorKind.STREAM_INTERRUPTED),
+    # SSE and HTTP framing
+    "retry: and id: fields": (whole(b"retry: 10\nid: 5\nevent: message\n" + event("hello") + b"id: 6\n"
+                                    + event(" world", "stop") + DONE), "chunks"),
+    "CRLF line ends": (whole((ANSWER + DONE).replace(b"\n", b"\r\n")), "chunks"),
+    "a 1 GB chunk, then close": (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n40000000\r\n" + ANSWER,
+                                 ErrorKind.STREAM_INTERRUPTED),
+    "gzip, never asked for": (whole(gzip.compress(ANSWER + DONE), headers=b"content-encoding: gzip\r\n"),
+                              ErrorKind.BAD_RESPONSE),
+    "HTTP/1.0, no Content-Length": (b"HTTP/1.0 200 OK\r\n\r\n" + ANSWER + DONE, "chunks"),
+    "100 Continue first": (b"HTTP/1.1 100 Continue\r\n\r\n" + whole(ANSWER + DONE), "chunks"),
+    "103 Early Hints first": (b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\ncontent-length: 0\r\n\r\n"
+                              + whole(ANSWER + DONE), "chunks"),
+    "101, never asked for": (b"HTTP/1.1 101 Switching Protocols\r\nupgrade: h2c\r\n\r\n" + whole(ANSWER + DONE),
+                             ErrorKind.BAD_RESPONSE),
+    "200 with an error document": (whole(b'{"error": {"message": "overloaded", "code": 503}}'), ErrorKind.BAD_RESPONSE),
+    "redirect to another host": (whole(b"", b"307 Temporary Redirect", b"location: http://elsewhere.test/v1\r\n"),
+                                 ErrorKind.REDIRECT),
+}
+"""Each reply, and what its request must be recorded as: an error kind, or for an answer ('hello world') where its
+output token count came from ('usage' or 'chunks')."""
+
+
+def generate(url: str, n: int = 2, **target: object) -> list:
+    config = TargetConfig(backend="openai", base_url=url, model="m", client="lean", concurrency=1, retries=0,
+                          timeout_s=HANG_S, stall_timeout_s=HANG_S, **target)
+    requests = [Request(case_id=f"c{i}", messages=[{"role": "user", "content": "hi"}]) for i in range(n)]
+    return OpenAIBackend(config).generate(requests, max_new_tokens=8)
+
+
+@pytest.mark.parametrize("name", list(REPLIES))
+def test_each_hostile_reply_is_one_named_failure_or_the_answer_it_holds(capfd, hostile, event_loop_name, name):
+    reply, expected = REPLIES[name]
+    with no_socket_left_open(capfd), hostile(each_request(reply, keep=b"content-length" in reply)) as url:
+        gens = generate(url, n=2)
+    for gen in gens:
+        if isinstance(expected, ErrorKind):
+            assert (gen.error, gen.text, gen.timing.ttft_ms) == (expected, None, None), gen.error_message
+            assert gen.error_message and "Traceback" not in gen.error_message
+        else:
+            assert (gen.error, gen.text, gen.tokens.source, gen.tokens.output) == (None, "hello world", expected, 2)
+            assert 0 <= gen.timing.ttft_ms <= gen.timing.e2e_ms
