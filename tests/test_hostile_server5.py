@@ -223,6 +223,7 @@ REPLIES = {
     "[DONE] twice": (whole(ANSWER + event(usage={"completion_tokens": 2}, choices=False) + DONE + DONE), "usage"),
     "no [DONE], a finish_reason": (whole(ANSWER), "chunks"),
     "no [DONE], no finish_reason": (whole(event("hello") + event(" world")), ErrorKind.STREAM_INTERRUPTED),
+    "data after [DONE]": (whole(ANSWER + DONE + event(" and more", "stop")), "chunks"),
     # SSE and HTTP framing
     "retry: and id: fields": (whole(b"retry: 10\nid: 5\nevent: message\n" + event("hello") + b"id: 6\n"
                                     + event(" world", "stop") + DONE), "chunks"),
