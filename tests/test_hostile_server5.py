@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from releasegate.backends._base import Request
+from releasegate.backends._retry import _retry_after, backoff
 from releasegate.backends._sse_client import LeanClient
 from releasegate.backends.openai import OpenAIBackend
 from releasegate.errors import ErrorKind
@@ -265,3 +266,18 @@ def test_each_hostile_reply_is_one_named_failure_or_the_answer_it_holds(capfd, h
         else:
             assert (gen.error, gen.text, gen.tokens.source, gen.tokens.output) == (None, "hello world", expected, 2)
             assert 0 <= gen.timing.ttft_ms <= gen.timing.e2e_ms
+
+
+# -- Retry-After: what a server may say, and what it may not ---------------------------------------------------
+@pytest.mark.parametrize(("said", "waits"), [
+    ("2", 2.0), ("99999999", 10.0), ("-5", None), ("nan", None), ("inf", None), ("", None), ("soon", None),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date gone by: at once
+    ("Fri, 31 Dec 9999 23:59:59 GMT", 10.0),  # a date far ahead: the cap
+])
+def test_a_retry_after_is_seconds_or_a_date_ahead_else_the_backoff_decides(said, waits):
+    seconds = _retry_after(said)
+    assert seconds is None or 0 <= seconds
+    if waits is None:
+        assert seconds is None and 0 < backoff(1, seconds) <= 4.0
+    else:
+        assert backoff(1, seconds) == waits
