@@ -190,8 +190,9 @@ def with_usage(usage: object) -> bytes:
     return whole(ANSWER + event(usage=usage, choices=False) + DONE)
 
 
-def each_request(reply: bytes, keep: bool = True) -> Handle:
-    """Reads each request whole (head and Content-Length body) and sends `reply`; closes after one unless `keep`."""
+def each_request(reply: bytes | Callable[[bytes], bytes], keep: bool = True) -> Handle:
+    """Reads each request whole (head and Content-Length body) and sends `reply` (or what `reply(head)` gives);
+    closes after one unless `keep`."""
 
     def handle(conn: socket.socket) -> None:
         reader = conn.makefile("rb")
@@ -203,7 +204,7 @@ def each_request(reply: bytes, keep: bool = True) -> Handle:
                 return
             length = re.search(rb"(?i)content-length: *(\d+)", head)
             reader.read(int(length.group(1)) if length else 0)
-            conn.sendall(reply)
+            conn.sendall(reply(head) if callable(reply) else reply)
             if not keep:
                 return
 
@@ -248,8 +249,8 @@ output token count came from ('usage' or 'chunks')."""
 
 
 def generate(url: str, n: int = 2, **target: object) -> list:
-    config = TargetConfig(backend="openai", base_url=url, model="m", client="lean", concurrency=1, retries=0,
-                          timeout_s=HANG_S, stall_timeout_s=HANG_S, **target)
+    config = TargetConfig(**{"backend": "openai", "base_url": url, "model": "m", "client": "lean", "concurrency": 1,
+                             "retries": 0, "timeout_s": HANG_S, "stall_timeout_s": HANG_S, **target})
     requests = [Request(case_id=f"c{i}", messages=[{"role": "user", "content": "hi"}]) for i in range(n)]
     return OpenAIBackend(config).generate(requests, max_new_tokens=8)
 
@@ -281,3 +282,56 @@ def test_a_retry_after_is_seconds_or_a_date_ahead_else_the_backoff_decides(said,
         assert seconds is None and 0 < backoff(1, seconds) <= 4.0
     else:
         assert backoff(1, seconds) == waits
+
+
+# -- the load phase against a server that never answers; retries ---------------------------------------------------
+def read_then_hold(release: threading.Event) -> Handle:
+    def handle(conn: socket.socket) -> None:
+        conn.recv(65536)
+        release.wait(HANG_S)
+
+    return handle
+
+
+def test_a_server_that_never_answers_fails_every_load_request_and_leaves_no_socket_open(capfd, hostile,
+                                                                                      event_loop_name):
+    """64 in flight, each request read and never answered: every request the closed loop took is one stall_timeout
+    (none lost, none counted twice) until the watch calls the target dead and the loop takes no more; nothing is
+    left open when the run ends."""
+    release = threading.Event()
+    with no_socket_left_open(capfd), hostile(read_then_hold(release)) as url:
+        config = TargetConfig(backend="openai", base_url=url, model="m", client="lean", concurrency=4, retries=0,
+                              timeout_s=HANG_S, stall_timeout_s=0.3)
+        requests = [Request(case_id=f"c{i}", messages=[{"role": "user", "content": "hi"}]) for i in range(128)]
+        backend = OpenAIBackend(config)
+        run = backend.run_load(iter(requests), offsets=None, concurrency=64, max_new_tokens=8)
+        release.set()
+    taken = len(run.results)
+    assert [r.case_id for r, _ in run.results] == [r.case_id for r in requests[:taken]]
+    assert [gen.error for _, gen in run.results] == [ErrorKind.STALL_TIMEOUT] * taken and taken >= 64
+    assert taken == 128 or "stall_timeout" in (backend.stop_reason() or "")
+    assert all(gen.timing.ttft_ms is None and gen.text is None for _, gen in run.results)
+
+
+def refuse_every_other(conn: socket.socket) -> None:
+    """503 to the first request of each pair, the answer to the second (keep-alive)."""
+    refused = whole(b'{"error": "busy"}', b"503 Service Unavailable", b"retry-after: 0\r\n")
+    count = 0
+
+    def reply(_: bytes) -> bytes:
+        nonlocal count
+        count += 1
+        return refused if count % 2 else whole(ANSWER + DONE)
+
+    each_request(reply)(conn)
+
+
+def test_a_retried_requests_ttft_counts_from_its_first_send_and_its_own_attempt_apart(capfd, hostile,
+                                                                                      event_loop_name):
+    with no_socket_left_open(capfd), hostile(refuse_every_other) as url:
+        gens = generate(url, n=3, retries=1)
+    for gen in gens:
+        t = gen.timing
+        assert (gen.error, gen.text, t.attempts, t.retried_errors) == (None, "hello world", 2, [ErrorKind.HTTP_5XX])
+        assert 0 <= t.ttft_last_attempt_ms <= t.ttft_ms <= t.e2e_ms
+        assert 0 <= t.retry_wait_ms <= t.ttft_ms - t.ttft_last_attempt_ms + 1e-6
