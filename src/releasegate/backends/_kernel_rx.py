@@ -17,6 +17,7 @@ transport and the callback's clock read.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import struct
 import sys
@@ -49,21 +50,41 @@ class StampedTransport:
         self._closing = False
         self._out = bytearray()
         self._last = 0  # the last stamp handed over
+        self._error: OSError | None = None  # a reset taken from the socket (SO_ERROR) while bytes were left to read
+        # asyncio's selector loop calls the reader again while an error is pending; other loops may not (uvloop)
+        self._last_call_may_be_final = not isinstance(loop, asyncio.SelectorEventLoop)
         protocol.connection_made(self)
         loop.add_reader(self._fd, self._readable)
 
     def _readable(self) -> None:
+        while self._read() and self._last_call_may_be_final:
+            # uvloop watches the socket with libuv's uv_poll, which, once the socket reports an error (a reset that
+            # came with bytes unread), calls the reader one last time and stops watching it: that call must find
+            # the reset itself. SO_ERROR takes the error (recv would, after the bytes): read on, then report it
+            if self._error is None:
+                error = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if not error:
+                    return
+                self._error = OSError(error, os.strerror(error))
+
+    def _read(self) -> bool:
+        """One read handed to the protocol; False when there was nothing to read or the connection ended."""
+        if self._closing:
+            return False
         try:
             data, ancillary, _, _ = self._sock.recvmsg(_READ_MAX, _ANCILLARY)
         except (BlockingIOError, InterruptedError):
-            return
+            if self._error is not None:
+                self._lost(self._error)
+            return False
         except OSError as exc:
             self._lost(exc)
-            return
+            return False
         if not data:
-            self._lost(None)
-            return
+            self._lost(self._error)
+            return False
         self._protocol.data_received(data, self._stamp(ancillary))
+        return not self._closing
 
     def _stamp(self, ancillary: list[tuple[int, int, bytes]]) -> int:
         """The kernel's receive time of the last packet read, on perf_counter_ns, never before the connection's

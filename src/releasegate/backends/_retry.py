@@ -7,9 +7,12 @@ backoff or the server's Retry-After; a stream that broke after the server began 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 from ..errors import ErrorKind, http_kind
 from ._base import Generation
@@ -67,15 +70,25 @@ def _status_class(code: int) -> ErrorClass:
 
 
 def _retry_after(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
+    """The server's Retry-After in seconds: a count of them, or an HTTP-date (the time until it, 0 once it has
+    passed; RFC 9110 allows both); None for anything else (negative, nan, inf, unreadable): the backoff decides."""
+    if value is None:
         return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)  # "-0000": UTC, of no stated zone
+        seconds = max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def backoff(attempt: int, retry_after: float | None) -> float:
-    """Seconds to wait before attempt `attempt` + 1: the server's Retry-After (at most 10 s), else jittered
-    exponential backoff from 0.25 s, at most 4 s."""
+    """Seconds to wait before attempt `attempt` + 1: the server's Retry-After (`_retry_after`, at most 10 s), else
+    jittered exponential backoff from 0.25 s, at most 4 s."""
     base = min(4.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
     return min(10.0, retry_after) if retry_after is not None else base
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from ..border.limits import request_target
 from ._bounds import DEFAULT_MAX_BYTES, HEAD_MAX, BadFraming, Redirected, ResponseTooLarge
 from ._kernel_rx import SUPPORTED, open_stamped
+from ._sse_lines import lines_of
 from ._turns import my_turn
 
 if TYPE_CHECKING:
@@ -129,21 +130,23 @@ class _Response(asyncio.Protocol):
                     self.done.set_result(True)
 
     def _head(self, data: bytes) -> bytes | None:
-        """Add to the head; once it is complete, parse it and return the body bytes that came after it."""
+        """Add to the head; once it is complete, parse it and return the body bytes that came after it. Interim
+        responses before it (100 Continue, 103 Early Hints) are passed over, as RFC 9110 asks of every client."""
         if not self.head:
             data = data.lstrip(b"\r\n")  # RFC 9112: ignore empty lines before a status line
         start = max(0, len(self.head) - 3)  # search only what is new (and the 3 bytes a CRLFCRLF may span)
         self.head += data
-        end = self.head.find(b"\r\n\r\n", start)
-        if end < 0:
-            if len(self.head) > HEAD_MAX:
+        while (end := self.head.find(b"\r\n\r\n", start)) >= 0:
+            if end > HEAD_MAX:
                 raise ResponseTooLarge(f"response head over {HEAD_MAX} bytes")
-            return None
-        if end > HEAD_MAX:
+            if self._parse_head(bytes(self.head[:end])):
+                rest, self.head = bytes(self.head[end + 4 :]), bytearray()
+                return rest
+            del self.head[: end + 4]  # an interim response: cheap (a bytearray drops its front in place)
+            start = 0
+        if len(self.head) > HEAD_MAX:
             raise ResponseTooLarge(f"response head over {HEAD_MAX} bytes")
-        self._parse_head(bytes(self.head[:end]))
-        rest, self.head = bytes(self.head[end + 4 :]), bytearray()
-        return rest
+        return None
 
     def _keep(self, now: int, payload: bytes) -> None:
         self._body_bytes += len(payload)
@@ -151,11 +154,16 @@ class _Response(asyncio.Protocol):
             raise ResponseTooLarge(f"response body over max_response_bytes ({self.max_bytes})")
         self._body_segments.append((now, payload))
 
-    def _parse_head(self, head: bytes) -> None:
+    def _parse_head(self, head: bytes) -> bool:
+        """Parse a response head; False for an interim (1xx) response's, which leaves nothing set."""
         lines = head.decode("latin-1").split("\r\n")
         status = lines[0].split(" ", 2)
         if len(status) < 2 or not status[0].startswith("HTTP/") or not (status[1].isdigit() and len(status[1]) == 3):
             raise BadFraming(f"not an HTTP status line: {lines[0][:80]!r}")
+        if status[1] == "101":
+            raise BadFraming(f"the server switched protocols, which was never asked for: {lines[0][:80]!r}")
+        if status[1].startswith("1"):
+            return False
         self.status = int(status[1])
         for line in lines[1:]:
             name, _, value = line.partition(":")
@@ -167,6 +175,7 @@ class _Response(asyncio.Protocol):
             self._length = int(length)
             if self._length == 0:
                 self.done.set_result(True)
+        return True
 
     def _chunked(self, now: int, data: bytes) -> None:
         buf = self._pending + data
@@ -262,8 +271,8 @@ class LeanClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for conn in self._idle:
-            conn.transport.close()
+        for conn in self._idle:  # abort: a TLS close would wait for the server's close_notify, past the loop's end
+            conn.transport.abort()
         self._idle.clear()
 
     async def preconnect(self, n: int) -> list[int]:
@@ -336,7 +345,7 @@ class LeanClient:
         try:
             await self._wait(conn)
         except BaseException as exc:
-            exc.partial_lines = _lines(conn.body())[0]  # type: ignore[attr-defined]
+            exc.partial_lines = lines_of(conn.body())[0]  # type: ignore[attr-defined]
             exc.sent_ns = sent  # type: ignore[attr-defined]  # a retry's latency counts from the first send
             exc.connect_ns = connect  # type: ignore[attr-defined]
             # abandon the exchange before closing: closing makes connection_lost fail the future with StreamBroken,
@@ -361,7 +370,7 @@ class LeanClient:
             refused.sent_ns, refused.connect_ns = sent, connect  # type: ignore[attr-defined]
             raise refused
         await my_turn()  # splitting is a stream's end-of-stream work: one stream's per loop iteration
-        lines, stamps = _lines(segments)
+        lines, stamps = lines_of(segments)
         return lines, stamps, end, sent, connect
 
     async def _wait(self, conn: _Response) -> None:
@@ -373,28 +382,3 @@ class LeanClient:
             await asyncio.wait([conn.done], timeout=remaining)
         conn.done.result()  # re-raises StreamBroken
 
-
-def _lines(segments: list[tuple[int, bytes]]) -> tuple[list[str], list[int]]:
-    """Split into lines; each line is stamped with the arrival of its first byte."""
-    lines: list[str] = []
-    stamps: list[int] = []
-    pending: list[bytes] = []  # a line's pieces so far: joined once, so a byte-at-a-time line stays linear
-    pending_at = 0  # the arrival of the pending line's first byte (read only while a line is pending)
-    for at, data in segments:
-        start = 0
-        while True:
-            eol = data.find(b"\n", start)
-            if eol < 0:
-                if start < len(data):
-                    pending_at = pending_at if pending else at
-                    pending.append(data[start:])
-                break
-            line = b"".join(pending) + data[start:eol] if pending else data[start:eol]
-            lines.append(line.rstrip(b"\r").decode("utf-8", "replace"))
-            stamps.append(pending_at if pending else at)
-            pending, pending_at = [], 0
-            start = eol + 1
-    if pending:
-        lines.append(b"".join(pending).decode("utf-8", "replace"))
-        stamps.append(pending_at)
-    return lines, stamps

@@ -76,16 +76,17 @@ class StreamParse:
 
 
 def parse_sse(lines: list[str], stamps: list[int], mode: str) -> StreamParse:
-    """Parse `data:` lines of an OpenAI-style stream; `stamps[i]` is when `lines[i]` arrived."""
+    """Parse `data:` lines of an OpenAI-style stream up to its first [DONE] (as the openai client reads one);
+    `stamps[i]` is when `lines[i]` arrived."""
     out = StreamParse()
     for line, stamp in zip(lines, stamps):
         if not line.startswith("data:"):
             continue
         out.events += 1
         payload = line[5:].strip()
-        if payload == "[DONE]":
+        if payload == "[DONE]":  # the stream's end: what a server sends after it is no part of the answer
             out.finished = True
-            continue
+            break
         try:
             event = read_event(loads_json(payload), mode)
         except BadEvent as exc:
