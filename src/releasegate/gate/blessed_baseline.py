@@ -4,7 +4,6 @@ stale for this run (too old, other package versions, a suite changed since); wha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from ..border.files import is_file, sha256_file
 from ..border.structured import stored_json
+from ..data_classes import dataclass
 from ..decision.release import decide_baseline_age, decide_blessed_run
 from ..errors import ReleasegateError
 from ..record.blessings import Blessing, blessings, evidence_digest, signer_of

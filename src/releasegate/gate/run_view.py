@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
+from ..data_classes import dataclass
 from ..record.capacity_sweep import Number
 from ..record.records import RunInfo
 from ..record.run_parts import Count, PrefixCacheFacts

@@ -3,13 +3,13 @@ the response-cache probe (`response_cache_probe:`, a cache in front of the deplo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..border.http import url_problem
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..redaction import mask_url
 from .backend_facts import capabilities

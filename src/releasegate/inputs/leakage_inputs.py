@@ -9,7 +9,6 @@ releasegate reads it, and writes none of its text anywhere else (only ids, hashe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..border.files import read_capped
 from ..border.json_reader import NotJson, read_json
+from ..data_classes import dataclass
 from ..errors import InputError
 from .canaries import read_canaries
 from .files import named_file, resolve_under

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..data_classes import dataclass
 from ..record.review_outcome import oversample_weights
 from ..stats.intervals import needed_n_for_rate
 from .read_doc import read_doc

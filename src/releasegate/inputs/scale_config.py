@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..extras import install_command, require
 from ..text import inert

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..border.env import env_secret
 from ..border.http import url_problem
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..extras import require
 from ..redaction import (

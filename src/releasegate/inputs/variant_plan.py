@@ -19,13 +19,13 @@ cheapest variant whose own gate passes and whose quality is non-inferior to the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..border.http import url_problem
+from ..data_classes import dataclass
 from ..errors import InputError, Where
 from ..extras import require
 from ..redaction import mask_url

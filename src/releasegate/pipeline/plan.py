@@ -12,13 +12,14 @@ by the config's `cost:` (API prices by tokens, a self-hosted hourly price by the
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..data_classes import dataclass
 from ..errors import ReleasegateError
 from ..inputs.backend_facts import capabilities
 from ..inputs.config import Config

@@ -13,7 +13,6 @@ snapshot's sha256, and whether it was a what-if), so no report can pass for anot
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..border.files import sha256_file
 from ..border.outputs import check_output_path, write_output_file
+from ..data_classes import dataclass
 from ..decision.whatif import decide_whatif
 from ..errors import InputError
 from ..gate.context import GateInputs

@@ -5,13 +5,13 @@ of a judging key that the rubric does not allow by name (`rubric_binding`), and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..border.structured import stored_json
+from ..data_classes import dataclass
 from ..decision.release import decide_release
 from ..errors import ReleaseRefused
 from ..record.decision_evidence import ReleaseEvidence

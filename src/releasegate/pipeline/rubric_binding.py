@@ -12,13 +12,13 @@ vouched for by the digest the sealed run.json keeps: `record.sealed_composition`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..border.files import sha256_file
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts

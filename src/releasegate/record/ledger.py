@@ -22,7 +22,6 @@ import io
 import json
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -31,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 from ..border.files import exists, journal_lines, open_append, open_regular
 from ..border.limits import JOURNAL_MAX_BYTES
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import ErrorKind, InputError
 from .journal_lines import mend_last_line
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 import io
 import os
 import unicodedata
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, field_validator
 
 from ..border.files import journal_lines, open_append, open_regular
 from ..border.limits import JOURNAL_MAX_BYTES
+from ..data_classes import dataclass
 from ..errors import InputError
 from .records import RunDir
 

@@ -10,11 +10,11 @@ undefined (both raters gave every case the same one label): None, never 1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..data_classes import dataclass
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, LabelEdit, awaiting_adjudication, reviewer_pairs
 
