@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..data_classes import dataclass
 from ..errors import InputError
 
 __all__ = [

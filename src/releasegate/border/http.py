@@ -31,10 +31,11 @@ import ssl
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
+from ..data_classes import dataclass
 from ..errors import ErrorKind, http_kind
 from ..redaction import mask_url
 from ..text import inert

@@ -11,9 +11,9 @@ threshold: no recommendation.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from ..data_classes import dataclass
 from ..record.decision_evidence import CacheEvidence, CacheRow
 
 __all__ = ["Recommendation", "recommend_threshold", "MIN_HITS"]

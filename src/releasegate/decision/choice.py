@@ -19,9 +19,9 @@ Rules, once for `servers`' recommendation and the served variants' choice:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from ..data_classes import dataclass
 from ..record.decision_evidence import Contender
 from .verdicts import INCONCLUSIVE, NEEDS_REVIEW, PASS, TARGET_ERROR, Decision, decision
 

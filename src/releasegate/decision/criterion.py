@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from ..data_classes import dataclass
 from ..record.decision_evidence import MIN_FRESH_REQUESTS
 from ..record.metrics import ERROR_METRICS, MetricValue, is_phased, percentile_of, stream_timed
 from ..stats.intervals import needed_n_for_rate, percentile_min_n

@@ -4,8 +4,7 @@ attestation lets a deploy through, and what a stale blessed baseline does to the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..data_classes import dataclass
 from ..record.decision_evidence import AttestationEvidence, BaselineAgeEvidence, BlessedRunEvidence, ReleaseEvidence
 from .verdicts import PASS
 

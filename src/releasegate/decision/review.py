@@ -5,9 +5,9 @@ labels that do not cover every automatic outcome decides nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from ..data_classes import dataclass
 from ..record.metrics import MetricValue
 from .criterion import CriterionResult, CriterionVerdict, Undecided, undecided
 

@@ -21,9 +21,9 @@ that stopped before its end leaves it undecided: a fixed-size bound at an n the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from ..data_classes import dataclass
 from ..record.metrics import ERROR_METRICS, MetricValue
 from ..stats.anytime import Side, confidence_bounds, exact_rate_shown, first_crossing
 from ..stats.intervals import cluster_share_bounds

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from ..data_classes import dataclass
 
 __all__ = ["Verdict", "PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR", "EXIT_CODES", "Decision", "worst",
            "decision", "RANK", "VERIFY_EXIT", "verify_exit"]

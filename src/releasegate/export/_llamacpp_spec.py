@@ -11,10 +11,10 @@ An answer's "timings" then has draft_n and draft_n_accepted; /metrics has llamac
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data_classes import dataclass
 from ._serve import existing_dir, existing_file, http_get_json
 
 __all__ = ["Speculative", "SPECULATIVE_KINDS", "NGRAM_MATCH", "apply_speculative", "check_speculating",

@@ -11,12 +11,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..border.http import HttpError, Limits, fetch
 from ..border.json_reader import NotJson, read_json
+from ..data_classes import dataclass
 
 __all__ = ["serve_until_interrupted", "demo_path", "existing_dir", "existing_file", "run_cli", "ServerProcess",
            "stop_group", "log_tail", "wait_for_child", "health_ok", "http_get", "http_get_json",

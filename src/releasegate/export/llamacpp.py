@@ -32,11 +32,12 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..border.files import read_capped, replace_file
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..extras import require
 from ._gguf_llama import OUTTYPES

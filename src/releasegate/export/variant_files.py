@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..border.files import is_file, read_text, regular_entries, replace_file, sha256_file, walk_files
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import InputError
 from .gguf import export_lora, export_manifest, export_model
 from .llamacpp import merge_adapter

@@ -22,12 +22,13 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..border.env import VLLM_PYTHON, env_path
 from ..border.files import is_file, read_text
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import InputError
 from ._serve import health_ok, serve_until_interrupted, stop_group, tree_peak_memory_bytes, wait_for_child
 

@@ -4,9 +4,9 @@ and the guard's paired arm, which each read it whole before."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..data_classes import dataclass
 from ..record.judge_verdicts import Verdicts, saved_verdicts
 from ..record.records import CaseRecord, RunDir
 from .stability import CaseDraws, saved_draws

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BeforeValidator, ConfigDict
 
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 
 __all__ = ["BaselineSpec", "baseline_spec"]
@@ -15,14 +16,14 @@ def _name(value: Any) -> Any:
     return value if value is None else str(value)
 
 
-class Signer(BaseModel):
+class Signer(Model):
     """One of `baseline.signed_by`."""
 
     name: str
     key: str
 
 
-class BaselineSpec(BaseModel):
+class BaselineSpec(Model):
     """{'run': absolute path, 'margins', 'confidence', 'metrics'}, with 'blessed' (the name), 'reports'
     (absolute), 'max_age_days' and 'on_stale' when the run is a blessed baseline."""
 

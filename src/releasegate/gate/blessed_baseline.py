@@ -4,17 +4,18 @@ stale for this run (too old, other package versions, a suite changed since); wha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BeforeValidator, ConfigDict
 
 from ..border.files import is_file, sha256_file
 from ..border.structured import stored_json
+from ..data_classes import dataclass
 from ..decision.release import decide_baseline_age, decide_blessed_run
 from ..errors import ReleasegateError
+from ..model_base import Model
 from ..record.blessings import Blessing, blessings, evidence_digest, signer_of
 from ..record.decision_evidence import BaselineAgeEvidence, BlessedRunEvidence
 from ..record.records import RunDir, RunInfo
@@ -28,7 +29,7 @@ _CLOCK_SKEW_DAYS = 1 / 24
 """How far the baseline run may seem to come after this run (clocks of two machines) before its age is unknown."""
 
 
-class _StoredVerdict(BaseModel):
+class _StoredVerdict(Model):
     """The verdict a blessed run's report.json says (None: it says none a gate writes)."""
 
     model_config = ConfigDict(extra="allow")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from ..data_classes import dataclass
 from ..decision.stopping import cases_to_decide
 from .context import GateContext
 from .run_view import BudgetView

@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import kish_n
 

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..decision.cache import MIN_HITS, recommend_threshold
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 from ..record.decision_evidence import CacheEvidence, CacheRow
 from ..record.metrics import MetricValue
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_METRICS", "cache_metric", "cache_section", "WRONG_HIT_CONFIDENCE"]
 
 
-class ProbeRow(BaseModel):
+class ProbeRow(Model):
     """One threshold of the probe (run.json `response_cache_probe.rows`), as the gate reads it; numbers keep
     their JSON type (`record.run_parts.ProbeRow` checks the stored shape)."""
 
@@ -45,7 +46,7 @@ class ProbeRow(BaseModel):
     wrong_hit_upper: Number | None = None
 
 
-class CacheProbeFacts(BaseModel):
+class CacheProbeFacts(Model):
     """run.json `response_cache_probe`, as the gate reads it."""
 
     model_config = ConfigDict(extra="allow")

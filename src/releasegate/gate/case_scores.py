@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
+
+from ..model_base import Model
 
 __all__ = ["CaseScores", "PartScore", "FormatCheck", "ForbiddenScore", "ForbiddenMatch", "ToolsScore",
            "CaseInput", "ChatMessage", "ContentPart", "AnswerCheck", "answer_type", "case_scores", "case_input"]
@@ -33,7 +35,7 @@ Passed = Annotated[bool | None, BeforeValidator(_truth_or_none)]
 Text = Annotated[str | None, BeforeValidator(_text_or_none)]
 
 
-class _Scores(BaseModel):
+class _Scores(Model):
     model_config = ConfigDict(extra="allow")
 
 
@@ -119,7 +121,7 @@ def _list_only(value: Any) -> list[Any] | None:
     return value if isinstance(value, list) else None
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(Model):
     """A chat message of a case's input, as a reader sees it; anything may be in it (an untrusted suite)."""
 
     model_config = ConfigDict(extra="allow")
@@ -128,7 +130,7 @@ class ChatMessage(BaseModel):
     content: Any = None
 
 
-class ContentPart(BaseModel):
+class ContentPart(Model):
     """A part of a chat message's content (text, an image): its text."""
 
     model_config = ConfigDict(extra="allow")
@@ -136,7 +138,7 @@ class ContentPart(BaseModel):
     text: Any = ""
 
 
-class CaseInput(BaseModel):
+class CaseInput(Model):
     """A case's input: a prompt (text), or chat messages (a list); anything else is shown as JSON."""
 
     model_config = ConfigDict(extra="allow")
@@ -150,7 +152,7 @@ def case_input(value: dict[str, Any]) -> CaseInput:
     return CaseInput.model_validate(value)
 
 
-class AnswerCheck(BaseModel):
+class AnswerCheck(Model):
     """A case's answer check (`answer:` of its suite): which scorer reads its answer."""
 
     model_config = ConfigDict(extra="allow")

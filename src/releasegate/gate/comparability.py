@@ -25,11 +25,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..border.files import sha256_file
 from ..errors import InputError
 from ..inputs.files import stored_yaml
+from ..model_base import Model
 from ..scorers.forbidden import guard_names
 from .health import saved_run_problems, target_failure
 
@@ -75,7 +76,7 @@ def settings_key(config_raw: dict[str, Any] | None, rubric: dict[str, Any] | Non
     return {**dict.fromkeys(SETTINGS_PARTS), **config, **judged}
 
 
-class _ConfigSettings(BaseModel):
+class _ConfigSettings(Model):
     """The sections of a config the settings key reads (as written: `inputs` has checked them)."""
 
     model_config = ConfigDict(extra="allow")
@@ -85,7 +86,7 @@ class _ConfigSettings(BaseModel):
     target: Any = None
 
 
-class _Target(BaseModel):
+class _Target(Model):
     model_config = ConfigDict(extra="allow")
 
     extra_body: Any = None
@@ -204,7 +205,7 @@ def guard_problem(base_guards: dict[str, Any], cand_guards: dict[str, Any], forb
     return None
 
 
-class _Guard(BaseModel):
+class _Guard(Model):
     model_config = ConfigDict(extra="allow")
 
     fingerprint: Any = None

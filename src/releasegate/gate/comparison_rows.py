@@ -3,14 +3,15 @@ into its type where the gate reads it: its compared rows and what it says of the
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 
 __all__ = ["Comparison", "ComparisonRow"]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")
 
 

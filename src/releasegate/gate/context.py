@@ -4,10 +4,11 @@ once (`GateContext`) and read by every feature, so no two features measure the s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cached_property
 from typing import Any, TypeVar, cast
 
+from ..data_classes import dataclass
 from ..decision.criterion import CriterionEvidence, Measurement
 from ..inputs.rubric import Criterion, Rubric
 from ..record.capacity_sweep import CapacitySweep

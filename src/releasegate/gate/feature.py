@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..record.metrics import BOUNDED_METRICS, KNOWN_METRICS, MetricValue
 
 if TYPE_CHECKING:  # the context is defined above this module's layer-mates; typing only

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..decision.criterion import CriterionResult, awaits_labels, relaxable
+from ..model_base import Model
 from ..record.decision_evidence import (
     Arm,
     GateEvidence,
@@ -77,7 +78,7 @@ def run_arm(name: str, info: RunInfo, records: list[CaseRecord], load_records: l
                review_waived=bool(judged.obligations and judged.obligations.review_waived))
 
 
-class _ArmReport(BaseModel):
+class _ArmReport(Model):
     """What an arm takes of its run's gate report."""
 
     model_config = ConfigDict(extra="allow")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..errors import InputError
 from ..inputs.backend_facts import Capabilities, capabilities
+from ..model_base import Model
 from ..record.capacity_sweep import CapacitySweep, Number
 from ..record.gate_report import LatencySource
 from ..record.metrics import measured
@@ -32,14 +33,14 @@ def latency_source(info: RunInfo, records: list[CaseRecord], phase: str,
     return _source(info, records, phase, _capacity_at(sweep)).model_dump()
 
 
-class _StepAt(BaseModel):
+class _StepAt(Model):
     model_config = ConfigDict(extra="allow")
 
     step: int | None = None
     rate: Number | None = None
 
 
-class _SweepAt(BaseModel):
+class _SweepAt(Model):
     """The part of a judged sweep a source names: the capacity step's rate."""
 
     model_config = ConfigDict(extra="allow")

@@ -13,8 +13,9 @@ replay) shows no pair: the probe is undecided and says why."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..data_classes import dataclass
 from ..record.record_parts import DEFAULT_MIN_PAIR_SHARE
 from ..record.records import CaseRecord
 from ..stats.sample_weights import case_weights, is_weighted, stratum_counts

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
 from ..record.records import CaseRecord, RunInfo

@@ -32,10 +32,11 @@ case id with different contents in the two runs: `decision.comparison` then says
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from statistics import fmean
 from typing import Any
 
+from ..data_classes import dataclass
 from ..decision.comparison import latency_non_inferiority, non_inferiority
 from ..decision.latency import widen
 from ..inputs.rubric import ForbiddenRule

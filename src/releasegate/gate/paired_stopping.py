@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import ReleasegateError
 from ..inputs.rubric import Rubric
 from ..record.evidence import answered

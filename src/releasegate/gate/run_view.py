@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BeforeValidator, ConfigDict
 
+from ..data_classes import dataclass
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 from ..record.records import RunInfo
 from ..record.run_parts import Count, PrefixCacheFacts
@@ -43,7 +44,7 @@ ClientFigure = Annotated[float | None, BeforeValidator(_figure_or_none)]
 """A client's own figure: a finite number, else None (says nothing)."""
 
 
-class _View(BaseModel):
+class _View(Model):
     model_config = ConfigDict(extra="allow")
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..errors import ReleasegateError
 from ..record.evidence import answered, failure
 from ..record.judge_verdicts import Verdicts

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt
+from pydantic import ConfigDict, StrictFloat, StrictInt
 
+from ..model_base import Model
 from ..record.capacity_sweep import Number, ObjectiveFigure
 
 __all__ = ["StepFigures", "SweepRecord", "SweptStep", "Objective"]
 
 
-class StepFigures(BaseModel):
+class StepFigures(Model):
     """A step's requests, failures, latency percentiles with their bounds and pace (`capacity.step_figures`);
     fields in the order report.json's steps hold them. Numbers keep their JSON type."""
 
@@ -45,7 +46,7 @@ class StepFigures(BaseModel):
     kept_up: Number | None = None
 
 
-class Objective(BaseModel):
+class Objective(Model):
     """The part of a sweep's latency objective (`load.sweep.slo`) read by name; its percentile limits are read by
     `inputs.load_profile.objective_limits`."""
 
@@ -54,7 +55,7 @@ class Objective(BaseModel):
     error_rate: float = 0.01
 
 
-class SweptStep(BaseModel):
+class SweptStep(Model):
     """One step as the load phase recorded it: its number and rate (both needed to judge it), its length, span,
     client lateness and server signals."""
 
@@ -68,7 +69,7 @@ class SweptStep(BaseModel):
     signals: dict[str, Any] | None = None
 
 
-class SweepRecord(BaseModel):
+class SweepRecord(Model):
     """run.json `load_phase.sweep`: the objective, the highest rate asked and the steps run."""
 
     model_config = ConfigDict(extra="allow")

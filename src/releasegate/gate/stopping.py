@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from ..data_classes import dataclass
 from ..decision.stopping import (
     WHOLE_PROBE_METRICS,
     Decided,

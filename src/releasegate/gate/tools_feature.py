@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..decision.criterion import CriterionResult
+from ..model_base import Model
 from ..record.evidence import answered
 from ..record.metrics import MetricValue, select
 from ..record.records import CaseRecord
@@ -38,7 +39,7 @@ from .feature import FeatureMetric, GateFeature, MetricQuery
 __all__ = ["FEATURE", "tool_rate"]
 
 
-class ScriptedTurn(BaseModel):
+class ScriptedTurn(Model):
     """One scripted turn of a tool case (`tools.turns` of its suite): the call it wants ('required', 'forbidden',
     ...), the calls it must match and in what order, the tools it must not call."""
 
@@ -50,7 +51,7 @@ class ScriptedTurn(BaseModel):
     forbidden_tools: list[Any] | None = None
 
 
-class _Script(BaseModel):
+class _Script(Model):
     model_config = ConfigDict(extra="allow")
 
     turns: list[ScriptedTurn] | None = None

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import InputError
 
 __all__ = ["Capabilities", "BackendSpec", "SHARED_FIELDS", "spec", "capabilities", "backend_names", "specs_json",

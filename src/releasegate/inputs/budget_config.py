@@ -11,9 +11,9 @@ the dispatch side is `run.budget`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from .backend_facts import capabilities
 

@@ -3,14 +3,15 @@ the response-cache probe (`response_cache_probe:`, a cache in front of the deplo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..border.http import url_problem
+from ..data_classes import dataclass
 from ..errors import InputError
+from ..model_base import Model
 from ..redaction import mask_url
 from .backend_facts import capabilities
 from .files import KeyAt, named_file, read_text, resolve_under
@@ -45,7 +46,7 @@ Number = int | float
 """A number as written (an int stays an int in what is recorded)."""
 
 
-class _Doc(BaseModel):
+class _Doc(Model):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 

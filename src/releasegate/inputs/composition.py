@@ -16,12 +16,13 @@ from __future__ import annotations
 import copy
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..data_classes import dataclass
 from ..errors import InputError, Where
 from .files import exists, field_path, line_of, load_yaml, load_yaml_text
 from .schema_keys import check_key

@@ -12,11 +12,12 @@ config is loaded, so nothing releasegate writes afterwards holds them; `TargetCo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from .. import DEFAULT_CONFIG  # defined in the package: the CLI names it without loading this module
+from ..data_classes import dataclass
 from ..errors import InputError, Where
 from .backend_facts import SHARED_FIELDS, backend_names, capabilities, spec
 from .budget_config import Budget, parse_budget, refuse_unbilled

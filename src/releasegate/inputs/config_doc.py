@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from ..model_base import Model
 
 __all__ = ["ConfigDoc", "SuiteDoc"]
 
@@ -15,7 +17,7 @@ Section = dict[str, Any]
 """A config section as written, parsed by its own module."""
 
 
-class _Doc(BaseModel):
+class _Doc(Model):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from .files import KeyAt, load_yaml, named_file, resolve_under
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..spreadsheet import SAVE_AS_UTF8
 from .files import open_regular

@@ -18,13 +18,15 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..data_classes import dataclass
 from ..errors import InputError
+from ..model_base import Model
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .backend_facts import spec
@@ -191,7 +193,7 @@ def _label_reply(text: str, settings: GuardSettings | None) -> GuardReply:
     return GuardReply(True, (code,))
 
 
-class GuardDoc(BaseModel):
+class GuardDoc(Model):
     """One guard of the config's `guards:` as written (its target keys are read as `target:` is)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")

@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..errors import InputError, Where
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template

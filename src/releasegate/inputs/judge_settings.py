@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..data_classes import dataclass
 from ..errors import InputError
+from ..model_base import Model
 from .backend_facts import spec
 from .files import KeyAt, is_file, read_text
 from .judge_prompt import check_template, template_text
@@ -53,7 +55,7 @@ class Criterion:
                 **({"reference": self.reference} if self.reference is not None else {})}
 
 
-class _Doc(BaseModel):
+class _Doc(Model):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 

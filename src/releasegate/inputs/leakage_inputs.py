@@ -9,15 +9,16 @@ releasegate reads it, and writes none of its text anywhere else (only ids, hashe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..border.files import read_capped
 from ..border.json_reader import NotJson, read_json
+from ..data_classes import dataclass
 from ..errors import InputError
+from ..model_base import Model
 from .canaries import read_canaries
 from .files import named_file, resolve_under
 from .read_doc import read_doc
@@ -70,7 +71,7 @@ class LeakageSuite:
     seed: int = 0
 
 
-class LeakageDoc(BaseModel):
+class LeakageDoc(Model):
     """The config's `leakage:` section as written."""
 
     model_config = ConfigDict(frozen=True, extra="allow")

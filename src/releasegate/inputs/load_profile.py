@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from .backend_facts import capabilities
 from .files import KeyAt, is_file, resolve_under

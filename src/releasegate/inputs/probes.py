@@ -14,13 +14,14 @@ from __future__ import annotations
 import base64
 import dataclasses
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..data_classes import dataclass
 from ..errors import InputError
+from ..model_base import Model
 from ..safe_template import TemplateFailed, compile_template
 from ..safe_template import render as render_template
 from .files import KeyAt, is_file, load_yaml
@@ -85,7 +86,7 @@ def _families(path: Path, where: KeyAt) -> list[ProbeFamily]:
     return out
 
 
-class ProbesDoc(BaseModel):
+class ProbesDoc(Model):
     """The config's `probes:` as written: which cases are probed (a slice), by which families, from which files."""
 
     model_config = ConfigDict(frozen=True, extra="allow")

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ..data_classes import dataclass
+from ..model_base import Model
 from ..record.review_outcome import oversample_weights
 from ..stats.intervals import needed_n_for_rate
 from .read_doc import read_doc
@@ -232,7 +234,7 @@ def _rank(family: str, policy: ReviewPolicy) -> int:
     return order.index(family) if family in order else len(order)
 
 
-class _Doc(BaseModel):
+class _Doc(Model):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..border.dsse import public_key_from_pem
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..record.blessings import Signers, blessed
 from ..record.metrics import (

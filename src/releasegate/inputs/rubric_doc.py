@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ..model_base import Model
 from ..record.metrics import DEFAULT_MAX_ITL_BATCHED_SHARE
 from ..record.record_parts import DEFAULT_MIN_PAIR_SHARE
 
 __all__ = ["RubricDoc", "CriterionDoc", "RuleDoc", "RulesFileDoc", "EvaluateDoc", "BaselineDoc"]
 
 
-class _Doc(BaseModel):
+class _Doc(Model):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 

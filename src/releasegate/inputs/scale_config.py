@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..extras import install_command, require
+from ..model_base import Model
 from ..text import inert
 from .backend_facts import capabilities
 from .files import KeyAt
@@ -35,7 +36,7 @@ class ScaleConfig:
     """GPUs Ray reserves for each worker; a worker with one sees it as `cuda` (set `target.device: cuda`)."""
 
 
-class _Doc(BaseModel):
+class _Doc(Model):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 

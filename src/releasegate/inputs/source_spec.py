@@ -10,12 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ..model_base import Model
 
 __all__ = ["SourceSpec", "ColumnSpec", "TemplateSpec", "SampleSpec", "section"]
 
 
-class _Section(BaseModel):
+class _Section(Model):
     model_config = ConfigDict(frozen=True, extra="allow", arbitrary_types_allowed=True)
 
 

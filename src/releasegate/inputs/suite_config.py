@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import InputError
 from .config_doc import SuiteDoc
 from .files import KeyAt, is_dir, nowhere, read_text, resolve_under

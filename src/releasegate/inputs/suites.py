@@ -16,12 +16,13 @@ import dataclasses
 import json
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from ..border.structured import TooDeep, json_loads
+from ..data_classes import dataclass
 from ..errors import InputError, Where
 from .case_checks import check_answer, resolve_format
 from .case_tools import case_tools

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import base64
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..border.env import env_secret
 from ..border.http import url_problem
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..extras import require
+from ..model_base import Model
 from ..redaction import (
     REDACTED,
     URL_REDACTED,
@@ -164,7 +166,7 @@ class TargetConfig:
                 "headers": mask_mapping(self.headers, extra)}
 
 
-class TargetPathsDoc(BaseModel):
+class TargetPathsDoc(Model):
     """The keys of a `target:` section that `parse_target` reads itself (the rest go to TargetConfig as written)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")

@@ -19,15 +19,16 @@ cheapest variant whose own gate passes and whose quality is non-inferior to the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..border.http import url_problem
+from ..data_classes import dataclass
 from ..errors import InputError, Where
 from ..extras import require
+from ..model_base import Model
 from ..redaction import mask_url
 from .files import KeyAt, exists, is_file, resolve_under
 from .model_files import check_gguf_file, check_model_dir
@@ -114,7 +115,7 @@ class VariantPlan:
         return self.variants[0]
 
 
-class _Doc(BaseModel):
+class _Doc(Model):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 

@@ -17,11 +17,12 @@ import json
 import os
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..border.files import replace_file, sha256_file
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..inputs.leakage_inputs import SUITE_KIND, SUITE_VERSION
 from ..inputs.sources import EXTENSIONS, source_rows

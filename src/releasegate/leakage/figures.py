@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ConfigDict, ValidationError, field_validator
 
 from ..errors import InputError
+from ..model_base import Model
 from ..record.run_parts import problem_line
 
 __all__ = ["ArmResult", "LeakageRow", "AnswerCount", "ProbeAnswers", "Canary", "CanaryFigures", "AdapterFacts", "LeakageFigures",
            "leakage_figures"]
 
 
-class _Stored(BaseModel):
+class _Stored(Model):
     model_config = ConfigDict(extra="allow")  # a newer run read by older code keeps what it does not know
 
 

@@ -17,9 +17,9 @@ how the review sample drew them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..inputs.judge_settings import CalibrationPolicy, parse_calibration
 from ..inputs.review_policy import ReviewPolicy, slice_name
 from ..record.metrics import select, slices_of

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from ..errors import InputError
+from ..model_base import Model
 from ..record.run_parts import problem_line
 
 __all__ = ["JudgeVerdict", "PairOutcome", "ForbiddenMatch", "ForbiddenScore", "AnswerScore", "CaseScores", "case_scores", "judge_verdict",
            "judge_verdicts", "pair_outcome", "scores_of"]
 
 
-class _Part(BaseModel):
+class _Part(Model):
     model_config = ConfigDict(extra="allow")  # scores stored by a newer version keep what they hold
 
 

@@ -32,9 +32,9 @@ n of their weights, so the correction never turns the source's accuracy back int
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..record.metrics import MetricValue
 from ..stats.intervals import wilson_bounds
 from ..stats.sample_weights import Strata, case_weights, kish_n, source_of, stratum_counts, two_phase_n

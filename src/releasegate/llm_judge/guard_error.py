@@ -33,9 +33,9 @@ replies is uncalibrated: its word alone decides no forbidden criterion (see `dec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..record.evidence import answered
 from ..record.metrics import MetricValue
 from ..record.review_labels import reviewer_key

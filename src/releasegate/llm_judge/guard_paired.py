@@ -12,9 +12,9 @@ bound is conservative.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..decision.comparison import non_inferiority
 from ..errors import ReleasegateError
 from ..gate.baseline_run import SavedBaseline, read_baseline

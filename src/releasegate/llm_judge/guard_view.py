@@ -5,9 +5,9 @@ guard's raw flags presented as the rate (see `guard_error` for the formula)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from ..gate.stability import CaseDraws, draw_scores
 from ..inputs.review_policy import ReviewPolicy
 from ..record.decision_evidence import GuardCalibration

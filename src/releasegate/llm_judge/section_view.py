@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ConfigDict, ValidationError, field_validator
 
 from ..errors import InputError
+from ..model_base import Model
 from ..record.run_parts import problem_line
 
 __all__ = ["RowMetric", "ComparisonRowView", "MetricFigure", "JudgePrice", "JudgeInfo", "judge_info", "CellCount", "CalibrationView", "PairwiseView", "PolicyView", "JudgeSectionView", "section_view"]
 
 
-class _View(BaseModel):
+class _View(Model):
     model_config = ConfigDict(extra="allow")
 
 

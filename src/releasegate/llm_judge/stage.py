@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..backends import Generation, Request, capabilities, create_backend
 from ..backends.response_cache import ResponseCache
 from ..border.hub import hub_snapshot
+from ..data_classes import dataclass
 from ..errors import ErrorKind, TargetError, judge_kind
 from ..inputs.judge_prompt import (
     TemplateFailed,

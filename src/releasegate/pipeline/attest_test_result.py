@@ -23,8 +23,9 @@ from in_toto_attestation.predicates.test_result.v0.test_result_pb2 import TestRe
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from in_toto_attestation.v1.statement_pb2 import Statement as StatementMessage
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..model_base import Model
 from ..record.signed_statement import (
     SignedCriterion,
     SignedRubric,
@@ -81,7 +82,7 @@ def _predicate(statement: StatementHead, payload: bytes) -> dict[str, Any]:
     return made
 
 
-class _Gate(BaseModel):
+class _Gate(Model):
     """The parts of the gate verdict's predicate the test result is made of, each of any type."""
 
     model_config = ConfigDict(extra="allow")
@@ -128,7 +129,7 @@ def disagreement(test_result: dict[str, Any], statement: dict[str, Any], payload
     return f"it carries {unknown[0][:40]}, which releasegate does not write" if unknown else None
 
 
-class _Named(BaseModel):
+class _Named(Model):
     """A subject as the two statements are compared by: its name and its digest, of any type."""
 
     model_config = ConfigDict(extra="allow")
@@ -136,7 +137,7 @@ class _Named(BaseModel):
     digest: object = None
 
 
-class _Digest(BaseModel):
+class _Digest(Model):
     model_config = ConfigDict(extra="allow")
     sha256: object = None
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from rich.console import Console
 
+from ..data_classes import dataclass
 from ..record.stage_timing import Timing
 
 __all__ = ["CheckOptions"]

@@ -6,11 +6,12 @@ which endpoint and why; a `model:` the server does not list is a warning, or wit
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..backends import capabilities, create_backend
 from ..backends.embeddings import probe_embeddings
+from ..data_classes import dataclass
 from ..errors import InputError, TargetError
 from ..inputs.config import Config
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..border.outputs import check_output_path, write_output_file
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..record.blessings import blessings
 from ..record.history_index import INDEX_FILE, open_index, run_directories, runs_without_index

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ..model_base import Model
 
 __all__ = ["Reached", "Summary"]
 
 
-class Reached(BaseModel):
+class Reached(Model):
     """An endpoint `--probe` reached."""
 
     name: str
@@ -18,7 +20,7 @@ class Reached(BaseModel):
     seconds: float
 
 
-class Summary(BaseModel):
+class Summary(Model):
     """What `validate --json` prints (`inputs.validation.input_summary`, then what validate adds)."""
 
     model_config = ConfigDict(extra="allow")

@@ -20,13 +20,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import ConfigDict, field_validator
 
 from ..border.files import journal_lines, open_append, open_regular
 from ..border.structured import json_loads
 from ..errors import ReleasegateError
 from ..gate.comparability import case_hash
 from ..inputs.review_policy import ReviewPolicy
+from ..model_base import Model
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.review_labels import LabelEdit, read_labels
 from ..record.review_outcome import output_hash
@@ -43,7 +44,7 @@ Vouched = dict[str, dict[tuple[str, str, str, str], LabelEdit]]
 """By source run: (review id, reply hash, label, case hash) of each label it still counts."""
 
 
-class KeptLabel(BaseModel):
+class KeptLabel(Model):
     """A line of grader_labels.jsonl: a label one grader's calibration may reuse (its shape checked on reading:
     a line of another shape is skipped)."""
 

@@ -9,13 +9,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..decision.comparison import matrix_decision, quality_row_verdict
 from ..gate.comparability import describe_differences, differences, saved_settings_key
 from ..gate.paired_comparison import compare_records, metric_verdicts
 from ..inputs.rubric import ForbiddenRule
 from ..inputs.validation import load_inputs
+from ..model_base import Model
 from ..record.decided_results import MatrixResult, typed
 from ..record.gate_report import GateReport, as_report
 from ..record.records import RunDir
@@ -56,7 +55,7 @@ def run_matrix(config_path: Path, variants: str | None, options: CheckOptions, *
     RunDir(root).write_json("matrix.json", result)
     return result
 
-class MatrixRow(BaseModel):
+class MatrixRow(Model):
     """A variant against the first (the reference), as matrix.json holds it."""
 
     variant: str

@@ -12,18 +12,20 @@ by the config's `cost:` (API prices by tokens, a self-hosted hourly price by the
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..data_classes import dataclass
 from ..errors import ReleasegateError
 from ..inputs.backend_facts import capabilities
 from ..inputs.config import Config
 from ..inputs.suites import Case
 from ..inputs.validation import load_inputs
+from ..model_base import Model
 from ..record.records import CaseRecord, RunDir, RunInfo
 
 __all__ = ["Plan", "plan_check"]
@@ -134,7 +136,7 @@ class _Spend:
         return {"target": self.target, "judge": self.judge, "guard": self.guard, "total": self.total}
 
 
-class _Price(BaseModel):
+class _Price(Model):
     """A grader's `price:` (USD per 1M tokens; a side not priced costs nothing)."""
 
     model_config = ConfigDict(extra="allow")
@@ -186,7 +188,7 @@ def _guard_spend(config: Config, plan: Plan, guards: list[str]) -> float | None:
     return spend
 
 
-class _GuardsRaw(BaseModel):
+class _GuardsRaw(Model):
     """The config's `guards:` as written (schema-checked): each guard's `price:` is read from it."""
 
     model_config = ConfigDict(extra="allow")
@@ -199,7 +201,7 @@ class _GuardsRaw(BaseModel):
         return price if isinstance(price, dict) else {}
 
 
-class _Priced(BaseModel):
+class _Priced(Model):
     model_config = ConfigDict(extra="allow")
 
     price: Any = None

@@ -13,20 +13,21 @@ snapshot's sha256, and whether it was a what-if), so no report can pass for anot
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..border.files import sha256_file
 from ..border.outputs import check_output_path, write_output_file
+from ..data_classes import dataclass
 from ..decision.whatif import decide_whatif
 from ..errors import InputError
 from ..gate.context import GateInputs
 from ..gate.health import planned_phases
 from ..inputs.judging_keys import snapshot_form
 from ..inputs.rubric import Rubric, load_rubric
+from ..model_base import Model
 from ..record.decision_evidence import WhatIfEvidence
 from ..record.gate_report import GateReport, JudgedBy
 from ..record.judge_verdicts import run_verdicts
@@ -171,7 +172,7 @@ def rubric_source(run_path: Path) -> dict[str, Any]:
     return {"source": row.path, "named_by": row.named_by if isinstance(row.named_by, str) else None}
 
 
-class _RubricEntry(BaseModel):
+class _RubricEntry(Model):
     """A manifest input entry as far as the rubric's source is read from it (any value: checked where read)."""
 
     model_config = ConfigDict(extra="allow")

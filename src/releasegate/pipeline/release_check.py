@@ -5,15 +5,16 @@ of a judging key that the rubric does not allow by name (`rubric_binding`), and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import ConfigDict, field_validator
 
 from ..border.structured import stored_json
+from ..data_classes import dataclass
 from ..decision.release import decide_release
 from ..errors import ReleaseRefused
+from ..model_base import Model
 from ..record.decision_evidence import ReleaseEvidence
 from ..record.gate_report import GateReport, as_report
 from ..record.stored_manifest import ManifestShape
@@ -38,7 +39,7 @@ class ReleasableRun:
     """The rubric that judged it: its effective hash, the rubric file's, every override."""
 
 
-class _JudgedBy(BaseModel):
+class _JudgedBy(Model):
     """report.json's `judged_by`, as far as a release reads it (any value: the decision weighs it)."""
 
     model_config = ConfigDict(extra="allow")
@@ -49,7 +50,7 @@ class _JudgedBy(BaseModel):
     snapshot_sha256: Any = None
 
 
-class _Recorded(BaseModel):
+class _Recorded(Model):
     """report.json read leniently: a report of another shape is no release (`decide_release`), never an error."""
 
     model_config = ConfigDict(extra="allow")

@@ -17,7 +17,6 @@ import hashlib
 import io
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ from ..border.dsse import key_id, load_private_key, public_key_from_pem, sign_en
 from ..border.env import env_text
 from ..border.files import read_capped, replace_file
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..inputs.review_policy import ReviewPolicy
 from ..inputs.rubric import load_rubric

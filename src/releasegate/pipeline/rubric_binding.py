@@ -12,16 +12,17 @@ vouched for by the digest the sealed run.json keeps: `record.sealed_composition`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..border.files import sha256_file
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..inputs.files import stored_yaml
 from ..inputs.judging_keys import effective_rubric_sha256, judges, key_parts
+from ..model_base import Model
 from ..record.records import RunDir, RunInfo
 from ..record.sealed_composition import require_sealed_composition
 from ..record.stored_manifest import SealOnly, read_manifest_file
@@ -100,7 +101,7 @@ def binding_of(run_path: Path, manifest: dict[str, Any], whatif: str | None = No
     return RubricBinding(effective, official, tuple(overrides), allowed)
 
 
-class _Lenient(BaseModel):
+class _Lenient(Model):
     model_config = ConfigDict(extra="allow")
 
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 from rich.console import Console
 
 from ..border.files import replace_file
@@ -39,6 +39,7 @@ from ..inputs.config import Config
 from ..inputs.rubric import Rubric
 from ..inputs.suites import Case
 from ..inputs.variant_plan import VariantPlan, VariantSpec
+from ..model_base import Model
 from ..record.decided_results import VariantsResult, typed
 from ..record.records import RunDir
 from ..record.run_parts import problem_line
@@ -295,7 +296,7 @@ _FIGURES = ("accuracy", "format_compliance", "forbidden_rate", "error_rate", "tt
 """A target's figures a variant's row shows as they are (`capacity_at_least` as a yes or no)."""
 
 
-class _Speculation(BaseModel):
+class _Speculation(Model):
     """variant.json's speculative counters (`run.server_scrape.acceptance`)."""
 
     model_config = ConfigDict(extra="allow")

@@ -11,6 +11,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict
 
+from ..model_base import Model
 from ..record.decided_results import VariantsResult
 
 __all__ = ["Number", "Parity", "ComparisonRow", "PairedComparison", "RankedRow", "TargetRow", "VariantRow",
@@ -20,7 +21,7 @@ __all__ = ["Number", "Parity", "ComparisonRow", "PairedComparison", "RankedRow",
 Number = Union[int, float]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # a row carries what its command adds beside what is read here
 
 
@@ -96,7 +97,7 @@ class RankedRow(_Model):
     why_not: str | None = None
 
 
-class TargetRow(BaseModel):
+class TargetRow(Model):
     """One target of `servers`: its verdict judged again, its figures, and (past the reference) its parity."""
 
     run_id: str
@@ -172,7 +173,7 @@ class ServedRecord(_Model):
         return next((f for f in self.files or [] if f.role == "model"), None)
 
 
-class _VariantHead(BaseModel):
+class _VariantHead(Model):
     """What every variant row begins with: what was served, and its figures (None where it has none)."""
 
     def as_json(self) -> dict[str, Any]:
@@ -275,7 +276,7 @@ def row_json(row: BaseModel) -> dict[str, Any]:
     return row.model_dump(exclude_unset=True)
 
 
-class MatrixKind(BaseModel):
+class MatrixKind(Model):
     """Which matrix a result is: the served variants' (`kind: served_variants`) or the in-process one (no kind)."""
 
     model_config = ConfigDict(extra="allow")

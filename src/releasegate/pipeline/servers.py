@@ -26,10 +26,10 @@ those left does). No eligible target: no recommendation, exit 3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..border.structured import stored_json
+from ..data_classes import dataclass
 from ..decision.comparison import decide_comparison
 from ..errors import InputError
 from ..gate.comparability import describe_differences, differences, same_run, saved_settings_key

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..errors import ReleasegateError
 from ..gate.context import GateContext, GateInputs
@@ -16,6 +16,7 @@ from ..gate.paired_stopping import baseline_pairing
 from ..gate.stopping import run_stop_state, stopping_of
 from ..inputs.backend_facts import backend_names, capabilities
 from ..inputs.rubric import load_rubric
+from ..model_base import Model
 from ..record.judge_verdicts import run_verdicts
 from ..record.records import RunDir
 from ..record.seal import seal_changes, sealed_snapshot
@@ -31,7 +32,7 @@ ENDPOINT = "the model served behind the endpoint (its weights are not visible to
 UNSEALED = "the run's own files (records, rubric snapshot, report): no stage sealed them (a run from before seals)"
 
 
-class Change(BaseModel):
+class Change(Model):
     """A row of what changed (`compare_manifest`, `seal_changes`, the stop recomputed)."""
 
     model_config = ConfigDict(extra="allow")
@@ -41,7 +42,7 @@ class Change(BaseModel):
     change: Any = None
 
 
-class Verification(BaseModel):
+class Verification(Model):
     """A run checked again: what `verify` says (its JSON, less the manifest) and what a release reads."""
 
     run: str
@@ -57,7 +58,7 @@ class Verification(BaseModel):
         return [Change.model_validate(row) for row in self.changes]
 
 
-class _Hashed(BaseModel):
+class _Hashed(Model):
     """An input entry as far as verifying reads it: a grader's (manifest.json `judge`, `guards`) is any mapping."""
 
     model_config = ConfigDict(extra="allow")

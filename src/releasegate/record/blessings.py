@@ -12,13 +12,14 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..border.dsse import key_id, public_key_from_pem, verified_by
 from ..border.files import append_regular, exists, read_text
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import InputError
 
 __all__ = ["BASELINES_FILE", "BLESSING_TYPE", "Blessing", "append_blessing", "blessings", "blessed", "evidence_digest",

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ..model_base import Model
 
 __all__ = ["CacheProbeSection", "CacheProbeRow", "CacheWrongHit", "CacheWrongCase", "CacheRecommendation"]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, SerializerFunctionWrapHandler, model_serializer
+
+from ..model_base import Model
 
 __all__ = ["as_sweep", "CapacitySweep", "CapacityStep", "SignalStats", "ObjectiveFigure", "SignalThreshold", "Number"]
 
@@ -17,7 +19,7 @@ Number = Union[int, float]
 """An int or a float, kept as given (pydantic would turn an int into a float for a `float` field)."""
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
 
     @model_serializer(mode="wrap")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import ConfigDict, field_validator, model_validator
+
+from ..model_base import Model
 
 __all__ = ["ConfidenceSequence", "MAX_POINTS"]
 
@@ -17,7 +19,7 @@ MAX_POINTS = 120
 """Points a sequence keeps: evenly spread over the cases, the deciding case among them."""
 
 
-class ConfidenceSequence(BaseModel):
+class ConfidenceSequence(Model):
     """One criterion's running bounds: at `cases[i]` (a case of the order, 1-based), [lower[i], upper[i]]."""
 
     model_config = ConfigDict(extra="allow")

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ..model_base import Model
 
 __all__ = ["Decided", "CompareResult", "ServersResult", "VariantsResult", "MatrixResult", "typed"]
 
 Verdict = Literal["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"]
 
 
-class Decided(BaseModel):
+class Decided(Model):
     """What every decided result carries."""
 
     model_config = ConfigDict(extra="allow")  # the rows and figures around the decision, as each command has them

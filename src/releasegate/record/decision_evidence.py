@@ -11,7 +11,7 @@ layers, `--set` overrides, inputs changed since the run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..data_classes import dataclass
 
 __all__ = [
     "Population", "Requests", "Obligations", "Health", "Provenance", "Outcome", "GateEvidence", "Arm",

@@ -27,7 +27,7 @@ Verdict = Literal["PASS", "FAIL", "NEEDS_REVIEW", "INCONCLUSIVE", "TARGET_ERROR"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built when first used (model_base); a newer report read by an older renderer keeps what it does not know
 
 
 class MetricRow(_Model):

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..model_base import Model
 from .stored_manifest import Seal
 
 __all__ = ["ManifestFacts", "ReportFacts", "JudgedFacts", "CriterionFacts", "SectionFacts", "SectionRowFacts",
            "MetricFacts", "OverrideFacts", "loose", "as_dict", "as_list"]
 
 
-class _Loose(BaseModel):
+class _Loose(Model):
     model_config = ConfigDict(extra="allow")
 
 

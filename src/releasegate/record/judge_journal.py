@@ -13,10 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..border.files import check_regular, journal_lines, open_append, open_regular
 from ..errors import InputError
+from ..model_base import Model
 from ..redaction import redact_json
 from .journal_lines import ESCAPED, last_line_start
 from .records import MAX_JOURNAL_BYTES, RunDir
@@ -27,14 +28,14 @@ __all__ = ["JUDGMENTS_FILE", "Judgment", "JudgeTokens", "read_judgments", "every
 JUDGMENTS_FILE = "judgments.jsonl"
 
 
-class JudgeTokens(BaseModel):
+class JudgeTokens(Model):
     """The judge's own token counts for one verdict (apart from the model under test's)."""
 
     input: int | None = None
     output: int | None = None
 
 
-class Judgment(BaseModel):
+class Judgment(Model):
     """One verdict of the LLM judge on one case's output."""
 
     case_id: str

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from .evidence import answered
 from .judge_journal import JUDGMENTS_FILE, Judgment, judgment_key, read_judgments

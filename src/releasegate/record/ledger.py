@@ -22,16 +22,17 @@ import io
 import json
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import ConfigDict, Field, Strict, ValidationError
 
 from ..border.files import exists, journal_lines, open_append, open_regular
 from ..border.limits import JOURNAL_MAX_BYTES
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import ErrorKind, InputError
+from ..model_base import Model
 from .journal_lines import mend_last_line
 
 __all__ = ["LEDGER", "LedgerLine", "LoadLedger", "read_ledger", "covered", "outcomes_of", "tally_line",
@@ -77,7 +78,7 @@ MOST_ATTEMPTS = 10_000_000
 _Tallied = Annotated[int, Strict(), Field(ge=0, le=MOST_ATTEMPTS)]
 
 
-class Tally(BaseModel):
+class Tally(Model):
     """A cache session's tally of its requests: how many it sent, and how many failed of each error kind."""
 
     model_config = ConfigDict(extra="allow")
@@ -92,7 +93,7 @@ class Tally(BaseModel):
         return (*failed, *([None] * max(0, self.attempts - len(failed))))
 
 
-class _Phase(BaseModel):
+class _Phase(Model):
     model_config = ConfigDict(extra="allow")
     phase: Literal["quality", "load"]
 

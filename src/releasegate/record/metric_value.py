@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..data_classes import dataclass
 from .evidence import answered
 
 if TYPE_CHECKING:

@@ -3,12 +3,14 @@ MLflow registry's version, each present only when that hand-off was asked for.""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ..model_base import Model
 
 __all__ = ["Promotion", "WebhookAnswer", "RegistryVersion", "ReleaseSummary"]
 
 
-class _Part(BaseModel):
+class _Part(Model):
     model_config = ConfigDict(extra="allow")
 
 

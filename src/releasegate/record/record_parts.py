@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+
+from ..model_base import Model
 
 __all__ = ["Timing", "Tokens", "Stratum", "DEFAULT_MIN_PAIR_SHARE"]
 
@@ -22,7 +24,7 @@ asked beside others, as `Timing.in_flight_most` observed them) must cover 0.9 of
 parity must cover 0.9 of a comparison's reference."""
 
 
-class Timing(BaseModel):
+class Timing(Model):
     """Latency of one request, in milliseconds, measured by the backend."""
 
     ttft_ms: float | None = None
@@ -86,7 +88,7 @@ _TokenCount = Annotated[int, Field(ge=0, le=2**53)]
 """A token count: 0 or more, and one a float holds exactly (throughput and cost divide by it; 10**400 overflowed)."""
 
 
-class Tokens(BaseModel):
+class Tokens(Model):
     """Token counts of one request and where they came from."""
 
     input: _TokenCount | None = None
@@ -98,7 +100,7 @@ class Tokens(BaseModel):
     chunk: no usage and no tokenizer configured)."""
 
 
-class Stratum(BaseModel):
+class Stratum(Model):
     """The stratum a case of a `sample:` suite was drawn from: what makes its rates estimate the source."""
 
     name: str

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import (
-    BaseModel,
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
@@ -36,6 +35,7 @@ from pydantic import (
 from ..border.files import exists, open_append, read_text, replace_file
 from ..border.limits import JOURNAL_MAX_BYTES
 from ..errors import InputError
+from ..model_base import Model
 from ..redaction import redact, redact_data, redact_error, redact_json, redact_values
 from ..text import REPLACEMENT, has_surrogates, valid_text
 from .journal_lines import ESCAPED, SharedValues, mend_last_line, parsed_lines, valid_data
@@ -46,7 +46,7 @@ from .sealed import matches_seal
 
 __all__ = ["Timing", "Tokens", "Stratum", "CaseRecord", "RunInfo", "RunDir", "valid_text", "REPLACEMENT"]
 
-class CaseRecord(BaseModel):
+class CaseRecord(Model):
     """One case as run: input, output, timings, token counts and automatic scores."""
 
     case_id: str
@@ -144,7 +144,7 @@ MAX_JOURNAL_BYTES = JOURNAL_MAX_BYTES
 """1 GiB (`border.limits`): a journal of a million long answers; past it, refused in one line naming the bound."""
 
 
-class RunInfo(BaseModel):
+class RunInfo(Model):
     """Facts about a run that are not per case."""
 
     run_id: str

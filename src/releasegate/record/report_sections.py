@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..model_base import Model
 from .capacity_sweep import Number
 from .confidence_sequences import ConfidenceSequence
 
 __all__ = ["ReviewRow", "JudgeSection", "JudgeCalibration", "JudgePairwise", "ConfidenceSequence"]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
 
 

@@ -16,8 +16,8 @@ reads better than the same sample labelled whole with its blanks gone bad.
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass
 
+from ..data_classes import dataclass
 from .review_labels import LabelEdit
 
 __all__ = ["DrawnRow", "UNLABELLED_FORBIDDEN", "covering", "blank_cases"]

@@ -15,14 +15,15 @@ from __future__ import annotations
 import io
 import os
 import unicodedata
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, field_validator
+from pydantic import field_validator
 
 from ..border.files import journal_lines, open_append, open_regular
 from ..border.limits import JOURNAL_MAX_BYTES
+from ..data_classes import dataclass
 from ..errors import InputError
+from ..model_base import Model
 from .records import RunDir
 
 __all__ = [
@@ -54,7 +55,7 @@ def parse_forbidden(cell: str) -> list[str] | None:
     return [] if [w.casefold() for w in words] == ["none"] else sorted(set(words))
 
 
-class LabelEdit(BaseModel):
+class LabelEdit(Model):
     """One human label as imported; later edits by the same reviewer for the same case replace it."""
 
     review_id: str

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, Strict, ValidationError, model_validator
 
+from ..model_base import Model
+
 __all__ = ["Count", "Seconds", "Figure", "PART_MODELS", "check_part", "check_sessions", "problem_line", "finite_tree", "non_finite_as_null",
            "MAX_JSON_DEPTH"]
 
@@ -28,7 +30,7 @@ Figure = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 """A measured figure: a finite number."""
 
 
-class _Part(BaseModel):
+class _Part(Model):
     model_config = ConfigDict(extra="allow")
 
 

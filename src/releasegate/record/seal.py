@@ -21,13 +21,13 @@ can forge it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..border.files import open_regular, read_text
 from ..border.structured import json_loads
 from ..clock import now
+from ..data_classes import dataclass
 from ..errors import InputError
 from .records import RunDir
 from .stored_manifest import BrokenEntry, Seal, SealedFile, SealOnly, read_manifest_file

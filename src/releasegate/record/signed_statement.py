@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, Strict, TypeAdapter, ValidationError
+
+from ..model_base import Model
 
 __all__ = ["AttestationCheck", "Statement", "StatementHead", "Subject", "Predicate", "SignedRun", "SignedRubric", "SignedCriterion",
            "SignedOverride", "SignedWeight", "ServedFiles", "TestResultPredicate", "subjects_of", "criteria_of",
@@ -20,7 +22,7 @@ Text = Annotated[str, Strict()]
 Sha256 = Annotated[str, Strict(), Field(pattern="^[0-9a-f]{64}$")]
 
 
-class _Loose(BaseModel):
+class _Loose(Model):
     model_config = ConfigDict(extra="allow")  # read by the names the JSON has, never the Python ones
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ..model_base import Model
 
 __all__ = ["StabilitySection", "DrawRow", "FlipRow"]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..border.files import exists, read_text
 from ..border.structured import json_loads
 from ..errors import InputError
+from ..model_base import Model
 from .run_parts import Count, finite_tree, problem_line
 
 __all__ = ["MANIFEST_FILE", "MAX_MANIFEST_BYTES", "read_manifest_file", "check_manifest", "Manifest", "typed_manifest",
@@ -27,7 +28,7 @@ MANIFEST_FILE = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # a hub snapshot of thousands of files hashes to a few MiB
 
 
-class _Shape(BaseModel):
+class _Shape(Model):
     model_config = ConfigDict(extra="allow")
 
 

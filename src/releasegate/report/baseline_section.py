@@ -5,11 +5,11 @@ verdict) with its slices and the reasons it may not stand."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
 
+from ..data_classes import dataclass
 from ..text import inert
 from .paired_models import BaselineComparison, ComparedMetric, PairedComparison, read_section
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 from ..record.gate_report import LatencySource
 
 __all__ = ["Parity", "ServerParity", "ServerTarget", "ServersView", "ServedHow", "ServedVariant", "VariantsView", "MatrixRow"]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # the figures around the rows, as each command has them
 
 

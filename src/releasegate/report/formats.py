@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Literal
 
+from ..data_classes import dataclass
 from ..record.gate_report import GateReport
 from ..text import json_inert
 from .csv import csv_chunks, render_csv

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 from .paired_models import read_section
 
 __all__ = ["Bounded", "HistoryCriterion", "HistoryRun", "TrendPoint", "TrendSeries", "read_runs"]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # a newer index read by an older renderer keeps what it does not know
 
 

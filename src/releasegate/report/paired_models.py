@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InputError
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 
 __all__ = ["ComparedMetric", "ComparedSlice", "FlippedCase", "Flipped", "LatencySources", "Blessing",
@@ -21,7 +22,7 @@ __all__ = ["ComparedMetric", "ComparedSlice", "FlippedCase", "Flipped", "Latency
 M = TypeVar("M", bound=BaseModel)
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
 
 

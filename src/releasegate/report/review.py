@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from rich import box
 
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 from ..record.report_sections import ReviewRow
 from ..review.agreement import agreement_words, kappa_words
@@ -64,7 +65,7 @@ def _kappa_cell(row: ReviewRow | _Kappa) -> str:
     return kappa_words(row.kappa, row.kappa_agreement, row.kappa_prevalence, short=True)
 
 
-class _Kappa(BaseModel):
+class _Kappa(Model):
     """A review row's kappa figures (what `kappa_cell` reads of a row given as JSON)."""
 
     model_config = ConfigDict(extra="ignore")

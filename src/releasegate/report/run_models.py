@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..model_base import Model
 from ..record.capacity_sweep import Number
 
 __all__ = ["SignalSummary", "TtftGap", "ServerMetrics", "SendLag", "LoadWorker", "LoadClient", "LoadPhaseView",
@@ -17,7 +18,7 @@ __all__ = ["SignalSummary", "TtftGap", "ServerMetrics", "SendLag", "LoadWorker",
            "GuardCategory", "GuardRow", "EmbeddingsUsed"]
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know
 
 

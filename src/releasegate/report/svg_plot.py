@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from xml.sax.saxutils import escape, quoteattr
+
+from ..data_classes import dataclass
 
 __all__ = ["Panel", "svg_document", "nice_ticks", "tick_text"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
 
@@ -17,6 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..data_classes import dataclass
 from ..inputs.scale_config import computed_words
 from ..record.gate_report import GateReport, as_report
 from ..record.metrics import is_phased

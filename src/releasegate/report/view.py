@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..border.files import exists, sha256_file
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..gate.capacity import gated_records
 from ..gate.case_detail import case_reviews, case_why, check_results, expected_text, input_text

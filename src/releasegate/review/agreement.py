@@ -10,11 +10,12 @@ undefined (both raters gave every case the same one label): None, never 1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..data_classes import dataclass
+from ..model_base import Model
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, LabelEdit, awaiting_adjudication, reviewer_pairs
 
@@ -73,7 +74,7 @@ def kappa_words(kappa: float | None, agreement: float | None, prevalence: float 
     return f"kappa {shown} at {agreement:.1%} agreement, {share:.0%} of labels '{word}'"
 
 
-class ReviewerAgreement(BaseModel):
+class ReviewerAgreement(Model):
     """The first and second reviewer's labels of the double-labelled cases, as report.json keeps them."""
 
     model_config = ConfigDict(extra="allow")  # a newer report read by an older renderer keeps what it does not know

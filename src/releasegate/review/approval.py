@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from ..data_classes import dataclass
 from ..decision.review import approval_status
 from ..record.records import CaseRecord
 from ..record.review_labels import APPROVE, REJECT, CaseLabel

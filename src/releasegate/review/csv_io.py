@@ -21,12 +21,12 @@ import csv
 import io
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..border.outputs import check_output_path, write_output_file
 from ..clock import now as stamp
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..gate.case_detail import failing_cases
 from ..inputs.csv_dialect import REOPEN, misread_utf8

@@ -3,7 +3,9 @@ neutralised, as the CSV holds them). Columns the export only shows are not kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
+
+from ..data_classes import dataclass
 
 __all__ = ["LabelRow"]
 

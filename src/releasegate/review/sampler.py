@@ -26,12 +26,11 @@ import json
 import math
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..border.files import exists, read_text
 from ..clock import now
 from ..errors import InputError
 from ..inputs.review_policy import ReviewPolicy, slice_name
+from ..model_base import Model
 from ..record.metrics import select
 from ..record.records import CaseRecord, RunDir
 from ..record.review_cover import DrawnRow
@@ -45,7 +44,7 @@ SAMPLE_FILE = "review_sample.json"
 _NONE = "(none)"
 
 
-class ReviewItem(BaseModel):
+class ReviewItem(Model):
     """One sampled case: a row of the review CSV."""
 
     review_id: str
@@ -68,7 +67,7 @@ class ReviewItem(BaseModel):
     """The share of its cell's cases that were drawn (its inclusion probability, as the draw realised it)."""
 
 
-class ReviewSample(BaseModel):
+class ReviewSample(Model):
     """The cases chosen for human review in one run (`review_sample.json`)."""
 
     run_id: str

@@ -6,10 +6,10 @@ Each step reads the run directory (never the model) and returns a plain result f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..gate.stability import unstable_cases
 from ..inputs.review_policy import ReviewPolicy

@@ -7,8 +7,10 @@ keep their defaults), a newer one may hold keys this version does not know (left
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
 from typing import Any
+
+from ..data_classes import dataclass
 
 __all__ = ["SliceRow", "stored_row", "stored_rows"]
 

@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..data_classes import dataclass
 from ..decision.criterion import CriterionResult
 from ..decision.review import ApprovalEvidence, approval_result, approval_status
 from ..inputs.review_policy import ReviewPolicy, slice_name

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..gate.stopping import stopping_of
 from ..inputs.backend_facts import capabilities

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..backends.embeddings import EMBEDDINGS_FILE, embed, stored_vectors
 from ..errors import TargetError
 from ..gate.cache_probe import ProbeSettings, degenerate, simulate_all
 from ..gate.cache_probe_records import answer_passes, probe_cases
 from ..inputs.files import stored_yaml
+from ..model_base import Model
 from ..record.judge_verdicts import saved_verdicts
 from ..record.records import CaseRecord, RunDir, RunInfo
 from ..record.run_parts import CostFacts
@@ -107,7 +108,7 @@ def rederived_probe(run: RunDir, info: RunInfo, rubric: Rubric, records: list[Ca
     return {**probe, "rows": rows}
 
 
-class _Stored(BaseModel):
+class _Stored(Model):
     model_config = ConfigDict(extra="allow")
 
 

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -33,6 +32,7 @@ from rich.progress import (
 from rich.text import Text
 
 from ..border.env import PROGRESS_INTERVAL, env_number
+from ..data_classes import dataclass
 
 if TYPE_CHECKING:
     from ..backends import Generation

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..backends import Backend, Generation, Request
 from ..border.files import read_text
+from ..data_classes import dataclass
 from ..errors import ErrorKind, InputError
 from ..gate.capacity import STEP_TAG, capacity_sweep, step_signals
 from ..inputs.files import MAX_YAML_BYTES as MAX_RUBRIC_BYTES

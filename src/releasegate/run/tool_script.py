@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ..model_base import Model
 
 __all__ = ["ToolScript", "TurnScript", "MadeCall", "ChatReply", "script_of", "reply_facts"]
 
 
-class _Shape(BaseModel):
+class _Shape(Model):
     model_config = ConfigDict(extra="allow")
 
 

@@ -21,11 +21,11 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..backends import Backend, Generation, Request
 from ..backends.openai import LoadRun, OpenAIBackend
+from ..data_classes import dataclass
 from ..errors import ErrorKind
 from ..inputs.scale_config import ScaleConfig
 from ..inputs.target import TargetConfig

@@ -12,12 +12,13 @@ import itertools
 import json
 import random
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TypeVar
 
 from ..backends import Generation, Request
 from ..border.structured import json_loads
+from ..data_classes import dataclass
 from ..errors import InputError
 from ..inputs.files import read_text
 from ..inputs.load_profile import LoadConfig
