@@ -267,8 +267,12 @@ def test_served_variants_with_each_feature(cli, tmp_path, composed, feature, bad
     is given the same cases as the first, which `check`'s own run would have let go)."""
     from test_composition import decide_features
 
+    from releasegate.run.interruption import INTERRUPTION
+
     features = (feature, mx.SERVED)
     verdict, reason, result = decide_features(tmp_path, cli, composed, features, feature if bad else None)
+    # no variant's verdict is the command's: a signal after one stops the matrix, never exits with its code
+    assert INTERRUPTION.finished_with is None
     if verdict == "REFUSED":
         lines = [line for line in reason.splitlines() if line.strip()]
         assert len(lines) == 1 and "variants" in lines[0] and feature in lines[0], reason

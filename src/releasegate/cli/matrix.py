@@ -75,11 +75,13 @@ def matrix(
     from ..pipeline.server_rows import MatrixKind
     from ..record.decided_results import MatrixResult
     from ..report.matrix import latency_line, matrix_table
+    from ..run.interruption import signals_stop
     from ..text import inert
 
     console = consoles(as_json or (fmt is not None and output is None))  # stdout holds only JSON or the --format text
     options = CheckOptions(console, progress, run_id, allow_pending, limit)
-    result = run_matrix(config, variants, options, draft=draft, output_dir=output_dir, overrides=set_values(sets))
+    with signals_stop():  # SIGTERM stops the variant being run as Ctrl-C does: its run 'interrupted', exit 130
+        result = run_matrix(config, variants, options, draft=draft, output_dir=output_dir, overrides=set_values(sets))
     if MatrixKind.model_validate(result).kind == "served_variants":
         return _served(result, console, fmt, output, force=force, as_json=as_json)
     decided = MatrixResult.model_validate(result)

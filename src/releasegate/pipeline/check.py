@@ -309,7 +309,7 @@ def _execute(run: RunDir, info: RunInfo, config: Config, rubric: Rubric, cases: 
         info.timing = session["timing"] = timing.as_dict()
         run.write_info(info)
         seal(run.path, "check")
-        INTERRUPTION.finish(typed.exit_code)  # on disk and sealed: from here on a signal cannot undo the verdict
+        INTERRUPTION.finish(typed.exit_code, how.ends_command)  # on disk and sealed: a signal cannot undo it now
         INTERRUPTION.active = None
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):

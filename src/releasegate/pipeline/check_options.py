@@ -39,6 +39,11 @@ class CheckOptions:
     of 100,000 cases is not held through judging and the reports). False for a caller that runs them again (a
     matrix's variants)."""
 
+    ends_command: bool = True
+    """The command ends with this run: once its reports are on disk a signal no longer stops it, and the process
+    exits with its verdict's code (`Interruption.finish`). False for a matrix's variants: the command goes on to
+    the next, and a signal between them stops it (never exits with a finished variant's code)."""
+
     def let_go(self, cases: list[Any]) -> None:
         """Empty the caller's list of cases once they are run, when it was handed over: a suite of 100,000 cases
         (and a resume's recorded ones) is otherwise held beside every record the gate reads."""

@@ -47,7 +47,8 @@ def run_matrix(config_path: Path, variants: str | None, options: CheckOptions, *
     for name in names:
         console.print(f"[bold]variant {name}[/]")
         vcfg = dataclasses.replace(variant_config(cfg, name, draft), output_dir=root)
-        how = dataclasses.replace(options, run_id=name, target_overrides=variant_changes(name, draft), timing=Timing())
+        how = dataclasses.replace(options, run_id=name, target_overrides=variant_changes(name, draft), timing=Timing(),
+                                  ends_command=False)
         runs[name], reports[name] = run_check(vcfg, rubric, cases, how)
     rows = matrix_rows(runs, reports, rubric.forbidden)
     result = typed(MatrixResult, {"reference": names[0], **matrix_decision(rows).as_dict(), "variants": rows,

@@ -102,7 +102,7 @@ def _run_variant(config: Config, rubric: Rubric, cases: list[Case], spec: Varian
         try:
             served = {"backend": "openai", "base_url": base_url, "model": model}
             how = dataclasses.replace(options, run_id=spec.name, use_cache=False, target_overrides=served,
-                                      timing=Timing())
+                                      timing=Timing(), ends_command=False)
             run, _ = run_check(vcfg, rubric, cases, how)
         except TargetError as exc:  # it did not answer, or stopped answering: a row of its own, the plan goes on
             return _unserved(spec, out, f"it could not be run: {_one_line(exc)}", console)

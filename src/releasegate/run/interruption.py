@@ -51,11 +51,12 @@ class Interruption:
         """The exit code of a run whose reports are on disk: from then on a signal cannot make it interrupted,
         and `check` exits with this code (see `finish`)."""
 
-    def finish(self, exit_code: int) -> None:
+    def finish(self, exit_code: int, ends_command: bool = True) -> None:
         """The run is over and its reports are written: a signal from now on (while the verdict is printed) is
         noted, not raised, and the process exits with the verdict's code; a second signal, or GRACE_S after the
-        first, ends it at once with that code."""
-        self.finished_with = exit_code
+        first, ends it at once with that code. Not when the command goes on to another run (`ends_command`
+        False: a matrix's variant): a signal then stops the command, whose exit is never one run's code."""
+        self.finished_with = exit_code if ends_command else None
 
     def raise_if_pending(self) -> None:
         """A stage boundary: stop here if a signal came and its KeyboardInterrupt has not reached the runner."""
