@@ -32,7 +32,10 @@ __all__ = ["Client", "Streamed", "make_openai_client", "stream_openai", "import_
 
 _TRACE: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("releasegate_http_trace", default=None)
 """The current request's transport trace: httpcore event name -> perf_counter_ns."""
-_WRITTEN = "http11.send_request_body.complete"
+_WRITTEN = "http11.send_request_body.started"
+"""The trace event the send is stamped by: the body's write starting (the server cannot answer before it). Its
+`.complete` is traced once the write's await returns, after other streams' turns at 64 in flight: TTFT read 3-8 ms
+early from it (bench/peers.py)."""
 
 
 def make_openai_client(target: TargetConfig, api_key: str, concurrency: int | None = None) -> openai.AsyncOpenAI:
@@ -131,7 +134,7 @@ async def _on_trace(name: str, info: dict[str, Any]) -> None:
 
 
 def _traced(trace: dict[str, int]) -> tuple[int | None, int | None]:
-    """(when the request's last byte was written, TCP (+ TLS) connect ns: None on a reused connection)."""
+    """(when the request's body began to be written, TCP (+ TLS) connect ns: None on a reused connection)."""
     started = trace.get("connection.connect_tcp.started")
     connected = trace.get("connection.start_tls.complete") or trace.get("connection.connect_tcp.complete")
     return trace.get(_WRITTEN), (connected - started if started and connected else None)

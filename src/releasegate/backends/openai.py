@@ -6,8 +6,8 @@ Connection errors, 429 and 5xx are retried with backoff before the first token, 
 run from the first attempt's send, so the user's wait through retries is counted (see `Timing`).
 The API key is read from the environment variable named in the config and never written anywhere.
 
-"Sent" means the same for both clients: the moment the request's last byte was written to the socket (the lean
-client stamps it after its write; the `openai` client's is read from httpx's transport trace). Send lag runs
+"Sent" means the same for both clients: the moment the request's last write began (the lean client reads the
+clock just before it; the `openai` client's is httpx's trace of the body's write starting: never after). Send lag runs
 from the scheduled send (closed loop: the moment a slot was free) to it, so it holds the request's TCP connect
 when it opened one; `Timing.connect_ms` says how much that was. Every run also measures the client's own
 lateness (`_lateness.LatenessProbe`): event-loop lag, CPU share, batched stamps (see `OpenAIBackend`).

@@ -29,7 +29,7 @@ class Timing(Model):
 
     ttft_ms: float | None = None
     """Request start -> first output token (prefill). In a batch, includes the whole batch's prefill. The request
-    starts at its first attempt's actual send (its last byte written: see `send_lag_ms`): retries, and the backoff
+    starts at its first attempt's actual send (its last write: see `send_lag_ms`): retries, and the backoff
     before them, count (openai)."""
     tpot_ms: float | None = None
     """(t_last_token - t_first_token) / (output_tokens - 1); None with fewer than 2 output tokens."""
@@ -41,7 +41,7 @@ class Timing(Model):
     itl_ms: list[float] | None = None
     """Inter-token latencies: gaps between content chunks; a chunk of k tokens gives k gaps of gap/k (openai)."""
     send_lag_ms: float | None = None
-    """Scheduled send -> the moment the first attempt's last request byte was written to the socket: client
+    """Scheduled send -> the moment the first attempt's last write of the request to the socket began: client
     queueing (openai). The scheduled send is the request's due time in an open loop or replay, and the moment a
     slot was free in a closed loop or the quality phase; the span holds the TCP connect when the request opened a
     connection (`connect_ms`) and the client's own work before the write. Both clients observe the write (the
